@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { ApiKeyGuard, AuthModule } from '#libs/auth';
+import { ConfigModule } from '#libs/config';
+import { DatabaseModule } from '#libs/database';
+import { AllExceptionsFilter } from '#libs/errors';
+import { EventStreamModule } from '#libs/events';
+import { ProtocolModule } from '#libs/protocol';
+import { BootstrapKey } from './bootstrap-key.js';
+import { AgentsController } from './controllers/agents.controller.js';
+import { HealthController } from './controllers/health.controller.js';
+import { SessionEventsController } from './controllers/session-events.controller.js';
+import { SessionsController } from './controllers/sessions.controller.js';
+
+@Module({
+  imports: [ConfigModule, DatabaseModule, AuthModule, ProtocolModule, EventStreamModule],
+  controllers: [HealthController, AgentsController, SessionsController, SessionEventsController],
+  providers: [BootstrapKey, { provide: APP_GUARD, useClass: ApiKeyGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
+})
+export class AppModule {}

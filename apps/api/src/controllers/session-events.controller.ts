@@ -1,0 +1,122 @@
+import { Body, Controller, Get, Headers, Param, Post, Req, Res } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { CurrentPrincipal, type Principal } from '#libs/auth';
+import { AppConfig } from '#libs/config';
+import { ApiError } from '#libs/errors';
+import { decodeCursor, EVENT_TYPES, EventStreamHub } from '#libs/events';
+import { ReceiptDto, SessionQueriesService, SubmissionService, SubmitEventsDto } from '#libs/protocol';
+import { ApiErrors } from './api-errors.decorator.js';
+import { sendIdempotent } from './send-idempotent.js';
+
+/** A subscriber this far behind is cut off rather than buffered without bound; it resumes with its cursor. */
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+@ApiTags('agents-public-v1')
+@ApiBearerAuth()
+@Controller('api/v1/agents/sessions/:session_id/events')
+export class SessionEventsController {
+  constructor(
+    private readonly submissions: SubmissionService,
+    private readonly queries: SessionQueriesService,
+    private readonly hub: EventStreamHub,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Post()
+  @ApiOperation({
+    summary: 'Submit one input or control event',
+    description: 'Exactly one event per request. `agent.session.input.message` queues a follow-up (FIFO); the receipt proves durable acceptance only.',
+  })
+  @ApiHeader({ name: 'Idempotency-Key', required: true, description: '1–128 characters; retries with the same intent return the first receipt.' })
+  @ApiBody({ type: SubmitEventsDto })
+  @ApiAcceptedResponse({ type: ReceiptDto })
+  @ApiErrors(
+    'validation_failed',
+    'invalid_json',
+    'idempotency_key_required',
+    'unknown_event_type',
+    'not_implemented',
+    'invalid_model',
+    'not_found',
+    'idempotency_conflict',
+    'state_conflict',
+    'payload_too_large',
+  )
+  async submit(
+    @CurrentPrincipal() principal: Principal,
+    @Param('session_id') sessionId: string,
+    @Body() body: SubmitEventsDto,
+    @Headers('idempotency-key') key: string | undefined,
+    @Res() res: Response,
+  ): Promise<void> {
+    sendIdempotent(res, await this.submissions.submitEvent(principal, sessionId, body.events, key));
+  }
+
+  @Get()
+  @ApiOperation({
+    summary: 'Subscribe to the session event stream (SSE)',
+    description: `A long-lived text/event-stream across turns. Send Last-Event-ID to resume strictly after a cursor. Event types: ${Object.keys(EVENT_TYPES).join(', ')}.`,
+  })
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id:` of the last event processed.' })
+  @ApiProduces('text/event-stream')
+  @ApiResponse({
+    status: 200,
+    description: 'SSE messages: `id:` opaque cursor, `event:` type, `data:` event JSON with a stable event_id.',
+    content: {
+      'text/event-stream': {
+        schema: {
+          type: 'object',
+          required: ['type', 'event_id', 'session_id', 'created_at'],
+          properties: {
+            type: { $ref: '#/components/schemas/SessionEventType' },
+            event_id: { type: 'string' },
+            session_id: { type: 'string' },
+            created_at: { type: 'integer' },
+            turn_id: { type: 'string' },
+          },
+          additionalProperties: true,
+        },
+      },
+    },
+  })
+  @ApiErrors('not_found', 'invalid_last_event_id')
+  async stream(
+    @CurrentPrincipal() principal: Principal,
+    @Param('session_id') sessionId: string,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    await this.queries.assertVisible(principal, sessionId);
+    let afterId: string | null = null;
+    if (lastEventId !== undefined && lastEventId !== '') {
+      afterId = decodeCursor(sessionId, lastEventId);
+      if (afterId === null) throw new ApiError('invalid_last_event_id', 'Last-Event-ID is not a cursor of this session stream');
+    }
+
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
+    res.write(': connected\n\n');
+
+    let closed = false;
+    const heartbeat = setInterval(() => res.write(': ping\n\n'), this.config.sseHeartbeatMs);
+    const subscription = this.hub.subscribe(sessionId, afterId, ({ frame }) => {
+      if (closed) return;
+      res.write(frame);
+      if (res.writableLength > MAX_BUFFERED_BYTES) res.destroy();
+    });
+    req.on('close', () => {
+      closed = true;
+      clearInterval(heartbeat);
+      void subscription.then((s) => s.close()).catch(() => undefined);
+    });
+    await subscription.catch((error: unknown) => {
+      res.destroy(error instanceof Error ? error : undefined);
+    });
+  }
+}

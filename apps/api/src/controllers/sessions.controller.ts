@@ -1,0 +1,130 @@
+import { Body, Controller, Get, Headers, Param, Post, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { CurrentPrincipal, type Principal } from '#libs/auth';
+import {
+  CreateSessionDto,
+  ListQueryDto,
+  ReceiptDto,
+  ReceiptQueryDto,
+  SessionDto,
+  SessionListDto,
+  SessionListQueryDto,
+  SessionQueriesService,
+  SubmissionService,
+} from '#libs/protocol';
+import { ItemListDto, RunDto, TurnDetailDto, TurnListDto } from '#libs/turns';
+import { ApiErrors } from './api-errors.decorator.js';
+import { sendIdempotent } from './send-idempotent.js';
+
+const IDEMPOTENCY_HEADER = {
+  name: 'Idempotency-Key',
+  required: true,
+  description: '1–128 characters. Same key + same intent replays the first response; a different intent is 409.',
+};
+
+function page(query: ListQueryDto, defaultLimit: number) {
+  return { after: query.after, limit: query.limit ?? defaultLimit, order: query.order ?? 'desc' } as const;
+}
+
+@ApiTags('agents-public-v1')
+@ApiBearerAuth()
+@Controller('api/v1/agents/sessions')
+export class SessionsController {
+  constructor(
+    private readonly submissions: SubmissionService,
+    private readonly queries: SessionQueriesService,
+  ) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Create a session, empty or with its first input', description: 'The input, its receipt and the session commit in one transaction before the response.' })
+  @ApiHeader(IDEMPOTENCY_HEADER)
+  @ApiBody({ type: CreateSessionDto })
+  @ApiCreatedResponse({ type: SessionDto, description: 'The session; `yuxi.receipt` holds the acceptance of the initial input.' })
+  @ApiErrors('validation_failed', 'invalid_json', 'idempotency_key_required', 'invalid_model', 'not_implemented', 'not_found', 'idempotency_conflict', 'payload_too_large')
+  async create(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: CreateSessionDto,
+    @Headers('idempotency-key') key: string | undefined,
+    @Res() res: Response,
+  ): Promise<void> {
+    sendIdempotent(res, await this.submissions.createSession(principal, body, key));
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List sessions', description: 'Stable (created_at, id) order; pass the previous page last_id as `after`.' })
+  @ApiOkResponse({ type: SessionListDto })
+  @ApiErrors('validation_failed', 'invalid_cursor')
+  list(@CurrentPrincipal() principal: Principal, @Query() query: SessionListQueryDto): Promise<SessionListDto> {
+    return this.queries.listSessions(
+      principal,
+      {
+        agentId: query.agent_id,
+        archived: query.archived === undefined ? undefined : query.archived === 'true',
+        isPinned: query.is_pinned === undefined ? undefined : query.is_pinned === 'true',
+      },
+      page(query, 50),
+    );
+  }
+
+  @Get(':session_id')
+  @ApiOperation({ summary: 'Get a session' })
+  @ApiOkResponse({ type: SessionDto })
+  @ApiErrors('not_found')
+  get(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDto> {
+    return this.queries.getSession(principal, sessionId);
+  }
+
+  @Get(':session_id/receipt')
+  @ApiOperation({ summary: 'Find the receipt of an earlier submission by its Idempotency-Key', description: '404 only means "not found yet": the original request may still be in flight.' })
+  @ApiOkResponse({ type: ReceiptDto })
+  @ApiErrors('not_found', 'validation_failed')
+  receipt(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Query() query: ReceiptQueryDto): Promise<ReceiptDto> {
+    return this.queries.getReceipt(principal, sessionId, query.idempotency_key);
+  }
+
+  @Get(':session_id/turns')
+  @ApiOperation({ summary: 'List the turns of a session (including turns without output)' })
+  @ApiOkResponse({ type: TurnListDto })
+  @ApiErrors('not_found', 'invalid_cursor', 'validation_failed')
+  turns(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Query() query: ListQueryDto): Promise<TurnListDto> {
+    return this.queries.listTurns(principal, sessionId, page(query, 20));
+  }
+
+  @Get(':session_id/turns/:turn_id')
+  @ApiOperation({ summary: 'Get a turn with its runs, waitpoint and result output' })
+  @ApiOkResponse({ type: TurnDetailDto })
+  @ApiErrors('not_found')
+  turn(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Param('turn_id') turnId: string): Promise<TurnDetailDto> {
+    return this.queries.getTurn(principal, sessionId, turnId);
+  }
+
+  @Get(':session_id/turns/:turn_id/items')
+  @ApiOperation({ summary: 'List the public items of one turn' })
+  @ApiOkResponse({ type: ItemListDto })
+  @ApiErrors('not_found', 'invalid_cursor', 'validation_failed')
+  turnItems(
+    @CurrentPrincipal() principal: Principal,
+    @Param('session_id') sessionId: string,
+    @Param('turn_id') turnId: string,
+    @Query() query: ListQueryDto,
+  ): Promise<ItemListDto> {
+    return this.queries.listItems(principal, sessionId, turnId, page(query, 20));
+  }
+
+  @Get(':session_id/items')
+  @ApiOperation({ summary: 'List the public items of a session' })
+  @ApiOkResponse({ type: ItemListDto })
+  @ApiErrors('not_found', 'invalid_cursor', 'validation_failed')
+  items(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Query() query: ListQueryDto): Promise<ItemListDto> {
+    return this.queries.listItems(principal, sessionId, null, page(query, 20));
+  }
+
+  @Get(':session_id/runs/:run_id')
+  @ApiOperation({ summary: 'Get one run (execution segment) of a session' })
+  @ApiOkResponse({ type: RunDto })
+  @ApiErrors('not_found')
+  run(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Param('run_id') runId: string): Promise<RunDto> {
+    return this.queries.getRun(principal, sessionId, runId);
+  }
+}

@@ -1,0 +1,23 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { AppConfig } from '#libs/config';
+import { AppModule } from './app.module.js';
+import { configureHttp } from './http-setup.js';
+import { mountOpenApi } from './openapi/openapi.js';
+
+async function bootstrap(): Promise<void> {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false });
+  const config = app.get(AppConfig);
+  configureHttp(app, config.bodyLimit);
+  mountOpenApi(app);
+  app.enableShutdownHooks();
+  await app.listen(config.port);
+  new Logger('Api').log(`listening on :${config.port} (docs at /docs)`);
+}
+
+bootstrap().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,65 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { ERROR_CODES } from '#libs/errors';
+import { EVENT_TYPES } from '#libs/events';
+import { MessageEventDto } from '#libs/protocol';
+
+const ERROR_TABLE = Object.entries(ERROR_CODES)
+  .map(([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.retryable ? 'yes' : 'no'} | ${spec.description} |`)
+  .join('\n');
+
+const EVENT_TABLE = Object.entries(EVENT_TYPES)
+  .map(([type, description]) => `| \`${type}\` | ${description} |`)
+  .join('\n');
+
+const DESCRIPTION = `
+Durable Agents Sessions API. Create a session with a saved agent, submit inputs, and observe turns,
+runs, items and a resumable event stream. Every write requires an \`Idempotency-Key\`; a retry with
+the same key and intent returns the first response byte for byte.
+
+Authenticate with \`Authorization: Bearer <api key>\`. Resources of other callers answer 404.
+
+## Errors
+
+Every error has the shape \`{"error": {"code", "message", "type", "retryable", "request_id", "details"}}\`
+and every response carries \`X-Request-Id\`.
+
+| code | status | retryable | meaning |
+|---|---|---|---|
+${ERROR_TABLE}
+
+## Server-sent events
+
+\`GET /api/v1/agents/sessions/{session_id}/events\` streams the whole session across turns. Each message
+has \`id:\` (an opaque cursor; send it back as \`Last-Event-ID\` to resume strictly after it),
+\`event:\` (the type) and \`data:\` (the event JSON with a stable \`event_id\`). Without
+\`Last-Event-ID\` the stream starts with the retained replay window. Comment lines (\`: ping\`) are heartbeats.
+
+| event | meaning |
+|---|---|
+${EVENT_TABLE}
+`;
+
+export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setTitle('Agents Public API')
+    .setDescription(DESCRIPTION)
+    .setVersion('1.0.0')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key' })
+    .addTag('agents-public-v1', 'Saved agents, sessions, inputs, turns, items and events')
+    .build();
+  const document = SwaggerModule.createDocument(app, config, { extraModels: [MessageEventDto] });
+  document.components = document.components ?? {};
+  document.components.schemas = {
+    ...document.components.schemas,
+    ErrorCode: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Stable error codes; see the API description for each.' },
+    SessionEventType: { type: 'string', enum: Object.keys(EVENT_TYPES), description: 'SSE `event:` values; see the API description for each.' },
+  };
+  return document;
+}
+
+/** Swagger UI at /docs and the generated document at /openapi.json. */
+export function mountOpenApi(app: INestApplication): void {
+  const document = buildOpenApiDocument(app);
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', customSiteTitle: 'Agents Public API' });
+}

@@ -1,0 +1,28 @@
+import 'reflect-metadata';
+import { createServer } from 'node:http';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppConfig } from '#libs/config';
+import { WorkerModule } from './worker.module.js';
+
+/** The worker: an application context (no HTTP API) plus a tiny health endpoint for orchestrators. */
+async function bootstrap(): Promise<void> {
+  const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: false });
+  app.enableShutdownHooks();
+  const config = app.get(AppConfig);
+  if (config.workerHealthPort > 0) {
+    const health = createServer((req, res) => {
+      const ok = req.url === '/health';
+      res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(ok ? { status: 'ok' } : { error: 'not found' }));
+    });
+    health.listen(config.workerHealthPort);
+    process.once('SIGTERM', () => health.close());
+    process.once('SIGINT', () => health.close());
+  }
+  new Logger('Worker').log(`worker ready${config.workerHealthPort > 0 ? `, health on :${config.workerHealthPort}/health` : ''}`);
+}
+
+bootstrap().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

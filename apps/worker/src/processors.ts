@@ -1,0 +1,37 @@
+import { Processor, WorkerHost } from '@nestjs/bullmq';
+import type { Job } from 'bullmq';
+import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
+import { RecoveryService, SessionDriver } from '#libs/runtime';
+
+type Handlers<Names extends JobName> = { [N in Names]: (data: JobPayloads[N]) => Promise<unknown> };
+
+/** A processor that maps each job name of its queue to a handler; the set is checked at boot. */
+export abstract class JobProcessor<Names extends JobName> extends WorkerHost {
+  abstract readonly handlers: Handlers<Names>;
+
+  async process(job: Job): Promise<unknown> {
+    const handler = (this.handlers as Record<string, ((data: unknown) => Promise<unknown>) | undefined>)[job.name];
+    if (!handler) throw new Error(`no handler for job ${job.name} on ${job.queueName}`);
+    return handler(job.data);
+  }
+}
+
+@Processor(QUEUES.sessions, { autorun: false })
+export class SessionDispatchProcessor extends JobProcessor<typeof JOBS.dispatchSession> {
+  readonly handlers;
+
+  constructor(driver: SessionDriver) {
+    super();
+    this.handlers = { [JOBS.dispatchSession]: ({ sessionId }: JobPayloads['session.dispatch']) => driver.drive(sessionId) };
+  }
+}
+
+@Processor(QUEUES.maintenance, { autorun: false })
+export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep> {
+  readonly handlers;
+
+  constructor(recovery: RecoveryService) {
+    super();
+    this.handlers = { [JOBS.recoverySweep]: () => recovery.sweep() };
+  }
+}

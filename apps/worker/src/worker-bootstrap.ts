@@ -1,0 +1,44 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { AppConfig } from '#libs/config';
+import { JOBS, QUEUE_JOBS, QUEUES } from '#libs/queue';
+import { MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor } from './processors.js';
+
+/**
+ * Starts consuming only after the whole context is initialised, and refuses to start when a job
+ * name of a queue has no handler: a job nobody can process would otherwise fail at run time.
+ */
+@Injectable()
+export class WorkerBootstrap implements OnApplicationBootstrap {
+  private readonly logger = new Logger(WorkerBootstrap.name);
+
+  constructor(
+    private readonly sessionsProcessor: SessionDispatchProcessor,
+    private readonly maintenanceProcessor: MaintenanceProcessor,
+    @InjectQueue(QUEUES.maintenance) private readonly maintenanceQueue: Queue,
+    private readonly config: AppConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const processors: Record<string, JobProcessor<never>> = {
+      [QUEUES.sessions]: this.sessionsProcessor as JobProcessor<never>,
+      [QUEUES.maintenance]: this.maintenanceProcessor as JobProcessor<never>,
+    };
+    for (const [queue, names] of Object.entries(QUEUE_JOBS)) {
+      const processor = processors[queue];
+      if (!processor) throw new Error(`queue ${queue} has no processor`);
+      for (const name of names) {
+        if (!(name in processor.handlers)) throw new Error(`job ${name} on queue ${queue} has no handler`);
+      }
+    }
+    await this.maintenanceQueue.upsertJobScheduler(
+      'recovery-sweep',
+      { every: this.config.recoverySweepMs },
+      { name: JOBS.recoverySweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
+    );
+    this.sessionsProcessor.worker.concurrency = this.config.workerConcurrency;
+    for (const processor of Object.values(processors)) void processor.worker.run();
+    this.logger.log(`consuming ${Object.keys(processors).join(', ')} (session concurrency ${this.config.workerConcurrency})`);
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * Every setting the api and the worker read, parsed once from the environment.
+ * The README's configuration table documents each variable; keep the two in step.
+ */
+export class AppConfig {
+  readonly port: number;
+  readonly databaseUrl: string;
+  readonly redisUrl: string;
+  readonly defaultModel: string;
+  readonly bootstrapApiKey: string | undefined;
+  readonly openaiBaseUrl: string;
+  readonly openaiApiKey: string | undefined;
+  readonly bodyLimit: string;
+  readonly eventsReplayMaxLen: number;
+  readonly eventsReplayTtlSeconds: number;
+  readonly sseHeartbeatMs: number;
+  readonly runLeaseMs: number;
+  readonly runHeartbeatMs: number;
+  readonly recoverySweepMs: number;
+  readonly recoveryGraceMs: number;
+  readonly idempotencyTtlHours: number;
+  readonly workerConcurrency: number;
+  readonly workerHealthPort: number;
+  readonly dbPoolSize: number;
+
+  constructor(env: NodeJS.ProcessEnv = process.env) {
+    this.port = int(env, 'PORT', 3000);
+    this.databaseUrl = required(env, 'DATABASE_URL');
+    this.redisUrl = required(env, 'REDIS_URL');
+    this.defaultModel = env.DEFAULT_MODEL || 'scripted:echo';
+    this.bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
+    this.openaiBaseUrl = env.OPENAI_BASE_URL || 'https://api.openai.com/v1';
+    this.openaiApiKey = env.OPENAI_API_KEY || undefined;
+    this.bodyLimit = env.BODY_LIMIT || '100mb';
+    this.eventsReplayMaxLen = int(env, 'EVENTS_REPLAY_MAXLEN', 10_000);
+    this.eventsReplayTtlSeconds = int(env, 'EVENTS_REPLAY_TTL_SECONDS', 7 * 24 * 3600);
+    this.sseHeartbeatMs = int(env, 'SSE_HEARTBEAT_MS', 15_000);
+    this.runLeaseMs = int(env, 'RUN_LEASE_MS', 30_000);
+    this.runHeartbeatMs = int(env, 'RUN_HEARTBEAT_MS', 10_000);
+    this.recoverySweepMs = int(env, 'RECOVERY_SWEEP_MS', 10_000);
+    this.recoveryGraceMs = int(env, 'RECOVERY_GRACE_MS', 5_000);
+    this.idempotencyTtlHours = int(env, 'IDEMPOTENCY_TTL_HOURS', 24);
+    this.workerConcurrency = int(env, 'WORKER_CONCURRENCY', 16);
+    this.workerHealthPort = int(env, 'WORKER_HEALTH_PORT', 3001);
+    this.dbPoolSize = int(env, 'DB_POOL_SIZE', 10);
+    if (this.runHeartbeatMs >= this.runLeaseMs) {
+      throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
+    }
+  }
+}
+
+function required(env: NodeJS.ProcessEnv, name: string): string {
+  const value = env[name];
+  if (!value) throw new Error(`${name} is required (npm start sets it for the embedded stack)`);
+  return value;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return value;
+}

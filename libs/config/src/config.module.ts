@@ -1,0 +1,9 @@
+import { Global, Module } from '@nestjs/common';
+import { AppConfig } from './app-config.js';
+
+@Global()
+@Module({
+  providers: [{ provide: AppConfig, useFactory: () => new AppConfig() }],
+  exports: [AppConfig],
+})
+export class ConfigModule {}

@@ -1,0 +1,2 @@
+export { AppConfig } from './app-config.js';
+export { ConfigModule } from './config.module.js';

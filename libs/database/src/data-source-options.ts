@@ -1,0 +1,19 @@
+import type { DataSourceOptions } from 'typeorm';
+import { InitialSchema1764460800000 } from './migrations/1764460800000-initial-schema.js';
+
+/** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
+export const MIGRATIONS = [InitialSchema1764460800000];
+
+export function dataSourceOptions(url: string, poolSize: number): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url,
+    synchronize: false,
+    migrationsRun: false,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'schema_migrations',
+    poolSize,
+    extra: { max: poolSize, connectionTimeoutMillis: 5_000 },
+    logging: ['error', 'warn', 'migration'],
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * The stable error codes of the public API. Clients branch on `code`, never on `message`;
+ * this catalog is also what the OpenAPI document lists, so every code thrown anywhere must be here.
+ */
+export type ErrorType =
+  | 'invalid_request'
+  | 'authentication'
+  | 'permission'
+  | 'not_found'
+  | 'invalid_state'
+  | 'rate_limit'
+  | 'unavailable'
+  | 'internal';
+
+interface ErrorCodeSpec {
+  status: number;
+  type: ErrorType;
+  retryable: boolean;
+  description: string;
+}
+
+export const ERROR_CODES = {
+  invalid_cursor: { status: 400, type: 'invalid_request', retryable: false, description: 'The `after` cursor does not belong to this list scope.' },
+  unauthorized: { status: 401, type: 'authentication', retryable: false, description: 'Missing, malformed or unknown API key.' },
+  forbidden: { status: 403, type: 'permission', retryable: false, description: 'The API key lacks the permission for this operation.' },
+  not_found: { status: 404, type: 'not_found', retryable: false, description: 'The resource does not exist or is not visible to this caller.' },
+  route_not_found: { status: 404, type: 'not_found', retryable: false, description: 'No endpoint matches this method and path.' },
+  idempotency_conflict: { status: 409, type: 'invalid_state', retryable: false, description: 'The Idempotency-Key was already used with a different intent.' },
+  state_conflict: { status: 409, type: 'invalid_state', retryable: false, description: 'The session or turn is in a state that does not allow this operation.' },
+  payload_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The request body exceeds the configured limit.' },
+  unsupported_media_type: { status: 415, type: 'invalid_request', retryable: false, description: 'The request body must be application/json.' },
+  validation_failed: { status: 422, type: 'invalid_request', retryable: false, description: 'The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.' },
+  invalid_json: { status: 422, type: 'invalid_request', retryable: false, description: 'The request body is not valid JSON.' },
+  idempotency_key_required: { status: 422, type: 'invalid_request', retryable: false, description: 'Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters.' },
+  invalid_model: { status: 422, type: 'invalid_request', retryable: false, description: 'The model is not of the form provider:model or its provider is unknown.' },
+  invalid_last_event_id: { status: 422, type: 'invalid_request', retryable: false, description: 'The Last-Event-ID header is not a cursor issued by this stream.' },
+  unknown_event_type: { status: 422, type: 'invalid_request', retryable: false, description: 'The submitted event type is not part of the protocol.' },
+  not_implemented: { status: 422, type: 'invalid_request', retryable: false, description: 'The field or event type is part of the protocol but not available in this deployment yet.' },
+  rate_limited: { status: 429, type: 'rate_limit', retryable: true, description: 'Too many requests; retry after the Retry-After header.' },
+  internal_error: { status: 500, type: 'internal', retryable: true, description: 'An unexpected server error; the request id identifies it in the logs.' },
+  service_unavailable: { status: 503, type: 'unavailable', retryable: true, description: 'A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key.' },
+} as const satisfies Record<string, ErrorCodeSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;

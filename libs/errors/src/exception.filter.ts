@@ -1,0 +1,70 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { ApiError } from './api-error.js';
+import { errorBody } from './error-body.js';
+import type { ErrorCode } from './error-codes.js';
+import { requestIdOf } from './request-id.js';
+
+/**
+ * Renders every failure in the one public error shape. Nest's own HttpExceptions (unknown routes,
+ * framework rejections) are mapped onto catalog codes; anything else is a 500 that never leaks
+ * internals to the caller but is logged with the request id.
+ */
+@Catch()
+export class AllExceptionsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Errors');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const res = http.getResponse<Response>();
+    const req = http.getRequest<Request>();
+    sendError(res, toApiError(exception, req, this.logger));
+  }
+}
+
+export function sendError(res: Response, error: ApiError): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (error.code === 'rate_limited') res.setHeader('Retry-After', String(error.details.retry_after_seconds ?? 1));
+  res.status(error.status).json(errorBody(error.code, error.message, requestIdOf(res), error.details));
+}
+
+export function toApiError(exception: unknown, req: Request, logger: Logger): ApiError {
+  if (exception instanceof ApiError) return exception;
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    const code = HTTP_STATUS_CODES[status];
+    if (status === 404) return new ApiError('route_not_found', `No route for ${req.method} ${req.path}`);
+    if (code) return new ApiError(code, exception.message);
+  }
+  const bodyParserError = exception as { type?: string; status?: number } | null;
+  if (bodyParserError?.type === 'entity.too.large') return new ApiError('payload_too_large', 'Request body is too large');
+  if (bodyParserError?.type === 'entity.parse.failed') return new ApiError('invalid_json', 'Request body is not valid JSON');
+  if (bodyParserError?.type === 'encoding.unsupported' || bodyParserError?.type === 'charset.unsupported') {
+    return new ApiError('unsupported_media_type', 'Unsupported request body encoding');
+  }
+  if (isDependencyDown(exception)) {
+    logger.error(`dependency unavailable on ${req.method} ${req.path}: ${String(exception)}`);
+    return new ApiError('service_unavailable', 'A backing service is unavailable; retry later');
+  }
+  logger.error(`unhandled error on ${req.method} ${req.path}`, exception instanceof Error ? exception.stack : String(exception));
+  return new ApiError('internal_error', 'Internal server error');
+}
+
+const HTTP_STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'validation_failed',
+  401: 'unauthorized',
+  403: 'forbidden',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'validation_failed',
+  429: 'rate_limited',
+  503: 'service_unavailable',
+};
+
+function isDependencyDown(exception: unknown): boolean {
+  const code = (exception as { code?: string } | null)?.code;
+  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === '57P01' || code === '57P03';
+}

@@ -1,0 +1,226 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { newId } from '#libs/database';
+import { compareStreamIds, encodeCursor } from './cursor.js';
+import { EVENTS_REDIS, EVENTS_REDIS_BLOCKING } from './redis.providers.js';
+import { sessionIdFromStreamKey, sessionStreamKey } from './stream-keys.js';
+
+/** One SSE message, framed once and written to every subscriber of the session. */
+export interface StreamFrame {
+  streamId: string;
+  frame: string;
+}
+
+type Sink = (frame: StreamFrame) => void;
+
+class Subscription {
+  live = false;
+  private readonly buffer: StreamFrame[] = [];
+
+  constructor(
+    public lastId: string,
+    private readonly sink: Sink,
+  ) {}
+
+  /** Delivers strictly after lastId, so catch-up and live reads may overlap without duplicates. */
+  offer(frame: StreamFrame, fromCatchUp = false): void {
+    if (!this.live && !fromCatchUp) {
+      this.buffer.push(frame);
+      return;
+    }
+    if (compareStreamIds(frame.streamId, this.lastId) <= 0) return;
+    this.lastId = frame.streamId;
+    this.sink(frame);
+  }
+
+  goLive(): void {
+    this.live = true;
+    for (const frame of this.buffer.splice(0)) this.offer(frame);
+  }
+}
+
+interface StreamState {
+  position: string;
+  subscribers: Set<Subscription>;
+}
+
+export interface SubscribeResult {
+  close: () => void;
+}
+
+const CATCH_UP_PAGE = 500;
+const BLOCK_MS = 30_000;
+
+/**
+ * Multiplexes all SSE subscribers of this process over one blocking XREAD connection, so Redis
+ * connections do not grow with clients. A new subscriber first catches up with XRANGE from its
+ * cursor, buffering live entries meanwhile, then switches to live delivery.
+ */
+@Injectable()
+export class EventStreamHub implements OnApplicationShutdown {
+  private readonly logger = new Logger(EventStreamHub.name);
+  private readonly streams = new Map<string, StreamState>();
+  private readerClientId: number | null = null;
+  private readInFlight = false;
+  private running = true;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+
+  constructor(
+    @Inject(EVENTS_REDIS) private readonly redis: Redis,
+    @Inject(EVENTS_REDIS_BLOCKING) private readonly reader: Redis,
+  ) {}
+
+  /**
+   * Subscribes after `afterId` (exclusive), or to the whole retained window when null. When the
+   * cursor is older than the window, a `yuxi.session.resync` frame comes first and delivery
+   * continues from the newest entry.
+   */
+  async subscribe(sessionId: string, afterId: string | null, sink: Sink): Promise<SubscribeResult> {
+    const key = sessionStreamKey(sessionId);
+    let start = afterId ?? '0-0';
+    if (afterId !== null) {
+      const info = await this.streamInfo(key);
+      const gap = !info || compareStreamIds(afterId, info.maxDeletedId) < 0 || compareStreamIds(afterId, info.lastId) > 0;
+      if (gap) {
+        start = info?.lastId ?? '0-0';
+        sink(resyncFrame(sessionId, start));
+      }
+    }
+
+    const subscription = new Subscription(start, sink);
+    let state = this.streams.get(sessionId);
+    if (!state) {
+      state = { position: start, subscribers: new Set() };
+      this.streams.set(sessionId, state);
+      this.kickReader();
+    }
+    state.subscribers.add(subscription);
+
+    try {
+      let cursor = start;
+      for (;;) {
+        const page = await this.redis.xrange(key, `(${cursor}`, '+', 'COUNT', CATCH_UP_PAGE);
+        for (const [id, fields] of page) subscription.offer(toFrame(sessionId, id, fields), true);
+        if (page.length < CATCH_UP_PAGE) break;
+        cursor = page[page.length - 1]?.[0] ?? cursor;
+      }
+    } catch (error) {
+      this.unsubscribe(sessionId, subscription);
+      throw error;
+    }
+    subscription.goLive();
+    return { close: () => this.unsubscribe(sessionId, subscription) };
+  }
+
+  subscriberCount(): number {
+    let count = 0;
+    for (const state of this.streams.values()) count += state.subscribers.size;
+    return count;
+  }
+
+  private unsubscribe(sessionId: string, subscription: Subscription): void {
+    const state = this.streams.get(sessionId);
+    if (!state) return;
+    state.subscribers.delete(subscription);
+    if (state.subscribers.size === 0) this.streams.delete(sessionId);
+  }
+
+  private async streamInfo(key: string): Promise<{ lastId: string; maxDeletedId: string } | null> {
+    try {
+      const raw = (await this.redis.call('XINFO', 'STREAM', key)) as unknown[];
+      const info = new Map<string, unknown>();
+      for (let i = 0; i + 1 < raw.length; i += 2) info.set(String(raw[i]), raw[i + 1]);
+      return { lastId: String(info.get('last-generated-id')), maxDeletedId: String(info.get('max-deleted-entry-id') ?? '0-0') };
+    } catch (error) {
+      if (String(error).includes('no such key')) return null;
+      throw error;
+    }
+  }
+
+  private kickReader(): void {
+    if (!this.loop) {
+      this.loop = this.readLoop();
+      return;
+    }
+    if (this.wake) {
+      this.wake();
+      return;
+    }
+    void this.unblockReader();
+  }
+
+  /** CLIENT UNBLOCK can arrive before the XREAD is parked; retry until the read returns. */
+  private async unblockReader(): Promise<void> {
+    while (this.readInFlight && this.readerClientId !== null && this.running) {
+      const unblocked = Number(await this.redis.call('CLIENT', 'UNBLOCK', String(this.readerClientId)));
+      if (unblocked > 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  }
+
+  private async readLoop(): Promise<void> {
+    this.readerClientId = Number(await this.reader.call('CLIENT', 'ID'));
+    while (this.running) {
+      if (this.streams.size === 0) {
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = null;
+        continue;
+      }
+      const sessionIds = [...this.streams.keys()];
+      const positions = sessionIds.map((id) => this.streams.get(id)?.position ?? '$');
+      let result: [string, [string, string[]][]][] | null;
+      this.readInFlight = true;
+      try {
+        result = (await this.reader.xread('COUNT', 1000, 'BLOCK', BLOCK_MS, 'STREAMS', ...sessionIds.map(sessionStreamKey), ...positions)) as
+          | [string, [string, string[]][]][]
+          | null;
+      } catch (error) {
+        if (!this.running) return;
+        this.logger.error(`event reader failed, retrying: ${String(error)}`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        continue;
+      } finally {
+        this.readInFlight = false;
+      }
+      for (const [key, entries] of result ?? []) {
+        const sessionId = sessionIdFromStreamKey(key);
+        const state = this.streams.get(sessionId);
+        if (!state) continue;
+        for (const [id, fields] of entries) {
+          state.position = id;
+          const frame = toFrame(sessionId, id, fields);
+          for (const subscription of state.subscribers) subscription.offer(frame);
+        }
+      }
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    this.reader.disconnect();
+    await this.loop?.catch(() => undefined);
+  }
+}
+
+function toFrame(sessionId: string, streamId: string, fields: string[]): StreamFrame {
+  let type = 'message';
+  let data = '{}';
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] === 't') type = fields[i + 1] ?? type;
+    else if (fields[i] === 'e') data = fields[i + 1] ?? data;
+  }
+  return { streamId, frame: `id: ${encodeCursor(sessionId, streamId)}\nevent: ${type}\ndata: ${data}\n\n` };
+}
+
+function resyncFrame(sessionId: string, streamId: string): StreamFrame {
+  const event = {
+    type: 'yuxi.session.resync',
+    event_id: `evt_${newId().replaceAll('-', '')}`,
+    session_id: sessionId,
+    created_at: Math.floor(Date.now() / 1000),
+    reason: 'cursor_expired',
+  };
+  return { streamId, frame: `id: ${encodeCursor(sessionId, streamId)}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n` };
+}

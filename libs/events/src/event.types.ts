@@ -1,0 +1,32 @@
+/**
+ * The SSE event vocabulary this build emits, in the order a turn produces them. The OpenAPI
+ * document lists this catalog; a new event type is added here first.
+ */
+export const EVENT_TYPES = {
+  'yuxi.session.event.accepted': 'An input was durably accepted. `receipt` has the same shape as the 202 receipt; its turn_id and run_id stay null.',
+  'agent.session.turn.created': 'A turn was created for the head of the input queue. `turn` is the committed turn.',
+  'yuxi.session.run.created': 'A run (an execution segment with a lease owner) started in the turn. `run` lists its input_ids.',
+  'agent.session.turn.in_progress': 'The turn is executing.',
+  'agent.session.turn.item.added': 'An item was added to the turn (the user message, or an assistant message that starts streaming).',
+  'agent.session.turn.content_part.added': 'A content part of an assistant message started.',
+  'agent.session.turn.output_text.delta': 'Text appended to a content part (`delta`); merge by item_id, output_index and content_index.',
+  'agent.session.turn.output_text.done': 'The full text of a content part, after it is committed; replaces the accumulated deltas.',
+  'agent.session.turn.content_part.done': 'A content part is complete and committed.',
+  'agent.session.turn.item.done': 'An item is complete and committed; it can be read back from the items endpoints at once.',
+  'yuxi.session.run.completed': 'The run settled successfully.',
+  'yuxi.session.run.failed': 'The run failed; `run.error` has the code.',
+  'agent.session.turn.completed': 'The turn completed and its result is committed; `turn.yuxi.result_run_id` names the result run.',
+  'agent.session.turn.failed': 'The turn failed; `turn.error` has the code.',
+  'yuxi.session.resync': 'The Last-Event-ID cursor is older than the replay window: re-read the turn and its items, then continue from this event.',
+} as const;
+
+export type EventType = keyof typeof EVENT_TYPES;
+
+/** Every event carries these; the rest depends on the type. */
+export interface PublicEvent {
+  type: EventType | string;
+  event_id: string;
+  session_id: string;
+  created_at: number;
+  [field: string]: unknown;
+}

@@ -1,0 +1,124 @@
+import { createHash } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import type { DataSource, EntityManager, Repository } from 'typeorm';
+import { AppConfig } from '#libs/config';
+import { newId } from '#libs/database';
+import { ApiError } from '#libs/errors';
+import { type AcceptedReceipt, IdempotencyReceiptEntity } from './receipt.entity.js';
+
+export interface IdempotencyScope {
+  ownerId: string;
+  /** e.g. `sessions.create` or `session:<id>:events`. */
+  scope: string;
+  key: string;
+  /** Hash of the intent: operation, target and canonical payload. */
+  requestHash: string;
+}
+
+export interface WorkResult {
+  status: number;
+  body: unknown;
+  sessionId: string | null;
+  receipt: AcceptedReceipt | null;
+}
+
+export interface IdempotentResponse {
+  status: number;
+  body: string;
+  replayed: boolean;
+  receipt: AcceptedReceipt | null;
+  sessionId: string | null;
+}
+
+const KEY_MAX = 128;
+
+/**
+ * Runs a write at most once per idempotency scope. The receipt row is inserted first, in the same
+ * transaction as the work: a concurrent duplicate blocks on the unique index until the first
+ * commits, then replays the stored response; if the first rolls back, the duplicate does the work.
+ */
+@Injectable()
+export class IdempotencyService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(IdempotencyReceiptEntity) private readonly receipts: Repository<IdempotencyReceiptEntity>,
+    private readonly config: AppConfig,
+  ) {}
+
+  static requireKey(raw: string | undefined): string {
+    if (raw === undefined || raw.length === 0 || raw.length > KEY_MAX) {
+      throw new ApiError('idempotency_key_required', `An Idempotency-Key header of 1–${KEY_MAX} characters is required`);
+    }
+    return raw;
+  }
+
+  static hashIntent(intent: unknown): string {
+    return createHash('sha256').update(canonicalJson(intent)).digest('hex');
+  }
+
+  async execute(scope: IdempotencyScope, work: (manager: EntityManager) => Promise<WorkResult>): Promise<IdempotentResponse> {
+    const fresh = await this.dataSource.transaction(async (manager) => {
+      const now = new Date();
+      const id = newId();
+      const inserted = (await manager.query(
+        `INSERT INTO idempotency_receipts (id, owner_id, scope, idempotency_key, request_hash, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (owner_id, scope, idempotency_key) DO NOTHING RETURNING id`,
+        [id, scope.ownerId, scope.scope, scope.key, scope.requestHash, now, new Date(now.getTime() + this.config.idempotencyTtlHours * 3_600_000)],
+      )) as unknown[];
+      if (inserted.length === 0) return null;
+      const result = await work(manager);
+      const body = JSON.stringify(result.body);
+      await manager.update(IdempotencyReceiptEntity, { id }, {
+        sessionId: result.sessionId,
+        inputId: result.receipt?.input_id ?? null,
+        receipt: result.receipt,
+        responseStatus: result.status,
+        responseBody: body,
+      });
+      return { status: result.status, body, replayed: false, receipt: result.receipt, sessionId: result.sessionId };
+    });
+    if (fresh) return fresh;
+
+    const existing = await this.receipts.findOneByOrFail({ ownerId: scope.ownerId, scope: scope.scope, idempotencyKey: scope.key });
+    if (existing.requestHash !== scope.requestHash) {
+      throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request; use a new key for a new intent', {
+        idempotency_key: scope.key,
+      });
+    }
+    return {
+      status: existing.responseStatus ?? 200,
+      body: existing.responseBody ?? 'null',
+      replayed: true,
+      receipt: existing.receipt,
+      sessionId: existing.sessionId,
+    };
+  }
+
+  /** The receipt of an earlier submission to this session, for clients whose response was lost. */
+  async findReceipt(ownerId: string, sessionId: string, key: string): Promise<AcceptedReceipt | null> {
+    const rows = await this.receipts.find({ where: { ownerId, sessionId, idempotencyKey: key }, order: { createdAt: 'DESC' } });
+    return rows.find((row) => row.receipt !== null)?.receipt ?? null;
+  }
+
+  async deleteExpired(limit: number): Promise<number> {
+    const result = (await this.dataSource.query(
+      `DELETE FROM idempotency_receipts WHERE id IN (SELECT id FROM idempotency_receipts WHERE expires_at < now() LIMIT $1)`,
+      [limit],
+    )) as [unknown[], number];
+    return result[1] ?? 0;
+  }
+}
+
+/** JSON with sorted object keys, so the intent hash does not depend on field order. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

@@ -1,0 +1,32 @@
+import { Injectable } from '@nestjs/common';
+import { ApiError } from '#libs/errors';
+import type { ModelProvider } from './model.types.js';
+import { ScriptedProvider } from './scripted.provider.js';
+
+const MODEL_REF = /^([a-z][a-z0-9_-]*):(\S{1,160})$/;
+
+/** Resolves `provider:model` references; validation at receipt keeps a bad model from ever reaching a run. */
+@Injectable()
+export class ModelRegistry {
+  private readonly providers: Map<string, ModelProvider>;
+
+  constructor(scripted: ScriptedProvider) {
+    this.providers = new Map([[scripted.provider, scripted]]);
+  }
+
+  /** Throws 422 invalid_model unless the reference names a known provider. */
+  validate(ref: string): string {
+    const match = MODEL_REF.exec(ref);
+    if (!match?.[1] || !this.providers.has(match[1])) {
+      throw new ApiError('invalid_model', `Unknown model "${ref}"; expected provider:model with provider one of ${[...this.providers.keys()].join(', ')}`);
+    }
+    return ref;
+  }
+
+  resolve(ref: string): { provider: ModelProvider; model: string } {
+    const match = MODEL_REF.exec(ref);
+    const provider = match?.[1] ? this.providers.get(match[1]) : undefined;
+    if (!provider || !match?.[2]) throw new Error(`model ${ref} has no provider`);
+    return { provider, model: match[2] };
+  }
+}

@@ -1,0 +1,48 @@
+import type { SchemaObject } from '@nestjs/swagger';
+
+/** OpenAPI schema of `input`: a string, or 1–20 ordered user messages. */
+export const AGENT_INPUT_SCHEMA: SchemaObject = {
+  oneOf: [
+    { type: 'string', minLength: 1, example: 'hello there' },
+    {
+      type: 'array',
+      minItems: 1,
+      maxItems: 20,
+      items: {
+        type: 'object',
+        required: ['role', 'content'],
+        additionalProperties: false,
+        properties: {
+          type: { type: 'string', enum: ['message'] },
+          role: { type: 'string', enum: ['user'] },
+          content: {
+            oneOf: [
+              { type: 'string', minLength: 1 },
+              {
+                type: 'array',
+                minItems: 1,
+                items: {
+                  oneOf: [
+                    {
+                      type: 'object',
+                      required: ['type', 'text'],
+                      additionalProperties: false,
+                      properties: { type: { type: 'string', enum: ['input_text'] }, text: { type: 'string', minLength: 1 } },
+                    },
+                    {
+                      type: 'object',
+                      required: ['type', 'image_url'],
+                      additionalProperties: false,
+                      description: 'Inline data URL only (data:image/png;base64,…); at most 10 per message and 80 MiB per submission.',
+                      properties: { type: { type: 'string', enum: ['input_image'] }, image_url: { type: 'string', pattern: '^data:image/' } },
+                    },
+                  ],
+                },
+              },
+            ],
+          },
+        },
+      },
+    },
+  ],
+};

@@ -1,0 +1,95 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsBooleanString, IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
+import { Type } from 'class-transformer';
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { OptionalNotNull } from './validators.js';
+
+export class ReceiptDto {
+  @ApiProperty({ enum: ['yuxi.session.event.accepted'] }) object!: 'yuxi.session.event.accepted';
+  @ApiProperty({ description: 'Identifies this acceptance.' }) event_id!: string;
+  @ApiProperty() session_id!: string;
+  @ApiProperty({ type: String, nullable: true }) input_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'Always null for messages: consumption is read from the input.' }) turn_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'Always null for messages.' }) run_id!: string | null;
+  @ApiProperty({ enum: ['accepted'] }) status!: 'accepted';
+}
+
+export class CurrentTurnDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
+  @ApiProperty({ type: String, nullable: true }) current_run_id!: string | null;
+  @ApiProperty({ type: String, nullable: true }) result_run_id!: string | null;
+  @ApiProperty({ type: Object, nullable: true }) waitpoint!: object | null;
+}
+
+export class SessionYuxiDto {
+  @ApiProperty() title!: string;
+  @ApiProperty({ type: String, nullable: true }) project_id!: string | null;
+  @ApiProperty() is_pinned!: boolean;
+  @ApiProperty() archived!: boolean;
+  @ApiProperty() unread!: boolean;
+  @ApiProperty({ enum: ['ask', 'always_trust'] }) tool_approval_mode!: string;
+  @ApiProperty() queue_paused!: boolean;
+  @ApiProperty({ description: 'Pending inputs not yet consumed by a turn.' }) queued_input_count!: number;
+  @ApiProperty({ type: CurrentTurnDto, nullable: true, description: 'Overview of the latest turn.' }) current_turn!: CurrentTurnDto | null;
+  @ApiProperty({ type: ReceiptDto, nullable: true, description: 'Only on the create response that accepted an input; null on reads.' })
+  receipt!: ReceiptDto | null;
+}
+
+export class SessionAgentDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ description: 'Effective model of the session configuration snapshot.' }) model!: string;
+}
+
+export class SessionDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: ['agent.session'] }) object!: 'agent.session';
+  @ApiProperty({ type: SessionAgentDto }) agent!: SessionAgentDto;
+  @ApiProperty({ description: 'Unix seconds.' }) created_at!: number;
+  @ApiProperty({ description: 'Unix seconds of the latest receipt, consumption or run; presentation updates do not move it.' })
+  last_active_at!: number;
+  @ApiProperty({ enum: ['idle', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
+  @ApiProperty({ type: SessionYuxiDto }) yuxi!: SessionYuxiDto;
+}
+
+export class SessionListDto {
+  @ApiProperty({ enum: ['list'] }) object!: 'list';
+  @ApiProperty({ type: [SessionDto] }) data!: SessionDto[];
+  @ApiProperty({ type: String, nullable: true }) first_id!: string | null;
+  @ApiProperty({ type: String, nullable: true }) last_id!: string | null;
+  @ApiProperty() has_more!: boolean;
+}
+
+export class ListQueryDto {
+  @ApiPropertyOptional({ description: 'The last id of the previous page.' })
+  @OptionalNotNull()
+  @IsString()
+  @Length(1, 64)
+  after?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100 })
+  @OptionalNotNull()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  limit?: number;
+
+  @ApiPropertyOptional({ enum: ['asc', 'desc'], default: 'desc' })
+  @OptionalNotNull()
+  @IsIn(['asc', 'desc'])
+  order?: 'asc' | 'desc';
+}
+
+export class SessionListQueryDto extends ListQueryDto {
+  @ApiPropertyOptional() @OptionalNotNull() @IsString() @Length(1, 64) agent_id?: string;
+  @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsBooleanString() archived?: string;
+  @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsBooleanString() is_pinned?: string;
+}
+
+export class ReceiptQueryDto {
+  @ApiProperty({ minLength: 1, maxLength: 128 })
+  @IsString()
+  @Length(1, 128)
+  idempotency_key!: string;
+}

@@ -1,0 +1,77 @@
+import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, ArrayMinSize, Equals, IsArray, IsIn, IsObject, IsString, Length, ValidateNested } from 'class-validator';
+import { AGENT_INPUT_SCHEMA } from './input.schema.js';
+import { IsAgentInput, OptionalNotNull } from './validators.js';
+
+export class MessageEventYuxiDto {
+  @ApiPropertyOptional({
+    enum: ['follow_up', 'steer'],
+    description: 'follow_up queues FIFO; steer is not available yet (422 not_implemented). Omitted: follow-up in this build.',
+  })
+  @OptionalNotNull()
+  @IsIn(['follow_up', 'steer'])
+  mode?: 'follow_up' | 'steer';
+
+  @ApiPropertyOptional({ description: 'Model for this input only (follow-ups only), `provider:model`.' })
+  @OptionalNotNull()
+  @IsString()
+  @Length(3, 200)
+  model?: string;
+
+  @ApiPropertyOptional({ enum: ['ask', 'always_trust'], description: 'Approval mode for this input only (follow-ups only).' })
+  @OptionalNotNull()
+  @IsIn(['ask', 'always_trust'])
+  tool_approval_mode?: 'ask' | 'always_trust';
+
+  @ApiPropertyOptional({ type: [String], maxItems: 20, description: 'Not available yet (422 not_implemented).' })
+  @OptionalNotNull()
+  @IsArray()
+  @ArrayMaxSize(20)
+  @IsString({ each: true })
+  attachment_file_ids?: string[];
+}
+
+export class MessageEventDto {
+  @ApiProperty({ enum: ['agent.session.input.message'] })
+  @Equals('agent.session.input.message')
+  type!: 'agent.session.input.message';
+
+  @ApiProperty({ oneOf: AGENT_INPUT_SCHEMA.oneOf, description: 'A string or up to 20 ordered user messages.' })
+  @IsAgentInput()
+  input!: unknown;
+
+  @ApiPropertyOptional({ type: MessageEventYuxiDto })
+  @OptionalNotNull()
+  @ValidateNested()
+  @Type(() => MessageEventYuxiDto)
+  yuxi?: MessageEventYuxiDto;
+}
+
+/** The event types of the protocol; those not handled by this build answer 422 not_implemented. */
+export const PROTOCOL_EVENT_TYPES = [
+  'agent.session.input.message',
+  'agent.session.input.cancel',
+  'yuxi.session.input.promote',
+  'yuxi.session.input.cancel_input',
+  'yuxi.session.input.continue',
+  'yuxi.session.input.resume',
+  'yuxi.session.tree.stop',
+  'yuxi.session.tree.continue',
+  'tool_result',
+] as const;
+
+export class SubmitEventsDto {
+  @ApiProperty({
+    description: 'Exactly one event per request.',
+    minItems: 1,
+    maxItems: 1,
+    type: 'array',
+    items: { oneOf: [{ $ref: getSchemaPath(MessageEventDto) }] },
+  })
+  @IsArray()
+  @ArrayMinSize(1, { message: 'events must contain exactly one event' })
+  @ArrayMaxSize(1, { message: 'events must contain exactly one event; batches are not accepted' })
+  @IsObject({ each: true })
+  events!: Record<string, unknown>[];
+}

@@ -1,0 +1,17 @@
+export { CreateSessionDto, CreateSessionYuxiDto, SessionAgentOverrideDto } from './dto/create-session.dto.js';
+export {
+  CurrentTurnDto,
+  ListQueryDto,
+  ReceiptDto,
+  ReceiptQueryDto,
+  SessionAgentDto,
+  SessionDto,
+  SessionListDto,
+  SessionListQueryDto,
+  SessionYuxiDto,
+} from './dto/session.dto.js';
+export { MessageEventDto, MessageEventYuxiDto, PROTOCOL_EVENT_TYPES, SubmitEventsDto } from './dto/submit-event.dto.js';
+export { messageText, parseAgentInput } from './input-parser.js';
+export { ProtocolModule } from './protocol.module.js';
+export { SessionQueriesService } from './session-queries.service.js';
+export { SubmissionService } from './submission.service.js';

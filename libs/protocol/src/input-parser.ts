@@ -1,0 +1,86 @@
+import type { InputContentBlock, InputMessage } from '#libs/inputs';
+
+export const MAX_MESSAGES = 20;
+export const MAX_IMAGES_PER_MESSAGE = 10;
+export const MAX_IMAGE_BYTES_TOTAL = 80 * 1024 * 1024;
+const DATA_IMAGE = /^data:image\/(png|jpeg|jpg|gif|webp);base64,([A-Za-z0-9+/=\s]+)$/;
+
+export interface ParsedInput {
+  messages: InputMessage[];
+  errors: string[];
+}
+
+/**
+ * Normalises `input` (a string, or ordered user messages whose content is a string or blocks) into
+ * messages of content blocks, collecting every problem with its path rather than stopping at the first.
+ */
+export function parseAgentInput(raw: unknown): ParsedInput {
+  const errors: string[] = [];
+  if (typeof raw === 'string') {
+    if (raw.trim().length === 0) errors.push('input must not be empty');
+    return { messages: [{ role: 'user', content: [{ type: 'input_text', text: raw }] }], errors };
+  }
+  if (!Array.isArray(raw)) return { messages: [], errors: ['input must be a string or an array of user messages'] };
+  if (raw.length === 0 || raw.length > MAX_MESSAGES) errors.push(`input must hold 1–${MAX_MESSAGES} messages`);
+
+  let imageBytes = 0;
+  const messages: InputMessage[] = [];
+  raw.forEach((message: unknown, m) => {
+    const path = `input[${m}]`;
+    if (!isObject(message)) {
+      errors.push(`${path} must be an object`);
+      return;
+    }
+    for (const key of Object.keys(message)) if (key !== 'role' && key !== 'content' && key !== 'type') errors.push(`${path}.${key} is an unknown field`);
+    if (message.type !== undefined && message.type !== 'message') errors.push(`${path}.type must be "message"`);
+    if (message.role !== 'user') errors.push(`${path}.role must be "user"`);
+    const content: InputContentBlock[] = [];
+    if (typeof message.content === 'string') {
+      if (message.content.trim().length === 0) errors.push(`${path}.content must not be empty`);
+      content.push({ type: 'input_text', text: message.content });
+    } else if (Array.isArray(message.content) && message.content.length > 0) {
+      let images = 0;
+      message.content.forEach((block: unknown, b) => {
+        const blockPath = `${path}.content[${b}]`;
+        if (!isObject(block)) return errors.push(`${blockPath} must be an object`);
+        if (block.type === 'input_text') {
+          for (const key of Object.keys(block)) if (key !== 'type' && key !== 'text') errors.push(`${blockPath}.${key} is an unknown field`);
+          if (typeof block.text !== 'string' || block.text.length === 0) errors.push(`${blockPath}.text must be a non-empty string`);
+          else content.push({ type: 'input_text', text: block.text });
+        } else if (block.type === 'input_image') {
+          for (const key of Object.keys(block)) if (key !== 'type' && key !== 'image_url') errors.push(`${blockPath}.${key} is an unknown field`);
+          images += 1;
+          const url = typeof block.image_url === 'string' ? block.image_url : '';
+          const match = DATA_IMAGE.exec(url);
+          if (!match?.[2]) {
+            errors.push(`${blockPath}.image_url must be an inline data:image/...;base64 URL (remote image URLs are not supported)`);
+          } else {
+            imageBytes += Math.floor((match[2].replace(/\s/g, '').length * 3) / 4);
+            content.push({ type: 'input_image', image_url: url });
+          }
+        } else {
+          errors.push(`${blockPath}.type must be "input_text" or "input_image"`);
+        }
+        return undefined;
+      });
+      if (images > MAX_IMAGES_PER_MESSAGE) errors.push(`${path} has more than ${MAX_IMAGES_PER_MESSAGE} images`);
+    } else {
+      errors.push(`${path}.content must be a non-empty string or array of content blocks`);
+    }
+    messages.push({ role: 'user', content });
+  });
+  if (imageBytes > MAX_IMAGE_BYTES_TOTAL) errors.push('input images exceed 80 MiB in total');
+  return { messages, errors };
+}
+
+/** The plain text of a message, for model context and titles. */
+export function messageText(message: InputMessage): string {
+  return message.content
+    .filter((block): block is Extract<InputContentBlock, { type: 'input_text' }> => block.type === 'input_text')
+    .map((block) => block.text)
+    .join('\n');
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

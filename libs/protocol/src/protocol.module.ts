@@ -1,0 +1,18 @@
+import { Module } from '@nestjs/common';
+import { AgentsModule } from '#libs/agents';
+import { EventsModule } from '#libs/events';
+import { InputsModule } from '#libs/inputs';
+import { ModelsModule } from '#libs/models';
+import { QueueModule } from '#libs/queue';
+import { SessionsModule } from '#libs/sessions';
+import { TurnsModule } from '#libs/turns';
+import { SessionQueriesService } from './session-queries.service.js';
+import { SubmissionService } from './submission.service.js';
+
+/** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
+@Module({
+  imports: [AgentsModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
+  providers: [SubmissionService, SessionQueriesService],
+  exports: [SubmissionService, SessionQueriesService, AgentsModule],
+})
+export class ProtocolModule {}

@@ -1,0 +1,93 @@
+import { Injectable } from '@nestjs/common';
+import type { Principal } from '#libs/auth';
+import type { PageQuery } from '#libs/database';
+import { ApiError } from '#libs/errors';
+import { type AcceptedReceipt, IdempotencyService, InputsService } from '#libs/inputs';
+import { type SessionFilter, SessionsService } from '#libs/sessions';
+import {
+  type ItemListDto,
+  type RunDto,
+  toItemDto,
+  toRunDto,
+  toRunSummary,
+  toTurnDetailDto,
+  toTurnDto,
+  type TurnDetailDto,
+  type TurnListDto,
+  TurnsService,
+} from '#libs/turns';
+import type { SessionDto, SessionListDto } from './dto/session.dto.js';
+import { toSessionDto } from './session-view.js';
+
+/** Read side of the protocol: every read is scoped to the caller before anything else is loaded. */
+@Injectable()
+export class SessionQueriesService {
+  constructor(
+    private readonly sessions: SessionsService,
+    private readonly inputs: InputsService,
+    private readonly turns: TurnsService,
+    private readonly idempotency: IdempotencyService,
+  ) {}
+
+  async getSession(principal: Principal, sessionId: string): Promise<SessionDto> {
+    const session = await this.sessions.getVisible(principal.userId, sessionId);
+    const [latest, pending] = await Promise.all([this.turns.latestTurns([session.id]), this.inputs.pendingCounts([session.id])]);
+    return toSessionDto(session, { latestTurn: latest.get(session.id) ?? null, pendingCount: pending.get(session.id) ?? 0, receipt: null });
+  }
+
+  /** Ensures the session is visible to the caller; used before streaming, which holds no connection afterwards. */
+  async assertVisible(principal: Principal, sessionId: string): Promise<void> {
+    await this.sessions.getVisible(principal.userId, sessionId);
+  }
+
+  async listSessions(principal: Principal, filter: SessionFilter, page: PageQuery): Promise<SessionListDto> {
+    const { rows, hasMore } = await this.sessions.list(principal.userId, filter, page);
+    const ids = rows.map((row) => row.id);
+    const [latest, pending] = await Promise.all([this.turns.latestTurns(ids), this.inputs.pendingCounts(ids)]);
+    const data = rows.map((row) => toSessionDto(row, { latestTurn: latest.get(row.id) ?? null, pendingCount: pending.get(row.id) ?? 0, receipt: null }));
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+  }
+
+  async listTurns(principal: Principal, sessionId: string, page: PageQuery): Promise<TurnListDto> {
+    await this.sessions.getVisible(principal.userId, sessionId);
+    const { rows, hasMore } = await this.turns.listTurns(sessionId, page);
+    const data = rows.map(toTurnDto);
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+  }
+
+  async getTurn(principal: Principal, sessionId: string, turnId: string): Promise<TurnDetailDto> {
+    await this.sessions.getVisible(principal.userId, sessionId);
+    const turn = await this.turns.getTurn(sessionId, turnId);
+    const [runs, output] = await Promise.all([this.turns.runsOfTurn(turn.id), turn.resultRunId ? this.turns.outputOfRun(turn.resultRunId) : []]);
+    return toTurnDetailDto(turn, runs, output);
+  }
+
+  async getRun(principal: Principal, sessionId: string, runId: string): Promise<RunDto> {
+    await this.sessions.getVisible(principal.userId, sessionId);
+    return toRunDto(await this.turns.getRun(sessionId, runId));
+  }
+
+  async listItems(principal: Principal, sessionId: string, turnId: string | null, page: PageQuery): Promise<ItemListDto> {
+    await this.sessions.getVisible(principal.userId, sessionId);
+    if (turnId !== null) await this.turns.getTurn(sessionId, turnId);
+    const { rows, hasMore } = await this.turns.listItems(sessionId, turnId, page);
+    const runIds = [...new Set(rows.map((row) => row.runId).filter((id): id is string => id !== null))];
+    const runs = await this.turns.runsByIds(runIds);
+    const data = rows.map(toItemDto);
+    return {
+      object: 'list',
+      data,
+      first_id: data[0]?.id ?? null,
+      last_id: data.at(-1)?.id ?? null,
+      has_more: hasMore,
+      yuxi: { runs: runs.map(toRunSummary) },
+    };
+  }
+
+  async getReceipt(principal: Principal, sessionId: string, key: string): Promise<AcceptedReceipt> {
+    await this.sessions.getVisible(principal.userId, sessionId);
+    const receipt = await this.idempotency.findReceipt(principal.userId, sessionId, key);
+    if (!receipt) throw new ApiError('not_found', 'No committed submission with this Idempotency-Key yet; the original request may still be in flight');
+    return receipt;
+  }
+}

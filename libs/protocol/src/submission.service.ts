@@ -1,0 +1,168 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validate } from 'class-validator';
+import { AgentsService } from '#libs/agents';
+import type { Principal } from '#libs/auth';
+import { newId } from '#libs/database';
+import { ApiError, flattenValidationErrors } from '#libs/errors';
+import { EventPublisher } from '#libs/events';
+import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService, type InputMessage } from '#libs/inputs';
+import { ModelRegistry } from '#libs/models';
+import { SessionDispatcher } from '#libs/queue';
+import { SessionsService } from '#libs/sessions';
+import type { CreateSessionDto } from './dto/create-session.dto.js';
+import { MessageEventDto, PROTOCOL_EVENT_TYPES } from './dto/submit-event.dto.js';
+import { parseAgentInput } from './input-parser.js';
+import { toSessionDto } from './session-view.js';
+
+const DEFAULT_TITLE = '新的对话';
+
+/**
+ * Accepts work: session creation and event submission. Each acceptance is one transaction
+ * (receipt + session lock + input) committed before the response; the worker is nudged and the
+ * `accepted` event published only after that commit.
+ */
+@Injectable()
+export class SubmissionService {
+  private readonly logger = new Logger(SubmissionService.name);
+
+  constructor(
+    private readonly idempotency: IdempotencyService,
+    private readonly sessions: SessionsService,
+    private readonly inputs: InputsService,
+    private readonly agents: AgentsService,
+    private readonly models: ModelRegistry,
+    private readonly dispatcher: SessionDispatcher,
+    private readonly publisher: EventPublisher,
+  ) {}
+
+  async createSession(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
+    const key = IdempotencyService.requireKey(rawKey);
+    const messages = dto.input === undefined ? null : parseAgentInput(dto.input).messages;
+    if (!messages && (dto.stream !== undefined || dto.yuxi?.attachment_file_ids !== undefined)) {
+      throw ApiError.validation([{ field: 'input', errors: ['stream and attachment_file_ids require a non-empty input'] }]);
+    }
+    if (dto.stream === true) throw new ApiError('not_implemented', 'stream=true on create is not available yet; subscribe to GET …/events');
+    if (dto.yuxi?.attachment_file_ids?.length) throw new ApiError('not_implemented', 'File attachments are not available yet');
+    const agent = await this.agents.getVisible(principal.userId, dto.agent_id);
+    const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
+    const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
+
+    const result = await this.idempotency.execute(
+      {
+        ownerId: principal.userId,
+        scope: 'sessions.create',
+        key,
+        requestHash: IdempotencyService.hashIntent({ operation: 'sessions.create', body: { ...dto, input: messages } }),
+      },
+      async (manager) => {
+        const session = await this.sessions.create(manager, {
+          ownerId: principal.userId,
+          agentId: agent.id,
+          model,
+          toolApprovalMode,
+          instructions: agent.instructions,
+          title: dto.title ?? DEFAULT_TITLE,
+          projectId: dto.project_id ?? null,
+        });
+        let receipt: AcceptedReceipt | null = null;
+        if (messages) {
+          const receivedAt = new Date();
+          const input = await this.inputs.insert(manager, {
+            sessionId: session.id,
+            receivedSeq: await this.sessions.nextInputSeq(manager, session.id),
+            mode: 'follow_up',
+            messages,
+            attachmentFileIds: [],
+            config: { agent_id: agent.id, model, tool_approval_mode: toolApprovalMode, instructions: agent.instructions },
+            receivedAt,
+          });
+          receipt = acceptedReceipt(session.id, input.id);
+        }
+        const body = toSessionDto(session, { latestTurn: null, pendingCount: messages ? 1 : 0, receipt });
+        return { status: 201, body, sessionId: session.id, receipt };
+      },
+    );
+    if (!result.replayed && result.receipt && result.sessionId) await this.afterAccept(result.sessionId, result.receipt);
+    return result;
+  }
+
+  async submitEvent(principal: Principal, sessionId: string, events: Record<string, unknown>[], rawKey: string | undefined): Promise<IdempotentResponse> {
+    const key = IdempotencyService.requireKey(rawKey);
+    await this.sessions.getVisible(principal.userId, sessionId);
+    const raw = events[0] ?? {};
+    const type = raw.type;
+    if (type === 'agent.session.input.message') return this.submitMessage(principal, sessionId, await validateEvent(MessageEventDto, raw), key);
+    if (typeof type === 'string' && (PROTOCOL_EVENT_TYPES as readonly string[]).includes(type)) {
+      throw new ApiError('not_implemented', `Event type ${type} is not available yet`);
+    }
+    throw new ApiError('unknown_event_type', `Unknown event type ${JSON.stringify(type)}`, { allowed: PROTOCOL_EVENT_TYPES });
+  }
+
+  private async submitMessage(principal: Principal, sessionId: string, event: MessageEventDto, key: string): Promise<IdempotentResponse> {
+    if (event.yuxi?.mode === 'steer') throw new ApiError('not_implemented', 'yuxi.mode=steer is not available yet');
+    if (event.yuxi?.attachment_file_ids?.length) throw new ApiError('not_implemented', 'File attachments are not available yet');
+    const modelOverride = event.yuxi?.model === undefined ? undefined : this.models.validate(event.yuxi.model);
+    const messages: InputMessage[] = parseAgentInput(event.input).messages;
+
+    const result = await this.idempotency.execute(
+      {
+        ownerId: principal.userId,
+        scope: `session:${sessionId}:events`,
+        key,
+        requestHash: IdempotencyService.hashIntent({ operation: event.type, session_id: sessionId, event: { ...event, input: messages } }),
+      },
+      async (manager) => {
+        const session = await this.sessions.lock(manager, sessionId, principal.userId);
+        if (session.archived) throw new ApiError('state_conflict', 'The session is archived');
+        const receivedAt = new Date();
+        const input = await this.inputs.insert(manager, {
+          sessionId,
+          receivedSeq: await this.sessions.nextInputSeq(manager, sessionId),
+          mode: 'follow_up',
+          messages,
+          attachmentFileIds: [],
+          config: {
+            agent_id: session.agentId,
+            model: modelOverride ?? session.model,
+            tool_approval_mode: event.yuxi?.tool_approval_mode ?? session.toolApprovalMode,
+            instructions: session.instructions,
+          },
+          receivedAt,
+        });
+        await this.sessions.touch(manager, sessionId, receivedAt);
+        const receipt = acceptedReceipt(sessionId, input.id);
+        return { status: 202, body: receipt, sessionId, receipt };
+      },
+    );
+    if (!result.replayed && result.receipt) await this.afterAccept(sessionId, result.receipt);
+    return result;
+  }
+
+  private async afterAccept(sessionId: string, receipt: AcceptedReceipt): Promise<void> {
+    // Published before the nudge so subscribers see the acceptance ahead of the turn it starts.
+    await this.publisher
+      .publish(sessionId, [{ type: 'yuxi.session.event.accepted', receipt }])
+      .catch((error: unknown) => this.logger.warn(`accepted event for ${sessionId} not published: ${String(error)}`));
+    await this.dispatcher.nudgeQuietly(sessionId);
+  }
+}
+
+function acceptedReceipt(sessionId: string, inputId: string): AcceptedReceipt {
+  return {
+    object: 'yuxi.session.event.accepted',
+    event_id: `evt_${newId().replaceAll('-', '')}`,
+    session_id: sessionId,
+    input_id: inputId,
+    turn_id: null,
+    run_id: null,
+    status: 'accepted',
+  };
+}
+
+async function validateEvent<T extends object>(cls: new () => T, raw: Record<string, unknown>): Promise<T> {
+  const instance = plainToInstance(cls, raw);
+  const errors = await validate(instance, { whitelist: true, forbidNonWhitelisted: true, validationError: { target: false, value: false } });
+  if (errors.length > 0) throw ApiError.validation(flattenValidationErrors(errors, 'events[0]'));
+  return instance;
+}

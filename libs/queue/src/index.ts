@@ -1,0 +1,3 @@
+export { JOBS, type JobName, type JobPayloads, QUEUE_JOBS, QUEUES } from './queue-names.js';
+export { QueueModule } from './queue.module.js';
+export { SessionDispatcher } from './session-dispatcher.js';

@@ -1,0 +1,23 @@
+/** Every queue and job the apps exchange, with its payload type; processors must handle each name. */
+export const QUEUES = {
+  sessions: 'session-dispatch',
+  maintenance: 'maintenance',
+} as const;
+
+export const JOBS = {
+  dispatchSession: 'session.dispatch',
+  recoverySweep: 'recovery.sweep',
+} as const;
+
+export type JobName = (typeof JOBS)[keyof typeof JOBS];
+
+export interface JobPayloads {
+  'session.dispatch': { sessionId: string };
+  'recovery.sweep': Record<string, never>;
+}
+
+/** Which jobs travel on which queue; a worker refuses to start when one of them has no handler. */
+export const QUEUE_JOBS = {
+  [QUEUES.sessions]: [JOBS.dispatchSession],
+  [QUEUES.maintenance]: [JOBS.recoverySweep],
+} as const satisfies Record<string, readonly JobName[]>;

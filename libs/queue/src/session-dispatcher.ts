@@ -1,0 +1,33 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Injectable, Logger } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { JOBS, type JobPayloads, QUEUES } from './queue-names.js';
+
+/**
+ * Nudges the worker that a session may have work. A nudge carries no facts (Postgres holds them),
+ * so losing one only delays work until the recovery sweep; deduplication keeps at most one waiting
+ * and one active job per session, which is what serialises one session onto one worker.
+ */
+@Injectable()
+export class SessionDispatcher {
+  private readonly logger = new Logger(SessionDispatcher.name);
+
+  constructor(@InjectQueue(QUEUES.sessions) private readonly queue: Queue<JobPayloads['session.dispatch']>) {}
+
+  async nudge(sessionId: string): Promise<void> {
+    await this.queue.add(
+      JOBS.dispatchSession,
+      { sessionId },
+      { deduplication: { id: sessionId, keepLastIfActive: true }, removeOnComplete: true, removeOnFail: 1000 },
+    );
+  }
+
+  /** For request paths that already committed: a failed nudge is logged, the sweep redelivers it. */
+  async nudgeQuietly(sessionId: string): Promise<void> {
+    try {
+      await this.nudge(sessionId);
+    } catch (error) {
+      this.logger.warn(`dispatch nudge for ${sessionId} failed; the recovery sweep will retry: ${String(error)}`);
+    }
+  }
+}

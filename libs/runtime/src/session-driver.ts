@@ -1,0 +1,208 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { AppConfig } from '#libs/config';
+import { newId } from '#libs/database';
+import { EventPublisher, type OutgoingEvent } from '#libs/events';
+import { type InputEntity, InputsService } from '#libs/inputs';
+import { ModelError, type ModelMessage, ModelRegistry } from '#libs/models';
+import { SessionsService } from '#libs/sessions';
+import { type ItemEntity, type PublicError, type RunEntity, type TurnEntity, TurnsService } from '#libs/turns';
+import { turnEvents } from './turn-events.js';
+import { WORKER_ID } from './worker-identity.js';
+
+const CONTEXT_ITEMS = 50;
+
+interface Claim {
+  input: InputEntity;
+  turn: TurnEntity;
+  run: RunEntity;
+  userItems: ItemEntity[];
+}
+
+class LeaseLostError extends Error {}
+
+/**
+ * Drives one session: claims the queue head under the session lock, runs it to a terminal state,
+ * then takes the next input, until the queue is empty or blocked. Only the lease owner writes a
+ * run's output; done and terminal events are published after the commit that makes them true.
+ */
+@Injectable()
+export class SessionDriver {
+  private readonly logger = new Logger(SessionDriver.name);
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly sessions: SessionsService,
+    private readonly inputs: InputsService,
+    private readonly turns: TurnsService,
+    private readonly models: ModelRegistry,
+    private readonly publisher: EventPublisher,
+    private readonly config: AppConfig,
+  ) {}
+
+  async drive(sessionId: string): Promise<number> {
+    let turnsRun = 0;
+    for (;;) {
+      const claim = await this.claim(sessionId);
+      if (!claim) return turnsRun;
+      await this.publishClaim(sessionId, claim);
+      await this.execute(sessionId, claim);
+      turnsRun += 1;
+    }
+  }
+
+  private async claim(sessionId: string): Promise<Claim | null> {
+    return this.dataSource.transaction(async (manager) => {
+      const session = await this.sessions.lock(manager, sessionId).catch(() => null);
+      if (!session || session.queuePaused) return null;
+      if (await this.turns.activeTurn(manager, sessionId)) return null;
+      const input = await this.inputs.head(manager, sessionId);
+      if (!input) return null;
+
+      const now = new Date();
+      const { turn, run } = await this.turns.startTurn(manager, {
+        sessionId,
+        seq: await this.sessions.nextTurnSeq(manager, sessionId),
+        agentId: input.config.agent_id,
+        model: input.config.model,
+        inputIds: [input.id],
+        config: input.config,
+        leaseOwner: WORKER_ID,
+        leaseMs: this.config.runLeaseMs,
+        at: now,
+      });
+      await this.inputs.markConsumed(manager, [input.id], turn.id, run.id, now);
+      const firstSeq = await this.sessions.reserveItemSeqs(manager, sessionId, input.messages.length);
+      const userItems = await this.turns.insertItems(
+        manager,
+        firstSeq,
+        input.messages.map((message) => ({
+          sessionId,
+          turnId: turn.id,
+          runId: run.id,
+          inputId: input.id,
+          type: 'message',
+          role: 'user',
+          status: 'completed' as const,
+          content: message.content,
+          phase: null,
+          createdAt: now,
+        })),
+      );
+      await this.sessions.touch(manager, sessionId, now);
+      return { input, turn, run, userItems };
+    });
+  }
+
+  private async publishClaim(sessionId: string, claim: Claim): Promise<void> {
+    const events: OutgoingEvent[] = [
+      turnEvents.turn('created', claim.turn),
+      turnEvents.run('created', claim.run),
+      turnEvents.turn('in_progress', claim.turn),
+    ];
+    claim.userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index)));
+    await this.publisher.publish(sessionId, events);
+  }
+
+  private async execute(sessionId: string, claim: Claim): Promise<void> {
+    const { run, turn } = claim;
+    const abort = new AbortController();
+    const heartbeat = setInterval(() => {
+      this.turns
+        .renewLease(run.id, WORKER_ID, this.config.runLeaseMs)
+        .then((held) => held || abort.abort(new LeaseLostError(`lease of run ${run.id} lost`)))
+        .catch((error: unknown) => this.logger.warn(`heartbeat of run ${run.id} failed: ${String(error)}`));
+    }, this.config.runHeartbeatMs);
+
+    const outputIndex = claim.userItems.length;
+    const assistant: ItemEntity = {
+      id: newId(),
+      sessionId,
+      turnId: turn.id,
+      runId: run.id,
+      inputId: null,
+      seq: '0',
+      type: 'message',
+      role: 'assistant',
+      status: 'in_progress',
+      content: [],
+      phase: null,
+      createdAt: new Date(),
+    };
+    let text = '';
+    try {
+      await this.publisher.publish(sessionId, [
+        turnEvents.item('added', assistant, outputIndex),
+        turnEvents.contentPart('added', assistant, outputIndex, 0, { type: 'output_text', text: '' }),
+      ]);
+      const { provider, model } = this.models.resolve(run.model);
+      const context = await this.turns.recentItems(this.dataSource.manager, sessionId, CONTEXT_ITEMS);
+      for await (const event of provider.stream({
+        model,
+        instructions: claim.input.config.instructions,
+        messages: context.map(toModelMessage),
+        signal: abort.signal,
+      })) {
+        text += event.delta;
+        await this.publisher.publish(sessionId, [turnEvents.textDelta(assistant, outputIndex, 0, event.delta)]);
+      }
+      await this.finish(sessionId, claim, assistant, outputIndex, text, null);
+    } catch (error) {
+      if (abort.signal.reason instanceof LeaseLostError || error instanceof LeaseLostError) {
+        this.logger.warn(`run ${run.id} stopped: its lease is held elsewhere`);
+        return;
+      }
+      const publicError: PublicError =
+        error instanceof ModelError ? { code: error.code, message: error.message } : { code: 'run_failed', message: 'The run failed unexpectedly' };
+      if (!(error instanceof ModelError)) this.logger.error(`run ${run.id} failed`, error instanceof Error ? error.stack : String(error));
+      await this.finish(sessionId, claim, assistant, outputIndex, text, publicError);
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** Commits the outcome (output item, run, turn) in one transaction, then announces it. */
+  private async finish(sessionId: string, claim: Claim, assistant: ItemEntity, outputIndex: number, text: string, error: PublicError | null): Promise<void> {
+    const { run, turn } = claim;
+    const part = { type: 'output_text', text };
+    const settled = await this.dataSource.transaction(async (manager) => {
+      const now = new Date();
+      const held = await this.turns.settleRun(manager, run.id, WORKER_ID, error ? 'failed' : 'completed', now, error);
+      if (!held) return null;
+      let item: ItemEntity | null = null;
+      if (!error || text.length > 0) {
+        const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
+        [item] = await this.turns.insertItems(manager, seq, [
+          { ...assistant, status: error ? 'incomplete' : 'completed', content: [part], phase: error ? 'commentary' : 'final_answer', createdAt: now },
+        ]);
+      }
+      const settledTurn = await this.turns.settleTurn(manager, turn.id, error ? 'failed' : 'completed', now, error ? null : run.id, error);
+      await this.sessions.touch(manager, sessionId, now, true);
+      const settledRun: RunEntity = { ...run, status: error ? 'failed' : 'completed', completedAt: now, error, leaseOwner: null, leaseExpiresAt: null };
+      return { item: item ?? null, turn: settledTurn, run: settledRun };
+    });
+    if (!settled) {
+      this.logger.warn(`run ${run.id} was settled elsewhere; its outcome is discarded`);
+      return;
+    }
+    const events: OutgoingEvent[] = [];
+    if (settled.item) {
+      events.push(
+        turnEvents.textDone(settled.item, outputIndex, 0, text),
+        turnEvents.contentPart('done', settled.item, outputIndex, 0, part),
+        turnEvents.item('done', settled.item, outputIndex),
+      );
+    }
+    events.push(turnEvents.run(error ? 'failed' : 'completed', settled.run), turnEvents.turn(error ? 'failed' : 'completed', settled.turn));
+    await this.publisher.publish(sessionId, events);
+  }
+}
+
+function toModelMessage(item: ItemEntity): ModelMessage {
+  const text = item.content
+    .filter((part) => typeof part.text === 'string')
+    .map((part) => part.text)
+    .join('\n');
+  return { role: item.role === 'assistant' ? 'assistant' : 'user', text };
+}

@@ -1,0 +1,74 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+export type TurnStatus = 'queued' | 'in_progress' | 'requires_action' | 'completed' | 'failed' | 'cancelled';
+export const ACTIVE_TURN_STATUSES: readonly TurnStatus[] = ['queued', 'in_progress', 'requires_action'];
+export type RunStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'yielded' | 'interrupted';
+
+/** A content part as stored and shown: input_text / input_image for users, output_text for assistants. */
+export interface StoredContentPart {
+  type: string;
+  text?: string;
+  image_url?: string;
+}
+
+export interface PublicError {
+  code: string;
+  message: string;
+}
+
+@Entity('turns')
+export class TurnEntity {
+  @PrimaryColumn('uuid') id!: string;
+  @Column('uuid', { name: 'session_id' }) sessionId!: string;
+  @Column('integer') seq!: number;
+  @Column('varchar') status!: TurnStatus;
+  @Column('varchar', { name: 'agent_id' }) agentId!: string;
+  @Column('varchar') model!: string;
+  @Column('uuid', { name: 'current_run_id', nullable: true }) currentRunId!: string | null;
+  @Column('uuid', { name: 'result_run_id', nullable: true }) resultRunId!: string | null;
+  @Column('jsonb', { nullable: true }) waitpoint!: object | null;
+  @Column('boolean', { name: 'cancellation_pending' }) cancellationPending!: boolean;
+  @Column('jsonb', { nullable: true }) error!: PublicError | null;
+  @Column('jsonb', { nullable: true }) usage!: Record<string, number> | null;
+  @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
+  @Column('timestamptz', { name: 'started_at', nullable: true }) startedAt!: Date | null;
+  @Column('timestamptz', { name: 'completed_at', nullable: true }) completedAt!: Date | null;
+}
+
+@Entity('runs')
+export class RunEntity {
+  @PrimaryColumn('uuid') id!: string;
+  @Column('uuid', { name: 'turn_id' }) turnId!: string;
+  @Column('uuid', { name: 'session_id' }) sessionId!: string;
+  @Column('integer') seq!: number;
+  @Column('varchar') status!: RunStatus;
+  @Column('uuid', { name: 'input_ids', array: true }) inputIds!: string[];
+  @Column('varchar') model!: string;
+  @Column('jsonb') config!: object;
+  @Column('uuid', { name: 'resume_from_run_id', nullable: true }) resumeFromRunId!: string | null;
+  @Column('varchar', { name: 'lease_owner', nullable: true }) leaseOwner!: string | null;
+  @Column('timestamptz', { name: 'lease_expires_at', nullable: true }) leaseExpiresAt!: Date | null;
+  @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
+  @Column('timestamptz', { name: 'started_at', nullable: true }) startedAt!: Date | null;
+  @Column('timestamptz', { name: 'completed_at', nullable: true }) completedAt!: Date | null;
+  @Column('jsonb', { nullable: true }) error!: PublicError | null;
+  @Column('jsonb', { nullable: true }) usage!: Record<string, number> | null;
+}
+
+export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
+
+@Entity('items')
+export class ItemEntity {
+  @PrimaryColumn('uuid') id!: string;
+  @Column('uuid', { name: 'session_id' }) sessionId!: string;
+  @Column('uuid', { name: 'turn_id' }) turnId!: string;
+  @Column('uuid', { name: 'run_id', nullable: true }) runId!: string | null;
+  @Column('uuid', { name: 'input_id', nullable: true }) inputId!: string | null;
+  @Column('bigint') seq!: string;
+  @Column('varchar') type!: string;
+  @Column('varchar', { nullable: true }) role!: string | null;
+  @Column('varchar') status!: ItemStatus;
+  @Column('jsonb') content!: StoredContentPart[];
+  @Column('varchar', { nullable: true }) phase!: string | null;
+  @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
+}

@@ -1,0 +1,15 @@
+export type { ItemEntity, ItemStatus, PublicError, RunEntity, StoredContentPart, RunStatus, TurnEntity, TurnStatus } from './entities.js';
+export { toItemDto, toRunDto, toRunSummary, toTurnDetailDto, toTurnDto } from './projections.js';
+export {
+  ContentPartDto,
+  ItemDto,
+  ItemListDto,
+  PublicErrorDto,
+  RunDto,
+  RunSummaryDto,
+  TurnDetailDto,
+  TurnDto,
+  TurnListDto,
+} from './turn.dto.js';
+export { TurnsModule } from './turns.module.js';
+export { type NewItem, type NewTurn, TurnsService } from './turns.service.js';

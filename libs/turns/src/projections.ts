@@ -1,0 +1,68 @@
+import { unixSeconds } from '#libs/database';
+import type { ItemEntity, RunEntity, TurnEntity } from './entities.js';
+import type { ItemDto, RunDto, RunSummaryDto, TurnDetailDto, TurnDto } from './turn.dto.js';
+
+export function toItemDto(item: ItemEntity): ItemDto {
+  const dto: ItemDto = {
+    id: item.id,
+    type: item.type,
+    role: item.role ?? 'assistant',
+    status: item.status,
+    content: item.content.map((part) => (part.type === 'output_text' ? { ...part, annotations: [] } : part)),
+    yuxi: { turn_id: item.turnId, run_id: item.runId, input_id: item.inputId, created_at: unixSeconds(item.createdAt) },
+  };
+  if (item.role === 'assistant') dto.phase = item.phase ?? 'commentary';
+  return dto;
+}
+
+export function toRunDto(run: RunEntity): RunDto {
+  return {
+    id: run.id,
+    object: 'yuxi.session.run',
+    session_id: run.sessionId,
+    turn_id: run.turnId,
+    status: run.status,
+    input_ids: run.inputIds,
+    model: run.model,
+    resume_from_run_id: run.resumeFromRunId,
+    created_at: unixSeconds(run.createdAt),
+    started_at: unixSeconds(run.startedAt),
+    completed_at: unixSeconds(run.completedAt),
+    error: run.error,
+  };
+}
+
+export function toRunSummary(run: RunEntity): RunSummaryDto {
+  return { id: run.id, status: run.status, created_at: unixSeconds(run.createdAt), completed_at: unixSeconds(run.completedAt), error: run.error };
+}
+
+/** The turn projection shared by the turn endpoints, the session's current_turn and SSE turn events. */
+export function toTurnDto(turn: TurnEntity): TurnDto {
+  return {
+    id: turn.id,
+    object: 'agent.session.turn',
+    session_id: turn.sessionId,
+    agent: { id: turn.agentId, model: turn.model },
+    status: turn.status,
+    created_at: unixSeconds(turn.createdAt),
+    started_at: unixSeconds(turn.startedAt),
+    completed_at: unixSeconds(turn.completedAt),
+    error: turn.error,
+    usage: null,
+    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint },
+  };
+}
+
+export function toTurnDetailDto(turn: TurnEntity, runs: RunEntity[], output: ItemEntity[]): TurnDetailDto {
+  const base = toTurnDto(turn);
+  return {
+    ...base,
+    yuxi: {
+      ...base.yuxi,
+      cancellation_pending: turn.cancellationPending,
+      runs: runs.map(toRunDto),
+      output: output.map(toItemDto),
+      usage: turn.usage,
+    },
+  };
+}

@@ -1,0 +1,111 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
+export class PublicErrorDto {
+  @ApiProperty({ example: 'model_error' }) code!: string;
+  @ApiProperty() message!: string;
+}
+
+export class ContentPartDto {
+  @ApiProperty({ enum: ['input_text', 'input_image', 'output_text'] }) type!: string;
+  @ApiPropertyOptional() text?: string;
+  @ApiPropertyOptional({ description: 'Inline data URL of an input image.' }) image_url?: string;
+  @ApiPropertyOptional({ type: [Object] }) annotations?: unknown[];
+}
+
+export class ItemYuxiDto {
+  @ApiProperty() turn_id!: string;
+  @ApiProperty({ type: String, nullable: true }) run_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'The input a user message was consumed from.' }) input_id!: string | null;
+  @ApiProperty({ description: 'Unix seconds when the item was projected into history.' }) created_at!: number;
+}
+
+export class ItemDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: ['message'] }) type!: string;
+  @ApiProperty({ enum: ['user', 'assistant'] }) role!: string;
+  @ApiProperty({ enum: ['in_progress', 'completed', 'incomplete'] }) status!: string;
+  @ApiProperty({ type: [ContentPartDto] }) content!: ContentPartDto[];
+  @ApiPropertyOptional({ enum: ['final_answer', 'commentary'], description: 'Assistant messages only: final_answer for the output of the turn result run.' })
+  phase?: string;
+  @ApiProperty({ type: ItemYuxiDto }) yuxi!: ItemYuxiDto;
+}
+
+export class RunDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: ['yuxi.session.run'] }) object!: 'yuxi.session.run';
+  @ApiProperty() session_id!: string;
+  @ApiProperty() turn_id!: string;
+  @ApiProperty({ enum: ['queued', 'in_progress', 'completed', 'failed', 'cancelled', 'yielded', 'interrupted'] }) status!: string;
+  @ApiProperty({ type: [String], description: 'Inputs consumed by this run, in received order.' }) input_ids!: string[];
+  @ApiProperty() model!: string;
+  @ApiProperty({ type: String, nullable: true }) resume_from_run_id!: string | null;
+  @ApiProperty() created_at!: number;
+  @ApiProperty({ type: Number, nullable: true }) started_at!: number | null;
+  @ApiProperty({ type: Number, nullable: true }) completed_at!: number | null;
+  @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;
+}
+
+export class RunSummaryDto {
+  @ApiProperty() id!: string;
+  @ApiProperty() status!: string;
+  @ApiProperty() created_at!: number;
+  @ApiProperty({ type: Number, nullable: true }) completed_at!: number | null;
+  @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;
+}
+
+export class TurnAgentDto {
+  @ApiProperty() id!: string;
+  @ApiProperty() model!: string;
+}
+
+export class TurnSummaryYuxiDto {
+  @ApiProperty({ type: String, nullable: true }) current_run_id!: string | null;
+  @ApiProperty({ type: String, nullable: true }) result_run_id!: string | null;
+  @ApiProperty({ type: Object, nullable: true, description: 'What the turn waits for (question or approval), else null.' }) waitpoint!: object | null;
+}
+
+export class TurnDetailYuxiDto extends TurnSummaryYuxiDto {
+  @ApiProperty() cancellation_pending!: boolean;
+  @ApiProperty({ type: [RunDto] }) runs!: RunDto[];
+  @ApiProperty({ type: [ItemDto], description: 'The output items of the result run.' }) output!: ItemDto[];
+  @ApiProperty({ type: Object, nullable: true }) usage!: Record<string, number> | null;
+}
+
+export class TurnDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: ['agent.session.turn'] }) object!: 'agent.session.turn';
+  @ApiProperty() session_id!: string;
+  @ApiProperty({ type: TurnAgentDto }) agent!: TurnAgentDto;
+  @ApiProperty({ enum: ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
+  @ApiProperty() created_at!: number;
+  @ApiProperty({ type: Number, nullable: true, description: 'First execution of the turn; resumed runs do not reset it.' }) started_at!: number | null;
+  @ApiProperty({ type: Number, nullable: true }) completed_at!: number | null;
+  @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;
+  @ApiProperty({ type: Object, nullable: true, description: 'Always null; usage is reported in yuxi.usage.' }) usage!: null;
+  @ApiProperty({ type: TurnSummaryYuxiDto }) yuxi!: TurnSummaryYuxiDto | TurnDetailYuxiDto;
+}
+
+export class TurnDetailDto extends TurnDto {
+  @ApiProperty({ type: TurnDetailYuxiDto }) declare yuxi: TurnDetailYuxiDto;
+}
+
+export class TurnListDto {
+  @ApiProperty({ enum: ['list'] }) object!: 'list';
+  @ApiProperty({ type: [TurnDto] }) data!: TurnDto[];
+  @ApiProperty({ type: String, nullable: true }) first_id!: string | null;
+  @ApiProperty({ type: String, nullable: true }) last_id!: string | null;
+  @ApiProperty() has_more!: boolean;
+}
+
+export class ItemListYuxiDto {
+  @ApiProperty({ type: [RunSummaryDto], description: 'Only the runs referenced by items on this page.' }) runs!: RunSummaryDto[];
+}
+
+export class ItemListDto {
+  @ApiProperty({ enum: ['list'] }) object!: 'list';
+  @ApiProperty({ type: [ItemDto] }) data!: ItemDto[];
+  @ApiProperty({ type: String, nullable: true }) first_id!: string | null;
+  @ApiProperty({ type: String, nullable: true }) last_id!: string | null;
+  @ApiProperty() has_more!: boolean;
+  @ApiProperty({ type: ItemListYuxiDto }) yuxi!: ItemListYuxiDto;
+}

