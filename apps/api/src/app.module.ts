@@ -14,7 +14,8 @@ import { SessionsController } from './controllers/sessions.controller.js';
 
 @Module({
   imports: [ConfigModule, DatabaseModule, AuthModule, ProtocolModule, EventStreamModule],
-  controllers: [HealthController, AgentsController, SessionsController, SessionEventsController],
+  // Sessions before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
+  controllers: [HealthController, SessionsController, SessionEventsController, AgentsController],
   providers: [BootstrapKey, { provide: APP_GUARD, useClass: ApiKeyGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

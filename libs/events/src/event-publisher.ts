@@ -6,21 +6,11 @@ import type { PublicEvent } from './event.types.js';
 import { EVENTS_REDIS } from './redis.providers.js';
 import { sessionStreamKey } from './stream-keys.js';
 
-/**
- * Appends events to the session stream atomically, trims it to the replay window and refreshes its
- * TTL. When the stream is being (re)created, MAXDELETEDID is raised to just below its first entry,
- * so a cursor from a stream that expired is recognised as a gap and answered with a resync.
- */
+/** Appends events to the session stream atomically, trims it to the replay window and refreshes its TTL. */
 const PUBLISH_SCRIPT = `
-local created = redis.call('EXISTS', KEYS[1]) == 0
 local ids = {}
 for i = 3, #ARGV, 2 do
   ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 't', ARGV[i], 'e', ARGV[i + 1])
-end
-if created then
-  local first = ids[1]
-  local ms = tonumber(string.sub(first, 1, string.find(first, '-') - 1))
-  redis.call('XSETID', KEYS[1], ids[#ids], 'MAXDELETEDID', string.format('%d', ms - 1) .. '-18446744073709551615')
 end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return ids

@@ -81,8 +81,7 @@ export class EventStreamHub implements OnApplicationShutdown {
     let start = afterId ?? '0-0';
     if (afterId !== null) {
       const info = await this.streamInfo(key);
-      const gap = !info || compareStreamIds(afterId, info.maxDeletedId) < 0 || compareStreamIds(afterId, info.lastId) > 0;
-      if (gap) {
+      if (!info || hasGap(afterId, info)) {
         start = info?.lastId ?? '0-0';
         sink(resyncFrame(sessionId, start));
       }
@@ -126,12 +125,17 @@ export class EventStreamHub implements OnApplicationShutdown {
     if (state.subscribers.size === 0) this.streams.delete(sessionId);
   }
 
-  private async streamInfo(key: string): Promise<{ lastId: string; maxDeletedId: string } | null> {
+  private async streamInfo(key: string): Promise<StreamInfo | null> {
     try {
       const raw = (await this.redis.call('XINFO', 'STREAM', key)) as unknown[];
       const info = new Map<string, unknown>();
       for (let i = 0; i + 1 < raw.length; i += 2) info.set(String(raw[i]), raw[i + 1]);
-      return { lastId: String(info.get('last-generated-id')), maxDeletedId: String(info.get('max-deleted-entry-id') ?? '0-0') };
+      const first = info.get('first-entry');
+      return {
+        lastId: String(info.get('last-generated-id')),
+        firstId: Array.isArray(first) ? String(first[0]) : null,
+        maxDeletedId: String(info.get('max-deleted-entry-id') ?? '0-0'),
+      };
     } catch (error) {
       if (String(error).includes('no such key')) return null;
       throw error;
@@ -202,6 +206,24 @@ export class EventStreamHub implements OnApplicationShutdown {
     this.reader.disconnect();
     await this.loop?.catch(() => undefined);
   }
+}
+
+interface StreamInfo {
+  lastId: string;
+  firstId: string | null;
+  maxDeletedId: string;
+}
+
+/**
+ * Whether entries after the cursor may have been lost. Trimming (MAXLEN, or the key expiring and
+ * coming back) removes entries before the first retained one, so a cursor before it cannot be
+ * proven gap-free; XDEL is covered by max-deleted-entry-id; a cursor past the end is not ours.
+ */
+function hasGap(afterId: string, info: StreamInfo): boolean {
+  if (compareStreamIds(afterId, info.lastId) > 0) return true;
+  if (compareStreamIds(afterId, info.maxDeletedId) < 0) return true;
+  if (info.firstId === null) return compareStreamIds(afterId, info.lastId) < 0;
+  return compareStreamIds(afterId, info.firstId) < 0;
 }
 
 function toFrame(sessionId: string, streamId: string, fields: string[]): StreamFrame {

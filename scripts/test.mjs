@@ -1,0 +1,56 @@
+// `npm test`: builds, starts a throwaway stack (embedded Postgres, local Redis, api and worker
+// processes, exactly as `npm start` does) and runs the whole suite against it with node's test runner.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ensureBuilt, ROOT } from './lib/build.mjs';
+
+ensureBuilt();
+const { startStack } = await import('./lib/stack.mjs');
+
+const logDir = path.join(ROOT, '.data', 'test-logs');
+const apiKey = `yx_test_${randomBytes(24).toString('base64url')}`;
+const stack = await startStack({
+  dataDir: path.join(os.tmpdir(), `yuxi-test-${process.pid}`),
+  ephemeral: true,
+  logDir,
+  env: {
+    BOOTSTRAP_API_KEY: apiKey,
+    WORKER_HEALTH_PORT: '0',
+    // Short intervals so recovery and heartbeats are observable within a test's time.
+    SSE_HEARTBEAT_MS: '1000',
+    RECOVERY_SWEEP_MS: '500',
+    RECOVERY_GRACE_MS: '1000',
+    BODY_LIMIT: '5mb',
+  },
+});
+
+const filter = process.argv.slice(2);
+const testDir = path.join(ROOT, 'dist', 'test');
+const files = readdirSync(testDir, { recursive: true })
+  .map(String)
+  .filter((file) => file.endsWith('.test.js') && (filter.length === 0 || filter.some((f) => file.includes(f))))
+  .sort()
+  .map((file) => path.join(testDir, file));
+
+const code = await new Promise((resolve) => {
+  const child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=1', ...files], {
+    cwd: ROOT,
+    stdio: 'inherit',
+    env: { ...stack.env, TEST_API_URL: stack.url, TEST_API_KEY: apiKey },
+  });
+  child.on('exit', (exitCode) => resolve(exitCode ?? 1));
+});
+
+await stack.stop();
+if (code !== 0) {
+  for (const name of ['api', 'worker']) {
+    const file = path.join(logDir, `${name}.log`);
+    if (!existsSync(file)) continue;
+    const lines = readFileSync(file, 'utf8').split('\n');
+    console.error(`\n----- last lines of ${name}.log -----\n${lines.slice(-40).join('\n')}`);
+  }
+}
+process.exit(code);

@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { API, createSession, http, newKey } from '../support/http.js';
+
+function assertErrorShape(res: { body: any; headers: Headers }, code: string): void {
+  assert.equal(res.body.error.code, code);
+  assert.equal(typeof res.body.error.message, 'string');
+  assert.equal(typeof res.body.error.type, 'string');
+  assert.equal(typeof res.body.error.retryable, 'boolean');
+  assert.equal(res.body.error.request_id, res.headers.get('x-request-id'));
+  assert.equal(typeof res.body.error.details, 'object');
+}
+
+describe('errors', () => {
+  it('answers unknown routes with 404 route_not_found in the error shape', async () => {
+    const res = await http('/api/v1/nothing-here', { key: null });
+    assert.equal(res.status, 404);
+    assertErrorShape(res, 'route_not_found');
+  });
+
+  it('echoes a caller X-Request-Id', async () => {
+    const res = await http(`${API}`, { headers: { 'x-request-id': 'trace-123' } });
+    assert.equal(res.headers.get('x-request-id'), 'trace-123');
+  });
+
+  it('lists every bad field of a create: unknown fields, explicit nulls, bad types and bad input', async () => {
+    const res = await http(`${API}/sessions`, {
+      idempotencyKey: newKey(),
+      body: { agent_id: 'default-chatbot', title: null, surprise: 1, stream: 'yes', input: [{ role: 'assistant', content: [{ type: 'input_image', image_url: 'https://example.com/x.png' }] }] },
+    });
+    assert.equal(res.status, 422);
+    assertErrorShape(res, 'validation_failed');
+    const fields = res.body.error.details.fields.map((f: any) => f.field);
+    for (const field of ['title', 'surprise', 'stream', 'input']) assert.ok(fields.includes(field), `${field} is listed: ${fields}`);
+    const inputErrors = res.body.error.details.fields.find((f: any) => f.field === 'input').errors.join(' ');
+    assert.match(inputErrors, /role must be "user"/);
+    assert.match(inputErrors, /remote image URLs are not supported/);
+  });
+
+  it('validates events: exactly one, known type, no unknown fields', async () => {
+    const session = await createSession();
+    const url = `${API}/sessions/${session.id}/events`;
+    const two = await http(url, {
+      idempotencyKey: newKey(),
+      body: { events: [{ type: 'agent.session.input.message', input: 'a' }, { type: 'agent.session.input.message', input: 'b' }] },
+    });
+    assert.equal(two.status, 422);
+    assert.equal(two.body.error.code, 'validation_failed');
+    const unknownType = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'agent.session.input.dance' }] } });
+    assert.equal(unknownType.status, 422);
+    assert.equal(unknownType.body.error.code, 'unknown_event_type');
+    const later = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'agent.session.input.cancel' }] } });
+    assert.equal(later.status, 422);
+    assert.equal(later.body.error.code, 'not_implemented');
+    const extra = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'agent.session.input.message', input: 'x', turn_id: 'y' }] } });
+    assert.equal(extra.status, 422);
+    assert.deepEqual(extra.body.error.details.fields.map((f: any) => f.field), ['events[0].turn_id']);
+    const badModel = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'agent.session.input.message', input: 'x', yuxi: { model: 'nope:x' } }] } });
+    assert.equal(badModel.status, 422);
+    assert.equal(badModel.body.error.code, 'invalid_model');
+  });
+
+  it('rejects invalid JSON with 422 and oversized bodies with 413', async () => {
+    const broken = await http(`${API}/sessions`, { idempotencyKey: newKey(), rawBody: '{"agent_id":' });
+    assert.equal(broken.status, 422);
+    assertErrorShape(broken, 'invalid_json');
+    // The test stack runs with BODY_LIMIT=5mb (100mb by default).
+    const huge = await http(`${API}/sessions`, { idempotencyKey: newKey(), body: { agent_id: 'default-chatbot', input: 'x'.repeat(6 * 1024 * 1024) } });
+    assert.equal(huge.status, 413);
+    assertErrorShape(huge, 'payload_too_large');
+  });
+
+  it('404s unknown agents and sessions', async () => {
+    const agent = await http(`${API}/sessions`, { idempotencyKey: newKey(), body: { agent_id: 'no-such-agent' } });
+    assert.equal(agent.status, 404);
+    assertErrorShape(agent, 'not_found');
+    const session = await http(`${API}/sessions/not-a-uuid`);
+    assert.equal(session.status, 404);
+  });
+});

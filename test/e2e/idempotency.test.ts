@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { query } from '../support/db.js';
+import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
+import { SseStream } from '../support/sse.js';
+
+describe('idempotency', () => {
+  it('replays a create byte for byte, and 409s a different intent under the same key', async () => {
+    const key = newKey();
+    const body = { agent_id: 'default-chatbot', input: 'replay me', title: 'Replay' };
+    const first = await http(`${API}/sessions`, { body, idempotencyKey: key });
+    assert.equal(first.status, 201);
+    const second = await http(`${API}/sessions`, { body: { title: 'Replay', input: 'replay me', agent_id: 'default-chatbot' }, idempotencyKey: key });
+    assert.equal(second.status, 201);
+    assert.equal(second.text, first.text, 'replay is byte-identical (field order does not change the intent)');
+
+    const conflict = await http(`${API}/sessions`, { body: { ...body, input: 'something else' }, idempotencyKey: key });
+    assert.equal(conflict.status, 409);
+    assert.equal(conflict.body.error.code, 'idempotency_conflict');
+    const sessions = await query(`SELECT count(*)::int AS n FROM sessions WHERE title = 'Replay' AND id = $1`, [first.body.id]);
+    assert.equal(sessions[0].n, 1);
+  });
+
+  it('serialises 20 concurrent creates with one key into one session and identical bodies', async () => {
+    const key = newKey('concurrent');
+    const title = `concurrent-${key}`;
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => http(`${API}/sessions`, { body: { agent_id: 'default-chatbot', input: 'once', title }, idempotencyKey: key })),
+    );
+    assert.deepEqual(new Set(responses.map((r) => r.status)), new Set([201]));
+    assert.equal(new Set(responses.map((r) => r.text)).size, 1, 'every response is the same bytes');
+    const rows = await query(`SELECT id FROM sessions WHERE title = $1`, [title]);
+    assert.equal(rows.length, 1, 'exactly one session exists');
+    const inputs = await query(`SELECT count(*)::int AS n FROM inputs WHERE session_id = $1`, [rows[0].id]);
+    assert.equal(inputs[0].n, 1, 'exactly one input exists');
+  });
+
+  it('replays an event submission without queueing it again', async () => {
+    const session = await createSession();
+    const stream = await SseStream.open(session.id);
+    try {
+      const key = newKey();
+      const first = await sendMessage(session.id, 'only once', key);
+      const again = await Promise.all([sendMessage(session.id, 'only once', key), sendMessage(session.id, 'only once', key)]);
+      assert.equal(first.status, 202);
+      for (const res of again) {
+        assert.equal(res.status, 202);
+        assert.equal(res.text, first.text);
+      }
+      const changed = await sendMessage(session.id, 'a different text', key);
+      assert.equal(changed.status, 409);
+      assert.equal(changed.body.error.code, 'idempotency_conflict');
+
+      await stream.waitForType('agent.session.turn.completed');
+      const inputs = await query(`SELECT count(*)::int AS n FROM inputs WHERE session_id = $1`, [session.id]);
+      assert.equal(inputs[0].n, 1);
+      const turns = await http(`${API}/sessions/${session.id}/turns`);
+      assert.equal(turns.body.data.length, 1);
+
+      const receipt = await http(`${API}/sessions/${session.id}/receipt?idempotency_key=${encodeURIComponent(key)}`);
+      assert.equal(receipt.status, 200);
+      assert.deepEqual(receipt.body, first.body);
+      const unknown = await http(`${API}/sessions/${session.id}/receipt?idempotency_key=never-sent`);
+      assert.equal(unknown.status, 404);
+      assert.equal(unknown.body.error.code, 'not_found');
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('requires an Idempotency-Key of 1–128 characters', async () => {
+    const missing = await http(`${API}/sessions`, { body: { agent_id: 'default-chatbot' } });
+    assert.equal(missing.status, 422);
+    assert.equal(missing.body.error.code, 'idempotency_key_required');
+    const tooLong = await http(`${API}/sessions`, { body: { agent_id: 'default-chatbot' }, idempotencyKey: 'k'.repeat(129) });
+    assert.equal(tooLong.status, 422);
+    assert.equal(tooLong.body.error.code, 'idempotency_key_required');
+    const session = await createSession();
+    const eventMissing = await http(`${API}/sessions/${session.id}/events`, {
+      body: { events: [{ type: 'agent.session.input.message', input: 'x' }] },
+    });
+    assert.equal(eventMissing.status, 422);
+    assert.equal(eventMissing.body.error.code, 'idempotency_key_required');
+  });
+});

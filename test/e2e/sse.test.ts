@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { env } from '../support/env.js';
+import { API, createSession, http, sendMessage } from '../support/http.js';
+import { SseStream } from '../support/sse.js';
+
+describe('SSE stream', () => {
+  it('resumes after a disconnect mid-turn with exactly the remaining suffix', async () => {
+    const session = await createSession();
+    const witness = await SseStream.open(session.id);
+    const first = await SseStream.open(session.id);
+    try {
+      await sendMessage(session.id, 'one two three four five six seven eight [[delay:40]]');
+      await first.waitFor((e) => e.type === 'agent.session.turn.output_text.delta' && e.data.delta === ' two');
+      first.close();
+      const seen = [...first.events];
+      const cursor = seen.at(-1)?.id;
+      assert.ok(cursor);
+
+      const resumed = await SseStream.open(session.id, { lastEventId: cursor });
+      const completed = await resumed.waitForType('agent.session.turn.completed');
+      await witness.waitForType('agent.session.turn.completed', completed.data.turn_id);
+      resumed.close();
+
+      const combined = [...seen, ...resumed.events];
+      const ids = combined.map((e) => e.data.event_id);
+      assert.equal(new Set(ids).size, ids.length, 'no event_id is repeated');
+      assert.deepEqual(ids, witness.events.map((e) => e.data.event_id), 'no gap: the union equals an uninterrupted subscription');
+      const text = combined
+        .filter((e) => e.type === 'agent.session.turn.output_text.delta')
+        .map((e) => e.data.delta)
+        .join('');
+      assert.equal(text, 'Echo: one two three four five six seven eight');
+    } finally {
+      witness.close();
+      first.close();
+    }
+  });
+
+  it('keeps the subscription open across turns and sends heartbeats', async () => {
+    const session = await createSession();
+    const stream = await SseStream.open(session.id);
+    try {
+      await sendMessage(session.id, 'first');
+      const a = await stream.waitForType('agent.session.turn.completed');
+      await sendMessage(session.id, 'second');
+      const b = await stream.waitFor((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id !== a.data.turn_id);
+      assert.notEqual(a.data.turn_id, b.data.turn_id);
+    } finally {
+      stream.close();
+    }
+    const raw = await fetch(`${env.apiUrl}${API}/sessions/${session.id}/events`, { headers: { authorization: `Bearer ${env.apiKey}` } });
+    const reader = raw.body!.getReader();
+    let text = '';
+    while (!text.includes(': ping')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    await reader.cancel();
+    assert.match(text, /^: ping$/m, 'heartbeat comment arrives on an idle stream');
+  });
+
+  it('answers a cursor older than the replay window with yuxi.session.resync', async () => {
+    const session = await createSession('before the window moved');
+    const stream = await SseStream.open(session.id);
+    const done = await stream.waitForType('agent.session.turn.completed');
+    stream.close();
+    const oldCursor = stream.events[0]!.id;
+
+    const redis = new Redis(env.redisUrl);
+    try {
+      // The window moves on: trim the session stream as the MAXLEN policy would under load.
+      const key = `yuxi:session-events:{${session.id}}`;
+      await redis.xtrim(key, 'MAXLEN', 2);
+    } finally {
+      redis.disconnect();
+    }
+    await sendMessage(session.id, 'after');
+    const resumed = await SseStream.open(session.id, { lastEventId: oldCursor });
+    try {
+      const resync = await resumed.waitForType('yuxi.session.resync');
+      assert.equal(resumed.events[0]!.type, 'yuxi.session.resync', 'resync comes first');
+      assert.equal(resync.data.session_id, session.id);
+      assert.equal(typeof resync.data.event_id, 'string');
+      const next = await resumed.waitFor((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id !== done.data.turn_id);
+      assert.ok(next);
+    } finally {
+      resumed.close();
+    }
+  });
+
+  it('rejects a malformed or foreign cursor with 422 before any SSE headers', async () => {
+    const session = await createSession();
+    const other = await createSession('other');
+    const bad = await SseStream.open(session.id, { lastEventId: 'not-a-cursor!' });
+    assert.equal(bad.status, 422);
+    assert.match(bad.contentType, /application\/json/);
+    assert.equal(JSON.parse(bad.bodyText).error.code, 'invalid_last_event_id');
+
+    const otherStream = await SseStream.open(other.id);
+    const event = await otherStream.waitForType('agent.session.turn.completed');
+    otherStream.close();
+    const foreign = await SseStream.open(session.id, { lastEventId: event.id });
+    assert.equal(foreign.status, 422);
+    assert.equal(JSON.parse(foreign.bodyText).error.code, 'invalid_last_event_id');
+
+    const missing = await http(`${API}/sessions/00000000-0000-7000-8000-000000000000/events`);
+    assert.equal(missing.status, 404);
+  });
+});
