@@ -5,6 +5,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ensureBuilt, ROOT } from './lib/build.mjs';
 
+// A local .env overrides the embedded defaults (see .env.example).
+if (existsSync(path.join(ROOT, '.env'))) process.loadEnvFile(path.join(ROOT, '.env'));
 ensureBuilt();
 const { freePort } = await import('./lib/infra.mjs');
 const { startStack } = await import('./lib/stack.mjs');

@@ -8,8 +8,6 @@ export class AppConfig {
   readonly redisUrl: string;
   readonly defaultModel: string;
   readonly bootstrapApiKey: string | undefined;
-  readonly openaiBaseUrl: string;
-  readonly openaiApiKey: string | undefined;
   readonly bodyLimit: string;
   readonly eventsReplayMaxLen: number;
   readonly eventsReplayTtlSeconds: number;
@@ -29,8 +27,6 @@ export class AppConfig {
     this.redisUrl = required(env, 'REDIS_URL');
     this.defaultModel = env.DEFAULT_MODEL || 'scripted:echo';
     this.bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
-    this.openaiBaseUrl = env.OPENAI_BASE_URL || 'https://api.openai.com/v1';
-    this.openaiApiKey = env.OPENAI_API_KEY || undefined;
     this.bodyLimit = env.BODY_LIMIT || '100mb';
     this.eventsReplayMaxLen = int(env, 'EVENTS_REPLAY_MAXLEN', 10_000);
     this.eventsReplayTtlSeconds = int(env, 'EVENTS_REPLAY_TTL_SECONDS', 7 * 24 * 3600);
