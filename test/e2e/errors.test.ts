@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { env } from '../support/env.js';
 import { API, createSession, http, newKey } from '../support/http.js';
 
 function assertErrorShape(res: { body: any; headers: Headers }, code: string): void {
@@ -68,6 +69,18 @@ describe('errors', () => {
     const huge = await http(`${API}/sessions`, { idempotencyKey: newKey(), body: { agent_id: 'default-chatbot', input: 'x'.repeat(6 * 1024 * 1024) } });
     assert.equal(huge.status, 413);
     assertErrorShape(huge, 'payload_too_large');
+  });
+
+  it('rejects a body that is not JSON with 415', async () => {
+    const res = await http(`${API}/sessions`, { idempotencyKey: newKey(), headers: { 'content-type': 'text/plain' }, method: 'POST' });
+    assert.equal(res.status, 422, 'no body: validation');
+    const plain = await fetch(`${env.apiUrl}${API}/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.apiKey}`, 'idempotency-key': newKey(), 'content-type': 'text/plain' },
+      body: 'hello',
+    });
+    assert.equal(plain.status, 415);
+    assert.equal(((await plain.json()) as any).error.code, 'unsupported_media_type');
   });
 
   it('404s unknown agents and sessions', async () => {

@@ -13,7 +13,12 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
   app.use(requestIdMiddleware);
   const large = express.json({ limit: bodyLimit });
   const small = express.json({ limit: '1mb' });
-  app.use((req: Request, res: Response, next: NextFunction) => (LARGE_BODY_ROUTE.test(req.path) ? large : small)(req, res, next));
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (hasBody(req) && !req.is('application/json')) {
+      return sendError(res, new ApiError('unsupported_media_type', 'Send the request body as application/json'));
+    }
+    return (LARGE_BODY_ROUTE.test(req.path) ? large : small)(req, res, next);
+  });
   app.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
     const type = (error as { type?: string } | null)?.type;
     if (type === 'entity.too.large') return sendError(res, new ApiError('payload_too_large', `Request body exceeds the limit`));
@@ -21,4 +26,8 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
     return next(error);
   });
   app.useGlobalPipes(createValidationPipe());
+}
+
+function hasBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
@@ -16,14 +16,21 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 return ids
 `;
 
+type PublishingRedis = Redis & { yuxiPublishEvents(key: string, ...args: string[]): Promise<string[]> };
+
 export type OutgoingEvent = { type: string } & Record<string, unknown>;
 
 @Injectable()
-export class EventPublisher implements OnApplicationShutdown {
+export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(EVENTS_REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
   ) {}
+
+  /** Registered as a command so ioredis sends EVALSHA instead of the script text on every publish. */
+  onModuleInit(): void {
+    this.redis.defineCommand('yuxiPublishEvents', { numberOfKeys: 1, lua: PUBLISH_SCRIPT });
+  }
 
   /** Publishes in order; returns the events as sent, each with its stable event_id. */
   async publish(sessionId: string, events: OutgoingEvent[]): Promise<PublicEvent[]> {
@@ -34,7 +41,7 @@ export class EventPublisher implements OnApplicationShutdown {
     );
     const args: string[] = [String(this.config.eventsReplayMaxLen), String(this.config.eventsReplayTtlSeconds)];
     for (const event of stamped) args.push(event.type, JSON.stringify(event));
-    await this.redis.eval(PUBLISH_SCRIPT, 1, sessionStreamKey(sessionId), ...args);
+    await (this.redis as PublishingRedis).yuxiPublishEvents(sessionStreamKey(sessionId), ...args);
     return stamped;
   }
 
