@@ -30,13 +30,15 @@ export async function http<T = any>(path: string, options: RequestOptions = {}):
   }
   const res = await fetch(`${env.apiUrl}${path}`, { method: options.method ?? (body ? 'POST' : 'GET'), headers, body });
   const text = await res.text();
-  let parsed: unknown = undefined;
+  return { status: res.status, headers: res.headers, text, body: parseJson(text) as T };
+}
+
+function parseJson(text: string): unknown {
   try {
-    parsed = text ? JSON.parse(text) : undefined;
+    return text ? JSON.parse(text) : undefined;
   } catch {
-    parsed = undefined;
+    return undefined;
   }
-  return { status: res.status, headers: res.headers, text, body: parsed as T };
 }
 
 export const API = '/api/v1/agents';
