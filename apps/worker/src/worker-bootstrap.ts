@@ -1,5 +1,5 @@
 import { InjectQueue } from '@nestjs/bullmq';
-import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { AppConfig } from '#libs/config';
 import { JOBS, QUEUE_JOBS, QUEUES } from '#libs/queue';
@@ -10,7 +10,7 @@ import { MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor } fro
  * name of a queue has no handler: a job nobody can process would otherwise fail at run time.
  */
 @Injectable()
-export class WorkerBootstrap implements OnApplicationBootstrap {
+export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(WorkerBootstrap.name);
 
   constructor(
@@ -40,5 +40,13 @@ export class WorkerBootstrap implements OnApplicationBootstrap {
     this.sessionsProcessor.worker.concurrency = this.config.workerConcurrency;
     for (const processor of Object.values(processors)) void processor.worker.run();
     this.logger.log(`consuming ${Object.keys(processors).join(', ')} (session concurrency ${this.config.workerConcurrency})`);
+  }
+
+  /**
+   * Workers close first (finishing the turns they hold) while the database, Redis and queue
+   * connections they need are still open; those close in onApplicationShutdown afterwards.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close()]);
   }
 }
