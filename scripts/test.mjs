@@ -35,8 +35,17 @@ const files = readdirSync(testDir, { recursive: true })
   .sort()
   .map((file) => path.join(testDir, file));
 
+let child;
+// A terminated run (CI timeout, Ctrl-C) must not leave api, worker, Postgres or Redis behind.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    child?.kill(signal);
+    void stack.stop().then(() => process.exit(130));
+  });
+}
+
 const code = await new Promise((resolve) => {
-  const child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=1', ...files], {
+  child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=1', ...files], {
     cwd: ROOT,
     stdio: 'inherit',
     env: { ...stack.env, TEST_API_URL: stack.url, TEST_API_KEY: apiKey },

@@ -89,6 +89,13 @@ async function startPostgres(dataDir, ephemeral, log, stops) {
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pgServer.initialise();
   removeStalePidFile(databaseDir, log);
 
+  try {
+    await pgServer.start();
+  } catch (err) {
+    // start() rejects with `undefined` when postgres exits early; the reason
+    // is only in its log output.
+    throw new Error(`Postgres failed to start in ${databaseDir}:\n${logTail.join('')}`, { cause: err });
+  }
   // If the process exits without stop(): stop()'s synchronous part sends
   // postgres SIGINT (fast shutdown), so it won't be left orphaned.
   const stopOnExit = () => pgServer.stop().catch(() => {});
@@ -97,15 +104,10 @@ async function startPostgres(dataDir, ephemeral, log, stops) {
     process.removeListener('exit', stopOnExit);
     // pgServer.stop() waits for an 'exit' event that never comes if postgres
     // already died on its own, so don't wait forever.
-    await Promise.race([pgServer.stop(), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    let timer;
+    await Promise.race([pgServer.stop(), new Promise((r) => (timer = setTimeout(r, 10_000)))]);
+    clearTimeout(timer);
   });
-  try {
-    await pgServer.start();
-  } catch (err) {
-    // start() rejects with `undefined` when postgres exits early; the reason
-    // is only in its log output.
-    throw new Error(`Postgres failed to start in ${databaseDir}:\n${logTail.join('')}`, { cause: err });
-  }
 
   const admin = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: 'postgres', database: 'postgres' });
   await admin.connect();
