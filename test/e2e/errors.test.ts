@@ -71,6 +71,16 @@ describe('errors', () => {
     assertErrorShape(huge, 'payload_too_large');
   });
 
+  it('rejects NUL characters, which Postgres cannot store, as a field error', async () => {
+    const res = await http(`${API}/sessions`, {
+      idempotencyKey: newKey(),
+      body: { agent_id: 'default-chatbot', input: [{ role: 'user', content: [{ type: 'input_text', text: 'a\u0000b' }] }] },
+    });
+    assert.equal(res.status, 422);
+    assertErrorShape(res, 'validation_failed');
+    assert.equal(res.body.error.details.fields[0].field, 'input[0].content[0].text');
+  });
+
   it('rejects a body that is not JSON with 415', async () => {
     const res = await http(`${API}/sessions`, { idempotencyKey: newKey(), headers: { 'content-type': 'text/plain' }, method: 'POST' });
     assert.equal(res.status, 422, 'no body: validation');

@@ -19,6 +19,12 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
     }
     return (LARGE_BODY_ROUTE.test(req.path) ? large : small)(req, res, next);
   });
+  // Postgres text and jsonb cannot hold U+0000; reject it here as a field error rather than fail the write.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const field = nulFieldPath(req.body as unknown, '');
+    if (field === null) return next();
+    return sendError(res, ApiError.validation([{ field: field || 'body', errors: ['must not contain the NUL character (U+0000)'] }]));
+  });
   app.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
     const type = (error as { type?: string } | null)?.type;
     if (type === 'entity.too.large') return sendError(res, new ApiError('payload_too_large', `Request body exceeds the limit`));
@@ -30,4 +36,22 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
 
 function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+function nulFieldPath(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (Array.isArray(value)) {
+    for (const [index, entry] of value.entries()) {
+      const found = nulFieldPath(entry, `${path}[${index}]`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [key, entry] of Object.entries(value)) {
+      const found = nulFieldPath(key, path) ?? nulFieldPath(entry, path ? `${path}.${key}` : key);
+      if (found !== null) return found;
+    }
+  }
+  return null;
 }
