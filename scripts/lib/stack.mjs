@@ -44,7 +44,9 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
 }
 
 function launch(name, script, env, logDir) {
-  const child = spawn(process.execPath, ['--enable-source-maps', script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // STACK_NODE_ARGS: extra node flags for api and worker (e.g. --cpu-prof for profiling runs).
+  const extra = (env.STACK_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, ['--enable-source-maps', ...extra, script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.name = name;
   if (logDir) {
     const file = createWriteStream(path.join(logDir, `${name}.log`));

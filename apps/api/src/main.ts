@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { AppConfig } from '#libs/config';
+import { AppConfig, closeOnSignals } from '#libs/config';
 import { AppModule } from './app.module.js';
 import { configureHttp } from './http-setup.js';
 import { mountOpenApi } from './openapi/openapi.js';
@@ -12,7 +12,7 @@ async function bootstrap(): Promise<void> {
   const config = app.get(AppConfig);
   configureHttp(app, config.bodyLimit);
   mountOpenApi(app);
-  app.enableShutdownHooks();
+  closeOnSignals(app);
   await app.listen(config.port);
   new Logger('Api').log(`listening on :${config.port} (docs at /docs)`);
 }

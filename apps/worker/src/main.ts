@@ -2,13 +2,12 @@ import 'reflect-metadata';
 import { createServer } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { AppConfig } from '#libs/config';
+import { AppConfig, closeOnSignals } from '#libs/config';
 import { WorkerModule } from './worker.module.js';
 
 /** The worker: an application context (no HTTP API) plus a tiny health endpoint for orchestrators. */
 async function bootstrap(): Promise<void> {
   const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: false });
-  app.enableShutdownHooks();
   const config = app.get(AppConfig);
   if (config.workerHealthPort > 0) {
     const health = createServer((req, res) => {
@@ -16,8 +15,9 @@ async function bootstrap(): Promise<void> {
       res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(ok ? { status: 'ok' } : { error: 'not found' }));
     });
     health.listen(config.workerHealthPort);
-    process.once('SIGTERM', () => health.close());
-    process.once('SIGINT', () => health.close());
+    closeOnSignals(app, () => health.close());
+  } else {
+    closeOnSignals(app);
   }
   new Logger('Worker').log(`worker ready${config.workerHealthPort > 0 ? `, health on :${config.workerHealthPort}/health` : ''}`);
 }

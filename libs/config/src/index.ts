@@ -1,2 +1,3 @@
 export { AppConfig } from './app-config.js';
 export { ConfigModule } from './config.module.js';
+export { closeOnSignals } from './shutdown.js';

@@ -1,0 +1,84 @@
+// A small client of the API under test, for the benchmark driver.
+import { randomUUID } from 'node:crypto';
+import { EventSource } from 'eventsource';
+
+export class Client {
+  constructor(baseUrl, apiKey) {
+    this.baseUrl = baseUrl;
+    this.apiKey = apiKey;
+    this.api = `${baseUrl}/api/v1/agents`;
+  }
+
+  headers(extra = {}) {
+    return { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json', ...extra };
+  }
+
+  async createSession(input) {
+    const res = await fetch(`${this.api}/sessions`, {
+      method: 'POST',
+      headers: this.headers({ 'idempotency-key': randomUUID() }),
+      body: JSON.stringify(input === undefined ? { agent_id: 'default-chatbot' } : { agent_id: 'default-chatbot', input }),
+    });
+    if (res.status !== 201) throw new Error(`create session: ${res.status} ${await res.text()}`);
+    return res.json();
+  }
+
+  async send(sessionId, text, key = randomUUID()) {
+    const res = await fetch(`${this.api}/sessions/${sessionId}/events`, {
+      method: 'POST',
+      headers: this.headers({ 'idempotency-key': key }),
+      body: JSON.stringify({ events: [{ type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: text }] }),
+    });
+    if (res.status !== 202) throw new Error(`send: ${res.status} ${await res.text()}`);
+    return res.json();
+  }
+
+  /** An EventSource (the `eventsource` package) on the session stream, with the API key attached. */
+  subscribe(sessionId) {
+    const apiKey = this.apiKey;
+    return new EventSource(`${this.api}/sessions/${sessionId}/events`, {
+      fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, authorization: `Bearer ${apiKey}` } }),
+    });
+  }
+}
+
+/** The Redis stream id inside an SSE cursor carries the publish time in ms (bench-only knowledge of the format). */
+export function publishedAtMs(cursor) {
+  const streamId = Buffer.from(cursor, 'base64url').toString('utf8').split(':')[2] ?? '';
+  return Number(streamId.split('-')[0]);
+}
+
+/** Resolves on the next event of `type` from an EventSource. */
+export function nextEvent(source, type, predicate = () => true, timeoutMs = 30_000) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      source.removeEventListener(type, onEvent);
+      reject(new Error(`no ${type} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    function onEvent(event) {
+      const data = JSON.parse(event.data);
+      if (!predicate(data)) return;
+      clearTimeout(timer);
+      source.removeEventListener(type, onEvent);
+      resolve({ data, id: event.lastEventId });
+    }
+    source.addEventListener(type, onEvent);
+  });
+}
+
+export function opened(source, timeoutMs = 30_000) {
+  if (source.readyState === 1) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('SSE did not open')), timeoutMs);
+    source.addEventListener('open', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+    source.addEventListener('error', (error) => {
+      if (source.readyState === 2) {
+        clearTimeout(timer);
+        reject(new Error(`SSE failed: ${error.message ?? error.code}`));
+      }
+    });
+  });
+}

@@ -1,0 +1,430 @@
+// `npm run bench`: starts its own stack (as `npm start` does, on a throwaway data dir), drives it
+// from this separate process, and writes bench/results/<date>.json plus the table in
+// docs/benchmarks.md. Each scenario reports latency percentiles, throughput, CPU and peak RSS of
+// api and worker, next to a baseline measured in the same run.
+//
+//   npm run bench                 all scenarios
+//   npm run bench -- turn submit  only scenarios whose name contains one of the words
+import { fork, spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ensureBuilt, ROOT } from '../scripts/lib/build.mjs';
+
+ensureBuilt();
+const { startStack } = await import('../scripts/lib/stack.mjs');
+const { default: autocannon } = await import('autocannon');
+const { Queue } = await import('bullmq');
+const { Redis } = await import('ioredis');
+const { default: pg } = await import('pg');
+const { Client, nextEvent, opened, publishedAtMs } = await import('./lib/client.mjs');
+const { round, rssKiB, summarize, watch } = await import('./lib/measure.mjs');
+
+const only = process.argv.slice(2);
+const wanted = (name) => only.length === 0 || only.some((word) => name.includes(word));
+const log = (...args) => console.log('[bench]', ...args);
+
+const apiKey = `yx_bench_${randomBytes(24).toString('base64url')}`;
+const stack = await startStack({
+  dataDir: path.join(os.tmpdir(), `yuxi-bench-${process.pid}`),
+  ephemeral: true,
+  logDir: path.join(ROOT, '.data', 'bench-logs'),
+  env: { BOOTSTRAP_API_KEY: apiKey, WORKER_HEALTH_PORT: '0' },
+});
+const stopAll = [];
+process.on('SIGINT', () => void shutdown(130));
+process.on('SIGTERM', () => void shutdown(143));
+async function shutdown(code) {
+  for (const fn of stopAll.reverse()) await fn().catch(() => undefined);
+  await stack.stop();
+  process.exit(code);
+}
+
+const pids = Object.fromEntries(stack.children.map((child) => [child.name, child.pid]));
+const client = new Client(stack.url, apiKey);
+const results = { date: new Date().toISOString(), machine: machineInfo(), scenarios: {} };
+
+try {
+  if (wanted('turn')) results.scenarios.turn_overhead = await turnOverhead();
+  if (wanted('sustained')) results.scenarios.sustained_turns = await sustainedTurns();
+  if (wanted('submit') || wanted('replay') || wanted('read')) {
+    const bare = await startBareServer();
+    stopAll.push(bare.stop);
+    if (wanted('submit')) results.scenarios.submit = await submitScenario(bare);
+    if (wanted('replay')) results.scenarios.replay = await replayScenario(bare);
+    if (wanted('read')) results.scenarios.read = await readScenario(bare);
+  }
+  if (wanted('fanout')) results.scenarios.sse_fanout = await fanOut();
+  if (wanted('peer')) results.scenarios.peer = await peerScenario(results.scenarios.turn_overhead);
+  writeReport(results);
+} finally {
+  for (const fn of stopAll.reverse()) await fn().catch(() => undefined);
+  await stack.stop();
+}
+
+// ---------------------------------------------------------------- scenarios
+
+/** Submit → turn.completed seen on SSE, scripted:echo without delay, one session at a time. */
+async function turnOverhead(iterations = 300, warmup = 30) {
+  log('turn overhead…');
+  const session = await client.createSession();
+  const source = client.subscribe(session.id);
+  await opened(source);
+  const turn = async (i) => {
+    const started = performance.now();
+    const completed = nextEvent(source, 'agent.session.turn.completed');
+    await client.send(session.id, `ping ${i}`);
+    await completed;
+    return performance.now() - started;
+  };
+  for (let i = 0; i < warmup; i += 1) await turn(i);
+  const samples = [];
+  const w = watch(pids);
+  for (let i = 0; i < iterations; i += 1) samples.push(await turn(i));
+  const usage = w.stop();
+  source.close();
+  const latency = summarize(samples);
+  return {
+    description: 'POST …/events → agent.session.turn.completed on SSE; scripted:echo, no delay; sequential on one session',
+    latency_ms: latency,
+    throughput_per_s: round(iterations / usage.wall_s),
+    ...usage,
+    target: 'p50 ≤ 25 ms, p99 ≤ 100 ms',
+    met: latency.p50 <= 25 && latency.p99 <= 100,
+  };
+}
+
+/** 200 sessions, each submitting its next follow-up as soon as the previous turn completed. */
+async function sustainedTurns(sessions = 200, seconds = 15) {
+  log('sustained turns…');
+  const baseline = await postgresCommitRate(8, 5);
+  const clients = [];
+  for (let i = 0; i < sessions; i += 1) {
+    const session = await client.createSession();
+    const source = client.subscribe(session.id);
+    clients.push({ session, source });
+  }
+  await Promise.all(clients.map((c) => opened(c.source)));
+  let completed = 0;
+  let errors = 0;
+  const turnLatencies = [];
+  const deadline = performance.now() + seconds * 1000;
+  const w = watch(pids);
+  await Promise.all(
+    clients.map(async ({ session, source }) => {
+      while (performance.now() < deadline) {
+        const started = performance.now();
+        try {
+          const done = nextEvent(source, 'agent.session.turn.completed');
+          await client.send(session.id, 'sustained');
+          await done;
+          completed += 1;
+          turnLatencies.push(performance.now() - started);
+        } catch (error) {
+          errors += 1;
+          log('sustained error:', String(error));
+        }
+      }
+    }),
+  );
+  const usage = w.stop();
+  for (const c of clients) c.source.close();
+  const turnsPerS = round(completed / usage.wall_s);
+  return {
+    description: `${sessions} sessions, each sending its next follow-up when its previous turn completed, for ${seconds} s`,
+    turns_per_s: turnsPerS,
+    completed,
+    errors,
+    latency_ms: summarize(turnLatencies),
+    ...usage,
+    baseline: { name: 'Postgres single-row INSERT commits (pg, 8 clients, autocommit)', commits_per_s: baseline },
+    ratio_to_baseline: round(turnsPerS / baseline, 3),
+    target: '≥ 200 turns/s, no errors',
+    met: turnsPerS >= 200 && errors === 0,
+  };
+}
+
+async function postgresCommitRate(clients, seconds) {
+  const admin = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+  await admin.connect();
+  await admin.query('CREATE SCHEMA IF NOT EXISTS bench; CREATE TABLE IF NOT EXISTS bench.commits (id bigserial PRIMARY KEY, v int)');
+  let commits = 0;
+  const deadline = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      const c = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+      await c.connect();
+      while (performance.now() < deadline) {
+        await c.query('INSERT INTO bench.commits (v) VALUES ($1)', [commits]);
+        commits += 1;
+      }
+      await c.end();
+    }),
+  );
+  const rate = round(commits / ((performance.now() - started) / 1000));
+  await admin.query('DROP SCHEMA bench CASCADE');
+  await admin.end();
+  return rate;
+}
+
+/**
+ * The submit path alone: the dispatch queue is paused so worker turns do not compete for the two
+ * cores; the accepted inputs are cancelled afterwards so they do not run in later scenarios.
+ */
+async function submitScenario(bare) {
+  log('submit…');
+  const sessions = await Promise.all(Array.from({ length: 50 }, () => client.createSession()));
+  const queue = new Queue('session-dispatch', { connection: { url: stack.env.REDIS_URL } });
+  await queue.pause();
+  try {
+    let i = 0;
+    const ours = await cannon({
+      url: `${client.api}/sessions/${sessions[0].id}/events`,
+      method: 'POST',
+      headers: client.headers(),
+      body: JSON.stringify({ events: [{ type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: 'bench submit' }] }),
+      setupRequest: (request) => {
+        i += 1;
+        return { ...request, path: `/api/v1/agents/sessions/${sessions[i % sessions.length].id}/events`, headers: { ...request.headers, 'idempotency-key': randomUUID() } };
+      },
+    });
+    const base = await cannon({ url: `${bare.url}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"x":1}' }, false);
+    await cancelPending(sessions.map((s) => s.id));
+    return compareHttp('POST …/events with a fresh Idempotency-Key each, c=50 (worker paused)', ours, base, {
+      target: '≥ 1,000 req/s, p99 ≤ 100 ms',
+      met: ours.requests_per_s >= 1000 && ours.latency_ms.p99 <= 100 && ours.non_2xx === 0,
+    });
+  } finally {
+    await queue.resume();
+    await queue.close();
+  }
+}
+
+async function replayScenario(bare) {
+  log('replay…');
+  const session = await client.createSession();
+  const queue = new Queue('session-dispatch', { connection: { url: stack.env.REDIS_URL } });
+  await queue.pause();
+  const key = `replay-${randomUUID()}`;
+  try {
+    const ours = await cannon({
+      url: `${client.api}/sessions/${session.id}/events`,
+      method: 'POST',
+      headers: client.headers({ 'idempotency-key': key }),
+      body: JSON.stringify({ events: [{ type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: 'bench replay' }] }),
+    });
+    const base = await cannon({ url: `${bare.url}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"x":1}' }, false);
+    const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+    await db.connect();
+    const inputs = (await db.query('SELECT count(*)::int AS n FROM inputs WHERE session_id = $1', [session.id])).rows[0].n;
+    await db.end();
+    await cancelPending([session.id]);
+    return compareHttp('POST …/events replaying one Idempotency-Key, c=50', ours, base, {
+      inputs_created: inputs,
+      duplicates: inputs - 1,
+      target: '≥ 2,000 req/s, 0 duplicates',
+      met: ours.requests_per_s >= 2000 && inputs === 1 && ours.non_2xx === 0,
+    });
+  } finally {
+    await queue.resume();
+    await queue.close();
+  }
+}
+
+async function readScenario(bare) {
+  log('read…');
+  const session = await client.createSession('read me');
+  const ours = await cannon({ url: `${client.api}/sessions/${session.id}`, headers: client.headers() });
+  const base = await cannon({ url: `${bare.url}/bare` }, false);
+  const ratio = ours.requests_per_s / base.requests_per_s;
+  return compareHttp('GET /sessions/{id}, c=50', ours, base, { target: '≥ 50 % of the bare route req/s', met: ratio >= 0.5 && ours.non_2xx === 0 });
+}
+
+/** 5,000 SSE subscribers on one api process while a turn streams 20 deltas per second. */
+async function fanOut(subscribers = 5000, words = 200, delayMs = 50) {
+  log(`SSE fan-out: opening ${subscribers} subscribers…`);
+  const session = await client.createSession();
+  const redis = new Redis(stack.env.REDIS_URL);
+  const redisClientsBefore = await connectedClients(redis);
+  const rssBefore = rssKiB(pids.api);
+  const sources = [];
+  for (let i = 0; i < subscribers; i += 250) {
+    const batch = Array.from({ length: Math.min(250, subscribers - i) }, () => client.subscribe(session.id));
+    await Promise.all(batch.map((s) => opened(s, 60_000)));
+    sources.push(...batch);
+  }
+  const rssAfterOpen = rssKiB(pids.api);
+  const redisClientsOpen = await connectedClients(redis);
+
+  const lags = [];
+  let deltas = 0;
+  const completions = sources.map(
+    (source) =>
+      new Promise((resolve) => {
+        source.addEventListener('agent.session.turn.output_text.delta', (event) => {
+          deltas += 1;
+          lags.push(Date.now() - publishedAtMs(event.lastEventId));
+        });
+        source.addEventListener('agent.session.turn.completed', () => resolve(), { once: true });
+      }),
+  );
+  const w = watch(pids);
+  await client.send(session.id, `[[words:${words}]] [[delay:${delayMs}]]`);
+  await Promise.all(completions);
+  const usage = w.stop();
+  const redisClientsDuring = await connectedClients(redis);
+  for (const source of sources) source.close();
+  redis.disconnect();
+  const perConnectionKiB = round((rssAfterOpen - rssBefore) / subscribers);
+  const lag = summarize(lags);
+  return {
+    description: `${subscribers} SSE subscribers on one api process; one turn streaming ${words} deltas at ${1000 / delayMs}/s`,
+    delivery_lag_ms: lag,
+    deltas_delivered: deltas,
+    deltas_expected: subscribers * words,
+    api_rss_per_connection_kib: perConnectionKiB,
+    redis_connected_clients: { before: redisClientsBefore, with_subscribers: redisClientsOpen, during_turn: redisClientsDuring },
+    ...usage,
+    target: 'p99 delivery lag ≤ 250 ms, ≤ 30 KB RSS per connection, Redis connections constant',
+    met: lag.p99 <= 250 && perConnectionKiB <= 30 && redisClientsOpen === redisClientsBefore && deltas === subscribers * words,
+  };
+}
+
+async function peerScenario(ourTurn) {
+  log('peer (LangGraph.js dev server)…');
+  const { measurePeer } = await import('./lib/peer.mjs');
+  const peer = await measurePeer({ iterations: 200, warmup: 20, log });
+  const ourP50 = ourTurn?.latency_ms.p50;
+  const ratio = ourP50 === undefined ? null : round(ourP50 / peer.p50, 4);
+  return {
+    description: 'LangGraph.js dev server (in-memory), same zero-delay echo turn: create thread + run and wait',
+    peer: { name: peer.name, version: peer.version, latency_ms: { p50: peer.p50, p95: peer.p95, p99: peer.p99, mean: peer.mean }, throughput_per_s: peer.throughput_per_s },
+    our_turn_p50_ms: ourP50 ?? null,
+    ratio_ours_to_peer: ratio,
+    target: 'our p50 turn latency ≤ 1/20 of the peer’s',
+    met: ratio !== null && ratio <= 0.05,
+  };
+}
+
+// ---------------------------------------------------------------- helpers
+
+async function cannon(options, measureOurs = true) {
+  const w = measureOurs ? watch(pids) : null;
+  const result = await autocannon({ connections: 50, duration: 10, ...options });
+  const usage = w?.stop();
+  return {
+    requests_per_s: round(result.requests.average),
+    latency_ms: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+    total: result.requests.total,
+    non_2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    ...(usage ?? {}),
+  };
+}
+
+function compareHttp(description, ours, base, extra) {
+  return {
+    description,
+    ours,
+    baseline: { name: 'bare Nest + Express route, same machine, same load', ...base },
+    ratio_to_baseline: round(ours.requests_per_s / base.requests_per_s, 3),
+    ...extra,
+  };
+}
+
+async function cancelPending(sessionIds) {
+  const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+  await db.connect();
+  await db.query(`UPDATE inputs SET status = 'cancelled', cancelled_at = now() WHERE status = 'pending' AND session_id = ANY($1)`, [sessionIds]);
+  await db.end();
+}
+
+async function connectedClients(redis) {
+  const info = await redis.info('clients');
+  return Number(/connected_clients:(\d+)/.exec(info)?.[1] ?? NaN) - 1;
+}
+
+async function startBareServer() {
+  const child = fork(path.join(ROOT, 'dist/bench/bare-server.js'), [], { env: { ...process.env, PORT: '0' }, stdio: 'ignore' });
+  await new Promise((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`bare server exited ${code}`)));
+  });
+  const port = await listeningPort(child.pid);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      child.kill('SIGTERM');
+    },
+  };
+}
+
+/** The TCP port a process listens on, from ss (the bare server picks a free one). */
+async function listeningPort(pid) {
+  const out = await new Promise((resolve) => {
+    const ss = spawn('ss', ['-ltnp'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let text = '';
+    ss.stdout.on('data', (chunk) => (text += chunk));
+    ss.on('exit', () => resolve(text));
+  });
+  const line = out.split('\n').find((l) => l.includes(`pid=${pid},`));
+  const port = Number(/:(\d+)\s/.exec(line ?? '')?.[1]);
+  if (!port) throw new Error('bare server port not found');
+  return port;
+}
+
+function machineInfo() {
+  return { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model, memory_gib: round(os.totalmem() / 2 ** 30, 1), node: process.version, platform: `${os.type()} ${os.release()}` };
+}
+
+function writeReport(report) {
+  const day = report.date.slice(0, 10);
+  const resultsDir = path.join(ROOT, 'bench', 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  const file = path.join(resultsDir, `${day}.json`);
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  log(`results: ${path.relative(ROOT, file)}`);
+
+  const rows = [];
+  const s = report.scenarios;
+  const cpu = (x) => (x?.processes ? `api ${x.processes.api.cpu_pct} % / worker ${x.processes.worker.cpu_pct} %` : '');
+  const rss = (x) => (x?.processes ? `api ${x.processes.api.peak_rss_mib} / worker ${x.processes.worker.peak_rss_mib}` : '');
+  const ok = (x) => (x.met ? 'met' : '**missed**');
+  if (s.turn_overhead) {
+    const t = s.turn_overhead;
+    rows.push(`| turn overhead | p50 ${t.latency_ms.p50} / p95 ${t.latency_ms.p95} / p99 ${t.latency_ms.p99} | ${t.throughput_per_s} turns/s | — | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
+  }
+  if (s.sustained_turns) {
+    const t = s.sustained_turns;
+    rows.push(`| sustained turns (200 sessions) | p50 ${t.latency_ms.p50} / p95 ${t.latency_ms.p95} / p99 ${t.latency_ms.p99} | ${t.turns_per_s} turns/s, ${t.errors} errors | Postgres commits ${t.baseline.commits_per_s}/s (×${t.ratio_to_baseline}) | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
+  }
+  for (const [name, label] of [['submit', 'submit c=50'], ['replay', 'replay c=50'], ['read', 'read c=50']]) {
+    const t = s[name];
+    if (!t) continue;
+    rows.push(`| ${label} | p50 ${t.ours.latency_ms.p50} / p90 ${t.ours.latency_ms.p90} / p99 ${t.ours.latency_ms.p99} | ${t.ours.requests_per_s} req/s, ${t.ours.non_2xx} non-2xx${t.duplicates !== undefined ? `, ${t.duplicates} duplicates` : ''} | bare route ${t.baseline.requests_per_s} req/s, p99 ${t.baseline.latency_ms.p99} (×${t.ratio_to_baseline}) | ${cpu(t.ours)} | ${rss(t.ours)} | ${t.target} | ${ok(t)} |`);
+  }
+  if (s.sse_fanout) {
+    const t = s.sse_fanout;
+    rows.push(`| SSE fan-out (5,000 subscribers) | lag p50 ${t.delivery_lag_ms.p50} / p95 ${t.delivery_lag_ms.p95} / p99 ${t.delivery_lag_ms.p99} | ${t.deltas_delivered}/${t.deltas_expected} deltas, ${t.api_rss_per_connection_kib} KiB/conn, Redis clients ${t.redis_connected_clients.before}→${t.redis_connected_clients.with_subscribers} | — | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
+  }
+  if (s.peer) {
+    const t = s.peer;
+    rows.push(`| peer: ${t.peer.name} ${t.peer.version} | p50 ${t.peer.latency_ms.p50} / p95 ${t.peer.latency_ms.p95} / p99 ${t.peer.latency_ms.p99} | ${t.peer.throughput_per_s} turns/s | ours p50 ${t.our_turn_p50_ms} ms (×${t.ratio_ours_to_peer}) | — | — | ${t.target} | ${ok(t)} |`);
+  }
+  const table = [
+    `Run of ${report.date} on ${report.machine.cpus} × ${report.machine.cpu_model}, ${report.machine.memory_gib} GiB, Node ${report.machine.node}.`,
+    '',
+    '| scenario | latency (ms) | throughput | baseline (same run) | CPU (api / worker) | peak RSS MiB (api / worker) | target | |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+  const docFile = path.join(ROOT, 'docs', 'benchmarks.md');
+  const doc = readFileSync(docFile, 'utf8');
+  const begin = '<!-- bench:results:begin -->';
+  const end = '<!-- bench:results:end -->';
+  const updated = doc.replace(new RegExp(`${begin}[\\s\\S]*${end}`), `${begin}\n${table}\n${end}`);
+  writeFileSync(docFile, updated);
+  log(`table: docs/benchmarks.md\n${table}`);
+}
