@@ -180,15 +180,21 @@ async function submitScenario(bare) {
   await queue.pause();
   try {
     let i = 0;
+    // autocannon applies setupRequest per entry of `requests`: a fresh key and a rotating session each time.
     const ours = await cannon({
-      url: `${client.api}/sessions/${sessions[0].id}/events`,
-      method: 'POST',
-      headers: client.headers(),
-      body: JSON.stringify({ events: [{ type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: 'bench submit' }] }),
-      setupRequest: (request) => {
-        i += 1;
-        return { ...request, path: `/api/v1/agents/sessions/${sessions[i % sessions.length].id}/events`, headers: { ...request.headers, 'idempotency-key': randomUUID() } };
-      },
+      url: client.baseUrl,
+      requests: [
+        {
+          method: 'POST',
+          path: `/api/v1/agents/sessions/${sessions[0].id}/events`,
+          headers: client.headers(),
+          body: JSON.stringify({ events: [{ type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: 'bench submit' }] }),
+          setupRequest: (request) => {
+            i += 1;
+            return { ...request, path: `/api/v1/agents/sessions/${sessions[i % sessions.length].id}/events`, headers: { ...request.headers, 'idempotency-key': randomUUID() } };
+          },
+        },
+      ],
     });
     const base = await cannon({ url: `${bare.url}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"x":1}' }, false);
     await cancelPending(sessions.map((s) => s.id));

@@ -90,7 +90,7 @@ async function ensureInstalled(log) {
     await rename(tmp, dir);
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
-    throw new Error(`[peer] npm install failed: ${err.message}`);
+    throw new Error(`[peer] npm install failed: ${err.message}`, { cause: err });
   }
   log(`[peer] installed in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   return dir;
