@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Queue } from 'bullmq';
 import { query } from '../support/db.js';
@@ -39,17 +40,24 @@ describe('recovery sweep', () => {
     const session = await createSession();
     const stream = await SseStream.open(session.id);
     try {
-      // A dead worker: an in-progress turn whose lease ran out and that no one heartbeats.
+      // What a worker that died mid-turn leaves behind: its claim committed (turn, run, session
+      // overview), and then nobody renews the lease.
+      const turnId = randomUUID();
       await query(
-        `WITH t AS (
-           INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at)
-           VALUES (gen_random_uuid(), $1, 1, 'in_progress', 'default-chatbot', 'scripted:echo', NULL, now(), now()) RETURNING id
-         )
-         INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, created_at, started_at)
-         SELECT gen_random_uuid(), t.id, $1, 1, 'in_progress', '{}', 'scripted:echo', '{}', 'dead-worker', now() - interval '1 minute', now(), now() FROM t`,
-        [session.id],
+        `INSERT INTO turns (id, session_id, seq, status, agent_id, model, created_at, started_at)
+         VALUES ($2, $1, 1, 'in_progress', 'default-chatbot', 'scripted:echo', now(), now())`,
+        [session.id, turnId],
       );
-      await query(`UPDATE sessions SET turn_seq = 1 WHERE id = $1`, [session.id]);
+      await query(
+        `INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, created_at, started_at)
+         VALUES (gen_random_uuid(), $2, $1, 1, 'in_progress', '{}', 'scripted:echo', '{}', 'dead-worker', now() - interval '1 minute', now(), now())`,
+        [session.id, turnId],
+      );
+      await query(
+        `UPDATE sessions SET turn_seq = 1, current_turn = jsonb_build_object('id', $2::text, 'status', 'in_progress',
+           'current_run_id', null, 'result_run_id', null, 'waitpoint', null) WHERE id = $1`,
+        [session.id, turnId],
+      );
       await sendMessage(session.id, 'after the crash');
       const failed = await stream.waitForType('agent.session.turn.failed', undefined, 20_000);
       assert.equal(failed.data.turn.error.code, 'run_lease_expired');

@@ -33,10 +33,13 @@ export interface IdempotentResponse {
 
 const KEY_MAX = 128;
 
+class DuplicateKey extends Error {}
+
 /**
- * Runs a write at most once per idempotency scope. The receipt row is inserted first, in the same
- * transaction as the work: a concurrent duplicate blocks on the unique index until the first
- * commits, then replays the stored response; if the first rolls back, the duplicate does the work.
+ * Runs a write at most once per idempotency scope. A committed receipt answers a retry with one
+ * read. Otherwise the work and the receipt (holding the exact response bytes) commit in one
+ * transaction; the receipt insert is last, so a concurrent duplicate blocks on the unique index
+ * until the first commits, then rolls its own work back and replays the first response.
  */
 @Injectable()
 export class IdempotencyService {
@@ -58,42 +61,59 @@ export class IdempotencyService {
   }
 
   async execute(scope: IdempotencyScope, work: (manager: EntityManager) => Promise<WorkResult>): Promise<IdempotentResponse> {
-    const fresh = await this.dataSource.transaction(async (manager) => {
-      const now = new Date();
-      const id = newId();
-      const inserted = (await manager.query(
-        `INSERT INTO idempotency_receipts (id, owner_id, scope, idempotency_key, request_hash, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (owner_id, scope, idempotency_key) DO NOTHING RETURNING id`,
-        [id, scope.ownerId, scope.scope, scope.key, scope.requestHash, now, new Date(now.getTime() + this.config.idempotencyTtlHours * 3_600_000)],
-      )) as unknown[];
-      if (inserted.length === 0) return null;
-      const result = await work(manager);
-      const body = JSON.stringify(result.body);
-      await manager.update(IdempotencyReceiptEntity, { id }, {
-        sessionId: result.sessionId,
-        inputId: result.receipt?.input_id ?? null,
-        receipt: result.receipt,
-        responseStatus: result.status,
-        responseBody: body,
+    const earlier = await this.replay(scope);
+    if (earlier) return earlier;
+    try {
+      return await this.dataSource.transaction(async (manager) => {
+        const result = await work(manager);
+        const body = JSON.stringify(result.body);
+        const now = new Date();
+        const inserted = (await manager.query(
+          `INSERT INTO idempotency_receipts
+             (id, owner_id, scope, idempotency_key, request_hash, session_id, input_id, receipt, response_status, response_body, created_at, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+           ON CONFLICT (owner_id, scope, idempotency_key) DO NOTHING RETURNING id`,
+          [
+            newId(),
+            scope.ownerId,
+            scope.scope,
+            scope.key,
+            scope.requestHash,
+            result.sessionId,
+            result.receipt?.input_id ?? null,
+            result.receipt === null ? null : JSON.stringify(result.receipt),
+            result.status,
+            body,
+            now,
+            new Date(now.getTime() + this.config.idempotencyTtlHours * 3_600_000),
+          ],
+        )) as unknown[];
+        if (inserted.length === 0) throw new DuplicateKey();
+        return { status: result.status, body, replayed: false, receipt: result.receipt, sessionId: result.sessionId };
       });
-      return { status: result.status, body, replayed: false, receipt: result.receipt, sessionId: result.sessionId };
-    });
-    if (fresh) return fresh;
+    } catch (error) {
+      if (!(error instanceof DuplicateKey)) throw error;
+      const first = await this.replay(scope);
+      if (!first) throw error;
+      return first;
+    }
+  }
 
-    const existing = await this.receipts.findOneByOrFail({ ownerId: scope.ownerId, scope: scope.scope, idempotencyKey: scope.key });
-    if (existing.requestHash !== scope.requestHash) {
+  /** The stored response for this scope and key, or null; a different intent is a conflict. */
+  private async replay(scope: IdempotencyScope): Promise<IdempotentResponse | null> {
+    const rows = (await this.receipts.query(
+      `SELECT request_hash, response_status, response_body, receipt, session_id FROM idempotency_receipts
+       WHERE owner_id = $1 AND scope = $2 AND idempotency_key = $3`,
+      [scope.ownerId, scope.scope, scope.key],
+    )) as { request_hash: string; response_status: number; response_body: string; receipt: AcceptedReceipt | null; session_id: string | null }[];
+    const existing = rows[0];
+    if (!existing) return null;
+    if (existing.request_hash !== scope.requestHash) {
       throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request; use a new key for a new intent', {
         idempotency_key: scope.key,
       });
     }
-    return {
-      status: existing.responseStatus ?? 200,
-      body: existing.responseBody ?? 'null',
-      replayed: true,
-      receipt: existing.receipt,
-      sessionId: existing.sessionId,
-    };
+    return { status: existing.response_status, body: existing.response_body, replayed: true, receipt: existing.receipt, sessionId: existing.session_id };
   }
 
   /** The receipt of an earlier submission to this session, for clients whose response was lost. */

@@ -55,17 +55,6 @@ export class InputsService {
     await manager.update(InputEntity, { id: In(inputIds), status: 'pending' }, { status: 'consumed', turnId, runId, consumedAt: at });
   }
 
-  async pendingCounts(sessionIds: string[]): Promise<Map<string, number>> {
-    const counts = new Map<string, number>();
-    if (sessionIds.length === 0) return counts;
-    const rows = (await this.inputs.query(
-      `SELECT session_id, count(*)::int AS n FROM inputs WHERE status = 'pending' AND session_id = ANY($1) GROUP BY session_id`,
-      [sessionIds],
-    )) as { session_id: string; n: number }[];
-    for (const row of rows) counts.set(row.session_id, row.n);
-    return counts;
-  }
-
   /** Sessions holding inputs that have waited longer than the grace period: candidates for a lost nudge. */
   async sessionsWithWaitingInputs(olderThan: Date, limit: number): Promise<string[]> {
     const rows = (await this.inputs.query(

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import type { PageQuery } from '#libs/database';
 import { ApiError } from '#libs/errors';
-import { type AcceptedReceipt, IdempotencyService, InputsService } from '#libs/inputs';
+import { type AcceptedReceipt, IdempotencyService } from '#libs/inputs';
 import { type SessionFilter, SessionsService } from '#libs/sessions';
 import {
   type ItemListDto,
@@ -24,15 +24,12 @@ import { toSessionDto } from './session-view.js';
 export class SessionQueriesService {
   constructor(
     private readonly sessions: SessionsService,
-    private readonly inputs: InputsService,
     private readonly turns: TurnsService,
     private readonly idempotency: IdempotencyService,
   ) {}
 
   async getSession(principal: Principal, sessionId: string): Promise<SessionDto> {
-    const session = await this.sessions.getVisible(principal.userId, sessionId);
-    const [latest, pending] = await Promise.all([this.turns.latestTurns([session.id]), this.inputs.pendingCounts([session.id])]);
-    return toSessionDto(session, { latestTurn: latest.get(session.id) ?? null, pendingCount: pending.get(session.id) ?? 0, receipt: null });
+    return toSessionDto(await this.sessions.getVisible(principal.userId, sessionId));
   }
 
   /** Ensures the session is visible to the caller; used before streaming, which holds no connection afterwards. */
@@ -42,9 +39,7 @@ export class SessionQueriesService {
 
   async listSessions(principal: Principal, filter: SessionFilter, page: PageQuery): Promise<SessionListDto> {
     const { rows, hasMore } = await this.sessions.list(principal.userId, filter, page);
-    const ids = rows.map((row) => row.id);
-    const [latest, pending] = await Promise.all([this.turns.latestTurns(ids), this.inputs.pendingCounts(ids)]);
-    const data = rows.map((row) => toSessionDto(row, { latestTurn: latest.get(row.id) ?? null, pendingCount: pending.get(row.id) ?? 0, receipt: null }));
+    const data = rows.map((row) => toSessionDto(row));
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
   }
 

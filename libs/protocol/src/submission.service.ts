@@ -56,30 +56,33 @@ export class SubmissionService {
         requestHash: IdempotencyService.hashIntent({ operation: 'sessions.create', body: { ...dto, input: messages } }),
       },
       async (manager) => {
-        const session = await this.sessions.create(manager, {
-          ownerId: principal.userId,
-          agentId: agent.id,
-          model,
-          toolApprovalMode,
-          instructions: agent.instructions,
-          title: dto.title ?? DEFAULT_TITLE,
-          projectId: dto.project_id ?? null,
-        });
+        const session = await this.sessions.create(
+          manager,
+          {
+            ownerId: principal.userId,
+            agentId: agent.id,
+            model,
+            toolApprovalMode,
+            instructions: agent.instructions,
+            title: dto.title ?? DEFAULT_TITLE,
+            projectId: dto.project_id ?? null,
+          },
+          messages !== null,
+        );
         let receipt: AcceptedReceipt | null = null;
         if (messages) {
-          const receivedAt = new Date();
           const input = await this.inputs.insert(manager, {
             sessionId: session.id,
-            receivedSeq: await this.sessions.nextInputSeq(manager, session.id),
+            receivedSeq: 1,
             mode: 'follow_up',
             messages,
             attachmentFileIds: [],
             config: { agent_id: agent.id, model, tool_approval_mode: toolApprovalMode, instructions: agent.instructions },
-            receivedAt,
+            receivedAt: session.createdAt,
           });
           receipt = acceptedReceipt(session.id, input.id);
         }
-        const body = toSessionDto(session, { latestTurn: null, pendingCount: messages ? 1 : 0, receipt });
+        const body = toSessionDto(session, receipt);
         return { status: 201, body, sessionId: session.id, receipt };
       },
     );
@@ -113,12 +116,12 @@ export class SubmissionService {
         requestHash: IdempotencyService.hashIntent({ operation: event.type, session_id: sessionId, event: { ...event, input: messages } }),
       },
       async (manager) => {
-        const session = await this.sessions.lock(manager, sessionId, principal.userId);
-        if (session.archived) throw new ApiError('state_conflict', 'The session is archived');
         const receivedAt = new Date();
+        const { session, receivedSeq } = await this.sessions.acceptInput(manager, sessionId, principal.userId, receivedAt);
+        if (session.archived) throw new ApiError('state_conflict', 'The session is archived');
         const input = await this.inputs.insert(manager, {
           sessionId,
-          receivedSeq: await this.sessions.nextInputSeq(manager, sessionId),
+          receivedSeq,
           mode: 'follow_up',
           messages,
           attachmentFileIds: [],
@@ -130,7 +133,6 @@ export class SubmissionService {
           },
           receivedAt,
         });
-        await this.sessions.touch(manager, sessionId, receivedAt);
         const receipt = acceptedReceipt(sessionId, input.id);
         return { status: 202, body: receipt, sessionId, receipt };
       },

@@ -6,7 +6,7 @@ import { EventPublisher } from '#libs/events';
 import { IdempotencyService, InputsService } from '#libs/inputs';
 import { SessionDispatcher } from '#libs/queue';
 import { SessionsService } from '#libs/sessions';
-import { type RunEntity, TurnsService } from '#libs/turns';
+import { type RunEntity, toCurrentTurn, TurnsService } from '#libs/turns';
 import { turnEvents } from './turn-events.js';
 
 const SWEEP_BATCH = 500;
@@ -57,8 +57,10 @@ export class RecoveryService {
       await this.sessions.lock(manager, run.sessionId);
       const now = new Date();
       if (!(await this.turns.settleRun(manager, run.id, null, 'failed', now, error))) return null;
-      const turn = await this.turns.settleTurn(manager, run.turnId, 'failed', now, null, error);
-      await this.sessions.touch(manager, run.sessionId, now, true);
+      const current = await this.turns.findTurn(manager, run.turnId);
+      if (!current) return null;
+      const turn = await this.turns.settleTurn(manager, current, 'failed', now, null, error);
+      await this.sessions.recordTurnUpdated(manager, run.sessionId, toCurrentTurn(turn), 0, now);
       return { turn, run: { ...run, status: 'failed' as const, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null } };
     });
     if (!settled) return false;

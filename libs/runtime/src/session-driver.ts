@@ -7,11 +7,12 @@ import { EventPublisher, type OutgoingEvent } from '#libs/events';
 import { type InputEntity, InputsService } from '#libs/inputs';
 import { ModelError, type ModelMessage, ModelRegistry } from '#libs/models';
 import { SessionsService } from '#libs/sessions';
-import { type ItemEntity, type PublicError, type RunEntity, type TurnEntity, TurnsService } from '#libs/turns';
+import { type ItemEntity, type PublicError, type RunEntity, toCurrentTurn, type TurnEntity, TurnsService } from '#libs/turns';
 import { turnEvents } from './turn-events.js';
 import { WORKER_ID } from './worker-identity.js';
 
 const CONTEXT_ITEMS = 50;
+const ACTIVE_STATUSES = new Set(['queued', 'in_progress', 'requires_action']);
 
 interface Claim {
   input: InputEntity;
@@ -54,16 +55,28 @@ export class SessionDriver {
 
   private async claim(sessionId: string): Promise<Claim | null> {
     return this.dataSource.transaction(async (manager) => {
-      const session = await this.sessions.lock(manager, sessionId).catch(() => null);
+      const session = await this.sessions.lock(manager, sessionId);
       if (!session || session.queuePaused) return null;
-      if (await this.turns.activeTurn(manager, sessionId)) return null;
+      if (session.currentTurn && ACTIVE_STATUSES.has(session.currentTurn.status)) return null;
       const input = await this.inputs.head(manager, sessionId);
       if (!input) return null;
 
       const now = new Date();
-      const { turn, run } = await this.turns.startTurn(manager, {
+      const turnId = newId();
+      const runId = newId();
+      const { turnSeq, firstItemSeq } = await this.sessions.recordTurnStarted(
+        manager,
         sessionId,
-        seq: await this.sessions.nextTurnSeq(manager, sessionId),
+        { id: turnId, status: 'in_progress', current_run_id: runId, result_run_id: null, waitpoint: null },
+        1,
+        input.messages.length,
+        now,
+      );
+      const { turn, run } = await this.turns.startTurn(manager, {
+        turnId,
+        runId,
+        sessionId,
+        seq: turnSeq,
         agentId: input.config.agent_id,
         model: input.config.model,
         inputIds: [input.id],
@@ -73,10 +86,9 @@ export class SessionDriver {
         at: now,
       });
       await this.inputs.markConsumed(manager, [input.id], turn.id, run.id, now);
-      const firstSeq = await this.sessions.reserveItemSeqs(manager, sessionId, input.messages.length);
       const userItems = await this.turns.insertItems(
         manager,
-        firstSeq,
+        firstItemSeq,
         input.messages.map((message) => ({
           sessionId,
           turnId: turn.id,
@@ -90,7 +102,6 @@ export class SessionDriver {
           createdAt: now,
         })),
       );
-      await this.sessions.touch(manager, sessionId, now);
       return { input, turn, run, userItems };
     });
   }
@@ -170,15 +181,15 @@ export class SessionDriver {
       const now = new Date();
       const held = await this.turns.settleRun(manager, run.id, WORKER_ID, error ? 'failed' : 'completed', now, error);
       if (!held) return null;
+      const keepOutput = !error || text.length > 0;
+      const settledTurn = await this.turns.settleTurn(manager, turn, error ? 'failed' : 'completed', now, error ? null : run.id, error);
+      const seq = await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(settledTurn), keepOutput ? 1 : 0, now);
       let item: ItemEntity | null = null;
-      if (!error || text.length > 0) {
-        const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
+      if (keepOutput) {
         [item] = await this.turns.insertItems(manager, seq, [
           { ...assistant, status: error ? 'incomplete' : 'completed', content: [part], phase: error ? 'commentary' : 'final_answer', createdAt: now },
         ]);
       }
-      const settledTurn = await this.turns.settleTurn(manager, turn.id, error ? 'failed' : 'completed', now, error ? null : run.id, error);
-      await this.sessions.touch(manager, sessionId, now, true);
       const settledRun: RunEntity = { ...run, status: error ? 'failed' : 'completed', completedAt: now, error, leaseOwner: null, leaseExpiresAt: null };
       return { item: item ?? null, turn: settledTurn, run: settledRun };
     });

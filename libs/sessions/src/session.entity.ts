@@ -1,5 +1,14 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
+/** The latest turn of the session as the session resource shows it (`yuxi.current_turn`). */
+export interface TurnSummary {
+  id: string;
+  status: string;
+  current_run_id: string | null;
+  result_run_id: string | null;
+  waitpoint: object | null;
+}
+
 @Entity('sessions')
 export class SessionEntity {
   @PrimaryColumn('uuid') id!: string;
@@ -18,7 +27,35 @@ export class SessionEntity {
   @Column('bigint', { name: 'input_seq' }) inputSeq!: string;
   @Column('bigint', { name: 'item_seq' }) itemSeq!: string;
   @Column('integer', { name: 'turn_seq' }) turnSeq!: number;
+  @Column('integer', { name: 'pending_input_count' }) pendingInputCount!: number;
+  @Column('jsonb', { name: 'current_turn', nullable: true }) currentTurn!: TurnSummary | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('timestamptz', { name: 'last_active_at' }) lastActiveAt!: Date;
   @Column('timestamptz', { name: 'updated_at' }) updatedAt!: Date;
+}
+
+/** Maps a raw `sessions` row (RETURNING *, raw SELECT) onto the entity. */
+export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
+  return Object.assign(new SessionEntity(), {
+    id: row.id as string,
+    ownerId: row.owner_id as string,
+    agentId: row.agent_id as string,
+    model: row.model as string,
+    toolApprovalMode: row.tool_approval_mode as string,
+    instructions: row.instructions as string,
+    title: row.title as string,
+    projectId: (row.project_id as string | null) ?? null,
+    isPinned: row.is_pinned as boolean,
+    archived: row.archived as boolean,
+    unread: row.unread as boolean,
+    queuePaused: row.queue_paused as boolean,
+    inputSeq: String(row.input_seq),
+    itemSeq: String(row.item_seq),
+    turnSeq: Number(row.turn_seq),
+    pendingInputCount: Number(row.pending_input_count),
+    currentTurn: (row.current_turn as TurnSummary | null) ?? null,
+    createdAt: row.created_at as Date,
+    lastActiveAt: row.last_active_at as Date,
+    updatedAt: row.updated_at as Date,
+  });
 }

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, toPage } from '#libs/database';
 import { ApiError } from '#libs/errors';
-import { SessionEntity } from './session.entity.js';
+import { SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
 
 export interface NewSession {
   ownerId: string;
@@ -29,7 +29,8 @@ export interface SessionFilter {
 export class SessionsService {
   constructor(@InjectRepository(SessionEntity) private readonly sessions: Repository<SessionEntity>) {}
 
-  async create(manager: EntityManager, input: NewSession): Promise<SessionEntity> {
+  /** Inserts the session; with a first input its queue already counts that input (seq 1). */
+  async create(manager: EntityManager, input: NewSession, withFirstInput: boolean): Promise<SessionEntity> {
     const now = new Date();
     const row = manager.create(SessionEntity, {
       ...input,
@@ -38,9 +39,11 @@ export class SessionsService {
       archived: false,
       unread: false,
       queuePaused: false,
-      inputSeq: '0',
+      inputSeq: withFirstInput ? '1' : '0',
       itemSeq: '0',
       turnSeq: 0,
+      pendingInputCount: withFirstInput ? 1 : 0,
+      currentTurn: null,
       createdAt: now,
       lastActiveAt: now,
       updatedAt: now,
@@ -50,57 +53,68 @@ export class SessionsService {
   }
 
   /** Another owner's session is indistinguishable from a missing one. */
-  async getVisible(ownerId: string, sessionId: string, manager?: EntityManager): Promise<SessionEntity> {
-    const repo = manager ? manager.getRepository(SessionEntity) : this.sessions;
-    const row = isUuid(sessionId) ? await repo.findOneBy({ id: sessionId, ownerId }) : null;
-    if (!row) throw ApiError.notFound(`Session ${sessionId}`);
-    return row;
+  async getVisible(ownerId: string, sessionId: string): Promise<SessionEntity> {
+    const rows = isUuid(sessionId)
+      ? ((await this.sessions.query(`SELECT * FROM sessions WHERE id = $1 AND owner_id = $2`, [sessionId, ownerId])) as Record<string, unknown>[])
+      : [];
+    if (!rows[0]) throw ApiError.notFound(`Session ${sessionId}`);
+    return sessionFromRow(rows[0]);
   }
 
   /** SELECT … FOR UPDATE: serialises inputs, claims and settlements of one session. */
-  async lock(manager: EntityManager, sessionId: string, ownerId?: string): Promise<SessionEntity> {
-    const row = isUuid(sessionId)
-      ? await manager.getRepository(SessionEntity).findOne({
-          where: ownerId ? { id: sessionId, ownerId } : { id: sessionId },
-          lock: { mode: 'pessimistic_write' },
-        })
-      : null;
+  async lock(manager: EntityManager, sessionId: string): Promise<SessionEntity | null> {
+    if (!isUuid(sessionId)) return null;
+    const rows = (await manager.query(`SELECT * FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId])) as Record<string, unknown>[];
+    return rows[0] ? sessionFromRow(rows[0]) : null;
+  }
+
+  /**
+   * Records a received input in one statement that also takes the session lock: the next input
+   * sequence number, one more pending input, and last_active_at.
+   */
+  async acceptInput(manager: EntityManager, sessionId: string, ownerId: string, at: Date): Promise<{ session: SessionEntity; receivedSeq: number }> {
+    const [rows] = (await manager.query(
+      `UPDATE sessions SET input_seq = input_seq + 1, pending_input_count = pending_input_count + 1,
+              last_active_at = GREATEST(last_active_at, $3)
+       WHERE id = $1 AND owner_id = $2 RETURNING *`,
+      [sessionId, ownerId, at],
+    )) as [Record<string, unknown>[], number];
+    if (!rows[0]) throw ApiError.notFound(`Session ${sessionId}`);
+    const session = sessionFromRow(rows[0]);
+    return { session, receivedSeq: Number(session.inputSeq) };
+  }
+
+  /**
+   * A turn started (call under the session lock): the next turn number, `itemCount` item sequence
+   * numbers for its first items, the consumed inputs leave the queue, and the overview moves.
+   */
+  async recordTurnStarted(
+    manager: EntityManager,
+    sessionId: string,
+    turn: TurnSummary,
+    consumedInputs: number,
+    itemCount: number,
+    at: Date,
+  ): Promise<{ turnSeq: number; firstItemSeq: number }> {
+    const [rows] = (await manager.query(
+      `UPDATE sessions SET turn_seq = turn_seq + 1, item_seq = item_seq + $2, pending_input_count = pending_input_count - $3,
+              current_turn = $4, last_active_at = GREATEST(last_active_at, $5)
+       WHERE id = $1 RETURNING turn_seq, item_seq`,
+      [sessionId, itemCount, consumedInputs, JSON.stringify(turn), at],
+    )) as [{ turn_seq: number; item_seq: string }[], number];
+    const row = rows[0];
     if (!row) throw ApiError.notFound(`Session ${sessionId}`);
-    return row;
+    return { turnSeq: Number(row.turn_seq), firstItemSeq: Number(row.item_seq) - itemCount + 1 };
   }
 
-  /** Next value of the per-session input sequence; call under the session lock. */
-  async nextInputSeq(manager: EntityManager, sessionId: string): Promise<number> {
-    const rows = (await manager.query(`UPDATE sessions SET input_seq = input_seq + 1 WHERE id = $1 RETURNING input_seq`, [sessionId])) as [
-      { input_seq: string }[],
-      number,
-    ];
-    return Number(rows[0][0]?.input_seq);
-  }
-
-  /** Reserves `count` consecutive item sequence numbers; returns the first. */
-  async reserveItemSeqs(manager: EntityManager, sessionId: string, count: number): Promise<number> {
-    const rows = (await manager.query(`UPDATE sessions SET item_seq = item_seq + $2 WHERE id = $1 RETURNING item_seq`, [sessionId, count])) as [
-      { item_seq: string }[],
-      number,
-    ];
-    return Number(rows[0][0]?.item_seq) - count + 1;
-  }
-
-  async nextTurnSeq(manager: EntityManager, sessionId: string): Promise<number> {
-    const rows = (await manager.query(`UPDATE sessions SET turn_seq = turn_seq + 1 WHERE id = $1 RETURNING turn_seq`, [sessionId])) as [
-      { turn_seq: number }[],
-      number,
-    ];
-    return Number(rows[0][0]?.turn_seq);
-  }
-
-  /** Work happened (receipt, consumption, run): last_active_at moves, presentation updates never do. */
-  async touch(manager: EntityManager, sessionId: string, at: Date, markUnread = false): Promise<void> {
-    await manager.query(
-      `UPDATE sessions SET last_active_at = GREATEST(last_active_at, $2), unread = unread OR $3 WHERE id = $1`,
-      [sessionId, at, markUnread],
-    );
+  /** A turn changed state (call under the session lock); reserves `itemCount` item sequence numbers and marks the session unread. */
+  async recordTurnUpdated(manager: EntityManager, sessionId: string, turn: TurnSummary, itemCount: number, at: Date): Promise<number> {
+    const [rows] = (await manager.query(
+      `UPDATE sessions SET item_seq = item_seq + $2, current_turn = $3, unread = true, last_active_at = GREATEST(last_active_at, $4)
+       WHERE id = $1 RETURNING item_seq`,
+      [sessionId, itemCount, JSON.stringify(turn), at],
+    )) as [{ item_seq: string }[], number];
+    return Number(rows[0]?.item_seq ?? 0) - itemCount + 1;
   }
 
   async list(ownerId: string, filter: SessionFilter, page: PageQuery): Promise<Page<SessionEntity>> {

@@ -1,5 +1,5 @@
 export type { ItemEntity, ItemStatus, PublicError, RunEntity, StoredContentPart, RunStatus, TurnEntity, TurnStatus } from './entities.js';
-export { toItemDto, toRunDto, toRunSummary, toTurnDetailDto, toTurnDto } from './projections.js';
+export { toCurrentTurn, toItemDto, toRunDto, toRunSummary, toTurnDetailDto, toTurnDto } from './projections.js';
 export {
   ContentPartDto,
   ItemDto,

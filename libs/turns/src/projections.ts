@@ -66,3 +66,8 @@ export function toTurnDetailDto(turn: TurnEntity, runs: RunEntity[], output: Ite
     },
   };
 }
+
+/** The turn overview a session resource shows as `yuxi.current_turn`. */
+export function toCurrentTurn(turn: TurnEntity): { id: string; status: string; current_run_id: string | null; result_run_id: string | null; waitpoint: object | null } {
+  return { id: turn.id, status: turn.status, current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint };
+}

@@ -3,9 +3,11 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, toPage } from '#libs/database';
 import { ApiError } from '#libs/errors';
-import { ACTIVE_TURN_STATUSES, ItemEntity, type PublicError, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
+import { ItemEntity, type PublicError, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
 
 export interface NewTurn {
+  turnId: string;
+  runId: string;
   sessionId: string;
   seq: number;
   agentId: string;
@@ -31,14 +33,9 @@ export class TurnsService {
     @InjectRepository(ItemEntity) private readonly items: Repository<ItemEntity>,
   ) {}
 
-  async activeTurn(manager: EntityManager, sessionId: string): Promise<TurnEntity | null> {
-    return manager.getRepository(TurnEntity).findOneBy({ sessionId, status: In([...ACTIVE_TURN_STATUSES]) });
-  }
-
   /** Creates an in-progress turn with its first run, leased to the caller. */
   async startTurn(manager: EntityManager, spec: NewTurn): Promise<{ turn: TurnEntity; run: RunEntity }> {
-    const turnId = newId();
-    const runId = newId();
+    const { turnId, runId } = spec;
     const turn = manager.create(TurnEntity, {
       id: turnId,
       sessionId: spec.sessionId,
@@ -109,16 +106,22 @@ export class TurnsService {
     return (result.affected ?? 0) > 0;
   }
 
+  /** Settles the turn; returns it as now stored. */
   async settleTurn(
     manager: EntityManager,
-    turnId: string,
+    turn: TurnEntity,
     status: Extract<TurnStatus, 'completed' | 'failed' | 'cancelled'>,
     at: Date,
     resultRunId: string | null,
     error: PublicError | null,
   ): Promise<TurnEntity> {
-    await manager.update(TurnEntity, { id: turnId }, { status, completedAt: at, resultRunId, currentRunId: null, error, cancellationPending: false });
-    return manager.getRepository(TurnEntity).findOneByOrFail({ id: turnId });
+    const changes = { status, completedAt: at, resultRunId, currentRunId: null, error, cancellationPending: false };
+    await manager.update(TurnEntity, { id: turn.id }, changes);
+    return { ...turn, ...changes };
+  }
+
+  async findTurn(manager: EntityManager, turnId: string): Promise<TurnEntity | null> {
+    return manager.getRepository(TurnEntity).findOneBy({ id: turnId });
   }
 
   /** Runs whose owner stopped heartbeating. */
@@ -166,21 +169,6 @@ export class TurnsService {
       .limit(limit)
       .getMany();
     return rows.reverse();
-  }
-
-  /** The latest turn of each session, for session status and current_turn. */
-  async latestTurns(sessionIds: string[]): Promise<Map<string, TurnEntity>> {
-    const latest = new Map<string, TurnEntity>();
-    if (sessionIds.length === 0) return latest;
-    const rows = await this.turns
-      .createQueryBuilder('t')
-      .distinctOn(['t.session_id'])
-      .where('t.session_id IN (:...sessionIds)', { sessionIds })
-      .orderBy('t.session_id')
-      .addOrderBy('t.seq', 'DESC')
-      .getMany();
-    for (const row of rows) latest.set(row.sessionId, row);
-    return latest;
   }
 
   async listTurns(sessionId: string, page: PageQuery): Promise<Page<TurnEntity>> {
