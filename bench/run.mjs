@@ -395,7 +395,10 @@ function writeReport(report) {
 
   const rows = [];
   const s = report.scenarios;
-  const cpu = (x) => (x?.processes ? `api ${x.processes.api.cpu_pct} % / worker ${x.processes.worker.cpu_pct} %` : '');
+  const cpu = (x) =>
+    x?.processes
+      ? `api ${x.processes.api.cpu_pct} % / worker ${x.processes.worker.cpu_pct} % (Postgres ${x.postgres_cpu_pct} %, Redis ${x.redis_cpu_pct} %, load generator ${x.load_generator_cpu_pct} %; machine ${x.machine_cpu_busy_pct} % busy)`
+      : '';
   const rss = (x) => (x?.processes ? `api ${x.processes.api.peak_rss_mib} / worker ${x.processes.worker.peak_rss_mib}` : '');
   const ok = (x) => (x.met ? 'met' : '**missed**');
   if (s.turn_overhead) {

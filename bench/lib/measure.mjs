@@ -1,5 +1,5 @@
 // Process and latency measurement helpers for the benchmark suite (Linux /proc based).
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 const CLOCK_TICKS = 100;
 
@@ -16,6 +16,28 @@ export function rssKiB(pid) {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
 }
 
+/** CPU seconds of every process whose command name starts with `name` (all Postgres backends, say). */
+function cpuSecondsByName(name) {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith(name)) total += cpuSeconds(Number(entry));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return total;
+}
+
+/** Busy and total jiffies of the whole machine, from /proc/stat. */
+function machineJiffies() {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = cpu[3] + cpu[4];
+  const total = cpu.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
 /**
  * Watches processes during one scenario: CPU seconds used and peak RSS (sampled every 50 ms).
  * @param {Record<string, number>} pids name → pid
@@ -24,6 +46,10 @@ export function watch(pids) {
   const startCpu = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuSeconds(pid)]));
   const peak = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, rssKiB(pid)]));
   const started = performance.now();
+  const machineStart = machineJiffies();
+  const selfStart = process.cpuUsage();
+  // Backends that exit during the scenario drop out of the sum; it is a lower bound.
+  const servicesStart = { postgres: cpuSecondsByName('postgres'), redis: cpuSecondsByName('redis-server') };
   const timer = setInterval(() => {
     for (const [name, pid] of Object.entries(pids)) peak[name] = Math.max(peak[name], rssKiB(pid));
   }, 50);
@@ -36,7 +62,17 @@ export function watch(pids) {
         const cpu = cpuSeconds(pid) - startCpu[name];
         out[name] = { cpu_s: round(cpu), cpu_pct: round((100 * cpu) / wallS), peak_rss_mib: round(Math.max(peak[name], rssKiB(pid)) / 1024) };
       }
-      return { wall_s: round(wallS), processes: out };
+      const machineEnd = machineJiffies();
+      const self = process.cpuUsage(selfStart);
+      return {
+        wall_s: round(wallS),
+        processes: out,
+        // How saturated the whole machine was (all cores), and what the load generator itself used.
+        machine_cpu_busy_pct: round((100 * (machineEnd.busy - machineStart.busy)) / (machineEnd.total - machineStart.total)),
+        load_generator_cpu_pct: round((100 * (self.user + self.system)) / 1e6 / wallS),
+        postgres_cpu_pct: round((100 * (cpuSecondsByName('postgres') - servicesStart.postgres)) / wallS),
+        redis_cpu_pct: round((100 * (cpuSecondsByName('redis-server') - servicesStart.redis)) / wallS),
+      };
     },
   };
 }

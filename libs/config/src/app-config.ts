@@ -36,9 +36,9 @@ export class AppConfig {
     this.recoverySweepMs = int(env, 'RECOVERY_SWEEP_MS', 10_000);
     this.recoveryGraceMs = int(env, 'RECOVERY_GRACE_MS', 5_000);
     this.idempotencyTtlHours = int(env, 'IDEMPOTENCY_TTL_HOURS', 24);
-    this.workerConcurrency = int(env, 'WORKER_CONCURRENCY', 16);
+    this.workerConcurrency = int(env, 'WORKER_CONCURRENCY', 32);
     this.workerHealthPort = int(env, 'WORKER_HEALTH_PORT', 3001);
-    this.dbPoolSize = int(env, 'DB_POOL_SIZE', 10);
+    this.dbPoolSize = int(env, 'DB_POOL_SIZE', 20);
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }

@@ -51,6 +51,12 @@ export class InputsService {
       .getOne();
   }
 
+  /** Whether the session has any pending input (no lock: a hint for whether to claim). */
+  async hasPending(sessionId: string): Promise<boolean> {
+    const rows = (await this.inputs.query(`SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' LIMIT 1`, [sessionId])) as unknown[];
+    return rows.length > 0;
+  }
+
   async markConsumed(manager: EntityManager, inputIds: string[], turnId: string, runId: string, at: Date): Promise<void> {
     await manager.update(InputEntity, { id: In(inputIds), status: 'pending' }, { status: 'consumed', turnId, runId, consumedAt: at });
   }

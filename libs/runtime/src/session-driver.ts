@@ -8,6 +8,7 @@ import { type InputEntity, InputsService } from '#libs/inputs';
 import { ModelError, type ModelMessage, ModelRegistry } from '#libs/models';
 import { SessionsService } from '#libs/sessions';
 import { type ItemEntity, type PublicError, type RunEntity, toCurrentTurn, type TurnEntity, TurnsService } from '#libs/turns';
+import { EventBatcher } from './event-batcher.js';
 import { turnEvents } from './turn-events.js';
 import { WORKER_ID } from './worker-identity.js';
 
@@ -44,13 +45,17 @@ export class SessionDriver {
 
   async drive(sessionId: string): Promise<number> {
     let turnsRun = 0;
-    for (;;) {
+    // The cheap unlocked look first: most nudges after a turn find the queue empty. An input that
+    // lands right after it comes with its own nudge, which the queue keeps for after this job.
+    while (await this.inputs.hasPending(sessionId)) {
       const claim = await this.claim(sessionId);
-      if (!claim) return turnsRun;
-      await this.publishClaim(sessionId, claim);
-      await this.execute(sessionId, claim);
+      if (!claim) break;
+      const events = new EventBatcher(this.publisher, sessionId);
+      this.publishClaim(events, claim);
+      await this.execute(sessionId, claim, events);
       turnsRun += 1;
     }
+    return turnsRun;
   }
 
   private async claim(sessionId: string): Promise<Claim | null> {
@@ -106,17 +111,12 @@ export class SessionDriver {
     });
   }
 
-  private async publishClaim(sessionId: string, claim: Claim): Promise<void> {
-    const events: OutgoingEvent[] = [
-      turnEvents.turn('created', claim.turn),
-      turnEvents.run('created', claim.run),
-      turnEvents.turn('in_progress', claim.turn),
-    ];
+  private publishClaim(events: EventBatcher, claim: Claim): void {
+    events.push(turnEvents.turn('created', claim.turn), turnEvents.run('created', claim.run), turnEvents.turn('in_progress', claim.turn));
     claim.userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index)));
-    await this.publisher.publish(sessionId, events);
   }
 
-  private async execute(sessionId: string, claim: Claim): Promise<void> {
+  private async execute(sessionId: string, claim: Claim, events: EventBatcher): Promise<void> {
     const { run, turn } = claim;
     const abort = new AbortController();
     const heartbeat = setInterval(() => {
@@ -143,10 +143,7 @@ export class SessionDriver {
     };
     let text = '';
     try {
-      await this.publisher.publish(sessionId, [
-        turnEvents.item('added', assistant, outputIndex),
-        turnEvents.contentPart('added', assistant, outputIndex, 0, { type: 'output_text', text: '' }),
-      ]);
+      events.push(turnEvents.item('added', assistant, outputIndex), turnEvents.contentPart('added', assistant, outputIndex, 0, { type: 'output_text', text: '' }));
       const { provider, model } = this.models.resolve(run.model);
       const context = await this.turns.recentItems(this.dataSource.manager, sessionId, CONTEXT_ITEMS);
       for await (const event of provider.stream({
@@ -156,8 +153,9 @@ export class SessionDriver {
         signal: abort.signal,
       })) {
         text += event.delta;
-        await this.publisher.publish(sessionId, [turnEvents.textDelta(assistant, outputIndex, 0, event.delta)]);
+        events.push(turnEvents.textDelta(assistant, outputIndex, 0, event.delta));
       }
+      await events.drain();
       await this.finish(sessionId, claim, assistant, outputIndex, text, null);
     } catch (error) {
       if (abort.signal.reason instanceof LeaseLostError || error instanceof LeaseLostError) {
@@ -167,6 +165,7 @@ export class SessionDriver {
       const publicError: PublicError =
         error instanceof ModelError ? { code: error.code, message: error.message } : { code: 'run_failed', message: 'The run failed unexpectedly' };
       if (!(error instanceof ModelError)) this.logger.error(`run ${run.id} failed`, error instanceof Error ? error.stack : String(error));
+      await events.drain().catch(() => undefined);
       await this.finish(sessionId, claim, assistant, outputIndex, text, publicError);
     } finally {
       clearInterval(heartbeat);
