@@ -5,9 +5,14 @@ const CLOCK_TICKS = 100;
 
 /** CPU seconds (user + system) a process has used so far. */
 export function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(pid);
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** /proc/<pid>/stat after the command name: [0] state, [1] ppid, [11] utime, [12] stime, [13] cutime, [14] cstime. */
+function statFields(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
 /** Resident set size in KiB. */
@@ -16,13 +21,20 @@ export function rssKiB(pid) {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
 }
 
-/** CPU seconds of every process whose command name starts with `name` (all Postgres backends, say). */
+/**
+ * CPU seconds of a service made of several processes (Postgres backends, say): every live process
+ * whose command name starts with `name`, plus what the top one collected from exited children.
+ */
 function cpuSecondsByName(name) {
   let total = 0;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith(name)) total += cpuSeconds(Number(entry));
+      if (!readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith(name)) continue;
+      const fields = statFields(Number(entry));
+      total += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+      const parentComm = readFileSync(`/proc/${fields[1]}/comm`, 'utf8');
+      if (!parentComm.startsWith(name)) total += (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS;
     } catch {
       // the process ended while we looked
     }

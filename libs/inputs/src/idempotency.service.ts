@@ -116,16 +116,26 @@ export class IdempotencyService {
     return { status: existing.response_status, body: existing.response_body, replayed: true, receipt: existing.receipt, sessionId: existing.session_id };
   }
 
-  /** The receipt of an earlier submission to this session, for clients whose response was lost. */
-  async findReceipt(ownerId: string, sessionId: string, key: string): Promise<AcceptedReceipt | null> {
-    const rows = await this.receipts.find({ where: { ownerId, sessionId, idempotencyKey: key }, order: { createdAt: 'DESC' } });
-    return rows.find((row) => row.receipt !== null)?.receipt ?? null;
+  /** The receipt of an earlier event submission to this session, for clients whose response was lost. */
+  async findEventReceipt(ownerId: string, sessionId: string, key: string): Promise<AcceptedReceipt | null> {
+    const rows = (await this.receipts.query(
+      `SELECT receipt FROM idempotency_receipts WHERE owner_id = $1 AND scope = $2 AND idempotency_key = $3`,
+      [ownerId, IdempotencyService.eventScope(sessionId), key],
+    )) as { receipt: AcceptedReceipt | null }[];
+    return rows[0]?.receipt ?? null;
   }
 
+  static eventScope(sessionId: string): string {
+    return `session:${sessionId}:events`;
+  }
+
+  /** Deletes receipts older than the retention, oldest first, through the time-ordered primary key. */
   async deleteExpired(limit: number): Promise<number> {
+    const cutoffMs = Date.now() - this.config.idempotencyTtlHours * 3_600_000;
+    const boundary = `${cutoffMs.toString(16).padStart(12, '0').replace(/^(.{8})(.{4})$/, '$1-$2')}-7000-8000-000000000000`;
     const result = (await this.dataSource.query(
-      `DELETE FROM idempotency_receipts WHERE id IN (SELECT id FROM idempotency_receipts WHERE expires_at < now() LIMIT $1)`,
-      [limit],
+      `DELETE FROM idempotency_receipts WHERE id IN (SELECT id FROM idempotency_receipts WHERE id < $1 ORDER BY id LIMIT $2)`,
+      [boundary, limit],
     )) as [unknown[], number];
     return result[1] ?? 0;
   }

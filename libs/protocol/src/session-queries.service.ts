@@ -81,7 +81,7 @@ export class SessionQueriesService {
 
   async getReceipt(principal: Principal, sessionId: string, key: string): Promise<AcceptedReceipt> {
     await this.sessions.getVisible(principal.userId, sessionId);
-    const receipt = await this.idempotency.findReceipt(principal.userId, sessionId, key);
+    const receipt = await this.idempotency.findEventReceipt(principal.userId, sessionId, key);
     if (!receipt) throw new ApiError('not_found', 'No committed submission with this Idempotency-Key yet; the original request may still be in flight');
     return receipt;
   }

@@ -111,7 +111,7 @@ export class SubmissionService {
     const result = await this.idempotency.execute(
       {
         ownerId: principal.userId,
-        scope: `session:${sessionId}:events`,
+        scope: IdempotencyService.eventScope(sessionId),
         key,
         requestHash: IdempotencyService.hashIntent({ operation: event.type, session_id: sessionId, event: { ...event, input: messages } }),
       },

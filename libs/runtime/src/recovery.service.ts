@@ -56,10 +56,19 @@ export class RecoveryService {
     const settled = await this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, run.sessionId);
       const now = new Date();
-      if (!(await this.turns.settleRun(manager, run.id, null, 'failed', now, error))) return null;
       const current = await this.turns.findTurn(manager, run.turnId);
       if (!current) return null;
-      const turn = await this.turns.settleTurn(manager, current, 'failed', now, null, error);
+      const turn = await this.turns.settle(manager, {
+        runId: run.id,
+        owner: null,
+        runStatus: 'failed',
+        turn: current,
+        turnStatus: 'failed',
+        resultRunId: null,
+        error,
+        at: now,
+      });
+      if (!turn) return null;
       await this.sessions.recordTurnUpdated(manager, run.sessionId, toCurrentTurn(turn), 0, now);
       return { turn, run: { ...run, status: 'failed' as const, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null } };
     });

@@ -178,10 +178,18 @@ export class SessionDriver {
     const part = { type: 'output_text', text };
     const settled = await this.dataSource.transaction(async (manager) => {
       const now = new Date();
-      const held = await this.turns.settleRun(manager, run.id, WORKER_ID, error ? 'failed' : 'completed', now, error);
-      if (!held) return null;
+      const settledTurn = await this.turns.settle(manager, {
+        runId: run.id,
+        owner: WORKER_ID,
+        runStatus: error ? 'failed' : 'completed',
+        turn,
+        turnStatus: error ? 'failed' : 'completed',
+        resultRunId: error ? null : run.id,
+        error,
+        at: now,
+      });
+      if (!settledTurn) return null;
       const keepOutput = !error || text.length > 0;
-      const settledTurn = await this.turns.settleTurn(manager, turn, error ? 'failed' : 'completed', now, error ? null : run.id, error);
       const seq = await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(settledTurn), keepOutput ? 1 : 0, now);
       let item: ItemEntity | null = null;
       if (keepOutput) {

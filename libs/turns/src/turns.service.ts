@@ -19,6 +19,18 @@ export interface NewTurn {
   at: Date;
 }
 
+export interface SettleSpec {
+  runId: string;
+  /** The lease owner that must hold the run; null settles whoever held it (recovery). */
+  owner: string | null;
+  runStatus: RunStatus;
+  turn: TurnEntity;
+  turnStatus: Extract<TurnStatus, 'completed' | 'failed' | 'cancelled'>;
+  resultRunId: string | null;
+  error: PublicError | null;
+  at: Date;
+}
+
 export type NewItem = Omit<ItemEntity, 'id' | 'seq'> & { id?: string };
 
 /**
@@ -71,15 +83,32 @@ export class TurnsService {
       error: null,
       usage: null,
     });
-    await manager.insert(TurnEntity, turn);
-    await manager.insert(RunEntity, run);
+    // One statement for both rows: the turn start is on every turn's critical path.
+    await manager.query(
+      `WITH t AS (
+         INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at)
+         VALUES ($1, $2, $3, 'in_progress', $4, $5, $6, $7, $7)
+       )
+       INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, created_at, started_at)
+       VALUES ($6, $1, $2, 1, 'in_progress', $8, $5, $9, $10, $11, $7, $7)`,
+      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, run.leaseExpiresAt],
+    );
     return { turn, run };
   }
 
   /** Items take consecutive per-session sequence numbers starting at firstSeq. */
   async insertItems(manager: EntityManager, firstSeq: number, items: NewItem[]): Promise<ItemEntity[]> {
     const rows = items.map((item, index) => manager.create(ItemEntity, { ...item, id: item.id ?? newId(), seq: String(firstSeq + index) }));
-    if (rows.length > 0) await manager.insert(ItemEntity, rows);
+    if (rows.length === 0) return rows;
+    const values: unknown[] = [];
+    const tuples = rows.map((row, i) => {
+      values.push(row.id, row.sessionId, row.turnId, row.runId, row.inputId, row.seq, row.type, row.role, row.status, JSON.stringify(row.content), row.phase, row.createdAt);
+      return `(${Array.from({ length: 12 }, (_, j) => `$${i * 12 + j + 1}`).join(', ')})`;
+    });
+    await manager.query(
+      `INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, created_at) VALUES ${tuples.join(', ')}`,
+      values,
+    );
     return rows;
   }
 
@@ -94,30 +123,31 @@ export class TurnsService {
     return (result.affected ?? 0) > 0;
   }
 
-  /** Settles the run if the caller still holds its lease; returns false when it does not. */
-  async settleRun(manager: EntityManager, runId: string, owner: string | null, status: RunStatus, at: Date, error: PublicError | null): Promise<boolean> {
-    const qb = manager
-      .createQueryBuilder()
-      .update(RunEntity)
-      .set({ status, completedAt: at, error, leaseOwner: null, leaseExpiresAt: null })
-      .where('id = :runId AND status = :active', { runId, active: 'in_progress' });
-    if (owner !== null) qb.andWhere('lease_owner = :owner', { owner });
-    const result = await qb.execute();
-    return (result.affected ?? 0) > 0;
-  }
-
-  /** Settles the turn; returns it as now stored. */
-  async settleTurn(
-    manager: EntityManager,
-    turn: TurnEntity,
-    status: Extract<TurnStatus, 'completed' | 'failed' | 'cancelled'>,
-    at: Date,
-    resultRunId: string | null,
-    error: PublicError | null,
-  ): Promise<TurnEntity> {
-    const changes = { status, completedAt: at, resultRunId, currentRunId: null, error, cancellationPending: false };
-    await manager.update(TurnEntity, { id: turn.id }, changes);
-    return { ...turn, ...changes };
+  /**
+   * Settles a run and its turn in one statement, provided the run is still in progress and (when
+   * `owner` is given) leased to the caller. Returns the settled turn, or null when the run was not ours.
+   */
+  async settle(manager: EntityManager, spec: SettleSpec): Promise<TurnEntity | null> {
+    const [rows] = (await manager.query(
+      `WITH r AS (
+         UPDATE runs SET status = $3, completed_at = $4, error = $5, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = $1 AND status = 'in_progress' AND ($2::text IS NULL OR lease_owner = $2)
+         RETURNING turn_id
+       )
+       UPDATE turns SET status = $6, completed_at = $4, result_run_id = $7, current_run_id = NULL, error = $5, cancellation_pending = false
+       WHERE id = (SELECT turn_id FROM r) RETURNING id`,
+      [spec.runId, spec.owner, spec.runStatus, spec.at, spec.error === null ? null : JSON.stringify(spec.error), spec.turnStatus, spec.resultRunId],
+    )) as [{ id: string }[], number];
+    if (rows.length === 0) return null;
+    return {
+      ...spec.turn,
+      status: spec.turnStatus,
+      completedAt: spec.at,
+      resultRunId: spec.resultRunId,
+      currentRunId: null,
+      error: spec.error,
+      cancellationPending: false,
+    };
   }
 
   async findTurn(manager: EntityManager, turnId: string): Promise<TurnEntity | null> {
