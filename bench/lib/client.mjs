@@ -1,5 +1,6 @@
 // A small client of the API under test, for the benchmark driver.
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { EventSource } from 'eventsource';
 
 export class Client {
@@ -40,6 +41,34 @@ export class Client {
       fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, authorization: `Bearer ${apiKey}` } }),
     });
   }
+}
+
+/**
+ * A subscriber that reads the stream without parsing it into events: it only counts delta frames
+ * (a byte search) and notices the turn's end. It puts the same load on the server as a full client
+ * at a fraction of the client CPU, so fan-out runs measure the server rather than the load generator.
+ */
+export function rawSubscribe(client, sessionId, { onDeltas, onCompleted }) {
+  const DELTA = Buffer.from('event: agent.session.turn.output_text.delta');
+  const COMPLETED = Buffer.from('event: agent.session.turn.completed');
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${client.api}/sessions/${sessionId}/events`, { headers: { authorization: `Bearer ${client.apiKey}` }, agent: false }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`raw subscribe: ${res.statusCode}`));
+      let tail = Buffer.alloc(0);
+      res.on('data', (chunk) => {
+        // Keep a short tail so a marker split across chunks is still found once.
+        const data = tail.length ? Buffer.concat([tail, chunk]) : chunk;
+        let count = 0;
+        for (let at = data.indexOf(DELTA); at !== -1; at = data.indexOf(DELTA, at + DELTA.length)) count += 1;
+        if (count) onDeltas(count);
+        if (data.includes(COMPLETED)) onCompleted();
+        tail = data.subarray(Math.max(0, data.length - COMPLETED.length + 1));
+        if (tail.includes(DELTA) || tail.includes(COMPLETED)) tail = Buffer.alloc(0);
+      });
+      resolve({ close: () => req.destroy() });
+    });
+    req.on('error', reject);
+  });
 }
 
 /** The Redis stream id inside an SSE cursor carries the publish time in ms (bench-only knowledge of the format). */

@@ -5,10 +5,10 @@ import { compareStreamIds, encodeCursor } from './cursor.js';
 import { EVENTS_REDIS, EVENTS_REDIS_BLOCKING } from './redis.providers.js';
 import { sessionIdFromStreamKey, sessionStreamKey } from './stream-keys.js';
 
-/** One SSE message, framed once and written to every subscriber of the session. */
+/** One SSE message, framed and UTF-8 encoded once, then written to every subscriber of the session. */
 export interface StreamFrame {
   streamId: string;
-  frame: string;
+  frame: Buffer;
 }
 
 type Sink = (frame: StreamFrame) => void;
@@ -233,7 +233,7 @@ function toFrame(sessionId: string, streamId: string, fields: string[]): StreamF
     if (fields[i] === 't') type = fields[i + 1] ?? type;
     else if (fields[i] === 'e') data = fields[i + 1] ?? data;
   }
-  return { streamId, frame: `id: ${encodeCursor(sessionId, streamId)}\nevent: ${type}\ndata: ${data}\n\n` };
+  return { streamId, frame: Buffer.from(`id: ${encodeCursor(sessionId, streamId)}\nevent: ${type}\ndata: ${data}\n\n`) };
 }
 
 function resyncFrame(sessionId: string, streamId: string): StreamFrame {
@@ -244,5 +244,5 @@ function resyncFrame(sessionId: string, streamId: string): StreamFrame {
     created_at: Math.floor(Date.now() / 1000),
     reason: 'cursor_expired',
   };
-  return { streamId, frame: `id: ${encodeCursor(sessionId, streamId)}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n` };
+  return { streamId, frame: Buffer.from(`id: ${encodeCursor(sessionId, streamId)}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`) };
 }
