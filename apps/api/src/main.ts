@@ -10,6 +10,10 @@ import { mountOpenApi } from './openapi/openapi.js';
 async function bootstrap(): Promise<void> {
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false });
   const config = app.get(AppConfig);
+  // API responses are dynamic JSON: hashing each body for an ETag costs CPU on every read and no
+  // client of this API revalidates with it. The framework banner header is noise.
+  app.set('etag', false);
+  app.disable('x-powered-by');
   configureHttp(app, config.bodyLimit);
   mountOpenApi(app);
   closeOnSignals(app);
