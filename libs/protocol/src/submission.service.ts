@@ -92,7 +92,8 @@ export class SubmissionService {
 
   async submitEvent(principal: Principal, sessionId: string, events: Record<string, unknown>[], rawKey: string | undefined): Promise<IdempotentResponse> {
     const key = IdempotencyService.requireKey(rawKey);
-    await this.sessions.getVisible(principal.userId, sessionId);
+    // Visibility is checked where the input is accepted (the session UPDATE is scoped to the
+    // owner and answers 404), so the hot path pays no separate lookup.
     const raw = events[0] ?? {};
     const type = raw.type;
     if (type === 'agent.session.input.message') return this.submitMessage(principal, sessionId, await validateEvent(MessageEventDto, raw), key);
