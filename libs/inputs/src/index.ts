@@ -1,5 +1,6 @@
 export { canonicalJson, IdempotencyService, type IdempotentResponse, type IdempotencyScope, type WorkResult } from './idempotency.service.js';
 export type { FrozenInputConfig, InputContentBlock, InputEntity, InputMessage, InputMode, InputStatus } from './input.entity.js';
 export { InputsModule } from './inputs.module.js';
-export { InputsService, type NewInput } from './inputs.service.js';
+export { InputContentBlockDto, InputDto, InputMessageDto } from './input.dto.js';
+export { InputsService, type NewInput, toInputDto } from './inputs.service.js';
 export type { AcceptedReceipt } from './receipt.entity.js';

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
-import { newId } from '#libs/database';
+import { isUuid, newId, unixSeconds } from '#libs/database';
+import { ApiError } from '#libs/errors';
+import { InputDto } from './input.dto.js';
 import { type FrozenInputConfig, InputEntity, type InputMessage, type InputMode } from './input.entity.js';
 
 export interface NewInput {
@@ -56,6 +58,36 @@ export class InputsService {
       .getOne();
   }
 
+  async get(sessionId: string, inputId: string): Promise<InputEntity> {
+    const row = isUuid(inputId) ? await this.inputs.findOneBy({ id: inputId, sessionId }) : null;
+    if (!row) throw ApiError.notFound(`Input ${inputId}`);
+    return row;
+  }
+
+  /** Pending inputs in the order they will be claimed: steer first, then follow-ups, each by received order. */
+  async pending(sessionId: string): Promise<InputEntity[]> {
+    return this.inputs
+      .createQueryBuilder('i')
+      .where('i.session_id = :sessionId AND i.status = :status', { sessionId, status: 'pending' })
+      .orderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
+      .addOrderBy('i.received_seq', 'ASC')
+      .getMany();
+  }
+
+  /**
+   * Cancels a pending input (call under the session lock, so a claim cannot race it). Returns the
+   * input; a consumed or already cancelled input is a state conflict.
+   */
+  async cancelPending(manager: EntityManager, sessionId: string, inputId: string, at: Date): Promise<InputEntity> {
+    const row = isUuid(inputId) ? await manager.getRepository(InputEntity).findOneBy({ id: inputId, sessionId }) : null;
+    if (!row) throw ApiError.notFound(`Input ${inputId}`);
+    if (row.status !== 'pending') {
+      throw new ApiError('state_conflict', `Input ${inputId} is ${row.status}; only pending inputs can be cancelled`, { status: row.status });
+    }
+    await manager.update(InputEntity, { id: inputId }, { status: 'cancelled', cancelledAt: at });
+    return { ...row, status: 'cancelled', cancelledAt: at };
+  }
+
   /** Whether the session has any pending input (no lock: a hint for whether to claim). */
   async hasPending(sessionId: string): Promise<boolean> {
     const rows = (await this.inputs.query(`SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' LIMIT 1`, [sessionId])) as unknown[];
@@ -74,4 +106,25 @@ export class InputsService {
     )) as { session_id: string }[];
     return rows.map((row) => row.session_id);
   }
+}
+
+export function toInputDto(input: InputEntity): InputDto {
+  return {
+    id: input.id,
+    object: 'yuxi.session.input',
+    session_id: input.sessionId,
+    status: input.status,
+    mode: input.mode,
+    received_seq: Number(input.receivedSeq),
+    messages: input.messages,
+    attachment_file_ids: input.attachmentFileIds,
+    attachment_status: 'ready',
+    attachment_error: null,
+    turn_id: input.turnId,
+    run_id: input.runId,
+    received_at: unixSeconds(input.receivedAt),
+    created_at: unixSeconds(input.consumedAt),
+    cancelled_at: unixSeconds(input.cancelledAt),
+    model: input.config.model,
+  };
 }

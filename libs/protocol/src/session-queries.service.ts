@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import type { PageQuery } from '#libs/database';
 import { ApiError } from '#libs/errors';
-import { type AcceptedReceipt, IdempotencyService } from '#libs/inputs';
+import { type AcceptedReceipt, IdempotencyService, InputsService, toInputDto } from '#libs/inputs';
 import { type SessionFilter, SessionsService } from '#libs/sessions';
 import {
   type ItemListDto,
@@ -17,7 +17,8 @@ import {
   TurnsService,
 } from '#libs/turns';
 import type { SessionDto, SessionListDto } from './dto/session.dto.js';
-import { toSessionDto } from './session-view.js';
+import type { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
+import { sessionStatus, toSessionDto } from './session-view.js';
 
 /** Read side of the protocol: every read is scoped to the caller before anything else is loaded. */
 @Injectable()
@@ -25,6 +26,7 @@ export class SessionQueriesService {
   constructor(
     private readonly sessions: SessionsService,
     private readonly turns: TurnsService,
+    private readonly inputs: InputsService,
     private readonly idempotency: IdempotencyService,
   ) {}
 
@@ -76,6 +78,33 @@ export class SessionQueriesService {
       last_id: data.at(-1)?.id ?? null,
       has_more: hasMore,
       yuxi: { runs: runs.map(toRunSummary) },
+    };
+  }
+
+  async getQueue(principal: Principal, sessionId: string): Promise<QueueDto> {
+    const session = await this.sessions.getVisible(principal.userId, sessionId);
+    const pending = await this.inputs.pending(sessionId);
+    return { object: 'yuxi.session.queue', session_id: sessionId, paused: session.queuePaused, data: pending.map(toInputDto) };
+  }
+
+  async getInput(principal: Principal, sessionId: string, inputId: string): Promise<InputDetailDto> {
+    await this.sessions.getVisible(principal.userId, sessionId);
+    const input = await this.inputs.get(sessionId, inputId);
+    const items = input.status === 'consumed' ? await this.turns.itemsOfInput(sessionId, input.id) : [];
+    return { ...toInputDto(input), items: items.map(toItemDto) };
+  }
+
+  async getState(principal: Principal, sessionId: string): Promise<SessionStateDto> {
+    const session = await this.sessions.getVisible(principal.userId, sessionId);
+    return {
+      object: 'yuxi.session.state',
+      session_id: session.id,
+      status: sessionStatus(session),
+      current_turn: session.currentTurn,
+      queue_paused: session.queuePaused,
+      queued_input_count: session.pendingInputCount,
+      archived: session.archived,
+      agent_state: {},
     };
   }
 

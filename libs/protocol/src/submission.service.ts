@@ -11,7 +11,9 @@ import { ModelRegistry } from '#libs/models';
 import { SessionDispatcher } from '#libs/queue';
 import { SessionsService } from '#libs/sessions';
 import type { CreateSessionDto } from './dto/create-session.dto.js';
+import type { SessionDto } from './dto/session.dto.js';
 import { MessageEventDto, PROTOCOL_EVENT_TYPES } from './dto/submit-event.dto.js';
+import { CancelInputEventDto, type UpdateSessionDto } from './dto/update-session.dto.js';
 import { parseAgentInput } from './input-parser.js';
 import { toSessionDto } from './session-view.js';
 
@@ -97,6 +99,7 @@ export class SubmissionService {
     const raw = events[0] ?? {};
     const type = raw.type;
     if (type === 'agent.session.input.message') return this.submitMessage(principal, sessionId, await validateEvent(MessageEventDto, raw), key);
+    if (type === 'yuxi.session.input.cancel_input') return this.cancelInput(principal, sessionId, await validateEvent(CancelInputEventDto, raw), key);
     if (typeof type === 'string' && (PROTOCOL_EVENT_TYPES as readonly string[]).includes(type)) {
       throw new ApiError('not_implemented', `Event type ${type} is not available yet`);
     }
@@ -140,6 +143,49 @@ export class SubmissionService {
     );
     if (!result.replayed && result.receipt) await this.afterAccept(sessionId, result.receipt);
     return result;
+  }
+
+  /** Removes one pending input from the queue; it never becomes a turn. The receipt points at that input. */
+  private async cancelInput(principal: Principal, sessionId: string, event: CancelInputEventDto, key: string): Promise<IdempotentResponse> {
+    const result = await this.idempotency.execute(
+      {
+        ownerId: principal.userId,
+        scope: IdempotencyService.eventScope(sessionId),
+        key,
+        requestHash: IdempotencyService.hashIntent({ operation: event.type, session_id: sessionId, event }),
+      },
+      async (manager) => {
+        const session = await this.sessions.lock(manager, sessionId);
+        if (!session || session.ownerId !== principal.userId) throw ApiError.notFound(`Session ${sessionId}`);
+        const at = new Date();
+        await this.inputs.cancelPending(manager, sessionId, event.input_id, at);
+        await this.sessions.recordInputCancelled(manager, sessionId, at);
+        const receipt = acceptedReceipt(sessionId, event.input_id);
+        return { status: 202, body: receipt, sessionId, receipt };
+      },
+    );
+    if (!result.replayed && result.receipt) {
+      await this.publisher
+        .publish(sessionId, [{ type: 'yuxi.session.event.accepted', receipt: result.receipt }])
+        .catch((error: unknown) => this.logger.warn(`accepted event for ${sessionId} not published: ${String(error)}`));
+    }
+    return result;
+  }
+
+  async updateSession(principal: Principal, sessionId: string, dto: UpdateSessionDto): Promise<SessionDto> {
+    const model = dto.agent?.model === undefined ? undefined : this.models.validate(dto.agent.model);
+    const session = await this.sessions.update(principal.userId, sessionId, {
+      title: dto.yuxi?.title,
+      isPinned: dto.yuxi?.is_pinned,
+      unread: dto.yuxi?.unread,
+      toolApprovalMode: dto.yuxi?.tool_approval_mode,
+      model,
+    });
+    return toSessionDto(session);
+  }
+
+  async archiveSession(principal: Principal, sessionId: string): Promise<SessionDto> {
+    return toSessionDto(await this.sessions.archive(principal.userId, sessionId));
   }
 
   private async afterAccept(sessionId: string, receipt: AcceptedReceipt): Promise<void> {

@@ -15,6 +15,15 @@ export interface NewSession {
   projectId: string | null;
 }
 
+/** Presentation and default-configuration changes; each field optional. */
+export interface SessionPatch {
+  title?: string;
+  isPinned?: boolean;
+  unread?: boolean;
+  model?: string;
+  toolApprovalMode?: string;
+}
+
 export interface SessionFilter {
   agentId?: string;
   archived?: boolean;
@@ -25,6 +34,8 @@ export interface SessionFilter {
  * The session row: ownership, configuration snapshot, presentation flags and the per-session
  * counters. Its row lock is the session lock every state change of the session takes first.
  */
+const ACTIVE_TURN_STATUSES = new Set(['queued', 'in_progress', 'requires_action']);
+
 @Injectable()
 export class SessionsService {
   constructor(@InjectRepository(SessionEntity) private readonly sessions: Repository<SessionEntity>) {}
@@ -115,6 +126,58 @@ export class SessionsService {
       [sessionId, itemCount, JSON.stringify(turn), at],
     )) as [{ item_seq: string }[], number];
     return Number(rows[0]?.item_seq ?? 0) - itemCount + 1;
+  }
+
+  /**
+   * Applies a patch. Presentation fields never move last_active_at or list order; model and
+   * approval mode only affect inputs received afterwards (each input freezes its own config).
+   */
+  async update(ownerId: string, sessionId: string, patch: SessionPatch): Promise<SessionEntity> {
+    const sets: string[] = [];
+    const values: unknown[] = [sessionId, ownerId];
+    const set = (column: string, value: unknown): void => {
+      values.push(value);
+      sets.push(`${column} = $${values.length}`);
+    };
+    if (patch.title !== undefined) set('title', patch.title);
+    if (patch.isPinned !== undefined) set('is_pinned', patch.isPinned);
+    if (patch.unread !== undefined) set('unread', patch.unread);
+    if (patch.model !== undefined) set('model', patch.model);
+    if (patch.toolApprovalMode !== undefined) set('tool_approval_mode', patch.toolApprovalMode);
+    if (sets.length === 0) return this.getVisible(ownerId, sessionId);
+    if (!isUuid(sessionId)) throw ApiError.notFound(`Session ${sessionId}`);
+    const [rows] = (await this.sessions.query(
+      `UPDATE sessions SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND owner_id = $2 RETURNING *`,
+      values,
+    )) as [Record<string, unknown>[], number];
+    if (!rows[0]) throw ApiError.notFound(`Session ${sessionId}`);
+    return sessionFromRow(rows[0]);
+  }
+
+  /** Archives when nothing is running or queued; history stays readable. */
+  async archive(ownerId: string, sessionId: string): Promise<SessionEntity> {
+    return this.sessions.manager.transaction(async (manager) => {
+    const session = await this.lock(manager, sessionId);
+    if (!session || session.ownerId !== ownerId) throw ApiError.notFound(`Session ${sessionId}`);
+    if (session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status)) {
+      throw new ApiError('state_conflict', 'The session has an active turn; cancel it or wait for it to finish before archiving');
+    }
+    if (session.pendingInputCount > 0) {
+      throw new ApiError('state_conflict', 'The session has pending inputs; cancel them or let them run before archiving', {
+        queued_input_count: session.pendingInputCount,
+      });
+    }
+    await manager.query(`UPDATE sessions SET archived = true, updated_at = now() WHERE id = $1`, [sessionId]);
+    return { ...session, archived: true };
+    });
+  }
+
+  /** A pending input left the queue without running (call under the session lock). */
+  async recordInputCancelled(manager: EntityManager, sessionId: string, at: Date): Promise<void> {
+    await manager.query(
+      `UPDATE sessions SET pending_input_count = pending_input_count - 1, last_active_at = GREATEST(last_active_at, $2) WHERE id = $1`,
+      [sessionId, at],
+    );
   }
 
   async list(ownerId: string, filter: SessionFilter, page: PageQuery): Promise<Page<SessionEntity>> {

@@ -185,6 +185,10 @@ export class TurnsService {
     return this.runs.find({ where: { id: In(ids) }, order: { createdAt: 'ASC' } });
   }
 
+  async itemsOfInput(sessionId: string, inputId: string): Promise<ItemEntity[]> {
+    return this.items.find({ where: { sessionId, inputId }, order: { seq: 'ASC' } });
+  }
+
   async outputOfRun(runId: string): Promise<ItemEntity[]> {
     return this.items.find({ where: { runId, role: 'assistant' }, order: { seq: 'ASC' } });
   }

@@ -1,17 +1,21 @@
-import { Body, Controller, Get, Headers, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
 import {
   CreateSessionDto,
+  InputDetailDto,
   ListQueryDto,
+  QueueDto,
   ReceiptDto,
   ReceiptQueryDto,
   SessionDto,
   SessionListDto,
   SessionListQueryDto,
   SessionQueriesService,
+  SessionStateDto,
   SubmissionService,
+  UpdateSessionDto,
 } from '#libs/protocol';
 import { ItemListDto, RunDto, TurnDetailDto, TurnListDto } from '#libs/turns';
 import { ApiErrors } from './api-errors.decorator.js';
@@ -73,6 +77,52 @@ export class SessionsController {
   @ApiErrors('not_found')
   get(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDto> {
     return this.queries.getSession(principal, sessionId);
+  }
+
+  @Post(':session_id')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Update title, pin, read state and the defaults for later inputs',
+    description: 'Every field may be omitted; explicit null is 422. agent.model and tool_approval_mode affect only inputs received afterwards.',
+  })
+  @ApiBody({ type: UpdateSessionDto })
+  @ApiOkResponse({ type: SessionDto })
+  @ApiErrors('validation_failed', 'invalid_model', 'not_found')
+  update(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Body() body: UpdateSessionDto): Promise<SessionDto> {
+    return this.submissions.updateSession(principal, sessionId, body);
+  }
+
+  @Post(':session_id/archive')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Archive a session with no active turn and no pending input; history stays readable' })
+  @ApiOkResponse({ type: SessionDto })
+  @ApiErrors('not_found', 'state_conflict')
+  archive(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDto> {
+    return this.submissions.archiveSession(principal, sessionId);
+  }
+
+  @Get(':session_id/queue')
+  @ApiOperation({ summary: 'Pending inputs in claim order, and whether the queue is paused' })
+  @ApiOkResponse({ type: QueueDto })
+  @ApiErrors('not_found')
+  queue(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<QueueDto> {
+    return this.queries.getQueue(principal, sessionId);
+  }
+
+  @Get(':session_id/inputs/:input_id')
+  @ApiOperation({ summary: 'One received input: its messages, status and, once consumed, its turn, run and items' })
+  @ApiOkResponse({ type: InputDetailDto })
+  @ApiErrors('not_found')
+  input(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Param('input_id') inputId: string): Promise<InputDetailDto> {
+    return this.queries.getInput(principal, sessionId, inputId);
+  }
+
+  @Get(':session_id/state')
+  @ApiOperation({ summary: 'Runtime state of the session (content is read from items)' })
+  @ApiOkResponse({ type: SessionStateDto })
+  @ApiErrors('not_found')
+  state(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionStateDto> {
+    return this.queries.getState(principal, sessionId);
   }
 
   @Get(':session_id/receipt')

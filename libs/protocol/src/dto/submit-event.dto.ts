@@ -67,7 +67,7 @@ export class SubmitEventsDto {
     minItems: 1,
     maxItems: 1,
     type: 'array',
-    items: { oneOf: [{ $ref: getSchemaPath(MessageEventDto) }] },
+    items: { oneOf: [{ $ref: getSchemaPath(MessageEventDto) }, { $ref: '#/components/schemas/CancelInputEventDto' }] },
   })
   @IsArray()
   @ArrayMinSize(1, { message: 'events must contain exactly one event' })

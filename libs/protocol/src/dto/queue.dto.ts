@@ -1,0 +1,27 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { InputDto } from '#libs/inputs';
+import { CurrentTurnDto } from './session.dto.js';
+
+export class QueueDto {
+  @ApiProperty({ enum: ['yuxi.session.queue'] }) object!: 'yuxi.session.queue';
+  @ApiProperty() session_id!: string;
+  @ApiProperty({ description: 'Whether claiming is paused (after a cancel with pending inputs).' }) paused!: boolean;
+  @ApiProperty({ type: [InputDto], description: 'Pending inputs in claim order: steer first, then follow-ups, each by received order.' })
+  data!: InputDto[];
+}
+
+export class InputDetailDto extends InputDto {
+  @ApiProperty({ type: [Object], description: 'The history items the input became; empty while pending or after cancellation.' })
+  items!: object[];
+}
+
+export class SessionStateDto {
+  @ApiProperty({ enum: ['yuxi.session.state'] }) object!: 'yuxi.session.state';
+  @ApiProperty() session_id!: string;
+  @ApiProperty({ enum: ['idle', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
+  @ApiProperty({ type: CurrentTurnDto, nullable: true }) current_turn!: CurrentTurnDto | null;
+  @ApiProperty() queue_paused!: boolean;
+  @ApiProperty() queued_input_count!: number;
+  @ApiProperty() archived!: boolean;
+  @ApiProperty({ type: Object, description: 'Runtime state of cooperation trees (empty until subagents exist).' }) agent_state!: object;
+}

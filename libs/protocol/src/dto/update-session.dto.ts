@@ -1,0 +1,44 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { Equals, IsBoolean, IsIn, IsString, Length, ValidateNested } from 'class-validator';
+import { SessionAgentOverrideDto } from './create-session.dto.js';
+import { OptionalNotNull } from './validators.js';
+
+export class UpdateSessionYuxiDto {
+  @ApiPropertyOptional({ maxLength: 200 }) @OptionalNotNull() @IsString() @Length(1, 200) title?: string;
+  @ApiPropertyOptional() @OptionalNotNull() @IsBoolean() is_pinned?: boolean;
+  @ApiPropertyOptional({ description: 'Mark read (false) or unread (true); does not change the work status.' })
+  @OptionalNotNull()
+  @IsBoolean()
+  unread?: boolean;
+  @ApiPropertyOptional({ enum: ['ask', 'always_trust'], description: 'Default for inputs received after this update.' })
+  @OptionalNotNull()
+  @IsIn(['ask', 'always_trust'])
+  tool_approval_mode?: 'ask' | 'always_trust';
+}
+
+/** Every field may be omitted; an explicit null is 422 (null has no reset meaning). */
+export class UpdateSessionDto {
+  @ApiPropertyOptional({ type: SessionAgentOverrideDto, description: '`agent.model` applies to inputs received after this update.' })
+  @OptionalNotNull()
+  @ValidateNested()
+  @Type(() => SessionAgentOverrideDto)
+  agent?: SessionAgentOverrideDto;
+
+  @ApiPropertyOptional({ type: UpdateSessionYuxiDto })
+  @OptionalNotNull()
+  @ValidateNested()
+  @Type(() => UpdateSessionYuxiDto)
+  yuxi?: UpdateSessionYuxiDto;
+}
+
+export class CancelInputEventDto {
+  @ApiProperty({ enum: ['yuxi.session.input.cancel_input'] })
+  @Equals('yuxi.session.input.cancel_input')
+  type!: 'yuxi.session.input.cancel_input';
+
+  @ApiProperty({ description: 'A pending input of this session.' })
+  @IsString()
+  @Length(1, 64)
+  input_id!: string;
+}
