@@ -50,7 +50,7 @@ describe('errors', () => {
     const unknownType = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'agent.session.input.dance' }] } });
     assert.equal(unknownType.status, 422);
     assert.equal(unknownType.body.error.code, 'unknown_event_type');
-    const later = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'agent.session.input.cancel' }] } });
+    const later = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'yuxi.session.input.resume' }] } });
     assert.equal(later.status, 422);
     assert.equal(later.body.error.code, 'not_implemented');
     const extra = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'agent.session.input.message', input: 'x', turn_id: 'y' }] } });

@@ -2,9 +2,10 @@ import type { DataSourceOptions } from 'typeorm';
 import { InitialSchema1764460800000 } from './migrations/1764460800000-initial-schema.js';
 import { SessionOverview1764547200000 } from './migrations/1764547200000-session-overview.js';
 import { LeanWriteIndexes1764633600000 } from './migrations/1764633600000-lean-write-indexes.js';
+import { InputPriority1764720000000 } from './migrations/1764720000000-input-priority.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
-export const MIGRATIONS = [InitialSchema1764460800000, SessionOverview1764547200000, LeanWriteIndexes1764633600000];
+export const MIGRATIONS = [InitialSchema1764460800000, SessionOverview1764547200000, LeanWriteIndexes1764633600000, InputPriority1764720000000];
 
 export function dataSourceOptions(url: string, poolSize: number): DataSourceOptions {
   return {

@@ -15,8 +15,10 @@ export const EVENT_TYPES = {
   'agent.session.turn.item.done': 'An item is complete and committed; it can be read back from the items endpoints at once.',
   'yuxi.session.run.completed': 'The run settled successfully.',
   'yuxi.session.run.failed': 'The run failed; `run.error` has the code.',
+  'yuxi.session.run.cancelled': 'The run stopped because its turn was cancelled; text already shown is kept as an incomplete item.',
   'agent.session.turn.completed': 'The turn completed and its result is committed; `turn.yuxi.result_run_id` names the result run.',
   'agent.session.turn.failed': 'The turn failed; `turn.error` has the code.',
+  'agent.session.turn.cancelled': 'The turn was cancelled and its cleanup is done; pending inputs, if any, wait in a paused queue (`yuxi.session.input.continue`).',
   'yuxi.session.resync': 'The Last-Event-ID cursor is older than the replay window: re-read the turn and its items, then continue from this event.',
 } as const;
 

@@ -25,6 +25,8 @@ export class InputEntity {
   @Column('uuid', { name: 'session_id' }) sessionId!: string;
   @Column('bigint', { name: 'received_seq' }) receivedSeq!: string;
   @Column('varchar') mode!: InputMode;
+  /** Claimed before lower priorities: 1 for a message that resumes a paused queue. */
+  @Column('smallint') priority!: number;
   @Column('varchar') status!: InputStatus;
   @Column('jsonb') messages!: InputMessage[];
   @Column('jsonb', { name: 'attachment_file_ids' }) attachmentFileIds!: string[];

@@ -10,6 +10,7 @@ export interface NewInput {
   sessionId: string;
   receivedSeq: number;
   mode: InputMode;
+  priority?: number;
   messages: InputMessage[];
   attachmentFileIds: string[];
   config: FrozenInputConfig;
@@ -27,6 +28,7 @@ export class InputsService {
       sessionId: input.sessionId,
       receivedSeq: String(input.receivedSeq),
       mode: input.mode,
+      priority: input.priority ?? 0,
       status: 'pending',
       messages: input.messages,
       attachmentFileIds: input.attachmentFileIds,
@@ -39,20 +41,31 @@ export class InputsService {
     });
     // Raw SQL on the hottest write: the query builder's per-call SQL generation showed in profiles.
     await manager.query(
-      `INSERT INTO inputs (id, session_id, received_seq, mode, status, messages, attachment_file_ids, config, received_at)
-       VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8)`,
-      [row.id, row.sessionId, row.receivedSeq, row.mode, JSON.stringify(row.messages), JSON.stringify(row.attachmentFileIds), JSON.stringify(row.config), row.receivedAt],
+      `INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, config, received_at)
+       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9)`,
+      [
+        row.id,
+        row.sessionId,
+        row.receivedSeq,
+        row.mode,
+        row.priority,
+        JSON.stringify(row.messages),
+        JSON.stringify(row.attachmentFileIds),
+        JSON.stringify(row.config),
+        row.receivedAt,
+      ],
     );
     return row;
   }
 
-  /** The queue head: steer inputs before follow-ups, each group in received order. Call under the session lock. */
+  /** The queue head: priority first, then steer inputs before follow-ups, each group in received order. Call under the session lock. */
   async head(manager: EntityManager, sessionId: string): Promise<InputEntity | null> {
     return manager
       .getRepository(InputEntity)
       .createQueryBuilder('i')
       .where('i.session_id = :sessionId AND i.status = :status', { sessionId, status: 'pending' })
-      .orderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
+      .orderBy('i.priority', 'DESC')
+      .addOrderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
       .addOrderBy('i.received_seq', 'ASC')
       .limit(1)
       .getOne();
@@ -64,12 +77,13 @@ export class InputsService {
     return row;
   }
 
-  /** Pending inputs in the order they will be claimed: steer first, then follow-ups, each by received order. */
+  /** Pending inputs in the order they will be claimed (see head). */
   async pending(sessionId: string): Promise<InputEntity[]> {
     return this.inputs
       .createQueryBuilder('i')
       .where('i.session_id = :sessionId AND i.status = :status', { sessionId, status: 'pending' })
-      .orderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
+      .orderBy('i.priority', 'DESC')
+      .addOrderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
       .addOrderBy('i.received_seq', 'ASC')
       .getMany();
   }

@@ -8,12 +8,14 @@ import { ApiError, flattenValidationErrors } from '#libs/errors';
 import { EventPublisher } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService, type InputMessage } from '#libs/inputs';
 import { ModelRegistry } from '#libs/models';
-import { SessionDispatcher } from '#libs/queue';
-import { SessionsService } from '#libs/sessions';
+import { RunSignals, SessionDispatcher } from '#libs/queue';
+import { ACTIVE_TURN_STATUSES, type SessionEntity, SessionsService } from '#libs/sessions';
+import { TurnsService } from '#libs/turns';
+import type { EntityManager } from 'typeorm';
 import type { CreateSessionDto } from './dto/create-session.dto.js';
 import type { SessionDto } from './dto/session.dto.js';
 import { MessageEventDto, PROTOCOL_EVENT_TYPES } from './dto/submit-event.dto.js';
-import { CancelInputEventDto, type UpdateSessionDto } from './dto/update-session.dto.js';
+import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, type UpdateSessionDto } from './dto/update-session.dto.js';
 import { parseAgentInput } from './input-parser.js';
 import { toSessionDto } from './session-view.js';
 
@@ -36,6 +38,8 @@ export class SubmissionService {
     private readonly models: ModelRegistry,
     private readonly dispatcher: SessionDispatcher,
     private readonly publisher: EventPublisher,
+    private readonly turns: TurnsService,
+    private readonly signals: RunSignals,
   ) {}
 
   async createSession(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
@@ -100,6 +104,8 @@ export class SubmissionService {
     const type = raw.type;
     if (type === 'agent.session.input.message') return this.submitMessage(principal, sessionId, await validateEvent(MessageEventDto, raw), key);
     if (type === 'yuxi.session.input.cancel_input') return this.cancelInput(principal, sessionId, await validateEvent(CancelInputEventDto, raw), key);
+    if (type === 'agent.session.input.cancel') return this.cancelTurn(principal, sessionId, await validateEvent(CancelTurnEventDto, raw), key);
+    if (type === 'yuxi.session.input.continue') return this.continueQueue(principal, sessionId, await validateEvent(ContinueQueueEventDto, raw), key);
     if (typeof type === 'string' && (PROTOCOL_EVENT_TYPES as readonly string[]).includes(type)) {
       throw new ApiError('not_implemented', `Event type ${type} is not available yet`);
     }
@@ -123,10 +129,13 @@ export class SubmissionService {
         const receivedAt = new Date();
         const { session, receivedSeq } = await this.sessions.acceptInput(manager, sessionId, principal.userId, receivedAt);
         if (session.archived) throw new ApiError('state_conflict', 'The session is archived');
+        // A message to a paused queue resumes it and runs alone first; the old queue follows.
+        if (session.queuePaused) await this.sessions.setQueuePaused(manager, sessionId, false);
         const input = await this.inputs.insert(manager, {
           sessionId,
           receivedSeq,
           mode: 'follow_up',
+          priority: session.queuePaused ? 1 : 0,
           messages,
           attachmentFileIds: [],
           config: {
@@ -147,6 +156,62 @@ export class SubmissionService {
 
   /** Removes one pending input from the queue; it never becomes a turn. The receipt points at that input. */
   private async cancelInput(principal: Principal, sessionId: string, event: CancelInputEventDto, key: string): Promise<IdempotentResponse> {
+    return this.controlEvent(principal, sessionId, key, event, async (manager) => {
+      const at = new Date();
+      await this.inputs.cancelPending(manager, sessionId, event.input_id, at);
+      await this.sessions.recordInputCancelled(manager, sessionId, at);
+      return acceptedReceipt(sessionId, event.input_id);
+    });
+  }
+
+  /**
+   * Cancels a turn: the target (given, or the current turn) is fixed in this transaction, so a
+   * replay cancels the same turn, never a later one. Pending inputs stay queued behind a pause.
+   */
+  private async cancelTurn(principal: Principal, sessionId: string, event: CancelTurnEventDto, key: string): Promise<IdempotentResponse> {
+    const result = await this.controlEvent(principal, sessionId, key, event, async (manager, session) => {
+      const current = session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status) ? session.currentTurn.id : null;
+      const turnId = event.yuxi?.turn_id ?? current;
+      if (!turnId) throw new ApiError('state_conflict', 'The session has no active turn to cancel');
+      const turn = await this.turns.requestCancel(manager, sessionId, turnId);
+      if (!turn) {
+        await this.turns.getTurn(sessionId, turnId);
+        throw new ApiError('state_conflict', `Turn ${turnId} has already ended`);
+      }
+      if (event.yuxi?.expected_run_id !== undefined && event.yuxi.expected_run_id !== turn.currentRunId) {
+        throw new ApiError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: turn.currentRunId });
+      }
+      if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
+      return { ...acceptedReceipt(sessionId, null), turn_id: turn.id, run_id: turn.currentRunId };
+    });
+    if (!result.replayed && result.receipt?.run_id) {
+      await this.signals.requestCancel(result.receipt.run_id).catch((error: unknown) => this.logger.warn(`cancel signal not sent: ${String(error)}`));
+    }
+    return result;
+  }
+
+  /** Resumes a paused queue after a cancellation settled, claiming its original head. */
+  private async continueQueue(principal: Principal, sessionId: string, event: ContinueQueueEventDto, key: string): Promise<IdempotentResponse> {
+    const result = await this.controlEvent(principal, sessionId, key, event, async (manager, session) => {
+      if (!session.queuePaused) throw new ApiError('state_conflict', 'The queue is not paused');
+      if (session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status)) {
+        throw new ApiError('state_conflict', 'A turn is still active; continue after it settles');
+      }
+      await this.sessions.setQueuePaused(manager, sessionId, false);
+      return acceptedReceipt(sessionId, null);
+    });
+    if (!result.replayed) await this.dispatcher.nudgeQuietly(sessionId);
+    return result;
+  }
+
+  /** A control event: idempotent, under the session lock, announced with an accepted event. */
+  private async controlEvent(
+    principal: Principal,
+    sessionId: string,
+    key: string,
+    event: object & { type: string },
+    apply: (manager: EntityManager, session: SessionEntity) => Promise<AcceptedReceipt>,
+  ): Promise<IdempotentResponse> {
     const result = await this.idempotency.execute(
       {
         ownerId: principal.userId,
@@ -157,10 +222,7 @@ export class SubmissionService {
       async (manager) => {
         const session = await this.sessions.lock(manager, sessionId);
         if (!session || session.ownerId !== principal.userId) throw ApiError.notFound(`Session ${sessionId}`);
-        const at = new Date();
-        await this.inputs.cancelPending(manager, sessionId, event.input_id, at);
-        await this.sessions.recordInputCancelled(manager, sessionId, at);
-        const receipt = acceptedReceipt(sessionId, event.input_id);
+        const receipt = await apply(manager, session);
         return { status: 202, body: receipt, sessionId, receipt };
       },
     );
@@ -197,7 +259,7 @@ export class SubmissionService {
   }
 }
 
-function acceptedReceipt(sessionId: string, inputId: string): AcceptedReceipt {
+function acceptedReceipt(sessionId: string, inputId: string | null): AcceptedReceipt {
   return {
     object: 'yuxi.session.event.accepted',
     event_id: `evt_${newId().replaceAll('-', '')}`,

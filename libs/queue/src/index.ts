@@ -1,3 +1,4 @@
 export { JOBS, type JobName, type JobPayloads, QUEUE_JOBS, QUEUES } from './queue-names.js';
 export { QueueModule } from './queue.module.js';
 export { SessionDispatcher } from './session-dispatcher.js';
+export { RunSignals } from './run-signals.js';

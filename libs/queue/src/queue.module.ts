@@ -2,6 +2,7 @@ import { BullModule } from '@nestjs/bullmq';
 import { Module } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { QUEUES } from './queue-names.js';
+import { RunSignals, signalsRedisProviders } from './run-signals.js';
 import { SessionDispatcher } from './session-dispatcher.js';
 
 @Module({
@@ -13,7 +14,7 @@ import { SessionDispatcher } from './session-dispatcher.js';
     }),
     BullModule.registerQueue({ name: QUEUES.sessions }, { name: QUEUES.maintenance }),
   ],
-  providers: [SessionDispatcher],
-  exports: [SessionDispatcher, BullModule],
+  providers: [SessionDispatcher, RunSignals, ...signalsRedisProviders],
+  exports: [SessionDispatcher, RunSignals, BullModule],
 })
 export class QueueModule {}

@@ -58,22 +58,24 @@ export class RecoveryService {
       const now = new Date();
       const current = await this.turns.findTurn(manager, run.turnId);
       if (!current) return null;
+      // A turn that was being cancelled when its worker died ends as cancelled, not failed.
+      const status: 'cancelled' | 'failed' = current.cancellationPending ? 'cancelled' : 'failed';
       const turn = await this.turns.settle(manager, {
         runId: run.id,
         owner: null,
-        runStatus: 'failed',
+        runStatus: status,
         turn: current,
-        turnStatus: 'failed',
+        turnStatus: status,
         resultRunId: null,
-        error,
+        error: status === 'failed' ? error : null,
         at: now,
       });
       if (!turn) return null;
       await this.sessions.recordTurnUpdated(manager, run.sessionId, toCurrentTurn(turn), 0, now);
-      return { turn, run: { ...run, status: 'failed' as const, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null } };
+      return { status, turn, run: { ...run, status, completedAt: now, error: turn.error, leaseOwner: null, leaseExpiresAt: null } };
     });
     if (!settled) return false;
-    await this.publisher.publish(run.sessionId, [turnEvents.run('failed', settled.run), turnEvents.turn('failed', settled.turn)]);
+    await this.publisher.publish(run.sessionId, [turnEvents.run(settled.status, settled.run), turnEvents.turn(settled.status, settled.turn)]);
     await this.dispatcher.nudge(run.sessionId);
     return true;
   }

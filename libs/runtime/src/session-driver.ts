@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { EventPublisher, type OutgoingEvent } from '#libs/events';
+import { RunSignals } from '#libs/queue';
 import { type InputEntity, InputsService } from '#libs/inputs';
 import { ModelError, type ModelMessage, ModelRegistry } from '#libs/models';
 import { SessionsService } from '#libs/sessions';
@@ -23,6 +24,9 @@ interface Claim {
 }
 
 class LeaseLostError extends Error {}
+class TurnCancelledError extends Error {}
+
+type Outcome = { status: 'completed' } | { status: 'cancelled' } | { status: 'failed'; error: PublicError };
 
 /**
  * Drives one session: claims the queue head under the session lock, runs it to a terminal state,
@@ -41,6 +45,7 @@ export class SessionDriver {
     private readonly models: ModelRegistry,
     private readonly publisher: EventPublisher,
     private readonly config: AppConfig,
+    private readonly signals: RunSignals,
   ) {}
 
   async drive(sessionId: string): Promise<number> {
@@ -48,17 +53,25 @@ export class SessionDriver {
     // The cheap unlocked look first: most nudges after a turn find the queue empty. An input that
     // lands right after it comes with its own nudge, which the queue keeps for after this job.
     while (await this.inputs.hasPending(sessionId)) {
-      const claim = await this.claim(sessionId);
-      if (!claim) break;
-      const events = new EventBatcher(this.publisher, sessionId);
-      this.publishClaim(events, claim);
-      await this.execute(sessionId, claim, events);
-      turnsRun += 1;
+      // Listening for a cancel starts before the claim commits, so none can slip in between.
+      const runId = newId();
+      const abort = new AbortController();
+      const stopListening = await this.signals.onCancel(runId, () => abort.abort(new TurnCancelledError()));
+      try {
+        const claim = await this.claim(sessionId, runId);
+        if (!claim) break;
+        const events = new EventBatcher(this.publisher, sessionId);
+        this.publishClaim(events, claim);
+        await this.execute(sessionId, claim, events, abort);
+        turnsRun += 1;
+      } finally {
+        stopListening();
+      }
     }
     return turnsRun;
   }
 
-  private async claim(sessionId: string): Promise<Claim | null> {
+  private async claim(sessionId: string, runId: string): Promise<Claim | null> {
     return this.dataSource.transaction(async (manager) => {
       const session = await this.sessions.lock(manager, sessionId);
       if (!session || session.queuePaused) return null;
@@ -68,7 +81,6 @@ export class SessionDriver {
 
       const now = new Date();
       const turnId = newId();
-      const runId = newId();
       const { turnSeq, firstItemSeq } = await this.sessions.recordTurnStarted(
         manager,
         sessionId,
@@ -116,13 +128,16 @@ export class SessionDriver {
     claim.userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index)));
   }
 
-  private async execute(sessionId: string, claim: Claim, events: EventBatcher): Promise<void> {
+  private async execute(sessionId: string, claim: Claim, events: EventBatcher, abort: AbortController): Promise<void> {
     const { run, turn } = claim;
-    const abort = new AbortController();
+    // The heartbeat also reads the durable cancel flag: the fallback when a cancel signal is lost.
     const heartbeat = setInterval(() => {
       this.turns
         .renewLease(run.id, WORKER_ID, this.config.runLeaseMs)
-        .then((held) => held || abort.abort(new LeaseLostError(`lease of run ${run.id} lost`)))
+        .then(({ held, cancelRequested }) => {
+          if (!held) abort.abort(new LeaseLostError(`lease of run ${run.id} lost`));
+          else if (cancelRequested) abort.abort(new TurnCancelledError());
+        })
         .catch((error: unknown) => this.logger.warn(`heartbeat of run ${run.id} failed: ${String(error)}`));
     }, this.config.runHeartbeatMs);
 
@@ -156,48 +171,58 @@ export class SessionDriver {
         events.push(turnEvents.textDelta(assistant, outputIndex, 0, event.delta));
       }
       await events.drain();
-      await this.finish(sessionId, claim, assistant, outputIndex, text, null);
+      await this.finish(sessionId, claim, assistant, outputIndex, text, { status: 'completed' });
     } catch (error) {
       if (abort.signal.reason instanceof LeaseLostError || error instanceof LeaseLostError) {
         this.logger.warn(`run ${run.id} stopped: its lease is held elsewhere`);
+        return;
+      }
+      if (abort.signal.reason instanceof TurnCancelledError) {
+        await events.drain().catch(() => undefined);
+        await this.finish(sessionId, claim, assistant, outputIndex, text, { status: 'cancelled' });
         return;
       }
       const publicError: PublicError =
         error instanceof ModelError ? { code: error.code, message: error.message } : { code: 'run_failed', message: 'The run failed unexpectedly' };
       if (!(error instanceof ModelError)) this.logger.error(`run ${run.id} failed`, error instanceof Error ? error.stack : String(error));
       await events.drain().catch(() => undefined);
-      await this.finish(sessionId, claim, assistant, outputIndex, text, publicError);
+      await this.finish(sessionId, claim, assistant, outputIndex, text, { status: 'failed', error: publicError });
     } finally {
       clearInterval(heartbeat);
     }
   }
 
-  /** Commits the outcome (output item, run, turn) in one transaction, then announces it. */
-  private async finish(sessionId: string, claim: Claim, assistant: ItemEntity, outputIndex: number, text: string, error: PublicError | null): Promise<void> {
+  /**
+   * Commits the outcome (output item, run, turn) in one transaction, then announces it. Text
+   * already shown is kept: as the final answer when completed, as an incomplete item otherwise.
+   */
+  private async finish(sessionId: string, claim: Claim, assistant: ItemEntity, outputIndex: number, text: string, outcome: Outcome): Promise<void> {
     const { run, turn } = claim;
+    const completed = outcome.status === 'completed';
+    const error = outcome.status === 'failed' ? outcome.error : null;
     const part = { type: 'output_text', text };
     const settled = await this.dataSource.transaction(async (manager) => {
       const now = new Date();
       const settledTurn = await this.turns.settle(manager, {
         runId: run.id,
         owner: WORKER_ID,
-        runStatus: error ? 'failed' : 'completed',
+        runStatus: outcome.status,
         turn,
-        turnStatus: error ? 'failed' : 'completed',
-        resultRunId: error ? null : run.id,
+        turnStatus: outcome.status,
+        resultRunId: completed ? run.id : null,
         error,
         at: now,
       });
       if (!settledTurn) return null;
-      const keepOutput = !error || text.length > 0;
+      const keepOutput = completed || text.length > 0;
       const seq = await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(settledTurn), keepOutput ? 1 : 0, now);
       let item: ItemEntity | null = null;
       if (keepOutput) {
         [item] = await this.turns.insertItems(manager, seq, [
-          { ...assistant, status: error ? 'incomplete' : 'completed', content: [part], phase: error ? 'commentary' : 'final_answer', createdAt: now },
+          { ...assistant, status: completed ? 'completed' : 'incomplete', content: [part], phase: completed ? 'final_answer' : 'commentary', createdAt: now },
         ]);
       }
-      const settledRun: RunEntity = { ...run, status: error ? 'failed' : 'completed', completedAt: now, error, leaseOwner: null, leaseExpiresAt: null };
+      const settledRun: RunEntity = { ...run, status: outcome.status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null };
       return { item: item ?? null, turn: settledTurn, run: settledRun };
     });
     if (!settled) {
@@ -212,7 +237,7 @@ export class SessionDriver {
         turnEvents.item('done', settled.item, outputIndex),
       );
     }
-    events.push(turnEvents.run(error ? 'failed' : 'completed', settled.run), turnEvents.turn(error ? 'failed' : 'completed', settled.turn));
+    events.push(turnEvents.run(outcome.status, settled.run), turnEvents.turn(outcome.status, settled.turn));
     await this.publisher.publish(sessionId, events);
   }
 }

@@ -34,7 +34,8 @@ export interface SessionFilter {
  * The session row: ownership, configuration snapshot, presentation flags and the per-session
  * counters. Its row lock is the session lock every state change of the session takes first.
  */
-const ACTIVE_TURN_STATUSES = new Set(['queued', 'in_progress', 'requires_action']);
+/** Turn statuses that still hold the session (the partial unique index allows one such turn). */
+export const ACTIVE_TURN_STATUSES: ReadonlySet<string> = new Set(['queued', 'in_progress', 'requires_action']);
 
 @Injectable()
 export class SessionsService {
@@ -170,6 +171,11 @@ export class SessionsService {
     await manager.query(`UPDATE sessions SET archived = true, updated_at = now() WHERE id = $1`, [sessionId]);
     return { ...session, archived: true };
     });
+  }
+
+  /** Pauses or resumes claiming (call under the session lock). */
+  async setQueuePaused(manager: EntityManager, sessionId: string, paused: boolean): Promise<void> {
+    await manager.query(`UPDATE sessions SET queue_paused = $2 WHERE id = $1`, [sessionId, paused]);
   }
 
   /** A pending input left the queue without running (call under the session lock). */

@@ -112,15 +112,29 @@ export class TurnsService {
     return rows;
   }
 
-  /** Extends the lease; false means the run is no longer ours (settled elsewhere or taken over). */
-  async renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean> {
-    const result = await this.runs
-      .createQueryBuilder()
-      .update()
-      .set({ leaseExpiresAt: () => `now() + make_interval(secs => ${leaseMs / 1000})` })
-      .where('id = :runId AND lease_owner = :owner AND status = :status', { runId, owner, status: 'in_progress' })
-      .execute();
-    return (result.affected ?? 0) > 0;
+  /**
+   * Extends the lease and reports whether the turn was asked to cancel. `held: false` means the
+   * run is no longer ours (settled elsewhere or taken over).
+   */
+  async renewLease(runId: string, owner: string, leaseMs: number): Promise<{ held: boolean; cancelRequested: boolean }> {
+    const [rows] = (await this.runs.query(
+      `UPDATE runs r SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
+       FROM turns t WHERE r.id = $1 AND r.lease_owner = $2 AND r.status = 'in_progress' AND t.id = r.turn_id
+       RETURNING t.cancellation_pending`,
+      [runId, owner, leaseMs],
+    )) as [{ cancellation_pending: boolean }[], number];
+    return { held: rows.length > 0, cancelRequested: rows[0]?.cancellation_pending ?? false };
+  }
+
+  /** Marks an active turn as being cancelled; returns it, or null when it is not active any more. */
+  async requestCancel(manager: EntityManager, sessionId: string, turnId: string): Promise<TurnEntity | null> {
+    const [rows] = (await manager.query(
+      `UPDATE turns SET cancellation_pending = true
+       WHERE id = $1 AND session_id = $2 AND status IN ('queued', 'in_progress', 'requires_action') RETURNING id`,
+      [turnId, sessionId],
+    )) as [{ id: string }[], number];
+    if (rows.length === 0) return null;
+    return manager.getRepository(TurnEntity).findOneByOrFail({ id: turnId });
   }
 
   /**

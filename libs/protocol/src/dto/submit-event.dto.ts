@@ -67,7 +67,14 @@ export class SubmitEventsDto {
     minItems: 1,
     maxItems: 1,
     type: 'array',
-    items: { oneOf: [{ $ref: getSchemaPath(MessageEventDto) }, { $ref: '#/components/schemas/CancelInputEventDto' }] },
+    items: {
+      oneOf: [
+        { $ref: getSchemaPath(MessageEventDto) },
+        { $ref: '#/components/schemas/CancelTurnEventDto' },
+        { $ref: '#/components/schemas/CancelInputEventDto' },
+        { $ref: '#/components/schemas/ContinueQueueEventDto' },
+      ],
+    },
   })
   @IsArray()
   @ArrayMinSize(1, { message: 'events must contain exactly one event' })

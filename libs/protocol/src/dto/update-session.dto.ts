@@ -42,3 +42,35 @@ export class CancelInputEventDto {
   @Length(1, 64)
   input_id!: string;
 }
+
+export class CancelTurnYuxiDto {
+  @ApiPropertyOptional({ description: 'The turn to cancel; omitted: the current turn at receipt.' })
+  @OptionalNotNull()
+  @IsString()
+  @Length(1, 64)
+  turn_id?: string;
+
+  @ApiPropertyOptional({ description: 'Cancel only if this is still the turn’s current run (else 409).' })
+  @OptionalNotNull()
+  @IsString()
+  @Length(1, 64)
+  expected_run_id?: string;
+}
+
+export class CancelTurnEventDto {
+  @ApiProperty({ enum: ['agent.session.input.cancel'] })
+  @Equals('agent.session.input.cancel')
+  type!: 'agent.session.input.cancel';
+
+  @ApiPropertyOptional({ type: CancelTurnYuxiDto })
+  @OptionalNotNull()
+  @ValidateNested()
+  @Type(() => CancelTurnYuxiDto)
+  yuxi?: CancelTurnYuxiDto;
+}
+
+export class ContinueQueueEventDto {
+  @ApiProperty({ enum: ['yuxi.session.input.continue'] })
+  @Equals('yuxi.session.input.continue')
+  type!: 'yuxi.session.input.continue';
+}
