@@ -13,6 +13,7 @@ export const EVENT_TYPES = {
   'agent.session.turn.output_text.done': 'The full text of a content part, after it is committed; replaces the accumulated deltas.',
   'agent.session.turn.content_part.done': 'A content part is complete and committed.',
   'agent.session.turn.item.done': 'An item is complete and committed; it can be read back from the items endpoints at once.',
+  'yuxi.session.run.yielded': 'The run stopped at a safe boundary to take a steer; the next run of the same turn follows (`run.resume_from_run_id`).',
   'yuxi.session.run.completed': 'The run settled successfully.',
   'yuxi.session.run.failed': 'The run failed; `run.error` has the code.',
   'yuxi.session.run.cancelled': 'The run stopped because its turn was cancelled; text already shown is kept as an incomplete item.',

@@ -17,6 +17,9 @@ export interface NewInput {
   receivedAt: Date;
 }
 
+/** A steer batch is bounded so one claim stays one reasonable model call. */
+const MAX_STEER_BATCH = 20;
+
 /** The durable input queue of each session, ordered by the per-session received sequence. */
 @Injectable()
 export class InputsService {
@@ -100,6 +103,50 @@ export class InputsService {
     }
     await manager.update(InputEntity, { id: inputId }, { status: 'cancelled', cancelledAt: at });
     return { ...row, status: 'cancelled', cancelledAt: at };
+  }
+
+  /**
+   * The batch a claim takes when the head is a steer: the contiguous run of steer inputs at the
+   * front of the claim order, in received order. Call under the session lock.
+   */
+  async steerPrefix(manager: EntityManager, sessionId: string): Promise<InputEntity[]> {
+    const ordered = await manager
+      .getRepository(InputEntity)
+      .createQueryBuilder('i')
+      .where('i.session_id = :sessionId AND i.status = :status', { sessionId, status: 'pending' })
+      .orderBy('i.priority', 'DESC')
+      .addOrderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
+      .addOrderBy('i.received_seq', 'ASC')
+      .limit(MAX_STEER_BATCH)
+      .getMany();
+    const prefix: InputEntity[] = [];
+    for (const input of ordered) {
+      if (input.mode !== 'steer') break;
+      prefix.push(input);
+    }
+    return prefix;
+  }
+
+  async hasPendingSteer(sessionId: string): Promise<boolean> {
+    const rows = (await this.inputs.query(`SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' AND mode = 'steer' LIMIT 1`, [
+      sessionId,
+    ])) as unknown[];
+    return rows.length > 0;
+  }
+
+  /**
+   * Turns a pending follow-up into a steer (call under the session lock). A pending steer is
+   * already satisfied; a consumed or cancelled input is a state conflict.
+   */
+  async promote(manager: EntityManager, sessionId: string, inputId: string): Promise<InputEntity> {
+    const row = isUuid(inputId) ? await manager.getRepository(InputEntity).findOneBy({ id: inputId, sessionId }) : null;
+    if (!row) throw ApiError.notFound(`Input ${inputId}`);
+    if (row.status !== 'pending') {
+      throw new ApiError('state_conflict', `Input ${inputId} is ${row.status}; only pending inputs can be promoted`, { status: row.status });
+    }
+    if (row.mode === 'steer') return row;
+    await manager.update(InputEntity, { id: inputId }, { mode: 'steer' });
+    return { ...row, mode: 'steer' };
   }
 
   /** Whether the session has any pending input (no lock: a hint for whether to claim). */

@@ -16,4 +16,4 @@ export { ProtocolModule } from './protocol.module.js';
 export { SessionQueriesService } from './session-queries.service.js';
 export { SubmissionService } from './submission.service.js';
 export { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
-export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQueueEventDto, UpdateSessionDto, UpdateSessionYuxiDto } from './dto/update-session.dto.js';
+export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQueueEventDto, PromoteInputEventDto, UpdateSessionDto, UpdateSessionYuxiDto } from './dto/update-session.dto.js';

@@ -6,7 +6,7 @@ import type { Principal } from '#libs/auth';
 import { newId } from '#libs/database';
 import { ApiError, flattenValidationErrors } from '#libs/errors';
 import { EventPublisher } from '#libs/events';
-import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService, type InputMessage } from '#libs/inputs';
+import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService, type InputMessage, type InputMode } from '#libs/inputs';
 import { ModelRegistry } from '#libs/models';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
 import { ACTIVE_TURN_STATUSES, type SessionEntity, SessionsService } from '#libs/sessions';
@@ -15,7 +15,7 @@ import type { EntityManager } from 'typeorm';
 import type { CreateSessionDto } from './dto/create-session.dto.js';
 import type { SessionDto } from './dto/session.dto.js';
 import { MessageEventDto, PROTOCOL_EVENT_TYPES } from './dto/submit-event.dto.js';
-import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, type UpdateSessionDto } from './dto/update-session.dto.js';
+import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto, type UpdateSessionDto } from './dto/update-session.dto.js';
 import { parseAgentInput } from './input-parser.js';
 import { toSessionDto } from './session-view.js';
 
@@ -105,6 +105,7 @@ export class SubmissionService {
     if (type === 'agent.session.input.message') return this.submitMessage(principal, sessionId, await validateEvent(MessageEventDto, raw), key);
     if (type === 'yuxi.session.input.cancel_input') return this.cancelInput(principal, sessionId, await validateEvent(CancelInputEventDto, raw), key);
     if (type === 'agent.session.input.cancel') return this.cancelTurn(principal, sessionId, await validateEvent(CancelTurnEventDto, raw), key);
+    if (type === 'yuxi.session.input.promote') return this.promoteInput(principal, sessionId, await validateEvent(PromoteInputEventDto, raw), key);
     if (type === 'yuxi.session.input.continue') return this.continueQueue(principal, sessionId, await validateEvent(ContinueQueueEventDto, raw), key);
     if (typeof type === 'string' && (PROTOCOL_EVENT_TYPES as readonly string[]).includes(type)) {
       throw new ApiError('not_implemented', `Event type ${type} is not available yet`);
@@ -113,11 +114,19 @@ export class SubmissionService {
   }
 
   private async submitMessage(principal: Principal, sessionId: string, event: MessageEventDto, key: string): Promise<IdempotentResponse> {
-    if (event.yuxi?.mode === 'steer') throw new ApiError('not_implemented', 'yuxi.mode=steer is not available yet');
+    const hasOverride = event.yuxi?.model !== undefined || event.yuxi?.tool_approval_mode !== undefined;
+    if (event.yuxi?.mode === 'steer' && hasOverride) {
+      throw ApiError.validation(
+        ['model', 'tool_approval_mode']
+          .filter((field) => event.yuxi?.[field as 'model' | 'tool_approval_mode'] !== undefined)
+          .map((field) => ({ field: `events[0].yuxi.${field}`, errors: ['per-message overrides are accepted on follow-ups only, not on steer'] })),
+      );
+    }
     if (event.yuxi?.attachment_file_ids?.length) throw new ApiError('not_implemented', 'File attachments are not available yet');
     const modelOverride = event.yuxi?.model === undefined ? undefined : this.models.validate(event.yuxi.model);
     const messages: InputMessage[] = parseAgentInput(event.input).messages;
 
+    let steerIntoRunningTurn = false;
     const result = await this.idempotency.execute(
       {
         ownerId: principal.userId,
@@ -129,12 +138,14 @@ export class SubmissionService {
         const receivedAt = new Date();
         const { session, receivedSeq } = await this.sessions.acceptInput(manager, sessionId, principal.userId, receivedAt);
         if (session.archived) throw new ApiError('state_conflict', 'The session is archived');
+        const mode = await this.resolveMode(manager, session, event.yuxi?.mode, hasOverride);
+        if (mode === 'steer' && session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status)) steerIntoRunningTurn = true;
         // A message to a paused queue resumes it and runs alone first; the old queue follows.
         if (session.queuePaused) await this.sessions.setQueuePaused(manager, sessionId, false);
         const input = await this.inputs.insert(manager, {
           sessionId,
           receivedSeq,
-          mode: 'follow_up',
+          mode,
           priority: session.queuePaused ? 1 : 0,
           messages,
           attachmentFileIds: [],
@@ -150,8 +161,52 @@ export class SubmissionService {
         return { status: 202, body: receipt, sessionId, receipt };
       },
     );
-    if (!result.replayed && result.receipt) await this.afterAccept(sessionId, result.receipt);
+    if (!result.replayed && result.receipt) {
+      await this.afterAccept(sessionId, result.receipt);
+      if (steerIntoRunningTurn) await this.announceSteer(sessionId);
+    }
     return result;
+  }
+
+  /**
+   * follow_up queues FIFO; steer goes ahead of all follow-ups. Omitted (auto): steer into an
+   * executing turn, follow-up when idle; an override (model, approval) marks follow-up intent.
+   * Auto is refused while the turn waits for an answer or approval or is being cancelled.
+   */
+  private async resolveMode(manager: EntityManager, session: SessionEntity, requested: InputMode | undefined, hasOverride: boolean): Promise<InputMode> {
+    if (requested !== undefined) return requested;
+    const current = session.currentTurn;
+    if (!current || !ACTIVE_TURN_STATUSES.has(current.status) || hasOverride) return 'follow_up';
+    if (current.status === 'requires_action') {
+      throw new ApiError('state_conflict', 'The turn is waiting for an answer or approval; resume it, or send yuxi.mode=follow_up to queue');
+    }
+    const turn = await this.turns.findTurn(manager, current.id);
+    if (turn?.cancellationPending) {
+      throw new ApiError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
+    }
+    return 'steer';
+  }
+
+  /** Makes a pending follow-up a steer; repeating it on a pending steer is already satisfied. */
+  private async promoteInput(principal: Principal, sessionId: string, event: PromoteInputEventDto, key: string): Promise<IdempotentResponse> {
+    const result = await this.controlEvent(principal, sessionId, key, event, async (manager, session) => {
+      if (session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status)) {
+        if (session.currentTurn.status === 'requires_action') throw new ApiError('state_conflict', 'The turn is waiting for an answer or approval');
+        const turn = await this.turns.findTurn(manager, session.currentTurn.id);
+        if (turn?.cancellationPending) throw new ApiError('state_conflict', 'The turn is being cancelled');
+      }
+      await this.inputs.promote(manager, sessionId, event.input_id);
+      return acceptedReceipt(sessionId, event.input_id);
+    });
+    if (!result.replayed) {
+      await this.announceSteer(sessionId);
+      await this.dispatcher.nudgeQuietly(sessionId);
+    }
+    return result;
+  }
+
+  private async announceSteer(sessionId: string): Promise<void> {
+    await this.signals.announceSteer(sessionId).catch((error: unknown) => this.logger.warn(`steer signal not sent: ${String(error)}`));
   }
 
   /** Removes one pending input from the queue; it never becomes a turn. The receipt points at that input. */

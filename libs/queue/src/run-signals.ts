@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { AppConfig } from '#libs/config';
 
 const CANCEL_CHANNEL = 'yuxi:run-cancel';
+const STEER_CHANNEL = 'yuxi:session-steer';
 export const SIGNALS_PUBLISHER = Symbol('SIGNALS_PUBLISHER');
 export const SIGNALS_SUBSCRIBER = Symbol('SIGNALS_SUBSCRIBER');
 
@@ -21,13 +22,15 @@ export const signalsRedisProviders: Provider[] = [
 ];
 
 /**
- * Prompt cancellation of running runs across processes: the api publishes the run id, the worker
- * that holds the run aborts its model call. Pub/sub is best effort; the run's heartbeat also reads
- * the durable cancellation flag, so a lost signal only delays the abort to the next heartbeat.
+ * Prompt cancellation and steering across processes: the api publishes a run or session id, and
+ * the worker holding it aborts its model call or yields at the next safe boundary. Pub/sub is best
+ * effort; run heartbeats also read the durable state (cancel flag, pending steers), so a lost
+ * signal only delays the reaction to the next heartbeat.
  */
 @Injectable()
 export class RunSignals implements OnApplicationShutdown {
   private readonly handlers = new Map<string, () => void>();
+  private readonly steerHandlers = new Map<string, () => void>();
   private subscribing: Promise<unknown> | null = null;
 
   constructor(
@@ -39,15 +42,31 @@ export class RunSignals implements OnApplicationShutdown {
     await this.publisher.publish(CANCEL_CHANNEL, runId);
   }
 
+  /** Tells the worker driving the session that a steer input is waiting for its next safe boundary. */
+  async announceSteer(sessionId: string): Promise<void> {
+    await this.publisher.publish(STEER_CHANNEL, sessionId);
+  }
+
   /** Calls `handler` when a cancel for `runId` arrives; returns the unsubscribe function. */
   async onCancel(runId: string, handler: () => void): Promise<() => void> {
-    if (!this.subscribing) {
-      this.subscriber.on('message', (_channel: string, id: string) => this.handlers.get(id)?.());
-      this.subscribing = this.subscriber.subscribe(CANCEL_CHANNEL);
-    }
-    await this.subscribing;
+    await this.subscribe();
     this.handlers.set(runId, handler);
     return () => this.handlers.delete(runId);
+  }
+
+  /** Calls `handler` when a steer for `sessionId` is announced; returns the unsubscribe function. */
+  async onSteer(sessionId: string, handler: () => void): Promise<() => void> {
+    await this.subscribe();
+    this.steerHandlers.set(sessionId, handler);
+    return () => this.steerHandlers.delete(sessionId);
+  }
+
+  private async subscribe(): Promise<void> {
+    if (!this.subscribing) {
+      this.subscriber.on('message', (channel: string, id: string) => (channel === STEER_CHANNEL ? this.steerHandlers : this.handlers).get(id)?.());
+      this.subscribing = this.subscriber.subscribe(CANCEL_CHANNEL, STEER_CHANNEL);
+    }
+    await this.subscribing;
   }
 
   async onApplicationShutdown(): Promise<void> {

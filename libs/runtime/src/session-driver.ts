@@ -76,17 +76,21 @@ export class SessionDriver {
       const session = await this.sessions.lock(manager, sessionId);
       if (!session || session.queuePaused) return null;
       if (session.currentTurn && ACTIVE_STATUSES.has(session.currentTurn.status)) return null;
-      const input = await this.inputs.head(manager, sessionId);
-      if (!input) return null;
+      const head = await this.inputs.head(manager, sessionId);
+      if (!head) return null;
+      // A steer head takes the whole contiguous steer prefix as one batch; a follow-up runs alone.
+      const batch = head.mode === 'steer' ? await this.inputs.steerPrefix(manager, sessionId) : [head];
+      const input = batch[0] ?? head;
 
       const now = new Date();
       const turnId = newId();
+      const newItems = userItemsOf(batch);
       const { turnSeq, firstItemSeq } = await this.sessions.recordTurnStarted(
         manager,
         sessionId,
         { id: turnId, status: 'in_progress', current_run_id: runId, result_run_id: null, waitpoint: null },
-        1,
-        input.messages.length,
+        batch.length,
+        newItems.length,
         now,
       );
       const { turn, run } = await this.turns.startTurn(manager, {
@@ -96,25 +100,31 @@ export class SessionDriver {
         seq: turnSeq,
         agentId: input.config.agent_id,
         model: input.config.model,
-        inputIds: [input.id],
+        inputIds: batch.map((i) => i.id),
         config: input.config,
         leaseOwner: WORKER_ID,
         leaseMs: this.config.runLeaseMs,
         at: now,
       });
-      await this.inputs.markConsumed(manager, [input.id], turn.id, run.id, now);
+      await this.inputs.markConsumed(
+        manager,
+        batch.map((i) => i.id),
+        turn.id,
+        run.id,
+        now,
+      );
       const userItems = await this.turns.insertItems(
         manager,
         firstItemSeq,
-        input.messages.map((message) => ({
+        newItems.map(({ inputId, content }) => ({
           sessionId,
           turnId: turn.id,
           runId: run.id,
-          inputId: input.id,
+          inputId,
           type: 'message',
           role: 'user',
           status: 'completed' as const,
-          content: message.content,
+          content,
           phase: null,
           createdAt: now,
         })),
@@ -128,76 +138,187 @@ export class SessionDriver {
     claim.userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index)));
   }
 
+  /**
+   * Runs the turn's model calls. At each safe boundary (after a streamed delta) a waiting steer
+   * makes the current run yield: its text is kept, and the next run of the same turn continues
+   * with the steer batch. Cancellation and lease loss abort the call in flight.
+   */
   private async execute(sessionId: string, claim: Claim, events: EventBatcher, abort: AbortController): Promise<void> {
-    const { run, turn } = claim;
-    // The heartbeat also reads the durable cancel flag: the fallback when a cancel signal is lost.
+    const { turn } = claim;
+    let run = claim.run;
+    let outputIndex = claim.userItems.length;
+    let steerAnnounced = false;
+    const stopSteerWatch = await this.signals.onSteer(sessionId, () => (steerAnnounced = true));
+    // The heartbeat also reads the durable state: the fallback when a signal is lost.
     const heartbeat = setInterval(() => {
       this.turns
         .renewLease(run.id, WORKER_ID, this.config.runLeaseMs)
-        .then(({ held, cancelRequested }) => {
+        .then(async ({ held, cancelRequested }) => {
           if (!held) abort.abort(new LeaseLostError(`lease of run ${run.id} lost`));
           else if (cancelRequested) abort.abort(new TurnCancelledError());
+          else if (await this.inputs.hasPendingSteer(sessionId)) steerAnnounced = true;
         })
         .catch((error: unknown) => this.logger.warn(`heartbeat of run ${run.id} failed: ${String(error)}`));
     }, this.config.runHeartbeatMs);
 
-    const outputIndex = claim.userItems.length;
-    const assistant: ItemEntity = {
-      id: newId(),
-      sessionId,
-      turnId: turn.id,
-      runId: run.id,
-      inputId: null,
-      seq: '0',
-      type: 'message',
-      role: 'assistant',
-      status: 'in_progress',
-      content: [],
-      phase: null,
-      createdAt: new Date(),
-    };
-    let text = '';
     try {
-      events.push(turnEvents.item('added', assistant, outputIndex), turnEvents.contentPart('added', assistant, outputIndex, 0, { type: 'output_text', text: '' }));
-      const { provider, model } = this.models.resolve(run.model);
-      const context = await this.turns.recentItems(this.dataSource.manager, sessionId, CONTEXT_ITEMS);
-      for await (const event of provider.stream({
-        model,
-        instructions: claim.input.config.instructions,
-        messages: context.map(toModelMessage),
-        signal: abort.signal,
-      })) {
-        text += event.delta;
-        events.push(turnEvents.textDelta(assistant, outputIndex, 0, event.delta));
+      for (;;) {
+        const assistant = assistantItem(sessionId, turn.id, run.id);
+        let text = '';
+        try {
+          events.push(turnEvents.item('added', assistant, outputIndex), turnEvents.contentPart('added', assistant, outputIndex, 0, { type: 'output_text', text: '' }));
+          const { provider, model } = this.models.resolve(run.model);
+          const context = await this.turns.recentItems(this.dataSource.manager, sessionId, CONTEXT_ITEMS);
+          let yielding = false;
+          for await (const event of provider.stream({
+            model,
+            instructions: claim.input.config.instructions,
+            messages: context.map(toModelMessage),
+            signal: abort.signal,
+          })) {
+            text += event.delta;
+            events.push(turnEvents.textDelta(assistant, outputIndex, 0, event.delta));
+            if (steerAnnounced) {
+              steerAnnounced = false;
+              if (await this.inputs.hasPendingSteer(sessionId)) {
+                yielding = true;
+                break;
+              }
+            }
+          }
+          await events.drain();
+          if (!yielding) {
+            await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'completed' });
+            return;
+          }
+          const next = await this.yieldTo(sessionId, turn, run, assistant, outputIndex, text);
+          if (!next) return;
+          outputIndex = next.outputIndex;
+          run = next.run;
+        } catch (error) {
+          if (abort.signal.reason instanceof LeaseLostError || error instanceof LeaseLostError) {
+            this.logger.warn(`run ${run.id} stopped: its lease is held elsewhere`);
+            return;
+          }
+          await events.drain().catch(() => undefined);
+          if (abort.signal.reason instanceof TurnCancelledError) {
+            await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'cancelled' });
+            return;
+          }
+          const publicError: PublicError =
+            error instanceof ModelError ? { code: error.code, message: error.message } : { code: 'run_failed', message: 'The run failed unexpectedly' };
+          if (!(error instanceof ModelError)) this.logger.error(`run ${run.id} failed`, error instanceof Error ? error.stack : String(error));
+          await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'failed', error: publicError });
+          return;
+        }
       }
-      await events.drain();
-      await this.finish(sessionId, claim, assistant, outputIndex, text, { status: 'completed' });
-    } catch (error) {
-      if (abort.signal.reason instanceof LeaseLostError || error instanceof LeaseLostError) {
-        this.logger.warn(`run ${run.id} stopped: its lease is held elsewhere`);
-        return;
-      }
-      if (abort.signal.reason instanceof TurnCancelledError) {
-        await events.drain().catch(() => undefined);
-        await this.finish(sessionId, claim, assistant, outputIndex, text, { status: 'cancelled' });
-        return;
-      }
-      const publicError: PublicError =
-        error instanceof ModelError ? { code: error.code, message: error.message } : { code: 'run_failed', message: 'The run failed unexpectedly' };
-      if (!(error instanceof ModelError)) this.logger.error(`run ${run.id} failed`, error instanceof Error ? error.stack : String(error));
-      await events.drain().catch(() => undefined);
-      await this.finish(sessionId, claim, assistant, outputIndex, text, { status: 'failed', error: publicError });
     } finally {
       clearInterval(heartbeat);
+      stopSteerWatch();
     }
+  }
+
+  /**
+   * Yields `run` and starts the next run of the same turn with the waiting steer batch, in one
+   * transaction: the shown text becomes an incomplete commentary item, the steer messages become
+   * user items. Returns null when the run is no longer ours.
+   */
+  private async yieldTo(
+    sessionId: string,
+    turn: TurnEntity,
+    run: RunEntity,
+    assistant: ItemEntity,
+    outputIndex: number,
+    text: string,
+  ): Promise<{ run: RunEntity; outputIndex: number } | null> {
+    const nextRunId = newId();
+    const step = await this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const batch = await this.inputs.steerPrefix(manager, sessionId);
+      const now = new Date();
+      const next = await this.turns.yieldRun(manager, {
+        runId: run.id,
+        owner: WORKER_ID,
+        nextRunId,
+        turnId: turn.id,
+        sessionId,
+        inputIds: batch.map((i) => i.id),
+        leaseMs: this.config.runLeaseMs,
+        at: now,
+      });
+      if (!next) return null;
+      const partial = text.length > 0 ? 1 : 0;
+      const newItems = userItemsOf(batch);
+      const firstSeq = await this.sessions.recordRunStarted(
+        manager,
+        sessionId,
+        toCurrentTurn({ ...turn, currentRunId: next.id }),
+        batch.length,
+        partial + newItems.length,
+        now,
+      );
+      await this.inputs.markConsumed(
+        manager,
+        batch.map((i) => i.id),
+        turn.id,
+        next.id,
+        now,
+      );
+      const items = await this.turns.insertItems(manager, firstSeq, [
+        ...(partial ? [{ ...assistant, status: 'incomplete' as const, content: [{ type: 'output_text', text }], phase: 'commentary', createdAt: now }] : []),
+        ...newItems.map(({ inputId, content }) => ({
+          sessionId,
+          turnId: turn.id,
+          runId: next.id,
+          inputId,
+          type: 'message',
+          role: 'user',
+          status: 'completed' as const,
+          content,
+          phase: null,
+          createdAt: now,
+        })),
+      ]);
+      const yielded: RunEntity = { ...run, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };
+      return { next, yielded, items };
+    });
+    if (!step) {
+      this.logger.warn(`run ${run.id} was settled elsewhere; its steer is left for the next claim`);
+      return null;
+    }
+    const out: OutgoingEvent[] = [];
+    let index = outputIndex;
+    const partialItem = step.items[0]?.role === 'assistant' ? step.items[0] : null;
+    if (partialItem) {
+      out.push(
+        turnEvents.textDone(partialItem, index, 0, text),
+        turnEvents.contentPart('done', partialItem, index, 0, { type: 'output_text', text }),
+        turnEvents.item('done', partialItem, index),
+      );
+      index += 1;
+    }
+    out.push(turnEvents.run('yielded', step.yielded), turnEvents.run('created', step.next));
+    for (const item of partialItem ? step.items.slice(1) : step.items) {
+      out.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
+      index += 1;
+    }
+    await this.publisher.publish(sessionId, out);
+    return { run: step.next, outputIndex: index };
   }
 
   /**
    * Commits the outcome (output item, run, turn) in one transaction, then announces it. Text
    * already shown is kept: as the final answer when completed, as an incomplete item otherwise.
    */
-  private async finish(sessionId: string, claim: Claim, assistant: ItemEntity, outputIndex: number, text: string, outcome: Outcome): Promise<void> {
-    const { run, turn } = claim;
+  private async finish(
+    sessionId: string,
+    turn: TurnEntity,
+    run: RunEntity,
+    assistant: ItemEntity,
+    outputIndex: number,
+    text: string,
+    outcome: Outcome,
+  ): Promise<void> {
     const completed = outcome.status === 'completed';
     const error = outcome.status === 'failed' ? outcome.error : null;
     const part = { type: 'output_text', text };
@@ -240,6 +361,28 @@ export class SessionDriver {
     events.push(turnEvents.run(outcome.status, settled.run), turnEvents.turn(outcome.status, settled.turn));
     await this.publisher.publish(sessionId, events);
   }
+}
+
+function assistantItem(sessionId: string, turnId: string, runId: string): ItemEntity {
+  return {
+    id: newId(),
+    sessionId,
+    turnId,
+    runId,
+    inputId: null,
+    seq: '0',
+    type: 'message',
+    role: 'assistant',
+    status: 'in_progress',
+    content: [],
+    phase: null,
+    createdAt: new Date(),
+  };
+}
+
+/** The user items a batch of inputs becomes, message by message, in received order. */
+function userItemsOf(batch: InputEntity[]): { inputId: string; content: InputEntity['messages'][number]['content'] }[] {
+  return batch.flatMap((input) => input.messages.map((message) => ({ inputId: input.id, content: message.content })));
 }
 
 function toModelMessage(item: ItemEntity): ModelMessage {

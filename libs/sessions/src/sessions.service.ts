@@ -119,6 +119,20 @@ export class SessionsService {
     return { turnSeq: Number(row.turn_seq), firstItemSeq: Number(row.item_seq) - itemCount + 1 };
   }
 
+  /**
+   * The next run of an active turn started (call under the session lock): its consumed inputs
+   * leave the queue and `itemCount` item sequence numbers are reserved; returns the first.
+   */
+  async recordRunStarted(manager: EntityManager, sessionId: string, turn: TurnSummary, consumedInputs: number, itemCount: number, at: Date): Promise<number> {
+    const [rows] = (await manager.query(
+      `UPDATE sessions SET item_seq = item_seq + $2, pending_input_count = pending_input_count - $3, current_turn = $4,
+              last_active_at = GREATEST(last_active_at, $5)
+       WHERE id = $1 RETURNING item_seq`,
+      [sessionId, itemCount, consumedInputs, JSON.stringify(turn), at],
+    )) as [{ item_seq: string }[], number];
+    return Number(rows[0]?.item_seq ?? 0) - itemCount + 1;
+  }
+
   /** A turn changed state (call under the session lock); reserves `itemCount` item sequence numbers and marks the session unread. */
   async recordTurnUpdated(manager: EntityManager, sessionId: string, turn: TurnSummary, itemCount: number, at: Date): Promise<number> {
     const [rows] = (await manager.query(

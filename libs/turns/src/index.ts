@@ -12,4 +12,4 @@ export {
   TurnListDto,
 } from './turn.dto.js';
 export { TurnsModule } from './turns.module.js';
-export { type NewItem, type NewTurn, type SettleSpec, TurnsService } from './turns.service.js';
+export { type NewItem, type NewTurn, type SettleSpec, TurnsService, type YieldSpec } from './turns.service.js';

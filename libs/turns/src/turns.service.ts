@@ -31,6 +31,17 @@ export interface SettleSpec {
   at: Date;
 }
 
+export interface YieldSpec {
+  runId: string;
+  owner: string;
+  nextRunId: string;
+  turnId: string;
+  sessionId: string;
+  inputIds: string[];
+  leaseMs: number;
+  at: Date;
+}
+
 export type NewItem = Omit<ItemEntity, 'id' | 'seq'> & { id?: string };
 
 /**
@@ -124,6 +135,50 @@ export class TurnsService {
       [runId, owner, leaseMs],
     )) as [{ cancellation_pending: boolean }[], number];
     return { held: rows.length > 0, cancelRequested: rows[0]?.cancellation_pending ?? false };
+  }
+
+  /**
+   * Yields the caller's run at a safe boundary and starts the next run of the same turn for the
+   * given inputs (a steer batch), leased to the caller. Returns null when the run was not ours.
+   */
+  async yieldRun(manager: EntityManager, spec: YieldSpec): Promise<RunEntity | null> {
+    const leaseExpiresAt = new Date(spec.at.getTime() + spec.leaseMs);
+    // A statement whose top level is SELECT answers plain rows (UPDATE … RETURNING answers [rows, count]).
+    const rows = (await manager.query(
+      `WITH old AS (
+         UPDATE runs SET status = 'yielded', completed_at = $3, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = $1 AND status = 'in_progress' AND lease_owner = $2
+         RETURNING turn_id, session_id, seq, model, config
+       ), next AS (
+         INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, resume_from_run_id, lease_owner, lease_expires_at, created_at, started_at)
+         SELECT $4, turn_id, session_id, seq + 1, 'in_progress', $5, model, config, $1, $2, $6, $3, $3 FROM old
+         RETURNING id, turn_id, seq
+       ), t AS (
+         UPDATE turns SET current_run_id = $4 WHERE id = (SELECT turn_id FROM next)
+       )
+       SELECT next.seq, old.model, old.config FROM next, old`,
+      [spec.runId, spec.owner, spec.at, spec.nextRunId, spec.inputIds, leaseExpiresAt],
+    )) as { seq: number; model: string; config: object }[];
+    const row = rows[0];
+    if (!row) return null;
+    return manager.create(RunEntity, {
+      id: spec.nextRunId,
+      turnId: spec.turnId,
+      sessionId: spec.sessionId,
+      seq: Number(row.seq),
+      status: 'in_progress',
+      inputIds: spec.inputIds,
+      model: row.model,
+      config: row.config,
+      resumeFromRunId: spec.runId,
+      leaseOwner: spec.owner,
+      leaseExpiresAt,
+      createdAt: spec.at,
+      startedAt: spec.at,
+      completedAt: null,
+      error: null,
+      usage: null,
+    });
   }
 
   /** Marks an active turn as being cancelled; returns it, or null when it is not active any more. */

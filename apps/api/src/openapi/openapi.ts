@@ -2,7 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ERROR_CODES } from '#libs/errors';
 import { EVENT_TYPES } from '#libs/events';
-import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, MessageEventDto } from '#libs/protocol';
+import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, MessageEventDto, PromoteInputEventDto } from '#libs/protocol';
 
 const ERROR_TABLE = Object.entries(ERROR_CODES)
   .map(([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.retryable ? 'yes' : 'no'} | ${spec.description} |`)
@@ -48,7 +48,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key' })
     .addTag('agents-public-v1', 'Saved agents, sessions, inputs, turns, items and events')
     .build();
-  const document = SwaggerModule.createDocument(app, config, { extraModels: [MessageEventDto, CancelTurnEventDto, CancelInputEventDto, ContinueQueueEventDto] });
+  const document = SwaggerModule.createDocument(app, config, { extraModels: [MessageEventDto, CancelTurnEventDto, CancelInputEventDto, PromoteInputEventDto, ContinueQueueEventDto] });
   document.components = document.components ?? {};
   document.components.schemas = {
     ...document.components.schemas,

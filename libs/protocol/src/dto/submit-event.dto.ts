@@ -7,7 +7,8 @@ import { IsAgentInput, OptionalNotNull } from './validators.js';
 export class MessageEventYuxiDto {
   @ApiPropertyOptional({
     enum: ['follow_up', 'steer'],
-    description: 'follow_up queues FIFO; steer is not available yet (422 not_implemented). Omitted: follow-up in this build.',
+    description:
+      'follow_up queues FIFO; steer runs ahead of all follow-ups (into the executing turn at its next safe boundary). Omitted: steer while a turn executes, follow-up when idle; 409 while the turn waits for an answer or is being cancelled.',
   })
   @OptionalNotNull()
   @IsIn(['follow_up', 'steer'])
@@ -72,6 +73,7 @@ export class SubmitEventsDto {
         { $ref: getSchemaPath(MessageEventDto) },
         { $ref: '#/components/schemas/CancelTurnEventDto' },
         { $ref: '#/components/schemas/CancelInputEventDto' },
+        { $ref: '#/components/schemas/PromoteInputEventDto' },
         { $ref: '#/components/schemas/ContinueQueueEventDto' },
       ],
     },

@@ -74,3 +74,14 @@ export class ContinueQueueEventDto {
   @Equals('yuxi.session.input.continue')
   type!: 'yuxi.session.input.continue';
 }
+
+export class PromoteInputEventDto {
+  @ApiProperty({ enum: ['yuxi.session.input.promote'] })
+  @Equals('yuxi.session.input.promote')
+  type!: 'yuxi.session.input.promote';
+
+  @ApiProperty({ description: 'A pending follow-up of this session to run as a steer.' })
+  @IsString()
+  @Length(1, 64)
+  input_id!: string;
+}

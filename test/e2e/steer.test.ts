@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { query } from '../support/db.js';
+import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
+import { SseStream } from '../support/sse.js';
+
+const SLOW = 'a b c d e f g h i j k l [[delay:80]]';
+
+function message(sessionId: string, input: string, yuxi?: object, key = newKey('msg')) {
+  return http(`${API}/sessions/${sessionId}/events`, {
+    idempotencyKey: key,
+    body: { events: [{ type: 'agent.session.input.message', input, ...(yuxi ? { yuxi } : {}) }] },
+  });
+}
+
+function promote(sessionId: string, inputId: string, key = newKey('promote')) {
+  return http(`${API}/sessions/${sessionId}/events`, {
+    idempotencyKey: key,
+    body: { events: [{ type: 'yuxi.session.input.promote', input_id: inputId }] },
+  });
+}
+
+async function itemsOf(sessionId: string, turnId: string): Promise<any[]> {
+  return (await http(`${API}/sessions/${sessionId}/turns/${turnId}/items?order=asc&limit=100`)).body.data;
+}
+
+describe('steer and promote', () => {
+  it('steers a running turn: the run yields, the next run of the same turn takes the steer, follow-ups wait', async () => {
+    const session = await createSession();
+    const stream = await SseStream.open(session.id);
+    try {
+      await sendMessage(session.id, SLOW);
+      const created = await stream.waitForType('agent.session.turn.created');
+      const turnId = created.data.turn_id;
+      const firstRun = created.data.turn.yuxi.current_run_id;
+      await stream.waitFor((e) => e.type === 'agent.session.turn.output_text.delta' && e.data.delta === ' b');
+      const follow = (await message(session.id, 'queued follow-up', { mode: 'follow_up' })).body;
+      const steer = await message(session.id, 'change of plan', { mode: 'steer' });
+      assert.equal(steer.status, 202);
+      assert.equal(steer.body.turn_id, null, 'receipts never name the turn');
+
+      const yielded = await stream.waitForType('yuxi.session.run.yielded', turnId);
+      assert.equal(yielded.data.run.id, firstRun);
+      const completed = await stream.waitForType('agent.session.turn.completed', turnId);
+      const turn = await http(`${API}/sessions/${session.id}/turns/${turnId}`);
+      assert.equal(turn.body.yuxi.runs.length, 2);
+      assert.deepEqual(turn.body.yuxi.runs.map((r: any) => r.status), ['yielded', 'completed']);
+      const [first, second] = turn.body.yuxi.runs;
+      assert.equal(second.resume_from_run_id, first.id);
+      assert.deepEqual(second.input_ids, [steer.body.input_id]);
+      assert.equal(turn.body.yuxi.result_run_id, second.id);
+      assert.equal(completed.data.turn.yuxi.result_run_id, second.id);
+      assert.equal(turn.body.yuxi.output[0].content[0].text, 'Echo: change of plan');
+
+      const items = await itemsOf(session.id, turnId);
+      assert.deepEqual(
+        items.map((i) => [i.role, i.status, i.phase ?? null]),
+        [
+          ['user', 'completed', null],
+          ['assistant', 'incomplete', 'commentary'],
+          ['user', 'completed', null],
+          ['assistant', 'completed', 'final_answer'],
+        ],
+      );
+      assert.ok('Echo: a b c d e f g h i j k l'.startsWith(items[1].content[0].text));
+
+      const next = await stream.waitFor((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id !== turnId);
+      const followInput = await http(`${API}/sessions/${session.id}/inputs/${follow.input_id}`);
+      assert.equal(followInput.body.turn_id, next.data.turn_id, 'the follow-up was not lost and ran as its own turn');
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('batches steers waiting together into one run', async () => {
+    const session = await createSession();
+    const stream = await SseStream.open(session.id);
+    try {
+      await sendMessage(session.id, SLOW);
+      const created = await stream.waitForType('agent.session.turn.created');
+      // Received while the queue is paused-free but before the next boundary can take them.
+      const [s1, s2] = await Promise.all([message(session.id, 'first steer', { mode: 'steer' }), message(session.id, 'second steer', { mode: 'steer' })]);
+      await stream.waitForType('agent.session.turn.completed', created.data.turn_id);
+      const turn = await http(`${API}/sessions/${session.id}/turns/${created.data.turn_id}`);
+      const consumed = turn.body.yuxi.runs.slice(1).flatMap((r: any) => r.input_ids);
+      assert.deepEqual(new Set(consumed), new Set([s1.body.input_id, s2.body.input_id]), 'both steers ran in the same turn');
+      const rows = await query(`SELECT count(*)::int AS n FROM runs WHERE turn_id = $1`, [created.data.turn_id]);
+      assert.ok(rows[0].n >= 2 && rows[0].n <= 3);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('rejects overrides on steer and resolves an omitted mode by the session state', async () => {
+    const session = await createSession();
+    const overridden = await message(session.id, 'x', { mode: 'steer', model: 'scripted:echo' });
+    assert.equal(overridden.status, 422);
+    assert.deepEqual(overridden.body.error.details.fields.map((f: any) => f.field), ['events[0].yuxi.model']);
+
+    const idle = (await message(session.id, 'idle auto')).body;
+    const stream = await SseStream.open(session.id);
+    try {
+      await stream.waitForType('agent.session.turn.completed');
+      const idleInput = await http(`${API}/sessions/${session.id}/inputs/${idle.input_id}`);
+      assert.equal(idleInput.body.mode, 'follow_up');
+
+      await sendMessage(session.id, SLOW);
+      const created = await stream.waitFor((e) => e.type === 'agent.session.turn.created' && e.data.turn_id !== idleInput.body.turn_id);
+      const busy = (await message(session.id, 'busy auto')).body;
+      const busyInput = await http(`${API}/sessions/${session.id}/inputs/${busy.input_id}`);
+      assert.equal(busyInput.body.mode, 'steer');
+      await stream.waitForType('agent.session.turn.completed', created.data.turn_id);
+      const consumed = await http(`${API}/sessions/${session.id}/inputs/${busy.input_id}`);
+      assert.equal(consumed.body.turn_id, created.data.turn_id, 'an automatic steer joins the running turn');
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('refuses an automatic message while the turn is being cancelled', async () => {
+    const session = await createSession();
+    const stream = await SseStream.open(session.id);
+    try {
+      await sendMessage(session.id, SLOW);
+      const created = await stream.waitForType('agent.session.turn.created');
+      // The cancellation window, held open: a cancel was accepted and the run has not stopped yet.
+      await query(`UPDATE turns SET cancellation_pending = true WHERE id = $1`, [created.data.turn_id]);
+      const refused = await message(session.id, 'auto during cleanup');
+      assert.equal(refused.status, 409);
+      assert.equal(refused.body.error.code, 'state_conflict');
+      const queued = await message(session.id, 'explicit follow-up', { mode: 'follow_up' });
+      assert.equal(queued.status, 202);
+      const ended = await stream.waitFor(
+        (e) => ['agent.session.turn.completed', 'agent.session.turn.cancelled'].includes(e.type) && e.data.turn_id === created.data.turn_id,
+      );
+      assert.equal(ended.data.turn.yuxi.waitpoint, null);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('promotes a queued follow-up ahead of the others; repeats are satisfied, consumed inputs are 409', async () => {
+    const session = await createSession();
+    const stream = await SseStream.open(session.id);
+    try {
+      await sendMessage(session.id, SLOW);
+      const created = await stream.waitForType('agent.session.turn.created');
+      const f1 = (await sendMessage(session.id, 'f1')).body;
+      const f2 = (await sendMessage(session.id, 'f2')).body;
+      const key = newKey('promote');
+      const promoted = await promote(session.id, f2.input_id, key);
+      assert.equal(promoted.status, 202);
+      assert.equal(promoted.body.input_id, f2.input_id);
+      const replay = await promote(session.id, f2.input_id, key);
+      assert.equal(replay.text, promoted.text);
+
+      await stream.waitForType('agent.session.turn.completed', created.data.turn_id);
+      const f2Input = await http(`${API}/sessions/${session.id}/inputs/${f2.input_id}`);
+      assert.equal(f2Input.body.mode, 'steer');
+      assert.equal(f2Input.body.turn_id, created.data.turn_id, 'the promoted input ran before f1');
+      const late = await promote(session.id, f2.input_id);
+      assert.equal(late.status, 409);
+      const next = await stream.waitFor((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id !== created.data.turn_id);
+      const f1Input = await http(`${API}/sessions/${session.id}/inputs/${f1.input_id}`);
+      assert.equal(f1Input.body.turn_id, next.data.turn_id);
+      assert.equal((await promote(session.id, '00000000-0000-7000-8000-000000000000')).status, 404);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('lets promote and the worker claim race for an input without a double run', async () => {
+    for (let round = 0; round < 6; round += 1) {
+      const session = await createSession();
+      const receipt = (await sendMessage(session.id, `race ${round}`)).body;
+      const res = await promote(session.id, receipt.input_id);
+      assert.ok(res.status === 202 || res.status === 409, res.text);
+      const runs = await query(`SELECT count(*)::int AS n FROM runs WHERE $1 = ANY(input_ids)`, [receipt.input_id]);
+      const stream = await SseStream.open(session.id);
+      await stream.waitForType('agent.session.turn.completed');
+      stream.close();
+      const after = await query(`SELECT count(*)::int AS n FROM runs WHERE $1 = ANY(input_ids)`, [receipt.input_id]);
+      assert.ok(runs[0].n <= 1);
+      assert.equal(after[0].n, 1, 'the input ran exactly once');
+    }
+  });
+});
