@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { env } from '../support/env.js';
-import { API, createSession, http, sendMessage } from '../support/http.js';
+import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
 
 describe('SSE stream', () => {
@@ -36,6 +36,60 @@ describe('SSE stream', () => {
       witness.close();
       first.close();
     }
+  });
+
+  it('resumes across two turns: the rest of the first and all of the second, nothing twice', async () => {
+    const session = await createSession();
+    const witness = await SseStream.open(session.id);
+    const first = await SseStream.open(session.id);
+    try {
+      await sendMessage(session.id, 'turn one is a little long [[delay:30]]');
+      await first.waitFor((e) => e.type === 'agent.session.turn.output_text.delta' && e.data.delta === ' one');
+      first.close();
+      const seen = [...first.events];
+      await sendMessage(session.id, 'turn two');
+      let done = 0;
+      await witness.waitFor((e) => e.type === 'agent.session.turn.completed' && ++done === 2);
+
+      const resumed = await SseStream.open(session.id, { lastEventId: seen.at(-1)!.id });
+      try {
+        const lastId = witness.events.at(-1)!.data.event_id;
+        await resumed.waitFor((e) => e.data.event_id === lastId);
+        const ids = [...seen, ...resumed.events].map((e) => e.data.event_id);
+        assert.deepEqual(ids, witness.events.map((e) => e.data.event_id));
+        assert.equal(resumed.events.filter((e) => e.type === 'agent.session.turn.completed').length, 2);
+      } finally {
+        resumed.close();
+      }
+    } finally {
+      witness.close();
+    }
+  });
+
+  it('answers a stream=true create with the session stream, starting with agent.session.created', async () => {
+    const stream = await SseStream.request(`${API}/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.apiKey}`, 'content-type': 'application/json', 'idempotency-key': newKey('stream') },
+      body: JSON.stringify({ agent_id: 'default-chatbot', input: 'streamed create', stream: true }),
+    });
+    try {
+      assert.equal(stream.status, 201);
+      assert.match(stream.contentType, /text\/event-stream/);
+      const completed = await stream.waitForType('agent.session.turn.completed');
+      const first = stream.events[0]!;
+      assert.equal(first.type, 'agent.session.created');
+      assert.equal(first.data.session.object, 'agent.session');
+      assert.equal(first.data.session.yuxi.receipt.status, 'accepted');
+      const sessionId = first.data.session.id;
+      assert.equal(completed.data.session_id, sessionId);
+      const read = await http(`${API}/sessions/${sessionId}`);
+      assert.equal(read.body.yuxi.receipt, null);
+      assert.equal(read.body.status, 'completed');
+    } finally {
+      stream.close();
+    }
+    const noInput = await http(`${API}/sessions`, { idempotencyKey: newKey(), body: { agent_id: 'default-chatbot', stream: true } });
+    assert.equal(noInput.status, 422);
   });
 
   it('keeps the subscription open across turns and sends heartbeats', async () => {

@@ -22,13 +22,18 @@ export class SseStream {
   private endError: unknown = null;
 
   static async open(sessionId: string, options: { lastEventId?: string; key?: string } = {}): Promise<SseStream> {
-    const stream = new SseStream();
     const headers: Record<string, string> = { authorization: `Bearer ${options.key ?? env.apiKey}`, accept: 'text/event-stream' };
     if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
-    const res = await fetch(`${env.apiUrl}${API}/sessions/${sessionId}/events`, { headers, signal: stream.controller.signal });
+    return SseStream.request(`${API}/sessions/${sessionId}/events`, { headers });
+  }
+
+  /** Any request whose answer may be an event stream (a stream=true create, say). */
+  static async request(path: string, init: RequestInit): Promise<SseStream> {
+    const stream = new SseStream();
+    const res = await fetch(`${env.apiUrl}${path}`, { ...init, signal: stream.controller.signal });
     stream.status = res.status;
     stream.contentType = res.headers.get('content-type') ?? '';
-    if (res.status !== 200 || !res.body) {
+    if (!stream.contentType.startsWith('text/event-stream') || !res.body) {
       stream.bodyText = await res.text();
       stream.ended = true;
       return stream;

@@ -11,11 +11,12 @@ import { AgentsController } from './controllers/agents.controller.js';
 import { HealthController } from './controllers/health.controller.js';
 import { SessionEventsController } from './controllers/session-events.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
+import { SseResponder } from './controllers/sse-responder.js';
 
 @Module({
   imports: [ConfigModule, DatabaseModule, AuthModule, ProtocolModule, EventStreamModule],
   // Sessions before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [HealthController, SessionsController, SessionEventsController, AgentsController],
-  providers: [BootstrapKey, { provide: APP_GUARD, useClass: ApiKeyGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
+  providers: [BootstrapKey, SseResponder, { provide: APP_GUARD, useClass: ApiKeyGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

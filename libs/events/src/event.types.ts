@@ -3,9 +3,10 @@
  * document lists this catalog; a new event type is added here first.
  */
 export const EVENT_TYPES = {
+  'agent.session.created': 'The session was created; `session` is the same resource as the create response (the first event of every session stream).',
   'yuxi.session.event.accepted': 'An input was durably accepted. `receipt` has the same shape as the 202 receipt; its turn_id and run_id stay null.',
+  'yuxi.session.run.created': 'A run (an execution segment with a lease owner) started; `run` lists its input_ids. The first run of a turn is announced just before the turn.',
   'agent.session.turn.created': 'A turn was created for the head of the input queue. `turn` is the committed turn.',
-  'yuxi.session.run.created': 'A run (an execution segment with a lease owner) started in the turn. `run` lists its input_ids.',
   'agent.session.turn.in_progress': 'The turn is executing.',
   'agent.session.turn.item.added': 'An item was added to the turn (the user message, or an assistant message that starts streaming).',
   'agent.session.turn.content_part.added': 'A content part of an assistant message started.',

@@ -45,10 +45,9 @@ export class SubmissionService {
   async createSession(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
     const key = IdempotencyService.requireKey(rawKey);
     const messages = dto.input === undefined ? null : parseAgentInput(dto.input).messages;
-    if (!messages && (dto.stream !== undefined || dto.yuxi?.attachment_file_ids !== undefined)) {
-      throw ApiError.validation([{ field: 'input', errors: ['stream and attachment_file_ids require a non-empty input'] }]);
+    if (!messages && (dto.stream === true || dto.yuxi?.attachment_file_ids !== undefined)) {
+      throw ApiError.validation([{ field: 'input', errors: ['stream=true and attachment_file_ids require a non-empty input'] }]);
     }
-    if (dto.stream === true) throw new ApiError('not_implemented', 'stream=true on create is not available yet; subscribe to GET …/events');
     if (dto.yuxi?.attachment_file_ids?.length) throw new ApiError('not_implemented', 'File attachments are not available yet');
     const agent = await this.agents.getVisible(principal.userId, dto.agent_id);
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
@@ -92,7 +91,13 @@ export class SubmissionService {
         return { status: 201, body, sessionId: session.id, receipt };
       },
     );
-    if (!result.replayed && result.receipt && result.sessionId) await this.afterAccept(result.sessionId, result.receipt);
+    if (!result.replayed && result.sessionId) {
+      // The session stream starts with the session itself; a stream=true create replays from here.
+      await this.publisher
+        .publish(result.sessionId, [{ type: 'agent.session.created', session: JSON.parse(result.body) as unknown }])
+        .catch((error: unknown) => this.logger.warn(`created event for ${result.sessionId} not published: ${String(error)}`));
+      if (result.receipt) await this.afterAccept(result.sessionId, result.receipt);
+    }
     return result;
   }
 

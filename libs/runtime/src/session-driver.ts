@@ -134,7 +134,8 @@ export class SessionDriver {
   }
 
   private publishClaim(events: EventBatcher, claim: Claim): void {
-    events.push(turnEvents.turn('created', claim.turn), turnEvents.run('created', claim.run), turnEvents.turn('in_progress', claim.turn));
+    // The documented order: run created, turn created, turn in progress, then the turn's items.
+    events.push(turnEvents.run('created', claim.run), turnEvents.turn('created', claim.turn), turnEvents.turn('in_progress', claim.turn));
     claim.userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index)));
   }
 

@@ -2,15 +2,12 @@ import { Body, Controller, Get, Headers, Param, Post, Req, Res } from '@nestjs/c
 import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
-import { AppConfig } from '#libs/config';
 import { ApiError } from '#libs/errors';
-import { decodeCursor, EVENT_TYPES, EventStreamHub } from '#libs/events';
+import { decodeCursor, EVENT_TYPES } from '#libs/events';
 import { ReceiptDto, SessionQueriesService, SubmissionService, SubmitEventsDto } from '#libs/protocol';
 import { ApiErrors } from './api-errors.decorator.js';
 import { sendIdempotent } from './send-idempotent.js';
-
-/** A subscriber this far behind is cut off rather than buffered without bound; it resumes with its cursor. */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+import { SseResponder } from './sse-responder.js';
 
 @ApiTags('agents-public-v1')
 @ApiBearerAuth()
@@ -19,8 +16,7 @@ export class SessionEventsController {
   constructor(
     private readonly submissions: SubmissionService,
     private readonly queries: SessionQueriesService,
-    private readonly hub: EventStreamHub,
-    private readonly config: AppConfig,
+    private readonly sse: SseResponder,
   ) {}
 
   @Post()
@@ -95,30 +91,6 @@ export class SessionEventsController {
       if (afterId === null) throw new ApiError('invalid_last_event_id', 'Last-Event-ID is not a cursor of this session stream');
     }
 
-    // No chunked framing: an SSE body simply runs until the connection closes, which saves a
-    // framing step on every write of every subscriber.
-    res.useChunkedEncodingByDefault = false;
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache, no-transform',
-      'X-Accel-Buffering': 'no',
-    });
-    res.write(': connected\n\n');
-
-    let closed = false;
-    const heartbeat = setInterval(() => res.write(': ping\n\n'), this.config.sseHeartbeatMs);
-    const subscription = this.hub.subscribe(sessionId, afterId, ({ frame }) => {
-      if (closed) return;
-      res.write(frame);
-      if (res.writableLength > MAX_BUFFERED_BYTES) res.destroy();
-    });
-    req.on('close', () => {
-      closed = true;
-      clearInterval(heartbeat);
-      void subscription.then((s) => s.close()).catch(() => undefined);
-    });
-    await subscription.catch((error: unknown) => {
-      res.destroy(error instanceof Error ? error : undefined);
-    });
+    await this.sse.stream(req, res, sessionId, afterId);
   }
 }

@@ -1,6 +1,6 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
 import {
   CreateSessionDto,
@@ -20,6 +20,7 @@ import {
 import { ItemListDto, RunDto, TurnDetailDto, TurnListDto } from '#libs/turns';
 import { ApiErrors } from './api-errors.decorator.js';
 import { sendIdempotent } from './send-idempotent.js';
+import { SseResponder } from './sse-responder.js';
 
 const IDEMPOTENCY_HEADER = {
   name: 'Idempotency-Key',
@@ -38,21 +39,30 @@ export class SessionsController {
   constructor(
     private readonly submissions: SubmissionService,
     private readonly queries: SessionQueriesService,
+    private readonly sse: SseResponder,
   ) {}
 
   @Post()
   @ApiOperation({ summary: 'Create a session, empty or with its first input', description: 'The input, its receipt and the session commit in one transaction before the response.' })
   @ApiHeader(IDEMPOTENCY_HEADER)
   @ApiBody({ type: CreateSessionDto })
-  @ApiCreatedResponse({ type: SessionDto, description: 'The session; `yuxi.receipt` holds the acceptance of the initial input.' })
+  @ApiCreatedResponse({
+    type: SessionDto,
+    description:
+      'The session; `yuxi.receipt` holds the acceptance of the initial input. With `stream: true` the answer is the session event stream (text/event-stream), starting with `agent.session.created` whose `session` is this resource.',
+  })
+  @ApiProduces('application/json', 'text/event-stream')
   @ApiErrors('validation_failed', 'invalid_json', 'idempotency_key_required', 'invalid_model', 'not_implemented', 'not_found', 'idempotency_conflict', 'payload_too_large')
   async create(
     @CurrentPrincipal() principal: Principal,
     @Body() body: CreateSessionDto,
     @Headers('idempotency-key') key: string | undefined,
+    @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    sendIdempotent(res, await this.submissions.createSession(principal, body, key));
+    const result = await this.submissions.createSession(principal, body, key);
+    if (body.stream === true && result.sessionId) return this.sse.stream(req, res, result.sessionId, null, result.status);
+    sendIdempotent(res, result);
   }
 
   @Get()

@@ -61,7 +61,7 @@ export class CreateSessionDto {
   @Type(() => CreateSessionYuxiDto)
   yuxi?: CreateSessionYuxiDto;
 
-  @ApiPropertyOptional({ description: 'Answer with text/event-stream starting with agent.session.created (not available yet: 422 not_implemented).' })
+  @ApiPropertyOptional({ description: 'Answer with text/event-stream (the session event stream) starting with agent.session.created; requires input.' })
   @OptionalNotNull()
   @IsBoolean()
   stream?: boolean;

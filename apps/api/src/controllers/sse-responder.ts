@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { AppConfig } from '#libs/config';
+import { EventStreamHub } from '#libs/events';
+
+/** A subscriber this far behind is cut off rather than buffered without bound; it resumes with its cursor. */
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Serves one session stream as SSE: headers, heartbeats, fan-in from the process-wide hub, and
+ * clean-up when the client goes away. Holds no database connection while streaming.
+ */
+@Injectable()
+export class SseResponder {
+  constructor(
+    private readonly hub: EventStreamHub,
+    private readonly config: AppConfig,
+  ) {}
+
+  async stream(req: Request, res: Response, sessionId: string, afterId: string | null, status = 200): Promise<void> {
+    // No chunked framing: an SSE body simply runs until the connection closes, which saves a
+    // framing step on every write of every subscriber.
+    res.useChunkedEncodingByDefault = false;
+    res.writeHead(status, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      'X-Accel-Buffering': 'no',
+    });
+    res.write(': connected\n\n');
+
+    let closed = false;
+    const heartbeat = setInterval(() => res.write(': ping\n\n'), this.config.sseHeartbeatMs);
+    const subscription = this.hub.subscribe(sessionId, afterId, ({ frame }) => {
+      if (closed) return;
+      res.write(frame);
+      if (res.writableLength > MAX_BUFFERED_BYTES) res.destroy();
+    });
+    req.on('close', () => {
+      closed = true;
+      clearInterval(heartbeat);
+      void subscription.then((s) => s.close()).catch(() => undefined);
+    });
+    await subscription.catch((error: unknown) => {
+      res.destroy(error instanceof Error ? error : undefined);
+    });
+  }
+}
