@@ -46,9 +46,6 @@ const client = new Client(stack.url, apiKey);
 const results = { date: new Date().toISOString(), machine: machineInfo(), scenarios: {} };
 
 try {
-  // Fan-out first: its RSS-per-connection figure needs an api whose heap has not grown (and may
-  // shrink under GC) from earlier scenarios.
-  if (wanted('fanout')) results.scenarios.sse_fanout = await fanOut();
   if (wanted('turn')) results.scenarios.turn_overhead = await turnOverhead();
   if (wanted('sustained')) results.scenarios.sustained_turns = await sustainedTurns();
   if (wanted('submit') || wanted('replay') || wanted('read')) {
@@ -58,6 +55,7 @@ try {
     if (wanted('replay')) results.scenarios.replay = await replayScenario(bare);
     if (wanted('read')) results.scenarios.read = await readScenario(bare);
   }
+  if (wanted('fanout')) results.scenarios.sse_fanout = await fanOut();
   if (wanted('peer')) results.scenarios.peer = await peerScenario(results.scenarios.turn_overhead);
   writeReport(results);
 } finally {
