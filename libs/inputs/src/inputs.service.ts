@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { type EntityManager, In, type Repository } from 'typeorm';
+import { type EntityManager, In, type Repository, type SelectQueryBuilder } from 'typeorm';
 import { isUuid, newId, unixSeconds } from '#libs/database';
 import { ApiError } from '#libs/errors';
 import { InputDto } from './input.dto.js';
@@ -63,15 +63,7 @@ export class InputsService {
 
   /** The queue head: priority first, then steer inputs before follow-ups, each group in received order. Call under the session lock. */
   async head(manager: EntityManager, sessionId: string): Promise<InputEntity | null> {
-    return manager
-      .getRepository(InputEntity)
-      .createQueryBuilder('i')
-      .where('i.session_id = :sessionId AND i.status = :status', { sessionId, status: 'pending' })
-      .orderBy('i.priority', 'DESC')
-      .addOrderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
-      .addOrderBy('i.received_seq', 'ASC')
-      .limit(1)
-      .getOne();
+    return claimOrder(manager.getRepository(InputEntity), sessionId).limit(1).getOne();
   }
 
   async get(sessionId: string, inputId: string): Promise<InputEntity> {
@@ -82,13 +74,7 @@ export class InputsService {
 
   /** Pending inputs in the order they will be claimed (see head). */
   async pending(sessionId: string): Promise<InputEntity[]> {
-    return this.inputs
-      .createQueryBuilder('i')
-      .where('i.session_id = :sessionId AND i.status = :status', { sessionId, status: 'pending' })
-      .orderBy('i.priority', 'DESC')
-      .addOrderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
-      .addOrderBy('i.received_seq', 'ASC')
-      .getMany();
+    return claimOrder(this.inputs, sessionId).getMany();
   }
 
   /**
@@ -110,15 +96,7 @@ export class InputsService {
    * front of the claim order, in received order. Call under the session lock.
    */
   async steerPrefix(manager: EntityManager, sessionId: string): Promise<InputEntity[]> {
-    const ordered = await manager
-      .getRepository(InputEntity)
-      .createQueryBuilder('i')
-      .where('i.session_id = :sessionId AND i.status = :status', { sessionId, status: 'pending' })
-      .orderBy('i.priority', 'DESC')
-      .addOrderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
-      .addOrderBy('i.received_seq', 'ASC')
-      .limit(MAX_STEER_BATCH)
-      .getMany();
+    const ordered = await claimOrder(manager.getRepository(InputEntity), sessionId).limit(MAX_STEER_BATCH).getMany();
     const prefix: InputEntity[] = [];
     for (const input of ordered) {
       if (input.mode !== 'steer') break;
@@ -167,6 +145,16 @@ export class InputsService {
     )) as { session_id: string }[];
     return rows.map((row) => row.session_id);
   }
+}
+
+/** Pending inputs of a session in claim order: priority, then steer before follow-up, then received order. */
+function claimOrder(repository: Repository<InputEntity>, sessionId: string): SelectQueryBuilder<InputEntity> {
+  return repository
+    .createQueryBuilder('i')
+    .where('i.session_id = :sessionId AND i.status = :status', { sessionId, status: 'pending' })
+    .orderBy('i.priority', 'DESC')
+    .addOrderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
+    .addOrderBy('i.received_seq', 'ASC');
 }
 
 export function toInputDto(input: InputEntity): InputDto {

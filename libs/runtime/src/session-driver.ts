@@ -8,7 +8,7 @@ import { RunSignals } from '#libs/queue';
 import { type InputEntity, InputsService } from '#libs/inputs';
 import { ModelError, type ModelMessage, ModelRegistry } from '#libs/models';
 import { SessionsService } from '#libs/sessions';
-import { type ItemEntity, type PublicError, type RunEntity, toCurrentTurn, type TurnEntity, TurnsService } from '#libs/turns';
+import { type ItemEntity, type NewItem, type PublicError, type RunEntity, toCurrentTurn, type TurnEntity, TurnsService } from '#libs/turns';
 import { EventBatcher } from './event-batcher.js';
 import { turnEvents } from './turn-events.js';
 import { WORKER_ID } from './worker-identity.js';
@@ -84,7 +84,7 @@ export class SessionDriver {
 
       const now = new Date();
       const turnId = newId();
-      const newItems = userItemsOf(batch);
+      const newItems = userItemsOf(batch, sessionId, now);
       const { turnSeq, firstItemSeq } = await this.sessions.recordTurnStarted(
         manager,
         sessionId,
@@ -113,22 +113,7 @@ export class SessionDriver {
         run.id,
         now,
       );
-      const userItems = await this.turns.insertItems(
-        manager,
-        firstItemSeq,
-        newItems.map(({ inputId, content }) => ({
-          sessionId,
-          turnId: turn.id,
-          runId: run.id,
-          inputId,
-          type: 'message',
-          role: 'user',
-          status: 'completed' as const,
-          content,
-          phase: null,
-          createdAt: now,
-        })),
-      );
+      const userItems = await this.turns.insertItems(manager, firstItemSeq, newItems.map((item) => ({ ...item, turnId: turn.id, runId: run.id })));
       return { input, turn, run, userItems };
     });
   }
@@ -249,7 +234,7 @@ export class SessionDriver {
       });
       if (!next) return null;
       const partial = text.length > 0 ? 1 : 0;
-      const newItems = userItemsOf(batch);
+      const newItems = userItemsOf(batch, sessionId, now);
       const firstSeq = await this.sessions.recordRunStarted(
         manager,
         sessionId,
@@ -267,18 +252,7 @@ export class SessionDriver {
       );
       const items = await this.turns.insertItems(manager, firstSeq, [
         ...(partial ? [{ ...assistant, status: 'incomplete' as const, content: [{ type: 'output_text', text }], phase: 'commentary', createdAt: now }] : []),
-        ...newItems.map(({ inputId, content }) => ({
-          sessionId,
-          turnId: turn.id,
-          runId: next.id,
-          inputId,
-          type: 'message',
-          role: 'user',
-          status: 'completed' as const,
-          content,
-          phase: null,
-          createdAt: now,
-        })),
+        ...newItems.map((item) => ({ ...item, turnId: turn.id, runId: next.id })),
       ]);
       const yielded: RunEntity = { ...run, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };
       return { next, yielded, items };
@@ -381,9 +355,20 @@ function assistantItem(sessionId: string, turnId: string, runId: string): ItemEn
   };
 }
 
-/** The user items a batch of inputs becomes, message by message, in received order. */
-function userItemsOf(batch: InputEntity[]): { inputId: string; content: InputEntity['messages'][number]['content'] }[] {
-  return batch.flatMap((input) => input.messages.map((message) => ({ inputId: input.id, content: message.content })));
+/** The user items a batch of inputs becomes, message by message, in received order (turn and run filled in by the caller). */
+function userItemsOf(batch: InputEntity[], sessionId: string, at: Date): Omit<NewItem, 'turnId' | 'runId'>[] {
+  return batch.flatMap((input) =>
+    input.messages.map((message) => ({
+      sessionId,
+      inputId: input.id,
+      type: 'message',
+      role: 'user',
+      status: 'completed' as const,
+      content: message.content,
+      phase: null,
+      createdAt: at,
+    })),
+  );
 }
 
 function toModelMessage(item: ItemEntity): ModelMessage {
