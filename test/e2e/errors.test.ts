@@ -38,6 +38,30 @@ describe('errors', () => {
     assert.match(inputErrors, /remote image URLs are not supported/);
   });
 
+  it('enforces the input limits: 20 messages, 10 inline images per message, no remote images', async () => {
+    const text = { role: 'user', content: [{ type: 'input_text', text: 'hi' }] };
+    const tooMany = await http(`${API}/sessions`, { idempotencyKey: newKey(), body: { agent_id: 'default-chatbot', input: Array(21).fill(text) } });
+    assert.equal(tooMany.status, 422);
+    assert.match(JSON.stringify(tooMany.body.error.details), /1–20 messages/);
+    const twenty = await http(`${API}/sessions`, { idempotencyKey: newKey(), body: { agent_id: 'default-chatbot', input: Array(20).fill(text) } });
+    assert.equal(twenty.status, 201);
+
+    const pixel = { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==' };
+    const elevenImages = await http(`${API}/sessions`, {
+      idempotencyKey: newKey(),
+      body: { agent_id: 'default-chatbot', input: [{ role: 'user', content: Array(11).fill(pixel) }] },
+    });
+    assert.equal(elevenImages.status, 422);
+    assert.match(JSON.stringify(elevenImages.body.error.details), /more than 10 images/);
+    const withImage = await http(`${API}/sessions`, {
+      idempotencyKey: newKey(),
+      body: { agent_id: 'default-chatbot', input: [{ role: 'user', content: [{ type: 'input_text', text: 'look' }, pixel] }] },
+    });
+    assert.equal(withImage.status, 201);
+    const input = await http(`${API}/sessions/${withImage.body.id}/inputs/${withImage.body.yuxi.receipt.input_id}`);
+    assert.deepEqual(input.body.messages[0].content[1], pixel, 'the inline image is kept as sent');
+  });
+
   it('validates events: exactly one, known type, no unknown fields', async () => {
     const session = await createSession();
     const url = `${API}/sessions/${session.id}/events`;

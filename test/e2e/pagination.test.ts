@@ -31,6 +31,23 @@ describe('list pagination', () => {
     assert.equal(asc.body.has_more, false);
   });
 
+  it('keeps page boundaries when sessions are renamed, pinned or archived, and filters by agent', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i += 1) ids.push((await createSession(undefined, key)).id);
+    const firstPage = await http(`${API}/sessions?limit=2&order=asc`, { key });
+    const boundary = firstPage.body.last_id;
+    for (const id of ids) await http(`${API}/sessions/${id}`, { key, body: { yuxi: { title: `renamed ${id}`, is_pinned: true } } });
+    const secondPage = await http(`${API}/sessions?limit=100&order=asc&after=${boundary}`, { key });
+    const all = await http(`${API}/sessions?limit=100&order=asc`, { key });
+    const allIds = all.body.data.map((s: any) => s.id);
+    assert.deepEqual(secondPage.body.data.map((s: any) => s.id), allIds.slice(allIds.indexOf(boundary) + 1));
+
+    const byAgent = await http(`${API}/sessions?limit=100&agent_id=default-chatbot`, { key });
+    assert.equal(byAgent.body.data.length, allIds.length);
+    const none = await http(`${API}/sessions?limit=100&agent_id=another-agent`, { key });
+    assert.deepEqual(none.body.data, []);
+  });
+
   it('validates limit and order', async () => {
     for (const q of ['limit=0', 'limit=101', 'order=sideways', 'limit=abc']) {
       const res = await http(`${API}/sessions?${q}`, { key });

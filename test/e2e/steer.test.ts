@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Queue } from 'bullmq';
 import { query } from '../support/db.js';
+import { env } from '../support/env.js';
 import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
 
@@ -165,6 +167,32 @@ describe('steer and promote', () => {
       assert.equal(f1Input.body.turn_id, next.data.turn_id);
       assert.equal((await promote(session.id, '00000000-0000-7000-8000-000000000000')).status, 404);
     } finally {
+      stream.close();
+    }
+  });
+
+  it('runs a steer waiting in an idle session before earlier follow-ups, as the next turn', async () => {
+    const queue = new Queue('session-dispatch', { connection: { url: env.redisUrl } });
+    const session = await createSession();
+    const stream = await SseStream.open(session.id);
+    try {
+      // Hold the workers so both inputs are waiting when the next claim happens.
+      await queue.pause();
+      const follow = (await message(session.id, 'earlier follow-up', { mode: 'follow_up' })).body;
+      const steer = (await message(session.id, 'later steer', { mode: 'steer' })).body;
+      const queued = await http(`${API}/sessions/${session.id}/queue`);
+      assert.deepEqual(queued.body.data.map((i: any) => i.id), [steer.input_id, follow.input_id], 'claim order: steer first');
+      await queue.resume();
+      let completed = 0;
+      await stream.waitFor((e) => e.type === 'agent.session.turn.completed' && ++completed === 2);
+      const turns = (await http(`${API}/sessions/${session.id}/turns?order=asc`)).body.data;
+      const steerInput = await http(`${API}/sessions/${session.id}/inputs/${steer.input_id}`);
+      const followInput = await http(`${API}/sessions/${session.id}/inputs/${follow.input_id}`);
+      assert.equal(steerInput.body.turn_id, turns[0].id);
+      assert.equal(followInput.body.turn_id, turns[1].id);
+    } finally {
+      await queue.resume();
+      await queue.close();
       stream.close();
     }
   });
