@@ -28,6 +28,9 @@ describe('cancel, pause and continue', () => {
       assert.equal(cancel.body.turn_id, turnId, 'the receipt points at the cancelled turn');
       assert.equal(cancel.body.run_id, created.data.turn.yuxi.current_run_id);
 
+      const state = await stream.waitForType('yuxi.session.turn.state', turnId);
+      assert.equal(state.data.turn.yuxi.cancellation_pending, true);
+      assert.equal(state.data.turn.status, 'in_progress', 'the turn stays in progress while it stops');
       const cancelled = await stream.waitForType('agent.session.turn.cancelled', turnId);
       assert.equal(cancelled.data.turn.status, 'cancelled');
       assert.ok(stream.events.some((e) => e.type === 'yuxi.session.run.cancelled'));

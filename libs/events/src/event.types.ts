@@ -18,6 +18,7 @@ export const EVENT_TYPES = {
   'yuxi.session.run.completed': 'The run settled successfully.',
   'yuxi.session.run.failed': 'The run failed; `run.error` has the code.',
   'yuxi.session.run.cancelled': 'The run stopped because its turn was cancelled; text already shown is kept as an incomplete item.',
+  'yuxi.session.turn.state': 'The turn changed state without a status change: after an accepted cancel, `turn.yuxi.cancellation_pending` is true until the terminal event.',
   'agent.session.turn.completed': 'The turn completed and its result is committed; `turn.yuxi.result_run_id` names the result run.',
   'agent.session.turn.failed': 'The turn failed; `turn.error` has the code.',
   'agent.session.turn.cancelled': 'The turn was cancelled and its cleanup is done; pending inputs, if any, wait in a paused queue (`yuxi.session.input.continue`).',

@@ -20,6 +20,8 @@ export class InputDto {
   @ApiProperty({ description: 'Position in the per-session received order.' }) received_seq!: number;
   @ApiProperty({ type: [InputMessageDto], description: 'The messages exactly as received, in order.' }) messages!: InputMessageDto[];
   @ApiProperty({ type: [String] }) attachment_file_ids!: string[];
+  @ApiProperty({ type: [Object], description: 'The attachments of the submission that still exist (none until file attachments are available).' })
+  attachments!: object[];
   @ApiProperty({ enum: ['ready', 'preparing'], description: 'Inputs without attachments are always ready.' }) attachment_status!: string;
   @ApiProperty({ type: String, nullable: true }) attachment_error!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The turn that consumed the input; null while pending or after cancellation.' })

@@ -167,6 +167,7 @@ export function toInputDto(input: InputEntity): InputDto {
     received_seq: Number(input.receivedSeq),
     messages: input.messages,
     attachment_file_ids: input.attachmentFileIds,
+    attachments: [],
     attachment_status: 'ready',
     attachment_error: null,
     turn_id: input.turnId,

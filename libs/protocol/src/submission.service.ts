@@ -10,7 +10,7 @@ import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, Inpu
 import { ModelRegistry } from '#libs/models';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
 import { ACTIVE_TURN_STATUSES, type SessionEntity, SessionsService } from '#libs/sessions';
-import { TurnsService } from '#libs/turns';
+import { toTurnDto, type TurnEntity, TurnsService } from '#libs/turns';
 import type { EntityManager } from 'typeorm';
 import type { CreateSessionDto } from './dto/create-session.dto.js';
 import type { SessionDto } from './dto/session.dto.js';
@@ -229,6 +229,7 @@ export class SubmissionService {
    * replay cancels the same turn, never a later one. Pending inputs stay queued behind a pause.
    */
   private async cancelTurn(principal: Principal, sessionId: string, event: CancelTurnEventDto, key: string): Promise<IdempotentResponse> {
+    let cancelling: TurnEntity | null = null;
     const result = await this.controlEvent(principal, sessionId, key, event, async (manager, session) => {
       const current = session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status) ? session.currentTurn.id : null;
       const turnId = event.yuxi?.turn_id ?? current;
@@ -242,8 +243,17 @@ export class SubmissionService {
         throw new ApiError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: turn.currentRunId });
       }
       if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
+      cancelling = turn;
       return { ...acceptedReceipt(sessionId, null), turn_id: turn.id, run_id: turn.currentRunId };
     });
+    if (!result.replayed && cancelling) {
+      // Published before the worker is told, so it precedes the terminal event; clients show
+      // "stopping" from here on (turn.yuxi.cancellation_pending).
+      const turn: TurnEntity = cancelling;
+      await this.publisher
+        .publish(sessionId, [{ type: 'yuxi.session.turn.state', turn_id: turn.id, turn: toTurnDetailState(turn) }])
+        .catch((error: unknown) => this.logger.warn(`turn state for ${sessionId} not published: ${String(error)}`));
+    }
     if (!result.replayed && result.receipt?.run_id) {
       await this.signals.requestCancel(result.receipt.run_id).catch((error: unknown) => this.logger.warn(`cancel signal not sent: ${String(error)}`));
     }
@@ -336,4 +346,10 @@ async function validateEvent<T extends object>(cls: new () => T, raw: Record<str
   const errors = await validate(instance, { whitelist: true, forbidNonWhitelisted: true, validationError: { target: false, value: false } });
   if (errors.length > 0) throw ApiError.validation(flattenValidationErrors(errors, 'events[0]'));
   return instance;
+}
+
+/** The turn projection plus the cancellation flag, as `yuxi.session.turn.state` carries it. */
+function toTurnDetailState(turn: TurnEntity) {
+  const dto = toTurnDto(turn);
+  return { ...dto, yuxi: { ...dto.yuxi, cancellation_pending: turn.cancellationPending } };
 }
