@@ -149,6 +149,10 @@ describe('user story: one input travels HTTP → Postgres → BullMQ → worker 
       '/api/v1/agents/sessions/{session_id}/turns/{turn_id}/items',
       '/api/v1/agents/sessions/{session_id}/items',
       '/api/v1/agents/sessions/{session_id}/runs/{run_id}',
+      '/api/v1/agents/sessions/{session_id}/archive',
+      '/api/v1/agents/sessions/{session_id}/queue',
+      '/api/v1/agents/sessions/{session_id}/inputs/{input_id}',
+      '/api/v1/agents/sessions/{session_id}/state',
     ]) {
       assert.ok(paths.includes(path), `${path} is documented`);
     }
@@ -156,10 +160,35 @@ describe('user story: one input travels HTTP → Postgres → BullMQ → worker 
     for (const code of ['idempotency_conflict', 'validation_failed', 'route_not_found', 'invalid_cursor', 'payload_too_large', 'internal_error']) {
       assert.ok(schemas.ErrorCode.enum.includes(code), `error code ${code} is documented`);
     }
-    for (const type of ['agent.session.turn.output_text.delta', 'agent.session.turn.completed', 'yuxi.session.resync']) {
+    assert.ok(spec.body.paths['/api/v1/agents/sessions/{session_id}'].post, 'session update is documented');
+    for (const type of [
+      'agent.session.created',
+      'agent.session.turn.output_text.delta',
+      'agent.session.turn.completed',
+      'agent.session.turn.cancelled',
+      'yuxi.session.run.yielded',
+      'yuxi.session.turn.state',
+      'yuxi.session.resync',
+    ]) {
       assert.ok(schemas.SessionEventType.enum.includes(type), `event type ${type} is documented`);
     }
-    for (const dto of ['SessionDto', 'CreateSessionDto', 'SubmitEventsDto', 'MessageEventDto', 'TurnDetailDto', 'ItemListDto', 'ErrorResponseDto']) {
+    for (const dto of [
+      'SessionDto',
+      'CreateSessionDto',
+      'UpdateSessionDto',
+      'SubmitEventsDto',
+      'MessageEventDto',
+      'CancelTurnEventDto',
+      'CancelInputEventDto',
+      'PromoteInputEventDto',
+      'ContinueQueueEventDto',
+      'TurnDetailDto',
+      'ItemListDto',
+      'QueueDto',
+      'InputDetailDto',
+      'SessionStateDto',
+      'ErrorResponseDto',
+    ]) {
       assert.ok(schemas[dto], `${dto} is documented`);
     }
   });
