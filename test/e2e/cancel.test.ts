@@ -95,6 +95,8 @@ describe('cancel, pause and continue', () => {
       assert.equal(stale.body.error.details.current_run_id, created.data.turn.yuxi.current_run_id);
       const unknown = await control(session.id, { type: 'agent.session.input.cancel', yuxi: { turn_id: '00000000-0000-7000-8000-000000000000' } });
       assert.equal(unknown.status, 404);
+      const malformed = await control(session.id, { type: 'agent.session.input.cancel', yuxi: { turn_id: 'not-a-turn' } });
+      assert.equal(malformed.status, 404);
       const exact = await control(session.id, {
         type: 'agent.session.input.cancel',
         yuxi: { turn_id: created.data.turn_id, expected_run_id: created.data.turn.yuxi.current_run_id },

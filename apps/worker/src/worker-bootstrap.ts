@@ -38,7 +38,9 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
       { name: JOBS.recoverySweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
     );
     this.sessionsProcessor.worker.concurrency = this.config.workerConcurrency;
-    for (const processor of Object.values(processors)) void processor.worker.run();
+    for (const processor of Object.values(processors)) {
+      processor.worker.run().catch((error: unknown) => this.logger.error(`worker stopped: ${String(error)}`));
+    }
     this.logger.log(`consuming ${Object.keys(processors).join(', ')} (session concurrency ${this.config.workerConcurrency})`);
   }
 

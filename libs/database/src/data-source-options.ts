@@ -3,9 +3,16 @@ import { InitialSchema1764460800000 } from './migrations/1764460800000-initial-s
 import { SessionOverview1764547200000 } from './migrations/1764547200000-session-overview.js';
 import { LeanWriteIndexes1764633600000 } from './migrations/1764633600000-lean-write-indexes.js';
 import { InputPriority1764720000000 } from './migrations/1764720000000-input-priority.js';
+import { RunItemsIndex1764806400000 } from './migrations/1764806400000-run-items-index.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
-export const MIGRATIONS = [InitialSchema1764460800000, SessionOverview1764547200000, LeanWriteIndexes1764633600000, InputPriority1764720000000];
+export const MIGRATIONS = [
+  InitialSchema1764460800000,
+  SessionOverview1764547200000,
+  LeanWriteIndexes1764633600000,
+  InputPriority1764720000000,
+  RunItemsIndex1764806400000,
+];
 
 export function dataSourceOptions(url: string, poolSize: number): DataSourceOptions {
   return {

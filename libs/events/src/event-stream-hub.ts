@@ -60,8 +60,12 @@ const BLOCK_MS = 30_000;
 export class EventStreamHub implements OnApplicationShutdown {
   private readonly logger = new Logger(EventStreamHub.name);
   private readonly streams = new Map<string, StreamState>();
-  private readerClientId: number | null = null;
-  private readInFlight = false;
+  /**
+   * A private stream the reader always includes: adding to it wakes a blocked XREAD so a newly
+   * watched session joins the read (unlike CLIENT UNBLOCK, it survives reconnects and new client ids).
+   */
+  private readonly wakeKey = `yuxi:hub-wake:{${newId()}}`;
+  private wakePosition = '$';
   private running = true;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
@@ -151,20 +155,13 @@ export class EventStreamHub implements OnApplicationShutdown {
       this.wake();
       return;
     }
-    void this.unblockReader();
-  }
-
-  /** CLIENT UNBLOCK can arrive before the XREAD is parked; retry until the read returns. */
-  private async unblockReader(): Promise<void> {
-    while (this.readInFlight && this.readerClientId !== null && this.running) {
-      const unblocked = Number(await this.redis.call('CLIENT', 'UNBLOCK', String(this.readerClientId)));
-      if (unblocked > 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
+    this.redis
+      .xadd(this.wakeKey, 'MAXLEN', '1', '*', 'w', '1')
+      .then(() => this.redis.expire(this.wakeKey, 3600))
+      .catch((error: unknown) => this.logger.warn(`could not wake the event reader: ${String(error)}`));
   }
 
   private async readLoop(): Promise<void> {
-    this.readerClientId = Number(await this.reader.call('CLIENT', 'ID'));
     while (this.running) {
       if (this.streams.size === 0) {
         await new Promise<void>((resolve) => (this.wake = resolve));
@@ -172,22 +169,22 @@ export class EventStreamHub implements OnApplicationShutdown {
         continue;
       }
       const sessionIds = [...this.streams.keys()];
-      const positions = sessionIds.map((id) => this.streams.get(id)?.position ?? '$');
+      const keys = [...sessionIds.map(sessionStreamKey), this.wakeKey];
+      const positions = [...sessionIds.map((id) => this.streams.get(id)?.position ?? '$'), this.wakePosition];
       let result: [string, [string, string[]][]][] | null;
-      this.readInFlight = true;
       try {
-        result = (await this.reader.xread('COUNT', 1000, 'BLOCK', BLOCK_MS, 'STREAMS', ...sessionIds.map(sessionStreamKey), ...positions)) as
-          | [string, [string, string[]][]][]
-          | null;
+        result = (await this.reader.xread('COUNT', 1000, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...positions)) as [string, [string, string[]][]][] | null;
       } catch (error) {
         if (!this.running) return;
         this.logger.error(`event reader failed, retrying: ${String(error)}`);
         await new Promise((resolve) => setTimeout(resolve, 500));
         continue;
-      } finally {
-        this.readInFlight = false;
       }
       for (const [key, entries] of result ?? []) {
+        if (key === this.wakeKey) {
+          this.wakePosition = entries.at(-1)?.[0] ?? this.wakePosition;
+          continue;
+        }
         const sessionId = sessionIdFromStreamKey(key);
         const state = this.streams.get(sessionId);
         if (!state) continue;
@@ -204,6 +201,7 @@ export class EventStreamHub implements OnApplicationShutdown {
     this.running = false;
     this.wake?.();
     this.reader.disconnect();
+    await this.redis.del(this.wakeKey).catch(() => undefined);
     await this.loop?.catch(() => undefined);
   }
 }

@@ -97,9 +97,11 @@ export class InputsService {
    */
   async steerPrefix(manager: EntityManager, sessionId: string): Promise<InputEntity[]> {
     const ordered = await claimOrder(manager.getRepository(InputEntity), sessionId).limit(MAX_STEER_BATCH).getMany();
+    // The prefix stops where the priority changes: a message that resumed a paused queue is not
+    // batched with steers that were waiting before it.
     const prefix: InputEntity[] = [];
     for (const input of ordered) {
-      if (input.mode !== 'steer') break;
+      if (input.mode !== 'steer' || input.priority !== ordered[0]?.priority) break;
       prefix.push(input);
     }
     return prefix;

@@ -179,8 +179,14 @@ export class SubmissionService {
    * Auto is refused while the turn waits for an answer or approval or is being cancelled.
    */
   private async resolveMode(manager: EntityManager, session: SessionEntity, requested: InputMode | undefined, hasOverride: boolean): Promise<InputMode> {
-    if (requested !== undefined) return requested;
+    if (requested === 'follow_up') return requested;
     const current = session.currentTurn;
+    if (requested === 'steer') {
+      // A turn being cancelled takes no steer; queue a follow-up behind it instead.
+      const turn = current && ACTIVE_TURN_STATUSES.has(current.status) ? await this.turns.findTurn(manager, current.id) : null;
+      if (turn?.cancellationPending) throw new ApiError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
+      return requested;
+    }
     if (!current || !ACTIVE_TURN_STATUSES.has(current.status) || hasOverride) return 'follow_up';
     if (current.status === 'requires_action') {
       throw new ApiError('state_conflict', 'The turn is waiting for an answer or approval; resume it, or send yuxi.mode=follow_up to queue');
@@ -236,7 +242,8 @@ export class SubmissionService {
       if (!turnId) throw new ApiError('state_conflict', 'The session has no active turn to cancel');
       const turn = await this.turns.requestCancel(manager, sessionId, turnId);
       if (!turn) {
-        await this.turns.getTurn(sessionId, turnId);
+        const ended = await this.turns.findTurn(manager, turnId);
+        if (!ended || ended.sessionId !== sessionId) throw ApiError.notFound(`Turn ${turnId}`);
         throw new ApiError('state_conflict', `Turn ${turnId} has already ended`);
       }
       if (event.yuxi?.expected_run_id !== undefined && event.yuxi.expected_run_id !== turn.currentRunId) {

@@ -63,8 +63,13 @@ export class RunSignals implements OnApplicationShutdown {
 
   private async subscribe(): Promise<void> {
     if (!this.subscribing) {
+      this.subscriber.removeAllListeners('message');
       this.subscriber.on('message', (channel: string, id: string) => (channel === STEER_CHANNEL ? this.steerHandlers : this.handlers).get(id)?.());
-      this.subscribing = this.subscriber.subscribe(CANCEL_CHANNEL, STEER_CHANNEL);
+      // A failed subscribe is not cached: the next caller tries again.
+      this.subscribing = this.subscriber.subscribe(CANCEL_CHANNEL, STEER_CHANNEL).catch((error: unknown) => {
+        this.subscribing = null;
+        throw error;
+      });
     }
     await this.subscribing;
   }

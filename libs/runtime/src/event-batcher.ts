@@ -1,9 +1,12 @@
+import type { LoggerService } from '@nestjs/common';
 import type { EventPublisher, OutgoingEvent } from '#libs/events';
 
 /**
  * Publishes a run's events in order while letting events produced in the same tick (a burst of
  * deltas, the claim and the first item events) travel in one Redis call. Flushes are serialised,
- * so order is preserved; `drain` resolves when everything pushed so far is published.
+ * so order is preserved; `drain` resolves when everything pushed so far is sent. Publishing is best
+ * effort: after a Redis failure the rest of the run's stream events are dropped (a later batch
+ * would arrive out of order), logged once, and the run itself carries on.
  */
 export class EventBatcher {
   private buffer: OutgoingEvent[] = [];
@@ -14,6 +17,7 @@ export class EventBatcher {
   constructor(
     private readonly publisher: EventPublisher,
     private readonly sessionId: string,
+    private readonly logger: LoggerService,
   ) {}
 
   push(...events: OutgoingEvent[]): void {
@@ -30,16 +34,16 @@ export class EventBatcher {
         .then(
           () => undefined,
           (error: unknown) => {
+            if (this.failure === null) this.logger.error(`stream events for ${this.sessionId} dropped: ${String(error)}`);
             this.failure ??= error;
           },
         );
     });
   }
 
-  /** Waits for every pushed event; rejects if a publish failed. */
+  /** Waits until every pushed event was sent (or dropped after a failure). */
   async drain(): Promise<void> {
     while (this.scheduled || this.buffer.length > 0) await new Promise((resolve) => setImmediate(resolve));
     await this.flushing;
-    if (this.failure !== null) throw this.failure;
   }
 }

@@ -26,6 +26,20 @@ interface Claim {
 class LeaseLostError extends Error {}
 class TurnCancelledError extends Error {}
 
+/** The abort switch of one turn and the cancel subscriptions of its runs. */
+class RunControl {
+  readonly abort = new AbortController();
+  private readonly stops: (() => void)[] = [];
+
+  async listen(signals: RunSignals, runId: string): Promise<void> {
+    this.stops.push(await signals.onCancel(runId, () => this.abort.abort(new TurnCancelledError())));
+  }
+
+  stopListening(): void {
+    for (const stop of this.stops.splice(0)) stop();
+  }
+}
+
 type Outcome = { status: 'completed' } | { status: 'cancelled' } | { status: 'failed'; error: PublicError };
 
 /**
@@ -55,17 +69,17 @@ export class SessionDriver {
     while (await this.inputs.hasPending(sessionId)) {
       // Listening for a cancel starts before the claim commits, so none can slip in between.
       const runId = newId();
-      const abort = new AbortController();
-      const stopListening = await this.signals.onCancel(runId, () => abort.abort(new TurnCancelledError()));
+      const control = new RunControl();
+      await control.listen(this.signals, runId);
       try {
         const claim = await this.claim(sessionId, runId);
         if (!claim) break;
-        const events = new EventBatcher(this.publisher, sessionId);
+        const events = new EventBatcher(this.publisher, sessionId, this.logger);
         this.publishClaim(events, claim);
-        await this.execute(sessionId, claim, events, abort);
+        await this.execute(sessionId, claim, events, control);
         turnsRun += 1;
       } finally {
-        stopListening();
+        control.stopListening();
       }
     }
     return turnsRun;
@@ -129,22 +143,28 @@ export class SessionDriver {
    * makes the current run yield: its text is kept, and the next run of the same turn continues
    * with the steer batch. Cancellation and lease loss abort the call in flight.
    */
-  private async execute(sessionId: string, claim: Claim, events: EventBatcher, abort: AbortController): Promise<void> {
+  private async execute(sessionId: string, claim: Claim, events: EventBatcher, control: RunControl): Promise<void> {
     const { turn } = claim;
+    const abort = control.abort;
     let run = claim.run;
     let outputIndex = claim.userItems.length;
     let steerAnnounced = false;
+    // While a yield switches runs, the heartbeat must not renew (and then give up) the old one.
+    let switching = false;
     const stopSteerWatch = await this.signals.onSteer(sessionId, () => (steerAnnounced = true));
     // The heartbeat also reads the durable state: the fallback when a signal is lost.
     const heartbeat = setInterval(() => {
+      if (switching) return;
+      const beating = run;
       this.turns
-        .renewLease(run.id, WORKER_ID, this.config.runLeaseMs)
+        .renewLease(beating.id, WORKER_ID, this.config.runLeaseMs)
         .then(async ({ held, cancelRequested }) => {
-          if (!held) abort.abort(new LeaseLostError(`lease of run ${run.id} lost`));
+          if (switching || beating !== run) return;
+          if (!held) abort.abort(new LeaseLostError(`lease of run ${beating.id} lost`));
           else if (cancelRequested) abort.abort(new TurnCancelledError());
           else if (await this.inputs.hasPendingSteer(sessionId)) steerAnnounced = true;
         })
-        .catch((error: unknown) => this.logger.warn(`heartbeat of run ${run.id} failed: ${String(error)}`));
+        .catch((error: unknown) => this.logger.warn(`heartbeat of run ${beating.id} failed: ${String(error)}`));
     }, this.config.runHeartbeatMs);
 
     try {
@@ -152,7 +172,6 @@ export class SessionDriver {
         const assistant = assistantItem(sessionId, turn.id, run.id);
         let text = '';
         try {
-          events.push(turnEvents.item('added', assistant, outputIndex), turnEvents.contentPart('added', assistant, outputIndex, 0, { type: 'output_text', text: '' }));
           const { provider, model } = this.models.resolve(run.model);
           const context = await this.turns.recentItems(this.dataSource.manager, sessionId, CONTEXT_ITEMS);
           let yielding = false;
@@ -162,6 +181,11 @@ export class SessionDriver {
             messages: context.map(toModelMessage),
             signal: abort.signal,
           })) {
+            // The assistant item is announced with its first text, so a run that shows nothing
+            // leaves no item behind that would never be done.
+            if (text.length === 0) {
+              events.push(turnEvents.item('added', assistant, outputIndex), turnEvents.contentPart('added', assistant, outputIndex, 0, { type: 'output_text', text: '' }));
+            }
             text += event.delta;
             events.push(turnEvents.textDelta(assistant, outputIndex, 0, event.delta));
             if (steerAnnounced) {
@@ -177,16 +201,24 @@ export class SessionDriver {
             await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'completed' });
             return;
           }
-          const next = await this.yieldTo(sessionId, turn, run, assistant, outputIndex, text);
+          switching = true;
+          const next = await this.yieldTo(sessionId, turn, run, assistant, outputIndex, text, control);
+          if (next === 'cancelled') {
+            switching = false;
+            await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'cancelled' });
+            return;
+          }
           if (!next) return;
           outputIndex = next.outputIndex;
           run = next.run;
+          switching = false;
         } catch (error) {
+          switching = false;
           if (abort.signal.reason instanceof LeaseLostError || error instanceof LeaseLostError) {
             this.logger.warn(`run ${run.id} stopped: its lease is held elsewhere`);
             return;
           }
-          await events.drain().catch(() => undefined);
+          await events.drain();
           if (abort.signal.reason instanceof TurnCancelledError) {
             await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'cancelled' });
             return;
@@ -216,10 +248,15 @@ export class SessionDriver {
     assistant: ItemEntity,
     outputIndex: number,
     text: string,
-  ): Promise<{ run: RunEntity; outputIndex: number } | null> {
+    control: RunControl,
+  ): Promise<{ run: RunEntity; outputIndex: number } | 'cancelled' | null> {
     const nextRunId = newId();
+    // Cancels aimed at the next run are heard from before it exists.
+    await control.listen(this.signals, nextRunId);
     const step = await this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
+      // A turn being cancelled takes no more input: it ends, and its steers wait for the next turn.
+      if ((await this.turns.findTurn(manager, turn.id))?.cancellationPending) return 'cancelled' as const;
       const batch = await this.inputs.steerPrefix(manager, sessionId);
       const now = new Date();
       const next = await this.turns.yieldRun(manager, {
@@ -257,6 +294,7 @@ export class SessionDriver {
       const yielded: RunEntity = { ...run, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };
       return { next, yielded, items };
     });
+    if (step === 'cancelled') return 'cancelled';
     if (!step) {
       this.logger.warn(`run ${run.id} was settled elsewhere; its steer is left for the next claim`);
       return null;
@@ -277,7 +315,7 @@ export class SessionDriver {
       out.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
       index += 1;
     }
-    await this.publisher.publish(sessionId, out);
+    await this.publishCommitted(sessionId, out);
     return { run: step.next, outputIndex: index };
   }
 
@@ -298,6 +336,8 @@ export class SessionDriver {
     const error = outcome.status === 'failed' ? outcome.error : null;
     const part = { type: 'output_text', text };
     const settled = await this.dataSource.transaction(async (manager) => {
+      // The session lock first, like every other state change of the session (no lock-order deadlocks).
+      await this.sessions.lock(manager, sessionId);
       const now = new Date();
       const settledTurn = await this.turns.settle(manager, {
         runId: run.id,
@@ -334,7 +374,15 @@ export class SessionDriver {
       );
     }
     events.push(turnEvents.run(outcome.status, settled.run), turnEvents.turn(outcome.status, settled.turn));
-    await this.publisher.publish(sessionId, events);
+    await this.publishCommitted(sessionId, events);
+  }
+
+  /**
+   * Announces what is already committed. A Redis failure here must not change the run's fate:
+   * the durable state is right, and clients re-read it (items, turn) when the stream falls short.
+   */
+  private async publishCommitted(sessionId: string, events: OutgoingEvent[]): Promise<void> {
+    await this.publisher.publish(sessionId, events).catch((error: unknown) => this.logger.error(`events for ${sessionId} not published: ${String(error)}`));
   }
 }
 

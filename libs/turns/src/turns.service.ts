@@ -21,7 +21,7 @@ export interface NewTurn {
 
 export interface SettleSpec {
   runId: string;
-  /** The lease owner that must hold the run; null settles whoever held it (recovery). */
+  /** The lease owner that must hold the run; null settles a run whose lease has expired (recovery). */
   owner: string | null;
   runStatus: RunStatus;
   turn: TurnEntity;
@@ -183,6 +183,7 @@ export class TurnsService {
 
   /** Marks an active turn as being cancelled; returns it, or null when it is not active any more. */
   async requestCancel(manager: EntityManager, sessionId: string, turnId: string): Promise<TurnEntity | null> {
+    if (!isUuid(turnId)) return null;
     const [rows] = (await manager.query(
       `UPDATE turns SET cancellation_pending = true
        WHERE id = $1 AND session_id = $2 AND status IN ('queued', 'in_progress', 'requires_action') RETURNING id`,
@@ -200,7 +201,7 @@ export class TurnsService {
     const [rows] = (await manager.query(
       `WITH r AS (
          UPDATE runs SET status = $3, completed_at = $4, error = $5, lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = $1 AND status = 'in_progress' AND ($2::text IS NULL OR lease_owner = $2)
+         WHERE id = $1 AND status = 'in_progress' AND (($2::text IS NULL AND lease_expires_at < now()) OR lease_owner = $2)
          RETURNING turn_id
        )
        UPDATE turns SET status = $6, completed_at = $4, result_run_id = $7, current_run_id = NULL, error = $5, cancellation_pending = false
@@ -220,6 +221,7 @@ export class TurnsService {
   }
 
   async findTurn(manager: EntityManager, turnId: string): Promise<TurnEntity | null> {
+    if (!isUuid(turnId)) return null;
     return manager.getRepository(TurnEntity).findOneBy({ id: turnId });
   }
 
