@@ -147,6 +147,36 @@ describe('cancel, pause and continue', () => {
     }
   });
 
+  it('keeps an old input promoted to steer out of the turn of the message that resumed the queue', async () => {
+    const session = await createSession();
+    const stream = await SseStream.open(session.id);
+    try {
+      await sendMessage(session.id, SLOW);
+      const running = await stream.waitForType('agent.session.turn.created');
+      const old = (await sendMessage(session.id, 'old')).body;
+      await control(session.id, { type: 'agent.session.input.cancel' });
+      await stream.waitForType('agent.session.turn.cancelled', running.data.turn_id);
+
+      const fresh = (await sendMessage(session.id, 'fresh message a b c d e f [[delay:60]]')).body;
+      const freshTurn = await stream.waitFor((e) => e.type === 'agent.session.turn.created' && e.data.turn_id !== running.data.turn_id);
+      await stream.waitFor((e) => e.type === 'agent.session.turn.output_text.delta' && e.data.turn_id === freshTurn.data.turn_id);
+      // Promoted while the resuming message runs: a steer, but an old one, so it waits its turn.
+      const promoted = await control(session.id, { type: 'yuxi.session.input.promote', input_id: old.input_id });
+      assert.equal(promoted.status, 202);
+
+      let completed = 0;
+      await stream.waitFor((e) => e.type === 'agent.session.turn.completed' && ++completed === 2);
+      const detail = await http(`${API}/sessions/${session.id}/turns/${freshTurn.data.turn_id}`);
+      assert.deepEqual(detail.body.yuxi.runs.map((r: any) => r.input_ids), [[fresh.input_id]], 'the resuming message ran alone');
+      const oldInput = await http(`${API}/sessions/${session.id}/inputs/${old.input_id}`);
+      assert.equal(oldInput.body.mode, 'steer');
+      assert.notEqual(oldInput.body.turn_id, freshTurn.data.turn_id, 'the old steer ran in a turn of its own afterwards');
+      assert.equal(oldInput.body.status, 'consumed');
+    } finally {
+      stream.close();
+    }
+  });
+
   it('runs a new message to a paused queue alone first, then resumes the old queue', async () => {
     const session = await createSession();
     const stream = await SseStream.open(session.id);

@@ -10,7 +10,7 @@ const PREFIX_LENGTH = 12;
 const MIN_KEY_LENGTH = 20;
 const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 10_000;
-export const FULL_SCOPES = ['full'];
+const FULL_SCOPES = ['full'];
 
 /**
  * API keys are stored as a SHA-256 of the secret (keys are long random strings, so a slow hash buys

@@ -27,7 +27,6 @@ export function sendError(res: Response, error: ApiError): void {
     res.end();
     return;
   }
-  if (error.code === 'rate_limited') res.setHeader('Retry-After', String(error.details.retry_after_seconds ?? 1));
   res.status(error.status).json(errorBody(error.code, error.message, requestIdOf(res), error.details));
 }
 
@@ -60,7 +59,6 @@ const HTTP_STATUS_CODES: Record<number, ErrorCode> = {
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   422: 'validation_failed',
-  429: 'rate_limited',
   503: 'service_unavailable',
 };
 

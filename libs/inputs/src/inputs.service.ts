@@ -95,22 +95,24 @@ export class InputsService {
    * The batch a claim takes when the head is a steer: the contiguous run of steer inputs at the
    * front of the claim order, in received order. Call under the session lock.
    */
-  async steerPrefix(manager: EntityManager, sessionId: string): Promise<InputEntity[]> {
+  async steerPrefix(manager: EntityManager, sessionId: string, minPriority = 0): Promise<InputEntity[]> {
     const ordered = await claimOrder(manager.getRepository(InputEntity), sessionId).limit(MAX_STEER_BATCH).getMany();
     // The prefix stops where the priority changes: a message that resumed a paused queue is not
     // batched with steers that were waiting before it.
     const prefix: InputEntity[] = [];
     for (const input of ordered) {
-      if (input.mode !== 'steer' || input.priority !== ordered[0]?.priority) break;
+      if (input.mode !== 'steer' || input.priority !== ordered[0]?.priority || input.priority < minPriority) break;
       prefix.push(input);
     }
     return prefix;
   }
 
-  async hasPendingSteer(sessionId: string): Promise<boolean> {
-    const rows = (await this.inputs.query(`SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' AND mode = 'steer' LIMIT 1`, [
-      sessionId,
-    ])) as unknown[];
+  /** Whether a steer of at least `minPriority` waits (a turn that resumed a paused queue takes no older steers). */
+  async hasPendingSteer(sessionId: string, minPriority = 0): Promise<boolean> {
+    const rows = (await this.inputs.query(
+      `SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' AND mode = 'steer' AND priority >= $2 LIMIT 1`,
+      [sessionId, minPriority],
+    )) as unknown[];
     return rows.length > 0;
   }
 

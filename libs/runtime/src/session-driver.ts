@@ -162,7 +162,7 @@ export class SessionDriver {
           if (switching || beating !== run) return;
           if (!held) abort.abort(new LeaseLostError(`lease of run ${beating.id} lost`));
           else if (cancelRequested) abort.abort(new TurnCancelledError());
-          else if (await this.inputs.hasPendingSteer(sessionId)) steerAnnounced = true;
+          else if (await this.inputs.hasPendingSteer(sessionId, claim.input.priority)) steerAnnounced = true;
         })
         .catch((error: unknown) => this.logger.warn(`heartbeat of run ${beating.id} failed: ${String(error)}`));
     }, this.config.runHeartbeatMs);
@@ -190,7 +190,7 @@ export class SessionDriver {
             events.push(turnEvents.textDelta(assistant, outputIndex, 0, event.delta));
             if (steerAnnounced) {
               steerAnnounced = false;
-              if (await this.inputs.hasPendingSteer(sessionId)) {
+              if (await this.inputs.hasPendingSteer(sessionId, claim.input.priority)) {
                 yielding = true;
                 break;
               }
@@ -202,7 +202,7 @@ export class SessionDriver {
             return;
           }
           switching = true;
-          const next = await this.yieldTo(sessionId, turn, run, assistant, outputIndex, text, control);
+          const next = await this.yieldTo(sessionId, turn, run, assistant, outputIndex, text, control, claim.input.priority);
           if (next === 'cancelled') {
             switching = false;
             await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'cancelled' });
@@ -249,6 +249,7 @@ export class SessionDriver {
     outputIndex: number,
     text: string,
     control: RunControl,
+    minPriority: number,
   ): Promise<{ run: RunEntity; outputIndex: number } | 'cancelled' | null> {
     const nextRunId = newId();
     // Cancels aimed at the next run are heard from before it exists.
@@ -257,7 +258,7 @@ export class SessionDriver {
       await this.sessions.lock(manager, sessionId);
       // A turn being cancelled takes no more input: it ends, and its steers wait for the next turn.
       if ((await this.turns.findTurn(manager, turn.id))?.cancellationPending) return 'cancelled' as const;
-      const batch = await this.inputs.steerPrefix(manager, sessionId);
+      const batch = await this.inputs.steerPrefix(manager, sessionId, minPriority);
       const now = new Date();
       const next = await this.turns.yieldRun(manager, {
         runId: run.id,

@@ -5,7 +5,7 @@ export class ErrorDetailDto {
   @ApiProperty({ enum: Object.keys(ERROR_CODES), description: 'Stable machine-readable code; branch on this, never on message.' })
   code!: string;
   @ApiProperty() message!: string;
-  @ApiProperty({ enum: ['invalid_request', 'authentication', 'permission', 'not_found', 'invalid_state', 'rate_limit', 'unavailable', 'internal'] })
+  @ApiProperty({ enum: ['invalid_request', 'authentication', 'permission', 'not_found', 'invalid_state', 'unavailable', 'internal'] })
   type!: string;
   @ApiProperty() retryable!: boolean;
   @ApiProperty({ description: 'Same as the X-Request-Id response header.' }) request_id!: string;
