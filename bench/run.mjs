@@ -4,7 +4,8 @@
 // api and worker, next to a baseline measured in the same run.
 //
 //   npm run bench                 all scenarios
-//   npm run bench -- turn submit  only scenarios whose name contains one of the words
+//   npm run bench -- turn submit  only scenarios whose name contains one of the words (written to
+//                                 bench/results/<date>.partial.json; the docs table is left alone)
 import { fork, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -418,7 +419,9 @@ function writeReport(report) {
   const day = report.date.slice(0, 10);
   const resultsDir = path.join(ROOT, 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
-  const file = path.join(resultsDir, `${day}.json`);
+  // A run of some scenarios only must not replace the full report of the day.
+  const partial = only.length > 0;
+  const file = path.join(resultsDir, partial ? `${day}.partial.json` : `${day}.json`);
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   log(`results: ${path.relative(ROOT, file)}`);
 
@@ -458,6 +461,10 @@ function writeReport(report) {
     '|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
+  if (partial) {
+    log(`partial run: docs/benchmarks.md left as it is\n${table}`);
+    return;
+  }
   const docFile = path.join(ROOT, 'docs', 'benchmarks.md');
   const doc = readFileSync(docFile, 'utf8');
   const begin = '<!-- bench:results:begin -->';
