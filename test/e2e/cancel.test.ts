@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
+import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
 
 const SLOW = 'one two three four five six seven eight nine ten [[delay:80]]';
 
-function control(sessionId: string, event: object, key = newKey('control')) {
-  return http(`${API}/sessions/${sessionId}/events`, { idempotencyKey: key, body: { events: [event] } });
-}
+const control = postEvent;
 
 async function turnsInOrder(sessionId: string): Promise<any[]> {
   return (await http(`${API}/sessions/${sessionId}/turns?order=asc&limit=100`)).body.data;

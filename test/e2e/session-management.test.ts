@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { query } from '../support/db.js';
-import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
+import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
 
 function cancelInput(sessionId: string, inputId: string, key = newKey('cancel')) {
-  return http(`${API}/sessions/${sessionId}/events`, {
-    idempotencyKey: key,
-    body: { events: [{ type: 'yuxi.session.input.cancel_input', input_id: inputId }] },
-  });
+  return postEvent(sessionId, { type: 'yuxi.session.input.cancel_input', input_id: inputId }, key);
 }
 
 describe('session management', () => {

@@ -3,23 +3,17 @@ import { describe, it } from 'node:test';
 import { Queue } from 'bullmq';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
-import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
+import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
 
 const SLOW = 'a b c d e f g h i j k l [[delay:80]]';
 
 function message(sessionId: string, input: string, yuxi?: object, key = newKey('msg')) {
-  return http(`${API}/sessions/${sessionId}/events`, {
-    idempotencyKey: key,
-    body: { events: [{ type: 'agent.session.input.message', input, ...(yuxi ? { yuxi } : {}) }] },
-  });
+  return postEvent(sessionId, { type: 'agent.session.input.message', input, ...(yuxi ? { yuxi } : {}) }, key);
 }
 
 function promote(sessionId: string, inputId: string, key = newKey('promote')) {
-  return http(`${API}/sessions/${sessionId}/events`, {
-    idempotencyKey: key,
-    body: { events: [{ type: 'yuxi.session.input.promote', input_id: inputId }] },
-  });
+  return postEvent(sessionId, { type: 'yuxi.session.input.promote', input_id: inputId }, key);
 }
 
 async function itemsOf(sessionId: string, turnId: string): Promise<any[]> {

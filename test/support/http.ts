@@ -57,9 +57,12 @@ export async function createSession(input?: unknown, key?: string): Promise<any>
   return res.body;
 }
 
+/** POST …/events with one event. */
+export async function postEvent(sessionId: string, event: object, idempotencyKey = newKey('event')): Promise<HttpResult> {
+  return http(`${API}/sessions/${sessionId}/events`, { body: { events: [event] }, idempotencyKey });
+}
+
+/** A follow-up message. */
 export async function sendMessage(sessionId: string, text: string, idempotencyKey = newKey('msg')): Promise<HttpResult> {
-  return http(`${API}/sessions/${sessionId}/events`, {
-    body: { events: [{ type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: text }] },
-    idempotencyKey,
-  });
+  return postEvent(sessionId, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: text }, idempotencyKey);
 }
