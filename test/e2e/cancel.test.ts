@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
+import { busySession } from '../support/scenarios.js';
 import { SseStream } from '../support/sse.js';
 
 const SLOW = 'one two three four five six seven eight nine ten [[delay:80]]';
@@ -13,11 +14,8 @@ async function turnsInOrder(sessionId: string): Promise<any[]> {
 
 describe('cancel, pause and continue', () => {
   it('cancels mid-model: the shown text is kept as an incomplete item and the turn ends cancelled', async () => {
-    const session = await createSession();
-    const stream = await SseStream.open(session.id);
+    const { session, stream, turn: created } = await busySession(SLOW);
     try {
-      await sendMessage(session.id, SLOW);
-      const created = await stream.waitForType('agent.session.turn.created');
       const turnId = created.data.turn_id;
       await stream.waitFor((e) => e.type === 'agent.session.turn.output_text.delta' && e.data.delta === ' two');
 
@@ -58,11 +56,8 @@ describe('cancel, pause and continue', () => {
   });
 
   it('replaying a cancel answers the first receipt and never touches the next turn', async () => {
-    const session = await createSession();
-    const stream = await SseStream.open(session.id);
+    const { session, stream, turn: first } = await busySession(SLOW);
     try {
-      await sendMessage(session.id, SLOW);
-      const first = await stream.waitForType('agent.session.turn.created');
       const key = newKey('cancel');
       const cancel = await control(session.id, { type: 'agent.session.input.cancel' }, key);
       await stream.waitForType('agent.session.turn.cancelled', first.data.turn_id);
@@ -109,11 +104,8 @@ describe('cancel, pause and continue', () => {
   });
 
   it('pauses the queue when inputs are pending and resumes it in order with continue', async () => {
-    const session = await createSession();
-    const stream = await SseStream.open(session.id);
+    const { session, stream, turn: running } = await busySession(SLOW);
     try {
-      await sendMessage(session.id, SLOW);
-      const running = await stream.waitForType('agent.session.turn.created');
       const x = (await sendMessage(session.id, 'x')).body;
       const y = (await sendMessage(session.id, 'y')).body;
       const notPaused = await control(session.id, { type: 'yuxi.session.input.continue' });
@@ -146,11 +138,8 @@ describe('cancel, pause and continue', () => {
   });
 
   it('keeps an old input promoted to steer out of the turn of the message that resumed the queue', async () => {
-    const session = await createSession();
-    const stream = await SseStream.open(session.id);
+    const { session, stream, turn: running } = await busySession(SLOW);
     try {
-      await sendMessage(session.id, SLOW);
-      const running = await stream.waitForType('agent.session.turn.created');
       const old = (await sendMessage(session.id, 'old')).body;
       await control(session.id, { type: 'agent.session.input.cancel' });
       await stream.waitForType('agent.session.turn.cancelled', running.data.turn_id);
@@ -176,11 +165,8 @@ describe('cancel, pause and continue', () => {
   });
 
   it('runs a new message to a paused queue alone first, then resumes the old queue', async () => {
-    const session = await createSession();
-    const stream = await SseStream.open(session.id);
+    const { session, stream, turn: running } = await busySession(SLOW);
     try {
-      await sendMessage(session.id, SLOW);
-      const running = await stream.waitForType('agent.session.turn.created');
       const old = (await sendMessage(session.id, 'old')).body;
       await control(session.id, { type: 'agent.session.input.cancel' });
       await stream.waitForType('agent.session.turn.cancelled', running.data.turn_id);

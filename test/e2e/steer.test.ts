@@ -4,6 +4,7 @@ import { Queue } from 'bullmq';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
+import { busySession } from '../support/scenarios.js';
 import { SseStream } from '../support/sse.js';
 
 const SLOW = 'a b c d e f g h i j k l [[delay:80]]';
@@ -22,11 +23,8 @@ async function itemsOf(sessionId: string, turnId: string): Promise<any[]> {
 
 describe('steer and promote', () => {
   it('steers a running turn: the run yields, the next run of the same turn takes the steer, follow-ups wait', async () => {
-    const session = await createSession();
-    const stream = await SseStream.open(session.id);
+    const { session, stream, turn: created } = await busySession(SLOW);
     try {
-      await sendMessage(session.id, SLOW);
-      const created = await stream.waitForType('agent.session.turn.created');
       const turnId = created.data.turn_id;
       const firstRun = created.data.turn.yuxi.current_run_id;
       await stream.waitFor((e) => e.type === 'agent.session.turn.output_text.delta' && e.data.delta === ' b');
@@ -69,11 +67,8 @@ describe('steer and promote', () => {
   });
 
   it('batches steers waiting together into one run', async () => {
-    const session = await createSession();
-    const stream = await SseStream.open(session.id);
+    const { session, stream, turn: created } = await busySession(SLOW);
     try {
-      await sendMessage(session.id, SLOW);
-      const created = await stream.waitForType('agent.session.turn.created');
       // Received while the queue is paused-free but before the next boundary can take them.
       const [s1, s2] = await Promise.all([message(session.id, 'first steer', { mode: 'steer' }), message(session.id, 'second steer', { mode: 'steer' })]);
       await stream.waitForType('agent.session.turn.completed', created.data.turn_id);
@@ -114,11 +109,8 @@ describe('steer and promote', () => {
   });
 
   it('refuses an automatic message while the turn is being cancelled', async () => {
-    const session = await createSession();
-    const stream = await SseStream.open(session.id);
+    const { session, stream, turn: created } = await busySession(SLOW);
     try {
-      await sendMessage(session.id, SLOW);
-      const created = await stream.waitForType('agent.session.turn.created');
       // The cancellation window, held open: a cancel was accepted and the run has not stopped yet.
       await query(`UPDATE turns SET cancellation_pending = true WHERE id = $1`, [created.data.turn_id]);
       const refused = await message(session.id, 'auto during cleanup');
@@ -136,11 +128,8 @@ describe('steer and promote', () => {
   });
 
   it('promotes a queued follow-up ahead of the others; repeats are satisfied, consumed inputs are 409', async () => {
-    const session = await createSession();
-    const stream = await SseStream.open(session.id);
+    const { session, stream, turn: created } = await busySession(SLOW);
     try {
-      await sendMessage(session.id, SLOW);
-      const created = await stream.waitForType('agent.session.turn.created');
       const f1 = (await sendMessage(session.id, 'f1')).body;
       const f2 = (await sendMessage(session.id, 'f2')).body;
       const key = newKey('promote');
