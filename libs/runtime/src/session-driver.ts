@@ -40,6 +40,15 @@ class RunControl {
   }
 }
 
+/** One run's place in its turn and the text it has shown so far. */
+interface Segment {
+  turn: TurnEntity;
+  run: RunEntity;
+  assistant: ItemEntity;
+  outputIndex: number;
+  text: string;
+}
+
 type Outcome = { status: 'completed' } | { status: 'cancelled' } | { status: 'failed'; error: PublicError };
 
 /**
@@ -171,6 +180,8 @@ export class SessionDriver {
       for (;;) {
         const assistant = assistantItem(sessionId, turn.id, run.id);
         let text = '';
+        // What this run has produced so far, as finish and yieldTo need it.
+        const segment = (): Segment => ({ turn, run, assistant, outputIndex, text });
         try {
           const { provider, model } = this.models.resolve(run.model);
           const context = await this.turns.recentItems(this.dataSource.manager, sessionId, CONTEXT_ITEMS);
@@ -198,14 +209,14 @@ export class SessionDriver {
           }
           await events.drain();
           if (!yielding) {
-            await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'completed' });
+            await this.finish(sessionId, segment(), { status: 'completed' });
             return;
           }
           switching = true;
-          const next = await this.yieldTo(sessionId, turn, run, assistant, outputIndex, text, control, claim.input.priority);
+          const next = await this.yieldTo(sessionId, segment(), control, claim.input.priority);
           if (next === 'cancelled') {
             switching = false;
-            await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'cancelled' });
+            await this.finish(sessionId, segment(), { status: 'cancelled' });
             return;
           }
           if (!next) return;
@@ -220,13 +231,13 @@ export class SessionDriver {
           }
           await events.drain();
           if (abort.signal.reason instanceof TurnCancelledError) {
-            await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'cancelled' });
+            await this.finish(sessionId, segment(), { status: 'cancelled' });
             return;
           }
           const publicError: PublicError =
             error instanceof ModelError ? { code: error.code, message: error.message } : { code: 'run_failed', message: 'The run failed unexpectedly' };
           if (!(error instanceof ModelError)) this.logger.error(`run ${run.id} failed`, error instanceof Error ? error.stack : String(error));
-          await this.finish(sessionId, turn, run, assistant, outputIndex, text, { status: 'failed', error: publicError });
+          await this.finish(sessionId, segment(), { status: 'failed', error: publicError });
           return;
         }
       }
@@ -243,11 +254,7 @@ export class SessionDriver {
    */
   private async yieldTo(
     sessionId: string,
-    turn: TurnEntity,
-    run: RunEntity,
-    assistant: ItemEntity,
-    outputIndex: number,
-    text: string,
+    { turn, run, assistant, outputIndex, text }: Segment,
     control: RunControl,
     minPriority: number,
   ): Promise<{ run: RunEntity; outputIndex: number } | 'cancelled' | null> {
@@ -324,15 +331,7 @@ export class SessionDriver {
    * Commits the outcome (output item, run, turn) in one transaction, then announces it. Text
    * already shown is kept: as the final answer when completed, as an incomplete item otherwise.
    */
-  private async finish(
-    sessionId: string,
-    turn: TurnEntity,
-    run: RunEntity,
-    assistant: ItemEntity,
-    outputIndex: number,
-    text: string,
-    outcome: Outcome,
-  ): Promise<void> {
+  private async finish(sessionId: string, { turn, run, assistant, outputIndex, text }: Segment, outcome: Outcome): Promise<void> {
     const completed = outcome.status === 'completed';
     const error = outcome.status === 'failed' ? outcome.error : null;
     const part = { type: 'output_text', text };
