@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppConfig, closeOnSignals } from '#libs/config';
+import { FencingStats, WORKER_ID } from '#libs/runtime';
 import { WorkerModule } from './worker.module.js';
 
 /** The worker: an application context (no HTTP API) plus a tiny health endpoint for orchestrators. */
@@ -10,9 +11,11 @@ async function bootstrap(): Promise<void> {
   const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: false });
   const config = app.get(AppConfig);
   if (config.workerHealthPort > 0) {
+    const stats = app.get(FencingStats);
     const health = createServer((req, res) => {
       const ok = req.url === '/health';
-      res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(ok ? { status: 'ok' } : { error: 'not found' }));
+      const body = ok ? { status: 'ok', worker_id: WORKER_ID, fenced_writes: stats.fencedWrites, fenced_publishes: stats.fencedPublishes } : { error: 'not found' };
+      res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     });
     health.listen(config.workerHealthPort);
     closeOnSignals(app, () => health.close());

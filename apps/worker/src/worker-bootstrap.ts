@@ -3,6 +3,7 @@ import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationB
 import type { Queue } from 'bullmq';
 import { AppConfig } from '#libs/config';
 import { JOBS, QUEUE_JOBS, QUEUES } from '#libs/queue';
+import { OutboxRelay, SessionDriver } from '#libs/runtime';
 import { MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor } from './processors.js';
 
 /**
@@ -18,6 +19,8 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     private readonly maintenanceProcessor: MaintenanceProcessor,
     @InjectQueue(QUEUES.maintenance) private readonly maintenanceQueue: Queue,
     private readonly config: AppConfig,
+    private readonly driver: SessionDriver,
+    private readonly relay: OutboxRelay,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -38,6 +41,7 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
       { name: JOBS.recoverySweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
     );
     this.sessionsProcessor.worker.concurrency = this.config.workerConcurrency;
+    this.relay.start();
     for (const processor of Object.values(processors)) {
       processor.worker.run().catch((error: unknown) => this.logger.error(`worker stopped: ${String(error)}`));
     }
@@ -45,10 +49,12 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   /**
-   * Workers close first (finishing the turns they hold) while the database, Redis and queue
-   * connections they need are still open; those close in onApplicationShutdown afterwards.
+   * Claims nothing more, brings every run in flight to its next boundary and releases it (another
+   * worker continues it at once), then closes the consumers, while the database, Redis and queue
+   * connections are still open; those close in onApplicationShutdown afterwards.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close()]);
+    this.driver.stopClaiming();
+    await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close(), this.relay.stop()]);
   }
 }

@@ -1,3 +1,4 @@
 export { AppConfig } from './app-config.js';
 export { ConfigModule } from './config.module.js';
 export { closeOnSignals } from './shutdown.js';
+export { logRedisErrorsQuietly } from './redis-errors.js';

@@ -4,6 +4,7 @@ import { SessionOverview1764547200000 } from './migrations/1764547200000-session
 import { LeanWriteIndexes1764633600000 } from './migrations/1764633600000-lean-write-indexes.js';
 import { InputPriority1764720000000 } from './migrations/1764720000000-input-priority.js';
 import { RunItemsIndex1764806400000 } from './migrations/1764806400000-run-items-index.js';
+import { DurableCore1764892800000 } from './migrations/1764892800000-durable-core.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -12,6 +13,7 @@ export const MIGRATIONS = [
   LeanWriteIndexes1764633600000,
   InputPriority1764720000000,
   RunItemsIndex1764806400000,
+  DurableCore1764892800000,
 ];
 
 export function dataSourceOptions(url: string, poolSize: number): DataSourceOptions {

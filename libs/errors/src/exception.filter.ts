@@ -1,6 +1,7 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiError } from './api-error.js';
+import { isDependencyUnavailable } from './dependency-errors.js';
 import { errorBody } from './error-body.js';
 import type { ErrorCode } from './error-codes.js';
 import { requestIdOf } from './request-id.js';
@@ -44,7 +45,7 @@ export function toApiError(exception: unknown, req: Request, logger: Logger): Ap
   if (bodyParserError?.type === 'encoding.unsupported' || bodyParserError?.type === 'charset.unsupported') {
     return new ApiError('unsupported_media_type', 'Unsupported request body encoding');
   }
-  if (isDependencyDown(exception)) {
+  if (isDependencyUnavailable(exception)) {
     logger.error(`dependency unavailable on ${req.method} ${req.path}: ${String(exception)}`);
     return new ApiError('service_unavailable', 'A backing service is unavailable; retry later');
   }
@@ -62,7 +63,3 @@ const HTTP_STATUS_CODES: Record<number, ErrorCode> = {
   503: 'service_unavailable',
 };
 
-function isDependencyDown(exception: unknown): boolean {
-  const code = (exception as { code?: string } | null)?.code;
-  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === '57P01' || code === '57P03';
-}

@@ -4,3 +4,4 @@ export { ERROR_CODES, type ErrorCode, type ErrorType } from './error-codes.js';
 export { AllExceptionsFilter, sendError, toApiError } from './exception.filter.js';
 export { requestIdMiddleware, requestIdOf } from './request-id.js';
 export { createValidationPipe, flattenValidationErrors } from './validation.js';
+export { isDependencyUnavailable } from './dependency-errors.js';

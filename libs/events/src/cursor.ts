@@ -1,21 +1,33 @@
 /**
- * SSE cursors (v2) are opaque to clients: base64url of `v2:<session id>:<stream entry id>`.
- * Binding the session id lets the server reject a cursor from another session instead of
- * silently resuming at the wrong place.
+ * SSE cursors (v2) are opaque to clients: base64url of `v2:<session id>:<stream entry id>:<seq>`,
+ * where seq is the last durable event sequence number delivered at that point. Binding the session
+ * id lets the server reject a cursor from another session instead of silently resuming at the
+ * wrong place; the seq lets it tell whether durable events were missed. Cursors issued before the
+ * seq existed (three parts) still resume, without that check.
  */
 const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
+const SEQ = /^\d{1,18}$/;
 
-export function encodeCursor(sessionId: string, streamId: string): string {
-  return Buffer.from(`v2:${sessionId}:${streamId}`).toString('base64url');
+export interface StreamPosition {
+  streamId: string;
+  /** The last durable sequence number seen; null when unknown. */
+  seq: number | null;
 }
 
-/** The stream entry id the cursor points at, or null when it is malformed or belongs elsewhere. */
-export function decodeCursor(sessionId: string, cursor: string): string | null {
+export function encodeCursor(sessionId: string, streamId: string, seq: number | null): string {
+  return Buffer.from(`v2:${sessionId}:${streamId}${seq === null ? '' : `:${seq}`}`).toString('base64url');
+}
+
+/** The position the cursor points at, or null when it is malformed or belongs elsewhere. */
+export function decodeCursor(sessionId: string, cursor: string): StreamPosition | null {
   if (cursor.length > 200 || !/^[A-Za-z0-9_-]+$/.test(cursor)) return null;
   const parts = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
-  if (parts.length !== 3 || parts[0] !== 'v2' || parts[1] !== sessionId) return null;
+  if (parts.length < 3 || parts.length > 4 || parts[0] !== 'v2' || parts[1] !== sessionId) return null;
   const streamId = parts[2] ?? '';
-  return STREAM_ID.test(streamId) ? streamId : null;
+  if (!STREAM_ID.test(streamId)) return null;
+  if (parts.length === 3) return { streamId, seq: null };
+  const seq = parts[3] ?? '';
+  return SEQ.test(seq) ? { streamId, seq: Number(seq) } : null;
 }
 
 /** Orders Redis stream ids (`ms-seq`) numerically. */
@@ -25,4 +37,15 @@ export function compareStreamIds(a: string, b: string): number {
   if (am !== bm) return am < bm ? -1 : 1;
   if (as !== bs) return as < bs ? -1 : 1;
   return 0;
+}
+
+/**
+ * Whether a durable event numbered `seq` may be delivered to a subscriber that last saw
+ * `lastSeq`: 'deliver' when it is the next one, 'skip' when already seen, 'gap' when durable
+ * events in between are missing (the subscriber must resync). Unknown positions deliver.
+ */
+export function sequenceStep(lastSeq: number | null, seq: number | null): 'deliver' | 'skip' | 'gap' {
+  if (seq === null || lastSeq === null) return 'deliver';
+  if (seq <= lastSeq) return 'skip';
+  return seq === lastSeq + 1 ? 'deliver' : 'gap';
 }

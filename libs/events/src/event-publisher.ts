@@ -4,21 +4,69 @@ import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import type { PublicEvent } from './event.types.js';
 import { EVENTS_REDIS } from './redis.providers.js';
-import { sessionStreamKey } from './stream-keys.js';
+import { sessionFenceKey, sessionSeqKey, sessionStreamKey } from './stream-keys.js';
 
-/** Appends events to the session stream atomically, trims it to the replay window and refreshes its TTL. */
-const PUBLISH_SCRIPT = `
-local ids = {}
-for i = 3, #ARGV, 2 do
-  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 't', ARGV[i], 'e', ARGV[i + 1])
+/**
+ * Appends durable (outbox) events to the session stream in sequence order. Only the next sequence
+ * number is appended: duplicates (a row two flushers raced on) are skipped and a row that would
+ * leave a hole stops the batch, so the stream is always a contiguous prefix of the outbox. A
+ * missing sequence key (a new stream, or Redis lost its data) accepts any start: subscribers see
+ * the jump in `yuxi.seq` and resync. Run events raise the session's fence to their epoch.
+ * Returns the last sequence number in the stream.
+ */
+const DURABLE_SCRIPT = `
+local last = tonumber(redis.call('GET', KEYS[2]) or '-1')
+local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
+for i = 3, #ARGV, 4 do
+  local seq = tonumber(ARGV[i])
+  if last < 0 or seq == last + 1 then
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 't', ARGV[i + 2], 'e', ARGV[i + 3], 's', ARGV[i])
+    last = seq
+    if ARGV[i + 1] ~= '' and tonumber(ARGV[i + 1]) > fence then fence = tonumber(ARGV[i + 1]) end
+  elseif seq > last + 1 then
+    break
+  end
 end
+redis.call('SET', KEYS[2], last, 'EX', ARGV[2])
+redis.call('SET', KEYS[3], fence, 'EX', ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
-return ids
+return last
 `;
 
-type PublishingRedis = Redis & { yuxiPublishEvents(key: string, ...args: string[]): Promise<string[]> };
+/**
+ * Appends live-only events (text deltas) of the run holding fencing epoch ARGV[3], provided no
+ * newer run raised the fence (-1) and the durable events they follow (up to ARGV[4]) are in the
+ * stream (-2: they would arrive before the item they extend). Each entry records the last durable
+ * sequence number before it (`s`), so a cursor taken at a live entry still knows its place.
+ */
+const LIVE_SCRIPT = `
+local last = tonumber(redis.call('GET', KEYS[2]) or '-1')
+local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
+if tonumber(ARGV[3]) < fence then return -1 end
+if last < tonumber(ARGV[4]) then return -2 end
+for i = 5, #ARGV, 2 do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 't', ARGV[i], 'e', ARGV[i + 1], 's', last, 'l', '1')
+end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+`;
+
+type PublishingRedis = Redis & {
+  yuxiPublishDurable(stream: string, seqKey: string, fenceKey: string, ...args: string[]): Promise<number>;
+  yuxiPublishLive(stream: string, seqKey: string, fenceKey: string, ...args: string[]): Promise<number>;
+};
 
 export type OutgoingEvent = { type: string } & Record<string, unknown>;
+
+/** An outbox row as the stream receives it. */
+export interface DurableRow {
+  seq: number;
+  epoch: number | null;
+  type: string;
+  payload: string;
+}
+
+export type LiveOutcome = 'published' | 'fenced' | 'behind';
 
 @Injectable()
 export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
@@ -27,25 +75,68 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
     private readonly config: AppConfig,
   ) {}
 
-  /** Registered as a command so ioredis sends EVALSHA instead of the script text on every publish. */
+  /** Registered as commands so ioredis sends EVALSHA instead of the script text on every publish. */
   onModuleInit(): void {
-    this.redis.defineCommand('yuxiPublishEvents', { numberOfKeys: 1, lua: PUBLISH_SCRIPT });
+    this.redis.defineCommand('yuxiPublishDurable', { numberOfKeys: 3, lua: DURABLE_SCRIPT });
+    this.redis.defineCommand('yuxiPublishLive', { numberOfKeys: 3, lua: LIVE_SCRIPT });
   }
 
-  /** Publishes in order; returns the events as sent, each with its stable event_id. */
-  async publish(sessionId: string, events: OutgoingEvent[]): Promise<PublicEvent[]> {
-    if (events.length === 0) return [];
-    const createdAt = Math.floor(Date.now() / 1000);
-    const stamped = events.map(
-      (event) => ({ ...event, event_id: `evt_${newId().replaceAll('-', '')}`, session_id: sessionId, created_at: createdAt }) as PublicEvent,
-    );
-    const args: string[] = [String(this.config.eventsReplayMaxLen), String(this.config.eventsReplayTtlSeconds)];
-    for (const event of stamped) args.push(event.type, JSON.stringify(event));
-    await (this.redis as PublishingRedis).yuxiPublishEvents(sessionStreamKey(sessionId), ...args);
-    return stamped;
+  /** Appends outbox rows in order; returns the last durable sequence number now in the stream. */
+  async publishDurable(sessionId: string, rows: DurableRow[]): Promise<number> {
+    const args = this.windowArgs();
+    for (const row of rows) args.push(String(row.seq), row.epoch === null ? '' : String(row.epoch), row.type, row.payload);
+    return Number(await (this.redis as PublishingRedis).yuxiPublishDurable(...this.keys(sessionId), ...args));
+  }
+
+  /** Appends live-only events of the run with `epoch`, which follow durable event `afterSeq`. */
+  async publishLive(sessionId: string, epoch: number, afterSeq: number, events: OutgoingEvent[]): Promise<LiveOutcome> {
+    if (events.length === 0) return 'published';
+    const args = [...this.windowArgs(), String(epoch), String(afterSeq)];
+    for (const event of stampEvents(sessionId, events)) args.push(event.type, JSON.stringify(event));
+    const outcome = Number(await (this.redis as PublishingRedis).yuxiPublishLive(...this.keys(sessionId), ...args));
+    return outcome === -1 ? 'fenced' : outcome === -2 ? 'behind' : 'published';
+  }
+
+  /**
+   * The text each item of a run shows in the session stream (its deltas, newest window only):
+   * what clients saw of a run whose worker died before it could say.
+   */
+  async shownText(sessionId: string, runId: string, maxEntries = 5_000): Promise<Map<string, string>> {
+    const entries = (await this.redis.xrevrange(sessionStreamKey(sessionId), '+', '-', 'COUNT', maxEntries)) as [string, string[]][];
+    const texts = new Map<string, string>();
+    for (const [, fields] of entries.reverse()) {
+      if (fields[1] !== 'agent.session.turn.output_text.delta') continue;
+      const event = JSON.parse(fields[3] ?? '{}') as { item_id?: string; delta?: string; yuxi?: { run_id?: string } };
+      if (event.yuxi?.run_id !== runId || !event.item_id) continue;
+      texts.set(event.item_id, (texts.get(event.item_id) ?? '') + (event.delta ?? ''));
+    }
+    return texts;
+  }
+
+  private keys(sessionId: string): [string, string, string] {
+    return [sessionStreamKey(sessionId), sessionSeqKey(sessionId), sessionFenceKey(sessionId)];
+  }
+
+  private windowArgs(): string[] {
+    return [String(this.config.eventsReplayMaxLen), String(this.config.eventsReplayTtlSeconds)];
   }
 
   async onApplicationShutdown(): Promise<void> {
     await this.redis.quit().catch(() => undefined);
   }
+}
+
+/** The public envelope: a stable event_id, the session, the time, and a `yuxi` object to extend. */
+export function stampEvents(sessionId: string, events: OutgoingEvent[]): PublicEvent[] {
+  const createdAt = Math.floor(Date.now() / 1000);
+  return events.map(
+    (event) =>
+      ({
+        ...event,
+        event_id: `evt_${newId().replaceAll('-', '')}`,
+        session_id: sessionId,
+        created_at: createdAt,
+        yuxi: { ...(event.yuxi as object | undefined) },
+      }) as PublicEvent,
+  );
 }

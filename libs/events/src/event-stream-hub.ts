@@ -1,13 +1,16 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { newId } from '#libs/database';
-import { compareStreamIds, encodeCursor } from './cursor.js';
+import { compareStreamIds, encodeCursor, sequenceStep, type StreamPosition } from './cursor.js';
 import { EVENTS_REDIS, EVENTS_REDIS_BLOCKING } from './redis.providers.js';
 import { sessionIdFromStreamKey, sessionStreamKey } from './stream-keys.js';
 
 /** One SSE message, framed and UTF-8 encoded once, then written to every subscriber of the session. */
 export interface StreamFrame {
   streamId: string;
+  /** A durable event's own sequence number, or for a live entry the last durable one before it. */
+  seq: number | null;
+  durable: boolean;
   frame: Buffer;
 }
 
@@ -18,18 +21,33 @@ class Subscription {
   private readonly buffer: StreamFrame[] = [];
 
   constructor(
+    private readonly sessionId: string,
     public lastId: string,
+    private lastSeq: number | null,
     private readonly sink: Sink,
   ) {}
 
-  /** Delivers strictly after lastId, so catch-up and live reads may overlap without duplicates. */
+  /**
+   * Delivers strictly after lastId, so catch-up and live reads may overlap without duplicates. A
+   * durable event that is not the next in sequence means events were lost on the way (a Redis
+   * outage, a restart without persistence): the subscriber is told to resync before it.
+   */
   offer(frame: StreamFrame, fromCatchUp = false): void {
     if (!this.live && !fromCatchUp) {
       this.buffer.push(frame);
       return;
     }
     if (compareStreamIds(frame.streamId, this.lastId) <= 0) return;
+    if (frame.durable) {
+      const step = sequenceStep(this.lastSeq, frame.seq);
+      if (step === 'skip') {
+        this.lastId = frame.streamId;
+        return;
+      }
+      if (step === 'gap') this.sink(resyncFrame(this.sessionId, this.lastId, (frame.seq ?? 1) - 1, 'events_lost'));
+    }
     this.lastId = frame.streamId;
+    if (frame.seq !== null) this.lastSeq = frame.seq;
     this.sink(frame);
   }
 
@@ -69,6 +87,7 @@ export class EventStreamHub implements OnApplicationShutdown {
   private running = true;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
+  private lastReadFailureLog = 0;
 
   constructor(
     @Inject(EVENTS_REDIS) private readonly redis: Redis,
@@ -80,18 +99,20 @@ export class EventStreamHub implements OnApplicationShutdown {
    * cursor is older than the window, a `yuxi.session.resync` frame comes first and delivery
    * continues from the newest entry.
    */
-  async subscribe(sessionId: string, afterId: string | null, sink: Sink): Promise<SubscribeResult> {
+  async subscribe(sessionId: string, after: StreamPosition | null, sink: Sink): Promise<SubscribeResult> {
     const key = sessionStreamKey(sessionId);
-    let start = afterId ?? '0-0';
-    if (afterId !== null) {
+    let start = after?.streamId ?? '0-0';
+    let startSeq = after?.seq ?? null;
+    if (after !== null) {
       const info = await this.streamInfo(key);
-      if (!info || hasGap(afterId, info)) {
+      if (!info || hasGap(after.streamId, info)) {
         start = info?.lastId ?? '0-0';
-        sink(resyncFrame(sessionId, start));
+        startSeq = null;
+        sink(resyncFrame(sessionId, start, null, 'cursor_expired'));
       }
     }
 
-    const subscription = new Subscription(start, sink);
+    const subscription = new Subscription(sessionId, start, startSeq, sink);
     let state = this.streams.get(sessionId);
     if (!state) {
       state = { position: start, subscribers: new Set() };
@@ -114,6 +135,11 @@ export class EventStreamHub implements OnApplicationShutdown {
     }
     subscription.goLive();
     return { close: () => this.unsubscribe(sessionId, subscription) };
+  }
+
+  /** Whether Redis answers now: an SSE request is refused before its stream starts when it does not. */
+  async ping(): Promise<void> {
+    await this.redis.ping();
   }
 
   subscriberCount(): number {
@@ -176,7 +202,10 @@ export class EventStreamHub implements OnApplicationShutdown {
         result = (await this.reader.xread('COUNT', 1000, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...positions)) as [string, [string, string[]][]][] | null;
       } catch (error) {
         if (!this.running) return;
-        this.logger.error(`event reader failed, retrying: ${String(error)}`);
+        if (Date.now() - this.lastReadFailureLog > 10_000) {
+          this.lastReadFailureLog = Date.now();
+          this.logger.error(`event reader failed, retrying: ${String(error)}`);
+        }
         await new Promise((resolve) => setTimeout(resolve, 500));
         continue;
       }
@@ -227,20 +256,31 @@ function hasGap(afterId: string, info: StreamInfo): boolean {
 function toFrame(sessionId: string, streamId: string, fields: string[]): StreamFrame {
   let type = 'message';
   let data = '{}';
+  let seq: number | null = null;
+  let durable = true;
   for (let i = 0; i + 1 < fields.length; i += 2) {
-    if (fields[i] === 't') type = fields[i + 1] ?? type;
-    else if (fields[i] === 'e') data = fields[i + 1] ?? data;
+    const value = fields[i + 1];
+    if (fields[i] === 't') type = value ?? type;
+    else if (fields[i] === 'e') data = value ?? data;
+    else if (fields[i] === 's') seq = value === undefined || Number(value) < 0 ? null : Number(value);
+    else if (fields[i] === 'l') durable = false;
   }
-  return { streamId, frame: Buffer.from(`id: ${encodeCursor(sessionId, streamId)}\nevent: ${type}\ndata: ${data}\n\n`) };
+  return { streamId, seq, durable, frame: Buffer.from(`id: ${encodeCursor(sessionId, streamId, seq)}\nevent: ${type}\ndata: ${data}\n\n`) };
 }
 
-function resyncFrame(sessionId: string, streamId: string): StreamFrame {
+/** Not stored anywhere: each subscriber that needs one gets its own, positioned where it stands. */
+function resyncFrame(sessionId: string, streamId: string, seq: number | null, reason: 'cursor_expired' | 'events_lost'): StreamFrame {
   const event = {
     type: 'yuxi.session.resync',
     event_id: `evt_${newId().replaceAll('-', '')}`,
     session_id: sessionId,
     created_at: Math.floor(Date.now() / 1000),
-    reason: 'cursor_expired',
+    reason,
   };
-  return { streamId, frame: Buffer.from(`id: ${encodeCursor(sessionId, streamId)}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`) };
+  return {
+    streamId,
+    seq,
+    durable: false,
+    frame: Buffer.from(`id: ${encodeCursor(sessionId, streamId, seq)}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`),
+  };
 }

@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
+import { EventOutbox } from './event-outbox.js';
 import { EventPublisher } from './event-publisher.js';
 import { EventStreamHub } from './event-stream-hub.js';
 import { eventsRedisBlockingProvider, eventsRedisProvider } from './redis.providers.js';
 
-/** Publishing only: what the worker needs. */
+/** The outbox and publishing: what every writer of session events needs. */
 @Module({
-  providers: [eventsRedisProvider, EventPublisher],
-  exports: [EventPublisher, eventsRedisProvider],
+  providers: [eventsRedisProvider, EventPublisher, EventOutbox],
+  exports: [EventPublisher, EventOutbox, eventsRedisProvider],
 })
 export class EventsModule {}
 

@@ -95,23 +95,38 @@ export class InputsService {
    * The batch a claim takes when the head is a steer: the contiguous run of steer inputs at the
    * front of the claim order, in received order. Call under the session lock.
    */
-  async steerPrefix(manager: EntityManager, sessionId: string, minPriority = 0): Promise<InputEntity[]> {
+  async steerPrefix(manager: EntityManager, sessionId: string): Promise<InputEntity[]> {
     const ordered = await claimOrder(manager.getRepository(InputEntity), sessionId).limit(MAX_STEER_BATCH).getMany();
     // The prefix stops where the priority changes: a message that resumed a paused queue is not
     // batched with steers that were waiting before it.
     const prefix: InputEntity[] = [];
     for (const input of ordered) {
-      if (input.mode !== 'steer' || input.priority !== ordered[0]?.priority || input.priority < minPriority) break;
+      if (input.mode !== 'steer' || input.priority !== ordered[0]?.priority) break;
       prefix.push(input);
     }
     return prefix;
   }
 
-  /** Whether a steer of at least `minPriority` waits (a turn that resumed a paused queue takes no older steers). */
-  async hasPendingSteer(sessionId: string, minPriority = 0): Promise<boolean> {
+  /**
+   * The steers a running turn takes at a safe boundary: those received after the turn's own input
+   * (`afterSeq`), in received order. Older steers that waited behind a message which resumed a
+   * paused queue stay for the next claim. Call under the session lock.
+   */
+  async steersAfter(manager: EntityManager, sessionId: string, afterSeq: string): Promise<InputEntity[]> {
+    return manager
+      .getRepository(InputEntity)
+      .createQueryBuilder('i')
+      .where(`i.session_id = :sessionId AND i.status = 'pending' AND i.mode = 'steer' AND i.received_seq > :afterSeq`, { sessionId, afterSeq })
+      .orderBy('i.received_seq', 'ASC')
+      .limit(MAX_STEER_BATCH)
+      .getMany();
+  }
+
+  /** Whether a steer received after `afterSeq` waits (see steersAfter). */
+  async hasPendingSteer(sessionId: string, afterSeq: string): Promise<boolean> {
     const rows = (await this.inputs.query(
-      `SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' AND mode = 'steer' AND priority >= $2 LIMIT 1`,
-      [sessionId, minPriority],
+      `SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' AND mode = 'steer' AND received_seq > $2 LIMIT 1`,
+      [sessionId, afterSeq],
     )) as unknown[];
     return rows.length > 0;
   }
@@ -131,6 +146,12 @@ export class InputsService {
     return { ...row, mode: 'steer' };
   }
 
+  /** The highest received_seq among the inputs a turn consumed: steers after it may still join the turn. */
+  async lastConsumedSeq(manager: EntityManager, turnId: string): Promise<string> {
+    const rows = (await manager.query(`SELECT coalesce(max(received_seq), 0) AS seq FROM inputs WHERE turn_id = $1`, [turnId])) as { seq: string }[];
+    return String(rows[0]?.seq ?? '0');
+  }
+
   /** Whether the session has any pending input (no lock: a hint for whether to claim). */
   async hasPending(sessionId: string): Promise<boolean> {
     const rows = (await this.inputs.query(`SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' LIMIT 1`, [sessionId])) as unknown[];
@@ -141,10 +162,16 @@ export class InputsService {
     await manager.update(InputEntity, { id: In(inputIds), status: 'pending' }, { status: 'consumed', turnId, runId, consumedAt: at });
   }
 
-  /** Sessions holding inputs that have waited longer than the grace period: candidates for a lost nudge. */
+  /**
+   * Sessions whose pending inputs waited past the grace period and that a worker could claim now
+   * (queue not paused, no active turn): candidates for a lost nudge, longest waiting first.
+   */
   async sessionsWithWaitingInputs(olderThan: Date, limit: number): Promise<string[]> {
     const rows = (await this.inputs.query(
-      `SELECT DISTINCT session_id FROM inputs WHERE status = 'pending' AND received_at < $1 LIMIT $2`,
+      `SELECT i.session_id FROM inputs i JOIN sessions s ON s.id = i.session_id
+       WHERE i.status = 'pending' AND i.received_at < $1 AND NOT s.queue_paused
+         AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = i.session_id AND t.status IN ('queued', 'in_progress', 'requires_action'))
+       GROUP BY i.session_id ORDER BY min(i.received_at) LIMIT $2`,
       [olderThan, limit],
     )) as { session_id: string }[];
     return rows.map((row) => row.session_id);

@@ -5,12 +5,14 @@ import { AgentsService } from '#libs/agents';
 import type { Principal } from '#libs/auth';
 import { newId } from '#libs/database';
 import { ApiError, flattenValidationErrors } from '#libs/errors';
-import { EventPublisher } from '#libs/events';
+import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService, type InputMessage, type InputMode } from '#libs/inputs';
 import { ModelRegistry } from '#libs/models';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
-import { ACTIVE_TURN_STATUSES, type SessionEntity, SessionsService } from '#libs/sessions';
+import { type SessionEntity, SessionsService } from '#libs/sessions';
 import { toTurnDto, type TurnEntity, TurnsService } from '#libs/turns';
+import { DataSource } from 'typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
 import type { EntityManager } from 'typeorm';
 import type { CreateSessionDto } from './dto/create-session.dto.js';
 import type { SessionDto } from './dto/session.dto.js';
@@ -23,8 +25,10 @@ const DEFAULT_TITLE = '新的对话';
 
 /**
  * Accepts work: session creation and event submission. Each acceptance is one transaction
- * (receipt + session lock + input) committed before the response; the worker is nudged and the
- * `accepted` event published only after that commit.
+ * (receipt + session lock + input + the outbox events announcing it) committed before the
+ * response. Publishing those events and nudging the worker happen after the commit and are not
+ * waited for: with Redis down the request still answers at once, and the outbox relay delivers
+ * both later.
  */
 @Injectable()
 export class SubmissionService {
@@ -37,9 +41,10 @@ export class SubmissionService {
     private readonly agents: AgentsService,
     private readonly models: ModelRegistry,
     private readonly dispatcher: SessionDispatcher,
-    private readonly publisher: EventPublisher,
+    private readonly outbox: EventOutbox,
     private readonly turns: TurnsService,
     private readonly signals: RunSignals,
+    @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
   async createSession(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
@@ -53,6 +58,7 @@ export class SubmissionService {
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
 
+    let batch: OutboxBatch | null = null;
     const result = await this.idempotency.execute(
       {
         ownerId: principal.userId,
@@ -75,6 +81,7 @@ export class SubmissionService {
           messages !== null,
         );
         let receipt: AcceptedReceipt | null = null;
+        const events: OutgoingEvent[] = [];
         if (messages) {
           const input = await this.inputs.insert(manager, {
             sessionId: session.id,
@@ -88,16 +95,14 @@ export class SubmissionService {
           receipt = acceptedReceipt(session.id, input.id);
         }
         const body = toSessionDto(session, receipt);
+        // The session stream starts with the session itself; a stream=true create replays from here.
+        events.push({ type: 'agent.session.created', session: body });
+        if (receipt) events.push({ type: 'yuxi.session.event.accepted', receipt });
+        batch = await this.outbox.append(manager, session.id, events, { nudge: receipt !== null });
         return { status: 201, body, sessionId: session.id, receipt };
       },
     );
-    if (!result.replayed && result.sessionId) {
-      // The session stream starts with the session itself; a stream=true create replays from here.
-      await this.publisher
-        .publish(result.sessionId, [{ type: 'agent.session.created', session: JSON.parse(result.body) as unknown }])
-        .catch((error: unknown) => this.logger.warn(`created event for ${result.sessionId} not published: ${String(error)}`));
-      if (result.receipt) await this.afterAccept(result.sessionId, result.receipt);
-    }
+    if (!result.replayed && batch) this.afterCommit(batch, result.receipt !== null);
     return result;
   }
 
@@ -132,6 +137,7 @@ export class SubmissionService {
     const messages: InputMessage[] = parseAgentInput(event.input).messages;
 
     let steerIntoRunningTurn = false;
+    let batch: OutboxBatch | null = null;
     const result = await this.idempotency.execute(
       {
         ownerId: principal.userId,
@@ -143,8 +149,9 @@ export class SubmissionService {
         const receivedAt = new Date();
         const { session, receivedSeq } = await this.sessions.acceptInput(manager, sessionId, principal.userId, receivedAt);
         if (session.archived) throw new ApiError('state_conflict', 'The session is archived');
-        const mode = await this.resolveMode(manager, session, event.yuxi?.mode, hasOverride);
-        if (mode === 'steer' && session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status)) steerIntoRunningTurn = true;
+        const active = event.yuxi?.mode === 'follow_up' ? null : await this.turns.activeTurn(manager, sessionId);
+        const mode = resolveMode(active, event.yuxi?.mode, hasOverride);
+        if (mode === 'steer' && active) steerIntoRunningTurn = true;
         // A message to a paused queue resumes it and runs alone first; the old queue follows.
         if (session.queuePaused) await this.sessions.setQueuePaused(manager, sessionId, false);
         const input = await this.inputs.insert(manager, {
@@ -163,56 +170,27 @@ export class SubmissionService {
           receivedAt,
         });
         const receipt = acceptedReceipt(sessionId, input.id);
+        batch = await this.outbox.append(manager, sessionId, [{ type: 'yuxi.session.event.accepted', receipt }], { nudge: true });
         return { status: 202, body: receipt, sessionId, receipt };
       },
     );
-    if (!result.replayed && result.receipt) {
-      await this.afterAccept(sessionId, result.receipt);
-      if (steerIntoRunningTurn) await this.announceSteer(sessionId);
+    if (!result.replayed && batch) {
+      this.afterCommit(batch, true);
+      if (steerIntoRunningTurn) void this.announceSteer(sessionId);
     }
     return result;
   }
 
-  /**
-   * follow_up queues FIFO; steer goes ahead of all follow-ups. Omitted (auto): steer into an
-   * executing turn, follow-up when idle; an override (model, approval) marks follow-up intent.
-   * Auto is refused while the turn waits for an answer or approval or is being cancelled.
-   */
-  private async resolveMode(manager: EntityManager, session: SessionEntity, requested: InputMode | undefined, hasOverride: boolean): Promise<InputMode> {
-    if (requested === 'follow_up') return requested;
-    const current = session.currentTurn;
-    if (requested === 'steer') {
-      // A turn being cancelled takes no steer; queue a follow-up behind it instead.
-      const turn = current && ACTIVE_TURN_STATUSES.has(current.status) ? await this.turns.findTurn(manager, current.id) : null;
-      if (turn?.cancellationPending) throw new ApiError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
-      return requested;
-    }
-    if (!current || !ACTIVE_TURN_STATUSES.has(current.status) || hasOverride) return 'follow_up';
-    if (current.status === 'requires_action') {
-      throw new ApiError('state_conflict', 'The turn is waiting for an answer or approval; resume it, or send yuxi.mode=follow_up to queue');
-    }
-    const turn = await this.turns.findTurn(manager, current.id);
-    if (turn?.cancellationPending) {
-      throw new ApiError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
-    }
-    return 'steer';
-  }
-
   /** Makes a pending follow-up a steer; repeating it on a pending steer is already satisfied. */
   private async promoteInput(principal: Principal, sessionId: string, event: PromoteInputEventDto, key: string): Promise<IdempotentResponse> {
-    const result = await this.controlEvent(principal, sessionId, key, event, async (manager, session) => {
-      if (session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status)) {
-        if (session.currentTurn.status === 'requires_action') throw new ApiError('state_conflict', 'The turn is waiting for an answer or approval');
-        const turn = await this.turns.findTurn(manager, session.currentTurn.id);
-        if (turn?.cancellationPending) throw new ApiError('state_conflict', 'The turn is being cancelled');
-      }
+    const result = await this.controlEvent(principal, sessionId, key, event, async (manager) => {
+      const active = await this.turns.activeTurn(manager, sessionId);
+      if (active?.status === 'requires_action') throw new ApiError('state_conflict', 'The turn is waiting for an answer or approval');
+      if (active?.cancellationPending) throw new ApiError('state_conflict', 'The turn is being cancelled');
       await this.inputs.promote(manager, sessionId, event.input_id);
-      return acceptedReceipt(sessionId, event.input_id);
+      return { receipt: acceptedReceipt(sessionId, event.input_id), nudge: true };
     });
-    if (!result.replayed) {
-      await this.announceSteer(sessionId);
-      await this.dispatcher.nudgeQuietly(sessionId);
-    }
+    if (!result.replayed) void this.announceSteer(sessionId);
     return result;
   }
 
@@ -226,7 +204,7 @@ export class SubmissionService {
       const at = new Date();
       await this.inputs.cancelPending(manager, sessionId, event.input_id, at);
       await this.sessions.recordInputCancelled(manager, sessionId, at);
-      return acceptedReceipt(sessionId, event.input_id);
+      return { receipt: acceptedReceipt(sessionId, event.input_id) };
     });
   }
 
@@ -235,10 +213,8 @@ export class SubmissionService {
    * replay cancels the same turn, never a later one. Pending inputs stay queued behind a pause.
    */
   private async cancelTurn(principal: Principal, sessionId: string, event: CancelTurnEventDto, key: string): Promise<IdempotentResponse> {
-    let cancelling: TurnEntity | null = null;
     const result = await this.controlEvent(principal, sessionId, key, event, async (manager, session) => {
-      const current = session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status) ? session.currentTurn.id : null;
-      const turnId = event.yuxi?.turn_id ?? current;
+      const turnId = event.yuxi?.turn_id ?? (await this.turns.activeTurn(manager, sessionId))?.id;
       if (!turnId) throw new ApiError('state_conflict', 'The session has no active turn to cancel');
       const turn = await this.turns.requestCancel(manager, sessionId, turnId);
       if (!turn) {
@@ -250,45 +226,39 @@ export class SubmissionService {
         throw new ApiError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: turn.currentRunId });
       }
       if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
-      cancelling = turn;
-      return { ...acceptedReceipt(sessionId, null), turn_id: turn.id, run_id: turn.currentRunId };
+      // In the outbox with the cancel itself, so it precedes the terminal event on every stream;
+      // clients show "stopping" from here on (turn.yuxi.cancellation_pending).
+      return {
+        receipt: { ...acceptedReceipt(sessionId, null), turn_id: turn.id, run_id: turn.currentRunId },
+        events: [{ type: 'yuxi.session.turn.state', turn_id: turn.id, turn: toTurnDetailState(turn) }],
+      };
     });
-    if (!result.replayed && cancelling) {
-      // Published before the worker is told, so it precedes the terminal event; clients show
-      // "stopping" from here on (turn.yuxi.cancellation_pending).
-      const turn: TurnEntity = cancelling;
-      await this.publisher
-        .publish(sessionId, [{ type: 'yuxi.session.turn.state', turn_id: turn.id, turn: toTurnDetailState(turn) }])
-        .catch((error: unknown) => this.logger.warn(`turn state for ${sessionId} not published: ${String(error)}`));
-    }
     if (!result.replayed && result.receipt?.run_id) {
-      await this.signals.requestCancel(result.receipt.run_id).catch((error: unknown) => this.logger.warn(`cancel signal not sent: ${String(error)}`));
+      void this.signals.requestCancel(result.receipt.run_id).catch((error: unknown) => this.logger.warn(`cancel signal not sent: ${String(error)}`));
     }
     return result;
   }
 
   /** Resumes a paused queue after a cancellation settled, claiming its original head. */
   private async continueQueue(principal: Principal, sessionId: string, event: ContinueQueueEventDto, key: string): Promise<IdempotentResponse> {
-    const result = await this.controlEvent(principal, sessionId, key, event, async (manager, session) => {
+    return this.controlEvent(principal, sessionId, key, event, async (manager, session) => {
       if (!session.queuePaused) throw new ApiError('state_conflict', 'The queue is not paused');
-      if (session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status)) {
-        throw new ApiError('state_conflict', 'A turn is still active; continue after it settles');
-      }
+      if (await this.turns.activeTurn(manager, sessionId)) throw new ApiError('state_conflict', 'A turn is still active; continue after it settles');
       await this.sessions.setQueuePaused(manager, sessionId, false);
-      return acceptedReceipt(sessionId, null);
+      return { receipt: acceptedReceipt(sessionId, null), nudge: true };
     });
-    if (!result.replayed) await this.dispatcher.nudgeQuietly(sessionId);
-    return result;
   }
 
-  /** A control event: idempotent, under the session lock, announced with an accepted event. */
+  /** A control event: idempotent, under the session lock, announced with an accepted event (and any events of its own). */
   private async controlEvent(
     principal: Principal,
     sessionId: string,
     key: string,
     event: object & { type: string },
-    apply: (manager: EntityManager, session: SessionEntity) => Promise<AcceptedReceipt>,
+    apply: (manager: EntityManager, session: SessionEntity) => Promise<ControlOutcome>,
   ): Promise<IdempotentResponse> {
+    let batch: OutboxBatch | null = null;
+    let nudge = false;
     const result = await this.idempotency.execute(
       {
         ownerId: principal.userId,
@@ -299,15 +269,15 @@ export class SubmissionService {
       async (manager) => {
         const session = await this.sessions.lock(manager, sessionId);
         if (!session || session.ownerId !== principal.userId) throw ApiError.notFound(`Session ${sessionId}`);
-        const receipt = await apply(manager, session);
-        return { status: 202, body: receipt, sessionId, receipt };
+        const outcome = await apply(manager, session);
+        nudge = outcome.nudge ?? false;
+        batch = await this.outbox.append(manager, sessionId, [{ type: 'yuxi.session.event.accepted', receipt: outcome.receipt }, ...(outcome.events ?? [])], {
+          nudge,
+        });
+        return { status: 202, body: outcome.receipt, sessionId, receipt: outcome.receipt };
       },
     );
-    if (!result.replayed && result.receipt) {
-      await this.publisher
-        .publish(sessionId, [{ type: 'yuxi.session.event.accepted', receipt: result.receipt }])
-        .catch((error: unknown) => this.logger.warn(`accepted event for ${sessionId} not published: ${String(error)}`));
-    }
+    if (!result.replayed && batch) this.afterCommit(batch, nudge);
     return result;
   }
 
@@ -323,17 +293,65 @@ export class SubmissionService {
     return toSessionDto(session);
   }
 
+  /** Archives when nothing is running or queued (the turns table decides); history stays readable. */
   async archiveSession(principal: Principal, sessionId: string): Promise<SessionDto> {
-    return toSessionDto(await this.sessions.archive(principal.userId, sessionId));
+    const session = await this.dataSource.transaction(async (manager) => {
+      const locked = await this.sessions.lock(manager, sessionId);
+      if (!locked || locked.ownerId !== principal.userId) throw ApiError.notFound(`Session ${sessionId}`);
+      if (await this.turns.activeTurn(manager, sessionId)) {
+        throw new ApiError('state_conflict', 'The session has an active turn; cancel it or wait for it to finish before archiving');
+      }
+      if (locked.pendingInputCount > 0) {
+        throw new ApiError('state_conflict', 'The session has pending inputs; cancel them or let them run before archiving', {
+          queued_input_count: locked.pendingInputCount,
+        });
+      }
+      await this.sessions.markArchived(manager, sessionId);
+      return { ...locked, archived: true };
+    });
+    return toSessionDto(session);
   }
 
-  private async afterAccept(sessionId: string, receipt: AcceptedReceipt): Promise<void> {
-    // Published before the nudge so subscribers see the acceptance ahead of the turn it starts.
-    await this.publisher
-      .publish(sessionId, [{ type: 'yuxi.session.event.accepted', receipt }])
-      .catch((error: unknown) => this.logger.warn(`accepted event for ${sessionId} not published: ${String(error)}`));
-    await this.dispatcher.nudgeQuietly(sessionId);
+  /**
+   * After commit, not awaited: publishes the committed events (the accepted event ahead of the
+   * turn it starts) and then nudges the worker. Neither can lose anything: the outbox relay
+   * publishes what is left and nudges for accepted inputs; the sweep re-nudges idle queues.
+   */
+  private afterCommit(batch: OutboxBatch, nudge: boolean): void {
+    void (async () => {
+      await this.outbox.flush(batch.sessionId, batch);
+      if (nudge) await this.dispatcher.nudgeQuietly(batch.sessionId);
+    })();
   }
+}
+
+/**
+ * follow_up queues FIFO; steer goes ahead of all follow-ups. Omitted (auto): steer into an
+ * executing turn, follow-up when idle; an override (model, approval) marks follow-up intent.
+ * Auto is refused while the turn waits for an answer or approval or is being cancelled. `active`
+ * is the session's active turn read from the turns table under the session lock.
+ */
+function resolveMode(active: TurnEntity | null, requested: InputMode | undefined, hasOverride: boolean): InputMode {
+  if (requested === 'follow_up') return requested;
+  if (requested === 'steer') {
+    // A turn being cancelled takes no steer; queue a follow-up behind it instead.
+    if (active?.cancellationPending) throw new ApiError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
+    return requested;
+  }
+  if (!active || hasOverride) return 'follow_up';
+  if (active.status === 'requires_action') {
+    throw new ApiError('state_conflict', 'The turn is waiting for an answer or approval; resume it, or send yuxi.mode=follow_up to queue');
+  }
+  if (active.cancellationPending) throw new ApiError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
+  return 'steer';
+}
+
+interface ControlOutcome {
+  receipt: AcceptedReceipt;
+  /** Events of the control itself, announced after its accepted event. */
+  events?: OutgoingEvent[];
+  /** The control may let the worker claim something (continue, promote). */
+  nudge?: boolean;
 }
 
 function acceptedReceipt(sessionId: string, inputId: string | null): AcceptedReceipt {

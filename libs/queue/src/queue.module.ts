@@ -12,7 +12,15 @@ import { SessionDispatcher } from './session-dispatcher.js';
       // BullMQ workers require maxRetriesPerRequest: null on their blocking connections.
       useFactory: (config: AppConfig) => ({ connection: { url: config.redisUrl, maxRetriesPerRequest: null } }),
     }),
-    BullModule.registerQueue({ name: QUEUES.sessions }, { name: QUEUES.maintenance }),
+    // Producers fail fast while Redis is down instead of queueing commands in memory: a nudge is
+    // only a hint (the outbox relay and the sweep re-nudge), and a request must not hang on it.
+    ...[QUEUES.sessions, QUEUES.maintenance].map((name) =>
+      BullModule.registerQueueAsync({
+        name,
+        inject: [AppConfig],
+        useFactory: (config: AppConfig) => ({ connection: { url: config.redisUrl, maxRetriesPerRequest: 1, enableOfflineQueue: false } }),
+      }),
+    ),
   ],
   providers: [SessionDispatcher, RunSignals, ...signalsRedisProviders],
   exports: [SessionDispatcher, RunSignals, BullModule],

@@ -1,9 +1,10 @@
 import { Inject, Injectable, type OnApplicationShutdown, type Provider } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { AppConfig } from '#libs/config';
+import { AppConfig, logRedisErrorsQuietly } from '#libs/config';
 
 const CANCEL_CHANNEL = 'yuxi:run-cancel';
 const STEER_CHANNEL = 'yuxi:session-steer';
+const SUBSCRIBE_TIMEOUT_MS = 1_000;
 export const SIGNALS_PUBLISHER = Symbol('SIGNALS_PUBLISHER');
 export const SIGNALS_SUBSCRIBER = Symbol('SIGNALS_SUBSCRIBER');
 
@@ -12,12 +13,13 @@ export const signalsRedisProviders: Provider[] = [
   {
     provide: SIGNALS_PUBLISHER,
     inject: [AppConfig],
-    useFactory: (config: AppConfig) => new Redis(config.redisUrl, { lazyConnect: true, connectionName: 'yuxi-signals' }),
+    useFactory: (config: AppConfig) =>
+      logRedisErrorsQuietly(new Redis(config.redisUrl, { lazyConnect: true, connectionName: 'yuxi-signals', commandTimeout: 1_000, maxRetriesPerRequest: 1 }), 'signals'),
   },
   {
     provide: SIGNALS_SUBSCRIBER,
     inject: [AppConfig],
-    useFactory: (config: AppConfig) => new Redis(config.redisUrl, { lazyConnect: true, connectionName: 'yuxi-signals-sub' }),
+    useFactory: (config: AppConfig) => logRedisErrorsQuietly(new Redis(config.redisUrl, { lazyConnect: true, connectionName: 'yuxi-signals-sub' }), 'signals subscriber'),
   },
 ];
 
@@ -65,8 +67,12 @@ export class RunSignals implements OnApplicationShutdown {
     if (!this.subscribing) {
       this.subscriber.removeAllListeners('message');
       this.subscriber.on('message', (channel: string, id: string) => (channel === STEER_CHANNEL ? this.steerHandlers : this.handlers).get(id)?.());
-      // A failed subscribe is not cached: the next caller tries again.
-      this.subscribing = this.subscriber.subscribe(CANCEL_CHANNEL, STEER_CHANNEL).catch((error: unknown) => {
+      // A failed subscribe is not cached: the next caller tries again. It is bounded in time: while
+      // Redis is down, runs go on and the heartbeat's durable reads stand in for the signals.
+      this.subscribing = Promise.race([
+        this.subscriber.subscribe(CANCEL_CHANNEL, STEER_CHANNEL),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('signal subscription timed out')), SUBSCRIBE_TIMEOUT_MS).unref()),
+      ]).catch((error: unknown) => {
         this.subscribing = null;
         throw error;
       });

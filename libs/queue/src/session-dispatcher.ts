@@ -11,6 +11,7 @@ import { JOBS, type JobPayloads, QUEUES } from './queue-names.js';
 @Injectable()
 export class SessionDispatcher {
   private readonly logger = new Logger(SessionDispatcher.name);
+  private lastFailureLog = 0;
 
   constructor(@InjectQueue(QUEUES.sessions) private readonly queue: Queue<JobPayloads['session.dispatch']>) {}
 
@@ -22,12 +23,28 @@ export class SessionDispatcher {
     );
   }
 
+  /**
+   * Nudges for a run that waits to be taken over, under a job id of its own: the session's dedup
+   * key may still be held by the job of the worker that died, and Postgres (the run's lease), not
+   * the job, decides who drives the session.
+   */
+  async nudgeTakeover(sessionId: string, runId: string): Promise<void> {
+    await this.queue.add(
+      JOBS.dispatchSession,
+      { sessionId },
+      { deduplication: { id: `takeover:${runId}` }, removeOnComplete: true, removeOnFail: 1000 },
+    );
+  }
+
   /** For request paths that already committed: a failed nudge is logged, the sweep redelivers it. */
   async nudgeQuietly(sessionId: string): Promise<void> {
     try {
       await this.nudge(sessionId);
     } catch (error) {
-      this.logger.warn(`dispatch nudge for ${sessionId} failed; the recovery sweep will retry: ${String(error)}`);
+      // A Redis outage fails every nudge: one line per interval, not one per request.
+      if (Date.now() - this.lastFailureLog < 10_000) return;
+      this.lastFailureLog = Date.now();
+      this.logger.warn(`dispatch nudges are failing; the outbox relay and the recovery sweep will retry: ${String(error)}`);
     }
   }
 }

@@ -1,82 +1,75 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { AppConfig } from '#libs/config';
-import { EventPublisher } from '#libs/events';
+import { EventOutbox, EventPublisher } from '#libs/events';
 import { IdempotencyService, InputsService } from '#libs/inputs';
 import { SessionDispatcher } from '#libs/queue';
-import { SessionsService } from '#libs/sessions';
-import { type RunEntity, toCurrentTurn, TurnsService } from '#libs/turns';
-import { turnEvents } from './turn-events.js';
+import { type RunEntity, TurnsService } from '#libs/turns';
+import { TurnTransitions } from './turn-transitions.js';
 
 const SWEEP_BATCH = 500;
+/** Receipts are deleted in batches until none is left or this many batches ran (a sweep stays short). */
+const RECEIPT_BATCHES = 20;
+const RECEIPT_BATCH = 5_000;
 
 export interface SweepReport {
-  expiredRuns: number;
+  interruptedRuns: number;
+  takeoversNudged: number;
   redispatched: number;
   receiptsDeleted: number;
 }
 
 /**
- * Repairs what lost messages and dead workers leave behind: runs whose lease expired are failed
- * (their owner is gone, so no one will settle them), and sessions whose pending inputs waited past
- * the grace period are nudged again. Both are idempotent, so several workers may sweep at once.
+ * Repairs what lost messages and dead workers leave behind. A run whose lease expired is
+ * interrupted and its turn continues in a new run on another worker (takeover, not failure); a run
+ * waiting for a worker whose nudge was lost is nudged again; a session whose inputs wait with
+ * nothing running is nudged again; expired idempotency receipts are deleted. Each step is
+ * idempotent and decided in Postgres, so several workers may sweep at once.
  */
 @Injectable()
 export class RecoveryService {
   private readonly logger = new Logger(RecoveryService.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly sessions: SessionsService,
+    private readonly transitions: TurnTransitions,
     private readonly inputs: InputsService,
     private readonly turns: TurnsService,
     private readonly idempotency: IdempotencyService,
     private readonly dispatcher: SessionDispatcher,
+    private readonly outbox: EventOutbox,
     private readonly publisher: EventPublisher,
     private readonly config: AppConfig,
   ) {}
 
   async sweep(): Promise<SweepReport> {
-    let expiredRuns = 0;
+    let interruptedRuns = 0;
     for (const run of await this.turns.expiredRuns(SWEEP_BATCH)) {
-      if (await this.failExpiredRun(run)) expiredRuns += 1;
+      if (await this.interrupt(run)) interruptedRuns += 1;
     }
+    const awaiting = await this.turns.sessionsAwaitingTakeover(SWEEP_BATCH);
+    for (const { sessionId, runId } of awaiting) await this.dispatcher.nudgeTakeover(sessionId, runId).catch(() => undefined);
     const waiting = await this.inputs.sessionsWithWaitingInputs(new Date(Date.now() - this.config.recoveryGraceMs), SWEEP_BATCH);
-    for (const sessionId of waiting) await this.dispatcher.nudge(sessionId);
-    const receiptsDeleted = await this.idempotency.deleteExpired(SWEEP_BATCH);
-    if (expiredRuns > 0 || waiting.length > 0) {
-      this.logger.log(`sweep: ${expiredRuns} expired runs failed, ${waiting.length} sessions re-dispatched`);
+    for (const sessionId of waiting) await this.dispatcher.nudgeQuietly(sessionId);
+    let receiptsDeleted = 0;
+    for (let batch = 0; batch < RECEIPT_BATCHES; batch += 1) {
+      const deleted = await this.idempotency.deleteExpired(RECEIPT_BATCH);
+      receiptsDeleted += deleted;
+      if (deleted < RECEIPT_BATCH) break;
     }
-    return { expiredRuns, redispatched: waiting.length, receiptsDeleted };
+    if (interruptedRuns > 0 || waiting.length > 0) {
+      this.logger.log(`sweep: ${interruptedRuns} expired runs interrupted, ${waiting.length} idle sessions with waiting inputs re-dispatched`);
+    }
+    return { interruptedRuns, takeoversNudged: awaiting.length, redispatched: waiting.length, receiptsDeleted };
   }
 
-  private async failExpiredRun(run: RunEntity): Promise<boolean> {
-    const error = { code: 'run_lease_expired', message: 'The worker running this turn stopped responding' };
-    const settled = await this.dataSource.transaction(async (manager) => {
-      await this.sessions.lock(manager, run.sessionId);
-      const now = new Date();
-      const current = await this.turns.findTurn(manager, run.turnId);
-      if (!current) return null;
-      // A turn that was being cancelled when its worker died ends as cancelled, not failed.
-      const status: 'cancelled' | 'failed' = current.cancellationPending ? 'cancelled' : 'failed';
-      const turn = await this.turns.settle(manager, {
-        runId: run.id,
-        owner: null,
-        runStatus: status,
-        turn: current,
-        turnStatus: status,
-        resultRunId: null,
-        error: status === 'failed' ? error : null,
-        at: now,
-      });
-      if (!turn) return null;
-      await this.sessions.recordTurnUpdated(manager, run.sessionId, toCurrentTurn(turn), 0, now);
-      return { status, turn, run: { ...run, status, completedAt: now, error: turn.error, leaseOwner: null, leaseExpiresAt: null } };
-    });
-    if (!settled) return false;
-    await this.publisher.publish(run.sessionId, [turnEvents.run(settled.status, settled.run), turnEvents.turn(settled.status, settled.turn)]);
-    await this.dispatcher.nudge(run.sessionId);
+  private async interrupt(run: RunEntity): Promise<boolean> {
+    // What clients saw of the run is in the stream; read before the transaction, never inside it.
+    const shown = await this.publisher.shownText(run.sessionId, run.id).catch(() => new Map<string, string>());
+    const result = await this.transitions.interruptExpired(run, shown);
+    if (!result) return false;
+    await this.outbox.flush(run.sessionId, result.batch);
+    this.logger.warn(`run ${run.id} of session ${run.sessionId}: lease expired; ${result.awaiting ? `run ${result.awaiting} continues the turn` : 'the turn ended'}`);
+    if (result.awaiting) await this.dispatcher.nudgeTakeover(run.sessionId, result.awaiting).catch(() => undefined);
+    else await this.dispatcher.nudgeQuietly(run.sessionId);
     return true;
   }
 }

@@ -5,13 +5,17 @@ import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
 import { SessionsModule } from '#libs/sessions';
 import { TurnsModule } from '#libs/turns';
+import { FencingStats } from './fencing-stats.js';
+import { OutboxRelay } from './outbox-relay.js';
 import { RecoveryService } from './recovery.service.js';
+import { RunExecutor } from './run-executor.js';
 import { SessionDriver } from './session-driver.js';
+import { TurnTransitions } from './turn-transitions.js';
 
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   imports: [SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
-  providers: [SessionDriver, RecoveryService],
-  exports: [SessionDriver, RecoveryService],
+  providers: [TurnTransitions, RunExecutor, SessionDriver, RecoveryService, OutboxRelay, FencingStats],
+  exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats],
 })
 export class RuntimeModule {}

@@ -6,7 +6,7 @@ export const turnEvents = {
   turn(type: 'created' | 'in_progress' | 'completed' | 'failed' | 'cancelled', turn: TurnEntity): OutgoingEvent {
     return { type: `agent.session.turn.${type}`, turn_id: turn.id, turn: toTurnDto(turn) };
   },
-  run(type: 'created' | 'completed' | 'failed' | 'cancelled' | 'yielded', run: RunEntity): OutgoingEvent {
+  run(type: 'created' | 'completed' | 'failed' | 'cancelled' | 'yielded' | 'interrupted', run: RunEntity): OutgoingEvent {
     return { type: `yuxi.session.run.${type}`, turn_id: run.turnId, run: toRunDto(run), yuxi: { run_id: run.id } };
   },
   item(type: 'added' | 'done', item: ItemEntity, outputIndex: number): OutgoingEvent {

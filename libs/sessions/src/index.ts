@@ -1,3 +1,3 @@
 export type { SessionEntity, TurnSummary } from './session.entity.js';
 export { SessionsModule } from './sessions.module.js';
-export { ACTIVE_TURN_STATUSES, type NewSession, type SessionFilter, type SessionPatch, SessionsService } from './sessions.service.js';
+export { type NewSession, type SessionFilter, type SessionPatch, SessionsService } from './sessions.service.js';

@@ -31,12 +31,10 @@ export interface SessionFilter {
 }
 
 /**
- * The session row: ownership, configuration snapshot, presentation flags and the per-session
- * counters. Its row lock is the session lock every state change of the session takes first.
+ * The session row: ownership, configuration snapshot, presentation flags, the per-session
+ * counters and the overview of its current turn (a read model; gates read the turns table). Its
+ * row lock is the session lock every state change of the session takes first.
  */
-/** Turn statuses that still hold the session (the partial unique index allows one such turn). */
-export const ACTIVE_TURN_STATUSES: ReadonlySet<string> = new Set(['queued', 'in_progress', 'requires_action']);
-
 @Injectable()
 export class SessionsService {
   constructor(@InjectRepository(SessionEntity) private readonly sessions: Repository<SessionEntity>) {}
@@ -169,22 +167,18 @@ export class SessionsService {
     return sessionFromRow(rows[0]);
   }
 
-  /** Archives when nothing is running or queued; history stays readable. */
-  async archive(ownerId: string, sessionId: string): Promise<SessionEntity> {
-    return this.sessions.manager.transaction(async (manager) => {
-    const session = await this.lock(manager, sessionId);
-    if (!session || session.ownerId !== ownerId) throw ApiError.notFound(`Session ${sessionId}`);
-    if (session.currentTurn && ACTIVE_TURN_STATUSES.has(session.currentTurn.status)) {
-      throw new ApiError('state_conflict', 'The session has an active turn; cancel it or wait for it to finish before archiving');
-    }
-    if (session.pendingInputCount > 0) {
-      throw new ApiError('state_conflict', 'The session has pending inputs; cancel them or let them run before archiving', {
-        queued_input_count: session.pendingInputCount,
-      });
-    }
+  /** Marks the session archived (call under the session lock, after the use case checked its gates). */
+  async markArchived(manager: EntityManager, sessionId: string): Promise<void> {
     await manager.query(`UPDATE sessions SET archived = true, updated_at = now() WHERE id = $1`, [sessionId]);
-    return { ...session, archived: true };
-    });
+  }
+
+  /** Reserves `count` item sequence numbers (call under the session lock); returns the first. */
+  async reserveItemSeqs(manager: EntityManager, sessionId: string, count: number): Promise<number> {
+    const [rows] = (await manager.query(`UPDATE sessions SET item_seq = item_seq + $2 WHERE id = $1 RETURNING item_seq`, [sessionId, count])) as [
+      { item_seq: string }[],
+      number,
+    ];
+    return Number(rows[0]?.item_seq ?? 0) - count + 1;
   }
 
   /** Pauses or resumes claiming (call under the session lock). */

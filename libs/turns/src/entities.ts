@@ -1,6 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 export type TurnStatus = 'queued' | 'in_progress' | 'requires_action' | 'completed' | 'failed' | 'cancelled';
+/** Turn statuses that still hold the session (a partial unique index allows one such turn per session). */
 export const ACTIVE_TURN_STATUSES: readonly TurnStatus[] = ['queued', 'in_progress', 'requires_action'];
 export type RunStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'yielded' | 'interrupted';
 
@@ -48,6 +49,8 @@ export class RunEntity {
   @Column('uuid', { name: 'resume_from_run_id', nullable: true }) resumeFromRunId!: string | null;
   @Column('varchar', { name: 'lease_owner', nullable: true }) leaseOwner!: string | null;
   @Column('timestamptz', { name: 'lease_expires_at', nullable: true }) leaseExpiresAt!: Date | null;
+  /** The fencing token of the lease: per session, higher for every lease granted. */
+  @Column('bigint', { transformer: { to: (v: number) => v, from: (v: string | null) => Number(v ?? 0) } }) epoch!: number;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('timestamptz', { name: 'started_at', nullable: true }) startedAt!: Date | null;
   @Column('timestamptz', { name: 'completed_at', nullable: true }) completedAt!: Date | null;

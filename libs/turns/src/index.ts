@@ -1,3 +1,4 @@
+export { ACTIVE_TURN_STATUSES } from './entities.js';
 export type { ItemEntity, ItemStatus, PublicError, RunEntity, StoredContentPart, RunStatus, TurnEntity, TurnStatus } from './entities.js';
 export { toCurrentTurn, toItemDto, toRunDto, toRunSummary, toTurnDetailDto, toTurnDto } from './projections.js';
 export {
@@ -12,4 +13,4 @@ export {
   TurnListDto,
 } from './turn.dto.js';
 export { TurnsModule } from './turns.module.js';
-export { type NewItem, type NewTurn, type SettleSpec, TurnsService, type YieldSpec } from './turns.service.js';
+export { type Lease, type NewItem, type NewTurn, type RunStep, type SettleSpec, type SuccessorSpec, TurnsService } from './turns.service.js';

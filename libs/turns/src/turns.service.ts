@@ -3,7 +3,22 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, toPage } from '#libs/database';
 import { ApiError } from '#libs/errors';
-import { ItemEntity, type PublicError, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
+import { ACTIVE_TURN_STATUSES, ItemEntity, type PublicError, RunEntity, type RunStatus, type StoredContentPart, TurnEntity, type TurnStatus } from './entities.js';
+
+/**
+ * The right to write one run: its id, the worker holding it, and the fencing epoch it was leased
+ * under. Every write through a lease is one statement that also checks, on the database clock,
+ * that the lease is still this one and unexpired: a worker that lost it can no longer write.
+ */
+export interface Lease {
+  runId: string;
+  owner: string;
+  epoch: number;
+}
+
+/** The predicate every fenced write puts on `runs` (parameters: run id, owner, epoch). */
+const HELD = (run: string, owner: string, epoch: string): string =>
+  `id = ${run} AND status = 'in_progress' AND lease_owner = ${owner} AND epoch = ${epoch} AND lease_expires_at > now()`;
 
 export interface NewTurn {
   turnId: string;
@@ -15,14 +30,15 @@ export interface NewTurn {
   inputIds: string[];
   config: object;
   leaseOwner: string;
+  epoch: number;
   leaseMs: number;
   at: Date;
 }
 
 export interface SettleSpec {
+  /** The lease to settle through; null settles a run nobody holds any more (expired or awaiting takeover). */
+  lease: Lease | null;
   runId: string;
-  /** The lease owner that must hold the run; null settles a run whose lease has expired (recovery). */
-  owner: string | null;
   runStatus: RunStatus;
   turn: TurnEntity;
   turnStatus: Extract<TurnStatus, 'completed' | 'failed' | 'cancelled'>;
@@ -31,22 +47,37 @@ export interface SettleSpec {
   at: Date;
 }
 
-export interface YieldSpec {
-  runId: string;
-  owner: string;
+export interface SuccessorSpec {
   nextRunId: string;
+  epoch: number;
+  inputIds: string[];
+  at: Date;
+}
+
+export interface RunStep {
+  runId: string;
   turnId: string;
   sessionId: string;
-  inputIds: string[];
-  leaseMs: number;
+  kind: 'model_call' | 'tool_call' | 'waitpoint';
+  status: 'completed' | 'failed';
+  input: object;
+  output: object;
   at: Date;
 }
 
 export type NewItem = Omit<ItemEntity, 'id' | 'seq'> & { id?: string };
 
+interface SuccessorRow {
+  seq: number;
+  model: string;
+  config: object;
+  turn_id: string;
+  session_id: string;
+}
+
 /**
- * Turns, runs and items. A run's output and final state may only be written by its lease owner:
- * every settlement is conditioned on (lease_owner, status = in_progress).
+ * Turns, runs, items and steps. A run's output and state are written only through its lease
+ * (see Lease); recovery acts only on runs whose lease expired or that nobody holds.
  */
 @Injectable()
 export class TurnsService {
@@ -56,7 +87,23 @@ export class TurnsService {
     @InjectRepository(ItemEntity) private readonly items: Repository<ItemEntity>,
   ) {}
 
-  /** Creates an in-progress turn with its first run, leased to the caller. */
+  /** The session's turn that still holds it (queued, in progress or waiting), if any: the claim gate. */
+  async activeTurn(manager: EntityManager, sessionId: string): Promise<TurnEntity | null> {
+    if (!isUuid(sessionId)) return null;
+    return manager
+      .getRepository(TurnEntity)
+      .createQueryBuilder('t')
+      .where('t.session_id = :sessionId AND t.status IN (:...active)', { sessionId, active: ACTIVE_TURN_STATUSES })
+      .getOne();
+  }
+
+  /** The next fencing epoch of the session (call under the session lock): every lease gets a higher one. */
+  async nextEpoch(manager: EntityManager, sessionId: string): Promise<number> {
+    const rows = (await manager.query(`SELECT coalesce(max(epoch), 0) + 1 AS epoch FROM runs WHERE session_id = $1`, [sessionId])) as { epoch: string }[];
+    return Number(rows[0]?.epoch ?? 1);
+  }
+
+  /** Creates an in-progress turn with its first run, leased to the caller on the database clock. */
   async startTurn(manager: EntityManager, spec: NewTurn): Promise<{ turn: TurnEntity; run: RunEntity }> {
     const { turnId, runId } = spec;
     const turn = manager.create(TurnEntity, {
@@ -87,7 +134,8 @@ export class TurnsService {
       config: spec.config,
       resumeFromRunId: null,
       leaseOwner: spec.leaseOwner,
-      leaseExpiresAt: new Date(spec.at.getTime() + spec.leaseMs),
+      leaseExpiresAt: null,
+      epoch: spec.epoch,
       createdAt: spec.at,
       startedAt: spec.at,
       completedAt: null,
@@ -100,9 +148,9 @@ export class TurnsService {
          INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at)
          VALUES ($1, $2, $3, 'in_progress', $4, $5, $6, $7, $7)
        )
-       INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, created_at, started_at)
-       VALUES ($6, $1, $2, 1, 'in_progress', $8, $5, $9, $10, $11, $7, $7)`,
-      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, run.leaseExpiresAt],
+       INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, epoch, created_at, started_at)
+       VALUES ($6, $1, $2, 1, 'in_progress', $8, $5, $9, $10, now() + make_interval(secs => $11::double precision / 1000), $12, $7, $7)`,
+      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs, spec.epoch],
     );
     return { turn, run };
   }
@@ -123,62 +171,138 @@ export class TurnsService {
     return rows;
   }
 
+  /** Inserts an item of the run through its lease; false when the lease is gone. */
+  async insertItemHeld(manager: EntityManager, lease: Lease, item: ItemEntity): Promise<boolean> {
+    // An INSERT answers its RETURNING rows (an UPDATE would answer [rows, count]).
+    const inserted = (await manager.query(
+      `INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, created_at)
+       SELECT $4, $5, $6, $1, $7, $8, $9, $10, $11, $12, $13, $14 WHERE EXISTS (SELECT 1 FROM runs WHERE ${HELD('$1', '$2', '$3')})
+       RETURNING id`,
+      [
+        lease.runId,
+        lease.owner,
+        lease.epoch,
+        item.id,
+        item.sessionId,
+        item.turnId,
+        item.inputId,
+        item.seq,
+        item.type,
+        item.role,
+        item.status,
+        JSON.stringify(item.content),
+        item.phase,
+        item.createdAt,
+      ],
+    )) as unknown[];
+    return inserted.length === 1;
+  }
+
   /**
-   * Extends the lease and reports whether the turn was asked to cancel. `held: false` means the
-   * run is no longer ours (settled elsewhere or taken over).
+   * Extends the lease on the database clock, checkpoints the text shown so far into the run's open
+   * item, and reports whether the turn was asked to cancel. `held: false`: the lease is gone
+   * (expired, taken over or settled); an expired lease is never revived.
    */
-  async renewLease(runId: string, owner: string, leaseMs: number): Promise<{ held: boolean; cancelRequested: boolean }> {
-    const [rows] = (await this.runs.query(
-      `UPDATE runs r SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
-       FROM turns t WHERE r.id = $1 AND r.lease_owner = $2 AND r.status = 'in_progress' AND t.id = r.turn_id
-       RETURNING t.cancellation_pending`,
-      [runId, owner, leaseMs],
-    )) as [{ cancellation_pending: boolean }[], number];
+  async renewLease(lease: Lease, leaseMs: number, checkpoint: { itemId: string; text: string } | null): Promise<{ held: boolean; cancelRequested: boolean }> {
+    const rows = (await this.runs.query(
+      `WITH r AS (
+         UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
+         WHERE ${HELD('$1', '$2', '$3')} RETURNING turn_id
+       ), c AS (
+         UPDATE items SET content = $6::jsonb WHERE id = $5 AND run_id = $1 AND status = 'in_progress' AND EXISTS (SELECT 1 FROM r)
+       )
+       SELECT t.cancellation_pending FROM turns t JOIN r ON t.id = r.turn_id`,
+      [lease.runId, lease.owner, lease.epoch, leaseMs, checkpoint?.itemId ?? null, JSON.stringify([{ type: 'output_text', text: checkpoint?.text ?? '' }])],
+    )) as { cancellation_pending: boolean }[];
     return { held: rows.length > 0, cancelRequested: rows[0]?.cancellation_pending ?? false };
   }
 
   /**
-   * Yields the caller's run at a safe boundary and starts the next run of the same turn for the
-   * given inputs (a steer batch), leased to the caller. Returns null when the run was not ours.
+   * Yields the leased run at a safe boundary and starts the next run of the same turn for the given
+   * inputs (a steer batch), leased to the same owner under a new epoch. Null when the lease is gone.
    */
-  async yieldRun(manager: EntityManager, spec: YieldSpec): Promise<RunEntity | null> {
-    const leaseExpiresAt = new Date(spec.at.getTime() + spec.leaseMs);
-    // A statement whose top level is SELECT answers plain rows (UPDATE … RETURNING answers [rows, count]).
+  async yieldRun(manager: EntityManager, lease: Lease, next: SuccessorSpec, leaseMs: number): Promise<RunEntity | null> {
     const rows = (await manager.query(
       `WITH old AS (
-         UPDATE runs SET status = 'yielded', completed_at = $3, lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = $1 AND status = 'in_progress' AND lease_owner = $2
+         UPDATE runs SET status = 'yielded', completed_at = $4, lease_owner = NULL, lease_expires_at = NULL
+         WHERE ${HELD('$1', '$2', '$3')}
          RETURNING turn_id, session_id, seq, model, config
        ), next AS (
-         INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, resume_from_run_id, lease_owner, lease_expires_at, created_at, started_at)
-         SELECT $4, turn_id, session_id, seq + 1, 'in_progress', $5, model, config, $1, $2, $6, $3, $3 FROM old
+         INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, resume_from_run_id, lease_owner, lease_expires_at, epoch, created_at, started_at)
+         SELECT $5, turn_id, session_id, seq + 1, 'in_progress', $6, model, config, $1, $2,
+                now() + make_interval(secs => $8::double precision / 1000), $7, $4, $4 FROM old
          RETURNING id, turn_id, seq
        ), t AS (
-         UPDATE turns SET current_run_id = $4 WHERE id = (SELECT turn_id FROM next)
+         UPDATE turns SET current_run_id = $5 WHERE id = (SELECT turn_id FROM next)
        )
-       SELECT next.seq, old.model, old.config FROM next, old`,
-      [spec.runId, spec.owner, spec.at, spec.nextRunId, spec.inputIds, leaseExpiresAt],
-    )) as { seq: number; model: string; config: object }[];
+       SELECT next.seq, old.model, old.config, old.turn_id, old.session_id FROM next, old`,
+      [lease.runId, lease.owner, lease.epoch, next.at, next.nextRunId, next.inputIds, next.epoch, leaseMs],
+    )) as SuccessorRow[];
+    return rows[0] ? this.successor(manager, rows[0], lease.runId, next, lease.owner) : null;
+  }
+
+  /**
+   * Interrupts a run and starts its successor in the same turn, unleased, for any worker to take
+   * over. Through `lease` (a graceful release), or with null for a run whose lease expired.
+   */
+  async interruptRun(manager: EntityManager, runId: string, lease: Lease | null, next: SuccessorSpec): Promise<{ interrupted: RunEntity; next: RunEntity } | null> {
+    const rows = (await manager.query(
+      `WITH old AS (
+         UPDATE runs SET status = 'interrupted', completed_at = $4, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = $1 AND status = 'in_progress'
+           AND (($2::text IS NULL AND lease_expires_at < now()) OR (lease_owner = $2 AND epoch = $3 AND lease_expires_at > now()))
+         RETURNING turn_id, session_id, seq, model, config
+       ), next AS (
+         INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, resume_from_run_id, lease_owner, lease_expires_at, epoch, created_at)
+         SELECT $5, turn_id, session_id, seq + 1, 'in_progress', '{}', model, config, $1, NULL, NULL, $6, $4 FROM old
+         RETURNING id, turn_id, seq
+       ), t AS (
+         UPDATE turns SET current_run_id = $5 WHERE id = (SELECT turn_id FROM next)
+       )
+       SELECT next.seq, old.model, old.config, old.turn_id, old.session_id FROM next, old`,
+      [runId, lease?.owner ?? null, lease?.epoch ?? 0, next.at, next.nextRunId, next.epoch],
+    )) as SuccessorRow[];
     const row = rows[0];
     if (!row) return null;
-    return manager.create(RunEntity, {
-      id: spec.nextRunId,
-      turnId: spec.turnId,
-      sessionId: spec.sessionId,
-      seq: Number(row.seq),
-      status: 'in_progress',
-      inputIds: spec.inputIds,
-      model: row.model,
-      config: row.config,
-      resumeFromRunId: spec.runId,
-      leaseOwner: spec.owner,
-      leaseExpiresAt,
-      createdAt: spec.at,
-      startedAt: spec.at,
-      completedAt: null,
-      error: null,
-      usage: null,
-    });
+    const interrupted = await manager.getRepository(RunEntity).findOneByOrFail({ id: runId });
+    const successor = this.successor(manager, row, runId, next, null);
+    return { interrupted, next: { ...successor, startedAt: null } };
+  }
+
+  /** Leases the session's run that waits for a worker (after a crash or release) to the caller. */
+  async takeOver(manager: EntityManager, sessionId: string, owner: string, leaseMs: number): Promise<RunEntity | null> {
+    const [rows] = (await manager.query(
+      `UPDATE runs SET lease_owner = $2, lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), started_at = coalesce(started_at, now())
+       WHERE session_id = $1 AND status = 'in_progress' AND lease_owner IS NULL RETURNING id`,
+      [sessionId, owner, leaseMs],
+    )) as [{ id: string }[], number];
+    const id = rows[0]?.id;
+    return id ? manager.getRepository(RunEntity).findOneByOrFail({ id }) : null;
+  }
+
+  /** Whether the session has a run waiting for a worker to take it over (no lock: a hint). */
+  async hasUnleasedRun(sessionId: string): Promise<boolean> {
+    const rows = (await this.runs.query(`SELECT 1 FROM runs WHERE session_id = $1 AND status = 'in_progress' AND lease_owner IS NULL LIMIT 1`, [
+      sessionId,
+    ])) as unknown[];
+    return rows.length > 0;
+  }
+
+  /** How many runs of the turn were interrupted: a turn that keeps killing its workers stops. */
+  async interruptionsOf(manager: EntityManager, turnId: string): Promise<number> {
+    const rows = (await manager.query(`SELECT count(*)::int AS n FROM runs WHERE turn_id = $1 AND status = 'interrupted'`, [turnId])) as { n: number }[];
+    return rows[0]?.n ?? 0;
+  }
+
+  /** Items of a run that were announced and never finished (its open assistant message). */
+  async openItemsOfRun(manager: EntityManager, runId: string): Promise<ItemEntity[]> {
+    return manager.getRepository(ItemEntity).find({ where: { runId, status: 'in_progress' }, order: { seq: 'ASC' } });
+  }
+
+  /** Finishes an open item with its final content. */
+  async closeItem(manager: EntityManager, item: ItemEntity, status: 'completed' | 'incomplete', content: StoredContentPart[], phase: string): Promise<ItemEntity> {
+    await manager.query(`UPDATE items SET status = $2, content = $3, phase = $4 WHERE id = $1`, [item.id, status, JSON.stringify(content), phase]);
+    return { ...item, status, content, phase };
   }
 
   /** Marks an active turn as being cancelled; returns it, or null when it is not active any more. */
@@ -194,19 +318,29 @@ export class TurnsService {
   }
 
   /**
-   * Settles a run and its turn in one statement, provided the run is still in progress and (when
-   * `owner` is given) leased to the caller. Returns the settled turn, or null when the run was not ours.
+   * Settles a run and its turn in one statement, through the lease (or, with none, only a run that
+   * nobody holds). Returns the settled turn, or null when the run was not the caller's to settle.
    */
   async settle(manager: EntityManager, spec: SettleSpec): Promise<TurnEntity | null> {
     const [rows] = (await manager.query(
       `WITH r AS (
-         UPDATE runs SET status = $3, completed_at = $4, error = $5, lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = $1 AND status = 'in_progress' AND (($2::text IS NULL AND lease_expires_at < now()) OR lease_owner = $2)
+         UPDATE runs SET status = $4, completed_at = $5, error = $6, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = $1 AND status = 'in_progress'
+           AND (($2::text IS NULL AND (lease_owner IS NULL OR lease_expires_at < now())) OR (lease_owner = $2 AND epoch = $3 AND lease_expires_at > now()))
          RETURNING turn_id
        )
-       UPDATE turns SET status = $6, completed_at = $4, result_run_id = $7, current_run_id = NULL, error = $5, cancellation_pending = false
+       UPDATE turns SET status = $7, completed_at = $5, result_run_id = $8, current_run_id = NULL, error = $6, cancellation_pending = false
        WHERE id = (SELECT turn_id FROM r) RETURNING id`,
-      [spec.runId, spec.owner, spec.runStatus, spec.at, spec.error === null ? null : JSON.stringify(spec.error), spec.turnStatus, spec.resultRunId],
+      [
+        spec.runId,
+        spec.lease?.owner ?? null,
+        spec.lease?.epoch ?? 0,
+        spec.runStatus,
+        spec.at,
+        spec.error === null ? null : JSON.stringify(spec.error),
+        spec.turnStatus,
+        spec.resultRunId,
+      ],
     )) as [{ id: string }[], number];
     if (rows.length === 0) return null;
     return {
@@ -220,12 +354,60 @@ export class TurnsService {
     };
   }
 
+  /** How many items the turn has: the output index of its next item. */
+  async countItems(manager: EntityManager, turnId: string): Promise<number> {
+    const rows = (await manager.query(`SELECT count(*)::int AS n FROM items WHERE turn_id = $1`, [turnId])) as { n: number }[];
+    return rows[0]?.n ?? 0;
+  }
+
+  /** The committed steps of the turn since its latest run that took new input (what a takeover plans from). */
+  async stepsSinceLastInput(manager: EntityManager, turnId: string): Promise<{ runId: string; kind: RunStep['kind']; status: RunStep['status']; output: object }[]> {
+    const rows = (await manager.query(
+      `SELECT s.run_id, s.kind, s.status, s.output FROM run_steps s JOIN runs r ON r.id = s.run_id
+       WHERE s.turn_id = $1 AND r.seq >= (SELECT coalesce(max(seq), 1) FROM runs WHERE turn_id = $1 AND cardinality(input_ids) > 0)
+       ORDER BY s.seq`,
+      [turnId],
+    )) as { run_id: string; kind: RunStep['kind']; status: RunStep['status']; output: object }[];
+    return rows.map((row) => ({ runId: row.run_id, kind: row.kind, status: row.status, output: row.output }));
+  }
+
+  /** Records a committed step of the turn (the next step number of the turn). */
+  async recordStep(manager: EntityManager, step: RunStep): Promise<void> {
+    await manager.query(
+      `INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, input, output, created_at)
+       SELECT $1, $2, $3, $4, coalesce(max(seq), 0) + 1, $5, $6, $7, $8, $9 FROM run_steps WHERE turn_id = $3`,
+      [newId(), step.runId, step.turnId, step.sessionId, step.kind, step.status, JSON.stringify(step.input), JSON.stringify(step.output), step.at],
+    );
+  }
+
+  private successor(manager: EntityManager, row: SuccessorRow, fromRunId: string, next: SuccessorSpec, owner: string | null): RunEntity {
+    return manager.create(RunEntity, {
+      id: next.nextRunId,
+      turnId: row.turn_id,
+      sessionId: row.session_id,
+      seq: Number(row.seq),
+      status: 'in_progress',
+      inputIds: next.inputIds,
+      model: row.model,
+      config: row.config,
+      resumeFromRunId: fromRunId,
+      leaseOwner: owner,
+      leaseExpiresAt: null,
+      epoch: next.epoch,
+      createdAt: next.at,
+      startedAt: next.at,
+      completedAt: null,
+      error: null,
+      usage: null,
+    });
+  }
+
   async findTurn(manager: EntityManager, turnId: string): Promise<TurnEntity | null> {
     if (!isUuid(turnId)) return null;
     return manager.getRepository(TurnEntity).findOneBy({ id: turnId });
   }
 
-  /** Runs whose owner stopped heartbeating. */
+  /** Runs whose owner stopped renewing, oldest expiry first. */
   async expiredRuns(limit: number): Promise<RunEntity[]> {
     return this.runs
       .createQueryBuilder('r')
@@ -233,6 +415,15 @@ export class TurnsService {
       .orderBy('r.lease_expires_at', 'ASC')
       .limit(limit)
       .getMany();
+  }
+
+  /** Sessions whose turn has a run waiting for a worker, for the sweep to nudge. */
+  async sessionsAwaitingTakeover(limit: number): Promise<{ sessionId: string; runId: string }[]> {
+    const rows = (await this.runs.query(
+      `SELECT session_id, id FROM runs WHERE status = 'in_progress' AND lease_owner IS NULL ORDER BY created_at LIMIT $1`,
+      [limit],
+    )) as { session_id: string; id: string }[];
+    return rows.map((row) => ({ sessionId: row.session_id, runId: row.id }));
   }
 
   async getRun(sessionId: string, runId: string): Promise<RunEntity> {

@@ -3,7 +3,7 @@ import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, A
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
 import { ApiError } from '#libs/errors';
-import { decodeCursor, EVENT_TYPES } from '#libs/events';
+import { decodeCursor, EVENT_TYPES, type StreamPosition } from '#libs/events';
 import { ReceiptDto, SessionQueriesService, SubmissionService, SubmitEventsDto } from '#libs/protocol';
 import { ApiErrors } from './api-errors.decorator.js';
 import { sendIdempotent } from './send-idempotent.js';
@@ -76,7 +76,7 @@ export class SessionEventsController {
       },
     },
   })
-  @ApiErrors('not_found', 'invalid_last_event_id')
+  @ApiErrors('not_found', 'invalid_last_event_id', 'service_unavailable')
   async stream(
     @CurrentPrincipal() principal: Principal,
     @Param('session_id') sessionId: string,
@@ -85,12 +85,12 @@ export class SessionEventsController {
     @Res() res: Response,
   ): Promise<void> {
     await this.queries.assertVisible(principal, sessionId);
-    let afterId: string | null = null;
+    let after: StreamPosition | null = null;
     if (lastEventId !== undefined && lastEventId !== '') {
-      afterId = decodeCursor(sessionId, lastEventId);
-      if (afterId === null) throw new ApiError('invalid_last_event_id', 'Last-Event-ID is not a cursor of this session stream');
+      after = decodeCursor(sessionId, lastEventId);
+      if (after === null) throw new ApiError('invalid_last_event_id', 'Last-Event-ID is not a cursor of this session stream');
     }
 
-    await this.sse.stream(req, res, sessionId, afterId);
+    await this.sse.stream(req, res, sessionId, after);
   }
 }

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { AppConfig } from '#libs/config';
-import { EventStreamHub } from '#libs/events';
+import { ApiError } from '#libs/errors';
+import { EventStreamHub, type StreamPosition } from '#libs/events';
 
 /** A subscriber this far behind is cut off rather than buffered without bound; it resumes with its cursor. */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
@@ -17,7 +18,11 @@ export class SseResponder {
     private readonly config: AppConfig,
   ) {}
 
-  async stream(req: Request, res: Response, sessionId: string, afterId: string | null, status = 200): Promise<void> {
+  async stream(req: Request, res: Response, sessionId: string, after: StreamPosition | null, status = 200): Promise<void> {
+    // Refused before the stream starts: once headers are out, a failure can only cut the stream.
+    await this.hub.ping().catch(() => {
+      throw new ApiError('service_unavailable', 'The event stream is unavailable right now; retry with the same Last-Event-ID');
+    });
     // No chunked framing: an SSE body simply runs until the connection closes, which saves a
     // framing step on every write of every subscriber.
     res.useChunkedEncodingByDefault = false;
@@ -30,7 +35,7 @@ export class SseResponder {
 
     let closed = false;
     const heartbeat = setInterval(() => res.write(': ping\n\n'), this.config.sseHeartbeatMs);
-    const subscription = this.hub.subscribe(sessionId, afterId, ({ frame }) => {
+    const subscription = this.hub.subscribe(sessionId, after, ({ frame }) => {
       if (closed) return;
       res.write(frame);
       if (res.writableLength > MAX_BUFFERED_BYTES) res.destroy();

@@ -1,0 +1,23 @@
+/** Postgres SQLSTATEs of a connection that failed or a server that is going away or not up yet. */
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTCONN']);
+/** What pg, the pool and ioredis say when a connection is gone or a command timed out. */
+const MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error',
+  'Command timed out',
+  'Connection is closed',
+  "Stream isn't writeable",
+  'the database system is',
+];
+
+/**
+ * Whether an error means a backing service (Postgres, Redis) is unreachable for now, as opposed to
+ * a bug or a constraint violation: the api answers 503 `retryable`, the worker retries within its lease.
+ */
+export function isDependencyUnavailable(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && (PG_UNAVAILABLE.has(code) || SOCKET_CODES.has(code))) return true;
+  return typeof message === 'string' && MESSAGES.some((m) => message.includes(m));
+}

@@ -1,0 +1,455 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { AppConfig } from '#libs/config';
+import { newId } from '#libs/database';
+import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
+import { type FrozenInputConfig, type InputEntity, InputsService } from '#libs/inputs';
+import { SessionsService } from '#libs/sessions';
+import {
+  type ItemEntity,
+  type Lease,
+  type NewItem,
+  type PublicError,
+  type RunEntity,
+  type StoredContentPart,
+  toCurrentTurn,
+  type TurnEntity,
+  TurnsService,
+} from '#libs/turns';
+import type { CommittedStep } from './step-plan.js';
+import { turnEvents } from './turn-events.js';
+
+/** A turn a worker now holds a lease on: freshly claimed from the queue, or taken over. */
+export interface HeldTurn {
+  turn: TurnEntity;
+  run: RunEntity;
+  lease: Lease;
+  config: FrozenInputConfig;
+  /** Steers received after this input sequence number may join the turn at a safe boundary. */
+  lastInputSeq: string;
+  /** The output index the turn's next item gets. */
+  outputIndex: number;
+  /** Committed steps a takeover must not repeat. */
+  steps: CommittedStep[];
+  batch: OutboxBatch;
+}
+
+/** What a run has shown so far: its open assistant item (announced and durable) and the text in it. */
+export interface RunOutput {
+  item: ItemEntity | null;
+  outputIndex: number;
+  text: string;
+  /** Deltas were lost on the way to Redis since the last durable write: announce a resync. */
+  lostDeltas: boolean;
+}
+
+export type Outcome = { status: 'completed' } | { status: 'cancelled' } | { status: 'failed'; error: PublicError };
+
+export interface Settled {
+  turn: TurnEntity;
+  status: Outcome['status'];
+  batch: OutboxBatch;
+}
+
+export interface Successor {
+  run: RunEntity;
+  lease: Lease | null;
+  outputIndex: number;
+  batch: OutboxBatch;
+}
+
+const TAKEOVER_LIMIT_ERROR: PublicError = {
+  code: 'run_takeover_limit',
+  message: 'The turn was interrupted too many times (its workers kept stopping); it was not retried again',
+};
+
+/**
+ * The one owner of a session's turn state transitions on the worker side: claim, take over, open
+ * an item, yield to a steer, settle, release and interrupt. Each is one transaction under the
+ * session lock that also writes the events announcing it to the outbox; none touches Redis, so a
+ * Redis outage never changes what is committed. Callers publish the returned batch after commit.
+ */
+@Injectable()
+export class TurnTransitions {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly sessions: SessionsService,
+    private readonly inputs: InputsService,
+    private readonly turns: TurnsService,
+    private readonly outbox: EventOutbox,
+    private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * Takes the session's next work: a run of the active turn that waits for a worker, else (when the
+   * turns table shows no active turn and the queue is not paused) the head of the input queue.
+   */
+  async claim(sessionId: string, runId: string, owner: string): Promise<HeldTurn | null> {
+    return this.dataSource.transaction(async (manager) => {
+      const session = await this.sessions.lock(manager, sessionId);
+      if (!session) return null;
+      const active = await this.turns.activeTurn(manager, sessionId);
+      if (active) return this.takeOver(manager, active, owner);
+      if (session.queuePaused) return null;
+      const head = await this.inputs.head(manager, sessionId);
+      if (!head) return null;
+      // A steer head takes the whole contiguous steer prefix as one batch; a follow-up runs alone.
+      const batch = head.mode === 'steer' ? await this.inputs.steerPrefix(manager, sessionId) : [head];
+      const input = batch[0] ?? head;
+
+      const now = new Date();
+      const turnId = newId();
+      const newItems = userItemsOf(batch, sessionId, now);
+      const { turnSeq, firstItemSeq } = await this.sessions.recordTurnStarted(
+        manager,
+        sessionId,
+        { id: turnId, status: 'in_progress', current_run_id: runId, result_run_id: null, waitpoint: null },
+        batch.length,
+        newItems.length,
+        now,
+      );
+      const epoch = await this.turns.nextEpoch(manager, sessionId);
+      const { turn, run } = await this.turns.startTurn(manager, {
+        turnId,
+        runId,
+        sessionId,
+        seq: turnSeq,
+        agentId: input.config.agent_id,
+        model: input.config.model,
+        inputIds: batch.map((i) => i.id),
+        config: input.config,
+        leaseOwner: owner,
+        epoch,
+        leaseMs: this.config.runLeaseMs,
+        at: now,
+      });
+      await this.inputs.markConsumed(
+        manager,
+        batch.map((i) => i.id),
+        turn.id,
+        run.id,
+        now,
+      );
+      const userItems = await this.turns.insertItems(manager, firstItemSeq, newItems.map((item) => ({ ...item, turnId: turn.id, runId: run.id })));
+      // The documented order: run created, turn created, turn in progress, then the turn's items.
+      const events: OutgoingEvent[] = [turnEvents.run('created', run), turnEvents.turn('created', turn), turnEvents.turn('in_progress', turn)];
+      userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index)));
+      return {
+        turn,
+        run,
+        lease: { runId: run.id, owner, epoch },
+        config: input.config,
+        lastInputSeq: batch.reduce((max, i) => (BigInt(i.receivedSeq) > BigInt(max) ? i.receivedSeq : max), '0'),
+        outputIndex: userItems.length,
+        steps: [],
+        batch: await this.outbox.append(manager, sessionId, events, { epoch }),
+      };
+    });
+  }
+
+  /** Leases the active turn's unleased run (after a crash or a release), if it has one. */
+  private async takeOver(manager: EntityManager, turn: TurnEntity, owner: string): Promise<HeldTurn | null> {
+    const run = await this.turns.takeOver(manager, turn.sessionId, owner, this.config.runLeaseMs);
+    if (!run) return null;
+    return {
+      turn,
+      run,
+      lease: { runId: run.id, owner, epoch: run.epoch },
+      config: run.config as FrozenInputConfig,
+      lastInputSeq: await this.inputs.lastConsumedSeq(manager, turn.id),
+      outputIndex: await this.turns.countItems(manager, turn.id),
+      steps: (await this.turns.stepsSinceLastInput(manager, turn.id)) as CommittedStep[],
+      batch: { sessionId: turn.sessionId, rows: [] },
+    };
+  }
+
+  /** Makes the run's assistant item durable (in progress) and announces it, through the lease. */
+  async openItem(held: HeldTurn, lease: Lease, outputIndex: number): Promise<{ item: ItemEntity; batch: OutboxBatch } | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
+      const item: ItemEntity = {
+        id: newId(),
+        sessionId,
+        turnId: held.turn.id,
+        runId: lease.runId,
+        inputId: null,
+        seq: String(seq),
+        type: 'message',
+        role: 'assistant',
+        status: 'in_progress',
+        content: [],
+        phase: null,
+        createdAt: new Date(),
+      };
+      if (!(await this.turns.insertItemHeld(manager, lease, item))) {
+        // Rolls the reserved sequence number back with the transaction.
+        throw new LeaseGone();
+      }
+      const batch = await this.outbox.append(
+        manager,
+        sessionId,
+        [turnEvents.item('added', item, outputIndex), turnEvents.contentPart('added', item, outputIndex, 0, { type: 'output_text', text: '' })],
+        { epoch: lease.epoch },
+      );
+      return { item, batch };
+    }).catch((error: unknown) => {
+      if (error instanceof LeaseGone) return null;
+      throw error;
+    });
+  }
+
+  /**
+   * Yields the run at a safe boundary into the next run of the same turn with the steers that
+   * arrived after the turn's input: the shown text becomes an incomplete commentary item, the steer
+   * messages user items. 'cancelled' when the turn is being cancelled (it takes no more input).
+   */
+  async yieldToSteers(held: HeldTurn, lease: Lease, output: RunOutput, nextRunId: string): Promise<Successor | 'cancelled' | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      if ((await this.turns.findTurn(manager, held.turn.id))?.cancellationPending) return 'cancelled' as const;
+      const steers = await this.inputs.steersAfter(manager, sessionId, held.lastInputSeq);
+      const now = new Date();
+      const epoch = await this.turns.nextEpoch(manager, sessionId);
+      const next = await this.turns.yieldRun(
+        manager,
+        lease,
+        { nextRunId, epoch, inputIds: steers.map((i) => i.id), at: now },
+        this.config.runLeaseMs,
+      );
+      if (!next) return null;
+      const newItems = userItemsOf(steers, sessionId, now);
+      const firstSeq = await this.sessions.recordRunStarted(
+        manager,
+        sessionId,
+        toCurrentTurn({ ...held.turn, currentRunId: next.id }),
+        steers.length,
+        newItems.length,
+        now,
+      );
+      await this.inputs.markConsumed(
+        manager,
+        steers.map((i) => i.id),
+        held.turn.id,
+        next.id,
+        now,
+      );
+      const events: OutgoingEvent[] = lostDeltasNotice(output);
+      let index = output.outputIndex;
+      if (output.item) {
+        events.push(...closingEvents(await this.closeOpen(manager, output.item, 'incomplete', output.text), index, output.text));
+        index += 1;
+      }
+      const yielded: RunEntity = { ...held.run, id: lease.runId, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };
+      events.push(turnEvents.run('yielded', yielded), turnEvents.run('created', next));
+      const userItems = await this.turns.insertItems(manager, firstSeq, newItems.map((item) => ({ ...item, turnId: held.turn.id, runId: next.id })));
+      for (const item of userItems) {
+        events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
+        index += 1;
+      }
+      if (steers.length > 0) {
+        held.lastInputSeq = steers.reduce((max, i) => (BigInt(i.receivedSeq) > BigInt(max) ? i.receivedSeq : max), held.lastInputSeq);
+      }
+      const batch = await this.outbox.append(manager, sessionId, events, { epoch });
+      return { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index, batch };
+    });
+  }
+
+  /**
+   * Commits the run's outcome: the model call as a step, the output item, run and turn, in one
+   * transaction. A cancel accepted before this commit wins over completion (the client was told the
+   * turn would stop); a failure stays a failure. Text already shown is kept: the final answer when
+   * completed, an incomplete item otherwise. Null when the lease is gone.
+   */
+  async settle(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<Settled | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const current = await this.turns.findTurn(manager, held.turn.id);
+      const final: Outcome = current?.cancellationPending && outcome.status === 'completed' ? { status: 'cancelled' } : outcome;
+      const now = new Date();
+      const completed = final.status === 'completed';
+      const error = final.status === 'failed' ? final.error : null;
+      const turn = await this.turns.settle(manager, {
+        lease,
+        runId: lease.runId,
+        runStatus: final.status,
+        turn: current ?? held.turn,
+        turnStatus: final.status,
+        resultRunId: completed ? lease.runId : null,
+        error,
+        at: now,
+      });
+      if (!turn) return null;
+      if (completed) {
+        await this.turns.recordStep(manager, {
+          runId: lease.runId,
+          turnId: turn.id,
+          sessionId,
+          kind: 'model_call',
+          status: 'completed',
+          input: { model: held.run.model },
+          output: { text: output.text },
+          at: now,
+        });
+      }
+      const events: OutgoingEvent[] = lostDeltasNotice(output);
+      events.push(...(await this.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', now)));
+      await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), 0, now);
+      const run: RunEntity = { ...held.run, id: lease.runId, status: final.status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null };
+      events.push(turnEvents.run(final.status, run), turnEvents.turn(final.status, turn));
+      return { turn, status: final.status, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }) };
+    });
+  }
+
+  /**
+   * Gives the run up at a boundary (worker shutdown): it becomes `interrupted`, its shown text an
+   * incomplete item, and the next run of the turn waits, unleased, for any worker to continue.
+   */
+  async release(held: HeldTurn, lease: Lease, output: RunOutput): Promise<Successor | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const now = new Date();
+      const epoch = await this.turns.nextEpoch(manager, sessionId);
+      const result = await this.turns.interruptRun(manager, lease.runId, lease, { nextRunId: newId(), epoch, inputIds: [], at: now });
+      if (!result) return null;
+      const events: OutgoingEvent[] = lostDeltasNotice(output);
+      if (output.item) events.push(...closingEvents(await this.closeOpen(manager, output.item, 'incomplete', output.text), output.outputIndex, output.text));
+      return this.announceSuccessor(manager, held.turn, result, events, epoch, output.item ? output.outputIndex + 1 : output.outputIndex);
+    });
+  }
+
+  /**
+   * Recovery of a run whose lease expired (its worker died or stalled): the text clients saw is kept
+   * as an incomplete item, and the turn continues in a new run for another worker, unless it is
+   * being cancelled (it ends cancelled) or was interrupted too often (it fails).
+   * `shownText` is what the stream shows of the run's open items (read from Redis by the caller).
+   */
+  async interruptExpired(run: RunEntity, shownText: Map<string, string>): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
+    const { sessionId } = run;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const turn = await this.turns.findTurn(manager, run.turnId);
+      if (!turn) return null;
+      const now = new Date();
+      const events: OutgoingEvent[] = [];
+      let index = await this.turns.countItems(manager, turn.id);
+      // Open items are counted above; each keeps its place.
+      const open = await this.turns.openItemsOfRun(manager, run.id);
+      index -= open.length;
+      const closing: OutgoingEvent[] = [];
+      for (const item of open) {
+        const checkpoint = item.content.map((part) => part.text ?? '').join('');
+        const seen = shownText.get(item.id) ?? '';
+        const text = seen.length > checkpoint.length ? seen : checkpoint;
+        closing.push(...closingEvents(await this.closeOpen(manager, item, 'incomplete', text), index, text));
+        index += 1;
+      }
+      const ending = turn.cancellationPending ? ({ status: 'cancelled' } as const) : null;
+      const limited = !ending && (await this.turns.interruptionsOf(manager, turn.id)) >= this.config.runMaxTakeovers;
+      if (ending || limited) {
+        const status = ending ? 'cancelled' : 'failed';
+        const error = limited ? TAKEOVER_LIMIT_ERROR : null;
+        const settled = await this.turns.settle(manager, {
+          lease: null,
+          runId: run.id,
+          runStatus: status,
+          turn,
+          turnStatus: status,
+          resultRunId: null,
+          error,
+          at: now,
+        });
+        if (!settled) return null;
+        await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(settled), 0, now);
+        events.push(...closing);
+        events.push(turnEvents.run(status, { ...run, status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null }), turnEvents.turn(status, settled));
+        return { batch: await this.outbox.append(manager, sessionId, events), awaiting: null };
+      }
+      const epoch = await this.turns.nextEpoch(manager, sessionId);
+      const result = await this.turns.interruptRun(manager, run.id, null, { nextRunId: newId(), epoch, inputIds: [], at: now });
+      if (!result) return null;
+      const successor = await this.announceSuccessor(manager, turn, result, closing, epoch, index);
+      return { batch: successor.batch, awaiting: successor.run.id };
+    });
+  }
+
+  private async announceSuccessor(
+    manager: EntityManager,
+    turn: TurnEntity,
+    result: { interrupted: RunEntity; next: RunEntity },
+    events: OutgoingEvent[],
+    epoch: number,
+    outputIndex: number,
+  ): Promise<Successor> {
+    await this.sessions.recordRunStarted(manager, turn.sessionId, toCurrentTurn({ ...turn, currentRunId: result.next.id }), 0, 0, new Date());
+    events.push(turnEvents.run('interrupted', result.interrupted), turnEvents.run('created', result.next));
+    return { run: result.next, lease: null, outputIndex, batch: await this.outbox.append(manager, turn.sessionId, events, { epoch }) };
+  }
+
+  /** The run's final item events: the open item closed, or (a completed run that streamed nothing, or settles a stored answer) a new answer item. */
+  private async finalOutput(
+    manager: EntityManager,
+    held: HeldTurn,
+    lease: Lease,
+    output: RunOutput,
+    status: 'completed' | 'incomplete',
+    at: Date,
+  ): Promise<OutgoingEvent[]> {
+    if (output.item) return closingEvents(await this.closeOpen(manager, output.item, status, output.text), output.outputIndex, output.text);
+    if (status !== 'completed') return [];
+    const seq = await this.sessions.reserveItemSeqs(manager, held.turn.sessionId, 1);
+    const [item] = await this.turns.insertItems(manager, seq, [
+      {
+        sessionId: held.turn.sessionId,
+        turnId: held.turn.id,
+        runId: lease.runId,
+        inputId: null,
+        type: 'message',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: output.text }],
+        phase: 'final_answer',
+        createdAt: at,
+      },
+    ]);
+    return [turnEvents.item('added', item!, output.outputIndex), ...closingEvents(item!, output.outputIndex, output.text)];
+  }
+
+  private async closeOpen(manager: EntityManager, item: ItemEntity, status: 'completed' | 'incomplete', text: string): Promise<ItemEntity> {
+    const content: StoredContentPart[] = [{ type: 'output_text', text }];
+    return this.turns.closeItem(manager, item, status, content, status === 'completed' ? 'final_answer' : 'commentary');
+  }
+}
+
+class LeaseGone extends Error {}
+
+/** text done, content part done, item done: what closing an assistant item announces. */
+function closingEvents(item: ItemEntity, outputIndex: number, text: string): OutgoingEvent[] {
+  const part = { type: 'output_text', text };
+  return [turnEvents.textDone(item, outputIndex, 0, text), turnEvents.contentPart('done', item, outputIndex, 0, part), turnEvents.item('done', item, outputIndex)];
+}
+
+/** Deltas that never reached the stream leave a gap only a resync can tell the client about. */
+function lostDeltasNotice(output: RunOutput): OutgoingEvent[] {
+  return output.lostDeltas ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
+}
+
+/** The user items a batch of inputs becomes, message by message, in received order (turn and run filled in by the caller). */
+function userItemsOf(batch: InputEntity[], sessionId: string, at: Date): Omit<NewItem, 'turnId' | 'runId'>[] {
+  return batch.flatMap((input) =>
+    input.messages.map((message) => ({
+      sessionId,
+      inputId: input.id,
+      type: 'message',
+      role: 'user',
+      status: 'completed' as const,
+      content: message.content,
+      phase: null,
+      createdAt: at,
+    })),
+  );
+}
