@@ -235,7 +235,7 @@ export class EventStreamHub implements OnApplicationShutdown {
   }
 }
 
-interface StreamInfo {
+export interface StreamInfo {
   lastId: string;
   firstId: string | null;
   maxDeletedId: string;
@@ -246,7 +246,7 @@ interface StreamInfo {
  * coming back) removes entries before the first retained one, so a cursor before it cannot be
  * proven gap-free; XDEL is covered by max-deleted-entry-id; a cursor past the end is not ours.
  */
-function hasGap(afterId: string, info: StreamInfo): boolean {
+export function hasGap(afterId: string, info: StreamInfo): boolean {
   if (compareStreamIds(afterId, info.lastId) > 0) return true;
   if (compareStreamIds(afterId, info.maxDeletedId) < 0) return true;
   if (info.firstId === null) return compareStreamIds(afterId, info.lastId) < 0;

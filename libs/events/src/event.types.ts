@@ -15,6 +15,7 @@ export const EVENT_TYPES = {
   'agent.session.turn.content_part.done': 'A content part is complete and committed.',
   'agent.session.turn.item.done': 'An item is complete and committed; it can be read back from the items endpoints at once.',
   'yuxi.session.run.yielded': 'The run stopped at a safe boundary to take a steer; the next run of the same turn follows (`run.resume_from_run_id`).',
+  'yuxi.session.run.interrupted': 'The run stopped because its worker died or shut down; the text it showed is kept as an incomplete item, and the next run of the same turn (`run.resume_from_run_id`) continues on another worker.',
   'yuxi.session.run.completed': 'The run settled successfully.',
   'yuxi.session.run.failed': 'The run failed; `run.error` has the code.',
   'yuxi.session.run.cancelled': 'The run stopped because its turn was cancelled; text already shown is kept as an incomplete item.',
@@ -22,12 +23,16 @@ export const EVENT_TYPES = {
   'agent.session.turn.completed': 'The turn completed and its result is committed; `turn.yuxi.result_run_id` names the result run.',
   'agent.session.turn.failed': 'The turn failed; `turn.error` has the code.',
   'agent.session.turn.cancelled': 'The turn was cancelled and its cleanup is done; pending inputs, if any, wait in a paused queue (`yuxi.session.input.continue`).',
-  'yuxi.session.resync': 'The Last-Event-ID cursor is older than the replay window: re-read the turn and its items, then continue from this event.',
+  'yuxi.session.resync': 'Events may have been missed (`reason`: `cursor_expired` when the Last-Event-ID cursor is older than the replay window, `events_lost` when durable events or deltas were lost on the way, e.g. during a Redis outage): re-read the turn and its items, then continue from this event.',
 } as const;
 
 export type EventType = keyof typeof EVENT_TYPES;
 
-/** Every event carries these; the rest depends on the type. */
+/**
+ * Every event carries these; the rest depends on the type. Durable events (all but
+ * `output_text.delta`) also carry `yuxi.seq`: 1, 2, 3… per session, without gaps, so a client can
+ * tell it missed one (the server then sends `yuxi.session.resync` first).
+ */
 export interface PublicEvent {
   type: EventType | string;
   event_id: string;

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
+import { canonicalJson } from '#libs/inputs';
+import { parseAgentInput } from '#libs/protocol';
+import { planNextStep } from '#libs/runtime';
+
+// Pure logic, no database: cursors, gap detection, the step plan, canonical JSON, input parsing.
+const SESSION = '01a22bfa-8bdf-7435-8da3-a93fcf70dbb0';
+
+describe('SSE cursors', () => {
+  it('round-trips a position with and without a durable sequence number', () => {
+    assert.deepEqual(decodeCursor(SESSION, encodeCursor(SESSION, '1700000000000-3', 42)), { streamId: '1700000000000-3', seq: 42 });
+    assert.deepEqual(decodeCursor(SESSION, encodeCursor(SESSION, '5-0', null)), { streamId: '5-0', seq: null });
+  });
+
+  it('rejects cursors of another session, foreign versions and garbage', () => {
+    assert.equal(decodeCursor('01a22bfa-0000-7000-8000-000000000000', encodeCursor(SESSION, '5-0', 1)), null);
+    assert.equal(decodeCursor(SESSION, Buffer.from(`v1:${SESSION}:5-0`).toString('base64url')), null);
+    assert.equal(decodeCursor(SESSION, Buffer.from(`v2:${SESSION}:5-0:x`).toString('base64url')), null);
+    assert.equal(decodeCursor(SESSION, 'not a cursor!'), null);
+    assert.equal(decodeCursor(SESSION, 'A'.repeat(201)), null);
+  });
+
+  it('orders stream ids numerically, not as strings', () => {
+    assert.equal(compareStreamIds('9-0', '10-0'), -1);
+    assert.equal(compareStreamIds('10-2', '10-10'), -1);
+    assert.equal(compareStreamIds('10-10', '10-10'), 0);
+    assert.equal(compareStreamIds('11-0', '10-99'), 1);
+  });
+});
+
+describe('gap detection', () => {
+  it('delivers the next durable event, skips a repeated one and flags a missing one', () => {
+    assert.equal(sequenceStep(4, 5), 'deliver');
+    assert.equal(sequenceStep(5, 5), 'skip');
+    assert.equal(sequenceStep(5, 3), 'skip');
+    assert.equal(sequenceStep(5, 7), 'gap');
+  });
+
+  it('delivers when either position is unknown (old cursors, live entries)', () => {
+    assert.equal(sequenceStep(null, 9), 'deliver');
+    assert.equal(sequenceStep(3, null), 'deliver');
+  });
+
+  it('sees a cursor before the first retained entry, after a deletion or past the end as a gap', () => {
+    const info = { lastId: '100-0', firstId: '50-0', maxDeletedId: '0-0' };
+    assert.equal(hasGap('60-0', info), false);
+    assert.equal(hasGap('40-0', info), true, 'trimmed');
+    assert.equal(hasGap('120-0', info), true, 'past the end: the stream was recreated');
+    assert.equal(hasGap('60-0', { ...info, maxDeletedId: '70-0' }), true, 'deleted after the cursor');
+    assert.equal(hasGap('100-0', { lastId: '100-0', firstId: null, maxDeletedId: '0-0' }), false, 'empty stream, cursor at its end');
+    assert.equal(hasGap('90-0', { lastId: '100-0', firstId: null, maxDeletedId: '0-0' }), true, 'empty stream, cursor before its end');
+  });
+});
+
+describe('step plan', () => {
+  it('calls the model when nothing is committed or the last call asked for tools', () => {
+    assert.deepEqual(planNextStep([]), { action: 'call_model' });
+    assert.deepEqual(planNextStep([{ runId: 'r1', kind: 'model_call', status: 'completed', output: { text: '', tool_calls: [{}] } }]), { action: 'call_model' });
+    assert.deepEqual(planNextStep([{ runId: 'r1', kind: 'model_call', status: 'failed', output: {} }]), { action: 'call_model' });
+  });
+
+  it('settles a stored final answer instead of asking the model again', () => {
+    assert.deepEqual(planNextStep([{ runId: 'r1', kind: 'model_call', status: 'completed', output: { text: 'Echo: hi' } }]), {
+      action: 'settle',
+      text: 'Echo: hi',
+      fromRunId: 'r1',
+    });
+  });
+});
+
+describe('canonical JSON (the idempotency intent hash)', () => {
+  it('does not depend on key order, drops undefined and keeps array order', () => {
+    assert.equal(canonicalJson({ b: 1, a: { d: [2, 1], c: undefined } }), '{"a":{"d":[2,1]},"b":1}');
+    assert.equal(canonicalJson({ a: 1, b: 2 }), canonicalJson({ b: 2, a: 1 }));
+    assert.notEqual(canonicalJson([1, 2]), canonicalJson([2, 1]));
+    assert.equal(canonicalJson(null), 'null');
+  });
+});
+
+describe('input parsing', () => {
+  it('turns a string into one user message of one text block', () => {
+    assert.deepEqual(parseAgentInput('hello'), { messages: [{ role: 'user', content: [{ type: 'input_text', text: 'hello' }] }], errors: [] });
+  });
+
+  it('collects every problem with its path', () => {
+    assert.deepEqual(parseAgentInput('   ').errors, ['input must not be empty']);
+    assert.deepEqual(parseAgentInput(42).errors, ['input must be a string or an array of user messages']);
+    assert.ok(parseAgentInput([]).errors.some((e) => e.includes('1–20 messages')));
+    const errors = parseAgentInput([{ role: 'assistant', content: 'x' }, 'nope']).errors;
+    assert.ok(errors.some((e) => e.startsWith('input[0]')));
+    assert.ok(errors.some((e) => e.startsWith('input[1]')));
+  });
+});
