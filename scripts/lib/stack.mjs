@@ -30,10 +30,10 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     await infra.stop();
   };
   try {
-    runSync(process.execPath, ['dist/libs/database/src/migrate.js'], env);
+    runSync(process.execPath, [SCRIPTS.migrate], env);
     if (logDir) mkdirSync(logDir, { recursive: true });
-    children.push(launch('api', 'dist/apps/api/src/main.js', env, logDir));
-    children.push(launch('worker', 'dist/apps/worker/src/main.js', env, logDir));
+    children.push(launch('api', SCRIPTS.api, env, logDir));
+    children.push(launch('worker', SCRIPTS.worker, env, logDir));
     const url = `http://127.0.0.1:${apiPort}`;
     await waitForHealth(`${url}/health`, children, 60_000);
     return { url, env, infra, children, stop };
@@ -43,7 +43,15 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
   }
 }
 
-function launch(name, script, env, logDir) {
+/** The entry points of the two processes, relative to the project root (built by ensureBuilt). */
+export const SCRIPTS = { api: 'dist/apps/api/src/main.js', worker: 'dist/apps/worker/src/main.js', migrate: 'dist/libs/database/src/migrate.js' };
+
+/**
+ * Spawns one node process (api, worker) from the project root. Output goes to `<logDir>/<name>.log`
+ * when logDir is set, else to the console prefixed with the name. The child gets `name` and
+ * `exited` (a promise of `{code, signal}`).
+ */
+export function launch(name, script, env, logDir) {
   // STACK_NODE_ARGS: extra node flags for api and worker (e.g. --cpu-prof for profiling runs).
   const extra = (env.STACK_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, ['--enable-source-maps', ...extra, script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -61,19 +69,25 @@ function launch(name, script, env, logDir) {
   return child;
 }
 
-async function stopChild(child) {
+/** SIGTERM (after SIGCONT, in case a test stopped it), then SIGKILL after `graceMs`. */
+export async function stopChild(child, graceMs = 15_000) {
   if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGCONT');
   child.kill('SIGTERM');
-  const timeout = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  const timeout = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await child.exited;
   clearTimeout(timeout);
 }
 
-async function waitForHealth(url, children, timeoutMs) {
+/** Polls `url` until it answers 2xx; fails at once when one of `children` exits. */
+export async function waitForHealth(url, children, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const dead = children.find((child) => child.exitCode !== null);
     if (dead) throw new Error(`${dead.name} exited with code ${dead.exitCode} during start-up`);
+    // (a child killed by a signal has exitCode null and signalCode set)
+    const killed = children.find((child) => child.signalCode !== null);
+    if (killed) throw new Error(`${killed.name} was killed by ${killed.signalCode} during start-up`);
     try {
       const res = await fetch(url);
       if (res.ok) return;

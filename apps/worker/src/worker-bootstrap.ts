@@ -13,6 +13,7 @@ import { MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor } fro
 @Injectable()
 export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(WorkerBootstrap.name);
+  private scheduleTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly sessionsProcessor: SessionDispatchProcessor,
@@ -35,11 +36,9 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
         if (!(name in processor.handlers)) throw new Error(`job ${name} on queue ${queue} has no handler`);
       }
     }
-    await this.maintenanceQueue.upsertJobScheduler(
-      'recovery-sweep',
-      { every: this.config.recoverySweepMs },
-      { name: JOBS.recoverySweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
-    );
+    await this.scheduleSweep();
+    // The schedule lives in Redis: if Redis loses its data, the next call puts it back.
+    this.scheduleTimer = setInterval(() => void this.scheduleSweep().catch(() => undefined), Math.max(this.config.recoverySweepMs, 5_000));
     this.sessionsProcessor.worker.concurrency = this.config.workerConcurrency;
     this.relay.start();
     for (const processor of Object.values(processors)) {
@@ -48,12 +47,21 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     this.logger.log(`consuming ${Object.keys(processors).join(', ')} (session concurrency ${this.config.workerConcurrency})`);
   }
 
+  private async scheduleSweep(): Promise<void> {
+    await this.maintenanceQueue.upsertJobScheduler(
+      'recovery-sweep',
+      { every: this.config.recoverySweepMs },
+      { name: JOBS.recoverySweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
+    );
+  }
+
   /**
    * Claims nothing more, brings every run in flight to its next boundary and releases it (another
    * worker continues it at once), then closes the consumers, while the database, Redis and queue
    * connections are still open; those close in onApplicationShutdown afterwards.
    */
   async beforeApplicationShutdown(): Promise<void> {
+    if (this.scheduleTimer) clearInterval(this.scheduleTimer);
     this.driver.stopClaiming();
     await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close(), this.relay.stop()]);
   }

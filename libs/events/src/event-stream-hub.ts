@@ -102,7 +102,9 @@ export class EventStreamHub implements OnApplicationShutdown {
   async subscribe(sessionId: string, after: StreamPosition | null, sink: Sink): Promise<SubscribeResult> {
     const key = sessionStreamKey(sessionId);
     let start = after?.streamId ?? '0-0';
-    let startSeq = after?.seq ?? null;
+    // Without a cursor the subscriber expects the session's first event: a window that no longer
+    // starts there (trimmed, or lost with Redis data) begins with a resync.
+    let startSeq = after === null ? 0 : after.seq;
     if (after !== null) {
       const info = await this.streamInfo(key);
       if (!info || hasGap(after.streamId, info)) {

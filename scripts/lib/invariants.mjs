@@ -1,0 +1,311 @@
+// The durable core's invariants (docs/durable-core.md) as read-only SQL over one snapshot.
+// Used by `npm run check:invariants` and by every fault scenario (test/faults) at its end.
+//
+// Each check is a query whose rows are violations. All checks run in one REPEATABLE READ, READ
+// ONLY transaction, so they see one consistent snapshot of a live database; each runs under its
+// own savepoint, so one failing query does not hide the others. A check whose table or column
+// does not exist (a database migrated before the durable-core schema) is reported as skipped,
+// and as a violation when `strict` is set.
+import pg from 'pg';
+
+const EXAMPLES = 5;
+
+/**
+ * `{{S:expr}}` restricts a check to the sessions passed in `sessionIds` (all sessions when none
+ * are given): it becomes `($1::uuid[] IS NULL OR expr = ANY($1::uuid[]))`. Every check uses it
+ * at least once, since each query gets the one parameter.
+ *
+ * The outbox payload is text (the exact public event JSON); `(payload::text)::jsonb` also works
+ * should it ever become jsonb. `{{SESSION_EVENT_SEQ}}` is sessions.event_seq where the schema has
+ * that counter, else NULL (then only 1..max without gaps is checked). `{{JSON_OK:expr}}` guards the cast where Postgres can test it
+ * first (16+: pg_input_is_valid), so one malformed row cannot abort a check; the
+ * `outbox_payload_is_json` check reports such rows instead.
+ */
+export const INVARIANTS = [
+  {
+    name: 'receipt_input_exists',
+    description: 'every idempotency receipt with an input_id points at an existing input of the same session',
+    sql: `
+      SELECT r.id AS receipt_id, r.scope, r.idempotency_key, r.session_id, r.input_id, i.session_id AS input_session_id
+      FROM idempotency_receipts r
+      LEFT JOIN inputs i ON i.id = r.input_id
+      WHERE r.input_id IS NOT NULL AND {{S:r.session_id}}
+        AND (i.id IS NULL OR r.session_id IS DISTINCT FROM i.session_id)`,
+  },
+  {
+    name: 'consumed_input_has_turn',
+    description: 'every consumed input has a turn_id naming an existing turn of its session',
+    sql: `
+      SELECT i.id AS input_id, i.session_id, i.received_seq, i.turn_id, t.session_id AS turn_session_id
+      FROM inputs i
+      LEFT JOIN turns t ON t.id = i.turn_id
+      WHERE i.status = 'consumed' AND {{S:i.session_id}}
+        AND (i.turn_id IS NULL OR t.id IS NULL OR t.session_id <> i.session_id)`,
+  },
+  {
+    name: 'active_turn_has_current_in_progress_run',
+    description:
+      'every turn is terminal or requires_action, or is queued/in_progress with current_run_id naming an in_progress run of that turn',
+    sql: `
+      SELECT t.id AS turn_id, t.session_id, t.seq, t.status, t.current_run_id, r.turn_id AS run_turn_id, r.status AS run_status
+      FROM turns t
+      LEFT JOIN runs r ON r.id = t.current_run_id
+      WHERE {{S:t.session_id}}
+        AND t.status NOT IN ('completed', 'failed', 'cancelled', 'requires_action')
+        AND (t.status NOT IN ('queued', 'in_progress') OR r.id IS NULL OR r.turn_id <> t.id OR r.status <> 'in_progress')`,
+  },
+  {
+    name: 'no_in_progress_run_on_terminal_turn',
+    description: 'no in_progress run belongs to a completed, failed or cancelled turn',
+    sql: `
+      SELECT r.id AS run_id, r.session_id, r.turn_id, r.seq, r.lease_owner, t.status AS turn_status
+      FROM runs r
+      JOIN turns t ON t.id = r.turn_id
+      WHERE r.status = 'in_progress' AND t.status IN ('completed', 'failed', 'cancelled') AND {{S:r.session_id}}`,
+  },
+  {
+    name: 'one_in_progress_run_per_turn',
+    description: 'at most one in_progress run per turn',
+    sql: `
+      SELECT r.turn_id, r.session_id, count(*)::int AS in_progress_runs, array_agg(r.id ORDER BY r.seq) AS run_ids
+      FROM runs r
+      WHERE r.status = 'in_progress' AND {{S:r.session_id}}
+      GROUP BY r.turn_id, r.session_id
+      HAVING count(*) > 1`,
+  },
+  {
+    name: 'run_epoch_within_session_counter',
+    description: "a run's fencing epoch never exceeds its session's run_epoch counter",
+    // Only where the schema keeps the counter on the session row (docs/durable-core.md); a build
+    // that derives it from max(runs.epoch) has nothing to compare.
+    optionalColumn: 'sessions.run_epoch',
+    sql: `
+      SELECT r.id AS run_id, r.session_id, r.epoch, s.run_epoch
+      FROM runs r
+      JOIN sessions s ON s.id = r.session_id
+      WHERE r.epoch > s.run_epoch AND {{S:r.session_id}}`,
+  },
+  {
+    name: 'outbox_seq_contiguous',
+    description: 'per session, session_events.seq is exactly 1..max (no gaps, no duplicates) and max = sessions.event_seq (where that column exists)',
+    sql: `
+      SELECT s.id AS session_id, {{SESSION_EVENT_SEQ}} AS event_seq, coalesce(e.n, 0) AS events, coalesce(e.distinct_seqs, 0) AS distinct_seqs,
+             e.min_seq, e.max_seq
+      FROM sessions s
+      LEFT JOIN (
+        SELECT session_id, count(*)::bigint AS n, count(DISTINCT seq)::bigint AS distinct_seqs, min(seq) AS min_seq, max(seq) AS max_seq
+        FROM session_events
+        WHERE {{S:session_id}}
+        GROUP BY session_id
+      ) e ON e.session_id = s.id
+      WHERE {{S:s.id}}
+        AND (coalesce(e.n, 0) <> coalesce(e.distinct_seqs, 0)
+          OR coalesce(e.max_seq, 0) <> coalesce({{SESSION_EVENT_SEQ}}, coalesce(e.max_seq, 0))
+          OR (e.n > 0 AND (e.min_seq <> 1 OR e.max_seq <> e.n)))`,
+  },
+  {
+    name: 'outbox_rows_belong_to_sessions',
+    description: 'every session_events row belongs to an existing session',
+    sql: `
+      SELECT e.session_id, count(*)::int AS events
+      FROM session_events e
+      LEFT JOIN sessions s ON s.id = e.session_id
+      WHERE s.id IS NULL AND {{S:e.session_id}}
+      GROUP BY e.session_id`,
+  },
+  {
+    name: 'outbox_event_id_unique',
+    description: 'every outbox event_id appears once',
+    sql: `
+      SELECT e.event_id, count(*)::int AS copies, array_agg(e.session_id::text || '#' || e.seq::text) AS at
+      FROM session_events e
+      WHERE {{S:e.session_id}}
+      GROUP BY e.event_id
+      HAVING count(*) > 1`,
+  },
+  {
+    name: 'outbox_payload_is_json',
+    description: 'every outbox payload is a JSON object',
+    requires: 'pg_input_is_valid',
+    sql: `
+      SELECT e.session_id, e.seq, e.type, left(e.payload::text, 200) AS payload
+      FROM session_events e
+      WHERE {{S:e.session_id}} AND NOT pg_input_is_valid(e.payload::text, 'jsonb')`,
+  },
+  {
+    name: 'item_seq_unique',
+    description: 'per session, items.seq is unique',
+    sql: `
+      SELECT i.session_id, i.seq, count(*)::int AS copies, array_agg(i.id) AS item_ids
+      FROM items i
+      WHERE {{S:i.session_id}}
+      GROUP BY i.session_id, i.seq
+      HAVING count(*) > 1`,
+  },
+  {
+    name: 'assistant_item_settled',
+    description: 'every assistant item is completed or incomplete unless its run is in_progress',
+    sql: `
+      SELECT i.id AS item_id, i.session_id, i.turn_id, i.run_id, i.seq, i.status, r.status AS run_status
+      FROM items i
+      LEFT JOIN runs r ON r.id = i.run_id
+      WHERE i.role = 'assistant' AND i.status NOT IN ('completed', 'incomplete')
+        AND r.status IS DISTINCT FROM 'in_progress' AND {{S:i.session_id}}`,
+  },
+  {
+    name: 'item_added_has_item_done',
+    description:
+      'every agent.session.turn.item.added in the outbox has a later agent.session.turn.item.done for the same item, unless its run is in_progress',
+    sql: `
+      WITH events AS (
+        SELECT e.session_id, e.seq, e.type, ((e.payload::text)::jsonb) -> 'item' ->> 'id' AS item_id,
+               ((e.payload::text)::jsonb) -> 'yuxi' ->> 'run_id' AS payload_run_id
+        FROM session_events e
+        WHERE e.type IN ('agent.session.turn.item.added', 'agent.session.turn.item.done')
+          AND {{S:e.session_id}} AND {{JSON_OK:e.payload::text}}
+      ),
+      added AS (SELECT * FROM events WHERE type = 'agent.session.turn.item.added'),
+      done AS (SELECT session_id, item_id, max(seq) AS done_seq FROM events WHERE type = 'agent.session.turn.item.done' GROUP BY 1, 2)
+      SELECT a.session_id, a.seq AS added_seq, a.item_id, d.done_seq, coalesce(i.run_id::text, a.payload_run_id) AS run_id,
+             r.status AS run_status, i.status AS item_status
+      FROM added a
+      LEFT JOIN done d ON d.session_id = a.session_id AND d.item_id = a.item_id
+      LEFT JOIN items i ON i.id::text = a.item_id
+      LEFT JOIN runs r ON r.id::text = coalesce(i.run_id::text, a.payload_run_id)
+      WHERE (d.done_seq IS NULL OR d.done_seq < a.seq) AND r.status IS DISTINCT FROM 'in_progress'`,
+  },
+  {
+    name: 'input_consumed_exactly_once',
+    description:
+      "every consumed input appears in exactly one run's input_ids, a run of its own turn; a pending or cancelled input appears in none",
+    sql: `
+      WITH uses AS (
+        SELECT r.id AS run_id, r.turn_id, r.status AS run_status, u.input_id
+        FROM runs r CROSS JOIN LATERAL unnest(r.input_ids) AS u(input_id)
+        WHERE {{S:r.session_id}}
+      )
+      SELECT i.id AS input_id, i.session_id, i.received_seq, i.status, i.turn_id,
+             count(u.run_id)::int AS runs_using_it,
+             coalesce(array_agg(u.run_id::text || ':' || u.run_status) FILTER (WHERE u.run_id IS NOT NULL), '{}') AS runs
+      FROM inputs i
+      LEFT JOIN uses u ON u.input_id = i.id
+      WHERE {{S:i.session_id}}
+      GROUP BY i.id, i.session_id, i.received_seq, i.status, i.turn_id
+      HAVING count(u.run_id) <> (CASE WHEN i.status = 'consumed' THEN 1 ELSE 0 END)
+          OR bool_or(u.turn_id IS DISTINCT FROM i.turn_id) FILTER (WHERE u.run_id IS NOT NULL)`,
+  },
+  {
+    name: 'run_inputs_exist',
+    description: "every id in a run's input_ids names an input of the run's session",
+    sql: `
+      SELECT r.id AS run_id, r.session_id, u.input_id
+      FROM runs r CROSS JOIN LATERAL unnest(r.input_ids) AS u(input_id)
+      LEFT JOIN inputs i ON i.id = u.input_id AND i.session_id = r.session_id
+      WHERE i.id IS NULL AND {{S:r.session_id}}`,
+  },
+  {
+    name: 'run_step_matches_run',
+    description: "every run_steps row names the turn and session of its run",
+    sql: `
+      SELECT st.id AS step_id, st.run_id, st.turn_id, st.session_id, r.turn_id AS run_turn_id, r.session_id AS run_session_id
+      FROM run_steps st
+      JOIN runs r ON r.id = st.run_id
+      WHERE (r.turn_id <> st.turn_id OR r.session_id <> st.session_id) AND {{S:st.session_id}}`,
+  },
+  {
+    name: 'pending_input_count_matches',
+    description: 'sessions.pending_input_count equals the number of pending inputs',
+    sql: `
+      SELECT s.id AS session_id, s.pending_input_count, coalesce(p.n, 0) AS pending_inputs
+      FROM sessions s
+      LEFT JOIN (SELECT session_id, count(*)::int AS n FROM inputs WHERE status = 'pending' AND {{S:session_id}} GROUP BY session_id) p
+        ON p.session_id = s.id
+      WHERE {{S:s.id}} AND s.pending_input_count <> coalesce(p.n, 0)`,
+  },
+];
+
+// Postgres error codes of a schema that lacks what a check reads.
+const MISSING_SCHEMA = new Set(['42P01', '42703', '42883']); // undefined_table, undefined_column, undefined_function
+
+/**
+ * Runs every invariant check against `databaseUrl`.
+ * @param {string} databaseUrl
+ * @param {object} [options]
+ * @param {string[]} [options.sessionIds] only these sessions (default: the whole database)
+ * @param {boolean} [options.strict] a check that cannot run on this schema counts as violated
+ * @param {string[]} [options.only] run only the checks with these names
+ * @returns {Promise<{checked: number, violations: {name: string, description: string, count: number, rows: object[]}[],
+ *   skipped: {name: string, reason: string}[]}>}
+ */
+export async function checkInvariants(databaseUrl, { sessionIds, strict = false, only } = {}) {
+  const client = new pg.Client({ connectionString: databaseUrl, statement_timeout: 60_000, connectionTimeoutMillis: 10_000 });
+  await client.connect();
+  const violations = [];
+  const skipped = [];
+  let checked = 0;
+  try {
+    const version = Number((await client.query('SHOW server_version_num')).rows[0].server_version_num);
+    const canValidateJson = version >= 160000;
+    const { rows: columnRows } = await client.query(
+      `SELECT table_name || '.' || column_name AS name FROM information_schema.columns
+       WHERE table_schema = current_schema() AND (table_name, column_name) IN (('sessions', 'event_seq'), ('sessions', 'run_epoch'))`,
+    );
+    const columns = new Set(columnRows.map((r) => r.name));
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    for (const check of INVARIANTS) {
+      if (only && !only.includes(check.name)) continue;
+      if (check.requires === 'pg_input_is_valid' && !canValidateJson) {
+        skipped.push({ name: check.name, reason: `needs Postgres 16+ (server_version_num ${version})` });
+        continue;
+      }
+      if (check.optionalColumn && !columns.has(check.optionalColumn)) {
+        // Not a schema gap: this build keeps that fact elsewhere. Reported, never a violation.
+        skipped.push({ name: check.name, reason: `${check.optionalColumn} is not part of this schema (optional)` });
+        continue;
+      }
+      const sql = render(check.sql, { canValidateJson, sessionEventSeq: columns.has('sessions.event_seq') });
+      await client.query('SAVEPOINT invariant');
+      try {
+        const { rows } = await client.query(`SELECT * FROM (${sql}) v LIMIT ${EXAMPLES + 1}`, [sessionIds?.length ? sessionIds : null]);
+        checked += 1;
+        if (rows.length > 0) {
+          const count = rows.length > EXAMPLES ? Number((await client.query(`SELECT count(*) AS n FROM (${sql}) v`, [sessionIds?.length ? sessionIds : null])).rows[0].n) : rows.length;
+          violations.push({ name: check.name, description: check.description, count, rows: rows.slice(0, EXAMPLES) });
+        }
+        await client.query('RELEASE SAVEPOINT invariant');
+      } catch (error) {
+        await client.query('ROLLBACK TO SAVEPOINT invariant');
+        const reason = `${error.code ?? ''} ${error.message}`.trim();
+        if (MISSING_SCHEMA.has(error.code) && !strict) {
+          skipped.push({ name: check.name, reason });
+        } else {
+          checked += 1;
+          violations.push({ name: check.name, description: check.description, count: 1, rows: [{ check_failed: reason }] });
+        }
+      }
+    }
+    await client.query('ROLLBACK');
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  return { checked, violations, skipped };
+}
+
+function render(sql, { canValidateJson, sessionEventSeq }) {
+  return sql
+    .replace(/\{\{SESSION_EVENT_SEQ\}\}/g, sessionEventSeq ? 's.event_seq' : 'NULL::bigint')
+    .replace(/\{\{S:([^}]+)\}\}/g, (_, expr) => `($1::uuid[] IS NULL OR ${expr} = ANY($1::uuid[]))`)
+    .replace(/\{\{JSON_OK:([^}]+)\}\}/g, (_, expr) => (canValidateJson ? `pg_input_is_valid(${expr}, 'jsonb')` : 'true'));
+}
+
+/** Human-readable report lines of a checkInvariants result. */
+export function formatInvariantReport({ checked, violations, skipped }) {
+  const lines = [];
+  for (const v of violations) {
+    lines.push(`VIOLATED ${v.name} (${v.count}${v.count > v.rows.length ? `, first ${v.rows.length}` : ''}): ${v.description}`);
+    for (const row of v.rows) lines.push(`  ${JSON.stringify(row)}`);
+  }
+  for (const s of skipped) lines.push(`skipped ${s.name}: ${s.reason}`);
+  lines.push(`invariants: ${checked} checked, ${violations.length} violated${skipped.length ? `, ${skipped.length} skipped` : ''}`);
+  return lines;
+}

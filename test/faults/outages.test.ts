@@ -1,0 +1,197 @@
+// Fault scenarios c, d: the dependencies fail under a running turn. Redis is killed (-9, its
+// in-memory data lost) and restarted; Postgres is stopped (fast shutdown) and started again on
+// the same data dir. Submissions keep being accepted while Redis is down, reads say 503
+// service_unavailable (retryable) while a dependency is down, and afterwards every accepted input
+// runs exactly once and every subscriber sees every durable event or a resync.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { API, EventTap, isDelta, newKey } from './client.js';
+import { assertInvariants, Cluster, delay, echoOf, type FaultInfra, RUN_LEASE_MS, startFaultInfra, waitQuiescent, waitUntil, words } from './harness.js';
+import { assertTurnsInOrder, inputsInOrder } from './steps.js';
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+/** How long Redis (c) and Postgres (d) stay down: past a heartbeat (1 s), short of the lease. */
+const OUTAGE_MS = Math.min(2_000, RUN_LEASE_MS - 500);
+
+function assertServiceUnavailable(res: { status: number; text: string; body: any }, what: string): void {
+  assert.equal(res.status, 503, `${what}: 503, got ${res.status} ${res.text}`);
+  assert.equal(res.body?.error?.code, 'service_unavailable', `${what}: error code`);
+  assert.equal(res.body?.error?.retryable, true, `${what}: retryable`);
+}
+
+describe('faults: outages', () => {
+  let infra: FaultInfra;
+  before(async () => {
+    infra = await startFaultInfra('outages');
+  });
+  after(async () => {
+    // A failed scenario may leave a server down; stop() copes, but bring them back for a clean stop.
+    await infra?.redis.start().catch(() => undefined);
+    await infra?.postgres.start().catch(() => undefined);
+    await infra?.stop();
+  });
+
+  it('c. Redis kill -9 and restart mid-turn: submits answer 202 fast, every input runs once, subscribers see every durable event or a resync', { timeout: 150_000 }, async (t) => {
+    const cluster = await Cluster.start(infra, 'c-redis-kill9', { apis: 1, workers: 1 });
+    const taps: EventTap[] = [];
+    try {
+      const api = cluster.api();
+      const session = await api.createSession();
+      const live = await EventTap.open(api, session.id, { reconnect: true, idleMs: 4_000 });
+      taps.push(live);
+      const texts = [`${words(20)} [[delay:200]]`];
+      await api.send(session.id, texts[0]!);
+      await live.waitFor(isDelta, 20_000, 'first output_text.delta');
+
+      await infra.redis.kill('SIGKILL');
+      const downAt = Date.now();
+      try {
+        for (const n of [1, 2, 3]) {
+          const text = `submitted while redis is down ${n}`;
+          const res = await api.sendMessage(session.id, text, newKey('outage'), 5_000);
+          t.diagnostic(`submit #${n} during the outage: ${res.status} in ${Math.round(res.ms)} ms`);
+          assert.equal(res.status, 202, `a submit during the Redis outage is accepted: ${res.text}`);
+          assert.ok(res.ms < 1_000, `a submit during the Redis outage answers within 1 s (took ${Math.round(res.ms)} ms)`);
+          texts.push(text);
+        }
+        // Redis stays down for OUTAGE_MS, so the streaming worker's deltas and durable events meet
+        // the outage; every subscription attempt during it must say 503 service_unavailable.
+        const probes: string[] = [];
+        for (let n = 1; n === 1 || Date.now() - downAt < OUTAGE_MS; n++) {
+          const probe = await api.probeStream(session.id, 5_000);
+          probes.push(`${probe.status}/${Math.round(probe.ms)}ms`);
+          assertServiceUnavailable(probe, `GET …/events #${n} while Redis is down`);
+          if (n >= 100) break;
+          await delay(200);
+        }
+        t.diagnostic(`GET …/events during the outage: ${probes.join(' ')}`);
+      } finally {
+        await infra.redis.start();
+      }
+      t.diagnostic(`redis was down for ${Date.now() - downAt} ms`);
+
+      const fresh = await EventTap.open(api, session.id, { reconnect: true });
+      taps.push(fresh);
+      const lastText = 'submitted after redis came back';
+      await api.send(session.id, lastText);
+      texts.push(lastText);
+
+      await waitQuiescent(infra, [session.id], 60_000);
+      const inputs = await inputsInOrder(infra, session.id);
+      t.diagnostic(`turns: ${inputs.map((i) => i.turn_status).join(', ')}`);
+      await assertTurnsInOrder(infra, session.id, texts.map(echoOf));
+
+      // Every outbox row reaches the stream (relay), then each subscriber has all or a resync.
+      await waitUntil(
+        'the outbox of the session to be published',
+        async () => {
+          const { rows } = await infra.db.query(`SELECT count(*)::int AS n FROM session_events WHERE session_id = $1 AND published_at IS NULL`, [session.id]);
+          return rows[0].n === 0;
+        },
+        { timeoutMs: 20_000, intervalMs: 200 },
+      );
+      const { rows: outbox } = await infra.db.query(`SELECT seq, event_id, type FROM session_events WHERE session_id = $1 ORDER BY seq`, [session.id]);
+      assert.ok(outbox.length > 0, 'the session has outbox rows');
+      const last = outbox[outbox.length - 1];
+      for (const [name, tap] of [
+        ['live subscriber', live],
+        ['fresh subscriber', fresh],
+      ] as const) {
+        await tap.waitFor((e) => e.data?.event_id === last.event_id, 20_000, `${name}: the last durable event ${last.type} #${last.seq}`);
+        const received = new Set(tap.events.map((e) => e.data?.event_id));
+        const missing = outbox.filter((row) => !received.has(row.event_id));
+        const resyncs = tap.ofType('yuxi.session.resync');
+        const ids = tap.events.filter((e) => e.type !== 'agent.session.turn.output_text.delta').map((e) => e.data?.event_id);
+        const duplicates = ids.length - new Set(ids).size;
+        t.diagnostic(
+          `${name}: ${tap.connections} connection(s), attempts [${tap.attempts.map((a) => a.status ?? 'error').join(', ')}], ` +
+            `${tap.events.length} events, ${missing.length}/${outbox.length} durable missing, ${resyncs.length} resync, ${duplicates} duplicate(s)`,
+        );
+        assert.ok(missing.length === 0 || resyncs.length > 0, `${name}: missed ${missing.length} durable event(s) without a resync: ${missing.slice(0, 5).map((r) => `${r.seq}:${r.type}`).join(', ')}`);
+      }
+      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+    } finally {
+      for (const tap of taps) tap.close();
+      await cluster.stop();
+    }
+  });
+
+  it('c2. Redis loses its data between turns (kill -9, immediate restart): a fresh subscriber sees every durable event or a resync', { timeout: 90_000 }, async (t) => {
+    const cluster = await Cluster.start(infra, 'c2-redis-data-loss', { apis: 1, workers: 1 });
+    let fresh: EventTap | undefined;
+    try {
+      const api = cluster.api();
+      const session = await api.createSession();
+      await api.send(session.id, 'before the data loss');
+      await waitQuiescent(infra, [session.id], 20_000);
+      await infra.redis.kill('SIGKILL');
+      await infra.redis.start();
+      await api.send(session.id, 'after the data loss');
+      await waitQuiescent(infra, [session.id], 30_000);
+      await assertTurnsInOrder(infra, session.id, [echoOf('before the data loss'), echoOf('after the data loss')]);
+
+      fresh = await EventTap.open(api, session.id, { reconnect: true });
+      const { rows: outbox } = await infra.db.query(`SELECT seq, event_id, type FROM session_events WHERE session_id = $1 ORDER BY seq`, [session.id]);
+      const last = outbox[outbox.length - 1];
+      await fresh.waitFor((e) => e.data?.event_id === last.event_id, 20_000, `the last durable event ${last.type} #${last.seq}`);
+      const received = new Set(fresh.events.map((e) => e.data?.event_id));
+      const missing = outbox.filter((row) => !received.has(row.event_id));
+      const resyncs = fresh.ofType('yuxi.session.resync');
+      t.diagnostic(`fresh subscriber: ${fresh.events.length} events, ${missing.length}/${outbox.length} durable missing, ${resyncs.length} resync`);
+      assert.ok(missing.length === 0 || resyncs.length > 0, `missed ${missing.length} durable event(s) without a resync: ${missing.slice(0, 5).map((r) => `${r.seq}:${r.type}`).join(', ')}`);
+      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+    } finally {
+      fresh?.close();
+      await cluster.stop();
+    }
+  });
+
+  it('d. Postgres restart mid-turn: reads answer 503 service_unavailable (retryable), the turn completes after', { timeout: 150_000 }, async (t) => {
+    const cluster = await Cluster.start(infra, 'd-postgres-restart', { apis: 1, workers: 1 });
+    let tap: EventTap | undefined;
+    try {
+      const api = cluster.api();
+      const session = await api.createSession();
+      tap = await EventTap.open(api, session.id, { reconnect: true });
+      const text = `${words(20)} [[delay:200]]`;
+      await api.send(session.id, text);
+      const delta = await tap.waitFor(isDelta, 20_000, 'first output_text.delta');
+      const turnId = delta.data.turn_id as string;
+
+      await infra.postgres.halt('SIGINT');
+      const downAt = Date.now();
+      try {
+        // The outage lasts OUTAGE_MS (> one heartbeat, < one lease), so the worker's renewals and
+        // writes meet it; every read during it must say 503 service_unavailable, never 500.
+        const reads: string[] = [];
+        for (let n = 1; n === 1 || Date.now() - downAt < OUTAGE_MS; n++) {
+          const read = await api.request(`${API}/sessions/${session.id}`, { timeoutMs: 10_000 });
+          reads.push(`${read.status}/${Math.round(read.ms)}ms`);
+          assertServiceUnavailable(read, `GET …/sessions/{id} #${n} while Postgres is down`);
+          if (n >= 100) break;
+          await delay(200);
+        }
+        t.diagnostic(`GET session during the outage: ${reads.join(' ')}`);
+      } finally {
+        await infra.postgres.start();
+      }
+      t.diagnostic(`postgres was down for ${Date.now() - downAt} ms`);
+
+      const final = await waitUntil(
+        'the turn to end after the Postgres restart',
+        async () => {
+          const res = await api.turn(session.id, turnId);
+          return res.status === 200 && TERMINAL.has(res.body.status) ? res.body : null;
+        },
+        { timeoutMs: 45_000, intervalMs: 250 },
+      );
+      assert.equal(final.status, 'completed', `the turn completed: ${JSON.stringify(final.error ?? null)}`);
+      await waitQuiescent(infra, [session.id], 30_000);
+      await assertTurnsInOrder(infra, session.id, [echoOf(text)]);
+      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+    } finally {
+      tap?.close();
+      await cluster.stop();
+    }
+  });
+});

@@ -1,0 +1,140 @@
+// Steps and durable-state reads shared by the fault scenarios.
+import assert from 'node:assert/strict';
+import type { Api, EventTap } from './client.js';
+import { type Cluster, type FaultInfra, type Proc, waitUntil } from './harness.js';
+
+export interface RunRow {
+  id: string;
+  seq: number;
+  status: string;
+  lease_owner: string | null;
+  resume_from_run_id: string | null;
+  input_ids: string[];
+}
+
+/** The runs of a turn in order. */
+export async function runsOfTurn(infra: FaultInfra, turnId: string): Promise<RunRow[]> {
+  const { rows } = await infra.db.query(
+    `SELECT id, seq, status, lease_owner, resume_from_run_id, input_ids::text[] AS input_ids FROM runs WHERE turn_id = $1 ORDER BY seq`,
+    [turnId],
+  );
+  return rows as RunRow[];
+}
+
+export interface InputRow {
+  id: string;
+  received_seq: string;
+  status: string;
+  turn_id: string | null;
+  turn_seq: number | null;
+  turn_status: string | null;
+}
+
+/** A session's inputs in received order, with the turn each one ran in. */
+export async function inputsInOrder(infra: FaultInfra, sessionId: string): Promise<InputRow[]> {
+  const { rows } = await infra.db.query(
+    `SELECT i.id, i.received_seq, i.status, i.turn_id, t.seq AS turn_seq, t.status AS turn_status
+     FROM inputs i LEFT JOIN turns t ON t.id = i.turn_id
+     WHERE i.session_id = $1 ORDER BY i.received_seq`,
+    [sessionId],
+  );
+  return rows as InputRow[];
+}
+
+export interface ItemRow {
+  id: string;
+  turn_id: string;
+  run_id: string | null;
+  seq: string;
+  role: string | null;
+  status: string;
+  phase: string | null;
+  text: string | null;
+}
+
+/** The assistant items of a turn in order, with their text. */
+export async function assistantItems(infra: FaultInfra, turnId: string): Promise<ItemRow[]> {
+  const { rows } = await infra.db.query(
+    `SELECT id, turn_id, run_id, seq, role, status, phase,
+            (SELECT string_agg(part ->> 'text', '') FROM jsonb_array_elements(CASE WHEN jsonb_typeof(content) = 'array' THEN content ELSE '[]'::jsonb END) part) AS text
+     FROM items WHERE turn_id = $1 AND role = 'assistant' ORDER BY seq`,
+    [turnId],
+  );
+  return rows as ItemRow[];
+}
+
+/**
+ * Every input of the session consumed, each in a turn of its own in received order, every turn
+ * completed with exactly one completed (final) assistant item whose text is `expected[i]`.
+ */
+export async function assertTurnsInOrder(infra: FaultInfra, sessionId: string, expected: string[]): Promise<void> {
+  const inputs = await inputsInOrder(infra, sessionId);
+  assert.equal(inputs.length, expected.length, `the session has ${expected.length} inputs`);
+  for (const input of inputs) assert.equal(input.status, 'consumed', `input ${input.id} consumed`);
+  const turnSeqs = inputs.map((i) => Number(i.turn_seq));
+  assert.equal(new Set(inputs.map((i) => i.turn_id)).size, inputs.length, 'one turn per input');
+  assert.deepEqual(turnSeqs, [...turnSeqs].sort((a, b) => a - b), 'turns follow the received order');
+  const { rows: turnCount } = await infra.db.query(`SELECT count(*)::int AS n FROM turns WHERE session_id = $1`, [sessionId]);
+  assert.equal(turnCount[0].n, inputs.length, 'as many turns as inputs');
+  for (const [index, input] of inputs.entries()) {
+    assert.equal(input.turn_status, 'completed', `turn of input #${index + 1} completed`);
+    const items = await assistantItems(infra, input.turn_id!);
+    const completed = items.filter((i) => i.status === 'completed');
+    assert.equal(completed.length, 1, `turn of input #${index + 1} has exactly one completed assistant item: ${JSON.stringify(items)}`);
+    assert.equal(completed[0]!.text, expected[index], `turn of input #${index + 1} answered its own input`);
+  }
+}
+
+/** Waits until the run is in progress under a lease; returns the lease owner. */
+export async function leaseOwnerOf(infra: FaultInfra, runId: string, timeoutMs = 10_000): Promise<string> {
+  return waitUntil(
+    `run ${runId} to be leased`,
+    async () => {
+      const { rows } = await infra.db.query(`SELECT lease_owner FROM runs WHERE id = $1 AND status = 'in_progress' AND lease_owner IS NOT NULL`, [runId]);
+      return rows[0]?.lease_owner as string | undefined;
+    },
+    { timeoutMs },
+  );
+}
+
+export interface BusyTurn {
+  session: any;
+  tap: EventTap;
+  text: string;
+  followUps: string[];
+  turnId: string;
+  runId: string;
+  leaseOwner: string;
+  holder: Proc;
+}
+
+/**
+ * A session whose first turn streams `text` slowly (the caller puts a [[delay:MS]] in it), with
+ * `followUps` queued behind it; returns once a delta arrived and the worker holding the run is known.
+ */
+export async function startBusyTurn(
+  infra: FaultInfra,
+  cluster: Cluster,
+  api: Api,
+  tapFactory: (sessionId: string) => Promise<EventTap>,
+  text: string,
+  followUps: string[],
+): Promise<BusyTurn> {
+  const session = await api.createSession();
+  const tap = await tapFactory(session.id);
+  try {
+    await api.send(session.id, text);
+    for (const followUp of followUps) await api.send(session.id, followUp);
+    const delta = await tap.waitFor((e) => e.type === 'agent.session.turn.output_text.delta', 20_000, 'first output_text.delta');
+    const turnId = delta.data.turn_id as string;
+    const runId = delta.data.yuxi?.run_id as string;
+    assert.ok(turnId && runId, 'the delta names its turn and run');
+    const leaseOwner = await leaseOwnerOf(infra, runId);
+    const holder = await cluster.workerByLeaseOwner(leaseOwner);
+    assert.ok(holder, `a worker of this cluster holds the run (lease_owner ${leaseOwner})`);
+    return { session, tap, text, followUps, turnId, runId, leaseOwner, holder };
+  } catch (error) {
+    tap.close();
+    throw error;
+  }
+}

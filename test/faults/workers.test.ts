@@ -1,0 +1,191 @@
+// Fault scenarios a, b, e: a worker holding a run dies (kill -9), stalls past its lease
+// (SIGSTOP … SIGCONT) or is told to stop (SIGTERM) while a second worker runs. The turn must be
+// taken over and completed exactly once, the queue behind it must follow in order, and the
+// durable invariants must hold afterwards.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { EventTap, isDelta, type SseEvent } from './client.js';
+import {
+  assertInvariants,
+  Cluster,
+  delay,
+  echoOf,
+  type FaultInfra,
+  isAlive,
+  RECOVERY_SWEEP_MS,
+  RUN_LEASE_MS,
+  startFaultInfra,
+  waitQuiescent,
+  words,
+  type WorkerHealth,
+} from './harness.js';
+import { assistantItems, assertTurnsInOrder, type BusyTurn, runsOfTurn, startBusyTurn } from './steps.js';
+
+const DELAY_MS = 300;
+const WORDS = 30;
+const SLOW_TEXT = `${words(WORDS)} [[delay:${DELAY_MS}]]`;
+/** One full model call of SLOW_TEXT ("Echo:" + the words, one delta each). */
+const FULL_CALL_MS = (WORDS + 1) * DELAY_MS;
+/** Lease expiry + one sweep + a complete re-run of the model call + margin for a 2-core machine. */
+const TAKEOVER_BUDGET_MS = RUN_LEASE_MS + RECOVERY_SWEEP_MS + FULL_CALL_MS + 8_000;
+
+const TERMINAL_EVENTS = new Set(['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled']);
+
+/** Waits for the turn's terminal event (any: a failure shows at once) and asserts it is completed. */
+async function turnEnds(tap: EventTap, turnId: string, timeoutMs: number, what: string): Promise<void> {
+  const end = await tap.waitFor((e: SseEvent) => TERMINAL_EVENTS.has(e.type) && e.data?.turn_id === turnId, timeoutMs, what);
+  assert.equal(end.type, 'agent.session.turn.completed', `${what}: the turn ended ${end.type} ${JSON.stringify(end.data?.turn?.error ?? null)}`);
+}
+
+describe('faults: workers', () => {
+  let infra: FaultInfra;
+  before(async () => {
+    infra = await startFaultInfra('workers');
+  });
+  after(async () => {
+    await infra?.stop();
+  });
+
+  it('a. worker kill -9 mid-turn: the other worker takes the run over, the turn completes once, the queue follows', { timeout: 120_000 }, async (t) => {
+    const cluster = await Cluster.start(infra, 'a-worker-kill9', { apis: 1, workers: 2 });
+    let busy: BusyTurn | undefined;
+    try {
+      const api = cluster.api();
+      const followUps = ['after the crash one', 'after the crash two'];
+      busy = await startBusyTurn(infra, cluster, api, (id) => EventTap.open(api, id, { reconnect: true }), SLOW_TEXT, followUps);
+      const { session, tap, turnId, runId, holder } = busy;
+
+      cluster.signal(holder, 'SIGKILL');
+      assert.ok(await cluster.waitExit(holder, 5_000), 'the killed worker is gone');
+      const killedAt = Date.now();
+
+      await turnEnds(tap, turnId, TAKEOVER_BUDGET_MS, 'the interrupted turn');
+      t.diagnostic(`turn completed ${Date.now() - killedAt} ms after SIGKILL (budget ${TAKEOVER_BUDGET_MS} ms)`);
+      const turn = await api.turn(session.id, turnId);
+      assert.equal(turn.status, 200);
+      assert.equal(turn.body.status, 'completed');
+
+      const runs = await runsOfTurn(infra, turnId);
+      t.diagnostic(`runs: ${runs.map((r) => `${r.seq}:${r.status}${r.resume_from_run_id ? `<-${r.resume_from_run_id.slice(-6)}` : ''}`).join(' ')}`);
+      assert.equal(runs.find((r) => r.id === runId)?.status, 'interrupted', 'the dead worker’s run is interrupted');
+      const successor = runs.find((r) => r.resume_from_run_id === runId);
+      assert.ok(successor, 'a run resumes from the interrupted one');
+      assert.ok(successor.seq > runs.find((r) => r.id === runId)!.seq, 'the successor follows it');
+      assert.notEqual(turn.body.yuxi.result_run_id, runId, 'the result comes from the takeover, not the dead run');
+
+      const items = await assistantItems(infra, turnId);
+      const partial = items.filter((i) => i.run_id === runId);
+      assert.ok(partial.length >= 1, 'the interrupted run’s announced assistant item is kept');
+      for (const item of partial) {
+        assert.equal(item.status, 'incomplete', 'the interrupted run’s assistant item is incomplete');
+        assert.ok(echoOf(SLOW_TEXT).startsWith(item.text ?? ''), `the kept text is a prefix of the answer: ${item.text}`);
+      }
+
+      await waitQuiescent(infra, [session.id], 30_000);
+      await assertTurnsInOrder(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)]);
+      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+    } finally {
+      busy?.tap.close();
+      await cluster.stop();
+    }
+  });
+
+  it('b. worker SIGSTOP past the lease, then SIGCONT: the other worker finishes, the stale one is fenced', { timeout: 120_000 }, async (t) => {
+    const cluster = await Cluster.start(infra, 'b-worker-sigstop', { apis: 1, workers: 2 });
+    let busy: BusyTurn | undefined;
+    try {
+      const api = cluster.api();
+      const followUps = ['after the stall'];
+      busy = await startBusyTurn(infra, cluster, api, (id) => EventTap.open(api, id, { reconnect: true }), SLOW_TEXT, followUps);
+      const { session, tap, turnId, runId, holder } = busy;
+      const before = await cluster.health(holder);
+      t.diagnostic(`stale worker health before SIGSTOP: ${JSON.stringify(before)}`);
+
+      cluster.signal(holder, 'SIGSTOP');
+      const stoppedAt = Date.now();
+      await turnEnds(tap, turnId, TAKEOVER_BUDGET_MS, 'the turn whose worker is stopped');
+      t.diagnostic(`turn completed ${Date.now() - stoppedAt} ms after SIGSTOP`);
+      const runs = await runsOfTurn(infra, turnId);
+      const successor = runs.find((r) => r.resume_from_run_id === runId);
+      assert.ok(successor, 'a run resumes from the stalled one');
+
+      cluster.signal(holder, 'SIGCONT');
+      // The resumed worker gets a bounded moment to try its stale writes and publishes (its next
+      // delay tick comes within DELAY_MS, its next heartbeat within RUN_HEARTBEAT_MS).
+      let health: WorkerHealth | null = null;
+      for (const deadline = Date.now() + 2_500; Date.now() < deadline; ) {
+        health = await cluster.health(holder);
+        if (health && Number(health.fenced_writes ?? 0) + Number(health.fenced_publishes ?? 0) > 0) break;
+        await delay(200);
+      }
+      t.diagnostic(
+        `stale worker after SIGCONT: alive=${isAlive(holder)} fenced_writes=${String(health?.fenced_writes)} fenced_publishes=${String(health?.fenced_publishes)}`,
+      );
+      assert.ok(health, 'the resumed worker answers /health');
+      assert.equal(typeof health.fenced_writes, 'number', '/health reports fenced_writes');
+      assert.equal(typeof health.fenced_publishes, 'number', '/health reports fenced_publishes');
+      assert.ok(health.fenced_writes! >= 0 && health.fenced_publishes! >= 0);
+
+      // Nothing from the stale run after the takeover became visible.
+      const takeover = tap.events.findIndex(
+        (e) =>
+          (e.type === 'yuxi.session.run.interrupted' && (e.data?.yuxi?.run_id === runId || e.data?.run?.id === runId)) ||
+          (e.type === 'yuxi.session.run.created' && (e.data?.run?.resume_from_run_id === runId || e.data?.yuxi?.run_id === successor.id)),
+      );
+      assert.ok(takeover >= 0, 'the stream announced the takeover (run.interrupted or the successor’s run.created)');
+      const late = tap.events.slice(takeover).filter((e) => isDelta(e) && e.data?.yuxi?.run_id === runId);
+      assert.equal(late.length, 0, `the stale worker published ${late.length} delta(s) after the takeover: ${late.map((e) => e.data.delta).join('')}`);
+
+      // The final state is the new run's.
+      const turn = await api.turn(session.id, turnId);
+      assert.equal(turn.body.status, 'completed');
+      assert.ok(turn.body.yuxi.result_run_id && turn.body.yuxi.result_run_id !== runId, 'the result run is the takeover');
+      const after = await runsOfTurn(infra, turnId);
+      assert.equal(after.find((r) => r.id === runId)?.status, 'interrupted', 'the stale worker did not overwrite its run’s status');
+      const items = await assistantItems(infra, turnId);
+      const completed = items.filter((i) => i.status === 'completed');
+      assert.equal(completed.length, 1);
+      assert.notEqual(completed[0]!.run_id, runId, 'the completed answer was written by the new run');
+      for (const item of items.filter((i) => i.run_id === runId)) assert.equal(item.status, 'incomplete');
+
+      await waitQuiescent(infra, [session.id], 30_000);
+      await assertTurnsInOrder(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)]);
+      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+    } finally {
+      busy?.tap.close();
+      await cluster.stop();
+    }
+  });
+
+  it('e. worker SIGTERM mid-turn with inputs queued: it exits within 10 s, the other worker finishes the turn and the queue in order', { timeout: 120_000 }, async (t) => {
+    const cluster = await Cluster.start(infra, 'e-worker-sigterm', { apis: 1, workers: 2 });
+    let busy: BusyTurn | undefined;
+    try {
+      const api = cluster.api();
+      const followUps = ['queued one', 'queued two', 'queued three'];
+      busy = await startBusyTurn(infra, cluster, api, (id) => EventTap.open(api, id, { reconnect: true }), SLOW_TEXT, followUps);
+      const { session, tap, turnId, runId, holder } = busy;
+
+      cluster.signal(holder, 'SIGTERM');
+      const exit = await cluster.waitExit(holder, 10_000);
+      assert.ok(exit, `the signalled worker exits within 10 s; its log ends:\n${cluster.logTail(holder)}`);
+      t.diagnostic(`worker exited ${exit.ms} ms after SIGTERM (code ${exit.code}, signal ${exit.signal})`);
+
+      await turnEnds(tap, turnId, TAKEOVER_BUDGET_MS, 'the released turn');
+      const turn = await api.turn(session.id, turnId);
+      assert.equal(turn.body.status, 'completed');
+      const runs = await runsOfTurn(infra, turnId);
+      t.diagnostic(`runs: ${runs.map((r) => `${r.seq}:${r.status}`).join(' ')}`);
+      assert.equal(runs.find((r) => r.id === runId)?.status, 'interrupted', 'the released run is interrupted');
+      assert.ok(runs.some((r) => r.resume_from_run_id === runId), 'a run resumes from the released one');
+      assert.notEqual(turn.body.yuxi.result_run_id, runId, 'the other worker produced the result');
+
+      await waitQuiescent(infra, [session.id], 30_000);
+      await assertTurnsInOrder(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)]);
+      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+    } finally {
+      busy?.tap.close();
+      await cluster.stop();
+    }
+  });
+});
