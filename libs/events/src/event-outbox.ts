@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { EventPublisher, type DurableRow, type OutgoingEvent, stampEvents } from './event-publisher.js';
@@ -24,6 +24,7 @@ export interface FlushResult {
 }
 
 const RELAY_PAGE = 500;
+const MARK_INTERVAL_MS = 100;
 const MAX_PAGES = 20;
 
 /**
@@ -33,9 +34,11 @@ const MAX_PAGES = 20;
  * for subscribers exactly when its facts are committed, and never twice.
  */
 @Injectable()
-export class EventOutbox {
+export class EventOutbox implements OnApplicationShutdown {
   private readonly logger = new Logger(EventOutbox.name);
   private lastFailureLog = 0;
+  private readonly pendingMarks = new Map<string, number>();
+  private marking: NodeJS.Timeout | null = null;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -76,7 +79,7 @@ export class EventOutbox {
         const last = await this.publisher.publishDurable(sessionId, batch.rows);
         const lastRow = batch.rows[batch.rows.length - 1]!;
         if (last >= lastRow.seq) {
-          await this.markPublished(sessionId, last);
+          this.markLater(sessionId, last);
           return { complete: true, nudge: false };
         }
       }
@@ -107,9 +110,12 @@ export class EventOutbox {
         [sessionId, RELAY_PAGE],
       )) as { seq: string; epoch: string | null; type: string; nudge: boolean; payload: string }[];
       if (rows.length === 0) return { complete: true, nudge };
+      // Every row below the oldest unpublished one was confirmed in the stream: the floor from
+      // which a lost or rolled-back stream may restart.
       const last = await this.publisher.publishDurable(
         sessionId,
         rows.map((row) => ({ seq: Number(row.seq), epoch: row.epoch === null ? null : Number(row.epoch), type: row.type, payload: row.payload })),
+        Number(rows[0]!.seq) - 1,
       );
       await this.markPublished(sessionId, last);
       nudge ||= rows.some((row) => row.nudge && Number(row.seq) <= last);
@@ -120,6 +126,34 @@ export class EventOutbox {
       if (rows.length < RELAY_PAGE) return { complete: true, nudge };
     }
     return { complete: false, nudge };
+  }
+
+  /**
+   * Fast-path publications are marked in one statement per interval for all sessions, not one
+   * commit each: a row marked late is at worst relayed again, and the stream skips duplicates.
+   */
+  private markLater(sessionId: string, upToSeq: number): void {
+    this.pendingMarks.set(sessionId, Math.max(upToSeq, this.pendingMarks.get(sessionId) ?? 0));
+    this.marking ??= setTimeout(() => void this.flushMarks(), MARK_INTERVAL_MS);
+  }
+
+  async flushMarks(): Promise<void> {
+    if (this.marking) clearTimeout(this.marking);
+    this.marking = null;
+    if (this.pendingMarks.size === 0) return;
+    const marks = [...this.pendingMarks];
+    this.pendingMarks.clear();
+    await this.dataSource
+      .query(
+        `UPDATE session_events e SET published_at = now() FROM unnest($1::uuid[], $2::bigint[]) AS m(session_id, seq)
+         WHERE e.session_id = m.session_id AND e.seq <= m.seq AND e.published_at IS NULL`,
+        [marks.map(([id]) => id), marks.map(([, seq]) => seq)],
+      )
+      .catch((error: unknown) => this.logFailure(`publication marks not written (the relay re-publishes, the stream skips duplicates): ${String(error)}`));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.flushMarks();
   }
 
   private async markPublished(sessionId: string, upToSeq: number): Promise<void> {

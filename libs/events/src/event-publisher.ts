@@ -9,17 +9,22 @@ import { sessionFenceKey, sessionSeqKey, sessionStreamKey } from './stream-keys.
 /**
  * Appends durable (outbox) events to the session stream in sequence order. Only the next sequence
  * number is appended: duplicates (a row two flushers raced on) are skipped and a row that would
- * leave a hole stops the batch, so the stream is always a contiguous prefix of the outbox. A
- * missing sequence key (a new stream, or Redis lost its data) accepts any start: subscribers see
- * the jump in `yuxi.seq` and resync. Run events raise the session's fence to their epoch.
- * Returns the last sequence number in the stream.
+ * leave a hole stops the batch, so the stream is always a contiguous prefix of the outbox. Only a
+ * caller that knows every row up to `floor` (ARGV[3]) was confirmed in the stream (the relay,
+ * starting at the oldest unpublished row) may (re)start a stream whose sequence key is missing or
+ * behind (a new session, or Redis lost or rolled back its data): subscribers see the jump in
+ * `yuxi.seq` and resync. Without a floor (-1) a missing key answers -1 and nothing is appended.
+ * Run events raise the session's fence to their epoch. Returns the last sequence number in the stream.
  */
 const DURABLE_SCRIPT = `
 local last = tonumber(redis.call('GET', KEYS[2]) or '-1')
 local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
-for i = 3, #ARGV, 4 do
+local floor = tonumber(ARGV[3])
+if floor >= 0 and last < floor then last = floor end
+if last < 0 then return -1 end
+for i = 4, #ARGV, 4 do
   local seq = tonumber(ARGV[i])
-  if last < 0 or seq == last + 1 then
+  if seq == last + 1 then
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 't', ARGV[i + 2], 'e', ARGV[i + 3], 's', ARGV[i])
     last = seq
     if ARGV[i + 1] ~= '' and tonumber(ARGV[i + 1]) > fence then fence = tonumber(ARGV[i + 1]) end
@@ -82,8 +87,8 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Appends outbox rows in order; returns the last durable sequence number now in the stream. */
-  async publishDurable(sessionId: string, rows: DurableRow[]): Promise<number> {
-    const args = this.windowArgs();
+  async publishDurable(sessionId: string, rows: DurableRow[], floor = -1): Promise<number> {
+    const args = [...this.windowArgs(), String(floor)];
     for (const row of rows) args.push(String(row.seq), row.epoch === null ? '' : String(row.epoch), row.type, row.payload);
     return Number(await (this.redis as PublishingRedis).yuxiPublishDurable(...this.keys(sessionId), ...args));
   }

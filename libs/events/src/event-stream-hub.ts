@@ -45,6 +45,10 @@ class Subscription {
         return;
       }
       if (step === 'gap') this.sink(resyncFrame(this.sessionId, this.lastId, (frame.seq ?? 1) - 1, 'events_lost'));
+    } else if (frame.seq !== null && this.lastSeq !== null && frame.seq > this.lastSeq) {
+      // A live entry that follows durable events this subscriber never got (a window that starts
+      // mid-run): the deltas alone would hide the gap.
+      this.sink(resyncFrame(this.sessionId, this.lastId, this.lastSeq, 'events_lost'));
     }
     this.lastId = frame.streamId;
     if (frame.seq !== null) this.lastSeq = frame.seq;

@@ -53,14 +53,19 @@ export class RunSignals implements OnApplicationShutdown {
   async onCancel(runId: string, handler: () => void): Promise<() => void> {
     await this.subscribe();
     this.handlers.set(runId, handler);
-    return () => this.handlers.delete(runId);
+    // Only its own handler: a newer run of the same id or session may have replaced it.
+    return () => {
+      if (this.handlers.get(runId) === handler) this.handlers.delete(runId);
+    };
   }
 
   /** Calls `handler` when a steer for `sessionId` is announced; returns the unsubscribe function. */
   async onSteer(sessionId: string, handler: () => void): Promise<() => void> {
     await this.subscribe();
     this.steerHandlers.set(sessionId, handler);
-    return () => this.steerHandlers.delete(sessionId);
+    return () => {
+      if (this.steerHandlers.get(sessionId) === handler) this.steerHandlers.delete(sessionId);
+    };
   }
 
   private async subscribe(): Promise<void> {

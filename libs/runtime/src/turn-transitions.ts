@@ -332,6 +332,8 @@ export class TurnTransitions {
     const { sessionId } = run;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
+      // Re-checked under the locks: a heartbeat that renewed in time keeps its run untouched.
+      if (!(await this.turns.lockExpiredRun(manager, run.id))) return null;
       const turn = await this.turns.findTurn(manager, run.turnId);
       if (!turn) return null;
       const now = new Date();

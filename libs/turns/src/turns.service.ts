@@ -269,6 +269,14 @@ export class TurnsService {
     return { interrupted, next: { ...successor, startedAt: null } };
   }
 
+  /** Locks a run whose lease expired (runs before items, as renewals lock them); false when it is not expired (any more). */
+  async lockExpiredRun(manager: EntityManager, runId: string): Promise<boolean> {
+    const rows = (await manager.query(`SELECT 1 FROM runs WHERE id = $1 AND status = 'in_progress' AND lease_expires_at < now() FOR UPDATE`, [
+      runId,
+    ])) as unknown[];
+    return rows.length > 0;
+  }
+
   /** Leases the session's run that waits for a worker (after a crash or release) to the caller. */
   async takeOver(manager: EntityManager, sessionId: string, owner: string, leaseMs: number): Promise<RunEntity | null> {
     const [rows] = (await manager.query(

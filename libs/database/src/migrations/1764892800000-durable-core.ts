@@ -26,7 +26,9 @@ export class DurableCore1764892800000 implements MigrationInterface {
         published_at timestamptz,
         PRIMARY KEY (session_id, seq)
       )`);
-    await q.query(`CREATE INDEX session_events_unpublished_idx ON session_events (created_at) WHERE published_at IS NULL`);
+    // Only the rows still to publish: marking a session's rows published and finding lagging
+    // sessions touch this small index, never a session's whole history.
+    await q.query(`CREATE INDEX session_events_unpublished_idx ON session_events (session_id, seq) WHERE published_at IS NULL`);
     await q.query(`
       CREATE TABLE run_steps (
         id uuid PRIMARY KEY,
