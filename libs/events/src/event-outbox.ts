@@ -1,4 +1,4 @@
-import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { EventPublisher, type DurableRow, type OutgoingEvent, stampEvents } from './event-publisher.js';
@@ -19,26 +19,34 @@ export interface AppendOptions {
 export interface FlushResult {
   /** Whether every committed row of the session is now in the stream. */
   complete: boolean;
-  /** Whether a relayed row asked for a nudge. */
+}
+
+/** A session the relay found with rows the stream does not have. */
+export interface LaggingSession {
+  sessionId: string;
+  /** A lagging row asked for a nudge (an accepted input whose writer may never have nudged). */
   nudge: boolean;
 }
 
 const RELAY_PAGE = 500;
-const MARK_INTERVAL_MS = 100;
 const MAX_PAGES = 20;
+/** Rows committed this long after their insert clock are still seen by the next relay window. */
+const RELAY_WINDOW_MARGIN_MS = 2_000;
+const RELAY_MAX_SESSIONS = 5_000;
+/** Stands for the sequence number in a payload until the insert knows it (a quoted token JSON text cannot contain unescaped). */
+const SEQ_TOKEN = '"__yuxi_seq__"';
 
 /**
  * The transactional outbox of session events. Durable events are rows written in the transaction
  * of the facts they announce, numbered per session; after commit the writer publishes them at
- * once, and the relay publishes whatever a crash or a Redis outage left behind. An event exists
- * for subscribers exactly when its facts are committed, and never twice.
+ * once. The outbox is insert-only: whether a row reached Redis is the stream's own sequence number,
+ * and the relay compares recent rows with it, publishing whatever a crash or a Redis outage left
+ * behind. An event exists for subscribers exactly when its facts are committed, and never twice.
  */
 @Injectable()
-export class EventOutbox implements OnApplicationShutdown {
+export class EventOutbox {
   private readonly logger = new Logger(EventOutbox.name);
   private lastFailureLog = 0;
-  private readonly pendingMarks = new Map<string, number>();
-  private marking: NodeJS.Timeout | null = null;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -52,15 +60,15 @@ export class EventOutbox implements OnApplicationShutdown {
   async append(manager: EntityManager, sessionId: string, events: OutgoingEvent[], options: AppendOptions = {}): Promise<OutboxBatch> {
     if (events.length === 0) return { sessionId, rows: [] };
     const stamped = stampEvents(sessionId, events);
-    // One statement: the sequence numbers are written into each payload's yuxi.seq.
+    const payloads = stamped.map((event) => JSON.stringify({ ...event, yuxi: { ...(event.yuxi as object), seq: '__yuxi_seq__' } }));
+    // One statement, no JSON processing in Postgres: the token is replaced by each row's number.
     const rows = (await manager.query(
       `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)
        INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
-       SELECT $1, base.n + e.ord, e.doc->>'event_id', e.doc->>'type', $2, $3,
-              jsonb_set(e.doc, '{yuxi,seq}', to_jsonb(base.n + e.ord))::text
-       FROM base, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS e(doc, ord)
+       SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, '${SEQ_TOKEN}', (base.n + e.ord)::text)
+       FROM base, unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS e(event_id, type, payload, ord)
        RETURNING seq, type, payload`,
-      [sessionId, options.epoch ?? null, options.nudge ?? false, JSON.stringify(stamped)],
+      [sessionId, options.epoch ?? null, options.nudge ?? false, stamped.map((e) => e.event_id), stamped.map((e) => e.type), payloads],
     )) as { seq: string; type: string; payload: string }[];
     return {
       sessionId,
@@ -70,97 +78,90 @@ export class EventOutbox implements OnApplicationShutdown {
 
   /**
    * Publishes committed rows of a session: the batch just committed when the stream is caught up,
-   * else every unpublished row in order. Never throws: what is not published now, the relay
+   * else every row the stream lacks, in order. Never throws: what is not published now, the relay
    * publishes later.
    */
   async flush(sessionId: string, batch?: OutboxBatch): Promise<FlushResult> {
     try {
       if (batch && batch.rows.length > 0) {
         const last = await this.publisher.publishDurable(sessionId, batch.rows);
-        const lastRow = batch.rows[batch.rows.length - 1]!;
-        if (last >= lastRow.seq) {
-          this.markLater(sessionId, last);
-          return { complete: true, nudge: false };
-        }
+        if (last >= batch.rows[batch.rows.length - 1]!.seq) return { complete: true };
       }
-      return await this.relaySession(sessionId);
+      return await this.catchUp(sessionId);
     } catch (error) {
       this.logFailure(`events of session ${sessionId} wait for the relay: ${String(error)}`);
-      return { complete: false, nudge: false };
+      return { complete: false };
     }
-  }
-
-  /** Sessions holding rows that stayed unpublished for longer than `olderThanMs`, oldest first. */
-  async laggingSessions(olderThanMs: number, limit: number): Promise<string[]> {
-    const rows = (await this.dataSource.query(
-      `SELECT session_id FROM session_events
-       WHERE published_at IS NULL AND created_at < now() - make_interval(secs => $1::double precision / 1000)
-       GROUP BY session_id ORDER BY min(created_at) LIMIT $2`,
-      [olderThanMs, limit],
-    )) as { session_id: string }[];
-    return rows.map((row) => row.session_id);
-  }
-
-  private async relaySession(sessionId: string): Promise<FlushResult> {
-    let nudge = false;
-    for (let page = 0; page < MAX_PAGES; page += 1) {
-      const rows = (await this.dataSource.query(
-        `SELECT seq, epoch, type, nudge, payload FROM session_events
-         WHERE session_id = $1 AND published_at IS NULL ORDER BY seq LIMIT $2`,
-        [sessionId, RELAY_PAGE],
-      )) as { seq: string; epoch: string | null; type: string; nudge: boolean; payload: string }[];
-      if (rows.length === 0) return { complete: true, nudge };
-      // Every row below the oldest unpublished one was confirmed in the stream: the floor from
-      // which a lost or rolled-back stream may restart.
-      const last = await this.publisher.publishDurable(
-        sessionId,
-        rows.map((row) => ({ seq: Number(row.seq), epoch: row.epoch === null ? null : Number(row.epoch), type: row.type, payload: row.payload })),
-        Number(rows[0]!.seq) - 1,
-      );
-      await this.markPublished(sessionId, last);
-      nudge ||= rows.some((row) => row.nudge && Number(row.seq) <= last);
-      if (last < Number(rows[rows.length - 1]!.seq)) {
-        // The stream is ahead of a row we hold, or behind a row another flusher has not marked yet.
-        return { complete: false, nudge };
-      }
-      if (rows.length < RELAY_PAGE) return { complete: true, nudge };
-    }
-    return { complete: false, nudge };
   }
 
   /**
-   * Fast-path publications are marked in one statement per interval for all sessions, not one
-   * commit each: a row marked late is at worst relayed again, and the stream skips duplicates.
+   * One relay window: the sessions with rows inserted in (relayed_until - margin, now - minAgeMs]
+   * that the stream lacks. `advance` moves the window on once every one of them is caught up.
+   * Only one relay holds the window at a time; null when another one does, or it moved recently.
    */
-  private markLater(sessionId: string, upToSeq: number): void {
-    this.pendingMarks.set(sessionId, Math.max(upToSeq, this.pendingMarks.get(sessionId) ?? 0));
-    this.marking ??= setTimeout(() => void this.flushMarks(), MARK_INTERVAL_MS);
+  async relayWindow(minAgeMs: number, work: (lagging: LaggingSession[]) => Promise<boolean>): Promise<number | null> {
+    return this.dataSource.transaction(async (manager) => {
+      const [state] = (await manager.query(
+        `SELECT relayed_until, now() - make_interval(secs => $1::double precision / 1000) AS upto
+         FROM outbox_relay_state WHERE id = 1 AND relayed_until < now() - make_interval(secs => $1::double precision / 1000)
+         FOR UPDATE SKIP LOCKED`,
+        [minAgeMs],
+      )) as { relayed_until: Date; upto: Date }[];
+      if (!state) return null;
+      const recent = (await manager.query(
+        `SELECT session_id, max(seq) AS max_seq, bool_or(nudge) AS nudge FROM session_events
+         WHERE created_at > $1::timestamptz - make_interval(secs => $3::double precision / 1000) AND created_at <= $2
+         GROUP BY session_id LIMIT $4`,
+        [state.relayed_until, state.upto, RELAY_WINDOW_MARGIN_MS / 1000, RELAY_MAX_SESSIONS],
+      )) as { session_id: string; max_seq: string; nudge: boolean }[];
+      const published = recent.length === 0 ? [] : await this.publisher.lastSeqs(recent.map((row) => row.session_id));
+      const lagging = recent
+        .filter((row, i) => (published[i] ?? -1) < Number(row.max_seq))
+        .map((row) => ({ sessionId: row.session_id, nudge: row.nudge }));
+      const caughtUp = lagging.length === 0 || (await work(lagging));
+      if (caughtUp && recent.length < RELAY_MAX_SESSIONS) {
+        await manager.query(`UPDATE outbox_relay_state SET relayed_until = $1 WHERE id = 1`, [state.upto]);
+      }
+      return lagging.length;
+    });
   }
 
-  async flushMarks(): Promise<void> {
-    if (this.marking) clearTimeout(this.marking);
-    this.marking = null;
-    if (this.pendingMarks.size === 0) return;
-    const marks = [...this.pendingMarks];
-    this.pendingMarks.clear();
-    await this.dataSource
-      .query(
-        `UPDATE session_events e SET published_at = now() FROM unnest($1::uuid[], $2::bigint[]) AS m(session_id, seq)
-         WHERE e.session_id = m.session_id AND e.seq <= m.seq AND e.published_at IS NULL`,
-        [marks.map(([id]) => id), marks.map(([, seq]) => seq)],
-      )
-      .catch((error: unknown) => this.logFailure(`publication marks not written (the relay re-publishes, the stream skips duplicates): ${String(error)}`));
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.flushMarks();
-  }
-
-  private async markPublished(sessionId: string, upToSeq: number): Promise<void> {
-    await this.dataSource.query(`UPDATE session_events SET published_at = now() WHERE session_id = $1 AND seq <= $2 AND published_at IS NULL`, [
-      sessionId,
-      upToSeq,
-    ]);
+  /**
+   * Publishes every row the session's stream lacks: those after the stream's sequence number, or,
+   * when the stream lost it (new, expired, or Redis lost its data), the rows of the relay's recent
+   * window (older ones were confirmed in the stream before); subscribers see the jump and resync.
+   */
+  private async catchUp(sessionId: string): Promise<FlushResult> {
+    let [from] = await this.publisher.lastSeqs([sessionId]);
+    let floor = -1;
+    if (from === null || from === undefined) {
+      const [first] = (await this.dataSource.query(
+        `SELECT min(seq) AS seq FROM session_events
+         WHERE session_id = $1 AND created_at > (SELECT relayed_until FROM outbox_relay_state WHERE id = 1) - make_interval(secs => $2::double precision / 1000)`,
+        [sessionId, RELAY_WINDOW_MARGIN_MS / 1000],
+      )) as { seq: string | null }[];
+      if (first?.seq === null || first?.seq === undefined) return { complete: true };
+      floor = Number(first.seq) - 1;
+      from = floor;
+    }
+    for (let page = 0; page < MAX_PAGES; page += 1) {
+      const rows = (await this.dataSource.query(
+        `SELECT seq, epoch, type, payload FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+        [sessionId, from, RELAY_PAGE],
+      )) as { seq: string; epoch: string | null; type: string; payload: string }[];
+      if (rows.length === 0) return { complete: true };
+      const last = await this.publisher.publishDurable(
+        sessionId,
+        rows.map((row) => ({ seq: Number(row.seq), epoch: row.epoch === null ? null : Number(row.epoch), type: row.type, payload: row.payload })),
+        floor,
+      );
+      // The stream is behind a row another flusher has not published yet, or a writer raced us.
+      if (last < Number(rows[rows.length - 1]!.seq)) return { complete: false };
+      if (rows.length < RELAY_PAGE) return { complete: true };
+      from = last;
+      floor = -1;
+    }
+    return { complete: false };
   }
 
   /** A Redis outage fails every flush: say so once per interval, not once per event. */

@@ -93,6 +93,12 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
     return Number(await (this.redis as PublishingRedis).yuxiPublishDurable(...this.keys(sessionId), ...args));
   }
 
+  /** The last durable sequence number in each session's stream; null where the stream has none (new, expired or lost). */
+  async lastSeqs(sessionIds: string[]): Promise<(number | null)[]> {
+    const values = await this.redis.mget(sessionIds.map(sessionSeqKey));
+    return values.map((value) => (value === null ? null : Number(value)));
+  }
+
   /** Appends live-only events of the run with `epoch`, which follow durable event `afterSeq`. */
   async publishLive(sessionId: string, epoch: number, afterSeq: number, events: OutgoingEvent[]): Promise<LiveOutcome> {
     if (events.length === 0) return 'published';

@@ -3,8 +3,6 @@ import { AppConfig } from '#libs/config';
 import { EventOutbox } from '#libs/events';
 import { SessionDispatcher } from '#libs/queue';
 
-const SESSIONS_PER_PASS = 200;
-
 /**
  * Publishes outbox rows that their writer could not (Redis was down, the process died between
  * commit and publish), in sequence order per session, and nudges the sessions whose relayed rows
@@ -40,16 +38,20 @@ export class OutboxRelay {
     await this.running;
   }
 
-  /** One pass over the sessions whose rows waited longer than one interval (their writer had its chance). */
-  async pass(): Promise<number> {
-    const sessions = await this.outbox.laggingSessions(this.config.outboxRelayMs, SESSIONS_PER_PASS);
-    let relayed = 0;
-    for (const sessionId of sessions) {
-      const result = await this.outbox.flush(sessionId);
-      if (!result.complete) continue;
-      relayed += 1;
-      if (result.nudge) await this.dispatcher.nudgeQuietly(sessionId);
-    }
-    return relayed;
+  /**
+   * One pass over the relay window: every session with recent rows the stream lacks is caught up
+   * (and nudged when a lagging row announced an accepted input); the window moves on only when
+   * all of them are. Returns how many sessions lagged, or null when another worker holds the window.
+   */
+  async pass(): Promise<number | null> {
+    return this.outbox.relayWindow(this.config.outboxRelayMs, async (lagging) => {
+      let caughtUp = true;
+      for (const { sessionId, nudge } of lagging) {
+        const result = await this.outbox.flush(sessionId);
+        caughtUp &&= result.complete;
+        if (result.complete && nudge) await this.dispatcher.nudgeQuietly(sessionId);
+      }
+      return caughtUp;
+    });
   }
 }

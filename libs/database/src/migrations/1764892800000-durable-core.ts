@@ -13,6 +13,10 @@ export class DurableCore1764892800000 implements MigrationInterface {
     await q.query(`CREATE INDEX runs_session_epoch_idx ON runs (session_id, epoch)`);
     // Runs waiting for a worker to take them over (after a crash or a graceful release).
     await q.query(`CREATE INDEX runs_unleased_idx ON runs (session_id) WHERE status = 'in_progress' AND lease_owner IS NULL`);
+    // The outbox is insert-only: whether a row reached Redis is the stream's own sequence number
+    // (`yuxi:event-seq:{session}`), and the relay re-checks recent rows against it, so publishing
+    // costs no second write per event. created_at is the insert's own clock (not the transaction
+    // start), so a relay window never misses a row of a transaction that began long ago.
     await q.query(`
       CREATE TABLE session_events (
         session_id uuid NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
@@ -22,13 +26,13 @@ export class DurableCore1764892800000 implements MigrationInterface {
         epoch bigint,
         nudge boolean NOT NULL DEFAULT false,
         payload text NOT NULL,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        published_at timestamptz,
+        created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
         PRIMARY KEY (session_id, seq)
       )`);
-    // Only the rows still to publish: marking a session's rows published and finding lagging
-    // sessions touch this small index, never a session's whole history.
-    await q.query(`CREATE INDEX session_events_unpublished_idx ON session_events (session_id, seq) WHERE published_at IS NULL`);
+    await q.query(`CREATE INDEX session_events_created_idx ON session_events (created_at)`);
+    // How far the relay has confirmed every row reached the stream; one row, advanced by one relay at a time.
+    await q.query(`CREATE TABLE outbox_relay_state (id smallint PRIMARY KEY CHECK (id = 1), relayed_until timestamptz NOT NULL)`);
+    await q.query(`INSERT INTO outbox_relay_state (id, relayed_until) VALUES (1, now())`);
     await q.query(`
       CREATE TABLE run_steps (
         id uuid PRIMARY KEY,
@@ -48,6 +52,7 @@ export class DurableCore1764892800000 implements MigrationInterface {
 
   async down(q: QueryRunner): Promise<void> {
     await q.query(`DROP TABLE run_steps`);
+    await q.query(`DROP TABLE outbox_relay_state`);
     await q.query(`DROP TABLE session_events`);
     await q.query(`DROP INDEX runs_unleased_idx`);
     await q.query(`DROP INDEX runs_session_epoch_idx`);
