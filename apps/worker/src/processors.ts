@@ -22,7 +22,7 @@ export class SessionDispatchProcessor extends JobProcessor<typeof JOBS.dispatchS
 
   constructor(driver: SessionDriver) {
     super();
-    this.handlers = { [JOBS.dispatchSession]: ({ sessionId }: JobPayloads['session.dispatch']) => driver.drive(sessionId) };
+    this.handlers = { [JOBS.dispatchSession]: ({ sessionId, takeover }: JobPayloads['session.dispatch']) => driver.drive(sessionId, takeover === true) };
   }
 }
 

@@ -38,7 +38,7 @@ export class AppConfig {
     this.recoverySweepMs = int(env, 'RECOVERY_SWEEP_MS', 10_000);
     this.recoveryGraceMs = int(env, 'RECOVERY_GRACE_MS', 5_000);
     this.runMaxTakeovers = int(env, 'RUN_MAX_TAKEOVERS', 3);
-    this.outboxRelayMs = int(env, 'OUTBOX_RELAY_MS', 250);
+    this.outboxRelayMs = int(env, 'OUTBOX_RELAY_MS', 500);
     this.idempotencyTtlHours = int(env, 'IDEMPOTENCY_TTL_HOURS', 24);
     this.workerConcurrency = int(env, 'WORKER_CONCURRENCY', 32);
     this.workerHealthPort = int(env, 'WORKER_HEALTH_PORT', 3001);

@@ -31,7 +31,7 @@ export interface LaggingSession {
 const RELAY_PAGE = 500;
 const MAX_PAGES = 20;
 /** Rows committed this long after their insert clock are still seen by the next relay window. */
-const RELAY_WINDOW_MARGIN_MS = 2_000;
+const RELAY_WINDOW_MARGIN_MS = 1_000;
 const RELAY_MAX_SESSIONS = 5_000;
 /** Stands for the sequence number in a payload until the insert knows it (a quoted token JSON text cannot contain unescaped). */
 const SEQ_TOKEN = '"__yuxi_seq__"';

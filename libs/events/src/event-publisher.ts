@@ -109,19 +109,21 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * The text each item of a run shows in the session stream (its deltas, newest window only):
-   * what clients saw of a run whose worker died before it could say.
+   * What each assistant item of a run shows in the session stream (its deltas, newest window
+   * only): what clients saw of a run whose worker died before it could say.
    */
-  async shownText(sessionId: string, runId: string, maxEntries = 5_000): Promise<Map<string, string>> {
+  async shownText(sessionId: string, runId: string, maxEntries = 5_000): Promise<Map<string, { outputIndex: number; text: string }>> {
     const entries = (await this.redis.xrevrange(sessionStreamKey(sessionId), '+', '-', 'COUNT', maxEntries)) as [string, string[]][];
-    const texts = new Map<string, string>();
+    const shown = new Map<string, { outputIndex: number; text: string }>();
     for (const [, fields] of entries.reverse()) {
       if (fields[1] !== 'agent.session.turn.output_text.delta') continue;
-      const event = JSON.parse(fields[3] ?? '{}') as { item_id?: string; delta?: string; yuxi?: { run_id?: string } };
+      const event = JSON.parse(fields[3] ?? '{}') as { item_id?: string; output_index?: number; delta?: string; yuxi?: { run_id?: string } };
       if (event.yuxi?.run_id !== runId || !event.item_id) continue;
-      texts.set(event.item_id, (texts.get(event.item_id) ?? '') + (event.delta ?? ''));
+      const item = shown.get(event.item_id) ?? { outputIndex: event.output_index ?? 0, text: '' };
+      item.text += event.delta ?? '';
+      shown.set(event.item_id, item);
     }
-    return texts;
+    return shown;
   }
 
   private keys(sessionId: string): [string, string, string] {

@@ -8,7 +8,7 @@ export const EVENT_TYPES = {
   'yuxi.session.run.created': 'A run (an execution segment with a lease owner) started; `run` lists its input_ids. The first run of a turn is announced just before the turn.',
   'agent.session.turn.created': 'A turn was created for the head of the input queue. `turn` is the committed turn.',
   'agent.session.turn.in_progress': 'The turn is executing.',
-  'agent.session.turn.item.added': 'An item was added to the turn (the user message, or an assistant message that starts streaming).',
+  'agent.session.turn.item.added': 'An item was added to the turn: a user message (durable), or an assistant message that starts streaming (live, with its first text; its item.done follows once it is written, as an incomplete item if the run stops first).',
   'agent.session.turn.content_part.added': 'A content part of an assistant message started.',
   'agent.session.turn.output_text.delta': 'Text appended to a content part (`delta`); merge by item_id, output_index and content_index.',
   'agent.session.turn.output_text.done': 'The full text of a content part, after it is committed; replaces the accumulated deltas.',

@@ -12,7 +12,8 @@ export const JOBS = {
 export type JobName = (typeof JOBS)[keyof typeof JOBS];
 
 export interface JobPayloads {
-  'session.dispatch': { sessionId: string };
+  /** `takeover`: a run of the session waits for a worker to continue it. */
+  'session.dispatch': { sessionId: string; takeover?: boolean };
   'recovery.sweep': Record<string, never>;
 }
 

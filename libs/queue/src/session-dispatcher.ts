@@ -31,7 +31,7 @@ export class SessionDispatcher {
   async nudgeTakeover(sessionId: string, runId: string): Promise<void> {
     await this.queue.add(
       JOBS.dispatchSession,
-      { sessionId },
+      { sessionId, takeover: true },
       { deduplication: { id: `takeover:${runId}` }, removeOnComplete: true, removeOnFail: 1000 },
     );
   }

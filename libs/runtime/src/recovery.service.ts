@@ -63,7 +63,7 @@ export class RecoveryService {
 
   private async interrupt(run: RunEntity): Promise<boolean> {
     // What clients saw of the run is in the stream; read before the transaction, never inside it.
-    const shown = await this.publisher.shownText(run.sessionId, run.id).catch(() => new Map<string, string>());
+    const shown = await this.publisher.shownText(run.sessionId, run.id).catch(() => new Map<string, { outputIndex: number; text: string }>());
     const result = await this.transitions.interruptExpired(run, shown);
     if (!result) return false;
     await this.outbox.flush(run.sessionId, result.batch);

@@ -17,7 +17,7 @@ import type { RunControl } from './run-control.js';
 import { LeaseLostError, ShuttingDownError, TurnCancelledError } from './run-errors.js';
 import { planNextStep } from './step-plan.js';
 import { turnEvents } from './turn-events.js';
-import { type HeldTurn, type Outcome, type RunOutput, TurnTransitions } from './turn-transitions.js';
+import { assistantItem, type HeldTurn, type Outcome, type RunOutput, TurnTransitions } from './turn-transitions.js';
 
 const CONTEXT_ITEMS = 50;
 const SETTLE_RETRY_MAX_MS = 2_000;
@@ -59,7 +59,8 @@ export class RunExecutor {
       abort: control.abort,
       // The heartbeat also checkpoints the shown text, and reads the durable state: the fallback
       // when a cancel or steer signal is lost.
-      renew: (current) => this.turns.renewLease(current, this.config.runLeaseMs, output.item ? { itemId: output.item.id, text: output.text } : null),
+      renew: (current) =>
+        this.turns.renewLease(current, this.config.runLeaseMs, output.item ? { item_id: output.item.id, output_index: output.outputIndex, text: output.text } : null),
       onRenewed: () => {
         void this.inputs
           .hasPendingSteer(sessionId, held.lastInputSeq)
@@ -94,16 +95,17 @@ export class RunExecutor {
             signal: control.abort.signal,
           })) {
             keeper.assertHeld();
-            // The assistant item is made durable and announced with its first text, so a run that
-            // shows nothing leaves no item behind, and one that dies leaves an item to close.
-            if (!output.item) {
-              const opened = await this.transitions.openItem(held, lease, outputIndex);
-              if (!opened) throw new LeaseLostError(`lease of run ${lease.runId} is gone`);
-              output.item = opened.item;
-              await publish(opened.batch);
+            // The assistant item is announced live with its first text (a run that shows nothing
+            // leaves no item behind) and written when the run settles, yields or is released;
+            // heartbeats checkpoint its text, so a takeover keeps what clients saw.
+            let item = output.item;
+            if (!item) {
+              item = assistantItem(newId(), held.turn, lease.runId, new Date());
+              output.item = item;
+              live.push(turnEvents.item('added', item, outputIndex), turnEvents.contentPart('added', item, outputIndex, 0, { type: 'output_text', text: '' }));
             }
             output.text += event.delta;
-            live.push(turnEvents.textDelta(output.item, outputIndex, 0, event.delta));
+            live.push(turnEvents.textDelta(item, outputIndex, 0, event.delta));
             if (steerAnnounced) {
               steerAnnounced = false;
               if (await this.inputs.hasPendingSteer(sessionId, held.lastInputSeq)) {

@@ -29,11 +29,12 @@ export class SessionDriver {
     private readonly signals: RunSignals,
   ) {}
 
-  async drive(sessionId: string): Promise<number> {
+  /** `takeover`: the nudge says a run waits to be taken over (else only pending inputs are looked for). */
+  async drive(sessionId: string, takeover = false): Promise<number> {
     let turnsRun = 0;
     // The cheap unlocked look first: most nudges after a turn find nothing to do. An input that
     // lands right after it comes with its own nudge.
-    while (this.claiming && ((await this.inputs.hasPending(sessionId)) || (await this.turns.hasUnleasedRun(sessionId)))) {
+    while (this.claiming && ((await this.inputs.hasPending(sessionId)) || (takeover && (await this.turns.hasUnleasedRun(sessionId))))) {
       // Listening for a cancel starts before the claim commits, so none can slip in between.
       const runId = newId();
       const control = new RunControl();

@@ -35,7 +35,10 @@ export interface HeldTurn {
   batch: OutboxBatch;
 }
 
-/** What a run has shown so far: its open assistant item (announced and durable) and the text in it. */
+/**
+ * What a run has shown so far: its assistant item (announced live with its first text, not yet
+ * written) and the text in it. The item is written when the run settles, yields or is released.
+ */
 export interface RunOutput {
   item: ItemEntity | null;
   outputIndex: number;
@@ -164,42 +167,6 @@ export class TurnTransitions {
     };
   }
 
-  /** Makes the run's assistant item durable (in progress) and announces it, through the lease. */
-  async openItem(held: HeldTurn, lease: Lease, outputIndex: number): Promise<{ item: ItemEntity; batch: OutboxBatch } | null> {
-    const { sessionId } = held.turn;
-    return this.dataSource.transaction(async (manager) => {
-      const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
-      const item: ItemEntity = {
-        id: newId(),
-        sessionId,
-        turnId: held.turn.id,
-        runId: lease.runId,
-        inputId: null,
-        seq: String(seq),
-        type: 'message',
-        role: 'assistant',
-        status: 'in_progress',
-        content: [],
-        phase: null,
-        createdAt: new Date(),
-      };
-      if (!(await this.turns.insertItemHeld(manager, lease, item))) {
-        // Rolls the reserved sequence number back with the transaction.
-        throw new LeaseGone();
-      }
-      const batch = await this.outbox.append(
-        manager,
-        sessionId,
-        [turnEvents.item('added', item, outputIndex), turnEvents.contentPart('added', item, outputIndex, 0, { type: 'output_text', text: '' })],
-        { epoch: lease.epoch },
-      );
-      return { item, batch };
-    }).catch((error: unknown) => {
-      if (error instanceof LeaseGone) return null;
-      throw error;
-    });
-  }
-
   /**
    * Yields the run at a safe boundary into the next run of the same turn with the steers that
    * arrived after the turn's input: the shown text becomes an incomplete commentary item, the steer
@@ -221,12 +188,13 @@ export class TurnTransitions {
       );
       if (!next) return null;
       const newItems = userItemsOf(steers, sessionId, now);
+      const partial = output.item ? 1 : 0;
       const firstSeq = await this.sessions.recordRunStarted(
         manager,
         sessionId,
         toCurrentTurn({ ...held.turn, currentRunId: next.id }),
         steers.length,
-        newItems.length,
+        partial + newItems.length,
         now,
       );
       await this.inputs.markConsumed(
@@ -239,12 +207,12 @@ export class TurnTransitions {
       const events: OutgoingEvent[] = lostDeltasNotice(output);
       let index = output.outputIndex;
       if (output.item) {
-        events.push(...closingEvents(await this.closeOpen(manager, output.item, 'incomplete', output.text), index, output.text));
+        events.push(...closingEvents(await this.writeShown(manager, output.item, firstSeq, 'incomplete', output.text, now), index, output.text));
         index += 1;
       }
       const yielded: RunEntity = { ...held.run, id: lease.runId, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };
       events.push(turnEvents.run('yielded', yielded), turnEvents.run('created', next));
-      const userItems = await this.turns.insertItems(manager, firstSeq, newItems.map((item) => ({ ...item, turnId: held.turn.id, runId: next.id })));
+      const userItems = await this.turns.insertItems(manager, firstSeq + partial, newItems.map((item) => ({ ...item, turnId: held.turn.id, runId: next.id })));
       for (const item of userItems) {
         events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
         index += 1;
@@ -296,8 +264,9 @@ export class TurnTransitions {
         });
       }
       const events: OutgoingEvent[] = lostDeltasNotice(output);
-      events.push(...(await this.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', now)));
-      await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), 0, now);
+      const writes = output.item !== null || completed;
+      const seq = await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), writes ? 1 : 0, now);
+      if (writes) events.push(...(await this.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', seq, now)));
       const run: RunEntity = { ...held.run, id: lease.runId, status: final.status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null };
       events.push(turnEvents.run(final.status, run), turnEvents.turn(final.status, turn));
       return { turn, status: final.status, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }) };
@@ -317,7 +286,10 @@ export class TurnTransitions {
       const result = await this.turns.interruptRun(manager, lease.runId, lease, { nextRunId: newId(), epoch, inputIds: [], at: now });
       if (!result) return null;
       const events: OutgoingEvent[] = lostDeltasNotice(output);
-      if (output.item) events.push(...closingEvents(await this.closeOpen(manager, output.item, 'incomplete', output.text), output.outputIndex, output.text));
+      if (output.item) {
+        const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
+        events.push(...closingEvents(await this.writeShown(manager, output.item, seq, 'incomplete', output.text, now), output.outputIndex, output.text));
+      }
       return this.announceSuccessor(manager, held.turn, result, events, epoch, output.item ? output.outputIndex + 1 : output.outputIndex);
     });
   }
@@ -325,10 +297,11 @@ export class TurnTransitions {
   /**
    * Recovery of a run whose lease expired (its worker died or stalled): the text clients saw is kept
    * as an incomplete item, and the turn continues in a new run for another worker, unless it is
-   * being cancelled (it ends cancelled) or was interrupted too often (it fails).
-   * `shownText` is what the stream shows of the run's open items (read from Redis by the caller).
+   * being cancelled (it ends cancelled) or was interrupted too often (it fails). `shown` is what
+   * the stream shows of the run's items (read from Redis by the caller); the run's heartbeat
+   * checkpoint stands in where the stream has less.
    */
-  async interruptExpired(run: RunEntity, shownText: Map<string, string>): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
+  async interruptExpired(run: RunEntity, shown: Map<string, { outputIndex: number; text: string }>): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
     const { sessionId } = run;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
@@ -338,18 +311,20 @@ export class TurnTransitions {
       if (!turn) return null;
       const now = new Date();
       const events: OutgoingEvent[] = [];
-      let index = await this.turns.countItems(manager, turn.id);
-      // Open items are counted above; each keeps its place.
-      const open = await this.turns.openItemsOfRun(manager, run.id);
-      index -= open.length;
-      const closing: OutgoingEvent[] = [];
-      for (const item of open) {
-        const checkpoint = item.content.map((part) => part.text ?? '').join('');
-        const seen = shownText.get(item.id) ?? '';
-        const text = seen.length > checkpoint.length ? seen : checkpoint;
-        closing.push(...closingEvents(await this.closeOpen(manager, item, 'incomplete', text), index, text));
-        index += 1;
+      const items = new Map(shown);
+      const checkpoint = (await this.turns.getRunIn(manager, run.id))?.checkpoint ?? null;
+      if (checkpoint && checkpoint.text.length > (items.get(checkpoint.item_id)?.text.length ?? -1)) {
+        items.set(checkpoint.item_id, { outputIndex: checkpoint.output_index, text: checkpoint.text });
       }
+      const closing: OutgoingEvent[] = [];
+      const ordered = [...items].sort(([, a], [, b]) => a.outputIndex - b.outputIndex);
+      let seq = ordered.length > 0 ? await this.sessions.reserveItemSeqs(manager, sessionId, ordered.length) : 0;
+      for (const [id, { outputIndex, text }] of ordered) {
+        const item = assistantItem(id, turn, run.id, now);
+        closing.push(...closingEvents(await this.writeShown(manager, item, seq, 'incomplete', text, now), outputIndex, text));
+        seq += 1;
+      }
+      const index = ordered.length > 0 ? (ordered.at(-1)?.[1].outputIndex ?? 0) + 1 : await this.turns.countItems(manager, turn.id);
       const ending = turn.cancellationPending ? ({ status: 'cancelled' } as const) : null;
       const limited = !ending && (await this.turns.interruptionsOf(manager, turn.id)) >= this.config.runMaxTakeovers;
       if (ending || limited) {
@@ -392,42 +367,48 @@ export class TurnTransitions {
     return { run: result.next, lease: null, outputIndex, batch: await this.outbox.append(manager, turn.sessionId, events, { epoch }) };
   }
 
-  /** The run's final item events: the open item closed, or (a completed run that streamed nothing, or settles a stored answer) a new answer item. */
+  /** The run's final item: the one it streamed (announced live, so only its completion events), or a new one (a completed run that streamed nothing, or settles a stored answer). */
   private async finalOutput(
     manager: EntityManager,
     held: HeldTurn,
     lease: Lease,
     output: RunOutput,
     status: 'completed' | 'incomplete',
+    seq: number,
     at: Date,
   ): Promise<OutgoingEvent[]> {
-    if (output.item) return closingEvents(await this.closeOpen(manager, output.item, status, output.text), output.outputIndex, output.text);
-    if (status !== 'completed') return [];
-    const seq = await this.sessions.reserveItemSeqs(manager, held.turn.sessionId, 1);
-    const [item] = await this.turns.insertItems(manager, seq, [
-      {
-        sessionId: held.turn.sessionId,
-        turnId: held.turn.id,
-        runId: lease.runId,
-        inputId: null,
-        type: 'message',
-        role: 'assistant',
-        status: 'completed',
-        content: [{ type: 'output_text', text: output.text }],
-        phase: 'final_answer',
-        createdAt: at,
-      },
-    ]);
-    return [turnEvents.item('added', item!, output.outputIndex), ...closingEvents(item!, output.outputIndex, output.text)];
+    if (output.item) return closingEvents(await this.writeShown(manager, output.item, seq, status, output.text, at), output.outputIndex, output.text);
+    const item = await this.writeShown(manager, assistantItem(newId(), held.turn, lease.runId, at), seq, status, output.text, at);
+    return [turnEvents.item('added', item, output.outputIndex), ...closingEvents(item, output.outputIndex, output.text)];
   }
 
-  private async closeOpen(manager: EntityManager, item: ItemEntity, status: 'completed' | 'incomplete', text: string): Promise<ItemEntity> {
+  /** Writes an assistant item with its final text: the final answer when completed, commentary otherwise. */
+  private async writeShown(manager: EntityManager, item: ItemEntity, seq: number, status: 'completed' | 'incomplete', text: string, at: Date): Promise<ItemEntity> {
     const content: StoredContentPart[] = [{ type: 'output_text', text }];
-    return this.turns.closeItem(manager, item, status, content, status === 'completed' ? 'final_answer' : 'commentary');
+    const [written] = await this.turns.insertItems(manager, seq, [
+      { ...item, status, content, phase: status === 'completed' ? 'final_answer' : 'commentary', createdAt: at },
+    ]);
+    return written!;
   }
 }
 
-class LeaseGone extends Error {}
+/** An assistant message of a run, before it is written. */
+export function assistantItem(id: string, turn: Pick<TurnEntity, 'id' | 'sessionId'>, runId: string, at: Date): ItemEntity {
+  return {
+    id,
+    sessionId: turn.sessionId,
+    turnId: turn.id,
+    runId,
+    inputId: null,
+    seq: '0',
+    type: 'message',
+    role: 'assistant',
+    status: 'in_progress',
+    content: [],
+    phase: null,
+    createdAt: at,
+  };
+}
 
 /** text done, content part done, item done: what closing an assistant item announces. */
 function closingEvents(item: ItemEntity, outputIndex: number, text: string): OutgoingEvent[] {

@@ -51,11 +51,20 @@ export class RunEntity {
   @Column('timestamptz', { name: 'lease_expires_at', nullable: true }) leaseExpiresAt!: Date | null;
   /** The fencing token of the lease: per session, higher for every lease granted. */
   @Column('bigint', { transformer: { to: (v: number) => v, from: (v: string | null) => Number(v ?? 0) } }) epoch!: number;
+  /** The text the run has shown, as of its last heartbeat (see RunCheckpoint). */
+  @Column('jsonb', { nullable: true }) checkpoint!: RunCheckpoint | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('timestamptz', { name: 'started_at', nullable: true }) startedAt!: Date | null;
   @Column('timestamptz', { name: 'completed_at', nullable: true }) completedAt!: Date | null;
   @Column('jsonb', { nullable: true }) error!: PublicError | null;
   @Column('jsonb', { nullable: true }) usage!: Record<string, number> | null;
+}
+
+/** The assistant message a run is streaming: announced live, written when the run settles, yields or is interrupted. */
+export interface RunCheckpoint {
+  item_id: string;
+  output_index: number;
+  text: string;
 }
 
 export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';

@@ -1,5 +1,5 @@
 export { ACTIVE_TURN_STATUSES } from './entities.js';
-export type { ItemEntity, ItemStatus, PublicError, RunEntity, StoredContentPart, RunStatus, TurnEntity, TurnStatus } from './entities.js';
+export type { ItemEntity, ItemStatus, PublicError, RunCheckpoint, RunEntity, StoredContentPart, RunStatus, TurnEntity, TurnStatus } from './entities.js';
 export { toCurrentTurn, toItemDto, toRunDto, toRunSummary, toTurnDetailDto, toTurnDto } from './projections.js';
 export {
   ContentPartDto,

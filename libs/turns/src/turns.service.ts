@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, toPage } from '#libs/database';
 import { ApiError } from '#libs/errors';
-import { ACTIVE_TURN_STATUSES, ItemEntity, type PublicError, RunEntity, type RunStatus, type StoredContentPart, TurnEntity, type TurnStatus } from './entities.js';
+import { ACTIVE_TURN_STATUSES, ItemEntity, type PublicError, type RunCheckpoint, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
 
 /**
  * The right to write one run: its id, the worker holding it, and the fencing epoch it was leased
@@ -136,6 +136,7 @@ export class TurnsService {
       leaseOwner: spec.leaseOwner,
       leaseExpiresAt: null,
       epoch: spec.epoch,
+      checkpoint: null,
       createdAt: spec.at,
       startedAt: spec.at,
       completedAt: null,
@@ -171,48 +172,19 @@ export class TurnsService {
     return rows;
   }
 
-  /** Inserts an item of the run through its lease; false when the lease is gone. */
-  async insertItemHeld(manager: EntityManager, lease: Lease, item: ItemEntity): Promise<boolean> {
-    // An INSERT answers its RETURNING rows (an UPDATE would answer [rows, count]).
-    const inserted = (await manager.query(
-      `INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, created_at)
-       SELECT $4, $5, $6, $1, $7, $8, $9, $10, $11, $12, $13, $14 WHERE EXISTS (SELECT 1 FROM runs WHERE ${HELD('$1', '$2', '$3')})
-       RETURNING id`,
-      [
-        lease.runId,
-        lease.owner,
-        lease.epoch,
-        item.id,
-        item.sessionId,
-        item.turnId,
-        item.inputId,
-        item.seq,
-        item.type,
-        item.role,
-        item.status,
-        JSON.stringify(item.content),
-        item.phase,
-        item.createdAt,
-      ],
-    )) as unknown[];
-    return inserted.length === 1;
-  }
-
   /**
-   * Extends the lease on the database clock, checkpoints the text shown so far into the run's open
-   * item, and reports whether the turn was asked to cancel. `held: false`: the lease is gone
-   * (expired, taken over or settled); an expired lease is never revived.
+   * Extends the lease on the database clock, saves what the run has shown so far, and reports
+   * whether the turn was asked to cancel. `held: false`: the lease is gone (expired, taken over or
+   * settled); an expired lease is never revived.
    */
-  async renewLease(lease: Lease, leaseMs: number, checkpoint: { itemId: string; text: string } | null): Promise<{ held: boolean; cancelRequested: boolean }> {
+  async renewLease(lease: Lease, leaseMs: number, checkpoint: RunCheckpoint | null): Promise<{ held: boolean; cancelRequested: boolean }> {
     const rows = (await this.runs.query(
       `WITH r AS (
-         UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
+         UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000), checkpoint = coalesce($5::jsonb, checkpoint)
          WHERE ${HELD('$1', '$2', '$3')} RETURNING turn_id
-       ), c AS (
-         UPDATE items SET content = $6::jsonb WHERE id = $5 AND run_id = $1 AND status = 'in_progress' AND EXISTS (SELECT 1 FROM r)
        )
        SELECT t.cancellation_pending FROM turns t JOIN r ON t.id = r.turn_id`,
-      [lease.runId, lease.owner, lease.epoch, leaseMs, checkpoint?.itemId ?? null, JSON.stringify([{ type: 'output_text', text: checkpoint?.text ?? '' }])],
+      [lease.runId, lease.owner, lease.epoch, leaseMs, checkpoint === null ? null : JSON.stringify(checkpoint)],
     )) as { cancellation_pending: boolean }[];
     return { held: rows.length > 0, cancelRequested: rows[0]?.cancellation_pending ?? false };
   }
@@ -269,6 +241,10 @@ export class TurnsService {
     return { interrupted, next: { ...successor, startedAt: null } };
   }
 
+  async getRunIn(manager: EntityManager, runId: string): Promise<RunEntity | null> {
+    return manager.getRepository(RunEntity).findOneBy({ id: runId });
+  }
+
   /** Locks a run whose lease expired (runs before items, as renewals lock them); false when it is not expired (any more). */
   async lockExpiredRun(manager: EntityManager, runId: string): Promise<boolean> {
     const rows = (await manager.query(`SELECT 1 FROM runs WHERE id = $1 AND status = 'in_progress' AND lease_expires_at < now() FOR UPDATE`, [
@@ -300,17 +276,6 @@ export class TurnsService {
   async interruptionsOf(manager: EntityManager, turnId: string): Promise<number> {
     const rows = (await manager.query(`SELECT count(*)::int AS n FROM runs WHERE turn_id = $1 AND status = 'interrupted'`, [turnId])) as { n: number }[];
     return rows[0]?.n ?? 0;
-  }
-
-  /** Items of a run that were announced and never finished (its open assistant message). */
-  async openItemsOfRun(manager: EntityManager, runId: string): Promise<ItemEntity[]> {
-    return manager.getRepository(ItemEntity).find({ where: { runId, status: 'in_progress' }, order: { seq: 'ASC' } });
-  }
-
-  /** Finishes an open item with its final content. */
-  async closeItem(manager: EntityManager, item: ItemEntity, status: 'completed' | 'incomplete', content: StoredContentPart[], phase: string): Promise<ItemEntity> {
-    await manager.query(`UPDATE items SET status = $2, content = $3, phase = $4 WHERE id = $1`, [item.id, status, JSON.stringify(content), phase]);
-    return { ...item, status, content, phase };
   }
 
   /** Marks an active turn as being cancelled; returns it, or null when it is not active any more. */
@@ -402,6 +367,7 @@ export class TurnsService {
       leaseOwner: owner,
       leaseExpiresAt: null,
       epoch: next.epoch,
+      checkpoint: null,
       createdAt: next.at,
       startedAt: next.at,
       completedAt: null,

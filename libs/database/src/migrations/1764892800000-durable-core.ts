@@ -10,6 +10,9 @@ export class DurableCore1764892800000 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE runs ADD COLUMN epoch bigint NOT NULL DEFAULT 0`);
+    // What the run has shown so far ({item_id, output_index, text}), saved by each heartbeat: with
+    // the deltas in the stream, what a takeover keeps of a run whose worker died.
+    await q.query(`ALTER TABLE runs ADD COLUMN checkpoint jsonb`);
     await q.query(`CREATE INDEX runs_session_epoch_idx ON runs (session_id, epoch)`);
     // Runs waiting for a worker to take them over (after a crash or a graceful release).
     await q.query(`CREATE INDEX runs_unleased_idx ON runs (session_id) WHERE status = 'in_progress' AND lease_owner IS NULL`);
@@ -56,6 +59,7 @@ export class DurableCore1764892800000 implements MigrationInterface {
     await q.query(`DROP TABLE session_events`);
     await q.query(`DROP INDEX runs_unleased_idx`);
     await q.query(`DROP INDEX runs_session_epoch_idx`);
+    await q.query(`ALTER TABLE runs DROP COLUMN checkpoint`);
     await q.query(`ALTER TABLE runs DROP COLUMN epoch`);
   }
 }
