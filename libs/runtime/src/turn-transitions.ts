@@ -112,7 +112,6 @@ export class TurnTransitions {
         newItems.length,
         now,
       );
-      const epoch = await this.turns.nextEpoch(manager, sessionId);
       const { turn, run } = await this.turns.startTurn(manager, {
         turnId,
         runId,
@@ -123,7 +122,6 @@ export class TurnTransitions {
         inputIds: batch.map((i) => i.id),
         config: input.config,
         leaseOwner: owner,
-        epoch,
         leaseMs: this.config.runLeaseMs,
         at: now,
       });
@@ -141,12 +139,12 @@ export class TurnTransitions {
       return {
         turn,
         run,
-        lease: { runId: run.id, owner, epoch },
+        lease: { runId: run.id, owner, epoch: run.epoch },
         config: input.config,
         lastInputSeq: batch.reduce((max, i) => (BigInt(i.receivedSeq) > BigInt(max) ? i.receivedSeq : max), '0'),
         outputIndex: userItems.length,
         steps: [],
-        batch: await this.outbox.append(manager, sessionId, events, { epoch }),
+        batch: await this.outbox.append(manager, sessionId, events, { epoch: run.epoch }),
       };
     });
   }
@@ -235,41 +233,27 @@ export class TurnTransitions {
     const { sessionId } = held.turn;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
-      const current = await this.turns.findTurn(manager, held.turn.id);
-      const final: Outcome = current?.cancellationPending && outcome.status === 'completed' ? { status: 'cancelled' } : outcome;
       const now = new Date();
-      const completed = final.status === 'completed';
-      const error = final.status === 'failed' ? final.error : null;
       const turn = await this.turns.settle(manager, {
         lease,
         runId: lease.runId,
-        runStatus: final.status,
-        turn: current ?? held.turn,
-        turnStatus: final.status,
-        resultRunId: completed ? lease.runId : null,
-        error,
+        runStatus: outcome.status,
+        turn: held.turn,
+        error: outcome.status === 'failed' ? outcome.error : null,
+        answer: outcome.status === 'completed' ? { input: { model: held.run.model }, output: { text: output.text } } : undefined,
         at: now,
       });
       if (!turn) return null;
-      if (completed) {
-        await this.turns.recordStep(manager, {
-          runId: lease.runId,
-          turnId: turn.id,
-          sessionId,
-          kind: 'model_call',
-          status: 'completed',
-          input: { model: held.run.model },
-          output: { text: output.text },
-          at: now,
-        });
-      }
+      const final = turn.status as Outcome['status'];
+      const completed = final === 'completed';
+      const error = turn.error;
       const events: OutgoingEvent[] = lostDeltasNotice(output);
       const writes = output.item !== null || completed;
       const seq = await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), writes ? 1 : 0, now);
       if (writes) events.push(...(await this.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', seq, now)));
-      const run: RunEntity = { ...held.run, id: lease.runId, status: final.status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null };
-      events.push(turnEvents.run(final.status, run), turnEvents.turn(final.status, turn));
-      return { turn, status: final.status, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }) };
+      const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null };
+      events.push(turnEvents.run(final, run), turnEvents.turn(final, turn));
+      return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }) };
     });
   }
 
@@ -330,16 +314,7 @@ export class TurnTransitions {
       if (ending || limited) {
         const status = ending ? 'cancelled' : 'failed';
         const error = limited ? TAKEOVER_LIMIT_ERROR : null;
-        const settled = await this.turns.settle(manager, {
-          lease: null,
-          runId: run.id,
-          runStatus: status,
-          turn,
-          turnStatus: status,
-          resultRunId: null,
-          error,
-          at: now,
-        });
+        const settled = await this.turns.settle(manager, { lease: null, runId: run.id, runStatus: status, turn, error, at: now });
         if (!settled) return null;
         await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(settled), 0, now);
         events.push(...closing);

@@ -30,7 +30,6 @@ export interface NewTurn {
   inputIds: string[];
   config: object;
   leaseOwner: string;
-  epoch: number;
   leaseMs: number;
   at: Date;
 }
@@ -39,11 +38,11 @@ export interface SettleSpec {
   /** The lease to settle through; null settles a run nobody holds any more (expired or awaiting takeover). */
   lease: Lease | null;
   runId: string;
-  runStatus: RunStatus;
+  runStatus: Extract<RunStatus, 'completed' | 'failed' | 'cancelled'>;
   turn: TurnEntity;
-  turnStatus: Extract<TurnStatus, 'completed' | 'failed' | 'cancelled'>;
-  resultRunId: string | null;
   error: PublicError | null;
+  /** A completion's model call, recorded as a committed step of the turn. */
+  answer?: { input: object; output: object };
   at: Date;
 }
 
@@ -135,7 +134,7 @@ export class TurnsService {
       resumeFromRunId: null,
       leaseOwner: spec.leaseOwner,
       leaseExpiresAt: null,
-      epoch: spec.epoch,
+      epoch: 0,
       checkpoint: null,
       createdAt: spec.at,
       startedAt: spec.at,
@@ -143,16 +142,19 @@ export class TurnsService {
       error: null,
       usage: null,
     });
-    // One statement for both rows: the turn start is on every turn's critical path.
-    await manager.query(
+    // One statement for both rows (and the run's fencing epoch): the turn start is on every turn's critical path.
+    const rows = (await manager.query(
       `WITH t AS (
          INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at)
          VALUES ($1, $2, $3, 'in_progress', $4, $5, $6, $7, $7)
        )
        INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, epoch, created_at, started_at)
-       VALUES ($6, $1, $2, 1, 'in_progress', $8, $5, $9, $10, now() + make_interval(secs => $11::double precision / 1000), $12, $7, $7)`,
-      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs, spec.epoch],
-    );
+       VALUES ($6, $1, $2, 1, 'in_progress', $8, $5, $9, $10, now() + make_interval(secs => $11::double precision / 1000),
+               (SELECT coalesce(max(epoch), 0) + 1 FROM runs WHERE session_id = $2), $7, $7)
+       RETURNING epoch`,
+      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs],
+    )) as { epoch: string }[];
+    run.epoch = Number(rows[0]?.epoch);
     return { turn, run };
   }
 
@@ -292,18 +294,32 @@ export class TurnsService {
 
   /**
    * Settles a run and its turn in one statement, through the lease (or, with none, only a run that
-   * nobody holds). Returns the settled turn, or null when the run was not the caller's to settle.
+   * nobody holds any more). A completion turns into a cancellation when a cancel was accepted
+   * first (the client was told the turn would stop), and records its model answer as a committed
+   * step. Returns the settled turn, or null when the run was not the caller's to settle.
    */
   async settle(manager: EntityManager, spec: SettleSpec): Promise<TurnEntity | null> {
-    const [rows] = (await manager.query(
-      `WITH r AS (
-         UPDATE runs SET status = $4, completed_at = $5, error = $6, lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = $1 AND status = 'in_progress'
-           AND (($2::text IS NULL AND (lease_owner IS NULL OR lease_expires_at < now())) OR (lease_owner = $2 AND epoch = $3 AND lease_expires_at > now()))
-         RETURNING turn_id
+    const rows = (await manager.query(
+      `WITH cur AS (
+         SELECT r.id, r.turn_id, t.cancellation_pending FROM runs r JOIN turns t ON t.id = r.turn_id
+         WHERE r.id = $1 AND r.status = 'in_progress'
+           AND (($2::text IS NULL AND (r.lease_owner IS NULL OR r.lease_expires_at < now())) OR (r.lease_owner = $2 AND r.epoch = $3 AND r.lease_expires_at > now()))
+         FOR UPDATE OF r
+       ), fin AS (
+         SELECT id, turn_id, CASE WHEN cancellation_pending AND $4::text = 'completed' THEN 'cancelled' ELSE $4::text END AS status FROM cur
+       ), r AS (
+         UPDATE runs SET status = fin.status, completed_at = $5, error = $6::jsonb, lease_owner = NULL, lease_expires_at = NULL
+         FROM fin WHERE runs.id = fin.id RETURNING runs.turn_id, fin.status
+       ), t AS (
+         UPDATE turns SET status = r.status, completed_at = $5, result_run_id = CASE WHEN r.status = 'completed' THEN $1::uuid END,
+                current_run_id = NULL, error = $6::jsonb, cancellation_pending = false
+         FROM r WHERE turns.id = r.turn_id RETURNING r.status
+       ), st AS (
+         INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, input, output, created_at)
+         SELECT $7, $1, r.turn_id, $8, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = r.turn_id), 'model_call', 'completed', $9::jsonb, $10::jsonb, $5
+         FROM r WHERE r.status = 'completed' AND $9::jsonb IS NOT NULL
        )
-       UPDATE turns SET status = $7, completed_at = $5, result_run_id = $8, current_run_id = NULL, error = $6, cancellation_pending = false
-       WHERE id = (SELECT turn_id FROM r) RETURNING id`,
+       SELECT status FROM t`,
       [
         spec.runId,
         spec.lease?.owner ?? null,
@@ -311,16 +327,19 @@ export class TurnsService {
         spec.runStatus,
         spec.at,
         spec.error === null ? null : JSON.stringify(spec.error),
-        spec.turnStatus,
-        spec.resultRunId,
+        newId(),
+        spec.turn.sessionId,
+        spec.answer ? JSON.stringify(spec.answer.input) : null,
+        spec.answer ? JSON.stringify(spec.answer.output) : null,
       ],
-    )) as [{ id: string }[], number];
-    if (rows.length === 0) return null;
+    )) as { status: TurnStatus }[];
+    const status = rows[0]?.status;
+    if (!status) return null;
     return {
       ...spec.turn,
-      status: spec.turnStatus,
+      status,
       completedAt: spec.at,
-      resultRunId: spec.resultRunId,
+      resultRunId: status === 'completed' ? spec.runId : null,
       currentRunId: null,
       error: spec.error,
       cancellationPending: false,
