@@ -62,13 +62,19 @@ export class EventOutbox {
     const stamped = stampEvents(sessionId, events);
     const payloads = stamped.map((event) => JSON.stringify({ ...event, yuxi: { ...(event.yuxi as object), seq: '__yuxi_seq__' } }));
     // One statement, no JSON processing in Postgres: the token is replaced by each row's number.
+    const values: unknown[] = [sessionId, options.epoch ?? null, options.nudge ?? false];
+    const tuples = stamped.map((event, i) => {
+      values.push(event.event_id, event.type, payloads[i]);
+      const at = values.length;
+      return `($${at - 2}, $${at - 1}, $${at}::text, ${i + 1})`;
+    });
     const rows = (await manager.query(
       `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)
        INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
        SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, '${SEQ_TOKEN}', (base.n + e.ord)::text)
-       FROM base, unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS e(event_id, type, payload, ord)
+       FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
        RETURNING seq, type, payload`,
-      [sessionId, options.epoch ?? null, options.nudge ?? false, stamped.map((e) => e.event_id), stamped.map((e) => e.type), payloads],
+      values,
     )) as { seq: string; type: string; payload: string }[];
     return {
       sessionId,
