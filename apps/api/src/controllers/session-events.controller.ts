@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
 import { ApiError } from '#libs/errors';
 import { decodeCursor, EVENT_TYPES, type StreamPosition } from '#libs/events';
-import { ReceiptDto, SessionQueriesService, SubmissionService, SubmitEventsDto } from '#libs/protocol';
+import { ReceiptDto, SessionQueriesService, SubmitEvent, SubmitEventsDto } from '#libs/protocol';
 import { ApiErrors } from './api-errors.decorator.js';
 import { sendIdempotent } from './send-idempotent.js';
 import { SseResponder } from './sse-responder.js';
@@ -14,7 +14,7 @@ import { SseResponder } from './sse-responder.js';
 @Controller('api/v1/agents/sessions/:session_id/events')
 export class SessionEventsController {
   constructor(
-    private readonly submissions: SubmissionService,
+    private readonly submitEvent: SubmitEvent,
     private readonly queries: SessionQueriesService,
     private readonly sse: SseResponder,
   ) {}
@@ -46,7 +46,7 @@ export class SessionEventsController {
     @Headers('idempotency-key') key: string | undefined,
     @Res() res: Response,
   ): Promise<void> {
-    sendIdempotent(res, await this.submissions.submitEvent(principal, sessionId, body.events, key));
+    sendIdempotent(res, await this.submitEvent.execute(principal, sessionId, body.events, key));
   }
 
   @Get()

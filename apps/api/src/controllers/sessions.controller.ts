@@ -14,7 +14,9 @@ import {
   SessionListQueryDto,
   SessionQueriesService,
   SessionStateDto,
-  SubmissionService,
+  ArchiveSession,
+  CreateSession,
+  UpdateSession,
   UpdateSessionDto,
 } from '#libs/protocol';
 import { ItemListDto, RunDto, TurnDetailDto, TurnListDto } from '#libs/turns';
@@ -37,7 +39,9 @@ function page(query: ListQueryDto, defaultLimit: number) {
 @Controller('api/v1/agents/sessions')
 export class SessionsController {
   constructor(
-    private readonly submissions: SubmissionService,
+    private readonly createSession: CreateSession,
+    private readonly updateSession: UpdateSession,
+    private readonly archiveSession: ArchiveSession,
     private readonly queries: SessionQueriesService,
     private readonly sse: SseResponder,
   ) {}
@@ -60,7 +64,7 @@ export class SessionsController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const result = await this.submissions.createSession(principal, body, key);
+    const result = await this.createSession.execute(principal, body, key);
     if (body.stream === true && result.sessionId) return this.sse.stream(req, res, result.sessionId, null, result.status);
     sendIdempotent(res, result);
   }
@@ -99,7 +103,7 @@ export class SessionsController {
   @ApiOkResponse({ type: SessionDto })
   @ApiErrors('validation_failed', 'invalid_model', 'not_found')
   update(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Body() body: UpdateSessionDto): Promise<SessionDto> {
-    return this.submissions.updateSession(principal, sessionId, body);
+    return this.updateSession.execute(principal, sessionId, body);
   }
 
   @Post(':session_id/archive')
@@ -108,7 +112,7 @@ export class SessionsController {
   @ApiOkResponse({ type: SessionDto })
   @ApiErrors('not_found', 'state_conflict')
   archive(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDto> {
-    return this.submissions.archiveSession(principal, sessionId);
+    return this.archiveSession.execute(principal, sessionId);
   }
 
   @Get(':session_id/queue')

@@ -1,0 +1,106 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import type { Principal } from '#libs/auth';
+import { newId } from '#libs/database';
+import { ApiError } from '#libs/errors';
+import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
+import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
+import { SessionDispatcher } from '#libs/queue';
+import { type SessionEntity, SessionsService } from '#libs/sessions';
+
+/** What an accepting transaction produced besides its response: the events announcing it. */
+export interface Accepted extends WorkResult {
+  events: OutgoingEvent[];
+  /** The worker may have something to claim now. */
+  nudge: boolean;
+}
+
+/** What a control event did under the session lock. */
+export interface ControlOutcome {
+  receipt: AcceptedReceipt;
+  /** Events of the control itself, announced after its accepted event. */
+  events?: OutgoingEvent[];
+  /** The control may let the worker claim something (continue, promote). */
+  nudge?: boolean;
+}
+
+/**
+ * How every use case accepts work: at most once per idempotency key, in one transaction that also
+ * writes the outbox events announcing it; after commit, not waited for, the events are published
+ * and the worker nudged. Neither can lose anything: the outbox relay publishes what is left and
+ * nudges for accepted inputs, and the sweep re-nudges idle queues. With Redis down a request still
+ * answers at once.
+ */
+@Injectable()
+export class Acceptance {
+  constructor(
+    private readonly idempotency: IdempotencyService,
+    private readonly sessions: SessionsService,
+    private readonly outbox: EventOutbox,
+    private readonly dispatcher: SessionDispatcher,
+  ) {}
+
+  async accept(
+    principal: Principal,
+    scope: string,
+    key: string,
+    intent: unknown,
+    work: (manager: EntityManager) => Promise<Accepted>,
+  ): Promise<IdempotentResponse> {
+    let batch: OutboxBatch | null = null;
+    let nudge = false;
+    const result = await this.idempotency.execute(
+      { ownerId: principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
+      async (manager) => {
+        const accepted = await work(manager);
+        if (accepted.sessionId) batch = await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge: accepted.nudge });
+        nudge = accepted.nudge;
+        return accepted;
+      },
+    );
+    if (!result.replayed && batch) this.afterCommit(batch, nudge);
+    return result;
+  }
+
+  /** A control event of a session: under the session lock, announced with an accepted event (and any events of its own). */
+  async control(
+    principal: Principal,
+    sessionId: string,
+    key: string,
+    event: object & { type: string },
+    apply: (manager: EntityManager, session: SessionEntity) => Promise<ControlOutcome>,
+  ): Promise<IdempotentResponse> {
+    return this.accept(principal, IdempotencyService.eventScope(sessionId), key, { operation: event.type, session_id: sessionId, event }, async (manager) => {
+      const session = await this.sessions.lock(manager, sessionId);
+      if (!session || session.ownerId !== principal.userId) throw ApiError.notFound(`Session ${sessionId}`);
+      const outcome = await apply(manager, session);
+      return {
+        status: 202,
+        body: outcome.receipt,
+        sessionId,
+        receipt: outcome.receipt,
+        events: [{ type: 'yuxi.session.event.accepted', receipt: outcome.receipt }, ...(outcome.events ?? [])],
+        nudge: outcome.nudge ?? false,
+      };
+    });
+  }
+
+  private afterCommit(batch: OutboxBatch, nudge: boolean): void {
+    void (async () => {
+      await this.outbox.flush(batch.sessionId, batch);
+      if (nudge) await this.dispatcher.nudgeQuietly(batch.sessionId);
+    })();
+  }
+}
+
+export function acceptedReceipt(sessionId: string, inputId: string | null): AcceptedReceipt {
+  return {
+    object: 'yuxi.session.event.accepted',
+    event_id: `evt_${newId().replaceAll('-', '')}`,
+    session_id: sessionId,
+    input_id: inputId,
+    turn_id: null,
+    run_id: null,
+    status: 'accepted',
+  };
+}

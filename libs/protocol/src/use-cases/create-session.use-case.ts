@@ -1,0 +1,72 @@
+import { Injectable } from '@nestjs/common';
+import { AgentsService } from '#libs/agents';
+import type { Principal } from '#libs/auth';
+import { ApiError } from '#libs/errors';
+import type { OutgoingEvent } from '#libs/events';
+import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService } from '#libs/inputs';
+import { ModelRegistry } from '#libs/models';
+import { SessionsService } from '#libs/sessions';
+import type { CreateSessionDto } from '../dto/create-session.dto.js';
+import { parseAgentInput } from '../input-parser.js';
+import { toSessionDto } from '../session-view.js';
+import { Acceptance, acceptedReceipt } from './acceptance.js';
+
+const DEFAULT_TITLE = '新的对话';
+
+/** Creates a session from a saved agent, with or without a first input (which then queues as input 1). */
+@Injectable()
+export class CreateSession {
+  constructor(
+    private readonly acceptance: Acceptance,
+    private readonly sessions: SessionsService,
+    private readonly inputs: InputsService,
+    private readonly agents: AgentsService,
+    private readonly models: ModelRegistry,
+  ) {}
+
+  async execute(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
+    const key = IdempotencyService.requireKey(rawKey);
+    const messages = dto.input === undefined ? null : parseAgentInput(dto.input).messages;
+    if (!messages && (dto.stream === true || dto.yuxi?.attachment_file_ids !== undefined)) {
+      throw ApiError.validation([{ field: 'input', errors: ['stream=true and attachment_file_ids require a non-empty input'] }]);
+    }
+    if (dto.yuxi?.attachment_file_ids?.length) throw new ApiError('not_implemented', 'File attachments are not available yet');
+    const agent = await this.agents.getVisible(principal.userId, dto.agent_id);
+    const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
+    const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
+
+    return this.acceptance.accept(principal, 'sessions.create', key, { operation: 'sessions.create', body: { ...dto, input: messages } }, async (manager) => {
+      const session = await this.sessions.create(
+        manager,
+        {
+          ownerId: principal.userId,
+          agentId: agent.id,
+          model,
+          toolApprovalMode,
+          instructions: agent.instructions,
+          title: dto.title ?? DEFAULT_TITLE,
+          projectId: dto.project_id ?? null,
+        },
+        messages !== null,
+      );
+      let receipt: AcceptedReceipt | null = null;
+      if (messages) {
+        const input = await this.inputs.insert(manager, {
+          sessionId: session.id,
+          receivedSeq: 1,
+          mode: 'follow_up',
+          messages,
+          attachmentFileIds: [],
+          config: { agent_id: agent.id, model, tool_approval_mode: toolApprovalMode, instructions: agent.instructions },
+          receivedAt: session.createdAt,
+        });
+        receipt = acceptedReceipt(session.id, input.id);
+      }
+      const body = toSessionDto(session, receipt);
+      // The session stream starts with the session itself; a stream=true create replays from here.
+      const events: OutgoingEvent[] = [{ type: 'agent.session.created', session: body }];
+      if (receipt) events.push({ type: 'yuxi.session.event.accepted', receipt });
+      return { status: 201, body, sessionId: session.id, receipt, events, nudge: receipt !== null };
+    });
+  }
+}

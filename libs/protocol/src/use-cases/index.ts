@@ -1,0 +1,16 @@
+export { Acceptance } from './acceptance.js';
+export { CreateSession } from './create-session.use-case.js';
+export { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
+export { ArchiveSession, UpdateSession } from './session-settings.use-case.js';
+export { SubmitEvent } from './submit-event.use-case.js';
+export { SubmitMessage } from './submit-message.use-case.js';
+
+import { Acceptance } from './acceptance.js';
+import { CreateSession } from './create-session.use-case.js';
+import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
+import { ArchiveSession, UpdateSession } from './session-settings.use-case.js';
+import { SubmitEvent } from './submit-event.use-case.js';
+import { SubmitMessage } from './submit-message.use-case.js';
+
+/** One class per operation (each accepts its work through Acceptance). */
+export const USE_CASES = [Acceptance, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, UpdateSession, ArchiveSession];

@@ -1,0 +1,60 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import type { Principal } from '#libs/auth';
+import { ApiError } from '#libs/errors';
+import { ModelRegistry } from '#libs/models';
+import { SessionsService } from '#libs/sessions';
+import { TurnsService } from '#libs/turns';
+import type { SessionDto } from '../dto/session.dto.js';
+import type { UpdateSessionDto } from '../dto/update-session.dto.js';
+import { toSessionDto } from '../session-view.js';
+
+/** Presentation and default configuration of a session; model and approval mode affect later inputs only. */
+@Injectable()
+export class UpdateSession {
+  constructor(
+    private readonly sessions: SessionsService,
+    private readonly models: ModelRegistry,
+  ) {}
+
+  async execute(principal: Principal, sessionId: string, dto: UpdateSessionDto): Promise<SessionDto> {
+    const model = dto.agent?.model === undefined ? undefined : this.models.validate(dto.agent.model);
+    const session = await this.sessions.update(principal.userId, sessionId, {
+      title: dto.yuxi?.title,
+      isPinned: dto.yuxi?.is_pinned,
+      unread: dto.yuxi?.unread,
+      toolApprovalMode: dto.yuxi?.tool_approval_mode,
+      model,
+    });
+    return toSessionDto(session);
+  }
+}
+
+/** Archives when nothing is running or queued (the turns table decides); history stays readable. */
+@Injectable()
+export class ArchiveSession {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly sessions: SessionsService,
+    private readonly turns: TurnsService,
+  ) {}
+
+  async execute(principal: Principal, sessionId: string): Promise<SessionDto> {
+    const session = await this.dataSource.transaction(async (manager) => {
+      const locked = await this.sessions.lock(manager, sessionId);
+      if (!locked || locked.ownerId !== principal.userId) throw ApiError.notFound(`Session ${sessionId}`);
+      if (await this.turns.activeTurn(manager, sessionId)) {
+        throw new ApiError('state_conflict', 'The session has an active turn; cancel it or wait for it to finish before archiving');
+      }
+      if (locked.pendingInputCount > 0) {
+        throw new ApiError('state_conflict', 'The session has pending inputs; cancel them or let them run before archiving', {
+          queued_input_count: locked.pendingInputCount,
+        });
+      }
+      await this.sessions.markArchived(manager, sessionId);
+      return { ...locked, archived: true };
+    });
+    return toSessionDto(session);
+  }
+}

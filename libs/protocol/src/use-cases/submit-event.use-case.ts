@@ -1,0 +1,44 @@
+import { Injectable } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validate } from 'class-validator';
+import type { Principal } from '#libs/auth';
+import { ApiError, flattenValidationErrors } from '#libs/errors';
+import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
+import { MessageEventDto, PROTOCOL_EVENT_TYPES } from '../dto/submit-event.dto.js';
+import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto } from '../dto/update-session.dto.js';
+import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
+import { SubmitMessage } from './submit-message.use-case.js';
+
+/** `POST …/events`: validates the one event against its type's DTO and hands it to that type's use case. */
+@Injectable()
+export class SubmitEvent {
+  constructor(
+    private readonly submitMessage: SubmitMessage,
+    private readonly cancelInput: CancelInput,
+    private readonly cancelTurn: CancelTurn,
+    private readonly promoteInput: PromoteInput,
+    private readonly continueQueue: ContinueQueue,
+  ) {}
+
+  async execute(principal: Principal, sessionId: string, events: Record<string, unknown>[], rawKey: string | undefined): Promise<IdempotentResponse> {
+    const key = IdempotencyService.requireKey(rawKey);
+    const raw = events[0] ?? {};
+    const type = raw.type;
+    if (type === 'agent.session.input.message') return this.submitMessage.execute(principal, sessionId, await validateEvent(MessageEventDto, raw), key);
+    if (type === 'yuxi.session.input.cancel_input') return this.cancelInput.execute(principal, sessionId, await validateEvent(CancelInputEventDto, raw), key);
+    if (type === 'agent.session.input.cancel') return this.cancelTurn.execute(principal, sessionId, await validateEvent(CancelTurnEventDto, raw), key);
+    if (type === 'yuxi.session.input.promote') return this.promoteInput.execute(principal, sessionId, await validateEvent(PromoteInputEventDto, raw), key);
+    if (type === 'yuxi.session.input.continue') return this.continueQueue.execute(principal, sessionId, await validateEvent(ContinueQueueEventDto, raw), key);
+    if (typeof type === 'string' && (PROTOCOL_EVENT_TYPES as readonly string[]).includes(type)) {
+      throw new ApiError('not_implemented', `Event type ${type} is not available yet`);
+    }
+    throw new ApiError('unknown_event_type', `Unknown event type ${JSON.stringify(type)}`, { allowed: PROTOCOL_EVENT_TYPES });
+  }
+}
+
+async function validateEvent<T extends object>(cls: new () => T, raw: Record<string, unknown>): Promise<T> {
+  const instance = plainToInstance(cls, raw);
+  const errors = await validate(instance, { whitelist: true, forbidNonWhitelisted: true, validationError: { target: false, value: false } });
+  if (errors.length > 0) throw ApiError.validation(flattenValidationErrors(errors, 'events[0]'));
+  return instance;
+}
