@@ -9,6 +9,7 @@
 import { fork, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureBuilt, ROOT } from '../scripts/lib/build.mjs';
@@ -18,6 +19,7 @@ const { startStack } = await import('../scripts/lib/stack.mjs');
 const { default: autocannon } = await import('autocannon');
 const { Queue } = await import('bullmq');
 const { Redis } = await import('ioredis');
+const { EventSource } = await import('eventsource');
 const { default: pg } = await import('pg');
 const { Client, nextEvent, opened, publishedAtMs, rawSubscribe } = await import('./lib/client.mjs');
 const { round, rssKiB, summarize, watch } = await import('./lib/measure.mjs');
@@ -312,12 +314,15 @@ async function fanOut(subscribers = 5000, measured = 100, words = 200, delayMs =
   for (const source of sources) source.close();
   for (const r of raw) r.close();
   redis.disconnect();
+  const baseline = await rawSseBaseline(subscribers, measured, words, delayMs);
   // A shrinking heap (GC while opening) makes the difference meaningless: report it as unmeasured.
   const perConnectionKiB = rssAfterOpen > rssBefore ? round((rssAfterOpen - rssBefore) / subscribers) : null;
   const lag = summarize(lags);
   return {
     description: `${subscribers} SSE subscribers on one api process (${measured} eventsource clients measured for lag, the rest counting frames); one turn streaming ${words} deltas at ${1000 / delayMs}/s`,
     delivery_lag_ms: lag,
+    baseline: { name: 'raw Node http server writing the same frames from memory, same subscribers and load generator', delivery_lag_ms: baseline },
+    ratio_p99_to_baseline: baseline.p99 > 0 ? round(lag.p99 / baseline.p99, 2) : null,
     deltas_delivered: deltas,
     deltas_expected: subscribers * words,
     api_rss_per_connection_kib: perConnectionKiB,
@@ -326,6 +331,61 @@ async function fanOut(subscribers = 5000, measured = 100, words = 200, delayMs =
     target: 'p99 delivery lag ≤ 250 ms, ≤ 30 KB RSS per connection, Redis connections constant',
     met: lag.p99 <= 250 && perConnectionKiB !== null && perConnectionKiB <= 30 && redisClientsOpen === redisClientsBefore && deltas === subscribers * words,
   };
+}
+
+/** The same fan-out against bench/raw-sse-server.mjs: the lag floor of this machine and load generator. */
+async function rawSseBaseline(subscribers, measured, words, delayMs) {
+  log(`SSE fan-out baseline: raw Node server, ${subscribers} subscribers…`);
+  const child = fork(path.join(ROOT, 'bench/raw-sse-server.mjs'), [], { stdio: 'ignore' });
+  const { port } = await new Promise((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`raw SSE server exited ${code}`)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    const lags = [];
+    let completed = 0;
+    let allCompleted;
+    const done = new Promise((resolve) => (allCompleted = resolve));
+    const completedOne = () => {
+      completed += 1;
+      if (completed === subscribers) allCompleted();
+    };
+    const sources = [];
+    for (let i = 0; i < measured; i += 1) {
+      const source = new EventSource(`${url}/events`);
+      source.addEventListener('agent.session.turn.output_text.delta', (event) => lags.push(Date.now() - Number(event.lastEventId)));
+      source.addEventListener('agent.session.turn.completed', completedOne);
+      sources.push(source);
+    }
+    await Promise.all(sources.map((s) => opened(s, 60_000)));
+    const raw = [];
+    for (let i = measured; i < subscribers; i += 250) {
+      const batch = Array.from({ length: Math.min(250, subscribers - i) }, () => rawStream(`${url}/events`, completedOne));
+      raw.push(...(await Promise.all(batch)));
+    }
+    await fetch(`${url}/emit?count=${words}&delay=${delayMs}`, { method: 'POST' });
+    await done;
+    for (const source of sources) source.close();
+    for (const r of raw) r.close();
+    return summarize(lags);
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+/** Reads a raw SSE stream without parsing it, noticing only the end of the turn. */
+function rawStream(url, onCompleted) {
+  const COMPLETED = Buffer.from('event: agent.session.turn.completed');
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent: false }, (res) => {
+      res.on('data', (chunk) => {
+        if (chunk.includes(COMPLETED)) onCompleted();
+      });
+      resolve({ close: () => req.destroy() });
+    });
+    req.on('error', reject);
+  });
 }
 
 async function peerScenario(ourTurn) {
@@ -448,7 +508,7 @@ function writeReport(report) {
   }
   if (s.sse_fanout) {
     const t = s.sse_fanout;
-    rows.push(`| SSE fan-out (5,000 subscribers) | lag p50 ${t.delivery_lag_ms.p50} / p95 ${t.delivery_lag_ms.p95} / p99 ${t.delivery_lag_ms.p99} | ${t.deltas_delivered}/${t.deltas_expected} deltas, ${t.api_rss_per_connection_kib} KiB/conn, Redis clients ${t.redis_connected_clients.before}→${t.redis_connected_clients.with_subscribers} | — | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
+    rows.push(`| SSE fan-out (5,000 subscribers) | lag p50 ${t.delivery_lag_ms.p50} / p95 ${t.delivery_lag_ms.p95} / p99 ${t.delivery_lag_ms.p99} | ${t.deltas_delivered}/${t.deltas_expected} deltas, ${t.api_rss_per_connection_kib} KiB/conn, Redis clients ${t.redis_connected_clients.before}→${t.redis_connected_clients.with_subscribers} | raw Node SSE server lag p50 ${t.baseline.delivery_lag_ms.p50} / p99 ${t.baseline.delivery_lag_ms.p99} (p99 ×${t.ratio_p99_to_baseline}) | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
   }
   if (s.peer) {
     const t = s.peer;
