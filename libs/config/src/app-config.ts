@@ -22,6 +22,7 @@ export class AppConfig {
   readonly workerConcurrency: number;
   readonly workerHealthPort: number;
   readonly dbPoolSize: number;
+  readonly dbQueryTimeoutMs: number;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
     this.port = int(env, 'PORT', 3000);
@@ -43,6 +44,7 @@ export class AppConfig {
     this.workerConcurrency = int(env, 'WORKER_CONCURRENCY', 32);
     this.workerHealthPort = int(env, 'WORKER_HEALTH_PORT', 3001);
     this.dbPoolSize = int(env, 'DB_POOL_SIZE', 20);
+    this.dbQueryTimeoutMs = int(env, 'DB_QUERY_TIMEOUT_MS', 10_000);
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }

@@ -16,7 +16,11 @@ export const MIGRATIONS = [
   DurableCore1764892800000,
 ];
 
-export function dataSourceOptions(url: string, poolSize: number): DataSourceOptions {
+/**
+ * `queryTimeoutMs` bounds every query on the client side: a frozen or partitioned database fails
+ * requests (503, retryable) instead of hanging them. 0 disables it (migrations).
+ */
+export function dataSourceOptions(url: string, poolSize: number, queryTimeoutMs = 0): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -25,7 +29,7 @@ export function dataSourceOptions(url: string, poolSize: number): DataSourceOpti
     migrations: MIGRATIONS,
     migrationsTableName: 'schema_migrations',
     poolSize,
-    extra: { max: poolSize, connectionTimeoutMillis: 5_000 },
+    extra: { max: poolSize, connectionTimeoutMillis: 5_000, ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}) },
     logging: ['error', 'warn', 'migration'],
   };
 }

@@ -9,7 +9,7 @@ import { dataSourceOptions } from './data-source-options.js';
     TypeOrmModule.forRootAsync({
       inject: [AppConfig],
       useFactory: (config: AppConfig) => ({
-        ...dataSourceOptions(config.databaseUrl, config.dbPoolSize),
+        ...dataSourceOptions(config.databaseUrl, config.dbPoolSize, config.dbQueryTimeoutMs),
         autoLoadEntities: true,
       }),
     }),

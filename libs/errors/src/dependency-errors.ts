@@ -10,6 +10,7 @@ const MESSAGES = [
   'Connection is closed',
   "Stream isn't writeable",
   'the database system is',
+  'Query read timeout',
 ];
 
 /**
