@@ -6,6 +6,33 @@ import { API, createSession, http, newKey, sendMessage } from '../support/http.j
 import { SseStream } from '../support/sse.js';
 
 describe('SSE stream', () => {
+  it('numbers durable events 1, 2, 3… per session and carries any user text unchanged', async () => {
+    // The text looks like the placeholder the outbox once used for sequence numbers.
+    const text = '__yuxi_seq__';
+    const session = await createSession();
+    const stream = await SseStream.open(session.id);
+    try {
+      await sendMessage(session.id, text);
+      await stream.waitForType('agent.session.turn.completed');
+      // Live-only: the deltas and the announcement of the assistant message they stream into.
+      const live = (e: { type: string; data: any }) =>
+        e.type === 'agent.session.turn.output_text.delta' ||
+        e.type === 'agent.session.turn.content_part.added' ||
+        (e.type === 'agent.session.turn.item.added' && e.data.item.role === 'assistant');
+      const durable = stream.events.filter((e) => !live(e));
+      assert.ok(stream.events.filter(live).every((e) => e.data.yuxi?.seq === undefined), 'live events carry no yuxi.seq');
+      assert.deepEqual(
+        durable.map((e) => e.data.yuxi?.seq),
+        durable.map((_, i) => i + 1),
+        'durable events carry yuxi.seq without gaps, starting at 1',
+      );
+      const userItem = stream.events.find((e) => e.type === 'agent.session.turn.item.added' && e.data.item.role === 'user');
+      assert.equal(userItem?.data.item.content[0].text, text);
+    } finally {
+      stream.close();
+    }
+  });
+
   it('resumes after a disconnect mid-turn with exactly the remaining suffix', async () => {
     const session = await createSession();
     const witness = await SseStream.open(session.id);

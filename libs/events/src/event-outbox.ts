@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -32,9 +33,8 @@ const RELAY_PAGE = 500;
 const MAX_PAGES = 20;
 /** Rows committed this long after their insert clock are still seen by the next relay window. */
 const RELAY_WINDOW_MARGIN_MS = 1_000;
-const RELAY_MAX_SESSIONS = 5_000;
-/** Stands for the sequence number in a payload until the insert knows it (a quoted token JSON text cannot contain unescaped). */
-const SEQ_TOKEN = '"__yuxi_seq__"';
+/** Rows one relay pass reads at most; a larger window is relayed over several passes. */
+const RELAY_MAX_ROWS = 20_000;
 
 /**
  * The transactional outbox of session events. Durable events are rows written in the transaction
@@ -60,9 +60,11 @@ export class EventOutbox {
   async append(manager: EntityManager, sessionId: string, events: OutgoingEvent[], options: AppendOptions = {}): Promise<OutboxBatch> {
     if (events.length === 0) return { sessionId, rows: [] };
     const stamped = stampEvents(sessionId, events);
-    const payloads = stamped.map((event) => JSON.stringify({ ...event, yuxi: { ...(event.yuxi as object), seq: '__yuxi_seq__' } }));
-    // One statement, no JSON processing in Postgres: the token is replaced by each row's number.
-    const values: unknown[] = [sessionId, options.epoch ?? null, options.nudge ?? false];
+    // A token no content can hold (random per append) stands for the sequence number until the
+    // insert knows it: one statement, no JSON processing in Postgres.
+    const token = `__yuxi_seq_${randomBytes(12).toString('hex')}__`;
+    const payloads = stamped.map((event) => JSON.stringify({ ...event, yuxi: { ...(event.yuxi as object), seq: token } }));
+    const values: unknown[] = [sessionId, options.epoch ?? null, options.nudge ?? false, `"${token}"`];
     const tuples = stamped.map((event, i) => {
       values.push(event.event_id, event.type, payloads[i]);
       const at = values.length;
@@ -71,7 +73,7 @@ export class EventOutbox {
     const rows = (await manager.query(
       `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)
        INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
-       SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, '${SEQ_TOKEN}', (base.n + e.ord)::text)
+       SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, $4, (base.n + e.ord)::text)
        FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
        RETURNING seq, type, payload`,
       values,
@@ -101,33 +103,45 @@ export class EventOutbox {
   }
 
   /**
-   * One relay window: the sessions with rows inserted in (relayed_until - margin, now - minAgeMs]
-   * that the stream lacks. `advance` moves the window on once every one of them is caught up.
-   * Only one relay holds the window at a time; null when another one does, or it moved recently.
+   * One relay window: the sessions with rows inserted in (relayed_until - margin, upto] that the
+   * stream lacks, where upto is one relay interval ago, and never later than the start of the
+   * oldest transaction still open (a row's created_at is never earlier than its transaction's
+   * start, so no row can commit into a window already passed). `work` catches the lagging sessions
+   * up; the window moves on when all are. A window with more rows than one pass reads moves on to
+   * the last row read. Only one relay holds the window at a time; null when another one does, or
+   * it moved recently.
    */
   async relayWindow(minAgeMs: number, work: (lagging: LaggingSession[]) => Promise<boolean>): Promise<number | null> {
     return this.dataSource.transaction(async (manager) => {
       const [state] = (await manager.query(
-        `SELECT relayed_until, now() - make_interval(secs => $1::double precision / 1000) AS upto
+        `SELECT relayed_until,
+                least(now() - make_interval(secs => $1::double precision / 1000),
+                      coalesce((SELECT min(xact_start) FROM pg_stat_activity
+                                WHERE datname = current_database() AND usename = current_user AND xact_start IS NOT NULL AND pid <> pg_backend_pid()), 'infinity')) AS upto
          FROM outbox_relay_state WHERE id = 1 AND relayed_until < now() - make_interval(secs => $1::double precision / 1000)
          FOR UPDATE SKIP LOCKED`,
         [minAgeMs],
       )) as { relayed_until: Date; upto: Date }[];
-      if (!state) return null;
-      const recent = (await manager.query(
-        `SELECT session_id, max(seq) AS max_seq, bool_or(nudge) AS nudge FROM session_events
+      if (!state || state.upto <= state.relayed_until) return null;
+      const rows = (await manager.query(
+        `SELECT session_id, seq, nudge, created_at FROM session_events
          WHERE created_at > $1::timestamptz - make_interval(secs => $3::double precision / 1000) AND created_at <= $2
-         GROUP BY session_id LIMIT $4`,
-        [state.relayed_until, state.upto, RELAY_WINDOW_MARGIN_MS / 1000, RELAY_MAX_SESSIONS],
-      )) as { session_id: string; max_seq: string; nudge: boolean }[];
-      const published = recent.length === 0 ? [] : await this.publisher.lastSeqs(recent.map((row) => row.session_id));
-      const lagging = recent
-        .filter((row, i) => (published[i] ?? -1) < Number(row.max_seq))
-        .map((row) => ({ sessionId: row.session_id, nudge: row.nudge }));
-      const caughtUp = lagging.length === 0 || (await work(lagging));
-      if (caughtUp && recent.length < RELAY_MAX_SESSIONS) {
-        await manager.query(`UPDATE outbox_relay_state SET relayed_until = $1 WHERE id = 1`, [state.upto]);
+         ORDER BY created_at LIMIT $4`,
+        [state.relayed_until, state.upto, RELAY_WINDOW_MARGIN_MS, RELAY_MAX_ROWS],
+      )) as { session_id: string; seq: string; nudge: boolean; created_at: Date }[];
+      const upto = rows.length === RELAY_MAX_ROWS ? rows[rows.length - 1]!.created_at : state.upto;
+      const recent = new Map<string, { maxSeq: number; nudge: boolean }>();
+      for (const row of rows) {
+        const seen = recent.get(row.session_id) ?? { maxSeq: 0, nudge: false };
+        recent.set(row.session_id, { maxSeq: Math.max(seen.maxSeq, Number(row.seq)), nudge: seen.nudge || row.nudge });
       }
+      const ids = [...recent.keys()];
+      const published = ids.length === 0 ? [] : await this.publisher.lastSeqs(ids);
+      const lagging = ids
+        .filter((id, i) => (published[i] ?? -1) < recent.get(id)!.maxSeq)
+        .map((id) => ({ sessionId: id, nudge: recent.get(id)!.nudge }));
+      const caughtUp = lagging.length === 0 || (await work(lagging));
+      if (caughtUp) await manager.query(`UPDATE outbox_relay_state SET relayed_until = $1 WHERE id = 1`, [upto]);
       return lagging.length;
     });
   }
@@ -144,7 +158,7 @@ export class EventOutbox {
       const [first] = (await this.dataSource.query(
         `SELECT min(seq) AS seq FROM session_events
          WHERE session_id = $1 AND created_at > (SELECT relayed_until FROM outbox_relay_state WHERE id = 1) - make_interval(secs => $2::double precision / 1000)`,
-        [sessionId, RELAY_WINDOW_MARGIN_MS / 1000],
+        [sessionId, RELAY_WINDOW_MARGIN_MS],
       )) as { seq: string | null }[];
       if (first?.seq === null || first?.seq === undefined) return { complete: true };
       floor = Number(first.seq) - 1;

@@ -95,8 +95,15 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
 
   /** The last durable sequence number in each session's stream; null where the stream has none (new, expired or lost). */
   async lastSeqs(sessionIds: string[]): Promise<(number | null)[]> {
-    const values = await this.redis.mget(sessionIds.map(sessionSeqKey));
-    return values.map((value) => (value === null ? null : Number(value)));
+    // One GET per key in a pipeline (not MGET): each session's keys live in their own cluster slot.
+    const pipeline = this.redis.pipeline();
+    for (const id of sessionIds) pipeline.get(sessionSeqKey(id));
+    const results = (await pipeline.exec()) ?? [];
+    return sessionIds.map((_, i) => {
+      const [error, value] = results[i] ?? [null, null];
+      if (error) throw error;
+      return value === null || value === undefined ? null : Number(value);
+    });
   }
 
   /** Appends live-only events of the run with `epoch`, which follow durable event `afterSeq`. */

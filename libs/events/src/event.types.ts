@@ -9,7 +9,7 @@ export const EVENT_TYPES = {
   'agent.session.turn.created': 'A turn was created for the head of the input queue. `turn` is the committed turn.',
   'agent.session.turn.in_progress': 'The turn is executing.',
   'agent.session.turn.item.added': 'An item was added to the turn: a user message (durable), or an assistant message that starts streaming (live, with its first text; its item.done follows once it is written, as an incomplete item if the run stops first).',
-  'agent.session.turn.content_part.added': 'A content part of an assistant message started.',
+  'agent.session.turn.content_part.added': 'A content part of an assistant message started (live, with the message\'s first text).',
   'agent.session.turn.output_text.delta': 'Text appended to a content part (`delta`); merge by item_id, output_index and content_index.',
   'agent.session.turn.output_text.done': 'The full text of a content part, after it is committed; replaces the accumulated deltas.',
   'agent.session.turn.content_part.done': 'A content part is complete and committed.',
@@ -29,9 +29,10 @@ export const EVENT_TYPES = {
 export type EventType = keyof typeof EVENT_TYPES;
 
 /**
- * Every event carries these; the rest depends on the type. Durable events (all but
- * `output_text.delta`) also carry `yuxi.seq`: 1, 2, 3… per session, without gaps, so a client can
- * tell it missed one (the server then sends `yuxi.session.resync` first).
+ * Every event carries these; the rest depends on the type. Durable events (all but the live ones:
+ * `output_text.delta`, and the `item.added` / `content_part.added` that announce an assistant
+ * message with its first text) also carry `yuxi.seq`: 1, 2, 3… per session, without gaps, so a
+ * client can tell it missed one (the server then sends `yuxi.session.resync` first).
  */
 export interface PublicEvent {
   type: EventType | string;

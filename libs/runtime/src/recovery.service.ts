@@ -63,7 +63,9 @@ export class RecoveryService {
 
   private async interrupt(run: RunEntity): Promise<boolean> {
     // What clients saw of the run is in the stream; read before the transaction, never inside it.
-    const shown = await this.publisher.shownText(run.sessionId, run.id).catch(() => new Map<string, { outputIndex: number; text: string }>());
+    // Without the stream (Redis down) the checkpoint stands in, and clients are told to resync:
+    // an item they saw announced may end with less text than they saw, or not at all.
+    const shown = await this.publisher.shownText(run.sessionId, run.id).catch(() => null);
     const result = await this.transitions.interruptExpired(run, shown);
     if (!result) return false;
     await this.outbox.flush(run.sessionId, result.batch);

@@ -59,8 +59,13 @@ export class RunExecutor {
       abort: control.abort,
       // The heartbeat also checkpoints the shown text, and reads the durable state: the fallback
       // when a cancel or steer signal is lost.
+      // Only this run's own item is its checkpoint (never the item of the run it yielded from).
       renew: (current) =>
-        this.turns.renewLease(current, this.config.runLeaseMs, output.item ? { item_id: output.item.id, output_index: output.outputIndex, text: output.text } : null),
+        this.turns.renewLease(
+          current,
+          this.config.runLeaseMs,
+          output.item?.runId === current.runId ? { item_id: output.item.id, output_index: output.outputIndex, text: output.text } : null,
+        ),
       onRenewed: () => {
         void this.inputs
           .hasPendingSteer(sessionId, held.lastInputSeq)
@@ -139,8 +144,9 @@ export class RunExecutor {
         }
         lease = next.lease;
         held.run = next.run;
-        keeper.switchTo(lease, sentAt);
         outputIndex = next.outputIndex;
+        output = { item: null, outputIndex, text: '', lostDeltas: false };
+        keeper.switchTo(lease, sentAt);
         live.resetLoss();
         await publish(next.batch);
       }

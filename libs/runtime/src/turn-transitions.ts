@@ -282,10 +282,11 @@ export class TurnTransitions {
    * Recovery of a run whose lease expired (its worker died or stalled): the text clients saw is kept
    * as an incomplete item, and the turn continues in a new run for another worker, unless it is
    * being cancelled (it ends cancelled) or was interrupted too often (it fails). `shown` is what
-   * the stream shows of the run's items (read from Redis by the caller); the run's heartbeat
-   * checkpoint stands in where the stream has less.
+   * the stream shows of the run's items (read from Redis by the caller; null when it could not be
+   * read, and clients are told to resync); the run's heartbeat checkpoint stands in where the
+   * stream has less.
    */
-  async interruptExpired(run: RunEntity, shown: Map<string, { outputIndex: number; text: string }>): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
+  async interruptExpired(run: RunEntity, shown: Map<string, { outputIndex: number; text: string }> | null): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
     const { sessionId } = run;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
@@ -295,12 +296,12 @@ export class TurnTransitions {
       if (!turn) return null;
       const now = new Date();
       const events: OutgoingEvent[] = [];
-      const items = new Map(shown);
+      const items = new Map(shown ?? []);
       const checkpoint = (await this.turns.getRunIn(manager, run.id))?.checkpoint ?? null;
       if (checkpoint && checkpoint.text.length > (items.get(checkpoint.item_id)?.text.length ?? -1)) {
         items.set(checkpoint.item_id, { outputIndex: checkpoint.output_index, text: checkpoint.text });
       }
-      const closing: OutgoingEvent[] = [];
+      const closing: OutgoingEvent[] = shown === null ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
       const ordered = [...items].sort(([, a], [, b]) => a.outputIndex - b.outputIndex);
       let seq = ordered.length > 0 ? await this.sessions.reserveItemSeqs(manager, sessionId, ordered.length) : 0;
       for (const [id, { outputIndex, text }] of ordered) {

@@ -363,14 +363,7 @@ export class TurnsService {
     return rows.map((row) => ({ runId: row.run_id, kind: row.kind, status: row.status, output: row.output }));
   }
 
-  /** Records a committed step of the turn (the next step number of the turn). */
-  async recordStep(manager: EntityManager, step: RunStep): Promise<void> {
-    await manager.query(
-      `INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, input, output, created_at)
-       SELECT $1, $2, $3, $4, coalesce(max(seq), 0) + 1, $5, $6, $7, $8, $9 FROM run_steps WHERE turn_id = $3`,
-      [newId(), step.runId, step.turnId, step.sessionId, step.kind, step.status, JSON.stringify(step.input), JSON.stringify(step.output), step.at],
-    );
-  }
+
 
   private successor(manager: EntityManager, row: SuccessorRow, fromRunId: string, next: SuccessorSpec, owner: string | null): RunEntity {
     return manager.create(RunEntity, {
