@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { ApiError, createValidationPipe, requestIdMiddleware, sendError } from '#libs/errors';
+import { DomainError, createValidationPipe, requestIdMiddleware, sendError } from '#libs/errors';
 
 /** Large bodies are accepted only where inline images travel: session create and event submission. */
 const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/;
@@ -15,7 +15,7 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
   const small = express.json({ limit: '1mb' });
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (hasBody(req) && !req.is('application/json')) {
-      return sendError(res, new ApiError('unsupported_media_type', 'Send the request body as application/json'));
+      return sendError(res, new DomainError('unsupported_media_type', 'Send the request body as application/json'));
     }
     return (LARGE_BODY_ROUTE.test(req.path) ? large : small)(req, res, next);
   });
@@ -23,12 +23,12 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
   app.use((req: Request, res: Response, next: NextFunction) => {
     const field = nulFieldPath(req.body as unknown, '');
     if (field === null) return next();
-    return sendError(res, ApiError.validation([{ field: field || 'body', errors: ['must not contain the NUL character (U+0000)'] }]));
+    return sendError(res, DomainError.validation([{ field: field || 'body', errors: ['must not contain the NUL character (U+0000)'] }]));
   });
   app.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
     const type = (error as { type?: string } | null)?.type;
-    if (type === 'entity.too.large') return sendError(res, new ApiError('payload_too_large', `Request body exceeds the limit`));
-    if (type === 'entity.parse.failed') return sendError(res, new ApiError('invalid_json', 'Request body is not valid JSON'));
+    if (type === 'entity.too.large') return sendError(res, new DomainError('payload_too_large', `Request body exceeds the limit`));
+    if (type === 'entity.parse.failed') return sendError(res, new DomainError('invalid_json', 'Request body is not valid JSON'));
     return next(error);
   });
   app.useGlobalPipes(createValidationPipe());

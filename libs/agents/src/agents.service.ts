@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, type Repository } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { unixSeconds } from '#libs/database';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import type { AgentDto, AgentListDto } from './agent.dto.js';
 import { AgentEntity } from './agent.entity.js';
 
@@ -27,7 +27,7 @@ export class AgentsService {
   /** The agent if the caller may use it; otherwise 404, whether it exists or not. */
   async getVisible(userId: string, agentId: string): Promise<AgentEntity> {
     const row = await this.agents.findOneBy({ id: agentId });
-    if (!row || (row.ownerId !== null && row.ownerId !== userId)) throw ApiError.notFound(`Agent ${agentId}`);
+    if (!row || (row.ownerId !== null && row.ownerId !== userId)) throw DomainError.notFound(`Agent ${agentId}`);
     return row;
   }
 

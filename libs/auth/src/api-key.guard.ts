@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable, SetMetadata, createParamDecorator } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { AuthService } from './auth.service.js';
 import type { Principal } from './principal.js';
 
@@ -24,11 +24,11 @@ export class ApiKeyGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [context.getHandler(), context.getClass()])) return true;
     const req = context.switchToHttp().getRequest<AuthedRequest>();
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '');
-    if (!match?.[1]) throw new ApiError('unauthorized', 'Missing API key: send Authorization: Bearer <key>');
+    if (!match?.[1]) throw new DomainError('unauthorized', 'Missing API key: send Authorization: Bearer <key>');
     const principal = await this.auth.authenticate(match[1]);
-    if (!principal) throw new ApiError('unauthorized', 'Invalid API key');
+    if (!principal) throw new DomainError('unauthorized', 'Invalid API key');
     if (!principal.scopes.includes('full') && !principal.scopes.includes('agents')) {
-      throw new ApiError('forbidden', 'This API key has no agents permission');
+      throw new DomainError('forbidden', 'This API key has no agents permission');
     }
     req.principal = principal;
     return true;
@@ -37,6 +37,6 @@ export class ApiKeyGuard implements CanActivate {
 
 export const CurrentPrincipal = createParamDecorator((_data: unknown, context: ExecutionContext): Principal => {
   const principal = context.switchToHttp().getRequest<AuthedRequest>().principal;
-  if (!principal) throw new ApiError('unauthorized', 'Missing API key');
+  if (!principal) throw new DomainError('unauthorized', 'Missing API key');
   return principal;
 });

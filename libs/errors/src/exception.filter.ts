@@ -1,9 +1,9 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { ApiError } from './api-error.js';
+import { DomainError } from './domain-error.js';
 import { isDependencyUnavailable } from './dependency-errors.js';
 import { errorBody } from './error-body.js';
-import type { ErrorCode } from './error-codes.js';
+import { ERROR_CODES, type ErrorCode } from './error-codes.js';
 import { requestIdOf } from './request-id.js';
 
 /**
@@ -19,38 +19,43 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const res = http.getResponse<Response>();
     const req = http.getRequest<Request>();
-    sendError(res, toApiError(exception, req, this.logger));
+    sendError(res, toDomainError(exception, req, this.logger));
   }
 }
 
-export function sendError(res: Response, error: ApiError): void {
+/** The edge's mapping of a catalogue code to its HTTP status. */
+export function httpStatusOf(code: ErrorCode): number {
+  return ERROR_CODES[code].status;
+}
+
+export function sendError(res: Response, error: DomainError): void {
   if (res.headersSent) {
     res.end();
     return;
   }
-  res.status(error.status).json(errorBody(error.code, error.message, requestIdOf(res), error.details));
+  res.status(httpStatusOf(error.code)).json(errorBody(error.code, error.message, requestIdOf(res), error.details));
 }
 
-export function toApiError(exception: unknown, req: Request, logger: Logger): ApiError {
-  if (exception instanceof ApiError) return exception;
+export function toDomainError(exception: unknown, req: Request, logger: Logger): DomainError {
+  if (exception instanceof DomainError) return exception;
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
     const code = HTTP_STATUS_CODES[status];
-    if (status === 404) return new ApiError('route_not_found', `No route for ${req.method} ${req.path}`);
-    if (code) return new ApiError(code, exception.message);
+    if (status === 404) return new DomainError('route_not_found', `No route for ${req.method} ${req.path}`);
+    if (code) return new DomainError(code, exception.message);
   }
   const bodyParserError = exception as { type?: string; status?: number } | null;
-  if (bodyParserError?.type === 'entity.too.large') return new ApiError('payload_too_large', 'Request body is too large');
-  if (bodyParserError?.type === 'entity.parse.failed') return new ApiError('invalid_json', 'Request body is not valid JSON');
+  if (bodyParserError?.type === 'entity.too.large') return new DomainError('payload_too_large', 'Request body is too large');
+  if (bodyParserError?.type === 'entity.parse.failed') return new DomainError('invalid_json', 'Request body is not valid JSON');
   if (bodyParserError?.type === 'encoding.unsupported' || bodyParserError?.type === 'charset.unsupported') {
-    return new ApiError('unsupported_media_type', 'Unsupported request body encoding');
+    return new DomainError('unsupported_media_type', 'Unsupported request body encoding');
   }
   if (isDependencyUnavailable(exception)) {
     logger.error(`dependency unavailable on ${req.method} ${req.path}: ${String(exception)}`);
-    return new ApiError('service_unavailable', 'A backing service is unavailable; retry later');
+    return new DomainError('service_unavailable', 'A backing service is unavailable; retry later');
   }
   logger.error(`unhandled error on ${req.method} ${req.path}`, exception instanceof Error ? exception.stack : String(exception));
-  return new ApiError('internal_error', 'Internal server error');
+  return new DomainError('internal_error', 'Internal server error');
 }
 
 const HTTP_STATUS_CODES: Record<number, ErrorCode> = {

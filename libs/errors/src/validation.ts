@@ -1,5 +1,5 @@
 import { ValidationPipe, type ValidationError } from '@nestjs/common';
-import { ApiError, type FieldError } from './api-error.js';
+import { DomainError, type FieldError } from './domain-error.js';
 
 /** Whitelist + forbid unknown fields; every bad field is listed in `details.fields`. */
 export function createValidationPipe(): ValidationPipe {
@@ -8,7 +8,7 @@ export function createValidationPipe(): ValidationPipe {
     forbidNonWhitelisted: true,
     transform: true,
     validationError: { target: false, value: false },
-    exceptionFactory: (errors) => ApiError.validation(flattenValidationErrors(errors)),
+    exceptionFactory: (errors) => DomainError.validation(flattenValidationErrors(errors)),
   });
 }
 

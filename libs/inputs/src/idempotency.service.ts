@@ -4,7 +4,7 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import type { DataSource, EntityManager, Repository } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { type AcceptedReceipt, IdempotencyReceiptEntity } from './receipt.entity.js';
 
 export interface IdempotencyScope {
@@ -51,7 +51,7 @@ export class IdempotencyService {
 
   static requireKey(raw: string | undefined): string {
     if (raw === undefined || raw.length === 0 || raw.length > KEY_MAX) {
-      throw new ApiError('idempotency_key_required', `An Idempotency-Key header of 1–${KEY_MAX} characters is required`);
+      throw new DomainError('idempotency_key_required', `An Idempotency-Key header of 1–${KEY_MAX} characters is required`);
     }
     return raw;
   }
@@ -109,7 +109,7 @@ export class IdempotencyService {
     const existing = rows[0];
     if (!existing) return null;
     if (existing.request_hash !== scope.requestHash) {
-      throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request; use a new key for a new intent', {
+      throw new DomainError('idempotency_conflict', 'This Idempotency-Key was already used with a different request; use a new key for a new intent', {
         idempotency_key: scope.key,
       });
     }

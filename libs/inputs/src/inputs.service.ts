@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository, type SelectQueryBuilder } from 'typeorm';
 import { isUuid, newId, unixSeconds } from '#libs/database';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { InputDto } from './input.dto.js';
 import { type FrozenInputConfig, InputEntity, type InputMessage, type InputMode } from './input.entity.js';
 
@@ -68,7 +68,7 @@ export class InputsService {
 
   async get(sessionId: string, inputId: string): Promise<InputEntity> {
     const row = isUuid(inputId) ? await this.inputs.findOneBy({ id: inputId, sessionId }) : null;
-    if (!row) throw ApiError.notFound(`Input ${inputId}`);
+    if (!row) throw DomainError.notFound(`Input ${inputId}`);
     return row;
   }
 
@@ -83,9 +83,9 @@ export class InputsService {
    */
   async cancelPending(manager: EntityManager, sessionId: string, inputId: string, at: Date): Promise<InputEntity> {
     const row = isUuid(inputId) ? await manager.getRepository(InputEntity).findOneBy({ id: inputId, sessionId }) : null;
-    if (!row) throw ApiError.notFound(`Input ${inputId}`);
+    if (!row) throw DomainError.notFound(`Input ${inputId}`);
     if (row.status !== 'pending') {
-      throw new ApiError('state_conflict', `Input ${inputId} is ${row.status}; only pending inputs can be cancelled`, { status: row.status });
+      throw new DomainError('state_conflict', `Input ${inputId} is ${row.status}; only pending inputs can be cancelled`, { status: row.status });
     }
     await manager.update(InputEntity, { id: inputId }, { status: 'cancelled', cancelledAt: at });
     return { ...row, status: 'cancelled', cancelledAt: at };
@@ -137,9 +137,9 @@ export class InputsService {
    */
   async promote(manager: EntityManager, sessionId: string, inputId: string): Promise<InputEntity> {
     const row = isUuid(inputId) ? await manager.getRepository(InputEntity).findOneBy({ id: inputId, sessionId }) : null;
-    if (!row) throw ApiError.notFound(`Input ${inputId}`);
+    if (!row) throw DomainError.notFound(`Input ${inputId}`);
     if (row.status !== 'pending') {
-      throw new ApiError('state_conflict', `Input ${inputId} is ${row.status}; only pending inputs can be promoted`, { status: row.status });
+      throw new DomainError('state_conflict', `Input ${inputId} is ${row.status}; only pending inputs can be promoted`, { status: row.status });
     }
     if (row.mode === 'steer') return row;
     await manager.update(InputEntity, { id: inputId }, { mode: 'steer' });

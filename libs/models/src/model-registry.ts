@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import type { ModelProvider } from './model.types.js';
 import { ScriptedProvider } from './scripted.provider.js';
 
@@ -18,7 +18,7 @@ export class ModelRegistry {
   validate(ref: string): string {
     const match = MODEL_REF.exec(ref);
     if (!match?.[1] || !this.providers.has(match[1])) {
-      throw new ApiError('invalid_model', `Unknown model "${ref}"; expected provider:model with provider one of ${[...this.providers.keys()].join(', ')}`);
+      throw new DomainError('invalid_model', `Unknown model "${ref}"; expected provider:model with provider one of ${[...this.providers.keys()].join(', ')}`);
     }
     return ref;
   }

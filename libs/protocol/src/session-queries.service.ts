@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import type { PageQuery } from '#libs/database';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { type AcceptedReceipt, IdempotencyService, InputsService, toInputDto } from '#libs/inputs';
 import { type SessionFilter, SessionsService } from '#libs/sessions';
 import {
@@ -111,7 +111,7 @@ export class SessionQueriesService {
   async getReceipt(principal: Principal, sessionId: string, key: string): Promise<AcceptedReceipt> {
     await this.sessions.getVisible(principal.userId, sessionId);
     const receipt = await this.idempotency.findEventReceipt(principal.userId, sessionId, key);
-    if (!receipt) throw new ApiError('not_found', 'No committed submission with this Idempotency-Key yet; the original request may still be in flight');
+    if (!receipt) throw new DomainError('not_found', 'No committed submission with this Idempotency-Key yet; the original request may still be in flight');
     return receipt;
   }
 }

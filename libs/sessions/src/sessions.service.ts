@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, toPage } from '#libs/database';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
 
 export interface NewSession {
@@ -67,7 +67,7 @@ export class SessionsService {
     const rows = isUuid(sessionId)
       ? ((await this.sessions.query(`SELECT * FROM sessions WHERE id = $1 AND owner_id = $2`, [sessionId, ownerId])) as Record<string, unknown>[])
       : [];
-    if (!rows[0]) throw ApiError.notFound(`Session ${sessionId}`);
+    if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
     return sessionFromRow(rows[0]);
   }
 
@@ -89,7 +89,7 @@ export class SessionsService {
        WHERE id = $1 AND owner_id = $2 RETURNING *`,
       [sessionId, ownerId, at],
     )) as [Record<string, unknown>[], number];
-    if (!rows[0]) throw ApiError.notFound(`Session ${sessionId}`);
+    if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
     const session = sessionFromRow(rows[0]);
     return { session, receivedSeq: Number(session.inputSeq) };
   }
@@ -113,7 +113,7 @@ export class SessionsService {
       [sessionId, itemCount, consumedInputs, JSON.stringify(turn), at],
     )) as [{ turn_seq: number; item_seq: string }[], number];
     const row = rows[0];
-    if (!row) throw ApiError.notFound(`Session ${sessionId}`);
+    if (!row) throw DomainError.notFound(`Session ${sessionId}`);
     return { turnSeq: Number(row.turn_seq), firstItemSeq: Number(row.item_seq) - itemCount + 1 };
   }
 
@@ -158,12 +158,12 @@ export class SessionsService {
     if (patch.model !== undefined) set('model', patch.model);
     if (patch.toolApprovalMode !== undefined) set('tool_approval_mode', patch.toolApprovalMode);
     if (sets.length === 0) return this.getVisible(ownerId, sessionId);
-    if (!isUuid(sessionId)) throw ApiError.notFound(`Session ${sessionId}`);
+    if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     const [rows] = (await this.sessions.query(
       `UPDATE sessions SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND owner_id = $2 RETURNING *`,
       values,
     )) as [Record<string, unknown>[], number];
-    if (!rows[0]) throw ApiError.notFound(`Session ${sessionId}`);
+    if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
     return sessionFromRow(rows[0]);
   }
 
@@ -201,7 +201,7 @@ export class SessionsService {
     if (filter.isPinned !== undefined) qb.andWhere('s.is_pinned = :isPinned', { isPinned: filter.isPinned });
     if (page.after !== undefined) {
       const anchor = isUuid(page.after) ? await this.sessions.findOneBy({ id: page.after, ownerId }) : null;
-      if (!anchor) throw new ApiError('invalid_cursor', 'The `after` cursor is not a session of this caller');
+      if (!anchor) throw new DomainError('invalid_cursor', 'The `after` cursor is not a session of this caller');
       const op = page.order === 'desc' ? '<' : '>';
       qb.andWhere(`(s.created_at, s.id) ${op} (:anchorAt, :anchorId)`, { anchorAt: anchor.createdAt, anchorId: anchor.id });
     }

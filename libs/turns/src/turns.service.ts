@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, toPage } from '#libs/database';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { ACTIVE_TURN_STATUSES, ItemEntity, type PublicError, type RunCheckpoint, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
 
 /**
@@ -414,13 +414,13 @@ export class TurnsService {
 
   async getRun(sessionId: string, runId: string): Promise<RunEntity> {
     const run = isUuid(runId) ? await this.runs.findOneBy({ id: runId, sessionId }) : null;
-    if (!run) throw ApiError.notFound(`Run ${runId}`);
+    if (!run) throw DomainError.notFound(`Run ${runId}`);
     return run;
   }
 
   async getTurn(sessionId: string, turnId: string): Promise<TurnEntity> {
     const turn = isUuid(turnId) ? await this.turns.findOneBy({ id: turnId, sessionId }) : null;
-    if (!turn) throw ApiError.notFound(`Turn ${turnId}`);
+    if (!turn) throw DomainError.notFound(`Turn ${turnId}`);
     return turn;
   }
 
@@ -457,7 +457,7 @@ export class TurnsService {
     const qb = this.turns.createQueryBuilder('t').where('t.session_id = :sessionId', { sessionId });
     if (page.after !== undefined) {
       const anchor = isUuid(page.after) ? await this.turns.findOneBy({ id: page.after, sessionId }) : null;
-      if (!anchor) throw new ApiError('invalid_cursor', 'The `after` cursor is not a turn of this session');
+      if (!anchor) throw new DomainError('invalid_cursor', 'The `after` cursor is not a turn of this session');
       qb.andWhere(`t.seq ${page.order === 'desc' ? '<' : '>'} :seq`, { seq: anchor.seq });
     }
     const rows = await qb
@@ -474,7 +474,7 @@ export class TurnsService {
     if (page.after !== undefined) {
       const anchor = isUuid(page.after) ? await this.items.findOneBy({ id: page.after, sessionId }) : null;
       if (!anchor || (turnId !== null && anchor.turnId !== turnId)) {
-        throw new ApiError('invalid_cursor', `The \`after\` cursor is not an item of this ${turnId ? 'turn' : 'session'}`);
+        throw new DomainError('invalid_cursor', `The \`after\` cursor is not an item of this ${turnId ? 'turn' : 'session'}`);
       }
       qb.andWhere(`i.seq ${page.order === 'desc' ? '<' : '>'} :seq`, { seq: anchor.seq });
     }

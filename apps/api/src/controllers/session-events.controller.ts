@@ -2,7 +2,7 @@ import { Body, Controller, Get, Headers, Param, Post, Req, Res } from '@nestjs/c
 import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { decodeCursor, EVENT_TYPES, type StreamPosition } from '#libs/events';
 import { ReceiptDto, SessionQueriesService, SubmitEvent, SubmitEventsDto } from '#libs/protocol';
 import { ApiErrors } from './api-errors.decorator.js';
@@ -88,7 +88,7 @@ export class SessionEventsController {
     let after: StreamPosition | null = null;
     if (lastEventId !== undefined && lastEventId !== '') {
       after = decodeCursor(sessionId, lastEventId);
-      if (after === null) throw new ApiError('invalid_last_event_id', 'Last-Event-ID is not a cursor of this session stream');
+      if (after === null) throw new DomainError('invalid_last_event_id', 'Last-Event-ID is not a cursor of this session stream');
     }
 
     await this.sse.stream(req, res, sessionId, after);

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { AppConfig } from '#libs/config';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { EventStreamHub, type StreamPosition } from '#libs/events';
 
 /** A subscriber this far behind is cut off rather than buffered without bound; it resumes with its cursor. */
@@ -21,7 +21,7 @@ export class SseResponder {
   async stream(req: Request, res: Response, sessionId: string, after: StreamPosition | null, status = 200): Promise<void> {
     // Refused before the stream starts: once headers are out, a failure can only cut the stream.
     await this.hub.ping().catch(() => {
-      throw new ApiError('service_unavailable', 'The event stream is unavailable right now; retry with the same Last-Event-ID');
+      throw new DomainError('service_unavailable', 'The event stream is unavailable right now; retry with the same Last-Event-ID');
     });
     // No chunked framing: an SSE body simply runs until the connection closes, which saves a
     // framing step on every write of every subscriber.

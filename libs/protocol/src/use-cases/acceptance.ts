@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { newId } from '#libs/database';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
 import { SessionDispatcher } from '#libs/queue';
@@ -72,7 +72,7 @@ export class Acceptance {
   ): Promise<IdempotentResponse> {
     return this.accept(principal, IdempotencyService.eventScope(sessionId), key, { operation: event.type, session_id: sessionId, event }, async (manager) => {
       const session = await this.sessions.lock(manager, sessionId);
-      if (!session || session.ownerId !== principal.userId) throw ApiError.notFound(`Session ${sessionId}`);
+      if (!session || session.ownerId !== principal.userId) throw DomainError.notFound(`Session ${sessionId}`);
       const outcome = await apply(manager, session);
       return {
         status: 202,

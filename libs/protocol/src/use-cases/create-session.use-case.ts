@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AgentsService } from '#libs/agents';
 import type { Principal } from '#libs/auth';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService } from '#libs/inputs';
 import { ModelRegistry } from '#libs/models';
@@ -28,9 +28,9 @@ export class CreateSession {
     const key = IdempotencyService.requireKey(rawKey);
     const messages = dto.input === undefined ? null : parseAgentInput(dto.input).messages;
     if (!messages && (dto.stream === true || dto.yuxi?.attachment_file_ids !== undefined)) {
-      throw ApiError.validation([{ field: 'input', errors: ['stream=true and attachment_file_ids require a non-empty input'] }]);
+      throw DomainError.validation([{ field: 'input', errors: ['stream=true and attachment_file_ids require a non-empty input'] }]);
     }
-    if (dto.yuxi?.attachment_file_ids?.length) throw new ApiError('not_implemented', 'File attachments are not available yet');
+    if (dto.yuxi?.attachment_file_ids?.length) throw new DomainError('not_implemented', 'File attachments are not available yet');
     const agent = await this.agents.getVisible(principal.userId, dto.agent_id);
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;

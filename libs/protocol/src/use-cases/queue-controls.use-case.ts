@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { type IdempotentResponse, InputsService } from '#libs/inputs';
 import { RunSignals } from '#libs/queue';
 import { SessionsService } from '#libs/sessions';
@@ -42,8 +42,8 @@ export class PromoteInput {
   async execute(principal: Principal, sessionId: string, event: PromoteInputEventDto, key: string): Promise<IdempotentResponse> {
     const result = await this.acceptance.control(principal, sessionId, key, event, async (manager) => {
       const active = await this.turns.activeTurn(manager, sessionId);
-      if (active?.status === 'requires_action') throw new ApiError('state_conflict', 'The turn is waiting for an answer or approval');
-      if (active?.cancellationPending) throw new ApiError('state_conflict', 'The turn is being cancelled');
+      if (active?.status === 'requires_action') throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval');
+      if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled');
       await this.inputs.promote(manager, sessionId, event.input_id);
       return { receipt: acceptedReceipt(sessionId, event.input_id), nudge: true };
     });
@@ -70,15 +70,15 @@ export class CancelTurn {
   async execute(principal: Principal, sessionId: string, event: CancelTurnEventDto, key: string): Promise<IdempotentResponse> {
     const result = await this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
       const turnId = event.yuxi?.turn_id ?? (await this.turns.activeTurn(manager, sessionId))?.id;
-      if (!turnId) throw new ApiError('state_conflict', 'The session has no active turn to cancel');
+      if (!turnId) throw new DomainError('state_conflict', 'The session has no active turn to cancel');
       const turn = await this.turns.requestCancel(manager, sessionId, turnId);
       if (!turn) {
         const ended = await this.turns.findTurn(manager, turnId);
-        if (!ended || ended.sessionId !== sessionId) throw ApiError.notFound(`Turn ${turnId}`);
-        throw new ApiError('state_conflict', `Turn ${turnId} has already ended`);
+        if (!ended || ended.sessionId !== sessionId) throw DomainError.notFound(`Turn ${turnId}`);
+        throw new DomainError('state_conflict', `Turn ${turnId} has already ended`);
       }
       if (event.yuxi?.expected_run_id !== undefined && event.yuxi.expected_run_id !== turn.currentRunId) {
-        throw new ApiError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: turn.currentRunId });
+        throw new DomainError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: turn.currentRunId });
       }
       if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
       // In the outbox with the cancel itself, so it precedes the terminal event on every stream;
@@ -106,8 +106,8 @@ export class ContinueQueue {
 
   async execute(principal: Principal, sessionId: string, event: ContinueQueueEventDto, key: string): Promise<IdempotentResponse> {
     return this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
-      if (!session.queuePaused) throw new ApiError('state_conflict', 'The queue is not paused');
-      if (await this.turns.activeTurn(manager, sessionId)) throw new ApiError('state_conflict', 'A turn is still active; continue after it settles');
+      if (!session.queuePaused) throw new DomainError('state_conflict', 'The queue is not paused');
+      if (await this.turns.activeTurn(manager, sessionId)) throw new DomainError('state_conflict', 'A turn is still active; continue after it settles');
       await this.sessions.setQueuePaused(manager, sessionId, false);
       return { receipt: acceptedReceipt(sessionId, null), nudge: true };
     });

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import type { Principal } from '#libs/auth';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { ModelRegistry } from '#libs/models';
 import { SessionsService } from '#libs/sessions';
 import { TurnsService } from '#libs/turns';
@@ -43,12 +43,12 @@ export class ArchiveSession {
   async execute(principal: Principal, sessionId: string): Promise<SessionDto> {
     const session = await this.dataSource.transaction(async (manager) => {
       const locked = await this.sessions.lock(manager, sessionId);
-      if (!locked || locked.ownerId !== principal.userId) throw ApiError.notFound(`Session ${sessionId}`);
+      if (!locked || locked.ownerId !== principal.userId) throw DomainError.notFound(`Session ${sessionId}`);
       if (await this.turns.activeTurn(manager, sessionId)) {
-        throw new ApiError('state_conflict', 'The session has an active turn; cancel it or wait for it to finish before archiving');
+        throw new DomainError('state_conflict', 'The session has an active turn; cancel it or wait for it to finish before archiving');
       }
       if (locked.pendingInputCount > 0) {
-        throw new ApiError('state_conflict', 'The session has pending inputs; cancel them or let them run before archiving', {
+        throw new DomainError('state_conflict', 'The session has pending inputs; cancel them or let them run before archiving', {
           queued_input_count: locked.pendingInputCount,
         });
       }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validate } from 'class-validator';
 import type { Principal } from '#libs/auth';
-import { ApiError, flattenValidationErrors } from '#libs/errors';
+import { DomainError, flattenValidationErrors } from '#libs/errors';
 import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
 import { MessageEventDto, PROTOCOL_EVENT_TYPES } from '../dto/submit-event.dto.js';
 import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto } from '../dto/update-session.dto.js';
@@ -30,15 +30,15 @@ export class SubmitEvent {
     if (type === 'yuxi.session.input.promote') return this.promoteInput.execute(principal, sessionId, await validateEvent(PromoteInputEventDto, raw), key);
     if (type === 'yuxi.session.input.continue') return this.continueQueue.execute(principal, sessionId, await validateEvent(ContinueQueueEventDto, raw), key);
     if (typeof type === 'string' && (PROTOCOL_EVENT_TYPES as readonly string[]).includes(type)) {
-      throw new ApiError('not_implemented', `Event type ${type} is not available yet`);
+      throw new DomainError('not_implemented', `Event type ${type} is not available yet`);
     }
-    throw new ApiError('unknown_event_type', `Unknown event type ${JSON.stringify(type)}`, { allowed: PROTOCOL_EVENT_TYPES });
+    throw new DomainError('unknown_event_type', `Unknown event type ${JSON.stringify(type)}`, { allowed: PROTOCOL_EVENT_TYPES });
   }
 }
 
 async function validateEvent<T extends object>(cls: new () => T, raw: Record<string, unknown>): Promise<T> {
   const instance = plainToInstance(cls, raw);
   const errors = await validate(instance, { whitelist: true, forbidNonWhitelisted: true, validationError: { target: false, value: false } });
-  if (errors.length > 0) throw ApiError.validation(flattenValidationErrors(errors, 'events[0]'));
+  if (errors.length > 0) throw DomainError.validation(flattenValidationErrors(errors, 'events[0]'));
   return instance;
 }

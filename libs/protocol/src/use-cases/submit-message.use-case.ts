@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
-import { ApiError } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { IdempotencyService, type IdempotentResponse, type InputMessage, type InputMode, InputsService } from '#libs/inputs';
 import { ModelRegistry } from '#libs/models';
 import { RunSignals } from '#libs/queue';
@@ -31,13 +31,13 @@ export class SubmitMessage {
   async execute(principal: Principal, sessionId: string, event: MessageEventDto, key: string): Promise<IdempotentResponse> {
     const hasOverride = event.yuxi?.model !== undefined || event.yuxi?.tool_approval_mode !== undefined;
     if (event.yuxi?.mode === 'steer' && hasOverride) {
-      throw ApiError.validation(
+      throw DomainError.validation(
         ['model', 'tool_approval_mode']
           .filter((field) => event.yuxi?.[field as 'model' | 'tool_approval_mode'] !== undefined)
           .map((field) => ({ field: `events[0].yuxi.${field}`, errors: ['per-message overrides are accepted on follow-ups only, not on steer'] })),
       );
     }
-    if (event.yuxi?.attachment_file_ids?.length) throw new ApiError('not_implemented', 'File attachments are not available yet');
+    if (event.yuxi?.attachment_file_ids?.length) throw new DomainError('not_implemented', 'File attachments are not available yet');
     const modelOverride = event.yuxi?.model === undefined ? undefined : this.models.validate(event.yuxi.model);
     const messages: InputMessage[] = parseAgentInput(event.input).messages;
 
@@ -47,7 +47,7 @@ export class SubmitMessage {
     const result = await this.acceptance.accept(principal, scope, key, intent, async (manager) => {
       const receivedAt = new Date();
       const { session, receivedSeq } = await this.sessions.acceptInput(manager, sessionId, principal.userId, receivedAt);
-      if (session.archived) throw new ApiError('state_conflict', 'The session is archived');
+      if (session.archived) throw new DomainError('state_conflict', 'The session is archived');
       const active = event.yuxi?.mode === 'follow_up' ? null : await this.turns.activeTurn(manager, sessionId);
       const mode = resolveMode(active, event.yuxi?.mode, hasOverride);
       steerIntoRunningTurn = mode === 'steer' && active !== null;
@@ -88,13 +88,13 @@ export function resolveMode(active: TurnEntity | null, requested: InputMode | un
   if (requested === 'follow_up') return requested;
   if (requested === 'steer') {
     // A turn being cancelled takes no steer; queue a follow-up behind it instead.
-    if (active?.cancellationPending) throw new ApiError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
+    if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
     return requested;
   }
   if (!active || hasOverride) return 'follow_up';
   if (active.status === 'requires_action') {
-    throw new ApiError('state_conflict', 'The turn is waiting for an answer or approval; resume it, or send yuxi.mode=follow_up to queue');
+    throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval; resume it, or send yuxi.mode=follow_up to queue');
   }
-  if (active.cancellationPending) throw new ApiError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
+  if (active.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
   return 'steer';
 }
