@@ -8,7 +8,7 @@
 // SIGKILL after a grace period).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -26,6 +26,8 @@ export const FAULT_ENV = {
   RECOVERY_SWEEP_MS: '500',
   RECOVERY_GRACE_MS: '1000',
   SSE_HEARTBEAT_MS: '1000',
+  // A frozen database fails a query after this long (503), instead of hanging the request.
+  DB_QUERY_TIMEOUT_MS: '2000',
 } as const;
 export const RUN_LEASE_MS = Number(FAULT_ENV.RUN_LEASE_MS);
 export const RECOVERY_SWEEP_MS = Number(FAULT_ENV.RECOVERY_SWEEP_MS);
@@ -426,6 +428,26 @@ export class Cluster {
     })();
     return this.stopping;
   }
+}
+
+/**
+ * The processes of a server this harness started: its own pid and its children (Postgres forks a
+ * backend per connection), read from /proc. Nothing else is ever signalled.
+ */
+export function processTree(rootPid: number): number[] {
+  const pids = [rootPid];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // The parent pid is the 2nd field after the parenthesised command name.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === rootPid) pids.push(Number(entry));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return pids;
 }
 
 export function isAlive(proc: Proc): boolean {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { API, EventTap, isDelta, newKey } from './client.js';
-import { assertInvariants, Cluster, delay, echoOf, type FaultInfra, RUN_LEASE_MS, startFaultInfra, waitQuiescent, waitUntil, words } from './harness.js';
+import { assertInvariants, Cluster, delay, echoOf, type FaultInfra, processTree, RUN_LEASE_MS, startFaultInfra, waitQuiescent, waitUntil, words } from './harness.js';
 import { assertTurnsInOrder, inputsInOrder } from './steps.js';
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
@@ -182,6 +182,53 @@ describe('faults: outages', () => {
       await assertTurnsInOrder(infra, session.id, [echoOf(text)]);
       await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
     } finally {
+      tap?.close();
+      await cluster.stop();
+    }
+  });
+
+  it('d2. frozen Postgres (SIGSTOP) mid-turn: reads answer 503 service_unavailable within the query timeout, the turn completes after SIGCONT', { timeout: 150_000 }, async (t) => {
+    const cluster = await Cluster.start(infra, 'd2-postgres-frozen', { apis: 1, workers: 1 });
+    let tap: EventTap | undefined;
+    let frozen: number[] = [];
+    try {
+      const api = cluster.api();
+      const session = await api.createSession();
+      tap = await EventTap.open(api, session.id, { reconnect: true });
+      const text = `${words(20)} [[delay:200]]`;
+      await api.send(session.id, text);
+      const delta = await tap.waitFor(isDelta, 20_000, 'first output_text.delta');
+      const turnId = delta.data.turn_id as string;
+
+      // The postmaster this harness started and the backends it forked: a database that accepts
+      // connections and never answers.
+      const pid = infra.postgres.pid;
+      assert.ok(pid, 'the harness knows the Postgres pid');
+      frozen = processTree(pid);
+      for (const p of frozen) process.kill(p, 'SIGSTOP');
+      try {
+        const read = await api.request(`${API}/sessions/${session.id}`, { timeoutMs: 15_000 });
+        t.diagnostic(`GET session while Postgres is frozen: ${read.status} in ${Math.round(read.ms)} ms`);
+        assertServiceUnavailable(read, 'GET …/sessions/{id} while Postgres is frozen');
+      } finally {
+        for (const p of frozen) process.kill(p, 'SIGCONT');
+        frozen = [];
+      }
+
+      const final = await waitUntil(
+        'the turn to end after Postgres thawed',
+        async () => {
+          const res = await api.turn(session.id, turnId);
+          return res.status === 200 && TERMINAL.has(res.body.status) ? res.body : null;
+        },
+        { timeoutMs: 45_000, intervalMs: 250 },
+      );
+      assert.equal(final.status, 'completed', `the turn completed: ${JSON.stringify(final.error ?? null)}`);
+      await waitQuiescent(infra, [session.id], 30_000);
+      await assertTurnsInOrder(infra, session.id, [echoOf(text)]);
+      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+    } finally {
+      for (const p of frozen) process.kill(p, 'SIGCONT');
       tap?.close();
       await cluster.stop();
     }
