@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { prepared } from '#libs/database';
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -71,11 +72,11 @@ export class EventOutbox {
       return `($${at - 2}, $${at - 1}, $${at}::text, ${i + 1})`;
     });
     const rows = (await manager.query(
-      `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)
+      prepared(`WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)
        INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
        SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, $4, (base.n + e.ord)::text)
        FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
-       RETURNING seq, type, payload`,
+       RETURNING seq, type, payload`),
       values,
     )) as { seq: string; type: string; payload: string }[];
     return {
@@ -114,19 +115,19 @@ export class EventOutbox {
   async relayWindow(minAgeMs: number, work: (lagging: LaggingSession[]) => Promise<boolean>): Promise<number | null> {
     return this.dataSource.transaction(async (manager) => {
       const [state] = (await manager.query(
-        `SELECT relayed_until,
+        prepared(`SELECT relayed_until,
                 least(now() - make_interval(secs => $1::double precision / 1000),
                       coalesce((SELECT min(xact_start) FROM pg_stat_activity
                                 WHERE datname = current_database() AND usename = current_user AND xact_start IS NOT NULL AND pid <> pg_backend_pid()), 'infinity')) AS upto
          FROM outbox_relay_state WHERE id = 1 AND relayed_until < now() - make_interval(secs => $1::double precision / 1000)
-         FOR UPDATE SKIP LOCKED`,
+         FOR UPDATE SKIP LOCKED`),
         [minAgeMs],
       )) as { relayed_until: Date; upto: Date }[];
       if (!state || state.upto <= state.relayed_until) return null;
       const rows = (await manager.query(
-        `SELECT session_id, seq, nudge, created_at FROM session_events
+        prepared(`SELECT session_id, seq, nudge, created_at FROM session_events
          WHERE created_at > $1::timestamptz - make_interval(secs => $3::double precision / 1000) AND created_at <= $2
-         ORDER BY created_at LIMIT $4`,
+         ORDER BY created_at LIMIT $4`),
         [state.relayed_until, state.upto, RELAY_WINDOW_MARGIN_MS, RELAY_MAX_ROWS],
       )) as { session_id: string; seq: string; nudge: boolean; created_at: Date }[];
       const upto = rows.length === RELAY_MAX_ROWS ? rows[rows.length - 1]!.created_at : state.upto;
@@ -141,7 +142,7 @@ export class EventOutbox {
         .filter((id, i) => (published[i] ?? -1) < recent.get(id)!.maxSeq)
         .map((id) => ({ sessionId: id, nudge: recent.get(id)!.nudge }));
       const caughtUp = lagging.length === 0 || (await work(lagging));
-      if (caughtUp) await manager.query(`UPDATE outbox_relay_state SET relayed_until = $1 WHERE id = 1`, [upto]);
+      if (caughtUp) await manager.query(prepared(`UPDATE outbox_relay_state SET relayed_until = $1 WHERE id = 1`), [upto]);
       return lagging.length;
     });
   }
@@ -156,8 +157,8 @@ export class EventOutbox {
     let floor = -1;
     if (from === null || from === undefined) {
       const [first] = (await this.dataSource.query(
-        `SELECT min(seq) AS seq FROM session_events
-         WHERE session_id = $1 AND created_at > (SELECT relayed_until FROM outbox_relay_state WHERE id = 1) - make_interval(secs => $2::double precision / 1000)`,
+        prepared(`SELECT min(seq) AS seq FROM session_events
+         WHERE session_id = $1 AND created_at > (SELECT relayed_until FROM outbox_relay_state WHERE id = 1) - make_interval(secs => $2::double precision / 1000)`),
         [sessionId, RELAY_WINDOW_MARGIN_MS],
       )) as { seq: string | null }[];
       if (first?.seq === null || first?.seq === undefined) return { complete: true };
@@ -166,7 +167,7 @@ export class EventOutbox {
     }
     for (let page = 0; page < MAX_PAGES; page += 1) {
       const rows = (await this.dataSource.query(
-        `SELECT seq, epoch, type, payload FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+        prepared(`SELECT seq, epoch, type, payload FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`),
         [sessionId, from, RELAY_PAGE],
       )) as { seq: string; epoch: string | null; type: string; payload: string }[];
       if (rows.length === 0) return { complete: true };

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import type { DataSource, EntityManager, Repository } from 'typeorm';
 import { AppConfig } from '#libs/config';
-import { newId } from '#libs/database';
+import { newId, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { type AcceptedReceipt, IdempotencyReceiptEntity } from './receipt.entity.js';
 
@@ -69,10 +69,10 @@ export class IdempotencyService {
         const body = JSON.stringify(result.body);
         const now = new Date();
         const inserted = (await manager.query(
-          `INSERT INTO idempotency_receipts
+          prepared(`INSERT INTO idempotency_receipts
              (id, owner_id, scope, idempotency_key, request_hash, session_id, input_id, receipt, response_status, response_body, created_at, expires_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-           ON CONFLICT (owner_id, scope, idempotency_key) DO NOTHING RETURNING id`,
+           ON CONFLICT (owner_id, scope, idempotency_key) DO NOTHING RETURNING id`),
           [
             newId(),
             scope.ownerId,
@@ -102,8 +102,8 @@ export class IdempotencyService {
   /** The stored response for this scope and key, or null; a different intent is a conflict. */
   private async replay(scope: IdempotencyScope): Promise<IdempotentResponse | null> {
     const rows = (await this.receipts.query(
-      `SELECT request_hash, response_status, response_body, receipt, session_id FROM idempotency_receipts
-       WHERE owner_id = $1 AND scope = $2 AND idempotency_key = $3`,
+      prepared(`SELECT request_hash, response_status, response_body, receipt, session_id FROM idempotency_receipts
+       WHERE owner_id = $1 AND scope = $2 AND idempotency_key = $3`),
       [scope.ownerId, scope.scope, scope.key],
     )) as { request_hash: string; response_status: number; response_body: string; receipt: AcceptedReceipt | null; session_id: string | null }[];
     const existing = rows[0];
@@ -119,7 +119,7 @@ export class IdempotencyService {
   /** The receipt of an earlier event submission to this session, for clients whose response was lost. */
   async findEventReceipt(ownerId: string, sessionId: string, key: string): Promise<AcceptedReceipt | null> {
     const rows = (await this.receipts.query(
-      `SELECT receipt FROM idempotency_receipts WHERE owner_id = $1 AND scope = $2 AND idempotency_key = $3`,
+      prepared(`SELECT receipt FROM idempotency_receipts WHERE owner_id = $1 AND scope = $2 AND idempotency_key = $3`),
       [ownerId, IdempotencyService.eventScope(sessionId), key],
     )) as { receipt: AcceptedReceipt | null }[];
     return rows[0]?.receipt ?? null;
@@ -134,7 +134,7 @@ export class IdempotencyService {
     const cutoffMs = Date.now() - this.config.idempotencyTtlHours * 3_600_000;
     const boundary = `${cutoffMs.toString(16).padStart(12, '0').replace(/^(.{8})(.{4})$/, '$1-$2')}-7000-8000-000000000000`;
     const result = (await this.dataSource.query(
-      `DELETE FROM idempotency_receipts WHERE id IN (SELECT id FROM idempotency_receipts WHERE id < $1 ORDER BY id LIMIT $2)`,
+      prepared(`DELETE FROM idempotency_receipts WHERE id IN (SELECT id FROM idempotency_receipts WHERE id < $1 ORDER BY id LIMIT $2)`),
       [boundary, limit],
     )) as [unknown[], number];
     return result[1] ?? 0;

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository, type SelectQueryBuilder } from 'typeorm';
-import { isUuid, newId, unixSeconds } from '#libs/database';
+import { isUuid, newId, prepared, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { InputDto } from './input.dto.js';
 import { type FrozenInputConfig, InputEntity, type InputMessage, type InputMode } from './input.entity.js';
@@ -44,8 +44,8 @@ export class InputsService {
     });
     // Raw SQL on the hottest write: the query builder's per-call SQL generation showed in profiles.
     await manager.query(
-      `INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, config, received_at)
-       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9)`,
+      prepared(`INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, config, received_at)
+       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9)`),
       [
         row.id,
         row.sessionId,
@@ -125,7 +125,7 @@ export class InputsService {
   /** Whether a steer received after `afterSeq` waits (see steersAfter). */
   async hasPendingSteer(sessionId: string, afterSeq: string): Promise<boolean> {
     const rows = (await this.inputs.query(
-      `SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' AND mode = 'steer' AND received_seq > $2 LIMIT 1`,
+      prepared(`SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' AND mode = 'steer' AND received_seq > $2 LIMIT 1`),
       [sessionId, afterSeq],
     )) as unknown[];
     return rows.length > 0;
@@ -148,13 +148,13 @@ export class InputsService {
 
   /** The highest received_seq among the inputs a turn consumed: steers after it may still join the turn. */
   async lastConsumedSeq(manager: EntityManager, turnId: string): Promise<string> {
-    const rows = (await manager.query(`SELECT coalesce(max(received_seq), 0) AS seq FROM inputs WHERE turn_id = $1`, [turnId])) as { seq: string }[];
+    const rows = (await manager.query(prepared(`SELECT coalesce(max(received_seq), 0) AS seq FROM inputs WHERE turn_id = $1`), [turnId])) as { seq: string }[];
     return String(rows[0]?.seq ?? '0');
   }
 
   /** Whether the session has any pending input (no lock: a hint for whether to claim). */
   async hasPending(sessionId: string): Promise<boolean> {
-    const rows = (await this.inputs.query(`SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' LIMIT 1`, [sessionId])) as unknown[];
+    const rows = (await this.inputs.query(prepared(`SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' LIMIT 1`), [sessionId])) as unknown[];
     return rows.length > 0;
   }
 
@@ -168,10 +168,10 @@ export class InputsService {
    */
   async sessionsWithWaitingInputs(olderThan: Date, limit: number): Promise<string[]> {
     const rows = (await this.inputs.query(
-      `SELECT i.session_id FROM inputs i JOIN sessions s ON s.id = i.session_id
+      prepared(`SELECT i.session_id FROM inputs i JOIN sessions s ON s.id = i.session_id
        WHERE i.status = 'pending' AND i.received_at < $1 AND NOT s.queue_paused
          AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = i.session_id AND t.status IN ('queued', 'in_progress', 'requires_action'))
-       GROUP BY i.session_id ORDER BY min(i.received_at) LIMIT $2`,
+       GROUP BY i.session_id ORDER BY min(i.received_at) LIMIT $2`),
       [olderThan, limit],
     )) as { session_id: string }[];
     return rows.map((row) => row.session_id);

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
-import { isUuid, newId, type Page, type PageQuery, toPage } from '#libs/database';
+import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
 
@@ -65,7 +65,7 @@ export class SessionsService {
   /** Another owner's session is indistinguishable from a missing one. */
   async getVisible(ownerId: string, sessionId: string): Promise<SessionEntity> {
     const rows = isUuid(sessionId)
-      ? ((await this.sessions.query(`SELECT * FROM sessions WHERE id = $1 AND owner_id = $2`, [sessionId, ownerId])) as Record<string, unknown>[])
+      ? ((await this.sessions.query(prepared(`SELECT * FROM sessions WHERE id = $1 AND owner_id = $2`), [sessionId, ownerId])) as Record<string, unknown>[])
       : [];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
     return sessionFromRow(rows[0]);
@@ -74,7 +74,7 @@ export class SessionsService {
   /** SELECT … FOR UPDATE: serialises inputs, claims and settlements of one session. */
   async lock(manager: EntityManager, sessionId: string): Promise<SessionEntity | null> {
     if (!isUuid(sessionId)) return null;
-    const rows = (await manager.query(`SELECT * FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId])) as Record<string, unknown>[];
+    const rows = (await manager.query(prepared(`SELECT * FROM sessions WHERE id = $1 FOR UPDATE`), [sessionId])) as Record<string, unknown>[];
     return rows[0] ? sessionFromRow(rows[0]) : null;
   }
 
@@ -84,9 +84,9 @@ export class SessionsService {
    */
   async acceptInput(manager: EntityManager, sessionId: string, ownerId: string, at: Date): Promise<{ session: SessionEntity; receivedSeq: number }> {
     const [rows] = (await manager.query(
-      `UPDATE sessions SET input_seq = input_seq + 1, pending_input_count = pending_input_count + 1,
+      prepared(`UPDATE sessions SET input_seq = input_seq + 1, pending_input_count = pending_input_count + 1,
               last_active_at = GREATEST(last_active_at, $3)
-       WHERE id = $1 AND owner_id = $2 RETURNING *`,
+       WHERE id = $1 AND owner_id = $2 RETURNING *`),
       [sessionId, ownerId, at],
     )) as [Record<string, unknown>[], number];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
@@ -107,9 +107,9 @@ export class SessionsService {
     at: Date,
   ): Promise<{ turnSeq: number; firstItemSeq: number }> {
     const [rows] = (await manager.query(
-      `UPDATE sessions SET turn_seq = turn_seq + 1, item_seq = item_seq + $2, pending_input_count = pending_input_count - $3,
+      prepared(`UPDATE sessions SET turn_seq = turn_seq + 1, item_seq = item_seq + $2, pending_input_count = pending_input_count - $3,
               current_turn = $4, last_active_at = GREATEST(last_active_at, $5)
-       WHERE id = $1 RETURNING turn_seq, item_seq`,
+       WHERE id = $1 RETURNING turn_seq, item_seq`),
       [sessionId, itemCount, consumedInputs, JSON.stringify(turn), at],
     )) as [{ turn_seq: number; item_seq: string }[], number];
     const row = rows[0];
@@ -123,9 +123,9 @@ export class SessionsService {
    */
   async recordRunStarted(manager: EntityManager, sessionId: string, turn: TurnSummary, consumedInputs: number, itemCount: number, at: Date): Promise<number> {
     const [rows] = (await manager.query(
-      `UPDATE sessions SET item_seq = item_seq + $2, pending_input_count = pending_input_count - $3, current_turn = $4,
+      prepared(`UPDATE sessions SET item_seq = item_seq + $2, pending_input_count = pending_input_count - $3, current_turn = $4,
               last_active_at = GREATEST(last_active_at, $5)
-       WHERE id = $1 RETURNING item_seq`,
+       WHERE id = $1 RETURNING item_seq`),
       [sessionId, itemCount, consumedInputs, JSON.stringify(turn), at],
     )) as [{ item_seq: string }[], number];
     return Number(rows[0]?.item_seq ?? 0) - itemCount + 1;
@@ -134,8 +134,8 @@ export class SessionsService {
   /** A turn changed state (call under the session lock); reserves `itemCount` item sequence numbers and marks the session unread. */
   async recordTurnUpdated(manager: EntityManager, sessionId: string, turn: TurnSummary, itemCount: number, at: Date): Promise<number> {
     const [rows] = (await manager.query(
-      `UPDATE sessions SET item_seq = item_seq + $2, current_turn = $3, unread = true, last_active_at = GREATEST(last_active_at, $4)
-       WHERE id = $1 RETURNING item_seq`,
+      prepared(`UPDATE sessions SET item_seq = item_seq + $2, current_turn = $3, unread = true, last_active_at = GREATEST(last_active_at, $4)
+       WHERE id = $1 RETURNING item_seq`),
       [sessionId, itemCount, JSON.stringify(turn), at],
     )) as [{ item_seq: string }[], number];
     return Number(rows[0]?.item_seq ?? 0) - itemCount + 1;
@@ -160,7 +160,7 @@ export class SessionsService {
     if (sets.length === 0) return this.getVisible(ownerId, sessionId);
     if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     const [rows] = (await this.sessions.query(
-      `UPDATE sessions SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND owner_id = $2 RETURNING *`,
+      prepared(`UPDATE sessions SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND owner_id = $2 RETURNING *`),
       values,
     )) as [Record<string, unknown>[], number];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
@@ -169,12 +169,12 @@ export class SessionsService {
 
   /** Marks the session archived (call under the session lock, after the use case checked its gates). */
   async markArchived(manager: EntityManager, sessionId: string): Promise<void> {
-    await manager.query(`UPDATE sessions SET archived = true, updated_at = now() WHERE id = $1`, [sessionId]);
+    await manager.query(prepared(`UPDATE sessions SET archived = true, updated_at = now() WHERE id = $1`), [sessionId]);
   }
 
   /** Reserves `count` item sequence numbers (call under the session lock); returns the first. */
   async reserveItemSeqs(manager: EntityManager, sessionId: string, count: number): Promise<number> {
-    const [rows] = (await manager.query(`UPDATE sessions SET item_seq = item_seq + $2 WHERE id = $1 RETURNING item_seq`, [sessionId, count])) as [
+    const [rows] = (await manager.query(prepared(`UPDATE sessions SET item_seq = item_seq + $2 WHERE id = $1 RETURNING item_seq`), [sessionId, count])) as [
       { item_seq: string }[],
       number,
     ];
@@ -183,13 +183,13 @@ export class SessionsService {
 
   /** Pauses or resumes claiming (call under the session lock). */
   async setQueuePaused(manager: EntityManager, sessionId: string, paused: boolean): Promise<void> {
-    await manager.query(`UPDATE sessions SET queue_paused = $2 WHERE id = $1`, [sessionId, paused]);
+    await manager.query(prepared(`UPDATE sessions SET queue_paused = $2 WHERE id = $1`), [sessionId, paused]);
   }
 
   /** A pending input left the queue without running (call under the session lock). */
   async recordInputCancelled(manager: EntityManager, sessionId: string, at: Date): Promise<void> {
     await manager.query(
-      `UPDATE sessions SET pending_input_count = pending_input_count - 1, last_active_at = GREATEST(last_active_at, $2) WHERE id = $1`,
+      prepared(`UPDATE sessions SET pending_input_count = pending_input_count - 1, last_active_at = GREATEST(last_active_at, $2) WHERE id = $1`),
       [sessionId, at],
     );
   }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
-import { isUuid, newId, type Page, type PageQuery, toPage } from '#libs/database';
+import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { ACTIVE_TURN_STATUSES, ItemEntity, type PublicError, type RunCheckpoint, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
 
@@ -98,7 +98,7 @@ export class TurnsService {
 
   /** The next fencing epoch of the session (call under the session lock): every lease gets a higher one. */
   async nextEpoch(manager: EntityManager, sessionId: string): Promise<number> {
-    const rows = (await manager.query(`SELECT coalesce(max(epoch), 0) + 1 AS epoch FROM runs WHERE session_id = $1`, [sessionId])) as { epoch: string }[];
+    const rows = (await manager.query(prepared(`SELECT coalesce(max(epoch), 0) + 1 AS epoch FROM runs WHERE session_id = $1`), [sessionId])) as { epoch: string }[];
     return Number(rows[0]?.epoch ?? 1);
   }
 
@@ -144,14 +144,14 @@ export class TurnsService {
     });
     // One statement for both rows (and the run's fencing epoch): the turn start is on every turn's critical path.
     const rows = (await manager.query(
-      `WITH t AS (
+      prepared(`WITH t AS (
          INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at)
          VALUES ($1, $2, $3, 'in_progress', $4, $5, $6, $7, $7)
        )
        INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, epoch, created_at, started_at)
        VALUES ($6, $1, $2, 1, 'in_progress', $8, $5, $9, $10, now() + make_interval(secs => $11::double precision / 1000),
                (SELECT coalesce(max(epoch), 0) + 1 FROM runs WHERE session_id = $2), $7, $7)
-       RETURNING epoch`,
+       RETURNING epoch`),
       [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs],
     )) as { epoch: string }[];
     run.epoch = Number(rows[0]?.epoch);
@@ -168,7 +168,7 @@ export class TurnsService {
       return `(${Array.from({ length: 12 }, (_, j) => `$${i * 12 + j + 1}`).join(', ')})`;
     });
     await manager.query(
-      `INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, created_at) VALUES ${tuples.join(', ')}`,
+      prepared(`INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, created_at) VALUES ${tuples.join(', ')}`),
       values,
     );
     return rows;
@@ -181,11 +181,11 @@ export class TurnsService {
    */
   async renewLease(lease: Lease, leaseMs: number, checkpoint: RunCheckpoint | null): Promise<{ held: boolean; cancelRequested: boolean }> {
     const rows = (await this.runs.query(
-      `WITH r AS (
+      prepared(`WITH r AS (
          UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000), checkpoint = coalesce($5::jsonb, checkpoint)
          WHERE ${HELD('$1', '$2', '$3')} RETURNING turn_id
        )
-       SELECT t.cancellation_pending FROM turns t JOIN r ON t.id = r.turn_id`,
+       SELECT t.cancellation_pending FROM turns t JOIN r ON t.id = r.turn_id`),
       [lease.runId, lease.owner, lease.epoch, leaseMs, checkpoint === null ? null : JSON.stringify(checkpoint)],
     )) as { cancellation_pending: boolean }[];
     return { held: rows.length > 0, cancelRequested: rows[0]?.cancellation_pending ?? false };
@@ -197,7 +197,7 @@ export class TurnsService {
    */
   async yieldRun(manager: EntityManager, lease: Lease, next: SuccessorSpec, leaseMs: number): Promise<RunEntity | null> {
     const rows = (await manager.query(
-      `WITH old AS (
+      prepared(`WITH old AS (
          UPDATE runs SET status = 'yielded', completed_at = $4, lease_owner = NULL, lease_expires_at = NULL
          WHERE ${HELD('$1', '$2', '$3')}
          RETURNING turn_id, session_id, seq, model, config
@@ -209,7 +209,7 @@ export class TurnsService {
        ), t AS (
          UPDATE turns SET current_run_id = $5 WHERE id = (SELECT turn_id FROM next)
        )
-       SELECT next.seq, old.model, old.config, old.turn_id, old.session_id FROM next, old`,
+       SELECT next.seq, old.model, old.config, old.turn_id, old.session_id FROM next, old`),
       [lease.runId, lease.owner, lease.epoch, next.at, next.nextRunId, next.inputIds, next.epoch, leaseMs],
     )) as SuccessorRow[];
     return rows[0] ? this.successor(manager, rows[0], lease.runId, next, lease.owner) : null;
@@ -221,7 +221,7 @@ export class TurnsService {
    */
   async interruptRun(manager: EntityManager, runId: string, lease: Lease | null, next: SuccessorSpec): Promise<{ interrupted: RunEntity; next: RunEntity } | null> {
     const rows = (await manager.query(
-      `WITH old AS (
+      prepared(`WITH old AS (
          UPDATE runs SET status = 'interrupted', completed_at = $4, lease_owner = NULL, lease_expires_at = NULL
          WHERE id = $1 AND status = 'in_progress'
            AND (($2::text IS NULL AND lease_expires_at < now()) OR (lease_owner = $2 AND epoch = $3 AND lease_expires_at > now()))
@@ -233,7 +233,7 @@ export class TurnsService {
        ), t AS (
          UPDATE turns SET current_run_id = $5 WHERE id = (SELECT turn_id FROM next)
        )
-       SELECT next.seq, old.model, old.config, old.turn_id, old.session_id FROM next, old`,
+       SELECT next.seq, old.model, old.config, old.turn_id, old.session_id FROM next, old`),
       [runId, lease?.owner ?? null, lease?.epoch ?? 0, next.at, next.nextRunId, next.epoch],
     )) as SuccessorRow[];
     const row = rows[0];
@@ -249,7 +249,7 @@ export class TurnsService {
 
   /** Locks a run whose lease expired (runs before items, as renewals lock them); false when it is not expired (any more). */
   async lockExpiredRun(manager: EntityManager, runId: string): Promise<boolean> {
-    const rows = (await manager.query(`SELECT 1 FROM runs WHERE id = $1 AND status = 'in_progress' AND lease_expires_at < now() FOR UPDATE`, [
+    const rows = (await manager.query(prepared(`SELECT 1 FROM runs WHERE id = $1 AND status = 'in_progress' AND lease_expires_at < now() FOR UPDATE`), [
       runId,
     ])) as unknown[];
     return rows.length > 0;
@@ -258,8 +258,8 @@ export class TurnsService {
   /** Leases the session's run that waits for a worker (after a crash or release) to the caller. */
   async takeOver(manager: EntityManager, sessionId: string, owner: string, leaseMs: number): Promise<RunEntity | null> {
     const [rows] = (await manager.query(
-      `UPDATE runs SET lease_owner = $2, lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), started_at = coalesce(started_at, now())
-       WHERE session_id = $1 AND status = 'in_progress' AND lease_owner IS NULL RETURNING id`,
+      prepared(`UPDATE runs SET lease_owner = $2, lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), started_at = coalesce(started_at, now())
+       WHERE session_id = $1 AND status = 'in_progress' AND lease_owner IS NULL RETURNING id`),
       [sessionId, owner, leaseMs],
     )) as [{ id: string }[], number];
     const id = rows[0]?.id;
@@ -268,7 +268,7 @@ export class TurnsService {
 
   /** Whether the session has a run waiting for a worker to take it over (no lock: a hint). */
   async hasUnleasedRun(sessionId: string): Promise<boolean> {
-    const rows = (await this.runs.query(`SELECT 1 FROM runs WHERE session_id = $1 AND status = 'in_progress' AND lease_owner IS NULL LIMIT 1`, [
+    const rows = (await this.runs.query(prepared(`SELECT 1 FROM runs WHERE session_id = $1 AND status = 'in_progress' AND lease_owner IS NULL LIMIT 1`), [
       sessionId,
     ])) as unknown[];
     return rows.length > 0;
@@ -276,7 +276,7 @@ export class TurnsService {
 
   /** How many runs of the turn were interrupted: a turn that keeps killing its workers stops. */
   async interruptionsOf(manager: EntityManager, turnId: string): Promise<number> {
-    const rows = (await manager.query(`SELECT count(*)::int AS n FROM runs WHERE turn_id = $1 AND status = 'interrupted'`, [turnId])) as { n: number }[];
+    const rows = (await manager.query(prepared(`SELECT count(*)::int AS n FROM runs WHERE turn_id = $1 AND status = 'interrupted'`), [turnId])) as { n: number }[];
     return rows[0]?.n ?? 0;
   }
 
@@ -284,8 +284,8 @@ export class TurnsService {
   async requestCancel(manager: EntityManager, sessionId: string, turnId: string): Promise<TurnEntity | null> {
     if (!isUuid(turnId)) return null;
     const [rows] = (await manager.query(
-      `UPDATE turns SET cancellation_pending = true
-       WHERE id = $1 AND session_id = $2 AND status IN ('queued', 'in_progress', 'requires_action') RETURNING id`,
+      prepared(`UPDATE turns SET cancellation_pending = true
+       WHERE id = $1 AND session_id = $2 AND status IN ('queued', 'in_progress', 'requires_action') RETURNING id`),
       [turnId, sessionId],
     )) as [{ id: string }[], number];
     if (rows.length === 0) return null;
@@ -300,7 +300,7 @@ export class TurnsService {
    */
   async settle(manager: EntityManager, spec: SettleSpec): Promise<TurnEntity | null> {
     const rows = (await manager.query(
-      `WITH cur AS (
+      prepared(`WITH cur AS (
          SELECT r.id, r.turn_id, t.cancellation_pending FROM runs r JOIN turns t ON t.id = r.turn_id
          WHERE r.id = $1 AND r.status = 'in_progress'
            AND (($2::text IS NULL AND (r.lease_owner IS NULL OR r.lease_expires_at < now())) OR (r.lease_owner = $2 AND r.epoch = $3 AND r.lease_expires_at > now()))
@@ -319,7 +319,7 @@ export class TurnsService {
          SELECT $7, $1, r.turn_id, $8, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = r.turn_id), 'model_call', 'completed', $9::jsonb, $10::jsonb, $5
          FROM r WHERE r.status = 'completed' AND $9::jsonb IS NOT NULL
        )
-       SELECT status FROM t`,
+       SELECT status FROM t`),
       [
         spec.runId,
         spec.lease?.owner ?? null,
@@ -348,16 +348,16 @@ export class TurnsService {
 
   /** How many items the turn has: the output index of its next item. */
   async countItems(manager: EntityManager, turnId: string): Promise<number> {
-    const rows = (await manager.query(`SELECT count(*)::int AS n FROM items WHERE turn_id = $1`, [turnId])) as { n: number }[];
+    const rows = (await manager.query(prepared(`SELECT count(*)::int AS n FROM items WHERE turn_id = $1`), [turnId])) as { n: number }[];
     return rows[0]?.n ?? 0;
   }
 
   /** The committed steps of the turn since its latest run that took new input (what a takeover plans from). */
   async stepsSinceLastInput(manager: EntityManager, turnId: string): Promise<{ runId: string; kind: RunStep['kind']; status: RunStep['status']; output: object }[]> {
     const rows = (await manager.query(
-      `SELECT s.run_id, s.kind, s.status, s.output FROM run_steps s JOIN runs r ON r.id = s.run_id
+      prepared(`SELECT s.run_id, s.kind, s.status, s.output FROM run_steps s JOIN runs r ON r.id = s.run_id
        WHERE s.turn_id = $1 AND r.seq >= (SELECT coalesce(max(seq), 1) FROM runs WHERE turn_id = $1 AND cardinality(input_ids) > 0)
-       ORDER BY s.seq`,
+       ORDER BY s.seq`),
       [turnId],
     )) as { run_id: string; kind: RunStep['kind']; status: RunStep['status']; output: object }[];
     return rows.map((row) => ({ runId: row.run_id, kind: row.kind, status: row.status, output: row.output }));
@@ -406,7 +406,7 @@ export class TurnsService {
   /** Sessions whose turn has a run waiting for a worker, for the sweep to nudge. */
   async sessionsAwaitingTakeover(limit: number): Promise<{ sessionId: string; runId: string }[]> {
     const rows = (await this.runs.query(
-      `SELECT session_id, id FROM runs WHERE status = 'in_progress' AND lease_owner IS NULL ORDER BY created_at LIMIT $1`,
+      prepared(`SELECT session_id, id FROM runs WHERE status = 'in_progress' AND lease_owner IS NULL ORDER BY created_at LIMIT $1`),
       [limit],
     )) as { session_id: string; id: string }[];
     return rows.map((row) => ({ sessionId: row.session_id, runId: row.id }));
