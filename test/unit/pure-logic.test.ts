@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { prepared } from '#libs/database';
 import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
 import { canonicalJson } from '#libs/inputs';
 import { parseAgentInput } from '#libs/protocol';
@@ -91,5 +92,22 @@ describe('input parsing', () => {
     const errors = parseAgentInput([{ role: 'assistant', content: 'x' }, 'nope']).errors;
     assert.ok(errors.some((e) => e.startsWith('input[0]')));
     assert.ok(errors.some((e) => e.startsWith('input[1]')));
+  });
+});
+
+describe('prepared statements', () => {
+  it('give one text one stable name, and a fresh config per call', () => {
+    const a = prepared('SELECT id FROM turns WHERE id = $1') as unknown as { name: string; text: string };
+    const b = prepared('SELECT id FROM turns WHERE id = $1') as unknown as { name: string; text: string };
+    const c = prepared('SELECT id FROM runs WHERE id = $1') as unknown as { name: string; text: string };
+    assert.equal(a.name, b.name);
+    assert.notEqual(a, b, 'the driver writes values into the config: never shared');
+    assert.notEqual(a.name, c.name);
+  });
+
+  it('refuse * (a cached plan breaks when a migration adds a column)', () => {
+    assert.throws(() => prepared('SELECT * FROM sessions WHERE id = $1'), /name their columns/);
+    assert.throws(() => prepared('UPDATE sessions SET unread = true RETURNING *'), /name their columns/);
+    assert.doesNotThrow(() => prepared('SELECT count(*)::int AS n FROM items WHERE turn_id = $1'));
   });
 });

@@ -34,7 +34,15 @@ export class SessionEntity {
   @Column('timestamptz', { name: 'updated_at' }) updatedAt!: Date;
 }
 
-/** Maps a raw `sessions` row (RETURNING *, raw SELECT) onto the entity. */
+/**
+ * The columns sessionFromRow reads, named rather than `*`: a prepared statement whose `*` meets a
+ * column added by a later migration fails ("cached plan must not change result type").
+ */
+export const SESSION_COLUMNS =
+  'id, owner_id, agent_id, model, tool_approval_mode, instructions, title, project_id, is_pinned, archived, unread, queue_paused, ' +
+  'input_seq, item_seq, turn_seq, pending_input_count, current_turn, created_at, last_active_at, updated_at';
+
+/** Maps a raw `sessions` row (RETURNING / SELECT of SESSION_COLUMNS) onto the entity. */
 export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
   return Object.assign(new SessionEntity(), {
     id: row.id as string,

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
+import { SESSION_COLUMNS, SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
 
 export interface NewSession {
   ownerId: string;
@@ -65,7 +65,7 @@ export class SessionsService {
   /** Another owner's session is indistinguishable from a missing one. */
   async getVisible(ownerId: string, sessionId: string): Promise<SessionEntity> {
     const rows = isUuid(sessionId)
-      ? ((await this.sessions.query(prepared(`SELECT * FROM sessions WHERE id = $1 AND owner_id = $2`), [sessionId, ownerId])) as Record<string, unknown>[])
+      ? ((await this.sessions.query(prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 AND owner_id = $2`), [sessionId, ownerId])) as Record<string, unknown>[])
       : [];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
     return sessionFromRow(rows[0]);
@@ -74,7 +74,7 @@ export class SessionsService {
   /** SELECT … FOR UPDATE: serialises inputs, claims and settlements of one session. */
   async lock(manager: EntityManager, sessionId: string): Promise<SessionEntity | null> {
     if (!isUuid(sessionId)) return null;
-    const rows = (await manager.query(prepared(`SELECT * FROM sessions WHERE id = $1 FOR UPDATE`), [sessionId])) as Record<string, unknown>[];
+    const rows = (await manager.query(prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`), [sessionId])) as Record<string, unknown>[];
     return rows[0] ? sessionFromRow(rows[0]) : null;
   }
 
@@ -86,7 +86,7 @@ export class SessionsService {
     const [rows] = (await manager.query(
       prepared(`UPDATE sessions SET input_seq = input_seq + 1, pending_input_count = pending_input_count + 1,
               last_active_at = GREATEST(last_active_at, $3)
-       WHERE id = $1 AND owner_id = $2 RETURNING *`),
+       WHERE id = $1 AND owner_id = $2 RETURNING ${SESSION_COLUMNS}`),
       [sessionId, ownerId, at],
     )) as [Record<string, unknown>[], number];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
@@ -160,7 +160,7 @@ export class SessionsService {
     if (sets.length === 0) return this.getVisible(ownerId, sessionId);
     if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     const [rows] = (await this.sessions.query(
-      prepared(`UPDATE sessions SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND owner_id = $2 RETURNING *`),
+      prepared(`UPDATE sessions SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND owner_id = $2 RETURNING ${SESSION_COLUMNS}`),
       values,
     )) as [Record<string, unknown>[], number];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
