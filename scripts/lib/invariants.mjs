@@ -87,7 +87,7 @@ export const INVARIANTS = [
   },
   {
     name: 'outbox_seq_contiguous',
-    description: 'per session, session_events.seq is exactly 1..max (no gaps, no duplicates) and max = sessions.event_seq (where that column exists)',
+    description: 'per session, session_events.seq is contiguous up to max (no gaps, no duplicates; it starts at 1 unless rows older than the replay window were pruned) and max = sessions.event_seq (where that column exists)',
     sql: `
       SELECT s.id AS session_id, {{SESSION_EVENT_SEQ}} AS event_seq, coalesce(e.n, 0) AS events, coalesce(e.distinct_seqs, 0) AS distinct_seqs,
              e.min_seq, e.max_seq
@@ -101,7 +101,7 @@ export const INVARIANTS = [
       WHERE {{S:s.id}}
         AND (coalesce(e.n, 0) <> coalesce(e.distinct_seqs, 0)
           OR coalesce(e.max_seq, 0) <> coalesce({{SESSION_EVENT_SEQ}}, coalesce(e.max_seq, 0))
-          OR (e.n > 0 AND (e.min_seq <> 1 OR e.max_seq <> e.n)))`,
+          OR (e.n > 0 AND e.max_seq - e.min_seq + 1 <> e.n))`,
   },
   {
     name: 'outbox_rows_belong_to_sessions',

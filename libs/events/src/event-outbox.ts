@@ -148,6 +148,24 @@ export class EventOutbox {
   }
 
   /**
+   * Deletes outbox rows older than the replay window (no cursor can ask for them any more) that the
+   * relay has confirmed, oldest first, keeping each session's newest row so its numbering goes on.
+   * Returns how many rows were deleted.
+   */
+  async prune(retentionSeconds: number, limit: number): Promise<number> {
+    const [, deleted] = (await this.dataSource.query(
+      prepared(`DELETE FROM session_events e
+       WHERE (e.session_id, e.seq) IN (
+         SELECT session_id, seq FROM session_events
+         WHERE created_at < least((SELECT relayed_until FROM outbox_relay_state WHERE id = 1), now() - make_interval(secs => $1::double precision))
+         ORDER BY created_at LIMIT $2)
+         AND e.seq < (SELECT max(m.seq) FROM session_events m WHERE m.session_id = e.session_id)`),
+      [retentionSeconds, limit],
+    )) as [unknown, number];
+    return deleted;
+  }
+
+  /**
    * Publishes every row the session's stream lacks: those after the stream's sequence number, or,
    * when the stream lost it (new, expired, or Redis lost its data), the rows of the relay's recent
    * window (older ones were confirmed in the stream before); subscribers see the jump and resync.

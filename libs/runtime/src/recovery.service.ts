@@ -7,22 +7,33 @@ import { type RunEntity, TurnsService } from '#libs/turns';
 import { TurnTransitions } from './turn-transitions.js';
 
 const SWEEP_BATCH = 500;
-/** Receipts are deleted in batches until none is left or this many batches ran (a sweep stays short). */
-const RECEIPT_BATCHES = 20;
-const RECEIPT_BATCH = 5_000;
+/** Expired rows are deleted in batches until none is left or this many batches ran (a sweep stays short). */
+const DELETE_BATCHES = 20;
+const DELETE_BATCH = 5_000;
+
+async function inBatches(deleteSome: (limit: number) => Promise<number>): Promise<number> {
+  let total = 0;
+  for (let batch = 0; batch < DELETE_BATCHES; batch += 1) {
+    const deleted = await deleteSome(DELETE_BATCH);
+    total += deleted;
+    if (deleted < DELETE_BATCH) break;
+  }
+  return total;
+}
 
 export interface SweepReport {
   interruptedRuns: number;
   takeoversNudged: number;
   redispatched: number;
   receiptsDeleted: number;
+  eventsPruned: number;
 }
 
 /**
  * Repairs what lost messages and dead workers leave behind. A run whose lease expired is
  * interrupted and its turn continues in a new run on another worker (takeover, not failure); a run
  * waiting for a worker whose nudge was lost is nudged again; a session whose inputs wait with
- * nothing running is nudged again; expired idempotency receipts are deleted. Each step is
+ * nothing running is nudged again; expired idempotency receipts and outbox rows past the replay window are deleted. Each step is
  * idempotent and decided in Postgres, so several workers may sweep at once.
  */
 @Injectable()
@@ -49,16 +60,12 @@ export class RecoveryService {
     for (const { sessionId, runId } of awaiting) await this.dispatcher.nudgeTakeover(sessionId, runId).catch(() => undefined);
     const waiting = await this.inputs.sessionsWithWaitingInputs(new Date(Date.now() - this.config.recoveryGraceMs), SWEEP_BATCH);
     for (const sessionId of waiting) await this.dispatcher.nudgeQuietly(sessionId);
-    let receiptsDeleted = 0;
-    for (let batch = 0; batch < RECEIPT_BATCHES; batch += 1) {
-      const deleted = await this.idempotency.deleteExpired(RECEIPT_BATCH);
-      receiptsDeleted += deleted;
-      if (deleted < RECEIPT_BATCH) break;
-    }
+    const receiptsDeleted = await inBatches((limit) => this.idempotency.deleteExpired(limit));
+    const eventsPruned = await inBatches((limit) => this.outbox.prune(this.config.eventsReplayTtlSeconds, limit));
     if (interruptedRuns > 0 || waiting.length > 0) {
       this.logger.log(`sweep: ${interruptedRuns} expired runs interrupted, ${waiting.length} idle sessions with waiting inputs re-dispatched`);
     }
-    return { interruptedRuns, takeoversNudged: awaiting.length, redispatched: waiting.length, receiptsDeleted };
+    return { interruptedRuns, takeoversNudged: awaiting.length, redispatched: waiting.length, receiptsDeleted, eventsPruned };
   }
 
   private async interrupt(run: RunEntity): Promise<boolean> {
