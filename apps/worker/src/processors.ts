@@ -1,4 +1,5 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
+import { Logger } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
 import { RecoveryService, SessionDriver } from '#libs/runtime';
@@ -8,11 +9,24 @@ type Handlers<Names extends JobName> = { [N in Names]: (data: JobPayloads[N]) =>
 /** A processor that maps each job name of its queue to a handler; the set is checked at boot. */
 export abstract class JobProcessor<Names extends JobName> extends WorkerHost {
   abstract readonly handlers: Handlers<Names>;
+  private readonly logger = new Logger('Jobs');
+  private readonly lastFailureLog = new Map<string, number>();
 
   async process(job: Job): Promise<unknown> {
     const handler = (this.handlers as Record<string, ((data: unknown) => Promise<unknown>) | undefined>)[job.name];
     if (!handler) throw new Error(`no handler for job ${job.name} on ${job.queueName}`);
-    return handler(job.data);
+    try {
+      return await handler(job.data);
+    } catch (error) {
+      // A failing job is retried by the next nudge or sweep; an outage fails every one of them,
+      // so each job name is logged once per interval.
+      const now = Date.now();
+      if (now - (this.lastFailureLog.get(job.name) ?? 0) > 10_000) {
+        this.lastFailureLog.set(job.name, now);
+        this.logger.warn(`job ${job.name} failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      throw error;
+    }
   }
 }
 
