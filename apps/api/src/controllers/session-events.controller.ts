@@ -52,7 +52,7 @@ export class SessionEventsController {
   @Get()
   @ApiOperation({
     summary: 'Subscribe to the session event stream (SSE)',
-    description: `A long-lived text/event-stream across turns. Send Last-Event-ID to resume strictly after a cursor. Event types: ${Object.keys(EVENT_TYPES).join(', ')}.`,
+    description: `A long-lived text/event-stream across turns. Send Last-Event-ID to resume strictly after a cursor; events missed on the way (an expired cursor, a Redis outage) are announced with yuxi.session.resync, never skipped silently. 503 service_unavailable (retryable) before the stream starts while Redis is unreachable. Event types: ${Object.keys(EVENT_TYPES).join(', ')}.`,
   })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id:` of the last event processed.' })
   @ApiProduces('text/event-stream')
@@ -70,6 +70,18 @@ export class SessionEventsController {
             session_id: { type: 'string' },
             created_at: { type: 'integer' },
             turn_id: { type: 'string' },
+            yuxi: {
+              type: 'object',
+              properties: {
+                seq: {
+                  type: 'integer',
+                  description:
+                    'Durable events: 1, 2, 3… per session without gaps. Absent on live events (output_text.delta, and the item.added / content_part.added announcing an assistant message). A jump means events were missed; the server sends yuxi.session.resync first.',
+                },
+                run_id: { type: 'string', description: 'The run (execution segment) the event belongs to.' },
+              },
+              additionalProperties: true,
+            },
           },
           additionalProperties: true,
         },
