@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { prepared } from '#libs/database';
 import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
 import { canonicalJson } from '#libs/inputs';
+import { resolveMode } from '#libs/lifecycle';
 import { parseAgentInput } from '#libs/protocol';
 import { planNextStep } from '#libs/runtime';
 
@@ -109,5 +110,23 @@ describe('prepared statements', () => {
     assert.throws(() => prepared('SELECT * FROM sessions WHERE id = $1'), /name their columns/);
     assert.throws(() => prepared('UPDATE sessions SET unread = true RETURNING *'), /name their columns/);
     assert.doesNotThrow(() => prepared('SELECT count(*)::int AS n FROM items WHERE turn_id = $1'));
+  });
+});
+
+describe('input mode (auto, follow_up, steer)', () => {
+  const turn = (status: string, cancellationPending = false) => ({ status, cancellationPending }) as Parameters<typeof resolveMode>[0];
+
+  it('auto steers into an executing turn and queues a follow-up when idle or overridden', () => {
+    assert.equal(resolveMode(turn('in_progress'), undefined, false), 'steer');
+    assert.equal(resolveMode(null, undefined, false), 'follow_up');
+    assert.equal(resolveMode(turn('in_progress'), undefined, true), 'follow_up');
+  });
+
+  it('keeps an explicit follow_up, and refuses auto or steer into a turn being cancelled or waiting', () => {
+    assert.equal(resolveMode(turn('in_progress', true), 'follow_up', false), 'follow_up');
+    assert.throws(() => resolveMode(turn('in_progress', true), 'steer', false), /being cancelled/);
+    assert.throws(() => resolveMode(turn('in_progress', true), undefined, false), /being cancelled/);
+    assert.throws(() => resolveMode(turn('requires_action'), undefined, false), /waiting for an answer/);
+    assert.equal(resolveMode(null, 'steer', false), 'steer');
   });
 });

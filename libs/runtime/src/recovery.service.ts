@@ -4,7 +4,7 @@ import { EventOutbox, EventPublisher } from '#libs/events';
 import { IdempotencyService, InputsService } from '#libs/inputs';
 import { SessionDispatcher } from '#libs/queue';
 import { type RunEntity, TurnsService } from '#libs/turns';
-import { TurnTransitions } from './turn-transitions.js';
+import { TurnTransitions } from '#libs/lifecycle';
 
 const SWEEP_BATCH = 500;
 /** Expired rows are deleted in batches until none is left or this many batches ran (a sweep stays short). */

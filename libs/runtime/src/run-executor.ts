@@ -16,8 +16,7 @@ import { LiveEvents } from './live-events.js';
 import type { RunControl } from './run-control.js';
 import { LeaseLostError, ShuttingDownError, TurnCancelledError } from './run-errors.js';
 import { planNextStep } from './step-plan.js';
-import { turnEvents } from './turn-events.js';
-import { assistantItem, type HeldTurn, type Outcome, type RunOutput, TurnTransitions } from './turn-transitions.js';
+import { assistantItem, type HeldTurn, type Outcome, type RunOutput, TurnTransitions, turnEvents } from '#libs/lifecycle';
 
 const CONTEXT_ITEMS = 50;
 const SETTLE_RETRY_MAX_MS = 2_000;

@@ -10,12 +10,12 @@ import { OutboxRelay } from './outbox-relay.js';
 import { RecoveryService } from './recovery.service.js';
 import { RunExecutor } from './run-executor.js';
 import { SessionDriver } from './session-driver.js';
-import { TurnTransitions } from './turn-transitions.js';
+import { LifecycleModule } from '#libs/lifecycle';
 
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
-  imports: [SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
-  providers: [TurnTransitions, RunExecutor, SessionDriver, RecoveryService, OutboxRelay, FencingStats],
+  imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
+  providers: [RunExecutor, SessionDriver, RecoveryService, OutboxRelay, FencingStats],
   exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats],
 })
 export class RuntimeModule {}

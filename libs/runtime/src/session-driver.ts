@@ -7,7 +7,7 @@ import { LeaseKeeper } from './lease-keeper.js';
 import { RunControl } from './run-control.js';
 import { ShuttingDownError } from './run-errors.js';
 import { RunExecutor } from './run-executor.js';
-import { TurnTransitions } from './turn-transitions.js';
+import { TurnTransitions } from '#libs/lifecycle';
 import { WORKER_ID } from './worker-identity.js';
 
 /**

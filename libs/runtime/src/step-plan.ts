@@ -1,15 +1,10 @@
+import type { CommittedStep } from '#libs/turns';
+
 /**
  * The step executor's decision, as a pure function of what the turn has committed: which step
  * comes next. A run that takes a turn over plans from the same record, so a committed step is
  * never repeated (a stored model answer is settled, not asked again).
  */
-export interface CommittedStep {
-  runId: string;
-  kind: 'model_call' | 'tool_call' | 'waitpoint';
-  status: 'completed' | 'failed';
-  output: { text?: string; tool_calls?: unknown[] };
-}
-
 export type NextStep = { action: 'call_model' } | { action: 'settle'; text: string; fromRunId: string };
 
 /**

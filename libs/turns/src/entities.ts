@@ -84,3 +84,11 @@ export class ItemEntity {
   @Column('varchar', { nullable: true }) phase!: string | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
 }
+
+/** A committed step of a turn (`run_steps`) as the step executor plans from it. */
+export interface CommittedStep {
+  runId: string;
+  kind: 'model_call' | 'tool_call' | 'waitpoint';
+  status: 'completed' | 'failed';
+  output: { text?: string; tool_calls?: unknown[] };
+}

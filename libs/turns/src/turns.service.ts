@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { ACTIVE_TURN_STATUSES, ItemEntity, type PublicError, type RunCheckpoint, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
+import { ACTIVE_TURN_STATUSES, type CommittedStep, ItemEntity, type PublicError, type RunCheckpoint, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
 
 /**
  * The right to write one run: its id, the worker holding it, and the fencing epoch it was leased
@@ -50,17 +50,6 @@ export interface SuccessorSpec {
   nextRunId: string;
   epoch: number;
   inputIds: string[];
-  at: Date;
-}
-
-export interface RunStep {
-  runId: string;
-  turnId: string;
-  sessionId: string;
-  kind: 'model_call' | 'tool_call' | 'waitpoint';
-  status: 'completed' | 'failed';
-  input: object;
-  output: object;
   at: Date;
 }
 
@@ -353,13 +342,13 @@ export class TurnsService {
   }
 
   /** The committed steps of the turn since its latest run that took new input (what a takeover plans from). */
-  async stepsSinceLastInput(manager: EntityManager, turnId: string): Promise<{ runId: string; kind: RunStep['kind']; status: RunStep['status']; output: object }[]> {
+  async stepsSinceLastInput(manager: EntityManager, turnId: string): Promise<CommittedStep[]> {
     const rows = (await manager.query(
       prepared(`SELECT s.run_id, s.kind, s.status, s.output FROM run_steps s JOIN runs r ON r.id = s.run_id
        WHERE s.turn_id = $1 AND r.seq >= (SELECT coalesce(max(seq), 1) FROM runs WHERE turn_id = $1 AND cardinality(input_ids) > 0)
        ORDER BY s.seq`),
       [turnId],
-    )) as { run_id: string; kind: RunStep['kind']; status: RunStep['status']; output: object }[];
+    )) as { run_id: string; kind: CommittedStep['kind']; status: CommittedStep['status']; output: CommittedStep['output'] }[];
     return rows.map((row) => ({ runId: row.run_id, kind: row.kind, status: row.status, output: row.output }));
   }
 

@@ -3,9 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
+import { SessionControls } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
 import { SessionsService } from '#libs/sessions';
-import { TurnsService } from '#libs/turns';
 import type { SessionDto } from '../dto/session.dto.js';
 import type { UpdateSessionDto } from '../dto/update-session.dto.js';
 import { toSessionDto } from '../session-view.js';
@@ -37,23 +37,14 @@ export class ArchiveSession {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly sessions: SessionsService,
-    private readonly turns: TurnsService,
+    private readonly controls: SessionControls,
   ) {}
 
   async execute(principal: Principal, sessionId: string): Promise<SessionDto> {
     const session = await this.dataSource.transaction(async (manager) => {
       const locked = await this.sessions.lock(manager, sessionId);
       if (!locked || locked.ownerId !== principal.userId) throw DomainError.notFound(`Session ${sessionId}`);
-      if (await this.turns.activeTurn(manager, sessionId)) {
-        throw new DomainError('state_conflict', 'The session has an active turn; cancel it or wait for it to finish before archiving');
-      }
-      if (locked.pendingInputCount > 0) {
-        throw new DomainError('state_conflict', 'The session has pending inputs; cancel them or let them run before archiving', {
-          queued_input_count: locked.pendingInputCount,
-        });
-      }
-      await this.sessions.markArchived(manager, sessionId);
-      return { ...locked, archived: true };
+      return this.controls.archive(manager, locked);
     });
     return toSessionDto(session);
   }

@@ -7,6 +7,7 @@ import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events'
 import { type FrozenInputConfig, type InputEntity, InputsService } from '#libs/inputs';
 import { SessionsService } from '#libs/sessions';
 import {
+  type CommittedStep,
   type ItemEntity,
   type Lease,
   type NewItem,
@@ -17,7 +18,6 @@ import {
   type TurnEntity,
   TurnsService,
 } from '#libs/turns';
-import type { CommittedStep } from './step-plan.js';
 import { turnEvents } from './turn-events.js';
 
 /** A turn a worker now holds a lease on: freshly claimed from the queue, or taken over. */
@@ -160,7 +160,7 @@ export class TurnTransitions {
       config: run.config as FrozenInputConfig,
       lastInputSeq: await this.inputs.lastConsumedSeq(manager, turn.id),
       outputIndex: await this.turns.countItems(manager, turn.id),
-      steps: (await this.turns.stepsSinceLastInput(manager, turn.id)) as CommittedStep[],
+      steps: await this.turns.stepsSinceLastInput(manager, turn.id),
       batch: { sessionId: turn.sessionId, rows: [] },
     };
   }

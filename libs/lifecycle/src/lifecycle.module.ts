@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { EventsModule } from '#libs/events';
+import { InputsModule } from '#libs/inputs';
+import { SessionsModule } from '#libs/sessions';
+import { TurnsModule } from '#libs/turns';
+import { SessionControls } from './session-controls.js';
+import { TurnTransitions } from './turn-transitions.js';
+
+/** The session aggregate's state transitions: the clients' side (SessionControls) and the worker's (TurnTransitions). */
+@Module({
+  imports: [SessionsModule, InputsModule, TurnsModule, EventsModule],
+  providers: [SessionControls, TurnTransitions],
+  exports: [SessionControls, TurnTransitions],
+})
+export class LifecycleModule {}

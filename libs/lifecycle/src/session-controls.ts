@@ -1,0 +1,134 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { DomainError } from '#libs/errors';
+import { type FrozenInputConfig, type InputEntity, type InputMessage, type InputMode, InputsService } from '#libs/inputs';
+import { type SessionEntity, SessionsService } from '#libs/sessions';
+import { type TurnEntity, TurnsService } from '#libs/turns';
+
+export interface MessageSpec {
+  requestedMode: InputMode | undefined;
+  /** A per-message model or approval override: follow-up intent. */
+  hasOverride: boolean;
+  messages: InputMessage[];
+  config: (session: SessionEntity) => FrozenInputConfig;
+}
+
+/**
+ * The session's state changes that clients cause: a message joins the queue (and may resume a
+ * paused one), a turn is asked to cancel (pausing what waits behind it), the queue continues, an
+ * input is promoted or removed, the session is archived. Each runs inside the caller's accepting
+ * transaction, after the session lock, and gates on the turns table. With TurnTransitions (the
+ * worker's side: claim, yield, settle, release, interrupt) this lib owns every transition of a
+ * session; no other code changes a session's queue or turn state.
+ */
+@Injectable()
+export class SessionControls {
+  constructor(
+    private readonly sessions: SessionsService,
+    private readonly inputs: InputsService,
+    private readonly turns: TurnsService,
+  ) {}
+
+  /**
+   * Queues a user message: follow-up (FIFO), or steer into the running turn. Takes the session lock
+   * with the owner-scoped acceptance (404 for another owner's session).
+   */
+  async acceptMessage(manager: EntityManager, ownerId: string, sessionId: string, spec: MessageSpec): Promise<{ input: InputEntity; steersRunningTurn: boolean }> {
+    const receivedAt = new Date();
+    const { session, receivedSeq } = await this.sessions.acceptInput(manager, sessionId, ownerId, receivedAt);
+    if (session.archived) throw new DomainError('state_conflict', 'The session is archived');
+    const active = spec.requestedMode === 'follow_up' ? null : await this.turns.activeTurn(manager, sessionId);
+    const mode = resolveMode(active, spec.requestedMode, spec.hasOverride);
+    // A message to a paused queue resumes it and runs alone first; the old queue follows.
+    if (session.queuePaused) await this.sessions.setQueuePaused(manager, sessionId, false);
+    const input = await this.inputs.insert(manager, {
+      sessionId,
+      receivedSeq,
+      mode,
+      priority: session.queuePaused ? 1 : 0,
+      messages: spec.messages,
+      attachmentFileIds: [],
+      config: spec.config(session),
+      receivedAt,
+    });
+    return { input, steersRunningTurn: mode === 'steer' && active !== null };
+  }
+
+  /**
+   * Asks a turn to cancel: the target (given, or the active turn) is fixed here, so a replay cancels
+   * the same turn, never a later one. Pending inputs stay queued behind a pause. Returns the turn,
+   * marked `cancellation_pending`; the worker (or recovery) settles it.
+   */
+  async cancelTurn(manager: EntityManager, session: SessionEntity, target: { turnId?: string; expectedRunId?: string }): Promise<TurnEntity> {
+    const turnId = target.turnId ?? (await this.turns.activeTurn(manager, session.id))?.id;
+    if (!turnId) throw new DomainError('state_conflict', 'The session has no active turn to cancel');
+    const turn = await this.turns.requestCancel(manager, session.id, turnId);
+    if (!turn) {
+      const ended = await this.turns.findTurn(manager, turnId);
+      if (!ended || ended.sessionId !== session.id) throw DomainError.notFound(`Turn ${turnId}`);
+      throw new DomainError('state_conflict', `Turn ${turnId} has already ended`);
+    }
+    if (target.expectedRunId !== undefined && target.expectedRunId !== turn.currentRunId) {
+      throw new DomainError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: turn.currentRunId });
+    }
+    if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, session.id, true);
+    return turn;
+  }
+
+  /** Resumes a paused queue once its cancelled turn settled; the worker then claims its original head. */
+  async continueQueue(manager: EntityManager, session: SessionEntity): Promise<void> {
+    if (!session.queuePaused) throw new DomainError('state_conflict', 'The queue is not paused');
+    if (await this.turns.activeTurn(manager, session.id)) throw new DomainError('state_conflict', 'A turn is still active; continue after it settles');
+    await this.sessions.setQueuePaused(manager, session.id, false);
+  }
+
+  /** Makes a pending follow-up a steer (not while the turn waits for an answer or is being cancelled). */
+  async promote(manager: EntityManager, session: SessionEntity, inputId: string): Promise<void> {
+    const active = await this.turns.activeTurn(manager, session.id);
+    if (active?.status === 'requires_action') throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval');
+    if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled');
+    await this.inputs.promote(manager, session.id, inputId);
+  }
+
+  /** Removes one pending input from the queue; it never becomes a turn. */
+  async cancelInput(manager: EntityManager, session: SessionEntity, inputId: string): Promise<void> {
+    const at = new Date();
+    await this.inputs.cancelPending(manager, session.id, inputId, at);
+    await this.sessions.recordInputCancelled(manager, session.id, at);
+  }
+
+  /** Archives when nothing is running or queued; history stays readable. */
+  async archive(manager: EntityManager, session: SessionEntity): Promise<SessionEntity> {
+    if (await this.turns.activeTurn(manager, session.id)) {
+      throw new DomainError('state_conflict', 'The session has an active turn; cancel it or wait for it to finish before archiving');
+    }
+    if (session.pendingInputCount > 0) {
+      throw new DomainError('state_conflict', 'The session has pending inputs; cancel them or let them run before archiving', {
+        queued_input_count: session.pendingInputCount,
+      });
+    }
+    await this.sessions.markArchived(manager, session.id);
+    return { ...session, archived: true };
+  }
+}
+
+/**
+ * follow_up queues FIFO; steer goes ahead of all follow-ups. Omitted (auto): steer into an
+ * executing turn, follow-up when idle; an override (model, approval) marks follow-up intent.
+ * Auto is refused while the turn waits for an answer or approval or is being cancelled. `active`
+ * is the session's active turn read from the turns table under the session lock.
+ */
+export function resolveMode(active: TurnEntity | null, requested: InputMode | undefined, hasOverride: boolean): InputMode {
+  if (requested === 'follow_up') return requested;
+  if (requested === 'steer') {
+    // A turn being cancelled takes no steer; queue a follow-up behind it instead.
+    if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
+    return requested;
+  }
+  if (!active || hasOverride) return 'follow_up';
+  if (active.status === 'requires_action') {
+    throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval; resume it, or send yuxi.mode=follow_up to queue');
+  }
+  if (active.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
+  return 'steer';
+}
