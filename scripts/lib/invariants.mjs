@@ -87,7 +87,7 @@ export const INVARIANTS = [
   },
   {
     name: 'outbox_seq_contiguous',
-    description: 'per session, session_events.seq is contiguous up to max (no gaps, no duplicates; it starts at 1 unless rows older than the replay window were pruned) and max = sessions.event_seq (where that column exists)',
+    description: 'per session, session_events.seq is contiguous up to max (no gaps, no duplicates) and starts at 1 (a session older than the replay window, EVENTS_REPLAY_TTL_SECONDS, may have its oldest rows pruned) and max = sessions.event_seq (where that column exists)',
     sql: `
       SELECT s.id AS session_id, {{SESSION_EVENT_SEQ}} AS event_seq, coalesce(e.n, 0) AS events, coalesce(e.distinct_seqs, 0) AS distinct_seqs,
              e.min_seq, e.max_seq
@@ -101,7 +101,8 @@ export const INVARIANTS = [
       WHERE {{S:s.id}}
         AND (coalesce(e.n, 0) <> coalesce(e.distinct_seqs, 0)
           OR coalesce(e.max_seq, 0) <> coalesce({{SESSION_EVENT_SEQ}}, coalesce(e.max_seq, 0))
-          OR (e.n > 0 AND e.max_seq - e.min_seq + 1 <> e.n))`,
+          OR (e.n > 0 AND e.max_seq - e.min_seq + 1 <> e.n)
+          OR (e.n > 0 AND e.min_seq <> 1 AND s.created_at > now() - make_interval(secs => {{RETENTION_SECONDS}})))`,
   },
   {
     name: 'outbox_rows_belong_to_sessions',
@@ -291,8 +292,12 @@ export async function checkInvariants(databaseUrl, { sessionIds, strict = false,
   return { checked, violations, skipped };
 }
 
+/** The outbox retention (the replay window): only a session older than it may have pruned rows. */
+const RETENTION_SECONDS = Number(process.env.EVENTS_REPLAY_TTL_SECONDS || 7 * 24 * 3600);
+
 function render(sql, { canValidateJson, sessionEventSeq }) {
   return sql
+    .replace(/\{\{RETENTION_SECONDS\}\}/g, String(Math.floor(RETENTION_SECONDS)))
     .replace(/\{\{SESSION_EVENT_SEQ\}\}/g, sessionEventSeq ? 's.event_seq' : 'NULL::bigint')
     .replace(/\{\{S:([^}]+)\}\}/g, (_, expr) => `($1::uuid[] IS NULL OR ${expr} = ANY($1::uuid[]))`)
     .replace(/\{\{JSON_OK:([^}]+)\}\}/g, (_, expr) => (canValidateJson ? `pg_input_is_valid(${expr}, 'jsonb')` : 'true'));

@@ -13,6 +13,15 @@ const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 /** How long Redis (c) and Postgres (d) stay down: past a heartbeat (1 s), short of the lease. */
 const OUTAGE_MS = Math.min(2_000, RUN_LEASE_MS - 500);
 
+/** Signals a process of the harness's Postgres tree; one that exited meanwhile is no error. */
+function tryKill(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
+
 function assertServiceUnavailable(res: { status: number; text: string; body: any }, what: string): void {
   assert.equal(res.status, 503, `${what}: 503, got ${res.status} ${res.text}`);
   assert.equal(res.body?.error?.code, 'service_unavailable', `${what}: error code`);
@@ -204,14 +213,17 @@ describe('faults: outages', () => {
       // connections and never answers.
       const pid = infra.postgres.pid;
       assert.ok(pid, 'the harness knows the Postgres pid');
+      // The postmaster first (a stopped postmaster forks no new backend), then its backends.
+      frozen = [pid];
+      tryKill(pid, 'SIGSTOP');
       frozen = processTree(pid);
-      for (const p of frozen) process.kill(p, 'SIGSTOP');
+      for (const p of frozen) tryKill(p, 'SIGSTOP');
       try {
         const read = await api.request(`${API}/sessions/${session.id}`, { timeoutMs: 15_000 });
         t.diagnostic(`GET session while Postgres is frozen: ${read.status} in ${Math.round(read.ms)} ms`);
         assertServiceUnavailable(read, 'GET …/sessions/{id} while Postgres is frozen');
       } finally {
-        for (const p of frozen) process.kill(p, 'SIGCONT');
+        for (const p of frozen) tryKill(p, 'SIGCONT');
         frozen = [];
       }
 
@@ -228,7 +240,7 @@ describe('faults: outages', () => {
       await assertTurnsInOrder(infra, session.id, [echoOf(text)]);
       await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
     } finally {
-      for (const p of frozen) process.kill(p, 'SIGCONT');
+      for (const p of frozen) tryKill(p, 'SIGCONT');
       tap?.close();
       await cluster.stop();
     }

@@ -2,4 +2,4 @@ export { DatabaseModule } from './database.module.js';
 export { dataSourceOptions, MIGRATIONS } from './data-source-options.js';
 export { isUuid, newId, unixSeconds } from './ids.js';
 export { type Page, type PageQuery, toPage } from './pagination.js';
-export { prepared } from './prepared.js';
+export { prepared, preparedUpTo } from './prepared.js';

@@ -18,5 +18,14 @@ export function prepared(text: string): string {
     name = `yx_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
     names.set(text, name);
   }
-  return { name, text } as unknown as string;
+  // toString: TypeORM logs a failed query as a string; keep the SQL in that log line.
+  return { name, text, toString: () => text } as unknown as string;
+}
+
+/** Statements whose text grows with a row count are prepared up to this many rows, so each connection holds a bounded number of them. */
+export const PREPARED_MAX_ROWS = 16;
+
+/** A statement built for `rows` rows (a VALUES list): prepared for small, common sizes, plain beyond. */
+export function preparedUpTo(rows: number, text: string): string {
+  return rows <= PREPARED_MAX_ROWS ? prepared(text) : text;
 }

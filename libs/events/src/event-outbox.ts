@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { prepared } from '#libs/database';
+import { prepared, preparedUpTo } from '#libs/database';
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -72,7 +72,7 @@ export class EventOutbox {
       return `($${at - 2}, $${at - 1}, $${at}::text, ${i + 1})`;
     });
     const rows = (await manager.query(
-      prepared(`WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)
+      preparedUpTo(stamped.length, `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)
        INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
        SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, $4, (base.n + e.ord)::text)
        FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
@@ -154,12 +154,12 @@ export class EventOutbox {
    */
   async prune(retentionSeconds: number, limit: number): Promise<number> {
     const [, deleted] = (await this.dataSource.query(
-      prepared(`DELETE FROM session_events e
-       WHERE (e.session_id, e.seq) IN (
-         SELECT session_id, seq FROM session_events
-         WHERE created_at < least((SELECT relayed_until FROM outbox_relay_state WHERE id = 1), now() - make_interval(secs => $1::double precision))
-         ORDER BY created_at LIMIT $2)
-         AND e.seq < (SELECT max(m.seq) FROM session_events m WHERE m.session_id = e.session_id)`),
+      prepared(`DELETE FROM session_events
+       WHERE (session_id, seq) IN (
+         SELECT s.session_id, s.seq FROM session_events s
+         WHERE s.created_at < least((SELECT relayed_until FROM outbox_relay_state WHERE id = 1), now() - make_interval(secs => $1::double precision))
+           AND EXISTS (SELECT 1 FROM session_events n WHERE n.session_id = s.session_id AND n.seq > s.seq)
+         ORDER BY s.created_at LIMIT $2)`),
       [retentionSeconds, limit],
     )) as [unknown, number];
     return deleted;

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
-import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
+import { isUuid, newId, type Page, type PageQuery, prepared, preparedUpTo, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { ACTIVE_TURN_STATUSES, type CommittedStep, ItemEntity, type PublicError, type RunCheckpoint, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
 
@@ -157,7 +157,7 @@ export class TurnsService {
       return `(${Array.from({ length: 12 }, (_, j) => `$${i * 12 + j + 1}`).join(', ')})`;
     });
     await manager.query(
-      prepared(`INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, created_at) VALUES ${tuples.join(', ')}`),
+      preparedUpTo(rows.length, `INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, created_at) VALUES ${tuples.join(', ')}`),
       values,
     );
     return rows;
