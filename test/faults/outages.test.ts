@@ -5,13 +5,37 @@
 // runs exactly once and every subscriber sees every durable event or a resync.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { API, EventTap, isDelta, newKey } from './client.js';
+import { API, type Api, EventTap, isDelta, newKey } from './client.js';
 import { assertInvariants, Cluster, delay, echoOf, type FaultInfra, processTree, RUN_LEASE_MS, startFaultInfra, waitQuiescent, waitUntil, words } from './harness.js';
 import { assertTurnsInOrder, inputsInOrder } from './steps.js';
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 /** How long Redis (c) and Postgres (d) stay down: past a heartbeat (1 s), short of the lease. */
 const OUTAGE_MS = Math.min(2_000, RUN_LEASE_MS - 500);
+
+/** The turn caught by an outage completes after it, alone in its session, with every invariant held. */
+async function expectCompletedAfterOutage(
+  infra: FaultInfra,
+  api: Api,
+  sessionId: string,
+  turnId: string,
+  text: string,
+  after: string,
+  t: { diagnostic: (message: string) => void },
+): Promise<void> {
+  const final = await waitUntil(
+    `the turn to end after ${after}`,
+    async () => {
+      const res = await api.turn(sessionId, turnId);
+      return res.status === 200 && TERMINAL.has(res.body.status) ? res.body : null;
+    },
+    { timeoutMs: 45_000, intervalMs: 250 },
+  );
+  assert.equal(final.status, 'completed', `the turn completed: ${JSON.stringify(final.error ?? null)}`);
+  await waitQuiescent(infra, [sessionId], 30_000);
+  await assertTurnsInOrder(infra, sessionId, [echoOf(text)]);
+  await assertInvariants(infra, [sessionId], (m) => t.diagnostic(m));
+}
 
 /** Signals a process of the harness's Postgres tree; one that exited meanwhile is no error. */
 function tryKill(pid: number, signal: NodeJS.Signals): void {
@@ -178,18 +202,7 @@ describe('faults: outages', () => {
       }
       t.diagnostic(`postgres was down for ${Date.now() - downAt} ms`);
 
-      const final = await waitUntil(
-        'the turn to end after the Postgres restart',
-        async () => {
-          const res = await api.turn(session.id, turnId);
-          return res.status === 200 && TERMINAL.has(res.body.status) ? res.body : null;
-        },
-        { timeoutMs: 45_000, intervalMs: 250 },
-      );
-      assert.equal(final.status, 'completed', `the turn completed: ${JSON.stringify(final.error ?? null)}`);
-      await waitQuiescent(infra, [session.id], 30_000);
-      await assertTurnsInOrder(infra, session.id, [echoOf(text)]);
-      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+      await expectCompletedAfterOutage(infra, api, session.id, turnId, text, 'the Postgres restart', t);
     } finally {
       tap?.close();
       await cluster.stop();
@@ -227,18 +240,7 @@ describe('faults: outages', () => {
         frozen = [];
       }
 
-      const final = await waitUntil(
-        'the turn to end after Postgres thawed',
-        async () => {
-          const res = await api.turn(session.id, turnId);
-          return res.status === 200 && TERMINAL.has(res.body.status) ? res.body : null;
-        },
-        { timeoutMs: 45_000, intervalMs: 250 },
-      );
-      assert.equal(final.status, 'completed', `the turn completed: ${JSON.stringify(final.error ?? null)}`);
-      await waitQuiescent(infra, [session.id], 30_000);
-      await assertTurnsInOrder(infra, session.id, [echoOf(text)]);
-      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+      await expectCompletedAfterOutage(infra, api, session.id, turnId, text, 'Postgres thawed', t);
     } finally {
       for (const p of frozen) tryKill(p, 'SIGCONT');
       tap?.close();
