@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { API, type Api, EventTap, isDelta, newKey } from './client.js';
 import { assertInvariants, Cluster, delay, echoOf, type FaultInfra, processTree, RUN_LEASE_MS, startFaultInfra, waitQuiescent, waitUntil, words } from './harness.js';
-import { assertTurnsInOrder, inputsInOrder } from './steps.js';
+import { assertEveryDurableEventOrResync, assertSessionSettled, assertTurnsInOrder, inputsInOrder } from './steps.js';
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 /** How long Redis (c) and Postgres (d) stay down: past a heartbeat (1 s), short of the lease. */
@@ -32,9 +32,7 @@ async function expectCompletedAfterOutage(
     { timeoutMs: 45_000, intervalMs: 250 },
   );
   assert.equal(final.status, 'completed', `the turn completed: ${JSON.stringify(final.error ?? null)}`);
-  await waitQuiescent(infra, [sessionId], 30_000);
-  await assertTurnsInOrder(infra, sessionId, [echoOf(text)]);
-  await assertInvariants(infra, [sessionId], (m) => t.diagnostic(m));
+  await assertSessionSettled(infra, sessionId, [echoOf(text)], t);
 }
 
 /** Signals a process of the harness's Postgres tree; one that exited meanwhile is no error. */
@@ -115,25 +113,8 @@ describe('faults: outages', () => {
       await assertTurnsInOrder(infra, session.id, texts.map(echoOf));
 
       // Every outbox row reaches the stream (the relay), then each subscriber has all or a resync.
-      const { rows: outbox } = await infra.db.query(`SELECT seq, event_id, type FROM session_events WHERE session_id = $1 ORDER BY seq`, [session.id]);
-      assert.ok(outbox.length > 0, 'the session has outbox rows');
-      const last = outbox[outbox.length - 1];
-      for (const [name, tap] of [
-        ['live subscriber', live],
-        ['fresh subscriber', fresh],
-      ] as const) {
-        await tap.waitFor((e) => e.data?.event_id === last.event_id, 20_000, `${name}: the last durable event ${last.type} #${last.seq}`);
-        const received = new Set(tap.events.map((e) => e.data?.event_id));
-        const missing = outbox.filter((row) => !received.has(row.event_id));
-        const resyncs = tap.ofType('yuxi.session.resync');
-        const ids = tap.events.filter((e) => e.type !== 'agent.session.turn.output_text.delta').map((e) => e.data?.event_id);
-        const duplicates = ids.length - new Set(ids).size;
-        t.diagnostic(
-          `${name}: ${tap.connections} connection(s), attempts [${tap.attempts.map((a) => a.status ?? 'error').join(', ')}], ` +
-            `${tap.events.length} events, ${missing.length}/${outbox.length} durable missing, ${resyncs.length} resync, ${duplicates} duplicate(s)`,
-        );
-        assert.ok(missing.length === 0 || resyncs.length > 0, `${name}: missed ${missing.length} durable event(s) without a resync: ${missing.slice(0, 5).map((r) => `${r.seq}:${r.type}`).join(', ')}`);
-      }
+      await assertEveryDurableEventOrResync(infra, session.id, 'live subscriber', live, t);
+      await assertEveryDurableEventOrResync(infra, session.id, 'fresh subscriber', fresh, t);
       await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
     } finally {
       for (const tap of taps) tap.close();
@@ -156,14 +137,7 @@ describe('faults: outages', () => {
       await assertTurnsInOrder(infra, session.id, [echoOf('before the data loss'), echoOf('after the data loss')]);
 
       fresh = await EventTap.open(api, session.id, { reconnect: true });
-      const { rows: outbox } = await infra.db.query(`SELECT seq, event_id, type FROM session_events WHERE session_id = $1 ORDER BY seq`, [session.id]);
-      const last = outbox[outbox.length - 1];
-      await fresh.waitFor((e) => e.data?.event_id === last.event_id, 20_000, `the last durable event ${last.type} #${last.seq}`);
-      const received = new Set(fresh.events.map((e) => e.data?.event_id));
-      const missing = outbox.filter((row) => !received.has(row.event_id));
-      const resyncs = fresh.ofType('yuxi.session.resync');
-      t.diagnostic(`fresh subscriber: ${fresh.events.length} events, ${missing.length}/${outbox.length} durable missing, ${resyncs.length} resync`);
-      assert.ok(missing.length === 0 || resyncs.length > 0, `missed ${missing.length} durable event(s) without a resync: ${missing.slice(0, 5).map((r) => `${r.seq}:${r.type}`).join(', ')}`);
+      await assertEveryDurableEventOrResync(infra, session.id, 'fresh subscriber', fresh, t);
       await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
     } finally {
       fresh?.close();

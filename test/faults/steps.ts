@@ -1,7 +1,7 @@
 // Steps and durable-state reads shared by the fault scenarios.
 import assert from 'node:assert/strict';
 import type { Api, EventTap } from './client.js';
-import { type Cluster, type FaultInfra, type Proc, waitUntil } from './harness.js';
+import { assertInvariants, type Cluster, type FaultInfra, type Proc, waitQuiescent, waitUntil } from './harness.js';
 
 export interface RunRow {
   id: string;
@@ -137,4 +137,50 @@ export async function startBusyTurn(
     tap.close();
     throw error;
   }
+}
+
+/** The end of every scenario: the session goes quiet, its turns answered `expected` in order, and every invariant holds. */
+export async function assertSessionSettled(
+  infra: FaultInfra,
+  sessionId: string,
+  expected: string[],
+  t: { diagnostic: (message: string) => void },
+  timeoutMs = 30_000,
+): Promise<void> {
+  await waitQuiescent(infra, [sessionId], timeoutMs);
+  await assertTurnsInOrder(infra, sessionId, expected);
+  await assertInvariants(infra, [sessionId], (m) => t.diagnostic(m));
+}
+
+/**
+ * Once the session's last durable event reached `tap`, every durable event of the outbox reached
+ * it too, or it was told to resync: never silence.
+ */
+export async function assertEveryDurableEventOrResync(
+  infra: FaultInfra,
+  sessionId: string,
+  name: string,
+  tap: EventTap,
+  t: { diagnostic: (message: string) => void },
+): Promise<void> {
+  const { rows: outbox } = await infra.db.query(`SELECT seq, event_id, type FROM session_events WHERE session_id = $1 ORDER BY seq`, [sessionId]);
+  assert.ok(outbox.length > 0, 'the session has outbox rows');
+  const last = outbox[outbox.length - 1];
+  await tap.waitFor((e) => e.data?.event_id === last.event_id, 20_000, `${name}: the last durable event ${last.type} #${last.seq}`);
+  const received = new Set(tap.events.map((e) => e.data?.event_id));
+  const missing = outbox.filter((row: { event_id: string }) => !received.has(row.event_id));
+  const resyncs = tap.ofType('yuxi.session.resync');
+  const ids = tap.events.filter((e) => e.type !== 'agent.session.turn.output_text.delta').map((e) => e.data?.event_id);
+  const duplicates = ids.length - new Set(ids).size;
+  t.diagnostic(
+    `${name}: ${tap.connections} connection(s), attempts [${tap.attempts.map((a) => a.status ?? 'error').join(', ')}], ` +
+      `${tap.events.length} events, ${missing.length}/${outbox.length} durable missing, ${resyncs.length} resync, ${duplicates} duplicate(s)`,
+  );
+  assert.ok(
+    missing.length === 0 || resyncs.length > 0,
+    `${name}: missed ${missing.length} durable event(s) without a resync: ${missing
+      .slice(0, 5)
+      .map((r: { seq: string; type: string }) => `${r.seq}:${r.type}`)
+      .join(', ')}`,
+  );
 }

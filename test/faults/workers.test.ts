@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { EventTap, isDelta, type SseEvent } from './client.js';
 import {
-  assertInvariants,
   Cluster,
   delay,
   echoOf,
@@ -15,11 +14,10 @@ import {
   RECOVERY_SWEEP_MS,
   RUN_LEASE_MS,
   startFaultInfra,
-  waitQuiescent,
   words,
   type WorkerHealth,
 } from './harness.js';
-import { assistantItems, assertTurnsInOrder, type BusyTurn, runsOfTurn, startBusyTurn } from './steps.js';
+import { assertSessionSettled, assistantItems, type BusyTurn, runsOfTurn, startBusyTurn } from './steps.js';
 
 const DELAY_MS = 300;
 const WORDS = 30;
@@ -81,9 +79,7 @@ describe('faults: workers', () => {
         assert.ok(echoOf(SLOW_TEXT).startsWith(item.text ?? ''), `the kept text is a prefix of the answer: ${item.text}`);
       }
 
-      await waitQuiescent(infra, [session.id], 30_000);
-      await assertTurnsInOrder(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)]);
-      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+      await assertSessionSettled(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)], t);
     } finally {
       busy?.tap.close();
       await cluster.stop();
@@ -148,9 +144,7 @@ describe('faults: workers', () => {
       assert.notEqual(completed[0]!.run_id, runId, 'the completed answer was written by the new run');
       for (const item of items.filter((i) => i.run_id === runId)) assert.equal(item.status, 'incomplete');
 
-      await waitQuiescent(infra, [session.id], 30_000);
-      await assertTurnsInOrder(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)]);
-      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+      await assertSessionSettled(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)], t);
     } finally {
       busy?.tap.close();
       await cluster.stop();
@@ -180,9 +174,7 @@ describe('faults: workers', () => {
       assert.ok(runs.some((r) => r.resume_from_run_id === runId), 'a run resumes from the released one');
       assert.notEqual(turn.body.yuxi.result_run_id, runId, 'the other worker produced the result');
 
-      await waitQuiescent(infra, [session.id], 30_000);
-      await assertTurnsInOrder(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)]);
-      await assertInvariants(infra, [session.id], (m) => t.diagnostic(m));
+      await assertSessionSettled(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)], t);
     } finally {
       busy?.tap.close();
       await cluster.stop();

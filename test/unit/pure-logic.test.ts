@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ThrottledLog } from '#libs/config';
 import { prepared } from '#libs/database';
 import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
 import { canonicalJson } from '#libs/inputs';
@@ -128,5 +129,17 @@ describe('input mode (auto, follow_up, steer)', () => {
     assert.throws(() => resolveMode(turn('in_progress', true), undefined, false), /being cancelled/);
     assert.throws(() => resolveMode(turn('requires_action'), undefined, false), /waiting for an answer/);
     assert.equal(resolveMode(null, 'steer', false), 'steer');
+  });
+});
+
+describe('throttled log', () => {
+  it('logs a repeated condition once per interval and key', () => {
+    const lines: string[] = [];
+    const log = new ThrottledLog({ warn: (m: string) => lines.push(m), error: (m: string) => lines.push(`E ${m}`) }, 60_000);
+    log.warn('redis down');
+    log.warn('redis down');
+    log.warn('job failed', 'recovery.sweep');
+    log.error('job failed again', 'recovery.sweep');
+    assert.deepEqual(lines, ['redis down', 'job failed']);
   });
 });

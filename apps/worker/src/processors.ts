@@ -1,5 +1,6 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
+import { ThrottledLog } from '#libs/config';
 import type { Job } from 'bullmq';
 import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
 import { RecoveryService, SessionDriver } from '#libs/runtime';
@@ -9,8 +10,7 @@ type Handlers<Names extends JobName> = { [N in Names]: (data: JobPayloads[N]) =>
 /** A processor that maps each job name of its queue to a handler; the set is checked at boot. */
 export abstract class JobProcessor<Names extends JobName> extends WorkerHost {
   abstract readonly handlers: Handlers<Names>;
-  private readonly logger = new Logger('Jobs');
-  private readonly lastFailureLog = new Map<string, number>();
+  private readonly failures = new ThrottledLog(new Logger('Jobs'));
 
   async process(job: Job): Promise<unknown> {
     const handler = (this.handlers as Record<string, ((data: unknown) => Promise<unknown>) | undefined>)[job.name];
@@ -20,11 +20,7 @@ export abstract class JobProcessor<Names extends JobName> extends WorkerHost {
     } catch (error) {
       // A failing job is retried by the next nudge or sweep; an outage fails every one of them,
       // so each job name is logged once per interval.
-      const now = Date.now();
-      if (now - (this.lastFailureLog.get(job.name) ?? 0) > 10_000) {
-        this.lastFailureLog.set(job.name, now);
-        this.logger.warn(`job ${job.name} failed: ${error instanceof Error ? error.message : String(error)}`);
-      }
+      this.failures.warn(`job ${job.name} failed: ${error instanceof Error ? error.message : String(error)}`, job.name);
       throw error;
     }
   }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { prepared, preparedUpTo } from '#libs/database';
 import { Injectable, Logger } from '@nestjs/common';
+import { ThrottledLog } from '#libs/config';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { EventPublisher, type DurableRow, type OutgoingEvent, stampEvents } from './event-publisher.js';
@@ -46,8 +47,7 @@ const RELAY_MAX_ROWS = 20_000;
  */
 @Injectable()
 export class EventOutbox {
-  private readonly logger = new Logger(EventOutbox.name);
-  private lastFailureLog = 0;
+  private readonly log = new ThrottledLog(new Logger(EventOutbox.name));
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -98,7 +98,7 @@ export class EventOutbox {
       }
       return await this.catchUp(sessionId);
     } catch (error) {
-      this.logFailure(`events of session ${sessionId} wait for the relay: ${String(error)}`);
+      this.log.warn(`events of session ${sessionId} wait for the relay: ${String(error)}`);
       return { complete: false };
     }
   }
@@ -201,13 +201,5 @@ export class EventOutbox {
       floor = -1;
     }
     return { complete: false };
-  }
-
-  /** A Redis outage fails every flush: say so once per interval, not once per event. */
-  private logFailure(message: string): void {
-    const now = Date.now();
-    if (now - this.lastFailureLog < 10_000) return;
-    this.lastFailureLog = now;
-    this.logger.warn(message);
   }
 }

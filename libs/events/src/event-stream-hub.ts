@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { ThrottledLog } from '#libs/config';
 import type { Redis } from 'ioredis';
 import { newId } from '#libs/database';
 import { compareStreamIds, encodeCursor, sequenceStep, type StreamPosition } from './cursor.js';
@@ -81,6 +82,7 @@ const BLOCK_MS = 30_000;
 @Injectable()
 export class EventStreamHub implements OnApplicationShutdown {
   private readonly logger = new Logger(EventStreamHub.name);
+  private readonly readFailures = new ThrottledLog(this.logger);
   private readonly streams = new Map<string, StreamState>();
   /**
    * A private stream the reader always includes: adding to it wakes a blocked XREAD so a newly
@@ -91,7 +93,6 @@ export class EventStreamHub implements OnApplicationShutdown {
   private running = true;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
-  private lastReadFailureLog = 0;
 
   constructor(
     @Inject(EVENTS_REDIS) private readonly redis: Redis,
@@ -208,10 +209,7 @@ export class EventStreamHub implements OnApplicationShutdown {
         result = (await this.reader.xread('COUNT', 1000, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...positions)) as [string, [string, string[]][]][] | null;
       } catch (error) {
         if (!this.running) return;
-        if (Date.now() - this.lastReadFailureLog > 10_000) {
-          this.lastReadFailureLog = Date.now();
-          this.logger.error(`event reader failed, retrying: ${String(error)}`);
-        }
+        this.readFailures.error(`event reader failed, retrying: ${String(error)}`);
         await new Promise((resolve) => setTimeout(resolve, 500));
         continue;
       }

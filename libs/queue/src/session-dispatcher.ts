@@ -1,5 +1,6 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger } from '@nestjs/common';
+import { ThrottledLog } from '#libs/config';
 import type { Queue } from 'bullmq';
 import { JOBS, type JobPayloads, QUEUES } from './queue-names.js';
 
@@ -10,8 +11,7 @@ import { JOBS, type JobPayloads, QUEUES } from './queue-names.js';
  */
 @Injectable()
 export class SessionDispatcher {
-  private readonly logger = new Logger(SessionDispatcher.name);
-  private lastFailureLog = 0;
+  private readonly log = new ThrottledLog(new Logger(SessionDispatcher.name));
 
   constructor(@InjectQueue(QUEUES.sessions) private readonly queue: Queue<JobPayloads['session.dispatch']>) {}
 
@@ -42,9 +42,7 @@ export class SessionDispatcher {
       await this.nudge(sessionId);
     } catch (error) {
       // A Redis outage fails every nudge: one line per interval, not one per request.
-      if (Date.now() - this.lastFailureLog < 10_000) return;
-      this.lastFailureLog = Date.now();
-      this.logger.warn(`dispatch nudges are failing; the outbox relay and the recovery sweep will retry: ${String(error)}`);
+      this.log.warn(`dispatch nudges are failing; the outbox relay and the recovery sweep will retry: ${String(error)}`);
     }
   }
 }
