@@ -141,7 +141,7 @@ export class TurnTransitions {
         run,
         lease: { runId: run.id, owner, epoch: run.epoch },
         config: input.config,
-        lastInputSeq: batch.reduce((max, i) => (BigInt(i.receivedSeq) > BigInt(max) ? i.receivedSeq : max), '0'),
+        lastInputSeq: lastReceivedSeq(batch, '0'),
         outputIndex: userItems.length,
         steps: [],
         batch: await this.outbox.append(manager, sessionId, events, { epoch: run.epoch }),
@@ -215,9 +215,7 @@ export class TurnTransitions {
         events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
         index += 1;
       }
-      if (steers.length > 0) {
-        held.lastInputSeq = steers.reduce((max, i) => (BigInt(i.receivedSeq) > BigInt(max) ? i.receivedSeq : max), held.lastInputSeq);
-      }
+      held.lastInputSeq = lastReceivedSeq(steers, held.lastInputSeq);
       const batch = await this.outbox.append(manager, sessionId, events, { epoch });
       return { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index, batch };
     });
@@ -384,6 +382,11 @@ export function assistantItem(id: string, turn: Pick<TurnEntity, 'id' | 'session
     phase: null,
     createdAt: at,
   };
+}
+
+/** The highest received sequence number among `inputs`, or `from` when none is higher (bigint-safe). */
+function lastReceivedSeq(inputs: InputEntity[], from: string): string {
+  return inputs.reduce((max, input) => (BigInt(input.receivedSeq) > BigInt(max) ? input.receivedSeq : max), from);
 }
 
 /** text done, content part done, item done: what closing an assistant item announces. */
