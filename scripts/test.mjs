@@ -11,6 +11,9 @@ ensureBuilt();
 const { startStack } = await import('./lib/stack.mjs');
 
 const logDir = path.join(ROOT, '.data', 'test-logs');
+const { freePort } = await import('./lib/infra.mjs');
+// The worker's OpenAI-compatible endpoint: a fake server that the e2e files needing it start on this port (test/support/fake-openai.ts).
+const fakeOpenAiPort = await freePort();
 const apiKey = `yx_test_${randomBytes(24).toString('base64url')}`;
 const stack = await startStack({
   dataDir: path.join(os.tmpdir(), `yuxi-test-${process.pid}`),
@@ -24,6 +27,10 @@ const stack = await startStack({
     RECOVERY_SWEEP_MS: '500',
     RECOVERY_GRACE_MS: '1000',
     BODY_LIMIT: '5mb',
+    OPENAI_BASE_URL: `http://127.0.0.1:${fakeOpenAiPort}/v1`,
+    OPENAI_API_KEY: 'sk-test-fake',
+    // Backoff stays short: retry tests wait for a real Retry-After, not for our jitter.
+    MODEL_RETRY_MAX_DELAY_MS: '3000',
   },
 });
 
@@ -50,7 +57,7 @@ const code = await new Promise((resolve) => {
   child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=1', ...files], {
     cwd: ROOT,
     stdio: 'inherit',
-    env: { ...stack.env, TEST_API_URL: stack.url, TEST_API_KEY: apiKey },
+    env: { ...stack.env, TEST_API_URL: stack.url, TEST_API_KEY: apiKey, TEST_FAKE_OPENAI_PORT: String(fakeOpenAiPort) },
   });
   child.on('exit', (exitCode) => resolve(exitCode ?? 1));
 });

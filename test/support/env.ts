@@ -10,4 +10,6 @@ export const env = {
   apiKey: required('TEST_API_KEY'),
   databaseUrl: required('DATABASE_URL'),
   redisUrl: required('REDIS_URL'),
+  /** Where the worker expects its OpenAI-compatible endpoint (OPENAI_BASE_URL): start test/support/fake-openai.ts there. */
+  fakeOpenAiPort: Number(required('TEST_FAKE_OPENAI_PORT')),
 };

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ThrottledLog } from '#libs/config';
-import { prepared } from '#libs/database';
 import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
-import { canonicalJson } from '#libs/inputs';
+import { canonicalJson, prepared } from '#libs/database';
 import { resolveMode } from '#libs/lifecycle';
 import { parseAgentInput } from '#libs/protocol';
-import { planNextStep } from '#libs/runtime';
 
-// Pure logic, no database: cursors, gap detection, the step plan, canonical JSON, input parsing.
+// Pure logic, no database: cursors, gap detection, canonical JSON, input parsing.
 const SESSION = '01a22bfa-8bdf-7435-8da3-a93fcf70dbb0';
 
 describe('SSE cursors', () => {
@@ -54,22 +52,6 @@ describe('gap detection', () => {
     assert.equal(hasGap('60-0', { ...info, maxDeletedId: '70-0' }), true, 'deleted after the cursor');
     assert.equal(hasGap('100-0', { lastId: '100-0', firstId: null, maxDeletedId: '0-0' }), false, 'empty stream, cursor at its end');
     assert.equal(hasGap('90-0', { lastId: '100-0', firstId: null, maxDeletedId: '0-0' }), true, 'empty stream, cursor before its end');
-  });
-});
-
-describe('step plan', () => {
-  it('calls the model when nothing is committed or the last call asked for tools', () => {
-    assert.deepEqual(planNextStep([]), { action: 'call_model' });
-    assert.deepEqual(planNextStep([{ runId: 'r1', kind: 'model_call', status: 'completed', output: { text: '', tool_calls: [{}] } }]), { action: 'call_model' });
-    assert.deepEqual(planNextStep([{ runId: 'r1', kind: 'model_call', status: 'failed', output: {} }]), { action: 'call_model' });
-  });
-
-  it('settles a stored final answer instead of asking the model again', () => {
-    assert.deepEqual(planNextStep([{ runId: 'r1', kind: 'model_call', status: 'completed', output: { text: 'Echo: hi' } }]), {
-      action: 'settle',
-      text: 'Echo: hi',
-      fromRunId: 'r1',
-    });
   });
 });
 

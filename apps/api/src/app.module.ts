@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { AgentsFile } from '#libs/agents';
 import { ApiKeyGuard, AuthModule } from '#libs/auth';
 import { ConfigModule } from '#libs/config';
 import { DatabaseModule } from '#libs/database';
@@ -7,6 +8,7 @@ import { AllExceptionsFilter } from '#libs/errors';
 import { EventStreamModule } from '#libs/events';
 import { ProtocolModule } from '#libs/protocol';
 import { BootstrapKey } from './bootstrap-key.js';
+import { AdminAgentsController } from './controllers/admin-agents.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
 import { HealthController } from './controllers/health.controller.js';
 import { SessionEventsController } from './controllers/session-events.controller.js';
@@ -16,7 +18,7 @@ import { SseResponder } from './controllers/sse-responder.js';
 @Module({
   imports: [ConfigModule, DatabaseModule, AuthModule, ProtocolModule, EventStreamModule],
   // Sessions before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
-  controllers: [HealthController, SessionsController, SessionEventsController, AgentsController],
-  providers: [BootstrapKey, SseResponder, { provide: APP_GUARD, useClass: ApiKeyGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
+  controllers: [HealthController, SessionsController, SessionEventsController, AgentsController, AdminAgentsController],
+  providers: [BootstrapKey, AgentsFile, SseResponder, { provide: APP_GUARD, useClass: ApiKeyGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

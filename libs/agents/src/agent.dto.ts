@@ -1,8 +1,49 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+
+export class FunctionToolDto {
+  @ApiProperty({ enum: ['function'] }) type!: 'function';
+  @ApiProperty({ pattern: '^[a-zA-Z0-9_-]{1,64}$' }) name!: string;
+  @ApiPropertyOptional({ maxLength: 1024 }) description?: string;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'JSON Schema (type object) of the arguments; the model\'s arguments are validated against it.' })
+  parameters?: Record<string, unknown>;
+}
+
+export class BuiltinToolDto {
+  @ApiProperty({ enum: ['builtin'] }) type!: 'builtin';
+  @ApiProperty({ enum: ['ask_user', 'calculator', 'current_time'] }) name!: string;
+  @ApiPropertyOptional({ description: 'Ask the user to approve each call first.' }) requires_approval?: boolean;
+  @ApiPropertyOptional({ description: 'Safe to run again after a crash mid-call (default true for builtins).' }) idempotent?: boolean;
+}
+
+export class McpToolDto {
+  @ApiProperty({ enum: ['mcp'] }) type!: 'mcp';
+  @ApiProperty({ pattern: '^[a-zA-Z0-9_-]{1,64}$' }) server_label!: string;
+  @ApiProperty({ format: 'uri', description: 'Streamable HTTP endpoint of the MCP server.' }) server_url!: string;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' }, description: 'Sent with every request; values are shown as "***".' })
+  headers?: Record<string, string>;
+  @ApiPropertyOptional({ type: [String], description: 'Only these tools of the server are offered to the model.' }) allowed_tools?: string[];
+  @ApiPropertyOptional() requires_approval?: boolean;
+  @ApiPropertyOptional({ description: 'Safe to run again after a crash mid-call (default false: the model gets outcome_unknown instead).' })
+  idempotent?: boolean;
+}
+
+const TOOL_SCHEMA = { oneOf: [{ $ref: getSchemaPath(FunctionToolDto) }, { $ref: getSchemaPath(BuiltinToolDto) }, { $ref: getSchemaPath(McpToolDto) }] };
+
+export class AgentLimitsDto {
+  @ApiProperty({ minimum: 1, maximum: 1000, description: 'Model calls per turn (default 25).' }) max_model_calls!: number;
+  @ApiProperty({ minimum: 0, maximum: 1000, description: 'Tool calls per turn (default 50).' }) max_tool_calls!: number;
+  @ApiProperty({ minimum: 1, maximum: 86400, description: 'Execution time per turn in seconds, waits excluded (default 900).' }) turn_timeout_s!: number;
+}
 
 export class AgentYuxiDto {
-  @ApiProperty({ enum: ['ask', 'always_trust'] }) tool_approval_mode!: string;
-  @ApiProperty({ description: 'Whether this is a system agent visible to every caller.' }) system!: boolean;
+  @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
+  @ApiProperty({ description: 'Whether this is a public agent visible to every caller.' }) system!: boolean;
+  @ApiProperty({ enum: ['public', 'private'] }) visibility!: string;
+  @ApiProperty({ description: 'Grows with every replacement; a session keeps the version it was created with.' }) version!: number;
+  @ApiProperty({ type: 'array', items: TOOL_SCHEMA }) tools!: object[];
+  @ApiProperty({ type: AgentLimitsDto, description: 'Effective limits (defaults filled in).' }) limits!: AgentLimitsDto;
+  @ApiPropertyOptional({ description: 'System prompt; shown to administrators only.' }) instructions?: string;
+  @ApiProperty({ description: 'Unix seconds.' }) updated_at!: number;
 }
 
 export class AgentDto {
@@ -21,4 +62,22 @@ export class AgentListDto {
   @ApiProperty({ type: String, nullable: true }) first_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) last_id!: string | null;
   @ApiProperty() has_more!: boolean;
+}
+
+/** The PUT body of `/admin/agents/{agent_id}`: the whole definition (a replacement, not a patch). */
+export class PutAgentDto {
+  @ApiProperty({ maxLength: 200 }) name!: string;
+  @ApiPropertyOptional({ maxLength: 2000 }) description?: string;
+  @ApiPropertyOptional({ maxLength: 100000, description: 'System prompt.' }) instructions?: string;
+  @ApiPropertyOptional({ description: '`provider:model`; omitted = the deployment default.', example: 'openai:gpt-4o-mini' }) model?: string;
+  @ApiPropertyOptional({ type: 'array', items: TOOL_SCHEMA, maxItems: 64 }) tools?: object[];
+  @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], default: 'default' }) tool_approval_mode?: string;
+  @ApiPropertyOptional({ type: AgentLimitsDto, description: 'Any subset; the rest take defaults.' }) limits?: Partial<AgentLimitsDto>;
+  @ApiPropertyOptional({ enum: ['public', 'private'], default: 'public', description: 'private: visible to its creator only.' }) visibility?: string;
+}
+
+export class AgentDeletedDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: ['agent.deleted'] }) object!: 'agent.deleted';
+  @ApiProperty({ enum: [true] }) deleted!: true;
 }

@@ -1,12 +1,36 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { ToolDeclaration } from '#libs/tools';
 
-export type ToolApprovalMode = 'ask' | 'always_trust';
-export const TOOL_APPROVAL_MODES: readonly ToolApprovalMode[] = ['ask', 'always_trust'];
+/**
+ * `default`: ask before a server tool that declares `requires_approval`; `always_ask`: before every
+ * server tool call; `always_trust`: never.
+ */
+export type ToolApprovalMode = 'default' | 'always_ask' | 'always_trust';
+export const TOOL_APPROVAL_MODES: readonly ToolApprovalMode[] = ['default', 'always_ask', 'always_trust'];
+
+export type AgentVisibility = 'public' | 'private';
+export const AGENT_VISIBILITIES: readonly AgentVisibility[] = ['public', 'private'];
+
+/** Per-turn limits; a turn that reaches one fails with a clear code. */
+export interface AgentLimits {
+  max_model_calls: number;
+  max_tool_calls: number;
+  turn_timeout_s: number;
+}
+
+export const DEFAULT_AGENT_LIMITS: AgentLimits = { max_model_calls: 25, max_tool_calls: 50, turn_timeout_s: 900 };
+
+/** What a session (and each input it receives) keeps of its agent: editing the agent later changes nothing here. */
+export interface AgentSnapshot {
+  version: number;
+  tools: ToolDeclaration[];
+  limits: AgentLimits;
+}
 
 @Entity('agents')
 export class AgentEntity {
   @PrimaryColumn('varchar') id!: string;
-  /** null: a system agent every caller can see. */
+  /** null: a public agent every caller can see; else the private agent's owner. */
   @Column('uuid', { name: 'owner_id', nullable: true }) ownerId!: string | null;
   @Column('text') name!: string;
   @Column('text') description!: string;
@@ -14,6 +38,12 @@ export class AgentEntity {
   /** null: the deployment's DEFAULT_MODEL. */
   @Column('varchar', { nullable: true }) model!: string | null;
   @Column('varchar', { name: 'tool_approval_mode' }) toolApprovalMode!: ToolApprovalMode;
+  @Column('jsonb') tools!: ToolDeclaration[];
+  /** Only the limits the definition sets; the rest come from DEFAULT_AGENT_LIMITS. */
+  @Column('jsonb') limits!: Partial<AgentLimits>;
+  @Column('varchar') visibility!: AgentVisibility;
+  @Column('integer') version!: number;
+  @Column('timestamptz', { name: 'deleted_at', nullable: true }) deletedAt!: Date | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('timestamptz', { name: 'updated_at' }) updatedAt!: Date;
 }

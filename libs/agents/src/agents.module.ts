@@ -1,11 +1,13 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ModelsModule } from '#libs/models';
 import { AgentEntity } from './agent.entity.js';
+import { AgentAdmin } from './agent-admin.js';
 import { AgentsService } from './agents.service.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([AgentEntity])],
-  providers: [AgentsService],
-  exports: [AgentsService],
+  imports: [TypeOrmModule.forFeature([AgentEntity]), ModelsModule],
+  providers: [AgentsService, AgentAdmin],
+  exports: [AgentsService, AgentAdmin],
 })
 export class AgentsModule {}

@@ -1,53 +1,148 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, type Repository } from 'typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { type DataSource, IsNull, type Repository } from 'typeorm';
+// TypeORM's deep-partial type cannot express JSON with `unknown` values (tool schemas); jsonb columns take them as is.
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
 import { AppConfig } from '#libs/config';
-import { unixSeconds } from '#libs/database';
+import { canonicalJson, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
+import type { ToolDeclaration } from '#libs/tools';
 import type { AgentDto, AgentListDto } from './agent.dto.js';
-import { AgentEntity } from './agent.entity.js';
+import { DEFAULT_AGENT_LIMITS, AgentEntity, type AgentLimits, type AgentSnapshot } from './agent.entity.js';
+import type { AgentDefinition } from './agent-definition.js';
 
-/** Saved agents: system agents (no owner) are visible to everyone, private ones to their owner only. */
+/** The agent every fresh install has; it cannot be deleted. */
+export const DEFAULT_AGENT_ID = 'default-chatbot';
+
+/**
+ * Saved agents: public ones (no owner) are visible to everyone, private ones to their owner only;
+ * deleted ones to nobody (their rows stay: sessions keep referring to them). Sessions never read
+ * an agent after creation: they keep its snapshot.
+ */
 @Injectable()
 export class AgentsService {
   constructor(
     @InjectRepository(AgentEntity) private readonly agents: Repository<AgentEntity>,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly config: AppConfig,
   ) {}
 
   async list(userId: string): Promise<AgentListDto> {
     const rows = await this.agents.find({
-      where: [{ ownerId: IsNull() }, { ownerId: userId }],
+      where: [
+        { ownerId: IsNull(), deletedAt: IsNull() },
+        { ownerId: userId, deletedAt: IsNull() },
+      ],
       order: { id: 'ASC' },
     });
-    const data = rows.map((row) => this.toDto(row));
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: false };
+    return listOf(rows.map((row) => this.toDto(row, false)));
+  }
+
+  /** Every live agent, private ones included, with their instructions: the administrators' view. */
+  async adminList(): Promise<AgentListDto> {
+    const rows = await this.agents.find({ where: { deletedAt: IsNull() }, order: { id: 'ASC' } });
+    return listOf(rows.map((row) => this.toDto(row, true)));
   }
 
   /** The agent if the caller may use it; otherwise 404, whether it exists or not. */
   async getVisible(userId: string, agentId: string): Promise<AgentEntity> {
     const row = await this.agents.findOneBy({ id: agentId });
-    if (!row || (row.ownerId !== null && row.ownerId !== userId)) throw DomainError.notFound(`Agent ${agentId}`);
+    if (!row || row.deletedAt !== null || (row.ownerId !== null && row.ownerId !== userId)) throw DomainError.notFound(`Agent ${agentId}`);
     return row;
   }
 
   async getDto(userId: string, agentId: string): Promise<AgentDto> {
-    return this.toDto(await this.getVisible(userId, agentId));
+    return this.toDto(await this.getVisible(userId, agentId), false);
   }
 
   effectiveModel(agent: AgentEntity): string {
     return agent.model ?? this.config.defaultModel;
   }
 
-  private toDto(row: AgentEntity): AgentDto {
-    return {
+  /** What a session keeps of the agent it was created with. */
+  snapshot(agent: AgentEntity): AgentSnapshot {
+    return { version: agent.version, tools: agent.tools, limits: effectiveLimits(agent.limits) };
+  }
+
+  /**
+   * Creates or replaces an agent (a replacement gets the next version). A private agent belongs to
+   * its creator; replacing it keeps its owner. `unchanged` skips the write when the stored
+   * definition is already this one (AGENTS_FILE at every start must not bump versions).
+   */
+  async put(callerId: string, agentId: string, definition: AgentDefinition, options: { unlessUnchanged?: boolean } = {}): Promise<{ agent: AgentDto; created: boolean; changed: boolean }> {
+    return this.dataSource.transaction(async (manager) => {
+      const repo = manager.getRepository(AgentEntity);
+      const existing = await repo.createQueryBuilder('a').setLock('pessimistic_write').where('a.id = :agentId', { agentId }).getOne();
+      const ownerId = definition.visibility === 'private' ? (existing?.ownerId ?? callerId) : null;
+      const fields = {
+        ownerId,
+        name: definition.name,
+        description: definition.description,
+        instructions: definition.instructions,
+        model: definition.model,
+        toolApprovalMode: definition.tool_approval_mode,
+        tools: definition.tools,
+        limits: definition.limits,
+        visibility: definition.visibility,
+      };
+      const now = new Date();
+      if (!existing) {
+        const row = repo.create({ id: agentId, ...fields, version: 1, deletedAt: null, createdAt: now, updatedAt: now });
+        await repo.insert(row as QueryDeepPartialEntity<AgentEntity>);
+        return { agent: this.toDto(row, true), created: true, changed: true };
+      }
+      if (options.unlessUnchanged && existing.deletedAt === null && sameDefinition(existing, fields)) {
+        return { agent: this.toDto(existing, true), created: false, changed: false };
+      }
+      const row: AgentEntity = { ...existing, ...fields, version: existing.version + 1, deletedAt: null, updatedAt: now };
+      await repo.update({ id: agentId }, { ...fields, version: row.version, deletedAt: null, updatedAt: now } as QueryDeepPartialEntity<AgentEntity>);
+      return { agent: this.toDto(row, true), created: existing.deletedAt !== null, changed: true };
+    });
+  }
+
+  async remove(agentId: string): Promise<void> {
+    if (agentId === DEFAULT_AGENT_ID) throw new DomainError('state_conflict', `${DEFAULT_AGENT_ID} is the built-in agent and cannot be deleted; replace it instead`);
+    const result = await this.agents.update({ id: agentId, deletedAt: IsNull() }, { deletedAt: new Date() });
+    if (!result.affected) throw DomainError.notFound(`Agent ${agentId}`);
+  }
+
+  toDto(row: AgentEntity, admin: boolean): AgentDto {
+    const dto: AgentDto = {
       id: row.id,
       object: 'agent',
       name: row.name,
       description: row.description,
       model: this.effectiveModel(row),
       created_at: unixSeconds(row.createdAt),
-      yuxi: { tool_approval_mode: row.toolApprovalMode, system: row.ownerId === null },
+      yuxi: {
+        tool_approval_mode: row.toolApprovalMode,
+        system: row.ownerId === null,
+        visibility: row.visibility,
+        version: row.version,
+        tools: row.tools.map(redactTool),
+        limits: effectiveLimits(row.limits),
+        updated_at: unixSeconds(row.updatedAt),
+      },
     };
+    if (admin) dto.yuxi.instructions = row.instructions;
+    return dto;
   }
+}
+
+export function effectiveLimits(limits: Partial<AgentLimits> | undefined): AgentLimits {
+  return { ...DEFAULT_AGENT_LIMITS, ...limits };
+}
+
+/** MCP header values are credentials: shown as names only. */
+function redactTool(tool: ToolDeclaration): object {
+  if (tool.type !== 'mcp' || !tool.headers) return tool;
+  return { ...tool, headers: Object.fromEntries(Object.keys(tool.headers).map((name) => [name, '***'])) };
+}
+
+function sameDefinition(row: AgentEntity, fields: Partial<AgentEntity>): boolean {
+  return (Object.keys(fields) as (keyof AgentEntity)[]).every((key) => canonicalJson(row[key]) === canonicalJson(fields[key]));
+}
+
+function listOf(data: AgentDto[]): AgentListDto {
+  return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: false };
 }

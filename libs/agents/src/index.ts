@@ -1,4 +1,14 @@
-export { AgentDto, AgentListDto } from './agent.dto.js';
-export { type AgentEntity, TOOL_APPROVAL_MODES, type ToolApprovalMode } from './agent.entity.js';
+export { AgentDeletedDto, AgentDto, AgentListDto, BuiltinToolDto, FunctionToolDto, McpToolDto, PutAgentDto } from './agent.dto.js';
+export {
+  type AgentEntity,
+  type AgentLimits,
+  type AgentSnapshot,
+  DEFAULT_AGENT_LIMITS,
+  TOOL_APPROVAL_MODES,
+  type ToolApprovalMode,
+} from './agent.entity.js';
+export { AgentAdmin } from './agent-admin.js';
+export { type AgentDefinition, parseAgentDefinition } from './agent-definition.js';
+export { AgentsFile } from './agents-file.js';
 export { AgentsModule } from './agents.module.js';
-export { AgentsService } from './agents.service.js';
+export { AgentsService, DEFAULT_AGENT_ID, effectiveLimits } from './agents.service.js';

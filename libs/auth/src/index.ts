@@ -1,4 +1,4 @@
 export { ApiKeyGuard, CurrentPrincipal, PublicRoute } from './api-key.guard.js';
 export { AuthModule } from './auth.module.js';
 export { AuthService } from './auth.service.js';
-export type { Principal } from './principal.js';
+export { assertFullAccess, type Principal } from './principal.js';

@@ -23,6 +23,13 @@ export class AppConfig {
   readonly workerHealthPort: number;
   readonly dbPoolSize: number;
   readonly dbQueryTimeoutMs: number;
+  readonly openaiBaseUrl: string;
+  readonly openaiApiKey: string;
+  readonly modelTimeoutMs: number;
+  readonly modelMaxRetries: number;
+  readonly modelRetryMaxDelayMs: number;
+  readonly toolTimeoutMs: number;
+  readonly agentsFile: string | undefined;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
     this.port = int(env, 'PORT', 3000);
@@ -45,6 +52,13 @@ export class AppConfig {
     this.workerHealthPort = int(env, 'WORKER_HEALTH_PORT', 3001);
     this.dbPoolSize = int(env, 'DB_POOL_SIZE', 20);
     this.dbQueryTimeoutMs = int(env, 'DB_QUERY_TIMEOUT_MS', 10_000);
+    this.openaiBaseUrl = env.OPENAI_BASE_URL || 'https://api.openai.com/v1';
+    this.openaiApiKey = env.OPENAI_API_KEY || '';
+    this.modelTimeoutMs = int(env, 'MODEL_TIMEOUT_MS', 120_000);
+    this.modelMaxRetries = int(env, 'MODEL_MAX_RETRIES', 3);
+    this.modelRetryMaxDelayMs = int(env, 'MODEL_RETRY_MAX_DELAY_MS', 20_000);
+    this.toolTimeoutMs = int(env, 'TOOL_TIMEOUT_MS', 60_000);
+    this.agentsFile = env.AGENTS_FILE || undefined;
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }

@@ -5,6 +5,7 @@ import { LeanWriteIndexes1764633600000 } from './migrations/1764633600000-lean-w
 import { InputPriority1764720000000 } from './migrations/1764720000000-input-priority.js';
 import { RunItemsIndex1764806400000 } from './migrations/1764806400000-run-items-index.js';
 import { DurableCore1764892800000 } from './migrations/1764892800000-durable-core.js';
+import { AgentRuntime1764979200000 } from './migrations/1764979200000-agent-runtime.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -14,6 +15,7 @@ export const MIGRATIONS = [
   InputPriority1764720000000,
   RunItemsIndex1764806400000,
   DurableCore1764892800000,
+  AgentRuntime1764979200000,
 ];
 
 /**

@@ -3,3 +3,4 @@ export { dataSourceOptions, MIGRATIONS } from './data-source-options.js';
 export { isUuid, newId, unixSeconds } from './ids.js';
 export { type Page, type PageQuery, toPage } from './pagination.js';
 export { prepared, preparedUpTo } from './prepared.js';
+export { canonicalJson } from './canonical-json.js';

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import type { DataSource, EntityManager, Repository } from 'typeorm';
 import { AppConfig } from '#libs/config';
-import { newId, prepared } from '#libs/database';
+import { canonicalJson, newId, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { type AcceptedReceipt, IdempotencyReceiptEntity } from './receipt.entity.js';
 
@@ -139,16 +139,4 @@ export class IdempotencyService {
     )) as [unknown[], number];
     return result[1] ?? 0;
   }
-}
-
-/** JSON with sorted object keys, so the intent hash does not depend on field order. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }

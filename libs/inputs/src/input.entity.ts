@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { AgentSnapshot } from '#libs/agents';
 
 export type InputMode = 'follow_up' | 'steer';
 export type InputStatus = 'pending' | 'consumed' | 'cancelled';
@@ -17,6 +18,8 @@ export interface FrozenInputConfig {
   model: string;
   tool_approval_mode: string;
   instructions: string;
+  /** The session's agent snapshot (tools, limits); absent on inputs received before agents had them. */
+  agent?: AgentSnapshot;
 }
 
 @Entity('inputs')

@@ -4,12 +4,14 @@ import { InputsModule } from '#libs/inputs';
 import { SessionsModule } from '#libs/sessions';
 import { TurnsModule } from '#libs/turns';
 import { SessionControls } from './session-controls.js';
+import { StepTransitions } from './step-transitions.js';
 import { TurnTransitions } from './turn-transitions.js';
+import { WaitpointControls } from './waitpoint-controls.js';
 
 /** The session aggregate's state transitions: the clients' side (SessionControls) and the worker's (TurnTransitions). */
 @Module({
   imports: [SessionsModule, InputsModule, TurnsModule, EventsModule],
-  providers: [SessionControls, TurnTransitions],
-  exports: [SessionControls, TurnTransitions],
+  providers: [SessionControls, TurnTransitions, StepTransitions, WaitpointControls],
+  exports: [SessionControls, TurnTransitions, StepTransitions, WaitpointControls],
 })
 export class LifecycleModule {}

@@ -3,7 +3,9 @@ import type { EntityManager } from 'typeorm';
 import { DomainError } from '#libs/errors';
 import { type FrozenInputConfig, type InputEntity, type InputMessage, type InputMode, InputsService } from '#libs/inputs';
 import { type SessionEntity, SessionsService } from '#libs/sessions';
-import { type TurnEntity, TurnsService } from '#libs/turns';
+import type { OutgoingEvent } from '#libs/events';
+import { toCurrentTurn, type TurnEntity, TurnsService } from '#libs/turns';
+import { turnEvents } from './turn-events.js';
 
 export interface MessageSpec {
   requestedMode: InputMode | undefined;
@@ -59,9 +61,22 @@ export class SessionControls {
    * the same turn, never a later one. Pending inputs stay queued behind a pause. Returns the turn,
    * marked `cancellation_pending`; the worker (or recovery) settles it.
    */
-  async cancelTurn(manager: EntityManager, session: SessionEntity, target: { turnId?: string; expectedRunId?: string }): Promise<TurnEntity> {
+  async cancelTurn(manager: EntityManager, session: SessionEntity, target: { turnId?: string; expectedRunId?: string }): Promise<{ turn: TurnEntity; events: OutgoingEvent[] }> {
     const turnId = target.turnId ?? (await this.turns.activeTurn(manager, session.id))?.id;
     if (!turnId) throw new DomainError('state_conflict', 'The session has no active turn to cancel');
+    const waiting = await this.turns.findTurn(manager, turnId);
+    // A turn waiting at a waitpoint has no worker to stop: it ends cancelled here and now.
+    if (waiting?.sessionId === session.id && waiting.status === 'requires_action') {
+      if (target.expectedRunId !== undefined && target.expectedRunId !== waiting.currentRunId) {
+        throw new DomainError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: waiting.currentRunId });
+      }
+      const cancelled = await this.turns.cancelWaitingTurn(manager, waiting, new Date());
+      if (cancelled) {
+        await this.sessions.recordTurnUpdated(manager, session.id, toCurrentTurn(cancelled), 0, new Date());
+        if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, session.id, true);
+        return { turn: { ...cancelled, currentRunId: waiting.currentRunId }, events: [turnEvents.turn('cancelled', cancelled)] };
+      }
+    }
     const turn = await this.turns.requestCancel(manager, session.id, turnId);
     if (!turn) {
       const ended = await this.turns.findTurn(manager, turnId);
@@ -72,7 +87,7 @@ export class SessionControls {
       throw new DomainError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: turn.currentRunId });
     }
     if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, session.id, true);
-    return turn;
+    return { turn, events: [] };
   }
 
   /** Resumes a paused queue once its cancelled turn settled; the worker then claims its original head. */
@@ -121,6 +136,9 @@ export class SessionControls {
 export function resolveMode(active: TurnEntity | null, requested: InputMode | undefined, hasOverride: boolean): InputMode {
   if (requested === 'follow_up') return requested;
   if (requested === 'steer') {
+    if (active?.status === 'requires_action') {
+      throw new DomainError('state_conflict', 'The turn is waiting at a waitpoint; resume it, or send yuxi.mode=follow_up to queue');
+    }
     // A turn being cancelled takes no steer; queue a follow-up behind it instead.
     if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
     return requested;

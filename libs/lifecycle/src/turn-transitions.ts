@@ -17,6 +17,7 @@ import {
   toCurrentTurn,
   type TurnEntity,
   TurnsService,
+  type Usage,
 } from '#libs/turns';
 import { turnEvents } from './turn-events.js';
 
@@ -32,6 +33,8 @@ export interface HeldTurn {
   outputIndex: number;
   /** Committed steps a takeover must not repeat. */
   steps: CommittedStep[];
+  /** Tools the user trusted for the session (`approve_session`), as of the claim. */
+  trustedTools: string[];
   batch: OutboxBatch;
 }
 
@@ -47,7 +50,8 @@ export interface RunOutput {
   lostDeltas: boolean;
 }
 
-export type Outcome = { status: 'completed' } | { status: 'cancelled' } | { status: 'failed'; error: PublicError };
+/** How a run ends; a completion that made its final model call carries it, to be recorded as a step. */
+export type Outcome = { status: 'completed'; modelCall?: { model: string; usage: Usage | null } } | { status: 'cancelled' } | { status: 'failed'; error: PublicError };
 
 export interface Settled {
   turn: TurnEntity;
@@ -93,7 +97,7 @@ export class TurnTransitions {
       const session = await this.sessions.lock(manager, sessionId);
       if (!session) return null;
       const active = await this.turns.activeTurn(manager, sessionId);
-      if (active) return this.takeOver(manager, active, owner);
+      if (active) return this.takeOver(manager, active, owner, session.trustedTools);
       if (session.queuePaused) return null;
       const head = await this.inputs.head(manager, sessionId);
       if (!head) return null;
@@ -144,13 +148,14 @@ export class TurnTransitions {
         lastInputSeq: lastReceivedSeq(batch, '0'),
         outputIndex: userItems.length,
         steps: [],
+        trustedTools: session.trustedTools,
         batch: await this.outbox.append(manager, sessionId, events, { epoch: run.epoch }),
       };
     });
   }
 
   /** Leases the active turn's unleased run (after a crash or a release), if it has one. */
-  private async takeOver(manager: EntityManager, turn: TurnEntity, owner: string): Promise<HeldTurn | null> {
+  private async takeOver(manager: EntityManager, turn: TurnEntity, owner: string, trustedTools: string[]): Promise<HeldTurn | null> {
     const run = await this.turns.takeOver(manager, turn.sessionId, owner, this.config.runLeaseMs);
     if (!run) return null;
     return {
@@ -161,6 +166,7 @@ export class TurnTransitions {
       lastInputSeq: await this.inputs.lastConsumedSeq(manager, turn.id),
       outputIndex: await this.turns.countItems(manager, turn.id),
       steps: await this.turns.stepsSinceLastInput(manager, turn.id),
+      trustedTools,
       batch: { sessionId: turn.sessionId, rows: [] },
     };
   }
@@ -230,18 +236,22 @@ export class TurnTransitions {
   async settle(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<Settled | null> {
     const { sessionId } = held.turn;
     return this.dataSource.transaction(async (manager) => {
-      await this.sessions.lock(manager, sessionId);
+      const session = await this.sessions.lock(manager, sessionId);
       const now = new Date();
-      const turn = await this.turns.settle(manager, {
+      const modelCall = outcome.status === 'completed' ? outcome.modelCall : undefined;
+      const settled = await this.turns.settle(manager, {
         lease,
         runId: lease.runId,
         runStatus: outcome.status,
         turn: held.turn,
         error: outcome.status === 'failed' ? outcome.error : null,
-        answer: outcome.status === 'completed' ? { input: { model: held.run.model }, output: { text: output.text } } : undefined,
+        answer: modelCall ? { input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}) } } : undefined,
         at: now,
       });
-      if (!turn) return null;
+      if (!settled) return null;
+      const turn = { ...settled, usage: await this.turns.addUsage(manager, lease.runId, held.turn.id, modelCall?.usage ?? null) };
+      // A failed turn pauses what waits behind it (001): the user decides whether the queue goes on.
+      if (turn.status === 'failed' && session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
       const final = turn.status as Outcome['status'];
       const completed = final === 'completed';
       const error = turn.error;
@@ -390,7 +400,7 @@ function lastReceivedSeq(inputs: InputEntity[], from: string): string {
 }
 
 /** text done, content part done, item done: what closing an assistant item announces. */
-function closingEvents(item: ItemEntity, outputIndex: number, text: string): OutgoingEvent[] {
+export function closingEvents(item: ItemEntity, outputIndex: number, text: string): OutgoingEvent[] {
   const part = { type: 'output_text', text };
   return [turnEvents.textDone(item, outputIndex, 0, text), turnEvents.contentPart('done', item, outputIndex, 0, part), turnEvents.item('done', item, outputIndex)];
 }

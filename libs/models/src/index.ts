@@ -1,3 +1,18 @@
 export { ModelRegistry } from './model-registry.js';
-export { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, type ModelRequest } from './model.types.js';
+export {
+  MODEL_ERROR_CODES,
+  ModelError,
+  type ModelEvent,
+  type ModelMessage,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelTool,
+  type ModelToolCall,
+  type ModelUsage,
+} from './model.types.js';
 export { ModelsModule } from './models.module.js';
+export { OpenAiProvider } from './openai.provider.js';
+export { classifyProviderError, retryAfterMs, type ClassifyOptions } from './provider-errors.js';
+export { retryDelayMs, streamWithRetries, type RetryDelayOptions, type StreamRetryOptions } from './retry-policy.js';
+export { ScriptedProvider } from './scripted.provider.js';
+export { ASK_TOOL, parseScript, type Script, type ScriptStep } from './scripted-script.js';

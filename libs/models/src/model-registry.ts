@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '#libs/errors';
 import type { ModelProvider } from './model.types.js';
+import { OpenAiProvider } from './openai.provider.js';
 import { ScriptedProvider } from './scripted.provider.js';
 
 const MODEL_REF = /^([a-z][a-z0-9_-]*):(\S{1,160})$/;
@@ -10,8 +11,11 @@ const MODEL_REF = /^([a-z][a-z0-9_-]*):(\S{1,160})$/;
 export class ModelRegistry {
   private readonly providers: Map<string, ModelProvider>;
 
-  constructor(scripted: ScriptedProvider) {
-    this.providers = new Map([[scripted.provider, scripted]]);
+  constructor(scripted: ScriptedProvider, openai: OpenAiProvider) {
+    this.providers = new Map<string, ModelProvider>([
+      [scripted.provider, scripted],
+      [openai.provider, openai],
+    ]);
   }
 
   /** Throws 422 invalid_model unless the reference names a known provider. */

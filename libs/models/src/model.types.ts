@@ -1,7 +1,21 @@
-/** The provider-neutral view of one model call. */
-export interface ModelMessage {
-  role: 'user' | 'assistant';
-  text: string;
+/** A tool call the model asked for: `arguments` is the JSON string the model produced (maybe invalid). */
+export interface ModelToolCall {
+  call_id: string;
+  name: string;
+  arguments: string;
+}
+
+/** The provider-neutral view of one conversation entry. */
+export type ModelMessage =
+  | { role: 'user'; text: string }
+  | { role: 'assistant'; text: string; tool_calls?: ModelToolCall[] }
+  | { role: 'tool'; call_id: string; output: string };
+
+/** A tool offered to the model (JSON Schema parameters). */
+export interface ModelTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
 }
 
 export interface ModelRequest {
@@ -9,21 +23,52 @@ export interface ModelRequest {
   model: string;
   instructions: string;
   messages: ModelMessage[];
+  tools: ModelTool[];
   signal: AbortSignal;
 }
 
-export type ModelEvent = { type: 'text_delta'; delta: string };
+export interface ModelUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  total_tokens: number;
+}
+
+/**
+ * What a model call streams: text and reasoning deltas as they come, each tool call once it is
+ * complete (arguments fully assembled), usage at most once (at the end).
+ */
+export type ModelEvent =
+  | { type: 'text_delta'; delta: string }
+  | { type: 'reasoning_delta'; delta: string }
+  | { type: 'tool_call'; call: ModelToolCall }
+  | { type: 'usage'; usage: ModelUsage };
 
 export interface ModelProvider {
   readonly provider: string;
   stream(request: ModelRequest): AsyncIterable<ModelEvent>;
 }
 
-/** A model call that failed; `code` becomes the run's and turn's error code. */
+/** Stable provider error codes (the run's and turn's error code when a model call fails for good). */
+export const MODEL_ERROR_CODES = [
+  'model_rate_limited',
+  'model_timeout',
+  'model_context_length_exceeded',
+  'model_auth_failed',
+  'model_bad_request',
+  'model_unavailable',
+] as const;
+
+/**
+ * A model call that failed; `code` becomes the run's and turn's error code. `retryable` calls are
+ * retried inside the run (see retry-policy); `retryAfterMs` is the provider's Retry-After, if any.
+ */
 export class ModelError extends Error {
   constructor(
     readonly code: string,
     message: string,
+    readonly retryable = false,
+    readonly retryAfterMs: number | null = null,
   ) {
     super(message);
     this.name = 'ModelError';

@@ -1,54 +1,75 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
-import { ModelError, type ModelEvent, type ModelProvider, type ModelRequest } from './model.types.js';
+import { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, type ModelRequest } from './model.types.js';
+import { filler, parseScript, type ScriptStep } from './scripted-script.js';
 
-const DIRECTIVE = /\[\[(\w+)(?::([^\]]*))?\]\]/g;
-const FILLER = ['lorem', 'ipsum', 'dolor', 'sit', 'amet', 'consectetur', 'adipiscing', 'elit'];
-
-interface Script {
-  delayMs: number;
-  words: number | null;
-  fail: string | null;
-  text: string;
-}
+/** The failures a real provider would also retry, so that scripts can exercise the retry loop. */
+const RETRYABLE_FAILURES = new Set(['model_rate_limited', 'model_unavailable', 'model_timeout']);
 
 /**
  * `scripted:<name>`: a deterministic model for demos, contract tests and load tests, needing no
  * network. It answers the latest user text with `Echo: <text>`, one word per delta, and obeys the
- * directives of PROTOCOL.md that this build supports ([[delay:MS]], [[words:N]], [[fail:CODE]]).
+ * directives of PROTOCOL.md ([[delay:MS]], [[words:N]], [[tool:NAME {json}]], [[ask:QUESTION]],
+ * [[fail:CODE]]). Tool and ask directives are steps: the conversation's tool results after the
+ * latest user message say how many are done, so the script needs no state of its own.
  */
 @Injectable()
 export class ScriptedProvider implements ModelProvider {
   readonly provider = 'scripted';
 
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    const latest = [...request.messages].reverse().find((m) => m.role === 'user')?.text ?? '';
-    const script = parseScript(latest);
-    if (script.fail) throw new ModelError(script.fail, `scripted model failed with ${script.fail}`);
-    const words = script.words === null ? ['Echo:', ...script.text.split(/\s+/).filter(Boolean)] : filler(script.words);
+    const { messages, signal } = request;
+    const latest = messages.findLastIndex((m) => m.role === 'user');
+    const latestMessage = messages[latest];
+    const script = parseScript(latestMessage?.role === 'user' ? latestMessage.text : '');
+    if (script.fail) throw new ModelError(script.fail, `scripted model failed with ${script.fail}`, RETRYABLE_FAILURES.has(script.fail));
+    const inputTokens = countInputWords(request);
+    const results = messages.slice(latest + 1).flatMap((m) => (m.role === 'tool' ? [m.output] : []));
+    const step = script.steps[results.length];
+    if (step) {
+      await pause(script.delayMs, signal);
+      yield { type: 'tool_call', call: { call_id: `call_${randomBytes(12).toString('hex')}`, name: step.name, arguments: step.arguments } };
+      yield usage(inputTokens, 1);
+      return;
+    }
+    const finished = script.steps.at(-1);
+    const words = finished
+      ? answerWords(finished, results.at(-1) ?? '')
+      : script.words === null
+        ? ['Echo:', ...splitWords(script.text)]
+        : filler(script.words);
     for (const [index, word] of words.entries()) {
-      if (script.delayMs > 0) await sleep(script.delayMs, undefined, { signal: request.signal });
-      request.signal.throwIfAborted();
+      await pause(script.delayMs, signal);
       yield { type: 'text_delta', delta: index === 0 ? word : ` ${word}` };
     }
+    yield usage(inputTokens, words.length);
   }
 }
 
-function parseScript(text: string): Script {
-  const script: Script = { delayMs: 0, words: null, fail: null, text: text.replace(DIRECTIVE, ' ').trim() };
-  for (const [, name, arg = ''] of text.matchAll(DIRECTIVE)) {
-    if (name === 'delay') script.delayMs = clampInt(arg, 0, 600_000);
-    else if (name === 'words') script.words = clampInt(arg, 1, 100_000);
-    else if (name === 'fail') script.fail = arg.trim() || 'model_error';
-  }
-  return script;
+function answerWords(step: ScriptStep, output: string): string[] {
+  const lead = step.kind === 'ask' ? ['Answer:'] : ['Tool', step.name, 'returned:'];
+  return [...lead, ...splitWords(output)];
 }
 
-function clampInt(raw: string, min: number, max: number): number {
-  const value = Number.parseInt(raw, 10);
-  return Number.isFinite(value) ? Math.min(Math.max(value, min), max) : min;
+async function pause(delayMs: number, signal: AbortSignal): Promise<void> {
+  if (delayMs > 0) await sleep(delayMs, undefined, { signal });
+  signal.throwIfAborted();
 }
 
-function filler(count: number): string[] {
-  return Array.from({ length: count }, (_, i) => FILLER[i % FILLER.length] ?? 'lorem');
+/** A stand-in for tokens: whitespace-separated words of everything the model is shown. */
+function countInputWords({ instructions, messages }: ModelRequest): number {
+  return splitWords(instructions).length + messages.reduce((sum, m) => sum + splitWords(messageText(m)).length, 0);
+}
+
+function messageText(message: ModelMessage): string {
+  return message.role === 'tool' ? message.output : message.text;
+}
+
+function splitWords(text: string): string[] {
+  return text.split(/\s+/).filter(Boolean);
+}
+
+function usage(input: number, output: number): ModelEvent {
+  return { type: 'usage', usage: { input_tokens: input, output_tokens: output, cached_tokens: 0, total_tokens: input + output } };
 }

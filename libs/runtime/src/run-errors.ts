@@ -14,3 +14,15 @@ export class TurnCancelledError extends Error {
 export class ShuttingDownError extends Error {
   override readonly name = 'ShuttingDownError';
 }
+
+/** The turn reached one of its agent's limits (model calls, tool calls, execution time): it fails with `code`. */
+export class TurnLimitError extends Error {
+  override readonly name = 'TurnLimitError';
+
+  constructor(
+    readonly code: 'turn_model_call_limit' | 'turn_tool_call_limit' | 'turn_timeout',
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -4,6 +4,7 @@ import { InputsModule } from '#libs/inputs';
 import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
 import { SessionsModule } from '#libs/sessions';
+import { ToolsModule } from '#libs/tools';
 import { TurnsModule } from '#libs/turns';
 import { FencingStats } from './fencing-stats.js';
 import { OutboxRelay } from './outbox-relay.js';
@@ -14,7 +15,7 @@ import { LifecycleModule } from '#libs/lifecycle';
 
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
-  imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
+  imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule],
   providers: [RunExecutor, SessionDriver, RecoveryService, OutboxRelay, FencingStats],
   exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats],
 })

@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { AgentSnapshot } from '#libs/agents';
 
 /** The latest turn of the session as the session resource shows it (`yuxi.current_turn`). */
 export interface TurnSummary {
@@ -18,6 +19,10 @@ export class SessionEntity {
   @Column('varchar') model!: string;
   @Column('varchar', { name: 'tool_approval_mode' }) toolApprovalMode!: string;
   @Column('text') instructions!: string;
+  /** Tools, limits and version of the agent at creation; null for sessions created before agents had them. */
+  @Column('jsonb', { name: 'agent_snapshot', nullable: true }) agentSnapshot!: AgentSnapshot | null;
+  /** Tools the user approved for the rest of the session (`approve_session`). */
+  @Column('text', { name: 'trusted_tools', array: true }) trustedTools!: string[];
   @Column('text') title!: string;
   @Column('varchar', { name: 'project_id', nullable: true }) projectId!: string | null;
   @Column('boolean', { name: 'is_pinned' }) isPinned!: boolean;
@@ -39,7 +44,7 @@ export class SessionEntity {
  * column added by a later migration fails ("cached plan must not change result type").
  */
 export const SESSION_COLUMNS =
-  'id, owner_id, agent_id, model, tool_approval_mode, instructions, title, project_id, is_pinned, archived, unread, queue_paused, ' +
+  'id, owner_id, agent_id, model, tool_approval_mode, instructions, agent_snapshot, trusted_tools, title, project_id, is_pinned, archived, unread, queue_paused, ' +
   'input_seq, item_seq, turn_seq, pending_input_count, current_turn, created_at, last_active_at, updated_at';
 
 /** Maps a raw `sessions` row (RETURNING / SELECT of SESSION_COLUMNS) onto the entity. */
@@ -51,6 +56,8 @@ export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
     model: row.model as string,
     toolApprovalMode: row.tool_approval_mode as string,
     instructions: row.instructions as string,
+    agentSnapshot: (row.agent_snapshot as AgentSnapshot | null) ?? null,
+    trustedTools: (row.trusted_tools as string[] | null) ?? [],
     title: row.title as string,
     projectId: (row.project_id as string | null) ?? null,
     isPinned: row.is_pinned as boolean,

@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
+// TypeORM's deep-partial type cannot express JSON with `unknown` values (the agent snapshot's tool schemas).
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
 import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
+import type { AgentSnapshot } from '#libs/agents';
 import { DomainError } from '#libs/errors';
 import { SESSION_COLUMNS, SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
 
@@ -11,6 +14,7 @@ export interface NewSession {
   model: string;
   toolApprovalMode: string;
   instructions: string;
+  agentSnapshot: AgentSnapshot;
   title: string;
   projectId: string | null;
 }
@@ -45,6 +49,7 @@ export class SessionsService {
     const row = manager.create(SessionEntity, {
       ...input,
       id: newId(),
+      trustedTools: [],
       isPinned: false,
       archived: false,
       unread: false,
@@ -58,7 +63,7 @@ export class SessionsService {
       lastActiveAt: now,
       updatedAt: now,
     });
-    await manager.insert(SessionEntity, row);
+    await manager.insert(SessionEntity, row as QueryDeepPartialEntity<SessionEntity>);
     return row;
   }
 
@@ -179,6 +184,14 @@ export class SessionsService {
       number,
     ];
     return Number(rows[0]?.item_seq ?? 0) - count + 1;
+  }
+
+  /** Trusts tools for the rest of the session (`approve_session`; call under the session lock). */
+  async trustTools(manager: EntityManager, sessionId: string, names: string[]): Promise<void> {
+    await manager.query(
+      prepared(`UPDATE sessions SET trusted_tools = ARRAY(SELECT DISTINCT unnest(trusted_tools || $2::text[]) ORDER BY 1) WHERE id = $1`),
+      [sessionId, names],
+    );
   }
 
   /** Pauses or resumes claiming (call under the session lock). */

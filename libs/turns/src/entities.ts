@@ -3,13 +3,53 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 export type TurnStatus = 'queued' | 'in_progress' | 'requires_action' | 'completed' | 'failed' | 'cancelled';
 /** Turn statuses that still hold the session (a partial unique index allows one such turn per session). */
 export const ACTIVE_TURN_STATUSES: readonly TurnStatus[] = ['queued', 'in_progress', 'requires_action'];
-export type RunStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'yielded' | 'interrupted';
+export type RunStatus = 'queued' | 'in_progress' | 'requires_action' | 'completed' | 'failed' | 'cancelled' | 'yielded' | 'interrupted';
+
+/** A tool call as the model produced it (`arguments`: the JSON string, possibly invalid). */
+export interface ToolCallSpec {
+  call_id: string;
+  name: string;
+  arguments: string;
+}
+
+export interface WaitpointQuestion {
+  question_id: string;
+  question: string;
+  options: string[];
+  multi_select: boolean;
+  allow_other: boolean;
+}
+
+export type WaitpointKind = 'question' | 'approval' | 'client_tool';
+
+/** What a turn in requires_action waits for (`yuxi.waitpoint`); `created_at` in Unix seconds. */
+export interface Waitpoint {
+  id: string;
+  kind: WaitpointKind;
+  run_id: string;
+  created_at: number;
+  questions?: WaitpointQuestion[];
+  tool_calls?: ToolCallSpec[];
+}
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  total_tokens: number;
+}
 
 /** A content part as stored and shown: input_text / input_image for users, output_text for assistants. */
 export interface StoredContentPart {
   type: string;
   text?: string;
   image_url?: string;
+  /** function_call / function_call_output items keep their one part here. */
+  call_id?: string;
+  name?: string;
+  arguments?: string;
+  output?: string;
+  success?: boolean;
 }
 
 export interface PublicError {
@@ -27,10 +67,10 @@ export class TurnEntity {
   @Column('varchar') model!: string;
   @Column('uuid', { name: 'current_run_id', nullable: true }) currentRunId!: string | null;
   @Column('uuid', { name: 'result_run_id', nullable: true }) resultRunId!: string | null;
-  @Column('jsonb', { nullable: true }) waitpoint!: object | null;
+  @Column('jsonb', { nullable: true }) waitpoint!: Waitpoint | null;
   @Column('boolean', { name: 'cancellation_pending' }) cancellationPending!: boolean;
   @Column('jsonb', { nullable: true }) error!: PublicError | null;
-  @Column('jsonb', { nullable: true }) usage!: Record<string, number> | null;
+  @Column('jsonb', { nullable: true }) usage!: Usage | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('timestamptz', { name: 'started_at', nullable: true }) startedAt!: Date | null;
   @Column('timestamptz', { name: 'completed_at', nullable: true }) completedAt!: Date | null;
@@ -57,7 +97,7 @@ export class RunEntity {
   @Column('timestamptz', { name: 'started_at', nullable: true }) startedAt!: Date | null;
   @Column('timestamptz', { name: 'completed_at', nullable: true }) completedAt!: Date | null;
   @Column('jsonb', { nullable: true }) error!: PublicError | null;
-  @Column('jsonb', { nullable: true }) usage!: Record<string, number> | null;
+  @Column('jsonb', { nullable: true }) usage!: Usage | null;
 }
 
 /** The assistant message a run is streaming: announced live, written when the run settles, yields or is interrupted. */
@@ -85,10 +125,34 @@ export class ItemEntity {
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
 }
 
-/** A committed step of a turn (`run_steps`) as the step executor plans from it. */
+export type StepKind = 'model_call' | 'tool_call' | 'waitpoint';
+
+/**
+ * A committed step of a turn (`run_steps`) as the step executor plans from it. `ref` is the call
+ * id of a tool call, the waitpoint id of a waitpoint response. A tool call is `started` before a
+ * server tool runs and `completed` with its result.
+ */
 export interface CommittedStep {
   runId: string;
-  kind: 'model_call' | 'tool_call' | 'waitpoint';
-  status: 'completed' | 'failed';
-  output: { text?: string; tool_calls?: unknown[] };
+  kind: StepKind;
+  status: 'started' | 'completed' | 'failed';
+  ref: string | null;
+  output: StepOutput;
 }
+
+/** model_call: text and tool calls; tool_call: the outcome; waitpoint: the response that resolved it. */
+export interface StepOutput {
+  text?: string;
+  tool_calls?: ToolCallSpec[];
+  usage?: Usage;
+  success?: boolean;
+  output?: string;
+  kind?: WaitpointKind;
+  response?: WaitpointResponse;
+}
+
+/** A resolved waitpoint as stored: the answers (question_id = call_id of the ask) or the approval decisions. */
+export type WaitpointResponse =
+  | { type: 'answer'; answers: { question_id: string; answer: string | string[] }[] }
+  | { type: 'approval'; decisions: { call_id: string; decision: 'approve' | 'reject' | 'approve_session'; message?: string }[] }
+  | { type: 'tool_results' };

@@ -1,15 +1,24 @@
 import { unixSeconds } from '#libs/database';
-import type { ItemEntity, RunEntity, TurnEntity } from './entities.js';
+import type { ItemEntity, RunEntity, TurnEntity, Waitpoint } from './entities.js';
 import type { ItemDto, RunDto, RunSummaryDto, TurnDetailDto, TurnDto } from './turn.dto.js';
 
 export function toItemDto(item: ItemEntity): ItemDto {
+  const yuxi = { turn_id: item.turnId, run_id: item.runId, input_id: item.inputId, created_at: unixSeconds(item.createdAt) };
+  const call = item.content[0];
+  // A tool call and its output are items of their own, linked by call_id (no role, no content parts).
+  if (item.type === 'function_call' && call) {
+    return { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', name: call.name ?? '', arguments: call.arguments ?? '', yuxi };
+  }
+  if (item.type === 'function_call_output' && call) {
+    return { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', output: call.output ?? '', yuxi: { ...yuxi, success: call.success ?? true } };
+  }
   const dto: ItemDto = {
     id: item.id,
     type: item.type,
     role: item.role ?? 'assistant',
     status: item.status,
     content: item.content.map((part) => (part.type === 'output_text' ? { ...part, annotations: [] } : part)),
-    yuxi: { turn_id: item.turnId, run_id: item.runId, input_id: item.inputId, created_at: unixSeconds(item.createdAt) },
+    yuxi,
   };
   if (item.role === 'assistant') dto.phase = item.phase ?? 'commentary';
   return dto;
@@ -29,6 +38,7 @@ export function toRunDto(run: RunEntity): RunDto {
     started_at: unixSeconds(run.startedAt),
     completed_at: unixSeconds(run.completedAt),
     error: run.error,
+    usage: run.usage,
   };
 }
 
@@ -49,7 +59,7 @@ export function toTurnDto(turn: TurnEntity): TurnDto {
     completed_at: unixSeconds(turn.completedAt),
     error: turn.error,
     usage: null,
-    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint },
+    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint, usage: turn.usage },
   };
 }
 
@@ -62,12 +72,11 @@ export function toTurnDetailDto(turn: TurnEntity, runs: RunEntity[], output: Ite
       cancellation_pending: turn.cancellationPending,
       runs: runs.map(toRunDto),
       output: output.map(toItemDto),
-      usage: turn.usage,
     },
   };
 }
 
 /** The turn overview a session resource shows as `yuxi.current_turn`. */
-export function toCurrentTurn(turn: TurnEntity): { id: string; status: string; current_run_id: string | null; result_run_id: string | null; waitpoint: object | null } {
+export function toCurrentTurn(turn: TurnEntity): { id: string; status: string; current_run_id: string | null; result_run_id: string | null; waitpoint: Waitpoint | null } {
   return { id: turn.id, status: turn.status, current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint };
 }

@@ -17,17 +17,53 @@ export class ItemYuxiDto {
   @ApiProperty({ type: String, nullable: true }) run_id!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The input a user message was consumed from.' }) input_id!: string | null;
   @ApiProperty({ description: 'Unix seconds when the item was projected into history.' }) created_at!: number;
+  @ApiPropertyOptional({ description: 'function_call_output: whether the tool succeeded.' }) success?: boolean;
 }
 
 export class ItemDto {
   @ApiProperty() id!: string;
-  @ApiProperty({ enum: ['message'] }) type!: string;
-  @ApiProperty({ enum: ['user', 'assistant'] }) role!: string;
+  @ApiProperty({ enum: ['message', 'function_call', 'function_call_output'] }) type!: string;
+  @ApiPropertyOptional({ enum: ['user', 'assistant'], description: 'Messages only.' }) role?: string;
   @ApiProperty({ enum: ['in_progress', 'completed', 'incomplete'] }) status!: string;
-  @ApiProperty({ type: [ContentPartDto] }) content!: ContentPartDto[];
+  @ApiPropertyOptional({ type: [ContentPartDto], description: 'Messages only.' }) content?: ContentPartDto[];
+  @ApiPropertyOptional({ description: 'function_call and function_call_output: links a call and its output.' }) call_id?: string;
+  @ApiPropertyOptional({ description: 'function_call: the tool name.' }) name?: string;
+  @ApiPropertyOptional({ description: 'function_call: the arguments, as the JSON string the model produced.' }) arguments?: string;
+  @ApiPropertyOptional({ description: 'function_call_output: what the tool returned (what the model sees).' }) output?: string;
   @ApiPropertyOptional({ enum: ['final_answer', 'commentary'], description: 'Assistant messages only: final_answer for the output of the turn result run.' })
   phase?: string;
   @ApiProperty({ type: ItemYuxiDto }) yuxi!: ItemYuxiDto;
+}
+
+export class UsageDto {
+  @ApiProperty() input_tokens!: number;
+  @ApiProperty() output_tokens!: number;
+  @ApiProperty() cached_tokens!: number;
+  @ApiProperty() total_tokens!: number;
+}
+
+export class WaitpointQuestionDto {
+  @ApiProperty({ description: 'Answer it under this id.' }) question_id!: string;
+  @ApiProperty() question!: string;
+  @ApiProperty({ type: [String] }) options!: string[];
+  @ApiProperty() multi_select!: boolean;
+  @ApiProperty({ description: 'Whether an answer outside `options` is accepted.' }) allow_other!: boolean;
+}
+
+export class WaitpointToolCallDto {
+  @ApiProperty() call_id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty({ description: 'The JSON string the model produced.' }) arguments!: string;
+}
+
+export class WaitpointDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: ['question', 'approval', 'client_tool'] }) kind!: string;
+  @ApiProperty({ description: 'The run that stopped here.' }) run_id!: string;
+  @ApiProperty({ description: 'Unix seconds.' }) created_at!: number;
+  @ApiPropertyOptional({ type: [WaitpointQuestionDto], description: 'kind=question.' }) questions?: WaitpointQuestionDto[];
+  @ApiPropertyOptional({ type: [WaitpointToolCallDto], description: 'kind=approval (calls to approve) or client_tool (calls to execute).' })
+  tool_calls?: WaitpointToolCallDto[];
 }
 
 export class RunDto {
@@ -35,7 +71,12 @@ export class RunDto {
   @ApiProperty({ enum: ['yuxi.session.run'] }) object!: 'yuxi.session.run';
   @ApiProperty() session_id!: string;
   @ApiProperty() turn_id!: string;
-  @ApiProperty({ enum: ['queued', 'in_progress', 'completed', 'failed', 'cancelled', 'yielded', 'interrupted'] }) status!: string;
+  @ApiProperty({
+    enum: ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled', 'yielded', 'interrupted'],
+    description: 'requires_action: the run stopped at a waitpoint; the response continues the turn in a new run (resume_from_run_id).',
+  })
+  status!: string;
+  @ApiProperty({ type: UsageDto, nullable: true }) usage!: UsageDto | null;
   @ApiProperty({ type: [String], description: 'Inputs consumed by this run, in received order.' }) input_ids!: string[];
   @ApiProperty() model!: string;
   @ApiProperty({ type: String, nullable: true }) resume_from_run_id!: string | null;
@@ -61,14 +102,14 @@ export class TurnAgentDto {
 export class TurnSummaryYuxiDto {
   @ApiProperty({ type: String, nullable: true }) current_run_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) result_run_id!: string | null;
-  @ApiProperty({ type: Object, nullable: true, description: 'What the turn waits for (question or approval), else null.' }) waitpoint!: object | null;
+  @ApiProperty({ type: WaitpointDto, nullable: true, description: 'What the turn waits for while requires_action, else null.' }) waitpoint!: WaitpointDto | null;
+  @ApiProperty({ type: UsageDto, nullable: true, description: 'Tokens used by the turn so far (all its runs).' }) usage!: UsageDto | null;
 }
 
 export class TurnDetailYuxiDto extends TurnSummaryYuxiDto {
   @ApiProperty() cancellation_pending!: boolean;
   @ApiProperty({ type: [RunDto] }) runs!: RunDto[];
   @ApiProperty({ type: [ItemDto], description: 'The output items of the result run.' }) output!: ItemDto[];
-  @ApiProperty({ type: Object, nullable: true }) usage!: Record<string, number> | null;
 }
 
 export class TurnDto {

@@ -3,7 +3,21 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, preparedUpTo, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { ACTIVE_TURN_STATUSES, type CommittedStep, ItemEntity, type PublicError, type RunCheckpoint, RunEntity, type RunStatus, TurnEntity, type TurnStatus } from './entities.js';
+import {
+  ACTIVE_TURN_STATUSES,
+  type CommittedStep,
+  ItemEntity,
+  type PublicError,
+  type RunCheckpoint,
+  RunEntity,
+  type RunStatus,
+  type StepKind,
+  type StepOutput,
+  TurnEntity,
+  type TurnStatus,
+  type Usage,
+  type Waitpoint,
+} from './entities.js';
 
 /**
  * The right to write one run: its id, the worker holding it, and the fencing epoch it was leased
@@ -54,6 +68,24 @@ export interface SuccessorSpec {
 }
 
 export type NewItem = Omit<ItemEntity, 'id' | 'seq'> & { id?: string };
+
+export interface NewStep {
+  runId: string;
+  turnId: string;
+  sessionId: string;
+  kind: StepKind;
+  status: CommittedStep['status'];
+  ref: string | null;
+  input: object;
+  output: StepOutput;
+  at: Date;
+}
+
+/** Adds a usage object (jsonb) to a column, field by field. */
+const ADD_USAGE = (column: string, param: string): string =>
+  `jsonb_build_object(${['input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens']
+    .map((key) => `'${key}', coalesce((${column}->>'${key}')::bigint, 0) + coalesce((${param}::jsonb->>'${key}')::bigint, 0)`)
+    .join(', ')})`;
 
 interface SuccessorRow {
   seq: number;
@@ -344,12 +376,145 @@ export class TurnsService {
   /** The committed steps of the turn since its latest run that took new input (what a takeover plans from). */
   async stepsSinceLastInput(manager: EntityManager, turnId: string): Promise<CommittedStep[]> {
     const rows = (await manager.query(
-      prepared(`SELECT s.run_id, s.kind, s.status, s.output FROM run_steps s JOIN runs r ON r.id = s.run_id
+      prepared(`SELECT s.run_id, s.kind, s.status, s.ref, s.output FROM run_steps s JOIN runs r ON r.id = s.run_id
        WHERE s.turn_id = $1 AND r.seq >= (SELECT coalesce(max(seq), 1) FROM runs WHERE turn_id = $1 AND cardinality(input_ids) > 0)
        ORDER BY s.seq`),
       [turnId],
-    )) as { run_id: string; kind: CommittedStep['kind']; status: CommittedStep['status']; output: CommittedStep['output'] }[];
-    return rows.map((row) => ({ runId: row.run_id, kind: row.kind, status: row.status, output: row.output }));
+    )) as { run_id: string; kind: CommittedStep['kind']; status: CommittedStep['status']; ref: string | null; output: CommittedStep['output'] }[];
+    return rows.map((row) => ({ runId: row.run_id, kind: row.kind, status: row.status, ref: row.ref, output: row.output }));
+  }
+
+  /**
+   * Records a step of the turn (call under the session lock). Through `lease` it is written only
+   * while the lease holds; without one (the api resolving a waitpoint) it is written as is. A tool
+   * call's result completes its `started` row; a second result for a completed call, or a second
+   * response to a waitpoint, writes nothing (false).
+   */
+  async recordStep(manager: EntityManager, lease: Lease | null, step: NewStep): Promise<boolean> {
+    // An INSERT answers its rows (TypeORM pairs rows with a count only for UPDATE and DELETE).
+    const rows = (await manager.query(
+      prepared(`INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, ref, input, output, created_at)
+       SELECT $1, $2, $3, $4, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = $3), $5, $6, $7, $8::jsonb, $9::jsonb, $10
+       WHERE $11::text IS NULL OR EXISTS (SELECT 1 FROM runs WHERE ${HELD('$2', '$11', '$12')})
+       ON CONFLICT (turn_id, kind, ref) WHERE ref IS NOT NULL
+       DO UPDATE SET status = excluded.status, output = excluded.output, run_id = excluded.run_id
+       WHERE run_steps.status = 'started' AND excluded.status <> 'started'
+       RETURNING id`),
+      [
+        newId(),
+        step.runId,
+        step.turnId,
+        step.sessionId,
+        step.kind,
+        step.status,
+        step.ref,
+        JSON.stringify(step.input),
+        JSON.stringify(step.output),
+        step.at,
+        lease?.owner ?? null,
+        lease?.epoch ?? 0,
+      ],
+    )) as { id: string }[];
+    return rows.length > 0;
+  }
+
+  /** Adds a model call's usage to its run and turn; returns the turn's total. */
+  async addUsage(manager: EntityManager, runId: string, turnId: string, usage: Usage | null): Promise<Usage | null> {
+    if (usage === null) {
+      const rows = (await manager.query(prepared(`SELECT usage FROM turns WHERE id = $1`), [turnId])) as { usage: Usage | null }[];
+      return rows[0]?.usage ?? null;
+    }
+    const json = JSON.stringify(usage);
+    await manager.query(prepared(`UPDATE runs SET usage = ${ADD_USAGE('usage', '$2')} WHERE id = $1`), [runId, json]);
+    const [rows] = (await manager.query(prepared(`UPDATE turns SET usage = ${ADD_USAGE('usage', '$2')} WHERE id = $1 RETURNING usage`), [turnId, json])) as [
+      { usage: Usage }[],
+      number,
+    ];
+    return rows[0]?.usage ?? null;
+  }
+
+  /** Model and tool calls the turn has made so far (all its runs): what the per-turn limits count. */
+  async callCounts(manager: EntityManager, turnId: string): Promise<{ modelCalls: number; toolCalls: number }> {
+    const rows = (await manager.query(
+      prepared(`SELECT count(*) FILTER (WHERE kind = 'model_call')::int AS model_calls, count(*) FILTER (WHERE kind = 'tool_call')::int AS tool_calls
+       FROM run_steps WHERE turn_id = $1`),
+      [turnId],
+    )) as { model_calls: number; tool_calls: number }[];
+    return { modelCalls: rows[0]?.model_calls ?? 0, toolCalls: rows[0]?.tool_calls ?? 0 };
+  }
+
+  /** How long the turn's finished runs executed (waits between runs excluded), in ms. */
+  async executedMs(manager: EntityManager, turnId: string): Promise<number> {
+    const rows = (await manager.query(
+      prepared(`SELECT coalesce(sum(extract(epoch FROM completed_at - started_at)), 0)::float8 * 1000 AS ms FROM runs
+       WHERE turn_id = $1 AND completed_at IS NOT NULL AND started_at IS NOT NULL`),
+      [turnId],
+    )) as { ms: number }[];
+    return Number(rows[0]?.ms ?? 0);
+  }
+
+  /**
+   * Stops the leased run at a waitpoint: the run ends `requires_action`, the turn waits with the
+   * waitpoint (its current run stays the one that asked). False when the lease is gone.
+   */
+  async suspendRun(manager: EntityManager, lease: Lease, turnId: string, waitpoint: Waitpoint, at: Date): Promise<boolean> {
+    const [rows] = (await manager.query(
+      prepared(`WITH r AS (
+         UPDATE runs SET status = 'requires_action', completed_at = $4, lease_owner = NULL, lease_expires_at = NULL
+         WHERE ${HELD('$1', '$2', '$3')} RETURNING turn_id
+       )
+       UPDATE turns SET status = 'requires_action', waitpoint = $5::jsonb FROM r WHERE turns.id = r.turn_id AND turns.id = $6 RETURNING turns.id`),
+      [lease.runId, lease.owner, lease.epoch, at, JSON.stringify(waitpoint), turnId],
+    )) as [{ id: string }[], number];
+    return rows.length > 0;
+  }
+
+  /**
+   * Continues a waiting turn in a new run (call under the session lock): unleased, resuming from the
+   * run that asked, for any worker to take over. The turn is in progress again, its waitpoint gone.
+   */
+  async resumeTurn(manager: EntityManager, turn: TurnEntity, nextRunId: string, at: Date): Promise<{ turn: TurnEntity; run: RunEntity } | null> {
+    const fromRunId = turn.waitpoint?.run_id ?? turn.currentRunId;
+    const rows = (await manager.query(
+      prepared(`WITH t AS (
+         UPDATE turns SET status = 'in_progress', waitpoint = NULL, current_run_id = $2
+         WHERE id = $1 AND status = 'requires_action' RETURNING id
+       )
+       INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, resume_from_run_id, epoch, created_at)
+       SELECT $2, f.turn_id, f.session_id, (SELECT max(seq) + 1 FROM runs WHERE turn_id = $1), 'in_progress', '{}', f.model, f.config, f.id,
+              (SELECT coalesce(max(epoch), 0) + 1 FROM runs WHERE session_id = f.session_id), $4
+       FROM runs f, t WHERE f.id = $3
+       RETURNING id`),
+      [turn.id, nextRunId, fromRunId, at],
+    )) as { id: string }[];
+    if (rows.length === 0) return null;
+    const run = await manager.getRepository(RunEntity).findOneByOrFail({ id: nextRunId });
+    return { turn: { ...turn, status: 'in_progress', waitpoint: null, currentRunId: nextRunId }, run };
+  }
+
+  /** Cancels a turn that waits at a waitpoint (no worker holds it): the turn and its waiting run end cancelled. */
+  async cancelWaitingTurn(manager: EntityManager, turn: TurnEntity, at: Date): Promise<TurnEntity | null> {
+    const rows = (await manager.query(
+      prepared(`WITH t AS (
+         UPDATE turns SET status = 'cancelled', waitpoint = NULL, current_run_id = NULL, cancellation_pending = false, completed_at = $2
+         WHERE id = $1 AND status = 'requires_action' RETURNING id
+       ), r AS (
+         UPDATE runs SET status = 'cancelled' WHERE turn_id = $1 AND status = 'requires_action' AND EXISTS (SELECT 1 FROM t)
+       )
+       SELECT id FROM t`),
+      [turn.id, at],
+    )) as { id: string }[];
+    if (rows.length === 0) return null;
+    return { ...turn, status: 'cancelled', waitpoint: null, currentRunId: null, cancellationPending: false, completedAt: at };
+  }
+
+  /** The stored results among the given tool calls of a turn. */
+  async toolResults(manager: EntityManager, turnId: string, callIds: string[]): Promise<Set<string>> {
+    const rows = (await manager.query(
+      prepared(`SELECT ref FROM run_steps WHERE turn_id = $1 AND kind = 'tool_call' AND status = 'completed' AND ref = ANY($2::varchar[])`),
+      [turnId, callIds],
+    )) as { ref: string }[];
+    return new Set(rows.map((row) => row.ref));
   }
 
 

@@ -2,7 +2,18 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ERROR_CODES } from '#libs/errors';
 import { EVENT_TYPES } from '#libs/events';
-import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, MessageEventDto, PromoteInputEventDto } from '#libs/protocol';
+import { BuiltinToolDto, FunctionToolDto, McpToolDto } from '#libs/agents';
+import {
+  AnswerResponseDto,
+  ApprovalResponseDto,
+  CancelInputEventDto,
+  CancelTurnEventDto,
+  ContinueQueueEventDto,
+  MessageEventDto,
+  PromoteInputEventDto,
+  ResumeEventDto,
+  ToolResultEventDto,
+} from '#libs/protocol';
 
 const ERROR_TABLE = Object.entries(ERROR_CODES)
   .map(([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.retryable ? 'yes' : 'no'} | ${spec.description} |`)
@@ -48,7 +59,21 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key' })
     .addTag('agents-public-v1', 'Saved agents, sessions, inputs, turns, items and events')
     .build();
-  const document = SwaggerModule.createDocument(app, config, { extraModels: [MessageEventDto, CancelTurnEventDto, CancelInputEventDto, PromoteInputEventDto, ContinueQueueEventDto] });
+  const document = SwaggerModule.createDocument(app, config, { extraModels: [
+      MessageEventDto,
+      CancelTurnEventDto,
+      CancelInputEventDto,
+      PromoteInputEventDto,
+      ContinueQueueEventDto,
+      ResumeEventDto,
+      ToolResultEventDto,
+      AnswerResponseDto,
+      ApprovalResponseDto,
+      FunctionToolDto,
+      BuiltinToolDto,
+      McpToolDto,
+    ],
+  });
   document.components = document.components ?? {};
   document.components.schemas = {
     ...document.components.schemas,

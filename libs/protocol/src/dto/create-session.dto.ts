@@ -45,10 +45,10 @@ export class CreateSessionDto {
   @Type(() => SessionAgentOverrideDto)
   agent?: SessionAgentOverrideDto;
 
-  @ApiPropertyOptional({ enum: ['ask', 'always_trust'] })
+  @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'] })
   @OptionalNotNull()
-  @IsIn(['ask', 'always_trust'])
-  tool_approval_mode?: 'ask' | 'always_trust';
+  @IsIn(['default', 'always_ask', 'always_trust'])
+  tool_approval_mode?: 'default' | 'always_ask' | 'always_trust';
 
   @ApiPropertyOptional({ oneOf: AGENT_INPUT_SCHEMA.oneOf, description: 'Initial input: a string or up to 20 ordered user messages. Omit for an empty session.' })
   @OptionalNotNull()

@@ -28,7 +28,7 @@ export class SessionYuxiDto {
   @ApiProperty() is_pinned!: boolean;
   @ApiProperty() archived!: boolean;
   @ApiProperty() unread!: boolean;
-  @ApiProperty({ enum: ['ask', 'always_trust'] }) tool_approval_mode!: string;
+  @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
   @ApiProperty() queue_paused!: boolean;
   @ApiProperty({ description: 'Pending inputs not yet consumed by a turn.' }) queued_input_count!: number;
   @ApiProperty({ type: CurrentTurnDto, nullable: true, description: 'Overview of the latest turn.' }) current_turn!: CurrentTurnDto | null;

@@ -20,10 +20,10 @@ export class MessageEventYuxiDto {
   @Length(3, 200)
   model?: string;
 
-  @ApiPropertyOptional({ enum: ['ask', 'always_trust'], description: 'Approval mode for this input only (follow-ups only).' })
+  @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], description: 'Approval mode for this input only (follow-ups only).' })
   @OptionalNotNull()
-  @IsIn(['ask', 'always_trust'])
-  tool_approval_mode?: 'ask' | 'always_trust';
+  @IsIn(['default', 'always_ask', 'always_trust'])
+  tool_approval_mode?: 'default' | 'always_ask' | 'always_trust';
 
   @ApiPropertyOptional({ type: [String], maxItems: 20, description: 'Not available yet (422 not_implemented).' })
   @OptionalNotNull()
@@ -75,6 +75,8 @@ export class SubmitEventsDto {
         { $ref: '#/components/schemas/CancelInputEventDto' },
         { $ref: '#/components/schemas/PromoteInputEventDto' },
         { $ref: '#/components/schemas/ContinueQueueEventDto' },
+        { $ref: '#/components/schemas/ResumeEventDto' },
+        { $ref: '#/components/schemas/ToolResultEventDto' },
       ],
     },
   })

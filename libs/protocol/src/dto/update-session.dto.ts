@@ -11,10 +11,10 @@ export class UpdateSessionYuxiDto {
   @OptionalNotNull()
   @IsBoolean()
   unread?: boolean;
-  @ApiPropertyOptional({ enum: ['ask', 'always_trust'], description: 'Default for inputs received after this update.' })
+  @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], description: 'Default for inputs received after this update.' })
   @OptionalNotNull()
-  @IsIn(['ask', 'always_trust'])
-  tool_approval_mode?: 'ask' | 'always_trust';
+  @IsIn(['default', 'always_ask', 'always_trust'])
+  tool_approval_mode?: 'default' | 'always_ask' | 'always_trust';
 }
 
 /** Every field may be omitted; an explicit null is 422 (null has no reset meaning). */

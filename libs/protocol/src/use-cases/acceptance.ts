@@ -13,6 +13,8 @@ export interface Accepted extends WorkResult {
   events: OutgoingEvent[];
   /** The worker may have something to claim now. */
   nudge: boolean;
+  /** A run waiting to be taken over (the recovery sweep nudges it too, should this nudge be lost). */
+  takeover?: string | null;
 }
 
 /** What a control event did under the session lock. */
@@ -22,6 +24,8 @@ export interface ControlOutcome {
   events?: OutgoingEvent[];
   /** The control may let the worker claim something (continue, promote). */
   nudge?: boolean;
+  /** A run the control created for a worker to take over (a resumed turn). */
+  takeover?: string | null;
 }
 
 /**
@@ -49,16 +53,18 @@ export class Acceptance {
   ): Promise<IdempotentResponse> {
     let batch: OutboxBatch | null = null;
     let nudge = false;
+    let takeover: string | null = null;
     const result = await this.idempotency.execute(
       { ownerId: principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
       async (manager) => {
         const accepted = await work(manager);
         if (accepted.sessionId) batch = await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge: accepted.nudge });
         nudge = accepted.nudge;
+        takeover = accepted.takeover ?? null;
         return accepted;
       },
     );
-    if (!result.replayed && batch) this.afterCommit(batch, nudge);
+    if (!result.replayed && batch) this.afterCommit(batch, nudge, takeover);
     return result;
   }
 
@@ -67,7 +73,7 @@ export class Acceptance {
     principal: Principal,
     sessionId: string,
     key: string,
-    event: object & { type: string },
+    event: { type: string },
     apply: (manager: EntityManager, session: SessionEntity) => Promise<ControlOutcome>,
   ): Promise<IdempotentResponse> {
     return this.accept(principal, IdempotencyService.eventScope(sessionId), key, { operation: event.type, session_id: sessionId, event }, async (manager) => {
@@ -81,14 +87,16 @@ export class Acceptance {
         receipt: outcome.receipt,
         events: [{ type: 'yuxi.session.event.accepted', receipt: outcome.receipt }, ...(outcome.events ?? [])],
         nudge: outcome.nudge ?? false,
+        takeover: outcome.takeover ?? null,
       };
     });
   }
 
-  private afterCommit(batch: OutboxBatch, nudge: boolean): void {
+  private afterCommit(batch: OutboxBatch, nudge: boolean, takeover: string | null): void {
     void (async () => {
       await this.outbox.flush(batch.sessionId, batch);
       if (nudge) await this.dispatcher.nudgeQuietly(batch.sessionId);
+      if (takeover) await this.dispatcher.nudgeTakeover(batch.sessionId, takeover).catch(() => undefined);
     })();
   }
 }

@@ -7,6 +7,7 @@ import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, Inpu
 import { ModelRegistry } from '#libs/models';
 import { SessionsService } from '#libs/sessions';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
+import { frozenInputConfig } from '../input-config.js';
 import { parseAgentInput } from '../input-parser.js';
 import { toSessionDto } from '../session-view.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
@@ -44,6 +45,7 @@ export class CreateSession {
           model,
           toolApprovalMode,
           instructions: agent.instructions,
+          agentSnapshot: this.agents.snapshot(agent),
           title: dto.title ?? DEFAULT_TITLE,
           projectId: dto.project_id ?? null,
         },
@@ -57,7 +59,7 @@ export class CreateSession {
           mode: 'follow_up',
           messages,
           attachmentFileIds: [],
-          config: { agent_id: agent.id, model, tool_approval_mode: toolApprovalMode, instructions: agent.instructions },
+          config: frozenInputConfig(session),
           receivedAt: session.createdAt,
         });
         receipt = acceptedReceipt(session.id, input.id);

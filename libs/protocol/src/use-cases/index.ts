@@ -4,6 +4,7 @@ export { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-co
 export { ArchiveSession, UpdateSession } from './session-settings.use-case.js';
 export { SubmitEvent } from './submit-event.use-case.js';
 export { SubmitMessage } from './submit-message.use-case.js';
+export { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 
 import { Acceptance } from './acceptance.js';
 import { CreateSession } from './create-session.use-case.js';
@@ -11,6 +12,7 @@ import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-co
 import { ArchiveSession, UpdateSession } from './session-settings.use-case.js';
 import { SubmitEvent } from './submit-event.use-case.js';
 import { SubmitMessage } from './submit-message.use-case.js';
+import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [Acceptance, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, UpdateSession, ArchiveSession];
+export const USE_CASES = [Acceptance, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, UpdateSession, ArchiveSession];

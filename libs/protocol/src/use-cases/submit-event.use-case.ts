@@ -7,7 +7,9 @@ import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
 import { MessageEventDto, PROTOCOL_EVENT_TYPES } from '../dto/submit-event.dto.js';
 import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto } from '../dto/update-session.dto.js';
 import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
+import { ResumeEventDto, ToolResultEventDto } from '../dto/waitpoint-events.dto.js';
 import { SubmitMessage } from './submit-message.use-case.js';
+import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 
 /** `POST …/events`: validates the one event against its type's DTO and hands it to that type's use case. */
 @Injectable()
@@ -18,6 +20,8 @@ export class SubmitEvent {
     private readonly cancelTurn: CancelTurn,
     private readonly promoteInput: PromoteInput,
     private readonly continueQueue: ContinueQueue,
+    private readonly resumeTurn: ResumeTurn,
+    private readonly submitToolResult: SubmitToolResult,
   ) {}
 
   async execute(principal: Principal, sessionId: string, events: Record<string, unknown>[], rawKey: string | undefined): Promise<IdempotentResponse> {
@@ -29,6 +33,8 @@ export class SubmitEvent {
     if (type === 'agent.session.input.cancel') return this.cancelTurn.execute(principal, sessionId, await validateEvent(CancelTurnEventDto, raw), key);
     if (type === 'yuxi.session.input.promote') return this.promoteInput.execute(principal, sessionId, await validateEvent(PromoteInputEventDto, raw), key);
     if (type === 'yuxi.session.input.continue') return this.continueQueue.execute(principal, sessionId, await validateEvent(ContinueQueueEventDto, raw), key);
+    if (type === 'yuxi.session.input.resume') return this.resumeTurn.execute(principal, sessionId, await validateEvent(ResumeEventDto, raw), key);
+    if (type === 'tool_result') return this.submitToolResult.execute(principal, sessionId, await validateEvent(ToolResultEventDto, raw), key);
     if (typeof type === 'string' && (PROTOCOL_EVENT_TYPES as readonly string[]).includes(type)) {
       throw new DomainError('not_implemented', `Event type ${type} is not available yet`);
     }

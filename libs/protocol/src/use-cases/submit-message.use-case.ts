@@ -6,6 +6,7 @@ import { SessionControls } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
 import { RunSignals } from '#libs/queue';
 import type { MessageEventDto } from '../dto/submit-event.dto.js';
+import { frozenInputConfig } from '../input-config.js';
 import { parseAgentInput } from '../input-parser.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
@@ -46,12 +47,7 @@ export class SubmitMessage {
         requestedMode: event.yuxi?.mode,
         hasOverride,
         messages,
-        config: (session) => ({
-          agent_id: session.agentId,
-          model: modelOverride ?? session.model,
-          tool_approval_mode: event.yuxi?.tool_approval_mode ?? session.toolApprovalMode,
-          instructions: session.instructions,
-        }),
+        config: (session) => frozenInputConfig(session, { model: modelOverride, toolApprovalMode: event.yuxi?.tool_approval_mode }),
       });
       steerIntoRunningTurn = steersRunningTurn;
       const receipt = acceptedReceipt(sessionId, input.id);

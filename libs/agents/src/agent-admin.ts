@@ -1,0 +1,40 @@
+import { Injectable } from '@nestjs/common';
+import type { Principal } from '#libs/auth';
+import { DomainError } from '#libs/errors';
+import { ModelRegistry } from '#libs/models';
+import type { AgentDto } from './agent.dto.js';
+import { AGENT_ID, type AgentDefinition, parseAgentDefinition } from './agent-definition.js';
+import { AgentsService } from './agents.service.js';
+
+/** Administration of saved agents (`/admin/agents`): full-access callers only. */
+@Injectable()
+export class AgentAdmin {
+  constructor(
+    private readonly agents: AgentsService,
+    private readonly models: ModelRegistry,
+  ) {}
+
+  /** Validates a definition completely (shape, tools, model provider); 422 invalid_agent lists every problem. */
+  validate(agentId: string, raw: unknown): AgentDefinition {
+    const { definition, errors } = parseAgentDefinition(raw);
+    if (!AGENT_ID.test(agentId)) errors.unshift({ field: 'agent_id', errors: ['must be a lowercase slug of 1–64 characters (a-z, 0-9, _ and -)'] });
+    const body = raw as { id?: unknown } | null;
+    if (body && typeof body === 'object' && body.id !== undefined && body.id !== agentId) errors.push({ field: 'id', errors: ['must equal the agent_id of the path when given'] });
+    if (definition?.model) {
+      try {
+        this.models.validate(definition.model);
+      } catch (error) {
+        errors.push({ field: 'model', errors: [error instanceof Error ? error.message : 'unknown model'] });
+      }
+    }
+    if (errors.length > 0 || !definition) {
+      throw new DomainError('invalid_agent', `Invalid agent: ${errors[0]?.field}: ${errors[0]?.errors[0]}`, { fields: errors });
+    }
+    return definition;
+  }
+
+  async put(principal: Principal, agentId: string, raw: unknown): Promise<{ agent: AgentDto; created: boolean }> {
+    const definition = this.validate(agentId, raw);
+    return this.agents.put(principal.userId, agentId, definition);
+  }
+}

@@ -1,0 +1,91 @@
+import type { FieldError } from '#libs/errors';
+import { parseToolDeclarations, type ToolDeclaration } from '#libs/tools';
+import { AGENT_VISIBILITIES, type AgentLimits, type AgentVisibility, TOOL_APPROVAL_MODES, type ToolApprovalMode } from './agent.entity.js';
+
+/** A saved agent as an administrator writes it (PUT body, or one entry of AGENTS_FILE). */
+export interface AgentDefinition {
+  name: string;
+  description: string;
+  instructions: string;
+  /** `provider:model`; null = the deployment's DEFAULT_MODEL. */
+  model: string | null;
+  tools: ToolDeclaration[];
+  tool_approval_mode: ToolApprovalMode;
+  limits: Partial<AgentLimits>;
+  visibility: AgentVisibility;
+}
+
+export const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'limits', 'visibility']);
+const LIMIT_RANGES: Record<keyof AgentLimits, [number, number]> = {
+  max_model_calls: [1, 1000],
+  max_tool_calls: [0, 1000],
+  turn_timeout_s: [1, 86_400],
+};
+
+/**
+ * Validates an agent definition, collecting every problem with its field rather than stopping at
+ * the first. Pure: the model's provider is checked by the caller (ModelRegistry).
+ */
+export function parseAgentDefinition(raw: unknown): { definition: AgentDefinition | null; errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const fail = (field: string, error: string): void => void errors.push({ field, errors: [error] });
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { definition: null, errors: [{ field: 'body', errors: ['must be an object'] }] };
+  const body = raw as Record<string, unknown>;
+  for (const key of Object.keys(body)) if (!FIELDS.has(key)) fail(key, 'is an unknown field');
+
+  const text = (field: string, max: number, required: boolean): string => {
+    const value = body[field];
+    if (value === undefined && !required) return '';
+    if (typeof value !== 'string' || (required && value.trim() === '') || value.length > max) {
+      fail(field, required ? `must be a non-empty string of at most ${max} characters` : `must be a string of at most ${max} characters`);
+      return '';
+    }
+    return value;
+  };
+  const name = text('name', 200, true);
+  const description = text('description', 2000, false);
+  const instructions = text('instructions', 100_000, false);
+
+  let model: string | null = null;
+  if (body.model !== undefined && body.model !== null) {
+    if (typeof body.model !== 'string' || body.model.length < 3 || body.model.length > 200) fail('model', 'must be a provider:model string');
+    else model = body.model;
+  }
+  const mode = body.tool_approval_mode ?? 'default';
+  if (!TOOL_APPROVAL_MODES.includes(mode as ToolApprovalMode)) fail('tool_approval_mode', `must be one of ${TOOL_APPROVAL_MODES.join(', ')}`);
+  const visibility = body.visibility ?? 'public';
+  if (!AGENT_VISIBILITIES.includes(visibility as AgentVisibility)) fail('visibility', `must be one of ${AGENT_VISIBILITIES.join(', ')}`);
+
+  const limits: Partial<AgentLimits> = {};
+  if (body.limits !== undefined) {
+    if (typeof body.limits !== 'object' || body.limits === null || Array.isArray(body.limits)) fail('limits', 'must be an object');
+    else {
+      for (const [key, value] of Object.entries(body.limits)) {
+        const range = LIMIT_RANGES[key as keyof AgentLimits] as [number, number] | undefined;
+        if (!range) fail(`limits.${key}`, 'is an unknown field');
+        else if (!Number.isInteger(value) || (value as number) < range[0] || (value as number) > range[1]) fail(`limits.${key}`, `must be an integer ${range[0]}–${range[1]}`);
+        else limits[key as keyof AgentLimits] = value as number;
+      }
+    }
+  }
+  const parsedTools = parseToolDeclarations(body.tools ?? []);
+  for (const error of parsedTools.errors) {
+    const match = /^(tools(?:\[\d+\])?(?:\.[\w]+)?)[: ]\s*(.*)$/.exec(error);
+    errors.push({ field: match?.[1] ?? 'tools', errors: [match?.[2] || error] });
+  }
+  if (errors.length > 0) return { definition: null, errors };
+  return {
+    definition: {
+      name,
+      description,
+      instructions,
+      model,
+      tools: parsedTools.tools,
+      tool_approval_mode: mode as ToolApprovalMode,
+      limits,
+      visibility: visibility as AgentVisibility,
+    },
+    errors,
+  };
+}

@@ -1,0 +1,181 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { newId, unixSeconds } from '#libs/database';
+import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
+import { SessionsService } from '#libs/sessions';
+import { type ItemEntity, type Lease, type NewItem, type ToolCallSpec, toCurrentTurn, TurnsService, type Usage, type Waitpoint, type WaitpointKind } from '#libs/turns';
+import { turnEvents } from './turn-events.js';
+import { closingEvents, type HeldTurn, type RunOutput } from './turn-transitions.js';
+
+export interface ModelStep {
+  text: string;
+  toolCalls: ToolCallSpec[];
+  usage: Usage | null;
+  model: string;
+}
+
+export interface Recorded {
+  batch: OutboxBatch;
+  /** The output index the turn's next item gets. */
+  outputIndex: number;
+}
+
+/**
+ * The worker's durable steps inside a held run: a model call that asked for tools, a tool call
+ * started and its result, and stopping at a waitpoint. Each is one transaction under the session
+ * lock, written only through the run's lease, with the items it produced and the events announcing
+ * them (published by the caller after commit): a takeover plans from exactly what is recorded here.
+ */
+@Injectable()
+export class StepTransitions {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly sessions: SessionsService,
+    private readonly turns: TurnsService,
+    private readonly outbox: EventOutbox,
+  ) {}
+
+  /** A model call that asked for tools: the step, the text it showed (commentary) and one function_call item per call. Null when the lease is gone. */
+  async recordModelStep(held: HeldTurn, lease: Lease, output: RunOutput, step: ModelStep): Promise<Recorded | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const now = new Date();
+      const recorded = await this.turns.recordStep(manager, lease, {
+        runId: lease.runId,
+        turnId: held.turn.id,
+        sessionId,
+        kind: 'model_call',
+        status: 'completed',
+        ref: null,
+        input: { model: step.model },
+        output: { text: step.text, tool_calls: step.toolCalls, ...(step.usage ? { usage: step.usage } : {}) },
+        at: now,
+      });
+      if (!recorded) return null;
+      if (step.usage) await this.turns.addUsage(manager, lease.runId, held.turn.id, step.usage);
+      const count = (output.item ? 1 : 0) + step.toolCalls.length;
+      let seq = await this.sessions.reserveItemSeqs(manager, sessionId, count);
+      let index = output.outputIndex;
+      const events: OutgoingEvent[] = output.lostDeltas ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
+      if (output.item) {
+        const [item] = await this.turns.insertItems(manager, seq, [
+          { ...output.item, status: 'completed', content: [{ type: 'output_text', text: output.text }], phase: 'commentary', createdAt: now },
+        ]);
+        events.push(...closingEvents(item!, index, output.text));
+        seq += 1;
+        index += 1;
+      }
+      const calls = await this.turns.insertItems(
+        manager,
+        seq,
+        step.toolCalls.map((call) => toolItem(held, lease.runId, 'function_call', { type: 'function_call', ...call }, now)),
+      );
+      for (const item of calls) {
+        events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
+        index += 1;
+      }
+      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index };
+    });
+  }
+
+  /** Marks a server call as started before it runs: a takeover that finds it without a result knows it may have taken effect. */
+  async recordToolStarted(held: HeldTurn, lease: Lease, call: ToolCallSpec): Promise<boolean> {
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, held.turn.sessionId);
+      return this.turns.recordStep(manager, lease, {
+        runId: lease.runId,
+        turnId: held.turn.id,
+        sessionId: held.turn.sessionId,
+        kind: 'tool_call',
+        status: 'started',
+        ref: call.call_id,
+        input: { name: call.name, arguments: call.arguments },
+        output: {},
+        at: new Date(),
+      });
+    });
+  }
+
+  /** A call's result: the step and its function_call_output item. Null when the lease is gone (or the call already has one). */
+  async recordToolResult(held: HeldTurn, lease: Lease, outputIndex: number, call: ToolCallSpec, outcome: { success: boolean; output: string }): Promise<Recorded | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const now = new Date();
+      const recorded = await this.turns.recordStep(manager, lease, {
+        runId: lease.runId,
+        turnId: held.turn.id,
+        sessionId,
+        kind: 'tool_call',
+        status: 'completed',
+        ref: call.call_id,
+        input: { name: call.name, arguments: call.arguments },
+        output: outcome,
+        at: now,
+      });
+      if (!recorded) return null;
+      const events = await this.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, outcome, now);
+      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1 };
+    });
+  }
+
+  /** Stops the run at a waitpoint: run requires_action, turn (and session) requires_action with the waitpoint. Null when the lease is gone. */
+  async suspend(held: HeldTurn, lease: Lease, kind: WaitpointKind, calls: ToolCallSpec[]): Promise<OutboxBatch | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const now = new Date();
+      const waitpoint: Waitpoint = { id: newId(), kind, run_id: lease.runId, created_at: unixSeconds(now) };
+      if (kind === 'question') waitpoint.questions = calls.map(questionOf);
+      else waitpoint.tool_calls = calls.map(({ call_id, name, arguments: args }) => ({ call_id, name, arguments: args }));
+      if (!(await this.turns.suspendRun(manager, lease, held.turn.id, waitpoint, now))) return null;
+      const usage = await this.turns.addUsage(manager, lease.runId, held.turn.id, null);
+      const turn = { ...held.turn, status: 'requires_action' as const, waitpoint, currentRunId: lease.runId, usage };
+      await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), 0, now);
+      const run = { ...held.run, id: lease.runId, status: 'requires_action' as const, completedAt: now, leaseOwner: null, leaseExpiresAt: null };
+      const events: OutgoingEvent[] = [turnEvents.run('requires_action', run), turnEvents.waiting(turn, waitpoint)];
+      return this.outbox.append(manager, sessionId, events, { epoch: lease.epoch });
+    });
+  }
+
+  /** The function_call_output item of a call (also written by the api for a client's tool_result). */
+  async writeOutputItem(
+    manager: EntityManager,
+    held: Pick<HeldTurn, 'turn'>,
+    runId: string,
+    outputIndex: number,
+    callId: string,
+    outcome: { success: boolean; output: string },
+    at: Date,
+  ): Promise<OutgoingEvent[]> {
+    const seq = await this.sessions.reserveItemSeqs(manager, held.turn.sessionId, 1);
+    const [item] = await this.turns.insertItems(manager, seq, [
+      toolItem(held, runId, 'function_call_output', { type: 'function_call_output', call_id: callId, output: outcome.output, success: outcome.success }, at),
+    ]);
+    return [turnEvents.item('added', item!, outputIndex), turnEvents.item('done', item!, outputIndex)];
+  }
+}
+
+function toolItem(held: Pick<HeldTurn, 'turn'>, runId: string, type: string, part: ItemEntity['content'][number], at: Date): NewItem {
+  return { sessionId: held.turn.sessionId, turnId: held.turn.id, runId, inputId: null, type, role: null, status: 'completed', content: [part], phase: null, createdAt: at };
+}
+
+/** An ask_user call as a question of the waitpoint; the question id is the call id. */
+function questionOf(call: ToolCallSpec): NonNullable<Waitpoint['questions']>[number] {
+  let args: { question?: unknown; options?: unknown; multi_select?: unknown; allow_other?: unknown } = {};
+  try {
+    args = JSON.parse(call.arguments) as typeof args;
+  } catch {
+    // The planner validates arguments before a question is asked; an unparsable one cannot get here.
+  }
+  const options = Array.isArray(args.options) ? args.options.filter((o): o is string => typeof o === 'string') : [];
+  return {
+    question_id: call.call_id,
+    question: typeof args.question === 'string' ? args.question : '',
+    options,
+    multi_select: args.multi_select === true,
+    allow_other: typeof args.allow_other === 'boolean' ? args.allow_other : options.length === 0,
+  };
+}

@@ -1,0 +1,132 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { newId } from '#libs/database';
+import { DomainError, type FieldError } from '#libs/errors';
+import type { OutgoingEvent } from '#libs/events';
+import { type SessionEntity, SessionsService } from '#libs/sessions';
+import { toCurrentTurn, type TurnEntity, TurnsService, type Waitpoint, type WaitpointResponse } from '#libs/turns';
+import { StepTransitions } from './step-transitions.js';
+import { turnEvents } from './turn-events.js';
+
+export interface Resumed {
+  events: OutgoingEvent[];
+  /** The new run of the turn, waiting for a worker to take it over; null while the waitpoint still waits for more results. */
+  runId: string | null;
+}
+
+/**
+ * The clients' side of waitpoints: an answer or approval decisions resolve a question or approval
+ * waitpoint, tool results (one per call) a client_tool one. A complete response is a committed
+ * step of the turn, and the turn continues in a new run (resume_from_run_id) that any worker takes
+ * over. Runs inside the caller's accepting transaction, after the session lock.
+ */
+@Injectable()
+export class WaitpointControls {
+  constructor(
+    private readonly sessions: SessionsService,
+    private readonly turns: TurnsService,
+    private readonly steps: StepTransitions,
+  ) {}
+
+  async resume(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string, response: WaitpointResponse): Promise<Resumed> {
+    const { turn, waitpoint } = await this.waitingTurn(manager, session, turnId, waitpointId);
+    if (waitpoint.kind === 'client_tool' || (response.type === 'answer') !== (waitpoint.kind === 'question')) {
+      const expected = waitpoint.kind === 'question' ? 'an answer' : waitpoint.kind === 'approval' ? 'approval decisions' : 'tool_result events';
+      throw new DomainError('waitpoint_incomplete', `Waitpoint ${waitpoint.id} expects ${expected}`, { kind: waitpoint.kind });
+    }
+    checkCoverage(waitpoint, response);
+    if (response.type === 'approval') {
+      const trusted = response.decisions.filter((d) => d.decision === 'approve_session').map((d) => waitpoint.tool_calls?.find((c) => c.call_id === d.call_id)?.name ?? '');
+      if (trusted.length > 0) await this.sessions.trustTools(manager, session.id, trusted);
+    }
+    return this.continueTurn(manager, turn, waitpoint, response);
+  }
+
+  /** One client tool result; the turn continues once every call of the waitpoint has one. */
+  async toolResult(manager: EntityManager, session: SessionEntity, turnId: string, callId: string, outcome: { success: boolean; output: string }): Promise<Resumed> {
+    const { turn, waitpoint } = await this.waitingTurn(manager, session, turnId, null);
+    const call = waitpoint.kind === 'client_tool' ? waitpoint.tool_calls?.find((c) => c.call_id === callId) : undefined;
+    if (!call) throw new DomainError('waitpoint_stale', `Turn ${turnId} does not wait for a result of call ${callId}`, { waitpoint_id: waitpoint.id });
+    const at = new Date();
+    const recorded = await this.turns.recordStep(manager, null, {
+      runId: waitpoint.run_id,
+      turnId: turn.id,
+      sessionId: session.id,
+      kind: 'tool_call',
+      status: 'completed',
+      ref: callId,
+      input: { name: call.name, arguments: call.arguments },
+      output: outcome,
+      at,
+    });
+    if (!recorded) throw new DomainError('waitpoint_stale', `Call ${callId} already has a result`, { waitpoint_id: waitpoint.id });
+    const outputIndex = await this.turns.countItems(manager, turn.id);
+    const events = await this.steps.writeOutputItem(manager, { turn }, waitpoint.run_id, outputIndex, callId, outcome, at);
+    const calls = waitpoint.tool_calls ?? [];
+    const results = await this.turns.toolResults(manager, turn.id, calls.map((c) => c.call_id));
+    if (results.size < calls.length) return { events, runId: null };
+    const resumed = await this.continueTurn(manager, turn, waitpoint, { type: 'tool_results' });
+    return { events: [...events, ...resumed.events], runId: resumed.runId };
+  }
+
+  private async waitingTurn(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string | null): Promise<{ turn: TurnEntity; waitpoint: Waitpoint }> {
+    const turn = await this.turns.findTurn(manager, turnId);
+    if (!turn || turn.sessionId !== session.id) throw DomainError.notFound(`Turn ${turnId}`);
+    const waitpoint = turn.status === 'requires_action' ? turn.waitpoint : null;
+    if (!waitpoint || (waitpointId !== null && waitpoint.id !== waitpointId)) {
+      throw new DomainError('waitpoint_stale', `Turn ${turnId} does not wait at ${waitpointId ?? 'a waitpoint'} (it is ${turn.status}${waitpoint ? `, waiting at ${waitpoint.id}` : ''})`, {
+        turn_status: turn.status,
+        waitpoint_id: waitpoint?.id ?? null,
+      });
+    }
+    return { turn, waitpoint };
+  }
+
+  private async continueTurn(manager: EntityManager, turn: TurnEntity, waitpoint: Waitpoint, response: WaitpointResponse): Promise<Resumed> {
+    const at = new Date();
+    const recorded = await this.turns.recordStep(manager, null, {
+      runId: waitpoint.run_id,
+      turnId: turn.id,
+      sessionId: turn.sessionId,
+      kind: 'waitpoint',
+      status: 'completed',
+      ref: waitpoint.id,
+      input: { kind: waitpoint.kind },
+      output: { kind: waitpoint.kind, response },
+      at,
+    });
+    if (!recorded) throw new DomainError('waitpoint_stale', `Waitpoint ${waitpoint.id} was already resolved`);
+    const resumed = await this.turns.resumeTurn(manager, turn, newId(), at);
+    if (!resumed) throw new DomainError('waitpoint_stale', `Turn ${turn.id} is no longer waiting`);
+    await this.sessions.recordRunStarted(manager, turn.sessionId, toCurrentTurn(resumed.turn), 0, 0, at);
+    return { events: [turnEvents.run('created', resumed.run), turnEvents.turn('in_progress', resumed.turn)], runId: resumed.run.id };
+  }
+}
+
+/** The response must answer exactly the waitpoint's questions or decide exactly its calls (001): unknown ids are 409, gaps and repeats 422. */
+function checkCoverage(waitpoint: Waitpoint, response: WaitpointResponse): void {
+  const expected = waitpoint.kind === 'question' ? (waitpoint.questions ?? []).map((q) => q.question_id) : (waitpoint.tool_calls ?? []).map((c) => c.call_id);
+  const given = response.type === 'answer' ? response.answers.map((a) => a.question_id) : response.type === 'approval' ? response.decisions.map((d) => d.call_id) : [];
+  const foreign = given.filter((id) => !expected.includes(id));
+  if (foreign.length > 0) throw new DomainError('waitpoint_stale', `Not part of waitpoint ${waitpoint.id}: ${foreign.join(', ')}`, { unknown_ids: foreign });
+  const problems: FieldError[] = [];
+  const repeated = given.filter((id, index) => given.indexOf(id) !== index);
+  if (repeated.length > 0) problems.push({ field: 'response', errors: [`answered more than once: ${[...new Set(repeated)].join(', ')}`] });
+  const missing = expected.filter((id) => !given.includes(id));
+  if (missing.length > 0) problems.push({ field: 'response', errors: [`missing: ${missing.join(', ')}`] });
+  if (response.type === 'answer') {
+    for (const answer of response.answers) {
+      const question = waitpoint.questions?.find((q) => q.question_id === answer.question_id);
+      if (!question) continue;
+      const values = Array.isArray(answer.answer) ? answer.answer : [answer.answer];
+      if (Array.isArray(answer.answer) && !question.multi_select) problems.push({ field: `answers.${answer.question_id}`, errors: ['takes a single answer (multi_select is false)'] });
+      if (values.length === 0 || values.some((v) => v.trim() === '')) problems.push({ field: `answers.${answer.question_id}`, errors: ['must not be empty'] });
+      if (question.options.length > 0 && !question.allow_other && values.some((v) => !question.options.includes(v))) {
+        problems.push({ field: `answers.${answer.question_id}`, errors: [`must be one of the options: ${question.options.join(', ')}`] });
+      }
+    }
+  }
+  if (problems.length > 0) {
+    throw new DomainError('waitpoint_incomplete', `The response does not resolve waitpoint ${waitpoint.id}: ${problems[0]?.errors[0]}`, { fields: problems });
+  }
+}

@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import OpenAI from 'openai';
+import { AppConfig } from '#libs/config';
+import { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, type ModelRequest, type ModelTool, type ModelToolCall, type ModelUsage } from './model.types.js';
+import { classifyProviderError } from './provider-errors.js';
+
+type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam;
+type ChatTool = OpenAI.Chat.ChatCompletionTool;
+type ChunkDelta = OpenAI.Chat.ChatCompletionChunk.Choice.Delta;
+type ToolCallFragment = OpenAI.Chat.ChatCompletionChunk.Choice.Delta.ToolCall;
+
+/**
+ * `openai:<model>`: any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, …),
+ * streamed. The client never retries (maxRetries 0): retries belong to streamWithRetries, which
+ * knows whether anything was already streamed.
+ */
+@Injectable()
+export class OpenAiProvider implements ModelProvider {
+  readonly provider = 'openai';
+  private readonly client: OpenAI;
+  private readonly secrets: string[];
+  private readonly timeoutMs: number;
+
+  constructor(config: AppConfig) {
+    this.client = new OpenAI({
+      baseURL: config.openaiBaseUrl,
+      apiKey: config.openaiApiKey || 'not-set',
+      maxRetries: 0,
+      timeout: config.modelTimeoutMs,
+    });
+    this.secrets = config.openaiApiKey ? [config.openaiApiKey] : [];
+    this.timeoutMs = config.modelTimeoutMs;
+  }
+
+  async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    const calls = new ToolCallAssembler();
+    let usage: ModelUsage | null = null;
+    // The client's timeout ends once headers arrive; a stream that then stalls needs its own guard.
+    const stalled = new AbortController();
+    const stallTimer = setTimeout(() => stalled.abort(), this.timeoutMs);
+    try {
+      const stream = await this.client.chat.completions.create(
+        {
+          model: request.model,
+          messages: toChatMessages(request),
+          ...(request.tools.length > 0 ? { tools: request.tools.map(toChatTool) } : {}),
+          stream: true,
+          stream_options: { include_usage: true },
+        },
+        { signal: AbortSignal.any([request.signal, stalled.signal]) },
+      );
+      for await (const chunk of stream) {
+        stallTimer.refresh();
+        if (chunk.usage) usage = toUsage(chunk.usage);
+        for (const choice of chunk.choices ?? []) {
+          const delta: ChunkDelta | undefined = choice.delta;
+          if (!delta) continue;
+          const reasoning = reasoningOf(delta);
+          if (reasoning) yield { type: 'reasoning_delta', delta: reasoning };
+          if (delta.content) yield { type: 'text_delta', delta: delta.content };
+          for (const call of delta.tool_calls ?? []) calls.add(call);
+        }
+        // Time spent by the consumer on what was yielded is not the provider's silence.
+        stallTimer.refresh();
+      }
+      // The client ends a stream aborted mid-body quietly, as if complete; it was not.
+      request.signal.throwIfAborted();
+      if (stalled.signal.aborted) throw stalled.signal.reason;
+    } catch (error) {
+      // An abort is the caller's decision (cancel, steer, shutdown), not a provider failure.
+      if (request.signal.aborted) throw error;
+      if (stalled.signal.aborted) throw new ModelError('model_timeout', `model sent nothing for ${this.timeoutMs} ms`, true);
+      throw classifyProviderError(error, { secrets: this.secrets });
+    } finally {
+      clearTimeout(stallTimer);
+    }
+    for (const call of calls.complete()) yield { type: 'tool_call', call };
+    if (usage) yield { type: 'usage', usage };
+  }
+}
+
+/** Tool calls arrive in fragments keyed by `index`; id and name come once, arguments in pieces. */
+class ToolCallAssembler {
+  private readonly calls = new Map<number, ModelToolCall>();
+
+  add(fragment: ToolCallFragment): void {
+    const index = typeof fragment.index === 'number' ? fragment.index : this.calls.size;
+    const call = this.calls.get(index) ?? { call_id: '', name: '', arguments: '' };
+    if (fragment.id && !call.call_id) call.call_id = fragment.id;
+    if (fragment.function?.name && !call.name) call.name = fragment.function.name;
+    if (fragment.function?.arguments) call.arguments += fragment.function.arguments;
+    this.calls.set(index, call);
+  }
+
+  complete(): ModelToolCall[] {
+    return [...this.calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, call]) => ({ ...call, call_id: call.call_id || `call_${randomBytes(12).toString('hex')}` }));
+  }
+}
+
+function toChatMessages({ instructions, messages }: ModelRequest): ChatMessage[] {
+  const system: ChatMessage[] = instructions.trim() ? [{ role: 'system', content: instructions }] : [];
+  return [...system, ...messages.map(toChatMessage)];
+}
+
+function toChatMessage(message: ModelMessage): ChatMessage {
+  if (message.role === 'user') return { role: 'user', content: message.text };
+  if (message.role === 'tool') return { role: 'tool', tool_call_id: message.call_id, content: message.output };
+  const toolCalls = message.tool_calls ?? [];
+  if (toolCalls.length === 0) return { role: 'assistant', content: message.text };
+  return {
+    role: 'assistant',
+    content: message.text || null,
+    tool_calls: toolCalls.map((call) => ({ id: call.call_id, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+  };
+}
+
+function toChatTool(tool: ModelTool): ChatTool {
+  return { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
+}
+
+/** vLLM and DeepSeek stream `reasoning_content`, OpenRouter `reasoning`; OpenAI itself sends neither. */
+function reasoningOf(delta: ChunkDelta): string | undefined {
+  const extra = delta as ChunkDelta & { reasoning_content?: unknown; reasoning?: unknown };
+  const value = typeof extra.reasoning_content === 'string' && extra.reasoning_content ? extra.reasoning_content : extra.reasoning;
+  return typeof value === 'string' && value ? value : undefined;
+}
+
+function toUsage(usage: OpenAI.CompletionUsage): ModelUsage {
+  const input = usage.prompt_tokens ?? 0;
+  const output = usage.completion_tokens ?? 0;
+  return {
+    input_tokens: input,
+    output_tokens: output,
+    cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+    total_tokens: usage.total_tokens ?? input + output,
+  };
+}

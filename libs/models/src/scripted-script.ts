@@ -1,0 +1,127 @@
+/** One model call of a scripted turn: a tool call (`[[tool:…]]`) or a question (`[[ask:…]]`, the `ask_user` tool). */
+export interface ScriptStep {
+  kind: 'tool' | 'ask';
+  name: string;
+  /** The call's arguments: compact JSON, or the raw text when it was not valid JSON (to script a bad call). */
+  arguments: string;
+}
+
+export interface Script {
+  delayMs: number;
+  words: number | null;
+  fail: string | null;
+  steps: ScriptStep[];
+  /** The text with every directive removed (what `Echo:` repeats). */
+  text: string;
+}
+
+export const ASK_TOOL = 'ask_user';
+
+const FILLER = ['lorem', 'ipsum', 'dolor', 'sit', 'amet', 'consectetur', 'adipiscing', 'elit'];
+const HEAD = /\[\[(\w+)(:)?/y;
+const SIMPLE_ARG = /([^\]]*)\]\]/y;
+const TOOL_NAME = /\s*([^\s\]{]+)\s*/y;
+
+interface Directive {
+  name: string;
+  arg: string;
+  json?: string;
+  end: number;
+}
+
+/**
+ * Reads the directives of PROTOCOL.md ("Agents and models") out of a user text. Pure. A tool's
+ * JSON is delimited by balancing braces and strings, so it may itself contain `]` or `]]`.
+ */
+export function parseScript(text: string): Script {
+  const script: Script = { delayMs: 0, words: null, fail: null, steps: [], text: '' };
+  let rest = '';
+  let from = 0;
+  for (let at = text.indexOf('[[', from); at !== -1; at = text.indexOf('[[', at + 1)) {
+    const directive = readDirective(text, at);
+    if (!directive) continue;
+    rest += `${text.slice(from, at)} `;
+    from = directive.end;
+    at = directive.end - 1;
+    apply(script, directive);
+  }
+  script.text = (rest + text.slice(from)).trim();
+  return script;
+}
+
+export function filler(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => FILLER[i % FILLER.length] ?? 'lorem');
+}
+
+function apply(script: Script, { name, arg, json }: Directive): void {
+  if (name === 'delay') script.delayMs = clampInt(arg, 0, 600_000);
+  else if (name === 'words') script.words = clampInt(arg, 1, 100_000);
+  else if (name === 'fail') script.fail = arg.trim() || 'model_error';
+  else if (name === 'ask') script.steps.push({ kind: 'ask', name: ASK_TOOL, arguments: JSON.stringify({ question: arg.trim() }) });
+  else if (name === 'tool' && arg) script.steps.push({ kind: 'tool', name: arg, arguments: compact(json ?? '{}') });
+}
+
+function readDirective(text: string, at: number): Directive | null {
+  HEAD.lastIndex = at;
+  const head = HEAD.exec(text);
+  if (!head?.[1]) return null;
+  const name = head[1];
+  const argStart = HEAD.lastIndex;
+  if (!head[2]) return text.startsWith(']]', argStart) ? { name, arg: '', end: argStart + 2 } : null;
+  if (name === 'tool') return readTool(text, argStart);
+  if (name === 'ask') {
+    const close = text.indexOf(']]', argStart);
+    return close === -1 ? null : { name, arg: text.slice(argStart, close), end: close + 2 };
+  }
+  SIMPLE_ARG.lastIndex = argStart;
+  const simple = SIMPLE_ARG.exec(text);
+  return simple ? { name, arg: simple[1] ?? '', end: SIMPLE_ARG.lastIndex } : null;
+}
+
+function readTool(text: string, start: number): Directive | null {
+  TOOL_NAME.lastIndex = start;
+  const match = TOOL_NAME.exec(text);
+  const toolName = match?.[1] ?? '';
+  let at = match ? TOOL_NAME.lastIndex : start;
+  let json: string | undefined;
+  if (text[at] === '{') {
+    const end = balancedEnd(text, at);
+    if (end === -1) return null;
+    json = text.slice(at, end);
+    at = end;
+    while (/\s/.test(text[at] ?? '')) at++;
+  }
+  return text.startsWith(']]', at) ? { name: 'tool', arg: toolName, json, end: at + 2 } : null;
+}
+
+/** The index just past the `{…}` starting at `start`, honouring JSON strings and escapes; -1 if unbalanced. */
+function balancedEnd(text: string, start: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i++) {
+    const char = text[i];
+    if (inString) {
+      if (char === '\\') i++;
+      else if (char === '"') inString = false;
+    } else if (char === '"') inString = true;
+    else if (char === '{' || char === '[') depth++;
+    else if (char === '}' || char === ']') {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return -1;
+}
+
+function compact(json: string): string {
+  try {
+    return JSON.stringify(JSON.parse(json));
+  } catch {
+    return json;
+  }
+}
+
+function clampInt(raw: string, min: number, max: number): number {
+  const value = Number.parseInt(raw, 10);
+  return Number.isFinite(value) ? Math.min(Math.max(value, min), max) : min;
+}

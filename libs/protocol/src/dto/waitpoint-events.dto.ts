@@ -1,0 +1,54 @@
+import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import { Equals, IsBoolean, IsObject, IsString, Length, MaxLength } from 'class-validator';
+
+export class WaitpointAnswerDto {
+  @ApiProperty({ description: 'A question_id of the waitpoint.' }) question_id!: string;
+  @ApiProperty({ oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }], description: 'An array only where multi_select is true.' })
+  answer!: string | string[];
+}
+
+export class AnswerResponseDto {
+  @ApiProperty({ enum: ['answer'] }) type!: 'answer';
+  @ApiProperty({ type: [WaitpointAnswerDto], description: 'Exactly one answer per question of the waitpoint.' }) answers!: WaitpointAnswerDto[];
+}
+
+export class ApprovalDecisionDto {
+  @ApiProperty({ description: 'A call_id of the waitpoint.' }) call_id!: string;
+  @ApiProperty({ enum: ['approve', 'reject', 'approve_session'], description: 'approve_session: approve, and trust this tool for the rest of the session.' })
+  decision!: string;
+  @ApiPropertyOptional({ maxLength: 2000, description: 'Given to the model with a rejection.' }) message?: string;
+}
+
+export class ApprovalResponseDto {
+  @ApiProperty({ enum: ['approval'] }) type!: 'approval';
+  @ApiProperty({ type: [ApprovalDecisionDto], description: 'Exactly one decision per tool call of the waitpoint.' }) decisions!: ApprovalDecisionDto[];
+}
+
+/** `yuxi.session.input.resume`: answers a question waitpoint or decides an approval waitpoint. */
+export class ResumeEventDto {
+  @ApiProperty({ enum: ['yuxi.session.input.resume'] })
+  @Equals('yuxi.session.input.resume')
+  type!: 'yuxi.session.input.resume';
+
+  @ApiProperty({ minLength: 1, maxLength: 64 }) @IsString() @Length(1, 64) turn_id!: string;
+  @ApiProperty({ minLength: 1, maxLength: 64 }) @IsString() @Length(1, 64) waitpoint_id!: string;
+
+  @ApiProperty({ oneOf: [{ $ref: getSchemaPath(AnswerResponseDto) }, { $ref: getSchemaPath(ApprovalResponseDto) }] })
+  @IsObject()
+  response!: Record<string, unknown>;
+}
+
+/** `tool_result`: the output of one client-executed function call (as in OpenAI's Agents API). */
+export class ToolResultEventDto {
+  @ApiProperty({ enum: ['tool_result'] })
+  @Equals('tool_result')
+  type!: 'tool_result';
+
+  @ApiProperty({ minLength: 1, maxLength: 64 }) @IsString() @Length(1, 64) turn_id!: string;
+  @ApiProperty({ minLength: 1, maxLength: 128 }) @IsString() @Length(1, 128) call_id!: string;
+  @ApiProperty({ description: 'false: the call failed; the output says why.' }) @IsBoolean() success!: boolean;
+  @ApiProperty({ maxLength: 1048576, description: 'What the model gets as the call\'s output (often a JSON string).' })
+  @IsString()
+  @MaxLength(1_048_576)
+  output!: string;
+}

@@ -1,0 +1,43 @@
+import { Injectable } from '@nestjs/common';
+import type { Principal } from '#libs/auth';
+import { DomainError } from '#libs/errors';
+import type { IdempotentResponse } from '#libs/inputs';
+import { WaitpointControls } from '#libs/lifecycle';
+import type { ResumeEventDto, ToolResultEventDto } from '../dto/waitpoint-events.dto.js';
+import { parseWaitpointResponse } from '../waitpoint-response.js';
+import { Acceptance, acceptedReceipt } from './acceptance.js';
+
+/** `yuxi.session.input.resume`: answers a question or decides an approval; the turn continues in a new run. */
+@Injectable()
+export class ResumeTurn {
+  constructor(
+    private readonly acceptance: Acceptance,
+    private readonly waitpoints: WaitpointControls,
+  ) {}
+
+  async execute(principal: Principal, sessionId: string, event: ResumeEventDto, key: string): Promise<IdempotentResponse> {
+    const { response, errors } = parseWaitpointResponse(event.response, 'events[0].response');
+    if (!response) throw DomainError.validation(errors);
+    const intent = { ...event, response };
+    return this.acceptance.control(principal, sessionId, key, intent, async (manager, session) => {
+      const resumed = await this.waitpoints.resume(manager, session, event.turn_id, event.waitpoint_id, response);
+      return { receipt: { ...acceptedReceipt(sessionId, null), turn_id: event.turn_id, run_id: resumed.runId }, events: resumed.events, takeover: resumed.runId };
+    });
+  }
+}
+
+/** `tool_result`: one client tool call's output; the turn continues once every call of its waitpoint has one. */
+@Injectable()
+export class SubmitToolResult {
+  constructor(
+    private readonly acceptance: Acceptance,
+    private readonly waitpoints: WaitpointControls,
+  ) {}
+
+  async execute(principal: Principal, sessionId: string, event: ToolResultEventDto, key: string): Promise<IdempotentResponse> {
+    return this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
+      const resumed = await this.waitpoints.toolResult(manager, session, event.turn_id, event.call_id, { success: event.success, output: event.output });
+      return { receipt: { ...acceptedReceipt(sessionId, null), turn_id: event.turn_id, run_id: resumed.runId }, events: resumed.events, takeover: resumed.runId };
+    });
+  }
+}

@@ -1,0 +1,108 @@
+import type { Calculator } from './calculator.js';
+import type { ToolCallContext, ToolExecutor, ToolOutcome } from './tool.types.js';
+
+export const BUILTIN_TOOL_NAMES = ['ask_user', 'calculator', 'current_time'] as const;
+export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
+
+export interface BuiltinToolDefinition {
+  name: BuiltinToolName;
+  description: string;
+  parameters: Record<string, unknown>;
+  /** `user`: the turn waits for the person's answer; `server`: the worker runs it (idempotent by nature). */
+  executor: Extract<ToolExecutor, 'user' | 'server'>;
+}
+
+export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefinition>> = {
+  ask_user: {
+    name: 'ask_user',
+    description:
+      'Ask the user a question and wait for the answer. Offer options when the answer is a choice; ' +
+      'set multi_select to accept several, allow_other to accept a free-text answer besides the options.',
+    parameters: {
+      type: 'object',
+      properties: {
+        question: { type: 'string', minLength: 1, maxLength: 4000, description: 'The question, as the user should read it.' },
+        options: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 500 }, maxItems: 32, description: 'Possible answers.' },
+        multi_select: { type: 'boolean', description: 'Whether several options may be chosen.' },
+        allow_other: { type: 'boolean', description: 'Whether an answer outside the options is accepted.' },
+      },
+      required: ['question'],
+      additionalProperties: false,
+    },
+    executor: 'user',
+  },
+  calculator: {
+    name: 'calculator',
+    description:
+      'Evaluate a math expression exactly (mathjs syntax): arithmetic, powers, functions such as sqrt, ' +
+      'sin, log, units ("5 cm to inch"), matrices. Returns the result with up to 14 significant digits.',
+    parameters: {
+      type: 'object',
+      properties: { expression: { type: 'string', minLength: 1, maxLength: 1000, description: 'e.g. "(3 + 4) * 2 ^ 10"' } },
+      required: ['expression'],
+      additionalProperties: false,
+    },
+    executor: 'server',
+  },
+  current_time: {
+    name: 'current_time',
+    description: 'The current date and time, in UTC and in the given IANA time zone (default UTC).',
+    parameters: {
+      type: 'object',
+      properties: { timezone: { type: 'string', maxLength: 100, description: 'IANA time zone, e.g. "Europe/Paris".' } },
+      additionalProperties: false,
+    },
+    executor: 'server',
+  },
+};
+
+export function isBuiltinToolName(name: string): name is BuiltinToolName {
+  return (BUILTIN_TOOL_NAMES as readonly string[]).includes(name);
+}
+
+/** Runs a worker-executed builtin; `ask_user` is answered by a person, never here. */
+export async function executeBuiltin(
+  name: string,
+  args: Record<string, unknown>,
+  ctx: ToolCallContext,
+  calculator: Calculator,
+): Promise<ToolOutcome> {
+  ctx.signal.throwIfAborted();
+  switch (name) {
+    case 'calculator':
+      if (typeof args.expression !== 'string') return { success: false, output: 'calculator error: expression must be a string' };
+      return calculator.evaluate(args.expression, ctx.signal);
+    case 'current_time':
+      return currentTime(args.timezone);
+    default:
+      throw new Error(`builtin tool ${name} is not executed by the worker`);
+  }
+}
+
+/** `{"iso","timezone","local","weekday"}`: `local` is ISO 8601 with the zone's offset at that instant. */
+export function currentTime(timezone: unknown = 'UTC', now = new Date()): ToolOutcome {
+  if (typeof timezone !== 'string' || timezone === '') return { success: false, output: 'current_time error: timezone must be a non-empty string' };
+  let format: Intl.DateTimeFormat;
+  try {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: timezone,
+      hourCycle: 'h23',
+      weekday: 'long',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      timeZoneName: 'longOffset',
+    });
+  } catch {
+    return { success: false, output: `current_time error: unknown time zone "${timezone}" (use an IANA name such as "Europe/Paris")` };
+  }
+  const parts = Object.fromEntries(format.formatToParts(now).map((p) => [p.type, p.value]));
+  // `longOffset` reads "GMT+02:00", or plain "GMT" at offset zero.
+  const offset = parts.timeZoneName === 'GMT' ? '+00:00' : parts.timeZoneName.replace('GMT', '');
+  const local = `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}${offset}`;
+  const output = { iso: now.toISOString(), timezone: format.resolvedOptions().timeZone, local, weekday: parts.weekday };
+  return { success: true, output: JSON.stringify(output) };
+}

@@ -1,0 +1,24 @@
+export type {
+  BuiltinToolDeclaration,
+  FunctionToolDeclaration,
+  McpToolDeclaration,
+  ResolvedTool,
+  ToolCallContext,
+  ToolDeclaration,
+  ToolExecutor,
+  ToolOutcome,
+} from './tool.types.js';
+export { parseToolDeclarations, MAX_TOOLS, TOOL_NAME_PATTERN } from './declarations.js';
+export {
+  BUILTIN_TOOL_NAMES,
+  BUILTIN_TOOLS,
+  currentTime,
+  isBuiltinToolName,
+  type BuiltinToolDefinition,
+  type BuiltinToolName,
+} from './builtin-tools.js';
+export { Calculator, CALCULATOR_TIMEOUT_MS } from './calculator.js';
+export { validateToolArguments } from './arguments.js';
+export { McpConnector, MAX_MCP_OUTPUT_CHARS, type McpToolInfo } from './mcp-connector.js';
+export { ToolCatalog, ToolSourceError } from './tool-catalog.js';
+export { ToolsModule } from './tools.module.js';

@@ -1,0 +1,89 @@
+import { Injectable } from '@nestjs/common';
+import { BUILTIN_TOOLS, executeBuiltin, isBuiltinToolName } from './builtin-tools.js';
+import { Calculator } from './calculator.js';
+import { TOOL_NAME_PATTERN } from './declarations.js';
+import { McpConnector } from './mcp-connector.js';
+import type { McpToolDeclaration, ResolvedTool, ToolCallContext, ToolDeclaration, ToolOutcome } from './tool.types.js';
+
+export { ToolSourceError } from './errors.js';
+
+const MCP_SOURCE = 'mcp:';
+
+/** Turns an agent's declarations into the tools a model is offered, and runs the worker-executed ones. */
+@Injectable()
+export class ToolCatalog {
+  constructor(
+    private readonly connector: McpConnector,
+    private readonly calculator: Calculator,
+  ) {}
+
+  /**
+   * In declaration order; a name already taken is dropped (first wins), so an MCP server cannot
+   * shadow a builtin or a client function. Throws ToolSourceError when an MCP server is unreachable.
+   */
+  async resolve(declarations: ToolDeclaration[], signal?: AbortSignal): Promise<ResolvedTool[]> {
+    const groups = await Promise.all(declarations.map((decl) => this.resolveOne(decl, signal)));
+    const byName = new Map<string, ResolvedTool>();
+    for (const tool of groups.flat()) if (!byName.has(tool.name)) byName.set(tool.name, tool);
+    return [...byName.values()];
+  }
+
+  /** Runs a server-executed tool (`executor: 'server'`); rejects with the signal's reason on abort. */
+  async execute(tool: ResolvedTool, declarations: ToolDeclaration[], args: object, ctx: ToolCallContext): Promise<ToolOutcome> {
+    if (tool.executor !== 'server') throw new Error(`tool ${tool.name} is executed by the ${tool.executor}, not the worker`);
+    if (tool.source === 'builtin') return executeBuiltin(tool.name, args as Record<string, unknown>, ctx, this.calculator);
+    const label = tool.source.startsWith(MCP_SOURCE) ? tool.source.slice(MCP_SOURCE.length) : undefined;
+    const decl = declarations.find((d): d is McpToolDeclaration => d.type === 'mcp' && d.server_label === label);
+    if (!decl) throw new Error(`no declaration for the source ${tool.source} of tool ${tool.name}`);
+    return this.connector.callTool(decl, tool.name, args, ctx);
+  }
+
+  private async resolveOne(decl: ToolDeclaration, signal: AbortSignal | undefined): Promise<ResolvedTool[]> {
+    switch (decl.type) {
+      case 'function':
+        return [
+          {
+            name: decl.name,
+            description: decl.description ?? '',
+            parameters: decl.parameters ?? { type: 'object', properties: {} },
+            executor: 'client',
+            requiresApproval: false,
+            idempotent: false,
+            source: 'client',
+          },
+        ];
+      case 'builtin': {
+        if (!isBuiltinToolName(decl.name)) return [];
+        const def = BUILTIN_TOOLS[decl.name];
+        return [
+          {
+            name: def.name,
+            description: def.description,
+            parameters: def.parameters,
+            executor: def.executor,
+            requiresApproval: decl.requires_approval ?? false,
+            idempotent: decl.idempotent ?? true,
+            source: 'builtin',
+          },
+        ];
+      }
+      case 'mcp': {
+        const tools = await this.connector.listTools(decl, signal);
+        return (
+          tools
+            // Model APIs reject other function names (MCP allows dots and slashes); such a tool cannot be offered.
+            .filter((t) => TOOL_NAME_PATTERN.test(t.name))
+            .map((t) => ({
+              name: t.name,
+              description: t.description,
+              parameters: t.inputSchema,
+              executor: 'server' as const,
+              requiresApproval: decl.requires_approval ?? false,
+              idempotent: decl.idempotent ?? false,
+              source: `${MCP_SOURCE}${decl.server_label}`,
+            }))
+        );
+      }
+    }
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Tool declarations as saved in an agent's `tools` (and frozen in a session's agent snapshot).
+ * `function` tools run on the client (the turn waits for `tool_result`); `builtin` and `mcp`
+ * tools run in the worker. Server-executed tools may require approval and may declare that
+ * re-executing them is harmless (`idempotent`).
+ */
+export interface FunctionToolDeclaration {
+  type: 'function';
+  name: string;
+  description?: string;
+  parameters?: Record<string, unknown>;
+}
+
+export interface BuiltinToolDeclaration {
+  type: 'builtin';
+  name: string;
+  requires_approval?: boolean;
+  idempotent?: boolean;
+}
+
+export interface McpToolDeclaration {
+  type: 'mcp';
+  server_label: string;
+  server_url: string;
+  headers?: Record<string, string>;
+  allowed_tools?: string[];
+  requires_approval?: boolean;
+  idempotent?: boolean;
+}
+
+export type ToolDeclaration = FunctionToolDeclaration | BuiltinToolDeclaration | McpToolDeclaration;
+
+/** Who executes a resolved tool: the client (function), the user (ask_user), or the worker. */
+export type ToolExecutor = 'client' | 'user' | 'server';
+
+/** A tool as offered to the model and as the step executor treats its calls. */
+export interface ResolvedTool {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments (an object schema). */
+  parameters: Record<string, unknown>;
+  executor: ToolExecutor;
+  requiresApproval: boolean;
+  idempotent: boolean;
+  /** Where a server tool comes from: `builtin`, or `mcp:<server_label>`. */
+  source: string;
+}
+
+/** What executing a call produced: the output string the model gets, and whether the tool succeeded. */
+export interface ToolOutcome {
+  success: boolean;
+  output: string;
+}
+
+/** How a server-executed call is made: the stable key `<turn_id>:<call_id>` makes side effects exactly-once where the tool honours it. */
+export interface ToolCallContext {
+  idempotencyKey: string;
+  signal: AbortSignal;
+}

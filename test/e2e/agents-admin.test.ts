@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
+import { env } from '../support/env.js';
+import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
+import { API, http, sendMessage } from '../support/http.js';
+import { SseStream } from '../support/sse.js';
+
+const ADMIN = '/api/v1/admin/agents';
+
+describe('saved agents: administration and snapshots', () => {
+  let fake: FakeOpenAi;
+  const streams: SseStream[] = [];
+  before(async () => (fake = await startFakeOpenAi(env.fakeOpenAiPort)));
+  after(async () => {
+    streams.forEach((s) => s.close());
+    await fake.close();
+  });
+
+  it('creates (201, version 1), replaces (200, next version) and lists agents with their definition', async () => {
+    const id = `t-${randomUUID().slice(0, 8)}`;
+    const created = await http(`${ADMIN}/${id}`, {
+      method: 'PUT',
+      body: { name: 'Helper', instructions: 'Be terse.', tools: [{ type: 'builtin', name: 'calculator' }], limits: { max_model_calls: 5 } },
+    });
+    assert.equal(created.status, 201);
+    assert.equal(created.body.yuxi.version, 1);
+    assert.equal(created.body.yuxi.instructions, 'Be terse.');
+    assert.deepEqual(created.body.yuxi.limits, { max_model_calls: 5, max_tool_calls: 50, turn_timeout_s: 900 });
+    const replaced = await http(`${ADMIN}/${id}`, { method: 'PUT', body: { name: 'Helper 2', tool_approval_mode: 'always_ask' } });
+    assert.equal(replaced.status, 200);
+    assert.equal(replaced.body.yuxi.version, 2);
+    assert.deepEqual(replaced.body.yuxi.tools, [], 'a PUT replaces the whole definition');
+
+    const publicView = await http(`${API}/${id}`);
+    assert.equal(publicView.status, 200);
+    assert.equal(publicView.body.name, 'Helper 2');
+    assert.equal(publicView.body.yuxi.tool_approval_mode, 'always_ask');
+    assert.equal(publicView.body.yuxi.instructions, undefined, 'instructions are for administrators');
+    const list = await http(ADMIN);
+    assert.equal(list.status, 200);
+    assert.ok(list.body.data.some((a: any) => a.id === id && a.yuxi.version === 2));
+  });
+
+  it('refuses an invalid definition with every problem listed, and writes nothing', async () => {
+    const id = `t-${randomUUID().slice(0, 8)}`;
+    const res = await http(`${ADMIN}/${id}`, {
+      method: 'PUT',
+      body: {
+        name: '',
+        model: 'nope:x',
+        colour: 'red',
+        tools: [{ type: 'builtin', name: 'rm_rf' }, { type: 'mcp', server_label: 'x', server_url: 'ftp://example' }],
+        limits: { max_model_calls: 0 },
+      },
+    });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error.code, 'invalid_agent');
+    const fields = res.body.error.details.fields.map((f: any) => f.field);
+    for (const field of ['name', 'colour', 'limits.max_model_calls']) assert.ok(fields.includes(field), `${field} in ${fields.join(', ')}`);
+    assert.ok(fields.some((f: string) => f.startsWith('tools[0]')), 'unknown builtin');
+    assert.ok(fields.some((f: string) => f.startsWith('tools[1]')), 'bad MCP url');
+    assert.equal((await http(`${API}/${id}`)).status, 404);
+    const badModel = await http(`${ADMIN}/${id}`, { method: 'PUT', body: { name: 'x', model: 'nope:x' } });
+    assert.equal(badModel.status, 422);
+    assert.ok(badModel.body.error.details.fields.some((f: any) => f.field === 'model'));
+  });
+
+  it('MCP header values are never shown back', async () => {
+    const { agent } = await putAgent({ tools: [{ type: 'mcp', server_label: 'crm', server_url: 'http://127.0.0.1:9/mcp', headers: { authorization: 'Bearer s3cret' } }] });
+    assert.deepEqual(agent.yuxi.tools[0].headers, { authorization: '***' });
+    assert.doesNotMatch(JSON.stringify(agent), /s3cret/);
+  });
+
+  it('deletes an agent (404 afterwards); the built-in agent cannot be deleted', async () => {
+    const { id } = await putAgent({});
+    const deleted = await http(`${ADMIN}/${id}`, { method: 'DELETE' });
+    assert.equal(deleted.status, 200);
+    assert.deepEqual(deleted.body, { id, object: 'agent.deleted', deleted: true });
+    assert.equal((await http(`${API}/${id}`)).status, 404);
+    assert.equal((await http(`${ADMIN}/${id}`, { method: 'DELETE' })).status, 404);
+    const session = await http(`${API}/sessions`, { body: { agent_id: id }, idempotencyKey: `k-${randomUUID()}` });
+    assert.equal(session.status, 404, 'no new session with a deleted agent');
+    const builtin = await http(`${ADMIN}/default-chatbot`, { method: 'DELETE' });
+    assert.equal(builtin.status, 409);
+  });
+
+  it('a session keeps the agent it was created with; an edit changes only later sessions', async () => {
+    const { id, model } = await putAgent({ instructions: 'version one' });
+    fake.script(fakeModel(model), [{ text: 'first' }, { text: 'second' }, { text: 'third' }]);
+    const old = await createSessionWith(id, 'hello');
+    const stream = await SseStream.open(old.id);
+    streams.push(stream);
+    await stream.waitForType('agent.session.turn.completed');
+    await putAgent({ instructions: 'version two', model }, id);
+
+    await sendMessage(old.id, 'again');
+    await stream.waitFor((e) => e.type === 'agent.session.turn.completed' && e.data.turn.id !== stream.events.find((x) => x.type === 'agent.session.turn.completed')?.data.turn.id);
+    const fresh = await createSessionWith(id, 'hi');
+    const freshStream = await SseStream.open(fresh.id);
+    streams.push(freshStream);
+    await freshStream.waitForType('agent.session.turn.completed');
+
+    const systems = fake.requests(fakeModel(model)).map((body: any) => body.messages[0]);
+    assert.deepEqual(
+      systems.map((m: any) => m.content),
+      ['version one', 'version one', 'version two'],
+    );
+  });
+});
