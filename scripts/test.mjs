@@ -31,6 +31,7 @@ const stack = await startStack({
     OPENAI_API_KEY: 'sk-test-fake',
     // Backoff stays short: retry tests wait for a real Retry-After, not for our jitter.
     MODEL_RETRY_MAX_DELAY_MS: '3000',
+    AGENTS_FILE: path.join(ROOT, 'test', 'fixtures', 'agents.yaml'),
   },
 });
 

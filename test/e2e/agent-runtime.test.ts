@@ -291,6 +291,38 @@ describe('agent runtime', () => {
     assert.equal(fake.requests(fakeModel(model)).length, 2, 'a 400 is not retried');
   });
 
+  it('enforces the per-turn limits with clear codes', async () => {
+    const models = await putAgent({ tools: [mcpTool()], limits: { max_model_calls: 1 } });
+    fake.script(fakeModel(models.model), [{ tool_calls: [{ id: 'l1', name: 'add', arguments: '{"a":1,"b":2}' }] }, { text: 'never asked' }]);
+    const first = await start(models.id, 'go');
+    const failed = await first.stream.waitForType('agent.session.turn.failed', first.turnId);
+    assert.equal(failed.data.turn.error.code, 'turn_model_call_limit');
+    assert.equal(fake.requests(fakeModel(models.model)).length, 1);
+
+    const tools = await putAgent({ tools: [mcpTool()], limits: { max_tool_calls: 0 } });
+    fake.script(fakeModel(tools.model), [{ tool_calls: [{ id: 'l2', name: 'add', arguments: '{"a":1,"b":2}' }] }]);
+    const second = await start(tools.id, 'go');
+    const limited = await second.stream.waitForType('agent.session.turn.failed', second.turnId);
+    assert.equal(limited.data.turn.error.code, 'turn_tool_call_limit');
+    assert.equal(mcp.calls.filter((c) => c.metaKey?.startsWith(second.turnId)).length, 0);
+  });
+
+  it('streams reasoning live, linked to the assistant message', async () => {
+    const { id, model } = await putAgent({});
+    fake.script(fakeModel(model), [{ reasoning: ['Thinking', ' hard'], text: ['Done'] }]);
+    const { stream, turnId } = await start(id, 'think');
+    await stream.waitForType('agent.session.turn.completed', turnId);
+    const deltas = stream.events.filter((e) => e.type === 'yuxi.session.turn.reasoning.delta');
+    assert.deepEqual(
+      deltas.map((e) => e.data.delta),
+      ['Thinking', ' hard'],
+    );
+    const done = stream.events.find((e) => e.type === 'yuxi.session.turn.reasoning.done');
+    assert.equal(done?.data.text, 'Thinking hard');
+    const message = stream.events.find((e) => e.type === 'agent.session.turn.item.done' && e.data.item.role === 'assistant');
+    assert.equal(done?.data.item_id, message?.data.item.id);
+  });
+
   it('cancels a turn while it waits for an answer', async () => {
     const session = await createSession('[[ask:Proceed?]]');
     const stream = await SseStream.open(session.id);

@@ -67,6 +67,14 @@ describe('saved agents: administration and snapshots', () => {
     assert.ok(badModel.body.error.details.fields.some((f: any) => f.field === 'model'));
   });
 
+  it('loads the agents declared in AGENTS_FILE at start', async () => {
+    const res = await http(`${API}/file-declared`);
+    assert.equal(res.status, 200);
+    assert.equal(res.body.name, 'Declared in a file');
+    assert.deepEqual(res.body.yuxi.tools, [{ type: 'builtin', name: 'calculator' }]);
+    assert.equal(res.body.yuxi.limits.max_tool_calls, 3);
+  });
+
   it('MCP header values are never shown back', async () => {
     const { agent } = await putAgent({ tools: [{ type: 'mcp', server_label: 'crm', server_url: 'http://127.0.0.1:9/mcp', headers: { authorization: 'Bearer s3cret' } }] });
     assert.deepEqual(agent.yuxi.tools[0].headers, { authorization: '***' });

@@ -309,6 +309,8 @@ export class TurnTransitions {
       if (checkpoint && checkpoint.text.length > (items.get(checkpoint.item_id)?.text.length ?? -1)) {
         items.set(checkpoint.item_id, { outputIndex: checkpoint.output_index, text: checkpoint.text });
       }
+      // An item a committed step already wrote (a model call's commentary before its tool calls) is kept as written.
+      for (const id of await this.turns.existingItemIds(manager, [...items.keys()])) items.delete(id);
       const closing: OutgoingEvent[] = shown === null ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
       const ordered = [...items].sort(([, a], [, b]) => a.outputIndex - b.outputIndex);
       let seq = ordered.length > 0 ? await this.sessions.reserveItemSeqs(manager, sessionId, ordered.length) : 0;

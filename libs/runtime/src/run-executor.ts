@@ -156,11 +156,12 @@ export class RunExecutor {
       if (plan.action === 'record' || plan.action === 'execute') {
         let outcome = plan.action === 'record' ? plan.outcome : null;
         if (plan.action === 'execute') {
-          if (counts.toolCalls >= limits.max_tool_calls && !steps.some((s) => s.kind === 'tool_call' && s.ref === plan.call.call_id)) {
-            throw toolLimit(limits.max_tool_calls);
+          // An idempotent call that started before a takeover runs again under its existing record.
+          if (!steps.some((s) => s.kind === 'tool_call' && s.ref === plan.call.call_id)) {
+            if (counts.toolCalls >= limits.max_tool_calls) throw toolLimit(limits.max_tool_calls);
+            if (!(await this.stepTransitions.recordToolStarted(held, state.lease, plan.call))) return this.fenced(state.lease, 'tool start');
+            counts.toolCalls += 1;
           }
-          if (!(await this.stepTransitions.recordToolStarted(held, state.lease, plan.call))) return this.fenced(state.lease, 'tool start');
-          counts.toolCalls += 1;
           outcome = await this.runTool(held, tools, declarations, plan.call, control);
           state.keeper.assertHeld();
         }

@@ -367,6 +367,13 @@ export class TurnsService {
     };
   }
 
+  /** Which of these item ids are already written. */
+  async existingItemIds(manager: EntityManager, ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = (await manager.query(prepared(`SELECT id FROM items WHERE id = ANY($1::uuid[])`), [ids])) as { id: string }[];
+    return rows.map((row) => row.id);
+  }
+
   /** How many items the turn has: the output index of its next item. */
   async countItems(manager: EntityManager, turnId: string): Promise<number> {
     const rows = (await manager.query(prepared(`SELECT count(*)::int AS n FROM items WHERE turn_id = $1`), [turnId])) as { n: number }[];
