@@ -6,6 +6,7 @@ import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, http, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
+import { createUserKey } from '../support/users.js';
 
 const ADMIN = '/api/v1/admin/agents';
 
@@ -73,6 +74,16 @@ describe('saved agents: administration and snapshots', () => {
     assert.equal(res.body.name, 'Declared in a file');
     assert.deepEqual(res.body.yuxi.tools, [{ type: 'builtin', name: 'calculator' }]);
     assert.equal(res.body.yuxi.limits.max_tool_calls, 3);
+  });
+
+  it('a private agent is visible to its creator only', async () => {
+    const { id } = await putAgent({ visibility: 'private' });
+    const other = await createUserKey(`private-agents-${randomUUID().slice(0, 8)}`);
+    assert.equal((await http(`${API}/${id}`)).status, 200);
+    assert.equal((await http(`${API}/${id}`, { key: other })).status, 404);
+    assert.ok(!(await http(API, { key: other })).body.data.some((a: any) => a.id === id));
+    const session = await http(`${API}/sessions`, { body: { agent_id: id }, idempotencyKey: `k-${randomUUID()}`, key: other });
+    assert.equal(session.status, 404);
   });
 
   it('MCP header values are never shown back', async () => {
