@@ -14,6 +14,7 @@ const logDir = path.join(ROOT, '.data', 'test-logs');
 const { freePort } = await import('./lib/infra.mjs');
 // The worker's OpenAI-compatible endpoint: a fake server that the e2e files needing it start on this port (test/support/fake-openai.ts).
 const fakeOpenAiPort = await freePort();
+const jwtSecret = randomBytes(32).toString('base64url');
 const apiKey = `yx_test_${randomBytes(24).toString('base64url')}`;
 const stack = await startStack({
   dataDir: path.join(os.tmpdir(), `yuxi-test-${process.pid}`),
@@ -32,8 +33,20 @@ const stack = await startStack({
     // Backoff stays short: retry tests wait for a real Retry-After, not for our jitter.
     MODEL_RETRY_MAX_DELAY_MS: '3000',
     AGENTS_FILE: path.join(ROOT, 'test', 'fixtures', 'agents.yaml'),
+    // The suite shares one key: its limit is out of the way; rate-limit tests use keys with their own.
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    END_USER_RATE_LIMIT_PER_MINUTE: '1000000',
+    JWT_SECRET: jwtSecret,
+    JWT_ISSUER: 'https://issuer.test',
+    JWT_AUDIENCE: 'yuxi-tests',
   },
 });
+// A second api replica on the same database and Redis: what must hold across replicas (revocation, rate limits) is tested against both.
+const { launch, waitForHealth, SCRIPTS } = await import('./lib/stack.mjs');
+const secondApiPort = await freePort();
+const secondApi = launch('api-2', SCRIPTS.api, { ...stack.env, PORT: String(secondApiPort) }, logDir);
+stack.children.push(secondApi);
+await waitForHealth(`http://127.0.0.1:${secondApiPort}/health`, [secondApi], 60_000);
 
 const filter = process.argv.slice(2);
 const testDir = path.join(ROOT, 'dist', 'test');
@@ -58,7 +71,14 @@ const code = await new Promise((resolve) => {
   child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=1', ...files], {
     cwd: ROOT,
     stdio: 'inherit',
-    env: { ...stack.env, TEST_API_URL: stack.url, TEST_API_KEY: apiKey, TEST_FAKE_OPENAI_PORT: String(fakeOpenAiPort) },
+    env: {
+      ...stack.env,
+      TEST_API_URL: stack.url,
+      TEST_API_URL_2: `http://127.0.0.1:${secondApiPort}`,
+      TEST_API_KEY: apiKey,
+      TEST_FAKE_OPENAI_PORT: String(fakeOpenAiPort),
+      TEST_JWT_SECRET: jwtSecret,
+    },
   });
   child.on('exit', (exitCode) => resolve(exitCode ?? 1));
 });

@@ -1,7 +1,8 @@
 // Launches the whole stack (infrastructure, migrations, api and worker as separate processes)
 // for `npm start`, the test runner and the benchmarks.
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT, runSync } from './build.mjs';
 import { freePort, startInfra } from './infra.mjs';
@@ -19,6 +20,7 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
   const apiPort = port ?? (await freePort());
   const env = {
     ...process.env,
+    API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? apiKeyHashSecret(dataDir, ephemeral),
     DATABASE_URL: infra.databaseUrl,
     REDIS_URL: infra.redisUrl,
     PORT: String(apiPort),
@@ -44,6 +46,20 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
 }
 
 /** The entry points of the two processes, relative to the project root (built by ensureBuilt). */
+/**
+ * The keyed-hash secret of API keys must outlive restarts (stored keys are verified with it): a
+ * persistent dev stack keeps a generated one in its data directory.
+ */
+function apiKeyHashSecret(dataDir, ephemeral) {
+  if (ephemeral) return randomBytes(32).toString('base64url');
+  const file = path.join(dataDir, 'api-key-hash-secret');
+  if (!existsSync(file)) {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600 });
+  }
+  return readFileSync(file, 'utf8').trim();
+}
+
 export const SCRIPTS = { api: 'dist/apps/api/src/main.js', worker: 'dist/apps/worker/src/main.js', migrate: 'dist/libs/database/src/migrate.js' };
 
 /**

@@ -13,10 +13,13 @@ function assertErrorShape(res: { body: any; headers: Headers }, code: string): v
 }
 
 describe('errors', () => {
-  it('answers unknown routes with 404 route_not_found in the error shape', async () => {
-    const res = await http('/api/v1/nothing-here', { key: null });
+  it('answers unknown routes with 404 route_not_found in the error shape (credentials first: without them, 401)', async () => {
+    const res = await http('/api/v1/nothing-here');
     assert.equal(res.status, 404);
     assertErrorShape(res, 'route_not_found');
+    const anonymous = await http('/api/v1/nothing-here', { key: null });
+    assert.equal(anonymous.status, 401);
+    assertErrorShape(anonymous, 'unauthorized');
   });
 
   it('echoes a caller X-Request-Id', async () => {

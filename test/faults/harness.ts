@@ -313,6 +313,8 @@ export class Cluster {
       DATABASE_URL: infra.databaseUrl,
       REDIS_URL: infra.redisUrl,
       BOOTSTRAP_API_KEY: infra.apiKey,
+      // One keyed-hash secret per cluster: every api replica verifies the same keys.
+      API_KEY_HASH_SECRET: `fault-suite-${scenario}-key-hash-secret-0123456789`,
       ...FAULT_ENV,
       ...env,
     };

@@ -8,6 +8,10 @@ function required(name: string): string {
 export const env = {
   apiUrl: required('TEST_API_URL'),
   apiKey: required('TEST_API_KEY'),
+  /** A second api replica on the same database and Redis. */
+  apiUrl2: required('TEST_API_URL_2'),
+  /** The HS256 secret the api verifies user tokens with (JWT_SECRET). */
+  jwtSecret: required('TEST_JWT_SECRET'),
   databaseUrl: required('DATABASE_URL'),
   redisUrl: required('REDIS_URL'),
   /** Where the worker expects its OpenAI-compatible endpoint (OPENAI_BASE_URL): start test/support/fake-openai.ts there. */

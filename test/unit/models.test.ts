@@ -205,7 +205,12 @@ describe('streamWithRetries', () => {
 });
 
 describe('scripted model', () => {
-  const scripted = new ScriptedProvider();
+  const scripted = new ScriptedProvider(new AppConfig({ DATABASE_URL: 'x', REDIS_URL: 'x', SCRIPTED_MAX_WORDS: '50' }));
+
+  it('caps what a user can ask of it ([[words:N]] beyond SCRIPTED_MAX_WORDS)', async () => {
+    const events = await collect(scripted.stream({ model: 'echo', instructions: '', messages: [{ role: 'user', text: '[[words:100000]]' }], tools: [], signal: new AbortController().signal }));
+    assert.equal(events.filter((e) => e.type === 'text_delta').length, 50);
+  });
 
   it('parses a tool directive whose JSON contains brackets, an ask directive and the old ones', () => {
     const script = parseScript('look [[tool:search {"q": "a]]b", "n": [1, {"x": 2}]}]] up [[ask:Which colour?]] [[delay:5]] [[words:3]]');

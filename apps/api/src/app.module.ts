@@ -1,7 +1,8 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { AgentsFile } from '#libs/agents';
-import { ApiKeyGuard, AuthModule } from '#libs/auth';
+import { AccessGuard, AuthModule } from '#libs/auth';
+import { AuditModule } from '#libs/audit';
 import { ConfigModule } from '#libs/config';
 import { DatabaseModule } from '#libs/database';
 import { AllExceptionsFilter } from '#libs/errors';
@@ -9,6 +10,8 @@ import { EventStreamModule } from '#libs/events';
 import { ProtocolModule } from '#libs/protocol';
 import { BootstrapKey } from './bootstrap-key.js';
 import { AdminAgentsController } from './controllers/admin-agents.controller.js';
+import { AdminApiKeysController } from './controllers/admin-api-keys.controller.js';
+import { AdminAuditController } from './controllers/admin-audit.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
 import { HealthController } from './controllers/health.controller.js';
 import { SessionEventsController } from './controllers/session-events.controller.js';
@@ -16,9 +19,9 @@ import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
 
 @Module({
-  imports: [ConfigModule, DatabaseModule, AuthModule, ProtocolModule, EventStreamModule],
+  imports: [ConfigModule, DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule],
   // Sessions before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
-  controllers: [HealthController, SessionsController, SessionEventsController, AgentsController, AdminAgentsController],
-  providers: [BootstrapKey, AgentsFile, SseResponder, { provide: APP_GUARD, useClass: ApiKeyGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
+  controllers: [HealthController, SessionsController, SessionEventsController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
+  providers: [BootstrapKey, AgentsFile, SseResponder, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

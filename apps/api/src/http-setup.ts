@@ -1,16 +1,20 @@
-import type { INestApplication } from '@nestjs/common';
+import { type INestApplication, Logger } from '@nestjs/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { DomainError, createValidationPipe, requestIdMiddleware, sendError } from '#libs/errors';
+import { Authenticator, type Principal, RateLimits } from '#libs/auth';
+import { DomainError, createValidationPipe, requestIdMiddleware, sendError, toDomainError } from '#libs/errors';
 
 /** Large bodies are accepted only where inline images travel: session create and event submission. */
 const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/;
 
 /**
- * HTTP concerns shared by the real server and tests: request ids first, JSON parsing with
- * per-route limits whose failures use the public error shape, and the validation pipe.
+ * HTTP concerns of the api: request ids first, then authentication and rate limits — before any
+ * body is read, so an unauthenticated or throttled request costs no parse (OWASP API4) — then
+ * JSON parsing with per-route limits whose failures use the public error shape, and the
+ * validation pipe.
  */
 export function configureHttp(app: INestApplication, bodyLimit: string): void {
   app.use(requestIdMiddleware);
+  app.use(authenticate(app.get(Authenticator), app.get(RateLimits)));
   const large = express.json({ limit: bodyLimit });
   const small = express.json({ limit: '1mb' });
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -32,6 +36,28 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
     return next(error);
   });
   app.useGlobalPipes(createValidationPipe());
+}
+
+/** Everything under /api needs a principal; health and docs do not. */
+function authenticate(authenticator: Authenticator, limits: RateLimits) {
+  const logger = new Logger('Auth');
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (!req.path.startsWith('/api/')) return next();
+    void (async () => {
+      try {
+        const principal = await authenticator.authenticate(req.header('authorization'), req.header('x-end-user-id'));
+        const retryAfter = await limits.consume(principal);
+        if (retryAfter !== null) {
+          res.setHeader('Retry-After', String(retryAfter));
+          return sendError(res, new DomainError('rate_limited', `Too many requests; retry in ${retryAfter} s`, { retry_after: retryAfter }));
+        }
+        (req as Request & { principal?: Principal }).principal = principal;
+        return next();
+      } catch (error) {
+        return sendError(res, toDomainError(error, req, logger));
+      }
+    })();
+  };
 }
 
 function hasBody(req: Request): boolean {

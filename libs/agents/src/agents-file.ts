@@ -33,7 +33,7 @@ export class AgentsFile implements OnApplicationBootstrap {
       if (typeof id !== 'string') throw new Error(`AGENTS_FILE ${file}: agents[${index}].id is required`);
       const definition = this.admin.validate(id, entry);
       if (definition.visibility === 'private') throw new Error(`AGENTS_FILE ${file}: agent ${id} cannot be private (file agents have no owner)`);
-      const result = await this.agents.put('', id, definition, { unlessUnchanged: true });
+      const result = await this.agents.put(null, id, definition, { unlessUnchanged: true });
       if (result.changed) changed += 1;
     }
     this.logger.log(`AGENTS_FILE ${file}: ${entries.length} agents, ${changed} created or replaced`);

@@ -7,9 +7,22 @@ import { AppConfig } from '#libs/config';
 import { canonicalJson, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { ToolDeclaration } from '#libs/tools';
+import { AuditLog } from '#libs/audit';
 import type { AgentDto, AgentListDto } from './agent.dto.js';
 import { DEFAULT_AGENT_LIMITS, AgentEntity, type AgentLimits, type AgentSnapshot } from './agent.entity.js';
 import type { AgentDefinition } from './agent-definition.js';
+
+/** Who is looking: private agents are for their owner, and never for an app's end users. */
+export interface AgentViewer {
+  userId: string;
+  mayUsePrivate: boolean;
+}
+
+/** Who changes an agent, for the audit trail (null: the deployment, e.g. AGENTS_FILE). */
+export interface AgentActor {
+  actorId: string;
+  keyId: string | null;
+}
 
 /** The agent every fresh install has; it cannot be deleted. */
 export const DEFAULT_AGENT_ID = 'default-chatbot';
@@ -24,15 +37,18 @@ export class AgentsService {
   constructor(
     @InjectRepository(AgentEntity) private readonly agents: Repository<AgentEntity>,
     @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly audit: AuditLog,
     private readonly config: AppConfig,
   ) {}
 
-  async list(userId: string): Promise<AgentListDto> {
+  async list(viewer: AgentViewer): Promise<AgentListDto> {
     const rows = await this.agents.find({
-      where: [
-        { ownerId: IsNull(), deletedAt: IsNull() },
-        { ownerId: userId, deletedAt: IsNull() },
-      ],
+      where: viewer.mayUsePrivate
+        ? [
+            { ownerId: IsNull(), deletedAt: IsNull() },
+            { ownerId: viewer.userId, deletedAt: IsNull() },
+          ]
+        : [{ ownerId: IsNull(), deletedAt: IsNull() }],
       order: { id: 'ASC' },
     });
     return listOf(rows.map((row) => this.toDto(row, false)));
@@ -45,14 +61,14 @@ export class AgentsService {
   }
 
   /** The agent if the caller may use it; otherwise 404, whether it exists or not. */
-  async getVisible(userId: string, agentId: string): Promise<AgentEntity> {
+  async getVisible(viewer: AgentViewer, agentId: string): Promise<AgentEntity> {
     const row = await this.agents.findOneBy({ id: agentId });
-    if (!row || row.deletedAt !== null || (row.ownerId !== null && row.ownerId !== userId)) throw DomainError.notFound(`Agent ${agentId}`);
+    if (!row || row.deletedAt !== null || (row.ownerId !== null && (!viewer.mayUsePrivate || row.ownerId !== viewer.userId))) throw DomainError.notFound(`Agent ${agentId}`);
     return row;
   }
 
-  async getDto(userId: string, agentId: string): Promise<AgentDto> {
-    return this.toDto(await this.getVisible(userId, agentId), false);
+  async getDto(viewer: AgentViewer, agentId: string): Promise<AgentDto> {
+    return this.toDto(await this.getVisible(viewer, agentId), false);
   }
 
   effectiveModel(agent: AgentEntity): string {
@@ -69,11 +85,13 @@ export class AgentsService {
    * its creator; replacing it keeps its owner. `unchanged` skips the write when the stored
    * definition is already this one (AGENTS_FILE at every start must not bump versions).
    */
-  async put(callerId: string, agentId: string, definition: AgentDefinition, options: { unlessUnchanged?: boolean } = {}): Promise<{ agent: AgentDto; created: boolean; changed: boolean }> {
+  async put(actor: AgentActor | null, agentId: string, definition: AgentDefinition, options: { unlessUnchanged?: boolean } = {}): Promise<{ agent: AgentDto; created: boolean; changed: boolean }> {
     return this.dataSource.transaction(async (manager) => {
       const repo = manager.getRepository(AgentEntity);
       const existing = await repo.createQueryBuilder('a').setLock('pessimistic_write').where('a.id = :agentId', { agentId }).getOne();
-      const ownerId = definition.visibility === 'private' ? (existing?.ownerId ?? callerId) : null;
+      const ownerId = definition.visibility === 'private' ? (existing?.ownerId ?? actor?.actorId ?? null) : null;
+      const record = async (action: 'agent.created' | 'agent.replaced', version: number): Promise<void> =>
+        this.audit.record(manager, { actorId: actor?.actorId ?? null, keyId: actor?.keyId ?? null, action, targetType: 'agent', targetId: agentId, details: { version, visibility: definition.visibility } });
       const fields = {
         ownerId,
         name: definition.name,
@@ -89,6 +107,7 @@ export class AgentsService {
       if (!existing) {
         const row = repo.create({ id: agentId, ...fields, version: 1, deletedAt: null, createdAt: now, updatedAt: now });
         await repo.insert(row as QueryDeepPartialEntity<AgentEntity>);
+        await record('agent.created', 1);
         return { agent: this.toDto(row, true), created: true, changed: true };
       }
       if (options.unlessUnchanged && existing.deletedAt === null && sameDefinition(existing, fields)) {
@@ -96,14 +115,18 @@ export class AgentsService {
       }
       const row: AgentEntity = { ...existing, ...fields, version: existing.version + 1, deletedAt: null, updatedAt: now };
       await repo.update({ id: agentId }, { ...fields, version: row.version, deletedAt: null, updatedAt: now } as QueryDeepPartialEntity<AgentEntity>);
+      await record(existing.deletedAt !== null ? 'agent.created' : 'agent.replaced', row.version);
       return { agent: this.toDto(row, true), created: existing.deletedAt !== null, changed: true };
     });
   }
 
-  async remove(agentId: string): Promise<void> {
+  async remove(actor: AgentActor, agentId: string): Promise<void> {
     if (agentId === DEFAULT_AGENT_ID) throw new DomainError('state_conflict', `${DEFAULT_AGENT_ID} is the built-in agent and cannot be deleted; replace it instead`);
-    const result = await this.agents.update({ id: agentId, deletedAt: IsNull() }, { deletedAt: new Date() });
-    if (!result.affected) throw DomainError.notFound(`Agent ${agentId}`);
+    await this.dataSource.transaction(async (manager) => {
+      const result = await manager.update(AgentEntity, { id: agentId, deletedAt: IsNull() }, { deletedAt: new Date() });
+      if (!result.affected) throw DomainError.notFound(`Agent ${agentId}`);
+      await this.audit.record(manager, { actorId: actor.actorId, keyId: actor.keyId, action: 'agent.deleted', targetType: 'agent', targetId: agentId });
+    });
   }
 
   toDto(row: AgentEntity, admin: boolean): AgentDto {

@@ -11,4 +11,4 @@ export { AgentAdmin } from './agent-admin.js';
 export { type AgentDefinition, parseAgentDefinition } from './agent-definition.js';
 export { AgentsFile } from './agents-file.js';
 export { AgentsModule } from './agents.module.js';
-export { AgentsService, DEFAULT_AGENT_ID, effectiveLimits } from './agents.service.js';
+export { type AgentActor, AgentsService, type AgentViewer, DEFAULT_AGENT_ID, effectiveLimits } from './agents.service.js';

@@ -1,11 +1,19 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuditModule } from '#libs/audit';
+import { ApiKeys } from './api-keys.js';
+import { authRedisProvider, authRedisSubscriberProvider } from './auth.redis.js';
 import { AuthService } from './auth.service.js';
+import { Authenticator } from './authenticator.js';
+import { Principals } from './end-users.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
+import { JwtVerifier } from './jwt-verifier.js';
+import { RateLimits } from './rate-limits.js';
 
+/** Identity: API keys, user tokens, app end users, key management, rate limits. */
 @Module({
-  imports: [TypeOrmModule.forFeature([UserEntity, ApiKeyEntity])],
-  providers: [AuthService],
-  exports: [AuthService],
+  imports: [TypeOrmModule.forFeature([UserEntity, ApiKeyEntity]), AuditModule],
+  providers: [authRedisProvider, authRedisSubscriberProvider, AuthService, JwtVerifier, Principals, Authenticator, ApiKeys, RateLimits],
+  exports: [AuthService, Authenticator, ApiKeys, RateLimits],
 })
 export class AuthModule {}

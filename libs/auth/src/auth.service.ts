@@ -1,73 +1,127 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { Redis } from 'ioredis';
+import { IsNull, type Repository } from 'typeorm';
+import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
+import { AUTH_REDIS_SUBSCRIBER } from './auth.redis.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
-import type { Principal } from './principal.js';
+import { generateKeySecret, isWellFormedKey, KEY_PREFIX, keyedHash, LOOKUP_LENGTH } from './key-format.js';
 
-const PREFIX_LENGTH = 12;
 const MIN_KEY_LENGTH = 20;
 const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 10_000;
-const FULL_SCOPES = ['full'];
+const LAST_USED_EVERY_MS = 60_000;
+export const REVOCATIONS_CHANNEL = 'yuxi:auth:revoked';
+
+/** A verified API key, before any end user is resolved. */
+export interface VerifiedKey {
+  keyId: string;
+  userId: string;
+  isAdmin: boolean;
+  access: 'full' | 'agents';
+  appId: string | null;
+  expiresAt: Date | null;
+  limits: { perMinute: number | null; streams: number | null };
+}
 
 /**
- * API keys are stored as a SHA-256 of the secret (keys are long random strings, so a slow hash buys
- * nothing) and found by their first characters. Verified principals are cached briefly so the hot
- * path does not pay a query per request; a revoked key stops working within CACHE_TTL_MS.
+ * API keys: found by their first characters, compared by a keyed hash (HMAC with the server's
+ * API_KEY_HASH_SECRET) in constant time. Verified keys are cached briefly so the hot path pays no
+ * query per request; a revocation is announced to every api replica, which drop the key at once.
  */
 @Injectable()
-export class AuthService {
-  private readonly cache = new Map<string, { principal: Principal; expiresAt: number }>();
+export class AuthService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(AuthService.name);
+  private readonly cache = new Map<string, { key: VerifiedKey; expiresAt: number }>();
+  private readonly lastUsedWritten = new Map<string, number>();
 
   constructor(
     @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
     @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
+    @Inject(AUTH_REDIS_SUBSCRIBER) private readonly subscriber: Redis,
+    private readonly config: AppConfig,
   ) {}
 
-  async authenticate(secret: string): Promise<Principal | null> {
+  async onModuleInit(): Promise<void> {
+    this.subscriber.on('message', (_channel: string, keyId: string) => this.forget(keyId));
+    // Subscribing must not hold the start-up hostage to a Redis outage; ioredis resubscribes on reconnect.
+    void this.subscriber.subscribe(REVOCATIONS_CHANNEL).catch(() => undefined);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.subscriber.disconnect();
+  }
+
+  private get hashSecret(): string {
+    const secret = this.config.apiKeyHashSecret;
+    if (!secret) throw new Error('API_KEY_HASH_SECRET is required to verify API keys (npm start sets one)');
+    return secret;
+  }
+
+  async verifyKey(secret: string): Promise<VerifiedKey | null> {
     if (secret.length < MIN_KEY_LENGTH || secret.length > 256) return null;
-    const hash = hashSecret(secret);
-    const cached = this.cache.get(hash);
-    if (cached && cached.expiresAt > Date.now()) return cached.principal;
+    // A secret in our format with a wrong checksum is a typo or a forgery: no lookup at all.
+    if (secret.startsWith(KEY_PREFIX) && !isWellFormedKey(secret)) return null;
+    const hmac = keyedHash(secret, this.hashSecret);
+    const cached = this.cache.get(hmac);
+    if (cached && cached.expiresAt > Date.now() && (cached.key.expiresAt === null || cached.key.expiresAt.getTime() > Date.now())) return cached.key;
 
-    const candidates = await this.keys.find({ where: { prefix: secret.slice(0, PREFIX_LENGTH) } });
-    const match = candidates.find((key) => key.revokedAt === null && safeEqual(key.secretHash, hash));
-    if (!match) return null;
-    const principal: Principal = { userId: match.userId, keyId: match.id, scopes: match.scopes };
+    const candidates = await this.keys.find({ where: { prefix: secret.slice(0, LOOKUP_LENGTH), revokedAt: IsNull() } });
+    const legacy = createHash('sha256').update(secret).digest('hex');
+    const row = candidates.find((key) => safeEqual(key.secretHash, key.hashKind === 'hmac' ? hmac : legacy));
+    if (!row || (row.expiresAt !== null && row.expiresAt.getTime() <= Date.now())) return null;
+    const owner = await this.users.findOneBy({ id: row.userId });
+    const key: VerifiedKey = {
+      keyId: row.id,
+      userId: row.userId,
+      isAdmin: owner?.isAdmin ?? false,
+      access: row.scopes.includes('full') ? 'full' : 'agents',
+      appId: row.appId,
+      expiresAt: row.expiresAt,
+      limits: { perMinute: row.rateLimitPerMinute, streams: row.maxStreams },
+    };
     if (this.cache.size >= CACHE_MAX) this.cache.clear();
-    this.cache.set(hash, { principal, expiresAt: Date.now() + CACHE_TTL_MS });
-    return principal;
+    this.cache.set(hmac, { key, expiresAt: Date.now() + CACHE_TTL_MS });
+    return key;
   }
 
-  /** Makes the configured bootstrap secret a full-scope key of the `bootstrap` user; safe to race from several replicas. */
-  async ensureBootstrapKey(secret: string): Promise<void> {
-    if (secret.length < MIN_KEY_LENGTH) throw new Error(`BOOTSTRAP_API_KEY must be at least ${MIN_KEY_LENGTH} characters`);
-    const userId = await this.ensureUser('bootstrap');
-    await this.insertKey(userId, 'bootstrap', secret, FULL_SCOPES);
+  /** last_used_at, written at most once a minute per key and process, never on the request's path. */
+  noteUsed(keyId: string): void {
+    const now = Date.now();
+    if ((this.lastUsedWritten.get(keyId) ?? 0) > now - LAST_USED_EVERY_MS) return;
+    if (this.lastUsedWritten.size >= CACHE_MAX) this.lastUsedWritten.clear();
+    this.lastUsedWritten.set(keyId, now);
+    void this.keys.update({ id: keyId }, { lastUsedAt: new Date(now) }).catch(() => undefined);
   }
 
-  /** Creates a new user with one fresh full-scope key and returns the secret (shown once, never stored). */
+  /** Drops a key from this replica's cache (a revocation here or on another replica). */
+  forget(keyId: string): void {
+    for (const [hash, entry] of this.cache) if (entry.key.keyId === keyId) this.cache.delete(hash);
+  }
+
+  /** The keyed hash a new key is stored under. */
+  hashForStorage(secret: string): string {
+    return keyedHash(secret, this.hashSecret);
+  }
+
+  /** The operator CLI: a product user (created if new) with one fresh full-access key; the secret is shown once. */
   async createUserWithKey(userName: string): Promise<{ userId: string; secret: string }> {
     const userId = await this.ensureUser(userName);
-    const secret = `yx_${randomBytes(30).toString('base64url')}`;
-    await this.insertKey(userId, `${userName} key`, secret, FULL_SCOPES);
+    const secret = generateKeySecret();
+    await this.storeKey(userId, `${userName} key`, secret);
     return { userId, secret };
   }
 
-  private async ensureUser(name: string): Promise<string> {
-    await this.users
-      .createQueryBuilder()
-      .insert()
-      .values({ id: newId(), name, createdAt: new Date() })
-      .orIgnore()
-      .execute();
-    const user = await this.users.findOneByOrFail({ name });
-    return user.id;
+  /** Makes the configured bootstrap secret a full-access key of the `bootstrap` administrator; safe to race from several replicas. */
+  async ensureBootstrapKey(secret: string): Promise<void> {
+    if (secret.length < MIN_KEY_LENGTH) throw new Error(`BOOTSTRAP_API_KEY must be at least ${MIN_KEY_LENGTH} characters`);
+    const userId = await this.ensureUser('bootstrap', true);
+    await this.storeKey(userId, 'bootstrap', secret);
   }
 
-  private async insertKey(userId: string, name: string, secret: string, scopes: string[]): Promise<void> {
+  private async storeKey(userId: string, name: string, secret: string): Promise<void> {
     await this.keys
       .createQueryBuilder()
       .insert()
@@ -75,19 +129,34 @@ export class AuthService {
         id: newId(),
         userId,
         name,
-        prefix: secret.slice(0, PREFIX_LENGTH),
-        secretHash: hashSecret(secret),
-        scopes,
+        prefix: secret.slice(0, LOOKUP_LENGTH),
+        secretHash: this.hashForStorage(secret),
+        hashKind: 'hmac',
+        scopes: ['full'],
+        appId: null,
         createdAt: new Date(),
         revokedAt: null,
       })
       .orIgnore()
       .execute();
   }
-}
 
-function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  /** A product user by name, created on first use. */
+  async ensureUser(name: string, isAdmin = false): Promise<string> {
+    await this.users
+      .createQueryBuilder()
+      .insert()
+      .values({ id: newId(), name, kind: 'user', isAdmin, createdAt: new Date() })
+      .orIgnore()
+      .execute();
+    const user = await this.users.findOneByOrFail({ name });
+    if (isAdmin && !user.isAdmin) await this.users.update({ id: user.id }, { isAdmin: true });
+    return user.id;
+  }
+
+  logRevocationFailure(error: unknown): void {
+    this.logger.warn(`revocation notice not sent (other replicas drop the key within ${CACHE_TTL_MS / 1000} s): ${String(error)}`);
+  }
 }
 
 function safeEqual(a: string, b: string): boolean {

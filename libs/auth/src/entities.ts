@@ -1,9 +1,17 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
+/** A principal resources belong to: a product user, or an app's end user (one row per product user, app and external id). */
 @Entity('users')
 export class UserEntity {
   @PrimaryColumn('uuid') id!: string;
   @Column('text') name!: string;
+  @Column('varchar') kind!: 'user' | 'end_user';
+  @Column('boolean', { name: 'is_admin' }) isAdmin!: boolean;
+  /** The JWT `sub` of a user who signs in with tokens. */
+  @Column('varchar', { nullable: true }) subject!: string | null;
+  @Column('uuid', { name: 'parent_id', nullable: true }) parentId!: string | null;
+  @Column('varchar', { name: 'app_id', nullable: true }) appId!: string | null;
+  @Column('varchar', { name: 'external_id', nullable: true }) externalId!: string | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
 }
 
@@ -14,7 +22,15 @@ export class ApiKeyEntity {
   @Column('text') name!: string;
   @Column('varchar') prefix!: string;
   @Column('char', { name: 'secret_hash' }) secretHash!: string;
+  /** `hmac`: keyed with API_KEY_HASH_SECRET; `sha256`: keys made before keyed hashing. */
+  @Column('varchar', { name: 'hash_kind' }) hashKind!: 'sha256' | 'hmac';
+  /** The access level, `{full}` or `{agents}`. */
   @Column('text', { array: true }) scopes!: string[];
+  @Column('varchar', { name: 'app_id', nullable: true }) appId!: string | null;
+  @Column('integer', { name: 'rate_limit_per_minute', nullable: true }) rateLimitPerMinute!: number | null;
+  @Column('integer', { name: 'max_streams', nullable: true }) maxStreams!: number | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
+  @Column('timestamptz', { name: 'expires_at', nullable: true }) expiresAt!: Date | null;
+  @Column('timestamptz', { name: 'last_used_at', nullable: true }) lastUsedAt!: Date | null;
   @Column('timestamptz', { name: 'revoked_at', nullable: true }) revokedAt!: Date | null;
 }

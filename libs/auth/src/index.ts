@@ -1,4 +1,9 @@
-export { ApiKeyGuard, CurrentPrincipal, PublicRoute } from './api-key.guard.js';
+export { ApiKeyCreatedDto, ApiKeyDeletedDto, ApiKeyDto, ApiKeyListDto, CreateApiKeyDto } from './api-key.dto.js';
+export { AccessGuard, CurrentPrincipal, PublicRoute } from './access.guard.js';
+export { ApiKeys } from './api-keys.js';
 export { AuthModule } from './auth.module.js';
 export { AuthService } from './auth.service.js';
-export { assertFullAccess, type Principal } from './principal.js';
+export { Authenticator } from './authenticator.js';
+export { generateKeySecret, isWellFormedKey, KEY_PREFIX } from './key-format.js';
+export { ACCESS_LEVELS, type AccessLevel, agentViewerOf, assertAdmin, assertFullAccess, mayUsePrivateAgents, type Principal } from './principal.js';
+export { RateLimits } from './rate-limits.js';

@@ -30,6 +30,18 @@ export class AppConfig {
   readonly modelRetryMaxDelayMs: number;
   readonly toolTimeoutMs: number;
   readonly agentsFile: string | undefined;
+  /** Required where keys are verified (the api); the worker does not read it. */
+  readonly apiKeyHashSecret: string | undefined;
+  readonly jwtSecret: string | undefined;
+  readonly jwtJwksUrl: string | undefined;
+  readonly jwtIssuer: string | undefined;
+  readonly jwtAudience: string | undefined;
+  readonly rateLimitPerMinute: number;
+  readonly endUserRateLimitPerMinute: number;
+  readonly maxStreamsPerPrincipal: number;
+  readonly scriptedModelsEnabled: boolean;
+  readonly scriptedMaxDelayMs: number;
+  readonly scriptedMaxWords: number;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
     this.port = int(env, 'PORT', 3000);
@@ -59,6 +71,18 @@ export class AppConfig {
     this.modelRetryMaxDelayMs = int(env, 'MODEL_RETRY_MAX_DELAY_MS', 20_000);
     this.toolTimeoutMs = int(env, 'TOOL_TIMEOUT_MS', 60_000);
     this.agentsFile = env.AGENTS_FILE || undefined;
+    this.apiKeyHashSecret = env.API_KEY_HASH_SECRET || undefined;
+    if (this.apiKeyHashSecret !== undefined && this.apiKeyHashSecret.length < 32) throw new Error('API_KEY_HASH_SECRET must be at least 32 characters');
+    this.jwtSecret = env.JWT_SECRET || undefined;
+    this.jwtJwksUrl = env.JWT_JWKS_URL || undefined;
+    this.jwtIssuer = env.JWT_ISSUER || undefined;
+    this.jwtAudience = env.JWT_AUDIENCE || undefined;
+    this.rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 1200);
+    this.endUserRateLimitPerMinute = int(env, 'END_USER_RATE_LIMIT_PER_MINUTE', 300);
+    this.maxStreamsPerPrincipal = int(env, 'MAX_STREAMS_PER_PRINCIPAL', 20);
+    this.scriptedModelsEnabled = (env.SCRIPTED_MODELS ?? 'enabled') !== 'disabled';
+    this.scriptedMaxDelayMs = int(env, 'SCRIPTED_MAX_DELAY_MS', 10_000);
+    this.scriptedMaxWords = int(env, 'SCRIPTED_MAX_WORDS', 5_000);
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }

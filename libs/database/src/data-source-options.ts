@@ -6,6 +6,7 @@ import { InputPriority1764720000000 } from './migrations/1764720000000-input-pri
 import { RunItemsIndex1764806400000 } from './migrations/1764806400000-run-items-index.js';
 import { DurableCore1764892800000 } from './migrations/1764892800000-durable-core.js';
 import { AgentRuntime1764979200000 } from './migrations/1764979200000-agent-runtime.js';
+import { Identity1765065600000 } from './migrations/1765065600000-identity.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -16,6 +17,7 @@ export const MIGRATIONS = [
   RunItemsIndex1764806400000,
   DurableCore1764892800000,
   AgentRuntime1764979200000,
+  Identity1765065600000,
 ];
 
 /**

@@ -48,6 +48,12 @@ export const ERROR_CODES = {
   invalid_last_event_id: { status: 422, type: 'invalid_request', retryable: false, description: 'The Last-Event-ID header is not a cursor issued by this stream.' },
   unknown_event_type: { status: 422, type: 'invalid_request', retryable: false, description: 'The submitted event type is not part of the protocol.' },
   not_implemented: { status: 422, type: 'invalid_request', retryable: false, description: 'The field or event type is part of the protocol but not available in this deployment yet.' },
+  rate_limited: {
+    status: 429,
+    type: 'invalid_request',
+    retryable: true,
+    description: 'Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds.',
+  },
   internal_error: { status: 500, type: 'internal', retryable: true, description: 'An unexpected server error; the request id identifies it in the logs.' },
   service_unavailable: { status: 503, type: 'unavailable', retryable: true, description: 'A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key.' },
 } as const satisfies Record<string, ErrorCodeSpec>;

@@ -3,5 +3,5 @@ export { errorBody, type ErrorBody } from './error-body.js';
 export { ERROR_CODES, type ErrorCode, type ErrorType } from './error-codes.js';
 export { AllExceptionsFilter, httpStatusOf, sendError, toDomainError } from './exception.filter.js';
 export { requestIdMiddleware, requestIdOf } from './request-id.js';
-export { createValidationPipe, flattenValidationErrors } from './validation.js';
+export { createValidationPipe, flattenValidationErrors, OptionalNotNull } from './validation.js';
 export { isDependencyUnavailable } from './dependency-errors.js';

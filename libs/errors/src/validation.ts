@@ -1,4 +1,5 @@
 import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { ValidateIf } from 'class-validator';
 import { DomainError, type FieldError } from './domain-error.js';
 
 /** Whitelist + forbid unknown fields; every bad field is listed in `details.fields`. */
@@ -22,4 +23,12 @@ export function flattenValidationErrors(errors: ValidationError[], prefix = ''):
     if (error.children?.length) out.push(...flattenValidationErrors(error.children, field));
   }
   return out;
+}
+
+/**
+ * Optional, but an explicit null is rejected: null has no reset meaning in this API.
+ * (class-validator's @IsOptional would accept null.)
+ */
+export function OptionalNotNull(): PropertyDecorator {
+  return ValidateIf((_object: object, value: unknown) => value !== undefined);
 }

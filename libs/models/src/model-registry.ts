@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import type { ModelProvider } from './model.types.js';
 import { OpenAiProvider } from './openai.provider.js';
@@ -11,11 +12,10 @@ const MODEL_REF = /^([a-z][a-z0-9_-]*):(\S{1,160})$/;
 export class ModelRegistry {
   private readonly providers: Map<string, ModelProvider>;
 
-  constructor(scripted: ScriptedProvider, openai: OpenAiProvider) {
-    this.providers = new Map<string, ModelProvider>([
-      [scripted.provider, scripted],
-      [openai.provider, openai],
-    ]);
+  constructor(scripted: ScriptedProvider, openai: OpenAiProvider, config: AppConfig) {
+    this.providers = new Map<string, ModelProvider>([[openai.provider, openai]]);
+    // SCRIPTED_MODELS=disabled: production deployments refuse the demo model everywhere (422 invalid_model).
+    if (config.scriptedModelsEnabled) this.providers.set(scripted.provider, scripted);
   }
 
   /** Throws 422 invalid_model unless the reference names a known provider. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
+import { AppConfig } from '#libs/config';
 import { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, type ModelRequest } from './model.types.js';
 import { filler, parseScript, type ScriptStep } from './scripted-script.js';
 
@@ -18,11 +19,16 @@ const RETRYABLE_FAILURES = new Set(['model_rate_limited', 'model_unavailable', '
 export class ScriptedProvider implements ModelProvider {
   readonly provider = 'scripted';
 
+  constructor(private readonly config: AppConfig) {}
+
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
     const { messages, signal } = request;
     const latest = messages.findLastIndex((m) => m.role === 'user');
     const latestMessage = messages[latest];
     const script = parseScript(latestMessage?.role === 'user' ? latestMessage.text : '');
+    // Directives come from users: capped, so a message cannot hold a worker slot for days.
+    script.delayMs = Math.min(script.delayMs, this.config.scriptedMaxDelayMs);
+    if (script.words !== null) script.words = Math.min(script.words, this.config.scriptedMaxWords);
     if (script.fail) throw new ModelError(script.fail, `scripted model failed with ${script.fail}`, RETRYABLE_FAILURES.has(script.fail));
     const inputTokens = countInputWords(request);
     const results = messages.slice(latest + 1).flatMap((m) => (m.role === 'tool' ? [m.output] : []));

@@ -46,7 +46,7 @@ export class AdminAgentsController {
   @ApiErrors('forbidden', 'not_found', 'state_conflict')
   async remove(@CurrentPrincipal() principal: Principal, @Param('agent_id') agentId: string): Promise<AgentDeletedDto> {
     assertFullAccess(principal);
-    await this.agents.remove(agentId);
+    await this.agents.remove({ actorId: principal.actorId, keyId: principal.keyId }, agentId);
     return { id: agentId, object: 'agent.deleted', deleted: true };
   }
 }

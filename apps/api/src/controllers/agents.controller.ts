@@ -1,7 +1,7 @@
 import { Controller, Get, Param } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AgentDto, AgentListDto, AgentsService } from '#libs/agents';
-import { CurrentPrincipal, type Principal } from '#libs/auth';
+import { agentViewerOf, CurrentPrincipal, type Principal } from '#libs/auth';
 import { ApiErrors } from './api-errors.decorator.js';
 
 @ApiTags('agents-public-v1')
@@ -15,7 +15,7 @@ export class AgentsController {
   @ApiOkResponse({ type: AgentListDto })
   @ApiErrors()
   list(@CurrentPrincipal() principal: Principal): Promise<AgentListDto> {
-    return this.agents.list(principal.userId);
+    return this.agents.list(agentViewerOf(principal));
   }
 
   @Get(':agent_id')
@@ -23,6 +23,6 @@ export class AgentsController {
   @ApiOkResponse({ type: AgentDto })
   @ApiErrors('not_found')
   get(@CurrentPrincipal() principal: Principal, @Param('agent_id') agentId: string): Promise<AgentDto> {
-    return this.agents.getDto(principal.userId, agentId);
+    return this.agents.getDto(agentViewerOf(principal), agentId);
   }
 }

@@ -103,6 +103,6 @@ export class SessionEventsController {
       if (after === null) throw new DomainError('invalid_last_event_id', 'Last-Event-ID is not a cursor of this session stream');
     }
 
-    await this.sse.stream(req, res, sessionId, after);
+    await this.sse.stream(principal, req, res, sessionId, after);
   }
 }

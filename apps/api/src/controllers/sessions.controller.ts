@@ -65,7 +65,7 @@ export class SessionsController {
     @Res() res: Response,
   ): Promise<void> {
     const result = await this.createSession.execute(principal, body, key);
-    if (body.stream === true && result.sessionId) return this.sse.stream(req, res, result.sessionId, null, result.status);
+    if (body.stream === true && result.sessionId) return this.sse.stream(principal, req, res, result.sessionId, null, result.status);
     sendIdempotent(res, result);
   }
 

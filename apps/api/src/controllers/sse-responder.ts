@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { type Principal, RateLimits } from '#libs/auth';
 import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import { EventStreamHub, type StreamPosition } from '#libs/events';
@@ -15,14 +17,20 @@ const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 export class SseResponder {
   constructor(
     private readonly hub: EventStreamHub,
+    private readonly limits: RateLimits,
     private readonly config: AppConfig,
   ) {}
 
-  async stream(req: Request, res: Response, sessionId: string, after: StreamPosition | null, status = 200): Promise<void> {
+  async stream(principal: Principal, _req: Request, res: Response, sessionId: string, after: StreamPosition | null, status = 200): Promise<void> {
     // Refused before the stream starts: once headers are out, a failure can only cut the stream.
     await this.hub.ping().catch(() => {
       throw new DomainError('service_unavailable', 'The event stream is unavailable right now; retry with the same Last-Event-ID');
     });
+    const slot = randomUUID();
+    if (!(await this.limits.acquireStream(principal, slot))) {
+      res.setHeader('Retry-After', '5');
+      throw new DomainError('rate_limited', 'Too many open event streams for this caller; close one, or retry later', { retry_after: 5 });
+    }
     // No chunked framing: an SSE body simply runs until the connection closes, which saves a
     // framing step on every write of every subscriber.
     res.useChunkedEncodingByDefault = false;
@@ -34,15 +42,21 @@ export class SseResponder {
     res.write(': connected\n\n');
 
     let closed = false;
-    const heartbeat = setInterval(() => res.write(': ping\n\n'), this.config.sseHeartbeatMs);
+    const heartbeat = setInterval(() => {
+      res.write(': ping\n\n');
+      void this.limits.refreshStream(principal, slot);
+    }, this.config.sseHeartbeatMs);
     const subscription = this.hub.subscribe(sessionId, after, ({ frame }) => {
       if (closed) return;
       res.write(frame);
       if (res.writableLength > MAX_BUFFERED_BYTES) res.destroy();
     });
-    req.on('close', () => {
+    // The response's close (the client left, or the stream was cut), not the request's: that one
+    // fires as soon as the request body has been read.
+    res.on('close', () => {
       closed = true;
       clearInterval(heartbeat);
+      void this.limits.releaseStream(principal, slot);
       void subscription.then((s) => s.close()).catch(() => undefined);
     });
     await subscription.catch((error: unknown) => {

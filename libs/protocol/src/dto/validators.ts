@@ -1,13 +1,7 @@
-import { type ValidationOptions, ValidateIf, registerDecorator } from 'class-validator';
+import { type ValidationOptions, registerDecorator } from 'class-validator';
 import { parseAgentInput } from '../input-parser.js';
 
-/**
- * Optional, but an explicit null is rejected: null has no reset meaning in this API.
- * (class-validator's @IsOptional would accept null.)
- */
-export function OptionalNotNull(): PropertyDecorator {
-  return ValidateIf((_object: object, value: unknown) => value !== undefined);
-}
+export { OptionalNotNull } from '#libs/errors';
 
 /** A text string or 1–20 user messages of input_text / inline input_image blocks. */
 export function IsAgentInput(options?: ValidationOptions): PropertyDecorator {

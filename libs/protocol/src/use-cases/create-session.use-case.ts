@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AgentsService } from '#libs/agents';
-import type { Principal } from '#libs/auth';
+import { agentViewerOf, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService } from '#libs/inputs';
@@ -32,7 +32,7 @@ export class CreateSession {
       throw DomainError.validation([{ field: 'input', errors: ['stream=true and attachment_file_ids require a non-empty input'] }]);
     }
     if (dto.yuxi?.attachment_file_ids?.length) throw new DomainError('not_implemented', 'File attachments are not available yet');
-    const agent = await this.agents.getVisible(principal.userId, dto.agent_id);
+    const agent = await this.agents.getVisible(agentViewerOf(principal), dto.agent_id);
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
 

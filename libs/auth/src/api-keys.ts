@@ -1,0 +1,114 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Redis } from 'ioredis';
+import type { DataSource } from 'typeorm';
+import { AuditLog } from '#libs/audit';
+import { newId, unixSeconds } from '#libs/database';
+import { DomainError } from '#libs/errors';
+import type { ApiKeyCreatedDto, ApiKeyDto, ApiKeyListDto, CreateApiKeyDto } from './api-key.dto.js';
+import { AUTH_REDIS } from './auth.redis.js';
+import { AuthService, REVOCATIONS_CHANNEL } from './auth.service.js';
+import { ApiKeyEntity, UserEntity } from './entities.js';
+import { generateKeySecret, LOOKUP_LENGTH } from './key-format.js';
+import { assertAdmin, type Principal } from './principal.js';
+
+/**
+ * Key management for full-access callers: their own keys, or (administrators) anyone's. A new
+ * key's secret is shown once and stored only as a keyed hash; a revocation takes effect at once on
+ * every api replica. Each action is in the audit trail, written in its transaction.
+ */
+@Injectable()
+export class ApiKeys {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly auth: AuthService,
+    private readonly audit: AuditLog,
+    @Inject(AUTH_REDIS) private readonly redis: Redis,
+  ) {}
+
+  async create(principal: Principal, dto: CreateApiKeyDto): Promise<ApiKeyCreatedDto> {
+    const ownerId = dto.user_id ?? principal.actorId;
+    if (ownerId !== principal.actorId) assertAdmin(principal);
+    if (dto.expires_at && dto.expires_at.getTime() <= Date.now()) throw DomainError.validation([{ field: 'expires_at', errors: ['must be in the future'] }]);
+    const secret = generateKeySecret();
+    const row = await this.dataSource.transaction(async (manager) => {
+      // An administrator may name a user that does not exist yet: it is created on first use.
+      await manager
+        .createQueryBuilder()
+        .insert()
+        .into(UserEntity)
+        .values({ id: ownerId, name: `user:${ownerId}`, kind: 'user', isAdmin: false, createdAt: new Date() })
+        .orIgnore()
+        .execute();
+      const owner = await manager.findOneBy(UserEntity, { id: ownerId });
+      if (!owner || owner.kind !== 'user') throw DomainError.validation([{ field: 'user_id', errors: ['must name a product user, not an app end user'] }]);
+      const entity = manager.create(ApiKeyEntity, {
+        id: newId(),
+        userId: ownerId,
+        name: dto.name,
+        prefix: secret.slice(0, LOOKUP_LENGTH),
+        secretHash: this.auth.hashForStorage(secret),
+        hashKind: 'hmac',
+        scopes: [dto.access],
+        appId: dto.app_id ?? null,
+        rateLimitPerMinute: dto.rate_limit_per_minute ?? null,
+        maxStreams: dto.max_streams ?? null,
+        createdAt: new Date(),
+        expiresAt: dto.expires_at ?? null,
+        lastUsedAt: null,
+        revokedAt: null,
+      });
+      await manager.insert(ApiKeyEntity, entity);
+      await this.audit.record(manager, {
+        actorId: principal.actorId,
+        keyId: principal.keyId,
+        action: 'api_key.created',
+        targetType: 'api_key',
+        targetId: entity.id,
+        details: { name: dto.name, access: dto.access, app_id: entity.appId, user_id: ownerId },
+      });
+      return entity;
+    });
+    return { ...toDto(row), secret };
+  }
+
+  /** Administrators see every key; other callers their own. Never a secret. */
+  async list(principal: Principal): Promise<ApiKeyListDto> {
+    const rows = await this.dataSource.getRepository(ApiKeyEntity).find({
+      where: principal.isAdmin ? {} : { userId: principal.actorId },
+      order: { createdAt: 'DESC' },
+      take: 1000,
+    });
+    const data = rows.map(toDto);
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length === 1000 };
+  }
+
+  async revoke(principal: Principal, keyId: string): Promise<void> {
+    await this.dataSource.transaction(async (manager) => {
+      const key = /^[0-9a-f-]{36}$/i.test(keyId) ? await manager.findOneBy(ApiKeyEntity, { id: keyId }) : null;
+      if (!key || key.revokedAt !== null || (!principal.isAdmin && key.userId !== principal.actorId)) throw DomainError.notFound(`API key ${keyId}`);
+      await manager.update(ApiKeyEntity, { id: keyId }, { revokedAt: new Date() });
+      await this.audit.record(manager, { actorId: principal.actorId, keyId: principal.keyId, action: 'api_key.revoked', targetType: 'api_key', targetId: keyId, details: { name: key.name } });
+    });
+    this.auth.forget(keyId);
+    await this.redis.publish(REVOCATIONS_CHANNEL, keyId).catch((error: unknown) => this.auth.logRevocationFailure(error));
+  }
+}
+
+function toDto(row: ApiKeyEntity): ApiKeyDto {
+  return {
+    id: row.id,
+    object: 'api_key',
+    name: row.name,
+    access: row.scopes.includes('full') ? 'full' : 'agents',
+    app_id: row.appId,
+    user_id: row.userId,
+    prefix: row.prefix,
+    rate_limit_per_minute: row.rateLimitPerMinute,
+    max_streams: row.maxStreams,
+    created_at: unixSeconds(row.createdAt),
+    expires_at: unixSeconds(row.expiresAt),
+    last_used_at: unixSeconds(row.lastUsedAt),
+    revoked_at: unixSeconds(row.revokedAt),
+  };
+}

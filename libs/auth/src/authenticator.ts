@@ -1,0 +1,51 @@
+import { Injectable } from '@nestjs/common';
+import { DomainError } from '#libs/errors';
+import { AuthService } from './auth.service.js';
+import { Principals } from './end-users.js';
+import { JwtVerifier, looksLikeJwt } from './jwt-verifier.js';
+import type { Principal } from './principal.js';
+
+const END_USER_MAX = 128;
+
+/**
+ * Turns the request's credentials into the principal it acts as. Runs before the body is read.
+ * `X-End-User-Id` is only for app-bound keys (1–128 characters, no surrounding whitespace); a JWT
+ * or an unbound key that sends it is refused (403), even with the caller's own id. An app-bound
+ * key without it acts as the app's default end user. The app always comes from the key.
+ */
+@Injectable()
+export class Authenticator {
+  constructor(
+    private readonly keys: AuthService,
+    private readonly jwt: JwtVerifier,
+    private readonly principals: Principals,
+  ) {}
+
+  async authenticate(authorization: string | undefined, endUserHeader: string | undefined): Promise<Principal> {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!match?.[1]) throw new DomainError('unauthorized', 'Missing credentials: send Authorization: Bearer <API key or user token>');
+    const credential = match[1];
+    if (looksLikeJwt(credential) && this.jwt.enabled) {
+      const verified = await this.jwt.verify(credential);
+      if (!verified) throw new DomainError('unauthorized', 'Invalid, expired or foreign user token');
+      if (endUserHeader !== undefined) throw new DomainError('forbidden', 'X-End-User-Id is only accepted with an app-bound API key');
+      const user = await this.principals.subjectUser(verified.subject);
+      return { userId: user.id, actorId: user.id, keyId: null, access: 'full', appId: null, endUser: null, isAdmin: user.isAdmin, limits: { perMinute: null, streams: null } };
+    }
+    const key = await this.keys.verifyKey(credential);
+    if (!key) throw new DomainError('unauthorized', 'Invalid, expired or revoked API key');
+    this.keys.noteUsed(key.keyId);
+    const base = { actorId: key.userId, keyId: key.keyId, access: key.access, isAdmin: key.isAdmin, limits: key.limits };
+    if (key.appId === null) {
+      if (endUserHeader !== undefined) throw new DomainError('forbidden', 'X-End-User-Id is only accepted with an app-bound API key');
+      return { ...base, userId: key.userId, appId: null, endUser: null };
+    }
+    const endUser = endUserHeader ?? '';
+    if (endUserHeader !== undefined && (endUser.length === 0 || endUser.length > END_USER_MAX || endUser.trim() !== endUser)) {
+      throw DomainError.validation([{ field: 'X-End-User-Id', errors: [`must be 1–${END_USER_MAX} characters without surrounding whitespace`] }]);
+    }
+    const userId = await this.principals.endUser(key.userId, key.appId, endUser);
+    // An end user is never an administrator, whatever the key's owner is.
+    return { ...base, isAdmin: false, userId, appId: key.appId, endUser };
+  }
+}

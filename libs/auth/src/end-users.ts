@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { newId, prepared } from '#libs/database';
+
+const CACHE_MAX = 50_000;
+
+/**
+ * The principals behind subjects: a JWT subject's product user, and each (product user, app,
+ * external id) end user — created on first use, safely under concurrency (a unique index decides;
+ * the loser reads the winner's row). The mapping never changes, so it is cached.
+ */
+@Injectable()
+export class Principals {
+  private readonly cache = new Map<string, string>();
+
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async endUser(parentId: string, appId: string, externalId: string): Promise<string> {
+    const cacheKey = `${parentId}\u0000${appId}\u0000${externalId}`;
+    const cached = this.cache.get(cacheKey);
+    if (cached) return cached;
+    const rows = (await this.dataSource.query(
+      prepared(`WITH ins AS (
+         INSERT INTO users (id, name, kind, parent_id, app_id, external_id, created_at)
+         VALUES ($1, 'end-user:' || $1, 'end_user', $2, $3, $4, now())
+         ON CONFLICT (parent_id, app_id, external_id) WHERE kind = 'end_user' DO NOTHING RETURNING id
+       )
+       SELECT id FROM ins UNION ALL
+       SELECT id FROM users WHERE kind = 'end_user' AND parent_id = $2 AND app_id = $3 AND external_id = $4
+       LIMIT 1`),
+      [newId(), parentId, appId, externalId],
+    )) as { id: string }[];
+    let id = rows[0]?.id;
+    // Under READ COMMITTED a racing insert that committed after our snapshot is visible to a new statement.
+    if (!id) {
+      const again = (await this.dataSource.query(prepared(`SELECT id FROM users WHERE kind = 'end_user' AND parent_id = $1 AND app_id = $2 AND external_id = $3`), [
+        parentId,
+        appId,
+        externalId,
+      ])) as { id: string }[];
+      id = again[0]?.id;
+    }
+    if (!id) throw new Error('end user could not be resolved');
+    if (this.cache.size >= CACHE_MAX) this.cache.clear();
+    this.cache.set(cacheKey, id);
+    return id;
+  }
+
+  /** The product user of a JWT subject. */
+  async subjectUser(subject: string): Promise<{ id: string; isAdmin: boolean }> {
+    const rows = (await this.dataSource.query(
+      prepared(`WITH ins AS (
+         INSERT INTO users (id, name, kind, subject, created_at) VALUES ($1, 'jwt:' || $2, 'user', $2, now())
+         ON CONFLICT DO NOTHING RETURNING id, is_admin
+       )
+       SELECT id, is_admin FROM ins UNION ALL SELECT id, is_admin FROM users WHERE subject = $2 LIMIT 1`),
+      [newId(), subject],
+    )) as { id: string; is_admin: boolean }[];
+    let row = rows[0];
+    if (!row) {
+      const again = (await this.dataSource.query(prepared(`SELECT id, is_admin FROM users WHERE subject = $1`), [subject])) as { id: string; is_admin: boolean }[];
+      row = again[0];
+    }
+    if (!row) throw new Error('user could not be resolved');
+    return { id: row.id, isAdmin: row.is_admin };
+  }
+}
