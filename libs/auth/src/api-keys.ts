@@ -1,13 +1,11 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import { newId, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { ApiKeyCreatedDto, ApiKeyDto, ApiKeyListDto, CreateApiKeyDto } from './api-key.dto.js';
-import { AUTH_REDIS } from './auth.redis.js';
-import { AuthService, REVOCATIONS_CHANNEL } from './auth.service.js';
+import { AuthService } from './auth.service.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
 import { generateKeySecret, LOOKUP_LENGTH } from './key-format.js';
 import { assertAdmin, type Principal } from './principal.js';
@@ -23,7 +21,6 @@ export class ApiKeys {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly auth: AuthService,
     private readonly audit: AuditLog,
-    @Inject(AUTH_REDIS) private readonly redis: Redis,
   ) {}
 
   async create(principal: Principal, dto: CreateApiKeyDto): Promise<ApiKeyCreatedDto> {
@@ -90,8 +87,7 @@ export class ApiKeys {
       await manager.update(ApiKeyEntity, { id: keyId }, { revokedAt: new Date() });
       await this.audit.record(manager, { actorId: principal.actorId, keyId: principal.keyId, action: 'api_key.revoked', targetType: 'api_key', targetId: keyId, details: { name: key.name } });
     });
-    this.auth.forget(keyId);
-    await this.redis.publish(REVOCATIONS_CHANNEL, keyId).catch((error: unknown) => this.auth.logRevocationFailure(error));
+    await this.auth.revoked(keyId);
   }
 }
 

@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from '#libs/audit';
 import { ApiKeys } from './api-keys.js';
-import { authRedisProvider, authRedisSubscriberProvider } from './auth.redis.js';
+import { authRedisProvider } from './auth.redis.js';
 import { AuthService } from './auth.service.js';
 import { Authenticator } from './authenticator.js';
 import { Principals } from './end-users.js';
@@ -13,7 +13,7 @@ import { RateLimits } from './rate-limits.js';
 /** Identity: API keys, user tokens, app end users, key management, rate limits. */
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity, ApiKeyEntity]), AuditModule],
-  providers: [authRedisProvider, authRedisSubscriberProvider, AuthService, JwtVerifier, Principals, Authenticator, ApiKeys, RateLimits],
+  providers: [authRedisProvider, AuthService, JwtVerifier, Principals, Authenticator, ApiKeys, RateLimits],
   exports: [AuthService, Authenticator, ApiKeys, RateLimits],
 })
 export class AuthModule {}

@@ -1,11 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Redis } from 'ioredis';
 import { IsNull, type Repository } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
-import { AUTH_REDIS_SUBSCRIBER } from './auth.redis.js';
+import { AUTH_REDIS } from './auth.redis.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
 import { generateKeySecret, isWellFormedKey, KEY_PREFIX, keyedHash, LOOKUP_LENGTH } from './key-format.js';
 
@@ -13,7 +13,9 @@ const MIN_KEY_LENGTH = 20;
 const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 10_000;
 const LAST_USED_EVERY_MS = 60_000;
-export const REVOCATIONS_CHANNEL = 'yuxi:auth:revoked';
+/** Outlives every cached entry of a revoked key; after it, caches have re-read the key from Postgres. */
+const REVOKED_MARKER_MS = CACHE_TTL_MS * 2;
+const revokedMarker = (keyId: string): string => `yuxi:auth:revoked:${keyId}`;
 
 /** A verified API key, before any end user is resolved. */
 export interface VerifiedKey {
@@ -29,10 +31,11 @@ export interface VerifiedKey {
 /**
  * API keys: found by their first characters, compared by a keyed hash (HMAC with the server's
  * API_KEY_HASH_SECRET) in constant time. Verified keys are cached briefly so the hot path pays no
- * query per request; a revocation is announced to every api replica, which drop the key at once.
+ * query per request; a cached key is used only while Redis holds no revocation marker for it, and
+ * the marker is set before a revocation answers — so the next request fails on every replica.
  */
 @Injectable()
-export class AuthService implements OnModuleInit, OnApplicationShutdown {
+export class AuthService {
   private readonly logger = new Logger(AuthService.name);
   private readonly cache = new Map<string, { key: VerifiedKey; expiresAt: number }>();
   private readonly lastUsedWritten = new Map<string, number>();
@@ -40,19 +43,9 @@ export class AuthService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
     @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
-    @Inject(AUTH_REDIS_SUBSCRIBER) private readonly subscriber: Redis,
+    @Inject(AUTH_REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
   ) {}
-
-  async onModuleInit(): Promise<void> {
-    this.subscriber.on('message', (_channel: string, keyId: string) => this.forget(keyId));
-    // Subscribing must not hold the start-up hostage to a Redis outage; ioredis resubscribes on reconnect.
-    void this.subscriber.subscribe(REVOCATIONS_CHANNEL).catch(() => undefined);
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    this.subscriber.disconnect();
-  }
 
   private get hashSecret(): string {
     const secret = this.config.apiKeyHashSecret;
@@ -66,7 +59,12 @@ export class AuthService implements OnModuleInit, OnApplicationShutdown {
     if (secret.startsWith(KEY_PREFIX) && !isWellFormedKey(secret)) return null;
     const hmac = keyedHash(secret, this.hashSecret);
     const cached = this.cache.get(hmac);
-    if (cached && cached.expiresAt > Date.now() && (cached.key.expiresAt === null || cached.key.expiresAt.getTime() > Date.now())) return cached.key;
+    if (cached && cached.expiresAt > Date.now() && (cached.key.expiresAt === null || cached.key.expiresAt.getTime() > Date.now())) {
+      // With Redis unreachable the cache stands for at most CACHE_TTL_MS, as before markers existed.
+      const revoked = await this.redis.exists(revokedMarker(cached.key.keyId)).catch(() => 0);
+      if (revoked === 0) return cached.key;
+      this.cache.delete(hmac);
+    }
 
     const candidates = await this.keys.find({ where: { prefix: secret.slice(0, LOOKUP_LENGTH), revokedAt: IsNull() } });
     const legacy = createHash('sha256').update(secret).digest('hex');
@@ -96,9 +94,15 @@ export class AuthService implements OnModuleInit, OnApplicationShutdown {
     void this.keys.update({ id: keyId }, { lastUsedAt: new Date(now) }).catch(() => undefined);
   }
 
-  /** Drops a key from this replica's cache (a revocation here or on another replica). */
-  forget(keyId: string): void {
+  /**
+   * A revoked key (its row already committed as revoked): dropped here, and marked in Redis so that
+   * no replica answers from its cache any more.
+   */
+  async revoked(keyId: string): Promise<void> {
     for (const [hash, entry] of this.cache) if (entry.key.keyId === keyId) this.cache.delete(hash);
+    await this.redis.set(revokedMarker(keyId), '1', 'PX', REVOKED_MARKER_MS).catch((error: unknown) => {
+      this.logger.warn(`revocation marker not set (other replicas drop the key within ${CACHE_TTL_MS / 1000} s): ${String(error)}`);
+    });
   }
 
   /** The keyed hash a new key is stored under. */
@@ -152,10 +156,6 @@ export class AuthService implements OnModuleInit, OnApplicationShutdown {
     const user = await this.users.findOneByOrFail({ name });
     if (isAdmin && !user.isAdmin) await this.users.update({ id: user.id }, { isAdmin: true });
     return user.id;
-  }
-
-  logRevocationFailure(error: unknown): void {
-    this.logger.warn(`revocation notice not sent (other replicas drop the key within ${CACHE_TTL_MS / 1000} s): ${String(error)}`);
   }
 }
 
