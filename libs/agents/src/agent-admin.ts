@@ -35,6 +35,6 @@ export class AgentAdmin {
 
   async put(principal: Principal, agentId: string, raw: unknown): Promise<{ agent: AgentDto; created: boolean }> {
     const definition = this.validate(agentId, raw);
-    return this.agents.put({ actorId: principal.actorId, keyId: principal.keyId }, agentId, definition);
+    return this.agents.put({ actorId: principal.actorId, keyId: principal.keyId, isAdmin: principal.isAdmin }, agentId, definition);
   }
 }

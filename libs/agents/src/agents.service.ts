@@ -18,10 +18,11 @@ export interface AgentViewer {
   mayUsePrivate: boolean;
 }
 
-/** Who changes an agent, for the audit trail (null: the deployment, e.g. AGENTS_FILE). */
+/** Who changes an agent (null: the deployment, e.g. AGENTS_FILE): administrators manage every agent, other full-access users public ones and their own. */
 export interface AgentActor {
   actorId: string;
   keyId: string | null;
+  isAdmin: boolean;
 }
 
 /** The agent every fresh install has; it cannot be deleted. */
@@ -54,9 +55,17 @@ export class AgentsService {
     return listOf(rows.map((row) => this.toDto(row, false)));
   }
 
-  /** Every live agent, private ones included, with their instructions: the administrators' view. */
-  async adminList(): Promise<AgentListDto> {
-    const rows = await this.agents.find({ where: { deletedAt: IsNull() }, order: { id: 'ASC' } });
+  /** Live agents with their instructions: every one for administrators; public ones and their own for other full-access users. */
+  async adminList(actor: AgentActor): Promise<AgentListDto> {
+    const rows = await this.agents.find({
+      where: actor.isAdmin
+        ? { deletedAt: IsNull() }
+        : [
+            { ownerId: IsNull(), deletedAt: IsNull() },
+            { ownerId: actor.actorId, deletedAt: IsNull() },
+          ],
+      order: { id: 'ASC' },
+    });
     return listOf(rows.map((row) => this.toDto(row, true)));
   }
 
@@ -123,8 +132,9 @@ export class AgentsService {
   async remove(actor: AgentActor, agentId: string): Promise<void> {
     if (agentId === DEFAULT_AGENT_ID) throw new DomainError('state_conflict', `${DEFAULT_AGENT_ID} is the built-in agent and cannot be deleted; replace it instead`);
     await this.dataSource.transaction(async (manager) => {
-      const result = await manager.update(AgentEntity, { id: agentId, deletedAt: IsNull() }, { deletedAt: new Date() });
-      if (!result.affected) throw DomainError.notFound(`Agent ${agentId}`);
+      const live = await manager.findOneBy(AgentEntity, { id: agentId, deletedAt: IsNull() });
+      if (!live || !manages(actor, live)) throw DomainError.notFound(`Agent ${agentId}`);
+      await manager.update(AgentEntity, { id: agentId }, { deletedAt: new Date() });
       await this.audit.record(manager, { actorId: actor.actorId, keyId: actor.keyId, action: 'agent.deleted', targetType: 'agent', targetId: agentId });
     });
   }
@@ -150,6 +160,11 @@ export class AgentsService {
     if (admin) dto.yuxi.instructions = row.instructions;
     return dto;
   }
+}
+
+/** Another user's private agent is not there for a non-administrator (404, as in the public API). */
+function manages(actor: AgentActor | null, agent: AgentEntity): boolean {
+  return actor === null || actor.isAdmin || agent.ownerId === null || agent.ownerId === actor.actorId;
 }
 
 export function effectiveLimits(limits: Partial<AgentLimits> | undefined): AgentLimits {

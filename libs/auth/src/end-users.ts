@@ -23,7 +23,7 @@ export class Principals {
     const rows = (await this.dataSource.query(
       prepared(`WITH ins AS (
          INSERT INTO users (id, name, kind, parent_id, app_id, external_id, created_at)
-         VALUES ($1, 'end-user:' || $1, 'end_user', $2, $3, $4, now())
+         VALUES ($1::uuid, 'end-user:' || $1::text, 'end_user', $2, $3, $4, now())
          ON CONFLICT (parent_id, app_id, external_id) WHERE kind = 'end_user' DO NOTHING RETURNING id
        )
        SELECT id FROM ins UNION ALL
@@ -51,7 +51,7 @@ export class Principals {
   async subjectUser(subject: string): Promise<{ id: string; isAdmin: boolean }> {
     const rows = (await this.dataSource.query(
       prepared(`WITH ins AS (
-         INSERT INTO users (id, name, kind, subject, created_at) VALUES ($1, 'jwt:' || $2, 'user', $2, now())
+         INSERT INTO users (id, name, kind, subject, created_at) VALUES ($1, 'jwt:' || $2::text, 'user', $2::text, now())
          ON CONFLICT DO NOTHING RETURNING id, is_admin
        )
        SELECT id, is_admin FROM ins UNION ALL SELECT id, is_admin FROM users WHERE subject = $2 LIMIT 1`),

@@ -20,7 +20,7 @@ export class AdminAgentsController {
   @ApiErrors('forbidden')
   list(@CurrentPrincipal() principal: Principal): Promise<AgentListDto> {
     assertFullAccess(principal);
-    return this.agents.adminList();
+    return this.agents.adminList({ actorId: principal.actorId, keyId: principal.keyId, isAdmin: principal.isAdmin });
   }
 
   @Put(':agent_id')
@@ -46,7 +46,7 @@ export class AdminAgentsController {
   @ApiErrors('forbidden', 'not_found', 'state_conflict')
   async remove(@CurrentPrincipal() principal: Principal, @Param('agent_id') agentId: string): Promise<AgentDeletedDto> {
     assertFullAccess(principal);
-    await this.agents.remove({ actorId: principal.actorId, keyId: principal.keyId }, agentId);
+    await this.agents.remove({ actorId: principal.actorId, keyId: principal.keyId, isAdmin: principal.isAdmin }, agentId);
     return { id: agentId, object: 'agent.deleted', deleted: true };
   }
 }

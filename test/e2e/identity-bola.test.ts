@@ -1,0 +1,351 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { before, describe, it } from 'node:test';
+import { query } from '../support/db.js';
+import { env } from '../support/env.js';
+import { API, newKey } from '../support/http.js';
+import {
+  ADMIN,
+  asEndUser,
+  call,
+  type Caller,
+  createKey,
+  createSessionAs,
+  listSessionIds,
+  newProductUser,
+  openStreamAs,
+  postEventAs,
+  sendMessageAs,
+  signToken,
+} from '../support/identity.js';
+
+/** One principal's session with something behind every id-taking route: a completed turn with a run, a consumed and a cancelled input, a receipt. */
+interface Target {
+  name: string;
+  owner: Caller;
+  sessionId: string;
+  createKey: string;
+  turnId: string;
+  runId: string;
+  consumedInputId: string;
+  cancelledInputId: string;
+  /** The Idempotency-Key of an event the owner really submitted (its receipt exists). */
+  eventKey: string;
+}
+
+async function seedTarget(name: string, owner: Caller): Promise<Target> {
+  const createKey = newKey('create');
+  const session = await createSessionAs(owner, 'hello there', createKey);
+  const stream = await openStreamAs(owner, session.id);
+  assert.equal(stream.status, 200, `${name}: the owner's stream opens`);
+  try {
+    const first = await stream.waitForType('agent.session.turn.completed');
+    const eventKey = newKey('hold');
+    const hold = await sendMessageAs(owner, session.id, 'hold a b c d e [[delay:100]]', eventKey);
+    assert.equal(hold.status, 202, hold.text);
+    const holding = await stream.waitFor((e) => e.type === 'agent.session.turn.created' && e.data.turn_id !== first.data.turn_id);
+    const doomed = await sendMessageAs(owner, session.id, 'never runs');
+    assert.equal(doomed.status, 202, doomed.text);
+    const cancelled = await postEventAs(owner, session.id, { type: 'yuxi.session.input.cancel_input', input_id: doomed.body.input_id });
+    assert.equal(cancelled.status, 202, cancelled.text);
+    await stream.waitForType('agent.session.turn.completed', holding.data.turn_id);
+    return {
+      name,
+      owner,
+      sessionId: session.id,
+      createKey,
+      turnId: first.data.turn_id,
+      runId: first.data.turn.yuxi.result_run_id,
+      consumedInputId: session.yuxi.receipt.input_id,
+      cancelledInputId: doomed.body.input_id,
+      eventKey,
+    };
+  } finally {
+    stream.close();
+  }
+}
+
+interface Route {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+  idempotencyKey?: string;
+  /** The session whose event stream this route opens. */
+  sse?: string;
+}
+
+/** Every route that takes an id of the target's, generated from the target itself. */
+function routesOf(t: Target): Route[] {
+  const s = `${API}/sessions/${t.sessionId}`;
+  const event = (e: object, idempotencyKey = newKey('bola')): Pick<Route, 'body' | 'idempotencyKey'> => ({ body: { events: [e] }, idempotencyKey });
+  return [
+    { name: 'GET session', method: 'GET', path: s },
+    { name: 'POST session (update)', method: 'POST', path: s, body: { yuxi: { title: 'taken over', is_pinned: true } } },
+    { name: 'POST archive', method: 'POST', path: `${s}/archive` },
+    { name: 'POST events: message', method: 'POST', path: `${s}/events`, ...event({ type: 'agent.session.input.message', input: 'intrude' }) },
+    { name: "POST events: message under the owner's own Idempotency-Key", method: 'POST', path: `${s}/events`, ...event({ type: 'agent.session.input.message', input: 'hold a b c d e [[delay:100]]', yuxi: { mode: 'follow_up' } }, t.eventKey) },
+    { name: 'POST events: cancel', method: 'POST', path: `${s}/events`, ...event({ type: 'agent.session.input.cancel' }) },
+    { name: 'POST events: cancel_input', method: 'POST', path: `${s}/events`, ...event({ type: 'yuxi.session.input.cancel_input', input_id: t.cancelledInputId }) },
+    { name: 'POST events: continue', method: 'POST', path: `${s}/events`, ...event({ type: 'yuxi.session.input.continue' }) },
+    { name: 'GET events (SSE)', method: 'GET', path: `${s}/events`, sse: t.sessionId },
+    { name: 'GET queue', method: 'GET', path: `${s}/queue` },
+    { name: 'GET inputs/{consumed}', method: 'GET', path: `${s}/inputs/${t.consumedInputId}` },
+    { name: 'GET inputs/{cancelled}', method: 'GET', path: `${s}/inputs/${t.cancelledInputId}` },
+    { name: 'GET receipt', method: 'GET', path: `${s}/receipt?idempotency_key=${encodeURIComponent(t.eventKey)}` },
+    { name: 'GET turns', method: 'GET', path: `${s}/turns` },
+    { name: 'GET turns/{turn}', method: 'GET', path: `${s}/turns/${t.turnId}` },
+    { name: 'GET turns/{turn}/items', method: 'GET', path: `${s}/turns/${t.turnId}/items` },
+    { name: 'GET items', method: 'GET', path: `${s}/items` },
+    { name: 'GET runs/{run}', method: 'GET', path: `${s}/runs/${t.runId}` },
+    { name: 'GET state', method: 'GET', path: `${s}/state` },
+  ];
+}
+
+/** Status, content type and error code of one route as `caller`; an SSE answer that is a stream is closed at once. */
+async function attempt(caller: Caller, route: Route): Promise<{ status: number; contentType: string; code: string | undefined; text: string }> {
+  if (route.sse) {
+    const stream = await openStreamAs(caller, route.sse);
+    stream.close();
+    let code: string | undefined;
+    try {
+      code = JSON.parse(stream.bodyText).error?.code;
+    } catch {
+      code = undefined;
+    }
+    return { status: stream.status, contentType: stream.contentType, code, text: stream.bodyText };
+  }
+  const res = await call(caller, route.path, { method: route.method, body: route.body, idempotencyKey: route.idempotencyKey });
+  return { status: res.status, contentType: res.headers.get('content-type') ?? '', code: res.body?.error?.code, text: res.text };
+}
+
+/** What a mutation would have changed, read by the owner and straight from Postgres. */
+async function snapshot(t: Target) {
+  const session = await call(t.owner, `${API}/sessions/${t.sessionId}`);
+  const state = await call(t.owner, `${API}/sessions/${t.sessionId}/state`);
+  const [counts] = await query<{ turns: number; inputs: number; receipts: number }>(
+    `SELECT (SELECT count(*)::int FROM turns WHERE session_id = $1) AS turns,
+            (SELECT count(*)::int FROM inputs WHERE session_id = $1) AS inputs,
+            (SELECT count(*)::int FROM idempotency_receipts WHERE session_id = $1) AS receipts`,
+    [t.sessionId],
+  );
+  return {
+    title: session.body.yuxi.title,
+    is_pinned: session.body.yuxi.is_pinned,
+    archived: session.body.yuxi.archived,
+    queued_input_count: session.body.yuxi.queued_input_count,
+    state_queued_input_count: state.body.queued_input_count,
+    queue_paused: session.body.yuxi.queue_paused,
+    status: session.body.status,
+    ...counts,
+  };
+}
+
+describe('identity: object-level authorization (BOLA) matrix', () => {
+  const APP_1 = `app-one-${randomUUID().slice(0, 8)}`;
+  const APP_2 = `app-two-${randomUUID().slice(0, 8)}`;
+  let userA: string;
+  /** Product user A (unbound full key). */
+  let a: Caller;
+  /** Another product user. */
+  let b: Caller;
+  /** A's key bound to app 1, acting as end user Y / X / the default end user. */
+  let app1: Caller;
+  let y: Caller;
+  let x: Caller;
+  let app1Default: Caller;
+  /** A's key bound to app 2, acting as an end user with the same external id as Y. */
+  let app2y: Caller;
+  let targetA: Target;
+  let targetY: Target;
+
+  before(async () => {
+    const productA = await newProductUser('product user A');
+    userA = productA.userId;
+    a = productA.caller;
+    b = (await newProductUser('product user B')).caller;
+    const endUserY = `end-user-y-${randomUUID()}`;
+    const key1 = await createKey({ user_id: userA, app_id: APP_1 });
+    const key2 = await createKey({ user_id: userA, app_id: APP_2 });
+    app1 = { name: 'app 1 key', token: key1.secret };
+    y = asEndUser(app1, endUserY, 'app 1 end user Y');
+    x = asEndUser(app1, `end-user-x-${randomUUID()}`, 'app 1 end user X');
+    app1Default = asEndUser(app1, undefined, 'app 1 default end user');
+    app2y = asEndUser({ name: 'app 2 key', token: key2.secret }, endUserY, 'app 2 end user with Y’s id');
+    [targetA, targetY] = await Promise.all([seedTarget("A's product session", a), seedTarget("end user Y's session", y)]);
+  });
+
+  it('answers 404 not_found on every id-taking route for every foreign principal, changes nothing, and lists only own sessions', async () => {
+    // Each principal also owns a session of its own, so that its list is not trivially empty.
+    const principals = [a, b, y, x, app1Default, app2y];
+    const own = new Map<Caller, string[]>();
+    for (const caller of principals) own.set(caller, [(await createSessionAs(caller)).id]);
+    own.get(a)!.push(targetA.sessionId);
+    own.get(y)!.push(targetY.sessionId);
+
+    // The routes are real: the owner reads every one of them (a typo would 404 for everyone).
+    for (const t of [targetA, targetY]) {
+      for (const route of routesOf(t).filter((r) => r.method === 'GET')) {
+        const res = await attempt(t.owner, route);
+        assert.equal(res.status, 200, `${t.name}: the owner can ${route.name}: ${res.text}`);
+      }
+    }
+
+    const before = { a: await snapshot(targetA), y: await snapshot(targetY) };
+    const cells: [Caller, Target][] = [
+      [b, targetA], // (a) another product user
+      [b, targetY],
+      [x, targetY], // (b) the same app key, another end user
+      [app2y, targetY], // (c) another app of the same product user, even with the same end-user id
+      [app1Default, targetY], // (d) the app's default end user
+      [a, targetY], // (e) the product user behind the app, on its end user's session…
+      [y, targetA], // …and the end user on the product user's session
+      [x, targetA],
+      [app1Default, targetA],
+    ];
+    const failures: string[] = [];
+    let checked = 0;
+    for (const [caller, target] of cells) {
+      for (const route of routesOf(target)) {
+        const res = await attempt(caller, route);
+        checked += 1;
+        const ok = res.status === 404 && res.code === 'not_found' && res.contentType.startsWith('application/json');
+        if (!ok) failures.push(`${caller.name} → ${target.name}: ${route.name} answered ${res.status} ${res.contentType} ${res.text.slice(0, 200)}`);
+      }
+    }
+    assert.deepEqual(failures, [], `${failures.length} of ${checked} cells were not 404 not_found`);
+    assert.equal(checked, cells.length * routesOf(targetA).length);
+
+    assert.deepEqual(await snapshot(targetA), before.a, "nothing changed on A's session");
+    assert.deepEqual(await snapshot(targetY), before.y, "nothing changed on Y's session");
+
+    for (const caller of principals) {
+      for (const baseUrl of [env.apiUrl, env.apiUrl2]) {
+        const listed = await listSessionIds(caller, baseUrl);
+        assert.deepEqual(new Set(listed), new Set(own.get(caller)), `${caller.name} lists exactly its own sessions on ${baseUrl}`);
+      }
+    }
+
+    // And the mutating routes are real too: the owner reaches each one (archive first, so the rest are deterministic).
+    for (const t of [targetA, targetY]) {
+      const routes = routesOf(t).filter((r) => r.method === 'POST' && r.idempotencyKey !== t.eventKey);
+      const byName = new Map(routes.map((r) => [r.name, r]));
+      const archive = await attempt(t.owner, byName.get('POST archive')!);
+      assert.equal(archive.status, 200, `${t.name}: the owner archives: ${archive.text}`);
+      const update = await attempt(t.owner, byName.get('POST session (update)')!);
+      assert.equal(update.status, 200, `${t.name}: the owner updates: ${update.text}`);
+      for (const route of routes.filter((r) => r.name.startsWith('POST events'))) {
+        const res = await attempt(t.owner, route);
+        assert.equal(res.status, 409, `${t.name}: the owner's ${route.name} on an archived or idle session is a state conflict, not a 404: ${res.text}`);
+        assert.equal(res.code, 'state_conflict');
+      }
+    }
+  });
+
+  it('keeps idempotency keys per principal: another caller reusing them gets its own results', async () => {
+    const created = await call(b, `${API}/sessions`, { body: { agent_id: 'default-chatbot', input: 'hello there' }, idempotencyKey: targetA.createKey });
+    assert.equal(created.status, 201, created.text);
+    assert.notEqual(created.body.id, targetA.sessionId, "not a replay of A's session");
+    const listed = await listSessionIds(b);
+    assert.ok(listed.includes(created.body.id));
+    assert.ok(!listed.includes(targetA.sessionId));
+
+    const endUserCreate = await call(x, `${API}/sessions`, { body: { agent_id: 'default-chatbot', input: 'hello there' }, idempotencyKey: targetY.createKey });
+    assert.equal(endUserCreate.status, 201, endUserCreate.text);
+    assert.notEqual(endUserCreate.body.id, targetY.sessionId, "not a replay of Y's session");
+  });
+
+  it('refuses every admin route to an agents-access key and to an app-bound key (403), with no effect', async () => {
+    const agentsKey = await createKey({ user_id: userA, access: 'agents' });
+    const agentsCaller: Caller = { name: 'agents-access key', token: agentsKey.secret };
+    const agentId = `bola-${randomUUID().slice(0, 8)}`;
+    const put = await call(a, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Kept as is', model: 'scripted:kept' } });
+    assert.equal(put.status, 201, put.text);
+    // The agents key can use the public API as A…
+    assert.equal((await call(agentsCaller, `${API}/${agentId}`)).status, 200);
+    const aKeysBefore = await call(a, `${ADMIN}/api-keys`);
+    assert.equal(aKeysBefore.status, 200);
+
+    const admin: { name: string; method: string; path: string; body?: unknown }[] = [
+      { name: 'GET api-keys', method: 'GET', path: `${ADMIN}/api-keys` },
+      { name: 'POST api-keys', method: 'POST', path: `${ADMIN}/api-keys`, body: { name: 'should-not-exist', access: 'full' } },
+      { name: 'DELETE api-keys/{id}', method: 'DELETE', path: `${ADMIN}/api-keys/${agentsKey.id}` },
+      { name: 'GET audit', method: 'GET', path: `${ADMIN}/audit` },
+      { name: 'GET agents', method: 'GET', path: `${ADMIN}/agents` },
+      { name: 'PUT agents/{id}', method: 'PUT', path: `${ADMIN}/agents/${agentId}`, body: { name: 'Replaced', model: 'scripted:replaced' } },
+      { name: 'DELETE agents/{id}', method: 'DELETE', path: `${ADMIN}/agents/${agentId}` },
+    ];
+    const failures: string[] = [];
+    for (const caller of [agentsCaller, app1Default, y]) {
+      for (const route of admin) {
+        const res = await call(caller, route.path, { method: route.method, body: route.body });
+        if (res.status !== 403 || res.body?.error?.code !== 'forbidden') failures.push(`${caller.name}: ${route.name} answered ${res.status} ${res.text.slice(0, 200)}`);
+      }
+    }
+    assert.deepEqual(failures, []);
+
+    const agent = await call(a, `${API}/${agentId}`);
+    assert.equal(agent.status, 200, 'the agent was not deleted');
+    assert.equal(agent.body.name, 'Kept as is', 'nor replaced');
+    assert.equal(agent.body.yuxi.version, 1);
+    const aKeysAfter = await call(a, `${ADMIN}/api-keys`);
+    assert.deepEqual(aKeysAfter.body.data.map((k: any) => [k.id, k.revoked_at]), aKeysBefore.body.data.map((k: any) => [k.id, k.revoked_at]), 'no key created or revoked');
+    assert.equal((await call(agentsCaller, `${API}/${agentId}`)).status, 200, 'the agents key itself still works');
+  });
+
+  it('accepts X-End-User-Id only with an app-bound key (403 otherwise, even with the caller’s own id)', async () => {
+    const agentsKey = await createKey({ user_id: userA, access: 'agents' });
+    const subject = `sub-${randomUUID()}`;
+    const jwt = await signToken({ subject });
+    assert.equal((await call({ name: 'jwt', token: jwt }, `${API}/sessions`)).status, 200, 'the token itself is valid');
+    const refused: Caller[] = [
+      asEndUser(a, userA, 'unbound key with its own user id'),
+      asEndUser(a, 'someone', 'unbound key with another id'),
+      asEndUser({ name: 'agents key', token: agentsKey.secret }, 'someone'),
+      { name: 'jwt with its own subject', token: jwt, endUser: subject },
+      { name: 'jwt with another id', token: jwt, endUser: 'someone' },
+    ];
+    for (const caller of refused) {
+      for (const path of [`${API}/sessions`, `${API}/sessions/${targetA.sessionId}`, API]) {
+        const res = await call(caller, path);
+        assert.equal(res.status, 403, `${caller.name} on ${path}: ${res.text}`);
+        assert.equal(res.body.error.code, 'forbidden');
+      }
+    }
+  });
+
+  it('refuses a malformed X-End-User-Id with 422 (empty, over 128 characters, surrounding whitespace)', async () => {
+    // Leading/trailing spaces and tabs are optional whitespace in HTTP itself (RFC 9110 §5.5): no
+    // client can deliver them. U+00A0 is whitespace to the api but not to HTTP, so it travels.
+    for (const endUser of ['', 'x'.repeat(129), '\u00a0padded', 'padded\u00a0']) {
+      const res = await call(asEndUser(app1, endUser), `${API}/sessions`);
+      assert.equal(res.status, 422, `${JSON.stringify(endUser)}: ${res.text}`);
+      assert.equal(res.body.error.code, 'validation_failed');
+    }
+    const longest = asEndUser(app1, 'y'.repeat(128));
+    assert.equal((await call(longest, `${API}/sessions`)).status, 200, '128 characters are accepted');
+    const inner = asEndUser(app1, 'inner space ok');
+    assert.equal((await call(inner, `${API}/sessions`)).status, 200, 'inner whitespace is part of the id');
+  });
+
+  it("never shows app end users their key owner's private agent; the owner sees it", async () => {
+    const agentId = `private-${randomUUID().slice(0, 8)}`;
+    const put = await call(a, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Private to A', model: 'scripted:private', visibility: 'private' } });
+    assert.equal(put.status, 201, put.text);
+
+    assert.equal((await call(a, `${API}/${agentId}`)).status, 200, 'the owner reads it');
+    assert.ok((await call(a, API)).body.data.some((agent: any) => agent.id === agentId), 'the owner lists it');
+    assert.equal((await createSessionAs(a, undefined, newKey('create'), agentId)).agent.id, agentId, 'the owner runs it');
+
+    for (const caller of [app1Default, y, x, app2y, b]) {
+      const get = await call(caller, `${API}/${agentId}`);
+      assert.equal(get.status, 404, `${caller.name}: GET the agent`);
+      assert.equal(get.body.error.code, 'not_found');
+      const list = await call(caller, API);
+      assert.equal(list.status, 200);
+      assert.ok(!list.body.data.some((agent: any) => agent.id === agentId), `${caller.name}: not listed`);
+      const session = await call(caller, `${API}/sessions`, { body: { agent_id: agentId }, idempotencyKey: newKey('create') });
+      assert.equal(session.status, 404, `${caller.name}: no session with it`);
+    }
+  });
+});
