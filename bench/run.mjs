@@ -23,17 +23,21 @@ const { EventSource } = await import('eventsource');
 const { default: pg } = await import('pg');
 const { Client, nextEvent, opened, publishedAtMs, rawSubscribe } = await import('./lib/client.mjs');
 const { round, rssKiB, summarize, watch } = await import('./lib/measure.mjs');
+// The shared fake OpenAI-compatible server of the tests (compiled by ensureBuilt); it scripts answers per model name.
+const { startFakeOpenAi } = await import('../dist/test/support/fake-openai.js');
 
 const only = process.argv.slice(2);
 const wanted = (name) => only.length === 0 || only.some((word) => name.includes(word));
 const log = (...args) => console.log('[bench]', ...args);
 
 const apiKey = `yx_bench_${randomBytes(24).toString('base64url')}`;
+// Started in this process, before the stack, so the worker's `openai:` models reach it (tool-turn scenario).
+const fakeOpenAi = await startFakeOpenAi(0);
 const stack = await startStack({
   dataDir: path.join(os.tmpdir(), `yuxi-bench-${process.pid}`),
   ephemeral: true,
   logDir: path.join(ROOT, '.data', 'bench-logs'),
-  env: { BOOTSTRAP_API_KEY: apiKey, WORKER_HEALTH_PORT: '0' },
+  env: { BOOTSTRAP_API_KEY: apiKey, WORKER_HEALTH_PORT: '0', OPENAI_BASE_URL: fakeOpenAi.url, OPENAI_API_KEY: 'sk-bench-fake' },
 });
 const stopAll = [];
 process.on('SIGINT', () => void shutdown(130));
@@ -41,6 +45,7 @@ process.on('SIGTERM', () => void shutdown(143));
 async function shutdown(code) {
   for (const fn of stopAll.reverse()) await fn().catch(() => undefined);
   await stack.stop();
+  await fakeOpenAi.close();
   process.exit(code);
 }
 
@@ -50,6 +55,7 @@ const results = { date: new Date().toISOString(), machine: machineInfo(), scenar
 
 try {
   if (wanted('turn')) results.scenarios.turn_overhead = await turnOverhead();
+  if (wanted('tool-turn')) results.scenarios.tool_turn = await toolTurn();
   if (wanted('sustained')) results.scenarios.sustained_turns = await sustainedTurns();
   if (wanted('submit') || wanted('replay') || wanted('read')) {
     const bare = await startBareServer();
@@ -64,6 +70,7 @@ try {
 } finally {
   for (const fn of stopAll.reverse()) await fn().catch(() => undefined);
   await stack.stop();
+  await fakeOpenAi.close();
 }
 
 // ---------------------------------------------------------------- scenarios
@@ -95,6 +102,86 @@ async function turnOverhead(iterations = 300, warmup = 30) {
     ...usage,
     target: 'p50 ≤ 25 ms, p99 ≤ 100 ms',
     met: latency.p50 <= 25 && latency.p99 <= 100,
+  };
+}
+
+/**
+ * One tool step through a real `openai:` model (the fake server on the wire): model call 1 asks for
+ * the builtin calculator, the worker runs it and stores call and output, model call 2 answers.
+ * Baseline: the same agent definition answering at once (one model call). Tool and text turns
+ * alternate, each on its own session and SSE stream, so both see the same machine noise.
+ */
+async function toolTurn(iterations = 300, warmup = 30) {
+  log('tool turn…');
+  const turns = warmup + iterations;
+  const answer = { text: ['2+2 = ', '4'] };
+  const tools = [{ type: 'builtin', name: 'calculator' }];
+  // Everything is scripted up front: the fake answers in order, per model name.
+  fakeOpenAi.script(
+    'bench-tool',
+    Array.from({ length: turns }, (_, i) => [{ tool_calls: [{ id: `call_bench_${i}`, name: 'calculator', arguments: '{"expression":"2+2"}' }] }, answer]).flat(),
+  );
+  fakeOpenAi.script('bench-text', Array.from({ length: turns }, () => answer));
+  await client.putAgent('bench-tool', { name: 'Bench tool turn', model: 'openai:bench-tool', tools });
+  await client.putAgent('bench-text', { name: 'Bench text turn', model: 'openai:bench-text', tools });
+  const open = async (agentId) => {
+    const session = await client.createSession(undefined, agentId);
+    const source = client.subscribe(session.id);
+    await opened(source);
+    return { session, source };
+  };
+  const tool = await open('bench-tool');
+  const text = await open('bench-text');
+  const turn = async ({ session, source }, i) => {
+    const started = performance.now();
+    const completed = nextEvent(source, 'agent.session.turn.completed');
+    await client.send(session.id, `what is 2+2? (${i})`);
+    const { data } = await completed;
+    return { ms: performance.now() - started, turnId: data.turn_id };
+  };
+  for (let i = 0; i < warmup; i += 1) {
+    await turn(tool, i);
+    await turn(text, i);
+  }
+  const toolSamples = [];
+  const textSamples = [];
+  let lastToolTurn;
+  const w = watch(pids);
+  for (let i = warmup; i < turns; i += 1) {
+    const t = await turn(tool, i);
+    toolSamples.push(t.ms);
+    lastToolTurn = t.turnId;
+    textSamples.push((await turn(text, i)).ms);
+  }
+  const usage = w.stop();
+  tool.source.close();
+  text.source.close();
+
+  // The tool really ran: every second call carried the calculator's output back, and the last turn stored it.
+  const toolRequests = fakeOpenAi.requests('bench-tool');
+  const toolOutputs = toolRequests.filter((r) => r.messages.at(-1)?.role === 'tool' && r.messages.at(-1).content === '4').length;
+  const items = await client.turnItems(tool.session.id, lastToolTurn);
+  const stored = items.map((item) => item.type + (item.role ? `:${item.role}` : '')).join(' → ');
+  const storedOk = items.some((item) => item.type === 'function_call' && item.name === 'calculator') && items.some((item) => item.type === 'function_call_output' && item.output === '4');
+
+  const latency = summarize(toolSamples);
+  const baseline = summarize(textSamples);
+  const ok = toolRequests.length === 2 * turns && toolOutputs === turns && fakeOpenAi.requests('bench-text').length === turns && storedOk;
+  return {
+    description: 'POST …/events → agent.session.turn.completed on SSE; openai: model on the fake server: tool call (builtin calculator) + text answer; sequential on one session, alternating with the baseline',
+    latency_ms: latency,
+    // Sequential turns per second of the tool turns alone (the baseline's time is not counted).
+    throughput_per_s: round((1000 * iterations) / toolSamples.reduce((a, b) => a + b, 0)),
+    ...usage,
+    model_calls: { tool: toolRequests.length, text: fakeOpenAi.requests('bench-text').length },
+    tool_outputs_returned: toolOutputs,
+    last_turn_items: stored,
+    baseline: { name: 'text turn through the fake server (same agent definition, one model call), same session setup, alternating', latency_ms: baseline },
+    ratio_p50_to_baseline: round(latency.p50 / baseline.p50, 2),
+    ratio_p99_to_baseline: round(latency.p99 / baseline.p99, 2),
+    tool_step_overhead_p50_ms: round(latency.p50 - baseline.p50),
+    target: null,
+    checks_passed: ok,
   };
 }
 
@@ -496,6 +583,11 @@ function writeReport(report) {
   if (s.turn_overhead) {
     const t = s.turn_overhead;
     rows.push(`| turn overhead | p50 ${t.latency_ms.p50} / p95 ${t.latency_ms.p95} / p99 ${t.latency_ms.p99} | ${t.throughput_per_s} turns/s | — | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
+  }
+  if (s.tool_turn) {
+    const t = s.tool_turn;
+    const checked = t.checks_passed ? `${t.tool_outputs_returned} tool outputs returned` : `**checks failed** (${t.tool_outputs_returned} tool outputs, model calls ${t.model_calls.tool}/${t.model_calls.text})`;
+    rows.push(`| tool turn (fake OpenAI, 1 calculator step) | p50 ${t.latency_ms.p50} / p95 ${t.latency_ms.p95} / p99 ${t.latency_ms.p99} | ${t.throughput_per_s} turns/s, ${checked} | text turn via fake p50 ${t.baseline.latency_ms.p50} / p99 ${t.baseline.latency_ms.p99} (p50 ×${t.ratio_p50_to_baseline}, p99 ×${t.ratio_p99_to_baseline}; +${t.tool_step_overhead_p50_ms} ms per tool step) | ${cpu(t)} | ${rss(t)} | — | — |`);
   }
   if (s.sustained_turns) {
     const t = s.sustained_turns;

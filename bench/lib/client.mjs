@@ -14,14 +14,28 @@ export class Client {
     return { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json', ...extra };
   }
 
-  async createSession(input) {
+  async createSession(input, agentId = 'default-chatbot') {
     const res = await fetch(`${this.api}/sessions`, {
       method: 'POST',
       headers: this.headers({ 'idempotency-key': randomUUID() }),
-      body: JSON.stringify(input === undefined ? { agent_id: 'default-chatbot' } : { agent_id: 'default-chatbot', input }),
+      body: JSON.stringify(input === undefined ? { agent_id: agentId } : { agent_id: agentId, input }),
     });
     if (res.status !== 201) throw new Error(`create session: ${res.status} ${await res.text()}`);
     return res.json();
+  }
+
+  /** Creates or replaces a saved agent (admin API; the bench key has full access). */
+  async putAgent(agentId, definition) {
+    const res = await fetch(`${this.baseUrl}/api/v1/admin/agents/${agentId}`, { method: 'PUT', headers: this.headers(), body: JSON.stringify(definition) });
+    if (res.status !== 200 && res.status !== 201) throw new Error(`put agent: ${res.status} ${await res.text()}`);
+    return res.json();
+  }
+
+  /** The items of one turn, oldest first. */
+  async turnItems(sessionId, turnId) {
+    const res = await fetch(`${this.api}/sessions/${sessionId}/turns/${turnId}/items?order=asc&limit=100`, { headers: this.headers() });
+    if (res.status !== 200) throw new Error(`turn items: ${res.status} ${await res.text()}`);
+    return (await res.json()).data;
   }
 
   async send(sessionId, text, key = randomUUID()) {

@@ -91,6 +91,29 @@ describe('agent runtime', () => {
     assert.ok(order.indexOf('done:function_call') < order.indexOf('added:function_call_output'));
   });
 
+  it('gives a call id the provider reuses within a turn a fresh one, so both calls keep their results', async () => {
+    const { id, model } = await putAgent({ tools: [mcpTool()] });
+    fake.script(fakeModel(model), [
+      { tool_calls: [{ id: 'call_0', name: 'add', arguments: '{"a":1,"b":1}' }] },
+      { tool_calls: [{ id: 'call_0', name: 'add', arguments: '{"a":2,"b":2}' }] },
+      { text: 'two sums' },
+    ]);
+    const { session, stream, turnId } = await start(id, 'add twice');
+    await stream.waitForType('agent.session.turn.completed', turnId);
+    const list = await items(session.id, turnId);
+    const calls = list.filter((i) => i.type === 'function_call');
+    const outputs = list.filter((i) => i.type === 'function_call_output');
+    assert.equal(calls[0].call_id, 'call_0');
+    assert.notEqual(calls[1].call_id, 'call_0');
+    assert.deepEqual(
+      outputs.map((o) => [o.call_id, o.output]),
+      [
+        ['call_0', '2'],
+        [calls[1].call_id, '4'],
+      ],
+    );
+  });
+
   it('answers invalid arguments with an error output and never runs the call', async () => {
     const { id, model } = await putAgent({ tools: [mcpTool()] });
     fake.script(fakeModel(model), [{ tool_calls: [{ id: 'bad_1', name: 'add', arguments: '{"a":"two","b":1}' }] }, { text: 'sorry' }]);
@@ -334,6 +357,9 @@ describe('agent runtime', () => {
     assert.equal(cancel.status, 202);
     const cancelled = await stream.waitForType('agent.session.turn.cancelled', turnId);
     assert.equal(cancelled.data.turn.yuxi.waitpoint, null);
+    const runCancelled = stream.events.find((e) => e.type === 'yuxi.session.run.cancelled' && e.data.turn_id === turnId);
+    assert.equal(runCancelled?.data.run.id, waiting.data.waitpoint.run_id, 'the waiting run ends cancelled too');
+    assert.equal(cancel.body.run_id, waiting.data.waitpoint.run_id);
     const after = (await http(`${API}/sessions/${session.id}`)).body;
     assert.equal(after.status, 'cancelled');
     const stale = await postEvent(session.id, {

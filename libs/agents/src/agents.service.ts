@@ -95,10 +95,25 @@ export class AgentsService {
    * definition is already this one (AGENTS_FILE at every start must not bump versions).
    */
   async put(actor: AgentActor | null, agentId: string, definition: AgentDefinition, options: { unlessUnchanged?: boolean } = {}): Promise<{ agent: AgentDto; created: boolean; changed: boolean }> {
+    try {
+      return await this.putOnce(actor, agentId, definition, options);
+    } catch (error) {
+      if (!(error instanceof RetryPut)) throw error;
+      return this.putOnce(actor, agentId, definition, options);
+    }
+  }
+
+  private async putOnce(actor: AgentActor | null, agentId: string, definition: AgentDefinition, options: { unlessUnchanged?: boolean }): Promise<{ agent: AgentDto; created: boolean; changed: boolean }> {
+    if (agentId === DEFAULT_AGENT_ID && definition.visibility === 'private') {
+      throw new DomainError('invalid_agent', `${DEFAULT_AGENT_ID} is every caller's agent and cannot be private`, { fields: [{ field: 'visibility', errors: ['must be public'] }] });
+    }
     return this.dataSource.transaction(async (manager) => {
       const repo = manager.getRepository(AgentEntity);
       const existing = await repo.createQueryBuilder('a').setLock('pessimistic_write').where('a.id = :agentId', { agentId }).getOne();
-      const ownerId = definition.visibility === 'private' ? (existing?.ownerId ?? actor?.actorId ?? null) : null;
+      // A replaced private agent keeps its owner; a new (or re-created) one belongs to its creator.
+      const live = existing && existing.deletedAt === null ? existing : null;
+      if (live && !manages(actor, live)) throw DomainError.notFound(`Agent ${agentId}`);
+      const ownerId = definition.visibility === 'private' ? (live?.ownerId ?? actor?.actorId ?? null) : null;
       const record = async (action: 'agent.created' | 'agent.replaced', version: number): Promise<void> =>
         this.audit.record(manager, { actorId: actor?.actorId ?? null, keyId: actor?.keyId ?? null, action, targetType: 'agent', targetId: agentId, details: { version, visibility: definition.visibility } });
       const fields = {
@@ -115,7 +130,10 @@ export class AgentsService {
       const now = new Date();
       if (!existing) {
         const row = repo.create({ id: agentId, ...fields, version: 1, deletedAt: null, createdAt: now, updatedAt: now });
-        await repo.insert(row as QueryDeepPartialEntity<AgentEntity>);
+        // Two creators of one new id (or api replicas loading one AGENTS_FILE) race on the insert:
+        // the loser finds the winner's row and replaces it instead of failing.
+        const inserted = await repo.createQueryBuilder().insert().values(row as QueryDeepPartialEntity<AgentEntity>).orIgnore().returning('id').execute();
+        if ((inserted.raw as unknown[]).length === 0) throw new RetryPut();
         await record('agent.created', 1);
         return { agent: this.toDto(row, true), created: true, changed: true };
       }
@@ -171,10 +189,29 @@ export function effectiveLimits(limits: Partial<AgentLimits> | undefined): Agent
   return { ...DEFAULT_AGENT_LIMITS, ...limits };
 }
 
-/** MCP header values are credentials: shown as names only. */
+/** The insert lost a race with a concurrent create of the same id: the put runs again as a replacement. */
+class RetryPut extends Error {}
+
+/** MCP header values are credentials: shown as names only; credentials in the URL (user info, query) likewise. */
 function redactTool(tool: ToolDeclaration): object {
-  if (tool.type !== 'mcp' || !tool.headers) return tool;
-  return { ...tool, headers: Object.fromEntries(Object.keys(tool.headers).map((name) => [name, '***'])) };
+  if (tool.type !== 'mcp') return tool;
+  const redacted = { ...tool, server_url: redactUrl(tool.server_url) };
+  if (tool.headers) redacted.headers = Object.fromEntries(Object.keys(tool.headers).map((name) => [name, '***']));
+  return redacted;
+}
+
+function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.username || url.password) {
+      url.username = '***';
+      url.password = '';
+    }
+    for (const key of [...url.searchParams.keys()]) url.searchParams.set(key, '***');
+    return url.toString();
+  } catch {
+    return '***';
+  }
 }
 
 function sameDefinition(row: AgentEntity, fields: Partial<AgentEntity>): boolean {

@@ -92,7 +92,10 @@ export class IdempotencyService {
         return { status: result.status, body, replayed: false, receipt: result.receipt, sessionId: result.sessionId };
       });
     } catch (error) {
-      if (!(error instanceof DuplicateKey)) throw error;
+      // A retry that raced the first request (both found no receipt, the first committed while the
+      // retry waited for the session lock) fails on the state the first one left (e.g. a waitpoint
+      // already resumed): the first response is the answer, not that refusal.
+      if (!(error instanceof DuplicateKey) && !(error instanceof DomainError)) throw error;
       const first = await this.replay(scope);
       if (!first) throw error;
       return first;

@@ -61,7 +61,11 @@ export class SessionControls {
    * the same turn, never a later one. Pending inputs stay queued behind a pause. Returns the turn,
    * marked `cancellation_pending`; the worker (or recovery) settles it.
    */
-  async cancelTurn(manager: EntityManager, session: SessionEntity, target: { turnId?: string; expectedRunId?: string }): Promise<{ turn: TurnEntity; events: OutgoingEvent[] }> {
+  async cancelTurn(
+    manager: EntityManager,
+    session: SessionEntity,
+    target: { turnId?: string; expectedRunId?: string },
+  ): Promise<{ turn: TurnEntity; runId: string | null; events: OutgoingEvent[] }> {
     const turnId = target.turnId ?? (await this.turns.activeTurn(manager, session.id))?.id;
     if (!turnId) throw new DomainError('state_conflict', 'The session has no active turn to cancel');
     const waiting = await this.turns.findTurn(manager, turnId);
@@ -72,9 +76,10 @@ export class SessionControls {
       }
       const cancelled = await this.turns.cancelWaitingTurn(manager, waiting, new Date());
       if (cancelled) {
-        await this.sessions.recordTurnUpdated(manager, session.id, toCurrentTurn(cancelled), 0, new Date());
+        await this.sessions.recordTurnUpdated(manager, session.id, toCurrentTurn(cancelled.turn), 0, new Date());
         if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, session.id, true);
-        return { turn: { ...cancelled, currentRunId: waiting.currentRunId }, events: [turnEvents.turn('cancelled', cancelled)] };
+        const events = cancelled.run ? [turnEvents.run('cancelled', cancelled.run)] : [];
+        return { turn: cancelled.turn, runId: waiting.currentRunId, events: [...events, turnEvents.turn('cancelled', cancelled.turn)] };
       }
     }
     const turn = await this.turns.requestCancel(manager, session.id, turnId);
@@ -87,7 +92,7 @@ export class SessionControls {
       throw new DomainError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: turn.currentRunId });
     }
     if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, session.id, true);
-    return { turn, events: [] };
+    return { turn, runId: turn.currentRunId, events: [] };
   }
 
   /** Resumes a paused queue once its cancelled turn settled; the worker then claims its original head. */

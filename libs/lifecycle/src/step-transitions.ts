@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -21,6 +22,13 @@ export interface Recorded {
   outputIndex: number;
 }
 
+/** A model step as recorded: its calls carry the ids the turn will know them by. */
+export interface RecordedModelStep extends Recorded {
+  toolCalls: ToolCallSpec[];
+}
+
+const MAX_CALL_ID = 128;
+
 /**
  * The worker's durable steps inside a held run: a model call that asked for tools, a tool call
  * started and its result, and stopping at a waitpoint. Each is one transaction under the session
@@ -36,12 +44,23 @@ export class StepTransitions {
     private readonly outbox: EventOutbox,
   ) {}
 
-  /** A model call that asked for tools: the step, the text it showed (commentary) and one function_call item per call. Null when the lease is gone. */
-  async recordModelStep(held: HeldTurn, lease: Lease, output: RunOutput, step: ModelStep): Promise<Recorded | null> {
+  /**
+   * A model call that asked for tools: the step, the text it showed (commentary) and one
+   * function_call item per call. A call id is the key of its result for the whole turn, so one a
+   * provider reuses (some number calls per response), repeats or makes too long is replaced.
+   * Null when the lease is gone.
+   */
+  async recordModelStep(held: HeldTurn, lease: Lease, output: RunOutput, step: ModelStep): Promise<RecordedModelStep | null> {
     const { sessionId } = held.turn;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
       const now = new Date();
+      const used = await this.turns.usedCallIds(manager, held.turn.id);
+      step = { ...step, toolCalls: step.toolCalls.map((call) => {
+        const id = call.call_id.length === 0 || call.call_id.length > MAX_CALL_ID || used.has(call.call_id) ? `call_${randomBytes(12).toString('hex')}` : call.call_id;
+        used.add(id);
+        return { ...call, call_id: id };
+      }) };
       const recorded = await this.turns.recordStep(manager, lease, {
         runId: lease.runId,
         turnId: held.turn.id,
@@ -76,14 +95,18 @@ export class StepTransitions {
         events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
         index += 1;
       }
-      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index };
+      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index, toolCalls: step.toolCalls };
     });
   }
 
-  /** Marks a server call as started before it runs: a takeover that finds it without a result knows it may have taken effect. */
-  async recordToolStarted(held: HeldTurn, lease: Lease, call: ToolCallSpec): Promise<boolean> {
+  /**
+   * Marks a server call as started before it runs: a takeover that finds it without a result knows
+   * it may have taken effect. 'cancelled' when a cancel was accepted first: the call never starts.
+   */
+  async recordToolStarted(held: HeldTurn, lease: Lease, call: ToolCallSpec): Promise<boolean | 'cancelled'> {
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, held.turn.sessionId);
+      if (await this.turns.cancellationPending(manager, held.turn.id)) return 'cancelled' as const;
       return this.turns.recordStep(manager, lease, {
         runId: lease.runId,
         turnId: held.turn.id,
@@ -121,20 +144,25 @@ export class StepTransitions {
     });
   }
 
-  /** Stops the run at a waitpoint: run requires_action, turn (and session) requires_action with the waitpoint. Null when the lease is gone. */
-  async suspend(held: HeldTurn, lease: Lease, kind: WaitpointKind, calls: ToolCallSpec[]): Promise<OutboxBatch | null> {
+  /**
+   * Stops the run at a waitpoint: run requires_action, turn (and session) requires_action with the
+   * waitpoint. Null when the lease is gone; 'cancelled' when a cancel was accepted first (the turn
+   * never waits: the caller settles it cancelled).
+   */
+  async suspend(held: HeldTurn, lease: Lease, kind: WaitpointKind, calls: ToolCallSpec[]): Promise<OutboxBatch | 'cancelled' | null> {
     const { sessionId } = held.turn;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
+      if (await this.turns.cancellationPending(manager, held.turn.id)) return 'cancelled' as const;
       const now = new Date();
       const waitpoint: Waitpoint = { id: newId(), kind, run_id: lease.runId, created_at: unixSeconds(now) };
       if (kind === 'question') waitpoint.questions = calls.map(questionOf);
       else waitpoint.tool_calls = calls.map(({ call_id, name, arguments: args }) => ({ call_id, name, arguments: args }));
       if (!(await this.turns.suspendRun(manager, lease, held.turn.id, waitpoint, now))) return null;
       const usage = await this.turns.addUsage(manager, lease.runId, held.turn.id, null);
-      const turn = { ...held.turn, status: 'requires_action' as const, waitpoint, currentRunId: lease.runId, usage };
+      const turn = { ...held.turn, status: 'requires_action' as const, waitpoint, currentRunId: lease.runId, usage: usage.turn };
       await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), 0, now);
-      const run = { ...held.run, id: lease.runId, status: 'requires_action' as const, completedAt: now, leaseOwner: null, leaseExpiresAt: null };
+      const run = { ...held.run, id: lease.runId, status: 'requires_action' as const, completedAt: now, leaseOwner: null, leaseExpiresAt: null, usage: usage.run };
       const events: OutgoingEvent[] = [turnEvents.run('requires_action', run), turnEvents.waiting(turn, waitpoint)];
       return this.outbox.append(manager, sessionId, events, { epoch: lease.epoch });
     });

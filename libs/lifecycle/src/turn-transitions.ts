@@ -249,7 +249,8 @@ export class TurnTransitions {
         at: now,
       });
       if (!settled) return null;
-      const turn = { ...settled, usage: await this.turns.addUsage(manager, lease.runId, held.turn.id, modelCall?.usage ?? null) };
+      const usage = await this.turns.addUsage(manager, lease.runId, held.turn.id, modelCall?.usage ?? null);
+      const turn = { ...settled, usage: usage.turn };
       // A failed turn pauses what waits behind it (001): the user decides whether the queue goes on.
       if (turn.status === 'failed' && session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
       const final = turn.status as Outcome['status'];
@@ -259,7 +260,7 @@ export class TurnTransitions {
       const writes = output.item !== null || completed;
       const seq = await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), writes ? 1 : 0, now);
       if (writes) events.push(...(await this.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', seq, now)));
-      const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null };
+      const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: usage.run };
       events.push(turnEvents.run(final, run), turnEvents.turn(final, turn));
       return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }) };
     });

@@ -139,6 +139,8 @@ export class RunExecutor {
     const counts = await this.turns.callCounts(this.dataSource.manager, held.turn.id);
     let steps: CommittedStep[] = held.steps;
     for (;;) {
+      // A cancel, a shutdown or a lost lease heard while the last step ran ends the run at this boundary.
+      control.abort.signal.throwIfAborted();
       const plan = planNextStep(steps, policy);
       if (plan.action === 'settle') {
         state.output = { item: null, outputIndex: state.outputIndex, text: plan.text, lostDeltas: false };
@@ -147,25 +149,30 @@ export class RunExecutor {
       }
       if (plan.action === 'wait') {
         if (counts.toolCalls + plan.calls.length > limits.max_tool_calls) throw toolLimit(limits.max_tool_calls);
-        state.keeper.pause();
-        const batch = await this.stepTransitions.suspend(held, state.lease, plan.kind, plan.calls);
+        const batch = await this.retrying(state.lease, () => this.stepTransitions.suspend(held, state.lease, plan.kind, plan.calls), true);
+        if (batch === 'cancelled') throw new TurnCancelledError();
         if (!batch) return this.fenced(state.lease, 'waitpoint');
+        state.keeper.pause();
         await state.publish(batch);
         return;
       }
       if (plan.action === 'record' || plan.action === 'execute') {
         let outcome = plan.action === 'record' ? plan.outcome : null;
+        const known = steps.some((s) => s.kind === 'tool_call' && s.ref === plan.call.call_id);
         if (plan.action === 'execute') {
           // An idempotent call that started before a takeover runs again under its existing record.
-          if (!steps.some((s) => s.kind === 'tool_call' && s.ref === plan.call.call_id)) {
+          if (!known) {
             if (counts.toolCalls >= limits.max_tool_calls) throw toolLimit(limits.max_tool_calls);
-            if (!(await this.stepTransitions.recordToolStarted(held, state.lease, plan.call))) return this.fenced(state.lease, 'tool start');
-            counts.toolCalls += 1;
+            const started = await this.retrying(state.lease, () => this.stepTransitions.recordToolStarted(held, state.lease, plan.call), true);
+            if (started === 'cancelled') throw new TurnCancelledError();
+            if (!started) return this.fenced(state.lease, 'tool start');
           }
-          outcome = await this.runTool(held, tools, declarations, plan.call, control);
+          // No side effect through a lease this worker may have lost while the start was committing.
           state.keeper.assertHeld();
+          outcome = await this.runTool(held, tools, declarations, plan.call, control);
         }
-        const recorded = await this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, outcome!);
+        if (!known) counts.toolCalls += 1;
+        const recorded = await this.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, outcome!), true);
         if (!recorded) return this.fenced(state.lease, 'tool result');
         state.outputIndex = recorded.outputIndex;
         await state.publish(recorded.batch);
@@ -187,18 +194,16 @@ export class RunExecutor {
         await this.settle(state, { status: 'completed', modelCall: { model: held.run.model, usage: result.usage } });
         return;
       }
-      const recorded = await this.stepTransitions.recordModelStep(held, state.lease, state.output, {
-        text: result.text,
-        toolCalls: result.toolCalls,
-        usage: result.usage,
-        model: held.run.model,
-      });
+      const recorded = await this.retrying(state.lease, () =>
+        this.stepTransitions.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, model: held.run.model }),
+        true,
+      );
       if (!recorded) return this.fenced(state.lease, 'model step');
       state.outputIndex = recorded.outputIndex;
       state.output = { item: null, outputIndex: state.outputIndex, text: '', lostDeltas: false };
       state.live.resetLoss();
       await state.publish(recorded.batch);
-      steps = [...steps, { runId: state.lease.runId, kind: 'model_call', status: 'completed', ref: null, output: { text: result.text, tool_calls: result.toolCalls } }];
+      steps = [...steps, { runId: state.lease.runId, kind: 'model_call', status: 'completed', ref: null, output: { text: result.text, tool_calls: recorded.toolCalls } }];
     }
   }
 
@@ -211,7 +216,7 @@ export class RunExecutor {
   private async callModel(state: RunState, tools: ResolvedTool[], control: RunControl): Promise<ModelCallResult> {
     const { held } = state;
     const { provider, model } = this.models.resolve(held.run.model);
-    const context = await this.turns.recentItems(this.dataSource.manager, held.turn.sessionId, CONTEXT_ITEMS);
+    const context = await this.turns.contextItems(this.dataSource.manager, held.turn.sessionId, held.turn.id, CONTEXT_ITEMS);
     state.output = { item: null, outputIndex: state.outputIndex, text: '', lostDeltas: false };
     const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null };
     let reasoning = '';
@@ -272,12 +277,23 @@ export class RunExecutor {
     const tool = tools.find((t) => t.name === call.name);
     const args = tool ? validateToolArguments(tool, call.arguments) : null;
     if (!tool || !args?.ok) return { success: false, output: args && !args.ok ? args.error : `Unknown tool ${call.name}` };
+    // A shutdown lets a call in flight finish (bounded by TOOL_TIMEOUT_MS) and releases the run at
+    // the next boundary: aborting it would leave a non-idempotent call's outcome unknown. A cancel
+    // or a lost lease stops it at once.
+    const signal = new AbortController();
+    const forward = (): void => {
+      if (!(control.abort.signal.reason instanceof ShuttingDownError)) signal.abort(control.abort.signal.reason);
+    };
+    if (control.abort.signal.aborted) forward();
+    control.abort.signal.addEventListener('abort', forward);
     try {
-      return await this.tools.execute(tool, declarations, args.value, { idempotencyKey: `${held.turn.id}:${call.call_id}`, signal: control.abort.signal });
+      return await this.tools.execute(tool, declarations, args.value, { idempotencyKey: `${held.turn.id}:${call.call_id}`, signal: signal.signal });
     } catch (error) {
-      if (control.abort.signal.aborted) throw error;
+      if (signal.signal.aborted) throw error;
       if (error instanceof ToolSourceError) return { success: false, output: `${error.code}: ${error.message}` };
       throw error;
+    } finally {
+      control.abort.signal.removeEventListener('abort', forward);
     }
   }
 
@@ -316,6 +332,12 @@ export class RunExecutor {
     if (reason instanceof LeaseLostError || error instanceof LeaseLostError) return this.fenced(state.lease, 'run');
     if (reason instanceof ShuttingDownError) return this.release(state);
     if (reason instanceof TurnCancelledError) return this.settle(state, { status: 'cancelled' });
+    // The database stayed unreachable past a step's retries: nothing is written; once the lease
+    // expires, recovery continues the turn from its last committed step.
+    if (isDependencyUnavailable(error)) {
+      this.logger.warn(`run ${state.lease.runId} stopped: the database is unreachable; recovery will continue its turn`);
+      return;
+    }
     let publicError: PublicError;
     if (reason instanceof TurnLimitError) publicError = { code: reason.code, message: reason.message };
     else if (error instanceof ModelError) publicError = { code: error.code, message: error.message };
@@ -363,15 +385,21 @@ export class RunExecutor {
     await this.dispatcher.nudgeTakeover(held.turn.sessionId, successor.run.id).catch(() => undefined);
   }
 
-  /** Undefined when the database stayed unreachable for longer than the lease. */
-  private async retrying<T>(lease: Lease, write: () => Promise<T>): Promise<T | undefined> {
+  /**
+   * A write through the lease, retried while the database is unreachable; undefined when it stayed
+   * unreachable for longer than the lease (recovery then continues the turn elsewhere).
+   */
+  private async retrying<T>(lease: Lease, write: () => Promise<T>, rethrow = false): Promise<T | undefined> {
     const deadline = Date.now() + this.config.runLeaseMs;
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await write();
       } catch (error) {
+        // A step write that fails for another reason fails the run (stop() settles it); a settlement
+        // that does is left to recovery.
+        if (!isDependencyUnavailable(error) && rethrow) throw error;
         if (!isDependencyUnavailable(error) || Date.now() > deadline) {
-          this.logger.error(`run ${lease.runId} could not be settled; recovery will continue its turn: ${String(error)}`);
+          this.logger.error(`run ${lease.runId} could not write; recovery will continue its turn: ${String(error)}`);
           return undefined;
         }
         await sleep(Math.min(100 * 2 ** attempt, SETTLE_RETRY_MAX_MS));

@@ -425,19 +425,18 @@ export class TurnsService {
     return rows.length > 0;
   }
 
-  /** Adds a model call's usage to its run and turn; returns the turn's total. */
-  async addUsage(manager: EntityManager, runId: string, turnId: string, usage: Usage | null): Promise<Usage | null> {
-    if (usage === null) {
-      const rows = (await manager.query(prepared(`SELECT usage FROM turns WHERE id = $1`), [turnId])) as { usage: Usage | null }[];
-      return rows[0]?.usage ?? null;
+  /** Adds a model call's usage (if any) to its run and turn; returns both totals. */
+  async addUsage(manager: EntityManager, runId: string, turnId: string, usage: Usage | null): Promise<{ run: Usage | null; turn: Usage | null }> {
+    if (usage !== null) {
+      const json = JSON.stringify(usage);
+      await manager.query(prepared(`UPDATE runs SET usage = ${ADD_USAGE('usage', '$2')} WHERE id = $1`), [runId, json]);
+      await manager.query(prepared(`UPDATE turns SET usage = ${ADD_USAGE('usage', '$2')} WHERE id = $1`), [turnId, json]);
     }
-    const json = JSON.stringify(usage);
-    await manager.query(prepared(`UPDATE runs SET usage = ${ADD_USAGE('usage', '$2')} WHERE id = $1`), [runId, json]);
-    const [rows] = (await manager.query(prepared(`UPDATE turns SET usage = ${ADD_USAGE('usage', '$2')} WHERE id = $1 RETURNING usage`), [turnId, json])) as [
-      { usage: Usage }[],
-      number,
-    ];
-    return rows[0]?.usage ?? null;
+    const rows = (await manager.query(prepared(`SELECT (SELECT usage FROM runs WHERE id = $1) AS run, (SELECT usage FROM turns WHERE id = $2) AS turn`), [runId, turnId])) as {
+      run: Usage | null;
+      turn: Usage | null;
+    }[];
+    return { run: rows[0]?.run ?? null, turn: rows[0]?.turn ?? null };
   }
 
   /** Model and tool calls the turn has made so far (all its runs): what the per-turn limits count. */
@@ -500,19 +499,37 @@ export class TurnsService {
   }
 
   /** Cancels a turn that waits at a waitpoint (no worker holds it): the turn and its waiting run end cancelled. */
-  async cancelWaitingTurn(manager: EntityManager, turn: TurnEntity, at: Date): Promise<TurnEntity | null> {
+  async cancelWaitingTurn(manager: EntityManager, turn: TurnEntity, at: Date): Promise<{ turn: TurnEntity; run: RunEntity | null } | null> {
     const rows = (await manager.query(
       prepared(`WITH t AS (
          UPDATE turns SET status = 'cancelled', waitpoint = NULL, current_run_id = NULL, cancellation_pending = false, completed_at = $2
          WHERE id = $1 AND status = 'requires_action' RETURNING id
        ), r AS (
-         UPDATE runs SET status = 'cancelled' WHERE turn_id = $1 AND status = 'requires_action' AND EXISTS (SELECT 1 FROM t)
+         UPDATE runs SET status = 'cancelled' WHERE turn_id = $1 AND status = 'requires_action' AND EXISTS (SELECT 1 FROM t) RETURNING id
        )
-       SELECT id FROM t`),
+       SELECT t.id, (SELECT id FROM r LIMIT 1) AS run_id FROM t`),
       [turn.id, at],
+    )) as { id: string; run_id: string | null }[];
+    const row = rows[0];
+    if (!row) return null;
+    const run = row.run_id ? await manager.getRepository(RunEntity).findOneBy({ id: row.run_id }) : null;
+    return { turn: { ...turn, status: 'cancelled', waitpoint: null, currentRunId: null, cancellationPending: false, completedAt: at }, run };
+  }
+
+  /** Every call id the turn's model calls have used. */
+  async usedCallIds(manager: EntityManager, turnId: string): Promise<Set<string>> {
+    const rows = (await manager.query(
+      prepared(`SELECT tc->>'call_id' AS id FROM run_steps s, jsonb_array_elements(coalesce(s.output->'tool_calls', '[]'::jsonb)) tc
+       WHERE s.turn_id = $1 AND s.kind = 'model_call'`),
+      [turnId],
     )) as { id: string }[];
-    if (rows.length === 0) return null;
-    return { ...turn, status: 'cancelled', waitpoint: null, currentRunId: null, cancellationPending: false, completedAt: at };
+    return new Set(rows.map((row) => row.id));
+  }
+
+  /** Whether the turn was asked to cancel (read under the session lock). */
+  async cancellationPending(manager: EntityManager, turnId: string): Promise<boolean> {
+    const rows = (await manager.query(prepared(`SELECT cancellation_pending FROM turns WHERE id = $1`), [turnId])) as { cancellation_pending: boolean }[];
+    return rows[0]?.cancellation_pending ?? false;
   }
 
   /** The stored results among the given tool calls of a turn. */
@@ -600,6 +617,17 @@ export class TurnsService {
 
   async outputOfRun(runId: string): Promise<ItemEntity[]> {
     return this.items.find({ where: { runId, role: 'assistant' }, order: { seq: 'ASC' } });
+  }
+
+  /**
+   * The model's conversation context in history order: the session's latest items, and always every
+   * item of the current turn (a turn with many tool calls must not push its own request out).
+   */
+  async contextItems(manager: EntityManager, sessionId: string, turnId: string, limit: number): Promise<ItemEntity[]> {
+    const recent = await this.recentItems(manager, sessionId, limit);
+    const own = await manager.getRepository(ItemEntity).find({ where: { turnId }, order: { seq: 'ASC' } });
+    const byId = new Map([...recent, ...own].map((item) => [item.id, item]));
+    return [...byId.values()].sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
   }
 
   /** The latest messages of the session in history order: the model's conversation context. */

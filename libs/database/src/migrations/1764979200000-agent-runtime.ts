@@ -21,7 +21,8 @@ export class AgentRuntime1764979200000 implements MigrationInterface {
     await q.query(`ALTER TABLE agents ADD COLUMN version integer NOT NULL DEFAULT 1 CHECK (version > 0)`);
     // Sessions reference their agent: a deleted agent is hidden, its row (and version count) kept.
     await q.query(`ALTER TABLE agents ADD COLUMN deleted_at timestamptz`);
-    // A private agent has an owner; a public one has none.
+    // A private agent has an owner; a public one has none (agents that had an owner were already private).
+    await q.query(`UPDATE agents SET visibility = 'private' WHERE owner_id IS NOT NULL`);
     await q.query(`ALTER TABLE agents ADD CONSTRAINT agents_private_has_owner CHECK ((visibility = 'private') = (owner_id IS NOT NULL))`);
     // The built-in agent can ask the user and use the safe builtins out of the box ([[ask:…]], [[tool:calculator …]]).
     await q.query(`

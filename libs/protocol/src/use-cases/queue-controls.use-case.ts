@@ -60,11 +60,11 @@ export class CancelTurn {
 
   async execute(principal: Principal, sessionId: string, event: CancelTurnEventDto, key: string): Promise<IdempotentResponse> {
     const result = await this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
-      const { turn, events } = await this.controls.cancelTurn(manager, session, { turnId: event.yuxi?.turn_id, expectedRunId: event.yuxi?.expected_run_id });
+      const { turn, runId, events } = await this.controls.cancelTurn(manager, session, { turnId: event.yuxi?.turn_id, expectedRunId: event.yuxi?.expected_run_id });
       // In the outbox with the cancel itself, so it precedes the terminal event on every stream;
       // clients show "stopping" from here on (turn.yuxi.cancellation_pending).
       return {
-        receipt: { ...acceptedReceipt(sessionId, null), turn_id: turn.id, run_id: turn.currentRunId },
+        receipt: { ...acceptedReceipt(sessionId, null), turn_id: turn.id, run_id: runId },
         events: [{ type: 'yuxi.session.turn.state', turn_id: turn.id, turn: toTurnDetailState(turn) }, ...events],
       };
     });
