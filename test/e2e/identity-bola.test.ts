@@ -259,7 +259,7 @@ describe('identity: object-level authorization (BOLA) matrix', () => {
     const agentsKey = await createKey({ user_id: userA, access: 'agents' });
     const agentsCaller: Caller = { name: 'agents-access key', token: agentsKey.secret };
     const agentId = `bola-${randomUUID().slice(0, 8)}`;
-    const put = await call(a, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Kept as is', model: 'scripted:kept' } });
+    const put = await call(a, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Kept as is', model: 'scripted:kept', visibility: 'private' } });
     assert.equal(put.status, 201, put.text);
     // The agents key can use the public API as A…
     assert.equal((await call(agentsCaller, `${API}/${agentId}`)).status, 200);

@@ -153,9 +153,12 @@ describe('identity: API keys', () => {
     const revoked = await call(caller, `${ADMIN}/api-keys/${created.body.id}`, { method: 'DELETE' });
     assert.equal(revoked.status, 200, revoked.text);
     const agentId = `audited-${randomUUID().slice(0, 8)}`;
-    const put = await call(caller, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Audited', model: 'scripted:audited' } });
+    // Public agents are for administrators: an ordinary user manages private ones.
+    const publicPut = await call(caller, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Audited', model: 'scripted:audited' } });
+    assert.equal(publicPut.status, 403, publicPut.text);
+    const put = await call(caller, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Audited', model: 'scripted:audited', visibility: 'private' } });
     assert.equal(put.status, 201, put.text);
-    const replaced = await call(caller, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Audited again', model: 'scripted:audited' } });
+    const replaced = await call(caller, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Audited again', model: 'scripted:audited', visibility: 'private' } });
     assert.equal(replaced.status, 200, replaced.text);
     const deleted = await call(caller, `${ADMIN}/agents/${agentId}`, { method: 'DELETE' });
     assert.equal(deleted.status, 200, deleted.text);

@@ -11,6 +11,7 @@ export class BootstrapKey implements OnApplicationBootstrap {
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
+    this.auth.assertConfigured();
     if (this.config.bootstrapApiKey) await this.auth.ensureBootstrapKey(this.config.bootstrapApiKey);
   }
 }

@@ -4,7 +4,7 @@ import { Authenticator, type Principal, RateLimits } from '#libs/auth';
 import { DomainError, createValidationPipe, requestIdMiddleware, sendError, toDomainError } from '#libs/errors';
 
 /** Large bodies are accepted only where inline images travel: session create and event submission. */
-const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/;
+const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
 
 /**
  * HTTP concerns of the api: request ids first, then authentication and rate limits — before any
@@ -42,15 +42,19 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
 function authenticate(authenticator: Authenticator, limits: RateLimits) {
   const logger = new Logger('Auth');
   return (req: Request, res: Response, next: NextFunction): void => {
-    if (!req.path.startsWith('/api/')) return next();
+    // Express routes case-insensitively: so does this gate.
+    if (!req.path.toLowerCase().startsWith('/api/')) return next();
     void (async () => {
       try {
-        const principal = await authenticator.authenticate(req.header('authorization'), req.header('x-end-user-id'));
-        const retryAfter = await limits.consume(principal);
-        if (retryAfter !== null) {
+        const throttled = (retryAfter: number | null): void => {
+          if (retryAfter === null) return;
           res.setHeader('Retry-After', String(retryAfter));
-          return sendError(res, new DomainError('rate_limited', `Too many requests; retry in ${retryAfter} s`, { retry_after: retryAfter }));
-        }
+          throw new DomainError('rate_limited', `Too many requests; retry in ${retryAfter} s`, { retry_after: retryAfter });
+        };
+        const principal = await authenticator.authenticate(req.header('authorization'), req.header('x-end-user-id'), async (caller) =>
+          throttled(await limits.consumeCaller(caller)),
+        );
+        throttled(await limits.consumeEndUser(principal));
         (req as Request & { principal?: Principal }).principal = principal;
         return next();
       } catch (error) {

@@ -113,6 +113,9 @@ export class AgentsService {
       // A replaced private agent keeps its owner; a new (or re-created) one belongs to its creator.
       const live = existing && existing.deletedAt === null ? existing : null;
       if (live && !manages(actor, live)) throw DomainError.notFound(`Agent ${agentId}`);
+      if (actor && !actor.isAdmin && (definition.visibility === 'public' || live?.ownerId === null)) {
+        throw new DomainError('forbidden', 'Public agents are managed by administrators; other users manage their own private agents');
+      }
       const ownerId = definition.visibility === 'private' ? (live?.ownerId ?? actor?.actorId ?? null) : null;
       const record = async (action: 'agent.created' | 'agent.replaced', version: number): Promise<void> =>
         this.audit.record(manager, { actorId: actor?.actorId ?? null, keyId: actor?.keyId ?? null, action, targetType: 'agent', targetId: agentId, details: { version, visibility: definition.visibility } });
@@ -152,6 +155,7 @@ export class AgentsService {
     await this.dataSource.transaction(async (manager) => {
       const live = await manager.findOneBy(AgentEntity, { id: agentId, deletedAt: IsNull() });
       if (!live || !manages(actor, live)) throw DomainError.notFound(`Agent ${agentId}`);
+      if (!actor.isAdmin && live.ownerId === null) throw new DomainError('forbidden', 'Public agents are managed by administrators');
       await manager.update(AgentEntity, { id: agentId }, { deletedAt: new Date() });
       await this.audit.record(manager, { actorId: actor.actorId, keyId: actor.keyId, action: 'agent.deleted', targetType: 'agent', targetId: agentId });
     });
@@ -180,7 +184,7 @@ export class AgentsService {
   }
 }
 
-/** Another user's private agent is not there for a non-administrator (404, as in the public API). */
+/** Another user's private agent is not there for a non-administrator (404, as in the public API); public ones are (but only administrators change them). */
 function manages(actor: AgentActor | null, agent: AgentEntity): boolean {
   return actor === null || actor.isAdmin || agent.ownerId === null || agent.ownerId === actor.actorId;
 }

@@ -42,12 +42,11 @@ export class AuditLog {
     const params: unknown[] = [page.limit + 1];
     let where = '';
     if (page.after !== undefined) {
-      const anchor = isUuid(page.after)
-        ? ((await this.dataSource.query(prepared(`SELECT created_at, id FROM audit_log WHERE id = $1`), [page.after])) as { created_at: Date; id: string }[])[0]
-        : undefined;
+      const anchor = isUuid(page.after) ? ((await this.dataSource.query(prepared(`SELECT 1 FROM audit_log WHERE id = $1`), [page.after])) as unknown[])[0] : undefined;
       if (!anchor) throw new DomainError('invalid_cursor', 'The `after` cursor is not an audit entry');
-      params.push(anchor.created_at, anchor.id);
-      where = `WHERE (created_at, id) ${page.order === 'desc' ? '<' : '>'} ($2, $3)`;
+      params.push(page.after);
+      // Compared in SQL: the anchor's microseconds would not survive a round trip through a JS Date.
+      where = `WHERE (created_at, id) ${page.order === 'desc' ? '<' : '>'} (SELECT created_at, id FROM audit_log WHERE id = $2)`;
     }
     const direction = page.order === 'desc' ? 'DESC' : 'ASC';
     const rows = (await this.dataSource.query(

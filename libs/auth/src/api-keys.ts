@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { AuditLog } from '#libs/audit';
+import { AppConfig } from '#libs/config';
 import { newId, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { ApiKeyCreatedDto, ApiKeyDto, ApiKeyListDto, CreateApiKeyDto } from './api-key.dto.js';
@@ -21,12 +22,18 @@ export class ApiKeys {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly auth: AuthService,
     private readonly audit: AuditLog,
+    private readonly config: AppConfig,
   ) {}
 
   async create(principal: Principal, dto: CreateApiKeyDto): Promise<ApiKeyCreatedDto> {
     const ownerId = dto.user_id ?? principal.actorId;
     if (ownerId !== principal.actorId) assertAdmin(principal);
     if (dto.expires_at && dto.expires_at.getTime() <= Date.now()) throw DomainError.validation([{ field: 'expires_at', errors: ['must be in the future'] }]);
+    // Raising one's own limits above the deployment's is for administrators.
+    const above = (value: number | undefined, limit: number): boolean => value !== undefined && limit > 0 && value > limit;
+    if (!principal.isAdmin && (above(dto.rate_limit_per_minute, this.config.rateLimitPerMinute) || above(dto.max_streams, this.config.maxStreamsPerPrincipal))) {
+      throw new DomainError('forbidden', 'Limits above the deployment defaults are set by administrators');
+    }
     const secret = generateKeySecret();
     const row = await this.dataSource.transaction(async (manager) => {
       // An administrator may name a user that does not exist yet: it is created on first use.

@@ -47,6 +47,11 @@ export class AuthService {
     private readonly config: AppConfig,
   ) {}
 
+  /** The api refuses to start without it (keys could be neither made nor verified). */
+  assertConfigured(): void {
+    void this.hashSecret;
+  }
+
   private get hashSecret(): string {
     const secret = this.config.apiKeyHashSecret;
     if (!secret) throw new Error('API_KEY_HASH_SECRET is required to verify API keys (npm start sets one)');
@@ -112,8 +117,11 @@ export class AuthService {
 
   /** The operator CLI: a product user (created if new) with one fresh full-access key; the secret is shown once. */
   async createUserWithKey(userName: string): Promise<{ userId: string; secret: string }> {
-    const userId = await this.ensureUser(userName);
+    if (/^(end-user|jwt|user):/.test(userName)) throw new Error('user names starting with end-user:, jwt: or user: are reserved');
     const secret = generateKeySecret();
+    // Fails before any user is created when the hash secret is missing.
+    this.assertConfigured();
+    const userId = await this.ensureUser(userName);
     await this.storeKey(userId, `${userName} key`, secret);
     return { userId, secret };
   }
@@ -122,6 +130,8 @@ export class AuthService {
   async ensureBootstrapKey(secret: string): Promise<void> {
     if (secret.length < MIN_KEY_LENGTH) throw new Error(`BOOTSTRAP_API_KEY must be at least ${MIN_KEY_LENGTH} characters`);
     const userId = await this.ensureUser('bootstrap', true);
+    // A bootstrap key stored before keyed hashing is upgraded in place, so it stays one key (one revocation ends it).
+    await this.keys.update({ secretHash: createHash('sha256').update(secret).digest('hex'), hashKind: 'sha256' }, { secretHash: this.hashForStorage(secret), hashKind: 'hmac' });
     await this.storeKey(userId, 'bootstrap', secret);
   }
 
@@ -153,7 +163,7 @@ export class AuthService {
       .values({ id: newId(), name, kind: 'user', isAdmin, createdAt: new Date() })
       .orIgnore()
       .execute();
-    const user = await this.users.findOneByOrFail({ name });
+    const user = await this.users.findOneByOrFail({ name, kind: 'user' });
     if (isAdmin && !user.isAdmin) await this.users.update({ id: user.id }, { isAdmin: true });
     return user.id;
   }

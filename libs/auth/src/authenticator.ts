@@ -21,7 +21,15 @@ export class Authenticator {
     private readonly principals: Principals,
   ) {}
 
-  async authenticate(authorization: string | undefined, endUserHeader: string | undefined): Promise<Principal> {
+  /**
+   * `beforeEndUser` runs once the credential is verified and before an end user is resolved (which
+   * may insert one): the caller's rate limit goes there, so a throttled key creates nothing.
+   */
+  async authenticate(
+    authorization: string | undefined,
+    endUserHeader: string | undefined,
+    beforeEndUser: (caller: Pick<Principal, 'keyId' | 'actorId' | 'limits'>) => Promise<void> = async () => undefined,
+  ): Promise<Principal> {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
     if (!match?.[1]) throw new DomainError('unauthorized', 'Missing credentials: send Authorization: Bearer <API key or user token>');
     const credential = match[1];
@@ -30,12 +38,14 @@ export class Authenticator {
       if (!verified) throw new DomainError('unauthorized', 'Invalid, expired or foreign user token');
       if (endUserHeader !== undefined) throw new DomainError('forbidden', 'X-End-User-Id is only accepted with an app-bound API key');
       const user = await this.principals.subjectUser(verified.subject);
+      await beforeEndUser({ keyId: null, actorId: user.id, limits: { perMinute: null, streams: null } });
       return { userId: user.id, actorId: user.id, keyId: null, access: 'full', appId: null, endUser: null, isAdmin: user.isAdmin, limits: { perMinute: null, streams: null } };
     }
     const key = await this.keys.verifyKey(credential);
     if (!key) throw new DomainError('unauthorized', 'Invalid, expired or revoked API key');
     this.keys.noteUsed(key.keyId);
     const base = { actorId: key.userId, keyId: key.keyId, access: key.access, isAdmin: key.isAdmin, limits: key.limits };
+    await beforeEndUser(base);
     if (key.appId === null) {
       if (endUserHeader !== undefined) throw new DomainError('forbidden', 'X-End-User-Id is only accepted with an app-bound API key');
       return { ...base, userId: key.userId, appId: null, endUser: null };

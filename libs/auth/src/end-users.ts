@@ -51,8 +51,8 @@ export class Principals {
   async subjectUser(subject: string): Promise<{ id: string; isAdmin: boolean }> {
     const rows = (await this.dataSource.query(
       prepared(`WITH ins AS (
-         INSERT INTO users (id, name, kind, subject, created_at) VALUES ($1, 'jwt:' || $2::text, 'user', $2::text, now())
-         ON CONFLICT DO NOTHING RETURNING id, is_admin
+         INSERT INTO users (id, name, kind, subject, created_at) VALUES ($1::uuid, 'jwt:' || $1::text, 'user', $2::text, now())
+         ON CONFLICT (subject) DO NOTHING RETURNING id, is_admin
        )
        SELECT id, is_admin FROM ins UNION ALL SELECT id, is_admin FROM users WHERE subject = $2 LIMIT 1`),
       [newId(), subject],

@@ -30,21 +30,26 @@ export class RateLimits implements OnApplicationShutdown {
     this.redis.disconnect();
   }
 
-  /** null when allowed; else the seconds to wait. */
-  async consume(principal: Principal): Promise<number | null> {
-    const checks: [string, number][] = [[principal.keyId ? `key:${principal.keyId}` : `user:${principal.actorId}`, principal.limits.perMinute ?? this.config.rateLimitPerMinute]];
-    if (principal.appId !== null) checks.push([`end-user:${principal.userId}`, this.config.endUserRateLimitPerMinute]);
-    for (const [key, points] of checks) {
-      if (points === 0) continue;
-      try {
-        await this.limiter(points).consume(key, 1);
-      } catch (rejection) {
-        if (rejection instanceof RateLimiterRes) return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-        this.log.warn(`rate limits are not enforced while Redis is unreachable: ${String(rejection)}`);
-        return null;
-      }
+  /** The caller's own bucket (its key, or its token user): null when allowed, else the seconds to wait. */
+  async consumeCaller(caller: { keyId: string | null; actorId: string; limits: Principal['limits'] }): Promise<number | null> {
+    return this.take(caller.keyId ? `key:${caller.keyId}` : `user:${caller.actorId}`, caller.limits.perMinute ?? this.config.rateLimitPerMinute);
+  }
+
+  /** An app end user's own bucket. */
+  async consumeEndUser(principal: Principal): Promise<number | null> {
+    return principal.appId === null ? null : this.take(`end-user:${principal.userId}`, this.config.endUserRateLimitPerMinute);
+  }
+
+  private async take(key: string, points: number): Promise<number | null> {
+    if (points === 0) return null;
+    try {
+      await this.limiter(points).consume(key, 1);
+      return null;
+    } catch (rejection) {
+      if (rejection instanceof RateLimiterRes) return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+      this.log.warn(`rate limits are not enforced while Redis is unreachable: ${String(rejection)}`);
+      return null;
     }
-    return null;
   }
 
   /**
@@ -64,7 +69,7 @@ export class RateLimits implements OnApplicationShutdown {
   }
 
   async refreshStream(principal: Principal, streamId: string): Promise<void> {
-    await this.redis.zadd(slotsKey(principal), 'XX', String(Date.now() + SLOT_TTL_MS), streamId).catch(() => undefined);
+    await this.redis.eval(REFRESH, 1, slotsKey(principal), String(Date.now()), String(SLOT_TTL_MS), streamId).catch(() => undefined);
   }
 
   async releaseStream(principal: Principal, streamId: string): Promise<void> {
@@ -80,6 +85,13 @@ export class RateLimits implements OnApplicationShutdown {
     return limiter;
   }
 }
+
+/** Keeps a held slot (and the set holding it) alive. */
+const REFRESH = `
+if redis.call('ZADD', KEYS[1], 'XX', 'CH', tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3]) >= 0 then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+end
+return 1`;
 
 function slotsKey(principal: Principal): string {
   return `yuxi:sse-slots:${principal.userId}`;

@@ -77,6 +77,10 @@ export class AppConfig {
     this.jwtJwksUrl = env.JWT_JWKS_URL || undefined;
     this.jwtIssuer = env.JWT_ISSUER || undefined;
     this.jwtAudience = env.JWT_AUDIENCE || undefined;
+    if (this.jwtSecret !== undefined && this.jwtSecret.length < 32) throw new Error('JWT_SECRET must be at least 32 characters (a short HS256 secret can be guessed offline from any token)');
+    if ((this.jwtSecret || this.jwtJwksUrl) && !this.jwtAudience) {
+      throw new Error('JWT_AUDIENCE is required when user tokens are accepted: without it, any token of the identity provider would do');
+    }
     this.rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 1200);
     this.endUserRateLimitPerMinute = int(env, 'END_USER_RATE_LIMIT_PER_MINUTE', 300);
     this.maxStreamsPerPrincipal = int(env, 'MAX_STREAMS_PER_PRINCIPAL', 20);

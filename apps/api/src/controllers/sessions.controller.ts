@@ -2,6 +2,7 @@ import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res 
 import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
+import { DomainError } from '#libs/errors';
 import {
   CreateSessionDto,
   InputDetailDto,
@@ -65,7 +66,16 @@ export class SessionsController {
     @Res() res: Response,
   ): Promise<void> {
     const result = await this.createSession.execute(principal, body, key);
-    if (body.stream === true && result.sessionId) return this.sse.stream(principal, req, res, result.sessionId, null, result.status);
+    if (body.stream === true && result.sessionId) {
+      try {
+        return await this.sse.stream(principal, req, res, result.sessionId, null, result.status);
+      } catch (error) {
+        // The session and its input are committed: a caller over its stream cap (or with the stream
+        // unavailable) gets the 201 receipt rather than an error that invites a retry.
+        if (res.headersSent || !(error instanceof DomainError)) throw error;
+        res.removeHeader('Retry-After');
+      }
+    }
     sendIdempotent(res, result);
   }
 

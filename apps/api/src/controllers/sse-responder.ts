@@ -22,6 +22,10 @@ export class SseResponder {
   ) {}
 
   async stream(principal: Principal, _req: Request, res: Response, sessionId: string, after: StreamPosition | null, status = 200): Promise<void> {
+    // A client that leaves while the checks below run must not leave a slot, a timer or a
+    // subscription behind: 'close' fires once, so it is heard from the start.
+    let gone = false;
+    res.once('close', () => (gone = true));
     // Refused before the stream starts: once headers are out, a failure can only cut the stream.
     await this.hub.ping().catch(() => {
       throw new DomainError('service_unavailable', 'The event stream is unavailable right now; retry with the same Last-Event-ID');
@@ -30,6 +34,10 @@ export class SseResponder {
     if (!(await this.limits.acquireStream(principal, slot))) {
       res.setHeader('Retry-After', '5');
       throw new DomainError('rate_limited', 'Too many open event streams for this caller; close one, or retry later', { retry_after: 5 });
+    }
+    if (gone || res.destroyed) {
+      await this.limits.releaseStream(principal, slot);
+      return;
     }
     // No chunked framing: an SSE body simply runs until the connection closes, which saves a
     // framing step on every write of every subscriber.

@@ -31,6 +31,8 @@ export class Identity1765065600000 implements MigrationInterface {
     await q.query(`ALTER TABLE api_keys ADD COLUMN hash_kind varchar(8) NOT NULL DEFAULT 'sha256' CHECK (hash_kind IN ('sha256', 'hmac'))`);
     await q.query(`ALTER TABLE api_keys ADD COLUMN rate_limit_per_minute integer CHECK (rate_limit_per_minute > 0)`);
     await q.query(`ALTER TABLE api_keys ADD COLUMN max_streams integer CHECK (max_streams > 0)`);
+    // Keys made before access levels were arrays of scopes: `full` wherever it appeared, else `agents`.
+    await q.query(`UPDATE api_keys SET scopes = CASE WHEN 'full' = ANY (scopes) THEN '{full}'::text[] ELSE '{agents}'::text[] END`);
     await q.query(`ALTER TABLE api_keys ADD CONSTRAINT api_keys_access CHECK (scopes = '{full}' OR scopes = '{agents}')`);
     await q.query(`CREATE INDEX api_keys_user_idx ON api_keys (user_id, created_at)`);
 
