@@ -37,7 +37,17 @@ const stack = await startStack({
   dataDir: path.join(os.tmpdir(), `yuxi-bench-${process.pid}`),
   ephemeral: true,
   logDir: path.join(ROOT, '.data', 'bench-logs'),
-  env: { BOOTSTRAP_API_KEY: apiKey, WORKER_HEALTH_PORT: '0', OPENAI_BASE_URL: fakeOpenAi.url, OPENAI_API_KEY: 'sk-bench-fake' },
+  env: {
+    BOOTSTRAP_API_KEY: apiKey,
+    WORKER_HEALTH_PORT: '0',
+    OPENAI_BASE_URL: fakeOpenAi.url,
+    OPENAI_API_KEY: 'sk-bench-fake',
+    // The limiter still runs on every request (its cost is measured); its limits are out of the way,
+    // and so is the stream cap of the fan-out scenario's one key.
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    END_USER_RATE_LIMIT_PER_MINUTE: '100000000',
+    MAX_STREAMS_PER_PRINCIPAL: '100000',
+  },
 });
 const stopAll = [];
 process.on('SIGINT', () => void shutdown(130));

@@ -35,6 +35,8 @@ export interface HeldTurn {
   steps: CommittedStep[];
   /** Tools the user trusted for the session (`approve_session`), as of the claim. */
   trustedTools: string[];
+  /** Claimed from the queue just now: the turn has made no calls and run for no time yet. */
+  fresh: boolean;
   batch: OutboxBatch;
 }
 
@@ -149,6 +151,7 @@ export class TurnTransitions {
         outputIndex: userItems.length,
         steps: [],
         trustedTools: session.trustedTools,
+        fresh: true,
         batch: await this.outbox.append(manager, sessionId, events, { epoch: run.epoch }),
       };
     });
@@ -167,6 +170,7 @@ export class TurnTransitions {
       outputIndex: await this.turns.countItems(manager, turn.id),
       steps: await this.turns.stepsSinceLastInput(manager, turn.id),
       trustedTools,
+      fresh: false,
       batch: { sessionId: turn.sessionId, rows: [] },
     };
   }
@@ -246,11 +250,11 @@ export class TurnTransitions {
         turn: held.turn,
         error: outcome.status === 'failed' ? outcome.error : null,
         answer: modelCall ? { input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}) } } : undefined,
+        usage: modelCall?.usage ?? null,
         at: now,
       });
       if (!settled) return null;
-      const usage = await this.turns.addUsage(manager, lease.runId, held.turn.id, modelCall?.usage ?? null);
-      const turn = { ...settled, usage: usage.turn };
+      const { turn, runUsage } = settled;
       // A failed turn pauses what waits behind it (001): the user decides whether the queue goes on.
       if (turn.status === 'failed' && session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
       const final = turn.status as Outcome['status'];
@@ -260,7 +264,7 @@ export class TurnTransitions {
       const writes = output.item !== null || completed;
       const seq = await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), writes ? 1 : 0, now);
       if (writes) events.push(...(await this.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', seq, now)));
-      const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: usage.run };
+      const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: runUsage };
       events.push(turnEvents.run(final, run), turnEvents.turn(final, turn));
       return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }) };
     });
@@ -328,9 +332,12 @@ export class TurnTransitions {
         const error = limited ? TAKEOVER_LIMIT_ERROR : null;
         const settled = await this.turns.settle(manager, { lease: null, runId: run.id, runStatus: status, turn, error, at: now });
         if (!settled) return null;
-        await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(settled), 0, now);
+        await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(settled.turn), 0, now);
         events.push(...closing);
-        events.push(turnEvents.run(status, { ...run, status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null }), turnEvents.turn(status, settled));
+        events.push(
+          turnEvents.run(status, { ...run, status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: settled.runUsage }),
+          turnEvents.turn(status, settled.turn),
+        );
         return { batch: await this.outbox.append(manager, sessionId, events), awaiting: null };
       }
       const epoch = await this.turns.nextEpoch(manager, sessionId);

@@ -136,7 +136,7 @@ export class RunExecutor {
     const declarations = agent?.tools ?? [];
     const tools = declarations.length > 0 ? await this.tools.resolve(declarations, control.abort.signal) : [];
     const policy = toolPolicy(tools, held.config.tool_approval_mode, held.trustedTools);
-    const counts = await this.turns.callCounts(this.dataSource.manager, held.turn.id);
+    const counts = held.fresh ? { modelCalls: 0, toolCalls: 0 } : await this.turns.callCounts(this.dataSource.manager, held.turn.id);
     let steps: CommittedStep[] = held.steps;
     for (;;) {
       // A cancel, a shutdown or a lost lease heard while the last step ran ends the run at this boundary.
@@ -355,7 +355,7 @@ export class RunExecutor {
    */
   private async startTurnTimer(held: HeldTurn, control: RunControl): Promise<() => void> {
     const limitMs = (held.config.agent?.limits.turn_timeout_s ?? DEFAULT_AGENT_LIMITS.turn_timeout_s) * 1000;
-    const usedMs = await this.turns.executedMs(this.dataSource.manager, held.turn.id);
+    const usedMs = held.fresh ? 0 : await this.turns.executedMs(this.dataSource.manager, held.turn.id);
     const error = new TurnLimitError('turn_timeout', `The turn ran longer than its limit of ${limitMs / 1000} s`);
     if (usedMs >= limitMs) throw error;
     const timer = setTimeout(() => control.abort.abort(error), limitMs - usedMs);

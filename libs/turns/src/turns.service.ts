@@ -57,6 +57,8 @@ export interface SettleSpec {
   error: PublicError | null;
   /** A completion's model call, recorded as a committed step of the turn. */
   answer?: { input: object; output: object };
+  /** Tokens of the run's last model call, added to the run's and the turn's usage. */
+  usage?: Usage | null;
   at: Date;
 }
 
@@ -319,7 +321,7 @@ export class TurnsService {
    * first (the client was told the turn would stop), and records its model answer as a committed
    * step. Returns the settled turn, or null when the run was not the caller's to settle.
    */
-  async settle(manager: EntityManager, spec: SettleSpec): Promise<TurnEntity | null> {
+  async settle(manager: EntityManager, spec: SettleSpec): Promise<{ turn: TurnEntity; runUsage: Usage | null } | null> {
     const rows = (await manager.query(
       prepared(`WITH cur AS (
          SELECT r.id, r.turn_id, t.cancellation_pending FROM runs r JOIN turns t ON t.id = r.turn_id
@@ -329,18 +331,20 @@ export class TurnsService {
        ), fin AS (
          SELECT id, turn_id, CASE WHEN cancellation_pending AND $4::text = 'completed' THEN 'cancelled' ELSE $4::text END AS status FROM cur
        ), r AS (
-         UPDATE runs SET status = fin.status, completed_at = $5, error = $6::jsonb, lease_owner = NULL, lease_expires_at = NULL
-         FROM fin WHERE runs.id = fin.id RETURNING runs.turn_id, fin.status
+         UPDATE runs SET status = fin.status, completed_at = $5, error = $6::jsonb, lease_owner = NULL, lease_expires_at = NULL,
+                usage = CASE WHEN $11::jsonb IS NULL THEN runs.usage ELSE ${ADD_USAGE('runs.usage', '$11')} END
+         FROM fin WHERE runs.id = fin.id RETURNING runs.turn_id, fin.status, runs.usage
        ), t AS (
          UPDATE turns SET status = r.status, completed_at = $5, result_run_id = CASE WHEN r.status = 'completed' THEN $1::uuid END,
-                current_run_id = NULL, error = $6::jsonb, cancellation_pending = false
-         FROM r WHERE turns.id = r.turn_id RETURNING r.status
+                current_run_id = NULL, error = $6::jsonb, cancellation_pending = false,
+                usage = CASE WHEN $11::jsonb IS NULL THEN turns.usage ELSE ${ADD_USAGE('turns.usage', '$11')} END
+         FROM r WHERE turns.id = r.turn_id RETURNING r.status, r.usage AS run_usage, turns.usage AS turn_usage
        ), st AS (
          INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, input, output, created_at)
          SELECT $7, $1, r.turn_id, $8, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = r.turn_id), 'model_call', 'completed', $9::jsonb, $10::jsonb, $5
          FROM r WHERE r.status = 'completed' AND $9::jsonb IS NOT NULL
        )
-       SELECT status FROM t`),
+       SELECT status, run_usage, turn_usage FROM t`),
       [
         spec.runId,
         spec.lease?.owner ?? null,
@@ -352,18 +356,23 @@ export class TurnsService {
         spec.turn.sessionId,
         spec.answer ? JSON.stringify(spec.answer.input) : null,
         spec.answer ? JSON.stringify(spec.answer.output) : null,
+        spec.usage ? JSON.stringify(spec.usage) : null,
       ],
-    )) as { status: TurnStatus }[];
-    const status = rows[0]?.status;
-    if (!status) return null;
+    )) as { status: TurnStatus; run_usage: Usage | null; turn_usage: Usage | null }[];
+    const row = rows[0];
+    if (!row) return null;
     return {
-      ...spec.turn,
-      status,
-      completedAt: spec.at,
-      resultRunId: status === 'completed' ? spec.runId : null,
-      currentRunId: null,
-      error: spec.error,
-      cancellationPending: false,
+      turn: {
+        ...spec.turn,
+        status: row.status,
+        completedAt: spec.at,
+        resultRunId: row.status === 'completed' ? spec.runId : null,
+        currentRunId: null,
+        error: spec.error,
+        cancellationPending: false,
+        usage: row.turn_usage,
+      },
+      runUsage: row.run_usage,
     };
   }
 
@@ -625,6 +634,8 @@ export class TurnsService {
    */
   async contextItems(manager: EntityManager, sessionId: string, turnId: string, limit: number): Promise<ItemEntity[]> {
     const recent = await this.recentItems(manager, sessionId, limit);
+    // Only a turn whose items fill the whole window may have older ones outside it.
+    if (recent.length < limit || recent[0]?.turnId !== turnId) return recent;
     const own = await manager.getRepository(ItemEntity).find({ where: { turnId }, order: { seq: 'ASC' } });
     const byId = new Map([...recent, ...own].map((item) => [item.id, item]));
     return [...byId.values()].sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
