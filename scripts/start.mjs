@@ -26,7 +26,11 @@ const stack = await startStack({
   env: {
     BOOTSTRAP_API_KEY: bootstrapKey,
     WORKER_HEALTH_PORT: process.env.WORKER_HEALTH_PORT || String(await freePort()),
+    // Human-readable logs on the console (the apps log JSON lines otherwise).
+    LOG_FORMAT: process.env.LOG_FORMAT || 'pretty',
   },
+  // A crashed api or worker is started again (with back-off), the rest of the stack keeps running.
+  restart: true,
 });
 
 console.log(`
@@ -36,7 +40,7 @@ console.log(`
     API key  ${bootstrapKey}
 
   Try:  curl -H "Authorization: Bearer ${bootstrapKey}" ${stack.url}/api/v1/agents
-  Ctrl-C stops api, worker, Redis and Postgres.
+  A crashed api or worker is restarted; Ctrl-C stops api, worker, Redis and Postgres.
 `);
 
 let stopping = false;
@@ -49,10 +53,3 @@ async function shutdown(signal) {
 }
 process.on('SIGINT', () => void shutdown('SIGINT'));
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
-for (const child of stack.children) {
-  void child.exited.then(({ code, signal }) => {
-    if (stopping) return;
-    console.error(`[stack] ${child.name} exited (code ${code}, signal ${signal}); stopping the stack`);
-    void stack.stop().then(() => process.exit(1));
-  });
-}

@@ -23,6 +23,9 @@ const stack = await startStack({
   env: {
     BOOTSTRAP_API_KEY: apiKey,
     WORKER_HEALTH_PORT: '0',
+    // JSON lines in the log files, whatever the shell says (test/e2e/logs.test.ts reads them).
+    LOG_FORMAT: 'json',
+    LOG_LEVEL: ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '') ? process.env.LOG_LEVEL : 'info',
     // Short intervals so recovery and heartbeats are observable within a test's time.
     SSE_HEARTBEAT_MS: '1000',
     RECOVERY_SWEEP_MS: '500',
@@ -78,6 +81,7 @@ const code = await new Promise((resolve) => {
       TEST_API_KEY: apiKey,
       TEST_FAKE_OPENAI_PORT: String(fakeOpenAiPort),
       TEST_JWT_SECRET: jwtSecret,
+      TEST_LOG_DIR: logDir,
     },
   });
   child.on('exit', (exitCode) => resolve(exitCode ?? 1));

@@ -7,6 +7,9 @@ import path from 'node:path';
 import { ROOT, runSync } from './build.mjs';
 import { freePort, startInfra } from './infra.mjs';
 
+/** Restart back-off of a crashed api or worker (`restart: true`): 0.5 s, doubling up to 30 s. */
+export const RESTART_POLICY = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_000 };
+
 /**
  * @param {object} options
  * @param {string} options.dataDir where Postgres/Redis keep data
@@ -14,8 +17,15 @@ import { freePort, startInfra } from './infra.mjs';
  * @param {number} [options.port] api port (a free one when omitted)
  * @param {Record<string,string>} [options.env] extra environment for api and worker
  * @param {string|null} [options.logDir] write process output to files here instead of the console
+ * @param {boolean | {initialMs?: number, maxMs?: number, resetAfterMs?: number}} [options.restart]
+ *   once the stack is up, restart an api or worker that exits (crash, kill) after a back-off that
+ *   doubles per crash up to maxMs and starts over once the process ran resetAfterMs; never while
+ *   stopping. Off by default (tests want a death to show); `npm start` turns it on.
+ * @returns {Promise<{url: string, env: Record<string,string>, infra: object, children: object[],
+ *   child: (name: string) => object|undefined, stop: () => Promise<void>}>} `children` holds the
+ *   processes running now (a restart replaces its entry); `child(name)` the current one of a name
  */
-export async function startStack({ dataDir, ephemeral = false, port, env: extraEnv = {}, logDir = null, log = console.log }) {
+export async function startStack({ dataDir, ephemeral = false, port, env: extraEnv = {}, logDir = null, log = console.log, restart = false }) {
   const infra = await startInfra({ dataDir, ephemeral, log });
   const apiPort = port ?? (await freePort());
   const env = {
@@ -27,22 +37,79 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     ...extraEnv,
   };
   const children = [];
-  const stop = async () => {
-    await Promise.all(children.map((child) => stopChild(child)));
-    await infra.stop();
-  };
+  const supervisors = [];
+  let stopping = null;
+  const stop = () =>
+    (stopping ??= (async () => {
+      // No restart from here on: a child that exits now was stopped on purpose.
+      for (const supervisor of supervisors) supervisor.cancel();
+      await Promise.all(children.map((child) => stopChild(child)));
+      await infra.stop();
+    })());
   try {
     runSync(process.execPath, [SCRIPTS.migrate], env);
     if (logDir) mkdirSync(logDir, { recursive: true });
     children.push(launch('api', SCRIPTS.api, env, logDir));
     children.push(launch('worker', SCRIPTS.worker, env, logDir));
     const url = `http://127.0.0.1:${apiPort}`;
+    // A process that dies during start-up fails the start (a configuration error would only crash again).
     await waitForHealth(`${url}/health`, children, 60_000);
-    return { url, env, infra, children, stop };
+    if (restart) {
+      const policy = { ...RESTART_POLICY, ...(typeof restart === 'object' ? restart : {}) };
+      for (const child of [...children]) {
+        supervisors.push(supervise(child, { children, env, logDir, log, policy, stopping: () => stopping !== null }));
+      }
+    }
+    return { url, env, infra, children, child: (name) => children.find((child) => child.name === name), stop };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/**
+ * Keeps one api or worker running: when its process exits (and the stack is not stopping), says
+ * so and starts it again after the back-off, in the same slot of `children`.
+ */
+function supervise(first, { children, env, logDir, log, policy, stopping }) {
+  const { name } = first;
+  const script = SCRIPTS[name];
+  let crashes = 0;
+  let timer = null;
+  let cancelled = false;
+  const watch = (child) => {
+    const startedAt = Date.now();
+    void child.exited.then(({ code, signal }) => {
+      if (cancelled || stopping()) return;
+      // A process that ran long enough before it died starts the back-off over.
+      if (Date.now() - startedAt >= policy.resetAfterMs) crashes = 0;
+      const delayMs = Math.min(policy.initialMs * 2 ** crashes, policy.maxMs);
+      crashes += 1;
+      log(`[stack] ${name} (pid ${child.pid}) exited (code ${code}, signal ${signal}); restarting it in ${formatDelay(delayMs)} (restart ${crashes})`);
+      timer = setTimeout(() => {
+        timer = null;
+        if (cancelled || stopping()) return;
+        const next = launch(name, script, env, logDir, { append: true });
+        const slot = children.indexOf(child);
+        if (slot === -1) children.push(next);
+        else children[slot] = next;
+        log(`[stack] ${name} restarted (pid ${next.pid})`);
+        watch(next);
+      }, delayMs);
+    });
+  };
+  watch(first);
+  return {
+    cancel() {
+      cancelled = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+    },
+  };
+}
+
+function formatDelay(ms) {
+  return ms < 1000 ? `${ms} ms` : `${ms / 1000} s`;
 }
 
 /** The entry points of the two processes, relative to the project root (built by ensureBuilt). */
@@ -64,16 +131,16 @@ export const SCRIPTS = { api: 'dist/apps/api/src/main.js', worker: 'dist/apps/wo
 
 /**
  * Spawns one node process (api, worker) from the project root. Output goes to `<logDir>/<name>.log`
- * when logDir is set, else to the console prefixed with the name. The child gets `name` and
- * `exited` (a promise of `{code, signal}`).
+ * when logDir is set (appended to with `append`, as a restart does), else to the console prefixed
+ * with the name. The child gets `name` and `exited` (a promise of `{code, signal}`).
  */
-export function launch(name, script, env, logDir) {
+export function launch(name, script, env, logDir, { append = false } = {}) {
   // STACK_NODE_ARGS: extra node flags for api and worker (e.g. --cpu-prof for profiling runs).
   const extra = (env.STACK_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, ['--enable-source-maps', ...extra, script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.name = name;
   if (logDir) {
-    const file = createWriteStream(path.join(logDir, `${name}.log`));
+    const file = createWriteStream(path.join(logDir, `${name}.log`), { flags: append ? 'a' : 'w' });
     child.stdout.pipe(file);
     child.stderr.pipe(file);
   } else {

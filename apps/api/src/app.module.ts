@@ -3,7 +3,7 @@ import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { AgentsFile } from '#libs/agents';
 import { AccessGuard, AuthModule } from '#libs/auth';
 import { AuditModule } from '#libs/audit';
-import { ConfigModule } from '#libs/config';
+import { ConfigModule, loggingModule } from '#libs/config';
 import { DatabaseModule } from '#libs/database';
 import { AllExceptionsFilter } from '#libs/errors';
 import { EventStreamModule } from '#libs/events';
@@ -19,7 +19,7 @@ import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
 
 @Module({
-  imports: [ConfigModule, DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule],
+  imports: [loggingModule('api'), ConfigModule, DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule],
   // Sessions before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [HealthController, SessionsController, SessionEventsController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
   providers: [BootstrapKey, AgentsFile, SseResponder, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],

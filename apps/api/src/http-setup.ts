@@ -1,7 +1,8 @@
 import { type INestApplication, Logger } from '@nestjs/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Authenticator, type Principal, RateLimits } from '#libs/auth';
-import { DomainError, createValidationPipe, requestIdMiddleware, sendError, toDomainError } from '#libs/errors';
+import { httpLogger, withLogContext } from '#libs/config';
+import { DomainError, createValidationPipe, requestIdMiddleware, requestIdOf, sendError, toDomainError } from '#libs/errors';
 
 /** Large bodies are accepted only where inline images travel: session create and event submission. */
 const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
@@ -14,6 +15,9 @@ const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
  */
 export function configureHttp(app: INestApplication, bodyLimit: string): void {
   app.use(requestIdMiddleware);
+  // One log line per request (with its request_id), and the id on every line logged while serving it.
+  app.use(httpLogger('api', requestIdOf));
+  app.use(bindRequestLogContext);
   app.use(authenticate(app.get(Authenticator), app.get(RateLimits)));
   const large = express.json({ limit: bodyLimit });
   const small = express.json({ limit: '1mb' });
@@ -35,7 +39,14 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
     if (type === 'entity.parse.failed') return sendError(res, new DomainError('invalid_json', 'Request body is not valid JSON'));
     return next(error);
   });
+  // Again after the body was read: the body parser resumes the chain from the socket's callbacks.
+  app.use(bindRequestLogContext);
   app.useGlobalPipes(createValidationPipe());
+}
+
+/** What the rest of the request logs carries its request_id (see withLogContext). */
+function bindRequestLogContext(_req: Request, res: Response, next: NextFunction): void {
+  withLogContext({ request_id: requestIdOf(res) }, next);
 }
 
 /** Everything under /api needs a principal; health and docs do not. */

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Logger as PinoNestLogger } from 'nestjs-pino';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppConfig, closeOnSignals } from '#libs/config';
 import { AppModule } from './app.module.js';
@@ -8,7 +9,8 @@ import { configureHttp } from './http-setup.js';
 import { mountOpenApi } from './openapi/openapi.js';
 
 async function bootstrap(): Promise<void> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false });
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true });
+  app.useLogger(app.get(PinoNestLogger));
   const config = app.get(AppConfig);
   // API responses are dynamic JSON: hashing each body for an ETag costs CPU on every read and no
   // client of this API revalidates with it. The framework banner header is noise.

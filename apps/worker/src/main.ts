@@ -2,13 +2,15 @@ import 'reflect-metadata';
 import { createServer } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppConfig, closeOnSignals } from '#libs/config';
 import { FencingStats, WORKER_ID } from '#libs/runtime';
 import { WorkerModule } from './worker.module.js';
 
 /** The worker: an application context (no HTTP API) plus a tiny health endpoint for orchestrators. */
 async function bootstrap(): Promise<void> {
-  const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: false });
+  const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: true });
+  app.useLogger(app.get(PinoNestLogger));
   const config = app.get(AppConfig);
   if (config.workerHealthPort > 0) {
     const stats = app.get(FencingStats);

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ConfigModule } from '#libs/config';
+import { ConfigModule, loggingModule } from '#libs/config';
 import { DatabaseModule } from '#libs/database';
 import { QueueModule } from '#libs/queue';
 import { RuntimeModule } from '#libs/runtime';
@@ -8,7 +8,7 @@ import { WorkerBootstrap } from './worker-bootstrap.js';
 
 /** The shared core minus the HTTP API: runtime, queues, database. */
 @Module({
-  imports: [ConfigModule, DatabaseModule, QueueModule, RuntimeModule],
+  imports: [loggingModule('worker'), ConfigModule, DatabaseModule, QueueModule, RuntimeModule],
   providers: [SessionDispatchProcessor, MaintenanceProcessor, WorkerBootstrap],
 })
 export class WorkerModule {}

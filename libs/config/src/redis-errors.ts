@@ -7,7 +7,16 @@ import { ThrottledLog } from './throttled-log.js';
  * A Redis outage is one condition, so it is logged once per interval per connection.
  */
 export function logRedisErrorsQuietly(redis: Redis, name: string): Redis {
+  return logErrorsQuietly(redis, name);
+}
+
+/**
+ * The same for anything that re-emits its connections' errors (BullMQ queues and workers): an
+ * 'error' event nobody listens to is printed with its stack (or crashes the process), once per
+ * failed reconnect.
+ */
+export function logErrorsQuietly<T extends { on(event: 'error', listener: (error: Error) => void): unknown }>(emitter: T, name: string): T {
   const log = new ThrottledLog(new Logger('Redis'));
-  redis.on('error', (error: Error) => log.warn(`${name}: ${error.message}`));
-  return redis;
+  emitter.on('error', (error: Error) => log.warn(`${name}: ${error.message}`));
+  return emitter;
 }

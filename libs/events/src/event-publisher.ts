@@ -56,6 +56,13 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 `;
 
+/** Raises the session's fence to ARGV[1] (never lowers it), with the stream's expiry ARGV[2]. */
+const FENCE_SCRIPT = `
+local fence = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) > fence then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) end
+return 1
+`;
+
 type PublishingRedis = Redis & {
   yuxiPublishDurable(stream: string, seqKey: string, fenceKey: string, ...args: string[]): Promise<number>;
   yuxiPublishLive(stream: string, seqKey: string, fenceKey: string, ...args: string[]): Promise<number>;
@@ -113,6 +120,14 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
     for (const event of stampEvents(sessionId, events)) args.push(event.type, JSON.stringify(event));
     const outcome = Number(await (this.redis as PublishingRedis).yuxiPublishLive(...this.keys(sessionId), ...args));
     return outcome === -1 ? 'fenced' : outcome === -2 ? 'behind' : 'published';
+  }
+
+  /**
+   * Raises the session's fence to `epoch` without an event: from now on live events of runs leased
+   * under an older epoch are refused (an operator stopping a run whose worker still streams).
+   */
+  async raiseFence(sessionId: string, epoch: number): Promise<void> {
+    await this.redis.eval(FENCE_SCRIPT, 1, sessionFenceKey(sessionId), String(epoch), String(this.config.eventsReplayTtlSeconds));
   }
 
   /**

@@ -3,10 +3,12 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
+import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { type FrozenInputConfig, type InputEntity, InputsService } from '#libs/inputs';
 import { SessionsService } from '#libs/sessions';
 import {
+  ACTIVE_TURN_STATUSES,
   type CommittedStep,
   type ItemEntity,
   type Lease,
@@ -59,6 +61,15 @@ export interface Settled {
   turn: TurnEntity;
   status: Outcome['status'];
   batch: OutboxBatch;
+}
+
+/** A turn whose run an operator took over (seize), to be failed (failSeized). */
+export interface Seized {
+  turn: TurnEntity;
+  run: RunEntity;
+  lease: Lease;
+  /** Who held the run before (a worker's id; null: it waited for one). */
+  previousOwner: string | null;
 }
 
 export interface Successor {
@@ -308,37 +319,12 @@ export class TurnTransitions {
       const turn = await this.turns.findTurn(manager, run.turnId);
       if (!turn) return null;
       const now = new Date();
-      const events: OutgoingEvent[] = [];
-      const items = new Map(shown ?? []);
-      const checkpoint = (await this.turns.getRunIn(manager, run.id))?.checkpoint ?? null;
-      if (checkpoint && checkpoint.text.length > (items.get(checkpoint.item_id)?.text.length ?? -1)) {
-        items.set(checkpoint.item_id, { outputIndex: checkpoint.output_index, text: checkpoint.text });
-      }
-      // An item a committed step already wrote (a model call's commentary before its tool calls) is kept as written.
-      for (const id of await this.turns.existingItemIds(manager, [...items.keys()])) items.delete(id);
-      const closing: OutgoingEvent[] = shown === null ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
-      const ordered = [...items].sort(([, a], [, b]) => a.outputIndex - b.outputIndex);
-      let seq = ordered.length > 0 ? await this.sessions.reserveItemSeqs(manager, sessionId, ordered.length) : 0;
-      for (const [id, { outputIndex, text }] of ordered) {
-        const item = assistantItem(id, turn, run.id, now);
-        closing.push(...closingEvents(await this.writeShown(manager, item, seq, 'incomplete', text, now), outputIndex, text));
-        seq += 1;
-      }
-      const index = ordered.length > 0 ? (ordered.at(-1)?.[1].outputIndex ?? 0) + 1 : await this.turns.countItems(manager, turn.id);
+      const { closing, index } = await this.closeShown(manager, run, turn, shown, now);
       const ending = turn.cancellationPending ? ({ status: 'cancelled' } as const) : null;
       const limited = !ending && (await this.turns.interruptionsOf(manager, turn.id)) >= this.config.runMaxTakeovers;
       if (ending || limited) {
-        const status = ending ? 'cancelled' : 'failed';
-        const error = limited ? TAKEOVER_LIMIT_ERROR : null;
-        const settled = await this.turns.settle(manager, { lease: null, runId: run.id, runStatus: status, turn, error, at: now });
-        if (!settled) return null;
-        await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(settled.turn), 0, now);
-        events.push(...closing);
-        events.push(
-          turnEvents.run(status, { ...run, status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: settled.runUsage }),
-          turnEvents.turn(status, settled.turn),
-        );
-        return { batch: await this.outbox.append(manager, sessionId, events), awaiting: null };
+        const ended = await this.endRun(manager, run, turn, null, ending ? 'cancelled' : 'failed', limited ? TAKEOVER_LIMIT_ERROR : null, closing, now);
+        return ended ? { batch: ended.batch, awaiting: null } : null;
       }
       const epoch = await this.turns.nextEpoch(manager, sessionId);
       const result = await this.turns.interruptRun(manager, run.id, null, { nextRunId: newId(), epoch, inputIds: [], at: now });
@@ -346,6 +332,111 @@ export class TurnTransitions {
       const successor = await this.announceSuccessor(manager, turn, result, closing, epoch, index);
       return { batch: successor.batch, awaiting: successor.run.id };
     });
+  }
+
+  /**
+   * Operator (ops CLI `fail-turn`), first step: takes the lease of the active turn's run from
+   * whoever holds it, for `owner`, under a new fencing epoch: the worker that held it can no longer
+   * write anything of the run (and stops at its next heartbeat), and the recovery sweep leaves it
+   * alone while the operator's lease lasts. A turn waiting at a waitpoint has no run to take: it is
+   * cancelled through the API instead.
+   */
+  async seize(turnId: string, owner: string): Promise<Seized> {
+    return this.dataSource.transaction(async (manager) => {
+      const found = await this.turns.findTurn(manager, turnId);
+      if (!found) throw DomainError.notFound(`Turn ${turnId}`);
+      await this.sessions.lock(manager, found.sessionId);
+      const turn = await this.turns.findTurn(manager, turnId);
+      if (!turn || !(ACTIVE_TURN_STATUSES as readonly string[]).includes(turn.status)) {
+        throw new DomainError('state_conflict', `Turn ${turnId} has already ended (${turn?.status ?? 'gone'})`);
+      }
+      if (turn.status === 'requires_action') {
+        throw new DomainError('state_conflict', `Turn ${turnId} waits at a waitpoint and has no run in progress; cancel it instead`);
+      }
+      const current = turn.currentRunId ? await this.turns.getRunIn(manager, turn.currentRunId) : null;
+      if (!current || current.status !== 'in_progress') throw new DomainError('state_conflict', `Turn ${turnId} has no run in progress`);
+      const epoch = await this.turns.nextEpoch(manager, turn.sessionId);
+      const run = await this.turns.seizeRun(manager, current.id, owner, epoch, this.config.runLeaseMs);
+      if (!run) throw new DomainError('state_conflict', `Run ${current.id} ended meanwhile`);
+      return { turn, run, lease: { runId: run.id, owner, epoch: run.epoch }, previousOwner: current.leaseOwner };
+    });
+  }
+
+  /**
+   * Operator, second step: ends the seized run and its turn failed with `error`, as recovery ends an
+   * interrupted one: the text clients saw (`shown`, read from the stream after the fence was
+   * raised; null: unknown, clients are told to resync) is kept as an incomplete item, the session
+   * overview moves, the events go to the outbox, and what waits behind the failed turn is paused.
+   * Null when the operator's lease is gone (the step came later than RUN_LEASE_MS).
+   */
+  async failSeized(seized: Seized, shown: Map<string, { outputIndex: number; text: string }> | null, error: PublicError): Promise<Settled | null> {
+    const { sessionId } = seized.turn;
+    return this.dataSource.transaction(async (manager) => {
+      const session = await this.sessions.lock(manager, sessionId);
+      const turn = await this.turns.findTurn(manager, seized.turn.id);
+      const run = await this.turns.getRunIn(manager, seized.run.id);
+      if (!turn || !run) return null;
+      const now = new Date();
+      const { closing } = await this.closeShown(manager, run, turn, shown, now);
+      const ended = await this.endRun(manager, run, turn, seized.lease, 'failed', error, closing, now);
+      if (!ended) return null;
+      if (session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
+      return { turn: ended.turn, status: 'failed', batch: ended.batch };
+    });
+  }
+
+  /**
+   * What clients saw of an interrupted run, written as incomplete items with their closing events:
+   * the stream's text (`shown`; null when it could not be read, then clients are told to resync),
+   * or the run's heartbeat checkpoint where that has more. Returns the events and the output index
+   * of the turn's next item.
+   */
+  private async closeShown(
+    manager: EntityManager,
+    run: RunEntity,
+    turn: TurnEntity,
+    shown: Map<string, { outputIndex: number; text: string }> | null,
+    now: Date,
+  ): Promise<{ closing: OutgoingEvent[]; index: number }> {
+    const items = new Map(shown ?? []);
+    const checkpoint = (await this.turns.getRunIn(manager, run.id))?.checkpoint ?? null;
+    if (checkpoint && checkpoint.text.length > (items.get(checkpoint.item_id)?.text.length ?? -1)) {
+      items.set(checkpoint.item_id, { outputIndex: checkpoint.output_index, text: checkpoint.text });
+    }
+    // An item a committed step already wrote (a model call's commentary before its tool calls) is kept as written.
+    for (const id of await this.turns.existingItemIds(manager, [...items.keys()])) items.delete(id);
+    const closing: OutgoingEvent[] = shown === null ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
+    const ordered = [...items].sort(([, a], [, b]) => a.outputIndex - b.outputIndex);
+    let seq = ordered.length > 0 ? await this.sessions.reserveItemSeqs(manager, turn.sessionId, ordered.length) : 0;
+    for (const [id, { outputIndex, text }] of ordered) {
+      const item = assistantItem(id, turn, run.id, now);
+      closing.push(...closingEvents(await this.writeShown(manager, item, seq, 'incomplete', text, now), outputIndex, text));
+      seq += 1;
+    }
+    const index = ordered.length > 0 ? (ordered.at(-1)?.[1].outputIndex ?? 0) + 1 : await this.turns.countItems(manager, turn.id);
+    return { closing, index };
+  }
+
+  /** Ends an interrupted run and its turn (through `lease`, or a run nobody holds with null): settled, overview, events after `closing`. */
+  private async endRun(
+    manager: EntityManager,
+    run: RunEntity,
+    turn: TurnEntity,
+    lease: Lease | null,
+    status: 'cancelled' | 'failed',
+    error: PublicError | null,
+    closing: OutgoingEvent[],
+    now: Date,
+  ): Promise<{ turn: TurnEntity; batch: OutboxBatch } | null> {
+    const settled = await this.turns.settle(manager, { lease, runId: run.id, runStatus: status, turn, error, at: now });
+    if (!settled) return null;
+    await this.sessions.recordTurnUpdated(manager, turn.sessionId, toCurrentTurn(settled.turn), 0, now);
+    const events: OutgoingEvent[] = [
+      ...closing,
+      turnEvents.run(status, { ...run, status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: settled.runUsage }),
+      turnEvents.turn(status, settled.turn),
+    ];
+    return { turn: settled.turn, batch: await this.outbox.append(manager, turn.sessionId, events, lease ? { epoch: lease.epoch } : {}) };
   }
 
   private async announceSuccessor(

@@ -2,8 +2,13 @@ import { BullModule } from '@nestjs/bullmq';
 import { Module } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { QUEUES } from './queue-names.js';
+import { QuietQueue, QuietWorker } from './quiet-bullmq.js';
 import { RunSignals, signalsRedisProviders } from './run-signals.js';
 import { SessionDispatcher } from './session-dispatcher.js';
+
+// Every queue and worker @nestjs/bullmq creates listens for its connections' errors (see quiet-bullmq).
+BullModule.queueClass = QuietQueue;
+BullModule.workerClass = QuietWorker;
 
 @Module({
   imports: [

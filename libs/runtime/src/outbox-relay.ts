@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { AppConfig } from '#libs/config';
+import { AppConfig, ThrottledLog } from '#libs/config';
 import { EventOutbox } from '#libs/events';
 import { SessionDispatcher } from '#libs/queue';
 
@@ -11,7 +11,8 @@ import { SessionDispatcher } from '#libs/queue';
  */
 @Injectable()
 export class OutboxRelay {
-  private readonly logger = new Logger(OutboxRelay.name);
+  /** An outage fails every pass (one each OUTBOX_RELAY_MS): one line per interval says so. */
+  private readonly log = new ThrottledLog(new Logger(OutboxRelay.name));
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
 
@@ -26,7 +27,7 @@ export class OutboxRelay {
       this.running ??= this.pass()
         .then(
           () => undefined,
-          (error: unknown) => this.logger.warn(`relay pass failed: ${String(error)}`),
+          (error: unknown) => this.log.warn(`relay passes are failing: ${String(error)}`),
         )
         .finally(() => (this.running = null));
     }, this.config.outboxRelayMs);

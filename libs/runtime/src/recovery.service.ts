@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { AppConfig } from '#libs/config';
+import { AppConfig, REPEATED_CONDITION_LOG_MS, withLogContext } from '#libs/config';
 import { EventOutbox, EventPublisher } from '#libs/events';
 import { IdempotencyService, InputsService } from '#libs/inputs';
 import { SessionDispatcher } from '#libs/queue';
@@ -39,6 +39,9 @@ export interface SweepReport {
 @Injectable()
 export class RecoveryService {
   private readonly logger = new Logger(RecoveryService.name);
+  /** The sessions the last sweep re-dispatched, and when a sweep last said so. */
+  private lastRedispatched = '';
+  private lastReportAt = 0;
 
   constructor(
     private readonly transitions: TurnTransitions,
@@ -54,7 +57,7 @@ export class RecoveryService {
   async sweep(): Promise<SweepReport> {
     let interruptedRuns = 0;
     for (const run of await this.turns.expiredRuns(SWEEP_BATCH)) {
-      if (await this.interrupt(run)) interruptedRuns += 1;
+      if (await withLogContext({ session_id: run.sessionId, turn_id: run.turnId, run_id: run.id }, () => this.interrupt(run))) interruptedRuns += 1;
     }
     const awaiting = await this.turns.sessionsAwaitingTakeover(SWEEP_BATCH);
     for (const { sessionId, runId } of awaiting) await this.dispatcher.nudgeTakeover(sessionId, runId).catch(() => undefined);
@@ -62,9 +65,16 @@ export class RecoveryService {
     for (const sessionId of waiting) await this.dispatcher.nudgeQuietly(sessionId);
     const receiptsDeleted = await inBatches((limit) => this.idempotency.deleteExpired(limit));
     const eventsPruned = await inBatches((limit) => this.outbox.prune(this.config.eventsReplayTtlSeconds, limit));
-    if (interruptedRuns > 0 || waiting.length > 0) {
+    // Logged when something changed (runs interrupted, other sessions re-dispatched); the same
+    // sessions re-dispatched sweep after sweep are one condition, logged once per interval.
+    const redispatched = waiting.join(',');
+    const now = Date.now();
+    const changed = interruptedRuns > 0 || redispatched !== this.lastRedispatched;
+    if ((interruptedRuns > 0 || waiting.length > 0) && (changed || now - this.lastReportAt >= REPEATED_CONDITION_LOG_MS)) {
       this.logger.log(`sweep: ${interruptedRuns} expired runs interrupted, ${waiting.length} idle sessions with waiting inputs re-dispatched`);
+      this.lastReportAt = now;
     }
+    this.lastRedispatched = redispatched;
     return { interruptedRuns, takeoversNudged: awaiting.length, redispatched: waiting.length, receiptsDeleted, eventsPruned };
   }
 

@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_AGENT_LIMITS } from '#libs/agents';
-import { AppConfig, ThrottledLog } from '#libs/config';
+import { AppConfig, setLogContext, ThrottledLog } from '#libs/config';
 import { newId } from '#libs/database';
 import { isDependencyUnavailable } from '#libs/errors';
 import { EventOutbox, EventPublisher, type OutboxBatch } from '#libs/events';
@@ -316,6 +316,7 @@ export class RunExecutor {
     }
     state.lease = next.lease;
     held.run = next.run;
+    setLogContext({ run_id: next.run.id });
     state.outputIndex = next.outputIndex;
     state.output = { item: null, outputIndex: state.outputIndex, text: '', lostDeltas: false };
     state.keeper.switchTo(state.lease, sentAt);
@@ -373,6 +374,7 @@ export class RunExecutor {
     if (settled === undefined) return;
     if (!settled) return this.fenced(lease, 'settle');
     await state.publish(settled.batch);
+    this.logger.log(`turn ${settled.status}`);
   }
 
   /** Gives the run back at this boundary; another worker continues the turn at once. */

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { withLogContext } from '#libs/config';
 import { newId } from '#libs/database';
 import { InputsService } from '#libs/inputs';
 import { RunSignals } from '#libs/queue';
@@ -46,7 +47,8 @@ export class SessionDriver {
         if (!held) break;
         if (held.run.id !== runId) await control.listen(this.signals, held.run.id).catch(() => undefined);
         if (!this.claiming) control.abort.abort(new ShuttingDownError());
-        await this.executor.execute(held, control, sentAt);
+        // Every line logged about this run carries its ids.
+        await withLogContext({ session_id: sessionId, turn_id: held.turn.id, run_id: held.run.id }, () => this.executor.execute(held, control, sentAt));
         turnsRun += 1;
       } finally {
         control.stopListening();

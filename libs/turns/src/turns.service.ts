@@ -289,6 +289,20 @@ export class TurnsService {
     return id ? manager.getRepository(RunEntity).findOneByOrFail({ id }) : null;
   }
 
+  /**
+   * Gives the run's lease to `owner` under `epoch` (a new fencing epoch; call under the session
+   * lock), whoever held it: the operator's way to stop a run its worker still holds. Every write
+   * through the old lease is refused from then on. Null when the run is not in progress.
+   */
+  async seizeRun(manager: EntityManager, runId: string, owner: string, epoch: number, leaseMs: number): Promise<RunEntity | null> {
+    const [rows] = (await manager.query(
+      prepared(`UPDATE runs SET lease_owner = $2, epoch = $3, lease_expires_at = now() + make_interval(secs => $4::double precision / 1000), started_at = coalesce(started_at, now())
+       WHERE id = $1 AND status = 'in_progress' RETURNING id`),
+      [runId, owner, epoch, leaseMs],
+    )) as [{ id: string }[], number];
+    return rows[0] ? manager.getRepository(RunEntity).findOneByOrFail({ id: runId }) : null;
+  }
+
   /** Whether the session has a run waiting for a worker to take it over (no lock: a hint). */
   async hasUnleasedRun(sessionId: string): Promise<boolean> {
     const rows = (await this.runs.query(prepared(`SELECT 1 FROM runs WHERE session_id = $1 AND status = 'in_progress' AND lease_owner IS NULL LIMIT 1`), [

@@ -1,0 +1,149 @@
+import { hostname } from 'node:os';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { isUuid } from '#libs/database';
+import { DomainError } from '#libs/errors';
+import { EventOutbox, EventPublisher } from '#libs/events';
+import { SessionControls, TurnTransitions } from '#libs/lifecycle';
+import { RunSignals, SessionDispatcher } from '#libs/queue';
+import { SessionsService } from '#libs/sessions';
+
+/** How many of a session's latest turns `session` shows. */
+const TURNS_SHOWN = 20;
+
+/**
+ * What an on-call operator needs without SQL (the ops CLI): a session's queue, turns, runs and
+ * leases; resuming a paused queue; failing a stuck turn; nudging dispatch. Every state change goes
+ * through the lifecycle transitions, with its events in the outbox, as a client's or a worker's
+ * would.
+ */
+@Injectable()
+export class Operations {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly sessions: SessionsService,
+    private readonly controls: SessionControls,
+    private readonly transitions: TurnTransitions,
+    private readonly publisher: EventPublisher,
+    private readonly outbox: EventOutbox,
+    private readonly dispatcher: SessionDispatcher,
+    private readonly signals: RunSignals,
+  ) {}
+
+  /** The session, its pending inputs in claim order, its latest turns with their runs and leases (times on the database clock). */
+  async session(sessionId: string): Promise<object> {
+    if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
+    const [session] = (await this.dataSource.query(
+      `SELECT id, owner_id, agent_id, model, archived, queue_paused, pending_input_count, turn_seq, current_turn, created_at, last_active_at, now() AS db_now
+       FROM sessions WHERE id = $1`,
+      [sessionId],
+    )) as Record<string, unknown>[];
+    if (!session) throw DomainError.notFound(`Session ${sessionId}`);
+    const pending = (await this.dataSource.query(
+      `SELECT id, mode, priority, received_seq, received_at, jsonb_array_length(messages) AS message_count
+       FROM inputs WHERE session_id = $1 AND status = 'pending'
+       ORDER BY priority DESC, CASE WHEN mode = 'steer' THEN 0 ELSE 1 END, received_seq`,
+      [sessionId],
+    )) as Record<string, unknown>[];
+    const turns = (await this.dataSource.query(
+      `SELECT id, seq, status, cancellation_pending, current_run_id, result_run_id, waitpoint IS NOT NULL AS waiting, error, created_at, started_at, completed_at
+       FROM turns WHERE session_id = $1 ORDER BY seq DESC LIMIT $2`,
+      [sessionId, TURNS_SHOWN],
+    )) as Record<string, unknown>[];
+    const runs = (await this.dataSource.query(
+      `SELECT id, turn_id, seq, status, model, epoch, lease_owner, lease_expires_at,
+              CASE WHEN lease_expires_at IS NULL THEN NULL ELSE round(extract(epoch FROM lease_expires_at - now()) * 1000) END AS lease_remaining_ms,
+              error, created_at, started_at, completed_at
+       FROM runs WHERE turn_id = ANY($1::uuid[]) ORDER BY turn_id, seq`,
+      [turns.map((turn) => turn.id)],
+    )) as Record<string, unknown>[];
+    const { db_now: dbNow, ...fields } = session;
+    return {
+      db_now: dbNow,
+      session: fields,
+      queue: {
+        paused: session.queue_paused,
+        pending: pending.map((input) => ({ ...input, received_seq: Number(input.received_seq) })),
+      },
+      turns: turns.reverse().map((turn) => ({
+        ...turn,
+        runs: runs
+          .filter((run) => run.turn_id === turn.id)
+          .map((run) => ({ ...run, turn_id: undefined, epoch: Number(run.epoch), lease_remaining_ms: run.lease_remaining_ms === null ? null : Number(run.lease_remaining_ms) })),
+      })),
+    };
+  }
+
+  /** Resumes a paused queue (as a client's continue does: only once no turn is active) and nudges dispatch. */
+  async unpause(sessionId: string): Promise<object> {
+    await this.dataSource.transaction(async (manager) => {
+      const session = await this.sessions.lock(manager, sessionId);
+      if (!session) throw DomainError.notFound(`Session ${sessionId}`);
+      await this.controls.continueQueue(manager, session);
+    });
+    const nudged = await this.nudge(sessionId);
+    return { session_id: sessionId, queue_paused: false, nudged };
+  }
+
+  /**
+   * Ends an active turn failed with `operator_failed`. The run's lease is taken from its worker under
+   * a new fencing epoch (its writes are refused from then on), the stream's fence is raised (its
+   * live deltas too), the worker is told to stop, and the run and turn end failed with what clients
+   * saw kept as an incomplete item; `agent.session.turn.failed` goes out through the outbox. Inputs
+   * waiting behind the turn are paused, as behind any failed turn (`unpause` resumes them).
+   */
+  async failTurn(turnId: string, reason: string | undefined): Promise<object> {
+    const owner = `operator:${hostname()}:${process.pid}`;
+    const seized = await this.transitions.seize(turnId, owner);
+    const { sessionId } = seized.turn;
+    const fenced = await this.publisher.raiseFence(sessionId, seized.lease.epoch).then(
+      () => true,
+      () => false,
+    );
+    await this.signals.requestCancel(seized.run.id).catch(() => undefined);
+    // Read after the fence: nothing the old worker streams from now on reaches clients. Unknown
+    // (Redis down): clients are told to resync, and the run's checkpoint stands in.
+    const shown = fenced ? await this.publisher.shownText(sessionId, seized.run.id).catch(() => null) : null;
+    const message = reason ? `The turn was failed by an operator: ${reason}` : 'The turn was failed by an operator';
+    const settled = await this.transitions.failSeized(seized, shown, { code: 'operator_failed', message });
+    if (!settled) throw new DomainError('state_conflict', `Run ${seized.run.id} could not be failed in time (its operator lease expired); run fail-turn again`);
+    const published = await this.outbox.flush(sessionId, settled.batch).then(
+      (result) => result.complete,
+      () => false,
+    );
+    await this.nudge(sessionId);
+    const after = await this.dataSource.query(`SELECT queue_paused FROM sessions WHERE id = $1`, [sessionId]);
+    return {
+      session_id: sessionId,
+      turn_id: settled.turn.id,
+      run_id: seized.run.id,
+      previous_lease_owner: seized.previousOwner,
+      status: settled.turn.status,
+      error: settled.turn.error,
+      // false: Redis was unreachable; the outbox relay publishes the events once it is back.
+      events_published: published,
+      queue_paused: (after as { queue_paused: boolean }[])[0]?.queue_paused ?? null,
+    };
+  }
+
+  /** Nudges the session's queue, and the takeover of a run that waits for a worker, if any. */
+  async redispatch(sessionId: string): Promise<object> {
+    if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
+    const [session] = (await this.dataSource.query(`SELECT id FROM sessions WHERE id = $1`, [sessionId])) as unknown[];
+    if (!session) throw DomainError.notFound(`Session ${sessionId}`);
+    const awaiting = (await this.dataSource.query(`SELECT id FROM runs WHERE session_id = $1 AND status = 'in_progress' AND lease_owner IS NULL`, [sessionId])) as {
+      id: string;
+    }[];
+    await this.dispatcher.nudge(sessionId);
+    for (const run of awaiting) await this.dispatcher.nudgeTakeover(sessionId, run.id);
+    return { session_id: sessionId, nudged: true, takeover_run_ids: awaiting.map((run) => run.id) };
+  }
+
+  private async nudge(sessionId: string): Promise<boolean> {
+    return this.dispatcher.nudge(sessionId).then(
+      () => true,
+      () => false,
+    );
+  }
+}

@@ -1,0 +1,144 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { DynamicModule } from '@nestjs/common';
+import type { Request, RequestHandler, Response } from 'express';
+import { LoggerModule } from 'nestjs-pino';
+import { type Logger as PinoRoot, type LoggerOptions, pino } from 'pino';
+import { pinoHttp } from 'pino-http';
+
+/**
+ * Structured logs of both processes: one pino logger per process, JSON lines on stdout (one object
+ * per line, ISO time, level label, `service`), human-readable through pino-pretty when
+ * LOG_FORMAT=pretty (what `npm start` sets). Nest's own logger and every `new Logger(...)` go
+ * through it (nestjs-pino, `app.useLogger`).
+ *
+ * Context fields: what runs inside `withLogContext({...}, fn)` carries those fields on every line
+ * it logs (an AsyncLocalStorage read by pino's mixin): `request_id` for a request on the api,
+ * `session_id`, `turn_id`, `run_id` for a run on the worker.
+ *
+ * Never logged: request or response bodies and headers (the request serializer keeps the method
+ * and path only), and whatever the redaction paths below name (credentials, message content),
+ * should a log call ever pass such an object.
+ */
+
+export type LogFields = Record<string, string | number | boolean | null | undefined>;
+
+const context = new AsyncLocalStorage<LogFields>();
+
+/** Runs `fn` with `fields` added to the log context (nested contexts keep the outer fields). */
+export function withLogContext<T>(fields: LogFields, fn: () => T): T {
+  return context.run({ ...context.getStore(), ...fields }, fn);
+}
+
+/** Changes fields of the current log context (a run that yields into its successor); no-op outside one. */
+export function setLogContext(fields: LogFields): void {
+  const store = context.getStore();
+  if (store) Object.assign(store, fields);
+}
+
+/** The fields of the current log context. */
+export function currentLogContext(): LogFields {
+  return { ...context.getStore() };
+}
+
+/** Paths pino replaces with "[redacted]": credentials and message content, at the top level and one level down. */
+export const LOG_REDACT_PATHS: string[] = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["proxy-authorization"]',
+  'req.headers["x-api-key"]',
+  'req.body',
+  'res.headers["set-cookie"]',
+  ...['authorization', 'cookie', 'password', 'secret', 'token', 'api_key', 'apiKey', 'access_token', 'client_secret', 'body', 'content', 'messages', 'input'].flatMap(
+    (key) => [key, `*.${key}`],
+  ),
+];
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export interface LogSettings {
+  level: string;
+  pretty: boolean;
+}
+
+/** LOG_LEVEL (default info) and LOG_FORMAT (`json`, the default, or `pretty`), validated. */
+export function logSettings(env: NodeJS.ProcessEnv = process.env): LogSettings {
+  const level = (env.LOG_LEVEL || 'info').toLowerCase();
+  if (!LEVELS.includes(level)) throw new Error(`LOG_LEVEL must be one of ${LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+  const format = (env.LOG_FORMAT || 'json').toLowerCase();
+  if (format !== 'json' && format !== 'pretty') throw new Error(`LOG_FORMAT must be json or pretty, got "${env.LOG_FORMAT}"`);
+  return { level, pretty: format === 'pretty' };
+}
+
+export function pinoOptions(service: string, settings: LogSettings = logSettings()): LoggerOptions {
+  const options: LoggerOptions = {
+    level: settings.level,
+    base: { service, pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' },
+    // A copy: pino merges the call's own fields into what the mixin returns.
+    mixin: () => ({ ...context.getStore() }),
+  };
+  if (settings.pretty) {
+    options.transport = {
+      target: 'pino-pretty',
+      options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service,context,req,res', messageFormat: '{if context}[{context}] {end}{msg}', singleLine: true },
+    };
+  } else {
+    options.formatters = { level: (label) => ({ level: label }) };
+  }
+  return options;
+}
+
+let root: PinoRoot | undefined;
+
+/** The process's pino logger (created on first use). */
+export function rootLogger(service: string): PinoRoot {
+  root ??= pino(pinoOptions(service));
+  return root;
+}
+
+/**
+ * nestjs-pino over the process's logger: register once in the root module, then
+ * `app.useLogger(app.get(Logger))`. Its own request middleware is not mounted (`forRoutes: []`):
+ * the api logs requests with `httpLogger()`, mounted first in the middleware chain, so that
+ * requests refused before any route (401, 413, 429) are logged too.
+ */
+export function loggingModule(service: string): DynamicModule {
+  return LoggerModule.forRoot({ pinoHttp: { logger: rootLogger(service), autoLogging: false }, forRoutes: [] });
+}
+
+/** Health and metrics probes are polled every few seconds: not logged. */
+const QUIET_PATHS = /^\/(health|metrics)(\/|\?|$)/;
+
+/**
+ * One line per request when its response finished (or the client went away): method, path,
+ * status, duration and `request_id` (the X-Request-Id the request was answered with, which must
+ * be set before this runs). 5xx at error level, the rest at info.
+ */
+export function httpLogger(service: string, requestIdOf: (res: Response) => string): RequestHandler {
+  const withId = (res: ServerResponse, value: object): object => ({ request_id: requestIdOf(res as Response), ...value });
+  const middleware = pinoHttp<IncomingMessage, ServerResponse>({
+    logger: rootLogger(service),
+    genReqId: (_req, res) => requestIdOf(res as Response),
+    quietResLogger: true,
+    autoLogging: { ignore: (req) => QUIET_PATHS.test(req.url ?? '') },
+    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
+    customSuccessMessage: (req, res) => `${req.method} ${pathOf(req)} ${res.statusCode}`,
+    customErrorMessage: (req, res) => `${req.method} ${pathOf(req)} ${res.statusCode}`,
+    customSuccessObject: (req, res, value) => withId(res, { req, ...value }),
+    customErrorObject: (req, res, _error, value) => withId(res, { req, ...value }),
+    serializers: {
+      req: (req: { method?: string; url?: string; raw?: IncomingMessage }) => ({ method: req.method, url: pathOf(req.raw ?? req) }),
+      res: (res: { statusCode?: number }) => ({ status_code: res.statusCode }),
+    },
+  });
+  return middleware as unknown as RequestHandler;
+}
+
+/** The request path without its query string (cursors and filters are not worth a log line). */
+function pathOf(req: { url?: string; originalUrl?: string } | Request): string {
+  const url = (req as Request).originalUrl ?? req.url ?? '';
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}
