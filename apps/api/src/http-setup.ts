@@ -2,6 +2,7 @@ import { type INestApplication, Logger } from '@nestjs/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Authenticator, type Principal, RateLimits } from '#libs/auth';
 import { DomainError, createValidationPipe, requestIdMiddleware, sendError, toDomainError } from '#libs/errors';
+import { httpMetricsMiddleware } from '#libs/metrics';
 
 /** Large bodies are accepted only where inline images travel: session create and event submission. */
 const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
@@ -13,6 +14,7 @@ const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
  * validation pipe.
  */
 export function configureHttp(app: INestApplication, bodyLimit: string): void {
+  app.use(httpMetricsMiddleware()); // first: refusals by the middleware below are counted too
   app.use(requestIdMiddleware);
   app.use(authenticate(app.get(Authenticator), app.get(RateLimits)));
   const large = express.json({ limit: bodyLimit });

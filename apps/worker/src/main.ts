@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppConfig, closeOnSignals } from '#libs/config';
+import { serveMetrics } from '#libs/metrics';
 import { FencingStats, WORKER_ID } from '#libs/runtime';
 import { WorkerModule } from './worker.module.js';
 
@@ -13,6 +14,7 @@ async function bootstrap(): Promise<void> {
   if (config.workerHealthPort > 0) {
     const stats = app.get(FencingStats);
     const health = createServer((req, res) => {
+      if (req.url === '/metrics') return serveMetrics(res);
       const ok = req.url === '/health';
       const body = ok ? { status: 'ok', worker_id: WORKER_ID, fenced_writes: stats.fencedWrites, fenced_publishes: stats.fencedPublishes } : { error: 'not found' };
       res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(body));

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
+import { metrics } from '#libs/metrics';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { type FrozenInputConfig, type InputEntity, InputsService } from '#libs/inputs';
 import { SessionsService } from '#libs/sessions';
@@ -238,6 +239,12 @@ export class TurnTransitions {
    * completed, an incomplete item otherwise. Null when the lease is gone.
    */
   async settle(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<Settled | null> {
+    const settled = await this.settleOnce(held, lease, output, outcome);
+    if (settled) metrics.turnFinished(settled.status, turnSeconds(settled.turn));
+    return settled;
+  }
+
+  private async settleOnce(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<Settled | null> {
     const { sessionId } = held.turn;
     return this.dataSource.transaction(async (manager) => {
       const session = await this.sessions.lock(manager, sessionId);
@@ -300,6 +307,17 @@ export class TurnTransitions {
    * stream has less.
    */
   async interruptExpired(run: RunEntity, shown: Map<string, { outputIndex: number; text: string }> | null): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
+    let ended = null as TurnEntity | null;
+    const result = await this.interruptOnce(run, shown, (turn) => (ended = turn));
+    if (result && ended) metrics.turnFinished(ended.status as Outcome['status'], turnSeconds(ended));
+    return result;
+  }
+
+  private async interruptOnce(
+    run: RunEntity,
+    shown: Map<string, { outputIndex: number; text: string }> | null,
+    onEnded: (turn: TurnEntity) => void,
+  ): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
     const { sessionId } = run;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
@@ -332,6 +350,7 @@ export class TurnTransitions {
         const error = limited ? TAKEOVER_LIMIT_ERROR : null;
         const settled = await this.turns.settle(manager, { lease: null, runId: run.id, runStatus: status, turn, error, at: now });
         if (!settled) return null;
+        onEnded(settled.turn);
         await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(settled.turn), 0, now);
         events.push(...closing);
         events.push(
@@ -384,6 +403,12 @@ export class TurnTransitions {
     ]);
     return written!;
   }
+}
+
+/** How long a turn took, from its claim to its end (waits at waitpoints included). */
+export function turnSeconds(turn: Pick<TurnEntity, 'createdAt' | 'startedAt' | 'completedAt'>): number {
+  const start = turn.startedAt ?? turn.createdAt;
+  return (new Date(turn.completedAt ?? Date.now()).getTime() - new Date(start).getTime()) / 1000;
 }
 
 /** An assistant message of a run, before it is written. */
