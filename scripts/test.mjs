@@ -14,6 +14,8 @@ const logDir = path.join(ROOT, '.data', 'test-logs');
 const { freePort } = await import('./lib/infra.mjs');
 // The worker's OpenAI-compatible endpoint: a fake server that the e2e files needing it start on this port (test/support/fake-openai.ts).
 const fakeOpenAiPort = await freePort();
+// The worker's health port serves /metrics, which the metrics test scrapes.
+const workerHealthPort = await freePort();
 const jwtSecret = randomBytes(32).toString('base64url');
 const apiKey = `yx_test_${randomBytes(24).toString('base64url')}`;
 const stack = await startStack({
@@ -22,7 +24,7 @@ const stack = await startStack({
   logDir,
   env: {
     BOOTSTRAP_API_KEY: apiKey,
-    WORKER_HEALTH_PORT: '0',
+    WORKER_HEALTH_PORT: String(workerHealthPort),
     // JSON lines in the log files, whatever the shell says (test/e2e/logs.test.ts reads them).
     LOG_FORMAT: 'json',
     LOG_LEVEL: ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '') ? process.env.LOG_LEVEL : 'info',
@@ -80,6 +82,7 @@ const code = await new Promise((resolve) => {
       TEST_API_URL_2: `http://127.0.0.1:${secondApiPort}`,
       TEST_API_KEY: apiKey,
       TEST_FAKE_OPENAI_PORT: String(fakeOpenAiPort),
+      TEST_WORKER_HEALTH_URL: `http://127.0.0.1:${workerHealthPort}`,
       TEST_JWT_SECRET: jwtSecret,
       TEST_LOG_DIR: logDir,
     },

@@ -16,4 +16,6 @@ export const env = {
   redisUrl: required('REDIS_URL'),
   /** Where the worker expects its OpenAI-compatible endpoint (OPENAI_BASE_URL): start test/support/fake-openai.ts there. */
   fakeOpenAiPort: Number(required('TEST_FAKE_OPENAI_PORT')),
+  /** The worker's health port (WORKER_HEALTH_PORT), where it serves /health and /metrics. */
+  workerHealthUrl: required('TEST_WORKER_HEALTH_URL'),
 };

@@ -7,6 +7,7 @@ import { ConfigModule, loggingModule } from '#libs/config';
 import { DatabaseModule } from '#libs/database';
 import { AllExceptionsFilter } from '#libs/errors';
 import { EventStreamModule } from '#libs/events';
+import { MetricsModule } from '#libs/metrics';
 import { ProtocolModule } from '#libs/protocol';
 import { BootstrapKey } from './bootstrap-key.js';
 import { AdminAgentsController } from './controllers/admin-agents.controller.js';
@@ -14,14 +15,15 @@ import { AdminApiKeysController } from './controllers/admin-api-keys.controller.
 import { AdminAuditController } from './controllers/admin-audit.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
 import { HealthController } from './controllers/health.controller.js';
+import { MetricsController } from './controllers/metrics.controller.js';
 import { SessionEventsController } from './controllers/session-events.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
 
 @Module({
-  imports: [loggingModule('api'), ConfigModule, DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule],
+  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule],
   // Sessions before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
-  controllers: [HealthController, SessionsController, SessionEventsController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
+  controllers: [HealthController, MetricsController, SessionsController, SessionEventsController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
   providers: [BootstrapKey, AgentsFile, SseResponder, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

@@ -3,6 +3,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { Authenticator, type Principal, RateLimits } from '#libs/auth';
 import { httpLogger, withLogContext } from '#libs/config';
 import { DomainError, createValidationPipe, requestIdMiddleware, requestIdOf, sendError, toDomainError } from '#libs/errors';
+import { httpMetricsMiddleware } from '#libs/metrics';
 
 /** Large bodies are accepted only where inline images travel: session create and event submission. */
 const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
@@ -14,6 +15,7 @@ const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
  * validation pipe.
  */
 export function configureHttp(app: INestApplication, bodyLimit: string): void {
+  app.use(httpMetricsMiddleware()); // first: refusals by the middleware below are counted too
   app.use(requestIdMiddleware);
   // One log line per request (with its request_id), and the id on every line logged while serving it.
   app.use(httpLogger('api', requestIdOf));

@@ -4,6 +4,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppConfig, closeOnSignals } from '#libs/config';
+import { serveMetrics } from '#libs/metrics';
 import { FencingStats, WORKER_ID } from '#libs/runtime';
 import { WorkerModule } from './worker.module.js';
 
@@ -15,6 +16,7 @@ async function bootstrap(): Promise<void> {
   if (config.workerHealthPort > 0) {
     const stats = app.get(FencingStats);
     const health = createServer((req, res) => {
+      if (req.url === '/metrics') return serveMetrics(res);
       const ok = req.url === '/health';
       const body = ok ? { status: 'ok', worker_id: WORKER_ID, fenced_writes: stats.fencedWrites, fenced_publishes: stats.fencedPublishes } : { error: 'not found' };
       res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(body));

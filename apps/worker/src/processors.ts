@@ -2,6 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
 import type { Job } from 'bullmq';
+import { metrics } from '#libs/metrics';
 import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
 import { RecoveryService, SessionDriver } from '#libs/runtime';
 
@@ -15,6 +16,8 @@ export abstract class JobProcessor<Names extends JobName> extends WorkerHost {
   async process(job: Job): Promise<unknown> {
     const handler = (this.handlers as Record<string, ((data: unknown) => Promise<unknown>) | undefined>)[job.name];
     if (!handler) throw new Error(`no handler for job ${job.name} on ${job.queueName}`);
+    // Waited from its enqueue, or from its scheduled time for a delayed job (the recovery sweep's).
+    metrics.jobStarted(job.queueName, ((job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000);
     try {
       return await handler(job.data);
     } catch (error) {

@@ -2,8 +2,9 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AppConfig } from '#libs/config';
 import { dataSourceOptions } from './data-source-options.js';
+import { PostgresErrorMetrics } from './postgres-metrics.js';
 
-/** The Postgres connection shared by every lib; each lib registers its own entities with forFeature. */
+/** The Postgres connection shared by every lib (its failures counted); each lib registers its own entities with forFeature. */
 @Module({
   imports: [
     TypeOrmModule.forRootAsync({
@@ -14,5 +15,6 @@ import { dataSourceOptions } from './data-source-options.js';
       }),
     }),
   ],
+  providers: [PostgresErrorMetrics],
 })
 export class DatabaseModule {}

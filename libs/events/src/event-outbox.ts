@@ -148,6 +148,19 @@ export class EventOutbox {
   }
 
   /**
+   * The relay lag: how long ago the relay watermark is (every row committed before it is confirmed
+   * in its stream). About one to two relay intervals while the relay keeps up; it grows while
+   * events cannot be published (Redis down, no worker relaying) or a long transaction holds the
+   * window back. Null before any relay state exists.
+   */
+  async relayLagSeconds(): Promise<number | null> {
+    const [row] = (await this.dataSource.query(
+      prepared(`SELECT extract(epoch FROM now() - relayed_until)::float8 AS lag FROM outbox_relay_state WHERE id = 1`),
+    )) as { lag: number | string | null }[];
+    return row?.lag === null || row?.lag === undefined ? null : Math.max(0, Number(row.lag));
+  }
+
+  /**
    * Deletes outbox rows older than the replay window (no cursor can ask for them any more) that the
    * relay has confirmed, oldest first, keeping each session's newest row so its numbering goes on.
    * Returns how many rows were deleted.

@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { DomainError } from '#libs/errors';
+import { metrics } from '#libs/metrics';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { type FrozenInputConfig, type InputEntity, InputsService } from '#libs/inputs';
 import { SessionsService } from '#libs/sessions';
@@ -249,6 +250,12 @@ export class TurnTransitions {
    * completed, an incomplete item otherwise. Null when the lease is gone.
    */
   async settle(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<Settled | null> {
+    const settled = await this.settleOnce(held, lease, output, outcome);
+    if (settled) metrics.turnFinished(settled.status, turnSeconds(settled.turn));
+    return settled;
+  }
+
+  private async settleOnce(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<Settled | null> {
     const { sessionId } = held.turn;
     return this.dataSource.transaction(async (manager) => {
       const session = await this.sessions.lock(manager, sessionId);
@@ -311,6 +318,17 @@ export class TurnTransitions {
    * stream has less.
    */
   async interruptExpired(run: RunEntity, shown: Map<string, { outputIndex: number; text: string }> | null): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
+    let ended = null as TurnEntity | null;
+    const result = await this.interruptOnce(run, shown, (turn) => (ended = turn));
+    if (result && ended) metrics.turnFinished(ended.status as Outcome['status'], turnSeconds(ended));
+    return result;
+  }
+
+  private async interruptOnce(
+    run: RunEntity,
+    shown: Map<string, { outputIndex: number; text: string }> | null,
+    onEnded: (turn: TurnEntity) => void,
+  ): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
     const { sessionId } = run;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
@@ -324,6 +342,7 @@ export class TurnTransitions {
       const limited = !ending && (await this.turns.interruptionsOf(manager, turn.id)) >= this.config.runMaxTakeovers;
       if (ending || limited) {
         const ended = await this.endRun(manager, run, turn, null, ending ? 'cancelled' : 'failed', limited ? TAKEOVER_LIMIT_ERROR : null, closing, now);
+        if (ended) onEnded(ended.turn);
         return ended ? { batch: ended.batch, awaiting: null } : null;
       }
       const epoch = await this.turns.nextEpoch(manager, sessionId);
@@ -475,6 +494,12 @@ export class TurnTransitions {
     ]);
     return written!;
   }
+}
+
+/** How long a turn took, from its claim to its end (waits at waitpoints included). */
+export function turnSeconds(turn: Pick<TurnEntity, 'createdAt' | 'startedAt' | 'completedAt'>): number {
+  const start = turn.startedAt ?? turn.createdAt;
+  return (new Date(turn.completedAt ?? Date.now()).getTime() - new Date(start).getTime()) / 1000;
 }
 
 /** An assistant message of a run, before it is written. */

@@ -2,6 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
 import type { Queue } from 'bullmq';
+import { metrics } from '#libs/metrics';
 import { JOBS, type JobPayloads, QUEUES } from './queue-names.js';
 
 /**
@@ -41,6 +42,7 @@ export class SessionDispatcher {
     try {
       await this.nudge(sessionId);
     } catch (error) {
+      metrics.redisError('queue');
       // A Redis outage fails every nudge: one line per interval, not one per request.
       this.log.warn(`dispatch nudges are failing; the outbox relay and the recovery sweep will retry: ${String(error)}`);
     }

@@ -7,3 +7,4 @@ export { toModelMessages } from './model-context.js';
 export { type NextStep, OUTCOME_UNKNOWN, planNextStep, type ToolPolicy } from './step-plan.js';
 export { toolPolicy } from './tool-policy.js';
 export { WORKER_ID } from './worker-identity.js';
+export { measuredProvider, modelCallOutcome } from './model-metrics.js';

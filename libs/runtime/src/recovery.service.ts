@@ -5,6 +5,7 @@ import { IdempotencyService, InputsService } from '#libs/inputs';
 import { SessionDispatcher } from '#libs/queue';
 import { type RunEntity, TurnsService } from '#libs/turns';
 import { TurnTransitions } from '#libs/lifecycle';
+import { metrics } from '#libs/metrics';
 
 const SWEEP_BATCH = 500;
 /** Expired rows are deleted in batches until none is left or this many batches ran (a sweep stays short). */
@@ -85,6 +86,7 @@ export class RecoveryService {
     const shown = await this.publisher.shownText(run.sessionId, run.id).catch(() => null);
     const result = await this.transitions.interruptExpired(run, shown);
     if (!result) return false;
+    metrics.runTakenOver('lease_expired');
     await this.outbox.flush(run.sessionId, result.batch);
     this.logger.warn(`run ${run.id} of session ${run.sessionId}: lease expired; ${result.awaiting ? `run ${result.awaiting} continues the turn` : 'the turn ended'}`);
     if (result.awaiting) await this.dispatcher.nudgeTakeover(run.sessionId, result.awaiting).catch(() => undefined);

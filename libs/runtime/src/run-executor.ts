@@ -8,6 +8,7 @@ import { newId } from '#libs/database';
 import { isDependencyUnavailable } from '#libs/errors';
 import { EventOutbox, EventPublisher, type OutboxBatch } from '#libs/events';
 import { InputsService } from '#libs/inputs';
+import { metrics, toolSourceLabel } from '#libs/metrics';
 import { assistantItem, type HeldTurn, type Outcome, type RunOutput, StepTransitions, TurnTransitions, turnEvents } from '#libs/lifecycle';
 import { ModelError, ModelRegistry, streamWithRetries } from '#libs/models';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
@@ -16,6 +17,7 @@ import { type CommittedStep, type Lease, type PublicError, type ToolCallSpec, Tu
 import { FencingStats } from './fencing-stats.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LiveEvents } from './live-events.js';
+import { measuredProvider } from './model-metrics.js';
 import { toModelMessages } from './model-context.js';
 import type { RunControl } from './run-control.js';
 import { LeaseLostError, ShuttingDownError, TurnCancelledError, TurnLimitError } from './run-errors.js';
@@ -152,6 +154,7 @@ export class RunExecutor {
         const batch = await this.retrying(state.lease, () => this.stepTransitions.suspend(held, state.lease, plan.kind, plan.calls), true);
         if (batch === 'cancelled') throw new TurnCancelledError();
         if (!batch) return this.fenced(state.lease, 'waitpoint');
+        if (plan.kind === 'client_tool') metrics.toolCall('client', 'delegated', plan.calls.length);
         state.keeper.pause();
         await state.publish(batch);
         return;
@@ -174,6 +177,7 @@ export class RunExecutor {
         if (!known) counts.toolCalls += 1;
         const recorded = await this.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, outcome!), true);
         if (!recorded) return this.fenced(state.lease, 'tool result');
+        metrics.toolCall(toolSourceLabel(tools.find((t) => t.name === plan.call.name)?.source), outcome!.success ? 'success' : plan.action === 'execute' ? 'error' : 'not_run');
         state.outputIndex = recorded.outputIndex;
         await state.publish(recorded.batch);
         steps = [...steps, { runId: state.lease.runId, kind: 'tool_call', status: 'completed', ref: plan.call.call_id, output: outcome! }];
@@ -227,7 +231,7 @@ export class RunExecutor {
       tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
       signal: control.abort.signal,
     };
-    const stream = streamWithRetries(provider, request, {
+    const stream = streamWithRetries(measuredProvider(provider), request, {
       maxRetries: this.config.modelMaxRetries,
       maxDelayMs: this.config.modelRetryMaxDelayMs,
       onRetry: (error, attempt, delayMs) => this.retryLog.warn(`model ${held.run.model}: ${error.code}, retry ${attempt + 1} in ${delayMs} ms`),
@@ -289,7 +293,10 @@ export class RunExecutor {
     try {
       return await this.tools.execute(tool, declarations, args.value, { idempotencyKey: `${held.turn.id}:${call.call_id}`, signal: signal.signal });
     } catch (error) {
-      if (signal.signal.aborted) throw error;
+      if (signal.signal.aborted) {
+        metrics.toolCall(toolSourceLabel(tool.source), 'aborted');
+        throw error;
+      }
       if (error instanceof ToolSourceError) return { success: false, output: `${error.code}: ${error.message}` };
       throw error;
     } finally {
@@ -382,6 +389,7 @@ export class RunExecutor {
     const { held, lease } = state;
     const successor = await this.retrying(lease, () => this.transitions.release(held, lease, state.output));
     if (!successor) return;
+    metrics.runTakenOver('released');
     await state.publish(successor.batch);
     this.logger.log(`run ${lease.runId} released at shutdown; run ${successor.run.id} continues the turn`);
     await this.dispatcher.nudgeTakeover(held.turn.sessionId, successor.run.id).catch(() => undefined);

@@ -8,6 +8,7 @@ import { ToolsModule } from '#libs/tools';
 import { TurnsModule } from '#libs/turns';
 import { FencingStats } from './fencing-stats.js';
 import { OutboxRelay } from './outbox-relay.js';
+import { QueueMetrics } from './queue-metrics.js';
 import { RecoveryService } from './recovery.service.js';
 import { RunExecutor } from './run-executor.js';
 import { SessionDriver } from './session-driver.js';
@@ -16,7 +17,7 @@ import { LifecycleModule } from '#libs/lifecycle';
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule],
-  providers: [RunExecutor, SessionDriver, RecoveryService, OutboxRelay, FencingStats],
+  providers: [RunExecutor, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics],
   exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats],
 })
 export class RuntimeModule {}

@@ -5,6 +5,7 @@ import { type Principal, RateLimits } from '#libs/auth';
 import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import { EventStreamHub, type StreamPosition } from '#libs/events';
+import { metrics } from '#libs/metrics';
 
 /** A subscriber this far behind is cut off rather than buffered without bound; it resumes with its cursor. */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
@@ -48,6 +49,7 @@ export class SseResponder {
       'X-Accel-Buffering': 'no',
     });
     res.write(': connected\n\n');
+    metrics.sseOpened();
 
     let closed = false;
     const heartbeat = setInterval(() => {
@@ -63,6 +65,7 @@ export class SseResponder {
     // fires as soon as the request body has been read.
     res.on('close', () => {
       closed = true;
+      metrics.sseClosed();
       clearInterval(heartbeat);
       void this.limits.releaseStream(principal, slot);
       void subscription.then((s) => s.close()).catch(() => undefined);

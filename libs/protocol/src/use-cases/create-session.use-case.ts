@@ -4,6 +4,7 @@ import { agentViewerOf, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService } from '#libs/inputs';
+import { metrics } from '#libs/metrics';
 import { ModelRegistry } from '#libs/models';
 import { SessionsService } from '#libs/sessions';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
@@ -36,7 +37,7 @@ export class CreateSession {
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
 
-    return this.acceptance.accept(principal, 'sessions.create', key, { operation: 'sessions.create', body: { ...dto, input: messages } }, async (manager) => {
+    const result = await this.acceptance.accept(principal, 'sessions.create', key, { operation: 'sessions.create', body: { ...dto, input: messages } }, async (manager) => {
       const session = await this.sessions.create(
         manager,
         {
@@ -70,5 +71,7 @@ export class CreateSession {
       if (receipt) events.push({ type: 'yuxi.session.event.accepted', receipt });
       return { status: 201, body, sessionId: session.id, receipt, events, nudge: receipt !== null };
     });
+    if (messages && !result.replayed) metrics.inputAccepted('agent.session.input.message');
+    return result;
   }
 }

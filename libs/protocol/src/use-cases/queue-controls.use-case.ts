@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import type { IdempotentResponse } from '#libs/inputs';
-import { SessionControls } from '#libs/lifecycle';
+import { SessionControls, turnSeconds } from '#libs/lifecycle';
+import { metrics } from '#libs/metrics';
 import { RunSignals } from '#libs/queue';
 import { toTurnDto, type TurnEntity } from '#libs/turns';
 import type { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto } from '../dto/update-session.dto.js';
@@ -59,8 +60,11 @@ export class CancelTurn {
   ) {}
 
   async execute(principal: Principal, sessionId: string, event: CancelTurnEventDto, key: string): Promise<IdempotentResponse> {
+    let ended = null as TurnEntity | null;
     const result = await this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
       const { turn, runId, events } = await this.controls.cancelTurn(manager, session, { turnId: event.yuxi?.turn_id, expectedRunId: event.yuxi?.expected_run_id });
+      // A turn waiting at a waitpoint ends here, with no worker to count it.
+      ended = turn.status === 'cancelled' ? turn : null;
       // In the outbox with the cancel itself, so it precedes the terminal event on every stream;
       // clients show "stopping" from here on (turn.yuxi.cancellation_pending).
       return {
@@ -68,6 +72,7 @@ export class CancelTurn {
         events: [{ type: 'yuxi.session.turn.state', turn_id: turn.id, turn: toTurnDetailState(turn) }, ...events],
       };
     });
+    if (!result.replayed && ended) metrics.turnFinished('cancelled', turnSeconds(ended));
     if (!result.replayed && result.receipt?.run_id) {
       void this.signals.requestCancel(result.receipt.run_id).catch((error: unknown) => this.logger.warn(`cancel signal not sent: ${String(error)}`));
     }

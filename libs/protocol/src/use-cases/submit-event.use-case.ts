@@ -4,6 +4,7 @@ import { validate } from 'class-validator';
 import type { Principal } from '#libs/auth';
 import { DomainError, flattenValidationErrors } from '#libs/errors';
 import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
+import { metrics } from '#libs/metrics';
 import { MessageEventDto, PROTOCOL_EVENT_TYPES } from '../dto/submit-event.dto.js';
 import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto } from '../dto/update-session.dto.js';
 import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
@@ -25,6 +26,13 @@ export class SubmitEvent {
   ) {}
 
   async execute(principal: Principal, sessionId: string, events: Record<string, unknown>[], rawKey: string | undefined): Promise<IdempotentResponse> {
+    const result = await this.dispatch(principal, sessionId, events, rawKey);
+    // Only known types get this far (anything else is refused above): a closed label set.
+    if (!result.replayed) metrics.inputAccepted(String(events[0]?.type));
+    return result;
+  }
+
+  private async dispatch(principal: Principal, sessionId: string, events: Record<string, unknown>[], rawKey: string | undefined): Promise<IdempotentResponse> {
     const key = IdempotencyService.requireKey(rawKey);
     const raw = events[0] ?? {};
     const type = raw.type;

@@ -1,0 +1,40 @@
+import type { ServerResponse } from 'node:http';
+import type { Application, NextFunction, Request, Response } from 'express';
+import { type Metrics, metrics as processMetrics } from './metrics.js';
+import { routeLabel, routeMatcher, type RouteMatcher } from './route-label.js';
+
+/** The status label of a request whose client left before any response was sent (nginx's convention). */
+export const CLIENT_CLOSED_STATUS = '499';
+
+/**
+ * Counts and times every request by method, route pattern and status, when its response closes
+ * (finished or cut). Install it first, so refusals by later middleware (401, 413, 429) count too.
+ */
+export function httpMetricsMiddleware(target: Metrics = processMetrics): (req: Request, res: Response, next: NextFunction) => void {
+  let matcher: RouteMatcher | null = null;
+  return (req, res, next) => {
+    const started = performance.now();
+    res.once('close', () => {
+      // Routes are all registered by the first request (Nest registers them before it listens).
+      matcher ??= routeMatcher(routePatterns(req.app));
+      const status = res.headersSent ? String(res.statusCode) : CLIENT_CLOSED_STATUS;
+      const stream = String(res.getHeader('content-type') ?? '').startsWith('text/event-stream');
+      target.httpRequest(req.method, routeLabel(req.route as { path?: unknown } | undefined, req.baseUrl, req.path, matcher), status, stream ? null : (performance.now() - started) / 1000);
+    });
+    next();
+  };
+}
+
+/** The path patterns of the app's routes, in registration order (Express 5: `app.router.stack`). */
+function routePatterns(app: Application): string[] {
+  const stack = (app as unknown as { router?: { stack?: { route?: { path?: unknown } }[] } }).router?.stack ?? [];
+  return stack.flatMap((layer) => (typeof layer.route?.path === 'string' ? [layer.route.path] : []));
+}
+
+/** Answers a scrape on a plain node:http server (the worker's health port). */
+export function serveMetrics(res: ServerResponse, target: Metrics = processMetrics): void {
+  target.scrape().then(
+    (body) => res.writeHead(200, { 'content-type': target.contentType }).end(body),
+    (error: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}\n`),
+  );
+}

@@ -1,0 +1,262 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, type Metric, Registry } from 'prom-client';
+
+/** Which process a metric is exposed by. */
+export type ProcessRole = 'api' | 'worker';
+export type TurnOutcome = 'completed' | 'failed' | 'cancelled';
+export type TakeoverReason = 'lease_expired' | 'released';
+export type ToolSource = 'builtin' | 'mcp' | 'client' | 'unknown';
+/** success / error: the tool ran; not_run: a result recorded without running it; delegated: handed to the client; aborted: stopped mid-call. */
+export type ToolCallOutcome = 'success' | 'error' | 'not_run' | 'delegated' | 'aborted';
+export type PostgresComponent = 'connect' | 'query' | 'pool';
+export interface TokenUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+}
+export interface QueueCount {
+  queue: string;
+  state: string;
+  count: number;
+}
+
+/** A metric's documented shape (docs/metrics.md lists exactly these). */
+export interface MetricDefinition {
+  name: string;
+  type: 'counter' | 'gauge' | 'histogram';
+  labels: string[];
+  roles: ProcessRole[];
+}
+
+const TURN_OUTCOMES: TurnOutcome[] = ['completed', 'failed', 'cancelled'];
+const TAKEOVER_REASONS: TakeoverReason[] = ['lease_expired', 'released'];
+const POSTGRES_COMPONENTS: PostgresComponent[] = ['connect', 'query', 'pool'];
+/** A scrape never waits longer than this for a gauge read from Postgres or Redis; the gauge is then left out. */
+const COLLECT_TIMEOUT_MS = 2_000;
+
+const BOTH: ProcessRole[] = ['api', 'worker'];
+const API: ProcessRole[] = ['api'];
+const WORKER: ProcessRole[] = ['worker'];
+
+/**
+ * Every metric of the api and the worker, with one typed recording method each, so instrumented
+ * code stays one line. A process registers the metrics of its role (`register`) in its own
+ * registry, with prom-client's default process metrics; recording a metric of the other role is
+ * harmless and never exposed. Names are prefixed `yuxi_`; label values come from closed sets (the
+ * HTTP route is the matched pattern, never the raw path).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private role: ProcessRole | null = null;
+  private readonly defs: { metric: Metric; type: MetricDefinition['type']; name: string; labels: string[]; roles: ProcessRole[] }[] = [];
+  private relayLagSource: (() => Promise<number | null>) | null = null;
+  private queueDepthSource: (() => Promise<QueueCount[]>) | null = null;
+
+  // --- api ---
+  private readonly httpRequests = this.counter(API, 'yuxi_http_requests_total', 'HTTP requests answered, by method, route pattern and status', ['method', 'route', 'status']);
+  private readonly httpDuration = this.histogram(
+    API,
+    'yuxi_http_request_duration_seconds',
+    'HTTP request latency from arrival to the end of the response (event streams are not observed: their duration is the connection)',
+    ['method', 'route', 'status'],
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  );
+  private readonly inputs = this.counter(API, 'yuxi_inputs_accepted_total', 'Inputs accepted (a new receipt, replays excluded), by event type', ['type']);
+  private readonly sse = this.gauge(API, 'yuxi_sse_connections', 'Open SSE event streams of this process', []);
+  private readonly relayLag = this.gauge(
+    API,
+    'yuxi_event_relay_lag_seconds',
+    'Age of the outbox relay watermark: every event committed before it is confirmed in its Redis stream (read from Postgres on scrape)',
+    [],
+    async () => this.collectRelayLag(),
+  );
+
+  // --- both ---
+  private readonly turnsFinished = this.counter(BOTH, 'yuxi_turns_finished_total', 'Turns that ended, by outcome', ['outcome']);
+  private readonly turnDuration = this.histogram(
+    BOTH,
+    'yuxi_turn_duration_seconds',
+    'Turn duration from its claim to its end (waits at waitpoints included), by outcome',
+    ['outcome'],
+    [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900],
+  );
+  private readonly redisErrors = this.counter(BOTH, 'yuxi_redis_errors_total', 'Redis connection errors and commands that failed for want of Redis (timeouts, closed connections), by connection', [
+    'component',
+  ]);
+  private readonly postgresErrors = this.counter(BOTH, 'yuxi_postgres_errors_total', 'Postgres errors: connections that could not be opened, failed statements, pooled connections that broke', [
+    'component',
+  ]);
+
+  // --- worker ---
+  private readonly queueJobs = this.gauge(WORKER, 'yuxi_queue_jobs', 'BullMQ jobs by queue and state (read from Redis on scrape)', ['queue', 'state'], async () => this.collectQueueDepth());
+  private readonly jobWait = this.histogram(
+    WORKER,
+    'yuxi_queue_job_wait_seconds',
+    'Time a job waited from its enqueue (or scheduled time) to the start of its processing',
+    ['queue'],
+    [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60],
+  );
+  private readonly takeovers = this.counter(WORKER, 'yuxi_run_takeovers_total', 'Runs interrupted and handed to a new run of their turn that any worker takes over, by reason', ['reason']);
+  private readonly modelCalls = this.counter(WORKER, 'yuxi_model_calls_total', 'Model provider calls (each retry is a call), by provider and outcome', ['provider', 'outcome']);
+  private readonly modelDuration = this.histogram(
+    WORKER,
+    'yuxi_model_call_duration_seconds',
+    'Model call latency from the request to the end of its stream, by provider',
+    ['provider'],
+    [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120],
+  );
+  private readonly modelTokens = this.counter(WORKER, 'yuxi_model_tokens_total', 'Tokens reported by model providers, by provider and kind (cached: input tokens served from the prompt cache)', [
+    'provider',
+    'kind',
+  ]);
+  private readonly toolCalls = this.counter(WORKER, 'yuxi_tool_calls_total', 'Tool calls of the model handled by the worker, by source and outcome', ['source', 'outcome']);
+
+  /**
+   * Exposes the metrics of `role` (and the default process metrics, `yuxi_` prefixed) in this
+   * registry, every series labelled `app=<role>`. Once per process; a second call is ignored.
+   */
+  register(role: ProcessRole): void {
+    if (this.role) return;
+    this.role = role;
+    this.registry.setDefaultLabels({ app: role });
+    for (const def of this.defs) if (def.roles.includes(role)) this.registry.registerMetric(def.metric);
+    collectDefaultMetrics({ register: this.registry, prefix: 'yuxi_' });
+    // Known label values start at zero, so rate() and increase() see their first event.
+    for (const outcome of TURN_OUTCOMES) {
+      this.turnsFinished.inc({ outcome }, 0);
+      this.turnDuration.zero({ outcome });
+    }
+    for (const component of POSTGRES_COMPONENTS) this.postgresErrors.inc({ component }, 0);
+    for (const reason of TAKEOVER_REASONS) this.takeovers.inc({ reason }, 0);
+  }
+
+  /** The registered metrics in the Prometheus text format. */
+  async scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Every metric with its type, labels and the processes that expose it. */
+  definitions(): MetricDefinition[] {
+    return this.defs.map(({ name, type, labels, roles }) => ({ name, type, labels, roles }));
+  }
+
+  // --- recording ---
+
+  /** `seconds` null: counted, not timed (an event stream). */
+  httpRequest(method: string, route: string, status: string, seconds: number | null): void {
+    const labels = { method, route, status };
+    this.httpRequests.inc(labels);
+    if (seconds !== null) this.httpDuration.observe(labels, seconds);
+  }
+
+  inputAccepted(type: string): void {
+    this.inputs.inc({ type });
+  }
+
+  sseOpened(): void {
+    this.sse.inc();
+  }
+
+  sseClosed(): void {
+    this.sse.dec();
+  }
+
+  turnFinished(outcome: TurnOutcome, seconds: number): void {
+    this.turnsFinished.inc({ outcome });
+    this.turnDuration.observe({ outcome }, Math.max(0, seconds));
+  }
+
+  redisError(component: string): void {
+    this.redisErrors.inc({ component });
+  }
+
+  postgresError(component: PostgresComponent): void {
+    this.postgresErrors.inc({ component });
+  }
+
+  jobStarted(queue: string, waitSeconds: number): void {
+    this.jobWait.observe({ queue }, Math.max(0, waitSeconds));
+  }
+
+  runTakenOver(reason: TakeoverReason): void {
+    this.takeovers.inc({ reason });
+  }
+
+  modelCall(provider: string, outcome: string, seconds: number): void {
+    this.modelCalls.inc({ provider, outcome });
+    this.modelDuration.observe({ provider }, seconds);
+  }
+
+  modelUsage(provider: string, usage: TokenUsage): void {
+    this.modelTokens.inc({ provider, kind: 'input' }, usage.input_tokens);
+    this.modelTokens.inc({ provider, kind: 'output' }, usage.output_tokens);
+    this.modelTokens.inc({ provider, kind: 'cached' }, usage.cached_tokens);
+  }
+
+  toolCall(source: ToolSource, outcome: ToolCallOutcome, count = 1): void {
+    this.toolCalls.inc({ source, outcome }, count);
+  }
+
+  // --- gauges read on scrape ---
+
+  /** Where the relay lag is read from on each scrape (the api sets it; null: unknown). */
+  setRelayLagSource(source: () => Promise<number | null>): void {
+    this.relayLagSource = source;
+  }
+
+  /** Where queue depths are read from on each scrape (the worker sets it). */
+  setQueueDepthSource(source: () => Promise<QueueCount[]>): void {
+    this.queueDepthSource = source;
+  }
+
+  /** NaN when unknown (Postgres could not be read): never a stale value. */
+  private async collectRelayLag(): Promise<void> {
+    const lag = this.relayLagSource ? await bounded(this.relayLagSource()) : null;
+    this.relayLag.set(lag ?? Number.NaN);
+  }
+
+  private async collectQueueDepth(): Promise<void> {
+    const counts = this.queueDepthSource ? await bounded(this.queueDepthSource()) : null;
+    this.queueJobs.reset();
+    for (const { queue, state, count } of counts ?? []) this.queueJobs.set({ queue, state }, count);
+  }
+
+  // --- definitions ---
+
+  private counter<L extends string>(roles: ProcessRole[], name: string, help: string, labels: L[]): Counter<L> {
+    return this.define(roles, 'counter', labels, new Counter({ name, help, labelNames: labels, registers: [] }));
+  }
+
+  private gauge<L extends string>(roles: ProcessRole[], name: string, help: string, labels: L[], collect?: () => Promise<void>): Gauge<L> {
+    return this.define(roles, 'gauge', labels, new Gauge({ name, help, labelNames: labels, registers: [], ...(collect ? { collect } : {}) }));
+  }
+
+  private histogram<L extends string>(roles: ProcessRole[], name: string, help: string, labels: L[], buckets: number[]): Histogram<L> {
+    return this.define(roles, 'histogram', labels, new Histogram({ name, help, labelNames: labels, buckets, registers: [] }));
+  }
+
+  private define<M extends Metric>(roles: ProcessRole[], type: MetricDefinition['type'], labels: string[], metric: M): M {
+    this.defs.push({ metric, type, name: (metric as unknown as { name: string }).name, labels, roles });
+    return metric;
+  }
+}
+
+/** The value, or null when it failed or took longer than a scrape may wait. */
+async function bounded<T>(promise: Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), COLLECT_TIMEOUT_MS);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise.catch(() => null), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** This process's metrics. */
+export const metrics = new Metrics();
