@@ -8,7 +8,8 @@ import { configureHttp } from './http-setup.js';
 import { mountOpenApi } from './openapi/openapi.js';
 
 async function bootstrap(): Promise<void> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false });
+  // forceCloseConnections: whatever the graceful drain (HttpDrain) left open is destroyed when the server closes.
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, forceCloseConnections: true });
   const config = app.get(AppConfig);
   // API responses are dynamic JSON: hashing each body for an ETag costs CPU on every read and no
   // client of this API revalidates with it. The framework banner header is noise.

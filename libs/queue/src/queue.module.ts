@@ -4,6 +4,7 @@ import { AppConfig } from '#libs/config';
 import { QUEUES } from './queue-names.js';
 import { RunSignals, signalsRedisProviders } from './run-signals.js';
 import { SessionDispatcher } from './session-dispatcher.js';
+import { presenceRedisProvider, WorkerPresence } from './worker-presence.js';
 
 @Module({
   imports: [
@@ -22,7 +23,7 @@ import { SessionDispatcher } from './session-dispatcher.js';
       }),
     ),
   ],
-  providers: [SessionDispatcher, RunSignals, ...signalsRedisProviders],
-  exports: [SessionDispatcher, RunSignals, BullModule],
+  providers: [SessionDispatcher, RunSignals, ...signalsRedisProviders, WorkerPresence, presenceRedisProvider],
+  exports: [SessionDispatcher, RunSignals, BullModule, WorkerPresence],
 })
 export class QueueModule {}
