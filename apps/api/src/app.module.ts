@@ -19,11 +19,13 @@ import { MetricsController } from './controllers/metrics.controller.js';
 import { SessionEventsController } from './controllers/session-events.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
+import { HealthModule } from './health.module.js';
+import { HttpDrain } from './http-drain.js';
 
 @Module({
-  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule],
+  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule, HealthModule],
   // Sessions before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [HealthController, MetricsController, SessionsController, SessionEventsController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
-  providers: [BootstrapKey, AgentsFile, SseResponder, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
+  providers: [BootstrapKey, AgentsFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

@@ -9,7 +9,8 @@ import { configureHttp } from './http-setup.js';
 import { mountOpenApi } from './openapi/openapi.js';
 
 async function bootstrap(): Promise<void> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true });
+  // forceCloseConnections: whatever the graceful drain (HttpDrain) left open is destroyed when the server closes.
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true, forceCloseConnections: true });
   app.useLogger(app.get(PinoNestLogger));
   const config = app.get(AppConfig);
   // API responses are dynamic JSON: hashing each body for an ETag costs CPU on every read and no

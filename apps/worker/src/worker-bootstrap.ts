@@ -2,9 +2,10 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { AppConfig } from '#libs/config';
-import { JOBS, QUEUE_JOBS, QUEUES } from '#libs/queue';
-import { OutboxRelay, SessionDriver } from '#libs/runtime';
+import { JOBS, QUEUE_JOBS, QUEUES, WorkerPresence } from '#libs/queue';
+import { OutboxRelay, SessionDriver, WORKER_ID } from '#libs/runtime';
 import { MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor } from './processors.js';
+import { ConsumerHealth } from './worker-health.js';
 
 /**
  * Starts consuming only after the whole context is initialised, and refuses to start when a job
@@ -22,6 +23,8 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     private readonly config: AppConfig,
     private readonly driver: SessionDriver,
     private readonly relay: OutboxRelay,
+    private readonly presence: WorkerPresence,
+    private readonly consumers: ConsumerHealth,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -41,9 +44,12 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     this.scheduleTimer = setInterval(() => void this.scheduleSweep().catch(() => undefined), Math.max(this.config.recoverySweepMs, 5_000));
     this.sessionsProcessor.worker.concurrency = this.config.workerConcurrency;
     this.relay.start();
+    this.consumers.prepare();
     for (const processor of Object.values(processors)) {
       processor.worker.run().catch((error: unknown) => this.logger.error(`worker stopped: ${String(error)}`));
     }
+    // The api's readiness counts the workers announced here (and consuming).
+    this.presence.start(WORKER_ID, () => this.consumers.allRunning());
     this.logger.log(`consuming ${Object.keys(processors).join(', ')} (session concurrency ${this.config.workerConcurrency})`);
   }
 
@@ -62,6 +68,7 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
    */
   async beforeApplicationShutdown(): Promise<void> {
     if (this.scheduleTimer) clearInterval(this.scheduleTimer);
+    await this.presence.stop();
     this.driver.stopClaiming();
     await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close(), this.relay.stop()]);
   }

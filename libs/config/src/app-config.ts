@@ -21,6 +21,8 @@ export class AppConfig {
   readonly idempotencyTtlHours: number;
   readonly workerConcurrency: number;
   readonly workerHealthPort: number;
+  /** How often a worker announces itself in Redis; the announcement lives three times as long. */
+  readonly workerHeartbeatMs: number;
   readonly dbPoolSize: number;
   readonly dbQueryTimeoutMs: number;
   readonly openaiBaseUrl: string;
@@ -62,6 +64,7 @@ export class AppConfig {
     this.idempotencyTtlHours = int(env, 'IDEMPOTENCY_TTL_HOURS', 24);
     this.workerConcurrency = int(env, 'WORKER_CONCURRENCY', 32);
     this.workerHealthPort = int(env, 'WORKER_HEALTH_PORT', 3001);
+    this.workerHeartbeatMs = Math.max(100, int(env, 'WORKER_HEARTBEAT_MS', 5_000));
     this.dbPoolSize = int(env, 'DB_POOL_SIZE', 20);
     this.dbQueryTimeoutMs = int(env, 'DB_QUERY_TIMEOUT_MS', 10_000);
     this.openaiBaseUrl = env.OPENAI_BASE_URL || 'https://api.openai.com/v1';

@@ -2,3 +2,4 @@ export { JOBS, type JobName, type JobPayloads, QUEUE_JOBS, QUEUES } from './queu
 export { QueueModule } from './queue.module.js';
 export { SessionDispatcher } from './session-dispatcher.js';
 export { RunSignals } from './run-signals.js';
+export { type WorkerAnnouncement, WorkerPresence, workerPresenceKey, WORKERS_SET } from './worker-presence.js';

@@ -5,6 +5,7 @@ import { QUEUES } from './queue-names.js';
 import { QuietQueue, QuietWorker } from './quiet-bullmq.js';
 import { RunSignals, signalsRedisProviders } from './run-signals.js';
 import { SessionDispatcher } from './session-dispatcher.js';
+import { presenceRedisProvider, WorkerPresence } from './worker-presence.js';
 
 // Every queue and worker @nestjs/bullmq creates listens for its connections' errors (see quiet-bullmq).
 BullModule.queueClass = QuietQueue;
@@ -27,7 +28,7 @@ BullModule.workerClass = QuietWorker;
       }),
     ),
   ],
-  providers: [SessionDispatcher, RunSignals, ...signalsRedisProviders],
-  exports: [SessionDispatcher, RunSignals, BullModule],
+  providers: [SessionDispatcher, RunSignals, ...signalsRedisProviders, WorkerPresence, presenceRedisProvider],
+  exports: [SessionDispatcher, RunSignals, BullModule, WorkerPresence],
 })
 export class QueueModule {}

@@ -1,13 +1,92 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Res, ServiceUnavailableException } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
+import { HealthCheck, type HealthCheckResult, HealthCheckService, type HealthIndicatorFunction, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import type { Response } from 'express';
 import { PublicRoute } from '#libs/auth';
+import { WorkerPresence } from '#libs/queue';
 
+/** Each readiness check fails (its indicator `down`) after this long; the checks run in parallel. */
+export const READY_CHECK_TIMEOUT_MS = 2_000;
+
+/**
+ * Terminus health of the api, public (no credentials) and outside the OpenAPI document:
+ * `/health/live` says the process serves HTTP (no dependency is asked), `/health/ready` that it can
+ * do its work — Postgres and Redis answer and at least one worker is alive and consuming.
+ * `/health` is the liveness alias the scripts wait on. 503 with the same body when a check fails.
+ */
 @ApiExcludeController()
 @PublicRoute()
 @Controller('health')
 export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly indicators: HealthIndicatorService,
+    private readonly database: TypeOrmHealthIndicator,
+    private readonly presence: WorkerPresence,
+  ) {}
+
   @Get()
-  health(): { status: 'ok' } {
-    return { status: 'ok' };
+  @HealthCheck({ noCache: true, swaggerDocumentation: false })
+  alias(@Res({ passthrough: true }) res: Response): Promise<HealthCheckResult> {
+    return this.live(res);
   }
+
+  @Get('live')
+  @HealthCheck({ noCache: true, swaggerDocumentation: false })
+  live(@Res({ passthrough: true }) res: Response): Promise<HealthCheckResult> {
+    return run(res, this.health, [() => this.indicators.check('process').up({ pid: process.pid, uptime_s: Math.round(process.uptime()) })]);
+  }
+
+  @Get('ready')
+  @HealthCheck({ noCache: true, swaggerDocumentation: false })
+  ready(@Res({ passthrough: true }) res: Response): Promise<HealthCheckResult> {
+    return run(res, this.health, [
+      () => this.database.pingCheck('database').withTimeout(READY_CHECK_TIMEOUT_MS),
+      () =>
+        this.indicators
+          .check('redis')
+          .attempt(() => this.presence.ping())
+          .withTimeout(READY_CHECK_TIMEOUT_MS),
+      () => this.workers(),
+    ]);
+  }
+
+  /** Up when at least one worker announced itself within the last three heartbeats and consumes. */
+  private async workers() {
+    const check = this.indicators.check('workers');
+    let live;
+    try {
+      live = await withTimeout(this.presence.live(), READY_CHECK_TIMEOUT_MS);
+    } catch (error) {
+      return check.down({ message: `worker presence unreadable: ${error instanceof Error ? error.message : String(error)}` });
+    }
+    const consuming = live.filter((worker) => worker.consuming).length;
+    if (consuming > 0) return check.up({ live: live.length, consuming });
+    return check.down({
+      live: live.length,
+      consuming,
+      message: live.length === 0 ? `no worker announced itself within the last ${this.presence.ttlMs} ms` : 'no live worker is consuming its queues',
+    });
+  }
+}
+
+/** Terminus answers a failed check with a 503 exception: the same body is sent, with that status. */
+async function run(res: Response, health: HealthCheckService, checks: HealthIndicatorFunction[]): Promise<HealthCheckResult> {
+  try {
+    return await health.check(checks);
+  } catch (error) {
+    if (!(error instanceof ServiceUnavailableException)) throw error;
+    res.status(503);
+    return error.getResponse() as HealthCheckResult;
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timeout of ${ms}ms exceeded`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
