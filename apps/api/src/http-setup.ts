@@ -15,8 +15,8 @@ const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
  * validation pipe.
  */
 export function configureHttp(app: INestApplication, bodyLimit: string): void {
-  app.use(httpMetricsMiddleware()); // first: refusals by the middleware below are counted too
   app.use(requestIdMiddleware);
+  app.use(httpMetricsMiddleware()); // before auth: refusals by the middleware below are counted too
   // One log line per request (with its request_id), and the id on every line logged while serving it.
   app.use(httpLogger('api', requestIdOf));
   app.use(bindRequestLogContext);

@@ -46,7 +46,12 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     this.relay.start();
     this.consumers.prepare();
     for (const processor of Object.values(processors)) {
-      processor.worker.run().catch((error: unknown) => this.logger.error(`worker stopped: ${String(error)}`));
+      // A consumer whose loop died leaves a process that looks alive and does nothing: exit, and let
+      // the launcher or the orchestrator start a fresh one (unless this is the shutdown itself).
+      processor.worker.run().catch((error: unknown) => {
+        this.logger.error(`worker stopped: ${String(error)}`);
+        if (!processor.worker.closing) process.exit(1);
+      });
     }
     // The api's readiness counts the workers announced here (and consuming).
     this.presence.start(WORKER_ID, () => this.consumers.allRunning());

@@ -5,11 +5,17 @@ import type { INestApplicationContext } from '@nestjs/common';
  * is clean for orchestrators, and exit-time tooling (--cpu-prof) gets to write its output.
  * (Nest's enableShutdownHooks re-raises the signal after closing instead.)
  */
-export function closeOnSignals(app: INestApplicationContext, onClose: () => void = () => undefined): void {
+export function closeOnSignals(app: INestApplicationContext, onClose: () => void = () => undefined, deadlineMs = shutdownDeadlineMs()): void {
   let closing = false;
   const close = (): void => {
     if (closing) return;
     closing = true;
+    // Whatever hangs the close (a dependency that never answers during an outage) must not outlive
+    // the orchestrator's grace period: exit non-zero before it would SIGKILL us.
+    setTimeout(() => {
+      console.error(`shutdown did not finish within ${deadlineMs} ms; exiting`);
+      process.exit(1);
+    }, deadlineMs).unref();
     onClose();
     app.close().then(
       () => process.exit(0),
@@ -21,4 +27,10 @@ export function closeOnSignals(app: INestApplicationContext, onClose: () => void
   };
   process.once('SIGTERM', close);
   process.once('SIGINT', close);
+}
+
+/** SHUTDOWN_TIMEOUT_MS (default 25 s: inside the 30 s grace period the deployment files give). */
+function shutdownDeadlineMs(): number {
+  const value = Number(process.env.SHUTDOWN_TIMEOUT_MS ?? '');
+  return Number.isInteger(value) && value > 0 ? value : 25_000;
 }

@@ -1,4 +1,5 @@
 import type { DataSourceOptions } from 'typeorm';
+import { QueryLogger } from './query-logger.js';
 import { InitialSchema1764460800000 } from './migrations/1764460800000-initial-schema.js';
 import { SessionOverview1764547200000 } from './migrations/1764547200000-session-overview.js';
 import { LeanWriteIndexes1764633600000 } from './migrations/1764633600000-lean-write-indexes.js';
@@ -35,5 +36,6 @@ export function dataSourceOptions(url: string, poolSize: number, queryTimeoutMs 
     poolSize,
     extra: { max: poolSize, connectionTimeoutMillis: 5_000, ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}) },
     logging: ['error', 'warn', 'migration'],
+    logger: new QueryLogger(),
   };
 }

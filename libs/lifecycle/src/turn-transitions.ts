@@ -392,6 +392,9 @@ export class TurnTransitions {
     const { sessionId } = seized.turn;
     return this.dataSource.transaction(async (manager) => {
       const session = await this.sessions.lock(manager, sessionId);
+      // Checked before anything is written: a lease lost meanwhile (another operator, or the CLI too
+      // slow) must not leave items behind without the events that announce them.
+      if (!(await this.turns.lockHeldRun(manager, seized.lease))) return null;
       const turn = await this.turns.findTurn(manager, seized.turn.id);
       const run = await this.turns.getRunIn(manager, seized.run.id);
       if (!turn || !run) return null;

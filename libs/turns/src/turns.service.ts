@@ -270,6 +270,12 @@ export class TurnsService {
     return manager.getRepository(RunEntity).findOneBy({ id: runId });
   }
 
+  /** Locks a run still held through `lease` (runs before items, as renewals lock them); false when the lease is gone. */
+  async lockHeldRun(manager: EntityManager, lease: Lease): Promise<boolean> {
+    const rows = (await manager.query(prepared(`SELECT 1 FROM runs WHERE ${HELD('$1', '$2', '$3')} FOR UPDATE`), [lease.runId, lease.owner, lease.epoch])) as unknown[];
+    return rows.length > 0;
+  }
+
   /** Locks a run whose lease expired (runs before items, as renewals lock them); false when it is not expired (any more). */
   async lockExpiredRun(manager: EntityManager, runId: string): Promise<boolean> {
     const rows = (await manager.query(prepared(`SELECT 1 FROM runs WHERE id = $1 AND status = 'in_progress' AND lease_expires_at < now() FOR UPDATE`), [

@@ -94,6 +94,7 @@ export class Operations {
    * waiting behind the turn are paused, as behind any failed turn (`unpause` resumes them).
    */
   async failTurn(turnId: string, reason: string | undefined): Promise<object> {
+    if (!isUuid(turnId)) throw DomainError.notFound(`Turn ${turnId}`);
     const owner = `operator:${hostname()}:${process.pid}`;
     const seized = await this.transitions.seize(turnId, owner);
     const { sessionId } = seized.turn;
