@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ThrottledLog } from '#libs/config';
 import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
-import { canonicalJson, prepared } from '#libs/database';
+import { canonicalJson, prepared, QueryLogger } from '#libs/database';
 import { resolveMode } from '#libs/lifecycle';
 import { parseAgentInput } from '#libs/protocol';
 
@@ -123,5 +123,17 @@ describe('throttled log', () => {
     log.warn('job failed', 'recovery.sweep');
     log.error('job failed again', 'recovery.sweep');
     assert.deepEqual(lines, ['redis down', 'job failed']);
+  });
+});
+
+describe('query logger', () => {
+  it('logs failed prepared statements and strings without throwing, and never their parameters', () => {
+    const lines: string[] = [];
+    const logger = new QueryLogger();
+    (logger as unknown as { logger: { warn(message: string): void } }).logger = { warn: (message) => lines.push(message) };
+    logger.logQueryError(new Error('timeout'), { name: 'p1', text: 'SELECT id\nFROM sessions WHERE id = $1' });
+    logger.logQueryError('boom', 'INSERT INTO inputs VALUES ($1)');
+    logger.logQueryError('odd', 42);
+    assert.deepEqual(lines, ['query failed: timeout (SELECT id)', 'query failed: boom (INSERT INTO inputs VALUES ($1))', 'query failed: odd ()']);
   });
 });

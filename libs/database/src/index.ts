@@ -4,3 +4,4 @@ export { isUuid, newId, unixSeconds } from './ids.js';
 export { type Page, type PageQuery, toPage } from './pagination.js';
 export { prepared, preparedUpTo } from './prepared.js';
 export { canonicalJson } from './canonical-json.js';
+export { QueryLogger } from './query-logger.js';

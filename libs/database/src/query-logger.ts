@@ -11,12 +11,12 @@ export class QueryLogger implements TypeOrmLogger {
 
   logQuery(): void {}
 
-  logQueryError(error: string | Error, query: string): void {
+  logQueryError(error: string | Error, query: unknown): void {
     const message = error instanceof Error ? error.message : error;
     this.logger.warn(`query failed: ${message} (${firstLine(query)})`);
   }
 
-  logQuerySlow(time: number, query: string): void {
+  logQuerySlow(time: number, query: unknown): void {
     this.logger.warn(`slow query (${time} ms): ${firstLine(query)}`);
   }
 
@@ -31,7 +31,9 @@ export class QueryLogger implements TypeOrmLogger {
   }
 }
 
-function firstLine(query: string): string {
-  const line = query.trim().split('\n')[0] ?? '';
+/** A statement is a string, or a prepared statement `{name, text}` (see prepared()); a logger never throws. */
+function firstLine(query: unknown): string {
+  const text = typeof query === 'string' ? query : typeof (query as { text?: unknown } | null)?.text === 'string' ? (query as { text: string }).text : '';
+  const line = text.trim().split('\n')[0] ?? '';
   return line.length > 120 ? `${line.slice(0, 120)}…` : line;
 }
