@@ -130,4 +130,43 @@ describe('errors', () => {
     const session = await http(`${API}/sessions/not-a-uuid`);
     assert.equal(session.status, 404);
   });
+
+  it('answers a non-UUID session id with 404 on every events submission, never 500', async () => {
+    for (const event of [
+      { type: 'agent.session.input.message', input: 'hi' },
+      { type: 'agent.session.input.cancel' },
+      { type: 'yuxi.session.input.continue' },
+    ]) {
+      const res = await http(`${API}/sessions/nope/events`, { idempotencyKey: newKey(), body: { events: [event] } });
+      assert.equal(res.status, 404, `${event.type}: ${res.text}`);
+      assertErrorShape(res, 'not_found');
+    }
+  });
+
+  it('refuses a body nested deeper than 64 levels with 422, not a stack overflow', async () => {
+    const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
+    const res = await http(`${API}/sessions`, { idempotencyKey: newKey(), rawBody: `{"agent_id":"default-chatbot","input":${deep}}` });
+    assert.equal(res.status, 422, res.text);
+    assertErrorShape(res, 'validation_failed');
+    const anonymous = await http(`${API}/sessions`, { key: null, rawBody: deep });
+    assert.equal(anonymous.status, 401, 'credentials are checked before the body is read');
+  });
+
+  it('reads boolean filters as exactly true or false: anything else is 422', async () => {
+    for (const query of ['archived=1', 'is_pinned=yes', 'archived=TRUE']) {
+      const res = await http(`${API}/sessions?${query}`);
+      assert.equal(res.status, 422, query);
+      assertErrorShape(res, 'validation_failed');
+    }
+    assert.equal((await http(`${API}/sessions?archived=false&is_pinned=true`)).status, 200);
+  });
+
+  it('finds the receipt of the create that carried the first input under its own key', async () => {
+    const key = newKey('create');
+    const created = await http(`${API}/sessions`, { idempotencyKey: key, body: { agent_id: 'default-chatbot', input: 'first' } });
+    assert.equal(created.status, 201);
+    const receipt = await http(`${API}/sessions/${created.body.id}/receipt?idempotency_key=${encodeURIComponent(key)}`);
+    assert.equal(receipt.status, 200, receipt.text);
+    assert.equal(receipt.body.input_id, created.body.yuxi.receipt.input_id);
+  });
 });

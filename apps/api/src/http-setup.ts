@@ -31,7 +31,13 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
   });
   // Postgres text and jsonb cannot hold U+0000; reject it here as a field error rather than fail the write.
   app.use((req: Request, res: Response, next: NextFunction) => {
-    const field = nulFieldPath(req.body as unknown, '');
+    let field: string | null;
+    try {
+      field = nulFieldPath(req.body as unknown, '');
+    } catch (error) {
+      if (!(error instanceof BodyTooDeep)) throw error;
+      return sendError(res, DomainError.validation([{ field: error.path || 'body', errors: [`must not nest deeper than ${MAX_BODY_DEPTH} levels`] }]));
+    }
     if (field === null) return next();
     return sendError(res, DomainError.validation([{ field: field || 'body', errors: ['must not contain the NUL character (U+0000)'] }]));
   });
@@ -81,20 +87,36 @@ function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
+/** How deep a JSON body may nest: far beyond any real request, far below a stack overflow. */
+const MAX_BODY_DEPTH = 64;
+
+/**
+ * The path of the first string (key or value) holding U+0000, '' for the body itself, or null.
+ * Iterative with a depth limit: a body of deeply nested arrays is refused as too deep instead of
+ * overflowing the stack.
+ */
 function nulFieldPath(value: unknown, path: string): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
-  if (Array.isArray(value)) {
-    for (const [index, entry] of value.entries()) {
-      const found = nulFieldPath(entry, `${path}[${index}]`);
-      if (found !== null) return found;
+  const stack: [unknown, string, number][] = [[value, path, 0]];
+  while (stack.length > 0) {
+    const [current, at, depth] = stack.pop()!;
+    if (typeof current === 'string') {
+      if (current.includes('\u0000')) return at;
+      continue;
     }
-    return null;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [key, entry] of Object.entries(value)) {
-      const found = nulFieldPath(key, path) ?? nulFieldPath(entry, path ? `${path}.${key}` : key);
-      if (found !== null) return found;
+    if (current === null || typeof current !== 'object') continue;
+    if (depth >= MAX_BODY_DEPTH) throw new BodyTooDeep(at);
+    const entries = Array.isArray(current) ? current.map((entry, index) => [`${at}[${index}]`, entry, null] as const) : Object.entries(current).map(([key, entry]) => [at ? `${at}.${key}` : key, entry, key] as const);
+    for (let k = entries.length - 1; k >= 0; k--) {
+      const [childPath, entry, key] = entries[k]!;
+      if (key !== null && key.includes('\u0000')) return at;
+      stack.push([entry, childPath, depth + 1]);
     }
   }
   return null;
+}
+
+class BodyTooDeep extends Error {
+  constructor(readonly path: string) {
+    super('body nested too deeply');
+  }
 }

@@ -88,6 +88,8 @@ export class SessionsService {
    * sequence number, one more pending input, and last_active_at.
    */
   async acceptInput(manager: EntityManager, sessionId: string, ownerId: string, at: Date): Promise<{ session: SessionEntity; receivedSeq: number }> {
+    // An id that is not a UUID names no session (and must not reach Postgres as one).
+    if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     const [rows] = (await manager.query(
       prepared(`UPDATE sessions SET input_seq = input_seq + 1, pending_input_count = pending_input_count + 1,
               last_active_at = GREATEST(last_active_at, $3)

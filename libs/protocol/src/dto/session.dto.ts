@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsBooleanString, IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
+import { IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { OptionalNotNull } from './validators.js';
@@ -83,8 +83,9 @@ export class ListQueryDto {
 
 export class SessionListQueryDto extends ListQueryDto {
   @ApiPropertyOptional() @OptionalNotNull() @IsString() @Length(1, 64) agent_id?: string;
-  @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsBooleanString() archived?: string;
-  @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsBooleanString() is_pinned?: string;
+  // Exactly `true` or `false`: `1`, `yes` and the like are 422, never silently read as false.
+  @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsIn(['true', 'false']) archived?: string;
+  @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsIn(['true', 'false']) is_pinned?: string;
 }
 
 export class ReceiptQueryDto {
