@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { ThrottledLog } from '#libs/config';
 import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
 import { canonicalJson, prepared, QueryLogger } from '#libs/database';
+import { toDomainError } from '#libs/errors';
 import { resolveMode } from '#libs/lifecycle';
 import { parseAgentInput } from '#libs/protocol';
 
@@ -135,5 +136,18 @@ describe('query logger', () => {
     logger.logQueryError('boom', 'INSERT INTO inputs VALUES ($1)');
     logger.logQueryError('odd', 42);
     assert.deepEqual(lines, ['query failed: timeout (SELECT id)', 'query failed: boom (INSERT INTO inputs VALUES ($1))', 'query failed: odd ()']);
+  });
+});
+
+describe('database errors at the edge', () => {
+  const req = { method: 'POST', path: '/api/v1/agents/sessions' } as Parameters<typeof toDomainError>[1];
+  const quiet = { error: () => undefined, warn: () => undefined } as unknown as Parameters<typeof toDomainError>[2];
+
+  it('answers a deadlock, a serialization failure or a statement timeout 503 retryable, a unique violation 409, anything else 500', () => {
+    for (const code of ['40P01', '40001', '55P03', '57014']) assert.equal(toDomainError({ code, message: 'x' }, req, quiet).code, 'service_unavailable', code);
+    assert.equal(toDomainError({ code: '23505', message: 'duplicate key' }, req, quiet).code, 'state_conflict');
+    assert.equal(toDomainError({ code: '57P01', message: 'terminating' }, req, quiet).code, 'service_unavailable');
+    assert.equal(toDomainError(new Error('timeout exceeded when trying to connect'), req, quiet).code, 'service_unavailable');
+    assert.equal(toDomainError(new TypeError('bug'), req, quiet).code, 'internal_error');
   });
 });

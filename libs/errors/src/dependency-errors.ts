@@ -22,3 +22,20 @@ export function isDependencyUnavailable(error: unknown): boolean {
   if (typeof code === 'string' && (PG_UNAVAILABLE.has(code) || SOCKET_CODES.has(code))) return true;
   return typeof message === 'string' && MESSAGES.some((m) => message.includes(m));
 }
+
+/**
+ * Postgres SQLSTATEs of a statement that lost a race with a concurrent one or ran out of time:
+ * deadlock, serialization failure, lock not available, statement timeout. Nothing was written; the
+ * same request (same Idempotency-Key) can simply be retried, so the api answers 503 `retryable`.
+ */
+const PG_TRANSIENT = new Set(['40P01', '40001', '55P03', '57014']);
+
+export function isTransientDatabaseError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && PG_TRANSIENT.has(code);
+}
+
+/** A unique constraint refused a write the code did not expect to collide: a state conflict, not a server error. */
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '23505';
+}

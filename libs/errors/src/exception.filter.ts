@@ -1,7 +1,7 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { DomainError } from './domain-error.js';
-import { isDependencyUnavailable } from './dependency-errors.js';
+import { isDependencyUnavailable, isTransientDatabaseError, isUniqueViolation } from './dependency-errors.js';
 import { errorBody } from './error-body.js';
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
 import { requestIdOf } from './request-id.js';
@@ -53,6 +53,14 @@ export function toDomainError(exception: unknown, req: Request, logger: Logger):
   if (isDependencyUnavailable(exception)) {
     logger.error(`dependency unavailable on ${req.method} ${req.path}: ${String(exception)}`);
     return new DomainError('service_unavailable', 'A backing service is unavailable; retry later');
+  }
+  if (isTransientDatabaseError(exception)) {
+    logger.warn(`transient database conflict on ${req.method} ${req.path}: ${String(exception)}`);
+    return new DomainError('service_unavailable', 'The request collided with a concurrent one; retry it with the same Idempotency-Key');
+  }
+  if (isUniqueViolation(exception)) {
+    logger.warn(`unique violation on ${req.method} ${req.path}: ${String(exception)}`);
+    return new DomainError('state_conflict', 'The request conflicts with a concurrent change; read the resource and retry');
   }
   logger.error(`unhandled error on ${req.method} ${req.path}`, exception instanceof Error ? exception.stack : String(exception));
   return new DomainError('internal_error', 'Internal server error');
