@@ -153,11 +153,29 @@ describe('user story: one input travels HTTP → Postgres → BullMQ → worker 
       '/api/v1/agents/sessions/{session_id}/queue',
       '/api/v1/agents/sessions/{session_id}/inputs/{input_id}',
       '/api/v1/agents/sessions/{session_id}/state',
+      '/api/v1/admin/agents',
+      '/api/v1/admin/agents/{agent_id}',
+      '/api/v1/admin/api-keys',
+      '/api/v1/admin/api-keys/{key_id}',
+      '/api/v1/admin/audit',
     ]) {
       assert.ok(paths.includes(path), `${path} is documented`);
     }
+    // What every operation can answer: X-Request-Id on every response; 429 with Retry-After and 503 under /api; 415 with a JSON body.
+    for (const [path, item] of Object.entries(spec.body.paths) as [string, Record<string, any>][]) {
+      for (const [method, operation] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(operation.responses) as [string, any][]) {
+          assert.ok(response.headers?.['X-Request-Id'], `${method} ${path} ${status} declares X-Request-Id`);
+        }
+        if (path.startsWith('/api/')) {
+          assert.ok(operation.responses['429']?.headers?.['Retry-After'], `${method} ${path} declares 429 with Retry-After`);
+          assert.ok(operation.responses['503'], `${method} ${path} declares 503`);
+        }
+        if (operation.requestBody) assert.ok(operation.responses['415'], `${method} ${path} declares 415`);
+      }
+    }
     const schemas = spec.body.components.schemas;
-    for (const code of ['idempotency_conflict', 'validation_failed', 'route_not_found', 'invalid_cursor', 'payload_too_large', 'internal_error']) {
+    for (const code of ['idempotency_conflict', 'validation_failed', 'route_not_found', 'invalid_cursor', 'payload_too_large', 'internal_error', 'rate_limited', 'waitpoint_stale', 'waitpoint_incomplete', 'invalid_agent']) {
       assert.ok(schemas.ErrorCode.enum.includes(code), `error code ${code} is documented`);
     }
     assert.ok(spec.body.paths['/api/v1/agents/sessions/{session_id}'].post, 'session update is documented');
@@ -169,6 +187,9 @@ describe('user story: one input travels HTTP → Postgres → BullMQ → worker 
       'yuxi.session.run.yielded',
       'yuxi.session.turn.state',
       'yuxi.session.resync',
+      'yuxi.session.turn.waiting',
+      'yuxi.session.run.requires_action',
+      'yuxi.session.turn.reasoning.delta',
     ]) {
       assert.ok(schemas.SessionEventType.enum.includes(type), `event type ${type} is documented`);
     }

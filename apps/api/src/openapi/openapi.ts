@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { ERROR_CODES } from '#libs/errors';
+import { ERROR_CODES, type ErrorCode } from '#libs/errors';
 import { EVENT_TYPES } from '#libs/events';
 import { BuiltinToolDto, FunctionToolDto, McpToolDto } from '#libs/agents';
 import {
@@ -80,7 +80,40 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     ErrorCode: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Stable error codes; see the API description for each.' },
     SessionEventType: { type: 'string', enum: Object.keys(EVENT_TYPES), description: 'SSE `event:` values; see the API description for each.' },
   };
+  declareCommonResponses(document);
   return document;
+}
+
+const ERROR_SCHEMA = { $ref: '#/components/schemas/ErrorResponseDto' };
+
+/**
+ * What every operation can answer whatever its handler does, declared once here rather than on
+ * each route: the X-Request-Id header on every response; under /api, 429 (rate limits, checked
+ * before the route) and 503 (a dependency down) with Retry-After where it is sent; 415 on every
+ * operation that takes a JSON body.
+ */
+function declareCommonResponses(document: OpenAPIObject): void {
+  const requestId = { description: 'The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`.', schema: { type: 'string' } };
+  const retryAfter = { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } };
+  const error = (code: ErrorCode, headers: Record<string, object> = {}) => ({
+    description: `\`${code}\`: ${ERROR_CODES[code].description}`,
+    headers: { 'X-Request-Id': requestId, ...headers },
+    content: { 'application/json': { schema: ERROR_SCHEMA } },
+  });
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const method of ['get', 'post', 'put', 'delete', 'patch'] as const) {
+      const operation = item[method];
+      if (!operation) continue;
+      if (path.startsWith('/api/')) {
+        operation.responses['429'] ??= error('rate_limited', { 'Retry-After': retryAfter });
+        operation.responses['503'] ??= error('service_unavailable');
+      }
+      if (operation.requestBody) operation.responses['415'] ??= error('unsupported_media_type');
+      for (const [status, response] of Object.entries(operation.responses) as [string, { headers?: Record<string, object> }][]) {
+        response.headers = { 'X-Request-Id': requestId, ...(status === '429' ? { 'Retry-After': retryAfter } : {}), ...response.headers };
+      }
+    }
+  }
 }
 
 /** Swagger UI at /docs and the generated document at /openapi.json. */
