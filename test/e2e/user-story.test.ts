@@ -172,8 +172,20 @@ describe('user story: one input travels HTTP → Postgres → BullMQ → worker 
           assert.ok(operation.responses['503'], `${method} ${path} declares 503`);
         }
         if (operation.requestBody) assert.ok(operation.responses['415'], `${method} ${path} declares 415`);
+        for (const [status, response] of Object.entries(operation.responses) as [string, any][]) {
+          if (Number(status) >= 400) assert.deepEqual(Object.keys(response.content ?? {}), ['application/json'], `${method} ${path} ${status} is JSON`);
+        }
       }
     }
+    const create = spec.body.paths['/api/v1/agents/sessions'].post;
+    assert.ok(create.responses['201'].content['text/event-stream'], 'stream: true answers an event stream');
+    assert.ok(!JSON.stringify(create.requestBody.content['application/json'].examples ?? {}).includes('"stream"'), 'the sample body does not ask for a stream');
+    const header = create.parameters.find((p: any) => p.name === 'Idempotency-Key');
+    assert.deepEqual([header.schema.minLength, header.schema.maxLength], [1, 128]);
+    const list = spec.body.paths['/api/v1/agents/sessions'].get.parameters;
+    assert.equal(list.find((p: any) => p.name === 'limit').schema.type, 'integer');
+    assert.equal(list.find((p: any) => p.name === 'after').schema.minLength, 1);
+    assert.equal(spec.body.components.schemas.CreateSessionDto.properties.agent_id.minLength, 1);
     const schemas = spec.body.components.schemas;
     for (const code of ['idempotency_conflict', 'validation_failed', 'route_not_found', 'invalid_cursor', 'payload_too_large', 'internal_error', 'rate_limited', 'waitpoint_stale', 'waitpoint_incomplete', 'invalid_agent']) {
       assert.ok(schemas.ErrorCode.enum.includes(code), `error code ${code} is documented`);

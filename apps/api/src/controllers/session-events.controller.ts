@@ -24,7 +24,7 @@ export class SessionEventsController {
     summary: 'Submit one input or control event',
     description: 'Exactly one event per request. `agent.session.input.message` queues a follow-up (FIFO); the receipt proves durable acceptance only.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: true, description: '1–128 characters; retries with the same intent return the first receipt.' })
+  @ApiHeader({ name: 'Idempotency-Key', required: true, schema: { type: 'string', minLength: 1, maxLength: 128 }, description: '1–128 characters; retries with the same intent return the first receipt.' })
   @ApiBody({ type: SubmitEventsDto })
   @ApiAcceptedResponse({ type: ReceiptDto })
   @ApiErrors(

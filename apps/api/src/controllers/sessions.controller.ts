@@ -29,6 +29,7 @@ const IDEMPOTENCY_HEADER = {
   name: 'Idempotency-Key',
   required: true,
   description: '1–128 characters. Same key + same intent replays the first response; a different intent is 409.',
+  schema: { type: 'string', minLength: 1, maxLength: 128 },
 };
 
 function page(query: ListQueryDto, defaultLimit: number) {
@@ -50,7 +51,8 @@ export class SessionsController {
   @Post()
   @ApiOperation({ summary: 'Create a session, empty or with its first input', description: 'The input, its receipt and the session commit in one transaction before the response.' })
   @ApiHeader(IDEMPOTENCY_HEADER)
-  @ApiBody({ type: CreateSessionDto })
+  // A sample that succeeds as is in Swagger's Try it out (no stream: true, no placeholder file ids).
+  @ApiBody({ type: CreateSessionDto, examples: { 'with input': { value: { agent_id: 'default-chatbot', title: 'Quarterly report', input: 'Hello!' } }, empty: { value: { agent_id: 'default-chatbot' } } } })
   @ApiCreatedResponse({
     type: SessionDto,
     description:

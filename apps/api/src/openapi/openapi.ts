@@ -81,10 +81,23 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     SessionEventType: { type: 'string', enum: Object.keys(EVENT_TYPES), description: 'SSE `event:` values; see the API description for each.' },
   };
   declareCommonResponses(document);
+  declareStreamCreate(document);
   return document;
 }
 
 const ERROR_SCHEMA = { $ref: '#/components/schemas/ErrorResponseDto' };
+
+/**
+ * `POST /sessions` with `stream: true` answers 201 with the session's event stream instead of the
+ * JSON resource: the long-lived subscription of 001, which does not end with the turn.
+ */
+function declareStreamCreate(document: OpenAPIObject): void {
+  const created = document.paths['/api/v1/agents/sessions']?.post?.responses['201'] as { content?: Record<string, object>; description?: string } | undefined;
+  if (!created?.content) return;
+  created.content['text/event-stream'] = {
+    schema: { type: 'string', description: 'SSE messages (`id:`, `event:`, `data:` with a SessionEvent JSON), starting with `agent.session.created`; the stream stays open across turns until the client closes it.' },
+  };
+}
 
 /**
  * What every operation can answer whatever its handler does, declared once here rather than on
@@ -109,7 +122,9 @@ function declareCommonResponses(document: OpenAPIObject): void {
         operation.responses['503'] ??= error('service_unavailable');
       }
       if (operation.requestBody) operation.responses['415'] ??= error('unsupported_media_type');
-      for (const [status, response] of Object.entries(operation.responses) as [string, { headers?: Record<string, object> }][]) {
+      for (const [status, response] of Object.entries(operation.responses) as [string, { headers?: Record<string, object>; content?: Record<string, object> }][]) {
+        // Errors are JSON even where the success is an event stream (refused before any SSE header).
+        if (Number(status) >= 400) response.content = { 'application/json': { schema: ERROR_SCHEMA } };
         response.headers = { 'X-Request-Id': requestId, ...(status === '429' ? { 'Retry-After': retryAfter } : {}), ...response.headers };
       }
     }

@@ -22,18 +22,18 @@ export class CreateSessionYuxiDto {
 }
 
 export class CreateSessionDto {
-  @ApiProperty({ example: 'default-chatbot', description: 'A visible saved agent.' })
+  @ApiProperty({ example: 'default-chatbot', minLength: 1, maxLength: 64, description: 'A visible saved agent.' })
   @IsString()
   @Length(1, 64)
   agent_id!: string;
 
-  @ApiPropertyOptional({ maxLength: 200, example: 'Quarterly report' })
+  @ApiPropertyOptional({ minLength: 1, maxLength: 200, example: 'Quarterly report' })
   @OptionalNotNull()
   @IsString()
   @Length(1, 200)
   title?: string;
 
-  @ApiPropertyOptional({ maxLength: 128 })
+  @ApiPropertyOptional({ minLength: 1, maxLength: 128 })
   @OptionalNotNull()
   @IsString()
   @Length(1, 128)

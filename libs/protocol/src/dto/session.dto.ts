@@ -61,13 +61,13 @@ export class SessionListDto {
 }
 
 export class ListQueryDto {
-  @ApiPropertyOptional({ description: 'The last id of the previous page.' })
+  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'The last id of the previous page.' })
   @OptionalNotNull()
   @IsString()
   @Length(1, 64)
   after?: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 100 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100 })
   @OptionalNotNull()
   @Type(() => Number)
   @IsInt()
@@ -82,7 +82,7 @@ export class ListQueryDto {
 }
 
 export class SessionListQueryDto extends ListQueryDto {
-  @ApiPropertyOptional() @OptionalNotNull() @IsString() @Length(1, 64) agent_id?: string;
+  @ApiPropertyOptional({ minLength: 1, maxLength: 64 }) @OptionalNotNull() @IsString() @Length(1, 64) agent_id?: string;
   // Exactly `true` or `false`: `1`, `yes` and the like are 422, never silently read as false.
   @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsIn(['true', 'false']) archived?: string;
   @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsIn(['true', 'false']) is_pinned?: string;

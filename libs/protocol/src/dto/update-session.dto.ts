@@ -37,7 +37,7 @@ export class CancelInputEventDto {
   @Equals('yuxi.session.input.cancel_input')
   type!: 'yuxi.session.input.cancel_input';
 
-  @ApiProperty({ description: 'A pending input of this session.' })
+  @ApiProperty({ minLength: 1, maxLength: 64, description: 'A pending input of this session.' })
   @IsString()
   @Length(1, 64)
   input_id!: string;
