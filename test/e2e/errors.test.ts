@@ -169,4 +169,16 @@ describe('errors', () => {
     assert.equal(receipt.status, 200, receipt.text);
     assert.equal(receipt.body.input_id, created.body.yuxi.receipt.input_id);
   });
+
+  it('answers a wrong method on a real path with 405 and an Allow header', async () => {
+    const session = await createSession();
+    const del = await http(`${API}/sessions/${session.id}`, { method: 'DELETE' });
+    assert.equal(del.status, 405, del.text);
+    assertErrorShape(del, 'method_not_allowed');
+    assert.equal(del.headers.get('allow'), 'GET, HEAD, POST');
+    const put = await http(`${API}/sessions`, { method: 'PUT', body: {} });
+    assert.equal(put.status, 405);
+    assert.equal(put.headers.get('allow'), 'GET, HEAD, POST');
+    assert.equal((await http(`${API}/sessions/${session.id}/nothing`)).status, 404, 'an unknown path stays 404');
+  });
 });

@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   forbidden: { status: 403, type: 'permission', retryable: false, description: 'The API key lacks the permission for this operation.' },
   not_found: { status: 404, type: 'not_found', retryable: false, description: 'The resource does not exist or is not visible to this caller.' },
   route_not_found: { status: 404, type: 'not_found', retryable: false, description: 'No endpoint matches this method and path.' },
+  method_not_allowed: { status: 405, type: 'invalid_request', retryable: false, description: 'The path exists but not with this method; the Allow header lists the methods it takes.' },
   idempotency_conflict: { status: 409, type: 'invalid_state', retryable: false, description: 'The Idempotency-Key was already used with a different intent.' },
   state_conflict: { status: 409, type: 'invalid_state', retryable: false, description: 'The session or turn is in a state that does not allow this operation.' },
   waitpoint_stale: {

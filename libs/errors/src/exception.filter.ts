@@ -19,8 +19,30 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const res = http.getResponse<Response>();
     const req = http.getRequest<Request>();
-    sendError(res, toDomainError(exception, req, this.logger));
+    const error = toDomainError(exception, req, this.logger);
+    if (error.code === 'method_not_allowed' && !res.headersSent) res.setHeader('Allow', (error.details.allow as string[]).join(', '));
+    sendError(res, error);
   }
+}
+
+/**
+ * The methods the app's routes answer for this path (HEAD wherever GET is): read from the Express
+ * router at the moment a request found no route, so a wrong method on a real path is a 405.
+ */
+function allowedMethods(req: Request): string[] {
+  const app = req.app as unknown as { router?: { stack?: RouteLayer[] } } | undefined;
+  const methods = new Set<string>();
+  for (const layer of app?.router?.stack ?? []) {
+    if (!layer.route || !layer.match(req.path)) continue;
+    for (const method of Object.keys(layer.route.methods)) methods.add(method.toUpperCase());
+  }
+  if (methods.has('GET')) methods.add('HEAD');
+  return [...methods].sort();
+}
+
+interface RouteLayer {
+  route?: { methods: Record<string, boolean> };
+  match(path: string): boolean;
 }
 
 /** The edge's mapping of a catalogue code to its HTTP status. */
@@ -41,7 +63,11 @@ export function toDomainError(exception: unknown, req: Request, logger: Logger):
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
     const code = HTTP_STATUS_CODES[status];
-    if (status === 404) return new DomainError('route_not_found', `No route for ${req.method} ${req.path}`);
+    if (status === 404) {
+      const allow = allowedMethods(req);
+      if (allow.length > 0 && !allow.includes(req.method)) return new DomainError('method_not_allowed', `${req.method} is not allowed on ${req.path}`, { allow });
+      return new DomainError('route_not_found', `No route for ${req.method} ${req.path}`);
+    }
     if (code) return new DomainError(code, exception.message);
   }
   const bodyParserError = exception as { type?: string; status?: number } | null;
