@@ -55,15 +55,13 @@ describe('health', () => {
     }
   });
 
-  it('health routes are public but stay out of the OpenAPI document', async () => {
+  it('health routes are public and documented (operations), readiness with its 503', async () => {
     const spec = await http('/openapi.json', { key: null });
     assert.equal(spec.status, 200);
-    const paths = Object.keys(spec.body.paths ?? {});
-    assert.ok(paths.length > 0, 'the document lists the API');
-    assert.deepEqual(
-      paths.filter((p) => p.startsWith('/health')),
-      [],
-    );
+    const paths = spec.body.paths ?? {};
+    for (const path of ['/health', '/health/live', '/health/ready']) assert.deepEqual(paths[path]?.get?.tags, ['operations'], path);
+    assert.ok(paths['/health/ready'].get.responses['503'], 'not ready is declared');
+    assert.equal(paths['/health/ready'].get.security, undefined, 'no credentials required');
     // An unknown path under /health is a 404 in the public error shape, not a health answer.
     const unknown = await http('/health/nope', { key: null });
     assert.equal(unknown.status, 404);

@@ -158,6 +158,9 @@ describe('user story: one input travels HTTP → Postgres → BullMQ → worker 
       '/api/v1/admin/api-keys',
       '/api/v1/admin/api-keys/{key_id}',
       '/api/v1/admin/audit',
+      '/health/live',
+      '/health/ready',
+      '/metrics',
     ]) {
       assert.ok(paths.includes(path), `${path} is documented`);
     }

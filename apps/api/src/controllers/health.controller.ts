@@ -1,20 +1,31 @@
 import { Controller, Get, Res, ServiceUnavailableException } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, type HealthCheckResult, HealthCheckService, type HealthIndicatorFunction, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import type { Response } from 'express';
 import { PublicRoute } from '#libs/auth';
 import { WorkerPresence } from '#libs/queue';
 
+/** Terminus' result: each check by name (`database`, `redis`, `workers`; `process` for liveness). */
+const HEALTH_SCHEMA = {
+  type: 'object',
+  properties: {
+    status: { type: 'string', enum: ['ok', 'error', 'shutting_down'] },
+    info: { type: 'object', additionalProperties: { type: 'object', properties: { status: { type: 'string', enum: ['up', 'down'] } }, additionalProperties: true } },
+    error: { type: 'object', additionalProperties: { type: 'object', additionalProperties: true } },
+    details: { type: 'object', additionalProperties: { type: 'object', additionalProperties: true } },
+  },
+};
+
 /** Each readiness check fails (its indicator `down`) after this long; the checks run in parallel. */
 export const READY_CHECK_TIMEOUT_MS = 2_000;
 
 /**
- * Terminus health of the api, public (no credentials) and outside the OpenAPI document:
+ * Terminus health of the api, public (no credentials):
  * `/health/live` says the process serves HTTP (no dependency is asked), `/health/ready` that it can
  * do its work — Postgres and Redis answer and at least one worker is alive and consuming.
  * `/health` is the liveness alias the scripts wait on. 503 with the same body when a check fails.
  */
-@ApiExcludeController()
+@ApiTags('operations')
 @PublicRoute()
 @Controller('health')
 export class HealthController {
@@ -27,18 +38,25 @@ export class HealthController {
 
   @Get()
   @HealthCheck({ noCache: true, swaggerDocumentation: false })
+  @ApiOperation({ summary: 'Liveness (alias of /health/live)' })
+  @ApiOkResponse({ schema: HEALTH_SCHEMA })
   alias(@Res({ passthrough: true }) res: Response): Promise<HealthCheckResult> {
     return this.live(res);
   }
 
   @Get('live')
   @HealthCheck({ noCache: true, swaggerDocumentation: false })
+  @ApiOperation({ summary: 'Liveness: the process serves HTTP (no dependency is asked)' })
+  @ApiOkResponse({ schema: HEALTH_SCHEMA })
   live(@Res({ passthrough: true }) res: Response): Promise<HealthCheckResult> {
     return run(res, this.health, [() => this.indicators.check('process').up({ pid: process.pid, uptime_s: Math.round(process.uptime()) })]);
   }
 
   @Get('ready')
   @HealthCheck({ noCache: true, swaggerDocumentation: false })
+  @ApiOperation({ summary: 'Readiness: Postgres and Redis answer, and at least one worker is alive and consuming' })
+  @ApiOkResponse({ schema: HEALTH_SCHEMA })
+  @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA, description: 'A check failed; `error` names it.' })
   ready(@Res({ passthrough: true }) res: Response): Promise<HealthCheckResult> {
     return run(res, this.health, [
       () => this.database.pingCheck('database').withTimeout(READY_CHECK_TIMEOUT_MS),

@@ -1,12 +1,12 @@
 import { Controller, Get, Res } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { PublicRoute } from '#libs/auth';
 import { EventOutbox } from '#libs/events';
 import { Metrics } from '#libs/metrics';
 
 /** Prometheus scrape endpoint (text format), public like /health: the auth middleware guards /api/* only. */
-@ApiExcludeController()
+@ApiTags('operations')
 @PublicRoute()
 @Controller('metrics')
 export class MetricsController {
@@ -18,6 +18,9 @@ export class MetricsController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'Prometheus metrics of this api process (text exposition format; see docs/metrics.md)' })
+  @ApiProduces('text/plain')
+  @ApiOkResponse({ schema: { type: 'string' } })
   async scrape(@Res() res: Response): Promise<void> {
     const body = await this.metrics.scrape();
     res.setHeader('Content-Type', this.metrics.contentType);

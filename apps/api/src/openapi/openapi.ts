@@ -58,6 +58,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setVersion('1.0.0')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key' })
     .addTag('agents-public-v1', 'Saved agents, sessions, inputs, turns, items and events')
+    .addTag('admin', 'Agents, API keys and the audit trail (full-access callers; some for administrators only)')
+    .addTag('operations', 'Health and Prometheus metrics, without credentials')
     .build();
   const document = SwaggerModule.createDocument(app, config, { extraModels: [
       MessageEventDto,
@@ -124,7 +126,7 @@ function declareCommonResponses(document: OpenAPIObject): void {
       if (operation.requestBody) operation.responses['415'] ??= error('unsupported_media_type');
       for (const [status, response] of Object.entries(operation.responses) as [string, { headers?: Record<string, object>; content?: Record<string, object> }][]) {
         // Errors are JSON even where the success is an event stream (refused before any SSE header).
-        if (Number(status) >= 400) response.content = { 'application/json': { schema: ERROR_SCHEMA } };
+        if (Number(status) >= 400 && path.startsWith('/api/')) response.content = { 'application/json': { schema: ERROR_SCHEMA } };
         response.headers = { 'X-Request-Id': requestId, ...(status === '429' ? { 'Retry-After': retryAfter } : {}), ...response.headers };
       }
     }
