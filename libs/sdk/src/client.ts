@@ -1,0 +1,255 @@
+import { AgentsApiError } from './errors.js';
+import { SessionEventStream, type SessionEventsOptions, type SessionReader } from './session-events.js';
+import { type CallOptions, type ClientOptions, type Query, Transport, type WriteOptions } from './transport.js';
+import type {
+  Agent,
+  AgentList,
+  CreateSessionParams,
+  InputDetail,
+  InputEvent,
+  InputEventOf,
+  Item,
+  ItemList,
+  ListSessionsParams,
+  MessageInput,
+  MessageOptions,
+  PageParams,
+  Queue,
+  Receipt,
+  Run,
+  Session,
+  SessionList,
+  SessionState,
+  Turn,
+  TurnList,
+  UpdateSessionParams,
+} from './types.js';
+
+const SESSIONS = '/api/v1/agents/sessions';
+
+/** `/api/v1/agents/sessions/{id}/…` with every id encoded. */
+function sessionPath(sessionId: string, ...rest: string[]): string {
+  return [SESSIONS, sessionId, ...rest].map((part, i) => (i === 0 ? part : encodeURIComponent(part))).join('/');
+}
+
+/** A key for one logical submission; every retry of it sends the same. */
+function newIdempotencyKey(): string {
+  return `sdk-${crypto.randomUUID()}`;
+}
+
+/** What a list page looks like, whatever it lists. */
+interface Page<T> {
+  data: T[];
+  has_more: boolean;
+  last_id: string | null;
+}
+
+/**
+ * Every element of a paged list, following `last_id` / `after` until `has_more` is false.
+ * `maxPages` bounds the walk (a cursor that never ends would otherwise loop forever).
+ */
+export async function* paginate<T>(fetchPage: (after: string | undefined) => Promise<Page<T>>, maxPages = 10_000): AsyncGenerator<T> {
+  let after: string | undefined;
+  for (let page = 0; page < maxPages; page++) {
+    const result = await fetchPage(after);
+    yield* result.data;
+    if (!result.has_more || result.last_id === null) return;
+    after = result.last_id;
+  }
+  throw new Error(`Stopped after ${maxPages} pages: the list did not end`);
+}
+
+export type SendMessageOptions = WriteOptions & MessageOptions;
+export type CancelTarget = NonNullable<InputEventOf<'agent.session.input.cancel'>['yuxi']>;
+export type ResumeParams = Omit<InputEventOf<'yuxi.session.input.resume'>, 'type'>;
+export type ToolResultParams = Omit<InputEventOf<'tool_result'>, 'type'>;
+
+/** Sessions and everything under them: inputs and events, queue, turns, items, runs. */
+export class SessionsResource {
+  constructor(private readonly transport: Transport) {}
+
+  /**
+   * Creates a session, empty or with its first input. The response's `yuxi.receipt` holds the
+   * input's acceptance (`input_id`). A lost answer is retried with the same Idempotency-Key,
+   * which returns the original session (001: the create is replayed, not looked up).
+   */
+  create(params: Omit<CreateSessionParams, 'stream'>, options: WriteOptions = {}): Promise<Session> {
+    return this.transport.request({ method: 'POST', path: SESSIONS, body: params, idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(), signal: options.signal });
+  }
+
+  list(params: ListSessionsParams = {}, options: CallOptions = {}): Promise<SessionList> {
+    return this.transport.request({ method: 'GET', path: SESSIONS, query: params as Query, signal: options.signal });
+  }
+
+  /** Every session matching the filters, page after page. */
+  listAll(params: Omit<ListSessionsParams, 'after'> = {}, options: CallOptions = {}): AsyncGenerator<Session> {
+    return paginate((after) => this.list({ ...params, after, limit: params.limit ?? 100 }, options));
+  }
+
+  get(sessionId: string, options: CallOptions = {}): Promise<Session> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId), signal: options.signal });
+  }
+
+  /** Title, pin, read state, and the model and approval mode of inputs received from now on. */
+  update(sessionId: string, params: UpdateSessionParams, options: CallOptions = {}): Promise<Session> {
+    return this.transport.request({ method: 'POST', path: sessionPath(sessionId), body: params, signal: options.signal });
+  }
+
+  archive(sessionId: string, options: CallOptions = {}): Promise<Session> {
+    return this.transport.request({ method: 'POST', path: sessionPath(sessionId, 'archive'), signal: options.signal });
+  }
+
+  /**
+   * Submits one input or control event. The receipt proves durable acceptance only. When the
+   * answer is lost on the way, the receipt is looked up with the same key before anything is sent
+   * again (001 断线恢复), so an event is accepted once however the network behaves.
+   */
+  submitEvent(sessionId: string, event: InputEvent, options: WriteOptions = {}): Promise<Receipt> {
+    const key = options.idempotencyKey ?? newIdempotencyKey();
+    return this.transport.request<Receipt>({
+      method: 'POST',
+      path: sessionPath(sessionId, 'events'),
+      body: { events: [event] },
+      idempotencyKey: key,
+      signal: options.signal,
+      recover: (signal) => this.findReceipt(sessionId, key, signal),
+    });
+  }
+
+  /** A message (`mode`: follow_up queues FIFO, steer runs first; omitted: chosen by the server). */
+  sendMessage(sessionId: string, input: MessageInput, options: SendMessageOptions = {}): Promise<Receipt> {
+    const { idempotencyKey, signal, ...yuxi } = options;
+    const event: InputEvent = { type: 'agent.session.input.message', input, ...(Object.keys(yuxi).length > 0 ? { yuxi } : {}) };
+    return this.submitEvent(sessionId, event, { idempotencyKey, signal });
+  }
+
+  /** Cancels the current turn, or the one named (optionally only while `expected_run_id` is its run). */
+  cancel(sessionId: string, target: CancelTarget = {}, options: WriteOptions = {}): Promise<Receipt> {
+    const event: InputEvent = { type: 'agent.session.input.cancel', ...(Object.keys(target).length > 0 ? { yuxi: target } : {}) };
+    return this.submitEvent(sessionId, event, options);
+  }
+
+  /** Answers a question waitpoint or decides an approval one; the turn continues in a new run. */
+  resume(sessionId: string, params: ResumeParams, options: WriteOptions = {}): Promise<Receipt> {
+    return this.submitEvent(sessionId, { type: 'yuxi.session.input.resume', ...params }, options);
+  }
+
+  /** The result of one client-executed tool call of a `client_tool` waitpoint. */
+  toolResult(sessionId: string, params: ToolResultParams, options: WriteOptions = {}): Promise<Receipt> {
+    return this.submitEvent(sessionId, { type: 'tool_result', ...params }, options);
+  }
+
+  /** Removes a pending input from the queue. */
+  cancelInput(sessionId: string, inputId: string, options: WriteOptions = {}): Promise<Receipt> {
+    return this.submitEvent(sessionId, { type: 'yuxi.session.input.cancel_input', input_id: inputId }, options);
+  }
+
+  /** Turns a pending follow-up into a steer. */
+  promoteInput(sessionId: string, inputId: string, options: WriteOptions = {}): Promise<Receipt> {
+    return this.submitEvent(sessionId, { type: 'yuxi.session.input.promote', input_id: inputId }, options);
+  }
+
+  /** Unpauses the queue after a cancelled or failed turn. */
+  continueQueue(sessionId: string, options: WriteOptions = {}): Promise<Receipt> {
+    return this.submitEvent(sessionId, { type: 'yuxi.session.input.continue' }, options);
+  }
+
+  /** The receipt of an earlier submission by its Idempotency-Key. 404 only means "not found yet". */
+  receipt(sessionId: string, idempotencyKey: string, options: CallOptions = {}): Promise<Receipt> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'receipt'), query: { idempotency_key: idempotencyKey }, signal: options.signal });
+  }
+
+  queue(sessionId: string, options: CallOptions = {}): Promise<Queue> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'queue'), signal: options.signal });
+  }
+
+  input(sessionId: string, inputId: string, options: CallOptions = {}): Promise<InputDetail> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'inputs', inputId), signal: options.signal });
+  }
+
+  state(sessionId: string, options: CallOptions = {}): Promise<SessionState> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'state'), signal: options.signal });
+  }
+
+  turns(sessionId: string, page: PageParams = {}, options: CallOptions = {}): Promise<TurnList> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'turns'), query: page as Query, signal: options.signal });
+  }
+
+  turn(sessionId: string, turnId: string, options: CallOptions = {}): Promise<Turn> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'turns', turnId), signal: options.signal });
+  }
+
+  /** One page of the session's items, or of one turn's with `turnId`. */
+  items(sessionId: string, page: PageParams & { turnId?: string } = {}, options: CallOptions = {}): Promise<ItemList> {
+    const { turnId, ...query } = page;
+    const path = turnId === undefined ? sessionPath(sessionId, 'items') : sessionPath(sessionId, 'turns', turnId, 'items');
+    return this.transport.request({ method: 'GET', path, query: query as Query, signal: options.signal });
+  }
+
+  /** Every item of the session (or of one turn), oldest first unless `order: 'desc'`. */
+  allItems(sessionId: string, params: { turnId?: string; order?: PageParams['order'] } = {}, options: CallOptions = {}): AsyncGenerator<Item> {
+    return paginate((after) => this.items(sessionId, { turnId: params.turnId, order: params.order ?? 'asc', limit: 100, after }, options));
+  }
+
+  run(sessionId: string, runId: string, options: CallOptions = {}): Promise<Run> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'runs', runId), signal: options.signal });
+  }
+
+  /**
+   * The session's events as an async iterable that reconnects, dedupes, handles resyncs and (with
+   * `untilTurnId` or `untilInputId`) ends with the turn. See SessionEventStream.
+   */
+  events(sessionId: string, options: SessionEventsOptions = {}): SessionEventStream {
+    const reader: SessionReader = {
+      transport: this.transport,
+      turn: (id, turnId, signal) => this.turn(id, turnId, { signal }),
+      input: (id, inputId, signal) => this.input(id, inputId, { signal }),
+      currentTurnId: async (id, signal) => (await this.get(id, { signal })).yuxi.current_turn?.id ?? null,
+      allTurnItems: async (id, turnId, signal) => {
+        const items: Item[] = [];
+        for await (const item of this.allItems(id, { turnId }, { signal })) items.push(item);
+        return items;
+      },
+    };
+    return new SessionEventStream(reader, sessionId, options);
+  }
+
+  private async findReceipt(sessionId: string, key: string, signal: AbortSignal | undefined): Promise<Receipt | undefined> {
+    try {
+      return await this.transport.request<Receipt>({ method: 'GET', path: sessionPath(sessionId, 'receipt'), query: { idempotency_key: key }, signal, maxRetries: 0 });
+    } catch (error) {
+      if (error instanceof AgentsApiError && error.status === 404) return undefined;
+      throw error;
+    }
+  }
+}
+
+export class AgentsResource {
+  constructor(private readonly transport: Transport) {}
+
+  list(options: CallOptions = {}): Promise<AgentList> {
+    return this.transport.request({ method: 'GET', path: '/api/v1/agents', signal: options.signal });
+  }
+
+  get(agentId: string, options: CallOptions = {}): Promise<Agent> {
+    return this.transport.request({ method: 'GET', path: `/api/v1/agents/${encodeURIComponent(agentId)}`, signal: options.signal });
+  }
+}
+
+/**
+ * A client of the Agents Public API.
+ *
+ * ```ts
+ * const client = new AgentsClient({ baseUrl: 'http://localhost:3000', apiKey: process.env.API_KEY! });
+ * ```
+ */
+export class AgentsClient {
+  readonly sessions: SessionsResource;
+  readonly agents: AgentsResource;
+
+  constructor(options: ClientOptions) {
+    const transport = new Transport(options);
+    this.sessions = new SessionsResource(transport);
+    this.agents = new AgentsResource(transport);
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * The TypeScript SDK of the Agents Public API: types generated from the OpenAPI document
+ * (`generated/schema.ts`, by `npm run sdk:generate`) and a small hand-written layer for what a
+ * generator does not do: idempotency keys with safe retries, receipt lookup after a lost answer,
+ * and a session event iterator that follows the recovery rules of the API. No framework imports:
+ * it runs wherever `fetch` does.
+ */
+export { AgentsClient, AgentsResource, paginate, SessionsResource } from './client.js';
+export type { CancelTarget, ResumeParams, SendMessageOptions, ToolResultParams } from './client.js';
+export { AgentsApiError, AgentsConnectionError, AgentsProtocolError } from './errors.js';
+export { DEFAULT_RETRY } from './retry.js';
+export type { RetryPolicy } from './retry.js';
+export { SessionEventStream } from './session-events.js';
+export type { ResyncSnapshot, SessionEventsOptions, StreamEnd } from './session-events.js';
+export { parseSse, SseLineParser } from './sse-parser.js';
+export type { SseMessage, SseRecord } from './sse-parser.js';
+export type { CallOptions, ClientOptions, WriteOptions } from './transport.js';
+export type * from './types.js';

@@ -1,0 +1,247 @@
+import { AgentsApiError, AgentsConnectionError, AgentsProtocolError } from './errors.js';
+import { backoffMs, sleep } from './retry.js';
+import { parseSse, type SseMessage } from './sse-parser.js';
+import { toError, type Transport } from './transport.js';
+import type { InputDetail, Item, SessionEvent, SessionEventOf, Turn } from './types.js';
+
+export interface SessionEventsOptions {
+  /** Resume strictly after this cursor (an event's SSE `id:`, e.g. a previous stream's `lastEventId`). */
+  lastEventId?: string;
+  /** End once this turn reaches completed, failed or cancelled. */
+  untilTurnId?: string;
+  /**
+   * End once the turn that consumes this input (a receipt's `input_id`) reaches a terminal state,
+   * or when the input is cancelled before any turn takes it.
+   */
+  untilInputId?: string;
+  /** Aborting ends the iteration with the signal's reason. */
+  signal?: AbortSignal;
+  /**
+   * Called on `yuxi.session.resync`, before that event is yielded, with the target turn and its
+   * items read back: events were missed, so rebuild what you show from these, then go on.
+   */
+  onResync?: (snapshot: ResyncSnapshot) => void | Promise<void>;
+  /** Reconnections in a row that deliver no event before the iteration fails (default 10). */
+  maxReconnects?: number;
+  /** First reconnection delay (default 500 ms; doubled each time, capped by maxReconnectDelayMs, 15 s). A server `retry:` overrides it. */
+  reconnectDelayMs?: number;
+  maxReconnectDelayMs?: number;
+}
+
+/** What a resync re-read: the turn being followed (or the session's current turn) and its items, oldest first. */
+export interface ResyncSnapshot {
+  event: SessionEventOf<'yuxi.session.resync'>;
+  /** Null when there is no such turn yet (an input still queued, a session without turns). */
+  turn: Turn | null;
+  items: Item[];
+}
+
+export type StreamEnd = 'turn_terminal' | 'input_cancelled';
+
+/** What the iterator reads back through the client (kept narrow: the iterator is not the client). */
+export interface SessionReader {
+  transport: Transport;
+  turn(sessionId: string, turnId: string, signal?: AbortSignal): Promise<Turn>;
+  input(sessionId: string, inputId: string, signal?: AbortSignal): Promise<InputDetail>;
+  currentTurnId(sessionId: string, signal?: AbortSignal): Promise<string | null>;
+  allTurnItems(sessionId: string, turnId: string, signal?: AbortSignal): Promise<Item[]>;
+}
+
+const TERMINAL_EVENTS = new Set<string>(['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled']);
+const TERMINAL_STATUSES = new Set<string>(['completed', 'failed', 'cancelled']);
+/** Event ids remembered to drop repeats; a repeat can only come from a recent replay. */
+const REMEMBERED_IDS = 10_000;
+
+/**
+ * The session event stream as an async iterable, with the recovery rules of 001 (断线恢复) built in:
+ * reconnects with `Last-Event-ID` after a cut or an ended stream, never yields an event twice,
+ * re-reads the turn and its items on `yuxi.session.resync`, and (with untilTurnId / untilInputId)
+ * ends when the turn reaches its terminal state: with its terminal event, or when a resync's
+ * re-read finds it already terminal (that event was missed).
+ *
+ * Without lastEventId the server replays the session from the start of its window (or resyncs),
+ * so nothing is checked before subscribing. With lastEventId the turn may have ended before the
+ * cursor: it is read first, and when it is already terminal the iteration ends at once, with the
+ * turn in `turn`. A reconnection needs no such check: the server resumes strictly after the
+ * cursor without gaps, or says resync.
+ *
+ * Single use: iterate it once.
+ */
+export class SessionEventStream implements AsyncIterable<SessionEvent> {
+  /** The `id:` of the last event delivered: resume from here (another stream's `lastEventId`). */
+  lastEventId: string | undefined;
+  /** The turn being followed, once known. */
+  turnId: string | null;
+  /** The followed turn as last read back (before subscribing, or on a resync). */
+  turn: Turn | null = null;
+  /** The last resync's re-read, if any. */
+  lastResync: ResyncSnapshot | null = null;
+  /** Why the iteration ended by itself, if it did. */
+  ended: StreamEnd | null = null;
+
+  private readonly seen = new Set<string>();
+  private lastSeq = 0;
+  private started = false;
+
+  constructor(
+    private readonly reader: SessionReader,
+    readonly sessionId: string,
+    private readonly options: SessionEventsOptions = {},
+  ) {
+    this.lastEventId = options.lastEventId;
+    this.turnId = options.untilTurnId ?? null;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<SessionEvent> {
+    if (this.started) throw new Error('A SessionEventStream is iterated once; open another with client.sessions.events()');
+    this.started = true;
+    return this.run();
+  }
+
+  private async *run(): AsyncGenerator<SessionEvent> {
+    const { signal } = this.options;
+    const maxReconnects = this.options.maxReconnects ?? 10;
+    const backoff = { baseDelayMs: this.options.reconnectDelayMs ?? 500, maxDelayMs: this.options.maxReconnectDelayMs ?? 15_000 };
+    if (this.options.lastEventId !== undefined && (await this.settled(signal))) return;
+    let failures = 0;
+    let serverRetryMs: number | null = null;
+    for (;;) {
+      signal?.throwIfAborted();
+      const connection = new AbortController();
+      const abort = () => connection.abort(signal?.reason);
+      signal?.addEventListener('abort', abort, { once: true });
+      let wait: number | null = null;
+      let cause: unknown = null;
+      try {
+        const response = await this.reader.transport.openStream(`/api/v1/agents/sessions/${encodeURIComponent(this.sessionId)}/events`, this.lastEventId, connection.signal);
+        if (!response.ok) {
+          const error = toError(response, await response.text());
+          wait = this.reader.transport.retryDelay(error, failures + 1);
+          if (wait === null) throw error;
+          cause = error;
+        } else if (!response.body) {
+          throw new AgentsProtocolError('The event stream answered without a body', response.status, '');
+        } else {
+          for await (const record of parseSse(response.body)) {
+            if (record.kind === 'retry') {
+              serverRetryMs = record.ms;
+              continue;
+            }
+            failures = 0;
+            const step = await this.accept(record.message, signal);
+            if (step.event) yield step.event;
+            if (step.end) return;
+          }
+          // The server ended the stream (a shutdown says `retry:` first): resume elsewhere.
+        }
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        if (error instanceof AgentsApiError || error instanceof AgentsProtocolError || !isNetworkError(error)) throw error;
+        cause = error;
+      } finally {
+        signal?.removeEventListener('abort', abort);
+        connection.abort();
+      }
+      failures++;
+      if (failures > maxReconnects) {
+        throw new AgentsConnectionError(`The event stream of session ${this.sessionId} failed ${failures} times in a row without an event`, { cause });
+      }
+      await sleep(wait ?? serverRetryMs ?? backoffMs(backoff, failures), signal);
+    }
+  }
+
+  /** One parsed message: whether to yield it, and whether the iteration ends with it. */
+  private async accept(message: SseMessage, signal: AbortSignal | undefined): Promise<{ event?: SessionEvent; end: boolean }> {
+    let event: SessionEvent;
+    try {
+      event = JSON.parse(message.data) as SessionEvent;
+    } catch {
+      throw new AgentsProtocolError(`An event that is not JSON (${message.event})`, 200, message.data.slice(0, 2_000));
+    }
+    if (this.isRepeat(event)) {
+      // Already delivered (a replay that overlaps): only the cursor moves.
+      this.lastEventId = message.id ?? this.lastEventId;
+      return { end: false };
+    }
+    if (event.type === 'yuxi.session.resync') {
+      // Events were missed: read back before moving the cursor past the gap.
+      const snapshot = await this.resync(event, signal);
+      this.lastResync = snapshot;
+      await this.options.onResync?.(snapshot);
+      this.lastEventId = message.id ?? this.lastEventId;
+      return { event, end: this.ended !== null };
+    }
+    this.lastEventId = message.id ?? this.lastEventId;
+    await this.follow(event, signal);
+    const end = this.ended !== null || (this.turnId !== null && TERMINAL_EVENTS.has(event.type) && event.turn_id === this.turnId);
+    if (end) this.ended ??= 'turn_terminal';
+    return { event, end };
+  }
+
+  /** Dedupe by event_id, and for durable events by `yuxi.seq` (1, 2, 3… per session). */
+  private isRepeat(event: SessionEvent): boolean {
+    if (this.seen.has(event.event_id)) return true;
+    const seq = seqOf(event);
+    if (seq !== null && seq <= this.lastSeq) return true;
+    if (seq !== null) this.lastSeq = seq;
+    this.seen.add(event.event_id);
+    if (this.seen.size > REMEMBERED_IDS) this.seen.delete(this.seen.values().next().value as string);
+    return false;
+  }
+
+  /** Learns which turn took the followed input, and whether the input was cancelled instead. */
+  private async follow(event: SessionEvent, signal: AbortSignal | undefined): Promise<void> {
+    const inputId = this.options.untilInputId;
+    if (inputId === undefined || this.turnId !== null) return;
+    if (event.type === 'yuxi.session.run.created' && event.run.input_ids.includes(inputId)) {
+      this.turnId = event.turn_id;
+    } else if (event.type === 'yuxi.session.event.accepted' && event.receipt.input_id === inputId) {
+      // The input's own acceptance, or a control aimed at it (cancel_input, promote): ask where it
+      // stands. Not the turn: its events follow in order on this stream.
+      await this.locateTurn(signal);
+    }
+  }
+
+  /** For untilInputId: the turn that took the input, or `ended` when the input was cancelled. */
+  private async locateTurn(signal: AbortSignal | undefined): Promise<void> {
+    const inputId = this.options.untilInputId;
+    if (this.turnId !== null || inputId === undefined) return;
+    const input = await this.reader.input(this.sessionId, inputId, signal);
+    if (input.status === 'cancelled') this.ended = 'input_cancelled';
+    else this.turnId = input.turn_id;
+  }
+
+  /** Reads the followed input and turn; true (and `ended` set) when there is nothing left to wait for. */
+  private async settled(signal: AbortSignal | undefined): Promise<boolean> {
+    await this.locateTurn(signal);
+    if (this.ended !== null) return true;
+    if (this.turnId === null) return false;
+    this.turn = await this.reader.turn(this.sessionId, this.turnId, signal);
+    if (!TERMINAL_STATUSES.has(this.turn.status)) return false;
+    this.ended = 'turn_terminal';
+    return true;
+  }
+
+  private async resync(event: SessionEventOf<'yuxi.session.resync'>, signal: AbortSignal | undefined): Promise<ResyncSnapshot> {
+    const following = this.options.untilTurnId !== undefined || this.options.untilInputId !== undefined;
+    if (following) {
+      await this.settled(signal);
+    } else {
+      const current = await this.reader.currentTurnId(this.sessionId, signal);
+      this.turn = current === null ? null : await this.reader.turn(this.sessionId, current, signal);
+    }
+    const turn = this.turn !== null && (!following || this.turn.id === this.turnId) ? this.turn : null;
+    const items = turn === null ? [] : await this.reader.allTurnItems(this.sessionId, turn.id, signal);
+    return { event, turn, items };
+  }
+}
+
+function seqOf(event: SessionEvent): number | null {
+  const seq = (event.yuxi as { seq?: unknown } | undefined)?.seq;
+  return typeof seq === 'number' ? seq : null;
+}
+
+/** fetch rejects with a TypeError when the connection fails; a body cut mid-stream errors the same way. */
+function isNetworkError(error: unknown): boolean {
+  return error instanceof TypeError || (error instanceof Error && ['ECONNRESET', 'UND_ERR_SOCKET', 'ECONNREFUSED', 'EPIPE'].includes((error as { code?: string }).code ?? ''));
+}

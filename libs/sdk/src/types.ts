@@ -1,0 +1,69 @@
+/**
+ * Names for the generated types. Everything here is derived from `generated/schema.ts` (itself
+ * generated from the OpenAPI document), by path and method rather than by schema name, so that a
+ * renamed schema in the document changes nothing here: no DTO is written by hand.
+ */
+import type { components, paths } from './generated/schema.js';
+
+export type { components, paths };
+
+type Method = 'get' | 'post' | 'put' | 'delete';
+
+/** The operation at a path and method of the document. */
+export type Operation<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
+
+type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+
+/** The JSON request body of an operation. */
+export type RequestBody<P extends keyof paths, M extends Method> = Operation<P, M> extends { requestBody?: infer R } ? JsonContent<NonNullable<R>> : never;
+
+/** The JSON body of one response of an operation. */
+export type ResponseBody<P extends keyof paths, M extends Method, S extends keyof Operation<P, M>['responses']> = JsonContent<Operation<P, M>['responses'][S]>;
+
+/** The query parameters of an operation. */
+export type QueryParams<P extends keyof paths, M extends Method> = NonNullable<Operation<P, M>['parameters']['query']>;
+
+type SessionsPath = '/api/v1/agents/sessions';
+type SessionPath = '/api/v1/agents/sessions/{session_id}';
+type EventsPath = '/api/v1/agents/sessions/{session_id}/events';
+
+export type Session = ResponseBody<SessionPath, 'get', 200>;
+export type SessionList = ResponseBody<SessionsPath, 'get', 200>;
+export type CreateSessionParams = RequestBody<SessionsPath, 'post'>;
+export type ListSessionsParams = QueryParams<SessionsPath, 'get'>;
+export type UpdateSessionParams = RequestBody<SessionPath, 'post'>;
+
+/** What `POST …/events` takes: exactly one of these per request. */
+export type InputEvent = RequestBody<EventsPath, 'post'>['events'][number];
+export type InputEventOf<T extends InputEvent['type']> = Extract<InputEvent, { type: T }>;
+/** A message: a string, or up to 20 ordered user messages. */
+export type MessageInput = InputEventOf<'agent.session.input.message'>['input'];
+export type MessageOptions = NonNullable<InputEventOf<'agent.session.input.message'>['yuxi']>;
+export type ResumeResponse = InputEventOf<'yuxi.session.input.resume'>['response'];
+
+/** The durable acceptance of a submitted event (202), also what `…/receipt` finds. */
+export type Receipt = ResponseBody<EventsPath, 'post', 202>;
+export type Queue = ResponseBody<'/api/v1/agents/sessions/{session_id}/queue', 'get', 200>;
+export type InputDetail = ResponseBody<'/api/v1/agents/sessions/{session_id}/inputs/{input_id}', 'get', 200>;
+export type SessionState = ResponseBody<'/api/v1/agents/sessions/{session_id}/state', 'get', 200>;
+export type PageParams = QueryParams<'/api/v1/agents/sessions/{session_id}/turns', 'get'>;
+export type TurnList = ResponseBody<'/api/v1/agents/sessions/{session_id}/turns', 'get', 200>;
+export type TurnSummary = TurnList['data'][number];
+export type Turn = ResponseBody<'/api/v1/agents/sessions/{session_id}/turns/{turn_id}', 'get', 200>;
+export type TurnStatus = Turn['status'];
+export type ItemList = ResponseBody<'/api/v1/agents/sessions/{session_id}/items', 'get', 200>;
+export type Item = ItemList['data'][number];
+export type Run = ResponseBody<'/api/v1/agents/sessions/{session_id}/runs/{run_id}', 'get', 200>;
+export type AgentList = ResponseBody<'/api/v1/agents', 'get', 200>;
+export type Agent = ResponseBody<'/api/v1/agents/{agent_id}', 'get', 200>;
+
+/** The one error shape of the API. */
+export type ErrorBody = ResponseBody<SessionPath, 'get', 404>;
+export type ErrorCode = ErrorBody['error']['code'];
+
+/** An event of the session stream (`GET …/events`): a union narrowed by `type`. */
+// TEMPORARY until the document has the SessionEvent union.
+type StreamItem = Operation<EventsPath, 'get'>['responses'][200]['content']['text/event-stream'];
+export type SessionEvent = components['schemas'] extends { SessionEvent: infer E } ? E : StreamItem & { type: string };
+export type SessionEventType = SessionEvent['type'];
+export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;
