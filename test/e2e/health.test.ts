@@ -61,7 +61,7 @@ describe('health', () => {
     const paths = spec.body.paths ?? {};
     for (const path of ['/health', '/health/live', '/health/ready']) assert.deepEqual(paths[path]?.get?.tags, ['operations'], path);
     assert.ok(paths['/health/ready'].get.responses['503'], 'not ready is declared');
-    assert.equal(paths['/health/ready'].get.security, undefined, 'no credentials required');
+    assert.deepEqual(paths['/health/ready'].get.security, [], 'no credentials required (an explicit empty requirement)');
     // An unknown path under /health is a 404 in the public error shape, not a health answer.
     const unknown = await http('/health/nope', { key: null });
     assert.equal(unknown.status, 404);

@@ -30,6 +30,7 @@ export {
   TurnDetailDto,
   TurnDto,
   TurnListDto,
+  TurnStateDto,
   UsageDto,
   WaitpointDto,
 } from './turn.dto.js';

@@ -106,8 +106,11 @@ export class TurnSummaryYuxiDto {
   @ApiProperty({ type: UsageDto, nullable: true, description: 'Tokens used by the turn so far (all its runs).' }) usage!: UsageDto | null;
 }
 
-export class TurnDetailYuxiDto extends TurnSummaryYuxiDto {
-  @ApiProperty() cancellation_pending!: boolean;
+export class TurnStateYuxiDto extends TurnSummaryYuxiDto {
+  @ApiProperty({ description: 'A cancel was accepted and the turn is stopping; false again once it reached its terminal state.' }) cancellation_pending!: boolean;
+}
+
+export class TurnDetailYuxiDto extends TurnStateYuxiDto {
   @ApiProperty({ type: [RunDto] }) runs!: RunDto[];
   @ApiProperty({ type: [ItemDto], description: 'The output items of the result run.' }) output!: ItemDto[];
 }
@@ -124,6 +127,11 @@ export class TurnDto {
   @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;
   @ApiProperty({ type: Object, nullable: true, description: 'Always null; usage is reported in yuxi.usage.' }) usage!: null;
   @ApiProperty({ type: TurnSummaryYuxiDto }) yuxi!: TurnSummaryYuxiDto | TurnDetailYuxiDto;
+}
+
+/** The turn as `yuxi.session.turn.state` carries it: the turn projection plus the cancellation flag. */
+export class TurnStateDto extends TurnDto {
+  @ApiProperty({ type: TurnStateYuxiDto }) declare yuxi: TurnStateYuxiDto;
 }
 
 export class TurnDetailDto extends TurnDto {

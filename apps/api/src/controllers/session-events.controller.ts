@@ -5,6 +5,7 @@ import { CurrentPrincipal, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { decodeCursor, EVENT_TYPES, type StreamPosition } from '#libs/events';
 import { ReceiptDto, SessionQueriesService, SubmitEvent, SubmitEventsDto } from '#libs/protocol';
+import { sseContent } from '../openapi/session-events.js';
 import { ApiErrors } from './api-errors.decorator.js';
 import { sendIdempotent } from './send-idempotent.js';
 import { SseResponder } from './sse-responder.js';
@@ -59,34 +60,7 @@ export class SessionEventsController {
   @ApiResponse({
     status: 200,
     description: 'SSE messages: `id:` opaque cursor, `event:` type, `data:` event JSON with a stable event_id.',
-    content: {
-      'text/event-stream': {
-        schema: {
-          type: 'object',
-          required: ['type', 'event_id', 'session_id', 'created_at'],
-          properties: {
-            type: { $ref: '#/components/schemas/SessionEventType' },
-            event_id: { type: 'string' },
-            session_id: { type: 'string' },
-            created_at: { type: 'integer' },
-            turn_id: { type: 'string' },
-            yuxi: {
-              type: 'object',
-              properties: {
-                seq: {
-                  type: 'integer',
-                  description:
-                    'Durable events: 1, 2, 3… per session without gaps. Absent on live events (output_text.delta, and the item.added / content_part.added announcing an assistant message). A jump means events were missed; the server sends yuxi.session.resync first.',
-                },
-                run_id: { type: 'string', description: 'The run (execution segment) the event belongs to.' },
-              },
-              additionalProperties: true,
-            },
-          },
-          additionalProperties: true,
-        },
-      },
-    },
+    content: sseContent('The session event stream across turns; it stays open until the client closes it.'),
   })
   @ApiErrors('not_found', 'invalid_last_event_id', 'service_unavailable')
   async stream(

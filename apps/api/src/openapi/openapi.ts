@@ -14,6 +14,8 @@ import {
   ResumeEventDto,
   ToolResultEventDto,
 } from '#libs/protocol';
+import { TurnStateDto } from '#libs/turns';
+import { sessionEventSchemas, sseContent } from './session-events.js';
 
 const ERROR_TABLE = Object.entries(ERROR_CODES)
   .map(([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.retryable ? 'yes' : 'no'} | ${spec.description} |`)
@@ -56,11 +58,16 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('Agents Public API')
     .setDescription(DESCRIPTION)
     .setVersion('1.0.0')
+    // Relative: "Try it out" calls whichever host serves this document.
+    .addServer('/', 'This server')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key' })
     .addTag('agents-public-v1', 'Saved agents, sessions, inputs, turns, items and events')
     .addTag('admin', 'Agents, API keys and the audit trail (full-access callers; some for administrators only)')
     .addTag('operations', 'Health and Prometheus metrics, without credentials')
     .build();
+  // A proprietary API with no public license text to link to (see redocly.yaml).
+  config.info.license = { name: 'Proprietary' };
+  config.info.contact = { name: 'Agents Sessions API maintainers' };
   const document = SwaggerModule.createDocument(app, config, { extraModels: [
       MessageEventDto,
       CancelTurnEventDto,
@@ -74,15 +81,17 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       FunctionToolDto,
       BuiltinToolDto,
       McpToolDto,
+      TurnStateDto,
     ],
   });
   document.components = document.components ?? {};
   document.components.schemas = {
     ...document.components.schemas,
     ErrorCode: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Stable error codes; see the API description for each.' },
-    SessionEventType: { type: 'string', enum: Object.keys(EVENT_TYPES), description: 'SSE `event:` values; see the API description for each.' },
+    ...sessionEventSchemas(),
   };
   declareCommonResponses(document);
+  declarePublicOperations(document);
   declareStreamCreate(document);
   return document;
 }
@@ -96,9 +105,10 @@ const ERROR_SCHEMA = { $ref: '#/components/schemas/ErrorResponseDto' };
 function declareStreamCreate(document: OpenAPIObject): void {
   const created = document.paths['/api/v1/agents/sessions']?.post?.responses['201'] as { content?: Record<string, object>; description?: string } | undefined;
   if (!created?.content) return;
-  created.content['text/event-stream'] = {
-    schema: { type: 'string', description: 'SSE messages (`id:`, `event:`, `data:` with a SessionEvent JSON), starting with `agent.session.created`; the stream stays open across turns until the client closes it.' },
-  };
+  Object.assign(
+    created.content,
+    sseContent('With `stream: true`: the session event stream, starting with `agent.session.created`; it stays open across turns until the client closes it.'),
+  );
 }
 
 /**
@@ -129,6 +139,17 @@ function declareCommonResponses(document: OpenAPIObject): void {
         if (Number(status) >= 400 && path.startsWith('/api/')) response.content = { 'application/json': { schema: ERROR_SCHEMA } };
         response.headers = { 'X-Request-Id': requestId, ...(status === '429' ? { 'Retry-After': retryAfter } : {}), ...response.headers };
       }
+    }
+  }
+}
+
+/** Health and metrics need no credentials: say so explicitly (an empty security requirement). */
+function declarePublicOperations(document: OpenAPIObject): void {
+  for (const [path, item] of Object.entries(document.paths)) {
+    if (path.startsWith('/api/')) continue;
+    for (const method of ['get', 'post', 'put', 'delete', 'patch'] as const) {
+      const operation = item[method];
+      if (operation) operation.security ??= [];
     }
   }
 }

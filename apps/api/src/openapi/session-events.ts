@@ -1,0 +1,197 @@
+import { type ContentObject, getSchemaPath, type SchemaObject } from '@nestjs/swagger';
+import { EVENT_TYPES, type EventType } from '#libs/events';
+import { SessionDto, ReceiptDto } from '#libs/protocol';
+import { ContentPartDto, ItemDto, RunDto, TurnDto, TurnStateDto, WaitpointDto } from '#libs/turns';
+
+/**
+ * The SSE payloads as schemas: one per event type, combined as `SessionEvent` (a `oneOf` with a
+ * discriminator on `type`), so a generated client narrows `event.type` to a typed payload. Each
+ * shape mirrors what its builder sends (libs/lifecycle/src/turn-events.ts, the create and accept
+ * use cases, the stream hub's resync) and is closed: a field the server adds must be added here.
+ */
+
+/**
+ * Where an event lives: durable events are written to the outbox and carry `yuxi.seq`; live ones
+ * (deltas, and the announcement of a streaming assistant message) never do; some types are either.
+ */
+type Durability = 'durable' | 'live' | 'either';
+
+interface EventSpec {
+  /** The component name of the member schema. */
+  name: string;
+  durability: Durability;
+  /** `yuxi.run_id`: required (the run the event belongs to), absent, or required and possibly null (items written outside a run). */
+  run: 'required' | 'nullable' | 'none';
+  /** Whether the event names its turn (`turn_id`). */
+  turn: boolean;
+  /** The type-specific fields, all required. */
+  payload: Record<string, SchemaObject>;
+  /** `yuxi` may be absent altogether (a resync a subscriber gets from the stream itself). */
+  yuxiOptional?: boolean;
+}
+
+const ref = (model: Parameters<typeof getSchemaPath>[0]): SchemaObject => ({ $ref: getSchemaPath(model) }) as SchemaObject;
+const index = (description: string): SchemaObject => ({ type: 'integer', minimum: 0, description });
+const OUTPUT_INDEX = index('Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index.');
+const CONTENT_INDEX = index('Position of the content part in the item (always 0 today: one output_text part per assistant message).');
+const ITEM_ID: SchemaObject = { type: 'string', description: 'The assistant message the event belongs to (`item.id`).' };
+const text = (description: string): SchemaObject => ({ type: 'string', description });
+
+const turnEvent = (name: string): EventSpec => ({ name, durability: 'durable', run: 'none', turn: true, payload: { turn: ref(TurnDto) } });
+const runEvent = (name: string): EventSpec => ({ name, durability: 'durable', run: 'required', turn: true, payload: { run: ref(RunDto) } });
+const itemEvent = (name: string, durability: Durability): EventSpec => ({
+  name,
+  durability,
+  run: 'nullable',
+  turn: true,
+  payload: { output_index: OUTPUT_INDEX, item: ref(ItemDto) },
+});
+const partEvent = (name: string, durability: Durability): EventSpec => ({
+  name,
+  durability,
+  run: 'required',
+  turn: true,
+  payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, content_index: CONTENT_INDEX, part: ref(ContentPartDto) },
+});
+
+/** Every type of EVENT_TYPES has its spec (the compiler checks that none is missing). */
+const EVENT_SPECS: Record<EventType, EventSpec> = {
+  'agent.session.created': { name: 'SessionCreatedEvent', durability: 'durable', run: 'none', turn: false, payload: { session: ref(SessionDto) } },
+  'yuxi.session.event.accepted': { name: 'InputAcceptedEvent', durability: 'durable', run: 'none', turn: false, payload: { receipt: ref(ReceiptDto) } },
+  'yuxi.session.run.created': runEvent('RunCreatedEvent'),
+  'agent.session.turn.created': turnEvent('TurnCreatedEvent'),
+  'agent.session.turn.in_progress': turnEvent('TurnInProgressEvent'),
+  'agent.session.turn.item.added': itemEvent('TurnItemAddedEvent', 'either'),
+  'agent.session.turn.content_part.added': partEvent('TurnContentPartAddedEvent', 'live'),
+  'agent.session.turn.output_text.delta': {
+    name: 'TurnOutputTextDeltaEvent',
+    durability: 'live',
+    run: 'required',
+    turn: true,
+    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, content_index: CONTENT_INDEX, delta: text('The text appended to the content part.') },
+  },
+  'yuxi.session.turn.reasoning.delta': {
+    name: 'TurnReasoningDeltaEvent',
+    durability: 'live',
+    run: 'required',
+    turn: true,
+    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, delta: text('Reasoning text the model streamed.') },
+  },
+  'yuxi.session.turn.reasoning.done': {
+    name: 'TurnReasoningDoneEvent',
+    durability: 'live',
+    run: 'required',
+    turn: true,
+    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, text: text('The full reasoning text of the model call.') },
+  },
+  'agent.session.turn.output_text.done': {
+    name: 'TurnOutputTextDoneEvent',
+    durability: 'durable',
+    run: 'required',
+    turn: true,
+    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, content_index: CONTENT_INDEX, text: text('The full committed text; replaces the accumulated deltas.') },
+  },
+  'agent.session.turn.content_part.done': partEvent('TurnContentPartDoneEvent', 'durable'),
+  'agent.session.turn.item.done': itemEvent('TurnItemDoneEvent', 'durable'),
+  'yuxi.session.run.yielded': runEvent('RunYieldedEvent'),
+  'yuxi.session.run.interrupted': runEvent('RunInterruptedEvent'),
+  'yuxi.session.run.requires_action': runEvent('RunRequiresActionEvent'),
+  'yuxi.session.turn.waiting': {
+    name: 'TurnWaitingEvent',
+    durability: 'durable',
+    run: 'required',
+    turn: true,
+    payload: { waitpoint: ref(WaitpointDto), turn: ref(TurnDto) },
+  },
+  'yuxi.session.run.completed': runEvent('RunCompletedEvent'),
+  'yuxi.session.run.failed': runEvent('RunFailedEvent'),
+  'yuxi.session.run.cancelled': runEvent('RunCancelledEvent'),
+  'yuxi.session.turn.state': { name: 'TurnStateEvent', durability: 'durable', run: 'none', turn: true, payload: { turn: ref(TurnStateDto) } },
+  'agent.session.turn.completed': turnEvent('TurnCompletedEvent'),
+  'agent.session.turn.failed': turnEvent('TurnFailedEvent'),
+  'agent.session.turn.cancelled': turnEvent('TurnCancelledEvent'),
+  'yuxi.session.resync': {
+    name: 'ResyncEvent',
+    durability: 'either',
+    run: 'none',
+    turn: false,
+    yuxiOptional: true,
+    payload: {
+      reason: {
+        type: 'string',
+        enum: ['cursor_expired', 'events_lost'],
+        description: '`cursor_expired`: the Last-Event-ID cursor is older than the replay window; `events_lost`: durable events or deltas were lost on the way.',
+      },
+    },
+  },
+};
+
+const SEQ: SchemaObject = {
+  type: 'integer',
+  minimum: 1,
+  description: 'Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first).',
+};
+const RUN_ID: SchemaObject = { type: 'string', description: 'The run (execution segment) the event belongs to.' };
+
+function yuxiSchema(spec: EventSpec): SchemaObject {
+  const properties: Record<string, SchemaObject> = {};
+  const required: string[] = [];
+  if (spec.durability !== 'live') properties.seq = SEQ;
+  if (spec.durability === 'durable') required.push('seq');
+  if (spec.run !== 'none') {
+    properties.run_id = spec.run === 'nullable' ? { ...RUN_ID, nullable: true, description: `${RUN_ID.description} Null for an item written outside a run.` } : RUN_ID;
+    required.push('run_id');
+  }
+  const where = { durable: 'Durable: carries `seq`.', live: 'Live only: no `seq`.', either: '`seq` present when the event is durable.' }[spec.durability];
+  return { type: 'object', description: `Extensions. ${where}`, properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
+}
+
+function memberSchema(type: EventType, spec: EventSpec): SchemaObject {
+  const properties: Record<string, SchemaObject> = {
+    type: { type: 'string', enum: [type] },
+    event_id: { type: 'string', description: 'Stable id of the event (the same on every replay).', example: 'evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f' },
+    session_id: { type: 'string' },
+    created_at: { type: 'integer', description: 'Unix seconds.' },
+    ...(spec.turn ? { turn_id: { type: 'string', description: 'The turn the event belongs to.' } } : {}),
+    ...spec.payload,
+    yuxi: yuxiSchema(spec),
+  };
+  const required = ['type', 'event_id', 'session_id', 'created_at', ...(spec.turn ? ['turn_id'] : []), ...Object.keys(spec.payload), ...(spec.yuxiOptional ? [] : ['yuxi'])];
+  return { type: 'object', description: EVENT_TYPES[type], required, properties, additionalProperties: false };
+}
+
+const ENTRIES = Object.entries(EVENT_SPECS) as [EventType, EventSpec][];
+
+/** Component schemas: one per event type and the `SessionEvent` union. */
+export function sessionEventSchemas(): Record<string, SchemaObject> {
+  const schemas: Record<string, SchemaObject> = {};
+  for (const [type, spec] of ENTRIES) schemas[spec.name] = memberSchema(type, spec);
+  schemas.SessionEvent = {
+    description: 'The JSON `data:` of one session stream message; `type` (the same as the SSE `event:`) tells which.',
+    oneOf: ENTRIES.map(([, spec]) => ({ $ref: `#/components/schemas/${spec.name}` })),
+    discriminator: { propertyName: 'type', mapping: Object.fromEntries(ENTRIES.map(([type, spec]) => [type, `#/components/schemas/${spec.name}`])) },
+  };
+  return schemas;
+}
+
+/** The component name of each event type's schema. */
+export const EVENT_SCHEMA_NAMES: Record<EventType, string> = Object.fromEntries(ENTRIES.map(([type, spec]) => [type, spec.name])) as Record<EventType, string>;
+
+/**
+ * The `text/event-stream` content of both stream responses. OpenAPI 3.0 cannot type the messages
+ * of a stream (`itemSchema` is 3.2), so the body is a string and `x-sse-event-schema` names the
+ * union each message's `data:` follows; generators emit `SessionEvent` from the components.
+ */
+export function sseContent(description: string): ContentObject {
+  const media = {
+    'text/event-stream': {
+      schema: {
+        type: 'string',
+        description: `${description} Each message: \`id:\` (an opaque cursor for Last-Event-ID), \`event:\` (the type) and \`data:\` (a SessionEvent JSON, see #/components/schemas/SessionEvent). Comment lines (\`: ping\`) are heartbeats.`,
+      },
+      'x-sse-event-schema': { $ref: '#/components/schemas/SessionEvent' },
+    },
+  };
+  // MediaTypeObject's type has no room for specification extensions, which OpenAPI allows there.
+  return media as ContentObject;
+}
