@@ -85,7 +85,7 @@ export class TcpProxy {
         pair.current = request;
         const armed = this.faults.findIndex((f) => f.match(request));
         if (armed !== -1) {
-          const [{ fault }] = this.faults.splice(armed, 1) as [{ fault: Fault }];
+          const [{ fault }] = this.faults.splice(armed, 1) as [{ match: unknown; fault: Fault }];
           if (fault === 'drop-request') return this.cut(pair);
           pair.dropResponse = true;
         }

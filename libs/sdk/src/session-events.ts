@@ -47,7 +47,8 @@ export interface SessionReader {
   allTurnItems(sessionId: string, turnId: string, signal?: AbortSignal): Promise<Item[]>;
 }
 
-const TERMINAL_EVENTS = new Set<string>(['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled']);
+type TerminalEvent = SessionEventOf<'agent.session.turn.completed' | 'agent.session.turn.failed' | 'agent.session.turn.cancelled'>;
+const TERMINAL_EVENTS = new Set<SessionEvent['type']>(['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled']);
 const TERMINAL_STATUSES = new Set<string>(['completed', 'failed', 'cancelled']);
 /** Event ids remembered to drop repeats; a repeat can only come from a recent replay. */
 const REMEMBERED_IDS = 10_000;
@@ -173,7 +174,7 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
     }
     this.lastEventId = message.id ?? this.lastEventId;
     await this.follow(event, signal);
-    const end = this.ended !== null || (this.turnId !== null && TERMINAL_EVENTS.has(event.type) && event.turn_id === this.turnId);
+    const end = this.ended !== null || (isTerminal(event) && event.turn_id === this.turnId);
     if (end) this.ended ??= 'turn_terminal';
     return { event, end };
   }
@@ -234,6 +235,10 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
     const items = turn === null ? [] : await this.reader.allTurnItems(this.sessionId, turn.id, signal);
     return { event, turn, items };
   }
+}
+
+function isTerminal(event: SessionEvent): event is TerminalEvent {
+  return TERMINAL_EVENTS.has(event.type);
 }
 
 function seqOf(event: SessionEvent): number | null {

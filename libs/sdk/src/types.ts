@@ -62,8 +62,6 @@ export type ErrorBody = ResponseBody<SessionPath, 'get', 404>;
 export type ErrorCode = ErrorBody['error']['code'];
 
 /** An event of the session stream (`GET …/events`): a union narrowed by `type`. */
-// TEMPORARY until the document has the SessionEvent union.
-type StreamItem = Operation<EventsPath, 'get'>['responses'][200]['content']['text/event-stream'];
-export type SessionEvent = components['schemas'] extends { SessionEvent: infer E } ? E : StreamItem & { type: string };
+export type SessionEvent = components['schemas']['SessionEvent'];
 export type SessionEventType = SessionEvent['type'];
 export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;

@@ -847,6 +847,7 @@ export interface components {
             waitpoint: components["schemas"]["WaitpointDto"] | null;
             /** @description Tokens used by the turn so far (all its runs). */
             usage: components["schemas"]["UsageDto"] | null;
+            /** @description A cancel was accepted and the turn is stopping; false again once it reached its terminal state. */
             cancellation_pending: boolean;
             runs: components["schemas"]["RunDto"][];
             /** @description The output items of the result run. */
@@ -1230,16 +1231,703 @@ export interface components {
             /** @description Safe to run again after a crash mid-call (default false: the model gets outcome_unknown instead). */
             idempotent?: boolean;
         };
+        TurnStateYuxiDto: {
+            current_run_id: string | null;
+            result_run_id: string | null;
+            /** @description What the turn waits for while requires_action, else null. */
+            waitpoint: components["schemas"]["WaitpointDto"] | null;
+            /** @description Tokens used by the turn so far (all its runs). */
+            usage: components["schemas"]["UsageDto"] | null;
+            /** @description A cancel was accepted and the turn is stopping; false again once it reached its terminal state. */
+            cancellation_pending: boolean;
+        };
+        TurnStateDto: {
+            id: string;
+            /** @enum {string} */
+            object: "agent.session.turn";
+            session_id: string;
+            agent: components["schemas"]["TurnAgentDto"];
+            /** @enum {string} */
+            status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            created_at: number;
+            /** @description First execution of the turn; resumed runs do not reset it. */
+            started_at: number | null;
+            completed_at: number | null;
+            error: components["schemas"]["PublicErrorDto"] | null;
+            /** @description Always null; usage is reported in yuxi.usage. */
+            usage: Record<string, never> | null;
+            yuxi: components["schemas"]["TurnStateYuxiDto"];
+        };
         /**
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
         ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "waitpoint_stale" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
-        /**
-         * @description SSE `event:` values; see the API description for each.
-         * @enum {string}
-         */
-        SessionEventType: "agent.session.created" | "yuxi.session.event.accepted" | "yuxi.session.run.created" | "agent.session.turn.created" | "agent.session.turn.in_progress" | "agent.session.turn.item.added" | "agent.session.turn.content_part.added" | "agent.session.turn.output_text.delta" | "yuxi.session.turn.reasoning.delta" | "yuxi.session.turn.reasoning.done" | "agent.session.turn.output_text.done" | "agent.session.turn.content_part.done" | "agent.session.turn.item.done" | "yuxi.session.run.yielded" | "yuxi.session.run.interrupted" | "yuxi.session.run.requires_action" | "yuxi.session.turn.waiting" | "yuxi.session.run.completed" | "yuxi.session.run.failed" | "yuxi.session.run.cancelled" | "yuxi.session.turn.state" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.resync";
+        /** @description The session was created; `session` is the same resource as the create response (the first event of every session stream). */
+        SessionCreatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.created";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            session: components["schemas"]["SessionDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+            };
+        };
+        /** @description An input was durably accepted. `receipt` has the same shape as the 202 receipt; its turn_id and run_id stay null. */
+        InputAcceptedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.event.accepted";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            receipt: components["schemas"]["ReceiptDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+            };
+        };
+        /** @description A run (an execution segment with a lease owner) started; `run` lists its input_ids. The first run of a turn is announced just before the turn. */
+        RunCreatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.run.created";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            run: components["schemas"]["RunDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description A turn was created for the head of the input queue. `turn` is the committed turn. */
+        TurnCreatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.created";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            turn: components["schemas"]["TurnDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+            };
+        };
+        /** @description The turn is executing. */
+        TurnInProgressEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.in_progress";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            turn: components["schemas"]["TurnDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+            };
+        };
+        /** @description An item was added to the turn: a user message, a `function_call` (a tool call with its complete `arguments`) or its `function_call_output` (linked by `call_id`), all durable; or an assistant message that starts streaming (live, with its first text or reasoning; its item.done follows once it is written, as an incomplete item if the run stops first). */
+        TurnItemAddedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.item.added";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index. */
+            output_index: number;
+            item: components["schemas"]["ItemDto"];
+            /** @description Extensions. `seq` present when the event is durable. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq?: number;
+                /** @description The run (execution segment) the event belongs to. Null for an item written outside a run. */
+                run_id: string | null;
+            };
+        };
+        /** @description A content part of an assistant message started (live, with the message's first text). */
+        TurnContentPartAddedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.content_part.added";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description The assistant message the event belongs to (`item.id`). */
+            item_id: string;
+            /** @description Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index. */
+            output_index: number;
+            /** @description Position of the content part in the item (always 0 today: one output_text part per assistant message). */
+            content_index: number;
+            part: components["schemas"]["ContentPartDto"];
+            /** @description Extensions. Live only: no `seq`. */
+            yuxi: {
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description Text appended to a content part (`delta`); merge by item_id, output_index and content_index. */
+        TurnOutputTextDeltaEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.output_text.delta";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description The assistant message the event belongs to (`item.id`). */
+            item_id: string;
+            /** @description Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index. */
+            output_index: number;
+            /** @description Position of the content part in the item (always 0 today: one output_text part per assistant message). */
+            content_index: number;
+            /** @description The text appended to the content part. */
+            delta: string;
+            /** @description Extensions. Live only: no `seq`. */
+            yuxi: {
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description Reasoning text the model streamed (live, where the provider streams it), linked to the assistant message `item_id`; not kept in items. */
+        TurnReasoningDeltaEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.reasoning.delta";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description The assistant message the event belongs to (`item.id`). */
+            item_id: string;
+            /** @description Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index. */
+            output_index: number;
+            /** @description Reasoning text the model streamed. */
+            delta: string;
+            /** @description Extensions. Live only: no `seq`. */
+            yuxi: {
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description The full reasoning text of that model call (live). */
+        TurnReasoningDoneEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.reasoning.done";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description The assistant message the event belongs to (`item.id`). */
+            item_id: string;
+            /** @description Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index. */
+            output_index: number;
+            /** @description The full reasoning text of the model call. */
+            text: string;
+            /** @description Extensions. Live only: no `seq`. */
+            yuxi: {
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description The full text of a content part, after it is committed; replaces the accumulated deltas. */
+        TurnOutputTextDoneEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.output_text.done";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description The assistant message the event belongs to (`item.id`). */
+            item_id: string;
+            /** @description Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index. */
+            output_index: number;
+            /** @description Position of the content part in the item (always 0 today: one output_text part per assistant message). */
+            content_index: number;
+            /** @description The full committed text; replaces the accumulated deltas. */
+            text: string;
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description A content part is complete and committed. */
+        TurnContentPartDoneEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.content_part.done";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description The assistant message the event belongs to (`item.id`). */
+            item_id: string;
+            /** @description Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index. */
+            output_index: number;
+            /** @description Position of the content part in the item (always 0 today: one output_text part per assistant message). */
+            content_index: number;
+            part: components["schemas"]["ContentPartDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description An item is complete and committed; it can be read back from the items endpoints at once. */
+        TurnItemDoneEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.item.done";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index. */
+            output_index: number;
+            item: components["schemas"]["ItemDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. Null for an item written outside a run. */
+                run_id: string | null;
+            };
+        };
+        /** @description The run stopped at a safe boundary to take a steer; the next run of the same turn follows (`run.resume_from_run_id`). */
+        RunYieldedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.run.yielded";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            run: components["schemas"]["RunDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description The run stopped because its worker died or shut down; the text it showed is kept as an incomplete item, and the next run of the same turn (`run.resume_from_run_id`) continues on another worker. */
+        RunInterruptedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.run.interrupted";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            run: components["schemas"]["RunDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description The run stopped at a waitpoint (a question, an approval, or client tool calls); the turn waits (`yuxi.session.turn.waiting`). */
+        RunRequiresActionEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.run.requires_action";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            run: components["schemas"]["RunDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description The turn (and the session) is `requires_action`: `waitpoint` = {id, kind (question | approval | client_tool), run_id, created_at, questions? [{question_id, question, options, multi_select, allow_other}], tool_calls? [{call_id, name, arguments}]}. Answer with `yuxi.session.input.resume` (question, approval) or one `tool_result` per call (client_tool); the turn then continues in a new run (`run.resume_from_run_id`). */
+        TurnWaitingEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.waiting";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            waitpoint: components["schemas"]["WaitpointDto"];
+            turn: components["schemas"]["TurnDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description The run settled successfully. */
+        RunCompletedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.run.completed";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            run: components["schemas"]["RunDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description The run failed; `run.error` has the code. */
+        RunFailedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.run.failed";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            run: components["schemas"]["RunDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description The run stopped because its turn was cancelled; text already shown is kept as an incomplete item. */
+        RunCancelledEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.run.cancelled";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            run: components["schemas"]["RunDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description The turn changed state without a status change: after an accepted cancel, `turn.yuxi.cancellation_pending` is true until the terminal event. */
+        TurnStateEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.state";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            turn: components["schemas"]["TurnStateDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+            };
+        };
+        /** @description The turn completed and its result is committed; `turn.yuxi.result_run_id` names the result run, `turn.yuxi.usage` the tokens of all its runs. */
+        TurnCompletedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.completed";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            turn: components["schemas"]["TurnDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+            };
+        };
+        /** @description The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `tool_server_unavailable` (an MCP server could not list its tools), `run_takeover_limit`, `run_failed`. Pending inputs wait in a paused queue. */
+        TurnFailedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.failed";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            turn: components["schemas"]["TurnDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+            };
+        };
+        /** @description The turn was cancelled and its cleanup is done; pending inputs, if any, wait in a paused queue (`yuxi.session.input.continue`). */
+        TurnCancelledEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.cancelled";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            turn: components["schemas"]["TurnDto"];
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+            };
+        };
+        /** @description Events may have been missed (`reason`: `cursor_expired` when the Last-Event-ID cursor is older than the replay window, `events_lost` when durable events or deltas were lost on the way, e.g. during a Redis outage): re-read the turn and its items, then continue from this event. */
+        ResyncEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.resync";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /**
+             * @description `cursor_expired`: the Last-Event-ID cursor is older than the replay window; `events_lost`: durable events or deltas were lost on the way.
+             * @enum {string}
+             */
+            reason: "cursor_expired" | "events_lost";
+            /** @description Extensions. `seq` present when the event is durable. */
+            yuxi?: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq?: number;
+            };
+        };
+        /** @description The JSON `data:` of one session stream message; `type` (the same as the SSE `event:`) tells which. */
+        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
     };
     responses: never;
     parameters: never;
@@ -2773,23 +3461,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": {
-                        type: components["schemas"]["SessionEventType"];
-                        event_id: string;
-                        session_id: string;
-                        created_at: number;
-                        turn_id?: string;
-                        yuxi?: {
-                            /** @description Durable events: 1, 2, 3… per session without gaps. Absent on live events (output_text.delta, and the item.added / content_part.added announcing an assistant message). A jump means events were missed; the server sends yuxi.session.resync first. */
-                            seq?: number;
-                            /** @description The run (execution segment) the event belongs to. */
-                            run_id?: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    "text/event-stream": string;
                 };
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
