@@ -35,6 +35,7 @@ export class TcpProxy {
   readonly requests: SeenRequest[] = [];
   private readonly pairs = new Set<Pair>();
   private readonly faults: { match: (request: SeenRequest) => boolean; fault: Fault }[] = [];
+  private answered: { match: (request: SeenRequest) => boolean; resolve: (request: SeenRequest) => void }[] = [];
 
   private constructor(
     private readonly server: net.Server,
@@ -61,6 +62,13 @@ export class TcpProxy {
     const count = this.pairs.size;
     for (const pair of this.pairs) this.cut(pair);
     return count;
+  }
+
+  /** Resolves when an answer to a matching request starts coming back through the proxy (already or later). */
+  answerTo(match: (request: SeenRequest) => boolean): Promise<SeenRequest> {
+    const seen = this.requests.find((r) => r.status !== null && match(r));
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve) => this.answered.push({ match, resolve }));
   }
 
   requestsTo(method: string, path: RegExp): SeenRequest[] {
@@ -95,7 +103,11 @@ export class TcpProxy {
     upstream.on('data', (chunk: Buffer) => {
       if (pair.dropResponse) return this.cut(pair);
       const status = /^HTTP\/1\.[01] (\d{3}) /.exec(chunk.toString('latin1', 0, 16));
-      if (status && pair.current && pair.current.status === null) pair.current.status = Number(status[1]);
+      const request = pair.current;
+      if (status && request && request.status === null) {
+        request.status = Number(status[1]);
+        this.answered = this.answered.filter((waiter) => !(waiter.match(request) && (waiter.resolve(request), true)));
+      }
       client.write(chunk);
     });
   }

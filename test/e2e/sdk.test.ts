@@ -1,0 +1,342 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { AgentsApiError, AgentsClient, type ClientOptions, type ResyncSnapshot, type SessionEvent, type SessionEventOf, type SessionEventStream } from '#libs/sdk';
+import { query } from '../support/db.js';
+import { env } from '../support/env.js';
+import { newProductUser, openRawStream, type RawStream } from '../support/identity.js';
+import { SseStream } from '../support/sse.js';
+import { type SeenRequest, TcpProxy } from '../support/tcp-proxy.js';
+
+/** Eleven words, 40 ms apart: slow enough to cut the stream mid-turn. */
+const SLOW = 'one two three four five six seven eight nine ten [[delay:40]]';
+/** No iteration may run forever: a stuck one fails its test instead. */
+const LIMIT_MS = 60_000;
+
+const direct = new AgentsClient({ baseUrl: env.apiUrl, apiKey: env.apiKey });
+
+/** A client that reaches the api through `proxy`, with short backoffs (the faults are immediate). */
+function through(proxy: TcpProxy, options: Partial<ClientOptions> = {}): AgentsClient {
+  return new AgentsClient({ baseUrl: proxy.url, apiKey: env.apiKey, retry: { baseDelayMs: 20, maxDelayMs: 200 }, ...options });
+}
+
+/** Every event the iterator yields, in order (bounded by the signal given to events()). */
+async function collect(stream: SessionEventStream, onEvent: (event: SessionEvent, index: number) => void | Promise<void> = () => undefined): Promise<SessionEvent[]> {
+  const events: SessionEvent[] = [];
+  for await (const event of stream) {
+    events.push(event);
+    await onEvent(event, events.length - 1);
+  }
+  return events;
+}
+
+function textOf(events: SessionEvent[]): string {
+  let text = '';
+  for (const event of events) if (event.type === 'agent.session.turn.output_text.delta') text += event.delta;
+  return text;
+}
+
+function seqs(events: SessionEvent[]): number[] {
+  return events.flatMap((event) => {
+    const seq = (event.yuxi as { seq?: number } | undefined)?.seq;
+    return seq === undefined ? [] : [seq];
+  });
+}
+
+const isPost = (path: RegExp) => (r: SeenRequest) => r.method === 'POST' && path.test(r.path);
+const EVENTS_PATH = /^\/api\/v1\/agents\/sessions\/[^/]+\/events$/;
+const RECEIPT_PATH = /^\/api\/v1\/agents\/sessions\/[^/]+\/receipt\?/;
+
+async function inputIds(sessionId: string): Promise<string[]> {
+  return (await query<{ id: string }>(`SELECT id FROM inputs WHERE session_id = $1 ORDER BY received_seq`, [sessionId])).map((row) => row.id);
+}
+
+/** Empties a session's Redis stream but its last `keep` entries, as the replay window's MAXLEN would under load. */
+async function trimStream(sessionId: string, keep: number): Promise<void> {
+  const redis = new Redis(env.redisUrl);
+  try {
+    await redis.xtrim(`yuxi:session-events:{${sessionId}}`, 'MAXLEN', keep);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+describe('sdk: the typed client against the real stack', () => {
+  let proxy: TcpProxy;
+  const witnesses: SseStream[] = [];
+
+  before(async () => {
+    proxy = await TcpProxy.start(env.apiUrl);
+  });
+  after(async () => {
+    witnesses.forEach((w) => w.close());
+    await proxy.close();
+  });
+
+  async function witness(sessionId: string): Promise<SseStream> {
+    const stream = await SseStream.open(sessionId);
+    assert.equal(stream.status, 200, stream.bodyText);
+    witnesses.push(stream);
+    return stream;
+  }
+
+  it('creates a session and streams its first turn to the terminal event, then ends at once when resumed past it', async () => {
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot', title: 'sdk quick start', input: 'hello from the sdk' });
+    const inputId = session.yuxi.receipt?.input_id;
+    assert.ok(inputId, 'the create receipt names the input');
+    const stream = direct.sessions.events(session.id, { untilInputId: inputId, signal: AbortSignal.timeout(LIMIT_MS) });
+    const events = await collect(stream);
+
+    const last = events.at(-1)!;
+    assert.equal(last.type, 'agent.session.turn.completed');
+    assert.equal(stream.ended, 'turn_terminal');
+    assert.equal(last.turn_id, stream.turnId);
+    assert.equal(textOf(events), 'Echo: hello from the sdk');
+    assert.equal(events[0]!.type, 'agent.session.created');
+    assert.deepEqual(seqs(events), seqs(events).map((_, i) => i + 1), 'every durable event once, in order');
+    const turn = await direct.sessions.turn(session.id, stream.turnId!);
+    assert.equal(turn.status, 'completed');
+
+    // Resumed after its terminal event: nothing comes, the iterator reads the turn and ends.
+    const again = direct.sessions.events(session.id, { lastEventId: stream.lastEventId, untilTurnId: stream.turnId!, signal: AbortSignal.timeout(LIMIT_MS) });
+    assert.deepEqual(await collect(again), []);
+    assert.equal(again.ended, 'turn_terminal');
+    assert.equal(again.turn?.status, 'completed');
+  });
+
+  it('reconnects after the connection is cut mid-turn: every event exactly once, in order, ending at the terminal event', async () => {
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot' });
+    const reference = await witness(session.id);
+    const client = through(proxy);
+    const receipt = await client.sessions.sendMessage(session.id, SLOW);
+    const opened = proxy.requestsTo('GET', EVENTS_PATH).length;
+    const stream = client.sessions.events(session.id, { untilInputId: receipt.input_id!, reconnectDelayMs: 20, signal: AbortSignal.timeout(LIMIT_MS) });
+    let deltas = 0;
+    let cut = 0;
+    const events = await collect(stream, (event) => {
+      if (event.type === 'agent.session.turn.output_text.delta' && ++deltas === 3) cut = proxy.cutAll();
+    });
+    assert.ok(cut >= 1, 'the stream was cut');
+
+    const last = events.at(-1)!;
+    assert.equal(last.type, 'agent.session.turn.completed');
+    assert.equal(last.turn_id, stream.turnId);
+    await reference.waitForType('agent.session.turn.completed', stream.turnId!);
+    const expected = reference.events.map((e) => e.data.event_id as string);
+    assert.deepEqual(
+      events.map((e) => e.event_id),
+      expected.slice(0, expected.indexOf(last.event_id) + 1),
+      'the same events as an uninterrupted subscription, none twice, none missing',
+    );
+    assert.equal(textOf(events), 'Echo: one two three four five six seven eight nine ten');
+    assert.deepEqual(seqs(events), seqs(events).map((_, i) => i + 1));
+
+    const subscriptions = proxy.requestsTo('GET', EVENTS_PATH).slice(opened);
+    assert.ok(subscriptions.length >= 2, 'it reconnected');
+    assert.equal(subscriptions[0]!.headers['last-event-id'], undefined);
+    const cursor = subscriptions[1]!.headers['last-event-id'];
+    assert.ok(cursor, 'the reconnection sends Last-Event-ID');
+    const thirdDelta = events.filter((e) => e.type === 'agent.session.turn.output_text.delta')[2]!;
+    assert.ok(events.indexOf(thirdDelta) < events.length - 1, 'events came after the cut');
+  });
+
+  it('looks the receipt up after a lost answer instead of submitting again: one input', async () => {
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot' });
+    const client = through(proxy);
+    const posts = proxy.requestsTo('POST', EVENTS_PATH).length;
+    const lookups = proxy.requestsTo('GET', RECEIPT_PATH).length;
+    proxy.failNext(isPost(EVENTS_PATH), 'drop-response');
+
+    const receipt = await client.sessions.sendMessage(session.id, 'my answer is lost on the way');
+
+    const sent = proxy.requestsTo('POST', EVENTS_PATH).slice(posts);
+    const looked = proxy.requestsTo('GET', RECEIPT_PATH).slice(lookups);
+    assert.equal(sent.length, 1, 'the event was not sent again');
+    assert.equal(sent[0]!.status, null, 'its answer never reached the client');
+    assert.equal(looked.length, 1);
+    assert.equal(looked[0]!.status, 200);
+    const key = sent[0]!.headers['idempotency-key']!;
+    assert.ok(key);
+    assert.equal(new URL(looked[0]!.path, 'http://x').searchParams.get('idempotency_key'), key, 'looked up with the same key');
+    assert.deepEqual(await inputIds(session.id), [receipt.input_id], 'exactly one input');
+    assert.deepEqual(await direct.sessions.receipt(session.id, key), receipt);
+  });
+
+  it('resends with the same key when the request never arrived (the receipt is not found yet): one input', async () => {
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot' });
+    const client = through(proxy);
+    const posts = proxy.requestsTo('POST', EVENTS_PATH).length;
+    const lookups = proxy.requestsTo('GET', RECEIPT_PATH).length;
+    proxy.failNext(isPost(EVENTS_PATH), 'drop-request');
+
+    const receipt = await client.sessions.sendMessage(session.id, 'my request is lost on the way');
+
+    const sent = proxy.requestsTo('POST', EVENTS_PATH).slice(posts);
+    const looked = proxy.requestsTo('GET', RECEIPT_PATH).slice(lookups);
+    assert.deepEqual(
+      sent.map((r) => r.status),
+      [null, 202],
+    );
+    assert.deepEqual(
+      looked.map((r) => r.status),
+      [404],
+      'looked up first: 404, not found yet',
+    );
+    assert.equal(sent[0]!.headers['idempotency-key'], sent[1]!.headers['idempotency-key'], 'the retry reuses the key');
+    assert.deepEqual(await inputIds(session.id), [receipt.input_id], 'exactly one input');
+  });
+
+  it('replays a create whose answer was lost with the same key: one session, one input', async () => {
+    const client = through(proxy);
+    const title = `sdk lost create ${randomUUID()}`;
+    const posts = proxy.requestsTo('POST', /^\/api\/v1\/agents\/sessions$/).length;
+    proxy.failNext(isPost(/^\/api\/v1\/agents\/sessions$/), 'drop-response');
+
+    const session = await client.sessions.create({ agent_id: 'default-chatbot', title, input: 'created once' });
+
+    const sent = proxy.requestsTo('POST', /^\/api\/v1\/agents\/sessions$/).slice(posts);
+    assert.deepEqual(
+      sent.map((r) => r.status),
+      [null, 201],
+    );
+    assert.equal(sent[0]!.headers['idempotency-key'], sent[1]!.headers['idempotency-key'], 'the retry reuses the key');
+    const sessions = await query<{ id: string }>(`SELECT id FROM sessions WHERE title = $1`, [title]);
+    assert.deepEqual(
+      sessions.map((s) => s.id),
+      [session.id],
+      'exactly one session',
+    );
+    assert.deepEqual(await inputIds(session.id), [session.yuxi.receipt?.input_id]);
+  });
+
+  it('throws typed errors (404, 422, 409), without retrying them', async () => {
+    const client = through(proxy);
+    const missing = '00000000-0000-7000-8000-000000000000';
+    const before = proxy.requests.length;
+    await assert.rejects(client.sessions.get(missing), (error: unknown) => {
+      assert.ok(error instanceof AgentsApiError);
+      assert.equal(error.status, 404);
+      assert.equal(error.code, 'not_found');
+      assert.equal(error.retryable, false);
+      assert.match(error.requestId ?? '', /\S/);
+      return true;
+    });
+    assert.equal(proxy.requests.length - before, 1, 'a 404 is not retried');
+
+    await assert.rejects(client.sessions.create({ agent_id: 'default-chatbot', title: '' }), (error: unknown) => {
+      assert.ok(error instanceof AgentsApiError);
+      assert.equal(error.status, 422);
+      assert.equal(error.code, 'validation_failed');
+      assert.equal(error.type, 'invalid_request');
+      assert.match(JSON.stringify(error.details), /title/);
+      return true;
+    });
+
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot' });
+    const key = `sdk-own-key-${randomUUID()}`;
+    const first = await client.sessions.sendMessage(session.id, 'first intent', { idempotencyKey: key });
+    assert.deepEqual(await client.sessions.sendMessage(session.id, 'first intent', { idempotencyKey: key }), first, 'same key, same intent: the first receipt');
+    await assert.rejects(client.sessions.sendMessage(session.id, 'another intent', { idempotencyKey: key }), (error: unknown) => {
+      assert.ok(error instanceof AgentsApiError);
+      assert.equal(error.status, 409);
+      assert.equal(error.code, 'idempotency_conflict');
+      return true;
+    });
+    assert.deepEqual(await inputIds(session.id), [first.input_id]);
+  });
+
+  it('on resync re-reads the waiting turn and its items, then streams the rest of the turn to its end', async () => {
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: 'a question first [[ask:Proceed?]]' });
+    const reference = await witness(session.id);
+    // A cursor from early in the turn, then the turn goes on to wait for an answer.
+    const first = direct.sessions.events(session.id, { signal: AbortSignal.timeout(LIMIT_MS) });
+    for await (const event of first) if (event.type === 'agent.session.turn.created') break;
+    const found = await reference.waitForType('yuxi.session.turn.waiting');
+    const waiting = found.data as SessionEventOf<'yuxi.session.turn.waiting'>;
+    // The replay window moves past the cursor while the turn waits.
+    await trimStream(session.id, 0);
+
+    const snapshots: ResyncSnapshot[] = [];
+    const stream = direct.sessions.events(session.id, {
+      lastEventId: first.lastEventId,
+      untilTurnId: waiting.turn_id,
+      onResync: (snapshot) => {
+        snapshots.push(snapshot);
+      },
+      signal: AbortSignal.timeout(LIMIT_MS),
+    });
+    const question = waiting.waitpoint.questions?.[0];
+    assert.ok(question);
+    const events = await collect(stream, async (event, index) => {
+      if (index !== 0) return;
+      assert.equal(event.type, 'yuxi.session.resync', 'the resync comes first');
+      await direct.sessions.resume(session.id, {
+        turn_id: waiting.turn_id,
+        waitpoint_id: waiting.waitpoint.id,
+        response: { type: 'answer', answers: [{ question_id: question.question_id, answer: 'yes please' }] },
+      });
+    });
+
+    assert.equal(snapshots.length, 1);
+    const [snapshot] = snapshots;
+    assert.equal(snapshot!.event, events[0]);
+    assert.equal(snapshot!.turn?.id, waiting.turn_id);
+    assert.equal(snapshot!.turn?.status, 'requires_action');
+    assert.ok(
+      snapshot!.items.some((item) => JSON.stringify(item).includes('a question first')),
+      'the items of the turn were read back',
+    );
+    assert.equal(stream.lastResync, snapshot);
+    const last = events.at(-1)!;
+    assert.equal(last.type, 'agent.session.turn.completed');
+    assert.equal(last.turn_id, waiting.turn_id);
+    assert.equal(textOf(events), 'Answer: yes please');
+    const ids = events.map((e) => e.event_id);
+    assert.equal(new Set(ids).size, ids.length);
+  });
+
+  it('ends at a resync whose re-read finds the turn already over (its terminal event was missed)', async () => {
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: 'over before you look' });
+    const first = direct.sessions.events(session.id, { untilInputId: session.yuxi.receipt!.input_id!, signal: AbortSignal.timeout(LIMIT_MS) });
+    await collect(first);
+    assert.equal(first.ended, 'turn_terminal');
+    // Only the newest entry is left: a subscription from the start finds the window moved.
+    await trimStream(session.id, 1);
+
+    const stream = direct.sessions.events(session.id, { untilTurnId: first.turnId!, signal: AbortSignal.timeout(LIMIT_MS) });
+    const events = await collect(stream);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['yuxi.session.resync'],
+    );
+    assert.equal(stream.ended, 'turn_terminal');
+    assert.equal(stream.lastResync?.turn?.status, 'completed');
+    const answer = stream.lastResync?.items.find((item) => JSON.stringify(item).includes('Echo: over before you look'));
+    assert.ok(answer, 'the result is in the items read back');
+  });
+
+  it('waits out a 429 (stream cap) for its Retry-After, then streams', async () => {
+    const { key } = await newProductUser('sdk capped', { max_streams: 1 });
+    const client = through(proxy, { apiKey: key.secret });
+    const session = await client.sessions.create({ agent_id: 'default-chatbot', input: 'capped' });
+    let holder: RawStream | null = await openRawStream({ name: 'sdk capped', token: key.secret }, session.id);
+    try {
+      assert.equal(holder.status, 200);
+      const opened = proxy.requestsTo('GET', EVENTS_PATH).length;
+      const refused = proxy.answerTo((r) => r.method === 'GET' && EVENTS_PATH.test(r.path) && r.status === 429);
+      const stream = client.sessions.events(session.id, { untilInputId: session.yuxi.receipt!.input_id!, signal: AbortSignal.timeout(LIMIT_MS) });
+      const done = collect(stream);
+      await refused;
+      holder.close();
+      holder = null;
+      const events = await done;
+      assert.equal(events.at(-1)?.type, 'agent.session.turn.completed');
+      const statuses = proxy.requestsTo('GET', EVENTS_PATH).slice(opened).map((r) => r.status);
+      assert.equal(statuses[0], 429);
+      assert.equal(statuses.at(-1), 200);
+    } finally {
+      holder?.close();
+    }
+  });
+});
