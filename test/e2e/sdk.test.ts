@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { AgentsApiError, AgentsClient, type ClientOptions, type ResyncSnapshot, type SessionEvent, type SessionEventOf, type SessionEventStream } from '#libs/sdk';
+import { AgentsApiError, AgentsClient, type ClientOptions, type ResyncSnapshot, type SessionEvent, type SessionEventOf, type SessionEventsOptions, type SessionEventStream } from '#libs/sdk';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { newProductUser, openRawStream, type RawStream } from '../support/identity.js';
@@ -105,19 +105,24 @@ describe('sdk: the typed client against the real stack', () => {
     assert.equal(again.turn?.status, 'completed');
   });
 
-  it('reconnects after the connection is cut mid-turn: every event exactly once, in order, ending at the terminal event', async () => {
+  /**
+   * A slow turn followed through the proxy, with `fault` applied to every open connection at the
+   * third delta; the iterator must deliver what an uninterrupted subscription got, up to the turn's
+   * terminal event, each event once, in order.
+   */
+  async function followThroughFault(fault: () => number, options: SessionEventsOptions = {}): Promise<void> {
     const session = await direct.sessions.create({ agent_id: 'default-chatbot' });
     const reference = await witness(session.id);
     const client = through(proxy);
     const receipt = await client.sessions.sendMessage(session.id, SLOW);
     const opened = proxy.requestsTo('GET', EVENTS_PATH).length;
-    const stream = client.sessions.events(session.id, { untilInputId: receipt.input_id!, reconnectDelayMs: 20, signal: AbortSignal.timeout(LIMIT_MS) });
+    const stream = client.sessions.events(session.id, { untilInputId: receipt.input_id!, reconnectDelayMs: 20, signal: AbortSignal.timeout(LIMIT_MS), ...options });
     let deltas = 0;
-    let cut = 0;
+    let hit = 0;
     const events = await collect(stream, (event) => {
-      if (event.type === 'agent.session.turn.output_text.delta' && ++deltas === 3) cut = proxy.cutAll();
+      if (event.type === 'agent.session.turn.output_text.delta' && ++deltas === 3) hit = fault();
     });
-    assert.ok(cut >= 1, 'the stream was cut');
+    assert.ok(hit >= 1, 'the fault hit the open stream');
 
     const last = events.at(-1)!;
     assert.equal(last.type, 'agent.session.turn.completed');
@@ -135,10 +140,18 @@ describe('sdk: the typed client against the real stack', () => {
     const subscriptions = proxy.requestsTo('GET', EVENTS_PATH).slice(opened);
     assert.ok(subscriptions.length >= 2, 'it reconnected');
     assert.equal(subscriptions[0]!.headers['last-event-id'], undefined);
-    const cursor = subscriptions[1]!.headers['last-event-id'];
-    assert.ok(cursor, 'the reconnection sends Last-Event-ID');
+    assert.ok(subscriptions[1]!.headers['last-event-id'], 'the reconnection sends Last-Event-ID');
     const thirdDelta = events.filter((e) => e.type === 'agent.session.turn.output_text.delta')[2]!;
-    assert.ok(events.indexOf(thirdDelta) < events.length - 1, 'events came after the cut');
+    assert.ok(events.indexOf(thirdDelta) < events.length - 1, 'events came after the fault');
+  }
+
+  it('reconnects after the connection is cut mid-turn: every event exactly once, in order, ending at the terminal event', async () => {
+    await followThroughFault(() => proxy.cutAll());
+  });
+
+  it('replaces a connection that went silent mid-turn (no heartbeat within idleTimeoutMs), then resumes the same way', async () => {
+    // The suite's api sends a heartbeat every second (SSE_HEARTBEAT_MS): three seconds of silence is a dead connection.
+    await followThroughFault(() => proxy.freezeAll(), { idleTimeoutMs: 3_000 });
   });
 
   it('looks the receipt up after a lost answer instead of submitting again: one input', async () => {

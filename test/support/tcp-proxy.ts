@@ -21,6 +21,8 @@ interface Pair {
   /** The request now in flight on this connection (HTTP/1.1 without pipelining: one at a time). */
   current: SeenRequest | null;
   dropResponse: boolean;
+  /** Nothing passes any more, in either direction, but the connection stays open. */
+  frozen: boolean;
 }
 
 const REQUEST_LINE = /^(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) (\S+) HTTP\/1\.[01]\r\n/;
@@ -71,6 +73,15 @@ export class TcpProxy {
     return new Promise((resolve) => this.answered.push({ match, resolve }));
   }
 
+  /**
+   * Every open connection goes silent without closing (a peer that vanished, a NAT entry that
+   * expired): only the client's own timeout can tell. New connections pass.
+   */
+  freezeAll(): number {
+    for (const pair of this.pairs) pair.frozen = true;
+    return this.pairs.size;
+  }
+
   requestsTo(method: string, path: RegExp): SeenRequest[] {
     return this.requests.filter((r) => r.method === method && path.test(r.path));
   }
@@ -82,12 +93,13 @@ export class TcpProxy {
 
   private accept(client: net.Socket, host: string, port: number): void {
     const upstream = net.connect(port, host);
-    const pair: Pair = { client, upstream, current: null, dropResponse: false };
+    const pair: Pair = { client, upstream, current: null, dropResponse: false, frozen: false };
     this.pairs.add(pair);
     const drop = () => this.cut(pair);
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
     client.on('data', (chunk: Buffer) => {
+      if (pair.frozen) return;
       const request = this.readHead(chunk);
       if (request) {
         pair.current = request;
@@ -101,6 +113,7 @@ export class TcpProxy {
       upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
+      if (pair.frozen) return;
       if (pair.dropResponse) return this.cut(pair);
       const status = /^HTTP\/1\.[01] (\d{3}) /.exec(chunk.toString('latin1', 0, 16));
       const request = pair.current;

@@ -26,6 +26,12 @@ export interface SessionEventsOptions {
   /** First reconnection delay (default 500 ms; doubled each time, capped by maxReconnectDelayMs, 15 s). A server `retry:` overrides it. */
   reconnectDelayMs?: number;
   maxReconnectDelayMs?: number;
+  /**
+   * A connection that brings no byte for this long (no answer, no event, no heartbeat) is taken
+   * for dead and replaced (default 60 s). Keep it above the server's heartbeat interval (SSE_HEARTBEAT_MS, 15 s
+   * by default). Time the consumer spends on an event does not count.
+   */
+  idleTimeoutMs?: number;
 }
 
 /** What a resync re-read: the turn being followed (or the session's current turn) and its items, oldest first. */
@@ -102,6 +108,7 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
   private async *run(): AsyncGenerator<SessionEvent> {
     const { signal } = this.options;
     const maxReconnects = this.options.maxReconnects ?? 10;
+    const idleTimeoutMs = this.options.idleTimeoutMs ?? 60_000;
     const backoff = { baseDelayMs: this.options.reconnectDelayMs ?? 500, maxDelayMs: this.options.maxReconnectDelayMs ?? 15_000 };
     if (this.options.lastEventId !== undefined && (await this.settled(signal))) return;
     let failures = 0;
@@ -113,8 +120,17 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
       signal?.addEventListener('abort', abort, { once: true });
       let wait: number | null = null;
       let cause: unknown = null;
+      let idle = false;
+      const onIdle = () => {
+        idle = true;
+        connection.abort(new Error('The event stream went silent'));
+      };
       try {
-        const response = await this.reader.transport.openStream(`/api/v1/agents/sessions/${encodeURIComponent(this.sessionId)}/events`, this.lastEventId, connection.signal);
+        // The answer's head is bound by the same clock: a connection can die before it, too.
+        const headTimer = setTimeout(onIdle, idleTimeoutMs);
+        const response = await this.reader.transport
+          .openStream(`/api/v1/agents/sessions/${encodeURIComponent(this.sessionId)}/events`, this.lastEventId, connection.signal)
+          .finally(() => clearTimeout(headTimer));
         if (!response.ok) {
           const error = toError(response, await response.text());
           wait = this.reader.transport.retryDelay(error, failures + 1);
@@ -123,7 +139,7 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
         } else if (!response.body) {
           throw new AgentsProtocolError('The event stream answered without a body', response.status, '');
         } else {
-          for await (const record of parseSse(response.body)) {
+          for await (const record of parseSse(watchIdle(response.body, idleTimeoutMs, onIdle))) {
             if (record.kind === 'retry') {
               serverRetryMs = record.ms;
               continue;
@@ -137,7 +153,7 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
         }
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
-        if (error instanceof AgentsApiError || error instanceof AgentsProtocolError || !isNetworkError(error)) throw error;
+        if (!idle && (error instanceof AgentsApiError || error instanceof AgentsProtocolError || !isNetworkError(error))) throw error;
         cause = error;
       } finally {
         signal?.removeEventListener('abort', abort);
@@ -147,7 +163,8 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
       if (failures > maxReconnects) {
         throw new AgentsConnectionError(`The event stream of session ${this.sessionId} failed ${failures} times in a row without an event`, { cause });
       }
-      await sleep(wait ?? serverRetryMs ?? backoffMs(backoff, failures), signal);
+      // A server `retry:` is the least it asked for; repeated failures still back off.
+      await sleep(wait ?? Math.max(serverRetryMs ?? 0, backoffMs(backoff, failures)), signal);
     }
   }
 
@@ -234,6 +251,33 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
     const turn = this.turn !== null && (!following || this.turn.id === this.turnId) ? this.turn : null;
     const items = turn === null ? [] : await this.reader.allTurnItems(this.sessionId, turn.id, signal);
     return { event, turn, items };
+  }
+}
+
+/**
+ * The body's chunks, calling `onIdle` when one takes longer than `ms` to arrive. The clock runs
+ * only while a chunk is awaited, not while the consumer works on what it was given.
+ */
+async function* watchIdle(body: AsyncIterable<Uint8Array>, ms: number, onIdle: () => void): AsyncGenerator<Uint8Array> {
+  const chunks = body[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const timer = setTimeout(onIdle, ms);
+      let next: IteratorResult<Uint8Array>;
+      try {
+        next = await chunks.next();
+      } finally {
+        clearTimeout(timer);
+      }
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    try {
+      await chunks.return?.();
+    } catch {
+      // The body already failed (a cut or an abort): nothing to release.
+    }
   }
 }
 
