@@ -240,7 +240,7 @@ export class AgentsResource {
  * A client of the Agents Public API.
  *
  * ```ts
- * const client = new AgentsClient({ baseUrl: 'http://localhost:3000', apiKey: process.env.API_KEY! });
+ * const client = new AgentsClient({ baseUrl: 'http://localhost:3000', apiKey: '<an API key>' });
  * ```
  */
 export class AgentsClient {
