@@ -26,6 +26,8 @@ export interface Operation {
   parameters: Parameter[];
   /** The JSON request body's schema, null when the operation takes none. */
   body: Schema | null;
+  /** The request body examples of the document: known-good bodies to start from. */
+  bodyExamples: unknown[];
   responses: Record<string, ResponseSpec>;
   /** Answers with text/event-stream (the session stream) on success. */
   streams: boolean;
@@ -45,12 +47,14 @@ export function operationsOf(document: Document): Operation[] {
       const operation = item[method];
       if (!operation) continue;
       const responses = operation.responses as Record<string, ResponseSpec>;
+      const json = operation.requestBody?.content?.['application/json'];
       operations.push({
         method: method.toUpperCase(),
         path,
         name: `${method.toUpperCase()} ${path}`,
         parameters: ((operation.parameters ?? []) as Parameter[]).map((p) => ({ name: p.name, in: p.in, required: p.required === true, schema: p.schema ?? {} })),
-        body: operation.requestBody?.content?.['application/json']?.schema ?? null,
+        body: json?.schema ?? null,
+        bodyExamples: [...(json?.example !== undefined ? [json.example] : []), ...Object.values<{ value?: unknown }>(json?.examples ?? {}).flatMap((e) => (e.value !== undefined ? [e.value] : []))],
         responses,
         streams: Object.values(responses).some((r) => r.content?.['text/event-stream'] !== undefined && Object.keys(r.content).length >= 1),
       });

@@ -94,12 +94,13 @@ function queryValue(params: Parameter[], ctx: CaseContext): fc.Arbitrary<{ query
 }
 
 /** The request body: valid, mutated inside, replaced at the top, not JSON, or sent with an odd Content-Type or encoding. */
-function bodyValue(schema: Schema, ctx: CaseContext): fc.Arbitrary<{ body: Body; notes: string[] }> {
+function bodyValue(schema: Schema, examples: unknown[], ctx: CaseContext): fc.Arbitrary<{ body: Body; notes: string[] }> {
   const json = (value: unknown, notes: string[]) => ({ body: { kind: 'json', value } as Body, notes });
   const raw = (text: string, contentType: string | null, note: string, encoding?: string) => ({ body: { kind: 'raw', text, contentType, encoding } as Body, notes: [note] });
   const valid = validValue(schema, ctx);
   return weighted<{ body: Body; notes: string[] }>(
     [14, valid.map((value) => json(value, []))],
+    [examples.length > 0 ? 6 : 0, fc.constantFrom(...(examples.length > 0 ? examples : [null])).map((value) => json(value, ['the document\'s example']))],
     [9, mutatedValue(schema, ctx).map(({ value, note }) => json(value, [`body ${note}`]))],
     [1, fc.constantFrom(...TOP_LEVEL_JSON).map((value) => json(value, [`body replaced by ${JSON.stringify(value)?.slice(0, 30)}`]))],
     [1, fc.constantFrom(...NOT_JSON).map((text) => raw(text, 'application/json', `raw body: ${JSON.stringify(text.slice(0, 40))}`))],
@@ -161,7 +162,7 @@ export function fuzzCases(op: Operation, ctx: CaseContext): fc.Arbitrary<FuzzCas
   type PathValue = { name: string; value: string; note?: string };
   const path: fc.Arbitrary<PathValue[]> = pathParams.length === 0 ? fc.constant([]) : fc.tuple(...pathParams.map((p) => pathValue(p, ctx).map((v) => ({ name: p.name, ...v }))));
   const query = queryParams.length === 0 ? fc.constant({ query: [] as [string, string][], notes: [] as string[] }) : queryValue(queryParams, ctx);
-  const body = op.body ? bodyValue(op.body, ctx) : fc.constant(undefined);
+  const body = op.body ? bodyValue(op.body, op.bodyExamples, ctx) : fc.constant(undefined);
   return fc.record({ path, query, headers: headerValues(op, ctx), body }).map(({ path: params, query: q, headers, body: b }) => ({
     pathParams: Object.fromEntries(params.map((p) => [p.name, p.value])),
     query: q.query,
