@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ensureBuilt, ROOT } from './lib/build.mjs';
 
 ensureBuilt();
@@ -90,6 +91,8 @@ const code = await new Promise((resolve) => {
   child.on('exit', (exitCode) => resolve(exitCode ?? 1));
 });
 
+// Before the stack stops: what the replicas answered is in their counters.
+const audited = await auditStatuses([stack.url, `http://127.0.0.1:${secondApiPort}`]);
 await stack.stop();
 if (code !== 0) {
   for (const name of ['api', 'worker']) {
@@ -99,4 +102,26 @@ if (code !== 0) {
     console.error(`\n----- last lines of ${name}.log -----\n${lines.slice(-40).join('\n')}`);
   }
 }
-process.exit(code);
+process.exit(code !== 0 ? code : audited ? 0 : 1);
+
+/**
+ * Every (method, route, status) the api replicas answered while the tests ran, read from their
+ * /metrics, must be declared for its operation in /openapi.json (test/support/status-audit.ts).
+ */
+async function auditStatuses(urls) {
+  try {
+    const audit = await import(pathToFileURL(path.join(ROOT, 'dist', 'test', 'support', 'status-audit.js')).href);
+    const document = await (await fetch(`${urls[0]}/openapi.json`)).json();
+    const scrapes = await Promise.all(urls.map(async (url) => audit.statusSamples(await (await fetch(`${url}/metrics`)).text())));
+    const samples = audit.mergeSamples(...scrapes);
+    const findings = audit.undeclaredStatuses(document, samples);
+    if (findings.length === 0) {
+      console.log(`[test] status audit: ${samples.length} (method, route, status) seen, each declared in /openapi.json`);
+      return true;
+    }
+    console.error(`\n[test] status audit: statuses answered during the run that /openapi.json does not declare:\n${audit.formatFindings(findings)}`);
+  } catch (error) {
+    console.error(`\n[test] status audit failed: ${error instanceof Error ? error.stack : String(error)}`);
+  }
+  return false;
+}

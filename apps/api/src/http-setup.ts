@@ -21,6 +21,7 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
   app.use(httpLogger('api', requestIdOf));
   app.use(bindRequestLogContext);
   app.use(authenticate(app.get(Authenticator), app.get(RateLimits)));
+  app.use(refuseUndecodablePaths);
   const large = express.json({ limit: bodyLimit });
   const small = express.json({ limit: '1mb' });
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -29,17 +30,17 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
     }
     return (LARGE_BODY_ROUTE.test(req.path) ? large : small)(req, res, next);
   });
-  // Postgres text and jsonb cannot hold U+0000; reject it here as a field error rather than fail the write.
+  // Postgres text and jsonb cannot hold U+0000, nor jsonb a lone surrogate; reject them here as field errors rather than fail the write.
   app.use((req: Request, res: Response, next: NextFunction) => {
-    let field: string | null;
+    let found: { field: string; problem: string } | null;
     try {
-      field = nulFieldPath(req.body as unknown, '');
+      found = unstorableString(req.body as unknown, '');
     } catch (error) {
       if (!(error instanceof BodyTooDeep)) throw error;
       return sendError(res, DomainError.validation([{ field: error.path || 'body', errors: [`must not nest deeper than ${MAX_BODY_DEPTH} levels`] }]));
     }
-    if (field === null) return next();
-    return sendError(res, DomainError.validation([{ field: field || 'body', errors: ['must not contain the NUL character (U+0000)'] }]));
+    if (found === null) return next();
+    return sendError(res, DomainError.validation([{ field: found.field || 'body', errors: [found.problem] }]));
   });
   app.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
     const type = (error as { type?: string } | null)?.type;
@@ -83,6 +84,22 @@ function authenticate(authenticator: Authenticator, limits: RateLimits) {
   };
 }
 
+/**
+ * A path that is not percent-encoded UTF-8 (`%ED%A0%80`, `%zz`) or that holds U+0000 names no
+ * resource: 404, as any unknown id does, rather than the router's failure to decode the parameter
+ * or a query that Postgres refuses (its text cannot hold NUL).
+ */
+function refuseUndecodablePaths(req: Request, res: Response, next: NextFunction): void {
+  let path: string;
+  try {
+    path = decodeURIComponent(req.path);
+  } catch {
+    return sendError(res, new DomainError('not_found', 'Nothing exists at this path: it is not valid percent-encoded UTF-8'));
+  }
+  if (path.includes('\u0000')) return sendError(res, new DomainError('not_found', 'Nothing exists at this path: it holds the NUL character'));
+  next();
+}
+
 function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
@@ -90,17 +107,27 @@ function hasBody(req: Request): boolean {
 /** How deep a JSON body may nest: far beyond any real request, far below a stack overflow. */
 const MAX_BODY_DEPTH = 64;
 
+/** A UTF-16 half without its other half: JSON can carry it (`"\\ud800"`), UTF-8 and jsonb cannot. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function stringProblem(value: string): string | null {
+  if (value.includes('\u0000')) return 'must not contain the NUL character (U+0000)';
+  if (LONE_SURROGATE.test(value)) return 'must be well-formed Unicode (no lone surrogate)';
+  return null;
+}
+
 /**
- * The path of the first string (key or value) holding U+0000, '' for the body itself, or null.
- * Iterative with a depth limit: a body of deeply nested arrays is refused as too deep instead of
- * overflowing the stack.
+ * The path ('' for the body itself) of the first string, key or value, that Postgres cannot store,
+ * and why; null if none. Iterative with a depth limit: a body of deeply nested arrays is refused as
+ * too deep instead of overflowing the stack.
  */
-function nulFieldPath(value: unknown, path: string): string | null {
+function unstorableString(value: unknown, path: string): { field: string; problem: string } | null {
   const stack: [unknown, string, number][] = [[value, path, 0]];
   while (stack.length > 0) {
     const [current, at, depth] = stack.pop()!;
     if (typeof current === 'string') {
-      if (current.includes('\u0000')) return at;
+      const problem = stringProblem(current);
+      if (problem) return { field: at, problem };
       continue;
     }
     if (current === null || typeof current !== 'object') continue;
@@ -108,7 +135,8 @@ function nulFieldPath(value: unknown, path: string): string | null {
     const entries = Array.isArray(current) ? current.map((entry, index) => [`${at}[${index}]`, entry, null] as const) : Object.entries(current).map(([key, entry]) => [at ? `${at}.${key}` : key, entry, key] as const);
     for (let k = entries.length - 1; k >= 0; k--) {
       const [childPath, entry, key] = entries[k]!;
-      if (key !== null && key.includes('\u0000')) return at;
+      const problem = key === null ? null : stringProblem(key);
+      if (problem) return { field: at, problem };
       stack.push([entry, childPath, depth + 1]);
     }
   }

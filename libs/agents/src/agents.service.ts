@@ -10,7 +10,7 @@ import type { ToolDeclaration } from '#libs/tools';
 import { AuditLog } from '#libs/audit';
 import type { AgentDto, AgentListDto } from './agent.dto.js';
 import { DEFAULT_AGENT_LIMITS, AgentEntity, type AgentLimits, type AgentSnapshot } from './agent.entity.js';
-import type { AgentDefinition } from './agent-definition.js';
+import { AGENT_ID, type AgentDefinition } from './agent-definition.js';
 
 /** Who is looking: private agents are for their owner, and never for an app's end users. */
 export interface AgentViewer {
@@ -71,7 +71,8 @@ export class AgentsService {
 
   /** The agent if the caller may use it; otherwise 404, whether it exists or not. */
   async getVisible(viewer: AgentViewer, agentId: string): Promise<AgentEntity> {
-    const row = await this.agents.findOneBy({ id: agentId });
+    // Not an agent id (a NUL would even fail the query): nothing to look up.
+    const row = AGENT_ID.test(agentId) ? await this.agents.findOneBy({ id: agentId }) : null;
     if (!row || row.deletedAt !== null || (row.ownerId !== null && (!viewer.mayUsePrivate || row.ownerId !== viewer.userId))) throw DomainError.notFound(`Agent ${agentId}`);
     return row;
   }
@@ -152,6 +153,7 @@ export class AgentsService {
 
   async remove(actor: AgentActor, agentId: string): Promise<void> {
     if (agentId === DEFAULT_AGENT_ID) throw new DomainError('state_conflict', `${DEFAULT_AGENT_ID} is the built-in agent and cannot be deleted; replace it instead`);
+    if (!AGENT_ID.test(agentId)) throw DomainError.notFound(`Agent ${agentId}`);
     await this.dataSource.transaction(async (manager) => {
       const live = await manager.findOneBy(AgentEntity, { id: agentId, deletedAt: IsNull() });
       if (!live || !manages(actor, live)) throw DomainError.notFound(`Agent ${agentId}`);

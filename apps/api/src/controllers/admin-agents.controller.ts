@@ -32,7 +32,7 @@ export class AdminAgentsController {
   @ApiBody({ type: PutAgentDto })
   @ApiOkResponse({ type: AgentDto, description: 'Replaced.' })
   @ApiCreatedResponse({ type: AgentDto, description: 'Created.' })
-  @ApiErrors('forbidden', 'invalid_agent', 'invalid_json')
+  @ApiErrors('forbidden', 'not_found', 'invalid_agent', 'invalid_json')
   async put(@CurrentPrincipal() principal: Principal, @Param('agent_id') agentId: string, @Body() body: unknown, @Res({ passthrough: true }) res: Response): Promise<AgentDto> {
     assertFullAccess(principal);
     const { agent, created } = await this.admin.put(principal, agentId, body);

@@ -113,15 +113,15 @@ function declareStreamCreate(document: OpenAPIObject): void {
 
 /**
  * What every operation can answer whatever its handler does, declared once here rather than on
- * each route: the X-Request-Id header on every response; under /api, 429 (rate limits, checked
- * before the route) and 503 (a dependency down) with Retry-After where it is sent; 415 on every
- * operation that takes a JSON body.
+ * each route: the X-Request-Id header on every response; under /api, 403 (X-End-User-Id with a key
+ * not bound to an app), 429 (rate limits) — both checked before the route — and 503 (a dependency
+ * down) with Retry-After where it is sent; 415 on every operation that takes a JSON body.
  */
 function declareCommonResponses(document: OpenAPIObject): void {
   const requestId = { description: 'The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`.', schema: { type: 'string' } };
   const retryAfter = { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } };
-  const error = (code: ErrorCode, headers: Record<string, object> = {}) => ({
-    description: `\`${code}\`: ${ERROR_CODES[code].description}`,
+  const error = (code: ErrorCode, headers: Record<string, object> = {}, description: string = ERROR_CODES[code].description) => ({
+    description: `\`${code}\`: ${description}`,
     headers: { 'X-Request-Id': requestId, ...headers },
     content: { 'application/json': { schema: ERROR_SCHEMA } },
   });
@@ -130,6 +130,7 @@ function declareCommonResponses(document: OpenAPIObject): void {
       const operation = item[method];
       if (!operation) continue;
       if (path.startsWith('/api/')) {
+        operation.responses['403'] ??= error('forbidden', {}, 'X-End-User-Id was sent with a key that is not bound to an app.');
         operation.responses['429'] ??= error('rate_limited', { 'Retry-After': retryAfter });
         operation.responses['503'] ??= error('service_unavailable');
       }
