@@ -2165,6 +2165,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one. */
             422: {
                 headers: {
@@ -2243,6 +2254,17 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
             401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -2376,6 +2398,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
                 headers: {
@@ -2451,6 +2484,17 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
             401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -2562,6 +2606,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
                 headers: {
@@ -2653,6 +2708,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
                 headers: {
@@ -2725,6 +2791,17 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
             401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -2814,6 +2891,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
                 headers: {
@@ -2887,6 +2975,17 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
             401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -3003,6 +3102,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
                 headers: {
@@ -3086,6 +3196,17 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
             401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -3183,6 +3304,17 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
             401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -3299,6 +3431,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
                 headers: {
@@ -3391,6 +3534,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
                 headers: {
@@ -3466,6 +3620,17 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
             401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -3564,6 +3729,17 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
             401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -3695,6 +3871,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -3755,6 +3942,17 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
             401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -3940,6 +4138,17 @@ export interface operations {
             };
             /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
