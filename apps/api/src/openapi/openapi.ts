@@ -88,8 +88,12 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   document.components.schemas = {
     ...document.components.schemas,
     ErrorCode: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Stable error codes; see the API description for each.' },
+    ErrorType: { ...document.components.schemas?.ErrorType, description: 'The class of an error: what kind of problem, whatever the code.' },
     ...sessionEventSchemas(),
   };
+  // Open by design (a class-level option Nest lacks): an error code may gain diagnostics, clients read the keys they know.
+  Object.assign(document.components.schemas.ErrorDetailsDto ?? {}, { additionalProperties: true });
+  closeRequestSchemas(document);
   declareCommonResponses(document);
   declarePublicOperations(document);
   declareStreamCreate(document);
@@ -140,6 +144,32 @@ function declareCommonResponses(document: OpenAPIObject): void {
         response.headers = { 'X-Request-Id': requestId, ...(status === '429' ? { 'Retry-After': retryAfter } : {}), ...response.headers };
       }
     }
+  }
+}
+
+/**
+ * Request bodies are closed: the server refuses unknown fields (422), so every object schema a
+ * request body reaches says `additionalProperties: false` (Nest has no class-level option for it).
+ */
+function closeRequestSchemas(document: OpenAPIObject): void {
+  const schemas = (document.components?.schemas ?? {}) as Record<string, Record<string, unknown>>;
+  const seen = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (node === null || typeof node !== 'object') return;
+    const ref = (node as { $ref?: unknown }).$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/components/schemas/')) {
+      const name = ref.slice('#/components/schemas/'.length);
+      if (seen.has(name) || !schemas[name]) return;
+      seen.add(name);
+      const schema = schemas[name];
+      if (schema.properties && schema.additionalProperties === undefined) schema.additionalProperties = false;
+      return visit(schema);
+    }
+    Object.values(node).forEach(visit);
+  };
+  for (const item of Object.values(document.paths)) {
+    for (const method of ['get', 'post', 'put', 'delete', 'patch'] as const) visit(item[method]?.requestBody);
   }
 }
 

@@ -2,6 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { ApiPropertyOptional } from '@nestjs/swagger';
+import { WaitpointDto } from '#libs/turns';
 import { OptionalNotNull } from './validators.js';
 
 export class ReceiptDto {
@@ -19,7 +20,7 @@ export class CurrentTurnDto {
   @ApiProperty({ enum: ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
   @ApiProperty({ type: String, nullable: true }) current_run_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) result_run_id!: string | null;
-  @ApiProperty({ type: Object, nullable: true }) waitpoint!: object | null;
+  @ApiProperty({ type: WaitpointDto, nullable: true, description: 'What the turn waits for while requires_action, else null.' }) waitpoint!: object | null;
 }
 
 export class SessionYuxiDto {
@@ -30,7 +31,7 @@ export class SessionYuxiDto {
   @ApiProperty() unread!: boolean;
   @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
   @ApiProperty() queue_paused!: boolean;
-  @ApiProperty({ description: 'Pending inputs not yet consumed by a turn.' }) queued_input_count!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Pending inputs not yet consumed by a turn.' }) queued_input_count!: number;
   @ApiProperty({ type: CurrentTurnDto, nullable: true, description: 'Overview of the latest turn.' }) current_turn!: CurrentTurnDto | null;
   @ApiProperty({ type: ReceiptDto, nullable: true, description: 'Only on the create response that accepted an input; null on reads.' })
   receipt!: ReceiptDto | null;
@@ -45,8 +46,8 @@ export class SessionDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['agent.session'] }) object!: 'agent.session';
   @ApiProperty({ type: SessionAgentDto }) agent!: SessionAgentDto;
-  @ApiProperty({ description: 'Unix seconds.' }) created_at!: number;
-  @ApiProperty({ description: 'Unix seconds of the latest receipt, consumption or run; presentation updates do not move it.' })
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds of the latest receipt, consumption or run; presentation updates do not move it.' })
   last_active_at!: number;
   @ApiProperty({ enum: ['idle', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
   @ApiProperty({ type: SessionYuxiDto }) yuxi!: SessionYuxiDto;
