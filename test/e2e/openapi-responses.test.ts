@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { env } from '../support/env.js';
 import { type HttpResult, http, newKey, type RequestOptions } from '../support/http.js';
 import { OpenApiSchemas } from '../support/openapi-schema.js';
 import { SseStream } from '../support/sse.js';
@@ -157,6 +159,23 @@ describe('responses conform to the OpenAPI document', () => {
     assert.deepEqual(schemas.problems('ErrorResponseDto', res.body), []);
     assert.ok(res.body.error.details.allow.includes('GET'));
     assert.equal(res.headers.get('allow'), res.body.error.details.allow.join(', '));
+  });
+
+  it('a public operation refuses a request body that is not JSON with 415, as it declares', async () => {
+    // fetch cannot send a GET with a body; a plain HTTP client can.
+    const res = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = request(`${env.apiUrl}/health`, { method: 'GET', headers: { 'content-type': 'text/plain', 'content-length': '5' } }, (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      req.end('hello');
+    });
+    assert.equal(res.status, 415);
+    const declared = schemas.document.paths['/health'].get.responses['415'];
+    assert.ok(declared, '415 is declared');
+    assert.deepEqual(schemas.problemsFor(declared.content['application/json'].schema, res.body), []);
   });
 
   it('agents, and the admin routes: agents, API keys, the audit trail', async () => {

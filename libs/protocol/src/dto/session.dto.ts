@@ -62,13 +62,13 @@ export class SessionListDto {
 }
 
 export class ListQueryDto {
-  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'The last id of the previous page.' })
+  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list).' })
   @OptionalNotNull()
   @IsString()
   @Length(1, 64)
   after?: string;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, description: 'Page size (default 50 for sessions and the audit trail, 20 for turns and items).' })
   @OptionalNotNull()
   @Type(() => Number)
   @IsInt()
@@ -76,17 +76,23 @@ export class ListQueryDto {
   @Max(100)
   limit?: number;
 
-  @ApiPropertyOptional({ enum: ['asc', 'desc'], default: 'desc' })
+  @ApiPropertyOptional({ enum: ['asc', 'desc'], default: 'desc', description: 'By creation: `desc` newest first, `asc` oldest first.' })
   @OptionalNotNull()
   @IsIn(['asc', 'desc'])
   order?: 'asc' | 'desc';
 }
 
 export class SessionListQueryDto extends ListQueryDto {
-  @ApiPropertyOptional({ minLength: 1, maxLength: 64 }) @OptionalNotNull() @IsString() @Length(1, 64) agent_id?: string;
+  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'Only the sessions of this agent.' }) @OptionalNotNull() @IsString() @Length(1, 64) agent_id?: string;
   // Exactly `true` or `false`: `1`, `yes` and the like are 422, never silently read as false.
-  @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsIn(['true', 'false']) archived?: string;
-  @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsIn(['true', 'false']) is_pinned?: string;
+  @ApiPropertyOptional({ enum: ['true', 'false'], description: 'Only archived (`true`) or only unarchived (`false`) sessions; omitted: both.' })
+  @OptionalNotNull()
+  @IsIn(['true', 'false'])
+  archived?: string;
+  @ApiPropertyOptional({ enum: ['true', 'false'], description: 'Only pinned (`true`) or only unpinned (`false`) sessions; omitted: both.' })
+  @OptionalNotNull()
+  @IsIn(['true', 'false'])
+  is_pinned?: string;
 }
 
 export class ReceiptQueryDto {
