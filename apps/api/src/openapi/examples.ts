@@ -54,8 +54,9 @@ function session(overrides: { status: string; receipt: object | null; title: str
   };
 }
 
-/** The create response: the initial input is accepted, its turn not yet created. */
-export const CREATED_SESSION_EXAMPLE = { ...session({ status: 'idle', receipt: RECEIPT_EXAMPLE, title: 'Quarterly report' }), last_active_at: AT };
+/** The create response: the initial input is accepted and pending, its turn not yet created. */
+const CREATED = session({ status: 'in_progress', receipt: RECEIPT_EXAMPLE, title: 'Quarterly report' });
+export const CREATED_SESSION_EXAMPLE = { ...CREATED, last_active_at: AT, yuxi: { ...CREATED.yuxi, unread: false, queued_input_count: 1 } };
 export const SESSION_EXAMPLE = session({ status: 'completed', receipt: null, title: 'Quarterly report' });
 export const SESSION_LIST_EXAMPLE = { object: 'list', data: [SESSION_EXAMPLE], first_id: SESSION_ID, last_id: SESSION_ID, has_more: false };
 
