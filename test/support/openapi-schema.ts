@@ -33,10 +33,16 @@ export class OpenApiSchemas {
 
   /** The problems of `value` against component `name`, one line each; empty when it conforms. */
   problems(name: string, value: unknown): string[] {
-    let validate = this.compiled.get(name);
+    return this.problemsFor({ $ref: `#/components/schemas/${name}` }, value);
+  }
+
+  /** The same against any schema of the document (a response's, say). */
+  problemsFor(schema: object, value: unknown): string[] {
+    const key = JSON.stringify(schema);
+    let validate = this.compiled.get(key);
     if (!validate) {
-      validate = this.ajv.compile({ $ref: `openapi#/$defs/${name}` });
-      this.compiled.set(name, validate);
+      validate = this.ajv.compile(toJsonSchema(schema));
+      this.compiled.set(key, validate);
     }
     return validate(value) ? [] : (validate.errors ?? []).map(describe);
   }

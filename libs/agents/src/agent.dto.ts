@@ -18,10 +18,16 @@ export class BuiltinToolDto {
 export class McpToolDto {
   @ApiProperty({ enum: ['mcp'] }) type!: 'mcp';
   @ApiProperty({ pattern: '^[a-zA-Z0-9_-]{1,64}$' }) server_label!: string;
-  @ApiProperty({ format: 'uri', description: 'Streamable HTTP endpoint of the MCP server.' }) server_url!: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' }, description: 'Sent with every request; values are shown as "***".' })
+  @ApiProperty({ format: 'uri', maxLength: 2048, description: 'Streamable HTTP endpoint (http or https) of the MCP server.' }) server_url!: string;
+  @ApiPropertyOptional({
+    type: 'object',
+    maxProperties: 32,
+    additionalProperties: { type: 'string', maxLength: 8192 },
+    description: 'Sent with every request (not Content-Type, Accept, Host, Content-Length, Idempotency-Key or the Mcp-* headers); values are shown as "***".',
+  })
   headers?: Record<string, string>;
-  @ApiPropertyOptional({ type: [String], description: 'Only these tools of the server are offered to the model.' }) allowed_tools?: string[];
+  @ApiPropertyOptional({ type: 'array', items: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' }, maxItems: 256, description: 'Only these tools of the server are offered to the model.' })
+  allowed_tools?: string[];
   @ApiPropertyOptional() requires_approval?: boolean;
   @ApiPropertyOptional({ description: 'Safe to run again after a crash mid-call (default false: the model gets outcome_unknown instead).' })
   idempotent?: boolean;
@@ -30,20 +36,27 @@ export class McpToolDto {
 const TOOL_SCHEMA = { oneOf: [{ $ref: getSchemaPath(FunctionToolDto) }, { $ref: getSchemaPath(BuiltinToolDto) }, { $ref: getSchemaPath(McpToolDto) }] };
 
 export class AgentLimitsDto {
-  @ApiProperty({ minimum: 1, maximum: 1000, description: 'Model calls per turn (default 25).' }) max_model_calls!: number;
-  @ApiProperty({ minimum: 0, maximum: 1000, description: 'Tool calls per turn (default 50).' }) max_tool_calls!: number;
-  @ApiProperty({ minimum: 1, maximum: 86400, description: 'Execution time per turn in seconds, waits excluded (default 900).' }) turn_timeout_s!: number;
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 1000, description: 'Model calls per turn (default 25).' }) max_model_calls!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, maximum: 1000, description: 'Tool calls per turn (default 50).' }) max_tool_calls!: number;
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 86400, description: 'Execution time per turn in seconds, waits excluded (default 900).' }) turn_timeout_s!: number;
+}
+
+/** The limits of a PUT body: any subset, the rest take their defaults. */
+export class AgentLimitsInputDto {
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 1000, description: 'Model calls per turn (default 25).' }) max_model_calls?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 1000, description: 'Tool calls per turn (default 50).' }) max_tool_calls?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 86400, description: 'Execution time per turn in seconds, waits excluded (default 900).' }) turn_timeout_s?: number;
 }
 
 export class AgentYuxiDto {
   @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
   @ApiProperty({ description: 'Whether this is a public agent visible to every caller.' }) system!: boolean;
   @ApiProperty({ enum: ['public', 'private'] }) visibility!: string;
-  @ApiProperty({ description: 'Grows with every replacement; a session keeps the version it was created with.' }) version!: number;
+  @ApiProperty({ type: 'integer', minimum: 1, description: 'Grows with every replacement; a session keeps the version it was created with.' }) version!: number;
   @ApiProperty({ type: 'array', items: TOOL_SCHEMA }) tools!: object[];
   @ApiProperty({ type: AgentLimitsDto, description: 'Effective limits (defaults filled in).' }) limits!: AgentLimitsDto;
   @ApiPropertyOptional({ description: 'System prompt; shown to administrators only.' }) instructions?: string;
-  @ApiProperty({ description: 'Unix seconds.' }) updated_at!: number;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) updated_at!: number;
 }
 
 export class AgentDto {
@@ -52,7 +65,7 @@ export class AgentDto {
   @ApiProperty() name!: string;
   @ApiProperty() description!: string;
   @ApiProperty({ description: 'Effective model, `provider:model`.', example: 'scripted:echo' }) model!: string;
-  @ApiProperty({ description: 'Unix seconds.' }) created_at!: number;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
   @ApiProperty({ type: AgentYuxiDto }) yuxi!: AgentYuxiDto;
 }
 
@@ -66,13 +79,15 @@ export class AgentListDto {
 
 /** The PUT body of `/admin/agents/{agent_id}`: the whole definition (a replacement, not a patch). */
 export class PutAgentDto {
-  @ApiProperty({ maxLength: 200 }) name!: string;
+  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'Must equal the agent_id of the path when given.' }) id?: string;
+  @ApiProperty({ minLength: 1, maxLength: 200 }) name!: string;
   @ApiPropertyOptional({ maxLength: 2000 }) description?: string;
   @ApiPropertyOptional({ maxLength: 100000, description: 'System prompt.' }) instructions?: string;
-  @ApiPropertyOptional({ description: '`provider:model`; omitted = the deployment default.', example: 'openai:gpt-4o-mini' }) model?: string;
+  @ApiPropertyOptional({ type: String, nullable: true, minLength: 3, maxLength: 200, description: '`provider:model`; omitted or null = the deployment default.', example: 'scripted:echo' })
+  model?: string | null;
   @ApiPropertyOptional({ type: 'array', items: TOOL_SCHEMA, maxItems: 64 }) tools?: object[];
   @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], default: 'default' }) tool_approval_mode?: string;
-  @ApiPropertyOptional({ type: AgentLimitsDto, description: 'Any subset; the rest take defaults.' }) limits?: Partial<AgentLimitsDto>;
+  @ApiPropertyOptional({ type: AgentLimitsInputDto, description: 'Any subset; the rest take defaults.' }) limits?: AgentLimitsInputDto;
   @ApiPropertyOptional({ enum: ['public', 'private'], default: 'public', description: 'private: visible to its creator only.' }) visibility?: string;
 }
 

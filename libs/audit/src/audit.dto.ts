@@ -13,7 +13,7 @@ export class AuditEntryDto {
   @ApiProperty({ type: String, nullable: true, description: 'The API key used (null for a user token).' }) key_id!: string | null;
   @ApiProperty({ type: AuditTargetDto }) target!: AuditTargetDto;
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'Names, access levels, versions; never secrets.' }) details!: Record<string, unknown>;
-  @ApiProperty({ description: 'Unix seconds.' }) created_at!: number;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
 }
 
 export class AuditListDto {

@@ -19,13 +19,13 @@ export class CreateApiKeyDto {
   @IsUUID()
   user_id?: string;
   @ApiPropertyOptional({ type: String, format: 'date-time' }) @OptionalNotNull() @Type(() => Date) @IsDate() expires_at?: Date;
-  @ApiPropertyOptional({ minimum: 1, maximum: 1000000, description: 'Requests per minute (default RATE_LIMIT_PER_MINUTE).' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 1000000, description: 'Requests per minute (default RATE_LIMIT_PER_MINUTE).' })
   @OptionalNotNull()
   @IsInt()
   @Min(1)
   @Max(1_000_000)
   rate_limit_per_minute?: number;
-  @ApiPropertyOptional({ minimum: 1, maximum: 10000, description: 'Concurrent SSE streams per principal (default MAX_STREAMS_PER_PRINCIPAL).' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 10000, description: 'Concurrent SSE streams per principal (default MAX_STREAMS_PER_PRINCIPAL).' })
   @OptionalNotNull()
   @IsInt()
   @Min(1)
@@ -41,12 +41,12 @@ export class ApiKeyDto {
   @ApiProperty({ type: String, nullable: true }) app_id!: string | null;
   @ApiProperty() user_id!: string;
   @ApiProperty({ description: 'The first characters of the secret, to recognise it.' }) prefix!: string;
-  @ApiProperty({ type: Number, nullable: true }) rate_limit_per_minute!: number | null;
-  @ApiProperty({ type: Number, nullable: true }) max_streams!: number | null;
-  @ApiProperty({ description: 'Unix seconds.' }) created_at!: number;
-  @ApiProperty({ type: Number, nullable: true }) expires_at!: number | null;
-  @ApiProperty({ type: Number, nullable: true }) last_used_at!: number | null;
-  @ApiProperty({ type: Number, nullable: true }) revoked_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Requests per minute; null: the deployment default.' }) rate_limit_per_minute!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Concurrent SSE streams; null: the deployment default.' }) max_streams!: number | null;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds; null: never expires.' }) expires_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) last_used_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) revoked_at!: number | null;
 }
 
 export class ApiKeyCreatedDto extends ApiKeyDto {

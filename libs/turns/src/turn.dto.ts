@@ -1,7 +1,16 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, type ApiPropertyOptions, ApiPropertyOptional } from '@nestjs/swagger';
+import type { RunStatus, TurnStatus } from './entities.js';
+
+const RUN_STATUSES: RunStatus[] = ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled', 'yielded', 'interrupted'];
+const TURN_STATUSES: TurnStatus[] = ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'];
 
 export class PublicErrorDto {
-  @ApiProperty({ example: 'model_error' }) code!: string;
+  @ApiProperty({
+    example: 'model_rate_limited',
+    description:
+      'Why the run or turn failed: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable`, `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `tool_server_unavailable`, `run_takeover_limit`, `run_failed`. Open: a `scripted:` model fails with whatever code its `[[fail:CODE]]` directive names.',
+  })
+  code!: string;
   @ApiProperty() message!: string;
 }
 
@@ -9,14 +18,19 @@ export class ContentPartDto {
   @ApiProperty({ enum: ['input_text', 'input_image', 'output_text'] }) type!: string;
   @ApiPropertyOptional() text?: string;
   @ApiPropertyOptional({ description: 'Inline data URL of an input image.' }) image_url?: string;
-  @ApiPropertyOptional({ type: [Object] }) annotations?: unknown[];
+  @ApiPropertyOptional({
+    type: 'array',
+    items: { type: 'object', additionalProperties: true },
+    description: 'output_text only: citations of the text. None are produced yet: always empty.',
+  })
+  annotations?: Record<string, unknown>[];
 }
 
 export class ItemYuxiDto {
   @ApiProperty() turn_id!: string;
   @ApiProperty({ type: String, nullable: true }) run_id!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The input a user message was consumed from.' }) input_id!: string | null;
-  @ApiProperty({ description: 'Unix seconds when the item was projected into history.' }) created_at!: number;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds when the item was projected into history.' }) created_at!: number;
   @ApiPropertyOptional({ description: 'function_call_output: whether the tool succeeded.' }) success?: boolean;
 }
 
@@ -36,10 +50,10 @@ export class ItemDto {
 }
 
 export class UsageDto {
-  @ApiProperty() input_tokens!: number;
-  @ApiProperty() output_tokens!: number;
-  @ApiProperty() cached_tokens!: number;
-  @ApiProperty() total_tokens!: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) input_tokens!: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) output_tokens!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Input tokens the provider served from its prompt cache (part of input_tokens).' }) cached_tokens!: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) total_tokens!: number;
 }
 
 export class WaitpointQuestionDto {
@@ -60,7 +74,7 @@ export class WaitpointDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['question', 'approval', 'client_tool'] }) kind!: string;
   @ApiProperty({ description: 'The run that stopped here.' }) run_id!: string;
-  @ApiProperty({ description: 'Unix seconds.' }) created_at!: number;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
   @ApiPropertyOptional({ type: [WaitpointQuestionDto], description: 'kind=question.' }) questions?: WaitpointQuestionDto[];
   @ApiPropertyOptional({ type: [WaitpointToolCallDto], description: 'kind=approval (calls to approve) or client_tool (calls to execute).' })
   tool_calls?: WaitpointToolCallDto[];
@@ -72,25 +86,25 @@ export class RunDto {
   @ApiProperty() session_id!: string;
   @ApiProperty() turn_id!: string;
   @ApiProperty({
-    enum: ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled', 'yielded', 'interrupted'],
+    enum: RUN_STATUSES,
     description: 'requires_action: the run stopped at a waitpoint; the response continues the turn in a new run (resume_from_run_id).',
   })
   status!: string;
   @ApiProperty({ type: UsageDto, nullable: true }) usage!: UsageDto | null;
   @ApiProperty({ type: [String], description: 'Inputs consumed by this run, in received order.' }) input_ids!: string[];
   @ApiProperty() model!: string;
-  @ApiProperty({ type: String, nullable: true }) resume_from_run_id!: string | null;
-  @ApiProperty() created_at!: number;
-  @ApiProperty({ type: Number, nullable: true }) started_at!: number | null;
-  @ApiProperty({ type: Number, nullable: true }) completed_at!: number | null;
+  @ApiProperty({ type: String, nullable: true, description: 'The run this one continues (after a yield, an interruption or a waitpoint).' }) resume_from_run_id!: string | null;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) started_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) completed_at!: number | null;
   @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;
 }
 
 export class RunSummaryDto {
   @ApiProperty() id!: string;
-  @ApiProperty() status!: string;
-  @ApiProperty() created_at!: number;
-  @ApiProperty({ type: Number, nullable: true }) completed_at!: number | null;
+  @ApiProperty({ enum: RUN_STATUSES }) status!: string;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) completed_at!: number | null;
   @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;
 }
 
@@ -120,12 +134,13 @@ export class TurnDto {
   @ApiProperty({ enum: ['agent.session.turn'] }) object!: 'agent.session.turn';
   @ApiProperty() session_id!: string;
   @ApiProperty({ type: TurnAgentDto }) agent!: TurnAgentDto;
-  @ApiProperty({ enum: ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
-  @ApiProperty() created_at!: number;
-  @ApiProperty({ type: Number, nullable: true, description: 'First execution of the turn; resumed runs do not reset it.' }) started_at!: number | null;
-  @ApiProperty({ type: Number, nullable: true }) completed_at!: number | null;
+  @ApiProperty({ enum: TURN_STATUSES }) status!: string;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds of the first execution of the turn; resumed runs do not reset it.' }) started_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) completed_at!: number | null;
   @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;
-  @ApiProperty({ type: Object, nullable: true, description: 'Always null; usage is reported in yuxi.usage.' }) usage!: null;
+  // OpenAPI 3.0 spells "always null" as a nullable type whose only value is null (the options' type has no room for it).
+  @ApiProperty({ type: 'object', nullable: true, enum: [null], description: 'Always null; usage is reported in yuxi.usage.' } as ApiPropertyOptions) usage!: null;
   @ApiProperty({ type: TurnSummaryYuxiDto }) yuxi!: TurnSummaryYuxiDto | TurnDetailYuxiDto;
 }
 

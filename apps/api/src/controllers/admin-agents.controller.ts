@@ -1,11 +1,15 @@
 import { Body, Controller, Delete, Get, Param, Put, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AgentAdmin, AgentDeletedDto, AgentDto, AgentListDto, AgentsService, PutAgentDto } from '#libs/agents';
 import { assertFullAccess, CurrentPrincipal, type Principal } from '#libs/auth';
+import { AGENT_DELETED_EXAMPLE, AGENT_LIST_EXAMPLE, PUT_AGENT_EXAMPLE, PUT_AGENT_RESPONSE_EXAMPLE } from '../openapi/examples.js';
+import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 
-@ApiTags('admin')
+const AGENT_ID = { name: 'agent_id', description: 'The agent\'s slug: 1–64 characters, a-z, 0-9, `_` and `-`, starting with a letter or digit.', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,63}$', example: 'support-bot' } };
+
+@ApiTags(TAGS.admin.name)
 @ApiBearerAuth()
 @Controller('api/v1/admin/agents')
 export class AdminAgentsController {
@@ -15,8 +19,8 @@ export class AdminAgentsController {
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'List every saved agent, private ones included (full access only)' })
-  @ApiOkResponse({ type: AgentListDto })
+  @ApiOperation({ operationId: 'adminListAgents', summary: 'List every agent', description: 'Every saved agent, private ones included, with their instructions where the caller administers them (full access only).' })
+  @ApiOkResponse({ type: AgentListDto, description: 'Every agent.', example: AGENT_LIST_EXAMPLE })
   @ApiErrors('forbidden')
   list(@CurrentPrincipal() principal: Principal): Promise<AgentListDto> {
     assertFullAccess(principal);
@@ -25,13 +29,15 @@ export class AdminAgentsController {
 
   @Put(':agent_id')
   @ApiOperation({
-    summary: 'Create or replace a saved agent (full access only)',
+    operationId: 'putAgent',
+    summary: 'Create or replace an agent',
     description:
-      'The body is the whole definition. A replacement gets the next `version`; sessions keep the snapshot of the agent they were created with, so only sessions created afterwards use the new definition.',
+      'The body is the whole definition. A replacement gets the next `version`; sessions keep the snapshot of the agent they were created with, so only sessions created afterwards use the new definition. Full access only.',
   })
-  @ApiBody({ type: PutAgentDto })
-  @ApiOkResponse({ type: AgentDto, description: 'Replaced.' })
-  @ApiCreatedResponse({ type: AgentDto, description: 'Created.' })
+  @ApiParam(AGENT_ID)
+  @ApiBody({ type: PutAgentDto, examples: { agent: { summary: 'A scripted agent with the calculator', value: PUT_AGENT_EXAMPLE } } })
+  @ApiOkResponse({ type: AgentDto, description: 'Replaced: the next version.', example: { ...PUT_AGENT_RESPONSE_EXAMPLE, yuxi: { ...PUT_AGENT_RESPONSE_EXAMPLE.yuxi, version: 2 } } })
+  @ApiCreatedResponse({ type: AgentDto, description: 'Created.', example: PUT_AGENT_RESPONSE_EXAMPLE })
   @ApiErrors('forbidden', 'not_found', 'invalid_agent', 'invalid_json')
   async put(@CurrentPrincipal() principal: Principal, @Param('agent_id') agentId: string, @Body() body: unknown, @Res({ passthrough: true }) res: Response): Promise<AgentDto> {
     assertFullAccess(principal);
@@ -41,8 +47,13 @@ export class AdminAgentsController {
   }
 
   @Delete(':agent_id')
-  @ApiOperation({ summary: 'Delete a saved agent (full access only)', description: 'Existing sessions keep working with their snapshot; new sessions cannot use it.' })
-  @ApiOkResponse({ type: AgentDeletedDto })
+  @ApiOperation({
+    operationId: 'deleteAgent',
+    summary: 'Delete an agent',
+    description: 'Existing sessions keep working with their snapshot; new sessions cannot use it. `default-chatbot` cannot be deleted. Full access only.',
+  })
+  @ApiParam(AGENT_ID)
+  @ApiOkResponse({ type: AgentDeletedDto, description: 'Deleted.', example: AGENT_DELETED_EXAMPLE })
   @ApiErrors('forbidden', 'not_found', 'state_conflict')
   async remove(@CurrentPrincipal() principal: Principal, @Param('agent_id') agentId: string): Promise<AgentDeletedDto> {
     assertFullAccess(principal);

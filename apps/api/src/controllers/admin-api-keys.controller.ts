@@ -1,9 +1,11 @@
 import { Body, Controller, Delete, Get, Param, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiKeyCreatedDto, ApiKeyDeletedDto, ApiKeyListDto, ApiKeys, assertFullAccess, CreateApiKeyDto, CurrentPrincipal, type Principal } from '#libs/auth';
+import { API_KEY_CREATED_EXAMPLE, API_KEY_DELETED_EXAMPLE, API_KEY_LIST_EXAMPLE, CREATE_API_KEY_EXAMPLE } from '../openapi/examples.js';
+import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 
-@ApiTags('admin')
+@ApiTags(TAGS.admin.name)
 @ApiBearerAuth()
 @Controller('api/v1/admin/api-keys')
 export class AdminApiKeysController {
@@ -11,11 +13,13 @@ export class AdminApiKeysController {
 
   @Post()
   @ApiOperation({
-    summary: 'Create an API key (full access only)',
+    operationId: 'createApiKey',
+    summary: 'Create an API key',
     description:
-      'The secret is in this response only; it is stored as a keyed hash. `access: agents` keys reach the public agents API only. With `app_id` the key acts for that app\'s end users (`X-End-User-Id`). A `user_id` other than your own is for administrators.',
+      'The secret is in this response only; it is stored as a keyed hash. `access: agents` keys reach the public agents API only. With `app_id` the key acts for that app\'s end users (`X-End-User-Id`). A `user_id` other than your own is for administrators. Full access only.',
   })
-  @ApiCreatedResponse({ type: ApiKeyCreatedDto })
+  @ApiBody({ type: CreateApiKeyDto, examples: { agents: { summary: 'A key for the public agents API only', value: CREATE_API_KEY_EXAMPLE } } })
+  @ApiCreatedResponse({ type: ApiKeyCreatedDto, description: 'The key, with its secret (shown this once).', example: API_KEY_CREATED_EXAMPLE })
   @ApiErrors('forbidden', 'validation_failed', 'invalid_json', 'rate_limited')
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto): Promise<ApiKeyCreatedDto> {
     assertFullAccess(principal);
@@ -23,8 +27,8 @@ export class AdminApiKeysController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'List API keys without their secrets: your own, or every key for administrators' })
-  @ApiOkResponse({ type: ApiKeyListDto })
+  @ApiOperation({ operationId: 'listApiKeys', summary: 'List API keys', description: 'Without their secrets: the caller\'s own keys, or every key for administrators. Full access only.' })
+  @ApiOkResponse({ type: ApiKeyListDto, description: 'The keys.', example: API_KEY_LIST_EXAMPLE })
   @ApiErrors('forbidden', 'rate_limited')
   list(@CurrentPrincipal() principal: Principal): Promise<ApiKeyListDto> {
     assertFullAccess(principal);
@@ -32,8 +36,9 @@ export class AdminApiKeysController {
   }
 
   @Delete(':key_id')
-  @ApiOperation({ summary: 'Revoke an API key', description: 'Refused on the next request, on every api replica.' })
-  @ApiOkResponse({ type: ApiKeyDeletedDto })
+  @ApiOperation({ operationId: 'revokeApiKey', summary: 'Revoke an API key', description: 'The key is refused from the next request on, on every api replica. Your own keys, or any key for administrators.' })
+  @ApiParam({ name: 'key_id', description: 'The `id` of the key (not its secret).', schema: { type: 'string', format: 'uuid' } })
+  @ApiOkResponse({ type: ApiKeyDeletedDto, description: 'Revoked.', example: API_KEY_DELETED_EXAMPLE })
   @ApiErrors('forbidden', 'not_found', 'rate_limited')
   async revoke(@CurrentPrincipal() principal: Principal, @Param('key_id') keyId: string): Promise<ApiKeyDeletedDto> {
     assertFullAccess(principal);

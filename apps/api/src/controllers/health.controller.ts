@@ -16,6 +16,17 @@ const HEALTH_SCHEMA = {
   },
 };
 
+const LIVE_EXAMPLE = { status: 'ok', info: { process: { status: 'up', pid: 4242, uptime_s: 73 } }, error: {}, details: { process: { status: 'up', pid: 4242, uptime_s: 73 } } };
+const READY_CHECKS = { database: { status: 'up' }, redis: { status: 'up' }, workers: { status: 'up', live: 1, consuming: 1 } };
+const READY_EXAMPLE = { status: 'ok', info: READY_CHECKS, error: {}, details: READY_CHECKS };
+const NO_WORKER = { status: 'down', live: 0, consuming: 0, message: 'no worker announced itself within the last 15000 ms' };
+const NOT_READY_EXAMPLE = {
+  status: 'error',
+  info: { database: { status: 'up' }, redis: { status: 'up' } },
+  error: { workers: NO_WORKER },
+  details: { database: { status: 'up' }, redis: { status: 'up' }, workers: NO_WORKER },
+};
+
 /** Each readiness check fails (its indicator `down`) after this long; the checks run in parallel. */
 export const READY_CHECK_TIMEOUT_MS = 2_000;
 
@@ -38,25 +49,36 @@ export class HealthController {
 
   @Get()
   @HealthCheck({ noCache: true, swaggerDocumentation: false })
-  @ApiOperation({ summary: 'Liveness (alias of /health/live)' })
-  @ApiOkResponse({ schema: HEALTH_SCHEMA })
+  @ApiOperation({ operationId: 'getHealth', summary: 'Liveness (alias of /health/live)', description: 'The same answer as /health/live; the start scripts wait on it.' })
+  @ApiOkResponse({ schema: HEALTH_SCHEMA, description: 'The process serves HTTP.', example: LIVE_EXAMPLE })
   alias(@Res({ passthrough: true }) res: Response): Promise<HealthCheckResult> {
     return this.live(res);
   }
 
   @Get('live')
   @HealthCheck({ noCache: true, swaggerDocumentation: false })
-  @ApiOperation({ summary: 'Liveness: the process serves HTTP (no dependency is asked)' })
-  @ApiOkResponse({ schema: HEALTH_SCHEMA })
+  @ApiOperation({
+    operationId: 'getLiveness',
+    summary: 'Liveness',
+    description: 'Whether the process serves HTTP; no dependency is asked, so an orchestrator restarts the process only when it is stuck itself.',
+  })
+  @ApiOkResponse({ schema: HEALTH_SCHEMA, description: 'The process serves HTTP.', example: LIVE_EXAMPLE })
   live(@Res({ passthrough: true }) res: Response): Promise<HealthCheckResult> {
     return run(res, this.health, [() => this.indicators.check('process').up({ pid: process.pid, uptime_s: Math.round(process.uptime()) })]);
   }
 
   @Get('ready')
   @HealthCheck({ noCache: true, swaggerDocumentation: false })
-  @ApiOperation({ summary: 'Readiness: Postgres and Redis answer, and at least one worker is alive and consuming' })
-  @ApiOkResponse({ schema: HEALTH_SCHEMA })
-  @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA, description: 'A check failed; `error` names it.' })
+  @ApiOperation({
+    operationId: 'getReadiness',
+    summary: 'Readiness',
+    description: `Whether this api can do its work: Postgres and Redis answer, and at least one worker is alive and consuming. Each check gives up after ${READY_CHECK_TIMEOUT_MS} ms.`,
+  })
+  @ApiOkResponse({ schema: HEALTH_SCHEMA, description: 'Every check is up.', example: READY_EXAMPLE })
+  @ApiServiceUnavailableResponse({
+    description: 'A check failed; `error` names it.',
+    content: { 'application/json': { schema: HEALTH_SCHEMA, example: NOT_READY_EXAMPLE } },
+  })
   ready(@Res({ passthrough: true }) res: Response): Promise<HealthCheckResult> {
     return run(res, this.health, [
       () => this.database.pingCheck('database').withTimeout(READY_CHECK_TIMEOUT_MS),

@@ -18,9 +18,18 @@ export class MetricsController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'Prometheus metrics of this api process (text exposition format; see docs/metrics.md)' })
+  @ApiOperation({
+    operationId: 'getMetrics',
+    summary: 'Prometheus metrics',
+    description: 'The metrics of this api process in the Prometheus text exposition format (see docs/metrics.md); the worker serves its own on WORKER_HEALTH_PORT.',
+  })
   @ApiProduces('text/plain')
-  @ApiOkResponse({ schema: { type: 'string' } })
+  @ApiOkResponse({
+    schema: { type: 'string' },
+    description: 'The metrics, text exposition format 0.0.4.',
+    example:
+      '# HELP yuxi_http_requests_total HTTP requests answered, by method, route pattern and status\n# TYPE yuxi_http_requests_total counter\nyuxi_http_requests_total{method="GET",route="/health",status="200"} 3\n',
+  })
   async scrape(@Res() res: Response): Promise<void> {
     const body = await this.metrics.scrape();
     res.setHeader('Content-Type', this.metrics.contentType);

@@ -3,14 +3,17 @@ import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, A
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
-import { decodeCursor, EVENT_TYPES, type StreamPosition } from '#libs/events';
+import { decodeCursor, type StreamPosition } from '#libs/events';
 import { ReceiptDto, SessionQueriesService, SubmitEvent, SubmitEventsDto } from '#libs/protocol';
+import { MESSAGE_RECEIPT_EXAMPLE, SUBMIT_EVENT_EXAMPLES } from '../openapi/examples.js';
 import { sseContent } from '../openapi/session-events.js';
+import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
+import { ApiIdempotencyKey, ApiSessionId } from './api-params.js';
 import { sendIdempotent } from './send-idempotent.js';
 import { SseResponder } from './sse-responder.js';
 
-@ApiTags('agents-public-v1')
+@ApiTags(TAGS.events.name)
 @ApiBearerAuth()
 @Controller('api/v1/agents/sessions/:session_id/events')
 export class SessionEventsController {
@@ -22,12 +25,15 @@ export class SessionEventsController {
 
   @Post()
   @ApiOperation({
+    operationId: 'submitEvent',
     summary: 'Submit one input or control event',
-    description: 'Exactly one event per request. `agent.session.input.message` queues a follow-up (FIFO); the receipt proves durable acceptance only.',
+    description:
+      'Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`) or a client tool result. The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: true, schema: { type: 'string', minLength: 1, maxLength: 128 }, description: '1–128 characters; retries with the same intent return the first receipt.' })
-  @ApiBody({ type: SubmitEventsDto })
-  @ApiAcceptedResponse({ type: ReceiptDto })
+  @ApiSessionId()
+  @ApiIdempotencyKey('msg-0001')
+  @ApiBody({ type: SubmitEventsDto, examples: SUBMIT_EVENT_EXAMPLES })
+  @ApiAcceptedResponse({ type: ReceiptDto, description: 'Durably accepted (or the replay of the first acceptance under this key).', example: MESSAGE_RECEIPT_EXAMPLE })
   @ApiErrors(
     'validation_failed',
     'invalid_json',
@@ -52,14 +58,17 @@ export class SessionEventsController {
 
   @Get()
   @ApiOperation({
+    operationId: 'streamSessionEvents',
     summary: 'Subscribe to the session event stream (SSE)',
-    description: `A long-lived text/event-stream across turns. Send Last-Event-ID to resume strictly after a cursor; events missed on the way (an expired cursor, a Redis outage) are announced with yuxi.session.resync, never skipped silently. 503 service_unavailable (retryable) before the stream starts while Redis is unreachable. Event types: ${Object.keys(EVENT_TYPES).join(', ')}.`,
+    description:
+      'A long-lived text/event-stream across turns; each message\'s `data:` is a `SessionEvent` (see its schema, one member per event type). Without Last-Event-ID the stream starts with the retained replay window; with it, strictly after that cursor. Events missed on the way (an expired cursor, a Redis outage) are announced with `yuxi.session.resync`, never skipped silently. 503 `service_unavailable` (retryable) before the stream starts while Redis is unreachable.',
   })
-  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id:` of the last event processed.' })
+  @ApiSessionId()
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id:` of the last event processed: resume strictly after it (empty: from the replay window).', schema: { type: 'string' } })
   @ApiProduces('text/event-stream')
   @ApiResponse({
     status: 200,
-    description: 'SSE messages: `id:` opaque cursor, `event:` type, `data:` event JSON with a stable event_id.',
+    description: 'The event stream: `id:` (an opaque cursor), `event:` (the type) and `data:` (the event JSON with a stable event_id) per message.',
     content: sseContent('The session event stream across turns; it stays open until the client closes it.'),
   })
   @ApiErrors('not_found', 'invalid_last_event_id', 'service_unavailable')

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
@@ -21,22 +21,30 @@ import {
   UpdateSessionDto,
 } from '#libs/protocol';
 import { ItemListDto, RunDto, TurnDetailDto, TurnListDto } from '#libs/turns';
+import {
+  CREATED_SESSION_EXAMPLE,
+  INPUT_DETAIL_EXAMPLE,
+  ITEM_LIST_EXAMPLE,
+  QUEUE_EXAMPLE,
+  RECEIPT_EXAMPLE,
+  RUN_EXAMPLE,
+  SESSION_EXAMPLE,
+  SESSION_LIST_EXAMPLE,
+  STATE_EXAMPLE,
+  TURN_DETAIL_EXAMPLE,
+  TURN_LIST_EXAMPLE,
+  UPDATE_SESSION_EXAMPLE,
+} from '../openapi/examples.js';
+import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
+import { ApiIdempotencyKey, ApiInputId, ApiRunId, ApiSessionId, ApiTurnId } from './api-params.js';
 import { sendIdempotent } from './send-idempotent.js';
 import { SseResponder } from './sse-responder.js';
-
-const IDEMPOTENCY_HEADER = {
-  name: 'Idempotency-Key',
-  required: true,
-  description: '1–128 characters. Same key + same intent replays the first response; a different intent is 409.',
-  schema: { type: 'string', minLength: 1, maxLength: 128 },
-};
 
 function page(query: ListQueryDto, defaultLimit: number) {
   return { after: query.after, limit: query.limit ?? defaultLimit, order: query.order ?? 'desc' } as const;
 }
 
-@ApiTags('agents-public-v1')
 @ApiBearerAuth()
 @Controller('api/v1/agents/sessions')
 export class SessionsController {
@@ -49,12 +57,19 @@ export class SessionsController {
   ) {}
 
   @Post()
-  @ApiOperation({ summary: 'Create a session, empty or with its first input', description: 'The input, its receipt and the session commit in one transaction before the response.' })
-  @ApiHeader(IDEMPOTENCY_HEADER)
+  @ApiTags(TAGS.sessions.name)
+  @ApiOperation({
+    operationId: 'createSession',
+    summary: 'Create a session, empty or with its first input',
+    description:
+      'The session, its first input and the input\'s receipt commit in one transaction before the response; the turn runs afterwards (watch it on the event stream). With `stream: true` (and an input) the response is the session event stream instead of JSON.',
+  })
+  @ApiIdempotencyKey('create-0001')
   // A sample that succeeds as is in Swagger's Try it out (no stream: true, no placeholder file ids).
   @ApiBody({ type: CreateSessionDto, examples: { 'with input': { value: { agent_id: 'default-chatbot', title: 'Quarterly report', input: 'Hello!' } }, empty: { value: { agent_id: 'default-chatbot' } } } })
   @ApiCreatedResponse({
     type: SessionDto,
+    example: CREATED_SESSION_EXAMPLE,
     description:
       'The session; `yuxi.receipt` holds the acceptance of the initial input. With `stream: true` the answer is the session event stream (text/event-stream), starting with `agent.session.created` whose `session` is this resource.',
   })
@@ -82,8 +97,13 @@ export class SessionsController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'List sessions', description: 'Stable (created_at, id) order; pass the previous page last_id as `after`.' })
-  @ApiOkResponse({ type: SessionListDto })
+  @ApiTags(TAGS.sessions.name)
+  @ApiOperation({
+    operationId: 'listSessions',
+    summary: 'List sessions',
+    description: 'The caller\'s sessions in a stable (created_at, id) order, newest first by default; pass the previous page\'s `last_id` as `after` for the next one.',
+  })
+  @ApiOkResponse({ type: SessionListDto, description: 'One page of sessions.', example: SESSION_LIST_EXAMPLE })
   @ApiErrors('validation_failed', 'invalid_cursor')
   list(@CurrentPrincipal() principal: Principal, @Query() query: SessionListQueryDto): Promise<SessionListDto> {
     return this.queries.listSessions(
@@ -98,8 +118,10 @@ export class SessionsController {
   }
 
   @Get(':session_id')
-  @ApiOperation({ summary: 'Get a session' })
-  @ApiOkResponse({ type: SessionDto })
+  @ApiTags(TAGS.sessions.name)
+  @ApiOperation({ operationId: 'getSession', summary: 'Get a session', description: 'The session resource, with the overview of its latest turn (`yuxi.current_turn`) and of its queue.' })
+  @ApiSessionId()
+  @ApiOkResponse({ type: SessionDto, description: 'The session.', example: SESSION_EXAMPLE })
   @ApiErrors('not_found')
   get(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDto> {
     return this.queries.getSession(principal, sessionId);
@@ -107,12 +129,15 @@ export class SessionsController {
 
   @Post(':session_id')
   @HttpCode(200)
+  @ApiTags(TAGS.sessions.name)
   @ApiOperation({
+    operationId: 'updateSession',
     summary: 'Update title, pin, read state and the defaults for later inputs',
-    description: 'Every field may be omitted; explicit null is 422. agent.model and tool_approval_mode affect only inputs received afterwards.',
+    description: 'Every field may be omitted; an explicit null is 422. `agent.model` and `tool_approval_mode` affect only inputs received afterwards; presentation changes do not move `last_active_at`.',
   })
-  @ApiBody({ type: UpdateSessionDto })
-  @ApiOkResponse({ type: SessionDto })
+  @ApiSessionId()
+  @ApiBody({ type: UpdateSessionDto, examples: { rename: { summary: 'Rename, pin and mark read', value: UPDATE_SESSION_EXAMPLE } } })
+  @ApiOkResponse({ type: SessionDto, description: 'The updated session.', example: SESSION_EXAMPLE })
   @ApiErrors('validation_failed', 'invalid_model', 'not_found')
   update(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Body() body: UpdateSessionDto): Promise<SessionDto> {
     return this.updateSession.execute(principal, sessionId, body);
@@ -120,64 +145,105 @@ export class SessionsController {
 
   @Post(':session_id/archive')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Archive a session with no active turn and no pending input; history stays readable' })
-  @ApiOkResponse({ type: SessionDto })
+  @ApiTags(TAGS.sessions.name)
+  @ApiOperation({
+    operationId: 'archiveSession',
+    summary: 'Archive a session',
+    description: 'Only without an active turn or pending input (else 409 `state_conflict`); the history stays readable and `yuxi.archived` becomes true.',
+  })
+  @ApiSessionId()
+  @ApiOkResponse({ type: SessionDto, description: 'The archived session.', example: { ...SESSION_EXAMPLE, yuxi: { ...SESSION_EXAMPLE.yuxi, archived: true } } })
   @ApiErrors('not_found', 'state_conflict')
   archive(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDto> {
     return this.archiveSession.execute(principal, sessionId);
   }
 
   @Get(':session_id/queue')
-  @ApiOperation({ summary: 'Pending inputs in claim order, and whether the queue is paused' })
-  @ApiOkResponse({ type: QueueDto })
+  @ApiTags(TAGS.events.name)
+  @ApiOperation({
+    operationId: 'getQueue',
+    summary: 'Get the input queue',
+    description: 'Pending inputs in claim order (steers first, then follow-ups, each by received order), and whether claiming is paused after a cancel.',
+  })
+  @ApiSessionId()
+  @ApiOkResponse({ type: QueueDto, description: 'The pending inputs.', example: QUEUE_EXAMPLE })
   @ApiErrors('not_found')
   queue(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<QueueDto> {
     return this.queries.getQueue(principal, sessionId);
   }
 
   @Get(':session_id/inputs/:input_id')
-  @ApiOperation({ summary: 'One received input: its messages, status and, once consumed, its turn, run and items' })
-  @ApiOkResponse({ type: InputDetailDto })
+  @ApiTags(TAGS.events.name)
+  @ApiOperation({
+    operationId: 'getInput',
+    summary: 'Get an input',
+    description: 'One received input: its messages as received, its status and, once consumed, the turn, run and history items it became.',
+  })
+  @ApiSessionId()
+  @ApiInputId()
+  @ApiOkResponse({ type: InputDetailDto, description: 'The input.', example: INPUT_DETAIL_EXAMPLE })
   @ApiErrors('not_found')
   input(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Param('input_id') inputId: string): Promise<InputDetailDto> {
     return this.queries.getInput(principal, sessionId, inputId);
   }
 
   @Get(':session_id/state')
-  @ApiOperation({ summary: 'Runtime state of the session (content is read from items)' })
-  @ApiOkResponse({ type: SessionStateDto })
+  @ApiTags(TAGS.sessions.name)
+  @ApiOperation({ operationId: 'getState', summary: 'Get the runtime state of a session', description: 'Status, current turn, queue and archive state in one small read; content is read from the items.' })
+  @ApiSessionId()
+  @ApiOkResponse({ type: SessionStateDto, description: 'The runtime state.', example: STATE_EXAMPLE })
   @ApiErrors('not_found')
   state(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionStateDto> {
     return this.queries.getState(principal, sessionId);
   }
 
   @Get(':session_id/receipt')
-  @ApiOperation({ summary: 'Find the receipt of an earlier submission by its Idempotency-Key', description: '404 only means "not found yet": the original request may still be in flight.' })
-  @ApiOkResponse({ type: ReceiptDto })
+  @ApiTags(TAGS.events.name)
+  @ApiOperation({
+    operationId: 'getReceipt',
+    summary: 'Find the receipt of an earlier submission',
+    description:
+      'By the Idempotency-Key of a submission whose response was lost (the key that created the session finds its initial input\'s receipt). 404 only means "not found yet": the original request may still be in flight; retry it with the same key.',
+  })
+  @ApiSessionId()
+  @ApiQuery({ name: 'idempotency_key', required: true, description: 'The Idempotency-Key the submission was sent with.', schema: { type: 'string', minLength: 1, maxLength: 128, example: 'msg-0001' } })
+  @ApiOkResponse({ type: ReceiptDto, description: 'The receipt of the submission, as its 202 (or the create\'s `yuxi.receipt`) was.', example: RECEIPT_EXAMPLE })
   @ApiErrors('not_found', 'validation_failed')
   receipt(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Query() query: ReceiptQueryDto): Promise<ReceiptDto> {
     return this.queries.getReceipt(principal, sessionId, query.idempotency_key);
   }
 
   @Get(':session_id/turns')
-  @ApiOperation({ summary: 'List the turns of a session (including turns without output)' })
-  @ApiOkResponse({ type: TurnListDto })
+  @ApiTags(TAGS.turns.name)
+  @ApiOperation({ operationId: 'listTurns', summary: 'List the turns of a session', description: 'Turn summaries, including turns without output (cancelled, failed), newest first by default.' })
+  @ApiSessionId()
+  @ApiOkResponse({ type: TurnListDto, description: 'One page of turns.', example: TURN_LIST_EXAMPLE })
   @ApiErrors('not_found', 'invalid_cursor', 'validation_failed')
   turns(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Query() query: ListQueryDto): Promise<TurnListDto> {
     return this.queries.listTurns(principal, sessionId, page(query, 20));
   }
 
   @Get(':session_id/turns/:turn_id')
-  @ApiOperation({ summary: 'Get a turn with its runs, waitpoint and result output' })
-  @ApiOkResponse({ type: TurnDetailDto })
+  @ApiTags(TAGS.turns.name)
+  @ApiOperation({
+    operationId: 'getTurn',
+    summary: 'Get a turn',
+    description: 'The turn with its runs, its waitpoint while it waits, its usage and its result output (the items of `yuxi.result_run_id`).',
+  })
+  @ApiSessionId()
+  @ApiTurnId()
+  @ApiOkResponse({ type: TurnDetailDto, description: 'The turn.', example: TURN_DETAIL_EXAMPLE })
   @ApiErrors('not_found')
   turn(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Param('turn_id') turnId: string): Promise<TurnDetailDto> {
     return this.queries.getTurn(principal, sessionId, turnId);
   }
 
   @Get(':session_id/turns/:turn_id/items')
-  @ApiOperation({ summary: 'List the public items of one turn' })
-  @ApiOkResponse({ type: ItemListDto })
+  @ApiTags(TAGS.turns.name)
+  @ApiOperation({ operationId: 'listTurnItems', summary: 'List the items of a turn', description: 'The public history items of one turn: messages, tool calls and their outputs; newest first by default.' })
+  @ApiSessionId()
+  @ApiTurnId()
+  @ApiOkResponse({ type: ItemListDto, description: 'One page of items, with the runs they reference.', example: ITEM_LIST_EXAMPLE })
   @ApiErrors('not_found', 'invalid_cursor', 'validation_failed')
   turnItems(
     @CurrentPrincipal() principal: Principal,
@@ -189,16 +255,25 @@ export class SessionsController {
   }
 
   @Get(':session_id/items')
-  @ApiOperation({ summary: 'List the public items of a session' })
-  @ApiOkResponse({ type: ItemListDto })
+  @ApiTags(TAGS.turns.name)
+  @ApiOperation({ operationId: 'listSessionItems', summary: 'List the items of a session', description: 'The public history of the whole session across turns; newest first by default.' })
+  @ApiSessionId()
+  @ApiOkResponse({ type: ItemListDto, description: 'One page of items, with the runs they reference.', example: ITEM_LIST_EXAMPLE })
   @ApiErrors('not_found', 'invalid_cursor', 'validation_failed')
   items(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Query() query: ListQueryDto): Promise<ItemListDto> {
     return this.queries.listItems(principal, sessionId, null, page(query, 20));
   }
 
   @Get(':session_id/runs/:run_id')
-  @ApiOperation({ summary: 'Get one run (execution segment) of a session' })
-  @ApiOkResponse({ type: RunDto })
+  @ApiTags(TAGS.turns.name)
+  @ApiOperation({
+    operationId: 'getRun',
+    summary: 'Get a run',
+    description: 'One execution segment of a turn: its status, the inputs it consumed, its usage and error. A turn\'s result is its `result_run_id`, not the last run to end.',
+  })
+  @ApiSessionId()
+  @ApiRunId()
+  @ApiOkResponse({ type: RunDto, description: 'The run.', example: RUN_EXAMPLE })
   @ApiErrors('not_found')
   run(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Param('run_id') runId: string): Promise<RunDto> {
     return this.queries.getRun(principal, sessionId, runId);

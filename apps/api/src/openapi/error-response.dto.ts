@@ -1,16 +1,56 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ERROR_CODES } from '#libs/errors';
 
+const ERROR_TYPES = [...new Set(Object.values(ERROR_CODES).map((spec) => spec.type))];
+
+export class FieldErrorDto {
+  @ApiProperty({ description: 'The field, as a path into the request (`input[0].content`, `limits.max_tool_calls`, `body`, `response`, `answers.<question_id>`).', example: 'agent_id' })
+  field!: string;
+  @ApiProperty({ type: [String], minItems: 1, description: 'What is wrong with it.', example: ['must be longer than or equal to 1 characters'] })
+  errors!: string[];
+}
+
+/**
+ * What `details` may hold, by code. Open (`additionalProperties`): a code may gain diagnostics;
+ * clients read the keys they know.
+ */
+export class ErrorDetailsDto {
+  @ApiPropertyOptional({ type: [FieldErrorDto], description: '`validation_failed`, `invalid_agent`, `waitpoint_incomplete`: every problem, by field.' })
+  fields?: FieldErrorDto[];
+  @ApiPropertyOptional({ type: [String], description: '`method_not_allowed`: the methods of the path (also in the `Allow` header).', example: ['GET', 'POST'] })
+  allow?: string[];
+  @ApiPropertyOptional({ type: [String], description: '`unknown_event_type`: the event types of the protocol.' })
+  allowed?: string[];
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`rate_limited`: seconds to wait (also in the `Retry-After` header).' })
+  retry_after?: number;
+  @ApiPropertyOptional({ description: '`idempotency_conflict`: the key that was already used with a different intent.' })
+  idempotency_key?: string;
+  @ApiPropertyOptional({ enum: ['pending', 'consumed', 'cancelled'], description: '`state_conflict` on an input: its status.' })
+  status?: string;
+  @ApiPropertyOptional({ type: String, nullable: true, description: '`state_conflict` on a cancel with `expected_run_id`: the current run of the turn.' })
+  current_run_id?: string | null;
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`state_conflict` on archive: the pending inputs.' })
+  queued_input_count?: number;
+  @ApiPropertyOptional({ enum: ['question', 'approval', 'client_tool'], description: '`waitpoint_incomplete`: the kind of waitpoint the response must resolve.' })
+  kind?: string;
+  @ApiPropertyOptional({ type: String, nullable: true, description: '`waitpoint_stale`: the waitpoint the turn waits at (null: none).' })
+  waitpoint_id?: string | null;
+  @ApiPropertyOptional({ enum: ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'], description: '`waitpoint_stale`: the status of the turn.' })
+  turn_status?: string;
+  @ApiPropertyOptional({ type: [String], description: '`waitpoint_stale`: question or call ids that are not part of the waitpoint.' })
+  unknown_ids?: string[];
+}
+
 export class ErrorDetailDto {
-  @ApiProperty({ enum: Object.keys(ERROR_CODES), description: 'Stable machine-readable code; branch on this, never on message.' })
+  @ApiProperty({ enum: Object.keys(ERROR_CODES), enumName: 'ErrorCode', description: 'Stable machine-readable code; branch on this, never on message.' })
   code!: string;
-  @ApiProperty() message!: string;
-  @ApiProperty({ enum: ['invalid_request', 'authentication', 'permission', 'not_found', 'invalid_state', 'unavailable', 'internal'] })
+  @ApiProperty({ description: 'For people; may change.' }) message!: string;
+  @ApiProperty({ enum: ERROR_TYPES, enumName: 'ErrorType', description: 'The class of the error.' })
   type!: string;
-  @ApiProperty() retryable!: boolean;
+  @ApiProperty({ description: 'Whether the same request may succeed later (honour Retry-After where given).' }) retryable!: boolean;
   @ApiProperty({ description: 'Same as the X-Request-Id response header.' }) request_id!: string;
-  @ApiProperty({ type: Object, description: 'Structured diagnostics; validation errors list `fields: [{field, errors}]`.' })
-  details!: Record<string, unknown>;
+  @ApiProperty({ type: ErrorDetailsDto, description: 'Structured diagnostics; `{}` when the code has none.' })
+  details!: ErrorDetailsDto;
 }
 
 export class ErrorResponseDto {

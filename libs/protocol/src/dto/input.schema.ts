@@ -34,7 +34,7 @@ export const AGENT_INPUT_SCHEMA: SchemaObject = {
                       required: ['type', 'image_url'],
                       additionalProperties: false,
                       description: 'Inline data URL only (data:image/png;base64,…); at most 10 per message and 80 MiB per submission.',
-                      properties: { type: { type: 'string', enum: ['input_image'] }, image_url: { type: 'string', pattern: '^data:image/' } },
+                      properties: { type: { type: 'string', enum: ['input_image'] }, image_url: { type: 'string', pattern: '^data:image/(png|jpeg|jpg|gif|webp);base64,' } },
                     },
                   ],
                 },

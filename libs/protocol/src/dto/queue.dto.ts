@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { InputDto } from '#libs/inputs';
+import { ItemDto } from '#libs/turns';
 import { CurrentTurnDto } from './session.dto.js';
 
 export class QueueDto {
@@ -11,8 +12,8 @@ export class QueueDto {
 }
 
 export class InputDetailDto extends InputDto {
-  @ApiProperty({ type: [Object], description: 'The history items the input became; empty while pending or after cancellation.' })
-  items!: object[];
+  @ApiProperty({ type: [ItemDto], description: 'The history items the input became; empty while pending or after cancellation.' })
+  items!: ItemDto[];
 }
 
 export class SessionStateDto {
@@ -21,7 +22,13 @@ export class SessionStateDto {
   @ApiProperty({ enum: ['idle', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
   @ApiProperty({ type: CurrentTurnDto, nullable: true }) current_turn!: CurrentTurnDto | null;
   @ApiProperty() queue_paused!: boolean;
-  @ApiProperty() queued_input_count!: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) queued_input_count!: number;
   @ApiProperty() archived!: boolean;
-  @ApiProperty({ type: Object, description: 'Runtime state of cooperation trees (empty until subagents exist).' }) agent_state!: object;
+  @ApiProperty({
+    type: 'object',
+    properties: {},
+    additionalProperties: false,
+    description: 'Runtime state of cooperation trees: an empty object until subagents exist (then `cooperation`).',
+  })
+  agent_state!: Record<string, never>;
 }

@@ -2,6 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { ApiPropertyOptional } from '@nestjs/swagger';
+import { WaitpointDto } from '#libs/turns';
 import { OptionalNotNull } from './validators.js';
 
 export class ReceiptDto {
@@ -19,7 +20,7 @@ export class CurrentTurnDto {
   @ApiProperty({ enum: ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
   @ApiProperty({ type: String, nullable: true }) current_run_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) result_run_id!: string | null;
-  @ApiProperty({ type: Object, nullable: true }) waitpoint!: object | null;
+  @ApiProperty({ type: WaitpointDto, nullable: true, description: 'What the turn waits for while requires_action, else null.' }) waitpoint!: object | null;
 }
 
 export class SessionYuxiDto {
@@ -30,7 +31,7 @@ export class SessionYuxiDto {
   @ApiProperty() unread!: boolean;
   @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
   @ApiProperty() queue_paused!: boolean;
-  @ApiProperty({ description: 'Pending inputs not yet consumed by a turn.' }) queued_input_count!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Pending inputs not yet consumed by a turn.' }) queued_input_count!: number;
   @ApiProperty({ type: CurrentTurnDto, nullable: true, description: 'Overview of the latest turn.' }) current_turn!: CurrentTurnDto | null;
   @ApiProperty({ type: ReceiptDto, nullable: true, description: 'Only on the create response that accepted an input; null on reads.' })
   receipt!: ReceiptDto | null;
@@ -45,8 +46,8 @@ export class SessionDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['agent.session'] }) object!: 'agent.session';
   @ApiProperty({ type: SessionAgentDto }) agent!: SessionAgentDto;
-  @ApiProperty({ description: 'Unix seconds.' }) created_at!: number;
-  @ApiProperty({ description: 'Unix seconds of the latest receipt, consumption or run; presentation updates do not move it.' })
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds of the latest receipt, consumption or run; presentation updates do not move it.' })
   last_active_at!: number;
   @ApiProperty({ enum: ['idle', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
   @ApiProperty({ type: SessionYuxiDto }) yuxi!: SessionYuxiDto;
@@ -61,13 +62,13 @@ export class SessionListDto {
 }
 
 export class ListQueryDto {
-  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'The last id of the previous page.' })
+  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list).' })
   @OptionalNotNull()
   @IsString()
   @Length(1, 64)
   after?: string;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, description: 'Page size (default 50 for sessions and the audit trail, 20 for turns and items).' })
   @OptionalNotNull()
   @Type(() => Number)
   @IsInt()
@@ -75,17 +76,23 @@ export class ListQueryDto {
   @Max(100)
   limit?: number;
 
-  @ApiPropertyOptional({ enum: ['asc', 'desc'], default: 'desc' })
+  @ApiPropertyOptional({ enum: ['asc', 'desc'], default: 'desc', description: 'By creation: `desc` newest first, `asc` oldest first.' })
   @OptionalNotNull()
   @IsIn(['asc', 'desc'])
   order?: 'asc' | 'desc';
 }
 
 export class SessionListQueryDto extends ListQueryDto {
-  @ApiPropertyOptional({ minLength: 1, maxLength: 64 }) @OptionalNotNull() @IsString() @Length(1, 64) agent_id?: string;
+  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'Only the sessions of this agent.' }) @OptionalNotNull() @IsString() @Length(1, 64) agent_id?: string;
   // Exactly `true` or `false`: `1`, `yes` and the like are 422, never silently read as false.
-  @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsIn(['true', 'false']) archived?: string;
-  @ApiPropertyOptional({ enum: ['true', 'false'] }) @OptionalNotNull() @IsIn(['true', 'false']) is_pinned?: string;
+  @ApiPropertyOptional({ enum: ['true', 'false'], description: 'Only archived (`true`) or only unarchived (`false`) sessions; omitted: both.' })
+  @OptionalNotNull()
+  @IsIn(['true', 'false'])
+  archived?: string;
+  @ApiPropertyOptional({ enum: ['true', 'false'], description: 'Only pinned (`true`) or only unpinned (`false`) sessions; omitted: both.' })
+  @OptionalNotNull()
+  @IsIn(['true', 'false'])
+  is_pinned?: string;
 }
 
 export class ReceiptQueryDto {

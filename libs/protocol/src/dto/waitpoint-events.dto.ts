@@ -2,18 +2,24 @@ import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger
 import { Equals, IsBoolean, IsObject, IsString, Length, MaxLength } from 'class-validator';
 
 export class WaitpointAnswerDto {
-  @ApiProperty({ description: 'A question_id of the waitpoint.' }) question_id!: string;
-  @ApiProperty({ oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }], description: 'An array only where multi_select is true.' })
+  @ApiProperty({ minLength: 1, maxLength: 128, description: 'A question_id of the waitpoint.' }) question_id!: string;
+  @ApiProperty({
+    oneOf: [
+      { type: 'string', maxLength: 10000 },
+      { type: 'array', maxItems: 100, items: { type: 'string', maxLength: 10000 } },
+    ],
+    description: 'One of the options (or any text where allow_other); an array only where multi_select is true.',
+  })
   answer!: string | string[];
 }
 
 export class AnswerResponseDto {
   @ApiProperty({ enum: ['answer'] }) type!: 'answer';
-  @ApiProperty({ type: [WaitpointAnswerDto], description: 'Exactly one answer per question of the waitpoint.' }) answers!: WaitpointAnswerDto[];
+  @ApiProperty({ type: [WaitpointAnswerDto], minItems: 1, maxItems: 100, description: 'Exactly one answer per question of the waitpoint.' }) answers!: WaitpointAnswerDto[];
 }
 
 export class ApprovalDecisionDto {
-  @ApiProperty({ description: 'A call_id of the waitpoint.' }) call_id!: string;
+  @ApiProperty({ minLength: 1, maxLength: 128, description: 'A call_id of the waitpoint.' }) call_id!: string;
   @ApiProperty({ enum: ['approve', 'reject', 'approve_session'], description: 'approve_session: approve, and trust this tool for the rest of the session.' })
   decision!: string;
   @ApiPropertyOptional({ maxLength: 2000, description: 'Given to the model with a rejection.' }) message?: string;
@@ -21,7 +27,7 @@ export class ApprovalDecisionDto {
 
 export class ApprovalResponseDto {
   @ApiProperty({ enum: ['approval'] }) type!: 'approval';
-  @ApiProperty({ type: [ApprovalDecisionDto], description: 'Exactly one decision per tool call of the waitpoint.' }) decisions!: ApprovalDecisionDto[];
+  @ApiProperty({ type: [ApprovalDecisionDto], minItems: 1, maxItems: 100, description: 'Exactly one decision per tool call of the waitpoint.' }) decisions!: ApprovalDecisionDto[];
 }
 
 /** `yuxi.session.input.resume`: answers a question waitpoint or decides an approval waitpoint. */

@@ -11,8 +11,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness (alias of /health/live) */
-        get: operations["HealthController_alias"];
+        /**
+         * Liveness (alias of /health/live)
+         * @description The same answer as /health/live; the start scripts wait on it.
+         */
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -28,8 +31,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: the process serves HTTP (no dependency is asked) */
-        get: operations["HealthController_live"];
+        /**
+         * Liveness
+         * @description Whether the process serves HTTP; no dependency is asked, so an orchestrator restarts the process only when it is stuck itself.
+         */
+        get: operations["getLiveness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -45,8 +51,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: Postgres and Redis answer, and at least one worker is alive and consuming */
-        get: operations["HealthController_ready"];
+        /**
+         * Readiness
+         * @description Whether this api can do its work: Postgres and Redis answer, and at least one worker is alive and consuming. Each check gives up after 2000 ms.
+         */
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -62,8 +71,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics of this api process (text exposition format; see docs/metrics.md) */
-        get: operations["MetricsController_scrape"];
+        /**
+         * Prometheus metrics
+         * @description The metrics of this api process in the Prometheus text exposition format (see docs/metrics.md); the worker serves its own on WORKER_HEALTH_PORT.
+         */
+        get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -81,15 +93,15 @@ export interface paths {
         };
         /**
          * List sessions
-         * @description Stable (created_at, id) order; pass the previous page last_id as `after`.
+         * @description The caller's sessions in a stable (created_at, id) order, newest first by default; pass the previous page's `last_id` as `after` for the next one.
          */
-        get: operations["SessionsController_list"];
+        get: operations["listSessions"];
         put?: never;
         /**
          * Create a session, empty or with its first input
-         * @description The input, its receipt and the session commit in one transaction before the response.
+         * @description The session, its first input and the input's receipt commit in one transaction before the response; the turn runs afterwards (watch it on the event stream). With `stream: true` (and an input) the response is the session event stream instead of JSON.
          */
-        post: operations["SessionsController_create"];
+        post: operations["createSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -103,14 +115,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a session */
-        get: operations["SessionsController_get"];
+        /**
+         * Get a session
+         * @description The session resource, with the overview of its latest turn (`yuxi.current_turn`) and of its queue.
+         */
+        get: operations["getSession"];
         put?: never;
         /**
          * Update title, pin, read state and the defaults for later inputs
-         * @description Every field may be omitted; explicit null is 422. agent.model and tool_approval_mode affect only inputs received afterwards.
+         * @description Every field may be omitted; an explicit null is 422. `agent.model` and `tool_approval_mode` affect only inputs received afterwards; presentation changes do not move `last_active_at`.
          */
-        post: operations["SessionsController_update"];
+        post: operations["updateSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -126,8 +141,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Archive a session with no active turn and no pending input; history stays readable */
-        post: operations["SessionsController_archive"];
+        /**
+         * Archive a session
+         * @description Only without an active turn or pending input (else 409 `state_conflict`); the history stays readable and `yuxi.archived` becomes true.
+         */
+        post: operations["archiveSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -141,8 +159,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Pending inputs in claim order, and whether the queue is paused */
-        get: operations["SessionsController_queue"];
+        /**
+         * Get the input queue
+         * @description Pending inputs in claim order (steers first, then follow-ups, each by received order), and whether claiming is paused after a cancel.
+         */
+        get: operations["getQueue"];
         put?: never;
         post?: never;
         delete?: never;
@@ -158,8 +179,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One received input: its messages, status and, once consumed, its turn, run and items */
-        get: operations["SessionsController_input"];
+        /**
+         * Get an input
+         * @description One received input: its messages as received, its status and, once consumed, the turn, run and history items it became.
+         */
+        get: operations["getInput"];
         put?: never;
         post?: never;
         delete?: never;
@@ -175,8 +199,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Runtime state of the session (content is read from items) */
-        get: operations["SessionsController_state"];
+        /**
+         * Get the runtime state of a session
+         * @description Status, current turn, queue and archive state in one small read; content is read from the items.
+         */
+        get: operations["getState"];
         put?: never;
         post?: never;
         delete?: never;
@@ -193,10 +220,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Find the receipt of an earlier submission by its Idempotency-Key
-         * @description 404 only means "not found yet": the original request may still be in flight.
+         * Find the receipt of an earlier submission
+         * @description By the Idempotency-Key of a submission whose response was lost (the key that created the session finds its initial input's receipt). 404 only means "not found yet": the original request may still be in flight; retry it with the same key.
          */
-        get: operations["SessionsController_receipt"];
+        get: operations["getReceipt"];
         put?: never;
         post?: never;
         delete?: never;
@@ -212,8 +239,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the turns of a session (including turns without output) */
-        get: operations["SessionsController_turns"];
+        /**
+         * List the turns of a session
+         * @description Turn summaries, including turns without output (cancelled, failed), newest first by default.
+         */
+        get: operations["listTurns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -229,8 +259,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a turn with its runs, waitpoint and result output */
-        get: operations["SessionsController_turn"];
+        /**
+         * Get a turn
+         * @description The turn with its runs, its waitpoint while it waits, its usage and its result output (the items of `yuxi.result_run_id`).
+         */
+        get: operations["getTurn"];
         put?: never;
         post?: never;
         delete?: never;
@@ -246,8 +279,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the public items of one turn */
-        get: operations["SessionsController_turnItems"];
+        /**
+         * List the items of a turn
+         * @description The public history items of one turn: messages, tool calls and their outputs; newest first by default.
+         */
+        get: operations["listTurnItems"];
         put?: never;
         post?: never;
         delete?: never;
@@ -263,8 +299,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the public items of a session */
-        get: operations["SessionsController_items"];
+        /**
+         * List the items of a session
+         * @description The public history of the whole session across turns; newest first by default.
+         */
+        get: operations["listSessionItems"];
         put?: never;
         post?: never;
         delete?: never;
@@ -280,8 +319,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one run (execution segment) of a session */
-        get: operations["SessionsController_run"];
+        /**
+         * Get a run
+         * @description One execution segment of a turn: its status, the inputs it consumed, its usage and error. A turn's result is its `result_run_id`, not the last run to end.
+         */
+        get: operations["getRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -299,15 +341,15 @@ export interface paths {
         };
         /**
          * Subscribe to the session event stream (SSE)
-         * @description A long-lived text/event-stream across turns. Send Last-Event-ID to resume strictly after a cursor; events missed on the way (an expired cursor, a Redis outage) are announced with yuxi.session.resync, never skipped silently. 503 service_unavailable (retryable) before the stream starts while Redis is unreachable. Event types: agent.session.created, yuxi.session.event.accepted, yuxi.session.run.created, agent.session.turn.created, agent.session.turn.in_progress, agent.session.turn.item.added, agent.session.turn.content_part.added, agent.session.turn.output_text.delta, yuxi.session.turn.reasoning.delta, yuxi.session.turn.reasoning.done, agent.session.turn.output_text.done, agent.session.turn.content_part.done, agent.session.turn.item.done, yuxi.session.run.yielded, yuxi.session.run.interrupted, yuxi.session.run.requires_action, yuxi.session.turn.waiting, yuxi.session.run.completed, yuxi.session.run.failed, yuxi.session.run.cancelled, yuxi.session.turn.state, agent.session.turn.completed, agent.session.turn.failed, agent.session.turn.cancelled, yuxi.session.resync.
+         * @description A long-lived text/event-stream across turns; each message's `data:` is a `SessionEvent` (see its schema, one member per event type). Without Last-Event-ID the stream starts with the retained replay window; with it, strictly after that cursor. Events missed on the way (an expired cursor, a Redis outage) are announced with `yuxi.session.resync`, never skipped silently. 503 `service_unavailable` (retryable) before the stream starts while Redis is unreachable.
          */
-        get: operations["SessionEventsController_stream"];
+        get: operations["streamSessionEvents"];
         put?: never;
         /**
          * Submit one input or control event
-         * @description Exactly one event per request. `agent.session.input.message` queues a follow-up (FIFO); the receipt proves durable acceptance only.
+         * @description Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`) or a client tool result. The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn.
          */
-        post: operations["SessionEventsController_submit"];
+        post: operations["submitEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -321,8 +363,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the saved agents visible to the caller */
-        get: operations["AgentsController_list"];
+        /**
+         * List agents
+         * @description The saved agents the caller can start sessions with: the public ones and the caller's private ones.
+         */
+        get: operations["listAgents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -338,8 +383,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a saved agent */
-        get: operations["AgentsController_get"];
+        /**
+         * Get an agent
+         * @description One saved agent visible to the caller: its model, tools and limits (instructions for administrators only).
+         */
+        get: operations["getAgent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -355,8 +403,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List every saved agent, private ones included (full access only) */
-        get: operations["AdminAgentsController_list"];
+        /**
+         * List every agent
+         * @description Every saved agent, private ones included, with their instructions where the caller administers them (full access only).
+         */
+        get: operations["adminListAgents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -374,16 +425,16 @@ export interface paths {
         };
         get?: never;
         /**
-         * Create or replace a saved agent (full access only)
-         * @description The body is the whole definition. A replacement gets the next `version`; sessions keep the snapshot of the agent they were created with, so only sessions created afterwards use the new definition.
+         * Create or replace an agent
+         * @description The body is the whole definition. A replacement gets the next `version`; sessions keep the snapshot of the agent they were created with, so only sessions created afterwards use the new definition. Full access only.
          */
-        put: operations["AdminAgentsController_put"];
+        put: operations["putAgent"];
         post?: never;
         /**
-         * Delete a saved agent (full access only)
-         * @description Existing sessions keep working with their snapshot; new sessions cannot use it.
+         * Delete an agent
+         * @description Existing sessions keep working with their snapshot; new sessions cannot use it. `default-chatbot` cannot be deleted. Full access only.
          */
-        delete: operations["AdminAgentsController_remove"];
+        delete: operations["deleteAgent"];
         options?: never;
         head?: never;
         patch?: never;
@@ -396,14 +447,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List API keys without their secrets: your own, or every key for administrators */
-        get: operations["AdminApiKeysController_list"];
+        /**
+         * List API keys
+         * @description Without their secrets: the caller's own keys, or every key for administrators. Full access only.
+         */
+        get: operations["listApiKeys"];
         put?: never;
         /**
-         * Create an API key (full access only)
-         * @description The secret is in this response only; it is stored as a keyed hash. `access: agents` keys reach the public agents API only. With `app_id` the key acts for that app's end users (`X-End-User-Id`). A `user_id` other than your own is for administrators.
+         * Create an API key
+         * @description The secret is in this response only; it is stored as a keyed hash. `access: agents` keys reach the public agents API only. With `app_id` the key acts for that app's end users (`X-End-User-Id`). A `user_id` other than your own is for administrators. Full access only.
          */
-        post: operations["AdminApiKeysController_create"];
+        post: operations["createApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -422,9 +476,9 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description Refused on the next request, on every api replica.
+         * @description The key is refused from the next request on, on every api replica. Your own keys, or any key for administrators.
          */
-        delete: operations["AdminApiKeysController_revoke"];
+        delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -438,10 +492,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The audit trail of administrative actions (administrators only)
-         * @description Keys created and revoked, agents created, replaced and deleted; newest first by default.
+         * List the audit trail
+         * @description Administrative actions: keys created and revoked, agents created, replaced and deleted; newest first by default. Administrators only.
          */
-        get: operations["AdminAuditController_list"];
+        get: operations["listAuditEntries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -502,13 +556,42 @@ export interface components {
             /** @description Effective model of the session configuration snapshot. */
             model: string;
         };
+        WaitpointQuestionDto: {
+            /** @description Answer it under this id. */
+            question_id: string;
+            question: string;
+            options: string[];
+            multi_select: boolean;
+            /** @description Whether an answer outside `options` is accepted. */
+            allow_other: boolean;
+        };
+        WaitpointToolCallDto: {
+            call_id: string;
+            name: string;
+            /** @description The JSON string the model produced. */
+            arguments: string;
+        };
+        WaitpointDto: {
+            id: string;
+            /** @enum {string} */
+            kind: "question" | "approval" | "client_tool";
+            /** @description The run that stopped here. */
+            run_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description kind=question. */
+            questions?: components["schemas"]["WaitpointQuestionDto"][];
+            /** @description kind=approval (calls to approve) or client_tool (calls to execute). */
+            tool_calls?: components["schemas"]["WaitpointToolCallDto"][];
+        };
         CurrentTurnDto: {
             id: string;
             /** @enum {string} */
             status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
             current_run_id: string | null;
             result_run_id: string | null;
-            waitpoint: Record<string, never> | null;
+            /** @description What the turn waits for while requires_action, else null. */
+            waitpoint: components["schemas"]["WaitpointDto"] | (never | null);
         };
         ReceiptDto: {
             /** @enum {string} */
@@ -536,9 +619,9 @@ export interface components {
             /** @description Pending inputs not yet consumed by a turn. */
             queued_input_count: number;
             /** @description Overview of the latest turn. */
-            current_turn: components["schemas"]["CurrentTurnDto"] | null;
+            current_turn: components["schemas"]["CurrentTurnDto"] | (never | null);
             /** @description Only on the create response that accepted an input; null on reads. */
-            receipt: components["schemas"]["ReceiptDto"] | null;
+            receipt: components["schemas"]["ReceiptDto"] | (never | null);
         };
         SessionDto: {
             id: string;
@@ -553,20 +636,86 @@ export interface components {
             status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
             yuxi: components["schemas"]["SessionYuxiDto"];
         };
-        ErrorDetailDto: {
+        /**
+         * @description Stable error codes; see the API description for each.
+         * @enum {string}
+         */
+        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "waitpoint_stale" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
+        /**
+         * @description The class of an error: what kind of problem, whatever the code.
+         * @enum {string}
+         */
+        ErrorType: "invalid_request" | "authentication" | "permission" | "not_found" | "invalid_state" | "internal" | "unavailable";
+        FieldErrorDto: {
             /**
-             * @description Stable machine-readable code; branch on this, never on message.
+             * @description The field, as a path into the request (`input[0].content`, `limits.max_tool_calls`, `body`, `response`, `answers.<question_id>`).
+             * @example agent_id
+             */
+            field: string;
+            /**
+             * @description What is wrong with it.
+             * @example [
+             *       "must be longer than or equal to 1 characters"
+             *     ]
+             */
+            errors: string[];
+        };
+        ErrorDetailsDto: {
+            /** @description `validation_failed`, `invalid_agent`, `waitpoint_incomplete`: every problem, by field. */
+            fields?: components["schemas"]["FieldErrorDto"][];
+            /**
+             * @description `method_not_allowed`: the methods of the path (also in the `Allow` header).
+             * @example [
+             *       "GET",
+             *       "POST"
+             *     ]
+             */
+            allow?: string[];
+            /** @description `unknown_event_type`: the event types of the protocol. */
+            allowed?: string[];
+            /** @description `rate_limited`: seconds to wait (also in the `Retry-After` header). */
+            retry_after?: number;
+            /** @description `idempotency_conflict`: the key that was already used with a different intent. */
+            idempotency_key?: string;
+            /**
+             * @description `state_conflict` on an input: its status.
              * @enum {string}
              */
-            code: "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "waitpoint_stale" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
+            status?: "pending" | "consumed" | "cancelled";
+            /** @description `state_conflict` on a cancel with `expected_run_id`: the current run of the turn. */
+            current_run_id?: string | null;
+            /** @description `state_conflict` on archive: the pending inputs. */
+            queued_input_count?: number;
+            /**
+             * @description `waitpoint_incomplete`: the kind of waitpoint the response must resolve.
+             * @enum {string}
+             */
+            kind?: "question" | "approval" | "client_tool";
+            /** @description `waitpoint_stale`: the waitpoint the turn waits at (null: none). */
+            waitpoint_id?: string | null;
+            /**
+             * @description `waitpoint_stale`: the status of the turn.
+             * @enum {string}
+             */
+            turn_status?: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            /** @description `waitpoint_stale`: question or call ids that are not part of the waitpoint. */
+            unknown_ids?: string[];
+        } & {
+            [key: string]: unknown;
+        };
+        ErrorDetailDto: {
+            /** @description Stable machine-readable code; branch on this, never on message. */
+            code: components["schemas"]["ErrorCode"];
+            /** @description For people; may change. */
             message: string;
-            /** @enum {string} */
-            type: "invalid_request" | "authentication" | "permission" | "not_found" | "invalid_state" | "unavailable" | "internal";
+            /** @description The class of the error. */
+            type: components["schemas"]["ErrorType"];
+            /** @description Whether the same request may succeed later (honour Retry-After where given). */
             retryable: boolean;
             /** @description Same as the X-Request-Id response header. */
             request_id: string;
-            /** @description Structured diagnostics; validation errors list `fields: [{field, errors}]`. */
-            details: Record<string, never>;
+            /** @description Structured diagnostics; `{}` when the code has none. */
+            details: components["schemas"]["ErrorDetailsDto"];
         };
         ErrorResponseDto: {
             error: components["schemas"]["ErrorDetailDto"];
@@ -636,6 +785,7 @@ export interface components {
             received_at: number;
             /** @description Unix seconds the input was projected into history (consumed). */
             created_at: number | null;
+            /** @description Unix seconds the input was cancelled. */
             cancelled_at: number | null;
             /** @description Frozen model of this input. */
             model: string;
@@ -649,158 +799,16 @@ export interface components {
             /** @description Pending inputs in claim order: steer first, then follow-ups, each by received order. */
             data: components["schemas"]["InputDto"][];
         };
-        InputDetailDto: {
-            id: string;
-            /** @enum {string} */
-            object: "yuxi.session.input";
-            session_id: string;
-            /** @enum {string} */
-            status: "pending" | "consumed" | "cancelled";
-            /** @enum {string} */
-            mode: "follow_up" | "steer";
-            /** @description Position in the per-session received order. */
-            received_seq: number;
-            /** @description The messages exactly as received, in order. */
-            messages: components["schemas"]["InputMessageDto"][];
-            attachment_file_ids: string[];
-            /** @description The attachments of the submission that still exist (none until file attachments are available). */
-            attachments: Record<string, never>[];
-            /**
-             * @description Inputs without attachments are always ready.
-             * @enum {string}
-             */
-            attachment_status: "ready" | "preparing";
-            attachment_error: string | null;
-            /** @description The turn that consumed the input; null while pending or after cancellation. */
-            turn_id: string | null;
-            run_id: string | null;
-            /** @description Unix seconds the input was durably received. */
-            received_at: number;
-            /** @description Unix seconds the input was projected into history (consumed). */
-            created_at: number | null;
-            cancelled_at: number | null;
-            /** @description Frozen model of this input. */
-            model: string;
-            /** @description The history items the input became; empty while pending or after cancellation. */
-            items: Record<string, never>[];
-        };
-        SessionStateDto: {
-            /** @enum {string} */
-            object: "yuxi.session.state";
-            session_id: string;
-            /** @enum {string} */
-            status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
-            current_turn: components["schemas"]["CurrentTurnDto"] | null;
-            queue_paused: boolean;
-            queued_input_count: number;
-            archived: boolean;
-            /** @description Runtime state of cooperation trees (empty until subagents exist). */
-            agent_state: Record<string, never>;
-        };
-        TurnAgentDto: {
-            id: string;
-            model: string;
-        };
-        PublicErrorDto: {
-            /** @example model_error */
-            code: string;
-            message: string;
-        };
-        WaitpointQuestionDto: {
-            /** @description Answer it under this id. */
-            question_id: string;
-            question: string;
-            options: string[];
-            multi_select: boolean;
-            /** @description Whether an answer outside `options` is accepted. */
-            allow_other: boolean;
-        };
-        WaitpointToolCallDto: {
-            call_id: string;
-            name: string;
-            /** @description The JSON string the model produced. */
-            arguments: string;
-        };
-        WaitpointDto: {
-            id: string;
-            /** @enum {string} */
-            kind: "question" | "approval" | "client_tool";
-            /** @description The run that stopped here. */
-            run_id: string;
-            /** @description Unix seconds. */
-            created_at: number;
-            /** @description kind=question. */
-            questions?: components["schemas"]["WaitpointQuestionDto"][];
-            /** @description kind=approval (calls to approve) or client_tool (calls to execute). */
-            tool_calls?: components["schemas"]["WaitpointToolCallDto"][];
-        };
-        UsageDto: {
-            input_tokens: number;
-            output_tokens: number;
-            cached_tokens: number;
-            total_tokens: number;
-        };
-        TurnSummaryYuxiDto: {
-            current_run_id: string | null;
-            result_run_id: string | null;
-            /** @description What the turn waits for while requires_action, else null. */
-            waitpoint: components["schemas"]["WaitpointDto"] | null;
-            /** @description Tokens used by the turn so far (all its runs). */
-            usage: components["schemas"]["UsageDto"] | null;
-        };
-        TurnDto: {
-            id: string;
-            /** @enum {string} */
-            object: "agent.session.turn";
-            session_id: string;
-            agent: components["schemas"]["TurnAgentDto"];
-            /** @enum {string} */
-            status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
-            created_at: number;
-            /** @description First execution of the turn; resumed runs do not reset it. */
-            started_at: number | null;
-            completed_at: number | null;
-            error: components["schemas"]["PublicErrorDto"] | null;
-            /** @description Always null; usage is reported in yuxi.usage. */
-            usage: Record<string, never> | null;
-            yuxi: components["schemas"]["TurnSummaryYuxiDto"];
-        };
-        TurnListDto: {
-            /** @enum {string} */
-            object: "list";
-            data: components["schemas"]["TurnDto"][];
-            first_id: string | null;
-            last_id: string | null;
-            has_more: boolean;
-        };
-        RunDto: {
-            id: string;
-            /** @enum {string} */
-            object: "yuxi.session.run";
-            session_id: string;
-            turn_id: string;
-            /**
-             * @description requires_action: the run stopped at a waitpoint; the response continues the turn in a new run (resume_from_run_id).
-             * @enum {string}
-             */
-            status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled" | "yielded" | "interrupted";
-            usage: components["schemas"]["UsageDto"] | null;
-            /** @description Inputs consumed by this run, in received order. */
-            input_ids: string[];
-            model: string;
-            resume_from_run_id: string | null;
-            created_at: number;
-            started_at: number | null;
-            completed_at: number | null;
-            error: components["schemas"]["PublicErrorDto"] | null;
-        };
         ContentPartDto: {
             /** @enum {string} */
             type: "input_text" | "input_image" | "output_text";
             text?: string;
             /** @description Inline data URL of an input image. */
             image_url?: string;
-            annotations?: Record<string, never>[];
+            /** @description output_text only: citations of the text. None are produced yet: always empty. */
+            annotations?: {
+                [key: string]: unknown;
+            }[];
         };
         ItemYuxiDto: {
             turn_id: string;
@@ -840,13 +848,144 @@ export interface components {
             phase?: "final_answer" | "commentary";
             yuxi: components["schemas"]["ItemYuxiDto"];
         };
+        InputDetailDto: {
+            id: string;
+            /** @enum {string} */
+            object: "yuxi.session.input";
+            session_id: string;
+            /** @enum {string} */
+            status: "pending" | "consumed" | "cancelled";
+            /** @enum {string} */
+            mode: "follow_up" | "steer";
+            /** @description Position in the per-session received order. */
+            received_seq: number;
+            /** @description The messages exactly as received, in order. */
+            messages: components["schemas"]["InputMessageDto"][];
+            attachment_file_ids: string[];
+            /** @description The attachments of the submission that still exist (none until file attachments are available). */
+            attachments: Record<string, never>[];
+            /**
+             * @description Inputs without attachments are always ready.
+             * @enum {string}
+             */
+            attachment_status: "ready" | "preparing";
+            attachment_error: string | null;
+            /** @description The turn that consumed the input; null while pending or after cancellation. */
+            turn_id: string | null;
+            run_id: string | null;
+            /** @description Unix seconds the input was durably received. */
+            received_at: number;
+            /** @description Unix seconds the input was projected into history (consumed). */
+            created_at: number | null;
+            /** @description Unix seconds the input was cancelled. */
+            cancelled_at: number | null;
+            /** @description Frozen model of this input. */
+            model: string;
+            /** @description The history items the input became; empty while pending or after cancellation. */
+            items: components["schemas"]["ItemDto"][];
+        };
+        SessionStateDto: {
+            /** @enum {string} */
+            object: "yuxi.session.state";
+            session_id: string;
+            /** @enum {string} */
+            status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            current_turn: components["schemas"]["CurrentTurnDto"] | (never | null);
+            queue_paused: boolean;
+            queued_input_count: number;
+            archived: boolean;
+            /** @description Runtime state of cooperation trees: an empty object until subagents exist (then `cooperation`). */
+            agent_state: Record<string, never>;
+        };
+        TurnAgentDto: {
+            id: string;
+            model: string;
+        };
+        PublicErrorDto: {
+            /**
+             * @description Why the run or turn failed: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable`, `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `tool_server_unavailable`, `run_takeover_limit`, `run_failed`. Open: a `scripted:` model fails with whatever code its `[[fail:CODE]]` directive names.
+             * @example model_rate_limited
+             */
+            code: string;
+            message: string;
+        };
+        UsageDto: {
+            input_tokens: number;
+            output_tokens: number;
+            /** @description Input tokens the provider served from its prompt cache (part of input_tokens). */
+            cached_tokens: number;
+            total_tokens: number;
+        };
+        TurnSummaryYuxiDto: {
+            current_run_id: string | null;
+            result_run_id: string | null;
+            /** @description What the turn waits for while requires_action, else null. */
+            waitpoint: components["schemas"]["WaitpointDto"] | (never | null);
+            /** @description Tokens used by the turn so far (all its runs). */
+            usage: components["schemas"]["UsageDto"] | (never | null);
+        };
+        TurnDto: {
+            id: string;
+            /** @enum {string} */
+            object: "agent.session.turn";
+            session_id: string;
+            agent: components["schemas"]["TurnAgentDto"];
+            /** @enum {string} */
+            status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Unix seconds of the first execution of the turn; resumed runs do not reset it. */
+            started_at: number | null;
+            /** @description Unix seconds. */
+            completed_at: number | null;
+            error: components["schemas"]["PublicErrorDto"] | (never | null);
+            /**
+             * @description Always null; usage is reported in yuxi.usage.
+             * @enum {object|null}
+             */
+            usage: never | null;
+            yuxi: components["schemas"]["TurnSummaryYuxiDto"];
+        };
+        TurnListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["TurnDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        RunDto: {
+            id: string;
+            /** @enum {string} */
+            object: "yuxi.session.run";
+            session_id: string;
+            turn_id: string;
+            /**
+             * @description requires_action: the run stopped at a waitpoint; the response continues the turn in a new run (resume_from_run_id).
+             * @enum {string}
+             */
+            status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled" | "yielded" | "interrupted";
+            usage: components["schemas"]["UsageDto"] | (never | null);
+            /** @description Inputs consumed by this run, in received order. */
+            input_ids: string[];
+            model: string;
+            /** @description The run this one continues (after a yield, an interruption or a waitpoint). */
+            resume_from_run_id: string | null;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Unix seconds. */
+            started_at: number | null;
+            /** @description Unix seconds. */
+            completed_at: number | null;
+            error: components["schemas"]["PublicErrorDto"] | (never | null);
+        };
         TurnDetailYuxiDto: {
             current_run_id: string | null;
             result_run_id: string | null;
             /** @description What the turn waits for while requires_action, else null. */
-            waitpoint: components["schemas"]["WaitpointDto"] | null;
+            waitpoint: components["schemas"]["WaitpointDto"] | (never | null);
             /** @description Tokens used by the turn so far (all its runs). */
-            usage: components["schemas"]["UsageDto"] | null;
+            usage: components["schemas"]["UsageDto"] | (never | null);
             /** @description A cancel was accepted and the turn is stopping; false again once it reached its terminal state. */
             cancellation_pending: boolean;
             runs: components["schemas"]["RunDto"][];
@@ -861,21 +1000,29 @@ export interface components {
             agent: components["schemas"]["TurnAgentDto"];
             /** @enum {string} */
             status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            /** @description Unix seconds. */
             created_at: number;
-            /** @description First execution of the turn; resumed runs do not reset it. */
+            /** @description Unix seconds of the first execution of the turn; resumed runs do not reset it. */
             started_at: number | null;
+            /** @description Unix seconds. */
             completed_at: number | null;
-            error: components["schemas"]["PublicErrorDto"] | null;
-            /** @description Always null; usage is reported in yuxi.usage. */
-            usage: Record<string, never> | null;
+            error: components["schemas"]["PublicErrorDto"] | (never | null);
+            /**
+             * @description Always null; usage is reported in yuxi.usage.
+             * @enum {object|null}
+             */
+            usage: never | null;
             yuxi: components["schemas"]["TurnDetailYuxiDto"];
         };
         RunSummaryDto: {
             id: string;
-            status: string;
+            /** @enum {string} */
+            status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled" | "yielded" | "interrupted";
+            /** @description Unix seconds. */
             created_at: number;
+            /** @description Unix seconds. */
             completed_at: number | null;
-            error: components["schemas"]["PublicErrorDto"] | null;
+            error: components["schemas"]["PublicErrorDto"] | (never | null);
         };
         ItemListYuxiDto: {
             /** @description Only the runs referenced by items on this page. */
@@ -943,16 +1090,26 @@ export interface components {
             last_id: string | null;
             has_more: boolean;
         };
+        AgentLimitsInputDto: {
+            /** @description Model calls per turn (default 25). */
+            max_model_calls?: number;
+            /** @description Tool calls per turn (default 50). */
+            max_tool_calls?: number;
+            /** @description Execution time per turn in seconds, waits excluded (default 900). */
+            turn_timeout_s?: number;
+        };
         PutAgentDto: {
+            /** @description Must equal the agent_id of the path when given. */
+            id?: string;
             name: string;
             description?: string;
             /** @description System prompt. */
             instructions?: string;
             /**
-             * @description `provider:model`; omitted = the deployment default.
-             * @example openai:gpt-4o-mini
+             * @description `provider:model`; omitted or null = the deployment default.
+             * @example scripted:echo
              */
-            model?: string;
+            model?: string | null;
             tools?: (components["schemas"]["FunctionToolDto"] | components["schemas"]["BuiltinToolDto"] | components["schemas"]["McpToolDto"])[];
             /**
              * @default default
@@ -960,7 +1117,7 @@ export interface components {
              */
             tool_approval_mode: "default" | "always_ask" | "always_trust";
             /** @description Any subset; the rest take defaults. */
-            limits?: components["schemas"]["AgentLimitsDto"];
+            limits?: components["schemas"]["AgentLimitsInputDto"];
             /**
              * @description private: visible to its creator only.
              * @default public
@@ -1007,12 +1164,17 @@ export interface components {
             user_id: string;
             /** @description The first characters of the secret, to recognise it. */
             prefix: string;
+            /** @description Requests per minute; null: the deployment default. */
             rate_limit_per_minute: number | null;
+            /** @description Concurrent SSE streams; null: the deployment default. */
             max_streams: number | null;
             /** @description Unix seconds. */
             created_at: number;
+            /** @description Unix seconds; null: never expires. */
             expires_at: number | null;
+            /** @description Unix seconds. */
             last_used_at: number | null;
+            /** @description Unix seconds. */
             revoked_at: number | null;
             /** @description The secret, shown this once: `yuxi_` + 36 base62 characters + a 6-character checksum. */
             secret: string;
@@ -1028,12 +1190,17 @@ export interface components {
             user_id: string;
             /** @description The first characters of the secret, to recognise it. */
             prefix: string;
+            /** @description Requests per minute; null: the deployment default. */
             rate_limit_per_minute: number | null;
+            /** @description Concurrent SSE streams; null: the deployment default. */
             max_streams: number | null;
             /** @description Unix seconds. */
             created_at: number;
+            /** @description Unix seconds; null: never expires. */
             expires_at: number | null;
+            /** @description Unix seconds. */
             last_used_at: number | null;
+            /** @description Unix seconds. */
             revoked_at: number | null;
         };
         ApiKeyListDto: {
@@ -1166,7 +1333,7 @@ export interface components {
         WaitpointAnswerDto: {
             /** @description A question_id of the waitpoint. */
             question_id: string;
-            /** @description An array only where multi_select is true. */
+            /** @description One of the options (or any text where allow_other); an array only where multi_select is true. */
             answer: string | string[];
         };
         AnswerResponseDto: {
@@ -1218,10 +1385,10 @@ export interface components {
             server_label: string;
             /**
              * Format: uri
-             * @description Streamable HTTP endpoint of the MCP server.
+             * @description Streamable HTTP endpoint (http or https) of the MCP server.
              */
             server_url: string;
-            /** @description Sent with every request; values are shown as "***". */
+            /** @description Sent with every request (not Content-Type, Accept, Host, Content-Length, Idempotency-Key or the Mcp-* headers); values are shown as "***". */
             headers?: {
                 [key: string]: string;
             };
@@ -1235,9 +1402,9 @@ export interface components {
             current_run_id: string | null;
             result_run_id: string | null;
             /** @description What the turn waits for while requires_action, else null. */
-            waitpoint: components["schemas"]["WaitpointDto"] | null;
+            waitpoint: components["schemas"]["WaitpointDto"] | (never | null);
             /** @description Tokens used by the turn so far (all its runs). */
-            usage: components["schemas"]["UsageDto"] | null;
+            usage: components["schemas"]["UsageDto"] | (never | null);
             /** @description A cancel was accepted and the turn is stopping; false again once it reached its terminal state. */
             cancellation_pending: boolean;
         };
@@ -1249,20 +1416,20 @@ export interface components {
             agent: components["schemas"]["TurnAgentDto"];
             /** @enum {string} */
             status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            /** @description Unix seconds. */
             created_at: number;
-            /** @description First execution of the turn; resumed runs do not reset it. */
+            /** @description Unix seconds of the first execution of the turn; resumed runs do not reset it. */
             started_at: number | null;
+            /** @description Unix seconds. */
             completed_at: number | null;
-            error: components["schemas"]["PublicErrorDto"] | null;
-            /** @description Always null; usage is reported in yuxi.usage. */
-            usage: Record<string, never> | null;
+            error: components["schemas"]["PublicErrorDto"] | (never | null);
+            /**
+             * @description Always null; usage is reported in yuxi.usage.
+             * @enum {object|null}
+             */
+            usage: never | null;
             yuxi: components["schemas"]["TurnStateYuxiDto"];
         };
-        /**
-         * @description Stable error codes; see the API description for each.
-         * @enum {string}
-         */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "waitpoint_stale" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
         /** @description The session was created; `session` is the same resource as the create response (the first event of every session stream). */
         SessionCreatedEvent: {
             /**
@@ -1937,7 +2104,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    HealthController_alias: {
+    getHealth: {
         parameters: {
             query?: never;
             header?: never;
@@ -1946,6 +2113,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The process serves HTTP. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -1953,6 +2121,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok",
+                     *       "info": {
+                     *         "process": {
+                     *           "status": "up",
+                     *           "pid": 4242,
+                     *           "uptime_s": 73
+                     *         }
+                     *       },
+                     *       "error": {},
+                     *       "details": {
+                     *         "process": {
+                     *           "status": "up",
+                     *           "pid": 4242,
+                     *           "uptime_s": 73
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status?: "ok" | "error" | "shutting_down";
@@ -1977,9 +2165,42 @@ export interface operations {
                     };
                 };
             };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
         };
     };
-    HealthController_live: {
+    getLiveness: {
         parameters: {
             query?: never;
             header?: never;
@@ -1988,6 +2209,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The process serves HTTP. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -1995,6 +2217,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok",
+                     *       "info": {
+                     *         "process": {
+                     *           "status": "up",
+                     *           "pid": 4242,
+                     *           "uptime_s": 73
+                     *         }
+                     *       },
+                     *       "error": {},
+                     *       "details": {
+                     *         "process": {
+                     *           "status": "up",
+                     *           "pid": 4242,
+                     *           "uptime_s": 73
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status?: "ok" | "error" | "shutting_down";
@@ -2019,9 +2261,42 @@ export interface operations {
                     };
                 };
             };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
         };
     };
-    HealthController_ready: {
+    getReadiness: {
         parameters: {
             query?: never;
             header?: never;
@@ -2030,6 +2305,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Every check is up. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2037,6 +2313,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok",
+                     *       "info": {
+                     *         "database": {
+                     *           "status": "up"
+                     *         },
+                     *         "redis": {
+                     *           "status": "up"
+                     *         },
+                     *         "workers": {
+                     *           "status": "up",
+                     *           "live": 1,
+                     *           "consuming": 1
+                     *         }
+                     *       },
+                     *       "error": {},
+                     *       "details": {
+                     *         "database": {
+                     *           "status": "up"
+                     *         },
+                     *         "redis": {
+                     *           "status": "up"
+                     *         },
+                     *         "workers": {
+                     *           "status": "up",
+                     *           "live": 1,
+                     *           "consuming": 1
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status?: "ok" | "error" | "shutting_down";
@@ -2059,6 +2367,39 @@ export interface operations {
                             };
                         };
                     };
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
             /** @description A check failed; `error` names it. */
@@ -2069,33 +2410,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status?: "ok" | "error" | "shutting_down";
-                        info?: {
-                            [key: string]: {
-                                /** @enum {string} */
-                                status?: "up" | "down";
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                        error?: {
-                            [key: string]: {
-                                [key: string]: unknown;
-                            };
-                        };
-                        details?: {
-                            [key: string]: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
         };
     };
-    MetricsController_scrape: {
+    getMetrics: {
         parameters: {
             query?: never;
             header?: never;
@@ -2104,6 +2424,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The metrics, text exposition format 0.0.4. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2111,28 +2432,75 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example # HELP yuxi_http_requests_total HTTP requests answered, by method, route pattern and status
+                     *     # TYPE yuxi_http_requests_total counter
+                     *     yuxi_http_requests_total{method="GET",route="/health",status="200"} 3
+                     */
                     "text/plain": string;
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
         };
     };
-    SessionsController_list: {
+    listSessions: {
         parameters: {
             query?: {
-                /** @description The last id of the previous page. */
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
                 limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
+                /** @description Only the sessions of this agent. */
                 agent_id?: string;
+                /** @description Only archived (`true`) or only unarchived (`false`) sessions; omitted: both. */
                 archived?: "true" | "false";
+                /** @description Only pinned (`true`) or only unpinned (`false`) sessions; omitted: both. */
                 is_pinned?: "true" | "false";
             };
-            header?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description One page of sessions. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2140,6 +2508,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *           "object": "agent.session",
+                     *           "agent": {
+                     *             "id": "default-chatbot",
+                     *             "model": "scripted:echo"
+                     *           },
+                     *           "created_at": 1733400000,
+                     *           "last_active_at": 1733400001,
+                     *           "status": "completed",
+                     *           "yuxi": {
+                     *             "title": "Quarterly report",
+                     *             "project_id": null,
+                     *             "is_pinned": false,
+                     *             "archived": false,
+                     *             "unread": true,
+                     *             "tool_approval_mode": "default",
+                     *             "queue_paused": false,
+                     *             "queued_input_count": 0,
+                     *             "current_turn": {
+                     *               "id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *               "status": "completed",
+                     *               "current_run_id": null,
+                     *               "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *               "waitpoint": null
+                     *             },
+                     *             "receipt": null
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "last_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "has_more": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["SessionListDto"];
                 };
             };
@@ -2165,7 +2572,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2176,7 +2583,29 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2224,12 +2653,14 @@ export interface operations {
             };
         };
     };
-    SessionsController_create: {
+    createSession: {
         parameters: {
             query?: never;
             header: {
-                /** @description 1–128 characters. Same key + same intent replays the first response; a different intent is 409. */
+                /** @description 1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`. */
                 "Idempotency-Key": string;
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2248,6 +2679,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "object": "agent.session",
+                     *       "agent": {
+                     *         "id": "default-chatbot",
+                     *         "model": "scripted:echo"
+                     *       },
+                     *       "created_at": 1733400000,
+                     *       "last_active_at": 1733400000,
+                     *       "status": "in_progress",
+                     *       "yuxi": {
+                     *         "title": "Quarterly report",
+                     *         "project_id": null,
+                     *         "is_pinned": false,
+                     *         "archived": false,
+                     *         "unread": false,
+                     *         "tool_approval_mode": "default",
+                     *         "queue_paused": false,
+                     *         "queued_input_count": 1,
+                     *         "current_turn": null,
+                     *         "receipt": {
+                     *           "object": "yuxi.session.event.accepted",
+                     *           "event_id": "evt_0193a5c27e4d7b3c8e1f2a4b6c8d0e05",
+                     *           "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *           "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
+                     *           "turn_id": null,
+                     *           "run_id": null,
+                     *           "status": "accepted"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["SessionDto"];
                     "text/event-stream": string;
                 };
@@ -2263,7 +2727,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2366,17 +2830,22 @@ export interface operations {
             };
         };
     };
-    SessionsController_get: {
+    getSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
             path: {
+                /** @description A session of the caller (another caller's answers 404). */
                 session_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The session. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2384,6 +2853,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "object": "agent.session",
+                     *       "agent": {
+                     *         "id": "default-chatbot",
+                     *         "model": "scripted:echo"
+                     *       },
+                     *       "created_at": 1733400000,
+                     *       "last_active_at": 1733400001,
+                     *       "status": "completed",
+                     *       "yuxi": {
+                     *         "title": "Quarterly report",
+                     *         "project_id": null,
+                     *         "is_pinned": false,
+                     *         "archived": false,
+                     *         "unread": true,
+                     *         "tool_approval_mode": "default",
+                     *         "queue_paused": false,
+                     *         "queued_input_count": 0,
+                     *         "current_turn": {
+                     *           "id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *           "status": "completed",
+                     *           "current_run_id": null,
+                     *           "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *           "waitpoint": null
+                     *         },
+                     *         "receipt": null
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["SessionDto"];
                 };
             };
@@ -2398,7 +2898,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2420,92 +2920,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-        };
-    };
-    SessionsController_update: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                session_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["UpdateSessionDto"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SessionDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
-            403: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
-            404: {
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -2526,7 +2942,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown. */
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2574,17 +2990,26 @@ export interface operations {
             };
         };
     };
-    SessionsController_archive: {
+    updateSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
             path: {
+                /** @description A session of the caller (another caller's answers 404). */
                 session_id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSessionDto"];
+            };
+        };
         responses: {
+            /** @description The updated session. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2592,6 +3017,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "object": "agent.session",
+                     *       "agent": {
+                     *         "id": "default-chatbot",
+                     *         "model": "scripted:echo"
+                     *       },
+                     *       "created_at": 1733400000,
+                     *       "last_active_at": 1733400001,
+                     *       "status": "completed",
+                     *       "yuxi": {
+                     *         "title": "Quarterly report",
+                     *         "project_id": null,
+                     *         "is_pinned": false,
+                     *         "archived": false,
+                     *         "unread": true,
+                     *         "tool_approval_mode": "default",
+                     *         "queue_paused": false,
+                     *         "queued_input_count": 0,
+                     *         "current_turn": {
+                     *           "id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *           "status": "completed",
+                     *           "current_run_id": null,
+                     *           "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *           "waitpoint": null
+                     *         },
+                     *         "receipt": null
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["SessionDto"];
                 };
             };
@@ -2606,7 +3062,167 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    archiveSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of the caller (another caller's answers 404). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archived session. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "object": "agent.session",
+                     *       "agent": {
+                     *         "id": "default-chatbot",
+                     *         "model": "scripted:echo"
+                     *       },
+                     *       "created_at": 1733400000,
+                     *       "last_active_at": 1733400001,
+                     *       "status": "completed",
+                     *       "yuxi": {
+                     *         "title": "Quarterly report",
+                     *         "project_id": null,
+                     *         "is_pinned": false,
+                     *         "archived": true,
+                     *         "unread": true,
+                     *         "tool_approval_mode": "default",
+                     *         "queue_paused": false,
+                     *         "queued_input_count": 0,
+                     *         "current_turn": {
+                     *           "id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *           "status": "completed",
+                     *           "current_run_id": null,
+                     *           "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *           "waitpoint": null
+                     *         },
+                     *         "receipt": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2639,21 +3255,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -2663,8 +3266,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -2674,339 +3277,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-        };
-    };
-    SessionsController_queue: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                session_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["QueueDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
-            403: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
-            404: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-        };
-    };
-    SessionsController_input: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                session_id: string;
-                input_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InputDetailDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
-            403: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
-            404: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-        };
-    };
-    SessionsController_state: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                session_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SessionStateDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
-            403: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
-            404: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-        };
-    };
-    SessionsController_receipt: {
-        parameters: {
-            query: {
-                idempotency_key: string;
-            };
-            header?: never;
-            path: {
-                session_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ReceiptDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
-            403: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
-            404: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one. */
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3054,22 +3325,22 @@ export interface operations {
             };
         };
     };
-    SessionsController_turns: {
+    getQueue: {
         parameters: {
-            query?: {
-                /** @description The last id of the previous page. */
-                after?: string;
-                limit?: number;
-                order?: "asc" | "desc";
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
             };
-            header?: never;
             path: {
+                /** @description A session of the caller (another caller's answers 404). */
                 session_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The pending inputs. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3077,6 +3348,688 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "yuxi.session.queue",
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "paused": false,
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5c2-8f01-7a2b-9c3d-4e5f6a7b8c10",
+                     *           "object": "yuxi.session.input",
+                     *           "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *           "status": "pending",
+                     *           "mode": "follow_up",
+                     *           "received_seq": 2,
+                     *           "messages": [
+                     *             {
+                     *               "role": "user",
+                     *               "content": [
+                     *                 {
+                     *                   "type": "input_text",
+                     *                   "text": "Hello!"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ],
+                     *           "attachment_file_ids": [],
+                     *           "attachments": [],
+                     *           "attachment_status": "ready",
+                     *           "attachment_error": null,
+                     *           "turn_id": null,
+                     *           "run_id": null,
+                     *           "received_at": 1733400000,
+                     *           "created_at": null,
+                     *           "cancelled_at": null,
+                     *           "model": "scripted:echo"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QueueDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getInput: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of the caller (another caller's answers 404). */
+                session_id: string;
+                /** @description An input of the session (the `input_id` of its receipt). */
+                input_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The input. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
+                     *       "object": "yuxi.session.input",
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "status": "consumed",
+                     *       "mode": "follow_up",
+                     *       "received_seq": 1,
+                     *       "messages": [
+                     *         {
+                     *           "role": "user",
+                     *           "content": [
+                     *             {
+                     *               "type": "input_text",
+                     *               "text": "Hello!"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "attachment_file_ids": [],
+                     *       "attachments": [],
+                     *       "attachment_status": "ready",
+                     *       "attachment_error": null,
+                     *       "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *       "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *       "received_at": 1733400000,
+                     *       "created_at": 1733400000,
+                     *       "cancelled_at": null,
+                     *       "model": "scripted:echo",
+                     *       "items": [
+                     *         {
+                     *           "id": "0193a5c2-7e54-7c21-9f3e-1a2b3c4d5e06",
+                     *           "type": "message",
+                     *           "role": "user",
+                     *           "status": "completed",
+                     *           "content": [
+                     *             {
+                     *               "type": "input_text",
+                     *               "text": "Hello!"
+                     *             }
+                     *           ],
+                     *           "yuxi": {
+                     *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *             "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *             "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
+                     *             "created_at": 1733400000
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InputDetailDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getState: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of the caller (another caller's answers 404). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The runtime state. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "yuxi.session.state",
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "status": "completed",
+                     *       "current_turn": {
+                     *         "id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *         "status": "completed",
+                     *         "current_run_id": null,
+                     *         "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *         "waitpoint": null
+                     *       },
+                     *       "queue_paused": false,
+                     *       "queued_input_count": 0,
+                     *       "archived": false,
+                     *       "agent_state": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionStateDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getReceipt: {
+        parameters: {
+            query: {
+                /** @description The Idempotency-Key the submission was sent with. */
+                idempotency_key: string;
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of the caller (another caller's answers 404). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The receipt of the submission, as its 202 (or the create's `yuxi.receipt`) was. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "yuxi.session.event.accepted",
+                     *       "event_id": "evt_0193a5c27e4d7b3c8e1f2a4b6c8d0e05",
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
+                     *       "turn_id": null,
+                     *       "run_id": null,
+                     *       "status": "accepted"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReceiptDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listTurns: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of the caller (another caller's answers 404). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of turns. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *           "object": "agent.session.turn",
+                     *           "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *           "agent": {
+                     *             "id": "default-chatbot",
+                     *             "model": "scripted:echo"
+                     *           },
+                     *           "status": "completed",
+                     *           "created_at": 1733400000,
+                     *           "started_at": 1733400000,
+                     *           "completed_at": 1733400001,
+                     *           "error": null,
+                     *           "usage": null,
+                     *           "yuxi": {
+                     *             "current_run_id": null,
+                     *             "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *             "waitpoint": null,
+                     *             "usage": {
+                     *               "input_tokens": 1,
+                     *               "output_tokens": 2,
+                     *               "cached_tokens": 0,
+                     *               "total_tokens": 3
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *       "last_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *       "has_more": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["TurnListDto"];
                 };
             };
@@ -3102,7 +4055,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3124,7 +4077,29 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3172,18 +4147,24 @@ export interface operations {
             };
         };
     };
-    SessionsController_turn: {
+    getTurn: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
             path: {
+                /** @description A session of the caller (another caller's answers 404). */
                 session_id: string;
+                /** @description A turn of the session. */
                 turn_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The turn. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3191,6 +4172,81 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *       "object": "agent.session.turn",
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "agent": {
+                     *         "id": "default-chatbot",
+                     *         "model": "scripted:echo"
+                     *       },
+                     *       "status": "completed",
+                     *       "created_at": 1733400000,
+                     *       "started_at": 1733400000,
+                     *       "completed_at": 1733400001,
+                     *       "error": null,
+                     *       "usage": null,
+                     *       "yuxi": {
+                     *         "current_run_id": null,
+                     *         "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *         "waitpoint": null,
+                     *         "usage": {
+                     *           "input_tokens": 1,
+                     *           "output_tokens": 2,
+                     *           "cached_tokens": 0,
+                     *           "total_tokens": 3
+                     *         },
+                     *         "cancellation_pending": false,
+                     *         "runs": [
+                     *           {
+                     *             "id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *             "object": "yuxi.session.run",
+                     *             "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *             "status": "completed",
+                     *             "usage": {
+                     *               "input_tokens": 1,
+                     *               "output_tokens": 2,
+                     *               "cached_tokens": 0,
+                     *               "total_tokens": 3
+                     *             },
+                     *             "input_ids": [
+                     *               "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03"
+                     *             ],
+                     *             "model": "scripted:echo",
+                     *             "resume_from_run_id": null,
+                     *             "created_at": 1733400000,
+                     *             "started_at": 1733400000,
+                     *             "completed_at": 1733400001,
+                     *             "error": null
+                     *           }
+                     *         ],
+                     *         "output": [
+                     *           {
+                     *             "id": "0193a5c2-7e58-7d32-8a4f-2b3c4d5e6f07",
+                     *             "type": "message",
+                     *             "role": "assistant",
+                     *             "status": "completed",
+                     *             "content": [
+                     *               {
+                     *                 "type": "output_text",
+                     *                 "text": "Echo: Hello!",
+                     *                 "annotations": []
+                     *               }
+                     *             ],
+                     *             "phase": "final_answer",
+                     *             "yuxi": {
+                     *               "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *               "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *               "input_id": null,
+                     *               "created_at": 1733400001
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["TurnDetailDto"];
                 };
             };
@@ -3205,7 +4261,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3218,6 +4274,39 @@ export interface operations {
             };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -3264,23 +4353,31 @@ export interface operations {
             };
         };
     };
-    SessionsController_turnItems: {
+    listTurnItems: {
         parameters: {
             query?: {
-                /** @description The last id of the previous page. */
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
                 limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
             };
-            header?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
             path: {
+                /** @description A session of the caller (another caller's answers 404). */
                 session_id: string;
+                /** @description A turn of the session. */
                 turn_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description One page of items, with the runs they reference. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3288,6 +4385,65 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5c2-7e54-7c21-9f3e-1a2b3c4d5e06",
+                     *           "type": "message",
+                     *           "role": "user",
+                     *           "status": "completed",
+                     *           "content": [
+                     *             {
+                     *               "type": "input_text",
+                     *               "text": "Hello!"
+                     *             }
+                     *           ],
+                     *           "yuxi": {
+                     *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *             "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *             "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
+                     *             "created_at": 1733400000
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "0193a5c2-7e58-7d32-8a4f-2b3c4d5e6f07",
+                     *           "type": "message",
+                     *           "role": "assistant",
+                     *           "status": "completed",
+                     *           "content": [
+                     *             {
+                     *               "type": "output_text",
+                     *               "text": "Echo: Hello!",
+                     *               "annotations": []
+                     *             }
+                     *           ],
+                     *           "phase": "final_answer",
+                     *           "yuxi": {
+                     *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *             "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *             "input_id": null,
+                     *             "created_at": 1733400001
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5c2-7e54-7c21-9f3e-1a2b3c4d5e06",
+                     *       "last_id": "0193a5c2-7e58-7d32-8a4f-2b3c4d5e6f07",
+                     *       "has_more": false,
+                     *       "yuxi": {
+                     *         "runs": [
+                     *           {
+                     *             "id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *             "status": "completed",
+                     *             "created_at": 1733400000,
+                     *             "completed_at": 1733400001,
+                     *             "error": null
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemListDto"];
                 };
             };
@@ -3313,7 +4469,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3335,7 +4491,29 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3383,22 +4561,29 @@ export interface operations {
             };
         };
     };
-    SessionsController_items: {
+    listSessionItems: {
         parameters: {
             query?: {
-                /** @description The last id of the previous page. */
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
                 limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
             };
-            header?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
             path: {
+                /** @description A session of the caller (another caller's answers 404). */
                 session_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description One page of items, with the runs they reference. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3406,6 +4591,65 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5c2-7e54-7c21-9f3e-1a2b3c4d5e06",
+                     *           "type": "message",
+                     *           "role": "user",
+                     *           "status": "completed",
+                     *           "content": [
+                     *             {
+                     *               "type": "input_text",
+                     *               "text": "Hello!"
+                     *             }
+                     *           ],
+                     *           "yuxi": {
+                     *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *             "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *             "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
+                     *             "created_at": 1733400000
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "0193a5c2-7e58-7d32-8a4f-2b3c4d5e6f07",
+                     *           "type": "message",
+                     *           "role": "assistant",
+                     *           "status": "completed",
+                     *           "content": [
+                     *             {
+                     *               "type": "output_text",
+                     *               "text": "Echo: Hello!",
+                     *               "annotations": []
+                     *             }
+                     *           ],
+                     *           "phase": "final_answer",
+                     *           "yuxi": {
+                     *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *             "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *             "input_id": null,
+                     *             "created_at": 1733400001
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5c2-7e54-7c21-9f3e-1a2b3c4d5e06",
+                     *       "last_id": "0193a5c2-7e58-7d32-8a4f-2b3c4d5e6f07",
+                     *       "has_more": false,
+                     *       "yuxi": {
+                     *         "runs": [
+                     *           {
+                     *             "id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *             "status": "completed",
+                     *             "created_at": 1733400000,
+                     *             "completed_at": 1733400001,
+                     *             "error": null
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemListDto"];
                 };
             };
@@ -3431,7 +4675,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3453,7 +4697,29 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3501,18 +4767,24 @@ export interface operations {
             };
         };
     };
-    SessionsController_run: {
+    getRun: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
             path: {
+                /** @description A session of the caller (another caller's answers 404). */
                 session_id: string;
+                /** @description A run of the session. */
                 run_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The run. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3520,6 +4792,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *       "object": "yuxi.session.run",
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *       "status": "completed",
+                     *       "usage": {
+                     *         "input_tokens": 1,
+                     *         "output_tokens": 2,
+                     *         "cached_tokens": 0,
+                     *         "total_tokens": 3
+                     *       },
+                     *       "input_ids": [
+                     *         "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03"
+                     *       ],
+                     *       "model": "scripted:echo",
+                     *       "resume_from_run_id": null,
+                     *       "created_at": 1733400000,
+                     *       "started_at": 1733400000,
+                     *       "completed_at": 1733400001,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["RunDto"];
                 };
             };
@@ -3534,7 +4830,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3547,6 +4843,39 @@ export interface operations {
             };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -3593,21 +4922,24 @@ export interface operations {
             };
         };
     };
-    SessionEventsController_stream: {
+    streamSessionEvents: {
         parameters: {
             query?: never;
             header?: {
-                /** @description The `id:` of the last event processed. */
+                /** @description The `id:` of the last event processed: resume strictly after it (empty: from the replay window). */
                 "Last-Event-ID"?: string;
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
             };
             path: {
+                /** @description A session of the caller (another caller's answers 404). */
                 session_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description SSE messages: `id:` opaque cursor, `event:` type, `data:` event JSON with a stable event_id. */
+            /** @description The event stream: `id:` (an opaque cursor), `event:` (the type) and `data:` (the event JSON with a stable event_id) per message. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3629,7 +4961,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3651,7 +4983,29 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `invalid_last_event_id`: The Last-Event-ID header is not a cursor issued by this stream. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `invalid_last_event_id`: The Last-Event-ID header is not a cursor issued by this stream.<br>`validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3699,14 +5053,17 @@ export interface operations {
             };
         };
     };
-    SessionEventsController_submit: {
+    submitEvent: {
         parameters: {
             query?: never;
             header: {
-                /** @description 1–128 characters; retries with the same intent return the first receipt. */
+                /** @description 1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`. */
                 "Idempotency-Key": string;
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
             };
             path: {
+                /** @description A session of the caller (another caller's answers 404). */
                 session_id: string;
             };
             cookie?: never;
@@ -3717,6 +5074,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Durably accepted (or the replay of the first acceptance under this key). */
             202: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3724,6 +5082,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "yuxi.session.event.accepted",
+                     *       "event_id": "evt_0193a5c28f027b3c8e1f2a4b6c8d0e12",
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "input_id": "0193a5c2-8f01-7a2b-9c3d-4e5f6a7b8c10",
+                     *       "turn_id": null,
+                     *       "run_id": null,
+                     *       "status": "accepted"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ReceiptDto"];
                 };
             };
@@ -3738,7 +5107,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3841,15 +5210,19 @@ export interface operations {
             };
         };
     };
-    AgentsController_list: {
+    listAgents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The visible agents. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3857,175 +5230,50 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentListDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
-            403: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-        };
-    };
-    AgentsController_get: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AgentDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: X-End-User-Id was sent with a key that is not bound to an app. */
-            403: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
-            404: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-        };
-    };
-    AdminAgentsController_list: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "default-chatbot",
+                     *           "object": "agent",
+                     *           "name": "Default Chatbot",
+                     *           "description": "A general-purpose assistant available on every install.",
+                     *           "model": "scripted:echo",
+                     *           "created_at": 1733400000,
+                     *           "yuxi": {
+                     *             "tool_approval_mode": "default",
+                     *             "system": true,
+                     *             "visibility": "public",
+                     *             "version": 1,
+                     *             "tools": [
+                     *               {
+                     *                 "type": "builtin",
+                     *                 "name": "ask_user"
+                     *               },
+                     *               {
+                     *                 "type": "builtin",
+                     *                 "name": "calculator"
+                     *               },
+                     *               {
+                     *                 "type": "builtin",
+                     *                 "name": "current_time"
+                     *               }
+                     *             ],
+                     *             "limits": {
+                     *               "max_model_calls": 25,
+                     *               "max_tool_calls": 50,
+                     *               "turn_timeout_s": 900
+                     *             },
+                     *             "updated_at": 1733400000
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "default-chatbot",
+                     *       "last_id": "default-chatbot",
+                     *       "has_more": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["AgentListDto"];
                 };
             };
@@ -4051,388 +5299,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-        };
-    };
-    AdminAgentsController_put: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["PutAgentDto"];
-            };
-        };
-        responses: {
-            /** @description Replaced. */
-            200: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AgentDto"];
-                };
-            };
-            /** @description Created. */
-            201: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AgentDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: The API key lacks the permission for this operation. */
-            403: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
-            404: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
-            415: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `invalid_agent`: The agent definition is invalid; `details.fields` lists each problem.<br>`invalid_json`: The request body is not valid JSON. */
-            422: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-        };
-    };
-    AdminAgentsController_remove: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AgentDeletedDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: The API key lacks the permission for this operation. */
-            403: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
-            404: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `state_conflict`: The session or turn is in a state that does not allow this operation. */
-            409: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-        };
-    };
-    AdminApiKeysController_list: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyListDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: The API key lacks the permission for this operation. */
-            403: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
-            500: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
-            503: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-        };
-    };
-    AdminApiKeysController_create: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateApiKeyDto"];
-            };
-        };
-        responses: {
-            201: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyCreatedDto"];
-                };
-            };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
-            401: {
-                headers: {
-                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
-                };
-            };
-            /** @description `forbidden`: The API key lacks the permission for this operation. */
-            403: {
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -4501,17 +5369,22 @@ export interface operations {
             };
         };
     };
-    AdminApiKeysController_revoke: {
+    getAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
             path: {
-                key_id: string;
+                /** @description The agent's slug. */
+                agent_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The agent. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4519,7 +5392,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKeyDeletedDto"];
+                    /**
+                     * @example {
+                     *       "id": "default-chatbot",
+                     *       "object": "agent",
+                     *       "name": "Default Chatbot",
+                     *       "description": "A general-purpose assistant available on every install.",
+                     *       "model": "scripted:echo",
+                     *       "created_at": 1733400000,
+                     *       "yuxi": {
+                     *         "tool_approval_mode": "default",
+                     *         "system": true,
+                     *         "visibility": "public",
+                     *         "version": 1,
+                     *         "tools": [
+                     *           {
+                     *             "type": "builtin",
+                     *             "name": "ask_user"
+                     *           },
+                     *           {
+                     *             "type": "builtin",
+                     *             "name": "calculator"
+                     *           },
+                     *           {
+                     *             "type": "builtin",
+                     *             "name": "current_time"
+                     *           }
+                     *         ],
+                     *         "limits": {
+                     *           "max_model_calls": 25,
+                     *           "max_tool_calls": 50,
+                     *           "turn_timeout_s": 900
+                     *         },
+                     *         "updated_at": 1733400000
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentDto"];
                 };
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
@@ -4546,6 +5455,39 @@ export interface operations {
             };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -4592,20 +5534,19 @@ export interface operations {
             };
         };
     };
-    AdminAuditController_list: {
+    adminListAgents: {
         parameters: {
-            query?: {
-                /** @description The last id of the previous page. */
-                after?: string;
-                limit?: number;
-                order?: "asc" | "desc";
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
             };
-            header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description Every agent. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4613,6 +5554,962 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "default-chatbot",
+                     *           "object": "agent",
+                     *           "name": "Default Chatbot",
+                     *           "description": "A general-purpose assistant available on every install.",
+                     *           "model": "scripted:echo",
+                     *           "created_at": 1733400000,
+                     *           "yuxi": {
+                     *             "tool_approval_mode": "default",
+                     *             "system": true,
+                     *             "visibility": "public",
+                     *             "version": 1,
+                     *             "tools": [
+                     *               {
+                     *                 "type": "builtin",
+                     *                 "name": "ask_user"
+                     *               },
+                     *               {
+                     *                 "type": "builtin",
+                     *                 "name": "calculator"
+                     *               },
+                     *               {
+                     *                 "type": "builtin",
+                     *                 "name": "current_time"
+                     *               }
+                     *             ],
+                     *             "limits": {
+                     *               "max_model_calls": 25,
+                     *               "max_tool_calls": 50,
+                     *               "turn_timeout_s": 900
+                     *             },
+                     *             "updated_at": 1733400000
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "default-chatbot",
+                     *       "last_id": "default-chatbot",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentListDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    putAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description The agent's slug: 1–64 characters, a-z, 0-9, `_` and `-`, starting with a letter or digit. */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutAgentDto"];
+            };
+        };
+        responses: {
+            /** @description Replaced: the next version. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "support-bot",
+                     *       "object": "agent",
+                     *       "name": "Support bot",
+                     *       "description": "Answers support questions briefly.",
+                     *       "model": "scripted:echo",
+                     *       "created_at": 1733400000,
+                     *       "yuxi": {
+                     *         "tool_approval_mode": "default",
+                     *         "system": false,
+                     *         "visibility": "public",
+                     *         "version": 2,
+                     *         "tools": [
+                     *           {
+                     *             "type": "builtin",
+                     *             "name": "calculator"
+                     *           }
+                     *         ],
+                     *         "limits": {
+                     *           "max_model_calls": 25,
+                     *           "max_tool_calls": 5,
+                     *           "turn_timeout_s": 900
+                     *         },
+                     *         "instructions": "Be brief and friendly.",
+                     *         "updated_at": 1733400000
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentDto"];
+                };
+            };
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "support-bot",
+                     *       "object": "agent",
+                     *       "name": "Support bot",
+                     *       "description": "Answers support questions briefly.",
+                     *       "model": "scripted:echo",
+                     *       "created_at": 1733400000,
+                     *       "yuxi": {
+                     *         "tool_approval_mode": "default",
+                     *         "system": false,
+                     *         "visibility": "public",
+                     *         "version": 1,
+                     *         "tools": [
+                     *           {
+                     *             "type": "builtin",
+                     *             "name": "calculator"
+                     *           }
+                     *         ],
+                     *         "limits": {
+                     *           "max_model_calls": 25,
+                     *           "max_tool_calls": 5,
+                     *           "turn_timeout_s": 900
+                     *         },
+                     *         "instructions": "Be brief and friendly.",
+                     *         "updated_at": 1733400000
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `invalid_agent`: The agent definition is invalid; `details.fields` lists each problem.<br>`invalid_json`: The request body is not valid JSON.<br>`validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description The agent's slug: 1–64 characters, a-z, 0-9, `_` and `-`, starting with a letter or digit. */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "support-bot",
+                     *       "object": "agent.deleted",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `state_conflict`: The session or turn is in a state that does not allow this operation. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5b0-1c2d-7e3f-9a4b-5c6d7e8f9a08",
+                     *           "object": "api_key",
+                     *           "name": "CI key",
+                     *           "access": "agents",
+                     *           "app_id": null,
+                     *           "user_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *           "prefix": "yuxi_3kTq9Zb",
+                     *           "rate_limit_per_minute": null,
+                     *           "max_streams": null,
+                     *           "created_at": 1733400000,
+                     *           "expires_at": null,
+                     *           "last_used_at": null,
+                     *           "revoked_at": null
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5b0-1c2d-7e3f-9a4b-5c6d7e8f9a08",
+                     *       "last_id": "0193a5b0-1c2d-7e3f-9a4b-5c6d7e8f9a08",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKeyListDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyDto"];
+            };
+        };
+        responses: {
+            /** @description The key, with its secret (shown this once). */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-1c2d-7e3f-9a4b-5c6d7e8f9a08",
+                     *       "object": "api_key",
+                     *       "name": "CI key",
+                     *       "access": "agents",
+                     *       "app_id": null,
+                     *       "user_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *       "prefix": "yuxi_3kTq9Zb",
+                     *       "rate_limit_per_minute": null,
+                     *       "max_streams": null,
+                     *       "created_at": 1733400000,
+                     *       "expires_at": null,
+                     *       "last_used_at": null,
+                     *       "revoked_at": null,
+                     *       "secret": "yuxi_3kTq9ZbX2mLw8RcV1nHs7JdP4fYg6AeU0oKiabc123"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKeyCreatedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description The `id` of the key (not its secret). */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-1c2d-7e3f-9a4b-5c6d7e8f9a08",
+                     *       "object": "api_key.deleted",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKeyDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listAuditEntries: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of audit entries. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5b0-2d3e-7f4a-8b5c-6d7e8f9a0b11",
+                     *           "object": "audit_entry",
+                     *           "action": "api_key.created",
+                     *           "actor_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *           "key_id": null,
+                     *           "target": {
+                     *             "type": "api_key",
+                     *             "id": "0193a5b0-1c2d-7e3f-9a4b-5c6d7e8f9a08"
+                     *           },
+                     *           "details": {
+                     *             "name": "CI key",
+                     *             "access": "agents",
+                     *             "app_id": null,
+                     *             "user_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09"
+                     *           },
+                     *           "created_at": 1733400000
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5b0-2d3e-7f4a-8b5c-6d7e8f9a0b11",
+                     *       "last_id": "0193a5b0-2d3e-7f4a-8b5c-6d7e8f9a0b11",
+                     *       "has_more": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["AuditListDto"];
                 };
             };
@@ -4649,7 +6546,29 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */

@@ -1,0 +1,292 @@
+/**
+ * Examples of the document: what a session of `default-chatbot` (the `scripted:echo` model of a
+ * fresh install) looks like on the wire. The lint test (test/e2e/openapi-lint.test.ts) checks each
+ * against its schema, so they stay true as the DTOs change. Request examples are meant to succeed
+ * as they are in Swagger's "Try it out" on a fresh install; ids in them would not, so the default
+ * request bodies name none.
+ */
+
+const SESSION_ID = '0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60';
+const TURN_ID = '0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01';
+const RUN_ID = '0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02';
+const INPUT_ID = '0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03';
+const USER_ITEM_ID = '0193a5c2-7e54-7c21-9f3e-1a2b3c4d5e06';
+const ASSISTANT_ITEM_ID = '0193a5c2-7e58-7d32-8a4f-2b3c4d5e6f07';
+const KEY_ID = '0193a5b0-1c2d-7e3f-9a4b-5c6d7e8f9a08';
+const USER_ID = '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09';
+const AT = 1733400000;
+const MODEL = 'scripted:echo';
+
+const usage = { input_tokens: 1, output_tokens: 2, cached_tokens: 0, total_tokens: 3 };
+
+export const RECEIPT_EXAMPLE = {
+  object: 'yuxi.session.event.accepted',
+  event_id: 'evt_0193a5c27e4d7b3c8e1f2a4b6c8d0e05',
+  session_id: SESSION_ID,
+  input_id: INPUT_ID,
+  turn_id: null,
+  run_id: null,
+  status: 'accepted',
+};
+
+const CURRENT_TURN = { id: TURN_ID, status: 'completed', current_run_id: null, result_run_id: RUN_ID, waitpoint: null };
+
+function session(overrides: { status: string; receipt: object | null; title: string }) {
+  return {
+    id: SESSION_ID,
+    object: 'agent.session',
+    agent: { id: 'default-chatbot', model: MODEL },
+    created_at: AT,
+    last_active_at: AT + 1,
+    status: overrides.status,
+    yuxi: {
+      title: overrides.title,
+      project_id: null,
+      is_pinned: false,
+      archived: false,
+      unread: true,
+      tool_approval_mode: 'default',
+      queue_paused: false,
+      queued_input_count: 0,
+      current_turn: overrides.receipt ? null : CURRENT_TURN,
+      receipt: overrides.receipt,
+    },
+  };
+}
+
+/** The create response: the initial input is accepted and pending, its turn not yet created. */
+const CREATED = session({ status: 'in_progress', receipt: RECEIPT_EXAMPLE, title: 'Quarterly report' });
+export const CREATED_SESSION_EXAMPLE = { ...CREATED, last_active_at: AT, yuxi: { ...CREATED.yuxi, unread: false, queued_input_count: 1 } };
+export const SESSION_EXAMPLE = session({ status: 'completed', receipt: null, title: 'Quarterly report' });
+export const SESSION_LIST_EXAMPLE = { object: 'list', data: [SESSION_EXAMPLE], first_id: SESSION_ID, last_id: SESSION_ID, has_more: false };
+
+const RUN = {
+  id: RUN_ID,
+  object: 'yuxi.session.run',
+  session_id: SESSION_ID,
+  turn_id: TURN_ID,
+  status: 'completed',
+  usage,
+  input_ids: [INPUT_ID],
+  model: MODEL,
+  resume_from_run_id: null,
+  created_at: AT,
+  started_at: AT,
+  completed_at: AT + 1,
+  error: null,
+};
+export const RUN_EXAMPLE = RUN;
+
+const USER_ITEM = {
+  id: USER_ITEM_ID,
+  type: 'message',
+  role: 'user',
+  status: 'completed',
+  content: [{ type: 'input_text', text: 'Hello!' }],
+  yuxi: { turn_id: TURN_ID, run_id: RUN_ID, input_id: INPUT_ID, created_at: AT },
+};
+const ASSISTANT_ITEM = {
+  id: ASSISTANT_ITEM_ID,
+  type: 'message',
+  role: 'assistant',
+  status: 'completed',
+  content: [{ type: 'output_text', text: 'Echo: Hello!', annotations: [] }],
+  phase: 'final_answer',
+  yuxi: { turn_id: TURN_ID, run_id: RUN_ID, input_id: null, created_at: AT + 1 },
+};
+
+const TURN = {
+  id: TURN_ID,
+  object: 'agent.session.turn',
+  session_id: SESSION_ID,
+  agent: { id: 'default-chatbot', model: MODEL },
+  status: 'completed',
+  created_at: AT,
+  started_at: AT,
+  completed_at: AT + 1,
+  error: null,
+  usage: null,
+  yuxi: { current_run_id: null, result_run_id: RUN_ID, waitpoint: null, usage },
+};
+export const TURN_LIST_EXAMPLE = { object: 'list', data: [TURN], first_id: TURN_ID, last_id: TURN_ID, has_more: false };
+export const TURN_DETAIL_EXAMPLE = { ...TURN, yuxi: { ...TURN.yuxi, cancellation_pending: false, runs: [RUN], output: [ASSISTANT_ITEM] } };
+
+export const ITEM_LIST_EXAMPLE = {
+  object: 'list',
+  data: [USER_ITEM, ASSISTANT_ITEM],
+  first_id: USER_ITEM_ID,
+  last_id: ASSISTANT_ITEM_ID,
+  has_more: false,
+  yuxi: { runs: [{ id: RUN_ID, status: 'completed', created_at: AT, completed_at: AT + 1, error: null }] },
+};
+
+const INPUT = {
+  id: INPUT_ID,
+  object: 'yuxi.session.input',
+  session_id: SESSION_ID,
+  status: 'consumed',
+  mode: 'follow_up',
+  received_seq: 1,
+  messages: [{ role: 'user', content: [{ type: 'input_text', text: 'Hello!' }] }],
+  attachment_file_ids: [],
+  attachments: [],
+  attachment_status: 'ready',
+  attachment_error: null,
+  turn_id: TURN_ID,
+  run_id: RUN_ID,
+  received_at: AT,
+  created_at: AT,
+  cancelled_at: null,
+  model: MODEL,
+};
+export const INPUT_DETAIL_EXAMPLE = { ...INPUT, items: [USER_ITEM] };
+export const QUEUE_EXAMPLE = {
+  object: 'yuxi.session.queue',
+  session_id: SESSION_ID,
+  paused: false,
+  data: [{ ...INPUT, id: '0193a5c2-8f01-7a2b-9c3d-4e5f6a7b8c10', status: 'pending', received_seq: 2, turn_id: null, run_id: null, created_at: null }],
+};
+export const STATE_EXAMPLE = {
+  object: 'yuxi.session.state',
+  session_id: SESSION_ID,
+  status: 'completed',
+  current_turn: CURRENT_TURN,
+  queue_paused: false,
+  queued_input_count: 0,
+  archived: false,
+  agent_state: {},
+};
+
+export const AGENT_EXAMPLE = {
+  id: 'default-chatbot',
+  object: 'agent',
+  name: 'Default Chatbot',
+  description: 'A general-purpose assistant available on every install.',
+  model: MODEL,
+  created_at: AT,
+  yuxi: {
+    tool_approval_mode: 'default',
+    system: true,
+    visibility: 'public',
+    version: 1,
+    tools: [
+      { type: 'builtin', name: 'ask_user' },
+      { type: 'builtin', name: 'calculator' },
+      { type: 'builtin', name: 'current_time' },
+    ],
+    limits: { max_model_calls: 25, max_tool_calls: 50, turn_timeout_s: 900 },
+    updated_at: AT,
+  },
+};
+export const AGENT_LIST_EXAMPLE = { object: 'list', data: [AGENT_EXAMPLE], first_id: 'default-chatbot', last_id: 'default-chatbot', has_more: false };
+
+/** A PUT body that succeeds as is on a fresh install (the scripted model needs no provider). */
+export const PUT_AGENT_EXAMPLE = {
+  name: 'Support bot',
+  description: 'Answers support questions briefly.',
+  instructions: 'Be brief and friendly.',
+  model: MODEL,
+  tools: [{ type: 'builtin', name: 'calculator' }],
+  limits: { max_tool_calls: 5 },
+};
+export const PUT_AGENT_RESPONSE_EXAMPLE = {
+  id: 'support-bot',
+  object: 'agent',
+  name: PUT_AGENT_EXAMPLE.name,
+  description: PUT_AGENT_EXAMPLE.description,
+  model: MODEL,
+  created_at: AT,
+  yuxi: {
+    tool_approval_mode: 'default',
+    system: false,
+    visibility: 'public',
+    version: 1,
+    tools: PUT_AGENT_EXAMPLE.tools,
+    limits: { max_model_calls: 25, max_tool_calls: 5, turn_timeout_s: 900 },
+    instructions: PUT_AGENT_EXAMPLE.instructions,
+    updated_at: AT,
+  },
+};
+export const AGENT_DELETED_EXAMPLE = { id: 'support-bot', object: 'agent.deleted', deleted: true };
+
+export const CREATE_API_KEY_EXAMPLE = { name: 'CI key', access: 'agents' };
+const API_KEY = {
+  id: KEY_ID,
+  object: 'api_key',
+  name: 'CI key',
+  access: 'agents',
+  app_id: null,
+  user_id: USER_ID,
+  prefix: 'yuxi_3kTq9Zb',
+  rate_limit_per_minute: null,
+  max_streams: null,
+  created_at: AT,
+  expires_at: null,
+  last_used_at: null,
+  revoked_at: null,
+};
+export const API_KEY_CREATED_EXAMPLE = { ...API_KEY, secret: 'yuxi_3kTq9ZbX2mLw8RcV1nHs7JdP4fYg6AeU0oKiabc123' };
+export const API_KEY_LIST_EXAMPLE = { object: 'list', data: [API_KEY], first_id: KEY_ID, last_id: KEY_ID, has_more: false };
+export const API_KEY_DELETED_EXAMPLE = { id: KEY_ID, object: 'api_key.deleted', deleted: true };
+
+export const AUDIT_LIST_EXAMPLE = {
+  object: 'list',
+  data: [
+    {
+      id: '0193a5b0-2d3e-7f4a-8b5c-6d7e8f9a0b11',
+      object: 'audit_entry',
+      action: 'api_key.created',
+      actor_id: USER_ID,
+      key_id: null,
+      target: { type: 'api_key', id: KEY_ID },
+      details: { name: 'CI key', access: 'agents', app_id: null, user_id: USER_ID },
+      created_at: AT,
+    },
+  ],
+  first_id: '0193a5b0-2d3e-7f4a-8b5c-6d7e8f9a0b11',
+  last_id: '0193a5b0-2d3e-7f4a-8b5c-6d7e8f9a0b11',
+  has_more: false,
+};
+
+/** The bodies of POST …/events, one per event type; the first succeeds on any session that is not archived. */
+export const SUBMIT_EVENT_EXAMPLES = {
+  message: { summary: 'A follow-up message (queued FIFO)', value: { events: [{ type: 'agent.session.input.message', input: 'Hello again', yuxi: { mode: 'follow_up' } }] } },
+  steer: { summary: 'A steer into the running turn', value: { events: [{ type: 'agent.session.input.message', input: 'Make it shorter', yuxi: { mode: 'steer' } }] } },
+  cancel: { summary: 'Cancel the current turn', value: { events: [{ type: 'agent.session.input.cancel' }] } },
+  cancel_input: { summary: 'Cancel one pending input', value: { events: [{ type: 'yuxi.session.input.cancel_input', input_id: INPUT_ID }] } },
+  promote: { summary: 'Run a pending follow-up as a steer', value: { events: [{ type: 'yuxi.session.input.promote', input_id: INPUT_ID }] } },
+  continue: { summary: 'Resume a queue paused by a cancel', value: { events: [{ type: 'yuxi.session.input.continue' }] } },
+  answer: {
+    summary: 'Answer a question waitpoint',
+    value: {
+      events: [
+        {
+          type: 'yuxi.session.input.resume',
+          turn_id: TURN_ID,
+          waitpoint_id: '0193a5c2-7e60-7c1d-9e2f-3a4b5c6d7e13',
+          response: { type: 'answer', answers: [{ question_id: 'call_7f3a9c1e', answer: 'blue' }] },
+        },
+      ],
+    },
+  },
+  approval: {
+    summary: 'Decide an approval waitpoint',
+    value: {
+      events: [
+        {
+          type: 'yuxi.session.input.resume',
+          turn_id: TURN_ID,
+          waitpoint_id: '0193a5c2-7e60-7c1d-9e2f-3a4b5c6d7e13',
+          response: { type: 'approval', decisions: [{ call_id: 'call_2b8e4d6f', decision: 'approve' }] },
+        },
+      ],
+    },
+  },
+  tool_result: {
+    summary: 'The result of a client tool call',
+    value: { events: [{ type: 'tool_result', turn_id: TURN_ID, call_id: 'call_2b8e4d6f', success: true, output: '{"temperature":21}' }] },
+  },
+};
+export const MESSAGE_RECEIPT_EXAMPLE = { ...RECEIPT_EXAMPLE, event_id: 'evt_0193a5c28f027b3c8e1f2a4b6c8d0e12', input_id: '0193a5c2-8f01-7a2b-9c3d-4e5f6a7b8c10' };
+
+export const UPDATE_SESSION_EXAMPLE = { yuxi: { title: 'Renamed', is_pinned: true, unread: false } };

@@ -1,0 +1,13 @@
+/** The areas of the document, in the order Swagger shows them. Controllers tag their operations with these names. */
+export const TAGS = {
+  agents: { name: 'agents', description: 'The saved agents a caller can start sessions with.' },
+  sessions: { name: 'sessions', description: 'Create, list, read, update and archive sessions; their runtime state.' },
+  events: {
+    name: 'inputs-and-events',
+    description: 'Submit inputs and control events (messages, steers, cancels, waitpoint answers, tool results), read the queue, inputs and receipts, and subscribe to the session event stream (SSE).',
+  },
+  turns: { name: 'turns-and-items', description: 'Turns, their runs (execution segments) and the items of the session history.' },
+  files: { name: 'files', description: 'Files uploaded for attachments.' },
+  admin: { name: 'admin', description: 'Agents, API keys and the audit trail (full-access callers; some for administrators only).' },
+  operations: { name: 'operations', description: 'Health and Prometheus metrics, without credentials.' },
+} as const;

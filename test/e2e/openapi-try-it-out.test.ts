@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { env } from '../support/env.js';
+import { http, type HttpResult } from '../support/http.js';
+import { SseStream } from '../support/sse.js';
+
+type Method = 'get' | 'post' | 'put' | 'delete';
+
+interface Operation {
+  operationId: string;
+  parameters?: { name: string; in: 'path' | 'query' | 'header'; required?: boolean; example?: unknown; schema?: { example?: unknown } }[];
+  requestBody?: { content: Record<string, { example?: unknown; examples?: Record<string, { value: unknown }> }> };
+}
+
+// What Swagger UI's "Try it out" sends with its defaults — path, query and header parameters from
+// their examples (required ones only), the body from the first example — must succeed, on the
+// stack as `npm start` leaves it. Only ids no example can know (a session's, a turn's…) come from
+// the resources the earlier calls created, as a person would paste them.
+describe('Swagger "Try it out" succeeds with the defaults of the document', () => {
+  let operations: Map<string, { method: Method; path: string; operation: Operation }>;
+  const tried = new Set<string>();
+  const ids: Record<string, string> = {};
+  const streams: SseStream[] = [];
+
+  before(async () => {
+    const doc = (await http('/openapi.json', { key: null })).body;
+    operations = new Map();
+    for (const [path, item] of Object.entries(doc.paths) as [string, Record<Method, Operation>][]) {
+      for (const [method, operation] of Object.entries(item) as [Method, Operation][]) operations.set(operation.operationId, { method, path, operation });
+    }
+  });
+  after(() => streams.forEach((s) => s.close()));
+
+  /** The request Try it out builds for `operationId`. */
+  function request(operationId: string): { method: Method; url: string; headers: Record<string, string>; body?: string } {
+    const found = operations.get(operationId);
+    assert.ok(found, `${operationId} is documented`);
+    const { method, path, operation } = found;
+    const headers: Record<string, string> = {};
+    const query = new URLSearchParams();
+    let url = path;
+    for (const parameter of operation.parameters ?? []) {
+      const example = parameter.example ?? parameter.schema?.example;
+      if (parameter.in === 'path') {
+        const value = example ?? ids[parameter.name];
+        assert.ok(value !== undefined, `${operationId}: a value for path parameter ${parameter.name}`);
+        url = url.replace(`{${parameter.name}}`, encodeURIComponent(String(value)));
+      } else if (parameter.required) {
+        assert.ok(example !== undefined, `${operationId}: the required ${parameter.in} parameter ${parameter.name} has an example`);
+        if (parameter.in === 'query') query.set(parameter.name, String(example));
+        else headers[parameter.name] = String(example);
+      }
+    }
+    let body: string | undefined;
+    const json = operation.requestBody?.content['application/json'];
+    if (json) {
+      const value = json.examples ? Object.values(json.examples)[0]?.value : json.example;
+      assert.ok(value !== undefined, `${operationId}: the request body has an example`);
+      body = JSON.stringify(value);
+      headers['content-type'] = 'application/json';
+    }
+    return { method, url: query.size > 0 ? `${url}?${query}` : url, headers, body };
+  }
+
+  async function tryIt(operationId: string, status: number): Promise<HttpResult> {
+    const { method, url, headers, body } = request(operationId);
+    const res = await http(url, { method: method.toUpperCase(), headers, rawBody: body });
+    assert.equal(res.status, status, `${operationId} (${method.toUpperCase()} ${url}): ${res.text.slice(0, 500)}`);
+    tried.add(operationId);
+    return res;
+  }
+
+  async function turnCompleted(sessionId: string, count: number): Promise<string> {
+    const stream = await SseStream.open(sessionId);
+    streams.push(stream);
+    await stream.waitFor(() => stream.events.filter((e) => e.type === 'agent.session.turn.completed').length >= count);
+    stream.close();
+    return stream.events.filter((e) => e.type === 'agent.session.turn.completed').at(-1)!.data.turn_id;
+  }
+
+  it('operations and agents', async () => {
+    for (const id of ['getHealth', 'getLiveness', 'getReadiness', 'getMetrics', 'listAgents', 'getAgent']) await tryIt(id, 200);
+  });
+
+  it('a session from its default create, read every way, a message, its receipt, then archived', async () => {
+    const created = await tryIt('createSession', 201);
+    ids.session_id = created.body.id;
+    ids.input_id = created.body.yuxi.receipt.input_id;
+    ids.turn_id = await turnCompleted(ids.session_id, 1);
+    ids.run_id = (await http(`/api/v1/agents/sessions/${ids.session_id}/turns/${ids.turn_id}`)).body.yuxi.result_run_id;
+    for (const id of ['getSession', 'listSessions', 'updateSession', 'getState', 'getQueue', 'getInput', 'listTurns', 'getTurn', 'listTurnItems', 'listSessionItems', 'getRun']) {
+      await tryIt(id, 200);
+    }
+    await tryIt('submitEvent', 202);
+    await tryIt('getReceipt', 200);
+    await turnCompleted(ids.session_id, 2);
+
+    const { url, headers } = request('streamSessionEvents');
+    const stream = await SseStream.request(url, { headers: { ...headers, authorization: `Bearer ${env.apiKey}` } });
+    streams.push(stream);
+    assert.equal(stream.status, 200);
+    await stream.waitForType('agent.session.created');
+    stream.close();
+    tried.add('streamSessionEvents');
+    await tryIt('archiveSession', 200);
+  });
+
+  it('the admin routes: an agent put and deleted, a key created, listed and revoked, the audit trail', async () => {
+    await tryIt('adminListAgents', 200);
+    await tryIt('putAgent', 201);
+    await tryIt('deleteAgent', 200);
+    ids.key_id = (await tryIt('createApiKey', 201)).body.id;
+    await tryIt('listApiKeys', 200);
+    await tryIt('revokeApiKey', 200);
+    await tryIt('listAuditEntries', 200);
+  });
+
+  it('tried every operation of the document', () => {
+    assert.deepEqual([...operations.keys()].filter((id) => !tried.has(id)), []);
+  });
+});
