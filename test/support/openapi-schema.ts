@@ -17,8 +17,7 @@ export class OpenApiSchemas {
   private readonly compiled = new Map<string, ValidateFunction>();
 
   private constructor(readonly document: any) {
-    const defs = Object.fromEntries(Object.entries(document.components.schemas).map(([name, schema]) => [name, toJsonSchema(schema)]));
-    this.ajv.addSchema({ $id: 'openapi', $defs: defs });
+    addComponents(this.ajv, document);
   }
 
   static async live(): Promise<OpenApiSchemas> {
@@ -54,13 +53,23 @@ function describe(error: ErrorObject): string {
 
 const DROPPED = new Set(['example', 'examples', 'discriminator', 'xml', 'externalDocs', 'deprecated', 'readOnly', 'writeOnly']);
 
-function toJsonSchema(schema: any): any {
+/** The `$id` under which the document's component schemas are registered (`openapi#/$defs/<name>`). */
+export const COMPONENTS_ID = 'openapi';
+
+/** Registers the document's component schemas with an Ajv instance, converted by toJsonSchema. */
+export function addComponents(ajv: Ajv, document: { components?: { schemas?: Record<string, unknown> } }): void {
+  const defs = Object.fromEntries(Object.entries(document.components?.schemas ?? {}).map(([name, schema]) => [name, toJsonSchema(schema)]));
+  ajv.addSchema({ $id: COMPONENTS_ID, $defs: defs });
+}
+
+/** One OpenAPI 3.0 schema as JSON Schema for Ajv (see OpenApiSchemas for the rules). */
+export function toJsonSchema(schema: any): any {
   if (Array.isArray(schema)) return schema.map(toJsonSchema);
   if (schema === null || typeof schema !== 'object') return schema;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
     if (DROPPED.has(key) || key.startsWith('x-') || key === 'nullable') continue;
-    if (key === '$ref' && typeof value === 'string') out.$ref = value.replace('#/components/schemas/', 'openapi#/$defs/');
+    if (key === '$ref' && typeof value === 'string') out.$ref = value.replace('#/components/schemas/', `${COMPONENTS_ID}#/$defs/`);
     else if (key === 'properties') out.properties = Object.fromEntries(Object.entries(value as object).map(([name, sub]) => [name, toJsonSchema(sub)]));
     else out[key] = toJsonSchema(value);
   }

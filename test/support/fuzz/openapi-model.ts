@@ -1,4 +1,5 @@
 import { Ajv, type ValidateFunction } from 'ajv';
+import { addComponents, toJsonSchema } from '../openapi-schema.js';
 
 // The OpenAPI document as the fuzzer reads it: its operations, their parameters and bodies, and a
 // checker of responses against what each operation declares.
@@ -68,31 +69,6 @@ export function mediaType(contentType: string | null): string {
   return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
-const COMPONENTS_ID = 'openapi-components';
-
-/**
- * OpenAPI 3.0 schema → JSON Schema for Ajv: `nullable` becomes a null alternative, component
- * `$ref`s point into one registered schema, annotation-only keywords go.
- */
-export function toJsonSchema(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(toJsonSchema);
-  if (node === null || typeof node !== 'object') return node;
-  const source = node as Schema;
-  const out: Schema = {};
-  for (const [key, value] of Object.entries(source)) {
-    if (['nullable', 'example', 'examples', 'discriminator', 'xml', 'externalDocs', 'deprecated', 'readOnly', 'writeOnly'].includes(key) || key.startsWith('x-')) continue;
-    if (key === '$ref') out.$ref = String(value).replace('#/components/schemas/', `${COMPONENTS_ID}#/definitions/`);
-    else if (key === 'properties') out.properties = Object.fromEntries(Object.entries(value as Schema).map(([name, schema]) => [name, toJsonSchema(schema)]));
-    else out[key] = toJsonSchema(value);
-  }
-  if (source.nullable !== true) return out;
-  // A composed schema cannot admit null through `type`: its parts would still reject it.
-  if (out.$ref || out.allOf || out.oneOf || out.anyOf) return { anyOf: [{ type: 'null' }, out] };
-  if (out.type) out.type = [...[out.type].flat(), 'null'];
-  if (out.enum) out.enum = [...out.enum, null];
-  return out;
-}
-
 /** Checks a response against the operation's declaration: status, media type and JSON schema. */
 export class ResponseChecker {
   private readonly ajv = new Ajv({ strict: false, allErrors: true });
@@ -102,8 +78,7 @@ export class ResponseChecker {
     this.ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
     this.ajv.addFormat('date-time', (value: string) => !Number.isNaN(Date.parse(value)) && /^\d{4}-\d\d-\d\dT/.test(value));
     this.ajv.addFormat('uri', (value: string) => URL.canParse(value));
-    const definitions = Object.fromEntries(Object.entries(document.components?.schemas ?? {}).map(([name, schema]) => [name, toJsonSchema(schema)]));
-    this.ajv.addSchema({ $id: COMPONENTS_ID, definitions });
+    addComponents(this.ajv, document);
   }
 
   /** What is wrong with this response for this operation; empty when it conforms. */
