@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
 import type { Job } from 'bullmq';
 import { metrics } from '#libs/metrics';
+import { FilesSweep } from '#libs/files';
 import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
 import { RecoveryService, SessionDriver } from '#libs/runtime';
 
@@ -40,11 +41,11 @@ export class SessionDispatchProcessor extends JobProcessor<typeof JOBS.dispatchS
 }
 
 @Processor(QUEUES.maintenance, { autorun: false })
-export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep> {
+export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep | typeof JOBS.filesSweep> {
   readonly handlers;
 
-  constructor(recovery: RecoveryService) {
+  constructor(recovery: RecoveryService, files: FilesSweep) {
     super();
-    this.handlers = { [JOBS.recoverySweep]: () => recovery.sweep() };
+    this.handlers = { [JOBS.recoverySweep]: () => recovery.sweep(), [JOBS.filesSweep]: () => files.run() };
   }
 }

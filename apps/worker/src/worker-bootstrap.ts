@@ -41,7 +41,7 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     }
     await this.scheduleSweep();
     // The schedule lives in Redis: if Redis loses its data, the next call puts it back.
-    this.scheduleTimer = setInterval(() => void this.scheduleSweep().catch(() => undefined), Math.max(this.config.recoverySweepMs, 5_000));
+    this.scheduleTimer = setInterval(() => void this.scheduleSweep().catch(() => undefined), Math.max(Math.min(this.config.recoverySweepMs, this.config.fileSweepMs), 5_000));
     this.sessionsProcessor.worker.concurrency = this.config.workerConcurrency;
     this.relay.start();
     this.consumers.prepare();
@@ -63,6 +63,11 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
       'recovery-sweep',
       { every: this.config.recoverySweepMs },
       { name: JOBS.recoverySweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
+    );
+    await this.maintenanceQueue.upsertJobScheduler(
+      'files-sweep',
+      { every: this.config.fileSweepMs },
+      { name: JOBS.filesSweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
     );
   }
 

@@ -7,6 +7,7 @@ export const QUEUES = {
 export const JOBS = {
   dispatchSession: 'session.dispatch',
   recoverySweep: 'recovery.sweep',
+  filesSweep: 'files.sweep',
 } as const;
 
 export type JobName = (typeof JOBS)[keyof typeof JOBS];
@@ -15,10 +16,12 @@ export interface JobPayloads {
   /** `takeover`: a run of the session waits for a worker to continue it. */
   'session.dispatch': { sessionId: string; takeover?: boolean };
   'recovery.sweep': Record<string, never>;
+  /** Expired drafts, abandoned uploads and unfinished deletions (libs/files FilesSweep). */
+  'files.sweep': Record<string, never>;
 }
 
 /** Which jobs travel on which queue; a worker refuses to start when one of them has no handler. */
 export const QUEUE_JOBS = {
   [QUEUES.sessions]: [JOBS.dispatchSession],
-  [QUEUES.maintenance]: [JOBS.recoverySweep],
+  [QUEUES.maintenance]: [JOBS.recoverySweep, JOBS.filesSweep],
 } as const satisfies Record<string, readonly JobName[]>;
