@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventsModule } from '#libs/events';
+import { FilesModule } from '#libs/files';
 import { InputsModule } from '#libs/inputs';
 import { SessionsModule } from '#libs/sessions';
 import { TurnsModule } from '#libs/turns';
@@ -10,7 +11,7 @@ import { WaitpointControls } from './waitpoint-controls.js';
 
 /** The session aggregate's state transitions: the clients' side (SessionControls) and the worker's (TurnTransitions). */
 @Module({
-  imports: [SessionsModule, InputsModule, TurnsModule, EventsModule],
+  imports: [SessionsModule, InputsModule, TurnsModule, EventsModule, FilesModule],
   providers: [SessionControls, TurnTransitions, StepTransitions, WaitpointControls],
   exports: [SessionControls, TurnTransitions, StepTransitions, WaitpointControls],
 })

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '#libs/errors';
+import { FilesRepository } from '#libs/files';
 import { type FrozenInputConfig, type InputEntity, type InputMessage, type InputMode, InputsService } from '#libs/inputs';
 import { type SessionEntity, SessionsService } from '#libs/sessions';
 import type { OutgoingEvent } from '#libs/events';
@@ -12,6 +13,8 @@ export interface MessageSpec {
   /** A per-message model or approval override: follow-up intent. */
   hasOverride: boolean;
   messages: InputMessage[];
+  /** Drafts of the submitter attached to the input (bound in the same transaction). */
+  attachmentFileIds: string[];
   config: (session: SessionEntity) => FrozenInputConfig;
 }
 
@@ -29,6 +32,7 @@ export class SessionControls {
     private readonly sessions: SessionsService,
     private readonly inputs: InputsService,
     private readonly turns: TurnsService,
+    private readonly files: FilesRepository,
   ) {}
 
   /**
@@ -49,10 +53,12 @@ export class SessionControls {
       mode,
       priority: session.queuePaused ? 1 : 0,
       messages: spec.messages,
-      attachmentFileIds: [],
+      attachmentFileIds: spec.attachmentFileIds,
       config: spec.config(session),
       receivedAt,
     });
+    // An unknown or already attached file refuses the whole submission: nothing of it is stored.
+    await this.files.bindDrafts(manager, ownerId, spec.attachmentFileIds, sessionId, input.id);
     return { input, steersRunningTurn: mode === 'steer' && active !== null };
   }
 

@@ -22,7 +22,8 @@ export class SessionEventsController {
   @Post()
   @ApiOperation({
     summary: 'Submit one input or control event',
-    description: 'Exactly one event per request. `agent.session.input.message` queues a follow-up (FIFO); the receipt proves durable acceptance only.',
+    description:
+      'Exactly one event per request. `agent.session.input.message` queues a follow-up (FIFO); the receipt proves durable acceptance only. A message may attach uploaded drafts with `yuxi.attachment_file_ids` (404: unknown file, 409 `file_already_bound`; nothing is stored then); the input then waits with `attachment_status: preparing` until a worker has put the files in the session workdir.',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: true, schema: { type: 'string', minLength: 1, maxLength: 128 }, description: '1–128 characters; retries with the same intent return the first receipt.' })
   @ApiBody({ type: SubmitEventsDto })
@@ -37,6 +38,7 @@ export class SessionEventsController {
     'not_found',
     'idempotency_conflict',
     'state_conflict',
+    'file_already_bound',
     'payload_too_large',
   )
   async submit(

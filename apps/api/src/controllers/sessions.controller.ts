@@ -49,7 +49,11 @@ export class SessionsController {
   ) {}
 
   @Post()
-  @ApiOperation({ summary: 'Create a session, empty or with its first input', description: 'The input, its receipt and the session commit in one transaction before the response.' })
+  @ApiOperation({
+    summary: 'Create a session, empty or with its first input',
+    description:
+      'The input, its receipt, the session and the binding of `yuxi.attachment_file_ids` commit in one transaction before the response (an unknown file is 404, an attached one 409 `file_already_bound`; nothing is stored then). With attachments the input waits with `attachment_status: preparing` until a worker has put the files in the session workdir.',
+  })
   @ApiHeader(IDEMPOTENCY_HEADER)
   // A sample that succeeds as is in Swagger's Try it out (no stream: true, no placeholder file ids).
   @ApiBody({ type: CreateSessionDto, examples: { 'with input': { value: { agent_id: 'default-chatbot', title: 'Quarterly report', input: 'Hello!' } }, empty: { value: { agent_id: 'default-chatbot' } } } })
@@ -59,7 +63,7 @@ export class SessionsController {
       'The session; `yuxi.receipt` holds the acceptance of the initial input. With `stream: true` the answer is the session event stream (text/event-stream), starting with `agent.session.created` whose `session` is this resource.',
   })
   @ApiProduces('application/json', 'text/event-stream')
-  @ApiErrors('validation_failed', 'invalid_json', 'idempotency_key_required', 'invalid_model', 'not_implemented', 'not_found', 'idempotency_conflict', 'payload_too_large')
+  @ApiErrors('validation_failed', 'invalid_json', 'idempotency_key_required', 'invalid_model', 'not_found', 'idempotency_conflict', 'file_already_bound', 'payload_too_large')
   async create(
     @CurrentPrincipal() principal: Principal,
     @Body() body: CreateSessionDto,

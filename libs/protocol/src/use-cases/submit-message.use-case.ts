@@ -35,7 +35,6 @@ export class SubmitMessage {
           .map((field) => ({ field: `events[0].yuxi.${field}`, errors: ['per-message overrides are accepted on follow-ups only, not on steer'] })),
       );
     }
-    if (event.yuxi?.attachment_file_ids?.length) throw new DomainError('not_implemented', 'File attachments are not available yet');
     const modelOverride = event.yuxi?.model === undefined ? undefined : this.models.validate(event.yuxi.model);
     const messages: InputMessage[] = parseAgentInput(event.input).messages;
 
@@ -47,6 +46,7 @@ export class SubmitMessage {
         requestedMode: event.yuxi?.mode,
         hasOverride,
         messages,
+        attachmentFileIds: event.yuxi?.attachment_file_ids ?? [],
         config: (session) => frozenInputConfig(session, { model: modelOverride, toolApprovalMode: event.yuxi?.tool_approval_mode }),
       });
       steerIntoRunningTurn = steersRunningTurn;
