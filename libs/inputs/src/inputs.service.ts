@@ -180,6 +180,42 @@ export class InputsService {
     await manager.update(InputEntity, { id: In(inputIds), status: 'pending' }, { status: 'consumed', turnId, runId, consumedAt: at });
   }
 
+  /** An input by id alone (the worker's preparation; never for a client, who is scoped by session). */
+  async findById(inputId: string): Promise<InputEntity | null> {
+    if (!isUuid(inputId)) return null;
+    const rows = (await this.inputs.query(prepared(`SELECT ${INPUT_COLUMNS} FROM inputs WHERE id = $1`), [inputId])) as Record<string, unknown>[];
+    return rows[0] ? inputFromRow(rows[0]) : null;
+  }
+
+  /** Locks an input row (serialises concurrent preparations of its attachments); null when it does not exist. */
+  async lockById(manager: EntityManager, inputId: string): Promise<InputEntity | null> {
+    const rows = (await manager.query(prepared(`SELECT ${INPUT_COLUMNS} FROM inputs WHERE id = $1 FOR UPDATE`), [inputId])) as Record<string, unknown>[];
+    return rows[0] ? inputFromRow(rows[0]) : null;
+  }
+
+  /** Every attached file is in the workdir: the input may run (call with the input locked). */
+  async markAttachmentsReady(manager: EntityManager, inputId: string): Promise<boolean> {
+    const [, count] = (await manager.query(
+      prepared(`UPDATE inputs SET attachment_status = 'ready', attachment_error = NULL WHERE id = $1 AND attachment_status = 'preparing'`),
+      [inputId],
+    )) as [unknown[], number];
+    return count === 1;
+  }
+
+  /** Why a preparation attempt failed, for clients (the input stays preparing; the sweep retries). */
+  async recordAttachmentError(inputId: string, message: string): Promise<void> {
+    await this.inputs.query(prepared(`UPDATE inputs SET attachment_error = $2 WHERE id = $1 AND attachment_status = 'preparing'`), [inputId, message]);
+  }
+
+  /** Inputs still preparing their attachments since before `receivedBefore` (crashed or lost preparations), oldest first. */
+  async preparingSince(receivedBefore: Date, limit: number): Promise<string[]> {
+    const rows = (await this.inputs.query(
+      prepared(`SELECT id FROM inputs WHERE attachment_status = 'preparing' AND received_at < $1 ORDER BY received_at LIMIT $2`),
+      [receivedBefore, limit],
+    )) as { id: string }[];
+    return rows.map((row) => row.id);
+  }
+
   /**
    * Sessions whose pending inputs waited past the grace period and that a worker could claim now
    * (queue not paused, no active turn, a ready input not behind one still preparing): candidates

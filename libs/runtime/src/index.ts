@@ -1,3 +1,4 @@
+export { AttachmentPreparer } from './attachment-preparer.js';
 export { FencingStats } from './fencing-stats.js';
 export { OutboxRelay } from './outbox-relay.js';
 export { RecoveryService, type SweepReport } from './recovery.service.js';

@@ -73,7 +73,7 @@ export class CreateSession {
       // The session stream starts with the session itself; a stream=true create replays from here.
       const events: OutgoingEvent[] = [{ type: 'agent.session.created', session: body }];
       if (receipt) events.push({ type: 'yuxi.session.event.accepted', receipt });
-      return { status: 201, body, sessionId: session.id, receipt, events, nudge: receipt !== null };
+      return { status: 201, body, sessionId: session.id, receipt, events, nudge: receipt !== null, prepare: attachmentFileIds.length > 0 ? receipt?.input_id : null };
     });
     if (messages && !result.replayed) metrics.inputAccepted('agent.session.input.message');
     return result;

@@ -51,7 +51,8 @@ export class SubmitMessage {
       });
       steerIntoRunningTurn = steersRunningTurn;
       const receipt = acceptedReceipt(sessionId, input.id);
-      return { status: 202, body: receipt, sessionId, receipt, events: [{ type: 'yuxi.session.event.accepted', receipt }], nudge: true };
+      const prepare = input.attachmentStatus === 'preparing' ? input.id : null;
+      return { status: 202, body: receipt, sessionId, receipt, events: [{ type: 'yuxi.session.event.accepted', receipt }], nudge: true, prepare };
     });
     if (!result.replayed && steerIntoRunningTurn) {
       void this.signals.announceSteer(sessionId).catch((error: unknown) => this.logger.warn(`steer signal not sent: ${String(error)}`));
