@@ -243,6 +243,16 @@ export const INVARIANTS = [
       WHERE i.attachment_status = 'preparing' AND {{S:i.session_id}}
         AND NOT EXISTS (SELECT 1 FROM files f WHERE f.input_id = i.id AND f.status = 'bound')`,
   },
+  {
+    name: 'consumed_attachments_bound_to_last_message',
+    description: "every file of a consumed input is bound to that input's last user message",
+    sql: `
+      SELECT f.id AS file_id, f.input_id, f.message_id, i.session_id
+      FROM files f
+      JOIN inputs i ON i.id = f.input_id
+      WHERE i.status = 'consumed' AND f.status = 'ready' AND {{S:i.session_id}}
+        AND f.message_id IS DISTINCT FROM (SELECT it.id FROM items it WHERE it.input_id = i.id AND it.role = 'user' ORDER BY it.seq DESC LIMIT 1)`,
+  },
 ];
 
 // Postgres error codes of a schema that lacks what a check reads.

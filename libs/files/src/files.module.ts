@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { FileEntity } from './file.entity.js';
 import { FilesRepository } from './files.repository.js';
 import { FilesSweep } from './files-sweep.js';
+import { SessionFiles } from './session-files.js';
 import { FILE_STORAGE } from './storage/file-storage.js';
 import { fileStorageProvider } from './storage/storage.provider.js';
 import { DeleteFile, GetFile, UploadFile } from './use-cases/draft-files.use-case.js';
@@ -10,7 +11,7 @@ import { DeleteFile, GetFile, UploadFile } from './use-cases/draft-files.use-cas
 /** Files and their storage, shared by the api (uploads, drafts, attachments) and the worker (preparation, tools, the sweep). */
 @Module({
   imports: [TypeOrmModule.forFeature([FileEntity])],
-  providers: [FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep],
-  exports: [FilesRepository, FILE_STORAGE, UploadFile, GetFile, DeleteFile, FilesSweep],
+  providers: [FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles],
+  exports: [FilesRepository, FILE_STORAGE, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles],
 })
 export class FilesModule {}

@@ -6,6 +6,8 @@ export { isPlainText, type SniffResult, sniffUpload } from './file-sniffing.js';
 export { type Blobs, FilesRepository, type NewUpload, type Quota } from './files.repository.js';
 export { FilesSweep, type FilesSweepReport } from './files-sweep.js';
 export { FilesModule } from './files.module.js';
+export { fileTextPages } from './file-text.js';
+export { SessionFiles } from './session-files.js';
 export { FILE_STORAGE, type FileStorage, StorageObjectMissing, StorageUnavailableError, UnsafeStorageKeyError } from './storage/file-storage.js';
 export { LocalFileStorage } from './storage/local-storage.js';
 export { S3FileStorage } from './storage/s3-storage.js';
