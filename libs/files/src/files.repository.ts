@@ -219,8 +219,9 @@ export class FilesRepository {
     if (page.after !== undefined) {
       const anchor = await this.inSession(null, sessionId, page.after);
       if (!anchor) throw new DomainError('invalid_cursor', 'The `after` cursor is not an attachment of this session');
-      values.push(anchor.boundAt, anchor.id);
-      after = `AND (bound_at, id) ${page.order === 'desc' ? '<' : '>'} ($3, $4)`;
+      // The anchor's time is compared in SQL: a JS Date would drop its microseconds.
+      values.push(anchor.id);
+      after = `AND (bound_at, id) ${page.order === 'desc' ? '<' : '>'} (SELECT bound_at, id FROM files WHERE id = $3)`;
     }
     const rows = (await this.dataSource.query(
       `SELECT ${FILE_COLUMNS} FROM files WHERE session_id = $1 AND status IN ('bound', 'ready') ${after}

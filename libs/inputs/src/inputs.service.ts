@@ -187,6 +187,12 @@ export class InputsService {
     return rows[0] ? inputFromRow(rows[0]) : null;
   }
 
+  /** An input of the session by id, read in the caller's transaction; null when there is none. */
+  async findIn(manager: EntityManager, sessionId: string, inputId: string): Promise<InputEntity | null> {
+    const rows = (await manager.query(prepared(`SELECT ${INPUT_COLUMNS} FROM inputs WHERE id = $1 AND session_id = $2`), [inputId, sessionId])) as Record<string, unknown>[];
+    return rows[0] ? inputFromRow(rows[0]) : null;
+  }
+
   /** Locks an input row (serialises concurrent preparations of its attachments); null when it does not exist. */
   async lockById(manager: EntityManager, inputId: string): Promise<InputEntity | null> {
     const rows = (await manager.query(prepared(`SELECT ${INPUT_COLUMNS} FROM inputs WHERE id = $1 FOR UPDATE`), [inputId])) as Record<string, unknown>[];

@@ -58,7 +58,10 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setVersion('1.0.0')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key' })
     .addTag('agents-public-v1', 'Saved agents, sessions, inputs, turns, items and events')
-    .addTag('files', 'File drafts: upload, read and delete files before they are attached to a session input with `yuxi.attachment_file_ids`')
+    .addTag(
+      'files',
+      'Files: upload drafts (and read or delete them before they are attached with `yuxi.attachment_file_ids`), a session\'s attachments and the bytes of its workdir files',
+    )
     .addTag('admin', 'Agents, API keys and the audit trail (full-access callers; some for administrators only)')
     .addTag('operations', 'Health and Prometheus metrics, without credentials')
     .build();
