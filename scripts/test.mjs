@@ -34,6 +34,8 @@ const stack = await startStack({
     RECOVERY_SWEEP_MS: '500',
     RECOVERY_GRACE_MS: '1000',
     BODY_LIMIT: '5mb',
+    // Expired drafts are swept within a test's time (the short-TTL replica below makes some).
+    FILE_SWEEP_MS: '500',
     OPENAI_BASE_URL: `http://127.0.0.1:${fakeOpenAiPort}/v1`,
     OPENAI_API_KEY: 'sk-test-fake',
     // Backoff stays short: retry tests wait for a real Retry-After, not for our jitter.
@@ -53,6 +55,12 @@ const secondApiPort = await freePort();
 const secondApi = launch('api-2', SCRIPTS.api, { ...stack.env, PORT: String(secondApiPort) }, logDir);
 stack.children.push(secondApi);
 await waitForHealth(`http://127.0.0.1:${secondApiPort}/health`, [secondApi], 60_000);
+// A third replica with tight file limits: its drafts expire after 2 s (expiry is observed for
+// real, never faked in SQL) and each owner may store 1 MiB.
+const fileLimitsApiPort = await freePort();
+const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576' }, logDir);
+stack.children.push(fileLimitsApi);
+await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
 
 const filter = process.argv.slice(2);
 const testDir = path.join(ROOT, 'dist', 'test');
@@ -81,6 +89,8 @@ const code = await new Promise((resolve) => {
       ...stack.env,
       TEST_API_URL: stack.url,
       TEST_API_URL_2: `http://127.0.0.1:${secondApiPort}`,
+      TEST_API_URL_FILE_LIMITS: `http://127.0.0.1:${fileLimitsApiPort}`,
+      TEST_STORAGE_DIR: stack.env.STORAGE_DIR,
       TEST_API_KEY: apiKey,
       TEST_FAKE_OPENAI_PORT: String(fakeOpenAiPort),
       TEST_WORKER_HEALTH_URL: `http://127.0.0.1:${workerHealthPort}`,

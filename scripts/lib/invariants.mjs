@@ -223,6 +223,36 @@ export const INVARIANTS = [
         ON p.session_id = s.id
       WHERE {{S:s.id}} AND s.pending_input_count <> coalesce(p.n, 0)`,
   },
+  {
+    name: 'input_attachments_match_files',
+    description:
+      "an input is ready exactly when none of its files is still being prepared, and a consumed input's files are all in the workdir",
+    sql: `
+      SELECT i.id AS input_id, i.session_id, i.status, i.attachment_status, f.id AS file_id, f.status AS file_status
+      FROM inputs i
+      JOIN files f ON f.input_id = i.id
+      WHERE {{S:i.session_id}}
+        AND ((i.attachment_status = 'ready' AND f.status = 'bound') OR (i.status = 'consumed' AND f.status NOT IN ('ready', 'deleting')))`,
+  },
+  {
+    name: 'preparing_input_has_bound_files',
+    description: "an input still preparing has attachment ids and files bound to it (else nothing would ever make it ready)",
+    sql: `
+      SELECT i.id AS input_id, i.session_id, i.attachment_file_ids
+      FROM inputs i
+      WHERE i.attachment_status = 'preparing' AND {{S:i.session_id}}
+        AND NOT EXISTS (SELECT 1 FROM files f WHERE f.input_id = i.id AND f.status = 'bound')`,
+  },
+  {
+    name: 'consumed_attachments_bound_to_last_message',
+    description: "every file of a consumed input is bound to that input's last user message",
+    sql: `
+      SELECT f.id AS file_id, f.input_id, f.message_id, i.session_id
+      FROM files f
+      JOIN inputs i ON i.id = f.input_id
+      WHERE i.status = 'consumed' AND f.status = 'ready' AND {{S:i.session_id}}
+        AND f.message_id IS DISTINCT FROM (SELECT it.id FROM items it WHERE it.input_id = i.id AND it.role = 'user' ORDER BY it.seq DESC LIMIT 1)`,
+  },
 ];
 
 // Postgres error codes of a schema that lacks what a check reads.

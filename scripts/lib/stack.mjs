@@ -34,6 +34,8 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     DATABASE_URL: infra.databaseUrl,
     REDIS_URL: infra.redisUrl,
     PORT: String(apiPort),
+    // api and worker share uploaded files through this directory (unless STORAGE_DRIVER=s3).
+    STORAGE_DIR: process.env.STORAGE_DIR ?? path.join(dataDir, 'files'),
     ...extraEnv,
   };
   const children = [];

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { env } from '../support/env.js';
 import { http, type HttpResult } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
+import { upload } from '../support/files.js';
 
 type Method = 'get' | 'post' | 'put' | 'delete';
 
@@ -113,6 +114,31 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('listApiKeys', 200);
     await tryIt('revokeApiKey', 200);
     await tryIt('listAuditEntries', 200);
+  });
+
+  it('files: an upload (a file picked, as Try it out asks for), read and deleted; one attached to a session, listed, read back and deleted', async () => {
+    // Try it out has no default file: a person picks one, so the upload is the one multipart request built here.
+    const picked = await upload('quarterly numbers\n', 'notes.txt');
+    assert.equal(picked.status, 201, picked.text);
+    tried.add('uploadFile');
+    ids.file_id = picked.body.id;
+    await tryIt('getFile', 200);
+    await tryIt('deleteFile', 200);
+
+    const attached = (await upload('attached notes\n', 'attached.txt')).body;
+    const session = await http('/api/v1/agents/sessions', {
+      method: 'POST',
+      headers: { 'idempotency-key': `try-files-${attached.id}` },
+      body: { agent_id: 'default-chatbot', input: 'Read this', yuxi: { attachment_file_ids: [attached.id] } },
+    });
+    assert.equal(session.status, 201, session.text);
+    ids.session_id = session.body.id;
+    ids.file_id = attached.id;
+    await turnCompleted(ids.session_id, 1);
+    await tryIt('listAttachments', 200);
+    const content = await tryIt('getSessionFileContent', 200);
+    assert.equal(content.text, 'attached notes\n');
+    await tryIt('deleteAttachment', 200);
   });
 
   it('tried every operation of the document', () => {

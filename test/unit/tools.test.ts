@@ -12,11 +12,14 @@ import {
   type McpToolDeclaration,
   type ResolvedTool,
   type ToolDeclaration,
+  type WorkdirFiles,
 } from '#libs/tools';
 import { startMcpServer, type TestMcpServer } from '../support/mcp-server.js';
 
 const config = (env: Record<string, string> = {}) => new AppConfig({ DATABASE_URL: 'x', REDIS_URL: 'x', ...env });
-const ctx = (key = 'turn-1:call-1', signal = new AbortController().signal) => ({ idempotencyKey: key, signal });
+const ctx = (key = 'turn-1:call-1', signal = new AbortController().signal) => ({ idempotencyKey: key, signal, sessionId: 'session-1' });
+/** A workdir with no files (the file tools are tested in file-tools.test.ts and end to end). */
+const emptyWorkdir: WorkdirFiles = { list: async () => [], readText: async () => null };
 
 describe('parseToolDeclarations', () => {
   const errorsOf = (raw: unknown) => parseToolDeclarations(raw).errors;
@@ -197,7 +200,7 @@ describe('ToolCatalog with a real MCP server', () => {
   let guarded: TestMcpServer;
   let deadUrl: string;
   const calculator = new Calculator();
-  const catalog = new ToolCatalog(new McpConnector(config()), calculator);
+  const catalog = new ToolCatalog(new McpConnector(config()), calculator, emptyWorkdir);
   const mcp = (overrides: Partial<McpToolDeclaration> = {}): McpToolDeclaration => ({ type: 'mcp', server_label: 'test', server_url: server.url, ...overrides });
 
   before(async () => {

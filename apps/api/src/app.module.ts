@@ -7,6 +7,7 @@ import { ConfigModule, loggingModule } from '#libs/config';
 import { DatabaseModule } from '#libs/database';
 import { AllExceptionsFilter } from '#libs/errors';
 import { EventStreamModule } from '#libs/events';
+import { FilesModule } from '#libs/files';
 import { MetricsModule } from '#libs/metrics';
 import { ProtocolModule } from '#libs/protocol';
 import { BootstrapKey } from './bootstrap-key.js';
@@ -14,18 +15,20 @@ import { AdminAgentsController } from './controllers/admin-agents.controller.js'
 import { AdminApiKeysController } from './controllers/admin-api-keys.controller.js';
 import { AdminAuditController } from './controllers/admin-audit.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
+import { FilesController } from './controllers/files.controller.js';
 import { HealthController } from './controllers/health.controller.js';
 import { MetricsController } from './controllers/metrics.controller.js';
 import { SessionEventsController } from './controllers/session-events.controller.js';
+import { SessionFilesController } from './controllers/session-files.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
 import { HealthModule } from './health.module.js';
 import { HttpDrain } from './http-drain.js';
 
 @Module({
-  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule, HealthModule],
-  // Sessions before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
-  controllers: [HealthController, MetricsController, SessionsController, SessionEventsController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
+  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule, FilesModule, HealthModule],
+  // Sessions and files before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
+  controllers: [HealthController, MetricsController, SessionsController, SessionEventsController, SessionFilesController, FilesController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
   providers: [BootstrapKey, AgentsFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

@@ -7,6 +7,8 @@ import { httpMetricsMiddleware } from '#libs/metrics';
 
 /** Large bodies are accepted only where inline images travel: session create and event submission. */
 const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
+/** The one route that takes multipart/form-data (its controller reads and bounds the body). */
+const UPLOAD_ROUTE = /^\/api\/v1\/agents\/files\/?$/i;
 
 /**
  * HTTP concerns of the api: request ids first, then authentication and rate limits — before any
@@ -26,7 +28,8 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
   const small = express.json({ limit: '1mb' });
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (hasBody(req) && !req.is('application/json')) {
-      return sendError(res, new DomainError('unsupported_media_type', 'Send the request body as application/json'));
+      if (req.method === 'POST' && UPLOAD_ROUTE.test(req.path) && req.is('multipart/form-data')) return next();
+      return sendError(res, new DomainError('unsupported_media_type', UPLOAD_ROUTE.test(req.path) ? 'Send the file as multipart/form-data' : 'Send the request body as application/json'));
     }
     return (LARGE_BODY_ROUTE.test(req.path) ? large : small)(req, res, next);
   });

@@ -3,8 +3,9 @@ import { Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
 import type { Job } from 'bullmq';
 import { metrics } from '#libs/metrics';
+import { FilesSweep } from '#libs/files';
 import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
-import { RecoveryService, SessionDriver } from '#libs/runtime';
+import { AttachmentPreparer, RecoveryService, SessionDriver } from '#libs/runtime';
 
 type Handlers<Names extends JobName> = { [N in Names]: (data: JobPayloads[N]) => Promise<unknown> };
 
@@ -40,11 +41,21 @@ export class SessionDispatchProcessor extends JobProcessor<typeof JOBS.dispatchS
 }
 
 @Processor(QUEUES.maintenance, { autorun: false })
-export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep> {
+export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep | typeof JOBS.filesSweep> {
   readonly handlers;
 
-  constructor(recovery: RecoveryService) {
+  constructor(recovery: RecoveryService, files: FilesSweep) {
     super();
-    this.handlers = { [JOBS.recoverySweep]: () => recovery.sweep() };
+    this.handlers = { [JOBS.recoverySweep]: () => recovery.sweep(), [JOBS.filesSweep]: () => files.run() };
+  }
+}
+
+@Processor(QUEUES.files, { autorun: false })
+export class FilesProcessor extends JobProcessor<typeof JOBS.prepareAttachments> {
+  readonly handlers;
+
+  constructor(preparer: AttachmentPreparer) {
+    super();
+    this.handlers = { [JOBS.prepareAttachments]: ({ inputId }: JobPayloads['attachments.prepare']) => preparer.prepare(inputId) };
   }
 }

@@ -4,8 +4,10 @@ import type { Queue } from 'bullmq';
 import { AppConfig } from '#libs/config';
 import { JOBS, QUEUE_JOBS, QUEUES, WorkerPresence } from '#libs/queue';
 import { OutboxRelay, SessionDriver, WORKER_ID } from '#libs/runtime';
-import { MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor } from './processors.js';
+import { FilesProcessor, MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor } from './processors.js';
 import { ConsumerHealth } from './worker-health.js';
+
+const FILES_CONCURRENCY = 4;
 
 /**
  * Starts consuming only after the whole context is initialised, and refuses to start when a job
@@ -19,6 +21,7 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
   constructor(
     private readonly sessionsProcessor: SessionDispatchProcessor,
     private readonly maintenanceProcessor: MaintenanceProcessor,
+    private readonly filesProcessor: FilesProcessor,
     @InjectQueue(QUEUES.maintenance) private readonly maintenanceQueue: Queue,
     private readonly config: AppConfig,
     private readonly driver: SessionDriver,
@@ -31,6 +34,7 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     const processors: Record<string, JobProcessor<never>> = {
       [QUEUES.sessions]: this.sessionsProcessor as JobProcessor<never>,
       [QUEUES.maintenance]: this.maintenanceProcessor as JobProcessor<never>,
+      [QUEUES.files]: this.filesProcessor as JobProcessor<never>,
     };
     for (const [queue, names] of Object.entries(QUEUE_JOBS)) {
       const processor = processors[queue];
@@ -41,8 +45,10 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     }
     await this.scheduleSweep();
     // The schedule lives in Redis: if Redis loses its data, the next call puts it back.
-    this.scheduleTimer = setInterval(() => void this.scheduleSweep().catch(() => undefined), Math.max(this.config.recoverySweepMs, 5_000));
+    this.scheduleTimer = setInterval(() => void this.scheduleSweep().catch(() => undefined), Math.max(Math.min(this.config.recoverySweepMs, this.config.fileSweepMs), 5_000));
     this.sessionsProcessor.worker.concurrency = this.config.workerConcurrency;
+    // Preparations wait on file storage, not on the CPU: a few at once per worker.
+    this.filesProcessor.worker.concurrency = FILES_CONCURRENCY;
     this.relay.start();
     this.consumers.prepare();
     for (const processor of Object.values(processors)) {
@@ -64,6 +70,11 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
       { every: this.config.recoverySweepMs },
       { name: JOBS.recoverySweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
     );
+    await this.maintenanceQueue.upsertJobScheduler(
+      'files-sweep',
+      { every: this.config.fileSweepMs },
+      { name: JOBS.filesSweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
+    );
   }
 
   /**
@@ -75,6 +86,6 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     if (this.scheduleTimer) clearInterval(this.scheduleTimer);
     await this.presence.stop();
     this.driver.stopClaiming();
-    await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close(), this.relay.stop()]);
+    await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close(), this.filesProcessor.worker.close(), this.relay.stop()]);
   }
 }

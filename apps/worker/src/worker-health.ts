@@ -5,7 +5,7 @@ import { ThrottledLog } from '#libs/config';
 import { QUEUES, WorkerPresence } from '#libs/queue';
 import { FencingStats, WORKER_ID } from '#libs/runtime';
 import type { OpsResponse } from './ops-http.js';
-import { MaintenanceProcessor, SessionDispatchProcessor } from './processors.js';
+import { FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor } from './processors.js';
 
 /** Each readiness check fails (its indicator `down`) after this long; the checks run in parallel. */
 const READY_CHECK_TIMEOUT_MS = 2_000;
@@ -32,10 +32,11 @@ export class ConsumerHealth {
   constructor(
     private readonly sessions: SessionDispatchProcessor,
     private readonly maintenance: MaintenanceProcessor,
+    private readonly files: FilesProcessor,
   ) {}
 
   private get consumers(): Record<string, Worker> {
-    return { [QUEUES.sessions]: this.sessions.worker, [QUEUES.maintenance]: this.maintenance.worker };
+    return { [QUEUES.sessions]: this.sessions.worker, [QUEUES.maintenance]: this.maintenance.worker, [QUEUES.files]: this.files.worker };
   }
 
   /**

@@ -2,16 +2,17 @@ import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { ConfigModule, loggingModule } from '#libs/config';
 import { DatabaseModule } from '#libs/database';
+import { FilesModule } from '#libs/files';
 import { MetricsModule } from '#libs/metrics';
 import { QueueModule } from '#libs/queue';
 import { RuntimeModule } from '#libs/runtime';
-import { MaintenanceProcessor, SessionDispatchProcessor } from './processors.js';
+import { FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor } from './processors.js';
 import { WorkerBootstrap } from './worker-bootstrap.js';
 import { ConsumerHealth, WorkerHealth } from './worker-health.js';
 
 /** The shared core minus the HTTP API: runtime, queues, database. */
 @Module({
-  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, RuntimeModule, TerminusModule.forRoot({ logger: false })],
-  providers: [SessionDispatchProcessor, MaintenanceProcessor, WorkerBootstrap, ConsumerHealth, WorkerHealth],
+  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, RuntimeModule, TerminusModule.forRoot({ logger: false })],
+  providers: [SessionDispatchProcessor, MaintenanceProcessor, FilesProcessor, WorkerBootstrap, ConsumerHealth, WorkerHealth],
 })
 export class WorkerModule {}

@@ -10,7 +10,11 @@ export class FunctionToolDto {
 
 export class BuiltinToolDto {
   @ApiProperty({ enum: ['builtin'] }) type!: 'builtin';
-  @ApiProperty({ enum: ['ask_user', 'calculator', 'current_time'] }) name!: string;
+  @ApiProperty({
+    enum: ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file'],
+    description: '`list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session\'s workdir: the files attached to its inputs.',
+  })
+  name!: string;
   @ApiPropertyOptional({ description: 'Ask the user to approve each call first.' }) requires_approval?: boolean;
   @ApiPropertyOptional({ description: 'Safe to run again after a crash mid-call (default true for builtins).' }) idempotent?: boolean;
 }

@@ -44,6 +44,15 @@ export class AppConfig {
   readonly scriptedModelsEnabled: boolean;
   readonly scriptedMaxDelayMs: number;
   readonly scriptedMaxWords: number;
+  /** Where file bytes live: this directory (`local`), or an S3-compatible bucket (`s3`). */
+  readonly storage: StorageSettings;
+  /** Seconds an uploaded draft may wait to be attached before the sweep deletes it. */
+  readonly fileDraftTtlS: number;
+  /** How often a worker sweeps expired drafts and unfinished deletions. */
+  readonly fileSweepMs: number;
+  /** Per owner: bytes of all stored files (drafts and attachments), and drafts waiting at once. */
+  readonly fileQuotaBytes: number;
+  readonly fileQuotaDrafts: number;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
     this.port = int(env, 'PORT', 3000);
@@ -90,10 +99,59 @@ export class AppConfig {
     this.scriptedModelsEnabled = (env.SCRIPTED_MODELS ?? 'enabled') !== 'disabled';
     this.scriptedMaxDelayMs = int(env, 'SCRIPTED_MAX_DELAY_MS', 10_000);
     this.scriptedMaxWords = int(env, 'SCRIPTED_MAX_WORDS', 5_000);
+    this.storage = storageSettings(env);
+    this.fileDraftTtlS = Math.max(1, int(env, 'FILE_DRAFT_TTL_S', 24 * 3600));
+    this.fileSweepMs = Math.max(100, int(env, 'FILE_SWEEP_MS', 60_000));
+    this.fileQuotaBytes = int(env, 'FILE_QUOTA_BYTES', 1024 * 1024 * 1024);
+    this.fileQuotaDrafts = int(env, 'FILE_QUOTA_DRAFTS', 100);
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }
   }
+}
+
+export type StorageSettings =
+  | { driver: 'local'; dir: string }
+  | {
+      driver: 's3';
+      bucket: string;
+      region: string;
+      /** For MinIO and other S3-compatible stores; unset: AWS. */
+      endpoint: string | undefined;
+      /** Unset: the AWS SDK's default credential chain (environment, profile, instance role). */
+      credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
+      forcePathStyle: boolean;
+      /** Every key lives under this prefix (a bucket shared with other data). */
+      keyPrefix: string;
+    };
+
+function storageSettings(env: NodeJS.ProcessEnv): StorageSettings {
+  const driver = env.STORAGE_DRIVER || 'local';
+  if (driver === 'local') return { driver, dir: env.STORAGE_DIR || '.data/files' };
+  if (driver !== 's3') throw new Error(`STORAGE_DRIVER must be local or s3, got "${driver}"`);
+  const accessKeyId = env.S3_ACCESS_KEY_ID || undefined;
+  const secretAccessKey = env.S3_SECRET_ACCESS_KEY || undefined;
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) throw new Error('S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are set together (or neither, for the default AWS credential chain)');
+  const keyPrefix = env.S3_KEY_PREFIX || '';
+  if (keyPrefix !== '' && !/^[A-Za-z0-9][A-Za-z0-9._/-]*\/$/.test(keyPrefix)) throw new Error('S3_KEY_PREFIX must be letters, digits, ".", "_", "-" and "/", ending with "/"');
+  if (!env.S3_BUCKET) throw new Error('S3_BUCKET is required with STORAGE_DRIVER=s3');
+  return {
+    driver,
+    bucket: env.S3_BUCKET,
+    region: env.S3_REGION || 'us-east-1',
+    endpoint: env.S3_ENDPOINT || undefined,
+    credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+    forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', false),
+    keyPrefix,
+  };
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new Error(`${name} must be true or false, got "${raw}"`);
 }
 
 function required(env: NodeJS.ProcessEnv, name: string): string {

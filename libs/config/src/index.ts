@@ -1,4 +1,4 @@
-export { AppConfig } from './app-config.js';
+export { AppConfig, type StorageSettings } from './app-config.js';
 export { ConfigModule } from './config.module.js';
 export { closeOnSignals } from './shutdown.js';
 export { logErrorsQuietly, logRedisErrorsQuietly } from './redis-errors.js';

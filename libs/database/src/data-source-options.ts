@@ -8,6 +8,7 @@ import { RunItemsIndex1764806400000 } from './migrations/1764806400000-run-items
 import { DurableCore1764892800000 } from './migrations/1764892800000-durable-core.js';
 import { AgentRuntime1764979200000 } from './migrations/1764979200000-agent-runtime.js';
 import { Identity1765065600000 } from './migrations/1765065600000-identity.js';
+import { Files1765152000000 } from './migrations/1765152000000-files.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -19,6 +20,7 @@ export const MIGRATIONS = [
   DurableCore1764892800000,
   AgentRuntime1764979200000,
   Identity1765065600000,
+  Files1765152000000,
 ];
 
 /**

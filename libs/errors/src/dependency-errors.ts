@@ -1,6 +1,8 @@
 /** Postgres SQLSTATEs of a connection that failed or a server that is going away or not up yet. */
 const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTCONN']);
+/** The code of libs/files' StorageUnavailableError: the file store (a directory, a bucket) failed. */
+export const STORAGE_UNAVAILABLE = 'ESTORAGEUNAVAILABLE';
 /** What pg, the pool and ioredis say when a connection is gone or a command timed out. */
 const MESSAGES = [
   'Connection terminated',
@@ -14,12 +16,12 @@ const MESSAGES = [
 ];
 
 /**
- * Whether an error means a backing service (Postgres, Redis) is unreachable for now, as opposed to
+ * Whether an error means a backing service (Postgres, Redis, file storage) is unreachable for now, as opposed to
  * a bug or a constraint violation: the api answers 503 `retryable`, the worker retries within its lease.
  */
 export function isDependencyUnavailable(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && (PG_UNAVAILABLE.has(code) || SOCKET_CODES.has(code))) return true;
+  if (typeof code === 'string' && (PG_UNAVAILABLE.has(code) || SOCKET_CODES.has(code) || code === STORAGE_UNAVAILABLE)) return true;
   return typeof message === 'string' && MESSAGES.some((m) => message.includes(m));
 }
 

@@ -33,8 +33,41 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'The waitpoint or tool call is not the one the turn waits for (stale, already answered, or of another turn).',
   },
+  file_already_bound: {
+    status: 409,
+    type: 'invalid_state',
+    retryable: false,
+    description: 'The file is attached to a session input already: it is no longer a draft (read it through the session\'s attachments) and cannot be attached again.',
+  },
+  attachment_busy: {
+    status: 409,
+    type: 'invalid_state',
+    retryable: false,
+    description: 'The attachment cannot be deleted now: its preparation is unfinished, a pending input references it, or a turn of the session is active.',
+  },
+  file_not_ready: { status: 409, type: 'invalid_state', retryable: false, description: 'The file is still being prepared into the session\'s workdir; retry once its attachment status is ready.' },
   payload_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The request body exceeds the configured limit.' },
-  unsupported_media_type: { status: 415, type: 'invalid_request', retryable: false, description: 'The request body must be application/json.' },
+  file_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The uploaded file exceeds 5 MiB (`details.limit_bytes`).' },
+  file_quota_exceeded: {
+    status: 413,
+    type: 'invalid_request',
+    retryable: false,
+    description: 'The caller\'s stored files would exceed FILE_QUOTA_BYTES, or its drafts FILE_QUOTA_DRAFTS (`details`); delete drafts or attachments first.',
+  },
+  unsupported_media_type: { status: 415, type: 'invalid_request', retryable: false, description: 'The request body must be application/json (multipart/form-data for a file upload).' },
+  file_type_not_allowed: {
+    status: 415,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The file\'s content, detected from its bytes (the client\'s content type is ignored), is not an accepted type: PNG, JPEG, GIF or WebP images, PDF, or UTF-8 text (.txt, .md, .csv, .tsv, .json, .log).',
+  },
+  file_type_mismatch: {
+    status: 422,
+    type: 'invalid_request',
+    retryable: false,
+    description: 'The filename\'s extension does not match the content detected from the bytes (e.g. a PNG named .pdf, or .json that is not JSON).',
+  },
   validation_failed: { status: 422, type: 'invalid_request', retryable: false, description: 'The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.' },
   invalid_json: { status: 422, type: 'invalid_request', retryable: false, description: 'The request body is not valid JSON.' },
   idempotency_key_required: { status: 422, type: 'invalid_request', retryable: false, description: 'Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters.' },
@@ -56,7 +89,7 @@ export const ERROR_CODES = {
     description: 'Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds.',
   },
   internal_error: { status: 500, type: 'internal', retryable: true, description: 'An unexpected server error; the request id identifies it in the logs.' },
-  service_unavailable: { status: 503, type: 'unavailable', retryable: true, description: 'A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key.' },
+  service_unavailable: { status: 503, type: 'unavailable', retryable: true, description: 'A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key.' },
 } as const satisfies Record<string, ErrorCodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -4,4 +4,4 @@ export { ERROR_CODES, type ErrorCode, type ErrorType } from './error-codes.js';
 export { AllExceptionsFilter, httpStatusOf, sendError, toDomainError } from './exception.filter.js';
 export { requestIdMiddleware, requestIdOf } from './request-id.js';
 export { createValidationPipe, flattenValidationErrors, OptionalNotNull } from './validation.js';
-export { isDependencyUnavailable, isTransientDatabaseError, isUniqueViolation } from './dependency-errors.js';
+export { isDependencyUnavailable, isTransientDatabaseError, isUniqueViolation, STORAGE_UNAVAILABLE } from './dependency-errors.js';

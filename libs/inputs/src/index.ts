@@ -1,5 +1,5 @@
 export { IdempotencyService, type IdempotentResponse, type IdempotencyScope, type WorkResult } from './idempotency.service.js';
-export type { FrozenInputConfig, InputContentBlock, InputEntity, InputMessage, InputMode, InputStatus } from './input.entity.js';
+export type { AttachmentStatus, FrozenInputConfig, InputContentBlock, InputEntity, InputMessage, InputMode, InputStatus } from './input.entity.js';
 export { InputsModule } from './inputs.module.js';
 export { InputContentBlockDto, InputDto, InputMessageDto } from './input.dto.js';
 export { InputsService, type NewInput, toInputDto } from './inputs.service.js';

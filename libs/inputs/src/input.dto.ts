@@ -1,4 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { AttachmentDto } from '#libs/files';
 
 export class InputContentBlockDto {
   @ApiProperty({ enum: ['input_text', 'input_image'] }) type!: string;
@@ -19,11 +20,18 @@ export class InputDto {
   @ApiProperty({ enum: ['follow_up', 'steer'] }) mode!: string;
   @ApiProperty({ type: 'integer', minimum: 1, description: 'Position in the per-session received order.' }) received_seq!: number;
   @ApiProperty({ type: [InputMessageDto], description: 'The messages exactly as received, in order.' }) messages!: InputMessageDto[];
-  @ApiProperty({ type: [String] }) attachment_file_ids!: string[];
-  @ApiProperty({ type: [Object], description: 'The attachments of the submission that still exist (none until file attachments are available).' })
-  attachments!: object[];
-  @ApiProperty({ enum: ['ready', 'preparing'], description: 'Inputs without attachments are always ready.' }) attachment_status!: string;
-  @ApiProperty({ type: String, nullable: true }) attachment_error!: string | null;
+  @ApiProperty({ type: [String], description: 'The file ids of the submission (`yuxi.attachment_file_ids`) exactly as received, in order; unchanged when an attachment is deleted later.' })
+  attachment_file_ids!: string[];
+  @ApiProperty({ type: [AttachmentDto], description: 'The attachments of the submission that still exist, in the order of attachment_file_ids.' })
+  attachments!: AttachmentDto[];
+  @ApiProperty({
+    enum: ['ready', 'preparing'],
+    description:
+      '`preparing`: the attached files are being copied into the session workdir by a worker; the input cannot run yet, and no later follow-up runs before it. Inputs without attachments are always ready.',
+  })
+  attachment_status!: 'preparing' | 'ready';
+  @ApiProperty({ type: String, nullable: true, description: 'Why the last preparation attempt failed; the recovery sweep keeps retrying (cancel the input to give up on it). Null once ready.' })
+  attachment_error!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The turn that consumed the input; null while pending or after cancellation.' })
   turn_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) run_id!: string | null;

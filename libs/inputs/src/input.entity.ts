@@ -3,6 +3,8 @@ import type { AgentSnapshot } from '#libs/agents';
 
 export type InputMode = 'follow_up' | 'steer';
 export type InputStatus = 'pending' | 'consumed' | 'cancelled';
+/** `preparing`: its attached files are not in the session workdir yet, and it cannot be claimed. */
+export type AttachmentStatus = 'preparing' | 'ready';
 
 /** One content block of a user message, as received (validated, never rewritten). */
 export type InputContentBlock = { type: 'input_text'; text: string } | { type: 'input_image'; image_url: string };
@@ -33,10 +35,38 @@ export class InputEntity {
   @Column('varchar') status!: InputStatus;
   @Column('jsonb') messages!: InputMessage[];
   @Column('jsonb', { name: 'attachment_file_ids' }) attachmentFileIds!: string[];
+  @Column('varchar', { name: 'attachment_status' }) attachmentStatus!: AttachmentStatus;
+  /** Why the last preparation attempt failed (kept while preparing; the recovery sweep retries). */
+  @Column('text', { name: 'attachment_error', nullable: true }) attachmentError!: string | null;
   @Column('jsonb') config!: FrozenInputConfig;
   @Column('uuid', { name: 'turn_id', nullable: true }) turnId!: string | null;
   @Column('uuid', { name: 'run_id', nullable: true }) runId!: string | null;
   @Column('timestamptz', { name: 'received_at' }) receivedAt!: Date;
   @Column('timestamptz', { name: 'consumed_at', nullable: true }) consumedAt!: Date | null;
   @Column('timestamptz', { name: 'cancelled_at', nullable: true }) cancelledAt!: Date | null;
+}
+
+export const INPUT_COLUMNS =
+  'id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, attachment_status, attachment_error, config, turn_id, run_id, received_at, consumed_at, cancelled_at';
+
+/** A row of INPUT_COLUMNS, read with raw SQL, as the entity. */
+export function inputFromRow(row: Record<string, unknown>): InputEntity {
+  return {
+    id: String(row.id),
+    sessionId: String(row.session_id),
+    receivedSeq: String(row.received_seq),
+    mode: row.mode as InputMode,
+    priority: Number(row.priority),
+    status: row.status as InputStatus,
+    messages: row.messages as InputMessage[],
+    attachmentFileIds: row.attachment_file_ids as string[],
+    attachmentStatus: row.attachment_status as AttachmentStatus,
+    attachmentError: (row.attachment_error as string | null) ?? null,
+    config: row.config as FrozenInputConfig,
+    turnId: (row.turn_id as string | null) ?? null,
+    runId: (row.run_id as string | null) ?? null,
+    receivedAt: row.received_at as Date,
+    consumedAt: (row.consumed_at as Date | null) ?? null,
+    cancelledAt: (row.cancelled_at as Date | null) ?? null,
+  };
 }

@@ -3,8 +3,9 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository, type SelectQueryBuilder } from 'typeorm';
 import { isUuid, newId, prepared, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
+import type { AttachmentDto } from '#libs/files';
 import { InputDto } from './input.dto.js';
-import { type FrozenInputConfig, InputEntity, type InputMessage, type InputMode } from './input.entity.js';
+import { type FrozenInputConfig, INPUT_COLUMNS, InputEntity, inputFromRow, type InputMessage, type InputMode } from './input.entity.js';
 
 export interface NewInput {
   sessionId: string;
@@ -35,6 +36,9 @@ export class InputsService {
       status: 'pending',
       messages: input.messages,
       attachmentFileIds: input.attachmentFileIds,
+      // Files attached to an input are copied into the workdir by a worker before it can run.
+      attachmentStatus: input.attachmentFileIds.length > 0 ? 'preparing' : 'ready',
+      attachmentError: null,
       config: input.config,
       turnId: null,
       runId: null,
@@ -44,8 +48,8 @@ export class InputsService {
     });
     // Raw SQL on the hottest write: the query builder's per-call SQL generation showed in profiles.
     await manager.query(
-      prepared(`INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, config, received_at)
-       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9)`),
+      prepared(`INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, attachment_status, config, received_at)
+       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $10, $8, $9)`),
       [
         row.id,
         row.sessionId,
@@ -56,14 +60,19 @@ export class InputsService {
         JSON.stringify(row.attachmentFileIds),
         JSON.stringify(row.config),
         row.receivedAt,
+        row.attachmentStatus,
       ],
     );
     return row;
   }
 
-  /** The queue head: priority first, then steer inputs before follow-ups, each group in received order. Call under the session lock. */
+  /**
+   * The queue head, if a claim may take it: priority first, then steer inputs before follow-ups,
+   * each group in received order. A head still preparing its attachments is not claimable, and
+   * nothing behind it is either. Call under the session lock.
+   */
   async head(manager: EntityManager, sessionId: string): Promise<InputEntity | null> {
-    return claimOrder(manager.getRepository(InputEntity), sessionId).limit(1).getOne();
+    return (await claimable(manager, sessionId, 1))[0] ?? null;
   }
 
   async get(sessionId: string, inputId: string): Promise<InputEntity> {
@@ -96,7 +105,7 @@ export class InputsService {
    * front of the claim order, in received order. Call under the session lock.
    */
   async steerPrefix(manager: EntityManager, sessionId: string): Promise<InputEntity[]> {
-    const ordered = await claimOrder(manager.getRepository(InputEntity), sessionId).limit(MAX_STEER_BATCH).getMany();
+    const ordered = await claimable(manager, sessionId, MAX_STEER_BATCH);
     // The prefix stops where the priority changes: a message that resumed a paused queue is not
     // batched with steers that were waiting before it.
     const prefix: InputEntity[] = [];
@@ -113,22 +122,26 @@ export class InputsService {
    * paused queue stay for the next claim. Call under the session lock.
    */
   async steersAfter(manager: EntityManager, sessionId: string, afterSeq: string): Promise<InputEntity[]> {
-    return manager
-      .getRepository(InputEntity)
-      .createQueryBuilder('i')
-      .where(`i.session_id = :sessionId AND i.status = 'pending' AND i.mode = 'steer' AND i.received_seq > :afterSeq`, { sessionId, afterSeq })
-      .orderBy('i.received_seq', 'ASC')
-      .limit(MAX_STEER_BATCH)
-      .getMany();
+    // Up to the first steer still preparing its attachments: a later steer never overtakes it.
+    const rows = (await manager.query(
+      prepared(`SELECT ${INPUT_COLUMNS} FROM inputs s
+       WHERE session_id = $1 AND status = 'pending' AND mode = 'steer' AND received_seq > $2
+         AND NOT EXISTS (SELECT 1 FROM inputs u WHERE u.session_id = $1 AND u.status = 'pending' AND u.mode = 'steer'
+                         AND u.received_seq > $2 AND u.received_seq <= s.received_seq AND u.attachment_status <> 'ready')
+       ORDER BY received_seq LIMIT $3`),
+      [sessionId, afterSeq, MAX_STEER_BATCH],
+    )) as Record<string, unknown>[];
+    return rows.map(inputFromRow);
   }
 
-  /** Whether a steer received after `afterSeq` waits (see steersAfter). */
+  /** Whether a steer received after `afterSeq` waits and could join now (see steersAfter). */
   async hasPendingSteer(sessionId: string, afterSeq: string): Promise<boolean> {
     const rows = (await this.inputs.query(
-      prepared(`SELECT 1 FROM inputs WHERE session_id = $1 AND status = 'pending' AND mode = 'steer' AND received_seq > $2 LIMIT 1`),
+      prepared(`SELECT attachment_status = 'ready' AS ready FROM inputs WHERE session_id = $1 AND status = 'pending' AND mode = 'steer' AND received_seq > $2
+       ORDER BY received_seq LIMIT 1`),
       [sessionId, afterSeq],
-    )) as unknown[];
-    return rows.length > 0;
+    )) as { ready: boolean }[];
+    return rows[0]?.ready === true;
   }
 
   /**
@@ -140,6 +153,11 @@ export class InputsService {
     if (!row) throw DomainError.notFound(`Input ${inputId}`);
     if (row.status !== 'pending') {
       throw new DomainError('state_conflict', `Input ${inputId} is ${row.status}; only pending inputs can be promoted`, { status: row.status });
+    }
+    if (row.attachmentStatus !== 'ready') {
+      throw new DomainError('state_conflict', `Input ${inputId} is still preparing its attachments; promote it once attachment_status is ready`, {
+        attachment_status: row.attachmentStatus,
+      });
     }
     if (row.mode === 'steer') return row;
     await manager.update(InputEntity, { id: inputId }, { mode: 'steer' });
@@ -162,20 +180,84 @@ export class InputsService {
     await manager.update(InputEntity, { id: In(inputIds), status: 'pending' }, { status: 'consumed', turnId, runId, consumedAt: at });
   }
 
+  /** An input by id alone (the worker's preparation; never for a client, who is scoped by session). */
+  async findById(inputId: string): Promise<InputEntity | null> {
+    if (!isUuid(inputId)) return null;
+    const rows = (await this.inputs.query(prepared(`SELECT ${INPUT_COLUMNS} FROM inputs WHERE id = $1`), [inputId])) as Record<string, unknown>[];
+    return rows[0] ? inputFromRow(rows[0]) : null;
+  }
+
+  /** An input of the session by id, read in the caller's transaction; null when there is none. */
+  async findIn(manager: EntityManager, sessionId: string, inputId: string): Promise<InputEntity | null> {
+    const rows = (await manager.query(prepared(`SELECT ${INPUT_COLUMNS} FROM inputs WHERE id = $1 AND session_id = $2`), [inputId, sessionId])) as Record<string, unknown>[];
+    return rows[0] ? inputFromRow(rows[0]) : null;
+  }
+
+  /** Locks an input row (serialises concurrent preparations of its attachments); null when it does not exist. */
+  async lockById(manager: EntityManager, inputId: string): Promise<InputEntity | null> {
+    const rows = (await manager.query(prepared(`SELECT ${INPUT_COLUMNS} FROM inputs WHERE id = $1 FOR UPDATE`), [inputId])) as Record<string, unknown>[];
+    return rows[0] ? inputFromRow(rows[0]) : null;
+  }
+
+  /** Every attached file is in the workdir: the input may run (call with the input locked). */
+  async markAttachmentsReady(manager: EntityManager, inputId: string): Promise<boolean> {
+    const [, count] = (await manager.query(
+      prepared(`UPDATE inputs SET attachment_status = 'ready', attachment_error = NULL WHERE id = $1 AND attachment_status = 'preparing'`),
+      [inputId],
+    )) as [unknown[], number];
+    return count === 1;
+  }
+
+  /** Why a preparation attempt failed, for clients (the input stays preparing; the sweep retries). */
+  async recordAttachmentError(inputId: string, message: string): Promise<void> {
+    await this.inputs.query(prepared(`UPDATE inputs SET attachment_error = $2 WHERE id = $1 AND attachment_status = 'preparing'`), [inputId, message]);
+  }
+
+  /** Inputs still preparing their attachments since before `receivedBefore` (crashed or lost preparations), oldest first. */
+  async preparingSince(receivedBefore: Date, limit: number): Promise<string[]> {
+    const rows = (await this.inputs.query(
+      prepared(`SELECT id FROM inputs WHERE attachment_status = 'preparing' AND received_at < $1 ORDER BY received_at LIMIT $2`),
+      [receivedBefore, limit],
+    )) as { id: string }[];
+    return rows.map((row) => row.id);
+  }
+
   /**
    * Sessions whose pending inputs waited past the grace period and that a worker could claim now
-   * (queue not paused, no active turn): candidates for a lost nudge, longest waiting first.
+   * (queue not paused, no active turn, a ready input not behind one still preparing): candidates
+   * for a lost nudge, longest waiting first.
    */
   async sessionsWithWaitingInputs(olderThan: Date, limit: number): Promise<string[]> {
     const rows = (await this.inputs.query(
       prepared(`SELECT i.session_id FROM inputs i JOIN sessions s ON s.id = i.session_id
-       WHERE i.status = 'pending' AND i.received_at < $1 AND NOT s.queue_paused
+       WHERE i.status = 'pending' AND i.received_at < $1 AND NOT s.queue_paused AND i.attachment_status = 'ready'
          AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = i.session_id AND t.status IN ('queued', 'in_progress', 'requires_action'))
+         AND NOT EXISTS (SELECT 1 FROM inputs h WHERE h.session_id = i.session_id AND h.status = 'pending' AND h.attachment_status <> 'ready'
+                         AND (${CLAIM_KEY('h')}) < (${CLAIM_KEY('i')}))
        GROUP BY i.session_id ORDER BY min(i.received_at) LIMIT $2`),
       [olderThan, limit],
     )) as { session_id: string }[];
     return rows.map((row) => row.session_id);
   }
+}
+
+/** An input's place in the claim order (lower first): priority, then steer before follow-up, then received order. */
+const CLAIM_KEY = (alias: string): string => `-${alias}.priority, CASE WHEN ${alias}.mode = 'steer' THEN 0 ELSE 1 END, ${alias}.received_seq`;
+
+/**
+ * The claimable prefix of a session's pending inputs: in claim order, up to (not including) the
+ * first input still preparing its attachments. An unready input therefore blocks everything
+ * behind it; it is never skipped.
+ */
+async function claimable(manager: EntityManager, sessionId: string, limit: number): Promise<InputEntity[]> {
+  const rows = (await manager.query(
+    prepared(`SELECT ${INPUT_COLUMNS} FROM (
+       SELECT ${INPUT_COLUMNS}, bool_and(attachment_status = 'ready') OVER (ORDER BY ${CLAIM_KEY('i')} ROWS UNBOUNDED PRECEDING) AS ready_so_far
+       FROM inputs i WHERE session_id = $1 AND status = 'pending') q
+     WHERE ready_so_far ORDER BY ${CLAIM_KEY('q')} LIMIT $2`),
+    [sessionId, limit],
+  )) as Record<string, unknown>[];
+  return rows.map(inputFromRow);
 }
 
 /** Pending inputs of a session in claim order: priority, then steer before follow-up, then received order. */
@@ -188,7 +270,9 @@ function claimOrder(repository: Repository<InputEntity>, sessionId: string): Sel
     .addOrderBy('i.received_seq', 'ASC');
 }
 
-export function toInputDto(input: InputEntity): InputDto {
+/** The input's projection; `attachments` are its files that still exist (any order: they are put in attachment_file_ids order). */
+export function toInputDto(input: InputEntity, attachments: AttachmentDto[] = []): InputDto {
+  const position = new Map(input.attachmentFileIds.map((id, index) => [id, index]));
   return {
     id: input.id,
     object: 'yuxi.session.input',
@@ -198,9 +282,9 @@ export function toInputDto(input: InputEntity): InputDto {
     received_seq: Number(input.receivedSeq),
     messages: input.messages,
     attachment_file_ids: input.attachmentFileIds,
-    attachments: [],
-    attachment_status: 'ready',
-    attachment_error: null,
+    attachments: [...attachments].sort((a, b) => (position.get(a.id) ?? 0) - (position.get(b.id) ?? 0)),
+    attachment_status: input.attachmentStatus,
+    attachment_error: input.attachmentStatus === 'ready' ? null : input.attachmentError,
     turn_id: input.turnId,
     run_id: input.runId,
     received_at: unixSeconds(input.receivedAt),

@@ -1,3 +1,4 @@
+export { AttachmentTransitions } from './attachment-transitions.js';
 export { LifecycleModule } from './lifecycle.module.js';
 export { type MessageSpec, resolveMode, SessionControls } from './session-controls.js';
 export { turnEvents } from './turn-events.js';

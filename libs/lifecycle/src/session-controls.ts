@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '#libs/errors';
+import { type FileEntity, FilesRepository } from '#libs/files';
 import { type FrozenInputConfig, type InputEntity, type InputMessage, type InputMode, InputsService } from '#libs/inputs';
 import { type SessionEntity, SessionsService } from '#libs/sessions';
 import type { OutgoingEvent } from '#libs/events';
@@ -12,6 +13,8 @@ export interface MessageSpec {
   /** A per-message model or approval override: follow-up intent. */
   hasOverride: boolean;
   messages: InputMessage[];
+  /** Drafts of the submitter attached to the input (bound in the same transaction). */
+  attachmentFileIds: string[];
   config: (session: SessionEntity) => FrozenInputConfig;
 }
 
@@ -29,6 +32,7 @@ export class SessionControls {
     private readonly sessions: SessionsService,
     private readonly inputs: InputsService,
     private readonly turns: TurnsService,
+    private readonly files: FilesRepository,
   ) {}
 
   /**
@@ -49,10 +53,12 @@ export class SessionControls {
       mode,
       priority: session.queuePaused ? 1 : 0,
       messages: spec.messages,
-      attachmentFileIds: [],
+      attachmentFileIds: spec.attachmentFileIds,
       config: spec.config(session),
       receivedAt,
     });
+    // An unknown or already attached file refuses the whole submission: nothing of it is stored.
+    await this.files.bindDrafts(manager, ownerId, spec.attachmentFileIds, sessionId, input.id);
     return { input, steersRunningTurn: mode === 'steer' && active !== null };
   }
 
@@ -115,6 +121,24 @@ export class SessionControls {
     const at = new Date();
     await this.inputs.cancelPending(manager, session.id, inputId, at);
     await this.sessions.recordInputCancelled(manager, session.id, at);
+  }
+
+  /**
+   * Deletes an attachment of the session (001): refused while its preparation is unfinished, while
+   * the input it belongs to is pending (it would run without it), or while a turn is active (its
+   * tools may be reading it). The file becomes a tombstone here; the caller removes its bytes.
+   * Call under the session lock.
+   */
+  async deleteAttachment(manager: EntityManager, session: SessionEntity, fileId: string): Promise<FileEntity> {
+    const file = await this.files.inSession(manager, session.id, fileId);
+    if (!file) throw DomainError.notFound(`Attachment ${fileId}`);
+    const busy = (why: string) => new DomainError('attachment_busy', `Attachment ${fileId} cannot be deleted now: ${why}`, { file_id: fileId });
+    if (file.status !== 'ready') throw busy('its preparation into the session workdir is unfinished');
+    const input = file.inputId ? await this.inputs.findIn(manager, session.id, file.inputId) : null;
+    if (input?.status === 'pending') throw busy(`the input ${input.id} it is attached to is still pending`);
+    if (await this.turns.activeTurn(manager, session.id)) throw busy('a turn of the session is active');
+    if (!(await this.files.tombstoneAttachment(manager, session.id, fileId))) throw DomainError.notFound(`Attachment ${fileId}`);
+    return file;
   }
 
   /** Archives when nothing is running or queued; history stays readable. */

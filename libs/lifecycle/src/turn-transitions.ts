@@ -22,6 +22,7 @@ import {
   TurnsService,
   type Usage,
 } from '#libs/turns';
+import { AttachmentTransitions } from './attachment-transitions.js';
 import { turnEvents } from './turn-events.js';
 
 /** A turn a worker now holds a lease on: freshly claimed from the queue, or taken over. */
@@ -100,6 +101,7 @@ export class TurnTransitions {
     private readonly turns: TurnsService,
     private readonly outbox: EventOutbox,
     private readonly config: AppConfig,
+    private readonly attachments: AttachmentTransitions,
   ) {}
 
   /**
@@ -151,6 +153,7 @@ export class TurnTransitions {
         now,
       );
       const userItems = await this.turns.insertItems(manager, firstItemSeq, newItems.map((item) => ({ ...item, turnId: turn.id, runId: run.id })));
+      await this.attachments.bindToMessages(manager, batch, userItems);
       // The documented order: run created, turn created, turn in progress, then the turn's items.
       const events: OutgoingEvent[] = [turnEvents.run('created', run), turnEvents.turn('created', turn), turnEvents.turn('in_progress', turn)];
       userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index)));
@@ -233,6 +236,7 @@ export class TurnTransitions {
       const yielded: RunEntity = { ...held.run, id: lease.runId, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };
       events.push(turnEvents.run('yielded', yielded), turnEvents.run('created', next));
       const userItems = await this.turns.insertItems(manager, firstSeq + partial, newItems.map((item) => ({ ...item, turnId: held.turn.id, runId: next.id })));
+      await this.attachments.bindToMessages(manager, steers, userItems);
       for (const item of userItems) {
         events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
         index += 1;

@@ -14,7 +14,7 @@ export { MessageEventDto, MessageEventYuxiDto, PROTOCOL_EVENT_TYPES, SubmitEvent
 export { messageText, parseAgentInput } from './input-parser.js';
 export { ProtocolModule } from './protocol.module.js';
 export { SessionQueriesService } from './session-queries.service.js';
-export { ArchiveSession, CreateSession, SubmitEvent, UpdateSession } from './use-cases/index.js';
+export { ArchiveSession, CreateSession, DeleteAttachment, SubmitEvent, UpdateSession } from './use-cases/index.js';
 export { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
 export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQueueEventDto, PromoteInputEventDto, UpdateSessionDto, UpdateSessionYuxiDto } from './dto/update-session.dto.js';
 export { AnswerResponseDto, ApprovalDecisionDto, ApprovalResponseDto, ResumeEventDto, ToolResultEventDto, WaitpointAnswerDto } from './dto/waitpoint-events.dto.js';

@@ -31,7 +31,10 @@ export function parseAgentInput(raw: unknown): ParsedInput {
       errors.push(`${path} must be an object`);
       return;
     }
-    for (const key of Object.keys(message)) if (key !== 'role' && key !== 'content' && key !== 'type') errors.push(`${path}.${key} is an unknown field`);
+    for (const key of Object.keys(message)) {
+      if (key === 'yuxi') errors.push(`${path}.yuxi is not supported: attachments belong to the whole submission, send them as yuxi.attachment_file_ids`);
+      else if (key !== 'role' && key !== 'content' && key !== 'type') errors.push(`${path}.${key} is an unknown field`);
+    }
     if (message.type !== undefined && message.type !== 'message') errors.push(`${path}.type must be "message"`);
     if (message.role !== 'user') errors.push(`${path}.role must be "user"`);
     const content: InputContentBlock[] = [];

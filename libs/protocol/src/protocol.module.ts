@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '#libs/agents';
 import { EventsModule } from '#libs/events';
+import { FilesModule } from '#libs/files';
 import { InputsModule } from '#libs/inputs';
 import { LifecycleModule } from '#libs/lifecycle';
 import { ModelsModule } from '#libs/models';
@@ -8,12 +9,12 @@ import { QueueModule } from '#libs/queue';
 import { SessionsModule } from '#libs/sessions';
 import { TurnsModule } from '#libs/turns';
 import { SessionQueriesService } from './session-queries.service.js';
-import { ArchiveSession, CreateSession, SubmitEvent, UpdateSession, USE_CASES } from './use-cases/index.js';
+import { ArchiveSession, CreateSession, DeleteAttachment, SubmitEvent, UpdateSession, USE_CASES } from './use-cases/index.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
-  imports: [AgentsModule, LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
+  imports: [AgentsModule, FilesModule, LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
   providers: [...USE_CASES, SessionQueriesService],
-  exports: [CreateSession, SubmitEvent, UpdateSession, ArchiveSession, SessionQueriesService, AgentsModule],
+  exports: [CreateSession, SubmitEvent, UpdateSession, ArchiveSession, DeleteAttachment, SessionQueriesService, AgentsModule],
 })
 export class ProtocolModule {}

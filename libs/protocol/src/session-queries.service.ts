@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import type { PageQuery } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { type AcceptedReceipt, IdempotencyService, InputsService, toInputDto } from '#libs/inputs';
+import { type AttachmentDto, type AttachmentListDto, type FileEntity, FilesRepository, SessionFiles, StorageObjectMissing, toAttachmentDto } from '#libs/files';
+import { type AcceptedReceipt, IdempotencyService, type InputEntity, InputsService, toInputDto } from '#libs/inputs';
 import { type SessionFilter, SessionsService } from '#libs/sessions';
 import {
   type ItemListDto,
@@ -28,7 +29,34 @@ export class SessionQueriesService {
     private readonly turns: TurnsService,
     private readonly inputs: InputsService,
     private readonly idempotency: IdempotencyService,
+    private readonly files: FilesRepository,
+    private readonly sessionFiles: SessionFiles,
   ) {}
+
+  /** The session's attachments (formal file references of its workdir), with their input, message and artifact URL. */
+  async listAttachments(principal: Principal, sessionId: string, page: PageQuery): Promise<AttachmentListDto> {
+    await this.sessions.getVisible(principal.userId, sessionId);
+    const { rows, hasMore } = await this.files.listInSession(sessionId, page);
+    const data = rows.map(toAttachmentDto);
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+  }
+
+  /** The bytes of a ready file of the session's workdir (its artifact URL). */
+  async fileContent(principal: Principal, sessionId: string, fileId: string): Promise<{ file: FileEntity; bytes: Buffer }> {
+    await this.sessions.getVisible(principal.userId, sessionId);
+    const file = await this.files.inSession(null, sessionId, fileId);
+    if (!file) throw DomainError.notFound(`File ${fileId}`);
+    if (file.status !== 'ready') throw new DomainError('file_not_ready', `File ${fileId} is still being prepared into the session workdir`, { file_id: fileId });
+    try {
+      const read = await this.sessionFiles.read(sessionId, fileId);
+      if (!read) throw DomainError.notFound(`File ${fileId}`);
+      return read;
+    } catch (error) {
+      // Deleted between the two reads.
+      if (error instanceof StorageObjectMissing) throw DomainError.notFound(`File ${fileId}`);
+      throw error;
+    }
+  }
 
   async getSession(principal: Principal, sessionId: string): Promise<SessionDto> {
     return toSessionDto(await this.sessions.getVisible(principal.userId, sessionId));
@@ -84,14 +112,27 @@ export class SessionQueriesService {
   async getQueue(principal: Principal, sessionId: string): Promise<QueueDto> {
     const session = await this.sessions.getVisible(principal.userId, sessionId);
     const pending = await this.inputs.pending(sessionId);
-    return { object: 'yuxi.session.queue', session_id: sessionId, paused: session.queuePaused, data: pending.map(toInputDto) };
+    const attachments = await this.attachmentsOf(pending);
+    return { object: 'yuxi.session.queue', session_id: sessionId, paused: session.queuePaused, data: pending.map((input) => toInputDto(input, attachments.get(input.id))) };
   }
 
   async getInput(principal: Principal, sessionId: string, inputId: string): Promise<InputDetailDto> {
     await this.sessions.getVisible(principal.userId, sessionId);
     const input = await this.inputs.get(sessionId, inputId);
     const items = input.status === 'consumed' ? await this.turns.itemsOfInput(sessionId, input.id) : [];
-    return { ...toInputDto(input), items: items.map(toItemDto) };
+    const attachments = await this.attachmentsOf([input]);
+    return { ...toInputDto(input, attachments.get(input.id)), items: items.map(toItemDto) };
+  }
+
+  /** The existing attachments of inputs that were submitted with files, by input id. */
+  private async attachmentsOf(inputs: InputEntity[]): Promise<Map<string, AttachmentDto[]>> {
+    const byInput = new Map<string, AttachmentDto[]>();
+    const withFiles = inputs.filter((input) => input.attachmentFileIds.length > 0).map((input) => input.id);
+    for (const file of await this.files.filesOfInputs(withFiles)) {
+      if (!file.inputId) continue;
+      byInput.set(file.inputId, [...(byInput.get(file.inputId) ?? []), toAttachmentDto(file)]);
+    }
+    return byInput;
   }
 
   async getState(principal: Principal, sessionId: string): Promise<SessionStateDto> {

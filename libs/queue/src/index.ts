@@ -1,5 +1,6 @@
 export { JOBS, type JobName, type JobPayloads, QUEUE_JOBS, QUEUES } from './queue-names.js';
 export { QueueModule } from './queue.module.js';
 export { SessionDispatcher } from './session-dispatcher.js';
+export { AttachmentJobs } from './attachment-jobs.js';
 export { RunSignals } from './run-signals.js';
 export { type WorkerAnnouncement, WorkerPresence, workerPresenceKey, WORKERS_SET } from './worker-presence.js';

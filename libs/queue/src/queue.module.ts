@@ -4,6 +4,7 @@ import { AppConfig } from '#libs/config';
 import { QUEUES } from './queue-names.js';
 import { QuietQueue, QuietWorker } from './quiet-bullmq.js';
 import { RunSignals, signalsRedisProviders } from './run-signals.js';
+import { AttachmentJobs } from './attachment-jobs.js';
 import { SessionDispatcher } from './session-dispatcher.js';
 import { presenceRedisProvider, WorkerPresence } from './worker-presence.js';
 
@@ -20,7 +21,7 @@ BullModule.workerClass = QuietWorker;
     }),
     // Producers fail fast while Redis is down instead of queueing commands in memory: a nudge is
     // only a hint (the outbox relay and the sweep re-nudge), and a request must not hang on it.
-    ...[QUEUES.sessions, QUEUES.maintenance].map((name) =>
+    ...[QUEUES.sessions, QUEUES.maintenance, QUEUES.files].map((name) =>
       BullModule.registerQueueAsync({
         name,
         inject: [AppConfig],
@@ -28,7 +29,7 @@ BullModule.workerClass = QuietWorker;
       }),
     ),
   ],
-  providers: [SessionDispatcher, RunSignals, ...signalsRedisProviders, WorkerPresence, presenceRedisProvider],
-  exports: [SessionDispatcher, RunSignals, BullModule, WorkerPresence],
+  providers: [SessionDispatcher, AttachmentJobs, RunSignals, ...signalsRedisProviders, WorkerPresence, presenceRedisProvider],
+  exports: [SessionDispatcher, AttachmentJobs, RunSignals, BullModule, WorkerPresence],
 })
 export class QueueModule {}

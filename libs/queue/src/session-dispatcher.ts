@@ -37,6 +37,21 @@ export class SessionDispatcher {
     );
   }
 
+  /**
+   * Nudges because an input became claimable (its attachments are ready), under a job id of that
+   * input's own: the session's dedup key may be held by the job of a worker that died (until
+   * BullMQ declares it stalled), and the input must not wait for that. A failure is logged; the
+   * sweep re-dispatches idle sessions with waiting inputs.
+   */
+  async nudgeReadyInput(sessionId: string, inputId: string): Promise<void> {
+    try {
+      await this.queue.add(JOBS.dispatchSession, { sessionId }, { deduplication: { id: `ready:${inputId}` }, removeOnComplete: true, removeOnFail: 1000 });
+    } catch (error) {
+      metrics.redisError('queue');
+      this.log.warn(`dispatch nudges are failing; the outbox relay and the recovery sweep will retry: ${String(error)}`);
+    }
+  }
+
   /** For request paths that already committed: a failed nudge is logged, the sweep redelivers it. */
   async nudgeQuietly(sessionId: string): Promise<void> {
     try {

@@ -1,13 +1,24 @@
 import type { ModelMessage } from '#libs/models';
 import type { ItemEntity } from '#libs/turns';
 
+/** A file attached to a user message, as the model is told about it. */
+export interface MessageAttachment {
+  id: string;
+  filename: string;
+  mimeType: string;
+  bytes: number;
+}
+
 /**
  * The conversation a model call sees, from the session's latest items: user and assistant messages
  * as text, each function_call attached to the assistant message before it, each output as a tool
  * message. Providers refuse a tool call without its output (and the reverse), and a window of the
- * latest items can cut a pair in two: unpaired calls and outputs are left out.
+ * latest items can cut a pair in two: unpaired calls and outputs are left out. A user message that
+ * files were bound to (on consumption: the last message of an input submitted with attachments)
+ * lists them after its text; messages of inputs not consumed yet are not items, so the model never
+ * hears of queued or cancelled inputs' files.
  */
-export function toModelMessages(items: readonly ItemEntity[]): ModelMessage[] {
+export function toModelMessages(items: readonly ItemEntity[], attachments: ReadonlyMap<string, readonly MessageAttachment[]> = new Map()): ModelMessage[] {
   const outputs = new Set(items.filter((i) => i.type === 'function_call_output').map((i) => i.content[0]?.call_id));
   const calls = new Set(items.filter((i) => i.type === 'function_call').map((i) => i.content[0]?.call_id));
   const messages: ModelMessage[] = [];
@@ -30,7 +41,15 @@ export function toModelMessages(items: readonly ItemEntity[]): ModelMessage[] {
       .filter((p) => typeof p.text === 'string')
       .map((p) => p.text)
       .join('\n');
-    messages.push(item.role === 'assistant' ? { role: 'assistant', text } : { role: 'user', text });
+    if (item.role === 'assistant') messages.push({ role: 'assistant', text });
+    else messages.push({ role: 'user', text: withAttachmentList(text, attachments.get(item.id)) });
   }
   return messages;
+}
+
+/** The message text, then one line naming its attached files (by file_id, which the file tools take). */
+export function withAttachmentList(text: string, files: readonly MessageAttachment[] | undefined): string {
+  if (!files || files.length === 0) return text;
+  const list = files.map((file) => `${file.filename} (file_id ${file.id}, ${file.mimeType}, ${file.bytes} bytes)`).join('; ');
+  return `${text}\n\n[Attached files: ${list}]`;
 }

@@ -6,8 +6,11 @@ import { SessionDispatcher } from '#libs/queue';
 import { type RunEntity, TurnsService } from '#libs/turns';
 import { TurnTransitions } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
+import { AttachmentPreparer } from './attachment-preparer.js';
 
 const SWEEP_BATCH = 500;
+/** Background preparations the sweep keeps running in one worker process at most. */
+const PREPARATIONS_PER_PROCESS = 16;
 /** Expired rows are deleted in batches until none is left or this many batches ran (a sweep stays short). */
 const DELETE_BATCHES = 20;
 const DELETE_BATCH = 5_000;
@@ -28,13 +31,15 @@ export interface SweepReport {
   redispatched: number;
   receiptsDeleted: number;
   eventsPruned: number;
+  preparationsResumed: number;
 }
 
 /**
  * Repairs what lost messages and dead workers leave behind. A run whose lease expired is
  * interrupted and its turn continues in a new run on another worker (takeover, not failure); a run
  * waiting for a worker whose nudge was lost is nudged again; a session whose inputs wait with
- * nothing running is nudged again; expired idempotency receipts and outbox rows past the replay window are deleted. Each step is
+ * nothing running is nudged again; attachments whose preparation was interrupted are prepared again;
+ * expired idempotency receipts and outbox rows past the replay window are deleted. Each step is
  * idempotent and decided in Postgres, so several workers may sweep at once.
  */
 @Injectable()
@@ -52,6 +57,7 @@ export class RecoveryService {
     private readonly dispatcher: SessionDispatcher,
     private readonly outbox: EventOutbox,
     private readonly publisher: EventPublisher,
+    private readonly preparer: AttachmentPreparer,
     private readonly config: AppConfig,
   ) {}
 
@@ -64,6 +70,7 @@ export class RecoveryService {
     for (const { sessionId, runId } of awaiting) await this.dispatcher.nudgeTakeover(sessionId, runId).catch(() => undefined);
     const waiting = await this.inputs.sessionsWithWaitingInputs(new Date(Date.now() - this.config.recoveryGraceMs), SWEEP_BATCH);
     for (const sessionId of waiting) await this.dispatcher.nudgeQuietly(sessionId);
+    const preparationsResumed = await this.resumePreparations();
     const receiptsDeleted = await inBatches((limit) => this.idempotency.deleteExpired(limit));
     const eventsPruned = await inBatches((limit) => this.outbox.prune(this.config.eventsReplayTtlSeconds, limit));
     // Logged when something changed (runs interrupted, other sessions re-dispatched); the same
@@ -76,7 +83,20 @@ export class RecoveryService {
       this.lastReportAt = now;
     }
     this.lastRedispatched = redispatched;
-    return { interruptedRuns, takeoversNudged: awaiting.length, redispatched: waiting.length, receiptsDeleted, eventsPruned };
+    return { interruptedRuns, takeoversNudged: awaiting.length, redispatched: waiting.length, receiptsDeleted, eventsPruned, preparationsResumed };
+  }
+
+  /**
+   * Inputs still preparing their attachments past the grace period (a worker died mid-copy, the
+   * job was lost, storage failed): the same preparation runs again, in the background so that a
+   * slow store never holds up the rest of the sweep. Preparations of archived sessions finish too.
+   */
+  private async resumePreparations(): Promise<number> {
+    const room = PREPARATIONS_PER_PROCESS - this.preparer.running;
+    if (room <= 0) return 0;
+    const stale = await this.inputs.preparingSince(new Date(Date.now() - this.config.recoveryGraceMs), room);
+    for (const inputId of stale) void this.preparer.prepare(inputId).catch((error: unknown) => this.logger.warn(`preparation of input ${inputId} failed: ${String(error)}`));
+    return stale.length;
   }
 
   private async interrupt(run: RunEntity): Promise<boolean> {

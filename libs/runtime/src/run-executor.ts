@@ -10,6 +10,7 @@ import { EventOutbox, EventPublisher, type OutboxBatch } from '#libs/events';
 import { InputsService } from '#libs/inputs';
 import { metrics, toolSourceLabel } from '#libs/metrics';
 import { assistantItem, type HeldTurn, type Outcome, type RunOutput, StepTransitions, TurnTransitions, turnEvents } from '#libs/lifecycle';
+import { FilesRepository } from '#libs/files';
 import { ModelError, ModelRegistry, streamWithRetries } from '#libs/models';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
 import { type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError, validateToolArguments } from '#libs/tools';
@@ -18,7 +19,7 @@ import { FencingStats } from './fencing-stats.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LiveEvents } from './live-events.js';
 import { measuredProvider } from './model-metrics.js';
-import { toModelMessages } from './model-context.js';
+import { type MessageAttachment, toModelMessages } from './model-context.js';
 import type { RunControl } from './run-control.js';
 import { LeaseLostError, ShuttingDownError, TurnCancelledError, TurnLimitError } from './run-errors.js';
 import { planNextStep } from './step-plan.js';
@@ -74,6 +75,7 @@ export class RunExecutor {
     private readonly signals: RunSignals,
     private readonly stats: FencingStats,
     private readonly config: AppConfig,
+    private readonly files: FilesRepository,
   ) {}
 
   async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<void> {
@@ -221,13 +223,14 @@ export class RunExecutor {
     const { held } = state;
     const { provider, model } = this.models.resolve(held.run.model);
     const context = await this.turns.contextItems(this.dataSource.manager, held.turn.sessionId, held.turn.id, CONTEXT_ITEMS);
+    const attachments = await this.attachmentsOf(context);
     state.output = { item: null, outputIndex: state.outputIndex, text: '', lostDeltas: false };
     const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null };
     let reasoning = '';
     const request = {
       model,
       instructions: held.config.instructions,
-      messages: toModelMessages(context),
+      messages: toModelMessages(context, attachments),
       tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
       signal: control.abort.signal,
     };
@@ -276,6 +279,17 @@ export class RunExecutor {
     return result;
   }
 
+  /** The files bound to the user messages in the context (consumed inputs' attachments that still exist), by message id. */
+  private async attachmentsOf(context: { id: string; role: string | null }[]): Promise<Map<string, MessageAttachment[]>> {
+    const byMessage = new Map<string, MessageAttachment[]>();
+    const userMessages = context.filter((item) => item.role === 'user').map((item) => item.id);
+    for (const file of await this.files.filesOfMessages(userMessages)) {
+      if (!file.messageId) continue;
+      byMessage.set(file.messageId, [...(byMessage.get(file.messageId) ?? []), { id: file.id, filename: file.filename, mimeType: file.mimeType, bytes: file.bytes }]);
+    }
+    return byMessage;
+  }
+
   /** Runs one server tool call under the stable key `<turn_id>:<call_id>`; a tool that cannot be reached is an error output for the model. */
   private async runTool(held: HeldTurn, tools: ResolvedTool[], declarations: ToolDeclaration[], call: ToolCallSpec, control: RunControl): Promise<{ success: boolean; output: string }> {
     const tool = tools.find((t) => t.name === call.name);
@@ -291,7 +305,7 @@ export class RunExecutor {
     if (control.abort.signal.aborted) forward();
     control.abort.signal.addEventListener('abort', forward);
     try {
-      return await this.tools.execute(tool, declarations, args.value, { idempotencyKey: `${held.turn.id}:${call.call_id}`, signal: signal.signal });
+      return await this.tools.execute(tool, declarations, args.value, { idempotencyKey: `${held.turn.id}:${call.call_id}`, signal: signal.signal, sessionId: held.turn.sessionId });
     } catch (error) {
       if (signal.signal.aborted) {
         metrics.toolCall(toolSourceLabel(tool.source), 'aborted');

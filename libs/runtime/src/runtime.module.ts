@@ -1,11 +1,13 @@
 import { Module } from '@nestjs/common';
 import { EventsModule } from '#libs/events';
+import { FilesModule } from '#libs/files';
 import { InputsModule } from '#libs/inputs';
 import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
 import { SessionsModule } from '#libs/sessions';
 import { ToolsModule } from '#libs/tools';
 import { TurnsModule } from '#libs/turns';
+import { AttachmentPreparer } from './attachment-preparer.js';
 import { FencingStats } from './fencing-stats.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { QueueMetrics } from './queue-metrics.js';
@@ -16,8 +18,8 @@ import { LifecycleModule } from '#libs/lifecycle';
 
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
-  imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule],
-  providers: [RunExecutor, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics],
-  exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats],
+  imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
+  providers: [RunExecutor, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}

@@ -1,7 +1,8 @@
 import type { Calculator } from './calculator.js';
-import type { ToolCallContext, ToolExecutor, ToolOutcome } from './tool.types.js';
+import { listFiles, readFile } from './file-tools.js';
+import type { ToolCallContext, ToolExecutor, ToolOutcome, WorkdirFiles } from './tool.types.js';
 
-export const BUILTIN_TOOL_NAMES = ['ask_user', 'calculator', 'current_time'] as const;
+export const BUILTIN_TOOL_NAMES = ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file'] as const;
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 export interface BuiltinToolDefinition {
@@ -54,6 +55,24 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
     },
     executor: 'server',
   },
+  list_files: {
+    name: 'list_files',
+    description: 'List the files of this session\'s workdir (attached by the user): file_id, filename, mime_type and size of each.',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+    executor: 'server',
+  },
+  read_file: {
+    name: 'read_file',
+    description:
+      'Read a file of this session\'s workdir by its file_id: the text of a text file (txt, md, csv, json), the text of each page of a PDF. Images have no text to read.',
+    parameters: {
+      type: 'object',
+      properties: { file_id: { type: 'string', pattern: '^[0-9a-f]{32}$', description: 'As listed by list_files or in the attachment list of a user message.' } },
+      required: ['file_id'],
+      additionalProperties: false,
+    },
+    executor: 'server',
+  },
 };
 
 export function isBuiltinToolName(name: string): name is BuiltinToolName {
@@ -66,6 +85,7 @@ export async function executeBuiltin(
   args: Record<string, unknown>,
   ctx: ToolCallContext,
   calculator: Calculator,
+  files: WorkdirFiles,
 ): Promise<ToolOutcome> {
   ctx.signal.throwIfAborted();
   switch (name) {
@@ -74,6 +94,10 @@ export async function executeBuiltin(
       return calculator.evaluate(args.expression, ctx.signal);
     case 'current_time':
       return currentTime(args.timezone);
+    case 'list_files':
+      return listFiles(files, ctx.sessionId);
+    case 'read_file':
+      return readFile(files, ctx.sessionId, args.file_id);
     default:
       throw new Error(`builtin tool ${name} is not executed by the worker`);
   }

@@ -7,7 +7,11 @@ export type {
   ToolDeclaration,
   ToolExecutor,
   ToolOutcome,
+  WorkdirFile,
+  WorkdirFiles,
 } from './tool.types.js';
+export { WORKDIR_FILES } from './tool.types.js';
+export { listFiles, MAX_READ_CHARS, readFile } from './file-tools.js';
 export { parseToolDeclarations, MAX_TOOLS, TOOL_NAME_PATTERN } from './declarations.js';
 export {
   BUILTIN_TOOL_NAMES,

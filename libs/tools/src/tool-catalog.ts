@@ -1,9 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { BUILTIN_TOOLS, executeBuiltin, isBuiltinToolName } from './builtin-tools.js';
 import { Calculator } from './calculator.js';
 import { TOOL_NAME_PATTERN } from './declarations.js';
 import { McpConnector } from './mcp-connector.js';
-import type { McpToolDeclaration, ResolvedTool, ToolCallContext, ToolDeclaration, ToolOutcome } from './tool.types.js';
+import { type McpToolDeclaration, type ResolvedTool, type ToolCallContext, type ToolDeclaration, type ToolOutcome, WORKDIR_FILES, type WorkdirFiles } from './tool.types.js';
 
 export { ToolSourceError } from './errors.js';
 
@@ -15,6 +15,7 @@ export class ToolCatalog {
   constructor(
     private readonly connector: McpConnector,
     private readonly calculator: Calculator,
+    @Inject(WORKDIR_FILES) private readonly files: WorkdirFiles,
   ) {}
 
   /**
@@ -31,7 +32,7 @@ export class ToolCatalog {
   /** Runs a server-executed tool (`executor: 'server'`); rejects with the signal's reason on abort. */
   async execute(tool: ResolvedTool, declarations: ToolDeclaration[], args: object, ctx: ToolCallContext): Promise<ToolOutcome> {
     if (tool.executor !== 'server') throw new Error(`tool ${tool.name} is executed by the ${tool.executor}, not the worker`);
-    if (tool.source === 'builtin') return executeBuiltin(tool.name, args as Record<string, unknown>, ctx, this.calculator);
+    if (tool.source === 'builtin') return executeBuiltin(tool.name, args as Record<string, unknown>, ctx, this.calculator, this.files);
     const label = tool.source.startsWith(MCP_SOURCE) ? tool.source.slice(MCP_SOURCE.length) : undefined;
     const decl = declarations.find((d): d is McpToolDeclaration => d.type === 'mcp' && d.server_label === label);
     if (!decl) throw new Error(`no declaration for the source ${tool.source} of tool ${tool.name}`);

@@ -56,4 +56,24 @@ export interface ToolOutcome {
 export interface ToolCallContext {
   idempotencyKey: string;
   signal: AbortSignal;
+  /** The session whose turn makes the call (whose workdir the file tools read). */
+  sessionId: string;
 }
+
+/** One file of a session's workdir, as the file tools show it. */
+export interface WorkdirFile {
+  id: string;
+  filename: string;
+  mimeType: string;
+  bytes: number;
+  inputId: string | null;
+}
+
+/** What the file tools read: a session's workdir (libs/files provides it). */
+export interface WorkdirFiles {
+  list(sessionId: string): Promise<WorkdirFile[]>;
+  /** The file's text, page by page (`pages` null: a kind without text, e.g. an image); null when the session has no such file. */
+  readText(sessionId: string, fileId: string): Promise<{ file: WorkdirFile; pages: string[] | null } | null>;
+}
+
+export const WORKDIR_FILES = Symbol('WORKDIR_FILES');

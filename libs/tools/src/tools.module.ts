@@ -1,11 +1,29 @@
 import { Module } from '@nestjs/common';
+import { FilesModule, SessionFiles } from '#libs/files';
 import { Calculator } from './calculator.js';
 import { McpConnector } from './mcp-connector.js';
 import { ToolCatalog } from './tool-catalog.js';
+import { WORKDIR_FILES, type WorkdirFiles } from './tool.types.js';
+
+/** The file tools read the session workdir through libs/files. */
+const workdirFiles = {
+  provide: WORKDIR_FILES,
+  inject: [SessionFiles],
+  useFactory: (files: SessionFiles): WorkdirFiles => ({
+    list: async (sessionId) => (await files.list(sessionId)).map(({ id, filename, mimeType, bytes, inputId }) => ({ id, filename, mimeType, bytes, inputId })),
+    readText: async (sessionId, fileId) => {
+      const read = await files.readText(sessionId, fileId);
+      if (!read) return null;
+      const { id, filename, mimeType, bytes, inputId } = read.file;
+      return { file: { id, filename, mimeType, bytes, inputId }, pages: read.pages };
+    },
+  }),
+};
 
 // AppConfig (for McpConnector) comes from the global ConfigModule.
 @Module({
-  providers: [{ provide: Calculator, useFactory: () => new Calculator() }, McpConnector, ToolCatalog],
+  imports: [FilesModule],
+  providers: [{ provide: Calculator, useFactory: () => new Calculator() }, McpConnector, ToolCatalog, workdirFiles],
   exports: [ToolCatalog, McpConnector],
 })
 export class ToolsModule {}

@@ -7,7 +7,7 @@ export const TAGS = {
     description: 'Submit inputs and control events (messages, steers, cancels, waitpoint answers, tool results), read the queue, inputs and receipts, and subscribe to the session event stream (SSE).',
   },
   turns: { name: 'turns-and-items', description: 'Turns, their runs (execution segments) and the items of the session history.' },
-  files: { name: 'files', description: 'Files uploaded for attachments.' },
+  files: { name: 'files', description: 'Files: upload drafts (and read or delete them before they are attached with `yuxi.attachment_file_ids`), a session\'s attachments and the bytes of its workdir files.' },
   admin: { name: 'admin', description: 'Agents, API keys and the audit trail (full-access callers; some for administrators only).' },
   operations: { name: 'operations', description: 'Health and Prometheus metrics, without credentials.' },
 } as const;

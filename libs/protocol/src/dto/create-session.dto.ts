@@ -1,8 +1,22 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsString, Length, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, Length, Matches, ValidateNested } from 'class-validator';
 import { AGENT_INPUT_SCHEMA } from './input.schema.js';
 import { IsAgentInput, OptionalNotNull } from './validators.js';
+
+export const MAX_ATTACHMENTS = 20;
+export const FILE_ID_PATTERN = /^[0-9a-f]{32}$/;
+
+/** `yuxi.attachment_file_ids`, the same on session create and on a message. */
+export const ATTACHMENT_FILE_IDS_SCHEMA: ApiPropertyOptions = {
+  type: 'array',
+  maxItems: MAX_ATTACHMENTS,
+  uniqueItems: true,
+  items: { type: 'string', pattern: '^[0-9a-f]{32}$' },
+  example: ['0123456789abcdef0123456789abcdef'],
+  description:
+    'Draft file ids (POST /files) attached to this submission\'s input, at most 20, in order (the order is part of the idempotency intent). Each must be a live draft of the caller: unknown or expired → 404 and nothing is stored; attached already → 409 `file_already_bound`. The input is accepted at once with `attachment_status: preparing` and runs once a worker has put the files in the session\'s workdir. Requires a non-empty input.',
+};
 
 export class SessionAgentOverrideDto {
   @ApiPropertyOptional({ description: 'Model override, `provider:model`.', example: 'scripted:echo' })
@@ -13,11 +27,12 @@ export class SessionAgentOverrideDto {
 }
 
 export class CreateSessionYuxiDto {
-  @ApiPropertyOptional({ type: [String], maxItems: 20, description: 'Draft file ids bound to the initial input (not available yet: 422 not_implemented).' })
+  @ApiPropertyOptional(ATTACHMENT_FILE_IDS_SCHEMA)
   @OptionalNotNull()
   @IsArray()
-  @ArrayMaxSize(20)
-  @IsString({ each: true })
+  @ArrayMaxSize(MAX_ATTACHMENTS)
+  @ArrayUnique({ message: 'attachment_file_ids must not repeat a file' })
+  @Matches(FILE_ID_PATTERN, { each: true, message: 'each attachment file id is 32 lowercase hexadecimal characters' })
   attachment_file_ids?: string[];
 }
 

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, Equals, IsArray, IsIn, IsObject, IsString, Length, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, Equals, IsArray, IsIn, IsObject, IsString, Length, Matches, ValidateNested } from 'class-validator';
+import { ATTACHMENT_FILE_IDS_SCHEMA, FILE_ID_PATTERN, MAX_ATTACHMENTS } from './create-session.dto.js';
 import { AGENT_INPUT_SCHEMA } from './input.schema.js';
 import { IsAgentInput, OptionalNotNull } from './validators.js';
 
@@ -25,11 +26,12 @@ export class MessageEventYuxiDto {
   @IsIn(['default', 'always_ask', 'always_trust'])
   tool_approval_mode?: 'default' | 'always_ask' | 'always_trust';
 
-  @ApiPropertyOptional({ type: [String], maxItems: 20, description: 'Not available yet (422 not_implemented).' })
+  @ApiPropertyOptional(ATTACHMENT_FILE_IDS_SCHEMA)
   @OptionalNotNull()
   @IsArray()
-  @ArrayMaxSize(20)
-  @IsString({ each: true })
+  @ArrayMaxSize(MAX_ATTACHMENTS)
+  @ArrayUnique({ message: 'attachment_file_ids must not repeat a file' })
+  @Matches(FILE_ID_PATTERN, { each: true, message: 'each attachment file id is 32 lowercase hexadecimal characters' })
   attachment_file_ids?: string[];
 }
 

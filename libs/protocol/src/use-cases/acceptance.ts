@@ -5,7 +5,7 @@ import { newId } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
-import { SessionDispatcher } from '#libs/queue';
+import { AttachmentJobs, SessionDispatcher } from '#libs/queue';
 import { type SessionEntity, SessionsService } from '#libs/sessions';
 
 /** What an accepting transaction produced besides its response: the events announcing it. */
@@ -15,6 +15,8 @@ export interface Accepted extends WorkResult {
   nudge: boolean;
   /** A run waiting to be taken over (the recovery sweep nudges it too, should this nudge be lost). */
   takeover?: string | null;
+  /** An input whose attachments a worker must prepare (the recovery sweep does, should this job be lost). */
+  prepare?: string | null;
 }
 
 /** What a control event did under the session lock. */
@@ -42,6 +44,7 @@ export class Acceptance {
     private readonly sessions: SessionsService,
     private readonly outbox: EventOutbox,
     private readonly dispatcher: SessionDispatcher,
+    private readonly attachmentJobs: AttachmentJobs,
   ) {}
 
   async accept(
@@ -54,6 +57,7 @@ export class Acceptance {
     let batch: OutboxBatch | null = null;
     let nudge = false;
     let takeover: string | null = null;
+    let prepare: string | null = null;
     const result = await this.idempotency.execute(
       { ownerId: principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
       async (manager) => {
@@ -61,10 +65,11 @@ export class Acceptance {
         if (accepted.sessionId) batch = await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge: accepted.nudge });
         nudge = accepted.nudge;
         takeover = accepted.takeover ?? null;
+        prepare = accepted.prepare ?? null;
         return accepted;
       },
     );
-    if (!result.replayed && batch) this.afterCommit(batch, nudge, takeover);
+    if (!result.replayed && batch) this.afterCommit(batch, nudge, takeover, prepare);
     return result;
   }
 
@@ -92,8 +97,9 @@ export class Acceptance {
     });
   }
 
-  private afterCommit(batch: OutboxBatch, nudge: boolean, takeover: string | null): void {
+  private afterCommit(batch: OutboxBatch, nudge: boolean, takeover: string | null, prepare: string | null): void {
     void (async () => {
+      if (prepare) await this.attachmentJobs.prepareQuietly(prepare);
       await this.outbox.flush(batch.sessionId, batch);
       if (nudge) await this.dispatcher.nudgeQuietly(batch.sessionId);
       if (takeover) await this.dispatcher.nudgeTakeover(batch.sessionId, takeover).catch(() => undefined);

@@ -3,6 +3,7 @@ import { AgentsService } from '#libs/agents';
 import { agentViewerOf, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
+import { FilesRepository } from '#libs/files';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService } from '#libs/inputs';
 import { metrics } from '#libs/metrics';
 import { ModelRegistry } from '#libs/models';
@@ -24,6 +25,7 @@ export class CreateSession {
     private readonly inputs: InputsService,
     private readonly agents: AgentsService,
     private readonly models: ModelRegistry,
+    private readonly files: FilesRepository,
   ) {}
 
   async execute(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
@@ -32,7 +34,7 @@ export class CreateSession {
     if (!messages && (dto.stream === true || dto.yuxi?.attachment_file_ids !== undefined)) {
       throw DomainError.validation([{ field: 'input', errors: ['stream=true and attachment_file_ids require a non-empty input'] }]);
     }
-    if (dto.yuxi?.attachment_file_ids?.length) throw new DomainError('not_implemented', 'File attachments are not available yet');
+    const attachmentFileIds = dto.yuxi?.attachment_file_ids ?? [];
     const agent = await this.agents.getVisible(agentViewerOf(principal), dto.agent_id);
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
@@ -59,17 +61,19 @@ export class CreateSession {
           receivedSeq: 1,
           mode: 'follow_up',
           messages,
-          attachmentFileIds: [],
+          attachmentFileIds,
           config: frozenInputConfig(session),
           receivedAt: session.createdAt,
         });
+        // In the same transaction: an unknown or already attached file refuses the whole create.
+        await this.files.bindDrafts(manager, principal.userId, attachmentFileIds, session.id, input.id);
         receipt = acceptedReceipt(session.id, input.id);
       }
       const body = toSessionDto(session, receipt);
       // The session stream starts with the session itself; a stream=true create replays from here.
       const events: OutgoingEvent[] = [{ type: 'agent.session.created', session: body }];
       if (receipt) events.push({ type: 'yuxi.session.event.accepted', receipt });
-      return { status: 201, body, sessionId: session.id, receipt, events, nudge: receipt !== null };
+      return { status: 201, body, sessionId: session.id, receipt, events, nudge: receipt !== null, prepare: attachmentFileIds.length > 0 ? receipt?.input_id : null };
     });
     if (messages && !result.replayed) metrics.inputAccepted('agent.session.input.message');
     return result;

@@ -1,4 +1,5 @@
 export { Acceptance } from './acceptance.js';
+export { DeleteAttachment } from './attachments.use-case.js';
 export { CreateSession } from './create-session.use-case.js';
 export { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
 export { ArchiveSession, UpdateSession } from './session-settings.use-case.js';
@@ -7,6 +8,7 @@ export { SubmitMessage } from './submit-message.use-case.js';
 export { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 
 import { Acceptance } from './acceptance.js';
+import { DeleteAttachment } from './attachments.use-case.js';
 import { CreateSession } from './create-session.use-case.js';
 import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
 import { ArchiveSession, UpdateSession } from './session-settings.use-case.js';
@@ -15,4 +17,4 @@ import { SubmitMessage } from './submit-message.use-case.js';
 import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [Acceptance, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, UpdateSession, ArchiveSession];
+export const USE_CASES = [Acceptance, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, UpdateSession, ArchiveSession];

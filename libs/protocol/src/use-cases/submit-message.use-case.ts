@@ -35,7 +35,6 @@ export class SubmitMessage {
           .map((field) => ({ field: `events[0].yuxi.${field}`, errors: ['per-message overrides are accepted on follow-ups only, not on steer'] })),
       );
     }
-    if (event.yuxi?.attachment_file_ids?.length) throw new DomainError('not_implemented', 'File attachments are not available yet');
     const modelOverride = event.yuxi?.model === undefined ? undefined : this.models.validate(event.yuxi.model);
     const messages: InputMessage[] = parseAgentInput(event.input).messages;
 
@@ -47,11 +46,13 @@ export class SubmitMessage {
         requestedMode: event.yuxi?.mode,
         hasOverride,
         messages,
+        attachmentFileIds: event.yuxi?.attachment_file_ids ?? [],
         config: (session) => frozenInputConfig(session, { model: modelOverride, toolApprovalMode: event.yuxi?.tool_approval_mode }),
       });
       steerIntoRunningTurn = steersRunningTurn;
       const receipt = acceptedReceipt(sessionId, input.id);
-      return { status: 202, body: receipt, sessionId, receipt, events: [{ type: 'yuxi.session.event.accepted', receipt }], nudge: true };
+      const prepare = input.attachmentStatus === 'preparing' ? input.id : null;
+      return { status: 202, body: receipt, sessionId, receipt, events: [{ type: 'yuxi.session.event.accepted', receipt }], nudge: true, prepare };
     });
     if (!result.replayed && steerIntoRunningTurn) {
       void this.signals.announceSteer(sessionId).catch((error: unknown) => this.logger.warn(`steer signal not sent: ${String(error)}`));

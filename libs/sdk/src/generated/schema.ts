@@ -99,7 +99,7 @@ export interface paths {
         put?: never;
         /**
          * Create a session, empty or with its first input
-         * @description The session, its first input and the input's receipt commit in one transaction before the response; the turn runs afterwards (watch it on the event stream). With `stream: true` (and an input) the response is the session event stream instead of JSON.
+         * @description The session, its first input, the input's receipt and the binding of `yuxi.attachment_file_ids` commit in one transaction before the response (an unknown file is 404, an attached one 409 `file_already_bound`; nothing is stored then); the turn runs afterwards (watch it on the event stream). With attachments the input waits with `attachment_status: preparing` until a worker has put the files in the session workdir. With `stream: true` (and an input) the response is the session event stream instead of JSON.
          */
         post: operations["createSession"];
         delete?: never;
@@ -347,10 +347,114 @@ export interface paths {
         put?: never;
         /**
          * Submit one input or control event
-         * @description Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`) or a client tool result. The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn.
+         * @description Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`) or a client tool result. The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn. A message may attach uploaded drafts with `yuxi.attachment_file_ids` (404: unknown file, 409 `file_already_bound`; nothing is stored then); the input then waits with `attachment_status: preparing` until a worker has put the files in the session workdir.
          */
         post: operations["submitEvent"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/sessions/{session_id}/attachments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the attachments of a session
+         * @description The formal file references of the session workdir: each attached file with the input that attached it, the user message it is bound to once that input was consumed, its preparation status and its artifact URL. Ordered by attachment time, then id; cursor pages like every list.
+         */
+        get: operations["listAttachments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/sessions/{session_id}/attachments/{file_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an attachment of a session
+         * @description Removes the attachment's record and its bytes; history keeps no placeholder and the input's `attachment_file_ids` stay as received. Refused (409 `attachment_busy`) while its preparation is unfinished, while the input it belongs to is pending, or while a turn of the session is active.
+         */
+        delete: operations["deleteAttachment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/sessions/{session_id}/files/{file_id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a file of the session workdir (an attachment's artifact URL)
+         * @description The bytes as stored, with the detected `Content-Type`, `Content-Disposition: attachment` (the sanitised filename), `ETag` (the SHA-256) and `X-Content-Type-Options: nosniff`. Authorised like the session. A file still being prepared is 409 `file_not_ready`.
+         */
+        get: operations["getSessionFileContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file as a draft
+         * @description multipart/form-data with one file in the field `file`, at most 5 MiB. The type is detected from the bytes (the part's Content-Type is ignored) and must be an accepted one: PNG, JPEG, GIF or WebP images, PDF, or UTF-8 text (.txt, .md, .csv, .tsv, .json, .log); an extension must match the content. The filename is sanitised. The draft creates no session and touches no workdir or history: attach it within 24 h (FILE_DRAFT_TTL_S) with `yuxi.attachment_file_ids` on a session create or a message, or it is deleted.
+         */
+        post: operations["uploadFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/files/{file_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a draft
+         * @description A file attached to a session is no longer a draft: 409 here, read it through the session's attachments.
+         */
+        get: operations["getFile"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a draft
+         * @description Removes an unattached draft and its bytes. An attached file is deleted through its session (`DELETE …/sessions/{session_id}/attachments/{file_id}`): 409 here.
+         */
+        delete: operations["deleteFile"];
         options?: never;
         head?: never;
         patch?: never;
@@ -516,7 +620,12 @@ export interface components {
             model?: string;
         };
         CreateSessionYuxiDto: {
-            /** @description Draft file ids bound to the initial input (not available yet: 422 not_implemented). */
+            /**
+             * @description Draft file ids (POST /files) attached to this submission's input, at most 20, in order (the order is part of the idempotency intent). Each must be a live draft of the caller: unknown or expired → 404 and nothing is stored; attached already → 409 `file_already_bound`. The input is accepted at once with `attachment_status: preparing` and runs once a worker has put the files in the session's workdir. Requires a non-empty input.
+             * @example [
+             *       "0123456789abcdef0123456789abcdef"
+             *     ]
+             */
             attachment_file_ids?: string[];
         };
         CreateSessionDto: {
@@ -640,7 +749,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "waitpoint_stale" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -756,6 +865,42 @@ export interface components {
             role: "user";
             content: components["schemas"]["InputContentBlockDto"][];
         };
+        AttachmentDto: {
+            /**
+             * @description The file id (the draft's id, unchanged).
+             * @example 0123456789abcdef0123456789abcdef
+             */
+            id: string;
+            /** @enum {string} */
+            object: "yuxi.session.attachment";
+            session_id: string;
+            /** @description The input whose submission attached the file. */
+            input_id: string | null;
+            /** @description The last user message of that input, once the input was consumed; null before. */
+            message_id: string | null;
+            /** @example report.pdf */
+            filename: string;
+            /** @example 1024 */
+            bytes: number;
+            /** @example application/pdf */
+            mime_type: string;
+            /** @description SHA-256 of the bytes, lowercase hex. */
+            sha256: string;
+            /**
+             * @description `preparing`: accepted, being copied into the session workdir by a worker (its input cannot run yet); `ready`: in the workdir.
+             * @enum {string}
+             */
+            status: "preparing" | "ready";
+            /**
+             * @description Artifact URL (a path on this API, authorised like the session) to download the file; null while preparing.
+             * @example /api/v1/agents/sessions/01970c4e-7a3b-7cc1-9e1a-4f3b2a1c0d9e/files/0123456789abcdef0123456789abcdef/content
+             */
+            url: string | null;
+            /** @description Unix seconds the file was uploaded. */
+            created_at: number;
+            /** @description Unix seconds the file was attached. */
+            bound_at: number | null;
+        };
         InputDto: {
             id: string;
             /** @enum {string} */
@@ -769,14 +914,16 @@ export interface components {
             received_seq: number;
             /** @description The messages exactly as received, in order. */
             messages: components["schemas"]["InputMessageDto"][];
+            /** @description The file ids of the submission (`yuxi.attachment_file_ids`) exactly as received, in order; unchanged when an attachment is deleted later. */
             attachment_file_ids: string[];
-            /** @description The attachments of the submission that still exist (none until file attachments are available). */
-            attachments: Record<string, never>[];
+            /** @description The attachments of the submission that still exist, in the order of attachment_file_ids. */
+            attachments: components["schemas"]["AttachmentDto"][];
             /**
-             * @description Inputs without attachments are always ready.
+             * @description `preparing`: the attached files are being copied into the session workdir by a worker; the input cannot run yet, and no later follow-up runs before it. Inputs without attachments are always ready.
              * @enum {string}
              */
             attachment_status: "ready" | "preparing";
+            /** @description Why the last preparation attempt failed; the recovery sweep keeps retrying (cancel the input to give up on it). Null once ready. */
             attachment_error: string | null;
             /** @description The turn that consumed the input; null while pending or after cancellation. */
             turn_id: string | null;
@@ -861,14 +1008,16 @@ export interface components {
             received_seq: number;
             /** @description The messages exactly as received, in order. */
             messages: components["schemas"]["InputMessageDto"][];
+            /** @description The file ids of the submission (`yuxi.attachment_file_ids`) exactly as received, in order; unchanged when an attachment is deleted later. */
             attachment_file_ids: string[];
-            /** @description The attachments of the submission that still exist (none until file attachments are available). */
-            attachments: Record<string, never>[];
+            /** @description The attachments of the submission that still exist, in the order of attachment_file_ids. */
+            attachments: components["schemas"]["AttachmentDto"][];
             /**
-             * @description Inputs without attachments are always ready.
+             * @description `preparing`: the attached files are being copied into the session workdir by a worker; the input cannot run yet, and no later follow-up runs before it. Inputs without attachments are always ready.
              * @enum {string}
              */
             attachment_status: "ready" | "preparing";
+            /** @description Why the last preparation attempt failed; the recovery sweep keeps retrying (cancel the input to give up on it). Null once ready. */
             attachment_error: string | null;
             /** @description The turn that consumed the input; null while pending or after cancellation. */
             turn_id: string | null;
@@ -1040,6 +1189,75 @@ export interface components {
         SubmitEventsDto: {
             /** @description Exactly one event per request. */
             events: (components["schemas"]["MessageEventDto"] | components["schemas"]["CancelTurnEventDto"] | components["schemas"]["CancelInputEventDto"] | components["schemas"]["PromoteInputEventDto"] | components["schemas"]["ContinueQueueEventDto"] | components["schemas"]["ResumeEventDto"] | components["schemas"]["ToolResultEventDto"])[];
+        };
+        AttachmentListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["AttachmentDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        AttachmentDeletedDto: {
+            /** @example 0123456789abcdef0123456789abcdef */
+            id: string;
+            /** @enum {string} */
+            object: "yuxi.session.attachment.deleted";
+            session_id: string;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        FileYuxiDto: {
+            /**
+             * @description SHA-256 of the stored bytes, lowercase hex.
+             * @example 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+             */
+            sha256: string;
+        };
+        FileDto: {
+            /**
+             * @description 32 hexadecimal characters.
+             * @example 0123456789abcdef0123456789abcdef
+             */
+            id: string;
+            /** @enum {string} */
+            object: "file";
+            /**
+             * @description The uploaded filename, sanitised: its last path segment, without control or reserved characters, at most 255 bytes.
+             * @example report.pdf
+             */
+            filename: string;
+            /**
+             * @description Size in bytes (at most 5 MiB).
+             * @example 1024
+             */
+            bytes: number;
+            /**
+             * @description The type detected from the bytes (the client-sent type is ignored).
+             * @example application/pdf
+             */
+            mime_type: string;
+            /**
+             * @description Unix seconds.
+             * @example 1791504000
+             */
+            created_at: number;
+            /**
+             * @description Unix seconds after which the draft is deleted unless attached (created_at + FILE_DRAFT_TTL_S, 24 h by default).
+             * @example 1791590400
+             */
+            expires_at: number;
+            /** @enum {string} */
+            status: "draft";
+            yuxi: components["schemas"]["FileYuxiDto"];
+        };
+        FileDeletedDto: {
+            /** @example 0123456789abcdef0123456789abcdef */
+            id: string;
+            /** @enum {string} */
+            object: "file.deleted";
+            /** @enum {boolean} */
+            deleted: true;
         };
         AgentLimitsDto: {
             /** @description Model calls per turn (default 25). */
@@ -1262,7 +1480,12 @@ export interface components {
              * @enum {string}
              */
             tool_approval_mode?: "default" | "always_ask" | "always_trust";
-            /** @description Not available yet (422 not_implemented). */
+            /**
+             * @description Draft file ids (POST /files) attached to this submission's input, at most 20, in order (the order is part of the idempotency intent). Each must be a live draft of the caller: unknown or expired → 404 and nothing is stored; attached already → 409 `file_already_bound`. The input is accepted at once with `attachment_status: preparing` and runs once a worker has put the files in the session's workdir. Requires a non-empty input.
+             * @example [
+             *       "0123456789abcdef0123456789abcdef"
+             *     ]
+             */
             attachment_file_ids?: string[];
         };
         MessageEventDto: {
@@ -1372,8 +1595,11 @@ export interface components {
         BuiltinToolDto: {
             /** @enum {string} */
             type: "builtin";
-            /** @enum {string} */
-            name: "ask_user" | "calculator" | "current_time";
+            /**
+             * @description `list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session's workdir: the files attached to its inputs.
+             * @enum {string}
+             */
+            name: "ask_user" | "calculator" | "current_time" | "list_files" | "read_file";
             /** @description Ask the user to approve each call first. */
             requires_approval?: boolean;
             /** @description Safe to run again after a crash mid-call (default true for builtins). */
@@ -2176,7 +2402,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2272,7 +2498,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2380,7 +2606,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2451,7 +2677,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2594,7 +2820,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2640,7 +2866,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2749,7 +2975,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent. */
+            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`file_already_bound`: The file is attached to a session input already: it is no longer a draft (read it through the session's attachments) and cannot be attached again. */
             409: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2771,7 +2997,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2782,7 +3008,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown.<br>`not_implemented`: The field or event type is part of the protocol but not available in this deployment yet. */
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2817,7 +3043,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2931,7 +3157,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -2977,7 +3203,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3095,7 +3321,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3141,7 +3367,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3266,7 +3492,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3312,7 +3538,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3433,7 +3659,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3479,7 +3705,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3615,7 +3841,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3661,7 +3887,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3762,7 +3988,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3808,7 +4034,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3905,7 +4131,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3951,7 +4177,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4088,7 +4314,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4134,7 +4360,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4294,7 +4520,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4340,7 +4566,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4502,7 +4728,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4548,7 +4774,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4708,7 +4934,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4754,7 +4980,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4863,7 +5089,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4909,7 +5135,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4994,7 +5220,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5040,7 +5266,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5129,7 +5355,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`state_conflict`: The session or turn is in a state that does not allow this operation. */
+            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`state_conflict`: The session or turn is in a state that does not allow this operation.<br>`file_already_bound`: The file is attached to a session input already: it is no longer a draft (read it through the session's attachments) and cannot be attached again. */
             409: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5151,7 +5377,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5197,7 +5423,836 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listAttachments: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachmentListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteAttachment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                session_id: string;
+                /** @description A file id (32 hexadecimal characters). */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachmentDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `attachment_busy`: The attachment cannot be deleted now: its preparation is unfinished, a pending input references it, or a turn of the session is active. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getSessionFileContent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                session_id: string;
+                /** @description A file id (32 hexadecimal characters). */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `file_not_ready`: The file is still being prepared into the session's workdir; retry once its attachment status is ready. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    uploadFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The file (at most 5 MiB).
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The draft. */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `file_too_large`: The uploaded file exceeds 5 MiB (`details.limit_bytes`).<br>`file_quota_exceeded`: The caller's stored files would exceed FILE_QUOTA_BYTES, or its drafts FILE_QUOTA_DRAFTS (`details`); delete drafts or attachments first.<br>`payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `file_type_not_allowed`: The file's content, detected from its bytes (the client's content type is ignored), is not an accepted type: PNG, JPEG, GIF or WebP images, PDF, or UTF-8 text (.txt, .md, .csv, .tsv, .json, .log).<br>`unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`file_type_mismatch`: The filename's extension does not match the content detected from the bytes (e.g. a PNG named .pdf, or .json that is not JSON).<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A file id (32 hexadecimal characters). */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `file_already_bound`: The file is attached to a session input already: it is no longer a draft (read it through the session's attachments) and cannot be attached again. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A file id (32 hexadecimal characters). */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `file_already_bound`: The file is attached to a session input already: it is no longer a draft (read it through the session's attachments) and cannot be attached again. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5310,7 +6365,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5356,7 +6411,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5475,7 +6530,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5521,7 +6576,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5634,7 +6689,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5680,7 +6735,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5836,7 +6891,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5882,7 +6937,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5983,7 +7038,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6029,7 +7084,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6123,7 +7178,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6169,7 +7224,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6260,7 +7315,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6306,7 +7361,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6396,7 +7451,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6442,7 +7497,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6557,7 +7612,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unsupported_media_type`: The request body must be application/json. */
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
             415: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6603,7 +7658,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `service_unavailable`: A dependency (Postgres or Redis) is unavailable; retry with the same Idempotency-Key. */
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */

@@ -1,0 +1,40 @@
+import { newId } from '#libs/database';
+
+const FILE_ID = /^[0-9a-f]{32}$/;
+
+/** A file id is the 32-hex form of a time-ordered UUIDv7 (001's `0123456789abcdef…`): unguessable and index-friendly. */
+export function newFileId(): string {
+  return newId().replaceAll('-', '');
+}
+
+export function isFileId(value: string): boolean {
+  return FILE_ID.test(value);
+}
+
+/**
+ * Storage keys are made here only, from server-generated ids: a client's filename never reaches
+ * a key. Every key is `<area>/<uuid or file id>[/…]` of lowercase hex, digits and dashes.
+ */
+export const storageKeys = {
+  /** The uploaded bytes of a draft, until its preparation into a workdir cleans them up. */
+  draft: (fileId: string): string => `drafts/${checked(fileId)}`,
+  /** The file in its session's workdir: what the agent's tools and the artifact URL read. */
+  session: (sessionId: string, fileId: string): string => `sessions/${checkedUuid(sessionId)}/files/${checked(fileId)}`,
+};
+
+const SAFE_KEY = /^(drafts\/[0-9a-f]{32}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32})$/;
+
+/** Whether a key has the shape storageKeys makes (drivers refuse anything else). */
+export function isStorageKey(key: string): boolean {
+  return SAFE_KEY.test(key);
+}
+
+function checked(fileId: string): string {
+  if (!isFileId(fileId)) throw new Error(`not a file id: ${JSON.stringify(fileId)}`);
+  return fileId;
+}
+
+function checkedUuid(id: string): string {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) throw new Error(`not a session id: ${JSON.stringify(id)}`);
+  return id;
+}

@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { FileEntity } from './file.entity.js';
+import { FilesRepository } from './files.repository.js';
+import { FilesSweep } from './files-sweep.js';
+import { SessionFiles } from './session-files.js';
+import { FILE_STORAGE } from './storage/file-storage.js';
+import { fileStorageProvider } from './storage/storage.provider.js';
+import { DeleteFile, GetFile, UploadFile } from './use-cases/draft-files.use-case.js';
+
+/** Files and their storage, shared by the api (uploads, drafts, attachments) and the worker (preparation, tools, the sweep). */
+@Module({
+  imports: [TypeOrmModule.forFeature([FileEntity])],
+  providers: [FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles],
+  exports: [FilesRepository, FILE_STORAGE, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles],
+})
+export class FilesModule {}

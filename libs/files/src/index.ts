@@ -1,0 +1,15 @@
+export { type FileStatus, FileEntity } from './file.entity.js';
+export { AttachmentDeletedDto, AttachmentDto, AttachmentListDto, FileDeletedDto, FileDto, FileYuxiDto, sessionFileUrl, toAttachmentDto, toFileDto } from './file.dto.js';
+export { isFileId, isStorageKey, newFileId, storageKeys } from './file-ids.js';
+export { extensionOf, MAX_FILENAME_BYTES, sanitizeFilename } from './filename.js';
+export { isPlainText, type SniffResult, sniffUpload } from './file-sniffing.js';
+export { type Blobs, FilesRepository, type NewUpload, type Quota } from './files.repository.js';
+export { FilesSweep, type FilesSweepReport } from './files-sweep.js';
+export { FilesModule } from './files.module.js';
+export { fileTextPages } from './file-text.js';
+export { SessionFiles } from './session-files.js';
+export { FILE_STORAGE, type FileStorage, StorageObjectMissing, StorageUnavailableError, UnsafeStorageKeyError } from './storage/file-storage.js';
+export { LocalFileStorage } from './storage/local-storage.js';
+export { S3FileStorage } from './storage/s3-storage.js';
+export { createFileStorage } from './storage/storage.provider.js';
+export { DeleteFile, GetFile, MAX_FILE_BYTES, type ReceivedUpload, UploadFile } from './use-cases/draft-files.use-case.js';

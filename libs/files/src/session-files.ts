@@ -1,0 +1,39 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { FileEntity } from './file.entity.js';
+import { fileTextPages } from './file-text.js';
+import { FilesRepository } from './files.repository.js';
+import { FILE_STORAGE, type FileStorage } from './storage/file-storage.js';
+
+/** How many files a listing of a workdir shows at most. */
+const MAX_LISTED = 200;
+
+/**
+ * The files of a session's workdir, as its agent's tools and its artifact URLs see them: the
+ * ready files of the session. (001: the workdir is shared by the session's inputs; cancelling an
+ * input does not hide its files from the tools.)
+ */
+@Injectable()
+export class SessionFiles {
+  constructor(
+    private readonly files: FilesRepository,
+    @Inject(FILE_STORAGE) private readonly storage: FileStorage,
+  ) {}
+
+  list(sessionId: string): Promise<FileEntity[]> {
+    return this.files.readyInSession(sessionId, MAX_LISTED);
+  }
+
+  /** A ready file of the session and its bytes; null when the session has no such file. */
+  async read(sessionId: string, fileId: string): Promise<{ file: FileEntity; bytes: Buffer } | null> {
+    const file = await this.files.inSession(null, sessionId, fileId);
+    if (!file || file.status !== 'ready' || !file.sessionKey) return null;
+    return { file, bytes: await this.storage.get(file.sessionKey) };
+  }
+
+  /** The file's text by page (see fileTextPages); `pages` is null for a kind without text. */
+  async readText(sessionId: string, fileId: string): Promise<{ file: FileEntity; pages: string[] | null } | null> {
+    const found = await this.read(sessionId, fileId);
+    if (!found) return null;
+    return { file: found.file, pages: await fileTextPages(found.bytes, found.file.mimeType) };
+  }
+}

@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { isStorageKey } from '../file-ids.js';
+import { type FileStorage, StorageObjectMissing, StorageUnavailableError, UnsafeStorageKeyError } from './file-storage.js';
+
+/**
+ * Files in a directory (STORAGE_DIR), shared by the api and the worker (one host, or a shared
+ * volume). Writes go to a temporary file that is synced and renamed into place, so a reader never
+ * sees half an object and a crash leaves at most a stray temporary file.
+ */
+export class LocalFileStorage implements FileStorage {
+  readonly driver = 'local' as const;
+  private readonly root: string;
+
+  constructor(dir: string) {
+    this.root = path.resolve(dir);
+  }
+
+  async put(key: string, bytes: Uint8Array): Promise<void> {
+    const target = this.pathOf(key);
+    const temporary = `${target}.tmp-${randomBytes(6).toString('hex')}`;
+    try {
+      await mkdir(path.dirname(target), { recursive: true });
+      const handle = await open(temporary, 'wx', 0o600);
+      try {
+        await handle.writeFile(bytes);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temporary, target);
+    } catch (error) {
+      await rm(temporary, { force: true }).catch(() => undefined);
+      throw new StorageUnavailableError('put', key, error);
+    }
+  }
+
+  async get(key: string): Promise<Buffer> {
+    const target = this.pathOf(key);
+    try {
+      return await readFile(target);
+    } catch (error) {
+      if (isMissing(error)) throw new StorageObjectMissing(key);
+      throw new StorageUnavailableError('get', key, error);
+    }
+  }
+
+  async exists(key: string): Promise<boolean> {
+    const target = this.pathOf(key);
+    try {
+      return (await stat(target)).isFile();
+    } catch (error) {
+      if (isMissing(error)) return false;
+      throw new StorageUnavailableError('stat', key, error);
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    const target = this.pathOf(key);
+    try {
+      await rm(target, { force: true });
+    } catch (error) {
+      throw new StorageUnavailableError('delete', key, error);
+    }
+  }
+
+  /** The key's path, proven to lie under the root (the key shape already excludes `..` and absolute paths). */
+  private pathOf(key: string): string {
+    if (!isStorageKey(key)) throw new UnsafeStorageKeyError(key);
+    const target = path.resolve(this.root, key);
+    if (!target.startsWith(this.root + path.sep)) throw new UnsafeStorageKeyError(key);
+    return target;
+  }
+}
+
+function isMissing(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}

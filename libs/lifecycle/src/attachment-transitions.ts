@@ -1,0 +1,51 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { FilesRepository } from '#libs/files';
+import { type InputEntity, InputsService } from '#libs/inputs';
+import type { ItemEntity } from '#libs/turns';
+
+/**
+ * The attachment side of an input's life: `preparing` until every attached file is in the
+ * session's workdir, then `ready` (only then can a claim take it); on consumption each input's
+ * files bind to its last user message. The copying itself is the worker's (libs/runtime).
+ */
+@Injectable()
+export class AttachmentTransitions {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly inputs: InputsService,
+    private readonly files: FilesRepository,
+  ) {}
+
+  /**
+   * The files `copiedIds` of the input are in the workdir: they become ready, and the input too
+   * once none is left to copy. Concurrent preparations of one input serialise on its row.
+   * Returns the session and whether this call made the input ready.
+   */
+  async filesPrepared(inputId: string, copiedIds: string[]): Promise<{ sessionId: string; becameReady: boolean } | null> {
+    return this.dataSource.transaction(async (manager) => {
+      const input = await this.inputs.lockById(manager, inputId);
+      if (!input) return null;
+      if (copiedIds.length > 0) await this.files.markReady(manager, inputId, copiedIds);
+      const becameReady = (await this.files.allReady(manager, inputId)) && (await this.inputs.markAttachmentsReady(manager, inputId));
+      return { sessionId: input.sessionId, becameReady };
+    });
+  }
+
+  /** A preparation attempt failed: clients see why on the input; it stays preparing and is retried. */
+  async preparationFailed(inputId: string, message: string): Promise<void> {
+    await this.inputs.recordAttachmentError(inputId, message);
+  }
+
+  /** Consumption: each input's files bind to its last user message (in the claiming transaction). */
+  async bindToMessages(manager: EntityManager, inputs: InputEntity[], userItems: ItemEntity[]): Promise<void> {
+    const pairs: { inputId: string; messageId: string }[] = [];
+    for (const input of inputs) {
+      if (input.attachmentFileIds.length === 0) continue;
+      const last = userItems.filter((item) => item.inputId === input.id).at(-1);
+      if (last) pairs.push({ inputId: input.id, messageId: last.id });
+    }
+    await this.files.bindToMessages(manager, pairs);
+  }
+}

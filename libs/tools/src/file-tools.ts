@@ -1,0 +1,28 @@
+import type { ToolOutcome, WorkdirFiles } from './tool.types.js';
+
+/** The most text one read_file call returns (the model's context is the limit that matters). */
+export const MAX_READ_CHARS = 100_000;
+
+/** `list_files`: the session workdir's files as JSON. */
+export async function listFiles(files: WorkdirFiles, sessionId: string): Promise<ToolOutcome> {
+  const listed = await files.list(sessionId);
+  const output = listed.map((file) => ({ file_id: file.id, filename: file.filename, mime_type: file.mimeType, bytes: file.bytes }));
+  return { success: true, output: JSON.stringify({ files: output }) };
+}
+
+/** `read_file`: a workdir file's text (a PDF's page by page), cut at MAX_READ_CHARS. */
+export async function readFile(files: WorkdirFiles, sessionId: string, fileId: unknown): Promise<ToolOutcome> {
+  if (typeof fileId !== 'string') return { success: false, output: 'read_file error: file_id must be a string' };
+  let read: Awaited<ReturnType<WorkdirFiles['readText']>>;
+  try {
+    read = await files.readText(sessionId, fileId);
+  } catch (error) {
+    // A store that fails, or a file deleted meanwhile: the model may try again or go on without it.
+    return { success: false, output: `read_file error: file ${fileId} could not be read now (${error instanceof Error ? error.name : 'error'})` };
+  }
+  if (!read) return { success: false, output: `read_file error: this session has no file ${fileId} (list_files shows its files)` };
+  const { file, pages } = read;
+  if (pages === null) return { success: false, output: `read_file error: ${file.filename} is ${file.mimeType}, which has no text to read` };
+  const text = pages.length === 1 && file.mimeType !== 'application/pdf' ? pages[0]! : pages.map((page, index) => `[page ${index + 1}]\n${page}`).join('\n\n');
+  return { success: true, output: text.length > MAX_READ_CHARS ? `${text.slice(0, MAX_READ_CHARS)}\n[truncated: ${text.length - MAX_READ_CHARS} more characters]` : text };
+}
