@@ -19,6 +19,7 @@ import { FilesController } from './controllers/files.controller.js';
 import { HealthController } from './controllers/health.controller.js';
 import { MetricsController } from './controllers/metrics.controller.js';
 import { SessionEventsController } from './controllers/session-events.controller.js';
+import { SessionFilesController } from './controllers/session-files.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
 import { HealthModule } from './health.module.js';
@@ -27,7 +28,7 @@ import { HttpDrain } from './http-drain.js';
 @Module({
   imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule, FilesModule, HealthModule],
   // Sessions and files before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
-  controllers: [HealthController, MetricsController, SessionsController, SessionEventsController, FilesController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
+  controllers: [HealthController, MetricsController, SessionsController, SessionEventsController, SessionFilesController, FilesController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
   providers: [BootstrapKey, AgentsFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

@@ -1,10 +1,11 @@
 import type { ModelMessage } from '#libs/models';
 import type { ItemEntity } from '#libs/turns';
+import { userMessage } from './image-references.js';
 
 /**
  * The conversation a model call sees, from the session's latest items: user and assistant messages
  * as text, each function_call attached to the assistant message before it, each output as a tool
- * message. Providers refuse a tool call without its output (and the reverse), and a window of the
+ * message (a user message with images also carries them, see image-references). Providers refuse a tool call without its output (and the reverse), and a window of the
  * latest items can cut a pair in two: unpaired calls and outputs are left out.
  */
 export function toModelMessages(items: readonly ItemEntity[]): ModelMessage[] {
@@ -30,7 +31,7 @@ export function toModelMessages(items: readonly ItemEntity[]): ModelMessage[] {
       .filter((p) => typeof p.text === 'string')
       .map((p) => p.text)
       .join('\n');
-    messages.push(item.role === 'assistant' ? { role: 'assistant', text } : { role: 'user', text });
+    messages.push(item.role === 'assistant' ? { role: 'assistant', text } : userMessage(text, item.content));
   }
   return messages;
 }

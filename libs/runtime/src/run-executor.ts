@@ -15,6 +15,7 @@ import { RunSignals, SessionDispatcher } from '#libs/queue';
 import { type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError, validateToolArguments } from '#libs/tools';
 import { type CommittedStep, type Lease, type PublicError, type ToolCallSpec, TurnsService, type Usage } from '#libs/turns';
 import { FencingStats } from './fencing-stats.js';
+import { ImageReferences } from './image-references.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LiveEvents } from './live-events.js';
 import { measuredProvider } from './model-metrics.js';
@@ -74,6 +75,7 @@ export class RunExecutor {
     private readonly signals: RunSignals,
     private readonly stats: FencingStats,
     private readonly config: AppConfig,
+    private readonly imageReferences: ImageReferences,
   ) {}
 
   async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<void> {
@@ -227,7 +229,7 @@ export class RunExecutor {
     const request = {
       model,
       instructions: held.config.instructions,
-      messages: toModelMessages(context),
+      messages: toModelMessages(await this.imageReferences.resolve(held.turn.sessionId, context)),
       tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
       signal: control.abort.signal,
     };

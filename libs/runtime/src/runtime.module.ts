@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventsModule } from '#libs/events';
+import { FilesModule } from '#libs/files';
 import { InputsModule } from '#libs/inputs';
 import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
@@ -7,6 +8,7 @@ import { SessionsModule } from '#libs/sessions';
 import { ToolsModule } from '#libs/tools';
 import { TurnsModule } from '#libs/turns';
 import { FencingStats } from './fencing-stats.js';
+import { ImageReferences } from './image-references.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { QueueMetrics } from './queue-metrics.js';
 import { RecoveryService } from './recovery.service.js';
@@ -16,8 +18,8 @@ import { LifecycleModule } from '#libs/lifecycle';
 
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
-  imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule],
-  providers: [RunExecutor, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics],
+  imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
+  providers: [RunExecutor, ImageReferences, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics],
   exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats],
 })
 export class RuntimeModule {}

@@ -58,7 +58,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setVersion('1.0.0')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key' })
     .addTag('agents-public-v1', 'Saved agents, sessions, inputs, turns, items and events')
-    .addTag('files', 'File drafts: upload, read and delete files before they are attached to a session input with `yuxi.attachment_file_ids`')
+    .addTag('files', 'File drafts: upload, read and delete files before they are attached to a session input with `yuxi.attachment_file_ids`; the bytes of a session\'s files (its inline images and attachments)')
     .addTag('admin', 'Agents, API keys and the audit trail (full-access callers; some for administrators only)')
     .addTag('operations', 'Health and Prometheus metrics, without credentials')
     .build();

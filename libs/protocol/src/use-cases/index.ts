@@ -6,6 +6,7 @@ export { SubmitEvent } from './submit-event.use-case.js';
 export { SubmitMessage } from './submit-message.use-case.js';
 export { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 
+import { InlineImages } from '../inline-images.js';
 import { Acceptance } from './acceptance.js';
 import { CreateSession } from './create-session.use-case.js';
 import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
@@ -15,4 +16,4 @@ import { SubmitMessage } from './submit-message.use-case.js';
 import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [Acceptance, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, UpdateSession, ArchiveSession];
+export const USE_CASES = [Acceptance, InlineImages, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, UpdateSession, ArchiveSession];
