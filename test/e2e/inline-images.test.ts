@@ -112,8 +112,13 @@ describe('inline images as session files', () => {
 
   it('serves the stored bytes to the session owner only, with their type and caching headers', async () => {
     const session = await createSessionWith('default-chatbot', imageMessage('a pixel', PNG));
-    const block = (await inputOf(session.id, session.yuxi.receipt.input_id)).messages[0].content[1];
+    const input = await inputOf(session.id, session.yuxi.receipt.input_id);
+    const block = input.messages[0].content[1];
     const fileId = assertReference(block, session.id);
+    // An inline image is no attachment and no draft.
+    assert.deepEqual([input.attachment_file_ids, input.attachments, input.attachment_status], [[], [], 'ready']);
+    assert.equal((await http(`${API}/files/${fileId}`)).status, 404);
+    assert.equal((await http(`${API}/files/${fileId}`, { method: 'DELETE' })).status, 404);
 
     const owner = await content(block.image_url);
     assert.equal(owner.status, 200);
@@ -189,6 +194,12 @@ describe('inline images as session files', () => {
     assert.equal(replayed.text, created.text, 'the replay is the first response');
     const fileId = assertReference((await inputOf(created.body.id, created.body.yuxi.receipt.input_id)).messages[0].content[1], created.body.id);
     assert.equal(await storedCopies(image), 1);
+    // The image is part of the intent: another image under the key is a conflict, and nothing of it is stored.
+    const different = randomPng(64 * 1024);
+    const conflict = await http(`${API}/sessions`, { body: { ...body, input: imageMessage('once', different) }, idempotencyKey: key });
+    assert.equal(conflict.status, 409, conflict.text);
+    assert.equal(conflict.body.error.code, 'idempotency_conflict');
+    assert.equal(await storedCopies(different), 0);
 
     // Concurrent duplicates of a message: one input, one file, whichever request won.
     const other = randomPng(128 * 1024);
@@ -205,6 +216,18 @@ describe('inline images as session files', () => {
     assert.equal(await storedCopies(other), 1, 'one stored copy after three submissions');
     const receipt = await http(`${API}/sessions/${created.body.id}/receipt?idempotency_key=${messageKey}`);
     assert.equal(receipt.body.input_id, a.body.input_id);
+  });
+
+  it('documents the content endpoint and the reference shape in /openapi.json', async () => {
+    const spec = (await http('/openapi.json', { key: null })).body;
+    const operation = spec.paths['/api/v1/agents/sessions/{session_id}/files/{file_id}/content'].get;
+    assert.equal(operation.operationId, 'getSessionFileContent');
+    assert.deepEqual(operation.tags, ['files']);
+    assert.ok(operation.description.length > 0);
+    assert.deepEqual(operation.responses['200'].content['image/png'].schema, { type: 'string', format: 'binary' });
+    assert.ok(operation.responses['404'], 'not found is documented');
+    assert.ok(spec.components.schemas.ContentPartDto.properties.file_id, 'items document file_id');
+    assert.ok(spec.components.schemas.InputContentBlockDto.properties.file_id, 'inputs document file_id');
   });
 
   it('refuses a data URL whose bytes are not the declared image type with 422, storing nothing', async () => {
