@@ -33,7 +33,8 @@ const stack = await startStack({
     SSE_HEARTBEAT_MS: '1000',
     RECOVERY_SWEEP_MS: '500',
     RECOVERY_GRACE_MS: '1000',
-    BODY_LIMIT: '5mb',
+    // Room for a 5 MB inline image (about 6.7 MB as base64); the 413 tests send more than this.
+    BODY_LIMIT: '12mb',
     // Expired drafts are swept within a test's time (the short-TTL replica below makes some).
     FILE_SWEEP_MS: '500',
     OPENAI_BASE_URL: `http://127.0.0.1:${fakeOpenAiPort}/v1`,

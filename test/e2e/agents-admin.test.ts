@@ -68,6 +68,15 @@ describe('saved agents: administration and snapshots', () => {
     assert.ok(badModel.body.error.details.fields.some((f: any) => f.field === 'model'));
   });
 
+  it('refuses the ids that are routes under /api/v1/agents (sessions, files)', async () => {
+    for (const id of ['sessions', 'files']) {
+      const res = await http(`${ADMIN}/${id}`, { method: 'PUT', body: { name: id, model: 'scripted:echo' } });
+      assert.equal(res.status, 422, res.text);
+      assert.equal(res.body.error.code, 'invalid_agent');
+      assert.deepEqual(res.body.error.details.fields.map((f: any) => f.field), ['agent_id']);
+    }
+  });
+
   it('loads the agents declared in AGENTS_FILE at start', async () => {
     const res = await http(`${API}/file-declared`);
     assert.equal(res.status, 200);

@@ -62,7 +62,12 @@ describe('errors', () => {
     });
     assert.equal(withImage.status, 201);
     const input = await http(`${API}/sessions/${withImage.body.id}/inputs/${withImage.body.yuxi.receipt.input_id}`);
-    assert.deepEqual(input.body.messages[0].content[1], pixel, 'the inline image is kept as sent');
+    const stored = input.body.messages[0].content[1];
+    assert.equal(stored.type, 'input_image');
+    assert.match(stored.file_id, /^[0-9a-f]{32}$/, 'the inline image is stored as a session file');
+    assert.equal(stored.image_url, `${API}/sessions/${withImage.body.id}/files/${stored.file_id}/content`);
+    const bytes = await fetch(`${env.apiUrl}${stored.image_url}`, { headers: { authorization: `Bearer ${env.apiKey}` } });
+    assert.equal(Buffer.from(await bytes.arrayBuffer()).toString('base64'), pixel.image_url.split(',')[1], 'its bytes are the ones sent');
   });
 
   it('validates events: exactly one, known type, no unknown fields', async () => {
@@ -95,8 +100,8 @@ describe('errors', () => {
     const broken = await http(`${API}/sessions`, { idempotencyKey: newKey(), rawBody: '{"agent_id":' });
     assert.equal(broken.status, 422);
     assertErrorShape(broken, 'invalid_json');
-    // The test stack runs with BODY_LIMIT=5mb (100mb by default).
-    const huge = await http(`${API}/sessions`, { idempotencyKey: newKey(), body: { agent_id: 'default-chatbot', input: 'x'.repeat(6 * 1024 * 1024) } });
+    // The test stack runs with BODY_LIMIT=12mb (110mb by default).
+    const huge = await http(`${API}/sessions`, { idempotencyKey: newKey(), body: { agent_id: 'default-chatbot', input: 'x'.repeat(13 * 1024 * 1024) } });
     assert.equal(huge.status, 413);
     assertErrorShape(huge, 'payload_too_large');
   });

@@ -140,7 +140,7 @@ describe('files: drafts', () => {
       const stored = path.join(env.storageDir, 'drafts', draft.id);
       assert.equal(readFileSync(stored, 'utf8'), content, 'stored under its id');
     }
-    const escaped = storedFiles().filter((file) => !/^(drafts\/[0-9a-f]{32}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32})$/.test(file.split(path.sep).join('/')));
+    const escaped = storedFiles().filter((file) => !/^(drafts\/[0-9a-f]{32}|inline\/[0-9a-f]{32}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32})$/.test(file.split(path.sep).join('/')));
     assert.deepEqual(escaped, [], 'every stored file has a server-generated key');
     for (const outside of ['etc/passwd.txt', 'passwd.txt', path.join('..', 'etc', 'passwd.txt')]) {
       assert.equal(existsSync(path.join(env.storageDir, outside)), false, outside);

@@ -5,7 +5,8 @@ import { env } from '../support/env.js';
 import { API, newKey } from '../support/http.js';
 import { bootstrap, call, type Caller, createKey, createSessionAs, newProductUser, openRawStream, type RawStream, signToken, unsignedToken, until } from '../support/identity.js';
 
-const BIG_BODY = JSON.stringify({ agent_id: 'default-chatbot', input: 'x'.repeat(6 * 1024 * 1024) });
+// Over the test stack's BODY_LIMIT (12mb).
+const BIG_BODY = JSON.stringify({ agent_id: 'default-chatbot', input: 'x'.repeat(13 * 1024 * 1024) });
 
 describe('identity: user tokens, rate limits, stream caps', () => {
   it('accepts a valid HS256 user token and scopes its sessions to its subject', async () => {
@@ -115,7 +116,7 @@ describe('identity: user tokens, rate limits, stream caps', () => {
     }
   });
 
-  it('authenticates before reading the body: an unauthenticated 6 MB body is 401, not 413', async () => {
+  it('authenticates before reading the body: an unauthenticated 13 MB body is 401, not 413', async () => {
     const anonymous = await call(null, `${API}/sessions`, { rawBody: BIG_BODY, idempotencyKey: newKey() });
     assert.equal(anonymous.status, 401, anonymous.text);
     assert.equal(anonymous.body.error.code, 'unauthorized');

@@ -6,6 +6,8 @@ export interface SseEvent {
   id: string;
   type: string;
   data: any;
+  /** Size of the SSE message on the wire (its id, event and data lines), in bytes. */
+  bytes: number;
 }
 
 /**
@@ -47,7 +49,8 @@ export class SseStream {
   private async pump(body: ReadableStream<Uint8Array>): Promise<void> {
     const parser = createParser({
       onEvent: (message) => {
-        const event: SseEvent = { id: message.id ?? '', type: message.event ?? 'message', data: JSON.parse(message.data) };
+        const bytes = Buffer.byteLength(`id: ${message.id ?? ''}\nevent: ${message.event ?? ''}\ndata: ${message.data}\n\n`);
+        const event: SseEvent = { id: message.id ?? '', type: message.event ?? 'message', data: JSON.parse(message.data), bytes };
         this.events.push(event);
         this.waiters = this.waiters.filter((w) => {
           if (!w.predicate(event)) return true;

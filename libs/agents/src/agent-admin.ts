@@ -3,7 +3,7 @@ import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { ModelRegistry } from '#libs/models';
 import type { AgentDto } from './agent.dto.js';
-import { AGENT_ID, type AgentDefinition, parseAgentDefinition } from './agent-definition.js';
+import { AGENT_ID, type AgentDefinition, parseAgentDefinition, RESERVED_AGENT_IDS } from './agent-definition.js';
 import { AgentsService } from './agents.service.js';
 
 /** Administration of saved agents (`/admin/agents`): full-access callers only. */
@@ -18,6 +18,7 @@ export class AgentAdmin {
   validate(agentId: string, raw: unknown): AgentDefinition {
     const { definition, errors } = parseAgentDefinition(raw);
     if (!AGENT_ID.test(agentId)) errors.unshift({ field: 'agent_id', errors: ['must be a lowercase slug of 1–64 characters (a-z, 0-9, _ and -)'] });
+    else if (RESERVED_AGENT_IDS.includes(agentId)) errors.unshift({ field: 'agent_id', errors: [`is reserved (${RESERVED_AGENT_IDS.join(', ')} are routes under /api/v1/agents)`] });
     const body = raw as { id?: unknown } | null;
     if (body && typeof body === 'object' && body.id !== undefined && body.id !== agentId) errors.push({ field: 'id', errors: ['must equal the agent_id of the path when given'] });
     if (definition?.model) {

@@ -9,6 +9,7 @@ import { DurableCore1764892800000 } from './migrations/1764892800000-durable-cor
 import { AgentRuntime1764979200000 } from './migrations/1764979200000-agent-runtime.js';
 import { Identity1765065600000 } from './migrations/1765065600000-identity.js';
 import { Files1765152000000 } from './migrations/1765152000000-files.js';
+import { InlineImages1765242000000 } from './migrations/1765242000000-inline-images.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -21,6 +22,7 @@ export const MIGRATIONS = [
   AgentRuntime1764979200000,
   Identity1765065600000,
   Files1765152000000,
+  InlineImages1765242000000,
 ];
 
 /**

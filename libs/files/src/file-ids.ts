@@ -20,9 +20,11 @@ export const storageKeys = {
   draft: (fileId: string): string => `drafts/${checked(fileId)}`,
   /** The file in its session's workdir: what the agent's tools and the artifact URL read. */
   session: (sessionId: string, fileId: string): string => `sessions/${checkedUuid(sessionId)}/files/${checked(fileId)}`,
+  /** An inline image of a message: stored before the submission's session (or input) exists, so keyed by the file id alone. */
+  inline: (fileId: string): string => `inline/${checked(fileId)}`,
 };
 
-const SAFE_KEY = /^(drafts\/[0-9a-f]{32}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32})$/;
+const SAFE_KEY = /^(drafts\/[0-9a-f]{32}|inline\/[0-9a-f]{32}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32})$/;
 
 /** Whether a key has the shape storageKeys makes (drivers refuse anything else). */
 export function isStorageKey(key: string): boolean {

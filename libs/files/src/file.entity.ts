@@ -4,9 +4,13 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
  * `uploading`: the row is written, the blob may not be (a crash leaves it for the sweep);
  * `draft`: uploaded, owner-scoped, expiring; `bound`: attached to a session input, its preparation
  * into the session's workdir unfinished; `ready`: in the workdir; `deleting`: a tombstone whose
- * blobs are being removed (invisible everywhere).
+ * blobs are being removed (invisible everywhere); `inline`: an inline image of a user message,
+ * stored when its submission was accepted (never a draft or an attachment).
  */
-export type FileStatus = 'uploading' | 'draft' | 'bound' | 'ready' | 'deleting';
+export type FileStatus = 'uploading' | 'draft' | 'bound' | 'ready' | 'inline' | 'deleting';
+
+/** `upload`: POST /files (a draft, then maybe an attachment); `inline`: an `input_image` data URL of a submission. */
+export type FileOrigin = 'upload' | 'inline';
 
 @Entity('files')
 export class FileEntity {
@@ -17,6 +21,7 @@ export class FileEntity {
   @Column('varchar', { name: 'mime_type' }) mimeType!: string;
   @Column('char', { length: 64 }) sha256!: string;
   @Column('varchar') status!: FileStatus;
+  @Column('varchar') origin!: FileOrigin;
   /** The uploaded bytes, until preparation copied them into the workdir and cleaned them up. */
   @Column('varchar', { name: 'draft_key', nullable: true }) draftKey!: string | null;
   /** The file in its session's workdir. */
@@ -32,7 +37,7 @@ export class FileEntity {
 }
 
 export const FILE_COLUMNS =
-  'id, owner_id, filename, bytes, mime_type, sha256, status, draft_key, session_key, session_id, input_id, message_id, created_at, expires_at, bound_at, ready_at';
+  'id, owner_id, filename, bytes, mime_type, sha256, status, origin, draft_key, session_key, session_id, input_id, message_id, created_at, expires_at, bound_at, ready_at';
 
 export function fileFromRow(row: Record<string, unknown>): FileEntity {
   return {
@@ -43,6 +48,7 @@ export function fileFromRow(row: Record<string, unknown>): FileEntity {
     mimeType: String(row.mime_type),
     sha256: String(row.sha256),
     status: row.status as FileStatus,
+    origin: (row.origin as FileOrigin | undefined) ?? 'upload',
     draftKey: (row.draft_key as string | null) ?? null,
     sessionKey: (row.session_key as string | null) ?? null,
     sessionId: (row.session_id as string | null) ?? null,

@@ -7,11 +7,17 @@ import { SessionFiles } from './session-files.js';
 import { FILE_STORAGE } from './storage/file-storage.js';
 import { fileStorageProvider } from './storage/storage.provider.js';
 import { DeleteFile, GetFile, UploadFile } from './use-cases/draft-files.use-case.js';
+import { InlineImagesRepository } from './inline/inline-images.repository.js';
+import { ResolveSessionImages, StoreInlineImages } from './use-cases/inline-images.use-case.js';
+import { GetSessionFileContent } from './use-cases/session-file-content.use-case.js';
+
+/** Inline images of messages and the bytes of session files. */
+const SESSION_FILES = [InlineImagesRepository, StoreInlineImages, ResolveSessionImages, GetSessionFileContent];
 
 /** Files and their storage, shared by the api (uploads, drafts, attachments) and the worker (preparation, tools, the sweep). */
 @Module({
   imports: [TypeOrmModule.forFeature([FileEntity])],
-  providers: [FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles],
-  exports: [FilesRepository, FILE_STORAGE, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles],
+  providers: [FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles, ...SESSION_FILES],
+  exports: [FilesRepository, FILE_STORAGE, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles, ...SESSION_FILES],
 })
 export class FilesModule {}

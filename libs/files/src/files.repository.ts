@@ -41,13 +41,14 @@ export class FilesRepository {
   /**
    * Reserves an upload within the owner's quota: the row (`uploading`) before the blob. Uploads of
    * one owner serialise on an advisory lock, so two concurrent ones cannot both pass the check.
+   * Inline images of messages are not counted: 001 bounds them per submission, not per owner.
    */
   async reserveUpload(upload: NewUpload, ttlS: number, quota: Quota): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
       await manager.query(prepared(`SELECT pg_advisory_xact_lock(hashtextextended('files:' || $1::text, 0))`), [upload.ownerId]);
       const [usage] = (await manager.query(
         prepared(`SELECT coalesce(sum(bytes), 0)::bigint AS bytes, count(*) FILTER (WHERE status IN ('uploading', 'draft'))::int AS drafts
-         FROM files WHERE owner_id = $1 AND status <> 'deleting' AND NOT (status = 'draft' AND expires_at <= now())`),
+         FROM files WHERE owner_id = $1 AND origin = 'upload' AND status <> 'deleting' AND NOT (status = 'draft' AND expires_at <= now())`),
         [upload.ownerId],
       )) as { bytes: string; drafts: number }[];
       const usedBytes = Number(usage?.bytes ?? 0);

@@ -1,4 +1,4 @@
-export { type FileStatus, FileEntity } from './file.entity.js';
+export { type FileOrigin, type FileStatus, FileEntity } from './file.entity.js';
 export { AttachmentDeletedDto, AttachmentDto, AttachmentListDto, FileDeletedDto, FileDto, FileYuxiDto, sessionFileUrl, toAttachmentDto, toFileDto } from './file.dto.js';
 export { isFileId, isStorageKey, newFileId, storageKeys } from './file-ids.js';
 export { extensionOf, MAX_FILENAME_BYTES, sanitizeFilename } from './filename.js';
@@ -13,3 +13,6 @@ export { LocalFileStorage } from './storage/local-storage.js';
 export { S3FileStorage } from './storage/s3-storage.js';
 export { createFileStorage } from './storage/storage.provider.js';
 export { DeleteFile, GetFile, MAX_FILE_BYTES, type ReceivedUpload, UploadFile } from './use-cases/draft-files.use-case.js';
+export { checkInlineImage, type InlineImageCheck } from './inline/inline-image-sniffing.js';
+export { type DecodedImage, ResolveSessionImages, StoreInlineImages } from './use-cases/inline-images.use-case.js';
+export { GetSessionFileContent, type SessionFileContent } from './use-cases/session-file-content.use-case.js';

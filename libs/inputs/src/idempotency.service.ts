@@ -60,9 +60,14 @@ export class IdempotencyService {
     return createHash('sha256').update(canonicalJson(intent)).digest('hex');
   }
 
-  async execute(scope: IdempotencyScope, work: (manager: EntityManager) => Promise<WorkResult>): Promise<IdempotentResponse> {
+  /**
+   * `prepare` runs only when no receipt answers the key, before the transaction: work that cannot
+   * be part of it (blobs in file storage) and that a replay must not repeat.
+   */
+  async execute(scope: IdempotencyScope, work: (manager: EntityManager) => Promise<WorkResult>, prepare?: () => Promise<void>): Promise<IdempotentResponse> {
     const earlier = await this.replay(scope);
     if (earlier) return earlier;
+    await prepare?.();
     try {
       return await this.dataSource.transaction(async (manager) => {
         const result = await work(manager);

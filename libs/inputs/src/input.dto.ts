@@ -4,7 +4,15 @@ import { AttachmentDto } from '#libs/files';
 export class InputContentBlockDto {
   @ApiProperty({ enum: ['input_text', 'input_image'] }) type!: string;
   @ApiProperty({ required: false }) text?: string;
-  @ApiProperty({ required: false, description: 'Inline data URL.' }) image_url?: string;
+  @ApiProperty({
+    required: false,
+    description:
+      'input_image: where the image\'s bytes are. An inline image is stored as a session file when its submission is accepted, and this is then the path of its bytes on this API (`GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`, authorised like the session), not the data URL that was sent. Inputs received before images were stored as files keep their `data:` URL.',
+    example: '/api/v1/agents/sessions/01970c4e-7a3b-7cc1-9e1a-4f3b2a1c0d9e/files/0123456789abcdef0123456789abcdef/content',
+  })
+  image_url?: string;
+  @ApiProperty({ required: false, description: 'input_image: the session file holding the image (32 hexadecimal characters); absent on inputs that kept a data URL.', pattern: '^[0-9a-f]{32}$' })
+  file_id?: string;
 }
 
 export class InputMessageDto {

@@ -6,8 +6,13 @@ export type InputStatus = 'pending' | 'consumed' | 'cancelled';
 /** `preparing`: its attached files are not in the session workdir yet, and it cannot be claimed. */
 export type AttachmentStatus = 'preparing' | 'ready';
 
-/** One content block of a user message, as received (validated, never rewritten). */
-export type InputContentBlock = { type: 'input_text'; text: string } | { type: 'input_image'; image_url: string };
+/**
+ * One content block of a user message, as received (validated), except that an inline image is
+ * stored as a session file when its submission is accepted and kept as a reference: `file_id` and
+ * `image_url`, the path of its bytes on this API. Inputs received before that keep their data URL
+ * (no `file_id`).
+ */
+export type InputContentBlock = { type: 'input_text'; text: string } | { type: 'input_image'; image_url: string; file_id?: string };
 
 export interface InputMessage {
   role: 'user';

@@ -9,6 +9,7 @@ export {
   type ModelTool,
   type ModelToolCall,
   type ModelUsage,
+  type ModelUserPart,
 } from './model.types.js';
 export { ModelsModule } from './models.module.js';
 export { OpenAiProvider } from './openai.provider.js';

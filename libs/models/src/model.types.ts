@@ -5,9 +5,15 @@ export interface ModelToolCall {
   arguments: string;
 }
 
-/** The provider-neutral view of one conversation entry. */
+/** A part of a user message with images: text, or an image as a `data:` URL. */
+export type ModelUserPart = { type: 'text'; text: string } | { type: 'image'; url: string };
+
+/**
+ * The provider-neutral view of one conversation entry. A user message with images also has
+ * `parts`, in the order the user wrote them; `text` is its text alone (what text-only models see).
+ */
 export type ModelMessage =
-  | { role: 'user'; text: string }
+  | { role: 'user'; text: string; parts?: ModelUserPart[] }
   | { role: 'assistant'; text: string; tool_calls?: ModelToolCall[] }
   | { role: 'tool'; call_id: string; output: string };
 

@@ -106,7 +106,13 @@ function toChatMessages({ instructions, messages }: ModelRequest): ChatMessage[]
 }
 
 function toChatMessage(message: ModelMessage): ChatMessage {
-  if (message.role === 'user') return { role: 'user', content: message.text };
+  if (message.role === 'user') {
+    if (!message.parts) return { role: 'user', content: message.text };
+    return {
+      role: 'user',
+      content: message.parts.map((part) => (part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image_url', image_url: { url: part.url } })),
+    };
+  }
   if (message.role === 'tool') return { role: 'tool', tool_call_id: message.call_id, content: message.output };
   const toolCalls = message.tool_calls ?? [];
   if (toolCalls.length === 0) return { role: 'assistant', content: message.text };

@@ -5,6 +5,12 @@ export const MAX_IMAGES_PER_MESSAGE = 10;
 export const MAX_IMAGE_BYTES_TOTAL = 80 * 1024 * 1024;
 const DATA_IMAGE = /^data:image\/(png|jpeg|jpg|gif|webp);base64,([A-Za-z0-9+/=\s]+)$/;
 
+/** The declared image subtype and the base64 payload of an inline image URL, or null when it is none. */
+export function parseDataImageUrl(url: string): { subtype: string; base64: string } | null {
+  const match = DATA_IMAGE.exec(url);
+  return match?.[1] && match[2] ? { subtype: match[1], base64: match[2] } : null;
+}
+
 export interface ParsedInput {
   messages: InputMessage[];
   errors: string[];

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import type { PageQuery } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { type AttachmentDto, type AttachmentListDto, type FileEntity, FilesRepository, SessionFiles, StorageObjectMissing, toAttachmentDto } from '#libs/files';
+import { type AttachmentDto, type AttachmentListDto, FilesRepository, toAttachmentDto } from '#libs/files';
 import { type AcceptedReceipt, IdempotencyService, type InputEntity, InputsService, toInputDto } from '#libs/inputs';
 import { type SessionFilter, SessionsService } from '#libs/sessions';
 import {
@@ -30,7 +30,6 @@ export class SessionQueriesService {
     private readonly inputs: InputsService,
     private readonly idempotency: IdempotencyService,
     private readonly files: FilesRepository,
-    private readonly sessionFiles: SessionFiles,
   ) {}
 
   /** The session's attachments (formal file references of its workdir), with their input, message and artifact URL. */
@@ -42,22 +41,6 @@ export class SessionQueriesService {
   }
 
   /** The bytes of a ready file of the session's workdir (its artifact URL). */
-  async fileContent(principal: Principal, sessionId: string, fileId: string): Promise<{ file: FileEntity; bytes: Buffer }> {
-    await this.sessions.getVisible(principal.userId, sessionId);
-    const file = await this.files.inSession(null, sessionId, fileId);
-    if (!file) throw DomainError.notFound(`File ${fileId}`);
-    if (file.status !== 'ready') throw new DomainError('file_not_ready', `File ${fileId} is still being prepared into the session workdir`, { file_id: fileId });
-    try {
-      const read = await this.sessionFiles.read(sessionId, fileId);
-      if (!read) throw DomainError.notFound(`File ${fileId}`);
-      return read;
-    } catch (error) {
-      // Deleted between the two reads.
-      if (error instanceof StorageObjectMissing) throw DomainError.notFound(`File ${fileId}`);
-      throw error;
-    }
-  }
-
   async getSession(principal: Principal, sessionId: string): Promise<SessionDto> {
     return toSessionDto(await this.sessions.getVisible(principal.userId, sessionId));
   }

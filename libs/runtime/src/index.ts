@@ -9,3 +9,4 @@ export { type NextStep, OUTCOME_UNKNOWN, planNextStep, type ToolPolicy } from '.
 export { toolPolicy } from './tool-policy.js';
 export { WORKER_ID } from './worker-identity.js';
 export { measuredProvider, modelCallOutcome } from './model-metrics.js';
+export { ImageReferences, MISSING_IMAGE_TEXT } from './image-references.js';

@@ -1,5 +1,6 @@
 import type { ModelMessage } from '#libs/models';
 import type { ItemEntity } from '#libs/turns';
+import { userMessage } from './image-references.js';
 
 /** A file attached to a user message, as the model is told about it. */
 export interface MessageAttachment {
@@ -16,7 +17,8 @@ export interface MessageAttachment {
  * latest items can cut a pair in two: unpaired calls and outputs are left out. A user message that
  * files were bound to (on consumption: the last message of an input submitted with attachments)
  * lists them after its text; messages of inputs not consumed yet are not items, so the model never
- * hears of queued or cancelled inputs' files.
+ * hears of queued or cancelled inputs' files. A user message with images also carries them (see
+ * image-references).
  */
 export function toModelMessages(items: readonly ItemEntity[], attachments: ReadonlyMap<string, readonly MessageAttachment[]> = new Map()): ModelMessage[] {
   const outputs = new Set(items.filter((i) => i.type === 'function_call_output').map((i) => i.content[0]?.call_id));
@@ -41,8 +43,15 @@ export function toModelMessages(items: readonly ItemEntity[], attachments: Reado
       .filter((p) => typeof p.text === 'string')
       .map((p) => p.text)
       .join('\n');
-    if (item.role === 'assistant') messages.push({ role: 'assistant', text });
-    else messages.push({ role: 'user', text: withAttachmentList(text, attachments.get(item.id)) });
+    if (item.role === 'assistant') {
+      messages.push({ role: 'assistant', text });
+      continue;
+    }
+    const files = attachments.get(item.id);
+    const message = userMessage(withAttachmentList(text, files), item.content);
+    // With images the parts are what the provider sends: the list goes after them too.
+    if (message.role === 'user' && message.parts && files?.length) message.parts = [...message.parts, { type: 'text', text: withAttachmentList('', files).trim() }];
+    messages.push(message);
   }
   return messages;
 }

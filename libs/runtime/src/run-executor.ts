@@ -16,6 +16,7 @@ import { RunSignals, SessionDispatcher } from '#libs/queue';
 import { type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError, validateToolArguments } from '#libs/tools';
 import { type CommittedStep, type Lease, type PublicError, type ToolCallSpec, TurnsService, type Usage } from '#libs/turns';
 import { FencingStats } from './fencing-stats.js';
+import { ImageReferences } from './image-references.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LiveEvents } from './live-events.js';
 import { measuredProvider } from './model-metrics.js';
@@ -76,6 +77,7 @@ export class RunExecutor {
     private readonly stats: FencingStats,
     private readonly config: AppConfig,
     private readonly files: FilesRepository,
+    private readonly imageReferences: ImageReferences,
   ) {}
 
   async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<void> {
@@ -230,7 +232,7 @@ export class RunExecutor {
     const request = {
       model,
       instructions: held.config.instructions,
-      messages: toModelMessages(context, attachments),
+      messages: toModelMessages(await this.imageReferences.resolve(held.turn.sessionId, context), attachments),
       tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
       signal: control.abort.signal,
     };

@@ -9,6 +9,7 @@ import { ToolsModule } from '#libs/tools';
 import { TurnsModule } from '#libs/turns';
 import { AttachmentPreparer } from './attachment-preparer.js';
 import { FencingStats } from './fencing-stats.js';
+import { ImageReferences } from './image-references.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { QueueMetrics } from './queue-metrics.js';
 import { RecoveryService } from './recovery.service.js';
@@ -19,7 +20,7 @@ import { LifecycleModule } from '#libs/lifecycle';
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
-  providers: [RunExecutor, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  providers: [RunExecutor, ImageReferences, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}

@@ -44,6 +44,8 @@ export interface StoredContentPart {
   type: string;
   text?: string;
   image_url?: string;
+  /** input_image: the session file holding the image (absent on items stored with a data URL). */
+  file_id?: string;
   /** function_call / function_call_output items keep their one part here. */
   call_id?: string;
   name?: string;

@@ -17,7 +17,14 @@ export class PublicErrorDto {
 export class ContentPartDto {
   @ApiProperty({ enum: ['input_text', 'input_image', 'output_text'] }) type!: string;
   @ApiPropertyOptional() text?: string;
-  @ApiPropertyOptional({ description: 'Inline data URL of an input image.' }) image_url?: string;
+  @ApiPropertyOptional({
+    description:
+      'input_image: where the image\'s bytes are: the path of its session file on this API (`GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`, authorised like the session). Items stored before inline images became session files keep their `data:` URL.',
+    example: '/api/v1/agents/sessions/01970c4e-7a3b-7cc1-9e1a-4f3b2a1c0d9e/files/0123456789abcdef0123456789abcdef/content',
+  })
+  image_url?: string;
+  @ApiPropertyOptional({ description: 'input_image: the session file holding the image (32 hexadecimal characters); absent where image_url is a data URL.', pattern: '^[0-9a-f]{32}$' })
+  file_id?: string;
   @ApiPropertyOptional({
     type: 'array',
     items: { type: 'object', additionalProperties: true },

@@ -1,15 +1,18 @@
 import { Controller, Delete, Get, Param, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
-import { AttachmentDeletedDto, AttachmentListDto } from '#libs/files';
+import { AttachmentDeletedDto, AttachmentListDto, GetSessionFileContent } from '#libs/files';
 import { DeleteAttachment, ListQueryDto, SessionQueriesService } from '#libs/protocol';
 import { ApiErrors } from './api-errors.decorator.js';
 
-const FILE_ID_PARAM = { name: 'file_id', description: 'A file id (32 hexadecimal characters).', schema: { type: 'string', pattern: '^[0-9a-f]{32}$' } } as const;
+const FILE_ID_PARAM = { name: 'file_id', description: 'A file id of that session (32 hexadecimal characters).', schema: { type: 'string', pattern: '^[0-9a-f]{32}$' } } as const;
 const TEXT_TYPES = /^(text\/|application\/json$)/;
+/** The types a session file can have (sniffed from its bytes when it was stored). */
+const CONTENT_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/pdf', 'text/plain', 'text/markdown', 'text/csv', 'text/tab-separated-values', 'application/json'];
+const BINARY = { schema: { type: 'string', format: 'binary' } };
 
-/** The files of a session: its attachments and their bytes (the artifact URL). */
+/** The files of a session: its attachments, and the bytes of its files (attachments and inline images). */
 @ApiTags('files')
 @ApiBearerAuth()
 @Controller('api/v1/agents/sessions/:session_id')
@@ -17,6 +20,7 @@ export class SessionFilesController {
   constructor(
     private readonly queries: SessionQueriesService,
     private readonly deleteAttachment: DeleteAttachment,
+    private readonly getContent: GetSessionFileContent,
   ) {}
 
   @Get('attachments')
@@ -24,7 +28,7 @@ export class SessionFilesController {
     operationId: 'listAttachments',
     summary: 'List the attachments of a session',
     description:
-      'The formal file references of the session workdir: each attached file with the input that attached it, the user message it is bound to once that input was consumed, its preparation status and its artifact URL. Ordered by attachment time, then id; cursor pages like every list.',
+      'The formal file references of the session workdir: each attached file with the input that attached it, the user message it is bound to once that input was consumed, its preparation status and its artifact URL. Ordered by attachment time, then id; cursor pages like every list. Inline images of messages are not attachments.',
   })
   @ApiOkResponse({ type: AttachmentListDto })
   @ApiErrors('not_found', 'invalid_cursor', 'validation_failed')
@@ -49,22 +53,31 @@ export class SessionFilesController {
   @Get('files/:file_id/content')
   @ApiOperation({
     operationId: 'getSessionFileContent',
-    summary: 'Download a file of the session workdir (an attachment\'s artifact URL)',
+    summary: 'Download the bytes of a session file',
     description:
-      'The bytes as stored, with the detected `Content-Type`, `Content-Disposition: attachment` (the sanitised filename), `ETag` (the SHA-256) and `X-Content-Type-Options: nosniff`. Authorised like the session. A file still being prepared is 409 `file_not_ready`.',
+      'The bytes of a file of the session: an attachment once it is in the session workdir (its artifact URL), or an inline image of a user message. Inline images (`input_image` blocks sent as `data:` URLs) are stored as session files when their submission is accepted; inputs, items and their events then carry `{"type":"input_image","file_id","image_url"}` where `image_url` is this path. Authorised like the session: another caller\'s session, and a file of another session, are 404. An attachment still being prepared is 409 `file_not_ready`. The Content-Type is the type detected from the bytes when the file was stored.',
   })
   @ApiParam(FILE_ID_PARAM)
-  @ApiProduces('application/octet-stream')
-  @ApiOkResponse({ description: 'The file\'s bytes.', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } })
+  @ApiOkResponse({
+    description: 'The file\'s bytes, exactly as stored.',
+    content: Object.fromEntries(CONTENT_TYPES.map((type) => [type, BINARY])),
+    headers: {
+      'Content-Length': { description: 'Size in bytes.', schema: { type: 'integer' } },
+      'Content-Disposition': { description: '`inline` for images, `attachment` otherwise, with the sanitised filename.', schema: { type: 'string' } },
+      ETag: { description: 'The SHA-256 of the bytes.', schema: { type: 'string' } },
+      'Cache-Control': { description: '`private`: the bytes of a stored file never change, but only its session\'s owner may read them.', schema: { type: 'string' } },
+      'X-Content-Type-Options': { description: '`nosniff`: clients use the declared type.', schema: { type: 'string' } },
+    },
+  })
   @ApiErrors('not_found', 'file_not_ready')
   async content(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Param('file_id') fileId: string, @Res() res: Response): Promise<void> {
-    const { file, bytes } = await this.queries.fileContent(principal, sessionId, fileId);
+    const { file, bytes } = await this.getContent.execute(principal, sessionId, fileId);
     res.status(200);
     res.setHeader('Content-Type', TEXT_TYPES.test(file.mimeType) ? `${file.mimeType}; charset=utf-8` : file.mimeType);
     res.setHeader('Content-Length', String(bytes.length));
-    res.setHeader('Content-Disposition', contentDisposition(file.filename));
+    res.setHeader('Content-Disposition', contentDisposition(file.mimeType.startsWith('image/') ? 'inline' : 'attachment', file.filename));
     res.setHeader('ETag', `"${file.sha256}"`);
-    res.setHeader('Cache-Control', 'private, no-cache');
+    res.setHeader('Cache-Control', 'private');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     // Never rendered as a page of this origin, whatever a browser makes of the bytes.
     res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
@@ -72,9 +85,9 @@ export class SessionFilesController {
   }
 }
 
-/** `attachment` with an ASCII fallback name and the UTF-8 name (RFC 6266 / 8187). */
-function contentDisposition(filename: string): string {
+/** The disposition with an ASCII fallback name and the UTF-8 name (RFC 6266 / 8187). */
+function contentDisposition(kind: 'inline' | 'attachment', filename: string): string {
   const fallback = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
   const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+  return `${kind}; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }

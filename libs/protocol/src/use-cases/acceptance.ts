@@ -31,6 +31,16 @@ export interface ControlOutcome {
 }
 
 /**
+ * Work of a submission outside the database (its inline images' blobs): staged only when no
+ * receipt answers the key (a replay stores nothing), before the accepting transaction, and
+ * discarded when that transaction did not commit this submission.
+ */
+export interface Staging {
+  stage(): Promise<void>;
+  discard(): Promise<void>;
+}
+
+/**
  * How every use case accepts work: at most once per idempotency key, in one transaction that also
  * writes the outbox events announcing it; after commit, not waited for, the events are published
  * and the worker nudged. Neither can lose anything: the outbox relay publishes what is left and
@@ -53,22 +63,37 @@ export class Acceptance {
     key: string,
     intent: unknown,
     work: (manager: EntityManager) => Promise<Accepted>,
+    staging?: Staging,
   ): Promise<IdempotentResponse> {
     let batch: OutboxBatch | null = null;
     let nudge = false;
     let takeover: string | null = null;
     let prepare: string | null = null;
-    const result = await this.idempotency.execute(
-      { ownerId: principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
-      async (manager) => {
-        const accepted = await work(manager);
-        if (accepted.sessionId) batch = await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge: accepted.nudge });
-        nudge = accepted.nudge;
-        takeover = accepted.takeover ?? null;
-        prepare = accepted.prepare ?? null;
-        return accepted;
-      },
-    );
+    let staged = false;
+    let result: IdempotentResponse;
+    try {
+      result = await this.idempotency.execute(
+        { ownerId: principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
+        async (manager) => {
+          const accepted = await work(manager);
+          if (accepted.sessionId) batch = await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge: accepted.nudge });
+          nudge = accepted.nudge;
+          takeover = accepted.takeover ?? null;
+          prepare = accepted.prepare ?? null;
+          return accepted;
+        },
+        staging &&
+          (async () => {
+            staged = true;
+            await staging.stage();
+          }),
+      );
+    } catch (error) {
+      if (staged) await staging?.discard();
+      throw error;
+    }
+    // Only a response this request committed is not a replay; otherwise the staging is nobody's.
+    if (result.replayed && staged) await staging?.discard();
     if (!result.replayed && batch) this.afterCommit(batch, nudge, takeover, prepare);
     return result;
   }

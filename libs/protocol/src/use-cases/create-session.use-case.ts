@@ -10,6 +10,7 @@ import { ModelRegistry } from '#libs/models';
 import { SessionsService } from '#libs/sessions';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
 import { frozenInputConfig } from '../input-config.js';
+import { InlineImages } from '../inline-images.js';
 import { parseAgentInput } from '../input-parser.js';
 import { toSessionDto } from '../session-view.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
@@ -26,6 +27,7 @@ export class CreateSession {
     private readonly agents: AgentsService,
     private readonly models: ModelRegistry,
     private readonly files: FilesRepository,
+    private readonly inlineImages: InlineImages,
   ) {}
 
   async execute(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
@@ -38,8 +40,11 @@ export class CreateSession {
     const agent = await this.agents.getVisible(agentViewerOf(principal), dto.agent_id);
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
+    // Inline images become session files; the intent keeps the data URLs, so a replay hashes the same.
+    const images = messages ? await this.inlineImages.decode(principal.userId, messages, 'input') : null;
 
-    const result = await this.acceptance.accept(principal, 'sessions.create', key, { operation: 'sessions.create', body: { ...dto, input: messages } }, async (manager) => {
+    const intent = { operation: 'sessions.create', body: { ...dto, input: messages } };
+    const result = await this.acceptance.accept(principal, 'sessions.create', key, intent, async (manager) => {
       const session = await this.sessions.create(
         manager,
         {
@@ -55,18 +60,19 @@ export class CreateSession {
         messages !== null,
       );
       let receipt: AcceptedReceipt | null = null;
-      if (messages) {
+      if (images) {
         const input = await this.inputs.insert(manager, {
           sessionId: session.id,
           receivedSeq: 1,
           mode: 'follow_up',
-          messages,
+          messages: images.messagesFor(session.id),
           attachmentFileIds,
           config: frozenInputConfig(session),
           receivedAt: session.createdAt,
         });
         // In the same transaction: an unknown or already attached file refuses the whole create.
         await this.files.bindDrafts(manager, principal.userId, attachmentFileIds, session.id, input.id);
+        await images.bind(manager, session.id, input.id);
         receipt = acceptedReceipt(session.id, input.id);
       }
       const body = toSessionDto(session, receipt);
@@ -74,7 +80,7 @@ export class CreateSession {
       const events: OutgoingEvent[] = [{ type: 'agent.session.created', session: body }];
       if (receipt) events.push({ type: 'yuxi.session.event.accepted', receipt });
       return { status: 201, body, sessionId: session.id, receipt, events, nudge: receipt !== null, prepare: attachmentFileIds.length > 0 ? receipt?.input_id : null };
-    });
+    }, images?.staging);
     if (messages && !result.replayed) metrics.inputAccepted('agent.session.input.message');
     return result;
   }

@@ -7,6 +7,7 @@ export { SubmitEvent } from './submit-event.use-case.js';
 export { SubmitMessage } from './submit-message.use-case.js';
 export { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 
+import { InlineImages } from '../inline-images.js';
 import { Acceptance } from './acceptance.js';
 import { DeleteAttachment } from './attachments.use-case.js';
 import { CreateSession } from './create-session.use-case.js';
@@ -17,4 +18,4 @@ import { SubmitMessage } from './submit-message.use-case.js';
 import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [Acceptance, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, UpdateSession, ArchiveSession];
+export const USE_CASES = [Acceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, UpdateSession, ArchiveSession];

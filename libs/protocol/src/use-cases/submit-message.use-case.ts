@@ -7,6 +7,7 @@ import { ModelRegistry } from '#libs/models';
 import { RunSignals } from '#libs/queue';
 import type { MessageEventDto } from '../dto/submit-event.dto.js';
 import { frozenInputConfig } from '../input-config.js';
+import { InlineImages } from '../inline-images.js';
 import { parseAgentInput } from '../input-parser.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
@@ -24,6 +25,7 @@ export class SubmitMessage {
     private readonly controls: SessionControls,
     private readonly models: ModelRegistry,
     private readonly signals: RunSignals,
+    private readonly inlineImages: InlineImages,
   ) {}
 
   async execute(principal: Principal, sessionId: string, event: MessageEventDto, key: string): Promise<IdempotentResponse> {
@@ -37,6 +39,8 @@ export class SubmitMessage {
     }
     const modelOverride = event.yuxi?.model === undefined ? undefined : this.models.validate(event.yuxi.model);
     const messages: InputMessage[] = parseAgentInput(event.input).messages;
+    // Inline images become session files; the intent keeps the data URLs, so a replay hashes the same.
+    const images = await this.inlineImages.decode(principal.userId, messages, 'events[0].input');
 
     let steerIntoRunningTurn = false;
     const scope = IdempotencyService.eventScope(sessionId);
@@ -45,15 +49,16 @@ export class SubmitMessage {
       const { input, steersRunningTurn } = await this.controls.acceptMessage(manager, principal.userId, sessionId, {
         requestedMode: event.yuxi?.mode,
         hasOverride,
-        messages,
+        messages: images.messagesFor(sessionId),
         attachmentFileIds: event.yuxi?.attachment_file_ids ?? [],
         config: (session) => frozenInputConfig(session, { model: modelOverride, toolApprovalMode: event.yuxi?.tool_approval_mode }),
       });
+      await images.bind(manager, sessionId, input.id);
       steerIntoRunningTurn = steersRunningTurn;
       const receipt = acceptedReceipt(sessionId, input.id);
       const prepare = input.attachmentStatus === 'preparing' ? input.id : null;
       return { status: 202, body: receipt, sessionId, receipt, events: [{ type: 'yuxi.session.event.accepted', receipt }], nudge: true, prepare };
-    });
+    }, images.staging);
     if (!result.replayed && steerIntoRunningTurn) {
       void this.signals.announceSteer(sessionId).catch((error: unknown) => this.logger.warn(`steer signal not sent: ${String(error)}`));
     }

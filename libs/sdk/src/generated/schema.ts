@@ -365,7 +365,7 @@ export interface paths {
         };
         /**
          * List the attachments of a session
-         * @description The formal file references of the session workdir: each attached file with the input that attached it, the user message it is bound to once that input was consumed, its preparation status and its artifact URL. Ordered by attachment time, then id; cursor pages like every list.
+         * @description The formal file references of the session workdir: each attached file with the input that attached it, the user message it is bound to once that input was consumed, its preparation status and its artifact URL. Ordered by attachment time, then id; cursor pages like every list. Inline images of messages are not attachments.
          */
         get: operations["listAttachments"];
         put?: never;
@@ -404,8 +404,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Download a file of the session workdir (an attachment's artifact URL)
-         * @description The bytes as stored, with the detected `Content-Type`, `Content-Disposition: attachment` (the sanitised filename), `ETag` (the SHA-256) and `X-Content-Type-Options: nosniff`. Authorised like the session. A file still being prepared is 409 `file_not_ready`.
+         * Download the bytes of a session file
+         * @description The bytes of a file of the session: an attachment once it is in the session workdir (its artifact URL), or an inline image of a user message. Inline images (`input_image` blocks sent as `data:` URLs) are stored as session files when their submission is accepted; inputs, items and their events then carry `{"type":"input_image","file_id","image_url"}` where `image_url` is this path. Authorised like the session: another caller's session, and a file of another session, are 404. An attachment still being prepared is 409 `file_not_ready`. The Content-Type is the type detected from the bytes when the file was stored.
          */
         get: operations["getSessionFileContent"];
         put?: never;
@@ -857,8 +857,13 @@ export interface components {
             /** @enum {string} */
             type: "input_text" | "input_image";
             text?: string;
-            /** @description Inline data URL. */
+            /**
+             * @description input_image: where the image's bytes are. An inline image is stored as a session file when its submission is accepted, and this is then the path of its bytes on this API (`GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`, authorised like the session), not the data URL that was sent. Inputs received before images were stored as files keep their `data:` URL.
+             * @example /api/v1/agents/sessions/01970c4e-7a3b-7cc1-9e1a-4f3b2a1c0d9e/files/0123456789abcdef0123456789abcdef/content
+             */
             image_url?: string;
+            /** @description input_image: the session file holding the image (32 hexadecimal characters); absent on inputs that kept a data URL. */
+            file_id?: string;
         };
         InputMessageDto: {
             /** @enum {string} */
@@ -950,8 +955,13 @@ export interface components {
             /** @enum {string} */
             type: "input_text" | "input_image" | "output_text";
             text?: string;
-            /** @description Inline data URL of an input image. */
+            /**
+             * @description input_image: where the image's bytes are: the path of its session file on this API (`GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`, authorised like the session). Items stored before inline images became session files keep their `data:` URL.
+             * @example /api/v1/agents/sessions/01970c4e-7a3b-7cc1-9e1a-4f3b2a1c0d9e/files/0123456789abcdef0123456789abcdef/content
+             */
             image_url?: string;
+            /** @description input_image: the session file holding the image (32 hexadecimal characters); absent where image_url is a data URL. */
+            file_id?: string;
             /** @description output_text only: citations of the text. None are produced yet: always empty. */
             annotations?: {
                 [key: string]: unknown;
@@ -5590,7 +5600,7 @@ export interface operations {
             };
             path: {
                 session_id: string;
-                /** @description A file id (32 hexadecimal characters). */
+                /** @description A file id of that session (32 hexadecimal characters). */
                 file_id: string;
             };
             cookie?: never;
@@ -5730,22 +5740,41 @@ export interface operations {
             };
             path: {
                 session_id: string;
-                /** @description A file id (32 hexadecimal characters). */
+                /** @description A file id of that session (32 hexadecimal characters). */
                 file_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The file's bytes. */
+            /** @description The file's bytes, exactly as stored. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
+                    /** @description Size in bytes. */
+                    "Content-Length"?: number;
+                    /** @description `inline` for images, `attachment` otherwise, with the sanitised filename. */
+                    "Content-Disposition"?: string;
+                    /** @description The SHA-256 of the bytes. */
+                    ETag?: string;
+                    /** @description `private`: the bytes of a stored file never change, but only its session's owner may read them. */
+                    "Cache-Control"?: string;
+                    /** @description `nosniff`: clients use the declared type. */
+                    "X-Content-Type-Options"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": string;
+                    "image/png": string;
+                    "image/jpeg": string;
+                    "image/gif": string;
+                    "image/webp": string;
+                    "application/pdf": string;
+                    "text/plain": string;
+                    "text/markdown": string;
+                    "text/csv": string;
+                    "text/tab-separated-values": string;
+                    "application/json": string;
                 };
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */

@@ -1,0 +1,103 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { isUuid, prepared } from '#libs/database';
+import { FILE_COLUMNS, type FileEntity, fileFromRow } from '../file.entity.js';
+import { isFileId } from '../file-ids.js';
+
+/** One inline image about to be stored: its id and key are the server's, its type was sniffed from the bytes. */
+export interface StagedImage {
+  id: string;
+  key: string;
+  filename: string;
+  bytes: number;
+  mimeType: string;
+  sha256: string;
+}
+
+/**
+ * The `files` rows of inline images (origin `inline`), in SQL. They go `uploading` (staged: the row
+ * before the blob, committed on its own) → `inline` (bound to its session and input in the accepting
+ * transaction). A staging whose submission did not commit is tombstoned here, or — when its process
+ * died — by the files sweep as an abandoned upload; either way the sweep removes its blob.
+ */
+@Injectable()
+export class InlineImagesRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async stage(ownerId: string, images: StagedImage[]): Promise<void> {
+    if (images.length === 0) return;
+    await this.dataSource.query(
+      prepared(`INSERT INTO files (id, owner_id, filename, bytes, mime_type, sha256, status, origin, session_key)
+       SELECT s.id, $1::uuid, s.filename, s.bytes, s.mime_type, s.sha256, 'uploading', 'inline', s.session_key
+       FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[]) AS s(id, filename, bytes, mime_type, sha256, session_key)`),
+      [
+        ownerId,
+        images.map((i) => i.id),
+        images.map((i) => i.filename),
+        images.map((i) => i.bytes),
+        images.map((i) => i.mimeType),
+        images.map((i) => i.sha256),
+        images.map((i) => i.key),
+      ],
+    );
+  }
+
+  /** Binds staged images to the session and input (call in the accepting transaction); how many were bound. */
+  async bind(manager: EntityManager, ownerId: string, fileIds: string[], sessionId: string, inputId: string): Promise<number> {
+    if (fileIds.length === 0) return 0;
+    const [, count] = (await manager.query(
+      prepared(`UPDATE files SET status = 'inline', session_id = $3, input_id = $4, bound_at = now(), ready_at = now()
+       WHERE id = ANY($1::text[]) AND owner_id = $2 AND origin = 'inline' AND status = 'uploading'`),
+      [fileIds, ownerId, sessionId, inputId],
+    )) as [unknown[], number];
+    return count;
+  }
+
+  /** Staged images whose submission did not commit become tombstones; returns their storage keys. */
+  async tombstoneStaged(fileIds: string[]): Promise<{ id: string; key: string }[]> {
+    if (fileIds.length === 0) return [];
+    const [rows] = (await this.dataSource.query(
+      prepared(`UPDATE files SET status = 'deleting' WHERE id = ANY($1::text[]) AND origin = 'inline' AND status = 'uploading' RETURNING id, session_key`),
+      [fileIds],
+    )) as [{ id: string; session_key: string }[], number];
+    return rows.map((row) => ({ id: row.id, key: row.session_key }));
+  }
+
+  /** Removes a tombstone whose blob is gone. */
+  async deleteTombstone(id: string): Promise<void> {
+    await this.dataSource.query(prepared(`DELETE FROM files WHERE id = $1 AND status = 'deleting'`), [id]);
+  }
+
+  /**
+   * A file of the session whose bytes a client may ask for: an inline image, or an attachment
+   * (`bound` while the worker prepares it, `ready` once in the workdir). Visible as the session is: to its owner only (another caller, or another session's
+   * file, finds nothing).
+   */
+  async readable(ownerId: string, sessionId: string, fileId: string): Promise<FileEntity | null> {
+    if (!isFileId(fileId) || !isUuid(sessionId)) return null;
+    const rows = (await this.dataSource.query(
+      prepared(`SELECT ${prefixed('f')} FROM files f JOIN sessions s ON s.id = f.session_id
+       WHERE f.id = $1 AND f.session_id = $2 AND s.owner_id = $3 AND f.status IN ('inline', 'bound', 'ready')`),
+      [fileId, sessionId, ownerId],
+    )) as Record<string, unknown>[];
+    return rows[0] ? fileFromRow(rows[0]) : null;
+  }
+
+  /** The session's inline images among these ids (the worker resolves message references with them). */
+  async imagesOf(sessionId: string, fileIds: string[]): Promise<FileEntity[]> {
+    const ids = fileIds.filter(isFileId);
+    if (ids.length === 0 || !isUuid(sessionId)) return [];
+    const rows = (await this.dataSource.query(
+      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE session_id = $1 AND id = ANY($2::text[]) AND status = 'inline'`),
+      [sessionId, ids],
+    )) as Record<string, unknown>[];
+    return rows.map(fileFromRow);
+  }
+}
+
+function prefixed(alias: string): string {
+  return FILE_COLUMNS.split(', ')
+    .map((column) => `${alias}.${column}`)
+    .join(', ');
+}

@@ -1,0 +1,107 @@
+import { createHash } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { DomainError } from '#libs/errors';
+import { newFileId, storageKeys } from '../file-ids.js';
+import { imageExtension } from '../inline/inline-image-sniffing.js';
+import { InlineImagesRepository, type StagedImage } from '../inline/inline-images.repository.js';
+import { FILE_STORAGE, type FileStorage, StorageObjectMissing } from '../storage/file-storage.js';
+
+/** An inline image of a submission, decoded and sniffed (see checkInlineImage). */
+export interface DecodedImage {
+  bytes: Buffer;
+  mimeType: string;
+}
+
+/** Blobs written at once while staging one submission (at most 200 images: 20 messages of 10). */
+const PUT_CONCURRENCY = 4;
+
+/**
+ * Stores the inline images of a submission as session files, in three steps around the accepting
+ * transaction: `stage` (after the idempotency receipt was looked up, so a replay stores nothing)
+ * writes the rows, committed on their own, then the blobs under server keys; `bind`, in the
+ * accepting transaction, attaches the rows to the session and input; `discard` removes a staging
+ * whose submission did not commit (refused, or lost a race with the same key). A process that dies
+ * in between leaves `uploading` rows that the files sweep treats as abandoned uploads.
+ */
+@Injectable()
+export class StoreInlineImages {
+  private readonly logger = new Logger(StoreInlineImages.name);
+
+  constructor(
+    private readonly images: InlineImagesRepository,
+    @Inject(FILE_STORAGE) private readonly storage: FileStorage,
+  ) {}
+
+  /** New file ids for a submission's images, in order (nothing is written yet). */
+  static newIds(count: number): string[] {
+    return Array.from({ length: count }, () => newFileId());
+  }
+
+  async stage(ownerId: string, fileIds: string[], images: DecodedImage[]): Promise<void> {
+    const staged: StagedImage[] = images.map((image, index) => {
+      const id = fileIds[index]!;
+      return {
+        id,
+        key: storageKeys.inline(id),
+        filename: `image-${index + 1}.${imageExtension(image.mimeType)}`,
+        bytes: image.bytes.length,
+        mimeType: image.mimeType,
+        sha256: createHash('sha256').update(image.bytes).digest('hex'),
+      };
+    });
+    await this.images.stage(ownerId, staged);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      for (let index = next++; index < staged.length; index = next++) await this.storage.put(staged[index]!.key, images[index]!.bytes);
+    };
+    await Promise.all(Array.from({ length: Math.min(PUT_CONCURRENCY, staged.length) }, worker));
+  }
+
+  /** In the accepting transaction. A staging the sweep took away meanwhile fails the submission (retryable). */
+  async bind(manager: EntityManager, ownerId: string, fileIds: string[], sessionId: string, inputId: string): Promise<void> {
+    const bound = await this.images.bind(manager, ownerId, fileIds, sessionId, inputId);
+    if (bound !== fileIds.length) {
+      throw new DomainError('service_unavailable', 'The inline images of this submission were not stored in time; retry with the same Idempotency-Key');
+    }
+  }
+
+  /** Best effort: what is left here (storage or database down) is finished by the files sweep. */
+  async discard(fileIds: string[]): Promise<void> {
+    try {
+      for (const { id, key } of await this.images.tombstoneStaged(fileIds)) {
+        await this.storage.delete(key);
+        await this.images.deleteTombstone(id);
+      }
+    } catch (error) {
+      this.logger.warn(`inline images of a submission that did not commit are left to the files sweep: ${String(error)}`);
+    }
+  }
+}
+
+/**
+ * The worker's side: the bytes of a session's inline images as data URLs, for the model request.
+ * An image whose row or blob is gone is left out of the answer (the caller says so to the model);
+ * a storage outage throws (the run stops and recovery continues it).
+ */
+@Injectable()
+export class ResolveSessionImages {
+  constructor(
+    private readonly images: InlineImagesRepository,
+    @Inject(FILE_STORAGE) private readonly storage: FileStorage,
+  ) {}
+
+  async dataUrls(sessionId: string, fileIds: string[]): Promise<Map<string, string>> {
+    const urls = new Map<string, string>();
+    for (const file of await this.images.imagesOf(sessionId, [...new Set(fileIds)])) {
+      if (!file.sessionKey) continue;
+      try {
+        const bytes = await this.storage.get(file.sessionKey);
+        urls.set(file.id, `data:${file.mimeType};base64,${bytes.toString('base64')}`);
+      } catch (error) {
+        if (!(error instanceof StorageObjectMissing)) throw error;
+      }
+    }
+    return urls;
+  }
+}

@@ -1,0 +1,50 @@
+import { Injectable } from '@nestjs/common';
+import { ResolveSessionImages } from '#libs/files';
+import type { ModelMessage, ModelUserPart } from '#libs/models';
+import type { ItemEntity, StoredContentPart } from '#libs/turns';
+
+/** What the model reads where an image of the conversation can no longer be loaded (its file is gone). */
+export const MISSING_IMAGE_TEXT = '[image no longer available]';
+
+/**
+ * Inline images are stored as session files and user items refer to them (`file_id`, and an
+ * `image_url` that is a path on this API). Before a model call, each reference becomes the image's
+ * bytes as a `data:` URL, as OpenAI-compatible providers take them; items stored with a data URL
+ * (before images became files) pass through unchanged.
+ */
+@Injectable()
+export class ImageReferences {
+  constructor(private readonly images: ResolveSessionImages) {}
+
+  async resolve(sessionId: string, items: readonly ItemEntity[]): Promise<ItemEntity[]> {
+    const wanted = items.flatMap((item) => item.content.filter(isReference).map((part) => part.file_id!));
+    if (wanted.length === 0) return [...items];
+    const urls = await this.images.dataUrls(sessionId, wanted);
+    return items.map((item) =>
+      item.content.some(isReference)
+        ? {
+            ...item,
+            content: item.content.map((part): StoredContentPart => {
+              if (!isReference(part)) return part;
+              const url = urls.get(part.file_id!);
+              return url ? { type: 'input_image', file_id: part.file_id, image_url: url } : { type: 'input_text', text: MISSING_IMAGE_TEXT };
+            }),
+          }
+        : item,
+    );
+  }
+}
+
+/** A user message for the model: its text, and its parts in order when it holds images. */
+export function userMessage(text: string, content: readonly StoredContentPart[]): ModelMessage {
+  if (!content.some((part) => part.type === 'input_image')) return { role: 'user', text };
+  const parts: ModelUserPart[] = content.flatMap((part): ModelUserPart[] => {
+    if (part.type === 'input_image') return part.image_url?.startsWith('data:') ? [{ type: 'image', url: part.image_url }] : [{ type: 'text', text: MISSING_IMAGE_TEXT }];
+    return typeof part.text === 'string' ? [{ type: 'text', text: part.text }] : [];
+  });
+  return { role: 'user', text, parts };
+}
+
+function isReference(part: StoredContentPart): boolean {
+  return part.type === 'input_image' && typeof part.file_id === 'string' && !part.image_url?.startsWith('data:');
+}
