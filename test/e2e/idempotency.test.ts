@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { query } from '../support/db.js';
 import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
+import { uploadDraft } from '../support/files.js';
 import { SseStream } from '../support/sse.js';
 
 describe('idempotency', () => {
@@ -66,6 +67,29 @@ describe('idempotency', () => {
     } finally {
       stream.close();
     }
+  });
+
+  it('a session id in capitals is the same session in every respect: one idempotency scope, attachments bound', async () => {
+    const session = await createSession();
+    const upper = session.id.toUpperCase();
+    const key = newKey();
+    const first = await sendMessage(session.id, 'case does not matter', key);
+    const shouted = await sendMessage(upper, 'case does not matter', key);
+    assert.equal(first.status, 202);
+    assert.equal(shouted.status, 202);
+    assert.equal(shouted.text, first.text, 'the capitalised URL replays the same receipt');
+    const receipt = await http(`${API}/sessions/${upper}/receipt?idempotency_key=${encodeURIComponent(key)}`);
+    assert.deepEqual(receipt.body, first.body);
+
+    const draft = await uploadDraft('notes for a capitalised url\n', 'notes.txt');
+    const attached = await http(`${API}/sessions/${upper}/events`, {
+      idempotencyKey: newKey(),
+      body: { events: [{ type: 'agent.session.input.message', yuxi: { mode: 'follow_up', attachment_file_ids: [draft.id] }, input: 'with a file' }] },
+    });
+    assert.equal(attached.status, 202, attached.text);
+    assert.equal(attached.body.session_id, session.id);
+    const listed = await http(`${API}/sessions/${upper}/attachments`);
+    assert.deepEqual(listed.body.data.map((a: any) => a.id), [draft.id]);
   });
 
   it('requires an Idempotency-Key of 1–128 characters', async () => {

@@ -24,6 +24,7 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
   app.use(bindRequestLogContext);
   app.use(authenticate(app.get(Authenticator), app.get(RateLimits)));
   app.use(refuseUndecodablePaths);
+  app.use(canonicaliseIds);
   const large = express.json({ limit: bodyLimit });
   const small = express.json({ limit: '1mb' });
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -100,6 +101,24 @@ function refuseUndecodablePaths(req: Request, res: Response, next: NextFunction)
     return sendError(res, new DomainError('not_found', 'Nothing exists at this path: it is not valid percent-encoded UTF-8'));
   }
   if (path.includes('\u0000')) return sendError(res, new DomainError('not_found', 'Nothing exists at this path: it holds the NUL character'));
+  next();
+}
+
+const UUID_SEGMENT = /(?<=\/)[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?=\/|$)/g;
+
+/**
+ * A UUID in the path is case-insensitive (Postgres reads `0190…AB` and `0190…ab` as one id) but
+ * everything derived from it is not: idempotency scopes, storage keys, URLs written into items.
+ * Lowercasing it once here, before routing, makes the capitalised URL the same resource in every
+ * respect rather than a second idempotency scope, or a 500 where a key builder insists on lowercase.
+ */
+function canonicaliseIds(req: Request, _res: Response, next: NextFunction): void {
+  const query = req.url.indexOf('?');
+  const path = query === -1 ? req.url : req.url.slice(0, query);
+  if (/[A-F]/.test(path)) {
+    const lowered = path.replace(UUID_SEGMENT, (id) => id.toLowerCase());
+    if (lowered !== path) req.url = lowered + (query === -1 ? '' : req.url.slice(query));
+  }
   next();
 }
 
