@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '#libs/errors';
@@ -11,6 +10,8 @@ import { FILE_STORAGE, type FileStorage, StorageObjectMissing } from '../storage
 export interface DecodedImage {
   bytes: Buffer;
   mimeType: string;
+  /** SHA-256 of the bytes, hex (recorded on the file, and what the idempotency intent holds instead of the data URL). */
+  sha256: string;
 }
 
 /** Blobs written at once while staging one submission (at most 200 images: 20 messages of 10). */
@@ -47,7 +48,7 @@ export class StoreInlineImages {
         filename: `image-${index + 1}.${imageExtension(image.mimeType)}`,
         bytes: image.bytes.length,
         mimeType: image.mimeType,
-        sha256: createHash('sha256').update(image.bytes).digest('hex'),
+        sha256: image.sha256,
       };
     });
     await this.images.stage(ownerId, staged);
