@@ -52,11 +52,25 @@ export class StoreInlineImages {
       };
     });
     await this.images.stage(ownerId, staged);
+    // After the first failure no further write starts, and the writes under way are waited for
+    // before the failure is thrown: the caller's discard runs after the last blob landed, so it
+    // removes them all (a write landing after it would leave a blob that no row knows).
     let next = 0;
+    let failed = false;
     const worker = async (): Promise<void> => {
-      for (let index = next++; index < staged.length; index = next++) await this.storage.put(staged[index]!.key, images[index]!.bytes);
+      while (!failed && next < staged.length) {
+        const index = next++;
+        try {
+          await this.storage.put(staged[index]!.key, images[index]!.bytes);
+        } catch (error) {
+          failed = true;
+          throw error;
+        }
+      }
     };
-    await Promise.all(Array.from({ length: Math.min(PUT_CONCURRENCY, staged.length) }, worker));
+    const results = await Promise.allSettled(Array.from({ length: Math.min(PUT_CONCURRENCY, staged.length) }, worker));
+    const failure = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failure) throw failure.reason;
   }
 
   /** In the accepting transaction. A staging the sweep took away meanwhile fails the submission (retryable). */
