@@ -117,6 +117,10 @@ export class FilesRepository {
    */
   async bindDrafts(manager: EntityManager, ownerId: string, fileIds: string[], sessionId: string, inputId: string): Promise<void> {
     if (fileIds.length === 0) return;
+    // The rows are locked in id order first: two submissions binding overlapping files in different
+    // orders then queue on the same first row instead of deadlocking, and the later one finds the
+    // files bound (409) once the earlier commits.
+    await manager.query(prepared(`SELECT id FROM files WHERE id = ANY($1::bpchar[]) AND owner_id = $2 ORDER BY id FOR UPDATE`), [fileIds, ownerId]);
     const sessionKeys = fileIds.map((id) => storageKeys.session(sessionId, id));
     const [rows] = (await manager.query(
       prepared(`UPDATE files f SET status = 'bound', session_id = $3, input_id = $4, session_key = k.session_key, bound_at = now(), expires_at = NULL
