@@ -167,6 +167,16 @@ export class FilesRepository {
     return count;
   }
 
+  /** Those of `fileIds` still attached to the input (bound or ready); the others were deleted meanwhile. */
+  async stillAttached(manager: EntityManager, inputId: string, fileIds: string[]): Promise<string[]> {
+    if (fileIds.length === 0) return [];
+    const rows = (await manager.query(prepared(`SELECT id FROM files WHERE input_id = $1 AND id = ANY($2::text[]) AND status IN ('bound', 'ready')`), [
+      inputId,
+      fileIds,
+    ])) as { id: string }[];
+    return rows.map((row) => row.id.trim());
+  }
+
   /** Whether every file of the input is in the workdir. */
   async allReady(manager: EntityManager, inputId: string): Promise<boolean> {
     const rows = (await manager.query(prepared(`SELECT 1 FROM files WHERE input_id = $1 AND status = 'bound' LIMIT 1`), [inputId])) as unknown[];
@@ -236,9 +246,9 @@ export class FilesRepository {
     return toPage(rows.map(fileFromRow), page.limit);
   }
 
-  /** Tombstones an attachment (call under the session lock, after its rules were checked). */
+  /** Tombstones an attachment, prepared or not (call under the session lock, after its rules were checked). */
   async tombstoneAttachment(manager: EntityManager, sessionId: string, fileId: string): Promise<boolean> {
-    const [, count] = (await manager.query(prepared(`UPDATE files SET status = 'deleting' WHERE id = $1 AND session_id = $2 AND status = 'ready'`), [fileId, sessionId])) as [
+    const [, count] = (await manager.query(prepared(`UPDATE files SET status = 'deleting' WHERE id = $1 AND session_id = $2 AND status IN ('bound', 'ready')`), [fileId, sessionId])) as [
       unknown[],
       number,
     ];
