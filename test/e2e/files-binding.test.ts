@@ -196,6 +196,19 @@ describe('files: attaching drafts to inputs', () => {
     assert.equal(inputs.length, 1, 'only the winner stored an input');
   });
 
+  it('two submissions binding the same files in opposite orders: one binds them all, the other is a clean 409, never a deadlock', async () => {
+    for (let round = 0; round < 6; round++) {
+      const drafts = await Promise.all(Array.from({ length: 8 }, (_, i) => uploadDraft(`shared ${round}.${i}`, `shared-${i}.txt`)));
+      const ids = drafts.map((draft) => draft.id);
+      const [s1, s2] = await Promise.all([createSession(), createSession()]);
+      const results = await Promise.all([submit(s1.id, message('in order', ids)), submit(s2.id, message('reversed', [...ids].reverse()))]);
+      assert.deepEqual(results.map((r) => r.status).sort(), [202, 409], `round ${round}: ${results.map((r) => r.text).join(' | ')}`);
+      assert.equal(results.find((r) => r.status === 409)?.body.error.code, 'file_already_bound');
+      const winner = results.find((r) => r.status === 202)!.body.input_id;
+      assert.deepEqual(new Set((await fileRows(ids)).map((row) => row.input_id)), new Set([winner]), 'every file bound to the winner');
+    }
+  });
+
   it('refuses a draft that expired (404)', async () => {
     const owner = await signToken();
     const draft = await uploadDraft('expires soon', 'soon.txt', { baseUrl: env.apiUrlFileLimits, token: owner });

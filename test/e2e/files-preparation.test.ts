@@ -5,9 +5,9 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
-import { uploadDraft } from '../support/files.js';
+import { upload, uploadDraft } from '../support/files.js';
 import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
-import { until } from '../support/identity.js';
+import { signToken, until } from '../support/identity.js';
 import { SseStream } from '../support/sse.js';
 
 const sha256 = (bytes: Uint8Array | string) => createHash('sha256').update(bytes).digest('hex');
@@ -142,5 +142,85 @@ describe('files: preparation into the session workdir', () => {
     assert.equal(prepared.status, 'cancelled');
     assert.equal(prepared.attachments[0].status, 'ready');
     assert.equal(readFileSync(workdirPath(session.id, draft.id), 'utf8'), content);
+  });
+
+  it('retries with backoff: preparations that keep failing never starve a newer one', async () => {
+    // More inputs whose uploads are lost for good than one sweep takes (16), all older than `late`.
+    const stuck: { sessionId: string; inputId: string; fileId: string }[] = [];
+    for (let i = 0; i < 17; i++) {
+      const draft = await uploadDraft(`lost for good ${i}`, `lost-${i}.txt`);
+      rmSync(draftPath(draft.id));
+      const created = await http(`${API}/sessions`, {
+        idempotencyKey: newKey('create'),
+        body: { agent_id: 'default-chatbot', input: `stuck ${i}`, yuxi: { attachment_file_ids: [draft.id] } },
+      });
+      assert.equal(created.status, 201, created.text);
+      stuck.push({ sessionId: created.body.id, inputId: created.body.yuxi.receipt.input_id, fileId: draft.id });
+    }
+    const content = 'back after a while';
+    const draft = await uploadDraft(content, 'late.txt');
+    rmSync(draftPath(draft.id));
+    const session = await createSession();
+    const late = await postEvent(session.id, withFiles('newer', [draft.id]));
+    assert.equal(late.status, 202);
+    const failed = await until(async () => ((await inputOf(session.id, late.body.input_id)).attachment_error ? true : undefined), { attempts: 100, intervalMs: 100 });
+    assert.equal(failed, true, 'its first attempt failed');
+    writeFileSync(draftPath(draft.id), content);
+    // The sweep tries it within seconds although the older ones fail on every try.
+    const ready = await untilReady(session.id, late.body.input_id);
+    assert.equal(ready.attachments[0].status, 'ready');
+    const stillStuck = await Promise.all(stuck.map(({ sessionId, inputId }) => inputOf(sessionId, inputId)));
+    assert.deepEqual(new Set(stillStuck.map((input) => input.attachment_status)), new Set(['preparing']), 'the lost ones are still preparing');
+
+    // Given up: cancelled, then their files deleted (see the next test).
+    for (const { sessionId, inputId, fileId } of stuck) {
+      assert.equal((await postEvent(sessionId, { type: 'yuxi.session.input.cancel_input', input_id: inputId })).status, 202);
+      const deleted = await http(`${API}/sessions/${sessionId}/attachments/${fileId}`, { method: 'DELETE' });
+      assert.equal(deleted.status, 200, deleted.text);
+    }
+  });
+
+  it('the attachment of a cancelled input can be deleted before its preparation finished, freeing the quota', async () => {
+    // The file-limits replica allows 1 MiB per owner; 700 KiB are attached to an input whose upload is lost.
+    const user = await signToken();
+    const lost = await uploadDraft('l'.repeat(700 * 1024), 'lost.txt', { token: user });
+    rmSync(draftPath(lost.id));
+    const created = await http(`${API}/sessions`, {
+      idempotencyKey: newKey('create'),
+      key: user,
+      body: { agent_id: 'default-chatbot', input: 'with a lost file', yuxi: { attachment_file_ids: [lost.id] } },
+    });
+    assert.equal(created.status, 201, created.text);
+    const sessionId = created.body.id;
+    const inputId = created.body.yuxi.receipt.input_id;
+    const inputAs = async () => (await http(`${API}/sessions/${sessionId}/inputs/${inputId}`, { key: user })).body;
+    assert.ok(await until(async () => ((await inputAs()).attachment_error ? true : undefined), { attempts: 100, intervalMs: 100 }), 'the preparation failed');
+    const full = await upload('n'.repeat(400 * 1024), 'next.txt', { token: user, baseUrl: env.apiUrlFileLimits });
+    assert.equal(full.status, 413, 'the attached file counts against the quota');
+    const deleteIt = () => http(`${API}/sessions/${sessionId}/attachments/${lost.id}`, { method: 'DELETE', key: user });
+    const whilePending = await deleteIt();
+    assert.equal(whilePending.status, 409);
+    assert.equal(whilePending.body.error.code, 'attachment_busy');
+
+    const cancel = await http(`${API}/sessions/${sessionId}/events`, {
+      key: user,
+      idempotencyKey: newKey('cancel'),
+      body: { events: [{ type: 'yuxi.session.input.cancel_input', input_id: inputId }] },
+    });
+    assert.equal(cancel.status, 202, cancel.text);
+    const deleted = await deleteIt();
+    assert.equal(deleted.status, 200, deleted.text);
+    assert.deepEqual(deleted.body, { id: lost.id, object: 'yuxi.session.attachment.deleted', session_id: sessionId, deleted: true });
+    assert.deepEqual((await http(`${API}/sessions/${sessionId}/attachments`, { key: user })).body.data, []);
+    assert.equal(existsSync(workdirPath(sessionId, lost.id)), false);
+    const fits = await upload('n'.repeat(400 * 1024), 'next.txt', { token: user, baseUrl: env.apiUrlFileLimits });
+    assert.equal(fits.status, 201, `the quota is free again: ${fits.text}`);
+
+    // Nothing is left to prepare: the preparation ended with the deletion, the sweep stops trying.
+    const done = await inputAs();
+    assert.equal(done.attachment_status, 'ready');
+    assert.equal(done.status, 'cancelled');
+    assert.deepEqual(done.attachment_file_ids, [lost.id], 'the input keeps what it was sent with');
+    assert.deepEqual(done.attachments, []);
   });
 });

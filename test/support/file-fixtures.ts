@@ -14,14 +14,24 @@ export function executableBytes(size = 256 * 1024): Buffer {
 
 /** A one-page PDF whose text layer says `text` (ASCII), with a correct cross-reference table. */
 export function pdfWithText(text: string): Buffer {
-  const content = `BT /F1 18 Tf 72 720 Td (${text.replace(/[()\\]/g, (c) => `\\${c}`)}) Tj ET`;
+  return pdfWithPages([text]);
+}
+
+/** A PDF with one page per text (ASCII), each page's text layer saying it. */
+export function pdfWithPages(texts: string[]): Buffer {
+  const escape = (text: string) => text.replace(/[()\\]/g, (c) => `\\${c}`);
+  // Objects: 1 catalog, 2 page tree, 3 font, then a page and its content stream for each text.
+  const pageRef = (index: number) => `${4 + index * 2} 0 R`;
   const objects = [
     '<< /Type /Catalog /Pages 2 0 R >>',
-    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
-    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+    `<< /Type /Pages /Kids [${texts.map((_, index) => pageRef(index)).join(' ')}] /Count ${texts.length} >>`,
     '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
   ];
+  texts.forEach((text, index) => {
+    const content = `BT /F1 18 Tf 72 720 Td (${escape(text)}) Tj ET`;
+    objects.push(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${5 + index * 2} 0 R /Resources << /Font << /F1 3 0 R >> >> >>`);
+    objects.push(`<< /Length ${content.length} >>\nstream\n${content}\nendstream`);
+  });
   let pdf = '%PDF-1.4\n';
   const offsets: number[] = [];
   objects.forEach((object, index) => {

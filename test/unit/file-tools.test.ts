@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { fileTextPages } from '#libs/files';
+import { after, describe, it } from 'node:test';
+import { FileTextError, fileTextPages, PDF_MAX_PAGES, PdfTextReader } from '#libs/files';
 import { listFiles, MAX_READ_CHARS, readFile, type WorkdirFile, type WorkdirFiles } from '#libs/tools';
-import { PNG, pdfWithText } from '../support/file-fixtures.js';
+import { PNG, pdfWithPages, pdfWithText } from '../support/file-fixtures.js';
 
 // The file tools' outputs over a workdir stub, and the text the files lib extracts from real bytes.
 const ID = '0123456789abcdef0123456789abcdef';
+const pdf = new PdfTextReader();
+after(() => pdf.close());
 
 function workdir(files: { file: WorkdirFile; bytes: Uint8Array }[], failing = false): WorkdirFiles {
   return {
@@ -13,7 +15,9 @@ function workdir(files: { file: WorkdirFile; bytes: Uint8Array }[], failing = fa
     readText: async (sessionId, fileId) => {
       if (failing) throw Object.assign(new Error('store down'), { name: 'StorageUnavailableError' });
       const found = sessionId === 's1' ? files.find((f) => f.file.id === fileId) : undefined;
-      return found ? { file: found.file, pages: await fileTextPages(found.bytes, found.file.mimeType) } : null;
+      if (!found) return null;
+      const text = await fileTextPages(found.bytes, found.file.mimeType, pdf);
+      return { file: found.file, pages: text?.pages ?? null, totalPages: text?.totalPages };
     },
   };
 }
@@ -22,10 +26,47 @@ const file = (mimeType: string, filename: string, id = ID): WorkdirFile => ({ id
 
 describe('fileTextPages', () => {
   it('reads UTF-8 text (without a BOM) as one page, a PDF page by page, an image as no text', async () => {
-    assert.deepEqual(await fileTextPages(Buffer.from('\uFEFF季度 report'), 'text/plain'), ['季度 report']);
-    assert.deepEqual(await fileTextPages(Buffer.from('{"a":1}'), 'application/json'), ['{"a":1}']);
-    assert.deepEqual(await fileTextPages(pdfWithText('Revenue grew 12 percent'), 'application/pdf'), ['Revenue grew 12 percent']);
-    assert.equal(await fileTextPages(PNG, 'image/png'), null);
+    assert.deepEqual(await fileTextPages(Buffer.from('\uFEFF季度 report'), 'text/plain', pdf), { pages: ['季度 report'], totalPages: 1 });
+    assert.deepEqual(await fileTextPages(Buffer.from('{"a":1}'), 'application/json', pdf), { pages: ['{"a":1}'], totalPages: 1 });
+    assert.deepEqual(await fileTextPages(pdfWithText('Revenue grew 12 percent'), 'application/pdf', pdf), { pages: ['Revenue grew 12 percent'], totalPages: 1 });
+    assert.equal(await fileTextPages(PNG, 'image/png', pdf), null);
+  });
+});
+
+describe('PdfTextReader: bounded, off the event loop', () => {
+  it(`reads the first ${PDF_MAX_PAGES} pages of a longer PDF and says how many it has`, async () => {
+    const texts = Array.from({ length: PDF_MAX_PAGES + 10 }, (_, index) => `Page ${index + 1} text`);
+    const read = await pdf.read(pdfWithPages(texts));
+    assert.equal(read.totalPages, PDF_MAX_PAGES + 10);
+    assert.deepEqual(read.pages, texts.slice(0, PDF_MAX_PAGES));
+  });
+
+  it('stops after the page that reaches the character budget', async () => {
+    const small = new PdfTextReader({ maxChars: 25 });
+    try {
+      const read = await small.read(pdfWithPages(['twelve chars', 'twelve chars', 'twelve chars', 'never read']));
+      assert.deepEqual(read, { pages: ['twelve chars', 'twelve chars', 'twelve chars'], totalPages: 4 });
+    } finally {
+      small.close();
+    }
+  });
+
+  it('gives up on a PDF that takes longer than its time limit, and starts a fresh thread for the next file', async () => {
+    // A time limit no real PDF meets (the limit starts once the thread is up): it stands in for a
+    // file crafted to never finish.
+    const hasty = new PdfTextReader({ timeoutMs: 1 });
+    try {
+      const long = pdfWithPages(Array.from({ length: PDF_MAX_PAGES }, (_, index) => `page ${index}`));
+      for (let attempt = 0; attempt < 2; attempt++) {
+        await assert.rejects(hasty.read(long), (error: unknown) => error instanceof FileTextError && /took longer than 1 ms/.test(error.message));
+      }
+    } finally {
+      hasty.close();
+    }
+  });
+
+  it('answers an unparsable PDF with FileTextError', async () => {
+    await assert.rejects(pdf.read(Buffer.from('%PDF-1.4\nnot really a pdf')), FileTextError);
   });
 });
 
@@ -44,6 +85,19 @@ describe('list_files and read_file', () => {
     ]);
     assert.deepEqual(await readFile(files, 's1', ID), { success: true, output: '# Notes\nline two' });
     assert.deepEqual(await readFile(files, 's1', pdfId), { success: true, output: '[page 1]\nPage one text' });
+  });
+
+  it('says when only the first pages of a PDF were read, and why a PDF could not be read', async () => {
+    const texts = Array.from({ length: PDF_MAX_PAGES + 3 }, (_, index) => `Page ${index + 1}`);
+    const long = await readFile(workdir([{ file: file('application/pdf', 'long.pdf'), bytes: pdfWithPages(texts) }]), 's1', ID);
+    assert.ok(long.success);
+    assert.ok(long.output.startsWith('[page 1]\nPage 1\n\n[page 2]\nPage 2'));
+    assert.ok(long.output.includes(`[page ${PDF_MAX_PAGES}]\nPage ${PDF_MAX_PAGES}\n`));
+    assert.ok(!long.output.includes(`[page ${PDF_MAX_PAGES + 1}]`));
+    assert.match(long.output, new RegExp(`\\[3 more pages not read: read_file reads at most the first ${PDF_MAX_PAGES} pages of a PDF`));
+    const broken = await readFile(workdir([{ file: file('application/pdf', 'broken.pdf'), bytes: Buffer.from('%PDF-1.4\nnot really a pdf') }]), 's1', ID);
+    assert.equal(broken.success, false);
+    assert.match(broken.output, new RegExp(`^read_file error: file ${ID}: the PDF could not be read \\(`));
   });
 
   it('fails softly: another session\'s or an unknown file, an image, a store that is down, a long text cut', async () => {

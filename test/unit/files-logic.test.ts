@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { extensionOf, isFileId, isPlainText, isStorageKey, newFileId, sanitizeFilename, sniffUpload, storageKeys } from '#libs/files';
+import { PREPARATION_RETRY_MAX_MS, preparationRetryDelayMs } from '#libs/inputs';
 import { executableBytes, PNG, pdfWithText } from '../support/file-fixtures.js';
 
 // Pure logic of the files lib: filename sanitising, type decisions from bytes, ids and storage keys.
@@ -136,5 +137,23 @@ describe('file ids and storage keys', () => {
     assert.ok(isStorageKey(storageKeys.session(session, id)));
     for (const bad of ['drafts/../x', `drafts/${id}/..`, `/drafts/${id}`, `drafts/${id}.pdf`, `sessions/${session}/files/../../${id}`]) assert.equal(isStorageKey(bad), false, bad);
     assert.throws(() => storageKeys.draft('x/../../y'));
+  });
+});
+
+describe('preparationRetryDelayMs (the recovery sweep\'s backoff for attachment preparations)', () => {
+  it('starts at the grace period and doubles with each try', () => {
+    assert.deepEqual([0, 1, 2, 3, 4].map((attempts) => preparationRetryDelayMs(attempts, 5_000)), [5_000, 10_000, 20_000, 40_000, 80_000]);
+  });
+
+  it('waits at most PREPARATION_RETRY_MAX_MS, however many tries failed', () => {
+    assert.equal(preparationRetryDelayMs(6, 5_000), PREPARATION_RETRY_MAX_MS);
+    assert.equal(preparationRetryDelayMs(1_000_000, 5_000), PREPARATION_RETRY_MAX_MS);
+    assert.equal(preparationRetryDelayMs(1_000_000, 1), PREPARATION_RETRY_MAX_MS);
+  });
+
+  it('never waits less than the grace period, even one above the cap', () => {
+    assert.equal(preparationRetryDelayMs(0, 10 * 60_000), 10 * 60_000);
+    assert.equal(preparationRetryDelayMs(5, 10 * 60_000), 10 * 60_000);
+    assert.equal(preparationRetryDelayMs(-1, 1_000), 1_000);
   });
 });

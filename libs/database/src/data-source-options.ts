@@ -10,6 +10,7 @@ import { AgentRuntime1764979200000 } from './migrations/1764979200000-agent-runt
 import { Identity1765065600000 } from './migrations/1765065600000-identity.js';
 import { Files1765152000000 } from './migrations/1765152000000-files.js';
 import { InlineImages1765242000000 } from './migrations/1765242000000-inline-images.js';
+import { PreparationBackoff1765330120000 } from './migrations/1765330120000-preparation-backoff.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -23,6 +24,7 @@ export const MIGRATIONS = [
   Identity1765065600000,
   Files1765152000000,
   InlineImages1765242000000,
+  PreparationBackoff1765330120000,
 ];
 
 /**

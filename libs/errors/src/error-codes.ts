@@ -43,7 +43,8 @@ export const ERROR_CODES = {
     status: 409,
     type: 'invalid_state',
     retryable: false,
-    description: 'The attachment cannot be deleted now: its preparation is unfinished, a pending input references it, or a turn of the session is active.',
+    description:
+      'The attachment cannot be deleted now: its preparation is unfinished (and its input not cancelled), a pending input references it, or a turn of the session is active.',
   },
   file_not_ready: { status: 409, type: 'invalid_state', retryable: false, description: 'The file is still being prepared into the session\'s workdir; retry once its attachment status is ready.' },
   payload_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The request body exceeds the configured limit.' },

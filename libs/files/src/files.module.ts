@@ -10,6 +10,7 @@ import { DeleteFile, GetFile, UploadFile } from './use-cases/draft-files.use-cas
 import { InlineImagesRepository } from './inline/inline-images.repository.js';
 import { ResolveSessionImages, StoreInlineImages } from './use-cases/inline-images.use-case.js';
 import { GetSessionFileContent } from './use-cases/session-file-content.use-case.js';
+import { PdfTextReader } from './text/pdf-text.js';
 
 /** Inline images of messages and the bytes of session files. */
 const SESSION_FILES = [InlineImagesRepository, StoreInlineImages, ResolveSessionImages, GetSessionFileContent];
@@ -17,7 +18,7 @@ const SESSION_FILES = [InlineImagesRepository, StoreInlineImages, ResolveSession
 /** Files and their storage, shared by the api (uploads, drafts, attachments) and the worker (preparation, tools, the sweep). */
 @Module({
   imports: [TypeOrmModule.forFeature([FileEntity])],
-  providers: [FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles, ...SESSION_FILES],
+  providers: [{ provide: PdfTextReader, useFactory: () => new PdfTextReader() }, FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles, ...SESSION_FILES],
   exports: [FilesRepository, FILE_STORAGE, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles, ...SESSION_FILES],
 })
 export class FilesModule {}

@@ -117,6 +117,10 @@ export class FilesRepository {
    */
   async bindDrafts(manager: EntityManager, ownerId: string, fileIds: string[], sessionId: string, inputId: string): Promise<void> {
     if (fileIds.length === 0) return;
+    // The rows are locked in id order first: two submissions binding overlapping files in different
+    // orders then queue on the same first row instead of deadlocking, and the later one finds the
+    // files bound (409) once the earlier commits.
+    await manager.query(prepared(`SELECT id FROM files WHERE id = ANY($1::bpchar[]) AND owner_id = $2 ORDER BY id FOR UPDATE`), [fileIds, ownerId]);
     const sessionKeys = fileIds.map((id) => storageKeys.session(sessionId, id));
     const [rows] = (await manager.query(
       prepared(`UPDATE files f SET status = 'bound', session_id = $3, input_id = $4, session_key = k.session_key, bound_at = now(), expires_at = NULL
@@ -161,6 +165,16 @@ export class FilesRepository {
       [inputId, fileIds],
     )) as [unknown[], number];
     return count;
+  }
+
+  /** Those of `fileIds` still attached to the input (bound or ready); the others were deleted meanwhile. */
+  async stillAttached(manager: EntityManager, inputId: string, fileIds: string[]): Promise<string[]> {
+    if (fileIds.length === 0) return [];
+    const rows = (await manager.query(prepared(`SELECT id FROM files WHERE input_id = $1 AND id = ANY($2::text[]) AND status IN ('bound', 'ready')`), [
+      inputId,
+      fileIds,
+    ])) as { id: string }[];
+    return rows.map((row) => row.id.trim());
   }
 
   /** Whether every file of the input is in the workdir. */
@@ -232,9 +246,9 @@ export class FilesRepository {
     return toPage(rows.map(fileFromRow), page.limit);
   }
 
-  /** Tombstones an attachment (call under the session lock, after its rules were checked). */
+  /** Tombstones an attachment, prepared or not (call under the session lock, after its rules were checked). */
   async tombstoneAttachment(manager: EntityManager, sessionId: string, fileId: string): Promise<boolean> {
-    const [, count] = (await manager.query(prepared(`UPDATE files SET status = 'deleting' WHERE id = $1 AND session_id = $2 AND status = 'ready'`), [fileId, sessionId])) as [
+    const [, count] = (await manager.query(prepared(`UPDATE files SET status = 'deleting' WHERE id = $1 AND session_id = $2 AND status IN ('bound', 'ready')`), [fileId, sessionId])) as [
       unknown[],
       number,
     ];

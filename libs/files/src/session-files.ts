@@ -1,8 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FileEntity } from './file.entity.js';
-import { fileTextPages } from './file-text.js';
 import { FilesRepository } from './files.repository.js';
 import { FILE_STORAGE, type FileStorage } from './storage/file-storage.js';
+import { type FileText, fileTextPages } from './text/file-text.js';
+import { PdfTextReader } from './text/pdf-text.js';
 
 /** How many files a listing of a workdir shows at most. */
 const MAX_LISTED = 200;
@@ -17,6 +18,7 @@ export class SessionFiles {
   constructor(
     private readonly files: FilesRepository,
     @Inject(FILE_STORAGE) private readonly storage: FileStorage,
+    private readonly pdf: PdfTextReader,
   ) {}
 
   list(sessionId: string): Promise<FileEntity[]> {
@@ -30,10 +32,10 @@ export class SessionFiles {
     return { file, bytes: await this.storage.get(file.sessionKey) };
   }
 
-  /** The file's text by page (see fileTextPages); `pages` is null for a kind without text. */
-  async readText(sessionId: string, fileId: string): Promise<{ file: FileEntity; pages: string[] | null } | null> {
+  /** The file's text by page (see fileTextPages); `text` is null for a kind without text. Rejects with FileTextError for an unreadable PDF. */
+  async readText(sessionId: string, fileId: string): Promise<{ file: FileEntity; text: FileText | null } | null> {
     const found = await this.read(sessionId, fileId);
     if (!found) return null;
-    return { file: found.file, pages: await fileTextPages(found.bytes, found.file.mimeType) };
+    return { file: found.file, text: await fileTextPages(found.bytes, found.file.mimeType, this.pdf) };
   }
 }

@@ -35,10 +35,10 @@ export class InputDto {
   @ApiProperty({
     enum: ['ready', 'preparing'],
     description:
-      '`preparing`: the attached files are being copied into the session workdir by a worker; the input cannot run yet, and no later follow-up runs before it. Inputs without attachments are always ready.',
+      '`preparing`: the attached files are being copied into the session workdir by a worker; the input cannot run yet, and no later follow-up runs before it. Inputs without attachments are always ready. A cancelled input becomes ready once its remaining files are prepared (or deleted: nothing is left to prepare).',
   })
   attachment_status!: 'preparing' | 'ready';
-  @ApiProperty({ type: String, nullable: true, description: 'Why the last preparation attempt failed; the recovery sweep keeps retrying (cancel the input to give up on it). Null once ready.' })
+  @ApiProperty({ type: String, nullable: true, description: 'Why the last preparation attempt failed; the recovery sweep keeps retrying, at growing intervals up to 5 minutes apart (cancel the input to stop it from blocking the queue, then delete its attachments to give the preparation up). Null once ready.' })
   attachment_error!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The turn that consumed the input; null while pending or after cancellation.' })
   turn_id!: string | null;

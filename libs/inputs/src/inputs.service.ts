@@ -1,11 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository, type SelectQueryBuilder } from 'typeorm';
+import { AppConfig } from '#libs/config';
 import { isUuid, newId, prepared, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { AttachmentDto } from '#libs/files';
 import { InputDto } from './input.dto.js';
 import { type FrozenInputConfig, INPUT_COLUMNS, InputEntity, inputFromRow, type InputMessage, type InputMode } from './input.entity.js';
+import { preparationRetryDelayMs } from './preparation-backoff.js';
 
 export interface NewInput {
   sessionId: string;
@@ -24,7 +26,10 @@ const MAX_STEER_BATCH = 20;
 /** The durable input queue of each session, ordered by the per-session received sequence. */
 @Injectable()
 export class InputsService {
-  constructor(@InjectRepository(InputEntity) private readonly inputs: Repository<InputEntity>) {}
+  constructor(
+    @InjectRepository(InputEntity) private readonly inputs: Repository<InputEntity>,
+    private readonly config: AppConfig,
+  ) {}
 
   async insert(manager: EntityManager, input: NewInput): Promise<InputEntity> {
     const row = manager.create(InputEntity, {
@@ -47,9 +52,11 @@ export class InputsService {
       cancelledAt: null,
     });
     // Raw SQL on the hottest write: the query builder's per-call SQL generation showed in profiles.
+    // An input preparing its files is the accepting request's job first; the recovery sweep's
+    // first try is due after the grace period (database clock).
     await manager.query(
-      prepared(`INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, attachment_status, config, received_at)
-       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $10, $8, $9)`),
+      prepared(`INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, attachment_status, config, received_at, attachment_retry_at)
+       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $10::varchar, $8, $9, CASE WHEN $10::varchar = 'preparing' THEN now() + $11::int * interval '1 millisecond' END)`),
       [
         row.id,
         row.sessionId,
@@ -61,6 +68,7 @@ export class InputsService {
         JSON.stringify(row.config),
         row.receivedAt,
         row.attachmentStatus,
+        this.config.recoveryGraceMs,
       ],
     );
     return row;
@@ -213,13 +221,29 @@ export class InputsService {
     await this.inputs.query(prepared(`UPDATE inputs SET attachment_error = $2 WHERE id = $1 AND attachment_status = 'preparing'`), [inputId, message]);
   }
 
-  /** Inputs still preparing their attachments since before `receivedBefore` (crashed or lost preparations), oldest first. */
-  async preparingSince(receivedBefore: Date, limit: number): Promise<string[]> {
-    const rows = (await this.inputs.query(
-      prepared(`SELECT id FROM inputs WHERE attachment_status = 'preparing' AND received_at < $1 ORDER BY received_at LIMIT $2`),
-      [receivedBefore, limit],
-    )) as { id: string }[];
-    return rows.map((row) => row.id);
+  /**
+   * Takes the preparations the recovery sweep should try now (crashed, lost or failed ones), at
+   * most `limit`: those whose next try is due, longest due first, pending inputs before cancelled
+   * ones (whose files are kept and still prepared, 001, but which no queue waits for). Each taken
+   * input's next try is pushed back by the backoff (preparationRetryDelayMs) before it is returned,
+   * so an input that keeps failing is taken less and less often and cannot starve newer ones, and
+   * concurrent sweeps never take the same input.
+   */
+  async takeDuePreparations(limit: number): Promise<string[]> {
+    return this.inputs.manager.transaction(async (manager) => {
+      const due = (await manager.query(
+        prepared(`SELECT id, attachment_attempts FROM inputs WHERE attachment_status = 'preparing' AND attachment_retry_at <= now()
+         ORDER BY status <> 'pending', attachment_retry_at LIMIT $1 FOR UPDATE SKIP LOCKED`),
+        [limit],
+      )) as { id: string; attachment_attempts: number }[];
+      if (due.length === 0) return [];
+      await manager.query(
+        prepared(`UPDATE inputs i SET attachment_attempts = i.attachment_attempts + 1, attachment_retry_at = now() + d.delay_ms * interval '1 millisecond'
+         FROM unnest($1::uuid[], $2::bigint[]) AS d(id, delay_ms) WHERE i.id = d.id`),
+        [due.map((row) => row.id), due.map((row) => preparationRetryDelayMs(row.attachment_attempts, this.config.recoveryGraceMs))],
+      );
+      return due.map((row) => row.id);
+    });
   }
 
   /**

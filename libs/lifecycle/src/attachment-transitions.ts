@@ -21,15 +21,18 @@ export class AttachmentTransitions {
   /**
    * The files `copiedIds` of the input are in the workdir: they become ready, and the input too
    * once none is left to copy. Concurrent preparations of one input serialise on its row.
-   * Returns the session and whether this call made the input ready.
+   * Returns the session, whether this call made the input ready, and which of the copied files
+   * were deleted while they were being copied (a cancelled input's, see deleteAttachment): their
+   * workdir copies belong to no file and are for the caller to remove.
    */
-  async filesPrepared(inputId: string, copiedIds: string[]): Promise<{ sessionId: string; becameReady: boolean } | null> {
+  async filesPrepared(inputId: string, copiedIds: string[]): Promise<{ sessionId: string; becameReady: boolean; deletedIds: string[] } | null> {
     return this.dataSource.transaction(async (manager) => {
       const input = await this.inputs.lockById(manager, inputId);
       if (!input) return null;
       if (copiedIds.length > 0) await this.files.markReady(manager, inputId, copiedIds);
+      const attached = new Set(await this.files.stillAttached(manager, inputId, copiedIds));
       const becameReady = (await this.files.allReady(manager, inputId)) && (await this.inputs.markAttachmentsReady(manager, inputId));
-      return { sessionId: input.sessionId, becameReady };
+      return { sessionId: input.sessionId, becameReady, deletedIds: copiedIds.filter((id) => !attached.has(id)) };
     });
   }
 

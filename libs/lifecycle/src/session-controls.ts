@@ -126,18 +126,23 @@ export class SessionControls {
   /**
    * Deletes an attachment of the session (001): refused while its preparation is unfinished, while
    * the input it belongs to is pending (it would run without it), or while a turn is active (its
-   * tools may be reading it). The file becomes a tombstone here; the caller removes its bytes.
+   * tools may be reading it). One exception to the first rule: the unfinished preparation of a
+   * cancelled input may be given up by deleting its file — no run will ever need it, and a
+   * preparation that cannot finish (its upload lost) would otherwise hold the file, and the
+   * owner's quota, forever. The file becomes a tombstone here; the caller removes its bytes.
    * Call under the session lock.
    */
   async deleteAttachment(manager: EntityManager, session: SessionEntity, fileId: string): Promise<FileEntity> {
     const file = await this.files.inSession(manager, session.id, fileId);
     if (!file) throw DomainError.notFound(`Attachment ${fileId}`);
     const busy = (why: string) => new DomainError('attachment_busy', `Attachment ${fileId} cannot be deleted now: ${why}`, { file_id: fileId });
-    if (file.status !== 'ready') throw busy('its preparation into the session workdir is unfinished');
     const input = file.inputId ? await this.inputs.findIn(manager, session.id, file.inputId) : null;
+    if (file.status !== 'ready' && input?.status !== 'cancelled') throw busy('its preparation into the session workdir is unfinished');
     if (input?.status === 'pending') throw busy(`the input ${input.id} it is attached to is still pending`);
     if (await this.turns.activeTurn(manager, session.id)) throw busy('a turn of the session is active');
     if (!(await this.files.tombstoneAttachment(manager, session.id, fileId))) throw DomainError.notFound(`Attachment ${fileId}`);
+    // The last unprepared file of a cancelled input is gone: nothing is left to prepare.
+    if (file.status === 'bound' && input && (await this.files.allReady(manager, input.id))) await this.inputs.markAttachmentsReady(manager, input.id);
     return file;
   }
 

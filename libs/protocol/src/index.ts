@@ -11,7 +11,8 @@ export {
   SessionYuxiDto,
 } from './dto/session.dto.js';
 export { MessageEventDto, MessageEventYuxiDto, PROTOCOL_EVENT_TYPES, SubmitEventsDto } from './dto/submit-event.dto.js';
-export { messageText, parseAgentInput } from './input-parser.js';
+export { type InlineImageBatch, InlineImages } from './inline-images.js';
+export { MAX_IMAGE_BYTES_TOTAL, messageText, parseAgentInput } from './input-parser.js';
 export { ProtocolModule } from './protocol.module.js';
 export { SessionQueriesService } from './session-queries.service.js';
 export { ArchiveSession, CreateSession, DeleteAttachment, SubmitEvent, UpdateSession } from './use-cases/index.js';

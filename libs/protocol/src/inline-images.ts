@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError, type FieldError } from '#libs/errors';
@@ -6,10 +7,11 @@ import type { InputContentBlock, InputMessage } from '#libs/inputs';
 import { parseDataImageUrl } from './input-parser.js';
 import type { Staging } from './use-cases/acceptance.js';
 
-/** Where an inline image sits in the submitted messages. */
+/** Where an inline image sits in the submitted messages, and its declared type (`png`, `jpeg`, …). */
 interface ImageAt {
   message: number;
   block: number;
+  declared: string;
 }
 
 /**
@@ -32,6 +34,23 @@ export class InlineImageBatch {
     const store = this.store;
     if (this.images.length === 0) return undefined;
     return { stage: () => store.stage(this.ownerId, this.fileIds, this.images), discard: () => store.discard(this.fileIds) };
+  }
+
+  /**
+   * The messages as the idempotency intent holds them: each inline image as its declared type and
+   * the SHA-256 of its bytes instead of its data URL. The same submission hashes the same, another
+   * image under the same key does not, and hashing never serialises the (up to 80 MiB of) data URLs.
+   */
+  intentMessages(): unknown[] {
+    if (this.positions.length === 0) return this.messages;
+    const images = new Map(this.positions.map((at, index) => [`${at.message}:${at.block}`, { declared: at.declared, sha256: this.images[index]!.sha256 }]));
+    return this.messages.map((message, m) => ({
+      ...message,
+      content: message.content.map((block, b) => {
+        const image = images.get(`${m}:${b}`);
+        return image ? { type: 'input_image', image_type: image.declared, image_sha256: image.sha256 } : block;
+      }),
+    }));
   }
 
   /** The messages as stored: every inline image replaced by a reference to its session file. */
@@ -75,8 +94,8 @@ export class InlineImages {
           errors.push({ field: `${fieldPrefix}[${m}].content[${b}].image_url`, errors: [check.message] });
           continue;
         }
-        positions.push({ message: m, block: b });
-        images.push({ bytes, mimeType: check.mimeType });
+        positions.push({ message: m, block: b, declared: parsed.subtype });
+        images.push({ bytes, mimeType: check.mimeType, sha256: createHash('sha256').update(bytes).digest('hex') });
       }
     }
     if (errors.length > 0) throw DomainError.validation(errors);

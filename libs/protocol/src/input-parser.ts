@@ -17,10 +17,27 @@ export interface ParsedInput {
 }
 
 /**
+ * Parses of array inputs, by the array: the validator (IsAgentInput) and the use case read the
+ * same request body, which may hold 80 MiB of data URLs; the second reader gets the first's result.
+ * Only the parsed messages are kept, whose strings are the body's own (no copies).
+ */
+const parsedInputs = new WeakMap<object, ParsedInput>();
+
+/**
  * Normalises `input` (a string, or ordered user messages whose content is a string or blocks) into
  * messages of content blocks, collecting every problem with its path rather than stopping at the first.
  */
 export function parseAgentInput(raw: unknown): ParsedInput {
+  if (!Array.isArray(raw)) return parseInput(raw);
+  let parsed = parsedInputs.get(raw);
+  if (!parsed) {
+    parsed = parseInput(raw);
+    parsedInputs.set(raw, parsed);
+  }
+  return parsed;
+}
+
+function parseInput(raw: unknown): ParsedInput {
   const errors: string[] = [];
   if (typeof raw === 'string') {
     if (raw.trim().length === 0) errors.push('input must not be empty');
@@ -64,7 +81,7 @@ export function parseAgentInput(raw: unknown): ParsedInput {
           if (!match?.[2]) {
             errors.push(`${blockPath}.image_url must be an inline data:image/...;base64 URL (remote image URLs are not supported)`);
           } else {
-            imageBytes += Math.floor((match[2].replace(/\s/g, '').length * 3) / 4);
+            imageBytes += Math.floor((base64Length(match[2]) * 3) / 4);
             content.push({ type: 'input_image', image_url: url });
           }
         } else {
@@ -88,6 +105,14 @@ export function messageText(message: InputMessage): string {
     .filter((block): block is Extract<InputContentBlock, { type: 'input_text' }> => block.type === 'input_text')
     .map((block) => block.text)
     .join('\n');
+}
+
+/** The base64 characters of a payload, whitespace not counted, without copying a payload that has none (the usual case). */
+function base64Length(payload: string): number {
+  if (!/\s/.test(payload)) return payload.length;
+  let whitespace = 0;
+  for (const run of payload.matchAll(/\s+/g)) whitespace += run[0].length;
+  return payload.length - whitespace;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -67,7 +67,8 @@ export class AttachmentPreparer {
         this.logger.log(`input ${inputId}: ${files.length} attachment(s) ready in the workdir`);
         await this.dispatcher.nudgeReadyInput(result.sessionId, inputId);
       }
-      await this.removeUploads(files.filter((file) => file.status === 'ready' || copied.includes(file.id)));
+      await this.removeOrphanCopies(files.filter((file) => result.deletedIds.includes(file.id)));
+      await this.removeUploads(files.filter((file) => !result.deletedIds.includes(file.id) && (file.status === 'ready' || copied.includes(file.id))));
     });
   }
 
@@ -77,6 +78,22 @@ export class AttachmentPreparer {
     const sha256 = createHash('sha256').update(bytes).digest('hex');
     if (bytes.length !== file.bytes || sha256 !== file.sha256) throw new IntegrityError(file.id);
     await this.storage.put(file.sessionKey, bytes);
+  }
+
+  /**
+   * Files deleted while this preparation copied them: their deletion may have removed the workdir
+   * copy before this one wrote it, so it is removed again here (a failure is logged; such a copy
+   * is harmless to the session, which no longer lists the file).
+   */
+  private async removeOrphanCopies(files: FileEntity[]): Promise<void> {
+    for (const file of files) {
+      if (!file.sessionKey) continue;
+      try {
+        await this.storage.delete(file.sessionKey);
+      } catch (error) {
+        this.failures.warn(`file ${file.id}: deleted during its preparation; its workdir copy was not removed: ${String(error)}`, 'cleanup');
+      }
+    }
   }
 
   /** The workdir owns the content now; an upload that cannot be removed is left to the files sweep. */

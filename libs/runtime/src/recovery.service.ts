@@ -87,16 +87,18 @@ export class RecoveryService {
   }
 
   /**
-   * Inputs still preparing their attachments past the grace period (a worker died mid-copy, the
+   * Inputs still preparing their attachments whose next try is due (a worker died mid-copy, the
    * job was lost, storage failed): the same preparation runs again, in the background so that a
-   * slow store never holds up the rest of the sweep. Preparations of archived sessions finish too.
+   * slow store never holds up the rest of the sweep. Each input is retried with exponential
+   * backoff (InputsService.takeDuePreparations), so preparations that keep failing never starve
+   * the others. Preparations of cancelled inputs and archived sessions finish too (001).
    */
   private async resumePreparations(): Promise<number> {
     const room = PREPARATIONS_PER_PROCESS - this.preparer.running;
     if (room <= 0) return 0;
-    const stale = await this.inputs.preparingSince(new Date(Date.now() - this.config.recoveryGraceMs), room);
-    for (const inputId of stale) void this.preparer.prepare(inputId).catch((error: unknown) => this.logger.warn(`preparation of input ${inputId} failed: ${String(error)}`));
-    return stale.length;
+    const due = await this.inputs.takeDuePreparations(room);
+    for (const inputId of due) void this.preparer.prepare(inputId).catch((error: unknown) => this.logger.warn(`preparation of input ${inputId} failed: ${String(error)}`));
+    return due.length;
   }
 
   private async interrupt(run: RunEntity): Promise<boolean> {

@@ -1,3 +1,4 @@
+import { PDF_MAX_PAGES } from '#libs/files';
 import type { ToolOutcome, WorkdirFiles } from './tool.types.js';
 
 /** The most text one read_file call returns (the model's context is the limit that matters). */
@@ -17,6 +18,8 @@ export async function readFile(files: WorkdirFiles, sessionId: string, fileId: u
   try {
     read = await files.readText(sessionId, fileId);
   } catch (error) {
+    // A PDF that cannot be read within the reader's limits: the message says why, and retrying will not help.
+    if (error instanceof Error && error.name === 'FileTextError') return { success: false, output: `read_file error: file ${fileId}: ${error.message}` };
     // A store that fails, or a file deleted meanwhile: the model may try again or go on without it.
     return { success: false, output: `read_file error: file ${fileId} could not be read now (${error instanceof Error ? error.name : 'error'})` };
   }
@@ -24,5 +27,7 @@ export async function readFile(files: WorkdirFiles, sessionId: string, fileId: u
   const { file, pages } = read;
   if (pages === null) return { success: false, output: `read_file error: ${file.filename} is ${file.mimeType}, which has no text to read` };
   const text = pages.length === 1 && file.mimeType !== 'application/pdf' ? pages[0]! : pages.map((page, index) => `[page ${index + 1}]\n${page}`).join('\n\n');
-  return { success: true, output: text.length > MAX_READ_CHARS ? `${text.slice(0, MAX_READ_CHARS)}\n[truncated: ${text.length - MAX_READ_CHARS} more characters]` : text };
+  const unread = (read.totalPages ?? pages.length) - pages.length;
+  const cut = text.length > MAX_READ_CHARS ? `${text.slice(0, MAX_READ_CHARS)}\n[truncated: ${text.length - MAX_READ_CHARS} more characters]` : text;
+  return { success: true, output: unread > 0 ? `${cut}\n[${unread} more pages not read: read_file reads at most the first ${PDF_MAX_PAGES} pages of a PDF, and stops once it has ${MAX_READ_CHARS} characters]` : cut };
 }

@@ -72,8 +72,12 @@ export interface WorkdirFile {
 /** What the file tools read: a session's workdir (libs/files provides it). */
 export interface WorkdirFiles {
   list(sessionId: string): Promise<WorkdirFile[]>;
-  /** The file's text, page by page (`pages` null: a kind without text, e.g. an image); null when the session has no such file. */
-  readText(sessionId: string, fileId: string): Promise<{ file: WorkdirFile; pages: string[] | null } | null>;
+  /**
+   * The file's text, page by page (`pages` null: a kind without text, e.g. an image); `totalPages`
+   * above `pages.length` when only the first pages were read; null when the session has no such file.
+   * Rejects with an error named `FileTextError` (its message safe to show) for a PDF that cannot be read.
+   */
+  readText(sessionId: string, fileId: string): Promise<{ file: WorkdirFile; pages: string[] | null; totalPages?: number } | null>;
 }
 
 export const WORKDIR_FILES = Symbol('WORKDIR_FILES');

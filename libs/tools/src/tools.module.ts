@@ -15,7 +15,7 @@ const workdirFiles = {
       const read = await files.readText(sessionId, fileId);
       if (!read) return null;
       const { id, filename, mimeType, bytes, inputId } = read.file;
-      return { file: { id, filename, mimeType, bytes, inputId }, pages: read.pages };
+      return { file: { id, filename, mimeType, bytes, inputId }, pages: read.text?.pages ?? null, totalPages: read.text?.totalPages };
     },
   }),
 };

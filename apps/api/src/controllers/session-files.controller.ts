@@ -41,7 +41,7 @@ export class SessionFilesController {
     operationId: 'deleteAttachment',
     summary: 'Delete an attachment of a session',
     description:
-      'Removes the attachment\'s record and its bytes; history keeps no placeholder and the input\'s `attachment_file_ids` stay as received. Refused (409 `attachment_busy`) while its preparation is unfinished, while the input it belongs to is pending, or while a turn of the session is active.',
+      'Removes the attachment\'s record and its bytes; history keeps no placeholder and the input\'s `attachment_file_ids` stay as received. Refused (409 `attachment_busy`) while its preparation is unfinished, while the input it belongs to is pending, or while a turn of the session is active. Cancelling an input keeps its files, and their preparation still finishes (it is retried with growing intervals, up to 5 minutes apart); the file of a cancelled input may be deleted before its preparation finished, which gives the preparation up (for a preparation that cannot finish, e.g. its upload was lost, this frees the file and the owner\'s quota).',
   })
   @ApiParam(FILE_ID_PARAM)
   @ApiOkResponse({ type: AttachmentDeletedDto })

@@ -39,6 +39,27 @@ export class ErrorDetailsDto {
   turn_status?: string;
   @ApiPropertyOptional({ type: [String], description: '`waitpoint_stale`: question or call ids that are not part of the waitpoint.' })
   unknown_ids?: string[];
+  @ApiPropertyOptional({
+    pattern: '^[0-9a-f]{32}$',
+    description: '`file_already_bound`, `attachment_busy`, `file_not_ready`, and `not_found` on an attachment id of a submission: the file concerned.',
+  })
+  file_id?: string;
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`file_too_large`: the largest file accepted, in bytes.' })
+  limit_bytes?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: the bytes the caller\'s files take now (drafts and attachments, not counting this upload).' })
+  used_bytes?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: the caller\'s storage quota in bytes (FILE_QUOTA_BYTES).' })
+  quota_bytes?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: the caller\'s drafts now (uploads not attached yet).' })
+  drafts?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: how many drafts the caller may hold (FILE_QUOTA_DRAFTS).' })
+  quota_drafts?: number;
+  @ApiPropertyOptional({ enum: ['preparing', 'ready'], description: '`state_conflict` on a promote: the input\'s attachment status (`preparing`: promote it once ready).' })
+  attachment_status?: string;
+  @ApiPropertyOptional({ description: '`file_type_not_allowed`, `file_type_mismatch`: the sanitised filename of the upload.' })
+  filename?: string;
+  @ApiPropertyOptional({ type: String, nullable: true, description: '`file_type_not_allowed`, `file_type_mismatch`: the type detected from the bytes (null: none recognised).' })
+  detected_type?: string | null;
 }
 
 export class ErrorDetailDto {

@@ -55,8 +55,9 @@ export class UploadFile {
       throw error;
     }
     const file = await this.files.completeUpload(id);
-    // Only the sweep takes an upload away, and only one abandoned for many minutes.
-    if (!file) throw new Error(`upload ${id} vanished before it completed`);
+    // Only the sweep takes an upload away, and only one whose blob took many minutes to store
+    // (a storage outage in all but name): the draft is gone, and a new upload may well succeed.
+    if (!file) throw new DomainError('service_unavailable', 'File storage took too long to store the upload and it was discarded; upload the file again');
     return toFileDto(file);
   }
 }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '#libs/errors';
@@ -11,6 +10,8 @@ import { FILE_STORAGE, type FileStorage, StorageObjectMissing } from '../storage
 export interface DecodedImage {
   bytes: Buffer;
   mimeType: string;
+  /** SHA-256 of the bytes, hex (recorded on the file, and what the idempotency intent holds instead of the data URL). */
+  sha256: string;
 }
 
 /** Blobs written at once while staging one submission (at most 200 images: 20 messages of 10). */
@@ -47,15 +48,29 @@ export class StoreInlineImages {
         filename: `image-${index + 1}.${imageExtension(image.mimeType)}`,
         bytes: image.bytes.length,
         mimeType: image.mimeType,
-        sha256: createHash('sha256').update(image.bytes).digest('hex'),
+        sha256: image.sha256,
       };
     });
     await this.images.stage(ownerId, staged);
+    // After the first failure no further write starts, and the writes under way are waited for
+    // before the failure is thrown: the caller's discard runs after the last blob landed, so it
+    // removes them all (a write landing after it would leave a blob that no row knows).
     let next = 0;
+    let failed = false;
     const worker = async (): Promise<void> => {
-      for (let index = next++; index < staged.length; index = next++) await this.storage.put(staged[index]!.key, images[index]!.bytes);
+      while (!failed && next < staged.length) {
+        const index = next++;
+        try {
+          await this.storage.put(staged[index]!.key, images[index]!.bytes);
+        } catch (error) {
+          failed = true;
+          throw error;
+        }
+      }
     };
-    await Promise.all(Array.from({ length: Math.min(PUT_CONCURRENCY, staged.length) }, worker));
+    const results = await Promise.allSettled(Array.from({ length: Math.min(PUT_CONCURRENCY, staged.length) }, worker));
+    const failure = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failure) throw failure.reason;
   }
 
   /** In the accepting transaction. A staging the sweep took away meanwhile fails the submission (retryable). */

@@ -40,10 +40,10 @@ export class CreateSession {
     const agent = await this.agents.getVisible(agentViewerOf(principal), dto.agent_id);
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
-    // Inline images become session files; the intent keeps the data URLs, so a replay hashes the same.
+    // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
     const images = messages ? await this.inlineImages.decode(principal.userId, messages, 'input') : null;
 
-    const intent = { operation: 'sessions.create', body: { ...dto, input: messages } };
+    const intent = { operation: 'sessions.create', body: { ...dto, input: images ? images.intentMessages() : null } };
     const result = await this.acceptance.accept(principal, 'sessions.create', key, intent, async (manager) => {
       const session = await this.sessions.create(
         manager,

@@ -39,12 +39,12 @@ export class SubmitMessage {
     }
     const modelOverride = event.yuxi?.model === undefined ? undefined : this.models.validate(event.yuxi.model);
     const messages: InputMessage[] = parseAgentInput(event.input).messages;
-    // Inline images become session files; the intent keeps the data URLs, so a replay hashes the same.
+    // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
     const images = await this.inlineImages.decode(principal.userId, messages, 'events[0].input');
 
     let steerIntoRunningTurn = false;
     const scope = IdempotencyService.eventScope(sessionId);
-    const intent = { operation: event.type, session_id: sessionId, event: { ...event, input: messages } };
+    const intent = { operation: event.type, session_id: sessionId, event: { ...event, input: images.intentMessages() } };
     const result = await this.acceptance.accept(principal, scope, key, intent, async (manager) => {
       const { input, steersRunningTurn } = await this.controls.acceptMessage(manager, principal.userId, sessionId, {
         requestedMode: event.yuxi?.mode,

@@ -388,7 +388,7 @@ export interface paths {
         post?: never;
         /**
          * Delete an attachment of a session
-         * @description Removes the attachment's record and its bytes; history keeps no placeholder and the input's `attachment_file_ids` stay as received. Refused (409 `attachment_busy`) while its preparation is unfinished, while the input it belongs to is pending, or while a turn of the session is active.
+         * @description Removes the attachment's record and its bytes; history keeps no placeholder and the input's `attachment_file_ids` stay as received. Refused (409 `attachment_busy`) while its preparation is unfinished, while the input it belongs to is pending, or while a turn of the session is active. Cancelling an input keeps its files, and their preparation still finishes (it is retried with growing intervals, up to 5 minutes apart); the file of a cancelled input may be deleted before its preparation finished, which gives the preparation up (for a preparation that cannot finish, e.g. its upload was lost, this frees the file and the owner's quota).
          */
         delete: operations["deleteAttachment"];
         options?: never;
@@ -809,6 +809,27 @@ export interface components {
             turn_status?: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
             /** @description `waitpoint_stale`: question or call ids that are not part of the waitpoint. */
             unknown_ids?: string[];
+            /** @description `file_already_bound`, `attachment_busy`, `file_not_ready`, and `not_found` on an attachment id of a submission: the file concerned. */
+            file_id?: string;
+            /** @description `file_too_large`: the largest file accepted, in bytes. */
+            limit_bytes?: number;
+            /** @description `file_quota_exceeded`: the bytes the caller's files take now (drafts and attachments, not counting this upload). */
+            used_bytes?: number;
+            /** @description `file_quota_exceeded`: the caller's storage quota in bytes (FILE_QUOTA_BYTES). */
+            quota_bytes?: number;
+            /** @description `file_quota_exceeded`: the caller's drafts now (uploads not attached yet). */
+            drafts?: number;
+            /** @description `file_quota_exceeded`: how many drafts the caller may hold (FILE_QUOTA_DRAFTS). */
+            quota_drafts?: number;
+            /**
+             * @description `state_conflict` on a promote: the input's attachment status (`preparing`: promote it once ready).
+             * @enum {string}
+             */
+            attachment_status?: "preparing" | "ready";
+            /** @description `file_type_not_allowed`, `file_type_mismatch`: the sanitised filename of the upload. */
+            filename?: string;
+            /** @description `file_type_not_allowed`, `file_type_mismatch`: the type detected from the bytes (null: none recognised). */
+            detected_type?: string | null;
         } & {
             [key: string]: unknown;
         };
@@ -924,11 +945,11 @@ export interface components {
             /** @description The attachments of the submission that still exist, in the order of attachment_file_ids. */
             attachments: components["schemas"]["AttachmentDto"][];
             /**
-             * @description `preparing`: the attached files are being copied into the session workdir by a worker; the input cannot run yet, and no later follow-up runs before it. Inputs without attachments are always ready.
+             * @description `preparing`: the attached files are being copied into the session workdir by a worker; the input cannot run yet, and no later follow-up runs before it. Inputs without attachments are always ready. A cancelled input becomes ready once its remaining files are prepared (or deleted: nothing is left to prepare).
              * @enum {string}
              */
             attachment_status: "ready" | "preparing";
-            /** @description Why the last preparation attempt failed; the recovery sweep keeps retrying (cancel the input to give up on it). Null once ready. */
+            /** @description Why the last preparation attempt failed; the recovery sweep keeps retrying, at growing intervals up to 5 minutes apart (cancel the input to stop it from blocking the queue, then delete its attachments to give the preparation up). Null once ready. */
             attachment_error: string | null;
             /** @description The turn that consumed the input; null while pending or after cancellation. */
             turn_id: string | null;
@@ -1023,11 +1044,11 @@ export interface components {
             /** @description The attachments of the submission that still exist, in the order of attachment_file_ids. */
             attachments: components["schemas"]["AttachmentDto"][];
             /**
-             * @description `preparing`: the attached files are being copied into the session workdir by a worker; the input cannot run yet, and no later follow-up runs before it. Inputs without attachments are always ready.
+             * @description `preparing`: the attached files are being copied into the session workdir by a worker; the input cannot run yet, and no later follow-up runs before it. Inputs without attachments are always ready. A cancelled input becomes ready once its remaining files are prepared (or deleted: nothing is left to prepare).
              * @enum {string}
              */
             attachment_status: "ready" | "preparing";
-            /** @description Why the last preparation attempt failed; the recovery sweep keeps retrying (cancel the input to give up on it). Null once ready. */
+            /** @description Why the last preparation attempt failed; the recovery sweep keeps retrying, at growing intervals up to 5 minutes apart (cancel the input to stop it from blocking the queue, then delete its attachments to give the preparation up). Null once ready. */
             attachment_error: string | null;
             /** @description The turn that consumed the input; null while pending or after cancellation. */
             turn_id: string | null;
@@ -5650,7 +5671,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `attachment_busy`: The attachment cannot be deleted now: its preparation is unfinished, a pending input references it, or a turn of the session is active. */
+            /** @description `attachment_busy`: The attachment cannot be deleted now: its preparation is unfinished (and its input not cancelled), a pending input references it, or a turn of the session is active. */
             409: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
