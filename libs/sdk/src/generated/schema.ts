@@ -341,7 +341,7 @@ export interface paths {
         };
         /**
          * Subscribe to the session event stream (SSE)
-         * @description A long-lived text/event-stream across turns; each message's `data:` is a `SessionEvent` (see its schema, one member per event type). Without Last-Event-ID the stream starts with the retained replay window; with it, strictly after that cursor. Events missed on the way (an expired cursor, a Redis outage) are announced with `yuxi.session.resync`, never skipped silently. 503 `service_unavailable` (retryable) before the stream starts while Redis is unreachable.
+         * @description A long-lived text/event-stream across turns; each message's `data:` is a `SessionEvent` (see its schema, one member per event type). Without Last-Event-ID the stream starts with the retained replay window, preceded by `yuxi.session.resync` when that window no longer starts at the session's first event (trimmed, or expired altogether); with it, strictly after that cursor. Events missed on the way (an expired cursor, a Redis outage) are announced with `yuxi.session.resync`, never skipped silently. 503 `service_unavailable` (retryable) before the stream starts while Redis is unreachable.
          */
         get: operations["streamSessionEvents"];
         put?: never;
