@@ -2728,7 +2728,7 @@ export interface operations {
                 is_pinned?: "true" | "false";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -2895,7 +2895,7 @@ export interface operations {
             header: {
                 /** @description 1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`. */
                 "Idempotency-Key": string;
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -3070,7 +3070,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -3230,7 +3230,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -3394,7 +3394,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -3565,7 +3565,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -3732,7 +3732,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -3914,7 +3914,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -4064,7 +4064,7 @@ export interface operations {
                 idempotency_key: string;
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -4211,7 +4211,7 @@ export interface operations {
                 order?: "asc" | "desc";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -4387,7 +4387,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -4600,7 +4600,7 @@ export interface operations {
                 order?: "asc" | "desc";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -4808,7 +4808,7 @@ export interface operations {
                 order?: "asc" | "desc";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5007,7 +5007,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5164,7 +5164,7 @@ export interface operations {
             header?: {
                 /** @description The `id:` of the last event processed: resume strictly after it (empty: from the replay window). */
                 "Last-Event-ID"?: string;
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5295,7 +5295,7 @@ export interface operations {
             header: {
                 /** @description 1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`. */
                 "Idempotency-Key": string;
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5457,7 +5457,7 @@ export interface operations {
                 order?: "asc" | "desc";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5595,7 +5595,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5735,7 +5735,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5895,7 +5895,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -6020,7 +6020,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -6159,7 +6159,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -6298,7 +6298,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -6457,7 +6457,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -6622,7 +6622,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -6781,7 +6781,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -6983,7 +6983,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -7130,7 +7130,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -7270,7 +7270,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -7407,7 +7407,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -7550,7 +7550,7 @@ export interface operations {
                 order?: "asc" | "desc";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
