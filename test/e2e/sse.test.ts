@@ -172,6 +172,31 @@ describe('SSE stream', () => {
     }
   });
 
+  it('starts a subscription without a cursor with yuxi.session.resync when the session\'s stream expired, then goes on live', async () => {
+    const session = await createSession('before the stream expired');
+    const stream = await SseStream.open(session.id);
+    await stream.waitForType('agent.session.turn.completed');
+    stream.close();
+    const redis = new Redis(env.redisUrl);
+    try {
+      // The whole replay window is gone, as when the stream's TTL ran out.
+      assert.equal(await redis.del(`yuxi:session-events:{${session.id}}`), 1);
+    } finally {
+      redis.disconnect();
+    }
+    const fresh = await SseStream.open(session.id);
+    try {
+      const resync = await fresh.waitForType('yuxi.session.resync');
+      assert.equal(fresh.events[0]!.type, 'yuxi.session.resync', 'resync comes first');
+      assert.equal(resync.data.reason, 'events_lost');
+      await sendMessage(session.id, 'after the stream expired');
+      const next = await fresh.waitForType('agent.session.turn.completed');
+      assert.equal(next.data.turn.status, 'completed', 'the subscription goes on with new events');
+    } finally {
+      fresh.close();
+    }
+  });
+
   it('rejects a malformed or foreign cursor with 422 before any SSE headers', async () => {
     const session = await createSession();
     const other = await createSession('other');

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { env } from '../support/env.js';
 import { API, http, newKey } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
+import { PNG, uploadDraft } from '../support/files.js';
 import { describeExchange, type Exchange, problemsOf, send, type SendOptions } from '../support/fuzz/exchange.js';
 import { type Operation, operationsOf, ResponseChecker, type Schema } from '../support/fuzz/openapi-model.js';
 import { type CaseContext, type FuzzCase, fuzzCases } from '../support/fuzz/requests.js';
@@ -21,6 +22,8 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
 /** All operations together; each gets its share, so that a slow one cannot starve the rest. */
 const BUDGET_MS = Number(process.env.FUZZ_BUDGET_MS ?? 75_000);
 const ADMIN = '/api/v1/admin';
+/** Drafts uploaded while fuzzing that join the file_id pool, beside the ones made first. */
+const MAX_UPLOADED_IDS = 5;
 const PIXEL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 
 const document = (await (await fetch(`${env.apiUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, any>>; components?: { schemas?: Record<string, Schema> } };
@@ -86,13 +89,27 @@ async function prepare(nonce: string): Promise<{ pools: Pools; revokedKey: strin
   idempotencyKeys.push(followUpKey);
   const followUp = await ok(`${API}/sessions/${busy.id}/events`, { body: { events: [{ type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: 'later' }] }, idempotencyKey: followUpKey }, 202);
 
+  // Files: drafts that stay drafts, and a session with attachments and an inline image (session
+  // files), so that the files operations get real ids (drafts, bound files, a session's files).
+  const drafts = [await uploadDraft('fuzz draft\n', 'fuzz-draft.txt'), await uploadDraft(PNG, 'fuzz-draft.png'), await uploadDraft('a,b\n1,2\n', 'fuzz-draft.csv')];
+  const attached = [await uploadDraft('fuzz attachment\n', 'fuzz-attached.txt'), await uploadDraft(PNG, 'fuzz-attached.png')];
+  const withFiles = await create({
+    agent_id: 'default-chatbot',
+    title: 'fuzz: files',
+    input: [{ role: 'user', content: [{ type: 'input_text', text: 'see attached' }, { type: 'input_image', image_url: PIXEL }] }],
+    yuxi: { attachment_file_ids: attached.map((f) => f.id) },
+  });
+
   await until(done.id, ['completed']);
   await until(question.id, ['requires_action']);
   await until(approval.id, ['requires_action']);
   await until(busy.id, ['in_progress']);
+  await until(withFiles.id, ['completed']);
+  const inlineFiles = [...JSON.stringify(await ok(`${API}/sessions/${withFiles.id}/inputs/${withFiles.yuxi.receipt.input_id}`, {}, 200)).matchAll(/\/files\/([0-9a-f]{32})\/content/g)].map((m) => m[1]!);
+  assert.ok(inlineFiles.length > 0, 'fuzz setup: the inline image became a session file');
 
   const pools: Pools = { turn_id: [], run_id: [], waitpoint_id: [], call_id: [], question_id: [] };
-  const sessions = [done, question, approval, empty, busy];
+  const sessions = [done, question, approval, empty, busy, withFiles];
   for (const session of sessions) {
     for (const turn of (await ok(`${API}/sessions/${session.id}/turns`, {}, 200)).data) {
       pools.turn_id!.push(turn.id);
@@ -120,6 +137,7 @@ async function prepare(nonce: string): Promise<{ pools: Pools; revokedKey: strin
       'last-event-id': [first.id],
       model: ['scripted:echo'],
       image_url: [PIXEL],
+      file_id: [...drafts.map((f) => f.id), ...attached.map((f) => f.id), ...inlineFiles],
       key_id: keyIds,
       public_agent_id: ['default-chatbot', 'file-declared', plainAgent, approvalAgent],
       own_agent_id: [plainAgent, approvalAgent, `fuzz-new-${nonce}`],
@@ -166,6 +184,7 @@ describe('OpenAPI-driven fuzzing (bounded)', () => {
   let sendOptions: SendOptions;
   const started = Date.now();
   let total = 0;
+  let uploaded = 0;
 
   before(async () => {
     console.log(`[fuzz] seed ${SEED} (set FUZZ_SEED to reproduce), up to ${RUNS} requests per operation, ${operations.length} operations, budget ${BUDGET_MS} ms`);
@@ -204,6 +223,11 @@ describe('OpenAPI-driven fuzzing (bounded)', () => {
         }
         const exchange = await send(op, fuzz, sendOptions);
         sent += 1;
+        // Drafts the fuzzer uploads join the file ids the operations after this one use (a few).
+        if (op.multipart && exchange.status === 201 && uploaded < MAX_UPLOADED_IDS) {
+          fixtures.pools.file_id!.push((JSON.parse(exchange.text) as { id: string }).id);
+          uploaded += 1;
+        }
         statuses.set(exchange.status, (statuses.get(exchange.status) ?? 0) + 1);
         const problems = problemsOf(checker, op, exchange);
         if (problems.length > 0) failures.push({ problems, exchange });

@@ -3,6 +3,7 @@ import { ThrottledLog } from '#libs/config';
 import type { Redis } from 'ioredis';
 import { newId } from '#libs/database';
 import { compareStreamIds, encodeCursor, sequenceStep, type StreamPosition } from './cursor.js';
+import { EventOutbox } from './event-outbox.js';
 import { EVENTS_REDIS, EVENTS_REDIS_BLOCKING } from './redis.providers.js';
 import { sessionIdFromStreamKey, sessionStreamKey } from './stream-keys.js';
 
@@ -97,12 +98,14 @@ export class EventStreamHub implements OnApplicationShutdown {
   constructor(
     @Inject(EVENTS_REDIS) private readonly redis: Redis,
     @Inject(EVENTS_REDIS_BLOCKING) private readonly reader: Redis,
+    private readonly outbox: EventOutbox,
   ) {}
 
   /**
    * Subscribes after `afterId` (exclusive), or to the whole retained window when null. When the
    * cursor is older than the window, a `yuxi.session.resync` frame comes first and delivery
-   * continues from the newest entry.
+   * continues from the newest entry. The caller has checked that the session exists and is the
+   * subscriber's.
    */
   async subscribe(sessionId: string, after: StreamPosition | null, sink: Sink): Promise<SubscribeResult> {
     const key = sessionStreamKey(sessionId);
@@ -110,7 +113,20 @@ export class EventStreamHub implements OnApplicationShutdown {
     // Without a cursor the subscriber expects the session's first event: a window that no longer
     // starts there (trimmed, or lost with Redis data) begins with a resync.
     let startSeq = after === null ? 0 : after.seq;
-    if (after !== null) {
+    if (after === null) {
+      // An existing session always has events (agent.session.created at least). No stream means
+      // they are not published yet (the writer publishes after its commit, and its answer may
+      // come first), or they expired or were lost. Publishing what the stream lacks tells them
+      // apart: the first are then there; if nothing is, events are missing, and nothing later would
+      // reveal it (no first entry to compare sequence numbers with), so the subscriber is told now.
+      if ((await this.redis.exists(key)) === 0) {
+        await this.outbox.flush(sessionId);
+        if ((await this.redis.exists(key)) === 0) {
+          startSeq = null;
+          sink(resyncFrame(sessionId, start, null, 'events_lost'));
+        }
+      }
+    } else {
       const info = await this.streamInfo(key);
       if (!info || hasGap(after.streamId, info)) {
         start = info?.lastId ?? '0-0';

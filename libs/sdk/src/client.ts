@@ -102,9 +102,18 @@ export class SessionsResource {
   /**
    * Submits one input or control event. The receipt proves durable acceptance only. When the
    * answer is lost on the way, the receipt is looked up with the same key before anything is sent
-   * again (001 断线恢复), so an event is accepted once however the network behaves.
+   * again (001 断线恢复), so an event is accepted once however the network behaves:
+   * - with a key the SDK generated (no `idempotencyKey` given), unique to this call, a receipt found
+   *   is this call's: it is returned as is;
+   * - with your own `idempotencyKey`, a receipt found only says the key was used, perhaps by another
+   *   submission (the lookup does not compare intents): the event is sent again at once with the
+   *   same key, and the server answers for it: the stored receipt when it is the same intent, or
+   *   409 `idempotency_conflict` when the key stands for another one.
+   *
+   * Not found yet: the event is sent again after the backoff, with the same key.
    */
   submitEvent(sessionId: string, event: InputEvent, options: WriteOptions = {}): Promise<Receipt> {
+    const ownKey = options.idempotencyKey === undefined;
     const key = options.idempotencyKey ?? newIdempotencyKey();
     return this.transport.request<Receipt>({
       method: 'POST',
@@ -112,7 +121,11 @@ export class SessionsResource {
       body: { events: [event] },
       idempotencyKey: key,
       signal: options.signal,
-      recover: (signal) => this.findReceipt(sessionId, key, signal),
+      recover: async (signal) => {
+        const found = await this.findReceipt(sessionId, key, signal);
+        if (found === undefined) return { kind: 'not_found' };
+        return ownKey ? { kind: 'answer', value: found } : { kind: 'resend' };
+      },
     });
   }
 

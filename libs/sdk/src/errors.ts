@@ -14,7 +14,7 @@ export class AgentsApiError extends Error {
   readonly retryable: boolean;
   readonly requestId: string | null;
   readonly details: ErrorDetail['details'];
-  /** Seconds the server asked to wait (Retry-After), when it said. */
+  /** How long the server asked to wait (Retry-After), in milliseconds, when it said. */
   readonly retryAfter: number | null;
 
   constructor(status: number, error: ErrorDetail, options: { requestId?: string | null; retryAfter?: number | null } = {}) {

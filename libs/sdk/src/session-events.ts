@@ -1,24 +1,32 @@
-import { AgentsApiError, AgentsConnectionError, AgentsProtocolError } from './errors.js';
+import { AgentsConnectionError, AgentsProtocolError } from './errors.js';
 import { backoffMs, sleep } from './retry.js';
-import { parseSse, type SseMessage } from './sse-parser.js';
+import { parseSse, type SseMessage, type SseRecord } from './sse-parser.js';
 import { toError, type Transport } from './transport.js';
 import type { InputDetail, Item, SessionEvent, SessionEventOf, Turn } from './types.js';
 
 export interface SessionEventsOptions {
-  /** Resume strictly after this cursor (an event's SSE `id:`, e.g. a previous stream's `lastEventId`). */
+  /**
+   * Resume strictly after this cursor (an event's SSE `id:`, e.g. a previous stream's
+   * `lastEventId`, which is the last event its consumer finished with).
+   */
   lastEventId?: string;
-  /** End once this turn reaches completed, failed or cancelled. */
+  /**
+   * Follow this turn: yield only what concerns it (see SessionEventStream) and end once it reaches
+   * completed, failed or cancelled.
+   */
   untilTurnId?: string;
   /**
-   * End once the turn that consumes this input (a receipt's `input_id`) reaches a terminal state,
-   * or when the input is cancelled before any turn takes it.
+   * Follow the turn that consumes this input (a receipt's `input_id`): yield only what concerns the
+   * input and that turn, and end once the turn reaches a terminal state, or when the input is
+   * cancelled before any turn takes it.
    */
   untilInputId?: string;
   /** Aborting ends the iteration with the signal's reason. */
   signal?: AbortSignal;
   /**
    * Called on `yuxi.session.resync`, before that event is yielded, with the target turn and its
-   * items read back: events were missed, so rebuild what you show from these, then go on.
+   * items read back: events were missed, so rebuild what you show from these, then go on. What it
+   * throws ends the iteration with that error.
    */
   onResync?: (snapshot: ResyncSnapshot) => void | Promise<void>;
   /** Reconnections in a row that deliver no event before the iteration fails (default 10). */
@@ -59,6 +67,24 @@ const TERMINAL_STATUSES = new Set<string>(['completed', 'failed', 'cancelled']);
 /** Event ids remembered to drop repeats; a repeat can only come from a recent replay. */
 const REMEMBERED_IDS = 10_000;
 
+/** What to do with one received event. */
+interface Step {
+  event: SessionEvent;
+  /** Its SSE `id:` (the cursor after it). */
+  id: string | undefined;
+  /** Whether the consumer gets it (not a repeat, and it concerns what is followed). */
+  deliver: boolean;
+  /** Whether the iteration ends once it is handled. */
+  end: boolean;
+}
+
+/**
+ * The connection failed (a cut, a reset, a silent connection replaced): reconnect. Only what
+ * opening the connection and reading its body throw becomes this; anything the iterator or its
+ * consumer throws while handling an event ends the iteration as it is.
+ */
+class ConnectionLost extends Error {}
+
 /**
  * The session event stream as an async iterable, with the recovery rules of 001 (断线恢复) built in:
  * reconnects with `Last-Event-ID` after a cut or an ended stream, never yields an event twice,
@@ -66,16 +92,37 @@ const REMEMBERED_IDS = 10_000;
  * ends when the turn reaches its terminal state: with its terminal event, or when a resync's
  * re-read finds it already terminal (that event was missed).
  *
+ * Following a turn (untilTurnId / untilInputId), only what concerns it is yielded:
+ * - the turn's own events (every event whose `turn_id` is the followed turn's); with untilInputId
+ *   the turn is known from the `yuxi.session.run.created` whose `run.input_ids` hold the input
+ *   (yielded, as the first event of the turn the iterator shows: a steer that joins a turn in
+ *   progress is followed from the run that takes it);
+ * - `yuxi.session.event.accepted` of the followed input, and of controls aimed at the followed
+ *   turn (its receipt's `turn_id`);
+ * - every `yuxi.session.resync`.
+ * Everything else (`agent.session.created`, other turns' events, other inputs' acceptances) is
+ * skipped: without a cursor the server replays the session's retained history, and an earlier
+ * turn's text is not this turn's. Skipped events still move `lastEventId`. Without untilTurnId and
+ * untilInputId every event is yielded.
+ *
+ * `lastEventId` is the cursor of the last event the consumer finished with: an event counts as
+ * handled when the loop asks for the next one, so an event the loop left (break, return, or a
+ * throw) is delivered again by a stream resumed from `lastEventId`, as 001 asks (keep the id of
+ * the last event successfully processed).
+ *
  * Without lastEventId the server replays the session from the start of its window (or resyncs),
  * so nothing is checked before subscribing. With lastEventId the turn may have ended before the
  * cursor: it is read first, and when it is already terminal the iteration ends at once, with the
  * turn in `turn`. A reconnection needs no such check: the server resumes strictly after the
  * cursor without gaps, or says resync.
  *
+ * Only a failed connection is retried. What onResync throws, what the consumer's loop throws, and
+ * failures of the reads a resync makes (after their own retries) end the iteration with that error.
+ *
  * Single use: iterate it once.
  */
 export class SessionEventStream implements AsyncIterable<SessionEvent> {
-  /** The `id:` of the last event delivered: resume from here (another stream's `lastEventId`). */
+  /** The `id:` of the last event the consumer finished with (or skipped): resume from here (another stream's `lastEventId`). */
   lastEventId: string | undefined;
   /** The turn being followed, once known. */
   turnId: string | null;
@@ -105,6 +152,10 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
     return this.run();
   }
 
+  private get following(): boolean {
+    return this.options.untilTurnId !== undefined || this.options.untilInputId !== undefined;
+  }
+
   private async *run(): AsyncGenerator<SessionEvent> {
     const { signal } = this.options;
     const maxReconnects = this.options.maxReconnects ?? 10;
@@ -116,6 +167,9 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
     for (;;) {
       signal?.throwIfAborted();
       const connection = new AbortController();
+      // Built before anything is held: a request that cannot be built (a header value that is not
+      // Latin-1, a bad base URL) is a mistake thrown as is, not a lost connection.
+      const request = this.reader.transport.streamRequest(`/api/v1/agents/sessions/${encodeURIComponent(this.sessionId)}/events`, this.lastEventId, connection.signal);
       const abort = () => connection.abort(signal?.reason);
       signal?.addEventListener('abort', abort, { once: true });
       let wait: number | null = null;
@@ -125,36 +179,44 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
         idle = true;
         connection.abort(new Error('The event stream went silent'));
       };
+      /** What a network step threw: the abort's reason, a lost connection, or a mistake to throw as is. */
+      const classify = (error: unknown): unknown => {
+        if (signal?.aborted) return signal.reason;
+        return idle || isNetworkError(error) ? new ConnectionLost('The event stream connection failed', { cause: error }) : error;
+      };
       try {
         // The answer's head is bound by the same clock: a connection can die before it, too.
         const headTimer = setTimeout(onIdle, idleTimeoutMs);
         const response = await this.reader.transport
-          .openStream(`/api/v1/agents/sessions/${encodeURIComponent(this.sessionId)}/events`, this.lastEventId, connection.signal)
+          .send(request)
+          .catch((error: unknown) => Promise.reject(classify(error)))
           .finally(() => clearTimeout(headTimer));
         if (!response.ok) {
-          const error = toError(response, await response.text());
+          const text = await response.text().catch((error: unknown) => Promise.reject(classify(error)));
+          const error = toError(response, text);
           wait = this.reader.transport.retryDelay(error, failures + 1);
           if (wait === null) throw error;
           cause = error;
         } else if (!response.body) {
           throw new AgentsProtocolError('The event stream answered without a body', response.status, '');
         } else {
-          for await (const record of parseSse(watchIdle(response.body, idleTimeoutMs, onIdle))) {
+          for await (const record of readRecords(response.body, idleTimeoutMs, onIdle, classify)) {
             if (record.kind === 'retry') {
               serverRetryMs = record.ms;
               continue;
             }
-            failures = 0;
             const step = await this.accept(record.message, signal);
-            if (step.event) yield step.event;
+            if (step.deliver) yield step.event;
+            // Resumed: the consumer is done with it (or it was not for the consumer).
+            this.handled(step);
+            failures = 0;
             if (step.end) return;
           }
           // The server ended the stream (a shutdown says `retry:` first): resume elsewhere.
         }
       } catch (error) {
-        if (signal?.aborted) throw signal.reason;
-        if (!idle && (error instanceof AgentsApiError || error instanceof AgentsProtocolError || !isNetworkError(error))) throw error;
-        cause = error;
+        if (!(error instanceof ConnectionLost)) throw error;
+        cause = error.cause;
       } finally {
         signal?.removeEventListener('abort', abort);
         connection.abort();
@@ -168,43 +230,54 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
     }
   }
 
-  /** One parsed message: whether to yield it, and whether the iteration ends with it. */
-  private async accept(message: SseMessage, signal: AbortSignal | undefined): Promise<{ event?: SessionEvent; end: boolean }> {
+  /** One parsed message: whether the consumer gets it, and whether the iteration ends with it. Nothing is marked seen here. */
+  private async accept(message: SseMessage, signal: AbortSignal | undefined): Promise<Step> {
     let event: SessionEvent;
     try {
       event = JSON.parse(message.data) as SessionEvent;
     } catch {
       throw new AgentsProtocolError(`An event that is not JSON (${message.event})`, 200, message.data.slice(0, 2_000));
     }
-    if (this.isRepeat(event)) {
-      // Already delivered (a replay that overlaps): only the cursor moves.
-      this.lastEventId = message.id ?? this.lastEventId;
-      return { end: false };
-    }
+    // Already delivered (a replay that overlaps): only the cursor moves.
+    if (this.isRepeat(event)) return { event, id: message.id, deliver: false, end: false };
     if (event.type === 'yuxi.session.resync') {
       // Events were missed: read back before moving the cursor past the gap.
       const snapshot = await this.resync(event, signal);
       this.lastResync = snapshot;
       await this.options.onResync?.(snapshot);
-      this.lastEventId = message.id ?? this.lastEventId;
-      return { event, end: this.ended !== null };
+      return { event, id: message.id, deliver: true, end: this.ended !== null };
     }
-    this.lastEventId = message.id ?? this.lastEventId;
     await this.follow(event, signal);
     const end = this.ended !== null || (isTerminal(event) && event.turn_id === this.turnId);
     if (end) this.ended ??= 'turn_terminal';
-    return { event, end };
+    return { event, id: message.id, deliver: this.concerns(event), end };
+  }
+
+  /** Whether the consumer gets this event (see the class comment). */
+  private concerns(event: SessionEvent): boolean {
+    if (!this.following) return true;
+    if ('turn_id' in event) return this.turnId !== null && event.turn_id === this.turnId;
+    if (event.type === 'yuxi.session.event.accepted') {
+      const { input_id: inputId, turn_id: turnId } = event.receipt;
+      return (inputId !== null && inputId === this.options.untilInputId) || (turnId !== null && turnId === this.turnId);
+    }
+    return false;
   }
 
   /** Dedupe by event_id, and for durable events by `yuxi.seq` (1, 2, 3… per session). */
   private isRepeat(event: SessionEvent): boolean {
     if (this.seen.has(event.event_id)) return true;
     const seq = seqOf(event);
-    if (seq !== null && seq <= this.lastSeq) return true;
-    if (seq !== null) this.lastSeq = seq;
-    this.seen.add(event.event_id);
+    return seq !== null && seq <= this.lastSeq;
+  }
+
+  /** The event is done with: remembered as seen, and the cursor moves past it. */
+  private handled(step: Step): void {
+    this.lastEventId = step.id ?? this.lastEventId;
+    const seq = seqOf(step.event);
+    if (seq !== null && seq > this.lastSeq) this.lastSeq = seq;
+    this.seen.add(step.event.event_id);
     if (this.seen.size > REMEMBERED_IDS) this.seen.delete(this.seen.values().next().value as string);
-    return false;
   }
 
   /** Learns which turn took the followed input, and whether the input was cancelled instead. */
@@ -241,16 +314,41 @@ export class SessionEventStream implements AsyncIterable<SessionEvent> {
   }
 
   private async resync(event: SessionEventOf<'yuxi.session.resync'>, signal: AbortSignal | undefined): Promise<ResyncSnapshot> {
-    const following = this.options.untilTurnId !== undefined || this.options.untilInputId !== undefined;
-    if (following) {
+    if (this.following) {
       await this.settled(signal);
     } else {
       const current = await this.reader.currentTurnId(this.sessionId, signal);
       this.turn = current === null ? null : await this.reader.turn(this.sessionId, current, signal);
     }
-    const turn = this.turn !== null && (!following || this.turn.id === this.turnId) ? this.turn : null;
+    const turn = this.turn !== null && (!this.following || this.turn.id === this.turnId) ? this.turn : null;
     const items = turn === null ? [] : await this.reader.allTurnItems(this.sessionId, turn.id, signal);
     return { event, turn, items };
+  }
+}
+
+/**
+ * The SSE records of a body. Only what reading the body throws passes through `classify` (a cut
+ * becomes ConnectionLost): what the loop consuming these records does never comes back in here.
+ */
+async function* readRecords(body: AsyncIterable<Uint8Array>, idleTimeoutMs: number, onIdle: () => void, classify: (error: unknown) => unknown): AsyncGenerator<SseRecord> {
+  const records = parseSse(watchIdle(body, idleTimeoutMs, onIdle))[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      let next: IteratorResult<SseRecord>;
+      try {
+        next = await records.next();
+      } catch (error) {
+        throw classify(error);
+      }
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    try {
+      await records.return(undefined);
+    } catch {
+      // The body already failed: nothing to release.
+    }
   }
 }
 

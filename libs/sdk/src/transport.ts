@@ -24,9 +24,11 @@ export interface CallOptions {
 /** Options of a submission (session create, event submit). */
 export interface WriteOptions extends CallOptions {
   /**
-   * The Idempotency-Key of this logical call (1–128 characters). Generated when omitted; every
-   * retry of the call reuses it. Pass your own to make a submission idempotent across process
-   * restarts (keep it with the command it stands for).
+   * The Idempotency-Key of this logical call (1–128 characters). Generated when omitted (unique to
+   * the call); every retry of the call reuses it. Pass your own to make a submission idempotent
+   * across process restarts (keep it with the command it stands for, and never reuse it for
+   * another one). After a lost answer, a receipt found under your own key is not taken on trust:
+   * the submission is sent again with it, so that the server answers (see submitEvent).
    */
   idempotencyKey?: string;
 }
@@ -44,10 +46,21 @@ export interface RequestSpec {
   maxRetries?: number;
   /**
    * After an attempt whose answer was lost (the request may have been processed), looks the
-   * outcome up instead of resending: returns it when found, undefined when not found yet.
+   * outcome up before sending anything again. See Recovery.
    */
-  recover?: (signal: AbortSignal | undefined) => Promise<unknown>;
+  recover?: (signal: AbortSignal | undefined) => Promise<Recovery>;
 }
+
+/**
+ * What a lookup after a lost answer found:
+ * - `answer`: the outcome of this very call, authoritative (the SDK's own key, unique to the call):
+ *   returned as the call's result.
+ * - `resend`: the key was used (by this call or, for a caller's key, possibly by another intent):
+ *   the request is sent again at once with the same key, so the server itself answers: the stored
+ *   response of that key, byte for byte, or 409 `idempotency_conflict` for a different intent.
+ * - `not_found`: not processed yet, or still in flight: sent again after the backoff, same key.
+ */
+export type Recovery = { kind: 'answer'; value: unknown } | { kind: 'resend' } | { kind: 'not_found' };
 
 /** Thrown by an attempt whose answer did not arrive: a reset connection, a timeout, a cut body. */
 class LostResponse extends Error {}
@@ -72,24 +85,27 @@ export class Transport {
   }
 
   async request<T>(spec: RequestSpec): Promise<T> {
+    // Serialised once: every attempt sends the same bytes under the same key, whatever the caller
+    // does with its object meanwhile (a changed body would be another intent under that key).
+    const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= (spec.maxRetries ?? this.retry.maxRetries);
       let response: Response;
       let text: string;
       try {
-        ({ response, text } = await this.attempt(spec));
+        ({ response, text } = await this.attempt(spec, body));
       } catch (error) {
         if (!(error instanceof LostResponse)) throw error;
-        if (spec.recover) {
-          // The request may have been processed: find its outcome before sending it again.
-          const found = await spec.recover(spec.signal).catch((lookup: unknown) => {
-            if (spec.signal?.aborted) throw lookup;
-            return undefined; // the lookup failed too: retry the command itself, same key
-          });
-          if (found !== undefined) return found as T;
-        }
+        // The request may have been processed: find its outcome before sending it again.
+        const found: Recovery = spec.recover
+          ? await spec.recover(spec.signal).catch((lookup: unknown) => {
+              if (spec.signal?.aborted) throw lookup;
+              return { kind: 'not_found' } as const; // the lookup failed too: retry the command itself, same key
+            })
+          : { kind: 'not_found' };
+        if (found.kind === 'answer') return found.value as T;
         if (last) throw new AgentsConnectionError(`${spec.method} ${spec.path}: ${error.message}`, { cause: error.cause, idempotencyKey: spec.idempotencyKey });
-        await sleep(backoffMs(this.retry, attempt + 1), spec.signal);
+        if (found.kind === 'not_found') await sleep(backoffMs(this.retry, attempt + 1), spec.signal);
         continue;
       }
       if (response.ok) return parseJson(text, response.status) as T;
@@ -100,11 +116,19 @@ export class Transport {
     }
   }
 
-  /** One GET of the event stream (no retries here: the event iterator owns reconnection). */
-  async openStream(path: string, lastEventId: string | undefined, signal: AbortSignal): Promise<Response> {
+  /**
+   * The request of one GET of the event stream. Built apart from sending it: what fails here (a
+   * header value that is not Latin-1, a bad base URL) is a mistake to report, not a lost connection.
+   */
+  streamRequest(path: string, lastEventId: string | undefined, signal: AbortSignal): Request {
     const headers = this.headers({ accept: 'text/event-stream' });
     if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
-    return this.fetchImpl(this.url(path), { method: 'GET', headers, signal });
+    return new Request(this.url(path), { method: 'GET', headers, signal });
+  }
+
+  /** Sends a request of streamRequest (no retries here: the event iterator owns reconnection). */
+  send(request: Request): Promise<Response> {
+    return this.fetchImpl(request);
   }
 
   /** The wait before retrying a failed answer, or null when it must not be retried. */
@@ -133,19 +157,17 @@ export class Transport {
     return headers;
   }
 
-  private async attempt(spec: RequestSpec): Promise<{ response: Response; text: string }> {
+  private async attempt(spec: RequestSpec, body: string | undefined): Promise<{ response: Response; text: string }> {
     const headers = this.headers({ accept: 'application/json' });
     if (spec.idempotencyKey !== undefined) headers['idempotency-key'] = spec.idempotencyKey;
-    if (spec.body !== undefined) headers['content-type'] = 'application/json';
+    if (body !== undefined) headers['content-type'] = 'application/json';
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
+    // Built before the try: a TypeError here (a header value that is not Latin-1, a bad URL) is a
+    // mistake in what was asked, thrown as is, never taken for a lost answer and retried.
+    const request = new Request(this.url(spec.path, spec.query), { method: spec.method, headers, body, signal });
     try {
-      const response = await this.fetchImpl(this.url(spec.path, spec.query), {
-        method: spec.method,
-        headers,
-        body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
-        signal,
-      });
+      const response = await this.fetchImpl(request);
       // The body is part of the answer: a connection cut while it arrives loses the answer too.
       return { response, text: await response.text() };
     } catch (error) {

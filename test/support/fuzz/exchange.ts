@@ -76,6 +76,10 @@ export async function send(op: Operation, fuzz: FuzzCase, options: SendOptions):
   if (fuzz.body?.kind === 'json') {
     headers['content-type'] = 'application/json';
     body = shown = JSON.stringify(fuzz.body.value);
+  } else if (fuzz.body?.kind === 'bytes') {
+    shown = fuzz.body.shown;
+    body = fuzz.body.bytes;
+    if (fuzz.body.contentType !== null) headers['content-type'] = fuzz.body.contentType;
   } else if (fuzz.body?.kind === 'raw') {
     shown = fuzz.body.text;
     // Bytes, not a string: fetch would otherwise add text/plain where no Content-Type is wanted.

@@ -27,6 +27,8 @@ export interface Operation {
   parameters: Parameter[];
   /** The JSON request body's schema, null when the operation takes none. */
   body: Schema | null;
+  /** The multipart/form-data request body's schema (an upload), null when the operation takes none. */
+  multipart: Schema | null;
   /** The request body examples of the document: known-good bodies to start from. */
   bodyExamples: unknown[];
   responses: Record<string, ResponseSpec>;
@@ -55,6 +57,7 @@ export function operationsOf(document: Document): Operation[] {
         name: `${method.toUpperCase()} ${path}`,
         parameters: ((operation.parameters ?? []) as Parameter[]).map((p) => ({ name: p.name, in: p.in, required: p.required === true, schema: p.schema ?? {} })),
         body: json?.schema ?? null,
+        multipart: operation.requestBody?.content?.['multipart/form-data']?.schema ?? null,
         bodyExamples: [...(json?.example !== undefined ? [json.example] : []), ...Object.values<{ value?: unknown }>(json?.examples ?? {}).flatMap((e) => (e.value !== undefined ? [e.value] : []))],
         responses,
         streams: Object.values(responses).some((r) => r.content?.['text/event-stream'] !== undefined && Object.keys(r.content).length >= 1),

@@ -62,7 +62,7 @@ export class SessionEventsController {
     operationId: 'streamSessionEvents',
     summary: 'Subscribe to the session event stream (SSE)',
     description:
-      'A long-lived text/event-stream across turns; each message\'s `data:` is a `SessionEvent` (see its schema, one member per event type). Without Last-Event-ID the stream starts with the retained replay window; with it, strictly after that cursor. Events missed on the way (an expired cursor, a Redis outage) are announced with `yuxi.session.resync`, never skipped silently. 503 `service_unavailable` (retryable) before the stream starts while Redis is unreachable.',
+      'A long-lived text/event-stream across turns; each message\'s `data:` is a `SessionEvent` (see its schema, one member per event type). Without Last-Event-ID the stream starts with the retained replay window, preceded by `yuxi.session.resync` when that window no longer starts at the session\'s first event (trimmed, or expired altogether); with it, strictly after that cursor. Events missed on the way (an expired cursor, a Redis outage) are announced with `yuxi.session.resync`, never skipped silently. 503 `service_unavailable` (retryable) before the stream starts while Redis is unreachable.',
   })
   @ApiSessionId()
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id:` of the last event processed: resume strictly after it (empty: from the replay window).', schema: { type: 'string' } })

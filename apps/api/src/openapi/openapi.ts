@@ -139,8 +139,9 @@ const END_USER_HEADER = {
   in: 'header',
   required: false,
   description:
-    "Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`.",
-  schema: { type: 'string', minLength: 1, maxLength: 128 },
+    "Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`.",
+  // What libs/auth's authenticator enforces: non-empty, and trim() would change nothing.
+  schema: { type: 'string', minLength: 1, maxLength: 128, pattern: '^\\S(?:.*\\S)?$' },
 };
 
 /** Adds `code` to the operation's response of its status: its line in the description and its example. */

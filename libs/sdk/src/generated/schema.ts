@@ -341,7 +341,7 @@ export interface paths {
         };
         /**
          * Subscribe to the session event stream (SSE)
-         * @description A long-lived text/event-stream across turns; each message's `data:` is a `SessionEvent` (see its schema, one member per event type). Without Last-Event-ID the stream starts with the retained replay window; with it, strictly after that cursor. Events missed on the way (an expired cursor, a Redis outage) are announced with `yuxi.session.resync`, never skipped silently. 503 `service_unavailable` (retryable) before the stream starts while Redis is unreachable.
+         * @description A long-lived text/event-stream across turns; each message's `data:` is a `SessionEvent` (see its schema, one member per event type). Without Last-Event-ID the stream starts with the retained replay window, preceded by `yuxi.session.resync` when that window no longer starts at the session's first event (trimmed, or expired altogether); with it, strictly after that cursor. Events missed on the way (an expired cursor, a Redis outage) are announced with `yuxi.session.resync`, never skipped silently. 503 `service_unavailable` (retryable) before the stream starts while Redis is unreachable.
          */
         get: operations["streamSessionEvents"];
         put?: never;
@@ -2749,7 +2749,7 @@ export interface operations {
                 is_pinned?: "true" | "false";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -2916,7 +2916,7 @@ export interface operations {
             header: {
                 /** @description 1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`. */
                 "Idempotency-Key": string;
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -3091,7 +3091,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -3251,7 +3251,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -3415,7 +3415,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -3586,7 +3586,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -3753,7 +3753,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -3935,7 +3935,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -4085,7 +4085,7 @@ export interface operations {
                 idempotency_key: string;
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -4232,7 +4232,7 @@ export interface operations {
                 order?: "asc" | "desc";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -4408,7 +4408,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -4621,7 +4621,7 @@ export interface operations {
                 order?: "asc" | "desc";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -4829,7 +4829,7 @@ export interface operations {
                 order?: "asc" | "desc";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5028,7 +5028,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5185,7 +5185,7 @@ export interface operations {
             header?: {
                 /** @description The `id:` of the last event processed: resume strictly after it (empty: from the replay window). */
                 "Last-Event-ID"?: string;
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5316,7 +5316,7 @@ export interface operations {
             header: {
                 /** @description 1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`. */
                 "Idempotency-Key": string;
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5478,7 +5478,7 @@ export interface operations {
                 order?: "asc" | "desc";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5616,7 +5616,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5756,7 +5756,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -5916,7 +5916,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -6041,7 +6041,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -6180,7 +6180,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -6319,7 +6319,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -6478,7 +6478,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -6643,7 +6643,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -6802,7 +6802,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -7004,7 +7004,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -7151,7 +7151,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -7291,7 +7291,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
@@ -7428,7 +7428,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path: {
@@ -7571,7 +7571,7 @@ export interface operations {
                 order?: "asc" | "desc";
             };
             header?: {
-                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user). Any other credential sending it is 403 `forbidden`. */
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
             path?: never;
