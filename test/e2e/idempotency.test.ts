@@ -78,6 +78,11 @@ describe('idempotency', () => {
     assert.equal(first.status, 202);
     assert.equal(shouted.status, 202);
     assert.equal(shouted.text, first.text, 'the capitalised URL replays the same receipt');
+    // Percent-escaped, the same id again (Express decodes `%41` to `A` in the parameter).
+    const escaped = session.id.replace(/[a-f]/g, (c: string) => `%${c.toUpperCase().charCodeAt(0).toString(16)}`);
+    const encoded = await sendMessage(escaped, 'case does not matter', key);
+    assert.equal(encoded.status, 202, encoded.text);
+    assert.equal(encoded.text, first.text, 'the percent-escaped URL replays the same receipt');
     const receipt = await http(`${API}/sessions/${upper}/receipt?idempotency_key=${encodeURIComponent(key)}`);
     assert.deepEqual(receipt.body, first.body);
 

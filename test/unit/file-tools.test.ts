@@ -65,6 +65,26 @@ describe('PdfTextReader: bounded, off the event loop', () => {
     }
   });
 
+  it('drops a read that waited too long behind another file, unread, and goes on with the next', async () => {
+    // A wait limit far below the time one read takes (a thread has to start first): the second file
+    // is answered "busy" while the first is still being read; the first and a later one are read.
+    const busy = new PdfTextReader({ queueWaitMs: 1 });
+    try {
+      const first = busy.read(pdfWithPages(['first file']));
+      await assert.rejects(busy.read(pdfWithPages(['second file'])), (error: unknown) => error instanceof FileTextError && /busy with other files/.test(error.message));
+      assert.deepEqual((await first).pages, ['first file']);
+      assert.deepEqual((await busy.read(pdfWithPages(['third file']))).pages, ['third file']);
+    } finally {
+      busy.close();
+    }
+  });
+
+  it('drops a read whose turn was cancelled', async () => {
+    const aborted = AbortSignal.abort();
+    await assert.rejects(pdf.read(pdfWithPages(['never read']), aborted), (error: unknown) => error instanceof FileTextError && /cancelled/.test(error.message));
+    assert.deepEqual((await pdf.read(pdfWithPages(['read after']))).pages, ['read after']);
+  });
+
   it('answers an unparsable PDF with FileTextError', async () => {
     await assert.rejects(pdf.read(Buffer.from('%PDF-1.4\nnot really a pdf')), FileTextError);
   });

@@ -104,20 +104,33 @@ function refuseUndecodablePaths(req: Request, res: Response, next: NextFunction)
   next();
 }
 
-const UUID_SEGMENT = /(?<=\/)[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?=\/|$)/g;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * A UUID in the path is case-insensitive (Postgres reads `0190…AB` and `0190…ab` as one id) but
  * everything derived from it is not: idempotency scopes, storage keys, URLs written into items.
- * Lowercasing it once here, before routing, makes the capitalised URL the same resource in every
+ * Rewriting it once here, before routing, in lowercase and without percent-escapes (`%41` is `A`
+ * once Express decodes the parameter), makes every spelling of an id the same resource in every
  * respect rather than a second idempotency scope, or a 500 where a key builder insists on lowercase.
  */
 function canonicaliseIds(req: Request, _res: Response, next: NextFunction): void {
   const query = req.url.indexOf('?');
   const path = query === -1 ? req.url : req.url.slice(0, query);
-  if (/[A-F]/.test(path)) {
-    const lowered = path.replace(UUID_SEGMENT, (id) => id.toLowerCase());
-    if (lowered !== path) req.url = lowered + (query === -1 ? '' : req.url.slice(query));
+  if (/[A-F%]/.test(path)) {
+    const canonical = path
+      .split('/')
+      .map((segment) => {
+        if (!/[A-F%]/.test(segment)) return segment;
+        let decoded: string;
+        try {
+          decoded = decodeURIComponent(segment);
+        } catch {
+          return segment; // refuseUndecodablePaths answered it already
+        }
+        return UUID.test(decoded) ? decoded.toLowerCase() : segment;
+      })
+      .join('/');
+    if (canonical !== path) req.url = canonical + (query === -1 ? '' : req.url.slice(query));
   }
   next();
 }

@@ -33,9 +33,9 @@ export class SessionFiles {
   }
 
   /** The file's text by page (see fileTextPages); `text` is null for a kind without text. Rejects with FileTextError for an unreadable PDF. */
-  async readText(sessionId: string, fileId: string): Promise<{ file: FileEntity; text: FileText | null } | null> {
+  async readText(sessionId: string, fileId: string, signal?: AbortSignal): Promise<{ file: FileEntity; text: FileText | null } | null> {
     const found = await this.read(sessionId, fileId);
     if (!found) return null;
-    return { file: found.file, text: await fileTextPages(found.bytes, found.file.mimeType, this.pdf) };
+    return { file: found.file, text: await fileTextPages(found.bytes, found.file.mimeType, this.pdf, signal) };
   }
 }

@@ -136,7 +136,9 @@ export class SessionControls {
     const file = await this.files.inSession(manager, session.id, fileId);
     if (!file) throw DomainError.notFound(`Attachment ${fileId}`);
     const busy = (why: string) => new DomainError('attachment_busy', `Attachment ${fileId} cannot be deleted now: ${why}`, { file_id: fileId });
-    const input = file.inputId ? await this.inputs.findIn(manager, session.id, file.inputId) : null;
+    // The input row first, as a preparation does (input, then its files): a delete racing the
+    // preparer then waits for it instead of deadlocking with it.
+    const input = file.inputId ? await this.inputs.lockById(manager, file.inputId) : null;
     if (file.status !== 'ready' && input?.status !== 'cancelled') throw busy('its preparation into the session workdir is unfinished');
     if (input?.status === 'pending') throw busy(`the input ${input.id} it is attached to is still pending`);
     if (await this.turns.activeTurn(manager, session.id)) throw busy('a turn of the session is active');

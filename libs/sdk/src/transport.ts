@@ -9,7 +9,11 @@ export interface ClientOptions {
   apiKey: string;
   /** For keys bound to an app: the end user to act as (`X-End-User-Id`). */
   endUserId?: string;
-  /** A fetch implementation (default: the global fetch). */
+  /**
+   * A fetch implementation (default: the global fetch). It is called with one built `Request`
+   * (method, headers and body in it, no `init`): a wrapper must read what it needs from the
+   * request, as the WHATWG fetch does.
+   */
   fetch?: typeof fetch;
   retry?: Partial<RetryPolicy>;
   /** One attempt of a JSON call may take this long (default 60 s); a timeout is retried like a lost connection. */

@@ -97,7 +97,7 @@ export async function executeBuiltin(
     case 'list_files':
       return listFiles(files, ctx.sessionId);
     case 'read_file':
-      return readFile(files, ctx.sessionId, args.file_id);
+      return readFile(files, ctx.sessionId, args.file_id, ctx.signal);
     default:
       throw new Error(`builtin tool ${name} is not executed by the worker`);
   }

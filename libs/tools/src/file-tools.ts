@@ -12,11 +12,11 @@ export async function listFiles(files: WorkdirFiles, sessionId: string): Promise
 }
 
 /** `read_file`: a workdir file's text (a PDF's page by page), cut at MAX_READ_CHARS. */
-export async function readFile(files: WorkdirFiles, sessionId: string, fileId: unknown): Promise<ToolOutcome> {
+export async function readFile(files: WorkdirFiles, sessionId: string, fileId: unknown, signal?: AbortSignal): Promise<ToolOutcome> {
   if (typeof fileId !== 'string') return { success: false, output: 'read_file error: file_id must be a string' };
   let read: Awaited<ReturnType<WorkdirFiles['readText']>>;
   try {
-    read = await files.readText(sessionId, fileId);
+    read = await files.readText(sessionId, fileId, signal);
   } catch (error) {
     // A PDF that cannot be read within the reader's limits: the message says why, and retrying will not help.
     if (error instanceof Error && error.name === 'FileTextError') return { success: false, output: `read_file error: file ${fileId}: ${error.message}` };

@@ -77,7 +77,7 @@ export interface WorkdirFiles {
    * above `pages.length` when only the first pages were read; null when the session has no such file.
    * Rejects with an error named `FileTextError` (its message safe to show) for a PDF that cannot be read.
    */
-  readText(sessionId: string, fileId: string): Promise<{ file: WorkdirFile; pages: string[] | null; totalPages?: number } | null>;
+  readText(sessionId: string, fileId: string, signal?: AbortSignal): Promise<{ file: WorkdirFile; pages: string[] | null; totalPages?: number } | null>;
 }
 
 export const WORKDIR_FILES = Symbol('WORKDIR_FILES');

@@ -14,8 +14,8 @@ const TEXT_TYPES = new Set(['text/plain', 'text/markdown', 'text/csv', 'text/tab
  * kind without text (images). A PDF that cannot be read within the reader's limits rejects with
  * FileTextError.
  */
-export async function fileTextPages(bytes: Uint8Array, mimeType: string, pdf: PdfTextReader): Promise<FileText | null> {
+export async function fileTextPages(bytes: Uint8Array, mimeType: string, pdf: PdfTextReader, signal?: AbortSignal): Promise<FileText | null> {
   if (TEXT_TYPES.has(mimeType)) return { pages: [new TextDecoder('utf-8').decode(bytes).replace(/^\uFEFF/, '')], totalPages: 1 };
-  if (mimeType === 'application/pdf') return pdf.read(bytes);
+  if (mimeType === 'application/pdf') return pdf.read(bytes, signal);
   return null;
 }

@@ -9,6 +9,11 @@ export const PDF_MAX_PAGES = 50;
 export const PDF_MAX_CHARS = 100_000;
 /** Far above what the pages of an honest 5 MiB PDF take; what it bounds is a PDF made to never finish. */
 export const PDF_TEXT_TIMEOUT_MS = 10_000;
+/**
+ * How long a read may wait for the files queued before it (reads are serial). Without it, a run of
+ * slow files from one session would hold every other session's read_file for their sum.
+ */
+export const PDF_QUEUE_WAIT_MS = 15_000;
 const BOOT_TIMEOUT_MS = 15_000;
 // pdf.js needs a few tens of MB for an ordinary file; a decompression bomb hits this instead of the process's heap.
 const HEAP_LIMIT_MB = 256;
@@ -21,6 +26,7 @@ export class FileTextError extends Error {
 
 export interface PdfTextLimits {
   timeoutMs?: number;
+  queueWaitMs?: number;
   maxPages?: number;
   maxChars?: number;
 }
@@ -37,21 +43,58 @@ export class PdfTextReader implements OnModuleDestroy {
   private queue: Promise<unknown> = Promise.resolve();
   private nextId = 1;
   private readonly timeoutMs: number;
+  private readonly queueWaitMs: number;
   private readonly maxPages: number;
   private readonly maxChars: number;
 
   constructor(limits: PdfTextLimits = {}) {
     this.timeoutMs = limits.timeoutMs ?? PDF_TEXT_TIMEOUT_MS;
+    this.queueWaitMs = limits.queueWaitMs ?? PDF_QUEUE_WAIT_MS;
     this.maxPages = limits.maxPages ?? PDF_MAX_PAGES;
     this.maxChars = limits.maxChars ?? PDF_MAX_CHARS;
   }
 
-  /** Rejects with FileTextError when the file cannot be read within the limits. */
-  read(bytes: Uint8Array): Promise<FileText> {
+  /**
+   * Rejects with FileTextError when the file cannot be read within the limits: its own time, or
+   * its wait behind other files (then it is dropped from the queue unread). An aborted signal
+   * (a cancelled turn) drops a waiting read at once.
+   */
+  read(bytes: Uint8Array, signal?: AbortSignal): Promise<FileText> {
+    let given = false;
+    const run = this.queue.then(() => {
+      // Answered already (waited too long, or cancelled): its slot passes on without reading.
+      if (given) return undefined;
+      given = true;
+      return this.run(bytes);
+    });
     // Serial, so that each file's time limit measures that file alone.
-    const run = this.queue.then(() => this.run(bytes));
     this.queue = run.catch(() => undefined);
-    return run;
+    return new Promise<FileText>((resolve, reject) => {
+      const giveUp = (error: FileTextError) => {
+        if (given) return;
+        given = true;
+        cleanup();
+        reject(error);
+      };
+      const onAbort = () => giveUp(new FileTextError('reading the PDF was cancelled'));
+      const timer = setTimeout(() => giveUp(new FileTextError(`the PDF reader is busy with other files (waited ${this.queueWaitMs} ms); try again later`)), this.queueWaitMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      run.then(
+        (text) => {
+          cleanup();
+          if (text) resolve(text);
+        },
+        (error: unknown) => {
+          cleanup();
+          reject(error);
+        },
+      );
+    });
   }
 
   close(): void {
@@ -85,7 +128,8 @@ export class PdfTextReader implements OnModuleDestroy {
         if (!('id' in reply) || reply.id !== id) return;
         finish(() => (reply.ok ? resolve({ pages: reply.pages, totalPages: reply.totalPages }) : reject(new FileTextError(`the PDF could not be read (${reply.error})`))));
       };
-      const onExit = () => finish(() => reject(new FileTextError('reading the PDF was stopped: it needs more memory than allowed')));
+      // An exit mid-read is the heap limit in practice, but a crash or a shutdown's close() end here too.
+      const onExit = () => finish(() => reject(new FileTextError('the PDF reader stopped while reading it (most likely: it needs more memory than allowed)')));
       const timer = setTimeout(
         () => finish(() => reject(new FileTextError(`reading the PDF took longer than ${this.timeoutMs} ms`)), true),
         this.timeoutMs,

@@ -57,7 +57,11 @@ export class UploadFile {
     const file = await this.files.completeUpload(id);
     // Only the sweep takes an upload away, and only one whose blob took many minutes to store
     // (a storage outage in all but name): the draft is gone, and a new upload may well succeed.
-    if (!file) throw new DomainError('service_unavailable', 'File storage took too long to store the upload and it was discarded; upload the file again');
+    if (!file) {
+      // The sweep found no blob yet when it removed the row; the one just written belongs to nothing.
+      await this.storage.delete(storageKeys.draft(id)).catch(() => undefined);
+      throw new DomainError('service_unavailable', 'File storage took too long to store the upload and it was discarded; upload the file again');
+    }
     return toFileDto(file);
   }
 }
