@@ -1,0 +1,1 @@
+export { SANDBOX_BOOT_TIMEOUT_MS, type SandboxOptions, type SandboxRequestOptions, type SandboxResult, SandboxedThread } from './sandboxed-thread.js';
