@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import type { Principal } from '#libs/auth';
 import type { AppConfig } from '#libs/config';
@@ -32,6 +33,10 @@ class GatedStorage implements FileStorage {
 
   async get(key: string): Promise<Buffer> {
     return Buffer.from(this.objects.get(key)!);
+  }
+
+  async open(key: string): Promise<Readable> {
+    return Readable.from([await this.get(key)]);
   }
 
   async exists(key: string): Promise<boolean> {

@@ -52,10 +52,24 @@ function contract(driver: () => Driver): void {
     await storage.delete(storageKeys.session(SESSION, id));
   });
 
+  it('streams an object, byte for byte, without reading it whole first', async () => {
+    const { storage } = driver();
+    const key = storageKeys.session(SESSION, newFileId());
+    const big = Buffer.alloc(3 * 1024 * 1024 + 17);
+    for (let i = 0; i < big.length; i++) big[i] = i % 251;
+    await storage.put(key, big);
+    const chunks: Buffer[] = [];
+    for await (const chunk of await storage.open(key)) chunks.push(chunk as Buffer);
+    assert.ok(chunks.length > 1, 'the object arrives in several chunks');
+    assert.ok(Buffer.concat(chunks).equals(big));
+    await storage.delete(key);
+  });
+
   it('reports a missing object as missing, and deleting one is not an error', async () => {
     const { storage } = driver();
     const key = storageKeys.draft(newFileId());
     await assert.rejects(storage.get(key), StorageObjectMissing);
+    await assert.rejects(storage.open(key), StorageObjectMissing, 'before any byte is sent');
     await storage.delete(key);
     assert.equal(await storage.exists(key), false);
   });
@@ -66,6 +80,7 @@ function contract(driver: () => Driver): void {
     for (const key of UNSAFE_KEYS) {
       await assert.rejects(storage.put(key, Buffer.from('x')), UnsafeStorageKeyError, `put ${JSON.stringify(key)}`);
       await assert.rejects(storage.get(key), UnsafeStorageKeyError, `get ${JSON.stringify(key)}`);
+      await assert.rejects(storage.open(key), UnsafeStorageKeyError, `open ${JSON.stringify(key)}`);
       await assert.rejects(storage.delete(key), UnsafeStorageKeyError, `delete ${JSON.stringify(key)}`);
     }
     if (files) assert.deepEqual(await files(), before, 'nothing was written');

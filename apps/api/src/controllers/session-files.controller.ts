@@ -1,6 +1,7 @@
 import { Controller, Delete, Get, Param, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { pipeline } from 'node:stream/promises';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
 import { AttachmentDeletedDto, AttachmentListDto, GetSessionFileContent } from '#libs/files';
 import { DeleteAttachment, ListQueryDto, SessionQueriesService } from '#libs/protocol';
@@ -71,17 +72,20 @@ export class SessionFilesController {
   })
   @ApiErrors('not_found', 'file_not_ready')
   async content(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Param('file_id') fileId: string, @Res() res: Response): Promise<void> {
-    const { file, bytes } = await this.getContent.execute(principal, sessionId, fileId);
+    const { file, stream } = await this.getContent.execute(principal, sessionId, fileId);
     res.status(200);
     res.setHeader('Content-Type', TEXT_TYPES.test(file.mimeType) ? `${file.mimeType}; charset=utf-8` : file.mimeType);
-    res.setHeader('Content-Length', String(bytes.length));
+    // The row's size: the stored object was written from exactly these bytes (its SHA-256 is the ETag).
+    res.setHeader('Content-Length', String(file.bytes));
     res.setHeader('Content-Disposition', contentDisposition(file.mimeType.startsWith('image/') ? 'inline' : 'attachment', file.filename));
     res.setHeader('ETag', `"${file.sha256}"`);
     res.setHeader('Cache-Control', 'private');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     // Never rendered as a page of this origin, whatever a browser makes of the bytes.
     res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
-    res.end(bytes);
+    // Streamed, never held whole: a store failing mid-body cuts the connection (the status is sent),
+    // and a client leaving stops the read.
+    await pipeline(stream, res).catch(() => res.destroy());
   }
 }
 

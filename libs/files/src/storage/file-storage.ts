@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { STORAGE_UNAVAILABLE } from '#libs/errors';
 
 /**
@@ -11,6 +12,12 @@ export interface FileStorage {
   put(key: string, bytes: Uint8Array): Promise<void>;
   /** The whole object; StorageObjectMissing when there is none. */
   get(key: string): Promise<Buffer>;
+  /**
+   * The object as a stream, for serving it without holding it in memory. Settles once the store
+   * has answered (StorageObjectMissing before any byte when there is none), so a caller can still
+   * answer an error instead of a broken body; the caller must consume or destroy the stream.
+   */
+  open(key: string): Promise<Readable>;
   exists(key: string): Promise<boolean>;
   /** Removes the object; a missing one is not an error. */
   delete(key: string): Promise<void>;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { isStorageKey } from '../file-ids.js';
 import { type FileStorage, StorageObjectMissing, StorageUnavailableError, UnsafeStorageKeyError } from './file-storage.js';
 
@@ -43,6 +44,18 @@ export class LocalFileStorage implements FileStorage {
     } catch (error) {
       if (isMissing(error)) throw new StorageObjectMissing(key);
       throw new StorageUnavailableError('get', key, error);
+    }
+  }
+
+  async open(key: string): Promise<Readable> {
+    const target = this.pathOf(key);
+    try {
+      // The handle is opened first: a missing file is an error here, not in the middle of a response.
+      const handle = await open(target, 'r');
+      return handle.createReadStream();
+    } catch (error) {
+      if (isMissing(error)) throw new StorageObjectMissing(key);
+      throw new StorageUnavailableError('open', key, error);
     }
   }
 

@@ -1,4 +1,5 @@
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { Readable } from 'node:stream';
 import type { StorageSettings } from '#libs/config';
 import { isStorageKey } from '../file-ids.js';
 import { type FileStorage, StorageObjectMissing, StorageUnavailableError, UnsafeStorageKeyError } from './file-storage.js';
@@ -49,6 +50,20 @@ export class S3FileStorage implements FileStorage {
     } catch (error) {
       if (isNotFound(error)) throw new StorageObjectMissing(key);
       throw new StorageUnavailableError('get', key, error);
+    }
+  }
+
+  async open(key: string): Promise<Readable> {
+    const Key = this.objectKey(key);
+    try {
+      const result = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key }));
+      if (!result.Body) throw new Error('empty response body');
+      // In Node the SDK's body is the HTTP response stream itself.
+      if (result.Body instanceof Readable) return result.Body;
+      return Readable.fromWeb(result.Body.transformToWebStream() as Parameters<typeof Readable.fromWeb>[0]);
+    } catch (error) {
+      if (isNotFound(error)) throw new StorageObjectMissing(key);
+      throw new StorageUnavailableError('open', key, error);
     }
   }
 

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
@@ -7,7 +8,8 @@ import { FILE_STORAGE, type FileStorage, StorageObjectMissing } from '../storage
 
 export interface SessionFileContent {
   file: FileEntity;
-  bytes: Buffer;
+  /** The bytes, streamed from the store (an inline image may be tens of MiB): consume or destroy it. */
+  stream: Readable;
 }
 
 /**
@@ -29,7 +31,7 @@ export class GetSessionFileContent {
     if (file.status !== 'ready' && file.status !== 'inline') throw new DomainError('file_not_ready', `File ${fileId} is still being prepared into the session workdir`, { file_id: fileId });
     if (!file.sessionKey) throw DomainError.notFound(`File ${fileId}`);
     try {
-      return { file, bytes: await this.storage.get(file.sessionKey) };
+      return { file, stream: await this.storage.open(file.sessionKey) };
     } catch (error) {
       if (error instanceof StorageObjectMissing) throw DomainError.notFound(`File ${fileId}`);
       throw error;
