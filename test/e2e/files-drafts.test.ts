@@ -7,7 +7,7 @@ import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { executableBytes, PNG, pdfWithText, upload, uploadDraft } from '../support/files.js';
 import { API, http } from '../support/http.js';
-import { signToken, until } from '../support/identity.js';
+import { newProductUser, signToken, until } from '../support/identity.js';
 
 const MiB = 1024 * 1024;
 const FILE_ID = /^[0-9a-f]{32}$/;
@@ -174,6 +174,24 @@ describe('files: drafts', () => {
     assert.equal(fits.status, 201, fits.text);
     const other = await upload('d'.repeat(400 * 1024), 'other.txt', { token: await signToken(), baseUrl: env.apiUrlFileLimits });
     assert.equal(other.status, 201, 'another owner has its own quota');
+  });
+
+  it('counts the uploads of an app\'s end users on the account of the key\'s owner: a new end-user id brings no fresh quota', async () => {
+    const { key } = await newProductUser('quota-app-owner', { app_id: 'quota-app' });
+    const first = await upload('a'.repeat(700 * 1024), 'alice.txt', { token: key.secret, endUserId: 'alice' });
+    assert.equal(first.status, 201, first.text);
+    const refused = await upload('b'.repeat(400 * 1024), 'bob.txt', { token: key.secret, endUserId: 'bob', baseUrl: env.apiUrlFileLimits });
+    assert.equal(refused.status, 413, refused.text);
+    assert.equal(refused.body.error.code, 'file_quota_exceeded');
+    assert.equal(refused.body.error.details.used_bytes, 700 * 1024, 'alice\'s bytes count for bob');
+    assert.equal(refused.body.error.details.drafts, 0, 'drafts are counted per end user');
+    const small = await upload('c'.repeat(200 * 1024), 'bob.txt', { token: key.secret, endUserId: 'bob', baseUrl: env.apiUrlFileLimits });
+    assert.equal(small.status, 201, small.text);
+    // Bob's draft is still his own: alice cannot read it.
+    const foreign = await upload('d', 'x.txt', { token: key.secret, endUserId: 'alice' });
+    assert.equal(foreign.status, 201);
+    const read = await fetch(`${env.apiUrl}${API}/files/${small.body.id}`, { headers: { authorization: `Bearer ${key.secret}`, 'x-end-user-id': 'alice' } });
+    assert.equal(read.status, 404);
   });
 
   it('deletes an expired draft, row and bytes, by the worker\'s sweep', async () => {

@@ -53,7 +53,7 @@ export const ERROR_CODES = {
     status: 413,
     type: 'invalid_request',
     retryable: false,
-    description: 'The caller\'s stored files would exceed FILE_QUOTA_BYTES, or its drafts FILE_QUOTA_DRAFTS (`details`); delete drafts or attachments first.',
+    description: 'The stored files of the caller\'s account (a product user and its apps\' end users) would exceed FILE_QUOTA_BYTES, or the caller\'s drafts FILE_QUOTA_DRAFTS (`details`); delete drafts or attachments first.',
   },
   unsupported_media_type: { status: 415, type: 'invalid_request', retryable: false, description: 'The request body must be application/json (multipart/form-data for a file upload).' },
   file_type_not_allowed: {

@@ -9,6 +9,12 @@ import { isFileId, storageKeys } from './file-ids.js';
 export interface NewUpload {
   id: string;
   ownerId: string;
+  /**
+   * Whose storage quota the upload counts against: the product user behind the call. An app's end
+   * users own their files, but their bytes add up on the account of the key's owner, so a new
+   * X-End-User-Id never brings fresh storage.
+   */
+  accountId: string;
   filename: string;
   bytes: number;
   mimeType: string;
@@ -39,22 +45,25 @@ export class FilesRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /**
-   * Reserves an upload within the owner's quota: the row (`uploading`) before the blob. Uploads of
-   * one owner serialise on an advisory lock, so two concurrent ones cannot both pass the check.
+   * Reserves an upload within the quotas: bytes per account (the product user and its apps' end
+   * users, so a new end-user id brings no fresh storage), waiting drafts per owner. The row
+   * (`uploading`) is written before the blob. Uploads of one account serialise on an advisory
+   * lock, so two concurrent ones cannot both pass the check.
    * Inline images of messages are not counted: 001 bounds them per submission, not per owner.
    */
   async reserveUpload(upload: NewUpload, ttlS: number, quota: Quota): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
-      await manager.query(prepared(`SELECT pg_advisory_xact_lock(hashtextextended('files:' || $1::text, 0))`), [upload.ownerId]);
+      await manager.query(prepared(`SELECT pg_advisory_xact_lock(hashtextextended('files:' || $1::text, 0))`), [upload.accountId]);
       const [usage] = (await manager.query(
-        prepared(`SELECT coalesce(sum(bytes), 0)::bigint AS bytes, count(*) FILTER (WHERE status IN ('uploading', 'draft'))::int AS drafts
-         FROM files WHERE owner_id = $1 AND origin = 'upload' AND status <> 'deleting' AND NOT (status = 'draft' AND expires_at <= now())`),
-        [upload.ownerId],
+        prepared(`SELECT coalesce(sum(bytes), 0)::bigint AS bytes, count(*) FILTER (WHERE owner_id = $2 AND status IN ('uploading', 'draft'))::int AS drafts
+         FROM files WHERE owner_id IN (SELECT id FROM users WHERE id = $1 OR (parent_id = $1 AND kind = 'end_user'))
+           AND origin = 'upload' AND status <> 'deleting' AND NOT (status = 'draft' AND expires_at <= now())`),
+        [upload.accountId, upload.ownerId],
       )) as { bytes: string; drafts: number }[];
       const usedBytes = Number(usage?.bytes ?? 0);
       const drafts = usage?.drafts ?? 0;
       if (usedBytes + upload.bytes > quota.bytes || drafts + 1 > quota.drafts) {
-        throw new DomainError('file_quota_exceeded', usedBytes + upload.bytes > quota.bytes ? 'Your stored files would exceed your storage quota' : 'You have too many drafts waiting to be attached', {
+        throw new DomainError('file_quota_exceeded', usedBytes + upload.bytes > quota.bytes ? 'The stored files of this account would exceed its storage quota' : 'You have too many drafts waiting to be attached', {
           used_bytes: usedBytes,
           quota_bytes: quota.bytes,
           drafts,

@@ -44,7 +44,7 @@ export class UploadFile {
     const id = newFileId();
     const sha256 = createHash('sha256').update(bytes).digest('hex');
     await this.files.reserveUpload(
-      { id, ownerId: principal.userId, filename, bytes: bytes.length, mimeType: sniffed.mimeType, sha256 },
+      { id, ownerId: principal.userId, accountId: principal.actorId, filename, bytes: bytes.length, mimeType: sniffed.mimeType, sha256 },
       this.config.fileDraftTtlS,
       { bytes: this.config.fileQuotaBytes, drafts: this.config.fileQuotaDrafts },
     );

@@ -5967,7 +5967,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `file_too_large`: The uploaded file exceeds 5 MiB (`details.limit_bytes`).<br>`file_quota_exceeded`: The caller's stored files would exceed FILE_QUOTA_BYTES, or its drafts FILE_QUOTA_DRAFTS (`details`); delete drafts or attachments first.<br>`payload_too_large`: The request body exceeds the configured limit. */
+            /** @description `file_too_large`: The uploaded file exceeds 5 MiB (`details.limit_bytes`).<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts or attachments first.<br>`payload_too_large`: The request body exceeds the configured limit. */
             413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
