@@ -2,13 +2,13 @@ import { Injectable, Logger, ServiceUnavailableException } from '@nestjs/common'
 import { type HealthCheckResult, HealthCheckService, type HealthIndicatorFunction, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import type { Worker } from 'bullmq';
 import { ThrottledLog } from '#libs/config';
+import { dependencyChecks } from '#libs/health';
 import { QUEUES, WorkerPresence } from '#libs/queue';
 import { FencingStats, WORKER_ID } from '#libs/runtime';
 import type { OpsResponse } from './ops-http.js';
 import { FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor } from './processors.js';
 
 /** Each readiness check fails (its indicator `down`) after this long; the checks run in parallel. */
-const READY_CHECK_TIMEOUT_MS = 2_000;
 /** A Redis connection of a consumer that has not come up within this long counts as disconnected. */
 const CONNECTION_PROBE_MS = 200;
 
@@ -130,15 +130,7 @@ export class WorkerHealth {
   }
 
   ready(): Promise<OpsResponse> {
-    return this.run([
-      () => this.database.pingCheck('database').withTimeout(READY_CHECK_TIMEOUT_MS),
-      () =>
-        this.indicators
-          .check('redis')
-          .attempt(() => this.presence.ping())
-          .withTimeout(READY_CHECK_TIMEOUT_MS),
-      () => this.consumerCheck(),
-    ]);
+    return this.run([...dependencyChecks(this.database, this.indicators, this.presence), () => this.consumerCheck()]);
   }
 
   private async consumerCheck() {

@@ -3,6 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } f
 import { HealthCheck, type HealthCheckResult, HealthCheckService, type HealthIndicatorFunction, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import type { Response } from 'express';
 import { PublicRoute } from '#libs/auth';
+import { dependencyChecks, READY_CHECK_TIMEOUT_MS } from '#libs/health';
 import { WorkerPresence } from '#libs/queue';
 
 /** Terminus' result: each check by name (`database`, `redis`, `workers`; `process` for liveness). */
@@ -26,9 +27,6 @@ const NOT_READY_EXAMPLE = {
   error: { workers: NO_WORKER },
   details: { database: { status: 'up' }, redis: { status: 'up' }, workers: NO_WORKER },
 };
-
-/** Each readiness check fails (its indicator `down`) after this long; the checks run in parallel. */
-export const READY_CHECK_TIMEOUT_MS = 2_000;
 
 /**
  * Terminus health of the api, public (no credentials):
@@ -80,15 +78,7 @@ export class HealthController {
     content: { 'application/json': { schema: HEALTH_SCHEMA, example: NOT_READY_EXAMPLE } },
   })
   ready(@Res({ passthrough: true }) res: Response): Promise<HealthCheckResult> {
-    return run(res, this.health, [
-      () => this.database.pingCheck('database').withTimeout(READY_CHECK_TIMEOUT_MS),
-      () =>
-        this.indicators
-          .check('redis')
-          .attempt(() => this.presence.ping())
-          .withTimeout(READY_CHECK_TIMEOUT_MS),
-      () => this.workers(),
-    ]);
+    return run(res, this.health, [...dependencyChecks(this.database, this.indicators, this.presence), () => this.workers()]);
   }
 
   /** Up when at least one worker announced itself within the last three heartbeats and consumes. */
