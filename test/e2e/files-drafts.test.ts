@@ -18,7 +18,23 @@ function storedFiles(): string[] {
   if (!existsSync(env.storageDir)) return [];
   return readdirSync(env.storageDir, { recursive: true, withFileTypes: true })
     .filter((entry) => entry.isFile())
-    .map((entry) => path.relative(env.storageDir, path.join(entry.parentPath, entry.name)));
+    .map((entry) => path.relative(env.storageDir, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'));
+}
+
+/**
+ * Draft blobs written since `before` that no files row accounts for. Other test files upload and
+ * delete concurrently, so counting the whole root races them; but an upload reserves its row
+ * before writing its blob, and a deletion removes the blob before the row, so a draft blob that
+ * still exists after its row was looked for, with no row, was stored by a refused upload.
+ */
+async function strayDraftBlobs(before: string[]): Promise<string[]> {
+  const known = new Set(before);
+  const added = storedFiles().filter((file) => file.startsWith('drafts/') && !known.has(file));
+  if (added.length === 0) return [];
+  const ids = added.map((file) => file.slice('drafts/'.length));
+  const rows = await query<{ id: string }>(`SELECT id FROM files WHERE id = ANY($1::text[])`, [ids]);
+  const withRow = new Set(rows.map((row) => row.id));
+  return added.filter((file) => !withRow.has(file.slice('drafts/'.length)) && existsSync(path.join(env.storageDir, file)));
 }
 
 describe('files: drafts', () => {
@@ -88,17 +104,21 @@ describe('files: drafts', () => {
   });
 
   it('takes files up to exactly 5 MiB; one byte more is 413 file_too_large and stores nothing', async () => {
-    const before = storedFiles().length;
-    const exact = await upload('a'.repeat(5 * MiB), 'exact.txt');
+    const owner = await signToken();
+    const before = storedFiles();
+    const exact = await upload('a'.repeat(5 * MiB), 'exact.txt', { token: owner });
     assert.equal(exact.status, 201, exact.text);
     assert.equal(exact.body.bytes, 5 * MiB);
-    const over = await upload('a'.repeat(5 * MiB + 1), 'over.txt');
+    const over = await upload('a'.repeat(5 * MiB + 1), 'over.txt', { token: owner });
     assert.equal(over.status, 413);
     assert.equal(over.body.error.code, 'file_too_large');
     assert.equal(over.body.error.details.limit_bytes, 5 * MiB);
-    const much = await upload(Buffer.alloc(12 * MiB, 0x61), 'much.txt');
+    const much = await upload(Buffer.alloc(12 * MiB, 0x61), 'much.txt', { token: owner });
     assert.equal(much.status, 413);
-    assert.equal(storedFiles().length, before + 1, 'only the accepted file was stored');
+    const rows = await query<{ id: string }>(`SELECT id FROM files WHERE owner_id = (SELECT owner_id FROM files WHERE id = $1)`, [exact.body.id]);
+    assert.deepEqual(rows.map((row) => row.id), [exact.body.id], 'only the accepted file has a row');
+    assert.ok(existsSync(path.join(env.storageDir, 'drafts', exact.body.id)), 'the accepted file is stored');
+    assert.deepEqual(await strayDraftBlobs(before), [], 'no refused upload left bytes behind');
   });
 
   it('refuses a renamed executable (415) and a mismatched extension (422), storing nothing', async () => {
@@ -122,7 +142,7 @@ describe('files: drafts', () => {
     const script = await upload('#!/bin/sh\necho pwned\n', 'setup.sh');
     assert.equal(script.status, 415);
     assert.equal(script.body.error.code, 'file_type_not_allowed');
-    assert.deepEqual(storedFiles(), before, 'nothing refused was stored');
+    assert.deepEqual(await strayDraftBlobs(before), [], 'nothing refused was stored');
   });
 
   it('sanitises path-traversal filenames; the bytes land under the storage root only', async () => {
@@ -140,7 +160,7 @@ describe('files: drafts', () => {
       const stored = path.join(env.storageDir, 'drafts', draft.id);
       assert.equal(readFileSync(stored, 'utf8'), content, 'stored under its id');
     }
-    const escaped = storedFiles().filter((file) => !/^(drafts\/[0-9a-f]{32}|inline\/[0-9a-f]{32}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32})$/.test(file.split(path.sep).join('/')));
+    const escaped = storedFiles().filter((file) => !/^(drafts\/[0-9a-f]{32}|inline\/[0-9a-f]{32}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32})$/.test(file));
     assert.deepEqual(escaped, [], 'every stored file has a server-generated key');
     for (const outside of ['etc/passwd.txt', 'passwd.txt', path.join('..', 'etc', 'passwd.txt')]) {
       assert.equal(existsSync(path.join(env.storageDir, outside)), false, outside);
