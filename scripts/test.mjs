@@ -45,6 +45,10 @@ const stack = await startStack({
     // The suite shares one key: its limit is out of the way; rate-limit tests use keys with their own.
     RATE_LIMIT_PER_MINUTE: '1000000',
     END_USER_RATE_LIMIT_PER_MINUTE: '1000000',
+    // Likewise its stream slots, counted in Redis across replicas and files: a slot whose release
+    // was lost (Redis paused by a metrics test) would otherwise be held for minutes. Cap tests
+    // use keys with their own max_streams.
+    MAX_STREAMS_PER_PRINCIPAL: '1000',
     JWT_SECRET: jwtSecret,
     JWT_ISSUER: 'https://issuer.test',
     JWT_AUDIENCE: 'yuxi-tests',

@@ -15,7 +15,10 @@ type LogLine = Record<string, any>;
 
 /** Every line of a process's log, parsed; a line that is not a JSON object fails the test. */
 function readLog(name: 'api' | 'worker'): { text: string; lines: LogLine[] } {
-  const text = readFileSync(path.join(LOG_DIR, `${name}.log`), 'utf8');
+  const written = readFileSync(path.join(LOG_DIR, `${name}.log`), 'utf8');
+  // The processes keep writing while this reads: a last line without its newline is still being
+  // written, and is left for the next read.
+  const text = written.slice(0, written.lastIndexOf('\n') + 1);
   const lines = text
     .split('\n')
     .filter((line) => line.trim() !== '')

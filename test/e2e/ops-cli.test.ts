@@ -140,7 +140,13 @@ describe('operator CLI', () => {
       );
 
       // The nudges of x and y are consumed (they find the queue paused); bounded.
-      for (let i = 0; i < 100 && (await dispatchJobs(queue, session.id)) > 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+      // A worker still busy with an earlier file's leftovers can take a while: 30 s at most.
+      let left = await dispatchJobs(queue, session.id);
+      for (let i = 0; i < 300 && left > 0; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        left = await dispatchJobs(queue, session.id);
+      }
+      assert.equal(left, 0, 'the nudges of x and y were consumed');
       // Consumption held: the nudge stays in the queue, where it can be seen. Nothing else nudges a
       // paused session (the sweep skips it), so the job is the redispatch's.
       await queue.pause();

@@ -22,9 +22,11 @@ describe('recovery sweep', () => {
         if (jobs.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
       }
       assert.equal(jobs.length, 1, 'the submission enqueued one nudge');
-      await jobs[0]!.remove();
-      const remaining = (await queue.getJobs(['waiting', 'prioritized', 'delayed'])).filter((job) => job?.data?.sessionId === session.id);
-      assert.equal(remaining.length, 0, 'the nudge is gone');
+      const lost = jobs[0]!;
+      await lost.remove();
+      // Only the removed job is checked: once the input is older than the grace, the sweep may
+      // already have enqueued its replacement (which is what this test is about).
+      assert.equal(await queue.getJob(lost.id!), undefined, 'the nudge is gone');
       const pending = await query(`SELECT status FROM inputs WHERE id = $1`, [receipt.input_id]);
       assert.equal(pending[0].status, 'pending');
       await queue.resume();
