@@ -2,6 +2,15 @@ export { IdempotencyService, type IdempotentResponse, type IdempotencyScope, typ
 export type { AttachmentStatus, FrozenInputConfig, InputContentBlock, InputEntity, InputMessage, InputMode, InputStatus } from './input.entity.js';
 export { InputsModule } from './inputs.module.js';
 export { InputContentBlockDto, InputDto, InputMessageDto } from './input.dto.js';
-export { InputsService, type NewInput, toInputDto } from './inputs.service.js';
+export { InputsRepository, type NewInput, toInputDto } from './inputs.repository.js';
+export {
+  ATTACHMENT_STATUSES,
+  ATTACHMENT_TRANSITIONS,
+  INPUT_MODES,
+  INPUT_STATUSES,
+  INPUT_TRANSITIONS,
+  type InputTransition,
+  MODE_TRANSITIONS,
+} from './states.js';
 export { PREPARATION_RETRY_MAX_MS, preparationRetryDelayMs } from './preparation-backoff.js';
 export type { AcceptedReceipt } from './receipt.entity.js';

@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { AttachmentDto } from '#libs/files';
+import { INPUT_MODES, INPUT_STATUSES } from './states.js';
 
 export class InputContentBlockDto {
   @ApiProperty({ enum: ['input_text', 'input_image'] }) type!: string;
@@ -24,8 +25,8 @@ export class InputDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['yuxi.session.input'] }) object!: 'yuxi.session.input';
   @ApiProperty() session_id!: string;
-  @ApiProperty({ enum: ['pending', 'consumed', 'cancelled'] }) status!: string;
-  @ApiProperty({ enum: ['follow_up', 'steer'] }) mode!: string;
+  @ApiProperty({ enum: INPUT_STATUSES }) status!: string;
+  @ApiProperty({ enum: INPUT_MODES }) mode!: string;
   @ApiProperty({ type: 'integer', minimum: 1, description: 'Position in the per-session received order.' }) received_seq!: number;
   @ApiProperty({ type: [InputMessageDto], description: 'The messages exactly as received, in order.' }) messages!: InputMessageDto[];
   @ApiProperty({ type: [String], description: 'The file ids of the submission (`yuxi.attachment_file_ids`) exactly as received, in order; unchanged when an attachment is deleted later.' })

@@ -1,10 +1,9 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import type { AgentSnapshot } from '#libs/agents';
 
-export type InputMode = 'follow_up' | 'steer';
-export type InputStatus = 'pending' | 'consumed' | 'cancelled';
-/** `preparing`: its attached files are not in the session workdir yet, and it cannot be claimed. */
-export type AttachmentStatus = 'preparing' | 'ready';
+import type { AttachmentStatus, InputMode, InputStatus } from './states.js';
+
+export type { AttachmentStatus, InputMode, InputStatus } from './states.js';
 
 /**
  * One content block of a user message, as received (validated), except that an inline image is

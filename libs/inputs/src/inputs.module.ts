@@ -2,12 +2,12 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdempotencyService } from './idempotency.service.js';
 import { InputEntity } from './input.entity.js';
-import { InputsService } from './inputs.service.js';
+import { InputsRepository } from './inputs.repository.js';
 import { IdempotencyReceiptEntity } from './receipt.entity.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([InputEntity, IdempotencyReceiptEntity])],
-  providers: [InputsService, IdempotencyService],
-  exports: [InputsService, IdempotencyService],
+  providers: [InputsRepository, IdempotencyService],
+  exports: [InputsRepository, IdempotencyService],
 })
 export class InputsModule {}

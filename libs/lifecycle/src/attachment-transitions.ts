@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { FilesRepository } from '#libs/files';
-import { type InputEntity, InputsService } from '#libs/inputs';
+import { type InputEntity, InputsRepository } from '#libs/inputs';
 import type { ItemEntity } from '#libs/turns';
 
 /**
@@ -14,7 +14,7 @@ import type { ItemEntity } from '#libs/turns';
 export class AttachmentTransitions {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly inputs: InputsService,
+    private readonly inputs: InputsRepository,
     private readonly files: FilesRepository,
   ) {}
 

@@ -1,4 +1,5 @@
 export { AttachmentTransitions } from './attachment-transitions.js';
+export { gateCancelInput, gatePromoteInput } from './input-gates.js';
 export { LifecycleModule } from './lifecycle.module.js';
 export { type MessageSpec, resolveMode, SessionControls } from './session-controls.js';
 export { turnEvents } from './turn-events.js';

@@ -2,10 +2,11 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '#libs/errors';
 import { type FileEntity, FilesRepository } from '#libs/files';
-import { type FrozenInputConfig, type InputEntity, type InputMessage, type InputMode, InputsService } from '#libs/inputs';
-import { type SessionEntity, SessionsService } from '#libs/sessions';
+import { type FrozenInputConfig, type InputEntity, type InputMessage, type InputMode, InputsRepository } from '#libs/inputs';
+import { type SessionEntity, SessionsRepository } from '#libs/sessions';
 import type { OutgoingEvent } from '#libs/events';
-import { toCurrentTurn, type TurnEntity, TurnsService } from '#libs/turns';
+import { toCurrentTurn, type TurnEntity, TurnsRepository } from '#libs/turns';
+import { gateCancelInput, gatePromoteInput } from './input-gates.js';
 import { turnEvents } from './turn-events.js';
 
 export interface MessageSpec {
@@ -29,9 +30,9 @@ export interface MessageSpec {
 @Injectable()
 export class SessionControls {
   constructor(
-    private readonly sessions: SessionsService,
-    private readonly inputs: InputsService,
-    private readonly turns: TurnsService,
+    private readonly sessions: SessionsRepository,
+    private readonly inputs: InputsRepository,
+    private readonly turns: TurnsRepository,
     private readonly files: FilesRepository,
   ) {}
 
@@ -111,15 +112,15 @@ export class SessionControls {
   /** Makes a pending follow-up a steer (not while the turn waits for an answer or is being cancelled). */
   async promote(manager: EntityManager, session: SessionEntity, inputId: string): Promise<void> {
     const active = await this.turns.activeTurn(manager, session.id);
-    if (active?.status === 'requires_action') throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval');
-    if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled');
-    await this.inputs.promote(manager, session.id, inputId);
+    const input = gatePromoteInput(await this.inputs.findInSession(manager, session.id, inputId), inputId, active);
+    if (input) await this.inputs.markSteer(manager, input.id);
   }
 
   /** Removes one pending input from the queue; it never becomes a turn. */
   async cancelInput(manager: EntityManager, session: SessionEntity, inputId: string): Promise<void> {
     const at = new Date();
-    await this.inputs.cancelPending(manager, session.id, inputId, at);
+    const input = gateCancelInput(await this.inputs.findInSession(manager, session.id, inputId), inputId);
+    await this.inputs.markCancelled(manager, input.id, at);
     await this.sessions.recordInputCancelled(manager, session.id, at);
   }
 

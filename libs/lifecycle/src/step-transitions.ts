@@ -4,8 +4,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { newId, unixSeconds } from '#libs/database';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
-import { SessionsService } from '#libs/sessions';
-import { type ItemEntity, type Lease, type NewItem, type ToolCallSpec, toCurrentTurn, TurnsService, type Usage, type Waitpoint, type WaitpointKind } from '#libs/turns';
+import { SessionsRepository } from '#libs/sessions';
+import { type ItemEntity, type Lease, type NewItem, type ToolCallSpec, toCurrentTurn, ItemsRepository, RunsRepository, StepsRepository, TurnsRepository, type Usage, type Waitpoint, type WaitpointKind } from '#libs/turns';
 import { turnEvents } from './turn-events.js';
 import { closingEvents, type HeldTurn, type RunOutput } from './turn-transitions.js';
 
@@ -39,8 +39,11 @@ const MAX_CALL_ID = 128;
 export class StepTransitions {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly sessions: SessionsService,
-    private readonly turns: TurnsService,
+    private readonly sessions: SessionsRepository,
+    private readonly turns: TurnsRepository,
+    private readonly runs: RunsRepository,
+    private readonly steps: StepsRepository,
+    private readonly items: ItemsRepository,
     private readonly outbox: EventOutbox,
   ) {}
 
@@ -55,13 +58,13 @@ export class StepTransitions {
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
       const now = new Date();
-      const used = await this.turns.usedCallIds(manager, held.turn.id);
+      const used = await this.steps.usedCallIds(manager, held.turn.id);
       step = { ...step, toolCalls: step.toolCalls.map((call) => {
         const id = call.call_id.length === 0 || call.call_id.length > MAX_CALL_ID || used.has(call.call_id) ? `call_${randomBytes(12).toString('hex')}` : call.call_id;
         used.add(id);
         return { ...call, call_id: id };
       }) };
-      const recorded = await this.turns.recordStep(manager, lease, {
+      const recorded = await this.steps.recordStep(manager, lease, {
         runId: lease.runId,
         turnId: held.turn.id,
         sessionId,
@@ -73,20 +76,20 @@ export class StepTransitions {
         at: now,
       });
       if (!recorded) return null;
-      if (step.usage) await this.turns.addUsage(manager, lease.runId, held.turn.id, step.usage);
+      if (step.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, step.usage);
       const count = (output.item ? 1 : 0) + step.toolCalls.length;
       let seq = await this.sessions.reserveItemSeqs(manager, sessionId, count);
       let index = output.outputIndex;
       const events: OutgoingEvent[] = output.lostDeltas ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
       if (output.item) {
-        const [item] = await this.turns.insertItems(manager, seq, [
+        const [item] = await this.items.insertItems(manager, seq, [
           { ...output.item, status: 'completed', content: [{ type: 'output_text', text: output.text }], phase: 'commentary', createdAt: now },
         ]);
         events.push(...closingEvents(item!, index, output.text));
         seq += 1;
         index += 1;
       }
-      const calls = await this.turns.insertItems(
+      const calls = await this.items.insertItems(
         manager,
         seq,
         step.toolCalls.map((call) => toolItem(held, lease.runId, 'function_call', { type: 'function_call', ...call }, now)),
@@ -107,7 +110,7 @@ export class StepTransitions {
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, held.turn.sessionId);
       if (await this.turns.cancellationPending(manager, held.turn.id)) return 'cancelled' as const;
-      return this.turns.recordStep(manager, lease, {
+      return this.steps.recordStep(manager, lease, {
         runId: lease.runId,
         turnId: held.turn.id,
         sessionId: held.turn.sessionId,
@@ -127,7 +130,7 @@ export class StepTransitions {
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
       const now = new Date();
-      const recorded = await this.turns.recordStep(manager, lease, {
+      const recorded = await this.steps.recordStep(manager, lease, {
         runId: lease.runId,
         turnId: held.turn.id,
         sessionId,
@@ -158,8 +161,8 @@ export class StepTransitions {
       const waitpoint: Waitpoint = { id: newId(), kind, run_id: lease.runId, created_at: unixSeconds(now) };
       if (kind === 'question') waitpoint.questions = calls.map(questionOf);
       else waitpoint.tool_calls = calls.map(({ call_id, name, arguments: args }) => ({ call_id, name, arguments: args }));
-      if (!(await this.turns.suspendRun(manager, lease, held.turn.id, waitpoint, now))) return null;
-      const usage = await this.turns.addUsage(manager, lease.runId, held.turn.id, null);
+      if (!(await this.runs.suspendRun(manager, lease, held.turn.id, waitpoint, now))) return null;
+      const usage = await this.runs.addUsage(manager, lease.runId, held.turn.id, null);
       const turn = { ...held.turn, status: 'requires_action' as const, waitpoint, currentRunId: lease.runId, usage: usage.turn };
       await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), 0, now);
       const run = { ...held.run, id: lease.runId, status: 'requires_action' as const, completedAt: now, leaseOwner: null, leaseExpiresAt: null, usage: usage.run };
@@ -179,7 +182,7 @@ export class StepTransitions {
     at: Date,
   ): Promise<OutgoingEvent[]> {
     const seq = await this.sessions.reserveItemSeqs(manager, held.turn.sessionId, 1);
-    const [item] = await this.turns.insertItems(manager, seq, [
+    const [item] = await this.items.insertItems(manager, seq, [
       toolItem(held, runId, 'function_call_output', { type: 'function_call_output', call_id: callId, output: outcome.output, success: outcome.success }, at),
     ]);
     return [turnEvents.item('added', item!, outputIndex), turnEvents.item('done', item!, outputIndex)];

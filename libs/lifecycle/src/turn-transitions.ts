@@ -6,8 +6,8 @@ import { newId } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { metrics } from '#libs/metrics';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
-import { type FrozenInputConfig, type InputEntity, InputsService } from '#libs/inputs';
-import { SessionsService } from '#libs/sessions';
+import { type FrozenInputConfig, type InputEntity, InputsRepository } from '#libs/inputs';
+import { SessionsRepository } from '#libs/sessions';
 import {
   ACTIVE_TURN_STATUSES,
   type CommittedStep,
@@ -19,7 +19,7 @@ import {
   type StoredContentPart,
   toCurrentTurn,
   type TurnEntity,
-  TurnsService,
+  ItemsRepository, RunsRepository, StepsRepository, TurnsRepository,
   type Usage,
 } from '#libs/turns';
 import { AttachmentTransitions } from './attachment-transitions.js';
@@ -96,9 +96,12 @@ const TAKEOVER_LIMIT_ERROR: PublicError = {
 export class TurnTransitions {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly sessions: SessionsService,
-    private readonly inputs: InputsService,
-    private readonly turns: TurnsService,
+    private readonly sessions: SessionsRepository,
+    private readonly inputs: InputsRepository,
+    private readonly turns: TurnsRepository,
+    private readonly runs: RunsRepository,
+    private readonly steps: StepsRepository,
+    private readonly items: ItemsRepository,
     private readonly outbox: EventOutbox,
     private readonly config: AppConfig,
     private readonly attachments: AttachmentTransitions,
@@ -152,7 +155,7 @@ export class TurnTransitions {
         run.id,
         now,
       );
-      const userItems = await this.turns.insertItems(manager, firstItemSeq, newItems.map((item) => ({ ...item, turnId: turn.id, runId: run.id })));
+      const userItems = await this.items.insertItems(manager, firstItemSeq, newItems.map((item) => ({ ...item, turnId: turn.id, runId: run.id })));
       await this.attachments.bindToMessages(manager, batch, userItems);
       // The documented order: run created, turn created, turn in progress, then the turn's items.
       const events: OutgoingEvent[] = [turnEvents.run('created', run), turnEvents.turn('created', turn), turnEvents.turn('in_progress', turn)];
@@ -174,7 +177,7 @@ export class TurnTransitions {
 
   /** Leases the active turn's unleased run (after a crash or a release), if it has one. */
   private async takeOver(manager: EntityManager, turn: TurnEntity, owner: string, trustedTools: string[]): Promise<HeldTurn | null> {
-    const run = await this.turns.takeOver(manager, turn.sessionId, owner, this.config.runLeaseMs);
+    const run = await this.runs.takeOver(manager, turn.sessionId, owner, this.config.runLeaseMs);
     if (!run) return null;
     return {
       turn,
@@ -182,8 +185,8 @@ export class TurnTransitions {
       lease: { runId: run.id, owner, epoch: run.epoch },
       config: run.config as FrozenInputConfig,
       lastInputSeq: await this.inputs.lastConsumedSeq(manager, turn.id),
-      outputIndex: await this.turns.countItems(manager, turn.id),
-      steps: await this.turns.stepsSinceLastInput(manager, turn.id),
+      outputIndex: await this.items.countItems(manager, turn.id),
+      steps: await this.steps.stepsSinceLastInput(manager, turn.id),
       trustedTools,
       fresh: false,
       batch: { sessionId: turn.sessionId, rows: [] },
@@ -202,8 +205,8 @@ export class TurnTransitions {
       if ((await this.turns.findTurn(manager, held.turn.id))?.cancellationPending) return 'cancelled' as const;
       const steers = await this.inputs.steersAfter(manager, sessionId, held.lastInputSeq);
       const now = new Date();
-      const epoch = await this.turns.nextEpoch(manager, sessionId);
-      const next = await this.turns.yieldRun(
+      const epoch = await this.runs.nextEpoch(manager, sessionId);
+      const next = await this.runs.yieldRun(
         manager,
         lease,
         { nextRunId, epoch, inputIds: steers.map((i) => i.id), at: now },
@@ -235,7 +238,7 @@ export class TurnTransitions {
       }
       const yielded: RunEntity = { ...held.run, id: lease.runId, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };
       events.push(turnEvents.run('yielded', yielded), turnEvents.run('created', next));
-      const userItems = await this.turns.insertItems(manager, firstSeq + partial, newItems.map((item) => ({ ...item, turnId: held.turn.id, runId: next.id })));
+      const userItems = await this.items.insertItems(manager, firstSeq + partial, newItems.map((item) => ({ ...item, turnId: held.turn.id, runId: next.id })));
       await this.attachments.bindToMessages(manager, steers, userItems);
       for (const item of userItems) {
         events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
@@ -301,8 +304,8 @@ export class TurnTransitions {
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
       const now = new Date();
-      const epoch = await this.turns.nextEpoch(manager, sessionId);
-      const result = await this.turns.interruptRun(manager, lease.runId, lease, { nextRunId: newId(), epoch, inputIds: [], at: now });
+      const epoch = await this.runs.nextEpoch(manager, sessionId);
+      const result = await this.runs.interruptRun(manager, lease.runId, lease, { nextRunId: newId(), epoch, inputIds: [], at: now });
       if (!result) return null;
       const events: OutgoingEvent[] = lostDeltasNotice(output);
       if (output.item) {
@@ -337,20 +340,20 @@ export class TurnTransitions {
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
       // Re-checked under the locks: a heartbeat that renewed in time keeps its run untouched.
-      if (!(await this.turns.lockExpiredRun(manager, run.id))) return null;
+      if (!(await this.runs.lockExpiredRun(manager, run.id))) return null;
       const turn = await this.turns.findTurn(manager, run.turnId);
       if (!turn) return null;
       const now = new Date();
       const { closing, index } = await this.closeShown(manager, run, turn, shown, now);
       const ending = turn.cancellationPending ? ({ status: 'cancelled' } as const) : null;
-      const limited = !ending && (await this.turns.interruptionsOf(manager, turn.id)) >= this.config.runMaxTakeovers;
+      const limited = !ending && (await this.runs.interruptionsOf(manager, turn.id)) >= this.config.runMaxTakeovers;
       if (ending || limited) {
         const ended = await this.endRun(manager, run, turn, null, ending ? 'cancelled' : 'failed', limited ? TAKEOVER_LIMIT_ERROR : null, closing, now);
         if (ended) onEnded(ended.turn);
         return ended ? { batch: ended.batch, awaiting: null } : null;
       }
-      const epoch = await this.turns.nextEpoch(manager, sessionId);
-      const result = await this.turns.interruptRun(manager, run.id, null, { nextRunId: newId(), epoch, inputIds: [], at: now });
+      const epoch = await this.runs.nextEpoch(manager, sessionId);
+      const result = await this.runs.interruptRun(manager, run.id, null, { nextRunId: newId(), epoch, inputIds: [], at: now });
       if (!result) return null;
       const successor = await this.announceSuccessor(manager, turn, result, closing, epoch, index);
       return { batch: successor.batch, awaiting: successor.run.id };
@@ -376,10 +379,10 @@ export class TurnTransitions {
       if (turn.status === 'requires_action') {
         throw new DomainError('state_conflict', `Turn ${turnId} waits at a waitpoint and has no run in progress; cancel it instead`);
       }
-      const current = turn.currentRunId ? await this.turns.getRunIn(manager, turn.currentRunId) : null;
+      const current = turn.currentRunId ? await this.runs.getRunIn(manager, turn.currentRunId) : null;
       if (!current || current.status !== 'in_progress') throw new DomainError('state_conflict', `Turn ${turnId} has no run in progress`);
-      const epoch = await this.turns.nextEpoch(manager, turn.sessionId);
-      const run = await this.turns.seizeRun(manager, current.id, owner, epoch, this.config.runLeaseMs);
+      const epoch = await this.runs.nextEpoch(manager, turn.sessionId);
+      const run = await this.runs.seizeRun(manager, current.id, owner, epoch, this.config.runLeaseMs);
       if (!run) throw new DomainError('state_conflict', `Run ${current.id} ended meanwhile`);
       return { turn, run, lease: { runId: run.id, owner, epoch: run.epoch }, previousOwner: current.leaseOwner };
     });
@@ -398,9 +401,9 @@ export class TurnTransitions {
       const session = await this.sessions.lock(manager, sessionId);
       // Checked before anything is written: a lease lost meanwhile (another operator, or the CLI too
       // slow) must not leave items behind without the events that announce them.
-      if (!(await this.turns.lockHeldRun(manager, seized.lease))) return null;
+      if (!(await this.runs.lockHeldRun(manager, seized.lease))) return null;
       const turn = await this.turns.findTurn(manager, seized.turn.id);
-      const run = await this.turns.getRunIn(manager, seized.run.id);
+      const run = await this.runs.getRunIn(manager, seized.run.id);
       if (!turn || !run) return null;
       const now = new Date();
       const { closing } = await this.closeShown(manager, run, turn, shown, now);
@@ -425,12 +428,12 @@ export class TurnTransitions {
     now: Date,
   ): Promise<{ closing: OutgoingEvent[]; index: number }> {
     const items = new Map(shown ?? []);
-    const checkpoint = (await this.turns.getRunIn(manager, run.id))?.checkpoint ?? null;
+    const checkpoint = (await this.runs.getRunIn(manager, run.id))?.checkpoint ?? null;
     if (checkpoint && checkpoint.text.length > (items.get(checkpoint.item_id)?.text.length ?? -1)) {
       items.set(checkpoint.item_id, { outputIndex: checkpoint.output_index, text: checkpoint.text });
     }
     // An item a committed step already wrote (a model call's commentary before its tool calls) is kept as written.
-    for (const id of await this.turns.existingItemIds(manager, [...items.keys()])) items.delete(id);
+    for (const id of await this.items.existingItemIds(manager, [...items.keys()])) items.delete(id);
     const closing: OutgoingEvent[] = shown === null ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
     const ordered = [...items].sort(([, a], [, b]) => a.outputIndex - b.outputIndex);
     let seq = ordered.length > 0 ? await this.sessions.reserveItemSeqs(manager, turn.sessionId, ordered.length) : 0;
@@ -439,7 +442,7 @@ export class TurnTransitions {
       closing.push(...closingEvents(await this.writeShown(manager, item, seq, 'incomplete', text, now), outputIndex, text));
       seq += 1;
     }
-    const index = ordered.length > 0 ? (ordered.at(-1)?.[1].outputIndex ?? 0) + 1 : await this.turns.countItems(manager, turn.id);
+    const index = ordered.length > 0 ? (ordered.at(-1)?.[1].outputIndex ?? 0) + 1 : await this.items.countItems(manager, turn.id);
     return { closing, index };
   }
 
@@ -496,7 +499,7 @@ export class TurnTransitions {
   /** Writes an assistant item with its final text: the final answer when completed, commentary otherwise. */
   private async writeShown(manager: EntityManager, item: ItemEntity, seq: number, status: 'completed' | 'incomplete', text: string, at: Date): Promise<ItemEntity> {
     const content: StoredContentPart[] = [{ type: 'output_text', text }];
-    const [written] = await this.turns.insertItems(manager, seq, [
+    const [written] = await this.items.insertItems(manager, seq, [
       { ...item, status, content, phase: status === 'completed' ? 'final_answer' : 'commentary', createdAt: at },
     ]);
     return written!;

@@ -3,8 +3,8 @@ import type { EntityManager } from 'typeorm';
 import { newId } from '#libs/database';
 import { DomainError, type FieldError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
-import { type SessionEntity, SessionsService } from '#libs/sessions';
-import { toCurrentTurn, type TurnEntity, TurnsService, type Waitpoint, type WaitpointResponse } from '#libs/turns';
+import { type SessionEntity, SessionsRepository } from '#libs/sessions';
+import { toCurrentTurn, type TurnEntity, ItemsRepository, StepsRepository, TurnsRepository, type Waitpoint, type WaitpointResponse } from '#libs/turns';
 import { StepTransitions } from './step-transitions.js';
 import { turnEvents } from './turn-events.js';
 
@@ -23,9 +23,11 @@ export interface Resumed {
 @Injectable()
 export class WaitpointControls {
   constructor(
-    private readonly sessions: SessionsService,
-    private readonly turns: TurnsService,
-    private readonly steps: StepTransitions,
+    private readonly sessions: SessionsRepository,
+    private readonly turns: TurnsRepository,
+    private readonly steps: StepsRepository,
+    private readonly items: ItemsRepository,
+    private readonly stepTransitions: StepTransitions,
   ) {}
 
   async resume(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string, response: WaitpointResponse): Promise<Resumed> {
@@ -48,7 +50,7 @@ export class WaitpointControls {
     const call = waitpoint.kind === 'client_tool' ? waitpoint.tool_calls?.find((c) => c.call_id === callId) : undefined;
     if (!call) throw new DomainError('waitpoint_stale', `Turn ${turnId} does not wait for a result of call ${callId}`, { waitpoint_id: waitpoint.id });
     const at = new Date();
-    const recorded = await this.turns.recordStep(manager, null, {
+    const recorded = await this.steps.recordStep(manager, null, {
       runId: waitpoint.run_id,
       turnId: turn.id,
       sessionId: session.id,
@@ -60,10 +62,10 @@ export class WaitpointControls {
       at,
     });
     if (!recorded) throw new DomainError('waitpoint_stale', `Call ${callId} already has a result`, { waitpoint_id: waitpoint.id });
-    const outputIndex = await this.turns.countItems(manager, turn.id);
-    const events = await this.steps.writeOutputItem(manager, { turn }, waitpoint.run_id, outputIndex, callId, outcome, at);
+    const outputIndex = await this.items.countItems(manager, turn.id);
+    const events = await this.stepTransitions.writeOutputItem(manager, { turn }, waitpoint.run_id, outputIndex, callId, outcome, at);
     const calls = waitpoint.tool_calls ?? [];
-    const results = await this.turns.toolResults(manager, turn.id, calls.map((c) => c.call_id));
+    const results = await this.steps.toolResults(manager, turn.id, calls.map((c) => c.call_id));
     if (results.size < calls.length) return { events, runId: null };
     const resumed = await this.continueTurn(manager, turn, waitpoint, { type: 'tool_results' });
     return { events: [...events, ...resumed.events], runId: resumed.runId };
@@ -84,7 +86,7 @@ export class WaitpointControls {
 
   private async continueTurn(manager: EntityManager, turn: TurnEntity, waitpoint: Waitpoint, response: WaitpointResponse): Promise<Resumed> {
     const at = new Date();
-    const recorded = await this.turns.recordStep(manager, null, {
+    const recorded = await this.steps.recordStep(manager, null, {
       runId: waitpoint.run_id,
       turnId: turn.id,
       sessionId: turn.sessionId,

@@ -3,8 +3,8 @@ import type { Principal } from '#libs/auth';
 import type { PageQuery } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { type AttachmentDto, type AttachmentListDto, FilesRepository, toAttachmentDto } from '#libs/files';
-import { type AcceptedReceipt, IdempotencyService, type InputEntity, InputsService, toInputDto } from '#libs/inputs';
-import { type SessionFilter, SessionsService } from '#libs/sessions';
+import { type AcceptedReceipt, IdempotencyService, type InputEntity, InputsRepository, toInputDto } from '#libs/inputs';
+import { type SessionFilter, SessionsRepository } from '#libs/sessions';
 import {
   type ItemListDto,
   type RunDto,
@@ -15,7 +15,7 @@ import {
   toTurnDto,
   type TurnDetailDto,
   type TurnListDto,
-  TurnsService,
+  ItemsRepository, RunsRepository, TurnsRepository,
 } from '#libs/turns';
 import type { SessionDto, SessionListDto } from './dto/session.dto.js';
 import type { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
@@ -25,9 +25,11 @@ import { sessionStatus, toSessionDto } from './session-view.js';
 @Injectable()
 export class SessionQueriesService {
   constructor(
-    private readonly sessions: SessionsService,
-    private readonly turns: TurnsService,
-    private readonly inputs: InputsService,
+    private readonly sessions: SessionsRepository,
+    private readonly turns: TurnsRepository,
+    private readonly runs: RunsRepository,
+    private readonly items: ItemsRepository,
+    private readonly inputs: InputsRepository,
     private readonly idempotency: IdempotencyService,
     private readonly files: FilesRepository,
   ) {}
@@ -66,21 +68,21 @@ export class SessionQueriesService {
   async getTurn(principal: Principal, sessionId: string, turnId: string): Promise<TurnDetailDto> {
     await this.sessions.getVisible(principal.userId, sessionId);
     const turn = await this.turns.getTurn(sessionId, turnId);
-    const [runs, output] = await Promise.all([this.turns.runsOfTurn(turn.id), turn.resultRunId ? this.turns.outputOfRun(turn.resultRunId) : []]);
+    const [runs, output] = await Promise.all([this.runs.runsOfTurn(turn.id), turn.resultRunId ? this.items.outputOfRun(turn.resultRunId) : []]);
     return toTurnDetailDto(turn, runs, output);
   }
 
   async getRun(principal: Principal, sessionId: string, runId: string): Promise<RunDto> {
     await this.sessions.getVisible(principal.userId, sessionId);
-    return toRunDto(await this.turns.getRun(sessionId, runId));
+    return toRunDto(await this.runs.getRun(sessionId, runId));
   }
 
   async listItems(principal: Principal, sessionId: string, turnId: string | null, page: PageQuery): Promise<ItemListDto> {
     await this.sessions.getVisible(principal.userId, sessionId);
     if (turnId !== null) await this.turns.getTurn(sessionId, turnId);
-    const { rows, hasMore } = await this.turns.listItems(sessionId, turnId, page);
+    const { rows, hasMore } = await this.items.listItems(sessionId, turnId, page);
     const runIds = [...new Set(rows.map((row) => row.runId).filter((id): id is string => id !== null))];
-    const runs = await this.turns.runsByIds(runIds);
+    const runs = await this.runs.runsByIds(runIds);
     const data = rows.map(toItemDto);
     return {
       object: 'list',
@@ -102,7 +104,7 @@ export class SessionQueriesService {
   async getInput(principal: Principal, sessionId: string, inputId: string): Promise<InputDetailDto> {
     await this.sessions.getVisible(principal.userId, sessionId);
     const input = await this.inputs.get(sessionId, inputId);
-    const items = input.status === 'consumed' ? await this.turns.itemsOfInput(sessionId, input.id) : [];
+    const items = input.status === 'consumed' ? await this.items.itemsOfInput(sessionId, input.id) : [];
     const attachments = await this.attachmentsOf([input]);
     return { ...toInputDto(input, attachments.get(input.id)), items: items.map(toItemDto) };
   }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ThrottledLog, withLogContext } from '#libs/config';
 import { FILE_STORAGE, type FileEntity, FilesRepository, type FileStorage, StorageObjectMissing } from '#libs/files';
-import { InputsService } from '#libs/inputs';
+import { InputsRepository } from '#libs/inputs';
 import { AttachmentTransitions } from '#libs/lifecycle';
 import { SessionDispatcher } from '#libs/queue';
 
@@ -21,7 +21,7 @@ export class AttachmentPreparer {
   private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly inputs: InputsService,
+    private readonly inputs: InputsRepository,
     private readonly files: FilesRepository,
     private readonly transitions: AttachmentTransitions,
     private readonly dispatcher: SessionDispatcher,

@@ -1,9 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig, REPEATED_CONDITION_LOG_MS, withLogContext } from '#libs/config';
 import { EventOutbox, EventPublisher } from '#libs/events';
-import { IdempotencyService, InputsService } from '#libs/inputs';
+import { IdempotencyService, InputsRepository } from '#libs/inputs';
 import { SessionDispatcher } from '#libs/queue';
-import { type RunEntity, TurnsService } from '#libs/turns';
+import { ACTIVE_TURN_STATUSES, type RunEntity, RunsRepository } from '#libs/turns';
 import { TurnTransitions } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { AttachmentPreparer } from './attachment-preparer.js';
@@ -51,8 +51,8 @@ export class RecoveryService {
 
   constructor(
     private readonly transitions: TurnTransitions,
-    private readonly inputs: InputsService,
-    private readonly turns: TurnsService,
+    private readonly inputs: InputsRepository,
+    private readonly runs: RunsRepository,
     private readonly idempotency: IdempotencyService,
     private readonly dispatcher: SessionDispatcher,
     private readonly outbox: EventOutbox,
@@ -63,12 +63,12 @@ export class RecoveryService {
 
   async sweep(): Promise<SweepReport> {
     let interruptedRuns = 0;
-    for (const run of await this.turns.expiredRuns(SWEEP_BATCH)) {
+    for (const run of await this.runs.expiredRuns(SWEEP_BATCH)) {
       if (await withLogContext({ session_id: run.sessionId, turn_id: run.turnId, run_id: run.id }, () => this.interrupt(run))) interruptedRuns += 1;
     }
-    const awaiting = await this.turns.sessionsAwaitingTakeover(SWEEP_BATCH);
+    const awaiting = await this.runs.sessionsAwaitingTakeover(SWEEP_BATCH);
     for (const { sessionId, runId } of awaiting) await this.dispatcher.nudgeTakeover(sessionId, runId).catch(() => undefined);
-    const waiting = await this.inputs.sessionsWithWaitingInputs(new Date(Date.now() - this.config.recoveryGraceMs), SWEEP_BATCH);
+    const waiting = await this.inputs.sessionsWithWaitingInputs(new Date(Date.now() - this.config.recoveryGraceMs), SWEEP_BATCH, ACTIVE_TURN_STATUSES);
     for (const sessionId of waiting) await this.dispatcher.nudgeQuietly(sessionId);
     const preparationsResumed = await this.resumePreparations();
     const receiptsDeleted = await inBatches((limit) => this.idempotency.deleteExpired(limit));
@@ -90,7 +90,7 @@ export class RecoveryService {
    * Inputs still preparing their attachments whose next try is due (a worker died mid-copy, the
    * job was lost, storage failed): the same preparation runs again, in the background so that a
    * slow store never holds up the rest of the sweep. Each input is retried with exponential
-   * backoff (InputsService.takeDuePreparations), so preparations that keep failing never starve
+   * backoff (InputsRepository.takeDuePreparations), so preparations that keep failing never starve
    * the others. Preparations of cancelled inputs and archived sessions finish too (001).
    */
   private async resumePreparations(): Promise<number> {

@@ -7,14 +7,14 @@ import { AppConfig, setLogContext, ThrottledLog } from '#libs/config';
 import { newId } from '#libs/database';
 import { isDependencyUnavailable } from '#libs/errors';
 import { EventOutbox, EventPublisher, type OutboxBatch } from '#libs/events';
-import { InputsService } from '#libs/inputs';
+import { InputsRepository } from '#libs/inputs';
 import { metrics, toolSourceLabel } from '#libs/metrics';
 import { assistantItem, type HeldTurn, type Outcome, type RunOutput, StepTransitions, TurnTransitions, turnEvents } from '#libs/lifecycle';
 import { FilesRepository } from '#libs/files';
 import { ModelError, ModelRegistry, streamWithRetries } from '#libs/models';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
 import { type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError, validateToolArguments } from '#libs/tools';
-import { type CommittedStep, type Lease, type PublicError, type ToolCallSpec, TurnsService, type Usage } from '#libs/turns';
+import { type CommittedStep, type Lease, type PublicError, type ToolCallSpec, ItemsRepository, RunsRepository, StepsRepository, type Usage } from '#libs/turns';
 import { FencingStats } from './fencing-stats.js';
 import { ImageReferences } from './image-references.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -66,8 +66,10 @@ export class RunExecutor {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly transitions: TurnTransitions,
     private readonly stepTransitions: StepTransitions,
-    private readonly turns: TurnsService,
-    private readonly inputs: InputsService,
+    private readonly runs: RunsRepository,
+    private readonly steps: StepsRepository,
+    private readonly items: ItemsRepository,
+    private readonly inputs: InputsRepository,
     private readonly models: ModelRegistry,
     private readonly tools: ToolCatalog,
     private readonly outbox: EventOutbox,
@@ -98,7 +100,7 @@ export class RunExecutor {
       // when a cancel or steer signal is lost.
       // Only this run's own item is its checkpoint (never the item of the run it yielded from).
       renew: (current) =>
-        this.turns.renewLease(
+        this.runs.renewLease(
           current,
           this.config.runLeaseMs,
           state.output.item?.runId === current.runId ? { item_id: state.output.item.id, output_index: state.output.outputIndex, text: state.output.text } : null,
@@ -142,7 +144,7 @@ export class RunExecutor {
     const declarations = agent?.tools ?? [];
     const tools = declarations.length > 0 ? await this.tools.resolve(declarations, control.abort.signal) : [];
     const policy = toolPolicy(tools, held.config.tool_approval_mode, held.trustedTools);
-    const counts = held.fresh ? { modelCalls: 0, toolCalls: 0 } : await this.turns.callCounts(this.dataSource.manager, held.turn.id);
+    const counts = held.fresh ? { modelCalls: 0, toolCalls: 0 } : await this.steps.callCounts(this.dataSource.manager, held.turn.id);
     let steps: CommittedStep[] = held.steps;
     for (;;) {
       // A cancel, a shutdown or a lost lease heard while the last step ran ends the run at this boundary.
@@ -224,7 +226,7 @@ export class RunExecutor {
   private async callModel(state: RunState, tools: ResolvedTool[], control: RunControl): Promise<ModelCallResult> {
     const { held } = state;
     const { provider, model } = this.models.resolve(held.run.model);
-    const context = await this.turns.contextItems(this.dataSource.manager, held.turn.sessionId, held.turn.id, CONTEXT_ITEMS);
+    const context = await this.items.contextItems(this.dataSource.manager, held.turn.sessionId, held.turn.id, CONTEXT_ITEMS);
     const attachments = await this.attachmentsOf(context);
     state.output = { item: null, outputIndex: state.outputIndex, text: '', lostDeltas: false };
     const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null };
@@ -379,7 +381,7 @@ export class RunExecutor {
    */
   private async startTurnTimer(held: HeldTurn, control: RunControl): Promise<() => void> {
     const limitMs = (held.config.agent?.limits.turn_timeout_s ?? DEFAULT_AGENT_LIMITS.turn_timeout_s) * 1000;
-    const usedMs = held.fresh ? 0 : await this.turns.executedMs(this.dataSource.manager, held.turn.id);
+    const usedMs = held.fresh ? 0 : await this.runs.executedMs(this.dataSource.manager, held.turn.id);
     const error = new TurnLimitError('turn_timeout', `The turn ran longer than its limit of ${limitMs / 1000} s`);
     if (usedMs >= limitMs) throw error;
     const timer = setTimeout(() => control.abort.abort(error), limitMs - usedMs);

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { withLogContext } from '#libs/config';
 import { newId } from '#libs/database';
-import { InputsService } from '#libs/inputs';
+import { InputsRepository } from '#libs/inputs';
 import { RunSignals } from '#libs/queue';
-import { TurnsService } from '#libs/turns';
+import { RunsRepository } from '#libs/turns';
 import { LeaseKeeper } from './lease-keeper.js';
 import { RunControl } from './run-control.js';
 import { ShuttingDownError } from './run-errors.js';
@@ -25,8 +25,8 @@ export class SessionDriver {
   constructor(
     private readonly transitions: TurnTransitions,
     private readonly executor: RunExecutor,
-    private readonly inputs: InputsService,
-    private readonly turns: TurnsService,
+    private readonly inputs: InputsRepository,
+    private readonly runs: RunsRepository,
     private readonly signals: RunSignals,
   ) {}
 
@@ -35,7 +35,7 @@ export class SessionDriver {
     let turnsRun = 0;
     // The cheap unlocked look first: most nudges after a turn find nothing to do. An input that
     // lands right after it comes with its own nudge.
-    while (this.claiming && ((await this.inputs.hasPending(sessionId)) || (takeover && (await this.turns.hasUnleasedRun(sessionId))))) {
+    while (this.claiming && ((await this.inputs.hasPending(sessionId)) || (takeover && (await this.runs.hasUnleasedRun(sessionId))))) {
       // Listening for a cancel starts before the claim commits, so none can slip in between.
       const runId = newId();
       const control = new RunControl();

@@ -1,3 +1,3 @@
 export type { SessionEntity, TurnSummary } from './session.entity.js';
 export { SessionsModule } from './sessions.module.js';
-export { type NewSession, type SessionFilter, type SessionPatch, SessionsService } from './sessions.service.js';
+export { type NewSession, type SessionFilter, type SessionPatch, SessionsRepository } from './sessions.repository.js';

@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { SessionEntity } from './session.entity.js';
-import { SessionsService } from './sessions.service.js';
+import { SessionsRepository } from './sessions.repository.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([SessionEntity])],
-  providers: [SessionsService],
-  exports: [SessionsService],
+  providers: [SessionsRepository],
+  exports: [SessionsRepository],
 })
 export class SessionsModule {}

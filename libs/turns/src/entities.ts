@@ -1,9 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { ItemStatus, RunStatus, StepStatus, TurnStatus } from './states.js';
 
-export type TurnStatus = 'queued' | 'in_progress' | 'requires_action' | 'completed' | 'failed' | 'cancelled';
-/** Turn statuses that still hold the session (a partial unique index allows one such turn per session). */
-export const ACTIVE_TURN_STATUSES: readonly TurnStatus[] = ['queued', 'in_progress', 'requires_action'];
-export type RunStatus = 'queued' | 'in_progress' | 'requires_action' | 'completed' | 'failed' | 'cancelled' | 'yielded' | 'interrupted';
+export type { ItemStatus, RunStatus, StepStatus, TurnStatus } from './states.js';
 
 /** A tool call as the model produced it (`arguments`: the JSON string, possibly invalid). */
 export interface ToolCallSpec {
@@ -109,8 +107,6 @@ export interface RunCheckpoint {
   text: string;
 }
 
-export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
-
 @Entity('items')
 export class ItemEntity {
   @PrimaryColumn('uuid') id!: string;
@@ -137,7 +133,7 @@ export type StepKind = 'model_call' | 'tool_call' | 'waitpoint';
 export interface CommittedStep {
   runId: string;
   kind: StepKind;
-  status: 'started' | 'completed' | 'failed';
+  status: StepStatus;
   ref: string | null;
   output: StepOutput;
 }

@@ -1,4 +1,3 @@
-export { ACTIVE_TURN_STATUSES } from './entities.js';
 export type {
   CommittedStep,
   ItemEntity,
@@ -34,5 +33,30 @@ export {
   UsageDto,
   WaitpointDto,
 } from './turn.dto.js';
+export {
+  ACTIVE_TURN_STATUSES,
+  CANCEL_WINS_OVER,
+  ITEM_STATUSES,
+  LEASABLE_RUN_STATUSES,
+  RUN_STATUSES,
+  RUN_TRANSITIONS,
+  SETTLED_RUN_STATUSES,
+  type SettledStatus,
+  settledStatus,
+  settledStatusSql,
+  sqlList,
+  STEP_STATUSES,
+  STEP_TRANSITIONS,
+  type StepStatus,
+  statusGuard,
+  TERMINAL_TURN_STATUSES,
+  type Transition,
+  TURN_STATUSES,
+  TURN_TRANSITIONS,
+} from './states.js';
 export { TurnsModule } from './turns.module.js';
-export { type Lease, type NewItem, type NewStep, type NewTurn, type SettleSpec, type SuccessorSpec, TurnsService } from './turns.service.js';
+export { ItemsRepository, type NewItem } from './items.repository.js';
+export type { Lease } from './lease.js';
+export { RunsRepository, type SuccessorSpec } from './runs.repository.js';
+export { type NewStep, StepsRepository } from './steps.repository.js';
+export { type NewTurn, type SettleSpec, TurnsRepository } from './turns.repository.js';

@@ -1,8 +1,5 @@
 import { ApiProperty, type ApiPropertyOptions, ApiPropertyOptional } from '@nestjs/swagger';
-import type { RunStatus, TurnStatus } from './entities.js';
-
-const RUN_STATUSES: RunStatus[] = ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled', 'yielded', 'interrupted'];
-const TURN_STATUSES: TurnStatus[] = ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'];
+import { RUN_STATUSES, TURN_STATUSES } from './states.js';
 
 export class PublicErrorDto {
   @ApiProperty({

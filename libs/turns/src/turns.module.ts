@@ -1,11 +1,17 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ItemEntity, RunEntity, TurnEntity } from './entities.js';
-import { TurnsService } from './turns.service.js';
+import { ItemsRepository } from './items.repository.js';
+import { RunsRepository } from './runs.repository.js';
+import { StepsRepository } from './steps.repository.js';
+import { TurnsRepository } from './turns.repository.js';
 
+const REPOSITORIES = [TurnsRepository, RunsRepository, StepsRepository, ItemsRepository];
+
+/** One repository per table: turns, runs, run_steps, items. */
 @Module({
   imports: [TypeOrmModule.forFeature([TurnEntity, RunEntity, ItemEntity])],
-  providers: [TurnsService],
-  exports: [TurnsService],
+  providers: REPOSITORIES,
+  exports: REPOSITORIES,
 })
 export class TurnsModule {}

@@ -1,5 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ERROR_CODES } from '#libs/errors';
+import { INPUT_STATUSES } from '#libs/inputs';
+import { TURN_STATUSES } from '#libs/turns';
 
 const ERROR_TYPES = [...new Set(Object.values(ERROR_CODES).map((spec) => spec.type))];
 
@@ -25,7 +27,7 @@ export class ErrorDetailsDto {
   retry_after?: number;
   @ApiPropertyOptional({ description: '`idempotency_conflict`: the key that was already used with a different intent.' })
   idempotency_key?: string;
-  @ApiPropertyOptional({ enum: ['pending', 'consumed', 'cancelled'], description: '`state_conflict` on an input: its status.' })
+  @ApiPropertyOptional({ enum: INPUT_STATUSES, description: '`state_conflict` on an input: its status.' })
   status?: string;
   @ApiPropertyOptional({ type: String, nullable: true, description: '`state_conflict` on a cancel with `expected_run_id`: the current run of the turn.' })
   current_run_id?: string | null;
@@ -35,7 +37,7 @@ export class ErrorDetailsDto {
   kind?: string;
   @ApiPropertyOptional({ type: String, nullable: true, description: '`waitpoint_stale`: the waitpoint the turn waits at (null: none).' })
   waitpoint_id?: string | null;
-  @ApiPropertyOptional({ enum: ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'], description: '`waitpoint_stale`: the status of the turn.' })
+  @ApiPropertyOptional({ enum: TURN_STATUSES, description: '`waitpoint_stale`: the status of the turn.' })
   turn_status?: string;
   @ApiPropertyOptional({ type: [String], description: '`waitpoint_stale`: question or call ids that are not part of the waitpoint.' })
   unknown_ids?: string[];

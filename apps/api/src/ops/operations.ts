@@ -7,7 +7,9 @@ import { DomainError } from '#libs/errors';
 import { EventOutbox, EventPublisher } from '#libs/events';
 import { SessionControls, TurnTransitions } from '#libs/lifecycle';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
-import { SessionsService } from '#libs/sessions';
+import { InputsRepository } from '#libs/inputs';
+import { SessionsRepository } from '#libs/sessions';
+import { RunsRepository, TurnsRepository } from '#libs/turns';
 
 /** How many of a session's latest turns `session` shows. */
 const TURNS_SHOWN = 20;
@@ -22,7 +24,10 @@ const TURNS_SHOWN = 20;
 export class Operations {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly sessions: SessionsService,
+    private readonly sessions: SessionsRepository,
+    private readonly inputs: InputsRepository,
+    private readonly turns: TurnsRepository,
+    private readonly runs: RunsRepository,
     private readonly controls: SessionControls,
     private readonly transitions: TurnTransitions,
     private readonly publisher: EventPublisher,
@@ -33,44 +38,19 @@ export class Operations {
 
   /** The session, its pending inputs in claim order, its latest turns with their runs and leases (times on the database clock). */
   async session(sessionId: string): Promise<object> {
-    if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
-    const [session] = (await this.dataSource.query(
-      `SELECT id, owner_id, agent_id, model, archived, queue_paused, pending_input_count, turn_seq, current_turn, created_at, last_active_at, now() AS db_now
-       FROM sessions WHERE id = $1`,
-      [sessionId],
-    )) as Record<string, unknown>[];
+    const session = await this.sessions.operatorView(sessionId);
     if (!session) throw DomainError.notFound(`Session ${sessionId}`);
-    const pending = (await this.dataSource.query(
-      `SELECT id, mode, priority, received_seq, received_at, jsonb_array_length(messages) AS message_count
-       FROM inputs WHERE session_id = $1 AND status = 'pending'
-       ORDER BY priority DESC, CASE WHEN mode = 'steer' THEN 0 ELSE 1 END, received_seq`,
-      [sessionId],
-    )) as Record<string, unknown>[];
-    const turns = (await this.dataSource.query(
-      `SELECT id, seq, status, cancellation_pending, current_run_id, result_run_id, waitpoint IS NOT NULL AS waiting, error, created_at, started_at, completed_at
-       FROM turns WHERE session_id = $1 ORDER BY seq DESC LIMIT $2`,
-      [sessionId, TURNS_SHOWN],
-    )) as Record<string, unknown>[];
-    const runs = (await this.dataSource.query(
-      `SELECT id, turn_id, seq, status, model, epoch, lease_owner, lease_expires_at,
-              CASE WHEN lease_expires_at IS NULL THEN NULL ELSE round(extract(epoch FROM lease_expires_at - now()) * 1000) END AS lease_remaining_ms,
-              error, created_at, started_at, completed_at
-       FROM runs WHERE turn_id = ANY($1::uuid[]) ORDER BY turn_id, seq`,
-      [turns.map((turn) => turn.id)],
-    )) as Record<string, unknown>[];
+    const pending = await this.inputs.pendingSummary(sessionId);
+    const turns = await this.turns.operatorSummaries(sessionId, TURNS_SHOWN);
+    const runs = await this.runs.operatorSummaries(turns.map((turn) => String(turn.id)));
     const { db_now: dbNow, ...fields } = session;
     return {
       db_now: dbNow,
       session: fields,
-      queue: {
-        paused: session.queue_paused,
-        pending: pending.map((input) => ({ ...input, received_seq: Number(input.received_seq) })),
-      },
+      queue: { paused: session.queue_paused, pending },
       turns: turns.reverse().map((turn) => ({
         ...turn,
-        runs: runs
-          .filter((run) => run.turn_id === turn.id)
-          .map((run) => ({ ...run, turn_id: undefined, epoch: Number(run.epoch), lease_remaining_ms: run.lease_remaining_ms === null ? null : Number(run.lease_remaining_ms) })),
+        runs: runs.filter((run) => run.turn_id === turn.id).map((run) => ({ ...run, turn_id: undefined })),
       })),
     };
   }
@@ -114,7 +94,7 @@ export class Operations {
       () => false,
     );
     await this.nudge(sessionId);
-    const after = await this.dataSource.query(`SELECT queue_paused FROM sessions WHERE id = $1`, [sessionId]);
+    const after = await this.sessions.operatorView(sessionId);
     return {
       session_id: sessionId,
       turn_id: settled.turn.id,
@@ -124,21 +104,18 @@ export class Operations {
       error: settled.turn.error,
       // false: Redis was unreachable; the outbox relay publishes the events once it is back.
       events_published: published,
-      queue_paused: (after as { queue_paused: boolean }[])[0]?.queue_paused ?? null,
+      queue_paused: after?.queue_paused ?? null,
     };
   }
 
   /** Nudges the session's queue, and the takeover of a run that waits for a worker, if any. */
   async redispatch(sessionId: string): Promise<object> {
     if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
-    const [session] = (await this.dataSource.query(`SELECT id FROM sessions WHERE id = $1`, [sessionId])) as unknown[];
-    if (!session) throw DomainError.notFound(`Session ${sessionId}`);
-    const awaiting = (await this.dataSource.query(`SELECT id FROM runs WHERE session_id = $1 AND status = 'in_progress' AND lease_owner IS NULL`, [sessionId])) as {
-      id: string;
-    }[];
+    if (!(await this.sessions.operatorView(sessionId))) throw DomainError.notFound(`Session ${sessionId}`);
+    const awaiting = await this.runs.unleasedRunIds(sessionId);
     await this.dispatcher.nudge(sessionId);
-    for (const run of awaiting) await this.dispatcher.nudgeTakeover(sessionId, run.id);
-    return { session_id: sessionId, nudged: true, takeover_run_ids: awaiting.map((run) => run.id) };
+    for (const runId of awaiting) await this.dispatcher.nudgeTakeover(sessionId, runId);
+    return { session_id: sessionId, nudged: true, takeover_run_ids: awaiting };
   }
 
   private async nudge(sessionId: string): Promise<boolean> {

@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { InputDto } from '#libs/inputs';
 import { ItemDto } from '#libs/turns';
+import { SESSION_STATUSES } from '../session-view.js';
 import { CurrentTurnDto } from './session.dto.js';
 
 export class QueueDto {
@@ -19,7 +20,7 @@ export class InputDetailDto extends InputDto {
 export class SessionStateDto {
   @ApiProperty({ enum: ['yuxi.session.state'] }) object!: 'yuxi.session.state';
   @ApiProperty() session_id!: string;
-  @ApiProperty({ enum: ['idle', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
+  @ApiProperty({ enum: SESSION_STATUSES }) status!: string;
   @ApiProperty({ type: CurrentTurnDto, nullable: true }) current_turn!: CurrentTurnDto | null;
   @ApiProperty() queue_paused!: boolean;
   @ApiProperty({ type: 'integer', minimum: 0 }) queued_input_count!: number;

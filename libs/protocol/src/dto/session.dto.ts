@@ -2,7 +2,8 @@ import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { WaitpointDto } from '#libs/turns';
+import { TURN_STATUSES, WaitpointDto } from '#libs/turns';
+import { SESSION_STATUSES } from '../session-view.js';
 import { OptionalNotNull } from './validators.js';
 
 export class ReceiptDto {
@@ -17,7 +18,7 @@ export class ReceiptDto {
 
 export class CurrentTurnDto {
   @ApiProperty() id!: string;
-  @ApiProperty({ enum: ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
+  @ApiProperty({ enum: TURN_STATUSES }) status!: string;
   @ApiProperty({ type: String, nullable: true }) current_run_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) result_run_id!: string | null;
   @ApiProperty({ type: WaitpointDto, nullable: true, description: 'What the turn waits for while requires_action, else null.' }) waitpoint!: object | null;
@@ -49,7 +50,7 @@ export class SessionDto {
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
   @ApiProperty({ type: 'integer', description: 'Unix seconds of the latest receipt, consumption or run; presentation updates do not move it.' })
   last_active_at!: number;
-  @ApiProperty({ enum: ['idle', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] }) status!: string;
+  @ApiProperty({ enum: SESSION_STATUSES }) status!: string;
   @ApiProperty({ type: SessionYuxiDto }) yuxi!: SessionYuxiDto;
 }
 

@@ -1,18 +1,19 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, Equals, IsArray, IsIn, IsObject, IsString, Length, Matches, ValidateNested } from 'class-validator';
+import { INPUT_MODES } from '#libs/inputs';
 import { ATTACHMENT_FILE_IDS_SCHEMA, FILE_ID_PATTERN, MAX_ATTACHMENTS } from './create-session.dto.js';
 import { AGENT_INPUT_SCHEMA } from './input.schema.js';
 import { IsAgentInput, OptionalNotNull } from './validators.js';
 
 export class MessageEventYuxiDto {
   @ApiPropertyOptional({
-    enum: ['follow_up', 'steer'],
+    enum: INPUT_MODES,
     description:
       'follow_up queues FIFO; steer runs ahead of all follow-ups (into the executing turn at its next safe boundary). Omitted: steer while a turn executes, follow-up when idle; 409 while the turn waits for an answer or is being cancelled.',
   })
   @OptionalNotNull()
-  @IsIn(['follow_up', 'steer'])
+  @IsIn(INPUT_MODES)
   mode?: 'follow_up' | 'steer';
 
   @ApiPropertyOptional({ description: 'Model for this input only (follow-ups only), `provider:model`.' })

@@ -6,7 +6,7 @@ import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
 import { AttachmentJobs, SessionDispatcher } from '#libs/queue';
-import { type SessionEntity, SessionsService } from '#libs/sessions';
+import { type SessionEntity, SessionsRepository } from '#libs/sessions';
 
 /** What an accepting transaction produced besides its response: the events announcing it. */
 export interface Accepted extends WorkResult {
@@ -51,7 +51,7 @@ export interface Staging {
 export class Acceptance {
   constructor(
     private readonly idempotency: IdempotencyService,
-    private readonly sessions: SessionsService,
+    private readonly sessions: SessionsRepository,
     private readonly outbox: EventOutbox,
     private readonly dispatcher: SessionDispatcher,
     private readonly attachmentJobs: AttachmentJobs,

@@ -5,7 +5,7 @@ import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { type AttachmentDeletedDto, FILE_STORAGE, FilesRepository, type FileStorage } from '#libs/files';
 import { SessionControls } from '#libs/lifecycle';
-import { SessionsService } from '#libs/sessions';
+import { SessionsRepository } from '#libs/sessions';
 
 /**
  * `DELETE …/sessions/{id}/attachments/{file_id}`: removes an attachment's record and bytes (001:
@@ -19,7 +19,7 @@ export class DeleteAttachment {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly sessions: SessionsService,
+    private readonly sessions: SessionsRepository,
     private readonly controls: SessionControls,
     private readonly files: FilesRepository,
     @Inject(FILE_STORAGE) private readonly storage: FileStorage,

@@ -4,10 +4,10 @@ import { agentViewerOf, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
 import { FilesRepository } from '#libs/files';
-import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsService } from '#libs/inputs';
+import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsRepository } from '#libs/inputs';
 import { metrics } from '#libs/metrics';
 import { ModelRegistry } from '#libs/models';
-import { SessionsService } from '#libs/sessions';
+import { SessionsRepository } from '#libs/sessions';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
 import { frozenInputConfig } from '../input-config.js';
 import { InlineImages } from '../inline-images.js';
@@ -22,8 +22,8 @@ const DEFAULT_TITLE = '新的对话';
 export class CreateSession {
   constructor(
     private readonly acceptance: Acceptance,
-    private readonly sessions: SessionsService,
-    private readonly inputs: InputsService,
+    private readonly sessions: SessionsRepository,
+    private readonly inputs: InputsRepository,
     private readonly agents: AgentsService,
     private readonly models: ModelRegistry,
     private readonly files: FilesRepository,

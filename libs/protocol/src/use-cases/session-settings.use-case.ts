@@ -5,7 +5,7 @@ import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { SessionControls } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
-import { SessionsService } from '#libs/sessions';
+import { SessionsRepository } from '#libs/sessions';
 import type { SessionDto } from '../dto/session.dto.js';
 import type { UpdateSessionDto } from '../dto/update-session.dto.js';
 import { toSessionDto } from '../session-view.js';
@@ -14,7 +14,7 @@ import { toSessionDto } from '../session-view.js';
 @Injectable()
 export class UpdateSession {
   constructor(
-    private readonly sessions: SessionsService,
+    private readonly sessions: SessionsRepository,
     private readonly models: ModelRegistry,
   ) {}
 
@@ -36,7 +36,7 @@ export class UpdateSession {
 export class ArchiveSession {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly sessions: SessionsService,
+    private readonly sessions: SessionsRepository,
     private readonly controls: SessionControls,
   ) {}
 

@@ -40,7 +40,7 @@ export interface SessionFilter {
  * row lock is the session lock every state change of the session takes first.
  */
 @Injectable()
-export class SessionsService {
+export class SessionsRepository {
   constructor(@InjectRepository(SessionEntity) private readonly sessions: Repository<SessionEntity>) {}
 
   /** Inserts the session; with a first input its queue already counts that input (seq 1). */
@@ -228,4 +228,16 @@ export class SessionsService {
       .getMany();
     return toPage(rows, page.limit);
   }
+
+  /** The session row as an operator sees it (the ops CLI), with the database clock; null when there is none. */
+  async operatorView(sessionId: string): Promise<Record<string, unknown> | null> {
+    if (!isUuid(sessionId)) return null;
+    const [row] = (await this.sessions.query(
+      prepared(`SELECT id, owner_id, agent_id, model, archived, queue_paused, pending_input_count, turn_seq, current_turn, created_at, last_active_at, now() AS db_now
+       FROM sessions WHERE id = $1`),
+      [sessionId],
+    )) as Record<string, unknown>[];
+    return row ?? null;
+  }
+
 }

@@ -1,13 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { type EntityManager, In, type Repository, type SelectQueryBuilder } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import { AppConfig } from '#libs/config';
-import { isUuid, newId, prepared, unixSeconds } from '#libs/database';
+import { isUuid, newId, prepared, sqlList, statusGuard, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { AttachmentDto } from '#libs/files';
 import { InputDto } from './input.dto.js';
 import { type FrozenInputConfig, INPUT_COLUMNS, InputEntity, inputFromRow, type InputMessage, type InputMode } from './input.entity.js';
 import { preparationRetryDelayMs } from './preparation-backoff.js';
+import { ATTACHMENT_TRANSITIONS, INPUT_TRANSITIONS, MODE_TRANSITIONS } from './states.js';
 
 export interface NewInput {
   sessionId: string;
@@ -25,7 +26,7 @@ const MAX_STEER_BATCH = 20;
 
 /** The durable input queue of each session, ordered by the per-session received sequence. */
 @Injectable()
-export class InputsService {
+export class InputsRepository {
   constructor(
     @InjectRepository(InputEntity) private readonly inputs: Repository<InputEntity>,
     private readonly config: AppConfig,
@@ -56,7 +57,7 @@ export class InputsService {
     // first try is due after the grace period (database clock).
     await manager.query(
       prepared(`INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, attachment_status, config, received_at, attachment_retry_at)
-       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $10::varchar, $8, $9, CASE WHEN $10::varchar = 'preparing' THEN now() + $11::int * interval '1 millisecond' END)`),
+       VALUES ($1, $2, $3, $4, $5, '${INPUT_TRANSITIONS.accept.to[0]}', $6, $7, $10::varchar, $8, $9, CASE WHEN $10::varchar = 'preparing' THEN now() + $11::int * interval '1 millisecond' END)`),
       [
         row.id,
         row.sessionId,
@@ -91,21 +92,20 @@ export class InputsService {
 
   /** Pending inputs in the order they will be claimed (see head). */
   async pending(sessionId: string): Promise<InputEntity[]> {
-    return claimOrder(this.inputs, sessionId).getMany();
+    const rows = (await this.inputs.query(prepared(`SELECT ${INPUT_COLUMNS} FROM inputs i WHERE session_id = $1 AND status = 'pending' ORDER BY ${CLAIM_KEY('i')}`), [
+      sessionId,
+    ])) as Record<string, unknown>[];
+    return rows.map(inputFromRow);
   }
 
-  /**
-   * Cancels a pending input (call under the session lock, so a claim cannot race it). Returns the
-   * input; a consumed or already cancelled input is a state conflict.
-   */
-  async cancelPending(manager: EntityManager, sessionId: string, inputId: string, at: Date): Promise<InputEntity> {
-    const row = isUuid(inputId) ? await manager.getRepository(InputEntity).findOneBy({ id: inputId, sessionId }) : null;
-    if (!row) throw DomainError.notFound(`Input ${inputId}`);
-    if (row.status !== 'pending') {
-      throw new DomainError('state_conflict', `Input ${inputId} is ${row.status}; only pending inputs can be cancelled`, { status: row.status });
-    }
-    await manager.update(InputEntity, { id: inputId }, { status: 'cancelled', cancelledAt: at });
-    return { ...row, status: 'cancelled', cancelledAt: at };
+  /** What an operator sees of the queue (the ops CLI): pending inputs in claim order, without their content. */
+  async pendingSummary(sessionId: string): Promise<Record<string, unknown>[]> {
+    const rows = (await this.inputs.query(
+      prepared(`SELECT id, mode, priority, received_seq, received_at, jsonb_array_length(messages) AS message_count
+       FROM inputs i WHERE session_id = $1 AND status = 'pending' ORDER BY ${CLAIM_KEY('i')}`),
+      [sessionId],
+    )) as Record<string, unknown>[];
+    return rows.map((input) => ({ ...input, received_seq: Number(input.received_seq) }));
   }
 
   /**
@@ -152,24 +152,23 @@ export class InputsService {
     return rows[0]?.ready === true;
   }
 
-  /**
-   * Turns a pending follow-up into a steer (call under the session lock). A pending steer is
-   * already satisfied; a consumed or cancelled input is a state conflict.
-   */
-  async promote(manager: EntityManager, sessionId: string, inputId: string): Promise<InputEntity> {
-    const row = isUuid(inputId) ? await manager.getRepository(InputEntity).findOneBy({ id: inputId, sessionId }) : null;
-    if (!row) throw DomainError.notFound(`Input ${inputId}`);
-    if (row.status !== 'pending') {
-      throw new DomainError('state_conflict', `Input ${inputId} is ${row.status}; only pending inputs can be promoted`, { status: row.status });
-    }
-    if (row.attachmentStatus !== 'ready') {
-      throw new DomainError('state_conflict', `Input ${inputId} is still preparing its attachments; promote it once attachment_status is ready`, {
-        attachment_status: row.attachmentStatus,
-      });
-    }
-    if (row.mode === 'steer') return row;
-    await manager.update(InputEntity, { id: inputId }, { mode: 'steer' });
-    return { ...row, mode: 'steer' };
+  /** Cancels a pending input (call under the session lock, after input-gates allowed it); false when it is not pending any more. */
+  async markCancelled(manager: EntityManager, inputId: string, at: Date): Promise<boolean> {
+    const [, count] = (await manager.query(
+      prepared(`UPDATE inputs SET status = '${INPUT_TRANSITIONS.cancel.to[0]}', cancelled_at = $2 WHERE id = $1 AND ${statusGuard('status', INPUT_TRANSITIONS.cancel.from)}`),
+      [inputId, at],
+    )) as [unknown[], number];
+    return count === 1;
+  }
+
+  /** Makes a pending follow-up a steer (call under the session lock, after input-gates allowed it); false when nothing changed. */
+  async markSteer(manager: EntityManager, inputId: string): Promise<boolean> {
+    const [, count] = (await manager.query(
+      prepared(`UPDATE inputs SET mode = '${MODE_TRANSITIONS.promote.to[0]}'
+       WHERE id = $1 AND ${statusGuard('mode', MODE_TRANSITIONS.promote.from)} AND ${statusGuard('status', INPUT_TRANSITIONS.cancel.from)}`),
+      [inputId],
+    )) as [unknown[], number];
+    return count === 1;
   }
 
   /** The highest received_seq among the inputs a turn consumed: steers after it may still join the turn. */
@@ -185,7 +184,11 @@ export class InputsService {
   }
 
   async markConsumed(manager: EntityManager, inputIds: string[], turnId: string, runId: string, at: Date): Promise<void> {
-    await manager.update(InputEntity, { id: In(inputIds), status: 'pending' }, { status: 'consumed', turnId, runId, consumedAt: at });
+    await manager.query(
+      prepared(`UPDATE inputs SET status = '${INPUT_TRANSITIONS.consume.to[0]}', turn_id = $2, run_id = $3, consumed_at = $4
+       WHERE id = ANY($1::uuid[]) AND ${statusGuard('status', INPUT_TRANSITIONS.consume.from)}`),
+      [inputIds, turnId, runId, at],
+    );
   }
 
   /** An input by id alone (the worker's preparation; never for a client, who is scoped by session). */
@@ -195,8 +198,9 @@ export class InputsService {
     return rows[0] ? inputFromRow(rows[0]) : null;
   }
 
-  /** An input of the session by id, read in the caller's transaction; null when there is none. */
-  async findIn(manager: EntityManager, sessionId: string, inputId: string): Promise<InputEntity | null> {
+  /** An input of the session by id, read in the caller's transaction (under the session lock); null when there is none. */
+  async findInSession(manager: EntityManager, sessionId: string, inputId: string): Promise<InputEntity | null> {
+    if (!isUuid(inputId)) return null;
     const rows = (await manager.query(prepared(`SELECT ${INPUT_COLUMNS} FROM inputs WHERE id = $1 AND session_id = $2`), [inputId, sessionId])) as Record<string, unknown>[];
     return rows[0] ? inputFromRow(rows[0]) : null;
   }
@@ -210,7 +214,8 @@ export class InputsService {
   /** Every attached file is in the workdir: the input may run (call with the input locked). */
   async markAttachmentsReady(manager: EntityManager, inputId: string): Promise<boolean> {
     const [, count] = (await manager.query(
-      prepared(`UPDATE inputs SET attachment_status = 'ready', attachment_error = NULL WHERE id = $1 AND attachment_status = 'preparing'`),
+      prepared(`UPDATE inputs SET attachment_status = '${ATTACHMENT_TRANSITIONS.ready.to[0]}', attachment_error = NULL
+       WHERE id = $1 AND ${statusGuard('attachment_status', ATTACHMENT_TRANSITIONS.ready.from)}`),
       [inputId],
     )) as [unknown[], number];
     return count === 1;
@@ -249,13 +254,14 @@ export class InputsService {
   /**
    * Sessions whose pending inputs waited past the grace period and that a worker could claim now
    * (queue not paused, no active turn, a ready input not behind one still preparing): candidates
-   * for a lost nudge, longest waiting first.
+   * for a lost nudge, longest waiting first. `activeTurnStatuses`: the turn machine's (libs/turns),
+   * which this lib does not depend on.
    */
-  async sessionsWithWaitingInputs(olderThan: Date, limit: number): Promise<string[]> {
+  async sessionsWithWaitingInputs(olderThan: Date, limit: number, activeTurnStatuses: readonly string[]): Promise<string[]> {
     const rows = (await this.inputs.query(
       prepared(`SELECT i.session_id FROM inputs i JOIN sessions s ON s.id = i.session_id
        WHERE i.status = 'pending' AND i.received_at < $1 AND NOT s.queue_paused AND i.attachment_status = 'ready'
-         AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = i.session_id AND t.status IN ('queued', 'in_progress', 'requires_action'))
+         AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = i.session_id AND t.status IN (${sqlList(activeTurnStatuses)}))
          AND NOT EXISTS (SELECT 1 FROM inputs h WHERE h.session_id = i.session_id AND h.status = 'pending' AND h.attachment_status <> 'ready'
                          AND (${CLAIM_KEY('h')}) < (${CLAIM_KEY('i')}))
        GROUP BY i.session_id ORDER BY min(i.received_at) LIMIT $2`),
@@ -282,16 +288,6 @@ async function claimable(manager: EntityManager, sessionId: string, limit: numbe
     [sessionId, limit],
   )) as Record<string, unknown>[];
   return rows.map(inputFromRow);
-}
-
-/** Pending inputs of a session in claim order: priority, then steer before follow-up, then received order. */
-function claimOrder(repository: Repository<InputEntity>, sessionId: string): SelectQueryBuilder<InputEntity> {
-  return repository
-    .createQueryBuilder('i')
-    .where('i.session_id = :sessionId AND i.status = :status', { sessionId, status: 'pending' })
-    .orderBy('i.priority', 'DESC')
-    .addOrderBy(`CASE WHEN i.mode = 'steer' THEN 0 ELSE 1 END`)
-    .addOrderBy('i.received_seq', 'ASC');
 }
 
 /** The input's projection; `attachments` are its files that still exist (any order: they are put in attachment_file_ids order). */

@@ -1,0 +1,37 @@
+import { DomainError } from '#libs/errors';
+import type { InputEntity } from '#libs/inputs';
+import type { TurnEntity } from '#libs/turns';
+
+/**
+ * Whether a client may ask for an input's edges (libs/inputs/src/states.ts): pure decisions,
+ * taken under the session lock on rows read in the same transaction. The repository's statement
+ * then keeps the guard atomic. Each returns the input to act on, or null when nothing is to do.
+ */
+
+/** Removing a pending input from the queue; a consumed or cancelled one is a state conflict. */
+export function gateCancelInput(input: InputEntity | null, inputId: string): InputEntity {
+  if (!input) throw DomainError.notFound(`Input ${inputId}`);
+  if (input.status !== 'pending') {
+    throw new DomainError('state_conflict', `Input ${inputId} is ${input.status}; only pending inputs can be cancelled`, { status: input.status });
+  }
+  return input;
+}
+
+/**
+ * Promoting a pending follow-up to a steer: not while the turn waits for an answer or is being
+ * cancelled, nor before its attachments are prepared. A pending steer is already satisfied (null).
+ */
+export function gatePromoteInput(input: InputEntity | null, inputId: string, active: TurnEntity | null): InputEntity | null {
+  if (active?.status === 'requires_action') throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval');
+  if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled');
+  if (!input) throw DomainError.notFound(`Input ${inputId}`);
+  if (input.status !== 'pending') {
+    throw new DomainError('state_conflict', `Input ${inputId} is ${input.status}; only pending inputs can be promoted`, { status: input.status });
+  }
+  if (input.attachmentStatus !== 'ready') {
+    throw new DomainError('state_conflict', `Input ${inputId} is still preparing its attachments; promote it once attachment_status is ready`, {
+      attachment_status: input.attachmentStatus,
+    });
+  }
+  return input.mode === 'steer' ? null : input;
+}

@@ -1,0 +1,99 @@
+import { sqlList } from '#libs/database';
+
+export { sqlList, statusGuard } from '#libs/database';
+
+/**
+ * The state machines of turns, runs, steps and items, declared once. Status unions, the DTO and
+ * OpenAPI enums, the SQL guards of the repositories and the invariant checks
+ * (scripts/lib/invariants.mjs reads the built copy of this module) all derive from here.
+ *
+ * Each transition table names the repository method that performs each edge; the method's SQL
+ * carries the edge's guard (`statusGuard`) so the database refuses an edge the table does not
+ * allow, atomically. test/unit/states.test.ts runs every named method against a recording
+ * connection and checks that its statement carries the guard of its edge.
+ */
+
+/** `queued` is in the wire contract but never written by this build: a claim creates its turn `in_progress`. */
+export const TURN_STATUSES = ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'] as const;
+export type TurnStatus = (typeof TURN_STATUSES)[number];
+/** Turn statuses that still hold the session (a partial unique index allows one such turn per session). */
+export const ACTIVE_TURN_STATUSES = ['queued', 'in_progress', 'requires_action'] as const satisfies readonly TurnStatus[];
+export const TERMINAL_TURN_STATUSES = ['completed', 'failed', 'cancelled'] as const satisfies readonly TurnStatus[];
+
+/** `queued` as for turns: in the contract, never written. A run ends in any status but `in_progress`. */
+export const RUN_STATUSES = ['queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled', 'yielded', 'interrupted'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+/** How a run that executes may end through a settlement. */
+/** A lease holds only on a run in progress: every write through one, and every ending of a run that executes, starts here. */
+export const LEASABLE_RUN_STATUSES = ['in_progress'] as const satisfies readonly RunStatus[];
+export const SETTLED_RUN_STATUSES = ['completed', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
+export type SettledStatus = (typeof SETTLED_RUN_STATUSES)[number];
+
+/** A tool call is `started` before a server tool runs and `completed` with its result; `failed` is declared by the schema, never written. */
+export const STEP_STATUSES = ['started', 'completed', 'failed'] as const;
+export type StepStatus = (typeof STEP_STATUSES)[number];
+
+export const ITEM_STATUSES = ['in_progress', 'completed', 'incomplete'] as const;
+export type ItemStatus = (typeof ITEM_STATUSES)[number];
+
+/**
+ * One edge (or a set of edges with one performer) of a state machine: `from` null is a row's
+ * creation. `by` is `Class.method` of the repository whose statement performs it; `column` is the
+ * status column as that statement names it, where its guard (statusGuard) is written.
+ */
+export interface Transition<S extends string> {
+  from: readonly (S | null)[];
+  to: readonly S[];
+  by: `${string}.${string}`;
+  column: string;
+}
+
+export const TURN_TRANSITIONS = {
+  /** A claim turns the queue head into a turn with its first run. */
+  start: { from: [null], to: ['in_progress'], by: 'TurnsRepository.startTurn', column: 'status' },
+  /** The run stops at a waitpoint; the turn waits. */
+  suspend: { from: ['in_progress'], to: ['requires_action'], by: 'RunsRepository.suspendRun', column: 'turns.status' },
+  /** A waitpoint is answered: the turn continues in a new run. */
+  resume: { from: ['requires_action'], to: ['in_progress'], by: 'TurnsRepository.resumeTurn', column: 'status' },
+  /** The run settles, and its turn with it (see settledStatus for cancel-wins-over-completion). */
+  settle: { from: LEASABLE_RUN_STATUSES, to: SETTLED_RUN_STATUSES, by: 'TurnsRepository.settle', column: 'r.status' },
+  /** A waiting turn is cancelled at once: no worker holds it. */
+  cancelWaiting: { from: ['requires_action'], to: ['cancelled'], by: 'TurnsRepository.cancelWaitingTurn', column: 'status' },
+  /** Not a status change: an active turn is flagged `cancellation_pending`, and ends at its next boundary. */
+  requestCancel: { from: ACTIVE_TURN_STATUSES, to: ACTIVE_TURN_STATUSES, by: 'TurnsRepository.requestCancel', column: 'status' },
+} as const satisfies Record<string, Transition<TurnStatus>>;
+
+export const RUN_TRANSITIONS = {
+  /** A turn's first run, leased to the claiming worker. */
+  start: { from: [null], to: ['in_progress'], by: 'TurnsRepository.startTurn', column: 'status' },
+  /** The run yields to a steer; its successor (same turn, next epoch) is created in the same statement. */
+  yield: { from: LEASABLE_RUN_STATUSES, to: ['yielded'], by: 'RunsRepository.yieldRun', column: 'status' },
+  /** Released at shutdown or recovered after its lease expired; an unleased successor waits for a worker. */
+  interrupt: { from: LEASABLE_RUN_STATUSES, to: ['interrupted'], by: 'RunsRepository.interruptRun', column: 'status' },
+  suspend: { from: LEASABLE_RUN_STATUSES, to: ['requires_action'], by: 'RunsRepository.suspendRun', column: 'status' },
+  /** The run that continues a resumed turn. */
+  resume: { from: [null], to: ['in_progress'], by: 'TurnsRepository.resumeTurn', column: 'status' },
+  settle: { from: LEASABLE_RUN_STATUSES, to: SETTLED_RUN_STATUSES, by: 'TurnsRepository.settle', column: 'r.status' },
+  cancelWaiting: { from: ['requires_action'], to: ['cancelled'], by: 'TurnsRepository.cancelWaitingTurn', column: 'status' },
+} as const satisfies Record<string, Transition<RunStatus>>;
+
+export const STEP_TRANSITIONS = {
+  /** A step is recorded `started` (a server tool about to run) or `completed`; a started one completes once. */
+  record: { from: [null, 'started'], to: ['started', 'completed'], by: 'StepsRepository.recordStep', column: 'run_steps.status' },
+} as const satisfies Record<string, Transition<StepStatus>>;
+
+/**
+ * A decision, not an edge: a completion that commits after a cancel was accepted ends the turn
+ * `cancelled` (the client was told the turn would stop); a failure stays a failure. The settle
+ * statement evaluates the same rule in SQL (settledStatusSql), atomically with the cancel flag.
+ */
+export const CANCEL_WINS_OVER = ['completed'] as const satisfies readonly SettledStatus[];
+
+export function settledStatus(requested: SettledStatus, cancellationPending: boolean): SettledStatus {
+  return cancellationPending && (CANCEL_WINS_OVER as readonly string[]).includes(requested) ? 'cancelled' : requested;
+}
+
+/** settledStatus as a SQL expression over a boolean column and a text parameter. */
+export function settledStatusSql(pendingColumn: string, requestedParam: string): string {
+  return `CASE WHEN ${pendingColumn} AND ${requestedParam} IN (${sqlList(CANCEL_WINS_OVER)}) THEN 'cancelled' ELSE ${requestedParam} END`;
+}

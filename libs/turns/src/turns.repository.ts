@@ -1,0 +1,266 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { EntityManager, Repository } from 'typeorm';
+import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
+import { DomainError } from '#libs/errors';
+import { type PublicError, RunEntity, TurnEntity, type TurnStatus, type Usage } from './entities.js';
+import { ADD_USAGE, type Lease } from './lease.js';
+import { ACTIVE_TURN_STATUSES, RUN_TRANSITIONS, type SettledStatus, settledStatusSql, statusGuard, TURN_TRANSITIONS } from './states.js';
+
+export interface NewTurn {
+  turnId: string;
+  runId: string;
+  sessionId: string;
+  seq: number;
+  agentId: string;
+  model: string;
+  inputIds: string[];
+  config: object;
+  leaseOwner: string;
+  leaseMs: number;
+  at: Date;
+}
+
+export interface SettleSpec {
+  /** The lease to settle through; null settles a run nobody holds any more (expired or awaiting takeover). */
+  lease: Lease | null;
+  runId: string;
+  runStatus: SettledStatus;
+  turn: TurnEntity;
+  error: PublicError | null;
+  /** A completion's model call, recorded as a committed step of the turn. */
+  answer?: { input: object; output: object };
+  /** Tokens of the run's last model call, added to the run's and the turn's usage. */
+  usage?: Usage | null;
+  at: Date;
+}
+
+/**
+ * The `turns` table, and the statements that change a turn together with its runs (start, settle,
+ * resume, cancel while waiting): each is one statement, so a turn and its run never disagree.
+ */
+@Injectable()
+export class TurnsRepository {
+  constructor(@InjectRepository(TurnEntity) private readonly turns: Repository<TurnEntity>) {}
+
+  /** The session's turn that still holds it (queued, in progress or waiting), if any: the claim gate. */
+  async activeTurn(manager: EntityManager, sessionId: string): Promise<TurnEntity | null> {
+    if (!isUuid(sessionId)) return null;
+    return manager
+      .getRepository(TurnEntity)
+      .createQueryBuilder('t')
+      .where('t.session_id = :sessionId AND t.status IN (:...active)', { sessionId, active: ACTIVE_TURN_STATUSES })
+      .getOne();
+  }
+
+  /** Creates an in-progress turn with its first run, leased to the caller on the database clock. */
+  async startTurn(manager: EntityManager, spec: NewTurn): Promise<{ turn: TurnEntity; run: RunEntity }> {
+    const { turnId, runId } = spec;
+    const turn = manager.create(TurnEntity, {
+      id: turnId,
+      sessionId: spec.sessionId,
+      seq: spec.seq,
+      status: 'in_progress',
+      agentId: spec.agentId,
+      model: spec.model,
+      currentRunId: runId,
+      resultRunId: null,
+      waitpoint: null,
+      cancellationPending: false,
+      error: null,
+      usage: null,
+      createdAt: spec.at,
+      startedAt: spec.at,
+      completedAt: null,
+    });
+    const run = manager.create(RunEntity, {
+      id: runId,
+      turnId,
+      sessionId: spec.sessionId,
+      seq: 1,
+      status: 'in_progress',
+      inputIds: spec.inputIds,
+      model: spec.model,
+      config: spec.config,
+      resumeFromRunId: null,
+      leaseOwner: spec.leaseOwner,
+      leaseExpiresAt: null,
+      epoch: 0,
+      checkpoint: null,
+      createdAt: spec.at,
+      startedAt: spec.at,
+      completedAt: null,
+      error: null,
+      usage: null,
+    });
+    // One statement for both rows (and the run's fencing epoch): the turn start is on every turn's critical path.
+    const rows = (await manager.query(
+      prepared(`WITH t AS (
+         INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at)
+         VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7)
+       )
+       INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, epoch, created_at, started_at)
+       VALUES ($6, $1, $2, 1, '${RUN_TRANSITIONS.start.to[0]}', $8, $5, $9, $10, now() + make_interval(secs => $11::double precision / 1000),
+               (SELECT coalesce(max(epoch), 0) + 1 FROM runs WHERE session_id = $2), $7, $7)
+       RETURNING epoch`),
+      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs],
+    )) as { epoch: string }[];
+    run.epoch = Number(rows[0]?.epoch);
+    return { turn, run };
+  }
+
+  /** Marks an active turn as being cancelled; returns it, or null when it is not active any more. */
+  async requestCancel(manager: EntityManager, sessionId: string, turnId: string): Promise<TurnEntity | null> {
+    if (!isUuid(turnId)) return null;
+    const [rows] = (await manager.query(
+      prepared(`UPDATE turns SET cancellation_pending = true
+       WHERE id = $1 AND session_id = $2 AND ${statusGuard('status', TURN_TRANSITIONS.requestCancel.from)} RETURNING id`),
+      [turnId, sessionId],
+    )) as [{ id: string }[], number];
+    if (rows.length === 0) return null;
+    return manager.getRepository(TurnEntity).findOneByOrFail({ id: turnId });
+  }
+
+  /**
+   * Settles a run and its turn in one statement, through the lease (or, with none, only a run that
+   * nobody holds any more). A completion turns into a cancellation when a cancel was accepted
+   * first (the client was told the turn would stop), and records its model answer as a committed
+   * step. Returns the settled turn, or null when the run was not the caller's to settle.
+   */
+  async settle(manager: EntityManager, spec: SettleSpec): Promise<{ turn: TurnEntity; runUsage: Usage | null } | null> {
+    const rows = (await manager.query(
+      prepared(`WITH cur AS (
+         SELECT r.id, r.turn_id, t.cancellation_pending FROM runs r JOIN turns t ON t.id = r.turn_id
+         WHERE r.id = $1 AND ${statusGuard('r.status', RUN_TRANSITIONS.settle.from)}
+           AND (($2::text IS NULL AND (r.lease_owner IS NULL OR r.lease_expires_at < now())) OR (r.lease_owner = $2 AND r.epoch = $3 AND r.lease_expires_at > now()))
+         FOR UPDATE OF r
+       ), fin AS (
+         SELECT id, turn_id, ${settledStatusSql('cancellation_pending', '$4::text')} AS status FROM cur
+       ), r AS (
+         UPDATE runs SET status = fin.status, completed_at = $5, error = $6::jsonb, lease_owner = NULL, lease_expires_at = NULL,
+                usage = CASE WHEN $11::jsonb IS NULL THEN runs.usage ELSE ${ADD_USAGE('runs.usage', '$11')} END
+         FROM fin WHERE runs.id = fin.id RETURNING runs.turn_id, fin.status, runs.usage
+       ), t AS (
+         UPDATE turns SET status = r.status, completed_at = $5, result_run_id = CASE WHEN r.status = 'completed' THEN $1::uuid END,
+                current_run_id = NULL, error = $6::jsonb, cancellation_pending = false,
+                usage = CASE WHEN $11::jsonb IS NULL THEN turns.usage ELSE ${ADD_USAGE('turns.usage', '$11')} END
+         FROM r WHERE turns.id = r.turn_id RETURNING r.status, r.usage AS run_usage, turns.usage AS turn_usage
+       ), st AS (
+         INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, input, output, created_at)
+         SELECT $7, $1, r.turn_id, $8, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = r.turn_id), 'model_call', 'completed', $9::jsonb, $10::jsonb, $5
+         FROM r WHERE r.status = 'completed' AND $9::jsonb IS NOT NULL
+       )
+       SELECT status, run_usage, turn_usage FROM t`),
+      [
+        spec.runId,
+        spec.lease?.owner ?? null,
+        spec.lease?.epoch ?? 0,
+        spec.runStatus,
+        spec.at,
+        spec.error === null ? null : JSON.stringify(spec.error),
+        newId(),
+        spec.turn.sessionId,
+        spec.answer ? JSON.stringify(spec.answer.input) : null,
+        spec.answer ? JSON.stringify(spec.answer.output) : null,
+        spec.usage ? JSON.stringify(spec.usage) : null,
+      ],
+    )) as { status: TurnStatus; run_usage: Usage | null; turn_usage: Usage | null }[];
+    const row = rows[0];
+    if (!row) return null;
+    return {
+      turn: {
+        ...spec.turn,
+        status: row.status,
+        completedAt: spec.at,
+        resultRunId: row.status === 'completed' ? spec.runId : null,
+        currentRunId: null,
+        error: spec.error,
+        cancellationPending: false,
+        usage: row.turn_usage,
+      },
+      runUsage: row.run_usage,
+    };
+  }
+
+  /**
+   * Continues a waiting turn in a new run (call under the session lock): unleased, resuming from the
+   * run that asked, for any worker to take over. The turn is in progress again, its waitpoint gone.
+   */
+  async resumeTurn(manager: EntityManager, turn: TurnEntity, nextRunId: string, at: Date): Promise<{ turn: TurnEntity; run: RunEntity } | null> {
+    const fromRunId = turn.waitpoint?.run_id ?? turn.currentRunId;
+    const rows = (await manager.query(
+      prepared(`WITH t AS (
+         UPDATE turns SET status = '${TURN_TRANSITIONS.resume.to[0]}', waitpoint = NULL, current_run_id = $2
+         WHERE id = $1 AND ${statusGuard('status', TURN_TRANSITIONS.resume.from)} RETURNING id
+       )
+       INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, resume_from_run_id, epoch, created_at)
+       SELECT $2, f.turn_id, f.session_id, (SELECT max(seq) + 1 FROM runs WHERE turn_id = $1), '${RUN_TRANSITIONS.resume.to[0]}', '{}', f.model, f.config, f.id,
+              (SELECT coalesce(max(epoch), 0) + 1 FROM runs WHERE session_id = f.session_id), $4
+       FROM runs f, t WHERE f.id = $3
+       RETURNING id`),
+      [turn.id, nextRunId, fromRunId, at],
+    )) as { id: string }[];
+    if (rows.length === 0) return null;
+    const run = await manager.getRepository(RunEntity).findOneByOrFail({ id: nextRunId });
+    return { turn: { ...turn, status: 'in_progress', waitpoint: null, currentRunId: nextRunId }, run };
+  }
+
+  /** Cancels a turn that waits at a waitpoint (no worker holds it): the turn and its waiting run end cancelled. */
+  async cancelWaitingTurn(manager: EntityManager, turn: TurnEntity, at: Date): Promise<{ turn: TurnEntity; run: RunEntity | null } | null> {
+    const rows = (await manager.query(
+      prepared(`WITH t AS (
+         UPDATE turns SET status = '${TURN_TRANSITIONS.cancelWaiting.to[0]}', waitpoint = NULL, current_run_id = NULL, cancellation_pending = false, completed_at = $2
+         WHERE id = $1 AND ${statusGuard('status', TURN_TRANSITIONS.cancelWaiting.from)} RETURNING id
+       ), r AS (
+         UPDATE runs SET status = '${RUN_TRANSITIONS.cancelWaiting.to[0]}' WHERE turn_id = $1 AND ${statusGuard('status', RUN_TRANSITIONS.cancelWaiting.from)} AND EXISTS (SELECT 1 FROM t) RETURNING id
+       )
+       SELECT t.id, (SELECT id FROM r LIMIT 1) AS run_id FROM t`),
+      [turn.id, at],
+    )) as { id: string; run_id: string | null }[];
+    const row = rows[0];
+    if (!row) return null;
+    const run = row.run_id ? await manager.getRepository(RunEntity).findOneBy({ id: row.run_id }) : null;
+    return { turn: { ...turn, status: 'cancelled', waitpoint: null, currentRunId: null, cancellationPending: false, completedAt: at }, run };
+  }
+
+  /** Whether the turn was asked to cancel (read under the session lock). */
+  async cancellationPending(manager: EntityManager, turnId: string): Promise<boolean> {
+    const rows = (await manager.query(prepared(`SELECT cancellation_pending FROM turns WHERE id = $1`), [turnId])) as { cancellation_pending: boolean }[];
+    return rows[0]?.cancellation_pending ?? false;
+  }
+
+  async findTurn(manager: EntityManager, turnId: string): Promise<TurnEntity | null> {
+    if (!isUuid(turnId)) return null;
+    return manager.getRepository(TurnEntity).findOneBy({ id: turnId });
+  }
+
+  async getTurn(sessionId: string, turnId: string): Promise<TurnEntity> {
+    const turn = isUuid(turnId) ? await this.turns.findOneBy({ id: turnId, sessionId }) : null;
+    if (!turn) throw DomainError.notFound(`Turn ${turnId}`);
+    return turn;
+  }
+
+  async listTurns(sessionId: string, page: PageQuery): Promise<Page<TurnEntity>> {
+    const qb = this.turns.createQueryBuilder('t').where('t.session_id = :sessionId', { sessionId });
+    if (page.after !== undefined) {
+      const anchor = isUuid(page.after) ? await this.turns.findOneBy({ id: page.after, sessionId }) : null;
+      if (!anchor) throw new DomainError('invalid_cursor', 'The `after` cursor is not a turn of this session');
+      qb.andWhere(`t.seq ${page.order === 'desc' ? '<' : '>'} :seq`, { seq: anchor.seq });
+    }
+    const rows = await qb
+      .orderBy('t.seq', page.order === 'desc' ? 'DESC' : 'ASC')
+      .limit(page.limit + 1)
+      .getMany();
+    return toPage(rows, page.limit);
+  }
+
+  /** The session's latest turns as an operator sees them (the ops CLI), newest first. */
+  async operatorSummaries(sessionId: string, limit: number): Promise<Record<string, unknown>[]> {
+    return (await this.turns.query(
+      prepared(`SELECT id, seq, status, cancellation_pending, current_run_id, result_run_id, waitpoint IS NOT NULL AS waiting, error, created_at, started_at, completed_at
+       FROM turns WHERE session_id = $1 ORDER BY seq DESC LIMIT $2`),
+      [sessionId, limit],
+    )) as Record<string, unknown>[];
+  }
+
+}
