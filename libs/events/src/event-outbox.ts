@@ -4,7 +4,8 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { EventPublisher, type DurableRow, type OutgoingEvent, stampEvents } from './event-publisher.js';
+import { EventPublisher, type DurableRow, stampEvents } from './event-publisher.js';
+import type { OutgoingEvent } from './outgoing-events.js';
 
 /** Outbox rows committed together, ready to be published. */
 export interface OutboxBatch {

@@ -2,7 +2,8 @@ import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } fro
 import type { Redis } from 'ioredis';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
-import type { PublicEvent } from './event.types.js';
+import type { EventType, PublicEvent } from './event.types.js';
+import type { OutgoingEvent } from './outgoing-events.js';
 import { EVENTS_REDIS } from './redis.providers.js';
 import { sessionFenceKey, sessionSeqKey, sessionStreamKey } from './stream-keys.js';
 
@@ -67,8 +68,6 @@ type PublishingRedis = Redis & {
   yuxiPublishDurable(stream: string, seqKey: string, fenceKey: string, ...args: string[]): Promise<number>;
   yuxiPublishLive(stream: string, seqKey: string, fenceKey: string, ...args: string[]): Promise<number>;
 };
-
-export type OutgoingEvent = { type: string } & Record<string, unknown>;
 
 /** An outbox row as the stream receives it. */
 export interface DurableRow {
@@ -138,7 +137,7 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
     const entries = (await this.redis.xrevrange(sessionStreamKey(sessionId), '+', '-', 'COUNT', maxEntries)) as [string, string[]][];
     const shown = new Map<string, { outputIndex: number; text: string }>();
     for (const [, fields] of entries.reverse()) {
-      if (fields[1] !== 'agent.session.turn.output_text.delta') continue;
+      if (fields[1] !== ('agent.session.turn.output_text.delta' satisfies EventType)) continue;
       const event = JSON.parse(fields[3] ?? '{}') as { item_id?: string; output_index?: number; delta?: string; yuxi?: { run_id?: string } };
       if (event.yuxi?.run_id !== runId || !event.item_id) continue;
       const item = shown.get(event.item_id) ?? { outputIndex: event.output_index ?? 0, text: '' };
@@ -171,7 +170,7 @@ export function stampEvents(sessionId: string, events: OutgoingEvent[]): PublicE
         event_id: `evt_${newId().replaceAll('-', '')}`,
         session_id: sessionId,
         created_at: createdAt,
-        yuxi: { ...(event.yuxi as object | undefined) },
+        yuxi: { ...('yuxi' in event ? event.yuxi : undefined) },
       }) as PublicEvent,
   );
 }

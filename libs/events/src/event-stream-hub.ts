@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { newId } from '#libs/database';
 import { compareStreamIds, encodeCursor, sequenceStep, type StreamPosition } from './cursor.js';
 import { EventOutbox } from './event-outbox.js';
+import { type ResyncReason, resyncEvent } from './outgoing-events.js';
 import { EVENTS_REDIS, EVENTS_REDIS_BLOCKING } from './redis.providers.js';
 import { sessionIdFromStreamKey, sessionStreamKey } from './stream-keys.js';
 
@@ -289,13 +290,15 @@ function toFrame(sessionId: string, streamId: string, fields: string[]): StreamF
 }
 
 /** Not stored anywhere: each subscriber that needs one gets its own, positioned where it stands. */
-function resyncFrame(sessionId: string, streamId: string, seq: number | null, reason: 'cursor_expired' | 'events_lost'): StreamFrame {
+function resyncFrame(sessionId: string, streamId: string, seq: number | null, reason: ResyncReason): StreamFrame {
+  // The envelope without `yuxi` (no seq, no run): this event is the subscriber's own, never stored.
+  const { type, ...payload } = resyncEvent(reason);
   const event = {
-    type: 'yuxi.session.resync',
+    type,
     event_id: `evt_${newId().replaceAll('-', '')}`,
     session_id: sessionId,
     created_at: Math.floor(Date.now() / 1000),
-    reason,
+    ...payload,
   };
   return {
     streamId,

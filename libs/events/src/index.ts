@@ -1,6 +1,34 @@
 export { compareStreamIds, decodeCursor, encodeCursor, sequenceStep, type StreamPosition } from './cursor.js';
 export { EVENT_TYPES, type EventType, type PublicEvent } from './event.types.js';
 export { type AppendOptions, EventOutbox, type FlushResult, type LaggingSession, type OutboxBatch } from './event-outbox.js';
-export { type DurableRow, EventPublisher, type LiveOutcome, type OutgoingEvent } from './event-publisher.js';
+export { type DurableRow, EventPublisher, type LiveOutcome } from './event-publisher.js';
 export { EventStreamHub, hasGap, type StreamFrame, type StreamInfo, type SubscribeResult } from './event-stream-hub.js';
 export { EventsModule, EventStreamModule } from './events.module.js';
+export {
+  type ContentPartEvent,
+  type ContentPartEventType,
+  type EventContentPart,
+  type EventOf,
+  type EventReceipt,
+  type EventResource,
+  type EventsByType,
+  type EventTurnState,
+  type InputAcceptedEvent,
+  type ItemEvent,
+  type ItemEventType,
+  type OutgoingEvent,
+  type OutputTextDeltaEvent,
+  type OutputTextDoneEvent,
+  type ReasoningDeltaEvent,
+  type ReasoningDoneEvent,
+  type ResyncEvent,
+  type ResyncReason,
+  resyncEvent,
+  type RunEvent,
+  type RunEventType,
+  type SessionCreatedEvent,
+  type TurnStateEvent,
+  type TurnStatusEvent,
+  type TurnStatusEventType,
+  type TurnWaitingEvent,
+} from './outgoing-events.js';

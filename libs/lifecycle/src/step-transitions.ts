@@ -80,7 +80,7 @@ export class StepTransitions {
       const count = (output.item ? 1 : 0) + step.toolCalls.length;
       let seq = await this.sessions.reserveItemSeqs(manager, sessionId, count);
       let index = output.outputIndex;
-      const events: OutgoingEvent[] = output.lostDeltas ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
+      const events: OutgoingEvent[] = output.lostDeltas ? [turnEvents.resync('events_lost')] : [];
       if (output.item) {
         const [item] = await this.items.insertItems(manager, seq, [
           { ...output.item, status: 'completed', content: [{ type: 'output_text', text: output.text }], phase: 'commentary', createdAt: now },

@@ -1,64 +1,159 @@
-import type { OutgoingEvent } from '#libs/events';
+import {
+  type ContentPartEvent,
+  type ContentPartEventType,
+  type EventOf,
+  type EventResource,
+  type EventType,
+  type InputAcceptedEvent,
+  type ItemEvent,
+  type ItemEventType,
+  resyncEvent,
+  type RunEvent,
+  type RunEventType,
+  type SessionCreatedEvent,
+  type TurnStateEvent,
+  type TurnStatusEvent,
+  type TurnStatusEventType,
+} from '#libs/events';
+import type { AcceptedReceipt } from '#libs/inputs';
 import { type ItemEntity, type RunEntity, type StoredContentPart, toItemDto, toRunDto, toTurnDto, type TurnEntity, type Waitpoint } from '#libs/turns';
 
-/** Builders of the public SSE events of a turn, so every emitter projects the same way. */
-export const turnEvents = {
-  turn(type: 'created' | 'in_progress' | 'completed' | 'failed' | 'cancelled', turn: TurnEntity): OutgoingEvent {
-    return { type: `agent.session.turn.${type}`, turn_id: turn.id, turn: toTurnDto(turn) };
-  },
-  run(type: 'created' | 'requires_action' | 'completed' | 'failed' | 'cancelled' | 'yielded' | 'interrupted', run: RunEntity): OutgoingEvent {
-    return { type: `yuxi.session.run.${type}`, turn_id: run.turnId, run: toRunDto(run), yuxi: { run_id: run.id } };
-  },
+/*
+ * The builders of every public SSE event of a session, so every emitter projects the same way and
+ * no emitter writes an event literal. EVENT_BUILDERS has one builder per type of EVENT_TYPES and
+ * each returns exactly its type's shape (libs/events/src/outgoing-events.ts): `satisfies` below makes
+ * a type without a builder, or a builder that builds another type, a compile error. `turnEvents` is
+ * how emitters call them.
+ */
+
+const turnStatusEvent =
+  <T extends TurnStatusEventType>(type: T) =>
+  (turn: TurnEntity): TurnStatusEvent<T> => ({ type, turn_id: turn.id, turn: toTurnDto(turn) });
+
+const runEvent =
+  <T extends RunEventType>(type: T) =>
+  (run: RunEntity): RunEvent<T> => ({ type, turn_id: run.turnId, run: toRunDto(run), yuxi: { run_id: run.id } });
+
+const itemEvent =
+  <T extends ItemEventType>(type: T) =>
+  (item: ItemEntity, outputIndex: number): ItemEvent<T> => ({
+    type,
+    turn_id: item.turnId,
+    output_index: outputIndex,
+    item: toItemDto(item),
+    yuxi: { run_id: item.runId },
+  });
+
+const contentPartEvent =
+  <T extends ContentPartEventType>(type: T) =>
+  (item: ItemEntity, outputIndex: number, contentIndex: number, part: StoredContentPart): ContentPartEvent<T> => ({
+    type,
+    turn_id: item.turnId,
+    item_id: item.id,
+    output_index: outputIndex,
+    content_index: contentIndex,
+    part: { ...part, annotations: [] },
+    yuxi: { run_id: item.runId },
+  });
+
+/** For each event type, a function building that type's event (whatever its arguments). */
+type EventBuilders = { [K in EventType]: (...args: never[]) => EventOf<K> };
+
+/** One builder per event type; the compiler refuses a type of EVENT_TYPES without one. */
+export const EVENT_BUILDERS = {
+  /** The first event of every session stream; `session` is the create response (protocol projects it). */
+  'agent.session.created': (session: EventResource): SessionCreatedEvent => ({ type: 'agent.session.created', session }),
+  'yuxi.session.event.accepted': (receipt: AcceptedReceipt): InputAcceptedEvent => ({ type: 'yuxi.session.event.accepted', receipt }),
+  'yuxi.session.run.created': runEvent('yuxi.session.run.created'),
+  'agent.session.turn.created': turnStatusEvent('agent.session.turn.created'),
+  'agent.session.turn.in_progress': turnStatusEvent('agent.session.turn.in_progress'),
+  'agent.session.turn.item.added': itemEvent('agent.session.turn.item.added'),
+  'agent.session.turn.content_part.added': contentPartEvent('agent.session.turn.content_part.added'),
+  'agent.session.turn.output_text.delta': (item: ItemEntity, outputIndex: number, contentIndex: number, delta: string): EventOf<'agent.session.turn.output_text.delta'> => ({
+    type: 'agent.session.turn.output_text.delta',
+    turn_id: item.turnId,
+    item_id: item.id,
+    output_index: outputIndex,
+    content_index: contentIndex,
+    delta,
+    yuxi: { run_id: item.runId },
+  }),
+  'yuxi.session.turn.reasoning.delta': (item: ItemEntity, outputIndex: number, delta: string): EventOf<'yuxi.session.turn.reasoning.delta'> => ({
+    type: 'yuxi.session.turn.reasoning.delta',
+    turn_id: item.turnId,
+    item_id: item.id,
+    output_index: outputIndex,
+    delta,
+    yuxi: { run_id: item.runId },
+  }),
+  'yuxi.session.turn.reasoning.done': (item: ItemEntity, outputIndex: number, text: string): EventOf<'yuxi.session.turn.reasoning.done'> => ({
+    type: 'yuxi.session.turn.reasoning.done',
+    turn_id: item.turnId,
+    item_id: item.id,
+    output_index: outputIndex,
+    text,
+    yuxi: { run_id: item.runId },
+  }),
+  'agent.session.turn.output_text.done': (item: ItemEntity, outputIndex: number, contentIndex: number, text: string): EventOf<'agent.session.turn.output_text.done'> => ({
+    type: 'agent.session.turn.output_text.done',
+    turn_id: item.turnId,
+    item_id: item.id,
+    output_index: outputIndex,
+    content_index: contentIndex,
+    text,
+    yuxi: { run_id: item.runId },
+  }),
+  'agent.session.turn.content_part.done': contentPartEvent('agent.session.turn.content_part.done'),
+  'agent.session.turn.item.done': itemEvent('agent.session.turn.item.done'),
+  'yuxi.session.run.yielded': runEvent('yuxi.session.run.yielded'),
+  'yuxi.session.run.interrupted': runEvent('yuxi.session.run.interrupted'),
+  'yuxi.session.run.requires_action': runEvent('yuxi.session.run.requires_action'),
   /** The turn stopped at a waitpoint: what it waits for, bound to the turn and the run that asked. */
-  waiting(turn: TurnEntity, waitpoint: Waitpoint): OutgoingEvent {
-    return { type: 'yuxi.session.turn.waiting', turn_id: turn.id, waitpoint, turn: toTurnDto(turn), yuxi: { run_id: waitpoint.run_id } };
+  'yuxi.session.turn.waiting': (turn: TurnEntity, waitpoint: Waitpoint): EventOf<'yuxi.session.turn.waiting'> => ({
+    type: 'yuxi.session.turn.waiting',
+    turn_id: turn.id,
+    waitpoint,
+    turn: toTurnDto(turn),
+    yuxi: { run_id: waitpoint.run_id },
+  }),
+  'yuxi.session.run.completed': runEvent('yuxi.session.run.completed'),
+  'yuxi.session.run.failed': runEvent('yuxi.session.run.failed'),
+  'yuxi.session.run.cancelled': runEvent('yuxi.session.run.cancelled'),
+  /** The turn projection plus the cancellation flag (set by an accepted cancel until the terminal event). */
+  'yuxi.session.turn.state': (turn: TurnEntity): TurnStateEvent => {
+    const dto = toTurnDto(turn);
+    return { type: 'yuxi.session.turn.state', turn_id: turn.id, turn: { ...dto, yuxi: { ...dto.yuxi, cancellation_pending: turn.cancellationPending } } };
   },
-  reasoningDelta(item: ItemEntity, outputIndex: number, delta: string): OutgoingEvent {
-    return { type: 'yuxi.session.turn.reasoning.delta', turn_id: item.turnId, item_id: item.id, output_index: outputIndex, delta, yuxi: { run_id: item.runId } };
+  'agent.session.turn.completed': turnStatusEvent('agent.session.turn.completed'),
+  'agent.session.turn.failed': turnStatusEvent('agent.session.turn.failed'),
+  'agent.session.turn.cancelled': turnStatusEvent('agent.session.turn.cancelled'),
+  // Defined in libs/events: the stream hub sends it too.
+  'yuxi.session.resync': resyncEvent,
+} satisfies EventBuilders;
+
+/** The builders as emitters call them, a status or a phase standing for the last part of the type. */
+export const turnEvents = {
+  sessionCreated: EVENT_BUILDERS['agent.session.created'],
+  accepted: EVENT_BUILDERS['yuxi.session.event.accepted'],
+  turn(type: 'created' | 'in_progress' | 'completed' | 'failed' | 'cancelled', turn: TurnEntity) {
+    return EVENT_BUILDERS[`agent.session.turn.${type}` as const](turn);
   },
-  reasoningDone(item: ItemEntity, outputIndex: number, text: string): OutgoingEvent {
-    return { type: 'yuxi.session.turn.reasoning.done', turn_id: item.turnId, item_id: item.id, output_index: outputIndex, text, yuxi: { run_id: item.runId } };
+  /** The turn changed state without a status change (a cancel was accepted). */
+  turnState: EVENT_BUILDERS['yuxi.session.turn.state'],
+  run(type: 'created' | 'requires_action' | 'completed' | 'failed' | 'cancelled' | 'yielded' | 'interrupted', run: RunEntity) {
+    return EVENT_BUILDERS[`yuxi.session.run.${type}` as const](run);
   },
-  item(type: 'added' | 'done', item: ItemEntity, outputIndex: number): OutgoingEvent {
-    return {
-      type: `agent.session.turn.item.${type}`,
-      turn_id: item.turnId,
-      output_index: outputIndex,
-      item: toItemDto(item),
-      yuxi: { run_id: item.runId },
-    };
+  waiting: EVENT_BUILDERS['yuxi.session.turn.waiting'],
+  reasoningDelta: EVENT_BUILDERS['yuxi.session.turn.reasoning.delta'],
+  reasoningDone: EVENT_BUILDERS['yuxi.session.turn.reasoning.done'],
+  item(type: 'added' | 'done', item: ItemEntity, outputIndex: number) {
+    return EVENT_BUILDERS[`agent.session.turn.item.${type}` as const](item, outputIndex);
   },
-  contentPart(type: 'added' | 'done', item: ItemEntity, outputIndex: number, contentIndex: number, part: StoredContentPart): OutgoingEvent {
-    return {
-      type: `agent.session.turn.content_part.${type}`,
-      turn_id: item.turnId,
-      item_id: item.id,
-      output_index: outputIndex,
-      content_index: contentIndex,
-      part: { ...part, annotations: [] },
-      yuxi: { run_id: item.runId },
-    };
+  contentPart(type: 'added' | 'done', item: ItemEntity, outputIndex: number, contentIndex: number, part: StoredContentPart) {
+    return EVENT_BUILDERS[`agent.session.turn.content_part.${type}` as const](item, outputIndex, contentIndex, part);
   },
-  textDelta(item: ItemEntity, outputIndex: number, contentIndex: number, delta: string): OutgoingEvent {
-    return {
-      type: 'agent.session.turn.output_text.delta',
-      turn_id: item.turnId,
-      item_id: item.id,
-      output_index: outputIndex,
-      content_index: contentIndex,
-      delta,
-      yuxi: { run_id: item.runId },
-    };
-  },
-  textDone(item: ItemEntity, outputIndex: number, contentIndex: number, text: string): OutgoingEvent {
-    return {
-      type: 'agent.session.turn.output_text.done',
-      turn_id: item.turnId,
-      item_id: item.id,
-      output_index: outputIndex,
-      content_index: contentIndex,
-      text,
-      yuxi: { run_id: item.runId },
-    };
-  },
+  textDelta: EVENT_BUILDERS['agent.session.turn.output_text.delta'],
+  textDone: EVENT_BUILDERS['agent.session.turn.output_text.done'],
+  /** Events may have been missed (`events_lost`: deltas were dropped on the way). */
+  resync: EVENT_BUILDERS['yuxi.session.resync'],
 };

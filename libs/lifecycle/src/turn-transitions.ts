@@ -434,7 +434,7 @@ export class TurnTransitions {
     }
     // An item a committed step already wrote (a model call's commentary before its tool calls) is kept as written.
     for (const id of await this.items.existingItemIds(manager, [...items.keys()])) items.delete(id);
-    const closing: OutgoingEvent[] = shown === null ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
+    const closing: OutgoingEvent[] = shown === null ? [turnEvents.resync('events_lost')] : [];
     const ordered = [...items].sort(([, a], [, b]) => a.outputIndex - b.outputIndex);
     let seq = ordered.length > 0 ? await this.sessions.reserveItemSeqs(manager, turn.sessionId, ordered.length) : 0;
     for (const [id, { outputIndex, text }] of ordered) {
@@ -543,7 +543,7 @@ export function closingEvents(item: ItemEntity, outputIndex: number, text: strin
 
 /** Deltas that never reached the stream leave a gap only a resync can tell the client about. */
 function lostDeltasNotice(output: RunOutput): OutgoingEvent[] {
-  return output.lostDeltas ? [{ type: 'yuxi.session.resync', reason: 'events_lost' }] : [];
+  return output.lostDeltas ? [turnEvents.resync('events_lost')] : [];
 }
 
 /** The user items a batch of inputs becomes, message by message, in received order (turn and run filled in by the caller). */

@@ -1,13 +1,13 @@
 import { type ContentObject, getSchemaPath, type SchemaObject } from '@nestjs/swagger';
-import { EVENT_TYPES, type EventType } from '#libs/events';
+import { type ContentPartEventType, EVENT_TYPES, type EventOf, type EventType, type ItemEventType, type RunEventType, type TurnStatusEventType } from '#libs/events';
 import { SessionDto, ReceiptDto } from '#libs/protocol';
 import { ContentPartDto, ItemDto, RunDto, TurnDto, TurnStateDto, WaitpointDto } from '#libs/turns';
 
 /**
  * The SSE payloads as schemas: one per event type, combined as `SessionEvent` (a `oneOf` with a
  * discriminator on `type`), so a generated client narrows `event.type` to a typed payload. Each
- * shape mirrors what its builder sends (libs/lifecycle/src/turn-events.ts, the create and accept
- * use cases, the stream hub's resync) and is closed: a field the server adds must be added here.
+ * shape mirrors what its builder sends (EVENT_BUILDERS in libs/lifecycle/src/turn-events.ts) and is
+ * closed: a field the server adds must be added here, and the compiler says so (see SpecOf).
  */
 
 /**
@@ -30,6 +30,18 @@ interface EventSpec {
   yuxiOptional?: boolean;
 }
 
+/** The fields of an event type's shape (libs/events) that its spec's `payload` lists: all but the envelope's. */
+type PayloadField<K extends EventType> = Exclude<keyof EventOf<K>, 'type' | 'turn_id' | 'yuxi'>;
+
+/**
+ * The spec of event type K, held to K's shape in libs/events: `payload` names exactly its fields
+ * (a missing one or an extra one is a compile error) and `turn` is true exactly when it has turn_id.
+ */
+type SpecOf<K extends EventType> = Omit<EventSpec, 'turn' | 'payload'> & {
+  turn: 'turn_id' extends keyof EventOf<K> ? true : false;
+  payload: Record<PayloadField<K>, SchemaObject>;
+};
+
 const ref = (model: Parameters<typeof getSchemaPath>[0]): SchemaObject => ({ $ref: getSchemaPath(model) }) as SchemaObject;
 const index = (description: string): SchemaObject => ({ type: 'integer', minimum: 0, description });
 const OUTPUT_INDEX = index('Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index.');
@@ -37,16 +49,16 @@ const CONTENT_INDEX = index('Position of the content part in the item (always 0 
 const ITEM_ID: SchemaObject = { type: 'string', description: 'The assistant message the event belongs to (`item.id`).' };
 const text = (description: string): SchemaObject => ({ type: 'string', description });
 
-const turnEvent = (name: string): EventSpec => ({ name, durability: 'durable', run: 'none', turn: true, payload: { turn: ref(TurnDto) } });
-const runEvent = (name: string): EventSpec => ({ name, durability: 'durable', run: 'required', turn: true, payload: { run: ref(RunDto) } });
-const itemEvent = (name: string, durability: Durability): EventSpec => ({
+const turnEvent = (name: string): SpecOf<TurnStatusEventType> => ({ name, durability: 'durable', run: 'none', turn: true, payload: { turn: ref(TurnDto) } });
+const runEvent = (name: string): SpecOf<RunEventType> => ({ name, durability: 'durable', run: 'required', turn: true, payload: { run: ref(RunDto) } });
+const itemEvent = (name: string, durability: Durability): SpecOf<ItemEventType> => ({
   name,
   durability,
   run: 'nullable',
   turn: true,
   payload: { output_index: OUTPUT_INDEX, item: ref(ItemDto) },
 });
-const partEvent = (name: string, durability: Durability): EventSpec => ({
+const partEvent = (name: string, durability: Durability): SpecOf<ContentPartEventType> => ({
   name,
   durability,
   run: 'required',
@@ -54,8 +66,8 @@ const partEvent = (name: string, durability: Durability): EventSpec => ({
   payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, content_index: CONTENT_INDEX, part: ref(ContentPartDto) },
 });
 
-/** Every type of EVENT_TYPES has its spec (the compiler checks that none is missing). */
-const EVENT_SPECS: Record<EventType, EventSpec> = {
+/** Every type of EVENT_TYPES has its spec, true to its shape (the compiler checks that none is missing or stale). */
+const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
   'agent.session.created': { name: 'SessionCreatedEvent', durability: 'durable', run: 'none', turn: false, payload: { session: ref(SessionDto) } },
   'yuxi.session.event.accepted': { name: 'InputAcceptedEvent', durability: 'durable', run: 'none', turn: false, payload: { receipt: ref(ReceiptDto) } },
   'yuxi.session.run.created': runEvent('RunCreatedEvent'),

@@ -5,6 +5,7 @@ import { newId } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
+import { turnEvents } from '#libs/lifecycle';
 import { AttachmentJobs, SessionDispatcher } from '#libs/queue';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
 
@@ -115,7 +116,7 @@ export class Acceptance {
         body: outcome.receipt,
         sessionId,
         receipt: outcome.receipt,
-        events: [{ type: 'yuxi.session.event.accepted', receipt: outcome.receipt }, ...(outcome.events ?? [])],
+        events: [turnEvents.accepted(outcome.receipt), ...(outcome.events ?? [])],
         nudge: outcome.nudge ?? false,
         takeover: outcome.takeover ?? null,
       };

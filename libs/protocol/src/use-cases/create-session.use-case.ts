@@ -6,6 +6,7 @@ import type { OutgoingEvent } from '#libs/events';
 import { FilesRepository } from '#libs/files';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsRepository } from '#libs/inputs';
 import { metrics } from '#libs/metrics';
+import { turnEvents } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
 import { SessionsRepository } from '#libs/sessions';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
@@ -77,8 +78,8 @@ export class CreateSession {
       }
       const body = toSessionDto(session, receipt);
       // The session stream starts with the session itself; a stream=true create replays from here.
-      const events: OutgoingEvent[] = [{ type: 'agent.session.created', session: body }];
-      if (receipt) events.push({ type: 'yuxi.session.event.accepted', receipt });
+      const events: OutgoingEvent[] = [turnEvents.sessionCreated(body)];
+      if (receipt) events.push(turnEvents.accepted(receipt));
       return { status: 201, body, sessionId: session.id, receipt, events, nudge: receipt !== null, prepare: attachmentFileIds.length > 0 ? receipt?.input_id : null };
     }, images?.staging);
     if (messages && !result.replayed) metrics.inputAccepted('agent.session.input.message');

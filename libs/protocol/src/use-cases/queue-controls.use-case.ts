@@ -1,10 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import type { IdempotentResponse } from '#libs/inputs';
-import { SessionControls, turnSeconds } from '#libs/lifecycle';
+import { SessionControls, turnEvents, turnSeconds } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { RunSignals } from '#libs/queue';
-import { toTurnDto, type TurnEntity } from '#libs/turns';
+import type { TurnEntity } from '#libs/turns';
 import type { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto } from '../dto/update-session.dto.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
@@ -69,7 +69,7 @@ export class CancelTurn {
       // clients show "stopping" from here on (turn.yuxi.cancellation_pending).
       return {
         receipt: { ...acceptedReceipt(sessionId, null), turn_id: turn.id, run_id: runId },
-        events: [{ type: 'yuxi.session.turn.state', turn_id: turn.id, turn: toTurnDetailState(turn) }, ...events],
+        events: [turnEvents.turnState(turn), ...events],
       };
     });
     if (!result.replayed && ended) metrics.turnFinished('cancelled', turnSeconds(ended));
@@ -94,10 +94,4 @@ export class ContinueQueue {
       return { receipt: acceptedReceipt(sessionId, null), nudge: true };
     });
   }
-}
-
-/** The turn projection plus the cancellation flag, as `yuxi.session.turn.state` carries it. */
-function toTurnDetailState(turn: TurnEntity) {
-  const dto = toTurnDto(turn);
-  return { ...dto, yuxi: { ...dto.yuxi, cancellation_pending: turn.cancellationPending } };
 }
