@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { OUTCOME_UNKNOWN, planNextStep, type ToolPolicy, toModelMessages, toolPolicy } from '#libs/runtime';
+import { OUTCOME_UNKNOWN, planNextStep, type ToolPolicy, toModelMessages, toolPolicy, type TurnBudget } from '#libs/runtime';
 import type { CommittedStep, ItemEntity, ToolCallSpec } from '#libs/turns';
 
 // The step executor's decisions, from committed steps alone: no database, no model, no tools.
@@ -8,7 +8,7 @@ const POLICY: ToolPolicy = {
   executorOf: (name) => ({ add: 'server', ask_user: 'user', lookup: 'client', risky: 'server', once: 'server' })[name] as 'server' | 'user' | 'client' | undefined ?? null,
   needsApproval: (name) => name === 'risky',
   idempotent: (name) => name !== 'once',
-  invalidArguments: (call) => (call.arguments.startsWith('{') ? null : `Invalid arguments for ${call.name}`),
+  checkArguments: (call) => (call.arguments.startsWith('{') ? { ok: true, value: JSON.parse(call.arguments) as Record<string, unknown> } : { ok: false, error: `Invalid arguments for ${call.name}` }),
 };
 const call = (call_id: string, name: string, args = '{}'): ToolCallSpec => ({ call_id, name, arguments: args });
 const model = (calls: ToolCallSpec[], text = ''): CommittedStep => ({ runId: 'r1', kind: 'model_call', status: 'completed', ref: null, output: { text, tool_calls: calls } });
@@ -31,16 +31,17 @@ describe('step plan', () => {
   });
 
   it('executes a server call, never one whose result is stored', () => {
-    assert.deepEqual(planNextStep([model([call('c1', 'add'), call('c2', 'add')])], POLICY), { action: 'execute', call: call('c1', 'add') });
-    assert.deepEqual(planNextStep([model([call('c1', 'add'), call('c2', 'add')]), result('c1')], POLICY), { action: 'execute', call: call('c2', 'add') });
+    assert.deepEqual(planNextStep([model([call('c1', 'add'), call('c2', 'add')])], POLICY), { action: 'execute', call: call('c1', 'add'), args: {}, started: false });
+    assert.deepEqual(planNextStep([model([call('c1', 'add'), call('c2', 'add')]), result('c1')], POLICY), { action: 'execute', call: call('c2', 'add'), args: {}, started: false });
   });
 
   it('re-runs a started call without a result only when the tool is idempotent', () => {
-    assert.deepEqual(planNextStep([model([call('c1', 'add')]), started('c1')], POLICY), { action: 'execute', call: call('c1', 'add') });
+    assert.deepEqual(planNextStep([model([call('c1', 'add')]), started('c1')], POLICY), { action: 'execute', call: call('c1', 'add'), args: {}, started: true });
     assert.deepEqual(planNextStep([model([call('c1', 'once')]), started('c1')], POLICY), {
       action: 'record',
       call: call('c1', 'once'),
       outcome: { success: false, output: OUTCOME_UNKNOWN },
+      started: true,
     });
   });
 
@@ -49,22 +50,29 @@ describe('step plan', () => {
       action: 'record',
       call: call('c1', 'add', 'nope'),
       outcome: { success: false, output: 'Invalid arguments for add' },
+      started: false,
     });
-    assert.deepEqual(planNextStep([model([call('c1', 'ghost')])], POLICY), { action: 'record', call: call('c1', 'ghost'), outcome: { success: false, output: 'Unknown tool ghost' } });
+    assert.deepEqual(planNextStep([model([call('c1', 'ghost')])], POLICY), {
+      action: 'record',
+      call: call('c1', 'ghost'),
+      outcome: { success: false, output: 'Unknown tool ghost' },
+      started: false,
+    });
   });
 
   it('waits for approval first, then questions, then client tools, while runnable calls go ahead', () => {
     const calls = [call('c1', 'lookup'), call('c2', 'ask_user'), call('c3', 'risky'), call('c4', 'add')];
-    assert.deepEqual(planNextStep([model(calls)], POLICY), { action: 'execute', call: call('c4', 'add') });
+    assert.deepEqual(planNextStep([model(calls)], POLICY), { action: 'execute', call: call('c4', 'add'), args: {}, started: false });
     assert.deepEqual(planNextStep([model(calls), result('c4')], POLICY), { action: 'wait', kind: 'approval', calls: [call('c3', 'risky')] });
     const approved: CommittedStep = { runId: 'r1', kind: 'waitpoint', status: 'completed', ref: 'w1', output: { response: { type: 'approval', decisions: [{ call_id: 'c3', decision: 'approve' }] } } };
-    assert.deepEqual(planNextStep([model(calls), result('c4'), approved], POLICY), { action: 'execute', call: call('c3', 'risky') });
+    assert.deepEqual(planNextStep([model(calls), result('c4'), approved], POLICY), { action: 'execute', call: call('c3', 'risky'), args: {}, started: false });
     assert.deepEqual(planNextStep([model(calls), result('c4'), approved, result('c3')], POLICY), { action: 'wait', kind: 'question', calls: [call('c2', 'ask_user')] });
     const answered: CommittedStep = { runId: 'r2', kind: 'waitpoint', status: 'completed', ref: 'w2', output: { response: { type: 'answer', answers: [{ question_id: 'c2', answer: ['a', 'b'] }] } } };
     assert.deepEqual(planNextStep([model(calls), result('c4'), approved, result('c3'), answered], POLICY), {
       action: 'record',
       call: call('c2', 'ask_user'),
       outcome: { success: true, output: 'a, b' },
+      started: false,
     });
     assert.deepEqual(planNextStep([model(calls), result('c4'), approved, result('c3'), answered, result('c2')], POLICY), {
       action: 'wait',
@@ -85,7 +93,35 @@ describe('step plan', () => {
       action: 'record',
       call: call('c1', 'risky'),
       outcome: { success: false, output: 'The user rejected this call of risky: not today' },
+      started: false,
     });
+  });
+});
+
+describe('step plan: per-turn limits', () => {
+  const budget = (spent: Partial<TurnBudget>): TurnBudget => ({ maxModelCalls: 2, maxToolCalls: 2, modelCalls: 0, toolCalls: 0, ...spent });
+
+  it('fails the turn instead of a model call beyond its limit', () => {
+    assert.deepEqual(planNextStep([], POLICY, budget({ modelCalls: 1 })), { action: 'call_model' });
+    assert.deepEqual(planNextStep([], POLICY, budget({ modelCalls: 2 })), { action: 'fail', code: 'turn_model_call_limit', message: 'The turn reached its limit of 2 model calls' });
+  });
+
+  it('fails the turn instead of a new server call beyond its limit; a started call and a recorded result spend nothing new', () => {
+    const limit = { action: 'fail', code: 'turn_tool_call_limit', message: 'The turn reached its limit of 2 tool calls' };
+    assert.deepEqual(planNextStep([model([call('c1', 'add')])], POLICY, budget({ toolCalls: 2 })), limit);
+    assert.equal(planNextStep([model([call('c1', 'add')])], POLICY, budget({ toolCalls: 1 })).action, 'execute');
+    assert.equal(planNextStep([model([call('c1', 'add')]), started('c1')], POLICY, budget({ toolCalls: 2 })).action, 'execute');
+    assert.equal(planNextStep([model([call('c1', 'add', 'nope')])], POLICY, budget({ toolCalls: 2 })).action, 'record');
+  });
+
+  it('fails the turn instead of a waitpoint whose calls would pass the limit', () => {
+    const calls = [call('c1', 'lookup'), call('c2', 'lookup')];
+    assert.equal(planNextStep([model(calls)], POLICY, budget({})).action, 'wait');
+    assert.equal(planNextStep([model(calls)], POLICY, budget({ toolCalls: 1 })).action, 'fail');
+  });
+
+  it('settles a stored answer whatever was spent', () => {
+    assert.equal(planNextStep([model([], 'done')], POLICY, budget({ modelCalls: 2, toolCalls: 2 })).action, 'settle');
   });
 });
 
@@ -107,9 +143,13 @@ describe('tool policy', () => {
 
   it('validates arguments against the declared schema', () => {
     const policy = toolPolicy(tools, 'default', []);
-    assert.equal(policy.invalidArguments(call('c', 'add', '{"a":1}')), null);
-    assert.match(policy.invalidArguments(call('c', 'add', '{"a":"x"}')) ?? '', /add/);
-    assert.match(policy.invalidArguments(call('c', 'add', 'not json')) ?? '', /add/);
+    assert.deepEqual(policy.checkArguments(call('c', 'add', '{"a":1}')), { ok: true, value: { a: 1 } });
+    const invalid = (json: string): string => {
+      const checked = policy.checkArguments(call('c', 'add', json));
+      return checked.ok ? '' : checked.error;
+    };
+    assert.match(invalid('{"a":"x"}'), /add/);
+    assert.match(invalid('not json'), /add/);
   });
 });
 

@@ -1,3 +1,4 @@
+export { AfterCommit, type Committed, type Nudge } from './after-commit.js';
 export { AttachmentTransitions } from './attachment-transitions.js';
 export { gateCancelInput, gatePromoteInput } from './input-gates.js';
 export { LifecycleModule } from './lifecycle.module.js';

@@ -5,7 +5,21 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { newId, unixSeconds } from '#libs/database';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { SessionsRepository } from '#libs/sessions';
-import { type ItemEntity, type Lease, type NewItem, type ToolCallSpec, toCurrentTurn, ItemsRepository, RunsRepository, StepsRepository, TurnsRepository, type Usage, type Waitpoint, type WaitpointKind } from '#libs/turns';
+import {
+  type CommittedStep,
+  type ItemEntity,
+  ItemsRepository,
+  type Lease,
+  type NewItem,
+  RunsRepository,
+  StepsRepository,
+  type ToolCallSpec,
+  toCurrentTurn,
+  TurnsRepository,
+  type Usage,
+  type Waitpoint,
+  type WaitpointKind,
+} from '#libs/turns';
 import { turnEvents } from './turn-events.js';
 import { closingEvents, type HeldTurn, type RunOutput } from './turn-transitions.js';
 
@@ -20,6 +34,8 @@ export interface Recorded {
   batch: OutboxBatch;
   /** The output index the turn's next item gets. */
   outputIndex: number;
+  /** The step as committed: what the planner reads next (the executor keeps no copy of its own). */
+  step: CommittedStep;
 }
 
 /** A model step as recorded: its calls carry the ids the turn will know them by. */
@@ -64,17 +80,14 @@ export class StepTransitions {
         used.add(id);
         return { ...call, call_id: id };
       }) };
-      const recorded = await this.steps.recordStep(manager, lease, {
+      const committed: CommittedStep = {
         runId: lease.runId,
-        turnId: held.turn.id,
-        sessionId,
         kind: 'model_call',
         status: 'completed',
         ref: null,
-        input: { model: step.model },
         output: { text: step.text, tool_calls: step.toolCalls, ...(step.usage ? { usage: step.usage } : {}) },
-        at: now,
-      });
+      };
+      const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { model: step.model }, at: now });
       if (!recorded) return null;
       if (step.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, step.usage);
       const count = (output.item ? 1 : 0) + step.toolCalls.length;
@@ -98,7 +111,7 @@ export class StepTransitions {
         events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
         index += 1;
       }
-      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index, toolCalls: step.toolCalls };
+      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index, toolCalls: step.toolCalls, step: committed };
     });
   }
 
@@ -130,20 +143,11 @@ export class StepTransitions {
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
       const now = new Date();
-      const recorded = await this.steps.recordStep(manager, lease, {
-        runId: lease.runId,
-        turnId: held.turn.id,
-        sessionId,
-        kind: 'tool_call',
-        status: 'completed',
-        ref: call.call_id,
-        input: { name: call.name, arguments: call.arguments },
-        output: outcome,
-        at: now,
-      });
+      const committed: CommittedStep = { runId: lease.runId, kind: 'tool_call', status: 'completed', ref: call.call_id, output: outcome };
+      const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { name: call.name, arguments: call.arguments }, at: now });
       if (!recorded) return null;
       const events = await this.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, outcome, now);
-      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1 };
+      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
     });
   }
 

@@ -4,7 +4,7 @@ import { newId } from '#libs/database';
 import { DomainError, type FieldError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
-import { toCurrentTurn, type TurnEntity, ItemsRepository, StepsRepository, TurnsRepository, type Waitpoint, type WaitpointResponse } from '#libs/turns';
+import { ItemsRepository, StepsRepository, toCurrentTurn, type TurnEntity, TurnsRepository, type Waitpoint, type WaitpointResponse } from '#libs/turns';
 import { StepTransitions } from './step-transitions.js';
 import { turnEvents } from './turn-events.js';
 

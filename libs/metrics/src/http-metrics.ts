@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import type { Application, NextFunction, Request, Response } from 'express';
 import { type Metrics, metrics as processMetrics } from './metrics.js';
 import { routeLabel, routeMatcher, type RouteMatcher } from './route-label.js';
@@ -29,12 +28,4 @@ export function httpMetricsMiddleware(target: Metrics = processMetrics): (req: R
 function routePatterns(app: Application): string[] {
   const stack = (app as unknown as { router?: { stack?: { route?: { path?: unknown } }[] } }).router?.stack ?? [];
   return stack.flatMap((layer) => (typeof layer.route?.path === 'string' ? [layer.route.path] : []));
-}
-
-/** Answers a scrape on a plain node:http server (the worker's health port). */
-export function serveMetrics(res: ServerResponse, target: Metrics = processMetrics): void {
-  target.scrape().then(
-    (body) => res.writeHead(200, { 'content-type': target.contentType }).end(body),
-    (error: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(error)}\n`),
-  );
 }

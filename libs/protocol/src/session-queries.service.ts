@@ -7,7 +7,9 @@ import { type AcceptedReceipt, IdempotencyService, type InputEntity, InputsRepos
 import { type SessionFilter, SessionsRepository } from '#libs/sessions';
 import {
   type ItemListDto,
+  ItemsRepository,
   type RunDto,
+  RunsRepository,
   toItemDto,
   toRunDto,
   toRunSummary,
@@ -15,7 +17,7 @@ import {
   toTurnDto,
   type TurnDetailDto,
   type TurnListDto,
-  ItemsRepository, RunsRepository, TurnsRepository,
+  TurnsRepository,
 } from '#libs/turns';
 import type { SessionDto, SessionListDto } from './dto/session.dto.js';
 import type { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
@@ -42,7 +44,7 @@ export class SessionQueriesService {
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
   }
 
-  /** The bytes of a ready file of the session's workdir (its artifact URL). */
+  /** The session resource, as its owner sees it. */
   async getSession(principal: Principal, sessionId: string): Promise<SessionDto> {
     return toSessionDto(await this.sessions.getVisible(principal.userId, sessionId));
   }

@@ -5,7 +5,7 @@ export { RecoveryService, type SweepReport } from './recovery.service.js';
 export { RuntimeModule } from './runtime.module.js';
 export { SessionDriver } from './session-driver.js';
 export { type MessageAttachment, toModelMessages, withAttachmentList } from './model-context.js';
-export { type NextStep, OUTCOME_UNKNOWN, planNextStep, type ToolPolicy } from './step-plan.js';
+export { type CheckedArguments, type NextStep, OUTCOME_UNKNOWN, planNextStep, type ToolPolicy, type TurnBudget, withinBudget } from './step-plan.js';
 export { toolPolicy } from './tool-policy.js';
 export { WORKER_ID } from './worker-identity.js';
 export { measuredProvider, modelCallOutcome } from './model-metrics.js';

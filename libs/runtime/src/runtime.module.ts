@@ -13,14 +13,20 @@ import { ImageReferences } from './image-references.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { QueueMetrics } from './queue-metrics.js';
 import { RecoveryService } from './recovery.service.js';
+import { DurableWrites } from './durable-writes.js';
+import { ModelCallStep } from './model-call-step.js';
+import { RunClosing } from './run-closing.js';
 import { RunExecutor } from './run-executor.js';
+import { RunScopes } from './run-scope.js';
+import { ToolCallStep } from './tool-call-step.js';
+import { TurnPlanning } from './turn-planning.js';
 import { SessionDriver } from './session-driver.js';
 import { LifecycleModule } from '#libs/lifecycle';
 
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
-  providers: [RunExecutor, ImageReferences, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, RunClosing, DurableWrites, ImageReferences, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}

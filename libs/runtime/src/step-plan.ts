@@ -6,9 +6,21 @@ export interface ToolPolicy {
   /** Whether a server call needs the user's approval first (agent mode, tool flag, session trust). */
   needsApproval(name: string): boolean;
   idempotent(name: string): boolean;
-  /** An error text when the call's arguments do not match the tool's schema, else null. */
-  invalidArguments(call: ToolCallSpec): string | null;
+  /** The call's arguments checked against the tool's schema: the parsed value, or an error text for the model. */
+  checkArguments(call: ToolCallSpec): CheckedArguments;
 }
+
+export type CheckedArguments = { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
+
+/** The agent's per-turn limits and what the turn has spent so far (all its runs). */
+export interface TurnBudget {
+  maxModelCalls: number;
+  maxToolCalls: number;
+  modelCalls: number;
+  toolCalls: number;
+}
+
+export type TurnLimitCode = 'turn_model_call_limit' | 'turn_tool_call_limit';
 
 export interface PlannedOutcome {
   success: boolean;
@@ -23,10 +35,16 @@ export interface PlannedOutcome {
 export type NextStep =
   | { action: 'call_model' }
   | { action: 'settle'; text: string; fromRunId: string }
-  /** A result that needs no execution: invalid arguments, unknown tool, rejection, an answer, or an unknown outcome. */
-  | { action: 'record'; call: ToolCallSpec; outcome: PlannedOutcome }
-  | { action: 'execute'; call: ToolCallSpec }
-  | { action: 'wait'; kind: WaitpointKind; calls: ToolCallSpec[] };
+  /**
+   * A result that needs no execution: invalid arguments, unknown tool, rejection, an answer, or an
+   * unknown outcome. `started`: the call already has a `started` step (it counted then).
+   */
+  | { action: 'record'; call: ToolCallSpec; outcome: PlannedOutcome; started: boolean }
+  /** A server call to run with its checked arguments; `started`: an idempotent call run again under its existing record. */
+  | { action: 'execute'; call: ToolCallSpec; args: Record<string, unknown>; started: boolean }
+  | { action: 'wait'; kind: WaitpointKind; calls: ToolCallSpec[] }
+  /** The next step would pass a per-turn limit: the turn fails with `code`. */
+  | { action: 'fail'; code: TurnLimitCode; message: string };
 
 export const OUTCOME_UNKNOWN =
   'outcome_unknown: the worker running this call stopped before its result was stored, and the tool is not declared idempotent, so it was not run again. It may or may not have taken effect.';
@@ -39,7 +57,27 @@ export const OUTCOME_UNKNOWN =
  * approvals first, then questions, then client tools; when every call has a result the model is
  * called again.
  */
-export function planNextStep(steps: readonly CommittedStep[], policy: ToolPolicy): NextStep {
+export function planNextStep(steps: readonly CommittedStep[], policy: ToolPolicy, budget?: TurnBudget): NextStep {
+  const next = nextStep(steps, policy);
+  return budget ? withinBudget(next, budget) : next;
+}
+
+/**
+ * The per-turn limits on a planned step: a model call beyond `maxModelCalls`, a new server call
+ * beyond `maxToolCalls`, or a waitpoint whose calls would pass it fails the turn instead. A call
+ * that started before (and counted then) and a recorded result spend nothing new.
+ */
+export function withinBudget(next: NextStep, budget: TurnBudget): NextStep {
+  if (next.action === 'call_model' && budget.modelCalls >= budget.maxModelCalls) {
+    return { action: 'fail', code: 'turn_model_call_limit', message: `The turn reached its limit of ${budget.maxModelCalls} model calls` };
+  }
+  const newCalls = next.action === 'wait' ? next.calls.length : next.action === 'execute' && !next.started ? 1 : 0;
+  const limit = next.action === 'wait' ? budget.toolCalls + newCalls > budget.maxToolCalls : newCalls > 0 && budget.toolCalls >= budget.maxToolCalls;
+  if (limit) return { action: 'fail', code: 'turn_tool_call_limit', message: `The turn reached its limit of ${budget.maxToolCalls} tool calls` };
+  return next;
+}
+
+function nextStep(steps: readonly CommittedStep[], policy: ToolPolicy): NextStep {
   const m = steps.findLastIndex((step) => step.kind === 'model_call' && step.status === 'completed');
   if (m < 0) return { action: 'call_model' };
   const model = steps[m]!;
@@ -61,32 +99,35 @@ export function planNextStep(steps: readonly CommittedStep[], policy: ToolPolicy
   for (const call of calls) {
     if (done.has(call.call_id)) continue;
     const executor = policy.executorOf(call.name);
-    if (executor === null) return { action: 'record', call, outcome: { success: false, output: `Unknown tool ${call.name}` } };
-    const invalid = policy.invalidArguments(call);
-    if (invalid !== null) return { action: 'record', call, outcome: { success: false, output: invalid } };
+    const begun = started.has(call.call_id);
+    if (executor === null) return { action: 'record', call, outcome: { success: false, output: `Unknown tool ${call.name}` }, started: begun };
+    const args = policy.checkArguments(call);
+    if (!args.ok) return { action: 'record', call, outcome: { success: false, output: args.error }, started: begun };
     if (executor === 'user') {
       const answer = answers.get(call.call_id);
       if (answer === undefined) waiting.question.push(call);
-      else return { action: 'record', call, outcome: { success: true, output: Array.isArray(answer) ? answer.join(', ') : answer } };
+      else return { action: 'record', call, outcome: { success: true, output: Array.isArray(answer) ? answer.join(', ') : answer }, started: begun };
       continue;
     }
     if (executor === 'client') {
       waiting.client_tool.push(call);
       continue;
     }
-    if (started.has(call.call_id)) {
-      return policy.idempotent(call.name) ? { action: 'execute', call } : { action: 'record', call, outcome: { success: false, output: OUTCOME_UNKNOWN } };
+    if (begun) {
+      return policy.idempotent(call.name)
+        ? { action: 'execute', call, args: args.value, started: true }
+        : { action: 'record', call, outcome: { success: false, output: OUTCOME_UNKNOWN }, started: true };
     }
     const decision = decisions.get(call.call_id);
     if (decision?.decision === 'reject') {
       const reason = decision.message ? `: ${decision.message}` : '';
-      return { action: 'record', call, outcome: { success: false, output: `The user rejected this call of ${call.name}${reason}` } };
+      return { action: 'record', call, outcome: { success: false, output: `The user rejected this call of ${call.name}${reason}` }, started: false };
     }
     if (!decision && policy.needsApproval(call.name)) {
       waiting.approval.push(call);
       continue;
     }
-    return { action: 'execute', call };
+    return { action: 'execute', call, args: args.value, started: false };
   }
   for (const kind of ['approval', 'question', 'client_tool'] as const) {
     if (waiting[kind].length > 0) return { action: 'wait', kind, calls: waiting[kind] };

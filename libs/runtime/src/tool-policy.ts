@@ -17,11 +17,10 @@ export function toolPolicy(tools: readonly ResolvedTool[], approvalMode: string,
       return approvalMode === 'always_ask' || tool.requiresApproval;
     },
     idempotent: (name) => byName.get(name)?.idempotent ?? false,
-    invalidArguments: (call) => {
+    checkArguments: (call) => {
       const tool = byName.get(call.name);
-      if (!tool) return null;
-      const result = validateToolArguments(tool, call.arguments);
-      return result.ok ? null : result.error;
+      // The planner asks only about tools the agent has (executorOf first).
+      return tool ? validateToolArguments(tool, call.arguments) : { ok: false, error: `Unknown tool ${call.name}` };
     },
   };
 }

@@ -1,10 +1,6 @@
-import type { PdfTextReader } from './pdf-text.js';
+import type { FileText, PdfTextReader } from './pdf-text.js';
 
-/** A file's text by page; `totalPages` is more than `pages.length` when only the first pages were read (a long PDF). */
-export interface FileText {
-  pages: string[];
-  totalPages: number;
-}
+export type { FileText } from './pdf-text.js';
 
 const TEXT_TYPES = new Set(['text/plain', 'text/markdown', 'text/csv', 'text/tab-separated-values', 'application/json']);
 

@@ -1,7 +1,12 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import { SandboxedThread } from '#libs/sandbox';
-import type { FileText } from './file-text.js';
 import type { PdfTextReply, PdfTextRequest } from './pdf-text.worker.js';
+
+/** A file's text by page; `totalPages` is more than `pages.length` when only the first pages were read (a long PDF). */
+export interface FileText {
+  pages: string[];
+  totalPages: number;
+}
 
 /** The pages of a PDF read at most (the first ones). */
 export const PDF_MAX_PAGES = 50;

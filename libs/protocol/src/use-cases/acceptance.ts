@@ -3,21 +3,20 @@ import type { EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { newId } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
+import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
-import { turnEvents } from '#libs/lifecycle';
-import { AttachmentJobs, SessionDispatcher } from '#libs/queue';
+import { AfterCommit, type Committed, type Nudge, turnEvents } from '#libs/lifecycle';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
 
 /** What an accepting transaction produced besides its response: the events announcing it. */
 export interface Accepted extends WorkResult {
   events: OutgoingEvent[];
-  /** The worker may have something to claim now. */
-  nudge: boolean;
-  /** A run waiting to be taken over (the recovery sweep nudges it too, should this nudge be lost). */
-  takeover?: string | null;
-  /** An input whose attachments a worker must prepare (the recovery sweep does, should this job be lost). */
-  prepare?: string | null;
+  /**
+   * What the worker side is asked after commit: the queue may have something to claim, a run waits
+   * to be taken over, an input's attachments wait to be prepared (the outbox relay and the recovery
+   * sweep do each again, should a nudge be lost).
+   */
+  nudges: Nudge[];
 }
 
 /** What a control event did under the session lock. */
@@ -25,10 +24,8 @@ export interface ControlOutcome {
   receipt: AcceptedReceipt;
   /** Events of the control itself, announced after its accepted event. */
   events?: OutgoingEvent[];
-  /** The control may let the worker claim something (continue, promote). */
-  nudge?: boolean;
-  /** A run the control created for a worker to take over (a resumed turn). */
-  takeover?: string | null;
+  /** The control may let the worker claim something (continue, promote), or created a run for a worker to take over (a resumed turn). */
+  nudges?: Nudge[];
 }
 
 /**
@@ -54,8 +51,7 @@ export class Acceptance {
     private readonly idempotency: IdempotencyService,
     private readonly sessions: SessionsRepository,
     private readonly outbox: EventOutbox,
-    private readonly dispatcher: SessionDispatcher,
-    private readonly attachmentJobs: AttachmentJobs,
+    private readonly afterCommit: AfterCommit,
   ) {}
 
   async accept(
@@ -66,10 +62,7 @@ export class Acceptance {
     work: (manager: EntityManager) => Promise<Accepted>,
     staging?: Staging,
   ): Promise<IdempotentResponse> {
-    let batch: OutboxBatch | null = null;
-    let nudge = false;
-    let takeover: string | null = null;
-    let prepare: string | null = null;
+    let committed: Committed | null = null;
     let staged = false;
     let result: IdempotentResponse;
     try {
@@ -77,10 +70,11 @@ export class Acceptance {
         { ownerId: principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
         async (manager) => {
           const accepted = await work(manager);
-          if (accepted.sessionId) batch = await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge: accepted.nudge });
-          nudge = accepted.nudge;
-          takeover = accepted.takeover ?? null;
-          prepare = accepted.prepare ?? null;
+          if (accepted.sessionId) {
+            // The relay nudges the queue for a row that announced claimable work, should this request's nudge be lost.
+            const nudge = accepted.nudges.some((n) => n.kind === 'queue');
+            committed = { batch: await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge }), nudges: accepted.nudges };
+          }
           return accepted;
         },
         staging &&
@@ -95,7 +89,8 @@ export class Acceptance {
     }
     // Only a response this request committed is not a replay; otherwise the staging is nobody's.
     if (result.replayed && staged) await staging?.discard();
-    if (!result.replayed && batch) this.afterCommit(batch, nudge, takeover, prepare);
+    // Not waited for: the response never waits on Redis.
+    if (!result.replayed && committed) void this.afterCommit.send(committed);
     return result;
   }
 
@@ -117,20 +112,11 @@ export class Acceptance {
         sessionId,
         receipt: outcome.receipt,
         events: [turnEvents.accepted(outcome.receipt), ...(outcome.events ?? [])],
-        nudge: outcome.nudge ?? false,
-        takeover: outcome.takeover ?? null,
+        nudges: outcome.nudges ?? [],
       };
     });
   }
 
-  private afterCommit(batch: OutboxBatch, nudge: boolean, takeover: string | null, prepare: string | null): void {
-    void (async () => {
-      if (prepare) await this.attachmentJobs.prepareQuietly(prepare);
-      await this.outbox.flush(batch.sessionId, batch);
-      if (nudge) await this.dispatcher.nudgeQuietly(batch.sessionId);
-      if (takeover) await this.dispatcher.nudgeTakeover(batch.sessionId, takeover).catch(() => undefined);
-    })();
-  }
 }
 
 export function acceptedReceipt(sessionId: string, inputId: string | null): AcceptedReceipt {

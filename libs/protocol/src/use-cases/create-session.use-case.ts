@@ -6,7 +6,7 @@ import type { OutgoingEvent } from '#libs/events';
 import { FilesRepository } from '#libs/files';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsRepository } from '#libs/inputs';
 import { metrics } from '#libs/metrics';
-import { turnEvents } from '#libs/lifecycle';
+import { type Nudge, turnEvents } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
 import { SessionsRepository } from '#libs/sessions';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
@@ -80,9 +80,15 @@ export class CreateSession {
       // The session stream starts with the session itself; a stream=true create replays from here.
       const events: OutgoingEvent[] = [turnEvents.sessionCreated(body)];
       if (receipt) events.push(turnEvents.accepted(receipt));
-      return { status: 201, body, sessionId: session.id, receipt, events, nudge: receipt !== null, prepare: attachmentFileIds.length > 0 ? receipt?.input_id : null };
+      return { status: 201, body, sessionId: session.id, receipt, events, nudges: firstInputNudges(receipt, attachmentFileIds.length > 0) };
     }, images?.staging);
     if (messages && !result.replayed) metrics.inputAccepted('agent.session.input.message');
     return result;
   }
+}
+
+/** A session created with a first input: the queue may claim it, once its attachments (if any) are prepared. */
+function firstInputNudges(receipt: AcceptedReceipt | null, hasAttachments: boolean): Nudge[] {
+  if (!receipt?.input_id) return [];
+  return hasAttachments ? [{ kind: 'prepare', inputId: receipt.input_id }, { kind: 'queue' }] : [{ kind: 'queue' }];
 }

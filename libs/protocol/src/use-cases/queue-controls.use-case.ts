@@ -38,7 +38,7 @@ export class PromoteInput {
   async execute(principal: Principal, sessionId: string, event: PromoteInputEventDto, key: string): Promise<IdempotentResponse> {
     const result = await this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
       await this.controls.promote(manager, session, event.input_id);
-      return { receipt: acceptedReceipt(sessionId, event.input_id), nudge: true };
+      return { receipt: acceptedReceipt(sessionId, event.input_id), nudges: [{ kind: 'queue' }] };
     });
     if (!result.replayed) void this.signals.announceSteer(sessionId).catch((error: unknown) => this.logger.warn(`steer signal not sent: ${String(error)}`));
     return result;
@@ -91,7 +91,7 @@ export class ContinueQueue {
   async execute(principal: Principal, sessionId: string, event: ContinueQueueEventDto, key: string): Promise<IdempotentResponse> {
     return this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
       await this.controls.continueQueue(manager, session);
-      return { receipt: acceptedReceipt(sessionId, null), nudge: true };
+      return { receipt: acceptedReceipt(sessionId, null), nudges: [{ kind: 'queue' }] };
     });
   }
 }

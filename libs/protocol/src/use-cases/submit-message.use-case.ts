@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { IdempotencyService, type IdempotentResponse, type InputMessage } from '#libs/inputs';
-import { SessionControls, turnEvents } from '#libs/lifecycle';
+import { type Nudge, SessionControls, turnEvents } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
 import { RunSignals } from '#libs/queue';
 import type { MessageEventDto } from '../dto/submit-event.dto.js';
@@ -56,8 +56,8 @@ export class SubmitMessage {
       await images.bind(manager, sessionId, input.id);
       steerIntoRunningTurn = steersRunningTurn;
       const receipt = acceptedReceipt(sessionId, input.id);
-      const prepare = input.attachmentStatus === 'preparing' ? input.id : null;
-      return { status: 202, body: receipt, sessionId, receipt, events: [turnEvents.accepted(receipt)], nudge: true, prepare };
+      const nudges: Nudge[] = input.attachmentStatus === 'preparing' ? [{ kind: 'prepare', inputId: input.id }, { kind: 'queue' }] : [{ kind: 'queue' }];
+      return { status: 202, body: receipt, sessionId, receipt, events: [turnEvents.accepted(receipt)], nudges };
     }, images.staging);
     if (!result.replayed && steerIntoRunningTurn) {
       void this.signals.announceSteer(sessionId).catch((error: unknown) => this.logger.warn(`steer signal not sent: ${String(error)}`));

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import type { IdempotentResponse } from '#libs/inputs';
-import { WaitpointControls } from '#libs/lifecycle';
+import { type Nudge, WaitpointControls } from '#libs/lifecycle';
 import type { ResumeEventDto, ToolResultEventDto } from '../dto/waitpoint-events.dto.js';
 import { parseWaitpointResponse } from '../waitpoint-response.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
@@ -21,7 +21,7 @@ export class ResumeTurn {
     const intent = { ...event, response };
     return this.acceptance.control(principal, sessionId, key, intent, async (manager, session) => {
       const resumed = await this.waitpoints.resume(manager, session, event.turn_id, event.waitpoint_id, response);
-      return { receipt: { ...acceptedReceipt(sessionId, null), turn_id: event.turn_id, run_id: resumed.runId }, events: resumed.events, takeover: resumed.runId };
+      return { receipt: { ...acceptedReceipt(sessionId, null), turn_id: event.turn_id, run_id: resumed.runId }, events: resumed.events, nudges: takeoverOf(resumed.runId) };
     });
   }
 }
@@ -37,7 +37,12 @@ export class SubmitToolResult {
   async execute(principal: Principal, sessionId: string, event: ToolResultEventDto, key: string): Promise<IdempotentResponse> {
     return this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
       const resumed = await this.waitpoints.toolResult(manager, session, event.turn_id, event.call_id, { success: event.success, output: event.output });
-      return { receipt: { ...acceptedReceipt(sessionId, null), turn_id: event.turn_id, run_id: resumed.runId }, events: resumed.events, takeover: resumed.runId };
+      return { receipt: { ...acceptedReceipt(sessionId, null), turn_id: event.turn_id, run_id: resumed.runId }, events: resumed.events, nudges: takeoverOf(resumed.runId) };
     });
   }
+}
+
+/** The run a response created for a worker to take over (none when the turn is complete). */
+function takeoverOf(runId: string | null): Nudge[] {
+  return runId ? [{ kind: 'takeover', runId }] : [];
 }

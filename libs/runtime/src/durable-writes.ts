@@ -1,0 +1,48 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Injectable, Logger } from '@nestjs/common';
+import { AppConfig } from '#libs/config';
+import { isDependencyUnavailable } from '#libs/errors';
+import type { Lease } from '#libs/turns';
+import { FencingStats } from './fencing-stats.js';
+
+const RETRY_MAX_DELAY_MS = 2_000;
+
+/** How a held run writes through its lease: retried while the database is unreachable, and what a lost lease leaves. */
+@Injectable()
+export class DurableWrites {
+  // The executor's name: operators grep its lines.
+  private readonly logger = new Logger('RunExecutor');
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly stats: FencingStats,
+  ) {}
+
+  /**
+   * A write through the lease, retried while the database is unreachable; undefined when it stayed
+   * unreachable for longer than the lease (recovery then continues the turn elsewhere). A step
+   * write (`rethrow`) that fails for another reason throws (the run fails); a settlement that does
+   * is left to recovery.
+   */
+  async retrying<T>(lease: Lease, write: () => Promise<T>, rethrow = false): Promise<T | undefined> {
+    const deadline = Date.now() + this.config.runLeaseMs;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await write();
+      } catch (error) {
+        if (!isDependencyUnavailable(error) && rethrow) throw error;
+        if (!isDependencyUnavailable(error) || Date.now() > deadline) {
+          this.logger.error(`run ${lease.runId} could not write; recovery will continue its turn: ${String(error)}`);
+          return undefined;
+        }
+        await sleep(Math.min(100 * 2 ** attempt, RETRY_MAX_DELAY_MS));
+      }
+    }
+  }
+
+  /** The lease is gone: this worker writes nothing more of the run. */
+  fenced(lease: Lease, what: string): void {
+    this.stats.fencedWrites += 1;
+    this.logger.warn(`run ${lease.runId} stopped at ${what}: its lease is gone (epoch ${lease.epoch}); nothing more is written`);
+  }
+}

@@ -1,0 +1,141 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { AppConfig, ThrottledLog } from '#libs/config';
+import { newId } from '#libs/database';
+import { FilesRepository } from '#libs/files';
+import { assistantItem, StepTransitions, turnEvents } from '#libs/lifecycle';
+import { ModelRegistry, streamWithRetries } from '#libs/models';
+import type { ResolvedTool } from '#libs/tools';
+import { type CommittedStep, ItemsRepository, type ToolCallSpec, type Usage } from '#libs/turns';
+import { DurableWrites } from './durable-writes.js';
+import { ImageReferences } from './image-references.js';
+import { type MessageAttachment, toModelMessages } from './model-context.js';
+import { measuredProvider } from './model-metrics.js';
+import type { RunControl } from './run-control.js';
+import { emptyOutput, type RunState } from './run-scope.js';
+
+/** The model sees the session's latest items (and always the whole current turn). */
+const CONTEXT_ITEMS = 50;
+
+/** What one model call produced (or that it yielded to a steer mid-stream). */
+export interface ModelCallResult {
+  yielded: boolean;
+  text: string;
+  toolCalls: ToolCallSpec[];
+  usage: Usage | null;
+}
+
+/**
+ * The model-call step: one call, streamed as live deltas, and (when it asked for tools) its commit
+ * as a step of the turn. A final answer is not committed here: it settles the turn (RunClosing).
+ */
+@Injectable()
+export class ModelCallStep {
+  private readonly retryLog = new ThrottledLog(new Logger('RunExecutor'));
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly models: ModelRegistry,
+    private readonly items: ItemsRepository,
+    private readonly files: FilesRepository,
+    private readonly imageReferences: ImageReferences,
+    private readonly stepTransitions: StepTransitions,
+    private readonly writes: DurableWrites,
+    private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * One model call, streamed: the assistant item is announced live with its first text or
+   * reasoning (a call that shows nothing leaves no item) and written when the step is committed;
+   * heartbeats checkpoint its text, so a takeover keeps what clients saw. Retryable provider errors
+   * are retried (backoff, Retry-After) as long as nothing was shown yet. A steer that is waiting
+   * stops the stream after a delta (`yielded`).
+   */
+  async call(state: RunState, tools: ResolvedTool[], control: RunControl): Promise<ModelCallResult> {
+    const { held } = state;
+    const { provider, model } = this.models.resolve(held.run.model);
+    const context = await this.items.contextItems(this.dataSource.manager, held.turn.sessionId, held.turn.id, CONTEXT_ITEMS);
+    const attachments = await this.attachmentsOf(context);
+    state.output = emptyOutput(state.outputIndex);
+    const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null };
+    let reasoning = '';
+    const request = {
+      model,
+      instructions: held.config.instructions,
+      messages: toModelMessages(await this.imageReferences.resolve(held.turn.sessionId, context), attachments),
+      tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+      signal: control.abort.signal,
+    };
+    const stream = streamWithRetries(measuredProvider(provider), request, {
+      maxRetries: this.config.modelMaxRetries,
+      maxDelayMs: this.config.modelRetryMaxDelayMs,
+      onRetry: (error, attempt, delayMs) => this.retryLog.warn(`model ${held.run.model}: ${error.code}, retry ${attempt + 1} in ${delayMs} ms`),
+    });
+    for await (const event of stream) {
+      state.keeper.assertHeld();
+      if (event.type === 'tool_call') {
+        result.toolCalls.push(event.call);
+        continue;
+      }
+      if (event.type === 'usage') {
+        result.usage = event.usage;
+        continue;
+      }
+      let item = state.output.item;
+      if (!item) {
+        item = assistantItem(newId(), held.turn, state.lease.runId, new Date());
+        state.output.item = item;
+        state.live.push(turnEvents.item('added', item, state.outputIndex), turnEvents.contentPart('added', item, state.outputIndex, 0, { type: 'output_text', text: '' }));
+      }
+      if (event.type === 'reasoning_delta') {
+        reasoning += event.delta;
+        state.live.push(turnEvents.reasoningDelta(item, state.outputIndex, event.delta));
+        continue;
+      }
+      state.output.text += event.delta;
+      state.live.push(turnEvents.textDelta(item, state.outputIndex, 0, event.delta));
+      if (await state.steerWaiting()) {
+        result.yielded = true;
+        break;
+      }
+    }
+    // Reasoning is shown, not kept: it closes live with the model call.
+    if (reasoning && state.output.item) state.live.push(turnEvents.reasoningDone(state.output.item, state.outputIndex, reasoning));
+    await state.live.drain();
+    state.keeper.assertHeld();
+    state.output.lostDeltas = state.live.lost;
+    result.text = state.output.text;
+    return result;
+  }
+
+  /** Commits a model call that asked for tools: the step, its commentary and its function_call items. Null when the lease is gone. */
+  async commit(state: RunState, result: ModelCallResult): Promise<CommittedStep | null> {
+    const { held } = state;
+    const recorded = await this.writes.retrying(
+      state.lease,
+      () => this.stepTransitions.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, model: held.run.model }),
+      true,
+    );
+    if (!recorded) {
+      this.writes.fenced(state.lease, 'model step');
+      return null;
+    }
+    state.outputIndex = recorded.outputIndex;
+    state.output = emptyOutput(state.outputIndex);
+    state.live.resetLoss();
+    await state.publish(recorded.batch);
+    return recorded.step;
+  }
+
+  /** The files bound to the user messages in the context (consumed inputs' attachments that still exist), by message id. */
+  private async attachmentsOf(context: { id: string; role: string | null }[]): Promise<Map<string, MessageAttachment[]>> {
+    const byMessage = new Map<string, MessageAttachment[]>();
+    const userMessages = context.filter((item) => item.role === 'user').map((item) => item.id);
+    for (const file of await this.files.filesOfMessages(userMessages)) {
+      if (!file.messageId) continue;
+      byMessage.set(file.messageId, [...(byMessage.get(file.messageId) ?? []), { id: file.id, filename: file.filename, mimeType: file.mimeType, bytes: file.bytes }]);
+    }
+    return byMessage;
+  }
+}
