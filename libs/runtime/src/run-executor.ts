@@ -91,7 +91,11 @@ export class RunExecutor {
           const step = await this.modelCall.commit(state, result);
           if (!step) return;
           steps = [...steps, step];
+          continue;
         }
+        default:
+          // A new planner action without its case here fails to compile.
+          throw new Error(`unplanned step ${(plan satisfies never as { action: string }).action}`);
       }
     }
   }

@@ -1,7 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { ItemStatus, RunStatus, StepStatus, TurnStatus } from './states.js';
+import type { ItemStatus, RunStatus, StepKind, StepStatus, TurnStatus } from './states.js';
 
-export type { ItemStatus, RunStatus, StepStatus, TurnStatus } from './states.js';
+export type { ItemStatus, RunStatus, StepKind, StepStatus, TurnStatus } from './states.js';
 
 /** A tool call as the model produced it (`arguments`: the JSON string, possibly invalid). */
 export interface ToolCallSpec {
@@ -122,8 +122,6 @@ export class ItemEntity {
   @Column('varchar', { nullable: true }) phase!: string | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
 }
-
-export type StepKind = 'model_call' | 'tool_call' | 'waitpoint';
 
 /**
  * A committed step of a turn (`run_steps`) as the step executor plans from it. `ref` is the call

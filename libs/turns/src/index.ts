@@ -45,6 +45,7 @@ export {
   settledStatus,
   settledStatusSql,
   sqlList,
+  STEP_KINDS,
   STEP_STATUSES,
   STEP_TRANSITIONS,
   type StepStatus,

@@ -29,6 +29,14 @@ export const LEASABLE_RUN_STATUSES = ['in_progress'] as const satisfies readonly
 export const SETTLED_RUN_STATUSES = ['completed', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
 export type SettledStatus = (typeof SETTLED_RUN_STATUSES)[number];
 
+/**
+ * What a committed step of a turn records. A new kind is added here, in the run_steps CHECK
+ * constraint (a migration), as a planner action (libs/runtime/src/step-plan.ts) and as a step
+ * transition (libs/lifecycle/src/step-transitions.ts): see README, "Adding a step kind".
+ */
+export const STEP_KINDS = ['model_call', 'tool_call', 'waitpoint'] as const;
+export type StepKind = (typeof STEP_KINDS)[number];
+
 /** A tool call is `started` before a server tool runs and `completed` with its result; `failed` is declared by the schema, never written. */
 export const STEP_STATUSES = ['started', 'completed', 'failed'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
