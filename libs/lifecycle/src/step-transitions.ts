@@ -7,7 +7,8 @@ import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events'
 import { SessionsRepository } from '#libs/sessions';
 import { type ItemEntity, type Lease, type NewItem, type ToolCallSpec, toCurrentTurn, ItemsRepository, RunsRepository, StepsRepository, TurnsRepository, type Usage, type Waitpoint, type WaitpointKind } from '#libs/turns';
 import { turnEvents } from './turn-events.js';
-import { closingEvents, type HeldTurn, type RunOutput } from './turn-transitions.js';
+import type { HeldTurn, RunOutput } from './held-turn.js';
+import { closingEvents } from './run-output.js';
 
 export interface ModelStep {
   text: string;

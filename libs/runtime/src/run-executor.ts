@@ -9,7 +9,7 @@ import { isDependencyUnavailable } from '#libs/errors';
 import { EventOutbox, EventPublisher, type OutboxBatch } from '#libs/events';
 import { InputsRepository } from '#libs/inputs';
 import { metrics, toolSourceLabel } from '#libs/metrics';
-import { assistantItem, type HeldTurn, type Outcome, type RunOutput, StepTransitions, TurnTransitions, turnEvents } from '#libs/lifecycle';
+import { assistantItem, type HeldTurn, type Outcome, type RunOutput, RunEndings, StepTransitions, turnEvents } from '#libs/lifecycle';
 import { FilesRepository } from '#libs/files';
 import { ModelError, ModelRegistry, streamWithRetries } from '#libs/models';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
@@ -64,7 +64,7 @@ export class RunExecutor {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly transitions: TurnTransitions,
+    private readonly endings: RunEndings,
     private readonly stepTransitions: StepTransitions,
     private readonly runs: RunsRepository,
     private readonly steps: StepsRepository,
@@ -330,7 +330,7 @@ export class RunExecutor {
     // Cancels aimed at the next run are heard from before it exists.
     await control.listen(this.signals, nextRunId).catch(() => undefined);
     const sentAt = LeaseKeeper.now();
-    const next = await this.transitions.yieldToSteers(held, state.lease, state.output, nextRunId);
+    const next = await this.endings.yieldToSteers(held, state.lease, state.output, nextRunId);
     if (next === 'cancelled') {
       await this.settle(state, { status: 'cancelled' });
       return false;
@@ -395,7 +395,7 @@ export class RunExecutor {
    */
   private async settle(state: RunState, outcome: Outcome): Promise<void> {
     const { held, lease } = state;
-    const settled = await this.retrying(lease, () => this.transitions.settle(held, lease, state.output, outcome));
+    const settled = await this.retrying(lease, () => this.endings.settle(held, lease, state.output, outcome));
     if (settled === undefined) return;
     if (!settled) return this.fenced(lease, 'settle');
     await state.publish(settled.batch);
@@ -405,7 +405,7 @@ export class RunExecutor {
   /** Gives the run back at this boundary; another worker continues the turn at once. */
   private async release(state: RunState): Promise<void> {
     const { held, lease } = state;
-    const successor = await this.retrying(lease, () => this.transitions.release(held, lease, state.output));
+    const successor = await this.retrying(lease, () => this.endings.release(held, lease, state.output));
     if (!successor) return;
     metrics.runTakenOver('released');
     await state.publish(successor.batch);
