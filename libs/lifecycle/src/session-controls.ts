@@ -23,9 +23,10 @@ export interface MessageSpec {
  * The session's state changes that clients cause: a message joins the queue (and may resume a
  * paused one), a turn is asked to cancel (pausing what waits behind it), the queue continues, an
  * input is promoted or removed, the session is archived. Each runs inside the caller's accepting
- * transaction, after the session lock, and gates on the turns table. With TurnTransitions (the
- * worker's side: claim, yield, settle, release, interrupt) this lib owns every transition of a
- * session; no other code changes a session's queue or turn state.
+ * transaction, after the session lock, and gates on the turns table. With TurnClaims, RunEndings
+ * and RunRecovery (the worker's side: claim, yield, settle, release; the recovery sweep's
+ * interrupt; the operator's seize and fail) this lib owns every transition of a session; no other
+ * code changes a session's queue or turn state.
  */
 @Injectable()
 export class SessionControls {

@@ -21,7 +21,8 @@ import {
   type WaitpointKind,
 } from '#libs/turns';
 import { turnEvents } from './turn-events.js';
-import { closingEvents, type HeldTurn, type RunOutput } from './turn-transitions.js';
+import type { HeldTurn, RunOutput } from './held-turn.js';
+import { closingEvents } from './run-output.js';
 
 export interface ModelStep {
   text: string;

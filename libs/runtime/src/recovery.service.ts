@@ -4,7 +4,7 @@ import { EventOutbox, EventPublisher } from '#libs/events';
 import { IdempotencyService, InputsRepository } from '#libs/inputs';
 import { SessionDispatcher } from '#libs/queue';
 import { ACTIVE_TURN_STATUSES, type RunEntity, RunsRepository } from '#libs/turns';
-import { TurnTransitions } from '#libs/lifecycle';
+import { RunRecovery } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { AttachmentPreparer } from './attachment-preparer.js';
 
@@ -50,7 +50,7 @@ export class RecoveryService {
   private lastReportAt = 0;
 
   constructor(
-    private readonly transitions: TurnTransitions,
+    private readonly recovery: RunRecovery,
     private readonly inputs: InputsRepository,
     private readonly runs: RunsRepository,
     private readonly idempotency: IdempotencyService,
@@ -106,7 +106,7 @@ export class RecoveryService {
     // Without the stream (Redis down) the checkpoint stands in, and clients are told to resync:
     // an item they saw announced may end with less text than they saw, or not at all.
     const shown = await this.publisher.shownText(run.sessionId, run.id).catch(() => null);
-    const result = await this.transitions.interruptExpired(run, shown);
+    const result = await this.recovery.interruptExpired(run, shown);
     if (!result) return false;
     metrics.runTakenOver('lease_expired');
     await this.outbox.flush(run.sessionId, result.batch);

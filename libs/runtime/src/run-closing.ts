@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { setLogContext } from '#libs/config';
 import { newId } from '#libs/database';
 import { isDependencyUnavailable } from '#libs/errors';
-import { type Outcome, TurnTransitions } from '#libs/lifecycle';
+import { type Outcome, RunEndings } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { ModelError } from '#libs/models';
 import { RunSignals } from '#libs/queue';
@@ -25,7 +25,7 @@ export class RunClosing {
   private readonly logger = new Logger('RunExecutor');
 
   constructor(
-    private readonly transitions: TurnTransitions,
+    private readonly endings: RunEndings,
     private readonly writes: DurableWrites,
     private readonly signals: RunSignals,
   ) {}
@@ -36,7 +36,7 @@ export class RunClosing {
    */
   async settle(state: RunState, outcome: Outcome): Promise<void> {
     const { held, lease } = state;
-    const settled = await this.writes.retrying(lease, () => this.transitions.settle(held, lease, state.output, outcome));
+    const settled = await this.writes.retrying(lease, () => this.endings.settle(held, lease, state.output, outcome));
     if (settled === undefined) return;
     if (!settled) return this.writes.fenced(lease, 'settle');
     await state.publish(settled.batch);
@@ -76,7 +76,7 @@ export class RunClosing {
     // Cancels aimed at the next run are heard from before it exists.
     await control.listen(this.signals, nextRunId).catch(() => undefined);
     const sentAt = LeaseKeeper.now();
-    const next = await this.transitions.yieldToSteers(held, state.lease, state.output, nextRunId);
+    const next = await this.endings.yieldToSteers(held, state.lease, state.output, nextRunId);
     if (next === 'cancelled') {
       await this.settle(state, { status: 'cancelled' });
       return false;
@@ -99,7 +99,7 @@ export class RunClosing {
   /** Gives the run back at this boundary; another worker continues the turn at once. */
   private async release(state: RunState): Promise<void> {
     const { held, lease } = state;
-    const successor = await this.writes.retrying(lease, () => this.transitions.release(held, lease, state.output));
+    const successor = await this.writes.retrying(lease, () => this.endings.release(held, lease, state.output));
     if (!successor) return;
     metrics.runTakenOver('released');
     await state.publish(successor.batch, [{ kind: 'takeover', runId: successor.run.id }]);

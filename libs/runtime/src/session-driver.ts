@@ -8,7 +8,7 @@ import { LeaseKeeper } from './lease-keeper.js';
 import { RunControl } from './run-control.js';
 import { ShuttingDownError } from './run-errors.js';
 import { RunExecutor } from './run-executor.js';
-import { TurnTransitions } from '#libs/lifecycle';
+import { TurnClaims } from '#libs/lifecycle';
 import { WORKER_ID } from './worker-identity.js';
 
 /**
@@ -23,7 +23,7 @@ export class SessionDriver {
   private readonly inFlight = new Set<AbortController>();
 
   constructor(
-    private readonly transitions: TurnTransitions,
+    private readonly claims: TurnClaims,
     private readonly executor: RunExecutor,
     private readonly inputs: InputsRepository,
     private readonly runs: RunsRepository,
@@ -43,7 +43,7 @@ export class SessionDriver {
       this.inFlight.add(control.abort);
       try {
         const sentAt = LeaseKeeper.now();
-        const held = await this.transitions.claim(sessionId, runId, WORKER_ID);
+        const held = await this.claims.claim(sessionId, runId, WORKER_ID);
         if (!held) break;
         if (held.run.id !== runId) await control.listen(this.signals, held.run.id).catch(() => undefined);
         if (!this.claiming) control.abort.abort(new ShuttingDownError());

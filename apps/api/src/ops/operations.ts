@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import { isUuid } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { EventOutbox, EventPublisher } from '#libs/events';
-import { SessionControls, TurnTransitions } from '#libs/lifecycle';
+import { RunRecovery, SessionControls } from '#libs/lifecycle';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
 import { InputsRepository } from '#libs/inputs';
 import { SessionsRepository } from '#libs/sessions';
@@ -29,7 +29,7 @@ export class Operations {
     private readonly turns: TurnsRepository,
     private readonly runs: RunsRepository,
     private readonly controls: SessionControls,
-    private readonly transitions: TurnTransitions,
+    private readonly recovery: RunRecovery,
     private readonly publisher: EventPublisher,
     private readonly outbox: EventOutbox,
     private readonly dispatcher: SessionDispatcher,
@@ -76,7 +76,7 @@ export class Operations {
   async failTurn(turnId: string, reason: string | undefined): Promise<object> {
     if (!isUuid(turnId)) throw DomainError.notFound(`Turn ${turnId}`);
     const owner = `operator:${hostname()}:${process.pid}`;
-    const seized = await this.transitions.seize(turnId, owner);
+    const seized = await this.recovery.seize(turnId, owner);
     const { sessionId } = seized.turn;
     const fenced = await this.publisher.raiseFence(sessionId, seized.lease.epoch).then(
       () => true,
@@ -87,7 +87,7 @@ export class Operations {
     // (Redis down): clients are told to resync, and the run's checkpoint stands in.
     const shown = fenced ? await this.publisher.shownText(sessionId, seized.run.id).catch(() => null) : null;
     const message = reason ? `The turn was failed by an operator: ${reason}` : 'The turn was failed by an operator';
-    const settled = await this.transitions.failSeized(seized, shown, { code: 'operator_failed', message });
+    const settled = await this.recovery.failSeized(seized, shown, { code: 'operator_failed', message });
     if (!settled) throw new DomainError('state_conflict', `Run ${seized.run.id} could not be failed in time (its operator lease expired); run fail-turn again`);
     const published = await this.outbox.flush(sessionId, settled.batch).then(
       (result) => result.complete,

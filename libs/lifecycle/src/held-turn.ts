@@ -1,0 +1,59 @@
+import type { OutboxBatch } from '#libs/events';
+import type { FrozenInputConfig } from '#libs/inputs';
+import type { CommittedStep, ItemEntity, Lease, PublicError, RunEntity, TurnEntity, Usage } from '#libs/turns';
+
+/** A turn a worker now holds a lease on: freshly claimed from the queue, or taken over. */
+export interface HeldTurn {
+  turn: TurnEntity;
+  run: RunEntity;
+  lease: Lease;
+  config: FrozenInputConfig;
+  /** Steers received after this input sequence number may join the turn at a safe boundary. */
+  lastInputSeq: string;
+  /** The output index the turn's next item gets. */
+  outputIndex: number;
+  /** Committed steps a takeover must not repeat. */
+  steps: CommittedStep[];
+  /** Tools the user trusted for the session (`approve_session`), as of the claim. */
+  trustedTools: string[];
+  /** Claimed from the queue just now: the turn has made no calls and run for no time yet. */
+  fresh: boolean;
+  batch: OutboxBatch;
+}
+
+/**
+ * What a run has shown so far: its assistant item (announced live with its first text, not yet
+ * written) and the text in it. The item is written when the run settles, yields or is released.
+ */
+export interface RunOutput {
+  item: ItemEntity | null;
+  outputIndex: number;
+  text: string;
+  /** Deltas were lost on the way to Redis since the last durable write: announce a resync. */
+  lostDeltas: boolean;
+}
+
+/** How a run ends; a completion that made its final model call carries it, to be recorded as a step. */
+export type Outcome = { status: 'completed'; modelCall?: { model: string; usage: Usage | null } } | { status: 'cancelled' } | { status: 'failed'; error: PublicError };
+
+export interface Settled {
+  turn: TurnEntity;
+  status: Outcome['status'];
+  batch: OutboxBatch;
+}
+
+/** A turn whose run an operator took over (seize), to be failed (failSeized). */
+export interface Seized {
+  turn: TurnEntity;
+  run: RunEntity;
+  lease: Lease;
+  /** Who held the run before (a worker's id; null: it waited for one). */
+  previousOwner: string | null;
+}
+
+export interface Successor {
+  run: RunEntity;
+  lease: Lease | null;
+  outputIndex: number;
+  batch: OutboxBatch;
+}

@@ -1,0 +1,161 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { AppConfig } from '#libs/config';
+import { newId } from '#libs/database';
+import { metrics } from '#libs/metrics';
+import { EventOutbox, type OutgoingEvent } from '#libs/events';
+import { InputsRepository } from '#libs/inputs';
+import { SessionsRepository } from '#libs/sessions';
+import { type Lease, type RunEntity, toCurrentTurn, ItemsRepository, RunsRepository, TurnsRepository } from '#libs/turns';
+import { AttachmentTransitions } from './attachment-transitions.js';
+import type { HeldTurn, Outcome, RunOutput, Settled, Successor } from './held-turn.js';
+import { closingEvents, lastReceivedSeq, lostDeltasNotice, RunOutputWriter, turnSeconds, userItemsOf } from './run-output.js';
+import { turnEvents } from './turn-events.js';
+
+/**
+ * How the worker that holds a run ends it at a boundary (called by `RunExecutor`, under the lease
+ * it got from `TurnClaims` or a previous yield): it yields the run to the steers that arrived,
+ * settles the turn's outcome, or releases the run for another worker on shutdown. Each is one
+ * transaction under the session lock, fenced by that lease (null when it is gone), that also writes
+ * the events announcing it to the outbox; none touches Redis, so a Redis outage never changes what
+ * is committed. The caller publishes the returned batch after commit.
+ */
+@Injectable()
+export class RunEndings {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly sessions: SessionsRepository,
+    private readonly inputs: InputsRepository,
+    private readonly turns: TurnsRepository,
+    private readonly runs: RunsRepository,
+    private readonly items: ItemsRepository,
+    private readonly outbox: EventOutbox,
+    private readonly config: AppConfig,
+    private readonly attachments: AttachmentTransitions,
+    private readonly writer: RunOutputWriter,
+  ) {}
+
+  /**
+   * Yields the run at a safe boundary into the next run of the same turn with the steers that
+   * arrived after the turn's input: the shown text becomes an incomplete commentary item, the steer
+   * messages user items. 'cancelled' when the turn is being cancelled (it takes no more input).
+   */
+  async yieldToSteers(held: HeldTurn, lease: Lease, output: RunOutput, nextRunId: string): Promise<Successor | 'cancelled' | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      if ((await this.turns.findTurn(manager, held.turn.id))?.cancellationPending) return 'cancelled' as const;
+      const steers = await this.inputs.steersAfter(manager, sessionId, held.lastInputSeq);
+      const now = new Date();
+      const epoch = await this.runs.nextEpoch(manager, sessionId);
+      const next = await this.runs.yieldRun(
+        manager,
+        lease,
+        { nextRunId, epoch, inputIds: steers.map((i) => i.id), at: now },
+        this.config.runLeaseMs,
+      );
+      if (!next) return null;
+      const newItems = userItemsOf(steers, sessionId, now);
+      const partial = output.item ? 1 : 0;
+      const firstSeq = await this.sessions.recordRunStarted(
+        manager,
+        sessionId,
+        toCurrentTurn({ ...held.turn, currentRunId: next.id }),
+        steers.length,
+        partial + newItems.length,
+        now,
+      );
+      await this.inputs.markConsumed(
+        manager,
+        steers.map((i) => i.id),
+        held.turn.id,
+        next.id,
+        now,
+      );
+      const events: OutgoingEvent[] = lostDeltasNotice(output);
+      let index = output.outputIndex;
+      if (output.item) {
+        events.push(...closingEvents(await this.writer.writeShown(manager, output.item, firstSeq, 'incomplete', output.text, now), index, output.text));
+        index += 1;
+      }
+      const yielded: RunEntity = { ...held.run, id: lease.runId, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };
+      events.push(turnEvents.run('yielded', yielded), turnEvents.run('created', next));
+      const userItems = await this.items.insertItems(manager, firstSeq + partial, newItems.map((item) => ({ ...item, turnId: held.turn.id, runId: next.id })));
+      await this.attachments.bindToMessages(manager, steers, userItems);
+      for (const item of userItems) {
+        events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
+        index += 1;
+      }
+      held.lastInputSeq = lastReceivedSeq(steers, held.lastInputSeq);
+      const batch = await this.outbox.append(manager, sessionId, events, { epoch });
+      return { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index, batch };
+    });
+  }
+
+  /**
+   * Commits the run's outcome: the model call as a step, the output item, run and turn, in one
+   * transaction. A cancel accepted before this commit wins over completion (the client was told the
+   * turn would stop); a failure stays a failure. Text already shown is kept: the final answer when
+   * completed, an incomplete item otherwise. Null when the lease is gone.
+   */
+  async settle(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<Settled | null> {
+    const settled = await this.settleOnce(held, lease, output, outcome);
+    if (settled) metrics.turnFinished(settled.status, turnSeconds(settled.turn));
+    return settled;
+  }
+
+  private async settleOnce(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<Settled | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      const session = await this.sessions.lock(manager, sessionId);
+      const now = new Date();
+      const modelCall = outcome.status === 'completed' ? outcome.modelCall : undefined;
+      const settled = await this.turns.settle(manager, {
+        lease,
+        runId: lease.runId,
+        runStatus: outcome.status,
+        turn: held.turn,
+        error: outcome.status === 'failed' ? outcome.error : null,
+        answer: modelCall ? { input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}) } } : undefined,
+        usage: modelCall?.usage ?? null,
+        at: now,
+      });
+      if (!settled) return null;
+      const { turn, runUsage } = settled;
+      // A failed turn pauses what waits behind it (001): the user decides whether the queue goes on.
+      if (turn.status === 'failed' && session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
+      const final = turn.status as Outcome['status'];
+      const completed = final === 'completed';
+      const error = turn.error;
+      const events: OutgoingEvent[] = lostDeltasNotice(output);
+      const writes = output.item !== null || completed;
+      const seq = await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), writes ? 1 : 0, now);
+      if (writes) events.push(...(await this.writer.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', seq, now)));
+      const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: runUsage };
+      events.push(turnEvents.run(final, run), turnEvents.turn(final, turn));
+      return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }) };
+    });
+  }
+
+  /**
+   * Gives the run up at a boundary (worker shutdown): it becomes `interrupted`, its shown text an
+   * incomplete item, and the next run of the turn waits, unleased, for any worker to continue.
+   */
+  async release(held: HeldTurn, lease: Lease, output: RunOutput): Promise<Successor | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const now = new Date();
+      const epoch = await this.runs.nextEpoch(manager, sessionId);
+      const result = await this.runs.interruptRun(manager, lease.runId, lease, { nextRunId: newId(), epoch, inputIds: [], at: now });
+      if (!result) return null;
+      const events: OutgoingEvent[] = lostDeltasNotice(output);
+      if (output.item) {
+        const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
+        events.push(...closingEvents(await this.writer.writeShown(manager, output.item, seq, 'incomplete', output.text, now), output.outputIndex, output.text));
+      }
+      return this.writer.announceSuccessor(manager, held.turn, result, events, epoch, output.item ? output.outputIndex + 1 : output.outputIndex);
+    });
+  }
+}
