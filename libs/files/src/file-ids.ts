@@ -2,7 +2,7 @@ import { newId } from '#libs/database';
 
 const FILE_ID = /^[0-9a-f]{32}$/;
 
-/** A file id is the 32-hex form of a time-ordered UUIDv7 (001's `0123456789abcdef…`): unguessable and index-friendly. */
+/** A file id is the 32-hex form of a time-ordered UUIDv7 (the API's `0123456789abcdef…` form): unguessable and index-friendly. */
 export function newFileId(): string {
   return newId().replaceAll('-', '');
 }

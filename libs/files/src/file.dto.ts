@@ -8,7 +8,7 @@ export class FileYuxiDto {
   @ApiProperty({ description: 'SHA-256 of the stored bytes, lowercase hex.', example: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08' }) sha256!: string;
 }
 
-/** A draft file (001: 图片与文件附件): uploaded, not attached to anything yet. */
+/** A draft file: uploaded, not attached to anything yet. */
 export class FileDto {
   @ApiProperty({ description: '32 hexadecimal characters.', example: FILE_ID_EXAMPLE, pattern: '^[0-9a-f]{32}$' }) id!: string;
   @ApiProperty({ enum: ['file'] }) object!: 'file';

@@ -49,7 +49,7 @@ export class FilesRepository {
    * users, so a new end-user id brings no fresh storage), waiting drafts per owner. The row
    * (`uploading`) is written before the blob. Uploads of one account serialise on an advisory
    * lock, so two concurrent ones cannot both pass the check.
-   * Inline images of messages are not counted: 001 bounds them per submission, not per owner.
+   * Inline images of messages are not counted: the API bounds them per submission, not per owner.
    */
   async reserveUpload(upload: NewUpload, ttlS: number, quota: Quota): Promise<void> {
     await this.dataSource.transaction(async (manager) => {

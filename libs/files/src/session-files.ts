@@ -10,8 +10,8 @@ const MAX_LISTED = 200;
 
 /**
  * The files of a session's workdir, as its agent's tools and its artifact URLs see them: the
- * ready files of the session. (001: the workdir is shared by the session's inputs; cancelling an
- * input does not hide its files from the tools.)
+ * ready files of the session. The workdir is shared by the session's inputs: cancelling an input
+ * does not hide its files from the tools.
  */
 @Injectable()
 export class SessionFiles {

@@ -126,7 +126,8 @@ export class IdempotencyService {
 
   /** The receipt of an earlier event submission to this session, for clients whose response was lost. */
   async findEventReceipt(ownerId: string, sessionId: string, key: string): Promise<AcceptedReceipt | null> {
-    // The key that created the session (with its first input) finds that receipt here too (001: 断线恢复).
+    // The key that created the session (with its first input) finds that receipt here too: a client
+    // that lost the create's answer recovers its input's receipt the same way.
     const rows = (await this.receipts.query(
       prepared(`SELECT receipt FROM idempotency_receipts
        WHERE owner_id = $1 AND idempotency_key = $3 AND (scope = $2 OR (scope = 'sessions.create' AND session_id = $4::uuid))

@@ -229,7 +229,7 @@ export class InputsRepository {
   /**
    * Takes the preparations the recovery sweep should try now (crashed, lost or failed ones), at
    * most `limit`: those whose next try is due, longest due first, pending inputs before cancelled
-   * ones (whose files are kept and still prepared, 001, but which no queue waits for). Each taken
+   * ones (whose files are kept and still prepared for the session's workdir, but which no queue waits for). Each taken
    * input's next try is pushed back by the backoff (preparationRetryDelayMs) before it is returned,
    * so an input that keeps failing is taken less and less often and cannot starve newer ones, and
    * concurrent sweeps never take the same input.

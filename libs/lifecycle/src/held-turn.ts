@@ -1,4 +1,5 @@
 import type { OutboxBatch } from '#libs/events';
+import type { Committed } from './after-commit.js';
 import type { FrozenInputConfig } from '#libs/inputs';
 import type { CommittedStep, ItemEntity, Lease, PublicError, RunEntity, TurnEntity, Usage } from '#libs/turns';
 
@@ -36,10 +37,10 @@ export interface RunOutput {
 /** How a run ends; a completion that made its final model call carries it, to be recorded as a step. */
 export type Outcome = { status: 'completed'; modelCall?: { model: string; usage: Usage | null } } | { status: 'cancelled' } | { status: 'failed'; error: PublicError };
 
-export interface Settled {
+/** A settled turn; its nudges are empty when the settling worker goes on driving the session itself. */
+export interface Settled extends Committed {
   turn: TurnEntity;
   status: Outcome['status'];
-  batch: OutboxBatch;
 }
 
 /** A turn whose run an operator took over (seize), to be failed (failSeized). */
@@ -51,9 +52,14 @@ export interface Seized {
   previousOwner: string | null;
 }
 
-export interface Successor {
+/** The next run of a turn: leased to the same worker (a yield to steers), or waiting for any worker to take it over (its nudge). */
+export interface Successor extends Committed {
   run: RunEntity;
   lease: Lease | null;
   outputIndex: number;
-  batch: OutboxBatch;
+}
+
+/** A run whose lease expired, interrupted: the run that continues its turn (`awaiting`), or null when the turn ended. */
+export interface Interrupted extends Committed {
+  awaiting: string | null;
 }

@@ -4,7 +4,7 @@ export { gateCancelInput, gatePromoteInput } from './input-gates.js';
 export { LifecycleModule } from './lifecycle.module.js';
 export { type MessageSpec, resolveMode, SessionControls } from './session-controls.js';
 export { EVENT_BUILDERS, turnEvents } from './turn-events.js';
-export type { HeldTurn, Outcome, RunOutput, Seized, Settled, Successor } from './held-turn.js';
+export type { HeldTurn, Interrupted, Outcome, RunOutput, Seized, Settled, Successor } from './held-turn.js';
 export { RunEndings } from './run-endings.js';
 export { assistantItem, turnSeconds } from './run-output.js';
 export { RunRecovery } from './run-recovery.js';

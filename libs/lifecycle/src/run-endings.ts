@@ -89,7 +89,7 @@ export class RunEndings {
       }
       held.lastInputSeq = lastReceivedSeq(steers, held.lastInputSeq);
       const batch = await this.outbox.append(manager, sessionId, events, { epoch });
-      return { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index, batch };
+      return { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index, batch, nudges: [] };
     });
   }
 
@@ -123,7 +123,7 @@ export class RunEndings {
       });
       if (!settled) return null;
       const { turn, runUsage } = settled;
-      // A failed turn pauses what waits behind it (001): the user decides whether the queue goes on.
+      // A failed turn pauses what waits behind it: the user decides whether the queue goes on.
       if (turn.status === 'failed' && session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
       const final = turn.status as Outcome['status'];
       const completed = final === 'completed';
@@ -134,7 +134,8 @@ export class RunEndings {
       if (writes) events.push(...(await this.writer.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', seq, now)));
       const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: runUsage };
       events.push(turnEvents.run(final, run), turnEvents.turn(final, turn));
-      return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }) };
+      // No nudge: the settling worker's driver looks for the session's next input itself.
+      return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), nudges: [] };
     });
   }
 

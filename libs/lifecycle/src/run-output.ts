@@ -100,7 +100,8 @@ export class RunOutputWriter {
   ): Promise<Successor> {
     await this.sessions.recordRunStarted(manager, turn.sessionId, toCurrentTurn({ ...turn, currentRunId: result.next.id }), 0, 0, new Date());
     events.push(turnEvents.run('interrupted', result.interrupted), turnEvents.run('created', result.next));
-    return { run: result.next, lease: null, outputIndex, batch: await this.outbox.append(manager, turn.sessionId, events, { epoch }) };
+    const batch = await this.outbox.append(manager, turn.sessionId, events, { epoch });
+    return { run: result.next, lease: null, outputIndex, batch, nudges: [{ kind: 'takeover', runId: result.next.id }] };
   }
 
   /** The run's final item: the one it streamed (announced live, so only its completion events), or a new one (a completed run that streamed nothing, or settles a stored answer). */

@@ -5,10 +5,9 @@ import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { metrics } from '#libs/metrics';
-import type { OutboxBatch } from '#libs/events';
 import { SessionsRepository } from '#libs/sessions';
-import { ACTIVE_TURN_STATUSES, type PublicError, type RunEntity, type TurnEntity, RunsRepository, TurnsRepository } from '#libs/turns';
-import type { Outcome, Seized, Settled } from './held-turn.js';
+import { ACTIVE_TURN_STATUSES, type PublicError, type RunEntity, RunsRepository, type TurnEntity, TurnsRepository } from '#libs/turns';
+import type { Interrupted, Outcome, Seized, Settled } from './held-turn.js';
 import { RunOutputWriter, turnSeconds } from './run-output.js';
 
 const TAKEOVER_LIMIT_ERROR: PublicError = {
@@ -44,7 +43,7 @@ export class RunRecovery {
    * read, and clients are told to resync); the run's heartbeat checkpoint stands in where the
    * stream has less.
    */
-  async interruptExpired(run: RunEntity, shown: Map<string, { outputIndex: number; text: string }> | null): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
+  async interruptExpired(run: RunEntity, shown: Map<string, { outputIndex: number; text: string }> | null): Promise<Interrupted | null> {
     let ended = null as TurnEntity | null;
     const result = await this.interruptOnce(run, shown, (turn) => (ended = turn));
     if (result && ended) metrics.turnFinished(ended.status as Outcome['status'], turnSeconds(ended));
@@ -55,7 +54,7 @@ export class RunRecovery {
     run: RunEntity,
     shown: Map<string, { outputIndex: number; text: string }> | null,
     onEnded: (turn: TurnEntity) => void,
-  ): Promise<{ batch: OutboxBatch; awaiting: string | null } | null> {
+  ): Promise<Interrupted | null> {
     const { sessionId } = run;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
@@ -70,13 +69,13 @@ export class RunRecovery {
       if (ending || limited) {
         const ended = await this.writer.endRun(manager, run, turn, null, ending ? 'cancelled' : 'failed', limited ? TAKEOVER_LIMIT_ERROR : null, closing, now);
         if (ended) onEnded(ended.turn);
-        return ended ? { batch: ended.batch, awaiting: null } : null;
+        return ended ? { batch: ended.batch, nudges: [{ kind: 'queue' }], awaiting: null } : null;
       }
       const epoch = await this.runs.nextEpoch(manager, sessionId);
       const result = await this.runs.interruptRun(manager, run.id, null, { nextRunId: newId(), epoch, inputIds: [], at: now });
       if (!result) return null;
       const successor = await this.writer.announceSuccessor(manager, turn, result, closing, epoch, index);
-      return { batch: successor.batch, awaiting: successor.run.id };
+      return { ...successor, awaiting: successor.run.id };
     });
   }
 
@@ -130,7 +129,7 @@ export class RunRecovery {
       const ended = await this.writer.endRun(manager, run, turn, seized.lease, 'failed', error, closing, now);
       if (!ended) return null;
       if (session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
-      return { turn: ended.turn, status: 'failed', batch: ended.batch };
+      return { turn: ended.turn, status: 'failed', batch: ended.batch, nudges: [{ kind: 'queue' }] };
     });
   }
 }

@@ -126,7 +126,7 @@ export class SessionControls {
   }
 
   /**
-   * Deletes an attachment of the session (001): refused while its preparation is unfinished, while
+   * Deletes an attachment of the session: refused while its preparation is unfinished, while
    * the input it belongs to is pending (it would run without it), or while a turn is active (its
    * tools may be reading it). One exception to the first rule: the unfinished preparation of a
    * cancelled input may be given up by deleting its file — no run will ever need it, and a

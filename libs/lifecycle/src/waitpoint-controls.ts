@@ -105,7 +105,7 @@ export class WaitpointControls {
   }
 }
 
-/** The response must answer exactly the waitpoint's questions or decide exactly its calls (001): unknown ids are 409, gaps and repeats 422. */
+/** The response must answer exactly the waitpoint's questions or decide exactly its calls: unknown ids are 409, gaps and repeats 422. */
 function checkCoverage(waitpoint: Waitpoint, response: WaitpointResponse): void {
   const expected = waitpoint.kind === 'question' ? (waitpoint.questions ?? []).map((q) => q.question_id) : (waitpoint.tool_calls ?? []).map((c) => c.call_id);
   const given = response.type === 'answer' ? response.answers.map((a) => a.question_id) : response.type === 'approval' ? response.decisions.map((d) => d.call_id) : [];

@@ -4,7 +4,7 @@ import { EventOutbox, EventPublisher } from '#libs/events';
 import { IdempotencyService, InputsRepository } from '#libs/inputs';
 import { SessionDispatcher } from '#libs/queue';
 import { ACTIVE_TURN_STATUSES, type RunEntity, RunsRepository } from '#libs/turns';
-import { RunRecovery } from '#libs/lifecycle';
+import { AfterCommit, RunRecovery } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { AttachmentPreparer } from './attachment-preparer.js';
 
@@ -56,6 +56,7 @@ export class RecoveryService {
     private readonly idempotency: IdempotencyService,
     private readonly dispatcher: SessionDispatcher,
     private readonly outbox: EventOutbox,
+    private readonly afterCommit: AfterCommit,
     private readonly publisher: EventPublisher,
     private readonly preparer: AttachmentPreparer,
     private readonly config: AppConfig,
@@ -91,7 +92,8 @@ export class RecoveryService {
    * job was lost, storage failed): the same preparation runs again, in the background so that a
    * slow store never holds up the rest of the sweep. Each input is retried with exponential
    * backoff (InputsRepository.takeDuePreparations), so preparations that keep failing never starve
-   * the others. Preparations of cancelled inputs and archived sessions finish too (001).
+   * the others. Preparations of cancelled inputs and archived sessions finish too: a cancelled
+   * input's files stay in the session's workdir, where the agent's tools still read them.
    */
   private async resumePreparations(): Promise<number> {
     const room = PREPARATIONS_PER_PROCESS - this.preparer.running;
@@ -109,10 +111,8 @@ export class RecoveryService {
     const result = await this.recovery.interruptExpired(run, shown);
     if (!result) return false;
     metrics.runTakenOver('lease_expired');
-    await this.outbox.flush(run.sessionId, result.batch);
+    await this.afterCommit.send(result);
     this.logger.warn(`run ${run.id} of session ${run.sessionId}: lease expired; ${result.awaiting ? `run ${result.awaiting} continues the turn` : 'the turn ended'}`);
-    if (result.awaiting) await this.dispatcher.nudgeTakeover(run.sessionId, result.awaiting).catch(() => undefined);
-    else await this.dispatcher.nudgeQuietly(run.sessionId);
     return true;
   }
 }

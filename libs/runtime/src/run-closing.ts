@@ -39,7 +39,7 @@ export class RunClosing {
     const settled = await this.writes.retrying(lease, () => this.endings.settle(held, lease, state.output, outcome));
     if (settled === undefined) return;
     if (!settled) return this.writes.fenced(lease, 'settle');
-    await state.publish(settled.batch);
+    await state.publish(settled.batch, settled.nudges);
     this.logger.log(`turn ${settled.status}`);
   }
 
@@ -92,7 +92,7 @@ export class RunClosing {
     state.output = emptyOutput(state.outputIndex);
     state.keeper.switchTo(state.lease, sentAt);
     state.live.resetLoss();
-    await state.publish(next.batch);
+    await state.publish(next.batch, next.nudges);
     return true;
   }
 
@@ -102,7 +102,7 @@ export class RunClosing {
     const successor = await this.writes.retrying(lease, () => this.endings.release(held, lease, state.output));
     if (!successor) return;
     metrics.runTakenOver('released');
-    await state.publish(successor.batch, [{ kind: 'takeover', runId: successor.run.id }]);
+    await state.publish(successor.batch, successor.nudges);
     this.logger.log(`run ${lease.runId} released at shutdown; run ${successor.run.id} continues the turn`);
   }
 }

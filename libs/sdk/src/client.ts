@@ -71,7 +71,7 @@ export class SessionsResource {
   /**
    * Creates a session, empty or with its first input. The response's `yuxi.receipt` holds the
    * input's acceptance (`input_id`). A lost answer is retried with the same Idempotency-Key,
-   * which returns the original session (001: the create is replayed, not looked up).
+   * which returns the original session (the create is replayed, not looked up).
    */
   create(params: Omit<CreateSessionParams, 'stream'>, options: WriteOptions = {}): Promise<Session> {
     return this.transport.request({ method: 'POST', path: SESSIONS, body: params, idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(), signal: options.signal });
@@ -102,7 +102,7 @@ export class SessionsResource {
   /**
    * Submits one input or control event. The receipt proves durable acceptance only. When the
    * answer is lost on the way, the receipt is looked up with the same key before anything is sent
-   * again (001 断线恢复), so an event is accepted once however the network behaves:
+   * again, so an event is accepted once however the network behaves:
    * - with a key the SDK generated (no `idempotencyKey` given), unique to this call, a receipt found
    *   is this call's: it is returned as is;
    * - with your own `idempotencyKey`, a receipt found only says the key was used, perhaps by another

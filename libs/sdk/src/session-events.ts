@@ -86,7 +86,7 @@ interface Step {
 class ConnectionLost extends Error {}
 
 /**
- * The session event stream as an async iterable, with the recovery rules of 001 (断线恢复) built in:
+ * The session event stream as an async iterable, with the API's reconnection rules built in:
  * reconnects with `Last-Event-ID` after a cut or an ended stream, never yields an event twice,
  * re-reads the turn and its items on `yuxi.session.resync`, and (with untilTurnId / untilInputId)
  * ends when the turn reaches its terminal state: with its terminal event, or when a resync's
@@ -107,8 +107,8 @@ class ConnectionLost extends Error {}
  *
  * `lastEventId` is the cursor of the last event the consumer finished with: an event counts as
  * handled when the loop asks for the next one, so an event the loop left (break, return, or a
- * throw) is delivered again by a stream resumed from `lastEventId`, as 001 asks (keep the id of
- * the last event successfully processed).
+ * throw) is delivered again by a stream resumed from `lastEventId`, as the API asks (keep the
+ * id of the last event successfully processed).
  *
  * Without lastEventId the server replays the session from the start of its window (or resyncs),
  * so nothing is checked before subscribing. With lastEventId the turn may have ended before the

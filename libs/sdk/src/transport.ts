@@ -70,7 +70,7 @@ export type Recovery = { kind: 'answer'; value: unknown } | { kind: 'resend' } |
 class LostResponse extends Error {}
 
 /**
- * The HTTP layer: credentials, JSON, and the retry rules of the API (001 断线恢复). A logical call
+ * The HTTP layer: credentials, JSON, and the API's rules for recovering from a lost connection. A logical call
  * keeps one Idempotency-Key across its attempts; network errors, 429 (after its Retry-After) and
  * 5xx errors the server marks `retryable` are retried with capped backoff; anything else is
  * thrown as an AgentsApiError at once.

@@ -120,7 +120,7 @@ const ERROR_SCHEMA = { $ref: '#/components/schemas/ErrorResponseDto' };
 
 /**
  * `POST /sessions` with `stream: true` answers 201 with the session's event stream instead of the
- * JSON resource: the long-lived subscription of 001, which does not end with the turn.
+ * JSON resource: the session's long-lived subscription, which does not end with the turn.
  */
 function declareStreamCreate(document: OpenAPIObject): void {
   const created = document.paths['/api/v1/agents/sessions']?.post?.responses['201'] as { content?: Record<string, object>; description?: string } | undefined;

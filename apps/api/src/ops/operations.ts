@@ -4,8 +4,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { isUuid } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { EventOutbox, EventPublisher } from '#libs/events';
-import { RunRecovery, SessionControls } from '#libs/lifecycle';
+import { EventPublisher } from '#libs/events';
+import { AfterCommit, RunRecovery, SessionControls } from '#libs/lifecycle';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
 import { InputsRepository } from '#libs/inputs';
 import { SessionsRepository } from '#libs/sessions';
@@ -31,7 +31,7 @@ export class Operations {
     private readonly controls: SessionControls,
     private readonly recovery: RunRecovery,
     private readonly publisher: EventPublisher,
-    private readonly outbox: EventOutbox,
+    private readonly afterCommit: AfterCommit,
     private readonly dispatcher: SessionDispatcher,
     private readonly signals: RunSignals,
   ) {}
@@ -89,11 +89,7 @@ export class Operations {
     const message = reason ? `The turn was failed by an operator: ${reason}` : 'The turn was failed by an operator';
     const settled = await this.recovery.failSeized(seized, shown, { code: 'operator_failed', message });
     if (!settled) throw new DomainError('state_conflict', `Run ${seized.run.id} could not be failed in time (its operator lease expired); run fail-turn again`);
-    const published = await this.outbox.flush(sessionId, settled.batch).then(
-      (result) => result.complete,
-      () => false,
-    );
-    await this.nudge(sessionId);
+    const published = (await this.afterCommit.send(settled)).complete;
     const after = await this.sessions.operatorView(sessionId);
     return {
       session_id: sessionId,

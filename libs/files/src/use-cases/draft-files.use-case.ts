@@ -10,7 +10,7 @@ import { sniffUpload } from '../file-sniffing.js';
 import { FilesRepository } from '../files.repository.js';
 import { FILE_STORAGE, type FileStorage } from '../storage/file-storage.js';
 
-/** The largest file accepted (001: 5 MiB). */
+/** The largest file accepted: 5 MiB, the API's upload limit. */
 export const MAX_FILE_BYTES = 5 * 1024 * 1024;
 
 /** What the HTTP layer received: the client's filename (untrusted) and the bytes. */

@@ -8,7 +8,7 @@ import { SessionControls } from '#libs/lifecycle';
 import { SessionsRepository } from '#libs/sessions';
 
 /**
- * `DELETE …/sessions/{id}/attachments/{file_id}`: removes an attachment's record and bytes (001:
+ * `DELETE …/sessions/{id}/attachments/{file_id}`: removes an attachment's record and bytes (the
  * history keeps no placeholder; the input's attachment_file_ids stay as received). The rules are
  * checked and the file tombstoned under the session lock; the bytes go after the commit (the
  * files sweep finishes a removal that fails).
