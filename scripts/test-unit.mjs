@@ -1,7 +1,7 @@
-// `npm run test:unit`: the unit tests (test/unit) alone, in seconds: no Postgres, no Redis, no api
-// or worker, no build of the apps. tsc compiles test/unit and what it imports (the libs, through
-// `#libs/*`) into dist/ incrementally (tsconfig.unit.json), then node's test runner runs the files.
-// `npm test` still runs these files too, against its stack.
+// `npm run test:unit`: the unit tests (test/unit) alone: no Postgres, no Redis, no api or worker,
+// no build of the apps. tsc compiles the libs, test/unit and test/support into dist/ (tsconfig.unit.json)
+// in build mode, which skips the compiler altogether when no source is newer than the last
+// build; then node's test runner runs the files. `npm test` still runs them too, against its stack.
 //
 //   npm run test:unit             every unit test file
 //   npm run test:unit -- sdk      only files whose path contains one of the words
@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureBuilt, ROOT } from './lib/build.mjs';
 
-ensureBuilt(console.log, 'tsconfig.unit.json', '[test:unit]');
+ensureBuilt(console.log, { tscArgs: ['-b', 'tsconfig.unit.json'], prefix: '[test:unit]' });
 
 const filter = process.argv.slice(2);
 const testDir = path.join(ROOT, 'dist', 'test', 'unit');
@@ -33,8 +33,7 @@ const env = { ...process.env };
 delete env.DATABASE_URL;
 delete env.REDIS_URL;
 
-// Files run in parallel, one process each; much of their time is waiting (timeouts, child
-// processes, local servers), so two at a time even on a single core.
+// Files run in parallel, one process each: as many at a time as there are cores, at least two.
 const concurrency = Math.max(2, os.availableParallelism());
 const child = spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, ...files], { cwd: ROOT, stdio: 'inherit', env });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));

@@ -13,13 +13,13 @@ export function runSync(command, args, env = process.env) {
 
 /**
  * Installs dependencies when missing, then compiles incrementally with tsc (which emits decorator
- * metadata): the whole project, or another tsconfig (`npm run test:unit`: tsconfig.unit.json).
+ * metadata): the whole project, or what `tscArgs` say (`npm run test:unit`: tsconfig.unit.json).
  */
-export function ensureBuilt(log = console.log, project = 'tsconfig.build.json', prefix = '[stack]') {
+export function ensureBuilt(log = console.log, { tscArgs = ['-p', 'tsconfig.build.json'], prefix = '[stack]' } = {}) {
   if (!existsSync(path.join(ROOT, 'node_modules', '.package-lock.json'))) {
     log(`${prefix} installing dependencies (npm ci)…`);
     runSync('npm', ['ci', '--no-audit', '--no-fund']);
   }
   log(`${prefix} compiling…`);
-  runSync(path.join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', project]);
+  runSync(path.join(ROOT, 'node_modules', '.bin', 'tsc'), tscArgs);
 }
