@@ -2,9 +2,98 @@
 // TypeScript (apps/, libs/, test/) gets the recommended, non-type-aware rule sets: no type
 // information is loaded, so linting stays fast. Plain JS (scripts/*.mjs, this file) runs on
 // Node, so it gets Node's globals, listed below rather than pulled in through the `globals` package.
+// The layers of libs/ (which lib may import which) are checked by eslint-plugin-boundaries: see LIBS.
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import js from '@eslint/js';
+import boundaries from 'eslint-plugin-boundaries';
 import { defineConfig, globalIgnores } from 'eslint/config';
 import tseslint from 'typescript-eslint';
+
+const ROOT = path.dirname(fileURLToPath(import.meta.url));
+
+/**
+ * The layers, lowest first. A lib may import any lib of a strictly lower layer, and of its own
+ * layer only the libs listed next to it in LIBS (keep those acyclic). Apps sit above every layer:
+ * they may import any lib, never each other. Nothing may import an app, and a lib or an app imports
+ * another lib only through `#libs/<name>`, never by a relative path into its folder.
+ */
+const LAYERS = [
+  'foundation', // no #libs import at all; sdk must stay so, it is published on its own
+  'config',
+  'database',
+  'platform', // cross-cutting services over the database and Redis
+  'data', // the resources, each with its tables and services
+  'lifecycle', // state transitions of sessions, turns and inputs
+  'engine', // the api's protocol and the worker's runtime
+];
+
+/**
+ * Every lib under libs/, one a line: its layer, then the libs of that same layer it may import.
+ * Adding a lib is adding its line here (lint fails on a libs/ folder missing from this table).
+ */
+const LIBS = {
+  errors: ['foundation'],
+  metrics: ['foundation'],
+  sandbox: ['foundation'],
+  sdk: ['foundation'],
+  config: ['config'],
+  database: ['database'],
+  audit: ['platform'],
+  auth: ['platform', 'audit'],
+  events: ['platform'],
+  health: ['platform', 'queue'],
+  models: ['platform'],
+  queue: ['platform'],
+  turns: ['data'],
+  files: ['data'],
+  tools: ['data', 'files'],
+  agents: ['data', 'tools'],
+  sessions: ['data', 'agents'],
+  inputs: ['data', 'agents', 'files'],
+  lifecycle: ['lifecycle'],
+  protocol: ['engine'],
+  runtime: ['engine'],
+};
+
+/** The boundaries/dependencies policies that LAYERS and LIBS stand for. */
+function layerPolicies() {
+  const libsOnDisk = readdirSync(path.join(ROOT, 'libs'), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name);
+  const missing = libsOnDisk.filter((name) => !(name in LIBS));
+  if (missing.length > 0) throw new Error(`eslint.config.js: add ${missing.map((name) => `libs/${name}`).join(', ')} to LIBS (its layer)`);
+  const layerOf = (name) => {
+    const index = LAYERS.indexOf(LIBS[name][0]);
+    if (index < 0) throw new Error(`eslint.config.js: LIBS.${name} names an unknown layer: ${LIBS[name][0]}`);
+    return index;
+  };
+  const lib = (names) => ({ element: { type: 'lib', captured: { name: names } } });
+  const viaEntryPoint = { source: '#libs/*' };
+  const policies = Object.entries(LIBS).flatMap(([name, [, ...sameLayer]]) => {
+    for (const other of sameLayer) {
+      if (!(other in LIBS) || layerOf(other) !== layerOf(name)) throw new Error(`eslint.config.js: LIBS.${name} lists ${other}, not a lib of its layer`);
+    }
+    const allowed = [...Object.keys(LIBS).filter((other) => layerOf(other) < layerOf(name)), ...sameLayer];
+    return allowed.length > 0 ? [{ from: lib(name), allow: { to: lib(allowed), dependency: viaEntryPoint } }] : [];
+  });
+  return [
+    ...policies,
+    { from: { element: { type: 'app' } }, allow: { to: { element: { type: 'lib' } }, dependency: viaEntryPoint } },
+    // Last, so that they win over an allow above.
+    {
+      from: { element: { types: ['lib', 'app'] } },
+      disallow: { to: { element: { type: 'lib' } }, dependency: { source: '!#libs/*' } },
+      message: '{{from.element.type}} {{from.element.captured.name}} reaches into libs/{{to.element.captured.name}} by a relative path: import it as #libs/{{to.element.captured.name}}',
+    },
+    {
+      from: { element: { types: ['lib', 'app'] } },
+      disallow: { to: { element: { type: 'app' } } },
+      message: '{{from.element.type}} {{from.element.captured.name}} may not import apps/{{to.element.captured.name}}: nothing imports an app',
+    },
+  ];
+}
 
 /** The Node.js globals (ESM: no require/module/__dirname) that ESLint's no-undef must know. */
 const nodeGlobals = Object.fromEntries(
@@ -63,6 +152,42 @@ export default defineConfig(
     extends: [tseslint.configs.recommended],
   },
   {
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    plugins: { boundaries },
+    settings: {
+      'boundaries/root-path': ROOT,
+      'boundaries/elements': [
+        { type: 'lib', pattern: 'libs/*', capture: ['name'] },
+        { type: 'app', pattern: 'apps/*', capture: ['name'] },
+      ],
+      'boundaries/legacy-templates': false,
+      // Re-exports and import() count as imports too (the default is import declarations only).
+      'boundaries/dependency-nodes': ['import', 'export', 'dynamic-import'],
+      // `#libs/<name>` to libs/<name>/src/index.ts, `./x.js` to ./x.ts: scripts/lib/eslint-import-resolver.cjs.
+      'import/resolver': { [path.join(ROOT, 'scripts', 'lib', 'eslint-import-resolver.cjs')]: {} },
+    },
+    rules: {
+      'boundaries/dependencies': [
+        'error',
+        {
+          default: 'disallow',
+          // Type-only imports count too: a layer may not even name the types of a higher one.
+          message:
+            'lib {{from.element.captured.name}} may not import #libs/{{to.element.captured.name}}: a lib imports only libs of lower layers, and of its own layer those listed next to it (LAYERS and LIBS in eslint.config.js)',
+          policies: layerPolicies(),
+        },
+      ],
+    },
+  },
+  {
+    // The SDK is published as its own package (test/unit/sdk-package.test.ts): no framework, no
+    // package, no Node built-in, nothing outside libs/sdk/src.
+    files: ['libs/sdk/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^(?!\\.\\.?/)', message: 'libs/sdk imports only its own files (./x.js)' }] }],
+    },
+  },
+  {
     files: ['test/**/*.ts'],
     rules: {
       // Tests parse arbitrary JSON responses and assert on shapes they have just checked.
@@ -78,6 +203,14 @@ export default defineConfig(
       ecmaVersion: 'latest',
       sourceType: 'module',
       globals: nodeGlobals,
+    },
+  },
+  {
+    files: ['**/*.cjs'],
+    languageOptions: {
+      ecmaVersion: 'latest',
+      sourceType: 'commonjs',
+      globals: { ...nodeGlobals, __dirname: 'readonly', __filename: 'readonly' },
     },
   },
 );

@@ -11,12 +11,15 @@ export function runSync(command, args, env = process.env) {
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed with exit code ${result.status}`);
 }
 
-/** Installs dependencies when missing, then compiles incrementally with tsc (which emits decorator metadata). */
-export function ensureBuilt(log = console.log) {
+/**
+ * Installs dependencies when missing, then compiles incrementally with tsc (which emits decorator
+ * metadata): the whole project, or what `tscArgs` say (`npm run test:unit`: tsconfig.unit.json).
+ */
+export function ensureBuilt(log = console.log, { tscArgs = ['-p', 'tsconfig.build.json'], prefix = '[stack]' } = {}) {
   if (!existsSync(path.join(ROOT, 'node_modules', '.package-lock.json'))) {
-    log('[stack] installing dependencies (npm ci)…');
+    log(`${prefix} installing dependencies (npm ci)…`);
     runSync('npm', ['ci', '--no-audit', '--no-fund']);
   }
-  log('[stack] compiling…');
-  runSync(path.join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json']);
+  log(`${prefix} compiling…`);
+  runSync(path.join(ROOT, 'node_modules', '.bin', 'tsc'), tscArgs);
 }

@@ -1,0 +1,40 @@
+// `npm run test:unit`: the unit tests (test/unit) alone: no Postgres, no Redis, no api or worker,
+// no build of the apps. tsc compiles the libs, test/unit and test/support into dist/ (tsconfig.unit.json)
+// in build mode, which skips the compiler altogether when no source is newer than the last
+// build; then node's test runner runs the files. `npm test` still runs them too, against its stack.
+//
+//   npm run test:unit             every unit test file
+//   npm run test:unit -- sdk      only files whose path contains one of the words
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ensureBuilt, ROOT } from './lib/build.mjs';
+
+ensureBuilt(console.log, { tscArgs: ['-b', 'tsconfig.unit.json'], prefix: '[test:unit]' });
+
+const filter = process.argv.slice(2);
+const testDir = path.join(ROOT, 'dist', 'test', 'unit');
+const files = readdirSync(testDir, { recursive: true })
+  .map(String)
+  .filter((file) => file.endsWith('.test.js') && (filter.length === 0 || filter.some((f) => file.includes(f))))
+  // A test deleted from test/unit leaves its compiled file in dist/: not run.
+  .filter((file) => existsSync(path.join(ROOT, 'test', 'unit', file.replace(/\.js$/, '.ts'))))
+  .sort()
+  .map((file) => path.join(testDir, file));
+if (files.length === 0) {
+  console.error(`test:unit: no test files in ${testDir}${filter.length ? ` matching ${filter.join(', ')}` : ''}`);
+  process.exit(1);
+}
+
+// No stack here, whatever the shell has: a unit test that needs Postgres or Redis skips itself
+// when its URL is unset (and runs under `npm test`, which sets both).
+const env = { ...process.env };
+delete env.DATABASE_URL;
+delete env.REDIS_URL;
+
+// Files run in parallel, one process each: as many at a time as there are cores, at least two.
+const concurrency = Math.max(2, os.availableParallelism());
+const child = spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, ...files], { cwd: ROOT, stdio: 'inherit', env });
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
