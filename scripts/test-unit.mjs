@@ -27,8 +27,8 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-// No stack here, whatever the shell has: a unit test that needs Postgres or Redis skips itself
-// when its URL is unset (and runs under `npm test`, which sets both).
+// No stack here, whatever the shell has: a test that needs Postgres or Redis belongs in test/e2e,
+// and fails here rather than reaching a server the shell happens to name.
 const env = { ...process.env };
 delete env.DATABASE_URL;
 delete env.REDIS_URL;

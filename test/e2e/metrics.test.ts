@@ -5,12 +5,13 @@ import { after, before, describe, it } from 'node:test';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { instrumentRedis, Metrics } from '#libs/metrics';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, http, postEvent, sendMessage } from '../support/http.js';
-import { documentedMetrics, type Scrape, scrape, total } from '../support/metrics.js';
+import { documentedMetrics, parseExposition, type Scrape, scrape, total } from '../support/metrics.js';
 import { SseStream } from '../support/sse.js';
 
 type Process = 'api' | 'worker';
@@ -281,5 +282,32 @@ describe('metrics', () => {
     assert.ok(moved('yuxi_model_call_duration_seconds_count', { provider: 'openai' }) >= 1);
     assert.ok(moved('yuxi_run_takeovers_total', { reason: 'lease_expired' }) >= 1);
     assert.ok(moved('yuxi_queue_job_wait_seconds_count', { queue: 'session-dispatch' }) >= 5);
+  });
+});
+
+// A client of its own on the stack's Redis, with a registry of its own: which failures count.
+describe('Redis error counting', () => {
+  const redisUrl = env.redisUrl;
+
+  it('counts commands that failed for want of Redis, not error replies nor a deliberate disconnect', async () => {
+    const target = new Metrics();
+    target.register('worker');
+    const errors = async (): Promise<number> => total(parseExposition(await target.scrape()), 'yuxi_redis_errors_total', { component: 'probe' });
+    const redis = instrumentRedis(new Redis(redisUrl, { commandTimeout: 200, maxRetriesPerRequest: 1 }), 'probe', target);
+    try {
+      await assert.rejects(redis.eval(`return redis.error_reply('an answer, not a failure')`, 0), /an answer/);
+      assert.equal(await errors(), 0);
+      // The server holds BLPOP for 5 s; the client gives up after 200 ms.
+      await assert.rejects(redis.blpop(`yuxi-test-nothing-${randomUUID()}`, 5), /Command timed out/);
+      assert.equal(await errors(), 1);
+    } finally {
+      redis.disconnect();
+    }
+    const closing = instrumentRedis(new Redis(redisUrl), 'probe', target);
+    await closing.ping();
+    const pending = closing.blpop(`yuxi-test-nothing-${randomUUID()}`, 5);
+    closing.disconnect();
+    await assert.rejects(pending, /Connection is closed/);
+    assert.equal(await errors(), 1, 'commands flushed by disconnect() are not failures');
   });
 });
