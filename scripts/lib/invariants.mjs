@@ -10,6 +10,31 @@ import pg from 'pg';
 
 const EXAMPLES = 5;
 
+// Statuses as the state machines declare them (libs/turns/src/states.ts, libs/inputs/src/states.ts,
+// compiled into dist/ by `npm run build`, `npm test` and the fault suite): a status is spelled once.
+const turnStates = await importBuilt('libs/turns/src/states.js');
+const inputStates = await importBuilt('libs/inputs/src/states.js');
+const sql = turnStates.sqlList;
+const TERMINAL_TURN = sql(turnStates.TERMINAL_TURN_STATUSES);
+const WAITING_TURN = sql(turnStates.TURN_TRANSITIONS.suspend.to);
+/** Active turns that need a run in progress: every active status but waiting at a waitpoint. */
+const EXECUTING_TURN = sql(turnStates.ACTIVE_TURN_STATUSES.filter((status) => !turnStates.TURN_TRANSITIONS.suspend.to.includes(status)));
+const RUNNING = sql(turnStates.LEASABLE_RUN_STATUSES);
+const FINAL_ITEM = sql(turnStates.ITEM_STATUSES.filter((status) => status !== 'in_progress'));
+const PENDING = sql(inputStates.INPUT_TRANSITIONS.consume.from);
+const CONSUMED = sql(inputStates.INPUT_TRANSITIONS.consume.to);
+const PREPARING = sql(inputStates.ATTACHMENT_TRANSITIONS.ready.from);
+const ATTACHMENTS_READY = sql(inputStates.ATTACHMENT_TRANSITIONS.ready.to);
+
+async function importBuilt(relative) {
+  const url = new URL(`../../dist/${relative}`, import.meta.url);
+  try {
+    return await import(url.href);
+  } catch (error) {
+    throw new Error(`the invariant checks read the state machines from the build (${relative}): run \`npm run build\` first (${error instanceof Error ? error.message : String(error)})`);
+  }
+}
+
 /**
  * `{{S:expr}}` restricts a check to the sessions passed in `sessionIds` (all sessions when none
  * are given): it becomes `($1::uuid[] IS NULL OR expr = ANY($1::uuid[]))`. Every check uses it
@@ -39,7 +64,7 @@ export const INVARIANTS = [
       SELECT i.id AS input_id, i.session_id, i.received_seq, i.turn_id, t.session_id AS turn_session_id
       FROM inputs i
       LEFT JOIN turns t ON t.id = i.turn_id
-      WHERE i.status = 'consumed' AND {{S:i.session_id}}
+      WHERE i.status IN (${CONSUMED}) AND {{S:i.session_id}}
         AND (i.turn_id IS NULL OR t.id IS NULL OR t.session_id <> i.session_id)`,
   },
   {
@@ -51,8 +76,8 @@ export const INVARIANTS = [
       FROM turns t
       LEFT JOIN runs r ON r.id = t.current_run_id
       WHERE {{S:t.session_id}}
-        AND t.status NOT IN ('completed', 'failed', 'cancelled', 'requires_action')
-        AND (t.status NOT IN ('queued', 'in_progress') OR r.id IS NULL OR r.turn_id <> t.id OR r.status <> 'in_progress')`,
+        AND t.status NOT IN (${TERMINAL_TURN}, ${WAITING_TURN})
+        AND (t.status NOT IN (${EXECUTING_TURN}) OR r.id IS NULL OR r.turn_id <> t.id OR r.status NOT IN (${RUNNING}))`,
   },
   {
     name: 'no_in_progress_run_on_terminal_turn',
@@ -61,7 +86,7 @@ export const INVARIANTS = [
       SELECT r.id AS run_id, r.session_id, r.turn_id, r.seq, r.lease_owner, t.status AS turn_status
       FROM runs r
       JOIN turns t ON t.id = r.turn_id
-      WHERE r.status = 'in_progress' AND t.status IN ('completed', 'failed', 'cancelled') AND {{S:r.session_id}}`,
+      WHERE r.status IN (${RUNNING}) AND t.status IN (${TERMINAL_TURN}) AND {{S:r.session_id}}`,
   },
   {
     name: 'one_in_progress_run_per_turn',
@@ -69,7 +94,7 @@ export const INVARIANTS = [
     sql: `
       SELECT r.turn_id, r.session_id, count(*)::int AS in_progress_runs, array_agg(r.id ORDER BY r.seq) AS run_ids
       FROM runs r
-      WHERE r.status = 'in_progress' AND {{S:r.session_id}}
+      WHERE r.status IN (${RUNNING}) AND {{S:r.session_id}}
       GROUP BY r.turn_id, r.session_id
       HAVING count(*) > 1`,
   },
@@ -150,8 +175,8 @@ export const INVARIANTS = [
       SELECT i.id AS item_id, i.session_id, i.turn_id, i.run_id, i.seq, i.status, r.status AS run_status
       FROM items i
       LEFT JOIN runs r ON r.id = i.run_id
-      WHERE i.role = 'assistant' AND i.status NOT IN ('completed', 'incomplete')
-        AND r.status IS DISTINCT FROM 'in_progress' AND {{S:i.session_id}}`,
+      WHERE i.role = 'assistant' AND i.status NOT IN (${FINAL_ITEM})
+        AND (r.status IS NULL OR r.status NOT IN (${RUNNING})) AND {{S:i.session_id}}`,
   },
   {
     name: 'item_added_has_item_done',
@@ -173,7 +198,7 @@ export const INVARIANTS = [
       LEFT JOIN done d ON d.session_id = a.session_id AND d.item_id = a.item_id
       LEFT JOIN items i ON i.id::text = a.item_id
       LEFT JOIN runs r ON r.id::text = coalesce(i.run_id::text, a.payload_run_id)
-      WHERE (d.done_seq IS NULL OR d.done_seq < a.seq) AND r.status IS DISTINCT FROM 'in_progress'`,
+      WHERE (d.done_seq IS NULL OR d.done_seq < a.seq) AND (r.status IS NULL OR r.status NOT IN (${RUNNING}))`,
   },
   {
     name: 'input_consumed_exactly_once',
@@ -192,7 +217,7 @@ export const INVARIANTS = [
       LEFT JOIN uses u ON u.input_id = i.id
       WHERE {{S:i.session_id}}
       GROUP BY i.id, i.session_id, i.received_seq, i.status, i.turn_id
-      HAVING count(u.run_id) <> (CASE WHEN i.status = 'consumed' THEN 1 ELSE 0 END)
+      HAVING count(u.run_id) <> (CASE WHEN i.status IN (${CONSUMED}) THEN 1 ELSE 0 END)
           OR bool_or(u.turn_id IS DISTINCT FROM i.turn_id) FILTER (WHERE u.run_id IS NOT NULL)`,
   },
   {
@@ -219,7 +244,7 @@ export const INVARIANTS = [
     sql: `
       SELECT s.id AS session_id, s.pending_input_count, coalesce(p.n, 0) AS pending_inputs
       FROM sessions s
-      LEFT JOIN (SELECT session_id, count(*)::int AS n FROM inputs WHERE status = 'pending' AND {{S:session_id}} GROUP BY session_id) p
+      LEFT JOIN (SELECT session_id, count(*)::int AS n FROM inputs WHERE status IN (${PENDING}) AND {{S:session_id}} GROUP BY session_id) p
         ON p.session_id = s.id
       WHERE {{S:s.id}} AND s.pending_input_count <> coalesce(p.n, 0)`,
   },
@@ -232,7 +257,7 @@ export const INVARIANTS = [
       FROM inputs i
       JOIN files f ON f.input_id = i.id
       WHERE {{S:i.session_id}}
-        AND ((i.attachment_status = 'ready' AND f.status = 'bound') OR (i.status = 'consumed' AND f.status NOT IN ('ready', 'deleting')))`,
+        AND ((i.attachment_status IN (${ATTACHMENTS_READY}) AND f.status = 'bound') OR (i.status IN (${CONSUMED}) AND f.status NOT IN ('ready', 'deleting')))`,
   },
   {
     name: 'preparing_input_has_bound_files',
@@ -240,7 +265,7 @@ export const INVARIANTS = [
     sql: `
       SELECT i.id AS input_id, i.session_id, i.attachment_file_ids
       FROM inputs i
-      WHERE i.attachment_status = 'preparing' AND {{S:i.session_id}}
+      WHERE i.attachment_status IN (${PREPARING}) AND {{S:i.session_id}}
         AND NOT EXISTS (SELECT 1 FROM files f WHERE f.input_id = i.id AND f.status = 'bound')`,
   },
   {
@@ -250,7 +275,7 @@ export const INVARIANTS = [
       SELECT f.id AS file_id, f.input_id, f.message_id, i.session_id
       FROM files f
       JOIN inputs i ON i.id = f.input_id
-      WHERE i.status = 'consumed' AND f.status = 'ready' AND {{S:i.session_id}}
+      WHERE i.status IN (${CONSUMED}) AND f.status = 'ready' AND {{S:i.session_id}}
         AND f.message_id IS DISTINCT FROM (SELECT it.id FROM items it WHERE it.input_id = i.id AND it.role = 'user' ORDER BY it.seq DESC LIMIT 1)`,
   },
 ];
