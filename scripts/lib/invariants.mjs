@@ -31,7 +31,7 @@ async function importBuilt(relative) {
   try {
     return await import(url.href);
   } catch (error) {
-    throw new Error(`the invariant checks read the state machines from the build (${relative}): run \`npm run build\` first (${error instanceof Error ? error.message : String(error)})`);
+    throw new Error(`the invariant checks read the state machines from the build (${relative}): run \`npm run build\` first`, { cause: error });
   }
 }
 
