@@ -5,9 +5,8 @@
 //   DATABASE_URL=postgres://… npm run check:invariants [-- --strict] [-- --session <uuid> …]
 //
 // --strict: a check that cannot run on this schema (a table or column it reads is missing)
-// counts as violated instead of skipped.
-import { checkInvariants, formatInvariantReport } from './lib/invariants.mjs';
-
+// counts as violated instead of skipped. Exit 2: the checks could not run (no DATABASE_URL, no
+// build: the statuses are read from the built state machines, see lib/invariants.mjs).
 const args = process.argv.slice(2);
 const strict = args.includes('--strict');
 const sessionIds = args.flatMap((arg, i) => (arg === '--session' && args[i + 1] ? [args[i + 1]] : []));
@@ -19,6 +18,7 @@ if (!databaseUrl) {
 }
 
 try {
+  const { checkInvariants, formatInvariantReport } = await import('./lib/invariants.mjs');
   const result = await checkInvariants(databaseUrl, { strict, sessionIds: sessionIds.length ? sessionIds : undefined });
   const lines = formatInvariantReport(result);
   for (const line of lines) (result.violations.length ? console.error : console.log)(line);

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
@@ -89,6 +91,44 @@ describe('agent runtime', () => {
     // Each item is committed before its done event: the call's done precedes its output's added.
     const order = stream.events.filter((e: SseEvent) => e.type.startsWith('agent.session.turn.item.')).map((e) => `${e.type.split('.').at(-1)}:${e.data.item.type}`);
     assert.ok(order.indexOf('done:function_call') < order.indexOf('added:function_call_output'));
+  });
+
+  it('takes a steer that arrived during a tool call at the next step boundary, before the model is called again', async () => {
+    const { id, model } = await putAgent({ tools: [mcpTool({ allowed_tools: ['hold'] })] });
+    const note = `hold-${randomUUID()}`;
+    fake.script(fakeModel(model), [{ tool_calls: [{ id: 'call_hold', name: 'hold', arguments: JSON.stringify({ note }) }], text: 'Checking.' }, { text: 'Changed course' }]);
+    const { session, stream, turnId } = await start(id, 'start the slow job');
+    // The call is running (held by the server) when the steer is accepted; it returns afterwards.
+    for (let i = 0; i < 200 && !mcp.calls.some((c) => c.tool === 'hold' && c.args.note === note); i += 1) await sleep(50);
+    assert.ok(mcp.calls.some((c) => c.tool === 'hold' && c.args.note === note), 'the tool call reached the MCP server');
+    const steer = await postEvent(session.id, { type: 'agent.session.input.message', input: 'change of plan', yuxi: { mode: 'steer' } });
+    assert.equal(steer.status, 202);
+    mcp.release(note);
+    await stream.waitForType('agent.session.turn.completed', turnId);
+
+    const detail = await turn(session.id, turnId);
+    assert.deepEqual(detail.yuxi.runs.map((r: any) => r.status), ['yielded', 'completed']);
+    assert.deepEqual(detail.yuxi.runs[1].input_ids, [steer.body.input_id]);
+    const list = await items(session.id, turnId);
+    assert.deepEqual(
+      list.map((i) => i.type + (i.role ? `:${i.role}` : '')),
+      ['message:user', 'message:assistant', 'function_call', 'function_call_output', 'message:user', 'message:assistant'],
+    );
+    assert.equal(list[3].output, `released ${note}`);
+    assert.equal(list[4].content[0].text, 'change of plan');
+    assert.equal(list[5].content[0].text, 'Changed course');
+    // The model was not called between the tool result and the steer: the second call already sees both.
+    const requests = fake.requests(fakeModel(model)) as any[];
+    assert.equal(requests.length, 2);
+    assert.deepEqual(requests[1].messages.slice(-2).map((m: any) => m.role), ['tool', 'user']);
+    // Every item of the turn has its own output index, in history order.
+    const indexOf = new Map(
+      stream.events.filter((e: SseEvent) => e.type === 'agent.session.turn.item.done' && e.data.turn_id === turnId).map((e) => [e.data.item.id, e.data.output_index]),
+    );
+    assert.deepEqual(
+      list.map((i) => indexOf.get(i.id)),
+      list.map((_, index) => index),
+    );
   });
 
   it('gives a call id the provider reuses within a turn a fresh one, so both calls keep their results', async () => {

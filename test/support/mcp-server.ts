@@ -29,6 +29,8 @@ export interface TestMcpServer {
    * first call's answer without recording again, as a tool honouring the key would.
    */
   effects: { note: string; key: string | undefined }[];
+  /** Lets the `hold` calls with this note return (they wait until then, or until close). */
+  release(note: string): void;
   close(): Promise<void>;
 }
 
@@ -46,6 +48,20 @@ export async function startMcpServer(options: McpServerOptions = {}): Promise<Te
   const sockets = new Set<Socket>();
   // Ends pending delays on close, so a test never waits for (or leaks) a sleeping tool.
   const closing = new AbortController();
+  const holds = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  const hold = (note: string): { promise: Promise<void>; resolve: () => void } => {
+    let entry = holds.get(note);
+    if (!entry) {
+      let resolve = (): void => undefined;
+      const promise = new Promise<void>((done) => {
+        resolve = done;
+        closing.signal.addEventListener('abort', () => done(), { once: true });
+      });
+      entry = { promise, resolve };
+      holds.set(note, entry);
+    }
+    return entry;
+  };
 
   function mcpServer(): McpServer {
     const server = new McpServer({ name: 'test-mcp-server', version: '1.0.0' });
@@ -80,6 +96,15 @@ export async function startMcpServer(options: McpServerOptions = {}): Promise<Te
         if (key === undefined) return effect();
         if (!byKey.has(key)) byKey.set(key, effect());
         return byKey.get(key)!;
+      },
+    );
+    server.registerTool(
+      'hold',
+      { description: 'Return once the test releases the note.', inputSchema: { note: z.string() } },
+      async (args, extra) => {
+        received('hold', args, extra);
+        await hold(args.note).promise;
+        return text(`released ${args.note}`);
       },
     );
     server.registerTool('fail_always', { description: 'Always fails.', inputSchema: {} }, async (args, extra) => {
@@ -122,6 +147,7 @@ export async function startMcpServer(options: McpServerOptions = {}): Promise<Te
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
     effects,
+    release: (note) => hold(note).resolve(),
     close: async () => {
       closing.abort();
       for (const socket of sockets) socket.destroy();

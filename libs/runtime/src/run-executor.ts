@@ -72,8 +72,14 @@ export class RunExecutor {
           continue;
         }
         case 'call_model': {
-          // A safe boundary: every call of the last model step has its result. Steers join here.
-          if (await state.steerWaiting()) {
+          // A safe boundary: every call of the last model step has its result. Steers join here. After
+          // a step this run committed (a tool round, seconds long) the queue is looked at, so a steer
+          // that arrived meanwhile is never left to the stream; before the first model call (just
+          // claimed, or taken over) only an announced one. A failed look leaves the steer to the
+          // next heartbeat, which announces it again.
+          const look = steps.length > 0 ? state.steerPending() : state.steerWaiting();
+          if (await look.catch(() => false)) {
+            state.output = emptyOutput(state.outputIndex);
             if (!(await this.closing.yieldToSteers(state, control))) return;
             steps = [];
             continue;

@@ -28,8 +28,10 @@ export interface RunState {
   steerAnnounced: boolean;
   /** Publishes a committed batch (and sends its nudges); live events follow it. */
   publish(batch: OutboxBatch, nudges?: readonly Nudge[]): Promise<void>;
-  /** At a safe boundary: whether a steer announced since the last look is waiting and may join now. */
+  /** Mid-stream: whether a steer announced since the last look (signal or heartbeat) is waiting and may join now. */
   steerWaiting(): Promise<boolean>;
+  /** At a step boundary: whether a steer is waiting and may join now, looked up whether or not one was announced. */
+  steerPending(): Promise<boolean>;
 }
 
 /** Nothing shown yet, at this output index. */
@@ -85,6 +87,9 @@ export class RunScopes {
     };
     state.steerWaiting = async () => {
       if (!state.steerAnnounced) return false;
+      return state.steerPending();
+    };
+    state.steerPending = async () => {
       state.steerAnnounced = false;
       return this.inputs.hasPendingSteer(sessionId, held.lastInputSeq);
     };

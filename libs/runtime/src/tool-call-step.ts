@@ -6,7 +6,7 @@ import type { CommittedStep, ToolCallSpec } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
 import type { RunControl } from './run-control.js';
 import { ShuttingDownError, TurnCancelledError } from './run-errors.js';
-import type { RunState } from './run-scope.js';
+import { emptyOutput, type RunState } from './run-scope.js';
 import type { NextStep, PlannedOutcome } from './step-plan.js';
 
 type ToolStep = Extract<NextStep, { action: 'record' | 'execute' }>;
@@ -47,6 +47,8 @@ export class ToolCallStep {
     if (!recorded) return this.fenced(state, 'tool result');
     metrics.toolCall(toolSourceLabel(tools.find((t) => t.name === plan.call.name)?.source), outcome.success ? 'success' : plan.action === 'execute' ? 'error' : 'not_run');
     state.outputIndex = recorded.outputIndex;
+    // Nothing is shown between steps: a steer joining at this boundary numbers its items from here.
+    state.output = emptyOutput(state.outputIndex);
     await state.publish(recorded.batch);
     return recorded.step;
   }

@@ -198,10 +198,10 @@ export class RunsRepository {
     const [rows] = (await manager.query(
       prepared(`WITH r AS (
          UPDATE runs SET status = '${RUN_TRANSITIONS.suspend.to[0]}', completed_at = $4, lease_owner = NULL, lease_expires_at = NULL
-         WHERE ${HELD('$1', '$2', '$3')} RETURNING turn_id
+         WHERE ${HELD('$1', '$2', '$3')} AND EXISTS (SELECT 1 FROM turns WHERE turns.id = $6 AND ${statusGuard('turns.status', TURN_TRANSITIONS.suspend.from)})
+         RETURNING turn_id
        )
-       UPDATE turns SET status = '${TURN_TRANSITIONS.suspend.to[0]}', waitpoint = $5::jsonb FROM r
-       WHERE turns.id = r.turn_id AND turns.id = $6 AND ${statusGuard('turns.status', TURN_TRANSITIONS.suspend.from)} RETURNING turns.id`),
+       UPDATE turns SET status = '${TURN_TRANSITIONS.suspend.to[0]}', waitpoint = $5::jsonb FROM r WHERE turns.id = r.turn_id AND turns.id = $6 RETURNING turns.id`),
       [lease.runId, lease.owner, lease.epoch, at, JSON.stringify(waitpoint), turnId],
     )) as [{ id: string }[], number];
     return rows.length > 0;
