@@ -237,7 +237,7 @@ describe('ToolCatalog with a real MCP server', () => {
   });
 
   it('lists every tool without allowed_tools, none with an empty list', async () => {
-    assert.deepEqual((await catalog.resolve([mcp()])).map((t) => t.name).sort(), ['add', 'fail_always', 'record_side_effect']);
+    assert.deepEqual((await catalog.resolve([mcp()])).map((t) => t.name).sort(), ['add', 'fail_always', 'hold', 'record_side_effect']);
     assert.deepEqual(await catalog.resolve([mcp({ allowed_tools: [] })]), []);
   });
 
