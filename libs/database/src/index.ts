@@ -3,6 +3,6 @@ export { dataSourceOptions, MIGRATIONS } from './data-source-options.js';
 export { isUuid, newId, unixSeconds } from './ids.js';
 export { type Page, type PageQuery, toPage } from './pagination.js';
 export { prepared, preparedUpTo } from './prepared.js';
-export { sqlList, statusGuard } from './status-guards.js';
+export { sqlList, statusGuard, type Transition } from './status-guards.js';
 export { canonicalJson } from './canonical-json.js';
 export { QueryLogger } from './query-logger.js';

@@ -4,6 +4,18 @@
  * spelled once, in its states module. The values are those modules' constants, never input.
  */
 
+/**
+ * One edge (or a set of edges with one performer) of a state machine: `from` null is a row's
+ * creation. `by` is `Class.method` of the repository whose statement performs it; `column` is the
+ * status column as that statement names it, where its guard (statusGuard) is written.
+ */
+export interface Transition<S extends string> {
+  from: readonly (S | null)[];
+  to: readonly S[];
+  by: `${string}.${string}`;
+  column: string;
+}
+
 /** `'a', 'b'`: statuses as a SQL list. */
 export function sqlList(statuses: readonly string[]): string {
   return statuses.map((status) => `'${status}'`).join(', ');

@@ -9,7 +9,6 @@ export {
   INPUT_MODES,
   INPUT_STATUSES,
   INPUT_TRANSITIONS,
-  type InputTransition,
   MODE_TRANSITIONS,
 } from './states.js';
 export { PREPARATION_RETRY_MAX_MS, preparationRetryDelayMs } from './preparation-backoff.js';

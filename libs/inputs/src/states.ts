@@ -1,3 +1,5 @@
+import type { Transition } from '#libs/database';
+
 /**
  * The input queue's state machine, declared once: statuses, modes and attachment preparation,
  * and the repository method that performs each edge (its SQL carries the edge's guard; see
@@ -14,26 +16,19 @@ export type InputMode = (typeof INPUT_MODES)[number];
 export const ATTACHMENT_STATUSES = ['preparing', 'ready'] as const;
 export type AttachmentStatus = (typeof ATTACHMENT_STATUSES)[number];
 
-export interface InputTransition<S extends string> {
-  from: readonly (S | null)[];
-  to: readonly S[];
-  by: `${string}.${string}`;
-  column: string;
-}
-
 export const INPUT_TRANSITIONS = {
   accept: { from: [null], to: ['pending'], by: 'InputsRepository.insert', column: 'status' },
   /** A claim (or a yield to steers) takes the input into a turn. */
   consume: { from: ['pending'], to: ['consumed'], by: 'InputsRepository.markConsumed', column: 'status' },
   /** The client removed it from the queue (input-gates.ts decides whether it may). */
   cancel: { from: ['pending'], to: ['cancelled'], by: 'InputsRepository.markCancelled', column: 'status' },
-} as const satisfies Record<string, InputTransition<InputStatus>>;
+} as const satisfies Record<string, Transition<InputStatus>>;
 
 export const MODE_TRANSITIONS = {
   /** A pending follow-up becomes a steer (input-gates.ts decides whether it may). */
   promote: { from: ['follow_up'], to: ['steer'], by: 'InputsRepository.markSteer', column: 'mode' },
-} as const satisfies Record<string, InputTransition<InputMode>>;
+} as const satisfies Record<string, Transition<InputMode>>;
 
 export const ATTACHMENT_TRANSITIONS = {
   ready: { from: ['preparing'], to: ['ready'], by: 'InputsRepository.markAttachmentsReady', column: 'attachment_status' },
-} as const satisfies Record<string, InputTransition<AttachmentStatus>>;
+} as const satisfies Record<string, Transition<AttachmentStatus>>;

@@ -26,6 +26,11 @@ import { type ItemEntity, type RunEntity, type StoredContentPart, toItemDto, toR
  * how emitters call them.
  */
 
+/** Where an item-scoped event points: its turn, item and output index (in the wire's field order). */
+const onItem = (item: ItemEntity, outputIndex: number) => ({ turn_id: item.turnId, item_id: item.id, output_index: outputIndex });
+/** The run that produced the item. */
+const runOf = (item: ItemEntity) => ({ run_id: item.runId });
+
 const turnStatusEvent =
   <T extends TurnStatusEventType>(type: T) =>
   (turn: TurnEntity): TurnStatusEvent<T> => ({ type, turn_id: turn.id, turn: toTurnDto(turn) });
@@ -41,19 +46,17 @@ const itemEvent =
     turn_id: item.turnId,
     output_index: outputIndex,
     item: toItemDto(item),
-    yuxi: { run_id: item.runId },
+    yuxi: runOf(item),
   });
 
 const contentPartEvent =
   <T extends ContentPartEventType>(type: T) =>
   (item: ItemEntity, outputIndex: number, contentIndex: number, part: StoredContentPart): ContentPartEvent<T> => ({
     type,
-    turn_id: item.turnId,
-    item_id: item.id,
-    output_index: outputIndex,
+    ...onItem(item, outputIndex),
     content_index: contentIndex,
     part: { ...part, annotations: [] },
-    yuxi: { run_id: item.runId },
+    yuxi: runOf(item),
   });
 
 /** For each event type, a function building that type's event (whatever its arguments). */
@@ -71,37 +74,29 @@ export const EVENT_BUILDERS = {
   'agent.session.turn.content_part.added': contentPartEvent('agent.session.turn.content_part.added'),
   'agent.session.turn.output_text.delta': (item: ItemEntity, outputIndex: number, contentIndex: number, delta: string): EventOf<'agent.session.turn.output_text.delta'> => ({
     type: 'agent.session.turn.output_text.delta',
-    turn_id: item.turnId,
-    item_id: item.id,
-    output_index: outputIndex,
+    ...onItem(item, outputIndex),
     content_index: contentIndex,
     delta,
-    yuxi: { run_id: item.runId },
+    yuxi: runOf(item),
   }),
   'yuxi.session.turn.reasoning.delta': (item: ItemEntity, outputIndex: number, delta: string): EventOf<'yuxi.session.turn.reasoning.delta'> => ({
     type: 'yuxi.session.turn.reasoning.delta',
-    turn_id: item.turnId,
-    item_id: item.id,
-    output_index: outputIndex,
+    ...onItem(item, outputIndex),
     delta,
-    yuxi: { run_id: item.runId },
+    yuxi: runOf(item),
   }),
   'yuxi.session.turn.reasoning.done': (item: ItemEntity, outputIndex: number, text: string): EventOf<'yuxi.session.turn.reasoning.done'> => ({
     type: 'yuxi.session.turn.reasoning.done',
-    turn_id: item.turnId,
-    item_id: item.id,
-    output_index: outputIndex,
+    ...onItem(item, outputIndex),
     text,
-    yuxi: { run_id: item.runId },
+    yuxi: runOf(item),
   }),
   'agent.session.turn.output_text.done': (item: ItemEntity, outputIndex: number, contentIndex: number, text: string): EventOf<'agent.session.turn.output_text.done'> => ({
     type: 'agent.session.turn.output_text.done',
-    turn_id: item.turnId,
-    item_id: item.id,
-    output_index: outputIndex,
+    ...onItem(item, outputIndex),
     content_index: contentIndex,
     text,
-    yuxi: { run_id: item.runId },
+    yuxi: runOf(item),
   }),
   'agent.session.turn.content_part.done': contentPartEvent('agent.session.turn.content_part.done'),
   'agent.session.turn.item.done': itemEvent('agent.session.turn.item.done'),

@@ -7,11 +7,13 @@ import { FencingStats } from './fencing-stats.js';
 
 const RETRY_MAX_DELAY_MS = 2_000;
 
+/** The log context of every line about a held run's execution (operators grep for it). */
+export const RUN_LOG_CONTEXT = 'RunExecutor';
+
 /** How a held run writes through its lease: retried while the database is unreachable, and what a lost lease leaves. */
 @Injectable()
 export class DurableWrites {
-  // The executor's name: operators grep its lines.
-  private readonly logger = new Logger('RunExecutor');
+  private readonly logger = new Logger(RUN_LOG_CONTEXT);
 
   constructor(
     private readonly config: AppConfig,

@@ -8,7 +8,7 @@ import { assistantItem, StepTransitions, turnEvents } from '#libs/lifecycle';
 import { ModelRegistry, streamWithRetries } from '#libs/models';
 import type { ResolvedTool } from '#libs/tools';
 import { type CommittedStep, ItemsRepository, type ToolCallSpec, type Usage } from '#libs/turns';
-import { DurableWrites } from './durable-writes.js';
+import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
 import { ImageReferences } from './image-references.js';
 import { type MessageAttachment, toModelMessages } from './model-context.js';
 import { measuredProvider } from './model-metrics.js';
@@ -32,7 +32,7 @@ export interface ModelCallResult {
  */
 @Injectable()
 export class ModelCallStep {
-  private readonly retryLog = new ThrottledLog(new Logger('RunExecutor'));
+  private readonly retryLog = new ThrottledLog(new Logger(RUN_LOG_CONTEXT));
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,

@@ -8,7 +8,7 @@ import { ModelError } from '#libs/models';
 import { RunSignals } from '#libs/queue';
 import { ToolSourceError } from '#libs/tools';
 import type { PublicError } from '#libs/turns';
-import { DurableWrites } from './durable-writes.js';
+import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { RunControl } from './run-control.js';
 import { LeaseLostError, ShuttingDownError, TurnCancelledError, TurnLimitError } from './run-errors.js';
@@ -22,7 +22,7 @@ import { emptyOutput, type RunState } from './run-scope.js';
  */
 @Injectable()
 export class RunClosing {
-  private readonly logger = new Logger('RunExecutor');
+  private readonly logger = new Logger(RUN_LOG_CONTEXT);
 
   constructor(
     private readonly endings: RunEndings,

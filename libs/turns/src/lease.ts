@@ -11,9 +11,12 @@ export interface Lease {
   epoch: number;
 }
 
+/** A run that executes (or waits for a worker to take it over): the only kind a lease can hold. */
+export const EXECUTING = statusGuard('status', LEASABLE_RUN_STATUSES);
+
 /** The predicate every fenced write puts on `runs` (parameters: run id, owner, epoch). */
 export const HELD = (run: string, owner: string, epoch: string): string =>
-  `id = ${run} AND ${statusGuard('status', LEASABLE_RUN_STATUSES)} AND lease_owner = ${owner} AND epoch = ${epoch} AND lease_expires_at > now()`;
+  `id = ${run} AND ${EXECUTING} AND lease_owner = ${owner} AND epoch = ${epoch} AND lease_expires_at > now()`;
 
 /** Adds a usage object (jsonb) to a column, field by field. */
 export const ADD_USAGE = (column: string, param: string): string =>

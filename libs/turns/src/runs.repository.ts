@@ -4,11 +4,8 @@ import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { RunEntity, type RunCheckpoint, type Usage, type Waitpoint } from './entities.js';
-import { ADD_USAGE, HELD, type Lease } from './lease.js';
-import { LEASABLE_RUN_STATUSES, RUN_TRANSITIONS, statusGuard, TURN_TRANSITIONS } from './states.js';
-
-/** A run that executes (or waits for a worker to take it over): the only kind a lease can hold. */
-const EXECUTING = statusGuard('status', LEASABLE_RUN_STATUSES);
+import { ADD_USAGE, EXECUTING, HELD, type Lease } from './lease.js';
+import { RUN_TRANSITIONS, statusGuard, TURN_TRANSITIONS } from './states.js';
 
 export interface SuccessorSpec {
   nextRunId: string;

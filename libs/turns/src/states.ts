@@ -1,6 +1,6 @@
-import { sqlList } from '#libs/database';
+import { sqlList, type Transition } from '#libs/database';
 
-export { sqlList, statusGuard } from '#libs/database';
+export { sqlList, statusGuard, type Transition } from '#libs/database';
 
 /**
  * The state machines of turns, runs, steps and items, declared once. Status unions, the DTO and
@@ -43,18 +43,6 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 
 export const ITEM_STATUSES = ['in_progress', 'completed', 'incomplete'] as const;
 export type ItemStatus = (typeof ITEM_STATUSES)[number];
-
-/**
- * One edge (or a set of edges with one performer) of a state machine: `from` null is a row's
- * creation. `by` is `Class.method` of the repository whose statement performs it; `column` is the
- * status column as that statement names it, where its guard (statusGuard) is written.
- */
-export interface Transition<S extends string> {
-  from: readonly (S | null)[];
-  to: readonly S[];
-  by: `${string}.${string}`;
-  column: string;
-}
 
 export const TURN_TRANSITIONS = {
   /** A claim turns the queue head into a turn with its first run. */

@@ -106,7 +106,6 @@ export class Operations {
 
   /** Nudges the session's queue, and the takeover of a run that waits for a worker, if any. */
   async redispatch(sessionId: string): Promise<object> {
-    if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     if (!(await this.sessions.operatorView(sessionId))) throw DomainError.notFound(`Session ${sessionId}`);
     const awaiting = await this.runs.unleasedRunIds(sessionId);
     await this.dispatcher.nudge(sessionId);
