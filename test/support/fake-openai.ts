@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 
 /**
  * A fake OpenAI-compatible Chat Completions server: tests script, per model, what each streamed
@@ -31,6 +32,13 @@ export interface FakeOpenAi {
   /** Base URL, ending in `/v1`. */
   url: string;
   script(model: string, steps: FakeStep[]): void;
+  /**
+   * Enforces a context window for that model, as OpenAI does: a request whose prompt counts more
+   * tokens (o200k_base, the `gpt-tokenizer` library) answers 400 `context_length_exceeded` with
+   * OpenAI's error body, before any script step is used; accepted requests report that count as
+   * `prompt_tokens` unless their step scripts usage.
+   */
+  window(model: string, tokens: number): void;
   /** Parsed JSON bodies received for that model, in order (error replies included). */
   requests(model: string): Record<string, unknown>[];
   close(): Promise<void>;
@@ -40,6 +48,7 @@ type Delta = Record<string, unknown>;
 
 export async function startFakeOpenAi(port = 0): Promise<FakeOpenAi> {
   const scripts = new Map<string, FakeStep[]>();
+  const windows = new Map<string, number>();
   const received = new Map<string, Record<string, unknown>[]>();
   const sockets = new Set<Socket>();
 
@@ -68,7 +77,21 @@ export async function startFakeOpenAi(port = 0): Promise<FakeOpenAi> {
     }
     const model = String(body.model);
     received.set(model, [...(received.get(model) ?? []), body]);
-    const step = scripts.get(model)?.shift() ?? { text: 'fake-openai: no script left' };
+    const window = windows.get(model);
+    const prompt = window === undefined ? undefined : promptTokens(body);
+    if (window !== undefined && prompt !== undefined && prompt > window) {
+      reply(res, 400, {
+        error: {
+          message: `This model's maximum context length is ${window} tokens. However, your messages resulted in ${prompt} tokens. Please reduce the length of the messages.`,
+          type: 'invalid_request_error',
+          param: 'messages',
+          code: 'context_length_exceeded',
+        },
+      });
+      return;
+    }
+    const scripted = scripts.get(model)?.shift() ?? { text: 'fake-openai: no script left' };
+    const step = prompt !== undefined && !('status' in scripted) && !('hang' in scripted) ? { ...scripted, usage: { prompt_tokens: prompt, ...scripted.usage } } : scripted;
     if ('hang' in step) return;
     if ('status' in step) {
       const errorBody = step.body ?? { error: { message: `fake-openai: scripted ${step.status}`, type: 'server_error', code: null } };
@@ -93,6 +116,9 @@ export async function startFakeOpenAi(port = 0): Promise<FakeOpenAi> {
     url: `http://127.0.0.1:${bound}/v1`,
     script(model, steps) {
       scripts.set(model, [...(scripts.get(model) ?? []), ...steps]);
+    },
+    window(model, tokens) {
+      windows.set(model, tokens);
     },
     requests(model) {
       return [...(received.get(model) ?? [])];
@@ -146,6 +172,17 @@ function streamStep(res: ServerResponse, model: string, step: Exclude<FakeStep, 
     res.write(sse(chunk(null, null, totals)));
   }
   res.end('data: [DONE]\n\n');
+}
+
+/** The prompt's tokens as OpenAI counts chat messages: each message's content plus 4, the tools' JSON, 3 to prime the reply. */
+function promptTokens(body: Record<string, unknown>): number {
+  const messages = Array.isArray(body.messages) ? (body.messages as Record<string, unknown>[]) : [];
+  let total = 3;
+  for (const message of messages) {
+    const content = typeof message.content === 'string' ? message.content : JSON.stringify(message.content ?? '');
+    total += 4 + countTokens(content, { disallowedSpecial: new Set() }) + (message.tool_calls ? countTokens(JSON.stringify(message.tool_calls)) : 0);
+  }
+  return total + (body.tools ? countTokens(JSON.stringify(body.tools)) : 0);
 }
 
 function splitInto(text: string, parts: number): string[] {

@@ -17,7 +17,7 @@ const PNG_URL = `data:image/png;base64,${PNG.toString('base64')}`;
 const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10]), Buffer.from('JFIF\0'), Buffer.alloc(64)]);
 
 function userItem(content: StoredContentPart[]): ItemEntity {
-  return { id: 'i', sessionId: SESSION, turnId: 't', runId: 'r', inputId: null, seq: '1', type: 'message', role: 'user', status: 'completed', content, phase: null, createdAt: new Date(0) };
+  return { id: 'i', sessionId: SESSION, turnId: 't', runId: 'r', inputId: null, seq: '1', type: 'message', role: 'user', status: 'completed', content, phase: null, tokens: null, createdAt: new Date(0) };
 }
 
 /** Answers with the data URLs it knows and records what it was asked. */

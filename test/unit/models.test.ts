@@ -227,13 +227,14 @@ describe('scripted model', () => {
     assert.equal(parseScript('[[fail]]').fail, 'model_error');
   });
 
-  it('echoes one word per delta and reports word-count usage', async () => {
+  it('echoes one word per delta and reports usage counted with the tokenizer', async () => {
     const events = await collect(scripted.stream(request([{ role: 'user', text: 'hello there [[delay:0]]' }], { instructions: 'be brief' })));
+    // 'be brief' and the message text (2 + 7 tokens in o200k_base), each with 4 tokens of message overhead.
     assert.deepEqual(
       events.filter((e) => e.type === 'text_delta').map((e) => e.delta),
       ['Echo:', ' hello', ' there'],
     );
-    assert.deepEqual(events.at(-1), { type: 'usage', usage: { input_tokens: 5, output_tokens: 3, cached_tokens: 0, total_tokens: 8 } });
+    assert.deepEqual(events.at(-1), { type: 'usage', usage: { input_tokens: 17, output_tokens: 3, cached_tokens: 0, total_tokens: 20 } });
   });
 
   it('calls each scripted tool in turn, then answers from the last result', async () => {

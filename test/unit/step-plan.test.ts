@@ -166,6 +166,7 @@ describe('model context', () => {
     status,
     content,
     phase: null,
+    tokens: null,
     createdAt: new Date(0),
   });
 

@@ -4,12 +4,15 @@ import { NestFactory } from '@nestjs/core';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppConfig, closeOnSignals } from '#libs/config';
 import { metrics as processMetrics } from '#libs/metrics';
+import { loadTokenizer } from '#libs/models';
 import { type OpsRoutes, startOpsHttp } from './ops-http.js';
 import { WorkerHealth } from './worker-health.js';
 import { WorkerModule } from './worker.module.js';
 
 /** The worker: an application context (no HTTP API) plus a tiny ops endpoint (health) for orchestrators. */
 async function bootstrap(): Promise<void> {
+  // Every item the worker writes is counted in tokens as it is written: the encoding is loaded before any work is taken.
+  await loadTokenizer();
   const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: true });
   app.useLogger(app.get(PinoNestLogger));
   const config = app.get(AppConfig);

@@ -28,6 +28,14 @@ export class AgentAdmin {
         errors.push({ field: 'model', errors: [error instanceof Error ? error.message : 'unknown model'] });
       }
     }
+    const summarizer = definition?.context.compaction?.model;
+    if (summarizer) {
+      try {
+        this.models.validate(summarizer);
+      } catch (error) {
+        errors.push({ field: 'context.compaction.model', errors: [error instanceof Error ? error.message : 'unknown model'] });
+      }
+    }
     if (errors.length > 0 || !definition) {
       throw new DomainError('invalid_agent', `Invalid agent: ${errors[0]?.field}: ${errors[0]?.errors[0]}`, { fields: errors });
     }

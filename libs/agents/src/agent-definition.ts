@@ -1,6 +1,6 @@
 import type { FieldError } from '#libs/errors';
 import { parseToolDeclarations, type ToolDeclaration } from '#libs/tools';
-import { AGENT_VISIBILITIES, type AgentLimits, type AgentVisibility, TOOL_APPROVAL_MODES, type ToolApprovalMode } from './agent.entity.js';
+import { AGENT_VISIBILITIES, type AgentContext, type AgentLimits, COMPACTION_MODES, type CompactionMode, type AgentVisibility, TOOL_APPROVAL_MODES, type ToolApprovalMode } from './agent.entity.js';
 
 /** A saved agent as an administrator writes it (PUT body, or one entry of AGENTS_FILE). */
 export interface AgentDefinition {
@@ -12,13 +12,14 @@ export interface AgentDefinition {
   tools: ToolDeclaration[];
   tool_approval_mode: ToolApprovalMode;
   limits: Partial<AgentLimits>;
+  context: AgentContext;
   visibility: AgentVisibility;
 }
 
 export const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** Slugs that are routes under /api/v1/agents: an agent with one of these ids could not be read at /api/v1/agents/{id}. */
 export const RESERVED_AGENT_IDS: readonly string[] = ['sessions', 'files'];
-const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'limits', 'visibility']);
+const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'limits', 'context', 'visibility']);
 const LIMIT_RANGES: Record<keyof AgentLimits, [number, number]> = {
   max_model_calls: [1, 1000],
   max_tool_calls: [0, 1000],
@@ -71,6 +72,7 @@ export function parseAgentDefinition(raw: unknown): { definition: AgentDefinitio
       }
     }
   }
+  const context = parseContext(body.context, fail);
   const parsedTools = parseToolDeclarations(body.tools ?? []);
   for (const error of parsedTools.errors) {
     const match = /^(tools(?:\[\d+\])?(?:\.[\w]+)?)[: ]\s*(.*)$/.exec(error);
@@ -86,8 +88,63 @@ export function parseAgentDefinition(raw: unknown): { definition: AgentDefinitio
       tools: parsedTools.tools,
       tool_approval_mode: mode as ToolApprovalMode,
       limits,
+      context,
       visibility: visibility as AgentVisibility,
     },
     errors,
   };
+}
+
+const WINDOW_RANGE: [number, number] = [1024, 10_000_000];
+const COMPACTION_FIELDS = new Set(['mode', 'threshold', 'keep_recent_tokens', 'model', 'instructions']);
+
+/** `context` of a definition: only the fields given (defaults belong to the runtime). */
+function parseContext(raw: unknown, fail: (field: string, error: string) => void): AgentContext {
+  if (raw === undefined) return {};
+  if (!isObject(raw)) {
+    fail('context', 'must be an object');
+    return {};
+  }
+  const context: AgentContext = {};
+  for (const key of Object.keys(raw)) if (key !== 'window_tokens' && key !== 'compaction') fail(`context.${key}`, 'is an unknown field');
+  if (raw.window_tokens !== undefined) {
+    const value = raw.window_tokens;
+    if (!Number.isInteger(value) || (value as number) < WINDOW_RANGE[0] || (value as number) > WINDOW_RANGE[1]) fail('context.window_tokens', `must be an integer ${WINDOW_RANGE[0]}–${WINDOW_RANGE[1]}`);
+    else context.window_tokens = value as number;
+  }
+  if (raw.compaction === undefined) return context;
+  if (!isObject(raw.compaction)) {
+    fail('context.compaction', 'must be an object');
+    return context;
+  }
+  const given = raw.compaction;
+  const compaction: NonNullable<AgentContext['compaction']> = {};
+  for (const key of Object.keys(given)) if (!COMPACTION_FIELDS.has(key)) fail(`context.compaction.${key}`, 'is an unknown field');
+  if (given.mode !== undefined) {
+    if (!COMPACTION_MODES.includes(given.mode as CompactionMode)) fail('context.compaction.mode', `must be one of ${COMPACTION_MODES.join(', ')}`);
+    else compaction.mode = given.mode as CompactionMode;
+  }
+  if (given.threshold !== undefined) {
+    if (typeof given.threshold !== 'number' || !(given.threshold >= 0.1 && given.threshold <= 0.95)) fail('context.compaction.threshold', 'must be a number 0.1–0.95 (a fraction of the window)');
+    else compaction.threshold = given.threshold;
+  }
+  if (given.keep_recent_tokens !== undefined) {
+    const value = given.keep_recent_tokens;
+    if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > WINDOW_RANGE[1]) fail('context.compaction.keep_recent_tokens', 'must be a non-negative integer');
+    else compaction.keep_recent_tokens = value as number;
+  }
+  if (given.model !== undefined) {
+    if (typeof given.model !== 'string' || given.model.length < 3 || given.model.length > 200) fail('context.compaction.model', 'must be a provider:model string');
+    else compaction.model = given.model;
+  }
+  if (given.instructions !== undefined) {
+    if (typeof given.instructions !== 'string' || given.instructions.length > 10_000) fail('context.compaction.instructions', 'must be a string of at most 10000 characters');
+    else compaction.instructions = given.instructions;
+  }
+  context.compaction = compaction;
+  return context;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

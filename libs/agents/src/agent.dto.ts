@@ -52,6 +52,33 @@ export class AgentLimitsInputDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 86400, description: 'Execution time per turn in seconds, waits excluded (default 900).' }) turn_timeout_s?: number;
 }
 
+export class CompactionPolicyDto {
+  @ApiPropertyOptional({
+    enum: ['auto', 'manual', 'off'],
+    default: 'auto',
+    description:
+      'auto: compact before a model call whose context would pass the threshold, and once after a provider\'s context-length error; manual: only on `yuxi.session.input.compact`; off: never (a context that does not fit fails the turn with `context_window_exceeded`). A session may override it (`yuxi.compaction_mode`).',
+  })
+  mode?: string;
+  @ApiPropertyOptional({ minimum: 0.1, maximum: 0.95, default: 0.8, description: 'Fraction of the window at which auto compaction starts.' }) threshold?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'About how much of the latest history a compaction keeps verbatim (default a quarter of the window).' })
+  keep_recent_tokens?: number;
+  @ApiPropertyOptional({ minLength: 3, maxLength: 200, description: 'The summariser, `provider:model` (default the agent\'s model).', example: 'scripted:summary' }) model?: string;
+  @ApiPropertyOptional({ maxLength: 10000, description: 'Added to the structured summary prompt (goal, decisions, facts, open tasks, files).' }) instructions?: string;
+}
+
+/** How the agent's sessions manage the model context; only the fields set (defaults apply to the rest). */
+export class AgentContextDto {
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1024,
+    maximum: 10000000,
+    description: 'The model\'s context window in tokens. Default by model: `scripted:` 32768; `openai:` gpt-4o 128000, gpt-4.1 1047576, gpt-5 400000, o-series 200000, others 128000.',
+  })
+  window_tokens?: number;
+  @ApiPropertyOptional({ type: CompactionPolicyDto }) compaction?: CompactionPolicyDto;
+}
+
 export class AgentYuxiDto {
   @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
   @ApiProperty({ description: 'Whether this is a public agent visible to every caller.' }) system!: boolean;
@@ -59,6 +86,7 @@ export class AgentYuxiDto {
   @ApiProperty({ type: 'integer', minimum: 1, description: 'Grows with every replacement; a session keeps the version it was created with.' }) version!: number;
   @ApiProperty({ type: 'array', items: TOOL_SCHEMA }) tools!: object[];
   @ApiProperty({ type: AgentLimitsDto, description: 'Effective limits (defaults filled in).' }) limits!: AgentLimitsDto;
+  @ApiProperty({ type: AgentContextDto, description: 'Context management as defined (defaults not filled in).' }) context!: AgentContextDto;
   @ApiPropertyOptional({ description: 'System prompt; shown to administrators only.' }) instructions?: string;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) updated_at!: number;
 }
@@ -92,6 +120,7 @@ export class PutAgentDto {
   @ApiPropertyOptional({ type: 'array', items: TOOL_SCHEMA, maxItems: 64 }) tools?: object[];
   @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], default: 'default' }) tool_approval_mode?: string;
   @ApiPropertyOptional({ type: AgentLimitsInputDto, description: 'Any subset; the rest take defaults.' }) limits?: AgentLimitsInputDto;
+  @ApiPropertyOptional({ type: AgentContextDto, description: 'Context window and compaction policy (PROTOCOL.md "Context and compaction").' }) context?: AgentContextDto;
   @ApiPropertyOptional({ enum: ['public', 'private'], default: 'public', description: 'private: visible to its creator only.' }) visibility?: string;
 }
 

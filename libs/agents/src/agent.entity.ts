@@ -20,11 +20,35 @@ export interface AgentLimits {
 
 export const DEFAULT_AGENT_LIMITS: AgentLimits = { max_model_calls: 25, max_tool_calls: 50, turn_timeout_s: 900 };
 
+export const COMPACTION_MODES = ['auto', 'manual', 'off'] as const;
+export type CompactionMode = (typeof COMPACTION_MODES)[number];
+
+/**
+ * How the agent's sessions manage the model context (PROTOCOL.md "Context and compaction"): only
+ * what the definition sets; the runtime fills in defaults (libs/runtime/src/context-policy.ts).
+ */
+export interface AgentContext {
+  /** The model's window in tokens; default by model (scripted: 32,768; unknown openai models: 128,000). */
+  window_tokens?: number;
+  compaction?: {
+    mode?: CompactionMode;
+    /** Fraction of the window at which auto compaction starts (default 0.8). */
+    threshold?: number;
+    keep_recent_tokens?: number;
+    /** The summariser, `provider:model` (default the agent's model). */
+    model?: string;
+    /** Added to the summary prompt. */
+    instructions?: string;
+  };
+}
+
 /** What a session (and each input it receives) keeps of its agent: editing the agent later changes nothing here. */
 export interface AgentSnapshot {
   version: number;
   tools: ToolDeclaration[];
   limits: AgentLimits;
+  /** Absent on sessions created before agents had it (the defaults apply). */
+  context?: AgentContext;
 }
 
 @Entity('agents')
@@ -41,6 +65,7 @@ export class AgentEntity {
   @Column('jsonb') tools!: ToolDeclaration[];
   /** Only the limits the definition sets; the rest come from DEFAULT_AGENT_LIMITS. */
   @Column('jsonb') limits!: Partial<AgentLimits>;
+  @Column('jsonb') context!: AgentContext;
   @Column('varchar') visibility!: AgentVisibility;
   @Column('integer') version!: number;
   @Column('timestamptz', { name: 'deleted_at', nullable: true }) deletedAt!: Date | null;

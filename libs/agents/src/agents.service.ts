@@ -87,7 +87,7 @@ export class AgentsService {
 
   /** What a session keeps of the agent it was created with. */
   snapshot(agent: AgentEntity): AgentSnapshot {
-    return { version: agent.version, tools: agent.tools, limits: effectiveLimits(agent.limits) };
+    return { version: agent.version, tools: agent.tools, limits: effectiveLimits(agent.limits), context: agent.context };
   }
 
   /**
@@ -129,6 +129,7 @@ export class AgentsService {
         toolApprovalMode: definition.tool_approval_mode,
         tools: definition.tools,
         limits: definition.limits,
+        context: definition.context,
         visibility: definition.visibility,
       };
       const now = new Date();
@@ -178,6 +179,7 @@ export class AgentsService {
         version: row.version,
         tools: row.tools.map(redactTool),
         limits: effectiveLimits(row.limits),
+        context: row.context,
         updated_at: unixSeconds(row.updatedAt),
       },
     };

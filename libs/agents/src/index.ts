@@ -1,6 +1,9 @@
 export { AgentDeletedDto, AgentDto, AgentListDto, BuiltinToolDto, FunctionToolDto, McpToolDto, PutAgentDto } from './agent.dto.js';
 export {
+  type AgentContext,
   type AgentEntity,
+  COMPACTION_MODES,
+  type CompactionMode,
   type AgentLimits,
   type AgentSnapshot,
   DEFAULT_AGENT_LIMITS,

@@ -11,6 +11,7 @@ import { Identity1765065600000 } from './migrations/1765065600000-identity.js';
 import { Files1765152000000 } from './migrations/1765152000000-files.js';
 import { InlineImages1765242000000 } from './migrations/1765242000000-inline-images.js';
 import { PreparationBackoff1765330120000 } from './migrations/1765330120000-preparation-backoff.js';
+import { Compaction1765416000000 } from './migrations/1765416000000-compaction.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -25,6 +26,7 @@ export const MIGRATIONS = [
   Files1765152000000,
   InlineImages1765242000000,
   PreparationBackoff1765330120000,
+  Compaction1765416000000,
 ];
 
 /**

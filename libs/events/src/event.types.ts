@@ -17,6 +17,8 @@ export const EVENT_TYPES = {
   'agent.session.turn.output_text.done': 'The full text of a content part, after it is committed; replaces the accumulated deltas.',
   'agent.session.turn.content_part.done': 'A content part is complete and committed.',
   'agent.session.turn.item.done': 'An item is complete and committed; it can be read back from the items endpoints at once.',
+  'yuxi.session.turn.context_compression':
+    'The model context is being compacted (PROTOCOL.md "Context and compaction"). `phase`: `started` (live; `trigger` auto | manual | overflow), `completed` (durable; `item` is the `compaction` item, also in the items lists; `output_index` its index in the turn) or `failed` (`error` {code, message}: durable when nothing was compacted, e.g. `nothing_to_compact`; live when the summariser failed and the turn went on or failed with its own event).',
   'yuxi.session.run.yielded': 'The run stopped at a safe boundary to take a steer; the next run of the same turn follows (`run.resume_from_run_id`).',
   'yuxi.session.run.interrupted': 'The run stopped because its worker died or shut down; the text it showed is kept as an incomplete item, and the next run of the same turn (`run.resume_from_run_id`) continues on another worker.',
   'yuxi.session.run.requires_action': 'The run stopped at a waitpoint (a question, an approval, or client tool calls); the turn waits (`yuxi.session.turn.waiting`).',

@@ -141,6 +141,18 @@ export interface ReasoningDoneEvent extends ItemScope {
   text: string;
 }
 
+export interface ContextCompressionEvent extends RunScope {
+  type: 'yuxi.session.turn.context_compression';
+  turn_id: string;
+  phase: 'started' | 'completed' | 'failed';
+  trigger: 'auto' | 'manual' | 'overflow';
+  /** completed: the compaction item and its output index in the turn. */
+  output_index?: number;
+  item?: EventResource;
+  /** failed: why. */
+  error?: { code: string; message: string };
+}
+
 export type ResyncReason = 'cursor_expired' | 'events_lost';
 
 export interface ResyncEvent {
@@ -170,6 +182,7 @@ export type EventsByType = CoversCatalogue<{
   'agent.session.turn.output_text.done': OutputTextDoneEvent;
   'agent.session.turn.content_part.done': ContentPartEvent<'agent.session.turn.content_part.done'>;
   'agent.session.turn.item.done': ItemEvent<'agent.session.turn.item.done'>;
+  'yuxi.session.turn.context_compression': ContextCompressionEvent;
   'yuxi.session.run.yielded': RunEvent<'yuxi.session.run.yielded'>;
   'yuxi.session.run.interrupted': RunEvent<'yuxi.session.run.interrupted'>;
   'yuxi.session.run.requires_action': RunEvent<'yuxi.session.run.requires_action'>;

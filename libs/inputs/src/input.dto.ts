@@ -27,6 +27,7 @@ export class InputDto {
   @ApiProperty() session_id!: string;
   @ApiProperty({ enum: INPUT_STATUSES }) status!: string;
   @ApiProperty({ enum: INPUT_MODES }) mode!: string;
+  @ApiProperty({ enum: ['message', 'compact'], description: '`compact`: a `yuxi.session.input.compact` request (no messages); its turn only compacts the context.' }) kind!: 'message' | 'compact';
   @ApiProperty({ type: 'integer', minimum: 1, description: 'Position in the per-session received order.' }) received_seq!: number;
   @ApiProperty({ type: [InputMessageDto], description: 'The messages exactly as received, in order.' }) messages!: InputMessageDto[];
   @ApiProperty({ type: [String], description: 'The file ids of the submission (`yuxi.attachment_file_ids`) exactly as received, in order; unchanged when an attachment is deleted later.' })

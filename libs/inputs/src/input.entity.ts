@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { AgentSnapshot } from '#libs/agents';
+import type { AgentSnapshot, CompactionMode } from '#libs/agents';
 
 import type { AttachmentStatus, InputMode, InputStatus } from './states.js';
 
@@ -26,6 +26,10 @@ export interface FrozenInputConfig {
   instructions: string;
   /** The session's agent snapshot (tools, limits); absent on inputs received before agents had them. */
   agent?: AgentSnapshot;
+  /** The session's override of the agent's compaction mode, as of receipt. */
+  compaction_mode?: CompactionMode;
+  /** A `yuxi.session.input.compact` request: the turn of this input only compacts the context. */
+  compact?: { instructions?: string };
 }
 
 @Entity('inputs')

@@ -299,6 +299,7 @@ export function toInputDto(input: InputEntity, attachments: AttachmentDto[] = []
     session_id: input.sessionId,
     status: input.status,
     mode: input.mode,
+    kind: input.config.compact ? 'compact' : 'message',
     received_seq: Number(input.receivedSeq),
     messages: input.messages,
     attachment_file_ids: input.attachmentFileIds,

@@ -1,7 +1,7 @@
 import type { OutboxBatch } from '#libs/events';
 import type { Committed } from './after-commit.js';
 import type { FrozenInputConfig } from '#libs/inputs';
-import type { CommittedStep, ItemEntity, Lease, PublicError, RunEntity, TurnEntity, Usage } from '#libs/turns';
+import type { CommittedStep, ItemEntity, Lease, PublicError, RunEntity, TurnContext, TurnEntity, Usage } from '#libs/turns';
 
 /** A turn a worker now holds a lease on: freshly claimed from the queue, or taken over. */
 export interface HeldTurn {
@@ -34,8 +34,16 @@ export interface RunOutput {
   lostDeltas: boolean;
 }
 
-/** How a run ends; a completion that made its final model call carries it, to be recorded as a step. */
-export type Outcome = { status: 'completed'; modelCall?: { model: string; usage: Usage | null } } | { status: 'cancelled' } | { status: 'failed'; error: PublicError };
+/**
+ * How a run ends; a completion that made its final model call carries it, to be recorded as a step.
+ * `withoutAnswer`: a turn that completes with no assistant message (a manual compaction). `context`:
+ * the context of the run's last model call, which the turn keeps.
+ */
+export type Outcome = (
+  | { status: 'completed'; modelCall?: { model: string; usage: Usage | null }; withoutAnswer?: boolean }
+  | { status: 'cancelled' }
+  | { status: 'failed'; error: PublicError }
+) & { context?: TurnContext | null };
 
 /** A settled turn; its nudges are empty when the settling worker goes on driving the session itself. */
 export interface Settled extends Committed {

@@ -9,5 +9,5 @@ export { RunEndings } from './run-endings.js';
 export { assistantItem, turnSeconds } from './run-output.js';
 export { RunRecovery } from './run-recovery.js';
 export { TurnClaims } from './turn-claims.js';
-export { type ModelStep, type Recorded, type RecordedModelStep, StepTransitions } from './step-transitions.js';
+export { type CompactionCommit, type ModelStep, type Recorded, type RecordedModelStep, StepTransitions } from './step-transitions.js';
 export { type Resumed, WaitpointControls } from './waitpoint-controls.js';

@@ -119,6 +119,7 @@ export class RunEndings {
         error: outcome.status === 'failed' ? outcome.error : null,
         answer: modelCall ? { input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}) } } : undefined,
         usage: modelCall?.usage ?? null,
+        context: outcome.context ?? null,
         at: now,
       });
       if (!settled) return null;
@@ -129,7 +130,7 @@ export class RunEndings {
       const completed = final === 'completed';
       const error = turn.error;
       const events: OutgoingEvent[] = lostDeltasNotice(output);
-      const writes = output.item !== null || completed;
+      const writes = output.item !== null || (completed && !(outcome.status === 'completed' && outcome.withoutAnswer));
       const seq = await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), writes ? 1 : 0, now);
       if (writes) events.push(...(await this.writer.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', seq, now)));
       const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: runUsage };

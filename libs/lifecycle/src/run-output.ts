@@ -149,6 +149,7 @@ export function assistantItem(id: string, turn: Pick<TurnEntity, 'id' | 'session
     status: 'in_progress',
     content: [],
     phase: null,
+    tokens: null,
     createdAt: at,
   };
 }

@@ -7,6 +7,8 @@ import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events'
 import { SessionsRepository } from '#libs/sessions';
 import {
   type CommittedStep,
+  type CompactionRecord,
+  type CompactionTrigger,
   type ItemEntity,
   ItemsRepository,
   type Lease,
@@ -43,6 +45,9 @@ export interface Recorded {
 export interface RecordedModelStep extends Recorded {
   toolCalls: ToolCallSpec[];
 }
+
+/** A compaction to commit: its summary and record, or none when there was nothing to compact. */
+export type CompactionCommit = { trigger: CompactionTrigger; summary: string; record: CompactionRecord } | { trigger: CompactionTrigger; summary: null; record: null };
 
 const MAX_CALL_ID = 128;
 
@@ -113,6 +118,55 @@ export class StepTransitions {
         index += 1;
       }
       return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index, toolCalls: step.toolCalls, step: committed };
+    });
+  }
+
+  /**
+   * A compaction of the turn's context: the step (its ref is the item's id) with the summariser's
+   * usage, counted in the run's and turn's, and the `compaction` item announced by
+   * `context_compression` completed; with no summary (nothing to compact) the step alone, announced
+   * as failed. Null when the lease is gone: a takeover then compacts again, and only one commits.
+   */
+  async recordCompaction(held: HeldTurn, lease: Lease, outputIndex: number, compaction: CompactionCommit): Promise<Recorded | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const now = new Date();
+      const itemId = newId();
+      const { trigger, record } = compaction;
+      const committed: CommittedStep = {
+        runId: lease.runId,
+        kind: 'compaction',
+        status: 'completed',
+        ref: itemId,
+        output: { ...(record ? { item_id: itemId } : {}), ...(record?.usage ? { usage: record.usage } : {}) },
+      };
+      const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { trigger, model: record?.model ?? null }, at: now });
+      if (!recorded) return null;
+      const scope = { turnId: held.turn.id, runId: lease.runId, trigger };
+      if (!record) {
+        const event = turnEvents.contextCompression('failed', scope, { error: { code: 'nothing_to_compact', message: 'There is no history since the last compaction to summarise' } });
+        return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex, step: committed };
+      }
+      if (record.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, record.usage);
+      const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
+      const [item] = await this.items.insertItems(manager, seq, [
+        {
+          id: itemId,
+          sessionId,
+          turnId: held.turn.id,
+          runId: lease.runId,
+          inputId: null,
+          type: 'compaction',
+          role: null,
+          status: 'completed',
+          content: [{ type: 'compaction', text: compaction.summary, compaction: record }],
+          phase: null,
+          createdAt: now,
+        },
+      ]);
+      const event = turnEvents.contextCompression('completed', scope, { item: item!, outputIndex });
+      return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
     });
   }
 

@@ -16,7 +16,7 @@ import {
   type TurnStatusEventType,
 } from '#libs/events';
 import type { AcceptedReceipt } from '#libs/inputs';
-import { type ItemEntity, type RunEntity, type StoredContentPart, toItemDto, toRunDto, toTurnDto, type TurnEntity, type Waitpoint } from '#libs/turns';
+import { type CompactionTrigger, type ItemEntity, type PublicError, type RunEntity, type StoredContentPart, toItemDto, toRunDto, toTurnDto, type TurnEntity, type Waitpoint } from '#libs/turns';
 
 /*
  * The builders of every public SSE event of a session, so every emitter projects the same way and
@@ -100,6 +100,20 @@ export const EVENT_BUILDERS = {
   }),
   'agent.session.turn.content_part.done': contentPartEvent('agent.session.turn.content_part.done'),
   'agent.session.turn.item.done': itemEvent('agent.session.turn.item.done'),
+  /** A compaction of the turn's context: started (live), completed with its item, or failed. */
+  'yuxi.session.turn.context_compression': (
+    phase: 'started' | 'completed' | 'failed',
+    scope: { turnId: string; runId: string; trigger: CompactionTrigger },
+    outcome: { item?: ItemEntity; outputIndex?: number; error?: PublicError } = {},
+  ): EventOf<'yuxi.session.turn.context_compression'> => ({
+    type: 'yuxi.session.turn.context_compression',
+    turn_id: scope.turnId,
+    phase,
+    trigger: scope.trigger,
+    ...(outcome.item ? { output_index: outcome.outputIndex ?? 0, item: toItemDto(outcome.item) } : {}),
+    ...(outcome.error ? { error: outcome.error } : {}),
+    yuxi: { run_id: scope.runId },
+  }),
   'yuxi.session.run.yielded': runEvent('yuxi.session.run.yielded'),
   'yuxi.session.run.interrupted': runEvent('yuxi.session.run.interrupted'),
   'yuxi.session.run.requires_action': runEvent('yuxi.session.run.requires_action'),
@@ -148,6 +162,7 @@ export const turnEvents = {
     return EVENT_BUILDERS[`agent.session.turn.content_part.${type}` as const](item, outputIndex, contentIndex, part);
   },
   textDelta: EVENT_BUILDERS['agent.session.turn.output_text.delta'],
+  contextCompression: EVENT_BUILDERS['yuxi.session.turn.context_compression'],
   textDone: EVENT_BUILDERS['agent.session.turn.output_text.done'],
   /** Events may have been missed (`events_lost`: deltas were dropped on the way). */
   resync: EVENT_BUILDERS['yuxi.session.resync'],

@@ -31,6 +31,11 @@ export interface ModelRequest {
   messages: ModelMessage[];
   tools: ModelTool[];
   signal: AbortSignal;
+  /**
+   * `compaction`: the call summarises a conversation (the context manager's); providers send it as
+   * any other call, the scripted model answers it with its deterministic summariser.
+   */
+  purpose?: 'compaction';
 }
 
 export interface ModelUsage {

@@ -3,7 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, type ModelRequest } from './model.types.js';
-import { filler, parseScript, type ScriptStep } from './scripted-script.js';
+import { filler, parseScript, type ScriptStep, scriptedSummary } from './scripted-script.js';
+import { countTokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, SCRIPTED_WINDOW_TOKENS } from './tokens.js';
 
 /** The failures a real provider would also retry, so that scripts can exercise the retry loop. */
 const RETRYABLE_FAILURES = new Set(['model_rate_limited', 'model_unavailable', 'model_timeout']);
@@ -23,6 +24,18 @@ export class ScriptedProvider implements ModelProvider {
 
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
     const { messages, signal } = request;
+    const inputTokens = await countRequestTokens(request);
+    // Like a real provider, a request longer than the documented window is refused (not retryable).
+    if (inputTokens > SCRIPTED_WINDOW_TOKENS) {
+      throw new ModelError('model_context_length_exceeded', `scripted model: the request has ${inputTokens} tokens, more than its window of ${SCRIPTED_WINDOW_TOKENS}`);
+    }
+    if (request.purpose === 'compaction') {
+      const last = messages.at(-1);
+      const summary = scriptedSummary(last?.role === 'user' ? last.text : '');
+      yield { type: 'text_delta', delta: summary };
+      yield usage(inputTokens, await countTokens(summary));
+      return;
+    }
     const latest = messages.findLastIndex((m) => m.role === 'user');
     const latestMessage = messages[latest];
     const script = parseScript(latestMessage?.role === 'user' ? latestMessage.text : '');
@@ -30,7 +43,6 @@ export class ScriptedProvider implements ModelProvider {
     script.delayMs = Math.min(script.delayMs, this.config.scriptedMaxDelayMs);
     if (script.words !== null) script.words = Math.min(script.words, this.config.scriptedMaxWords);
     if (script.fail) throw new ModelError(script.fail, `scripted model failed with ${script.fail}`, RETRYABLE_FAILURES.has(script.fail));
-    const inputTokens = countInputWords(request);
     const results = messages.slice(latest + 1).flatMap((m) => (m.role === 'tool' ? [m.output] : []));
     const step = script.steps[results.length];
     if (step) {
@@ -63,9 +75,15 @@ async function pause(delayMs: number, signal: AbortSignal): Promise<void> {
   signal.throwIfAborted();
 }
 
-/** A stand-in for tokens: whitespace-separated words of everything the model is shown. */
-function countInputWords({ instructions, messages }: ModelRequest): number {
-  return splitWords(instructions).length + messages.reduce((sum, m) => sum + splitWords(messageText(m)).length, 0);
+/** The request's tokens as a provider would count them: instructions, messages and tools (deterministic). */
+async function countRequestTokens({ instructions, messages, tools }: ModelRequest): Promise<number> {
+  let total = instructions ? (await countTokens(instructions)) + MESSAGE_OVERHEAD_TOKENS : 0;
+  for (const message of messages) {
+    const images = message.role === 'user' ? (message.parts?.filter((part) => part.type === 'image').length ?? 0) : 0;
+    const calls = message.role === 'assistant' ? (message.tool_calls ?? []).map((call) => `${call.name}${call.arguments}`).join('') : '';
+    total += (await countTokens(messageText(message) + calls)) + images * IMAGE_TOKENS + MESSAGE_OVERHEAD_TOKENS;
+  }
+  return total + (tools.length > 0 ? await countTokens(JSON.stringify(tools)) : 0);
 }
 
 function messageText(message: ModelMessage): string {

@@ -10,7 +10,7 @@ export {
   SessionListQueryDto,
   SessionYuxiDto,
 } from './dto/session.dto.js';
-export { MessageEventDto, MessageEventYuxiDto, PROTOCOL_EVENT_TYPES, SubmitEventsDto } from './dto/submit-event.dto.js';
+export { CompactEventDto, MessageEventDto, MessageEventYuxiDto, PROTOCOL_EVENT_TYPES, SubmitEventsDto } from './dto/submit-event.dto.js';
 export { type InlineImageBatch, InlineImages } from './inline-images.js';
 export { MAX_IMAGE_BYTES_TOTAL, messageText, parseAgentInput } from './input-parser.js';
 export { ProtocolModule } from './protocol.module.js';

@@ -14,5 +14,6 @@ export function frozenInputConfig(session: SessionEntity, overrides: { model?: s
     instructions: session.instructions,
   };
   if (session.agentSnapshot) config.agent = session.agentSnapshot;
+  if (session.compactionMode) config.compaction_mode = session.compactionMode;
   return config;
 }

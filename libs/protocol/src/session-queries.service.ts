@@ -132,6 +132,8 @@ export class SessionQueriesService {
       queue_paused: session.queuePaused,
       queued_input_count: session.pendingInputCount,
       archived: session.archived,
+      context: await this.turns.latestContext(session.id),
+      compaction_mode: session.compactionMode,
       agent_state: {},
     };
   }

@@ -37,6 +37,7 @@ export function toSessionDto(session: SessionEntity, receipt: AcceptedReceipt | 
       archived: session.archived,
       unread: session.unread,
       tool_approval_mode: session.toolApprovalMode,
+      compaction_mode: session.compactionMode,
       queue_paused: session.queuePaused,
       queued_input_count: session.pendingInputCount,
       current_turn: session.currentTurn,

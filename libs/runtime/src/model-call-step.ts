@@ -1,22 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { AppConfig, ThrottledLog } from '#libs/config';
 import { newId } from '#libs/database';
-import { FilesRepository } from '#libs/files';
 import { assistantItem, StepTransitions, turnEvents } from '#libs/lifecycle';
 import { ModelRegistry, streamWithRetries } from '#libs/models';
 import type { ResolvedTool } from '#libs/tools';
-import { type CommittedStep, ItemsRepository, type ToolCallSpec, type Usage } from '#libs/turns';
+import type { CommittedStep, ToolCallSpec, Usage } from '#libs/turns';
+import type { BuiltContext } from './context-manager.js';
 import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
-import { ImageReferences } from './image-references.js';
-import { type MessageAttachment, toModelMessages } from './model-context.js';
 import { measuredProvider } from './model-metrics.js';
 import type { RunControl } from './run-control.js';
 import { emptyOutput, type RunState } from './run-scope.js';
-
-/** The model sees the session's latest items (and always the whole current turn). */
-const CONTEXT_ITEMS = 50;
 
 /** What one model call produced (or that it yielded to a steer mid-stream). */
 export interface ModelCallResult {
@@ -35,11 +28,7 @@ export class ModelCallStep {
   private readonly retryLog = new ThrottledLog(new Logger(RUN_LOG_CONTEXT));
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly models: ModelRegistry,
-    private readonly items: ItemsRepository,
-    private readonly files: FilesRepository,
-    private readonly imageReferences: ImageReferences,
     private readonly stepTransitions: StepTransitions,
     private readonly writes: DurableWrites,
     private readonly config: AppConfig,
@@ -52,18 +41,16 @@ export class ModelCallStep {
    * are retried (backoff, Retry-After) as long as nothing was shown yet. A steer that is waiting
    * stops the stream after a delta (`yielded`).
    */
-  async call(state: RunState, tools: ResolvedTool[], control: RunControl): Promise<ModelCallResult> {
+  async call(state: RunState, context: BuiltContext, tools: ResolvedTool[], control: RunControl): Promise<ModelCallResult> {
     const { held } = state;
     const { provider, model } = this.models.resolve(held.run.model);
-    const context = await this.items.contextItems(this.dataSource.manager, held.turn.sessionId, held.turn.id, CONTEXT_ITEMS);
-    const attachments = await this.attachmentsOf(context);
     state.output = emptyOutput(state.outputIndex);
     const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null };
     let reasoning = '';
     const request = {
       model,
       instructions: held.config.instructions,
-      messages: toModelMessages(await this.imageReferences.resolve(held.turn.sessionId, context), attachments),
+      messages: context.messages,
       tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
       signal: control.abort.signal,
     };
@@ -126,16 +113,5 @@ export class ModelCallStep {
     state.live.resetLoss();
     await state.publish(recorded.batch);
     return recorded.step;
-  }
-
-  /** The files bound to the user messages in the context (consumed inputs' attachments that still exist), by message id. */
-  private async attachmentsOf(context: { id: string; role: string | null }[]): Promise<Map<string, MessageAttachment[]>> {
-    const byMessage = new Map<string, MessageAttachment[]>();
-    const userMessages = context.filter((item) => item.role === 'user').map((item) => item.id);
-    for (const file of await this.files.filesOfMessages(userMessages)) {
-      if (!file.messageId) continue;
-      byMessage.set(file.messageId, [...(byMessage.get(file.messageId) ?? []), { id: file.id, filename: file.filename, mimeType: file.mimeType, bytes: file.bytes }]);
-    }
-    return byMessage;
   }
 }

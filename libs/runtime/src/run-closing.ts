@@ -36,7 +36,7 @@ export class RunClosing {
    */
   async settle(state: RunState, outcome: Outcome): Promise<void> {
     const { held, lease } = state;
-    const settled = await this.writes.retrying(lease, () => this.endings.settle(held, lease, state.output, outcome));
+    const settled = await this.writes.retrying(lease, () => this.endings.settle(held, lease, state.output, { ...outcome, context: state.context.current }));
     if (settled === undefined) return;
     if (!settled) return this.writes.fenced(lease, 'settle');
     await state.publish(settled.batch, settled.nudges);

@@ -15,12 +15,15 @@ export class ShuttingDownError extends Error {
   override readonly name = 'ShuttingDownError';
 }
 
-/** The turn reached one of its agent's limits (model calls, tool calls, execution time): it fails with `code`. */
+/**
+ * The turn reached one of its agent's limits (model calls, tool calls, execution time), or its
+ * context cannot fit the model's window: it fails with `code` (not retryable).
+ */
 export class TurnLimitError extends Error {
   override readonly name = 'TurnLimitError';
 
   constructor(
-    readonly code: 'turn_model_call_limit' | 'turn_tool_call_limit' | 'turn_timeout',
+    readonly code: 'turn_model_call_limit' | 'turn_tool_call_limit' | 'turn_timeout' | 'context_window_exceeded',
     message: string,
   ) {
     super(message);

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { HeldTurn } from '#libs/lifecycle';
 import type { CommittedStep } from '#libs/turns';
-import { ModelCallStep } from './model-call-step.js';
+import { type BuiltContext, ContextManager } from './context-manager.js';
+import { ModelCallStep, type ModelCallResult } from './model-call-step.js';
 import { RunClosing } from './run-closing.js';
 import type { RunControl } from './run-control.js';
 import { TurnCancelledError, TurnLimitError } from './run-errors.js';
@@ -27,6 +28,7 @@ export class RunExecutor {
     private readonly modelCall: ModelCallStep,
     private readonly toolCall: ToolCallStep,
     private readonly closing: RunClosing,
+    private readonly context: ContextManager,
   ) {}
 
   async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<void> {
@@ -53,13 +55,21 @@ export class RunExecutor {
     for (;;) {
       // A cancel, a shutdown or a lost lease heard while the last step ran ends the run at this boundary.
       control.abort.signal.throwIfAborted();
-      const plan = planNextStep(steps, turn.policy, budget);
+      const plan = planNextStep(steps, turn.policy, budget, turn.kind);
       switch (plan.action) {
         case 'fail':
           throw new TurnLimitError(plan.code, plan.message);
         case 'settle':
           state.output = { ...emptyOutput(state.outputIndex), text: plan.text };
           return this.closing.settle(state, { status: 'completed' });
+        case 'compact': {
+          const step = await this.context.compactNow(state, turn.tools, control);
+          if (!step) return;
+          steps = [...steps, step];
+          continue;
+        }
+        case 'finish':
+          return this.closing.settle(state, { status: 'completed', withoutAnswer: true });
         case 'wait':
           await this.toolCall.wait(state, plan);
           return;
@@ -84,13 +94,18 @@ export class RunExecutor {
             steps = [];
             continue;
           }
+          // The context of the call, compacted first when it would pass the threshold (a committed step).
+          const context = await this.context.prepare(state, turn.tools, control);
+          if (!context) return;
           budget.modelCalls += 1;
-          const result = await this.modelCall.call(state, turn.tools, control);
+          const result = await this.callModel(state, context, turn, control);
+          if (!result) return;
           if (result.yielded) {
             if (!(await this.closing.yieldToSteers(state, control))) return;
             steps = [];
             continue;
           }
+          this.context.observe(state, context, result.usage);
           if (result.toolCalls.length === 0) {
             return this.closing.settle(state, { status: 'completed', modelCall: { model: state.held.run.model, usage: result.usage } });
           }
@@ -103,6 +118,23 @@ export class RunExecutor {
           // A new planner action without its case here fails to compile.
           throw new Error(`unplanned step ${(plan satisfies never as { action: string }).action}`);
       }
+    }
+  }
+
+  /**
+   * One model call; a provider's context-length error before anything was shown compacts once and
+   * retries the call once (a second one fails the turn with context_window_exceeded). Null when the
+   * lease is gone.
+   */
+  private async callModel(state: RunState, context: BuiltContext, turn: TurnPlan, control: RunControl): Promise<ModelCallResult | null> {
+    try {
+      return await this.modelCall.call(state, context, turn.tools, control);
+    } catch (error) {
+      const retry = await this.context.afterOverflow(state, turn.tools, control, error, context);
+      if (!retry) return null;
+      return this.modelCall.call(state, retry, turn.tools, control).catch((again: unknown) => {
+        throw this.context.stillTooLarge(again, state);
+      });
     }
   }
 }

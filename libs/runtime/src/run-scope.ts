@@ -7,7 +7,7 @@ import { EventPublisher, type OutboxBatch } from '#libs/events';
 import { InputsRepository } from '#libs/inputs';
 import { AfterCommit, type HeldTurn, type Nudge, type RunOutput } from '#libs/lifecycle';
 import { RunSignals } from '#libs/queue';
-import { type Lease, RunsRepository } from '#libs/turns';
+import { type Lease, RunsRepository, type TurnContext } from '#libs/turns';
 import { FencingStats } from './fencing-stats.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LiveEvents } from './live-events.js';
@@ -24,6 +24,8 @@ export interface RunState {
   output: RunOutput;
   keeper: LeaseKeeper;
   live: LiveEvents;
+  /** What the run knows of its model context between calls (ContextManager). */
+  context: ContextTracking;
   /** A steer may be waiting: set by the steer signal and the heartbeat, cleared by steerWaiting. */
   steerAnnounced: boolean;
   /** Publishes a committed batch (and sends its nudges); live events follow it. */
@@ -32,6 +34,15 @@ export interface RunState {
   steerWaiting(): Promise<boolean>;
   /** At a step boundary: whether a steer is waiting and may join now, looked up whether or not one was announced. */
   steerPending(): Promise<boolean>;
+}
+
+export interface ContextTracking {
+  /** The instructions and tools, counted once per run. */
+  baseTokens: number | null;
+  /** The provider counted this many more prompt tokens than estimated for the run's last call. */
+  driftTokens: number;
+  /** The context of the run's last model call: what the turn shows when it settles. */
+  current: TurnContext | null;
 }
 
 /** Nothing shown yet, at this output index. */
@@ -60,7 +71,14 @@ export class RunScopes {
   /** The run's state, started; `close` stops its keeper and watches. */
   async open(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<{ state: RunState; close: () => void }> {
     const sessionId = held.turn.sessionId;
-    const state = { held, lease: held.lease, outputIndex: held.outputIndex, output: emptyOutput(held.outputIndex), steerAnnounced: false } as RunState;
+    const state = {
+      held,
+      lease: held.lease,
+      outputIndex: held.outputIndex,
+      output: emptyOutput(held.outputIndex),
+      steerAnnounced: false,
+      context: { baseTokens: null, driftTokens: 0, current: null },
+    } as RunState;
     state.keeper = new LeaseKeeper(state.lease, leaseSentAt, {
       leaseMs: this.config.runLeaseMs,
       heartbeatMs: this.config.runHeartbeatMs,

@@ -44,7 +44,14 @@ export type NextStep =
   | { action: 'execute'; call: ToolCallSpec; args: Record<string, unknown>; started: boolean }
   | { action: 'wait'; kind: WaitpointKind; calls: ToolCallSpec[] }
   /** The next step would pass a per-turn limit: the turn fails with `code`. */
-  | { action: 'fail'; code: TurnLimitCode; message: string };
+  | { action: 'fail'; code: TurnLimitCode; message: string }
+  /** A compaction turn (`yuxi.session.input.compact`) compacts the context... */
+  | { action: 'compact' }
+  /** ...and, once that is committed, completes with no answer. */
+  | { action: 'finish' };
+
+/** A turn of messages, or one that only compacts the context (a manual compaction). */
+export type TurnKind = 'message' | 'compaction';
 
 export const OUTCOME_UNKNOWN =
   'outcome_unknown: the worker running this call stopped before its result was stored, and the tool is not declared idempotent, so it was not run again. It may or may not have taken effect.';
@@ -57,7 +64,8 @@ export const OUTCOME_UNKNOWN =
  * approvals first, then questions, then client tools; when every call has a result the model is
  * called again.
  */
-export function planNextStep(steps: readonly CommittedStep[], policy: ToolPolicy, budget?: TurnBudget): NextStep {
+export function planNextStep(steps: readonly CommittedStep[], policy: ToolPolicy, budget?: TurnBudget, kind: TurnKind = 'message'): NextStep {
+  if (kind === 'compaction') return steps.some((step) => step.kind === 'compaction' && step.status === 'completed') ? { action: 'finish' } : { action: 'compact' };
   const next = nextStep(steps, policy);
   return budget ? withinBudget(next, budget) : next;
 }

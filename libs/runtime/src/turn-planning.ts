@@ -5,7 +5,7 @@ import { DEFAULT_AGENT_LIMITS } from '#libs/agents';
 import type { HeldTurn } from '#libs/lifecycle';
 import { type ResolvedTool, ToolCatalog, type ToolDeclaration } from '#libs/tools';
 import { StepsRepository } from '#libs/turns';
-import type { ToolPolicy, TurnBudget } from './step-plan.js';
+import type { ToolPolicy, TurnBudget, TurnKind } from './step-plan.js';
 import { toolPolicy } from './tool-policy.js';
 
 /** What the planner needs of a held turn besides its committed steps. */
@@ -15,6 +15,7 @@ export interface TurnPlan {
   policy: ToolPolicy;
   /** The limits and what earlier runs of the turn spent; the executor adds what this run spends. */
   budget: TurnBudget;
+  kind: TurnKind;
 }
 
 /** Resolves the agent's tools for a held turn and reads what the turn has spent (a takeover or a resumed run counts earlier runs). */
@@ -37,6 +38,7 @@ export class TurnPlanning {
       tools,
       policy: toolPolicy(tools, held.config.tool_approval_mode, held.trustedTools),
       budget: { maxModelCalls: limits.max_model_calls, maxToolCalls: limits.max_tool_calls, ...spent },
+      kind: held.config.compact ? 'compaction' : 'message',
     };
   }
 }

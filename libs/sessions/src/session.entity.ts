@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { AgentSnapshot } from '#libs/agents';
+import type { AgentSnapshot, CompactionMode } from '#libs/agents';
 
 /** The latest turn of the session as the session resource shows it (`yuxi.current_turn`). */
 export interface TurnSummary {
@@ -18,6 +18,8 @@ export class SessionEntity {
   /** The session's configuration snapshot, frozen from the agent at creation; updates affect later inputs only. */
   @Column('varchar') model!: string;
   @Column('varchar', { name: 'tool_approval_mode' }) toolApprovalMode!: string;
+  /** Overrides the agent's compaction mode for later inputs; null: the agent's. */
+  @Column('varchar', { name: 'compaction_mode', nullable: true }) compactionMode!: CompactionMode | null;
   @Column('text') instructions!: string;
   /** Tools, limits and version of the agent at creation; null for sessions created before agents had them. */
   @Column('jsonb', { name: 'agent_snapshot', nullable: true }) agentSnapshot!: AgentSnapshot | null;
@@ -44,7 +46,7 @@ export class SessionEntity {
  * column added by a later migration fails ("cached plan must not change result type").
  */
 export const SESSION_COLUMNS =
-  'id, owner_id, agent_id, model, tool_approval_mode, instructions, agent_snapshot, trusted_tools, title, project_id, is_pinned, archived, unread, queue_paused, ' +
+  'id, owner_id, agent_id, model, tool_approval_mode, compaction_mode, instructions, agent_snapshot, trusted_tools, title, project_id, is_pinned, archived, unread, queue_paused, ' +
   'input_seq, item_seq, turn_seq, pending_input_count, current_turn, created_at, last_active_at, updated_at';
 
 /** Maps a raw `sessions` row (RETURNING / SELECT of SESSION_COLUMNS) onto the entity. */
@@ -55,6 +57,7 @@ export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
     agentId: row.agent_id as string,
     model: row.model as string,
     toolApprovalMode: row.tool_approval_mode as string,
+    compactionMode: (row.compaction_mode as CompactionMode | null) ?? null,
     instructions: row.instructions as string,
     agentSnapshot: (row.agent_snapshot as AgentSnapshot | null) ?? null,
     trustedTools: (row.trusted_tools as string[] | null) ?? [],

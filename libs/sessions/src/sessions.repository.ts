@@ -1,3 +1,4 @@
+import type { CompactionMode } from '#libs/agents';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
@@ -26,6 +27,7 @@ export interface SessionPatch {
   unread?: boolean;
   model?: string;
   toolApprovalMode?: string;
+  compactionMode?: CompactionMode;
 }
 
 export interface SessionFilter {
@@ -164,6 +166,7 @@ export class SessionsRepository {
     if (patch.unread !== undefined) set('unread', patch.unread);
     if (patch.model !== undefined) set('model', patch.model);
     if (patch.toolApprovalMode !== undefined) set('tool_approval_mode', patch.toolApprovalMode);
+    if (patch.compactionMode !== undefined) set('compaction_mode', patch.compactionMode);
     if (sets.length === 0) return this.getVisible(ownerId, sessionId);
     if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     const [rows] = (await this.sessions.query(

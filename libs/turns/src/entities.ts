@@ -50,6 +50,31 @@ export interface StoredContentPart {
   arguments?: string;
   output?: string;
   success?: boolean;
+  /** compaction items keep their one part here: the summary is `text`. */
+  compaction?: CompactionRecord;
+}
+
+/** What a compaction item records besides its summary (`yuxi` of the item on the wire). */
+export interface CompactionRecord {
+  trigger: CompactionTrigger;
+  /** The last item the summary covers. */
+  through_item_id: string | null;
+  /** The first item kept verbatim after the summary; null when none is. */
+  first_kept_item_id: string | null;
+  tokens_before: number;
+  tokens_after: number;
+  model: string;
+  usage: Usage | null;
+}
+
+export type CompactionTrigger = 'auto' | 'manual' | 'overflow';
+
+/** The size of a turn's context when its last model call was sent (`yuxi.context` of the turn). */
+export interface TurnContext {
+  tokens: number;
+  window_tokens: number;
+  /** The compaction whose summary the context started with; null when none. */
+  compaction_item_id: string | null;
 }
 
 export interface PublicError {
@@ -71,6 +96,7 @@ export class TurnEntity {
   @Column('boolean', { name: 'cancellation_pending' }) cancellationPending!: boolean;
   @Column('jsonb', { nullable: true }) error!: PublicError | null;
   @Column('jsonb', { nullable: true }) usage!: Usage | null;
+  @Column('jsonb', { nullable: true }) context!: TurnContext | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('timestamptz', { name: 'started_at', nullable: true }) startedAt!: Date | null;
   @Column('timestamptz', { name: 'completed_at', nullable: true }) completedAt!: Date | null;
@@ -120,6 +146,8 @@ export class ItemEntity {
   @Column('varchar') status!: ItemStatus;
   @Column('jsonb') content!: StoredContentPart[];
   @Column('varchar', { nullable: true }) phase!: string | null;
+  /** The item's size in a model context; null when it was written where no tokenizer is loaded (the api). */
+  @Column('integer', { nullable: true }) tokens!: number | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
 }
 
@@ -136,7 +164,7 @@ export interface CommittedStep {
   output: StepOutput;
 }
 
-/** model_call: text and tool calls; tool_call: the outcome; waitpoint: the response that resolved it. */
+/** model_call: text and tool calls; tool_call: the outcome; waitpoint: the response that resolved it; compaction: its item and usage. */
 export interface StepOutput {
   text?: string;
   tool_calls?: ToolCallSpec[];
@@ -145,6 +173,7 @@ export interface StepOutput {
   output?: string;
   kind?: WaitpointKind;
   response?: WaitpointResponse;
+  item_id?: string;
 }
 
 /** A resolved waitpoint as stored: the answers (question_id = call_id of the ask) or the approval decisions. */

@@ -1,5 +1,7 @@
 export type {
   CommittedStep,
+  CompactionRecord,
+  CompactionTrigger,
   ItemEntity,
   ItemStatus,
   PublicError,
@@ -10,6 +12,7 @@ export type {
   StepOutput,
   StoredContentPart,
   ToolCallSpec,
+  TurnContext,
   TurnEntity,
   TurnStatus,
   Usage,
@@ -26,6 +29,7 @@ export {
   PublicErrorDto,
   RunDto,
   RunSummaryDto,
+  TurnContextDto,
   TurnDetailDto,
   TurnDto,
   TurnListDto,
@@ -56,7 +60,8 @@ export {
   TURN_TRANSITIONS,
 } from './states.js';
 export { TurnsModule } from './turns.module.js';
-export { ItemsRepository, type NewItem } from './items.repository.js';
+export { type ContextItems, ItemsRepository, type NewItem } from './items.repository.js';
+export { itemText, itemTokens } from './item-tokens.js';
 export type { Lease } from './lease.js';
 export { RunsRepository, type SuccessorSpec } from './runs.repository.js';
 export { type NewStep, StepsRepository } from './steps.repository.js';

@@ -4,8 +4,39 @@ import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, preparedUpTo, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { ItemEntity } from './entities.js';
+import { itemTokensIfLoaded } from './item-tokens.js';
 
-export type NewItem = Omit<ItemEntity, 'id' | 'seq'> & { id?: string };
+/** What a model context is built from (ItemsRepository.contextItems). */
+export interface ContextItems {
+  /** The latest compaction of the session: its summary opens the context. */
+  compaction: ItemEntity | null;
+  /** The latest user message when the compaction's boundary passed it (shown after the summary). */
+  pinned: ItemEntity | null;
+  /** Every item from the boundary on, in history order. */
+  items: ItemEntity[];
+}
+
+const ITEM_COLUMNS = 'id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, tokens, created_at';
+
+function itemFromRow(row: Record<string, unknown>): ItemEntity {
+  return Object.assign(new ItemEntity(), {
+    id: row.id as string,
+    sessionId: row.session_id as string,
+    turnId: row.turn_id as string,
+    runId: (row.run_id as string | null) ?? null,
+    inputId: (row.input_id as string | null) ?? null,
+    seq: String(row.seq),
+    type: row.type as string,
+    role: (row.role as string | null) ?? null,
+    status: row.status as ItemEntity['status'],
+    content: row.content as ItemEntity['content'],
+    phase: (row.phase as string | null) ?? null,
+    tokens: (row.tokens as number | null) ?? null,
+    createdAt: row.created_at as Date,
+  });
+}
+
+export type NewItem = Omit<ItemEntity, 'id' | 'seq' | 'tokens'> & { id?: string };
 
 /** The `items` table: a session's durable history, in per-session sequence order. */
 @Injectable()
@@ -14,15 +45,17 @@ export class ItemsRepository {
 
   /** Items take consecutive per-session sequence numbers starting at firstSeq. */
   async insertItems(manager: EntityManager, firstSeq: number, items: NewItem[]): Promise<ItemEntity[]> {
-    const rows = items.map((item, index) => manager.create(ItemEntity, { ...item, id: item.id ?? newId(), seq: String(firstSeq + index) }));
+    const rows = items.map((item, index) =>
+      manager.create(ItemEntity, { ...item, id: item.id ?? newId(), seq: String(firstSeq + index), tokens: itemTokensIfLoaded(item.content) }),
+    );
     if (rows.length === 0) return rows;
     const values: unknown[] = [];
     const tuples = rows.map((row, i) => {
-      values.push(row.id, row.sessionId, row.turnId, row.runId, row.inputId, row.seq, row.type, row.role, row.status, JSON.stringify(row.content), row.phase, row.createdAt);
-      return `(${Array.from({ length: 12 }, (_, j) => `$${i * 12 + j + 1}`).join(', ')})`;
+      values.push(row.id, row.sessionId, row.turnId, row.runId, row.inputId, row.seq, row.type, row.role, row.status, JSON.stringify(row.content), row.phase, row.tokens, row.createdAt);
+      return `(${Array.from({ length: 13 }, (_, j) => `$${i * 13 + j + 1}`).join(', ')})`;
     });
     await manager.query(
-      preparedUpTo(rows.length, `INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, created_at) VALUES ${tuples.join(', ')}`),
+      preparedUpTo(rows.length, `INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, tokens, created_at) VALUES ${tuples.join(', ')}`),
       values,
     );
     return rows;
@@ -50,28 +83,34 @@ export class ItemsRepository {
   }
 
   /**
-   * The model's conversation context in history order: the session's latest items, and always every
-   * item of the current turn (a turn with many tool calls must not push its own request out).
+   * What a model context is built from, in one statement whatever the session's length: the
+   * session's latest compaction (its summary), every item from that compaction's boundary on (its
+   * first kept item, else what follows it; compaction items left out), and the latest user message
+   * when the boundary passed it (it is always shown verbatim). Cost grows with the items since the
+   * last compaction, not with the session.
    */
-  async contextItems(manager: EntityManager, sessionId: string, turnId: string, limit: number): Promise<ItemEntity[]> {
-    const recent = await this.recentItems(manager, sessionId, limit);
-    // Only a turn whose items fill the whole window may have older ones outside it.
-    if (recent.length < limit || recent[0]?.turnId !== turnId) return recent;
-    const own = await manager.getRepository(ItemEntity).find({ where: { turnId }, order: { seq: 'ASC' } });
-    const byId = new Map([...recent, ...own].map((item) => [item.id, item]));
-    return [...byId.values()].sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
-  }
-
-  /** The latest messages of the session in history order: the model's conversation context. */
-  async recentItems(manager: EntityManager, sessionId: string, limit: number): Promise<ItemEntity[]> {
-    const rows = await manager
-      .getRepository(ItemEntity)
-      .createQueryBuilder('i')
-      .where('i.session_id = :sessionId', { sessionId })
-      .orderBy('i.seq', 'DESC')
-      .limit(limit)
-      .getMany();
-    return rows.reverse();
+  async contextItems(manager: EntityManager, sessionId: string): Promise<ContextItems> {
+    const rows = (await manager.query(
+      prepared(`WITH c AS (
+         SELECT id, seq, content FROM items WHERE session_id = $1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1
+       ), b AS (
+         SELECT coalesce((SELECT k.seq FROM items k, c WHERE k.id = (c.content->0->'compaction'->>'first_kept_item_id')::uuid), (SELECT seq + 1 FROM c), 0) AS seq
+       )
+       SELECT ${ITEM_COLUMNS}, 'window' AS part FROM items WHERE session_id = $1 AND seq >= (SELECT seq FROM b) AND type <> 'compaction'
+       UNION ALL SELECT ${ITEM_COLUMNS}, 'compaction' FROM items WHERE id = (SELECT id FROM c)
+       UNION ALL SELECT ${ITEM_COLUMNS}, part FROM (SELECT ${ITEM_COLUMNS}, 'latest_user' AS part FROM items WHERE session_id = $1 AND role = 'user' ORDER BY seq DESC LIMIT 1) u
+                 WHERE u.seq < (SELECT seq FROM b)
+       ORDER BY seq`),
+      [sessionId],
+    )) as (Record<string, unknown> & { part: 'window' | 'compaction' | 'latest_user' })[];
+    const context: ContextItems = { compaction: null, pinned: null, items: [] };
+    for (const row of rows) {
+      const item = itemFromRow(row);
+      if (row.part === 'compaction') context.compaction = item;
+      else if (row.part === 'latest_user') context.pinned = item;
+      else context.items.push(item);
+    }
+    return context;
   }
 
   /** Items of the session, or of one turn when turnId is given; the cursor must belong to that scope. */

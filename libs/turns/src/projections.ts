@@ -9,6 +9,9 @@ export function toItemDto(item: ItemEntity): ItemDto {
   if (item.type === 'function_call' && call) {
     return { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', name: call.name ?? '', arguments: call.arguments ?? '', yuxi };
   }
+  if (item.type === 'compaction' && call?.compaction) {
+    return { id: item.id, type: item.type, status: item.status, summary: call.text ?? '', yuxi: { ...yuxi, ...call.compaction } };
+  }
   if (item.type === 'function_call_output' && call) {
     return { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', output: call.output ?? '', yuxi: { ...yuxi, success: call.success ?? true } };
   }
@@ -59,7 +62,7 @@ export function toTurnDto(turn: TurnEntity): TurnDto {
     completed_at: unixSeconds(turn.completedAt),
     error: turn.error,
     usage: null,
-    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint, usage: turn.usage },
+    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint, usage: turn.usage, context: turn.context ?? null },
   };
 }
 

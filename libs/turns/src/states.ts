@@ -34,7 +34,7 @@ export type SettledStatus = (typeof SETTLED_RUN_STATUSES)[number];
  * constraint (a migration), as a planner action (libs/runtime/src/step-plan.ts) and as a step
  * transition (libs/lifecycle/src/step-transitions.ts): see README, "Adding a step kind".
  */
-export const STEP_KINDS = ['model_call', 'tool_call', 'waitpoint'] as const;
+export const STEP_KINDS = ['model_call', 'tool_call', 'waitpoint', 'compaction'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 
 /** A tool call is `started` before a server tool runs and `completed` with its result; `failed` is declared by the schema, never written. */

@@ -36,11 +36,19 @@ export class ItemYuxiDto {
   @ApiProperty({ type: String, nullable: true, description: 'The input a user message was consumed from.' }) input_id!: string | null;
   @ApiProperty({ type: 'integer', description: 'Unix seconds when the item was projected into history.' }) created_at!: number;
   @ApiPropertyOptional({ description: 'function_call_output: whether the tool succeeded.' }) success?: boolean;
+  @ApiPropertyOptional({ enum: ['auto', 'manual', 'overflow'], description: 'compaction: what started it.' }) trigger?: string;
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'compaction: the last item the summary covers (the items stay readable).' }) through_item_id?: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'compaction: the first item kept verbatim after the summary; null when none is.' })
+  first_kept_item_id?: string | null;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'compaction: the context\'s estimated size before, in tokens.' }) tokens_before?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'compaction: the estimated size after (instructions, tools, summary, kept items).' }) tokens_after?: number;
+  @ApiPropertyOptional({ description: 'compaction: the summariser, `provider:model`.' }) model?: string;
+  @ApiPropertyOptional({ type: () => UsageDto, nullable: true, description: 'compaction: the summary call\'s tokens (counted in the turn\'s usage).' }) usage?: UsageDto | null;
 }
 
 export class ItemDto {
   @ApiProperty() id!: string;
-  @ApiProperty({ enum: ['message', 'function_call', 'function_call_output'] }) type!: string;
+  @ApiProperty({ enum: ['message', 'function_call', 'function_call_output', 'compaction'] }) type!: string;
   @ApiPropertyOptional({ enum: ['user', 'assistant'], description: 'Messages only.' }) role?: string;
   @ApiProperty({ enum: ['in_progress', 'completed', 'incomplete'] }) status!: string;
   @ApiPropertyOptional({ type: [ContentPartDto], description: 'Messages only.' }) content?: ContentPartDto[];
@@ -50,6 +58,7 @@ export class ItemDto {
   @ApiPropertyOptional({ description: 'function_call_output: what the tool returned (what the model sees).' }) output?: string;
   @ApiPropertyOptional({ enum: ['final_answer', 'commentary'], description: 'Assistant messages only: final_answer for the output of the turn result run.' })
   phase?: string;
+  @ApiPropertyOptional({ description: 'compaction: the summary that stands for the history before it in later model contexts.' }) summary?: string;
   @ApiProperty({ type: ItemYuxiDto }) yuxi!: ItemYuxiDto;
 }
 
@@ -117,11 +126,20 @@ export class TurnAgentDto {
   @ApiProperty() model!: string;
 }
 
+export class TurnContextDto {
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Tokens of the context sent with the turn\'s last model call (the provider\'s count when it reported one).' }) tokens!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'The model\'s window the context is measured against.' }) window_tokens!: number;
+  @ApiProperty({ type: String, nullable: true, description: 'The compaction whose summary opened the context (its boundary); null when the context holds the whole history.' })
+  compaction_item_id!: string | null;
+}
+
 export class TurnSummaryYuxiDto {
   @ApiProperty({ type: String, nullable: true }) current_run_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) result_run_id!: string | null;
   @ApiProperty({ type: WaitpointDto, nullable: true, description: 'What the turn waits for while requires_action, else null.' }) waitpoint!: WaitpointDto | null;
   @ApiProperty({ type: UsageDto, nullable: true, description: 'Tokens used by the turn so far (all its runs).' }) usage!: UsageDto | null;
+  @ApiProperty({ type: TurnContextDto, nullable: true, description: 'The model context of the turn\'s last model call, once the turn has settled; null before, or for a turn that called no model.' })
+  context!: TurnContextDto | null;
 }
 
 export class TurnStateYuxiDto extends TurnSummaryYuxiDto {

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { type PublicError, RunEntity, TurnEntity, type TurnStatus, type Usage } from './entities.js';
+import { type PublicError, RunEntity, type TurnContext, TurnEntity, type TurnStatus, type Usage } from './entities.js';
 import { ADD_USAGE, type Lease } from './lease.js';
 import { ACTIVE_TURN_STATUSES, RUN_TRANSITIONS, type SettledStatus, settledStatusSql, statusGuard, TURN_TRANSITIONS } from './states.js';
 
@@ -32,6 +32,8 @@ export interface SettleSpec {
   answer?: { input: object; output: object };
   /** Tokens of the run's last model call, added to the run's and the turn's usage. */
   usage?: Usage | null;
+  /** The context of the run's last model call; null keeps what the turn shows. */
+  context?: TurnContext | null;
   at: Date;
 }
 
@@ -69,6 +71,7 @@ export class TurnsRepository {
       cancellationPending: false,
       error: null,
       usage: null,
+      context: null,
       createdAt: spec.at,
       startedAt: spec.at,
       completedAt: null,
@@ -143,7 +146,8 @@ export class TurnsRepository {
        ), t AS (
          UPDATE turns SET status = r.status, completed_at = $5, result_run_id = CASE WHEN r.status = 'completed' THEN $1::uuid END,
                 current_run_id = NULL, error = $6::jsonb, cancellation_pending = false,
-                usage = CASE WHEN $11::jsonb IS NULL THEN turns.usage ELSE ${ADD_USAGE('turns.usage', '$11')} END
+                usage = CASE WHEN $11::jsonb IS NULL THEN turns.usage ELSE ${ADD_USAGE('turns.usage', '$11')} END,
+                context = coalesce($12::jsonb, turns.context)
          FROM r WHERE turns.id = r.turn_id RETURNING r.status, r.usage AS run_usage, turns.usage AS turn_usage
        ), st AS (
          INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, input, output, created_at)
@@ -163,6 +167,7 @@ export class TurnsRepository {
         spec.answer ? JSON.stringify(spec.answer.input) : null,
         spec.answer ? JSON.stringify(spec.answer.output) : null,
         spec.usage ? JSON.stringify(spec.usage) : null,
+        spec.context ? JSON.stringify(spec.context) : null,
       ],
     )) as { status: TurnStatus; run_usage: Usage | null; turn_usage: Usage | null }[];
     const row = rows[0];
@@ -177,6 +182,7 @@ export class TurnsRepository {
         error: spec.error,
         cancellationPending: false,
         usage: row.turn_usage,
+        context: spec.context ?? spec.turn.context,
       },
       runUsage: row.run_usage,
     };
@@ -227,6 +233,14 @@ export class TurnsRepository {
   async cancellationPending(manager: EntityManager, turnId: string): Promise<boolean> {
     const rows = (await manager.query(prepared(`SELECT cancellation_pending FROM turns WHERE id = $1`), [turnId])) as { cancellation_pending: boolean }[];
     return rows[0]?.cancellation_pending ?? false;
+  }
+
+  /** The context of the session's latest turn that called a model (what `/state` shows). */
+  async latestContext(sessionId: string): Promise<TurnContext | null> {
+    const rows = (await this.turns.query(prepared(`SELECT context FROM turns WHERE session_id = $1 AND context IS NOT NULL ORDER BY seq DESC LIMIT 1`), [sessionId])) as {
+      context: TurnContext;
+    }[];
+    return rows[0]?.context ?? null;
   }
 
   async findTurn(manager: EntityManager, turnId: string): Promise<TurnEntity | null> {

@@ -1,7 +1,7 @@
 import { type ContentObject, getSchemaPath, type SchemaObject } from '@nestjs/swagger';
 import { type ContentPartEventType, EVENT_TYPES, type EventOf, type EventType, type ItemEventType, type RunEventType, type TurnStatusEventType } from '#libs/events';
 import { SessionDto, ReceiptDto } from '#libs/protocol';
-import { ContentPartDto, ItemDto, RunDto, TurnDto, TurnStateDto, WaitpointDto } from '#libs/turns';
+import { ContentPartDto, ItemDto, PublicErrorDto, RunDto, TurnDto, TurnStateDto, WaitpointDto } from '#libs/turns';
 
 /**
  * The SSE payloads as schemas: one per event type, combined as `SessionEvent` (a `oneOf` with a
@@ -24,8 +24,9 @@ interface EventSpec {
   run: 'required' | 'nullable' | 'none';
   /** Whether the event names its turn (`turn_id`). */
   turn: boolean;
-  /** The type-specific fields, all required. */
+  /** The type-specific fields, required unless named in `optional`. */
   payload: Record<string, SchemaObject>;
+  optional?: string[];
   /** `yuxi` may be absent altogether (a resync a subscriber gets from the stream itself). */
   yuxiOptional?: boolean;
 }
@@ -115,6 +116,20 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
     turn: true,
     payload: { waitpoint: ref(WaitpointDto), turn: ref(TurnDto) },
   },
+  'yuxi.session.turn.context_compression': {
+    name: 'TurnContextCompressionEvent',
+    durability: 'either',
+    run: 'required',
+    turn: true,
+    optional: ['output_index', 'item', 'error'],
+    payload: {
+      phase: { type: 'string', enum: ['started', 'completed', 'failed'], description: '`started` is live; `completed` is durable; `failed` is durable when nothing was compacted, live when the summariser failed.' },
+      trigger: { type: 'string', enum: ['auto', 'manual', 'overflow'] },
+      output_index: index('completed: the compaction item\'s position among the outputs of the turn.'),
+      item: { ...ref(ItemDto), description: 'completed: the `compaction` item.' } as SchemaObject,
+      error: { ...ref(PublicErrorDto), description: 'failed: why (`nothing_to_compact`, or the summariser\'s model error code).' } as SchemaObject,
+    },
+  },
   'yuxi.session.run.completed': runEvent('RunCompletedEvent'),
   'yuxi.session.run.failed': runEvent('RunFailedEvent'),
   'yuxi.session.run.cancelled': runEvent('RunCancelledEvent'),
@@ -168,7 +183,7 @@ function memberSchema(type: EventType, spec: EventSpec): SchemaObject {
     ...spec.payload,
     yuxi: yuxiSchema(spec),
   };
-  const required = ['type', 'event_id', 'session_id', 'created_at', ...(spec.turn ? ['turn_id'] : []), ...Object.keys(spec.payload), ...(spec.yuxiOptional ? [] : ['yuxi'])];
+  const required = ['type', 'event_id', 'session_id', 'created_at', ...(spec.turn ? ['turn_id'] : []), ...Object.keys(spec.payload).filter((field) => !spec.optional?.includes(field)), ...(spec.yuxiOptional ? [] : ['yuxi'])];
   return { type: 'object', description: EVENT_TYPES[type], required, properties, additionalProperties: false };
 }
 

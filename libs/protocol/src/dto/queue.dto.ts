@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { InputDto } from '#libs/inputs';
-import { ItemDto } from '#libs/turns';
+import { ItemDto, TurnContextDto } from '#libs/turns';
 import { SESSION_STATUSES } from '../session-view.js';
 import { CurrentTurnDto } from './session.dto.js';
 
@@ -25,6 +25,14 @@ export class SessionStateDto {
   @ApiProperty() queue_paused!: boolean;
   @ApiProperty({ type: 'integer', minimum: 0 }) queued_input_count!: number;
   @ApiProperty() archived!: boolean;
+  @ApiProperty({
+    type: TurnContextDto,
+    nullable: true,
+    description: 'The model context as of the latest turn that called a model: its size in tokens, the window, and the compaction it started from (the boundary). Null before any.',
+  })
+  context!: TurnContextDto | null;
+  @ApiProperty({ type: String, enum: ['auto', 'manual', 'off'], nullable: true, description: 'The session\'s override of the agent\'s compaction mode; null: the agent\'s.' })
+  compaction_mode!: string | null;
   @ApiProperty({
     type: 'object',
     properties: {},

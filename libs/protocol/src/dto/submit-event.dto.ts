@@ -52,6 +52,18 @@ export class MessageEventDto {
   yuxi?: MessageEventYuxiDto;
 }
 
+export class CompactEventDto {
+  @ApiProperty({ enum: ['yuxi.session.input.compact'] })
+  @Equals('yuxi.session.input.compact')
+  type!: 'yuxi.session.input.compact';
+
+  @ApiPropertyOptional({ maxLength: 10000, description: 'Added to the summary prompt for this compaction only (e.g. "keep every order number").' })
+  @OptionalNotNull()
+  @IsString()
+  @Length(1, 10000)
+  instructions?: string;
+}
+
 /** The event types of the protocol; those not handled by this build answer 422 not_implemented. */
 export const PROTOCOL_EVENT_TYPES = [
   'agent.session.input.message',
@@ -60,6 +72,7 @@ export const PROTOCOL_EVENT_TYPES = [
   'yuxi.session.input.cancel_input',
   'yuxi.session.input.continue',
   'yuxi.session.input.resume',
+  'yuxi.session.input.compact',
   'yuxi.session.tree.stop',
   'yuxi.session.tree.continue',
   'tool_result',
@@ -80,6 +93,7 @@ export class SubmitEventsDto {
         { $ref: '#/components/schemas/ContinueQueueEventDto' },
         { $ref: '#/components/schemas/ResumeEventDto' },
         { $ref: '#/components/schemas/ToolResultEventDto' },
+        { $ref: getSchemaPath(CompactEventDto) },
       ],
     },
   })

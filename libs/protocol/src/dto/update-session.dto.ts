@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { Equals, IsBoolean, IsIn, IsString, Length, ValidateNested } from 'class-validator';
+import { COMPACTION_MODES, type CompactionMode } from '#libs/agents';
 import { SessionAgentOverrideDto } from './create-session.dto.js';
 import { OptionalNotNull } from './validators.js';
 
@@ -15,6 +16,13 @@ export class UpdateSessionYuxiDto {
   @OptionalNotNull()
   @IsIn(['default', 'always_ask', 'always_trust'])
   tool_approval_mode?: 'default' | 'always_ask' | 'always_trust';
+  @ApiPropertyOptional({
+    enum: COMPACTION_MODES,
+    description: 'Overrides the agent\'s `context.compaction.mode` for inputs received after this update (auto | manual | off).',
+  })
+  @OptionalNotNull()
+  @IsIn(COMPACTION_MODES)
+  compaction_mode?: CompactionMode;
 }
 
 /** Every field may be omitted; an explicit null is 422 (null has no reset meaning). */

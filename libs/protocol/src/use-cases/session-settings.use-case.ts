@@ -25,6 +25,7 @@ export class UpdateSession {
       isPinned: dto.yuxi?.is_pinned,
       unread: dto.yuxi?.unread,
       toolApprovalMode: dto.yuxi?.tool_approval_mode,
+      compactionMode: dto.yuxi?.compaction_mode,
       model,
     });
     return toSessionDto(session);

@@ -5,7 +5,8 @@ import type { Principal } from '#libs/auth';
 import { DomainError, flattenValidationErrors } from '#libs/errors';
 import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
 import { metrics } from '#libs/metrics';
-import { MessageEventDto, PROTOCOL_EVENT_TYPES } from '../dto/submit-event.dto.js';
+import { CompactEventDto, MessageEventDto, PROTOCOL_EVENT_TYPES } from '../dto/submit-event.dto.js';
+import { CompactContext } from './compact-context.use-case.js';
 import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto } from '../dto/update-session.dto.js';
 import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
 import { ResumeEventDto, ToolResultEventDto } from '../dto/waitpoint-events.dto.js';
@@ -23,6 +24,7 @@ export class SubmitEvent {
     private readonly continueQueue: ContinueQueue,
     private readonly resumeTurn: ResumeTurn,
     private readonly submitToolResult: SubmitToolResult,
+    private readonly compactContext: CompactContext,
   ) {}
 
   async execute(principal: Principal, sessionId: string, events: Record<string, unknown>[], rawKey: string | undefined): Promise<IdempotentResponse> {
@@ -42,6 +44,7 @@ export class SubmitEvent {
     if (type === 'yuxi.session.input.promote') return this.promoteInput.execute(principal, sessionId, await validateEvent(PromoteInputEventDto, raw), key);
     if (type === 'yuxi.session.input.continue') return this.continueQueue.execute(principal, sessionId, await validateEvent(ContinueQueueEventDto, raw), key);
     if (type === 'yuxi.session.input.resume') return this.resumeTurn.execute(principal, sessionId, await validateEvent(ResumeEventDto, raw), key);
+    if (type === 'yuxi.session.input.compact') return this.compactContext.execute(principal, sessionId, await validateEvent(CompactEventDto, raw), key);
     if (type === 'tool_result') return this.submitToolResult.execute(principal, sessionId, await validateEvent(ToolResultEventDto, raw), key);
     if (typeof type === 'string' && (PROTOCOL_EVENT_TYPES as readonly string[]).includes(type)) {
       throw new DomainError('not_implemented', `Event type ${type} is not available yet`);

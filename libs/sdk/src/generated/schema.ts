@@ -724,6 +724,11 @@ export interface components {
             unread: boolean;
             /** @enum {string} */
             tool_approval_mode: "default" | "always_ask" | "always_trust";
+            /**
+             * @description The session's override of the agent's compaction mode for later inputs; null: the agent's.
+             * @enum {string|null}
+             */
+            compaction_mode: "auto" | "manual" | "off" | null;
             queue_paused: boolean;
             /** @description Pending inputs not yet consumed by a turn. */
             queued_input_count: number;
@@ -868,6 +873,11 @@ export interface components {
              * @enum {string}
              */
             tool_approval_mode?: "default" | "always_ask" | "always_trust";
+            /**
+             * @description Overrides the agent's `context.compaction.mode` for inputs received after this update (auto | manual | off).
+             * @enum {string}
+             */
+            compaction_mode?: "auto" | "manual" | "off";
         };
         UpdateSessionDto: {
             /** @description `agent.model` applies to inputs received after this update. */
@@ -936,6 +946,11 @@ export interface components {
             status: "pending" | "consumed" | "cancelled";
             /** @enum {string} */
             mode: "follow_up" | "steer";
+            /**
+             * @description `compact`: a `yuxi.session.input.compact` request (no messages); its turn only compacts the context.
+             * @enum {string}
+             */
+            kind: "message" | "compact";
             /** @description Position in the per-session received order. */
             received_seq: number;
             /** @description The messages exactly as received, in order. */
@@ -988,6 +1003,13 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
+        UsageDto: {
+            input_tokens: number;
+            output_tokens: number;
+            /** @description Input tokens the provider served from its prompt cache (part of input_tokens). */
+            cached_tokens: number;
+            total_tokens: number;
+        };
         ItemYuxiDto: {
             turn_id: string;
             run_id: string | null;
@@ -997,11 +1019,28 @@ export interface components {
             created_at: number;
             /** @description function_call_output: whether the tool succeeded. */
             success?: boolean;
+            /**
+             * @description compaction: what started it.
+             * @enum {string}
+             */
+            trigger?: "auto" | "manual" | "overflow";
+            /** @description compaction: the last item the summary covers (the items stay readable). */
+            through_item_id?: string | null;
+            /** @description compaction: the first item kept verbatim after the summary; null when none is. */
+            first_kept_item_id?: string | null;
+            /** @description compaction: the context's estimated size before, in tokens. */
+            tokens_before?: number;
+            /** @description compaction: the estimated size after (instructions, tools, summary, kept items). */
+            tokens_after?: number;
+            /** @description compaction: the summariser, `provider:model`. */
+            model?: string;
+            /** @description compaction: the summary call's tokens (counted in the turn's usage). */
+            usage?: components["schemas"]["UsageDto"] | (never | null);
         };
         ItemDto: {
             id: string;
             /** @enum {string} */
-            type: "message" | "function_call" | "function_call_output";
+            type: "message" | "function_call" | "function_call_output" | "compaction";
             /**
              * @description Messages only.
              * @enum {string}
@@ -1024,6 +1063,8 @@ export interface components {
              * @enum {string}
              */
             phase?: "final_answer" | "commentary";
+            /** @description compaction: the summary that stands for the history before it in later model contexts. */
+            summary?: string;
             yuxi: components["schemas"]["ItemYuxiDto"];
         };
         InputDetailDto: {
@@ -1035,6 +1076,11 @@ export interface components {
             status: "pending" | "consumed" | "cancelled";
             /** @enum {string} */
             mode: "follow_up" | "steer";
+            /**
+             * @description `compact`: a `yuxi.session.input.compact` request (no messages); its turn only compacts the context.
+             * @enum {string}
+             */
+            kind: "message" | "compact";
             /** @description Position in the per-session received order. */
             received_seq: number;
             /** @description The messages exactly as received, in order. */
@@ -1064,6 +1110,14 @@ export interface components {
             /** @description The history items the input became; empty while pending or after cancellation. */
             items: components["schemas"]["ItemDto"][];
         };
+        TurnContextDto: {
+            /** @description Tokens of the context sent with the turn's last model call (the provider's count when it reported one). */
+            tokens: number;
+            /** @description The model's window the context is measured against. */
+            window_tokens: number;
+            /** @description The compaction whose summary opened the context (its boundary); null when the context holds the whole history. */
+            compaction_item_id: string | null;
+        };
         SessionStateDto: {
             /** @enum {string} */
             object: "yuxi.session.state";
@@ -1074,6 +1128,13 @@ export interface components {
             queue_paused: boolean;
             queued_input_count: number;
             archived: boolean;
+            /** @description The model context as of the latest turn that called a model: its size in tokens, the window, and the compaction it started from (the boundary). Null before any. */
+            context: components["schemas"]["TurnContextDto"] | (never | null);
+            /**
+             * @description The session's override of the agent's compaction mode; null: the agent's.
+             * @enum {string|null}
+             */
+            compaction_mode: "auto" | "manual" | "off" | null;
             /** @description Runtime state of cooperation trees: an empty object until subagents exist (then `cooperation`). */
             agent_state: Record<string, never>;
         };
@@ -1089,13 +1150,6 @@ export interface components {
             code: string;
             message: string;
         };
-        UsageDto: {
-            input_tokens: number;
-            output_tokens: number;
-            /** @description Input tokens the provider served from its prompt cache (part of input_tokens). */
-            cached_tokens: number;
-            total_tokens: number;
-        };
         TurnSummaryYuxiDto: {
             current_run_id: string | null;
             result_run_id: string | null;
@@ -1103,6 +1157,8 @@ export interface components {
             waitpoint: components["schemas"]["WaitpointDto"] | (never | null);
             /** @description Tokens used by the turn so far (all its runs). */
             usage: components["schemas"]["UsageDto"] | (never | null);
+            /** @description The model context of the turn's last model call, once the turn has settled; null before, or for a turn that called no model. */
+            context: components["schemas"]["TurnContextDto"] | (never | null);
         };
         TurnDto: {
             id: string;
@@ -1166,6 +1222,8 @@ export interface components {
             waitpoint: components["schemas"]["WaitpointDto"] | (never | null);
             /** @description Tokens used by the turn so far (all its runs). */
             usage: components["schemas"]["UsageDto"] | (never | null);
+            /** @description The model context of the turn's last model call, once the turn has settled; null before, or for a turn that called no model. */
+            context: components["schemas"]["TurnContextDto"] | (never | null);
             /** @description A cancel was accepted and the turn is stopping; false again once it reached its terminal state. */
             cancellation_pending: boolean;
             runs: components["schemas"]["RunDto"][];
@@ -1219,7 +1277,7 @@ export interface components {
         };
         SubmitEventsDto: {
             /** @description Exactly one event per request. */
-            events: (components["schemas"]["MessageEventDto"] | components["schemas"]["CancelTurnEventDto"] | components["schemas"]["CancelInputEventDto"] | components["schemas"]["PromoteInputEventDto"] | components["schemas"]["ContinueQueueEventDto"] | components["schemas"]["ResumeEventDto"] | components["schemas"]["ToolResultEventDto"])[];
+            events: (components["schemas"]["MessageEventDto"] | components["schemas"]["CancelTurnEventDto"] | components["schemas"]["CancelInputEventDto"] | components["schemas"]["PromoteInputEventDto"] | components["schemas"]["ContinueQueueEventDto"] | components["schemas"]["ResumeEventDto"] | components["schemas"]["ToolResultEventDto"] | components["schemas"]["CompactEventDto"])[];
         };
         AttachmentListDto: {
             /** @enum {string} */
@@ -1298,6 +1356,33 @@ export interface components {
             /** @description Execution time per turn in seconds, waits excluded (default 900). */
             turn_timeout_s: number;
         };
+        CompactionPolicyDto: {
+            /**
+             * @description auto: compact before a model call whose context would pass the threshold, and once after a provider's context-length error; manual: only on `yuxi.session.input.compact`; off: never (a context that does not fit fails the turn with `context_window_exceeded`). A session may override it (`yuxi.compaction_mode`).
+             * @default auto
+             * @enum {string}
+             */
+            mode: "auto" | "manual" | "off";
+            /**
+             * @description Fraction of the window at which auto compaction starts.
+             * @default 0.8
+             */
+            threshold: number;
+            /** @description About how much of the latest history a compaction keeps verbatim (default a quarter of the window). */
+            keep_recent_tokens?: number;
+            /**
+             * @description The summariser, `provider:model` (default the agent's model).
+             * @example scripted:summary
+             */
+            model?: string;
+            /** @description Added to the structured summary prompt (goal, decisions, facts, open tasks, files). */
+            instructions?: string;
+        };
+        AgentContextDto: {
+            /** @description The model's context window in tokens. Default by model: `scripted:` 32768; `openai:` gpt-4o 128000, gpt-4.1 1047576, gpt-5 400000, o-series 200000, others 128000. */
+            window_tokens?: number;
+            compaction?: components["schemas"]["CompactionPolicyDto"];
+        };
         AgentYuxiDto: {
             /** @enum {string} */
             tool_approval_mode: "default" | "always_ask" | "always_trust";
@@ -1310,6 +1395,8 @@ export interface components {
             tools: (components["schemas"]["FunctionToolDto"] | components["schemas"]["BuiltinToolDto"] | components["schemas"]["McpToolDto"])[];
             /** @description Effective limits (defaults filled in). */
             limits: components["schemas"]["AgentLimitsDto"];
+            /** @description Context management as defined (defaults not filled in). */
+            context: components["schemas"]["AgentContextDto"];
             /** @description System prompt; shown to administrators only. */
             instructions?: string;
             /** @description Unix seconds. */
@@ -1367,6 +1454,8 @@ export interface components {
             tool_approval_mode: "default" | "always_ask" | "always_trust";
             /** @description Any subset; the rest take defaults. */
             limits?: components["schemas"]["AgentLimitsInputDto"];
+            /** @description Context window and compaction policy (PROTOCOL.md "Context and compaction"). */
+            context?: components["schemas"]["AgentContextDto"];
             /**
              * @description private: visible to its creator only.
              * @default public
@@ -1584,6 +1673,12 @@ export interface components {
             /** @description What the model gets as the call's output (often a JSON string). */
             output: string;
         };
+        CompactEventDto: {
+            /** @enum {string} */
+            type: "yuxi.session.input.compact";
+            /** @description Added to the summary prompt for this compaction only (e.g. "keep every order number"). */
+            instructions?: string;
+        };
         WaitpointAnswerDto: {
             /** @description A question_id of the waitpoint. */
             question_id: string;
@@ -1662,6 +1757,8 @@ export interface components {
             waitpoint: components["schemas"]["WaitpointDto"] | (never | null);
             /** @description Tokens used by the turn so far (all its runs). */
             usage: components["schemas"]["UsageDto"] | (never | null);
+            /** @description The model context of the turn's last model call, once the turn has settled; null before, or for a turn that called no model. */
+            context: components["schemas"]["TurnContextDto"] | (never | null);
             /** @description A cancel was accepted and the turn is stopping; false again once it reached its terminal state. */
             cancellation_pending: boolean;
         };
@@ -2150,6 +2247,44 @@ export interface components {
                 run_id: string;
             };
         };
+        /** @description The model context is being compacted (PROTOCOL.md "Context and compaction"). `phase`: `started` (live; `trigger` auto | manual | overflow), `completed` (durable; `item` is the `compaction` item, also in the items lists; `output_index` its index in the turn) or `failed` (`error` {code, message}: durable when nothing was compacted, e.g. `nothing_to_compact`; live when the summariser failed and the turn went on or failed with its own event). */
+        TurnContextCompressionEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.context_compression";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /**
+             * @description `started` is live; `completed` is durable; `failed` is durable when nothing was compacted, live when the summariser failed.
+             * @enum {string}
+             */
+            phase: "started" | "completed" | "failed";
+            /** @enum {string} */
+            trigger: "auto" | "manual" | "overflow";
+            /** @description completed: the compaction item's position among the outputs of the turn. */
+            output_index?: number;
+            /** @description completed: the `compaction` item. */
+            item?: components["schemas"]["ItemDto"];
+            /** @description failed: why (`nothing_to_compact`, or the summariser's model error code). */
+            error?: components["schemas"]["PublicErrorDto"];
+            /** @description Extensions. `seq` present when the event is durable. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq?: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
         /** @description The run settled successfully. */
         RunCompletedEvent: {
             /**
@@ -2351,7 +2486,7 @@ export interface components {
             };
         };
         /** @description The JSON `data:` of one session stream message; `type` (the same as the SSE `event:`) tells which. */
-        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
+        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
     };
     responses: never;
     parameters: never;

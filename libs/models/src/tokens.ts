@@ -1,0 +1,71 @@
+/**
+ * Token counting for model contexts, with `gpt-tokenizer` (o200k_base, the encoding of the GPT-4o,
+ * 4.1, 5 and o-series models): pure JavaScript (no native build, no WASM, so `npm ci` needs no
+ * toolchain), maintained, and exact for OpenAI's current models; for other OpenAI-compatible
+ * models it is an estimate the provider's reported `prompt_tokens` corrects (see context-window in
+ * libs/runtime). Loading the encoding costs ~0.3 s and ~70 MB, so only the worker loads it (at
+ * start); everything else asks `countTokensIfLoaded`, which answers null before that, and the
+ * worker counts what was left uncounted when it builds a context.
+ */
+
+type Encoding = typeof import('gpt-tokenizer/encoding/o200k_base');
+
+/** Special-token strings in user text are counted as text, never refused. */
+const AS_TEXT = { disallowedSpecial: new Set<string>() };
+
+/** What an image costs in a context: OpenAI's price of a 1024×1024 image at high detail. */
+export const IMAGE_TOKENS = 765;
+/** Per message: the role and the separators a chat template adds around its content. */
+export const MESSAGE_OVERHEAD_TOKENS = 4;
+
+let encoding: Encoding | null = null;
+let loading: Promise<Encoding> | null = null;
+
+/** Loads the encoding once (the worker calls it at start); later calls return at once. */
+export async function loadTokenizer(): Promise<void> {
+  if (encoding) return;
+  loading ??= import('gpt-tokenizer/encoding/o200k_base').then((module) => (encoding = module));
+  await loading;
+}
+
+/** Tokens of a text; loads the encoding first when needed. */
+export async function countTokens(text: string): Promise<number> {
+  await loadTokenizer();
+  return countLoaded(text);
+}
+
+/** Tokens of a text once the encoding is loaded; null before (the count is left to the worker). */
+export function countTokensIfLoaded(text: string): number | null {
+  return encoding ? countLoaded(text) : null;
+}
+
+function countLoaded(text: string): number {
+  return text.length === 0 ? 0 : encoding!.countTokens(text, AS_TEXT);
+}
+
+/**
+ * The context window of a model when its agent does not set `context.window_tokens`. `scripted:`
+ * models document 32,768 tokens (and refuse a longer request as a provider would); `openai:`
+ * models by name, 128,000 for a model this table does not know.
+ */
+export function defaultWindowTokens(modelRef: string): number {
+  const [provider, name = ''] = modelRef.split(/:(.*)/s, 2);
+  if (provider === 'scripted') return SCRIPTED_WINDOW_TOKENS;
+  return KNOWN_WINDOWS.find(([prefix]) => name.startsWith(prefix))?.[1] ?? 128_000;
+}
+
+export const SCRIPTED_WINDOW_TOKENS = 32_768;
+
+/** Longest prefix first. */
+const KNOWN_WINDOWS: readonly [string, number][] = [
+  ['gpt-4.1', 1_047_576],
+  ['gpt-4o', 128_000],
+  ['gpt-4-turbo', 128_000],
+  ['gpt-4', 8_192],
+  ['gpt-3.5-turbo', 16_385],
+  ['gpt-5', 400_000],
+  ['o1-mini', 128_000],
+  ['o1', 200_000],
+  ['o3', 200_000],
+  ['o4-mini', 200_000],
+];

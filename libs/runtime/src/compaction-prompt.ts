@@ -1,0 +1,51 @@
+import { itemText, type ItemEntity } from '#libs/turns';
+
+/**
+ * What the summariser is asked, as pure functions: a structured prompt (goal, decisions, facts,
+ * open tasks, files) and the transcript of what it summarises, the previous summary first so that
+ * facts carried from earlier compactions survive the next one.
+ */
+export const SUMMARY_PROMPT = [
+  'You compact the history of a conversation between a user and an AI agent. The agent will continue the conversation',
+  'with only your summary, the latest user message and the most recent items, so keep everything it needs.',
+  'Write these sections, each a short list; omit a section that would be empty:',
+  'Goal: what the user wants overall.',
+  'Decisions: what was decided or agreed, and by whom.',
+  'Facts: identifiers, names, numbers, amounts, dates, URLs and file ids, copied exactly as written.',
+  'Open tasks: what is still to be done or was promised.',
+  'Files: the files attached or produced (file id, name).',
+  'Keep every fact of the previous summary that is still true. Do not invent anything. Do not address the user.',
+].join('\n');
+
+/** How the summary opens the context of later model calls (as the first user message). */
+export const SUMMARY_HEADING = 'Summary of the earlier conversation (compacted):';
+
+export function summaryPrompt(agentInstructions: string, requestInstructions: string | undefined): string {
+  return [SUMMARY_PROMPT, agentInstructions.trim(), requestInstructions?.trim() ?? ''].filter(Boolean).join('\n\n');
+}
+
+/** One line per item, as the summariser reads it. */
+export function transcriptLine(item: Pick<ItemEntity, 'type' | 'role' | 'content'>): string {
+  const part = item.content[0];
+  if (item.type === 'function_call') return `[tool call] ${part?.name ?? ''}(${part?.arguments ?? ''})`;
+  if (item.type === 'function_call_output') return `[tool result${part?.success === false ? ', failed' : ''}] ${part?.output ?? ''}`;
+  const { text, images } = itemText(item.content);
+  const pictures = images > 0 ? ` [${images} image${images > 1 ? 's' : ''}]` : '';
+  return `[${item.role ?? 'assistant'}] ${text}${pictures}`;
+}
+
+/**
+ * The transcript to summarise: the previous summary, then the items. When it is longer than
+ * `maxChars` (what the summariser's window can take), each line longer than its share keeps its
+ * head and tail, so every message is still represented.
+ */
+export function transcript(previousSummary: string | null, items: readonly Pick<ItemEntity, 'type' | 'role' | 'content'>[], maxChars: number): string {
+  const head = previousSummary ? `Previous summary:\n${previousSummary}\n\nConversation since:` : 'Conversation:';
+  let lines = items.map(transcriptLine);
+  const total = lines.reduce((sum, line) => sum + line.length + 1, head.length);
+  if (total > maxChars && lines.length > 0) {
+    const share = Math.max(200, Math.floor((maxChars - head.length) / lines.length));
+    lines = lines.map((line) => (line.length <= share ? line : `${line.slice(0, Math.ceil(share * 0.7))} […] ${line.slice(-Math.floor(share * 0.3))}`));
+  }
+  return [head, ...lines].join('\n');
+}

@@ -1,0 +1,128 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AppConfig, ThrottledLog } from '#libs/config';
+import { StepTransitions, turnEvents } from '#libs/lifecycle';
+import { countTokens, defaultWindowTokens, MESSAGE_OVERHEAD_TOKENS, ModelError, ModelRegistry, streamWithRetries } from '#libs/models';
+import type { CommittedStep, CompactionRecord, CompactionTrigger, Usage } from '#libs/turns';
+import type { BuiltContext } from './context-manager.js';
+import { compactionCut, contextTokens, type ContextPolicy } from './context-policy.js';
+import { summaryPrompt, SUMMARY_HEADING, transcript } from './compaction-prompt.js';
+import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
+import { measuredProvider } from './model-metrics.js';
+import type { RunControl } from './run-control.js';
+import type { RunState } from './run-scope.js';
+
+/** Of the summariser's window, how much the transcript may take (the rest: prompt and summary). */
+const TRANSCRIPT_SHARE = 0.6;
+/** Characters per token assumed when cutting a transcript to size (conservative for prose). */
+const CHARS_PER_TOKEN = 3;
+
+/**
+ * The compaction step: the summariser called on the items before the cut (with the previous
+ * summary), then the `compaction` item committed as a step of the run. The summary call is not a
+ * side effect: a worker that dies before the commit leaves nothing, and the run that takes the turn
+ * over compacts again, so exactly one compaction is committed.
+ */
+@Injectable()
+export class CompactionStep {
+  private readonly retryLog = new ThrottledLog(new Logger(RUN_LOG_CONTEXT));
+
+  constructor(
+    private readonly models: ModelRegistry,
+    private readonly stepTransitions: StepTransitions,
+    private readonly writes: DurableWrites,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** Where a compaction of this context would cut (items before it are summarised). A manual one summarises everything. */
+  cut(built: BuiltContext, policy: ContextPolicy, trigger: CompactionTrigger): number {
+    if (trigger === 'manual') return built.items.length;
+    return compactionCut(
+      built.items.map((item, index) => ({ type: item.type, tokens: built.measure.itemTokens[index] ?? 0, callId: item.content[0]?.call_id })),
+      policy.keepRecentTokens,
+    );
+  }
+
+  /**
+   * Compacts: the committed step, or null when the lease is gone. A summariser failure throws its
+   * ModelError after announcing it live (the caller decides whether the turn goes on without it).
+   */
+  async run(state: RunState, built: BuiltContext, policy: ContextPolicy, trigger: CompactionTrigger, control: RunControl, instructions?: string): Promise<CommittedStep | null> {
+    const { held } = state;
+    const cut = this.cut(built, policy, trigger);
+    const summarised = built.items.slice(0, cut);
+    const kept = built.items.slice(cut);
+    if (summarised.length === 0) return this.commit(state, { trigger, summary: null, record: null });
+
+    const scope = { turnId: held.turn.id, runId: state.lease.runId, trigger };
+    state.live.push(turnEvents.contextCompression('started', scope));
+    let summary = '';
+    let usage: Usage | null = null;
+    try {
+      const { provider, model } = this.models.resolve(policy.summarizerModel);
+      const maxChars = Math.floor(defaultWindowOrPolicy(policy) * TRANSCRIPT_SHARE * CHARS_PER_TOKEN);
+      const stream = streamWithRetries(
+        measuredProvider(provider),
+        {
+          model,
+          instructions: summaryPrompt(policy.instructions, instructions),
+          messages: [{ role: 'user', text: transcript(built.compaction?.content[0]?.text ?? null, summarised, maxChars) }],
+          tools: [],
+          signal: control.abort.signal,
+          purpose: 'compaction',
+        },
+        {
+          maxRetries: this.config.modelMaxRetries,
+          maxDelayMs: this.config.modelRetryMaxDelayMs,
+          onRetry: (error, attempt, delayMs) => this.retryLog.warn(`summariser ${policy.summarizerModel}: ${error.code}, retry ${attempt + 1} in ${delayMs} ms`),
+        },
+      );
+      for await (const event of stream) {
+        state.keeper.assertHeld();
+        if (event.type === 'text_delta') summary += event.delta;
+        else if (event.type === 'usage') usage = event.usage;
+      }
+      summary = summary.trim();
+      if (!summary) throw new ModelError('model_bad_request', 'The summariser returned an empty summary');
+    } catch (error) {
+      if (error instanceof ModelError) {
+        state.live.push(turnEvents.contextCompression('failed', scope, { error: { code: error.code, message: error.message } }));
+        await state.live.drain();
+      }
+      throw error;
+    }
+    state.keeper.assertHeld();
+
+    // The latest user message stays verbatim: after the summary when the cut passed it.
+    const latestUser = built.latestUserIndex;
+    const pinnedAfter = built.pinned ? built.measure.pinnedTokens : latestUser !== null && latestUser < cut ? (built.measure.itemTokens[latestUser] ?? 0) : 0;
+    const summaryTokens = (await countTokens(`${SUMMARY_HEADING}\n${summary}`)) + MESSAGE_OVERHEAD_TOKENS;
+    const keptTokens = built.measure.itemTokens.slice(cut).reduce((sum, tokens) => sum + tokens, 0);
+    const record: CompactionRecord = {
+      trigger,
+      through_item_id: summarised.at(-1)?.id ?? null,
+      first_kept_item_id: kept[0]?.id ?? null,
+      tokens_before: contextTokens(built.measure),
+      tokens_after: built.measure.baseTokens + summaryTokens + pinnedAfter + keptTokens,
+      model: policy.summarizerModel,
+      usage,
+    };
+    return this.commit(state, { trigger, summary, record });
+  }
+
+  private async commit(state: RunState, compaction: Parameters<StepTransitions['recordCompaction']>[3]): Promise<CommittedStep | null> {
+    const recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordCompaction(state.held, state.lease, state.outputIndex, compaction), true);
+    if (!recorded) {
+      this.writes.fenced(state.lease, 'compaction');
+      return null;
+    }
+    state.outputIndex = recorded.outputIndex;
+    state.output.outputIndex = recorded.outputIndex;
+    await state.publish(recorded.batch);
+    return recorded.step;
+  }
+}
+
+/** The summariser's window: the policy's when it summarises with the agent's own model, else the summariser's default. */
+function defaultWindowOrPolicy(policy: ContextPolicy): number {
+  return policy.summarizerIsAgentModel ? policy.windowTokens : defaultWindowTokens(policy.summarizerModel);
+}

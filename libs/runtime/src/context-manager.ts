@@ -1,0 +1,176 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { FilesRepository } from '#libs/files';
+import { countTokens, MESSAGE_OVERHEAD_TOKENS, ModelError, type ModelMessage, type ModelUsage } from '#libs/models';
+import type { ResolvedTool } from '#libs/tools';
+import { type CommittedStep, type ItemEntity, ItemsRepository, itemTokens } from '#libs/turns';
+import { CompactionStep } from './compaction-step.js';
+import { SUMMARY_HEADING } from './compaction-prompt.js';
+import { type ContextMeasure, type ContextPolicy, contextPolicy, contextTokens, decideContext } from './context-policy.js';
+import { ImageReferences } from './image-references.js';
+import { type MessageAttachment, toModelMessages } from './model-context.js';
+import type { RunControl } from './run-control.js';
+import { TurnLimitError } from './run-errors.js';
+import type { RunState } from './run-scope.js';
+
+/** The context of one model call: its messages and what they measure. */
+export interface BuiltContext {
+  messages: ModelMessage[];
+  measure: ContextMeasure;
+  /** The items from the latest compaction's boundary on, in history order. */
+  items: ItemEntity[];
+  compaction: ItemEntity | null;
+  pinned: ItemEntity | null;
+  /** Index in `items` of the latest user message (null when it is `pinned`, or there is none). */
+  latestUserIndex: number | null;
+}
+
+/** The provider's context-length error (`context_length_exceeded`, classified by libs/models). */
+const OVERFLOW = 'model_context_length_exceeded';
+
+/**
+ * The model context of a run: built from the items since the latest compaction (never a fixed
+ * window), measured in tokens, and compacted as a committed step when the policy says so (auto
+ * before a call past the threshold, once after a provider's context-length error, or the whole of
+ * a manual compaction turn). A context that cannot fit fails the turn with `context_window_exceeded`
+ * rather than being sent or compacted in a loop.
+ */
+@Injectable()
+export class ContextManager {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly items: ItemsRepository,
+    private readonly files: FilesRepository,
+    private readonly imageReferences: ImageReferences,
+    private readonly compaction: CompactionStep,
+  ) {}
+
+  policy(state: RunState): ContextPolicy {
+    const { config } = state.held;
+    return contextPolicy(state.held.run.model, config.agent?.context, config.compaction_mode);
+  }
+
+  /** The context of the next model call, compacted first when the policy says so. Null when the lease is gone. */
+  async prepare(state: RunState, tools: ResolvedTool[], control: RunControl): Promise<BuiltContext | null> {
+    const policy = this.policy(state);
+    const built = await this.build(state, tools);
+    const decision = decideContext(built.measure, policy, this.summarisable(built, policy));
+    if (decision.action === 'too_large') throw new TurnLimitError('context_window_exceeded', decision.message);
+    if (decision.action === 'call') return this.track(state, built, policy);
+    try {
+      if (!(await this.compaction.run(state, built, policy, 'auto', control))) return null;
+    } catch (error) {
+      // The summariser failed: a context that still fits goes on uncompacted.
+      if (error instanceof ModelError && contextTokens(built.measure) <= policy.windowTokens) return this.track(state, built, policy);
+      throw error;
+    }
+    return this.fitting(state, tools, policy);
+  }
+
+  /**
+   * After a provider refused the call for its length (with nothing shown yet): compacts once and
+   * returns the context to retry with; any other error is rethrown. Null when the lease is gone.
+   */
+  async afterOverflow(state: RunState, tools: ResolvedTool[], control: RunControl, error: unknown, sent: BuiltContext): Promise<BuiltContext | null> {
+    if (!(error instanceof ModelError) || error.code !== OVERFLOW || state.output.item) throw error;
+    // The provider's window is smaller than what was sent, whatever the agent says: keep a quarter
+    // of what was sent, and let the provider judge the retry.
+    const sentTokens = contextTokens(sent.measure);
+    const configured = this.policy(state);
+    const policy = { ...configured, keepRecentTokens: Math.min(configured.keepRecentTokens, Math.floor(sentTokens / 4)) };
+    if (policy.mode !== 'auto' || this.summarisable(sent, policy) === 0) throw tooLarge(error, policy);
+    if (!(await this.compaction.run(state, sent, policy, 'overflow', control))) return null;
+    return this.track(state, await this.build(state, tools), configured);
+  }
+
+  /** A retried call that overflowed again fails the turn: one compaction per call, never a loop. */
+  stillTooLarge(error: unknown, state: RunState): unknown {
+    return error instanceof ModelError && error.code === OVERFLOW ? tooLarge(error, this.policy(state)) : error;
+  }
+
+  /** A manual compaction turn's one step: everything since the last compaction summarised. Null when the lease is gone. */
+  async compactNow(state: RunState, tools: ResolvedTool[], control: RunControl): Promise<CommittedStep | null> {
+    const built = await this.build(state, tools);
+    return this.compaction.run(state, built, this.policy(state), 'manual', control, state.held.config.compact?.instructions);
+  }
+
+  /** The provider's count of the call's prompt corrects the estimates of the run's next calls. */
+  observe(state: RunState, built: BuiltContext, usage: ModelUsage | null): void {
+    if (!usage || usage.input_tokens <= 0) return;
+    const estimate = contextTokens(built.measure) - built.measure.driftTokens;
+    state.context.driftTokens = Math.max(0, usage.input_tokens - estimate);
+    if (state.context.current) state.context.current.tokens = usage.input_tokens;
+  }
+
+  private async fitting(state: RunState, tools: ResolvedTool[], policy: ContextPolicy): Promise<BuiltContext> {
+    const built = await this.build(state, tools);
+    const tokens = contextTokens(built.measure);
+    if (tokens > policy.windowTokens) {
+      throw new TurnLimitError('context_window_exceeded', `After compaction the context still needs about ${tokens} tokens, more than the window of ${policy.windowTokens}`);
+    }
+    return this.track(state, built, policy);
+  }
+
+  private track(state: RunState, built: BuiltContext, policy: ContextPolicy): BuiltContext {
+    state.context.current = { tokens: contextTokens(built.measure), window_tokens: policy.windowTokens, compaction_item_id: built.compaction?.id ?? null };
+    return built;
+  }
+
+  /** What a compaction could free: the items before its cut, less the latest user message (kept anyway). */
+  private summarisable(built: BuiltContext, policy: ContextPolicy): number {
+    const cut = this.compaction.cut(built, policy, 'auto');
+    return built.measure.itemTokens.slice(0, cut).reduce((sum, tokens, index) => (index === built.latestUserIndex ? sum : sum + tokens), 0);
+  }
+
+  private async build(state: RunState, tools: ResolvedTool[]): Promise<BuiltContext> {
+    const { held } = state;
+    const sessionId = held.turn.sessionId;
+    const { compaction, pinned, items } = await this.items.contextItems(this.dataSource.manager, sessionId);
+    const shown = pinned ? [pinned, ...items] : items;
+    const summary = compaction?.content[0]?.text ?? null;
+    const summaryText = summary ? `${SUMMARY_HEADING}\n${summary}` : null;
+    const messages: ModelMessage[] = [
+      ...(summaryText ? [{ role: 'user' as const, text: summaryText }] : []),
+      ...toModelMessages(await this.imageReferences.resolve(sessionId, shown), await this.attachmentsOf(shown)),
+    ];
+    state.context.baseTokens ??=
+      (await countTokens(held.config.instructions)) + MESSAGE_OVERHEAD_TOKENS + (tools.length > 0 ? await countTokens(JSON.stringify(tools.map(({ name, description, parameters }) => ({ name, description, parameters })))) : 0);
+    const counts = await Promise.all(items.map((item) => itemTokens(item)));
+    const latestUserIndex = pinned ? null : items.findLastIndex((item) => item.role === 'user');
+    const pinnedTokens = pinned ? await itemTokens(pinned) : 0;
+    return {
+      messages,
+      items,
+      compaction,
+      pinned,
+      latestUserIndex: latestUserIndex === null || latestUserIndex < 0 ? null : latestUserIndex,
+      measure: {
+        baseTokens: state.context.baseTokens,
+        summaryTokens: summaryText ? (await countTokens(summaryText)) + MESSAGE_OVERHEAD_TOKENS : 0,
+        pinnedTokens,
+        latestUserTokens: pinned ? pinnedTokens : latestUserIndex !== null && latestUserIndex >= 0 ? (counts[latestUserIndex] ?? 0) : 0,
+        itemTokens: counts,
+        driftTokens: state.context.driftTokens,
+        lastCompactionTokensAfter: compaction?.content[0]?.compaction?.tokens_after ?? null,
+      },
+    };
+  }
+
+  /** The files bound to the user messages in the context (consumed inputs' attachments that still exist), by message id. */
+  private async attachmentsOf(context: { id: string; role: string | null }[]): Promise<Map<string, MessageAttachment[]>> {
+    const byMessage = new Map<string, MessageAttachment[]>();
+    const userMessages = context.filter((item) => item.role === 'user').map((item) => item.id);
+    if (userMessages.length === 0) return byMessage;
+    for (const file of await this.files.filesOfMessages(userMessages)) {
+      if (!file.messageId) continue;
+      byMessage.set(file.messageId, [...(byMessage.get(file.messageId) ?? []), { id: file.id, filename: file.filename, mimeType: file.mimeType, bytes: file.bytes }]);
+    }
+    return byMessage;
+  }
+}
+
+function tooLarge(error: ModelError, policy: ContextPolicy): TurnLimitError {
+  const why = policy.mode === 'auto' ? 'even after compaction' : `and compaction is ${policy.mode} for this session`;
+  return new TurnLimitError('context_window_exceeded', `The provider refused the context as too long ${why}: ${error.message}`);
+}
