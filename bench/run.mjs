@@ -22,7 +22,7 @@ const { Redis } = await import('ioredis');
 const { EventSource } = await import('eventsource');
 const { default: pg } = await import('pg');
 const { Client, nextEvent, opened, publishedAtMs, rawSubscribe } = await import('./lib/client.mjs');
-const { round, rssKiB, summarize, watch } = await import('./lib/measure.mjs');
+const { cpuSnapshot, round, rssKiB, summarize, watch } = await import('./lib/measure.mjs');
 // The shared fake OpenAI-compatible server of the tests (compiled by ensureBuilt); it scripts answers per model name.
 const { startFakeOpenAi } = await import('../dist/test/support/fake-openai.js');
 
@@ -66,6 +66,7 @@ const results = { date: new Date().toISOString(), machine: machineInfo(), scenar
 try {
   if (wanted('turn')) results.scenarios.turn_overhead = await turnOverhead();
   if (wanted('tool-turn')) results.scenarios.tool_turn = await toolTurn();
+  if (wanted('long-session')) results.scenarios.long_session = await longSession();
   if (wanted('sustained')) results.scenarios.sustained_turns = await sustainedTurns();
   if (wanted('submit') || wanted('replay') || wanted('read')) {
     const bare = await startBareServer();
@@ -193,6 +194,113 @@ async function toolTurn(iterations = 300, warmup = 30) {
     target: null,
     checks_passed: ok,
   };
+}
+
+/**
+ * Turn overhead against the length of the history (issue 18: the model context is built from the
+ * items since the last compaction, so building it must not grow with the session). One session is
+ * seeded with `longTurns` echo turns (two items each: the user message and the answer); short
+ * sessions with 2 turns (4 items), each measured `perShort` times before the next one takes over,
+ * so short turns see 4–8 items of history and the long one ≥ 200 throughout. Short and long turns
+ * alternate (which goes first alternates too), so both see the same machine noise; the CPU each
+ * process used during each turn is charged to its kind.
+ */
+async function longSession(rounds = 100, longTurns = 100, perShort = 3) {
+  log('long session: seeding…');
+  const started = performance.now();
+  const open = async () => {
+    const session = await client.createSession();
+    const source = client.subscribe(session.id);
+    await opened(source);
+    return { session, source };
+  };
+  const turn = async ({ session, source }, text) => {
+    const begun = performance.now();
+    const completed = nextEvent(source, 'agent.session.turn.completed');
+    await client.send(session.id, text);
+    const { data } = await completed;
+    return { ms: performance.now() - begun, inputTokens: data.turn.yuxi.usage?.input_tokens ?? null };
+  };
+  const long = await open();
+  const shorts = await Promise.all(Array.from({ length: Math.ceil(rounds / perShort) }, open));
+  // History within a session is sequential; the sessions are seeded side by side.
+  await Promise.all([
+    (async () => {
+      for (let i = 0; i < longTurns; i += 1) await turn(long, `history ${i}`);
+    })(),
+    ...shorts.map(async (short) => {
+      for (let i = 0; i < 2; i += 1) await turn(short, `history ${i}`);
+    }),
+  ]);
+  const all = [long, ...shorts].map((s) => s.session.id);
+  const seeded = await itemCounts(all);
+  log(`long session: seeded ${seeded.get(long.session.id)} items and ${shorts.length} × 4 in ${round((performance.now() - started) / 1000, 1)} s; measuring…`);
+
+  const kinds = ['short', 'long'];
+  const samples = { short: [], long: [] };
+  const tokens = { short: [], long: [] };
+  const cpu = { short: {}, long: {} };
+  const measured = new Map(all.map((id) => [id, 0]));
+  // One snapshot between two turns (reading Postgres's CPU walks /proc): what the processes used since the last one goes to the turn just measured.
+  let last;
+  const measure = async (kind, target, i) => {
+    const t = await turn(target, `ping ${i}`);
+    const now = cpuSnapshot(pids);
+    for (const name of Object.keys(now)) cpu[kind][name] = (cpu[kind][name] ?? 0) + now[name] - last[name];
+    last = now;
+    samples[kind].push(t.ms);
+    tokens[kind].push(t.inputTokens);
+    measured.set(target.session.id, measured.get(target.session.id) + 1);
+  };
+  const w = watch(pids);
+  last = cpuSnapshot(pids);
+  for (let i = 0; i < rounds; i += 1) {
+    const targets = { short: shorts[Math.floor(i / perShort)], long };
+    for (const kind of i % 2 === 0 ? kinds : [...kinds].reverse()) await measure(kind, targets[kind], i);
+  }
+  const usage = w.stop();
+  for (const s of [long, ...shorts]) s.source.close();
+
+  // Every turn stored its two items; the histories the turns saw, from the counts before and after.
+  const final = await itemCounts(all);
+  const itemsOk = all.every((id) => final.get(id) === seeded.get(id) + 2 * measured.get(id)) && seeded.get(long.session.id) >= 2 * longTurns && shorts.every((s) => seeded.get(s.session.id) === 4);
+  const seen = (sessions) => ({ min: Math.min(...sessions.map((s) => seeded.get(s.session.id))), max: Math.max(...sessions.map((s) => final.get(s.session.id) - 2)) });
+  const perTurn = (kind) => Object.fromEntries(Object.entries(cpu[kind]).map(([name, seconds]) => [name, round((1000 * seconds) / samples[kind].length)]));
+  const range = (values) => (values.includes(null) ? null : { min: Math.min(...values), max: Math.max(...values) });
+
+  const latency = summarize(samples.long);
+  const baseline = summarize(samples.short);
+  const ratio = round(latency.p50 / baseline.p50, 2);
+  const ok = itemsOk && samples.long.length === rounds && samples.short.length === rounds;
+  return {
+    description: `POST …/events → agent.session.turn.completed on SSE; scripted:echo, no delay; one session with ≥ ${2 * longTurns} items of history, alternating turn by turn with sessions of 4–8 items`,
+    latency_ms: latency,
+    // Sequential turns per second of the long session's turns alone (the baseline's time is not counted).
+    throughput_per_s: round((1000 * rounds) / samples.long.reduce((a, b) => a + b, 0)),
+    ...usage,
+    history_items: { long: seen([long]), short: seen(shorts) },
+    // Words the scripted model was shown (its stand-in for input tokens): the size of the context built.
+    model_input_tokens: { long: range(tokens.long), short: range(tokens.short) },
+    cpu_ms_per_turn: { long: perTurn('long'), short: perTurn('short') },
+    seconds_total: round((performance.now() - started) / 1000, 1),
+    baseline: { name: 'the same echo turn on sessions with 4–8 items of history, alternating', latency_ms: baseline },
+    ratio_p50_to_baseline: ratio,
+    ratio_p90_to_baseline: round(latency.p90 / baseline.p90, 2),
+    target: 'p50 with ≥ 200 items of history ≤ 1.2 × p50 with 4–8 items',
+    checks_passed: ok,
+    met: ok && ratio <= 1.2,
+  };
+}
+
+/** Items stored per session (Postgres). */
+async function itemCounts(sessionIds) {
+  const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+  await db.connect();
+  const { rows } = await db.query('SELECT session_id, count(*)::int AS n FROM items WHERE session_id = ANY($1) GROUP BY session_id', [sessionIds]);
+  await db.end();
+  const counts = new Map(sessionIds.map((id) => [id, 0]));
+  for (const row of rows) counts.set(row.session_id, row.n);
+  return counts;
 }
 
 /** 200 sessions, each submitting its next follow-up as soon as the previous turn completed. */
@@ -598,6 +706,12 @@ function writeReport(report) {
     const t = s.tool_turn;
     const checked = t.checks_passed ? `${t.tool_outputs_returned} tool outputs returned` : `**checks failed** (${t.tool_outputs_returned} tool outputs, model calls ${t.model_calls.tool}/${t.model_calls.text})`;
     rows.push(`| tool turn (fake OpenAI, 1 calculator step) | p50 ${t.latency_ms.p50} / p95 ${t.latency_ms.p95} / p99 ${t.latency_ms.p99} | ${t.throughput_per_s} turns/s, ${checked} | text turn via fake p50 ${t.baseline.latency_ms.p50} / p99 ${t.baseline.latency_ms.p99} (p50 ×${t.ratio_p50_to_baseline}, p99 ×${t.ratio_p99_to_baseline}; +${t.tool_step_overhead_p50_ms} ms per tool step) | ${cpu(t)} | ${rss(t)} | — | — |`);
+  }
+  if (s.long_session) {
+    const t = s.long_session;
+    const h = t.history_items;
+    const checked = t.checks_passed ? '' : ', **checks failed**';
+    rows.push(`| long session (${h.long.min}–${h.long.max} items of history) | p50 ${t.latency_ms.p50} / p90 ${t.latency_ms.p90} / p99 ${t.latency_ms.p99} | ${t.throughput_per_s} turns/s; worker CPU ${t.cpu_ms_per_turn.long.worker} vs ${t.cpu_ms_per_turn.short.worker} ms/turn${checked} | ${h.short.min}–${h.short.max} items p50 ${t.baseline.latency_ms.p50} / p90 ${t.baseline.latency_ms.p90} (p50 ×${t.ratio_p50_to_baseline}, p90 ×${t.ratio_p90_to_baseline}) | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
   }
   if (s.sustained_turns) {
     const t = s.sustained_turns;

@@ -42,6 +42,16 @@ function cpuSecondsByName(name) {
   return total;
 }
 
+/**
+ * CPU seconds used so far by each process of `pids` and by Postgres (all its processes): subtract
+ * two snapshots to charge the CPU of one operation, when operations of several kinds alternate.
+ */
+export function cpuSnapshot(pids) {
+  const out = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuSeconds(pid)]));
+  out.postgres = cpuSecondsByName('postgres');
+  return out;
+}
+
 /** Busy and total jiffies of the whole machine, from /proc/stat. */
 function machineJiffies() {
   const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
@@ -94,7 +104,7 @@ export function summarize(samples) {
   const sorted = Float64Array.from(samples).sort();
   const at = (p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN);
   const mean = sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1);
-  return { n: sorted.length, p50: round(at(50)), p95: round(at(95)), p99: round(at(99)), max: round(at(100)), mean: round(mean) };
+  return { n: sorted.length, p50: round(at(50)), p90: round(at(90)), p95: round(at(95)), p99: round(at(99)), max: round(at(100)), mean: round(mean) };
 }
 
 export function round(value, digits = 2) {
