@@ -239,6 +239,16 @@ export const INVARIANTS = [
       WHERE (r.turn_id <> st.turn_id OR r.session_id <> st.session_id) AND {{S:st.session_id}}`,
   },
   {
+    name: 'compaction_item_matches_step',
+    description: 'every compaction item was written by exactly one committed compaction step of its turn, and every such step wrote its item (a compaction is never lost nor done twice)',
+    sql: `
+      SELECT i.id AS item_id, st.id AS step_id, coalesce(i.session_id, st.session_id) AS session_id
+      FROM (SELECT * FROM items WHERE type = 'compaction' AND {{S:session_id}}) i
+      FULL JOIN (SELECT * FROM run_steps WHERE kind = 'compaction' AND output ? 'item_id' AND {{S:session_id}}) st
+        ON st.ref = i.id::text AND st.turn_id = i.turn_id AND st.output->>'item_id' = i.id::text
+      WHERE i.id IS NULL OR st.id IS NULL`,
+  },
+  {
     name: 'pending_input_count_matches',
     description: 'sessions.pending_input_count equals the number of pending inputs',
     sql: `

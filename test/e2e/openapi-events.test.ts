@@ -127,6 +127,17 @@ describe('SSE event payloads conform to the OpenAPI document', () => {
       assert.ok(stream.events.some((e) => e.type === 'yuxi.session.turn.reasoning.done'));
     });
 
+    await t.test('a manual compaction: started, then completed with the compaction item', async () => {
+      const session = await createSession('the ticket is T-1');
+      const stream = await open(session.id);
+      await stream.waitForType('agent.session.turn.completed');
+      assert.equal((await postEvent(session.id, { type: 'yuxi.session.input.compact' })).status, 202);
+      const completed = await stream.waitFor((e) => e.type === 'yuxi.session.turn.context_compression' && e.data.phase === 'completed');
+      await stream.waitForType('agent.session.turn.completed', completed.data.turn_id);
+      conform(stream.events);
+      assert.equal(completed.data.item.type, 'compaction');
+    });
+
     await t.test('a resync for a cursor older than the replay window', async () => {
       const session = await createSession('before the window moved');
       const first = await open(session.id);

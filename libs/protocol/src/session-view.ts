@@ -37,7 +37,7 @@ export function toSessionDto(session: SessionEntity, receipt: AcceptedReceipt | 
       archived: session.archived,
       unread: session.unread,
       tool_approval_mode: session.toolApprovalMode,
-      compaction_mode: session.compactionMode,
+      compaction_mode: session.compactionMode ?? null,
       queue_paused: session.queuePaused,
       queued_input_count: session.pendingInputCount,
       current_turn: session.currentTurn,

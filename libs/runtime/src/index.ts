@@ -10,3 +10,5 @@ export { toolPolicy } from './tool-policy.js';
 export { WORKER_ID } from './worker-identity.js';
 export { measuredProvider, modelCallOutcome } from './model-metrics.js';
 export { ImageReferences, MISSING_IMAGE_TEXT } from './image-references.js';
+export { compactionCut, type ContextMeasure, type ContextPolicy, contextPolicy, contextTokens, decideContext, type PlannedItem } from './context-policy.js';
+export { SUMMARY_HEADING, summaryPrompt, transcript, transcriptLine } from './compaction-prompt.js';

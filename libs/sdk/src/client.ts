@@ -167,6 +167,14 @@ export class SessionsResource {
     return this.submitEvent(sessionId, { type: 'yuxi.session.input.continue' }, options);
   }
 
+  /**
+   * Compacts the session's context now (a manual compaction): queued like a follow-up, its turn's
+   * only output is the `compaction` item; `instructions` are added to the summary prompt.
+   */
+  compact(sessionId: string, params: { instructions?: string } = {}, options: WriteOptions = {}): Promise<Receipt> {
+    return this.submitEvent(sessionId, { type: 'yuxi.session.input.compact', ...params }, options);
+  }
+
   /** The receipt of an earlier submission by its Idempotency-Key. 404 only means "not found yet". */
   receipt(sessionId: string, idempotencyKey: string, options: CallOptions = {}): Promise<Receipt> {
     return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'receipt'), query: { idempotency_key: idempotencyKey }, signal: options.signal });

@@ -155,7 +155,9 @@ function stringValue(s: Schema, ctx: ValueContext, name: string): fc.Arbitrary<s
 function numberValue(s: Schema): fc.Arbitrary<number> {
   const min: number = s.minimum ?? -1_000_000;
   const max: number = s.maximum ?? 1_000_000;
-  const options: fc.Arbitrary<number>[] = [fc.integer({ min: Math.ceil(min), max: Math.floor(max) }), fc.constantFrom(min, max)];
+  const options: fc.Arbitrary<number>[] = [fc.constantFrom(min, max)];
+  // A range of fractions (a threshold of 0.1–0.95) holds no integer.
+  if (Math.ceil(min) <= Math.floor(max)) options.push(fc.integer({ min: Math.ceil(min), max: Math.floor(max) }));
   if (s.type === 'number') options.push(fc.double({ min, max, noNaN: true, noDefaultInfinity: true }));
   return fc.oneof(...options);
 }

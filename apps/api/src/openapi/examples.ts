@@ -46,6 +46,7 @@ function session(overrides: { status: string; receipt: object | null; title: str
       archived: false,
       unread: true,
       tool_approval_mode: 'default',
+      compaction_mode: null,
       queue_paused: false,
       queued_input_count: 0,
       current_turn: overrides.receipt ? null : CURRENT_TURN,
@@ -95,6 +96,8 @@ const ASSISTANT_ITEM = {
   yuxi: { turn_id: TURN_ID, run_id: RUN_ID, input_id: null, created_at: AT + 1 },
 };
 
+const CONTEXT = { tokens: 42, window_tokens: 32768, compaction_item_id: null };
+
 const TURN = {
   id: TURN_ID,
   object: 'agent.session.turn',
@@ -106,7 +109,7 @@ const TURN = {
   completed_at: AT + 1,
   error: null,
   usage: null,
-  yuxi: { current_run_id: null, result_run_id: RUN_ID, waitpoint: null, usage },
+  yuxi: { current_run_id: null, result_run_id: RUN_ID, waitpoint: null, usage, context: CONTEXT },
 };
 export const TURN_LIST_EXAMPLE = { object: 'list', data: [TURN], first_id: TURN_ID, last_id: TURN_ID, has_more: false };
 export const TURN_DETAIL_EXAMPLE = { ...TURN, yuxi: { ...TURN.yuxi, cancellation_pending: false, runs: [RUN], output: [ASSISTANT_ITEM] } };
@@ -126,6 +129,7 @@ const INPUT = {
   session_id: SESSION_ID,
   status: 'consumed',
   mode: 'follow_up',
+  kind: 'message',
   received_seq: 1,
   messages: [{ role: 'user', content: [{ type: 'input_text', text: 'Hello!' }] }],
   attachment_file_ids: [],
@@ -154,6 +158,8 @@ export const STATE_EXAMPLE = {
   queue_paused: false,
   queued_input_count: 0,
   archived: false,
+  context: CONTEXT,
+  compaction_mode: null,
   agent_state: {},
 };
 
@@ -175,6 +181,7 @@ export const AGENT_EXAMPLE = {
       { type: 'builtin', name: 'current_time' },
     ],
     limits: { max_model_calls: 25, max_tool_calls: 50, turn_timeout_s: 900 },
+    context: {},
     updated_at: AT,
   },
 };
@@ -188,6 +195,7 @@ export const PUT_AGENT_EXAMPLE = {
   model: MODEL,
   tools: [{ type: 'builtin', name: 'calculator' }],
   limits: { max_tool_calls: 5 },
+  context: { window_tokens: 16000, compaction: { mode: 'auto', threshold: 0.8, instructions: 'Keep every order number.' } },
 };
 export const PUT_AGENT_RESPONSE_EXAMPLE = {
   id: 'support-bot',
@@ -203,6 +211,7 @@ export const PUT_AGENT_RESPONSE_EXAMPLE = {
     version: 1,
     tools: PUT_AGENT_EXAMPLE.tools,
     limits: { max_model_calls: 25, max_tool_calls: 5, turn_timeout_s: 900 },
+    context: PUT_AGENT_EXAMPLE.context,
     instructions: PUT_AGENT_EXAMPLE.instructions,
     updated_at: AT,
   },

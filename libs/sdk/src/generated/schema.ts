@@ -1144,7 +1144,7 @@ export interface components {
         };
         PublicErrorDto: {
             /**
-             * @description Why the run or turn failed: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable`, `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `tool_server_unavailable`, `run_takeover_limit`, `run_failed`. Open: a `scripted:` model fails with whatever code its `[[fail:CODE]]` directive names.
+             * @description Why the run or turn failed: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable`, `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded`, `tool_server_unavailable`, `run_takeover_limit`, `run_failed`. Open: a `scripted:` model fails with whatever code its `[[fail:CODE]]` directive names.
              * @example model_rate_limited
              */
             code: string;
@@ -2273,9 +2273,7 @@ export interface components {
             trigger: "auto" | "manual" | "overflow";
             /** @description completed: the compaction item's position among the outputs of the turn. */
             output_index?: number;
-            /** @description completed: the `compaction` item. */
             item?: components["schemas"]["ItemDto"];
-            /** @description failed: why (`nothing_to_compact`, or the summariser's model error code). */
             error?: components["schemas"]["PublicErrorDto"];
             /** @description Extensions. `seq` present when the event is durable. */
             yuxi: {
@@ -2411,7 +2409,7 @@ export interface components {
                 seq: number;
             };
         };
-        /** @description The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `tool_server_unavailable` (an MCP server could not list its tools), `run_takeover_limit`, `run_failed`. Pending inputs wait in a paused queue. */
+        /** @description The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded` (the context cannot fit the model window: one message too large, or compaction off or manual), `tool_server_unavailable` (an MCP server could not list its tools), `run_takeover_limit`, `run_failed`. Pending inputs wait in a paused queue. */
         TurnFailedEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -2921,6 +2919,7 @@ export interface operations {
                      *             "archived": false,
                      *             "unread": true,
                      *             "tool_approval_mode": "default",
+                     *             "compaction_mode": null,
                      *             "queue_paused": false,
                      *             "queued_input_count": 0,
                      *             "current_turn": {
@@ -3089,6 +3088,7 @@ export interface operations {
                      *         "archived": false,
                      *         "unread": false,
                      *         "tool_approval_mode": "default",
+                     *         "compaction_mode": null,
                      *         "queue_paused": false,
                      *         "queued_input_count": 1,
                      *         "current_turn": null,
@@ -3263,6 +3263,7 @@ export interface operations {
                      *         "archived": false,
                      *         "unread": true,
                      *         "tool_approval_mode": "default",
+                     *         "compaction_mode": null,
                      *         "queue_paused": false,
                      *         "queued_input_count": 0,
                      *         "current_turn": {
@@ -3427,6 +3428,7 @@ export interface operations {
                      *         "archived": false,
                      *         "unread": true,
                      *         "tool_approval_mode": "default",
+                     *         "compaction_mode": null,
                      *         "queue_paused": false,
                      *         "queued_input_count": 0,
                      *         "current_turn": {
@@ -3587,6 +3589,7 @@ export interface operations {
                      *         "archived": true,
                      *         "unread": true,
                      *         "tool_approval_mode": "default",
+                     *         "compaction_mode": null,
                      *         "queue_paused": false,
                      *         "queued_input_count": 0,
                      *         "current_turn": {
@@ -3752,6 +3755,7 @@ export interface operations {
                      *           "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
                      *           "status": "pending",
                      *           "mode": "follow_up",
+                     *           "kind": "message",
                      *           "received_seq": 2,
                      *           "messages": [
                      *             {
@@ -3916,6 +3920,7 @@ export interface operations {
                      *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
                      *       "status": "consumed",
                      *       "mode": "follow_up",
+                     *       "kind": "message",
                      *       "received_seq": 1,
                      *       "messages": [
                      *         {
@@ -4104,6 +4109,12 @@ export interface operations {
                      *       "queue_paused": false,
                      *       "queued_input_count": 0,
                      *       "archived": false,
+                     *       "context": {
+                     *         "tokens": 42,
+                     *         "window_tokens": 32768,
+                     *         "compaction_item_id": null
+                     *       },
+                     *       "compaction_mode": null,
                      *       "agent_state": {}
                      *     }
                      */
@@ -4413,6 +4424,11 @@ export interface operations {
                      *               "output_tokens": 2,
                      *               "cached_tokens": 0,
                      *               "total_tokens": 3
+                     *             },
+                     *             "context": {
+                     *               "tokens": 42,
+                     *               "window_tokens": 32768,
+                     *               "compaction_item_id": null
                      *             }
                      *           }
                      *         }
@@ -4588,6 +4604,11 @@ export interface operations {
                      *           "output_tokens": 2,
                      *           "cached_tokens": 0,
                      *           "total_tokens": 3
+                     *         },
+                     *         "context": {
+                     *           "tokens": 42,
+                     *           "window_tokens": 32768,
+                     *           "compaction_item_id": null
                      *         },
                      *         "cancellation_pending": false,
                      *         "runs": [
@@ -6505,6 +6526,7 @@ export interface operations {
                      *               "max_tool_calls": 50,
                      *               "turn_timeout_s": 900
                      *             },
+                     *             "context": {},
                      *             "updated_at": 1733400000
                      *           }
                      *         }
@@ -6664,6 +6686,7 @@ export interface operations {
                      *           "max_tool_calls": 50,
                      *           "turn_timeout_s": 900
                      *         },
+                     *         "context": {},
                      *         "updated_at": 1733400000
                      *       }
                      *     }
@@ -6829,6 +6852,7 @@ export interface operations {
                      *               "max_tool_calls": 50,
                      *               "turn_timeout_s": 900
                      *             },
+                     *             "context": {},
                      *             "updated_at": 1733400000
                      *           }
                      *         }
@@ -6984,6 +7008,14 @@ export interface operations {
                      *           "max_tool_calls": 5,
                      *           "turn_timeout_s": 900
                      *         },
+                     *         "context": {
+                     *           "window_tokens": 16000,
+                     *           "compaction": {
+                     *             "mode": "auto",
+                     *             "threshold": 0.8,
+                     *             "instructions": "Keep every order number."
+                     *           }
+                     *         },
                      *         "instructions": "Be brief and friendly.",
                      *         "updated_at": 1733400000
                      *       }
@@ -7023,6 +7055,14 @@ export interface operations {
                      *           "max_model_calls": 25,
                      *           "max_tool_calls": 5,
                      *           "turn_timeout_s": 900
+                     *         },
+                     *         "context": {
+                     *           "window_tokens": 16000,
+                     *           "compaction": {
+                     *             "mode": "auto",
+                     *             "threshold": 0.8,
+                     *             "instructions": "Keep every order number."
+                     *           }
                      *         },
                      *         "instructions": "Be brief and friendly.",
                      *         "updated_at": 1733400000
