@@ -140,6 +140,9 @@ describe('context compaction', () => {
       queue.data.map((input: any) => [input.id, input.kind]),
       [[queued.body.input_id, 'compact']],
     );
+    const promote = await postEvent(session.id, { type: 'yuxi.session.input.promote', input_id: queued.body.input_id });
+    assert.equal(promote.status, 409, 'a compaction request never becomes a steer');
+    assert.equal(promote.body.error.code, 'state_conflict');
     const questionId = waiting.data.waitpoint.questions[0].question_id;
     const resume = {
       type: 'yuxi.session.input.resume',

@@ -100,6 +100,17 @@ describe('compaction transcript', () => {
   });
 });
 
+describe('compaction transcript bounds', () => {
+  it('drops the middle of a history of many short items, keeping the oldest and the latest', () => {
+    const items = Array.from({ length: 3000 }, (_, i) => ({ type: 'message', role: 'user', content: [{ type: 'input_text', text: `short message number ${i}` }] }));
+    const text = transcript(null, items, 2000);
+    assert.ok(text.length <= 2000, `bounded: ${text.length}`);
+    assert.match(text, /\[user\] short message number 0\n/);
+    assert.match(text, /\[user\] short message number 2999$/);
+    assert.match(text, /\[… \d+ items omitted …\]/);
+  });
+});
+
 describe('compaction turn plan', () => {
   const none: ToolPolicy = { executorOf: () => null, needsApproval: () => false, idempotent: () => true, checkArguments: () => ({ ok: true, value: {} }) };
   const compaction: CommittedStep = { runId: 'r1', kind: 'compaction', status: 'completed', ref: 'i1', output: { item_id: 'i1' } };

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import { COMPACTION_MODES } from './agent.entity.js';
 
 export class FunctionToolDto {
   @ApiProperty({ enum: ['function'] }) type!: 'function';
@@ -54,10 +55,10 @@ export class AgentLimitsInputDto {
 
 export class CompactionPolicyDto {
   @ApiPropertyOptional({
-    enum: ['auto', 'manual', 'off'],
+    enum: COMPACTION_MODES,
     default: 'auto',
     description:
-      'auto: compact before a model call whose context would pass the threshold, and once after a provider\'s context-length error; manual: only on `yuxi.session.input.compact`; off: never (a context that does not fit fails the turn with `context_window_exceeded`). A session may override it (`yuxi.compaction_mode`).',
+      'auto: compact before a model call whose context would pass the threshold, and once after a provider\'s context-length error; manual: only on `yuxi.session.input.compact`; off: never automatically (a context that does not fit fails the turn with `context_window_exceeded`; an explicit `yuxi.session.input.compact` still compacts). A session may override it (`yuxi.compaction_mode`).',
   })
   mode?: string;
   @ApiPropertyOptional({ minimum: 0.1, maximum: 0.95, default: 0.8, description: 'Fraction of the window at which auto compaction starts.' }) threshold?: number;

@@ -19,7 +19,7 @@ export function gateCancelInput(input: InputEntity | null, inputId: string): Inp
 
 /**
  * Promoting a pending follow-up to a steer: not while the turn waits for an answer or is being
- * cancelled, nor before its attachments are prepared. A pending steer is already satisfied (null).
+ * cancelled, nor before its attachments are prepared, nor a compaction request. A pending steer is already satisfied (null).
  */
 export function gatePromoteInput(input: InputEntity | null, inputId: string, active: TurnEntity | null): InputEntity | null {
   if (active?.status === 'requires_action') throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval');
@@ -28,6 +28,8 @@ export function gatePromoteInput(input: InputEntity | null, inputId: string, act
   if (input.status !== 'pending') {
     throw new DomainError('state_conflict', `Input ${inputId} is ${input.status}; only pending inputs can be promoted`, { status: input.status });
   }
+  // A compaction runs as a turn of its own, between messages: it never joins a running turn.
+  if (input.config.compact) throw new DomainError('state_conflict', `Input ${inputId} is a compaction request; it runs in its own turn and cannot be promoted`);
   if (input.attachmentStatus !== 'ready') {
     throw new DomainError('state_conflict', `Input ${inputId} is still preparing its attachments; promote it once attachment_status is ready`, {
       attachment_status: input.attachmentStatus,

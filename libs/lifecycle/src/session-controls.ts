@@ -17,6 +17,8 @@ export interface MessageSpec {
   /** Drafts of the submitter attached to the input (bound in the same transaction). */
   attachmentFileIds: string[];
   config: (session: SessionEntity) => FrozenInputConfig;
+  /** false: a paused queue stays paused (a compaction request); default true. */
+  resumesPausedQueue?: boolean;
 }
 
 /**
@@ -47,13 +49,15 @@ export class SessionControls {
     if (session.archived) throw new DomainError('state_conflict', 'The session is archived');
     const active = spec.requestedMode === 'follow_up' ? null : await this.turns.activeTurn(manager, sessionId);
     const mode = resolveMode(active, spec.requestedMode, spec.hasOverride);
-    // A message to a paused queue resumes it and runs alone first; the old queue follows.
-    if (session.queuePaused) await this.sessions.setQueuePaused(manager, sessionId, false);
+    // A message to a paused queue resumes it and runs alone first; the old queue follows. A
+    // compaction request does not: it waits in the paused queue like the inputs before it.
+    const resumes = session.queuePaused && spec.resumesPausedQueue !== false;
+    if (resumes) await this.sessions.setQueuePaused(manager, sessionId, false);
     const input = await this.inputs.insert(manager, {
       sessionId,
       receivedSeq,
       mode,
-      priority: session.queuePaused ? 1 : 0,
+      priority: resumes ? 1 : 0,
       messages: spec.messages,
       attachmentFileIds: spec.attachmentFileIds,
       config: spec.config(session),

@@ -47,7 +47,7 @@ export interface RecordedModelStep extends Recorded {
 }
 
 /** A compaction to commit: its summary and record, or none when there was nothing to compact. */
-export type CompactionCommit = { trigger: CompactionTrigger; summary: string; record: CompactionRecord } | { trigger: CompactionTrigger; summary: null; record: null };
+export type CompactionCommit = { itemId: string; trigger: CompactionTrigger } & ({ summary: string; record: CompactionRecord } | { summary: null; record: null });
 
 const MAX_CALL_ID = 128;
 
@@ -132,8 +132,8 @@ export class StepTransitions {
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
       const now = new Date();
-      const itemId = newId();
-      const { trigger, record } = compaction;
+      // Chosen before the write is retried: a retry after a lost acknowledgement meets its own step (one per ref).
+      const { itemId, trigger, record } = compaction;
       const committed: CommittedStep = {
         runId: lease.runId,
         kind: 'compaction',

@@ -2,7 +2,7 @@
  * Token counting for model contexts, with `gpt-tokenizer` (o200k_base, the encoding of the GPT-4o,
  * 4.1, 5 and o-series models): pure JavaScript (no native build, no WASM, so `npm ci` needs no
  * toolchain), maintained, and exact for OpenAI's current models; for other OpenAI-compatible
- * models it is an estimate the provider's reported `prompt_tokens` corrects (see context-window in
+ * models it is an estimate the provider's reported `prompt_tokens` corrects (ContextManager.observe in
  * libs/runtime). Loading the encoding costs ~0.3 s and ~70 MB, so only the worker loads it (at
  * start); everything else asks `countTokensIfLoaded`, which answers null before that, and the
  * worker counts what was left uncounted when it builds a context.
@@ -61,6 +61,8 @@ const KNOWN_WINDOWS: readonly [string, number][] = [
   ['gpt-4.1', 1_047_576],
   ['gpt-4o', 128_000],
   ['gpt-4-turbo', 128_000],
+  ['gpt-4.5', 128_000],
+  ['gpt-4-32k', 32_768],
   ['gpt-4', 8_192],
   ['gpt-3.5-turbo', 16_385],
   ['gpt-5', 400_000],

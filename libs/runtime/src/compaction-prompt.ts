@@ -42,10 +42,26 @@ export function transcriptLine(item: Pick<ItemEntity, 'type' | 'role' | 'content
 export function transcript(previousSummary: string | null, items: readonly Pick<ItemEntity, 'type' | 'role' | 'content'>[], maxChars: number): string {
   const head = previousSummary ? `Previous summary:\n${previousSummary}\n\nConversation since:` : 'Conversation:';
   let lines = items.map(transcriptLine);
-  const total = lines.reduce((sum, line) => sum + line.length + 1, head.length);
-  if (total > maxChars && lines.length > 0) {
-    const share = Math.max(200, Math.floor((maxChars - head.length) / lines.length));
+  const length = (all: string[]): number => all.reduce((sum, line) => sum + line.length + 1, head.length);
+  if (length(lines) > maxChars && lines.length > 0) {
+    // Each line's share, less what the cut mark and the newline add.
+    const share = Math.max(200, Math.floor((maxChars - head.length) / lines.length) - 8);
     lines = lines.map((line) => (line.length <= share ? line : `${line.slice(0, Math.ceil(share * 0.7))} […] ${line.slice(-Math.floor(share * 0.3))}`));
+  }
+  // Still too long (many short items): the middle goes, the oldest and the latest lines stay.
+  if (length(lines) > maxChars) {
+    const budget = maxChars - head.length - 64;
+    let first = 0;
+    let last = lines.length;
+    let used = 0;
+    while (first < last) {
+      const next = first <= lines.length - last ? lines[first]! : lines[last - 1]!;
+      if (used + next.length + 1 > budget) break;
+      used += next.length + 1;
+      if (first <= lines.length - last) first += 1;
+      else last -= 1;
+    }
+    lines = [...lines.slice(0, first), `[… ${last - first} items omitted …]`, ...lines.slice(last)];
   }
   return [head, ...lines].join('\n');
 }

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig, ThrottledLog } from '#libs/config';
-import { StepTransitions, turnEvents } from '#libs/lifecycle';
+import { newId } from '#libs/database';
+import { type CompactionCommit, StepTransitions, turnEvents } from '#libs/lifecycle';
 import { countTokens, defaultWindowTokens, MESSAGE_OVERHEAD_TOKENS, ModelError, ModelRegistry, streamWithRetries } from '#libs/models';
 import type { CommittedStep, CompactionRecord, CompactionTrigger, Usage } from '#libs/turns';
 import type { BuiltContext } from './context-manager.js';
@@ -51,7 +52,7 @@ export class CompactionStep {
     const cut = this.cut(built, policy, trigger);
     const summarised = built.items.slice(0, cut);
     const kept = built.items.slice(cut);
-    if (summarised.length === 0) return this.commit(state, { trigger, summary: null, record: null });
+    if (summarised.length === 0) return this.commit(state, policy, { itemId: newId(), trigger, summary: null, record: null });
 
     const scope = { turnId: held.turn.id, runId: state.lease.runId, trigger };
     state.live.push(turnEvents.contextCompression('started', scope));
@@ -106,10 +107,10 @@ export class CompactionStep {
       model: policy.summarizerModel,
       usage,
     };
-    return this.commit(state, { trigger, summary, record });
+    return this.commit(state, policy, { itemId: newId(), trigger, summary, record });
   }
 
-  private async commit(state: RunState, compaction: Parameters<StepTransitions['recordCompaction']>[3]): Promise<CommittedStep | null> {
+  private async commit(state: RunState, policy: ContextPolicy, compaction: CompactionCommit): Promise<CommittedStep | null> {
     const recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordCompaction(state.held, state.lease, state.outputIndex, compaction), true);
     if (!recorded) {
       this.writes.fenced(state.lease, 'compaction');
@@ -117,6 +118,8 @@ export class CompactionStep {
     }
     state.outputIndex = recorded.outputIndex;
     state.output.outputIndex = recorded.outputIndex;
+    // What the turn shows until its next model call measures again (a manual compaction turn has none).
+    if (compaction.record) state.context.current = { tokens: compaction.record.tokens_after, window_tokens: policy.windowTokens, compaction_item_id: compaction.itemId };
     await state.publish(recorded.batch);
     return recorded.step;
   }

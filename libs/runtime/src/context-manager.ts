@@ -55,6 +55,9 @@ export class ContextManager {
   async prepare(state: RunState, tools: ResolvedTool[], control: RunControl): Promise<BuiltContext | null> {
     const policy = this.policy(state);
     const built = await this.build(state, tools);
+    const fits = contextTokens(built.measure) <= policy.windowTokens;
+    // Once the summariser failed in this run, a context that fits is not compacted again before every call.
+    if (state.context.summariserFailed && fits) return this.track(state, built, policy);
     const decision = decideContext(built.measure, policy, this.summarisable(built, policy));
     if (decision.action === 'too_large') throw new TurnLimitError('context_window_exceeded', decision.message);
     if (decision.action === 'call') return this.track(state, built, policy);
@@ -62,7 +65,9 @@ export class ContextManager {
       if (!(await this.compaction.run(state, built, policy, 'auto', control))) return null;
     } catch (error) {
       // The summariser failed: a context that still fits goes on uncompacted.
-      if (error instanceof ModelError && contextTokens(built.measure) <= policy.windowTokens) return this.track(state, built, policy);
+      if (!(error instanceof ModelError)) throw error;
+      state.context.summariserFailed = true;
+      if (fits) return this.track(state, built, policy);
       throw error;
     }
     return this.fitting(state, tools, policy);

@@ -105,7 +105,7 @@ export interface PlannedItem {
 /**
  * Where a compaction cuts: items before the returned index are summarised, the rest kept verbatim.
  * It keeps as many of the latest items as fit in `keepRecentTokens`, and never cuts between a
- * function call and its output (the cut moves earlier until no pair straddles it). 0 means nothing
+ * function call and its output (the cut moves later, keeping less, until no pair straddles it). 0 means nothing
  * can be summarised.
  */
 export function compactionCut(items: readonly PlannedItem[], keepRecentTokens: number): number {

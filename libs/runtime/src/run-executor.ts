@@ -98,14 +98,15 @@ export class RunExecutor {
           const context = await this.context.prepare(state, turn.tools, control);
           if (!context) return;
           budget.modelCalls += 1;
-          const result = await this.callModel(state, context, turn, control);
-          if (!result) return;
+          const called = await this.callModel(state, context, turn, control);
+          if (!called) return;
+          const { result } = called;
           if (result.yielded) {
             if (!(await this.closing.yieldToSteers(state, control))) return;
             steps = [];
             continue;
           }
-          this.context.observe(state, context, result.usage);
+          this.context.observe(state, called.context, result.usage);
           if (result.toolCalls.length === 0) {
             return this.closing.settle(state, { status: 'completed', modelCall: { model: state.held.run.model, usage: result.usage } });
           }
@@ -126,15 +127,16 @@ export class RunExecutor {
    * retries the call once (a second one fails the turn with context_window_exceeded). Null when the
    * lease is gone.
    */
-  private async callModel(state: RunState, context: BuiltContext, turn: TurnPlan, control: RunControl): Promise<ModelCallResult | null> {
+  private async callModel(state: RunState, context: BuiltContext, turn: TurnPlan, control: RunControl): Promise<{ result: ModelCallResult; context: BuiltContext } | null> {
     try {
-      return await this.modelCall.call(state, context, turn.tools, control);
+      return { result: await this.modelCall.call(state, context, turn.tools, control), context };
     } catch (error) {
       const retry = await this.context.afterOverflow(state, turn.tools, control, error, context);
       if (!retry) return null;
-      return this.modelCall.call(state, retry, turn.tools, control).catch((again: unknown) => {
+      const result = await this.modelCall.call(state, retry, turn.tools, control).catch((again: unknown) => {
         throw this.context.stillTooLarge(again, state);
       });
+      return { result, context: retry };
     }
   }
 }

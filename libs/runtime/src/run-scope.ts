@@ -43,6 +43,8 @@ export interface ContextTracking {
   driftTokens: number;
   /** The context of the run's last model call: what the turn shows when it settles. */
   current: TurnContext | null;
+  /** The summariser failed in this run: no more automatic compaction unless the context is past the window. */
+  summariserFailed: boolean;
 }
 
 /** Nothing shown yet, at this output index. */
@@ -77,7 +79,7 @@ export class RunScopes {
       outputIndex: held.outputIndex,
       output: emptyOutput(held.outputIndex),
       steerAnnounced: false,
-      context: { baseTokens: null, driftTokens: 0, current: null },
+      context: { baseTokens: null, driftTokens: 0, current: null, summariserFailed: false },
     } as RunState;
     state.keeper = new LeaseKeeper(state.lease, leaseSentAt, {
       leaseMs: this.config.runLeaseMs,

@@ -2,8 +2,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Context management (issue 18). `items.tokens` is each item's size in the model's context,
- * counted once when it is written (null when written where no tokenizer is loaded: the worker
- * counts those as it builds a context), so a context is measured without re-reading the history.
+ * counted when the worker writes it (null for items the api writes, a client's tool result, and
+ * for items from before this migration: the worker counts those, in memory, as it builds a context), so a context is measured without re-reading the history.
  * The latest compaction of a session is found through a partial index, in one probe whatever the
  * session's length. A compaction is a committed step of its run (`run_steps.kind`). Agents carry
  * their `context` policy; a session may override the compaction mode for later inputs; a turn

@@ -1,3 +1,4 @@
+import { COMPACTION_MODES } from '#libs/agents';
 import { ApiProperty } from '@nestjs/swagger';
 import { InputDto } from '#libs/inputs';
 import { ItemDto, TurnContextDto } from '#libs/turns';
@@ -31,7 +32,7 @@ export class SessionStateDto {
     description: 'The model context as of the latest turn that called a model: its size in tokens, the window, and the compaction it started from (the boundary). Null before any.',
   })
   context!: TurnContextDto | null;
-  @ApiProperty({ type: String, enum: ['auto', 'manual', 'off', null], nullable: true, description: 'The session\'s override of the agent\'s compaction mode; null: the agent\'s.' })
+  @ApiProperty({ type: String, enum: [...COMPACTION_MODES, null], nullable: true, description: 'The session\'s override of the agent\'s compaction mode; null: the agent\'s.' })
   compaction_mode!: string | null;
   @ApiProperty({
     type: 'object',

@@ -1,3 +1,4 @@
+import { COMPACTION_MODES } from '#libs/agents';
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
@@ -31,7 +32,7 @@ export class SessionYuxiDto {
   @ApiProperty() archived!: boolean;
   @ApiProperty() unread!: boolean;
   @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
-  @ApiProperty({ type: String, enum: ['auto', 'manual', 'off', null], nullable: true, description: 'The session\'s override of the agent\'s compaction mode for later inputs; null: the agent\'s.' })
+  @ApiProperty({ type: String, enum: [...COMPACTION_MODES, null], nullable: true, description: 'The session\'s override of the agent\'s compaction mode for later inputs; null: the agent\'s.' })
   compaction_mode!: string | null;
   @ApiProperty() queue_paused!: boolean;
   @ApiProperty({ type: 'integer', minimum: 0, description: 'Pending inputs not yet consumed by a turn.' }) queued_input_count!: number;

@@ -8,7 +8,8 @@ import { Acceptance, acceptedReceipt } from './acceptance.js';
 
 /**
  * `yuxi.session.input.compact`: a manual compaction, queued like a follow-up (FIFO behind what is
- * queued; at once when the session is idle). Its turn only compacts the context: its one output is
+ * queued; at once when the session is idle; a paused queue stays paused). It works whatever the
+ * compaction mode: `off` and `manual` only stop automatic compaction. Its turn only compacts the context: its one output is
  * the `compaction` item. Idempotent like every submission.
  */
 @Injectable()
@@ -27,6 +28,7 @@ export class CompactContext {
         hasOverride: false,
         messages: [],
         attachmentFileIds: [],
+        resumesPausedQueue: false,
         config: (session) => ({ ...frozenInputConfig(session), compact: event.instructions ? { instructions: event.instructions } : {} }),
       });
       const receipt = acceptedReceipt(sessionId, input.id);

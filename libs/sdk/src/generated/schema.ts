@@ -1358,7 +1358,7 @@ export interface components {
         };
         CompactionPolicyDto: {
             /**
-             * @description auto: compact before a model call whose context would pass the threshold, and once after a provider's context-length error; manual: only on `yuxi.session.input.compact`; off: never (a context that does not fit fails the turn with `context_window_exceeded`). A session may override it (`yuxi.compaction_mode`).
+             * @description auto: compact before a model call whose context would pass the threshold, and once after a provider's context-length error; manual: only on `yuxi.session.input.compact`; off: never automatically (a context that does not fit fails the turn with `context_window_exceeded`; an explicit `yuxi.session.input.compact` still compacts). A session may override it (`yuxi.compaction_mode`).
              * @default auto
              * @enum {string}
              */
