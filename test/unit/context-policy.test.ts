@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { parseAgentDefinition } from '#libs/agents';
 import { AppConfig } from '#libs/config';
 import { defaultWindowTokens, ModelError, ScriptedProvider, SCRIPTED_WINDOW_TOKENS, type ModelEvent } from '#libs/models';
-import { compactionCut, type ContextMeasure, contextPolicy, contextTokens, decideContext, planNextStep, type ToolPolicy, transcript } from '#libs/runtime';
+import { compactionCut, ContextCache, type ContextMeasure, contextPolicy, contextTokens, decideContext, planNextStep, type ToolPolicy, transcript } from '#libs/runtime';
 import type { CommittedStep, ItemEntity } from '#libs/turns';
 
 // Context management's decisions, pure: no database, no model.
@@ -150,5 +150,32 @@ describe('scripted summariser', () => {
   it('refuses a request longer than its documented window, as a provider would', async () => {
     const request = { model: 'x', instructions: '', messages: [{ role: 'user' as const, text: 'word '.repeat(SCRIPTED_WINDOW_TOKENS + 10) }], tools: [], signal: new AbortController().signal };
     await assert.rejects(collect(scripted.stream(request)), (error: unknown) => error instanceof ModelError && error.code === 'model_context_length_exceeded' && !error.retryable);
+  });
+});
+
+describe('context cache', () => {
+  const at = new Date(0);
+  const item = (seq: number, type = 'message', role: string | null = 'user'): ItemEntity =>
+    ({ id: `i${seq}`, sessionId: 's', turnId: 't', runId: null, inputId: null, seq: String(seq), type, role, status: 'completed', content: [], phase: null, tokens: 5, createdAt: at }) as ItemEntity;
+
+  it('extends a cached context with what was written since; a new user message ends the pinning; a compaction forces a re-read', () => {
+    const cache = new ContextCache();
+    cache.set('s', { compaction: item(9, 'compaction', null), pinned: item(3), items: [item(7, 'message', 'assistant'), item(8, 'message', 'assistant')] }, 10);
+    const cached = cache.get('s')!;
+    assert.equal(cached.lastSeq, '9');
+    const assistantOnly = ContextCache.extend(cached, [item(10, 'message', 'assistant')]);
+    assert.deepEqual(assistantOnly?.items.map((i) => i.seq), ['7', '8', '10']);
+    assert.equal(assistantOnly?.pinned?.seq, '3', 'still the latest user message');
+    assert.equal(ContextCache.extend(cached, [item(10)])?.pinned, null, 'the new user message is among the items');
+    assert.equal(ContextCache.extend(cached, [item(10, 'compaction', null)]), null);
+  });
+
+  it('keeps at most 256 sessions, dropping the least recently used, and no oversized context', () => {
+    const cache = new ContextCache();
+    for (let n = 0; n < 257; n += 1) cache.set(`s${n}`, { compaction: null, pinned: null, items: [item(1)] }, 5);
+    assert.equal(cache.get('s0'), undefined);
+    assert.ok(cache.get('s256'));
+    cache.set('big', { compaction: null, pinned: null, items: [item(1)] }, 10_000_000);
+    assert.equal(cache.get('big'), undefined);
   });
 });

@@ -77,13 +77,26 @@ async function pause(delayMs: number, signal: AbortSignal): Promise<void> {
 
 /** The request's tokens as a provider would count them: instructions, messages and tools (deterministic). */
 async function countRequestTokens({ instructions, messages, tools }: ModelRequest): Promise<number> {
-  let total = instructions ? (await countTokens(instructions)) + MESSAGE_OVERHEAD_TOKENS : 0;
+  let total = instructions ? (await countCached(instructions)) + MESSAGE_OVERHEAD_TOKENS : 0;
   for (const message of messages) {
     const images = message.role === 'user' ? (message.parts?.filter((part) => part.type === 'image').length ?? 0) : 0;
     const calls = message.role === 'assistant' ? (message.tool_calls ?? []).map((call) => `${call.name}${call.arguments}`).join('') : '';
-    total += (await countTokens(messageText(message) + calls)) + images * IMAGE_TOKENS + MESSAGE_OVERHEAD_TOKENS;
+    total += (await countCached(messageText(message) + calls)) + images * IMAGE_TOKENS + MESSAGE_OVERHEAD_TOKENS;
   }
-  return total + (tools.length > 0 ? await countTokens(JSON.stringify(tools)) : 0);
+  return total + (tools.length > 0 ? await countCached(JSON.stringify(tools)) : 0);
+}
+
+/** A session's history is sent again with every call: its texts are counted once (a bounded memo). */
+const COUNTED = new Map<string, number>();
+const MAX_COUNTED = 20_000;
+
+async function countCached(text: string): Promise<number> {
+  const known = COUNTED.get(text);
+  if (known !== undefined) return known;
+  const tokens = await countTokens(text);
+  if (COUNTED.size >= MAX_COUNTED) COUNTED.clear();
+  COUNTED.set(text, tokens);
+  return tokens;
 }
 
 function messageText(message: ModelMessage): string {

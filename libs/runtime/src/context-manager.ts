@@ -4,7 +4,8 @@ import type { DataSource } from 'typeorm';
 import { FilesRepository } from '#libs/files';
 import { countTokens, MESSAGE_OVERHEAD_TOKENS, ModelError, type ModelMessage, type ModelUsage } from '#libs/models';
 import type { ResolvedTool } from '#libs/tools';
-import { type CommittedStep, type ItemEntity, ItemsRepository, itemTokens } from '#libs/turns';
+import { type CommittedStep, type ContextItems, type ItemEntity, ItemsRepository, itemTokens } from '#libs/turns';
+import { ContextCache } from './context-cache.js';
 import { CompactionStep } from './compaction-step.js';
 import { SUMMARY_HEADING } from './compaction-prompt.js';
 import { type ContextMeasure, type ContextPolicy, contextPolicy, contextTokens, decideContext } from './context-policy.js';
@@ -45,6 +46,8 @@ export class ContextManager {
     private readonly imageReferences: ImageReferences,
     private readonly compaction: CompactionStep,
   ) {}
+
+  private readonly cache = new ContextCache();
 
   policy(state: RunState): ContextPolicy {
     const { config } = state.held;
@@ -131,7 +134,7 @@ export class ContextManager {
   private async build(state: RunState, tools: ResolvedTool[]): Promise<BuiltContext> {
     const { held } = state;
     const sessionId = held.turn.sessionId;
-    const { compaction, pinned, items } = await this.items.contextItems(this.dataSource.manager, sessionId);
+    const { compaction, pinned, items } = await this.contextItems(sessionId);
     const shown = pinned ? [pinned, ...items] : items;
     const summary = compaction?.content[0]?.text ?? null;
     const summaryText = summary ? `${SUMMARY_HEADING}\n${summary}` : null;
@@ -160,6 +163,16 @@ export class ContextManager {
         lastCompactionTokensAfter: compaction?.content[0]?.compaction?.tokens_after ?? null,
       },
     };
+  }
+
+  /** The context's items: the cached ones and what was written since, or all of them read again. */
+  private async contextItems(sessionId: string): Promise<ContextItems> {
+    const manager = this.dataSource.manager;
+    const cached = this.cache.get(sessionId);
+    const context = (cached && ContextCache.extend(cached, await this.items.itemsAfter(manager, sessionId, cached.lastSeq))) ?? (await this.items.contextItems(manager, sessionId));
+    const tokens = context.items.reduce((sum, item) => sum + (item.tokens ?? 0), 0);
+    this.cache.set(sessionId, context, tokens);
+    return context;
   }
 
   /** The files bound to the user messages in the context (consumed inputs' attachments that still exist), by message id. */

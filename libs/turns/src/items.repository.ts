@@ -113,6 +113,15 @@ export class ItemsRepository {
     return context;
   }
 
+  /** The session's items written after `afterSeq`, in history order (what a cached context lacks). */
+  async itemsAfter(manager: EntityManager, sessionId: string, afterSeq: string): Promise<ItemEntity[]> {
+    const rows = (await manager.query(prepared(`SELECT ${ITEM_COLUMNS} FROM items WHERE session_id = $1 AND seq > $2 ORDER BY seq`), [sessionId, afterSeq])) as Record<
+      string,
+      unknown
+    >[];
+    return rows.map(itemFromRow);
+  }
+
   /** Items of the session, or of one turn when turnId is given; the cursor must belong to that scope. */
   async listItems(sessionId: string, turnId: string | null, page: PageQuery): Promise<Page<ItemEntity>> {
     const qb = this.items.createQueryBuilder('i').where('i.session_id = :sessionId', { sessionId });
