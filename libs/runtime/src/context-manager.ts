@@ -61,7 +61,7 @@ export class ContextManager {
     const fits = contextTokens(built.measure) <= policy.windowTokens;
     // Once the summariser failed in this run, a context that fits is not compacted again before every call.
     if (state.context.summariserFailed && fits) return this.track(state, built, policy);
-    const decision = decideContext(built.measure, policy, this.summarisable(built, policy));
+    const decision = decideContext(built.measure, policy, () => this.summarisable(built, policy));
     if (decision.action === 'too_large') throw new TurnLimitError('context_window_exceeded', decision.message);
     if (decision.action === 'call') return this.track(state, built, policy);
     try {
@@ -144,7 +144,9 @@ export class ContextManager {
     ];
     state.context.baseTokens ??=
       (await countTokens(held.config.instructions)) + MESSAGE_OVERHEAD_TOKENS + (tools.length > 0 ? await countTokens(JSON.stringify(tools.map(({ name, description, parameters }) => ({ name, description, parameters })))) : 0);
-    const counts = await Promise.all(items.map((item) => itemTokens(item)));
+    // Stored counts are read as they are; only items written by the api are counted here.
+    const counts: number[] = [];
+    for (const item of items) counts.push(item.tokens ?? (await itemTokens(item)));
     const latestUserIndex = pinned ? null : items.findLastIndex((item) => item.role === 'user');
     const pinnedTokens = pinned ? await itemTokens(pinned) : 0;
     return {

@@ -76,13 +76,15 @@ export type ContextDecision =
  * could not bring the context under the threshold is not redone before every call). A context that
  * does not fit the window and cannot be compacted fails instead of being sent.
  */
-export function decideContext(measure: ContextMeasure, policy: ContextPolicy, summarisable: number): ContextDecision {
+export function decideContext(measure: ContextMeasure, policy: ContextPolicy, summarisable: number | (() => number)): ContextDecision {
   const tokens = contextTokens(measure);
   const floor = measure.baseTokens + measure.latestUserTokens;
   if (floor > policy.windowTokens) {
     return { action: 'too_large', message: `The latest message with the instructions and tools needs about ${floor} tokens, more than the window of ${policy.windowTokens}` };
   }
-  const canFree = summarisable >= policy.minGainTokens;
+  // The common case, well within the threshold, needs no cut computed.
+  if (tokens <= policy.thresholdTokens) return { action: 'call' };
+  const canFree = (typeof summarisable === 'function' ? summarisable() : summarisable) >= policy.minGainTokens;
   const grown = measure.lastCompactionTokensAfter === null || tokens - measure.lastCompactionTokensAfter >= policy.minGainTokens;
   if (policy.mode === 'auto' && tokens > policy.thresholdTokens && canFree && grown) return { action: 'compact' };
   if (tokens <= policy.windowTokens) return { action: 'call' };
