@@ -66,6 +66,19 @@ describe('sdk: the typed client against the real stack', () => {
     assert.equal(again.turn?.status, 'completed');
   });
 
+  it('compacts a session on request and narrows the compaction event to its typed payload', async () => {
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: 'the order is ORD-5' });
+    await collect(direct.sessions.events(session.id, { untilInputId: session.yuxi.receipt!.input_id!, signal: AbortSignal.timeout(LIMIT_MS) }));
+    const receipt = await direct.sessions.compact(session.id, { instructions: 'Keep order ids.' });
+    const events = await collect(direct.sessions.events(session.id, { untilInputId: receipt.input_id!, signal: AbortSignal.timeout(LIMIT_MS) }));
+    const completed = events.find((event) => event.type === 'yuxi.session.turn.context_compression' && event.phase === 'completed');
+    assert.ok(completed?.type === 'yuxi.session.turn.context_compression', 'the compaction was announced');
+    assert.equal(completed.trigger, 'manual');
+    assert.equal(completed.item?.type, 'compaction');
+    assert.match(completed.item?.summary ?? '', /ORD-5/);
+    assert.equal(events.at(-1)?.type, 'agent.session.turn.completed');
+  });
+
   /**
    * A slow turn followed through the proxy, with `fault` applied to every open connection at the
    * third delta; the iterator must deliver what an uninterrupted subscription got, up to the turn's

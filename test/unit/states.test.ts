@@ -140,7 +140,7 @@ describe('cancel wins over completion', () => {
 });
 
 describe('input gates', () => {
-  const input = (fields: Partial<InputEntity>): InputEntity => ({ id: UUID, status: 'pending', mode: 'follow_up', attachmentStatus: 'ready', ...fields }) as InputEntity;
+  const input = (fields: Partial<InputEntity>): InputEntity => ({ id: UUID, status: 'pending', mode: 'follow_up', attachmentStatus: 'ready', config: {}, ...fields }) as InputEntity;
   const conflict = (fn: () => unknown, code: string): void => assert.throws(fn, (error: unknown) => error instanceof DomainError && error.code === code);
 
   it('cancels only a pending input of the session', () => {
@@ -150,7 +150,7 @@ describe('input gates', () => {
     conflict(() => gateCancelInput(null, UUID), 'not_found');
   });
 
-  it('promotes a ready pending follow-up; a steer is already satisfied; never while the turn waits or is being cancelled', () => {
+  it('promotes a ready pending follow-up; a steer is already satisfied; never while the turn waits or is being cancelled, never a compaction request', () => {
     assert.equal(gatePromoteInput(input({}), UUID, null)?.id, UUID);
     assert.equal(gatePromoteInput(input({ mode: 'steer' }), UUID, null), null);
     conflict(() => gatePromoteInput(input({ attachmentStatus: 'preparing' }), UUID, null), 'state_conflict');
@@ -158,5 +158,6 @@ describe('input gates', () => {
     conflict(() => gatePromoteInput(input({}), UUID, { status: 'requires_action', cancellationPending: false } as TurnEntity), 'state_conflict');
     conflict(() => gatePromoteInput(input({}), UUID, { status: 'in_progress', cancellationPending: true } as TurnEntity), 'state_conflict');
     conflict(() => gatePromoteInput(null, UUID, null), 'not_found');
+    conflict(() => gatePromoteInput(input({ config: { compact: {} } as InputEntity['config'] }), UUID, null), 'state_conflict');
   });
 });
