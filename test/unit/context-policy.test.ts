@@ -100,6 +100,19 @@ describe('compaction transcript', () => {
   });
 });
 
+describe('compaction transcript files', () => {
+  it('names the files attached to a user message, and the scripted summary keeps them as a fact', async () => {
+    const files = new Map([['m1', [{ id: 'f'.repeat(32), filename: 'invoice.pdf', mimeType: 'application/pdf', bytes: 1200 }]]]);
+    const text = transcript(null, [{ id: 'm1', type: 'message', role: 'user', content: [{ type: 'input_text', text: 'see the invoice' }] }], 10_000, files);
+    assert.equal(text, `Conversation:\n[user] see the invoice [Attached files: invoice.pdf (file_id ${'f'.repeat(32)}, application/pdf, 1200 bytes)]`);
+    const scripted = new ScriptedProvider(new AppConfig({ DATABASE_URL: 'x', REDIS_URL: 'x' }));
+    const events: ModelEvent[] = [];
+    for await (const event of scripted.stream({ model: 'x', instructions: '', messages: [{ role: 'user', text }], tools: [], signal: new AbortController().signal, purpose: 'compaction' })) events.push(event);
+    const summary = events.find((e) => e.type === 'text_delta');
+    assert.match(summary?.type === 'text_delta' ? summary.delta : '', /- files: invoice\.pdf \(file_id f{32}/);
+  });
+});
+
 describe('compaction transcript bounds', () => {
   it('drops the middle of a history of many short items, keeping the oldest and the latest', () => {
     const items = Array.from({ length: 3000 }, (_, i) => ({ type: 'message', role: 'user', content: [{ type: 'input_text', text: `short message number ${i}` }] }));

@@ -133,14 +133,18 @@ const WORDS_PER_FACT = 14;
 
 /**
  * The scripted model's summariser (a `compaction` call): deterministic, no network. It keeps the
- * facts of the previous summary (`- ` lines) and the first words of each user message of the
- * transcript, as facts; past SUMMARY_FIRST + SUMMARY_LAST facts the middle ones go.
+ * facts of the previous summary (`- ` lines), the first words of each user message of the
+ * transcript and the files attached to it, as facts; past SUMMARY_FIRST + SUMMARY_LAST facts the middle ones go.
  */
 export function scriptedSummary(transcript: string): string {
   const facts: string[] = [];
   for (const line of transcript.split('\n')) {
     if (line.startsWith('- ')) facts.push(line.slice(2));
-    else if (line.startsWith('[user] ')) facts.push(`user: ${line.slice(7).split(/\s+/).filter(Boolean).slice(0, WORDS_PER_FACT).join(' ')}`);
+    else if (line.startsWith('[user] ')) {
+      facts.push(`user: ${line.slice(7).split(/\s+/).filter(Boolean).slice(0, WORDS_PER_FACT).join(' ')}`);
+      const files = /\[Attached files: ([^\]]*)\]/.exec(line)?.[1];
+      if (files) facts.push(`files: ${files}`);
+    }
   }
   const kept = facts.length > SUMMARY_FIRST + SUMMARY_LAST ? [...facts.slice(0, SUMMARY_FIRST), ...facts.slice(-SUMMARY_LAST)] : facts;
   return ['Facts:', ...kept.map((fact) => `- ${fact}`)].join('\n');

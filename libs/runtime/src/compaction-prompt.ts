@@ -1,4 +1,5 @@
 import { itemText, type ItemEntity } from '#libs/turns';
+import { type MessageAttachment, withAttachmentList } from './model-context.js';
 
 /**
  * What the summariser is asked, as pure functions: a structured prompt (goal, decisions, facts,
@@ -24,14 +25,15 @@ export function summaryPrompt(agentInstructions: string, requestInstructions: st
   return [SUMMARY_PROMPT, agentInstructions.trim(), requestInstructions?.trim() ?? ''].filter(Boolean).join('\n\n');
 }
 
-/** One line per item, as the summariser reads it. */
-export function transcriptLine(item: Pick<ItemEntity, 'type' | 'role' | 'content'>): string {
+/** One line per item, as the summariser reads it; a user message names its attached files, as the model was told. */
+export function transcriptLine(item: Pick<ItemEntity, 'type' | 'role' | 'content'> & { id?: string }, attachments?: ReadonlyMap<string, readonly MessageAttachment[]>): string {
   const part = item.content[0];
   if (item.type === 'function_call') return `[tool call] ${part?.name ?? ''}(${part?.arguments ?? ''})`;
   if (item.type === 'function_call_output') return `[tool result${part?.success === false ? ', failed' : ''}] ${part?.output ?? ''}`;
   const { text, images } = itemText(item.content);
   const pictures = images > 0 ? ` [${images} image${images > 1 ? 's' : ''}]` : '';
-  return `[${item.role ?? 'assistant'}] ${text}${pictures}`;
+  const files = item.id ? attachments?.get(item.id) : undefined;
+  return `[${item.role ?? 'assistant'}] ${withAttachmentList(text, files).replace(/\n+/g, ' ')}${pictures}`;
 }
 
 /**
@@ -39,9 +41,14 @@ export function transcriptLine(item: Pick<ItemEntity, 'type' | 'role' | 'content
  * `maxChars` (what the summariser's window can take), each line longer than its share keeps its
  * head and tail, so every message is still represented.
  */
-export function transcript(previousSummary: string | null, items: readonly Pick<ItemEntity, 'type' | 'role' | 'content'>[], maxChars: number): string {
+export function transcript(
+  previousSummary: string | null,
+  items: readonly (Pick<ItemEntity, 'type' | 'role' | 'content'> & { id?: string })[],
+  maxChars: number,
+  attachments?: ReadonlyMap<string, readonly MessageAttachment[]>,
+): string {
   const head = previousSummary ? `Previous summary:\n${previousSummary}\n\nConversation since:` : 'Conversation:';
-  let lines = items.map(transcriptLine);
+  let lines = items.map((item) => transcriptLine(item, attachments));
   const length = (all: string[]): number => all.reduce((sum, line) => sum + line.length + 1, head.length);
   if (length(lines) > maxChars && lines.length > 0) {
     // Each line's share, less what the cut mark and the newline add.

@@ -66,7 +66,7 @@ export class CompactionStep {
         {
           model,
           instructions: summaryPrompt(policy.instructions, instructions),
-          messages: [{ role: 'user', text: transcript(built.compaction?.content[0]?.text ?? null, summarised, maxChars) }],
+          messages: [{ role: 'user', text: transcript(built.compaction?.content[0]?.text ?? null, summarised, maxChars, built.attachments) }],
           tools: [],
           signal: control.abort.signal,
           purpose: 'compaction',

@@ -21,6 +21,8 @@ export interface BuiltContext {
   measure: ContextMeasure;
   /** The items from the latest compaction's boundary on, in history order. */
   items: ItemEntity[];
+  /** The files bound to the user messages among them, by message id (the summariser lists them too). */
+  attachments: ReadonlyMap<string, readonly MessageAttachment[]>;
   compaction: ItemEntity | null;
   pinned: ItemEntity | null;
   /** Index in `items` of the latest user message (null when it is `pinned`, or there is none). */
@@ -138,9 +140,10 @@ export class ContextManager {
     const shown = pinned ? [pinned, ...items] : items;
     const summary = compaction?.content[0]?.text ?? null;
     const summaryText = summary ? `${SUMMARY_HEADING}\n${summary}` : null;
+    const attachments = await this.attachmentsOf(shown);
     const messages: ModelMessage[] = [
       ...(summaryText ? [{ role: 'user' as const, text: summaryText }] : []),
-      ...toModelMessages(await this.imageReferences.resolve(sessionId, shown), await this.attachmentsOf(shown)),
+      ...toModelMessages(await this.imageReferences.resolve(sessionId, shown), attachments),
     ];
     state.context.baseTokens ??=
       (await countTokens(held.config.instructions)) + MESSAGE_OVERHEAD_TOKENS + (tools.length > 0 ? await countTokens(JSON.stringify(tools.map(({ name, description, parameters }) => ({ name, description, parameters })))) : 0);
@@ -151,6 +154,7 @@ export class ContextManager {
     const pinnedTokens = pinned ? await itemTokens(pinned) : 0;
     return {
       messages,
+      attachments,
       items,
       compaction,
       pinned,
