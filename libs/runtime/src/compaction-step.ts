@@ -1,14 +1,13 @@
-import { Injectable, Logger } from '@nestjs/common';
-import { AppConfig, ThrottledLog } from '#libs/config';
+import { Injectable } from '@nestjs/common';
 import { newId } from '#libs/database';
 import { type CompactionCommit, StepTransitions, turnEvents } from '#libs/lifecycle';
-import { countTokens, defaultWindowTokens, MESSAGE_OVERHEAD_TOKENS, ModelError, ModelRegistry, streamWithRetries } from '#libs/models';
+import { countTokens, defaultWindowTokens, MESSAGE_OVERHEAD_TOKENS, ModelError } from '#libs/models';
 import type { CommittedStep, CompactionRecord, CompactionTrigger, Usage } from '#libs/turns';
 import type { BuiltContext } from './context-manager.js';
 import { compactionCut, contextTokens, type ContextPolicy } from './context-policy.js';
 import { summaryPrompt, SUMMARY_HEADING, transcript } from './compaction-prompt.js';
-import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
-import { measuredProvider } from './model-metrics.js';
+import { DurableWrites } from './durable-writes.js';
+import { ModelStreams } from './model-streams.js';
 import type { RunControl } from './run-control.js';
 import type { RunState } from './run-scope.js';
 
@@ -25,13 +24,10 @@ const CHARS_PER_TOKEN = 3;
  */
 @Injectable()
 export class CompactionStep {
-  private readonly retryLog = new ThrottledLog(new Logger(RUN_LOG_CONTEXT));
-
   constructor(
-    private readonly models: ModelRegistry,
+    private readonly streams: ModelStreams,
     private readonly stepTransitions: StepTransitions,
     private readonly writes: DurableWrites,
-    private readonly config: AppConfig,
   ) {}
 
   /** Where a compaction of this context would cut (items before it are summarised). A manual one summarises everything. */
@@ -59,24 +55,14 @@ export class CompactionStep {
     let summary = '';
     let usage: Usage | null = null;
     try {
-      const { provider, model } = this.models.resolve(policy.summarizerModel);
       const maxChars = Math.floor(defaultWindowOrPolicy(policy) * TRANSCRIPT_SHARE * CHARS_PER_TOKEN);
-      const stream = streamWithRetries(
-        measuredProvider(provider),
-        {
-          model,
-          instructions: summaryPrompt(policy.instructions, instructions),
-          messages: [{ role: 'user', text: transcript(built.compaction?.content[0]?.text ?? null, summarised, maxChars, built.attachments) }],
-          tools: [],
-          signal: control.abort.signal,
-          purpose: 'compaction',
-        },
-        {
-          maxRetries: this.config.modelMaxRetries,
-          maxDelayMs: this.config.modelRetryMaxDelayMs,
-          onRetry: (error, attempt, delayMs) => this.retryLog.warn(`summariser ${policy.summarizerModel}: ${error.code}, retry ${attempt + 1} in ${delayMs} ms`),
-        },
-      );
+      const stream = this.streams.open(policy.summarizerModel, {
+        instructions: summaryPrompt(policy.instructions, instructions),
+        messages: [{ role: 'user', text: transcript(built.compaction?.content[0]?.text ?? null, summarised, maxChars, built.attachments) }],
+        tools: [],
+        signal: control.abort.signal,
+        purpose: 'compaction',
+      });
       for await (const event of stream) {
         state.keeper.assertHeld();
         if (event.type === 'text_delta') summary += event.delta;

@@ -10,6 +10,7 @@ import { CompactionStep } from './compaction-step.js';
 import { SUMMARY_HEADING } from './compaction-prompt.js';
 import { type ContextMeasure, type ContextPolicy, contextPolicy, contextTokens, decideContext } from './context-policy.js';
 import { ImageReferences } from './image-references.js';
+import { modelTools } from './model-streams.js';
 import { type MessageAttachment, toModelMessages } from './model-context.js';
 import type { RunControl } from './run-control.js';
 import { TurnLimitError } from './run-errors.js';
@@ -146,7 +147,7 @@ export class ContextManager {
       ...toModelMessages(await this.imageReferences.resolve(sessionId, shown), attachments),
     ];
     state.context.baseTokens ??=
-      (await countTokens(held.config.instructions)) + MESSAGE_OVERHEAD_TOKENS + (tools.length > 0 ? await countTokens(JSON.stringify(tools.map(({ name, description, parameters }) => ({ name, description, parameters })))) : 0);
+      (await countTokens(held.config.instructions)) + MESSAGE_OVERHEAD_TOKENS + (tools.length > 0 ? await countTokens(JSON.stringify(modelTools(tools))) : 0);
     // Stored counts are read as they are; only items written by the api are counted here.
     const counts: number[] = [];
     for (const item of items) counts.push(item.tokens ?? (await itemTokens(item)));

@@ -1,13 +1,11 @@
-import { Injectable, Logger } from '@nestjs/common';
-import { AppConfig, ThrottledLog } from '#libs/config';
+import { Injectable } from '@nestjs/common';
 import { newId } from '#libs/database';
 import { assistantItem, StepTransitions, turnEvents } from '#libs/lifecycle';
-import { ModelRegistry, streamWithRetries } from '#libs/models';
 import type { ResolvedTool } from '#libs/tools';
 import type { CommittedStep, ToolCallSpec, Usage } from '#libs/turns';
 import type { BuiltContext } from './context-manager.js';
-import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
-import { measuredProvider } from './model-metrics.js';
+import { DurableWrites } from './durable-writes.js';
+import { ModelStreams, modelTools } from './model-streams.js';
 import type { RunControl } from './run-control.js';
 import { emptyOutput, type RunState } from './run-scope.js';
 
@@ -25,13 +23,10 @@ export interface ModelCallResult {
  */
 @Injectable()
 export class ModelCallStep {
-  private readonly retryLog = new ThrottledLog(new Logger(RUN_LOG_CONTEXT));
-
   constructor(
-    private readonly models: ModelRegistry,
+    private readonly streams: ModelStreams,
     private readonly stepTransitions: StepTransitions,
     private readonly writes: DurableWrites,
-    private readonly config: AppConfig,
   ) {}
 
   /**
@@ -43,21 +38,14 @@ export class ModelCallStep {
    */
   async call(state: RunState, context: BuiltContext, tools: ResolvedTool[], control: RunControl): Promise<ModelCallResult> {
     const { held } = state;
-    const { provider, model } = this.models.resolve(held.run.model);
     state.output = emptyOutput(state.outputIndex);
     const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null };
     let reasoning = '';
-    const request = {
-      model,
+    const stream = this.streams.open(held.run.model, {
       instructions: held.config.instructions,
       messages: context.messages,
-      tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+      tools: modelTools(tools),
       signal: control.abort.signal,
-    };
-    const stream = streamWithRetries(measuredProvider(provider), request, {
-      maxRetries: this.config.modelMaxRetries,
-      maxDelayMs: this.config.modelRetryMaxDelayMs,
-      onRetry: (error, attempt, delayMs) => this.retryLog.warn(`model ${held.run.model}: ${error.code}, retry ${attempt + 1} in ${delayMs} ms`),
     });
     for await (const event of stream) {
       state.keeper.assertHeld();

@@ -17,6 +17,7 @@ import { DurableWrites } from './durable-writes.js';
 import { CompactionStep } from './compaction-step.js';
 import { ContextManager } from './context-manager.js';
 import { ModelCallStep } from './model-call-step.js';
+import { ModelStreams } from './model-streams.js';
 import { RunClosing } from './run-closing.js';
 import { RunExecutor } from './run-executor.js';
 import { RunScopes } from './run-scope.js';
@@ -28,7 +29,7 @@ import { LifecycleModule } from '#libs/lifecycle';
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
-  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, ContextManager, CompactionStep, RunClosing, DurableWrites, ImageReferences, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}

@@ -1,0 +1,36 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AppConfig, ThrottledLog } from '#libs/config';
+import { type ModelEvent, ModelRegistry, type ModelRequest, type ModelTool, streamWithRetries } from '#libs/models';
+import type { ResolvedTool } from '#libs/tools';
+import { RUN_LOG_CONTEXT } from './durable-writes.js';
+import { measuredProvider } from './model-metrics.js';
+
+/** The tools as a model is offered them (and as their size in the context is counted). */
+export function modelTools(tools: readonly ResolvedTool[]): ModelTool[] {
+  return tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+}
+
+/**
+ * How a run calls a model, whatever for (the agent's call, the summariser's): resolved from its
+ * `provider:model` reference, measured, and retried under the deployment's policy (backoff,
+ * Retry-After) as long as nothing was streamed yet.
+ */
+@Injectable()
+export class ModelStreams {
+  private readonly retryLog = new ThrottledLog(new Logger(RUN_LOG_CONTEXT));
+
+  constructor(
+    private readonly models: ModelRegistry,
+    private readonly config: AppConfig,
+  ) {}
+
+  open(ref: string, request: Omit<ModelRequest, 'model'>): AsyncIterable<ModelEvent> {
+    const { provider, model } = this.models.resolve(ref);
+    const purpose = request.purpose === 'compaction' ? 'summariser' : 'model';
+    return streamWithRetries(measuredProvider(provider), { ...request, model }, {
+      maxRetries: this.config.modelMaxRetries,
+      maxDelayMs: this.config.modelRetryMaxDelayMs,
+      onRetry: (error, attempt, delayMs) => this.retryLog.warn(`${purpose} ${ref}: ${error.code}, retry ${attempt + 1} in ${delayMs} ms`),
+    });
+  }
+}
