@@ -95,7 +95,11 @@ describe('faults: the dev launcher', () => {
     const apiPid = stack.child('api')!.pid!;
     const first = stack.child('worker')!;
     const firstPid = first.pid!;
-    assert.ok((await workerHealth(healthPort))?.worker_id?.includes(String(firstPid)), 'the first worker answers its health port');
+    // The launcher is ready once the api is; the worker answers when its own start is done.
+    await waitUntil('the first worker to answer its health port', async () => ((await workerHealth(healthPort))?.worker_id?.includes(String(firstPid)) ? true : null), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
 
     // A crash: the worker is restarted after the first back-off step, the api is left alone.
     first.kill('SIGKILL');

@@ -11,8 +11,10 @@ import { WorkerModule } from './worker.module.js';
 
 /** The worker: an application context (no HTTP API) plus a tiny ops endpoint (health) for orchestrators. */
 async function bootstrap(): Promise<void> {
-  // Every item the worker writes is counted in tokens as it is written: the encoding is loaded before any work is taken.
-  await loadTokenizer();
+  // Items the worker writes are counted in tokens as they are written; the encoding (~0.3 s) loads
+  // alongside the application. An item written before it is ready keeps a null count, which the
+  // context builder counts when it reads the item.
+  const tokenizer = loadTokenizer();
   const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: true });
   app.useLogger(app.get(PinoNestLogger));
   const config = app.get(AppConfig);
@@ -29,6 +31,7 @@ async function bootstrap(): Promise<void> {
   } else {
     closeOnSignals(app);
   }
+  await tokenizer;
   new Logger('Worker').log(`worker ready${config.workerHealthPort > 0 ? `, health on :${config.workerHealthPort}/health/live and /health/ready` : ''}`);
 }
 
