@@ -11,6 +11,7 @@ import {
   type CompactionTrigger,
   type ItemEntity,
   ItemsRepository,
+  itemTokensIfLoaded,
   type Lease,
   type NewItem,
   RunsRepository,
@@ -195,13 +196,15 @@ export class StepTransitions {
   /** A call's result: the step and its function_call_output item. Null when the lease is gone (or the call already has one). */
   async recordToolResult(held: HeldTurn, lease: Lease, outputIndex: number, call: ToolCallSpec, outcome: { success: boolean; output: string }): Promise<Recorded | null> {
     const { sessionId } = held.turn;
+    // A tool's output can be large: it is counted before the session lock is taken, not under it.
+    const tokens = itemTokensIfLoaded([outputPart(call.call_id, outcome)]);
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
       const now = new Date();
       const committed: CommittedStep = { runId: lease.runId, kind: 'tool_call', status: 'completed', ref: call.call_id, output: outcome };
       const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { name: call.name, arguments: call.arguments }, at: now });
       if (!recorded) return null;
-      const events = await this.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, outcome, now);
+      const events = await this.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, outcome, now, tokens);
       return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
     });
   }
@@ -239,13 +242,16 @@ export class StepTransitions {
     callId: string,
     outcome: { success: boolean; output: string },
     at: Date,
+    tokens: number | null = null,
   ): Promise<OutgoingEvent[]> {
     const seq = await this.sessions.reserveItemSeqs(manager, held.turn.sessionId, 1);
-    const [item] = await this.items.insertItems(manager, seq, [
-      toolItem(held, runId, 'function_call_output', { type: 'function_call_output', call_id: callId, output: outcome.output, success: outcome.success }, at),
-    ]);
+    const [item] = await this.items.insertItems(manager, seq, [{ ...toolItem(held, runId, 'function_call_output', outputPart(callId, outcome), at), tokens }]);
     return [turnEvents.item('added', item!, outputIndex), turnEvents.item('done', item!, outputIndex)];
   }
+}
+
+function outputPart(callId: string, outcome: { success: boolean; output: string }): ItemEntity['content'][number] {
+  return { type: 'function_call_output', call_id: callId, output: outcome.output, success: outcome.success };
 }
 
 function toolItem(held: Pick<HeldTurn, 'turn'>, runId: string, type: string, part: ItemEntity['content'][number], at: Date): NewItem {

@@ -61,7 +61,7 @@ export {
 } from './states.js';
 export { TurnsModule } from './turns.module.js';
 export { type ContextItems, ItemsRepository, type NewItem } from './items.repository.js';
-export { itemText, itemTokens } from './item-tokens.js';
+export { itemText, itemTokens, itemTokensIfLoaded } from './item-tokens.js';
 export type { Lease } from './lease.js';
 export { RunsRepository, type SuccessorSpec } from './runs.repository.js';
 export { type NewStep, StepsRepository } from './steps.repository.js';

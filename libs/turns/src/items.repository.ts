@@ -36,7 +36,8 @@ function itemFromRow(row: Record<string, unknown>): ItemEntity {
   });
 }
 
-export type NewItem = Omit<ItemEntity, 'id' | 'seq' | 'tokens'> & { id?: string };
+/** `tokens`: counted before the writing transaction (a large tool output), else counted here when the tokenizer is loaded. */
+export type NewItem = Omit<ItemEntity, 'id' | 'seq' | 'tokens'> & { id?: string; tokens?: number | null };
 
 /** The `items` table: a session's durable history, in per-session sequence order. */
 @Injectable()
@@ -46,7 +47,7 @@ export class ItemsRepository {
   /** Items take consecutive per-session sequence numbers starting at firstSeq. */
   async insertItems(manager: EntityManager, firstSeq: number, items: NewItem[]): Promise<ItemEntity[]> {
     const rows = items.map((item, index) =>
-      manager.create(ItemEntity, { ...item, id: item.id ?? newId(), seq: String(firstSeq + index), tokens: itemTokensIfLoaded(item.content) }),
+      manager.create(ItemEntity, { ...item, id: item.id ?? newId(), seq: String(firstSeq + index), tokens: item.tokens ?? itemTokensIfLoaded(item.content) }),
     );
     if (rows.length === 0) return rows;
     const values: unknown[] = [];
