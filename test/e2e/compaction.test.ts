@@ -224,6 +224,26 @@ describe('context compaction', () => {
     assert.ok((fake.requests(fakeModel(model)) as any[]).length === n - 1, 'the turn that did not fit was never sent');
   });
 
+  it('refuses a malformed compaction request or compaction mode with a 422, and queues nothing', async () => {
+    const session = await createSessionWith('default-chatbot');
+    for (const event of [
+      { type: 'yuxi.session.input.compact', instructions: 5 },
+      { type: 'yuxi.session.input.compact', instructions: '' },
+      { type: 'yuxi.session.input.compact', instructions: null },
+      { type: 'yuxi.session.input.compact', extra: true },
+    ]) {
+      const res = await postEvent(session.id, event);
+      assert.equal(res.status, 422, JSON.stringify(event));
+      assert.equal(res.body.error.code, 'validation_failed');
+    }
+    for (const mode of ['sometimes', null, 3]) {
+      const res = await http(`${API}/sessions/${session.id}`, { method: 'POST', body: { yuxi: { compaction_mode: mode } } });
+      assert.equal(res.status, 422, String(mode));
+    }
+    assert.deepEqual((await http(`${API}/sessions/${session.id}/queue`)).body.data, []);
+    assert.equal((await http(`${API}/sessions/${session.id}`)).body.yuxi.compaction_mode, null);
+  });
+
   it('refuses an invalid context policy with every problem named', async () => {
     const res = await http('/api/v1/admin/agents/t-bad-context', {
       method: 'PUT',
