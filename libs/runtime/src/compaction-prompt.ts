@@ -1,3 +1,4 @@
+import { countTokens, MESSAGE_OVERHEAD_TOKENS } from '#libs/models';
 import { itemText, type ItemEntity } from '#libs/turns';
 import { type MessageAttachment, withAttachmentList } from './model-context.js';
 
@@ -20,6 +21,16 @@ export const SUMMARY_PROMPT = [
 
 /** How the summary opens the context of later model calls (as the first user message). */
 export const SUMMARY_HEADING = 'Summary of the earlier conversation (compacted):';
+
+/** The message a summary opens later contexts with. */
+export function summaryMessage(summary: string): { role: 'user'; text: string } {
+  return { role: 'user', text: `${SUMMARY_HEADING}\n${summary}` };
+}
+
+/** That message's size in a context. */
+export async function summaryMessageTokens(summary: string): Promise<number> {
+  return (await countTokens(summaryMessage(summary).text)) + MESSAGE_OVERHEAD_TOKENS;
+}
 
 export function summaryPrompt(agentInstructions: string, requestInstructions: string | undefined): string {
   return [SUMMARY_PROMPT, agentInstructions.trim(), requestInstructions?.trim() ?? ''].filter(Boolean).join('\n\n');

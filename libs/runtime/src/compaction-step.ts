@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { newId } from '#libs/database';
 import { type CompactionCommit, StepTransitions, turnEvents } from '#libs/lifecycle';
-import { countTokens, defaultWindowTokens, MESSAGE_OVERHEAD_TOKENS, ModelError } from '#libs/models';
+import { defaultWindowTokens, ModelError } from '#libs/models';
 import type { CommittedStep, CompactionRecord, CompactionTrigger, Usage } from '#libs/turns';
 import type { BuiltContext } from './context-manager.js';
 import { compactionCut, contextTokens, type ContextPolicy } from './context-policy.js';
-import { summaryPrompt, SUMMARY_HEADING, transcript } from './compaction-prompt.js';
+import { summaryMessageTokens, summaryPrompt, transcript } from './compaction-prompt.js';
 import { DurableWrites } from './durable-writes.js';
 import { ModelStreams } from './model-streams.js';
 import type { RunControl } from './run-control.js';
@@ -82,7 +82,7 @@ export class CompactionStep {
     // The latest user message stays verbatim: after the summary when the cut passed it.
     const latestUser = built.latestUserIndex;
     const pinnedAfter = built.pinned ? built.measure.pinnedTokens : latestUser !== null && latestUser < cut ? (built.measure.itemTokens[latestUser] ?? 0) : 0;
-    const summaryTokens = (await countTokens(`${SUMMARY_HEADING}\n${summary}`)) + MESSAGE_OVERHEAD_TOKENS;
+    const summaryTokens = await summaryMessageTokens(summary);
     const keptTokens = built.measure.itemTokens.slice(cut).reduce((sum, tokens) => sum + tokens, 0);
     const record: CompactionRecord = {
       trigger,

@@ -7,7 +7,7 @@ import type { ResolvedTool } from '#libs/tools';
 import { type CommittedStep, type ContextItems, type ItemEntity, ItemsRepository, itemTokens } from '#libs/turns';
 import { ContextCache } from './context-cache.js';
 import { CompactionStep } from './compaction-step.js';
-import { SUMMARY_HEADING } from './compaction-prompt.js';
+import { summaryMessage, summaryMessageTokens } from './compaction-prompt.js';
 import { type ContextMeasure, type ContextPolicy, contextPolicy, contextTokens, decideContext } from './context-policy.js';
 import { ImageReferences } from './image-references.js';
 import { modelTools } from './model-streams.js';
@@ -140,10 +140,9 @@ export class ContextManager {
     const { compaction, pinned, items } = await this.contextItems(sessionId);
     const shown = pinned ? [pinned, ...items] : items;
     const summary = compaction?.content[0]?.text ?? null;
-    const summaryText = summary ? `${SUMMARY_HEADING}\n${summary}` : null;
     const attachments = await this.attachmentsOf(shown);
     const messages: ModelMessage[] = [
-      ...(summaryText ? [{ role: 'user' as const, text: summaryText }] : []),
+      ...(summary ? [summaryMessage(summary)] : []),
       ...toModelMessages(await this.imageReferences.resolve(sessionId, shown), attachments),
     ];
     state.context.baseTokens ??=
@@ -162,7 +161,7 @@ export class ContextManager {
       latestUserIndex: latestUserIndex === null || latestUserIndex < 0 ? null : latestUserIndex,
       measure: {
         baseTokens: state.context.baseTokens,
-        summaryTokens: summaryText ? (await countTokens(summaryText)) + MESSAGE_OVERHEAD_TOKENS : 0,
+        summaryTokens: summary ? await summaryMessageTokens(summary) : 0,
         pinnedTokens,
         latestUserTokens: pinned ? pinnedTokens : latestUserIndex !== null && latestUserIndex >= 0 ? (counts[latestUserIndex] ?? 0) : 0,
         itemTokens: counts,

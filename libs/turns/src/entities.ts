@@ -67,7 +67,8 @@ export interface CompactionRecord {
   usage: Usage | null;
 }
 
-export type CompactionTrigger = 'auto' | 'manual' | 'overflow';
+export const COMPACTION_TRIGGERS = ['auto', 'manual', 'overflow'] as const;
+export type CompactionTrigger = (typeof COMPACTION_TRIGGERS)[number];
 
 /** The size of a turn's context when its last model call was sent (`yuxi.context` of the turn). */
 export interface TurnContext {

@@ -1,3 +1,4 @@
+export { COMPACTION_TRIGGERS } from './entities.js';
 export type {
   CommittedStep,
   CompactionRecord,

@@ -1,5 +1,6 @@
 import { ApiProperty, type ApiPropertyOptions, ApiPropertyOptional } from '@nestjs/swagger';
 import { RUN_STATUSES, TURN_STATUSES } from './states.js';
+import { COMPACTION_TRIGGERS } from './entities.js';
 
 export class PublicErrorDto {
   @ApiProperty({
@@ -36,7 +37,7 @@ export class ItemYuxiDto {
   @ApiProperty({ type: String, nullable: true, description: 'The input a user message was consumed from.' }) input_id!: string | null;
   @ApiProperty({ type: 'integer', description: 'Unix seconds when the item was projected into history.' }) created_at!: number;
   @ApiPropertyOptional({ description: 'function_call_output: whether the tool succeeded.' }) success?: boolean;
-  @ApiPropertyOptional({ enum: ['auto', 'manual', 'overflow'], description: 'compaction: what started it.' }) trigger?: string;
+  @ApiPropertyOptional({ enum: COMPACTION_TRIGGERS, description: 'compaction: what started it.' }) trigger?: string;
   @ApiPropertyOptional({ type: String, nullable: true, description: 'compaction: the last item the summary covers (the items stay readable).' }) through_item_id?: string | null;
   @ApiPropertyOptional({ type: String, nullable: true, description: 'compaction: the first item kept verbatim after the summary; null when none is.' })
   first_kept_item_id?: string | null;

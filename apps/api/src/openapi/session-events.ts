@@ -1,7 +1,7 @@
 import { type ContentObject, getSchemaPath, type SchemaObject } from '@nestjs/swagger';
 import { type ContentPartEventType, EVENT_TYPES, type EventOf, type EventType, type ItemEventType, type RunEventType, type TurnStatusEventType } from '#libs/events';
 import { SessionDto, ReceiptDto } from '#libs/protocol';
-import { ContentPartDto, ItemDto, PublicErrorDto, RunDto, TurnDto, TurnStateDto, WaitpointDto } from '#libs/turns';
+import { COMPACTION_TRIGGERS, ContentPartDto, ItemDto, PublicErrorDto, RunDto, TurnDto, TurnStateDto, WaitpointDto } from '#libs/turns';
 
 /**
  * The SSE payloads as schemas: one per event type, combined as `SessionEvent` (a `oneOf` with a
@@ -124,7 +124,7 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
     optional: ['output_index', 'item', 'error'],
     payload: {
       phase: { type: 'string', enum: ['started', 'completed', 'failed'], description: '`started` is live; `completed` is durable; `failed` is durable when nothing was compacted, live when the summariser failed.' },
-      trigger: { type: 'string', enum: ['auto', 'manual', 'overflow'] },
+      trigger: { type: 'string', enum: [...COMPACTION_TRIGGERS] },
       output_index: index('completed: the compaction item\'s position among the outputs of the turn.'),
       item: ref(ItemDto),
       error: ref(PublicErrorDto),
