@@ -16,9 +16,11 @@ const turnStates = await importBuilt('libs/turns/src/states.js');
 const inputStates = await importBuilt('libs/inputs/src/states.js');
 const sql = turnStates.sqlList;
 const TERMINAL_TURN = sql(turnStates.TERMINAL_TURN_STATUSES);
-const WAITING_TURN = sql(turnStates.TURN_TRANSITIONS.suspend.to);
+/** A turn waiting at a waitpoint for a person or the client (a coordinator's cooperation wait stays in_progress). */
+const WAITING_STATUSES = turnStates.TURN_TRANSITIONS.suspend.to.filter((status) => !turnStates.TURN_TRANSITIONS.suspend.from.includes(status));
+const WAITING_TURN = sql(WAITING_STATUSES);
 /** Active turns that need a run in progress: every active status but waiting at a waitpoint. */
-const EXECUTING_TURN = sql(turnStates.ACTIVE_TURN_STATUSES.filter((status) => !turnStates.TURN_TRANSITIONS.suspend.to.includes(status)));
+const EXECUTING_TURN = sql(turnStates.ACTIVE_TURN_STATUSES.filter((status) => !WAITING_STATUSES.includes(status)));
 const RUNNING = sql(turnStates.LEASABLE_RUN_STATUSES);
 const FINAL_ITEM = sql(turnStates.ITEM_STATUSES.filter((status) => status !== 'in_progress'));
 const PENDING = sql(inputStates.INPUT_TRANSITIONS.consume.from);
@@ -70,13 +72,14 @@ export const INVARIANTS = [
   {
     name: 'active_turn_has_current_in_progress_run',
     description:
-      'every turn is terminal or requires_action, or is queued/in_progress with current_run_id naming an in_progress run of that turn',
+      'every turn is terminal or requires_action, or is queued/in_progress with current_run_id naming an in_progress run of that turn, or is a coordinator waiting for its members (cooperation waitpoint) whose current run is requires_action and unleased',
     sql: `
       SELECT t.id AS turn_id, t.session_id, t.seq, t.status, t.current_run_id, r.turn_id AS run_turn_id, r.status AS run_status
       FROM turns t
       LEFT JOIN runs r ON r.id = t.current_run_id
       WHERE {{S:t.session_id}}
         AND t.status NOT IN (${TERMINAL_TURN}, ${WAITING_TURN})
+        AND NOT (t.waitpoint->>'kind' = 'cooperation' AND r.turn_id = t.id AND r.status = 'requires_action' AND r.lease_owner IS NULL)
         AND (t.status NOT IN (${EXECUTING_TURN}) OR r.id IS NULL OR r.turn_id <> t.id OR r.status NOT IN (${RUNNING}))`,
   },
   {

@@ -109,6 +109,12 @@ const SAMPLES: { [K in EventType]: Parameters<(typeof EVENT_BUILDERS)[K]> } = {
   'agent.session.turn.content_part.done': [item, 0, 0, part],
   'agent.session.turn.item.done': [item, 0],
   'yuxi.session.turn.context_compression': ['completed', { turnId: 'turn_1', runId: 'run_1', trigger: 'auto' }, { item: compaction, outputIndex: 2 }],
+  'agent.session.subagent.created': [
+    'turn_1',
+    'run_1',
+    { id: '0190a5c4-0000-5000-8000-000000000001', agent_id: 'coordinator', name: 'a', task: 'alpha', parent_session_id: '0190a5c4-0000-7000-8000-000000000002', root_session_id: '0190a5c4-0000-7000-8000-000000000002', depth: 1 },
+  ],
+  'yuxi.session.subagent.state': [{ memberSessionId: '0190a5c4-0000-5000-8000-000000000001', name: 'a', turnId: 'turn_2', status: 'completed', errorCode: null }],
   'yuxi.session.run.yielded': [run],
   'yuxi.session.run.interrupted': [run],
   'yuxi.session.run.requires_action': [run],

@@ -1,6 +1,6 @@
 import type { FieldError } from '#libs/errors';
 import { parseToolDeclarations, type ToolDeclaration } from '#libs/tools';
-import { AGENT_VISIBILITIES, type AgentContext, type AgentLimits, COMPACTION_MODES, type CompactionMode, type AgentVisibility, TOOL_APPROVAL_MODES, type ToolApprovalMode } from './agent.entity.js';
+import { AGENT_VISIBILITIES, type AgentContext, DEFAULT_MULTI_AGENT, type MultiAgentPolicy, type AgentLimits, COMPACTION_MODES, type CompactionMode, type AgentVisibility, TOOL_APPROVAL_MODES, type ToolApprovalMode } from './agent.entity.js';
 
 /** A saved agent as an administrator writes it (PUT body, or one entry of AGENTS_FILE). */
 export interface AgentDefinition {
@@ -13,13 +13,15 @@ export interface AgentDefinition {
   tool_approval_mode: ToolApprovalMode;
   limits: Partial<AgentLimits>;
   context: AgentContext;
+  /** null: no cooperation tools. */
+  multi_agent: MultiAgentPolicy | null;
   visibility: AgentVisibility;
 }
 
 export const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** Slugs that are routes under /api/v1/agents: an agent with one of these ids could not be read at /api/v1/agents/{id}. */
-export const RESERVED_AGENT_IDS: readonly string[] = ['sessions', 'files'];
-const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'limits', 'context', 'visibility']);
+export const RESERVED_AGENT_IDS: readonly string[] = ['sessions', 'files', 'projects'];
+const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'limits', 'context', 'multi_agent', 'visibility']);
 const LIMIT_RANGES: Record<keyof AgentLimits, [number, number]> = {
   max_model_calls: [1, 1000],
   max_tool_calls: [0, 1000],
@@ -73,6 +75,7 @@ export function parseAgentDefinition(raw: unknown): { definition: AgentDefinitio
     }
   }
   const context = parseContext(body.context, fail);
+  const multiAgent = parseMultiAgent(body.multi_agent, fail);
   const parsedTools = parseToolDeclarations(body.tools ?? []);
   for (const error of parsedTools.errors) {
     const match = /^(tools(?:\[\d+\])?(?:\.[\w]+)?)[: ]\s*(.*)$/.exec(error);
@@ -89,10 +92,37 @@ export function parseAgentDefinition(raw: unknown): { definition: AgentDefinitio
       tool_approval_mode: mode as ToolApprovalMode,
       limits,
       context,
+      multi_agent: multiAgent,
       visibility: visibility as AgentVisibility,
     },
     errors,
   };
+}
+
+const MULTI_AGENT_FIELDS = new Set(['enabled', 'max_concurrent_subagents', 'max_depth', 'agents']);
+
+/** `multi_agent` of a definition, defaults filled in; null when absent (or null). */
+function parseMultiAgent(raw: unknown, fail: (field: string, error: string) => void): MultiAgentPolicy | null {
+  if (raw === undefined || raw === null) return null;
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    fail('multi_agent', 'must be an object');
+    return null;
+  }
+  const given = raw as Record<string, unknown>;
+  for (const key of Object.keys(given)) if (!MULTI_AGENT_FIELDS.has(key)) fail(`multi_agent.${key}`, 'is an unknown field');
+  if (typeof given.enabled !== 'boolean') fail('multi_agent.enabled', 'must be a boolean');
+  const integer = (field: 'max_concurrent_subagents' | 'max_depth', range: [number, number]): number => {
+    const value = given[field] ?? DEFAULT_MULTI_AGENT[field];
+    if (!Number.isInteger(value) || (value as number) < range[0] || (value as number) > range[1]) fail(`multi_agent.${field}`, `must be an integer ${range[0]}–${range[1]}`);
+    return value as number;
+  };
+  const policy: MultiAgentPolicy = { enabled: given.enabled === true, max_concurrent_subagents: integer('max_concurrent_subagents', [1, 20]), max_depth: integer('max_depth', [1, 5]) };
+  if (given.agents !== undefined) {
+    if (!Array.isArray(given.agents) || given.agents.length === 0 || given.agents.length > 32 || given.agents.some((id) => typeof id !== 'string' || !AGENT_ID.test(id))) {
+      fail('multi_agent.agents', 'must be a non-empty list of at most 32 agent ids');
+    } else policy.agents = [...new Set(given.agents as string[])];
+  }
+  return policy;
 }
 
 const WINDOW_RANGE: [number, number] = [1024, 10_000_000];

@@ -80,6 +80,14 @@ export class AgentContextDto {
   @ApiPropertyOptional({ type: CompactionPolicyDto }) compaction?: CompactionPolicyDto;
 }
 
+/** Cooperation: the coordinator's tools and its tree's limits (PROTOCOL.md "Cooperation: subagents and trees"). */
+export class MultiAgentDto {
+  @ApiProperty({ description: 'Gives the agent create_subagent, message_subagent, wait_subagents and interrupt_subagent.' }) enabled!: boolean;
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 20, default: 6, description: 'Members of one tree running at once; more wait queued.' }) max_concurrent_subagents?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 5, default: 1, description: 'How deep a tree grows: 1 = members do not spawn members.' }) max_depth?: number;
+  @ApiPropertyOptional({ type: [String], minItems: 1, maxItems: 32, description: 'Agents members may be created with (default: the coordinator\'s own).' }) agents?: string[];
+}
+
 export class AgentYuxiDto {
   @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
   @ApiProperty({ description: 'Whether this is a public agent visible to every caller.' }) system!: boolean;
@@ -88,6 +96,7 @@ export class AgentYuxiDto {
   @ApiProperty({ type: 'array', items: TOOL_SCHEMA }) tools!: object[];
   @ApiProperty({ type: AgentLimitsDto, description: 'Effective limits (defaults filled in).' }) limits!: AgentLimitsDto;
   @ApiProperty({ type: AgentContextDto, description: 'Context management as defined (defaults not filled in).' }) context!: AgentContextDto;
+  @ApiProperty({ type: MultiAgentDto, nullable: true, description: 'Cooperation (defaults filled in); null: the agent does not coordinate.' }) multi_agent!: MultiAgentDto | null;
   @ApiPropertyOptional({ description: 'System prompt; shown to administrators only.' }) instructions?: string;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) updated_at!: number;
 }
@@ -122,6 +131,7 @@ export class PutAgentDto {
   @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], default: 'default' }) tool_approval_mode?: string;
   @ApiPropertyOptional({ type: AgentLimitsInputDto, description: 'Any subset; the rest take defaults.' }) limits?: AgentLimitsInputDto;
   @ApiPropertyOptional({ type: AgentContextDto, description: 'Context window and compaction policy (PROTOCOL.md "Context and compaction").' }) context?: AgentContextDto;
+  @ApiPropertyOptional({ type: MultiAgentDto, nullable: true, description: 'Cooperation: subagents and trees (PROTOCOL.md).' }) multi_agent?: MultiAgentDto | null;
   @ApiPropertyOptional({ enum: ['public', 'private'], default: 'public', description: 'private: visible to its creator only.' }) visibility?: string;
 }
 

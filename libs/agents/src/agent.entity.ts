@@ -42,6 +42,22 @@ export interface AgentContext {
   };
 }
 
+/**
+ * Cooperation (PROTOCOL.md "Cooperation: subagents and trees"): an agent that enables it is a
+ * coordinator, given create / message / wait / interrupt tools for members of its tree.
+ */
+export interface MultiAgentPolicy {
+  enabled: boolean;
+  /** At most this many members of one tree run at once; more wait queued (default 6, 1–20). */
+  max_concurrent_subagents: number;
+  /** How deep a tree grows: 1 (default) = members do not spawn members of their own (1–5). */
+  max_depth: number;
+  /** The agents members may be created with; absent: the coordinator's own. */
+  agents?: string[];
+}
+
+export const DEFAULT_MULTI_AGENT = { max_concurrent_subagents: 6, max_depth: 1 } as const;
+
 /** What a session (and each input it receives) keeps of its agent: editing the agent later changes nothing here. */
 export interface AgentSnapshot {
   version: number;
@@ -49,6 +65,8 @@ export interface AgentSnapshot {
   limits: AgentLimits;
   /** Absent on sessions created before agents had it (the defaults apply). */
   context?: AgentContext;
+  /** Present when the agent enables cooperation (members inherit their root's). */
+  multi_agent?: MultiAgentPolicy;
 }
 
 @Entity('agents')
@@ -66,6 +84,7 @@ export class AgentEntity {
   /** Only the limits the definition sets; the rest come from DEFAULT_AGENT_LIMITS. */
   @Column('jsonb') limits!: Partial<AgentLimits>;
   @Column('jsonb') context!: AgentContext;
+  @Column('jsonb', { name: 'multi_agent', nullable: true }) multiAgent!: MultiAgentPolicy | null;
   @Column('varchar') visibility!: AgentVisibility;
   @Column('integer') version!: number;
   @Column('timestamptz', { name: 'deleted_at', nullable: true }) deletedAt!: Date | null;

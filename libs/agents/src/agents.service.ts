@@ -87,7 +87,9 @@ export class AgentsService {
 
   /** What a session keeps of the agent it was created with. */
   snapshot(agent: AgentEntity): AgentSnapshot {
-    return { version: agent.version, tools: agent.tools, limits: effectiveLimits(agent.limits), context: agent.context };
+    const snapshot: AgentSnapshot = { version: agent.version, tools: agent.tools, limits: effectiveLimits(agent.limits), context: agent.context };
+    if (agent.multiAgent?.enabled) snapshot.multi_agent = agent.multiAgent;
+    return snapshot;
   }
 
   /**
@@ -130,6 +132,7 @@ export class AgentsService {
         tools: definition.tools,
         limits: definition.limits,
         context: definition.context,
+        multiAgent: definition.multi_agent,
         visibility: definition.visibility,
       };
       const now = new Date();
@@ -180,6 +183,7 @@ export class AgentsService {
         tools: row.tools.map(redactTool),
         limits: effectiveLimits(row.limits),
         context: row.context,
+        multi_agent: row.multiAgent,
         updated_at: unixSeconds(row.updatedAt),
       },
     };

@@ -6,6 +6,8 @@ export {
   type CompactionMode,
   type AgentLimits,
   type AgentSnapshot,
+  DEFAULT_MULTI_AGENT,
+  type MultiAgentPolicy,
   DEFAULT_AGENT_LIMITS,
   TOOL_APPROVAL_MODES,
   type ToolApprovalMode,

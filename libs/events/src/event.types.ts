@@ -19,9 +19,13 @@ export const EVENT_TYPES = {
   'agent.session.turn.item.done': 'An item is complete and committed; it can be read back from the items endpoints at once.',
   'yuxi.session.turn.context_compression':
     'The model context is being compacted (PROTOCOL.md "Context and compaction"). `phase`: `started` (live; `trigger` auto | manual | overflow), `completed` (durable; `item` is the `compaction` item, also in the items lists; `output_index` its index in the turn) or `failed` (`error` {code, message}: durable when nothing was compacted, e.g. `nothing_to_compact`; live when the summariser failed and the turn went on or failed with its own event).',
+  'agent.session.subagent.created':
+    'On a coordinator\'s stream: its `create_subagent` call created a member (PROTOCOL.md "Cooperation: subagents and trees"). `subagent` = {id (the member\'s session id), agent_id, name, task, parent_session_id, root_session_id, depth}; the member\'s own stream starts with its `agent.session.created`.',
+  'yuxi.session.subagent.state':
+    'On a coordinator\'s stream: a member\'s turn settled. `subagent_id`, `name`, `turn_id`, `status` (completed | failed | cancelled), `error_code` (failed turns). A coordinator waiting at a `cooperation` waitpoint continues once the members it waits for have settled.',
   'yuxi.session.run.yielded': 'The run stopped at a safe boundary to take a steer; the next run of the same turn follows (`run.resume_from_run_id`).',
   'yuxi.session.run.interrupted': 'The run stopped because its worker died or shut down; the text it showed is kept as an incomplete item, and the next run of the same turn (`run.resume_from_run_id`) continues on another worker.',
-  'yuxi.session.run.requires_action': 'The run stopped at a waitpoint (a question, an approval, or client tool calls); the turn waits (`yuxi.session.turn.waiting`).',
+  'yuxi.session.run.requires_action': 'The run stopped at a waitpoint (a question, an approval, or client tool calls); the turn waits (`yuxi.session.turn.waiting`). A coordinator\'s wait for its members (`wait_subagents`) stops its run too, but its turn stays `in_progress` (`yuxi.session.turn.state` shows `yuxi.waitpoint.kind = cooperation`) and nobody is asked anything.',
   'yuxi.session.turn.waiting':
     'The turn (and the session) is `requires_action`: `waitpoint` = {id, kind (question | approval | client_tool), run_id, created_at, questions? [{question_id, question, options, multi_select, allow_other}], tool_calls? [{call_id, name, arguments}]}. Answer with `yuxi.session.input.resume` (question, approval) or one `tool_result` per call (client_tool); the turn then continues in a new run (`run.resume_from_run_id`).',
   'yuxi.session.run.completed': 'The run settled successfully.',

@@ -153,6 +153,24 @@ export interface ContextCompressionEvent extends RunScope {
   error?: { code: string; message: string };
 }
 
+/** A member a coordinator's create_subagent call created. */
+export interface SubagentCreatedEvent {
+  type: 'agent.session.subagent.created';
+  turn_id: string;
+  subagent: { id: string; agent_id: string; name: string; task: string; parent_session_id: string; root_session_id: string; depth: number };
+  yuxi: { run_id: string };
+}
+
+/** A member's turn settled (on its parent's stream). */
+export interface SubagentStateEvent {
+  type: 'yuxi.session.subagent.state';
+  subagent_id: string;
+  name: string;
+  turn_id: string;
+  status: string;
+  error_code: string | null;
+}
+
 export type ResyncReason = 'cursor_expired' | 'events_lost';
 
 export interface ResyncEvent {
@@ -183,6 +201,8 @@ export type EventsByType = CoversCatalogue<{
   'agent.session.turn.content_part.done': ContentPartEvent<'agent.session.turn.content_part.done'>;
   'agent.session.turn.item.done': ItemEvent<'agent.session.turn.item.done'>;
   'yuxi.session.turn.context_compression': ContextCompressionEvent;
+  'agent.session.subagent.created': SubagentCreatedEvent;
+  'yuxi.session.subagent.state': SubagentStateEvent;
   'yuxi.session.run.yielded': RunEvent<'yuxi.session.run.yielded'>;
   'yuxi.session.run.interrupted': RunEvent<'yuxi.session.run.interrupted'>;
   'yuxi.session.run.requires_action': RunEvent<'yuxi.session.run.requires_action'>;

@@ -28,6 +28,8 @@ export interface FrozenInputConfig {
   agent?: AgentSnapshot;
   /** The session's override of the agent's compaction mode, as of receipt. */
   compaction_mode?: CompactionMode;
+  /** A member of a cooperation tree: its depth (absent on roots), which bounds whether it may spawn. */
+  cooperation_depth?: number;
   /** A `yuxi.session.input.compact` request: the turn of this input only compacts the context. */
   compact?: { instructions?: string };
 }

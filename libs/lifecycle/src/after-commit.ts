@@ -1,11 +1,18 @@
-import { Injectable } from '@nestjs/common';
+import { forwardRef, Inject, Injectable } from '@nestjs/common';
 import { EventOutbox, type FlushResult, type OutboxBatch } from '#libs/events';
-import { AttachmentJobs, SessionDispatcher } from '#libs/queue';
+import { AttachmentJobs, RunSignals, SessionDispatcher } from '#libs/queue';
+import { CooperationWaits } from './cooperation-waits.js';
 
 /** What a committed transition asks of the worker side once its transaction is durable. */
 export type Nudge =
-  /** The session's queue may have something to claim. */
-  | { kind: 'queue' }
+  /** The session's queue (or another session's, named) may have something to claim. */
+  | { kind: 'queue'; sessionId?: string }
+  /** A run was asked to cancel: its worker stops it at the next boundary. */
+  | { kind: 'cancel'; runId: string }
+  /** A member's turn ended: its parent gets the signal (and a waiting coordinator may continue). */
+  | { kind: 'cooperation'; parentSessionId: string }
+  /** A member freed a slot of its tree's cap: the tree's queued members may claim. */
+  | { kind: 'tree'; rootSessionId: string }
   /** A run waits for a worker to take it over. */
   | { kind: 'takeover'; runId: string }
   /** An input's attachments wait for a worker to prepare them. */
@@ -15,6 +22,8 @@ export type Nudge =
 export interface Committed {
   batch: OutboxBatch;
   nudges: readonly Nudge[];
+  /** What the same transaction committed on other sessions (a coordinator's step on its members), sent after this. */
+  also?: readonly Committed[];
 }
 
 /**
@@ -22,7 +31,8 @@ export interface Committed {
  * then sends its nudges. Called only once the transaction committed; it never throws, and nothing
  * it fails to do is lost — the outbox relay publishes what the stream lacks (and nudges for the
  * inputs it announces), the recovery sweep re-nudges idle queues, takeovers and preparations.
- * A preparation is queued first: the input it concerns cannot run before it anyway.
+ * A preparation is queued first: the input it concerns cannot run before it anyway. A member's
+ * ended turn is delivered to its parent last (the recovery sweep delivers what is left undelivered).
  */
 @Injectable()
 export class AfterCommit {
@@ -30,15 +40,27 @@ export class AfterCommit {
     private readonly outbox: EventOutbox,
     private readonly dispatcher: SessionDispatcher,
     private readonly attachmentJobs: AttachmentJobs,
+    private readonly signals: RunSignals,
+    @Inject(forwardRef(() => CooperationWaits)) private readonly cooperation: CooperationWaits,
   ) {}
 
-  async send({ batch, nudges }: Committed): Promise<FlushResult> {
+  async send({ batch, nudges, also }: Committed): Promise<FlushResult> {
     const { sessionId } = batch;
     for (const nudge of nudges) if (nudge.kind === 'prepare') await this.attachmentJobs.prepareQuietly(nudge.inputId);
     const published = await this.outbox.flush(sessionId, batch);
     for (const nudge of nudges) {
-      if (nudge.kind === 'queue') await this.dispatcher.nudgeQuietly(sessionId);
+      if (nudge.kind === 'queue') await this.dispatcher.nudgeQuietly(nudge.sessionId ?? sessionId);
       if (nudge.kind === 'takeover') await this.dispatcher.nudgeTakeover(sessionId, nudge.runId).catch(() => undefined);
+      if (nudge.kind === 'cancel') await this.signals.requestCancel(nudge.runId).catch(() => undefined);
+    }
+    for (const other of also ?? []) await this.send(other);
+    // Last: a delivery is a transaction of its own (under the parent's lock), then sent like any.
+    for (const nudge of nudges) {
+      if (nudge.kind === 'cooperation') {
+        const delivered = await this.cooperation.deliver(nudge.parentSessionId).catch(() => null);
+        if (delivered) await this.send(delivered);
+      }
+      if (nudge.kind === 'tree') for (const member of await this.cooperation.queuedMembers(nudge.rootSessionId).catch(() => [])) await this.dispatcher.nudgeQuietly(member);
     }
     return published;
   }

@@ -8,6 +8,12 @@ export type { HeldTurn, Interrupted, Outcome, RunOutput, Seized, Settled, Succes
 export { RunEndings } from './run-endings.js';
 export { assistantItem, turnSeconds } from './run-output.js';
 export { RunRecovery } from './run-recovery.js';
-export { TurnClaims } from './turn-claims.js';
+export { admitted, TurnClaims } from './turn-claims.js';
 export { type CompactionCommit, type ModelStep, type Recorded, type RecordedModelStep, StepTransitions } from './step-transitions.js';
 export { type Resumed, WaitpointControls } from './waitpoint-controls.js';
+export { acceptedReceipt, frozenInputConfig } from './input-config.js';
+export { SESSION_STATUSES, type SessionStatus, sessionStatus, type SessionView, toSessionDto } from './session-view.js';
+export { type Coordinated, CooperationTransitions } from './cooperation-transitions.js';
+export { type Awaited, CooperationWaits } from './cooperation-waits.js';
+export * as cooperationRules from './cooperation-rules.js';
+export { type LockedTree, TreeControls } from './tree-controls.js';

@@ -18,11 +18,12 @@ export function gateCancelInput(input: InputEntity | null, inputId: string): Inp
 }
 
 /**
- * Promoting a pending follow-up to a steer: not while the turn waits for an answer or is being
+ * Promoting a pending follow-up to a steer: not while the turn waits for an answer or for its subagents, or is being
  * cancelled, nor before its attachments are prepared, nor a compaction request. A pending steer is already satisfied (null).
  */
 export function gatePromoteInput(input: InputEntity | null, inputId: string, active: TurnEntity | null): InputEntity | null {
   if (active?.status === 'requires_action') throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval');
+  if (active?.waitpoint?.kind === 'cooperation') throw new DomainError('state_conflict', 'The turn is waiting for its subagents; a follow-up runs after it');
   if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled');
   if (!input) throw DomainError.notFound(`Input ${inputId}`);
   if (input.status !== 'pending') {

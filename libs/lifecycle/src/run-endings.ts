@@ -9,6 +9,7 @@ import { InputsRepository } from '#libs/inputs';
 import { SessionsRepository } from '#libs/sessions';
 import { type Lease, type RunEntity, toCurrentTurn, ItemsRepository, RunsRepository, TurnsRepository } from '#libs/turns';
 import { AttachmentTransitions } from './attachment-transitions.js';
+import { CooperationWaits } from './cooperation-waits.js';
 import type { HeldTurn, Outcome, RunOutput, Settled, Successor } from './held-turn.js';
 import { closingEvents, lastReceivedSeq, lostDeltasNotice, RunOutputWriter, turnSeconds, userItemsOf } from './run-output.js';
 import { turnEvents } from './turn-events.js';
@@ -34,6 +35,7 @@ export class RunEndings {
     private readonly config: AppConfig,
     private readonly attachments: AttachmentTransitions,
     private readonly writer: RunOutputWriter,
+    private readonly cooperation: CooperationWaits,
   ) {}
 
   /**
@@ -135,8 +137,10 @@ export class RunEndings {
       if (writes) events.push(...(await this.writer.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', seq, now)));
       const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: runUsage };
       events.push(turnEvents.run(final, run), turnEvents.turn(final, turn));
-      // No nudge: the settling worker's driver looks for the session's next input itself.
-      return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), nudges: [] };
+      // No queue nudge: the settling worker's driver looks for the session's next input itself. A
+      // member's parent hears of it (and the tree's queued members, a slot freed).
+      const nudges = await this.cooperation.memberTurnEnded(manager, session, turn);
+      return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), nudges };
     });
   }
 

@@ -15,6 +15,8 @@ import {
   type TurnEntity,
   ItemsRepository, RunsRepository, TurnsRepository,
 } from '#libs/turns';
+import type { Nudge } from './after-commit.js';
+import { CooperationWaits } from './cooperation-waits.js';
 import type { HeldTurn, RunOutput, Successor } from './held-turn.js';
 import { turnEvents } from './turn-events.js';
 
@@ -33,6 +35,7 @@ export class RunOutputWriter {
     private readonly runs: RunsRepository,
     private readonly items: ItemsRepository,
     private readonly outbox: EventOutbox,
+    private readonly cooperation: CooperationWaits,
   ) {}
 
   /**
@@ -77,16 +80,18 @@ export class RunOutputWriter {
     error: PublicError | null,
     closing: OutgoingEvent[],
     now: Date,
-  ): Promise<{ turn: TurnEntity; batch: OutboxBatch } | null> {
+  ): Promise<{ turn: TurnEntity; batch: OutboxBatch; nudges: Nudge[] } | null> {
     const settled = await this.turns.settle(manager, { lease, runId: run.id, runStatus: status, turn, error, at: now });
     if (!settled) return null;
+    const session = await this.sessions.lock(manager, turn.sessionId);
+    const nudges = await this.cooperation.memberTurnEnded(manager, session, settled.turn);
     await this.sessions.recordTurnUpdated(manager, turn.sessionId, toCurrentTurn(settled.turn), 0, now);
     const events: OutgoingEvent[] = [
       ...closing,
       turnEvents.run(status, { ...run, status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: settled.runUsage }),
       turnEvents.turn(status, settled.turn),
     ];
-    return { turn: settled.turn, batch: await this.outbox.append(manager, turn.sessionId, events, lease ? { epoch: lease.epoch } : {}) };
+    return { turn: settled.turn, batch: await this.outbox.append(manager, turn.sessionId, events, lease ? { epoch: lease.epoch } : {}), nudges };
   }
 
   /** The interrupted run's successor, unleased, announced after `events`: overview, run interrupted, run created. */

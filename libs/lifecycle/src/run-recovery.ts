@@ -69,7 +69,7 @@ export class RunRecovery {
       if (ending || limited) {
         const ended = await this.writer.endRun(manager, run, turn, null, ending ? 'cancelled' : 'failed', limited ? TAKEOVER_LIMIT_ERROR : null, closing, now);
         if (ended) onEnded(ended.turn);
-        return ended ? { batch: ended.batch, nudges: [{ kind: 'queue' }], awaiting: null } : null;
+        return ended ? { batch: ended.batch, nudges: [{ kind: 'queue' }, ...ended.nudges], awaiting: null } : null;
       }
       const epoch = await this.runs.nextEpoch(manager, sessionId);
       const result = await this.runs.interruptRun(manager, run.id, null, { nextRunId: newId(), epoch, inputIds: [], at: now });
@@ -129,7 +129,7 @@ export class RunRecovery {
       const ended = await this.writer.endRun(manager, run, turn, seized.lease, 'failed', error, closing, now);
       if (!ended) return null;
       if (session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
-      return { turn: ended.turn, status: 'failed', batch: ended.batch, nudges: [{ kind: 'queue' }] };
+      return { turn: ended.turn, status: 'failed', batch: ended.batch, nudges: [{ kind: 'queue' }, ...ended.nudges] };
     });
   }
 }

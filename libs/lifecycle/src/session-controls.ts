@@ -6,6 +6,8 @@ import { type FrozenInputConfig, type InputEntity, type InputMessage, type Input
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
 import type { OutgoingEvent } from '#libs/events';
 import { toCurrentTurn, type TurnEntity, TurnsRepository } from '#libs/turns';
+import type { Nudge } from './after-commit.js';
+import { CooperationWaits } from './cooperation-waits.js';
 import { gateCancelInput, gatePromoteInput } from './input-gates.js';
 import { turnEvents } from './turn-events.js';
 
@@ -37,6 +39,7 @@ export class SessionControls {
     private readonly inputs: InputsRepository,
     private readonly turns: TurnsRepository,
     private readonly files: FilesRepository,
+    private readonly cooperation: CooperationWaits,
   ) {}
 
   /**
@@ -77,12 +80,12 @@ export class SessionControls {
     manager: EntityManager,
     session: SessionEntity,
     target: { turnId?: string; expectedRunId?: string },
-  ): Promise<{ turn: TurnEntity; runId: string | null; events: OutgoingEvent[] }> {
+  ): Promise<{ turn: TurnEntity; runId: string | null; events: OutgoingEvent[]; nudges: Nudge[] }> {
     const turnId = target.turnId ?? (await this.turns.activeTurn(manager, session.id))?.id;
     if (!turnId) throw new DomainError('state_conflict', 'The session has no active turn to cancel');
     const waiting = await this.turns.findTurn(manager, turnId);
-    // A turn waiting at a waitpoint has no worker to stop: it ends cancelled here and now.
-    if (waiting?.sessionId === session.id && waiting.status === 'requires_action') {
+    // A turn waiting at a waitpoint (a coordinator's wait for its members included) has no worker to stop: it ends cancelled here and now.
+    if (waiting?.sessionId === session.id && waiting.waitpoint !== null && (waiting.status === 'requires_action' || waiting.status === 'in_progress')) {
       if (target.expectedRunId !== undefined && target.expectedRunId !== waiting.currentRunId) {
         throw new DomainError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: waiting.currentRunId });
       }
@@ -91,7 +94,9 @@ export class SessionControls {
         await this.sessions.recordTurnUpdated(manager, session.id, toCurrentTurn(cancelled.turn), 0, new Date());
         if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, session.id, true);
         const events = cancelled.run ? [turnEvents.run('cancelled', cancelled.run)] : [];
-        return { turn: cancelled.turn, runId: waiting.currentRunId, events: [...events, turnEvents.turn('cancelled', cancelled.turn)] };
+        // A member's turn ended: its parent hears of it.
+        const nudges = await this.cooperation.memberTurnEnded(manager, session, cancelled.turn);
+        return { turn: cancelled.turn, runId: waiting.currentRunId, events: [...events, turnEvents.turn('cancelled', cancelled.turn)], nudges };
       }
     }
     const turn = await this.turns.requestCancel(manager, session.id, turnId);
@@ -104,7 +109,7 @@ export class SessionControls {
       throw new DomainError('state_conflict', 'expected_run_id is not the current run of the turn', { current_run_id: turn.currentRunId });
     }
     if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, session.id, true);
-    return { turn, runId: turn.currentRunId, events: [] };
+    return { turn, runId: turn.currentRunId, events: [], nudges: [] };
   }
 
   /** Resumes a paused queue once its cancelled turn settled; the worker then claims its original head. */
@@ -172,20 +177,24 @@ export class SessionControls {
 /**
  * follow_up queues FIFO; steer goes ahead of all follow-ups. Omitted (auto): steer into an
  * executing turn, follow-up when idle; an override (model, approval) marks follow-up intent.
- * Auto is refused while the turn waits for an answer or approval or is being cancelled. `active`
+ * Auto is refused while the turn waits for an answer or approval or is being cancelled; while a
+ * coordinator waits for its members it is a follow-up, and steer is refused. `active`
  * is the session's active turn read from the turns table under the session lock.
  */
 export function resolveMode(active: TurnEntity | null, requested: InputMode | undefined, hasOverride: boolean): InputMode {
   if (requested === 'follow_up') return requested;
+  // A coordinator waiting for its members takes no steer (001): messages queue behind its turn.
+  const cooperating = active?.waitpoint?.kind === 'cooperation';
   if (requested === 'steer') {
     if (active?.status === 'requires_action') {
       throw new DomainError('state_conflict', 'The turn is waiting at a waitpoint; resume it, or send yuxi.mode=follow_up to queue');
     }
+    if (cooperating) throw new DomainError('state_conflict', 'The turn is waiting for its subagents; send the message without yuxi.mode (or follow_up) to queue it');
     // A turn being cancelled takes no steer; queue a follow-up behind it instead.
     if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
     return requested;
   }
-  if (!active || hasOverride) return 'follow_up';
+  if (!active || hasOverride || cooperating) return 'follow_up';
   if (active.status === 'requires_action') {
     throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval; resume it, or send yuxi.mode=follow_up to queue');
   }

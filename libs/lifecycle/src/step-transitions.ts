@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { newId, unixSeconds } from '#libs/database';
+import { isUuid, newId, unixSeconds } from '#libs/database';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { SessionsRepository } from '#libs/sessions';
 import {
@@ -23,6 +23,8 @@ import {
   type Waitpoint,
   type WaitpointKind,
 } from '#libs/turns';
+import { coordinationItemType, isCoordinationTool } from '#libs/tools';
+import { memberSessionId, namedMember } from './cooperation-rules.js';
 import { turnEvents } from './turn-events.js';
 import type { HeldTurn, RunOutput } from './held-turn.js';
 import { closingEvents } from './run-output.js';
@@ -112,7 +114,7 @@ export class StepTransitions {
       const calls = await this.items.insertItems(
         manager,
         seq,
-        step.toolCalls.map((call) => toolItem(held, lease.runId, 'function_call', { type: 'function_call', ...call }, now)),
+        step.toolCalls.map((call) => toolItem(held, lease.runId, callItemType(call.name), { type: 'function_call', ...call, ...memberOf(held, call) }, now)),
       );
       for (const item of calls) {
         events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
@@ -248,6 +250,19 @@ export class StepTransitions {
     const [item] = await this.items.insertItems(manager, seq, [{ ...toolItem(held, runId, 'function_call_output', outputPart(callId, outcome), at), tokens }]);
     return [turnEvents.item('added', item!, outputIndex), turnEvents.item('done', item!, outputIndex)];
   }
+}
+
+/** A coordination call is an item of its own type (004); every other call a function_call. */
+function callItemType(name: string): string {
+  return isCoordinationTool(name) ? coordinationItemType(name) : 'function_call';
+}
+
+/** The member a coordination call concerns, when the call names it: a create's is derived from the call itself. */
+function memberOf(held: Pick<HeldTurn, 'turn'>, call: ToolCallSpec): { subagent_session_id?: string | null } {
+  if (!isCoordinationTool(call.name)) return {};
+  if (call.name === 'create_subagent') return { subagent_session_id: memberSessionId(held.turn.id, call.call_id) };
+  const target = namedMember(call.arguments);
+  return { subagent_session_id: target && isUuid(target) ? target : null };
 }
 
 function outputPart(callId: string, outcome: { success: boolean; output: string }): ItemEntity['content'][number] {

@@ -5,7 +5,7 @@ import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { type FrozenInputConfig, InputsRepository } from '#libs/inputs';
-import { SessionsRepository } from '#libs/sessions';
+import { SessionsRepository, TreeRepository } from '#libs/sessions';
 import { type TurnEntity, ItemsRepository, RunsRepository, StepsRepository, TurnsRepository } from '#libs/turns';
 import { AttachmentTransitions } from './attachment-transitions.js';
 import type { HeldTurn } from './held-turn.js';
@@ -33,6 +33,7 @@ export class TurnClaims {
     private readonly outbox: EventOutbox,
     private readonly config: AppConfig,
     private readonly attachments: AttachmentTransitions,
+    private readonly tree: TreeRepository,
   ) {}
 
   /**
@@ -46,6 +47,8 @@ export class TurnClaims {
       const active = await this.turns.activeTurn(manager, sessionId);
       if (active) return this.takeOver(manager, active, owner, session.trustedTools);
       if (session.queuePaused) return null;
+      // A member of a cooperation tree waits for a slot of its tree's cap (queued, in order).
+      if (session.depth > 0 && !admitted(await this.tree.admission(manager, session))) return null;
       const head = await this.inputs.head(manager, sessionId);
       if (!head) return null;
       // A steer head takes the whole contiguous steer prefix as one batch; a follow-up runs alone.
@@ -120,4 +123,13 @@ export class TurnClaims {
       batch: { sessionId: turn.sessionId, rows: [] },
     };
   }
+}
+
+/**
+ * The cap is a queue (PROTOCOL.md "Cooperation"): a member starts when fewer than the cap of its
+ * tree's members hold a slot and no claimable member queued before it (FIFO across the tree). A
+ * refused claim writes nothing; the slot's release nudges the tree's queued members.
+ */
+export function admitted(gate: { cap: number | null; running: number; queuedBefore: number }): boolean {
+  return gate.cap === null || gate.running + gate.queuedBefore < gate.cap;
 }

@@ -114,6 +114,21 @@ export const EVENT_BUILDERS = {
     ...(outcome.error ? { error: outcome.error } : {}),
     yuxi: { run_id: scope.runId },
   }),
+  /** A member the coordinator's call created (on the coordinator's stream). */
+  'agent.session.subagent.created': (
+    turnId: string,
+    runId: string,
+    subagent: EventOf<'agent.session.subagent.created'>['subagent'],
+  ): EventOf<'agent.session.subagent.created'> => ({ type: 'agent.session.subagent.created', turn_id: turnId, subagent, yuxi: { run_id: runId } }),
+  /** A member's turn settled (on its parent's stream). */
+  'yuxi.session.subagent.state': (signal: { memberSessionId: string; name: string; turnId: string; status: string; errorCode: string | null }): EventOf<'yuxi.session.subagent.state'> => ({
+    type: 'yuxi.session.subagent.state',
+    subagent_id: signal.memberSessionId,
+    name: signal.name,
+    turn_id: signal.turnId,
+    status: signal.status,
+    error_code: signal.errorCode,
+  }),
   'yuxi.session.run.yielded': runEvent('yuxi.session.run.yielded'),
   'yuxi.session.run.interrupted': runEvent('yuxi.session.run.interrupted'),
   'yuxi.session.run.requires_action': runEvent('yuxi.session.run.requires_action'),
@@ -163,6 +178,8 @@ export const turnEvents = {
   },
   textDelta: EVENT_BUILDERS['agent.session.turn.output_text.delta'],
   contextCompression: EVENT_BUILDERS['yuxi.session.turn.context_compression'],
+  subagentCreated: EVENT_BUILDERS['agent.session.subagent.created'],
+  subagentState: EVENT_BUILDERS['yuxi.session.subagent.state'],
   textDone: EVENT_BUILDERS['agent.session.turn.output_text.done'],
   /** Events may have been missed (`events_lost`: deltas were dropped on the way). */
   resync: EVENT_BUILDERS['yuxi.session.resync'],

@@ -17,5 +17,5 @@ export { ProtocolModule } from './protocol.module.js';
 export { SessionQueriesService } from './session-queries.service.js';
 export { ArchiveSession, CreateSession, DeleteAttachment, SubmitEvent, UpdateSession } from './use-cases/index.js';
 export { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
-export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQueueEventDto, PromoteInputEventDto, UpdateSessionDto, UpdateSessionYuxiDto } from './dto/update-session.dto.js';
+export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQueueEventDto, PromoteInputEventDto, TreeContinueEventDto, TreeStopEventDto, UpdateSessionDto, UpdateSessionYuxiDto } from './dto/update-session.dto.js';
 export { AnswerResponseDto, ApprovalDecisionDto, ApprovalResponseDto, ResumeEventDto, ToolResultEventDto, WaitpointAnswerDto } from './dto/waitpoint-events.dto.js';

@@ -4,7 +4,7 @@ import type { PageQuery } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { type AttachmentDto, type AttachmentListDto, FilesRepository, toAttachmentDto } from '#libs/files';
 import { type AcceptedReceipt, IdempotencyService, type InputEntity, InputsRepository, toInputDto } from '#libs/inputs';
-import { type SessionFilter, SessionsRepository } from '#libs/sessions';
+import { type SessionEntity, type SessionFilter, SessionsRepository, TreeRepository } from '#libs/sessions';
 import {
   type ItemListDto,
   ItemsRepository,
@@ -20,8 +20,8 @@ import {
   TurnsRepository,
 } from '#libs/turns';
 import type { SessionDto, SessionListDto } from './dto/session.dto.js';
-import type { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
-import { sessionStatus, toSessionDto } from './session-view.js';
+import type { AgentStateDto, InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
+import { cooperationRules, sessionStatus, toSessionDto } from '#libs/lifecycle';
 
 /** Read side of the protocol: every read is scoped to the caller before anything else is loaded. */
 @Injectable()
@@ -34,6 +34,7 @@ export class SessionQueriesService {
     private readonly inputs: InputsRepository,
     private readonly idempotency: IdempotencyService,
     private readonly files: FilesRepository,
+    private readonly tree: TreeRepository,
   ) {}
 
   /** The session's attachments (formal file references of its workdir), with their input, message and artifact URL. */
@@ -134,7 +135,35 @@ export class SessionQueriesService {
       archived: session.archived,
       context: await this.turns.latestContext(session.id),
       compaction_mode: session.compactionMode,
-      agent_state: {},
+      agent_state: await this.agentState(principal, session),
+    };
+  }
+
+  /** The tree's durable state (root included in `usage`), for a root that coordinates or any member. */
+  private async agentState(principal: Principal, session: SessionEntity): Promise<AgentStateDto> {
+    if (session.depth === 0 && session.treeMaxConcurrent === null) return {};
+    const root = session.depth === 0 ? session : await this.sessions.getVisible(principal.userId, session.rootSessionId);
+    const members = await this.tree.members(root.id);
+    const rootActive = root.currentTurn !== null && ['queued', 'in_progress', 'requires_action'].includes(root.currentTurn.status);
+    const stopped = root.treeStoppedAt !== null;
+    return {
+      cooperation: {
+        root_session_id: root.id,
+        stopped,
+        stopping: stopped && (rootActive || members.some((m) => m.activeTurnId !== null)),
+        members: members.map((m) => ({
+          session_id: m.id,
+          parent_session_id: m.parentSessionId ?? root.id,
+          agent_id: m.agentId,
+          name: m.name,
+          depth: m.depth,
+          status: cooperationRules.memberSessionStatus(m),
+          current_turn_id: m.activeTurnId,
+          queue_paused: m.queuePaused,
+          waitpoint_kind: m.waitpointKind,
+        })),
+        usage: await this.tree.treeUsage(root.id),
+      },
     };
   }
 

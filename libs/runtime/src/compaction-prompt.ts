@@ -1,5 +1,5 @@
 import { countTokens, MESSAGE_OVERHEAD_TOKENS } from '#libs/models';
-import { itemText, type ItemEntity } from '#libs/turns';
+import { isCallItem, itemText, type ItemEntity } from '#libs/turns';
 import { type MessageAttachment, withAttachmentList } from './model-context.js';
 
 /**
@@ -39,7 +39,7 @@ export function summaryPrompt(agentInstructions: string, requestInstructions: st
 /** One line per item, as the summariser reads it; a user message names its attached files, as the model was told. */
 export function transcriptLine(item: Pick<ItemEntity, 'type' | 'role' | 'content'> & { id?: string }, attachments?: ReadonlyMap<string, readonly MessageAttachment[]>): string {
   const part = item.content[0];
-  if (item.type === 'function_call') return `[tool call] ${part?.name ?? ''}(${part?.arguments ?? ''})`;
+  if (isCallItem(item.type)) return `[tool call] ${part?.name ?? ''}(${part?.arguments ?? ''})`;
   if (item.type === 'function_call_output') return `[tool result${part?.success === false ? ', failed' : ''}] ${part?.output ?? ''}`;
   const { text, images } = itemText(item.content);
   const pictures = images > 0 ? ` [${images} image${images > 1 ? 's' : ''}]` : '';

@@ -1,5 +1,6 @@
 import type { AgentContext, CompactionMode } from '#libs/agents';
 import { defaultWindowTokens } from '#libs/models';
+import { isCallItem } from '#libs/turns';
 
 /**
  * How a run manages its model context, as pure decisions (unit-tested without a database): the
@@ -123,6 +124,6 @@ export function compactionCut(items: readonly PlannedItem[], keepRecentTokens: n
 }
 
 function splitsPair(items: readonly PlannedItem[], cut: number): boolean {
-  const before = new Set(items.slice(0, cut).flatMap((item) => (item.type === 'function_call' && item.callId ? [item.callId] : [])));
+  const before = new Set(items.slice(0, cut).flatMap((item) => (isCallItem(item.type) && item.callId ? [item.callId] : [])));
   return items.slice(cut).some((item) => item.type === 'function_call_output' && item.callId !== undefined && before.has(item.callId));
 }

@@ -1,5 +1,5 @@
 import type { ModelMessage } from '#libs/models';
-import type { ItemEntity } from '#libs/turns';
+import { isCallItem, type ItemEntity } from '#libs/turns';
 import { userMessage } from './image-references.js';
 
 /** A file attached to a user message, as the model is told about it. */
@@ -22,12 +22,12 @@ export interface MessageAttachment {
  */
 export function toModelMessages(items: readonly ItemEntity[], attachments: ReadonlyMap<string, readonly MessageAttachment[]> = new Map()): ModelMessage[] {
   const outputs = new Set(items.filter((i) => i.type === 'function_call_output').map((i) => i.content[0]?.call_id));
-  const calls = new Set(items.filter((i) => i.type === 'function_call').map((i) => i.content[0]?.call_id));
+  const calls = new Set(items.filter((i) => isCallItem(i.type)).map((i) => i.content[0]?.call_id));
   const messages: ModelMessage[] = [];
   for (const item of items) {
     if (item.status === 'in_progress') continue;
     const part = item.content[0];
-    if (item.type === 'function_call') {
+    if (isCallItem(item.type)) {
       if (!part?.call_id || !outputs.has(part.call_id)) continue;
       const call = { call_id: part.call_id, name: part.name ?? '', arguments: part.arguments ?? '' };
       const last = messages.at(-1);

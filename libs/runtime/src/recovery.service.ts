@@ -4,7 +4,7 @@ import { EventOutbox, EventPublisher } from '#libs/events';
 import { IdempotencyService, InputsRepository } from '#libs/inputs';
 import { SessionDispatcher } from '#libs/queue';
 import { ACTIVE_TURN_STATUSES, type RunEntity, RunsRepository } from '#libs/turns';
-import { AfterCommit, RunRecovery } from '#libs/lifecycle';
+import { AfterCommit, CooperationWaits, RunRecovery } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { AttachmentPreparer } from './attachment-preparer.js';
 
@@ -57,6 +57,7 @@ export class RecoveryService {
     private readonly dispatcher: SessionDispatcher,
     private readonly outbox: EventOutbox,
     private readonly afterCommit: AfterCommit,
+    private readonly cooperation: CooperationWaits,
     private readonly publisher: EventPublisher,
     private readonly preparer: AttachmentPreparer,
     private readonly config: AppConfig,
@@ -69,6 +70,12 @@ export class RecoveryService {
     }
     const awaiting = await this.runs.sessionsAwaitingTakeover(SWEEP_BATCH);
     for (const { sessionId, runId } of awaiting) await this.dispatcher.nudgeTakeover(sessionId, runId).catch(() => undefined);
+    // Members' ended turns whose delivery to their parent was lost (a crash after commit, Redis
+    // down): delivered from Postgres alone, so a waiting coordinator always wakes.
+    for (const parentId of await this.cooperation.undelivered(this.config.recoveryGraceMs, SWEEP_BATCH)) {
+      const delivered = await this.cooperation.deliver(parentId).catch((error: unknown) => this.logger.warn(`delivery to ${parentId} failed: ${String(error)}`));
+      if (delivered) await this.afterCommit.send(delivered);
+    }
     const waiting = await this.inputs.sessionsWithWaitingInputs(new Date(Date.now() - this.config.recoveryGraceMs), SWEEP_BATCH, ACTIVE_TURN_STATUSES);
     for (const sessionId of waiting) await this.dispatcher.nudgeQuietly(sessionId);
     const preparationsResumed = await this.resumePreparations();

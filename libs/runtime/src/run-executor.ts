@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { HeldTurn } from '#libs/lifecycle';
 import type { CommittedStep } from '#libs/turns';
 import { type BuiltContext, ContextManager } from './context-manager.js';
+import { CooperationStep } from './cooperation-step.js';
 import { ModelCallStep, type ModelCallResult } from './model-call-step.js';
 import { RunClosing } from './run-closing.js';
 import type { RunControl } from './run-control.js';
@@ -29,6 +30,7 @@ export class RunExecutor {
     private readonly toolCall: ToolCallStep,
     private readonly closing: RunClosing,
     private readonly context: ContextManager,
+    private readonly cooperation: CooperationStep,
   ) {}
 
   async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<void> {
@@ -70,9 +72,24 @@ export class RunExecutor {
         }
         case 'finish':
           return this.closing.settle(state, { status: 'completed', withoutAnswer: true });
-        case 'wait':
-          await this.toolCall.wait(state, plan);
-          return;
+        case 'wait': {
+          if (plan.kind !== 'cooperation') {
+            await this.toolCall.wait(state, plan);
+            return;
+          }
+          // Members that already settled resolve the wait at once; otherwise the run stops here and their settling wakes the turn.
+          const step = await this.cooperation.wait(state, plan);
+          if (!step) return;
+          steps = [...steps, step];
+          continue;
+        }
+        case 'coordinate': {
+          const step = await this.cooperation.coordinate(state, plan);
+          if (!step) return;
+          budget.toolCalls += 1;
+          steps = [...steps, step];
+          continue;
+        }
         case 'record':
         case 'execute': {
           const step = await this.toolCall.run(state, plan, turn.tools, turn.declarations, control);

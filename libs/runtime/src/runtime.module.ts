@@ -1,3 +1,4 @@
+import { CooperationStep } from './cooperation-step.js';
 import { Module } from '@nestjs/common';
 import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
@@ -29,7 +30,7 @@ import { LifecycleModule } from '#libs/lifecycle';
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
-  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}

@@ -1,8 +1,9 @@
+import type { ToolExecutor } from '#libs/tools';
 import type { CommittedStep, ToolCallSpec, WaitpointKind } from '#libs/turns';
 
 /** Who runs a tool, as the planner needs to know it (null: the agent has no such tool). */
 export interface ToolPolicy {
-  executorOf(name: string): 'client' | 'user' | 'server' | null;
+  executorOf(name: string): ToolExecutor | null;
   /** Whether a server call needs the user's approval first (agent mode, tool flag, session trust). */
   needsApproval(name: string): boolean;
   idempotent(name: string): boolean;
@@ -42,6 +43,8 @@ export type NextStep =
   | { action: 'record'; call: ToolCallSpec; outcome: PlannedOutcome; started: boolean }
   /** A server call to run with its checked arguments; `started`: an idempotent call run again under its existing record. */
   | { action: 'execute'; call: ToolCallSpec; args: Record<string, unknown>; started: boolean }
+  /** A coordinator's call on its members (create, message, interrupt): one committed step, never `started` first. */
+  | { action: 'coordinate'; call: ToolCallSpec; args: Record<string, unknown> }
   | { action: 'wait'; kind: WaitpointKind; calls: ToolCallSpec[] }
   /** The next step would pass a per-turn limit: the turn fails with `code`. */
   | { action: 'fail'; code: TurnLimitCode; message: string }
@@ -61,8 +64,9 @@ export const OUTCOME_UNKNOWN =
  * arguments and unknown tools get an error result; an answered question or a rejected approval is
  * recorded; a server call runs when it needs no approval or was approved (one that started but
  * stored nothing runs again only when idempotent). Calls that need a person or the client wait,
- * approvals first, then questions, then client tools; when every call has a result the model is
- * called again.
+ * approvals first, then questions, then client tools, then members (a coordinator's wait); a
+ * coordinator's call on its members is one committed step. When every call has a result the model
+ * is called again.
  */
 export function planNextStep(steps: readonly CommittedStep[], policy: ToolPolicy, budget?: TurnBudget, kind: TurnKind = 'message'): NextStep {
   if (kind === 'compaction') return steps.some((step) => step.kind === 'compaction' && step.status === 'completed') ? { action: 'finish' } : { action: 'compact' };
@@ -79,7 +83,7 @@ export function withinBudget(next: NextStep, budget: TurnBudget): NextStep {
   if (next.action === 'call_model' && budget.modelCalls >= budget.maxModelCalls) {
     return { action: 'fail', code: 'turn_model_call_limit', message: `The turn reached its limit of ${budget.maxModelCalls} model calls` };
   }
-  const newCalls = next.action === 'wait' ? next.calls.length : next.action === 'execute' && !next.started ? 1 : 0;
+  const newCalls = next.action === 'wait' ? next.calls.length : (next.action === 'execute' && !next.started) || next.action === 'coordinate' ? 1 : 0;
   const limit = next.action === 'wait' ? budget.toolCalls + newCalls > budget.maxToolCalls : newCalls > 0 && budget.toolCalls >= budget.maxToolCalls;
   if (limit) return { action: 'fail', code: 'turn_tool_call_limit', message: `The turn reached its limit of ${budget.maxToolCalls} tool calls` };
   return next;
@@ -97,13 +101,15 @@ function nextStep(steps: readonly CommittedStep[], policy: ToolPolicy): NextStep
   const started = new Set(after.filter((s) => s.kind === 'tool_call' && s.status === 'started').map((s) => s.ref));
   const answers = new Map<string, string | string[]>();
   const decisions = new Map<string, { decision: string; message?: string }>();
+  const cooperation = new Map<string, PlannedOutcome>();
   for (const step of after) {
     const response = step.kind === 'waitpoint' ? step.output.response : undefined;
     if (response?.type === 'answer') for (const a of response.answers) answers.set(a.question_id, a.answer);
     if (response?.type === 'approval') for (const d of response.decisions) decisions.set(d.call_id, d);
+    if (response?.type === 'cooperation') for (const [callId, outcome] of Object.entries(response.results)) cooperation.set(callId, outcome);
   }
 
-  const waiting: Record<'approval' | 'question' | 'client_tool', ToolCallSpec[]> = { approval: [], question: [], client_tool: [] };
+  const waiting: Record<WaitpointKind, ToolCallSpec[]> = { approval: [], question: [], client_tool: [], cooperation: [] };
   for (const call of calls) {
     if (done.has(call.call_id)) continue;
     const executor = policy.executorOf(call.name);
@@ -121,6 +127,13 @@ function nextStep(steps: readonly CommittedStep[], policy: ToolPolicy): NextStep
       waiting.client_tool.push(call);
       continue;
     }
+    if (executor === 'cooperation') {
+      const outcome = cooperation.get(call.call_id);
+      if (outcome) return { action: 'record', call, outcome, started: false };
+      waiting.cooperation.push(call);
+      continue;
+    }
+    if (executor === 'coordinator') return { action: 'coordinate', call, args: args.value };
     if (begun) {
       return policy.idempotent(call.name)
         ? { action: 'execute', call, args: args.value, started: true }
@@ -137,7 +150,8 @@ function nextStep(steps: readonly CommittedStep[], policy: ToolPolicy): NextStep
     }
     return { action: 'execute', call, args: args.value, started: false };
   }
-  for (const kind of ['approval', 'question', 'client_tool'] as const) {
+  // A person first, then the client; members are waited for last, once nothing else is pending.
+  for (const kind of ['approval', 'question', 'client_tool', 'cooperation'] as const) {
     if (waiting[kind].length > 0) return { action: 'wait', kind, calls: waiting[kind] };
   }
   return { action: 'call_model' };

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_AGENT_LIMITS } from '#libs/agents';
-import type { HeldTurn } from '#libs/lifecycle';
+import { cooperationRules, type HeldTurn } from '#libs/lifecycle';
 import { type ResolvedTool, ToolCatalog, type ToolDeclaration } from '#libs/tools';
 import { StepsRepository } from '#libs/turns';
 import type { ToolPolicy, TurnBudget, TurnKind } from './step-plan.js';
@@ -31,7 +31,9 @@ export class TurnPlanning {
     const agent = held.config.agent;
     const limits = { ...DEFAULT_AGENT_LIMITS, ...agent?.limits };
     const declarations = agent?.tools ?? [];
-    const tools = declarations.length > 0 ? await this.tools.resolve(declarations, signal) : [];
+    // A coordinator (its tree not at max_depth) gets the coordination tools.
+    const coordination = cooperationRules.maySpawn(agent?.multi_agent, held.config.cooperation_depth ?? 0);
+    const tools = declarations.length > 0 || coordination ? await this.tools.resolve(declarations, signal, { coordination }) : [];
     const spent = held.fresh ? { modelCalls: 0, toolCalls: 0 } : await this.steps.callCounts(this.dataSource.manager, held.turn.id);
     return {
       declarations,

@@ -1,3 +1,4 @@
-export type { SessionEntity, TurnSummary } from './session.entity.js';
+export type { SessionEntity, SubagentInfo, TurnSummary } from './session.entity.js';
 export { SessionsModule } from './sessions.module.js';
 export { type NewSession, type SessionFilter, type SessionPatch, SessionsRepository } from './sessions.repository.js';
+export { type MemberSignal, type MemberState, type NewMember, TreeRepository } from './tree.repository.js';

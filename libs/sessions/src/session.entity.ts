@@ -10,6 +10,12 @@ export interface TurnSummary {
   waitpoint: object | null;
 }
 
+/** What a coordinator said of a member it spawned. */
+export interface SubagentInfo {
+  name: string;
+  task: string;
+}
+
 @Entity('sessions')
 export class SessionEntity {
   @PrimaryColumn('uuid') id!: string;
@@ -36,6 +42,19 @@ export class SessionEntity {
   @Column('integer', { name: 'turn_seq' }) turnSeq!: number;
   @Column('integer', { name: 'pending_input_count' }) pendingInputCount!: number;
   @Column('jsonb', { name: 'current_turn', nullable: true }) currentTurn!: TurnSummary | null;
+  /** Cooperation: the member's parent (null on a root), its tree's root (a root names itself), its depth (0: a root). */
+  @Column('uuid', { name: 'parent_session_id', nullable: true }) parentSessionId!: string | null;
+  @Column('uuid', { name: 'root_session_id' }) rootSessionId!: string;
+  @Column('smallint') depth!: number;
+  /** The coordinator's call that spawned this member (the member's id is derived from it). */
+  @Column('uuid', { name: 'spawned_turn_id', nullable: true }) spawnedTurnId!: string | null;
+  @Column('varchar', { name: 'spawned_call_id', nullable: true }) spawnedCallId!: string | null;
+  /** A member's name (unique among its siblings) and task, as its coordinator gave them. */
+  @Column('jsonb', { nullable: true }) subagent!: SubagentInfo | null;
+  /** On a root whose agent enables multi_agent: at most this many members of the tree run at once. */
+  @Column('smallint', { name: 'tree_max_concurrent', nullable: true }) treeMaxConcurrent!: number | null;
+  /** On a root: when `yuxi.session.tree.stop` stopped the tree (null: not stopped, or continued). */
+  @Column('timestamptz', { name: 'tree_stopped_at', nullable: true }) treeStoppedAt!: Date | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('timestamptz', { name: 'last_active_at' }) lastActiveAt!: Date;
   @Column('timestamptz', { name: 'updated_at' }) updatedAt!: Date;
@@ -47,7 +66,8 @@ export class SessionEntity {
  */
 export const SESSION_COLUMNS =
   'id, owner_id, agent_id, model, tool_approval_mode, compaction_mode, instructions, agent_snapshot, trusted_tools, title, project_id, is_pinned, archived, unread, queue_paused, ' +
-  'input_seq, item_seq, turn_seq, pending_input_count, current_turn, created_at, last_active_at, updated_at';
+  'input_seq, item_seq, turn_seq, pending_input_count, current_turn, parent_session_id, root_session_id, depth, spawned_turn_id, spawned_call_id, subagent, ' +
+  'tree_max_concurrent, tree_stopped_at, created_at, last_active_at, updated_at';
 
 /** Maps a raw `sessions` row (RETURNING / SELECT of SESSION_COLUMNS) onto the entity. */
 export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
@@ -72,6 +92,14 @@ export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
     turnSeq: Number(row.turn_seq),
     pendingInputCount: Number(row.pending_input_count),
     currentTurn: (row.current_turn as TurnSummary | null) ?? null,
+    parentSessionId: (row.parent_session_id as string | null) ?? null,
+    rootSessionId: row.root_session_id as string,
+    depth: Number(row.depth),
+    spawnedTurnId: (row.spawned_turn_id as string | null) ?? null,
+    spawnedCallId: (row.spawned_call_id as string | null) ?? null,
+    subagent: (row.subagent as SubagentInfo | null) ?? null,
+    treeMaxConcurrent: row.tree_max_concurrent === null || row.tree_max_concurrent === undefined ? null : Number(row.tree_max_concurrent),
+    treeStoppedAt: (row.tree_stopped_at as Date | null) ?? null,
     createdAt: row.created_at as Date,
     lastActiveAt: row.last_active_at as Date,
     updatedAt: row.updated_at as Date,

@@ -18,6 +18,8 @@ export interface NewSession {
   agentSnapshot: AgentSnapshot;
   title: string;
   projectId: string | null;
+  /** A root whose agent enables multi_agent: its tree's cap on running members. */
+  treeMaxConcurrent?: number | null;
 }
 
 /** Presentation and default-configuration changes; each field optional. */
@@ -32,6 +34,8 @@ export interface SessionPatch {
 
 export interface SessionFilter {
   agentId?: string;
+  /** A tree (root and members); absent: roots only. */
+  rootSessionId?: string;
   archived?: boolean;
   isPinned?: boolean;
 }
@@ -48,9 +52,18 @@ export class SessionsRepository {
   /** Inserts the session; with a first input its queue already counts that input (seq 1). */
   async create(manager: EntityManager, input: NewSession, withFirstInput: boolean): Promise<SessionEntity> {
     const now = new Date();
+    const id = newId();
     const row = manager.create(SessionEntity, {
       ...input,
-      id: newId(),
+      id,
+      parentSessionId: null,
+      rootSessionId: id,
+      depth: 0,
+      spawnedTurnId: null,
+      spawnedCallId: null,
+      subagent: null,
+      treeMaxConcurrent: input.treeMaxConcurrent ?? null,
+      treeStoppedAt: null,
       trustedTools: [],
       isPinned: false,
       archived: false,
@@ -215,6 +228,8 @@ export class SessionsRepository {
   async list(ownerId: string, filter: SessionFilter, page: PageQuery): Promise<Page<SessionEntity>> {
     const qb = this.sessions.createQueryBuilder('s').where('s.owner_id = :ownerId', { ownerId });
     if (filter.agentId !== undefined) qb.andWhere('s.agent_id = :agentId', { agentId: filter.agentId });
+    if (filter.rootSessionId !== undefined) qb.andWhere('s.root_session_id = :root', { root: filter.rootSessionId });
+    else qb.andWhere('s.depth = 0');
     if (filter.archived !== undefined) qb.andWhere('s.archived = :archived', { archived: filter.archived });
     if (filter.isPinned !== undefined) qb.andWhere('s.is_pinned = :isPinned', { isPinned: filter.isPinned });
     if (page.after !== undefined) {

@@ -21,6 +21,7 @@ export {
   type BuiltinToolDefinition,
   type BuiltinToolName,
 } from './builtin-tools.js';
+export { COORDINATION_TOOL_NAMES, coordinationItemType, type CoordinationToolName, coordinationTools, isCoordinationTool } from './coordination-tools.js';
 export { Calculator, CALCULATOR_TIMEOUT_MS } from './calculator.js';
 export { validateToolArguments } from './arguments.js';
 export { McpConnector, MAX_MCP_OUTPUT_CHARS, type McpToolInfo } from './mcp-connector.js';

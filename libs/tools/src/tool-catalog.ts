@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { BUILTIN_TOOLS, executeBuiltin, isBuiltinToolName } from './builtin-tools.js';
+import { coordinationTools, isCoordinationTool } from './coordination-tools.js';
 import { Calculator } from './calculator.js';
 import { TOOL_NAME_PATTERN } from './declarations.js';
 import { McpConnector } from './mcp-connector.js';
@@ -20,12 +21,14 @@ export class ToolCatalog {
 
   /**
    * In declaration order; a name already taken is dropped (first wins), so an MCP server cannot
-   * shadow a builtin or a client function. Throws ToolSourceError when an MCP server is unreachable.
+   * shadow a builtin or a client function. A coordinator (`coordination`) gets the coordination
+   * tools, whose names no declared tool takes. Throws ToolSourceError when an MCP server is unreachable.
    */
-  async resolve(declarations: ToolDeclaration[], signal?: AbortSignal): Promise<ResolvedTool[]> {
+  async resolve(declarations: ToolDeclaration[], signal?: AbortSignal, options: { coordination?: boolean } = {}): Promise<ResolvedTool[]> {
     const groups = await Promise.all(declarations.map((decl) => this.resolveOne(decl, signal)));
     const byName = new Map<string, ResolvedTool>();
-    for (const tool of groups.flat()) if (!byName.has(tool.name)) byName.set(tool.name, tool);
+    for (const tool of groups.flat()) if (!byName.has(tool.name) && !isCoordinationTool(tool.name)) byName.set(tool.name, tool);
+    if (options.coordination) for (const tool of coordinationTools()) byName.set(tool.name, tool);
     return [...byName.values()];
   }
 

@@ -30,8 +30,11 @@ export interface McpToolDeclaration {
 
 export type ToolDeclaration = FunctionToolDeclaration | BuiltinToolDeclaration | McpToolDeclaration;
 
-/** Who executes a resolved tool: the client (function), the user (ask_user), or the worker. */
-export type ToolExecutor = 'client' | 'user' | 'server';
+/**
+ * Who executes a resolved tool: the client (function), the user (ask_user), or the worker; a
+ * coordinator's tools are steps on other sessions (`coordinator`) or a wait for them (`cooperation`).
+ */
+export type ToolExecutor = 'client' | 'user' | 'server' | 'coordinator' | 'cooperation';
 
 /** A tool as offered to the model and as the step executor treats its calls. */
 export interface ResolvedTool {
@@ -42,7 +45,7 @@ export interface ResolvedTool {
   executor: ToolExecutor;
   requiresApproval: boolean;
   idempotent: boolean;
-  /** Where a server tool comes from: `builtin`, or `mcp:<server_label>`. */
+  /** Where a server tool comes from: `builtin`, `mcp:<server_label>`, or `coordination`. */
   source: string;
 }
 

@@ -18,7 +18,8 @@ export interface WaitpointQuestion {
   allow_other: boolean;
 }
 
-export type WaitpointKind = 'question' | 'approval' | 'client_tool';
+/** `cooperation`: a coordinator waits for its members (the turn stays in_progress; no person is asked). */
+export type WaitpointKind = 'question' | 'approval' | 'client_tool' | 'cooperation';
 
 /** What a turn in requires_action waits for (`yuxi.waitpoint`); `created_at` in Unix seconds. */
 export interface Waitpoint {
@@ -50,8 +51,21 @@ export interface StoredContentPart {
   arguments?: string;
   output?: string;
   success?: boolean;
+  /** A coordination call: the member it concerns, when known (a create's member id is derived from the call). */
+  subagent_session_id?: string | null;
   /** compaction items keep their one part here: the summary is `text`. */
   compaction?: CompactionRecord;
+}
+
+/**
+ * Item types of a tool call: a function call, or a coordinator's call on its members (004); each
+ * has a `function_call_output` with its call_id. The model sees all of them as tool calls.
+ */
+export const CALL_ITEM_TYPES = ['function_call', 'create_subagent_call', 'message_subagent_call', 'wait_subagents_call', 'interrupt_subagent_call'] as const;
+export type CallItemType = (typeof CALL_ITEM_TYPES)[number];
+
+export function isCallItem(type: string): type is CallItemType {
+  return (CALL_ITEM_TYPES as readonly string[]).includes(type);
 }
 
 /** What a compaction item records besides its summary (`yuxi` of the item on the wire). */
@@ -181,4 +195,6 @@ export interface StepOutput {
 export type WaitpointResponse =
   | { type: 'answer'; answers: { question_id: string; answer: string | string[] }[] }
   | { type: 'approval'; decisions: { call_id: string; decision: 'approve' | 'reject' | 'approve_session'; message?: string }[] }
-  | { type: 'tool_results' };
+  | { type: 'tool_results' }
+  /** A cooperation wait resolved: each wait call's output, frozen when the members settled. */
+  | { type: 'cooperation'; results: Record<string, { success: boolean; output: string }> };

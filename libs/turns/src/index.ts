@@ -1,4 +1,4 @@
-export { COMPACTION_TRIGGERS } from './entities.js';
+export { CALL_ITEM_TYPES, type CallItemType, COMPACTION_TRIGGERS, isCallItem } from './entities.js';
 export type {
   CommittedStep,
   CompactionRecord,

@@ -1,13 +1,16 @@
 import { unixSeconds } from '#libs/database';
-import type { ItemEntity, RunEntity, TurnEntity, Waitpoint } from './entities.js';
+import { isCallItem, type ItemEntity, type RunEntity, type TurnEntity, type Waitpoint } from './entities.js';
 import type { ItemDto, RunDto, RunSummaryDto, TurnDetailDto, TurnDto } from './turn.dto.js';
 
 export function toItemDto(item: ItemEntity): ItemDto {
   const yuxi = { turn_id: item.turnId, run_id: item.runId, input_id: item.inputId, created_at: unixSeconds(item.createdAt) };
   const call = item.content[0];
   // A tool call and its output are items of their own, linked by call_id (no role, no content parts).
-  if (item.type === 'function_call' && call) {
-    return { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', name: call.name ?? '', arguments: call.arguments ?? '', yuxi };
+  if (isCallItem(item.type) && call) {
+    const dto: ItemDto = { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', name: call.name ?? '', arguments: call.arguments ?? '', yuxi };
+    // A coordination call also shows its arguments as fields (004) and the member it concerns.
+    if (item.type !== 'function_call') return { ...dto, ...coordinationFields(call.arguments ?? ''), yuxi: { ...yuxi, subagent_session_id: call.subagent_session_id ?? null } };
+    return dto;
   }
   if (item.type === 'compaction' && call?.compaction) {
     return { id: item.id, type: item.type, status: item.status, summary: call.text ?? '', yuxi: { ...yuxi, ...call.compaction } };
@@ -25,6 +28,24 @@ export function toItemDto(item: ItemEntity): ItemDto {
   };
   if (item.role === 'assistant') dto.phase = item.phase ?? 'commentary';
   return dto;
+}
+
+// Not `name`: a call item's name is the tool's.
+const COORDINATION_FIELDS = ['agent_id', 'task', 'subagent_id', 'message', 'subagent_ids', 'mode'] as const;
+
+/** The arguments of a coordination call that its item shows as fields (what the model sent; unparsable: none). */
+function coordinationFields(json: string): Partial<Pick<ItemDto, (typeof COORDINATION_FIELDS)[number]>> {
+  let args: unknown;
+  try {
+    args = JSON.parse(json);
+  } catch {
+    return {};
+  }
+  if (typeof args !== 'object' || args === null) return {};
+  const fields: Record<string, unknown> = {};
+  for (const key of COORDINATION_FIELDS) if (key in args) fields[key] = (args as Record<string, unknown>)[key];
+  // Shown as the model sent them (the tool's schema checked them before the call ran).
+  return fields as Partial<Pick<ItemDto, (typeof COORDINATION_FIELDS)[number]>>;
 }
 
 export function toRunDto(run: RunEntity): RunDto {

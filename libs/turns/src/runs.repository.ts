@@ -189,7 +189,8 @@ export class RunsRepository {
 
   /**
    * Stops the leased run at a waitpoint: the run ends `requires_action`, the turn waits with the
-   * waitpoint (its current run stays the one that asked). False when the lease is gone.
+   * waitpoint (its current run stays the one that asked): `requires_action`, or still `in_progress`
+   * at a cooperation wait (no person is asked; the members' settling wakes it). False when the lease is gone.
    */
   async suspendRun(manager: EntityManager, lease: Lease, turnId: string, waitpoint: Waitpoint, at: Date): Promise<boolean> {
     const [rows] = (await manager.query(
@@ -198,7 +199,8 @@ export class RunsRepository {
          WHERE ${HELD('$1', '$2', '$3')} AND EXISTS (SELECT 1 FROM turns WHERE turns.id = $6 AND ${statusGuard('turns.status', TURN_TRANSITIONS.suspend.from)})
          RETURNING turn_id
        )
-       UPDATE turns SET status = '${TURN_TRANSITIONS.suspend.to[0]}', waitpoint = $5::jsonb FROM r WHERE turns.id = r.turn_id AND turns.id = $6 RETURNING turns.id`),
+       UPDATE turns SET status = CASE WHEN $5::jsonb->>'kind' = 'cooperation' THEN '${TURN_TRANSITIONS.suspend.to[1]}' ELSE '${TURN_TRANSITIONS.suspend.to[0]}' END, waitpoint = $5::jsonb
+       FROM r WHERE turns.id = r.turn_id AND turns.id = $6 RETURNING turns.id`),
       [lease.runId, lease.owner, lease.epoch, at, JSON.stringify(waitpoint), turnId],
     )) as [{ id: string }[], number];
     return rows.length > 0;

@@ -47,14 +47,17 @@ export type ItemStatus = (typeof ITEM_STATUSES)[number];
 export const TURN_TRANSITIONS = {
   /** A claim turns the queue head into a turn with its first run. */
   start: { from: [null], to: ['in_progress'], by: 'TurnsRepository.startTurn', column: 'status' },
-  /** The run stops at a waitpoint; the turn waits. */
-  suspend: { from: ['in_progress'], to: ['requires_action'], by: 'RunsRepository.suspendRun', column: 'turns.status' },
-  /** A waitpoint is answered: the turn continues in a new run. */
-  resume: { from: ['requires_action'], to: ['in_progress'], by: 'TurnsRepository.resumeTurn', column: 'status' },
+  /**
+   * The run stops at a waitpoint; the turn waits: `requires_action` for a person or the client, or
+   * still `in_progress` for a coordinator's wait on its members (`cooperation`: nobody is asked).
+   */
+  suspend: { from: ['in_progress'], to: ['requires_action', 'in_progress'], by: 'RunsRepository.suspendRun', column: 'turns.status' },
+  /** A waitpoint is answered (or the members a coordinator waits for settled): the turn continues in a new run. */
+  resume: { from: ['requires_action', 'in_progress'], to: ['in_progress'], by: 'TurnsRepository.resumeTurn', column: 'status' },
   /** The run settles, and its turn with it (see settledStatus for cancel-wins-over-completion). */
   settle: { from: LEASABLE_RUN_STATUSES, to: SETTLED_RUN_STATUSES, by: 'TurnsRepository.settle', column: 'r.status' },
-  /** A waiting turn is cancelled at once: no worker holds it. */
-  cancelWaiting: { from: ['requires_action'], to: ['cancelled'], by: 'TurnsRepository.cancelWaitingTurn', column: 'status' },
+  /** A waiting turn (any waitpoint, a cooperation wait included) is cancelled at once: no worker holds it. */
+  cancelWaiting: { from: ['requires_action', 'in_progress'], to: ['cancelled'], by: 'TurnsRepository.cancelWaitingTurn', column: 'status' },
   /** Not a status change: an active turn is flagged `cancellation_pending`, and ends at its next boundary. */
   requestCancel: { from: ACTIVE_TURN_STATUSES, to: ACTIVE_TURN_STATUSES, by: 'TurnsRepository.requestCancel', column: 'status' },
 } as const satisfies Record<string, Transition<TurnStatus>>;

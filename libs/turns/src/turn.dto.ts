@@ -1,6 +1,6 @@
 import { ApiProperty, type ApiPropertyOptions, ApiPropertyOptional } from '@nestjs/swagger';
 import { RUN_STATUSES, TURN_STATUSES } from './states.js';
-import { COMPACTION_TRIGGERS } from './entities.js';
+import { CALL_ITEM_TYPES, COMPACTION_TRIGGERS } from './entities.js';
 
 export class PublicErrorDto {
   @ApiProperty({
@@ -45,11 +45,13 @@ export class ItemYuxiDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'compaction: the estimated size after (instructions, tools, summary, kept items).' }) tokens_after?: number;
   @ApiPropertyOptional({ description: 'compaction: the summariser, `provider:model`.' }) model?: string;
   @ApiPropertyOptional({ type: () => UsageDto, nullable: true, description: 'compaction: the summary call\'s tokens (counted in the turn\'s usage).' }) usage?: UsageDto | null;
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'Coordination calls: the member session the call concerns (a create\'s is known from the call; null when the call names a member by name).' })
+  subagent_session_id?: string | null;
 }
 
 export class ItemDto {
   @ApiProperty() id!: string;
-  @ApiProperty({ enum: ['message', 'function_call', 'function_call_output', 'compaction'] }) type!: string;
+  @ApiProperty({ enum: ['message', ...CALL_ITEM_TYPES, 'function_call_output', 'compaction'] }) type!: string;
   @ApiPropertyOptional({ enum: ['user', 'assistant'], description: 'Messages only.' }) role?: string;
   @ApiProperty({ enum: ['in_progress', 'completed', 'incomplete'] }) status!: string;
   @ApiPropertyOptional({ type: [ContentPartDto], description: 'Messages only.' }) content?: ContentPartDto[];
@@ -60,6 +62,12 @@ export class ItemDto {
   @ApiPropertyOptional({ enum: ['final_answer', 'commentary'], description: 'Assistant messages only: final_answer for the output of the turn result run.' })
   phase?: string;
   @ApiPropertyOptional({ description: 'compaction: the summary that stands for the history before it in later model contexts.' }) summary?: string;
+  @ApiPropertyOptional({ description: 'create_subagent_call: the agent the member runs with (absent: the coordinator\'s).' }) agent_id?: string;
+  @ApiPropertyOptional({ description: 'create_subagent_call: the member\'s task (its first message).' }) task?: string;
+  @ApiPropertyOptional({ description: 'message_subagent_call, interrupt_subagent_call: the member (its session id or name).' }) subagent_id?: string;
+  @ApiPropertyOptional({ description: 'message_subagent_call: the message sent.' }) message?: string;
+  @ApiPropertyOptional({ type: [String], description: 'wait_subagents_call: the members waited for (absent: all of the coordinator\'s).' }) subagent_ids?: string[];
+  @ApiPropertyOptional({ enum: ['all', 'any'], description: 'wait_subagents_call: wait for all (default) or any.' }) mode?: string;
   @ApiProperty({ type: ItemYuxiDto }) yuxi!: ItemYuxiDto;
 }
 
@@ -86,11 +94,11 @@ export class WaitpointToolCallDto {
 
 export class WaitpointDto {
   @ApiProperty() id!: string;
-  @ApiProperty({ enum: ['question', 'approval', 'client_tool'] }) kind!: string;
+  @ApiProperty({ enum: ['question', 'approval', 'client_tool', 'cooperation'], description: 'cooperation: a coordinator waits for its members (wait_subagents); the turn stays in_progress and nothing is asked of anyone.' }) kind!: string;
   @ApiProperty({ description: 'The run that stopped here.' }) run_id!: string;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
   @ApiPropertyOptional({ type: [WaitpointQuestionDto], description: 'kind=question.' }) questions?: WaitpointQuestionDto[];
-  @ApiPropertyOptional({ type: [WaitpointToolCallDto], description: 'kind=approval (calls to approve) or client_tool (calls to execute).' })
+  @ApiPropertyOptional({ type: [WaitpointToolCallDto], description: 'kind=approval (calls to approve), client_tool (calls to execute) or cooperation (the wait calls).' })
   tool_calls?: WaitpointToolCallDto[];
 }
 

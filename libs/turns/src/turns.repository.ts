@@ -189,7 +189,7 @@ export class TurnsRepository {
   }
 
   /**
-   * Continues a waiting turn in a new run (call under the session lock): unleased, resuming from the
+   * Continues a waiting turn (at a waitpoint: requires_action, or in_progress waiting for members) in a new run (call under the session lock): unleased, resuming from the
    * run that asked, for any worker to take over. The turn is in progress again, its waitpoint gone.
    */
   async resumeTurn(manager: EntityManager, turn: TurnEntity, nextRunId: string, at: Date): Promise<{ turn: TurnEntity; run: RunEntity } | null> {
@@ -197,7 +197,7 @@ export class TurnsRepository {
     const rows = (await manager.query(
       prepared(`WITH t AS (
          UPDATE turns SET status = '${TURN_TRANSITIONS.resume.to[0]}', waitpoint = NULL, current_run_id = $2
-         WHERE id = $1 AND ${statusGuard('status', TURN_TRANSITIONS.resume.from)} RETURNING id
+         WHERE id = $1 AND ${statusGuard('status', TURN_TRANSITIONS.resume.from)} AND waitpoint IS NOT NULL RETURNING id
        )
        INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, resume_from_run_id, epoch, created_at)
        SELECT $2, f.turn_id, f.session_id, (SELECT max(seq) + 1 FROM runs WHERE turn_id = $1), '${RUN_TRANSITIONS.resume.to[0]}', '{}', f.model, f.config, f.id,
@@ -211,12 +211,15 @@ export class TurnsRepository {
     return { turn: { ...turn, status: 'in_progress', waitpoint: null, currentRunId: nextRunId }, run };
   }
 
-  /** Cancels a turn that waits at a waitpoint (no worker holds it): the turn and its waiting run end cancelled. */
+  /**
+   * Cancels a turn that waits at a waitpoint (no worker holds it; a waitpoint is set only then, a
+   * coordinator's cooperation wait included): the turn and its waiting run end cancelled.
+   */
   async cancelWaitingTurn(manager: EntityManager, turn: TurnEntity, at: Date): Promise<{ turn: TurnEntity; run: RunEntity | null } | null> {
     const rows = (await manager.query(
       prepared(`WITH t AS (
          UPDATE turns SET status = '${TURN_TRANSITIONS.cancelWaiting.to[0]}', waitpoint = NULL, current_run_id = NULL, cancellation_pending = false, completed_at = $2
-         WHERE id = $1 AND ${statusGuard('status', TURN_TRANSITIONS.cancelWaiting.from)} RETURNING id
+         WHERE id = $1 AND ${statusGuard('status', TURN_TRANSITIONS.cancelWaiting.from)} AND waitpoint IS NOT NULL RETURNING id
        ), r AS (
          UPDATE runs SET status = '${RUN_TRANSITIONS.cancelWaiting.to[0]}' WHERE turn_id = $1 AND ${statusGuard('status', RUN_TRANSITIONS.cancelWaiting.from)} AND EXISTS (SELECT 1 FROM t) RETURNING id
        )

@@ -28,7 +28,7 @@ export class SessionEventsController {
     operationId: 'submitEvent',
     summary: 'Submit one input or control event',
     description:
-      'Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`) or a client tool result. The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn. A message may attach uploaded drafts with `yuxi.attachment_file_ids` (404: unknown file, 409 `file_already_bound`; nothing is stored then); the input then waits with `attachment_status: preparing` until a worker has put the files in the session workdir.',
+      'Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`), a client tool result, a compaction request, or a cooperation tree\'s stop or continue (`yuxi.session.tree.stop` / `.continue`, sent to any session of the tree). The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn. A message may attach uploaded drafts with `yuxi.attachment_file_ids` (404: unknown file, 409 `file_already_bound`; nothing is stored then); the input then waits with `attachment_status: preparing` until a worker has put the files in the session workdir.',
   })
   @ApiSessionId()
   @ApiIdempotencyKey('msg-0001')

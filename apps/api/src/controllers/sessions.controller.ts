@@ -101,7 +101,8 @@ export class SessionsController {
   @ApiOperation({
     operationId: 'listSessions',
     summary: 'List sessions',
-    description: 'The caller\'s sessions in a stable (created_at, id) order, newest first by default; pass the previous page\'s `last_id` as `after` for the next one.',
+    description:
+      'The caller\'s root sessions (or, with `root_session_id`, one cooperation tree: its root and members) in a stable (created_at, id) order, newest first by default; pass the previous page\'s `last_id` as `after` for the next one.',
   })
   @ApiOkResponse({ type: SessionListDto, description: 'One page of sessions.', example: SESSION_LIST_EXAMPLE })
   @ApiErrors('validation_failed', 'invalid_cursor')
@@ -110,6 +111,7 @@ export class SessionsController {
       principal,
       {
         agentId: query.agent_id,
+        rootSessionId: query.root_session_id,
         archived: query.archived === undefined ? undefined : query.archived === 'true',
         isPinned: query.is_pinned === undefined ? undefined : query.is_pinned === 'true',
       },

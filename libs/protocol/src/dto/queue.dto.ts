@@ -1,8 +1,8 @@
 import { COMPACTION_MODES } from '#libs/agents';
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { InputDto } from '#libs/inputs';
-import { ItemDto, TurnContextDto } from '#libs/turns';
-import { SESSION_STATUSES } from '../session-view.js';
+import { ItemDto, TurnContextDto, UsageDto } from '#libs/turns';
+import { SESSION_STATUSES } from '#libs/lifecycle';
 import { CurrentTurnDto } from './session.dto.js';
 
 export class QueueDto {
@@ -16,6 +16,30 @@ export class QueueDto {
 export class InputDetailDto extends InputDto {
   @ApiProperty({ type: [ItemDto], description: 'The history items the input became; empty while pending or after cancellation.' })
   items!: ItemDto[];
+}
+
+export class CooperationMemberDto {
+  @ApiProperty({ format: 'uuid' }) session_id!: string;
+  @ApiProperty({ format: 'uuid' }) parent_session_id!: string;
+  @ApiProperty() agent_id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty({ type: 'integer', minimum: 1 }) depth!: number;
+  @ApiProperty({ enum: ['idle', 'queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'], description: 'queued: its input waits for a slot of the tree\'s cap.' }) status!: string;
+  @ApiProperty({ type: String, nullable: true }) current_turn_id!: string | null;
+  @ApiProperty() queue_paused!: boolean;
+  @ApiProperty({ type: String, nullable: true, enum: ['question', 'approval', 'client_tool', 'cooperation', null], description: 'What its active turn waits at, if anything.' }) waitpoint_kind!: string | null;
+}
+
+export class CooperationStateDto {
+  @ApiProperty({ format: 'uuid' }) root_session_id!: string;
+  @ApiProperty({ description: 'The tree was stopped (`yuxi.session.tree.stop`) and not continued since.' }) stopped!: boolean;
+  @ApiProperty({ description: 'Stopped, and some turn of the tree is still active (its cancellation is being cleaned up).' }) stopping!: boolean;
+  @ApiProperty({ type: [CooperationMemberDto], description: 'Every member of the tree (not the root), by depth.' }) members!: CooperationMemberDto[];
+  @ApiProperty({ type: UsageDto, description: 'Tokens of every turn of the tree, root included.' }) usage!: UsageDto;
+}
+
+export class AgentStateDto {
+  @ApiPropertyOptional({ type: CooperationStateDto, description: 'Present for a root whose agent coordinates, and for every member of a tree.' }) cooperation?: CooperationStateDto;
 }
 
 export class SessionStateDto {
@@ -34,11 +58,6 @@ export class SessionStateDto {
   context!: TurnContextDto | null;
   @ApiProperty({ type: String, enum: [...COMPACTION_MODES, null], nullable: true, description: 'The session\'s override of the agent\'s compaction mode; null: the agent\'s.' })
   compaction_mode!: string | null;
-  @ApiProperty({
-    type: 'object',
-    properties: {},
-    additionalProperties: false,
-    description: 'Runtime state of cooperation trees: an empty object until subagents exist (then `cooperation`).',
-  })
-  agent_state!: Record<string, never>;
+  @ApiProperty({ type: AgentStateDto, description: 'Runtime state of cooperation trees: empty for a session outside any (its agent does not coordinate and it is no member).' })
+  agent_state!: AgentStateDto;
 }

@@ -1,10 +1,10 @@
 import { COMPACTION_MODES } from '#libs/agents';
 import { ApiProperty } from '@nestjs/swagger';
-import { IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
+import { IsIn, IsInt, IsString, IsUUID, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { TURN_STATUSES, WaitpointDto } from '#libs/turns';
-import { SESSION_STATUSES } from '../session-view.js';
+import { SESSION_STATUSES } from '#libs/lifecycle';
 import { OptionalNotNull } from './validators.js';
 
 export class ReceiptDto {
@@ -25,6 +25,16 @@ export class CurrentTurnDto {
   @ApiProperty({ type: WaitpointDto, nullable: true, description: 'What the turn waits for while requires_action, else null.' }) waitpoint!: object | null;
 }
 
+export class SpawnedByDto {
+  @ApiProperty({ format: 'uuid' }) turn_id!: string;
+  @ApiProperty() call_id!: string;
+}
+
+export class SubagentInfoDto {
+  @ApiProperty() name!: string;
+  @ApiProperty() task!: string;
+}
+
 export class SessionYuxiDto {
   @ApiProperty() title!: string;
   @ApiProperty({ type: String, nullable: true }) project_id!: string | null;
@@ -37,6 +47,13 @@ export class SessionYuxiDto {
   @ApiProperty() queue_paused!: boolean;
   @ApiProperty({ type: 'integer', minimum: 0, description: 'Pending inputs not yet consumed by a turn.' }) queued_input_count!: number;
   @ApiProperty({ type: CurrentTurnDto, nullable: true, description: 'Overview of the latest turn.' }) current_turn!: CurrentTurnDto | null;
+  @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'Cooperation: the coordinator session that spawned this member; null on a root session.' }) parent_session_id!: string | null;
+  @ApiProperty({ format: 'uuid', description: 'Cooperation: the root of this session\'s tree (a root names itself).' }) root_session_id!: string;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Cooperation: 0 for a root, 1 for its members, and so on.' }) depth!: number;
+  @ApiProperty({ type: SpawnedByDto, nullable: true, description: 'Cooperation: the coordinator\'s call that created this member (its id is derived from it); null on a root.' })
+  spawned_by!: SpawnedByDto | null;
+  @ApiProperty({ type: SubagentInfoDto, nullable: true, description: 'Cooperation: the name and task the coordinator gave this member; null on a root.' })
+  subagent!: SubagentInfoDto | null;
   @ApiProperty({ type: ReceiptDto, nullable: true, description: 'Only on the create response that accepted an input; null on reads.' })
   receipt!: ReceiptDto | null;
 }
@@ -97,6 +114,10 @@ export class SessionListQueryDto extends ListQueryDto {
   @OptionalNotNull()
   @IsIn(['true', 'false'])
   is_pinned?: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'Cooperation: the sessions of this tree (its root and every member). Omitted: root sessions only (members are listed through their tree).' })
+  @OptionalNotNull()
+  @IsUUID()
+  root_session_id?: string;
 }
 
 export class ReceiptQueryDto {

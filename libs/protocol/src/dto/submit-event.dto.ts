@@ -94,6 +94,8 @@ export class SubmitEventsDto {
         { $ref: '#/components/schemas/ResumeEventDto' },
         { $ref: '#/components/schemas/ToolResultEventDto' },
         { $ref: getSchemaPath(CompactEventDto) },
+        { $ref: '#/components/schemas/TreeStopEventDto' },
+        { $ref: '#/components/schemas/TreeContinueEventDto' },
       ],
     },
   })

@@ -83,6 +83,20 @@ export class ContinueQueueEventDto {
   type!: 'yuxi.session.input.continue';
 }
 
+/** Stops a whole cooperation tree (sent to any session of it). */
+export class TreeStopEventDto {
+  @ApiProperty({ enum: ['yuxi.session.tree.stop'] })
+  @Equals('yuxi.session.tree.stop')
+  type!: 'yuxi.session.tree.stop';
+}
+
+/** Continues a stopped tree once its work has settled. */
+export class TreeContinueEventDto {
+  @ApiProperty({ enum: ['yuxi.session.tree.continue'] })
+  @Equals('yuxi.session.tree.continue')
+  type!: 'yuxi.session.tree.continue';
+}
+
 export class PromoteInputEventDto {
   @ApiProperty({ enum: ['yuxi.session.input.promote'] })
   @Equals('yuxi.session.input.promote')

@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
-import { newId } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
-import { AfterCommit, type Committed, type Nudge, turnEvents } from '#libs/lifecycle';
+import { acceptedReceipt, AfterCommit, type Committed, type Nudge, turnEvents } from '#libs/lifecycle';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
 
 /** What an accepting transaction produced besides its response: the events announcing it. */
@@ -17,6 +16,8 @@ export interface Accepted extends WorkResult {
    * sweep do each again, should a nudge be lost).
    */
   nudges: Nudge[];
+  /** What the same transaction committed on other sessions (a tree control's members), sent after commit too. */
+  also?: Committed[];
 }
 
 /** What a control event did under the session lock. */
@@ -73,7 +74,7 @@ export class Acceptance {
           if (accepted.sessionId) {
             // The relay nudges the queue for a row that announced claimable work, should this request's nudge be lost.
             const nudge = accepted.nudges.some((n) => n.kind === 'queue');
-            committed = { batch: await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge }), nudges: accepted.nudges };
+            committed = { batch: await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge }), nudges: accepted.nudges, also: accepted.also };
           }
           return accepted;
         },
@@ -117,16 +118,26 @@ export class Acceptance {
     });
   }
 
+  /**
+   * A tree control (`yuxi.session.tree.*`) sent to any session of the tree: the caller's session
+   * read for the owner check (404 otherwise), then the whole tree locked, root first and level by
+   * level. Receipted on that session like every control, with no accepted event: 001 says these
+   * controls are not SSE output; each member's own events go to its own stream.
+   */
+  async treeControl(
+    principal: Principal,
+    sessionId: string,
+    key: string,
+    event: { type: string },
+    apply: (manager: EntityManager, target: SessionEntity) => Promise<Committed[]>,
+  ): Promise<IdempotentResponse> {
+    return this.accept(principal, IdempotencyService.eventScope(sessionId), key, { operation: event.type, session_id: sessionId, event }, async (manager) => {
+      const target = await this.sessions.getVisible(principal.userId, sessionId);
+      const also = await apply(manager, target);
+      const receipt = acceptedReceipt(sessionId, null);
+      return { status: 202, body: receipt, sessionId, receipt, events: [], nudges: [], also };
+    });
+  }
 }
 
-export function acceptedReceipt(sessionId: string, inputId: string | null): AcceptedReceipt {
-  return {
-    object: 'yuxi.session.event.accepted',
-    event_id: `evt_${newId().replaceAll('-', '')}`,
-    session_id: sessionId,
-    input_id: inputId,
-    turn_id: null,
-    run_id: null,
-    status: 'accepted',
-  };
-}
+export { acceptedReceipt } from '#libs/lifecycle';

@@ -3,7 +3,7 @@ import type { Principal } from '#libs/auth';
 import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
 import { SessionControls, turnEvents } from '#libs/lifecycle';
 import type { CompactEventDto } from '../dto/submit-event.dto.js';
-import { frozenInputConfig } from '../input-config.js';
+import { frozenInputConfig } from '#libs/lifecycle';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
 /**

@@ -10,10 +10,10 @@ import { type Nudge, turnEvents } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
 import { SessionsRepository } from '#libs/sessions';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
-import { frozenInputConfig } from '../input-config.js';
+import { frozenInputConfig } from '#libs/lifecycle';
 import { InlineImages } from '../inline-images.js';
 import { parseAgentInput } from '../input-parser.js';
-import { toSessionDto } from '../session-view.js';
+import { toSessionDto } from '#libs/lifecycle';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
 const DEFAULT_TITLE = '新的对话';
@@ -57,6 +57,7 @@ export class CreateSession {
           agentSnapshot: this.agents.snapshot(agent),
           title: dto.title ?? DEFAULT_TITLE,
           projectId: dto.project_id ?? null,
+          treeMaxConcurrent: agent.multiAgent?.enabled ? agent.multiAgent.max_concurrent_subagents : null,
         },
         messages !== null,
       );

@@ -62,7 +62,7 @@ export class CancelTurn {
   async execute(principal: Principal, sessionId: string, event: CancelTurnEventDto, key: string): Promise<IdempotentResponse> {
     let ended = null as TurnEntity | null;
     const result = await this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
-      const { turn, runId, events } = await this.controls.cancelTurn(manager, session, { turnId: event.yuxi?.turn_id, expectedRunId: event.yuxi?.expected_run_id });
+      const { turn, runId, events, nudges } = await this.controls.cancelTurn(manager, session, { turnId: event.yuxi?.turn_id, expectedRunId: event.yuxi?.expected_run_id });
       // A turn waiting at a waitpoint ends here, with no worker to count it.
       ended = turn.status === 'cancelled' ? turn : null;
       // In the outbox with the cancel itself, so it precedes the terminal event on every stream;
@@ -70,6 +70,7 @@ export class CancelTurn {
       return {
         receipt: { ...acceptedReceipt(sessionId, null), turn_id: turn.id, run_id: runId },
         events: [turnEvents.turnState(turn), ...events],
+        nudges,
       };
     });
     if (!result.replayed && ended) metrics.turnFinished('cancelled', turnSeconds(ended));

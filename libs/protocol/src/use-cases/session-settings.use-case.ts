@@ -8,7 +8,7 @@ import { ModelRegistry } from '#libs/models';
 import { SessionsRepository } from '#libs/sessions';
 import type { SessionDto } from '../dto/session.dto.js';
 import type { UpdateSessionDto } from '../dto/update-session.dto.js';
-import { toSessionDto } from '../session-view.js';
+import { toSessionDto } from '#libs/lifecycle';
 
 /** Presentation and default configuration of a session; model and approval mode affect later inputs only. */
 @Injectable()

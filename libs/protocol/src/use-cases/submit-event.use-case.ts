@@ -7,7 +7,8 @@ import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
 import { metrics } from '#libs/metrics';
 import { CompactEventDto, MessageEventDto, PROTOCOL_EVENT_TYPES } from '../dto/submit-event.dto.js';
 import { CompactContext } from './compact-context.use-case.js';
-import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto } from '../dto/update-session.dto.js';
+import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto, TreeContinueEventDto, TreeStopEventDto } from '../dto/update-session.dto.js';
+import { ContinueTree, StopTree } from './tree-controls.use-case.js';
 import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
 import { ResumeEventDto, ToolResultEventDto } from '../dto/waitpoint-events.dto.js';
 import { SubmitMessage } from './submit-message.use-case.js';
@@ -25,6 +26,8 @@ export class SubmitEvent {
     private readonly resumeTurn: ResumeTurn,
     private readonly submitToolResult: SubmitToolResult,
     private readonly compactContext: CompactContext,
+    private readonly stopTree: StopTree,
+    private readonly continueTree: ContinueTree,
   ) {}
 
   async execute(principal: Principal, sessionId: string, events: Record<string, unknown>[], rawKey: string | undefined): Promise<IdempotentResponse> {
@@ -45,6 +48,8 @@ export class SubmitEvent {
     if (type === 'yuxi.session.input.continue') return this.continueQueue.execute(principal, sessionId, await validateEvent(ContinueQueueEventDto, raw), key);
     if (type === 'yuxi.session.input.resume') return this.resumeTurn.execute(principal, sessionId, await validateEvent(ResumeEventDto, raw), key);
     if (type === 'yuxi.session.input.compact') return this.compactContext.execute(principal, sessionId, await validateEvent(CompactEventDto, raw), key);
+    if (type === 'yuxi.session.tree.stop') return this.stopTree.execute(principal, sessionId, await validateEvent(TreeStopEventDto, raw), key);
+    if (type === 'yuxi.session.tree.continue') return this.continueTree.execute(principal, sessionId, await validateEvent(TreeContinueEventDto, raw), key);
     if (type === 'tool_result') return this.submitToolResult.execute(principal, sessionId, await validateEvent(ToolResultEventDto, raw), key);
     if (typeof type === 'string' && (PROTOCOL_EVENT_TYPES as readonly string[]).includes(type)) {
       throw new DomainError('not_implemented', `Event type ${type} is not available yet`);

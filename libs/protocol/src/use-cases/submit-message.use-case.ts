@@ -6,7 +6,7 @@ import { type Nudge, SessionControls, turnEvents } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
 import { RunSignals } from '#libs/queue';
 import type { MessageEventDto } from '../dto/submit-event.dto.js';
-import { frozenInputConfig } from '../input-config.js';
+import { frozenInputConfig } from '#libs/lifecycle';
 import { InlineImages } from '../inline-images.js';
 import { parseAgentInput } from '../input-parser.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';

@@ -1,8 +1,7 @@
 import { unixSeconds } from '#libs/database';
 import type { AcceptedReceipt } from '#libs/inputs';
-import type { SessionEntity } from '#libs/sessions';
+import type { SessionEntity as Session, TurnSummary } from '#libs/sessions';
 import { TERMINAL_TURN_STATUSES } from '#libs/turns';
-import type { SessionDto } from './dto/session.dto.js';
 
 /** A session's work status (derived, never stored): see sessionStatus. */
 export const SESSION_STATUSES = ['idle', 'in_progress', 'requires_action', ...TERMINAL_TURN_STATUSES] as const;
@@ -12,7 +11,7 @@ export type SessionStatus = (typeof SESSION_STATUSES)[number];
  * Work status from the latest turn: an active turn shows its own state, queued work that will run
  * shows in_progress, otherwise the latest turn's terminal state, or idle for a session with no turns.
  */
-export function sessionStatus(session: SessionEntity): SessionStatus {
+export function sessionStatus(session: Session): SessionStatus {
   const status = session.currentTurn?.status;
   if (status === 'requires_action') return 'requires_action';
   if (status === 'in_progress' || status === 'queued') return 'in_progress';
@@ -21,8 +20,39 @@ export function sessionStatus(session: SessionEntity): SessionStatus {
   return (status ?? 'idle') as SessionStatus;
 }
 
+/**
+ * The session resource as the api shows it (protocol's SessionDto documents it); here because the
+ * worker announces the members it creates with it (`agent.session.created`).
+ */
+export interface SessionView {
+  id: string;
+  object: 'agent.session';
+  agent: { id: string; model: string };
+  created_at: number;
+  last_active_at: number;
+  status: string;
+  yuxi: {
+    title: string;
+    project_id: string | null;
+    is_pinned: boolean;
+    archived: boolean;
+    unread: boolean;
+    tool_approval_mode: string;
+    compaction_mode: string | null;
+    queue_paused: boolean;
+    queued_input_count: number;
+    current_turn: TurnSummary | null;
+    parent_session_id: string | null;
+    root_session_id: string;
+    depth: number;
+    spawned_by: { turn_id: string; call_id: string } | null;
+    subagent: { name: string; task: string } | null;
+    receipt: AcceptedReceipt | null;
+  };
+}
+
 /** The session resource; `receipt` only on the create response that accepted an input. */
-export function toSessionDto(session: SessionEntity, receipt: AcceptedReceipt | null = null): SessionDto {
+export function toSessionDto(session: Session, receipt: AcceptedReceipt | null = null): SessionView {
   return {
     id: session.id,
     object: 'agent.session',
@@ -41,6 +71,11 @@ export function toSessionDto(session: SessionEntity, receipt: AcceptedReceipt | 
       queue_paused: session.queuePaused,
       queued_input_count: session.pendingInputCount,
       current_turn: session.currentTurn,
+      parent_session_id: session.parentSessionId,
+      root_session_id: session.rootSessionId,
+      depth: session.depth,
+      spawned_by: session.spawnedTurnId && session.spawnedCallId ? { turn_id: session.spawnedTurnId, call_id: session.spawnedCallId } : null,
+      subagent: session.subagent,
       receipt,
     },
   };

@@ -1,4 +1,5 @@
-import type { FrozenInputConfig } from '#libs/inputs';
+import { newId } from '#libs/database';
+import type { AcceptedReceipt, FrozenInputConfig } from '#libs/inputs';
 import type { SessionEntity } from '#libs/sessions';
 
 /**
@@ -15,5 +16,19 @@ export function frozenInputConfig(session: SessionEntity, overrides: { model?: s
   };
   if (session.agentSnapshot) config.agent = session.agentSnapshot;
   if (session.compactionMode) config.compaction_mode = session.compactionMode;
+  if (session.depth > 0) config.cooperation_depth = session.depth;
   return config;
+}
+
+/** The receipt of an accepted event (the 202 body); turn_id and run_id are filled by controls that name them. */
+export function acceptedReceipt(sessionId: string, inputId: string | null): AcceptedReceipt {
+  return {
+    object: 'yuxi.session.event.accepted',
+    event_id: `evt_${newId().replaceAll('-', '')}`,
+    session_id: sessionId,
+    input_id: inputId,
+    turn_id: null,
+    run_id: null,
+    status: 'accepted',
+  };
 }

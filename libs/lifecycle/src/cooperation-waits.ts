@@ -1,0 +1,149 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { newId, unixSeconds } from '#libs/database';
+import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
+import { type SessionEntity, SessionsRepository, TreeRepository } from '#libs/sessions';
+import {
+  type CommittedStep,
+  type Lease,
+  RunsRepository,
+  StepsRepository,
+  type ToolCallSpec,
+  toCurrentTurn,
+  type TurnEntity,
+  TurnsRepository,
+  type Waitpoint,
+} from '#libs/turns';
+import type { Committed, Nudge } from './after-commit.js';
+import { resolveWaits } from './cooperation-rules.js';
+import type { HeldTurn } from './held-turn.js';
+import { turnEvents } from './turn-events.js';
+
+/** How many queued members a freed slot nudges (the claim's gate admits them in order). */
+const TREE_NUDGES = 20;
+
+/** A coordinator's wait: resolved at once (a waitpoint step the planner reads), or the run suspended until members settle. */
+export type Awaited = { resolved: CommittedStep; batch: OutboxBatch } | { suspended: OutboxBatch };
+
+/**
+ * The cooperation wait and its durable wake-up. A coordinator's `wait_subagents` either resolves
+ * at once (every member it waits for has settled) or suspends its run: the turn stays in_progress
+ * with a `cooperation` waitpoint and no worker holds it (nothing polls). A member's ended turn
+ * leaves a signal in its own transaction (`memberTurnEnded`); delivering it (after commit, or by
+ * the recovery sweep when that was lost) takes the parent's lock, announces the member's state on
+ * the parent's stream and, once the wait resolves, records the members' results as the
+ * waitpoint's step and wakes the turn in a new run for any worker. Both sides decide under the
+ * parent's lock, so a member settling while its coordinator suspends is never missed.
+ */
+@Injectable()
+export class CooperationWaits {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly sessions: SessionsRepository,
+    private readonly tree: TreeRepository,
+    private readonly turns: TurnsRepository,
+    private readonly runs: RunsRepository,
+    private readonly steps: StepsRepository,
+    private readonly outbox: EventOutbox,
+  ) {}
+
+  /** The wait calls of a coordinator's turn, under its lease. 'cancelled' when a cancel came first; null when the lease is gone. */
+  async awaitMembers(held: HeldTurn, lease: Lease, calls: ToolCallSpec[]): Promise<Awaited | 'cancelled' | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      if (await this.turns.cancellationPending(manager, held.turn.id)) return 'cancelled' as const;
+      const now = new Date();
+      const waitpoint: Waitpoint = {
+        id: newId(),
+        kind: 'cooperation',
+        run_id: lease.runId,
+        created_at: unixSeconds(now),
+        tool_calls: calls.map(({ call_id, name, arguments: args }) => ({ call_id, name, arguments: args })),
+      };
+      const results = resolveWaits(waitpoint.tool_calls ?? [], await this.tree.children(manager, sessionId));
+      if (results) {
+        const step: CommittedStep = { runId: lease.runId, kind: 'waitpoint', status: 'completed', ref: waitpoint.id, output: { kind: 'cooperation', response: { type: 'cooperation', results } } };
+        if (!(await this.steps.recordStep(manager, lease, { ...step, turnId: held.turn.id, sessionId, input: { kind: 'cooperation' }, at: now }))) return null;
+        return { resolved: step, batch: { sessionId, rows: [] } };
+      }
+      if (!(await this.runs.suspendRun(manager, lease, held.turn.id, waitpoint, now))) return null;
+      const usage = await this.runs.addUsage(manager, lease.runId, held.turn.id, null);
+      const turn: TurnEntity = { ...held.turn, status: 'in_progress', waitpoint, currentRunId: lease.runId, usage: usage.turn };
+      await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), 0, now);
+      const run = { ...held.run, id: lease.runId, status: 'requires_action' as const, completedAt: now, leaseOwner: null, leaseExpiresAt: null, usage: usage.run };
+      const events: OutgoingEvent[] = [turnEvents.run('requires_action', run), turnEvents.turnState(turn)];
+      return { suspended: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }) };
+    });
+  }
+
+  /**
+   * Delivers the parent's undelivered signals (one transaction under its lock): each member's
+   * ended turn on the parent's stream, and the parent's turn woken once its wait resolves. Null
+   * when there was nothing to deliver.
+   */
+  async deliver(parentId: string): Promise<Committed | null> {
+    return this.dataSource.transaction(async (manager) => {
+      const parent = await this.sessions.lock(manager, parentId);
+      if (!parent) return null;
+      const signals = await this.tree.takeSignals(manager, parentId);
+      const events: OutgoingEvent[] = signals.map((signal) => turnEvents.subagentState(signal));
+      const nudges: Nudge[] = [];
+      const active = await this.turns.activeTurn(manager, parentId);
+      if (active?.status === 'in_progress' && active.waitpoint?.kind === 'cooperation') {
+        const woken = await this.wake(manager, active, active.waitpoint);
+        if (woken) {
+          events.push(...woken.events);
+          nudges.push({ kind: 'takeover', runId: woken.runId });
+        }
+      }
+      if (events.length === 0) return null;
+      return { batch: await this.outbox.append(manager, parentId, events), nudges };
+    });
+  }
+
+  /**
+   * A member's turn ended (call in the transaction that ended it, under the member's lock only):
+   * the signal for its parent, and what to nudge after commit — the parent's delivery, and the
+   * tree's queued members (a slot freed). Nothing for a root: plain sessions pay no statement.
+   */
+  async memberTurnEnded(manager: EntityManager, session: Pick<SessionEntity, 'id' | 'depth' | 'rootSessionId'> | null, turn: Pick<TurnEntity, 'id' | 'status'>): Promise<Nudge[]> {
+    if (!session || session.depth === 0) return [];
+    const parentId = await this.tree.signalTurnEnded(manager, session.id, turn.id, turn.status);
+    return parentId ? [{ kind: 'cooperation', parentSessionId: parentId }, { kind: 'tree', rootSessionId: session.rootSessionId }] : [];
+  }
+
+  /** The tree's members waiting for a slot, oldest first (read after commit to nudge them). */
+  async queuedMembers(rootId: string): Promise<string[]> {
+    return this.tree.queuedMembers(rootId, TREE_NUDGES);
+  }
+
+  /** Parents whose signals stayed undelivered past the grace period (the sweep delivers them). */
+  async undelivered(graceMs: number, limit: number): Promise<string[]> {
+    return this.tree.parentsWithUndeliveredSignals(graceMs, limit);
+  }
+
+  /** The wait resolved: its results as the waitpoint's step, and the turn in a new run for any worker. Null while it still waits. */
+  private async wake(manager: EntityManager, turn: TurnEntity, waitpoint: Waitpoint): Promise<{ events: OutgoingEvent[]; runId: string } | null> {
+    const results = resolveWaits(waitpoint.tool_calls ?? [], await this.tree.children(manager, turn.sessionId));
+    if (!results) return null;
+    const at = new Date();
+    const recorded = await this.steps.recordStep(manager, null, {
+      runId: waitpoint.run_id,
+      turnId: turn.id,
+      sessionId: turn.sessionId,
+      kind: 'waitpoint',
+      status: 'completed',
+      ref: waitpoint.id,
+      input: { kind: 'cooperation' },
+      output: { kind: 'cooperation', response: { type: 'cooperation', results } },
+      at,
+    });
+    if (!recorded) return null;
+    const resumed = await this.turns.resumeTurn(manager, turn, newId(), at);
+    if (!resumed) return null;
+    await this.sessions.recordRunStarted(manager, turn.sessionId, toCurrentTurn(resumed.turn), 0, 0, at);
+    return { events: [turnEvents.run('created', resumed.run), turnEvents.turn('in_progress', resumed.turn)], runId: resumed.run.id };
+  }
+}

@@ -1,0 +1,150 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, describe, it } from 'node:test';
+import { createSessionWith } from '../support/agents.js';
+import { query } from '../support/db.js';
+import { API, http, postEvent, sendMessage } from '../support/http.js';
+import { type SseEvent, SseStream } from '../support/sse.js';
+
+// Cooperation trees end to end (PROTOCOL.md "Cooperation: subagents and trees"): a coordinator's
+// scripted model creates members through `[[tool:…]]` directives (several run as successive tool
+// calls), waits for them, and continues with their answers; members are full sessions.
+describe('cooperation trees', () => {
+  const streams: SseStream[] = [];
+  after(() => streams.forEach((s) => s.close()));
+
+  const TERMINAL = new Set(['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled']);
+  const open = async (sessionId: string): Promise<SseStream> => {
+    const stream = await SseStream.open(sessionId);
+    streams.push(stream);
+    return stream;
+  };
+  const ended = (stream: SseStream, timeoutMs = 30_000): Promise<SseEvent> => stream.waitFor((e) => TERMINAL.has(e.type), timeoutMs);
+  const items = async (sessionId: string): Promise<any[]> => (await http(`${API}/sessions/${sessionId}/items?order=asc&limit=100`)).body.data;
+  const tree = async (rootId: string): Promise<any[]> => (await http(`${API}/sessions?root_session_id=${rootId}&order=asc`)).body.data;
+  const state = async (sessionId: string): Promise<any> => (await http(`${API}/sessions/${sessionId}/state`)).body;
+  const create = (task: string, name: string): string => `[[tool:create_subagent {"task":"${task}","name":"${name}"}]]`;
+
+  /** Polls until `check` holds (bounded: 150 tries, 100 ms apart). */
+  const until = async <T>(read: () => Promise<T>, check: (value: T) => boolean, what: string): Promise<T> => {
+    for (let i = 0; i < 150; i += 1) {
+      const value = await read();
+      if (check(value)) return value;
+      await sleep(100);
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  };
+
+  it('spawns three members, waits for them, and answers with their answers (items, events, links, member streams)', async () => {
+    const coordinator = await createSessionWith('coordinator', `${create('alpha', 'a')} ${create('beta', 'b')} ${create('gamma', 'c')} [[tool:wait_subagents {}]]`);
+    const stream = await open(coordinator.id);
+    const end = await ended(stream);
+    assert.equal(end.type, 'agent.session.turn.completed', JSON.stringify(end.data.turn?.error));
+
+    const own = await items(coordinator.id);
+    const calls = own.filter((i) => i.type === 'create_subagent_call');
+    assert.deepEqual(calls.map((c) => c.task), ['alpha', 'beta', 'gamma']);
+    for (const call of calls) {
+      assert.equal(call.name, 'create_subagent');
+      const output = own.find((i) => i.type === 'function_call_output' && i.call_id === call.call_id);
+      assert.ok(output, `the output of ${call.call_id}`);
+      assert.equal(JSON.parse(output.output).subagent_id, call.yuxi.subagent_session_id);
+    }
+    const wait = own.find((i) => i.type === 'wait_subagents_call');
+    assert.ok(wait, 'the wait call is an item of its own type');
+    const waited = JSON.parse(own.find((i) => i.type === 'function_call_output' && i.call_id === wait.call_id).output);
+    assert.deepEqual(waited.subagents.map((m: any) => [m.name, m.status, m.answer]), [
+      ['a', 'completed', 'Echo: alpha'],
+      ['b', 'completed', 'Echo: beta'],
+      ['c', 'completed', 'Echo: gamma'],
+    ]);
+    const answer = own.at(-1);
+    assert.equal(answer.phase, 'final_answer');
+    const text = answer.content[0].text as string;
+    for (const word of ['alpha', 'beta', 'gamma']) assert.ok(text.includes(`Echo: ${word}`), text);
+
+    const created = stream.events.filter((e) => e.type === 'agent.session.subagent.created');
+    assert.deepEqual(created.map((e) => e.data.subagent.name), ['a', 'b', 'c']);
+    const settled = await until(async () => stream.events.filter((e) => e.type === 'yuxi.session.subagent.state'), (s) => s.length === 3, 'three member states');
+    assert.deepEqual(settled.map((e) => e.data.status), ['completed', 'completed', 'completed']);
+    assert.ok(stream.events.some((e) => e.type === 'yuxi.session.turn.state' && e.data.turn.yuxi.waitpoint?.kind === 'cooperation'), 'the wait shows as a cooperation waitpoint');
+
+    const members = (await tree(coordinator.id)).filter((s) => s.id !== coordinator.id);
+    assert.equal(members.length, 3);
+    for (const [index, member] of members.entries()) {
+      assert.equal(member.yuxi.parent_session_id, coordinator.id);
+      assert.equal(member.yuxi.root_session_id, coordinator.id);
+      assert.equal(member.yuxi.depth, 1);
+      assert.deepEqual(member.yuxi.spawned_by, { turn_id: end.data.turn.id, call_id: calls[index].call_id });
+      assert.equal(member.id, calls[index].yuxi.subagent_session_id);
+      const memberStream = await open(member.id);
+      const memberEnd = await ended(memberStream);
+      assert.equal(memberEnd.type, 'agent.session.turn.completed');
+      assert.equal(memberStream.events[0]?.type, 'agent.session.created');
+    }
+    // The default list shows roots only.
+    const roots = (await http(`${API}/sessions?limit=100`)).body.data.map((s: any) => s.id);
+    assert.ok(roots.includes(coordinator.id));
+    assert.ok(!members.some((m) => roots.includes(m.id)), 'members are listed through their tree only');
+    const cooperation = (await state(members[0].id)).agent_state.cooperation;
+    assert.equal(cooperation.root_session_id, coordinator.id);
+    assert.equal(cooperation.members.length, 3);
+    assert.ok(cooperation.usage.total_tokens > 0);
+  });
+
+  it('caps running members at max_concurrent_subagents: the rest wait queued, never more than the cap run, all finish', async () => {
+    const tasks = ['one', 'two', 'three', 'four', 'five'].map((task) => create(`[[delay:60]] [[words:12]] ${task}`.replaceAll('"', '\\"'), task)).join(' ');
+    const coordinator = await createSessionWith('coordinator', `${tasks} [[tool:wait_subagents {}]]`);
+    const stream = await open(coordinator.id);
+    let sawQueued = false;
+    for (let i = 0; i < 300 && !stream.events.some((e) => TERMINAL.has(e.type)); i += 1) {
+      const members = (await state(coordinator.id)).agent_state.cooperation?.members ?? [];
+      const running = members.filter((m: any) => m.status === 'in_progress').length;
+      assert.ok(running <= 2, `${running} members run at once`);
+      sawQueued ||= members.some((m: any) => m.status === 'queued');
+      await sleep(50);
+    }
+    const end = await ended(stream);
+    assert.equal(end.type, 'agent.session.turn.completed', JSON.stringify(end.data.turn?.error));
+    assert.ok(sawQueued, 'members beyond the cap showed queued');
+    // When any member run started, at most the cap of them (itself included) were running.
+    const runs = await query<{ started_at: Date; completed_at: Date }>(
+      `SELECT r.started_at, r.completed_at FROM runs r JOIN sessions s ON s.id = r.session_id WHERE s.parent_session_id = $1`,
+      [coordinator.id],
+    );
+    assert.equal(runs.length, 5);
+    for (const run of runs) {
+      const running = runs.filter((other) => other.started_at <= run.started_at && other.completed_at > run.started_at).length;
+      assert.ok(running <= 2, `${running} member runs were running at once`);
+    }
+  });
+
+  it('members never get the coordinator\'s function tools; they keep its builtin ones', async () => {
+    const coordinator = await createSessionWith('coordinator-fn', `${create('[[tool:my_fn {}]]'.replaceAll('"', '\\"'), 'f')} [[tool:wait_subagents {}]]`);
+    const stream = await open(coordinator.id);
+    assert.equal((await ended(stream)).type, 'agent.session.turn.completed');
+    const [member] = (await tree(coordinator.id)).filter((s) => s.id !== coordinator.id);
+    const snapshot = await query<{ agent_snapshot: any }>(`SELECT agent_snapshot FROM sessions WHERE id = $1`, [member.id]);
+    assert.deepEqual(snapshot[0]!.agent_snapshot.tools.map((t: any) => t.type), ['builtin']);
+    const output = (await items(member.id)).find((i) => i.type === 'function_call_output');
+    assert.equal(output.output, 'Unknown tool my_fn');
+  });
+
+  it('during a cooperation wait a message queues as a follow-up, while steer and promote are refused (409)', async () => {
+    const coordinator = await createSessionWith('coordinator', `${create('[[delay:300]] [[words:10]] slow'.replaceAll('"', '\\"'), 's')} [[tool:wait_subagents {}]]`);
+    const stream = await open(coordinator.id);
+    await stream.waitFor((e) => e.type === 'yuxi.session.turn.state' && e.data.turn.yuxi.waitpoint?.kind === 'cooperation', 20_000);
+    const followUp = await sendMessage(coordinator.id, 'after the wait');
+    assert.equal(followUp.status, 202);
+    const steer = await postEvent(coordinator.id, { type: 'agent.session.input.message', input: [{ role: 'user', content: [{ type: 'input_text', text: 'now' }] }], yuxi: { mode: 'steer' } });
+    assert.equal(steer.status, 409);
+    assert.equal(steer.body.error.code, 'state_conflict');
+    const promote = await postEvent(coordinator.id, { type: 'yuxi.session.input.promote', input_id: followUp.body.input_id });
+    assert.equal(promote.status, 409);
+    const first = await ended(stream);
+    assert.equal(first.type, 'agent.session.turn.completed');
+    const second = await stream.waitFor((e) => TERMINAL.has(e.type) && e.data.turn.id !== first.data.turn.id, 20_000);
+    assert.equal(second.type, 'agent.session.turn.completed');
+    assert.equal((await items(coordinator.id)).at(-1).content[0].text, 'Echo: after the wait');
+  });
+});
