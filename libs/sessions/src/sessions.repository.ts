@@ -18,6 +18,8 @@ export interface NewSession {
   agentSnapshot: AgentSnapshot;
   title: string;
   projectId: string | null;
+  /** The workdir the session shares (its project's id); omitted: a workdir of its own (the session's id). */
+  workdirId?: string;
 }
 
 /** Presentation and default-configuration changes; each field optional. */
@@ -48,9 +50,11 @@ export class SessionsRepository {
   /** Inserts the session; with a first input its queue already counts that input (seq 1). */
   async create(manager: EntityManager, input: NewSession, withFirstInput: boolean): Promise<SessionEntity> {
     const now = new Date();
+    const id = newId();
     const row = manager.create(SessionEntity, {
       ...input,
-      id: newId(),
+      id,
+      workdirId: input.workdirId ?? id,
       trustedTools: [],
       isPinned: false,
       archived: false,
