@@ -18,7 +18,7 @@ export interface AgentDefinition {
 
 export const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** Slugs that are routes under /api/v1/agents: an agent with one of these ids could not be read at /api/v1/agents/{id}. */
-export const RESERVED_AGENT_IDS: readonly string[] = ['sessions', 'files'];
+export const RESERVED_AGENT_IDS: readonly string[] = ['sessions', 'files', 'projects'];
 const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'limits', 'context', 'visibility']);
 const LIMIT_RANGES: Record<keyof AgentLimits, [number, number]> = {
   max_model_calls: [1, 1000],

@@ -7,6 +7,7 @@ export { SubmitEvent } from './submit-event.use-case.js';
 export { SubmitMessage } from './submit-message.use-case.js';
 export { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 export { CompactContext } from './compact-context.use-case.js';
+export { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
 
 import { InlineImages } from '../inline-images.js';
 import { Acceptance } from './acceptance.js';
@@ -18,6 +19,7 @@ import { SubmitEvent } from './submit-event.use-case.js';
 import { SubmitMessage } from './submit-message.use-case.js';
 import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 import { CompactContext } from './compact-context.use-case.js';
+import { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [Acceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, UpdateSession, ArchiveSession];
+export const USE_CASES = [Acceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, UpdateSession, ArchiveSession, CreateProject, ListProjects, GetProject, DeleteProject];
