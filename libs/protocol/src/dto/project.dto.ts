@@ -11,7 +11,7 @@ export class CreateProjectDto {
   @Length(1, PROJECT_NAME_MAX)
   name!: string;
 
-  @ApiPropertyOptional({ maxLength: PROJECT_DESCRIPTION_MAX, default: '', example: 'Sessions about the Q3 report share its files.' })
+  @ApiPropertyOptional({ maxLength: PROJECT_DESCRIPTION_MAX, description: 'Omitted: empty.', example: 'Sessions about the Q3 report share its files.' })
   @OptionalNotNull()
   @IsString()
   @MaxLength(PROJECT_DESCRIPTION_MAX)
