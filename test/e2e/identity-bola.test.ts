@@ -333,6 +333,50 @@ describe('identity: object-level authorization (BOLA) matrix', () => {
     }
   });
 
+  it("answers 404 on another principal's project (read, delete, a session created in it), lists only own projects, and changes nothing", async () => {
+    const projectOf = async (owner: Caller, name: string): Promise<string> => {
+      const res = await call(owner, `${API}/projects`, { body: { name } });
+      assert.equal(res.status, 201, res.text);
+      return res.body.id as string;
+    };
+    const projectA = await projectOf(a, "A's project");
+    const projectY = await projectOf(y, "Y's project");
+    const sessionsBefore = { a: await listSessionIds(a), y: await listSessionIds(y) };
+    const cells: [Caller, string][] = [
+      [b, projectA],
+      [y, projectA],
+      [app1Default, projectA],
+      [b, projectY],
+      [x, projectY],
+      [app2y, projectY],
+      [app1Default, projectY],
+      [a, projectY],
+    ];
+    const failures: string[] = [];
+    for (const [caller, projectId] of cells) {
+      const attempts = [
+        ['GET project', await call(caller, `${API}/projects/${projectId}`)],
+        ['DELETE project', await call(caller, `${API}/projects/${projectId}`, { method: 'DELETE' })],
+        ['POST sessions with it', await call(caller, `${API}/sessions`, { body: { agent_id: 'default-chatbot', project_id: projectId, input: 'intrude' }, idempotencyKey: newKey('bola') })],
+      ] as const;
+      for (const [name, res] of attempts) {
+        if (res.status !== 404 || res.body?.error?.code !== 'not_found') failures.push(`${caller.name} → ${projectId}: ${name} answered ${res.status} ${res.text.slice(0, 200)}`);
+      }
+      const listed = await call(caller, `${API}/projects?limit=100`);
+      assert.equal(listed.status, 200, listed.text);
+      if (listed.body.data.some((p: any) => p.id === projectId)) failures.push(`${caller.name} lists ${projectId}`);
+    }
+    assert.deepEqual(failures, []);
+
+    // Nothing changed: the owners still read their projects, and no session was created for anyone in them.
+    assert.equal((await call(a, `${API}/projects/${projectA}`)).status, 200);
+    assert.equal((await call(y, `${API}/projects/${projectY}`)).status, 200);
+    assert.deepEqual(new Set(await listSessionIds(a)), new Set(sessionsBefore.a));
+    assert.deepEqual(new Set(await listSessionIds(y)), new Set(sessionsBefore.y));
+    const [{ count }] = await query<{ count: number }>(`SELECT count(*)::int AS count FROM sessions WHERE workdir_id = ANY($1::uuid[])`, [[projectA, projectY]]);
+    assert.equal(count, 0, 'no session joined either workdir');
+  });
+
   it("never shows app end users their key owner's private agent; the owner sees it", async () => {
     const agentId = `private-${randomUUID().slice(0, 8)}`;
     const put = await call(a, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Private to A', model: 'scripted:private', visibility: 'private' } });

@@ -178,6 +178,26 @@ describe('responses conform to the OpenAPI document', () => {
     assert.deepEqual(schemas.problemsFor(declared.content['application/json'].schema, res.body), []);
   });
 
+  it('projects: created, read, listed, a session in one, deleted; the errors around them', async () => {
+    const PROJECTS = '/api/v1/agents/projects';
+    const PROJECT = `${PROJECTS}/{project_id}`;
+    const created = await call('post', PROJECTS, {}, { body: { name: 'Doc project', description: 'documented' } });
+    assert.equal(created.status, 201);
+    const project_id = created.body.id;
+    assert.equal((await call('get', PROJECT, { project_id })).status, 200);
+    assert.equal((await call('get', PROJECTS, {}, { query: '?limit=1' })).status, 200);
+    assert.equal((await call('get', PROJECTS, {}, { query: '?after=nope' })).body.error.code, 'invalid_cursor');
+    assert.equal((await call('post', PROJECTS, {}, { body: { name: '' } })).body.error.code, 'validation_failed');
+    const session = await call('post', SESSIONS, {}, idem({ agent_id: 'default-chatbot', project_id }));
+    assert.equal(session.status, 201);
+    assert.equal((await call('delete', PROJECT, { project_id })).status, 200);
+    assert.equal((await call('get', PROJECT, { project_id })).status, 404);
+    assert.equal((await call('delete', PROJECT, { project_id })).status, 404);
+    assert.equal((await call('post', SESSIONS, {}, idem({ agent_id: 'default-chatbot', project_id }))).status, 404);
+    const refused = await event(session.body.id, { type: 'agent.session.input.message', input: 'after the delete' });
+    assert.equal(refused.body.error.code, 'state_conflict');
+  });
+
   it('agents, and the admin routes: agents, API keys, the audit trail', async () => {
     assert.equal((await call('get', '/api/v1/agents')).status, 200);
     assert.equal((await call('get', '/api/v1/agents/{agent_id}', { agent_id: 'default-chatbot' })).status, 200);

@@ -106,6 +106,13 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('archiveSession', 200);
   });
 
+  it('a project created from the default body, read, listed and deleted', async () => {
+    ids.project_id = (await tryIt('createProject', 201)).body.id;
+    await tryIt('getProject', 200);
+    await tryIt('listProjects', 200);
+    await tryIt('deleteProject', 200);
+  });
+
   it('the admin routes: an agent put and deleted, a key created, listed and revoked, the audit trail', async () => {
     await tryIt('adminListAgents', 200);
     await tryIt('putAgent', 201);

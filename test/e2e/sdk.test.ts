@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { AgentsApiError, type ResyncSnapshot, type SessionEventOf, type SessionEventsOptions } from '#libs/sdk';
+import { AgentsApiError, AgentsClient, type ResyncSnapshot, type SessionEventOf, type SessionEventsOptions } from '#libs/sdk';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { newProductUser, openRawStream, type RawStream } from '../support/identity.js';
@@ -235,6 +235,25 @@ describe('sdk: the typed client against the real stack', () => {
       return true;
     });
     assert.deepEqual(await inputIds(session.id), [first.input_id]);
+  });
+
+  it('manages projects: create, get, list (every page), delete; a session created in one names it', async () => {
+    const { key } = await newProductUser('sdk projects');
+    const client = new AgentsClient({ baseUrl: env.apiUrl, apiKey: key.secret });
+    const created = [await client.projects.create({ name: 'SDK one', description: 'first' }), await client.projects.create({ name: 'SDK two' })];
+    assert.equal(created[0]!.object, 'agent.project');
+    assert.deepEqual(await client.projects.get(created[0]!.id), created[0]);
+    const listed: string[] = [];
+    for await (const project of client.projects.listAll({ order: 'asc', limit: 1 })) listed.push(project.id);
+    assert.deepEqual(listed, created.map((p) => p.id));
+    const session = await client.sessions.create({ agent_id: 'default-chatbot', project_id: created[1]!.id });
+    assert.equal(session.yuxi.project_id, created[1]!.id);
+    assert.deepEqual(await client.projects.delete(created[1]!.id), { id: created[1]!.id, object: 'agent.project', deleted: true });
+    await assert.rejects(client.projects.get(created[1]!.id), (error: unknown) => error instanceof AgentsApiError && error.status === 404 && error.code === 'not_found');
+    assert.deepEqual(
+      (await client.projects.list()).data.map((p) => p.id),
+      [created[0]!.id],
+    );
   });
 
   it('on resync re-reads the waiting turn and its items, then streams the rest of the turn to its end', async () => {

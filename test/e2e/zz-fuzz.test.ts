@@ -100,6 +100,10 @@ async function prepare(nonce: string): Promise<{ pools: Pools; revokedKey: strin
     yuxi: { attachment_file_ids: attached.map((f) => f.id) },
   });
 
+  // A project of the fuzzer's, with a session in it: sessions may be created in it, and it may be read and deleted.
+  const project = await ok(`${API}/projects`, { body: { name: `fuzz ${nonce}` } }, 201);
+  await create({ agent_id: 'default-chatbot', project_id: project.id });
+
   await until(done.id, ['completed']);
   await until(question.id, ['requires_action']);
   await until(approval.id, ['requires_action']);
@@ -139,6 +143,7 @@ async function prepare(nonce: string): Promise<{ pools: Pools; revokedKey: strin
       image_url: [PIXEL],
       file_id: [...drafts.map((f) => f.id), ...attached.map((f) => f.id), ...inlineFiles],
       key_id: keyIds,
+      project_id: [project.id],
       public_agent_id: ['default-chatbot', 'file-declared', plainAgent, approvalAgent],
       own_agent_id: [plainAgent, approvalAgent, `fuzz-new-${nonce}`],
     },

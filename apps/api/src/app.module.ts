@@ -18,6 +18,7 @@ import { AgentsController } from './controllers/agents.controller.js';
 import { FilesController } from './controllers/files.controller.js';
 import { HealthController } from './controllers/health.controller.js';
 import { MetricsController } from './controllers/metrics.controller.js';
+import { ProjectsController } from './controllers/projects.controller.js';
 import { SessionEventsController } from './controllers/session-events.controller.js';
 import { SessionFilesController } from './controllers/session-files.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
@@ -27,8 +28,8 @@ import { HttpDrain } from './http-drain.js';
 
 @Module({
   imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule, FilesModule, HealthModule],
-  // Sessions and files before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
-  controllers: [HealthController, MetricsController, SessionsController, SessionEventsController, SessionFilesController, FilesController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
+  // Sessions, files and projects before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
+  controllers: [HealthController, MetricsController, SessionsController, SessionEventsController, SessionFilesController, FilesController, ProjectsController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController],
   providers: [BootstrapKey, AgentsFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

@@ -13,7 +13,7 @@ export class BuiltinToolDto {
   @ApiProperty({ enum: ['builtin'] }) type!: 'builtin';
   @ApiProperty({
     enum: ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file'],
-    description: '`list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session\'s workdir: the files attached to its inputs.',
+    description: '`list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session\'s workdir: the files attached to its inputs, and to those of every other session of its project.',
   })
   name!: string;
   @ApiPropertyOptional({ description: 'Ask the user to approve each call first.' }) requires_approval?: boolean;

@@ -12,6 +12,7 @@ import { Files1765152000000 } from './migrations/1765152000000-files.js';
 import { InlineImages1765242000000 } from './migrations/1765242000000-inline-images.js';
 import { PreparationBackoff1765330120000 } from './migrations/1765330120000-preparation-backoff.js';
 import { Compaction1765416000000 } from './migrations/1765416000000-compaction.js';
+import { Projects1765502400000 } from './migrations/1765502400000-projects.js';
 import { Cooperation1765588800000 } from './migrations/1765588800000-cooperation.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
@@ -28,6 +29,7 @@ export const MIGRATIONS = [
   InlineImages1765242000000,
   PreparationBackoff1765330120000,
   Compaction1765416000000,
+  Projects1765502400000,
   Cooperation1765588800000,
 ];
 

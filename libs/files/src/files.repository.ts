@@ -132,7 +132,8 @@ export class FilesRepository {
     await manager.query(prepared(`SELECT id FROM files WHERE id = ANY($1::bpchar[]) AND owner_id = $2 ORDER BY id FOR UPDATE`), [fileIds, ownerId]);
     const sessionKeys = fileIds.map((id) => storageKeys.session(sessionId, id));
     const [rows] = (await manager.query(
-      prepared(`UPDATE files f SET status = 'bound', session_id = $3, input_id = $4, session_key = k.session_key, bound_at = now(), expires_at = NULL
+      prepared(`UPDATE files f SET status = 'bound', session_id = $3, input_id = $4, session_key = k.session_key, bound_at = now(), expires_at = NULL,
+         workdir_id = (SELECT workdir_id FROM sessions WHERE id = $3)
        FROM unnest($1::text[], $5::text[]) AS k(id, session_key)
        WHERE f.id = k.id AND f.owner_id = $2 AND f.status = 'draft' AND f.expires_at > now() RETURNING f.id`),
       [fileIds, ownerId, sessionId, inputId, sessionKeys],
@@ -216,13 +217,27 @@ export class FilesRepository {
     return rows.map(fileFromRow);
   }
 
-  /** Every ready file in the session's workdir (what the agent's file tools see). */
-  async readyInSession(sessionId: string, limit: number): Promise<FileEntity[]> {
+  /**
+   * Every ready file in the session's workdir (what the agent's file tools see): the files of every
+   * session sharing it (the sessions of its project), in bound order.
+   */
+  async readyInWorkdir(sessionId: string, limit: number): Promise<FileEntity[]> {
     const rows = (await this.dataSource.query(
-      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE session_id = $1 AND status = 'ready' ORDER BY bound_at, id LIMIT $2`),
+      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE workdir_id = (SELECT workdir_id FROM sessions WHERE id = $1) AND status = 'ready'
+       ORDER BY bound_at, id LIMIT $2`),
       [sessionId, limit],
     )) as Record<string, unknown>[];
     return rows.map(fileFromRow);
+  }
+
+  /** One ready file of the session's workdir (attached in this session or another sharing the workdir), or null. */
+  async readyInWorkdirById(sessionId: string, fileId: string): Promise<FileEntity | null> {
+    if (!isFileId(fileId)) return null;
+    const rows = (await this.dataSource.query(
+      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE id = $1 AND workdir_id = (SELECT workdir_id FROM sessions WHERE id = $2) AND status = 'ready'`),
+      [fileId, sessionId],
+    )) as Record<string, unknown>[];
+    return rows[0] ? fileFromRow(rows[0]) : null;
   }
 
   /** One attachment (bound or ready) of the session, or null. */

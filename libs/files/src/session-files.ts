@@ -9,9 +9,10 @@ import { PdfTextReader } from './text/pdf-text.js';
 const MAX_LISTED = 200;
 
 /**
- * The files of a session's workdir, as its agent's tools and its artifact URLs see them: the
- * ready files of the session. The workdir is shared by the session's inputs: cancelling an input
- * does not hide its files from the tools.
+ * The files of a session's workdir, as its agent's tools see them: the ready files attached in any
+ * session sharing the workdir (every session of a project; a session without one has its own). The
+ * workdir is shared by the sessions' inputs: cancelling an input does not hide its files from the
+ * tools.
  */
 @Injectable()
 export class SessionFiles {
@@ -22,13 +23,13 @@ export class SessionFiles {
   ) {}
 
   list(sessionId: string): Promise<FileEntity[]> {
-    return this.files.readyInSession(sessionId, MAX_LISTED);
+    return this.files.readyInWorkdir(sessionId, MAX_LISTED);
   }
 
-  /** A ready file of the session and its bytes; null when the session has no such file. */
+  /** A ready file of the session's workdir and its bytes; null when the workdir has no such file. */
   async read(sessionId: string, fileId: string): Promise<{ file: FileEntity; bytes: Buffer } | null> {
-    const file = await this.files.inSession(null, sessionId, fileId);
-    if (!file || file.status !== 'ready' || !file.sessionKey) return null;
+    const file = await this.files.readyInWorkdirById(sessionId, fileId);
+    if (!file?.sessionKey) return null;
     return { file, bytes: await this.storage.get(file.sessionKey) };
   }
 

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { DomainError } from '#libs/errors';
 import { type FileEntity, FilesRepository } from '#libs/files';
 import { type FrozenInputConfig, type InputEntity, type InputMessage, type InputMode, InputsRepository } from '#libs/inputs';
-import { type SessionEntity, SessionsRepository } from '#libs/sessions';
+import { ProjectsRepository, type SessionEntity, SessionsRepository } from '#libs/sessions';
 import type { OutgoingEvent } from '#libs/events';
 import { toCurrentTurn, type TurnEntity, TurnsRepository } from '#libs/turns';
 import type { Nudge } from './after-commit.js';
@@ -36,6 +36,7 @@ export interface MessageSpec {
 export class SessionControls {
   constructor(
     private readonly sessions: SessionsRepository,
+    private readonly projects: ProjectsRepository,
     private readonly inputs: InputsRepository,
     private readonly turns: TurnsRepository,
     private readonly files: FilesRepository,
@@ -50,6 +51,10 @@ export class SessionControls {
     const receivedAt = new Date();
     const { session, receivedSeq } = await this.sessions.acceptInput(manager, sessionId, ownerId, receivedAt);
     if (session.archived) throw new DomainError('state_conflict', 'The session is archived');
+    // A deleted project's sessions take no new work; what they had already accepted still runs.
+    if (session.projectId !== null && (await this.projects.isDeletedWorkdir(manager, session.workdirId))) {
+      throw new DomainError('state_conflict', `The session's project ${session.projectId} is deleted`);
+    }
     const active = spec.requestedMode === 'follow_up' ? null : await this.turns.activeTurn(manager, sessionId);
     const mode = resolveMode(active, spec.requestedMode, spec.hasOverride);
     // A message to a paused queue resumes it and runs alone first; the old queue follows. A

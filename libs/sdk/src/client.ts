@@ -4,16 +4,21 @@ import { type CallOptions, type ClientOptions, type Query, Transport, type Write
 import type {
   Agent,
   AgentList,
+  CreateProjectParams,
   CreateSessionParams,
   InputDetail,
   InputEvent,
   InputEventOf,
   Item,
   ItemList,
+  ListProjectsParams,
   ListSessionsParams,
   MessageInput,
   MessageOptions,
   PageParams,
+  Project,
+  ProjectDeleted,
+  ProjectList,
   Queue,
   Receipt,
   Run,
@@ -26,6 +31,7 @@ import type {
 } from './types.js';
 
 const SESSIONS = '/api/v1/agents/sessions';
+const PROJECTS = '/api/v1/agents/projects';
 
 /** `/api/v1/agents/sessions/{id}/…` with every id encoded. */
 function sessionPath(sessionId: string, ...rest: string[]): string {
@@ -245,6 +251,43 @@ export class SessionsResource {
   }
 }
 
+/**
+ * Projects: named groups of the caller's sessions that share one workdir (pass a project's `id`
+ * as `project_id` to `sessions.create`).
+ */
+export class ProjectsResource {
+  constructor(private readonly transport: Transport) {}
+
+  /**
+   * Creates a project. Not retried after a lost answer: the create takes no Idempotency-Key, so
+   * sending it again could make a second project (list the projects to find out).
+   */
+  create(params: CreateProjectParams, options: CallOptions = {}): Promise<Project> {
+    return this.transport.request({ method: 'POST', path: PROJECTS, body: params, signal: options.signal, maxRetries: 0 });
+  }
+
+  list(params: ListProjectsParams = {}, options: CallOptions = {}): Promise<ProjectList> {
+    return this.transport.request({ method: 'GET', path: PROJECTS, query: params as Query, signal: options.signal });
+  }
+
+  /** Every project of the caller, page after page. */
+  listAll(params: Omit<ListProjectsParams, 'after'> = {}, options: CallOptions = {}): AsyncGenerator<Project> {
+    return paginate((after) => this.list({ ...params, after, limit: params.limit ?? 100 }, options));
+  }
+
+  get(projectId: string, options: CallOptions = {}): Promise<Project> {
+    return this.transport.request({ method: 'GET', path: `${PROJECTS}/${encodeURIComponent(projectId)}`, signal: options.signal });
+  }
+
+  /**
+   * Soft-deletes a project: its sessions keep their history, take no new messages. A retry after a
+   * lost answer may find it deleted already (404 `not_found`).
+   */
+  delete(projectId: string, options: CallOptions = {}): Promise<ProjectDeleted> {
+    return this.transport.request({ method: 'DELETE', path: `${PROJECTS}/${encodeURIComponent(projectId)}`, signal: options.signal });
+  }
+}
+
 export class AgentsResource {
   constructor(private readonly transport: Transport) {}
 
@@ -266,11 +309,13 @@ export class AgentsResource {
  */
 export class AgentsClient {
   readonly sessions: SessionsResource;
+  readonly projects: ProjectsResource;
   readonly agents: AgentsResource;
 
   constructor(options: ClientOptions) {
     const transport = new Transport(options);
     this.sessions = new SessionsResource(transport);
+    this.projects = new ProjectsResource(transport);
     this.agents = new AgentsResource(transport);
   }
 }

@@ -5,7 +5,7 @@
  * and a session event iterator that follows the recovery rules of the API. No framework imports:
  * it runs wherever `fetch` does.
  */
-export { AgentsClient, AgentsResource, paginate, SessionsResource } from './client.js';
+export { AgentsClient, AgentsResource, paginate, ProjectsResource, SessionsResource } from './client.js';
 export type { CancelTarget, ResumeParams, SendMessageOptions, ToolResultParams } from './client.js';
 export { AgentsApiError, AgentsConnectionError, AgentsProtocolError } from './errors.js';
 export { DEFAULT_RETRY } from './retry.js';

@@ -54,6 +54,14 @@ export type TurnStatus = Turn['status'];
 export type ItemList = ResponseBody<'/api/v1/agents/sessions/{session_id}/items', 'get', 200>;
 export type Item = ItemList['data'][number];
 export type Run = ResponseBody<'/api/v1/agents/sessions/{session_id}/runs/{run_id}', 'get', 200>;
+type ProjectsPath = '/api/v1/agents/projects';
+type ProjectPath = '/api/v1/agents/projects/{project_id}';
+
+export type Project = ResponseBody<ProjectPath, 'get', 200>;
+export type ProjectList = ResponseBody<ProjectsPath, 'get', 200>;
+export type ProjectDeleted = ResponseBody<ProjectPath, 'delete', 200>;
+export type CreateProjectParams = RequestBody<ProjectsPath, 'post'>;
+export type ListProjectsParams = QueryParams<ProjectsPath, 'get'>;
 export type AgentList = ResponseBody<'/api/v1/agents', 'get', 200>;
 export type Agent = ResponseBody<'/api/v1/agents/{agent_id}', 'get', 200>;
 

@@ -32,7 +32,13 @@ export class SessionEntity {
   /** Tools the user approved for the rest of the session (`approve_session`). */
   @Column('text', { name: 'trusted_tools', array: true }) trustedTools!: string[];
   @Column('text') title!: string;
+  /** The project the session was created in (a free label on sessions from before projects existed). */
   @Column('varchar', { name: 'project_id', nullable: true }) projectId!: string | null;
+  /**
+   * Whose workdir the session's files go to and its file tools read: the project's id for a
+   * session of a project, else the session's own id.
+   */
+  @Column('uuid', { name: 'workdir_id' }) workdirId!: string;
   @Column('boolean', { name: 'is_pinned' }) isPinned!: boolean;
   @Column('boolean') archived!: boolean;
   @Column('boolean') unread!: boolean;
@@ -65,7 +71,7 @@ export class SessionEntity {
  * column added by a later migration fails ("cached plan must not change result type").
  */
 export const SESSION_COLUMNS =
-  'id, owner_id, agent_id, model, tool_approval_mode, compaction_mode, instructions, agent_snapshot, trusted_tools, title, project_id, is_pinned, archived, unread, queue_paused, ' +
+  'id, owner_id, agent_id, model, tool_approval_mode, compaction_mode, instructions, agent_snapshot, trusted_tools, title, project_id, workdir_id, is_pinned, archived, unread, queue_paused, ' +
   'input_seq, item_seq, turn_seq, pending_input_count, current_turn, parent_session_id, root_session_id, depth, spawned_turn_id, spawned_call_id, subagent, ' +
   'tree_max_concurrent, tree_stopped_at, created_at, last_active_at, updated_at';
 
@@ -83,6 +89,7 @@ export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
     trustedTools: (row.trusted_tools as string[] | null) ?? [],
     title: row.title as string,
     projectId: (row.project_id as string | null) ?? null,
+    workdirId: row.workdir_id as string,
     isPinned: row.is_pinned as boolean,
     archived: row.archived as boolean,
     unread: row.unread as boolean,

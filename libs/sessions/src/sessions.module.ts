@@ -1,12 +1,14 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ProjectEntity } from './project.entity.js';
+import { ProjectsRepository } from './projects.repository.js';
 import { SessionEntity } from './session.entity.js';
 import { SessionsRepository } from './sessions.repository.js';
 import { TreeRepository } from './tree.repository.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([SessionEntity])],
-  providers: [SessionsRepository, TreeRepository],
-  exports: [SessionsRepository, TreeRepository],
+  imports: [TypeOrmModule.forFeature([SessionEntity, ProjectEntity])],
+  providers: [SessionsRepository, ProjectsRepository, TreeRepository],
+  exports: [SessionsRepository, ProjectsRepository, TreeRepository],
 })
 export class SessionsModule {}

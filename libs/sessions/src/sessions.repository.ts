@@ -20,6 +20,8 @@ export interface NewSession {
   projectId: string | null;
   /** A root whose agent enables multi_agent: its tree's cap on running members. */
   treeMaxConcurrent?: number | null;
+  /** The workdir the session shares (its project's id); omitted: a workdir of its own (the session's id). */
+  workdirId?: string;
 }
 
 /** Presentation and default-configuration changes; each field optional. */
@@ -64,6 +66,7 @@ export class SessionsRepository {
       subagent: null,
       treeMaxConcurrent: input.treeMaxConcurrent ?? null,
       treeStoppedAt: null,
+      workdirId: input.workdirId ?? id,
       trustedTools: [],
       isPinned: false,
       archived: false,

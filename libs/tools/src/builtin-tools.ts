@@ -57,14 +57,15 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
   },
   list_files: {
     name: 'list_files',
-    description: 'List the files of this session\'s workdir (attached by the user): file_id, filename, mime_type and size of each.',
+    description:
+      'List the files of this session\'s workdir (attached by the user; shared by every session of the session\'s project): file_id, filename, mime_type and size of each.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
     executor: 'server',
   },
   read_file: {
     name: 'read_file',
     description:
-      'Read a file of this session\'s workdir by its file_id: the text of a text file (txt, md, csv, json), the text of each page of a PDF. Images have no text to read.',
+      'Read a file of this session\'s workdir (shared by every session of the session\'s project) by its file_id: the text of a text file (txt, md, csv, json), the text of each page of a PDF. Images have no text to read.',
     parameters: {
       type: 'object',
       properties: { file_id: { type: 'string', pattern: '^[0-9a-f]{32}$', description: 'As listed by list_files or in the attachment list of a user message.' } },

@@ -61,6 +61,12 @@ export const CREATED_SESSION_EXAMPLE = { ...CREATED, last_active_at: AT, yuxi: {
 export const SESSION_EXAMPLE = session({ status: 'completed', receipt: null, title: 'Quarterly report' });
 export const SESSION_LIST_EXAMPLE = { object: 'list', data: [SESSION_EXAMPLE], first_id: SESSION_ID, last_id: SESSION_ID, has_more: false };
 
+const PROJECT_ID = '0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10';
+export const CREATE_PROJECT_EXAMPLE = { name: 'Quarterly reporting', description: 'Sessions about the Q3 report share its files.' };
+export const PROJECT_EXAMPLE = { id: PROJECT_ID, object: 'agent.project', ...CREATE_PROJECT_EXAMPLE, created_at: AT - 60, updated_at: AT - 60 };
+export const PROJECT_LIST_EXAMPLE = { object: 'list', data: [PROJECT_EXAMPLE], first_id: PROJECT_ID, last_id: PROJECT_ID, has_more: false };
+export const PROJECT_DELETED_EXAMPLE = { id: PROJECT_ID, object: 'agent.project', deleted: true };
+
 const RUN = {
   id: RUN_ID,
   object: 'yuxi.session.run',

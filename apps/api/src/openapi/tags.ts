@@ -2,6 +2,10 @@
 export const TAGS = {
   agents: { name: 'agents', description: 'The saved agents a caller can start sessions with.' },
   sessions: { name: 'sessions', description: 'Create, list, read, update and archive sessions; their runtime state.' },
+  projects: {
+    name: 'projects',
+    description: 'Projects: named groups of a caller\'s sessions that share one workdir (a file attached in one session is listed and read by the file tools of every session of the project).',
+  },
   events: {
     name: 'inputs-and-events',
     description: 'Submit inputs and control events (messages, steers, cancels, waitpoint answers, tool results), read the queue, inputs and receipts, and subscribe to the session event stream (SSE).',

@@ -47,7 +47,8 @@ export class InlineImagesRepository {
   async bind(manager: EntityManager, ownerId: string, fileIds: string[], sessionId: string, inputId: string): Promise<number> {
     if (fileIds.length === 0) return 0;
     const [, count] = (await manager.query(
-      prepared(`UPDATE files SET status = 'inline', session_id = $3, input_id = $4, bound_at = now(), ready_at = now()
+      prepared(`UPDATE files SET status = 'inline', session_id = $3, input_id = $4, bound_at = now(), ready_at = now(),
+         workdir_id = (SELECT workdir_id FROM sessions WHERE id = $3)
        WHERE id = ANY($1::text[]) AND owner_id = $2 AND origin = 'inline' AND status = 'uploading'`),
       [fileIds, ownerId, sessionId, inputId],
     )) as [unknown[], number];

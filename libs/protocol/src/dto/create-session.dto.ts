@@ -48,7 +48,13 @@ export class CreateSessionDto {
   @Length(1, 200)
   title?: string;
 
-  @ApiPropertyOptional({ minLength: 1, maxLength: 128 })
+  @ApiPropertyOptional({
+    minLength: 1,
+    maxLength: 128,
+    format: 'uuid',
+    description:
+      'A project of the caller (POST /projects): the session shares the project\'s workdir with its other sessions. A missing, deleted or another caller\'s project is 404 and nothing is stored.',
+  })
   @OptionalNotNull()
   @IsString()
   @Length(1, 128)

@@ -37,7 +37,8 @@ export class SubagentInfoDto {
 
 export class SessionYuxiDto {
   @ApiProperty() title!: string;
-  @ApiProperty({ type: String, nullable: true }) project_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'The project whose workdir the session shares; null: a workdir of its own. Sessions from before projects existed may hold a free label here.' })
+  project_id!: string | null;
   @ApiProperty() is_pinned!: boolean;
   @ApiProperty() archived!: boolean;
   @ApiProperty() unread!: boolean;

@@ -8,7 +8,7 @@ import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, Inpu
 import { metrics } from '#libs/metrics';
 import { type Nudge, turnEvents } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
-import { SessionsRepository } from '#libs/sessions';
+import { ProjectsRepository, SessionsRepository } from '#libs/sessions';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
 import { frozenInputConfig } from '#libs/lifecycle';
 import { InlineImages } from '../inline-images.js';
@@ -24,6 +24,7 @@ export class CreateSession {
   constructor(
     private readonly acceptance: Acceptance,
     private readonly sessions: SessionsRepository,
+    private readonly projects: ProjectsRepository,
     private readonly inputs: InputsRepository,
     private readonly agents: AgentsService,
     private readonly models: ModelRegistry,
@@ -46,6 +47,9 @@ export class CreateSession {
 
     const intent = { operation: 'sessions.create', body: { ...dto, input: images ? images.intentMessages() : null } };
     const result = await this.acceptance.accept(principal, 'sessions.create', key, intent, async (manager) => {
+      // A live project of the caller (else 404), share-locked until commit: a concurrent delete
+      // lands before this session (which then fails) or after it (a session like the others).
+      const project = dto.project_id === undefined ? null : await this.projects.getVisible(principal.userId, dto.project_id, manager);
       const session = await this.sessions.create(
         manager,
         {
@@ -56,7 +60,9 @@ export class CreateSession {
           instructions: agent.instructions,
           agentSnapshot: this.agents.snapshot(agent),
           title: dto.title ?? DEFAULT_TITLE,
-          projectId: dto.project_id ?? null,
+          projectId: project?.id ?? null,
+          // The sessions of a project share its workdir.
+          ...(project ? { workdirId: project.id } : {}),
           treeMaxConcurrent: agent.multiAgent?.enabled ? agent.multiAgent.max_concurrent_subagents : null,
         },
         messages !== null,

@@ -8,6 +8,7 @@ export { SubmitMessage } from './submit-message.use-case.js';
 export { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 export { CompactContext } from './compact-context.use-case.js';
 export { ContinueTree, StopTree } from './tree-controls.use-case.js';
+export { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
 
 import { InlineImages } from '../inline-images.js';
 import { Acceptance } from './acceptance.js';
@@ -20,6 +21,7 @@ import { SubmitMessage } from './submit-message.use-case.js';
 import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 import { CompactContext } from './compact-context.use-case.js';
 import { ContinueTree, StopTree } from './tree-controls.use-case.js';
+import { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [Acceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession];
+export const USE_CASES = [Acceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, CreateProject, ListProjects, GetProject, DeleteProject];

@@ -460,6 +460,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List projects
+         * @description The caller's projects (deleted ones excluded) in a stable (created_at, id) order, newest first by default; pass the previous page's `last_id` as `after` for the next one.
+         */
+        get: operations["listProjects"];
+        put?: never;
+        /**
+         * Create a project
+         * @description A project of the caller. Sessions created with its id as `project_id` share its workdir: a file attached in one of them is listed and read by the file tools (`list_files`, `read_file`) in every session of the project. Each session keeps its own attachment list.
+         */
+        post: operations["createProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/projects/{project_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a project
+         * @description One project of the caller.
+         */
+        get: operations["getProject"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a project
+         * @description A soft delete: the project is gone for the caller (404 on read and on a session create naming it, off the list), and its sessions take no new messages (409 `state_conflict`). Their history and files stay readable, and work accepted before the delete still finishes: attachment preparations, queued inputs, running turns.
+         */
+        delete: operations["deleteProject"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents": {
         parameters: {
             query?: never;
@@ -636,6 +684,10 @@ export interface components {
             agent_id: string;
             /** @example Quarterly report */
             title?: string;
+            /**
+             * Format: uuid
+             * @description A project of the caller (POST /projects): the session shares the project's workdir with its other sessions. A missing, deleted or another caller's project is 404 and nothing is stored.
+             */
             project_id?: string;
             agent?: components["schemas"]["SessionAgentOverrideDto"];
             /** @enum {string} */
@@ -718,6 +770,7 @@ export interface components {
         };
         SessionYuxiDto: {
             title: string;
+            /** @description The project whose workdir the session shares; null: a workdir of its own. Sessions from before projects existed may hold a free label here. */
             project_id: string | null;
             is_pinned: boolean;
             archived: boolean;
@@ -1348,6 +1401,47 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
+        CreateProjectDto: {
+            /** @example Quarterly reporting */
+            name: string;
+            /**
+             * @description Omitted: empty.
+             * @example Sessions about the Q3 report share its files.
+             */
+            description?: string;
+        };
+        ProjectDto: {
+            /**
+             * Format: uuid
+             * @description Pass it as `project_id` when creating a session: the sessions of a project share its workdir.
+             */
+            id: string;
+            /** @enum {string} */
+            object: "agent.project";
+            name: string;
+            /** @description Empty when none was given. */
+            description: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Unix seconds. */
+            updated_at: number;
+        };
+        ProjectListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["ProjectDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        ProjectDeletedDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "agent.project";
+            /** @enum {boolean} */
+            deleted: true;
+        };
         AgentLimitsDto: {
             /** @description Model calls per turn (default 25). */
             max_model_calls: number;
@@ -1722,7 +1816,7 @@ export interface components {
             /** @enum {string} */
             type: "builtin";
             /**
-             * @description `list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session's workdir: the files attached to its inputs.
+             * @description `list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session's workdir: the files attached to its inputs, and to those of every other session of its project.
              * @enum {string}
              */
             name: "ask_user" | "calculator" | "current_time" | "list_files" | "read_file";
@@ -6392,6 +6486,561 @@ export interface operations {
             };
             /** @description `file_already_bound`: The file is attached to a session input already: it is no longer a draft (read it through the session's attachments) and cannot be attached again. */
             409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listProjects: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of projects. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10",
+                     *           "object": "agent.project",
+                     *           "name": "Quarterly reporting",
+                     *           "description": "Sessions about the Q3 report share its files.",
+                     *           "created_at": 1733399940,
+                     *           "updated_at": 1733399940
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10",
+                     *       "last_id": "0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    createProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateProjectDto"];
+            };
+        };
+        responses: {
+            /** @description The project. */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10",
+                     *       "object": "agent.project",
+                     *       "name": "Quarterly reporting",
+                     *       "description": "Sessions about the Q3 report share its files.",
+                     *       "created_at": 1733399940,
+                     *       "updated_at": 1733399940
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A project of the caller (another caller's, and a deleted one, answer 404). */
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10",
+                     *       "object": "agent.project",
+                     *       "name": "Quarterly reporting",
+                     *       "description": "Sessions about the Q3 report share its files.",
+                     *       "created_at": 1733399940,
+                     *       "updated_at": 1733399940
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A project of the caller (another caller's, and a deleted one, answer 404). */
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10",
+                     *       "object": "agent.project",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;

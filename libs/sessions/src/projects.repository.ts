@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
+import { DomainError } from '#libs/errors';
+import { PROJECT_COLUMNS, type ProjectEntity, projectFromRow } from './project.entity.js';
+
+export interface NewProject {
+  ownerId: string;
+  name: string;
+  description: string;
+}
+
+/**
+ * The `projects` table, in SQL. Projects are visible as sessions are: to their owner only; a
+ * missing, another owner's or a deleted project is not found. Deleting is soft: the row stays,
+ * so its sessions keep their workdir (preparations under way finish), but it takes no new sessions
+ * and its sessions no new messages.
+ */
+@Injectable()
+export class ProjectsRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async create(project: NewProject): Promise<ProjectEntity> {
+    const [row] = (await this.dataSource.query(
+      prepared(`INSERT INTO projects (id, owner_id, name, description) VALUES ($1, $2, $3, $4) RETURNING ${PROJECT_COLUMNS}`),
+      [newId(), project.ownerId, project.name, project.description],
+    )) as Record<string, unknown>[];
+    return projectFromRow(row!);
+  }
+
+  /** A live project of the owner; `manager` given: share-locked until its transaction ends (a concurrent delete waits for it, and it for the delete). */
+  async getVisible(ownerId: string, projectId: string, manager?: EntityManager): Promise<ProjectEntity> {
+    const rows = isUuid(projectId)
+      ? ((await (manager ?? this.dataSource.manager).query(
+          prepared(`SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL${manager ? ' FOR SHARE' : ''}`),
+          [projectId, ownerId],
+        )) as Record<string, unknown>[])
+      : [];
+    if (!rows[0]) throw DomainError.notFound(`Project ${projectId}`);
+    return projectFromRow(rows[0]);
+  }
+
+  /** The owner's live projects in (created_at, id) order; `after` must be one of them. */
+  async list(ownerId: string, page: PageQuery): Promise<Page<ProjectEntity>> {
+    const values: unknown[] = [ownerId, page.limit + 1];
+    let after = '';
+    if (page.after !== undefined) {
+      const anchor = isUuid(page.after)
+        ? ((await this.dataSource.query(prepared(`SELECT 1 FROM projects WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`), [page.after, ownerId])) as unknown[])
+        : [];
+      if (anchor.length === 0) throw new DomainError('invalid_cursor', 'The `after` cursor is not a project of this caller');
+      values.push(page.after);
+      // The anchor's time is compared in SQL: a JS Date would drop its microseconds.
+      after = `AND (created_at, id) ${page.order === 'desc' ? '<' : '>'} (SELECT created_at, id FROM projects WHERE id = $3)`;
+    }
+    const direction = page.order === 'desc' ? 'DESC' : 'ASC';
+    const rows = (await this.dataSource.query(
+      `SELECT ${PROJECT_COLUMNS} FROM projects WHERE owner_id = $1 AND deleted_at IS NULL ${after}
+       ORDER BY created_at ${direction}, id ${direction} LIMIT $2`,
+      values,
+    )) as Record<string, unknown>[];
+    return toPage(rows.map(projectFromRow), page.limit);
+  }
+
+  /** Marks a live project of the owner deleted; not found otherwise (a second delete included). */
+  async softDelete(ownerId: string, projectId: string): Promise<void> {
+    if (!isUuid(projectId)) throw DomainError.notFound(`Project ${projectId}`);
+    const [, count] = (await this.dataSource.query(
+      prepared(`UPDATE projects SET deleted_at = now(), updated_at = now() WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`),
+      [projectId, ownerId],
+    )) as [unknown[], number];
+    if (count !== 1) throw DomainError.notFound(`Project ${projectId}`);
+  }
+
+  /** Whether the workdir is a deleted project's (a session's `workdir_id`; a workdir of a session's own is no project). */
+  async isDeletedWorkdir(manager: EntityManager, workdirId: string): Promise<boolean> {
+    const rows = (await manager.query(prepared(`SELECT 1 FROM projects WHERE id = $1 AND deleted_at IS NOT NULL`), [workdirId])) as unknown[];
+    return rows.length > 0;
+  }
+}
