@@ -4,6 +4,7 @@ import { after, describe, it } from 'node:test';
 import { createSessionWith } from '../support/agents.js';
 import { query } from '../support/db.js';
 import { API, http, postEvent, sendMessage } from '../support/http.js';
+import { call, newProductUser } from '../support/identity.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
 
 // Cooperation trees end to end (PROTOCOL.md "Cooperation: subagents and trees"): a coordinator's
@@ -146,5 +147,59 @@ describe('cooperation trees', () => {
     const second = await stream.waitFor((e) => TERMINAL.has(e.type) && e.data.turn.id !== first.data.turn.id, 20_000);
     assert.equal(second.type, 'agent.session.turn.completed');
     assert.equal((await items(coordinator.id)).at(-1).content[0].text, 'Echo: after the wait');
+  });
+
+  it('tree stop from a member cancels every active turn and pauses every queue; continue resumes them; a message lifts only its member', async () => {
+    const slow = (name: string): string => create('[[delay:400]] [[words:20]] '.replaceAll('"', '\\"') + name, name);
+    const coordinator = await createSessionWith('coordinator', `${slow('a')} ${slow('b')} ${slow('c')} [[tool:wait_subagents {}]]`);
+    const stream = await open(coordinator.id);
+    await stream.waitFor((e) => e.type === 'yuxi.session.turn.state' && e.data.turn.yuxi.waitpoint?.kind === 'cooperation', 20_000);
+    const members = (await tree(coordinator.id)).filter((s) => s.id !== coordinator.id);
+    const [a, b, c] = members.map((m) => m.id as string);
+    // a and b run (cap 2), c waits queued; a gets a follow-up behind its running turn.
+    await until(() => state(coordinator.id), (s) => s.agent_state.cooperation.members.filter((m: any) => m.status === 'in_progress').length === 2, 'two members running');
+    assert.equal((await sendMessage(a!, 'later for a')).status, 202);
+
+    const stop = await postEvent(b!, { type: 'yuxi.session.tree.stop' });
+    assert.equal(stop.status, 202, stop.text);
+    assert.equal(stop.body.session_id, b);
+    const stopped = await until(() => state(coordinator.id), (s) => s.agent_state.cooperation.stopped && !s.agent_state.cooperation.stopping, 'the stop to settle');
+    const statuses = Object.fromEntries(stopped.agent_state.cooperation.members.map((m: any) => [m.session_id, m]));
+    assert.equal(statuses[a!].status, 'cancelled');
+    assert.equal(statuses[b!].status, 'cancelled');
+    assert.ok(statuses[c!].queue_paused && statuses[c!].current_turn_id === null, 'the queued member never started');
+    const coordinatorTurn = (await http(`${API}/sessions/${coordinator.id}/turns?limit=1`)).body.data[0];
+    assert.equal(coordinatorTurn.status, 'cancelled');
+    assert.equal((await query(`SELECT count(*)::int AS n FROM turns WHERE session_id = $1`, [c])).at(0).n, 0);
+
+    // A message to b lifts b's gate only: it runs while a's follow-up and c stay paused.
+    assert.equal((await sendMessage(b!, 'only b')).status, 202);
+    await until(() => items(b!), (list) => list.at(-1)?.content?.[0]?.text === 'Echo: only b', 'b to answer');
+    assert.equal((await state(a!)).queue_paused, true);
+    assert.equal((await state(c!)).queue_paused, true);
+
+    const cont = await postEvent(coordinator.id, { type: 'yuxi.session.tree.continue' });
+    assert.equal(cont.status, 202, cont.text);
+    await until(() => items(a!), (list) => list.at(-1)?.content?.[0]?.text === 'Echo: later for a', 'a\'s follow-up to run');
+    await until(() => state(c!), (s) => s.status === 'completed', 'c to run');
+    const aTurns = (await http(`${API}/sessions/${a}/turns?order=asc`)).body.data.map((t: any) => t.status);
+    assert.deepEqual(aTurns, ['cancelled', 'completed'], 'a cancelled turn stays cancelled');
+    const again = await postEvent(coordinator.id, { type: 'yuxi.session.tree.continue' });
+    assert.equal(again.status, 409);
+  });
+
+  it('tree controls of another owner\'s tree are 404, and malformed ones 422', async () => {
+    const coordinator = await createSessionWith('coordinator', 'hello');
+    const { caller } = await newProductUser('tree stranger');
+    for (const type of ['yuxi.session.tree.stop', 'yuxi.session.tree.continue']) {
+      const foreign = await call(caller, `${API}/sessions/${coordinator.id}/events`, { body: { events: [{ type }] }, idempotencyKey: `k-${type}` });
+      assert.equal(foreign.status, 404, type);
+    }
+    assert.deepEqual((await call(caller, `${API}/sessions?root_session_id=${coordinator.id}`)).body.data, []);
+    const extra = await postEvent(coordinator.id, { type: 'yuxi.session.tree.stop', yuxi: { all: true } });
+    assert.equal(extra.status, 422);
+    assert.equal(extra.body.error.code, 'validation_failed');
+    const notStopped = await postEvent(coordinator.id, { type: 'yuxi.session.tree.continue' });
+    assert.equal(notStopped.status, 409);
   });
 });

@@ -173,6 +173,8 @@ describe('event catalogue', () => {
       turnEvents.textDone(item, 0, 0, 'x'),
       turnEvents.resync('events_lost'),
       turnEvents.contextCompression('started', { turnId: 'turn_1', runId: 'run_1', trigger: 'manual' }),
+      turnEvents.subagentCreated(...SAMPLES['agent.session.subagent.created']),
+      turnEvents.subagentState(...SAMPLES['yuxi.session.subagent.state']),
     ];
     for (const event of built) assert.ok(Object.hasOwn(EVENT_TYPES, event.type), `${event.type} is not in EVENT_TYPES`);
     // Between them, the entry points reach every type.
