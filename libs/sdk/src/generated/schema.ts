@@ -93,7 +93,7 @@ export interface paths {
         };
         /**
          * List sessions
-         * @description The caller's sessions in a stable (created_at, id) order, newest first by default; pass the previous page's `last_id` as `after` for the next one.
+         * @description The caller's root sessions (or, with `root_session_id`, one cooperation tree: its root and members) in a stable (created_at, id) order, newest first by default; pass the previous page's `last_id` as `after` for the next one.
          */
         get: operations["listSessions"];
         put?: never;
@@ -347,7 +347,7 @@ export interface paths {
         put?: never;
         /**
          * Submit one input or control event
-         * @description Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`) or a client tool result. The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn. A message may attach uploaded drafts with `yuxi.attachment_file_ids` (404: unknown file, 409 `file_already_bound`; nothing is stored then); the input then waits with `attachment_status: preparing` until a worker has put the files in the session workdir.
+         * @description Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`), a client tool result, a compaction request, or a cooperation tree's stop or continue (`yuxi.session.tree.stop` / `.continue`, sent to any session of the tree). The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn. A message may attach uploaded drafts with `yuxi.attachment_file_ids` (404: unknown file, 409 `file_already_bound`; nothing is stored then); the input then waits with `attachment_status: preparing` until a worker has put the files in the session workdir.
          */
         post: operations["submitEvent"];
         delete?: never;
@@ -734,15 +734,18 @@ export interface components {
         };
         WaitpointDto: {
             id: string;
-            /** @enum {string} */
-            kind: "question" | "approval" | "client_tool";
+            /**
+             * @description cooperation: a coordinator waits for its members (wait_subagents); the turn stays in_progress and nothing is asked of anyone.
+             * @enum {string}
+             */
+            kind: "question" | "approval" | "client_tool" | "cooperation";
             /** @description The run that stopped here. */
             run_id: string;
             /** @description Unix seconds. */
             created_at: number;
             /** @description kind=question. */
             questions?: components["schemas"]["WaitpointQuestionDto"][];
-            /** @description kind=approval (calls to approve) or client_tool (calls to execute). */
+            /** @description kind=approval (calls to approve), client_tool (calls to execute) or cooperation (the wait calls). */
             tool_calls?: components["schemas"]["WaitpointToolCallDto"][];
         };
         CurrentTurnDto: {
@@ -753,6 +756,15 @@ export interface components {
             result_run_id: string | null;
             /** @description What the turn waits for while requires_action, else null. */
             waitpoint: components["schemas"]["WaitpointDto"] | (never | null);
+        };
+        SpawnedByDto: {
+            /** Format: uuid */
+            turn_id: string;
+            call_id: string;
+        };
+        SubagentInfoDto: {
+            name: string;
+            task: string;
         };
         ReceiptDto: {
             /** @enum {string} */
@@ -787,6 +799,22 @@ export interface components {
             queued_input_count: number;
             /** @description Overview of the latest turn. */
             current_turn: components["schemas"]["CurrentTurnDto"] | (never | null);
+            /**
+             * Format: uuid
+             * @description Cooperation: the coordinator session that spawned this member; null on a root session.
+             */
+            parent_session_id: string | null;
+            /**
+             * Format: uuid
+             * @description Cooperation: the root of this session's tree (a root names itself).
+             */
+            root_session_id: string;
+            /** @description Cooperation: 0 for a root, 1 for its members, and so on. */
+            depth: number;
+            /** @description Cooperation: the coordinator's call that created this member (its id is derived from it); null on a root. */
+            spawned_by: components["schemas"]["SpawnedByDto"] | (never | null);
+            /** @description Cooperation: the name and task the coordinator gave this member; null on a root. */
+            subagent: components["schemas"]["SubagentInfoDto"] | (never | null);
             /** @description Only on the create response that accepted an input; null on reads. */
             receipt: components["schemas"]["ReceiptDto"] | (never | null);
         };
@@ -1089,11 +1117,13 @@ export interface components {
             model?: string;
             /** @description compaction: the summary call's tokens (counted in the turn's usage). */
             usage?: components["schemas"]["UsageDto"] | (never | null);
+            /** @description Coordination calls: the member session the call concerns (a create's is known from the call; null when the call names a member by name). */
+            subagent_session_id?: string | null;
         };
         ItemDto: {
             id: string;
             /** @enum {string} */
-            type: "message" | "function_call" | "function_call_output" | "compaction";
+            type: "message" | "function_call" | "create_subagent_call" | "message_subagent_call" | "wait_subagents_call" | "interrupt_subagent_call" | "function_call_output" | "compaction";
             /**
              * @description Messages only.
              * @enum {string}
@@ -1118,6 +1148,21 @@ export interface components {
             phase?: "final_answer" | "commentary";
             /** @description compaction: the summary that stands for the history before it in later model contexts. */
             summary?: string;
+            /** @description create_subagent_call: the agent the member runs with (absent: the coordinator's). */
+            agent_id?: string;
+            /** @description create_subagent_call: the member's task (its first message). */
+            task?: string;
+            /** @description message_subagent_call, interrupt_subagent_call: the member (its session id or name). */
+            subagent_id?: string;
+            /** @description message_subagent_call: the message sent. */
+            message?: string;
+            /** @description wait_subagents_call: the members waited for (absent: all of the coordinator's). */
+            subagent_ids?: string[];
+            /**
+             * @description wait_subagents_call: wait for all (default) or any.
+             * @enum {string}
+             */
+            mode?: "all" | "any";
             yuxi: components["schemas"]["ItemYuxiDto"];
         };
         InputDetailDto: {
@@ -1171,6 +1216,43 @@ export interface components {
             /** @description The compaction whose summary opened the context (its boundary); null when the context holds the whole history. */
             compaction_item_id: string | null;
         };
+        CooperationMemberDto: {
+            /** Format: uuid */
+            session_id: string;
+            /** Format: uuid */
+            parent_session_id: string;
+            agent_id: string;
+            name: string;
+            depth: number;
+            /**
+             * @description queued: its input waits for a slot of the tree's cap.
+             * @enum {string}
+             */
+            status: "idle" | "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            current_turn_id: string | null;
+            queue_paused: boolean;
+            /**
+             * @description What its active turn waits at, if anything.
+             * @enum {string|null}
+             */
+            waitpoint_kind: "question" | "approval" | "client_tool" | "cooperation" | null;
+        };
+        CooperationStateDto: {
+            /** Format: uuid */
+            root_session_id: string;
+            /** @description The tree was stopped (`yuxi.session.tree.stop`) and not continued since. */
+            stopped: boolean;
+            /** @description Stopped, and some turn of the tree is still active (its cancellation is being cleaned up). */
+            stopping: boolean;
+            /** @description Every member of the tree (not the root), by depth. */
+            members: components["schemas"]["CooperationMemberDto"][];
+            /** @description Tokens of every turn of the tree, root included. */
+            usage: components["schemas"]["UsageDto"];
+        };
+        AgentStateDto: {
+            /** @description Present for a root whose agent coordinates, and for every member of a tree. */
+            cooperation?: components["schemas"]["CooperationStateDto"];
+        };
         SessionStateDto: {
             /** @enum {string} */
             object: "yuxi.session.state";
@@ -1188,8 +1270,8 @@ export interface components {
              * @enum {string|null}
              */
             compaction_mode: "auto" | "manual" | "off" | null;
-            /** @description Runtime state of cooperation trees: an empty object until subagents exist (then `cooperation`). */
-            agent_state: Record<string, never>;
+            /** @description Runtime state of cooperation trees: empty for a session outside any (its agent does not coordinate and it is no member). */
+            agent_state: components["schemas"]["AgentStateDto"];
         };
         TurnAgentDto: {
             id: string;
@@ -1330,7 +1412,7 @@ export interface components {
         };
         SubmitEventsDto: {
             /** @description Exactly one event per request. */
-            events: (components["schemas"]["MessageEventDto"] | components["schemas"]["CancelTurnEventDto"] | components["schemas"]["CancelInputEventDto"] | components["schemas"]["PromoteInputEventDto"] | components["schemas"]["ContinueQueueEventDto"] | components["schemas"]["ResumeEventDto"] | components["schemas"]["ToolResultEventDto"] | components["schemas"]["CompactEventDto"])[];
+            events: (components["schemas"]["MessageEventDto"] | components["schemas"]["CancelTurnEventDto"] | components["schemas"]["CancelInputEventDto"] | components["schemas"]["PromoteInputEventDto"] | components["schemas"]["ContinueQueueEventDto"] | components["schemas"]["ResumeEventDto"] | components["schemas"]["ToolResultEventDto"] | components["schemas"]["CompactEventDto"] | components["schemas"]["TreeStopEventDto"] | components["schemas"]["TreeContinueEventDto"])[];
         };
         AttachmentListDto: {
             /** @enum {string} */
@@ -1477,6 +1559,22 @@ export interface components {
             window_tokens?: number;
             compaction?: components["schemas"]["CompactionPolicyDto"];
         };
+        MultiAgentDto: {
+            /** @description Gives the agent create_subagent, message_subagent, wait_subagents and interrupt_subagent. */
+            enabled: boolean;
+            /**
+             * @description Members of one tree running at once; more wait queued.
+             * @default 6
+             */
+            max_concurrent_subagents: number;
+            /**
+             * @description How deep a tree grows: 1 = members do not spawn members.
+             * @default 1
+             */
+            max_depth: number;
+            /** @description Agents members may be created with (default: the coordinator's own). */
+            agents?: string[];
+        };
         AgentYuxiDto: {
             /** @enum {string} */
             tool_approval_mode: "default" | "always_ask" | "always_trust";
@@ -1491,6 +1589,8 @@ export interface components {
             limits: components["schemas"]["AgentLimitsDto"];
             /** @description Context management as defined (defaults not filled in). */
             context: components["schemas"]["AgentContextDto"];
+            /** @description Cooperation (defaults filled in); null: the agent does not coordinate. */
+            multi_agent: components["schemas"]["MultiAgentDto"] | (never | null);
             /** @description System prompt; shown to administrators only. */
             instructions?: string;
             /** @description Unix seconds. */
@@ -1550,6 +1650,8 @@ export interface components {
             limits?: components["schemas"]["AgentLimitsInputDto"];
             /** @description Context window and compaction policy (PROTOCOL.md "Context and compaction"). */
             context?: components["schemas"]["AgentContextDto"];
+            /** @description Cooperation: subagents and trees (PROTOCOL.md). */
+            multi_agent?: components["schemas"]["MultiAgentDto"] | (never | null);
             /**
              * @description private: visible to its creator only.
              * @default public
@@ -1749,6 +1851,14 @@ export interface components {
         ContinueQueueEventDto: {
             /** @enum {string} */
             type: "yuxi.session.input.continue";
+        };
+        TreeStopEventDto: {
+            /** @enum {string} */
+            type: "yuxi.session.tree.stop";
+        };
+        TreeContinueEventDto: {
+            /** @enum {string} */
+            type: "yuxi.session.tree.continue";
         };
         ResumeEventDto: {
             /** @enum {string} */
@@ -2288,7 +2398,7 @@ export interface components {
                 run_id: string;
             };
         };
-        /** @description The run stopped at a waitpoint (a question, an approval, or client tool calls); the turn waits (`yuxi.session.turn.waiting`). */
+        /** @description The run stopped at a waitpoint (a question, an approval, or client tool calls); the turn waits (`yuxi.session.turn.waiting`). A coordinator's wait for its members (`wait_subagents`) stops its run too, but its turn stays `in_progress` (`yuxi.session.turn.state` shows `yuxi.waitpoint.kind = cooperation`) and nobody is asked anything. */
         RunRequiresActionEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -2375,6 +2485,75 @@ export interface components {
                 seq?: number;
                 /** @description The run (execution segment) the event belongs to. */
                 run_id: string;
+            };
+        };
+        /** @description On a coordinator's stream: its `create_subagent` call created a member (PROTOCOL.md "Cooperation: subagents and trees"). `subagent` = {id (the member's session id), agent_id, name, task, parent_session_id, root_session_id, depth}; the member's own stream starts with its `agent.session.created`. */
+        SubagentCreatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.subagent.created";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            subagent: {
+                /**
+                 * Format: uuid
+                 * @description The member's session id (derived from the spawning call).
+                 */
+                id: string;
+                agent_id: string;
+                name: string;
+                task: string;
+                /** Format: uuid */
+                parent_session_id: string;
+                /** Format: uuid */
+                root_session_id: string;
+                depth: number;
+            };
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description On a coordinator's stream: a member's turn settled. `subagent_id`, `name`, `turn_id`, `status` (completed | failed | cancelled), `error_code` (failed turns). A coordinator waiting at a `cooperation` waitpoint continues once the members it waits for have settled. */
+        SubagentStateEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.subagent.state";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** Format: uuid */
+            subagent_id: string;
+            name: string;
+            /** @enum {string} */
+            status: "completed" | "failed" | "cancelled";
+            error_code: string | null;
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
             };
         };
         /** @description The run settled successfully. */
@@ -2578,7 +2757,7 @@ export interface components {
             };
         };
         /** @description The JSON `data:` of one session stream message; `type` (the same as the SSE `event:`) tells which. */
-        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
+        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
     };
     responses: never;
     parameters: never;
@@ -2974,6 +3153,8 @@ export interface operations {
                 archived?: "true" | "false";
                 /** @description Only pinned (`true`) or only unpinned (`false`) sessions; omitted: both. */
                 is_pinned?: "true" | "false";
+                /** @description Cooperation: the sessions of this tree (its root and every member). Omitted: root sessions only (members are listed through their tree). */
+                root_session_id?: string;
             };
             header?: {
                 /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
