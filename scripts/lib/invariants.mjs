@@ -290,6 +290,49 @@ export const INVARIANTS = [
       JOIN inputs i ON i.id = f.input_id
       WHERE i.status IN (${CONSUMED}) AND f.status = 'ready' AND {{S:i.session_id}}
         AND f.message_id IS DISTINCT FROM (SELECT it.id FROM items it WHERE it.input_id = i.id AND it.role = 'user' ORDER BY it.seq DESC LIMIT 1)`,
+  },  {
+    name: 'member_root_matches_parent',
+    description: "a member's root is its parent's root and its depth one more than its parent's; a root names itself at depth 0",
+    sql: `
+      SELECT m.id AS session_id, m.parent_session_id, m.root_session_id, m.depth, p.root_session_id AS parent_root, p.depth AS parent_depth
+      FROM sessions m
+      LEFT JOIN sessions p ON p.id = m.parent_session_id
+      WHERE {{S:m.id}}
+        AND CASE WHEN m.parent_session_id IS NULL THEN m.root_session_id <> m.id OR m.depth <> 0
+                 ELSE p.id IS NULL OR m.root_session_id <> p.root_session_id OR m.depth <> p.depth + 1 END`,
+  },
+  {
+    name: 'members_within_cap',
+    description: "no more of a tree's members hold a slot (an active turn that is not a coordinator waiting for its own members) than its root's max_concurrent_subagents",
+    sql: `
+      SELECT r.id AS root_session_id, r.tree_max_concurrent, count(*) AS running
+      FROM sessions r
+      JOIN sessions m ON m.root_session_id = r.id AND m.depth > 0
+      JOIN turns t ON t.session_id = m.id AND t.status IN (${sql(turnStates.ACTIVE_TURN_STATUSES)}) AND coalesce(t.waitpoint->>'kind', '') <> 'cooperation'
+      WHERE r.tree_max_concurrent IS NOT NULL AND {{S:r.id}}
+      GROUP BY r.id, r.tree_max_concurrent
+      HAVING count(*) > r.tree_max_concurrent`,
+  },
+  {
+    name: 'stopped_tree_claims_nothing',
+    description: 'in a stopped tree, no session started a turn after the stop unless it received an input after it (a message lifts its own gate)',
+    sql: `
+      SELECT m.id AS session_id, r.id AS root_session_id, t.id AS turn_id, t.created_at, r.tree_stopped_at
+      FROM sessions r
+      JOIN sessions m ON m.root_session_id = r.id
+      JOIN turns t ON t.session_id = m.id AND t.created_at > r.tree_stopped_at
+      WHERE r.tree_stopped_at IS NOT NULL AND {{S:m.id}}
+        AND NOT EXISTS (SELECT 1 FROM inputs i WHERE i.session_id = m.id AND i.received_at > r.tree_stopped_at)`,
+  },
+  {
+    name: 'member_turn_end_signalled',
+    description: "every ended turn of a member left its signal for the parent (the coordinator's wake-up is durable)",
+    sql: `
+      SELECT t.id AS turn_id, t.session_id, t.status
+      FROM turns t
+      JOIN sessions m ON m.id = t.session_id AND m.depth > 0
+      WHERE t.status IN (${TERMINAL_TURN}) AND {{S:t.session_id}}
+        AND NOT EXISTS (SELECT 1 FROM cooperation_signals c WHERE c.member_session_id = t.session_id AND c.turn_id = t.id)`,
   },
 ];
 

@@ -82,9 +82,9 @@ describe('errors', () => {
     const unknownType = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'agent.session.input.dance' }] } });
     assert.equal(unknownType.status, 422);
     assert.equal(unknownType.body.error.code, 'unknown_event_type');
-    const later = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'yuxi.session.tree.stop' }] } });
-    assert.equal(later.status, 422);
-    assert.equal(later.body.error.code, 'not_implemented');
+    const treeExtra = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'yuxi.session.tree.stop', mode: 'all' }] } });
+    assert.equal(treeExtra.status, 422);
+    assert.equal(treeExtra.body.error.code, 'validation_failed');
     const resume = await http(url, { idempotencyKey: newKey(), body: { events: [{ type: 'yuxi.session.input.resume' }] } });
     assert.equal(resume.status, 422);
     assert.deepEqual(resume.body.error.details.fields.map((f: any) => f.field).sort(), ['events[0].response', 'events[0].turn_id', 'events[0].waitpoint_id']);

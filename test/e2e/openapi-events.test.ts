@@ -138,6 +138,15 @@ describe('SSE event payloads conform to the OpenAPI document', () => {
       assert.equal(completed.data.item.type, 'compaction');
     });
 
+    await t.test('a coordinator: a member created, its settled state, the cooperation wait', async () => {
+      const created = await createSessionWith('coordinator', '[[tool:create_subagent {"task":"hi","name":"m"}]] [[tool:wait_subagents {}]]');
+      const stream = await open(created.id);
+      await stream.waitForType('agent.session.turn.completed');
+      await stream.waitForType('yuxi.session.subagent.state');
+      conform(stream.events);
+      assert.ok(stream.events.some((e) => e.type === 'agent.session.subagent.created'));
+    });
+
     await t.test('a resync for a cursor older than the replay window', async () => {
       const session = await createSession('before the window moved');
       const first = await open(session.id);

@@ -50,6 +50,11 @@ function session(overrides: { status: string; receipt: object | null; title: str
       queue_paused: false,
       queued_input_count: 0,
       current_turn: overrides.receipt ? null : CURRENT_TURN,
+      parent_session_id: null,
+      root_session_id: SESSION_ID,
+      depth: 0,
+      spawned_by: null,
+      subagent: null,
       receipt: overrides.receipt,
     },
   };
@@ -188,6 +193,7 @@ export const AGENT_EXAMPLE = {
     ],
     limits: { max_model_calls: 25, max_tool_calls: 50, turn_timeout_s: 900 },
     context: {},
+    multi_agent: null,
     updated_at: AT,
   },
 };
@@ -218,6 +224,7 @@ export const PUT_AGENT_RESPONSE_EXAMPLE = {
     tools: PUT_AGENT_EXAMPLE.tools,
     limits: { max_model_calls: 25, max_tool_calls: 5, turn_timeout_s: 900 },
     context: PUT_AGENT_EXAMPLE.context,
+    multi_agent: null,
     instructions: PUT_AGENT_EXAMPLE.instructions,
     updated_at: AT,
   },

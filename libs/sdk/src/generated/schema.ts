@@ -3204,6 +3204,11 @@ export interface operations {
                      *               "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *               "waitpoint": null
                      *             },
+                     *             "parent_session_id": null,
+                     *             "root_session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *             "depth": 0,
+                     *             "spawned_by": null,
+                     *             "subagent": null,
                      *             "receipt": null
                      *           }
                      *         }
@@ -3367,6 +3372,11 @@ export interface operations {
                      *         "queue_paused": false,
                      *         "queued_input_count": 1,
                      *         "current_turn": null,
+                     *         "parent_session_id": null,
+                     *         "root_session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *         "depth": 0,
+                     *         "spawned_by": null,
+                     *         "subagent": null,
                      *         "receipt": {
                      *           "object": "yuxi.session.event.accepted",
                      *           "event_id": "evt_0193a5c27e4d7b3c8e1f2a4b6c8d0e05",
@@ -3548,6 +3558,11 @@ export interface operations {
                      *           "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *           "waitpoint": null
                      *         },
+                     *         "parent_session_id": null,
+                     *         "root_session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *         "depth": 0,
+                     *         "spawned_by": null,
+                     *         "subagent": null,
                      *         "receipt": null
                      *       }
                      *     }
@@ -3713,6 +3728,11 @@ export interface operations {
                      *           "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *           "waitpoint": null
                      *         },
+                     *         "parent_session_id": null,
+                     *         "root_session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *         "depth": 0,
+                     *         "spawned_by": null,
+                     *         "subagent": null,
                      *         "receipt": null
                      *       }
                      *     }
@@ -3874,6 +3894,11 @@ export interface operations {
                      *           "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *           "waitpoint": null
                      *         },
+                     *         "parent_session_id": null,
+                     *         "root_session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *         "depth": 0,
+                     *         "spawned_by": null,
+                     *         "subagent": null,
                      *         "receipt": null
                      *       }
                      *     }
@@ -7357,6 +7382,7 @@ export interface operations {
                      *               "turn_timeout_s": 900
                      *             },
                      *             "context": {},
+                     *             "multi_agent": null,
                      *             "updated_at": 1733400000
                      *           }
                      *         }
@@ -7517,6 +7543,7 @@ export interface operations {
                      *           "turn_timeout_s": 900
                      *         },
                      *         "context": {},
+                     *         "multi_agent": null,
                      *         "updated_at": 1733400000
                      *       }
                      *     }
@@ -7683,6 +7710,7 @@ export interface operations {
                      *               "turn_timeout_s": 900
                      *             },
                      *             "context": {},
+                     *             "multi_agent": null,
                      *             "updated_at": 1733400000
                      *           }
                      *         }
@@ -7846,6 +7874,7 @@ export interface operations {
                      *             "instructions": "Keep every order number."
                      *           }
                      *         },
+                     *         "multi_agent": null,
                      *         "instructions": "Be brief and friendly.",
                      *         "updated_at": 1733400000
                      *       }
@@ -7894,6 +7923,7 @@ export interface operations {
                      *             "instructions": "Keep every order number."
                      *           }
                      *         },
+                     *         "multi_agent": null,
                      *         "instructions": "Be brief and friendly.",
                      *         "updated_at": 1733400000
                      *       }
