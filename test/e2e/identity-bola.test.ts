@@ -377,6 +377,51 @@ describe('identity: object-level authorization (BOLA) matrix', () => {
     assert.equal(count, 0, 'no session joined either workdir');
   });
 
+  it("answers 404 on every route of another principal's cooperation tree (root and member), lists none of it, and changes nothing", async () => {
+    const root = await createSessionAs(a, '[[tool:create_subagent {"task":"hidden","name":"m"}]] [[tool:wait_subagents {}]]', newKey('create'), 'coordinator');
+    const stream = await openStreamAs(a, root.id);
+    try {
+      await stream.waitForType('agent.session.turn.completed');
+    } finally {
+      stream.close();
+    }
+    const members = await call(a, `${API}/sessions?root_session_id=${root.id}`);
+    const member = (members.body.data as any[]).find((s) => s.id !== root.id);
+    assert.ok(member, 'the owner lists the member through its tree');
+    const memberTurn = (await call(a, `${API}/sessions/${member.id}/turns`)).body.data[0].id as string;
+    const before = await query(`SELECT id, queue_paused, pending_input_count, tree_stopped_at FROM sessions WHERE root_session_id = $1 ORDER BY id`, [root.id]);
+    const failures: string[] = [];
+    for (const caller of [b, y, app1Default, app2y]) {
+      for (const sessionId of [root.id as string, member.id as string]) {
+        const s = `${API}/sessions/${sessionId}`;
+        const event = (e: object) => ({ method: 'POST', body: { events: [e] }, idempotencyKey: newKey('bola') });
+        const routes: [string, string, Record<string, unknown>][] = [
+          ['GET session', s, {}],
+          ['GET state', `${s}/state`, {}],
+          ['GET queue', `${s}/queue`, {}],
+          ['GET turns', `${s}/turns`, {}],
+          ['GET items', `${s}/items`, {}],
+          ['POST message', `${s}/events`, event({ type: 'agent.session.input.message', input: 'intrude' })],
+          ['POST tree.stop', `${s}/events`, event({ type: 'yuxi.session.tree.stop' })],
+          ['POST tree.continue', `${s}/events`, event({ type: 'yuxi.session.tree.continue' })],
+        ];
+        if (sessionId === member.id) routes.push(['GET member turn', `${s}/turns/${memberTurn}`, {}]);
+        for (const [name, path, options] of routes) {
+          const res = await call(caller, path, options);
+          if (res.status !== 404 || res.body?.error?.code !== 'not_found') failures.push(`${caller.name} → ${name} of ${sessionId}: ${res.status} ${res.text.slice(0, 160)}`);
+        }
+        const sse = await openStreamAs(caller, sessionId);
+        sse.close();
+        if (sse.status !== 404) failures.push(`${caller.name} → SSE of ${sessionId}: ${sse.status}`);
+      }
+      const listed = await call(caller, `${API}/sessions?root_session_id=${root.id}`);
+      if (listed.status !== 200 || listed.body.data.length !== 0) failures.push(`${caller.name} lists the tree: ${listed.status} ${listed.text.slice(0, 160)}`);
+    }
+    assert.deepEqual(failures, []);
+    const after = await query(`SELECT id, queue_paused, pending_input_count, tree_stopped_at FROM sessions WHERE root_session_id = $1 ORDER BY id`, [root.id]);
+    assert.deepEqual(after, before, 'no foreign control changed the tree');
+  });
+
   it("never shows app end users their key owner's private agent; the owner sees it", async () => {
     const agentId = `private-${randomUUID().slice(0, 8)}`;
     const put = await call(a, `${ADMIN}/agents/${agentId}`, { method: 'PUT', body: { name: 'Private to A', model: 'scripted:private', visibility: 'private' } });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAgentDefinition } from '#libs/agents';
 import { DomainError } from '#libs/errors';
-import { admitted, cooperationRules, gatePromoteInput, resolveMode } from '#libs/lifecycle';
+import { admitted, cooperationRules, gatePromoteInput, gateTreeContinue, resolveMode } from '#libs/lifecycle';
 import { planNextStep, type ToolPolicy } from '#libs/runtime';
 import type { MemberState } from '#libs/sessions';
 import type { CommittedStep, ToolCallSpec, TurnEntity } from '#libs/turns';
@@ -108,5 +108,12 @@ describe('cooperation: rules', () => {
     assert.deepEqual(ok.definition?.multi_agent, { enabled: true, max_concurrent_subagents: 6, max_depth: 1 });
     const bad = parseAgentDefinition({ name: 'x', multi_agent: { enabled: 'yes', max_concurrent_subagents: 21, max_depth: 0, agents: [], extra: 1 } });
     assert.deepEqual(bad.errors.map((e) => e.field).sort(), ['multi_agent.agents', 'multi_agent.enabled', 'multi_agent.extra', 'multi_agent.max_concurrent_subagents', 'multi_agent.max_depth']);
+  });
+
+  it('continues a tree only once it is stopped and none of its turns is still active', () => {
+    const conflict = (details?: object) => (error: unknown) => error instanceof DomainError && error.code === 'state_conflict' && (details === undefined || JSON.stringify(error.details) === JSON.stringify(details));
+    assert.throws(() => gateTreeContinue(null, []), conflict());
+    assert.throws(() => gateTreeContinue(new Date(), ['t1', 't2']), conflict({ active_turns: ['t1', 't2'] }));
+    assert.doesNotThrow(() => gateTreeContinue(new Date(), []));
   });
 });

@@ -255,12 +255,13 @@ export class InputsRepository {
    * Sessions whose pending inputs waited past the grace period and that a worker could claim now
    * (queue not paused, no active turn, a ready input not behind one still preparing): candidates
    * for a lost nudge, longest waiting first. `activeTurnStatuses`: the turn machine's (libs/turns),
-   * which this lib does not depend on.
+   * which this lib does not depend on. Root sessions only: members of cooperation trees wait for
+   * their tree's cap, and the sweep nudges each tree's next one (TreeRepository.queuedTreeHeads).
    */
   async sessionsWithWaitingInputs(olderThan: Date, limit: number, activeTurnStatuses: readonly string[]): Promise<string[]> {
     const rows = (await this.inputs.query(
       prepared(`SELECT i.session_id FROM inputs i JOIN sessions s ON s.id = i.session_id
-       WHERE i.status = 'pending' AND i.received_at < $1 AND NOT s.queue_paused AND i.attachment_status = 'ready'
+       WHERE i.status = 'pending' AND i.received_at < $1 AND NOT s.queue_paused AND i.attachment_status = 'ready' AND s.depth = 0
          AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = i.session_id AND t.status IN (${sqlList(activeTurnStatuses)}))
          AND NOT EXISTS (SELECT 1 FROM inputs h WHERE h.session_id = i.session_id AND h.status = 'pending' AND h.attachment_status <> 'ready'
                          AND (${CLAIM_KEY('h')}) < (${CLAIM_KEY('i')}))

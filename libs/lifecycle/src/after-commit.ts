@@ -1,4 +1,4 @@
-import { forwardRef, Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { EventOutbox, type FlushResult, type OutboxBatch } from '#libs/events';
 import { AttachmentJobs, RunSignals, SessionDispatcher } from '#libs/queue';
 import { CooperationWaits } from './cooperation-waits.js';
@@ -41,7 +41,7 @@ export class AfterCommit {
     private readonly dispatcher: SessionDispatcher,
     private readonly attachmentJobs: AttachmentJobs,
     private readonly signals: RunSignals,
-    @Inject(forwardRef(() => CooperationWaits)) private readonly cooperation: CooperationWaits,
+    private readonly cooperation: CooperationWaits,
   ) {}
 
   async send({ batch, nudges, also }: Committed): Promise<FlushResult> {

@@ -56,6 +56,12 @@ export function memberSessionStatus(member: MemberState): string {
   return member.lastStatus ?? 'idle';
 }
 
+/** The name of a member created without one: the first `subagent-N` no sibling has. */
+export function freeMemberName(siblings: readonly Pick<MemberState, 'name'>[]): string {
+  const taken = new Set(siblings.map((m) => m.name));
+  for (let n = siblings.length + 1; ; n += 1) if (!taken.has(`subagent-${n}`)) return `subagent-${n}`;
+}
+
 /** Finds a member by id, or by the name its coordinator gave it. */
 export function findMember(members: readonly MemberState[], idOrName: string): MemberState | undefined {
   return members.find((m) => m.id === idOrName) ?? members.find((m) => m.name === idOrName);

@@ -8,7 +8,8 @@ import { InputsRepository } from '#libs/inputs';
 import { type SessionEntity, SessionsRepository, TreeRepository } from '#libs/sessions';
 import { type CommittedStep, type Lease, StepsRepository, type ToolCallSpec, TurnsRepository } from '#libs/turns';
 import type { Committed, Nudge } from './after-commit.js';
-import { findMember, maySpawn, memberSessionId, memberSnapshot } from './cooperation-rules.js';
+import { findMember, freeMemberName, maySpawn, memberSessionId, memberSnapshot } from './cooperation-rules.js';
+import { CooperationWaits } from './cooperation-waits.js';
 import type { HeldTurn } from './held-turn.js';
 import { acceptedReceipt, frozenInputConfig } from './input-config.js';
 import { SessionControls } from './session-controls.js';
@@ -49,6 +50,7 @@ export class CooperationTransitions {
     private readonly agents: AgentsService,
     private readonly controls: SessionControls,
     private readonly stepTransitions: StepTransitions,
+    private readonly cooperation: CooperationWaits,
   ) {}
 
   /** One coordination call; 'cancelled' when a cancel was accepted first, null when the lease is gone. */
@@ -107,7 +109,7 @@ export class CooperationTransitions {
     const task = String(args.task ?? '');
     const children = await this.tree.children(manager, coordinator.id);
     const id = memberSessionId(held.turn.id, call.call_id);
-    const name = typeof args.name === 'string' ? args.name : `subagent-${children.length + 1}`;
+    const name = typeof args.name === 'string' ? args.name : freeMemberName(children);
     if (children.some((child) => child.name === name && child.id !== id)) return { success: false, output: `create_subagent refused: you already have a subagent named ${name}` };
     let agent;
     try {
@@ -120,7 +122,8 @@ export class CooperationTransitions {
       id,
       parent: coordinator,
       agentId: agent.id,
-      model: held.config.model,
+      // The coordinator's own agent runs with the coordinator's model (its session may override it); another agent with its own.
+      model: agent.id === coordinator.agentId ? held.config.model : this.agents.effectiveModel(agent),
       toolApprovalMode: held.config.tool_approval_mode,
       instructions: agent.instructions,
       agentSnapshot: memberSnapshot(this.agents.snapshot(agent), policy),
@@ -180,10 +183,25 @@ export class CooperationTransitions {
     const target = findMember(await this.tree.children(manager, coordinator.id), String(args.subagent_id ?? ''));
     if (!target) return { success: false, output: `Unknown subagent ${String(args.subagent_id)}: not one of yours` };
     const member = await this.sessions.lock(manager, target.id);
-    if (!member || target.activeTurnId === null) return { success: true, output: JSON.stringify({ subagent_id: target.id, name: target.name, status: 'idle' }) };
-    const { turn, runId, events, nudges } = await this.controls.cancelTurn(manager, member, {});
-    const cancel: Nudge[] = turn.status === 'cancelled' || !runId ? [] : [{ kind: 'cancel', runId }];
-    also.push({ batch: await this.outbox.append(manager, member.id, [turnEvents.turnState(turn), ...events]), nudges: [...cancel, ...nudges] });
-    return { success: true, output: JSON.stringify({ subagent_id: target.id, name: target.name, status: turn.status === 'cancelled' ? 'cancelled' : 'cancelling', turn_id: turn.id }) };
+    if (!member) return { success: false, output: `Unknown subagent ${String(args.subagent_id)}: not one of yours` };
+    const report = (status: string, extra: object = {}): Outcome => ({ success: true, output: JSON.stringify({ subagent_id: member.id, name: target.name, status, ...extra }) });
+    // Read again under the member's lock: its turn may have ended (or started) since the list was read.
+    const active = await this.turns.activeTurn(manager, member.id);
+    if (!active) {
+      if (member.pendingInputCount === 0 || member.queuePaused) return report('idle');
+      // Queued (behind the cap, or not claimed yet): it does not start; its queue waits until it is messaged again.
+      await this.sessions.setQueuePaused(manager, member.id, true);
+      also.push({ batch: await this.outbox.append(manager, member.id, []), nudges: await this.cooperation.memberSettled(manager, member) });
+      return report('paused');
+    }
+    try {
+      const { turn, runId, events, nudges } = await this.controls.cancelTurn(manager, member, { turnId: active.id });
+      const cancel: Nudge[] = turn.status === 'cancelled' || !runId ? [] : [{ kind: 'cancel', runId }];
+      also.push({ batch: await this.outbox.append(manager, member.id, [turnEvents.turnState(turn), ...events]), nudges: [...cancel, ...nudges] });
+      return report(turn.status === 'cancelled' ? 'cancelled' : 'cancelling', { turn_id: turn.id });
+    } catch (error) {
+      if (error instanceof DomainError) return { success: false, output: `interrupt_subagent refused: ${error.message}` };
+      throw error;
+    }
   }
 }

@@ -24,7 +24,7 @@ import { turnEvents } from './turn-events.js';
 const TREE_NUDGES = 20;
 
 /** A coordinator's wait: resolved at once (a waitpoint step the planner reads), or the run suspended until members settle. */
-export type Awaited = { resolved: CommittedStep; batch: OutboxBatch } | { suspended: OutboxBatch };
+export type Awaited = { resolved: CommittedStep; batch: OutboxBatch } | { suspended: OutboxBatch; nudges: Nudge[] };
 
 /**
  * The cooperation wait and its durable wake-up. A coordinator's `wait_subagents` either resolves
@@ -52,7 +52,7 @@ export class CooperationWaits {
   async awaitMembers(held: HeldTurn, lease: Lease, calls: ToolCallSpec[]): Promise<Awaited | 'cancelled' | null> {
     const { sessionId } = held.turn;
     return this.dataSource.transaction(async (manager) => {
-      await this.sessions.lock(manager, sessionId);
+      const session = await this.sessions.lock(manager, sessionId);
       if (await this.turns.cancellationPending(manager, held.turn.id)) return 'cancelled' as const;
       const now = new Date();
       const waitpoint: Waitpoint = {
@@ -74,7 +74,9 @@ export class CooperationWaits {
       await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), 0, now);
       const run = { ...held.run, id: lease.runId, status: 'requires_action' as const, completedAt: now, leaseOwner: null, leaseExpiresAt: null, usage: usage.run };
       const events: OutgoingEvent[] = [turnEvents.run('requires_action', run), turnEvents.turnState(turn)];
-      return { suspended: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }) };
+      // A member coordinator that waits frees its slot of the tree's cap: the tree's queued members may start.
+      const nudges: Nudge[] = session && session.depth > 0 ? [{ kind: 'tree', rootSessionId: session.rootSessionId }] : [];
+      return { suspended: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), nudges };
     });
   }
 
@@ -87,12 +89,20 @@ export class CooperationWaits {
     return this.dataSource.transaction(async (manager) => {
       const parent = await this.sessions.lock(manager, parentId);
       if (!parent) return null;
+      const active = await this.turns.activeTurn(manager, parentId);
+      const waiting = active?.status === 'in_progress' && active.waitpoint?.kind === 'cooperation' ? { turn: active, waitpoint: active.waitpoint } : null;
+      const results = waiting ? resolveWaits(waiting.waitpoint.tool_calls ?? [], await this.tree.children(manager, parentId)) : null;
+      // A member coordinator woken takes a slot of its tree's cap again: while the tree has none
+      // free, its signals stay undelivered and the sweep delivers them again later.
+      if (results && parent.depth > 0) {
+        const gate = await this.tree.admission(manager, parent);
+        if (gate.cap !== null && gate.running >= gate.cap) return null;
+      }
       const signals = await this.tree.takeSignals(manager, parentId);
       const events: OutgoingEvent[] = signals.map((signal) => turnEvents.subagentState(signal));
       const nudges: Nudge[] = [];
-      const active = await this.turns.activeTurn(manager, parentId);
-      if (active?.status === 'in_progress' && active.waitpoint?.kind === 'cooperation') {
-        const woken = await this.wake(manager, active, active.waitpoint);
+      if (waiting && results) {
+        const woken = await this.wake(manager, waiting.turn, waiting.waitpoint, results);
         if (woken) {
           events.push(...woken.events);
           nudges.push({ kind: 'takeover', runId: woken.runId });
@@ -114,6 +124,18 @@ export class CooperationWaits {
     return parentId ? [{ kind: 'cooperation', parentSessionId: parentId }, { kind: 'tree', rootSessionId: session.rootSessionId }] : [];
   }
 
+  /** A member settled without a turn ending (nothing left to run): the same nudges, from a signal with no turn. */
+  async memberSettled(manager: EntityManager, session: Pick<SessionEntity, 'id' | 'depth' | 'rootSessionId'>): Promise<Nudge[]> {
+    if (session.depth === 0) return [];
+    const parentId = await this.tree.signalSettled(manager, session.id);
+    return parentId ? [{ kind: 'cooperation', parentSessionId: parentId }, { kind: 'tree', rootSessionId: session.rootSessionId }] : [];
+  }
+
+  /** Each tree's next queued member that waited past the grace period (the sweep nudges it; a lost nudge is re-sent). */
+  async queuedHeads(graceMs: number, limit: number): Promise<string[]> {
+    return this.tree.queuedTreeHeads(graceMs, limit);
+  }
+
   /** The tree's members waiting for a slot, oldest first (read after commit to nudge them). */
   async queuedMembers(rootId: string): Promise<string[]> {
     return this.tree.queuedMembers(rootId, TREE_NUDGES);
@@ -124,10 +146,8 @@ export class CooperationWaits {
     return this.tree.parentsWithUndeliveredSignals(graceMs, limit);
   }
 
-  /** The wait resolved: its results as the waitpoint's step, and the turn in a new run for any worker. Null while it still waits. */
-  private async wake(manager: EntityManager, turn: TurnEntity, waitpoint: Waitpoint): Promise<{ events: OutgoingEvent[]; runId: string } | null> {
-    const results = resolveWaits(waitpoint.tool_calls ?? [], await this.tree.children(manager, turn.sessionId));
-    if (!results) return null;
+  /** The wait resolved: its results as the waitpoint's step, and the turn in a new run for any worker. */
+  private async wake(manager: EntityManager, turn: TurnEntity, waitpoint: Waitpoint, results: Record<string, { success: boolean; output: string }>): Promise<{ events: OutgoingEvent[]; runId: string } | null> {
     const at = new Date();
     const recorded = await this.steps.recordStep(manager, null, {
       runId: waitpoint.run_id,

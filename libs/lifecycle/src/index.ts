@@ -16,4 +16,4 @@ export { SESSION_STATUSES, type SessionStatus, sessionStatus, type SessionView, 
 export { type Coordinated, CooperationTransitions } from './cooperation-transitions.js';
 export { type Awaited, CooperationWaits } from './cooperation-waits.js';
 export * as cooperationRules from './cooperation-rules.js';
-export { type LockedTree, TreeControls } from './tree-controls.js';
+export { gateTreeContinue, type LockedTree, TreeControls } from './tree-controls.js';

@@ -131,12 +131,17 @@ export class SessionControls {
     if (input) await this.inputs.markSteer(manager, input.id);
   }
 
-  /** Removes one pending input from the queue; it never becomes a turn. */
-  async cancelInput(manager: EntityManager, session: SessionEntity, inputId: string): Promise<void> {
+  /**
+   * Removes one pending input from the queue; it never becomes a turn. A member left with nothing
+   * to do by it has settled: its coordinator hears of it (the nudges to send after commit).
+   */
+  async cancelInput(manager: EntityManager, session: SessionEntity, inputId: string): Promise<Nudge[]> {
     const at = new Date();
     const input = gateCancelInput(await this.inputs.findInSession(manager, session.id, inputId), inputId);
     await this.inputs.markCancelled(manager, input.id, at);
     await this.sessions.recordInputCancelled(manager, session.id, at);
+    if (session.depth === 0 || session.pendingInputCount > 1 || (await this.turns.activeTurn(manager, session.id))) return [];
+    return this.cooperation.memberSettled(manager, session);
   }
 
   /**

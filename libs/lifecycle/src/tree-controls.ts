@@ -79,13 +79,12 @@ export class TreeControls {
   }
 
   async continue(manager: EntityManager, { root, sessions }: LockedTree): Promise<Committed[]> {
-    if (root.treeStoppedAt === null) throw new DomainError('state_conflict', 'The tree is not stopped');
     const active: string[] = [];
     for (const session of sessions) {
       const turn = await this.turns.activeTurn(manager, session.id);
       if (turn) active.push(turn.id);
     }
-    if (active.length > 0) throw new DomainError('state_conflict', 'Work of the tree is still settling; continue once its turns have ended', { active_turns: active });
+    gateTreeContinue(root.treeStoppedAt, active);
     await this.tree.setStopped(manager, root.id, false);
     const nudges = new Map<string, Nudge[]>();
     for (const session of sessions) {
@@ -107,4 +106,13 @@ export class TreeControls {
     }
     return committed;
   }
+}
+
+/**
+ * Whether a stopped tree may continue (001): only once it was stopped, and only after every turn
+ * of it has ended (a cancellation still being cleaned up keeps it stopping). Pure.
+ */
+export function gateTreeContinue(stoppedAt: Date | null, activeTurnIds: readonly string[]): void {
+  if (stoppedAt === null) throw new DomainError('state_conflict', 'The tree is not stopped');
+  if (activeTurnIds.length > 0) throw new DomainError('state_conflict', 'Work of the tree is still settling; continue once its turns have ended', { active_turns: [...activeTurnIds] });
 }

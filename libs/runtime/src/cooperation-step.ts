@@ -47,7 +47,7 @@ export class CooperationStep {
     }
     if ('resolved' in awaited) return awaited.resolved;
     state.keeper.pause();
-    await state.publish(awaited.suspended);
+    await state.publish(awaited.suspended, awaited.nudges);
     return null;
   }
 }

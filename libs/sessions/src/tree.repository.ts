@@ -49,6 +49,10 @@ export interface MemberSignal {
   errorCode: string | null;
 }
 
+/** A member that would claim if its tree had a slot: no active turn, and no pending input still preparing its attachments. */
+const CLAIMABLE_MEMBER = `NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = m.id AND t.status IN ('queued', 'in_progress', 'requires_action'))
+  AND NOT EXISTS (SELECT 1 FROM inputs h WHERE h.session_id = m.id AND h.status = 'pending' AND h.attachment_status <> 'ready')`;
+
 const MEMBER_STATE_COLUMNS = `s.id, s.subagent->>'name' AS name, s.agent_id, s.depth, s.parent_session_id, s.pending_input_count, s.queue_paused,
   a.id AS active_turn_id, a.status AS active_status, a.waitpoint->>'kind' AS waitpoint_kind,
   l.id AS last_turn_id, l.status AS last_status, l.error->>'code' AS error_code,
@@ -153,13 +157,26 @@ export class TreeRepository {
     const rows = (await manager.query(
       prepared(`INSERT INTO cooperation_signals (parent_session_id, member_session_id, turn_id, status)
        SELECT parent_session_id, id, $2, $3 FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL
-       ON CONFLICT (member_session_id, turn_id) DO NOTHING RETURNING parent_session_id`),
+       ON CONFLICT (member_session_id, turn_id) WHERE turn_id IS NOT NULL DO NOTHING RETURNING parent_session_id`),
       [sessionId, turnId, status],
     )) as { parent_session_id: string }[];
     return rows[0]?.parent_session_id ?? null;
   }
 
-  /** Takes the parent's undelivered signals, oldest first (call under the parent's lock): each is delivered once. */
+  /**
+   * A member settled without a turn ending (its last queued input cancelled, or its queue paused
+   * with nothing running): a signal with no turn, so a coordinator waiting for it still wakes.
+   */
+  async signalSettled(manager: EntityManager, sessionId: string): Promise<string | null> {
+    const rows = (await manager.query(
+      prepared(`INSERT INTO cooperation_signals (parent_session_id, member_session_id, turn_id, status)
+       SELECT parent_session_id, id, NULL, 'settled' FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL RETURNING parent_session_id`),
+      [sessionId],
+    )) as { parent_session_id: string }[];
+    return rows[0]?.parent_session_id ?? null;
+  }
+
+  /** Takes the parent's undelivered signals, oldest first (call under the parent's lock): each is delivered once; those of an ended turn are returned. */
   async takeSignals(manager: EntityManager, parentId: string): Promise<MemberSignal[]> {
     const rows = (await manager.query(
       prepared(`WITH d AS (
@@ -169,8 +186,9 @@ export class TreeRepository {
        SELECT d.member_session_id, s.subagent->>'name' AS name, d.turn_id, d.status, t.error->>'code' AS error_code
        FROM d JOIN sessions s ON s.id = d.member_session_id LEFT JOIN turns t ON t.id = d.turn_id ORDER BY d.id`),
       [parentId],
-    )) as { member_session_id: string; name: string | null; turn_id: string; status: string; error_code: string | null }[];
-    return rows.map((row) => ({ memberSessionId: row.member_session_id, name: row.name ?? '', turnId: row.turn_id, status: row.status, errorCode: row.error_code }));
+    )) as { member_session_id: string; name: string | null; turn_id: string | null; status: string; error_code: string | null }[];
+    // A signal without a turn wakes a wait but is no turn's state: nothing to announce.
+    return rows.flatMap((row) => (row.turn_id ? [{ memberSessionId: row.member_session_id, name: row.name ?? '', turnId: row.turn_id, status: row.status, errorCode: row.error_code }] : []));
   }
 
   /** Parents with a signal undelivered for longer than `graceMs` (the after-commit delivery was lost): the sweep delivers them. */
@@ -215,8 +233,7 @@ export class TreeRepository {
              AND coalesce(t.waitpoint->>'kind', '') <> 'cooperation')::int AS running,
          (SELECT count(*) FROM sessions m
            WHERE m.root_session_id = $1 AND m.depth > 0 AND m.id <> $2 AND m.pending_input_count > 0 AND NOT m.queue_paused
-             AND (m.created_at, m.id) < ($3, $2::uuid)
-             AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = m.id AND t.status IN ('queued', 'in_progress', 'requires_action')))::int AS queued_before
+             AND (m.created_at, m.id) < ($3, $2::uuid) AND ${CLAIMABLE_MEMBER})::int AS queued_before
        FROM sessions r WHERE r.id = $1`),
       [member.rootSessionId, member.id, member.createdAt],
     )) as { cap: number | null; running: number; queued_before: number }[];
@@ -227,10 +244,25 @@ export class TreeRepository {
   /** Members of the tree that wait for a slot (claimable input, no active turn), oldest first: nudged when one frees. */
   async queuedMembers(rootId: string, limit: number): Promise<string[]> {
     const rows = (await this.dataSource.query(
-      prepared(`SELECT m.id FROM sessions m WHERE m.root_session_id = $1 AND m.depth > 0 AND m.pending_input_count > 0 AND NOT m.queue_paused
-         AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = m.id AND t.status IN ('queued', 'in_progress', 'requires_action'))
+      prepared(`SELECT m.id FROM sessions m WHERE m.root_session_id = $1 AND m.depth > 0 AND m.pending_input_count > 0 AND NOT m.queue_paused AND ${CLAIMABLE_MEMBER}
        ORDER BY m.created_at, m.id LIMIT $2`),
       [rootId, limit],
+    )) as { id: string }[];
+    return rows.map((row) => row.id);
+  }
+
+  /**
+   * For the recovery sweep: each tree's first queued member (the one the cap admits next; the
+   * claim's gate is FIFO) that has waited longer than `graceMs`. The general sweep of waiting
+   * inputs leaves members out, so a large tree queued behind its cap never crowds it.
+   */
+  async queuedTreeHeads(graceMs: number, limit: number): Promise<string[]> {
+    const rows = (await this.dataSource.query(
+      prepared(`SELECT DISTINCT ON (m.root_session_id) m.id FROM sessions m
+       WHERE m.depth > 0 AND m.pending_input_count > 0 AND NOT m.queue_paused AND m.last_active_at < now() - make_interval(secs => $1::double precision / 1000)
+         AND ${CLAIMABLE_MEMBER}
+       ORDER BY m.root_session_id, m.created_at, m.id LIMIT $2`),
+      [graceMs, limit],
     )) as { id: string }[];
     return rows.map((row) => row.id);
   }

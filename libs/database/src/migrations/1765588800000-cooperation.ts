@@ -9,7 +9,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * `cooperation_signals` is a cross-session outbox: a member's turn that ends writes its signal in
  * its own transaction (under the member's lock only, never the parent's: locks go parent before
  * child), and the parent's side delivers it under the parent's lock — after commit at once, or by
- * the recovery sweep when that nudge was lost. One per (member, turn). No foreign keys on it: a
+ * the recovery sweep when that nudge was lost. One per (member, turn); a member that settles
+ * without a turn ending (its last queued input cancelled, its queue paused) leaves one without a turn. No foreign keys on it: a
  * key check would take a share lock on the parent's row from the member's transaction, the very
  * upward lock the lock order forbids (it deadlocks against a coordinator locking parent, then member).
  */
@@ -40,11 +41,11 @@ export class Cooperation1765588800000 implements MigrationInterface {
       id bigserial PRIMARY KEY,
       parent_session_id uuid NOT NULL,
       member_session_id uuid NOT NULL,
-      turn_id uuid NOT NULL,
+      turn_id uuid,
       status varchar(16) NOT NULL,
       created_at timestamptz NOT NULL DEFAULT now(),
-      delivered_at timestamptz,
-      UNIQUE (member_session_id, turn_id))`);
+      delivered_at timestamptz)`);
+    await q.query(`CREATE UNIQUE INDEX cooperation_signals_turn_key ON cooperation_signals (member_session_id, turn_id) WHERE turn_id IS NOT NULL`);
     await q.query(`CREATE INDEX cooperation_signals_undelivered_idx ON cooperation_signals (parent_session_id, id) WHERE delivered_at IS NULL`);
     await q.query(`ALTER TABLE agents ADD COLUMN multi_agent jsonb`);
   }

@@ -18,8 +18,8 @@ export class CancelInput {
 
   async execute(principal: Principal, sessionId: string, event: CancelInputEventDto, key: string): Promise<IdempotentResponse> {
     return this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
-      await this.controls.cancelInput(manager, session, event.input_id);
-      return { receipt: acceptedReceipt(sessionId, event.input_id) };
+      const nudges = await this.controls.cancelInput(manager, session, event.input_id);
+      return { receipt: acceptedReceipt(sessionId, event.input_id), nudges };
     });
   }
 }
