@@ -79,6 +79,23 @@ describe('sdk: the typed client against the real stack', () => {
     assert.equal(events.at(-1)?.type, 'agent.session.turn.completed');
   });
 
+  it('lists a cooperation tree, reads its state, stops and continues it, with the new events typed', async () => {
+    const root = await direct.sessions.create({ agent_id: 'coordinator', input: '[[tool:create_subagent {"task":"typed","name":"t"}]] [[tool:wait_subagents {}]]' });
+    const events = await collect(direct.sessions.events(root.id, { untilInputId: root.yuxi.receipt!.input_id!, signal: AbortSignal.timeout(LIMIT_MS) }));
+    const created = events.find((event) => event.type === 'agent.session.subagent.created');
+    assert.ok(created?.type === 'agent.session.subagent.created', 'the member was announced');
+    assert.equal(created.subagent.name, 't');
+    const tree = await direct.sessions.list({ root_session_id: root.id });
+    assert.deepEqual(tree.data.map((s) => s.yuxi.depth).sort(), [0, 1]);
+    const member = tree.data.find((s) => s.yuxi.depth === 1)!;
+    assert.equal(member.yuxi.spawned_by?.turn_id, created.turn_id);
+    const state = await direct.sessions.state(member.id);
+    assert.equal(state.agent_state.cooperation?.root_session_id, root.id);
+    assert.equal((await direct.sessions.stopTree(member.id)).status, 'accepted');
+    assert.equal((await direct.sessions.continueTree(root.id)).status, 'accepted');
+    assert.equal((await direct.sessions.state(root.id)).agent_state.cooperation?.stopped, false);
+  });
+
   /**
    * A slow turn followed through the proxy, with `fault` applied to every open connection at the
    * third delta; the iterator must deliver what an uninterrupted subscription got, up to the turn's

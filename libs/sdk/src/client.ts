@@ -181,6 +181,19 @@ export class SessionsResource {
     return this.submitEvent(sessionId, { type: 'yuxi.session.input.compact', ...params }, options);
   }
 
+  /**
+   * Stops the whole cooperation tree of `sessionId` (any session of it): every active turn is
+   * cancelled, every queue paused. The tree's state is `state(…).agent_state.cooperation`.
+   */
+  stopTree(sessionId: string, options: WriteOptions = {}): Promise<Receipt> {
+    return this.submitEvent(sessionId, { type: 'yuxi.session.tree.stop' }, options);
+  }
+
+  /** Continues a stopped tree once its work has settled (409 `state_conflict` before): its queues resume. */
+  continueTree(sessionId: string, options: WriteOptions = {}): Promise<Receipt> {
+    return this.submitEvent(sessionId, { type: 'yuxi.session.tree.continue' }, options);
+  }
+
   /** The receipt of an earlier submission by its Idempotency-Key. 404 only means "not found yet". */
   receipt(sessionId: string, idempotencyKey: string, options: CallOptions = {}): Promise<Receipt> {
     return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'receipt'), query: { idempotency_key: idempotencyKey }, signal: options.signal });
