@@ -34,7 +34,8 @@ export class Cooperation1765588800000 implements MigrationInterface {
       AND (depth = 0) = (root_session_id = id)
       AND (depth = 0) = (spawned_turn_id IS NULL)
       AND (spawned_turn_id IS NULL) = (spawned_call_id IS NULL))`);
-    await q.query(`ALTER TABLE sessions ADD CONSTRAINT sessions_spawned_by_key UNIQUE (spawned_turn_id, spawned_call_id)`);
+    // Partial: root sessions (nearly every row) are not in it, so their frequent updates never maintain it.
+    await q.query(`CREATE UNIQUE INDEX sessions_spawned_by_key ON sessions (spawned_turn_id, spawned_call_id) WHERE spawned_turn_id IS NOT NULL`);
     await q.query(`CREATE INDEX sessions_tree_idx ON sessions (root_session_id, depth, id) WHERE depth > 0`);
     await q.query(`CREATE INDEX sessions_children_idx ON sessions (parent_session_id, created_at, id) WHERE parent_session_id IS NOT NULL`);
     await q.query(`CREATE TABLE cooperation_signals (
@@ -54,7 +55,8 @@ export class Cooperation1765588800000 implements MigrationInterface {
     await q.query(`ALTER TABLE agents DROP COLUMN multi_agent`);
     await q.query(`DROP TABLE cooperation_signals`);
     await q.query(`DELETE FROM sessions WHERE depth > 0`);
-    await q.query(`ALTER TABLE sessions DROP CONSTRAINT sessions_spawned_by_key, DROP CONSTRAINT sessions_tree_links_check,
+    await q.query(`DROP INDEX sessions_spawned_by_key`);
+    await q.query(`ALTER TABLE sessions DROP CONSTRAINT sessions_tree_links_check,
       DROP COLUMN parent_session_id, DROP COLUMN root_session_id, DROP COLUMN depth, DROP COLUMN spawned_turn_id, DROP COLUMN spawned_call_id,
       DROP COLUMN subagent, DROP COLUMN tree_max_concurrent, DROP COLUMN tree_stopped_at`);
   }
