@@ -12,10 +12,30 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
-import { API, newKey } from './client.js';
-import { assertInvariants, Cluster, type FaultInfra, RECOVERY_SWEEP_MS, RUN_LEASE_MS, startFaultInfra, waitQuiescent, waitUntil } from './harness.js';
+import { type Api, API, newKey } from './client.js';
+import { assertInvariants, Cluster, type FaultInfra, type Proc, RECOVERY_SWEEP_MS, RUN_LEASE_MS, startFaultInfra, waitQuiescent, waitUntil } from './harness.js';
 
 const TAKEOVER_BUDGET_MS = RUN_LEASE_MS + RECOVERY_SWEEP_MS + 20_000;
+
+/** SIGKILL of one worker this cluster started, and a fresh one in its place. */
+async function replaceWorker(cluster: Cluster, holder: Proc): Promise<void> {
+  cluster.signal(holder, 'SIGKILL');
+  assert.ok(await cluster.waitExit(holder, 5_000), 'the killed worker is gone');
+  await cluster.addWorker();
+}
+
+/** The coordinator's turn ends, completed. */
+async function coordinatorCompletes(api: Api, coordinator: string): Promise<void> {
+  const turns = await waitUntil(
+    'the coordinator turn to end',
+    async () => {
+      const list = await api.turns(coordinator);
+      return list[0] && ['completed', 'failed', 'cancelled'].includes(list[0].status) ? list : undefined;
+    },
+    { timeoutMs: TAKEOVER_BUDGET_MS * 2, intervalMs: 200 },
+  );
+  assert.equal(turns[0].status, 'completed', JSON.stringify(turns[0].error));
+}
 
 describe('faults: cooperation', () => {
   let infra: FaultInfra;
@@ -68,19 +88,8 @@ describe('faults: cooperation', () => {
       assert.equal(held.length, 1, 'one leased run holds the coordinator');
       const holder = await cluster.workerByLeaseOwner(held[0].lease_owner);
       assert.ok(holder, 'a worker of this cluster holds the coordinator');
-      cluster.signal(holder, 'SIGKILL');
-      assert.ok(await cluster.waitExit(holder, 5_000), 'the killed worker is gone');
-      await cluster.addWorker();
-
-      const turns = await waitUntil(
-        'the coordinator turn to end',
-        async () => {
-          const list = await api.turns(coordinator);
-          return list[0] && ['completed', 'failed', 'cancelled'].includes(list[0].status) ? list : undefined;
-        },
-        { timeoutMs: TAKEOVER_BUDGET_MS * 2, intervalMs: 200 },
-      );
-      assert.equal(turns[0].status, 'completed', JSON.stringify(turns[0].error));
+      await replaceWorker(cluster, holder);
+      await coordinatorCompletes(api, coordinator);
 
       const { rows: members } = await infra.db.query(`SELECT id, spawned_call_id, subagent->>'name' AS name FROM sessions WHERE parent_session_id = $1 ORDER BY spawned_call_id`, [coordinator]);
       assert.deepEqual(members.map((m) => [m.spawned_call_id, m.name]), [['call_create_a', 'alpha'], ['call_create_b', 'beta']], 'exactly the two members, none twice');
@@ -152,19 +161,8 @@ describe('faults: cooperation', () => {
       );
       const holder = await cluster.workerByLeaseOwner(memberHeld.lease_owner);
       assert.ok(holder, 'a worker of this cluster holds the hanging member');
-      cluster.signal(holder, 'SIGKILL');
-      assert.ok(await cluster.waitExit(holder, 5_000), 'the member\'s worker is gone');
-      await cluster.addWorker();
-
-      const turns = await waitUntil(
-        'the coordinator turn to end',
-        async () => {
-          const list = await api.turns(coordinator);
-          return list[0] && ['completed', 'failed', 'cancelled'].includes(list[0].status) ? list : undefined;
-        },
-        { timeoutMs: TAKEOVER_BUDGET_MS * 2, intervalMs: 200 },
-      );
-      assert.equal(turns[0].status, 'completed', JSON.stringify(turns[0].error));
+      await replaceWorker(cluster, holder);
+      await coordinatorCompletes(api, coordinator);
       const items = await api.request(`${API}/sessions/${coordinator}/items?order=asc&limit=100`);
       const waitOutput = (items.body.data as any[]).find((i) => i.type === 'function_call_output' && i.call_id === 'call_wait');
       const answers = JSON.parse(waitOutput.output).subagents.map((m: any) => m.answer).sort();

@@ -19,6 +19,7 @@ import type { Committed, Nudge } from './after-commit.js';
 import { resolveWaits } from './cooperation-rules.js';
 import type { HeldTurn } from './held-turn.js';
 import { turnEvents } from './turn-events.js';
+import { resumeAtWaitpoint } from './waitpoint-resume.js';
 
 /** How many queued members a freed slot nudges (the claim's gate admits them in order). */
 const TREE_NUDGES = 20;
@@ -102,11 +103,10 @@ export class CooperationWaits {
       const events: OutgoingEvent[] = signals.map((signal) => turnEvents.subagentState(signal));
       const nudges: Nudge[] = [];
       if (waiting && results) {
-        const woken = await this.wake(manager, waiting.turn, waiting.waitpoint, results);
-        if (woken) {
-          events.push(...woken.events);
-          nudges.push({ kind: 'takeover', runId: woken.runId });
-        }
+        // The members' results as the waitpoint's step; the turn continues in a new run for any worker.
+        const woken = await resumeAtWaitpoint(manager, { steps: this.steps, turns: this.turns, sessions: this.sessions }, waiting.turn, waiting.waitpoint, { type: 'cooperation', results });
+        events.push(...woken.events);
+        if (woken.runId) nudges.push({ kind: 'takeover', runId: woken.runId });
       }
       if (events.length === 0) return null;
       return { batch: await this.outbox.append(manager, parentId, events), nudges };
@@ -144,26 +144,5 @@ export class CooperationWaits {
   /** Parents whose signals stayed undelivered past the grace period (the sweep delivers them). */
   async undelivered(graceMs: number, limit: number): Promise<string[]> {
     return this.tree.parentsWithUndeliveredSignals(graceMs, limit);
-  }
-
-  /** The wait resolved: its results as the waitpoint's step, and the turn in a new run for any worker. */
-  private async wake(manager: EntityManager, turn: TurnEntity, waitpoint: Waitpoint, results: Record<string, { success: boolean; output: string }>): Promise<{ events: OutgoingEvent[]; runId: string } | null> {
-    const at = new Date();
-    const recorded = await this.steps.recordStep(manager, null, {
-      runId: waitpoint.run_id,
-      turnId: turn.id,
-      sessionId: turn.sessionId,
-      kind: 'waitpoint',
-      status: 'completed',
-      ref: waitpoint.id,
-      input: { kind: 'cooperation' },
-      output: { kind: 'cooperation', response: { type: 'cooperation', results } },
-      at,
-    });
-    if (!recorded) return null;
-    const resumed = await this.turns.resumeTurn(manager, turn, newId(), at);
-    if (!resumed) return null;
-    await this.sessions.recordRunStarted(manager, turn.sessionId, toCurrentTurn(resumed.turn), 0, 0, at);
-    return { events: [turnEvents.run('created', resumed.run), turnEvents.turn('in_progress', resumed.turn)], runId: resumed.run.id };
   }
 }

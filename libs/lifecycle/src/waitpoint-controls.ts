@@ -1,18 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { newId } from '#libs/database';
 import { DomainError, type FieldError } from '#libs/errors';
-import type { OutgoingEvent } from '#libs/events';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
-import { ItemsRepository, StepsRepository, toCurrentTurn, type TurnEntity, TurnsRepository, type Waitpoint, type WaitpointResponse } from '#libs/turns';
+import { ItemsRepository, StepsRepository, type TurnEntity, TurnsRepository, type Waitpoint, type WaitpointResponse } from '#libs/turns';
 import { StepTransitions } from './step-transitions.js';
-import { turnEvents } from './turn-events.js';
+import { type Resumed, resumeAtWaitpoint } from './waitpoint-resume.js';
 
-export interface Resumed {
-  events: OutgoingEvent[];
-  /** The new run of the turn, waiting for a worker to take it over; null while the waitpoint still waits for more results. */
-  runId: string | null;
-}
+export type { Resumed } from './waitpoint-resume.js';
 
 /**
  * The clients' side of waitpoints: an answer or approval decisions resolve a question or approval
@@ -85,23 +79,7 @@ export class WaitpointControls {
   }
 
   private async continueTurn(manager: EntityManager, turn: TurnEntity, waitpoint: Waitpoint, response: WaitpointResponse): Promise<Resumed> {
-    const at = new Date();
-    const recorded = await this.steps.recordStep(manager, null, {
-      runId: waitpoint.run_id,
-      turnId: turn.id,
-      sessionId: turn.sessionId,
-      kind: 'waitpoint',
-      status: 'completed',
-      ref: waitpoint.id,
-      input: { kind: waitpoint.kind },
-      output: { kind: waitpoint.kind, response },
-      at,
-    });
-    if (!recorded) throw new DomainError('waitpoint_stale', `Waitpoint ${waitpoint.id} was already resolved`);
-    const resumed = await this.turns.resumeTurn(manager, turn, newId(), at);
-    if (!resumed) throw new DomainError('waitpoint_stale', `Turn ${turn.id} is no longer waiting`);
-    await this.sessions.recordRunStarted(manager, turn.sessionId, toCurrentTurn(resumed.turn), 0, 0, at);
-    return { events: [turnEvents.run('created', resumed.run), turnEvents.turn('in_progress', resumed.turn)], runId: resumed.run.id };
+    return resumeAtWaitpoint(manager, { steps: this.steps, turns: this.turns, sessions: this.sessions }, turn, waitpoint, response);
   }
 }
 
