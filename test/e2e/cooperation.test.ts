@@ -202,4 +202,20 @@ describe('cooperation trees', () => {
     const notStopped = await postEvent(coordinator.id, { type: 'yuxi.session.tree.continue' });
     assert.equal(notStopped.status, 409);
   });
+
+  it('refuses a malformed multi_agent (422 invalid_agent, every field named) and a malformed root_session_id filter (422), storing nothing', async () => {
+    const id = `t-bad-${Date.now().toString(36)}`;
+    const put = await http(`/api/v1/admin/agents/${id}`, {
+      method: 'PUT',
+      body: { name: 'bad coordinator', model: 'scripted:echo', multi_agent: { enabled: 1, max_concurrent_subagents: 0, max_depth: 9, agents: ['Not An Id'], extra: true } },
+    });
+    assert.equal(put.status, 422, put.text);
+    assert.equal(put.body.error.code, 'invalid_agent');
+    const fields = (put.body.error.details.fields as any[]).map((f) => f.field).sort();
+    assert.deepEqual(fields, ['multi_agent.agents', 'multi_agent.enabled', 'multi_agent.extra', 'multi_agent.max_concurrent_subagents', 'multi_agent.max_depth']);
+    assert.equal((await http(`${API}/${id}`)).status, 404, 'nothing was stored');
+    const list = await http(`${API}/sessions?root_session_id=not-a-uuid`);
+    assert.equal(list.status, 422);
+    assert.equal(list.body.error.code, 'validation_failed');
+  });
 });
