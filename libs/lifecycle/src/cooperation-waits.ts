@@ -120,15 +120,13 @@ export class CooperationWaits {
    */
   async memberTurnEnded(manager: EntityManager, session: Pick<SessionEntity, 'id' | 'depth' | 'rootSessionId'> | null, turn: Pick<TurnEntity, 'id' | 'status'>): Promise<Nudge[]> {
     if (!session || session.depth === 0) return [];
-    const parentId = await this.tree.signalTurnEnded(manager, session.id, turn.id, turn.status);
-    return parentId ? [{ kind: 'cooperation', parentSessionId: parentId }, { kind: 'tree', rootSessionId: session.rootSessionId }] : [];
+    return afterSignal(await this.tree.signalTurnEnded(manager, session.id, turn.id, turn.status), session.rootSessionId);
   }
 
   /** A member settled without a turn ending (nothing left to run): the same nudges, from a signal with no turn. */
   async memberSettled(manager: EntityManager, session: Pick<SessionEntity, 'id' | 'depth' | 'rootSessionId'>): Promise<Nudge[]> {
     if (session.depth === 0) return [];
-    const parentId = await this.tree.signalSettled(manager, session.id);
-    return parentId ? [{ kind: 'cooperation', parentSessionId: parentId }, { kind: 'tree', rootSessionId: session.rootSessionId }] : [];
+    return afterSignal(await this.tree.signalSettled(manager, session.id), session.rootSessionId);
   }
 
   /** Each tree's next queued member that waited past the grace period (the sweep nudges it; a lost nudge is re-sent). */
@@ -145,4 +143,9 @@ export class CooperationWaits {
   async undelivered(graceMs: number, limit: number): Promise<string[]> {
     return this.tree.parentsWithUndeliveredSignals(graceMs, limit);
   }
+}
+
+/** A member's signal written: its parent's delivery, and the tree's queued members (a slot freed). */
+function afterSignal(parentId: string | null, rootSessionId: string): Nudge[] {
+  return parentId ? [{ kind: 'cooperation', parentSessionId: parentId }, { kind: 'tree', rootSessionId }] : [];
 }
