@@ -166,6 +166,11 @@ describe('session management', () => {
       assert.ok(listed.body.data.some((s: any) => s.id === session.id));
       const notListed = await http(`${API}/sessions?archived=false&limit=100`);
       assert.ok(!notListed.body.data.some((s: any) => s.id === session.id));
+      // 001 lists active threads: without a filter, the archive stays out of the list.
+      const active = await createSession();
+      const byDefault = await http(`${API}/sessions?limit=100`);
+      assert.ok(byDefault.body.data.some((s: any) => s.id === active.id), 'an active session is listed by default');
+      assert.ok(!byDefault.body.data.some((s: any) => s.id === session.id), 'an archived one is not');
       const late = await sendMessage(session.id, 'too late');
       assert.equal(late.status, 409);
       assert.equal(late.body.error.code, 'state_conflict');

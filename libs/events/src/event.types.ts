@@ -4,7 +4,8 @@
  */
 export const EVENT_TYPES = {
   'agent.session.created': 'The session was created; `session` is the same resource as the create response (the first event of every session stream).',
-  'yuxi.session.event.accepted': 'An input was durably accepted. `receipt` has the same shape as the 202 receipt; its turn_id and run_id stay null.',
+  'yuxi.session.event.accepted':
+    'An input or control was durably accepted. `receipt` is the 202 receipt itself: for a message its turn_id and run_id are null (its consumption is read from the input); a cancel names the turn it targets and that turn\'s run, a resume or a tool_result the turn and the new run that continues it (null while a client_tool waitpoint still waits for other results).',
   'yuxi.session.run.created': 'A run (an execution segment with a lease owner) started; `run` lists its input_ids. The first run of a turn is announced just before the turn.',
   'agent.session.turn.created': 'A turn was created for the head of the input queue. `turn` is the committed turn.',
   'agent.session.turn.in_progress': 'The turn is executing.',

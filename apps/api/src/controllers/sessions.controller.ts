@@ -112,7 +112,8 @@ export class SessionsController {
       {
         agentId: query.agent_id,
         rootSessionId: query.root_session_id,
-        archived: query.archived === undefined ? undefined : query.archived === 'true',
+        // 001 lists active threads: the archive only on request.
+        archived: query.archived === 'true',
         isPinned: query.is_pinned === undefined ? undefined : query.is_pinned === 'true',
       },
       page(query, 50),

@@ -12,8 +12,9 @@ export class ReceiptDto {
   @ApiProperty({ description: 'Identifies this acceptance.' }) event_id!: string;
   @ApiProperty() session_id!: string;
   @ApiProperty({ type: String, nullable: true }) input_id!: string | null;
-  @ApiProperty({ type: String, nullable: true, description: 'Always null for messages: consumption is read from the input.' }) turn_id!: string | null;
-  @ApiProperty({ type: String, nullable: true, description: 'Always null for messages.' }) run_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'Null for messages (consumption is read from the input); a cancel, a resume or a tool_result names its turn.' }) turn_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'Null for messages; a cancel names the turn\'s current run, a resume or a tool_result the new run that continues the turn (null while other tool results are awaited).' })
+  run_id!: string | null;
   @ApiProperty({ enum: ['accepted'] }) status!: 'accepted';
 }
 
@@ -107,7 +108,7 @@ export class ListQueryDto {
 export class SessionListQueryDto extends ListQueryDto {
   @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'Only the sessions of this agent.' }) @OptionalNotNull() @IsString() @Length(1, 64) agent_id?: string;
   // Exactly `true` or `false`: `1`, `yes` and the like are 422, never silently read as false.
-  @ApiPropertyOptional({ enum: ['true', 'false'], description: 'Only archived (`true`) or only unarchived (`false`) sessions; omitted: both.' })
+  @ApiPropertyOptional({ enum: ['true', 'false'], default: 'false', description: 'The archive (`true`) or the active sessions (`false`, the default: 001 lists active threads).' })
   @OptionalNotNull()
   @IsIn(['true', 'false'])
   archived?: string;

@@ -773,9 +773,9 @@ export interface components {
             event_id: string;
             session_id: string;
             input_id: string | null;
-            /** @description Always null for messages: consumption is read from the input. */
+            /** @description Null for messages (consumption is read from the input); a cancel, a resume or a tool_result names its turn. */
             turn_id: string | null;
-            /** @description Always null for messages. */
+            /** @description Null for messages; a cancel names the turn's current run, a resume or a tool_result the new run that continues the turn (null while other tool results are awaited). */
             run_id: string | null;
             /** @enum {string} */
             status: "accepted";
@@ -2010,7 +2010,7 @@ export interface components {
                 seq: number;
             };
         };
-        /** @description An input was durably accepted. `receipt` has the same shape as the 202 receipt; its turn_id and run_id stay null. */
+        /** @description An input or control was durably accepted. `receipt` is the 202 receipt itself: for a message its turn_id and run_id are null (its consumption is read from the input); a cancel names the turn it targets and that turn's run, a resume or a tool_result the turn and the new run that continues it (null while a client_tool waitpoint still waits for other results). */
         InputAcceptedEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -3149,7 +3149,7 @@ export interface operations {
                 order?: "asc" | "desc";
                 /** @description Only the sessions of this agent. */
                 agent_id?: string;
-                /** @description Only archived (`true`) or only unarchived (`false`) sessions; omitted: both. */
+                /** @description The archive (`true`) or the active sessions (`false`, the default: 001 lists active threads). */
                 archived?: "true" | "false";
                 /** @description Only pinned (`true`) or only unpinned (`false`) sessions; omitted: both. */
                 is_pinned?: "true" | "false";
