@@ -24,8 +24,8 @@ async function replaceWorker(cluster: Cluster, holder: Proc): Promise<void> {
   await cluster.addWorker();
 }
 
-/** The coordinator's turn ends, completed. */
-async function coordinatorCompletes(api: Api, coordinator: string): Promise<void> {
+/** The coordinator's turn ends, completed; what the tree looked like when it did not. */
+async function coordinatorCompletes(api: Api, coordinator: string, infra: FaultInfra, diagnostic: (message: string) => void): Promise<void> {
   const turns = await waitUntil(
     'the coordinator turn to end',
     async () => {
@@ -33,7 +33,16 @@ async function coordinatorCompletes(api: Api, coordinator: string): Promise<void
       return list[0] && ['completed', 'failed', 'cancelled'].includes(list[0].status) ? list : undefined;
     },
     { timeoutMs: TAKEOVER_BUDGET_MS * 2, intervalMs: 200 },
-  );
+  ).catch(async (error: unknown) => {
+    const tree = await infra.db.query(
+      `SELECT s.id, s.depth, s.pending_input_count, s.queue_paused, t.status AS turn, t.waitpoint->>'kind' AS waitpoint, r.status AS run, r.lease_owner
+       FROM sessions s LEFT JOIN turns t ON t.session_id = s.id LEFT JOIN runs r ON r.turn_id = t.id WHERE s.root_session_id = $1 ORDER BY s.depth, r.seq`,
+      [coordinator],
+    );
+    const signals = await infra.db.query(`SELECT member_session_id, turn_id, status, delivered_at IS NOT NULL AS delivered FROM cooperation_signals WHERE parent_session_id = $1`, [coordinator]);
+    diagnostic(`tree ${JSON.stringify(tree.rows)} signals ${JSON.stringify(signals.rows)}`);
+    throw error;
+  });
   assert.equal(turns[0].status, 'completed', JSON.stringify(turns[0].error));
 }
 
@@ -89,7 +98,7 @@ describe('faults: cooperation', () => {
       const holder = await cluster.workerByLeaseOwner(held[0].lease_owner);
       assert.ok(holder, 'a worker of this cluster holds the coordinator');
       await replaceWorker(cluster, holder);
-      await coordinatorCompletes(api, coordinator);
+      await coordinatorCompletes(api, coordinator, infra, (message) => t.diagnostic(message));
 
       const { rows: members } = await infra.db.query(`SELECT id, spawned_call_id, subagent->>'name' AS name FROM sessions WHERE parent_session_id = $1 ORDER BY spawned_call_id`, [coordinator]);
       assert.deepEqual(members.map((m) => [m.spawned_call_id, m.name]), [['call_create_a', 'alpha'], ['call_create_b', 'beta']], 'exactly the two members, none twice');
@@ -162,7 +171,7 @@ describe('faults: cooperation', () => {
       const holder = await cluster.workerByLeaseOwner(memberHeld.lease_owner);
       assert.ok(holder, 'a worker of this cluster holds the hanging member');
       await replaceWorker(cluster, holder);
-      await coordinatorCompletes(api, coordinator);
+      await coordinatorCompletes(api, coordinator, infra, (message) => t.diagnostic(message));
       const items = await api.request(`${API}/sessions/${coordinator}/items?order=asc&limit=100`);
       const waitOutput = (items.body.data as any[]).find((i) => i.type === 'function_call_output' && i.call_id === 'call_wait');
       const answers = JSON.parse(waitOutput.output).subagents.map((m: any) => m.answer).sort();

@@ -60,7 +60,7 @@ export class AfterCommit {
         const delivered = await this.cooperation.deliver(nudge.parentSessionId).catch(() => null);
         if (delivered) await this.send(delivered);
       }
-      if (nudge.kind === 'tree') for (const member of await this.cooperation.queuedMembers(nudge.rootSessionId).catch(() => [])) await this.dispatcher.nudgeQuietly(member);
+      if (nudge.kind === 'tree') for (const member of await this.cooperation.queuedMembers(nudge.rootSessionId).catch(() => [])) await this.dispatcher.nudgeQueuedMember(member);
     }
     return published;
   }

@@ -52,6 +52,21 @@ export class SessionDispatcher {
     }
   }
 
+  /**
+   * Nudges a member of a cooperation tree that waits for a slot of its tree's cap, under a job id
+   * of its own: the session's dedup key may be held by the job of a worker that died (until
+   * BullMQ declares it stalled), and a queued member must not wait for that. Quiet, as the sweep
+   * sends it again.
+   */
+  async nudgeQueuedMember(sessionId: string): Promise<void> {
+    try {
+      await this.queue.add(JOBS.dispatchSession, { sessionId }, { deduplication: { id: `member:${sessionId}` }, removeOnComplete: true, removeOnFail: 1000 });
+    } catch (error) {
+      metrics.redisError('queue');
+      this.log.warn(`dispatch nudges are failing; the outbox relay and the recovery sweep will retry: ${String(error)}`);
+    }
+  }
+
   /** For request paths that already committed: a failed nudge is logged, the sweep redelivers it. */
   async nudgeQuietly(sessionId: string): Promise<void> {
     try {

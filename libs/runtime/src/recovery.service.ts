@@ -79,7 +79,7 @@ export class RecoveryService {
     const waiting = await this.inputs.sessionsWithWaitingInputs(new Date(Date.now() - this.config.recoveryGraceMs), SWEEP_BATCH, ACTIVE_TURN_STATUSES);
     for (const sessionId of waiting) await this.dispatcher.nudgeQuietly(sessionId);
     // Members queued behind their tree's cap: each tree's next one (the cap admits in order).
-    for (const sessionId of await this.cooperation.queuedHeads(this.config.recoveryGraceMs, SWEEP_BATCH)) await this.dispatcher.nudgeQuietly(sessionId);
+    for (const sessionId of await this.cooperation.queuedHeads(this.config.recoveryGraceMs, SWEEP_BATCH)) await this.dispatcher.nudgeQueuedMember(sessionId);
     const preparationsResumed = await this.resumePreparations();
     const receiptsDeleted = await inBatches((limit) => this.idempotency.deleteExpired(limit));
     const eventsPruned = await inBatches((limit) => this.outbox.prune(this.config.eventsReplayTtlSeconds, limit));
