@@ -24,6 +24,19 @@ async function replaceWorker(cluster: Cluster, holder: Proc): Promise<void> {
   await cluster.addWorker();
 }
 
+/** A member agent on `memberModel` and a coordinator on `coordinatorModel` that may create members of it only. */
+async function putTree(api: Api, memberModel: string, coordinatorModel: string, cap?: number): Promise<{ memberAgent: string; coordinatorAgent: string }> {
+  const suffix = randomUUID().slice(0, 8);
+  const memberAgent = `fault-member-${suffix}`;
+  const coordinatorAgent = `fault-coord-${suffix}`;
+  const member = await api.request(`/api/v1/admin/agents/${memberAgent}`, { method: 'PUT', body: { name: memberAgent, model: memberModel } });
+  assert.equal(member.status, 201, member.text);
+  const multiAgent = { enabled: true, agents: [memberAgent], ...(cap === undefined ? {} : { max_concurrent_subagents: cap }) };
+  const coordinator = await api.request(`/api/v1/admin/agents/${coordinatorAgent}`, { method: 'PUT', body: { name: coordinatorAgent, model: coordinatorModel, multi_agent: multiAgent } });
+  assert.equal(coordinator.status, 201, coordinator.text);
+  return { memberAgent, coordinatorAgent };
+}
+
 /** The coordinator's turn ends, completed; what the tree looked like when it did not. */
 async function coordinatorCompletes(api: Api, coordinator: string, infra: FaultInfra, diagnostic: (message: string) => void): Promise<void> {
   const turns = await waitUntil(
@@ -62,16 +75,8 @@ describe('faults: cooperation', () => {
     const cluster = await Cluster.start(infra, 'k-cooperation', { apis: 1, workers: 2, env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-fault-fake' } });
     try {
       const api = cluster.api();
-      const suffix = randomUUID().slice(0, 8);
-      const memberAgent = `fault-member-${suffix}`;
-      const coordinatorAgent = `fault-coord-${suffix}`;
-      const model = `coord-${randomUUID()}`;
-      assert.equal((await api.request(`/api/v1/admin/agents/${memberAgent}`, { method: 'PUT', body: { name: memberAgent, model: 'scripted:echo' } })).status, 201);
-      const put = await api.request(`/api/v1/admin/agents/${coordinatorAgent}`, {
-        method: 'PUT',
-        body: { name: coordinatorAgent, model: `openai:${model}`, multi_agent: { enabled: true, max_concurrent_subagents: 2, agents: [memberAgent] } },
-      });
-      assert.equal(put.status, 201, put.text);
+const model = `coord-${randomUUID()}`;
+      const { memberAgent, coordinatorAgent } = await putTree(api, 'scripted:echo', `openai:${model}`, 2);
       const task = (word: string): string => JSON.stringify({ task: `[[delay:200]] [[words:5]] ${word}`, agent_id: memberAgent, name: word });
       fake.script(model, [
         { tool_calls: [{ id: 'call_create_a', name: 'create_subagent', arguments: task('alpha') }, { id: 'call_create_b', name: 'create_subagent', arguments: task('beta') }] },
@@ -123,17 +128,9 @@ describe('faults: cooperation', () => {
     const cluster = await Cluster.start(infra, 'l-cooperation', { apis: 1, workers: 2, env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-fault-fake' } });
     try {
       const api = cluster.api();
-      const suffix = randomUUID().slice(0, 8);
-      const memberAgent = `fault-member-${suffix}`;
-      const coordinatorAgent = `fault-coord-${suffix}`;
-      const coordinatorModel = `coord-${randomUUID()}`;
+const coordinatorModel = `coord-${randomUUID()}`;
       const memberModel = `member-${randomUUID()}`;
-      assert.equal((await api.request(`/api/v1/admin/agents/${memberAgent}`, { method: 'PUT', body: { name: memberAgent, model: `openai:${memberModel}` } })).status, 201);
-      const put = await api.request(`/api/v1/admin/agents/${coordinatorAgent}`, {
-        method: 'PUT',
-        body: { name: coordinatorAgent, model: `openai:${coordinatorModel}`, multi_agent: { enabled: true, agents: [memberAgent] } },
-      });
-      assert.equal(put.status, 201, put.text);
+      const { memberAgent, coordinatorAgent } = await putTree(api, `openai:${memberModel}`, `openai:${coordinatorModel}`);
       const task = (word: string): string => JSON.stringify({ task: word, agent_id: memberAgent, name: word });
       fake.script(coordinatorModel, [
         { tool_calls: [{ id: 'call_create_a', name: 'create_subagent', arguments: task('alpha') }, { id: 'call_create_b', name: 'create_subagent', arguments: task('beta') }] },
