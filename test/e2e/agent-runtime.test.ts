@@ -330,16 +330,68 @@ describe('agent runtime', () => {
     assert.equal((await turn(session.id, turnId)).yuxi.output[0].content[0].text, 'finally');
   });
 
+  it('a turn waiting for a person refuses every message (409 turn_requires_action); a client tool wait queues explicit follow-ups', async () => {
+    const { id, model } = await putAgent({
+      tools: [
+        { type: 'builtin', name: 'ask_user' },
+        { type: 'function', name: 'lookup_order', description: 'Look an order up', parameters: { type: 'object', properties: {} } },
+      ],
+    });
+    fake.script(fakeModel(model), [
+      { tool_calls: [{ id: 'q1', name: 'ask_user', arguments: '{"question":"Which order?"}' }] },
+      { tool_calls: [{ id: 'c1', name: 'lookup_order', arguments: '{}' }] },
+      { text: 'Found it.' },
+      { text: 'Queued one answered.' },
+    ]);
+    const { session, stream, turnId } = await start(id, 'where is my order?');
+    const asking = await stream.waitForType('yuxi.session.turn.waiting', turnId);
+    const message = (mode?: string) => postEvent(session.id, { type: 'agent.session.input.message', input: `${mode ?? 'auto'} while asked`, ...(mode ? { yuxi: { mode } } : {}) });
+    for (const mode of ['follow_up', 'steer', undefined]) {
+      const refused = await message(mode);
+      assert.equal(refused.status, 409, `${mode ?? 'auto'} is refused while a question waits`);
+      assert.equal(refused.body.error.code, 'turn_requires_action');
+      assert.deepEqual(refused.body.error.details, { turn_id: turnId, waitpoint_id: asking.data.waitpoint.id, kind: 'question' });
+    }
+    assert.equal((await http(`${API}/sessions/${session.id}/queue`)).body.data.length, 0, 'nothing was queued');
+    const answered = await postEvent(session.id, {
+      type: 'yuxi.session.input.resume',
+      turn_id: turnId,
+      waitpoint_id: asking.data.waitpoint.id,
+      response: { type: 'answer', answers: [{ question_id: 'q1', answer: 'A-1042' }] },
+    });
+    assert.equal(answered.status, 202);
+
+    // A client tool wait: a program is asked, not a person; an explicit follow-up queues (FIFO).
+    const toolWait = await stream.waitFor((e) => e.type === 'yuxi.session.turn.waiting' && e.data.waitpoint.kind === 'client_tool');
+    assert.equal(toolWait.data.turn_id, turnId);
+    assert.equal((await message('steer')).body.error?.code, 'turn_requires_action');
+    assert.equal((await message()).body.error?.code, 'turn_requires_action');
+    const queued = await message('follow_up');
+    assert.equal(queued.status, 202, queued.text);
+    const promote = await postEvent(session.id, { type: 'yuxi.session.input.promote', input_id: queued.body.input_id });
+    assert.equal(promote.body.error?.code, 'turn_requires_action', 'nothing is promoted into a waiting turn');
+    assert.equal((await postEvent(session.id, { type: 'tool_result', turn_id: turnId, call_id: 'c1', success: true, output: 'packed' })).status, 202);
+    await stream.waitForType('agent.session.turn.completed', turnId);
+    const next = await stream.waitFor((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id !== turnId);
+    const consumed = await http(`${API}/sessions/${session.id}/inputs/${queued.body.input_id}`);
+    assert.equal(consumed.body.turn_id, next.data.turn_id, 'the follow-up ran as the next turn');
+  });
+
   it('a non-retryable model error fails the turn and pauses the inputs waiting behind it', async () => {
     const { id, model } = await putAgent({ tools: [{ type: 'builtin', name: 'ask_user' }] });
+    // The first call is held until the follow-up is queued: a waiting turn refuses messages (001).
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
     fake.script(fakeModel(model), [
-      { tool_calls: [{ id: 'q1', name: 'ask_user', arguments: '{"question":"Go?"}' }] },
+      { tool_calls: [{ id: 'q1', name: 'ask_user', arguments: '{"question":"Go?"}' }], until: held },
       { status: 400, body: { error: { message: 'bad request', type: 'invalid_request_error', code: null } } },
     ]);
     const { session, stream, turnId } = await start(id, 'start');
-    const waiting = await stream.waitForType('yuxi.session.turn.waiting', turnId);
+    await stream.waitForType('agent.session.turn.in_progress', turnId);
     const queued = await sendMessage(session.id, 'next one');
-    assert.equal(queued.status, 202, 'a follow-up queues behind a waiting turn');
+    release();
+    assert.equal(queued.status, 202, 'a follow-up queues behind an executing turn');
+    const waiting = await stream.waitForType('yuxi.session.turn.waiting', turnId);
     await postEvent(session.id, {
       type: 'yuxi.session.input.resume',
       turn_id: turnId,

@@ -141,8 +141,8 @@ describe('context compaction', () => {
       [[queued.body.input_id, 'compact']],
     );
     const promote = await postEvent(session.id, { type: 'yuxi.session.input.promote', input_id: queued.body.input_id });
-    assert.equal(promote.status, 409, 'a compaction request never becomes a steer');
-    assert.equal(promote.body.error.code, 'state_conflict');
+    assert.equal(promote.status, 409, 'nothing is promoted into a turn waiting for an answer');
+    assert.equal(promote.body.error.code, 'turn_requires_action');
     const questionId = waiting.data.waitpoint.questions[0].question_id;
     const resume = {
       type: 'yuxi.session.input.resume',

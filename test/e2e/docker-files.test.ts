@@ -529,7 +529,7 @@ describe('docker/compose.yaml', () => {
     assert.match(conf, new RegExp(`http://api:${services.api.environment.PORT ?? 3000}\\b`), 'proxies to the api service on its PORT');
     assert.match(conf, /resolver 127\.0\.0\.11\b/, "re-resolves the replicas through Docker's DNS");
     assert.match(conf, /proxy_buffering off;/, 'SSE events are not buffered');
-    assert.match(conf, /client_max_body_size 110m;/, 'bodies up to BODY_LIMIT (110mb) pass');
+    assert.match(conf, /client_max_body_size 100m;/, 'bodies up to BODY_LIMIT (100mb) pass');
     assert.equal(lb[1].depends_on?.api?.condition, 'service_healthy', `${lb[0]} waits for a healthy api`);
   });
 

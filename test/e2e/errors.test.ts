@@ -100,7 +100,7 @@ describe('errors', () => {
     const broken = await http(`${API}/sessions`, { idempotencyKey: newKey(), rawBody: '{"agent_id":' });
     assert.equal(broken.status, 422);
     assertErrorShape(broken, 'invalid_json');
-    // The test stack runs with BODY_LIMIT=12mb (110mb by default).
+    // The test stack runs with BODY_LIMIT=12mb (100mb by default).
     const huge = await http(`${API}/sessions`, { idempotencyKey: newKey(), body: { agent_id: 'default-chatbot', input: 'x'.repeat(13 * 1024 * 1024) } });
     assert.equal(huge.status, 413);
     assertErrorShape(huge, 'payload_too_large');

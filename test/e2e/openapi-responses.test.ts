@@ -105,7 +105,7 @@ describe('responses conform to the OpenAPI document', () => {
     const stale = await event(session_id, { ...resume([answer]), waitpoint_id: 'wp_gone' });
     assert.equal(stale.body.error.code, 'waitpoint_stale');
     const busy = await event(session_id, { type: 'agent.session.input.message', input: 'hello?' });
-    assert.equal(busy.body.error.code, 'state_conflict');
+    assert.equal(busy.body.error.code, 'turn_requires_action');
     const answered = await event(session_id, resume([answer]));
     assert.equal(answered.status, 202);
     await stream.waitForType('agent.session.turn.completed', turn_id);

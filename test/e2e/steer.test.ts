@@ -108,16 +108,18 @@ describe('steer and promote', () => {
     }
   });
 
-  it('refuses an automatic message while the turn is being cancelled', async () => {
+  it('refuses every message while the turn is being cancelled, whatever its mode (001)', async () => {
     const { session, stream, turn: created } = await busySession(SLOW);
     try {
       // The cancellation window, held open: a cancel was accepted and the run has not stopped yet.
       await query(`UPDATE turns SET cancellation_pending = true WHERE id = $1`, [created.data.turn_id]);
-      const refused = await message(session.id, 'auto during cleanup');
-      assert.equal(refused.status, 409);
-      assert.equal(refused.body.error.code, 'state_conflict');
-      const queued = await message(session.id, 'explicit follow-up', { mode: 'follow_up' });
-      assert.equal(queued.status, 202);
+      for (const mode of [undefined, 'follow_up', 'steer'] as const) {
+        const refused = await message(session.id, `${mode ?? 'auto'} during cleanup`, mode ? { mode } : undefined);
+        assert.equal(refused.status, 409, `${mode ?? 'auto'} is refused`);
+        assert.equal(refused.body.error.code, 'turn_cancelling');
+        assert.equal(refused.body.error.details.turn_id, created.data.turn_id);
+      }
+      assert.equal((await http(`${API}/sessions/${session.id}/queue`)).body.data.length, 0, 'nothing was queued');
       const ended = await stream.waitFor(
         (e) => ['agent.session.turn.completed', 'agent.session.turn.cancelled'].includes(e.type) && e.data.turn_id === created.data.turn_id,
       );

@@ -7,11 +7,15 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
  * call answers, and read back what the client sent. Plain node:http so it behaves like a real
  * endpoint on the wire (SSE framing, status codes, headers).
  */
-export type FakeStep =
+export type FakeStep = (
   | { text: string | string[]; reasoning?: string[]; usage?: FakeUsage; /** Send the chunks, then go silent until close. */ stall?: true }
   | { tool_calls: FakeToolCall[]; text?: string; usage?: FakeUsage }
   | { status: number; body?: object; headers?: Record<string, string> }
-  | { hang: true };
+  | { hang: true }
+) & {
+  /** The reply waits until this settles: a test holds its turn executing (not yet waiting) while it submits. */
+  until?: Promise<unknown>;
+};
 
 export interface FakeToolCall {
   /** Omitted: the call is streamed without an id, as some providers do. */
@@ -90,7 +94,8 @@ export async function startFakeOpenAi(port = 0): Promise<FakeOpenAi> {
       });
       return;
     }
-    const scripted = scripts.get(model)?.shift() ?? { text: 'fake-openai: no script left' };
+    const scripted: FakeStep = scripts.get(model)?.shift() ?? { text: 'fake-openai: no script left' };
+    if (scripted.until) await scripted.until;
     const step = prompt !== undefined && !('status' in scripted) && !('hang' in scripted) ? { ...scripted, usage: { prompt_tokens: prompt, ...scripted.usage } } : scripted;
     if ('hang' in step) return;
     if ('status' in step) {

@@ -113,12 +113,12 @@ describe('inline images in a submission: parsed once, hashed by their bytes', ()
     assert.notEqual(parseAgentInput(message(PNG_URL)), first, 'another body is parsed on its own');
   });
 
-  it('counts the base64 characters without whitespace against the 80 MiB limit', () => {
+  it('counts the base64 characters without whitespace against the 72 MiB limit', () => {
     const images = (url: string) => [message(...Array.from({ length: 7 }, () => url)), message(...Array.from({ length: 7 }, () => url))].flat();
     // 14 images of 12 Mi base64 characters: 126 MiB decoded, over the limit ...
     const payload = 'A'.repeat(12 * 1024 * 1024);
     assert.ok((14 * payload.length * 3) / 4 > MAX_IMAGE_BYTES_TOTAL);
-    assert.ok(parseAgentInput(images(`data:image/png;base64,${payload}`)).errors.includes('input images exceed 80 MiB in total'));
+    assert.ok(parseAgentInput(images(`data:image/png;base64,${payload}`)).errors.includes('input images exceed 72 MiB in total'));
     // ... while as many characters, half of them line breaks, are 63 MiB decoded: under it.
     const wrapped = 'AA\n\n'.repeat(3 * 1024 * 1024);
     assert.equal(wrapped.length, payload.length);

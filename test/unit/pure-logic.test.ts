@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import { ThrottledLog } from '#libs/config';
 import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
 import { canonicalJson, prepared, QueryLogger } from '#libs/database';
-import { toDomainError } from '#libs/errors';
-import { resolveMode } from '#libs/lifecycle';
+import { DomainError, toDomainError } from '#libs/errors';
+import { mayHaveActiveTurn, resolveMode } from '#libs/lifecycle';
 import { parseAgentInput } from '#libs/protocol';
 
 // Pure logic, no database: cursors, gap detection, canonical JSON, input parsing.
@@ -106,12 +106,31 @@ describe('input mode (auto, follow_up, steer)', () => {
     assert.equal(resolveMode(turn('in_progress'), undefined, true), 'follow_up');
   });
 
-  it('keeps an explicit follow_up, and refuses auto or steer into a turn being cancelled or waiting', () => {
-    assert.equal(resolveMode(turn('in_progress', true), 'follow_up', false), 'follow_up');
-    assert.throws(() => resolveMode(turn('in_progress', true), 'steer', false), /being cancelled/);
-    assert.throws(() => resolveMode(turn('in_progress', true), undefined, false), /being cancelled/);
-    assert.throws(() => resolveMode(turn('requires_action'), undefined, false), /waiting for an answer/);
+  it('refuses every mode into a turn being cancelled or waiting for the caller, with a precise code', () => {
+    const code = (expected: string) => (error: unknown) => error instanceof DomainError && error.code === expected;
+    for (const mode of ['follow_up', 'steer', undefined] as const) {
+      assert.throws(() => resolveMode(turn('in_progress', true), mode, false), code('turn_cancelling'));
+      assert.throws(() => resolveMode(turn('requires_action'), mode, false), code('turn_requires_action'));
+      assert.throws(() => resolveMode(turn('requires_action'), mode, true), code('turn_requires_action'));
+    }
+    assert.equal(resolveMode(turn('in_progress'), 'follow_up', false), 'follow_up');
     assert.equal(resolveMode(null, 'steer', false), 'steer');
+  });
+
+  it('queues an explicit follow-up behind a client tool wait; auto and steer are refused there', () => {
+    const clientTool = { status: 'requires_action', cancellationPending: false, waitpoint: { kind: 'client_tool' } } as Parameters<typeof resolveMode>[0];
+    assert.equal(resolveMode(clientTool, 'follow_up', false), 'follow_up');
+    assert.throws(() => resolveMode(clientTool, undefined, false), (error: unknown) => error instanceof DomainError && error.code === 'turn_requires_action');
+    assert.throws(() => resolveMode(clientTool, 'steer', false), (error: unknown) => error instanceof DomainError && error.code === 'turn_requires_action');
+    const cancelling = { ...clientTool!, cancellationPending: true } as Parameters<typeof resolveMode>[0];
+    assert.throws(() => resolveMode(cancelling, 'follow_up', false), (error: unknown) => error instanceof DomainError && error.code === 'turn_cancelling');
+  });
+
+  it('needs the turns table for a follow-up only when the overview leaves a turn active', () => {
+    const summary = (status: string) => ({ id: 't', status, current_run_id: null, result_run_id: null, waitpoint: null });
+    assert.equal(mayHaveActiveTurn(null), false);
+    for (const settled of ['completed', 'failed', 'cancelled']) assert.equal(mayHaveActiveTurn(summary(settled)), false);
+    for (const active of ['queued', 'in_progress', 'requires_action']) assert.equal(mayHaveActiveTurn(summary(active)), true);
   });
 });
 

@@ -155,8 +155,8 @@ describe('input gates', () => {
     assert.equal(gatePromoteInput(input({ mode: 'steer' }), UUID, null), null);
     conflict(() => gatePromoteInput(input({ attachmentStatus: 'preparing' }), UUID, null), 'state_conflict');
     conflict(() => gatePromoteInput(input({ status: 'consumed' }), UUID, null), 'state_conflict');
-    conflict(() => gatePromoteInput(input({}), UUID, { status: 'requires_action', cancellationPending: false } as TurnEntity), 'state_conflict');
-    conflict(() => gatePromoteInput(input({}), UUID, { status: 'in_progress', cancellationPending: true } as TurnEntity), 'state_conflict');
+    conflict(() => gatePromoteInput(input({}), UUID, { status: 'requires_action', cancellationPending: false } as TurnEntity), 'turn_requires_action');
+    conflict(() => gatePromoteInput(input({}), UUID, { status: 'in_progress', cancellationPending: true } as TurnEntity), 'turn_cancelling');
     conflict(() => gatePromoteInput(null, UUID, null), 'not_found');
     conflict(() => gatePromoteInput(input({ config: { compact: {} } as InputEntity['config'] }), UUID, null), 'state_conflict');
   });

@@ -60,8 +60,8 @@ export class AppConfig {
     this.redisUrl = required(env, 'REDIS_URL');
     this.defaultModel = env.DEFAULT_MODEL || 'scripted:echo';
     this.bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
-    // 80 MiB of inline images per submission (the API's bound) is about 107 MiB as base64 in JSON, plus its text.
-    this.bodyLimit = env.BODY_LIMIT || '110mb';
+    // 001's bound. The 72 MiB of inline images a submission may carry are 96 MiB as base64 in JSON, plus its text.
+    this.bodyLimit = env.BODY_LIMIT || '100mb';
     this.eventsReplayMaxLen = int(env, 'EVENTS_REPLAY_MAXLEN', 10_000);
     this.eventsReplayTtlSeconds = int(env, 'EVENTS_REPLAY_TTL_SECONDS', 7 * 24 * 3600);
     this.sseHeartbeatMs = int(env, 'SSE_HEARTBEAT_MS', 15_000);

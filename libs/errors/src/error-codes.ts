@@ -27,6 +27,20 @@ export const ERROR_CODES = {
   method_not_allowed: { status: 405, type: 'invalid_request', retryable: false, description: 'The path exists but not with this method; the Allow header lists the methods it takes.' },
   idempotency_conflict: { status: 409, type: 'invalid_state', retryable: false, description: 'The Idempotency-Key was already used with a different intent.' },
   state_conflict: { status: 409, type: 'invalid_state', retryable: false, description: 'The session or turn is in a state that does not allow this operation.' },
+  turn_requires_action: {
+    status: 409,
+    type: 'invalid_state',
+    retryable: false,
+    description:
+      'The active turn waits at a waitpoint (`details.turn_id`, `details.waitpoint_id`, `details.kind`). For an answer or an approval, ordinary messages in any `yuxi.mode` are refused until it is resumed (001); for a client tool result, only an explicit `follow_up` queues. Promotions are refused in both. Resume it (`yuxi.session.input.resume`, or `tool_result` for a client tool), or cancel it.',
+  },
+  turn_cancelling: {
+    status: 409,
+    type: 'invalid_state',
+    retryable: false,
+    description:
+      'The active turn is being cancelled (`details.turn_id`): ordinary messages, in any `yuxi.mode`, and promotions are refused until it has settled as cancelled; then send again (001).',
+  },
   waitpoint_stale: {
     status: 409,
     type: 'invalid_state',

@@ -22,9 +22,8 @@ export function gateCancelInput(input: InputEntity | null, inputId: string): Inp
  * cancelled, nor before its attachments are prepared, nor a compaction request. A pending steer is already satisfied (null).
  */
 export function gatePromoteInput(input: InputEntity | null, inputId: string, active: TurnEntity | null): InputEntity | null {
-  if (active?.status === 'requires_action') throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval');
+  refuseWhileBlocked(active);
   if (active?.waitpoint?.kind === 'cooperation') throw new DomainError('state_conflict', 'The turn is waiting for its subagents; a follow-up runs after it');
-  if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled');
   if (!input) throw DomainError.notFound(`Input ${inputId}`);
   if (input.status !== 'pending') {
     throw new DomainError('state_conflict', `Input ${inputId} is ${input.status}; only pending inputs can be promoted`, { status: input.status });
@@ -37,4 +36,21 @@ export function gatePromoteInput(input: InputEntity | null, inputId: string, act
     });
   }
   return input.mode === 'steer' ? null : input;
+}
+
+/** The states in which a turn takes no ordinary message (nor a promotion): waiting for the caller, or being cancelled. */
+export function refuseWhileBlocked(active: Pick<TurnEntity, 'id' | 'status' | 'cancellationPending' | 'waitpoint'> | null): void {
+  if (!active) return;
+  // Cancellation first: a turn cancelled while it waited is no longer waiting for an answer.
+  if (active.cancellationPending) {
+    throw new DomainError('turn_cancelling', 'The turn is being cancelled; send the message once it has settled', { turn_id: active.id });
+  }
+  if (active.status === 'requires_action') {
+    const waitpoint = active.waitpoint;
+    throw new DomainError('turn_requires_action', `The turn is waiting at a ${waitpoint?.kind ?? ''} waitpoint; resume it first`, {
+      turn_id: active.id,
+      waitpoint_id: waitpoint?.id ?? null,
+      kind: waitpoint?.kind ?? null,
+    });
+  }
 }

@@ -3,12 +3,12 @@ import type { EntityManager } from 'typeorm';
 import { DomainError } from '#libs/errors';
 import { type FileEntity, FilesRepository } from '#libs/files';
 import { type FrozenInputConfig, type InputEntity, type InputMessage, type InputMode, InputsRepository } from '#libs/inputs';
-import { ProjectsRepository, type SessionEntity, SessionsRepository } from '#libs/sessions';
+import { ProjectsRepository, type SessionEntity, SessionsRepository, type TurnSummary } from '#libs/sessions';
 import type { OutgoingEvent } from '#libs/events';
-import { toCurrentTurn, type TurnEntity, TurnsRepository } from '#libs/turns';
+import { TERMINAL_TURN_STATUSES, toCurrentTurn, type TurnEntity, TurnsRepository } from '#libs/turns';
 import type { Nudge } from './after-commit.js';
 import { CooperationWaits } from './cooperation-waits.js';
-import { gateCancelInput, gatePromoteInput } from './input-gates.js';
+import { gateCancelInput, gatePromoteInput, refuseWhileBlocked } from './input-gates.js';
 import { turnEvents } from './turn-events.js';
 
 export interface MessageSpec {
@@ -21,6 +21,11 @@ export interface MessageSpec {
   config: (session: SessionEntity) => FrozenInputConfig;
   /** false: a paused queue stays paused (a compaction request); default true. */
   resumesPausedQueue?: boolean;
+  /**
+   * true for a compaction request: no ordinary message, it queues FIFO even behind a turn that
+   * waits for the caller or is being cancelled; default false (such a turn refuses messages).
+   */
+  queuesBehindBlockedTurn?: boolean;
 }
 
 /**
@@ -55,7 +60,10 @@ export class SessionControls {
     if (session.projectId !== null && (await this.projects.isDeletedWorkdir(manager, session.workdirId))) {
       throw new DomainError('state_conflict', `The session's project ${session.projectId} is deleted`);
     }
-    const active = spec.requestedMode === 'follow_up' ? null : await this.turns.activeTurn(manager, sessionId);
+    // The locked row's overview says whether a turn may be active: a follow-up to a settled
+    // session (the common case) then needs no read of the turns table.
+    const noTurnToGate = spec.queuesBehindBlockedTurn === true || !mayHaveActiveTurn(session.currentTurn);
+    const active = spec.requestedMode === 'follow_up' && noTurnToGate ? null : await this.turns.activeTurn(manager, sessionId);
     const mode = resolveMode(active, spec.requestedMode, spec.hasOverride);
     // A message to a paused queue resumes it and runs alone first; the old queue follows. A
     // compaction request does not: it waits in the paused queue like the inputs before it.
@@ -187,27 +195,28 @@ export class SessionControls {
 /**
  * follow_up queues FIFO; steer goes ahead of all follow-ups. Omitted (auto): steer into an
  * executing turn, follow-up when idle; an override (model, approval) marks follow-up intent.
- * Auto is refused while the turn waits for an answer or approval or is being cancelled; while a
- * coordinator waits for its members it is a follow-up, and steer is refused. `active`
- * is the session's active turn read from the turns table under the session lock.
+ * Every ordinary message, whatever its mode, is refused while the turn waits for a person (an
+ * answer or an approval) or is being cancelled (001: "Turn 等待用户回答或审批时普通消息被拒绝";
+ * "取消清理时拒绝普通消息"): the caller resumes the turn, or sends after it settles. A turn waiting
+ * for a program queues follow-ups FIFO: the client's tool result (an explicit follow_up; auto and
+ * steer are refused, as nothing executes to steer into) or its members (001: auto is a follow-up).
+ * `active` is the session's active turn read from the turns table under the session lock.
  */
 export function resolveMode(active: TurnEntity | null, requested: InputMode | undefined, hasOverride: boolean): InputMode {
-  if (requested === 'follow_up') return requested;
+  if (requested === 'follow_up' && active?.waitpoint?.kind === 'client_tool' && !active.cancellationPending) return requested;
+  refuseWhileBlocked(active);
   // A coordinator waiting for its members takes no steer (001): messages queue behind its turn.
   const cooperating = active?.waitpoint?.kind === 'cooperation';
+  if (requested === 'follow_up') return requested;
   if (requested === 'steer') {
-    if (active?.status === 'requires_action') {
-      throw new DomainError('state_conflict', 'The turn is waiting at a waitpoint; resume it, or send yuxi.mode=follow_up to queue');
-    }
     if (cooperating) throw new DomainError('state_conflict', 'The turn is waiting for its subagents; send the message without yuxi.mode (or follow_up) to queue it');
-    // A turn being cancelled takes no steer; queue a follow-up behind it instead.
-    if (active?.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
     return requested;
   }
   if (!active || hasOverride || cooperating) return 'follow_up';
-  if (active.status === 'requires_action') {
-    throw new DomainError('state_conflict', 'The turn is waiting for an answer or approval; resume it, or send yuxi.mode=follow_up to queue');
-  }
-  if (active.cancellationPending) throw new DomainError('state_conflict', 'The turn is being cancelled; send yuxi.mode=follow_up to queue behind it');
   return 'steer';
+}
+
+/** Whether the session overview leaves an active turn possible (none, or the latest one settled, rules it out). */
+export function mayHaveActiveTurn(summary: TurnSummary | null): boolean {
+  return summary !== null && !(TERMINAL_TURN_STATUSES as readonly string[]).includes(summary.status);
 }

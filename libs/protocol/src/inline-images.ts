@@ -39,7 +39,7 @@ export class InlineImageBatch {
   /**
    * The messages as the idempotency intent holds them: each inline image as its declared type and
    * the SHA-256 of its bytes instead of its data URL. The same submission hashes the same, another
-   * image under the same key does not, and hashing never serialises the (up to 80 MiB of) data URLs.
+   * image under the same key does not, and hashing never serialises the (up to 96 MiB of) data URLs.
    */
   intentMessages(): unknown[] {
     if (this.positions.length === 0) return this.messages;

@@ -33,10 +33,15 @@ export class ErrorDetailsDto {
   current_run_id?: string | null;
   @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`state_conflict` on archive: the pending inputs.' })
   queued_input_count?: number;
-  @ApiPropertyOptional({ enum: ['question', 'approval', 'client_tool'], description: '`waitpoint_incomplete`: the kind of waitpoint the response must resolve.' })
+  @ApiPropertyOptional({
+    enum: ['question', 'approval', 'client_tool'],
+    description: '`waitpoint_incomplete`: the kind of waitpoint the response must resolve; `turn_requires_action`: the kind of waitpoint the turn waits at.',
+  })
   kind?: string;
-  @ApiPropertyOptional({ type: String, nullable: true, description: '`waitpoint_stale`: the waitpoint the turn waits at (null: none).' })
+  @ApiPropertyOptional({ type: String, nullable: true, description: '`waitpoint_stale`, `turn_requires_action`: the waitpoint the turn waits at (null: none).' })
   waitpoint_id?: string | null;
+  @ApiPropertyOptional({ description: '`turn_requires_action`, `turn_cancelling`: the active turn that refuses the message.' })
+  turn_id?: string;
   @ApiPropertyOptional({ enum: TURN_STATUSES, description: '`waitpoint_stale`: the status of the turn.' })
   turn_status?: string;
   @ApiPropertyOptional({ type: [String], description: '`waitpoint_stale`: question or call ids that are not part of the waitpoint.' })

@@ -34,7 +34,7 @@ export const AGENT_INPUT_SCHEMA: SchemaObject = {
                       required: ['type', 'image_url'],
                       additionalProperties: false,
                       description:
-                        'Inline data URL only (data:image/png;base64,…; png, jpeg/jpg, gif or webp); at most 10 per message and 80 MiB per submission. The bytes must be the declared type (else 422). The image is stored once as a session file on acceptance: the stored input, its user items and their events carry `{"type":"input_image","file_id","image_url"}` with `image_url` = `/api/v1/agents/sessions/{session_id}/files/{file_id}/content` instead of the data URL; the model still receives the image.',
+                        'Inline data URL only (data:image/png;base64,…; png, jpeg/jpg, gif or webp); at most 10 per message and 72 MiB (decoded) per submission. The bytes must be the declared type (else 422). The image is stored once as a session file on acceptance: the stored input, its user items and their events carry `{"type":"input_image","file_id","image_url"}` with `image_url` = `/api/v1/agents/sessions/{session_id}/files/{file_id}/content` instead of the data URL; the model still receives the image.',
                       properties: { type: { type: 'string', enum: ['input_image'] }, image_url: { type: 'string', pattern: '^data:image/(png|jpeg|jpg|gif|webp);base64,' } },
                     },
                   ],

@@ -29,6 +29,7 @@ export class CompactContext {
         messages: [],
         attachmentFileIds: [],
         resumesPausedQueue: false,
+        queuesBehindBlockedTurn: true,
         config: (session) => ({ ...frozenInputConfig(session), compact: event.instructions ? { instructions: event.instructions } : {} }),
       });
       const receipt = acceptedReceipt(sessionId, input.id);

@@ -835,7 +835,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -882,12 +882,14 @@ export interface components {
             /** @description `state_conflict` on archive: the pending inputs. */
             queued_input_count?: number;
             /**
-             * @description `waitpoint_incomplete`: the kind of waitpoint the response must resolve.
+             * @description `waitpoint_incomplete`: the kind of waitpoint the response must resolve; `turn_requires_action`: the kind of waitpoint the turn waits at.
              * @enum {string}
              */
             kind?: "question" | "approval" | "client_tool";
-            /** @description `waitpoint_stale`: the waitpoint the turn waits at (null: none). */
+            /** @description `waitpoint_stale`, `turn_requires_action`: the waitpoint the turn waits at (null: none). */
             waitpoint_id?: string | null;
+            /** @description `turn_requires_action`, `turn_cancelling`: the active turn that refuses the message. */
+            turn_id?: string;
             /**
              * @description `waitpoint_stale`: the status of the turn.
              * @enum {string}
