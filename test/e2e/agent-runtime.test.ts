@@ -422,20 +422,73 @@ describe('agent runtime', () => {
     assert.equal(mcp.calls.filter((c) => c.metaKey?.startsWith(second.turnId)).length, 0);
   });
 
-  it('streams reasoning live, linked to the assistant message', async () => {
+  it('streams reasoning live, linked to the assistant message, and keeps it with the message (never sent back to the model)', async () => {
     const { id, model } = await putAgent({});
-    fake.script(fakeModel(model), [{ reasoning: ['Thinking', ' hard'], text: ['Done'] }]);
-    const { stream, turnId } = await start(id, 'think');
+    fake.script(fakeModel(model), [{ reasoning: ['Thinking', ' hard'], text: ['Done'] }, { text: 'Again' }]);
+    const { session, stream, turnId } = await start(id, 'think');
     await stream.waitForType('agent.session.turn.completed', turnId);
     const deltas = stream.events.filter((e) => e.type === 'yuxi.session.turn.reasoning.delta');
     assert.deepEqual(
-      deltas.map((e) => e.data.delta),
-      ['Thinking', ' hard'],
+      deltas.map((e) => [e.data.delta, e.data.reasoning_index]),
+      [
+        ['Thinking', 0],
+        [' hard', 0],
+      ],
     );
     const done = stream.events.find((e) => e.type === 'yuxi.session.turn.reasoning.done');
     assert.equal(done?.data.text, 'Thinking hard');
+    assert.equal(done?.data.reasoning_index, 0);
     const message = stream.events.find((e) => e.type === 'agent.session.turn.item.done' && e.data.item.role === 'assistant');
     assert.equal(done?.data.item_id, message?.data.item.id);
+    // The block closes (saved, then done) before the text starts.
+    const order = stream.events.map((e) => e.type);
+    assert.ok(order.indexOf('yuxi.session.turn.reasoning.done') < order.indexOf('agent.session.turn.output_text.delta'));
+    assert.deepEqual(message?.data.item.yuxi.reasoning, [{ type: 'reasoning_text', text: 'Thinking hard' }]);
+
+    const stored = (await items(session.id, turnId)).find((i) => i.role === 'assistant');
+    assert.deepEqual(stored.content.map((p: any) => [p.type, p.text]), [['output_text', 'Done']], 'content keeps the text only');
+    assert.deepEqual(stored.yuxi.reasoning, [{ type: 'reasoning_text', text: 'Thinking hard' }]);
+    assert.equal(stored.yuxi.completed_content_indices, undefined, 'a settled message names no completed blocks');
+
+    const next = await sendMessage(session.id, 'again');
+    await stream.waitFor((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id !== turnId);
+    assert.equal(next.status, 202);
+    const [, second] = fake.requests(fakeModel(model)) as any[];
+    assert.ok(!JSON.stringify(second.messages).includes('Thinking hard'), 'the model never gets reasoning back');
+    assert.ok(second.messages.some((m: any) => m.role === 'assistant' && m.content === 'Done'));
+  });
+
+  it('an in-progress message is readable with its completed reasoning; a cancel keeps it as incomplete', async () => {
+    const { id, model } = await putAgent({});
+    fake.script(fakeModel(model), [{ reasoning: ['Weighing', ' options'], text: ['Part', 'ial'], stall: true }]);
+    const { session, stream, turnId } = await start(id, 'think slowly');
+    await stream.waitFor((e) => e.type === 'agent.session.turn.output_text.delta' && e.data.delta === 'ial');
+    const done = stream.events.find((e) => e.type === 'yuxi.session.turn.reasoning.done');
+    assert.ok(done, 'reasoning.done was sent');
+
+    // Saved before its done event: the items show the streaming message with its reasoning complete.
+    const ascending = (await http(`${API}/sessions/${session.id}/items?order=asc&limit=100`)).body;
+    const active = ascending.data.at(-1);
+    assert.equal(active.id, done.data.item_id);
+    assert.equal(active.status, 'in_progress');
+    assert.equal(active.role, 'assistant');
+    assert.deepEqual(active.yuxi.reasoning, [{ type: 'reasoning_text', text: 'Weighing options' }]);
+    assert.deepEqual(active.yuxi.completed_reasoning_indices, [0]);
+    assert.deepEqual(active.yuxi.completed_content_indices, []);
+    assert.equal(active.yuxi.run_id, done.data.yuxi.run_id);
+    assert.ok(ascending.yuxi.runs.some((r: any) => r.id === active.yuxi.run_id));
+    const ofTurn = (await http(`${API}/sessions/${session.id}/turns/${turnId}/items?order=desc&limit=1`)).body;
+    assert.equal(ofTurn.data[0].id, active.id, 'descending, it comes first');
+    assert.equal(ofTurn.has_more, true);
+    const afterIt = (await http(`${API}/sessions/${session.id}/items?order=asc&after=${active.id}`)).body;
+    assert.deepEqual([afterIt.data.length, afterIt.has_more], [0, false], 'nothing is newer than the streaming message');
+
+    assert.equal((await postEvent(session.id, { type: 'agent.session.input.cancel' })).status, 202);
+    await stream.waitForType('agent.session.turn.cancelled', turnId);
+    const kept = (await items(session.id, turnId)).find((i) => i.id === active.id);
+    assert.equal(kept.status, 'incomplete');
+    assert.deepEqual(kept.yuxi.reasoning, [{ type: 'reasoning_text', text: 'Weighing options' }]);
+    assert.equal(kept.yuxi.completed_reasoning_indices, undefined);
   });
 
   it('cancels a turn while it waits for an answer', async () => {

@@ -13,8 +13,9 @@ export const EVENT_TYPES = {
     'An item was added to the turn: a user message, a `function_call` (a tool call with its complete `arguments`) or its `function_call_output` (linked by `call_id`), all durable; or an assistant message that starts streaming (live, with its first text or reasoning; its item.done follows once it is written, as an incomplete item if the run stops first).',
   'agent.session.turn.content_part.added': 'A content part of an assistant message started (live, with the message\'s first text).',
   'agent.session.turn.output_text.delta': 'Text appended to a content part (`delta`); merge by item_id, output_index and content_index.',
-  'yuxi.session.turn.reasoning.delta': 'Reasoning text the model streamed (live, where the provider streams it), linked to the assistant message `item_id`; not kept in items.',
-  'yuxi.session.turn.reasoning.done': 'The full reasoning text of that model call (live).',
+  'yuxi.session.turn.reasoning.delta': 'Reasoning text the model streamed (live, where the provider streams it), linked to the assistant message `item_id` and its `reasoning_index`; raw reasoning, not a summary.',
+  'yuxi.session.turn.reasoning.done':
+    'The full reasoning text of that model call, sent once it is saved with the message (the item\'s `yuxi.reasoning`; while the message streams, an items read shows it with `yuxi.completed_reasoning_indices`).',
   'agent.session.turn.output_text.done': 'The full text of a content part, after it is committed; replaces the accumulated deltas.',
   'agent.session.turn.content_part.done': 'A content part is complete and committed.',
   'agent.session.turn.item.done': 'An item is complete and committed; it can be read back from the items endpoints at once.',

@@ -130,6 +130,7 @@ export interface ReasoningDeltaEvent extends ItemScope {
   turn_id: string;
   item_id: string;
   output_index: number;
+  reasoning_index: number;
   delta: string;
 }
 
@@ -138,6 +139,7 @@ export interface ReasoningDoneEvent extends ItemScope {
   turn_id: string;
   item_id: string;
   output_index: number;
+  reasoning_index: number;
   text: string;
 }
 

@@ -30,6 +30,8 @@ export interface RunOutput {
   item: ItemEntity | null;
   outputIndex: number;
   text: string;
+  /** The call's reasoning once complete and checkpointed ('' until then, or when the model streams none). */
+  reasoning: string;
   /** Deltas were lost on the way to Redis since the last durable write: announce a resync. */
   lostDeltas: boolean;
 }

@@ -6,7 +6,7 @@ export { type MessageSpec, mayHaveActiveTurn, resolveMode, SessionControls } fro
 export { EVENT_BUILDERS, turnEvents } from './turn-events.js';
 export type { HeldTurn, Interrupted, Outcome, RunOutput, Seized, Settled, Successor } from './held-turn.js';
 export { RunEndings } from './run-endings.js';
-export { assistantItem, turnSeconds } from './run-output.js';
+export { assistantItem, runCheckpoint, turnSeconds } from './run-output.js';
 export { RunRecovery } from './run-recovery.js';
 export { admitted, TurnClaims } from './turn-claims.js';
 export { type CompactionCommit, type ModelStep, type Recorded, type RecordedModelStep, StepTransitions } from './step-transitions.js';

@@ -78,7 +78,7 @@ export class RunEndings {
       const events: OutgoingEvent[] = lostDeltasNotice(output);
       let index = output.outputIndex;
       if (output.item) {
-        events.push(...closingEvents(await this.writer.writeShown(manager, output.item, firstSeq, 'incomplete', output.text, now), index, output.text));
+        events.push(...closingEvents(await this.writer.writeShown(manager, output.item, firstSeq, 'incomplete', output, now), index, output.text));
         index += 1;
       }
       const yielded: RunEntity = { ...held.run, id: lease.runId, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };
@@ -159,7 +159,7 @@ export class RunEndings {
       const events: OutgoingEvent[] = lostDeltasNotice(output);
       if (output.item) {
         const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
-        events.push(...closingEvents(await this.writer.writeShown(manager, output.item, seq, 'incomplete', output.text, now), output.outputIndex, output.text));
+        events.push(...closingEvents(await this.writer.writeShown(manager, output.item, seq, 'incomplete', output, now), output.outputIndex, output.text));
       }
       return this.writer.announceSuccessor(manager, held.turn, result, events, epoch, output.item ? output.outputIndex + 1 : output.outputIndex);
     });

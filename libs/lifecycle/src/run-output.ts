@@ -9,8 +9,9 @@ import {
   type Lease,
   type NewItem,
   type PublicError,
+  type RunCheckpoint,
   type RunEntity,
-  type StoredContentPart,
+  assistantContent,
   toCurrentTurn,
   type TurnEntity,
   ItemsRepository, RunsRepository, TurnsRepository,
@@ -51,19 +52,22 @@ export class RunOutputWriter {
     shown: Map<string, { outputIndex: number; text: string }> | null,
     now: Date,
   ): Promise<{ closing: OutgoingEvent[]; index: number }> {
-    const items = new Map(shown ?? []);
+    const items = new Map<string, { outputIndex: number; text: string; reasoning?: string }>(shown ?? []);
     const checkpoint = (await this.runs.getRunIn(manager, run.id))?.checkpoint ?? null;
     if (checkpoint && checkpoint.text.length > (items.get(checkpoint.item_id)?.text.length ?? -1)) {
       items.set(checkpoint.item_id, { outputIndex: checkpoint.output_index, text: checkpoint.text });
     }
+    // Complete reasoning is only ever in the checkpoint (the stream's deltas may be partial).
+    const checkpointed = checkpoint ? items.get(checkpoint.item_id) : undefined;
+    if (checkpoint?.reasoning && checkpointed) checkpointed.reasoning = checkpoint.reasoning;
     // An item a committed step already wrote (a model call's commentary before its tool calls) is kept as written.
     for (const id of await this.items.existingItemIds(manager, [...items.keys()])) items.delete(id);
     const closing: OutgoingEvent[] = shown === null ? [turnEvents.resync('events_lost')] : [];
     const ordered = [...items].sort(([, a], [, b]) => a.outputIndex - b.outputIndex);
     let seq = ordered.length > 0 ? await this.sessions.reserveItemSeqs(manager, turn.sessionId, ordered.length) : 0;
-    for (const [id, { outputIndex, text }] of ordered) {
+    for (const [id, { outputIndex, text, reasoning }] of ordered) {
       const item = assistantItem(id, turn, run.id, now);
-      closing.push(...closingEvents(await this.writeShown(manager, item, seq, 'incomplete', text, now), outputIndex, text));
+      closing.push(...closingEvents(await this.writeShown(manager, item, seq, 'incomplete', { text, reasoning: reasoning ?? '' }, now), outputIndex, text));
       seq += 1;
     }
     const index = ordered.length > 0 ? (ordered.at(-1)?.[1].outputIndex ?? 0) + 1 : await this.items.countItems(manager, turn.id);
@@ -119,20 +123,30 @@ export class RunOutputWriter {
     seq: number,
     at: Date,
   ): Promise<OutgoingEvent[]> {
-    if (output.item) return closingEvents(await this.writeShown(manager, output.item, seq, status, output.text, at), output.outputIndex, output.text);
-    const item = await this.writeShown(manager, assistantItem(newId(), held.turn, lease.runId, at), seq, status, output.text, at);
+    if (output.item) return closingEvents(await this.writeShown(manager, output.item, seq, status, output, at), output.outputIndex, output.text);
+    const item = await this.writeShown(manager, assistantItem(newId(), held.turn, lease.runId, at), seq, status, output, at);
     return [turnEvents.item('added', item, output.outputIndex), ...closingEvents(item, output.outputIndex, output.text)];
   }
 
-  /** Writes an assistant item with its final text: the final answer when completed, commentary otherwise. */
-  async writeShown(manager: EntityManager, item: ItemEntity, seq: number, status: 'completed' | 'incomplete', text: string, at: Date): Promise<ItemEntity> {
-    const content: StoredContentPart[] = [{ type: 'output_text', text }];
+  /** Writes an assistant item with its final text (and its reasoning): the final answer when completed, commentary otherwise. */
+  async writeShown(manager: EntityManager, item: ItemEntity, seq: number, status: 'completed' | 'incomplete', shown: Shown, at: Date): Promise<ItemEntity> {
+    const content = assistantContent(shown.text, shown.reasoning);
     const [written] = await this.items.insertItems(manager, seq, [
       { ...item, status, content, phase: status === 'completed' ? 'final_answer' : 'commentary', createdAt: at },
     ]);
     return written!;
   }
 }
+
+/** The checkpoint of a run streaming `output` (its item announced): what a takeover and a reader of the items recover. */
+export function runCheckpoint(item: ItemEntity, output: RunOutput): RunCheckpoint {
+  const checkpoint: RunCheckpoint = { item_id: item.id, output_index: output.outputIndex, text: output.text };
+  if (output.reasoning) checkpoint.reasoning = output.reasoning;
+  return checkpoint;
+}
+
+/** What an assistant message showed: its text, and its complete reasoning ('' when none). */
+export type Shown = Pick<RunOutput, 'text' | 'reasoning'>;
 
 /** How long a turn took, from its claim to its end (waits at waitpoints included). */
 export function turnSeconds(turn: Pick<TurnEntity, 'createdAt' | 'startedAt' | 'completedAt'>): number {

@@ -15,6 +15,7 @@ import {
   type Lease,
   type NewItem,
   RunsRepository,
+  assistantContent,
   StepsRepository,
   type ToolCallSpec,
   toCurrentTurn,
@@ -105,7 +106,7 @@ export class StepTransitions {
       const events: OutgoingEvent[] = output.lostDeltas ? [turnEvents.resync('events_lost')] : [];
       if (output.item) {
         const [item] = await this.items.insertItems(manager, seq, [
-          { ...output.item, status: 'completed', content: [{ type: 'output_text', text: output.text }], phase: 'commentary', createdAt: now },
+          { ...output.item, status: 'completed', content: assistantContent(output.text, output.reasoning), phase: 'commentary', createdAt: now },
         ]);
         events.push(...closingEvents(item!, index, output.text));
         seq += 1;

@@ -82,12 +82,15 @@ export const EVENT_BUILDERS = {
   'yuxi.session.turn.reasoning.delta': (item: ItemEntity, outputIndex: number, delta: string): EventOf<'yuxi.session.turn.reasoning.delta'> => ({
     type: 'yuxi.session.turn.reasoning.delta',
     ...onItem(item, outputIndex),
+    // One reasoning block per assistant message: its index in the item's yuxi.reasoning.
+    reasoning_index: 0,
     delta,
     yuxi: runOf(item),
   }),
   'yuxi.session.turn.reasoning.done': (item: ItemEntity, outputIndex: number, text: string): EventOf<'yuxi.session.turn.reasoning.done'> => ({
     type: 'yuxi.session.turn.reasoning.done',
     ...onItem(item, outputIndex),
+    reasoning_index: 0,
     text,
     yuxi: runOf(item),
   }),

@@ -6,10 +6,12 @@ import { type AttachmentDto, type AttachmentListDto, FilesRepository, toAttachme
 import { type AcceptedReceipt, IdempotencyService, type InputEntity, InputsRepository, toInputDto } from '#libs/inputs';
 import { type SessionEntity, type SessionFilter, SessionsRepository, TreeRepository } from '#libs/sessions';
 import {
+  type ItemDto,
   type ItemListDto,
   ItemsRepository,
   type RunDto,
   RunsRepository,
+  toActiveMessageDto,
   toItemDto,
   toRunDto,
   toRunSummary,
@@ -21,7 +23,7 @@ import {
 } from '#libs/turns';
 import type { SessionDto, SessionListDto } from './dto/session.dto.js';
 import type { AgentStateDto, InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
-import { cooperationRules, sessionStatus, toSessionDto } from '#libs/lifecycle';
+import { cooperationRules, mayHaveActiveTurn, sessionStatus, toSessionDto } from '#libs/lifecycle';
 
 /** Read side of the protocol: every read is scoped to the caller before anything else is loaded. */
 @Injectable()
@@ -80,13 +82,33 @@ export class SessionQueriesService {
     return toRunDto(await this.runs.getRun(sessionId, runId));
   }
 
+  /**
+   * Items in sequence order; while a run streams a message, that message too (in progress, from
+   * the run's checkpoint) at the newest end: after the last page ascending, first descending.
+   */
   async listItems(principal: Principal, sessionId: string, turnId: string | null, page: PageQuery): Promise<ItemListDto> {
-    await this.sessions.getVisible(principal.userId, sessionId);
+    const session = await this.sessions.getVisible(principal.userId, sessionId);
     if (turnId !== null) await this.turns.getTurn(sessionId, turnId);
-    const { rows, hasMore } = await this.items.listItems(sessionId, turnId, page);
-    const runIds = [...new Set(rows.map((row) => row.runId).filter((id): id is string => id !== null))];
+    const active = await this.streamingMessage(session, turnId);
+    // A cursor at the streaming message (the newest item) has nothing after it ascending, everything descending.
+    const atActive = active !== null && page.after === active.id;
+    const listed = atActive ? (page.order === 'desc' ? await this.items.listItems(sessionId, turnId, { ...page, after: undefined }) : null) : await this.items.listItems(sessionId, turnId, page);
+    let data = (listed?.rows ?? []).map(toItemDto);
+    let hasMore = listed?.hasMore ?? false;
+    if (active && !atActive) {
+      if (page.order === 'desc' && page.after === undefined) {
+        data = [active, ...data];
+        if (data.length > page.limit) {
+          data = data.slice(0, page.limit);
+          hasMore = true;
+        }
+      } else if (page.order !== 'desc' && !hasMore) {
+        if (data.length < page.limit) data.push(active);
+        else hasMore = true;
+      }
+    }
+    const runIds = [...new Set(data.map((item) => item.yuxi.run_id).filter((id): id is string => id !== null))];
     const runs = await this.runs.runsByIds(runIds);
-    const data = rows.map(toItemDto);
     return {
       object: 'list',
       data,
@@ -95,6 +117,14 @@ export class SessionQueriesService {
       has_more: hasMore,
       yuxi: { runs: runs.map(toRunSummary) },
     };
+  }
+
+  /** The message the session's current run streams (of `turnId`, when given); the overview rules most reads out without a query. */
+  private async streamingMessage(session: SessionEntity, turnId: string | null): Promise<ItemDto | null> {
+    const current = session.currentTurn;
+    if (!mayHaveActiveTurn(current) || !current?.current_run_id || (turnId !== null && current.id !== turnId)) return null;
+    const streaming = await this.runs.streamingMessage(current.current_run_id);
+    return streaming ? toActiveMessageDto(streaming.run, streaming.checkpoint) : null;
   }
 
   async getQueue(principal: Principal, sessionId: string): Promise<QueueDto> {

@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { newId } from '#libs/database';
-import { assistantItem, StepTransitions, turnEvents } from '#libs/lifecycle';
+import { assistantItem, runCheckpoint, StepTransitions, turnEvents } from '#libs/lifecycle';
 import type { ResolvedTool } from '#libs/tools';
-import type { CommittedStep, ToolCallSpec, Usage } from '#libs/turns';
+import { type CommittedStep, type ItemEntity, RunsRepository, type ToolCallSpec, type Usage } from '#libs/turns';
 import type { BuiltContext } from './context-manager.js';
 import { DurableWrites } from './durable-writes.js';
 import { ModelStreams, modelTools } from './model-streams.js';
 import type { RunControl } from './run-control.js';
+import { LeaseLostError } from './run-errors.js';
 import { emptyOutput, type RunState } from './run-scope.js';
 
 /** What one model call produced (or that it yielded to a steer mid-stream). */
@@ -27,6 +28,7 @@ export class ModelCallStep {
     private readonly streams: ModelStreams,
     private readonly stepTransitions: StepTransitions,
     private readonly writes: DurableWrites,
+    private readonly runs: RunsRepository,
   ) {}
 
   /**
@@ -34,13 +36,22 @@ export class ModelCallStep {
    * reasoning (a call that shows nothing leaves no item) and written when the step is committed;
    * heartbeats checkpoint its text, so a takeover keeps what clients saw. Retryable provider errors
    * are retried (backoff, Retry-After) as long as nothing was shown yet. A steer that is waiting
-   * stops the stream after a delta (`yielded`).
+   * stops the stream after a delta (`yielded`). Reasoning is complete when the text starts or the
+   * stream ends: it is then checkpointed with the item, and only then is reasoning.done sent (001:
+   * a completed block is persisted before its completion boundary).
    */
   async call(state: RunState, context: BuiltContext, tools: ResolvedTool[], control: RunControl): Promise<ModelCallResult> {
     const { held } = state;
     state.output = emptyOutput(state.outputIndex);
     const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null };
     let reasoning = '';
+    const closeReasoning = async (item: ItemEntity): Promise<void> => {
+      state.output.reasoning = reasoning;
+      if (!(await this.runs.saveCheckpoint(state.lease, runCheckpoint(item, state.output)))) {
+        throw new LeaseLostError(`lease of run ${state.lease.runId} is gone`);
+      }
+      state.live.push(turnEvents.reasoningDone(item, state.outputIndex, reasoning));
+    };
     const stream = this.streams.open(held.run.model, {
       instructions: held.config.instructions,
       messages: context.messages,
@@ -64,10 +75,13 @@ export class ModelCallStep {
         state.live.push(turnEvents.item('added', item, state.outputIndex), turnEvents.contentPart('added', item, state.outputIndex, 0, { type: 'output_text', text: '' }));
       }
       if (event.type === 'reasoning_delta') {
+        // Reasoning after the text started (rare) would change a block announced complete: not kept.
+        if (state.output.reasoning) continue;
         reasoning += event.delta;
         state.live.push(turnEvents.reasoningDelta(item, state.outputIndex, event.delta));
         continue;
       }
+      if (reasoning && !state.output.reasoning) await closeReasoning(item);
       state.output.text += event.delta;
       state.live.push(turnEvents.textDelta(item, state.outputIndex, 0, event.delta));
       if (await state.steerWaiting()) {
@@ -75,8 +89,7 @@ export class ModelCallStep {
         break;
       }
     }
-    // Reasoning is shown, not kept: it closes live with the model call.
-    if (reasoning && state.output.item) state.live.push(turnEvents.reasoningDone(state.output.item, state.outputIndex, reasoning));
+    if (reasoning && !state.output.reasoning && state.output.item) await closeReasoning(state.output.item);
     await state.live.drain();
     state.keeper.assertHeld();
     state.output.lostDeltas = state.live.lost;

@@ -1,5 +1,5 @@
 import type { ModelMessage } from '#libs/models';
-import { isCallItem, type ItemEntity } from '#libs/turns';
+import { isCallItem, isReasoningPart, type ItemEntity } from '#libs/turns';
 import { userMessage } from './image-references.js';
 
 /** A file attached to a user message, as the model is told about it. */
@@ -40,7 +40,7 @@ export function toModelMessages(items: readonly ItemEntity[], attachments: Reado
       continue;
     }
     const text = item.content
-      .filter((p) => typeof p.text === 'string')
+      .filter((p) => typeof p.text === 'string' && !isReasoningPart(p))
       .map((p) => p.text)
       .join('\n');
     if (item.role === 'assistant') {

@@ -5,7 +5,7 @@ import { DEFAULT_AGENT_LIMITS } from '#libs/agents';
 import { AppConfig } from '#libs/config';
 import { EventPublisher, type OutboxBatch } from '#libs/events';
 import { InputsRepository } from '#libs/inputs';
-import { AfterCommit, type HeldTurn, type Nudge, type RunOutput } from '#libs/lifecycle';
+import { AfterCommit, type HeldTurn, type Nudge, type RunOutput, runCheckpoint } from '#libs/lifecycle';
 import { RunSignals } from '#libs/queue';
 import { type Lease, RunsRepository, type TurnContext } from '#libs/turns';
 import { FencingStats } from './fencing-stats.js';
@@ -49,7 +49,7 @@ export interface ContextTracking {
 
 /** Nothing shown yet, at this output index. */
 export function emptyOutput(outputIndex: number): RunOutput {
-  return { item: null, outputIndex, text: '', lostDeltas: false };
+  return { item: null, outputIndex, text: '', reasoning: '', lostDeltas: false };
 }
 
 /**
@@ -90,7 +90,7 @@ export class RunScopes {
         this.runs.renewLease(
           current,
           this.config.runLeaseMs,
-          state.output.item?.runId === current.runId ? { item_id: state.output.item.id, output_index: state.output.outputIndex, text: state.output.text } : null,
+          state.output.item?.runId === current.runId ? runCheckpoint(state.output.item, state.output) : null,
         ),
       onRenewed: () => {
         void this.inputs

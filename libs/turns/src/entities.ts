@@ -58,6 +58,21 @@ export interface StoredContentPart {
 }
 
 /**
+ * The part that keeps an assistant message's reasoning, after its text part (which stays part 0).
+ * Shown as the item's `yuxi.reasoning`; never part of a model context or of the item's size.
+ */
+export const REASONING_PART = 'reasoning_text';
+
+export function isReasoningPart(part: Pick<StoredContentPart, 'type'>): boolean {
+  return part.type === REASONING_PART;
+}
+
+/** An assistant message's stored parts: its text, then its reasoning when the model call had any. */
+export function assistantContent(text: string, reasoning: string): StoredContentPart[] {
+  return reasoning ? [{ type: 'output_text', text }, { type: REASONING_PART, text: reasoning }] : [{ type: 'output_text', text }];
+}
+
+/**
  * Item types of a tool call: a function call, or a coordinator's call on its members (004); each
  * has a `function_call_output` with its call_id. The model sees all of them as tool calls.
  */
@@ -146,6 +161,8 @@ export interface RunCheckpoint {
   item_id: string;
   output_index: number;
   text: string;
+  /** The message's reasoning once complete (saved before reasoning.done is sent); absent while none is. */
+  reasoning?: string;
 }
 
 @Entity('items')

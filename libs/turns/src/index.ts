@@ -1,4 +1,4 @@
-export { CALL_ITEM_TYPES, type CallItemType, COMPACTION_TRIGGERS, isCallItem } from './entities.js';
+export { assistantContent, CALL_ITEM_TYPES, type CallItemType, COMPACTION_TRIGGERS, isCallItem, isReasoningPart, REASONING_PART } from './entities.js';
 export type {
   CommittedStep,
   CompactionRecord,
@@ -22,7 +22,7 @@ export type {
   WaitpointQuestion,
   WaitpointResponse,
 } from './entities.js';
-export { toCurrentTurn, toItemDto, toRunDto, toRunSummary, toTurnDetailDto, toTurnDto } from './projections.js';
+export { toActiveMessageDto, toCurrentTurn, toItemDto, toRunDto, toRunSummary, toTurnDetailDto, toTurnDto } from './projections.js';
 export {
   ContentPartDto,
   ItemDto,

@@ -1,11 +1,13 @@
 import { countTokens, countTokensIfLoaded, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS } from '#libs/models';
-import type { ItemEntity, StoredContentPart } from './entities.js';
+import { type ItemEntity, isReasoningPart, type StoredContentPart } from './entities.js';
 
 /** What of an item a model is shown, as text, and how many images come with it. */
 export function itemText(content: readonly StoredContentPart[]): { text: string; images: number } {
   const texts: string[] = [];
   let images = 0;
   for (const part of content) {
+    // Reasoning is shown to clients, never sent back to a model.
+    if (isReasoningPart(part)) continue;
     if (part.type === 'input_image') images += 1;
     for (const field of [part.name, part.arguments, part.output, part.text]) if (typeof field === 'string' && field) texts.push(field);
   }

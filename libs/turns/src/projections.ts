@@ -1,5 +1,5 @@
 import { unixSeconds } from '#libs/database';
-import { isCallItem, type ItemEntity, type RunEntity, type TurnEntity, type Waitpoint } from './entities.js';
+import { assistantContent, isCallItem, isReasoningPart, type ItemEntity, REASONING_PART, type RunCheckpoint, type RunEntity, type TurnEntity, type Waitpoint } from './entities.js';
 import type { ItemDto, RunDto, RunSummaryDto, TurnDetailDto, TurnDto } from './turn.dto.js';
 
 export function toItemDto(item: ItemEntity): ItemDto {
@@ -18,16 +18,41 @@ export function toItemDto(item: ItemEntity): ItemDto {
   if (item.type === 'function_call_output' && call) {
     return { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', output: call.output ?? '', yuxi: { ...yuxi, success: call.success ?? true } };
   }
+  const reasoning = item.content.filter(isReasoningPart).map((part) => ({ type: REASONING_PART, text: part.text ?? '' }));
   const dto: ItemDto = {
     id: item.id,
     type: item.type,
     role: item.role ?? 'assistant',
     status: item.status,
-    content: item.content.map((part) => (part.type === 'output_text' ? { ...part, annotations: [] } : part)),
-    yuxi,
+    content: item.content.filter((part) => !isReasoningPart(part)).map((part) => (part.type === 'output_text' ? { ...part, annotations: [] } : part)),
+    yuxi: reasoning.length > 0 ? { ...yuxi, reasoning } : yuxi,
   };
   if (item.role === 'assistant') dto.phase = item.phase ?? 'commentary';
   return dto;
+}
+
+/**
+ * The assistant message a run is streaming, as its heartbeat checkpoint has it (001 "读取与事件"):
+ * in progress, with the blocks already persisted named by index. Its reasoning, when present, is
+ * complete (it is saved before reasoning.done is sent); its text is not until the item is written.
+ */
+export function toActiveMessageDto(run: Pick<RunEntity, 'id' | 'turnId' | 'startedAt' | 'createdAt'>, checkpoint: RunCheckpoint): ItemDto {
+  const item = toItemDto({
+    id: checkpoint.item_id,
+    sessionId: '',
+    turnId: run.turnId,
+    runId: run.id,
+    inputId: null,
+    seq: '0',
+    type: 'message',
+    role: 'assistant',
+    status: 'in_progress',
+    content: assistantContent(checkpoint.text, checkpoint.reasoning ?? ''),
+    phase: null,
+    tokens: null,
+    createdAt: run.startedAt ?? run.createdAt,
+  });
+  return { ...item, yuxi: { ...item.yuxi, completed_content_indices: [], completed_reasoning_indices: checkpoint.reasoning ? [0] : [] } };
 }
 
 // Not `name`: a call item's name is the tool's.

@@ -5,7 +5,7 @@ import { isUuid, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { RunEntity, type RunCheckpoint, type Usage, type Waitpoint } from './entities.js';
 import { ADD_USAGE, EXECUTING, HELD, type Lease } from './lease.js';
-import { RUN_TRANSITIONS, statusGuard, TURN_TRANSITIONS } from './states.js';
+import { LEASABLE_RUN_STATUSES, RUN_TRANSITIONS, statusGuard, TURN_TRANSITIONS } from './states.js';
 
 export interface SuccessorSpec {
   nextRunId: string;
@@ -52,6 +52,20 @@ export class RunsRepository {
       [lease.runId, lease.owner, lease.epoch, leaseMs, checkpoint === null ? null : JSON.stringify(checkpoint)],
     )) as { cancellation_pending: boolean }[];
     return { held: rows.length > 0, cancelRequested: rows[0]?.cancellation_pending ?? false };
+  }
+
+  /**
+   * Saves what the run has shown now, between heartbeats: a block that completed (reasoning) is
+   * persisted before its done event is sent (001). False when the lease is gone.
+   */
+  async saveCheckpoint(lease: Lease, checkpoint: RunCheckpoint): Promise<boolean> {
+    const rows = (await this.runs.query(prepared(`UPDATE runs SET checkpoint = $4::jsonb WHERE ${HELD('$1', '$2', '$3')} RETURNING id`), [
+      lease.runId,
+      lease.owner,
+      lease.epoch,
+      JSON.stringify(checkpoint),
+    ])) as [{ id: string }[], number];
+    return rows[0].length > 0;
   }
 
   /**
@@ -223,6 +237,21 @@ export class RunsRepository {
       [limit],
     )) as { session_id: string; id: string }[];
     return rows.map((row) => ({ sessionId: row.session_id, runId: row.id }));
+  }
+
+  /**
+   * The assistant message an executing run is streaming, as its last checkpoint has it; null when
+   * the run executes no more, has not checkpointed, or its message is written already.
+   */
+  async streamingMessage(runId: string): Promise<{ run: Pick<RunEntity, 'id' | 'turnId' | 'startedAt' | 'createdAt'>; checkpoint: RunCheckpoint } | null> {
+    const rows = (await this.runs.query(
+      prepared(`SELECT r.id, r.turn_id, r.started_at, r.created_at, r.checkpoint FROM runs r
+       WHERE r.id = $1 AND ${statusGuard('r.status', LEASABLE_RUN_STATUSES)} AND r.checkpoint IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM items i WHERE i.id = (r.checkpoint->>'item_id')::uuid)`),
+      [runId],
+    )) as { id: string; turn_id: string; started_at: Date | null; created_at: Date; checkpoint: RunCheckpoint }[];
+    const row = rows[0];
+    return row ? { run: { id: row.id, turnId: row.turn_id, startedAt: row.started_at, createdAt: row.created_at }, checkpoint: row.checkpoint } : null;
   }
 
   async getRun(sessionId: string, runId: string): Promise<RunEntity> {

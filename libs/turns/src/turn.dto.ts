@@ -31,6 +31,11 @@ export class ContentPartDto {
   annotations?: Record<string, unknown>[];
 }
 
+export class ReasoningPartDto {
+  @ApiProperty({ enum: ['reasoning_text'] }) type!: string;
+  @ApiProperty({ description: 'The reasoning text the model streamed for this message (raw reasoning, not a summary).' }) text!: string;
+}
+
 export class ItemYuxiDto {
   @ApiProperty() turn_id!: string;
   @ApiProperty({ type: String, nullable: true }) run_id!: string | null;
@@ -47,6 +52,21 @@ export class ItemYuxiDto {
   @ApiPropertyOptional({ type: () => UsageDto, nullable: true, description: 'compaction: the summary call\'s tokens (counted in the turn\'s usage).' }) usage?: UsageDto | null;
   @ApiPropertyOptional({ type: String, nullable: true, description: 'Coordination calls: the member session the call concerns (a create\'s is known from the call; null when the call names a member by name).' })
   subagent_session_id?: string | null;
+  @ApiPropertyOptional({
+    type: [ReasoningPartDto],
+    description:
+      'Assistant messages whose model streamed reasoning (where the provider streams it): the reasoning blocks, by `reasoning_index` (one per message today). Kept once complete: `yuxi.session.turn.reasoning.done` is sent after it is saved.',
+  })
+  reasoning?: ReasoningPartDto[];
+  @ApiPropertyOptional({
+    type: 'array',
+    items: { type: 'integer', minimum: 0 },
+    description:
+      'An active (`in_progress`) message only: the `content` indices already persisted complete. After a resync, restore these blocks from here, keep your own deltas of the others, and ignore late deltas of these (001). Empty while the text still streams.',
+  })
+  completed_content_indices?: number[];
+  @ApiPropertyOptional({ type: 'array', items: { type: 'integer', minimum: 0 }, description: 'An active message only: the `yuxi.reasoning` indices already persisted complete (see completed_content_indices).' })
+  completed_reasoning_indices?: number[];
 }
 
 export class ItemDto {

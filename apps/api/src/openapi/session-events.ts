@@ -46,6 +46,7 @@ type SpecOf<K extends EventType> = Omit<EventSpec, 'turn' | 'payload'> & {
 const ref = (model: Parameters<typeof getSchemaPath>[0]): SchemaObject => ({ $ref: getSchemaPath(model) }) as SchemaObject;
 const index = (description: string): SchemaObject => ({ type: 'integer', minimum: 0, description });
 const OUTPUT_INDEX = index('Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index.');
+const REASONING_INDEX = index('Position of the reasoning block in the item\'s `yuxi.reasoning` (always 0 today: one block per assistant message); compare with `yuxi.completed_reasoning_indices`.');
 const CONTENT_INDEX = index('Position of the content part in the item (always 0 today: one output_text part per assistant message).');
 const ITEM_ID: SchemaObject = { type: 'string', description: 'The assistant message the event belongs to (`item.id`).' };
 const text = (description: string): SchemaObject => ({ type: 'string', description });
@@ -88,14 +89,14 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
     durability: 'live',
     run: 'required',
     turn: true,
-    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, delta: text('Reasoning text the model streamed.') },
+    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, reasoning_index: REASONING_INDEX, delta: text('Reasoning text the model streamed.') },
   },
   'yuxi.session.turn.reasoning.done': {
     name: 'TurnReasoningDoneEvent',
     durability: 'live',
     run: 'required',
     turn: true,
-    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, text: text('The full reasoning text of the model call.') },
+    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, reasoning_index: REASONING_INDEX, text: text('The full reasoning text of the model call, saved in the item\'s `yuxi.reasoning` before this is sent.') },
   },
   'agent.session.turn.output_text.done': {
     name: 'TurnOutputTextDoneEvent',

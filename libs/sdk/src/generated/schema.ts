@@ -1093,6 +1093,12 @@ export interface components {
             cached_tokens: number;
             total_tokens: number;
         };
+        ReasoningPartDto: {
+            /** @enum {string} */
+            type: "reasoning_text";
+            /** @description The reasoning text the model streamed for this message (raw reasoning, not a summary). */
+            text: string;
+        };
         ItemYuxiDto: {
             turn_id: string;
             run_id: string | null;
@@ -1121,6 +1127,12 @@ export interface components {
             usage?: components["schemas"]["UsageDto"] | (never | null);
             /** @description Coordination calls: the member session the call concerns (a create's is known from the call; null when the call names a member by name). */
             subagent_session_id?: string | null;
+            /** @description Assistant messages whose model streamed reasoning (where the provider streams it): the reasoning blocks, by `reasoning_index` (one per message today). Kept once complete: `yuxi.session.turn.reasoning.done` is sent after it is saved. */
+            reasoning?: components["schemas"]["ReasoningPartDto"][];
+            /** @description An active (`in_progress`) message only: the `content` indices already persisted complete. After a resync, restore these blocks from here, keep your own deltas of the others, and ignore late deltas of these (001). Empty while the text still streams. */
+            completed_content_indices?: number[];
+            /** @description An active message only: the `yuxi.reasoning` indices already persisted complete (see completed_content_indices). */
+            completed_reasoning_indices?: number[];
         };
         ItemDto: {
             id: string;
@@ -2197,7 +2209,7 @@ export interface components {
                 run_id: string;
             };
         };
-        /** @description Reasoning text the model streamed (live, where the provider streams it), linked to the assistant message `item_id`; not kept in items. */
+        /** @description Reasoning text the model streamed (live, where the provider streams it), linked to the assistant message `item_id` and its `reasoning_index`; raw reasoning, not a summary. */
         TurnReasoningDeltaEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -2218,6 +2230,8 @@ export interface components {
             item_id: string;
             /** @description Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index. */
             output_index: number;
+            /** @description Position of the reasoning block in the item's `yuxi.reasoning` (always 0 today: one block per assistant message); compare with `yuxi.completed_reasoning_indices`. */
+            reasoning_index: number;
             /** @description Reasoning text the model streamed. */
             delta: string;
             /** @description Extensions. Live only: no `seq`. */
@@ -2226,7 +2240,7 @@ export interface components {
                 run_id: string;
             };
         };
-        /** @description The full reasoning text of that model call (live). */
+        /** @description The full reasoning text of that model call, sent once it is saved with the message (the item's `yuxi.reasoning`; while the message streams, an items read shows it with `yuxi.completed_reasoning_indices`). */
         TurnReasoningDoneEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -2247,7 +2261,9 @@ export interface components {
             item_id: string;
             /** @description Position of the item among the outputs of the turn; merge deltas by item_id, output_index and content_index. */
             output_index: number;
-            /** @description The full reasoning text of the model call. */
+            /** @description Position of the reasoning block in the item's `yuxi.reasoning` (always 0 today: one block per assistant message); compare with `yuxi.completed_reasoning_indices`. */
+            reasoning_index: number;
+            /** @description The full reasoning text of the model call, saved in the item's `yuxi.reasoning` before this is sent. */
             text: string;
             /** @description Extensions. Live only: no `seq`. */
             yuxi: {
