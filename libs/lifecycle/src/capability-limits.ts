@@ -14,6 +14,8 @@ const TYPE = 'yuxi.session.turn.capability_limited';
  * says so once: one durable event per turn and reason. Every run of the turn finds the limitation
  * again when it plans its tools (a yield, a resume, a takeover); the outbox itself is the record
  * that the event was sent, so none of them sends it twice, and no other table keeps a flag.
+ * (A turn resumed after the replay window, when the first event's row may be pruned, says it again:
+ * no client can replay the first one by then.)
  */
 @Injectable()
 export class CapabilityLimits {
