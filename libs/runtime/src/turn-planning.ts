@@ -57,7 +57,8 @@ export class TurnPlanning {
     let tools: ResolvedTool[] = [];
     if (declarations.length > 0 || coordination) {
       const available = await this.tools.resolveAvailable(declarations, signal, { coordination });
-      if (available.unavailable.length > 0) await this.limited(state, available);
+      // A compaction turn offers its tools to no model (the summariser reads the history): nothing to say.
+      if (available.unavailable.length > 0 && !held.config.compact) await this.limited(state, available);
       tools = available.tools;
     }
     const spent = held.fresh ? { modelCalls: 0, toolCalls: 0 } : await this.steps.callCounts(this.dataSource.manager, held.turn.id);
