@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { EVENT_TYPES } from '#libs/events';
@@ -125,6 +126,21 @@ describe('SSE event payloads conform to the OpenAPI document', () => {
       await stream.waitForType('agent.session.turn.completed');
       conform(stream.events);
       assert.ok(stream.events.some((e) => e.type === 'yuxi.session.turn.reasoning.done'));
+    });
+
+    await t.test('an agent whose MCP server is down: capability_limited, and the turn completes', async () => {
+      // A port that was just listening and is closed now: the server is down.
+      const probe = createServer();
+      await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+      const { port } = probe.address() as { port: number };
+      await new Promise<void>((resolve) => probe.close(() => resolve()));
+      const { id, model } = await putAgent({ tools: [{ type: 'mcp', server_label: 'down', server_url: `http://127.0.0.1:${port}/mcp` }] });
+      fake.script(fakeModel(model), [{ text: 'Without tools.' }]);
+      const session = await createSessionWith(id, 'hello');
+      const stream = await open(session.id);
+      await stream.waitForType('agent.session.turn.completed');
+      conform(stream.events);
+      assert.ok(stream.events.some((e) => e.type === 'yuxi.session.turn.capability_limited'));
     });
 
     await t.test('a manual compaction: started, then completed with the compaction item', async () => {

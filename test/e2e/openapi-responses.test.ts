@@ -198,7 +198,7 @@ describe('responses conform to the OpenAPI document', () => {
     assert.equal(refused.body.error.code, 'state_conflict');
   });
 
-  it('agents, and the admin routes: agents, API keys, the audit trail', async () => {
+  it('agents, and the admin routes: agents, API keys, the audit trail, the users', async () => {
     assert.equal((await call('get', '/api/v1/agents')).status, 200);
     assert.equal((await call('get', '/api/v1/agents/{agent_id}', { agent_id: 'default-chatbot' })).status, 200);
     assert.equal((await call('get', '/api/v1/admin/agents')).status, 200);
@@ -215,7 +215,13 @@ describe('responses conform to the OpenAPI document', () => {
     assert.equal((await call('get', '/api/v1/admin/api-keys')).status, 200);
     const forbidden = await call('get', '/api/v1/admin/api-keys', {}, { key: key.body.secret });
     assert.equal(forbidden.status, 403);
+    assert.equal((await call('get', '/api/v1/admin/users', {}, { key: key.body.secret })).status, 403);
     assert.equal((await call('delete', '/api/v1/admin/api-keys/{key_id}', { key_id: key.body.id })).status, 200);
     assert.equal((await call('get', '/api/v1/admin/audit', {}, { query: '?limit=10' })).status, 200);
+    assert.equal((await call('get', '/api/v1/admin/users', {}, { query: '?kind=all&limit=10' })).status, 200);
+    assert.equal((await call('get', '/api/v1/admin/users', {}, { query: '?kind=end_user' })).status, 200);
+    assert.equal((await call('get', '/api/v1/admin/users', {}, { query: '?kind=robots' })).body.error.code, 'validation_failed');
+    const forSubject = await call('post', '/api/v1/admin/api-keys', {}, { body: { name: 'doc subject key', access: 'agents', user_subject: `doc-${newKey('s').slice(-8)}` } });
+    assert.equal(forSubject.status, 201);
   });
 });

@@ -113,7 +113,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('deleteProject', 200);
   });
 
-  it('the admin routes: an agent put and deleted, a key created, listed and revoked, the audit trail', async () => {
+  it('the admin routes: an agent put and deleted, a key created, listed and revoked, the audit trail, the users', async () => {
     await tryIt('adminListAgents', 200);
     await tryIt('putAgent', 201);
     await tryIt('deleteAgent', 200);
@@ -121,6 +121,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('listApiKeys', 200);
     await tryIt('revokeApiKey', 200);
     await tryIt('listAuditEntries', 200);
+    await tryIt('listUsers', 200);
   });
 
   it('files: an upload (a file picked, as Try it out asks for), read and deleted; one attached to a session, listed, read back and deleted', async () => {

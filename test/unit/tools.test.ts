@@ -277,6 +277,15 @@ describe('ToolCatalog with a real MCP server', () => {
     await assert.rejects(catalog.execute(add, declarations, { a: 1, b: 2 }, ctx()), (err) => err instanceof ToolSourceError && err.code === 'tool_server_unavailable');
   });
 
+  it('resolves the available tools without an unreachable server, and says why it was left out', async () => {
+    const declarations: ToolDeclaration[] = [{ type: 'builtin', name: 'calculator' }, mcp({ server_label: 'down', server_url: deadUrl }), mcp({ allowed_tools: ['add'] })];
+    const { tools, unavailable } = await catalog.resolveAvailable(declarations);
+    assert.deepEqual(tools.map((t) => [t.name, t.source]), [['calculator', 'builtin'], ['add', 'mcp:test']]);
+    assert.equal(unavailable.length, 1);
+    assert.ok(unavailable[0] instanceof ToolSourceError && unavailable[0].code === 'tool_server_unavailable' && unavailable[0].message.includes('"down"'));
+    assert.deepEqual(await catalog.resolveAvailable([mcp()]).then((r) => r.unavailable), []);
+  });
+
   it('passes a cancelled call’s own reason through, not a ToolSourceError', async () => {
     const declarations = [mcp()];
     const add = (await catalog.resolve(declarations)).find((t) => t.name === 'add')!;

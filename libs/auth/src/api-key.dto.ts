@@ -14,10 +14,24 @@ export class CreateApiKeyDto {
   @Length(1, 128)
   @Matches(/^[A-Za-z0-9._:-]+$/)
   app_id?: string;
-  @ApiPropertyOptional({ format: 'uuid', description: 'Owner of the key; another user than the caller is for administrators only (created on first use).' })
+  @ApiPropertyOptional({
+    format: 'uuid',
+    description: 'Owner of the key, by the server\'s user id; another user than the caller is for administrators only (created on first use). Give `user_id` or `user_subject`, not both; neither: the caller.',
+  })
   @OptionalNotNull()
   @IsUUID()
   user_id?: string;
+  @ApiPropertyOptional({
+    minLength: 1,
+    maxLength: 255,
+    description:
+      'Owner of the key, by the subject its user tokens carry (`sub`): the key and those tokens act as one user and see the same sessions. The same value as `subject` in the users list. Another user than the caller is for administrators only (created on first use). Give `user_id` or `user_subject`, not both.',
+    example: 'alice',
+  })
+  @OptionalNotNull()
+  @IsString()
+  @Length(1, 255)
+  user_subject?: string;
   @ApiPropertyOptional({ type: String, format: 'date-time' }) @OptionalNotNull() @Type(() => Date) @IsDate() expires_at?: Date;
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 1000000, description: 'Requests per minute (default RATE_LIMIT_PER_MINUTE).' })
   @OptionalNotNull()

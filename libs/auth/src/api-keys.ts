@@ -7,6 +7,7 @@ import { newId, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { ApiKeyCreatedDto, ApiKeyDto, ApiKeyListDto, CreateApiKeyDto } from './api-key.dto.js';
 import { AuthService } from './auth.service.js';
+import { Principals } from './end-users.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
 import { generateKeySecret, LOOKUP_LENGTH } from './key-format.js';
 import { assertAdmin, type Principal } from './principal.js';
@@ -23,11 +24,11 @@ export class ApiKeys {
     private readonly auth: AuthService,
     private readonly audit: AuditLog,
     private readonly config: AppConfig,
+    private readonly principals: Principals,
   ) {}
 
   async create(principal: Principal, dto: CreateApiKeyDto): Promise<ApiKeyCreatedDto> {
-    const ownerId = dto.user_id ?? principal.actorId;
-    if (ownerId !== principal.actorId) assertAdmin(principal);
+    const ownerId = await this.ownerOf(principal, dto);
     if (dto.expires_at && dto.expires_at.getTime() <= Date.now()) throw DomainError.validation([{ field: 'expires_at', errors: ['must be in the future'] }]);
     // Raising one's own limits above the deployment's is for administrators.
     const above = (value: number | undefined, limit: number): boolean => value !== undefined && limit > 0 && value > limit;
@@ -37,6 +38,7 @@ export class ApiKeys {
     const secret = generateKeySecret();
     const row = await this.dataSource.transaction(async (manager) => {
       // An administrator may name a user that does not exist yet: it is created on first use.
+      // (A user named by subject already has its row: ownerOf resolved it as a user token does.)
       await manager
         .createQueryBuilder()
         .insert()
@@ -45,7 +47,7 @@ export class ApiKeys {
         .orIgnore()
         .execute();
       const owner = await manager.findOneBy(UserEntity, { id: ownerId });
-      if (!owner || owner.kind !== 'user') throw DomainError.validation([{ field: 'user_id', errors: ['must name a product user, not an app end user'] }]);
+      if (!owner || owner.kind !== 'user') throw DomainError.validation([{ field: dto.user_subject !== undefined ? 'user_subject' : 'user_id', errors: ['must name a product user, not an app end user'] }]);
       const entity = manager.create(ApiKeyEntity, {
         id: newId(),
         userId: ownerId,
@@ -69,11 +71,32 @@ export class ApiKeys {
         action: 'api_key.created',
         targetType: 'api_key',
         targetId: entity.id,
-        details: { name: dto.name, access: dto.access, app_id: entity.appId, user_id: ownerId },
+        details: { name: dto.name, access: dto.access, app_id: entity.appId, user_id: ownerId, ...(dto.user_subject !== undefined ? { user_subject: dto.user_subject } : {}) },
       });
       return entity;
     });
     return { ...toDto(row), secret };
+  }
+
+  /**
+   * The key's owner: the caller, a user id, or a token subject, resolved to the very users row a
+   * user token with that `sub` maps to (created on first use, as the token would), so a key minted
+   * for "alice" and alice's tokens are one principal. Another user than the caller is for
+   * administrators: a caller who is not one only looks the subject up, creating nothing.
+   */
+  private async ownerOf(principal: Principal, dto: CreateApiKeyDto): Promise<string> {
+    if (dto.user_id !== undefined && dto.user_subject !== undefined) {
+      throw DomainError.validation([{ field: 'user_subject', errors: ['give user_id or user_subject, not both'] }]);
+    }
+    if (dto.user_subject === undefined) {
+      const ownerId = dto.user_id ?? principal.actorId;
+      if (ownerId !== principal.actorId) assertAdmin(principal);
+      return ownerId;
+    }
+    if (principal.isAdmin) return (await this.principals.subjectUser(dto.user_subject)).id;
+    // Not an administrator: only the caller's own subject will do (unknown subjects are someone else's).
+    if ((await this.principals.findSubjectUser(dto.user_subject)) !== principal.actorId) assertAdmin(principal);
+    return principal.actorId;
   }
 
   /** Administrators see every key; other callers their own. Never a secret. */

@@ -47,6 +47,12 @@ export class Principals {
     return id;
   }
 
+  /** The product user of a JWT subject, if one exists yet (looking creates nothing). */
+  async findSubjectUser(subject: string): Promise<string | null> {
+    const rows = (await this.dataSource.query(prepared(`SELECT id FROM users WHERE subject = $1`), [subject])) as { id: string }[];
+    return rows[0]?.id ?? null;
+  }
+
   /** The product user of a JWT subject. */
   async subjectUser(subject: string): Promise<{ id: string; isAdmin: boolean }> {
     const rows = (await this.dataSource.query(

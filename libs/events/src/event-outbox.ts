@@ -87,6 +87,21 @@ export class EventOutbox {
   }
 
   /**
+   * Whether the session's outbox holds an event of `type` whose payload contains `fields`: how an
+   * event announced at most once (per turn and reason, say) knows it was, across runs and
+   * takeovers. Call under the session lock, as append is. Only rare events ask (a scan of the
+   * session's rows of that type), never a turn's hot path.
+   */
+  async hasEvent(manager: EntityManager, sessionId: string, type: string, fields: Record<string, string>): Promise<boolean> {
+    const rows = (await manager.query(`SELECT 1 FROM session_events WHERE session_id = $1 AND type = $2 AND payload::jsonb @> $3::jsonb LIMIT 1`, [
+      sessionId,
+      type,
+      JSON.stringify(fields),
+    ])) as unknown[];
+    return rows.length > 0;
+  }
+
+  /**
    * Publishes committed rows of a session: the batch just committed when the stream is caught up,
    * else every row the stream lacks, in order. Never throws: what is not published now, the relay
    * publishes later.

@@ -9,6 +9,8 @@ export const EVENT_TYPES = {
   'yuxi.session.run.created': 'A run (an execution segment with a lease owner) started; `run` lists its input_ids. The first run of a turn is announced just before the turn.',
   'agent.session.turn.created': 'A turn was created for the head of the input queue. `turn` is the committed turn.',
   'agent.session.turn.in_progress': 'The turn is executing.',
+  'yuxi.session.turn.capability_limited':
+    'The turn goes on with fewer capabilities than its agent declares: `reason` `tool_source_unavailable` (a tool source, such as an MCP server, could not be reached when the run planned its tools). The model is told that some tools are unavailable. `message` is generic: it names no source, tool or address. Sent at most once per turn and reason (durable), whatever the number of model calls or runs.',
   'agent.session.turn.item.added':
     'An item was added to the turn: a user message, a `function_call` (a tool call with its complete `arguments`) or its `function_call_output` (linked by `call_id`), all durable; or an assistant message that starts streaming (live, with its first text or reasoning; its item.done follows once it is written, as an incomplete item if the run stops first).',
   'agent.session.turn.content_part.added': 'A content part of an assistant message started (live, with the message\'s first text).',
@@ -36,7 +38,7 @@ export const EVENT_TYPES = {
   'yuxi.session.turn.state': 'The turn changed state without a status change: after an accepted cancel, `turn.yuxi.cancellation_pending` is true until the terminal event.',
   'agent.session.turn.completed': 'The turn completed and its result is committed; `turn.yuxi.result_run_id` names the result run, `turn.yuxi.usage` the tokens of all its runs.',
   'agent.session.turn.failed':
-    'The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded` (the context cannot fit the model window: one message too large, or compaction off or manual), `tool_server_unavailable` (an MCP server could not list its tools), `run_takeover_limit`, `run_failed`. Pending inputs wait in a paused queue.',
+    'The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded` (the context cannot fit the model window: one message too large, or compaction off or manual), `run_takeover_limit`, `run_failed`. A tool source that cannot be reached does not fail the turn (`yuxi.session.turn.capability_limited`). Pending inputs wait in a paused queue.',
   'agent.session.turn.cancelled': 'The turn was cancelled and its cleanup is done; pending inputs, if any, wait in a paused queue (`yuxi.session.input.continue`).',
   'yuxi.session.resync': 'Events may have been missed (`reason`: `cursor_expired` when the Last-Event-ID cursor is older than the replay window, `events_lost` when durable events or deltas were lost on the way, e.g. during a Redis outage): re-read the turn and its items, then continue from this event.',
 } as const;

@@ -5,6 +5,8 @@ export { type DurableRow, EventPublisher, type LiveOutcome } from './event-publi
 export { EventStreamHub, hasGap, type StreamFrame, type StreamInfo, type SubscribeResult } from './event-stream-hub.js';
 export { EventsModule, EventStreamModule } from './events.module.js';
 export {
+  type CapabilityLimitedEvent,
+  type CapabilityLimitReason,
   type ContentPartEvent,
   type ContentPartEventType,
   type EventContentPart,

@@ -101,6 +101,20 @@ export interface TurnWaitingEvent extends RunScope {
   turn: EventResource;
 }
 
+/** Why a turn goes on with fewer capabilities than its agent declares. */
+export type CapabilityLimitReason = 'tool_source_unavailable';
+
+/**
+ * The turn goes on without some of its capabilities. Deliberately generic: a client (an app's end
+ * user among them) learns that something is missing, never which source, tool or address.
+ */
+export interface CapabilityLimitedEvent extends RunScope {
+  type: 'yuxi.session.turn.capability_limited';
+  turn_id: string;
+  reason: CapabilityLimitReason;
+  message: string;
+}
+
 export interface TurnStateEvent {
   type: 'yuxi.session.turn.state';
   turn_id: string;
@@ -194,6 +208,7 @@ export type EventsByType = CoversCatalogue<{
   'yuxi.session.run.created': RunEvent<'yuxi.session.run.created'>;
   'agent.session.turn.created': TurnStatusEvent<'agent.session.turn.created'>;
   'agent.session.turn.in_progress': TurnStatusEvent<'agent.session.turn.in_progress'>;
+  'yuxi.session.turn.capability_limited': CapabilityLimitedEvent;
   'agent.session.turn.item.added': ItemEvent<'agent.session.turn.item.added'>;
   'agent.session.turn.content_part.added': ContentPartEvent<'agent.session.turn.content_part.added'>;
   'agent.session.turn.output_text.delta': OutputTextDeltaEvent;

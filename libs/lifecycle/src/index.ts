@@ -1,9 +1,10 @@
 export { AfterCommit, type Committed, type Nudge } from './after-commit.js';
 export { AttachmentTransitions } from './attachment-transitions.js';
+export { CapabilityLimits } from './capability-limits.js';
 export { gateCancelInput, gatePromoteInput, refuseWhileBlocked } from './input-gates.js';
 export { LifecycleModule } from './lifecycle.module.js';
 export { type MessageSpec, mayHaveActiveTurn, resolveMode, SessionControls } from './session-controls.js';
-export { EVENT_BUILDERS, turnEvents } from './turn-events.js';
+export { CAPABILITY_LIMIT_MESSAGES, EVENT_BUILDERS, turnEvents } from './turn-events.js';
 export type { HeldTurn, Interrupted, Outcome, RunOutput, Seized, Settled, Successor } from './held-turn.js';
 export { RunEndings } from './run-endings.js';
 export { assistantItem, runCheckpoint, turnSeconds } from './run-output.js';

@@ -8,6 +8,7 @@ import { SessionsModule } from '#libs/sessions';
 import { TurnsModule } from '#libs/turns';
 import { AfterCommit } from './after-commit.js';
 import { AttachmentTransitions } from './attachment-transitions.js';
+import { CapabilityLimits } from './capability-limits.js';
 import { CooperationTransitions } from './cooperation-transitions.js';
 import { CooperationWaits } from './cooperation-waits.js';
 import { RunEndings } from './run-endings.js';
@@ -26,7 +27,7 @@ import { WaitpointControls } from './waitpoint-controls.js';
  */
 @Module({
   imports: [SessionsModule, InputsModule, TurnsModule, EventsModule, FilesModule, QueueModule, AgentsModule],
-  providers: [AfterCommit, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls],
-  exports: [AfterCommit, SessionControls, TurnClaims, RunEndings, RunRecovery, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls],
+  providers: [AfterCommit, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits],
+  exports: [AfterCommit, SessionControls, TurnClaims, RunEndings, RunRecovery, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits],
 })
 export class LifecycleModule {}

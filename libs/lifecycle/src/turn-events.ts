@@ -1,4 +1,6 @@
 import {
+  type CapabilityLimitedEvent,
+  type CapabilityLimitReason,
   type ContentPartEvent,
   type ContentPartEventType,
   type EventOf,
@@ -59,6 +61,11 @@ const contentPartEvent =
     yuxi: runOf(item),
   });
 
+/** What clients read of a limitation: generic on purpose (no source, tool or address of the resource). */
+export const CAPABILITY_LIMIT_MESSAGES: Readonly<Record<CapabilityLimitReason, string>> = {
+  tool_source_unavailable: 'Some tools are unavailable for this turn; it continues without them.',
+};
+
 /** For each event type, a function building that type's event (whatever its arguments). */
 type EventBuilders = { [K in EventType]: (...args: never[]) => EventOf<K> };
 
@@ -70,6 +77,14 @@ export const EVENT_BUILDERS = {
   'yuxi.session.run.created': runEvent('yuxi.session.run.created'),
   'agent.session.turn.created': turnStatusEvent('agent.session.turn.created'),
   'agent.session.turn.in_progress': turnStatusEvent('agent.session.turn.in_progress'),
+  /** The turn goes on without some capability; the message is the same for every turn (it names nothing). */
+  'yuxi.session.turn.capability_limited': (turnId: string, runId: string, reason: CapabilityLimitReason): CapabilityLimitedEvent => ({
+    type: 'yuxi.session.turn.capability_limited',
+    turn_id: turnId,
+    reason,
+    message: CAPABILITY_LIMIT_MESSAGES[reason],
+    yuxi: { run_id: runId },
+  }),
   'agent.session.turn.item.added': itemEvent('agent.session.turn.item.added'),
   'agent.session.turn.content_part.added': contentPartEvent('agent.session.turn.content_part.added'),
   'agent.session.turn.output_text.delta': (item: ItemEntity, outputIndex: number, contentIndex: number, delta: string): EventOf<'agent.session.turn.output_text.delta'> => ({
@@ -171,6 +186,7 @@ export const turnEvents = {
     return EVENT_BUILDERS[`yuxi.session.run.${type}` as const](run);
   },
   waiting: EVENT_BUILDERS['yuxi.session.turn.waiting'],
+  capabilityLimited: EVENT_BUILDERS['yuxi.session.turn.capability_limited'],
   reasoningDelta: EVENT_BUILDERS['yuxi.session.turn.reasoning.delta'],
   reasoningDone: EVENT_BUILDERS['yuxi.session.turn.reasoning.done'],
   item(type: 'added' | 'done', item: ItemEntity, outputIndex: number) {

@@ -6,7 +6,6 @@ import { type Outcome, RunEndings } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { ModelError } from '#libs/models';
 import { RunSignals } from '#libs/queue';
-import { ToolSourceError } from '#libs/tools';
 import type { PublicError } from '#libs/turns';
 import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -60,7 +59,6 @@ export class RunClosing {
     let publicError: PublicError;
     if (reason instanceof TurnLimitError) publicError = { code: reason.code, message: reason.message };
     else if (error instanceof ModelError) publicError = { code: error.code, message: error.message };
-    else if (error instanceof ToolSourceError) publicError = { code: error.code, message: error.message };
     else {
       this.logger.error(`run ${state.lease.runId} failed`, error instanceof Error ? error.stack : String(error));
       publicError = { code: 'run_failed', message: 'The run failed unexpectedly' };

@@ -41,7 +41,7 @@ export class RunExecutor {
       // A turn taken over while it was being cancelled only needs its cancellation finished.
       if (held.turn.cancellationPending) throw new TurnCancelledError();
       stopTimer = await this.scopes.startTurnTimer(held, control);
-      await this.runSteps(state, await this.planning.prepare(held, control.abort.signal), control);
+      await this.runSteps(state, await this.planning.prepare(state, control.abort.signal), control);
     } catch (error) {
       await this.closing.stop(state, control, error);
     } finally {

@@ -1,12 +1,22 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_AGENT_LIMITS } from '#libs/agents';
-import { cooperationRules, type HeldTurn } from '#libs/lifecycle';
-import { type ResolvedTool, ToolCatalog, type ToolDeclaration } from '#libs/tools';
+import { CapabilityLimits, cooperationRules } from '#libs/lifecycle';
+import { type AvailableTools, type ResolvedTool, ToolCatalog, type ToolDeclaration } from '#libs/tools';
 import { StepsRepository } from '#libs/turns';
+import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
+import { LeaseLostError } from './run-errors.js';
+import type { RunState } from './run-scope.js';
 import type { ToolPolicy, TurnBudget, TurnKind } from './step-plan.js';
 import { toolPolicy } from './tool-policy.js';
+
+/**
+ * What the model reads when a tool source is unavailable: as generic as the client's event (it
+ * names no source, tool or address), and enough for it to answer without the missing tools.
+ */
+export const UNAVAILABLE_TOOLS_NOTE =
+  'Note: some of the tools you would normally have are unavailable for this turn. Work with the tools you have, and tell the user if that keeps you from doing what they asked.';
 
 /** What the planner needs of a held turn besides its committed steps. */
 export interface TurnPlan {
@@ -18,22 +28,39 @@ export interface TurnPlan {
   kind: TurnKind;
 }
 
-/** Resolves the agent's tools for a held turn and reads what the turn has spent (a takeover or a resumed run counts earlier runs). */
+/**
+ * Resolves the agent's tools for a held turn and reads what the turn has spent (a takeover or a
+ * resumed run counts earlier runs). A tool source that cannot be reached does not fail the turn:
+ * it goes on without that source's tools, the model is told so, and clients get one generic
+ * `capability_limited` event per turn.
+ */
 @Injectable()
 export class TurnPlanning {
+  private readonly logger = new Logger(RUN_LOG_CONTEXT);
+
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly tools: ToolCatalog,
     private readonly steps: StepsRepository,
+    private readonly limits: CapabilityLimits,
+    private readonly writes: DurableWrites,
   ) {}
 
-  async prepare(held: HeldTurn, signal: AbortSignal): Promise<TurnPlan> {
+  /** The plan of the run. */
+  async prepare(state: RunState, signal: AbortSignal): Promise<TurnPlan> {
+    const { held } = state;
     const agent = held.config.agent;
     const limits = { ...DEFAULT_AGENT_LIMITS, ...agent?.limits };
     const declarations = agent?.tools ?? [];
     // A coordinator (its tree not at max_depth) gets the coordination tools.
     const coordination = cooperationRules.maySpawn(agent?.multi_agent, held.config.cooperation_depth ?? 0);
-    const tools = declarations.length > 0 || coordination ? await this.tools.resolve(declarations, signal, { coordination }) : [];
+    let tools: ResolvedTool[] = [];
+    if (declarations.length > 0 || coordination) {
+      const available = await this.tools.resolveAvailable(declarations, signal, { coordination });
+      // A compaction turn offers its tools to no model (the summariser reads the history): nothing to say.
+      if (available.unavailable.length > 0 && !held.config.compact) await this.limited(state, available);
+      tools = available.tools;
+    }
     const spent = held.fresh ? { modelCalls: 0, toolCalls: 0 } : await this.steps.callCounts(this.dataSource.manager, held.turn.id);
     return {
       declarations,
@@ -42,5 +69,21 @@ export class TurnPlanning {
       budget: { maxModelCalls: limits.max_model_calls, maxToolCalls: limits.max_tool_calls, ...spent },
       kind: held.config.compact ? 'compaction' : 'message',
     };
+  }
+
+  /**
+   * Some tool source is unavailable: the operator's log names it, the client's event and the
+   * model's note do not. The note joins the instructions of the run's model calls (and their
+   * token count): the run's copy of its frozen config, never the stored one. A lease lost meanwhile
+   * stops the run as a lost lease does anywhere (RunClosing writes nothing more).
+   */
+  private async limited(state: RunState, available: AvailableTools): Promise<void> {
+    const { held } = state;
+    for (const error of available.unavailable) this.logger.warn(`turn ${held.turn.id} goes on without a tool source: ${error.message}`);
+    held.config = { ...held.config, instructions: held.config.instructions ? `${held.config.instructions}\n\n${UNAVAILABLE_TOOLS_NOTE}` : UNAVAILABLE_TOOLS_NOTE };
+    const batch = await this.writes.retrying(state.lease, () => this.limits.announce(held, state.lease, 'tool_source_unavailable'), true);
+    // Undefined: the database stayed unreachable past the lease; null: the lease is gone.
+    if (!batch) throw new LeaseLostError();
+    await state.publish(batch);
   }
 }

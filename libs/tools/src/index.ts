@@ -25,5 +25,5 @@ export { COORDINATION_TOOL_NAMES, coordinationItemType, type CoordinationToolNam
 export { Calculator, CALCULATOR_TIMEOUT_MS } from './calculator.js';
 export { validateToolArguments } from './arguments.js';
 export { McpConnector, MAX_MCP_OUTPUT_CHARS, type McpToolInfo } from './mcp-connector.js';
-export { ToolCatalog, ToolSourceError } from './tool-catalog.js';
+export { type AvailableTools, ToolCatalog, ToolSourceError } from './tool-catalog.js';
 export { ToolsModule } from './tools.module.js';

@@ -6,7 +6,15 @@ import { TOOL_NAME_PATTERN } from './declarations.js';
 import { McpConnector } from './mcp-connector.js';
 import { type McpToolDeclaration, type ResolvedTool, type ToolCallContext, type ToolDeclaration, type ToolOutcome, WORKDIR_FILES, type WorkdirFiles } from './tool.types.js';
 
-export { ToolSourceError } from './errors.js';
+import { ToolSourceError } from './errors.js';
+
+export { ToolSourceError };
+
+/** The tools of the sources that answered, and why the others were left out. */
+export interface AvailableTools {
+  tools: ResolvedTool[];
+  unavailable: ToolSourceError[];
+}
 
 const MCP_SOURCE = 'mcp:';
 
@@ -25,7 +33,27 @@ export class ToolCatalog {
    * tools, whose names no declared tool takes. Throws ToolSourceError when an MCP server is unreachable.
    */
   async resolve(declarations: ToolDeclaration[], signal?: AbortSignal, options: { coordination?: boolean } = {}): Promise<ResolvedTool[]> {
-    const groups = await Promise.all(declarations.map((decl) => this.resolveOne(decl, signal)));
+    return this.merge(await Promise.all(declarations.map((decl) => this.resolveOne(decl, signal))), options);
+  }
+
+  /**
+   * As resolve, but a tool source that cannot be reached is left out rather than failing the lot:
+   * a turn goes on with the tools it has. `unavailable` holds why each source was left out, for
+   * the operator's log; what a client hears of it is generic (capability_limited).
+   */
+  async resolveAvailable(declarations: ToolDeclaration[], signal?: AbortSignal, options: { coordination?: boolean } = {}): Promise<AvailableTools> {
+    const unavailable: ToolSourceError[] = [];
+    const skipUnavailable = (error: unknown): ResolvedTool[] => {
+      if (!(error instanceof ToolSourceError)) throw error;
+      unavailable.push(error);
+      return [];
+    };
+    // Only an MCP listing can fail this way; the other declarations resolve as they do in resolve.
+    const groups = await Promise.all(declarations.map((decl) => (decl.type === 'mcp' ? this.resolveOne(decl, signal).catch(skipUnavailable) : this.resolveOne(decl, signal))));
+    return { tools: this.merge(groups, options), unavailable };
+  }
+
+  private merge(groups: ResolvedTool[][], options: { coordination?: boolean }): ResolvedTool[] {
     const byName = new Map<string, ResolvedTool>();
     for (const tool of groups.flat()) if (!byName.has(tool.name) && !isCoordinationTool(tool.name)) byName.set(tool.name, tool);
     if (options.coordination) for (const tool of coordinationTools()) byName.set(tool.name, tool);

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, Param, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiKeyCreatedDto, ApiKeyDeletedDto, ApiKeyListDto, ApiKeys, assertFullAccess, CreateApiKeyDto, CurrentPrincipal, type Principal } from '#libs/auth';
-import { API_KEY_CREATED_EXAMPLE, API_KEY_DELETED_EXAMPLE, API_KEY_LIST_EXAMPLE, CREATE_API_KEY_EXAMPLE } from '../openapi/examples.js';
+import { API_KEY_CREATED_EXAMPLE, API_KEY_DELETED_EXAMPLE, API_KEY_LIST_EXAMPLE, CREATE_API_KEY_EXAMPLE, CREATE_API_KEY_FOR_SUBJECT_EXAMPLE } from '../openapi/examples.js';
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 
@@ -16,9 +16,15 @@ export class AdminApiKeysController {
     operationId: 'createApiKey',
     summary: 'Create an API key',
     description:
-      'The secret is in this response only; it is stored as a keyed hash. `access: agents` keys reach the public agents API only. With `app_id` the key acts for that app\'s end users (`X-End-User-Id`). A `user_id` other than your own is for administrators. Full access only.',
+      'The secret is in this response only; it is stored as a keyed hash. `access: agents` keys reach the public agents API only. With `app_id` the key acts for that app\'s end users (`X-End-User-Id`). The owner is the caller, or another user named by `user_id` (the server\'s id) or by `user_subject` (the `sub` of their user tokens: the key then acts as the very user those tokens do); not both (422). Another user than yourself is for administrators. Full access only.',
   })
-  @ApiBody({ type: CreateApiKeyDto, examples: { agents: { summary: 'A key for the public agents API only', value: CREATE_API_KEY_EXAMPLE } } })
+  @ApiBody({
+    type: CreateApiKeyDto,
+    examples: {
+      agents: { summary: 'A key for the public agents API only', value: CREATE_API_KEY_EXAMPLE },
+      subject: { summary: 'A key for the user whose tokens carry sub "alice" (administrators)', value: CREATE_API_KEY_FOR_SUBJECT_EXAMPLE },
+    },
+  })
   @ApiCreatedResponse({ type: ApiKeyCreatedDto, description: 'The key, with its secret (shown this once).', example: API_KEY_CREATED_EXAMPLE })
   @ApiErrors('forbidden', 'validation_failed', 'invalid_json', 'rate_limited')
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto): Promise<ApiKeyCreatedDto> {

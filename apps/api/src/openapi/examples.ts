@@ -232,6 +232,8 @@ export const PUT_AGENT_RESPONSE_EXAMPLE = {
 export const AGENT_DELETED_EXAMPLE = { id: 'support-bot', object: 'agent.deleted', deleted: true };
 
 export const CREATE_API_KEY_EXAMPLE = { name: 'CI key', access: 'agents' };
+/** A key for the user whose tokens carry `sub: "alice"`: the key and the tokens are one principal. */
+export const CREATE_API_KEY_FOR_SUBJECT_EXAMPLE = { name: 'Alice\'s CLI', access: 'agents', user_subject: 'alice' };
 const API_KEY = {
   id: KEY_ID,
   object: 'api_key',
@@ -267,6 +269,17 @@ export const AUDIT_LIST_EXAMPLE = {
   ],
   first_id: '0193a5b0-2d3e-7f4a-8b5c-6d7e8f9a0b11',
   last_id: '0193a5b0-2d3e-7f4a-8b5c-6d7e8f9a0b11',
+  has_more: false,
+};
+
+export const USER_LIST_EXAMPLE = {
+  object: 'list',
+  data: [
+    { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, is_admin: false, created_at: AT },
+    { id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10', object: 'user', kind: 'user', subject: null, app_id: null, parent_id: null, is_admin: true, created_at: AT },
+  ],
+  first_id: USER_ID,
+  last_id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10',
   has_more: false,
 };
 

@@ -75,6 +75,16 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
   'yuxi.session.run.created': runEvent('RunCreatedEvent'),
   'agent.session.turn.created': turnEvent('TurnCreatedEvent'),
   'agent.session.turn.in_progress': turnEvent('TurnInProgressEvent'),
+  'yuxi.session.turn.capability_limited': {
+    name: 'TurnCapabilityLimitedEvent',
+    durability: 'durable',
+    run: 'required',
+    turn: true,
+    payload: {
+      reason: { type: 'string', enum: ['tool_source_unavailable'], description: '`tool_source_unavailable`: a tool source (an MCP server) could not be reached; the turn goes on without its tools.' },
+      message: { type: 'string', description: 'A generic notice for the person; it names no source, tool or address.', example: 'Some tools are unavailable for this turn; it continues without them.' },
+    },
+  },
   'agent.session.turn.item.added': itemEvent('TurnItemAddedEvent', 'either'),
   'agent.session.turn.content_part.added': partEvent('TurnContentPartAddedEvent', 'live'),
   'agent.session.turn.output_text.delta': {

@@ -607,7 +607,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The secret is in this response only; it is stored as a keyed hash. `access: agents` keys reach the public agents API only. With `app_id` the key acts for that app's end users (`X-End-User-Id`). A `user_id` other than your own is for administrators. Full access only.
+         * @description The secret is in this response only; it is stored as a keyed hash. `access: agents` keys reach the public agents API only. With `app_id` the key acts for that app's end users (`X-End-User-Id`). The owner is the caller, or another user named by `user_id` (the server's id) or by `user_subject` (the `sub` of their user tokens: the key then acts as the very user those tokens do); not both (422). Another user than yourself is for administrators. Full access only.
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -648,6 +648,26 @@ export interface paths {
          * @description Administrative actions: keys created and revoked, agents created, replaced and deleted; newest first by default. Administrators only.
          */
         get: operations["listAuditEntries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List users by kind
+         * @description The principals resources belong to, newest first by default: product users (`kind=user`, the default), the end users of apps (`kind=end_user`, each with its `app_id`), or both (`kind=all`). `subject` is who the user is outside: a user token's `sub` (the `user_subject` a key can be minted for) or an end user's `X-End-User-Id`. Administrators only.
+         */
+        get: operations["listUsers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1293,7 +1313,7 @@ export interface components {
         };
         PublicErrorDto: {
             /**
-             * @description Why the run or turn failed: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable`, `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded`, `tool_server_unavailable`, `run_takeover_limit`, `run_failed`. Open: a `scripted:` model fails with whatever code its `[[fail:CODE]]` directive names.
+             * @description Why the run or turn failed: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable`, `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded`, `run_takeover_limit`, `run_failed`. Open: a `scripted:` model fails with whatever code its `[[fail:CODE]]` directive names.
              * @example model_rate_limited
              */
             code: string;
@@ -1691,9 +1711,14 @@ export interface components {
             app_id?: string;
             /**
              * Format: uuid
-             * @description Owner of the key; another user than the caller is for administrators only (created on first use).
+             * @description Owner of the key, by the server's user id; another user than the caller is for administrators only (created on first use). Give `user_id` or `user_subject`, not both; neither: the caller.
              */
             user_id?: string;
+            /**
+             * @description Owner of the key, by the subject its user tokens carry (`sub`): the key and those tokens act as one user and see the same sessions. The same value as `subject` in the users list. Another user than the caller is for administrators only (created on first use). Give `user_id` or `user_subject`, not both.
+             * @example alice
+             */
+            user_subject?: string;
             /** Format: date-time */
             expires_at?: string;
             /** @description Requests per minute (default RATE_LIMIT_PER_MINUTE). */
@@ -1793,6 +1818,47 @@ export interface components {
             /** @enum {string} */
             object: "list";
             data: components["schemas"]["AuditEntryDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        UserDto: {
+            /**
+             * Format: uuid
+             * @description The user id: what `user_id` of an API key names, and what owns sessions and files.
+             */
+            id: string;
+            /** @enum {string} */
+            object: "user";
+            /**
+             * @description `user`: a product user (user tokens, API keys); `end_user`: an end user of an app, acting through the app's bound key.
+             * @enum {string}
+             */
+            kind: "user" | "end_user";
+            /**
+             * @description Who the user is outside this server. A product user: the `sub` of their user tokens, also what `user_subject` of an API key names (null for a user known by id only). An end user: their `X-End-User-Id` within the app (`""` for the app's default end user).
+             * @example alice
+             */
+            subject: string | null;
+            /**
+             * @description End users: the app they belong to (the `app_id` of the key they act through); null for product users.
+             * @example null
+             */
+            app_id: string | null;
+            /**
+             * Format: uuid
+             * @description End users: the product user who owns the app-bound key; null for product users.
+             */
+            parent_id: string | null;
+            /** @description A deployment administrator (never an end user). */
+            is_admin: boolean;
+            /** @description Unix seconds. */
+            created_at: number;
+        };
+        UserListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["UserDto"][];
             first_id: string | null;
             last_id: string | null;
             has_more: boolean;
@@ -2118,6 +2184,41 @@ export interface components {
             yuxi: {
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
+            };
+        };
+        /** @description The turn goes on with fewer capabilities than its agent declares: `reason` `tool_source_unavailable` (a tool source, such as an MCP server, could not be reached when the run planned its tools). The model is told that some tools are unavailable. `message` is generic: it names no source, tool or address. Sent at most once per turn and reason (durable), whatever the number of model calls or runs. */
+        TurnCapabilityLimitedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.capability_limited";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /**
+             * @description `tool_source_unavailable`: a tool source (an MCP server) could not be reached; the turn goes on without its tools.
+             * @enum {string}
+             */
+            reason: "tool_source_unavailable";
+            /**
+             * @description A generic notice for the person; it names no source, tool or address.
+             * @example Some tools are unavailable for this turn; it continues without them.
+             */
+            message: string;
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
             };
         };
         /** @description An item was added to the turn: a user message, a `function_call` (a tool call with its complete `arguments`) or its `function_call_output` (linked by `call_id`), all durable; or an assistant message that starts streaming (live, with its first text or reasoning; its item.done follows once it is written, as an incomplete item if the run stops first). */
@@ -2700,7 +2801,7 @@ export interface components {
                 seq: number;
             };
         };
-        /** @description The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded` (the context cannot fit the model window: one message too large, or compaction off or manual), `tool_server_unavailable` (an MCP server could not list its tools), `run_takeover_limit`, `run_failed`. Pending inputs wait in a paused queue. */
+        /** @description The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded` (the context cannot fit the model window: one message too large, or compaction off or manual), `run_takeover_limit`, `run_failed`. A tool source that cannot be reached does not fail the turn (`yuxi.session.turn.capability_limited`). Pending inputs wait in a paused queue. */
         TurnFailedEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -2775,7 +2876,7 @@ export interface components {
             };
         };
         /** @description The JSON `data:` of one session stream message; `type` (the same as the SSE `event:`) tells which. */
-        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
+        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnCapabilityLimitedEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
     };
     responses: never;
     parameters: never;
@@ -8669,6 +8770,171 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["AuditListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listUsers: {
+        parameters: {
+            query?: {
+                /** @description Product users (`user`, the default: 001 lists system users unless asked), app end users (`end_user`), or both (`all`). */
+                kind?: "user" | "end_user" | "all";
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not a user of this list). */
+                after?: string;
+                /** @description Page size (default 50). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of users. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *           "object": "user",
+                     *           "kind": "user",
+                     *           "subject": "alice",
+                     *           "app_id": null,
+                     *           "parent_id": null,
+                     *           "is_admin": false,
+                     *           "created_at": 1733400000
+                     *         },
+                     *         {
+                     *           "id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10",
+                     *           "object": "user",
+                     *           "kind": "user",
+                     *           "subject": null,
+                     *           "app_id": null,
+                     *           "parent_id": null,
+                     *           "is_admin": true,
+                     *           "created_at": 1733400000
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *       "last_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UserListDto"];
                 };
             };
             /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */

@@ -1,0 +1,67 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
+import { OptionalNotNull } from '#libs/errors';
+
+export const USER_KINDS = ['user', 'end_user'] as const;
+export type UserKind = (typeof USER_KINDS)[number];
+/** What the users list shows: one kind, or every kind (`all`). */
+export const USER_KIND_FILTERS = [...USER_KINDS, 'all'] as const;
+export type UserKindFilter = (typeof USER_KIND_FILTERS)[number];
+
+/** A principal resources belong to, as administrators see it. */
+export class UserDto {
+  @ApiProperty({ format: 'uuid', description: 'The user id: what `user_id` of an API key names, and what owns sessions and files.' }) id!: string;
+  @ApiProperty({ enum: ['user'] }) object!: 'user';
+  @ApiProperty({ enum: USER_KINDS, description: '`user`: a product user (user tokens, API keys); `end_user`: an end user of an app, acting through the app\'s bound key.' })
+  kind!: UserKind;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description:
+      'Who the user is outside this server. A product user: the `sub` of their user tokens, also what `user_subject` of an API key names (null for a user known by id only). An end user: their `X-End-User-Id` within the app (`""` for the app\'s default end user).',
+    example: 'alice',
+  })
+  subject!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'End users: the app they belong to (the `app_id` of the key they act through); null for product users.', example: null })
+  app_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'End users: the product user who owns the app-bound key; null for product users.' })
+  parent_id!: string | null;
+  @ApiProperty({ description: 'A deployment administrator (never an end user).' }) is_admin!: boolean;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
+}
+
+export class UserListDto {
+  @ApiProperty({ enum: ['list'] }) object!: 'list';
+  @ApiProperty({ type: [UserDto] }) data!: UserDto[];
+  @ApiProperty({ type: String, nullable: true }) first_id!: string | null;
+  @ApiProperty({ type: String, nullable: true }) last_id!: string | null;
+  @ApiProperty() has_more!: boolean;
+}
+
+/** The users list's query: the page (as every list's) and the kind. */
+export class UserListQueryDto {
+  @ApiPropertyOptional({ enum: USER_KIND_FILTERS, default: 'user', description: 'Product users (`user`, the default: 001 lists system users unless asked), app end users (`end_user`), or both (`all`).' })
+  @OptionalNotNull()
+  @IsIn(USER_KIND_FILTERS)
+  kind?: UserKindFilter;
+
+  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'The `last_id` of the previous page (400 `invalid_cursor` when it is not a user of this list).' })
+  @OptionalNotNull()
+  @IsString()
+  @Length(1, 64)
+  after?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, description: 'Page size (default 50).' })
+  @OptionalNotNull()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  limit?: number;
+
+  @ApiPropertyOptional({ enum: ['asc', 'desc'], default: 'desc', description: 'By creation: `desc` newest first, `asc` oldest first.' })
+  @OptionalNotNull()
+  @IsIn(['asc', 'desc'])
+  order?: 'asc' | 'desc';
+}
