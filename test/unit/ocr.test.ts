@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { checkImageHeader, FileParser, ImageTooLargeError, MAX_IMAGE_PIXELS, OcrReader, PdfTextReader, thumbnail } from '#libs/files';
+import { pdfWithText, pngBomb, scannedPdf } from '../support/file-fixtures.js';
+import { renderSentence, renderSentenceGrey, words } from '../support/images.js';
+
+// The OCR path with its real parts: sharp decodes, tesseract.js (its engine and English model
+// from node_modules) recognises in the sandboxed thread, pdf.js gives a scanned page's image.
+const SENTENCE = 'The quick brown fox jumps over the lazy dog';
+const pdf = new PdfTextReader();
+const ocr = new OcrReader();
+const parser = new FileParser(pdf, ocr);
+after(() => {
+  pdf.close();
+  ocr.close();
+});
+
+describe('FileParser: OCR for images and scanned PDF pages', () => {
+  it('reads back the sentence of a rendered PNG', async () => {
+    const parsed = await parser.parse(await renderSentence(SENTENCE), 'image/png');
+    assert.equal(parsed?.pages.length, 1);
+    assert.equal(parsed.pages[0]!.source, 'ocr');
+    assert.equal(words(parsed.pages[0]!.text), words(SENTENCE));
+  });
+
+  it('reads a scanned PDF page by OCR and a text layer as it is', async () => {
+    const scanned = await parser.parse(scannedPdf(await renderSentenceGrey(SENTENCE)), 'application/pdf');
+    assert.deepEqual(
+      scanned?.pages.map((page) => ({ source: page.source, text: words(page.text) })),
+      [{ source: 'ocr', text: words(SENTENCE) }],
+    );
+    const text = await parser.parse(pdfWithText('Revenue grew 12 percent'), 'application/pdf');
+    assert.deepEqual(text?.pages, [{ text: 'Revenue grew 12 percent', source: 'text' }]);
+  });
+
+  it('refuses an image bomb from its header, before decoding', async () => {
+    const bomb = pngBomb();
+    await assert.rejects(checkImageHeader(bomb), (error: unknown) => error instanceof ImageTooLargeError && error.width === 20_000 && error.limitPixels === MAX_IMAGE_PIXELS);
+    await assert.rejects(parser.parse(bomb, 'image/png'), ImageTooLargeError);
+    await assert.rejects(thumbnail(bomb, 256, 256), ImageTooLargeError);
+  });
+
+  it('makes a WebP thumbnail within the box, never enlarged', async () => {
+    const image = await renderSentence(SENTENCE);
+    const small = await thumbnail(image, 200, 200);
+    assert.equal(small.width, 200);
+    assert.ok(small.height < 200);
+    assert.deepEqual(small.bytes.subarray(8, 12).toString('latin1'), 'WEBP');
+    const same = await thumbnail(image, 4000, 4000);
+    assert.equal(same.height, 120);
+  });
+});
