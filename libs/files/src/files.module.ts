@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AppConfig } from '#libs/config';
 import { FileEntity } from './file.entity.js';
 import { FilesRepository } from './files.repository.js';
 import { FilesSweep } from './files-sweep.js';
@@ -21,7 +22,7 @@ import { CreateThumbnail, ParseDraftFile } from './use-cases/ocr-routes.use-case
  */
 const READERS = [
   { provide: PdfTextReader, useFactory: () => new PdfTextReader() },
-  { provide: OcrReader, useFactory: () => new OcrReader() },
+  { provide: OcrReader, inject: [AppConfig], useFactory: (config: AppConfig) => new OcrReader({ timeoutMs: config.ocrTimeoutMs }) },
   { provide: FileParser, inject: [PdfTextReader, OcrReader], useFactory: (pdf: PdfTextReader, ocr: OcrReader) => new FileParser(pdf, ocr) },
 ];
 
