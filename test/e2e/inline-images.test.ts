@@ -293,8 +293,8 @@ describe('inline images as session files', () => {
       const res = await postEvent(session.id, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input });
       assert.equal(res.status, 422, `${subtype}: ${res.text}`);
       assert.equal(res.body.error.code, 'validation_failed');
-      assert.equal(res.body.error.details.fields[0].field, 'events[0].input[0].content[0].image_url');
-      assert.match(res.body.error.details.fields[0].errors[0], new RegExp(`image/${subtype.replace('+', '\\+')}, which is not accepted: inline images are png, jpeg \\(jpg\\), gif or webp`));
+      assert.equal(res.body.error.details.fields[0].field, 'events[0].input');
+      assert.match(res.body.error.details.fields[0].errors[0], new RegExp(`content\\[0\\]\\.image_url is image/${subtype.replace('+', '\\+')}, which is not accepted: inline images are png, jpeg \\(jpg\\), gif or webp`));
     }
     // A PNG declared as png but holding TIFF bytes is refused by its bytes, as before.
     const tiffAsPng = await sharp(await renderSentence('tiff')).tiff().toBuffer();
