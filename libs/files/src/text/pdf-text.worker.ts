@@ -51,7 +51,9 @@ async function pageScan(document: Awaited<ReturnType<typeof getDocumentProxy>>, 
 /** Page by page, from the first, until `maxPages` pages or `maxChars` characters were read. */
 async function extract({ bytes, maxPages, maxChars, scans: scanLimits }: PdfTextRequest): Promise<{ pages: string[]; totalPages: number; scans?: PageScan[] }> {
   // verbosity 0: errors only (pdf.js would print its warnings about a damaged file to the process's output).
-  const document = await getDocumentProxy(bytes, { verbosity: 0 });
+  // maxImageSize: pdf.js skips, undecoded, an image declaring more pixels (decoded pixels are
+  // ArrayBuffers, outside the heap limit: a PDF image bomb must never be decoded at all).
+  const document = await getDocumentProxy(bytes, { verbosity: 0, ...(scanLimits ? { maxImageSize: scanLimits.maxPixels } : {}) });
   try {
     const pages: string[] = [];
     let chars = 0;
