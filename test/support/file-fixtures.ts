@@ -76,10 +76,10 @@ export function pngBomb(width = 20_000, height = 20_000): Buffer {
 }
 
 /**
- * A scanned one-page PDF: its page is one 8-bit greyscale image (FlateDecode) drawn over the whole
- * page, with no text layer, as a scanner writes it.
+ * A scanned PDF: each of its `pageCount` pages is the one 8-bit greyscale image (FlateDecode) drawn
+ * over the page, with no text layer, as a scanner writes it (pages share the image object).
  */
-export function scannedPdf(image: { width: number; height: number; grey: Uint8Array }): Buffer {
+export function scannedPdf(image: { width: number; height: number; grey: Uint8Array }, pageCount = 1): Buffer {
   const pixels = deflateSync(image.grey);
   const content = `q 612 0 0 ${Math.round((612 * image.height) / image.width)} 0 200 cm /Im1 Do Q`;
   const parts: Buffer[] = [];
@@ -90,16 +90,18 @@ export function scannedPdf(image: { width: number; height: number; grey: Uint8Ar
     parts.push(buffer);
     length += buffer.length;
   };
+  // Objects: 1 catalog, 2 page tree, 3 content stream, 4 image, then the pages.
+  const pageRefs = Array.from({ length: pageCount }, (_, index) => `${5 + index} 0 R`);
   const objects: (string | Buffer[])[] = [
     '<< /Type /Catalog /Pages 2 0 R >>',
-    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /XObject << /Im1 5 0 R >> >> >>',
+    `<< /Type /Pages /Kids [${pageRefs.join(' ')}] /Count ${pageCount} >>`,
     `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
     [
       Buffer.from(`<< /Type /XObject /Subtype /Image /Width ${image.width} /Height ${image.height} /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode /Length ${pixels.length} >>\nstream\n`, 'latin1'),
       pixels,
       Buffer.from('\nendstream', 'latin1'),
     ],
+    ...pageRefs.map(() => '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources << /XObject << /Im1 4 0 R >> >> >>'),
   ];
   push('%PDF-1.4\n');
   objects.forEach((object, index) => {

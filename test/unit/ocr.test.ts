@@ -33,6 +33,14 @@ describe('FileParser: OCR for images and scanned PDF pages', () => {
     assert.deepEqual(text?.pages, [{ text: 'Revenue grew 12 percent', source: 'text' }]);
   });
 
+  it('reads each page of a scan whose pages share one image', async () => {
+    const parsed = await parser.parse(scannedPdf(await renderSentenceGrey(SENTENCE), 2), 'application/pdf');
+    assert.deepEqual(
+      parsed?.pages.map((page) => ({ source: page.source, text: words(page.text) })),
+      [1, 2].map(() => ({ source: 'ocr', text: words(SENTENCE) })),
+    );
+  });
+
   it('refuses an image bomb from its header, before decoding', async () => {
     const bomb = pngBomb();
     await assert.rejects(checkImageHeader(bomb), (error: unknown) => error instanceof ImageTooLargeError && error.width === 20_000 && error.limitPixels === MAX_IMAGE_PIXELS);

@@ -35,9 +35,10 @@ async function pageText(document: Awaited<ReturnType<typeof getDocumentProxy>>, 
 }
 
 /**
- * The largest image painted on a page (a scanner's page image; pdf.js has decoded it, within this
- * thread's heap limit). pdf.js cannot render a page without a canvas package, so a page made of
- * vector glyphs without a text layer is not read; scanners and "print to image" produce images.
+ * The largest image painted on a page (a scanner's page image), as pdf.js decoded it; one over the
+ * pixel limit was skipped undecoded (maxImageSize). pdf.js cannot render a page without a canvas
+ * package, so a page made of vector glyphs without a text layer is not read; scanners and "print
+ * to image" produce images.
  */
 async function pageScan(document: Awaited<ReturnType<typeof getDocumentProxy>>, page: number, maxPixels: number): Promise<PageScan | null> {
   const images = await extractImages(document, page);
@@ -80,7 +81,8 @@ if (port) {
   port.on('message', (request: PdfTextRequest) => {
     extract(request).then(
       ({ pages, totalPages, scans }) =>
-        port.postMessage({ id: request.id, ok: true, pages, totalPages, scans } satisfies PdfTextReply, scans?.flatMap((scan) => (scan.data ? [scan.data.buffer as ArrayBuffer] : [])) ?? []),
+        // Each buffer once: pages that paint the same image share its pixels.
+        port.postMessage({ id: request.id, ok: true, pages, totalPages, scans } satisfies PdfTextReply, [...new Set(scans?.flatMap((scan) => (scan.data ? [scan.data.buffer as ArrayBuffer] : [])))]),
       (error: unknown) => port.postMessage({ id: request.id, ok: false, error: error instanceof Error ? error.message : String(error) } satisfies PdfTextReply),
     );
   });
