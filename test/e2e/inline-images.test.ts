@@ -10,6 +10,8 @@ import { PNG, randomPng } from '../support/files.js';
 import { API, http, newKey, postEvent } from '../support/http.js';
 import { call, newProductUser } from '../support/identity.js';
 import { SseStream } from '../support/sse.js';
+import { type ImageFormat, renderSentence } from '../support/images.js';
+import sharp from 'sharp';
 
 // Inline images (input_image data URLs) are stored once as session files on acceptance; inputs,
 // items and events refer to them by id and URL, so the event stream stays small; the model still
@@ -253,5 +255,51 @@ describe('inline images as session files', () => {
     const queue = await http(`${API}/sessions/${session.id}/queue`);
     assert.equal(queue.status, 200);
     assert.deepEqual(queue.body.data, [], 'nothing was queued');
+  });
+
+  it('accepts PNG, JPEG, GIF and WebP (what OpenAI and Anthropic read), each stored and served with its type', async () => {
+    const session = await createSessionWith('default-chatbot');
+    const formats: [ImageFormat, string, string][] = [
+      ['png', 'png', 'image/png'],
+      ['jpeg', 'jpeg', 'image/jpeg'],
+      ['jpeg', 'jpg', 'image/jpeg'],
+      ['gif', 'gif', 'image/gif'],
+      ['webp', 'webp', 'image/webp'],
+    ];
+    for (const [format, subtype, mimeType] of formats) {
+      const bytes = await renderSentence(`an inline ${subtype} ${newKey()}`, format);
+      const input = [{ role: 'user', content: [{ type: 'input_text', text: subtype }, { type: 'input_image', image_url: dataUrl(bytes, subtype) }] }];
+      const res = await postEvent(session.id, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input });
+      assert.equal(res.status, 202, `${subtype}: ${res.text}`);
+      const block = (await inputOf(session.id, res.body.input_id)).messages[0].content[1];
+      assertReference(block, session.id);
+      const served = await content(block.image_url);
+      assert.equal(served.status, 200);
+      assert.equal(served.headers.get('content-type'), mimeType, subtype);
+      assert.ok(served.bytes.equals(bytes), `${subtype}: the bytes as sent`);
+    }
+  });
+
+  it('refuses AVIF, TIFF and SVG inline images with 422 naming the type and the accepted ones', async () => {
+    const session = await createSessionWith('default-chatbot');
+    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(1)</script></svg>');
+    const refused: [string, Buffer][] = [
+      ['avif', await sharp(await renderSentence('avif')).avif().toBuffer()],
+      ['tiff', await sharp(await renderSentence('tiff')).tiff().toBuffer()],
+      ['svg+xml', svg],
+    ];
+    for (const [subtype, bytes] of refused) {
+      const input = [{ role: 'user', content: [{ type: 'input_image', image_url: `data:image/${subtype};base64,${bytes.toString('base64')}` }] }];
+      const res = await postEvent(session.id, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input });
+      assert.equal(res.status, 422, `${subtype}: ${res.text}`);
+      assert.equal(res.body.error.code, 'validation_failed');
+      assert.equal(res.body.error.details.fields[0].field, 'events[0].input');
+      assert.match(res.body.error.details.fields[0].errors[0], new RegExp(`content\\[0\\]\\.image_url is image/${subtype.replace('+', '\\+')}, which is not accepted: inline images are png, jpeg \\(jpg\\), gif or webp`));
+    }
+    // A PNG declared as png but holding TIFF bytes is refused by its bytes, as before.
+    const tiffAsPng = await sharp(await renderSentence('tiff')).tiff().toBuffer();
+    const mismatch = await postEvent(session.id, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: [{ role: 'user', content: [{ type: 'input_image', image_url: dataUrl(tiffAsPng) }] }] });
+    assert.equal(mismatch.status, 422, mismatch.text);
+    assert.deepEqual((await http(`${API}/sessions/${session.id}/queue`)).body.data, [], 'nothing was queued');
   });
 });

@@ -4,6 +4,8 @@ import { env } from '../support/env.js';
 import { http, type HttpResult } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
 import { upload } from '../support/files.js';
+import { signToken } from '../support/identity.js';
+import { renderSentence } from '../support/images.js';
 
 type Method = 'get' | 'post' | 'put' | 'delete';
 
@@ -33,7 +35,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
   after(() => streams.forEach((s) => s.close()));
 
   /** The request Try it out builds for `operationId`. */
-  function request(operationId: string): { method: Method; url: string; headers: Record<string, string>; body?: string } {
+  function request(operationId: string, edit?: (example: any) => unknown): { method: Method; url: string; headers: Record<string, string>; body?: string } {
     const found = operations.get(operationId);
     assert.ok(found, `${operationId} is documented`);
     const { method, path, operation } = found;
@@ -57,15 +59,17 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     if (json) {
       const value = json.examples ? Object.values(json.examples)[0]?.value : json.example;
       assert.ok(value !== undefined, `${operationId}: the request body has an example`);
-      body = JSON.stringify(value);
+      // An id in the body that no example can know, pasted in by the person trying it.
+      body = JSON.stringify(edit ? edit(value) : value);
       headers['content-type'] = 'application/json';
     }
     return { method, url: query.size > 0 ? `${url}?${query}` : url, headers, body };
   }
 
-  async function tryIt(operationId: string, status: number): Promise<HttpResult> {
-    const { method, url, headers, body } = request(operationId);
-    const res = await http(url, { method: method.toUpperCase(), headers, rawBody: body });
+  /** `as.key`: the credential put in Authorize (default the suite's API key); `as.edit`: the body's example as the person edits it. */
+  async function tryIt(operationId: string, status: number, as: { key?: string; edit?: (example: any) => unknown } = {}): Promise<HttpResult> {
+    const { method, url, headers, body } = request(operationId, as.edit);
+    const res = await http(url, { method: method.toUpperCase(), headers, rawBody: body, key: as.key });
     assert.equal(res.status, status, `${operationId} (${method.toUpperCase()} ${url}): ${res.text.slice(0, 500)}`);
     tried.add(operationId);
     return res;
@@ -147,6 +151,16 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     const content = await tryIt('getSessionFileContent', 200);
     assert.equal(content.text, 'attached notes\n');
     await tryIt('deleteAttachment', 200);
+  });
+
+  it('the product\'s private file routes, authorized with a user token: a draft image pre-parsed and thumbnailed', async () => {
+    const token = await signToken();
+    const picked = await upload(await renderSentence('Try it out'), 'picked.png', { token });
+    assert.equal(picked.status, 201, picked.text);
+    ids.file_id = picked.body.id;
+    const parsed = await tryIt('parseDraftFile', 200, { key: token });
+    assert.equal(parsed.body.pages[0].source, 'ocr');
+    await tryIt('createImageThumbnail', 200, { key: token, edit: (example) => ({ ...example, file_id: picked.body.id }) });
   });
 
   it('tried every operation of the document', () => {

@@ -61,6 +61,62 @@ export function randomPng(minBytes: number): Buffer {
   return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw, { level: 0 })), chunk('IEND', Buffer.alloc(0))]);
 }
 
+/**
+ * An image bomb: a valid 1-bit greyscale PNG of `width` × `height` black pixels (400 megapixels by
+ * default) that compresses to a few tens of kilobytes and would take gigabytes once decoded.
+ */
+export function pngBomb(width = 20_000, height = 20_000): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([1, 0, 0, 0, 0], 8); // 1-bit greyscale, deflate, adaptive filtering, no interlace
+  // Every row: filter byte 0, then zeros; all zeros together.
+  const raw = Buffer.alloc((1 + Math.ceil(width / 8)) * height);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw, { level: 9 })), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/**
+ * A scanned PDF: each of its `pageCount` pages is the one 8-bit greyscale image (FlateDecode) drawn
+ * over the page, with no text layer, as a scanner writes it (pages share the image object).
+ */
+export function scannedPdf(image: { width: number; height: number; grey: Uint8Array }, pageCount = 1): Buffer {
+  const pixels = deflateSync(image.grey);
+  const content = `q 612 0 0 ${Math.round((612 * image.height) / image.width)} 0 200 cm /Im1 Do Q`;
+  const parts: Buffer[] = [];
+  const offsets: number[] = [];
+  let length = 0;
+  const push = (part: string | Buffer) => {
+    const buffer = typeof part === 'string' ? Buffer.from(part, 'latin1') : part;
+    parts.push(buffer);
+    length += buffer.length;
+  };
+  // Objects: 1 catalog, 2 page tree, 3 content stream, 4 image, then the pages.
+  const pageRefs = Array.from({ length: pageCount }, (_, index) => `${5 + index} 0 R`);
+  const objects: (string | Buffer[])[] = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    `<< /Type /Pages /Kids [${pageRefs.join(' ')}] /Count ${pageCount} >>`,
+    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+    [
+      Buffer.from(`<< /Type /XObject /Subtype /Image /Width ${image.width} /Height ${image.height} /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode /Length ${pixels.length} >>\nstream\n`, 'latin1'),
+      pixels,
+      Buffer.from('\nendstream', 'latin1'),
+    ],
+    ...pageRefs.map(() => '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources << /XObject << /Im1 4 0 R >> >> >>'),
+  ];
+  push('%PDF-1.4\n');
+  objects.forEach((object, index) => {
+    offsets.push(length);
+    push(`${index + 1} 0 obj\n`);
+    if (typeof object === 'string') push(object);
+    else object.forEach(push);
+    push('\nendobj\n');
+  });
+  const xref = length;
+  push(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`).join('')}`);
+  push(`trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`);
+  return Buffer.concat(parts);
+}
+
 function chunk(type: string, data: Buffer): Buffer {
   const head = Buffer.alloc(8);
   head.writeUInt32BE(data.length, 0);

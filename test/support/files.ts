@@ -35,4 +35,4 @@ export async function uploadDraft(bytes: Uint8Array | string, filename: string, 
   return res.body;
 }
 
-export { executableBytes, PNG, pdfWithText, randomPng } from './file-fixtures.js';
+export { executableBytes, PNG, pdfWithText, pngBomb, randomPng, scannedPdf } from './file-fixtures.js';

@@ -19,6 +19,8 @@ function workdir(files: { file: WorkdirFile; bytes: Uint8Array }[], failing = fa
       const text = await fileTextPages(found.bytes, found.file.mimeType, pdf);
       return { file: found.file, pages: text?.pages ?? null, totalPages: text?.totalPages };
     },
+    // ocr_parse_file is tested with its real parts in ocr.test.ts and end to end.
+    parse: async () => null,
   };
 }
 

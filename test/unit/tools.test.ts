@@ -19,7 +19,7 @@ import { startMcpServer, type TestMcpServer } from '../support/mcp-server.js';
 const config = (env: Record<string, string> = {}) => new AppConfig({ DATABASE_URL: 'x', REDIS_URL: 'x', ...env });
 const ctx = (key = 'turn-1:call-1', signal = new AbortController().signal) => ({ idempotencyKey: key, signal, sessionId: 'session-1' });
 /** A workdir with no files (the file tools are tested in file-tools.test.ts and end to end). */
-const emptyWorkdir: WorkdirFiles = { list: async () => [], readText: async () => null };
+const emptyWorkdir: WorkdirFiles = { list: async () => [], readText: async () => null, parse: async () => null };
 
 describe('parseToolDeclarations', () => {
   const errorsOf = (raw: unknown) => parseToolDeclarations(raw).errors;

@@ -15,6 +15,7 @@ import { AdminAgentsController } from './controllers/admin-agents.controller.js'
 import { AdminApiKeysController } from './controllers/admin-api-keys.controller.js';
 import { AdminAuditController } from './controllers/admin-audit.controller.js';
 import { AdminUsersController } from './controllers/admin-users.controller.js';
+import { AgentFilesController } from './controllers/agent-files.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
 import { FilesController } from './controllers/files.controller.js';
 import { HealthController } from './controllers/health.controller.js';
@@ -30,7 +31,21 @@ import { HttpDrain } from './http-drain.js';
 @Module({
   imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule, FilesModule, HealthModule],
   // Sessions, files and projects before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
-  controllers: [HealthController, MetricsController, SessionsController, SessionEventsController, SessionFilesController, FilesController, ProjectsController, AgentsController, AdminAgentsController, AdminApiKeysController, AdminAuditController, AdminUsersController],
+  controllers: [
+    HealthController,
+    MetricsController,
+    SessionsController,
+    SessionEventsController,
+    SessionFilesController,
+    FilesController,
+    AgentFilesController,
+    ProjectsController,
+    AgentsController,
+    AdminAgentsController,
+    AdminApiKeysController,
+    AdminAuditController,
+    AdminUsersController,
+  ],
   providers: [BootstrapKey, AgentsFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

@@ -12,8 +12,9 @@ export class FunctionToolDto {
 export class BuiltinToolDto {
   @ApiProperty({ enum: ['builtin'] }) type!: 'builtin';
   @ApiProperty({
-    enum: ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file'],
-    description: '`list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session\'s workdir: the files attached to its inputs, and to those of every other session of its project.',
+    enum: ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file', 'ocr_parse_file'],
+    description:
+      '`list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session\'s workdir: the files attached to its inputs, and to those of every other session of its project. `ocr_parse_file` (`{"file_id"}`) reads the same files with OCR: the text of an image, and of a PDF\'s scanned pages (at most 10, 40 megapixels an image).',
   })
   name!: string;
   @ApiPropertyOptional({ description: 'Ask the user to approve each call first.' }) requires_approval?: boolean;

@@ -44,3 +44,11 @@ export function assertAdmin(principal: Principal): void {
   assertFullAccess(principal);
   if (!principal.isAdmin) throw new DomainError('forbidden', 'This operation is for administrators');
 }
+
+/**
+ * The product's private routes (001: manual OCR pre-parse, image thumbnails) are for a signed-in
+ * user's token; every API key, full or agents, bound to an app or not, gets 403.
+ */
+export function assertUserToken(principal: Principal): void {
+  if (principal.keyId !== null) throw new DomainError('user_token_required', 'This route is for user tokens (JWT) only; API keys cannot call it');
+}

@@ -52,6 +52,8 @@ export class AppConfig {
   readonly fileSweepMs: number;
   /** Per owner: bytes of all stored files (drafts and attachments), and drafts waiting at once. */
   readonly fileQuotaBytes: number;
+  /** One image's OCR (ocr_parse_file, the parse route): past it the engine's thread is terminated. */
+  readonly ocrTimeoutMs: number;
   readonly fileQuotaDrafts: number;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
@@ -105,6 +107,7 @@ export class AppConfig {
     this.fileSweepMs = Math.max(100, int(env, 'FILE_SWEEP_MS', 60_000));
     this.fileQuotaBytes = int(env, 'FILE_QUOTA_BYTES', 1024 * 1024 * 1024);
     this.fileQuotaDrafts = int(env, 'FILE_QUOTA_DRAFTS', 100);
+    this.ocrTimeoutMs = Math.max(1000, int(env, 'OCR_TIMEOUT_MS', 30_000));
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }

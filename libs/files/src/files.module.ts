@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AppConfig } from '#libs/config';
 import { FileEntity } from './file.entity.js';
 import { FilesRepository } from './files.repository.js';
 import { FilesSweep } from './files-sweep.js';
@@ -11,6 +12,19 @@ import { InlineImagesRepository } from './inline/inline-images.repository.js';
 import { ResolveSessionImages, StoreInlineImages } from './use-cases/inline-images.use-case.js';
 import { GetSessionFileContent } from './use-cases/session-file-content.use-case.js';
 import { PdfTextReader } from './text/pdf-text.js';
+import { FileParser } from './ocr/file-parser.js';
+import { OcrReader } from './ocr/ocr-text.js';
+import { CreateThumbnail, ParseDraftFile } from './use-cases/ocr-routes.use-case.js';
+
+/**
+ * The readers: each a worker thread started on its first file only (the OCR engine, tesseract.js,
+ * loads nothing in either process until an image is read).
+ */
+const READERS = [
+  { provide: PdfTextReader, useFactory: () => new PdfTextReader() },
+  { provide: OcrReader, inject: [AppConfig], useFactory: (config: AppConfig) => new OcrReader({ timeoutMs: config.ocrTimeoutMs }) },
+  { provide: FileParser, inject: [PdfTextReader, OcrReader], useFactory: (pdf: PdfTextReader, ocr: OcrReader) => new FileParser(pdf, ocr) },
+];
 
 /** Inline images of messages and the bytes of session files. */
 const SESSION_FILES = [InlineImagesRepository, StoreInlineImages, ResolveSessionImages, GetSessionFileContent];
@@ -18,7 +32,7 @@ const SESSION_FILES = [InlineImagesRepository, StoreInlineImages, ResolveSession
 /** Files and their storage, shared by the api (uploads, drafts, attachments) and the worker (preparation, tools, the sweep). */
 @Module({
   imports: [TypeOrmModule.forFeature([FileEntity])],
-  providers: [{ provide: PdfTextReader, useFactory: () => new PdfTextReader() }, FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles, ...SESSION_FILES],
-  exports: [FilesRepository, FILE_STORAGE, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles, ...SESSION_FILES],
+  providers: [...READERS, ParseDraftFile, CreateThumbnail, FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles, ...SESSION_FILES],
+  exports: [FilesRepository, FILE_STORAGE, UploadFile, GetFile, DeleteFile, ParseDraftFile, CreateThumbnail, FilesSweep, SessionFiles, ...SESSION_FILES],
 })
 export class FilesModule {}

@@ -4,6 +4,7 @@ import { FilesRepository } from './files.repository.js';
 import { FILE_STORAGE, type FileStorage } from './storage/file-storage.js';
 import { type FileText, fileTextPages } from './text/file-text.js';
 import { PdfTextReader } from './text/pdf-text.js';
+import { FileParser, type ParsedFile } from './ocr/file-parser.js';
 
 /** How many files a listing of a workdir shows at most. */
 const MAX_LISTED = 200;
@@ -20,6 +21,7 @@ export class SessionFiles {
     private readonly files: FilesRepository,
     @Inject(FILE_STORAGE) private readonly storage: FileStorage,
     private readonly pdf: PdfTextReader,
+    private readonly parser: FileParser,
   ) {}
 
   list(sessionId: string): Promise<FileEntity[]> {
@@ -38,5 +40,15 @@ export class SessionFiles {
     const found = await this.read(sessionId, fileId);
     if (!found) return null;
     return { file: found.file, text: await fileTextPages(found.bytes, found.file.mimeType, this.pdf, signal) };
+  }
+
+  /**
+   * The file's text with OCR (see FileParser: images, scanned PDF pages); `parsed` null for a kind
+   * without either. Rejects with FileTextError, ImageTooLargeError or ImageUnreadableError.
+   */
+  async parse(sessionId: string, fileId: string, signal?: AbortSignal): Promise<{ file: FileEntity; parsed: ParsedFile | null } | null> {
+    const found = await this.read(sessionId, fileId);
+    if (!found) return null;
+    return { file: found.file, parsed: await this.parser.parse(found.bytes, found.file.mimeType, signal) };
   }
 }

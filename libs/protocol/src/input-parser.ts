@@ -9,6 +9,13 @@ export const MAX_IMAGES_PER_MESSAGE = 10;
  */
 export const MAX_IMAGE_BYTES_TOTAL = 72 * 1024 * 1024;
 const DATA_IMAGE = /^data:image\/(png|jpeg|jpg|gif|webp);base64,([A-Za-z0-9+/=\s]+)$/;
+/** Any inline image, to name a refused type precisely. */
+const ANY_DATA_IMAGE = /^data:(image\/[^;,]+)[;,]/i;
+/**
+ * What the model providers read (OpenAI: PNG, JPEG, WebP, GIF; Anthropic: JPEG, PNG, GIF, WebP). Not
+ * SVG (a document that may carry scripts, no raster image), HEIC/AVIF/TIFF/BMP (no provider reads them).
+ */
+export const INLINE_IMAGE_TYPES = 'png, jpeg (jpg), gif or webp';
 
 /** The declared image subtype and the base64 payload of an inline image URL, or null when it is none. */
 export function parseDataImageUrl(url: string): { subtype: string; base64: string } | null {
@@ -83,7 +90,10 @@ function parseInput(raw: unknown): ParsedInput {
           images += 1;
           const url = typeof block.image_url === 'string' ? block.image_url : '';
           const match = DATA_IMAGE.exec(url);
-          if (!match?.[2]) {
+          const other = match ? null : ANY_DATA_IMAGE.exec(url);
+          if (other?.[1] && !/^image\/(png|jpeg|jpg|gif|webp)$/i.test(other[1])) {
+            errors.push(`${blockPath}.image_url is ${other[1].toLowerCase()}, which is not accepted: inline images are ${INLINE_IMAGE_TYPES} (what the models read), as base64`);
+          } else if (!match?.[2]) {
             errors.push(`${blockPath}.image_url must be an inline data:image/...;base64 URL (remote image URLs are not supported)`);
           } else {
             imageBytes += Math.floor((base64Length(match[2]) * 3) / 4);

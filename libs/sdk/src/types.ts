@@ -62,6 +62,11 @@ export type ProjectList = ResponseBody<ProjectsPath, 'get', 200>;
 export type ProjectDeleted = ResponseBody<ProjectPath, 'delete', 200>;
 export type CreateProjectParams = RequestBody<ProjectsPath, 'post'>;
 export type ListProjectsParams = QueryParams<ProjectsPath, 'get'>;
+/** The product's private file routes (user tokens only): a draft's pre-parse (OCR) and an image thumbnail. */
+export type ParsedFile = ResponseBody<'/api/agent/files/{file_id}/parse', 'post', 200>;
+export type ParsedPage = ParsedFile['pages'][number];
+export type CreateThumbnailParams = RequestBody<'/api/agent/images', 'post'>;
+export type Thumbnail = ResponseBody<'/api/agent/images', 'post', 200>;
 export type AgentList = ResponseBody<'/api/v1/agents', 'get', 200>;
 export type Agent = ResponseBody<'/api/v1/agents/{agent_id}', 'get', 200>;
 

@@ -1,8 +1,8 @@
 import type { Calculator } from './calculator.js';
-import { listFiles, readFile } from './file-tools.js';
+import { listFiles, ocrParseFile, readFile } from './file-tools.js';
 import type { ToolCallContext, ToolExecutor, ToolOutcome, WorkdirFiles } from './tool.types.js';
 
-export const BUILTIN_TOOL_NAMES = ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file'] as const;
+export const BUILTIN_TOOL_NAMES = ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file', 'ocr_parse_file'] as const;
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 export interface BuiltinToolDefinition {
@@ -74,6 +74,18 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
     },
     executor: 'server',
   },
+  ocr_parse_file: {
+    name: 'ocr_parse_file',
+    description:
+      'Read a file of this session\'s workdir with OCR by its file_id: the text recognised in an image (PNG, JPEG, GIF, WebP; English), a PDF\'s text layer with OCR for its scanned pages, a text file as read_file does. Slower than read_file: use it for images and scanned documents.',
+    parameters: {
+      type: 'object',
+      properties: { file_id: { type: 'string', pattern: '^[0-9a-f]{32}$', description: 'As listed by list_files or in the attachment list of a user message.' } },
+      required: ['file_id'],
+      additionalProperties: false,
+    },
+    executor: 'server',
+  },
 };
 
 export function isBuiltinToolName(name: string): name is BuiltinToolName {
@@ -99,6 +111,8 @@ export async function executeBuiltin(
       return listFiles(files, ctx.sessionId);
     case 'read_file':
       return readFile(files, ctx.sessionId, args.file_id, ctx.signal);
+    case 'ocr_parse_file':
+      return ocrParseFile(files, ctx.sessionId, args.file_id, ctx.signal);
     default:
       throw new Error(`builtin tool ${name} is not executed by the worker`);
   }

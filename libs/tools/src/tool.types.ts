@@ -81,6 +81,16 @@ export interface WorkdirFiles {
    * Rejects with an error named `FileTextError` (its message safe to show) for a PDF that cannot be read.
    */
   readText(sessionId: string, fileId: string, signal?: AbortSignal): Promise<{ file: WorkdirFile; pages: string[] | null; totalPages?: number } | null>;
+  /**
+   * The file's text with OCR for images and scanned PDF pages (`pages` null: a kind with neither);
+   * null when the session has no such file. Rejects with an error named FileTextError,
+   * ImageTooLargeError or ImageUnreadableError (messages safe to show) for a file that cannot be read.
+   */
+  parse(
+    sessionId: string,
+    fileId: string,
+    signal?: AbortSignal,
+  ): Promise<{ file: WorkdirFile; pages: { text: string; source: 'text' | 'ocr' }[] | null; totalPages: number; pagesNotRecognised: number } | null>;
 }
 
 export const WORKDIR_FILES = Symbol('WORKDIR_FILES');

@@ -11,11 +11,17 @@ const workdirFiles = {
   inject: [SessionFiles],
   useFactory: (files: SessionFiles): WorkdirFiles => ({
     list: async (sessionId) => (await files.list(sessionId)).map(({ id, filename, mimeType, bytes, inputId }) => ({ id, filename, mimeType, bytes, inputId })),
-    readText: async (sessionId, fileId) => {
-      const read = await files.readText(sessionId, fileId);
+    readText: async (sessionId, fileId, signal) => {
+      const read = await files.readText(sessionId, fileId, signal);
       if (!read) return null;
       const { id, filename, mimeType, bytes, inputId } = read.file;
       return { file: { id, filename, mimeType, bytes, inputId }, pages: read.text?.pages ?? null, totalPages: read.text?.totalPages };
+    },
+    parse: async (sessionId, fileId, signal) => {
+      const read = await files.parse(sessionId, fileId, signal);
+      if (!read) return null;
+      const { id, filename, mimeType, bytes, inputId } = read.file;
+      return { file: { id, filename, mimeType, bytes, inputId }, pages: read.parsed?.pages ?? null, totalPages: read.parsed?.totalPages ?? 0, pagesNotRecognised: read.parsed?.pagesNotRecognised ?? 0 };
     },
   }),
 };

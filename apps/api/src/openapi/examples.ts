@@ -325,3 +325,26 @@ export const SUBMIT_EVENT_EXAMPLES = {
 export const MESSAGE_RECEIPT_EXAMPLE = { ...RECEIPT_EXAMPLE, event_id: 'evt_0193a5c28f027b3c8e1f2a4b6c8d0e12', input_id: '0193a5c2-8f01-7a2b-9c3d-4e5f6a7b8c10' };
 
 export const UPDATE_SESSION_EXAMPLE = { yuxi: { title: 'Renamed', is_pinned: true, unread: false } };
+
+const DRAFT_ID = '0123456789abcdef0123456789abcdef';
+export const PARSED_FILE_EXAMPLE = {
+  object: 'file.parse',
+  file_id: DRAFT_ID,
+  mime_type: 'application/pdf',
+  pages: [
+    { page: 1, text: 'Quarterly report\nRevenue grew 12%.\n', source: 'text' },
+    { page: 2, text: 'Signed: J. Smith, 3 March\n', source: 'ocr' },
+  ],
+  total_pages: 2,
+  pages_not_recognised: 0,
+};
+export const THUMBNAIL_REQUEST_EXAMPLE = { file_id: DRAFT_ID, width: 256, height: 256 };
+export const THUMBNAIL_EXAMPLE = {
+  object: 'image.thumbnail',
+  file_id: DRAFT_ID,
+  mime_type: 'image/webp',
+  width: 256,
+  height: 192,
+  bytes: 44,
+  data_url: 'data:image/webp;base64,UklGRiQAAABXRUJQVlA4IBgAAAAwAQCdASoBAAEAAwA0JaQAA3AA/vuUAAA=',
+};

@@ -12,6 +12,10 @@ export const TAGS = {
   },
   turns: { name: 'turns-and-items', description: 'Turns, their runs (execution segments) and the items of the session history.' },
   files: { name: 'files', description: 'Files: upload drafts (and read or delete them before they are attached with `yuxi.attachment_file_ids`), a session\'s attachments and the bytes of its workdir files.' },
+  productFiles: {
+    name: 'product-files',
+    description: 'The product\'s private file routes under /api/agent (manual OCR pre-parse of a draft, image thumbnails): for user tokens (JWT) only; API keys get 403 `user_token_required`.',
+  },
   admin: { name: 'admin', description: 'Agents, API keys and the audit trail (full-access callers; some for administrators only).' },
   operations: { name: 'operations', description: 'Health and Prometheus metrics, without credentials.' },
 } as const;

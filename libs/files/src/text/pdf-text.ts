@@ -1,11 +1,18 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import { SandboxedThread } from '#libs/sandbox';
-import type { PdfTextReply, PdfTextRequest } from './pdf-text.worker.js';
+import type { PageScan, PdfTextReply, PdfTextRequest } from './pdf-text.worker.js';
+
+export type { PageScan } from './pdf-text.worker.js';
 
 /** A file's text by page; `totalPages` is more than `pages.length` when only the first pages were read (a long PDF). */
 export interface FileText {
   pages: string[];
   totalPages: number;
+}
+
+/** A PDF's text layer, with the images of its pages that have none (see PdfTextReader.read's `scans`). */
+export interface PdfTextWithScans extends FileText {
+  scans: PageScan[];
 }
 
 /** The pages of a PDF read at most (the first ones). */
@@ -60,7 +67,10 @@ export class PdfTextReader implements OnModuleDestroy {
    * its wait behind other files (then it is dropped from the queue unread). An aborted signal
    * (a cancelled turn) drops a waiting read at once.
    */
-  async read(bytes: Uint8Array, signal?: AbortSignal): Promise<FileText> {
+  read(bytes: Uint8Array, signal?: AbortSignal): Promise<FileText>;
+  /** With `scans`: also the largest image of each page without a text layer, for OCR (pixels above `maxPixels` refused, not copied). */
+  read(bytes: Uint8Array, signal: AbortSignal | undefined, scans: { maxPages: number; maxPixels: number }): Promise<PdfTextWithScans>;
+  async read(bytes: Uint8Array, signal?: AbortSignal, scans?: { maxPages: number; maxPixels: number }): Promise<FileText | PdfTextWithScans> {
     // Both only end the wait for a turn: a read that has started runs to its own time limit.
     const wait = new AbortController();
     const onAbort = () => wait.abort(new FileTextError('reading the PDF was cancelled'));
@@ -72,7 +82,7 @@ export class PdfTextReader implements OnModuleDestroy {
     let result;
     try {
       result = await this.thread.request(
-        { bytes: copy, maxPages: this.maxPages, maxChars: this.maxChars },
+        { bytes: copy, maxPages: this.maxPages, maxChars: this.maxChars, scans },
         { timeoutMs: this.timeoutMs, wait: wait.signal, transfer: [copy.buffer] },
       );
     } finally {
@@ -82,7 +92,9 @@ export class PdfTextReader implements OnModuleDestroy {
     switch (result.kind) {
       case 'reply':
         if (!result.reply.ok) throw new FileTextError(`the PDF could not be read (${result.reply.error})`);
-        return { pages: result.reply.pages, totalPages: result.reply.totalPages };
+        return scans
+          ? { pages: result.reply.pages, totalPages: result.reply.totalPages, scans: result.reply.scans ?? [] }
+          : { pages: result.reply.pages, totalPages: result.reply.totalPages };
       case 'timeout':
         throw new FileTextError(`reading the PDF took longer than ${this.timeoutMs} ms`);
       case 'exit':

@@ -460,6 +460,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/files/{file_id}/parse": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pre-parse a draft (OCR)
+         * @description For signed-in users only: send a user token (JWT). Every API key, whatever its access, gets 403 `user_token_required` (001: the product's private routes). The text of one of the caller's drafts, page by page: a text file as it is; a PDF's text layer (the first 50 pages), with OCR for its scanned pages (the largest image of each page without text; at most 10 pages); an image (PNG, JPEG, GIF, WebP) by OCR (English, tesseract). An image over 40 megapixels is refused from its header, before decoding (422 `image_too_large`); recognition has a time limit (OCR_TIMEOUT_MS, 422 `file_unreadable`). A file attached to a session is no longer a draft: 409 (its agent reads it with `ocr_parse_file`).
+         */
+        post: operations["parseDraftFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a thumbnail of a draft image
+         * @description For signed-in users only: send a user token (JWT). Every API key, whatever its access, gets 403 `user_token_required` (001: the product's private routes). A WebP thumbnail of one of the caller's draft images (PNG, JPEG, GIF: its first frame, WebP), fitting in `width` × `height` (default 256 × 256, at most 1024) with its aspect ratio, never enlarged, EXIF orientation applied; returned as a data URL. An image over 40 megapixels is refused from its header (422 `image_too_large`); a draft that is not an image is 415.
+         */
+        post: operations["createImageThumbnail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/projects": {
         parameters: {
             query?: never;
@@ -855,7 +895,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -1517,6 +1557,85 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
+        ParsedPageDto: {
+            /**
+             * @description From 1.
+             * @example 1
+             */
+            page: number;
+            /**
+             * @description The page's text (empty for a scanned page left unrecognised, see `pages_not_recognised`).
+             * @example Quarterly report
+             *     Revenue grew 12%.
+             */
+            text: string;
+            /**
+             * @description `text`: a text file or a PDF's text layer; `ocr`: recognised from the image (an image file, or a scanned PDF page's largest image).
+             * @enum {string}
+             */
+            source: "text" | "ocr";
+        };
+        ParsedFileDto: {
+            /** @enum {string} */
+            object: "file.parse";
+            /** @example 0123456789abcdef0123456789abcdef */
+            file_id: string;
+            /** @example image/png */
+            mime_type: string;
+            pages: components["schemas"]["ParsedPageDto"][];
+            /**
+             * @description A PDF's page count: more than the pages listed when only the first 50 were read (1 for other files).
+             * @example 1
+             */
+            total_pages: number;
+            /**
+             * @description Scanned PDF pages not recognised: OCR reads at most the first 10 scanned pages and stops at 100 000 characters.
+             * @example 0
+             */
+            pages_not_recognised: number;
+        };
+        CreateThumbnailDto: {
+            /**
+             * @description A draft image of the caller (PNG, JPEG, GIF or WebP; uploaded with POST /api/v1/agents/files).
+             * @example 0123456789abcdef0123456789abcdef
+             */
+            file_id: string;
+            /**
+             * @description The thumbnail's largest width. Omitted: 256.
+             * @example 256
+             */
+            width?: number;
+            /**
+             * @description The thumbnail's largest height. Omitted: 256.
+             * @example 256
+             */
+            height?: number;
+        };
+        ThumbnailDto: {
+            /** @enum {string} */
+            object: "image.thumbnail";
+            /** @example 0123456789abcdef0123456789abcdef */
+            file_id: string;
+            /** @enum {string} */
+            mime_type: "image/webp";
+            /**
+             * @description Fits in the requested box, keeping the aspect ratio; never larger than the image.
+             * @example 256
+             */
+            width: number;
+            /** @example 192 */
+            height: number;
+            /**
+             * @description Size of the WebP in bytes.
+             * @example 5120
+             */
+            bytes: number;
+            /**
+             * @description The thumbnail as a `data:image/webp;base64,…` URL (ready for an <img> src).
+             * @example data:image/webp;base64,UklGRhYAAABXRUJQVlA4IAoAAAAwAQCdASoBAAEAAQAcJaQAA3AA/v3AgAA=
+             */
+            data_url: string;
+        };
         CreateProjectDto: {
             /** @example Quarterly reporting */
             name: string;
@@ -2006,10 +2125,10 @@ export interface components {
             /** @enum {string} */
             type: "builtin";
             /**
-             * @description `list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session's workdir: the files attached to its inputs, and to those of every other session of its project.
+             * @description `list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session's workdir: the files attached to its inputs, and to those of every other session of its project. `ocr_parse_file` (`{"file_id"}`) reads the same files with OCR: the text of an image, and of a PDF's scanned pages (at most 10, 40 megapixels an image).
              * @enum {string}
              */
-            name: "ask_user" | "calculator" | "current_time" | "list_files" | "read_file";
+            name: "ask_user" | "calculator" | "current_time" | "list_files" | "read_file" | "ocr_parse_file";
             /** @description Ask the user to approve each call first. */
             requires_approval?: boolean;
             /** @description Safe to run again after a crash mid-call (default true for builtins). */
@@ -6843,6 +6962,319 @@ export interface operations {
                 };
             };
             /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    parseDraftFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A draft of the caller (32 hexadecimal characters). */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The text, page by page. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "file.parse",
+                     *       "file_id": "0123456789abcdef0123456789abcdef",
+                     *       "mime_type": "application/pdf",
+                     *       "pages": [
+                     *         {
+                     *           "page": 1,
+                     *           "text": "Quarterly report\nRevenue grew 12%.\n",
+                     *           "source": "text"
+                     *         },
+                     *         {
+                     *           "page": 2,
+                     *           "text": "Signed: J. Smith, 3 March\n",
+                     *           "source": "ocr"
+                     *         }
+                     *       ],
+                     *       "total_pages": 2,
+                     *       "pages_not_recognised": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ParsedFileDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `user_token_required`: This product route (`/api/agent/…`: manual OCR pre-parse, image thumbnails) is for signed-in users with a user token (JWT); no API key may call it, whatever its access.<br>`forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `file_already_bound`: The file is attached to a session input already: it is no longer a draft (read it through the session's attachments) and cannot be attached again. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `image_too_large`: The image (or a PDF page's image) declares more pixels than allowed (`details.limit_pixels`, 40 megapixels): refused from its header, before decoding.<br>`file_unreadable`: The file could not be parsed within the limits (corrupt, OCR or PDF reading past its time or memory limit, or the engine busy past its queue wait); the message says which.<br>`validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    createImageThumbnail: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateThumbnailDto"];
+            };
+        };
+        responses: {
+            /** @description The thumbnail. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "image.thumbnail",
+                     *       "file_id": "0123456789abcdef0123456789abcdef",
+                     *       "mime_type": "image/webp",
+                     *       "width": 256,
+                     *       "height": 192,
+                     *       "bytes": 44,
+                     *       "data_url": "data:image/webp;base64,UklGRiQAAABXRUJQVlA4IBgAAAAwAQCdASoBAAEAAwA0JaQAA3AA/vuUAAA="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ThumbnailDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `user_token_required`: This product route (`/api/agent/…`: manual OCR pre-parse, image thumbnails) is for signed-in users with a user token (JWT); no API key may call it, whatever its access.<br>`forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `file_already_bound`: The file is attached to a session input already: it is no longer a draft (read it through the session's attachments) and cannot be attached again. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `file_type_not_allowed`: The file's content, detected from its bytes (the client's content type is ignored), is not an accepted type: PNG, JPEG, GIF or WebP images, PDF, or UTF-8 text (.txt, .md, .csv, .tsv, .json, .log).<br>`unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`image_too_large`: The image (or a PDF page's image) declares more pixels than allowed (`details.limit_pixels`, 40 megapixels): refused from its header, before decoding.<br>`file_unreadable`: The file could not be parsed within the limits (corrupt, OCR or PDF reading past its time or memory limit, or the engine busy past its queue wait); the message says which. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
