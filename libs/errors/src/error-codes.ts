@@ -47,6 +47,12 @@ export const ERROR_CODES = {
       'The attachment cannot be deleted now: its preparation is unfinished (and its input not cancelled), a pending input references it, or a turn of the session is active.',
   },
   file_not_ready: { status: 409, type: 'invalid_state', retryable: false, description: 'The file is still being prepared into the session\'s workdir; retry once its attachment status is ready.' },
+  revision_mismatch: {
+    status: 412,
+    type: 'invalid_state',
+    retryable: false,
+    description: 'The `If-Match` revision is not the session\'s current one (`details.revision`): it changed since you read it. Read it again and reapply your change.',
+  },
   payload_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The request body exceeds the configured limit.' },
   file_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The uploaded file exceeds 5 MiB (`details.limit_bytes`).' },
   file_quota_exceeded: {

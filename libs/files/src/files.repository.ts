@@ -279,6 +279,20 @@ export class FilesRepository {
     return count === 1;
   }
 
+  /**
+   * The files of deleted sessions (attachments and inline images) become tombstones, in the
+   * deleting transaction: clients lose them with the session, and the files sweep removes their
+   * bytes and rows in its bounded batches. Returns how many.
+   */
+  async tombstoneSessionFiles(manager: EntityManager, sessionIds: string[]): Promise<number> {
+    if (sessionIds.length === 0) return 0;
+    const [, count] = (await manager.query(
+      prepared(`UPDATE files SET status = 'deleting' WHERE session_id = ANY($1::uuid[]) AND status IN ('bound', 'ready', 'inline')`),
+      [sessionIds],
+    )) as [unknown[], number];
+    return count;
+  }
+
   // ---------------------------------------------------------------- the sweep's queries
 
   /** Expired drafts become tombstones, oldest first; concurrent sweeps skip each other's rows. */
