@@ -77,7 +77,7 @@ export const ERROR_CODES = {
   },
   validation_failed: { status: 422, type: 'invalid_request', retryable: false, description: 'The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.' },
   invalid_json: { status: 422, type: 'invalid_request', retryable: false, description: 'The request body is not valid JSON.' },
-  idempotency_key_required: { status: 422, type: 'invalid_request', retryable: false, description: 'Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters.' },
+  idempotency_key_required: { status: 422, type: 'invalid_request', retryable: false, description: 'Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).' },
   invalid_model: { status: 422, type: 'invalid_request', retryable: false, description: 'The model is not of the form provider:model or its provider is unknown.' },
   invalid_agent: { status: 422, type: 'invalid_request', retryable: false, description: 'The agent definition is invalid; `details.fields` lists each problem.' },
   waitpoint_incomplete: {

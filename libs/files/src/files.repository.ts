@@ -79,8 +79,8 @@ export class FilesRepository {
   }
 
   /** The blob is stored: the upload becomes a draft. */
-  async completeUpload(id: string): Promise<FileEntity | null> {
-    const [rows] = (await this.dataSource.query(prepared(`UPDATE files SET status = 'draft' WHERE id = $1 AND status = 'uploading' RETURNING ${FILE_COLUMNS}`), [id])) as [
+  async completeUpload(id: string, manager?: EntityManager): Promise<FileEntity | null> {
+    const [rows] = (await (manager ?? this.dataSource.manager).query(prepared(`UPDATE files SET status = 'draft' WHERE id = $1 AND status = 'uploading' RETURNING ${FILE_COLUMNS}`), [id])) as [
       Record<string, unknown>[],
       number,
     ];
