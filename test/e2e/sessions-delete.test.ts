@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { createSessionWith } from '../support/agents.js';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { uploadDraft } from '../support/files.js';
@@ -125,5 +126,28 @@ describe('deleting a session', () => {
       intervalMs: 200,
     });
     assert.equal(swept, true, 'the sweep removed the file\'s row and bytes');
+  });
+  it('takes a cooperation tree with its root; a member alone is refused (409)', async () => {
+    const coordinator = await createSessionWith('coordinator', '[[tool:create_subagent {"task":"alpha","name":"a"}]] [[tool:wait_subagents {}]]');
+    const stream = await SseStream.open(coordinator.id);
+    try {
+      const end = await stream.waitFor((e) => ['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled'].includes(e.type), 30_000);
+      assert.equal(end.type, 'agent.session.turn.completed');
+    } finally {
+      stream.close();
+    }
+    const tree = (await http(`${API}/sessions?root_session_id=${coordinator.id}&limit=100`)).body.data;
+    const member = tree.find((s: any) => s.id !== coordinator.id);
+    assert.ok(member, 'the coordinator made a member');
+
+    const alone = await deleteSession(member.id);
+    assert.equal(alone.status, 409, alone.text);
+    assert.equal(alone.body.error.code, 'state_conflict');
+    assert.equal(alone.body.error.details.root_session_id, coordinator.id);
+
+    assert.equal((await deleteSession(coordinator.id)).status, 200);
+    assert.equal((await http(`${API}/sessions/${member.id}`)).status, 404, 'the member went with its root');
+    assert.equal((await http(`${API}/sessions/${member.id}/items`)).status, 404);
+    assert.deepEqual((await http(`${API}/sessions?root_session_id=${coordinator.id}&limit=100`)).body.data, [], 'the tree lists nothing');
   });
 });
