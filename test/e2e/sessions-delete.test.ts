@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, it } from 'node:test';
 import { createSessionWith } from '../support/agents.js';
 import { query } from '../support/db.js';
@@ -14,6 +15,16 @@ import { SseStream } from '../support/sse.js';
 // active; afterwards the session and everything under it is 404 and the files sweep removes its bytes.
 
 const deleteSession = (sessionId: string) => http(`${API}/sessions/${sessionId}`, { method: 'DELETE' });
+
+/** The durable-core invariant of deletion (scripts/lib/invariants.mjs) holds for these sessions. */
+async function assertDeletedIdle(sessionIds: string[]): Promise<void> {
+  const { checkInvariants } = (await import(pathToFileURL(path.join(process.cwd(), 'scripts/lib/invariants.mjs')).href)) as {
+    checkInvariants(url: string, options: { sessionIds: string[]; strict: boolean; only: string[] }): Promise<{ checked: number; violations: unknown[] }>;
+  };
+  const result = await checkInvariants(env.databaseUrl, { sessionIds, strict: true, only: ['deleted_session_is_idle'] });
+  assert.equal(result.checked, 1, 'the check ran');
+  assert.deepEqual(result.violations, []);
+}
 
 async function completedTurn(stream: SseStream): Promise<string> {
   const done = await stream.waitForType('agent.session.turn.completed');
@@ -120,6 +131,7 @@ describe('deleting a session', () => {
 
     assert.equal((await deleteSession(sessionId)).status, 200);
     assert.equal((await http(`${API}/sessions/${sessionId}/files/${draft.id}/content`)).status, 404, 'its bytes are not served any more');
+    await assertDeletedIdle([sessionId]);
     // The test stack sweeps every 500 ms (FILE_SWEEP_MS): bounded polling, no fixed wait.
     const swept = await until(async () => ((await query(`SELECT 1 FROM files WHERE id = $1`, [draft.id])).length === 0 && !existsSync(stored) ? true : undefined), {
       attempts: 150,
@@ -149,5 +161,6 @@ describe('deleting a session', () => {
     assert.equal((await http(`${API}/sessions/${member.id}`)).status, 404, 'the member went with its root');
     assert.equal((await http(`${API}/sessions/${member.id}/items`)).status, 404);
     assert.deepEqual((await http(`${API}/sessions?root_session_id=${coordinator.id}&limit=100`)).body.data, [], 'the tree lists nothing');
+    await assertDeletedIdle([coordinator.id, member.id]);
   });
 });
