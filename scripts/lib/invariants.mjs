@@ -334,6 +334,19 @@ export const INVARIANTS = [
       WHERE t.status IN (${TERMINAL_TURN}) AND {{S:t.session_id}}
         AND NOT EXISTS (SELECT 1 FROM cooperation_signals c WHERE c.member_session_id = t.session_id AND c.turn_id = t.id)`,
   },
+  {
+    name: 'deleted_session_is_idle',
+    description: 'a deleted session has no active turn, no pending input and no file clients could still read (its files are tombstones or gone): deletion waits for its work and takes its files',
+    sql: `
+      SELECT s.id AS session_id, s.pending_input_count,
+             (SELECT count(*) FROM turns t WHERE t.session_id = s.id AND t.status IN (${sql(turnStates.ACTIVE_TURN_STATUSES)})) AS active_turns,
+             (SELECT count(*) FROM files f WHERE f.session_id = s.id AND f.status IN ('bound', 'ready', 'inline')) AS live_files
+      FROM sessions s
+      WHERE s.deleted_at IS NOT NULL AND {{S:s.id}}
+        AND (s.pending_input_count > 0
+             OR EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.status IN (${sql(turnStates.ACTIVE_TURN_STATUSES)}))
+             OR EXISTS (SELECT 1 FROM files f WHERE f.session_id = s.id AND f.status IN ('bound', 'ready', 'inline')))`,
+  },
 ];
 
 // Postgres error codes of a schema that lacks what a check reads.

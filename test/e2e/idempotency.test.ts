@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { query } from '../support/db.js';
 import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
-import { uploadDraft } from '../support/files.js';
+import { upload, uploadDraft } from '../support/files.js';
+import { newProductUser } from '../support/identity.js';
 import { SseStream } from '../support/sse.js';
 
 describe('idempotency', () => {
@@ -110,5 +111,46 @@ describe('idempotency', () => {
     });
     assert.equal(eventMissing.status, 422);
     assert.equal(eventMissing.body.error.code, 'idempotency_key_required');
+  });
+  it('an upload with an Idempotency-Key: the same bytes return the same draft, other bytes or another name 409', async () => {
+    const key = newKey('upload');
+    const bytes = `quarterly numbers of ${key}\n`;
+    const first = await upload(bytes, 'numbers.txt', { idempotencyKey: key });
+    assert.equal(first.status, 201, first.text);
+    const retry = await upload(bytes, 'numbers.txt', { idempotencyKey: key });
+    assert.equal(retry.status, 201, 'the same answer as the first');
+    assert.equal(retry.text, first.text, 'byte for byte');
+    assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+    const stored = await query(`SELECT id FROM files WHERE sha256 = $1`, [first.body.yuxi.sha256]);
+    assert.deepEqual(stored.map((row) => row.id), [first.body.id], 'one file for the two requests');
+
+    const otherBytes = await upload('other numbers\n', 'numbers.txt', { idempotencyKey: key });
+    assert.equal(otherBytes.status, 409, otherBytes.text);
+    assert.equal(otherBytes.body.error.code, 'idempotency_conflict');
+    const otherName = await upload(bytes, 'renamed.txt', { idempotencyKey: key });
+    assert.equal(otherName.status, 409);
+    assert.equal(otherName.body.error.code, 'idempotency_conflict');
+
+    assert.equal((await http(`${API}/files/${first.body.id}`)).status, 200, 'the one draft is readable');
+    const stranger = await newProductUser('uploader');
+    const theirs = await upload(bytes, 'numbers.txt', { idempotencyKey: key, token: stranger.key.secret });
+    assert.equal(theirs.status, 201, 'keys are scoped to their owner');
+    assert.notEqual(theirs.body.id, first.body.id);
+
+    const plainA = await upload('no key\n', 'plain.txt');
+    const plainB = await upload('no key\n', 'plain.txt');
+    assert.notEqual(plainA.body.id, plainB.body.id, 'without a key every upload is a new draft');
+    const tooLong = await upload('x\n', 'x.txt', { idempotencyKey: 'k'.repeat(129) });
+    assert.equal(tooLong.status, 422);
+    assert.equal(tooLong.body.error.code, 'idempotency_key_required');
+  });
+
+  it('concurrent uploads under one key make one draft', async () => {
+    const key = newKey('upload-race');
+    const answers = await Promise.all(Array.from({ length: 5 }, () => upload(`raced bytes of ${key}\n`, 'race.txt', { idempotencyKey: key })));
+    assert.deepEqual([...new Set(answers.map((a) => a.status))], [201]);
+    assert.equal(new Set(answers.map((a) => a.text)).size, 1, 'every answer is the first draft');
+    const drafts = await query(`SELECT id FROM files WHERE sha256 = $1 AND status = 'draft'`, [answers[0]!.body.yuxi.sha256]);
+    assert.deepEqual(drafts.map((row) => row.id), [answers[0]!.body.id], 'the raced copies are not drafts (the sweep removes them)');
   });
 });

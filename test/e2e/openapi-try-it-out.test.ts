@@ -87,7 +87,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     for (const id of ['getHealth', 'getLiveness', 'getReadiness', 'getMetrics', 'listAgents', 'getAgent']) await tryIt(id, 200);
   });
 
-  it('a session from its default create, read every way, a message, its receipt, then archived', async () => {
+  it('a session from its default create, read every way, a message, its receipt, then archived and deleted', async () => {
     const created = await tryIt('createSession', 201);
     ids.session_id = created.body.id;
     ids.input_id = created.body.yuxi.receipt.input_id;
@@ -108,6 +108,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     stream.close();
     tried.add('streamSessionEvents');
     await tryIt('archiveSession', 200);
+    await tryIt('deleteSession', 200);
   });
 
   it('a project created from the default body, read, listed and deleted', async () => {

@@ -273,6 +273,29 @@ describe('sdk: the typed client against the real stack', () => {
     );
   });
 
+  it('labels, updates conditionally and deletes sessions: metadata filter, ifMatch (412 revision_mismatch), delete twice', async () => {
+    const { key } = await newProductUser('sdk hygiene');
+    const client = new AgentsClient({ baseUrl: env.apiUrl, apiKey: key.secret });
+    const labelled = await client.sessions.create({ agent_id: 'default-chatbot', yuxi: { metadata: { team: 'sdk', tier: 'gold' } } });
+    await client.sessions.create({ agent_id: 'default-chatbot', yuxi: { metadata: { team: 'sdk' } } });
+    assert.deepEqual(labelled.yuxi.metadata, { team: 'sdk', tier: 'gold' });
+    assert.equal(labelled.yuxi.revision, 1);
+    const gold = await client.sessions.list({ metadata: { team: 'sdk', tier: 'gold' } });
+    assert.deepEqual(gold.data.map((s) => s.id), [labelled.id]);
+
+    const renamed = await client.sessions.update(labelled.id, { yuxi: { title: 'Renamed' } }, { ifMatch: 1 });
+    assert.equal(renamed.yuxi.revision, 2);
+    await assert.rejects(
+      client.sessions.update(labelled.id, { yuxi: { title: 'Stale' } }, { ifMatch: 1 }),
+      (error: unknown) => error instanceof AgentsApiError && error.status === 412 && error.code === 'revision_mismatch',
+    );
+
+    const deleted = await client.sessions.delete(labelled.id);
+    assert.deepEqual(deleted, { id: labelled.id, object: 'agent.session', deleted: true });
+    assert.deepEqual(await client.sessions.delete(labelled.id), deleted, 'a retried delete gets the same answer');
+    await assert.rejects(client.sessions.get(labelled.id), (error: unknown) => error instanceof AgentsApiError && error.status === 404);
+  });
+
   it('on resync re-reads the waiting turn and its items, then streams the rest of the turn to its end', async () => {
     const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: 'a question first [[ask:Proceed?]]' });
     const reference = await witness(session.id);

@@ -178,4 +178,108 @@ describe('session management', () => {
       stream.close();
     }
   });
+  it('keeps metadata: set at create, replaced by an update, filtered in lists with metadata[key]=value', async () => {
+    const label = newKey('label');
+    const created = await http(`${API}/sessions`, {
+      idempotencyKey: newKey('create'),
+      body: { agent_id: 'default-chatbot', yuxi: { metadata: { channel: 'web', run: label } } },
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(created.body.yuxi.metadata, { channel: 'web', run: label });
+    const other = await http(`${API}/sessions`, { idempotencyKey: newKey('create'), body: { agent_id: 'default-chatbot', yuxi: { metadata: { channel: 'api', run: label } } } });
+    assert.equal(other.status, 201, other.text);
+    assert.deepEqual((await createSession()).yuxi.metadata, {}, 'no metadata: an empty map');
+
+    const both = await http(`${API}/sessions?limit=100&metadata[run]=${encodeURIComponent(label)}`);
+    assert.equal(both.status, 200, both.text);
+    assert.deepEqual(both.body.data.map((s: any) => s.id).sort(), [created.body.id, other.body.id].sort());
+    const web = await http(`${API}/sessions?limit=100&metadata[run]=${encodeURIComponent(label)}&metadata[channel]=web`);
+    assert.deepEqual(web.body.data.map((s: any) => s.id), [created.body.id], 'every pair must match');
+
+    const replaced = await http(`${API}/sessions/${created.body.id}`, { body: { yuxi: { metadata: { channel: 'mobile' } } } });
+    assert.equal(replaced.status, 200, replaced.text);
+    assert.deepEqual(replaced.body.yuxi.metadata, { channel: 'mobile' }, 'an update replaces the whole map');
+    const after = await http(`${API}/sessions?limit=100&metadata[run]=${encodeURIComponent(label)}`);
+    assert.deepEqual(after.body.data.map((s: any) => s.id), [other.body.id]);
+    assert.deepEqual((await http(`${API}/sessions/${created.body.id}`, { body: { yuxi: { metadata: {} } } })).body.yuxi.metadata, {}, '{} clears it');
+  });
+
+  it('bounds metadata (16 keys, 64-character keys, 512-character string values): 422 naming the field, nothing stored', async () => {
+    const tooMany = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']));
+    const session = await createSession();
+    const bad: [unknown, string][] = [
+      [tooMany, 'at most 16 keys'],
+      [{ ['k'.repeat(65)]: 'v' }, '1–64 characters'],
+      [{ note: 'v'.repeat(513) }, 'at most 512 characters'],
+      [{ count: 3 }, 'must be a string'],
+      [['a'], 'must be an object'],
+    ];
+    for (const [metadata, problem] of bad) {
+      const update = await http(`${API}/sessions/${session.id}`, { body: { yuxi: { metadata } } });
+      assert.equal(update.status, 422, JSON.stringify(metadata).slice(0, 80));
+      assert.equal(update.body.error.code, 'validation_failed');
+      const field = update.body.error.details.fields.find((f: any) => f.field === 'yuxi.metadata');
+      assert.ok(field, `the field path is named: ${update.text}`);
+      assert.ok(field.errors.join(' ').includes(problem), `${problem}: ${update.text}`);
+      const create = await http(`${API}/sessions`, { idempotencyKey: newKey('create'), body: { agent_id: 'default-chatbot', yuxi: { metadata } } });
+      assert.equal(create.status, 422);
+    }
+    const exactly = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`${i}`.padEnd(64, 'k'), 'v'.repeat(512)]));
+    const atTheBounds = await http(`${API}/sessions/${session.id}`, { body: { yuxi: { metadata: exactly } } });
+    assert.equal(atTheBounds.status, 200, 'the bounds themselves are accepted');
+    assert.equal((await http(`${API}/sessions/${session.id}`)).body.yuxi.revision, 2, 'the refused updates changed nothing');
+    const repeated = await http(`${API}/sessions?metadata[a]=1&metadata[a]=2`);
+    assert.equal(repeated.status, 422, 'a repeated filter key is refused, not read as one of its values');
+    const unknown = await http(`${API}/sessions/${session.id}/turns?metadata[a]=1`);
+    assert.equal(unknown.status, 422, 'other lists take no metadata filter');
+  });
+
+  it('counts revisions: every update adds one, a stale If-Match is 412 and changes nothing', async () => {
+    const session = await createSession();
+    assert.equal(session.yuxi.revision, 1);
+    const read = await http(`${API}/sessions/${session.id}`);
+    assert.equal(read.headers.get('etag'), '"1"', 'the ETag is the revision');
+
+    const renamed = await http(`${API}/sessions/${session.id}`, { body: { yuxi: { title: 'First' } }, headers: { 'if-match': '"1"' } });
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.equal(renamed.body.yuxi.revision, 2);
+    assert.equal(renamed.headers.get('etag'), '"2"');
+
+    const stale = await http(`${API}/sessions/${session.id}`, { body: { yuxi: { title: 'Stale' } }, headers: { 'if-match': '"1"' } });
+    assert.equal(stale.status, 412, stale.text);
+    assert.equal(stale.body.error.code, 'revision_mismatch');
+    assert.equal(stale.body.error.details.revision, 2);
+    assert.equal(stale.body.error.details.expected_revision, 1);
+    const unchanged = (await http(`${API}/sessions/${session.id}`)).body;
+    assert.equal(unchanged.yuxi.title, 'First');
+    assert.equal(unchanged.yuxi.revision, 2);
+    assert.equal((await http(`${API}/sessions/${session.id}`, { body: {}, headers: { 'if-match': '1' } })).status, 412, 'an empty update checks the revision too');
+
+    const bare = await http(`${API}/sessions/${session.id}`, { body: { yuxi: { is_pinned: true } }, headers: { 'if-match': '2' } });
+    assert.equal(bare.status, 200, 'the bare number works as well');
+    assert.equal(bare.body.yuxi.revision, 3);
+    const unconditional = await http(`${API}/sessions/${session.id}`, { body: { yuxi: { unread: false } } });
+    assert.equal(unconditional.body.yuxi.revision, 4, 'without If-Match the update applies and still counts');
+    const malformed = await http(`${API}/sessions/${session.id}`, { body: { yuxi: { title: 'x' } }, headers: { 'if-match': 'yesterday' } });
+    assert.equal(malformed.status, 422, 'an unreadable condition is refused, not ignored');
+    assert.equal(malformed.body.error.details.fields[0].field, 'If-Match');
+
+    // Two writers holding the same revision: the compare is part of the UPDATE, so exactly one wins.
+    const racing = await Promise.all(
+      ['A', 'B'].map((title) => http(`${API}/sessions/${session.id}`, { body: { yuxi: { title } }, headers: { 'if-match': '"4"' } })),
+    );
+    assert.deepEqual(racing.map((r) => r.status).sort(), [200, 412]);
+
+    // A turn is not an update of the session: its revision stays.
+    const stream = await SseStream.open(session.id);
+    try {
+      await sendMessage(session.id, 'a turn');
+      await stream.waitForType('agent.session.turn.completed');
+    } finally {
+      stream.close();
+    }
+    assert.equal((await http(`${API}/sessions/${session.id}`)).body.yuxi.revision, 5);
+    const archived = await http(`${API}/sessions/${session.id}/archive`, { method: 'POST' });
+    assert.equal(archived.body.yuxi.revision, 6, 'archiving is an update');
+  });
 });

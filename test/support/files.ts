@@ -10,6 +10,8 @@ export interface UploadOptions {
   field?: string;
   /** X-End-User-Id, for a key bound to an app. */
   endUserId?: string;
+  /** Idempotency-Key of the upload. */
+  idempotencyKey?: string;
 }
 
 /** POST /files with one multipart part, as a browser or curl -F would send it. */
@@ -17,7 +19,11 @@ export async function upload(bytes: Uint8Array | string, filename: string, optio
   const form = new FormData();
   const data = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
   form.append(options.field ?? 'file', new Blob([data], { type: options.contentType ?? 'application/octet-stream' }), filename);
-  const res = await fetch(`${options.baseUrl ?? env.apiUrl}${API}/files`, { method: 'POST', headers: { authorization: `Bearer ${options.token ?? env.apiKey}`, ...(options.endUserId ? { 'x-end-user-id': options.endUserId } : {}) }, body: form });
+  const res = await fetch(`${options.baseUrl ?? env.apiUrl}${API}/files`, { method: 'POST', headers: {
+      authorization: `Bearer ${options.token ?? env.apiKey}`,
+      ...(options.endUserId ? { 'x-end-user-id': options.endUserId } : {}),
+      ...(options.idempotencyKey !== undefined ? { 'idempotency-key': options.idempotencyKey } : {}),
+    }, body: form });
   const text = await res.text();
   let body: unknown;
   try {

@@ -4,11 +4,14 @@ import { Authenticator, type Principal, RateLimits } from '#libs/auth';
 import { httpLogger, withLogContext } from '#libs/config';
 import { DomainError, createValidationPipe, requestIdMiddleware, requestIdOf, sendError, toDomainError } from '#libs/errors';
 import { httpMetricsMiddleware } from '#libs/metrics';
+import { gatherMetadataFilter } from '#libs/protocol';
 
 /** Large bodies are accepted only where inline images travel: session create and event submission. */
 const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
 /** The one route that takes multipart/form-data (its controller reads and bounds the body). */
 const UPLOAD_ROUTE = /^\/api\/v1\/agents\/files\/?$/i;
+/** The session list, whose `metadata[key]=value` filter is gathered into one query field. */
+const SESSION_LIST_ROUTE = /^\/api\/v1\/agents\/sessions\/?$/i;
 
 /**
  * HTTP concerns of the api: request ids first, then authentication and rate limits — before any
@@ -25,6 +28,7 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
   app.use(authenticate(app.get(Authenticator), app.get(RateLimits)));
   app.use(refuseUndecodablePaths);
   app.use(canonicaliseIds);
+  app.use(gatherSessionListMetadata);
   const large = express.json({ limit: bodyLimit });
   const small = express.json({ limit: '1mb' });
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -55,6 +59,20 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
   // Again after the body was read: the body parser resumes the chain from the socket's callbacks.
   app.use(bindRequestLogContext);
   app.useGlobalPipes(createValidationPipe());
+}
+
+/**
+ * `GET /sessions?metadata[key]=value`: Express 5 reads queries flat, so the pairs are gathered into
+ * one `metadata` object here, which the list's query DTO validates. Elsewhere such keys stay
+ * unknown fields (422).
+ */
+function gatherSessionListMetadata(req: Request, _res: Response, next: NextFunction): void {
+  if (req.method !== 'GET' || !SESSION_LIST_ROUTE.test(req.path)) return next();
+  const query = req.query as Record<string, unknown>;
+  if (!Object.keys(query).some((name) => name.startsWith('metadata['))) return next();
+  // req.query is a getter that parses the URL on every read: the gathered object shadows it.
+  Object.defineProperty(req, 'query', { value: gatherMetadataFilter(query), configurable: true, enumerable: true, writable: true });
+  next();
 }
 
 /** What the rest of the request logs carries its request_id (see withLogContext). */

@@ -14,6 +14,7 @@ import { PreparationBackoff1765330120000 } from './migrations/1765330120000-prep
 import { Compaction1765416000000 } from './migrations/1765416000000-compaction.js';
 import { Projects1765502400000 } from './migrations/1765502400000-projects.js';
 import { Cooperation1765588800000 } from './migrations/1765588800000-cooperation.js';
+import { SessionHygiene1765761600000 } from './migrations/1765761600000-session-hygiene.js';
 import { UsersByKind1765848000000 } from './migrations/1765848000000-users-by-kind.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
@@ -32,6 +33,7 @@ export const MIGRATIONS = [
   Compaction1765416000000,
   Projects1765502400000,
   Cooperation1765588800000,
+  SessionHygiene1765761600000,
   UsersByKind1765848000000,
 ];
 

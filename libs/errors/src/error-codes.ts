@@ -67,6 +67,12 @@ export const ERROR_CODES = {
       'The attachment cannot be deleted now: its preparation is unfinished (and its input not cancelled), a pending input references it, or a turn of the session is active.',
   },
   file_not_ready: { status: 409, type: 'invalid_state', retryable: false, description: 'The file is still being prepared into the session\'s workdir; retry once its attachment status is ready.' },
+  revision_mismatch: {
+    status: 412,
+    type: 'invalid_state',
+    retryable: false,
+    description: 'The `If-Match` revision is not the session\'s current one (`details.revision`): it changed since you read it. Read it again and reapply your change.',
+  },
   payload_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The request body exceeds the configured limit.' },
   file_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The uploaded file exceeds 5 MiB (`details.limit_bytes`).' },
   file_quota_exceeded: {
@@ -103,7 +109,7 @@ export const ERROR_CODES = {
   },
   validation_failed: { status: 422, type: 'invalid_request', retryable: false, description: 'The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.' },
   invalid_json: { status: 422, type: 'invalid_request', retryable: false, description: 'The request body is not valid JSON.' },
-  idempotency_key_required: { status: 422, type: 'invalid_request', retryable: false, description: 'Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters.' },
+  idempotency_key_required: { status: 422, type: 'invalid_request', retryable: false, description: 'Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).' },
   invalid_model: { status: 422, type: 'invalid_request', retryable: false, description: 'The model is not of the form provider:model or its provider is unknown.' },
   invalid_agent: { status: 422, type: 'invalid_request', retryable: false, description: 'The agent definition is invalid; `details.fields` lists each problem.' },
   waitpoint_incomplete: {

@@ -79,8 +79,8 @@ export class FilesRepository {
   }
 
   /** The blob is stored: the upload becomes a draft. */
-  async completeUpload(id: string): Promise<FileEntity | null> {
-    const [rows] = (await this.dataSource.query(prepared(`UPDATE files SET status = 'draft' WHERE id = $1 AND status = 'uploading' RETURNING ${FILE_COLUMNS}`), [id])) as [
+  async completeUpload(id: string, manager?: EntityManager): Promise<FileEntity | null> {
+    const [rows] = (await (manager ?? this.dataSource.manager).query(prepared(`UPDATE files SET status = 'draft' WHERE id = $1 AND status = 'uploading' RETURNING ${FILE_COLUMNS}`), [id])) as [
       Record<string, unknown>[],
       number,
     ];
@@ -277,6 +277,20 @@ export class FilesRepository {
       number,
     ];
     return count === 1;
+  }
+
+  /**
+   * The files of deleted sessions (attachments and inline images) become tombstones, in the
+   * deleting transaction: clients lose them with the session, and the files sweep removes their
+   * bytes and rows in its bounded batches. Returns how many.
+   */
+  async tombstoneSessionFiles(manager: EntityManager, sessionIds: string[]): Promise<number> {
+    if (sessionIds.length === 0) return 0;
+    const [, count] = (await manager.query(
+      prepared(`UPDATE files SET status = 'deleting' WHERE session_id = ANY($1::uuid[]) AND status IN ('bound', 'ready', 'inline')`),
+      [sessionIds],
+    )) as [unknown[], number];
+    return count;
   }
 
   // ---------------------------------------------------------------- the sweep's queries

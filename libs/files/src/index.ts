@@ -13,7 +13,7 @@ export { FILE_STORAGE, type FileStorage, StorageObjectMissing, StorageUnavailabl
 export { LocalFileStorage } from './storage/local-storage.js';
 export { S3FileStorage } from './storage/s3-storage.js';
 export { createFileStorage } from './storage/storage.provider.js';
-export { DeleteFile, GetFile, MAX_FILE_BYTES, type ReceivedUpload, UploadFile } from './use-cases/draft-files.use-case.js';
+export { type CheckedUpload, DeleteFile, GetFile, MAX_FILE_BYTES, type ReceivedUpload, UploadFile } from './use-cases/draft-files.use-case.js';
 export { checkInlineImage, type InlineImageCheck } from './inline/inline-image-sniffing.js';
 export { type DecodedImage, ResolveSessionImages, StoreInlineImages } from './use-cases/inline-images.use-case.js';
 export { GetSessionFileContent, type SessionFileContent } from './use-cases/session-file-content.use-case.js';

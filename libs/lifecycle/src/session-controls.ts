@@ -187,8 +187,8 @@ export class SessionControls {
         queued_input_count: session.pendingInputCount,
       });
     }
-    await this.sessions.markArchived(manager, session.id);
-    return { ...session, archived: true };
+    const revision = await this.sessions.markArchived(manager, session.id);
+    return { ...session, archived: true, revision };
   }
 }
 

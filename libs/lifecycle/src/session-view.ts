@@ -47,6 +47,8 @@ export interface SessionView {
     depth: number;
     spawned_by: { turn_id: string; call_id: string } | null;
     subagent: { name: string; task: string } | null;
+    metadata: Record<string, string>;
+    revision: number;
     receipt: AcceptedReceipt | null;
   };
 }
@@ -76,6 +78,8 @@ export function toSessionDto(session: Session, receipt: AcceptedReceipt | null =
       depth: session.depth,
       spawned_by: session.spawnedTurnId && session.spawnedCallId ? { turn_id: session.spawnedTurnId, call_id: session.spawnedCallId } : null,
       subagent: session.subagent,
+      metadata: session.metadata,
+      revision: session.revision,
       receipt,
     },
   };

@@ -5,6 +5,7 @@ export {
   ReceiptDto,
   ReceiptQueryDto,
   SessionAgentDto,
+  SessionDeletedDto,
   SessionDto,
   SessionListDto,
   SessionListQueryDto,
@@ -15,8 +16,9 @@ export { type InlineImageBatch, InlineImages } from './inline-images.js';
 export { MAX_IMAGE_BYTES_TOTAL, messageText, parseAgentInput } from './input-parser.js';
 export { ProtocolModule } from './protocol.module.js';
 export { SessionQueriesService } from './session-queries.service.js';
-export { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, GetProject, ListProjects, SubmitEvent, UpdateSession } from './use-cases/index.js';
+export { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteSession, UploadDraft, DeleteProject, GetProject, ListProjects, SubmitEvent, UpdateSession } from './use-cases/index.js';
 export { CreateProjectDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from './dto/project.dto.js';
 export { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
 export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQueueEventDto, PromoteInputEventDto, TreeContinueEventDto, TreeStopEventDto, UpdateSessionDto, UpdateSessionYuxiDto } from './dto/update-session.dto.js';
 export { AnswerResponseDto, ApprovalDecisionDto, ApprovalResponseDto, ResumeEventDto, ToolResultEventDto, WaitpointAnswerDto } from './dto/waitpoint-events.dto.js';
+export { gatherMetadataFilter, METADATA_LIMITS, metadataErrors, parseIfMatch, revisionEtag } from './session-metadata.js';

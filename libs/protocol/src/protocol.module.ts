@@ -9,12 +9,12 @@ import { QueueModule } from '#libs/queue';
 import { SessionsModule } from '#libs/sessions';
 import { TurnsModule } from '#libs/turns';
 import { SessionQueriesService } from './session-queries.service.js';
-import { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, GetProject, ListProjects, SubmitEvent, UpdateSession, USE_CASES } from './use-cases/index.js';
+import { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, DeleteSession, GetProject, ListProjects, SubmitEvent, UpdateSession, UploadDraft, USE_CASES } from './use-cases/index.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
   imports: [AgentsModule, FilesModule, LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
   providers: [...USE_CASES, SessionQueriesService],
-  exports: [CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteAttachment, SessionQueriesService, AgentsModule],
+  exports: [CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, AgentsModule],
 })
 export class ProtocolModule {}

@@ -23,6 +23,7 @@ import type {
   Receipt,
   Run,
   Session,
+  SessionDeleted,
   SessionList,
   SessionState,
   Turn,
@@ -66,6 +67,8 @@ export async function* paginate<T>(fetchPage: (after: string | undefined) => Pro
 }
 
 export type SendMessageOptions = WriteOptions & MessageOptions;
+/** `ifMatch`: the session revision the update is conditional on. */
+export type UpdateOptions = CallOptions & { ifMatch?: number };
 export type CancelTarget = NonNullable<InputEventOf<'agent.session.input.cancel'>['yuxi']>;
 export type ResumeParams = Omit<InputEventOf<'yuxi.session.input.resume'>, 'type'>;
 export type ToolResultParams = Omit<InputEventOf<'tool_result'>, 'type'>;
@@ -83,8 +86,12 @@ export class SessionsResource {
     return this.transport.request({ method: 'POST', path: SESSIONS, body: params, idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(), signal: options.signal });
   }
 
+  /** `metadata` filters on labels: sessions holding every given pair (sent as `metadata[key]=value`). */
   list(params: ListSessionsParams = {}, options: CallOptions = {}): Promise<SessionList> {
-    return this.transport.request({ method: 'GET', path: SESSIONS, query: params as Query, signal: options.signal });
+    const { metadata, ...rest } = params;
+    const query: Query = { ...(rest as Query) };
+    for (const [key, value] of Object.entries(metadata ?? {})) query[`metadata[${key}]`] = value;
+    return this.transport.request({ method: 'GET', path: SESSIONS, query, signal: options.signal });
   }
 
   /** Every session matching the filters, page after page. */
@@ -96,9 +103,23 @@ export class SessionsResource {
     return this.transport.request({ method: 'GET', path: sessionPath(sessionId), signal: options.signal });
   }
 
-  /** Title, pin, read state, and the model and approval mode of inputs received from now on. */
-  update(sessionId: string, params: UpdateSessionParams, options: CallOptions = {}): Promise<Session> {
-    return this.transport.request({ method: 'POST', path: sessionPath(sessionId), body: params, signal: options.signal });
+  /**
+   * Title, pin, read state, metadata (replaced whole), and the model and approval mode of inputs
+   * received from now on. `ifMatch`: the `yuxi.revision` you last read; the update then applies
+   * only at that revision, else it fails with 412 `revision_mismatch` (re-read and reapply).
+   */
+  update(sessionId: string, params: UpdateSessionParams, options: UpdateOptions = {}): Promise<Session> {
+    const headers = options.ifMatch === undefined ? undefined : { 'if-match': `"${options.ifMatch}"` };
+    return this.transport.request({ method: 'POST', path: sessionPath(sessionId), body: params, headers, signal: options.signal });
+  }
+
+  /**
+   * Soft-deletes a session (a cooperation root with its tree): everything under it is 404 from then
+   * on and its files are removed. 409 `state_conflict` while a turn is active or inputs are pending.
+   * Idempotent: a retry after a lost answer gets the same answer.
+   */
+  delete(sessionId: string, options: CallOptions = {}): Promise<SessionDeleted> {
+    return this.transport.request({ method: 'DELETE', path: sessionPath(sessionId), signal: options.signal });
   }
 
   archive(sessionId: string, options: CallOptions = {}): Promise<Session> {

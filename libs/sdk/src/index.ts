@@ -6,7 +6,7 @@
  * it runs wherever `fetch` does.
  */
 export { AgentsClient, AgentsResource, paginate, ProjectsResource, SessionsResource } from './client.js';
-export type { CancelTarget, ResumeParams, SendMessageOptions, ToolResultParams } from './client.js';
+export type { CancelTarget, ResumeParams, SendMessageOptions, ToolResultParams, UpdateOptions } from './client.js';
 export { AgentsApiError, AgentsConnectionError, AgentsProtocolError } from './errors.js';
 export { DEFAULT_RETRY } from './retry.js';
 export type { RetryPolicy } from './retry.js';

@@ -45,6 +45,8 @@ export interface RequestSpec {
   query?: Query;
   body?: unknown;
   idempotencyKey?: string;
+  /** Further request headers of this call (e.g. `if-match`). */
+  headers?: Record<string, string>;
   signal?: AbortSignal;
   /** Overrides the client's retry count for this call. */
   maxRetries?: number;
@@ -162,7 +164,7 @@ export class Transport {
   }
 
   private async attempt(spec: RequestSpec, body: string | undefined): Promise<{ response: Response; text: string }> {
-    const headers = this.headers({ accept: 'application/json' });
+    const headers = this.headers({ ...spec.headers, accept: 'application/json' });
     if (spec.idempotencyKey !== undefined) headers['idempotency-key'] = spec.idempotencyKey;
     if (body !== undefined) headers['content-type'] = 'application/json';
     const timeout = AbortSignal.timeout(this.timeoutMs);

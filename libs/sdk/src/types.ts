@@ -32,6 +32,7 @@ export type SessionList = ResponseBody<SessionsPath, 'get', 200>;
 export type CreateSessionParams = RequestBody<SessionsPath, 'post'>;
 export type ListSessionsParams = QueryParams<SessionsPath, 'get'>;
 export type UpdateSessionParams = RequestBody<SessionPath, 'post'>;
+export type SessionDeleted = ResponseBody<SessionPath, 'delete', 200>;
 
 /** What `POST …/events` takes: exactly one of these per request. */
 export type InputEvent = RequestBody<EventsPath, 'post'>['events'][number];

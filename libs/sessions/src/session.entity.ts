@@ -61,6 +61,12 @@ export class SessionEntity {
   @Column('smallint', { name: 'tree_max_concurrent', nullable: true }) treeMaxConcurrent!: number | null;
   /** On a root: when `yuxi.session.tree.stop` stopped the tree (null: not stopped, or continued). */
   @Column('timestamptz', { name: 'tree_stopped_at', nullable: true }) treeStoppedAt!: Date | null;
+  /** The caller's string labels (bounded by the API; filterable in lists). */
+  @Column('jsonb') metadata!: Record<string, string>;
+  /** Bumped by every update made through the session routes; `If-Match` compares it. */
+  @Column('integer') revision!: number;
+  /** Soft delete: a deleted session is not found by any owner-scoped lookup. */
+  @Column('timestamptz', { name: 'deleted_at', nullable: true }) deletedAt!: Date | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('timestamptz', { name: 'last_active_at' }) lastActiveAt!: Date;
   @Column('timestamptz', { name: 'updated_at' }) updatedAt!: Date;
@@ -73,7 +79,7 @@ export class SessionEntity {
 export const SESSION_COLUMNS =
   'id, owner_id, agent_id, model, tool_approval_mode, compaction_mode, instructions, agent_snapshot, trusted_tools, title, project_id, workdir_id, is_pinned, archived, unread, queue_paused, ' +
   'input_seq, item_seq, turn_seq, pending_input_count, current_turn, parent_session_id, root_session_id, depth, spawned_turn_id, spawned_call_id, subagent, ' +
-  'tree_max_concurrent, tree_stopped_at, created_at, last_active_at, updated_at';
+  'tree_max_concurrent, tree_stopped_at, metadata, revision, deleted_at, created_at, last_active_at, updated_at';
 
 /** Maps a raw `sessions` row (RETURNING / SELECT of SESSION_COLUMNS) onto the entity. */
 export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
@@ -107,6 +113,9 @@ export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
     subagent: (row.subagent as SubagentInfo | null) ?? null,
     treeMaxConcurrent: row.tree_max_concurrent === null || row.tree_max_concurrent === undefined ? null : Number(row.tree_max_concurrent),
     treeStoppedAt: (row.tree_stopped_at as Date | null) ?? null,
+    metadata: (row.metadata as Record<string, string> | null) ?? {},
+    revision: Number(row.revision ?? 1),
+    deletedAt: (row.deleted_at as Date | null) ?? null,
     createdAt: row.created_at as Date,
     lastActiveAt: row.last_active_at as Date,
     updatedAt: row.updated_at as Date,

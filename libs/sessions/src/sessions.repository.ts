@@ -22,6 +22,8 @@ export interface NewSession {
   treeMaxConcurrent?: number | null;
   /** The workdir the session shares (its project's id); omitted: a workdir of its own (the session's id). */
   workdirId?: string;
+  /** The caller's labels (validated by the API); omitted: none. */
+  metadata?: Record<string, string>;
 }
 
 /** Presentation and default-configuration changes; each field optional. */
@@ -32,6 +34,8 @@ export interface SessionPatch {
   model?: string;
   toolApprovalMode?: string;
   compactionMode?: CompactionMode;
+  /** Replaces the whole map (as OpenAI's metadata updates do). */
+  metadata?: Record<string, string>;
 }
 
 export interface SessionFilter {
@@ -40,6 +44,16 @@ export interface SessionFilter {
   rootSessionId?: string;
   archived?: boolean;
   isPinned?: boolean;
+  /** Sessions whose metadata holds every one of these pairs. */
+  metadata?: Record<string, string>;
+}
+
+/** A stale `If-Match`: 412 with the session's current revision, so the caller can re-read and retry. */
+function revisionMismatch(sessionId: string, expected: number, current: number): DomainError {
+  return new DomainError('revision_mismatch', `Session ${sessionId} is at revision ${current}, not ${expected}; read it again and retry`, {
+    expected_revision: expected,
+    revision: current,
+  });
 }
 
 /**
@@ -67,6 +81,9 @@ export class SessionsRepository {
       treeMaxConcurrent: input.treeMaxConcurrent ?? null,
       treeStoppedAt: null,
       workdirId: input.workdirId ?? id,
+      metadata: input.metadata ?? {},
+      revision: 1,
+      deletedAt: null,
       trustedTools: [],
       isPinned: false,
       archived: false,
@@ -85,13 +102,26 @@ export class SessionsRepository {
     return row;
   }
 
-  /** Another owner's session is indistinguishable from a missing one. */
+  /** Another owner's session, and a deleted one, are indistinguishable from a missing one. */
   async getVisible(ownerId: string, sessionId: string): Promise<SessionEntity> {
     const rows = isUuid(sessionId)
-      ? ((await this.sessions.query(prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 AND owner_id = $2`), [sessionId, ownerId])) as Record<string, unknown>[])
+      ? ((await this.sessions.query(prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`), [
+          sessionId,
+          ownerId,
+        ])) as Record<string, unknown>[])
       : [];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
     return sessionFromRow(rows[0]);
+  }
+
+  /**
+   * lock() for a caller's request: another owner's session and a deleted one are not found. The
+   * worker's paths use lock() itself (a deleted session has no work left: deletion waits for it).
+   */
+  async lockVisible(manager: EntityManager, ownerId: string, sessionId: string): Promise<SessionEntity> {
+    const session = await this.lock(manager, sessionId);
+    if (!session || session.ownerId !== ownerId || session.deletedAt !== null) throw DomainError.notFound(`Session ${sessionId}`);
+    return session;
   }
 
   /** SELECT … FOR UPDATE: serialises inputs, claims and settlements of one session. */
@@ -111,7 +141,7 @@ export class SessionsRepository {
     const [rows] = (await manager.query(
       prepared(`UPDATE sessions SET input_seq = input_seq + 1, pending_input_count = pending_input_count + 1,
               last_active_at = GREATEST(last_active_at, $3)
-       WHERE id = $1 AND owner_id = $2 RETURNING ${SESSION_COLUMNS}`),
+       WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL RETURNING ${SESSION_COLUMNS}`),
       [sessionId, ownerId, at],
     )) as [Record<string, unknown>[], number];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
@@ -167,10 +197,14 @@ export class SessionsRepository {
   }
 
   /**
-   * Applies a patch. Presentation fields never move last_active_at or list order; model and
-   * approval mode only affect inputs received afterwards (each input freezes its own config).
+   * Applies a patch and bumps the revision. Presentation fields never move last_active_at or list
+   * order; model and approval mode only affect inputs received afterwards (each input freezes its
+   * own config). `ifMatch` (the caller's `If-Match`) is compared in the UPDATE itself, so two
+   * writers holding the same revision cannot both succeed; only a refused update reads the row
+   * again, to tell 412 (the revision moved) from 404. An empty patch changes nothing and keeps
+   * the revision (but still answers 412 to a stale `If-Match`).
    */
-  async update(ownerId: string, sessionId: string, patch: SessionPatch): Promise<SessionEntity> {
+  async update(ownerId: string, sessionId: string, patch: SessionPatch, ifMatch?: number): Promise<SessionEntity> {
     const sets: string[] = [];
     const values: unknown[] = [sessionId, ownerId];
     const set = (column: string, value: unknown): void => {
@@ -183,19 +217,53 @@ export class SessionsRepository {
     if (patch.model !== undefined) set('model', patch.model);
     if (patch.toolApprovalMode !== undefined) set('tool_approval_mode', patch.toolApprovalMode);
     if (patch.compactionMode !== undefined) set('compaction_mode', patch.compactionMode);
-    if (sets.length === 0) return this.getVisible(ownerId, sessionId);
+    if (patch.metadata !== undefined) set('metadata', JSON.stringify(patch.metadata));
+    if (sets.length === 0) {
+      const current = await this.getVisible(ownerId, sessionId);
+      if (ifMatch !== undefined && current.revision !== ifMatch) throw revisionMismatch(sessionId, ifMatch, current.revision);
+      return current;
+    }
     if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
+    values.push(ifMatch ?? null);
     const [rows] = (await this.sessions.query(
-      prepared(`UPDATE sessions SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND owner_id = $2 RETURNING ${SESSION_COLUMNS}`),
+      prepared(`UPDATE sessions SET ${sets.join(', ')}, revision = revision + 1, updated_at = now()
+       WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL AND ($${values.length}::int IS NULL OR revision = $${values.length}::int) RETURNING ${SESSION_COLUMNS}`),
       values,
     )) as [Record<string, unknown>[], number];
-    if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
+    if (!rows[0]) {
+      const current = await this.getVisible(ownerId, sessionId);
+      throw revisionMismatch(sessionId, ifMatch ?? current.revision, current.revision);
+    }
     return sessionFromRow(rows[0]);
   }
 
-  /** Marks the session archived (call under the session lock, after the use case checked its gates). */
-  async markArchived(manager: EntityManager, sessionId: string): Promise<void> {
-    await manager.query(prepared(`UPDATE sessions SET archived = true, updated_at = now() WHERE id = $1`), [sessionId]);
+  /** Marks the session archived and bumps its revision (call under the session lock, after the use case checked its gates). */
+  async markArchived(manager: EntityManager, sessionId: string): Promise<number> {
+    const [rows] = (await manager.query(prepared(`UPDATE sessions SET archived = true, revision = revision + 1, updated_at = now() WHERE id = $1 RETURNING revision`), [
+      sessionId,
+    ])) as [{ revision: number }[], number];
+    return Number(rows[0]?.revision ?? 0);
+  }
+
+  /**
+   * Locks every session of the tree rooted at `rootId` (root first, then level by level, the tree
+   * lock order) and returns them: what a delete checks before it marks them deleted.
+   */
+  async lockTree(manager: EntityManager, rootId: string): Promise<SessionEntity[]> {
+    const rows = (await manager.query(prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE root_session_id = $1 ORDER BY depth, id FOR UPDATE`), [rootId])) as Record<
+      string,
+      unknown
+    >[];
+    return rows.map(sessionFromRow);
+  }
+
+  /** Soft-deletes the live sessions of a tree (call under the tree's locks); returns their ids. */
+  async markTreeDeleted(manager: EntityManager, rootId: string): Promise<string[]> {
+    const [rows] = (await manager.query(
+      prepared(`UPDATE sessions SET deleted_at = now(), revision = revision + 1, updated_at = now() WHERE root_session_id = $1 AND deleted_at IS NULL RETURNING id`),
+      [rootId],
+    )) as [{ id: string }[], number];
+    return rows.map((row) => row.id);
   }
 
   /** Reserves `count` item sequence numbers (call under the session lock); returns the first. */
@@ -229,12 +297,14 @@ export class SessionsRepository {
   }
 
   async list(ownerId: string, filter: SessionFilter, page: PageQuery): Promise<Page<SessionEntity>> {
-    const qb = this.sessions.createQueryBuilder('s').where('s.owner_id = :ownerId', { ownerId });
+    const qb = this.sessions.createQueryBuilder('s').where('s.owner_id = :ownerId AND s.deleted_at IS NULL', { ownerId });
     if (filter.agentId !== undefined) qb.andWhere('s.agent_id = :agentId', { agentId: filter.agentId });
     if (filter.rootSessionId !== undefined) qb.andWhere('s.root_session_id = :root', { root: filter.rootSessionId });
     else qb.andWhere('s.depth = 0');
     if (filter.archived !== undefined) qb.andWhere('s.archived = :archived', { archived: filter.archived });
     if (filter.isPinned !== undefined) qb.andWhere('s.is_pinned = :isPinned', { isPinned: filter.isPinned });
+    // Containment, so the jsonb_path_ops GIN index answers it.
+    if (filter.metadata !== undefined && Object.keys(filter.metadata).length > 0) qb.andWhere('s.metadata @> CAST(:metadata AS jsonb)', { metadata: JSON.stringify(filter.metadata) });
     if (page.after !== undefined) {
       const anchor = isUuid(page.after) ? await this.sessions.findOneBy({ id: page.after, ownerId }) : null;
       if (!anchor) throw new DomainError('invalid_cursor', 'The `after` cursor is not a session of this caller');

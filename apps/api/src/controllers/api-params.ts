@@ -17,3 +17,13 @@ export const ApiIdempotencyKey = (example: string) =>
       '1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`.',
     schema: { type: 'string', minLength: 1, maxLength: 128, example },
   });
+
+/** `If-Match` of a session update: the revision last read, as the ETag or the bare number. */
+export const ApiIfMatch = () =>
+  ApiHeader({
+    name: 'If-Match',
+    required: false,
+    description:
+      'The session\'s revision as last read: its ETag (`"3"`) or the bare number (`3`). The update applies only at that revision, else 412 `revision_mismatch` and nothing changes. Omitted (or `*`): the update applies unconditionally.',
+    schema: { type: 'string', maxLength: 16, example: '"1"' },
+  });

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
@@ -10,6 +10,7 @@ import {
   QueueDto,
   ReceiptDto,
   ReceiptQueryDto,
+  SessionDeletedDto,
   SessionDto,
   SessionListDto,
   SessionListQueryDto,
@@ -17,6 +18,9 @@ import {
   SessionStateDto,
   ArchiveSession,
   CreateSession,
+  DeleteSession,
+  parseIfMatch,
+  revisionEtag,
   UpdateSession,
   UpdateSessionDto,
 } from '#libs/protocol';
@@ -37,9 +41,17 @@ import {
 } from '../openapi/examples.js';
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
-import { ApiIdempotencyKey, ApiInputId, ApiRunId, ApiSessionId, ApiTurnId } from './api-params.js';
+import { ApiIdempotencyKey, ApiIfMatch, ApiInputId, ApiRunId, ApiSessionId, ApiTurnId } from './api-params.js';
 import { sendIdempotent } from './send-idempotent.js';
 import { SseResponder } from './sse-responder.js';
+
+const ETAG_HEADER = { ETag: { description: 'The session\'s `yuxi.revision`, quoted: send it back as `If-Match` on an update.', schema: { type: 'string', example: '"1"' } } };
+
+/** The session's revision as its ETag (what `If-Match` takes back). */
+function withEtag(res: Response, session: SessionDto): SessionDto {
+  res.setHeader('ETag', revisionEtag(session.yuxi.revision));
+  return session;
+}
 
 function page(query: ListQueryDto, defaultLimit: number) {
   return { after: query.after, limit: query.limit ?? defaultLimit, order: query.order ?? 'desc' } as const;
@@ -52,6 +64,7 @@ export class SessionsController {
     private readonly createSession: CreateSession,
     private readonly updateSession: UpdateSession,
     private readonly archiveSession: ArchiveSession,
+    private readonly deleteSession: DeleteSession,
     private readonly queries: SessionQueriesService,
     private readonly sse: SseResponder,
   ) {}
@@ -104,6 +117,14 @@ export class SessionsController {
     description:
       'The caller\'s root sessions (or, with `root_session_id`, one cooperation tree: its root and members) in a stable (created_at, id) order, newest first by default; pass the previous page\'s `last_id` as `after` for the next one.',
   })
+  @ApiQuery({
+    name: 'metadata',
+    required: false,
+    style: 'deepObject',
+    explode: true,
+    description: 'Only sessions whose `yuxi.metadata` holds every given pair: `metadata[channel]=web&metadata[locale]=en` (at most 16 pairs, as metadata itself).',
+    schema: { type: 'object', additionalProperties: { type: 'string', maxLength: 512 }, maxProperties: 16 },
+  })
   @ApiOkResponse({ type: SessionListDto, description: 'One page of sessions.', example: SESSION_LIST_EXAMPLE })
   @ApiErrors('validation_failed', 'invalid_cursor')
   list(@CurrentPrincipal() principal: Principal, @Query() query: SessionListQueryDto): Promise<SessionListDto> {
@@ -115,6 +136,7 @@ export class SessionsController {
         // 001 lists active threads: the archive only on request.
         archived: query.archived === 'true',
         isPinned: query.is_pinned === undefined ? undefined : query.is_pinned === 'true',
+        metadata: query.metadata,
       },
       page(query, 50),
     );
@@ -124,10 +146,10 @@ export class SessionsController {
   @ApiTags(TAGS.sessions.name)
   @ApiOperation({ operationId: 'getSession', summary: 'Get a session', description: 'The session resource, with the overview of its latest turn (`yuxi.current_turn`) and of its queue.' })
   @ApiSessionId()
-  @ApiOkResponse({ type: SessionDto, description: 'The session.', example: SESSION_EXAMPLE })
+  @ApiOkResponse({ type: SessionDto, description: 'The session.', example: SESSION_EXAMPLE, headers: ETAG_HEADER })
   @ApiErrors('not_found')
-  get(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDto> {
-    return this.queries.getSession(principal, sessionId);
+  async get(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Res({ passthrough: true }) res: Response): Promise<SessionDto> {
+    return withEtag(res, await this.queries.getSession(principal, sessionId));
   }
 
   @Post(':session_id')
@@ -136,14 +158,37 @@ export class SessionsController {
   @ApiOperation({
     operationId: 'updateSession',
     summary: 'Update title, pin, read state and the defaults for later inputs',
-    description: 'Every field may be omitted; an explicit null is 422. `agent.model` and `tool_approval_mode` affect only inputs received afterwards; presentation changes do not move `last_active_at`.',
+    description:
+      'Every field may be omitted; an explicit null is 422. `agent.model` and `tool_approval_mode` affect only inputs received afterwards; presentation changes do not move `last_active_at`. `yuxi.metadata` replaces the whole map. A change adds one to `yuxi.revision`; with `If-Match` it applies only at that revision (412 `revision_mismatch` otherwise, compared in the same write, so of two writers holding one revision only the first succeeds).',
   })
   @ApiSessionId()
-  @ApiBody({ type: UpdateSessionDto, examples: { rename: { summary: 'Rename, pin and mark read', value: UPDATE_SESSION_EXAMPLE } } })
-  @ApiOkResponse({ type: SessionDto, description: 'The updated session.', example: SESSION_EXAMPLE })
-  @ApiErrors('validation_failed', 'invalid_model', 'not_found')
-  update(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Body() body: UpdateSessionDto): Promise<SessionDto> {
-    return this.updateSession.execute(principal, sessionId, body);
+  @ApiIfMatch()
+  @ApiBody({ type: UpdateSessionDto, examples: { rename: { summary: 'Rename, pin, mark read and label', value: UPDATE_SESSION_EXAMPLE } } })
+  @ApiOkResponse({ type: SessionDto, description: 'The updated session.', example: { ...SESSION_EXAMPLE, yuxi: { ...SESSION_EXAMPLE.yuxi, revision: 2 } }, headers: ETAG_HEADER })
+  @ApiErrors('validation_failed', 'invalid_model', 'not_found', 'revision_mismatch')
+  async update(
+    @CurrentPrincipal() principal: Principal,
+    @Param('session_id') sessionId: string,
+    @Body() body: UpdateSessionDto,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<SessionDto> {
+    return withEtag(res, await this.updateSession.execute(principal, sessionId, body, parseIfMatch(ifMatch)));
+  }
+
+  @Delete(':session_id')
+  @ApiTags(TAGS.sessions.name)
+  @ApiOperation({
+    operationId: 'deleteSession',
+    summary: 'Delete a session',
+    description:
+      'A soft delete: the session and everything under it (inputs, turns, items, runs, attachments, its event stream) answer 404 from then on, and it leaves the lists; its stored files are removed by the files sweep. Deleting a cooperation root deletes its whole tree; a member alone is 409 `state_conflict`. Refused (409 `state_conflict`) while a session of the tree has an active turn or pending inputs: cancel them first. Idempotent: deleting a deleted session of yours answers the same 200 again.',
+  })
+  @ApiSessionId()
+  @ApiOkResponse({ type: SessionDeletedDto, description: 'The session is deleted.', example: { id: SESSION_EXAMPLE.id, object: 'agent.session', deleted: true } })
+  @ApiErrors('not_found', 'state_conflict')
+  delete(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDeletedDto> {
+    return this.deleteSession.execute(principal, sessionId);
   }
 
   @Post(':session_id/archive')

@@ -12,6 +12,7 @@ const DETAILS: Partial<Record<ErrorCode, Record<string, unknown>>> = {
   unknown_event_type: { allowed: [...PROTOCOL_EVENT_TYPES] },
   state_conflict: { queued_input_count: 2 },
   waitpoint_stale: { turn_status: 'in_progress', waitpoint_id: null },
+  revision_mismatch: { expected_revision: 2, revision: 3 },
 };
 
 /** An error body of `code` as the server sends it. */

@@ -55,6 +55,8 @@ function session(overrides: { status: string; receipt: object | null; title: str
       depth: 0,
       spawned_by: null,
       subagent: null,
+      metadata: { channel: 'web' },
+      revision: 1,
       receipt: overrides.receipt,
     },
   };
@@ -324,7 +326,7 @@ export const SUBMIT_EVENT_EXAMPLES = {
 };
 export const MESSAGE_RECEIPT_EXAMPLE = { ...RECEIPT_EXAMPLE, event_id: 'evt_0193a5c28f027b3c8e1f2a4b6c8d0e12', input_id: '0193a5c2-8f01-7a2b-9c3d-4e5f6a7b8c10' };
 
-export const UPDATE_SESSION_EXAMPLE = { yuxi: { title: 'Renamed', is_pinned: true, unread: false } };
+export const UPDATE_SESSION_EXAMPLE = { yuxi: { title: 'Renamed', is_pinned: true, unread: false, metadata: { channel: 'web' } } };
 
 const DRAFT_ID = '0123456789abcdef0123456789abcdef';
 export const PARSED_FILE_EXAMPLE = {

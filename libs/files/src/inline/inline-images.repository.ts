@@ -79,7 +79,7 @@ export class InlineImagesRepository {
     if (!isFileId(fileId) || !isUuid(sessionId)) return null;
     const rows = (await this.dataSource.query(
       prepared(`SELECT ${prefixed('f')} FROM files f JOIN sessions s ON s.id = f.session_id
-       WHERE f.id = $1 AND f.session_id = $2 AND s.owner_id = $3 AND f.status IN ('inline', 'bound', 'ready')`),
+       WHERE f.id = $1 AND f.session_id = $2 AND s.owner_id = $3 AND s.deleted_at IS NULL AND f.status IN ('inline', 'bound', 'ready')`),
       [fileId, sessionId, ownerId],
     )) as Record<string, unknown>[];
     return rows[0] ? fileFromRow(rows[0]) : null;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
@@ -19,6 +20,14 @@ export interface ReceivedUpload {
   bytes: Buffer;
 }
 
+/** An upload that passed the checks: its sanitised name, detected type and SHA-256. */
+export interface CheckedUpload {
+  bytes: Buffer;
+  filename: string;
+  mimeType: string;
+  sha256: string;
+}
+
 /**
  * `POST /files`: a draft from an upload. The type is decided from the bytes, the name sanitised,
  * the key generated here; the row is reserved within the owner's quota before the blob is
@@ -33,6 +42,13 @@ export class UploadFile {
   ) {}
 
   async execute(principal: Principal, upload: ReceivedUpload): Promise<FileDto> {
+    const checked = await this.check(upload);
+    const id = await this.store(principal, checked);
+    return this.complete(id);
+  }
+
+  /** Refuses what cannot become a draft (empty, too large, a type not accepted); the draft's name, type and hash. */
+  async check(upload: ReceivedUpload): Promise<CheckedUpload> {
     const { bytes } = upload;
     if (bytes.length === 0) throw DomainError.validation([{ field: 'file', errors: ['must not be empty'] }]);
     if (bytes.length > MAX_FILE_BYTES) throw new DomainError('file_too_large', `The file exceeds ${MAX_FILE_BYTES} bytes`, { limit_bytes: MAX_FILE_BYTES });
@@ -41,20 +57,29 @@ export class UploadFile {
     if (!sniffed.ok) {
       throw new DomainError(sniffed.reason === 'mismatch' ? 'file_type_mismatch' : 'file_type_not_allowed', sniffed.message, { filename, detected_type: sniffed.detected });
     }
+    return { bytes, filename, mimeType: sniffed.mimeType, sha256: createHash('sha256').update(bytes).digest('hex') };
+  }
+
+  /** Reserves the row within the quotas and stores the blob; returns the upload's id (not a draft until completed). */
+  async store(principal: Principal, upload: CheckedUpload): Promise<string> {
     const id = newFileId();
-    const sha256 = createHash('sha256').update(bytes).digest('hex');
     await this.files.reserveUpload(
-      { id, ownerId: principal.userId, accountId: principal.actorId, filename, bytes: bytes.length, mimeType: sniffed.mimeType, sha256 },
+      { id, ownerId: principal.userId, accountId: principal.actorId, filename: upload.filename, bytes: upload.bytes.length, mimeType: upload.mimeType, sha256: upload.sha256 },
       this.config.fileDraftTtlS,
       { bytes: this.config.fileQuotaBytes, drafts: this.config.fileQuotaDrafts },
     );
     try {
-      await this.storage.put(storageKeys.draft(id), bytes);
+      await this.storage.put(storageKeys.draft(id), upload.bytes);
     } catch (error) {
       await this.files.abandonUpload(id).catch(() => undefined);
       throw error;
     }
-    const file = await this.files.completeUpload(id);
+    return id;
+  }
+
+  /** The stored upload becomes a draft; with `manager`, in that transaction (an idempotent upload's, with its receipt). */
+  async complete(id: string, manager?: EntityManager): Promise<FileDto> {
+    const file = await this.files.completeUpload(id, manager);
     // Only the sweep takes an upload away, and only one whose blob took many minutes to store
     // (a storage outage in all but name): the draft is gone, and a new upload may well succeed.
     if (!file) {
@@ -63,6 +88,11 @@ export class UploadFile {
       throw new DomainError('service_unavailable', 'File storage took too long to store the upload and it was discarded; upload the file again');
     }
     return toFileDto(file);
+  }
+
+  /** A stored upload that will not become a draft (an idempotent retry answered by its first upload): a tombstone for the sweep. */
+  async abandon(id: string): Promise<void> {
+    await this.files.abandonUpload(id);
   }
 }
 

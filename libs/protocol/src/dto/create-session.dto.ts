@@ -2,7 +2,8 @@ import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nest
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, Length, Matches, ValidateNested } from 'class-validator';
 import { AGENT_INPUT_SCHEMA } from './input.schema.js';
-import { IsAgentInput, OptionalNotNull } from './validators.js';
+import { METADATA_SCHEMA } from './session.dto.js';
+import { IsAgentInput, IsSessionMetadata, OptionalNotNull } from './validators.js';
 
 export const MAX_ATTACHMENTS = 20;
 export const FILE_ID_PATTERN = /^[0-9a-f]{32}$/;
@@ -34,6 +35,11 @@ export class CreateSessionYuxiDto {
   @ArrayUnique({ message: 'attachment_file_ids must not repeat a file' })
   @Matches(FILE_ID_PATTERN, { each: true, message: 'each attachment file id is 32 lowercase hexadecimal characters' })
   attachment_file_ids?: string[];
+
+  @ApiPropertyOptional(METADATA_SCHEMA)
+  @OptionalNotNull()
+  @IsSessionMetadata()
+  metadata?: Record<string, string>;
 }
 
 export class CreateSessionDto {

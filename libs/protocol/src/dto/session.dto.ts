@@ -2,10 +2,20 @@ import { COMPACTION_MODES } from '#libs/agents';
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, IsUUID, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiHideProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { TURN_STATUSES, WaitpointDto } from '#libs/turns';
 import { SESSION_STATUSES } from '#libs/lifecycle';
-import { OptionalNotNull } from './validators.js';
+import { IsSessionMetadata, OptionalNotNull } from './validators.js';
+
+/** The schema of a session's `metadata` (the bounds of METADATA_LIMITS). */
+export const METADATA_SCHEMA = {
+  type: 'object',
+  additionalProperties: { type: 'string', maxLength: 512 },
+  maxProperties: 16,
+  example: { channel: 'web' },
+  description:
+    'Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.',
+} as const;
 
 export class ReceiptDto {
   @ApiProperty({ enum: ['yuxi.session.event.accepted'] }) object!: 'yuxi.session.event.accepted';
@@ -56,6 +66,15 @@ export class SessionYuxiDto {
   spawned_by!: SpawnedByDto | null;
   @ApiProperty({ type: SubagentInfoDto, nullable: true, description: 'Cooperation: the name and task the coordinator gave this member; null on a root.' })
   subagent!: SubagentInfoDto | null;
+  @ApiProperty(METADATA_SCHEMA)
+  metadata!: Record<string, string>;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 1,
+    description:
+      'Starts at 1; every update made through the session routes (update, archive, delete) adds one; turns and inputs do not. Send it as `If-Match` on an update to refuse a stale write (412 `revision_mismatch`); the ETag of the session\'s GET and update responses is this number, quoted.',
+  })
+  revision!: number;
   @ApiProperty({ type: ReceiptDto, nullable: true, description: 'Only on the create response that accepted an input; null on reads.' })
   receipt!: ReceiptDto | null;
 }
@@ -74,6 +93,12 @@ export class SessionDto {
   last_active_at!: number;
   @ApiProperty({ enum: SESSION_STATUSES }) status!: string;
   @ApiProperty({ type: SessionYuxiDto }) yuxi!: SessionYuxiDto;
+}
+
+export class SessionDeletedDto {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ enum: ['agent.session'] }) object!: 'agent.session';
+  @ApiProperty({ enum: [true] }) deleted!: true;
 }
 
 export class SessionListDto {
@@ -120,6 +145,11 @@ export class SessionListQueryDto extends ListQueryDto {
   @OptionalNotNull()
   @IsUUID()
   root_session_id?: string;
+  // Gathered from `metadata[key]=value` pairs (gatherMetadataFilter); documented on the route as a deepObject parameter.
+  @ApiHideProperty()
+  @OptionalNotNull()
+  @IsSessionMetadata()
+  metadata?: Record<string, string>;
 }
 
 export class ReceiptQueryDto {

@@ -3,7 +3,8 @@ import { Type } from 'class-transformer';
 import { Equals, IsBoolean, IsIn, IsString, Length, ValidateNested } from 'class-validator';
 import { COMPACTION_MODES, type CompactionMode } from '#libs/agents';
 import { SessionAgentOverrideDto } from './create-session.dto.js';
-import { OptionalNotNull } from './validators.js';
+import { METADATA_SCHEMA } from './session.dto.js';
+import { IsSessionMetadata, OptionalNotNull } from './validators.js';
 
 export class UpdateSessionYuxiDto {
   @ApiPropertyOptional({ maxLength: 200 }) @OptionalNotNull() @IsString() @Length(1, 200) title?: string;
@@ -23,6 +24,10 @@ export class UpdateSessionYuxiDto {
   @OptionalNotNull()
   @IsIn(COMPACTION_MODES)
   compaction_mode?: CompactionMode;
+  @ApiPropertyOptional({ ...METADATA_SCHEMA, description: `Replaces the whole map ({} clears it). ${METADATA_SCHEMA.description}` })
+  @OptionalNotNull()
+  @IsSessionMetadata()
+  metadata?: Record<string, string>;
 }
 
 /** Every field may be omitted; an explicit null is 422 (null has no reset meaning). */

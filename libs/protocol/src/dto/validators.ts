@@ -1,5 +1,6 @@
 import { type ValidationOptions, registerDecorator } from 'class-validator';
 import { parseAgentInput } from '../input-parser.js';
+import { metadataErrors } from '../session-metadata.js';
 
 export { OptionalNotNull } from '#libs/errors';
 
@@ -14,6 +15,22 @@ export function IsAgentInput(options?: ValidationOptions): PropertyDecorator {
       validator: {
         validate: (value: unknown) => parseAgentInput(value).errors.length === 0,
         defaultMessage: (args) => parseAgentInput(args?.value).errors.join('; '),
+      },
+    });
+  };
+}
+
+/** A session's `metadata`: at most 16 string values under keys of 1–64 characters, values ≤ 512 characters. */
+export function IsSessionMetadata(options?: ValidationOptions): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) => {
+    registerDecorator({
+      name: 'isSessionMetadata',
+      target: target.constructor,
+      propertyName: String(propertyName),
+      options,
+      validator: {
+        validate: (value: unknown) => metadataErrors(value).length === 0,
+        defaultMessage: (args) => metadataErrors(args?.value).join('; '),
       },
     });
   };

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
-import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
 import { acceptedReceipt, AfterCommit, type Committed, type Nudge, turnEvents } from '#libs/lifecycle';
@@ -104,8 +103,7 @@ export class Acceptance {
     apply: (manager: EntityManager, session: SessionEntity) => Promise<ControlOutcome>,
   ): Promise<IdempotentResponse> {
     return this.accept(principal, IdempotencyService.eventScope(sessionId), key, { operation: event.type, session_id: sessionId, event }, async (manager) => {
-      const session = await this.sessions.lock(manager, sessionId);
-      if (!session || session.ownerId !== principal.userId) throw DomainError.notFound(`Session ${sessionId}`);
+      const session = await this.sessions.lockVisible(manager, principal.userId, sessionId);
       const outcome = await apply(manager, session);
       return {
         status: 202,

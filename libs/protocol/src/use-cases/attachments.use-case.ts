@@ -2,7 +2,6 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import type { Principal } from '#libs/auth';
-import { DomainError } from '#libs/errors';
 import { type AttachmentDeletedDto, FILE_STORAGE, FilesRepository, type FileStorage } from '#libs/files';
 import { SessionControls } from '#libs/lifecycle';
 import { SessionsRepository } from '#libs/sessions';
@@ -27,8 +26,7 @@ export class DeleteAttachment {
 
   async execute(principal: Principal, sessionId: string, fileId: string): Promise<AttachmentDeletedDto> {
     const file = await this.dataSource.transaction(async (manager) => {
-      const session = await this.sessions.lock(manager, sessionId);
-      if (!session || session.ownerId !== principal.userId) throw DomainError.notFound(`Session ${sessionId}`);
+      const session = await this.sessions.lockVisible(manager, principal.userId, sessionId);
       return this.controls.deleteAttachment(manager, session, fileId);
     });
     try {

@@ -64,6 +64,7 @@ export class CreateSession {
           // The sessions of a project share its workdir.
           ...(project ? { workdirId: project.id } : {}),
           treeMaxConcurrent: agent.multiAgent?.enabled ? agent.multiAgent.max_concurrent_subagents : null,
+          metadata: dto.yuxi?.metadata ?? {},
         },
         messages !== null,
       );

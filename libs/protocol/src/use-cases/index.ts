@@ -3,6 +3,8 @@ export { DeleteAttachment } from './attachments.use-case.js';
 export { CreateSession } from './create-session.use-case.js';
 export { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
 export { ArchiveSession, UpdateSession } from './session-settings.use-case.js';
+export { DeleteSession } from './delete-session.use-case.js';
+export { UploadDraft } from './upload-file.use-case.js';
 export { SubmitEvent } from './submit-event.use-case.js';
 export { SubmitMessage } from './submit-message.use-case.js';
 export { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
@@ -16,6 +18,8 @@ import { DeleteAttachment } from './attachments.use-case.js';
 import { CreateSession } from './create-session.use-case.js';
 import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
 import { ArchiveSession, UpdateSession } from './session-settings.use-case.js';
+import { DeleteSession } from './delete-session.use-case.js';
+import { UploadDraft } from './upload-file.use-case.js';
 import { SubmitEvent } from './submit-event.use-case.js';
 import { SubmitMessage } from './submit-message.use-case.js';
 import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
@@ -24,4 +28,4 @@ import { ContinueTree, StopTree } from './tree-controls.use-case.js';
 import { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [Acceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, CreateProject, ListProjects, GetProject, DeleteProject];
+export const USE_CASES = [Acceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, CreateProject, ListProjects, GetProject, DeleteProject];

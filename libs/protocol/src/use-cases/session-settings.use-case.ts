@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import type { Principal } from '#libs/auth';
-import { DomainError } from '#libs/errors';
 import { SessionControls } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
 import { SessionsRepository } from '#libs/sessions';
@@ -18,16 +17,23 @@ export class UpdateSession {
     private readonly models: ModelRegistry,
   ) {}
 
-  async execute(principal: Principal, sessionId: string, dto: UpdateSessionDto): Promise<SessionDto> {
+  /** `ifMatch`: the revision the caller last read (parsed from `If-Match`); a stale one is 412. */
+  async execute(principal: Principal, sessionId: string, dto: UpdateSessionDto, ifMatch?: number): Promise<SessionDto> {
     const model = dto.agent?.model === undefined ? undefined : this.models.validate(dto.agent.model);
-    const session = await this.sessions.update(principal.userId, sessionId, {
-      title: dto.yuxi?.title,
-      isPinned: dto.yuxi?.is_pinned,
-      unread: dto.yuxi?.unread,
-      toolApprovalMode: dto.yuxi?.tool_approval_mode,
-      compactionMode: dto.yuxi?.compaction_mode,
-      model,
-    });
+    const session = await this.sessions.update(
+      principal.userId,
+      sessionId,
+      {
+        title: dto.yuxi?.title,
+        isPinned: dto.yuxi?.is_pinned,
+        unread: dto.yuxi?.unread,
+        toolApprovalMode: dto.yuxi?.tool_approval_mode,
+        compactionMode: dto.yuxi?.compaction_mode,
+        metadata: dto.yuxi?.metadata,
+        model,
+      },
+      ifMatch,
+    );
     return toSessionDto(session);
   }
 }
@@ -43,8 +49,7 @@ export class ArchiveSession {
 
   async execute(principal: Principal, sessionId: string): Promise<SessionDto> {
     const session = await this.dataSource.transaction(async (manager) => {
-      const locked = await this.sessions.lock(manager, sessionId);
-      if (!locked || locked.ownerId !== principal.userId) throw DomainError.notFound(`Session ${sessionId}`);
+      const locked = await this.sessions.lockVisible(manager, principal.userId, sessionId);
       return this.controls.archive(manager, locked);
     });
     return toSessionDto(session);

@@ -123,10 +123,14 @@ export interface paths {
         put?: never;
         /**
          * Update title, pin, read state and the defaults for later inputs
-         * @description Every field may be omitted; an explicit null is 422. `agent.model` and `tool_approval_mode` affect only inputs received afterwards; presentation changes do not move `last_active_at`.
+         * @description Every field may be omitted; an explicit null is 422. `agent.model` and `tool_approval_mode` affect only inputs received afterwards; presentation changes do not move `last_active_at`. `yuxi.metadata` replaces the whole map. A change adds one to `yuxi.revision`; with `If-Match` it applies only at that revision (412 `revision_mismatch` otherwise, compared in the same write, so of two writers holding one revision only the first succeeds).
          */
         post: operations["updateSession"];
-        delete?: never;
+        /**
+         * Delete a session
+         * @description A soft delete: the session and everything under it (inputs, turns, items, runs, attachments, its event stream) answer 404 from then on, and it leaves the lists; its stored files are removed by the files sweep. Deleting a cooperation root deletes its whole tree; a member alone is 409 `state_conflict`. Refused (409 `state_conflict`) while a session of the tree has an active turn or pending inputs: cancel them first. Idempotent: deleting a deleted session of yours answers the same 200 again.
+         */
+        delete: operations["deleteSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -427,7 +431,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a file as a draft
-         * @description multipart/form-data with one file in the field `file`, at most 5 MiB. The type is detected from the bytes (the part's Content-Type is ignored) and must be an accepted one: PNG, JPEG, GIF or WebP images, PDF, or UTF-8 text (.txt, .md, .csv, .tsv, .json, .log); an extension must match the content. The filename is sanitised. The draft creates no session and touches no workdir or history: attach it within 24 h (FILE_DRAFT_TTL_S) with `yuxi.attachment_file_ids` on a session create or a message, or it is deleted.
+         * @description multipart/form-data with one file in the field `file`, at most 5 MiB. The type is detected from the bytes (the part's Content-Type is ignored) and must be an accepted one: PNG, JPEG, GIF or WebP images, PDF, or UTF-8 text (.txt, .md, .csv, .tsv, .json, .log); an extension must match the content. The filename is sanitised. The draft creates no session and touches no workdir or history: attach it within 24 h (FILE_DRAFT_TTL_S) with `yuxi.attachment_file_ids` on a session create or a message, or it is deleted. With an `Idempotency-Key`, a retry of the same upload (same bytes, same filename) returns the first draft instead of a second one.
          */
         post: operations["uploadFile"];
         delete?: never;
@@ -735,6 +739,15 @@ export interface components {
              *     ]
              */
             attachment_file_ids?: string[];
+            /**
+             * @description Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.
+             * @example {
+             *       "channel": "web"
+             *     }
+             */
+            metadata?: {
+                [key: string]: string;
+            };
         };
         CreateSessionDto: {
             /**
@@ -875,6 +888,17 @@ export interface components {
             spawned_by: components["schemas"]["SpawnedByDto"] | (never | null);
             /** @description Cooperation: the name and task the coordinator gave this member; null on a root. */
             subagent: components["schemas"]["SubagentInfoDto"] | (never | null);
+            /**
+             * @description Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.
+             * @example {
+             *       "channel": "web"
+             *     }
+             */
+            metadata: {
+                [key: string]: string;
+            };
+            /** @description Starts at 1; every update made through the session routes (update, archive, delete) adds one; turns and inputs do not. Send it as `If-Match` on an update to refuse a stale write (412 `revision_mismatch`); the ETag of the session's GET and update responses is this number, quoted. */
+            revision: number;
             /** @description Only on the create response that accepted an input; null on reads. */
             receipt: components["schemas"]["ReceiptDto"] | (never | null);
         };
@@ -895,7 +919,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -1021,11 +1045,28 @@ export interface components {
              * @enum {string}
              */
             compaction_mode?: "auto" | "manual" | "off";
+            /**
+             * @description Replaces the whole map ({} clears it). Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.
+             * @example {
+             *       "channel": "web"
+             *     }
+             */
+            metadata?: {
+                [key: string]: string;
+            };
         };
         UpdateSessionDto: {
             /** @description `agent.model` applies to inputs received after this update. */
             agent?: components["schemas"]["SessionAgentOverrideDto"];
             yuxi?: components["schemas"]["UpdateSessionYuxiDto"];
+        };
+        SessionDeletedDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "agent.session";
+            /** @enum {boolean} */
+            deleted: true;
         };
         InputContentBlockDto: {
             /** @enum {string} */
@@ -3393,6 +3434,10 @@ export interface operations {
                 is_pinned?: "true" | "false";
                 /** @description Cooperation: the sessions of this tree (its root and every member). Omitted: root sessions only (members are listed through their tree). */
                 root_session_id?: string;
+                /** @description Only sessions whose `yuxi.metadata` holds every given pair: `metadata[channel]=web&metadata[locale]=en` (at most 16 pairs, as metadata itself). */
+                metadata?: {
+                    [key: string]: string;
+                };
             };
             header?: {
                 /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
@@ -3447,6 +3492,10 @@ export interface operations {
                      *             "depth": 0,
                      *             "spawned_by": null,
                      *             "subagent": null,
+                     *             "metadata": {
+                     *               "channel": "web"
+                     *             },
+                     *             "revision": 1,
                      *             "receipt": null
                      *           }
                      *         }
@@ -3615,6 +3664,10 @@ export interface operations {
                      *         "depth": 0,
                      *         "spawned_by": null,
                      *         "subagent": null,
+                     *         "metadata": {
+                     *           "channel": "web"
+                     *         },
+                     *         "revision": 1,
                      *         "receipt": {
                      *           "object": "yuxi.session.event.accepted",
                      *           "event_id": "evt_0193a5c27e4d7b3c8e1f2a4b6c8d0e05",
@@ -3697,7 +3750,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown. */
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -3765,6 +3818,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
+                    /** @description The session's `yuxi.revision`, quoted: send it back as `If-Match` on an update. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3801,6 +3856,10 @@ export interface operations {
                      *         "depth": 0,
                      *         "spawned_by": null,
                      *         "subagent": null,
+                     *         "metadata": {
+                     *           "channel": "web"
+                     *         },
+                     *         "revision": 1,
                      *         "receipt": null
                      *       }
                      *     }
@@ -3915,6 +3974,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description The session's revision as last read: its ETag (`"3"`) or the bare number (`3`). The update applies only at that revision, else 412 `revision_mismatch` and nothing changes. Omitted (or `*`): the update applies unconditionally. */
+                "If-Match"?: string;
                 /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
@@ -3935,6 +3996,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
+                    /** @description The session's `yuxi.revision`, quoted: send it back as `If-Match` on an update. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3971,6 +4034,10 @@ export interface operations {
                      *         "depth": 0,
                      *         "spawned_by": null,
                      *         "subagent": null,
+                     *         "metadata": {
+                     *           "channel": "web"
+                     *         },
+                     *         "revision": 2,
                      *         "receipt": null
                      *       }
                      *     }
@@ -4011,6 +4078,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `revision_mismatch`: The `If-Match` revision is not the session's current one (`details.revision`): it changed since you read it. Read it again and reapply your change. */
+            412: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `payload_too_large`: The request body exceeds the configured limit. */
             413: {
                 headers: {
@@ -4034,6 +4112,153 @@ export interface operations {
                 };
             };
             /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of the caller (another caller's answers 404). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session is deleted. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "object": "agent.session",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `state_conflict`: The session or turn is in a state that does not allow this operation. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -4137,6 +4362,10 @@ export interface operations {
                      *         "depth": 0,
                      *         "spawned_by": null,
                      *         "subagent": null,
+                     *         "metadata": {
+                     *           "channel": "web"
+                     *         },
+                     *         "revision": 1,
                      *         "receipt": null
                      *       }
                      *     }
@@ -6113,7 +6342,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters.<br>`unknown_event_type`: The submitted event type is not part of the protocol.<br>`not_implemented`: The field or event type is part of the protocol but not available in this deployment yet.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown. */
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`unknown_event_type`: The submitted event type is not part of the protocol.<br>`not_implemented`: The field or event type is part of the protocol but not available in this deployment yet.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6610,6 +6839,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description 1–128 characters, one per logical upload. A retry with the same key, the same bytes and the same filename returns the first response byte for byte (`Idempotent-Replayed: true`); the same key with other bytes or another filename is 409 `idempotency_conflict`. Omitted: every upload makes a new draft. */
+                "Idempotency-Key"?: string;
                 /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
             };
@@ -6661,6 +6892,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description `file_too_large`: The uploaded file exceeds 5 MiB (`details.limit_bytes`).<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts or attachments first.<br>`payload_too_large`: The request body exceeds the configured limit. */
             413: {
                 headers: {
@@ -6683,7 +6925,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`file_type_mismatch`: The filename's extension does not match the content detected from the bytes (e.g. a PNG named .pdf, or .json that is not JSON).<br>`invalid_json`: The request body is not valid JSON. */
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`file_type_mismatch`: The filename's extension does not match the content detected from the bytes (e.g. a PNG named .pdf, or .json that is not JSON).<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */

@@ -1,0 +1,59 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import type { Principal } from '#libs/auth';
+import { DomainError } from '#libs/errors';
+import { FilesRepository } from '#libs/files';
+import { SessionsRepository } from '#libs/sessions';
+import { TurnsRepository } from '#libs/turns';
+import type { SessionDeletedDto } from '../dto/session.dto.js';
+
+/**
+ * `DELETE …/sessions/{id}`: a soft delete. The session and everything under it (turns, items,
+ * inputs, files, its event stream) is not found afterwards; its files become tombstones in the
+ * same transaction and the files sweep removes their bytes. A root takes its cooperation tree
+ * with it; a member alone is refused (409): it is part of its coordinator's work. Refused (409
+ * `state_conflict`) while any session of the tree has an active turn or pending inputs, as an
+ * archive is, so no worker ever works for a deleted session. Idempotent: deleting a deleted
+ * session of the caller answers the same 200; another owner's is 404.
+ */
+@Injectable()
+export class DeleteSession {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly sessions: SessionsRepository,
+    private readonly turns: TurnsRepository,
+    private readonly files: FilesRepository,
+  ) {}
+
+  async execute(principal: Principal, sessionId: string): Promise<SessionDeletedDto> {
+    await this.dataSource.transaction(async (manager) => {
+      const session = await this.sessions.lock(manager, sessionId);
+      if (!session || session.ownerId !== principal.userId) throw DomainError.notFound(`Session ${sessionId}`);
+      if (session.deletedAt !== null) return;
+      if (session.depth > 0) {
+        throw new DomainError('state_conflict', 'This session is a member of a cooperation tree; delete the tree\'s root session, which deletes the whole tree', {
+          root_session_id: session.rootSessionId,
+        });
+      }
+      // Every session of the tree is locked (root first, level by level) before it is checked: no
+      // input or claim lands between the check and the delete.
+      const tree = await this.sessions.lockTree(manager, session.id);
+      for (const member of tree) {
+        if (member.deletedAt !== null) continue;
+        if (await this.turns.activeTurn(manager, member.id)) {
+          throw new DomainError('state_conflict', `Session ${member.id} has an active turn; cancel it or wait for it to finish before deleting`, { session_id: member.id });
+        }
+        if (member.pendingInputCount > 0) {
+          throw new DomainError('state_conflict', `Session ${member.id} has pending inputs; cancel them or let them run before deleting`, {
+            session_id: member.id,
+            queued_input_count: member.pendingInputCount,
+          });
+        }
+      }
+      const deleted = await this.sessions.markTreeDeleted(manager, session.id);
+      await this.files.tombstoneSessionFiles(manager, deleted);
+    });
+    return { id: sessionId, object: 'agent.session', deleted: true };
+  }
+}
