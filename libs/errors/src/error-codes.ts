@@ -105,7 +105,7 @@ export const ERROR_CODES = {
     status: 422,
     type: 'invalid_request',
     retryable: false,
-    description: 'The file could not be parsed within the limits (corrupt, OCR or PDF reading past its time or memory limit, or the engine busy past its queue wait); the message says which.',
+    description: 'The file could not be parsed within the limits (corrupt, or OCR or PDF reading past its time or memory limit); the message says which. A reader busy past its queue wait is 503 `service_unavailable` instead.',
   },
   validation_failed: { status: 422, type: 'invalid_request', retryable: false, description: 'The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.' },
   invalid_json: { status: 422, type: 'invalid_request', retryable: false, description: 'The request body is not valid JSON.' },
@@ -128,7 +128,7 @@ export const ERROR_CODES = {
     description: 'Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds.',
   },
   internal_error: { status: 500, type: 'internal', retryable: true, description: 'An unexpected server error; the request id identifies it in the logs.' },
-  service_unavailable: { status: 503, type: 'unavailable', retryable: true, description: 'A dependency (Postgres, Redis or file storage) is unavailable; retry with the same Idempotency-Key.' },
+  service_unavailable: { status: 503, type: 'unavailable', retryable: true, description: 'A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one).' },
 } as const satisfies Record<string, ErrorCodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

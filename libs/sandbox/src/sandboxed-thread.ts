@@ -9,6 +9,12 @@ export interface SandboxOptions {
   /** The thread's old-generation heap: a runaway allocation hits this instead of the process's heap. */
   heapLimitMb: number;
   bootTimeoutMs?: number;
+  /**
+   * Drop what the thread (and the threads it starts) print: a library that writes warnings to
+   * stdout would otherwise put lines that are not JSON into the process's structured log. Its
+   * failures still reach the caller as replies or errors.
+   */
+  discardOutput?: boolean;
 }
 
 export interface SandboxRequestOptions {
@@ -129,9 +135,16 @@ export class SandboxedThread<Request extends { id: number }, Reply extends { id:
 
   private start(): Promise<Worker> {
     if (this.booting) return this.booting;
+    const quiet = this.options.discardOutput === true;
     const worker = new Worker(this.options.url, {
       resourceLimits: { maxOldGenerationSizeMb: this.options.heapLimitMb },
+      stdout: quiet,
+      stderr: quiet,
     });
+    if (quiet) {
+      worker.stdout.resume();
+      worker.stderr.resume();
+    }
     worker.unref();
     this.worker = worker;
     // An 'error' (uncaught exception, out of memory) is always followed by 'exit'; without a

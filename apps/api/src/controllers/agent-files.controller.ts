@@ -26,7 +26,7 @@ export class AgentFilesController {
   @ApiOperation({
     operationId: 'parseDraftFile',
     summary: 'Pre-parse a draft (OCR)',
-    description: `${USER_TOKEN_ONLY} The text of one of the caller's drafts, page by page: a text file as it is; a PDF's text layer (the first 50 pages), with OCR for its scanned pages (the largest image of each page without text; at most 10 pages); an image (PNG, JPEG, GIF, WebP) by OCR (English, tesseract). An image over 40 megapixels is refused from its header, before decoding (422 \`image_too_large\`); recognition has a time limit (OCR_TIMEOUT_MS, 422 \`file_unreadable\`). A file attached to a session is no longer a draft: 409 (its agent reads it with \`ocr_parse_file\`).`,
+    description: `${USER_TOKEN_ONLY} The text of one of the caller's drafts, page by page: a text file as it is; a PDF's text layer (the first 50 pages), with OCR for its scanned pages (the largest image of each page without text; at most 10 pages); an image (PNG, JPEG, GIF, WebP) by OCR (English, tesseract). An image over 40 megapixels is refused from its header, before decoding (422 \`image_too_large\`); recognition has a time limit (OCR_TIMEOUT_MS, 422 \`file_unreadable\`), and a request waiting behind others past its queue wait is 503 \`service_unavailable\` (retry). A file attached to a session is no longer a draft: 409 (its agent reads it with \`ocr_parse_file\`).`,
   })
   @ApiParam({ name: 'file_id', description: 'A draft of the caller (32 hexadecimal characters).', schema: { type: 'string', pattern: '^[0-9a-f]{32}$' } })
   @ApiOkResponse({ type: ParsedFileDto, description: 'The text, page by page.', example: PARSED_FILE_EXAMPLE })

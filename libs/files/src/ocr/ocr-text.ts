@@ -28,6 +28,8 @@ export class OcrReader implements OnModuleDestroy {
   private readonly thread = new SandboxedThread<OcrRequest, Exclude<OcrReply, { ready: true }>>({
     url: new URL('./ocr-text.worker.js', import.meta.url),
     heapLimitMb: HEAP_LIMIT_MB,
+    // tesseract prints warnings ("Invalid resolution 25 dpi…") to stdout.
+    discardOutput: true,
     // Loading tesseract.js itself; the model loads with the first image, within its own time.
     bootTimeoutMs: 30_000,
   });
@@ -43,7 +45,7 @@ export class OcrReader implements OnModuleDestroy {
   async recognise(png: Uint8Array, signal?: AbortSignal): Promise<string> {
     const wait = new AbortController();
     const onAbort = () => wait.abort(new FileTextError('recognising the image was cancelled'));
-    const timer = setTimeout(() => wait.abort(new FileTextError(`the OCR engine is busy with other images (waited ${this.queueWaitMs} ms); try again later`)), this.queueWaitMs);
+    const timer = setTimeout(() => wait.abort(new FileTextError(`the OCR engine is busy with other images (waited ${this.queueWaitMs} ms); try again later`, true)), this.queueWaitMs);
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
     const copy = new Uint8Array(png);

@@ -29,9 +29,18 @@ export const PDF_QUEUE_WAIT_MS = 15_000;
 // pdf.js needs a few tens of MB for an ordinary file; a decompression bomb hits this instead of the process's heap.
 const HEAP_LIMIT_MB = 256;
 
-/** A PDF whose text could not be read (unparsable, too slow, too large); the message is safe to show. */
+/**
+ * A file whose text could not be read (unparsable, too slow, too large); the message is safe to
+ * show. `busy`: the reader's queue was longer than the wait allows: nothing is wrong with the file.
+ */
 export class FileTextError extends Error {
   override readonly name = 'FileTextError';
+  constructor(
+    message: string,
+    readonly busy = false,
+  ) {
+    super(message);
+  }
 }
 
 export interface PdfTextLimits {
@@ -74,7 +83,7 @@ export class PdfTextReader implements OnModuleDestroy {
     // Both only end the wait for a turn: a read that has started runs to its own time limit.
     const wait = new AbortController();
     const onAbort = () => wait.abort(new FileTextError('reading the PDF was cancelled'));
-    const timer = setTimeout(() => wait.abort(new FileTextError(`the PDF reader is busy with other files (waited ${this.queueWaitMs} ms); try again later`)), this.queueWaitMs);
+    const timer = setTimeout(() => wait.abort(new FileTextError(`the PDF reader is busy with other files (waited ${this.queueWaitMs} ms); try again later`, true)), this.queueWaitMs);
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
     // pdf.js may take ownership of (detach) the buffer it is given: the thread gets a copy.

@@ -7,6 +7,7 @@ import { FileParser, IMAGE_TYPES } from '../ocr/file-parser.js';
 import { ImageTooLargeError, thumbnail } from '../ocr/image-pixels.js';
 import { type CreateThumbnailDto, type ParsedFileDto, THUMBNAIL_DEFAULT_SIDE, type ThumbnailDto } from '../ocr/ocr.dto.js';
 import { FILE_STORAGE, type FileStorage } from '../storage/file-storage.js';
+import { FileTextError } from '../text/pdf-text.js';
 
 /**
  * The caller's draft and its bytes, for the product's private routes (user tokens only). An
@@ -27,6 +28,8 @@ function parseError(error: unknown): unknown {
   if (error instanceof ImageTooLargeError) {
     return new DomainError('image_too_large', error.message, { width: error.width, height: error.height, limit_pixels: error.limitPixels });
   }
+  // A busy reader is no fault of the file: retryable, unlike a file that cannot be read.
+  if (error instanceof FileTextError && error.busy) return new DomainError('service_unavailable', error.message);
   if (error instanceof Error && (error.name === 'FileTextError' || error.name === 'ImageUnreadableError')) return new DomainError('file_unreadable', error.message);
   return error;
 }
