@@ -22,6 +22,9 @@ const WAITING_TURN = sql(WAITING_STATUSES);
 /** Active turns that need a run in progress: every active status but waiting at a waitpoint. */
 const EXECUTING_TURN = sql(turnStates.ACTIVE_TURN_STATUSES.filter((status) => !WAITING_STATUSES.includes(status)));
 const RUNNING = sql(turnStates.LEASABLE_RUN_STATUSES);
+// A file of session f.session_id that clients of that session could read: an inline image, or an
+// attachment in the session's own workdir (a project's attachments stay with the project).
+const OWN_LIVE_FILE = `(f.status = 'inline' OR (f.status IN ('bound', 'ready') AND (f.workdir_id IS NULL OR f.workdir_id = f.session_id)))`;
 const FINAL_ITEM = sql(turnStates.ITEM_STATUSES.filter((status) => status !== 'in_progress'));
 const PENDING = sql(inputStates.INPUT_TRANSITIONS.consume.from);
 const CONSUMED = sql(inputStates.INPUT_TRANSITIONS.consume.to);
@@ -336,16 +339,17 @@ export const INVARIANTS = [
   },
   {
     name: 'deleted_session_is_idle',
-    description: 'a deleted session has no active turn, no pending input and no file clients could still read (its files are tombstones or gone): deletion waits for its work and takes its files',
+    description:
+      'a deleted session has no active turn, no pending input and no file of its own clients could still read (tombstones or gone; attachments in a project workdir stay with the project): deletion waits for its work and takes its files',
     sql: `
       SELECT s.id AS session_id, s.pending_input_count,
              (SELECT count(*) FROM turns t WHERE t.session_id = s.id AND t.status IN (${sql(turnStates.ACTIVE_TURN_STATUSES)})) AS active_turns,
-             (SELECT count(*) FROM files f WHERE f.session_id = s.id AND f.status IN ('bound', 'ready', 'inline')) AS live_files
+             (SELECT count(*) FROM files f WHERE f.session_id = s.id AND ${OWN_LIVE_FILE}) AS live_files
       FROM sessions s
       WHERE s.deleted_at IS NOT NULL AND {{S:s.id}}
         AND (s.pending_input_count > 0
              OR EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.status IN (${sql(turnStates.ACTIVE_TURN_STATUSES)}))
-             OR EXISTS (SELECT 1 FROM files f WHERE f.session_id = s.id AND f.status IN ('bound', 'ready', 'inline')))`,
+             OR EXISTS (SELECT 1 FROM files f WHERE f.session_id = s.id AND ${OWN_LIVE_FILE}))`,
   },
 ];
 

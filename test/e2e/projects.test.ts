@@ -188,6 +188,15 @@ describe('projects', () => {
       assert.equal(refused.yuxi.success, false, 'the file is not in this workdir');
       assert.match(refused.output, /has no file/);
     }
+
+    // Deleting session A leaves its attachment with the project: B still reads it.
+    assert.equal((await http(`${API}/sessions/${a.id}`, { method: 'DELETE' })).status, 200);
+    const again = await postEvent(b.id, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: `[[tool:read_file {"file_id":"${draft.id}"}]]` });
+    assert.equal(again.status, 202, again.text);
+    const [, , readAfter] = await completedTurns(b.id, 3);
+    const after = await toolOutput(b.id, readAfter!);
+    assert.equal(after.yuxi.success, true, after.output);
+    assert.equal(after.output, 'The shared secret is 7777.');
   });
 
   it('after a soft delete: 404 on read, off the list, no new sessions, no new messages to its sessions (409); history stays readable', async () => {

@@ -83,6 +83,30 @@ describe('deleting a session', () => {
     assert.ok(!archive.body.data.some((s: any) => s.id === session.id), 'nor in the archive');
   });
 
+  it('a replayed create or event of a deleted session is 404, never its first answer', async () => {
+    const createKey = newKey('create');
+    const body = { agent_id: 'default-chatbot', input: 'replayed after delete' };
+    const created = await http(`${API}/sessions`, { body, idempotencyKey: createKey });
+    assert.equal(created.status, 201);
+    const stream = await SseStream.open(created.body.id);
+    try {
+      await completedTurn(stream);
+    } finally {
+      stream.close();
+    }
+    const eventKey = newKey('msg');
+    assert.equal((await sendMessage(created.body.id, 'a second one', eventKey)).status, 202);
+    const settled = await until(async () => ((await http(`${API}/sessions/${created.body.id}`)).body.status === 'completed' && (await http(`${API}/sessions/${created.body.id}/queue`)).body.data.length === 0 ? true : undefined), { attempts: 100, intervalMs: 100 });
+    assert.equal(settled, true);
+    assert.equal((await deleteSession(created.body.id)).status, 200);
+
+    const replayed = await http(`${API}/sessions`, { body, idempotencyKey: createKey });
+    assert.equal(replayed.status, 404, replayed.text);
+    assert.equal(replayed.body.error.code, 'not_found');
+    const event = await sendMessage(created.body.id, 'a second one', eventKey);
+    assert.equal(event.status, 404);
+  });
+
   it('is owner-scoped: another owner gets 404 and the session stays', async () => {
     const session = await createSession();
     const stranger = await newProductUser('stranger');

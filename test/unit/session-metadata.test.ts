@@ -25,15 +25,24 @@ describe('metadataErrors', () => {
 });
 
 describe('gatherMetadataFilter', () => {
+  // The gathered map has no prototype; compared as plain JSON.
+  const gathered = (query: Record<string, unknown>) => JSON.parse(JSON.stringify(gatherMetadataFilter(query)));
+
   it('gathers metadata[key] pairs into one object and keeps the other fields', () => {
-    assert.deepEqual(gatherMetadataFilter({ limit: '5', 'metadata[channel]': 'web', 'metadata[locale]': 'en' }), { limit: '5', metadata: { channel: 'web', locale: 'en' } });
+    assert.deepEqual(gathered({ limit: '5', 'metadata[channel]': 'web', 'metadata[locale]': 'en' }), { limit: '5', metadata: { channel: 'web', locale: 'en' } });
   });
 
   it('leaves a query without pairs as it is, and keeps repeated values and malformed names for validation to refuse', () => {
-    assert.deepEqual(gatherMetadataFilter({ limit: '5' }), { limit: '5' });
-    assert.deepEqual(gatherMetadataFilter({ 'metadata[a]': ['1', '2'] }), { metadata: { a: ['1', '2'] } });
-    assert.deepEqual(gatherMetadataFilter({ 'metadata[a': '1', 'metadata[a][b]': '2' }), { 'metadata[a': '1', 'metadata[a][b]': '2' });
-    assert.deepEqual(gatherMetadataFilter({ 'metadata[]': 'x' }), { metadata: { '': 'x' } });
+    assert.deepEqual(gathered({ limit: '5' }), { limit: '5' });
+    assert.deepEqual(gathered({ 'metadata[a]': ['1', '2'] }), { metadata: { a: ['1', '2'] } });
+    assert.deepEqual(gathered({ 'metadata[a': '1', 'metadata[a][b]': '2' }), { 'metadata[a': '1', 'metadata[a][b]': '2' });
+    assert.deepEqual(gathered({ 'metadata[]': 'x' }), { metadata: { '': 'x' } });
+  });
+
+  it('takes a key named __proto__ as a key (its repeated values still go to validation), never as the prototype', () => {
+    const filter = gatherMetadataFilter({ 'metadata[__proto__]': ['1', '2'] }) as { metadata: Record<string, unknown> };
+    assert.equal(Object.getPrototypeOf(filter.metadata), null);
+    assert.deepEqual(Object.entries(filter.metadata), [['__proto__', ['1', '2']]]);
   });
 });
 

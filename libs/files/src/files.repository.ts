@@ -282,12 +282,14 @@ export class FilesRepository {
   /**
    * The files of deleted sessions (attachments and inline images) become tombstones, in the
    * deleting transaction: clients lose them with the session, and the files sweep removes their
-   * bytes and rows in its bounded batches. Returns how many.
+   * bytes and rows in its bounded batches. An attachment in a project's workdir stays: the
+   * project's other sessions use it (001), and it goes with the project. Returns how many.
    */
   async tombstoneSessionFiles(manager: EntityManager, sessionIds: string[]): Promise<number> {
     if (sessionIds.length === 0) return 0;
     const [, count] = (await manager.query(
-      prepared(`UPDATE files SET status = 'deleting' WHERE session_id = ANY($1::uuid[]) AND status IN ('bound', 'ready', 'inline')`),
+      prepared(`UPDATE files SET status = 'deleting' WHERE session_id = ANY($1::uuid[])
+         AND (status = 'inline' OR (status IN ('bound', 'ready') AND (workdir_id IS NULL OR workdir_id = session_id)))`),
       [sessionIds],
     )) as [unknown[], number];
     return count;

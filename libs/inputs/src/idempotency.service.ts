@@ -110,10 +110,11 @@ export class IdempotencyService {
   /** The stored response for this scope and key, or null; a different intent is a conflict. */
   private async replay(scope: IdempotencyScope): Promise<IdempotentResponse | null> {
     const rows = (await this.receipts.query(
-      prepared(`SELECT request_hash, response_status, response_body, receipt, session_id FROM idempotency_receipts
-       WHERE owner_id = $1 AND scope = $2 AND idempotency_key = $3`),
+      prepared(`SELECT r.request_hash, r.response_status, r.response_body, r.receipt, r.session_id, s.deleted_at IS NOT NULL AS session_deleted
+       FROM idempotency_receipts r LEFT JOIN sessions s ON s.id = r.session_id
+       WHERE r.owner_id = $1 AND r.scope = $2 AND r.idempotency_key = $3`),
       [scope.ownerId, scope.scope, scope.key],
-    )) as { request_hash: string; response_status: number; response_body: string; receipt: AcceptedReceipt | null; session_id: string | null }[];
+    )) as { request_hash: string; response_status: number; response_body: string; receipt: AcceptedReceipt | null; session_id: string | null; session_deleted: boolean }[];
     const existing = rows[0];
     if (!existing) return null;
     if (existing.request_hash !== scope.requestHash) {
@@ -121,6 +122,8 @@ export class IdempotencyService {
         idempotency_key: scope.key,
       });
     }
+    // Everything under a deleted session is 404, its first answer too (a replayed create must not stream it).
+    if (existing.session_deleted) throw DomainError.notFound(`Session ${existing.session_id}`);
     return { status: existing.response_status, body: existing.response_body, replayed: true, receipt: existing.receipt, sessionId: existing.session_id };
   }
 

@@ -30,7 +30,8 @@ export function gatherMetadataFilter(query: Record<string, unknown>): Record<str
   const rest: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(query)) {
     const match = FILTER_KEY.exec(name);
-    if (match) (metadata ??= {})[match[1]!] = value;
+    // No prototype: a key named __proto__ is a key like any other (a filter, validated), never the object's prototype.
+    if (match) (metadata ??= Object.create(null) as Record<string, unknown>)[match[1]!] = value;
     else rest[name] = value;
   }
   return metadata === undefined ? rest : { ...rest, metadata };

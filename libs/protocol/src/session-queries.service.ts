@@ -95,7 +95,8 @@ export class SessionQueriesService {
     const listed = atActive ? (page.order === 'desc' ? await this.items.listItems(sessionId, turnId, { ...page, after: undefined }) : null) : await this.items.listItems(sessionId, turnId, page);
     let data = (listed?.rows ?? []).map(toItemDto);
     let hasMore = listed?.hasMore ?? false;
-    if (active && !atActive) {
+    // Its item may have been written between the two reads: then the page has it already.
+    if (active && !atActive && !data.some((item) => item.id === active.id)) {
       if (page.order === 'desc' && page.after === undefined) {
         data = [active, ...data];
         if (data.length > page.limit) {

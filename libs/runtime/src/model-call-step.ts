@@ -47,7 +47,10 @@ export class ModelCallStep {
     let reasoning = '';
     const closeReasoning = async (item: ItemEntity): Promise<void> => {
       state.output.reasoning = reasoning;
-      if (!(await this.runs.saveCheckpoint(state.lease, runCheckpoint(item, state.output)))) {
+      // Retried through a database blip like every write of the run; not saved: the lease is gone.
+      const checkpoint = runCheckpoint(item, state.output);
+      if (!(await this.writes.retrying(state.lease, () => this.runs.saveCheckpoint(state.lease, checkpoint), true))) {
+        this.writes.fenced(state.lease, 'reasoning checkpoint');
         throw new LeaseLostError(`lease of run ${state.lease.runId} is gone`);
       }
       state.live.push(turnEvents.reasoningDone(item, state.outputIndex, reasoning));

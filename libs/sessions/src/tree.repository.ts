@@ -57,7 +57,7 @@ const MEMBER_STATE_COLUMNS = `s.id, s.subagent->>'name' AS name, s.agent_id, s.d
   a.id AS active_turn_id, a.status AS active_status, a.waitpoint->>'kind' AS waitpoint_kind,
   l.id AS last_turn_id, l.status AS last_status, l.error->>'code' AS error_code,
   (SELECT string_agg(p->>'text', '') FROM items i CROSS JOIN LATERAL jsonb_array_elements(i.content) p
-    WHERE i.turn_id = l.id AND i.role = 'assistant' AND i.phase = 'final_answer' AND l.status = 'completed') AS answer`;
+    WHERE i.turn_id = l.id AND i.role = 'assistant' AND i.phase = 'final_answer' AND l.status = 'completed' AND p->>'type' = 'output_text') AS answer`;
 const MEMBER_STATE_JOINS = `LEFT JOIN LATERAL (SELECT id, status, waitpoint FROM turns WHERE session_id = s.id AND status IN ('queued', 'in_progress', 'requires_action') LIMIT 1) a ON true
   LEFT JOIN LATERAL (SELECT id, status, error FROM turns WHERE session_id = s.id ORDER BY seq DESC LIMIT 1) l ON true`;
 

@@ -45,7 +45,9 @@ export class RunsRepository {
   async renewLease(lease: Lease, leaseMs: number, checkpoint: RunCheckpoint | null): Promise<{ held: boolean; cancelRequested: boolean }> {
     const rows = (await this.runs.query(
       prepared(`WITH r AS (
-         UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000), checkpoint = coalesce($5::jsonb, checkpoint)
+         UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000),
+           -- The same item's checkpoint is merged: reasoning saved meanwhile (saveCheckpoint) survives a heartbeat built before it.
+           checkpoint = CASE WHEN $5::jsonb IS NULL THEN checkpoint WHEN checkpoint->>'item_id' = $5::jsonb->>'item_id' THEN checkpoint || $5::jsonb ELSE $5::jsonb END
          WHERE ${HELD('$1', '$2', '$3')} RETURNING turn_id
        )
        SELECT t.cancellation_pending FROM turns t JOIN r ON t.id = r.turn_id`),
