@@ -68,7 +68,8 @@ describe('cooperation trees', () => {
     assert.deepEqual(created.map((e) => e.data.subagent.name), ['a', 'b', 'c']);
     const settled = await until(async () => stream.events.filter((e) => e.type === 'yuxi.session.subagent.state'), (s) => s.length === 3, 'three member states');
     assert.deepEqual(settled.map((e) => e.data.status), ['completed', 'completed', 'completed']);
-    assert.ok(stream.events.some((e) => e.type === 'yuxi.session.turn.state' && e.data.turn.yuxi.waitpoint?.kind === 'cooperation'), 'the wait shows as a cooperation waitpoint');
+    // Whether the wait stopped the run depends on how fast the echo members were (it resolves at once
+    // when all have ended): the cooperation waitpoint is asserted where a slow member makes it certain.
 
     const members = (await tree(coordinator.id)).filter((s) => s.id !== coordinator.id);
     assert.equal(members.length, 3);

@@ -7,5 +7,5 @@ export { Authenticator } from './authenticator.js';
 export { generateKeySecret, isWellFormedKey, KEY_PREFIX } from './key-format.js';
 export { ACCESS_LEVELS, type AccessLevel, agentViewerOf, assertAdmin, assertFullAccess, assertUserToken, mayUsePrivateAgents, type Principal } from './principal.js';
 export { RateLimits } from './rate-limits.js';
-export { USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto, UserListQueryDto } from './user.dto.js';
+export { USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto } from './user.dto.js';
 export { Users } from './users.js';

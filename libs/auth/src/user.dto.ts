@@ -1,7 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
-import { OptionalNotNull } from '#libs/errors';
+import { ApiProperty } from '@nestjs/swagger';
 
 export const USER_KINDS = ['user', 'end_user'] as const;
 export type UserKind = (typeof USER_KINDS)[number];
@@ -37,31 +34,4 @@ export class UserListDto {
   @ApiProperty({ type: String, nullable: true }) first_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) last_id!: string | null;
   @ApiProperty() has_more!: boolean;
-}
-
-/** The users list's query: the page (as every list's) and the kind. */
-export class UserListQueryDto {
-  @ApiPropertyOptional({ enum: USER_KIND_FILTERS, default: 'user', description: 'Product users (`user`, the default: 001 lists system users unless asked), app end users (`end_user`), or both (`all`).' })
-  @OptionalNotNull()
-  @IsIn(USER_KIND_FILTERS)
-  kind?: UserKindFilter;
-
-  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'The `last_id` of the previous page (400 `invalid_cursor` when it is not a user of this list).' })
-  @OptionalNotNull()
-  @IsString()
-  @Length(1, 64)
-  after?: string;
-
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, description: 'Page size (default 50).' })
-  @OptionalNotNull()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100)
-  limit?: number;
-
-  @ApiPropertyOptional({ enum: ['asc', 'desc'], default: 'desc', description: 'By creation: `desc` newest first, `asc` oldest first.' })
-  @OptionalNotNull()
-  @IsIn(['asc', 'desc'])
-  order?: 'asc' | 'desc';
 }

@@ -1,9 +1,20 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { assertAdmin, CurrentPrincipal, type Principal, UserListDto, UserListQueryDto, Users } from '#libs/auth';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { IsIn } from 'class-validator';
+import { assertAdmin, CurrentPrincipal, type Principal, USER_KIND_FILTERS, type UserKindFilter, UserListDto, Users } from '#libs/auth';
+import { OptionalNotNull } from '#libs/errors';
+import { ListQueryDto } from '#libs/protocol';
 import { USER_LIST_EXAMPLE } from '../openapi/examples.js';
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
+
+/** The users list's query: the page, as every list's, and the kind. */
+export class UserListQueryDto extends ListQueryDto {
+  @ApiPropertyOptional({ enum: USER_KIND_FILTERS, default: 'user', description: 'Product users (`user`, the default: 001 lists system users unless asked), app end users (`end_user`), or both (`all`).' })
+  @OptionalNotNull()
+  @IsIn(USER_KIND_FILTERS)
+  kind?: UserKindFilter;
+}
 
 @ApiTags(TAGS.admin.name)
 @ApiBearerAuth()

@@ -9552,14 +9552,14 @@ export interface operations {
     listUsers: {
         parameters: {
             query?: {
-                /** @description Product users (`user`, the default: 001 lists system users unless asked), app end users (`end_user`), or both (`all`). */
-                kind?: "user" | "end_user" | "all";
-                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not a user of this list). */
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
+                /** @description Product users (`user`, the default: 001 lists system users unless asked), app end users (`end_user`), or both (`all`). */
+                kind?: "user" | "end_user" | "all";
             };
             header?: {
                 /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
