@@ -13,6 +13,14 @@ export interface BuiltinToolDefinition {
   executor: Extract<ToolExecutor, 'user' | 'server'>;
 }
 
+/** The arguments of the tools that read one workdir file (read_file, ocr_parse_file). */
+const FILE_ID_PARAMETERS = {
+  type: 'object',
+  properties: { file_id: { type: 'string', pattern: '^[0-9a-f]{32}$', description: 'As listed by list_files or in the attachment list of a user message.' } },
+  required: ['file_id'],
+  additionalProperties: false,
+};
+
 export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefinition>> = {
   ask_user: {
     name: 'ask_user',
@@ -66,24 +74,14 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
     name: 'read_file',
     description:
       'Read a file of this session\'s workdir (shared by every session of the session\'s project) by its file_id: the text of a text file (txt, md, csv, json), the text of each page of a PDF. Images have no text to read.',
-    parameters: {
-      type: 'object',
-      properties: { file_id: { type: 'string', pattern: '^[0-9a-f]{32}$', description: 'As listed by list_files or in the attachment list of a user message.' } },
-      required: ['file_id'],
-      additionalProperties: false,
-    },
+    parameters: FILE_ID_PARAMETERS,
     executor: 'server',
   },
   ocr_parse_file: {
     name: 'ocr_parse_file',
     description:
       'Read a file of this session\'s workdir with OCR by its file_id: the text recognised in an image (PNG, JPEG, GIF, WebP; English), a PDF\'s text layer with OCR for its scanned pages, a text file as read_file does. Slower than read_file: use it for images and scanned documents.',
-    parameters: {
-      type: 'object',
-      properties: { file_id: { type: 'string', pattern: '^[0-9a-f]{32}$', description: 'As listed by list_files or in the attachment list of a user message.' } },
-      required: ['file_id'],
-      additionalProperties: false,
-    },
+    parameters: FILE_ID_PARAMETERS,
     executor: 'server',
   },
 };

@@ -1,6 +1,7 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import { SandboxedThread } from '#libs/sandbox';
 import { FileTextError } from '../text/pdf-text.js';
+import { readerWait } from '../text/reader-wait.js';
 import type { OcrReply, OcrRequest } from './ocr-text.worker.js';
 
 /**
@@ -43,18 +44,13 @@ export class OcrReader implements OnModuleDestroy {
 
   /** The text of a PNG prepared by image-pixels.ts (checked against the pixel limit, greyscale). */
   async recognise(png: Uint8Array, signal?: AbortSignal): Promise<string> {
-    const wait = new AbortController();
-    const onAbort = () => wait.abort(new FileTextError('recognising the image was cancelled'));
-    const timer = setTimeout(() => wait.abort(new FileTextError(`the OCR engine is busy with other images (waited ${this.queueWaitMs} ms); try again later`, true)), this.queueWaitMs);
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener('abort', onAbort, { once: true });
+    const wait = readerWait(this.queueWaitMs, signal, { cancelled: 'recognising the image was cancelled', busy: 'the OCR engine is busy with other images' });
     const copy = new Uint8Array(png);
     let result;
     try {
       result = await this.thread.request({ png: copy }, { timeoutMs: this.timeoutMs, wait: wait.signal, transfer: [copy.buffer] });
     } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      wait.release();
     }
     switch (result.kind) {
       case 'reply':

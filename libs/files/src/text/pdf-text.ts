@@ -1,6 +1,10 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import { SandboxedThread } from '#libs/sandbox';
+import { FileTextError } from './file-text-error.js';
 import type { PageScan, PdfTextReply, PdfTextRequest } from './pdf-text.worker.js';
+import { readerWait } from './reader-wait.js';
+
+export { FileTextError };
 
 export type { PageScan } from './pdf-text.worker.js';
 
@@ -29,19 +33,6 @@ export const PDF_QUEUE_WAIT_MS = 15_000;
 // pdf.js needs a few tens of MB for an ordinary file; a decompression bomb hits this instead of the process's heap.
 const HEAP_LIMIT_MB = 256;
 
-/**
- * A file whose text could not be read (unparsable, too slow, too large); the message is safe to
- * show. `busy`: the reader's queue was longer than the wait allows: nothing is wrong with the file.
- */
-export class FileTextError extends Error {
-  override readonly name = 'FileTextError';
-  constructor(
-    message: string,
-    readonly busy = false,
-  ) {
-    super(message);
-  }
-}
 
 export interface PdfTextLimits {
   timeoutMs?: number;
@@ -80,12 +71,7 @@ export class PdfTextReader implements OnModuleDestroy {
   /** With `scans`: also the largest image of each page without a text layer, for OCR (pixels above `maxPixels` refused, not copied). */
   read(bytes: Uint8Array, signal: AbortSignal | undefined, scans: { maxPages: number; maxPixels: number }): Promise<PdfTextWithScans>;
   async read(bytes: Uint8Array, signal?: AbortSignal, scans?: { maxPages: number; maxPixels: number }): Promise<FileText | PdfTextWithScans> {
-    // Both only end the wait for a turn: a read that has started runs to its own time limit.
-    const wait = new AbortController();
-    const onAbort = () => wait.abort(new FileTextError('reading the PDF was cancelled'));
-    const timer = setTimeout(() => wait.abort(new FileTextError(`the PDF reader is busy with other files (waited ${this.queueWaitMs} ms); try again later`, true)), this.queueWaitMs);
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener('abort', onAbort, { once: true });
+    const wait = readerWait(this.queueWaitMs, signal, { cancelled: 'reading the PDF was cancelled', busy: 'the PDF reader is busy with other files' });
     // pdf.js may take ownership of (detach) the buffer it is given: the thread gets a copy.
     const copy = new Uint8Array(bytes);
     let result;
@@ -95,8 +81,7 @@ export class PdfTextReader implements OnModuleDestroy {
         { timeoutMs: this.timeoutMs, wait: wait.signal, transfer: [copy.buffer] },
       );
     } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      wait.release();
     }
     switch (result.kind) {
       case 'reply':
