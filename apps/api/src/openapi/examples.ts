@@ -274,11 +274,14 @@ export const AUDIT_LIST_EXAMPLE = {
   has_more: false,
 };
 
+/** A user after `setUserRole`. */
+export const USER_EXAMPLE = { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, role: 'operator', is_admin: false, created_at: AT };
+
 export const USER_LIST_EXAMPLE = {
   object: 'list',
   data: [
-    { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, is_admin: false, created_at: AT },
-    { id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10', object: 'user', kind: 'user', subject: null, app_id: null, parent_id: null, is_admin: true, created_at: AT },
+    { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, role: null, is_admin: false, created_at: AT },
+    { id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10', object: 'user', kind: 'user', subject: null, app_id: null, parent_id: null, role: 'admin', is_admin: true, created_at: AT },
   ],
   first_id: USER_ID,
   last_id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10',
