@@ -55,6 +55,10 @@ const STATUS_SQL: Record<SearchStatus, string> = {
   failed: `(${TURN_STATUS} = 'failed' AND NOT ${WILL_RUN})`,
   cancelled: `(${TURN_STATUS} = 'cancelled' AND NOT ${WILL_RUN})`,
 };
+/** The page's columns and its owner's, named (a prepared statement may not select `*`). */
+const FOUND_COLUMNS = `${SESSION_COLUMNS.split(',')
+  .map((column) => `p.${column.trim()}`)
+  .join(', ')}, u.kind AS owner_kind, u.subject AS owner_subject, u.external_id AS owner_external_id, u.app_id AS owner_app_id`;
 const WAITING_SQL = `(${TURN_STATUS} = 'requires_action' AND s.current_turn->'waitpoint'->>'kind' IN ('question', 'approval', 'client_tool'))`;
 
 /**
@@ -100,7 +104,7 @@ export class SessionSearch {
     const limit = param(page.limit + 1);
     // The page first, then its owners (one primary-key read per row of the page, not of the walk).
     const rows = (await this.dataSource.query(
-      `SELECT p.*, u.kind AS owner_kind, u.subject AS owner_subject, u.external_id AS owner_external_id, u.app_id AS owner_app_id
+      `SELECT ${FOUND_COLUMNS}
        FROM (SELECT ${SESSION_COLUMNS} FROM sessions s WHERE ${where.join(' AND ')} ORDER BY s.created_at ${direction}, s.id ${direction} LIMIT ${limit}) p
        JOIN users u ON u.id = p.owner_id
        ORDER BY p.created_at ${direction}, p.id ${direction}`,
@@ -113,7 +117,7 @@ export class SessionSearch {
   async find(sessionId: string): Promise<FoundSession | null> {
     if (!isUuid(sessionId)) return null;
     const rows = (await this.dataSource.query(
-      prepared(`SELECT p.*, u.kind AS owner_kind, u.subject AS owner_subject, u.external_id AS owner_external_id, u.app_id AS owner_app_id
+      prepared(`SELECT ${FOUND_COLUMNS}
        FROM (SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 AND deleted_at IS NULL) p JOIN users u ON u.id = p.owner_id`),
       [sessionId],
     )) as Record<string, unknown>[];
