@@ -224,4 +224,36 @@ describe('responses conform to the OpenAPI document', () => {
     const forSubject = await call('post', '/api/v1/admin/api-keys', {}, { body: { name: 'doc subject key', access: 'agents', user_subject: `doc-${newKey('s').slice(-8)}` } });
     assert.equal(forSubject.status, 201);
   });
+
+  it('the operator API: roles, the cross-owner session search and read, an operator\'s control events, and the errors around them', async () => {
+    const key = await call('post', '/api/v1/admin/api-keys', {}, { body: { name: 'doc operator', access: 'full', user_subject: `doc-op-${newKey('s').slice(-8)}` } });
+    assert.equal(key.status, 201);
+    const user_id = key.body.user_id;
+    const role = await call('put', '/api/v1/admin/users/{user_id}/role', { user_id }, { body: { role: 'operator' } });
+    assert.equal(role.status, 200);
+    assert.equal((await call('put', '/api/v1/admin/users/{user_id}/role', { user_id }, { body: { role: 'root' } })).body.error.code, 'validation_failed');
+    assert.equal((await call('put', '/api/v1/admin/users/{user_id}/role', { user_id: newKey('u').slice(-36) }, { body: { role: null } })).status, 404);
+
+    const created = await call('post', SESSIONS, {}, { body: { agent_id: 'default-chatbot', title: 'Operated', input: 'ask me [[ask:Proceed?]]' }, idempotencyKey: newKey('create') });
+    const session_id = created.body.id;
+    const stream = await subscribe(session_id);
+    const waiting = await stream.waitForType('yuxi.session.turn.waiting');
+    const operator = { key: key.body.secret };
+    const list = await call('get', '/api/v1/admin/sessions', {}, { ...operator, query: `?waiting=true&q=Operated&limit=5` });
+    assert.equal(list.status, 200);
+    assert.ok(list.body.data.some((s: any) => s.id === session_id));
+    assert.equal((await call('get', '/api/v1/admin/sessions', {}, { ...operator, query: '?after=nope' })).status, 400);
+    assert.equal((await call('get', '/api/v1/admin/sessions/{session_id}', { session_id }, operator)).status, 200);
+    assert.equal((await call('get', '/api/v1/admin/sessions/{session_id}', { session_id: newKey('s').slice(-36) }, operator)).status, 404);
+    const events = '/api/v1/admin/sessions/{session_id}/events';
+    const refused = await call('post', events, { session_id }, { ...operator, ...idem({ events: [{ type: 'agent.session.input.message', input: 'hi' }] }) });
+    assert.equal(refused.body.error.code, 'control_event_required');
+    const question = waiting.data.waitpoint.questions[0].question_id;
+    const resume = { type: 'yuxi.session.input.resume', turn_id: waiting.data.turn_id, waitpoint_id: waiting.data.waitpoint.id, response: { type: 'answer', answers: [{ question_id: question, answer: 'yes' }] } };
+    assert.equal((await call('post', events, { session_id }, { ...operator, ...idem({ events: [resume] }) })).status, 202);
+    await stream.waitForType('agent.session.turn.completed', waiting.data.turn_id);
+    assert.equal((await call('post', events, { session_id }, { ...operator, ...idem({ events: [resume] }) })).status, 409);
+    assert.equal((await call('put', '/api/v1/admin/users/{user_id}/role', { user_id }, { body: { role: null } })).status, 200);
+    assert.equal((await call('get', '/api/v1/admin/sessions', {}, operator)).status, 403);
+  });
 });

@@ -129,6 +129,21 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('listUsers', 200);
   });
 
+  it('the operator API: a role granted, every owner\'s sessions searched and read, a control event sent', async () => {
+    const user = await http('/api/v1/admin/api-keys', { body: { name: 'try operator', access: 'full', user_subject: `try-${Date.now()}` } });
+    assert.equal(user.status, 201, user.text);
+    ids.user_id = user.body.user_id;
+    await tryIt('setUserRole', 200);
+    // Some owner's session (the default create's key already made one, since deleted).
+    const created = await http('/api/v1/agents/sessions', { headers: { 'idempotency-key': `try-ops-${Date.now()}` }, body: { agent_id: 'default-chatbot', input: 'Hello!' } });
+    assert.equal(created.status, 201, created.text);
+    ids.session_id = created.body.id;
+    await turnCompleted(ids.session_id, 1);
+    await tryIt('listAdminSessions', 200);
+    await tryIt('getAdminSession', 200);
+    await tryIt('submitAdminSessionEvent', 202);
+  });
+
   it('files: an upload (a file picked, as Try it out asks for), read and deleted; one attached to a session, listed, read back and deleted', async () => {
     // Try it out has no default file: a person picks one, so the upload is the one multipart request built here.
     const picked = await upload('quarterly numbers\n', 'notes.txt');

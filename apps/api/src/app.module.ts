@@ -14,6 +14,7 @@ import { BootstrapKey } from './bootstrap-key.js';
 import { AdminAgentsController } from './controllers/admin-agents.controller.js';
 import { AdminApiKeysController } from './controllers/admin-api-keys.controller.js';
 import { AdminAuditController } from './controllers/admin-audit.controller.js';
+import { AdminSessionsController } from './controllers/admin-sessions.controller.js';
 import { AdminUsersController } from './controllers/admin-users.controller.js';
 import { AgentFilesController } from './controllers/agent-files.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
@@ -45,6 +46,7 @@ import { HttpDrain } from './http-drain.js';
     AdminApiKeysController,
     AdminAuditController,
     AdminUsersController,
+    AdminSessionsController,
   ],
   providers: [BootstrapKey, AgentsFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })

@@ -5,11 +5,15 @@ import { isUuid, newId, type PageQuery, prepared, toPage, unixSeconds } from '#l
 import { DomainError } from '#libs/errors';
 import type { AuditEntryDto, AuditListDto } from './audit.dto.js';
 
+/** Every action the trail records (the audit entry's `action`). */
+export const AUDIT_ACTIONS = ['api_key.created', 'api_key.revoked', 'agent.created', 'agent.replaced', 'agent.deleted', 'user.role_changed', 'session.operator_event'] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
 export interface AuditEntry {
   actorId: string | null;
   keyId: string | null;
-  action: 'api_key.created' | 'api_key.revoked' | 'agent.created' | 'agent.replaced' | 'agent.deleted';
-  targetType: 'api_key' | 'agent';
+  action: AuditAction;
+  targetType: 'api_key' | 'agent' | 'user' | 'session';
   targetId: string;
   /** Never a secret: names, access levels, versions. */
   details?: Record<string, unknown>;

@@ -1,14 +1,19 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { AUDIT_ACTIONS } from './audit-log.js';
 
 export class AuditTargetDto {
-  @ApiProperty({ enum: ['api_key', 'agent'] }) type!: string;
+  @ApiProperty({ enum: ['api_key', 'agent', 'user', 'session'] }) type!: string;
   @ApiProperty() id!: string;
 }
 
 export class AuditEntryDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['audit_entry'] }) object!: 'audit_entry';
-  @ApiProperty({ enum: ['api_key.created', 'api_key.revoked', 'agent.created', 'agent.replaced', 'agent.deleted'] }) action!: string;
+  @ApiProperty({
+    enum: AUDIT_ACTIONS,
+    description: '`user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner\'s session through the admin route (`details.event_type`, `details.owner_id`).',
+  })
+  action!: string;
   @ApiProperty({ type: String, nullable: true, description: 'The user who acted (null: the deployment itself, e.g. AGENTS_FILE).' }) actor_id!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The API key used (null for a user token).' }) key_id!: string | null;
   @ApiProperty({ type: AuditTargetDto }) target!: AuditTargetDto;

@@ -1,3 +1,3 @@
-export { type AuditEntry, AuditLog } from './audit-log.js';
+export { AUDIT_ACTIONS, type AuditAction, type AuditEntry, AuditLog } from './audit-log.js';
 export { AuditEntryDto, AuditListDto } from './audit.dto.js';
 export { AuditModule } from './audit.module.js';

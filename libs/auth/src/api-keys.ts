@@ -43,7 +43,7 @@ export class ApiKeys {
         .createQueryBuilder()
         .insert()
         .into(UserEntity)
-        .values({ id: ownerId, name: `user:${ownerId}`, kind: 'user', isAdmin: false, createdAt: new Date() })
+        .values({ id: ownerId, name: `user:${ownerId}`, kind: 'user', role: null, createdAt: new Date() })
         .orIgnore()
         .execute();
       const owner = await manager.findOneBy(UserEntity, { id: ownerId });

@@ -9,12 +9,13 @@ import { Principals } from './end-users.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
 import { JwtVerifier } from './jwt-verifier.js';
 import { RateLimits } from './rate-limits.js';
+import { SetUserRole } from './user-roles.js';
 import { Users } from './users.js';
 
 /** Identity: API keys, user tokens, app end users, key management, rate limits. */
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity, ApiKeyEntity]), AuditModule],
-  providers: [authRedisProvider, AuthService, JwtVerifier, Principals, Authenticator, ApiKeys, RateLimits, Users],
-  exports: [AuthService, Authenticator, ApiKeys, RateLimits, Users],
+  providers: [authRedisProvider, AuthService, JwtVerifier, Principals, Authenticator, ApiKeys, RateLimits, Users, SetUserRole],
+  exports: [AuthService, Authenticator, ApiKeys, RateLimits, Users, SetUserRole],
 })
 export class AuthModule {}

@@ -7,6 +7,7 @@ import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { AUTH_REDIS } from './auth.redis.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
+import type { Role } from './principal.js';
 import { generateKeySecret, isWellFormedKey, KEY_PREFIX, keyedHash, LOOKUP_LENGTH } from './key-format.js';
 
 const MIN_KEY_LENGTH = 20;
@@ -16,12 +17,14 @@ const LAST_USED_EVERY_MS = 60_000;
 /** Outlives every cached entry of a revoked key; after it, caches have re-read the key from Postgres. */
 const REVOKED_MARKER_MS = CACHE_TTL_MS * 2;
 const revokedMarker = (keyId: string): string => `yuxi:auth:revoked:${keyId}`;
+/** Set when a user's role changed: their keys' cached entries are re-read (same lifetime as a revocation's). */
+const userChangedMarker = (userId: string): string => `yuxi:auth:user-changed:${userId}`;
 
 /** A verified API key, before any end user is resolved. */
 export interface VerifiedKey {
   keyId: string;
   userId: string;
-  isAdmin: boolean;
+  role: Role | null;
   access: 'full' | 'agents';
   appId: string | null;
   expiresAt: Date | null;
@@ -32,7 +35,9 @@ export interface VerifiedKey {
  * API keys: found by their first characters, compared by a keyed hash (HMAC with the server's
  * API_KEY_HASH_SECRET) in constant time. Verified keys are cached briefly so the hot path pays no
  * query per request; a cached key is used only while Redis holds no revocation marker for it, and
- * the marker is set before a revocation answers — so the next request fails on every replica.
+ * the marker is set before a revocation answers — so the next request fails on every replica. A
+ * role change marks the key's user the same way (one EXISTS covers both markers), so the owner's
+ * next request on any replica carries the new role.
  */
 @Injectable()
 export class AuthService {
@@ -66,8 +71,8 @@ export class AuthService {
     const cached = this.cache.get(hmac);
     if (cached && cached.expiresAt > Date.now() && (cached.key.expiresAt === null || cached.key.expiresAt.getTime() > Date.now())) {
       // With Redis unreachable the cache stands for at most CACHE_TTL_MS, as before markers existed.
-      const revoked = await this.redis.exists(revokedMarker(cached.key.keyId)).catch(() => 0);
-      if (revoked === 0) return cached.key;
+      const marked = await this.redis.exists(revokedMarker(cached.key.keyId), userChangedMarker(cached.key.userId)).catch(() => 0);
+      if (marked === 0) return cached.key;
       this.cache.delete(hmac);
     }
 
@@ -79,7 +84,7 @@ export class AuthService {
     const key: VerifiedKey = {
       keyId: row.id,
       userId: row.userId,
-      isAdmin: owner?.isAdmin ?? false,
+      role: owner?.role ?? null,
       access: row.scopes.includes('full') ? 'full' : 'agents',
       appId: row.appId,
       expiresAt: row.expiresAt,
@@ -107,6 +112,18 @@ export class AuthService {
     for (const [hash, entry] of this.cache) if (entry.key.keyId === keyId) this.cache.delete(hash);
     await this.redis.set(revokedMarker(keyId), '1', 'PX', REVOKED_MARKER_MS).catch((error: unknown) => {
       this.logger.warn(`revocation marker not set (other replicas drop the key within ${CACHE_TTL_MS / 1000} s): ${String(error)}`);
+    });
+  }
+
+  /**
+   * A user's role changed (the row already committed): their keys' entries are dropped here and
+   * marked in Redis, so every replica re-reads the role on the next request. Token users read
+   * their row on every request already.
+   */
+  async userChanged(userId: string): Promise<void> {
+    for (const [hash, entry] of this.cache) if (entry.key.userId === userId) this.cache.delete(hash);
+    await this.redis.set(userChangedMarker(userId), '1', 'PX', REVOKED_MARKER_MS).catch((error: unknown) => {
+      this.logger.warn(`role change marker not set (other replicas see the new role within ${CACHE_TTL_MS / 1000} s): ${String(error)}`);
     });
   }
 
@@ -155,16 +172,19 @@ export class AuthService {
       .execute();
   }
 
-  /** A product user by name, created on first use. */
+  /** A product user by name, created on first use; `isAdmin` makes (or keeps) them an administrator (the bootstrap user). */
   async ensureUser(name: string, isAdmin = false): Promise<string> {
     await this.users
       .createQueryBuilder()
       .insert()
-      .values({ id: newId(), name, kind: 'user', isAdmin, createdAt: new Date() })
+      .values({ id: newId(), name, kind: 'user', role: isAdmin ? 'admin' : null, createdAt: new Date() })
       .orIgnore()
       .execute();
     const user = await this.users.findOneByOrFail({ name, kind: 'user' });
-    if (isAdmin && !user.isAdmin) await this.users.update({ id: user.id }, { isAdmin: true });
+    if (isAdmin && user.role !== 'admin') {
+      await this.users.update({ id: user.id }, { role: 'admin' });
+      await this.userChanged(user.id);
+    }
     return user.id;
   }
 }

@@ -39,12 +39,12 @@ export class Authenticator {
       if (endUserHeader !== undefined) throw new DomainError('forbidden', 'X-End-User-Id is only accepted with an app-bound API key');
       const user = await this.principals.subjectUser(verified.subject);
       await beforeEndUser({ keyId: null, actorId: user.id, limits: { perMinute: null, streams: null } });
-      return { userId: user.id, actorId: user.id, keyId: null, access: 'full', appId: null, endUser: null, isAdmin: user.isAdmin, limits: { perMinute: null, streams: null } };
+      return { userId: user.id, actorId: user.id, keyId: null, access: 'full', appId: null, endUser: null, role: user.role, isAdmin: user.role === 'admin', limits: { perMinute: null, streams: null } };
     }
     const key = await this.keys.verifyKey(credential);
     if (!key) throw new DomainError('unauthorized', 'Invalid, expired or revoked API key');
     this.keys.noteUsed(key.keyId);
-    const base = { actorId: key.userId, keyId: key.keyId, access: key.access, isAdmin: key.isAdmin, limits: key.limits };
+    const base = { actorId: key.userId, keyId: key.keyId, access: key.access, role: key.role, isAdmin: key.role === 'admin', limits: key.limits };
     await beforeEndUser(base);
     if (key.appId === null) {
       if (endUserHeader !== undefined) throw new DomainError('forbidden', 'X-End-User-Id is only accepted with an app-bound API key');
@@ -55,7 +55,7 @@ export class Authenticator {
       throw DomainError.validation([{ field: 'X-End-User-Id', errors: [`must be 1–${END_USER_MAX} characters without surrounding whitespace`] }]);
     }
     const userId = await this.principals.endUser(key.userId, key.appId, endUser);
-    // An end user is never an administrator, whatever the key's owner is.
-    return { ...base, isAdmin: false, userId, appId: key.appId, endUser };
+    // An end user holds no role, whatever the key's owner holds.
+    return { ...base, role: null, isAdmin: false, userId, appId: key.appId, endUser };
   }
 }

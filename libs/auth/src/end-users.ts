@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { newId, prepared } from '#libs/database';
+import type { Role } from './principal.js';
 
 const CACHE_MAX = 50_000;
 
@@ -53,22 +54,22 @@ export class Principals {
     return rows[0]?.id ?? null;
   }
 
-  /** The product user of a JWT subject. */
-  async subjectUser(subject: string): Promise<{ id: string; isAdmin: boolean }> {
+  /** The product user of a JWT subject, read on every request (a role change applies to the next one). */
+  async subjectUser(subject: string): Promise<{ id: string; role: Role | null }> {
     const rows = (await this.dataSource.query(
       prepared(`WITH ins AS (
          INSERT INTO users (id, name, kind, subject, created_at) VALUES ($1::uuid, 'jwt:' || $1::text, 'user', $2::text, now())
-         ON CONFLICT (subject) DO NOTHING RETURNING id, is_admin
+         ON CONFLICT (subject) DO NOTHING RETURNING id, role
        )
-       SELECT id, is_admin FROM ins UNION ALL SELECT id, is_admin FROM users WHERE subject = $2 LIMIT 1`),
+       SELECT id, role FROM ins UNION ALL SELECT id, role FROM users WHERE subject = $2 LIMIT 1`),
       [newId(), subject],
-    )) as { id: string; is_admin: boolean }[];
+    )) as { id: string; role: Role | null }[];
     let row = rows[0];
     if (!row) {
-      const again = (await this.dataSource.query(prepared(`SELECT id, is_admin FROM users WHERE subject = $1`), [subject])) as { id: string; is_admin: boolean }[];
+      const again = (await this.dataSource.query(prepared(`SELECT id, role FROM users WHERE subject = $1`), [subject])) as { id: string; role: Role | null }[];
       row = again[0];
     }
     if (!row) throw new Error('user could not be resolved');
-    return { id: row.id, isAdmin: row.is_admin };
+    return { id: row.id, role: row.role };
   }
 }

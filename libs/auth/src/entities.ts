@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { Role } from './principal.js';
 
 /** A principal resources belong to: a product user, or an app's end user (one row per product user, app and external id). */
 @Entity('users')
@@ -6,7 +7,8 @@ export class UserEntity {
   @PrimaryColumn('uuid') id!: string;
   @Column('text') name!: string;
   @Column('varchar') kind!: 'user' | 'end_user';
-  @Column('boolean', { name: 'is_admin' }) isAdmin!: boolean;
+  /** Product users only (a CHECK says so); `is_admin` is a column generated from it, never written. */
+  @Column('varchar', { nullable: true }) role!: Role | null;
   /** The JWT `sub` of a user who signs in with tokens. */
   @Column('varchar', { nullable: true }) subject!: string | null;
   @Column('uuid', { name: 'parent_id', nullable: true }) parentId!: string | null;

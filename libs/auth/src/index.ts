@@ -5,7 +5,22 @@ export { AuthModule } from './auth.module.js';
 export { AuthService } from './auth.service.js';
 export { Authenticator } from './authenticator.js';
 export { generateKeySecret, isWellFormedKey, KEY_PREFIX } from './key-format.js';
-export { ACCESS_LEVELS, type AccessLevel, agentViewerOf, assertAdmin, assertFullAccess, assertUserToken, mayUsePrivateAgents, type Principal } from './principal.js';
+export {
+  ACCESS_LEVELS,
+  type AccessLevel,
+  agentViewerOf,
+  assertAdmin,
+  assertFullAccess,
+  assertOperator,
+  assertUserToken,
+  assertViewer,
+  mayUsePrivateAgents,
+  onBehalfOfOwner,
+  type Principal,
+  type Role,
+  ROLES,
+} from './principal.js';
 export { RateLimits } from './rate-limits.js';
-export { USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto } from './user.dto.js';
+export { SetUserRoleDto, USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto } from './user.dto.js';
+export { SetUserRole } from './user-roles.js';
 export { Users } from './users.js';

@@ -4,6 +4,14 @@ export type AccessLevel = 'full' | 'agents';
 export const ACCESS_LEVELS: readonly AccessLevel[] = ['full', 'agents'];
 
 /**
+ * What a product user may do beyond their own resources: `admin` everything, `operator` read every
+ * session and act on it, `viewer` read every session. Granted by an administrator; end users never
+ * hold one.
+ */
+export const ROLES = ['admin', 'operator', 'viewer'] as const;
+export type Role = (typeof ROLES)[number];
+
+/**
  * Who is calling. Every resource is scoped to `userId`: the product user, or — through an
  * app-bound key — the app's end user acting (the default one when no X-End-User-Id is sent).
  * Another principal's resource is simply not found.
@@ -19,7 +27,16 @@ export interface Principal {
   appId: string | null;
   /** The end user's id within the app ('' for the app's default end user); null when not acting for an app. */
   endUser: string | null;
+  /** The product user's role; null for a product user without one and for every app end user. */
+  role: Role | null;
+  /** `role === 'admin'`, the test most routes make. */
   isAdmin: boolean;
+  /**
+   * Set only by `onBehalfOfOwner` (the admin routes): an operator acting on another owner's
+   * session. `userId` is then the session's owner, so the owner-scoped reads and locks of the use
+   * cases find it; `actorId` and `keyId` stay the operator's, for the audit trail.
+   */
+  operatorFor?: { ownerId: string };
   /** Per-key overrides of the deployment's limits. */
   limits: { perMinute: number | null; streams: number | null };
 }
@@ -39,10 +56,32 @@ export function assertFullAccess(principal: Principal): void {
   if (principal.access !== 'full' || principal.appId !== null) throw new DomainError('forbidden', 'This operation needs a full-access API key or a user token, not bound to an app');
 }
 
-/** Deployment administration (other users' keys, the audit trail). */
+/** Deployment administration (other users' keys, agents, roles, the audit trail). */
 export function assertAdmin(principal: Principal): void {
   assertFullAccess(principal);
   if (!principal.isAdmin) throw new DomainError('forbidden', 'This operation is for administrators');
+}
+
+/** Reading and acting on every owner's sessions (the admin session routes' writes): administrators and operators. */
+export function assertOperator(principal: Principal): void {
+  assertFullAccess(principal);
+  if (principal.role !== 'admin' && principal.role !== 'operator') throw new DomainError('forbidden', 'This operation is for operators and administrators');
+}
+
+/** Reading every owner's sessions: administrators, operators and viewers. A viewer acts on nothing. */
+export function assertViewer(principal: Principal): void {
+  assertFullAccess(principal);
+  if (principal.role === null) throw new DomainError('forbidden', 'This operation is for viewers, operators and administrators');
+}
+
+/**
+ * The operator as the owner of another user's session: the one way past owner scoping, for the
+ * admin routes only (every other route scopes by the caller's own `userId`). Checks the role
+ * itself, so no caller can get such a principal without it.
+ */
+export function onBehalfOfOwner(operator: Principal, ownerId: string): Principal {
+  assertOperator(operator);
+  return { ...operator, userId: ownerId, appId: null, endUser: null, operatorFor: { ownerId } };
 }
 
 /**

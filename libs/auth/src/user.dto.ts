@@ -1,4 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { IsDefined, IsIn, ValidateIf } from 'class-validator';
+import { ROLES, type Role } from './principal.js';
 
 export const USER_KINDS = ['user', 'end_user'] as const;
 export type UserKind = (typeof USER_KINDS)[number];
@@ -24,7 +26,14 @@ export class UserDto {
   app_id!: string | null;
   @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'End users: the product user who owns the app-bound key; null for product users.' })
   parent_id!: string | null;
-  @ApiProperty({ description: 'A deployment administrator (never an end user).' }) is_admin!: boolean;
+  @ApiProperty({
+    type: String,
+    enum: [...ROLES, null],
+    nullable: true,
+    description: '`admin`: everything; `operator`: reads every session and acts on it (control events) under /api/v1/admin; `viewer`: reads every session there; null: a product user without a role (their own resources only), and every end user.',
+  })
+  role!: Role | null;
+  @ApiProperty({ description: '`role` is `admin`: a deployment administrator (never an end user).' }) is_admin!: boolean;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
 }
 
@@ -34,4 +43,14 @@ export class UserListDto {
   @ApiProperty({ type: String, nullable: true }) first_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) last_id!: string | null;
   @ApiProperty() has_more!: boolean;
+}
+
+/** `PUT /api/v1/admin/users/{user_id}/role`. */
+export class SetUserRoleDto {
+  @ApiProperty({ type: String, enum: [...ROLES, null], nullable: true, description: 'The role to hold from the next request on; null removes it.', example: 'operator' })
+  // Required, and null is a value here (it removes the role), unlike the optional fields elsewhere.
+  @IsDefined()
+  @ValidateIf((dto: SetUserRoleDto) => dto.role !== null)
+  @IsIn(ROLES)
+  role!: Role | null;
 }

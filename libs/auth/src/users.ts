@@ -3,16 +3,20 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { isUuid, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
+import type { Role } from './principal.js';
 import { type UserDto, type UserKind, type UserKindFilter, type UserListDto, USER_KINDS } from './user.dto.js';
 
-interface UserRow {
+/** The columns toUserDto reads. */
+export const USER_COLUMNS = 'id, kind, subject, external_id, app_id, parent_id, role, created_at';
+
+export interface UserRow {
   id: string;
   kind: UserKind;
   subject: string | null;
   external_id: string | null;
   app_id: string | null;
   parent_id: string | null;
-  is_admin: boolean;
+  role: Role | null;
   created_at: Date;
 }
 
@@ -35,16 +39,16 @@ export class Users {
     }
     const direction = page.order === 'desc' ? 'DESC' : 'ASC';
     const rows = (await this.dataSource.query(
-      `SELECT id, kind, subject, external_id, app_id, parent_id, is_admin, created_at FROM users
+      `SELECT ${USER_COLUMNS} FROM users
        WHERE kind = ANY ($2::varchar[]) ${after} ORDER BY created_at ${direction}, id ${direction} LIMIT $1`,
       params,
     )) as UserRow[];
-    const { rows: data, hasMore } = toPage(rows.map(toDto), page.limit);
+    const { rows: data, hasMore } = toPage(rows.map(toUserDto), page.limit);
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
   }
 }
 
-function toDto(row: UserRow): UserDto {
+export function toUserDto(row: UserRow): UserDto {
   return {
     id: row.id,
     object: 'user',
@@ -53,7 +57,8 @@ function toDto(row: UserRow): UserDto {
     subject: row.kind === 'end_user' ? row.external_id : row.subject,
     app_id: row.app_id,
     parent_id: row.parent_id,
-    is_admin: row.is_admin,
+    role: row.role,
+    is_admin: row.role === 'admin',
     created_at: unixSeconds(row.created_at),
   };
 }

@@ -120,6 +120,13 @@ export const ERROR_CODES = {
   },
   invalid_last_event_id: { status: 422, type: 'invalid_request', retryable: false, description: 'The Last-Event-ID header is not a cursor issued by this stream.' },
   unknown_event_type: { status: 422, type: 'invalid_request', retryable: false, description: 'The submitted event type is not part of the protocol.' },
+  control_event_required: {
+    status: 422,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The admin events route takes the control events only (cancel, resume, tool_result, continue, tree stop and continue): an operator never writes messages or other inputs into another user\'s session.',
+  },
   not_implemented: { status: 422, type: 'invalid_request', retryable: false, description: 'The field or event type is part of the protocol but not available in this deployment yet.' },
   rate_limited: {
     status: 429,

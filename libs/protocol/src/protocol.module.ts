@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '#libs/agents';
+import { AuditModule } from '#libs/audit';
 import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
 import { InputsModule } from '#libs/inputs';
@@ -8,13 +9,14 @@ import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
 import { SessionsModule } from '#libs/sessions';
 import { TurnsModule } from '#libs/turns';
+import { OperatorSessionQueries } from './operator-session-queries.js';
 import { SessionQueriesService } from './session-queries.service.js';
-import { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, DeleteSession, GetProject, ListProjects, SubmitEvent, UpdateSession, UploadDraft, USE_CASES } from './use-cases/index.js';
+import { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, DeleteSession, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, UpdateSession, UploadDraft, USE_CASES } from './use-cases/index.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
-  imports: [AgentsModule, FilesModule, LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
-  providers: [...USE_CASES, SessionQueriesService],
-  exports: [CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, AgentsModule],
+  imports: [AuditModule, AgentsModule, FilesModule, LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
+  providers: [...USE_CASES, SessionQueriesService, OperatorSessionQueries],
+  exports: [CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule],
 })
 export class ProtocolModule {}

@@ -1,10 +1,10 @@
-import { Controller, Get, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Param, Put, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { IsIn } from 'class-validator';
-import { assertAdmin, CurrentPrincipal, type Principal, USER_KIND_FILTERS, type UserKindFilter, UserListDto, Users } from '#libs/auth';
+import { assertAdmin, CurrentPrincipal, type Principal, SetUserRole, SetUserRoleDto, USER_KIND_FILTERS, UserDto, type UserKindFilter, UserListDto, Users } from '#libs/auth';
 import { OptionalNotNull } from '#libs/errors';
 import { ListQueryDto } from '#libs/protocol';
-import { USER_LIST_EXAMPLE } from '../openapi/examples.js';
+import { USER_EXAMPLE, USER_LIST_EXAMPLE } from '../openapi/examples.js';
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 
@@ -20,7 +20,10 @@ export class UserListQueryDto extends ListQueryDto {
 @ApiBearerAuth()
 @Controller('api/v1/admin/users')
 export class AdminUsersController {
-  constructor(private readonly users: Users) {}
+  constructor(
+    private readonly users: Users,
+    private readonly setUserRole: SetUserRole,
+  ) {}
 
   @Get()
   @ApiOperation({
@@ -34,5 +37,20 @@ export class AdminUsersController {
   list(@CurrentPrincipal() principal: Principal, @Query() query: UserListQueryDto): Promise<UserListDto> {
     assertAdmin(principal);
     return this.users.list(query.kind ?? 'user', { after: query.after, limit: query.limit ?? 50, order: query.order ?? 'desc' });
+  }
+
+  @Put(':user_id/role')
+  @ApiOperation({
+    operationId: 'setUserRole',
+    summary: 'Grant or remove a user\'s role',
+    description:
+      'Makes a product user an `admin`, an `operator` (reads every session and sends control events to it under /api/v1/admin/sessions) or a `viewer` (reads every session there), or removes the role (`null`: the user\'s own resources only). Applies from the user\'s next request on every api replica, and is in the audit trail (`user.role_changed`). An app end user holds no role (422); the bootstrap user stays an administrator (422). Administrators only.',
+  })
+  @ApiParam({ name: 'user_id', description: 'A product user (the `id` of the users list).', schema: { type: 'string', format: 'uuid' } })
+  @ApiBody({ type: SetUserRoleDto, examples: { operator: { summary: 'Make the user an operator', value: { role: 'operator' } }, none: { summary: 'Remove the role', value: { role: null } } } })
+  @ApiOkResponse({ type: UserDto, description: 'The user with the role.', example: USER_EXAMPLE })
+  @ApiErrors('forbidden', 'not_found', 'validation_failed', 'invalid_json', 'rate_limited')
+  setRole(@CurrentPrincipal() principal: Principal, @Param('user_id') userId: string, @Body() body: SetUserRoleDto): Promise<UserDto> {
+    return this.setUserRole.execute(principal, userId, body.role);
   }
 }

@@ -67,6 +67,12 @@ const CREATED = session({ status: 'in_progress', receipt: RECEIPT_EXAMPLE, title
 export const CREATED_SESSION_EXAMPLE = { ...CREATED, last_active_at: AT, yuxi: { ...CREATED.yuxi, unread: false, queued_input_count: 1 } };
 export const SESSION_EXAMPLE = session({ status: 'completed', receipt: null, title: 'Quarterly report' });
 export const SESSION_LIST_EXAMPLE = { object: 'list', data: [SESSION_EXAMPLE], first_id: SESSION_ID, last_id: SESSION_ID, has_more: false };
+/** A session as operators see it: with its owner. */
+export const ADMIN_SESSION_EXAMPLE = {
+  ...SESSION_EXAMPLE,
+  yuxi: { ...SESSION_EXAMPLE.yuxi, owner_id: USER_ID, owner: { kind: 'user', subject: 'alice', app_id: null } },
+};
+export const ADMIN_SESSION_LIST_EXAMPLE = { object: 'list', data: [ADMIN_SESSION_EXAMPLE], first_id: SESSION_ID, last_id: SESSION_ID, has_more: false };
 
 const PROJECT_ID = '0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10';
 export const CREATE_PROJECT_EXAMPLE = { name: 'Quarterly reporting', description: 'Sessions about the Q3 report share its files.' };
@@ -274,11 +280,14 @@ export const AUDIT_LIST_EXAMPLE = {
   has_more: false,
 };
 
+/** A user after `setUserRole`. */
+export const USER_EXAMPLE = { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, role: 'operator', is_admin: false, created_at: AT };
+
 export const USER_LIST_EXAMPLE = {
   object: 'list',
   data: [
-    { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, is_admin: false, created_at: AT },
-    { id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10', object: 'user', kind: 'user', subject: null, app_id: null, parent_id: null, is_admin: true, created_at: AT },
+    { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, role: null, is_admin: false, created_at: AT },
+    { id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10', object: 'user', kind: 'user', subject: null, app_id: null, parent_id: null, role: 'admin', is_admin: true, created_at: AT },
   ],
   first_id: USER_ID,
   last_id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10',
@@ -324,6 +333,17 @@ export const SUBMIT_EVENT_EXAMPLES = {
     value: { events: [{ type: 'tool_result', turn_id: TURN_ID, call_id: 'call_2b8e4d6f', success: true, output: '{"temperature":21}' }] },
   },
 };
+/** The bodies of the admin events route: control events only; the first succeeds on any session (a stop always applies). */
+export const OPERATOR_EVENT_EXAMPLES = {
+  stop: { summary: 'Stop the session and its tree: cancel running turns, pause the queues', value: { events: [{ type: 'yuxi.session.tree.stop' }] } },
+  tree_continue: { summary: 'Continue a stopped tree once its work has settled', value: { events: [{ type: 'yuxi.session.tree.continue' }] } },
+  cancel: SUBMIT_EVENT_EXAMPLES.cancel,
+  continue: SUBMIT_EVENT_EXAMPLES.continue,
+  answer: SUBMIT_EVENT_EXAMPLES.answer,
+  approval: SUBMIT_EVENT_EXAMPLES.approval,
+  tool_result: SUBMIT_EVENT_EXAMPLES.tool_result,
+};
+
 export const MESSAGE_RECEIPT_EXAMPLE = { ...RECEIPT_EXAMPLE, event_id: 'evt_0193a5c28f027b3c8e1f2a4b6c8d0e12', input_id: '0193a5c2-8f01-7a2b-9c3d-4e5f6a7b8c10' };
 
 export const UPDATE_SESSION_EXAMPLE = { yuxi: { title: 'Renamed', is_pinned: true, unread: false, metadata: { channel: 'web' } } };

@@ -16,6 +16,10 @@ export const TAGS = {
     name: 'product-files',
     description: 'The product\'s private file routes under /api/agent (manual OCR pre-parse of a draft, image thumbnails): for user tokens (JWT) only; API keys get 403 `user_token_required`.',
   },
-  admin: { name: 'admin', description: 'Agents, API keys and the audit trail (full-access callers; some for administrators only).' },
+  admin: {
+    name: 'admin',
+    description:
+      'Agents, API keys, users and their roles, the audit trail (full-access callers; most for administrators only), and the operator API over every owner\'s sessions: `viewer`s read them, `operator`s also send control events, `admin`s do everything. A product user without a role reaches none of the cross-owner routes (403).',
+  },
   operations: { name: 'operations', description: 'Health and Prometheus metrics, without credentials.' },
 } as const;

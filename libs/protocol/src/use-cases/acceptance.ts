@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { AuditLog } from '#libs/audit';
 import type { Principal } from '#libs/auth';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
@@ -52,6 +53,7 @@ export class Acceptance {
     private readonly sessions: SessionsRepository,
     private readonly outbox: EventOutbox,
     private readonly afterCommit: AfterCommit,
+    private readonly audit: AuditLog,
   ) {}
 
   async accept(
@@ -67,7 +69,8 @@ export class Acceptance {
     let result: IdempotentResponse;
     try {
       result = await this.idempotency.execute(
-        { ownerId: principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
+        // An operator acting for the owner keys its requests in its own name: its keys and the owner's never meet.
+        { ownerId: principal.operatorFor ? principal.actorId : principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
         async (manager) => {
           const accepted = await work(manager);
           if (accepted.sessionId) {
@@ -105,6 +108,7 @@ export class Acceptance {
     return this.accept(principal, IdempotencyService.eventScope(sessionId), key, { operation: event.type, session_id: sessionId, event }, async (manager) => {
       const session = await this.sessions.lockVisible(manager, principal.userId, sessionId);
       const outcome = await apply(manager, session);
+      await this.auditOperator(manager, principal, sessionId, event);
       return {
         status: 202,
         body: outcome.receipt,
@@ -132,8 +136,23 @@ export class Acceptance {
     return this.accept(principal, IdempotencyService.eventScope(sessionId), key, { operation: event.type, session_id: sessionId, event }, async (manager) => {
       const target = await this.sessions.getVisible(principal.userId, sessionId);
       const also = await apply(manager, target);
+      await this.auditOperator(manager, principal, sessionId, event);
       const receipt = acceptedReceipt(sessionId, null);
       return { status: 202, body: receipt, sessionId, receipt, events: [], nudges: [], also };
+    });
+  }
+
+  /** An operator's accepted control on another owner's session, in the trail in the same transaction (no action without its entry). */
+  private async auditOperator(manager: EntityManager, principal: Principal, sessionId: string, event: { type: string }): Promise<void> {
+    if (!principal.operatorFor) return;
+    const turnId = (event as { turn_id?: unknown }).turn_id;
+    await this.audit.record(manager, {
+      actorId: principal.actorId,
+      keyId: principal.keyId,
+      action: 'session.operator_event',
+      targetType: 'session',
+      targetId: sessionId,
+      details: { event_type: event.type, owner_id: principal.operatorFor.ownerId, role: principal.role, ...(typeof turnId === 'string' ? { turn_id: turnId } : {}) },
     });
   }
 }

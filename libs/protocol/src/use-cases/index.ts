@@ -10,6 +10,7 @@ export { SubmitMessage } from './submit-message.use-case.js';
 export { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 export { CompactContext } from './compact-context.use-case.js';
 export { ContinueTree, StopTree } from './tree-controls.use-case.js';
+export { OPERATOR_EVENT_TYPES, SubmitOperatorEvent } from './operator-events.use-case.js';
 export { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
 
 import { InlineImages } from '../inline-images.js';
@@ -25,7 +26,8 @@ import { SubmitMessage } from './submit-message.use-case.js';
 import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 import { CompactContext } from './compact-context.use-case.js';
 import { ContinueTree, StopTree } from './tree-controls.use-case.js';
+import { SubmitOperatorEvent } from './operator-events.use-case.js';
 import { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [Acceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, CreateProject, ListProjects, GetProject, DeleteProject];
+export const USE_CASES = [Acceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, CreateProject, ListProjects, GetProject, DeleteProject, SubmitOperatorEvent];

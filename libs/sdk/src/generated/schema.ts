@@ -720,6 +720,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/users/{user_id}/role": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Grant or remove a user's role
+         * @description Makes a product user an `admin`, an `operator` (reads every session and sends control events to it under /api/v1/admin/sessions) or a `viewer` (reads every session there), or removes the role (`null`: the user's own resources only). Applies from the user's next request on every api replica, and is in the audit trail (`user.role_changed`). An app end user holds no role (422); the bootstrap user stays an administrator (422). Administrators only.
+         */
+        put: operations["setUserRole"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search every owner's sessions
+         * @description Sessions of every owner (roots and cooperation members; deleted ones never), newest first by default, in cursor pages like every list: pass the previous page's `last_id` as `after`. Every filter narrows. Each session is the session resource with its owner (`yuxi.owner_id`, `yuxi.owner`). For viewers, operators and administrators (403 `forbidden` otherwise).
+         */
+        get: operations["listAdminSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get any owner's session
+         * @description The session resource with its owner. For viewers, operators and administrators (403 `forbidden` otherwise); 404 for an unknown or deleted session.
+         */
+        get: operations["getAdminSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/sessions/{session_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a control event to any owner's session
+         * @description One control event, as `POST /api/v1/agents/sessions/{session_id}/events` takes it and with the same rules and receipts: a cancel (`agent.session.input.cancel`), a waitpoint answer or approval (`yuxi.session.input.resume`), a client tool result (`tool_result`), a queue continue (`yuxi.session.input.continue`), or a tree's stop or continue (`yuxi.session.tree.stop` / `.continue`). Messages and other inputs are refused (422 `control_event_required`): an operator never speaks for the owner. Each accepted event is in the audit trail (`session.operator_event`, naming the operator), written in the transaction that accepts it. The Idempotency-Key is the operator's own (it never meets the owner's keys). For operators and administrators (403 `forbidden` otherwise, viewers included).
+         */
+        post: operations["submitAdminSessionEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -919,7 +999,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "control_event_required" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -1953,15 +2033,18 @@ export interface components {
         };
         AuditTargetDto: {
             /** @enum {string} */
-            type: "api_key" | "agent";
+            type: "api_key" | "agent" | "user" | "session";
             id: string;
         };
         AuditEntryDto: {
             id: string;
             /** @enum {string} */
             object: "audit_entry";
-            /** @enum {string} */
-            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted";
+            /**
+             * @description `user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner's session through the admin route (`details.event_type`, `details.owner_id`).
+             * @enum {string}
+             */
+            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "session.operator_event";
             /** @description The user who acted (null: the deployment itself, e.g. AGENTS_FILE). */
             actor_id: string | null;
             /** @description The API key used (null for a user token). */
@@ -2010,7 +2093,12 @@ export interface components {
              * @description End users: the product user who owns the app-bound key; null for product users.
              */
             parent_id: string | null;
-            /** @description A deployment administrator (never an end user). */
+            /**
+             * @description `admin`: everything; `operator`: reads every session and acts on it (control events) under /api/v1/admin; `viewer`: reads every session there; null: a product user without a role (their own resources only), and every end user.
+             * @enum {string|null}
+             */
+            role: "admin" | "operator" | "viewer" | null;
+            /** @description `role` is `admin`: a deployment administrator (never an end user). */
             is_admin: boolean;
             /** @description Unix seconds. */
             created_at: number;
@@ -2019,6 +2107,101 @@ export interface components {
             /** @enum {string} */
             object: "list";
             data: components["schemas"]["UserDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        SetUserRoleDto: {
+            /**
+             * @description The role to hold from the next request on; null removes it.
+             * @example operator
+             * @enum {string|null}
+             */
+            role: "admin" | "operator" | "viewer" | null;
+        };
+        SessionOwnerDto: {
+            /**
+             * @description `user`: a product user; `end_user`: an end user of an app.
+             * @enum {string}
+             */
+            kind: "user" | "end_user";
+            /** @description A product user's token `sub`, or an end user's `X-End-User-Id` within the app. */
+            subject: string | null;
+            /** @description An end user's app; null for product users. */
+            app_id: string | null;
+        };
+        AdminSessionYuxiDto: {
+            title: string;
+            /** @description The project whose workdir the session shares; null: a workdir of its own. Sessions from before projects existed may hold a free label here. */
+            project_id: string | null;
+            is_pinned: boolean;
+            archived: boolean;
+            unread: boolean;
+            /** @enum {string} */
+            tool_approval_mode: "default" | "always_ask" | "always_trust";
+            /**
+             * @description The session's override of the agent's compaction mode for later inputs; null: the agent's.
+             * @enum {string|null}
+             */
+            compaction_mode: "auto" | "manual" | "off" | null;
+            queue_paused: boolean;
+            /** @description Pending inputs not yet consumed by a turn. */
+            queued_input_count: number;
+            /** @description Overview of the latest turn. */
+            current_turn: components["schemas"]["CurrentTurnDto"] | (never | null);
+            /**
+             * Format: uuid
+             * @description Cooperation: the coordinator session that spawned this member; null on a root session.
+             */
+            parent_session_id: string | null;
+            /**
+             * Format: uuid
+             * @description Cooperation: the root of this session's tree (a root names itself).
+             */
+            root_session_id: string;
+            /** @description Cooperation: 0 for a root, 1 for its members, and so on. */
+            depth: number;
+            /** @description Cooperation: the coordinator's call that created this member (its id is derived from it); null on a root. */
+            spawned_by: components["schemas"]["SpawnedByDto"] | (never | null);
+            /** @description Cooperation: the name and task the coordinator gave this member; null on a root. */
+            subagent: components["schemas"]["SubagentInfoDto"] | (never | null);
+            /**
+             * @description Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.
+             * @example {
+             *       "channel": "web"
+             *     }
+             */
+            metadata: {
+                [key: string]: string;
+            };
+            /** @description Starts at 1; every update made through the session routes (update, archive, delete) adds one; turns and inputs do not. Send it as `If-Match` on an update to refuse a stale write (412 `revision_mismatch`); the ETag of the session's GET and update responses is this number, quoted. */
+            revision: number;
+            /** @description Only on the create response that accepted an input; null on reads. */
+            receipt: components["schemas"]["ReceiptDto"] | (never | null);
+            /**
+             * Format: uuid
+             * @description Who owns the session (a user id of the users list).
+             */
+            owner_id: string;
+            owner: components["schemas"]["SessionOwnerDto"];
+        };
+        AdminSessionDto: {
+            id: string;
+            /** @enum {string} */
+            object: "agent.session";
+            agent: components["schemas"]["SessionAgentDto"];
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Unix seconds of the latest receipt, consumption or run; presentation updates do not move it. */
+            last_active_at: number;
+            /** @enum {string} */
+            status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            yuxi: components["schemas"]["AdminSessionYuxiDto"];
+        };
+        AdminSessionListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["AdminSessionDto"][];
             first_id: string | null;
             last_id: string | null;
             has_more: boolean;
@@ -9585,6 +9768,7 @@ export interface operations {
                      *           "subject": "alice",
                      *           "app_id": null,
                      *           "parent_id": null,
+                     *           "role": null,
                      *           "is_admin": false,
                      *           "created_at": 1733400000
                      *         },
@@ -9595,6 +9779,7 @@ export interface operations {
                      *           "subject": null,
                      *           "app_id": null,
                      *           "parent_id": null,
+                     *           "role": "admin",
                      *           "is_admin": true,
                      *           "created_at": 1733400000
                      *         }
@@ -9663,6 +9848,693 @@ export interface operations {
                 };
             };
             /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    setUserRole: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A product user (the `id` of the users list). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetUserRoleDto"];
+            };
+        };
+        responses: {
+            /** @description The user with the role. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *       "object": "user",
+                     *       "kind": "user",
+                     *       "subject": "alice",
+                     *       "app_id": null,
+                     *       "parent_id": null,
+                     *       "role": "operator",
+                     *       "is_admin": false,
+                     *       "created_at": 1733400000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UserDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listAdminSessions: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+                /** @description The session's `status`, as the session resource shows it. */
+                status?: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+                /** @description Sessions of this agent. */
+                agent_id?: string;
+                /** @description Sessions of this owner (a user id of the users list: a product user or an end user). */
+                owner_id?: string;
+                /** @description Sessions of this app's end users. */
+                app_id?: string;
+                /** @description Sessions of the end user with this `X-End-User-Id` (in any app, or in `app_id` when given). */
+                end_user_id?: string;
+                /** @description `true`: the latest turn waits for a person (an open question, approval or client tool call); `false`: it does not. */
+                waiting?: "true" | "false";
+                /** @description The latest turn failed with this error code (e.g. `model_error`). */
+                error_code?: string;
+                /** @description Unix seconds: created at or after. */
+                created_after?: number;
+                /** @description Unix seconds: created before. */
+                created_before?: number;
+                /** @description Search: the title contains it (case-insensitive), or the session id starts with it. */
+                q?: string;
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of sessions. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *           "object": "agent.session",
+                     *           "agent": {
+                     *             "id": "default-chatbot",
+                     *             "model": "scripted:echo"
+                     *           },
+                     *           "created_at": 1733400000,
+                     *           "last_active_at": 1733400001,
+                     *           "status": "completed",
+                     *           "yuxi": {
+                     *             "title": "Quarterly report",
+                     *             "project_id": null,
+                     *             "is_pinned": false,
+                     *             "archived": false,
+                     *             "unread": true,
+                     *             "tool_approval_mode": "default",
+                     *             "compaction_mode": null,
+                     *             "queue_paused": false,
+                     *             "queued_input_count": 0,
+                     *             "current_turn": {
+                     *               "id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *               "status": "completed",
+                     *               "current_run_id": null,
+                     *               "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *               "waitpoint": null
+                     *             },
+                     *             "parent_session_id": null,
+                     *             "root_session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *             "depth": 0,
+                     *             "spawned_by": null,
+                     *             "subagent": null,
+                     *             "metadata": {
+                     *               "channel": "web"
+                     *             },
+                     *             "revision": 1,
+                     *             "receipt": null,
+                     *             "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *             "owner": {
+                     *               "kind": "user",
+                     *               "subject": "alice",
+                     *               "app_id": null
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "last_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminSessionListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getAdminSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of any owner (a deleted one answers 404). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "object": "agent.session",
+                     *       "agent": {
+                     *         "id": "default-chatbot",
+                     *         "model": "scripted:echo"
+                     *       },
+                     *       "created_at": 1733400000,
+                     *       "last_active_at": 1733400001,
+                     *       "status": "completed",
+                     *       "yuxi": {
+                     *         "title": "Quarterly report",
+                     *         "project_id": null,
+                     *         "is_pinned": false,
+                     *         "archived": false,
+                     *         "unread": true,
+                     *         "tool_approval_mode": "default",
+                     *         "compaction_mode": null,
+                     *         "queue_paused": false,
+                     *         "queued_input_count": 0,
+                     *         "current_turn": {
+                     *           "id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *           "status": "completed",
+                     *           "current_run_id": null,
+                     *           "result_run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *           "waitpoint": null
+                     *         },
+                     *         "parent_session_id": null,
+                     *         "root_session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *         "depth": 0,
+                     *         "spawned_by": null,
+                     *         "subagent": null,
+                     *         "metadata": {
+                     *           "channel": "web"
+                     *         },
+                     *         "revision": 1,
+                     *         "receipt": null,
+                     *         "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *         "owner": {
+                     *           "kind": "user",
+                     *           "subject": "alice",
+                     *           "app_id": null
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminSessionDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    submitAdminSessionEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`. */
+                "Idempotency-Key": string;
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of any owner (a deleted one answers 404). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubmitEventsDto"];
+            };
+        };
+        responses: {
+            /** @description Durably accepted (or the replay of the first acceptance under this key). */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "yuxi.session.event.accepted",
+                     *       "event_id": "evt_0193a5c27e4d7b3c8e1f2a4b6c8d0e05",
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
+                     *       "turn_id": null,
+                     *       "run_id": null,
+                     *       "status": "accepted"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReceiptDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`state_conflict`: The session or turn is in a state that does not allow this operation.<br>`waitpoint_stale`: The waitpoint or tool call is not the one the turn waits for (stale, already answered, or of another turn). */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`control_event_required`: The admin events route takes the control events only (cancel, resume, tool_result, continue, tree stop and continue): an operator never writes messages or other inputs into another user's session.<br>`unknown_event_type`: The submitted event type is not part of the protocol.<br>`waitpoint_incomplete`: The response does not cover every question or tool call of the waitpoint; the turn keeps waiting. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */

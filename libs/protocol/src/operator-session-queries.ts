@@ -1,0 +1,36 @@
+import { Injectable } from '@nestjs/common';
+import { assertViewer, type Principal } from '#libs/auth';
+import type { PageQuery } from '#libs/database';
+import { DomainError } from '#libs/errors';
+import { toSessionDto } from '#libs/lifecycle';
+import { type FoundSession, SessionSearch, type SessionSearchFilter } from '#libs/sessions';
+import type { AdminSessionDto, AdminSessionListDto } from './dto/admin-session.dto.js';
+
+/**
+ * The read side of the operator API: every owner's sessions, for viewers, operators and
+ * administrators only (the role is checked before anything is read). Deleted sessions are not
+ * found here either.
+ */
+@Injectable()
+export class OperatorSessionQueries {
+  constructor(private readonly search: SessionSearch) {}
+
+  async list(principal: Principal, filter: SessionSearchFilter, page: PageQuery): Promise<AdminSessionListDto> {
+    assertViewer(principal);
+    const { rows, hasMore } = await this.search.search(filter, page);
+    const data = rows.map(toAdminSessionDto);
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+  }
+
+  async get(principal: Principal, sessionId: string): Promise<AdminSessionDto> {
+    assertViewer(principal);
+    const found = await this.search.find(sessionId);
+    if (!found) throw DomainError.notFound(`Session ${sessionId}`);
+    return toAdminSessionDto(found);
+  }
+}
+
+function toAdminSessionDto({ session, owner }: FoundSession): AdminSessionDto {
+  const dto = toSessionDto(session);
+  return { ...dto, yuxi: { ...dto.yuxi, owner_id: owner.id, owner: { kind: owner.kind, subject: owner.subject, app_id: owner.appId } } } as AdminSessionDto;
+}
