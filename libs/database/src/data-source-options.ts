@@ -16,6 +16,7 @@ import { Projects1765502400000 } from './migrations/1765502400000-projects.js';
 import { Cooperation1765588800000 } from './migrations/1765588800000-cooperation.js';
 import { SessionHygiene1765761600000 } from './migrations/1765761600000-session-hygiene.js';
 import { UsersByKind1765848000000 } from './migrations/1765848000000-users-by-kind.js';
+import { OperatorReads1766020800000 } from './migrations/1766020800000-operator-reads.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -35,6 +36,7 @@ export const MIGRATIONS = [
   Cooperation1765588800000,
   SessionHygiene1765761600000,
   UsersByKind1765848000000,
+  OperatorReads1766020800000,
 ];
 
 /**
