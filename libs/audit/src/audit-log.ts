@@ -8,8 +8,9 @@ import type { AuditEntryDto, AuditListDto } from './audit.dto.js';
 export interface AuditEntry {
   actorId: string | null;
   keyId: string | null;
-  action: 'api_key.created' | 'api_key.revoked' | 'agent.created' | 'agent.replaced' | 'agent.deleted';
-  targetType: 'api_key' | 'agent';
+  /** `session.cancel_requested`: an operator asked a session's active turn to cancel (its bulk cancel names the call's Idempotency-Key). */
+  action: 'api_key.created' | 'api_key.revoked' | 'agent.created' | 'agent.replaced' | 'agent.deleted' | 'session.cancel_requested';
+  targetType: 'api_key' | 'agent' | 'session';
   targetId: string;
   /** Never a secret: names, access levels, versions. */
   details?: Record<string, unknown>;

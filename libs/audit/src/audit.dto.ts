@@ -1,14 +1,14 @@
 import { ApiProperty } from '@nestjs/swagger';
 
 export class AuditTargetDto {
-  @ApiProperty({ enum: ['api_key', 'agent'] }) type!: string;
+  @ApiProperty({ enum: ['api_key', 'agent', 'session'] }) type!: string;
   @ApiProperty() id!: string;
 }
 
 export class AuditEntryDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['audit_entry'] }) object!: 'audit_entry';
-  @ApiProperty({ enum: ['api_key.created', 'api_key.revoked', 'agent.created', 'agent.replaced', 'agent.deleted'] }) action!: string;
+  @ApiProperty({ enum: ['api_key.created', 'api_key.revoked', 'agent.created', 'agent.replaced', 'agent.deleted', 'session.cancel_requested'] }) action!: string;
   @ApiProperty({ type: String, nullable: true, description: 'The user who acted (null: the deployment itself, e.g. AGENTS_FILE).' }) actor_id!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The API key used (null for a user token).' }) key_id!: string | null;
   @ApiProperty({ type: AuditTargetDto }) target!: AuditTargetDto;

@@ -38,6 +38,16 @@ export interface SessionPatch {
   metadata?: Record<string, string>;
 }
 
+/** Which sessions an operator's bulk cancel selects (every field narrows). */
+export interface CancellableFilter {
+  /** Active turn statuses to match (in_progress, requires_action). */
+  turnStatuses: string[];
+  agentId?: string;
+  ownerId?: string;
+  createdBefore?: Date;
+  createdAfter?: Date;
+}
+
 export interface SessionFilter {
   agentId?: string;
   /** A tree (root and members); absent: roots only. */
@@ -331,4 +341,48 @@ export class SessionsRepository {
     return row ?? null;
   }
 
+  /** Any owner's session, not deleted (the operator API; an owner's routes use getVisible). */
+  async getAnyOwner(sessionId: string): Promise<SessionEntity> {
+    const rows = isUuid(sessionId)
+      ? ((await this.sessions.query(prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 AND deleted_at IS NULL`), [sessionId])) as Record<string, unknown>[])
+      : [];
+    if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
+    return sessionFromRow(rows[0]);
+  }
+
+  /** The members a session spawned (cooperation), oldest first, at most `limit` (sessions_children_idx). */
+  async membersOf(sessionId: string, limit: number): Promise<SessionEntity[]> {
+    const rows = (await this.sessions.query(
+      prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE parent_session_id = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT $2`),
+      [sessionId, limit],
+    )) as Record<string, unknown>[];
+    return rows.map(sessionFromRow);
+  }
+
+  /**
+   * Sessions of any owner whose active turn can be asked to cancel (the operator's bulk cancel):
+   * the turn is active and not already being cancelled, so a repeated bulk cancel selects only
+   * what is left. Oldest first, at most `limit`; `total` counts every match (bounded by the
+   * active turns, one per session).
+   */
+  async cancellable(filter: CancellableFilter, limit: number): Promise<{ total: number; targets: { sessionId: string; turnId: string }[] }> {
+    const params: unknown[] = [filter.turnStatuses];
+    const where = [`t.status = ANY($1::text[])`, `NOT t.cancellation_pending`, `s.deleted_at IS NULL`];
+    const add = (sql: (n: number) => string, value: unknown): void => {
+      params.push(value);
+      where.push(sql(params.length));
+    };
+    if (filter.agentId !== undefined) add((n) => `s.agent_id = $${n}`, filter.agentId);
+    if (filter.ownerId !== undefined) add((n) => `s.owner_id = $${n}::uuid`, filter.ownerId);
+    if (filter.createdBefore !== undefined) add((n) => `s.created_at < $${n}`, filter.createdBefore);
+    if (filter.createdAfter !== undefined) add((n) => `s.created_at > $${n}`, filter.createdAfter);
+    params.push(limit);
+    // The active turns (turns_one_active_per_session) joined to their sessions: no scan of history.
+    const rows = (await this.sessions.query(
+      `SELECT s.id AS session_id, t.id AS turn_id, count(*) OVER ()::int AS total FROM turns t JOIN sessions s ON s.id = t.session_id
+       WHERE ${where.join(' AND ')} ORDER BY s.created_at, s.id LIMIT $${params.length}`,
+      params,
+    )) as { session_id: string; turn_id: string; total: number }[];
+    return { total: rows[0]?.total ?? 0, targets: rows.map((row) => ({ sessionId: row.session_id, turnId: row.turn_id })) };
+  }
 }

@@ -37,6 +37,8 @@ export {
   TurnStateDto,
   UsageDto,
   WaitpointDto,
+  WaitpointQuestionDto,
+  WaitpointToolCallDto,
 } from './turn.dto.js';
 export {
   ACTIVE_TURN_STATUSES,
