@@ -21,3 +21,4 @@ export {
 export { INBOX_KINDS, INBOX_STATUSES, OpenWaitpointDto, OpenWaitpointListDto, WaitpointInboxQueryDto } from './dto/waitpoint-inbox.dto.js';
 export { QueueCountsDto, QueueStatusDto, RunCountsDto, WorkerStatusDto } from './dto/queues.dto.js';
 export { BULK_CANCEL_MAX, BULK_CANCEL_SAMPLE, BULK_CANCEL_STATUSES, BulkCancelFilterDto, BulkCancelResultDto, BulkCancelSessionsDto, BulkCancelSkippedDto } from './dto/bulk-cancel.dto.js';
+export { toTimelineTurns } from './timeline-projection.js';

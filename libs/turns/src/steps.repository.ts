@@ -47,8 +47,7 @@ export class StepsRepository {
       // completed_at: when the step's outcome was written (a started tool call has none yet; its
       // completing upsert sets it), so the timeline shows how long a tool ran. No extra statement.
       prepared(`INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, ref, input, output, created_at, completed_at)
-       SELECT $1, $2, $3, $4, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = $3), $5, $6, $7, $8::jsonb, $9::jsonb, $10::timestamptz,
-              CASE WHEN $6::text = 'started' THEN NULL ELSE $10::timestamptz END
+       SELECT $1, $2, $3, $4, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = $3), $5, $6, $7, $8::jsonb, $9::jsonb, $10, $13::timestamptz
        WHERE $11::text IS NULL OR EXISTS (SELECT 1 FROM runs WHERE ${HELD('$2', '$11', '$12')})
        ON CONFLICT (turn_id, kind, ref) WHERE ref IS NOT NULL
        DO UPDATE SET status = excluded.status, output = excluded.output, run_id = excluded.run_id, completed_at = excluded.completed_at
@@ -67,6 +66,7 @@ export class StepsRepository {
         step.at,
         lease?.owner ?? null,
         lease?.epoch ?? 0,
+        step.status === 'started' ? null : step.at,
       ],
     )) as { id: string }[];
     return rows.length > 0;
