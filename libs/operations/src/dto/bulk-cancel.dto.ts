@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsString, IsUUID, Length, Min, ValidateNested } from 'class-validator';
+import { IsBoolean, IsDefined, IsIn, IsInt, IsObject, IsString, IsUUID, Length, Min, ValidateNested } from 'class-validator';
 import { OptionalNotNull } from '#libs/errors';
 
 /** At most this many sessions are cancelled per call: a larger match is worked through by calling again (`has_more`). */
@@ -26,6 +26,8 @@ export class BulkCancelFilterDto {
 
 export class BulkCancelSessionsDto {
   @ApiProperty({ type: BulkCancelFilterDto, description: 'An empty filter matches every session with an active turn: run it with `dry_run: true` first.' })
+  @IsDefined()
+  @IsObject()
   @ValidateNested()
   @Type(() => BulkCancelFilterDto)
   filter!: BulkCancelFilterDto;

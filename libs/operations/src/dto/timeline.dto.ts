@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { SESSION_STATUSES } from '#libs/lifecycle';
+import { ApprovalDecisionDto, WaitpointAnswerDto } from '#libs/protocol';
 import { PublicErrorDto, RUN_STATUSES, STEP_KINDS, STEP_STATUSES, TURN_STATUSES, UsageDto, WaitpointDto } from '#libs/turns';
 
 /**
@@ -49,9 +50,8 @@ export class TimelineToolCallDto {
 
 export class TimelineWaitpointResponseDto {
   @ApiProperty({ enum: ['answer', 'approval', 'tool_results', 'cooperation'], description: 'How the waitpoint was resolved.' }) type!: string;
-  @ApiPropertyOptional({ type: 'array', items: { type: 'object' }, description: 'type=answer: `{question_id, answer}` per question (answer: a string, or strings for a multi-select).' })
-  answers?: object[];
-  @ApiPropertyOptional({ type: 'array', items: { type: 'object' }, description: 'type=approval: `{call_id, decision, message?}` per call.' }) decisions?: object[];
+  @ApiPropertyOptional({ type: [WaitpointAnswerDto], description: 'type=answer: the answer to each question.' }) answers?: WaitpointAnswerDto[];
+  @ApiPropertyOptional({ type: [ApprovalDecisionDto], description: 'type=approval: the decision on each call.' }) decisions?: ApprovalDecisionDto[];
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'type=cooperation: each wait call\'s `{success, output}` by call id.' }) results?: object;
 }
 
