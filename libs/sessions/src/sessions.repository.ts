@@ -4,7 +4,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 // TypeORM's deep-partial type cannot express JSON with `unknown` values (the agent snapshot's tool schemas).
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
-import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
+import { isUuid, newId, type Page, type PageQuery, prepared, sqlList, toPage } from '#libs/database';
 import type { AgentSnapshot } from '#libs/agents';
 import { DomainError } from '#libs/errors';
 import { SESSION_COLUMNS, SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
@@ -37,6 +37,9 @@ export interface SessionPatch {
   /** Replaces the whole map (as OpenAI's metadata updates do). */
   metadata?: Record<string, string>;
 }
+
+/** The active turn statuses a bulk cancel may select (a queued turn is never written). */
+const CANCELLABLE_TURN_STATUSES: readonly string[] = ['in_progress', 'requires_action'];
 
 /** Which sessions an operator's bulk cancel selects (every field narrows). */
 export interface CancellableFilter {
@@ -366,8 +369,12 @@ export class SessionsRepository {
    * active turns, one per session).
    */
   async cancellable(filter: CancellableFilter, limit: number): Promise<{ total: number; targets: { sessionId: string; turnId: string }[] }> {
-    const params: unknown[] = [filter.turnStatuses];
-    const where = [`t.status = ANY($1::text[])`, `NOT t.cancellation_pending`, `s.deleted_at IS NULL`];
+    // Written as constants (from a fixed list, never the caller's text), so the planner proves the
+    // partial index of active turns (turns_one_active_per_session) answers the query.
+    const statuses = filter.turnStatuses.filter((status) => CANCELLABLE_TURN_STATUSES.includes(status));
+    if (statuses.length === 0) return { total: 0, targets: [] };
+    const params: unknown[] = [];
+    const where = [`t.status IN (${sqlList(statuses)})`, `NOT t.cancellation_pending`, `s.deleted_at IS NULL`];
     const add = (sql: (n: number) => string, value: unknown): void => {
       params.push(value);
       where.push(sql(params.length));
