@@ -55,6 +55,7 @@ const LIBS = {
   lifecycle: ['lifecycle'],
   protocol: ['engine'],
   runtime: ['engine'],
+  operations: ['engine', 'protocol'],
 };
 
 /** The boundaries/dependencies policies that LAYERS and LIBS stand for. */

@@ -256,4 +256,43 @@ describe('responses conform to the OpenAPI document', () => {
     assert.equal((await call('put', '/api/v1/admin/users/{user_id}/role', { user_id }, { body: { role: null } })).status, 200);
     assert.equal((await call('get', '/api/v1/admin/sessions', {}, operator)).status, 403);
   });
+
+  it('the operator routes: a timeline with a tool call and an answered question, the inbox, queues, bulk cancel; their errors', async () => {
+    const created = await call('post', SESSIONS, {}, idem({ agent_id: 'default-chatbot', input: '[[tool:calculator {"expression":"6*7"}]]' }));
+    assert.equal(created.status, 201);
+    const session_id = created.body.id;
+    const stream = await subscribe(session_id);
+    await stream.waitForType('agent.session.turn.completed');
+    assert.equal((await event(session_id, { type: 'agent.session.input.message', input: '[[ask:Which colour?]]' })).status, 202);
+    const waiting = (await stream.waitForType('yuxi.session.turn.waiting')).data;
+    const inbox = await call('get', '/api/v1/admin/waitpoints', {}, { query: '?status=open&kind=question&limit=100' });
+    assert.equal(inbox.status, 200);
+    assert.equal((await call('get', '/api/v1/admin/waitpoints', {}, { query: '?kind=cooperation' })).status, 200);
+    assert.equal((await call('get', '/api/v1/admin/waitpoints', {}, { query: '?kind=robots' })).body.error.code, 'validation_failed');
+    assert.equal((await call('get', '/api/v1/admin/waitpoints', {}, { query: '?after=nope' })).body.error.code, 'invalid_cursor');
+    const TIMELINE = '/api/v1/admin/sessions/{session_id}/timeline';
+    assert.equal((await call('get', TIMELINE, { session_id })).status, 200, 'a timeline with an open waitpoint');
+    const question = waiting.waitpoint.questions[0];
+    const answer = { type: 'yuxi.session.input.resume', turn_id: waiting.turn_id, waitpoint_id: waiting.waitpoint.id, response: { type: 'answer', answers: [{ question_id: question.question_id, answer: 'blue' }] } };
+    assert.equal((await event(session_id, answer)).status, 202);
+    await stream.waitForType('agent.session.turn.completed', waiting.turn_id);
+    const timeline = await call('get', TIMELINE, { session_id }, { query: '?order=asc' });
+    assert.equal(timeline.status, 200);
+    assert.deepEqual([...new Set(timeline.body.data.flatMap((t: any) => t.runs.flatMap((r: any) => r.steps.map((s: any) => s.kind))))].sort(), ['model_call', 'tool_call', 'waitpoint']);
+    assert.equal((await call('get', TIMELINE, { session_id: '0193a5c2-0000-7000-8000-000000000000' })).status, 404);
+    assert.equal((await call('get', TIMELINE, { session_id }, { query: '?after=nope' })).body.error.code, 'invalid_cursor');
+    assert.equal((await call('get', '/api/v1/admin/queues')).status, 200);
+
+    const BULK = '/api/v1/admin/sessions/bulk-cancel';
+    assert.equal((await call('post', BULK, {}, { body: { filter: { created_before: 1 }, dry_run: true } })).status, 200);
+    assert.equal((await call('post', BULK, {}, { body: { filter: { created_before: 1 }, dry_run: false } })).body.error.code, 'idempotency_key_required');
+    assert.equal((await call('post', BULK, {}, idem({ filter: { created_before: 1 }, dry_run: false }))).status, 200);
+    assert.equal((await call('post', BULK, {}, { body: { filter: { status: 'idle' }, dry_run: true } })).body.error.code, 'validation_failed');
+    const key = await http('/api/v1/admin/api-keys', { body: { name: 'operator doc key', access: 'agents' } });
+    assert.equal(key.status, 201, key.text);
+    assert.equal((await call('get', '/api/v1/admin/queues', {}, { key: key.body.secret })).body.error.code, 'forbidden');
+    assert.equal((await call('get', TIMELINE, { session_id }, { key: key.body.secret })).body.error.code, 'forbidden');
+    assert.equal((await call('get', '/api/v1/admin/waitpoints', {}, { key: key.body.secret })).body.error.code, 'forbidden');
+    assert.equal((await call('post', BULK, {}, { body: { filter: {}, dry_run: true }, key: key.body.secret })).body.error.code, 'forbidden');
+  });
 });

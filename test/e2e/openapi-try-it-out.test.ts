@@ -144,6 +144,19 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('submitAdminSessionEvent', 202);
   });
 
+  it('the operator routes: a session\'s timeline (its id pasted in), the inbox, the queues, a bulk cancel\'s dry run', async () => {
+    const created = await http('/api/v1/agents/sessions', { method: 'POST', headers: { 'idempotency-key': `try-timeline-${Date.now()}` }, body: { agent_id: 'default-chatbot', input: 'hello' } });
+    assert.equal(created.status, 201, created.text);
+    ids.session_id = created.body.id;
+    await turnCompleted(ids.session_id, 1);
+    const timeline = await tryIt('getSessionTimeline', 200);
+    assert.equal(timeline.body.data.length, 1);
+    await tryIt('listOpenWaitpoints', 200);
+    await tryIt('getQueueStatus', 200);
+    const dry = await tryIt('bulkCancelSessions', 200);
+    assert.equal(dry.body.dry_run, true, 'the first example is the dry run');
+  });
+
   it('files: an upload (a file picked, as Try it out asks for), read and deleted; one attached to a session, listed, read back and deleted', async () => {
     // Try it out has no default file: a person picks one, so the upload is the one multipart request built here.
     const picked = await upload('quarterly numbers\n', 'notes.txt');

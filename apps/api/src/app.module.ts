@@ -10,12 +10,16 @@ import { EventStreamModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
 import { MetricsModule } from '#libs/metrics';
 import { ProtocolModule } from '#libs/protocol';
+import { OperationsModule } from '#libs/operations';
 import { BootstrapKey } from './bootstrap-key.js';
 import { AdminAgentsController } from './controllers/admin-agents.controller.js';
 import { AdminApiKeysController } from './controllers/admin-api-keys.controller.js';
 import { AdminAuditController } from './controllers/admin-audit.controller.js';
 import { AdminSessionsController } from './controllers/admin-sessions.controller.js';
+import { AdminQueuesController } from './controllers/admin-queues.controller.js';
+import { AdminSessionOperationsController } from './controllers/admin-session-operations.controller.js';
 import { AdminUsersController } from './controllers/admin-users.controller.js';
+import { AdminWaitpointsController } from './controllers/admin-waitpoints.controller.js';
 import { AgentFilesController } from './controllers/agent-files.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
 import { FilesController } from './controllers/files.controller.js';
@@ -30,7 +34,7 @@ import { HealthModule } from './health.module.js';
 import { HttpDrain } from './http-drain.js';
 
 @Module({
-  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, EventStreamModule, FilesModule, HealthModule],
+  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule],
   // Sessions, files and projects before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [
     HealthController,
@@ -47,6 +51,9 @@ import { HttpDrain } from './http-drain.js';
     AdminAuditController,
     AdminUsersController,
     AdminSessionsController,
+    AdminSessionOperationsController,
+    AdminWaitpointsController,
+    AdminQueuesController,
   ],
   providers: [BootstrapKey, AgentsFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })

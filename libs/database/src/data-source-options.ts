@@ -17,6 +17,7 @@ import { Cooperation1765588800000 } from './migrations/1765588800000-cooperation
 import { SessionHygiene1765761600000 } from './migrations/1765761600000-session-hygiene.js';
 import { UsersByKind1765848000000 } from './migrations/1765848000000-users-by-kind.js';
 import { Roles1765934400000 } from './migrations/1765934400000-roles.js';
+import { OperatorReads1766020800000 } from './migrations/1766020800000-operator-reads.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -37,6 +38,7 @@ export const MIGRATIONS = [
   SessionHygiene1765761600000,
   UsersByKind1765848000000,
   Roles1765934400000,
+  OperatorReads1766020800000,
 ];
 
 /**

@@ -109,6 +109,17 @@ export class InputsRepository {
   }
 
   /**
+   * How long the oldest input still pending across every session has waited, in seconds on the
+   * database clock (the queues page); null when none is pending. Served by inputs_pending_age_idx.
+   */
+  async oldestPendingAgeSeconds(): Promise<number | null> {
+    const rows = (await this.inputs.query(prepared(`SELECT floor(extract(epoch FROM now() - min(received_at)))::int AS age FROM inputs WHERE status = 'pending'`))) as {
+      age: number | null;
+    }[];
+    return rows[0]?.age ?? null;
+  }
+
+  /**
    * The batch a claim takes when the head is a steer: the contiguous run of steer inputs at the
    * front of the claim order, in received order. Call under the session lock.
    */

@@ -4,7 +4,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 // TypeORM's deep-partial type cannot express JSON with `unknown` values (the agent snapshot's tool schemas).
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
-import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
+import { isUuid, newId, type Page, type PageQuery, prepared, sqlList, toPage } from '#libs/database';
 import type { AgentSnapshot } from '#libs/agents';
 import { DomainError } from '#libs/errors';
 import { SESSION_COLUMNS, SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
@@ -36,6 +36,19 @@ export interface SessionPatch {
   compactionMode?: CompactionMode;
   /** Replaces the whole map (as OpenAI's metadata updates do). */
   metadata?: Record<string, string>;
+}
+
+/** The active turn statuses a bulk cancel may select (a queued turn is never written). */
+const CANCELLABLE_TURN_STATUSES: readonly string[] = ['in_progress', 'requires_action'];
+
+/** Which sessions an operator's bulk cancel selects (every field narrows). */
+export interface CancellableFilter {
+  /** Active turn statuses to match (in_progress, requires_action). */
+  turnStatuses: string[];
+  agentId?: string;
+  ownerId?: string;
+  createdBefore?: Date;
+  createdAfter?: Date;
 }
 
 export interface SessionFilter {
@@ -331,4 +344,52 @@ export class SessionsRepository {
     return row ?? null;
   }
 
+  /** Any owner's session, not deleted (the operator API; an owner's routes use getVisible). */
+  async getAnyOwner(sessionId: string): Promise<SessionEntity> {
+    const rows = isUuid(sessionId)
+      ? ((await this.sessions.query(prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 AND deleted_at IS NULL`), [sessionId])) as Record<string, unknown>[])
+      : [];
+    if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
+    return sessionFromRow(rows[0]);
+  }
+
+  /** The members a session spawned (cooperation), oldest first, at most `limit` (sessions_children_idx). */
+  async membersOf(sessionId: string, limit: number): Promise<SessionEntity[]> {
+    const rows = (await this.sessions.query(
+      prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE parent_session_id = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT $2`),
+      [sessionId, limit],
+    )) as Record<string, unknown>[];
+    return rows.map(sessionFromRow);
+  }
+
+  /**
+   * Sessions of any owner whose active turn can be asked to cancel (the operator's bulk cancel):
+   * the turn is active and not already being cancelled, so a repeated bulk cancel selects only
+   * what is left. Oldest first, at most `limit`; `total` counts every match (bounded by the
+   * active turns, one per session).
+   */
+  async cancellable(filter: CancellableFilter, limit: number): Promise<{ total: number; targets: { sessionId: string; turnId: string }[] }> {
+    // Written as constants (from a fixed list, never the caller's text), so the planner proves the
+    // partial index of active turns (turns_one_active_per_session) answers the query.
+    const statuses = filter.turnStatuses.filter((status) => CANCELLABLE_TURN_STATUSES.includes(status));
+    if (statuses.length === 0) return { total: 0, targets: [] };
+    const params: unknown[] = [];
+    const where = [`t.status IN (${sqlList(statuses)})`, `NOT t.cancellation_pending`, `s.deleted_at IS NULL`];
+    const add = (sql: (n: number) => string, value: unknown): void => {
+      params.push(value);
+      where.push(sql(params.length));
+    };
+    if (filter.agentId !== undefined) add((n) => `s.agent_id = $${n}`, filter.agentId);
+    if (filter.ownerId !== undefined) add((n) => `s.owner_id = $${n}::uuid`, filter.ownerId);
+    if (filter.createdBefore !== undefined) add((n) => `s.created_at < $${n}`, filter.createdBefore);
+    if (filter.createdAfter !== undefined) add((n) => `s.created_at > $${n}`, filter.createdAfter);
+    params.push(limit);
+    // The active turns (turns_one_active_per_session) joined to their sessions: no scan of history.
+    const rows = (await this.sessions.query(
+      `SELECT s.id AS session_id, t.id AS turn_id, count(*) OVER ()::int AS total FROM turns t JOIN sessions s ON s.id = t.session_id
+       WHERE ${where.join(' AND ')} ORDER BY s.created_at, s.id LIMIT $${params.length}`,
+      params,
+    )) as { session_id: string; turn_id: string; total: number }[];
+    return { total: rows[0]?.total ?? 0, targets: rows.map((row) => ({ sessionId: row.session_id, turnId: row.turn_id })) };
+  }
 }

@@ -37,6 +37,8 @@ export {
   TurnStateDto,
   UsageDto,
   WaitpointDto,
+  WaitpointQuestionDto,
+  WaitpointToolCallDto,
 } from './turn.dto.js';
 export {
   ACTIVE_TURN_STATUSES,
@@ -67,3 +69,4 @@ export type { Lease } from './lease.js';
 export { RunsRepository, type SuccessorSpec } from './runs.repository.js';
 export { type NewStep, StepsRepository } from './steps.repository.js';
 export { type NewTurn, type SettleSpec, TurnsRepository } from './turns.repository.js';
+export { type OpenWaitpointFilter, type OpenWaitpointRow, type RunFleetCounts, TIMELINE_TEXT_MAX, type TimelineRunRow, type TimelineStepRow } from './operator-reads.js';

@@ -5,6 +5,7 @@ import { isUuid, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { RunEntity, type RunCheckpoint, type Usage, type Waitpoint } from './entities.js';
 import { ADD_USAGE, EXECUTING, HELD, type Lease } from './lease.js';
+import type { RunFleetCounts, TimelineRunRow } from './operator-reads.js';
 import { LEASABLE_RUN_STATUSES, RUN_TRANSITIONS, statusGuard, TURN_TRANSITIONS } from './states.js';
 
 export interface SuccessorSpec {
@@ -312,4 +313,45 @@ export class RunsRepository {
     return rows.map((row) => row.id);
   }
 
+  /** The runs of a page of turns, in one statement (the operator timeline): oldest run first within each turn. */
+  async timelineRuns(turnIds: string[]): Promise<TimelineRunRow[]> {
+    if (turnIds.length === 0) return [];
+    const rows = (await this.runs.query(
+      prepared(`SELECT id, turn_id, seq, status, model, input_ids, resume_from_run_id, lease_owner, lease_expires_at, epoch, usage, error, created_at, started_at, completed_at
+       FROM runs WHERE turn_id = ANY($1::uuid[]) ORDER BY turn_id, seq`),
+      [turnIds],
+    )) as Record<string, unknown>[];
+    return rows.map((row) => ({
+      id: row.id as string,
+      turnId: row.turn_id as string,
+      seq: Number(row.seq),
+      status: row.status as TimelineRunRow['status'],
+      model: row.model as string,
+      inputIds: row.input_ids as string[],
+      resumeFromRunId: row.resume_from_run_id as string | null,
+      leaseOwner: row.lease_owner as string | null,
+      leaseExpiresAt: row.lease_expires_at as Date | null,
+      epoch: Number(row.epoch ?? 0),
+      usage: row.usage as Usage | null,
+      error: row.error as TimelineRunRow['error'],
+      createdAt: row.created_at as Date,
+      startedAt: row.started_at as Date | null,
+      completedAt: row.completed_at as Date | null,
+    }));
+  }
+
+  /**
+   * Fleet-wide run counts for the queues page, each from a partial index (leased runs by expiry,
+   * unleased runs, interrupted runs by completion): cheap however long the history.
+   */
+  async fleetCounts(): Promise<RunFleetCounts> {
+    const rows = (await this.runs.query(
+      prepared(`SELECT
+         (SELECT count(*) FROM runs WHERE ${EXECUTING} AND lease_expires_at > now() AND lease_owner IS NOT NULL)::int AS held,
+         (SELECT count(*) FROM runs WHERE ${EXECUTING} AND lease_owner IS NULL)::int AS awaiting,
+         (SELECT count(*) FROM runs WHERE status = '${RUN_TRANSITIONS.interrupt.to[0]}' AND completed_at > now() - interval '1 hour')::int AS takeovers`),
+    )) as { held: number; awaiting: number; takeovers: number }[];
+    const row = rows[0];
+    return { held: row?.held ?? 0, awaitingTakeover: row?.awaiting ?? 0, takeoversLastHour: row?.takeovers ?? 0 };
+  }
 }

@@ -3,8 +3,9 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { type PublicError, RunEntity, type TurnContext, TurnEntity, type TurnStatus, type Usage } from './entities.js';
+import { type PublicError, RunEntity, type TurnContext, TurnEntity, type TurnStatus, type Usage, type Waitpoint } from './entities.js';
 import { ADD_USAGE, type Lease } from './lease.js';
+import type { OpenWaitpointFilter, OpenWaitpointRow } from './operator-reads.js';
 import { ACTIVE_TURN_STATUSES, RUN_TRANSITIONS, type SettledStatus, settledStatusSql, statusGuard, TURN_TRANSITIONS } from './states.js';
 
 export interface NewTurn {
@@ -150,8 +151,8 @@ export class TurnsRepository {
                 context = coalesce($12::jsonb, turns.context)
          FROM r WHERE turns.id = r.turn_id RETURNING r.status, r.usage AS run_usage, turns.usage AS turn_usage
        ), st AS (
-         INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, input, output, created_at)
-         SELECT $7, $1, r.turn_id, $8, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = r.turn_id), 'model_call', 'completed', $9::jsonb, $10::jsonb, $5
+         INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, input, output, created_at, completed_at)
+         SELECT $7, $1, r.turn_id, $8, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = r.turn_id), 'model_call', 'completed', $9::jsonb, $10::jsonb, $5, $5
          FROM r WHERE r.status = 'completed' AND $9::jsonb IS NOT NULL
        )
        SELECT status, run_usage, turn_usage FROM t`),
@@ -280,4 +281,36 @@ export class TurnsRepository {
     )) as Record<string, unknown>[];
   }
 
+  /**
+   * Open waitpoints across every owner's sessions (the operator inbox), newest first by default:
+   * ordered by the waitpoint's id, a UUIDv7 (creation order), so `after` needs no anchor row and
+   * stays valid when the waitpoint it names is answered meanwhile. Deleted sessions' turns are
+   * left out. One statement over the partial index of waiting turns.
+   */
+  async openWaitpoints(filter: OpenWaitpointFilter, page: PageQuery): Promise<Page<OpenWaitpointRow>> {
+    if (page.after !== undefined && !isUuid(page.after)) throw new DomainError('invalid_cursor', 'The `after` cursor is not a waitpoint id');
+    const params: unknown[] = [page.limit + 1];
+    // A person or the client is asked only while the turn is requires_action; a coordinator's
+    // cooperation wait keeps its turn in_progress and is listed only when asked for by kind.
+    let where = filter.kind === 'cooperation' ? `t.status = 'in_progress' AND t.waitpoint->>'kind' = 'cooperation'` : `t.status = 'requires_action'`;
+    if (filter.kind !== undefined && filter.kind !== 'cooperation') {
+      params.push(filter.kind);
+      where += ` AND t.waitpoint->>'kind' = $${params.length}`;
+    }
+    const direction = page.order === 'desc' ? 'DESC' : 'ASC';
+    if (page.after !== undefined) {
+      params.push(page.after);
+      where += ` AND (t.waitpoint->>'id')::uuid ${page.order === 'desc' ? '<' : '>'} $${params.length}::uuid`;
+    }
+    const rows = (await this.turns.query(
+      `SELECT t.id, t.status, t.session_id, s.owner_id, s.agent_id, t.waitpoint FROM turns t JOIN sessions s ON s.id = t.session_id
+       WHERE t.waitpoint IS NOT NULL AND s.deleted_at IS NULL AND ${where}
+       ORDER BY (t.waitpoint->>'id')::uuid ${direction} LIMIT $1`,
+      params,
+    )) as { id: string; status: TurnStatus; session_id: string; owner_id: string; agent_id: string; waitpoint: Waitpoint }[];
+    return toPage(
+      rows.map((row) => ({ turnId: row.id, turnStatus: row.status, sessionId: row.session_id, ownerId: row.owner_id, agentId: row.agent_id, waitpoint: row.waitpoint })),
+      page.limit,
+    );
+  }
 }

@@ -800,6 +800,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/sessions/bulk-cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel the active turns of the sessions matching a filter
+         * @description Selects the sessions of any owner that have an active turn not already being cancelled, narrowed by the filter, oldest first. `dry_run: true` only counts them (and shows the first ids). `dry_run: false` needs an Idempotency-Key and asks each selected session's active turn to cancel, as a cancel event would: a turn waiting at a waitpoint ends cancelled at once, a running one is stopped by its worker (`cancellation_pending` until then); each session in a transaction of its own, with an audit entry (`session.cancel_requested`) naming the caller. At most 1000 sessions per call: `has_more` says to call again (with a new key). A replay with the same key answers the first response. Operators and administrators (a viewer gets 403).
+         */
+        post: operations["bulkCancelSessions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/sessions/{session_id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a session's timeline (any owner)
+         * @description One page of the session's turns (newest first by default; `after` is the last turn id of the previous page), each with its runs (status, model, lease and fencing epoch, takeovers: `interrupted` and `resume_from_run_id`, usage, times) and each run's committed steps: model calls (model, tokens, duration), tool calls (arguments, result, duration, approval decision), waitpoint resolutions (answers, decisions) and compactions; plus the members the session spawned. Long texts are cut to 4000 characters (`truncated`). The exact model requests are not recorded (`model_requests: not_recorded`). A deleted session is 404. Viewers, operators and administrators.
+         */
+        get: operations["getSessionTimeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/waitpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List open waitpoints across sessions (the inbox)
+         * @description Turns of any owner that wait for a person or the client: questions, approvals and client tool calls, newest first by default (a coordinator waiting for its members only with `kind=cooperation`). Each names its session, owner, agent, turn and run, with the questions or tool calls; answer one through the session's events. A waitpoint leaves the list once resolved; `after` (a waitpoint id) stays valid when that waitpoint is resolved meanwhile. Viewers, operators and administrators.
+         */
+        get: operations["listOpenWaitpoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/queues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read queue and worker status
+         * @description Per BullMQ queue its job counts (waiting, active, delayed, failed); how long the oldest pending input has waited across all sessions; the live workers (by heartbeat); the runs held by workers, waiting to be taken over, and taken over in the last hour. Cheap counts, safe to poll. 503 `service_unavailable` while Redis or Postgres is unreachable. Viewers, operators and administrators.
+         */
+        get: operations["getQueueStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2041,10 +2121,10 @@ export interface components {
             /** @enum {string} */
             object: "audit_entry";
             /**
-             * @description `user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner's session through the admin route (`details.event_type`, `details.owner_id`).
+             * @description `user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner's session through the admin route (`details.event_type`, `details.owner_id`); `session.cancel_requested`: an operator asked a session's active turn to cancel through bulk cancel (`details.idempotency_key` names the call).
              * @enum {string}
              */
-            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "session.operator_event";
+            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "session.operator_event" | "session.cancel_requested";
             /** @description The user who acted (null: the deployment itself, e.g. AGENTS_FILE). */
             actor_id: string | null;
             /** @description The API key used (null for a user token). */
@@ -2206,6 +2286,331 @@ export interface components {
             last_id: string | null;
             has_more: boolean;
         };
+        BulkCancelFilterDto: {
+            /** @description Only sessions of this agent. */
+            agent_id?: string;
+            /**
+             * Format: uuid
+             * @description Only sessions of this user.
+             */
+            owner_id?: string;
+            /**
+             * @description Only sessions whose active turn is in this status (`requires_action`: waiting at a waitpoint). Without it: both.
+             * @enum {string}
+             */
+            status?: "in_progress" | "requires_action";
+            /** @description Only sessions created before this time (Unix seconds). */
+            created_before?: number;
+            /** @description Only sessions created after this time (Unix seconds). */
+            created_after?: number;
+        };
+        BulkCancelSessionsDto: {
+            /** @description An empty filter matches every session with an active turn: run it with `dry_run: true` first. */
+            filter: components["schemas"]["BulkCancelFilterDto"];
+            /** @description `true`: only count the matches (no Idempotency-Key needed); `false`: ask each matching session's active turn to cancel. */
+            dry_run: boolean;
+        };
+        BulkCancelSkippedDto: {
+            session_id: string;
+            /** @description Why it was not cancelled: `state_conflict` (its turn ended meanwhile) or `not_found` (deleted meanwhile). */
+            code: string;
+        };
+        BulkCancelResultDto: {
+            /** @enum {string} */
+            object: "admin.bulk_cancel";
+            dry_run: boolean;
+            /** @description Sessions matching the filter when the call selected them. */
+            matched: number;
+            /** @description At most this many sessions are cancelled per call (1000). */
+            limit: number;
+            /** @description A dry run: the first 100 matching sessions, oldest first. A real run: the sessions whose active turn was asked to cancel (or, waiting at a waitpoint, cancelled at once). */
+            session_ids: string[];
+            /** @description A real run: selected sessions left as they were (always empty on a dry run). */
+            skipped: components["schemas"]["BulkCancelSkippedDto"][];
+            /** @description More sessions matched than this call acted on: call again (with a new Idempotency-Key) for the rest. */
+            has_more: boolean;
+        };
+        TimelineLeaseDto: {
+            /** @description The worker holding (or that last held, while executing) the run. */
+            owner: string;
+            /** @description The fencing epoch the lease was granted under: every lease of a session gets a higher one. */
+            epoch: number;
+            /** @description Unix seconds; a lease not renewed by then is taken over. */
+            expires_at: number | null;
+        };
+        TimelineModelCallDto: {
+            /** @description The model called (null on steps recorded before it was). */
+            model: string | null;
+            /** @description Tokens of this call, as the provider reported them. */
+            usage: components["schemas"]["UsageDto"] | (never | null);
+            /** @description The text the model answered (cut, see `truncated`). */
+            text: string;
+            /** @description How many tools it asked for (each is a tool_call step of the same run, or a waitpoint). */
+            tool_call_count: number;
+            /**
+             * @description Always null: the provider's finish reason is not recorded by this build (a call with tool_call_count > 0 stopped to call tools).
+             * @enum {string|null}
+             */
+            finish_reason: null;
+        };
+        TimelineToolCallDto: {
+            call_id: string;
+            name: string;
+            /** @description The arguments as the model wrote them: a JSON string, possibly invalid (cut, see `truncated`). */
+            arguments: string;
+            /** @description null while the call runs (or ran and the run was lost before it recorded a result). */
+            success: boolean | null;
+            /** @description The result the model was given (cut, see `truncated`); null without a result. */
+            output: string | null;
+            /**
+             * @description The decision of the approval waitpoint that asked for this call, if one did (null: the call needed no approval, or is still waiting for it).
+             * @enum {string|null}
+             */
+            approval: "approve" | "reject" | "approve_session" | null;
+        };
+        WaitpointAnswerDto: {
+            /** @description A question_id of the waitpoint. */
+            question_id: string;
+            /** @description One of the options (or any text where allow_other); an array only where multi_select is true. */
+            answer: string | string[];
+        };
+        ApprovalDecisionDto: {
+            /** @description A call_id of the waitpoint. */
+            call_id: string;
+            /**
+             * @description approve_session: approve, and trust this tool for the rest of the session.
+             * @enum {string}
+             */
+            decision: "approve" | "reject" | "approve_session";
+            /** @description Given to the model with a rejection. */
+            message?: string;
+        };
+        TimelineWaitpointResponseDto: {
+            /**
+             * @description How the waitpoint was resolved.
+             * @enum {string}
+             */
+            type: "answer" | "approval" | "tool_results" | "cooperation";
+            /** @description type=answer: the answer to each question. */
+            answers?: components["schemas"]["WaitpointAnswerDto"][];
+            /** @description type=approval: the decision on each call. */
+            decisions?: components["schemas"]["ApprovalDecisionDto"][];
+            /** @description type=cooperation: each wait call's `{success, output}` by call id. */
+            results?: {
+                [key: string]: unknown;
+            };
+        };
+        TimelineWaitpointStepDto: {
+            /** @description The id of the waitpoint this response resolved. */
+            waitpoint_id: string;
+            /** @enum {string|null} */
+            kind: "question" | "approval" | "client_tool" | "cooperation" | null;
+            response: components["schemas"]["TimelineWaitpointResponseDto"] | (never | null);
+        };
+        TimelineCompactionDto: {
+            /** @description The compaction item holding the summary (null: there was nothing to compact). */
+            item_id: string | null;
+            /** @enum {string|null} */
+            trigger: "auto" | "manual" | "overflow" | null;
+            /** @description The model that summarised. */
+            model: string | null;
+            tokens_before: number | null;
+            tokens_after: number | null;
+            usage: components["schemas"]["UsageDto"] | (never | null);
+        };
+        TimelineStepDto: {
+            id: string;
+            /** @description Order within the turn. */
+            seq: number;
+            /** @enum {string} */
+            kind: "model_call" | "tool_call" | "waitpoint" | "compaction";
+            /**
+             * @description `started`: a server tool call began and has no result yet.
+             * @enum {string}
+             */
+            status: "started" | "completed" | "failed";
+            /** @description Unix seconds: when the step was recorded (a tool call: when it started). */
+            created_at: number;
+            /** @description Unix seconds: when its outcome was recorded; null while a tool call runs, and on steps recorded before this was kept. */
+            completed_at: number | null;
+            /** @description Milliseconds. model_call: from the end of the run's previous step (or the run's start) until the answer was recorded; tool_call: from its start to its result; null when not known. */
+            duration_ms: number | null;
+            /** @description Whether a text field of the step was cut to its first 4000 characters. */
+            truncated: boolean;
+            /** @description kind=model_call. */
+            model_call?: components["schemas"]["TimelineModelCallDto"];
+            /** @description kind=tool_call. */
+            tool_call?: components["schemas"]["TimelineToolCallDto"];
+            /** @description kind=waitpoint: a waitpoint resolved (answered, approved, tool results, members settled). */
+            waitpoint?: components["schemas"]["TimelineWaitpointStepDto"];
+            /** @description kind=compaction. */
+            compaction?: components["schemas"]["TimelineCompactionDto"];
+        };
+        TimelineRunDto: {
+            id: string;
+            /** @description Order within the turn. */
+            seq: number;
+            /**
+             * @description `interrupted`: its worker lost or released the lease and a successor run (resume_from_run_id) took over; `yielded`: it made way for a steer; `requires_action`: it stopped at a waitpoint.
+             * @enum {string}
+             */
+            status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled" | "yielded" | "interrupted";
+            model: string;
+            /** @description Inputs this run consumed. */
+            input_ids: string[];
+            /** @description The run this one continues: after a yield, a waitpoint, or a takeover (the interrupted run). */
+            resume_from_run_id: string | null;
+            /** @description Whether this run was interrupted and taken over (status `interrupted`). */
+            interrupted: boolean;
+            /** @description The lease while the run executes; null once it ended or while it waits for a worker. */
+            lease: components["schemas"]["TimelineLeaseDto"] | (never | null);
+            /** @description The fencing epoch of the run's latest lease (0: never leased). */
+            epoch: number;
+            usage: components["schemas"]["UsageDto"] | (never | null);
+            error: components["schemas"]["PublicErrorDto"] | (never | null);
+            created_at: number;
+            started_at: number | null;
+            completed_at: number | null;
+            /** @description Milliseconds from start to completion; null until both are known. */
+            duration_ms: number | null;
+            steps: components["schemas"]["TimelineStepDto"][];
+        };
+        TimelineTurnDto: {
+            id: string;
+            /** @enum {string} */
+            object: "admin.timeline.turn";
+            /** @description Order within the session. */
+            seq: number;
+            /** @enum {string} */
+            status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            agent_id: string;
+            model: string;
+            /** @description A cancel was accepted and the worker has not settled the turn yet. */
+            cancellation_pending: boolean;
+            /** @description The open waitpoint the turn waits at; its resolution is a `waitpoint` step. */
+            waitpoint: components["schemas"]["WaitpointDto"] | (never | null);
+            usage: components["schemas"]["UsageDto"] | (never | null);
+            error: components["schemas"]["PublicErrorDto"] | (never | null);
+            created_at: number;
+            started_at: number | null;
+            completed_at: number | null;
+            /** @description Oldest first. */
+            runs: components["schemas"]["TimelineRunDto"][];
+        };
+        TimelineSessionDto: {
+            id: string;
+            owner_id: string;
+            agent_id: string;
+            model: string;
+            title: string;
+            /** @enum {string} */
+            status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            /** @description Cooperation: the coordinator that spawned this session. */
+            parent_session_id: string | null;
+            /** @description Cooperation: the tree's root (the session itself on a root). */
+            root_session_id: string;
+            created_at: number;
+        };
+        TimelineMemberDto: {
+            id: string;
+            /** @description The name its coordinator gave it. */
+            name: string | null;
+            /** @enum {string} */
+            status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            agent_id: string;
+            created_at: number;
+        };
+        SessionTimelineDto: {
+            /** @enum {string} */
+            object: "list";
+            /** @description One page of turns (newest first by default), each with its runs and steps. */
+            data: components["schemas"]["TimelineTurnDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+            session: components["schemas"]["TimelineSessionDto"];
+            /** @description Cooperation: the sessions this one spawned, oldest first (at most 100). */
+            members: components["schemas"]["TimelineMemberDto"][];
+            /**
+             * @description The exact model requests (prompts) of the runs: this build does not record them, so no timeline carries them (001 reserves them for an administrator with a user token).
+             * @enum {string}
+             */
+            model_requests: "not_recorded";
+        };
+        OpenWaitpointDto: {
+            /** @description The waitpoint's id: the `waitpoint_id` an answer or approval names. */
+            id: string;
+            /** @enum {string} */
+            object: "admin.waitpoint";
+            /** @enum {string} */
+            kind: "question" | "approval" | "client_tool" | "cooperation";
+            /** @enum {string} */
+            status: "open";
+            session_id: string;
+            /** @description The user the session belongs to. */
+            owner_id: string;
+            agent_id: string;
+            turn_id: string;
+            /** @description The run that stopped here. */
+            run_id: string;
+            /** @description kind=question. */
+            questions?: components["schemas"]["WaitpointQuestionDto"][];
+            /** @description kind=approval (calls to approve), client_tool (calls to execute), cooperation (the wait calls). */
+            tool_calls?: components["schemas"]["WaitpointToolCallDto"][];
+            /** @description Unix seconds: when the turn stopped here. */
+            created_at: number;
+        };
+        OpenWaitpointListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["OpenWaitpointDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        QueueCountsDto: {
+            /** @description The BullMQ queue: `session-dispatch` (nudges to run a session), `maintenance` (sweeps), `files` (attachment preparation). */
+            name: string;
+            /** @description Whether the queue is paused (its jobs stay waiting). */
+            paused: boolean;
+            /** @description Jobs waiting for a worker (prioritized ones included). */
+            waiting: number;
+            active: number;
+            delayed: number;
+            /** @description Failed jobs kept for inspection (the newest 1000 of a queue at most). */
+            failed: number;
+        };
+        WorkerStatusDto: {
+            id: string;
+            host: string;
+            pid: number;
+            /** @description Whether its queue consumers were running at its last heartbeat. */
+            consuming: boolean;
+            /** @description Unix seconds. */
+            started_at: number;
+            /** @description Unix seconds of its last heartbeat (every WORKER_HEARTBEAT_MS; a worker missing three is forgotten). */
+            last_heartbeat_at: number;
+        };
+        RunCountsDto: {
+            /** @description Runs executing under a live worker lease. */
+            held: number;
+            /** @description Runs executing that no worker holds: waiting to be taken over after a crash, a lost lease or a release. */
+            awaiting_takeover: number;
+            /** @description Runs interrupted in the last hour, each continued by a successor run (a takeover). */
+            takeovers_last_hour: number;
+        };
+        QueueStatusDto: {
+            /** @enum {string} */
+            object: "admin.queue_status";
+            queues: components["schemas"]["QueueCountsDto"][];
+            /** @description Seconds since the oldest input still pending, across all sessions, was received; null when none is pending. */
+            oldest_pending_input_age_s: number | null;
+            /** @description Workers whose heartbeat has not expired. */
+            workers: components["schemas"]["WorkerStatusDto"][];
+            runs: components["schemas"]["RunCountsDto"];
+            /** @description Unix seconds: when these numbers were read. */
+            read_at: number;
+        };
         MessageEventYuxiDto: {
             /**
              * @description follow_up queues FIFO; steer runs ahead of all follow-ups (into the executing turn at its next safe boundary). Omitted: steer while a turn executes, follow-up when idle; 409 while the turn waits for an answer or is being cancelled.
@@ -2306,28 +2711,11 @@ export interface components {
             /** @description Added to the summary prompt for this compaction only (e.g. "keep every order number"). */
             instructions?: string;
         };
-        WaitpointAnswerDto: {
-            /** @description A question_id of the waitpoint. */
-            question_id: string;
-            /** @description One of the options (or any text where allow_other); an array only where multi_select is true. */
-            answer: string | string[];
-        };
         AnswerResponseDto: {
             /** @enum {string} */
             type: "answer";
             /** @description Exactly one answer per question of the waitpoint. */
             answers: components["schemas"]["WaitpointAnswerDto"][];
-        };
-        ApprovalDecisionDto: {
-            /** @description A call_id of the waitpoint. */
-            call_id: string;
-            /**
-             * @description approve_session: approve, and trust this tool for the rest of the session.
-             * @enum {string}
-             */
-            decision: "approve" | "reject" | "approve_session";
-            /** @description Given to the model with a rejection. */
-            message?: string;
         };
         ApprovalResponseDto: {
             /** @enum {string} */
@@ -10535,6 +10923,762 @@ export interface operations {
                 };
             };
             /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`control_event_required`: The admin events route takes the control events only (cancel, resume, tool_result, continue, tree stop and continue): an operator never writes messages or other inputs into another user's session.<br>`unknown_event_type`: The submitted event type is not part of the protocol.<br>`waitpoint_incomplete`: The response does not cover every question or tool call of the waitpoint; the turn keeps waiting. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    bulkCancelSessions: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Required when `dry_run` is false (1–128 characters): a retry with the same key and body answers the first response; the same key with another filter is 409 `idempotency_conflict`. */
+                "Idempotency-Key"?: string;
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkCancelSessionsDto"];
+            };
+        };
+        responses: {
+            /** @description The count (dry run) or what was cancelled. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "admin.bulk_cancel",
+                     *       "dry_run": false,
+                     *       "matched": 1,
+                     *       "limit": 1000,
+                     *       "session_ids": [
+                     *         "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60"
+                     *       ],
+                     *       "skipped": [],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BulkCancelResultDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent). */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getSessionTimeline: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of any owner. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the timeline. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *           "object": "admin.timeline.turn",
+                     *           "seq": 1,
+                     *           "status": "completed",
+                     *           "agent_id": "default-chatbot",
+                     *           "model": "scripted:echo",
+                     *           "cancellation_pending": false,
+                     *           "waitpoint": null,
+                     *           "usage": {
+                     *             "input_tokens": 120,
+                     *             "output_tokens": 18,
+                     *             "cached_tokens": 0,
+                     *             "total_tokens": 138
+                     *           },
+                     *           "error": null,
+                     *           "created_at": 1733400000,
+                     *           "started_at": 1733400000,
+                     *           "completed_at": 1733400002,
+                     *           "runs": [
+                     *             {
+                     *               "id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *               "seq": 1,
+                     *               "status": "completed",
+                     *               "model": "scripted:echo",
+                     *               "input_ids": [
+                     *                 "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03"
+                     *               ],
+                     *               "resume_from_run_id": null,
+                     *               "interrupted": false,
+                     *               "lease": null,
+                     *               "epoch": 1,
+                     *               "usage": {
+                     *                 "input_tokens": 120,
+                     *                 "output_tokens": 18,
+                     *                 "cached_tokens": 0,
+                     *                 "total_tokens": 138
+                     *               },
+                     *               "error": null,
+                     *               "created_at": 1733400000,
+                     *               "started_at": 1733400000,
+                     *               "completed_at": 1733400002,
+                     *               "duration_ms": 2140,
+                     *               "steps": [
+                     *                 {
+                     *                   "id": "0193a5c2-7e61-7c22-9d3e-4f5a6b7c8d31",
+                     *                   "seq": 1,
+                     *                   "kind": "model_call",
+                     *                   "status": "completed",
+                     *                   "created_at": 1733400001,
+                     *                   "completed_at": 1733400001,
+                     *                   "duration_ms": 812,
+                     *                   "truncated": false,
+                     *                   "model_call": {
+                     *                     "model": "scripted:echo",
+                     *                     "usage": {
+                     *                       "input_tokens": 60,
+                     *                       "output_tokens": 9,
+                     *                       "cached_tokens": 0,
+                     *                       "total_tokens": 69
+                     *                     },
+                     *                     "text": "",
+                     *                     "tool_call_count": 1,
+                     *                     "finish_reason": null
+                     *                   }
+                     *                 },
+                     *                 {
+                     *                   "id": "0193a5c2-7e62-7d33-8e4f-5a6b7c8d9e41",
+                     *                   "seq": 2,
+                     *                   "kind": "tool_call",
+                     *                   "status": "completed",
+                     *                   "created_at": 1733400001,
+                     *                   "completed_at": 1733400001,
+                     *                   "duration_ms": 35,
+                     *                   "truncated": false,
+                     *                   "tool_call": {
+                     *                     "call_id": "call_1",
+                     *                     "name": "get_time",
+                     *                     "arguments": "{\"zone\":\"UTC\"}",
+                     *                     "success": true,
+                     *                     "output": "2024-12-05T12:00:00Z",
+                     *                     "approval": null
+                     *                   }
+                     *                 },
+                     *                 {
+                     *                   "id": "0193a5c2-7e63-7e44-9f5a-6b7c8d9e0f51",
+                     *                   "seq": 3,
+                     *                   "kind": "model_call",
+                     *                   "status": "completed",
+                     *                   "created_at": 1733400002,
+                     *                   "completed_at": 1733400002,
+                     *                   "duration_ms": 640,
+                     *                   "truncated": false,
+                     *                   "model_call": {
+                     *                     "model": "scripted:echo",
+                     *                     "usage": {
+                     *                       "input_tokens": 60,
+                     *                       "output_tokens": 9,
+                     *                       "cached_tokens": 0,
+                     *                       "total_tokens": 69
+                     *                     },
+                     *                     "text": "It is noon (UTC).",
+                     *                     "tool_call_count": 0,
+                     *                     "finish_reason": null
+                     *                   }
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *       "last_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *       "has_more": false,
+                     *       "session": {
+                     *         "id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *         "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *         "agent_id": "default-chatbot",
+                     *         "model": "scripted:echo",
+                     *         "title": "Quarterly report",
+                     *         "status": "completed",
+                     *         "parent_session_id": null,
+                     *         "root_session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *         "created_at": 1733400000
+                     *       },
+                     *       "members": [],
+                     *       "model_requests": "not_recorded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionTimelineDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listOpenWaitpoints: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+                /** @description Only open waitpoints are listed (a resolved one is a `waitpoint` step of its session's timeline). */
+                status?: "open";
+                /** @description Only this kind. Without it: the waitpoints a person or the client must resolve (question, approval, client_tool); a coordinator waiting for its members (`cooperation`) only when asked. */
+                kind?: "question" | "approval" | "client_tool" | "cooperation";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of open waitpoints. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5c2-7e60-7b11-8c2d-3e4f5a6b7c21",
+                     *           "object": "admin.waitpoint",
+                     *           "kind": "question",
+                     *           "status": "open",
+                     *           "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *           "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *           "agent_id": "default-chatbot",
+                     *           "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *           "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
+                     *           "questions": [
+                     *             {
+                     *               "question_id": "call_ask_1",
+                     *               "question": "Which quarter?",
+                     *               "options": [],
+                     *               "multi_select": false,
+                     *               "allow_other": true
+                     *             }
+                     *           ],
+                     *           "created_at": 1733400000
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5c2-7e60-7b11-8c2d-3e4f5a6b7c21",
+                     *       "last_id": "0193a5c2-7e60-7b11-8c2d-3e4f5a6b7c21",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenWaitpointListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getQueueStatus: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The numbers as of `read_at`. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "admin.queue_status",
+                     *       "queues": [
+                     *         {
+                     *           "name": "session-dispatch",
+                     *           "paused": false,
+                     *           "waiting": 3,
+                     *           "active": 2,
+                     *           "delayed": 0,
+                     *           "failed": 0
+                     *         },
+                     *         {
+                     *           "name": "maintenance",
+                     *           "paused": false,
+                     *           "waiting": 0,
+                     *           "active": 0,
+                     *           "delayed": 2,
+                     *           "failed": 0
+                     *         },
+                     *         {
+                     *           "name": "files",
+                     *           "paused": false,
+                     *           "waiting": 0,
+                     *           "active": 0,
+                     *           "delayed": 0,
+                     *           "failed": 0
+                     *         }
+                     *       ],
+                     *       "oldest_pending_input_age_s": 4,
+                     *       "workers": [
+                     *         {
+                     *           "id": "worker-7f3a",
+                     *           "host": "worker-1",
+                     *           "pid": 4242,
+                     *           "consuming": true,
+                     *           "started_at": 1733396400,
+                     *           "last_heartbeat_at": 1733400000
+                     *         }
+                     *       ],
+                     *       "runs": {
+                     *         "held": 2,
+                     *         "awaiting_takeover": 0,
+                     *         "takeovers_last_hour": 1
+                     *       },
+                     *       "read_at": 1733400000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QueueStatusDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */

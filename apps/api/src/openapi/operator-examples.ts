@@ -1,0 +1,152 @@
+/** Examples of the operator API (issue 21): the timeline, the inbox, the queues page, bulk cancel. Ids are UUIDv7 like the server's. */
+
+const SESSION_ID = '0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60';
+const OWNER_ID = '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09';
+const TURN_ID = '0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01';
+const RUN_ID = '0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02';
+const INPUT_ID = '0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03';
+const WAITPOINT_ID = '0193a5c2-7e60-7b11-8c2d-3e4f5a6b7c21';
+const AT = 1733400000;
+const MODEL = 'scripted:echo';
+const USAGE = { input_tokens: 120, output_tokens: 18, cached_tokens: 0, total_tokens: 138 };
+
+export const SESSION_TIMELINE_EXAMPLE = {
+  object: 'list',
+  data: [
+    {
+      id: TURN_ID,
+      object: 'admin.timeline.turn',
+      seq: 1,
+      status: 'completed',
+      agent_id: 'default-chatbot',
+      model: MODEL,
+      cancellation_pending: false,
+      waitpoint: null,
+      usage: USAGE,
+      error: null,
+      created_at: AT,
+      started_at: AT,
+      completed_at: AT + 2,
+      runs: [
+        {
+          id: RUN_ID,
+          seq: 1,
+          status: 'completed',
+          model: MODEL,
+          input_ids: [INPUT_ID],
+          resume_from_run_id: null,
+          interrupted: false,
+          lease: null,
+          epoch: 1,
+          usage: USAGE,
+          error: null,
+          created_at: AT,
+          started_at: AT,
+          completed_at: AT + 2,
+          duration_ms: 2140,
+          steps: [
+            {
+              id: '0193a5c2-7e61-7c22-9d3e-4f5a6b7c8d31',
+              seq: 1,
+              kind: 'model_call',
+              status: 'completed',
+              created_at: AT + 1,
+              completed_at: AT + 1,
+              duration_ms: 812,
+              truncated: false,
+              model_call: { model: MODEL, usage: { input_tokens: 60, output_tokens: 9, cached_tokens: 0, total_tokens: 69 }, text: '', tool_call_count: 1, finish_reason: null },
+            },
+            {
+              id: '0193a5c2-7e62-7d33-8e4f-5a6b7c8d9e41',
+              seq: 2,
+              kind: 'tool_call',
+              status: 'completed',
+              created_at: AT + 1,
+              completed_at: AT + 1,
+              duration_ms: 35,
+              truncated: false,
+              tool_call: { call_id: 'call_1', name: 'get_time', arguments: '{"zone":"UTC"}', success: true, output: '2024-12-05T12:00:00Z', approval: null },
+            },
+            {
+              id: '0193a5c2-7e63-7e44-9f5a-6b7c8d9e0f51',
+              seq: 3,
+              kind: 'model_call',
+              status: 'completed',
+              created_at: AT + 2,
+              completed_at: AT + 2,
+              duration_ms: 640,
+              truncated: false,
+              model_call: { model: MODEL, usage: { input_tokens: 60, output_tokens: 9, cached_tokens: 0, total_tokens: 69 }, text: 'It is noon (UTC).', tool_call_count: 0, finish_reason: null },
+            },
+          ],
+        },
+      ],
+    },
+  ],
+  first_id: TURN_ID,
+  last_id: TURN_ID,
+  has_more: false,
+  session: {
+    id: SESSION_ID,
+    owner_id: OWNER_ID,
+    agent_id: 'default-chatbot',
+    model: MODEL,
+    title: 'Quarterly report',
+    status: 'completed',
+    parent_session_id: null,
+    root_session_id: SESSION_ID,
+    created_at: AT,
+  },
+  members: [],
+  model_requests: 'not_recorded',
+};
+
+export const OPEN_WAITPOINT_LIST_EXAMPLE = {
+  object: 'list',
+  data: [
+    {
+      id: WAITPOINT_ID,
+      object: 'admin.waitpoint',
+      kind: 'question',
+      status: 'open',
+      session_id: SESSION_ID,
+      owner_id: OWNER_ID,
+      agent_id: 'default-chatbot',
+      turn_id: TURN_ID,
+      run_id: RUN_ID,
+      questions: [{ question_id: 'call_ask_1', question: 'Which quarter?', options: [], multi_select: false, allow_other: true }],
+      created_at: AT,
+    },
+  ],
+  first_id: WAITPOINT_ID,
+  last_id: WAITPOINT_ID,
+  has_more: false,
+};
+
+export const QUEUE_STATUS_EXAMPLE = {
+  object: 'admin.queue_status',
+  queues: [
+    { name: 'session-dispatch', paused: false, waiting: 3, active: 2, delayed: 0, failed: 0 },
+    { name: 'maintenance', paused: false, waiting: 0, active: 0, delayed: 2, failed: 0 },
+    { name: 'files', paused: false, waiting: 0, active: 0, delayed: 0, failed: 0 },
+  ],
+  oldest_pending_input_age_s: 4,
+  workers: [{ id: 'worker-7f3a', host: 'worker-1', pid: 4242, consuming: true, started_at: AT - 3600, last_heartbeat_at: AT }],
+  runs: { held: 2, awaiting_takeover: 0, takeovers_last_hour: 1 },
+  read_at: AT,
+};
+
+export const BULK_CANCEL_EXAMPLES = {
+  dry_run: { summary: 'Count first', value: { filter: { agent_id: 'default-chatbot', status: 'requires_action', created_before: AT }, dry_run: true } },
+  cancel: { summary: 'Then cancel', value: { filter: { agent_id: 'default-chatbot', status: 'requires_action', created_before: AT }, dry_run: false } },
+};
+
+export const BULK_CANCEL_RESULT_EXAMPLE = {
+  object: 'admin.bulk_cancel',
+  dry_run: false,
+  matched: 1,
+  limit: 1000,
+  session_ids: [SESSION_ID],
+  skipped: [],
+  has_more: false,
+};

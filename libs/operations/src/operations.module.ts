@@ -1,0 +1,25 @@
+import { Module } from '@nestjs/common';
+import { AuditModule } from '#libs/audit';
+import { EventsModule } from '#libs/events';
+import { InputsModule } from '#libs/inputs';
+import { LifecycleModule } from '#libs/lifecycle';
+import { QueueModule } from '#libs/queue';
+import { SessionsModule } from '#libs/sessions';
+import { TurnsModule } from '#libs/turns';
+import { BulkCancelSessions } from './use-cases/bulk-cancel.use-case.js';
+import { ListOpenWaitpoints } from './use-cases/open-waitpoints.use-case.js';
+import { GetQueueStatus } from './use-cases/queue-status.use-case.js';
+import { GetSessionTimeline } from './use-cases/session-timeline.use-case.js';
+
+const USE_CASES = [GetSessionTimeline, ListOpenWaitpoints, GetQueueStatus, BulkCancelSessions];
+
+/**
+ * The operator API's use cases (issue 21): reads across every owner's sessions (timeline, inbox,
+ * queues) and bulk actions. Access is checked by the api's admin controllers, not here.
+ */
+@Module({
+  imports: [AuditModule, EventsModule, InputsModule, LifecycleModule, QueueModule, SessionsModule, TurnsModule],
+  providers: USE_CASES,
+  exports: USE_CASES,
+})
+export class OperationsModule {}
