@@ -139,6 +139,10 @@ describe('operators: roles, the BOLA matrix of the operator API, search, and con
       ['GET', `${ADMIN}/users`],
       ['PUT', `${ADMIN}/users/${plain.userId}/role`, { role: 'admin' }],
       ['GET', `${ADMIN}/audit`],
+      ['GET', `${ADMIN}/sessions/${aliceSession.id}/timeline`],
+      ['GET', `${ADMIN}/waitpoints?status=open`],
+      ['GET', `${ADMIN}/queues`],
+      ['POST', `${ADMIN}/sessions/bulk-cancel`, { filter: { owner_id: alice.userId }, dry_run: true }],
     ];
     for (const [method, path, body] of routes) {
       const res = await call(plain.caller, path, { method, body, idempotencyKey: newKey('plain') });
@@ -162,6 +166,13 @@ describe('operators: roles, the BOLA matrix of the operator API, search, and con
       const res = await adminEvent(viewer.caller, aliceSession.id, event);
       assert.equal(res.status, 403, `${event.type}: ${res.text}`);
     }
+    for (const path of [`${ADMIN}/sessions/${aliceSession.id}/timeline`, `${ADMIN}/waitpoints?status=open`, `${ADMIN}/queues`]) {
+      assert.equal((await call(viewer.caller, path)).status, 200, `the viewer reads ${path}`);
+    }
+    for (const dry_run of [true, false]) {
+      const bulk = await call(viewer.caller, `${ADMIN}/sessions/bulk-cancel`, { body: { filter: { owner_id: alice.userId }, dry_run }, idempotencyKey: newKey('bulk') });
+      assert.equal(bulk.status, 403, `bulk cancel (dry run ${dry_run}): ${bulk.text}`);
+    }
     // Outside /admin the viewer is a product user like any other.
     assert.equal((await call(viewer.caller, `${API}/sessions/${aliceSession.id}`)).status, 404);
     for (const path of [`${ADMIN}/users`, `${ADMIN}/audit`]) assert.equal((await call(viewer.caller, path)).status, 403, path);
@@ -176,6 +187,13 @@ describe('operators: roles, the BOLA matrix of the operator API, search, and con
     const agent = await call(operator.caller, `${ADMIN}/agents/ops-${randomUUID().slice(0, 8)}`, { method: 'PUT', body: { name: 'Public', model: 'scripted:echo', visibility: 'public' } });
     assert.equal(agent.status, 403, agent.text);
     for (const path of [`${ADMIN}/users`, `${ADMIN}/audit`]) assert.equal((await call(operator.caller, path)).status, 403, path);
+    // The operator's own routes: the timeline, the inbox, the queues and a bulk cancel's count.
+    for (const path of [`${ADMIN}/sessions/${aliceSession.id}/timeline`, `${ADMIN}/waitpoints?status=open`, `${ADMIN}/queues`]) {
+      assert.equal((await call(operator.caller, path)).status, 200, path);
+    }
+    const dry = await call(operator.caller, `${ADMIN}/sessions/bulk-cancel`, { body: { filter: { owner_id: alice.userId }, dry_run: true } });
+    assert.equal(dry.status, 200, dry.text);
+    assert.equal(dry.body.dry_run, true);
     // Another owner's session outside /admin: not found, as for anyone.
     assert.equal((await call(operator.caller, `${API}/sessions/${aliceSession.id}`)).status, 404);
     const viaPublic = await call(operator.caller, `${API}/sessions/${aliceSession.id}/events`, { body: { events: [{ type: 'yuxi.session.tree.stop' }] }, idempotencyKey: newKey('pub') });
