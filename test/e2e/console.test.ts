@@ -4,7 +4,9 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
+import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, http } from '../support/http.js';
 import { until } from '../support/identity.js';
 
@@ -16,13 +18,16 @@ const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const ARTIFACTS = path.join(process.cwd(), '.data', 'test-artifacts', 'console');
 
 let browser: Browser;
+let fake: FakeOpenAi;
 
 before(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   browser = await chromium.launch({ executablePath: env.chromium, args: ['--no-sandbox'] });
+  fake = await startFakeOpenAi(env.fakeOpenAiPort);
 });
 after(async () => {
   await browser?.close();
+  await fake?.close();
 });
 
 async function signedIn(): Promise<Page> {
@@ -77,6 +82,21 @@ describe('console', () => {
     await timeline.getByText('Echo: hello from the console test').waitFor();
     await assertAccessible(page, 'session');
     for (const name of ['Agents', 'API keys', 'Audit', 'Queues']) assert.equal(await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name }).count(), 1, name);
+    await page.context().close();
+  });
+
+  it('shows the text of a turn as it streams, then its cancellation', async () => {
+    const { id, model } = await putAgent({});
+    // The model streams two chunks and goes silent: the turn stays in progress until cancelled.
+    fake.script(fakeModel(model), [{ text: ['Streaming ', 'live text'], stall: true }]);
+    const session = await createSessionWith(id, 'stream something');
+    const page = await signedIn();
+    await page.goto(`${env.apiUrl}/console/sessions/${session.id}`);
+    await page.getByRole('region', { name: 'Timeline' }).getByText('Streaming live text').waitFor();
+    await page.getByRole('button', { name: 'Cancel turn' }).click();
+    const cancelled = await until(async () => ((await http(`${API}/sessions/${session.id}`)).body.status === 'cancelled' ? true : undefined), { attempts: 100, intervalMs: 100 });
+    assert.equal(cancelled, true, 'the button cancelled the turn');
+    await page.getByText('cancelled', { exact: true }).waitFor();
     await page.context().close();
   });
 

@@ -131,8 +131,9 @@ function useLiveText(client: AgentsClient, sessionId: string, refresh: () => voi
             refresh();
           }
         }
-      } catch {
+      } catch (error) {
         // Aborted on leaving the page, or the stream gave up: the persisted items stay shown.
+        if (!abort.signal.aborted) console.warn('session events ended', error);
       }
     })();
     return () => abort.abort();
