@@ -40,7 +40,7 @@ export function gatherMetadataFilter(query: Record<string, unknown>): Record<str
 const ETAG = /^(?:W\/)?"(\d{1,9})"$|^(\d{1,9})$/;
 
 /**
- * The revision an `If-Match` header asks for: the session's ETag (`"3"`) or the bare revision
+ * The revision an `If-Match` header asks for: the session's `yuxi.revision`, quoted (`"3"`) or bare
  * (`3`). Absent, or `*` (any current representation): no condition. Anything else is 422: a
  * condition the server cannot read must not be ignored.
  */
@@ -49,11 +49,6 @@ export function parseIfMatch(header: string | undefined): number | undefined {
   const value = header.trim();
   if (value === '*') return undefined;
   const match = ETAG.exec(value);
-  if (!match) throw DomainError.validation([{ field: 'If-Match', errors: ['must be the session\'s ETag ("3") or its revision (3)'] }]);
+  if (!match) throw DomainError.validation([{ field: 'If-Match', errors: ['must be the session\'s yuxi.revision, bare (3) or quoted ("3")'] }]);
   return Number(match[1] ?? match[2]);
-}
-
-/** The session's ETag: its revision, quoted. */
-export function revisionEtag(revision: number): string {
-  return `"${revision}"`;
 }

@@ -18,12 +18,12 @@ export const ApiIdempotencyKey = (example: string) =>
     schema: { type: 'string', minLength: 1, maxLength: 128, example },
   });
 
-/** `If-Match` of a session update: the revision last read, as the ETag or the bare number. */
+/** `If-Match` of a session update: the revision last read, quoted or bare. */
 export const ApiIfMatch = () =>
   ApiHeader({
     name: 'If-Match',
     required: false,
     description:
-      'The session\'s revision as last read: its ETag (`"3"`) or the bare number (`3`). The update applies only at that revision, else 412 `revision_mismatch` and nothing changes. Omitted (or `*`): the update applies unconditionally.',
+      'The session\'s `yuxi.revision` as last read, quoted (`"3"`) or bare (`3`). The update applies only at that revision, else 412 `revision_mismatch` and nothing changes. Omitted (or `*`): the update applies unconditionally.',
     schema: { type: 'string', maxLength: 16, example: '"1"' },
   });

@@ -20,7 +20,6 @@ import {
   CreateSession,
   DeleteSession,
   parseIfMatch,
-  revisionEtag,
   UpdateSession,
   UpdateSessionDto,
 } from '#libs/protocol';
@@ -45,13 +44,6 @@ import { ApiIdempotencyKey, ApiIfMatch, ApiInputId, ApiRunId, ApiSessionId, ApiT
 import { sendIdempotent } from './send-idempotent.js';
 import { SseResponder } from './sse-responder.js';
 
-const ETAG_HEADER = { ETag: { description: 'The session\'s `yuxi.revision`, quoted: send it back as `If-Match` on an update.', schema: { type: 'string', example: '"1"' } } };
-
-/** The session's revision as its ETag (what `If-Match` takes back). */
-function withEtag(res: Response, session: SessionDto): SessionDto {
-  res.setHeader('ETag', revisionEtag(session.yuxi.revision));
-  return session;
-}
 
 function page(query: ListQueryDto, defaultLimit: number) {
   return { after: query.after, limit: query.limit ?? defaultLimit, order: query.order ?? 'desc' } as const;
@@ -146,10 +138,12 @@ export class SessionsController {
   @ApiTags(TAGS.sessions.name)
   @ApiOperation({ operationId: 'getSession', summary: 'Get a session', description: 'The session resource, with the overview of its latest turn (`yuxi.current_turn`) and of its queue.' })
   @ApiSessionId()
-  @ApiOkResponse({ type: SessionDto, description: 'The session.', example: SESSION_EXAMPLE, headers: ETAG_HEADER })
+  @ApiOkResponse({ type: SessionDto, description: 'The session.', example: SESSION_EXAMPLE })
   @ApiErrors('not_found')
-  async get(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Res({ passthrough: true }) res: Response): Promise<SessionDto> {
-    return withEtag(res, await this.queries.getSession(principal, sessionId));
+  // No ETag: the representation changes with every turn while the revision counts updates only, so
+  // an ETag of the revision would let a cache revalidate a stale status (a 304 to If-None-Match).
+  get(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDto> {
+    return this.queries.getSession(principal, sessionId);
   }
 
   @Post(':session_id')
@@ -164,16 +158,15 @@ export class SessionsController {
   @ApiSessionId()
   @ApiIfMatch()
   @ApiBody({ type: UpdateSessionDto, examples: { rename: { summary: 'Rename, pin, mark read and label', value: UPDATE_SESSION_EXAMPLE } } })
-  @ApiOkResponse({ type: SessionDto, description: 'The updated session.', example: { ...SESSION_EXAMPLE, yuxi: { ...SESSION_EXAMPLE.yuxi, revision: 2 } }, headers: ETAG_HEADER })
+  @ApiOkResponse({ type: SessionDto, description: 'The updated session.', example: { ...SESSION_EXAMPLE, yuxi: { ...SESSION_EXAMPLE.yuxi, revision: 2 } } })
   @ApiErrors('validation_failed', 'invalid_model', 'not_found', 'revision_mismatch')
   async update(
     @CurrentPrincipal() principal: Principal,
     @Param('session_id') sessionId: string,
     @Body() body: UpdateSessionDto,
     @Headers('if-match') ifMatch: string | undefined,
-    @Res({ passthrough: true }) res: Response,
   ): Promise<SessionDto> {
-    return withEtag(res, await this.updateSession.execute(principal, sessionId, body, parseIfMatch(ifMatch)));
+    return this.updateSession.execute(principal, sessionId, body, parseIfMatch(ifMatch));
   }
 
   @Delete(':session_id')

@@ -3818,8 +3818,6 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
-                    /** @description The session's `yuxi.revision`, quoted: send it back as `If-Match` on an update. */
-                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3974,7 +3972,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The session's revision as last read: its ETag (`"3"`) or the bare number (`3`). The update applies only at that revision, else 412 `revision_mismatch` and nothing changes. Omitted (or `*`): the update applies unconditionally. */
+                /** @description The session's `yuxi.revision` as last read, quoted (`"3"`) or bare (`3`). The update applies only at that revision, else 412 `revision_mismatch` and nothing changes. Omitted (or `*`): the update applies unconditionally. */
                 "If-Match"?: string;
                 /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
@@ -3996,8 +3994,6 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
-                    /** @description The session's `yuxi.revision`, quoted: send it back as `If-Match` on an update. */
-                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
