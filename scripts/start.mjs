@@ -3,11 +3,12 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ensureBuilt, ROOT } from './lib/build.mjs';
+import { ensureBuilt, ensureConsoleBuilt, ROOT } from './lib/build.mjs';
 
 // A local .env overrides the embedded defaults (see .env.example).
 if (existsSync(path.join(ROOT, '.env'))) process.loadEnvFile(path.join(ROOT, '.env'));
 ensureBuilt();
+await ensureConsoleBuilt();
 const { freePort } = await import('./lib/infra.mjs');
 const { startStack } = await import('./lib/stack.mjs');
 

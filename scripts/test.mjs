@@ -6,13 +6,16 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ensureBuilt, ROOT } from './lib/build.mjs';
+import { ensureBuilt, ensureConsoleBuilt, ROOT } from './lib/build.mjs';
 
 ensureBuilt();
+await ensureConsoleBuilt();
 const { startStack } = await import('./lib/stack.mjs');
 
 const logDir = path.join(ROOT, '.data', 'test-logs');
-const { freePort } = await import('./lib/infra.mjs');
+const { ensureChromium, freePort } = await import('./lib/infra.mjs');
+// The console's browser tests drive Debian's chromium (installed here when missing, as redis-server is).
+const chromium = ensureChromium();
 // The worker's OpenAI-compatible endpoint: a fake server that the e2e files needing it start on this port (test/support/fake-openai.ts).
 const fakeOpenAiPort = await freePort();
 // The worker's health port serves /metrics, which the metrics test scrapes.
@@ -104,6 +107,7 @@ const code = await new Promise((resolve) => {
       TEST_WORKER_HEALTH_URL: `http://127.0.0.1:${workerHealthPort}`,
       TEST_JWT_SECRET: jwtSecret,
       TEST_LOG_DIR: logDir,
+      TEST_CHROMIUM: chromium,
     },
   });
   child.on('exit', (exitCode) => resolve(exitCode ?? 1));

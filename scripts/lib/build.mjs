@@ -23,3 +23,9 @@ export function ensureBuilt(log = console.log, { tscArgs = ['-p', 'tsconfig.buil
   log(`${prefix} compiling…`);
   runSync(path.join(ROOT, 'node_modules', '.bin', 'tsc'), tscArgs);
 }
+
+/** The console too (scripts/build-console.mjs): what `npm start` and `npm test` serve at /console. */
+export async function ensureConsoleBuilt(log = console.log, prefix = '[stack]') {
+  const { buildConsole } = await import('../build-console.mjs');
+  buildConsole(log, prefix);
+}

@@ -366,7 +366,7 @@ function ping(port) {
   });
 }
 
-function findOnPath(name) {
+export function findOnPath(name) {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const candidate = path.join(dir, name);
@@ -378,6 +378,25 @@ function findOnPath(name) {
     }
   }
   return null;
+}
+
+/**
+ * Debian's `chromium` for the console's browser tests (playwright-core drives it; no browser is
+ * downloaded): found on PATH, or installed with apt-get as redis-server is.
+ */
+export function ensureChromium(log = console.log) {
+  // Session titles may be Chinese (001's default): a CJK font keeps screenshots readable.
+  const found = findOnPath('chromium') ?? findOnPath('chromium-browser');
+  if (found) return found;
+  if (!isRoot) throw new Error('chromium not found on PATH. Install it with:\n  sudo apt-get install -y chromium');
+  log('[infra] chromium not found; installing it: apt-get update && apt-get install -y chromium');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  execFileSync('apt-get', ['-qq', 'update'], { stdio: 'inherit', env });
+  execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'chromium', 'fonts-dejavu-core', 'fonts-wqy-microhei'], { stdio: 'inherit', env });
+  const bin = findOnPath('chromium');
+  if (!bin) throw new Error('chromium still not on PATH after apt-get install');
+  log(`[infra] installed ${bin}`);
+  return bin;
 }
 
 function installRedis(log) {

@@ -22,4 +22,6 @@ export const env = {
   fakeOpenAiPort: Number(required('TEST_FAKE_OPENAI_PORT')),
   /** The worker's health port (WORKER_HEALTH_PORT), where it serves /health and /metrics. */
   workerHealthUrl: required('TEST_WORKER_HEALTH_URL'),
+  /** Debian's chromium, which the console tests drive with playwright-core. */
+  chromium: required('TEST_CHROMIUM'),
 };

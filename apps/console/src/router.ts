@@ -1,0 +1,26 @@
+import { useEffect, useState } from 'react';
+
+/** The console's path below /console (e.g. `/sessions/…`), kept in the address bar with pushState. */
+export function usePath(): string {
+  const [path, setPath] = useState(currentPath());
+  useEffect(() => {
+    const onPop = () => setPath(currentPath());
+    window.addEventListener('popstate', onPop);
+    window.addEventListener('console:navigate', onPop);
+    return () => {
+      window.removeEventListener('popstate', onPop);
+      window.removeEventListener('console:navigate', onPop);
+    };
+  }, []);
+  return path;
+}
+
+export function navigate(to: string): void {
+  window.history.pushState(null, '', `/console${to}`);
+  window.dispatchEvent(new Event('console:navigate'));
+}
+
+function currentPath(): string {
+  const path = window.location.pathname.replace(/^\/console/, '');
+  return path === '' ? '/' : path;
+}
