@@ -91,6 +91,18 @@ describe('operators: roles, the BOLA matrix of the operator API, search, and con
     );
   });
 
+  it('GET /api/v1/me says who the credential is: the role, the key, an app\'s end user', async () => {
+    const me = await call(viewer.caller, '/api/v1/me');
+    assert.equal(me.status, 200, me.text);
+    assert.deepEqual({ ...me.body, key_id: typeof me.body.key_id }, { object: 'caller', user_id: viewer.userId, actor_id: viewer.userId, kind: 'user', key_id: 'string', access: 'full', app_id: null, end_user_id: null, role: 'viewer' });
+    assert.equal((await call(plain.caller, '/api/v1/me')).body.role, null);
+    const app = await createKey({ user_id: alice.userId, app_id: `me-app-${randomUUID().slice(0, 8)}` });
+    const endUser = await call(asEndUser({ name: 'app', token: app.secret }, 'eu-7'), '/api/v1/me');
+    assert.equal(endUser.status, 200, endUser.text);
+    assert.deepEqual([endUser.body.kind, endUser.body.actor_id, endUser.body.end_user_id, endUser.body.app_id, endUser.body.role], ['end_user', alice.userId, 'eu-7', app.body.app_id, null]);
+    assert.notEqual(endUser.body.user_id, alice.userId, 'the end user owns the resources');
+  });
+
   it('a user token\'s role applies on its next request too', async () => {
     const subject = `ops-${randomUUID()}`;
     const token: Caller = { name: 'token user', token: await signToken({ subject }) };

@@ -20,6 +20,7 @@ import { AdminQueuesController } from './controllers/admin-queues.controller.js'
 import { AdminSessionOperationsController } from './controllers/admin-session-operations.controller.js';
 import { AdminUsersController } from './controllers/admin-users.controller.js';
 import { AdminWaitpointsController } from './controllers/admin-waitpoints.controller.js';
+import { MeController } from './controllers/me.controller.js';
 import { AgentFilesController } from './controllers/agent-files.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
 import { FilesController } from './controllers/files.controller.js';
@@ -50,6 +51,7 @@ import { HttpDrain } from './http-drain.js';
     AdminApiKeysController,
     AdminAuditController,
     AdminUsersController,
+    MeController,
     AdminSessionsController,
     AdminSessionOperationsController,
     AdminWaitpointsController,

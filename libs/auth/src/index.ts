@@ -20,6 +20,7 @@ export {
   type Role,
   ROLES,
 } from './principal.js';
+export { CallerDto, callerDto } from './caller.dto.js';
 export { RateLimits } from './rate-limits.js';
 export { SetUserRoleDto, USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto } from './user.dto.js';
 export { SetUserRole } from './user-roles.js';

@@ -281,6 +281,8 @@ export const AUDIT_LIST_EXAMPLE = {
 };
 
 /** A user after `setUserRole`. */
+export const CALLER_EXAMPLE = { object: 'caller', user_id: USER_ID, actor_id: USER_ID, kind: 'user', key_id: KEY_ID, access: 'full', app_id: null, end_user_id: null, role: 'operator' };
+
 export const USER_EXAMPLE = { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, role: 'operator', is_admin: false, created_at: AT };
 
 export const USER_LIST_EXAMPLE = {

@@ -21,5 +21,6 @@ export const TAGS = {
     description:
       'Agents, API keys, users and their roles, the audit trail (full-access callers; most for administrators only), and the operator API over every owner\'s sessions: `viewer`s read them, `operator`s also send control events, `admin`s do everything. A product user without a role reaches none of the cross-owner routes (403).',
   },
+  caller: { name: 'caller', description: 'Who the credential is: its user, access level, app and role.' },
   operations: { name: 'operations', description: 'Health and Prometheus metrics, without credentials.' },
 } as const;
