@@ -1,28 +1,20 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
+import { assertAccessible, launchBrowser, signedIn as signIn } from '../support/browser.js';
 import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, http } from '../support/http.js';
 import { until } from '../support/identity.js';
 
 // The admin console (/console) in a real browser: Debian's chromium driven by playwright-core.
-// Accessible names are the contract (shared/PROTOCOL.md "Operators and the console").
-
-const require = createRequire(import.meta.url);
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const ARTIFACTS = path.join(process.cwd(), '.data', 'test-artifacts', 'console');
 
 let browser: Browser;
 let fake: FakeOpenAi;
 
 before(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await chromium.launch({ executablePath: env.chromium, args: ['--no-sandbox'] });
+  browser = await launchBrowser();
   fake = await startFakeOpenAi(env.fakeOpenAiPort);
 });
 after(async () => {
@@ -30,28 +22,7 @@ after(async () => {
   await fake?.close();
 });
 
-async function signedIn(): Promise<Page> {
-  // bypassCSP: only to inject axe-core; the console itself runs under its strict policy.
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, bypassCSP: true });
-  const page = await context.newPage();
-  await page.goto(`${env.apiUrl}/console/`);
-  await page.getByLabel('API key').fill(env.apiKey);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Sessions' }).waitFor();
-  return page;
-}
-
-/** axe-core on the page as it is: no serious or critical violation. */
-async function assertAccessible(page: Page, name: string): Promise<void> {
-  await page.addScriptTag({ content: AXE });
-  const violations = (await page.evaluate(async () => {
-    const result = await (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null; help: string }[] }> } }).axe.run();
-    return result.violations;
-  })) as { id: string; impact: string | null; help: string }[];
-  const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(serious.map((v) => `${v.id}: ${v.help}`), [], `${name}: accessibility`);
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
+const signedIn = () => signIn(browser);
 
 describe('console', () => {
   it('refuses a wrong key and signs in with a right one, in this tab only', async () => {

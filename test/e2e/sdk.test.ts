@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { AgentsApiError, AgentsClient, type ResyncSnapshot, type SessionEventOf, type SessionEventsOptions } from '#libs/sdk';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
-import { newProductUser, openRawStream, type RawStream } from '../support/identity.js';
+import { newProductUser, openRawStream, type RawStream, until } from '../support/identity.js';
 import { assertContiguous, collect, direct, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, SLOW, textOf, through, trimStream } from '../support/sdk.js';
 import { SseStream } from '../support/sse.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -271,6 +271,39 @@ describe('sdk: the typed client against the real stack', () => {
       (await client.projects.list()).data.map((p) => p.id),
       [created[0]!.id],
     );
+  });
+
+  it('the admin surface: me, roles, a cross-owner search, timeline, an operator\'s answer, the inbox, queues, keys and the audit', async () => {
+    const admin = new AgentsClient({ baseUrl: env.apiUrl, apiKey: env.apiKey });
+    const owner = await newProductUser('sdk owner');
+    const op = await newProductUser('sdk operator');
+    assert.equal((await admin.admin.setUserRole(op.userId, 'operator')).role, 'operator');
+    const operator = new AgentsClient({ baseUrl: env.apiUrl, apiKey: op.key.secret });
+    assert.deepEqual([(await operator.me()).role, (await operator.me()).user_id], ['operator', op.userId]);
+
+    const mine = new AgentsClient({ baseUrl: env.apiUrl, apiKey: owner.key.secret });
+    const session = await mine.sessions.create({ agent_id: 'default-chatbot', input: 'sdk admin [[ask:Colour?]]' });
+    const waitpoint = await until(async () => (await operator.admin.waitpoints({ kind: 'question', limit: 100 })).data.find((w) => w.session_id === session.id));
+    assert.ok(waitpoint, 'the question in the inbox');
+    assert.deepEqual((await operator.admin.sessions.search({ owner_id: owner.userId })).data.map((s) => s.id), [session.id]);
+    assert.equal((await operator.admin.sessions.get(session.id)).id, session.id);
+    const question = waitpoint.questions![0]!;
+    const receipt = await operator.admin.sessions.submitEvent(session.id, { type: 'yuxi.session.input.resume', turn_id: waitpoint.turn_id, waitpoint_id: waitpoint.id, response: { type: 'answer', answers: [{ question_id: question.question_id, answer: 'blue' }] } });
+    assert.equal(receipt.session_id, session.id);
+    assert.ok(await until(async () => ((await mine.sessions.get(session.id)).status === 'completed' ? true : undefined)), 'the answered turn completes');
+    const timeline = await operator.admin.sessions.timeline(session.id, { order: 'asc' });
+    assert.ok(timeline.data[0]!.runs.some((run) => run.steps.some((step) => step.kind === 'waitpoint')), 'the answer is on the timeline');
+    assert.equal(typeof (await operator.admin.queues()).workers, 'object');
+    assert.equal((await operator.admin.sessions.bulkCancel({ filter: { owner_id: owner.userId }, dry_run: true })).dry_run, true);
+    await assert.rejects(operator.admin.listApiKeys().then(() => operator.admin.audit()), (error: unknown) => error instanceof AgentsApiError && error.status === 403);
+
+    const key = await admin.admin.createApiKey({ name: 'sdk admin key', access: 'agents' });
+    assert.ok(key.secret.length > 20);
+    assert.ok((await admin.admin.listApiKeys()).data.some((k) => k.id === key.id));
+    await admin.admin.revokeApiKey(key.id);
+    const audit = await admin.admin.audit({ limit: 20 });
+    assert.ok(audit.data.some((entry) => entry.action === 'api_key.revoked' && entry.target.id === key.id));
+    assert.ok(audit.data.some((entry) => entry.action === 'session.operator_event' && entry.target.id === session.id));
   });
 
   it('labels, updates conditionally and deletes sessions: metadata filter, ifMatch (412 revision_mismatch), delete twice', async () => {

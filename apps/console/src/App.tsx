@@ -1,24 +1,39 @@
+import { useQuery } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
-import type { AgentsClient } from '#libs/sdk';
+import type { AgentsClient, Caller } from '#libs/sdk';
+import { ConsoleContext, may } from './caller.js';
 import { clientFor, forgetCredential, storedCredential, storeCredential } from './credentials.js';
-import { navigate, usePath } from './router.js';
 import { AgentsPage } from './pages/AgentsPage.js';
+import { AuditPage } from './pages/AuditPage.js';
+import { InboxPage } from './pages/InboxPage.js';
+import { KeysPage } from './pages/KeysPage.js';
+import { QueuesPage } from './pages/QueuesPage.js';
 import { SessionPage } from './pages/SessionPage.js';
 import { SessionsPage } from './pages/SessionsPage.js';
 import { SignInPage } from './pages/SignInPage.js';
+import { UsersPage } from './pages/UsersPage.js';
+import { navigate, usePath } from './router.js';
 
-const NAV = [
-  { path: '/', label: 'Sessions' },
-  { path: '/agents', label: 'Agents' },
-  { path: '/keys', label: 'API keys' },
-  { path: '/audit', label: 'Audit' },
-  { path: '/queues', label: 'Queues' },
-] as const;
+interface NavItem {
+  path: string;
+  label: string;
+  /** Shown only to callers the server would answer (the server still decides). */
+  shown: (caller: Caller) => boolean;
+}
+
+const NAV: NavItem[] = [
+  { path: '/', label: 'Sessions', shown: () => true },
+  { path: '/inbox', label: 'Inbox', shown: may.readEverySession },
+  { path: '/agents', label: 'Agents', shown: () => true },
+  { path: '/keys', label: 'API keys', shown: may.manageOwnKeys },
+  { path: '/users', label: 'Users', shown: may.administer },
+  { path: '/audit', label: 'Audit', shown: may.administer },
+  { path: '/queues', label: 'Queues', shown: may.readEverySession },
+];
 
 export function App() {
   const [credential, setCredential] = useState(storedCredential());
   const client = useMemo(() => (credential ? clientFor(credential) : null), [credential]);
-  const path = usePath();
   if (!client) {
     return (
       <SignInPage
@@ -34,31 +49,57 @@ export function App() {
     setCredential(null);
     navigate('/');
   };
-  return (
-    <div className="shell">
-      <header className="bar">
-        <span className="brand">Agents console</span>
-        <nav aria-label="Main">
-          {NAV.map((item) => (
-            <a
-              key={item.path}
-              href={`/console${item.path}`}
-              aria-current={isCurrent(path, item.path) ? 'page' : undefined}
-              onClick={(event) => {
-                event.preventDefault();
-                navigate(item.path);
-              }}
-            >
-              {item.label}
-            </a>
-          ))}
-        </nav>
+  return <SignedIn client={client} signOut={signOut} />;
+}
+
+function SignedIn({ client, signOut }: { client: AgentsClient; signOut: () => void }) {
+  const path = usePath();
+  const caller = useQuery({ queryKey: ['me'], queryFn: () => client.me(), staleTime: 60_000 });
+  const value = useMemo(() => (caller.data ? { client, caller: caller.data } : null), [client, caller.data]);
+  if (caller.isError) {
+    return (
+      <main className="shell">
+        <p role="alert" className="error">
+          Could not tell who this key is ({String(caller.error)}). Check the API is up, or sign out and sign in again.
+        </p>
         <button type="button" onClick={signOut}>
           Sign out
         </button>
-      </header>
-      <main>{page(client, path)}</main>
-    </div>
+      </main>
+    );
+  }
+  if (!value) return <p aria-busy="true">Signing in…</p>;
+  return (
+    <ConsoleContext.Provider value={value}>
+      <div className="shell">
+        <a className="skip" href="#content">
+          Skip to content
+        </a>
+        <header className="bar">
+          <span className="brand">Agents console</span>
+          <nav aria-label="Main">
+            {NAV.filter((item) => item.shown(value.caller)).map((item) => (
+              <a
+                key={item.path}
+                href={`/console${item.path}`}
+                aria-current={isCurrent(path, item.path) ? 'page' : undefined}
+                onClick={(event) => {
+                  event.preventDefault();
+                  navigate(item.path);
+                }}
+              >
+                {item.label}
+              </a>
+            ))}
+          </nav>
+          <span className="muted who-am-i">{value.caller.role ?? 'user'}</span>
+          <button type="button" onClick={signOut}>
+            Sign out
+          </button>
+        </header>
+        <main id="content">{page(client, path)}</main>
+      </div>
+    </ConsoleContext.Provider>
   );
 }
 
@@ -69,17 +110,11 @@ function isCurrent(path: string, item: string): boolean {
 function page(client: AgentsClient, path: string) {
   const session = /^\/sessions\/([^/]+)$/.exec(path);
   if (session) return <SessionPage client={client} sessionId={decodeURIComponent(session[1]!)} />;
-  if (path === '/agents') return <AgentsPage client={client} />;
-  if (path === '/keys' || path === '/audit' || path === '/queues') return <Pending title={NAV.find((n) => n.path === path)!.label} />;
+  if (path.startsWith('/agents')) return <AgentsPage client={client} />;
+  if (path === '/inbox') return <InboxPage />;
+  if (path === '/keys') return <KeysPage />;
+  if (path === '/users') return <UsersPage />;
+  if (path === '/audit') return <AuditPage />;
+  if (path === '/queues') return <QueuesPage />;
   return <SessionsPage client={client} />;
-}
-
-/** A page whose API lands with the operator API (issue 21); it says so rather than showing nothing. */
-function Pending({ title }: { title: string }) {
-  return (
-    <section aria-labelledby="pending-title">
-      <h1 id="pending-title">{title}</h1>
-      <p className="empty">This page needs the operator API, which this server does not serve yet.</p>
-    </section>
-  );
 }

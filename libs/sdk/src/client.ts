@@ -1,9 +1,11 @@
+import { AdminResource } from './admin.js';
 import { AgentsApiError } from './errors.js';
 import { SessionEventStream, type SessionEventsOptions, type SessionReader } from './session-events.js';
 import { type CallOptions, type ClientOptions, type Query, Transport, type WriteOptions } from './transport.js';
 import type {
   Agent,
   AgentList,
+  Caller,
   CreateProjectParams,
   CreateSessionParams,
   InputDetail,
@@ -345,11 +347,21 @@ export class AgentsClient {
   readonly sessions: SessionsResource;
   readonly projects: ProjectsResource;
   readonly agents: AgentsResource;
+  /** The administration and operator API (`/api/v1/admin/…`); the caller's role decides what answers. */
+  readonly admin: AdminResource;
+  private readonly transport: Transport;
 
   constructor(options: ClientOptions) {
     const transport = new Transport(options);
+    this.transport = transport;
     this.sessions = new SessionsResource(transport);
     this.projects = new ProjectsResource(transport);
     this.agents = new AgentsResource(transport);
+    this.admin = new AdminResource(transport);
+  }
+
+  /** Who the credential is: user, key, access level, app, role. */
+  me(options: CallOptions = {}): Promise<Caller> {
+    return this.transport.request({ method: 'GET', path: '/api/v1/me', signal: options.signal });
   }
 }

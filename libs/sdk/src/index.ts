@@ -5,6 +5,7 @@
  * and a session event iterator that follows the recovery rules of the API. No framework imports:
  * it runs wherever `fetch` does.
  */
+export { AdminResource, AdminSessionsResource } from './admin.js';
 export { AgentsClient, AgentsResource, paginate, ProjectsResource, SessionsResource } from './client.js';
 export type { CancelTarget, ResumeParams, SendMessageOptions, ToolResultParams, UpdateOptions } from './client.js';
 export { AgentsApiError, AgentsConnectionError, AgentsProtocolError } from './errors.js';

@@ -79,3 +79,39 @@ export type ErrorCode = ErrorBody['error']['code'];
 export type SessionEvent = components['schemas']['SessionEvent'];
 export type SessionEventType = SessionEvent['type'];
 export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;
+
+/** Who the credential is (`GET /api/v1/me`). */
+export type Caller = ResponseBody<'/api/v1/me', 'get', 200>;
+
+// The administration and operator API (`/api/v1/admin/…`): roles decide who may call what.
+type AdminSessionsPath = '/api/v1/admin/sessions';
+export type AdminSessionList = ResponseBody<AdminSessionsPath, 'get', 200>;
+export type AdminSession = ResponseBody<'/api/v1/admin/sessions/{session_id}', 'get', 200>;
+export type SearchSessionsParams = QueryParams<AdminSessionsPath, 'get'>;
+/** What the admin events route takes: the control events only. */
+export type ControlEvent = RequestBody<'/api/v1/admin/sessions/{session_id}/events', 'post'>['events'][number];
+export type SessionTimeline = ResponseBody<'/api/v1/admin/sessions/{session_id}/timeline', 'get', 200>;
+export type TimelineTurn = SessionTimeline['data'][number];
+export type TimelineParams = QueryParams<'/api/v1/admin/sessions/{session_id}/timeline', 'get'>;
+export type BulkCancelParams = RequestBody<'/api/v1/admin/sessions/bulk-cancel', 'post'>;
+export type BulkCancelResult = ResponseBody<'/api/v1/admin/sessions/bulk-cancel', 'post', 200>;
+export type WaitpointInbox = ResponseBody<'/api/v1/admin/waitpoints', 'get', 200>;
+export type InboxWaitpoint = WaitpointInbox['data'][number];
+export type WaitpointInboxParams = QueryParams<'/api/v1/admin/waitpoints', 'get'>;
+export type QueueStatus = ResponseBody<'/api/v1/admin/queues', 'get', 200>;
+export type AdminAgentList = ResponseBody<'/api/v1/admin/agents', 'get', 200>;
+export type AgentDefinition = RequestBody<'/api/v1/admin/agents/{agent_id}', 'put'>;
+export type AdminAgent = ResponseBody<'/api/v1/admin/agents/{agent_id}', 'put', 200>;
+export type AgentDeleted = ResponseBody<'/api/v1/admin/agents/{agent_id}', 'delete', 200>;
+export type ApiKeyList = ResponseBody<'/api/v1/admin/api-keys', 'get', 200>;
+export type ApiKey = ApiKeyList['data'][number];
+export type CreateApiKeyParams = RequestBody<'/api/v1/admin/api-keys', 'post'>;
+export type ApiKeyCreated = ResponseBody<'/api/v1/admin/api-keys', 'post', 201>;
+export type ApiKeyRevoked = ResponseBody<'/api/v1/admin/api-keys/{key_id}', 'delete', 200>;
+export type AuditList = ResponseBody<'/api/v1/admin/audit', 'get', 200>;
+export type AuditEntry = AuditList['data'][number];
+export type AuditParams = QueryParams<'/api/v1/admin/audit', 'get'>;
+export type UserList = ResponseBody<'/api/v1/admin/users', 'get', 200>;
+export type User = UserList['data'][number];
+export type ListUsersParams = QueryParams<'/api/v1/admin/users', 'get'>;
+export type UserRole = RequestBody<'/api/v1/admin/users/{user_id}/role', 'put'>['role'];

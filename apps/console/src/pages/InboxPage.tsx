@@ -1,0 +1,5 @@
+import { Placeholder } from './Placeholder.js';
+
+export function InboxPage() {
+  return <Placeholder title="Inbox" />;
+}

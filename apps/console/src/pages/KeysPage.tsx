@@ -1,0 +1,5 @@
+import { Placeholder } from './Placeholder.js';
+
+export function KeysPage() {
+  return <Placeholder title="API keys" />;
+}
