@@ -12,9 +12,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureBuilt, ROOT } from '../scripts/lib/build.mjs';
+import { ensureBuilt, ensureConsoleBuilt, ROOT } from '../scripts/lib/build.mjs';
 
 ensureBuilt();
+// The console scenario opens /console: the api serves it only once built.
+if (process.argv.slice(2).length === 0 || process.argv.slice(2).some((w) => 'console'.includes(w))) await ensureConsoleBuilt();
 const { startStack } = await import('../scripts/lib/stack.mjs');
 const { default: autocannon } = await import('autocannon');
 const { Queue } = await import('bullmq');
@@ -23,6 +25,8 @@ const { EventSource } = await import('eventsource');
 const { default: pg } = await import('pg');
 const { Client, nextEvent, opened, publishedAtMs, rawSubscribe } = await import('./lib/client.mjs');
 const { cpuSnapshot, round, rssKiB, summarize, watch } = await import('./lib/measure.mjs');
+const { consoleScenario } = await import('./lib/console.mjs');
+const { ensureChromium } = await import('../scripts/lib/infra.mjs');
 // The shared fake OpenAI-compatible server of the tests (compiled by ensureBuilt); it scripts answers per model name.
 const { startFakeOpenAi } = await import('../dist/test/support/fake-openai.js');
 
@@ -77,6 +81,8 @@ try {
   }
   if (wanted('fanout')) results.scenarios.sse_fanout = await fanOut();
   if (wanted('peer')) results.scenarios.peer = await peerScenario(results.scenarios.turn_overhead);
+  // Last: it adds 100,000 sessions, which no other scenario should find.
+  if (wanted('console')) results.scenarios.console = await consoleScenario({ stack, client, apiKey, pg, chromiumPath: ensureChromium((...a) => log(...a)), log });
   writeReport(results);
 } finally {
   for (const fn of stopAll.reverse()) await fn().catch(() => undefined);
@@ -716,6 +722,11 @@ function writeReport(report) {
   if (s.sustained_turns) {
     const t = s.sustained_turns;
     rows.push(`| sustained turns (200 sessions) | p50 ${t.latency_ms.p50} / p95 ${t.latency_ms.p95} / p99 ${t.latency_ms.p99} | ${t.turns_per_s} turns/s, ${t.errors} errors | Postgres commits ${t.baseline.commits_per_s}/s (×${t.ratio_to_baseline}) | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
+  }
+  if (s.console) {
+    const t = s.console;
+    const f = Object.entries(t.api_filters_ms).map(([name, x]) => `${name} p50 ${x.p50}`).join(', ');
+    rows.push(`| console (${t.items} items; 100,000 sessions) | session page first visit ${t.session_page_ms.first_visit} ms, warm p50 ${t.session_page_ms.warm.p50}; explorer first visit ${t.explorer_page_ms.first_visit}, warm p50 ${t.explorer_page_ms.warm.p50} | admin search first page p50 ${t.api_first_page_ms.p50} / p99 ${t.api_first_page_ms.p99} ms; ${t.api_cursor_walk_ms.pages} cursor pages p50 ${t.api_cursor_walk_ms.p50} / max ${t.api_cursor_walk_ms.max} ms; ${f} | — | — | — | ${t.target} | ${ok(t)} |`);
   }
   for (const [name, label] of [['submit', 'submit c=50'], ['replay', 'replay c=50'], ['read', 'read c=50']]) {
     const t = s[name];
