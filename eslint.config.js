@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import js from '@eslint/js';
 import boundaries from 'eslint-plugin-boundaries';
+import reactHooks from 'eslint-plugin-react-hooks';
 import { defineConfig, globalIgnores } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
@@ -142,6 +143,11 @@ const nodeGlobals = Object.fromEntries(
   ].map((name) => [name, 'readonly']),
 );
 
+/** What the console (a browser app) may use beyond the language's own globals. */
+const browserGlobals = Object.fromEntries(
+  ['window', 'document', 'navigator', 'location', 'history', 'sessionStorage', 'localStorage', 'HTMLElement', 'HTMLInputElement', 'HTMLTextAreaElement', 'ResizeObserver', 'IntersectionObserver', 'requestAnimationFrame', 'cancelAnimationFrame', 'getComputedStyle', 'matchMedia'].map((name) => [name, 'readonly']),
+);
+
 export default defineConfig(
   globalIgnores(['dist/', 'node_modules/', '.data/', 'bench/.peer/', 'coverage/']),
   {
@@ -149,8 +155,18 @@ export default defineConfig(
   },
   js.configs.recommended,
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     extends: [tseslint.configs.recommended],
+  },
+  {
+    // The console runs in a browser (React): the rules of hooks, and the browser's globals.
+    files: ['apps/console/**/*.{ts,tsx}'],
+    extends: [reactHooks.configs.flat['recommended-latest']],
+    languageOptions: { globals: browserGlobals },
+    rules: {
+      // Warnings are not allowed to pile up: what the linter flags is fixed or argued in a comment.
+      'react-hooks/exhaustive-deps': 'error',
+    },
   },
   {
     files: ['apps/**/*.ts', 'libs/**/*.ts'],

@@ -52,16 +52,19 @@ export async function consoleScenario({ stack, client, apiKey, pg, chromiumPath,
   const copyStarted = performance.now();
   try {
     const columns = (await db.query(`SELECT column_name FROM information_schema.columns WHERE table_name = 'sessions' AND table_schema = current_schema() AND is_generated = 'NEVER' ORDER BY ordinal_position`)).rows.map((r) => r.column_name);
+    // A UUIDv7 per copy, older than the template by g seconds (the explorer's order is created_at, id).
+    const newId = `(lpad(to_hex((extract(epoch FROM t.created_at) * 1000)::bigint - g * 1000), 12, '0') || '7' || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 15))::uuid`;
     const expr = (c) => {
-      // A UUIDv7 per copy, older than the template by g seconds (the explorer's order is created_at, id).
-      if (c === 'id') return `(lpad(to_hex((extract(epoch FROM t.created_at) * 1000)::bigint - g * 1000), 12, '0') || '7' || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 15))::uuid`;
-      if (c === 'created_at' || c === 'updated_at' || c === 'last_active_at') return `t.${c} - g * interval '1 second'`;
-      if (c === 'title') return `'Seeded session ' || g`;
-      return `t.${c}`;
+      // Each copy is the root of its own tree, as every session made without a parent is.
+      if (c === 'id' || c === 'root_session_id') return 'c.new_id';
+      if (c === 'created_at' || c === 'updated_at' || c === 'last_active_at') return `c.${c} - c.g * interval '1 second'`;
+      if (c === 'title') return `'Seeded session ' || c.g`;
+      return `c.${c}`;
     };
     for (let from = 1; from <= SESSIONS; from += 20_000) {
       await db.query(
-        `INSERT INTO sessions (${columns.join(', ')}) SELECT ${columns.map(expr).join(', ')} FROM sessions t CROSS JOIN generate_series($2::int, $3::int) g WHERE t.id = $1`,
+        `INSERT INTO sessions (${columns.join(', ')}) SELECT ${columns.map(expr).join(', ')}
+           FROM (SELECT t.*, g, ${newId} AS new_id FROM sessions t CROSS JOIN generate_series($2::int, $3::int) g WHERE t.id = $1) c`,
         [template.id, from, Math.min(SESSIONS, from + 19_999)],
       );
     }

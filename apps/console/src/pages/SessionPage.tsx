@@ -1,5 +1,5 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { AgentsClient, Item } from '#libs/sdk';
 import { exact, when } from '../format.js';
 import { WaitpointForm } from './WaitpointForm.js';
@@ -119,6 +119,12 @@ function ItemView({ item }: { item: Item }) {
  */
 function useLiveText(client: AgentsClient, sessionId: string, refresh: () => void): Record<string, string> {
   const [texts, setTexts] = useState<Record<string, string>>({});
+  // The latest `refresh` (a new closure each render) without restarting the stream, which is kept
+  // for the session, not per render.
+  const latestRefresh = useRef(refresh);
+  useEffect(() => {
+    latestRefresh.current = refresh;
+  }, [refresh]);
   useEffect(() => {
     const abort = new AbortController();
     void (async () => {
@@ -128,7 +134,7 @@ function useLiveText(client: AgentsClient, sessionId: string, refresh: () => voi
             const { item_id, delta } = event;
             setTexts((current) => ({ ...current, [item_id]: (current[item_id] ?? '') + delta }));
           } else if (event.type !== 'yuxi.session.turn.reasoning.delta') {
-            refresh();
+            latestRefresh.current();
           }
         }
       } catch (error) {
@@ -137,7 +143,6 @@ function useLiveText(client: AgentsClient, sessionId: string, refresh: () => voi
       }
     })();
     return () => abort.abort();
-    // `refresh` is a new closure each render; the stream is kept for the session, not per render.
   }, [client, sessionId]);
   return texts;
 }
