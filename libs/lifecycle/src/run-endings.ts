@@ -115,7 +115,7 @@ export class RunEndings {
       const now = new Date();
       const modelCall = outcome.status === 'completed' ? outcome.modelCall : undefined;
       // The answer's step id, chosen here (afresh on every attempt) when its request is recorded with it.
-      const answerId = modelCall?.request ? newId() : undefined;
+      const answerId = modelCall?.requestJson ? newId() : undefined;
       const settled = await this.turns.settle(manager, {
         lease,
         runId: lease.runId,
@@ -130,7 +130,7 @@ export class RunEndings {
       if (!settled) return null;
       const { turn, runUsage } = settled;
       // The answer is a step only when the turn completed (a cancel accepted first wins): its request with it.
-      if (answerId && modelCall?.request && turn.status === 'completed') await this.modelRequests.record(manager, answerId, modelCall.request);
+      if (answerId && modelCall?.requestJson && turn.status === 'completed') await this.modelRequests.record(manager, answerId, modelCall.requestJson);
       // A failed turn pauses what waits behind it: the user decides whether the queue goes on.
       if (turn.status === 'failed' && session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
       const final = turn.status as Outcome['status'];

@@ -36,8 +36,8 @@ export interface ModelStep {
   toolCalls: ToolCallSpec[];
   usage: Usage | null;
   model: string;
-  /** The exact request of the call (MODEL_REQUEST_AUDIT=on), recorded with the step; absent or null: nothing is recorded. */
-  request?: object | null;
+  /** The exact request of the call as JSON (MODEL_REQUEST_AUDIT=on), recorded with the step; absent or null: nothing is recorded. */
+  requestJson?: string | null;
 }
 
 export interface Recorded {
@@ -106,7 +106,7 @@ export class StepTransitions {
       const stepId = newId();
       const recorded = await this.steps.recordStep(manager, lease, { ...committed, id: stepId, turnId: held.turn.id, sessionId, input: { model: step.model }, at: now });
       if (!recorded) return null;
-      if (step.request) await this.modelRequests.record(manager, stepId, step.request);
+      if (step.requestJson) await this.modelRequests.record(manager, stepId, step.requestJson);
       if (step.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, step.usage);
       const count = (output.item ? 1 : 0) + step.toolCalls.length;
       let seq = await this.sessions.reserveItemSeqs(manager, sessionId, count);

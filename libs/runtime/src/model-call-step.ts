@@ -18,11 +18,12 @@ export interface ModelCallResult {
   toolCalls: ToolCallSpec[];
   usage: Usage | null;
   /**
-   * The exact request the call sent, when the deployment audits model requests
-   * (MODEL_REQUEST_AUDIT=on): recorded with the call's step, in its transaction. Null when off:
-   * nothing is built or serialised then.
+   * The exact request the call sent, as JSON text, when the deployment audits model requests
+   * (MODEL_REQUEST_AUDIT=on): serialised here, before any transaction (never under the session
+   * lock, once whatever the write's retries), and recorded with the call's step in its
+   * transaction. Null when off: nothing is built or serialised then.
    */
-  request: object | null;
+  requestJson: string | null;
 }
 
 /**
@@ -52,8 +53,8 @@ export class ModelCallStep {
     const { held } = state;
     state.output = emptyOutput(state.outputIndex);
     const request = { instructions: held.config.instructions, messages: context.messages, tools: modelTools(tools), signal: control.abort.signal };
-    const audited = this.config.modelRequestAudit ? this.streams.requestOf(held.run.model, request) : null;
-    const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null, request: audited };
+    const requestJson = this.config.modelRequestAudit ? JSON.stringify(this.streams.requestOf(held.run.model, request)) : null;
+    const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null, requestJson };
     let reasoning = '';
     const closeReasoning = async (item: ItemEntity): Promise<void> => {
       state.output.reasoning = reasoning;
@@ -110,7 +111,7 @@ export class ModelCallStep {
     const { held } = state;
     const recorded = await this.writes.retrying(
       state.lease,
-      () => this.stepTransitions.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, model: held.run.model, request: result.request }),
+      () => this.stepTransitions.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, model: held.run.model, requestJson: result.requestJson }),
       true,
     );
     if (!recorded) {

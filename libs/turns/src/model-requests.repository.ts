@@ -26,15 +26,16 @@ export class ModelRequestsRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /**
-   * Records the request of the model-call step `stepId`, written earlier in the same transaction.
+   * Records the request (JSON text, serialised by the caller before the transaction) of the
+   * model-call step `stepId`, written earlier in the same transaction.
    * Its run, session, order and model are the step's own; a step that was not written (or is not
    * a model call) records nothing.
    */
-  async record(manager: EntityManager, stepId: string, request: object): Promise<void> {
+  async record(manager: EntityManager, stepId: string, requestJson: string): Promise<void> {
     await manager.query(
       prepared(`INSERT INTO model_requests (step_id, run_id, session_id, seq, model, request, created_at)
-       SELECT id, run_id, session_id, seq, input->>'model', $2::jsonb, created_at FROM run_steps WHERE id = $1 AND kind = 'model_call'`),
-      [stepId, JSON.stringify(request)],
+       SELECT id, run_id, session_id, seq, input->>'model', $2::json, created_at FROM run_steps WHERE id = $1 AND kind = 'model_call'`),
+      [stepId, requestJson],
     );
   }
 

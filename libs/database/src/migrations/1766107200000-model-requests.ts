@@ -4,8 +4,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * The exact model requests (issue 21, MODEL_REQUEST_AUDIT=on): one row per model-call step, its
  * primary key the step's id, written by the worker in the transaction that commits the step. The
  * run, session and order are the step's, copied so a run's requests are one index range
- * (`(run_id, seq)`, also the cursor's order) without touching run_steps. Rows go with their step,
- * run and session. Nothing is written while the setting is off: an empty table costs nothing.
+ * (`(run_id, seq)`, also the cursor's order) without touching run_steps. `request` is `json`, not
+ * `jsonb`: the text is kept as serialised (the order of its keys included), never queried into,
+ * and stored without a conversion. Rows go with their step, run and session. Nothing is written while the setting is off: an empty table costs nothing.
  */
 export class ModelRequests1766107200000 implements MigrationInterface {
   name = 'ModelRequests1766107200000';
@@ -18,7 +19,7 @@ export class ModelRequests1766107200000 implements MigrationInterface {
         session_id uuid NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
         seq integer NOT NULL CHECK (seq > 0),
         model varchar(200) NOT NULL,
-        request jsonb NOT NULL,
+        request json NOT NULL,
         created_at timestamptz NOT NULL,
         UNIQUE (run_id, seq)
       )`);
