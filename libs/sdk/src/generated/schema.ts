@@ -11628,7 +11628,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 10: each request is a whole prompt, the conversation so far with its images). */
                 limit?: number;
                 /** @description By the step's order in the turn: `asc` oldest first (the default), `desc` newest first. */
                 order?: "asc" | "desc";
