@@ -51,6 +51,8 @@ const stack = await startStack({
     RATE_LIMIT_PER_MINUTE: '100000000',
     END_USER_RATE_LIMIT_PER_MINUTE: '100000000',
     MAX_STREAMS_PER_PRINCIPAL: '100000',
+    // The measured hot path is the default one, whatever the shell exports: no model-request audit.
+    MODEL_REQUEST_AUDIT: 'off',
   },
 });
 const stopAll = [];

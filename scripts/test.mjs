@@ -52,6 +52,9 @@ const stack = await startStack({
     // was lost (Redis paused by a metrics test) would otherwise be held for minutes. Cap tests
     // use keys with their own max_streams.
     MAX_STREAMS_PER_PRINCIPAL: '1000',
+    // The exact model requests are recorded, so the suite reads them (test/e2e/model-requests.test.ts);
+    // only this stack's processes get it (the bench sets it off for its own).
+    MODEL_REQUEST_AUDIT: 'on',
     JWT_SECRET: jwtSecret,
     JWT_ISSUER: 'https://issuer.test',
     JWT_AUDIENCE: 'yuxi-tests',

@@ -77,7 +77,8 @@ describe('operator API: timeline, inbox, queues, bulk cancel', () => {
     assert.equal(page1.status, 200, page1.text);
     assert.equal(page1.body.object, 'list');
     assert.equal(page1.body.has_more, true);
-    assert.equal(page1.body.model_requests, 'not_recorded');
+    // The suite's stack records model requests (MODEL_REQUEST_AUDIT=on); who reads them: test/e2e/model-requests.test.ts.
+    assert.equal(page1.body.model_requests, 'recorded');
     assert.deepEqual(
       { id: page1.body.session.id, owner_id: page1.body.session.owner_id, status: page1.body.session.status, root: page1.body.session.root_session_id },
       { id: session.id, owner_id: userId, status: 'completed', root: session.id },

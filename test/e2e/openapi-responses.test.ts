@@ -3,6 +3,7 @@ import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { env } from '../support/env.js';
 import { type HttpResult, http, newKey, type RequestOptions } from '../support/http.js';
+import { signToken } from '../support/identity.js';
 import { OpenApiSchemas } from '../support/openapi-schema.js';
 import { SseStream } from '../support/sse.js';
 
@@ -294,5 +295,32 @@ describe('responses conform to the OpenAPI document', () => {
     assert.equal((await call('get', TIMELINE, { session_id }, { key: key.body.secret })).body.error.code, 'forbidden');
     assert.equal((await call('get', '/api/v1/admin/waitpoints', {}, { key: key.body.secret })).body.error.code, 'forbidden');
     assert.equal((await call('post', BULK, {}, { body: { filter: {}, dry_run: true }, key: key.body.secret })).body.error.code, 'forbidden');
+  });
+
+  it('a run\'s model requests: an administrator\'s user token reads them; an API key, another role, unknown ids, a foreign cursor, a bad limit', async () => {
+    const created = await call('post', SESSIONS, {}, idem({ agent_id: 'default-chatbot', input: '[[tool:calculator {"expression":"2+2"}]]' }));
+    assert.equal(created.status, 201);
+    const session_id = created.body.id;
+    const stream = await subscribe(session_id);
+    const done = await stream.waitForType('agent.session.turn.completed');
+    stream.close();
+    const run_id = (await call('get', `${SESSION}/turns/{turn_id}`, { session_id, turn_id: done.data.turn_id })).body.yuxi.result_run_id;
+    const tokenOf = async (role: string | null): Promise<string> => {
+      const token = await signToken();
+      const me = await http('/api/v1/me', { key: token });
+      if (role) assert.equal((await call('put', '/api/v1/admin/users/{user_id}/role', { user_id: me.body.user_id }, { body: { role } })).status, 200);
+      return token;
+    };
+    const admin = { key: await tokenOf('admin') };
+    const REQUESTS = '/api/v1/admin/sessions/{session_id}/runs/{run_id}/model-requests';
+    const read = await call('get', REQUESTS, { session_id, run_id }, admin);
+    assert.equal(read.status, 200);
+    assert.equal(read.body.data.length, 2, 'the tool round and the answer');
+    assert.equal((await call('get', REQUESTS, { session_id, run_id }, { ...admin, query: `?limit=1&after=${read.body.first_id}&order=asc` })).status, 200);
+    assert.equal((await call('get', REQUESTS, { session_id, run_id })).body.error.code, 'user_token_required');
+    assert.equal((await call('get', REQUESTS, { session_id, run_id }, { key: await tokenOf('viewer') })).body.error.code, 'forbidden');
+    assert.equal((await call('get', REQUESTS, { session_id, run_id: '0193a5c2-0000-7000-8000-000000000000' }, admin)).status, 404);
+    assert.equal((await call('get', REQUESTS, { session_id, run_id }, { ...admin, query: '?after=nope' })).body.error.code, 'invalid_cursor');
+    assert.equal((await call('get', REQUESTS, { session_id, run_id }, { ...admin, query: '?limit=0' })).body.error.code, 'validation_failed');
   });
 });

@@ -152,6 +152,15 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await turnCompleted(ids.session_id, 1);
     const timeline = await tryIt('getSessionTimeline', 200);
     assert.equal(timeline.body.data.length, 1);
+    // A run's model requests: its id pasted in from the timeline, authorized with an administrator's user token.
+    ids.run_id = timeline.body.data[0].runs[0].id;
+    const subject = `try-admin-${Date.now()}`;
+    const token = await signToken({ subject });
+    const me = await http('/api/v1/me', { key: token });
+    assert.equal(me.status, 200, me.text);
+    assert.equal((await http(`/api/v1/admin/users/${me.body.user_id}/role`, { method: 'PUT', body: { role: 'admin' } })).status, 200);
+    const requests = await tryIt('listModelRequests', 200, { key: token });
+    assert.equal(requests.body.data.length, 1, 'the stack records model requests: the turn\'s one call');
     await tryIt('listOpenWaitpoints', 200);
     await tryIt('getQueueStatus', 200);
     const dry = await tryIt('bulkCancelSessions', 200);

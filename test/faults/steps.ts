@@ -21,6 +21,19 @@ export async function runsOfTurn(infra: FaultInfra, turnId: string): Promise<Run
   return rows as RunRow[];
 }
 
+/**
+ * The turn's model-call steps and the recorded requests (MODEL_REQUEST_AUDIT=on) side by side, in
+ * step order: each request names its step and run.
+ */
+export async function modelRequestsOfTurn(infra: FaultInfra, turnId: string): Promise<{ steps: { id: string; run_id: string }[]; requests: { step_id: string; run_id: string }[] }> {
+  const steps = await infra.db.query(`SELECT id, run_id FROM run_steps WHERE turn_id = $1 AND kind = 'model_call' ORDER BY seq`, [turnId]);
+  const requests = await infra.db.query(
+    `SELECT m.step_id, m.run_id FROM model_requests m JOIN runs r ON r.id = m.run_id WHERE r.turn_id = $1 ORDER BY m.seq`,
+    [turnId],
+  );
+  return { steps: steps.rows as { id: string; run_id: string }[], requests: requests.rows as { step_id: string; run_id: string }[] };
+}
+
 export interface InputRow {
   id: string;
   received_seq: string;

@@ -17,7 +17,7 @@ import {
   words,
   type WorkerHealth,
 } from './harness.js';
-import { assertSessionSettled, assistantItems, type BusyTurn, runsOfTurn, startBusyTurn } from './steps.js';
+import { assertSessionSettled, assistantItems, type BusyTurn, modelRequestsOfTurn, runsOfTurn, startBusyTurn } from './steps.js';
 
 const DELAY_MS = 300;
 const WORDS = 30;
@@ -87,7 +87,8 @@ describe('faults: workers', () => {
   });
 
   it('b. worker SIGSTOP past the lease, then SIGCONT: the other worker finishes, the stale one is fenced', { timeout: 120_000 }, async (t) => {
-    const cluster = await Cluster.start(infra, 'b-worker-sigstop', { apis: 1, workers: 2 });
+    // With the model-request audit on: the stale run's request must not be recorded beside the takeover's.
+    const cluster = await Cluster.start(infra, 'b-worker-sigstop', { apis: 1, workers: 2, env: { MODEL_REQUEST_AUDIT: 'on' } });
     let busy: BusyTurn | undefined;
     try {
       const api = cluster.api();
@@ -143,6 +144,15 @@ describe('faults: workers', () => {
       assert.equal(completed.length, 1);
       assert.notEqual(completed[0]!.run_id, runId, 'the completed answer was written by the new run');
       for (const item of items.filter((i) => i.run_id === runId)) assert.equal(item.status, 'incomplete');
+      // One request per committed model call, each the committing run's: none from the fenced one.
+      const audited = await modelRequestsOfTurn(infra, turnId);
+      assert.equal(audited.steps.length, 1, 'the takeover made the one committed model call');
+      assert.deepEqual(
+        audited.requests.map((r) => [r.step_id, r.run_id]),
+        audited.steps.map((s) => [s.id, s.run_id]),
+        'each model-call step has its request, and no other request exists',
+      );
+      assert.ok(audited.requests.every((r) => r.run_id !== runId), 'nothing recorded by the stale run');
 
       await assertSessionSettled(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)], t);
     } finally {

@@ -6,7 +6,7 @@ import { DomainError } from '#libs/errors';
 import type { AuditEntryDto, AuditListDto } from './audit.dto.js';
 
 /** Every action the trail records (the audit entry's `action`). */
-export const AUDIT_ACTIONS = ['api_key.created', 'api_key.revoked', 'agent.created', 'agent.replaced', 'agent.deleted', 'user.role_changed', 'session.operator_event', 'session.cancel_requested'] as const;
+export const AUDIT_ACTIONS = ['api_key.created', 'api_key.revoked', 'agent.created', 'agent.replaced', 'agent.deleted', 'user.role_changed', 'session.operator_event', 'session.cancel_requested', 'session.model_requests_read'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export interface AuditEntry {

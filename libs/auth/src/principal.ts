@@ -85,8 +85,9 @@ export function onBehalfOfOwner(operator: Principal, ownerId: string): Principal
 }
 
 /**
- * The product's private routes (001: manual OCR pre-parse, image thumbnails) are for a signed-in
- * user's token; every API key, full or agents, bound to an app or not, gets 403.
+ * The product's private routes (001: manual OCR pre-parse, image thumbnails) and the full audit of
+ * a run (its exact model requests, with `assertAdmin`) are for a signed-in user's token; every API
+ * key, full or agents, bound to an app or not, gets 403.
  */
 export function assertUserToken(principal: Principal): void {
   if (principal.keyId !== null) throw new DomainError('user_token_required', 'This route is for user tokens (JWT) only; API keys cannot call it');

@@ -55,6 +55,12 @@ export class AppConfig {
   /** One image's OCR (ocr_parse_file, the parse route): past it the engine's thread is terminated. */
   readonly ocrTimeoutMs: number;
   readonly fileQuotaDrafts: number;
+  /**
+   * MODEL_REQUEST_AUDIT=on: the worker records the exact request of each model call (the body it
+   * sends, never headers or keys) with the call's step, for administrators with a user token;
+   * `off` (the default) records nothing and costs nothing. The api reads it to say so on timelines.
+   */
+  readonly modelRequestAudit: boolean;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
     this.port = int(env, 'PORT', 3000);
@@ -108,6 +114,7 @@ export class AppConfig {
     this.fileQuotaBytes = int(env, 'FILE_QUOTA_BYTES', 1024 * 1024 * 1024);
     this.fileQuotaDrafts = int(env, 'FILE_QUOTA_DRAFTS', 100);
     this.ocrTimeoutMs = Math.max(1000, int(env, 'OCR_TIMEOUT_MS', 30_000));
+    this.modelRequestAudit = oneOf(env, 'MODEL_REQUEST_AUDIT', ['off', 'on'], 'off') === 'on';
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }
@@ -156,6 +163,14 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new Error(`${name} must be true or false, got "${raw}"`);
+}
+
+/** One of a closed set of words; anything else stops the process at start (a typo must not silently mean the default). */
+function oneOf<const T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be ${values.join(' or ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function required(env: NodeJS.ProcessEnv, name: string): string {

@@ -18,6 +18,7 @@ import { SessionHygiene1765761600000 } from './migrations/1765761600000-session-
 import { UsersByKind1765848000000 } from './migrations/1765848000000-users-by-kind.js';
 import { Roles1765934400000 } from './migrations/1765934400000-roles.js';
 import { OperatorReads1766020800000 } from './migrations/1766020800000-operator-reads.js';
+import { ModelRequests1766107200000 } from './migrations/1766107200000-model-requests.js';
 import { SessionTitleSearch1766280000000 } from './migrations/1766280000000-session-title-search.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
@@ -40,6 +41,7 @@ export const MIGRATIONS = [
   UsersByKind1765848000000,
   Roles1765934400000,
   OperatorReads1766020800000,
+  ModelRequests1766107200000,
   SessionTitleSearch1766280000000,
 ];
 

@@ -26,7 +26,8 @@ export const ERROR_CODES = {
     status: 403,
     type: 'permission',
     retryable: false,
-    description: 'This product route (`/api/agent/…`: manual OCR pre-parse, image thumbnails) is for signed-in users with a user token (JWT); no API key may call it, whatever its access.',
+    description:
+      'This route is for signed-in users with a user token (JWT): the product\'s private routes (`/api/agent/…`: manual OCR pre-parse, image thumbnails) and the exact model requests of a run (administrators); no API key may call it, whatever its access.',
   },
   not_found: { status: 404, type: 'not_found', retryable: false, description: 'The resource does not exist or is not visible to this caller.' },
   route_not_found: { status: 404, type: 'not_found', retryable: false, description: 'No endpoint matches this method and path.' },

@@ -37,12 +37,13 @@ export interface RunOutput {
 }
 
 /**
- * How a run ends; a completion that made its final model call carries it, to be recorded as a step.
+ * How a run ends; a completion that made its final model call carries it, to be recorded as a step
+ * (with the exact request it sent, when the deployment audits them).
  * `withoutAnswer`: a turn that completes with no assistant message (a manual compaction). `context`:
  * the context of the run's last model call, which the turn keeps.
  */
 export type Outcome = (
-  | { status: 'completed'; modelCall?: { model: string; usage: Usage | null }; withoutAnswer?: boolean }
+  | { status: 'completed'; modelCall?: { model: string; usage: Usage | null; requestJson?: string | null }; withoutAnswer?: boolean }
   | { status: 'cancelled' }
   | { status: 'failed'; error: PublicError }
 ) & { context?: TurnContext | null };

@@ -7,7 +7,7 @@ import { metrics } from '#libs/metrics';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { InputsRepository } from '#libs/inputs';
 import { SessionsRepository } from '#libs/sessions';
-import { type Lease, type RunEntity, toCurrentTurn, ItemsRepository, RunsRepository, TurnsRepository } from '#libs/turns';
+import { type Lease, ModelRequestsRepository, type RunEntity, toCurrentTurn, ItemsRepository, RunsRepository, TurnsRepository } from '#libs/turns';
 import { AttachmentTransitions } from './attachment-transitions.js';
 import { CooperationWaits } from './cooperation-waits.js';
 import type { HeldTurn, Outcome, RunOutput, Settled, Successor } from './held-turn.js';
@@ -36,6 +36,7 @@ export class RunEndings {
     private readonly attachments: AttachmentTransitions,
     private readonly writer: RunOutputWriter,
     private readonly cooperation: CooperationWaits,
+    private readonly modelRequests: ModelRequestsRepository,
   ) {}
 
   /**
@@ -113,19 +114,23 @@ export class RunEndings {
       const session = await this.sessions.lock(manager, sessionId);
       const now = new Date();
       const modelCall = outcome.status === 'completed' ? outcome.modelCall : undefined;
+      // The answer's step id, chosen here (afresh on every attempt) when its request is recorded with it.
+      const answerId = modelCall?.requestJson ? newId() : undefined;
       const settled = await this.turns.settle(manager, {
         lease,
         runId: lease.runId,
         runStatus: outcome.status,
         turn: held.turn,
         error: outcome.status === 'failed' ? outcome.error : null,
-        answer: modelCall ? { input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}) } } : undefined,
+        answer: modelCall ? { id: answerId, input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}) } } : undefined,
         usage: modelCall?.usage ?? null,
         context: outcome.context ?? null,
         at: now,
       });
       if (!settled) return null;
       const { turn, runUsage } = settled;
+      // The answer is a step only when the turn completed (a cancel accepted first wins): its request with it.
+      if (answerId && modelCall?.requestJson && turn.status === 'completed') await this.modelRequests.record(manager, answerId, modelCall.requestJson);
       // A failed turn pauses what waits behind it: the user decides whether the queue goes on.
       if (turn.status === 'failed' && session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
       const final = turn.status as Outcome['status'];

@@ -12,6 +12,7 @@ import {
   type ItemEntity,
   ItemsRepository,
   itemTokensIfLoaded,
+  ModelRequestsRepository,
   type Lease,
   type NewItem,
   RunsRepository,
@@ -35,6 +36,8 @@ export interface ModelStep {
   toolCalls: ToolCallSpec[];
   usage: Usage | null;
   model: string;
+  /** The exact request of the call as JSON (MODEL_REQUEST_AUDIT=on), recorded with the step; absent or null: nothing is recorded. */
+  requestJson?: string | null;
 }
 
 export interface Recorded {
@@ -71,12 +74,14 @@ export class StepTransitions {
     private readonly steps: StepsRepository,
     private readonly items: ItemsRepository,
     private readonly outbox: EventOutbox,
+    private readonly modelRequests: ModelRequestsRepository,
   ) {}
 
   /**
    * A model call that asked for tools: the step, the text it showed (commentary) and one
    * function_call item per call. A call id is the key of its result for the whole turn, so one a
    * provider reuses (some number calls per response), repeats or makes too long is replaced.
+   * With the call's exact request when the deployment audits them (one more statement, only then).
    * Null when the lease is gone.
    */
   async recordModelStep(held: HeldTurn, lease: Lease, output: RunOutput, step: ModelStep): Promise<RecordedModelStep | null> {
@@ -97,8 +102,11 @@ export class StepTransitions {
         ref: null,
         output: { text: step.text, tool_calls: step.toolCalls, ...(step.usage ? { usage: step.usage } : {}) },
       };
-      const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { model: step.model }, at: now });
+      // A fresh id on every attempt: a retried transaction is a new step, and its request is keyed by it.
+      const stepId = newId();
+      const recorded = await this.steps.recordStep(manager, lease, { ...committed, id: stepId, turnId: held.turn.id, sessionId, input: { model: step.model }, at: now });
       if (!recorded) return null;
+      if (step.requestJson) await this.modelRequests.record(manager, stepId, step.requestJson);
       if (step.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, step.usage);
       const count = (output.item ? 1 : 0) + step.toolCalls.length;
       let seq = await this.sessions.reserveItemSeqs(manager, sessionId, count);

@@ -10,9 +10,11 @@ export {
   type ModelToolCall,
   type ModelUsage,
   type ModelUserPart,
+  neutralRequestBody,
+  requestBodyOf,
 } from './model.types.js';
 export { ModelsModule } from './models.module.js';
-export { OpenAiProvider } from './openai.provider.js';
+export { type ChatCompletionBody, chatCompletionBody, OpenAiProvider } from './openai.provider.js';
 export { classifyProviderError, retryAfterMs, type ClassifyOptions } from './provider-errors.js';
 export { retryDelayMs, streamWithRetries, type RetryDelayOptions, type StreamRetryOptions } from './retry-policy.js';
 export { ScriptedProvider } from './scripted.provider.js';

@@ -58,6 +58,22 @@ export type ModelEvent =
 export interface ModelProvider {
   readonly provider: string;
   stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+  /**
+   * The exact request `stream` sends for `request`, as JSON (its body: never headers or
+   * credentials), for the model-request audit. A provider without one is recorded as the
+   * provider-neutral request it is given (`neutralRequestBody`).
+   */
+  requestBody?(request: ModelRequest): object;
+}
+
+/** The request `provider` sends for `request`, as the audit records it. */
+export function requestBodyOf(provider: ModelProvider, request: ModelRequest): object {
+  return provider.requestBody?.(request) ?? neutralRequestBody(request);
+}
+
+/** What a provider with no wire format of its own (the scripted model) is given: model, instructions, messages, tools. */
+export function neutralRequestBody({ model, instructions, messages, tools, purpose }: Omit<ModelRequest, 'signal'>): object {
+  return { model, instructions, messages, tools, ...(purpose ? { purpose } : {}) };
 }
 
 /** Stable provider error codes (the run's and turn's error code when a model call fails for good). */

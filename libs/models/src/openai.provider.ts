@@ -6,6 +6,7 @@ import { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, typ
 import { classifyProviderError } from './provider-errors.js';
 
 type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam;
+export type ChatCompletionBody = OpenAI.Chat.ChatCompletionCreateParamsStreaming;
 type ChatTool = OpenAI.Chat.ChatCompletionTool;
 type ChunkDelta = OpenAI.Chat.ChatCompletionChunk.Choice.Delta;
 type ToolCallFragment = OpenAI.Chat.ChatCompletionChunk.Choice.Delta.ToolCall;
@@ -33,6 +34,11 @@ export class OpenAiProvider implements ModelProvider {
     this.timeoutMs = config.modelTimeoutMs;
   }
 
+  /** The Chat Completions body `stream` sends for this request: the model-request audit records exactly this. */
+  requestBody(request: ModelRequest): ChatCompletionBody {
+    return chatCompletionBody(request);
+  }
+
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
     const calls = new ToolCallAssembler();
     let usage: ModelUsage | null = null;
@@ -40,16 +46,7 @@ export class OpenAiProvider implements ModelProvider {
     const stalled = new AbortController();
     const stallTimer = setTimeout(() => stalled.abort(), this.timeoutMs);
     try {
-      const stream = await this.client.chat.completions.create(
-        {
-          model: request.model,
-          messages: toChatMessages(request),
-          ...(request.tools.length > 0 ? { tools: request.tools.map(toChatTool) } : {}),
-          stream: true,
-          stream_options: { include_usage: true },
-        },
-        { signal: AbortSignal.any([request.signal, stalled.signal]) },
-      );
+      const stream = await this.client.chat.completions.create(chatCompletionBody(request), { signal: AbortSignal.any([request.signal, stalled.signal]) });
       for await (const chunk of stream) {
         stallTimer.refresh();
         if (chunk.usage) usage = toUsage(chunk.usage);
@@ -100,7 +97,22 @@ class ToolCallAssembler {
   }
 }
 
-function toChatMessages({ instructions, messages }: ModelRequest): ChatMessage[] {
+/**
+ * The one place the request body of a call is built (the body only: the API key and every other
+ * header are the client's, never part of it). `stream` sends it and the audit records it, so what
+ * is recorded is what was sent.
+ */
+export function chatCompletionBody(request: Omit<ModelRequest, 'signal'>): ChatCompletionBody {
+  return {
+    model: request.model,
+    messages: toChatMessages(request),
+    ...(request.tools.length > 0 ? { tools: request.tools.map(toChatTool) } : {}),
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+}
+
+function toChatMessages({ instructions, messages }: Pick<ModelRequest, 'instructions' | 'messages'>): ChatMessage[] {
   const system: ChatMessage[] = instructions.trim() ? [{ role: 'system', content: instructions }] : [];
   return [...system, ...messages.map(toChatMessage)];
 }

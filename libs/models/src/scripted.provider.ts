@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
-import { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, type ModelRequest } from './model.types.js';
+import { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, type ModelRequest, neutralRequestBody } from './model.types.js';
 import { filler, parseScript, type ScriptStep, scriptedSummary } from './scripted-script.js';
 import { countTokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, SCRIPTED_WINDOW_TOKENS } from './tokens.js';
 
@@ -21,6 +21,11 @@ export class ScriptedProvider implements ModelProvider {
   readonly provider = 'scripted';
 
   constructor(private readonly config: AppConfig) {}
+
+  /** The scripted model reads the provider-neutral request itself: that is what it was sent. */
+  requestBody(request: ModelRequest): object {
+    return neutralRequestBody(request);
+  }
 
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
     const { messages, signal } = request;

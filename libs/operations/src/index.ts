@@ -3,6 +3,8 @@ export { GetSessionTimeline } from './use-cases/session-timeline.use-case.js';
 export { ListOpenWaitpoints } from './use-cases/open-waitpoints.use-case.js';
 export { GetQueueStatus } from './use-cases/queue-status.use-case.js';
 export { BulkCancelSessions } from './use-cases/bulk-cancel.use-case.js';
+export { ListModelRequests, toModelRequestDto } from './use-cases/model-requests.use-case.js';
+export { MODEL_REQUESTS_PAGE, ModelRequestDto, ModelRequestListDto, ModelRequestsQueryDto } from './dto/model-requests.dto.js';
 export {
   APPROVAL_DECISIONS,
   SessionTimelineDto,

@@ -9,13 +9,14 @@ import { TurnsModule } from '#libs/turns';
 import { BulkCancelSessions } from './use-cases/bulk-cancel.use-case.js';
 import { ListOpenWaitpoints } from './use-cases/open-waitpoints.use-case.js';
 import { GetQueueStatus } from './use-cases/queue-status.use-case.js';
+import { ListModelRequests } from './use-cases/model-requests.use-case.js';
 import { GetSessionTimeline } from './use-cases/session-timeline.use-case.js';
 
-const USE_CASES = [GetSessionTimeline, ListOpenWaitpoints, GetQueueStatus, BulkCancelSessions];
+const USE_CASES = [GetSessionTimeline, ListOpenWaitpoints, GetQueueStatus, BulkCancelSessions, ListModelRequests];
 
 /**
  * The operator API's use cases (issue 21): reads across every owner's sessions (timeline, inbox,
- * queues) and bulk actions. Access is checked by the api's admin controllers, not here.
+ * queues, a run's exact model requests) and bulk actions. Access is checked by the api's admin controllers, not here.
  */
 @Module({
   imports: [AuditModule, EventsModule, InputsModule, LifecycleModule, QueueModule, SessionsModule, TurnsModule],

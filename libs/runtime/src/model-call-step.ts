@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { assistantItem, runCheckpoint, StepTransitions, turnEvents } from '#libs/lifecycle';
 import type { ResolvedTool } from '#libs/tools';
@@ -16,6 +17,13 @@ export interface ModelCallResult {
   text: string;
   toolCalls: ToolCallSpec[];
   usage: Usage | null;
+  /**
+   * The exact request the call sent, as JSON text, when the deployment audits model requests
+   * (MODEL_REQUEST_AUDIT=on): serialised here, before any transaction (never under the session
+   * lock, once whatever the write's retries), and recorded with the call's step in its
+   * transaction. Null when off: nothing is built or serialised then.
+   */
+  requestJson: string | null;
 }
 
 /**
@@ -29,6 +37,7 @@ export class ModelCallStep {
     private readonly stepTransitions: StepTransitions,
     private readonly writes: DurableWrites,
     private readonly runs: RunsRepository,
+    private readonly config: AppConfig,
   ) {}
 
   /**
@@ -43,7 +52,9 @@ export class ModelCallStep {
   async call(state: RunState, context: BuiltContext, tools: ResolvedTool[], control: RunControl): Promise<ModelCallResult> {
     const { held } = state;
     state.output = emptyOutput(state.outputIndex);
-    const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null };
+    const request = { instructions: held.config.instructions, messages: context.messages, tools: modelTools(tools), signal: control.abort.signal };
+    const requestJson = this.config.modelRequestAudit ? JSON.stringify(this.streams.requestOf(held.run.model, request)) : null;
+    const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null, requestJson };
     let reasoning = '';
     const closeReasoning = async (item: ItemEntity): Promise<void> => {
       state.output.reasoning = reasoning;
@@ -55,12 +66,7 @@ export class ModelCallStep {
       }
       state.live.push(turnEvents.reasoningDone(item, state.outputIndex, reasoning));
     };
-    const stream = this.streams.open(held.run.model, {
-      instructions: held.config.instructions,
-      messages: context.messages,
-      tools: modelTools(tools),
-      signal: control.abort.signal,
-    });
+    const stream = this.streams.open(held.run.model, request);
     for await (const event of stream) {
       state.keeper.assertHeld();
       if (event.type === 'tool_call') {
@@ -105,7 +111,7 @@ export class ModelCallStep {
     const { held } = state;
     const recorded = await this.writes.retrying(
       state.lease,
-      () => this.stepTransitions.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, model: held.run.model }),
+      () => this.stepTransitions.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, model: held.run.model, requestJson: result.requestJson }),
       true,
     );
     if (!recorded) {

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig, ThrottledLog } from '#libs/config';
-import { type ModelEvent, ModelRegistry, type ModelRequest, type ModelTool, streamWithRetries } from '#libs/models';
+import { type ModelEvent, ModelRegistry, type ModelRequest, type ModelTool, requestBodyOf, streamWithRetries } from '#libs/models';
 import type { ResolvedTool } from '#libs/tools';
 import { RUN_LOG_CONTEXT } from './durable-writes.js';
 import { measuredProvider } from './model-metrics.js';
@@ -32,5 +32,14 @@ export class ModelStreams {
       maxDelayMs: this.config.modelRetryMaxDelayMs,
       onRetry: (error, attempt, delayMs) => this.retryLog.warn(`${purpose} ${ref}: ${error.code}, retry ${attempt + 1} in ${delayMs} ms`),
     });
+  }
+
+  /**
+   * The exact request `open` sends for the same arguments (every retry sends it again): the body
+   * the provider builds, never its headers or key. What the model-request audit records.
+   */
+  requestOf(ref: string, request: Omit<ModelRequest, 'model'>): object {
+    const { provider, model } = this.models.resolve(ref);
+    return requestBodyOf(provider, { ...request, model });
   }
 }

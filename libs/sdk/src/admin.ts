@@ -16,6 +16,8 @@ import type {
   ControlEvent,
   CreateApiKeyParams,
   ListUsersParams,
+  ModelRequestList,
+  ModelRequestsParams,
   QueueStatus,
   Receipt,
   SearchSessionsParams,
@@ -58,6 +60,16 @@ export class AdminSessionsResource {
   /** One page of the session's turns with their runs and steps (model calls, tool calls, waitpoints, compactions) and members. */
   timeline(sessionId: string, params: TimelineParams = {}, options: CallOptions = {}): Promise<SessionTimeline> {
     return this.transport.request({ method: 'GET', path: adminPath('sessions', sessionId, 'timeline'), query: params as Query, signal: options.signal });
+  }
+
+  /**
+   * The exact request each model call of a run sent, in step order (recorded only where the
+   * deployment sets MODEL_REQUEST_AUDIT=on; the timeline's `model_requests` says). Only for an
+   * administrator signed in with a user token: an API key gets 403 `user_token_required`, any
+   * other role 403 `forbidden`. Every page read is audited.
+   */
+  modelRequests(sessionId: string, runId: string, params: ModelRequestsParams = {}, options: CallOptions = {}): Promise<ModelRequestList> {
+    return this.transport.request({ method: 'GET', path: adminPath('sessions', sessionId, 'runs', runId, 'model-requests'), query: params as Query, signal: options.signal });
   }
 
   /**

@@ -93,6 +93,11 @@ export type ControlEvent = RequestBody<'/api/v1/admin/sessions/{session_id}/even
 export type SessionTimeline = ResponseBody<'/api/v1/admin/sessions/{session_id}/timeline', 'get', 200>;
 export type TimelineTurn = SessionTimeline['data'][number];
 export type TimelineParams = QueryParams<'/api/v1/admin/sessions/{session_id}/timeline', 'get'>;
+type ModelRequestsPath = '/api/v1/admin/sessions/{session_id}/runs/{run_id}/model-requests';
+/** A run's exact model requests (administrators with a user token only). */
+export type ModelRequestList = ResponseBody<ModelRequestsPath, 'get', 200>;
+export type ModelRequestRecord = ModelRequestList['data'][number];
+export type ModelRequestsParams = QueryParams<ModelRequestsPath, 'get'>;
 export type BulkCancelParams = RequestBody<'/api/v1/admin/sessions/bulk-cancel', 'post'>;
 export type BulkCancelResult = ResponseBody<'/api/v1/admin/sessions/bulk-cancel', 'post', 200>;
 export type WaitpointInbox = ResponseBody<'/api/v1/admin/waitpoints', 'get', 200>;

@@ -68,5 +68,6 @@ export { itemText, itemTokens, itemTokensIfLoaded } from './item-tokens.js';
 export type { Lease } from './lease.js';
 export { RunsRepository, type SuccessorSpec } from './runs.repository.js';
 export { type NewStep, StepsRepository } from './steps.repository.js';
+export { type ModelRequestRow, ModelRequestsRepository } from './model-requests.repository.js';
 export { type NewTurn, type SettleSpec, TurnsRepository } from './turns.repository.js';
 export { type OpenWaitpointFilter, type OpenWaitpointRow, type RunFleetCounts, TIMELINE_TEXT_MAX, type TimelineRunRow, type TimelineStepRow } from './operator-reads.js';

@@ -7,6 +7,8 @@ import { TIMELINE_TEXT_MAX, type TimelineStepRow } from './operator-reads.js';
 import { STEP_TRANSITIONS, statusGuard } from './states.js';
 
 export interface NewStep {
+  /** Chosen by the caller when it writes more keyed by the step in the same transaction (a model request); a fresh one otherwise. */
+  id?: string;
   runId: string;
   turnId: string;
   sessionId: string;
@@ -54,7 +56,7 @@ export class StepsRepository {
        WHERE ${statusGuard('run_steps.status', STEP_TRANSITIONS.record.from)} AND excluded.status <> 'started'
        RETURNING id`),
       [
-        newId(),
+        step.id ?? newId(),
         step.runId,
         step.turnId,
         step.sessionId,

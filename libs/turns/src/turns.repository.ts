@@ -29,8 +29,8 @@ export interface SettleSpec {
   runStatus: SettledStatus;
   turn: TurnEntity;
   error: PublicError | null;
-  /** A completion's model call, recorded as a committed step of the turn. */
-  answer?: { input: object; output: object };
+  /** A completion's model call, recorded as a committed step of the turn (with this id when given: a model request is keyed by it). */
+  answer?: { id?: string; input: object; output: object };
   /** Tokens of the run's last model call, added to the run's and the turn's usage. */
   usage?: Usage | null;
   /** The context of the run's last model call; null keeps what the turn shows. */
@@ -163,7 +163,7 @@ export class TurnsRepository {
         spec.runStatus,
         spec.at,
         spec.error === null ? null : JSON.stringify(spec.error),
-        newId(),
+        spec.answer?.id ?? newId(),
         spec.turn.sessionId,
         spec.answer ? JSON.stringify(spec.answer.input) : null,
         spec.answer ? JSON.stringify(spec.answer.output) : null,

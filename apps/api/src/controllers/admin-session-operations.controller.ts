@@ -1,10 +1,21 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiBearerAuth, ApiTags, ApiHeader } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { assertOperator, assertViewer, CurrentPrincipal, type Principal } from '#libs/auth';
-import { BULK_CANCEL_MAX, BulkCancelResultDto, BulkCancelSessions, BulkCancelSessionsDto, GetSessionTimeline, SessionTimelineDto } from '#libs/operations';
+import { assertAdmin, assertOperator, assertUserToken, assertViewer, CurrentPrincipal, type Principal } from '#libs/auth';
+import {
+  BULK_CANCEL_MAX,
+  BulkCancelResultDto,
+  BulkCancelSessions,
+  BulkCancelSessionsDto,
+  GetSessionTimeline,
+  ListModelRequests,
+  MODEL_REQUESTS_PAGE,
+  ModelRequestListDto,
+  ModelRequestsQueryDto,
+  SessionTimelineDto,
+} from '#libs/operations';
 import { ListQueryDto } from '#libs/protocol';
-import { BULK_CANCEL_EXAMPLES, BULK_CANCEL_RESULT_EXAMPLE, SESSION_TIMELINE_EXAMPLE } from '../openapi/operator-examples.js';
+import { BULK_CANCEL_EXAMPLES, BULK_CANCEL_RESULT_EXAMPLE, MODEL_REQUEST_LIST_EXAMPLE, SESSION_TIMELINE_EXAMPLE } from '../openapi/operator-examples.js';
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 import { sendIdempotent } from './send-idempotent.js';
@@ -13,7 +24,8 @@ import { sendIdempotent } from './send-idempotent.js';
 const TIMELINE_PAGE = 10;
 
 /**
- * The operator API on sessions of any owner (issue 21): a session's timeline and bulk cancel.
+ * The operator API on sessions of any owner (issue 21): a session's timeline, a run's exact model
+ * requests (administrators with a user token only) and bulk cancel.
  */
 @ApiTags(TAGS.admin.name)
 @ApiBearerAuth()
@@ -22,6 +34,7 @@ export class AdminSessionOperationsController {
   constructor(
     private readonly timeline: GetSessionTimeline,
     private readonly bulkCancel: BulkCancelSessions,
+    private readonly modelRequests: ListModelRequests,
   ) {}
 
   @Post('bulk-cancel')
@@ -60,7 +73,7 @@ export class AdminSessionOperationsController {
     operationId: 'getSessionTimeline',
     summary: 'Read a session\'s timeline (any owner)',
     description:
-      'One page of the session\'s turns (newest first by default; `after` is the last turn id of the previous page), each with its runs (status, model, lease and fencing epoch, takeovers: `interrupted` and `resume_from_run_id`, usage, times) and each run\'s committed steps: model calls (model, tokens, duration), tool calls (arguments, result, duration, approval decision), waitpoint resolutions (answers, decisions) and compactions; plus the members the session spawned. Long texts are cut to 4000 characters (`truncated`). The exact model requests are not recorded (`model_requests: not_recorded`). A deleted session is 404. Viewers, operators and administrators.',
+      'One page of the session\'s turns (newest first by default; `after` is the last turn id of the previous page), each with its runs (status, model, lease and fencing epoch, takeovers: `interrupted` and `resume_from_run_id`, usage, times) and each run\'s committed steps: model calls (model, tokens, duration), tool calls (arguments, result, duration, approval decision), waitpoint resolutions (answers, decisions) and compactions; plus the members the session spawned. Long texts are cut to 4000 characters (`truncated`). The exact model requests are never in it: where the deployment records them (`model_requests: recorded`, MODEL_REQUEST_AUDIT=on) an administrator with a user token reads them per run (`listModelRequests`). A deleted session is 404. Viewers, operators and administrators.',
   })
   @ApiParam({ name: 'session_id', description: 'A session of any owner.', schema: { type: 'string', format: 'uuid' } })
   @ApiOkResponse({ type: SessionTimelineDto, description: 'One page of the timeline.', example: SESSION_TIMELINE_EXAMPLE })
@@ -68,5 +81,27 @@ export class AdminSessionOperationsController {
   get(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string, @Query() query: ListQueryDto): Promise<SessionTimelineDto> {
     assertViewer(principal);
     return this.timeline.execute(sessionId, { after: query.after, limit: query.limit ?? TIMELINE_PAGE, order: query.order ?? 'desc' });
+  }
+
+  @Get(':session_id/runs/:run_id/model-requests')
+  @ApiOperation({
+    operationId: 'listModelRequests',
+    summary: 'Read the exact model requests of a run (administrators, user tokens only)',
+    description:
+      `The full audit of a run (001: super-admin JWT only): for each model call of the run, in step order (oldest first by default; \`after\` is the \`last_id\` of the previous page, default ${MODEL_REQUESTS_PAGE} a page), the exact request the worker sent, recorded in the transaction that committed the call's \`model_call\` step (\`step_id\`, the step's id on the timeline). \`openai:\` models: the Chat Completions request body (model, messages with the instructions as the system message, tools, stream options); \`scripted:\` models: the messages and tools they were given. Never headers or API keys. Recorded only while the deployment sets MODEL_REQUEST_AUDIT=on (the timeline's \`model_requests\` says \`recorded\`); a run without recorded calls lists none. A run taken over or retried records each committed call once. Only an administrator signed in with a user token (JWT): every API key gets 403 \`user_token_required\`, a user token without the \`admin\` role 403 \`forbidden\`. Each page read is audited (\`session.model_requests_read\`, naming the reader, the run and the steps shown) before it is answered. An unknown or deleted session, or a run that is not the session's, is 404.`,
+  })
+  @ApiParam({ name: 'session_id', description: 'A session of any owner.', schema: { type: 'string', format: 'uuid' } })
+  @ApiParam({ name: 'run_id', description: 'A run of that session (a timeline run\'s `id`).', schema: { type: 'string', format: 'uuid' } })
+  @ApiOkResponse({ type: ModelRequestListDto, description: 'One page of the run\'s recorded model requests.', example: MODEL_REQUEST_LIST_EXAMPLE })
+  @ApiErrors('user_token_required', 'forbidden', 'not_found', 'invalid_cursor', 'validation_failed', 'rate_limited')
+  listModelRequests(
+    @CurrentPrincipal() principal: Principal,
+    @Param('session_id') sessionId: string,
+    @Param('run_id') runId: string,
+    @Query() query: ModelRequestsQueryDto,
+  ): Promise<ModelRequestListDto> {
+    assertUserToken(principal);
+    assertAdmin(principal);
+    return this.modelRequests.execute(principal, sessionId, runId, { after: query.after, limit: query.limit ?? MODEL_REQUESTS_PAGE, order: query.order ?? 'asc' });
   }
 }

@@ -1,4 +1,4 @@
-/** Examples of the operator API (issue 21): the timeline, the inbox, the queues page, bulk cancel. Ids are UUIDv7 like the server's. */
+/** Examples of the operator API (issue 21): the timeline, a run's model requests, the inbox, the queues page, bulk cancel. Ids are UUIDv7 like the server's. */
 
 const SESSION_ID = '0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60';
 const OWNER_ID = '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09';
@@ -8,6 +8,8 @@ const INPUT_ID = '0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03';
 const WAITPOINT_ID = '0193a5c2-7e60-7b11-8c2d-3e4f5a6b7c21';
 const AT = 1733400000;
 const MODEL = 'scripted:echo';
+const FIRST_CALL_STEP = '0193a5c2-7e61-7c22-9d3e-4f5a6b7c8d31';
+const SECOND_CALL_STEP = '0193a5c2-7e63-7e44-9f5a-6b7c8d9e0f51';
 const USAGE = { input_tokens: 120, output_tokens: 18, cached_tokens: 0, total_tokens: 138 };
 
 export const SESSION_TIMELINE_EXAMPLE = {
@@ -46,7 +48,7 @@ export const SESSION_TIMELINE_EXAMPLE = {
           duration_ms: 2140,
           steps: [
             {
-              id: '0193a5c2-7e61-7c22-9d3e-4f5a6b7c8d31',
+              id: FIRST_CALL_STEP,
               seq: 1,
               kind: 'model_call',
               status: 'completed',
@@ -68,7 +70,7 @@ export const SESSION_TIMELINE_EXAMPLE = {
               tool_call: { call_id: 'call_1', name: 'get_time', arguments: '{"zone":"UTC"}', success: true, output: '2024-12-05T12:00:00Z', approval: null },
             },
             {
-              id: '0193a5c2-7e63-7e44-9f5a-6b7c8d9e0f51',
+              id: SECOND_CALL_STEP,
               seq: 3,
               kind: 'model_call',
               status: 'completed',
@@ -99,6 +101,52 @@ export const SESSION_TIMELINE_EXAMPLE = {
   },
   members: [],
   model_requests: 'not_recorded',
+};
+
+const OPENAI_MODEL = 'openai:gpt-4o-mini';
+const GET_TIME_TOOL = {
+  type: 'function',
+  function: { name: 'get_time', description: 'The current time in a time zone.', parameters: { type: 'object', properties: { zone: { type: 'string' } }, required: ['zone'] } },
+};
+const ASKED = [
+  { role: 'system', content: 'You are a helpful assistant. Answer briefly.' },
+  { role: 'user', content: 'What time is it in UTC?' },
+];
+
+/** The two calls of a tool round on an `openai:` model: the Chat Completions bodies as sent. */
+export const MODEL_REQUEST_LIST_EXAMPLE = {
+  object: 'list',
+  data: [
+    {
+      object: 'model_request',
+      step_id: FIRST_CALL_STEP,
+      seq: 1,
+      model: OPENAI_MODEL,
+      request: { model: 'gpt-4o-mini', messages: ASKED, tools: [GET_TIME_TOOL], stream: true, stream_options: { include_usage: true } },
+      created_at: AT + 1,
+    },
+    {
+      object: 'model_request',
+      step_id: SECOND_CALL_STEP,
+      seq: 3,
+      model: OPENAI_MODEL,
+      request: {
+        model: 'gpt-4o-mini',
+        messages: [
+          ...ASKED,
+          { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_time', arguments: '{"zone":"UTC"}' } }] },
+          { role: 'tool', tool_call_id: 'call_1', content: '2024-12-05T12:00:00Z' },
+        ],
+        tools: [GET_TIME_TOOL],
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+      created_at: AT + 2,
+    },
+  ],
+  first_id: FIRST_CALL_STEP,
+  last_id: SECOND_CALL_STEP,
+  has_more: false,
 };
 
 export const OPEN_WAITPOINT_LIST_EXAMPLE = {

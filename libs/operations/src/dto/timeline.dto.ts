@@ -6,8 +6,9 @@ import { PublicErrorDto, RUN_STATUSES, STEP_KINDS, STEP_STATUSES, TURN_STATUSES,
 /**
  * The operator timeline of a session (issue 21, PROTOCOL "Operators and the console"): a page of
  * its turns, each with its runs and each run's committed steps. Times are Unix seconds, durations
- * milliseconds. What a model was sent (the exact requests) is not recorded by this build, so it is
- * not part of the timeline (`model_requests` says so).
+ * milliseconds. What a model was sent (the exact requests) is never part of the timeline: where the
+ * deployment records it (MODEL_REQUEST_AUDIT=on, `model_requests: recorded`), an administrator with
+ * a user token reads it per run (`GET …/runs/{run_id}/model-requests`).
  */
 
 export const APPROVAL_DECISIONS = ['approve', 'reject', 'approve_session'] as const;
@@ -163,8 +164,9 @@ export class SessionTimelineDto {
   @ApiProperty({ type: TimelineSessionDto }) session!: TimelineSessionDto;
   @ApiProperty({ type: [TimelineMemberDto], description: 'Cooperation: the sessions this one spawned, oldest first (at most 100).' }) members!: TimelineMemberDto[];
   @ApiProperty({
-    enum: ['not_recorded'],
-    description: 'The exact model requests (prompts) of the runs: this build does not record them, so no timeline carries them (001 reserves them for an administrator with a user token).',
+    enum: ['recorded', 'not_recorded'],
+    description:
+      'The exact model requests (prompts) of the runs, never carried by the timeline itself. `recorded`: this deployment records them (MODEL_REQUEST_AUDIT=on; calls made while it was off have none): an administrator with a user token (JWT) reads a run\'s with `GET /api/v1/admin/sessions/{session_id}/runs/{run_id}/model-requests` (each read audited; API keys get 403 `user_token_required`, other roles 403 `forbidden`). `not_recorded`: the deployment does not record them (MODEL_REQUEST_AUDIT=off, the default).',
   })
-  model_requests!: 'not_recorded';
+  model_requests!: 'recorded' | 'not_recorded';
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { AppConfig } from '#libs/config';
 import type { PageQuery } from '#libs/database';
 import { SessionsRepository } from '#libs/sessions';
 import { RunsRepository, StepsRepository, TurnsRepository } from '#libs/turns';
@@ -22,6 +23,7 @@ export class GetSessionTimeline {
     private readonly turns: TurnsRepository,
     private readonly runs: RunsRepository,
     private readonly steps: StepsRepository,
+    private readonly config: AppConfig,
   ) {}
 
   async execute(sessionId: string, page: PageQuery): Promise<SessionTimelineDto> {
@@ -42,7 +44,7 @@ export class GetSessionTimeline {
       has_more: hasMore,
       session: toTimelineSession(session),
       members: members.map(toTimelineMember),
-      model_requests: 'not_recorded',
+      model_requests: this.config.modelRequestAudit ? 'recorded' : 'not_recorded',
     };
   }
 }

@@ -849,9 +849,29 @@ export interface paths {
         };
         /**
          * Read a session's timeline (any owner)
-         * @description One page of the session's turns (newest first by default; `after` is the last turn id of the previous page), each with its runs (status, model, lease and fencing epoch, takeovers: `interrupted` and `resume_from_run_id`, usage, times) and each run's committed steps: model calls (model, tokens, duration), tool calls (arguments, result, duration, approval decision), waitpoint resolutions (answers, decisions) and compactions; plus the members the session spawned. Long texts are cut to 4000 characters (`truncated`). The exact model requests are not recorded (`model_requests: not_recorded`). A deleted session is 404. Viewers, operators and administrators.
+         * @description One page of the session's turns (newest first by default; `after` is the last turn id of the previous page), each with its runs (status, model, lease and fencing epoch, takeovers: `interrupted` and `resume_from_run_id`, usage, times) and each run's committed steps: model calls (model, tokens, duration), tool calls (arguments, result, duration, approval decision), waitpoint resolutions (answers, decisions) and compactions; plus the members the session spawned. Long texts are cut to 4000 characters (`truncated`). The exact model requests are never in it: where the deployment records them (`model_requests: recorded`, MODEL_REQUEST_AUDIT=on) an administrator with a user token reads them per run (`listModelRequests`). A deleted session is 404. Viewers, operators and administrators.
          */
         get: operations["getSessionTimeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/sessions/{session_id}/runs/{run_id}/model-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the exact model requests of a run (administrators, user tokens only)
+         * @description The full audit of a run (001: super-admin JWT only): for each model call of the run, in step order (oldest first by default; `after` is the `last_id` of the previous page, default 10 a page), the exact request the worker sent, recorded in the transaction that committed the call's `model_call` step (`step_id`, the step's id on the timeline). `openai:` models: the Chat Completions request body (model, messages with the instructions as the system message, tools, stream options); `scripted:` models: the messages and tools they were given. Never headers or API keys. Recorded only while the deployment sets MODEL_REQUEST_AUDIT=on (the timeline's `model_requests` says `recorded`); a run without recorded calls lists none. A run taken over or retried records each committed call once. Only an administrator signed in with a user token (JWT): every API key gets 403 `user_token_required`, a user token without the `admin` role 403 `forbidden`. Each page read is audited (`session.model_requests_read`, naming the reader, the run and the steps shown) before it is answered. An unknown or deleted session, or a run that is not the session's, is 404.
+         */
+        get: operations["listModelRequests"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2141,10 +2161,10 @@ export interface components {
             /** @enum {string} */
             object: "audit_entry";
             /**
-             * @description `user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner's session through the admin route (`details.event_type`, `details.owner_id`); `session.cancel_requested`: an operator asked a session's active turn to cancel through bulk cancel (`details.idempotency_key` names the call).
+             * @description `user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner's session through the admin route (`details.event_type`, `details.owner_id`); `session.cancel_requested`: an operator asked a session's active turn to cancel through bulk cancel (`details.idempotency_key` names the call); `session.model_requests_read`: an administrator read a page of a run's exact model requests (`details.run_id`, `details.owner_id`, `details.step_ids`: the requests the page showed).
              * @enum {string}
              */
-            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "session.operator_event" | "session.cancel_requested";
+            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "session.operator_event" | "session.cancel_requested" | "session.model_requests_read";
             /** @description The user who acted (null: the deployment itself, e.g. AGENTS_FILE). */
             actor_id: string | null;
             /** @description The API key used (null for a user token). */
@@ -2587,10 +2607,35 @@ export interface components {
             /** @description Cooperation: the sessions this one spawned, oldest first (at most 100). */
             members: components["schemas"]["TimelineMemberDto"][];
             /**
-             * @description The exact model requests (prompts) of the runs: this build does not record them, so no timeline carries them (001 reserves them for an administrator with a user token).
+             * @description The exact model requests (prompts) of the runs, never carried by the timeline itself. `recorded`: this deployment records them (MODEL_REQUEST_AUDIT=on; calls made while it was off have none): an administrator with a user token (JWT) reads a run's with `GET /api/v1/admin/sessions/{session_id}/runs/{run_id}/model-requests` (each read audited; API keys get 403 `user_token_required`, other roles 403 `forbidden`). `not_recorded`: the deployment does not record them (MODEL_REQUEST_AUDIT=off, the default).
              * @enum {string}
              */
-            model_requests: "not_recorded";
+            model_requests: "recorded" | "not_recorded";
+        };
+        ModelRequestDto: {
+            /** @enum {string} */
+            object: "model_request";
+            /** @description The model-call step that sent it (the `id` of a `model_call` step of the run on the timeline). */
+            step_id: string;
+            /** @description The step's order within its turn. */
+            seq: number;
+            /** @description The model called, as the run names it (`provider:model`). */
+            model: string;
+            /** @description The request exactly as sent, never its headers or credentials. `openai:` models: the Chat Completions request body (`model` without the `openai:` prefix, `messages` with the agent's instructions as the system message, `tools` when it had any, `stream`, `stream_options`). `scripted:` models: the provider-neutral request they are given (`model`, `instructions`, `messages`, `tools`). Images of a message are in it as sent (`data:` URLs). */
+            request: {
+                [key: string]: unknown;
+            };
+            /** @description Unix seconds: when the step was recorded. */
+            created_at: number;
+        };
+        ModelRequestListDto: {
+            /** @enum {string} */
+            object: "list";
+            /** @description One page of the run's recorded requests, in step order. */
+            data: components["schemas"]["ModelRequestDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
         };
         OpenWaitpointDto: {
             /** @description The waitpoint's id: the `waitpoint_id` an answer or approval names. */
@@ -7931,7 +7976,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `user_token_required`: This product route (`/api/agent/…`: manual OCR pre-parse, image thumbnails) is for signed-in users with a user token (JWT); no API key may call it, whatever its access.<br>`forbidden`: The API key lacks the permission for this operation. */
+            /** @description `user_token_required`: This route is for signed-in users with a user token (JWT): the product's private routes (`/api/agent/…`: manual OCR pre-parse, image thumbnails) and the exact model requests of a run (administrators); no API key may call it, whatever its access.<br>`forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8083,7 +8128,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `user_token_required`: This product route (`/api/agent/…`: manual OCR pre-parse, image thumbnails) is for signed-in users with a user token (JWT); no API key may call it, whatever its access.<br>`forbidden`: The API key lacks the permission for this operation. */
+            /** @description `user_token_required`: This route is for signed-in users with a user token (JWT): the product's private routes (`/api/agent/…`: manual OCR pre-parse, image thumbnails) and the exact model requests of a run (administrators); no API key may call it, whatever its access.<br>`forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11487,6 +11532,272 @@ export interface operations {
                 };
             };
             /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listModelRequests: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 10: each request is a whole prompt, the conversation so far with its images). */
+                limit?: number;
+                /** @description By the step's order in the turn: `asc` oldest first (the default), `desc` newest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of any owner. */
+                session_id: string;
+                /** @description A run of that session (a timeline run's `id`). */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the run's recorded model requests. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "model_request",
+                     *           "step_id": "0193a5c2-7e61-7c22-9d3e-4f5a6b7c8d31",
+                     *           "seq": 1,
+                     *           "model": "openai:gpt-4o-mini",
+                     *           "request": {
+                     *             "model": "gpt-4o-mini",
+                     *             "messages": [
+                     *               {
+                     *                 "role": "system",
+                     *                 "content": "You are a helpful assistant. Answer briefly."
+                     *               },
+                     *               {
+                     *                 "role": "user",
+                     *                 "content": "What time is it in UTC?"
+                     *               }
+                     *             ],
+                     *             "tools": [
+                     *               {
+                     *                 "type": "function",
+                     *                 "function": {
+                     *                   "name": "get_time",
+                     *                   "description": "The current time in a time zone.",
+                     *                   "parameters": {
+                     *                     "type": "object",
+                     *                     "properties": {
+                     *                       "zone": {
+                     *                         "type": "string"
+                     *                       }
+                     *                     },
+                     *                     "required": [
+                     *                       "zone"
+                     *                     ]
+                     *                   }
+                     *                 }
+                     *               }
+                     *             ],
+                     *             "stream": true,
+                     *             "stream_options": {
+                     *               "include_usage": true
+                     *             }
+                     *           },
+                     *           "created_at": 1733400001
+                     *         },
+                     *         {
+                     *           "object": "model_request",
+                     *           "step_id": "0193a5c2-7e63-7e44-9f5a-6b7c8d9e0f51",
+                     *           "seq": 3,
+                     *           "model": "openai:gpt-4o-mini",
+                     *           "request": {
+                     *             "model": "gpt-4o-mini",
+                     *             "messages": [
+                     *               {
+                     *                 "role": "system",
+                     *                 "content": "You are a helpful assistant. Answer briefly."
+                     *               },
+                     *               {
+                     *                 "role": "user",
+                     *                 "content": "What time is it in UTC?"
+                     *               },
+                     *               {
+                     *                 "role": "assistant",
+                     *                 "content": null,
+                     *                 "tool_calls": [
+                     *                   {
+                     *                     "id": "call_1",
+                     *                     "type": "function",
+                     *                     "function": {
+                     *                       "name": "get_time",
+                     *                       "arguments": "{\"zone\":\"UTC\"}"
+                     *                     }
+                     *                   }
+                     *                 ]
+                     *               },
+                     *               {
+                     *                 "role": "tool",
+                     *                 "tool_call_id": "call_1",
+                     *                 "content": "2024-12-05T12:00:00Z"
+                     *               }
+                     *             ],
+                     *             "tools": [
+                     *               {
+                     *                 "type": "function",
+                     *                 "function": {
+                     *                   "name": "get_time",
+                     *                   "description": "The current time in a time zone.",
+                     *                   "parameters": {
+                     *                     "type": "object",
+                     *                     "properties": {
+                     *                       "zone": {
+                     *                         "type": "string"
+                     *                       }
+                     *                     },
+                     *                     "required": [
+                     *                       "zone"
+                     *                     ]
+                     *                   }
+                     *                 }
+                     *               }
+                     *             ],
+                     *             "stream": true,
+                     *             "stream_options": {
+                     *               "include_usage": true
+                     *             }
+                     *           },
+                     *           "created_at": 1733400002
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5c2-7e61-7c22-9d3e-4f5a6b7c8d31",
+                     *       "last_id": "0193a5c2-7e63-7e44-9f5a-6b7c8d9e0f51",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ModelRequestListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `user_token_required`: This route is for signed-in users with a user token (JWT): the product's private routes (`/api/agent/…`: manual OCR pre-parse, image thumbnails) and the exact model requests of a run (administrators); no API key may call it, whatever its access.<br>`forbidden`: The API key lacks the permission for this operation. */
             403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
