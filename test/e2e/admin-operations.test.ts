@@ -108,8 +108,9 @@ describe('operator API: timeline, inbox, queues, bulk cancel', () => {
     const [asks, tool, answers] = steps;
     assert.equal(asks.model_call.tool_call_count, 1);
     assert.ok(typeof asks.model_call.model === 'string' && asks.model_call.model.length > 0, JSON.stringify(asks));
-    assert.equal(asks.model_call.finish_reason, null, 'not recorded');
+    assert.equal(asks.model_call.finish_reason, 'tool_calls', 'the provider stopped to call a tool');
     assert.equal(answers.model_call.tool_call_count, 0);
+    assert.equal(answers.model_call.finish_reason, 'stop');
     assert.match(answers.model_call.text, /14/);
     assert.deepEqual(
       { name: tool.tool_call.name, arguments: JSON.parse(tool.tool_call.arguments), success: tool.tool_call.success, approval: tool.tool_call.approval, status: tool.status },

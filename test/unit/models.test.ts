@@ -234,13 +234,14 @@ describe('scripted model', () => {
       events.filter((e) => e.type === 'text_delta').map((e) => e.delta),
       ['Echo:', ' hello', ' there'],
     );
-    assert.deepEqual(events.at(-1), { type: 'usage', usage: { input_tokens: 17, output_tokens: 3, cached_tokens: 0, total_tokens: 20 } });
+    assert.deepEqual(events.slice(-2), [{ type: 'usage', usage: { input_tokens: 17, output_tokens: 3, cached_tokens: 0, total_tokens: 20 } }, { type: 'finish', reason: 'stop' }]);
   });
 
   it('calls each scripted tool in turn, then answers from the last result', async () => {
     const user: ModelMessage = { role: 'user', text: 'go [[tool:search {"q":"cats"}]] [[ask:Which one?]]' };
     const first = await collect(scripted.stream(request([user])));
-    assert.equal(first.length, 2);
+    assert.equal(first.length, 3);
+    assert.deepEqual(first[2], { type: 'finish', reason: 'tool_calls' });
     const call = first[0]?.type === 'tool_call' ? first[0].call : assert.fail('expected a tool call');
     assert.match(call.call_id, /^call_[0-9a-f]{24}$/);
     assert.deepEqual([call.name, call.arguments], ['search', '{"q":"cats"}']);
@@ -299,6 +300,7 @@ describe('OpenAiProvider against a fake server', () => {
       { type: 'text_delta', delta: 'lo' },
       { type: 'text_delta', delta: ' world' },
       { type: 'usage', usage: { input_tokens: 42, output_tokens: 7, cached_tokens: 40, total_tokens: 49 } },
+      { type: 'finish', reason: 'stop' },
     ]);
     const [body] = fake.requests('text-model') as any[];
     assert.equal(body.stream, true);
@@ -329,7 +331,7 @@ describe('OpenAiProvider against a fake server', () => {
     assert.deepEqual(calls[0], { call_id: 'call_first', name: 'search', arguments: '{"query":"weather in Paris","limit":3}' });
     assert.equal(calls[1]?.name, 'current_time');
     assert.match(calls[1]?.call_id ?? '', /^call_[0-9a-f]{24}$/);
-    assert.deepEqual(events.at(-1), { type: 'usage', usage: { input_tokens: 10, output_tokens: 7, cached_tokens: 0, total_tokens: 17 } });
+    assert.deepEqual(events.slice(-2), [{ type: 'usage', usage: { input_tokens: 10, output_tokens: 7, cached_tokens: 0, total_tokens: 17 } }, { type: 'finish', reason: 'tool_calls' }]);
     const [body] = fake.requests('tool-model') as any[];
     assert.deepEqual(body.tools, [{ type: 'function', function: tools[0] }]);
   });

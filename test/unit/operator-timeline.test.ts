@@ -20,7 +20,7 @@ describe('operator timeline projection', () => {
   it('nests runs and steps under their turn, with durations and the approval that let a tool call run', () => {
     const runs = [run('r1', 1, { status: 'requires_action' }), run('r2', 2, { resumeFromRunId: 'r1', leaseOwner: 'worker-1', leaseExpiresAt: at(30), status: 'in_progress', completedAt: null })];
     const steps = [
-      step('s1', 'r1', 1, { input: { model: 'm' }, output: { text: '', tool_calls: [{ call_id: 'c1', name: 'rm', arguments: '{}' }], usage: { input_tokens: 1, output_tokens: 2, cached_tokens: 0, total_tokens: 3 } }, previousAt: at(0), createdAt: at(1) }),
+      step('s1', 'r1', 1, { input: { model: 'm' }, output: { text: '', tool_calls: [{ call_id: 'c1', name: 'rm', arguments: '{}' }], usage: { input_tokens: 1, output_tokens: 2, cached_tokens: 0, total_tokens: 3 }, finish_reason: 'tool_calls' }, previousAt: at(0), createdAt: at(1) }),
       step('s2', 'r2', 2, { kind: 'waitpoint', ref: 'w1', input: { kind: 'approval' }, output: { kind: 'approval', response: { type: 'approval', decisions: [{ call_id: 'c1', decision: 'approve' }] } } }),
       step('s3', 'r2', 3, { kind: 'tool_call', status: 'started', ref: 'c1', input: { name: 'rm', arguments: '{}' }, createdAt: at(3), completedAt: null }),
     ];
@@ -33,7 +33,7 @@ describe('operator timeline projection', () => {
     assert.equal(first!.lease, null);
     const model = first!.steps[0]!;
     assert.equal(model.duration_ms, 1000);
-    assert.deepEqual(model.model_call, { model: 'm', usage: { input_tokens: 1, output_tokens: 2, cached_tokens: 0, total_tokens: 3 }, text: '', tool_call_count: 1, finish_reason: null });
+    assert.deepEqual(model.model_call, { model: 'm', usage: { input_tokens: 1, output_tokens: 2, cached_tokens: 0, total_tokens: 3 }, text: '', tool_call_count: 1, finish_reason: 'tool_calls' });
     const tool = second!.steps[1]!;
     assert.equal(tool.duration_ms, null, 'no result yet');
     assert.deepEqual(tool.tool_call, { call_id: 'c1', name: 'rm', arguments: '{}', success: null, output: null, approval: 'approve' });

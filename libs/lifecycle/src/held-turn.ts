@@ -43,7 +43,7 @@ export interface RunOutput {
  * the context of the run's last model call, which the turn keeps.
  */
 export type Outcome = (
-  | { status: 'completed'; modelCall?: { model: string; usage: Usage | null; requestJson?: string | null }; withoutAnswer?: boolean }
+  | { status: 'completed'; modelCall?: { model: string; usage: Usage | null; finishReason?: string | null; requestJson?: string | null }; withoutAnswer?: boolean }
   | { status: 'cancelled' }
   | { status: 'failed'; error: PublicError }
 ) & { context?: TurnContext | null };

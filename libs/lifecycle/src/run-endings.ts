@@ -122,7 +122,7 @@ export class RunEndings {
         runStatus: outcome.status,
         turn: held.turn,
         error: outcome.status === 'failed' ? outcome.error : null,
-        answer: modelCall ? { id: answerId, input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}) } } : undefined,
+        answer: modelCall ? { id: answerId, input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}), ...(modelCall.finishReason ? { finish_reason: modelCall.finishReason } : {}) } } : undefined,
         usage: modelCall?.usage ?? null,
         context: outcome.context ?? null,
         at: now,

@@ -35,6 +35,8 @@ export interface ModelStep {
   text: string;
   toolCalls: ToolCallSpec[];
   usage: Usage | null;
+  /** The provider's finish reason, kept on the step for the operators' timeline. */
+  finishReason?: string | null;
   model: string;
   /** The exact request of the call as JSON (MODEL_REQUEST_AUDIT=on), recorded with the step; absent or null: nothing is recorded. */
   requestJson?: string | null;
@@ -100,7 +102,7 @@ export class StepTransitions {
         kind: 'model_call',
         status: 'completed',
         ref: null,
-        output: { text: step.text, tool_calls: step.toolCalls, ...(step.usage ? { usage: step.usage } : {}) },
+        output: { text: step.text, tool_calls: step.toolCalls, ...(step.usage ? { usage: step.usage } : {}), ...(step.finishReason ? { finish_reason: step.finishReason } : {}) },
       };
       // A fresh id on every attempt: a retried transaction is a new step, and its request is keyed by it.
       const stepId = newId();

@@ -47,13 +47,15 @@ export interface ModelUsage {
 
 /**
  * What a model call streams: text and reasoning deltas as they come, each tool call once it is
- * complete (arguments fully assembled), usage at most once (at the end).
+ * complete (arguments fully assembled), usage and the finish reason at most once each (at the end).
  */
 export type ModelEvent =
   | { type: 'text_delta'; delta: string }
   | { type: 'reasoning_delta'; delta: string }
   | { type: 'tool_call'; call: ModelToolCall }
-  | { type: 'usage'; usage: ModelUsage };
+  | { type: 'usage'; usage: ModelUsage }
+  /** Why the model stopped, as the provider says it (`stop`, `length`, `tool_calls`, `content_filter`, …). */
+  | { type: 'finish'; reason: string };
 
 export interface ModelProvider {
   readonly provider: string;

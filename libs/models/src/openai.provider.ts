@@ -42,6 +42,7 @@ export class OpenAiProvider implements ModelProvider {
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
     const calls = new ToolCallAssembler();
     let usage: ModelUsage | null = null;
+    let finishReason: string | null = null;
     // The client's timeout ends once headers arrive; a stream that then stalls needs its own guard.
     const stalled = new AbortController();
     const stallTimer = setTimeout(() => stalled.abort(), this.timeoutMs);
@@ -51,6 +52,7 @@ export class OpenAiProvider implements ModelProvider {
         stallTimer.refresh();
         if (chunk.usage) usage = toUsage(chunk.usage);
         for (const choice of chunk.choices ?? []) {
+          if (choice.finish_reason) finishReason = choice.finish_reason;
           const delta: ChunkDelta | undefined = choice.delta;
           if (!delta) continue;
           const reasoning = reasoningOf(delta);
@@ -74,6 +76,7 @@ export class OpenAiProvider implements ModelProvider {
     }
     for (const call of calls.complete()) yield { type: 'tool_call', call };
     if (usage) yield { type: 'usage', usage };
+    if (finishReason) yield { type: 'finish', reason: finishReason };
   }
 }
 

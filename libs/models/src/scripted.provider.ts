@@ -54,6 +54,7 @@ export class ScriptedProvider implements ModelProvider {
       await pause(script.delayMs, signal);
       yield { type: 'tool_call', call: { call_id: `call_${randomBytes(12).toString('hex')}`, name: step.name, arguments: step.arguments } };
       yield usage(inputTokens, 1);
+      yield { type: 'finish', reason: 'tool_calls' };
       return;
     }
     const finished = script.steps.at(-1);
@@ -67,6 +68,7 @@ export class ScriptedProvider implements ModelProvider {
       yield { type: 'text_delta', delta: index === 0 ? word : ` ${word}` };
     }
     yield usage(inputTokens, words.length);
+    yield { type: 'finish', reason: 'stop' };
   }
 }
 

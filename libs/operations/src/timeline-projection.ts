@@ -87,7 +87,7 @@ function toTimelineStep(step: TimelineStepRow, decisions: Map<string, TimelineTo
         ...base,
         // Recorded when the answer came: the call ran since the run's previous step ended.
         duration_ms: ms(step.previousAt, step.createdAt),
-        model_call: { model: input.model ?? null, usage: output.usage ?? null, text: output.text ?? '', tool_call_count: output.tool_calls?.length ?? 0, finish_reason: null },
+        model_call: { model: input.model ?? null, usage: output.usage ?? null, text: output.text ?? '', tool_call_count: output.tool_calls?.length ?? 0, finish_reason: output.finish_reason ?? null },
       };
     case 'tool_call':
       return {

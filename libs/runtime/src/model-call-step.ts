@@ -17,6 +17,8 @@ export interface ModelCallResult {
   text: string;
   toolCalls: ToolCallSpec[];
   usage: Usage | null;
+  /** The provider's finish reason (null when it gave none). */
+  finishReason: string | null;
   /**
    * The exact request the call sent, as JSON text, when the deployment audits model requests
    * (MODEL_REQUEST_AUDIT=on): serialised here, before any transaction (never under the session
@@ -54,7 +56,7 @@ export class ModelCallStep {
     state.output = emptyOutput(state.outputIndex);
     const request = { instructions: held.config.instructions, messages: context.messages, tools: modelTools(tools), signal: control.abort.signal };
     const requestJson = this.config.modelRequestAudit ? JSON.stringify(this.streams.requestOf(held.run.model, request)) : null;
-    const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null, requestJson };
+    const result: ModelCallResult = { yielded: false, text: '', toolCalls: [], usage: null, finishReason: null, requestJson };
     let reasoning = '';
     const closeReasoning = async (item: ItemEntity): Promise<void> => {
       state.output.reasoning = reasoning;
@@ -75,6 +77,10 @@ export class ModelCallStep {
       }
       if (event.type === 'usage') {
         result.usage = event.usage;
+        continue;
+      }
+      if (event.type === 'finish') {
+        result.finishReason = event.reason;
         continue;
       }
       let item = state.output.item;
@@ -111,7 +117,7 @@ export class ModelCallStep {
     const { held } = state;
     const recorded = await this.writes.retrying(
       state.lease,
-      () => this.stepTransitions.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, model: held.run.model, requestJson: result.requestJson }),
+      () => this.stepTransitions.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, finishReason: result.finishReason, model: held.run.model, requestJson: result.requestJson }),
       true,
     );
     if (!recorded) {

@@ -125,7 +125,7 @@ export class RunExecutor {
           }
           this.context.observe(state, called.context, result.usage);
           if (result.toolCalls.length === 0) {
-            return this.closing.settle(state, { status: 'completed', modelCall: { model: state.held.run.model, usage: result.usage, requestJson: result.requestJson } });
+            return this.closing.settle(state, { status: 'completed', modelCall: { model: state.held.run.model, usage: result.usage, finishReason: result.finishReason, requestJson: result.requestJson } });
           }
           const step = await this.modelCall.commit(state, result);
           if (!step) return;

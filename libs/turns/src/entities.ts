@@ -201,6 +201,8 @@ export interface StepOutput {
   text?: string;
   tool_calls?: ToolCallSpec[];
   usage?: Usage;
+  /** model_call: the provider's finish reason. */
+  finish_reason?: string;
   success?: boolean;
   output?: string;
   kind?: WaitpointKind;

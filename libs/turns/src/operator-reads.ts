@@ -1,4 +1,4 @@
-import type { PublicError, Usage, Waitpoint, WaitpointKind, WaitpointResponse } from './entities.js';
+import type { PublicError, StepOutput, Usage, Waitpoint, WaitpointKind } from './entities.js';
 import type { RunStatus, StepKind, StepStatus, TurnStatus } from './states.js';
 
 /**
@@ -37,16 +37,7 @@ export interface TimelineStepRow {
   /** model_call: `{model}`; tool_call: `{name, arguments}` (arguments cut); waitpoint: `{kind}` at most; compaction: `{trigger, model}`. */
   input: { model?: string | null; name?: string; arguments?: string; trigger?: string; kind?: WaitpointKind };
   /** output with `text` and `output` cut; tool_calls' arguments kept as recorded. */
-  output: {
-    text?: string;
-    tool_calls?: { call_id: string; name: string; arguments: string }[];
-    usage?: Usage;
-    success?: boolean;
-    output?: string;
-    kind?: WaitpointKind;
-    response?: WaitpointResponse;
-    item_id?: string;
-  };
+  output: StepOutput;
   /** Whether `text`, `output` or `arguments` were cut. */
   truncated: boolean;
   createdAt: Date;

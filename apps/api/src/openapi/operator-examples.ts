@@ -56,7 +56,7 @@ export const SESSION_TIMELINE_EXAMPLE = {
               completed_at: AT + 1,
               duration_ms: 812,
               truncated: false,
-              model_call: { model: MODEL, usage: { input_tokens: 60, output_tokens: 9, cached_tokens: 0, total_tokens: 69 }, text: '', tool_call_count: 1, finish_reason: null },
+              model_call: { model: MODEL, usage: { input_tokens: 60, output_tokens: 9, cached_tokens: 0, total_tokens: 69 }, text: '', tool_call_count: 1, finish_reason: 'tool_calls' },
             },
             {
               id: '0193a5c2-7e62-7d33-8e4f-5a6b7c8d9e41',
@@ -78,7 +78,7 @@ export const SESSION_TIMELINE_EXAMPLE = {
               completed_at: AT + 2,
               duration_ms: 640,
               truncated: false,
-              model_call: { model: MODEL, usage: { input_tokens: 60, output_tokens: 9, cached_tokens: 0, total_tokens: 69 }, text: 'It is noon (UTC).', tool_call_count: 0, finish_reason: null },
+              model_call: { model: MODEL, usage: { input_tokens: 60, output_tokens: 9, cached_tokens: 0, total_tokens: 69 }, text: 'It is noon (UTC).', tool_call_count: 0, finish_reason: 'stop' },
             },
           ],
         },

@@ -26,12 +26,12 @@ export class TimelineModelCallDto {
   @ApiProperty({ description: 'The text the model answered (cut, see `truncated`).' }) text!: string;
   @ApiProperty({ type: 'integer', minimum: 0, description: 'How many tools it asked for (each is a tool_call step of the same run, or a waitpoint).' }) tool_call_count!: number;
   @ApiProperty({
-    type: 'string',
+    type: String,
     nullable: true,
-    enum: [null],
-    description: 'Always null: the provider\'s finish reason is not recorded by this build (a call with tool_call_count > 0 stopped to call tools).',
-  } as ApiPropertyOptions)
-  finish_reason!: null;
+    description: 'Why the model stopped, as the provider said it: `stop`, `tool_calls`, `length` (the output limit cut it), `content_filter`, … Null when the provider gave none, and on steps recorded before finish reasons were kept.',
+    example: 'stop',
+  })
+  finish_reason!: string | null;
 }
 
 export class TimelineToolCallDto {

@@ -2423,10 +2423,10 @@ export interface components {
             /** @description How many tools it asked for (each is a tool_call step of the same run, or a waitpoint). */
             tool_call_count: number;
             /**
-             * @description Always null: the provider's finish reason is not recorded by this build (a call with tool_call_count > 0 stopped to call tools).
-             * @enum {string|null}
+             * @description Why the model stopped, as the provider said it: `stop`, `tool_calls`, `length` (the output limit cut it), `content_filter`, … Null when the provider gave none, and on steps recorded before finish reasons were kept.
+             * @example stop
              */
-            finish_reason: null;
+            finish_reason: string | null;
         };
         TimelineToolCallDto: {
             call_id: string;
@@ -11440,7 +11440,7 @@ export interface operations {
                      *                     },
                      *                     "text": "",
                      *                     "tool_call_count": 1,
-                     *                     "finish_reason": null
+                     *                     "finish_reason": "tool_calls"
                      *                   }
                      *                 },
                      *                 {
@@ -11480,7 +11480,7 @@ export interface operations {
                      *                     },
                      *                     "text": "It is noon (UTC).",
                      *                     "tool_call_count": 0,
-                     *                     "finish_reason": null
+                     *                     "finish_reason": "stop"
                      *                   }
                      *                 }
                      *               ]
