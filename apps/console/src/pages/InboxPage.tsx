@@ -4,7 +4,7 @@ import type { InboxWaitpoint, WaitpointKind } from '#libs/sdk';
 import { may, useConsole } from '../caller.js';
 import { exact, when } from '../format.js';
 import { navigate } from '../router.js';
-import { shortId, statusText } from './numbers.js';
+import { article, shortId, statusText } from './numbers.js';
 import { useSearchParams } from './search-params.js';
 import { type Column, VirtualTable } from './VirtualTable.js';
 import './sessions.css';
@@ -24,7 +24,7 @@ function asks(waitpoint: InboxWaitpoint): string {
     const names = waitpoint.tool_calls.map((call) => call.name).join(', ');
     return waitpoint.kind === 'approval' ? `Approve ${names}` : waitpoint.kind === 'client_tool' ? `Result of ${names}` : `Waits via ${names}`;
   }
-  return `A ${statusText(waitpoint.kind)} waitpoint`;
+  return `${article(waitpoint.kind) === 'an' ? 'An' : 'A'} ${statusText(waitpoint.kind)} waitpoint`;
 }
 
 const COLUMNS: Column<InboxWaitpoint>[] = [
@@ -90,7 +90,7 @@ export function InboxPage() {
         <>
           <p className="muted">Turns waiting for a person or a client, newest first. Open one to answer it. The list refreshes every 10 seconds.</p>
           <form key={kind} className="filters" role="search" aria-label="Filter the inbox" onSubmit={submit}>
-            <div className="field">
+            <div className="field field-wide">
               <label htmlFor="inbox-kind">Kind</label>
               <select id="inbox-kind" name="kind" defaultValue={kind}>
                 <option value="">Waiting for a person or a client</option>

@@ -1,6 +1,6 @@
 import type { CooperationState, TimelineMember } from '#libs/sdk';
 import { navigate } from '../router.js';
-import { shortId, statusText } from './numbers.js';
+import { article, shortId, statusText } from './numbers.js';
 
 /** One session of a cooperation tree, as the tree view shows it. */
 export interface TreeNode {
@@ -88,6 +88,6 @@ export function MemberTree({ sessionId, rootId, parentId, nodes, note }: { sessi
 }
 
 function describe(node: TreeNode): string {
-  const waiting = node.waitpointKind ? `, waiting at a ${statusText(node.waitpointKind)}` : '';
+  const waiting = node.waitpointKind ? `, waiting at ${article(node.waitpointKind)} ${statusText(node.waitpointKind)}` : '';
   return `${node.name || shortId(node.id)} (${node.agentId}) · ${statusText(node.status)}${waiting}`;
 }

@@ -145,6 +145,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
           inTree={tree !== null}
           treeStopped={cooperation ? cooperation.stopped : null}
           onSent={refresh}
+          noteReadOnly={!waitpoint}
         />
       </header>
       {current && waitpoint && <WaitpointForm key={waitpoint.id} turnId={current.id} waitpoint={waitpoint} send={send} readOnly={readOnly} onSent={refresh} />}
@@ -210,10 +211,12 @@ interface ControlsProps {
   /** From the owner's `/state`; null when not known (another owner's session). */
   treeStopped: boolean | null;
   onSent: () => void;
+  /** Whether to say why the controls are disabled (the waitpoint form says it when there is one). */
+  noteReadOnly: boolean;
 }
 
 /** Cancel the turn, continue a paused queue, stop or continue a cooperation tree. */
-function Controls({ session, send, readOnly, inTree, treeStopped, onSent }: ControlsProps) {
+function Controls({ session, send, readOnly, inTree, treeStopped, onSent, noteReadOnly }: ControlsProps) {
   const [message, setMessage] = useState<{ text: string; error: boolean } | null>(null);
   const [busyWith, setBusyWith] = useState<string | null>(null);
   const current = session.yuxi.current_turn;
@@ -270,7 +273,7 @@ function Controls({ session, send, readOnly, inTree, treeStopped, onSent }: Cont
           {buttons}
         </div>
       )}
-      {buttons.length > 0 && readOnly && <p className="muted">{readOnly}</p>}
+      {buttons.length > 0 && readOnly && noteReadOnly && <p className="note">{readOnly}</p>}
       <p role={message?.error ? 'alert' : 'status'} className={message?.error ? 'error' : 'muted'}>
         {message?.text}
       </p>

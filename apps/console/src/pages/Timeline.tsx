@@ -1,7 +1,7 @@
 import type { Item, TimelineRun, TimelineStep, TimelineTurn } from '#libs/sdk';
 import { exact, when } from '../format.js';
 import type { LiveText } from './live.js';
-import { count, duration, statusText, tokens } from './numbers.js';
+import { article, count, duration, statusText, tokens } from './numbers.js';
 
 /** A page-loading button ("Load older …") and what it says while it loads. */
 export interface Older {
@@ -67,7 +67,8 @@ export function TurnsView({ turns, older, live }: { turns: TimelineTurn[]; older
 }
 
 function TurnView({ turn, live }: { turn: TimelineTurn; live: [string, LiveText][] }) {
-  const took = turn.started_at && turn.completed_at ? duration((turn.completed_at - turn.started_at) * 1000) : null;
+  // Turn times are whole seconds: a turn within one second says so rather than "0 ms".
+  const took = turn.started_at && turn.completed_at ? (turn.completed_at - turn.started_at < 1 ? 'under a second' : duration((turn.completed_at - turn.started_at) * 1000)) : null;
   return (
     <>
       <h3 className="turn-head">{`Turn ${turn.seq} · ${statusText(turn.status)}${turn.cancellation_pending ? ' (cancelling)' : ''}`}</h3>
@@ -76,7 +77,7 @@ function TurnView({ turn, live }: { turn: TimelineTurn; live: [string, LiveText]
         {took && ` · took ${took}`}
       </p>
       {turn.error && <p className="error">{`Failed: ${turn.error.code}: ${turn.error.message}`}</p>}
-      {turn.waitpoint && <p className="note">{`Waiting at a ${statusText(turn.waitpoint.kind)} waitpoint`}</p>}
+      {turn.waitpoint && <p className="note">{`Waiting at ${article(turn.waitpoint.kind)} ${statusText(turn.waitpoint.kind)} waitpoint`}</p>}
       <ol className="runs">
         {turn.runs.map((run) => (
           <li key={run.id} className="run">

@@ -41,3 +41,8 @@ export function isActive(status: SessionStatus): boolean {
 export function shortId(id: string): string {
   return id.length > 13 ? `${id.slice(0, 8)}…` : id;
 }
+
+/** "a" or "an" before a word. */
+export function article(word: string): string {
+  return /^[aeiou]/i.test(word) ? 'an' : 'a';
+}
