@@ -269,6 +269,24 @@ describe('console: sessions explorer, session page and inbox', () => {
     await page.context().close();
   });
 
+  it("an operator sends a client tool's result in the application's place", async () => {
+    const { id: agentId } = await putAgent({
+      model: 'scripted:echo',
+      tools: [{ type: 'function', name: 'lookup_order', description: 'Look an order up', parameters: { type: 'object', properties: { order_id: { type: 'string' } }, required: ['order_id'] } }],
+    });
+    const session = await sessionOf(alice.caller, { agent_id: agentId, title: 'Waits for its client', input: '[[tool:lookup_order {"order_id":"A-1042"}]]' });
+    await statusOf(alice.caller, session.id, 'requires_action');
+    const page = await asOperator();
+    await page.goto(`${env.apiUrl}/console/sessions/${session.id}`);
+    await page.getByLabel('Result of lookup_order').fill('{"status":"packed"}');
+    await assertAccessible(page, 'client-tool');
+    await page.getByRole('button', { name: 'Send result' }).click();
+    await statusOf(alice.caller, session.id, 'completed');
+    const items = await call(alice.caller, `${API}/sessions/${session.id}/items?order=asc`);
+    assert.equal(items.body.data.find((item: any) => item.type === 'function_call_output')?.output, '{"status":"packed"}');
+    await page.context().close();
+  });
+
   it('the timeline shows model calls and a tool call with its result, from the newest page only', async () => {
     const session = await createSession('[[tool:calculator {"expression":"2+3*4"}]]');
     await statusOf(bootstrap, session.id, 'completed');
@@ -290,6 +308,7 @@ describe('console: sessions explorer, session page and inbox', () => {
     await page.getByLabel('Messages').check();
     await timeline.getByText('tool call · calculator').waitFor();
     await timeline.getByText('tool result').waitFor();
+    await assertAccessible(page, 'timeline-messages');
     assert.ok(reads.length >= 2, reads.map(String).join(' '));
     for (const url of reads) {
       assert.equal(url.searchParams.get('order'), 'desc', `${url}: newest first`);
@@ -300,12 +319,14 @@ describe('console: sessions explorer, session page and inbox', () => {
 
   it('the session page passes axe at phone width and in the dark theme', async () => {
     const phone = await asOperator({ viewport: { width: 390, height: 844 } });
+    const pageWidth = () => phone.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
     await assertAccessible(phone, 'sessions-phone');
+    assert.ok((await pageWidth()) <= 390, 'the sessions table scrolls inside its region, not the page');
     await phone.goto(`${env.apiUrl}/console/sessions/${waiting.id}`);
     await phone.getByLabel(waiting.question).waitFor();
     await phone.getByRole('region', { name: 'Timeline' }).getByText(/Tool call · calculator/).waitFor();
     await assertAccessible(phone, 'session-phone');
-    const width = await phone.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+    const width = await pageWidth();
     assert.ok(width <= 390, `the page does not scroll sideways at 390 px: ${width}`);
     await phone.context().close();
 

@@ -167,7 +167,7 @@ function StepView({ step }: { step: TimelineStep }) {
         {call.output !== null && (
           <>
             <p className="label">Result</p>
-            <pre>{call.output}</pre>
+            <pre>{pretty(call.output)}</pre>
           </>
         )}
         {cut}

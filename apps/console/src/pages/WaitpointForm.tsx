@@ -229,7 +229,7 @@ function ToolResultForm({ call, turnId, send, readOnly, onSent }: Props & { call
     );
   };
   return (
-    <form onSubmit={submit} className="tool-result" aria-label={`Result of ${call.name} (${call.call_id})`}>
+    <form onSubmit={submit} className="tool-result" aria-label={`Client tool call ${call.name} (${call.call_id})`}>
       <p className="label">Arguments of {call.name}</p>
       <pre>{pretty(call.arguments)}</pre>
       <fieldset disabled={readOnly !== null || busy || sent}>
