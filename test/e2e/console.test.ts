@@ -239,7 +239,7 @@ describe('console: sessions explorer, session page and inbox', () => {
     await page.getByRole('button', { name: 'Submit answer' }).click();
     await statusOf(alice.caller, session.id, 'completed');
     // The page is polled (another owner's session): the resolution shows without a reload.
-    await page.getByRole('region', { name: 'Timeline' }).getByText('Answer: teal').waitFor({ timeout: 10_000 });
+    await page.getByRole('region', { name: 'Timeline' }).getByText('Answered: teal').waitFor({ timeout: 10_000 });
     await page.getByText('completed', { exact: true }).waitFor({ timeout: 10_000 });
     const timeline = await call(bootstrap, `${ADMIN}/sessions/${session.id}/timeline`);
     assert.equal(timeline.status, 200, timeline.text);

@@ -184,7 +184,7 @@ function StepView({ step }: { step: TimelineStep }) {
         {response?.answers && (
           <ul className="plain">
             {response.answers.map((answer) => (
-              <li key={answer.question_id}>Answer: {Array.isArray(answer.answer) ? answer.answer.join(', ') : answer.answer}</li>
+              <li key={answer.question_id}>Answered: {Array.isArray(answer.answer) ? answer.answer.join(', ') : answer.answer}</li>
             ))}
           </ul>
         )}

@@ -230,7 +230,7 @@ function ToolResultForm({ call, turnId, send, readOnly, onSent }: Props & { call
   };
   return (
     <form onSubmit={submit} className="tool-result" aria-label={`Client tool call ${call.name} (${call.call_id})`}>
-      <p className="label">Arguments of {call.name}</p>
+      <p className="label">Arguments</p>
       <pre>{pretty(call.arguments)}</pre>
       <fieldset disabled={readOnly !== null || busy || sent}>
         <div className="field">
