@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { assertAccessible, launchBrowser, signedIn as signIn } from '../support/browser.js';
 import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
-import { API, createSession, http } from '../support/http.js';
-import { until } from '../support/identity.js';
+import { API, createSession, http, newKey } from '../support/http.js';
+import { ADMIN, bootstrap, call, type Caller, listSessionIds, newProductUser, until } from '../support/identity.js';
 
 // The admin console (/console) in a real browser: Debian's chromium driven by playwright-core.
 
@@ -23,6 +24,38 @@ after(async () => {
 });
 
 const signedIn = () => signIn(browser);
+
+/** A product user with a role granted by the bootstrap administrator (null: none). */
+async function userWithRole(name: string, role: 'operator' | 'viewer' | null): Promise<{ userId: string; caller: Caller }> {
+  const user = await newProductUser(name);
+  if (role) {
+    const granted = await call(bootstrap, `${ADMIN}/users/${user.userId}/role`, { method: 'PUT', body: { role } });
+    assert.equal(granted.status, 200, granted.text);
+  }
+  return { userId: user.userId, caller: user.caller };
+}
+
+/** A session of `owner` with a title and a first input (any agent). */
+async function sessionOf(owner: Caller, body: { title?: string; input?: string; agent_id?: string }): Promise<any> {
+  const res = await call(owner, `${API}/sessions`, { body: { agent_id: 'default-chatbot', ...body }, idempotencyKey: newKey('console') });
+  assert.equal(res.status, 201, res.text);
+  return res.body;
+}
+
+/** Waits (bounded) until the owner reads the session in `status`; the session then. */
+async function statusOf(owner: Caller, sessionId: string, status: string): Promise<any> {
+  const session = await until(
+    async () => {
+      const res = await call(owner, `${API}/sessions/${sessionId}`);
+      return res.body?.status === status ? res.body : undefined;
+    },
+    { attempts: 150, intervalMs: 100 },
+  );
+  assert.ok(session, `session ${sessionId} reached ${status}`);
+  return session;
+}
+
+const sessionLink = (page: Page, id: string) => page.locator(`a[href="/console/sessions/${id}"]`);
 
 describe('console', () => {
   it('refuses a wrong key and signs in with a right one, in this tab only', async () => {
@@ -82,6 +115,281 @@ describe('console', () => {
     await page.getByRole('button', { name: 'Submit answer' }).click();
     const settled = await until(async () => ((await http(`${API}/sessions/${session.id}`)).body.status === 'completed' ? true : undefined), { attempts: 100, intervalMs: 100 });
     assert.equal(settled, true, 'the answer resumed the turn');
+    await page.context().close();
+  });
+});
+
+// The sessions half of the console for people with a role: an operator (or viewer) is another
+// product user than the sessions' owner, so everything goes through the admin routes.
+describe('console: sessions explorer, session page and inbox', () => {
+  let alice: { userId: string; caller: Caller };
+  let operator: { userId: string; caller: Caller };
+  let viewer: { userId: string; caller: Caller };
+  /** Alice's session whose turn waits at a question (left open for the read-only and layout tests). */
+  let waiting: { id: string; question: string };
+
+  before(async () => {
+    alice = await userWithRole('alice', null);
+    operator = await userWithRole('operator', 'operator');
+    viewer = await userWithRole('viewer', 'viewer');
+    const question = `Which size, ${randomUUID().slice(0, 8)}?`;
+    const session = await sessionOf(alice.caller, { title: 'Waiting for a size', input: `[[tool:calculator {"expression":"2+2"}]] [[ask:${question}]]` });
+    await statusOf(alice.caller, session.id, 'requires_action');
+    waiting = { id: session.id, question };
+  });
+
+  const asOperator = (options: { viewport?: { width: number; height: number }; colorScheme?: 'light' | 'dark' } = {}) => signIn(browser, { apiKey: operator.caller.token, ...options });
+
+  it("finds another user's session through the explorer's search; the filters live in the address bar", async () => {
+    const nonce = randomUUID().slice(0, 8);
+    const session = await sessionOf(alice.caller, { title: `Console search ${nonce}`, input: `hello ${nonce}` });
+    await statusOf(alice.caller, session.id, 'completed');
+    const page = await asOperator();
+    await page.getByLabel('Search titles').fill(nonce);
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(new RegExp(`[?&]q=${nonce}`));
+    const table = page.getByRole('table', { name: 'Sessions, newest first' });
+    await sessionLink(page, session.id).waitFor();
+    assert.equal(await table.getByRole('row').count(), 2, 'the header row and the one match');
+    assert.equal(await table.getByTitle(`owner ${alice.userId}`).count(), 1, 'the owner is shown');
+    assert.equal(await table.getByRole('cell', { name: 'completed' }).count(), 1);
+    await assertAccessible(page, 'sessions-search');
+
+    // The filter survives a reload (it is in the URL); another filter that matches nothing says so; Back restores the first.
+    await page.reload();
+    await sessionLink(page, session.id).waitFor();
+    assert.equal(await page.getByLabel('Search titles').inputValue(), nonce);
+    await page.getByLabel('Status', { exact: true }).selectOption('failed');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('No session matches these filters').waitFor();
+    assert.match(page.url(), /status=failed/);
+    await page.goBack();
+    await sessionLink(page, session.id).click();
+
+    // Not the operator's session: no event stream, the admin timeline (polled while active) shows the model's answer.
+    const timeline = page.getByRole('region', { name: 'Timeline' });
+    await timeline.getByText(`Echo: hello ${nonce}`).waitFor();
+    await timeline.getByText(/Not your session/).waitFor();
+    await page.context().close();
+  });
+
+  it("lists a product user's own sessions a page at a time as the table scrolls, rendering only the rows in view", async () => {
+    const owner = await userWithRole('many sessions', null);
+    const total = 120;
+    for (let batch = 0; batch < total; batch += 20) {
+      await Promise.all(Array.from({ length: 20 }, (_, index) => sessionOf(owner.caller, { title: `Row ${String(batch + index).padStart(3, '0')}` })));
+    }
+    const ids = await listSessionIds(owner.caller);
+    assert.equal(ids.length, total);
+    const page = await signIn(browser, { apiKey: owner.caller.token });
+    const table = page.getByRole('table', { name: 'Your sessions, newest first' });
+    await page.getByText('50 sessions loaded; more load as you scroll.').waitFor();
+    assert.equal(await table.getAttribute('aria-rowcount'), '-1', 'the total is not known yet');
+    const rendered = await table.locator('tbody tr:not(.vspacer)').count();
+    assert.ok(rendered > 5 && rendered < 50, `only the rows in view (plus an overscan) are rendered: ${rendered}`);
+    assert.equal(await table.getByRole('columnheader', { name: 'Owner' }).count(), 0, 'a product user sees only their own sessions');
+    assert.equal(await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Inbox' }).count(), 0);
+    await assertAccessible(page, 'sessions-own');
+
+    // Scrolling to the end loads the next page (and only when the end comes into view).
+    const scroller = page.getByRole('region', { name: 'Your sessions, newest first (scrolls)' });
+    await scroller.evaluate((element) => element.scrollTo(0, element.scrollHeight));
+    await page.getByText('100 sessions loaded; more load as you scroll.').waitFor({ timeout: 10_000 });
+    await scroller.evaluate((element) => element.scrollTo(0, element.scrollHeight));
+    await page.getByText(`${total} sessions loaded, all of them.`).waitFor({ timeout: 10_000 });
+    assert.equal(await table.getAttribute('aria-rowcount'), String(total + 1));
+    await scroller.evaluate((element) => element.scrollTo(0, element.scrollHeight));
+    // The last row is the oldest session, as the API orders them.
+    await table.locator(`tr[aria-rowindex="${total + 1}"] a[href="/console/sessions/${ids[total - 1]}"]`).waitFor({ timeout: 10_000 });
+    assert.equal(await table.locator('tr[aria-rowindex="2"]').count(), 0, 'the first rows left the DOM when scrolled away');
+    assert.ok((await table.locator('tbody tr:not(.vspacer)').count()) < 60);
+    await page.context().close();
+  });
+
+  it('the inbox lists the waiting session, filters by kind, and links to the session', async () => {
+    const page = await asOperator();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Inbox' }).click();
+    await page.getByRole('heading', { name: 'Inbox' }).waitFor();
+    const link = page.getByRole('link', { name: waiting.question });
+    await link.waitFor();
+    assert.equal(await link.getAttribute('href'), `/console/sessions/${waiting.id}`);
+    await assertAccessible(page, 'inbox');
+
+    const filtered = page.waitForResponse((response) => response.url().includes('/api/v1/admin/waitpoints') && response.url().includes('kind=approval'));
+    await page.getByLabel('Kind').selectOption('approval');
+    await page.getByRole('button', { name: 'Apply filter' }).click();
+    assert.equal((await filtered).status(), 200);
+    await page.locator('[aria-busy="true"]').waitFor({ state: 'detached' });
+    assert.equal(await link.count(), 0, 'a question is not an approval');
+    await page.goBack();
+    await link.click();
+    await page.getByLabel(waiting.question).waitFor();
+    await page.context().close();
+  });
+
+  it("an operator answers another user's question from the console", async () => {
+    const nonce = randomUUID().slice(0, 8);
+    const question = `Which colour, ${nonce}?`;
+    const session = await sessionOf(alice.caller, { title: `Question ${nonce}`, input: `[[ask:${question}]]` });
+    await statusOf(alice.caller, session.id, 'requires_action');
+    const page = await asOperator();
+    await page.goto(`${env.apiUrl}/console/sessions/${session.id}`);
+    await page.getByLabel(question).fill('teal');
+    await assertAccessible(page, 'waitpoint-operator');
+    await page.getByRole('button', { name: 'Submit answer' }).click();
+    await statusOf(alice.caller, session.id, 'completed');
+    // The page is polled (another owner's session): the resolution shows without a reload.
+    await page.getByRole('region', { name: 'Timeline' }).getByText('Answered: teal').waitFor({ timeout: 10_000 });
+    await page.getByText('completed', { exact: true }).waitFor({ timeout: 10_000 });
+    const timeline = await call(bootstrap, `${ADMIN}/sessions/${session.id}/timeline`);
+    assert.equal(timeline.status, 200, timeline.text);
+    const resolved = timeline.body.data[0].runs.flatMap((run: any) => run.steps).find((step: any) => step.kind === 'waitpoint');
+    assert.deepEqual(resolved?.waitpoint.response.answers.map((answer: any) => answer.answer), ['teal'], 'the operator’s answer resumed the turn');
+    await page.context().close();
+  });
+
+  it('approves a tool call from its Approve button', async () => {
+    const { id: agentId } = await putAgent({ model: 'scripted:echo', tools: [{ type: 'builtin', name: 'calculator', requires_approval: true }] });
+    const session = await sessionOf(alice.caller, { agent_id: agentId, title: 'Needs an approval', input: '[[tool:calculator {"expression":"6*7"}]]' });
+    await statusOf(alice.caller, session.id, 'requires_action');
+    const page = await asOperator();
+    await page.goto(`${env.apiUrl}/console/sessions/${session.id}`);
+    await page.getByRole('heading', { name: 'Approve tool calls' }).waitFor();
+    await page.getByText('"expression": "6*7"').waitFor();
+    await assertAccessible(page, 'approval');
+    await page.getByRole('button', { name: 'Approve', exact: true }).click();
+    await statusOf(alice.caller, session.id, 'completed');
+    const timeline = page.getByRole('region', { name: 'Timeline' });
+    await timeline.getByText(/Tool call · calculator · succeeded · .* · approved/).waitFor({ timeout: 10_000 });
+    const read = await call(bootstrap, `${ADMIN}/sessions/${session.id}/timeline`);
+    const tool = read.body.data[0].runs.flatMap((run: any) => run.steps).find((step: any) => step.kind === 'tool_call');
+    assert.equal(tool?.tool_call.approval, 'approve');
+    assert.equal(tool?.tool_call.success, true);
+    assert.match(tool?.tool_call.output, /42/);
+    await page.context().close();
+  });
+
+  it("an operator sends a client tool's result in the application's place", async () => {
+    const { id: agentId } = await putAgent({
+      model: 'scripted:echo',
+      tools: [{ type: 'function', name: 'lookup_order', description: 'Look an order up', parameters: { type: 'object', properties: { order_id: { type: 'string' } }, required: ['order_id'] } }],
+    });
+    const session = await sessionOf(alice.caller, { agent_id: agentId, title: 'Waits for its client', input: '[[tool:lookup_order {"order_id":"A-1042"}]]' });
+    await statusOf(alice.caller, session.id, 'requires_action');
+    const page = await asOperator();
+    await page.goto(`${env.apiUrl}/console/sessions/${session.id}`);
+    await page.getByLabel('Result of lookup_order').fill('{"status":"packed"}');
+    await assertAccessible(page, 'client-tool');
+    await page.getByRole('button', { name: 'Send result' }).click();
+    await statusOf(alice.caller, session.id, 'completed');
+    const items = await call(alice.caller, `${API}/sessions/${session.id}/items?order=asc`);
+    assert.equal(items.body.data.find((item: any) => item.type === 'function_call_output')?.output, '{"status":"packed"}');
+    await page.context().close();
+  });
+
+  it('the timeline shows model calls and a tool call with its result, from the newest page only', async () => {
+    const session = await createSession('[[tool:calculator {"expression":"2+3*4"}]]');
+    await statusOf(bootstrap, session.id, 'completed');
+    const page = await signedIn();
+    const reads: URL[] = [];
+    page.on('request', (request) => {
+      const url = new URL(request.url());
+      if (/\/(items|timeline)$/.test(url.pathname)) reads.push(url);
+    });
+    await page.goto(`${env.apiUrl}/console/sessions/${session.id}`);
+    const timeline = page.getByRole('region', { name: 'Timeline' });
+    await timeline.getByText(/Tool call · calculator · succeeded/).waitFor();
+    assert.equal(await timeline.getByText(/^Model call · /).count(), 2, 'the call that asked for the tool, and the answer');
+    assert.match(await timeline.getByText(/^Model call · /).first().innerText(), /tokens|in ·|no usage/);
+    assert.match(await timeline.locator('pre').filter({ hasText: /^14/ }).innerText(), /14/);
+    await assertAccessible(page, 'timeline');
+
+    // The owner also has the items: the call and its output.
+    await page.getByLabel('Messages').check();
+    await timeline.getByText('tool call · calculator').waitFor();
+    await timeline.getByText('tool result').waitFor();
+    await assertAccessible(page, 'timeline-messages');
+    assert.ok(reads.length >= 2, reads.map(String).join(' '));
+    for (const url of reads) {
+      assert.equal(url.searchParams.get('order'), 'desc', `${url}: newest first`);
+      assert.ok(Number(url.searchParams.get('limit')) <= 50, `${url}: one page`);
+    }
+    await page.context().close();
+  });
+
+  it('the session page passes axe at phone width and in the dark theme', async () => {
+    const phone = await asOperator({ viewport: { width: 390, height: 844 } });
+    const pageWidth = () => phone.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+    await assertAccessible(phone, 'sessions-phone');
+    assert.ok((await pageWidth()) <= 390, 'the sessions table scrolls inside its region, not the page');
+    await phone.goto(`${env.apiUrl}/console/sessions/${waiting.id}`);
+    await phone.getByLabel(waiting.question).waitFor();
+    await phone.getByRole('region', { name: 'Timeline' }).getByText(/Tool call · calculator/).waitFor();
+    await assertAccessible(phone, 'session-phone');
+    const width = await pageWidth();
+    assert.ok(width <= 390, `the page does not scroll sideways at 390 px: ${width}`);
+    await phone.context().close();
+
+    const dark = await asOperator({ colorScheme: 'dark' });
+    await dark.goto(`${env.apiUrl}/console/sessions/${waiting.id}`);
+    await dark.getByLabel(waiting.question).waitFor();
+    await dark.getByRole('region', { name: 'Timeline' }).getByText(/Tool call · calculator/).waitFor();
+    await assertAccessible(dark, 'session-dark');
+    await dark.goto(`${env.apiUrl}/console/inbox`);
+    await dark.getByRole('link', { name: waiting.question }).waitFor();
+    await assertAccessible(dark, 'inbox-dark');
+    await dark.context().close();
+  });
+
+  it("an operator follows another user's cooperation tree to its members, stops it and continues it", async () => {
+    // Two members that run for a long time (their model waits 30 s): the tree is active while the operator looks.
+    const member = (name: string) => `[[tool:create_subagent {"task":"[[delay:30000]] task ${name}","name":"${name}"}]]`;
+    const root = await sessionOf(alice.caller, { agent_id: 'coordinator', title: 'Coordinates two members', input: `${member('first')} ${member('second')} [[tool:wait_subagents {}]]` });
+    const state = async () => (await call(alice.caller, `${API}/sessions/${root.id}/state`)).body;
+    const running = await until(async () => {
+      const read = await state();
+      return read.agent_state?.cooperation?.members?.filter((m: any) => m.status === 'in_progress').length === 2 ? read : undefined;
+    }, { attempts: 200, intervalMs: 100 });
+    assert.ok(running, 'both members run');
+    const firstId = running.agent_state.cooperation.members.find((m: any) => m.name === 'first').session_id;
+
+    const page = await asOperator();
+    await page.goto(`${env.apiUrl}/console/sessions/${root.id}`);
+    const tree = page.getByRole('navigation', { name: 'Cooperation tree' });
+    await tree.getByRole('link', { name: /^first \(coordinator\)/ }).waitFor();
+    assert.equal(await tree.getByRole('link', { name: /^second \(coordinator\)/ }).count(), 1);
+    await assertAccessible(page, 'tree');
+
+    await page.getByRole('button', { name: 'Stop tree', exact: true }).click();
+    const stopped = await until(async () => {
+      const read = (await state()).agent_state.cooperation;
+      return read.stopped && !read.stopping ? read : undefined;
+    }, { attempts: 200, intervalMs: 100 });
+    assert.ok(stopped, 'the tree stopped');
+    assert.deepEqual(stopped.members.map((m: any) => m.status), ['cancelled', 'cancelled']);
+
+    await page.getByRole('button', { name: 'Continue tree', exact: true }).click();
+    await page.getByText('The tree continues.').waitFor();
+    assert.equal((await state()).agent_state.cooperation.stopped, false, 'the tree continued');
+
+    // A member's page links back to the root.
+    await tree.getByRole('link', { name: /^first/ }).click();
+    await page.waitForURL(`**/console/sessions/${firstId}`);
+    await page.getByRole('navigation', { name: 'Cooperation tree' }).getByRole('link', { name: /^Root session/ }).waitFor();
+    await page.context().close();
+  });
+
+  it("a viewer reads another user's waiting session, its answer form and controls disabled", async () => {
+    const page = await signIn(browser, { apiKey: viewer.caller.token });
+    await page.goto(`${env.apiUrl}/console/sessions/${waiting.id}`);
+    const answer = page.getByLabel(waiting.question);
+    await answer.waitFor();
+    assert.equal(await answer.isDisabled(), true);
+    assert.equal(await page.getByRole('button', { name: 'Submit answer' }).isDisabled(), true);
+    assert.equal(await page.getByRole('button', { name: 'Cancel turn' }).isDisabled(), true);
+    assert.ok((await page.getByText(/Your role \(viewer\) may read this session but not act on it/).count()) >= 1);
+    await assertAccessible(page, 'session-viewer');
+    assert.equal((await call(alice.caller, `${API}/sessions/${waiting.id}`)).body.status, 'requires_action', 'still waiting');
     await page.context().close();
   });
 });

@@ -120,3 +120,15 @@ export type UserList = ResponseBody<'/api/v1/admin/users', 'get', 200>;
 export type User = UserList['data'][number];
 export type ListUsersParams = QueryParams<'/api/v1/admin/users', 'get'>;
 export type UserRole = RequestBody<'/api/v1/admin/users/{user_id}/role', 'put'>['role'];
+
+// Parts of the responses above, named for the console (still derived from the document).
+export type SessionStatus = Session['status'];
+export type CurrentTurn = NonNullable<Session['yuxi']['current_turn']>;
+/** What a turn waits at (question, approval, client_tool, cooperation). */
+export type Waitpoint = NonNullable<CurrentTurn['waitpoint']>;
+export type Usage = NonNullable<TimelineTurn['usage']>;
+export type TimelineRun = TimelineTurn['runs'][number];
+export type TimelineStep = TimelineRun['steps'][number];
+export type TimelineMember = SessionTimeline['members'][number];
+export type CooperationState = NonNullable<SessionState['agent_state']['cooperation']>;
+export type WaitpointKind = InboxWaitpoint['kind'];

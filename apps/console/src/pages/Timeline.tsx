@@ -1,0 +1,299 @@
+import type { Item, TimelineRun, TimelineStep, TimelineTurn } from '#libs/sdk';
+import { exact, when } from '../format.js';
+import type { LiveText } from './live.js';
+import { article, count, duration, statusText, tokens } from './numbers.js';
+
+/** A page-loading button ("Load older …") and what it says while it loads. */
+export interface Older {
+  hasMore: boolean;
+  loading: boolean;
+  load: () => void;
+}
+
+function OlderButton({ older, what }: { older: Older; what: string }) {
+  if (!older.hasMore) return null;
+  return (
+    <button type="button" className="older" onClick={older.load} disabled={older.loading}>
+      {older.loading ? `Loading older ${what}…` : `Load older ${what}`}
+    </button>
+  );
+}
+
+function Time({ at }: { at: number | null | undefined }) {
+  if (!at) return <>—</>;
+  return (
+    <time dateTime={new Date(at * 1000).toISOString()} title={exact(at)}>
+      {when(at)}
+    </time>
+  );
+}
+
+/** Live text of messages not persisted yet, announced politely as it grows. */
+function Streaming({ texts }: { texts: [string, LiveText][] }) {
+  if (texts.length === 0) return null;
+  return (
+    <div className="streaming" aria-live="polite">
+      {texts.map(([id, live]) => (
+        <div key={id} className="item role-assistant">
+          <span className="who">assistant, writing now</span>
+          <p>{live.text}</p>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+/**
+ * The session's turns (a page of them, oldest first on screen), each with its runs and their
+ * steps: model calls, tool calls, resolved waitpoints, compactions; takeovers and errors said in words.
+ */
+export function TurnsView({ turns, older, live }: { turns: TimelineTurn[]; older: Older; live: Record<string, LiveText> }) {
+  const shownTurns = new Set(turns.map((turn) => turn.id));
+  const elsewhere = Object.entries(live).filter(([, text]) => !shownTurns.has(text.turnId));
+  return (
+    <>
+      <OlderButton older={older} what="turns" />
+      {turns.length === 0 && elsewhere.length === 0 && <p className="empty">No turns yet: the session has not been sent a message.</p>}
+      <ol className="turns">
+        {turns.map((turn) => (
+          <li key={turn.id} className={`turn turn-${turn.status}`}>
+            <TurnView turn={turn} live={Object.entries(live).filter(([, text]) => text.turnId === turn.id)} />
+          </li>
+        ))}
+      </ol>
+      <Streaming texts={elsewhere} />
+    </>
+  );
+}
+
+function TurnView({ turn, live }: { turn: TimelineTurn; live: [string, LiveText][] }) {
+  // Turn times are whole seconds: a turn within one second says so rather than "0 ms".
+  const took = turn.started_at && turn.completed_at ? (turn.completed_at - turn.started_at < 1 ? 'under a second' : duration((turn.completed_at - turn.started_at) * 1000)) : null;
+  return (
+    <>
+      <h3 className="turn-head">{`Turn ${turn.seq} · ${statusText(turn.status)}${turn.cancellation_pending ? ' (cancelling)' : ''}`}</h3>
+      <p className="meta">
+        {turn.model} · {tokens(turn.usage)} · created <Time at={turn.created_at} />
+        {took && ` · took ${took}`}
+      </p>
+      {turn.error && <p className="error">{`Failed: ${turn.error.code}: ${turn.error.message}`}</p>}
+      {turn.waitpoint && <p className="note">{`Waiting at ${article(turn.waitpoint.kind)} ${statusText(turn.waitpoint.kind)} waitpoint`}</p>}
+      <ol className="runs">
+        {turn.runs.map((run) => (
+          <li key={run.id} className="run">
+            <RunView run={run} runs={turn.runs} />
+          </li>
+        ))}
+      </ol>
+      {turn.status === 'in_progress' || turn.status === 'queued' ? <Streaming texts={live} /> : null}
+    </>
+  );
+}
+
+/** Why a run continues another: a takeover, a waitpoint's answer, or a steer. */
+function continues(run: TimelineRun, runs: TimelineRun[]): string | null {
+  if (!run.resume_from_run_id) return null;
+  const previous = runs.find((other) => other.id === run.resume_from_run_id);
+  const which = previous ? `run ${previous.seq}` : 'an earlier run';
+  if (previous?.interrupted || previous?.status === 'interrupted') return `Took over from ${which}, which was interrupted (its worker stopped or lost the lease).`;
+  if (previous?.status === 'requires_action') return `Continues ${which} after its waitpoint was resolved.`;
+  if (previous?.status === 'yielded') return `Continues ${which}, which made way for a steer.`;
+  return `Continues ${which}.`;
+}
+
+function RunView({ run, runs }: { run: TimelineRun; runs: TimelineRun[] }) {
+  const from = continues(run, runs);
+  return (
+    <>
+      <h4 className="run-head">{`Run ${run.seq} · ${statusText(run.status)}${run.duration_ms !== null ? ` · ${duration(run.duration_ms)}` : ''}`}</h4>
+      <p className="meta">
+        {run.model} · {tokens(run.usage)}
+        {run.lease && ` · held by ${run.lease.owner} (epoch ${run.lease.epoch})`}
+        {run.input_ids.length > 0 && ` · ${count(run.input_ids.length)} input${run.input_ids.length === 1 ? '' : 's'}`}
+      </p>
+      {from && <p className="note">{from}</p>}
+      {run.interrupted && <p className="note">Interrupted: a later run took over this one&apos;s work.</p>}
+      {run.error && <p className="error">{`Failed: ${run.error.code}: ${run.error.message}`}</p>}
+      {run.steps.length > 0 && (
+        <ol className="steps">
+          {run.steps.map((step) => (
+            <li key={step.id} className={`step step-${step.kind}`}>
+              <StepView step={step} />
+            </li>
+          ))}
+        </ol>
+      )}
+    </>
+  );
+}
+
+/** Arguments as the model wrote them, indented when they are JSON. */
+function pretty(json: string): string {
+  try {
+    return JSON.stringify(JSON.parse(json), null, 2);
+  } catch {
+    return json;
+  }
+}
+
+const DECISIONS: Record<string, string> = { approve: 'approved', reject: 'rejected', approve_session: 'approved for the session' };
+
+function StepView({ step }: { step: TimelineStep }) {
+  const cut = step.truncated ? <p className="muted">(Cut to its first 4,000 characters.)</p> : null;
+  if (step.kind === 'model_call' && step.model_call) {
+    const call = step.model_call;
+    return (
+      <>
+        <p className="step-head">
+          <strong>Model call</strong> · {call.model ?? 'model not recorded'} · {duration(step.duration_ms)} · {tokens(call.usage)} · finish reason{' '}
+          {call.finish_reason ?? (call.tool_call_count > 0 ? `tool calls (${count(call.tool_call_count)})` : 'not recorded')}
+        </p>
+        {call.text && <p className="text">{call.text}</p>}
+        {cut}
+      </>
+    );
+  }
+  if (step.kind === 'tool_call' && step.tool_call) {
+    const call = step.tool_call;
+    const outcome = call.success === null ? (step.status === 'started' ? 'running' : 'no result') : call.success ? 'succeeded' : 'failed';
+    return (
+      <>
+        <p className="step-head">
+          <strong>Tool call</strong> · <code>{call.name}</code> · {outcome} · {duration(step.duration_ms)}
+          {call.approval && ` · ${DECISIONS[call.approval] ?? call.approval}`}
+        </p>
+        <p className="label">Arguments</p>
+        <pre>{pretty(call.arguments)}</pre>
+        {call.output !== null && (
+          <>
+            <p className="label">Result</p>
+            <pre>{pretty(call.output)}</pre>
+          </>
+        )}
+        {cut}
+      </>
+    );
+  }
+  if (step.kind === 'waitpoint' && step.waitpoint) {
+    const { kind, response } = step.waitpoint;
+    return (
+      <>
+        <p className="step-head">
+          <strong>Waitpoint resolved</strong> · {kind ? statusText(kind) : 'unknown kind'} · <Time at={step.completed_at ?? step.created_at} />
+        </p>
+        {response?.answers && (
+          <ul className="plain">
+            {response.answers.map((answer) => (
+              <li key={answer.question_id}>Answered: {Array.isArray(answer.answer) ? answer.answer.join(', ') : answer.answer}</li>
+            ))}
+          </ul>
+        )}
+        {response?.decisions && (
+          <ul className="plain">
+            {response.decisions.map((decision) => (
+              <li key={decision.call_id}>
+                {`Call ${decision.call_id}: ${DECISIONS[decision.decision] ?? decision.decision}`}
+                {decision.message && ` (${decision.message})`}
+              </li>
+            ))}
+          </ul>
+        )}
+        {response?.type === 'tool_results' && <p className="muted">The client sent its tool results.</p>}
+        {response?.type === 'cooperation' && <p className="muted">The members it waited for settled.</p>}
+      </>
+    );
+  }
+  if (step.kind === 'compaction' && step.compaction) {
+    const compaction = step.compaction;
+    return (
+      <p className="step-head">
+        <strong>Context compacted</strong> · {compaction.trigger ?? 'trigger not recorded'} · {count(compaction.tokens_before)} → {count(compaction.tokens_after)} tokens
+        {compaction.model && ` · by ${compaction.model}`}
+        {!compaction.item_id && ' · there was nothing to compact'}
+      </p>
+    );
+  }
+  return <p className="step-head">{`${statusText(step.kind)} · ${step.status}`}</p>;
+}
+
+/** The session's items (a page of the newest, oldest first on screen): messages, tool calls and their outputs, compactions. */
+export function ItemsView({ items, older, live }: { items: Item[]; older: Older; live: Record<string, LiveText> }) {
+  const shown = new Set(items.map((item) => item.id));
+  const streaming = Object.entries(live).filter(([id]) => !shown.has(id));
+  return (
+    <>
+      <OlderButton older={older} what="messages" />
+      {items.length === 0 && streaming.length === 0 && <p className="empty">Nothing here yet: the session has no items.</p>}
+      <ol className="items">
+        {items.map((item) => (
+          <li key={item.id} className={`item item-${item.type} role-${item.role ?? 'tool'}`}>
+            <ItemView item={item} />
+          </li>
+        ))}
+      </ol>
+      <Streaming texts={streaming} />
+    </>
+  );
+}
+
+function ItemView({ item }: { item: Item }) {
+  if (item.type === 'message') {
+    const text = (item.content ?? []).map((part) => part.text ?? (part.type === 'input_image' ? '[image]' : '')).join('\n');
+    return (
+      <>
+        <span className="who">
+          {item.role} · <Time at={item.yuxi.created_at} />
+        </span>
+        {item.yuxi.reasoning?.map((block, index) => (
+          <details key={index}>
+            <summary>Reasoning</summary>
+            <p>{block.text}</p>
+          </details>
+        ))}
+        <p>{text}</p>
+        {item.status === 'incomplete' && <span className="muted">(incomplete: the run stopped while it was written)</span>}
+      </>
+    );
+  }
+  if (item.type === 'function_call_output') {
+    return (
+      <>
+        <span className="who">tool result{item.yuxi.success === false ? ' (failed)' : ''}</span>
+        <pre>{item.output}</pre>
+      </>
+    );
+  }
+  if (item.type === 'compaction') {
+    return (
+      <>
+        <span className="who">context compacted</span>
+        <p>{item.summary}</p>
+      </>
+    );
+  }
+  if (item.type === 'create_subagent_call') {
+    return (
+      <>
+        <span className="who">created a member{item.agent_id ? ` (${item.agent_id})` : ''}</span>
+        <p>{item.task}</p>
+      </>
+    );
+  }
+  if (item.type === 'message_subagent_call') {
+    return (
+      <>
+        <span className="who">message to member {item.subagent_id}</span>
+        <p>{item.message}</p>
+      </>
+    );
+  }
+  if (item.type === 'wait_subagents_call' || item.type === 'interrupt_subagent_call') {
+    return <span className="who">{item.type === 'wait_subagents_call' ? `waits for ${item.mode ?? 'all'} members` : `interrupts member ${item.subagent_id}`}</span>;
+  }
+  return (
+    <>
+      <span className="who">tool call · {item.name}</span>
+      <pre>{pretty(item.arguments ?? '')}</pre>
+    </>
+  );
+}
