@@ -18,6 +18,7 @@ import { SessionHygiene1765761600000 } from './migrations/1765761600000-session-
 import { UsersByKind1765848000000 } from './migrations/1765848000000-users-by-kind.js';
 import { Roles1765934400000 } from './migrations/1765934400000-roles.js';
 import { OperatorReads1766020800000 } from './migrations/1766020800000-operator-reads.js';
+import { AgentVersions1766107200000 } from './migrations/1766107200000-agent-versions.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -39,6 +40,7 @@ export const MIGRATIONS = [
   UsersByKind1765848000000,
   Roles1765934400000,
   OperatorReads1766020800000,
+  AgentVersions1766107200000,
 ];
 
 /**
