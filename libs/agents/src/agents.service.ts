@@ -284,9 +284,9 @@ function definitionOf(definition: AgentDefinition): AgentDefinition {
   };
 }
 
-/** Kept whole, shown as the agent is: MCP credentials redacted. */
+/** Kept whole, shown as the agent is: MCP credentials redacted; fields in the order of a PUT body (jsonb keeps its own). */
 function versionDto(row: AgentVersionRow): AgentVersionDto {
-  const definition = { ...row.definition, tools: row.definition.tools.map(redactTool) } as unknown as AgentVersionDto['definition'];
+  const definition = { ...definitionOf(row.definition), tools: row.definition.tools.map(redactTool) } as unknown as AgentVersionDto['definition'];
   return { object: 'agent.version', agent_id: row.agent_id, version: row.version, definition, created_at: unixSeconds(row.created_at), actor_id: row.actor_id };
 }
 

@@ -74,6 +74,8 @@ export type Agent = ResponseBody<'/api/v1/agents/{agent_id}', 'get', 200>;
 /** The one error shape of the API. */
 export type ErrorBody = ResponseBody<SessionPath, 'get', 404>;
 export type ErrorCode = ErrorBody['error']['code'];
+/** One field of a 422 (`details.fields`): where, and what is wrong with it. */
+export type FieldError = NonNullable<ErrorBody['error']['details']['fields']>[number];
 
 /** An event of the session stream (`GET …/events`): a union narrowed by `type`. */
 export type SessionEvent = components['schemas']['SessionEvent'];
