@@ -107,8 +107,10 @@ describe('console: administration pages', () => {
     const form = page.getByRole('region', { name: 'New agent' });
     // No id yet: said before anything is sent.
     await form.getByRole('button', { name: 'Create agent' }).click();
-    await form.getByRole('alert').filter({ hasText: 'agent_id' }).waitFor();
-    await form.getByLabel('Agent id').fill(id);
+    await form.getByRole('alert').filter({ hasText: 'Enter the agent id first' }).waitFor();
+    const idField = form.getByLabel('Agent id');
+    assert.equal(await idField.evaluate((el) => el === el.ownerDocument.activeElement), true, 'focus is on the field to fix');
+    await idField.fill(id);
     await form.getByRole('button', { name: 'Create agent' }).click();
     await page.getByRole('heading', { name: 'My agent', level: 1 }).waitFor();
     const created = await agentVersion(id);
@@ -248,9 +250,13 @@ describe('console: administration pages', () => {
     await open(phone, 'Queues');
     await phone.getByRole('rowheader', { name: 'session-dispatch' }).waitFor();
     // A string: the test's TypeScript has no DOM types.
-    const overflow = (await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
-    assert.ok(overflow <= 0, `the page does not scroll sideways (${overflow}px); wide tables scroll in their own region`);
+    const sideways = async () => (await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+    assert.ok((await sideways()) <= 0, `the page does not scroll sideways (${await sideways()}px); wide tables scroll in their own region`);
     await assertAccessible(phone, 'queues-phone');
+    // The viewer's own keys: a wide table with a hidden label per row, still inside its region.
+    await open(phone, 'API keys');
+    await phone.getByRole('row', { name: /console viewer/ }).waitFor();
+    assert.ok((await sideways()) <= 0, `the keys page does not scroll sideways (${await sideways()}px)`);
     // A viewer reads the agents but edits none.
     await open(phone, 'Agents');
     await phone.getByRole('link', { name: 'Default Chatbot' }).waitFor();

@@ -70,8 +70,8 @@ export interface EditorProps {
   /** Sends the parsed definition; resolves with the saved agent. */
   save: (definition: AgentDefinition) => Promise<AdminAgent>;
   onSaved?: (agent: AdminAgent) => void;
-  /** Problems found before sending (e.g. a missing agent id): shown as the field errors are. */
-  precheck?: () => FieldError[];
+  /** Checks outside the definition before sending (e.g. the agent id): false stops the save (the check shows its own error). */
+  precheck?: () => boolean;
 }
 
 /**
@@ -95,11 +95,10 @@ export function AgentEditor({ initial, submitLabel, save, onSaved, precheck }: E
     setSaved(null);
     setFailure(null);
     setFields(null);
-    const early = precheck?.() ?? [];
     const parsed = parseDefinition(text);
     setParseError(parsed.ok ? null : parsed.message);
-    if (early.length > 0) setFields(early);
-    if (!parsed.ok || early.length > 0) return;
+    const ready = precheck?.() ?? true;
+    if (!parsed.ok || !ready) return;
     setBusy(true);
     try {
       const agent = await save(parsed.value);

@@ -1,6 +1,6 @@
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type MouseEvent, useState } from 'react';
-import type { AdminAgent, Agent, AgentsClient, AgentVersion, FieldError } from '#libs/sdk';
+import type { AdminAgent, Agent, AgentsClient, AgentVersion } from '#libs/sdk';
 import { Actor, ConfirmDialog, ErrorState, MorePages, problem, TableWrap } from '../admin-ui.js';
 import { AgentEditor, definitionOf, NEW_AGENT_TEMPLATE, versionJson } from '../agent-editor.js';
 import { may, useConsole } from '../caller.js';
@@ -110,11 +110,13 @@ function AgentList({ client }: { client: AgentsClient }) {
 function NewAgent({ client, onCancel }: { client: AgentsClient; onCancel: () => void }) {
   const queries = useQueryClient();
   const [agentId, setAgentId] = useState('');
-  const precheck = (): FieldError[] => {
+  const [idError, setIdError] = useState<string | null>(null);
+  const precheck = (): boolean => {
     const id = agentId.trim();
-    if (!id) return [{ field: 'agent_id', errors: ['is required: enter the agent id first'] }];
-    if (!AGENT_ID.test(id)) return [{ field: 'agent_id', errors: ['must be 1–64 characters a-z, 0-9, _ and -, starting with a letter or digit'] }];
-    return [];
+    const error = !id ? 'Enter the agent id first.' : AGENT_ID.test(id) ? null : 'The agent id must be 1–64 characters a-z, 0-9, _ and -, starting with a letter or digit.';
+    setIdError(error);
+    if (error) document.getElementById('new-agent-id')?.focus();
+    return error === null;
   };
   return (
     <section id="new-agent" aria-labelledby="new-agent-title" className="panel">
@@ -127,12 +129,18 @@ function NewAgent({ client, onCancel }: { client: AgentsClient; onCancel: () => 
           onChange={(event) => setAgentId(event.target.value)}
           autoComplete="off"
           spellCheck={false}
-          aria-describedby="new-agent-id-hint"
+          aria-invalid={idError ? true : undefined}
+          aria-describedby={idError ? 'new-agent-id-hint new-agent-id-error' : 'new-agent-id-hint'}
           placeholder="support-bot"
         />
         <p id="new-agent-id-hint" className="muted hint">
           Lowercase letters, digits, <code>_</code> and <code>-</code>; it cannot be changed later. An existing id is replaced.
         </p>
+        {idError && (
+          <p id="new-agent-id-error" role="alert" className="error">
+            {idError}
+          </p>
+        )}
       </div>
       <AgentEditor
         initial={NEW_AGENT_TEMPLATE}
