@@ -209,6 +209,14 @@ describe('responses conform to the OpenAPI document', () => {
     assert.equal((await call('put', '/api/v1/admin/agents/{agent_id}', { agent_id }, { body: { name: 'Doc agent v2' } })).status, 200);
     const bad = await call('put', '/api/v1/admin/agents/{agent_id}', { agent_id }, { body: { name: 'x', limits: { max_tool_calls: -1 } } });
     assert.equal(bad.body.error.code, 'invalid_agent');
+    const VERSIONS = '/api/v1/admin/agents/{agent_id}/versions';
+    const versions = await call('get', VERSIONS, { agent_id }, { query: '?limit=1' });
+    assert.equal(versions.status, 200);
+    assert.deepEqual([versions.body.data[0].version, versions.body.has_more], [2, true]);
+    assert.equal((await call('get', VERSIONS, { agent_id }, { query: `?order=asc&after=${versions.body.last_id}` })).body.data.length, 0);
+    assert.equal((await call('get', VERSIONS, { agent_id }, { query: '?after=7' })).body.error.code, 'invalid_cursor');
+    assert.equal((await call('get', VERSIONS, { agent_id }, { query: '?limit=1000' })).body.error.code, 'validation_failed');
+    assert.equal((await call('get', VERSIONS, { agent_id: 'no-such-agent' })).body.error.code, 'not_found');
     assert.equal((await call('delete', '/api/v1/admin/agents/{agent_id}', { agent_id })).status, 200);
 
     const key = await call('post', '/api/v1/admin/api-keys', {}, { body: { name: 'doc key', access: 'agents', rate_limit_per_minute: 60 } });
@@ -217,6 +225,7 @@ describe('responses conform to the OpenAPI document', () => {
     const forbidden = await call('get', '/api/v1/admin/api-keys', {}, { key: key.body.secret });
     assert.equal(forbidden.status, 403);
     assert.equal((await call('get', '/api/v1/admin/users', {}, { key: key.body.secret })).status, 403);
+    assert.equal((await call('get', '/api/v1/admin/agents/{agent_id}/versions', { agent_id: 'default-chatbot' }, { key: key.body.secret })).status, 403);
     assert.equal((await call('delete', '/api/v1/admin/api-keys/{key_id}', { key_id: key.body.id })).status, 200);
     assert.equal((await call('get', '/api/v1/admin/audit', {}, { query: '?limit=10' })).status, 200);
     assert.equal((await call('get', '/api/v1/admin/users', {}, { query: '?kind=all&limit=10' })).status, 200);

@@ -118,9 +118,11 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('deleteProject', 200);
   });
 
-  it('the admin routes: an agent put and deleted, a key created, listed and revoked, the audit trail, the users', async () => {
+  it('the admin routes: an agent put, its versions listed, and deleted, a key created, listed and revoked, the audit trail, the users', async () => {
     await tryIt('adminListAgents', 200);
     await tryIt('putAgent', 201);
+    const versions = await tryIt('listAgentVersions', 200);
+    assert.deepEqual(versions.body.data.map((v: any) => v.version), [1], 'the version the put made');
     await tryIt('deleteAgent', 200);
     ids.key_id = (await tryIt('createApiKey', 201)).body.id;
     await tryIt('listApiKeys', 200);

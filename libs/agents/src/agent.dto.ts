@@ -141,3 +141,35 @@ export class AgentDeletedDto {
   @ApiProperty({ enum: ['agent.deleted'] }) object!: 'agent.deleted';
   @ApiProperty({ enum: [true] }) deleted!: true;
 }
+
+/** A whole agent definition as it was written (every field present): a valid PUT body as it is. */
+export class AgentDefinitionDto {
+  @ApiProperty() name!: string;
+  @ApiProperty() description!: string;
+  @ApiProperty({ description: 'System prompt.' }) instructions!: string;
+  @ApiProperty({ type: String, nullable: true, description: '`provider:model`; null = the deployment default.', example: 'scripted:echo' }) model!: string | null;
+  @ApiProperty({ type: 'array', items: TOOL_SCHEMA, description: 'MCP header values and credentials in server URLs are shown as "***".' }) tools!: object[];
+  @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
+  @ApiProperty({ type: AgentLimitsInputDto, description: 'The limits the definition sets (the rest took their defaults).' }) limits!: AgentLimitsInputDto;
+  @ApiProperty({ type: AgentContextDto }) context!: AgentContextDto;
+  @ApiProperty({ type: MultiAgentDto, nullable: true }) multi_agent!: MultiAgentDto | null;
+  @ApiProperty({ enum: ['public', 'private'] }) visibility!: string;
+}
+
+/** One version of a saved agent: what a create or replace wrote. */
+export class AgentVersionDto {
+  @ApiProperty({ enum: ['agent.version'] }) object!: 'agent.version';
+  @ApiProperty({ example: 'support-bot' }) agent_id!: string;
+  @ApiProperty({ type: 'integer', minimum: 1, description: 'The agent\'s `yuxi.version` this definition had; also the list\'s cursor (`first_id`, `last_id`, `after`).' }) version!: number;
+  @ApiProperty({ type: AgentDefinitionDto }) definition!: AgentDefinitionDto;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds: when the version was written.' }) created_at!: number;
+  @ApiProperty({ type: String, nullable: true, description: 'The user who wrote it (null: the deployment, e.g. AGENTS_FILE, or a version from before the history was kept).' }) actor_id!: string | null;
+}
+
+export class AgentVersionListDto {
+  @ApiProperty({ enum: ['list'] }) object!: 'list';
+  @ApiProperty({ type: [AgentVersionDto] }) data!: AgentVersionDto[];
+  @ApiProperty({ type: String, nullable: true, description: 'The first version of the page, as a string.' }) first_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'The last version of the page, as a string: the next page\'s `after`.' }) last_id!: string | null;
+  @ApiProperty() has_more!: boolean;
+}

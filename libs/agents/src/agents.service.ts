@@ -4,11 +4,11 @@ import { type DataSource, IsNull, type Repository } from 'typeorm';
 // TypeORM's deep-partial type cannot express JSON with `unknown` values (tool schemas); jsonb columns take them as is.
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
 import { AppConfig } from '#libs/config';
-import { canonicalJson, unixSeconds } from '#libs/database';
+import { canonicalJson, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { ToolDeclaration } from '#libs/tools';
 import { AuditLog } from '#libs/audit';
-import type { AgentDto, AgentListDto } from './agent.dto.js';
+import type { AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto } from './agent.dto.js';
 import { DEFAULT_AGENT_LIMITS, AgentEntity, type AgentLimits, type AgentSnapshot } from './agent.entity.js';
 import { AGENT_ID, type AgentDefinition } from './agent-definition.js';
 
@@ -120,8 +120,16 @@ export class AgentsService {
         throw new DomainError('forbidden', 'Public agents are managed by administrators; other users manage their own private agents');
       }
       const ownerId = definition.visibility === 'private' ? (live?.ownerId ?? actor?.actorId ?? null) : null;
-      const record = async (action: 'agent.created' | 'agent.replaced', version: number): Promise<void> =>
-        this.audit.record(manager, { actorId: actor?.actorId ?? null, keyId: actor?.keyId ?? null, action, targetType: 'agent', targetId: agentId, details: { version, visibility: definition.visibility } });
+      // Every version made is kept (the history), with its audit entry, in this transaction.
+      const record = async (action: 'agent.created' | 'agent.replaced', version: number): Promise<void> => {
+        await manager.query(prepared(`INSERT INTO agent_versions (agent_id, version, definition, actor_id, created_at) VALUES ($1, $2, $3::jsonb, $4, clock_timestamp())`), [
+          agentId,
+          version,
+          JSON.stringify(definitionOf(definition)),
+          actor?.actorId ?? null,
+        ]);
+        await this.audit.record(manager, { actorId: actor?.actorId ?? null, keyId: actor?.keyId ?? null, action, targetType: 'agent', targetId: agentId, details: { version, visibility: definition.visibility } });
+      };
       const fields = {
         ownerId,
         name: definition.name,
@@ -153,6 +161,32 @@ export class AgentsService {
       await record(existing.deletedAt !== null ? 'agent.created' : 'agent.replaced', row.version);
       return { agent: this.toDto(row, true), created: existing.deletedAt !== null, changed: true };
     });
+  }
+
+  /**
+   * The versions of a live agent, newest first by default; the cursor is a version number. A
+   * deleted or unknown agent is 404 (its history goes with it).
+   */
+  async versions(agentId: string, page: PageQuery): Promise<AgentVersionListDto> {
+    const live = AGENT_ID.test(agentId) ? await this.agents.findOneBy({ id: agentId, deletedAt: IsNull() }) : null;
+    if (!live) throw DomainError.notFound(`Agent ${agentId}`);
+    const params: unknown[] = [agentId, page.limit + 1];
+    let where = '';
+    if (page.after !== undefined) {
+      const after = /^[1-9][0-9]{0,9}$/.test(page.after) ? Number(page.after) : NaN;
+      const anchor = Number.isSafeInteger(after) && after <= 2 ** 31 - 1
+        ? ((await this.dataSource.query(prepared(`SELECT 1 FROM agent_versions WHERE agent_id = $1 AND version = $2`), [agentId, after])) as unknown[])[0]
+        : undefined;
+      if (!anchor) throw new DomainError('invalid_cursor', 'The `after` cursor is not a version of this agent');
+      params.push(after);
+      where = `AND version ${page.order === 'desc' ? '<' : '>'} $3`;
+    }
+    const rows = (await this.dataSource.query(
+      `SELECT agent_id, version, definition, created_at, actor_id FROM agent_versions WHERE agent_id = $1 ${where} ORDER BY version ${page.order === 'desc' ? 'DESC' : 'ASC'} LIMIT $2`,
+      params,
+    )) as AgentVersionRow[];
+    const { rows: data, hasMore } = toPage(rows.map(versionDto), page.limit);
+    return { object: 'list', data, first_id: data[0] ? String(data[0].version) : null, last_id: data.at(-1) ? String(data.at(-1)!.version) : null, has_more: hasMore };
   }
 
   async remove(actor: AgentActor, agentId: string): Promise<void> {
@@ -224,6 +258,36 @@ function redactUrl(raw: string): string {
   } catch {
     return '***';
   }
+}
+
+interface AgentVersionRow {
+  agent_id: string;
+  version: number;
+  definition: AgentDefinition;
+  created_at: Date;
+  actor_id: string | null;
+}
+
+/** The definition a version keeps: every field, as written (a valid PUT body). */
+function definitionOf(definition: AgentDefinition): AgentDefinition {
+  return {
+    name: definition.name,
+    description: definition.description,
+    instructions: definition.instructions,
+    model: definition.model,
+    tools: definition.tools,
+    tool_approval_mode: definition.tool_approval_mode,
+    limits: definition.limits,
+    context: definition.context,
+    multi_agent: definition.multi_agent,
+    visibility: definition.visibility,
+  };
+}
+
+/** Kept whole, shown as the agent is: MCP credentials redacted; fields in the order of a PUT body (jsonb keeps its own). */
+function versionDto(row: AgentVersionRow): AgentVersionDto {
+  const definition = { ...definitionOf(row.definition), tools: row.definition.tools.map(redactTool) } as unknown as AgentVersionDto['definition'];
+  return { object: 'agent.version', agent_id: row.agent_id, version: row.version, definition, created_at: unixSeconds(row.created_at), actor_id: row.actor_id };
 }
 
 function sameDefinition(row: AgentEntity, fields: Partial<AgentEntity>): boolean {

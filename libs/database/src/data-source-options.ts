@@ -19,6 +19,7 @@ import { UsersByKind1765848000000 } from './migrations/1765848000000-users-by-ki
 import { Roles1765934400000 } from './migrations/1765934400000-roles.js';
 import { OperatorReads1766020800000 } from './migrations/1766020800000-operator-reads.js';
 import { ModelRequests1766107200000 } from './migrations/1766107200000-model-requests.js';
+import { AgentVersions1766193600000 } from './migrations/1766193600000-agent-versions.js';
 import { SessionTitleSearch1766280000000 } from './migrations/1766280000000-session-title-search.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
@@ -42,6 +43,7 @@ export const MIGRATIONS = [
   Roles1765934400000,
   OperatorReads1766020800000,
   ModelRequests1766107200000,
+  AgentVersions1766193600000,
   SessionTitleSearch1766280000000,
 ];
 

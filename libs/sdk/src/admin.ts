@@ -6,6 +6,8 @@ import type {
   AdminSessionList,
   AgentDefinition,
   AgentDeleted,
+  AgentVersionList,
+  AgentVersionsParams,
   ApiKeyCreated,
   ApiKeyList,
   ApiKeyRevoked,
@@ -130,6 +132,11 @@ export class AdminResource {
 
   deleteAgent(agentId: string, options: CallOptions = {}): Promise<AgentDeleted> {
     return this.transport.request({ method: 'DELETE', path: adminPath('agents', agentId), signal: options.signal });
+  }
+
+  /** An agent's version history (each definition as written, who and when), newest first by default; cursor pages by version. Administrators only. */
+  agentVersions(agentId: string, params: AgentVersionsParams = {}, options: CallOptions = {}): Promise<AgentVersionList> {
+    return this.transport.request({ method: 'GET', path: adminPath('agents', agentId, 'versions'), query: params as Query, signal: options.signal });
   }
 
   listApiKeys(options: CallOptions = {}): Promise<ApiKeyList> {

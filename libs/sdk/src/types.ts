@@ -74,6 +74,8 @@ export type Agent = ResponseBody<'/api/v1/agents/{agent_id}', 'get', 200>;
 /** The one error shape of the API. */
 export type ErrorBody = ResponseBody<SessionPath, 'get', 404>;
 export type ErrorCode = ErrorBody['error']['code'];
+/** One field of a 422 (`details.fields`): where, and what is wrong with it. */
+export type FieldError = NonNullable<ErrorBody['error']['details']['fields']>[number];
 
 /** An event of the session stream (`GET …/events`): a union narrowed by `type`. */
 export type SessionEvent = components['schemas']['SessionEvent'];
@@ -108,6 +110,9 @@ export type AdminAgentList = ResponseBody<'/api/v1/admin/agents', 'get', 200>;
 export type AgentDefinition = RequestBody<'/api/v1/admin/agents/{agent_id}', 'put'>;
 export type AdminAgent = ResponseBody<'/api/v1/admin/agents/{agent_id}', 'put', 200>;
 export type AgentDeleted = ResponseBody<'/api/v1/admin/agents/{agent_id}', 'delete', 200>;
+export type AgentVersionList = ResponseBody<'/api/v1/admin/agents/{agent_id}/versions', 'get', 200>;
+export type AgentVersion = AgentVersionList['data'][number];
+export type AgentVersionsParams = QueryParams<'/api/v1/admin/agents/{agent_id}/versions', 'get'>;
 export type ApiKeyList = ResponseBody<'/api/v1/admin/api-keys', 'get', 200>;
 export type ApiKey = ApiKeyList['data'][number];
 export type CreateApiKeyParams = RequestBody<'/api/v1/admin/api-keys', 'post'>;

@@ -1,9 +1,10 @@
-import { Body, Controller, Delete, Get, Param, Put, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Put, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { AgentAdmin, AgentDeletedDto, AgentDto, AgentListDto, AgentsService, PutAgentDto } from '#libs/agents';
-import { assertFullAccess, CurrentPrincipal, type Principal } from '#libs/auth';
-import { AGENT_DELETED_EXAMPLE, AGENT_LIST_EXAMPLE, PUT_AGENT_EXAMPLE, PUT_AGENT_RESPONSE_EXAMPLE } from '../openapi/examples.js';
+import { AgentAdmin, AgentDeletedDto, AgentDto, AgentListDto, AgentsService, AgentVersionListDto, PutAgentDto } from '#libs/agents';
+import { assertAdmin, assertFullAccess, CurrentPrincipal, type Principal } from '#libs/auth';
+import { ListQueryDto } from '#libs/protocol';
+import { AGENT_DELETED_EXAMPLE, AGENT_LIST_EXAMPLE, AGENT_VERSION_LIST_EXAMPLE, PUT_AGENT_EXAMPLE, PUT_AGENT_RESPONSE_EXAMPLE } from '../openapi/examples.js';
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 
@@ -44,6 +45,21 @@ export class AdminAgentsController {
     const { agent, created } = await this.admin.put(principal, agentId, body);
     res.status(created ? 201 : 200);
     return agent;
+  }
+
+  @Get(':agent_id/versions')
+  @ApiOperation({
+    operationId: 'listAgentVersions',
+    summary: 'List an agent\'s versions',
+    description:
+      'The version history of a live agent: each version a create or replace made (`yuxi.version`), with the whole definition as written (a valid PUT body; MCP credentials shown as "***"), who wrote it and when; newest first by default. Putting the same definition again through AGENTS_FILE makes no version. An agent saved before the history was kept starts with the version it had then (`actor_id` null). The cursor is a version number (`last_id`). Administrators only.',
+  })
+  @ApiParam(AGENT_ID)
+  @ApiOkResponse({ type: AgentVersionListDto, description: 'One page of versions.', example: AGENT_VERSION_LIST_EXAMPLE })
+  @ApiErrors('forbidden', 'not_found', 'invalid_cursor', 'validation_failed', 'rate_limited')
+  versions(@CurrentPrincipal() principal: Principal, @Param('agent_id') agentId: string, @Query() query: ListQueryDto): Promise<AgentVersionListDto> {
+    assertAdmin(principal);
+    return this.agents.versions(agentId, { after: query.after, limit: query.limit ?? 50, order: query.order ?? 'desc' });
   }
 
   @Delete(':agent_id')

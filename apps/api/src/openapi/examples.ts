@@ -237,6 +237,29 @@ export const PUT_AGENT_RESPONSE_EXAMPLE = {
     updated_at: AT,
   },
 };
+/** The history of the agent PUT_AGENT_EXAMPLE created and then replaced (`tool_approval_mode` changed). */
+const AGENT_VERSION_DEFINITION = {
+  name: PUT_AGENT_EXAMPLE.name,
+  description: PUT_AGENT_EXAMPLE.description,
+  instructions: PUT_AGENT_EXAMPLE.instructions,
+  model: MODEL,
+  tools: PUT_AGENT_EXAMPLE.tools,
+  tool_approval_mode: 'default',
+  limits: PUT_AGENT_EXAMPLE.limits,
+  context: PUT_AGENT_EXAMPLE.context,
+  multi_agent: null,
+  visibility: 'public',
+};
+export const AGENT_VERSION_LIST_EXAMPLE = {
+  object: 'list',
+  data: [
+    { object: 'agent.version', agent_id: 'support-bot', version: 2, definition: { ...AGENT_VERSION_DEFINITION, tool_approval_mode: 'always_ask' }, created_at: AT + 3600, actor_id: USER_ID },
+    { object: 'agent.version', agent_id: 'support-bot', version: 1, definition: AGENT_VERSION_DEFINITION, created_at: AT, actor_id: USER_ID },
+  ],
+  first_id: '2',
+  last_id: '1',
+  has_more: false,
+};
 export const AGENT_DELETED_EXAMPLE = { id: 'support-bot', object: 'agent.deleted', deleted: true };
 
 export const CREATE_API_KEY_EXAMPLE = { name: 'CI key', access: 'agents' };

@@ -1,29 +1,402 @@
-import { useQuery } from '@tanstack/react-query';
-import type { AgentsClient } from '#libs/sdk';
+import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, type MouseEvent, useState } from 'react';
+import type { AdminAgent, Agent, AgentsClient, AgentVersion } from '#libs/sdk';
+import { Actor, ConfirmDialog, ErrorState, MorePages, problem, TableWrap } from '../admin-ui.js';
+import { AgentEditor, definitionOf, NEW_AGENT_TEMPLATE, versionJson } from '../agent-editor.js';
+import { may, useConsole } from '../caller.js';
+import { exact, when } from '../format.js';
+import { navigate, usePath } from '../router.js';
+import '../admin.css';
 
-/** The agents this caller may run (editing them lands with the operator API). */
+const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const VERSIONS_PAGE = 20;
+
+/** `/agents`: the agents this caller sees; `/agents/{id}`: one, with its editor and version history for administrators. */
 export function AgentsPage({ client }: { client: AgentsClient }) {
-  const agents = useQuery({ queryKey: ['agents'], queryFn: () => client.agents.list() });
+  const path = usePath();
+  const one = /^\/agents\/([^/]+)$/.exec(path);
+  if (one) return <AgentDetail client={client} agentId={decodeURIComponent(one[1]!)} />;
+  return <AgentList client={client} />;
+}
+
+function link(to: string) {
+  return {
+    href: `/console${to}`,
+    onClick: (event: MouseEvent) => {
+      if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
+      event.preventDefault();
+      navigate(to);
+    },
+  };
+}
+
+/** Administrators read every agent with its definition; other callers the agents they may run. */
+function useAgents(client: AgentsClient, admin: boolean) {
+  return useQuery({
+    queryKey: admin ? ['admin-agents'] : ['agents'],
+    queryFn: (): Promise<{ data: (Agent | AdminAgent)[] }> => (admin ? client.admin.listAgents() : client.agents.list()),
+  });
+}
+
+function AgentList({ client }: { client: AgentsClient }) {
+  const { caller } = useConsole();
+  const admin = may.administer(caller);
+  const agents = useAgents(client, admin);
+  const [creating, setCreating] = useState(false);
+  const rows = agents.data?.data ?? [];
   return (
-    <section aria-labelledby="agents-title">
-      <h1 id="agents-title">Agents</h1>
-      {agents.isError && (
-        <p role="alert" className="error">
-          Could not load agents: {String(agents.error)}.
+    <section aria-labelledby="agents-title" className="admin-page">
+      <div className="page-head">
+        <h1 id="agents-title">Agents</h1>
+        {admin && (
+          <button type="button" className="primary" aria-expanded={creating} aria-controls="new-agent" onClick={() => setCreating(!creating)}>
+            New agent
+          </button>
+        )}
+      </div>
+      <p className="muted lede">
+        {admin ? 'Every saved agent, private ones included. Open one to edit its definition or read its version history.' : 'The agents this key may start sessions with. Only administrators edit them.'}
+      </p>
+      {admin && creating && <NewAgent client={client} onCancel={() => setCreating(false)} />}
+      {agents.isPending && <p aria-busy="true">Loading agents…</p>}
+      {agents.isError && <ErrorState what="the agents" error={agents.error} onRetry={() => void agents.refetch()} />}
+      {agents.isSuccess && rows.length === 0 && (
+        <p className="empty">{admin ? 'No agents yet. Create one with “New agent”.' : 'No agents are visible to this key. Ask an administrator to make one public.'}</p>
+      )}
+      {rows.length > 0 && (
+        <TableWrap label="Agents">
+          <table className="admin-table">
+            <caption className="visually-hidden">Agents by id</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Id</th>
+                <th scope="col">Model</th>
+                <th scope="col" className="num">
+                  Version
+                </th>
+                <th scope="col">Visibility</th>
+                <th scope="col">Updated</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((agent) => (
+                <tr key={agent.id}>
+                  <td className="wrap">
+                    <a {...link(`/agents/${encodeURIComponent(agent.id)}`)}>{agent.name}</a>
+                    {agent.description && <div className="muted small">{agent.description}</div>}
+                  </td>
+                  <td>
+                    <code>{agent.id}</code>
+                  </td>
+                  <td>
+                    <code>{agent.model}</code>
+                  </td>
+                  <td className="num">{agent.yuxi.version}</td>
+                  <td>
+                    <span className={`badge badge-${agent.yuxi.visibility}`}>{agent.yuxi.visibility}</span>
+                  </td>
+                  <td title={exact(agent.yuxi.updated_at)}>{when(agent.yuxi.updated_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      )}
+    </section>
+  );
+}
+
+function NewAgent({ client, onCancel }: { client: AgentsClient; onCancel: () => void }) {
+  const queries = useQueryClient();
+  const [agentId, setAgentId] = useState('');
+  const [idError, setIdError] = useState<string | null>(null);
+  const precheck = (): boolean => {
+    const id = agentId.trim();
+    const error = !id ? 'Enter the agent id first.' : AGENT_ID.test(id) ? null : 'The agent id must be 1–64 characters a-z, 0-9, _ and -, starting with a letter or digit.';
+    setIdError(error);
+    if (error) document.getElementById('new-agent-id')?.focus();
+    return error === null;
+  };
+  return (
+    <section id="new-agent" aria-labelledby="new-agent-title" className="panel">
+      <h2 id="new-agent-title">New agent</h2>
+      <div className="field">
+        <label htmlFor="new-agent-id">Agent id</label>
+        <input
+          id="new-agent-id"
+          value={agentId}
+          onChange={(event) => setAgentId(event.target.value)}
+          autoComplete="off"
+          spellCheck={false}
+          aria-invalid={idError ? true : undefined}
+          aria-describedby={idError ? 'new-agent-id-hint new-agent-id-error' : 'new-agent-id-hint'}
+          placeholder="support-bot"
+        />
+        <p id="new-agent-id-hint" className="muted hint">
+          Lowercase letters, digits, <code>_</code> and <code>-</code>; it cannot be changed later. An existing id is replaced.
+        </p>
+        {idError && (
+          <p id="new-agent-id-error" role="alert" className="error">
+            {idError}
+          </p>
+        )}
+      </div>
+      <AgentEditor
+        initial={NEW_AGENT_TEMPLATE}
+        submitLabel="Create agent"
+        precheck={precheck}
+        save={(definition) => client.admin.putAgent(agentId.trim(), definition)}
+        onSaved={(agent) => {
+          void queries.invalidateQueries({ queryKey: ['admin-agents'] });
+          navigate(`/agents/${encodeURIComponent(agent.id)}`);
+        }}
+      />
+      <button type="button" onClick={onCancel}>
+        Cancel
+      </button>
+    </section>
+  );
+}
+
+function AgentDetail({ client, agentId }: { client: AgentsClient; agentId: string }) {
+  const { caller } = useConsole();
+  const admin = may.administer(caller);
+  // Administrators: from the admin list (a private agent of another user is not in the public route).
+  const list = useQuery({ queryKey: ['admin-agents'], queryFn: () => client.admin.listAgents(), enabled: admin });
+  const single = useQuery({ queryKey: ['agent', agentId], queryFn: () => client.agents.get(agentId), enabled: !admin });
+  const query = admin ? list : single;
+  const agent: Agent | AdminAgent | undefined = admin ? list.data?.data.find((a) => a.id === agentId) : single.data;
+  return (
+    <section aria-labelledby="agent-title" className="admin-page">
+      <p className="crumbs">
+        <a {...link('/agents')}>← All agents</a>
+      </p>
+      <h1 id="agent-title">{agent?.name ?? agentId}</h1>
+      {query.isPending && <p aria-busy="true">Loading the agent…</p>}
+      {query.isError && <ErrorState what="this agent" error={query.error} onRetry={() => void query.refetch()} />}
+      {query.isSuccess && !agent && (
+        <p className="empty" role="alert">
+          There is no agent <code>{agentId}</code> (it may have been deleted). <a {...link('/agents')}>Back to the agents</a>.
         </p>
       )}
-      {agents.isSuccess && agents.data.data.length === 0 && <p className="empty">No agents are visible to this key.</p>}
-      {agents.isSuccess && agents.data.data.length > 0 && (
-        <ul className="cards">
-          {agents.data.data.map((agent) => (
-            <li key={agent.id}>
-              <h2>{agent.name}</h2>
-              <p className="muted">{agent.id}</p>
-              {agent.description && <p>{agent.description}</p>}
-            </li>
-          ))}
-        </ul>
+      {agent && <AgentSummary agent={agent} />}
+      {agent && admin && <AdminAgentTools client={client} agent={agent as AdminAgent} />}
+      {agent && !admin && (
+        <section aria-labelledby="agent-definition-title">
+          <h2 id="agent-definition-title">Definition</h2>
+          <p className="muted">Read only: administrators edit agents.</p>
+          <div className="json-view" role="region" aria-labelledby="agent-definition-title" tabIndex={0}>
+            <pre>{JSON.stringify({ tools: agent.yuxi.tools, limits: agent.yuxi.limits, context: agent.yuxi.context, multi_agent: agent.yuxi.multi_agent }, null, 2)}</pre>
+          </div>
+        </section>
       )}
+    </section>
+  );
+}
+
+function AgentSummary({ agent }: { agent: Agent | AdminAgent }) {
+  const tools = agent.yuxi.tools as { type: string; name?: string; server_label?: string }[];
+  return (
+    <dl className="facts">
+      <div>
+        <dt>Id</dt>
+        <dd>
+          <code>{agent.id}</code>
+        </dd>
+      </div>
+      <div>
+        <dt>Model</dt>
+        <dd>
+          <code>{agent.model}</code>
+        </dd>
+      </div>
+      <div>
+        <dt>Version</dt>
+        <dd>{agent.yuxi.version}</dd>
+      </div>
+      <div>
+        <dt>Visibility</dt>
+        <dd>{agent.yuxi.visibility}</dd>
+      </div>
+      <div>
+        <dt>Updated</dt>
+        <dd title={exact(agent.yuxi.updated_at)}>{when(agent.yuxi.updated_at)}</dd>
+      </div>
+      <div>
+        <dt>Tools</dt>
+        <dd>{tools.length === 0 ? 'none' : tools.map((tool) => tool.name ?? tool.server_label ?? tool.type).join(', ')}</dd>
+      </div>
+      {agent.description && (
+        <div className="wide">
+          <dt>Description</dt>
+          <dd>{agent.description}</dd>
+        </div>
+      )}
+    </dl>
+  );
+}
+
+function AdminAgentTools({ client, agent }: { client: AgentsClient; agent: AdminAgent }) {
+  const queries = useQueryClient();
+  const versions = useInfiniteQuery({
+    queryKey: ['agent-versions', agent.id],
+    queryFn: ({ pageParam }) => client.admin.agentVersions(agent.id, { limit: VERSIONS_PAGE, ...(pageParam ? { after: pageParam } : {}) }),
+    initialPageParam: '',
+    getNextPageParam: (last) => (last.has_more && last.last_id ? last.last_id : undefined),
+  });
+  const rows = versions.data?.pages.flatMap((page) => page.data) ?? [];
+  // The editor starts from what was written for the current version (exact: defaults not filled
+  // in), or from the agent's effective definition when the history cannot say.
+  const current = rows.find((v) => v.version === agent.yuxi.version);
+  const [loaded, setLoaded] = useState<{ text: string; key: string } | null>(null);
+  const [viewing, setViewing] = useState<AgentVersion | null>(null);
+  const ready = !versions.isPending;
+  const initial = loaded?.text ?? (current ? versionJson(current) : JSON.stringify(definitionOf(agent), null, 2));
+  // Stable across saves (the editor keeps what was saved and says so); a loaded version remounts it.
+  const editorKey = loaded?.key ?? 'editor';
+
+  const refresh = () => {
+    void queries.invalidateQueries({ queryKey: ['admin-agents'] });
+    void queries.invalidateQueries({ queryKey: ['agent-versions', agent.id] });
+  };
+
+  return (
+    <>
+      <section aria-labelledby="edit-title" className="panel">
+        <h2 id="edit-title">Edit</h2>
+        {ready ? (
+          <AgentEditor
+            key={editorKey}
+            initial={initial}
+            submitLabel="Save"
+            save={(definition) => client.admin.putAgent(agent.id, definition)}
+            onSaved={refresh}
+          />
+        ) : (
+          <p aria-busy="true">Loading the definition…</p>
+        )}
+      </section>
+
+      <section aria-labelledby="history-title">
+        <h2 id="history-title">Version history</h2>
+        {versions.isError && <ErrorState what="the version history" error={versions.error} onRetry={() => void versions.refetch()} />}
+        {versions.isSuccess && rows.length === 0 && <p className="empty">No versions are kept for this agent yet; the next save makes the first.</p>}
+        {rows.length > 0 && (
+          <TableWrap label="Version history">
+            <table className="admin-table">
+              <caption className="visually-hidden">Versions of {agent.name}, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Version</th>
+                  <th scope="col">Saved</th>
+                  <th scope="col">By</th>
+                  <th scope="col">
+                    <span className="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((version) => (
+                  <tr key={version.version} aria-current={version.version === agent.yuxi.version ? 'true' : undefined}>
+                    <th scope="row">
+                      Version {version.version}
+                      {version.version === agent.yuxi.version && (
+                        <>
+                          {' '}
+                          <span className="badge">current</span>
+                        </>
+                      )}
+                    </th>
+                    <td title={exact(version.created_at)}>{when(version.created_at)}</td>
+                    <td>
+                      <Actor id={version.actor_id} />
+                    </td>
+                    <td>
+                      <button type="button" aria-expanded={viewing?.version === version.version} aria-controls="version-view" onClick={() => setViewing(viewing?.version === version.version ? null : version)}>
+                        View JSON<span className="visually-hidden"> of version {version.version}</span>
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableWrap>
+        )}
+        <MorePages shown={rows.length} hasMore={versions.hasNextPage} loading={versions.isFetchingNextPage} onMore={() => void versions.fetchNextPage()} noun={['version', 'versions']} />
+        <div id="version-view">
+          {viewing && (
+            <section aria-labelledby="version-view-title" className="panel">
+              <h3 id="version-view-title">
+                Version {viewing.version}, saved {exact(viewing.created_at)}
+              </h3>
+              <div className="json-view" role="region" aria-labelledby="version-view-title" tabIndex={0}>
+                <pre>{versionJson(viewing)}</pre>
+              </div>
+              <div className="actions">
+                <button
+                  type="button"
+                  onClick={() => {
+                    setLoaded({ text: versionJson(viewing), key: `load-${viewing.version}-${Date.now()}` });
+                    setViewing(null);
+                    document.getElementById('edit-title')?.scrollIntoView();
+                  }}
+                >
+                  Load into the editor
+                </button>
+                <button type="button" onClick={() => setViewing(null)}>
+                  Close
+                </button>
+              </div>
+              <p className="muted hint">Loading a version only fills the editor; Save makes it the next version.</p>
+            </section>
+          )}
+        </div>
+      </section>
+
+      <DeleteAgent client={client} agent={agent} />
+    </>
+  );
+}
+
+function DeleteAgent({ client, agent }: { client: AgentsClient; agent: AdminAgent }) {
+  const queries = useQueryClient();
+  const [open, setOpen] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const confirm = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await client.admin.deleteAgent(agent.id);
+      setOpen(false);
+      await queries.invalidateQueries({ queryKey: ['admin-agents'] });
+      navigate('/agents');
+    } catch (caught) {
+      setError(`Not deleted. ${problem(caught)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    setError(null);
+    setOpen(true);
+  };
+  return (
+    <section aria-labelledby="delete-title" className="panel danger-zone">
+      <h2 id="delete-title">Delete</h2>
+      <form onSubmit={submit}>
+        <p>Sessions created with this agent keep working with their snapshot; no new session can use it, and its version history goes with it.</p>
+        <button type="submit" className="danger">
+          Delete agent
+        </button>
+      </form>
+      <ConfirmDialog open={open} title={`Delete ${agent.name}?`} confirmLabel="Delete agent" busy={busy} error={error} onConfirm={() => void confirm()} onCancel={() => setOpen(false)}>
+        <p>
+          <code>{agent.id}</code> will no longer be available for new sessions. This cannot be undone from the console.
+        </p>
+      </ConfirmDialog>
     </section>
   );
 }

@@ -16,10 +16,12 @@ export interface LiveText {
  */
 export function useLiveText(client: AgentsClient, sessionId: string, enabled: boolean, refresh: () => void): Record<string, LiveText> {
   const [texts, setTexts] = useState<Record<string, LiveText>>({});
+  // The latest `refresh` (a new closure each render) without restarting the stream.
   const latestRefresh = useRef(refresh);
-  latestRefresh.current = refresh;
   useEffect(() => {
-    setTexts({});
+    latestRefresh.current = refresh;
+  }, [refresh]);
+  useEffect(() => {
     if (!enabled) return;
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | null = null;
@@ -58,6 +60,8 @@ export function useLiveText(client: AgentsClient, sessionId: string, enabled: bo
     return () => {
       abort.abort();
       if (timer) clearTimeout(timer);
+      // Another session (or none) next: its texts start empty.
+      setTexts({});
     };
   }, [client, sessionId, enabled]);
   return texts;

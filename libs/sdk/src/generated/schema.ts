@@ -636,6 +636,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/agents/{agent_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an agent's versions
+         * @description The version history of a live agent: each version a create or replace made (`yuxi.version`), with the whole definition as written (a valid PUT body; MCP credentials shown as "***"), who wrote it and when; newest first by default. Putting the same definition again through AGENTS_FILE makes no version. An agent saved before the history was kept starts with the version it had then (`actor_id` null). The cursor is a version number (`last_id`). Administrators only.
+         */
+        get: operations["listAgentVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/api-keys": {
         parameters: {
             query?: never;
@@ -2052,6 +2072,50 @@ export interface components {
              * @enum {string}
              */
             visibility: "public" | "private";
+        };
+        AgentDefinitionDto: {
+            name: string;
+            description: string;
+            /** @description System prompt. */
+            instructions: string;
+            /**
+             * @description `provider:model`; null = the deployment default.
+             * @example scripted:echo
+             */
+            model: string | null;
+            /** @description MCP header values and credentials in server URLs are shown as "***". */
+            tools: (components["schemas"]["FunctionToolDto"] | components["schemas"]["BuiltinToolDto"] | components["schemas"]["McpToolDto"])[];
+            /** @enum {string} */
+            tool_approval_mode: "default" | "always_ask" | "always_trust";
+            /** @description The limits the definition sets (the rest took their defaults). */
+            limits: components["schemas"]["AgentLimitsInputDto"];
+            context: components["schemas"]["AgentContextDto"];
+            multi_agent: components["schemas"]["MultiAgentDto"] | (never | null);
+            /** @enum {string} */
+            visibility: "public" | "private";
+        };
+        AgentVersionDto: {
+            /** @enum {string} */
+            object: "agent.version";
+            /** @example support-bot */
+            agent_id: string;
+            /** @description The agent's `yuxi.version` this definition had; also the list's cursor (`first_id`, `last_id`, `after`). */
+            version: number;
+            definition: components["schemas"]["AgentDefinitionDto"];
+            /** @description Unix seconds: when the version was written. */
+            created_at: number;
+            /** @description The user who wrote it (null: the deployment, e.g. AGENTS_FILE, or a version from before the history was kept). */
+            actor_id: string | null;
+        };
+        AgentVersionListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["AgentVersionDto"][];
+            /** @description The first version of the page, as a string. */
+            first_id: string | null;
+            /** @description The last version of the page, as a string: the next page's `after`. */
+            last_id: string | null;
+            has_more: boolean;
         };
         AgentDeletedDto: {
             id: string;
@@ -9563,6 +9627,229 @@ export interface operations {
             };
             /** @description `state_conflict`: The session or turn is in a state that does not allow this operation. */
             409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listAgentVersions: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description The agent's slug: 1–64 characters, a-z, 0-9, `_` and `-`, starting with a letter or digit. */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of versions. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "agent.version",
+                     *           "agent_id": "support-bot",
+                     *           "version": 2,
+                     *           "definition": {
+                     *             "name": "Support bot",
+                     *             "description": "Answers support questions briefly.",
+                     *             "instructions": "Be brief and friendly.",
+                     *             "model": "scripted:echo",
+                     *             "tools": [
+                     *               {
+                     *                 "type": "builtin",
+                     *                 "name": "calculator"
+                     *               }
+                     *             ],
+                     *             "tool_approval_mode": "always_ask",
+                     *             "limits": {
+                     *               "max_tool_calls": 5
+                     *             },
+                     *             "context": {
+                     *               "window_tokens": 16000,
+                     *               "compaction": {
+                     *                 "mode": "auto",
+                     *                 "threshold": 0.8,
+                     *                 "instructions": "Keep every order number."
+                     *               }
+                     *             },
+                     *             "multi_agent": null,
+                     *             "visibility": "public"
+                     *           },
+                     *           "created_at": 1733403600,
+                     *           "actor_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09"
+                     *         },
+                     *         {
+                     *           "object": "agent.version",
+                     *           "agent_id": "support-bot",
+                     *           "version": 1,
+                     *           "definition": {
+                     *             "name": "Support bot",
+                     *             "description": "Answers support questions briefly.",
+                     *             "instructions": "Be brief and friendly.",
+                     *             "model": "scripted:echo",
+                     *             "tools": [
+                     *               {
+                     *                 "type": "builtin",
+                     *                 "name": "calculator"
+                     *               }
+                     *             ],
+                     *             "tool_approval_mode": "default",
+                     *             "limits": {
+                     *               "max_tool_calls": 5
+                     *             },
+                     *             "context": {
+                     *               "window_tokens": 16000,
+                     *               "compaction": {
+                     *                 "mode": "auto",
+                     *                 "threshold": 0.8,
+                     *                 "instructions": "Keep every order number."
+                     *               }
+                     *             },
+                     *             "multi_agent": null,
+                     *             "visibility": "public"
+                     *           },
+                     *           "created_at": 1733400000,
+                     *           "actor_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09"
+                     *         }
+                     *       ],
+                     *       "first_id": "2",
+                     *       "last_id": "1",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentVersionListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
