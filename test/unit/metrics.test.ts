@@ -47,6 +47,18 @@ describe('route labels', () => {
     assert.equal(match('/docs/intro'), '/docs{/:page}');
   });
 
+  it('with the method, takes the first route that serves it; a path no route of its method serves keeps its first pattern', () => {
+    const routes = routeMatcher([
+      { path: '/api/v1/admin/sessions/:session_id', methods: ['get'] },
+      { path: '/api/v1/admin/sessions/bulk-cancel', methods: ['post'] },
+    ]);
+    assert.equal(routes('/api/v1/admin/sessions/bulk-cancel', 'POST'), '/api/v1/admin/sessions/bulk-cancel');
+    assert.equal(routes(`/api/v1/admin/sessions/${ID}`, 'GET'), '/api/v1/admin/sessions/:session_id');
+    assert.equal(routes(`/api/v1/admin/sessions/${ID}`, 'HEAD'), '/api/v1/admin/sessions/:session_id', 'HEAD is served by GET');
+    assert.equal(routes(`/api/v1/admin/sessions/${ID}`, 'DELETE'), '/api/v1/admin/sessions/:session_id', 'a wrong method is still that path\'s route');
+    assert.equal(routes('/api/v1/admin/sessions/bulk-cancel'), '/api/v1/admin/sessions/:session_id', 'without a method: the first pattern, as before');
+  });
+
   it('matches no more than the pattern: extra or missing segments, regex characters taken literally', () => {
     assert.equal(match(`/api/v1/agents/sessions/${ID}/nothing`), null);
     assert.equal(match('/api/v1/agents/sessions//events'), null);

@@ -1,6 +1,6 @@
 import type { Application, NextFunction, Request, Response } from 'express';
 import { type Metrics, metrics as processMetrics } from './metrics.js';
-import { routeLabel, routeMatcher, type RouteMatcher } from './route-label.js';
+import { routeLabel, routeMatcher, type RouteMatcher, type RoutePattern } from './route-label.js';
 
 /** The status label of a request whose client left before any response was sent (nginx's convention). */
 export const CLIENT_CLOSED_STATUS = '499';
@@ -18,14 +18,18 @@ export function httpMetricsMiddleware(target: Metrics = processMetrics): (req: R
       matcher ??= routeMatcher(routePatterns(req.app));
       const status = res.headersSent ? String(res.statusCode) : CLIENT_CLOSED_STATUS;
       const stream = String(res.getHeader('content-type') ?? '').startsWith('text/event-stream');
-      target.httpRequest(req.method, routeLabel(req.route as { path?: unknown } | undefined, req.baseUrl, req.path, matcher), status, stream ? null : (performance.now() - started) / 1000);
+      target.httpRequest(req.method, routeLabel(req.route as { path?: unknown } | undefined, req.baseUrl, req.path, matcher, req.method), status, stream ? null : (performance.now() - started) / 1000);
     });
     next();
   };
 }
 
-/** The path patterns of the app's routes, in registration order (Express 5: `app.router.stack`). */
-function routePatterns(app: Application): string[] {
-  const stack = (app as unknown as { router?: { stack?: { route?: { path?: unknown } }[] } }).router?.stack ?? [];
-  return stack.flatMap((layer) => (typeof layer.route?.path === 'string' ? [layer.route.path] : []));
+/** The app's routes (path pattern and methods), in registration order (Express 5: `app.router.stack`). */
+function routePatterns(app: Application): RoutePattern[] {
+  const stack = (app as unknown as { router?: { stack?: { route?: { path?: unknown; methods?: Record<string, boolean> } }[] } }).router?.stack ?? [];
+  return stack.flatMap(({ route }) => {
+    if (typeof route?.path !== 'string') return [];
+    const methods = Object.keys(route.methods ?? {}).filter((method) => route.methods?.[method]);
+    return [{ path: route.path, methods: methods.length > 0 && !methods.includes('_all') ? methods : undefined }];
+  });
 }

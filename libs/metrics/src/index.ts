@@ -14,5 +14,5 @@ export {
 } from './metrics.js';
 export { MetricsModule } from './metrics.module.js';
 export { instrumentRedis } from './redis-metrics.js';
-export { routeLabel, routeMatcher, type RouteMatcher, UNMATCHED_ROUTE } from './route-label.js';
+export { routeLabel, routeMatcher, type RouteMatcher, type RoutePattern, UNMATCHED_ROUTE } from './route-label.js';
 export { toolSourceLabel } from './tool-source.js';
