@@ -95,10 +95,16 @@ describe('saved agents: administration and snapshots', () => {
     assert.equal(session.status, 404);
   });
 
-  it('MCP header values are never shown back', async () => {
-    const { agent } = await putAgent({ tools: [{ type: 'mcp', server_label: 'crm', server_url: 'http://127.0.0.1:9/mcp', headers: { authorization: 'Bearer s3cret' } }] });
+  it('MCP header values are never shown back, nor accepted back', async () => {
+    const { id, agent } = await putAgent({ tools: [{ type: 'mcp', server_label: 'crm', server_url: 'http://127.0.0.1:9/mcp', headers: { authorization: 'Bearer s3cret' } }] });
     assert.deepEqual(agent.yuxi.tools[0].headers, { authorization: '***' });
     assert.doesNotMatch(JSON.stringify(agent), /s3cret/);
+    // Saving what was read, unchanged, would store "***" as the credential: refused, field by field.
+    const back = await http(`/api/v1/admin/agents/${id}`, { method: 'PUT', body: { name: agent.name, model: agent.agent?.model ?? agent.model, tools: agent.yuxi.tools } });
+    assert.equal(back.status, 422, back.text);
+    assert.match(JSON.stringify(back.body.error.details), /tools\[0\]\.headers/);
+    const versions = await http(`/api/v1/admin/agents/${id}/versions`);
+    assert.equal(versions.body.data.length, 1, 'nothing saved');
   });
 
   it('deletes an agent (404 afterwards); the built-in agent cannot be deleted', async () => {

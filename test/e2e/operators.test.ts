@@ -216,8 +216,10 @@ describe('operators: roles, the BOLA matrix of the operator API, search, and con
     const session = await createSessionAs(alice.caller, 'needs a person [[ask:Question?]]');
     const stream = await openStreamAs(alice.caller, session.id);
     assert.equal(stream.status, 200);
+    let turnId: string | undefined;
     try {
       const waiting = await stream.waitForType('yuxi.session.turn.waiting');
+      turnId = waiting.data.turn_id;
       const waitpoint = waiting.data.waitpoint;
       assert.equal(waitpoint.kind, 'question');
       assert.ok((await searchIds(operator.caller, `waiting=true&owner_id=${alice.userId}`)).includes(session.id), 'the inbox filter finds it');
@@ -255,8 +257,8 @@ describe('operators: roles, the BOLA matrix of the operator API, search, and con
     const entries = audit.body.data.filter((e: any) => e.action === 'session.operator_event' && e.target.id === session.id);
     assert.equal(entries.length, 1, 'one entry: the replay and the refusals wrote none');
     assert.deepEqual(
-      { actor_id: entries[0].actor_id, key_id: entries[0].key_id, target: entries[0].target, event_type: entries[0].details.event_type, owner_id: entries[0].details.owner_id },
-      { actor_id: operator.userId, key_id: operator.key.id, target: { type: 'session', id: session.id }, event_type: 'yuxi.session.input.resume', owner_id: alice.userId },
+      { actor_id: entries[0].actor_id, key_id: entries[0].key_id, target: entries[0].target, event_type: entries[0].details.event_type, owner_id: entries[0].details.owner_id, turn_id: entries[0].details.turn_id },
+      { actor_id: operator.userId, key_id: operator.key.id, target: { type: 'session', id: session.id }, event_type: 'yuxi.session.input.resume', owner_id: alice.userId, turn_id: turnId },
     );
   });
 

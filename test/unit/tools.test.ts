@@ -78,6 +78,14 @@ describe('parseToolDeclarations', () => {
     assert.match(headers(['a'])[0], /^tools\[0\]\.headers: /);
   });
 
+  it('refuses a credential as the API shows it (***) back as its value, in a header or the URL', () => {
+    assert.match(errorsOf([{ type: 'mcp', server_label: 's', server_url: 'http://x', headers: { authorization: '***' } }])[0], /^tools\[0\]\.headers\.authorization: \*\*\* is how a saved credential is shown/);
+    for (const url of ['http://***@x/mcp', 'http://x/mcp?token=***']) {
+      assert.match(errorsOf([{ type: 'mcp', server_label: 's', server_url: url }])[0], /^tools\[0\]\.server_url: \*\*\* is how/);
+    }
+    assert.deepEqual(errorsOf([{ type: 'mcp', server_label: 's', server_url: 'http://x', headers: { authorization: 'Bearer ***real' } }]), [], 'only the placeholder itself');
+  });
+
   it('rejects parameters that are not an object JSON Schema ajv can compile', () => {
     for (const parameters of [{ type: 'string' }, [], 'object', { properties: {} }]) {
       assert.match(errorsOf([{ type: 'function', name: 'f', parameters }])[0], /^tools\[0\]\.parameters: must be a JSON Schema object/);

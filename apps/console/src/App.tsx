@@ -1,4 +1,4 @@
-import { useQuery } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
 import type { AgentsClient, Caller } from '#libs/sdk';
 import { ConsoleContext, may } from './caller.js';
@@ -34,10 +34,13 @@ const NAV: NavItem[] = [
 export function App() {
   const [credential, setCredential] = useState(storedCredential());
   const client = useMemo(() => (credential ? clientFor(credential) : null), [credential]);
+  const queries = useQueryClient();
   if (!client) {
     return (
       <SignInPage
         onSignedIn={(value) => {
+          // Nothing another key loaded may show under this one (its role, keys, audit, sessions).
+          queries.clear();
           storeCredential(value);
           setCredential(value);
         }}
@@ -46,6 +49,7 @@ export function App() {
   }
   const signOut = () => {
     forgetCredential();
+    queries.clear();
     setCredential(null);
     navigate('/');
   };

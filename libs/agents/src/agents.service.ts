@@ -6,7 +6,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import { AppConfig } from '#libs/config';
 import { canonicalJson, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import type { ToolDeclaration } from '#libs/tools';
+import { REDACTED_SECRET, type ToolDeclaration } from '#libs/tools';
 import { AuditLog } from '#libs/audit';
 import type { AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto } from './agent.dto.js';
 import { DEFAULT_AGENT_LIMITS, AgentEntity, type AgentLimits, type AgentSnapshot } from './agent.entity.js';
@@ -242,7 +242,7 @@ class RetryPut extends Error {}
 function redactTool(tool: ToolDeclaration): object {
   if (tool.type !== 'mcp') return tool;
   const redacted = { ...tool, server_url: redactUrl(tool.server_url) };
-  if (tool.headers) redacted.headers = Object.fromEntries(Object.keys(tool.headers).map((name) => [name, '***']));
+  if (tool.headers) redacted.headers = Object.fromEntries(Object.keys(tool.headers).map((name) => [name, REDACTED_SECRET]));
   return redacted;
 }
 
@@ -250,13 +250,13 @@ function redactUrl(raw: string): string {
   try {
     const url = new URL(raw);
     if (url.username || url.password) {
-      url.username = '***';
+      url.username = REDACTED_SECRET;
       url.password = '';
     }
-    for (const key of [...url.searchParams.keys()]) url.searchParams.set(key, '***');
+    for (const key of [...url.searchParams.keys()]) url.searchParams.set(key, REDACTED_SECRET);
     return url.toString();
   } catch {
-    return '***';
+    return REDACTED_SECRET;
   }
 }
 

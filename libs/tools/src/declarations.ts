@@ -5,6 +5,12 @@ import type { BuiltinToolDeclaration, FunctionToolDeclaration, McpToolDeclaratio
 /** What model APIs accept as a function name (OpenAI's rule), used for tool names and MCP labels. */
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 export const MAX_TOOLS = 64;
+/**
+ * How a saved MCP credential (a header value, a URL's user info or query value) is shown when an
+ * agent is read. Never accepted back as a value: saving a definition read from the API unchanged
+ * would otherwise replace the real credential with these three characters.
+ */
+export const REDACTED_SECRET = '***';
 const MAX_DESCRIPTION = 1024;
 const MAX_HEADERS = 32;
 const MAX_ALLOWED_TOOLS = 256;
@@ -90,6 +96,7 @@ function parseMcp(item: Entry, path: string, errors: string[]): McpToolDeclarati
   if (!label) errors.push(`${path}.server_label: must match ${TOOL_NAME_PATTERN}`);
   const url = typeof item.server_url === 'string' ? item.server_url : '';
   if (!isHttpUrl(url)) errors.push(`${path}.server_url: must be an http(s) URL of at most ${MAX_URL} characters`);
+  else if (url.includes(REDACTED_SECRET)) errors.push(`${path}.server_url: ${REDACTED_SECRET} is how a saved credential is shown, not its value: type the URL's credentials again`);
   const tool: McpToolDeclaration = { type: 'mcp', server_label: label, server_url: url };
   if (item.headers !== undefined) tool.headers = parseHeaders(item.headers, `${path}.headers`, errors);
   if (item.allowed_tools !== undefined) {
@@ -115,6 +122,7 @@ function parseHeaders(raw: unknown, path: string, errors: string[]): Record<stri
     if (!HEADER_NAME.test(name)) errors.push(`${path}.${name}: not a valid header name`);
     else if (RESERVED_HEADERS.has(name.toLowerCase())) errors.push(`${path}.${name}: this header is set by the server and cannot be overridden`);
     else if (typeof value !== 'string' || /[\r\n\0]/.test(value) || value.length > 8192) errors.push(`${path}.${name}: must be a single-line string`);
+    else if (value === REDACTED_SECRET) errors.push(`${path}.${name}: ${REDACTED_SECRET} is how a saved credential is shown, not its value: type the header's value again`);
     else headers[name] = value;
   }
   return headers;

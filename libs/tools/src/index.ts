@@ -12,7 +12,7 @@ export type {
 } from './tool.types.js';
 export { WORKDIR_FILES } from './tool.types.js';
 export { listFiles, MAX_READ_CHARS, readFile } from './file-tools.js';
-export { parseToolDeclarations, MAX_TOOLS, TOOL_NAME_PATTERN } from './declarations.js';
+export { parseToolDeclarations, MAX_TOOLS, REDACTED_SECRET, TOOL_NAME_PATTERN } from './declarations.js';
 export {
   BUILTIN_TOOL_NAMES,
   BUILTIN_TOOLS,

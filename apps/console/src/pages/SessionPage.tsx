@@ -15,8 +15,10 @@ import './sessions.css';
 const ITEMS_PAGE = 50;
 /** Turns per page of the admin timeline (each carries its runs and steps). */
 const TURNS_PAGE = 10;
-/** How often another owner's active session is read again (its event stream is the owner's only). */
+/** How often another owner's running session is read again (its event stream is the owner's only). */
 const POLL_MS = 2000;
+/** …and one waiting for a person, which may wait for days: a change there is someone's answer, seldom. */
+const WAITING_POLL_MS = 15_000;
 
 type AnySession = Session | AdminSession;
 
@@ -47,12 +49,14 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
     // Another owner's active session is read again every POLL_MS (its event stream is the owner's only); not once it has settled.
     refetchInterval: (query) => {
       const read = query.state.data;
-      return read && operator && ownerOf(read) !== caller.user_id && busy(read) ? POLL_MS : false;
+      if (!read || !operator || ownerOf(read) === caller.user_id || !busy(read)) return false;
+      return read.status === 'requires_action' ? WAITING_POLL_MS : POLL_MS;
     },
   });
   const data = session.data;
   const owned = data !== undefined && (!operator || ownerOf(data) === caller.user_id);
   const polling = data !== undefined && !owned && busy(data);
+  const pollMs = data?.status === 'requires_action' ? WAITING_POLL_MS : POLL_MS;
   // Once a polled session settles, its timeline is read once more: the last poll may predate the end.
   const wasPolling = useRef(false);
   useEffect(() => {
@@ -66,7 +70,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
     queryFn: ({ pageParam, signal }) => client.admin.sessions.timeline(sessionId, { order: 'desc', limit: TURNS_PAGE, ...(pageParam ? { after: pageParam } : {}) }, { signal }),
     initialPageParam: '',
     getNextPageParam: (last) => (last.has_more && last.last_id ? last.last_id : undefined),
-    refetchInterval: polling ? POLL_MS : false,
+    refetchInterval: polling ? pollMs : false,
   });
   const items = useInfiniteQuery({
     queryKey: ['items', sessionId],
@@ -155,8 +159,8 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
         {!owned && (
           <p className="muted">
             {polling
-              ? `Not your session, so no live text: this view refreshes every ${POLL_MS / 1000} seconds while the session is active.`
-              : 'Not your session: this view shows it as last read, and refreshes every 2 seconds while it is active.'}
+              ? `Not your session, so no live text: this view refreshes every ${pollMs / 1000} seconds while the session is active.`
+              : `Not your session: this view shows it as last read, and refreshes every ${POLL_MS / 1000} seconds while it runs.`}
           </p>
         )}
         {operator && owned && (

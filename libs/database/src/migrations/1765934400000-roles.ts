@@ -23,8 +23,8 @@ export class Roles1765934400000 implements MigrationInterface {
     // The operators' explorer walks every owner's sessions newest first (the owner-scoped lists
     // have sessions_owner_page_idx). No index touches current_turn or the queue counters: those
     // change on every turn, and an index on them would cost the turn path its HOT updates.
-    await q.query(`CREATE INDEX sessions_page_idx ON sessions (created_at, id) WHERE deleted_at IS NULL`);
-    await q.query(`CREATE INDEX sessions_agent_page_idx ON sessions (agent_id, created_at, id) WHERE deleted_at IS NULL`);
+    await q.query(`CREATE INDEX IF NOT EXISTS sessions_page_idx ON sessions (created_at, id) WHERE deleted_at IS NULL`);
+    await q.query(`CREATE INDEX IF NOT EXISTS sessions_agent_page_idx ON sessions (agent_id, created_at, id) WHERE deleted_at IS NULL`);
   }
 
   async down(q: QueryRunner): Promise<void> {

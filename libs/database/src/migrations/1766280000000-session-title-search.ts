@@ -13,7 +13,7 @@ export class SessionTitleSearch1766280000000 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`CREATE EXTENSION IF NOT EXISTS pg_trgm`);
-    await q.query(`CREATE INDEX sessions_title_trgm_idx ON sessions USING gin (title gin_trgm_ops) WHERE deleted_at IS NULL`);
+    await q.query(`CREATE INDEX IF NOT EXISTS sessions_title_trgm_idx ON sessions USING gin (title gin_trgm_ops) WHERE deleted_at IS NULL`);
   }
 
   async down(q: QueryRunner): Promise<void> {

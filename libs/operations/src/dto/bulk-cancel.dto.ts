@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsDefined, IsIn, IsInt, IsObject, IsString, IsUUID, Length, Min, ValidateNested } from 'class-validator';
+import { IsBoolean, IsDefined, IsIn, IsInt, IsObject, IsString, IsUUID, Length, Max, Min, ValidateNested } from 'class-validator';
 import { OptionalNotNull } from '#libs/errors';
+import { MAX_UNIX_SECONDS } from '#libs/protocol';
 
 /** At most this many sessions are cancelled per call: a larger match is worked through by calling again (`has_more`). */
 export const BULK_CANCEL_MAX = 1000;
@@ -20,8 +21,8 @@ export class BulkCancelFilterDto {
   @OptionalNotNull()
   @IsIn(BULK_CANCEL_STATUSES)
   status?: (typeof BULK_CANCEL_STATUSES)[number];
-  @ApiPropertyOptional({ type: 'integer', description: 'Only sessions created before this time (Unix seconds).' }) @OptionalNotNull() @IsInt() @Min(0) created_before?: number;
-  @ApiPropertyOptional({ type: 'integer', description: 'Only sessions created after this time (Unix seconds).' }) @OptionalNotNull() @IsInt() @Min(0) created_after?: number;
+  @ApiPropertyOptional({ type: 'integer', description: 'Only sessions created before this time (Unix seconds).' }) @OptionalNotNull() @IsInt() @Min(0) @Max(MAX_UNIX_SECONDS) created_before?: number;
+  @ApiPropertyOptional({ type: 'integer', description: 'Only sessions created after this time (Unix seconds).' }) @OptionalNotNull() @IsInt() @Min(0) @Max(MAX_UNIX_SECONDS) created_after?: number;
 }
 
 export class BulkCancelSessionsDto {

@@ -9,6 +9,7 @@ import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
 import { acceptedReceipt, AfterCommit, type Committed, type Nudge, SessionControls, turnEvents, turnSeconds } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { type CancellableFilter, SessionsRepository } from '#libs/sessions';
+import { TurnsRepository } from '#libs/turns';
 import { BULK_CANCEL_MAX, BULK_CANCEL_SAMPLE, BULK_CANCEL_STATUSES, type BulkCancelFilterDto, type BulkCancelResultDto, type BulkCancelSkippedDto } from '../dto/bulk-cancel.dto.js';
 
 /** The idempotency scope of bulk cancels: one key per caller names one bulk cancel. */
@@ -32,6 +33,7 @@ export class BulkCancelSessions {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly sessions: SessionsRepository,
+    private readonly turns: TurnsRepository,
     private readonly controls: SessionControls,
     private readonly outbox: EventOutbox,
     private readonly afterCommit: AfterCommit,
@@ -78,6 +80,8 @@ export class BulkCancelSessions {
       await this.dataSource.transaction(async (manager) => {
         const session = await this.sessions.lock(manager, target.sessionId);
         if (!session || session.deletedAt !== null) throw DomainError.notFound(`Session ${target.sessionId}`);
+        // Already asked (by another call, or a retry of this one still running): asked once, audited once.
+        if ((await this.turns.findTurn(manager, target.turnId))?.cancellationPending) throw new DomainError('state_conflict', 'The turn is already being cancelled');
         const { turn, runId, events, nudges } = await this.controls.cancelTurn(manager, session, { turnId: target.turnId });
         const receipt = { ...acceptedReceipt(session.id, null), turn_id: turn.id, run_id: runId };
         await this.audit.record(manager, {

@@ -5,6 +5,9 @@ import { SESSION_STATUSES } from '#libs/lifecycle';
 import { ListQueryDto, SessionDto, SessionYuxiDto } from './session.dto.js';
 import { OptionalNotNull } from './validators.js';
 
+/** The largest Unix time a filter takes (year 5138): beyond it a Date is invalid, and Postgres would refuse it with a 500. */
+export const MAX_UNIX_SECONDS = 1e11;
+
 /** The operators' session search (`GET /api/v1/admin/sessions`): every filter narrows. */
 export class AdminSessionListQueryDto extends ListQueryDto {
   @ApiPropertyOptional({ enum: SESSION_STATUSES, description: 'The session\'s `status`, as the session resource shows it.' })
@@ -32,8 +35,8 @@ export class AdminSessionListQueryDto extends ListQueryDto {
   @IsString()
   @Length(1, 64)
   error_code?: string;
-  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'Unix seconds: created at or after.' }) @OptionalNotNull() @Type(() => Number) @IsInt() @Min(0) @Max(1e11) created_after?: number;
-  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'Unix seconds: created before.' }) @OptionalNotNull() @Type(() => Number) @IsInt() @Min(0) @Max(1e11) created_before?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'Unix seconds: created at or after.' }) @OptionalNotNull() @Type(() => Number) @IsInt() @Min(0) @Max(MAX_UNIX_SECONDS) created_after?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'Unix seconds: created before.' }) @OptionalNotNull() @Type(() => Number) @IsInt() @Min(0) @Max(MAX_UNIX_SECONDS) created_before?: number;
   @ApiPropertyOptional({ minLength: 1, maxLength: 200, description: 'Search: the title contains it (case-insensitive), or the session id starts with it.' })
   @OptionalNotNull()
   @IsString()

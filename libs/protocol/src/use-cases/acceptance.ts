@@ -108,7 +108,7 @@ export class Acceptance {
     return this.accept(principal, IdempotencyService.eventScope(sessionId), key, { operation: event.type, session_id: sessionId, event }, async (manager) => {
       const session = await this.sessions.lockVisible(manager, principal.userId, sessionId);
       const outcome = await apply(manager, session);
-      await this.auditOperator(manager, principal, sessionId, event);
+      await this.auditOperator(manager, principal, sessionId, event, outcome.receipt.turn_id);
       return {
         status: 202,
         body: outcome.receipt,
@@ -143,16 +143,15 @@ export class Acceptance {
   }
 
   /** An operator's accepted control on another owner's session, in the trail in the same transaction (no action without its entry). */
-  private async auditOperator(manager: EntityManager, principal: Principal, sessionId: string, event: { type: string }): Promise<void> {
+  private async auditOperator(manager: EntityManager, principal: Principal, sessionId: string, event: { type: string }, turnId: string | null = null): Promise<void> {
     if (!principal.operatorFor) return;
-    const turnId = (event as { turn_id?: unknown }).turn_id;
     await this.audit.record(manager, {
       actorId: principal.actorId,
       keyId: principal.keyId,
       action: 'session.operator_event',
       targetType: 'session',
       targetId: sessionId,
-      details: { event_type: event.type, owner_id: principal.operatorFor.ownerId, role: principal.role, ...(typeof turnId === 'string' ? { turn_id: turnId } : {}) },
+      details: { event_type: event.type, owner_id: principal.operatorFor.ownerId, role: principal.role, ...(turnId !== null ? { turn_id: turnId } : {}) },
     });
   }
 }
