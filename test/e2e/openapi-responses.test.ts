@@ -298,6 +298,7 @@ describe('responses conform to the OpenAPI document', () => {
     assert.equal((await call('post', BULK, {}, { body: { filter: { created_before: 1 }, dry_run: false } })).body.error.code, 'idempotency_key_required');
     assert.equal((await call('post', BULK, {}, idem({ filter: { created_before: 1 }, dry_run: false }))).status, 200);
     assert.equal((await call('post', BULK, {}, { body: { filter: { status: 'idle' }, dry_run: true } })).body.error.code, 'validation_failed');
+    assert.equal((await call('post', BULK, {}, { body: { filter: { created_before: 9e12 }, dry_run: true } })).body.error.code, 'validation_failed', 'a time beyond any date is 422, not a 500');
     const key = await http('/api/v1/admin/api-keys', { body: { name: 'operator doc key', access: 'agents' } });
     assert.equal(key.status, 201, key.text);
     assert.equal((await call('get', '/api/v1/admin/queues', {}, { key: key.body.secret })).body.error.code, 'forbidden');
