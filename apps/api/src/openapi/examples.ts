@@ -6,16 +6,16 @@
  * request bodies name none.
  */
 
-const SESSION_ID = '0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60';
-const TURN_ID = '0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01';
-const RUN_ID = '0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02';
-const INPUT_ID = '0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03';
+export const SESSION_ID = '0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60';
+export const TURN_ID = '0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01';
+export const RUN_ID = '0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02';
+export const INPUT_ID = '0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03';
 const USER_ITEM_ID = '0193a5c2-7e54-7c21-9f3e-1a2b3c4d5e06';
 const ASSISTANT_ITEM_ID = '0193a5c2-7e58-7d32-8a4f-2b3c4d5e6f07';
 const KEY_ID = '0193a5b0-1c2d-7e3f-9a4b-5c6d7e8f9a08';
-const USER_ID = '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09';
-const AT = 1733400000;
-const MODEL = 'scripted:echo';
+export const USER_ID = '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09';
+export const AT = 1733400000;
+export const MODEL = 'scripted:echo';
 
 const usage = { input_tokens: 1, output_tokens: 2, cached_tokens: 0, total_tokens: 3 };
 

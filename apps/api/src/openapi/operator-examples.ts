@@ -1,13 +1,8 @@
 /** Examples of the operator API (issue 21): the timeline, a run's model requests, the inbox, the queues page, bulk cancel. Ids are UUIDv7 like the server's. */
 
-const SESSION_ID = '0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60';
-const OWNER_ID = '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09';
-const TURN_ID = '0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01';
-const RUN_ID = '0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02';
-const INPUT_ID = '0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03';
+import { AT, INPUT_ID, MODEL, RUN_ID, SESSION_ID, TURN_ID, USER_ID as OWNER_ID } from './examples.js';
+
 const WAITPOINT_ID = '0193a5c2-7e60-7b11-8c2d-3e4f5a6b7c21';
-const AT = 1733400000;
-const MODEL = 'scripted:echo';
 const FIRST_CALL_STEP = '0193a5c2-7e61-7c22-9d3e-4f5a6b7c8d31';
 const SECOND_CALL_STEP = '0193a5c2-7e63-7e44-9f5a-6b7c8d9e0f51';
 const USAGE = { input_tokens: 120, output_tokens: 18, cached_tokens: 0, total_tokens: 138 };
