@@ -7,7 +7,7 @@ import { assertAccessible, launchBrowser, signedIn as signIn } from '../support/
 import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, http, newKey } from '../support/http.js';
-import { ADMIN, bootstrap, call, type Caller, listSessionIds, newProductUser, until } from '../support/identity.js';
+import { ADMIN, bootstrap, call, type Caller, listSessionIds, newProductUser, signToken, until } from '../support/identity.js';
 
 // The admin console (/console) in a real browser: Debian's chromium driven by playwright-core.
 
@@ -314,6 +314,33 @@ describe('console: sessions explorer, session page and inbox', () => {
       assert.equal(url.searchParams.get('order'), 'desc', `${url}: newest first`);
       assert.ok(Number(url.searchParams.get('limit')) <= 50, `${url}: one page`);
     }
+    await page.context().close();
+  });
+
+  it('shows a run\'s exact model requests to an administrator signed in with a user token, and to no API key', async () => {
+    const session = await createSession('[[tool:calculator {"expression":"6*7"}]]');
+    await statusOf(bootstrap, session.id, 'completed');
+    // The bootstrap administrator's API key: the timeline, without the model requests (001: a super-admin JWT only).
+    const withKey = await signedIn();
+    await withKey.goto(`${env.apiUrl}/console/sessions/${session.id}`);
+    await withKey.getByRole('region', { name: 'Timeline' }).getByText(/Tool call · calculator · succeeded/).waitFor();
+    assert.equal(await withKey.getByRole('button', { name: /^Model requests of run/ }).count(), 0);
+    await withKey.context().close();
+
+    const token: Caller = { name: 'admin token', token: await signToken({ subject: `console-admin-${randomUUID()}` }) };
+    const me = await call(token, '/api/v1/me');
+    assert.equal(me.status, 200, me.text);
+    assert.equal((await call(bootstrap, `${ADMIN}/users/${me.body.user_id}/role`, { method: 'PUT', body: { role: 'admin' } })).status, 200);
+    const page = await signIn(browser, { apiKey: token.token });
+    await page.goto(`${env.apiUrl}/console/sessions/${session.id}`);
+    await page.getByRole('button', { name: 'Model requests of run 1' }).click();
+    const requests = page.getByRole('region', { name: 'Model requests of run 1' });
+    await requests.getByText(/^Model request 1 · /).click();
+    await requests.getByText(/^Model request 3 · /).waitFor();
+    assert.match(await requests.locator('pre').first().innerText(), /6\*7/, 'the recorded request holds the user message');
+    const api = await call(token, `${ADMIN}/sessions/${session.id}/runs/${(await call(bootstrap, `${ADMIN}/sessions/${session.id}/timeline`)).body.data[0].runs[0].id}/model-requests`);
+    assert.equal(api.body.data.length, 2, 'the page shows what the API has: the call asking for the tool, and the answer');
+    await assertAccessible(page, 'model-requests');
     await page.context().close();
   });
 

@@ -7,7 +7,7 @@ import { navigate } from '../router.js';
 import { useLiveText } from './live.js';
 import { MemberTree, type TreeNode, treeFromMembers, treeFromState } from './MemberTree.js';
 import { isActive, statusText } from './numbers.js';
-import { ItemsView, TurnsView } from './Timeline.js';
+import { ItemsView, ModelRequestsOf, TurnsView } from './Timeline.js';
 import { WaitpointForm } from './WaitpointForm.js';
 import './sessions.css';
 
@@ -124,6 +124,8 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
 
   const cooperation = state.data?.agent_state.cooperation;
   const members = timeline.data?.pages[0]?.members ?? [];
+  // Recorded by the deployment, and this caller an administrator signed in with a user token (no key).
+  const mayReadModelRequests = timeline.data?.pages[0]?.model_requests === 'recorded' && may.administer(caller) && caller.key_id === null;
   let tree: { nodes: TreeNode[]; rootId: string; note?: string } | null = null;
   if (cooperation) tree = { nodes: treeFromState(cooperation), rootId: cooperation.root_session_id };
   else if (members.length > 0 || data.yuxi.depth > 0)
@@ -178,7 +180,9 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
         )}
         {shownView === 'turns' ? (
           <Loaded query={timeline} what="the timeline">
-            <TurnsView turns={turns} live={live} older={{ hasMore: timeline.hasNextPage, loading: timeline.isFetchingNextPage, load: () => void timeline.fetchNextPage() }} />
+            <ModelRequestsOf.Provider value={mayReadModelRequests ? sessionId : null}>
+              <TurnsView turns={turns} live={live} older={{ hasMore: timeline.hasNextPage, loading: timeline.isFetchingNextPage, load: () => void timeline.fetchNextPage() }} />
+            </ModelRequestsOf.Provider>
           </Loaded>
         ) : (
           <Loaded query={items} what="the messages">

@@ -1,4 +1,7 @@
+import { useQuery } from '@tanstack/react-query';
+import { createContext, useContext, useState } from 'react';
 import type { Item, TimelineRun, TimelineStep, TimelineTurn } from '#libs/sdk';
+import { useConsole } from '../caller.js';
 import { exact, when } from '../format.js';
 import type { LiveText } from './live.js';
 import { article, count, duration, statusText, tokens } from './numbers.js';
@@ -40,6 +43,48 @@ function Streaming({ texts }: { texts: [string, LiveText][] }) {
         </div>
       ))}
     </div>
+  );
+}
+
+/**
+ * The session whose runs' exact model requests this viewer may read, or null: they are recorded
+ * only with MODEL_REQUEST_AUDIT=on (`model_requests: recorded`), and read only by an administrator
+ * signed in with a user token (001: the full audit of a run is for a super-admin JWT).
+ */
+export const ModelRequestsOf = createContext<string | null>(null);
+
+/** A run's recorded model requests, fetched when opened (each is a whole prompt). */
+function ModelRequests({ sessionId, run }: { sessionId: string; run: TimelineRun }) {
+  const { client } = useConsole();
+  const [open, setOpen] = useState(false);
+  const requests = useQuery({
+    queryKey: ['model-requests', sessionId, run.id],
+    enabled: open,
+    queryFn: ({ signal }) => client.admin.sessions.modelRequests(sessionId, run.id, { limit: 100 }, { signal }),
+  });
+  if (!open) {
+    return (
+      <button type="button" className="older" onClick={() => setOpen(true)}>
+        {`Model requests of run ${run.seq}`}
+      </button>
+    );
+  }
+  if (requests.isError) return <p className="error">{`Could not read the model requests: ${String(requests.error)}`}</p>;
+  if (!requests.data) return <p aria-busy="true">Reading the model requests…</p>;
+  if (requests.data.data.length === 0) return <p className="muted">No model request of this run was recorded.</p>;
+  return (
+    <section aria-label={`Model requests of run ${run.seq}`} className="model-requests">
+      {requests.data.data.map((record) => (
+        <details key={record.step_id}>
+          <summary>{`Model request ${record.seq} · ${record.model}`}</summary>
+          {/* Scrolls when long: focusable, so the keyboard can scroll it too. */}
+          <pre tabIndex={0} aria-label={`The request of model call ${record.seq}`}>
+            {JSON.stringify(record.request, null, 2)}
+          </pre>
+        </details>
+      ))}
+      {requests.data.has_more && <p className="muted">More requests than shown: read them through the API.</p>}
+    </section>
   );
 }
 
@@ -103,6 +148,7 @@ function continues(run: TimelineRun, runs: TimelineRun[]): string | null {
 
 function RunView({ run, runs }: { run: TimelineRun; runs: TimelineRun[] }) {
   const from = continues(run, runs);
+  const requestsOf = useContext(ModelRequestsOf);
   return (
     <>
       <h4 className="run-head">{`Run ${run.seq} · ${statusText(run.status)}${run.duration_ms !== null ? ` · ${duration(run.duration_ms)}` : ''}`}</h4>
@@ -123,6 +169,7 @@ function RunView({ run, runs }: { run: TimelineRun; runs: TimelineRun[] }) {
           ))}
         </ol>
       )}
+      {requestsOf && run.steps.some((step) => step.kind === 'model_call') && <ModelRequests sessionId={requestsOf} run={run} />}
     </>
   );
 }
