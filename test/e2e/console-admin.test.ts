@@ -169,6 +169,8 @@ describe('console: administration pages', () => {
     assert.equal(refused, true, 'the API refuses the revoked key');
     const listed = (await http(`${ADMIN}/api-keys`)).body.data.find((k: any) => k.id === keyId);
     assert.notEqual(listed.revoked_at, null);
+    // The list is read again after the revoke: the row leaves once that answer is in.
+    await row.waitFor({ state: 'detached', timeout: 10_000 });
     assert.equal(await row.count(), 0, 'revoked keys are hidden by default');
 
     await open(page, 'Audit');
@@ -201,6 +203,8 @@ describe('console: administration pages', () => {
 
     await page.getByLabel('Kind').selectOption('end_user');
     await page.getByRole('table').or(page.getByText('No end users yet')).first().waitFor();
+    // The product users' table is on screen until the end users' answer replaces it.
+    await page.getByRole('row', { name: new RegExp(subject) }).waitFor({ state: 'detached', timeout: 10_000 });
     assert.equal(await page.getByRole('row', { name: new RegExp(subject) }).count(), 0, 'a product user is not an end user');
     await page.context().close();
   });
