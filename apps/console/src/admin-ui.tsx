@@ -1,7 +1,8 @@
 import { type ReactNode, useEffect, useId, useRef } from 'react';
 import { AgentsApiError, AgentsConnectionError, type FieldError } from '#libs/sdk';
 import { useConsole } from './caller.js';
-import { count } from './format.js';
+import { count, shortId } from './format.js';
+import './admin.css';
 
 // Pieces the administration pages share: what an error means to a person, a confirmation dialog,
 // a table that scrolls on a phone, who did something.
@@ -36,13 +37,14 @@ export function fieldErrors(error: unknown): FieldError[] | null {
   return Array.isArray(fields) && fields.length > 0 ? fields : null;
 }
 
-/** A load that failed: what, why, and a way to try again. */
-export function ErrorState({ what, error, onRetry }: { what: string; error: unknown; onRetry?: () => void }) {
+/** A load that failed: what, why (and any hint the page adds), and a way to try again. */
+export function ErrorState({ what, error, onRetry, children }: { what: string; error: unknown; onRetry?: () => void; children?: ReactNode }) {
   return (
     <div role="alert" className="error-state">
       <p>
         <strong>Could not load {what}.</strong> {problem(error)}
       </p>
+      {children && <p>{children}</p>}
       {onRetry && (
         <button type="button" onClick={onRetry}>
           Try again
@@ -71,10 +73,6 @@ export function Actor({ id }: { id: string | null }) {
       {shortId(id)}
     </code>
   );
-}
-
-export function shortId(id: string): string {
-  return id.length > 13 ? `${id.slice(0, 8)}…${id.slice(-4)}` : id;
 }
 
 export interface ConfirmProps {

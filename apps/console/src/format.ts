@@ -1,3 +1,5 @@
+import type { SessionStatus, Usage } from '#libs/sdk';
+
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
 
@@ -15,18 +17,20 @@ export function exact(unixSeconds: number | null | undefined): string {
   return unixSeconds ? dateTime.format(new Date(unixSeconds * 1000)) : '';
 }
 
-const integer = new Intl.NumberFormat();
+const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 });
 
 /** A count as people read it ("1,234"); a dash when unknown. */
 export function count(value: number | null | undefined): string {
   return value === null || value === undefined ? '—' : integer.format(value);
 }
 
-/** A span of seconds in its two largest units: "45 s", "3 min 5 s", "2 h 10 min", "3 d 4 h". */
-export function duration(seconds: number | null | undefined): string {
-  if (seconds === null || seconds === undefined) return '—';
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 60) return `${s} s`;
+/** Milliseconds as people read them: "850 ms", "2.4 s", "45 s", then the two largest units ("3 min 5 s", "2 h 10 min", "3 d 4 h"). */
+export function duration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return '—';
+  if (ms < 1000) return `${integer.format(Math.max(0, ms))} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const s = Math.round(ms / 1000);
   const parts: [number, string][] = [
     [Math.floor(s / 86400), 'd'],
     [Math.floor((s % 86400) / 3600), 'h'],
@@ -39,4 +43,31 @@ export function duration(seconds: number | null | undefined): string {
     .filter(([n]) => n > 0)
     .map(([n, unit]) => `${n} ${unit}`)
     .join(' ');
+}
+
+/** Token usage in one short phrase: "1.2K in · 340 out". */
+export function tokens(usage: Usage | null | undefined): string {
+  if (!usage) return 'no usage reported';
+  const cached = usage.cached_tokens ? ` (${compact.format(usage.cached_tokens)} cached)` : '';
+  return `${compact.format(usage.input_tokens)} in${cached} · ${compact.format(usage.output_tokens)} out`;
+}
+
+/** A status as words: "requires_action" → "requires action". */
+export function statusText(status: string): string {
+  return status.replaceAll('_', ' ');
+}
+
+/** Whether a session has work under way (its view must keep refreshing). */
+export function isActive(status: SessionStatus): boolean {
+  return status === 'in_progress' || status === 'requires_action';
+}
+
+/** A long id shortened for a table cell (the whole id stays in its title or link). */
+export function shortId(id: string): string {
+  return id.length > 13 ? `${id.slice(0, 8)}…${id.slice(-4)}` : id;
+}
+
+/** "a" or "an" before a word. */
+export function article(word: string): string {
+  return /^[aeiou]/i.test(word) ? 'an' : 'a';
 }

@@ -1,9 +1,9 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import type { MouseEvent } from 'react';
 import type { AuditEntry } from '#libs/sdk';
-import { Actor, ErrorState, MorePages, shortId, TableWrap } from '../admin-ui.js';
+import { Actor, ErrorState, MorePages, TableWrap } from '../admin-ui.js';
 import { useConsole } from '../caller.js';
-import { exact, when } from '../format.js';
+import { exact, shortId, when } from '../format.js';
 import { navigate } from '../router.js';
 import '../admin.css';
 

@@ -1,10 +1,10 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { type FormEvent, useCallback } from 'react';
 import type { InboxWaitpoint, WaitpointKind } from '#libs/sdk';
+import { ErrorState } from '../admin-ui.js';
 import { may, useConsole } from '../caller.js';
-import { exact, when } from '../format.js';
+import { article, exact, shortId, statusText, when } from '../format.js';
 import { navigate } from '../router.js';
-import { article, shortId, statusText } from './numbers.js';
 import { useSearchParams } from './search-params.js';
 import { type Column, VirtualTable } from './VirtualTable.js';
 import './sessions.css';
@@ -105,14 +105,7 @@ export function InboxPage() {
               <button type="submit">Apply filter</button>
             </div>
           </form>
-          {inbox.isError && (
-            <div role="alert" className="error-box">
-              <p>Could not load the inbox: {String(inbox.error)}.</p>
-              <button type="button" onClick={() => void inbox.refetch()}>
-                Try again
-              </button>
-            </div>
-          )}
+          {inbox.isError && <ErrorState what="the inbox" error={inbox.error} onRetry={() => void inbox.refetch()} />}
           {inbox.isPending && <p aria-busy="true">Loading the inbox…</p>}
           {inbox.isSuccess && rows.length === 0 && <p className="empty">Nothing waits{kind ? ` of this kind` : ''}: no open question, approval or client tool call. New ones show here.</p>}
           {rows.length > 0 && (

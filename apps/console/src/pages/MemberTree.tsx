@@ -1,6 +1,6 @@
+import { article, shortId, statusText } from '../format.js';
 import type { CooperationState, TimelineMember } from '#libs/sdk';
 import { navigate } from '../router.js';
-import { article, shortId, statusText } from './numbers.js';
 
 /** One session of a cooperation tree, as the tree view shows it. */
 export interface TreeNode {

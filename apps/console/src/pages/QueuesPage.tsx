@@ -56,7 +56,7 @@ export function QueuesPage() {
           <dl className="tiles">
             <div className={data.oldest_pending_input_age_s !== null && data.oldest_pending_input_age_s > 60 ? 'alerting' : undefined}>
               <dt>Oldest waiting input</dt>
-              <dd>{data.oldest_pending_input_age_s === null ? 'none' : duration(data.oldest_pending_input_age_s)}</dd>
+              <dd>{data.oldest_pending_input_age_s === null ? 'none' : duration(data.oldest_pending_input_age_s * 1000)}</dd>
             </div>
             <div className={data.workers.length === 0 ? 'alerting' : undefined}>
               <dt>Live workers</dt>

@@ -1,12 +1,12 @@
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react';
 import { type AdminSession, AgentsApiError, type AgentsClient, type ControlEvent, type Session } from '#libs/sdk';
+import { ErrorState } from '../admin-ui.js';
 import { may, useConsole } from '../caller.js';
-import { exact, when } from '../format.js';
+import { exact, isActive, statusText, when } from '../format.js';
 import { navigate } from '../router.js';
 import { useLiveText } from './live.js';
 import { MemberTree, type TreeNode, treeFromMembers, treeFromState } from './MemberTree.js';
-import { isActive, statusText } from './numbers.js';
 import { ItemsView, ModelRequestsOf, TurnsView } from './Timeline.js';
 import { WaitpointForm } from './WaitpointForm.js';
 import './sessions.css';
@@ -90,7 +90,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
   if (session.isError) {
     const missing = session.error instanceof AgentsApiError && session.error.status === 404;
     return (
-      <div role="alert" className="error-box">
+      <div role="alert" className="error-state">
         <h1>Session not found</h1>
         <p>
           {missing
@@ -195,18 +195,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
 }
 
 function Loaded({ query, what, children }: { query: { isError: boolean; isPending: boolean; error: unknown; refetch: () => unknown }; what: string; children: ReactNode }) {
-  if (query.isError) {
-    return (
-      <div role="alert" className="error-box">
-        <p>
-          Could not load {what}: {String(query.error)}.
-        </p>
-        <button type="button" onClick={() => void query.refetch()}>
-          Try again
-        </button>
-      </div>
-    );
-  }
+  if (query.isError) return <ErrorState what={what} error={query.error} onRetry={() => void query.refetch()} />;
   if (query.isPending) return <p aria-busy="true">Loading {what}…</p>;
   return <>{children}</>;
 }

@@ -1,10 +1,10 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { type FormEvent, useCallback } from 'react';
 import type { AdminSession, AgentsClient, SearchSessionsParams, Session, SessionStatus } from '#libs/sdk';
+import { ErrorState } from '../admin-ui.js';
 import { may, useConsole } from '../caller.js';
-import { exact, when } from '../format.js';
+import { exact, shortId, statusText, when } from '../format.js';
 import { navigate } from '../router.js';
-import { shortId, statusText } from './numbers.js';
 import { useSearchParams } from './search-params.js';
 import { type Column, VirtualTable } from './VirtualTable.js';
 import './sessions.css';
@@ -167,13 +167,9 @@ function Results<T extends Session | AdminSession>({ label, query, rows, columns
   }, [hasNextPage, isFetchingNextPage, fetchNextPage]);
   if (query.isError) {
     return (
-      <div role="alert" className="error-box">
-        <p>Could not load sessions: {String(query.error)}.</p>
-        <p>Check the filters (an owner id is a uuid), that the API is up, and that this key may still read these sessions; then try again.</p>
-        <button type="button" onClick={() => void query.refetch()}>
-          Try again
-        </button>
-      </div>
+      <ErrorState what="sessions" error={query.error} onRetry={() => void query.refetch()}>
+        Check the filters (an owner id is a uuid), that the API is up, and that this key may still read these sessions; then try again.
+      </ErrorState>
     );
   }
   if (query.isPending) return <p aria-busy="true">Loading sessions…</p>;

@@ -2,9 +2,8 @@ import { useQuery } from '@tanstack/react-query';
 import { createContext, useContext, useState } from 'react';
 import type { Item, TimelineRun, TimelineStep, TimelineTurn } from '#libs/sdk';
 import { useConsole } from '../caller.js';
-import { exact, when } from '../format.js';
+import { article, count, duration, exact, statusText, tokens, when } from '../format.js';
 import type { LiveText } from './live.js';
-import { article, count, duration, statusText, tokens } from './numbers.js';
 
 /** A page-loading button ("Load older …") and what it says while it loads. */
 export interface Older {

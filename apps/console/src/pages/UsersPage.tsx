@@ -1,9 +1,9 @@
 import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import type { ListUsersParams, User, UserRole } from '#libs/sdk';
-import { ErrorState, MorePages, problem, shortId, TableWrap } from '../admin-ui.js';
+import { ErrorState, MorePages, problem, TableWrap } from '../admin-ui.js';
 import { useConsole } from '../caller.js';
-import { exact, when } from '../format.js';
+import { exact, shortId, when } from '../format.js';
 import '../admin.css';
 
 type Kind = NonNullable<ListUsersParams['kind']>;
