@@ -26,6 +26,7 @@ const { default: pg } = await import('pg');
 const { Client, nextEvent, opened, publishedAtMs, rawSubscribe } = await import('./lib/client.mjs');
 const { cpuSnapshot, round, rssKiB, summarize, watch } = await import('./lib/measure.mjs');
 const { consoleScenario } = await import('./lib/console.mjs');
+const { measureTurnBudget } = await import('./lib/budget.mjs');
 const { ensureChromium } = await import('../scripts/lib/infra.mjs');
 // The shared fake OpenAI-compatible server of the tests (compiled by ensureBuilt); it scripts answers per model name.
 const { startFakeOpenAi } = await import('../dist/test/support/fake-openai.js');
@@ -70,6 +71,8 @@ const client = new Client(stack.url, apiKey);
 const results = { date: new Date().toISOString(), machine: machineInfo(), scenarios: {} };
 
 try {
+  // First, on a quiet stack: counts per echo turn (statements, transactions, WAL, Redis commands, CPU).
+  if (wanted('budget')) results.scenarios.budget = await budgetScenario();
   if (wanted('turn')) results.scenarios.turn_overhead = await turnOverhead();
   if (wanted('tool-turn')) results.scenarios.tool_turn = await toolTurn();
   if (wanted('long-session')) results.scenarios.long_session = await longSession();
@@ -93,6 +96,14 @@ try {
 }
 
 // ---------------------------------------------------------------- scenarios
+
+/** What one echo turn costs, counted (bench/lib/budget.mjs); the budget test holds the counts to bench/budget.json. */
+async function budgetScenario() {
+  log('budget…');
+  const measured = await measureTurnBudget({ client, databaseUrl: stack.env.DATABASE_URL, redisUrl: stack.env.REDIS_URL, pids, turns: 300, sessions: 10 });
+  const budget = JSON.parse(readFileSync(path.join(ROOT, 'bench', 'budget.json'), 'utf8'));
+  return { ...measured, budget: budget.per_echo_turn, met: Object.entries(budget.per_echo_turn).every(([name, most]) => measured[name] <= most) };
+}
 
 /** Submit → turn.completed seen on SSE, scripted:echo without delay, one session at a time. */
 async function turnOverhead(iterations = 300, warmup = 30) {
@@ -347,9 +358,12 @@ async function sustainedTurns(sessions = 200, seconds = 15) {
   const usage = w.stop();
   for (const c of clients) c.source.close();
   const turnsPerS = round(completed / usage.wall_s);
+  // api + worker + Postgres + Redis CPU (load generator excluded) per completed turn.
+  const cpuPct = usage.processes.api.cpu_pct + usage.processes.worker.cpu_pct + usage.postgres_cpu_pct + usage.redis_cpu_pct;
   return {
     description: `${sessions} sessions, each sending its next follow-up when its previous turn completed, for ${seconds} s`,
     turns_per_s: turnsPerS,
+    cpu_ms_per_turn: round((cpuPct * 10) / turnsPerS),
     completed,
     errors,
     latency_ms: summarize(turnLatencies),
@@ -706,6 +720,12 @@ function writeReport(report) {
       : '';
   const rss = (x) => (x?.processes ? `api ${x.processes.api.peak_rss_mib} / worker ${x.processes.worker.peak_rss_mib}` : '');
   const ok = (x) => (x.met ? 'met' : '**missed**');
+  if (s.budget) {
+    const t = s.budget;
+    const by = t.cpu_ms_per_turn_by_process;
+    const limits = Object.entries(t.budget).map(([name, most]) => `${name.replace(/_per_turn$/, '')} ≤ ${most}`).join(', ');
+    rows.push(`| budget per echo turn (${t.turns} sequential turns) | — | ${t.statements_per_turn} SQL statements, ${t.transactions_per_turn} write transactions, ${t.wal_bytes_per_turn} WAL bytes, ${t.redis_commands_per_turn} Redis commands | — | ${t.cpu_ms_per_turn} ms CPU per turn: api ${by.api} / worker ${by.worker} / Postgres ${by.postgres} / Redis ${by.redis} | — | bench/budget.json: ${limits} | ${ok(t)} |`);
+  }
   if (s.turn_overhead) {
     const t = s.turn_overhead;
     rows.push(`| turn overhead | p50 ${t.latency_ms.p50} / p95 ${t.latency_ms.p95} / p99 ${t.latency_ms.p99} | ${t.throughput_per_s} turns/s | — | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
@@ -723,7 +743,7 @@ function writeReport(report) {
   }
   if (s.sustained_turns) {
     const t = s.sustained_turns;
-    rows.push(`| sustained turns (200 sessions) | p50 ${t.latency_ms.p50} / p95 ${t.latency_ms.p95} / p99 ${t.latency_ms.p99} | ${t.turns_per_s} turns/s, ${t.errors} errors | Postgres commits ${t.baseline.commits_per_s}/s (×${t.ratio_to_baseline}) | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
+    rows.push(`| sustained turns (200 sessions) | p50 ${t.latency_ms.p50} / p95 ${t.latency_ms.p95} / p99 ${t.latency_ms.p99} | ${t.turns_per_s} turns/s, ${t.errors} errors, ${t.cpu_ms_per_turn} ms CPU per turn | Postgres commits ${t.baseline.commits_per_s}/s (×${t.ratio_to_baseline}) | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
   }
   if (s.console) {
     const t = s.console;

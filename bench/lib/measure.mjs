@@ -43,12 +43,13 @@ function cpuSecondsByName(name) {
 }
 
 /**
- * CPU seconds used so far by each process of `pids` and by Postgres (all its processes): subtract
+ * CPU seconds used so far by each process of `pids`, by Postgres (all its processes) and by Redis: subtract
  * two snapshots to charge the CPU of one operation, when operations of several kinds alternate.
  */
 export function cpuSnapshot(pids) {
   const out = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuSeconds(pid)]));
   out.postgres = cpuSecondsByName('postgres');
+  out.redis = cpuSecondsByName('redis-server');
   return out;
 }
 

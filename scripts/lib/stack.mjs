@@ -17,6 +17,8 @@ export const RESTART_POLICY = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_
  * @param {number} [options.port] api port (a free one when omitted)
  * @param {Record<string,string>} [options.env] extra environment for api and worker
  * @param {string|null} [options.logDir] write process output to files here instead of the console
+ * @param {boolean} [options.useEnvUrls] use DATABASE_URL / REDIS_URL when set (default); false starts
+ *   Postgres and Redis of its own whatever the environment says (a test next to the suite's stack)
  * @param {boolean | {initialMs?: number, maxMs?: number, resetAfterMs?: number}} [options.restart]
  *   once the stack is up, restart an api or worker that exits (crash, kill) after a back-off that
  *   doubles per crash up to maxMs and starts over once the process ran resetAfterMs; never while
@@ -25,8 +27,8 @@ export const RESTART_POLICY = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_
  *   child: (name: string) => object|undefined, stop: () => Promise<void>}>} `children` holds the
  *   processes running now (a restart replaces its entry); `child(name)` the current one of a name
  */
-export async function startStack({ dataDir, ephemeral = false, port, env: extraEnv = {}, logDir = null, log = console.log, restart = false }) {
-  const infra = await startInfra({ dataDir, ephemeral, log });
+export async function startStack({ dataDir, ephemeral = false, port, env: extraEnv = {}, logDir = null, log = console.log, restart = false, useEnvUrls = true }) {
+  const infra = await startInfra({ dataDir, ephemeral, log, useEnvUrls });
   const apiPort = port ?? (await freePort());
   const env = {
     ...process.env,

@@ -1,0 +1,92 @@
+// The cost of an echo turn, held to bench/budget.json: SQL statements, write transactions and Redis
+// commands per turn, counted (not timed) on a stack of its own, so that the suite's other traffic
+// is not in the counts. A change that adds a round trip to every turn fails here, however small
+// its share of a timed benchmark would be. The counting itself is bench/lib/budget.mjs, which the
+// `budget` bench scenario reports with CPU per process.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+/** The project root (this file runs as dist/test/budget/turn-budget.test.js). */
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+interface Stack {
+  url: string;
+  env: Record<string, string>;
+  children: { name: string; pid: number }[];
+  stop(): Promise<void>;
+}
+interface Measured {
+  turns: number;
+  statements_per_turn: number;
+  transactions_per_turn: number;
+  wal_bytes_per_turn: number;
+  redis_commands_per_turn: number;
+  statements: { per_turn: number; query: string }[];
+  redis_commands: { command: string; per_turn: number }[];
+}
+type Limits = Record<'statements_per_turn' | 'transactions_per_turn' | 'redis_commands_per_turn', number>;
+
+const load = async <T>(relative: string): Promise<T> => (await import(pathToFileURL(path.join(ROOT, relative)).href)) as T;
+
+let stack: Stack;
+let measured: Measured;
+let limits: Limits;
+
+before(async () => {
+  const { startStack } = await load<{ startStack(options: object): Promise<Stack> }>('scripts/lib/stack.mjs');
+  const apiKey = `yx_test_${randomBytes(24).toString('base64url')}`;
+  stack = await startStack({
+    dataDir: path.join(os.tmpdir(), `yuxi-budget-${process.pid}`),
+    ephemeral: true,
+    // Its own Postgres and Redis: the suite's stack (in DATABASE_URL / REDIS_URL) has other traffic.
+    useEnvUrls: false,
+    logDir: path.join(ROOT, '.data', 'test-logs', 'budget'),
+    env: {
+      BOOTSTRAP_API_KEY: apiKey,
+      WORKER_HEALTH_PORT: '0',
+      MODEL_REQUEST_AUDIT: 'off',
+      STORAGE_DIR: path.join(os.tmpdir(), `yuxi-budget-${process.pid}`, 'files'),
+      // Periodic work (the outbox relay's window, sweeps) runs at its own interval, not per turn:
+      // out of the window here, so the counts are the turns' own.
+      OUTBOX_RELAY_MS: '600000',
+      RECOVERY_SWEEP_MS: '600000',
+      FILE_SWEEP_MS: '600000',
+    },
+  });
+  const { Client } = await load<{ Client: new (url: string, key: string) => object }>('bench/lib/client.mjs');
+  const budget = await load<{ measureTurnBudget(options: object): Promise<Measured>; readBudget(file: string): { per_echo_turn: Limits } }>('bench/lib/budget.mjs');
+  limits = budget.readBudget(path.join(ROOT, 'bench', 'budget.json')).per_echo_turn;
+  const pids = Object.fromEntries(stack.children.map((child) => [child.name, child.pid]));
+  measured = await budget.measureTurnBudget({ client: new Client(stack.url, apiKey), databaseUrl: stack.env.DATABASE_URL, redisUrl: stack.env.REDIS_URL, pids, turns: 60, sessions: 4 });
+});
+
+after(async () => {
+  await stack?.stop();
+});
+
+/** What to read when a budget fails: the statements and commands per turn, largest first. */
+function breakdown(): string {
+  const statements = measured.statements.slice(0, 25).map((s) => `  ${s.per_turn.toFixed(2)}  ${s.query}`);
+  const commands = measured.redis_commands.slice(0, 25).map((c) => `  ${c.per_turn.toFixed(2)}  ${c.command}`);
+  return ['statements per turn:', ...statements, 'Redis commands per turn:', ...commands].join('\n');
+}
+
+test('an echo turn (its submit included) stays within the SQL statement budget', () => {
+  // Every turn runs statements: a zero would mean the counting is broken, not that the turn is free.
+  assert.ok(measured.statements_per_turn > 1, `counted ${measured.statements_per_turn} statements per turn`);
+  assert.ok(measured.statements_per_turn <= limits.statements_per_turn, `${measured.statements_per_turn} statements per turn > budget ${limits.statements_per_turn}\n${breakdown()}`);
+});
+
+test('an echo turn stays within the write-transaction budget', () => {
+  assert.ok(measured.transactions_per_turn >= 1, `counted ${measured.transactions_per_turn} write transactions per turn`);
+  assert.ok(measured.transactions_per_turn <= limits.transactions_per_turn, `${measured.transactions_per_turn} write transactions per turn > budget ${limits.transactions_per_turn}\n${breakdown()}`);
+});
+
+test('an echo turn stays within the Redis command budget', () => {
+  assert.ok(measured.redis_commands_per_turn > 1, `counted ${measured.redis_commands_per_turn} Redis commands per turn`);
+  assert.ok(measured.redis_commands_per_turn <= limits.redis_commands_per_turn, `${measured.redis_commands_per_turn} Redis commands per turn > budget ${limits.redis_commands_per_turn}\n${breakdown()}`);
+});
