@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ThrottledLog } from '#libs/config';
 import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
-import { canonicalJson, prepared, QueryLogger } from '#libs/database';
+import { canonicalJson, idAt, isUuid, newId, prepared, QueryLogger } from '#libs/database';
 import { DomainError, toDomainError } from '#libs/errors';
 import { mayHaveActiveTurn, resolveMode } from '#libs/lifecycle';
 import { parseAgentInput } from '#libs/protocol';
@@ -169,4 +169,38 @@ describe('database errors at the edge', () => {
     assert.equal(toDomainError(new Error('timeout exceeded when trying to connect'), req, quiet).code, 'service_unavailable');
     assert.equal(toDomainError(new TypeError('bug'), req, quiet).code, 'internal_error');
   });
+});
+
+describe('ids: UUIDv7 from a pooled random source', () => {
+  const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+  // First: the tests below move the id clock into the future.
+  it('newId follows the wall clock', () => {
+    const before = Date.now();
+    const id = newId();
+    const ms = Number.parseInt(id.replaceAll('-', '').slice(0, 12), 16);
+    assert.ok(ms >= before && ms <= Date.now(), `${before} <= ${ms} <= now`);
+    assert.match(id, V7);
+  });
+
+  it('are version 7, variant 10, and carry the millisecond they were made in', () => {
+    const ms = 1_900_000_000_000;
+    const id = idAt(ms);
+    assert.match(id, V7);
+    assert.ok(isUuid(id));
+    assert.equal(Number.parseInt(id.replaceAll('-', '').slice(0, 12), 16), ms);
+  });
+
+  it('increase strictly within one millisecond, across pool refills, and when the clock steps back', () => {
+    const ids = [idAt(2_000_000_000_000)];
+    // More ids than one pool holds (256), all in the same millisecond.
+    for (let i = 0; i < 1000; i += 1) ids.push(idAt(2_000_000_000_000));
+    // The clock steps back: ids still increase (the counter goes on in the newest millisecond seen).
+    for (let i = 0; i < 10; i += 1) ids.push(idAt(1_999_999_999_000));
+    ids.push(idAt(2_000_000_000_001));
+    for (let i = 1; i < ids.length; i += 1) assert.ok(ids[i - 1]! < ids[i]!, `${ids[i - 1]} < ${ids[i]} at ${i}`);
+    assert.equal(new Set(ids).size, ids.length);
+    for (const id of ids) assert.match(id, V7);
+  });
+
 });

@@ -1,6 +1,6 @@
 export { DatabaseModule } from './database.module.js';
 export { dataSourceOptions, MIGRATIONS } from './data-source-options.js';
-export { derivedId, isUuid, newId, unixSeconds } from './ids.js';
+export { derivedId, idAt, isUuid, newId, unixSeconds } from './ids.js';
 export { type Page, type PageQuery, toPage } from './pagination.js';
 export { prepared, preparedUpTo } from './prepared.js';
 export { sqlList, statusGuard, type Transition } from './status-guards.js';

@@ -52,6 +52,12 @@ export type Outcome = (
 export interface Settled extends Committed {
   turn: TurnEntity;
   status: Outcome['status'];
+  /**
+   * The session's pending inputs when the settle committed (read under the session lock, which
+   * inputs wait for): whether its driver has more to claim, without asking again. Inputs accepted
+   * after the commit come with their own nudge.
+   */
+  pendingInputs: number;
 }
 
 /** A turn whose run an operator took over (seize), to be failed (failSeized). */

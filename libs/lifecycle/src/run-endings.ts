@@ -145,7 +145,7 @@ export class RunEndings {
       // No queue nudge: the settling worker's driver looks for the session's next input itself. A
       // member's parent hears of it (and the tree's queued members, a slot freed).
       const nudges = await this.cooperation.memberTurnEnded(manager, session, turn);
-      return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), nudges };
+      return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), nudges, pendingInputs: session?.pendingInputCount ?? 0 };
     });
   }
 

@@ -129,7 +129,7 @@ export class RunRecovery {
       const ended = await this.writer.endRun(manager, run, turn, seized.lease, 'failed', error, closing, now);
       if (!ended) return null;
       if (session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
-      return { turn: ended.turn, status: 'failed', batch: ended.batch, nudges: [{ kind: 'queue' }, ...ended.nudges] };
+      return { turn: ended.turn, status: 'failed', batch: ended.batch, nudges: [{ kind: 'queue' }, ...ended.nudges], pendingInputs: session?.pendingInputCount ?? 0 };
     });
   }
 }

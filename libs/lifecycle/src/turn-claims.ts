@@ -8,6 +8,7 @@ import { type FrozenInputConfig, InputsRepository } from '#libs/inputs';
 import { SessionsRepository, TreeRepository } from '#libs/sessions';
 import { type TurnEntity, ItemsRepository, RunsRepository, StepsRepository, TurnsRepository } from '#libs/turns';
 import { AttachmentTransitions } from './attachment-transitions.js';
+import { mayHaveActiveTurn } from './session-controls.js';
 import type { HeldTurn } from './held-turn.js';
 import { lastReceivedSeq, userItemsOf } from './run-output.js';
 import { turnEvents } from './turn-events.js';
@@ -44,7 +45,10 @@ export class TurnClaims {
     return this.dataSource.transaction(async (manager) => {
       const session = await this.sessions.lock(manager, sessionId);
       if (!session) return null;
-      const active = await this.turns.activeTurn(manager, sessionId);
+      // The session row's overview (written under this lock with every turn status change) says
+      // whether a turn is active: only then is the turns table read. The unique index
+      // turns_one_active_per_session still refuses a second active turn if the two ever disagreed.
+      const active = mayHaveActiveTurn(session.currentTurn) ? await this.turns.activeTurn(manager, sessionId) : null;
       if (active) return this.takeOver(manager, active, owner, session.trustedTools);
       if (session.queuePaused) return null;
       // A member of a cooperation tree waits for a slot of its tree's cap (queued, in order).

@@ -38,6 +38,7 @@ export class RunClosing {
     const settled = await this.writes.retrying(lease, () => this.endings.settle(held, lease, state.output, { ...outcome, context: state.context.current }));
     if (settled === undefined) return;
     if (!settled) return this.writes.fenced(lease, 'settle');
+    state.pendingInputsAfter = settled.pendingInputs;
     await state.publish(settled.batch, settled.nudges);
     this.logger.log(`turn ${settled.status}`);
   }

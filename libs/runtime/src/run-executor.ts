@@ -33,7 +33,12 @@ export class RunExecutor {
     private readonly cooperation: CooperationStep,
   ) {}
 
-  async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<void> {
+  /**
+   * Runs the held turn's steps until the run ends. Returns the session's pending inputs when the
+   * turn settled (what its driver has left to claim), or null when the run ended otherwise
+   * (waiting, released, fenced): then the driver looks for itself.
+   */
+  async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<number | null> {
     const { state, close } = await this.scopes.open(held, control, leaseSentAt);
     let stopTimer = (): void => undefined;
     try {
@@ -48,6 +53,7 @@ export class RunExecutor {
       stopTimer();
       close();
     }
+    return state.pendingInputsAfter;
   }
 
   /** The step loop: plan from what is committed, do that one step, commit it, plan again. */

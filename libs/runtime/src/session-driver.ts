@@ -33,9 +33,11 @@ export class SessionDriver {
   /** `takeover`: the nudge says a run waits to be taken over (else only pending inputs are looked for). */
   async drive(sessionId: string, takeover = false): Promise<number> {
     let turnsRun = 0;
-    // The cheap unlocked look first: most nudges after a turn find nothing to do. An input that
-    // lands right after it comes with its own nudge.
-    while (this.claiming && ((await this.inputs.hasPending(sessionId)) || (takeover && (await this.runs.hasUnleasedRun(sessionId))))) {
+    // What the last settle saw of the queue under the session lock; null: look (unlocked, cheap).
+    // Most nudges after a turn find nothing to do, and an input that lands after a settle (or
+    // after the look) comes with its own nudge: the session's dedup keeps one while this job runs.
+    let pendingKnown: number | null = null;
+    while (this.claiming && ((pendingKnown ?? (await this.inputs.hasPending(sessionId) ? 1 : 0)) > 0 || (takeover && (await this.runs.hasUnleasedRun(sessionId))))) {
       // Listening for a cancel starts before the claim commits, so none can slip in between.
       const runId = newId();
       const control = new RunControl();
@@ -48,7 +50,7 @@ export class SessionDriver {
         if (held.run.id !== runId) await control.listen(this.signals, held.run.id).catch(() => undefined);
         if (!this.claiming) control.abort.abort(new ShuttingDownError());
         // Every line logged about this run carries its ids.
-        await withLogContext({ session_id: sessionId, turn_id: held.turn.id, run_id: held.run.id }, () => this.executor.execute(held, control, sentAt));
+        pendingKnown = await withLogContext({ session_id: sessionId, turn_id: held.turn.id, run_id: held.run.id }, () => this.executor.execute(held, control, sentAt));
         turnsRun += 1;
       } finally {
         control.stopListening();
