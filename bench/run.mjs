@@ -77,6 +77,7 @@ try {
   if (wanted('tool-turn')) results.scenarios.tool_turn = await toolTurn();
   if (wanted('long-session')) results.scenarios.long_session = await longSession();
   if (wanted('sustained')) results.scenarios.sustained_turns = await sustainedTurns();
+  if (wanted('scale-out')) results.scenarios.scale_out = await scaleOut();
   if (wanted('submit') || wanted('replay') || wanted('read')) {
     const bare = await startBareServer();
     stopAll.push(bare.stop);
@@ -106,245 +107,45 @@ async function budgetScenario() {
 }
 
 /** Submit → turn.completed seen on SSE, scripted:echo without delay, one session at a time. */
-async function turnOverhead(iterations = 300, warmup = 30) {
-  log('turn overhead…');
-  const session = await client.createSession();
-  const source = client.subscribe(session.id);
-  await opened(source);
-  const turn = async (i) => {
-    const started = performance.now();
-    const completed = nextEvent(source, 'agent.session.turn.completed');
-    await client.send(session.id, `ping ${i}`);
-    await completed;
-    return performance.now() - started;
-  };
-  for (let i = 0; i < warmup; i += 1) await turn(i);
-  const samples = [];
-  const w = watch(pids);
-  for (let i = 0; i < iterations; i += 1) samples.push(await turn(i));
-  const usage = w.stop();
-  source.close();
-  const latency = summarize(samples);
-  return {
-    description: 'POST …/events → agent.session.turn.completed on SSE; scripted:echo, no delay; sequential on one session',
-    latency_ms: latency,
-    throughput_per_s: round(iterations / usage.wall_s),
-    ...usage,
-    target: 'p50 ≤ 25 ms, p99 ≤ 100 ms',
-    met: latency.p50 <= 25 && latency.p99 <= 100,
-  };
-}
-
-/**
- * One tool step through a real `openai:` model (the fake server on the wire): model call 1 asks for
- * the builtin calculator, the worker runs it and stores call and output, model call 2 answers.
- * Baseline: the same agent definition answering at once (one model call). Tool and text turns
- * alternate, each on its own session and SSE stream, so both see the same machine noise.
- */
-async function toolTurn(iterations = 300, warmup = 30) {
-  log('tool turn…');
-  const turns = warmup + iterations;
-  const answer = { text: ['2+2 = ', '4'] };
-  const tools = [{ type: 'builtin', name: 'calculator' }];
-  // Everything is scripted up front: the fake answers in order, per model name.
-  fakeOpenAi.script(
-    'bench-tool',
-    Array.from({ length: turns }, (_, i) => [{ tool_calls: [{ id: `call_bench_${i}`, name: 'calculator', arguments: '{"expression":"2+2"}' }] }, answer]).flat(),
-  );
-  fakeOpenAi.script('bench-text', Array.from({ length: turns }, () => answer));
-  await client.putAgent('bench-tool', { name: 'Bench tool turn', model: 'openai:bench-tool', tools });
-  await client.putAgent('bench-text', { name: 'Bench text turn', model: 'openai:bench-text', tools });
-  const open = async (agentId) => {
-    const session = await client.createSession(undefined, agentId);
-    const source = client.subscribe(session.id);
-    await opened(source);
-    return { session, source };
-  };
-  const tool = await open('bench-tool');
-  const text = await open('bench-text');
-  const turn = async ({ session, source }, i) => {
-    const started = performance.now();
-    const completed = nextEvent(source, 'agent.session.turn.completed');
-    await client.send(session.id, `what is 2+2? (${i})`);
-    const { data } = await completed;
-    return { ms: performance.now() - started, turnId: data.turn_id };
-  };
-  for (let i = 0; i < warmup; i += 1) {
-    await turn(tool, i);
-    await turn(text, i);
-  }
-  const toolSamples = [];
-  const textSamples = [];
-  let lastToolTurn;
-  const w = watch(pids);
-  for (let i = warmup; i < turns; i += 1) {
-    const t = await turn(tool, i);
-    toolSamples.push(t.ms);
-    lastToolTurn = t.turnId;
-    textSamples.push((await turn(text, i)).ms);
-  }
-  const usage = w.stop();
-  tool.source.close();
-  text.source.close();
-
-  // The tool really ran: every second call carried the calculator's output back, and the last turn stored it.
-  const toolRequests = fakeOpenAi.requests('bench-tool');
-  const toolOutputs = toolRequests.filter((r) => r.messages.at(-1)?.role === 'tool' && r.messages.at(-1).content === '4').length;
-  const items = await client.turnItems(tool.session.id, lastToolTurn);
-  const stored = items.map((item) => item.type + (item.role ? `:${item.role}` : '')).join(' → ');
-  const storedOk = items.some((item) => item.type === 'function_call' && item.name === 'calculator') && items.some((item) => item.type === 'function_call_output' && item.output === '4');
-
-  const latency = summarize(toolSamples);
-  const baseline = summarize(textSamples);
-  const ok = toolRequests.length === 2 * turns && toolOutputs === turns && fakeOpenAi.requests('bench-text').length === turns && storedOk;
-  return {
-    description: 'POST …/events → agent.session.turn.completed on SSE; openai: model on the fake server: tool call (builtin calculator) + text answer; sequential on one session, alternating with the baseline',
-    latency_ms: latency,
-    // Sequential turns per second of the tool turns alone (the baseline's time is not counted).
-    throughput_per_s: round((1000 * iterations) / toolSamples.reduce((a, b) => a + b, 0)),
-    ...usage,
-    model_calls: { tool: toolRequests.length, text: fakeOpenAi.requests('bench-text').length },
-    tool_outputs_returned: toolOutputs,
-    last_turn_items: stored,
-    baseline: { name: 'text turn through the fake server (same agent definition, one model call), same session setup, alternating', latency_ms: baseline },
-    ratio_p50_to_baseline: round(latency.p50 / baseline.p50, 2),
-    ratio_p99_to_baseline: round(latency.p99 / baseline.p99, 2),
-    tool_step_overhead_p50_ms: round(latency.p50 - baseline.p50),
-    target: null,
-    checks_passed: ok,
-  };
-}
-
-/**
- * Turn overhead against the length of the history (issue 18: the model context is built from the
- * items since the last compaction, so building it must not grow with the session). One session is
- * seeded with `longTurns` echo turns (two items each: the user message and the answer); short
- * sessions with 2 turns (4 items), each measured `perShort` times before the next one takes over,
- * so short turns see 4–8 items of history and the long one ≥ 200 throughout. Short and long turns
- * alternate (which goes first alternates too), so both see the same machine noise; the CPU each
- * process used during each turn is charged to its kind.
- */
-async function longSession(rounds = 100, longTurns = 100, perShort = 3) {
-  log('long session: seeding…');
-  const started = performance.now();
-  const open = async () => {
-    const session = await client.createSession();
-    const source = client.subscribe(session.id);
-    await opened(source);
-    return { session, source };
-  };
-  const turn = async ({ session, source }, text) => {
-    const begun = performance.now();
-    const completed = nextEvent(source, 'agent.session.turn.completed');
-    await client.send(session.id, text);
-    const { data } = await completed;
-    return { ms: performance.now() - begun, inputTokens: data.turn.yuxi.usage?.input_tokens ?? null };
-  };
-  const long = await open();
-  const shorts = await Promise.all(Array.from({ length: Math.ceil(rounds / perShort) }, open));
-  // History within a session is sequential; the sessions are seeded side by side.
-  await Promise.all([
-    (async () => {
-      for (let i = 0; i < longTurns; i += 1) await turn(long, `history ${i}`);
-    })(),
-    ...shorts.map(async (short) => {
-      for (let i = 0; i < 2; i += 1) await turn(short, `history ${i}`);
-    }),
-  ]);
-  const all = [long, ...shorts].map((s) => s.session.id);
-  const seeded = await itemCounts(all);
-  log(`long session: seeded ${seeded.get(long.session.id)} items and ${shorts.length} × 4 in ${round((performance.now() - started) / 1000, 1)} s; measuring…`);
-
-  const kinds = ['short', 'long'];
-  const samples = { short: [], long: [] };
-  const tokens = { short: [], long: [] };
-  const cpu = { short: {}, long: {} };
-  const measured = new Map(all.map((id) => [id, 0]));
-  // One snapshot between two turns (reading Postgres's CPU walks /proc): what the processes used since the last one goes to the turn just measured.
-  let last;
-  const measure = async (kind, target, i) => {
-    const t = await turn(target, `ping ${i}`);
-    const now = cpuSnapshot(pids);
-    for (const name of Object.keys(now)) cpu[kind][name] = (cpu[kind][name] ?? 0) + now[name] - last[name];
-    last = now;
-    samples[kind].push(t.ms);
-    tokens[kind].push(t.inputTokens);
-    measured.set(target.session.id, measured.get(target.session.id) + 1);
-  };
-  const w = watch(pids);
-  last = cpuSnapshot(pids);
-  for (let i = 0; i < rounds; i += 1) {
-    const targets = { short: shorts[Math.floor(i / perShort)], long };
-    for (const kind of i % 2 === 0 ? kinds : [...kinds].reverse()) await measure(kind, targets[kind], i);
-  }
-  const usage = w.stop();
-  for (const s of [long, ...shorts]) s.source.close();
-
-  // Every turn stored its two items; the histories the turns saw, from the counts before and after.
-  const final = await itemCounts(all);
-  const itemsOk = all.every((id) => final.get(id) === seeded.get(id) + 2 * measured.get(id)) && seeded.get(long.session.id) >= 2 * longTurns && shorts.every((s) => seeded.get(s.session.id) === 4);
-  const seen = (sessions) => ({ min: Math.min(...sessions.map((s) => seeded.get(s.session.id))), max: Math.max(...sessions.map((s) => final.get(s.session.id) - 2)) });
-  const perTurn = (kind) => Object.fromEntries(Object.entries(cpu[kind]).map(([name, seconds]) => [name, round((1000 * seconds) / samples[kind].length)]));
-  const range = (values) => (values.includes(null) ? null : { min: Math.min(...values), max: Math.max(...values) });
-
-  const latency = summarize(samples.long);
-  const baseline = summarize(samples.short);
-  const ratio = round(latency.p50 / baseline.p50, 2);
-  const ok = itemsOk && samples.long.length === rounds && samples.short.length === rounds;
-  return {
-    description: `POST …/events → agent.session.turn.completed on SSE; scripted:echo, no delay; one session with ≥ ${2 * longTurns} items of history, alternating turn by turn with sessions of 4–8 items`,
-    latency_ms: latency,
-    // Sequential turns per second of the long session's turns alone (the baseline's time is not counted).
-    throughput_per_s: round((1000 * rounds) / samples.long.reduce((a, b) => a + b, 0)),
-    ...usage,
-    history_items: { long: seen([long]), short: seen(shorts) },
-    // Words the scripted model was shown (its stand-in for input tokens): the size of the context built.
-    model_input_tokens: { long: range(tokens.long), short: range(tokens.short) },
-    cpu_ms_per_turn: { long: perTurn('long'), short: perTurn('short') },
-    seconds_total: round((performance.now() - started) / 1000, 1),
-    baseline: { name: 'the same echo turn on sessions with 4–8 items of history, alternating', latency_ms: baseline },
-    ratio_p50_to_baseline: ratio,
-    ratio_p90_to_baseline: round(latency.p90 / baseline.p90, 2),
-    target: 'p50 with ≥ 200 items of history ≤ 1.2 × p50 with 4–8 items',
-    checks_passed: ok,
-    met: ok && ratio <= 1.2,
-  };
-}
-
-/** Items stored per session (Postgres). */
-async function itemCounts(sessionIds) {
-  const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
-  await db.connect();
-  const { rows } = await db.query('SELECT session_id, count(*)::int AS n FROM items WHERE session_id = ANY($1) GROUP BY session_id', [sessionIds]);
-  await db.end();
-  const counts = new Map(sessionIds.map((id) => [id, 0]));
-  for (const row of rows) counts.set(row.session_id, row.n);
-  return counts;
-}
-
-/** 200 sessions, each submitting its next follow-up as soon as the previous turn completed. */
 async function sustainedTurns(sessions = 200, seconds = 15) {
   log('sustained turns…');
   const baseline = await postgresCommitRate(8, 5);
-  const clients = [];
+  const run = await sustainedLoad([client], pids, sessions, seconds);
+  return {
+    description: `${sessions} sessions, each sending its next follow-up when its previous turn completed, for ${seconds} s`,
+    ...run,
+    baseline: { name: 'Postgres single-row INSERT commits (pg, 8 clients, autocommit)', commits_per_s: baseline },
+    ratio_to_baseline: round(run.turns_per_s / baseline, 3),
+    target: '≥ 200 turns/s, no errors',
+    met: run.turns_per_s >= 200 && run.errors === 0,
+  };
+}
+
+/**
+ * `sessions` sessions spread over the api replicas behind `clients` (round robin), each sending its
+ * next follow-up when its previous turn completed (seen on its SSE stream, on the same replica),
+ * for `seconds`. CPU per turn counts every process in `pids`, Postgres and Redis.
+ */
+async function sustainedLoad(clients, processPids, sessions, seconds) {
+  const open = [];
   for (let i = 0; i < sessions; i += 1) {
-    const session = await client.createSession();
-    const source = client.subscribe(session.id);
-    clients.push({ session, source });
+    const via = clients[i % clients.length];
+    const session = await via.createSession();
+    open.push({ via, session, source: via.subscribe(session.id) });
   }
-  await Promise.all(clients.map((c) => opened(c.source)));
+  await Promise.all(open.map((c) => opened(c.source)));
   let completed = 0;
   let errors = 0;
   const turnLatencies = [];
   const deadline = performance.now() + seconds * 1000;
-  const w = watch(pids);
+  const w = watch(processPids);
   await Promise.all(
-    clients.map(async ({ session, source }) => {
+    open.map(async ({ via, session, source }) => {
       while (performance.now() < deadline) {
         const started = performance.now();
         try {
           const done = nextEvent(source, 'agent.session.turn.completed');
-          await client.send(session.id, 'sustained');
+          await via.send(session.id, 'sustained');
           await done;
           completed += 1;
           turnLatencies.push(performance.now() - started);
@@ -356,22 +157,49 @@ async function sustainedTurns(sessions = 200, seconds = 15) {
     }),
   );
   const usage = w.stop();
-  for (const c of clients) c.source.close();
+  for (const c of open) c.source.close();
   const turnsPerS = round(completed / usage.wall_s);
-  // api + worker + Postgres + Redis CPU (load generator excluded) per completed turn.
-  const cpuPct = usage.processes.api.cpu_pct + usage.processes.worker.cpu_pct + usage.postgres_cpu_pct + usage.redis_cpu_pct;
+  // Every app process + Postgres + Redis (the load generator excluded), per completed turn.
+  const appPct = Object.values(usage.processes).reduce((sum, p) => sum + p.cpu_pct, 0);
+  const cpuPct = appPct + usage.postgres_cpu_pct + usage.redis_cpu_pct;
+  return { turns_per_s: turnsPerS, cpu_ms_per_turn: round((cpuPct * 10) / turnsPerS), completed, errors, latency_ms: summarize(turnLatencies), ...usage };
+}
+
+/**
+ * Scale-out: the same sustained load on this stack (1 api, 1 worker), then with a second api and a
+ * second worker on the same Postgres and Redis (sessions split over both apis; the queue spreads
+ * turns over both workers), alternating, in one run. What a second replica buys where this
+ * machine's cores are already shared by everything.
+ */
+async function scaleOut(sessions = 200, seconds = 10, rounds = 2) {
+  log('scale-out…');
+  const { launch, stopChild, waitForHealth, SCRIPTS } = await import('../scripts/lib/stack.mjs');
+  const { freePort } = await import('../scripts/lib/infra.mjs');
+  const logDir = path.join(ROOT, '.data', 'bench-logs');
+  const rows = { one: [], two: [] };
+  for (let i = 0; i < rounds; i += 1) {
+    rows.one.push(await sustainedLoad([client], pids, sessions, seconds));
+    const port = await freePort();
+    const api2 = launch('api-2', SCRIPTS.api, { ...stack.env, PORT: String(port) }, logDir);
+    const worker2 = launch('worker-2', SCRIPTS.worker, { ...stack.env, WORKER_HEALTH_PORT: '0' }, logDir);
+    try {
+      await waitForHealth(`http://127.0.0.1:${port}/health`, [api2, worker2], 60_000);
+      const second = new Client(`http://127.0.0.1:${port}`, apiKey);
+      rows.two.push(await sustainedLoad([client, second], { ...pids, 'api-2': api2.pid, 'worker-2': worker2.pid }, sessions, seconds));
+    } finally {
+      await stopChild(api2);
+      await stopChild(worker2);
+    }
+  }
+  const mean = (list, pick) => round(list.reduce((sum, x) => sum + pick(x), 0) / list.length);
+  const one = { turns_per_s: mean(rows.one, (x) => x.turns_per_s), cpu_ms_per_turn: mean(rows.one, (x) => x.cpu_ms_per_turn), machine_cpu_busy_pct: mean(rows.one, (x) => x.machine_cpu_busy_pct) };
+  const two = { turns_per_s: mean(rows.two, (x) => x.turns_per_s), cpu_ms_per_turn: mean(rows.two, (x) => x.cpu_ms_per_turn), machine_cpu_busy_pct: mean(rows.two, (x) => x.machine_cpu_busy_pct) };
   return {
-    description: `${sessions} sessions, each sending its next follow-up when its previous turn completed, for ${seconds} s`,
-    turns_per_s: turnsPerS,
-    cpu_ms_per_turn: round((cpuPct * 10) / turnsPerS),
-    completed,
-    errors,
-    latency_ms: summarize(turnLatencies),
-    ...usage,
-    baseline: { name: 'Postgres single-row INSERT commits (pg, 8 clients, autocommit)', commits_per_s: baseline },
-    ratio_to_baseline: round(turnsPerS / baseline, 3),
-    target: '≥ 200 turns/s, no errors',
-    met: turnsPerS >= 200 && errors === 0,
+    description: `${sessions} sessions of sustained echo turns for ${seconds} s: 1 api × 1 worker, then 2 api × 2 workers on the same Postgres and Redis, alternating ${rounds} times`,
+    one_by_one: one,
+    two_by_two: two,
+    ratio_turns_per_s: round(two.turns_per_s / one.turns_per_s, 3),
+    runs: rows,
   };
 }
 
@@ -744,6 +572,10 @@ function writeReport(report) {
   if (s.sustained_turns) {
     const t = s.sustained_turns;
     rows.push(`| sustained turns (200 sessions) | p50 ${t.latency_ms.p50} / p95 ${t.latency_ms.p95} / p99 ${t.latency_ms.p99} | ${t.turns_per_s} turns/s, ${t.errors} errors, ${t.cpu_ms_per_turn} ms CPU per turn | Postgres commits ${t.baseline.commits_per_s}/s (×${t.ratio_to_baseline}) | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
+  }
+  if (s.scale_out) {
+    const t = s.scale_out;
+    rows.push(`| scale-out: 2 api × 2 workers | — | ${t.two_by_two.turns_per_s} turns/s, ${t.two_by_two.cpu_ms_per_turn} ms CPU per turn (machine ${t.two_by_two.machine_cpu_busy_pct} % busy) | 1 api × 1 worker ${t.one_by_one.turns_per_s} turns/s, ${t.one_by_one.cpu_ms_per_turn} ms CPU per turn (×${t.ratio_turns_per_s}) | — | — | — | — |`);
   }
   if (s.console) {
     const t = s.console;

@@ -75,7 +75,8 @@ function breakdown(): string {
   return ['statements per turn:', ...statements, 'Redis commands per turn:', ...commands].join('\n');
 }
 
-test('an echo turn (its submit included) stays within the SQL statement budget', () => {
+test('an echo turn (its submit included) stays within the SQL statement budget', (t) => {
+  t.diagnostic(`per echo turn: ${measured.statements_per_turn} statements, ${measured.transactions_per_turn} write transactions, ${measured.wal_bytes_per_turn} WAL bytes, ${measured.redis_commands_per_turn} Redis commands (budget: ${JSON.stringify(limits)})`);
   // Every turn runs statements: a zero would mean the counting is broken, not that the turn is free.
   assert.ok(measured.statements_per_turn > 1, `counted ${measured.statements_per_turn} statements per turn`);
   assert.ok(measured.statements_per_turn <= limits.statements_per_turn, `${measured.statements_per_turn} statements per turn > budget ${limits.statements_per_turn}\n${breakdown()}`);
