@@ -4,8 +4,10 @@ import { ThrottledLog } from '#libs/config';
 import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
 import { canonicalJson, idAt, isUuid, newId, prepared, QueryLogger } from '#libs/database';
 import { DomainError, toDomainError } from '#libs/errors';
-import { mayHaveActiveTurn, resolveMode } from '#libs/lifecycle';
+import { attachmentBindings, mayHaveActiveTurn, resolveMode } from '#libs/lifecycle';
+import type { InputEntity } from '#libs/inputs';
 import { parseAgentInput } from '#libs/protocol';
+import type { ItemEntity } from '#libs/turns';
 
 // Pure logic, no database: cursors, gap detection, canonical JSON, input parsing.
 const SESSION = '01a22bfa-8bdf-7435-8da3-a93fcf70dbb0';
@@ -203,4 +205,22 @@ describe('ids: UUIDv7 from a pooled random source', () => {
     for (const id of ids) assert.match(id, V7);
   });
 
+});
+
+describe('attachment bindings at a claim', () => {
+  const input = (id: string, files: string[]) => ({ id, attachmentFileIds: files }) as unknown as InputEntity;
+  const item = (id: string, inputId: string) => ({ id, inputId }) as unknown as ItemEntity;
+
+  it("bind each input's files to its last user message; the other messages get none", () => {
+    const inputs = [input('in-1', ['f-1', 'f-2']), input('in-2', []), input('in-3', ['f-3'])];
+    const items = [item('m-1', 'in-1'), item('m-2', 'in-1'), item('m-3', 'in-2'), item('m-4', 'in-3')];
+    assert.deepEqual(attachmentBindings(inputs, items), [
+      { inputId: 'in-1', messageId: 'm-2' },
+      { inputId: 'in-3', messageId: 'm-4' },
+    ]);
+  });
+
+  it('bind nothing for inputs without files or without a message', () => {
+    assert.deepEqual(attachmentBindings([input('in-1', []), input('in-2', ['f-1'])], [item('m-1', 'in-1')]), []);
+  });
 });

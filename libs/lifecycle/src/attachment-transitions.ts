@@ -41,14 +41,29 @@ export class AttachmentTransitions {
     await this.inputs.recordAttachmentError(inputId, message);
   }
 
-  /** Consumption: each input's files bind to its last user message (in the claiming transaction). */
-  async bindToMessages(manager: EntityManager, inputs: InputEntity[], userItems: ItemEntity[]): Promise<void> {
-    const pairs: { inputId: string; messageId: string }[] = [];
-    for (const input of inputs) {
-      if (input.attachmentFileIds.length === 0) continue;
-      const last = userItems.filter((item) => item.inputId === input.id).at(-1);
-      if (last) pairs.push({ inputId: input.id, messageId: last.id });
-    }
+  /**
+   * Consumption: each input's files bind to its last user message (in the claiming transaction).
+   * Returns the messages that got no files (and never will).
+   */
+  async bindToMessages(manager: EntityManager, inputs: InputEntity[], userItems: ItemEntity[]): Promise<string[]> {
+    const pairs = attachmentBindings(inputs, userItems);
     await this.files.bindToMessages(manager, pairs);
+    const bound = new Set(pairs.map((pair) => pair.messageId));
+    return userItems.filter((item) => !bound.has(item.id)).map((item) => item.id);
   }
+}
+
+/**
+ * Which user message each input's files bind to: its last one. Files bind in the transaction that
+ * writes the message, never later, so a message given none here never has any: returned by
+ * bindToMessages, the context builder skips looking such messages' files up.
+ */
+export function attachmentBindings(inputs: InputEntity[], userItems: ItemEntity[]): { inputId: string; messageId: string }[] {
+  const pairs: { inputId: string; messageId: string }[] = [];
+  for (const input of inputs) {
+    if (input.attachmentFileIds.length === 0) continue;
+    const last = userItems.filter((item) => item.inputId === input.id).at(-1);
+    if (last) pairs.push({ inputId: input.id, messageId: last.id });
+  }
+  return pairs;
 }

@@ -19,6 +19,8 @@ export interface HeldTurn {
   trustedTools: string[];
   /** Claimed from the queue just now: the turn has made no calls and run for no time yet. */
   fresh: boolean;
+  /** User messages this claim wrote without attachments (files bind only when a message is written): no file lookup for them. */
+  filelessMessageIds: string[];
   batch: OutboxBatch;
 }
 

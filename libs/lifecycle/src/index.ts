@@ -1,5 +1,5 @@
 export { AfterCommit, type Committed, type Nudge } from './after-commit.js';
-export { AttachmentTransitions } from './attachment-transitions.js';
+export { attachmentBindings, AttachmentTransitions } from './attachment-transitions.js';
 export { CapabilityLimits } from './capability-limits.js';
 export { gateCancelInput, gatePromoteInput, refuseWhileBlocked } from './input-gates.js';
 export { LifecycleModule } from './lifecycle.module.js';

@@ -91,7 +91,7 @@ export class TurnClaims {
         now,
       );
       const userItems = await this.items.insertItems(manager, firstItemSeq, newItems.map((item) => ({ ...item, turnId: turn.id, runId: run.id })));
-      await this.attachments.bindToMessages(manager, batch, userItems);
+      const filelessMessageIds = await this.attachments.bindToMessages(manager, batch, userItems);
       // The documented order: run created, turn created, turn in progress, then the turn's items.
       const events: OutgoingEvent[] = [turnEvents.run('created', run), turnEvents.turn('created', turn), turnEvents.turn('in_progress', turn)];
       userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index)));
@@ -105,6 +105,7 @@ export class TurnClaims {
         steps: [],
         trustedTools: session.trustedTools,
         fresh: true,
+        filelessMessageIds,
         batch: await this.outbox.append(manager, sessionId, events, { epoch: run.epoch }),
       };
     });
@@ -124,6 +125,7 @@ export class TurnClaims {
       steps: await this.steps.stepsSinceLastInput(manager, turn.id),
       trustedTools,
       fresh: false,
+      filelessMessageIds: [],
       batch: { sessionId: turn.sessionId, rows: [] },
     };
   }

@@ -51,6 +51,12 @@ export class ContextManager {
   ) {}
 
   private readonly cache = new ContextCache();
+  /**
+   * User messages known to have no attachments: files bind to a message in the transaction that
+   * writes it, so one found without files (or claimed without) never gets any. Bounded; forgetting
+   * one only costs a lookup.
+   */
+  private readonly fileless = new Set<string>();
 
   policy(state: RunState): ContextPolicy {
     const { config } = state.held;
@@ -140,6 +146,7 @@ export class ContextManager {
     const { compaction, pinned, items } = await this.contextItems(sessionId);
     const shown = pinned ? [pinned, ...items] : items;
     const summary = compaction?.content[0]?.text ?? null;
+    for (const id of held.filelessMessageIds) this.rememberFileless(id);
     const attachments = await this.attachmentsOf(shown);
     const messages: ModelMessage[] = [
       ...(summary ? [summaryMessage(summary)] : []),
@@ -184,15 +191,28 @@ export class ContextManager {
   /** The files bound to the user messages in the context (consumed inputs' attachments that still exist), by message id. */
   private async attachmentsOf(context: { id: string; role: string | null }[]): Promise<Map<string, MessageAttachment[]>> {
     const byMessage = new Map<string, MessageAttachment[]>();
-    const userMessages = context.filter((item) => item.role === 'user').map((item) => item.id);
+    const userMessages = context.filter((item) => item.role === 'user' && !this.fileless.has(item.id)).map((item) => item.id);
     if (userMessages.length === 0) return byMessage;
+    const withFiles = new Set<string>();
     for (const file of await this.files.filesOfMessages(userMessages)) {
       if (!file.messageId) continue;
+      withFiles.add(file.messageId);
       byMessage.set(file.messageId, [...(byMessage.get(file.messageId) ?? []), { id: file.id, filename: file.filename, mimeType: file.mimeType, bytes: file.bytes }]);
     }
+    // Files bind only when their message is written, and a bound file leaves `ready` only to be
+    // deleted, never to come back: a message with no ready file now has none later either.
+    for (const id of userMessages) if (!withFiles.has(id)) this.rememberFileless(id);
     return byMessage;
   }
+
+  private rememberFileless(messageId: string): void {
+    if (this.fileless.size >= MAX_FILELESS) this.fileless.clear();
+    this.fileless.add(messageId);
+  }
 }
+
+/** How many fileless message ids a worker remembers (about 5 MB) before it starts over. */
+const MAX_FILELESS = 50_000;
 
 function tooLarge(error: ModelError, policy: ContextPolicy): TurnLimitError {
   const why = policy.mode === 'auto' ? 'even after compaction' : `and compaction is ${policy.mode} for this session`;
