@@ -77,16 +77,17 @@ interface StreamState {
  */
 class Reader {
   readonly sessions = new Set<string>();
-  /**
-   * A private stream the reader always includes: adding to it wakes a blocked XREAD so a newly
-   * watched session joins the read (unlike CLIENT UNBLOCK, it survives reconnects and new client ids).
-   */
   wakePosition = '$';
   loop: Promise<void> | null = null;
   wake: (() => void) | null = null;
 
   constructor(
     readonly connection: RedisClient,
+    /**
+     * A private stream the reader always includes: adding to it wakes a blocked XREAD so a newly
+     * watched session joins the read (unlike CLIENT UNBLOCK, it survives reconnects and new client
+     * ids). It shares the group's slot (StreamKeys.wake).
+     */
     readonly wakeKey: string,
   ) {}
 }
