@@ -205,6 +205,18 @@ export default defineConfig(
     },
   },
   {
+    // Every Redis connection of the apps is made by libs/config's createRedisClient, which gives a
+    // single server or a cluster client (REDIS_CLUSTER_NODES) with the same options.
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    ignores: ['libs/config/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'NewExpression[callee.name=/^(Redis|IORedis|Cluster)$/]', message: 'make Redis connections with createRedisClient (#libs/config): it honours REDIS_CLUSTER_NODES' },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts'],
     rules: {
       // Tests parse arbitrary JSON responses and assert on shapes they have just checked.

@@ -23,16 +23,17 @@ export class SseStream {
   private ended = false;
   private endError: unknown = null;
 
-  static async open(sessionId: string, options: { lastEventId?: string; key?: string } = {}): Promise<SseStream> {
+  /** `baseUrl`: another api than the suite's (one a test started itself). */
+  static async open(sessionId: string, options: { lastEventId?: string; key?: string; baseUrl?: string } = {}): Promise<SseStream> {
     const headers: Record<string, string> = { authorization: `Bearer ${options.key ?? env.apiKey}`, accept: 'text/event-stream' };
     if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
-    return SseStream.request(`${API}/sessions/${sessionId}/events`, { headers });
+    return SseStream.request(`${API}/sessions/${sessionId}/events`, { headers }, options.baseUrl);
   }
 
   /** Any request whose answer may be an event stream (a stream=true create, say). */
-  static async request(path: string, init: RequestInit): Promise<SseStream> {
+  static async request(path: string, init: RequestInit, baseUrl = env.apiUrl): Promise<SseStream> {
     const stream = new SseStream();
-    const res = await fetch(`${env.apiUrl}${path}`, { ...init, signal: stream.controller.signal });
+    const res = await fetch(`${baseUrl}${path}`, { ...init, signal: stream.controller.signal });
     stream.status = res.status;
     stream.contentType = res.headers.get('content-type') ?? '';
     if (!stream.contentType.startsWith('text/event-stream') || !res.body) {

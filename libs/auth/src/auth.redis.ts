@@ -1,6 +1,5 @@
 import type { Provider } from '@nestjs/common';
-import { Redis } from 'ioredis';
-import { AppConfig, logRedisErrorsQuietly } from '#libs/config';
+import { AppConfig, createRedisClient } from '#libs/config';
 
 export const AUTH_REDIS = Symbol('AUTH_REDIS');
 
@@ -8,6 +7,5 @@ export const AUTH_REDIS = Symbol('AUTH_REDIS');
 export const authRedisProvider: Provider = {
   provide: AUTH_REDIS,
   inject: [AppConfig],
-  useFactory: (config: AppConfig) =>
-    logRedisErrorsQuietly(new Redis(config.redisUrl, { connectionName: 'yuxi-auth', commandTimeout: 1_000, maxRetriesPerRequest: 1, enableOfflineQueue: false }), 'auth'),
+  useFactory: (config: AppConfig) => createRedisClient(config, 'auth', { connectionName: 'yuxi-auth', commandTimeout: 1_000, maxRetriesPerRequest: 1, enableOfflineQueue: false }),
 };

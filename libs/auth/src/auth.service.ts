@@ -1,9 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Redis } from 'ioredis';
 import { IsNull, type Repository } from 'typeorm';
-import { AppConfig } from '#libs/config';
+import { AppConfig, countExisting, type RedisClient } from '#libs/config';
 import { newId } from '#libs/database';
 import { AUTH_REDIS } from './auth.redis.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
@@ -48,7 +47,7 @@ export class AuthService {
   constructor(
     @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
     @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
-    @Inject(AUTH_REDIS) private readonly redis: Redis,
+    @Inject(AUTH_REDIS) private readonly redis: RedisClient,
     private readonly config: AppConfig,
   ) {}
 
@@ -71,7 +70,8 @@ export class AuthService {
     const cached = this.cache.get(hmac);
     if (cached && cached.expiresAt > Date.now() && (cached.key.expiresAt === null || cached.key.expiresAt.getTime() > Date.now())) {
       // With Redis unreachable the cache stands for at most CACHE_TTL_MS, as before markers existed.
-      const marked = await this.redis.exists(revokedMarker(cached.key.keyId), userChangedMarker(cached.key.userId)).catch(() => 0);
+      // One EXISTS for both markers on one server; on a cluster one per slot (countExisting).
+      const marked = await countExisting(this.redis, [revokedMarker(cached.key.keyId), userChangedMarker(cached.key.userId)]).catch(() => 0);
       if (marked === 0) return cached.key;
       this.cache.delete(hmac);
     }

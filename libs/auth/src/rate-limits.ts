@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { AppConfig, ThrottledLog } from '#libs/config';
+import { AppConfig, type RedisClient, ThrottledLog } from '#libs/config';
 import { AUTH_REDIS } from './auth.redis.js';
 import type { Principal } from './principal.js';
 
@@ -21,7 +20,7 @@ export class RateLimits implements OnApplicationShutdown {
   private readonly limiters = new Map<string, RateLimiterRedis>();
 
   constructor(
-    @Inject(AUTH_REDIS) private readonly redis: Redis,
+    @Inject(AUTH_REDIS) private readonly redis: RedisClient,
     private readonly config: AppConfig,
   ) {}
 

@@ -6,6 +6,11 @@ export class AppConfig {
   readonly port: number;
   readonly databaseUrl: string;
   readonly redisUrl: string;
+  /**
+   * REDIS_CLUSTER_NODES set: every connection is a Redis Cluster client seeded with these nodes
+   * (REDIS_URL gives credentials and TLS). Null: REDIS_URL is one server, as before.
+   */
+  readonly redisCluster: RedisClusterSettings | null;
   readonly defaultModel: string;
   readonly bootstrapApiKey: string | undefined;
   readonly bodyLimit: string;
@@ -66,6 +71,7 @@ export class AppConfig {
     this.port = int(env, 'PORT', 3000);
     this.databaseUrl = required(env, 'DATABASE_URL');
     this.redisUrl = required(env, 'REDIS_URL');
+    this.redisCluster = redisClusterSettings(env);
     this.defaultModel = env.DEFAULT_MODEL || 'scripted:echo';
     this.bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
     // 001's bound. The 72 MiB of inline images a submission may carry are 96 MiB as base64 in JSON, plus its text.
@@ -119,6 +125,47 @@ export class AppConfig {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }
   }
+}
+
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
+export interface RedisClusterSettings {
+  /** Seed nodes: the client learns the others (and who owns which slot) from any of them. */
+  nodes: RedisNode[];
+  /**
+   * Session event streams are spread over this many hash tags (libs/events stream-keys): each api
+   * process blocks on at most one reader connection per shard, however many SSE subscribers it has.
+   */
+  streamShards: number;
+}
+
+/** The most event-stream shards: the readers of one api process stay a bounded handful. */
+export const MAX_STREAM_SHARDS = 256;
+
+function redisClusterSettings(env: NodeJS.ProcessEnv): RedisClusterSettings | null {
+  const streamShards = int(env, 'REDIS_CLUSTER_STREAM_SHARDS', 16);
+  if (streamShards < 1 || streamShards > MAX_STREAM_SHARDS) throw new Error(`REDIS_CLUSTER_STREAM_SHARDS must be 1 to ${MAX_STREAM_SHARDS}, got ${streamShards}`);
+  const raw = env.REDIS_CLUSTER_NODES?.trim();
+  if (!raw) return null;
+  return { nodes: parseRedisNodes(raw), streamShards };
+}
+
+/** `host:port` entries separated by commas (`[v6 address]:port` for IPv6); a typo stops the process at start. */
+export function parseRedisNodes(raw: string): RedisNode[] {
+  const nodes = raw.split(',').map((entry) => {
+    const text = entry.trim();
+    const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(text);
+    const port = Number(match?.[3]);
+    const host = match?.[1] ?? match?.[2];
+    if (!match || host === undefined || !Number.isInteger(port) || port < 1 || port > 65_535) {
+      throw new Error(`REDIS_CLUSTER_NODES must be host:port entries separated by commas, got "${text}"`);
+    }
+    return { host, port };
+  });
+  return nodes;
 }
 
 export type StorageSettings =

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { instrumentRedis } from '#libs/metrics';
 import { ThrottledLog } from './throttled-log.js';
 
@@ -8,7 +8,7 @@ import { ThrottledLog } from './throttled-log.js';
  * A Redis outage is one condition, so it is logged once per interval per connection. Its errors
  * are counted in `yuxi_redis_errors_total`, the connection's name as the component.
  */
-export function logRedisErrorsQuietly(redis: Redis, name: string): Redis {
+export function logRedisErrorsQuietly<R extends Redis | Cluster>(redis: R, name: string): R {
   return instrumentRedis(logErrorsQuietly(redis, name), name.replaceAll(' ', '_'));
 }
 

@@ -1,11 +1,10 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import type { Redis } from 'ioredis';
-import { AppConfig } from '#libs/config';
+import { AppConfig, getEach, type RedisClient } from '#libs/config';
 import { newId } from '#libs/database';
 import type { EventType, PublicEvent } from './event.types.js';
 import type { OutgoingEvent } from './outgoing-events.js';
 import { EVENTS_REDIS } from './redis.providers.js';
-import { sessionFenceKey, sessionSeqKey, sessionStreamKey } from './stream-keys.js';
+import { StreamKeys } from './stream-keys.js';
 
 /**
  * Appends durable (outbox) events to the session stream in sequence order. Only the next sequence
@@ -64,7 +63,7 @@ if tonumber(ARGV[1]) > fence then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV
 return 1
 `;
 
-type PublishingRedis = Redis & {
+type PublishingRedis = RedisClient & {
   yuxiPublishDurable(stream: string, seqKey: string, fenceKey: string, ...args: string[]): Promise<number>;
   yuxiPublishLive(stream: string, seqKey: string, fenceKey: string, ...args: string[]): Promise<number>;
 };
@@ -82,8 +81,9 @@ export type LiveOutcome = 'published' | 'fenced' | 'behind';
 @Injectable()
 export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
   constructor(
-    @Inject(EVENTS_REDIS) private readonly redis: Redis,
+    @Inject(EVENTS_REDIS) private readonly redis: RedisClient,
     private readonly config: AppConfig,
+    private readonly streamKeys: StreamKeys,
   ) {}
 
   /** Registered as commands so ioredis sends EVALSHA instead of the script text on every publish. */
@@ -101,15 +101,10 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
 
   /** The last durable sequence number in each session's stream; null where the stream has none (new, expired or lost). */
   async lastSeqs(sessionIds: string[]): Promise<(number | null)[]> {
-    // One GET per key in a pipeline (not MGET): each session's keys live in their own cluster slot.
-    const pipeline = this.redis.pipeline();
-    for (const id of sessionIds) pipeline.get(sessionSeqKey(id));
-    const results = (await pipeline.exec()) ?? [];
-    return sessionIds.map((_, i) => {
-      const [error, value] = results[i] ?? [null, null];
-      if (error) throw error;
-      return value === null || value === undefined ? null : Number(value);
-    });
+    // One GET per key (not MGET), pipelined: sessions' keys live in different cluster slots, and
+    // on a cluster each slot gets its own pipeline (getEach).
+    const values = await getEach(this.redis, sessionIds.map((id) => this.streamKeys.seq(id)));
+    return values.map((value) => (value === null ? null : Number(value)));
   }
 
   /** Appends live-only events of the run with `epoch`, which follow durable event `afterSeq`. */
@@ -126,7 +121,7 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
    * under an older epoch are refused (an operator stopping a run whose worker still streams).
    */
   async raiseFence(sessionId: string, epoch: number): Promise<void> {
-    await this.redis.eval(FENCE_SCRIPT, 1, sessionFenceKey(sessionId), String(epoch), String(this.config.eventsReplayTtlSeconds));
+    await this.redis.eval(FENCE_SCRIPT, 1, this.streamKeys.fence(sessionId), String(epoch), String(this.config.eventsReplayTtlSeconds));
   }
 
   /**
@@ -134,7 +129,7 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
    * only): what clients saw of a run whose worker died before it could say.
    */
   async shownText(sessionId: string, runId: string, maxEntries = 5_000): Promise<Map<string, { outputIndex: number; text: string }>> {
-    const entries = (await this.redis.xrevrange(sessionStreamKey(sessionId), '+', '-', 'COUNT', maxEntries)) as [string, string[]][];
+    const entries = (await this.redis.xrevrange(this.streamKeys.stream(sessionId), '+', '-', 'COUNT', maxEntries)) as [string, string[]][];
     const shown = new Map<string, { outputIndex: number; text: string }>();
     for (const [, fields] of entries.reverse()) {
       if (fields[1] !== ('agent.session.turn.output_text.delta' satisfies EventType)) continue;
@@ -148,7 +143,7 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
   }
 
   private keys(sessionId: string): [string, string, string] {
-    return [sessionStreamKey(sessionId), sessionSeqKey(sessionId), sessionFenceKey(sessionId)];
+    return [this.streamKeys.stream(sessionId), this.streamKeys.seq(sessionId), this.streamKeys.fence(sessionId)];
   }
 
   private windowArgs(): string[] {

@@ -1,12 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { ThrottledLog } from '#libs/config';
-import type { Redis } from 'ioredis';
+import { type RedisClient, ThrottledLog } from '#libs/config';
 import { newId } from '#libs/database';
 import { compareStreamIds, encodeCursor, sequenceStep, type StreamPosition } from './cursor.js';
 import { EventOutbox } from './event-outbox.js';
 import { type ResyncReason, resyncEvent } from './outgoing-events.js';
-import { EVENTS_REDIS, EVENTS_REDIS_BLOCKING } from './redis.providers.js';
-import { sessionIdFromStreamKey, sessionStreamKey } from './stream-keys.js';
+import { EVENTS_REDIS, EVENTS_REDIS_BLOCKING, type ReaderConnections } from './redis.providers.js';
+import { StreamKeys } from './stream-keys.js';
 
 /** One SSE message, framed and UTF-8 encoded once, then written to every subscriber of the session. */
 export interface StreamFrame {
@@ -67,6 +66,30 @@ class Subscription {
 interface StreamState {
   position: string;
   subscribers: Set<Subscription>;
+  /** Its reader group (StreamKeys.group). */
+  group: number;
+}
+
+/**
+ * One blocking XREAD loop over the watched sessions of one reader group, on its own connection.
+ * On one server there is one group, so one reader, as there always was; on a cluster one per
+ * event-stream shard that has subscribers here (a multi-key XREAD must stay in one slot).
+ */
+class Reader {
+  readonly sessions = new Set<string>();
+  wakePosition = '$';
+  loop: Promise<void> | null = null;
+  wake: (() => void) | null = null;
+
+  constructor(
+    readonly connection: RedisClient,
+    /**
+     * A private stream the reader always includes: adding to it wakes a blocked XREAD so a newly
+     * watched session joins the read (unlike CLIENT UNBLOCK, it survives reconnects and new client
+     * ids). It shares the group's slot (StreamKeys.wake).
+     */
+    readonly wakeKey: string,
+  ) {}
 }
 
 export interface SubscribeResult {
@@ -77,7 +100,8 @@ const CATCH_UP_PAGE = 500;
 const BLOCK_MS = 30_000;
 
 /**
- * Multiplexes all SSE subscribers of this process over one blocking XREAD connection, so Redis
+ * Multiplexes all SSE subscribers of this process over one blocking XREAD connection per reader
+ * group (one on a single server; at most one per event-stream shard on a cluster), so Redis
  * connections do not grow with clients. A new subscriber first catches up with XRANGE from its
  * cursor, buffering live entries meanwhile, then switches to live delivery.
  */
@@ -86,20 +110,15 @@ export class EventStreamHub implements OnApplicationShutdown {
   private readonly logger = new Logger(EventStreamHub.name);
   private readonly readFailures = new ThrottledLog(this.logger);
   private readonly streams = new Map<string, StreamState>();
-  /**
-   * A private stream the reader always includes: adding to it wakes a blocked XREAD so a newly
-   * watched session joins the read (unlike CLIENT UNBLOCK, it survives reconnects and new client ids).
-   */
-  private readonly wakeKey = `yuxi:hub-wake:{${newId()}}`;
-  private wakePosition = '$';
+  private readonly readers = new Map<number, Reader>();
+  private readonly hubId = newId();
   private running = true;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
 
   constructor(
-    @Inject(EVENTS_REDIS) private readonly redis: Redis,
-    @Inject(EVENTS_REDIS_BLOCKING) private readonly reader: Redis,
+    @Inject(EVENTS_REDIS) private readonly redis: RedisClient,
+    @Inject(EVENTS_REDIS_BLOCKING) private readonly connections: ReaderConnections,
     private readonly outbox: EventOutbox,
+    private readonly keys: StreamKeys,
   ) {}
 
   /**
@@ -109,7 +128,7 @@ export class EventStreamHub implements OnApplicationShutdown {
    * subscriber's.
    */
   async subscribe(sessionId: string, after: StreamPosition | null, sink: Sink): Promise<SubscribeResult> {
-    const key = sessionStreamKey(sessionId);
+    const key = this.keys.stream(sessionId);
     let start = after?.streamId ?? '0-0';
     // Without a cursor the subscriber expects the session's first event: a window that no longer
     // starts there (trimmed, or lost with Redis data) begins with a resync.
@@ -139,9 +158,12 @@ export class EventStreamHub implements OnApplicationShutdown {
     const subscription = new Subscription(sessionId, start, startSeq, sink);
     let state = this.streams.get(sessionId);
     if (!state) {
-      state = { position: start, subscribers: new Set() };
+      const group = this.keys.group(sessionId);
+      state = { position: start, subscribers: new Set(), group };
       this.streams.set(sessionId, state);
-      this.kickReader();
+      const reader = this.readerOf(group);
+      reader.sessions.add(sessionId);
+      this.kickReader(reader);
     }
     state.subscribers.add(subscription);
 
@@ -176,7 +198,20 @@ export class EventStreamHub implements OnApplicationShutdown {
     const state = this.streams.get(sessionId);
     if (!state) return;
     state.subscribers.delete(subscription);
-    if (state.subscribers.size === 0) this.streams.delete(sessionId);
+    if (state.subscribers.size === 0) {
+      this.streams.delete(sessionId);
+      this.readers.get(state.group)?.sessions.delete(sessionId);
+    }
+  }
+
+  /** Readers live as long as the process: their number is bounded by the groups, not the subscribers. */
+  private readerOf(group: number): Reader {
+    let reader = this.readers.get(group);
+    if (!reader) {
+      reader = new Reader(this.connections.of(group), this.keys.wake(group, this.hubId));
+      this.readers.set(group, reader);
+    }
+    return reader;
   }
 
   private async streamInfo(key: string): Promise<StreamInfo | null> {
@@ -196,34 +231,35 @@ export class EventStreamHub implements OnApplicationShutdown {
     }
   }
 
-  private kickReader(): void {
-    if (!this.loop) {
-      this.loop = this.readLoop();
+  private kickReader(reader: Reader): void {
+    if (!reader.loop) {
+      reader.loop = this.readLoop(reader);
       return;
     }
-    if (this.wake) {
-      this.wake();
+    if (reader.wake) {
+      reader.wake();
       return;
     }
     this.redis
-      .xadd(this.wakeKey, 'MAXLEN', '1', '*', 'w', '1')
-      .then(() => this.redis.expire(this.wakeKey, 3600))
+      .xadd(reader.wakeKey, 'MAXLEN', '1', '*', 'w', '1')
+      .then(() => this.redis.expire(reader.wakeKey, 3600))
       .catch((error: unknown) => this.logger.warn(`could not wake the event reader: ${String(error)}`));
   }
 
-  private async readLoop(): Promise<void> {
+  private async readLoop(reader: Reader): Promise<void> {
     while (this.running) {
-      if (this.streams.size === 0) {
-        await new Promise<void>((resolve) => (this.wake = resolve));
-        this.wake = null;
+      if (reader.sessions.size === 0) {
+        await new Promise<void>((resolve) => (reader.wake = resolve));
+        reader.wake = null;
         continue;
       }
-      const sessionIds = [...this.streams.keys()];
-      const keys = [...sessionIds.map(sessionStreamKey), this.wakeKey];
-      const positions = [...sessionIds.map((id) => this.streams.get(id)?.position ?? '$'), this.wakePosition];
+      const sessionOf = new Map<string, string>();
+      for (const sessionId of reader.sessions) sessionOf.set(this.keys.stream(sessionId), sessionId);
+      const keys = [...sessionOf.keys(), reader.wakeKey];
+      const positions = [...[...sessionOf.values()].map((id) => this.streams.get(id)?.position ?? '$'), reader.wakePosition];
       let result: [string, [string, string[]][]][] | null;
       try {
-        result = (await this.reader.xread('COUNT', 1000, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...positions)) as [string, [string, string[]][]][] | null;
+        result = (await reader.connection.xread('COUNT', 1000, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...positions)) as [string, [string, string[]][]][] | null;
       } catch (error) {
         if (!this.running) return;
         this.readFailures.error(`event reader failed, retrying: ${String(error)}`);
@@ -231,13 +267,13 @@ export class EventStreamHub implements OnApplicationShutdown {
         continue;
       }
       for (const [key, entries] of result ?? []) {
-        if (key === this.wakeKey) {
-          this.wakePosition = entries.at(-1)?.[0] ?? this.wakePosition;
+        if (key === reader.wakeKey) {
+          reader.wakePosition = entries.at(-1)?.[0] ?? reader.wakePosition;
           continue;
         }
-        const sessionId = sessionIdFromStreamKey(key);
-        const state = this.streams.get(sessionId);
-        if (!state) continue;
+        const sessionId = sessionOf.get(key);
+        const state = sessionId === undefined ? undefined : this.streams.get(sessionId);
+        if (!state || sessionId === undefined) continue;
         for (const [id, fields] of entries) {
           state.position = id;
           const frame = toFrame(sessionId, id, fields);
@@ -249,10 +285,11 @@ export class EventStreamHub implements OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     this.running = false;
-    this.wake?.();
-    this.reader.disconnect();
-    await this.redis.del(this.wakeKey).catch(() => undefined);
-    await this.loop?.catch(() => undefined);
+    const readers = [...this.readers.values()];
+    for (const reader of readers) reader.wake?.();
+    this.connections.close();
+    await Promise.all(readers.map((reader) => this.redis.del(reader.wakeKey).catch(() => undefined)));
+    await Promise.all(readers.map((reader) => reader.loop?.catch(() => undefined)));
   }
 }
 

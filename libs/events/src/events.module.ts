@@ -2,12 +2,12 @@ import { Module } from '@nestjs/common';
 import { EventOutbox } from './event-outbox.js';
 import { EventPublisher } from './event-publisher.js';
 import { EventStreamHub } from './event-stream-hub.js';
-import { eventsRedisBlockingProvider, eventsRedisProvider } from './redis.providers.js';
+import { eventsRedisBlockingProvider, eventsRedisProvider, streamKeysProvider } from './redis.providers.js';
 
 /** The outbox and publishing: what every writer of session events needs. */
 @Module({
-  providers: [eventsRedisProvider, EventPublisher, EventOutbox],
-  exports: [EventPublisher, EventOutbox, eventsRedisProvider],
+  providers: [eventsRedisProvider, streamKeysProvider, EventPublisher, EventOutbox],
+  exports: [EventPublisher, EventOutbox, eventsRedisProvider, streamKeysProvider],
 })
 export class EventsModule {}
 

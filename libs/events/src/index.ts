@@ -4,6 +4,7 @@ export { type AppendOptions, EventOutbox, type FlushResult, type LaggingSession,
 export { type DurableRow, EventPublisher, type LiveOutcome } from './event-publisher.js';
 export { EventStreamHub, hasGap, type StreamFrame, type StreamInfo, type SubscribeResult } from './event-stream-hub.js';
 export { EventsModule, EventStreamModule } from './events.module.js';
+export { shardOf, shardTag, StreamKeys } from './stream-keys.js';
 export {
   type CapabilityLimitedEvent,
   type CapabilityLimitReason,

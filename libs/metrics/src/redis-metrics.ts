@@ -1,4 +1,4 @@
-import { type Redis, ReplyError } from 'ioredis';
+import { type Cluster, type Redis, ReplyError } from 'ioredis';
 import { type Metrics, metrics as processMetrics } from './metrics.js';
 
 type Command = Parameters<Redis['sendCommand']>[0];
@@ -9,7 +9,7 @@ type Command = Parameters<Redis['sendCommand']>[0];
  * connection closed, offline). Redis's own error replies (a script's NOSCRIPT, a missing key) are
  * answers, not failures; commands flushed by a deliberate disconnect (shutdown) are not counted.
  */
-export function instrumentRedis<R extends Redis>(redis: R, component: string, target: Metrics = processMetrics): R {
+export function instrumentRedis<R extends Redis | Cluster>(redis: R, component: string, target: Metrics = processMetrics): R {
   redis.on('error', () => target.redisError(component));
   const seen = new WeakSet<Command>();
   const send = redis.sendCommand.bind(redis);

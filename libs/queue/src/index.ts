@@ -3,4 +3,5 @@ export { QueueModule } from './queue.module.js';
 export { SessionDispatcher } from './session-dispatcher.js';
 export { AttachmentJobs } from './attachment-jobs.js';
 export { RunSignals } from './run-signals.js';
-export { type WorkerAnnouncement, WorkerPresence, workerPresenceKey, WORKERS_SET } from './worker-presence.js';
+export { presenceKeys, type WorkerAnnouncement, WorkerPresence, workerPresenceKey, WORKERS_SET } from './worker-presence.js';
+export { queuePrefix } from './bullmq-cluster.js';

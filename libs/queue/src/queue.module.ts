@@ -1,6 +1,7 @@
 import { BullModule } from '@nestjs/bullmq';
 import { Module } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
+import { queuePrefix, useClusterForBullMQ } from './bullmq-cluster.js';
 import { QUEUES } from './queue-names.js';
 import { QuietQueue, QuietWorker } from './quiet-bullmq.js';
 import { RunSignals, signalsRedisProviders } from './run-signals.js';
@@ -16,8 +17,12 @@ BullModule.workerClass = QuietWorker;
   imports: [
     BullModule.forRootAsync({
       inject: [AppConfig],
-      // BullMQ workers require maxRetriesPerRequest: null on their blocking connections.
-      useFactory: (config: AppConfig) => ({ connection: { url: config.redisUrl, maxRetriesPerRequest: null } }),
+      // BullMQ workers require maxRetriesPerRequest: null on their blocking connections. On a
+      // cluster, every connection BullMQ opens is a cluster client (bullmq-cluster.ts).
+      useFactory: (config: AppConfig) => {
+        useClusterForBullMQ(config);
+        return { connection: { url: config.redisUrl, maxRetriesPerRequest: null } };
+      },
     }),
     // Producers fail fast while Redis is down instead of queueing commands in memory: a nudge is
     // only a hint (the outbox relay and the sweep re-nudge), and a request must not hang on it.
@@ -25,7 +30,7 @@ BullModule.workerClass = QuietWorker;
       BullModule.registerQueueAsync({
         name,
         inject: [AppConfig],
-        useFactory: (config: AppConfig) => ({ connection: { url: config.redisUrl, maxRetriesPerRequest: 1, enableOfflineQueue: false } }),
+        useFactory: (config: AppConfig) => ({ connection: { url: config.redisUrl, maxRetriesPerRequest: 1, enableOfflineQueue: false }, ...queuePrefix(config, name) }),
       }),
     ),
   ],

@@ -1,6 +1,5 @@
 import { Inject, Injectable, type OnApplicationShutdown, type Provider } from '@nestjs/common';
-import { Redis } from 'ioredis';
-import { AppConfig, logRedisErrorsQuietly } from '#libs/config';
+import { AppConfig, createRedisClient, type RedisClient } from '#libs/config';
 
 const CANCEL_CHANNEL = 'yuxi:run-cancel';
 const STEER_CHANNEL = 'yuxi:session-steer';
@@ -14,12 +13,12 @@ export const signalsRedisProviders: Provider[] = [
     provide: SIGNALS_PUBLISHER,
     inject: [AppConfig],
     useFactory: (config: AppConfig) =>
-      logRedisErrorsQuietly(new Redis(config.redisUrl, { lazyConnect: true, connectionName: 'yuxi-signals', commandTimeout: 1_000, maxRetriesPerRequest: 1 }), 'signals'),
+      createRedisClient(config, 'signals', { lazyConnect: true, connectionName: 'yuxi-signals', commandTimeout: 1_000, maxRetriesPerRequest: 1 }),
   },
   {
     provide: SIGNALS_SUBSCRIBER,
     inject: [AppConfig],
-    useFactory: (config: AppConfig) => logRedisErrorsQuietly(new Redis(config.redisUrl, { lazyConnect: true, connectionName: 'yuxi-signals-sub' }), 'signals subscriber'),
+    useFactory: (config: AppConfig) => createRedisClient(config, 'signals subscriber', { lazyConnect: true, connectionName: 'yuxi-signals-sub' }),
   },
 ];
 
@@ -36,8 +35,8 @@ export class RunSignals implements OnApplicationShutdown {
   private subscribing: Promise<unknown> | null = null;
 
   constructor(
-    @Inject(SIGNALS_PUBLISHER) private readonly publisher: Redis,
-    @Inject(SIGNALS_SUBSCRIBER) private readonly subscriber: Redis,
+    @Inject(SIGNALS_PUBLISHER) private readonly publisher: RedisClient,
+    @Inject(SIGNALS_SUBSCRIBER) private readonly subscriber: RedisClient,
   ) {}
 
   async requestCancel(runId: string): Promise<void> {
