@@ -3,11 +3,19 @@ import { Redis } from 'ioredis';
 import { AppConfig, logRedisErrorsQuietly } from '#libs/config';
 
 export const AUTH_REDIS = Symbol('AUTH_REDIS');
+export const AUTH_SUBSCRIBER = Symbol('AUTH_SUBSCRIBER');
 
-/** Rate limits, stream slots and revocation markers: commands fail fast instead of queueing through an outage. */
+/** Rate limits, stream slots and invalidation notices: commands fail fast instead of queueing through an outage. */
 export const authRedisProvider: Provider = {
   provide: AUTH_REDIS,
   inject: [AppConfig],
   useFactory: (config: AppConfig) =>
     logRedisErrorsQuietly(new Redis(config.redisUrl, { connectionName: 'yuxi-auth', commandTimeout: 1_000, maxRetriesPerRequest: 1, enableOfflineQueue: false }), 'auth'),
+};
+
+/** The credential invalidation channel (a subscribed connection takes no other commands); connected by AuthInvalidations. */
+export const authSubscriberProvider: Provider = {
+  provide: AUTH_SUBSCRIBER,
+  inject: [AppConfig],
+  useFactory: (config: AppConfig) => logRedisErrorsQuietly(new Redis(config.redisUrl, { lazyConnect: true, connectionName: 'yuxi-auth-sub' }), 'auth subscriber'),
 };
