@@ -43,7 +43,7 @@ export class InputsRepository {
   ) {}
 
   async insert(manager: EntityManager, input: NewInput): Promise<InputEntity> {
-    const { row, write } = this.insertion(input);
+    const { row, write } = this.insertion(manager, input);
     await manager.query(prepared(write.sql(1)), write.values);
     return row;
   }
@@ -53,8 +53,8 @@ export class InputsRepository {
    * another statement of the same transaction (`WorkResult.riding`: with the receipt, one round
    * trip fewer per submission) rather than on its own (`insert`).
    */
-  insertion(input: NewInput): { row: InputEntity; write: RidingWrite } {
-    const row = this.inputs.create({
+  insertion(manager: EntityManager, input: NewInput): { row: InputEntity; write: RidingWrite } {
+    const row = manager.create(InputEntity, {
       id: newId(),
       sessionId: input.sessionId,
       receivedSeq: String(input.receivedSeq),

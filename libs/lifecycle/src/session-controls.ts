@@ -92,7 +92,7 @@ export class SessionControls {
     };
     const steersRunningTurn = mode === 'steer' && active !== null;
     if (spec.insertWithReceipt === true && spec.attachmentFileIds.length === 0) {
-      const { row, write } = this.inputs.insertion(newInput);
+      const { row, write } = this.inputs.insertion(manager, newInput);
       return { input: row, steersRunningTurn, riding: write };
     }
     const input = await this.inputs.insert(manager, newInput);
