@@ -2,7 +2,8 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from '#libs/audit';
 import { ApiKeys } from './api-keys.js';
-import { authRedisProvider } from './auth.redis.js';
+import { AuthInvalidations } from './auth-invalidations.js';
+import { authRedisProvider, authSubscriberProvider } from './auth.redis.js';
 import { AuthService } from './auth.service.js';
 import { Authenticator } from './authenticator.js';
 import { Principals } from './end-users.js';
@@ -15,7 +16,7 @@ import { Users } from './users.js';
 /** Identity: API keys, user tokens, app end users, key management, rate limits. */
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity, ApiKeyEntity]), AuditModule],
-  providers: [authRedisProvider, AuthService, JwtVerifier, Principals, Authenticator, ApiKeys, RateLimits, Users, SetUserRole],
+  providers: [authRedisProvider, authSubscriberProvider, AuthInvalidations, AuthService, JwtVerifier, Principals, Authenticator, ApiKeys, RateLimits, Users, SetUserRole],
   exports: [AuthService, Authenticator, ApiKeys, RateLimits, Users, SetUserRole],
 })
 export class AuthModule {}

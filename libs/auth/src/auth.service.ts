@@ -1,23 +1,17 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, type Repository } from 'typeorm';
-import { AppConfig, countExisting, type RedisClient } from '#libs/config';
-import { newId } from '#libs/database';
-import { AUTH_REDIS } from './auth.redis.js';
+import type { Repository } from 'typeorm';
+import { AppConfig } from '#libs/config';
+import { newId, prepared } from '#libs/database';
+import { AuthInvalidations } from './auth-invalidations.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
 import type { Role } from './principal.js';
 import { generateKeySecret, isWellFormedKey, KEY_PREFIX, keyedHash, LOOKUP_LENGTH } from './key-format.js';
 
 const MIN_KEY_LENGTH = 20;
-const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 10_000;
 const LAST_USED_EVERY_MS = 60_000;
-/** Outlives every cached entry of a revoked key; after it, caches have re-read the key from Postgres. */
-const REVOKED_MARKER_MS = CACHE_TTL_MS * 2;
-const revokedMarker = (keyId: string): string => `yuxi:auth:revoked:${keyId}`;
-/** Set when a user's role changed: their keys' cached entries are re-read (same lifetime as a revocation's). */
-const userChangedMarker = (userId: string): string => `yuxi:auth:user-changed:${userId}`;
 
 /** A verified API key, before any end user is resolved. */
 export interface VerifiedKey {
@@ -32,22 +26,19 @@ export interface VerifiedKey {
 
 /**
  * API keys: found by their first characters, compared by a keyed hash (HMAC with the server's
- * API_KEY_HASH_SECRET) in constant time. Verified keys are cached briefly so the hot path pays no
- * query per request; a cached key is used only while Redis holds no revocation marker for it, and
- * the marker is set before a revocation answers — so the next request fails on every replica. A
- * role change marks the key's user the same way (one EXISTS covers both markers), so the owner's
- * next request on any replica carries the new role.
+ * API_KEY_HASH_SECRET) in constant time. Verified keys are cached so the hot path pays neither a
+ * query nor a Redis call per request; a revocation or role change reaches every replica's cache
+ * through `AuthInvalidations` before it answers, so the next request, on any replica, is refused
+ * or carries the new role (the guarantee and its bounds are there).
  */
 @Injectable()
 export class AuthService {
-  private readonly logger = new Logger(AuthService.name);
-  private readonly cache = new Map<string, { key: VerifiedKey; expiresAt: number }>();
   private readonly lastUsedWritten = new Map<string, number>();
 
   constructor(
     @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
     @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
-    @Inject(AUTH_REDIS) private readonly redis: RedisClient,
+    private readonly invalidations: AuthInvalidations,
     private readonly config: AppConfig,
   ) {}
 
@@ -67,31 +58,31 @@ export class AuthService {
     // A secret in our format with a wrong checksum is a typo or a forgery: no lookup at all.
     if (secret.startsWith(KEY_PREFIX) && !isWellFormedKey(secret)) return null;
     const hmac = keyedHash(secret, this.hashSecret);
-    const cached = this.cache.get(hmac);
-    if (cached && cached.expiresAt > Date.now() && (cached.key.expiresAt === null || cached.key.expiresAt.getTime() > Date.now())) {
-      // With Redis unreachable the cache stands for at most CACHE_TTL_MS, as before markers existed.
-      // One EXISTS for both markers on one server; on a cluster one per slot (countExisting).
-      const marked = await countExisting(this.redis, [revokedMarker(cached.key.keyId), userChangedMarker(cached.key.userId)]).catch(() => 0);
-      if (marked === 0) return cached.key;
-      this.cache.delete(hmac);
-    }
+    const cache = this.invalidations.cache;
+    const cached = cache.get(hmac);
+    if (cached) return cached;
 
-    const candidates = await this.keys.find({ where: { prefix: secret.slice(0, LOOKUP_LENGTH), revokedAt: IsNull() } });
+    // Taken before the read: an invalidation that arrives while it runs keeps its answer out of the cache.
+    const generation = cache.begin();
+    // One statement for the key and its owner's role (a miss is rare: once per key, replica and cache lifetime).
+    const candidates = (await this.keys.query(
+      prepared(`SELECT k.id, k.user_id, k.secret_hash, k.hash_kind, k.scopes, k.app_id, k.expires_at, k.rate_limit_per_minute, k.max_streams, u.role
+       FROM api_keys k LEFT JOIN users u ON u.id = k.user_id WHERE k.prefix = $1 AND k.revoked_at IS NULL`),
+      [secret.slice(0, LOOKUP_LENGTH)],
+    )) as KeyRow[];
     const legacy = createHash('sha256').update(secret).digest('hex');
-    const row = candidates.find((key) => safeEqual(key.secretHash, key.hashKind === 'hmac' ? hmac : legacy));
-    if (!row || (row.expiresAt !== null && row.expiresAt.getTime() <= Date.now())) return null;
-    const owner = await this.users.findOneBy({ id: row.userId });
+    const row = candidates.find((key) => safeEqual(key.secret_hash, key.hash_kind === 'hmac' ? hmac : legacy));
+    if (!row || (row.expires_at !== null && row.expires_at.getTime() <= Date.now())) return null;
     const key: VerifiedKey = {
       keyId: row.id,
-      userId: row.userId,
-      role: owner?.role ?? null,
+      userId: row.user_id,
+      role: row.role,
       access: row.scopes.includes('full') ? 'full' : 'agents',
-      appId: row.appId,
-      expiresAt: row.expiresAt,
-      limits: { perMinute: row.rateLimitPerMinute, streams: row.maxStreams },
+      appId: row.app_id,
+      expiresAt: row.expires_at,
+      limits: { perMinute: row.rate_limit_per_minute, streams: row.max_streams },
     };
-    if (this.cache.size >= CACHE_MAX) this.cache.clear();
-    this.cache.set(hmac, { key, expiresAt: Date.now() + CACHE_TTL_MS });
+    cache.set(hmac, key, generation);
     return key;
   }
 
@@ -104,27 +95,18 @@ export class AuthService {
     void this.keys.update({ id: keyId }, { lastUsedAt: new Date(now) }).catch(() => undefined);
   }
 
-  /**
-   * A revoked key (its row already committed as revoked): dropped here, and marked in Redis so that
-   * no replica answers from its cache any more.
-   */
+  /** A revoked key (its row already committed as revoked): dropped from every replica's cache before this resolves. */
   async revoked(keyId: string): Promise<void> {
-    for (const [hash, entry] of this.cache) if (entry.key.keyId === keyId) this.cache.delete(hash);
-    await this.redis.set(revokedMarker(keyId), '1', 'PX', REVOKED_MARKER_MS).catch((error: unknown) => {
-      this.logger.warn(`revocation marker not set (other replicas drop the key within ${CACHE_TTL_MS / 1000} s): ${String(error)}`);
-    });
+    await this.invalidations.broadcast({ keyId });
   }
 
   /**
-   * A user's role changed (the row already committed): their keys' entries are dropped here and
-   * marked in Redis, so every replica re-reads the role on the next request. Token users read
-   * their row on every request already.
+   * A user's role changed (the row already committed): their keys' entries are dropped on every
+   * replica before this resolves, so the next request anywhere reads the new role. Token users
+   * read their row on every request already.
    */
   async userChanged(userId: string): Promise<void> {
-    for (const [hash, entry] of this.cache) if (entry.key.userId === userId) this.cache.delete(hash);
-    await this.redis.set(userChangedMarker(userId), '1', 'PX', REVOKED_MARKER_MS).catch((error: unknown) => {
-      this.logger.warn(`role change marker not set (other replicas see the new role within ${CACHE_TTL_MS / 1000} s): ${String(error)}`);
-    });
+    await this.invalidations.broadcast({ userId });
   }
 
   /** The keyed hash a new key is stored under. */
@@ -187,6 +169,19 @@ export class AuthService {
     }
     return user.id;
   }
+}
+
+interface KeyRow {
+  id: string;
+  user_id: string;
+  secret_hash: string;
+  hash_kind: 'sha256' | 'hmac';
+  scopes: string[];
+  app_id: string | null;
+  expires_at: Date | null;
+  rate_limit_per_minute: number | null;
+  max_streams: number | null;
+  role: Role | null;
 }
 
 function safeEqual(a: string, b: string): boolean {

@@ -22,6 +22,8 @@ export {
 } from './principal.js';
 export { CallerDto, callerDto } from './caller.dto.js';
 export { RateLimits } from './rate-limits.js';
+export { AllowanceBook, grantedPoints, leaseSize } from './rate-allowance.js';
+export { CredentialCache } from './credential-cache.js';
 export { SetUserRoleDto, USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto } from './user.dto.js';
 export { SetUserRole } from './user-roles.js';
 export { Users } from './users.js';

@@ -1,23 +1,29 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppConfig, type RedisClient, ThrottledLog } from '#libs/config';
 import { AUTH_REDIS } from './auth.redis.js';
 import type { Principal } from './principal.js';
+import { AllowanceBook, type Decision, grantedPoints, leaseSize } from './rate-allowance.js';
 
-const WINDOW_S = 60;
+const WINDOW_MS = 60_000;
+/** Requests that find a lease under way wait for it and look again, this many times, before asking Redis themselves. */
+const LEASE_WAITS = 4;
 // An SSE slot not refreshed for this long (its api replica died) is free again.
 const SLOT_TTL_MS = 90_000;
 
 /**
  * Request rate limits per key (or per token user) and per app end user, and a cap on concurrent
- * SSE streams per principal — all in Redis, so they hold across api replicas. With Redis
- * unreachable the limits are not enforced (logged once per interval): refusing every request
- * would turn a cache outage into an API outage.
+ * SSE streams per principal — counted in Redis, so they hold across api replicas. Request limits
+ * are fixed one-minute windows whose points each replica leases in batches (`rate-allowance.ts`:
+ * never more than the limit per window, a key may be refused up to (replicas − 1) leases early),
+ * so most requests make no Redis call. With Redis unreachable the limits are not enforced (logged
+ * once per interval): refusing every request would turn a cache outage into an API outage.
  */
 @Injectable()
 export class RateLimits implements OnApplicationShutdown {
   private readonly log = new ThrottledLog(new Logger(RateLimits.name));
-  private readonly limiters = new Map<string, RateLimiterRedis>();
+  private readonly allowances = new AllowanceBook();
+  /** The lease under way per bucket: concurrent requests wait for it instead of asking Redis each. */
+  private readonly leasing = new Map<string, Promise<unknown>>();
 
   constructor(
     @Inject(AUTH_REDIS) private readonly redis: RedisClient,
@@ -41,13 +47,33 @@ export class RateLimits implements OnApplicationShutdown {
 
   private async take(key: string, points: number): Promise<number | null> {
     if (points === 0) return null;
+    // The limit is part of the bucket (and of its Redis key): a changed limit starts a fresh window.
+    const bucket = `${points}:${key}`;
+    for (let waits = 0; ; waits += 1) {
+      const local = this.allowances.take(bucket);
+      if (local) return retryAfterS(local);
+      const pending = this.leasing.get(bucket);
+      if (!pending || waits >= LEASE_WAITS) break;
+      await pending;
+    }
+    const lease = this.lease(bucket, points);
+    this.leasing.set(bucket, lease);
     try {
-      await this.limiter(points).consume(key, 1);
-      return null;
-    } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-      this.log.warn(`rate limits are not enforced while Redis is unreachable: ${String(rejection)}`);
-      return null;
+      return retryAfterS(await lease);
+    } finally {
+      if (this.leasing.get(bucket) === lease) this.leasing.delete(bucket);
+    }
+  }
+
+  /** One round trip: adds a lease's points to the window's counter (starting the window if new) and reads its remaining time. */
+  private async lease(bucket: string, points: number): Promise<Decision> {
+    const wanted = leaseSize(points, this.config.rateLimitLeasePercent);
+    try {
+      const [counter, windowLeftMs] = (await this.redis.eval(LEASE, 1, `yuxi:rl:${bucket}`, String(wanted), String(WINDOW_MS))) as [number, number];
+      return this.allowances.record(bucket, grantedPoints(points, wanted, counter), windowLeftMs);
+    } catch (error) {
+      this.log.warn(`rate limits are not enforced while Redis is unreachable: ${String(error)}`);
+      return { allowed: true };
     }
   }
 
@@ -74,16 +100,24 @@ export class RateLimits implements OnApplicationShutdown {
   async releaseStream(principal: Principal, streamId: string): Promise<void> {
     await this.redis.zrem(slotsKey(principal), streamId).catch(() => undefined);
   }
-
-  private limiter(points: number): RateLimiterRedis {
-    let limiter = this.limiters.get(String(points));
-    if (!limiter) {
-      limiter = new RateLimiterRedis({ storeClient: this.redis, keyPrefix: `yuxi:rl:${points}`, points, duration: WINDOW_S });
-      this.limiters.set(String(points), limiter);
-    }
-    return limiter;
-  }
 }
+
+function retryAfterS(decision: Decision): number | null {
+  return decision.allowed ? null : Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+}
+
+/**
+ * A window is a counter that expires a minute after its first point (the layout rate-limiter-flexible
+ * used under the same keys, so replicas of the previous version count in the same windows).
+ */
+const LEASE = `
+local counter = redis.call('INCRBY', KEYS[1], tonumber(ARGV[1]))
+local left = redis.call('PTTL', KEYS[1])
+if left < 0 then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+  left = tonumber(ARGV[2])
+end
+return {counter, left}`;
 
 /** Keeps a held slot (and the set holding it) alive. */
 const REFRESH = `

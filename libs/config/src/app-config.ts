@@ -46,6 +46,12 @@ export class AppConfig {
   readonly rateLimitPerMinute: number;
   readonly endUserRateLimitPerMinute: number;
   readonly maxStreamsPerPrincipal: number;
+  /** Share of a request limit (per cent) each api replica leases from Redis at a time; 0: one point per request. */
+  readonly rateLimitLeasePercent: number;
+  /** How long a verified API key is trusted without reading Postgres again (the bound on a lost invalidation); 0: never cached. */
+  readonly authCacheTtlMs: number;
+  /** How long a revocation or role change waits for every api replica to confirm it dropped the credential before answering. */
+  readonly authInvalidationWaitMs: number;
   readonly scriptedModelsEnabled: boolean;
   readonly scriptedMaxDelayMs: number;
   readonly scriptedMaxWords: number;
@@ -111,6 +117,10 @@ export class AppConfig {
     this.rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 1200);
     this.endUserRateLimitPerMinute = int(env, 'END_USER_RATE_LIMIT_PER_MINUTE', 300);
     this.maxStreamsPerPrincipal = int(env, 'MAX_STREAMS_PER_PRINCIPAL', 20);
+    this.rateLimitLeasePercent = int(env, 'RATE_LIMIT_LEASE_PERCENT', 1);
+    if (this.rateLimitLeasePercent > 50) throw new Error('RATE_LIMIT_LEASE_PERCENT must be at most 50 (a lease that large lets one replica hold half a window)');
+    this.authCacheTtlMs = int(env, 'AUTH_CACHE_TTL_MS', 10_000);
+    this.authInvalidationWaitMs = int(env, 'AUTH_INVALIDATION_WAIT_MS', 2_000);
     this.scriptedModelsEnabled = (env.SCRIPTED_MODELS ?? 'enabled') !== 'disabled';
     this.scriptedMaxDelayMs = int(env, 'SCRIPTED_MAX_DELAY_MS', 10_000);
     this.scriptedMaxWords = int(env, 'SCRIPTED_MAX_WORDS', 5_000);

@@ -1,10 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DynamicModule } from '@nestjs/common';
 import type { Request, RequestHandler, Response } from 'express';
 import { LoggerModule } from 'nestjs-pino';
 import { type Logger as PinoRoot, type LoggerOptions, pino } from 'pino';
-import { pinoHttp } from 'pino-http';
 
 /**
  * Structured logs of both processes: one pino logger per process, JSON lines on stdout (one object
@@ -112,28 +110,31 @@ export function loggingModule(service: string): DynamicModule {
 const QUIET_PATHS = /^\/(health|metrics)(\/|\?|$)/;
 
 /**
- * One line per request when its response finished (or the client went away): method, path,
+ * One line per request when its response closed (finished, or the client went away): method, path,
  * status, duration and `request_id` (the X-Request-Id the request was answered with, which must
  * be set before this runs). 5xx at error level, the rest at info.
+ *
+ * Written here rather than with pino-http, whose middleware builds two child loggers per request
+ * and serialises the request into their bindings before anything is known about the response:
+ * that was a few per cent of the api's CPU on the read path. This builds one small object when
+ * the line is written, and nothing at all when its level is off.
  */
 export function httpLogger(service: string, requestIdOf: (res: Response) => string): RequestHandler {
-  const withId = (res: ServerResponse, value: object): object => ({ request_id: requestIdOf(res as Response), ...value });
-  const middleware = pinoHttp<IncomingMessage, ServerResponse>({
-    logger: rootLogger(service),
-    genReqId: (_req, res) => requestIdOf(res as Response),
-    quietResLogger: true,
-    autoLogging: { ignore: (req) => QUIET_PATHS.test(req.url ?? '') },
-    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
-    customSuccessMessage: (req, res) => `${req.method} ${pathOf(req)} ${res.statusCode}`,
-    customErrorMessage: (req, res) => `${req.method} ${pathOf(req)} ${res.statusCode}`,
-    customSuccessObject: (req, res, value) => withId(res, { req, ...value }),
-    customErrorObject: (req, res, _error, value) => withId(res, { req, ...value }),
-    serializers: {
-      req: (req: { method?: string; url?: string; raw?: IncomingMessage }) => ({ method: req.method, url: pathOf(req.raw ?? req) }),
-      res: (res: { statusCode?: number }) => ({ status_code: res.statusCode }),
-    },
-  });
-  return middleware as unknown as RequestHandler;
+  const logger = rootLogger(service);
+  return (req, res, next) => {
+    if (QUIET_PATHS.test(req.url)) return next();
+    const started = Date.now();
+    res.once('close', () => {
+      const status = res.statusCode;
+      const level = status >= 500 ? 'error' : 'info';
+      if (!logger.isLevelEnabled(level)) return;
+      const path = pathOf(req);
+      const line: Record<string, unknown> = { request_id: requestIdOf(res), req: { method: req.method, url: path }, res: { status_code: status }, responseTime: Date.now() - started };
+      if (status >= 500) line.err = new Error(`failed with status code ${status}`);
+      logger[level](line, `${req.method} ${path} ${status}`);
+    });
+    next();
+  };
 }
 
 /** The request path without its query string (cursors and filters are not worth a log line). */

@@ -5,6 +5,7 @@ import type { DataSource, EntityManager, Repository } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { canonicalJson, newId, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
+import type { RidingWrite } from './inputs.repository.js';
 import { type AcceptedReceipt, IdempotencyReceiptEntity } from './receipt.entity.js';
 
 export interface IdempotencyScope {
@@ -21,6 +22,8 @@ export interface WorkResult {
   body: unknown;
   sessionId: string | null;
   receipt: AcceptedReceipt | null;
+  /** Writes of the work that run with the receipt insert, in its statement (the accepted input's row). */
+  riding?: RidingWrite[];
 }
 
 export interface IdempotentResponse {
@@ -32,6 +35,8 @@ export interface IdempotentResponse {
 }
 
 const KEY_MAX = 128;
+/** Parameters of the receipt insert itself; riding writes number theirs after these. */
+const RECEIPT_PARAMS = 12;
 
 class DuplicateKey extends Error {}
 
@@ -73,8 +78,17 @@ export class IdempotencyService {
         const result = await work(manager);
         const body = JSON.stringify(result.body);
         const now = new Date();
+        // The work's riding writes are CTEs of this statement: Postgres runs each exactly once,
+        // whether or not the receipt is inserted, and a conflict rolls them back with the rest.
+        const riding = result.riding ?? [];
+        let next = RECEIPT_PARAMS + 1;
+        const ctes = riding.map((write, i) => {
+          const cte = `w${i} AS (${write.sql(next)})`;
+          next += write.values.length;
+          return cte;
+        });
         const inserted = (await manager.query(
-          prepared(`INSERT INTO idempotency_receipts
+          prepared(`${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}INSERT INTO idempotency_receipts
              (id, owner_id, scope, idempotency_key, request_hash, session_id, input_id, receipt, response_status, response_body, created_at, expires_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
            ON CONFLICT (owner_id, scope, idempotency_key) DO NOTHING RETURNING id`),
@@ -91,6 +105,7 @@ export class IdempotencyService {
             body,
             now,
             new Date(now.getTime() + this.config.idempotencyTtlHours * 3_600_000),
+            ...riding.flatMap((write) => write.values),
           ],
         )) as unknown[];
         if (inserted.length === 0) throw new DuplicateKey();

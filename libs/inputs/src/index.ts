@@ -2,7 +2,7 @@ export { IdempotencyService, type IdempotentResponse, type IdempotencyScope, typ
 export type { AttachmentStatus, FrozenInputConfig, InputContentBlock, InputEntity, InputMessage, InputMode, InputStatus } from './input.entity.js';
 export { InputsModule } from './inputs.module.js';
 export { InputContentBlockDto, InputDto, InputMessageDto } from './input.dto.js';
-export { InputsRepository, type NewInput, toInputDto } from './inputs.repository.js';
+export { InputsRepository, type NewInput, type RidingWrite, toInputDto } from './inputs.repository.js';
 export {
   ATTACHMENT_STATUSES,
   ATTACHMENT_TRANSITIONS,

@@ -21,6 +21,16 @@ export interface NewInput {
   receivedAt: Date;
 }
 
+/**
+ * A write of the accepting transaction that needs no round trip of its own: it runs as a
+ * data-modifying CTE of the transaction's last statement (the receipt insert). `sql(first)` is the
+ * statement with its parameters numbered from `$first`.
+ */
+export interface RidingWrite {
+  sql(first: number): string;
+  values: unknown[];
+}
+
 /** A steer batch is bounded so one claim stays one reasonable model call. */
 const MAX_STEER_BATCH = 20;
 
@@ -33,6 +43,17 @@ export class InputsRepository {
   ) {}
 
   async insert(manager: EntityManager, input: NewInput): Promise<InputEntity> {
+    const { row, write } = this.insertion(manager, input);
+    await manager.query(prepared(write.sql(1)), write.values);
+    return row;
+  }
+
+  /**
+   * The new input's row and the statement that inserts it, for a caller that runs it within
+   * another statement of the same transaction (`WorkResult.riding`: with the receipt, one round
+   * trip fewer per submission) rather than on its own (`insert`).
+   */
+  insertion(manager: EntityManager, input: NewInput): { row: InputEntity; write: RidingWrite } {
     const row = manager.create(InputEntity, {
       id: newId(),
       sessionId: input.sessionId,
@@ -55,24 +76,25 @@ export class InputsRepository {
     // Raw SQL on the hottest write: the query builder's per-call SQL generation showed in profiles.
     // An input preparing its files is the accepting request's job first; the recovery sweep's
     // first try is due after the grace period (database clock).
-    await manager.query(
-      prepared(`INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, attachment_status, config, received_at, attachment_retry_at)
-       VALUES ($1, $2, $3, $4, $5, '${INPUT_TRANSITIONS.accept.to[0]}', $6, $7, $10::varchar, $8, $9, CASE WHEN $10::varchar = 'preparing' THEN now() + $11::int * interval '1 millisecond' END)`),
-      [
-        row.id,
-        row.sessionId,
-        row.receivedSeq,
-        row.mode,
-        row.priority,
-        JSON.stringify(row.messages),
-        JSON.stringify(row.attachmentFileIds),
-        JSON.stringify(row.config),
-        row.receivedAt,
-        row.attachmentStatus,
-        this.config.recoveryGraceMs,
-      ],
-    );
-    return row;
+    const sql = (first: number): string => {
+      const $ = (n: number): string => `$${first + n - 1}`;
+      return `INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, attachment_status, config, received_at, attachment_retry_at)
+       VALUES (${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, '${INPUT_TRANSITIONS.accept.to[0]}', ${$(6)}, ${$(7)}, ${$(10)}::varchar, ${$(8)}, ${$(9)}, CASE WHEN ${$(10)}::varchar = 'preparing' THEN now() + ${$(11)}::int * interval '1 millisecond' END)`;
+    };
+    const values = [
+      row.id,
+      row.sessionId,
+      row.receivedSeq,
+      row.mode,
+      row.priority,
+      JSON.stringify(row.messages),
+      JSON.stringify(row.attachmentFileIds),
+      JSON.stringify(row.config),
+      row.receivedAt,
+      row.attachmentStatus,
+      this.config.recoveryGraceMs,
+    ];
+    return { row, write: { sql, values } };
   }
 
   /**

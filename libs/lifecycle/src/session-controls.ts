@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '#libs/errors';
 import { type FileEntity, FilesRepository } from '#libs/files';
-import { type FrozenInputConfig, type InputEntity, type InputMessage, type InputMode, InputsRepository } from '#libs/inputs';
+import { type FrozenInputConfig, type InputEntity, type InputMessage, type InputMode, InputsRepository, type RidingWrite } from '#libs/inputs';
 import { ProjectsRepository, type SessionEntity, SessionsRepository, type TurnSummary } from '#libs/sessions';
 import type { OutgoingEvent } from '#libs/events';
 import { TERMINAL_TURN_STATUSES, toCurrentTurn, type TurnEntity, TurnsRepository } from '#libs/turns';
@@ -26,6 +26,12 @@ export interface MessageSpec {
    * waits for the caller or is being cancelled; default false (such a turn refuses messages).
    */
   queuesBehindBlockedTurn?: boolean;
+  /**
+   * true: the input's insert is handed back (`riding`) for the caller to run with its receipt, one
+   * round trip fewer; ignored when files are attached (binding them needs the row first). The
+   * caller must then pass it on (`WorkResult.riding`), or no input is stored.
+   */
+  insertWithReceipt?: boolean;
 }
 
 /**
@@ -52,7 +58,12 @@ export class SessionControls {
    * Queues a user message: follow-up (FIFO), or steer into the running turn. Takes the session lock
    * with the owner-scoped acceptance (404 for another owner's session).
    */
-  async acceptMessage(manager: EntityManager, ownerId: string, sessionId: string, spec: MessageSpec): Promise<{ input: InputEntity; steersRunningTurn: boolean }> {
+  async acceptMessage(
+    manager: EntityManager,
+    ownerId: string,
+    sessionId: string,
+    spec: MessageSpec,
+  ): Promise<{ input: InputEntity; steersRunningTurn: boolean; riding: RidingWrite | null }> {
     const receivedAt = new Date();
     const { session, receivedSeq } = await this.sessions.acceptInput(manager, sessionId, ownerId, receivedAt);
     if (session.archived) throw new DomainError('state_conflict', 'The session is archived');
@@ -69,7 +80,7 @@ export class SessionControls {
     // compaction request does not: it waits in the paused queue like the inputs before it.
     const resumes = session.queuePaused && spec.resumesPausedQueue !== false;
     if (resumes) await this.sessions.setQueuePaused(manager, sessionId, false);
-    const input = await this.inputs.insert(manager, {
+    const newInput = {
       sessionId,
       receivedSeq,
       mode,
@@ -78,10 +89,16 @@ export class SessionControls {
       attachmentFileIds: spec.attachmentFileIds,
       config: spec.config(session),
       receivedAt,
-    });
+    };
+    const steersRunningTurn = mode === 'steer' && active !== null;
+    if (spec.insertWithReceipt === true && spec.attachmentFileIds.length === 0) {
+      const { row, write } = this.inputs.insertion(manager, newInput);
+      return { input: row, steersRunningTurn, riding: write };
+    }
+    const input = await this.inputs.insert(manager, newInput);
     // An unknown or already attached file refuses the whole submission: nothing of it is stored.
     await this.files.bindDrafts(manager, ownerId, spec.attachmentFileIds, sessionId, input.id);
-    return { input, steersRunningTurn: mode === 'steer' && active !== null };
+    return { input, steersRunningTurn, riding: null };
   }
 
   /**

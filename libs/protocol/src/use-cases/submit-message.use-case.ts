@@ -46,18 +46,20 @@ export class SubmitMessage {
     const scope = IdempotencyService.eventScope(sessionId);
     const intent = { operation: event.type, session_id: sessionId, event: { ...event, input: images.intentMessages() } };
     const result = await this.acceptance.accept(principal, scope, key, intent, async (manager) => {
-      const { input, steersRunningTurn } = await this.controls.acceptMessage(manager, principal.userId, sessionId, {
+      const { input, steersRunningTurn, riding } = await this.controls.acceptMessage(manager, principal.userId, sessionId, {
         requestedMode: event.yuxi?.mode,
         hasOverride,
         messages: images.messagesFor(sessionId),
         attachmentFileIds: event.yuxi?.attachment_file_ids ?? [],
         config: (session) => frozenInputConfig(session, { model: modelOverride, toolApprovalMode: event.yuxi?.tool_approval_mode }),
+        // Inline images are bound to the input's row below: then it is inserted first.
+        insertWithReceipt: images.fileIds.length === 0,
       });
       await images.bind(manager, sessionId, input.id);
       steerIntoRunningTurn = steersRunningTurn;
       const receipt = acceptedReceipt(sessionId, input.id);
       const nudges: Nudge[] = input.attachmentStatus === 'preparing' ? [{ kind: 'prepare', inputId: input.id }, { kind: 'queue' }] : [{ kind: 'queue' }];
-      return { status: 202, body: receipt, sessionId, receipt, events: [turnEvents.accepted(receipt)], nudges };
+      return { status: 202, body: receipt, sessionId, receipt, events: [turnEvents.accepted(receipt)], nudges, riding: riding ? [riding] : [] };
     }, images.staging);
     if (!result.replayed && steerIntoRunningTurn) {
       void this.signals.announceSteer(sessionId).catch((error: unknown) => this.logger.warn(`steer signal not sent: ${String(error)}`));
