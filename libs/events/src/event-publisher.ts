@@ -14,11 +14,15 @@ import { StreamKeys } from './stream-keys.js';
  * starting at the oldest unpublished row) may (re)start a stream whose sequence key is missing or
  * behind (a new session, or Redis lost or rolled back its data): subscribers see the jump in
  * `yuxi.seq` and resync. Without a floor (-1) a missing key answers -1 and nothing is appended.
- * Run events raise the session's fence to their epoch. Returns the last sequence number in the stream.
+ * Run events raise the session's fence to their epoch; the fence key is written only when raised.
+ * Every claim raises it, so it can expire before the stream only during one run longer than the
+ * replay TTL (days), far beyond the lease that decides whether an older run may still stream.
+ * Returns the last sequence number in the stream.
  */
 const DURABLE_SCRIPT = `
 local last = tonumber(redis.call('GET', KEYS[2]) or '-1')
 local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
+local raised = false
 local floor = tonumber(ARGV[3])
 if floor >= 0 and last < floor then last = floor end
 if last < 0 then return -1 end
@@ -27,13 +31,16 @@ for i = 4, #ARGV, 4 do
   if seq == last + 1 then
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 't', ARGV[i + 2], 'e', ARGV[i + 3], 's', ARGV[i])
     last = seq
-    if ARGV[i + 1] ~= '' and tonumber(ARGV[i + 1]) > fence then fence = tonumber(ARGV[i + 1]) end
+    if ARGV[i + 1] ~= '' and tonumber(ARGV[i + 1]) > fence then
+      fence = tonumber(ARGV[i + 1])
+      raised = true
+    end
   elseif seq > last + 1 then
     break
   end
 end
 redis.call('SET', KEYS[2], last, 'EX', ARGV[2])
-redis.call('SET', KEYS[3], fence, 'EX', ARGV[2])
+if raised then redis.call('SET', KEYS[3], fence, 'EX', ARGV[2]) end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return last
 `;
