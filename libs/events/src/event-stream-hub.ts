@@ -17,16 +17,23 @@ export interface StreamFrame {
   frame: Buffer;
 }
 
-type Sink = (frame: StreamFrame) => void;
+/**
+ * Receives what to write to one subscriber: one frame, or several joined into one Buffer (a batch
+ * read in one go). The same Buffer goes to every subscriber that stands where the batch starts:
+ * the sink must not modify it.
+ */
+export type Sink = (bytes: Buffer) => void;
 
 class Subscription {
   live = false;
   private readonly buffer: StreamFrame[] = [];
+  /** While set, output is gathered here and written as one Buffer by `flush` (a catch-up page). */
+  private gathered: Buffer[] | null = null;
 
   constructor(
     private readonly sessionId: string,
     public lastId: string,
-    private lastSeq: number | null,
+    public lastSeq: number | null,
     private readonly sink: Sink,
   ) {}
 
@@ -47,25 +54,55 @@ class Subscription {
         this.lastId = frame.streamId;
         return;
       }
-      if (step === 'gap') this.sink(resyncFrame(this.sessionId, this.lastId, (frame.seq ?? 1) - 1, 'events_lost'));
+      if (step === 'gap') this.emit(resyncFrame(this.sessionId, this.lastId, (frame.seq ?? 1) - 1, 'events_lost').frame);
     } else if (frame.seq !== null && this.lastSeq !== null && frame.seq > this.lastSeq) {
       // A live entry that follows durable events this subscriber never got (a window that starts
       // mid-run): the deltas alone would hide the gap.
-      this.sink(resyncFrame(this.sessionId, this.lastId, this.lastSeq, 'events_lost'));
+      this.emit(resyncFrame(this.sessionId, this.lastId, this.lastSeq, 'events_lost').frame);
     }
     this.lastId = frame.streamId;
     if (frame.seq !== null) this.lastSeq = frame.seq;
-    this.sink(frame);
+    this.emit(frame.frame);
+  }
+
+  private emit(bytes: Buffer): void {
+    if (this.gathered) this.gathered.push(bytes);
+    else this.sink(bytes);
+  }
+
+  /** Offers many frames and writes what they yield at once: one write per page, not per event. */
+  offerAll(frames: Iterable<StreamFrame>, fromCatchUp = false): void {
+    this.gathered = [];
+    try {
+      for (const frame of frames) this.offer(frame, fromCatchUp);
+    } finally {
+      const out = this.gathered;
+      this.gathered = null;
+      if (out.length > 0) this.sink(out.length === 1 ? out[0]! : Buffer.concat(out));
+    }
+  }
+
+  /**
+   * The fast path of a live batch: this subscriber stood exactly where the batch's reference
+   * subscriber did, so `offer` would have made the same decisions for every frame; it gets the
+   * reference's output as is and moves to the reference's position.
+   */
+  take(bytes: Buffer | null, lastId: string, lastSeq: number | null): void {
+    this.lastId = lastId;
+    this.lastSeq = lastSeq;
+    if (bytes !== null) this.sink(bytes);
   }
 
   goLive(): void {
     this.live = true;
-    for (const frame of this.buffer.splice(0)) this.offer(frame);
+    this.offerAll(this.buffer.splice(0));
   }
 }
 
 interface StreamState {
+  /** The last entry read live, and the last durable seq a subscriber in step with it has seen. */
   position: string;
+  seq: number | null;
   subscribers: Set<Subscription>;
 }
 
@@ -124,7 +161,7 @@ export class EventStreamHub implements OnApplicationShutdown {
         await this.outbox.flush(sessionId);
         if ((await this.redis.exists(key)) === 0) {
           startSeq = null;
-          sink(resyncFrame(sessionId, start, null, 'events_lost'));
+          sink(resyncFrame(sessionId, start, null, 'events_lost').frame);
         }
       }
     } else {
@@ -132,14 +169,14 @@ export class EventStreamHub implements OnApplicationShutdown {
       if (!info || hasGap(after.streamId, info)) {
         start = info?.lastId ?? '0-0';
         startSeq = null;
-        sink(resyncFrame(sessionId, start, null, 'cursor_expired'));
+        sink(resyncFrame(sessionId, start, null, 'cursor_expired').frame);
       }
     }
 
     const subscription = new Subscription(sessionId, start, startSeq, sink);
     let state = this.streams.get(sessionId);
     if (!state) {
-      state = { position: start, subscribers: new Set() };
+      state = { position: start, seq: startSeq, subscribers: new Set() };
       this.streams.set(sessionId, state);
       this.kickReader();
     }
@@ -149,7 +186,10 @@ export class EventStreamHub implements OnApplicationShutdown {
       let cursor = start;
       for (;;) {
         const page = await this.redis.xrange(key, `(${cursor}`, '+', 'COUNT', CATCH_UP_PAGE);
-        for (const [id, fields] of page) subscription.offer(toFrame(sessionId, id, fields), true);
+        subscription.offerAll(
+          page.map(([id, fields]) => toFrame(sessionId, id, fields)),
+          true,
+        );
         if (page.length < CATCH_UP_PAGE) break;
         cursor = page[page.length - 1]?.[0] ?? cursor;
       }
@@ -238,11 +278,42 @@ export class EventStreamHub implements OnApplicationShutdown {
         const sessionId = sessionIdFromStreamKey(key);
         const state = this.streams.get(sessionId);
         if (!state) continue;
-        for (const [id, fields] of entries) {
-          state.position = id;
-          const frame = toFrame(sessionId, id, fields);
-          for (const subscription of state.subscribers) subscription.offer(frame);
-        }
+        this.deliver(sessionId, state, entries);
+      }
+    }
+  }
+
+  /**
+   * Fans one read batch of a session out to its subscribers. Each entry is framed and encoded once;
+   * a reference subscriber standing at the batch's start position decides what to deliver, and
+   * its output is joined into one Buffer, so every subscriber in step with it (all of them, in a
+   * steady stream) costs one comparison and one write per batch, whatever the batch's size: no
+   * per-subscriber parsing, filtering or copying. A subscriber elsewhere (still catching up, ahead
+   * after its catch-up, at another seq) takes the per-frame path, as does the whole batch when it
+   * needs a resync (each subscriber gets its own resync event).
+   */
+  private deliver(sessionId: string, state: StreamState, entries: [string, string[]][]): void {
+    const fromId = state.position;
+    const fromSeq = state.seq;
+    const frames = entries.map(([id, fields]) => toFrame(sessionId, id, fields));
+    const out: Buffer[] = [];
+    let resync = false;
+    const reference = new Subscription(sessionId, fromId, fromSeq, (bytes) => out.push(bytes));
+    reference.live = true;
+    for (const frame of frames) {
+      const before = out.length;
+      reference.offer(frame);
+      // offer() emits a resync before the frame itself: two outputs for one frame.
+      if (out.length > before + 1) resync = true;
+    }
+    state.position = entries.at(-1)?.[0] ?? fromId;
+    state.seq = reference.lastSeq;
+    const joined = out.length === 0 ? null : out.length === 1 ? out[0]! : Buffer.concat(out);
+    for (const subscription of state.subscribers) {
+      if (!resync && subscription.live && subscription.lastId === fromId && subscription.lastSeq === fromSeq) {
+        subscription.take(joined, reference.lastId, reference.lastSeq);
+      } else {
+        subscription.offerAll(frames);
       }
     }
   }
