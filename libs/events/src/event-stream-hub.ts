@@ -140,12 +140,13 @@ export class EventStreamHub implements OnApplicationShutdown {
   ) {}
 
   /**
-   * Subscribes after `afterId` (exclusive), or to the whole retained window when null. When the
+   * Subscribes after `afterId` (exclusive), or to the whole retained window when null. `paced`
+   * resolves when the subscriber is ready for the next catch-up page. When the
    * cursor is older than the window, a `yuxi.session.resync` frame comes first and delivery
    * continues from the newest entry. The caller has checked that the session exists and is the
    * subscriber's.
    */
-  async subscribe(sessionId: string, after: StreamPosition | null, sink: Sink): Promise<SubscribeResult> {
+  async subscribe(sessionId: string, after: StreamPosition | null, sink: Sink, paced: () => Promise<void> = async () => undefined): Promise<SubscribeResult> {
     const key = sessionStreamKey(sessionId);
     let start = after?.streamId ?? '0-0';
     // Without a cursor the subscriber expects the session's first event: a window that no longer
@@ -191,6 +192,9 @@ export class EventStreamHub implements OnApplicationShutdown {
           true,
         );
         if (page.length < CATCH_UP_PAGE) break;
+        // Catching up is pulled, not pushed: the next page is read once the subscriber has taken
+        // this one (`paced`), so a long replay to a slow client waits for it instead of piling up.
+        await paced();
         cursor = page[page.length - 1]?.[0] ?? cursor;
       }
     } catch (error) {

@@ -68,6 +68,27 @@ class OpenStream {
     else this.res.write(bytes);
   };
 
+  /**
+   * The hub's pace between catch-up pages: at once while little waits, else when the client has
+   * read what waits (or left), at most SLOW_READER_GRACE_MS; the next write then cuts it if it is
+   * still behind.
+   */
+  readonly paced = (): Promise<void> => {
+    const target = this.socket ?? this.res;
+    if (this.done || target.writableLength <= this.maxBuffered) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        target.off('drain', done);
+        target.off('close', done);
+        resolve();
+      };
+      const timer = setTimeout(done, SLOW_READER_GRACE_MS);
+      target.once('drain', done);
+      target.once('close', done);
+    });
+  };
+
   ping(): void {
     if (this.done || this.res.writableEnded) return;
     if (this.socket) this.socket.write(PING);
@@ -149,7 +170,7 @@ export class SseResponder implements OnModuleDestroy {
     res.on('close', () => this.closed(stream));
     let subscription: SubscribeResult;
     try {
-      subscription = await this.hub.subscribe(sessionId, after, stream.write);
+      subscription = await this.hub.subscribe(sessionId, after, stream.write, stream.paced);
     } catch (error) {
       res.destroy(error instanceof Error ? error : undefined);
       return;
