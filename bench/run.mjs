@@ -8,7 +8,7 @@
 //                                 bench/results/<date>.partial.json; the docs table is left alone)
 import { fork, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,7 +24,7 @@ const { Redis } = await import('ioredis');
 const { EventSource } = await import('eventsource');
 const { default: pg } = await import('pg');
 const { Client, nextEvent, opened, publishedAtMs, rawSubscribe } = await import('./lib/client.mjs');
-const { cpuSnapshot, round, rssKiB, summarize, watch } = await import('./lib/measure.mjs');
+const { cpuSeconds, cpuSnapshot, round, rssKiB, summarize, watch } = await import('./lib/measure.mjs');
 const { consoleScenario } = await import('./lib/console.mjs');
 const { measureTurnBudget } = await import('./lib/budget.mjs');
 const { ensureChromium } = await import('../scripts/lib/infra.mjs');
@@ -86,6 +86,7 @@ try {
     if (wanted('read')) results.scenarios.read = await readScenario(bare);
   }
   if (wanted('fanout')) results.scenarios.sse_fanout = await fanOut();
+  if (wanted('idle-subscribers')) results.scenarios.idle_subscribers = await idleSubscribers();
   if (wanted('peer')) results.scenarios.peer = await peerScenario(results.scenarios.turn_overhead);
   // Last: it adds 100,000 sessions, which no other scenario should find.
   if (wanted('console')) results.scenarios.console = await consoleScenario({ stack, client, apiKey, pg, chromiumPath: ensureChromium((...a) => log(...a)), log });
@@ -605,6 +606,107 @@ async function fanOut(subscribers = 5000, measured = 100, words = 200, delayMs =
   };
 }
 
+/**
+ * 20,000 idle SSE subscribers on one api process (issue 22): what each costs in api memory, and
+ * what heartbeating them all costs in api CPU. The subscribers are spread over `sessionCount`
+ * sessions and held by `generators` child processes, each from its own source address (127.0.0.x)
+ * so that ephemeral ports and per-process file descriptors suffice. The count is capped by the
+ * api's own file-descriptor limit (a socket each), which the report states.
+ */
+async function idleSubscribers(target = 20000, sessionCount = 200, generators = 4, idleS = 31) {
+  const heartbeatMs = Number(stack.env.SSE_HEARTBEAT_MS ?? 15000);
+  const fdLimit = openFilesLimit(pids.api);
+  const fdsInUse = readdirSync(`/proc/${pids.api}/fd`).length;
+  // Room for what the api opens besides the streams (Postgres pool, Redis, logs) while they are open.
+  const subscribers = Math.min(target, fdLimit - fdsInUse - 200);
+  log(`idle subscribers: ${subscribers} of ${target} (api file descriptors: limit ${fdLimit}, ${fdsInUse} in use)…`);
+  const sessionIds = [];
+  for (let i = 0; i < sessionCount; i += 1) sessionIds.push((await client.createSession()).id);
+  const redis = new Redis(stack.env.REDIS_URL);
+  const redisClientsBefore = await connectedClients(redis);
+  const rssBefore = rssKiB(pids.api);
+  const heapBefore = await apiHeapUsedKiB();
+
+  const children = Array.from({ length: generators }, () => fork(path.join(ROOT, 'bench/lib/idle-clients.mjs'), [], { stdio: 'inherit' }));
+  const ask = (child, message) => new Promise((resolve) => { child.once('message', resolve); child.send(message); });
+  try {
+    const opening = performance.now();
+    const w = watch(pids);
+    const perChild = Math.ceil(subscribers / generators);
+    const opened = await Promise.all(
+      children.map((child, k) =>
+        ask(child, { open: { url: stack.url, apiKey, sessionIds, count: Math.min(perChild, subscribers - k * perChild), localAddress: `127.0.0.${10 + k}`, concurrency: 50 } }),
+      ),
+    );
+    const openUsage = w.stop();
+    const openS = (performance.now() - opening) / 1000;
+    const open = opened.reduce((sum, o) => sum + o.opened, 0);
+    const failed = opened.reduce((sum, o) => sum + o.failed, 0);
+    const errors = [...new Set(opened.flatMap((o) => o.errors))];
+    // Settle: what opening allocated and let go is collected before memory is read.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const rssOpen = rssKiB(pids.api);
+    const heapOpen = await apiHeapUsedKiB();
+    const redisClientsOpen = await connectedClients(redis);
+
+    // Idle: nothing is published; the api only heartbeats (a comment on each stream, slots refreshed).
+    const statsBefore = await Promise.all(children.map((child) => ask(child, 'stats')));
+    const cpuBefore = cpuSeconds(pids.api);
+    const idleW = watch(pids);
+    await new Promise((resolve) => setTimeout(resolve, idleS * 1000));
+    const idleUsage = idleW.stop();
+    const cpuIdle = cpuSeconds(pids.api) - cpuBefore;
+    const statsAfter = await Promise.all(children.map((child) => ask(child, 'stats')));
+    const pings = statsAfter.reduce((sum, s) => sum + s.pings, 0) - statsBefore.reduce((sum, s) => sum + s.pings, 0);
+    const stillOpen = statsAfter.reduce((sum, s) => sum + s.open, 0);
+    const rssIdle = rssKiB(pids.api);
+    const heartbeats = idleS / (heartbeatMs / 1000);
+    await Promise.all(children.map((child) => ask(child, 'close')));
+    redis.disconnect();
+    const perConnectionKiB = open > 0 ? round((rssOpen - rssBefore) / open) : null;
+    return {
+      description: `${open} idle SSE subscribers on one api process over ${sessionCount} sessions (target ${target}; capped by the api's file-descriptor limit ${fdLimit}), held by ${generators} load-generator processes; ${idleS} s idle with SSE_HEARTBEAT_MS=${heartbeatMs}`,
+      subscribers_target: target,
+      subscribers_open: open,
+      subscribers_failed: failed,
+      open_errors: errors,
+      api_fd_limit: fdLimit,
+      open_s: round(openS),
+      opens_per_s: round(open / openS),
+      open_usage: openUsage,
+      api_rss_kib: { before: rssBefore, open: rssOpen, after_idle: rssIdle },
+      api_heap_used_kib: { before: heapBefore, open: heapOpen },
+      api_rss_per_connection_kib: perConnectionKiB,
+      api_heap_per_connection_kib: heapBefore !== null && heapOpen !== null && open > 0 ? round((heapOpen - heapBefore) / open) : null,
+      idle_s: idleS,
+      api_idle_cpu_pct: round((100 * cpuIdle) / idleS),
+      api_cpu_ms_per_heartbeat: round((1000 * cpuIdle) / heartbeats),
+      api_cpu_us_per_connection_heartbeat: open > 0 ? round((1e6 * cpuIdle) / heartbeats / open) : null,
+      pings_received_per_connection: open > 0 ? round(pings / open) : null,
+      still_open_after_idle: stillOpen,
+      redis_connected_clients: { before: redisClientsBefore, with_subscribers: redisClientsOpen },
+      ...idleUsage,
+      target: '20,000 idle subscribers held (or as many as the api\'s file-descriptor limit allows), ≤ 30 KB RSS per connection, every one heartbeated, Redis connections constant',
+      met: open === subscribers && stillOpen === open && perConnectionKiB !== null && perConnectionKiB <= 30 && pings >= open && redisClientsOpen === redisClientsBefore,
+    };
+  } finally {
+    for (const child of children) child.kill();
+  }
+}
+
+/** The soft limit on open files of a process (its sockets count against it). */
+function openFilesLimit(pid) {
+  const line = readFileSync(`/proc/${pid}/limits`, 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  return Number(line?.split(/\s+/)[3]);
+}
+
+/** The api's V8 heap in use, from its own /metrics (prom-client's default metrics). */
+async function apiHeapUsedKiB() {
+  const text = await (await fetch(`${stack.url}/metrics`)).text();
+  const value = /^(?:yuxi_)?nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1];
+  return value === undefined ? null : round(Number(value) / 1024);
+}
+
 /** The same fan-out against bench/raw-sse-server.mjs: the lag floor of this machine and load generator. */
 async function rawSseBaseline(subscribers, measured, words, delayMs) {
   log(`SSE fan-out baseline: raw Node server, ${subscribers} subscribers…`);
@@ -807,6 +909,10 @@ function writeReport(report) {
   if (s.sse_fanout) {
     const t = s.sse_fanout;
     rows.push(`| SSE fan-out (5,000 subscribers) | lag p50 ${t.delivery_lag_ms.p50} / p95 ${t.delivery_lag_ms.p95} / p99 ${t.delivery_lag_ms.p99} | ${t.deltas_delivered}/${t.deltas_expected} deltas, ${t.api_rss_per_connection_kib} KiB/conn, Redis clients ${t.redis_connected_clients.before}→${t.redis_connected_clients.with_subscribers} | raw Node SSE server lag p50 ${t.baseline.delivery_lag_ms.p50} / p99 ${t.baseline.delivery_lag_ms.p99} (p99 ×${t.ratio_p99_to_baseline}) | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
+  }
+  if (s.idle_subscribers) {
+    const t = s.idle_subscribers;
+    rows.push(`| idle SSE subscribers (${t.subscribers_open} of ${t.subscribers_target} open; fd limit ${t.api_fd_limit}) | — | opened ${t.opens_per_s}/s, ${t.subscribers_failed} failed; ${t.pings_received_per_connection} heartbeats per connection in ${t.idle_s} s, ${t.still_open_after_idle} still open | — | idle api ${t.api_idle_cpu_pct} % (${t.api_cpu_ms_per_heartbeat} ms per heartbeat of all, ${t.api_cpu_us_per_connection_heartbeat} µs per connection) | api RSS ${round(t.api_rss_kib.open / 1024)} MiB: ${t.api_rss_per_connection_kib} KiB/conn (heap ${t.api_heap_per_connection_kib} KiB/conn); Redis clients ${t.redis_connected_clients.before}→${t.redis_connected_clients.with_subscribers} | ${t.target} | ${ok(t)} |`);
   }
   if (s.peer) {
     const t = s.peer;

@@ -12,6 +12,7 @@ import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, http, postEvent, sendMessage } from '../support/http.js';
 import { documentedMetrics, parseExposition, type Scrape, scrape, total } from '../support/metrics.js';
+import { RawSseClient, turnsUntilCut } from '../support/slow-reader.js';
 import { SseStream } from '../support/sse.js';
 
 type Process = 'api' | 'worker';
@@ -255,6 +256,20 @@ describe('metrics', () => {
   }
 
   const delta = (now: Scrape, process: Process, name: string, where: Record<string, string>): number => total(now, name, where) - total(baseline[process], name, where);
+
+  it('a client that stops reading is cut from its stream', { timeout: 180_000 }, async () => {
+    const session = await createSession();
+    const witness = await SseStream.open(session.id);
+    const slow = new RawSseClient(session.id);
+    try {
+      await slow.until('agent.session.created');
+      slow.stopReading();
+      await turnsUntilCut(session.id, witness);
+    } finally {
+      slow.destroy();
+      witness.close();
+    }
+  });
 
   it('every api metric of docs/metrics.md is present and moved', async () => {
     await assertMovedOn('api');

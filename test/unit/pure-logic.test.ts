@@ -31,6 +31,15 @@ describe('SSE cursors', () => {
     assert.equal(compareStreamIds('10-2', '10-10'), -1);
     assert.equal(compareStreamIds('10-10', '10-10'), 0);
     assert.equal(compareStreamIds('11-0', '10-99'), 1);
+    // Beyond 2^53 (a cursor may carry any 20 digits) and with leading zeros: still numeric.
+    assert.equal(compareStreamIds('18446744073709551615-0', '18446744073709551614-9'), 1);
+    assert.equal(compareStreamIds('9007199254740993-0', '9007199254740992-0'), 1);
+    assert.equal(compareStreamIds('0010-0', '9-0'), 1);
+    assert.equal(compareStreamIds('10-007', '10-7'), 0);
+    assert.equal(compareStreamIds('0-0', '0-1'), -1);
+    // An id without a sequence part is its entry 0, as Redis reads it.
+    assert.equal(compareStreamIds('10', '10-0'), 0);
+    assert.equal(compareStreamIds('10', '10-1'), -1);
   });
 });
 

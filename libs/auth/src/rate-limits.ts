@@ -79,7 +79,7 @@ export class RateLimits implements OnApplicationShutdown {
 
   /**
    * Takes one of the principal's concurrent-stream slots; false when all are taken. The slot is
-   * kept alive by `refreshStream` (every heartbeat) and given back by `releaseStream`.
+   * kept alive by `refreshStreams` (every heartbeat) and given back by `releaseStream`.
    */
   async acquireStream(principal: Principal, streamId: string): Promise<boolean> {
     const cap = principal.limits.streams ?? this.config.maxStreamsPerPrincipal;
@@ -93,8 +93,25 @@ export class RateLimits implements OnApplicationShutdown {
     }
   }
 
-  async refreshStream(principal: Principal, streamId: string): Promise<void> {
-    await this.redis.eval(REFRESH, 1, slotsKey(principal), String(Date.now()), String(SLOT_TTL_MS), streamId).catch(() => undefined);
+  /**
+   * Keeps many held slots alive at once (the SSE heartbeat of every open stream of a process): one
+   * Redis call per principal and up to REFRESH_BATCH slots, instead of one per stream.
+   */
+  async refreshStreams(slots: Iterable<{ principal: Principal; slot: string }>): Promise<void> {
+    const byKey = new Map<string, string[]>();
+    for (const { principal, slot } of slots) {
+      const key = slotsKey(principal);
+      const ids = byKey.get(key);
+      if (ids) ids.push(slot);
+      else byKey.set(key, [slot]);
+    }
+    const calls: Promise<unknown>[] = [];
+    for (const [key, ids] of byKey) {
+      for (let at = 0; at < ids.length; at += REFRESH_BATCH) {
+        calls.push(this.redis.eval(REFRESH_MANY, 1, key, String(Date.now()), String(SLOT_TTL_MS), ...ids.slice(at, at + REFRESH_BATCH)).catch(() => undefined));
+      }
+    }
+    await Promise.all(calls);
   }
 
   async releaseStream(principal: Principal, streamId: string): Promise<void> {
@@ -119,11 +136,16 @@ if left < 0 then
 end
 return {counter, left}`;
 
-/** Keeps a held slot (and the set holding it) alive. */
-const REFRESH = `
-if redis.call('ZADD', KEYS[1], 'XX', 'CH', tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3]) >= 0 then
-  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+/** `refreshStreams`: slots per Redis call, so that one call stays short for Redis's single thread. */
+const REFRESH_BATCH = 1000;
+
+/** Keeps each held slot in ARGV[3..] (and the set holding them) alive; a slot no longer held is not added back (XX). */
+const REFRESH_MANY = `
+local expiry = tonumber(ARGV[1]) + tonumber(ARGV[2])
+for i = 3, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[i])
 end
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
 return 1`;
 
 function slotsKey(principal: Principal): string {

@@ -17,6 +17,13 @@ export class AppConfig {
   readonly eventsReplayMaxLen: number;
   readonly eventsReplayTtlSeconds: number;
   readonly sseHeartbeatMs: number;
+  /**
+   * Bytes an SSE stream may have waiting in its socket's user-space buffer (the kernel's buffers
+   * are full: the client reads slower than events come) before the stream is cut with a `retry:`
+   * hint; the client resumes from its Last-Event-ID, so a slow reader costs a reconnect, never
+   * unbounded memory.
+   */
+  readonly sseMaxBufferedBytes: number;
   readonly runLeaseMs: number;
   readonly runHeartbeatMs: number;
   readonly recoverySweepMs: number;
@@ -85,6 +92,7 @@ export class AppConfig {
     this.eventsReplayMaxLen = int(env, 'EVENTS_REPLAY_MAXLEN', 10_000);
     this.eventsReplayTtlSeconds = int(env, 'EVENTS_REPLAY_TTL_SECONDS', 7 * 24 * 3600);
     this.sseHeartbeatMs = int(env, 'SSE_HEARTBEAT_MS', 15_000);
+    this.sseMaxBufferedBytes = Math.max(16 * 1024, int(env, 'SSE_MAX_BUFFERED_BYTES', 1024 * 1024));
     this.runLeaseMs = int(env, 'RUN_LEASE_MS', 30_000);
     this.runHeartbeatMs = int(env, 'RUN_HEARTBEAT_MS', 10_000);
     this.recoverySweepMs = int(env, 'RECOVERY_SWEEP_MS', 10_000);

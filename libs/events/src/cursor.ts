@@ -30,13 +30,26 @@ export function decodeCursor(sessionId: string, cursor: string): StreamPosition 
   return SEQ.test(seq) ? { streamId, seq: Number(seq) } : null;
 }
 
-/** Orders Redis stream ids (`ms-seq`) numerically. */
+/**
+ * Orders Redis stream ids (`ms-seq`) numerically. Both parts are decimal integers without leading
+ * zeros (Redis writes them so; cursors are validated to be digits), so a longer part is the larger
+ * one and parts of equal length order as strings: no BigInt or array per comparison, which ran
+ * once per subscriber per event on the fan-out path.
+ */
 export function compareStreamIds(a: string, b: string): number {
-  const [am = 0n, as = 0n] = a.split('-').map(BigInt);
-  const [bm = 0n, bs = 0n] = b.split('-').map(BigInt);
-  if (am !== bm) return am < bm ? -1 : 1;
-  if (as !== bs) return as < bs ? -1 : 1;
-  return 0;
+  const ad = a.indexOf('-');
+  const bd = b.indexOf('-');
+  const byMs = compareDigits(ad === -1 ? a : a.slice(0, ad), bd === -1 ? b : b.slice(0, bd));
+  if (byMs !== 0) return byMs;
+  return compareDigits(ad === -1 ? '0' : a.slice(ad + 1), bd === -1 ? '0' : b.slice(bd + 1));
+}
+
+function compareDigits(a: string, b: string): number {
+  // A cursor may carry leading zeros ("0001-0"): strip them so that length means magnitude.
+  const x = a.length > 1 && a.startsWith('0') ? a.replace(/^0+(?=\d)/, '') : a;
+  const y = b.length > 1 && b.startsWith('0') ? b.replace(/^0+(?=\d)/, '') : b;
+  if (x.length !== y.length) return x.length < y.length ? -1 : 1;
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 /**

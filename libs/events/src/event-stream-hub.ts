@@ -16,16 +16,23 @@ export interface StreamFrame {
   frame: Buffer;
 }
 
-type Sink = (frame: StreamFrame) => void;
+/**
+ * Receives what to write to one subscriber: one frame, or several joined into one Buffer (a batch
+ * read in one go). The same Buffer goes to every subscriber that stands where the batch starts:
+ * the sink must not modify it.
+ */
+export type Sink = (bytes: Buffer) => void;
 
 class Subscription {
   live = false;
   private readonly buffer: StreamFrame[] = [];
+  /** While set, output is gathered here and written as one Buffer by `flush` (a catch-up page). */
+  private gathered: Buffer[] | null = null;
 
   constructor(
     private readonly sessionId: string,
     public lastId: string,
-    private lastSeq: number | null,
+    public lastSeq: number | null,
     private readonly sink: Sink,
   ) {}
 
@@ -46,25 +53,55 @@ class Subscription {
         this.lastId = frame.streamId;
         return;
       }
-      if (step === 'gap') this.sink(resyncFrame(this.sessionId, this.lastId, (frame.seq ?? 1) - 1, 'events_lost'));
+      if (step === 'gap') this.emit(resyncFrame(this.sessionId, this.lastId, (frame.seq ?? 1) - 1, 'events_lost').frame);
     } else if (frame.seq !== null && this.lastSeq !== null && frame.seq > this.lastSeq) {
       // A live entry that follows durable events this subscriber never got (a window that starts
       // mid-run): the deltas alone would hide the gap.
-      this.sink(resyncFrame(this.sessionId, this.lastId, this.lastSeq, 'events_lost'));
+      this.emit(resyncFrame(this.sessionId, this.lastId, this.lastSeq, 'events_lost').frame);
     }
     this.lastId = frame.streamId;
     if (frame.seq !== null) this.lastSeq = frame.seq;
-    this.sink(frame);
+    this.emit(frame.frame);
+  }
+
+  private emit(bytes: Buffer): void {
+    if (this.gathered) this.gathered.push(bytes);
+    else this.sink(bytes);
+  }
+
+  /** Offers many frames and writes what they yield at once: one write per page, not per event. */
+  offerAll(frames: Iterable<StreamFrame>, fromCatchUp = false): void {
+    this.gathered = [];
+    try {
+      for (const frame of frames) this.offer(frame, fromCatchUp);
+    } finally {
+      const out = this.gathered;
+      this.gathered = null;
+      if (out.length > 0) this.sink(out.length === 1 ? out[0]! : Buffer.concat(out));
+    }
+  }
+
+  /**
+   * The fast path of a live batch: this subscriber stood exactly where the batch's reference
+   * subscriber did, so `offer` would have made the same decisions for every frame; it gets the
+   * reference's output as is and moves to the reference's position.
+   */
+  take(bytes: Buffer | null, lastId: string, lastSeq: number | null): void {
+    this.lastId = lastId;
+    this.lastSeq = lastSeq;
+    if (bytes !== null) this.sink(bytes);
   }
 
   goLive(): void {
     this.live = true;
-    for (const frame of this.buffer.splice(0)) this.offer(frame);
+    this.offerAll(this.buffer.splice(0));
   }
 }
 
 interface StreamState {
+  /** The last entry read live, and the last durable seq a subscriber in step with it has seen. */
   position: string;
+  seq: number | null;
   subscribers: Set<Subscription>;
   /** Its reader group (StreamKeys.group). */
   group: number;
@@ -122,12 +159,13 @@ export class EventStreamHub implements OnApplicationShutdown {
   ) {}
 
   /**
-   * Subscribes after `afterId` (exclusive), or to the whole retained window when null. When the
+   * Subscribes after `afterId` (exclusive), or to the whole retained window when null. `paced`
+   * resolves when the subscriber is ready for the next catch-up page. When the
    * cursor is older than the window, a `yuxi.session.resync` frame comes first and delivery
    * continues from the newest entry. The caller has checked that the session exists and is the
    * subscriber's.
    */
-  async subscribe(sessionId: string, after: StreamPosition | null, sink: Sink): Promise<SubscribeResult> {
+  async subscribe(sessionId: string, after: StreamPosition | null, sink: Sink, paced: () => Promise<void> = async () => undefined): Promise<SubscribeResult> {
     const key = this.keys.stream(sessionId);
     let start = after?.streamId ?? '0-0';
     // Without a cursor the subscriber expects the session's first event: a window that no longer
@@ -143,7 +181,7 @@ export class EventStreamHub implements OnApplicationShutdown {
         await this.outbox.flush(sessionId);
         if ((await this.redis.exists(key)) === 0) {
           startSeq = null;
-          sink(resyncFrame(sessionId, start, null, 'events_lost'));
+          sink(resyncFrame(sessionId, start, null, 'events_lost').frame);
         }
       }
     } else {
@@ -151,7 +189,7 @@ export class EventStreamHub implements OnApplicationShutdown {
       if (!info || hasGap(after.streamId, info)) {
         start = info?.lastId ?? '0-0';
         startSeq = null;
-        sink(resyncFrame(sessionId, start, null, 'cursor_expired'));
+        sink(resyncFrame(sessionId, start, null, 'cursor_expired').frame);
       }
     }
 
@@ -159,7 +197,7 @@ export class EventStreamHub implements OnApplicationShutdown {
     let state = this.streams.get(sessionId);
     if (!state) {
       const group = this.keys.group(sessionId);
-      state = { position: start, subscribers: new Set(), group };
+      state = { position: start, seq: startSeq, subscribers: new Set(), group };
       this.streams.set(sessionId, state);
       const reader = this.readerOf(group);
       reader.sessions.add(sessionId);
@@ -171,8 +209,14 @@ export class EventStreamHub implements OnApplicationShutdown {
       let cursor = start;
       for (;;) {
         const page = await this.redis.xrange(key, `(${cursor}`, '+', 'COUNT', CATCH_UP_PAGE);
-        for (const [id, fields] of page) subscription.offer(toFrame(sessionId, id, fields), true);
+        subscription.offerAll(
+          page.map(([id, fields]) => toFrame(sessionId, id, fields)),
+          true,
+        );
         if (page.length < CATCH_UP_PAGE) break;
+        // Catching up is pulled, not pushed: the next page is read once the subscriber has taken
+        // this one (`paced`), so a long replay to a slow client waits for it instead of piling up.
+        await paced();
         cursor = page[page.length - 1]?.[0] ?? cursor;
       }
     } catch (error) {
@@ -274,11 +318,42 @@ export class EventStreamHub implements OnApplicationShutdown {
         const sessionId = sessionOf.get(key);
         const state = sessionId === undefined ? undefined : this.streams.get(sessionId);
         if (!state || sessionId === undefined) continue;
-        for (const [id, fields] of entries) {
-          state.position = id;
-          const frame = toFrame(sessionId, id, fields);
-          for (const subscription of state.subscribers) subscription.offer(frame);
-        }
+        this.deliver(sessionId, state, entries);
+      }
+    }
+  }
+
+  /**
+   * Fans one read batch of a session out to its subscribers. Each entry is framed and encoded once;
+   * a reference subscriber standing at the batch's start position decides what to deliver, and
+   * its output is joined into one Buffer, so every subscriber in step with it (all of them, in a
+   * steady stream) costs one comparison and one write per batch, whatever the batch's size: no
+   * per-subscriber parsing, filtering or copying. A subscriber elsewhere (still catching up, ahead
+   * after its catch-up, at another seq) takes the per-frame path, as does the whole batch when it
+   * needs a resync (each subscriber gets its own resync event).
+   */
+  private deliver(sessionId: string, state: StreamState, entries: [string, string[]][]): void {
+    const fromId = state.position;
+    const fromSeq = state.seq;
+    const frames = entries.map(([id, fields]) => toFrame(sessionId, id, fields));
+    const out: Buffer[] = [];
+    let resync = false;
+    const reference = new Subscription(sessionId, fromId, fromSeq, (bytes) => out.push(bytes));
+    reference.live = true;
+    for (const frame of frames) {
+      const before = out.length;
+      reference.offer(frame);
+      // offer() emits a resync before the frame itself: two outputs for one frame.
+      if (out.length > before + 1) resync = true;
+    }
+    state.position = entries.at(-1)?.[0] ?? fromId;
+    state.seq = reference.lastSeq;
+    const joined = out.length === 0 ? null : out.length === 1 ? out[0]! : Buffer.concat(out);
+    for (const subscription of state.subscribers) {
+      if (!resync && subscription.live && subscription.lastId === fromId && subscription.lastSeq === fromSeq) {
+        subscription.take(joined, reference.lastId, reference.lastSeq);
+      } else {
+        subscription.offerAll(frames);
       }
     }
   }

@@ -62,6 +62,12 @@ export class Metrics {
   );
   private readonly inputs = this.counter(API, 'yuxi_inputs_accepted_total', 'Inputs accepted (a new receipt, replays excluded), by event type', ['type']);
   private readonly sse = this.gauge(API, 'yuxi_sse_connections', 'Open SSE event streams of this process', []);
+  private readonly sseCut = this.counter(
+    API,
+    'yuxi_sse_slow_readers_cut_total',
+    'Event streams ended because their client read too slowly (more than SSE_MAX_BUFFERED_BYTES waiting); each was told to reconnect (retry:) and resumes from its cursor',
+    [],
+  );
   private readonly relayLag = this.gauge(
     API,
     'yuxi_event_relay_lag_seconds',
@@ -162,6 +168,10 @@ export class Metrics {
 
   sseClosed(): void {
     this.sse.dec();
+  }
+
+  sseSlowReaderCut(): void {
+    this.sseCut.inc();
   }
 
   turnFinished(outcome: TurnOutcome, seconds: number): void {

@@ -1,34 +1,127 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import type { Socket } from 'node:net';
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { type Principal, RateLimits } from '#libs/auth';
 import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
-import { EventStreamHub, type StreamPosition } from '#libs/events';
+import { EventStreamHub, type StreamPosition, type SubscribeResult } from '#libs/events';
 import { metrics } from '#libs/metrics';
 
-/** A subscriber this far behind is cut off rather than buffered without bound; it resumes with its cursor. */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 /** On shutdown each client is told (SSE `retry:`) to reconnect after this long, to another replica. */
 export const SHUTDOWN_RETRY_MS = 1_000;
+/** A client cut for reading too slowly is told to come back after this long, with its Last-Event-ID. */
+export const SLOW_READER_RETRY_MS = 1_000;
 /** How long ended streams get to flush and release their slots before they are cut. */
 const END_TIMEOUT_MS = 3_000;
+/**
+ * How long a stream cut for reading too slowly may take to drain its backlog and the `retry:` hint:
+ * a client that reads again gets them and closes cleanly; one that never does is destroyed then, so
+ * its buffered bytes are held no longer (it resumes from the last event it did read).
+ */
+const SLOW_READER_GRACE_MS = 10_000;
+const PING = Buffer.from(': ping\n\n');
 
-interface OpenStream {
-  res: Response;
+/**
+ * One open event stream. A small object with no closure or timer of its own: the responder's one
+ * heartbeat timer pings every stream, and the hub's fan-out calls `write` with bytes that are
+ * shared by every subscriber of the batch.
+ */
+class OpenStream {
+  /** Closed, cut or ended: nothing more is written. */
+  done = false;
+  subscription: SubscribeResult | null = null;
   /** Settles once the response closed and its slot and subscription were released. */
-  released: Promise<void>;
+  readonly released: Promise<void>;
+  release: () => void = () => undefined;
+  cutTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly res: Response,
+    /**
+     * Written to directly when the response owns it (the headers are out): the bytes on the wire
+     * are what `res.write` would send (the body is neither chunked nor compressed), without its
+     * per-write bookkeeping and next-tick uncork, which the profile showed on every subscriber of
+     * every event. Null for a response queued behind another on a pipelined connection: it
+     * writes through `res` (which buffers it in order).
+     */
+    private readonly socket: Socket | null,
+    readonly principal: Principal,
+    readonly slot: string,
+    private readonly maxBuffered: number,
+  ) {
+    this.released = new Promise<void>((resolve) => (this.release = resolve));
+  }
+
+  /** The hub's sink: called once per read batch with the batch's bytes (one write, one syscall). */
+  readonly write = (bytes: Buffer): void => {
+    if (this.done || this.res.writableEnded) return;
+    // Backpressure: bytes still waiting here (the kernel's socket buffers are full) mean the client
+    // reads slower than events come. Past the bound it is cut before this write, so a lone event
+    // larger than the bound still goes out (the client always makes progress) and what waits is
+    // at most the bound plus one batch.
+    if ((this.socket ?? this.res).writableLength > this.maxBuffered) {
+      this.cut();
+      return;
+    }
+    if (this.socket) this.socket.write(bytes);
+    else this.res.write(bytes);
+  };
+
+  /**
+   * The hub's pace between catch-up pages: at once while little waits, else when the client has
+   * read what waits (or left), at most SLOW_READER_GRACE_MS; the next write then cuts it if it is
+   * still behind.
+   */
+  readonly paced = (): Promise<void> => {
+    const target = this.socket ?? this.res;
+    if (this.done || target.writableLength <= this.maxBuffered) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        target.off('drain', done);
+        target.off('close', done);
+        resolve();
+      };
+      const timer = setTimeout(done, SLOW_READER_GRACE_MS);
+      target.once('drain', done);
+      target.once('close', done);
+    });
+  };
+
+  ping(): void {
+    if (this.done || this.res.writableEnded) return;
+    if (this.socket) this.socket.write(PING);
+    else this.res.write(PING);
+  }
+
+  /**
+   * Ends a stream whose client fell behind: no more events, a `retry:` hint after what is already
+   * buffered, and the client resumes from the last event it read (every frame carries its `id:`).
+   * Nothing is queued for it past this point; the subscription goes at once.
+   */
+  private cut(): void {
+    this.done = true;
+    metrics.sseSlowReaderCut();
+    this.subscription?.close();
+    this.subscription = null;
+    this.res.end(`: too far behind; reconnect with Last-Event-ID\nretry: ${SLOW_READER_RETRY_MS}\n\n`);
+    this.cutTimer = setTimeout(() => this.res.destroy(), SLOW_READER_GRACE_MS);
+    this.cutTimer.unref();
+  }
 }
 
 /**
  * Serves one session stream as SSE: headers, heartbeats, fan-in from the process-wide hub, and
  * clean-up when the client goes away. Holds no database connection while streaming. Keeps the
- * open streams, so that shutdown can end each one cleanly (`endAll`).
+ * open streams, so that shutdown can end each one cleanly (`endAll`), and heartbeats them all with
+ * one timer (which also keeps their slots alive in one Redis call per principal).
  */
 @Injectable()
-export class SseResponder {
+export class SseResponder implements OnModuleDestroy {
   private readonly open = new Set<OpenStream>();
   private closing = false;
+  private heartbeat: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly hub: EventStreamHub,
@@ -57,43 +150,68 @@ export class SseResponder {
       this.refuseWhileClosing(res);
     }
     // No chunked framing: an SSE body simply runs until the connection closes, which saves a
-    // framing step on every write of every subscriber.
+    // framing step on every write of every subscriber (and lets frames go to the socket as they are).
     res.useChunkedEncodingByDefault = false;
     res.writeHead(status, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-cache, no-transform',
       'X-Accel-Buffering': 'no',
     });
+    // Through the response: this first write sends the headers, so the socket is ours after it.
     res.write(': connected\n\n');
     metrics.sseOpened();
 
-    // Closed, or ended by shutdown (nothing may be written after the end).
-    let closed = false;
-    const heartbeat = setInterval(() => {
-      if (res.writableEnded) return;
-      res.write(': ping\n\n');
-      void this.limits.refreshStream(principal, slot);
-    }, this.config.sseHeartbeatMs);
-    const subscription = this.hub.subscribe(sessionId, after, ({ frame }) => {
-      if (closed || res.writableEnded) return;
-      res.write(frame);
-      if (res.writableLength > MAX_BUFFERED_BYTES) res.destroy();
-    });
-    let released: () => void = () => undefined;
-    const entry: OpenStream = { res, released: new Promise<void>((resolve) => (released = resolve)) };
-    this.open.add(entry);
+    const socket = res.socket !== null && (res.socket as Socket & { _httpMessage?: unknown })._httpMessage === res ? res.socket : null;
+    const stream = new OpenStream(res, socket, principal, slot, this.config.sseMaxBufferedBytes);
+    this.open.add(stream);
+    this.startHeartbeat();
     // The response's close (the client left, or the stream was cut), not the request's: that one
     // fires as soon as the request body has been read.
-    res.on('close', () => {
-      closed = true;
-      metrics.sseClosed();
-      clearInterval(heartbeat);
-      this.open.delete(entry);
-      void Promise.allSettled([this.limits.releaseStream(principal, slot), subscription.then((s) => s.close())]).then(() => released());
-    });
-    await subscription.catch((error: unknown) => {
+    res.on('close', () => this.closed(stream));
+    let subscription: SubscribeResult;
+    try {
+      subscription = await this.hub.subscribe(sessionId, after, stream.write, stream.paced);
+    } catch (error) {
       res.destroy(error instanceof Error ? error : undefined);
-    });
+      return;
+    }
+    // Closed (or cut) while catching up: the subscription is not kept.
+    if (stream.done) subscription.close();
+    else stream.subscription = subscription;
+  }
+
+  private closed(stream: OpenStream): void {
+    stream.done = true;
+    clearTimeout(stream.cutTimer);
+    metrics.sseClosed();
+    this.open.delete(stream);
+    if (this.open.size === 0) this.stopHeartbeat();
+    stream.subscription?.close();
+    stream.subscription = null;
+    void this.limits.releaseStream(stream.principal, stream.slot).finally(() => stream.release());
+  }
+
+  /**
+   * One timer for every open stream (none while there is none): a comment on each, then their
+   * slots refreshed in one Redis call per principal. Each stream hears one within every
+   * SSE_HEARTBEAT_MS, as with a timer of its own.
+   */
+  private startHeartbeat(): void {
+    if (this.heartbeat !== null) return;
+    this.heartbeat = setInterval(() => {
+      for (const stream of this.open) stream.ping();
+      void this.limits.refreshStreams(this.open);
+    }, this.config.sseHeartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat !== null) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+
+  onModuleDestroy(): void {
+    this.stopHeartbeat();
   }
 
   openStreams(): number {
