@@ -111,7 +111,7 @@ describe('EventStreamHub fan-out', () => {
   it('gives each subscriber its own suffix, shares one Buffer per batch among those in step, and resyncs each on its own after a gap', async () => {
     const fake = new FakeStreams();
     // One server: one reader connection for every group, and the single-server key names.
-    const connections = { of: () => fake.reader as unknown as Redis, close: () => undefined };
+    const connections = { of: () => fake.reader as unknown as Redis, close: () => fake.reader.disconnect() };
     const hub = new EventStreamHub(fake.redis as unknown as Redis, connections, { flush: async () => undefined } as unknown as EventOutbox, new StreamKeys(null));
     const session = '01a20000-0000-7000-8000-000000000001';
     const key = `yuxi:session-events:{${session}}`;
