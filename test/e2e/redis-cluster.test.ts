@@ -13,6 +13,7 @@ import { shardOf, StreamKeys } from '#libs/events';
 import { QUEUES } from '#libs/queue';
 import { API } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
+import type { AppChild, StackModule } from '../support/stack-scripts.js';
 
 // The api and the worker on a Redis Cluster (REDIS_CLUSTER_NODES): this file starts its own three
 // redis-server nodes (cluster mode, 127.0.0.1, free ports, no replicas), its own database on the
@@ -28,18 +29,6 @@ const LOG_DIR = path.join(ROOT, '.data', 'test-logs');
 const SHARDS = 4;
 const SLOW = 'one two three four five six seven eight nine ten [[delay:80]]';
 const execFileAsync = promisify(execFile);
-
-interface AppChild extends ChildProcess {
-  name: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-interface StackModule {
-  SCRIPTS: { api: string; worker: string; migrate: string };
-  launch(name: string, script: string, env: NodeJS.ProcessEnv, logDir: string | null): AppChild;
-  stopChild(child: AppChild, graceMs?: number): Promise<void>;
-  waitForHealth(url: string, children: AppChild[], timeoutMs: number): Promise<void>;
-}
 
 interface InfraModule {
   freePort(): Promise<number>;

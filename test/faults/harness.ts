@@ -6,13 +6,14 @@
 // Rules kept here: only pids this harness spawned are ever signalled (child.pid), all traffic
 // goes to 127.0.0.1, every wait is bounded, and teardown always runs (SIGCONT before SIGTERM,
 // SIGKILL after a grace period).
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
+import type { AppChild, StackModule } from '../support/stack-scripts.js';
 import { Api } from './client.js';
 
 /** The project root (this file runs as dist/test/faults/harness.js). */
@@ -64,17 +65,7 @@ interface InfraModule {
   }>;
 }
 
-export interface AppChild extends ChildProcess {
-  name: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-interface StackModule {
-  SCRIPTS: { api: string; worker: string; migrate: string };
-  launch(name: string, script: string, env: NodeJS.ProcessEnv, logDir: string | null): AppChild;
-  stopChild(child: AppChild, graceMs?: number): Promise<void>;
-  waitForHealth(url: string, children: AppChild[], timeoutMs: number): Promise<void>;
-}
+export type { AppChild } from '../support/stack-scripts.js';
 
 export interface InvariantResult {
   checked: number;
