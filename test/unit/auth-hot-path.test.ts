@@ -148,6 +148,31 @@ describe('rate-limit leases: never more than the limit per window', () => {
     assert.equal(book.take('other key'), null, 'buckets are separate');
   });
 
+  it('adds the points of two leases of one window in flight at once, and spends what it holds when the second finds the window spent', () => {
+    const time = clock();
+    const book = new AllowanceBook(time.now);
+    assert.deepEqual(book.record('key', 3, 60_000), { allowed: true });
+    // The second lease was asked for at the same moment, answered later: its points join the first's.
+    assert.deepEqual(book.record('key', 3, 60_000, time.now()), { allowed: true });
+    const taken = [book.take('key'), book.take('key'), book.take('key'), book.take('key')];
+    assert.deepEqual(taken, [{ allowed: true }, { allowed: true }, { allowed: true }, { allowed: true }]);
+    assert.equal(book.take('key'), null, '2 + 2 points after the two asking requests, then a new lease is due');
+    // A third lease finds the window spent while a fourth's points are still held: those are spent first.
+    book.record('key', 2, 60_000);
+    assert.deepEqual(book.record('key', 0, 60_000), { allowed: true });
+    assert.equal(book.take('key'), null);
+  });
+
+  it('ends leased points when the window ends as Redis counts it: from when the lease was asked for', () => {
+    const time = clock();
+    const book = new AllowanceBook(time.now);
+    const sentAt = time.now();
+    time.advance(2_000); // the answer took two seconds
+    book.record('key', 10, 5_000, sentAt);
+    time.advance(3_000);
+    assert.equal(book.take('key'), null, 'the window ended 5 s after the lease was asked for');
+  });
+
   it('drops leased points when their window ends, even unspent (never carried into the next window)', () => {
     const time = clock();
     const book = new AllowanceBook(time.now);

@@ -27,6 +27,9 @@ export function grantedPoints(limit: number, wanted: number, counterAfter: numbe
   return Math.max(0, Math.min(wanted, limit - (counterAfter - wanted)));
 }
 
+/** Two leases that end within this of each other were granted by the same Redis window. */
+const WINDOW_SLACK_MS = 1_000;
+
 export type Decision = { allowed: true } | { allowed: false; retryAfterMs: number };
 
 interface Allowance {
@@ -66,14 +69,20 @@ export class AllowanceBook {
    * A lease's answer, for the request that asked for it: it takes the first granted point (the
    * rest is the allowance), or is refused until the window ends when nothing was granted.
    */
-  record(bucket: string, granted: number, windowLeftMs: number): Decision {
+  record(bucket: string, granted: number, windowLeftMs: number, sentAt: number = this.now()): Decision {
     if (this.buckets.size >= this.max && !this.buckets.has(bucket)) this.buckets.clear();
-    const until = this.now() + windowLeftMs;
+    // From when the lease was asked for, not answered: the points must not outlive their window.
+    const until = sentAt + windowLeftMs;
+    // Two leases of one bucket may be in flight at once (a waiter that gave up asks itself): what
+    // the other left in this window is added to, not replaced, so no leased point is thrown away.
+    const held = this.buckets.get(bucket);
+    const carried = held && !held.spent && held.until > this.now() && Math.abs(held.until - until) < WINDOW_SLACK_MS ? held.left : 0;
     if (granted <= 0) {
+      if (carried > 0) return this.take(bucket) ?? { allowed: false, retryAfterMs: windowLeftMs };
       this.buckets.set(bucket, { left: 0, until, spent: true });
       return { allowed: false, retryAfterMs: windowLeftMs };
     }
-    this.buckets.set(bucket, { left: granted - 1, until, spent: false });
+    this.buckets.set(bucket, { left: carried + granted - 1, until, spent: false });
     return { allowed: true };
   }
 }

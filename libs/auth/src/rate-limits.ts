@@ -69,8 +69,9 @@ export class RateLimits implements OnApplicationShutdown {
   private async lease(bucket: string, points: number): Promise<Decision> {
     const wanted = leaseSize(points, this.config.rateLimitLeasePercent);
     try {
+      const sentAt = Date.now();
       const [counter, windowLeftMs] = (await this.redis.eval(LEASE, 1, `yuxi:rl:${bucket}`, String(wanted), String(WINDOW_MS))) as [number, number];
-      return this.allowances.record(bucket, grantedPoints(points, wanted, counter), windowLeftMs);
+      return this.allowances.record(bucket, grantedPoints(points, wanted, counter), windowLeftMs, sentAt);
     } catch (error) {
       this.log.warn(`rate limits are not enforced while Redis is unreachable: ${String(error)}`);
       return { allowed: true };

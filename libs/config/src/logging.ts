@@ -126,11 +126,15 @@ export function httpLogger(service: string, requestIdOf: (res: Response) => stri
     const started = Date.now();
     res.once('close', () => {
       const status = res.statusCode;
-      const level = status >= 500 ? 'error' : 'info';
+      // The client left before the response was complete: not the status it was about to get. (An
+      // event stream ends that way as a matter of course: the client closes it.)
+      const aborted = !res.writableFinished && !String(res.getHeader('content-type') ?? '').startsWith('text/event-stream');
+      const level = status >= 500 ? 'error' : aborted ? 'warn' : 'info';
       if (!logger.isLevelEnabled(level)) return;
       const path = pathOf(req);
       const line: Record<string, unknown> = { request_id: requestIdOf(res), req: { method: req.method, url: path }, res: { status_code: status }, responseTime: Date.now() - started };
       if (status >= 500) line.err = new Error(`failed with status code ${status}`);
+      if (aborted) line.aborted = true;
       logger[level](line, `${req.method} ${path} ${status}`);
     });
     next();

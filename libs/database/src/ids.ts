@@ -45,7 +45,7 @@ export function idAt(now: number): string {
   return formatV7(last.ms, last.counter, random(6));
 }
 
-/** The id's 16 bytes as text: 48-bit ms, version 7, the counter's high 12 bits, variant 10, its low 18 bits, 46 random bits. */
+/** The id's 16 bytes as text: 48-bit ms, version 7, the counter's high 12 bits, variant 10, its low 18 bits, 44 random bits. */
 function formatV7(ms: number, counter: number, randomAt: number): string {
   const high = Math.floor(ms / 2 ** 16);
   const low = ms % 2 ** 16;

@@ -114,7 +114,10 @@ interface StreamState {
  */
 class Reader {
   readonly sessions = new Set<string>();
-  wakePosition = '$';
+  // From the start of its private stream, not '$': a wake-up written (on another connection)
+  // before this reader's first XREAD reaches Redis is still seen, instead of the read blocking for
+  // BLOCK_MS without the session that woke it. The stream holds one entry at most.
+  wakePosition = '0-0';
   loop: Promise<void> | null = null;
   wake: (() => void) | null = null;
 
