@@ -8,10 +8,8 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { loadFromRoot as load, ROOT } from '../support/stack-scripts.js';
 
-/** The project root (this file runs as dist/test/budget/turn-budget.test.js). */
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 interface Stack {
   url: string;
@@ -30,7 +28,6 @@ interface Measured {
 }
 type Limits = Record<'statements_per_turn' | 'transactions_per_turn' | 'redis_commands_per_turn', number>;
 
-const load = async <T>(relative: string): Promise<T> => (await import(pathToFileURL(path.join(ROOT, relative)).href)) as T;
 
 let stack: Stack;
 let measured: Measured;

@@ -4,7 +4,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { Cluster } from 'ioredis';
@@ -13,7 +12,7 @@ import { shardOf, StreamKeys } from '#libs/events';
 import { QUEUES } from '#libs/queue';
 import { API } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
-import type { AppChild, StackModule } from '../support/stack-scripts.js';
+import { type AppChild, loadFromRoot as load, ROOT, type StackModule } from '../support/stack-scripts.js';
 
 // The api and the worker on a Redis Cluster (REDIS_CLUSTER_NODES): this file starts its own three
 // redis-server nodes (cluster mode, 127.0.0.1, free ports, no replicas), its own database on the
@@ -24,7 +23,6 @@ import type { AppChild, StackModule } from '../support/stack-scripts.js';
 // Only the pids spawned here are signalled, every wait is bounded, and `after` stops the processes
 // and removes the database and the temporary directory.
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const LOG_DIR = path.join(ROOT, '.data', 'test-logs');
 const SHARDS = 4;
 const SLOW = 'one two three four five six seven eight nine ten [[delay:80]]';
@@ -35,7 +33,6 @@ interface InfraModule {
   findOnPath(name: string): string | null;
 }
 
-const load = async <T>(relative: string): Promise<T> => (await import(pathToFileURL(path.join(ROOT, relative)).href)) as T;
 
 const servers: ChildProcess[] = [];
 const apps: AppChild[] = [];

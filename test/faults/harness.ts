@@ -11,13 +11,11 @@ import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
-import type { AppChild, StackModule } from '../support/stack-scripts.js';
+import { type AppChild, loadFromRoot as load, ROOT, type StackModule } from '../support/stack-scripts.js';
 import { Api } from './client.js';
 
-/** The project root (this file runs as dist/test/faults/harness.js). */
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export { ROOT } from '../support/stack-scripts.js';
 export const FAULT_LOG_ROOT = path.join(ROOT, '.data', 'fault-logs');
 
 /** Short lease and sweep intervals so takeovers happen within a test's time. */
@@ -78,9 +76,6 @@ interface InvariantsModule {
   formatInvariantReport(result: InvariantResult): string[];
 }
 
-async function load<T>(relative: string): Promise<T> {
-  return (await import(pathToFileURL(path.join(ROOT, relative)).href)) as T;
-}
 
 const infraModule = () => load<InfraModule>('scripts/lib/infra.mjs');
 const stackModule = () => load<StackModule>('scripts/lib/stack.mjs');
