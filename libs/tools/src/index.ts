@@ -7,6 +7,9 @@ export type {
   ToolDeclaration,
   ToolExecutor,
   ToolOutcome,
+  ToolMedia,
+  ToolProgress,
+  McpAuthReference,
   WorkdirFile,
   WorkdirFiles,
 } from './tool.types.js';
@@ -24,6 +27,7 @@ export {
 export { COORDINATION_TOOL_NAMES, coordinationItemType, type CoordinationToolName, coordinationTools, isCoordinationTool } from './coordination-tools.js';
 export { Calculator, CALCULATOR_TIMEOUT_MS } from './calculator.js';
 export { validateToolArguments } from './arguments.js';
-export { McpConnector, MAX_MCP_OUTPUT_CHARS, type McpToolInfo } from './mcp-connector.js';
+export { McpConnector, type McpToolInfo } from './mcp-connector.js';
+export { MAX_MCP_OUTPUT_CHARS } from './mcp/results.js';
 export { type AvailableTools, ToolCatalog, ToolSourceError } from './tool-catalog.js';
 export { ToolsModule } from './tools.module.js';

@@ -6,6 +6,7 @@ import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/
 import { AppConfig } from '#libs/config';
 import { raceAbort } from './abort.js';
 import { ToolSourceError } from './errors.js';
+import { outcomeOf } from './mcp/results.js';
 import type { McpToolDeclaration, ToolCallContext, ToolOutcome } from './tool.types.js';
 
 export interface McpToolInfo {
@@ -16,8 +17,6 @@ export interface McpToolInfo {
 
 const LIST_CACHE_MS = 60_000;
 const MAX_LIST_PAGES = 20;
-/** Keeps one tool's answer from flooding the model's context and the items table. */
-export const MAX_MCP_OUTPUT_CHARS = 100_000;
 // JSON-RPC errors a server answers about the call itself (unknown tool, bad arguments, a crash in
 // the tool): the tool failed, the server is fine, and the model should read why.
 const CALL_ERROR_CODES = new Set<number>([ErrorCode.InvalidParams, ErrorCode.MethodNotFound, ErrorCode.InvalidRequest, ErrorCode.InternalError]);
@@ -61,12 +60,14 @@ export class McpConnector {
       let result: CallToolResult;
       try {
         const params = { name, arguments: args as Record<string, unknown>, _meta: { idempotency_key: ctx.idempotencyKey } };
-        result = (await client.callTool(params, undefined, options)) as CallToolResult;
+        const onprogress = ctx.onProgress;
+        const callOptions: RequestOptions = onprogress ? { ...options, onprogress: (p) => onprogress({ progress: p.progress, total: p.total, message: p.message }), resetTimeoutOnProgress: true } : options;
+        result = (await client.callTool(params, undefined, callOptions)) as CallToolResult;
       } catch (err) {
         if (err instanceof McpError && CALL_ERROR_CODES.has(err.code)) return { success: false, output: err.message };
         throw err;
       }
-      return { success: result.isError !== true, output: outputOf(result) };
+      return outcomeOf(result);
     });
   }
 
@@ -111,33 +112,6 @@ export class McpConnector {
       await client.close().catch(() => undefined);
     }
   }
-}
-
-/** Text parts joined by newlines; other parts named; structured content when there is no text. */
-function outputOf(result: CallToolResult): string {
-  const content = result.content ?? [];
-  const texts = content.filter((part) => part.type === 'text').map((part) => part.text);
-  let output: string;
-  if (texts.length === 0 && result.structuredContent !== undefined) {
-    output = JSON.stringify(result.structuredContent);
-  } else {
-    output = content
-      .map((part) => {
-        switch (part.type) {
-          case 'text':
-            return part.text;
-          case 'resource':
-            return `[resource ${part.resource.uri}]`;
-          case 'resource_link':
-            return `[resource_link ${part.uri}]`;
-          default:
-            return `[${part.type}]`;
-        }
-      })
-      .join('\n');
-  }
-  if (output.length <= MAX_MCP_OUTPUT_CHARS) return output;
-  return `${output.slice(0, MAX_MCP_OUTPUT_CHARS)}\n[truncated: ${output.length - MAX_MCP_OUTPUT_CHARS} more characters]`;
 }
 
 function describe(err: unknown): string {

@@ -26,7 +26,12 @@ export interface McpToolDeclaration {
   allowed_tools?: string[];
   requires_approval?: boolean;
   idempotent?: boolean;
+  /** Credentials from a named secret of the agent's owner, resolved at call time: the value is never stored here. */
+  auth?: McpAuthReference;
 }
+
+/** A named secret an MCP server's credentials come from (libs/secrets holds the value). */
+export type McpAuthReference = { type: 'bearer'; secret: string } | { type: 'oauth_client_credentials'; secret: string; scope?: string; issuer?: string };
 
 export type ToolDeclaration = FunctionToolDeclaration | BuiltinToolDeclaration | McpToolDeclaration;
 
@@ -53,6 +58,22 @@ export interface ResolvedTool {
 export interface ToolOutcome {
   success: boolean;
   output: string;
+  /** Images (or audio) the tool returned, stored as session files with the result and shown to the model as such. */
+  media?: ToolMedia[];
+}
+
+/** One image or audio clip of a tool's result, as the server sent it. */
+export interface ToolMedia {
+  kind: 'image' | 'audio';
+  mimeType: string;
+  data: Buffer;
+}
+
+/** An MCP server's report on a call in flight (`notifications/progress`). */
+export interface ToolProgress {
+  progress: number;
+  total?: number;
+  message?: string;
 }
 
 /** How a server-executed call is made: the stable key `<turn_id>:<call_id>` makes side effects exactly-once where the tool honours it. */
@@ -61,6 +82,8 @@ export interface ToolCallContext {
   signal: AbortSignal;
   /** The session whose turn makes the call (whose workdir the file tools read). */
   sessionId: string;
+  /** Called for each progress report of the call (MCP tools that report progress). */
+  onProgress?(progress: ToolProgress): void;
 }
 
 /** One file of a session's workdir, as the file tools show it. */
