@@ -4,7 +4,7 @@ import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
 import { type EverythingServer, startEverythingServer } from '../support/everything-server.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
-import { API, http } from '../support/http.js';
+import { API, http, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
 
 /**
@@ -60,5 +60,46 @@ describe('MCP client against server-everything', () => {
     const toolMessages = second.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content);
     assert.ok(toolMessages.some((c: string) => c.includes('42')), JSON.stringify(toolMessages));
     assert.ok(server.count('tools/call') >= 2);
+  });
+
+  it('reuses one MCP session for every call of two turns (one initialize), and initialises once more after the server restarts', async () => {
+    const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['echo', 'get-sum'] })] });
+    fake.script(fakeModel(model), [
+      { tool_calls: [{ id: 'r1', name: 'echo', arguments: '{"message":"one"}' }] },
+      { tool_calls: [{ id: 'r2', name: 'get-sum', arguments: '{"a":1,"b":2}' }] },
+      { text: 'first done' },
+      { tool_calls: [{ id: 'r3', name: 'echo', arguments: '{"message":"three"}' }] },
+      { text: 'second done' },
+      { tool_calls: [{ id: 'r4', name: 'echo', arguments: '{"message":"after restart"}' }] },
+      { text: 'third done' },
+    ]);
+    // The worker may still hold a session from the test before: count from here.
+    const initializeBefore = server.count('initialize');
+    const callsBefore = server.count('tools/call');
+    const first = await turn(id, 'first');
+    const session = first.sessionId;
+    assert.match((await outputs(session, first.turnId)).map((o) => o.output).join('\n'), /one[\s\S]*3/);
+    const followUp = await sendMessage(session, 'again');
+    assert.ok(followUp.status < 300, followUp.text);
+    const secondTurn = await first.stream.waitFor((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id !== first.turnId, 30_000);
+    assert.match((await outputs(session, secondTurn.data.turn_id)).map((o) => o.output).join(''), /three/);
+    assert.equal(server.count('tools/call') - callsBefore, 3, 'three calls reached the server');
+    assert.ok(server.count('initialize') - initializeBefore <= 1, `at most one initialize for three calls, saw ${server.count('initialize') - initializeBefore}`);
+    const sessionsUsed = new Set(server.messages.filter((m) => m.method === 'tools/call').slice(-3).map((m) => m.sessionId));
+    assert.equal(sessionsUsed.size, 1, 'the three calls rode one MCP session');
+
+    // The server restarts: every session it knew is gone. The next call initialises once and succeeds.
+    await server.restart();
+    const initializeBeforeRestart = server.count('initialize');
+    const again = await sendMessage(session, 'after restart');
+    assert.ok(again.status < 300, again.text);
+    const thirdTurn = await first.stream.waitFor((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id !== first.turnId && e.data.turn_id !== secondTurn.data.turn_id, 30_000);
+    const third = await outputs(session, thirdTurn.data.turn_id);
+    assert.equal(third.length, 1);
+    assert.match(third[0].output, /after restart/);
+    assert.equal(server.count('initialize') - initializeBeforeRestart, 1, 'one new session after the restart');
+    const callsAfter = server.messages.filter((m) => m.method === 'tools/call' && (m.params as any)?.arguments?.message === 'after restart');
+    assert.ok(callsAfter.length >= 1);
+    assert.notEqual(callsAfter.at(-1)?.sessionId, [...sessionsUsed][0], 'the call after the restart rode the new session');
   });
 });

@@ -5,6 +5,7 @@ import {
   Calculator,
   currentTime,
   McpConnector,
+  McpSessionPool,
   parseToolDeclarations,
   ToolCatalog,
   ToolSourceError,
@@ -203,12 +204,23 @@ describe('validateToolArguments', () => {
   });
 });
 
+/** Connectors over session pools that the suite ends when it is done (their sessions hold connections open). */
+const pools: McpSessionPool[] = [];
+function connectorFor(cfg: AppConfig): McpConnector {
+  const pool = new McpSessionPool(cfg);
+  pools.push(pool);
+  return new McpConnector(cfg, pool);
+}
+after(async () => {
+  await Promise.all(pools.map((pool) => pool.onApplicationShutdown()));
+});
+
 describe('ToolCatalog with a real MCP server', () => {
   let server: TestMcpServer;
   let guarded: TestMcpServer;
   let deadUrl: string;
   const calculator = new Calculator();
-  const catalog = new ToolCatalog(new McpConnector(config()), calculator, emptyWorkdir);
+  const catalog = new ToolCatalog(connectorFor(config()), calculator, emptyWorkdir);
   const mcp = (overrides: Partial<McpToolDeclaration> = {}): McpToolDeclaration => ({ type: 'mcp', server_label: 'test', server_url: server.url, ...overrides });
 
   before(async () => {
@@ -303,7 +315,7 @@ describe('ToolCatalog with a real MCP server', () => {
   });
 
   it('gives up on a server that does not answer within TOOL_TIMEOUT_MS', async () => {
-    const slow = new McpConnector(config({ TOOL_TIMEOUT_MS: '200' }));
+    const slow = connectorFor(config({ TOOL_TIMEOUT_MS: '200' }));
     await assert.rejects(
       slow.callTool(mcp(), 'record_side_effect', { note: 'late', delay_ms: 30_000 }, ctx('turn-1:slow')),
       (err) => err instanceof ToolSourceError && /no answer within 200 ms/.test(err.message),
@@ -311,7 +323,7 @@ describe('ToolCatalog with a real MCP server', () => {
   });
 
   it('test server: a repeated idempotency key performs the side effect once', async () => {
-    const connector = new McpConnector(config());
+    const connector = connectorFor(config());
     const first = await connector.callTool(mcp(), 'record_side_effect', { note: 'once' }, ctx('turn-2:call-1'));
     const again = await connector.callTool(mcp(), 'record_side_effect', { note: 'once' }, ctx('turn-2:call-1'));
     assert.deepEqual([first, again], [{ success: true, output: 'recorded once' }, { success: true, output: 'recorded once' }]);

@@ -43,6 +43,10 @@ export class AppConfig {
   readonly modelMaxRetries: number;
   readonly modelRetryMaxDelayMs: number;
   readonly toolTimeoutMs: number;
+  /** An MCP session unused this long is ended (DELETE) and forgotten by the worker. */
+  readonly mcpSessionIdleMs: number;
+  /** Open MCP sessions one worker keeps at most (all servers together); the least recently used idle one goes first. */
+  readonly mcpMaxSessions: number;
   readonly agentsFile: string | undefined;
   /** Required where keys are verified (the api); the worker does not read it. */
   readonly apiKeyHashSecret: string | undefined;
@@ -111,6 +115,8 @@ export class AppConfig {
     this.modelMaxRetries = int(env, 'MODEL_MAX_RETRIES', 3);
     this.modelRetryMaxDelayMs = int(env, 'MODEL_RETRY_MAX_DELAY_MS', 20_000);
     this.toolTimeoutMs = int(env, 'TOOL_TIMEOUT_MS', 60_000);
+    this.mcpSessionIdleMs = int(env, 'MCP_SESSION_IDLE_MS', 300_000);
+    this.mcpMaxSessions = int(env, 'MCP_MAX_SESSIONS', 64);
     this.agentsFile = env.AGENTS_FILE || undefined;
     this.apiKeyHashSecret = env.API_KEY_HASH_SECRET || undefined;
     if (this.apiKeyHashSecret !== undefined && this.apiKeyHashSecret.length < 32) throw new Error('API_KEY_HASH_SECRET must be at least 32 characters');

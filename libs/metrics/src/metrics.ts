@@ -115,6 +115,8 @@ export class Metrics {
     'kind',
   ]);
   private readonly toolCalls = this.counter(WORKER, 'yuxi_tool_calls_total', 'Tool calls of the model handled by the worker, by source and outcome', ['source', 'outcome']);
+  private readonly mcpSessions = this.counter(WORKER, 'yuxi_mcp_sessions_opened_total', 'MCP sessions the worker initialised, by reason (new, or reinitialized after the server forgot one)', ['reason']);
+  private readonly mcpSessionsOpen = this.gauge(WORKER, 'yuxi_mcp_sessions_open', 'MCP sessions this worker holds open (in use and idle)', []);
 
   /**
    * Exposes the metrics of `role` (and the default process metrics, `yuxi_` prefixed) in this
@@ -208,6 +210,15 @@ export class Metrics {
 
   toolCall(source: ToolSource, outcome: ToolCallOutcome, count = 1): void {
     this.toolCalls.inc({ source, outcome }, count);
+  }
+
+  mcpSessionOpened(reason: 'new' | 'reinitialized', open: number): void {
+    this.mcpSessions.inc({ reason });
+    this.mcpSessionsOpen.set(open);
+  }
+
+  mcpSessionsHeld(open: number): void {
+    this.mcpSessionsOpen.set(open);
   }
 
   // --- gauges read on scrape ---

@@ -1,18 +1,21 @@
 import { Injectable } from '@nestjs/common';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
+import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import { AppConfig } from '#libs/config';
 import { raceAbort } from './abort.js';
 import { ToolSourceError } from './errors.js';
 import { outcomeOf } from './mcp/results.js';
+import { McpSessionPool } from './mcp/session-pool.js';
 import type { McpToolDeclaration, ToolCallContext, ToolOutcome } from './tool.types.js';
 
 export interface McpToolInfo {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
+  /** The JSON Schema a successful call's `structuredContent` must match, when the tool declares one. */
+  outputSchema?: Record<string, unknown>;
 }
 
 const LIST_CACHE_MS = 60_000;
@@ -22,94 +25,125 @@ const MAX_LIST_PAGES = 20;
 const CALL_ERROR_CODES = new Set<number>([ErrorCode.InvalidParams, ErrorCode.MethodNotFound, ErrorCode.InvalidRequest, ErrorCode.InternalError]);
 
 /**
- * Talks to MCP servers over Streamable HTTP. Each operation opens its own client and closes it
- * when done: nothing stays open between calls, and a server that restarts costs nothing.
+ * Talks to MCP servers over Streamable HTTP through the worker's session pool: a call or a listing
+ * reuses an open MCP session of its server (one `initialize` for many calls), and a server that
+ * restarted gets a fresh session without the call being lost or run twice.
  */
 @Injectable()
 export class McpConnector {
   private readonly lists = new Map<string, { expires: number; tools: Promise<McpToolInfo[]> }>();
+  private readonly validator = new AjvJsonSchemaValidator();
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly pool: McpSessionPool,
+  ) {
+    // A server that says its tools changed is listed afresh by the next turn.
+    pool.onListChanged((key) => this.lists.delete(key));
+  }
 
-  /** The server's tools (narrowed to `allowed_tools`), cached per server URL and headers. */
+  /** The server's tools (narrowed to `allowed_tools`), cached per server and credentials until they change (or 60 s). */
   async listTools(decl: McpToolDeclaration, signal?: AbortSignal): Promise<McpToolInfo[]> {
-    const key = JSON.stringify([decl.server_url, Object.entries(decl.headers ?? {}).sort()]);
-    const now = Date.now();
-    let entry = this.lists.get(key);
-    if (!entry || entry.expires <= now) {
-      for (const [k, e] of this.lists) if (e.expires <= now) this.lists.delete(k);
-      // Shared by every caller until it expires, so it runs under no caller's signal, only the timeout.
-      const created = { expires: now + LIST_CACHE_MS, tools: this.fetchTools(decl) };
-      created.tools.catch(() => {
-        if (this.lists.get(key) === created) this.lists.delete(key);
-      });
-      this.lists.set(key, created);
-      entry = created;
-    }
-    const tools = await raceAbort(entry.tools, signal);
+    const tools = await raceAbort(this.listing(decl).tools, signal);
     const allowed = decl.allowed_tools;
     return allowed ? tools.filter((t) => allowed.includes(t.name)) : tools;
   }
 
   /**
-   * Calls one tool. The idempotency key travels both as the `Idempotency-Key` header and as
-   * `_meta.idempotency_key`, so a server can honour it at either layer.
+   * Calls one tool. The idempotency key travels both as the `Idempotency-Key` header (the session
+   * sends it with every request while the call is in flight) and as `_meta.idempotency_key`, so a
+   * server can honour it at either layer. A `structuredContent`
+   * that does not match the tool's `outputSchema` is a failed call, as the spec asks.
    */
-  callTool(decl: McpToolDeclaration, name: string, args: object, ctx: ToolCallContext): Promise<ToolOutcome> {
-    return this.withClient(decl, { 'Idempotency-Key': ctx.idempotencyKey }, ctx.signal, async (client, options) => {
-      let result: CallToolResult;
-      try {
-        const params = { name, arguments: args as Record<string, unknown>, _meta: { idempotency_key: ctx.idempotencyKey } };
-        const onprogress = ctx.onProgress;
-        const callOptions: RequestOptions = onprogress ? { ...options, onprogress: (p) => onprogress({ progress: p.progress, total: p.total, message: p.message }), resetTimeoutOnProgress: true } : options;
-        result = (await client.callTool(params, undefined, callOptions)) as CallToolResult;
-      } catch (err) {
-        if (err instanceof McpError && CALL_ERROR_CODES.has(err.code)) return { success: false, output: err.message };
-        throw err;
-      }
-      return outcomeOf(result);
+  async callTool(decl: McpToolDeclaration, name: string, args: object, ctx: ToolCallContext): Promise<ToolOutcome> {
+    const { options, deadline } = this.options(ctx.signal);
+    const onprogress = ctx.onProgress;
+    const callOptions: RequestOptions = onprogress
+      ? { ...options, onprogress: (p) => onprogress({ progress: p.progress, total: p.total, message: p.message }), resetTimeoutOnProgress: true }
+      : options;
+    const listed = this.lists.get(this.pool.keyOf(decl));
+    return this.guard(decl, ctx.signal, deadline, () =>
+      this.pool.use(decl, options, async (session) => {
+        session.call = ctx;
+        let result: CallToolResult;
+        try {
+          const params = { name, arguments: args as Record<string, unknown>, _meta: { idempotency_key: ctx.idempotencyKey } };
+          result = (await session.client.request({ method: 'tools/call', params }, CallToolResultSchema, callOptions)) as CallToolResult;
+        } catch (err) {
+          if (err instanceof McpError && CALL_ERROR_CODES.has(err.code)) return { success: false, output: err.message };
+          throw err;
+        }
+        const mismatch = await this.outputMismatch(listed, name, result);
+        if (mismatch) return { success: false, output: `output_schema_mismatch: ${mismatch}` };
+        return outcomeOf(result);
+      }),
+    );
+  }
+
+  private listing(decl: McpToolDeclaration): { expires: number; tools: Promise<McpToolInfo[]> } {
+    const key = this.pool.keyOf(decl);
+    const now = Date.now();
+    const entry = this.lists.get(key);
+    if (entry && entry.expires > now) return entry;
+    for (const [k, e] of this.lists) if (e.expires <= now) this.lists.delete(k);
+    // Shared by every caller until it expires, so it runs under no caller's signal, only the timeout.
+    const created = { expires: now + LIST_CACHE_MS, tools: this.fetchTools(decl) };
+    created.tools.catch(() => {
+      if (this.lists.get(key) === created) this.lists.delete(key);
     });
+    this.lists.set(key, created);
+    return created;
   }
 
   private fetchTools(decl: McpToolDeclaration): Promise<McpToolInfo[]> {
-    return this.withClient(decl, {}, undefined, async (client, options) => {
-      const tools: McpToolInfo[] = [];
-      let cursor: string | undefined;
-      for (let page = 0; page < MAX_LIST_PAGES; page++) {
-        const result = await client.listTools(cursor ? { cursor } : undefined, options);
-        for (const t of result.tools) {
-          tools.push({ name: t.name, description: t.description ?? t.title ?? '', inputSchema: t.inputSchema as Record<string, unknown> });
+    const { options, deadline } = this.options(undefined);
+    return this.guard(decl, undefined, deadline, () =>
+      this.pool.use(decl, options, async (session) => {
+        const tools: McpToolInfo[] = [];
+        let cursor: string | undefined;
+        for (let page = 0; page < MAX_LIST_PAGES; page++) {
+          const result = await session.client.listTools(cursor ? { cursor } : undefined, options);
+          for (const t of result.tools) {
+            tools.push({
+              name: t.name,
+              description: t.description ?? t.title ?? '',
+              inputSchema: t.inputSchema as Record<string, unknown>,
+              outputSchema: t.outputSchema as Record<string, unknown> | undefined,
+            });
+          }
+          cursor = result.nextCursor;
+          if (!cursor) break;
         }
-        cursor = result.nextCursor;
-        if (!cursor) break;
-      }
-      return tools;
-    });
+        return tools;
+      }),
+    );
   }
 
-  private async withClient<T>(
-    decl: McpToolDeclaration,
-    extraHeaders: Record<string, string>,
-    signal: AbortSignal | undefined,
-    work: (client: Client, options: RequestOptions) => Promise<T>,
-  ): Promise<T> {
+  /** Why a result's structured content does not match the listed output schema (null: it does, or there is none). */
+  private async outputMismatch(listed: { tools: Promise<McpToolInfo[]> } | undefined, name: string, result: CallToolResult): Promise<string | null> {
+    if (result.isError || !listed) return null;
+    const tool = (await listed.tools.catch(() => [] as McpToolInfo[])).find((t) => t.name === name);
+    if (!tool?.outputSchema) return null;
+    if (result.structuredContent === undefined) return `tool ${name} declares an output schema but returned no structured content`;
+    const check = this.validator.getValidator(tool.outputSchema as JsonSchemaType)(result.structuredContent);
+    return check.valid ? null : (check.errorMessage ?? 'structured content does not match the output schema');
+  }
+
+  private options(signal: AbortSignal | undefined): { options: RequestOptions; deadline: AbortSignal } {
     const timeout = this.config.toolTimeoutMs;
     const deadline = AbortSignal.timeout(timeout);
-    const options: RequestOptions = { signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxTotalTimeout: timeout };
-    const transport = new StreamableHTTPClientTransport(new URL(decl.server_url), {
-      requestInit: { headers: { ...decl.headers, ...extraHeaders } },
-    });
-    const client = new Client({ name: 'yuxi-agents-worker', version: '1.0.0' });
+    return { options: { signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxTotalTimeout: timeout }, deadline };
+  }
+
+  /** Failures become ToolSourceError (tool_server_unavailable); the caller's own abort is handed back untouched. */
+  private async guard<T>(decl: McpToolDeclaration, signal: AbortSignal | undefined, deadline: AbortSignal, work: () => Promise<T>): Promise<T> {
     try {
-      await client.connect(transport, options);
-      return await work(client, options);
+      return await work();
     } catch (err) {
-      // The caller's own abort is not the server's fault: hand back the caller's reason untouched.
       if (signal?.aborted) throw signal.reason;
-      const reason = deadline.aborted ? `no answer within ${timeout} ms` : describe(err);
+      if (err instanceof ToolSourceError) throw err;
+      const reason = deadline.aborted ? `no answer within ${this.config.toolTimeoutMs} ms` : describe(err);
       throw new ToolSourceError('tool_server_unavailable', `MCP server "${decl.server_label}" unavailable: ${reason}`, { cause: err });
-    } finally {
-      await client.close().catch(() => undefined);
     }
   }
 }

@@ -1,3 +1,5 @@
+import type { CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+
 /**
  * Tool declarations as saved in an agent's `tools` (and frozen in a session's agent snapshot).
  * `function` tools run on the client (the turn waits for `tool_result`); `builtin` and `mcp`
@@ -84,6 +86,10 @@ export interface ToolCallContext {
   sessionId: string;
   /** Called for each progress report of the call (MCP tools that report progress). */
   onProgress?(progress: ToolProgress): void;
+  /** Answers the server's `sampling/createMessage` during the call (absent: refused). */
+  sample?(request: CreateMessageRequestParams, signal: AbortSignal): Promise<CreateMessageResult>;
+  /** Puts the server's `elicitation/create` during the call to the user (absent: declined). */
+  elicit?(request: ElicitRequestParams, signal: AbortSignal): Promise<ElicitResult>;
 }
 
 /** One file of a session's workdir, as the file tools show it. */

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { FilesModule, SessionFiles } from '#libs/files';
 import { Calculator } from './calculator.js';
 import { McpConnector } from './mcp-connector.js';
+import { McpSessionPool } from './mcp/session-pool.js';
 import { ToolCatalog } from './tool-catalog.js';
 import { WORKDIR_FILES, type WorkdirFiles } from './tool.types.js';
 
@@ -29,7 +30,7 @@ const workdirFiles = {
 // AppConfig (for McpConnector) comes from the global ConfigModule.
 @Module({
   imports: [FilesModule],
-  providers: [{ provide: Calculator, useFactory: () => new Calculator() }, McpConnector, ToolCatalog, workdirFiles],
+  providers: [{ provide: Calculator, useFactory: () => new Calculator() }, McpSessionPool, McpConnector, ToolCatalog, workdirFiles],
   exports: [ToolCatalog, McpConnector],
 })
 export class ToolsModule {}

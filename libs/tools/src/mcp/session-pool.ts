@@ -1,0 +1,261 @@
+import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { AppConfig } from '#libs/config';
+import { metrics } from '#libs/metrics';
+import type { McpToolDeclaration, ToolCallContext } from '../tool.types.js';
+
+const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
+
+/**
+ * One MCP session of this worker with one server under one set of credentials: an initialized
+ * client and its Streamable HTTP transport (which carries the `Mcp-Session-Id`). A session runs at
+ * most one tool call at a time (`call`), so a request the server sends back in the middle of a
+ * call (sampling, elicitation) belongs to that call without guessing.
+ */
+export class McpSession {
+  /** The tool call in flight on this session (null: idle or listing). */
+  call: ToolCallContext | null = null;
+  /** Set once the session cannot be used again (the server forgot it, the connection broke). */
+  broken = false;
+  lastUsed = Date.now();
+
+  constructor(
+    readonly key: string,
+    readonly client: Client,
+    readonly transport: StreamableHTTPClientTransport,
+  ) {}
+
+  get id(): string | undefined {
+    return this.transport.sessionId;
+  }
+}
+
+/** Why a session could not be used: the server no longer knows it (the request was refused, so it did not run). */
+export class McpSessionLostError extends Error {
+  constructor(cause: unknown) {
+    super('the MCP server no longer knows this session', { cause });
+    this.name = 'McpSessionLostError';
+  }
+}
+
+/**
+ * The worker's MCP sessions, kept open between calls and runs: a call takes an idle session of its
+ * server and credentials (or initialises one) and gives it back when done, so a server that keeps
+ * state in its session keeps it, and a call pays no handshake. Idle sessions end after
+ * MCP_SESSION_IDLE_MS (with the DELETE the spec asks for); at most MCP_MAX_SESSIONS are held.
+ */
+@Injectable()
+export class McpSessionPool implements OnApplicationShutdown {
+  private readonly logger = new Logger(McpSessionPool.name);
+  /** Idle sessions by key, most recently used last. */
+  private readonly idle = new Map<string, McpSession[]>();
+  private readonly busy = new Set<McpSession>();
+  private readonly listChanged = new Set<(key: string) => void>();
+  private sweeper: NodeJS.Timeout | null = null;
+  private closing = false;
+
+  constructor(private readonly config: AppConfig) {}
+
+  /** The key of a server under the credentials a declaration sends (never the values themselves in logs). */
+  keyOf(decl: McpToolDeclaration): string {
+    return JSON.stringify([decl.server_url, Object.entries(decl.headers ?? {}).sort()]);
+  }
+
+  /** Called with the key of a server that said its tool list changed (`notifications/tools/list_changed`). */
+  onListChanged(listener: (key: string) => void): void {
+    this.listChanged.add(listener);
+  }
+
+  /**
+   * Runs `work` on a session of the declaration's server. When the server refuses the session
+   * (it restarted and forgot it: 404, or 400 as some servers answer), the refused request never
+   * ran, so it is sent once more on a freshly initialised session. Any other failure ends the
+   * session (the next call initialises a new one) and is rethrown.
+   */
+  async use<T>(decl: McpToolDeclaration, options: RequestOptions, work: (session: McpSession) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt += 1) {
+      // A retry never takes another idle session: those of a server that forgot one are as stale.
+      const reused = attempt === 0 ? this.takeIdle(this.keyOf(decl)) : undefined;
+      const session = reused ?? (await this.open(decl, options, attempt > 0 ? 'reinitialized' : 'new'));
+      let failed = true;
+      try {
+        const result = await work(session);
+        failed = false;
+        return result;
+      } catch (error) {
+        if (attempt === 0 && isSessionLost(error, session)) {
+          this.dropIdle(session.key);
+          this.logger.log(`MCP server "${decl.server_label}" forgot session ${session.id}: initialising a new one`);
+          continue;
+        }
+        throw isSessionLost(error, session) ? new McpSessionLostError(error) : error;
+      } finally {
+        this.giveBack(session, failed);
+      }
+    }
+  }
+
+  /** Ends every session (DELETE to each server, bounded), so servers free their state. */
+  async onApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    if (this.sweeper) clearInterval(this.sweeper);
+    const all = [...this.busy, ...[...this.idle.values()].flat()];
+    this.busy.clear();
+    this.idle.clear();
+    await Promise.all(all.map((session) => this.end(session)));
+  }
+
+  /** How many sessions this worker holds (in use and idle). */
+  get size(): number {
+    let idle = 0;
+    for (const list of this.idle.values()) idle += list.length;
+    return idle + this.busy.size;
+  }
+
+  private takeIdle(key: string): McpSession | undefined {
+    const list = this.idle.get(key);
+    const session = list?.pop();
+    if (list && list.length === 0) this.idle.delete(key);
+    if (session) this.busy.add(session);
+    return session;
+  }
+
+  private async open(decl: McpToolDeclaration, options: RequestOptions, reason: 'new' | 'reinitialized'): Promise<McpSession> {
+    const key = this.keyOf(decl);
+    // The transport is made before its session; its fetch finds the session through this.
+    const ref: { session?: McpSession } = {};
+    const transport = new StreamableHTTPClientTransport(new URL(decl.server_url), {
+      requestInit: { headers: { ...decl.headers } },
+      // The call in flight's idempotency key rides every request of the session while it runs.
+      fetch: (url, init) => fetch(url, withIdempotencyKey(init, ref.session?.call?.idempotencyKey)),
+      // A broken stream is not retried for long: the call's outcome is then unknown and the
+      // caller is told so at once, rather than after the tool timeout.
+      reconnectionOptions: { maxRetries: 1, initialReconnectionDelay: 500, maxReconnectionDelay: 1_000, reconnectionDelayGrowFactor: 1 },
+    });
+    const client = new Client(CLIENT_INFO, {
+      capabilities: { sampling: {}, elicitation: { form: {}, url: {} } },
+      listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => this.listChanged.forEach((listener) => listener(key)) } },
+    });
+    const session = new McpSession(key, client, transport);
+    ref.session = session;
+    installServerRequestHandlers(session);
+    // The standalone stream (GET) failing for good means the server is gone or forgot us.
+    transport.onerror = (error) => {
+      if (isSessionLost(error, session) || /Maximum reconnection attempts/.test(String(error))) session.broken = true;
+    };
+    this.busy.add(session);
+    try {
+      await client.connect(transport, options);
+    } catch (error) {
+      this.busy.delete(session);
+      await client.close().catch(() => undefined);
+      throw error;
+    }
+    metrics.mcpSessionOpened(reason, this.size);
+    this.ensureSweeper();
+    return session;
+  }
+
+  private giveBack(session: McpSession, failed: boolean): void {
+    this.busy.delete(session);
+    session.call = null;
+    session.lastUsed = Date.now();
+    if (failed || session.broken || this.closing) {
+      void this.end(session);
+      return;
+    }
+    const list = this.idle.get(session.key) ?? [];
+    list.push(session);
+    this.idle.set(session.key, list);
+    this.evictOverLimit();
+    metrics.mcpSessionsHeld(this.size);
+  }
+
+  /** Over the limit: the least recently used idle sessions end. */
+  private evictOverLimit(): void {
+    let excess = this.size - this.config.mcpMaxSessions;
+    if (excess <= 0) return;
+    const idle = [...this.idle.values()].flat().sort((a, b) => a.lastUsed - b.lastUsed);
+    for (const session of idle) {
+      if (excess-- <= 0) break;
+      this.forget(session);
+      void this.end(session);
+    }
+  }
+
+  private dropIdle(key: string): void {
+    const list = this.idle.get(key) ?? [];
+    this.idle.delete(key);
+    for (const session of list) {
+      session.broken = true;
+      void this.end(session);
+    }
+  }
+
+  private forget(session: McpSession): void {
+    const list = this.idle.get(session.key);
+    if (!list) return;
+    const index = list.indexOf(session);
+    if (index >= 0) list.splice(index, 1);
+    if (list.length === 0) this.idle.delete(session.key);
+  }
+
+  private ensureSweeper(): void {
+    if (this.sweeper) return;
+    const every = Math.max(1_000, Math.min(60_000, Math.floor(this.config.mcpSessionIdleMs / 2)));
+    this.sweeper = setInterval(() => this.sweep(), every);
+    this.sweeper.unref();
+  }
+
+  private sweep(): void {
+    const cutoff = Date.now() - this.config.mcpSessionIdleMs;
+    for (const session of [...this.idle.values()].flat()) {
+      if (session.lastUsed > cutoff && !session.broken) continue;
+      this.forget(session);
+      void this.end(session);
+    }
+    metrics.mcpSessionsHeld(this.size);
+  }
+
+  /** Ends a session: DELETE (the spec's way to let the server free it; bounded), then close. */
+  private async end(session: McpSession): Promise<void> {
+    if (!session.broken) {
+      await Promise.race([session.transport.terminateSession().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    }
+    await session.client.close().catch(() => undefined);
+    metrics.mcpSessionsHeld(this.size);
+  }
+}
+
+/**
+ * The server asks the client something in the middle of a call: the call in flight on this
+ * session answers it (its context's `sample` and `elicit`); without one (or without the hook) the
+ * request is refused, which the server reports to its tool as an error.
+ */
+function installServerRequestHandlers(session: McpSession): void {
+  session.client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+    const sample = session.call?.sample;
+    if (!sample) throw new McpError(ErrorCode.InvalidRequest, 'sampling is not available outside a tool call of an agent');
+    return sample(request.params, extra.signal);
+  });
+  session.client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+    const elicit = session.call?.elicit;
+    if (!elicit) return { action: 'decline' };
+    return elicit(request.params, extra.signal);
+  });
+}
+
+function withIdempotencyKey(init: RequestInit | undefined, key: string | undefined): RequestInit | undefined {
+  if (!key) return init;
+  const headers = new Headers(init?.headers);
+  headers.set('Idempotency-Key', key);
+  return { ...init, headers };
+}
+
+/** The server refused our session id: 404 as the spec says, or 400 as some servers answer an unknown one. */
+function isSessionLost(error: unknown, session: McpSession): boolean {
+  return error instanceof StreamableHTTPError && session.id !== undefined && (error.code === 404 || error.code === 400);
+}
