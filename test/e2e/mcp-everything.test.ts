@@ -102,4 +102,24 @@ describe('MCP client against server-everything', () => {
     assert.ok(callsAfter.length >= 1);
     assert.notEqual(callsAfter.at(-1)?.sessionId, [...sessionsUsed][0], 'the call after the restart rode the new session');
   });
+
+  it('answers the server\'s sampling request with the session\'s model, and counts its tokens in the turn\'s usage', async () => {
+    const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['trigger-sampling-request'] })] });
+    fake.script(fakeModel(model), [
+      { tool_calls: [{ id: 's1', name: 'trigger-sampling-request', arguments: '{"prompt":"write a haiku","maxTokens":50}' }], usage: { prompt_tokens: 10, completion_tokens: 1 } },
+      { text: 'Autumn moon rises', usage: { prompt_tokens: 7, completion_tokens: 3 } },
+      { text: 'The server got its haiku.', usage: { prompt_tokens: 20, completion_tokens: 5 } },
+    ]);
+    const { sessionId, turnId, stream } = await turn(id, 'sample please');
+    const [result] = await outputs(sessionId, turnId);
+    assert.match(result.output, /Autumn moon rises/);
+    const requests = fake.requests(fakeModel(model)) as any[];
+    assert.equal(requests.length, 3);
+    const sampling = requests[1];
+    assert.equal(sampling.tools, undefined, 'a sampling call offers no tools');
+    assert.equal(sampling.messages[0].role, 'system');
+    assert.match(JSON.stringify(sampling.messages.at(-1)), /write a haiku/);
+    const done = stream.events.find((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id === turnId);
+    assert.deepEqual(done?.data.turn.yuxi.usage, { input_tokens: 37, output_tokens: 9, cached_tokens: 0, total_tokens: 46 });
+  });
 });

@@ -1,5 +1,5 @@
 import type { ToolExecutor } from '#libs/tools';
-import type { CommittedStep, ToolCallSpec, WaitpointKind } from '#libs/turns';
+import type { CommittedStep, ToolCallSpec, Usage, WaitpointKind } from '#libs/turns';
 
 /** Who runs a tool, as the planner needs to know it (null: the agent has no such tool). */
 export interface ToolPolicy {
@@ -26,6 +26,8 @@ export type TurnLimitCode = 'turn_model_call_limit' | 'turn_tool_call_limit';
 export interface PlannedOutcome {
   success: boolean;
   output: string;
+  /** Model tokens the call spent (an MCP server's sampling requests), counted in the run's and turn's usage with the result. */
+  usage?: Usage;
 }
 
 /**

@@ -2,8 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { StepTransitions } from '#libs/lifecycle';
 import { metrics, toolSourceLabel } from '#libs/metrics';
 import { type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError } from '#libs/tools';
-import type { CommittedStep, ToolCallSpec } from '#libs/turns';
+import type { CreateMessageRequestParams, CreateMessageResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CommittedStep, ToolCallSpec, Usage } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
+import { McpSampling } from './mcp-sampling.js';
 import type { RunControl } from './run-control.js';
 import { ShuttingDownError, TurnCancelledError } from './run-errors.js';
 import { emptyOutput, type RunState } from './run-scope.js';
@@ -21,6 +23,7 @@ export class ToolCallStep {
     private readonly tools: ToolCatalog,
     private readonly stepTransitions: StepTransitions,
     private readonly writes: DurableWrites,
+    private readonly sampling: McpSampling,
   ) {}
 
   /**
@@ -82,14 +85,24 @@ export class ToolCallStep {
     };
     if (control.abort.signal.aborted) forward();
     control.abort.signal.addEventListener('abort', forward);
+    // A server may ask the session's model for a completion mid-call (MCP sampling): its tokens
+    // are the turn's, committed with the call's result.
+    let usage: Usage | null = null;
+    const sample = async (params: CreateMessageRequestParams, requestSignal: AbortSignal): Promise<CreateMessageResult> => {
+      const scope = { model: held.run.model, approvalMode: held.config.tool_approval_mode, serverLabel: tool.source.replace(/^mcp:/, '') };
+      const answered = await this.sampling.answer(scope, params, AbortSignal.any([requestSignal, signal.signal]));
+      usage = addUsage(usage, answered.usage);
+      return answered.result;
+    };
     try {
-      return await this.tools.execute(tool, declarations, plan.args, { idempotencyKey: `${held.turn.id}:${call.call_id}`, signal: signal.signal, sessionId: held.turn.sessionId });
+      const outcome = await this.tools.execute(tool, declarations, plan.args, { idempotencyKey: `${held.turn.id}:${call.call_id}`, signal: signal.signal, sessionId: held.turn.sessionId, sample });
+      return usage ? { ...outcome, usage } : outcome;
     } catch (error) {
       if (signal.signal.aborted) {
         metrics.toolCall(toolSourceLabel(tool.source), 'aborted');
         throw error;
       }
-      if (error instanceof ToolSourceError) return { success: false, output: `${error.code}: ${error.message}` };
+      if (error instanceof ToolSourceError) return { success: false, output: `${error.code}: ${error.message}`, ...(usage ? { usage } : {}) };
       throw error;
     } finally {
       control.abort.signal.removeEventListener('abort', forward);
@@ -100,4 +113,15 @@ export class ToolCallStep {
     this.writes.fenced(state.lease, what);
     return null;
   }
+}
+
+function addUsage(total: Usage | null, more: Usage | null): Usage | null {
+  if (!more) return total;
+  if (!total) return more;
+  return {
+    input_tokens: total.input_tokens + more.input_tokens,
+    output_tokens: total.output_tokens + more.output_tokens,
+    cached_tokens: total.cached_tokens + more.cached_tokens,
+    total_tokens: total.total_tokens + more.total_tokens,
+  };
 }
