@@ -49,7 +49,7 @@ const LIBS = {
   queue: ['platform'],
   turns: ['data'],
   files: ['data'],
-  tools: ['data', 'files'],
+  tools: ['data', 'files', 'turns'],
   agents: ['data', 'tools'],
   sessions: ['data', 'agents'],
   inputs: ['data', 'agents', 'files'],

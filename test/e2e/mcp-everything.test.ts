@@ -4,7 +4,7 @@ import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
 import { type EverythingServer, startEverythingServer } from '../support/everything-server.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
-import { API, http, sendMessage } from '../support/http.js';
+import { API, http, postEvent, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
 
 /**
@@ -121,5 +121,83 @@ describe('MCP client against server-everything', () => {
     assert.match(JSON.stringify(sampling.messages.at(-1)), /write a haiku/);
     const done = stream.events.find((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id === turnId);
     assert.deepEqual(done?.data.turn.yuxi.usage, { input_tokens: 37, output_tokens: 9, cached_tokens: 0, total_tokens: 46 });
+  });
+
+  describe('elicitation: a server\'s question to the user becomes a question waitpoint of the turn', () => {
+    async function waitingTurn(answerScript: string): Promise<{ sessionId: string; turnId: string; stream: SseStream; waitpoint: any; model: string }> {
+      const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['trigger-elicitation-request'] })] });
+      fake.script(fakeModel(model), [{ tool_calls: [{ id: 'e1', name: 'trigger-elicitation-request', arguments: '{}' }] }, { text: answerScript }]);
+      const session = await createSessionWith(id, 'ask me');
+      const stream = await SseStream.open(session.id);
+      streams.push(stream);
+      const created = await stream.waitForType('agent.session.turn.created');
+      const waiting = await stream.waitForType('yuxi.session.turn.waiting', created.data.turn_id, 30_000);
+      return { sessionId: session.id, turnId: created.data.turn_id, stream, waitpoint: waiting.data.waitpoint, model };
+    }
+    const resume = (turnId: string, waitpointId: string, answers: object[]) => ({ type: 'yuxi.session.input.resume', turn_id: turnId, waitpoint_id: waitpointId, response: { type: 'answer', answers } });
+
+    it('accept: answers are checked against the requested schema (422 names the field), converted, and sent back to the server; the call completes', async () => {
+      const { sessionId, turnId, stream, waitpoint } = await waitingTurn('Thanks, Ada.');
+      assert.equal(waitpoint.kind, 'question');
+      assert.equal(waitpoint.elicitation.mode, 'form');
+      assert.equal(waitpoint.elicitation.call_id, 'e1');
+      assert.equal(waitpoint.elicitation.server_label, 'everything');
+      const ids = waitpoint.questions.map((q: any) => q.question_id);
+      assert.equal(ids[0], 'action');
+      assert.deepEqual(waitpoint.questions[0].options, ['accept', 'decline', 'cancel']);
+      assert.ok(ids.includes('name') && ids.includes('check') && ids.includes('integer'), ids.join(','));
+      assert.deepEqual(waitpoint.questions.find((q: any) => q.question_id === 'check').options, ['true', 'false']);
+      assert.equal((await http(`${API}/sessions/${sessionId}`)).body.status, 'requires_action');
+
+      const missingName = await postEvent(sessionId, resume(turnId, waitpoint.id, [{ question_id: 'action', answer: 'accept' }]));
+      assert.equal(missingName.status, 422, missingName.text);
+      assert.equal(missingName.body.error.code, 'waitpoint_incomplete');
+      assert.match(missingName.text, /answers\.name/);
+      const notAnInteger = await postEvent(sessionId, resume(turnId, waitpoint.id, [{ question_id: 'action', answer: 'accept' }, { question_id: 'name', answer: 'Ada' }, { question_id: 'integer', answer: 'seven' }]));
+      assert.equal(notAnInteger.status, 422);
+      assert.match(notAnInteger.text, /answers\.integer/);
+
+      const accepted = await postEvent(
+        sessionId,
+        resume(turnId, waitpoint.id, [
+          { question_id: 'action', answer: 'accept' },
+          { question_id: 'name', answer: 'Ada' },
+          { question_id: 'check', answer: 'true' },
+          { question_id: 'integer', answer: '7' },
+        ]),
+      );
+      assert.equal(accepted.status, 202, accepted.text);
+      await stream.waitForType('agent.session.turn.completed', turnId, 30_000);
+      const [result] = await outputs(sessionId, turnId);
+      assert.equal(result.yuxi.success, true);
+      assert.match(result.output, /Name: Ada/);
+      const sent = server.messages.find((m) => m.method === undefined && (m.result as any)?.content?.name === 'Ada');
+      assert.ok(sent, 'the elicitation result reached the server');
+      assert.equal((sent!.result as any).action, 'accept');
+      assert.equal((sent!.result as any).content.integer, 7, 'converted to the schema\'s type');
+      assert.equal((sent!.result as any).content.check, true);
+    });
+
+    it('decline: the server hears decline and the tool says so', async () => {
+      const { sessionId, turnId, stream, waitpoint } = await waitingTurn('Declined.');
+      const declined = await postEvent(sessionId, resume(turnId, waitpoint.id, [{ question_id: 'action', answer: 'decline' }]));
+      assert.equal(declined.status, 202, declined.text);
+      await stream.waitForType('agent.session.turn.completed', turnId, 30_000);
+      const [result] = await outputs(sessionId, turnId);
+      assert.match(result.output, /decline/i);
+    });
+
+    it('the server restarts while the user thinks: the model is told the outcome is unknown and the turn completes', async () => {
+      const { sessionId, turnId, stream, waitpoint, model } = await waitingTurn('I could not tell.');
+      await server.restart();
+      const answered = await postEvent(sessionId, resume(turnId, waitpoint.id, [{ question_id: 'action', answer: 'accept' }, { question_id: 'name', answer: 'Bo' }]));
+      assert.equal(answered.status, 202, answered.text);
+      await stream.waitForType('agent.session.turn.completed', turnId, 30_000);
+      const [result] = await outputs(sessionId, turnId);
+      assert.equal(result.yuxi.success, false);
+      assert.match(result.output, /^outcome_unknown/);
+      const last = fake.requests(fakeModel(model)).at(-1) as any;
+      assert.ok(last.messages.some((m: any) => m.role === 'tool' && /outcome_unknown/.test(m.content)), 'the model read it');
+    });
   });
 });

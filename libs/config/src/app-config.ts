@@ -47,6 +47,8 @@ export class AppConfig {
   readonly mcpSessionIdleMs: number;
   /** Open MCP sessions one worker keeps at most (all servers together); the least recently used idle one goes first. */
   readonly mcpMaxSessions: number;
+  /** How long an MCP call that asked the user something (elicitation) waits for the answer before the worker tells the server `cancel`. */
+  readonly mcpElicitationTimeoutMs: number;
   readonly agentsFile: string | undefined;
   /** Required where keys are verified (the api); the worker does not read it. */
   readonly apiKeyHashSecret: string | undefined;
@@ -117,6 +119,7 @@ export class AppConfig {
     this.toolTimeoutMs = int(env, 'TOOL_TIMEOUT_MS', 60_000);
     this.mcpSessionIdleMs = int(env, 'MCP_SESSION_IDLE_MS', 300_000);
     this.mcpMaxSessions = int(env, 'MCP_MAX_SESSIONS', 64);
+    this.mcpElicitationTimeoutMs = int(env, 'MCP_ELICITATION_TIMEOUT_MS', 600_000);
     this.agentsFile = env.AGENTS_FILE || undefined;
     this.apiKeyHashSecret = env.API_KEY_HASH_SECRET || undefined;
     if (this.apiKeyHashSecret !== undefined && this.apiKeyHashSecret.length < 32) throw new Error('API_KEY_HASH_SECRET must be at least 32 characters');

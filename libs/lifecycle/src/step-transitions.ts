@@ -22,6 +22,8 @@ import {
   toCurrentTurn,
   TurnsRepository,
   type Usage,
+  type WaitpointElicitation,
+  type WaitpointQuestion,
   type Waitpoint,
   type WaitpointKind,
 } from '#libs/turns';
@@ -230,14 +232,29 @@ export class StepTransitions {
    * never waits: the caller settles it cancelled).
    */
   async suspend(held: HeldTurn, lease: Lease, kind: WaitpointKind, calls: ToolCallSpec[]): Promise<OutboxBatch | 'cancelled' | null> {
+    return this.suspendAt(held, lease, (waitpoint) => {
+      if (kind === 'question') waitpoint.questions = calls.map(questionOf);
+      else waitpoint.tool_calls = calls.map(({ call_id, name, arguments: args }) => ({ call_id, name, arguments: args }));
+      return { ...waitpoint, kind };
+    });
+  }
+
+  /**
+   * Stops the run at a question an MCP server asked in the middle of a call (elicitation): the
+   * call's `started` step stays as it is, and the answer goes back to the server when the turn
+   * resumes. As suspend otherwise.
+   */
+  async suspendForElicitation(held: HeldTurn, lease: Lease, elicitation: WaitpointElicitation, questions: WaitpointQuestion[]): Promise<OutboxBatch | 'cancelled' | null> {
+    return this.suspendAt(held, lease, (waitpoint) => ({ ...waitpoint, kind: 'question', questions, elicitation }));
+  }
+
+  private async suspendAt(held: HeldTurn, lease: Lease, build: (base: Omit<Waitpoint, 'kind'>) => Waitpoint): Promise<OutboxBatch | 'cancelled' | null> {
     const { sessionId } = held.turn;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
       if (await this.turns.cancellationPending(manager, held.turn.id)) return 'cancelled' as const;
       const now = new Date();
-      const waitpoint: Waitpoint = { id: newId(), kind, run_id: lease.runId, created_at: unixSeconds(now) };
-      if (kind === 'question') waitpoint.questions = calls.map(questionOf);
-      else waitpoint.tool_calls = calls.map(({ call_id, name, arguments: args }) => ({ call_id, name, arguments: args }));
+      const waitpoint = build({ id: newId(), run_id: lease.runId, created_at: unixSeconds(now) });
       if (!(await this.runs.suspendRun(manager, lease, held.turn.id, waitpoint, now))) return null;
       const usage = await this.runs.addUsage(manager, lease.runId, held.turn.id, null);
       const turn = { ...held.turn, status: 'requires_action' as const, waitpoint, currentRunId: lease.runId, usage: usage.turn };

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError, type FieldError } from '#libs/errors';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
-import { ItemsRepository, StepsRepository, type TurnEntity, TurnsRepository, type Waitpoint, type WaitpointResponse } from '#libs/turns';
+import { elicitationResult } from '#libs/tools';
+import { ItemsRepository, StepsRepository, type TurnEntity, TurnsRepository, type Waitpoint, type WaitpointElicitation, type WaitpointResponse } from '#libs/turns';
 import { StepTransitions } from './step-transitions.js';
 import { type Resumed, resumeAtWaitpoint } from './waitpoint-resume.js';
 
@@ -26,6 +27,7 @@ export class WaitpointControls {
 
   async resume(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string, response: WaitpointResponse): Promise<Resumed> {
     const { turn, waitpoint } = await this.waitingTurn(manager, session, turnId, waitpointId);
+    if (waitpoint.elicitation) return this.continueTurn(manager, turn, waitpoint, elicitationResponse(waitpoint, waitpoint.elicitation, response));
     if (waitpoint.kind === 'client_tool' || (response.type === 'answer') !== (waitpoint.kind === 'question')) {
       const expected = waitpoint.kind === 'question' ? 'an answer' : waitpoint.kind === 'approval' ? 'approval decisions' : 'tool_result events';
       throw new DomainError('waitpoint_incomplete', `Waitpoint ${waitpoint.id} expects ${expected}`, { kind: waitpoint.kind });
@@ -81,6 +83,24 @@ export class WaitpointControls {
   private async continueTurn(manager: EntityManager, turn: TurnEntity, waitpoint: Waitpoint, response: WaitpointResponse): Promise<Resumed> {
     return resumeAtWaitpoint(manager, { steps: this.steps, turns: this.turns, sessions: this.sessions }, turn, waitpoint, response);
   }
+}
+
+/**
+ * The answer to an MCP server's elicitation as the result the server gets: the action, and on
+ * accept each field converted to its schema type. Fields the server does not require may be left
+ * out; anything else wrong is 422 with the field named.
+ */
+function elicitationResponse(waitpoint: Waitpoint, elicitation: WaitpointElicitation, response: WaitpointResponse): WaitpointResponse {
+  if (response.type !== 'answer') throw new DomainError('waitpoint_incomplete', `Waitpoint ${waitpoint.id} expects an answer`, { kind: waitpoint.kind });
+  const ids = response.answers.map((a) => a.question_id);
+  const repeated = ids.filter((id, index) => ids.indexOf(id) !== index);
+  const converted = repeated.length > 0 ? { errors: [{ field: repeated[0]!, message: 'answered more than once' }] } : elicitationResult(elicitation, response.answers);
+  if ('errors' in converted) {
+    const fields: FieldError[] = converted.errors.map((e) => ({ field: `answers.${e.field}`, errors: [e.message] }));
+    throw new DomainError('waitpoint_incomplete', `The response does not resolve waitpoint ${waitpoint.id}: ${converted.errors[0]!.field} ${converted.errors[0]!.message}`, { fields });
+  }
+  const { action, content } = converted.result;
+  return { type: 'elicitation', call_id: elicitation.call_id, action, ...(content ? { content: content as Record<string, string | number | boolean | string[]> } : {}) };
 }
 
 /** The response must answer exactly the waitpoint's questions or decide exactly its calls: unknown ids are 409, gaps and repeats 422. */

@@ -13,3 +13,5 @@ export { ImageReferences, MISSING_IMAGE_TEXT } from './image-references.js';
 export { compactionCut, type ContextMeasure, type ContextPolicy, contextPolicy, contextTokens, decideContext, type PlannedItem } from './context-policy.js';
 export { SUMMARY_HEADING, summaryPrompt, transcript, transcriptLine } from './compaction-prompt.js';
 export { type CachedContext, ContextCache } from './context-cache.js';
+export { CallInFlight } from './mcp-calls-in-flight.js';
+export { toModelMessage as samplingMessage } from './mcp-sampling.js';

@@ -9,7 +9,7 @@ import type { RunControl } from './run-control.js';
 import { TurnCancelledError, TurnLimitError } from './run-errors.js';
 import { emptyOutput, RunScopes, type RunState } from './run-scope.js';
 import { planNextStep } from './step-plan.js';
-import { ToolCallStep } from './tool-call-step.js';
+import { ToolCallStep, WAITING } from './tool-call-step.js';
 import { type TurnPlan, TurnPlanning } from './turn-planning.js';
 
 /**
@@ -97,9 +97,10 @@ export class RunExecutor {
           continue;
         }
         case 'record':
-        case 'execute': {
+        case 'execute':
+        case 'resume_elicitation': {
           const step = await this.toolCall.run(state, plan, turn.tools, turn.declarations, control);
-          if (!step) return;
+          if (!step || step === WAITING) return;
           if (!plan.started) budget.toolCalls += 1;
           steps = [...steps, step];
           continue;

@@ -22,6 +22,7 @@ import { ModelStreams } from './model-streams.js';
 import { RunClosing } from './run-closing.js';
 import { RunExecutor } from './run-executor.js';
 import { RunScopes } from './run-scope.js';
+import { McpCallsInFlight } from './mcp-calls-in-flight.js';
 import { McpSampling } from './mcp-sampling.js';
 import { ToolCallStep } from './tool-call-step.js';
 import { TurnPlanning } from './turn-planning.js';
@@ -31,7 +32,7 @@ import { LifecycleModule } from '#libs/lifecycle';
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
-  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, McpSampling, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}

@@ -1,5 +1,5 @@
 import type { ToolExecutor } from '#libs/tools';
-import type { CommittedStep, ToolCallSpec, Usage, WaitpointKind } from '#libs/turns';
+import type { CommittedStep, ToolCallSpec, Usage, WaitpointKind, WaitpointResponse } from '#libs/turns';
 
 /** Who runs a tool, as the planner needs to know it (null: the agent has no such tool). */
 export interface ToolPolicy {
@@ -45,6 +45,12 @@ export type NextStep =
   | { action: 'record'; call: ToolCallSpec; outcome: PlannedOutcome; started: boolean }
   /** A server call to run with its checked arguments; `started`: an idempotent call run again under its existing record. */
   | { action: 'execute'; call: ToolCallSpec; args: Record<string, unknown>; started: boolean }
+  /**
+   * A server call that stopped for the user (an MCP elicitation) was answered: the answer goes to
+   * the call still open in the worker that holds it, which is then followed to its end. Where no
+   * worker holds it any more, an idempotent call runs again and another's outcome is unknown.
+   */
+  | { action: 'resume_elicitation'; call: ToolCallSpec; args: Record<string, unknown>; response: ElicitationResponse; idempotent: boolean; started: true }
   /** A coordinator's call on its members (create, message, interrupt): one committed step, never `started` first. */
   | { action: 'coordinate'; call: ToolCallSpec; args: Record<string, unknown> }
   | { action: 'wait'; kind: WaitpointKind; calls: ToolCallSpec[] }
@@ -57,6 +63,9 @@ export type NextStep =
 
 /** A turn of messages, or one that only compacts the context (a manual compaction). */
 export type TurnKind = 'message' | 'compaction';
+
+/** The user's answer to an MCP server's elicitation, as the waitpoint's step stores it. */
+export type ElicitationResponse = Extract<WaitpointResponse, { type: 'elicitation' }>;
 
 export const OUTCOME_UNKNOWN =
   'outcome_unknown: the worker running this call stopped before its result was stored, and the tool is not declared idempotent, so it was not run again. It may or may not have taken effect.';
@@ -104,8 +113,11 @@ function nextStep(steps: readonly CommittedStep[], policy: ToolPolicy): NextStep
   const answers = new Map<string, string | string[]>();
   const decisions = new Map<string, { decision: string; message?: string }>();
   const cooperation = new Map<string, PlannedOutcome>();
+  // The latest answer per call: a call may ask again after an answer, and only the newest is pending.
+  const elicitations = new Map<string, ElicitationResponse>();
   for (const step of after) {
     const response = step.kind === 'waitpoint' ? step.output.response : undefined;
+    if (response?.type === 'elicitation') elicitations.set(response.call_id, response);
     if (response?.type === 'answer') for (const a of response.answers) answers.set(a.question_id, a.answer);
     if (response?.type === 'approval') for (const d of response.decisions) decisions.set(d.call_id, d);
     if (response?.type === 'cooperation') for (const [callId, outcome] of Object.entries(response.results)) cooperation.set(callId, outcome);
@@ -136,6 +148,8 @@ function nextStep(steps: readonly CommittedStep[], policy: ToolPolicy): NextStep
       continue;
     }
     if (executor === 'coordinator') return { action: 'coordinate', call, args: args.value };
+    const elicited = begun ? elicitations.get(call.call_id) : undefined;
+    if (elicited) return { action: 'resume_elicitation', call, args: args.value, response: elicited, idempotent: policy.idempotent(call.name), started: true };
     if (begun) {
       return policy.idempotent(call.name)
         ? { action: 'execute', call, args: args.value, started: true }

@@ -1,21 +1,32 @@
 import { Injectable } from '@nestjs/common';
 import { StepTransitions } from '#libs/lifecycle';
 import { metrics, toolSourceLabel } from '#libs/metrics';
-import { type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError } from '#libs/tools';
-import type { CreateMessageRequestParams, CreateMessageResult } from '@modelcontextprotocol/sdk/types.js';
+import { elicitationQuestions, elicitationRequest, type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError } from '#libs/tools';
+import type { CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams } from '@modelcontextprotocol/sdk/types.js';
 import type { CommittedStep, ToolCallSpec, Usage } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
+import { CallInFlight, McpCallsInFlight } from './mcp-calls-in-flight.js';
 import { McpSampling } from './mcp-sampling.js';
 import type { RunControl } from './run-control.js';
 import { ShuttingDownError, TurnCancelledError } from './run-errors.js';
 import { emptyOutput, type RunState } from './run-scope.js';
 import type { NextStep, PlannedOutcome } from './step-plan.js';
 
-type ToolStep = Extract<NextStep, { action: 'record' | 'execute' }>;
+type ToolStep = Extract<NextStep, { action: 'record' | 'execute' | 'resume_elicitation' }>;
+
+/** A call of a model step that stopped for the user: the run is at a waitpoint and ends. */
+export const WAITING = 'waiting' as const;
+
+export const ELICITATION_LOST =
+  'outcome_unknown: the MCP server asked the user something during this call, and the call was no longer held open when the answer came (the worker holding it stopped, or MCP_ELICITATION_TIMEOUT_MS passed). It may or may not have taken effect.';
+
+export const ELICITATION_ENDED =
+  'outcome_unknown: the MCP server asked the user something during this call, and its session ended (the server restarted or the connection broke) before the answer came. It may or may not have taken effect.';
 
 /**
  * The tool-call steps: a server call started, run and its result stored (or a result that needs no
- * run: recorded as planned), and a stop at a waitpoint for calls a person or the client answers.
+ * run: recorded as planned), and a stop at a waitpoint for calls a person or the client answers,
+ * or for a question an MCP server asks in the middle of a call.
  */
 @Injectable()
 export class ToolCallStep {
@@ -24,17 +35,20 @@ export class ToolCallStep {
     private readonly stepTransitions: StepTransitions,
     private readonly writes: DurableWrites,
     private readonly sampling: McpSampling,
+    private readonly inFlight: McpCallsInFlight,
   ) {}
 
   /**
    * Records the planned result, or runs the call first: a new call is committed `started` before it
    * runs (a takeover then knows it may have taken effect); an idempotent call that started before a
-   * takeover runs again under its existing record. The committed step, or null when the lease is gone.
+   * takeover runs again under its existing record. The committed step, null when the lease is gone,
+   * or WAITING when the call asked the user something and the run stopped at a waitpoint.
    */
-  async run(state: RunState, plan: ToolStep, tools: ResolvedTool[], declarations: ToolDeclaration[], control: RunControl): Promise<CommittedStep | null> {
+  async run(state: RunState, plan: ToolStep, tools: ResolvedTool[], declarations: ToolDeclaration[], control: RunControl): Promise<CommittedStep | typeof WAITING | null> {
     const { held } = state;
     let outcome: PlannedOutcome;
-    if (plan.action === 'execute') {
+    const tool = tools.find((t) => t.name === plan.call.name);
+    if (plan.action === 'execute' || plan.action === 'resume_elicitation') {
       if (!plan.started) {
         const started = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolStarted(held, state.lease, plan.call), true);
         if (started === 'cancelled') throw new TurnCancelledError();
@@ -42,13 +56,16 @@ export class ToolCallStep {
       }
       // No side effect through a lease this worker may have lost while the start was committing.
       state.keeper.assertHeld();
-      outcome = await this.execute(state, tools, declarations, plan, control);
+      const call = plan.action === 'execute' ? this.start(state, tool, declarations, plan) : this.resumed(state, tool, declarations, plan);
+      const followed = call instanceof CallInFlight ? await this.follow(call, tool, control) : { outcome: call };
+      if ('elicit' in followed) return this.stopForUser(state, followed.call, plan.call, tool, followed.elicit);
+      outcome = followed.outcome;
     } else {
       outcome = plan.outcome;
     }
     const recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, outcome), true);
     if (!recorded) return this.fenced(state, 'tool result');
-    metrics.toolCall(toolSourceLabel(tools.find((t) => t.name === plan.call.name)?.source), outcome.success ? 'success' : plan.action === 'execute' ? 'error' : 'not_run');
+    metrics.toolCall(toolSourceLabel(tool?.source), outcome.success ? 'success' : plan.action === 'record' ? 'not_run' : 'error');
     state.outputIndex = recorded.outputIndex;
     // Nothing is shown between steps: a steer joining at this boundary numbers its items from here.
     state.output = emptyOutput(state.outputIndex);
@@ -70,43 +87,82 @@ export class ToolCallStep {
     return true;
   }
 
-  /** Runs one server tool call under the stable key `<turn_id>:<call_id>`; a tool that cannot be reached is an error output for the model. */
-  private async execute(state: RunState, tools: ResolvedTool[], declarations: ToolDeclaration[], plan: Extract<ToolStep, { action: 'execute' }>, control: RunControl): Promise<PlannedOutcome> {
+  /**
+   * Starts one server tool call under the stable key `<turn_id>:<call_id>`; a tool that cannot be
+   * reached is an error output for the model. A server may ask the session's model for a completion
+   * mid-call (MCP sampling): its tokens are the turn's, committed with the call's result.
+   */
+  private start(state: RunState, tool: ResolvedTool | undefined, declarations: ToolDeclaration[], plan: { call: ToolCallSpec; args: Record<string, unknown> }): CallInFlight | PlannedOutcome {
     const { held } = state;
-    const call: ToolCallSpec = plan.call;
-    const tool = tools.find((t) => t.name === call.name);
-    if (!tool) return { success: false, output: `Unknown tool ${call.name}` };
-    // A shutdown lets a call in flight finish (bounded by TOOL_TIMEOUT_MS) and releases the run at
-    // the next boundary: aborting it would leave a non-idempotent call's outcome unknown. A cancel
-    // or a lost lease stops it at once.
-    const signal = new AbortController();
+    if (!tool) return { success: false, output: `Unknown tool ${plan.call.name}` };
+    const idempotencyKey = `${held.turn.id}:${plan.call.call_id}`;
+    return new CallInFlight(idempotencyKey, async (call) => {
+      let usage: Usage | null = null;
+      const sample = async (params: CreateMessageRequestParams, requestSignal: AbortSignal): Promise<CreateMessageResult> => {
+        const scope = { model: held.run.model, approvalMode: held.config.tool_approval_mode, serverLabel: tool.source.replace(/^mcp:/, '') };
+        const answered = await this.sampling.answer(scope, params, AbortSignal.any([requestSignal, call.controller.signal]));
+        usage = addUsage(usage, answered.usage);
+        return answered.result;
+      };
+      try {
+        const outcome = await this.tools.execute(tool, declarations, plan.args, { idempotencyKey, signal: call.controller.signal, sessionId: held.turn.sessionId, sample, elicit: call.elicit });
+        return usage ? { ...outcome, usage } : outcome;
+      } catch (error) {
+        if (!call.controller.signal.aborted && error instanceof ToolSourceError) return { success: false, output: `${error.code}: ${error.message}`, ...(usage ? { usage } : {}) };
+        throw error;
+      }
+    });
+  }
+
+  /** The call the user answered: handed the answer where this worker holds it; else run again (idempotent) or its outcome unknown. */
+  private resumed(state: RunState, tool: ResolvedTool | undefined, declarations: ToolDeclaration[], plan: Extract<ToolStep, { action: 'resume_elicitation' }>): CallInFlight | PlannedOutcome {
+    const call = this.inFlight.take(`${state.held.turn.id}:${plan.call.call_id}`);
+    const { action, content } = plan.response;
+    if (call?.answer(content ? { action, content } : { action })) return call;
+    if (plan.idempotent) return this.start(state, tool, declarations, plan);
+    // Held here but no longer waiting: the server's session ended while the user thought.
+    return { success: false, output: call ? ELICITATION_ENDED : ELICITATION_LOST };
+  }
+
+  /**
+   * Follows a call to its end, or to its next question to the user. A shutdown lets a call in
+   * flight finish (bounded by TOOL_TIMEOUT_MS) and releases the run at the next boundary: aborting
+   * it would leave a non-idempotent call's outcome unknown. A cancel or a lost lease stops it at once.
+   */
+  private async follow(call: CallInFlight, tool: ResolvedTool | undefined, control: RunControl): Promise<{ outcome: PlannedOutcome } | { elicit: ElicitRequestParams; call: CallInFlight }> {
     const forward = (): void => {
-      if (!(control.abort.signal.reason instanceof ShuttingDownError)) signal.abort(control.abort.signal.reason);
+      if (!(control.abort.signal.reason instanceof ShuttingDownError)) call.controller.abort(control.abort.signal.reason);
     };
     if (control.abort.signal.aborted) forward();
     control.abort.signal.addEventListener('abort', forward);
-    // A server may ask the session's model for a completion mid-call (MCP sampling): its tokens
-    // are the turn's, committed with the call's result.
-    let usage: Usage | null = null;
-    const sample = async (params: CreateMessageRequestParams, requestSignal: AbortSignal): Promise<CreateMessageResult> => {
-      const scope = { model: held.run.model, approvalMode: held.config.tool_approval_mode, serverLabel: tool.source.replace(/^mcp:/, '') };
-      const answered = await this.sampling.answer(scope, params, AbortSignal.any([requestSignal, signal.signal]));
-      usage = addUsage(usage, answered.usage);
-      return answered.result;
-    };
     try {
-      const outcome = await this.tools.execute(tool, declarations, plan.args, { idempotencyKey: `${held.turn.id}:${call.call_id}`, signal: signal.signal, sessionId: held.turn.sessionId, sample });
-      return usage ? { ...outcome, usage } : outcome;
+      const next = await call.next();
+      return 'elicit' in next ? { elicit: next.elicit, call } : next;
     } catch (error) {
-      if (signal.signal.aborted) {
-        metrics.toolCall(toolSourceLabel(tool.source), 'aborted');
-        throw error;
-      }
-      if (error instanceof ToolSourceError) return { success: false, output: `${error.code}: ${error.message}`, ...(usage ? { usage } : {}) };
+      if (call.controller.signal.aborted) metrics.toolCall(toolSourceLabel(tool?.source), 'aborted');
       throw error;
     } finally {
       control.abort.signal.removeEventListener('abort', forward);
     }
+  }
+
+  /**
+   * The server asked the user something mid-call: the turn stops at a question waitpoint (the
+   * call's `started` step stays) and the call is held open in this worker until the answer comes.
+   * Where the waitpoint cannot be committed (cancel, lost lease), the server is told `cancel`.
+   */
+  private async stopForUser(state: RunState, call: CallInFlight, spec: ToolCallSpec, tool: ResolvedTool | undefined, params: ElicitRequestParams): Promise<typeof WAITING | null> {
+    const request = elicitationRequest(spec.call_id, (tool?.source ?? '').replace(/^mcp:/, ''), params);
+    const batch = await this.writes.retrying(state.lease, () => this.stepTransitions.suspendForElicitation(state.held, state.lease, request, elicitationQuestions(request)), true);
+    if (batch === 'cancelled' || !batch) {
+      call.answer({ action: 'cancel' });
+      if (batch === 'cancelled') throw new TurnCancelledError();
+      return this.fenced(state, 'elicitation waitpoint');
+    }
+    this.inFlight.hold(call);
+    state.keeper.pause();
+    await state.publish(batch);
+    return WAITING;
   }
 
   private fenced(state: RunState, what: string): null {

@@ -7,7 +7,8 @@ export class ToolSourceError extends Error {
   override readonly name = 'ToolSourceError';
 
   constructor(
-    readonly code: 'tool_server_unavailable',
+    /** `outcome_unknown`: the connection ended after the call was sent: it may or may not have run. */
+    readonly code: 'tool_server_unavailable' | 'outcome_unknown',
     message: string,
     options?: { cause?: unknown },
   ) {

@@ -32,3 +32,13 @@ export { MAX_MCP_OUTPUT_CHARS } from './mcp/results.js';
 export { McpSessionPool } from './mcp/session-pool.js';
 export { type AvailableTools, ToolCatalog, ToolSourceError } from './tool-catalog.js';
 export { ToolsModule } from './tools.module.js';
+export {
+  ELICITATION_ACTION_QUESTION,
+  ELICITATION_ACTIONS,
+  type ElicitationAnswer,
+  type ElicitationQuestion,
+  elicitationQuestions,
+  type ElicitationRequest,
+  elicitationRequest,
+  elicitationResult,
+} from './mcp/elicitation.js';

@@ -7,6 +7,7 @@ import { AppConfig } from '#libs/config';
 import { raceAbort } from './abort.js';
 import { ToolSourceError } from './errors.js';
 import { outcomeOf } from './mcp/results.js';
+import { CallDeadline } from './mcp/call-deadline.js';
 import { McpSessionPool } from './mcp/session-pool.js';
 import type { McpToolDeclaration, ToolCallContext, ToolOutcome } from './tool.types.js';
 
@@ -20,6 +21,8 @@ export interface McpToolInfo {
 
 const LIST_CACHE_MS = 60_000;
 const MAX_LIST_PAGES = 20;
+/** The SDK's per-request timeout, a backstop behind the call's own deadline (which pauses while the user is asked). */
+const REQUEST_BACKSTOP_MS = 24 * 3600_000;
 // JSON-RPC errors a server answers about the call itself (unknown tool, bad arguments, a crash in
 // the tool): the tool failed, the server is fine, and the model should read why.
 const CALL_ERROR_CODES = new Set<number>([ErrorCode.InvalidParams, ErrorCode.MethodNotFound, ErrorCode.InvalidRequest, ErrorCode.InternalError]);
@@ -56,28 +59,38 @@ export class McpConnector {
    * that does not match the tool's `outputSchema` is a failed call, as the spec asks.
    */
   async callTool(decl: McpToolDeclaration, name: string, args: object, ctx: ToolCallContext): Promise<ToolOutcome> {
-    const { options, deadline } = this.options(ctx.signal);
+    // TOOL_TIMEOUT_MS counts while the server works, not while it waits for the user (elicitation):
+    // the SDK's own timeout is only a backstop.
+    const deadline = new CallDeadline(this.config.toolTimeoutMs);
+    const options: RequestOptions = { signal: AbortSignal.any([ctx.signal, deadline.signal]), timeout: REQUEST_BACKSTOP_MS };
     const onprogress = ctx.onProgress;
-    const callOptions: RequestOptions = onprogress
-      ? { ...options, onprogress: (p) => onprogress({ progress: p.progress, total: p.total, message: p.message }), resetTimeoutOnProgress: true }
-      : options;
+    const callOptions: RequestOptions = onprogress ? { ...options, onprogress: (p) => onprogress({ progress: p.progress, total: p.total, message: p.message }) } : options;
     const listed = this.lists.get(this.pool.keyOf(decl));
-    return this.guard(decl, ctx.signal, deadline, () =>
-      this.pool.use(decl, options, async (session) => {
-        session.call = ctx;
-        let result: CallToolResult;
-        try {
-          const params = { name, arguments: args as Record<string, unknown>, _meta: { idempotency_key: ctx.idempotencyKey } };
-          result = (await session.client.request({ method: 'tools/call', params }, CallToolResultSchema, callOptions)) as CallToolResult;
-        } catch (err) {
-          if (err instanceof McpError && CALL_ERROR_CODES.has(err.code)) return { success: false, output: err.message };
-          throw err;
-        }
-        const mismatch = await this.outputMismatch(listed, name, result);
-        if (mismatch) return { success: false, output: `output_schema_mismatch: ${mismatch}` };
-        return outcomeOf(result);
-      }),
-    );
+    try {
+      return await this.guard(decl, ctx.signal, deadline.signal, () =>
+        this.pool.use(decl, options, async (session) => {
+          session.call = ctx;
+          session.deadline = deadline;
+          let result: CallToolResult;
+          try {
+            const params = { name, arguments: args as Record<string, unknown>, _meta: { idempotency_key: ctx.idempotencyKey } };
+            result = (await session.client.request({ method: 'tools/call', params }, CallToolResultSchema, callOptions)) as CallToolResult;
+          } catch (err) {
+            if (err instanceof McpError && CALL_ERROR_CODES.has(err.code)) return { success: false, output: err.message };
+            // The session ended with the call sent (the server restarted, the stream broke for good).
+            if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed && !ctx.signal.aborted) {
+              throw new ToolSourceError('outcome_unknown', `the session with MCP server "${decl.server_label}" ended during the call; it may or may not have taken effect`, { cause: err });
+            }
+            throw err;
+          }
+          const mismatch = await this.outputMismatch(listed, name, result);
+          if (mismatch) return { success: false, output: `output_schema_mismatch: ${mismatch}` };
+          return outcomeOf(result);
+        }),
+      );
+    } finally {
+      deadline.stop();
+    }
   }
 
   private listing(decl: McpToolDeclaration): { expires: number; tools: Promise<McpToolInfo[]> } {
@@ -129,6 +142,7 @@ export class McpConnector {
     return check.valid ? null : (check.errorMessage ?? 'structured content does not match the output schema');
   }
 
+  /** A listing's bound: TOOL_TIMEOUT_MS in all. */
   private options(signal: AbortSignal | undefined): { options: RequestOptions; deadline: AbortSignal } {
     const timeout = this.config.toolTimeoutMs;
     const deadline = AbortSignal.timeout(timeout);

@@ -29,6 +29,21 @@ export interface Waitpoint {
   created_at: number;
   questions?: WaitpointQuestion[];
   tool_calls?: ToolCallSpec[];
+  /** A question an MCP server asked in the middle of a call (`elicitation/create`): the questions are derived from it. */
+  elicitation?: WaitpointElicitation;
+}
+
+/** What the waitpoint keeps of an MCP server's elicitation request. */
+export interface WaitpointElicitation {
+  /** The MCP tool call that asked. */
+  call_id: string;
+  server_label: string;
+  mode: 'form' | 'url';
+  message: string;
+  /** url mode: the page the user is asked to open (nothing is collected through the API). */
+  url?: string;
+  /** form mode: the flat object schema of what the server asks for (primitive properties, per the MCP spec). */
+  requested_schema?: { type: 'object'; properties: Record<string, Record<string, unknown>>; required?: string[] };
 }
 
 export interface Usage {
@@ -215,5 +230,7 @@ export type WaitpointResponse =
   | { type: 'answer'; answers: { question_id: string; answer: string | string[] }[] }
   | { type: 'approval'; decisions: { call_id: string; decision: 'approve' | 'reject' | 'approve_session'; message?: string }[] }
   | { type: 'tool_results' }
+  /** An MCP elicitation answered: what goes back to the server for the call. */
+  | { type: 'elicitation'; call_id: string; action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean | string[]> }
   /** A cooperation wait resolved: each wait call's output, frozen when the members settled. */
   | { type: 'cooperation'; results: Record<string, { success: boolean; output: string }> };

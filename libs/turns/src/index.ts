@@ -20,6 +20,7 @@ export type {
   Waitpoint,
   WaitpointKind,
   WaitpointQuestion,
+  WaitpointElicitation,
   WaitpointResponse,
 } from './entities.js';
 export { toActiveMessageDto, toCurrentTurn, toItemDto, toRunDto, toRunSummary, toTurnDetailDto, toTurnDto } from './projections.js';

@@ -112,6 +112,21 @@ export class WaitpointToolCallDto {
   @ApiProperty({ description: 'The JSON string the model produced.' }) arguments!: string;
 }
 
+export class WaitpointElicitationDto {
+  @ApiProperty({ description: 'The MCP tool call that asked (its function_call item has this call_id).' }) call_id!: string;
+  @ApiProperty({ description: 'The MCP server (its `server_label` in the agent).' }) server_label!: string;
+  @ApiProperty({ enum: ['form', 'url'], description: 'form: the questions after `action` are the fields the server asks for; url: the user opens `url`, then answers `action` alone.' })
+  mode!: string;
+  @ApiProperty({ description: 'What the server says to the user.' }) message!: string;
+  @ApiPropertyOptional({ description: 'url mode: the page to open.' }) url?: string;
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'form mode: the JSON Schema the server asked for (a flat object of primitive fields). Each field is a question of this waitpoint; answers are converted to the field\'s type (numbers, integers, `true`/`false`), and 422 names a field whose answer does not fit.',
+  })
+  requested_schema?: Record<string, unknown>;
+}
+
 export class WaitpointDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['question', 'approval', 'client_tool', 'cooperation'], description: 'cooperation: a coordinator waits for its members (wait_subagents); the turn stays in_progress and nothing is asked of anyone.' }) kind!: string;
@@ -120,6 +135,12 @@ export class WaitpointDto {
   @ApiPropertyOptional({ type: [WaitpointQuestionDto], description: 'kind=question.' }) questions?: WaitpointQuestionDto[];
   @ApiPropertyOptional({ type: [WaitpointToolCallDto], description: 'kind=approval (calls to approve), client_tool (calls to execute) or cooperation (the wait calls).' })
   tool_calls?: WaitpointToolCallDto[];
+  @ApiPropertyOptional({
+    type: WaitpointElicitationDto,
+    description:
+      'kind=question asked by an MCP server in the middle of a tool call (MCP elicitation). The first question, `action`, takes `accept`, `decline` or `cancel`; on accept, answer the field questions (optional fields may be left out, and take their default). The answer goes back to the server and the call continues; if the worker holding the call stopped, or MCP_ELICITATION_TIMEOUT_MS passed, the model is told the outcome is unknown.',
+  })
+  elicitation?: WaitpointElicitationDto;
 }
 
 export class RunDto {

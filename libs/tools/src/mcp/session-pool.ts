@@ -6,6 +6,7 @@ import { CreateMessageRequestSchema, ElicitRequestSchema, ErrorCode, McpError } 
 import { AppConfig } from '#libs/config';
 import { metrics } from '#libs/metrics';
 import type { McpToolDeclaration, ToolCallContext } from '../tool.types.js';
+import type { CallDeadline } from './call-deadline.js';
 
 const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
 
@@ -18,6 +19,8 @@ const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
 export class McpSession {
   /** The tool call in flight on this session (null: idle or listing). */
   call: ToolCallContext | null = null;
+  /** Its deadline, paused while the server waits for the user. */
+  deadline: CallDeadline | null = null;
   /** Set once the session cannot be used again (the server forgot it, the connection broke). */
   broken = false;
   lastUsed = Date.now();
@@ -117,7 +120,11 @@ export class McpSessionPool implements OnApplicationShutdown {
 
   private takeIdle(key: string): McpSession | undefined {
     const list = this.idle.get(key);
-    const session = list?.pop();
+    let session = list?.pop();
+    while (session?.broken) {
+      void this.end(session);
+      session = list?.pop();
+    }
     if (list && list.length === 0) this.idle.delete(key);
     if (session) this.busy.add(session);
     return session;
@@ -142,9 +149,14 @@ export class McpSessionPool implements OnApplicationShutdown {
     const session = new McpSession(key, client, transport);
     ref.session = session;
     installServerRequestHandlers(session);
-    // The standalone stream (GET) failing for good means the server is gone or forgot us.
+    // A stream that cannot be resumed (the server forgot the session, or cannot be reached again)
+    // ends the session: closing it fails the requests still waiting on it (a call's outcome is then
+    // unknown, and said so) instead of leaving them to a timeout. Deferred a turn of the event loop,
+    // so that a refused POST rejects with its own error first (the pool retries those).
     transport.onerror = (error) => {
-      if (isSessionLost(error, session) || /Maximum reconnection attempts/.test(String(error))) session.broken = true;
+      if (!isSessionLost(error, session) && !/Maximum reconnection attempts/.test(String(error))) return;
+      session.broken = true;
+      setTimeout(() => void client.close().catch(() => undefined), 0);
     };
     this.busy.add(session);
     try {
@@ -162,6 +174,7 @@ export class McpSessionPool implements OnApplicationShutdown {
   private giveBack(session: McpSession, failed: boolean): void {
     this.busy.delete(session);
     session.call = null;
+    session.deadline = null;
     session.lastUsed = Date.now();
     if (failed || session.broken || this.closing) {
       void this.end(session);
@@ -244,7 +257,14 @@ function installServerRequestHandlers(session: McpSession): void {
   session.client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
     const elicit = session.call?.elicit;
     if (!elicit) return { action: 'decline' };
-    return elicit(request.params, extra.signal);
+    // The user may take minutes: the call's deadline waits with them.
+    const deadline = session.deadline;
+    deadline?.pause();
+    try {
+      return await elicit(request.params, extra.signal);
+    } finally {
+      deadline?.resume();
+    }
   });
 }
 

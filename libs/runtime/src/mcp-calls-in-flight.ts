@@ -1,0 +1,111 @@
+import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import type { ElicitRequestParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { AppConfig } from '#libs/config';
+import type { PlannedOutcome } from './step-plan.js';
+
+/** What a server call in flight did next: it finished, or it asks the user something first. */
+export type CallProgress = { outcome: PlannedOutcome } | { elicit: ElicitRequestParams };
+
+/**
+ * One server-executed tool call that may stop in the middle to ask the user something (an MCP
+ * server's `elicitation/create`). The call itself keeps running (its MCP request stays open); the
+ * run that started it stops at a question waitpoint and ends, and the run that resumes the turn
+ * hands the answer in (`answer`) and follows the call to its end, on the same worker.
+ */
+export class CallInFlight {
+  /** The call's own signal: a cancel or a lost lease of whichever run follows the call aborts it. */
+  readonly controller = new AbortController();
+  private readonly outcome: Promise<PlannedOutcome>;
+  private pending: { params: ElicitRequestParams; answer: (result: ElicitResult) => void } | null = null;
+  private wake: (() => void) | null = null;
+  private expiry: NodeJS.Timeout | null = null;
+
+  constructor(
+    readonly key: string,
+    run: (call: CallInFlight) => Promise<PlannedOutcome>,
+  ) {
+    this.outcome = run(this);
+    // Rejections are read through next(); an abandoned call's must not be unhandled.
+    this.outcome.catch(() => undefined);
+  }
+
+  /** The `elicit` hook of the call's context: the server's question, answered when the user answers. */
+  elicit = (params: ElicitRequestParams, signal: AbortSignal): Promise<ElicitResult> =>
+    new Promise<ElicitResult>((resolve) => {
+      const answer = (result: ElicitResult): void => {
+        this.pending = null;
+        resolve(result);
+      };
+      this.pending = { params, answer };
+      signal.addEventListener('abort', () => answer({ action: 'cancel' }), { once: true });
+      this.wake?.();
+    });
+
+  /** The call's end, or its next question to the user, whichever comes first. Rejects as the call does. */
+  async next(): Promise<CallProgress> {
+    if (this.pending) return { elicit: this.pending.params };
+    const asked = new Promise<CallProgress>((resolve) => {
+      this.wake = () => {
+        if (this.pending) resolve({ elicit: this.pending.params });
+      };
+    });
+    try {
+      return await Promise.race([this.outcome.then((outcome) => ({ outcome })), asked]);
+    } finally {
+      this.wake = null;
+    }
+  }
+
+  /** Hands the user's answer to the server; false when nothing waits for one. */
+  answer(result: ElicitResult): boolean {
+    if (this.expiry) clearTimeout(this.expiry);
+    this.expiry = null;
+    if (!this.pending) return false;
+    this.pending.answer(result);
+    return true;
+  }
+
+  /** Held for an answer at most `ms`; then `onExpiry` (the server is told cancel). */
+  holdFor(ms: number, onExpiry: () => void): void {
+    if (this.expiry) clearTimeout(this.expiry);
+    this.expiry = setTimeout(onExpiry, ms);
+    this.expiry.unref();
+  }
+}
+
+/**
+ * The worker's calls that wait for a user's answer to an MCP server's question, by
+ * `<turn_id>:<call_id>`: the run that resumes the turn finds its call here. A call is held for
+ * MCP_ELICITATION_TIMEOUT_MS; on expiry, or when the worker shuts down, the server is told
+ * `cancel` and the call is forgotten (a later answer then finds the outcome unknown).
+ */
+@Injectable()
+export class McpCallsInFlight implements OnApplicationShutdown {
+  private readonly held = new Map<string, CallInFlight>();
+
+  constructor(private readonly config: AppConfig) {}
+
+  /** Keeps a call that asked the user something until the turn resumes (or the hold expires). */
+  hold(call: CallInFlight): void {
+    this.held.set(call.key, call);
+    call.holdFor(this.config.mcpElicitationTimeoutMs, () => this.release(call.key));
+  }
+
+  /** The held call of this key, taken out of the registry (undefined: not on this worker, or expired). */
+  take(key: string): CallInFlight | undefined {
+    const call = this.held.get(key);
+    this.held.delete(key);
+    return call;
+  }
+
+  /** Tells the server `cancel` and lets the call end on its own; nobody records its outcome. */
+  release(key: string): void {
+    const call = this.take(key);
+    if (!call) return;
+    call.answer({ action: 'cancel' });
+  }
+
+  onApplicationShutdown(): void {
+    for (const key of [...this.held.keys()]) this.release(key);
+  }
+}
