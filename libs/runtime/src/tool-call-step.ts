@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { StepTransitions } from '#libs/lifecycle';
+import { StoreToolImages } from '#libs/files';
+import { type RecordedToolResult, StepTransitions } from '#libs/lifecycle';
 import { metrics, toolSourceLabel } from '#libs/metrics';
-import { type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError } from '#libs/tools';
+import { type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolMedia, ToolSourceError } from '#libs/tools';
 import type { CommittedStep, ToolCallSpec } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
 import type { RunControl } from './run-control.js';
@@ -21,6 +22,7 @@ export class ToolCallStep {
     private readonly tools: ToolCatalog,
     private readonly stepTransitions: StepTransitions,
     private readonly writes: DurableWrites,
+    private readonly toolImages: StoreToolImages,
   ) {}
 
   /**
@@ -30,7 +32,7 @@ export class ToolCallStep {
    */
   async run(state: RunState, plan: ToolStep, tools: ResolvedTool[], declarations: ToolDeclaration[], control: RunControl): Promise<CommittedStep | null> {
     const { held } = state;
-    let outcome: PlannedOutcome;
+    let outcome: PlannedOutcome & { media?: ToolMedia[] };
     if (plan.action === 'execute') {
       if (!plan.started) {
         const started = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolStarted(held, state.lease, plan.call), true);
@@ -43,7 +45,14 @@ export class ToolCallStep {
     } else {
       outcome = plan.outcome;
     }
-    const recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, outcome), true);
+    const result = await this.withImages(held.turn.sessionId, plan.call.name, outcome);
+    let recorded: Awaited<ReturnType<StepTransitions['recordToolResult']>> | undefined;
+    try {
+      recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, result), true);
+    } finally {
+      // Files bound with a committed result are no longer staged: this removes only what no result names.
+      if (!recorded && result.fileIds?.length) await this.toolImages.discard(result.fileIds);
+    }
     if (!recorded) return this.fenced(state, 'tool result');
     metrics.toolCall(toolSourceLabel(tools.find((t) => t.name === plan.call.name)?.source), outcome.success ? 'success' : plan.action === 'execute' ? 'error' : 'not_run');
     state.outputIndex = recorded.outputIndex;
@@ -51,6 +60,16 @@ export class ToolCallStep {
     state.output = emptyOutput(state.outputIndex);
     await state.publish(recorded.batch);
     return recorded.step;
+  }
+
+  /**
+   * The images the tool returned, staged as session files to be bound with its result, and a note
+   * in the output for each media part that is not shown (audio, a refused or unstorable image).
+   */
+  private async withImages(sessionId: string, toolName: string, outcome: PlannedOutcome & { media?: ToolMedia[] }): Promise<RecordedToolResult> {
+    if (!outcome.media?.length) return { success: outcome.success, output: outcome.output };
+    const { fileIds, notes } = await this.toolImages.stage(sessionId, toolName, outcome.media);
+    return { success: outcome.success, output: notes.length > 0 ? `${outcome.output}\n${notes.join('\n')}` : outcome.output, fileIds };
   }
 
   /** Stops the run at a waitpoint: the turn waits for a person or the client. False when the lease is gone. */
@@ -68,7 +87,13 @@ export class ToolCallStep {
   }
 
   /** Runs one server tool call under the stable key `<turn_id>:<call_id>`; a tool that cannot be reached is an error output for the model. */
-  private async execute(state: RunState, tools: ResolvedTool[], declarations: ToolDeclaration[], plan: Extract<ToolStep, { action: 'execute' }>, control: RunControl): Promise<PlannedOutcome> {
+  private async execute(
+    state: RunState,
+    tools: ResolvedTool[],
+    declarations: ToolDeclaration[],
+    plan: Extract<ToolStep, { action: 'execute' }>,
+    control: RunControl,
+  ): Promise<PlannedOutcome & { media?: ToolMedia[] }> {
     const { held } = state;
     const call: ToolCallSpec = plan.call;
     const tool = tools.find((t) => t.name === call.name);
