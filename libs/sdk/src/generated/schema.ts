@@ -1429,6 +1429,8 @@ export interface components {
             created_at: number;
             /** @description function_call_output: whether the tool succeeded. */
             success?: boolean;
+            /** @description function_call_output: the images the tool returned (an MCP tool's `image` content), stored as files of the session's workdir (origin `tool`), in the order the output's `[image N: …]` lines name them; download each with `GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`. The model is shown them after the tool's output. Absent when the tool returned none. */
+            file_ids?: string[];
             /**
              * @description compaction: what started it.
              * @enum {string}
