@@ -409,7 +409,7 @@ export interface paths {
         };
         /**
          * Download the bytes of a session file
-         * @description The bytes of a file of the session: an attachment once it is in the session workdir (its artifact URL), or an inline image of a user message. Inline images (`input_image` blocks sent as `data:` URLs) are stored as session files when their submission is accepted; inputs, items and their events then carry `{"type":"input_image","file_id","image_url"}` where `image_url` is this path. Authorised like the session: another caller's session, and a file of another session, are 404. An attachment still being prepared is 409 `file_not_ready`. The Content-Type is the type detected from the bytes when the file was stored.
+         * @description The bytes of a file of the session: an attachment once it is in the session workdir (its artifact URL), an inline image of a user message, or an image a tool returned (a `function_call_output` item's `yuxi.file_ids`). Inline images (`input_image` blocks sent as `data:` URLs) are stored as session files when their submission is accepted; inputs, items and their events then carry `{"type":"input_image","file_id","image_url"}` where `image_url` is this path. Authorised like the session: another caller's session, and a file of another session, are 404. An attachment still being prepared is 409 `file_not_ready`. The Content-Type is the type detected from the bytes when the file was stored.
          */
         get: operations["getSessionFileContent"];
         put?: never;
