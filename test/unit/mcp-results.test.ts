@@ -205,7 +205,7 @@ describe('tool images in the model context', () => {
 
   it('a context without tool images asks for no image at all, and gets no extra message', async () => {
     const { images, asked } = fakeImages({});
-    const plain = step().map((i) => ({ ...i, content: i.content.map(({ file_ids: _ids, ...part }) => part) }));
+    const plain = step().map((i) => ({ ...i, content: i.content.map((part) => ({ ...part, file_ids: undefined })) }));
     const messages = toModelMessages(await new ImageReferences(images).resolve(SESSION, plain));
     assert.deepEqual(asked, []);
     assert.equal(messages.filter((m) => m.role === 'user').length, 1);
