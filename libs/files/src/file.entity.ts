@@ -9,8 +9,12 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
  */
 export type FileStatus = 'uploading' | 'draft' | 'bound' | 'ready' | 'inline' | 'deleting';
 
-/** `upload`: POST /files (a draft, then maybe an attachment); `inline`: an `input_image` data URL of a submission. */
-export type FileOrigin = 'upload' | 'inline';
+/**
+ * `upload`: POST /files (a draft, then maybe an attachment); `inline`: an `input_image` data URL of
+ * a submission; `tool`: an image a tool result returned (`ready` in the session's workdir from the
+ * transaction that recorded the result; no input).
+ */
+export type FileOrigin = 'upload' | 'inline' | 'tool';
 
 @Entity('files')
 export class FileEntity {

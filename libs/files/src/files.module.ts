@@ -11,6 +11,8 @@ import { DeleteFile, GetFile, UploadFile } from './use-cases/draft-files.use-cas
 import { InlineImagesRepository } from './inline/inline-images.repository.js';
 import { ResolveSessionImages, StoreInlineImages } from './use-cases/inline-images.use-case.js';
 import { GetSessionFileContent } from './use-cases/session-file-content.use-case.js';
+import { ToolImagesRepository } from './tool/tool-images.repository.js';
+import { StoreToolImages } from './use-cases/tool-images.use-case.js';
 import { PdfTextReader } from './text/pdf-text.js';
 import { FileParser } from './ocr/file-parser.js';
 import { OcrReader } from './ocr/ocr-text.js';
@@ -26,8 +28,8 @@ const READERS = [
   { provide: FileParser, inject: [PdfTextReader, OcrReader], useFactory: (pdf: PdfTextReader, ocr: OcrReader) => new FileParser(pdf, ocr) },
 ];
 
-/** Inline images of messages and the bytes of session files. */
-const SESSION_FILES = [InlineImagesRepository, StoreInlineImages, ResolveSessionImages, GetSessionFileContent];
+/** Inline images of messages, images of tool results, and the bytes of session files. */
+const SESSION_FILES = [InlineImagesRepository, StoreInlineImages, ResolveSessionImages, GetSessionFileContent, ToolImagesRepository, StoreToolImages];
 
 /** Files and their storage, shared by the api (uploads, drafts, attachments) and the worker (preparation, tools, the sweep). */
 @Module({

@@ -240,11 +240,11 @@ export class FilesRepository {
     return rows[0] ? fileFromRow(rows[0]) : null;
   }
 
-  /** One attachment (bound or ready) of the session, or null. */
+  /** One attachment (bound or ready) of the session, or null (an image a tool returned is a workdir file, not an attachment). */
   async inSession(manager: EntityManager | null, sessionId: string, fileId: string): Promise<FileEntity | null> {
     if (!isFileId(fileId)) return null;
     const rows = (await (manager ?? this.dataSource.manager).query(
-      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE id = $1 AND session_id = $2 AND status IN ('bound', 'ready')`),
+      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE id = $1 AND session_id = $2 AND origin = 'upload' AND status IN ('bound', 'ready')`),
       [fileId, sessionId],
     )) as Record<string, unknown>[];
     return rows[0] ? fileFromRow(rows[0]) : null;
@@ -263,16 +263,16 @@ export class FilesRepository {
       after = `AND (bound_at, id) ${page.order === 'desc' ? '<' : '>'} (SELECT bound_at, id FROM files WHERE id = $3)`;
     }
     const rows = (await this.dataSource.query(
-      `SELECT ${FILE_COLUMNS} FROM files WHERE session_id = $1 AND status IN ('bound', 'ready') ${after}
+      `SELECT ${FILE_COLUMNS} FROM files WHERE session_id = $1 AND origin = 'upload' AND status IN ('bound', 'ready') ${after}
        ORDER BY bound_at ${direction}, id ${direction} LIMIT $2`,
       values,
     )) as Record<string, unknown>[];
     return toPage(rows.map(fileFromRow), page.limit);
   }
 
-  /** Tombstones an attachment, prepared or not (call under the session lock, after its rules were checked). */
+  /** Tombstones an attachment, prepared or not (call under the session lock, after its rules were checked); never a tool's image. */
   async tombstoneAttachment(manager: EntityManager, sessionId: string, fileId: string): Promise<boolean> {
-    const [, count] = (await manager.query(prepared(`UPDATE files SET status = 'deleting' WHERE id = $1 AND session_id = $2 AND status IN ('bound', 'ready')`), [fileId, sessionId])) as [
+    const [, count] = (await manager.query(prepared(`UPDATE files SET status = 'deleting' WHERE id = $1 AND session_id = $2 AND origin = 'upload' AND status IN ('bound', 'ready')`), [fileId, sessionId])) as [
       unknown[],
       number,
     ];

@@ -14,7 +14,7 @@ export { LocalFileStorage } from './storage/local-storage.js';
 export { S3FileStorage } from './storage/s3-storage.js';
 export { createFileStorage } from './storage/storage.provider.js';
 export { type CheckedUpload, DeleteFile, GetFile, MAX_FILE_BYTES, type ReceivedUpload, UploadFile } from './use-cases/draft-files.use-case.js';
-export { checkInlineImage, type InlineImageCheck } from './inline/inline-image-sniffing.js';
+export { checkInlineImage, type InlineImageCheck, MAX_IMAGE_BYTES_TOTAL, MAX_IMAGES_PER_MESSAGE } from './inline/inline-image-sniffing.js';
 export { type DecodedImage, ResolveSessionImages, StoreInlineImages } from './use-cases/inline-images.use-case.js';
 export { GetSessionFileContent, type SessionFileContent } from './use-cases/session-file-content.use-case.js';
 export { FileParser, IMAGE_TYPES, OCR_MAX_CHARS, OCR_MAX_PAGES, type PageSource, type ParsedFile } from './ocr/file-parser.js';
@@ -22,3 +22,6 @@ export { checkImageHeader, imageForOcr, ImageTooLargeError, ImageUnreadableError
 export { OCR_QUEUE_WAIT_MS, OCR_TIMEOUT_MS, type OcrLimits, OcrReader } from './ocr/ocr-text.js';
 export { CreateThumbnailDto, ParsedFileDto, ParsedPageDto, THUMBNAIL_DEFAULT_SIDE, THUMBNAIL_MAX_SIDE, ThumbnailDto } from './ocr/ocr.dto.js';
 export { CreateThumbnail, ParseDraftFile } from './use-cases/ocr-routes.use-case.js';
+export { checkToolMedia, TOOL_MEDIA_LIMITS, type ToolImage, type ToolMediaLimits, type ToolMediaPart } from './tool/tool-media-check.js';
+export { ToolImagesRepository } from './tool/tool-images.repository.js';
+export { type StagedToolMedia, StoreToolImages } from './use-cases/tool-images.use-case.js';

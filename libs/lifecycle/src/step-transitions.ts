@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { isUuid, newId, unixSeconds } from '#libs/database';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
+import { ToolImagesRepository } from '#libs/files';
 import { SessionsRepository } from '#libs/sessions';
 import {
   type CommittedStep,
@@ -52,6 +53,18 @@ export interface Recorded {
   step: CommittedStep;
 }
 
+/**
+ * A server call's result as recorded: what the model reads, and the images the tool returned,
+ * staged as session files (StoreToolImages) and bound to the session's workdir with the result.
+ */
+export interface RecordedToolResult {
+  success: boolean;
+  output: string;
+  fileIds?: string[];
+  /** Model tokens the call spent (an MCP server's sampling requests). */
+  usage?: Usage;
+}
+
 /** A model step as recorded: its calls carry the ids the turn will know them by. */
 export interface RecordedModelStep extends Recorded {
   toolCalls: ToolCallSpec[];
@@ -79,6 +92,7 @@ export class StepTransitions {
     private readonly items: ItemsRepository,
     private readonly outbox: EventOutbox,
     private readonly modelRequests: ModelRequestsRepository,
+    private readonly toolImages: ToolImagesRepository,
   ) {}
 
   /**
@@ -209,10 +223,12 @@ export class StepTransitions {
   }
 
   /** A call's result: the step and its function_call_output item. Null when the lease is gone (or the call already has one). */
-  async recordToolResult(held: HeldTurn, lease: Lease, outputIndex: number, call: ToolCallSpec, outcome: { success: boolean; output: string; usage?: Usage }): Promise<Recorded | null> {
+  async recordToolResult(held: HeldTurn, lease: Lease, outputIndex: number, call: ToolCallSpec, result: RecordedToolResult): Promise<Recorded | null> {
     const { sessionId } = held.turn;
+    const outcome = { success: result.success, output: result.output };
+    const staged = result.fileIds ?? [];
     // A tool's output can be large: it is counted before the session lock is taken, not under it.
-    const tokens = itemTokensIfLoaded([outputPart(call.call_id, outcome)]);
+    const tokens = itemTokensIfLoaded([outputPart(call.call_id, outcome, staged)]);
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
       const now = new Date();
@@ -220,8 +236,12 @@ export class StepTransitions {
       const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { name: call.name, arguments: call.arguments }, at: now });
       if (!recorded) return null;
       // Tokens the call spent on the session's model (MCP sampling) are the turn's, like a model call's.
-      if (outcome.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, outcome.usage);
-      const events = await this.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, outcome, now, tokens);
+      if (result.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, result.usage);
+      // The tool's images join the workdir with the result that names them, never without it.
+      const fileIds = staged.length > 0 ? await this.toolImages.bind(manager, sessionId, staged) : [];
+      const lost = staged.length - fileIds.length;
+      const shown = lost > 0 ? { ...outcome, output: `${outcome.output}\n[${lost} image(s) not shown: they were not stored in time]` } : outcome;
+      const events = await this.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, shown, now, tokens, fileIds);
       return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
     });
   }
@@ -275,9 +295,10 @@ export class StepTransitions {
     outcome: { success: boolean; output: string },
     at: Date,
     tokens: number | null = null,
+    fileIds: string[] = [],
   ): Promise<OutgoingEvent[]> {
     const seq = await this.sessions.reserveItemSeqs(manager, held.turn.sessionId, 1);
-    const [item] = await this.items.insertItems(manager, seq, [{ ...toolItem(held, runId, 'function_call_output', outputPart(callId, outcome), at), tokens }]);
+    const [item] = await this.items.insertItems(manager, seq, [{ ...toolItem(held, runId, 'function_call_output', outputPart(callId, outcome, fileIds), at), tokens }]);
     return [turnEvents.item('added', item!, outputIndex), turnEvents.item('done', item!, outputIndex)];
   }
 }
@@ -295,8 +316,10 @@ function memberOf(held: Pick<HeldTurn, 'turn'>, call: ToolCallSpec): { subagent_
   return { subagent_session_id: target && isUuid(target) ? target : null };
 }
 
-function outputPart(callId: string, outcome: { success: boolean; output: string }): ItemEntity['content'][number] {
-  return { type: 'function_call_output', call_id: callId, output: outcome.output, success: outcome.success };
+function outputPart(callId: string, outcome: { success: boolean; output: string }, fileIds: string[] = []): ItemEntity['content'][number] {
+  const part: ItemEntity['content'][number] = { type: 'function_call_output', call_id: callId, output: outcome.output, success: outcome.success };
+  if (fileIds.length > 0) part.file_ids = fileIds;
+  return part;
 }
 
 function toolItem(held: Pick<HeldTurn, 'turn'>, runId: string, type: string, part: ItemEntity['content'][number], at: Date): NewItem {

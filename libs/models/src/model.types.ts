@@ -13,7 +13,8 @@ export type ModelUserPart = { type: 'text'; text: string } | { type: 'image'; ur
  * `parts`, in the order the user wrote them; `text` is its text alone (what text-only models see).
  */
 export type ModelMessage =
-  | { role: 'user'; text: string; parts?: ModelUserPart[] }
+  /** `toolImages`: added by the service after a step's tool outputs to show the images the tools returned (no person wrote it). */
+  | { role: 'user'; text: string; parts?: ModelUserPart[]; toolImages?: true }
   | { role: 'assistant'; text: string; tool_calls?: ModelToolCall[] }
   | { role: 'tool'; call_id: string; output: string };
 

@@ -41,7 +41,8 @@ export class ScriptedProvider implements ModelProvider {
       yield usage(inputTokens, await countTokens(summary));
       return;
     }
-    const latest = messages.findLastIndex((m) => m.role === 'user');
+    // The images a tool returned are no directive of the user's.
+    const latest = messages.findLastIndex((m) => m.role === 'user' && !m.toolImages);
     const latestMessage = messages[latest];
     const script = parseScript(latestMessage?.role === 'user' ? latestMessage.text : '');
     // Directives come from users: capped, so a message cannot hold a worker slot for days.

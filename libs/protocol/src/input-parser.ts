@@ -1,13 +1,9 @@
+import { MAX_IMAGE_BYTES_TOTAL, MAX_IMAGES_PER_MESSAGE } from '#libs/files';
 import type { InputContentBlock, InputMessage } from '#libs/inputs';
 
+export { MAX_IMAGE_BYTES_TOTAL, MAX_IMAGES_PER_MESSAGE };
+
 export const MAX_MESSAGES = 20;
-export const MAX_IMAGES_PER_MESSAGE = 10;
-/**
- * Decoded bytes of inline images per submission. 001 says 80 MiB, but also that a submission's body
- * is at most 100 MiB, and 80 MiB travel as about 107 MiB of base64: 72 MiB (96 MiB encoded) is the
- * most that fits with room for the text (README "Differences from 001").
- */
-export const MAX_IMAGE_BYTES_TOTAL = 72 * 1024 * 1024;
 const DATA_IMAGE = /^data:image\/(png|jpeg|jpg|gif|webp);base64,([A-Za-z0-9+/=\s]+)$/;
 /** Any inline image, to name a refused type precisely. */
 const ANY_DATA_IMAGE = /^data:(image\/[^;,]+)[;,]/i;

@@ -10,21 +10,25 @@ export const MISSING_IMAGE_TEXT = '[image no longer available]';
  * Inline images are stored as session files and user items refer to them (`file_id`, and an
  * `image_url` that is a path on this API). Before a model call, each reference becomes the image's
  * bytes as a `data:` URL, as OpenAI-compatible providers take them; items stored with a data URL
- * (before images became files) pass through unchanged.
+ * (before images became files) pass through unchanged. The images a tool returned (`file_ids` of
+ * its output) are resolved alike, into the part's `image_urls` (see model-context).
  */
 @Injectable()
 export class ImageReferences {
   constructor(private readonly images: ResolveSessionImages) {}
 
   async resolve(sessionId: string, items: readonly ItemEntity[]): Promise<ItemEntity[]> {
-    const wanted = items.flatMap((item) => item.content.filter(isReference).map((part) => part.file_id!));
+    // Both kinds in one lookup; a context without images asks nothing.
+    const wanted = items.flatMap((item) => item.content.flatMap((part) => (isReference(part) ? [part.file_id!] : toolImageIds(part))));
     if (wanted.length === 0) return [...items];
     const urls = await this.images.dataUrls(sessionId, wanted);
     return items.map((item) =>
-      item.content.some(isReference)
+      item.content.some((part) => isReference(part) || toolImageIds(part).length > 0)
         ? {
             ...item,
             content: item.content.map((part): StoredContentPart => {
+              const tool = toolImageIds(part);
+              if (tool.length > 0) return { ...part, image_urls: tool.map((id) => urls.get(id) ?? '') };
               if (!isReference(part)) return part;
               const url = urls.get(part.file_id!);
               return url ? { type: 'input_image', file_id: part.file_id, image_url: url } : { type: 'input_text', text: MISSING_IMAGE_TEXT };
@@ -43,6 +47,11 @@ export function userMessage(text: string, content: readonly StoredContentPart[])
     return typeof part.text === 'string' ? [{ type: 'text', text: part.text }] : [];
   });
   return { role: 'user', text, parts };
+}
+
+/** The images a tool's output part names (function_call_output items of tools that returned images). */
+function toolImageIds(part: StoredContentPart): string[] {
+  return part.type === 'function_call_output' && Array.isArray(part.file_ids) ? part.file_ids : [];
 }
 
 function isReference(part: StoredContentPart): boolean {

@@ -1,4 +1,4 @@
-import type { ToolExecutor } from '#libs/tools';
+import type { ToolExecutor, ToolMedia } from '#libs/tools';
 import type { CommittedStep, ToolCallSpec, Usage, WaitpointKind, WaitpointResponse } from '#libs/turns';
 
 /** Who runs a tool, as the planner needs to know it (null: the agent has no such tool). */
@@ -28,6 +28,8 @@ export interface PlannedOutcome {
   output: string;
   /** Model tokens the call spent (an MCP server's sampling requests), counted in the run's and turn's usage with the result. */
   usage?: Usage;
+  /** Images (or audio) the tool returned: stored as session files with the result. */
+  media?: ToolMedia[];
 }
 
 /**

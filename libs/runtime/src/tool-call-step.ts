@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { StepTransitions } from '#libs/lifecycle';
+import { StoreToolImages } from '#libs/files';
+import { type RecordedToolResult, StepTransitions } from '#libs/lifecycle';
 import { metrics, toolSourceLabel } from '#libs/metrics';
 import { elicitationQuestions, elicitationRequest, type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError } from '#libs/tools';
 import type { CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams } from '@modelcontextprotocol/sdk/types.js';
@@ -36,6 +37,7 @@ export class ToolCallStep {
     private readonly writes: DurableWrites,
     private readonly sampling: McpSampling,
     private readonly inFlight: McpCallsInFlight,
+    private readonly toolImages: StoreToolImages,
   ) {}
 
   /**
@@ -63,7 +65,14 @@ export class ToolCallStep {
     } else {
       outcome = plan.outcome;
     }
-    const recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, outcome), true);
+    const result = await this.withImages(held.turn.sessionId, plan.call.name, outcome);
+    let recorded: Awaited<ReturnType<StepTransitions['recordToolResult']>> | undefined;
+    try {
+      recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, result), true);
+    } finally {
+      // Files bound with a committed result are no longer staged: this removes only what no result names.
+      if (!recorded && result.fileIds?.length) await this.toolImages.discard(result.fileIds);
+    }
     if (!recorded) return this.fenced(state, 'tool result');
     metrics.toolCall(toolSourceLabel(tool?.source), outcome.success ? 'success' : plan.action === 'record' ? 'not_run' : 'error');
     state.outputIndex = recorded.outputIndex;
@@ -71,6 +80,17 @@ export class ToolCallStep {
     state.output = emptyOutput(state.outputIndex);
     await state.publish(recorded.batch);
     return recorded.step;
+  }
+
+  /**
+   * The images the tool returned, staged as session files to be bound with its result, and a note
+   * in the output for each media part that is not shown (audio, a refused or unstorable image).
+   */
+  private async withImages(sessionId: string, toolName: string, outcome: PlannedOutcome): Promise<RecordedToolResult> {
+    const { media, ...recorded } = outcome;
+    if (!media?.length) return recorded;
+    const { fileIds, notes } = await this.toolImages.stage(sessionId, toolName, media);
+    return { ...recorded, output: notes.length > 0 ? `${outcome.output}\n${notes.join('\n')}` : outcome.output, fileIds };
   }
 
   /** Stops the run at a waitpoint: the turn waits for a person or the client. False when the lease is gone. */

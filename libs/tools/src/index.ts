@@ -28,7 +28,7 @@ export { COORDINATION_TOOL_NAMES, coordinationItemType, type CoordinationToolNam
 export { Calculator, CALCULATOR_TIMEOUT_MS } from './calculator.js';
 export { validateToolArguments } from './arguments.js';
 export { McpConnector, type McpToolInfo } from './mcp-connector.js';
-export { MAX_MCP_OUTPUT_CHARS } from './mcp/results.js';
+export { MAX_EMBEDDED_RESOURCE_BYTES, MAX_MCP_OUTPUT_CHARS, outcomeOf } from './mcp/results.js';
 export { McpSessionPool } from './mcp/session-pool.js';
 export { type AvailableTools, ToolCatalog, ToolSourceError } from './tool-catalog.js';
 export { ToolsModule } from './tools.module.js';

@@ -66,6 +66,13 @@ export interface StoredContentPart {
   arguments?: string;
   output?: string;
   success?: boolean;
+  /** function_call_output: the session files (origin `tool`) holding the images the tool returned, in order. */
+  file_ids?: string[];
+  /**
+   * function_call_output, in a model context only (never stored): the `data:` URL of each of
+   * `file_ids`, in order, or '' for one whose file is gone (image-references resolves them).
+   */
+  image_urls?: string[];
   /** A coordination call: the member it concerns, when known (a create's member id is derived from the call). */
   subagent_session_id?: string | null;
   /** compaction items keep their one part here: the summary is `text`. */

@@ -9,6 +9,8 @@ export function itemText(content: readonly StoredContentPart[]): { text: string;
     // Reasoning is shown to clients, never sent back to a model.
     if (isReasoningPart(part)) continue;
     if (part.type === 'input_image') images += 1;
+    // A tool's images are shown to the model after its output (model-context).
+    images += part.file_ids?.length ?? 0;
     for (const field of [part.name, part.arguments, part.output, part.text]) if (typeof field === 'string' && field) texts.push(field);
   }
   return { text: texts.join('\n'), images };

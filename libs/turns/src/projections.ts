@@ -16,7 +16,8 @@ export function toItemDto(item: ItemEntity): ItemDto {
     return { id: item.id, type: item.type, status: item.status, summary: call.text ?? '', yuxi: { ...yuxi, ...call.compaction } };
   }
   if (item.type === 'function_call_output' && call) {
-    return { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', output: call.output ?? '', yuxi: { ...yuxi, success: call.success ?? true } };
+    const files = call.file_ids?.length ? { file_ids: call.file_ids } : {};
+    return { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', output: call.output ?? '', yuxi: { ...yuxi, success: call.success ?? true, ...files } };
   }
   const reasoning = item.content.filter(isReasoningPart).map((part) => ({ type: REASONING_PART, text: part.text ?? '' }));
   const dto: ItemDto = {

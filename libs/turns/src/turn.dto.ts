@@ -42,6 +42,13 @@ export class ItemYuxiDto {
   @ApiProperty({ type: String, nullable: true, description: 'The input a user message was consumed from.' }) input_id!: string | null;
   @ApiProperty({ type: 'integer', description: 'Unix seconds when the item was projected into history.' }) created_at!: number;
   @ApiPropertyOptional({ description: 'function_call_output: whether the tool succeeded.' }) success?: boolean;
+  @ApiPropertyOptional({
+    type: 'array',
+    description:
+      'function_call_output: the images the tool returned (an MCP tool\'s `image` content), stored as files of the session\'s workdir (origin `tool`), in the order the output\'s `[image N: …]` lines name them; download each with `GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`. The model is shown them after the tool\'s output. Absent when the tool returned none.',
+    items: { type: 'string', pattern: '^[0-9a-f]{32}$' },
+  })
+  file_ids?: string[];
   @ApiPropertyOptional({ enum: COMPACTION_TRIGGERS, description: 'compaction: what started it.' }) trigger?: string;
   @ApiPropertyOptional({ type: String, nullable: true, description: 'compaction: the last item the summary covers (the items stay readable).' }) through_item_id?: string | null;
   @ApiPropertyOptional({ type: String, nullable: true, description: 'compaction: the first item kept verbatim after the summary; null when none is.' })

@@ -13,7 +13,7 @@ const TEXT_TYPES = /^(text\/|application\/json$)/;
 const CONTENT_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/pdf', 'text/plain', 'text/markdown', 'text/csv', 'text/tab-separated-values', 'application/json'];
 const BINARY = { schema: { type: 'string', format: 'binary' } };
 
-/** The files of a session: its attachments, and the bytes of its files (attachments and inline images). */
+/** The files of a session: its attachments, and the bytes of its files (attachments, inline images, images tools returned). */
 @ApiTags('files')
 @ApiBearerAuth()
 @Controller('api/v1/agents/sessions/:session_id')
@@ -56,7 +56,7 @@ export class SessionFilesController {
     operationId: 'getSessionFileContent',
     summary: 'Download the bytes of a session file',
     description:
-      'The bytes of a file of the session: an attachment once it is in the session workdir (its artifact URL), or an inline image of a user message. Inline images (`input_image` blocks sent as `data:` URLs) are stored as session files when their submission is accepted; inputs, items and their events then carry `{"type":"input_image","file_id","image_url"}` where `image_url` is this path. Authorised like the session: another caller\'s session, and a file of another session, are 404. An attachment still being prepared is 409 `file_not_ready`. The Content-Type is the type detected from the bytes when the file was stored.',
+      'The bytes of a file of the session: an attachment once it is in the session workdir (its artifact URL), an inline image of a user message, or an image a tool returned (a `function_call_output` item\'s `yuxi.file_ids`). Inline images (`input_image` blocks sent as `data:` URLs) are stored as session files when their submission is accepted; inputs, items and their events then carry `{"type":"input_image","file_id","image_url"}` where `image_url` is this path. Authorised like the session: another caller\'s session, and a file of another session, are 404. An attachment still being prepared is 409 `file_not_ready`. The Content-Type is the type detected from the bytes when the file was stored.',
   })
   @ApiParam(FILE_ID_PARAM)
   @ApiOkResponse({

@@ -71,8 +71,8 @@ export class InlineImagesRepository {
   }
 
   /**
-   * A file of the session whose bytes a client may ask for: an inline image, or an attachment
-   * (`bound` while the worker prepares it, `ready` once in the workdir). Visible as the session is: to its owner only (another caller, or another session's
+   * A file of the session whose bytes a client may ask for: an inline image, an attachment
+   * (`bound` while the worker prepares it, `ready` once in the workdir), or an image a tool returned (`ready`). Visible as the session is: to its owner only (another caller, or another session's
    * file, finds nothing).
    */
   async readable(ownerId: string, sessionId: string, fileId: string): Promise<FileEntity | null> {
@@ -85,12 +85,15 @@ export class InlineImagesRepository {
     return rows[0] ? fileFromRow(rows[0]) : null;
   }
 
-  /** The session's inline images among these ids (the worker resolves message references with them). */
+  /**
+   * The session's images among these ids: inline images of its messages, and images its tool
+   * results returned (the worker resolves the references of both with them, in one query).
+   */
   async imagesOf(sessionId: string, fileIds: string[]): Promise<FileEntity[]> {
     const ids = fileIds.filter(isFileId);
     if (ids.length === 0 || !isUuid(sessionId)) return [];
     const rows = (await this.dataSource.query(
-      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE session_id = $1 AND id = ANY($2::text[]) AND status = 'inline'`),
+      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE session_id = $1 AND id = ANY($2::text[]) AND (status = 'inline' OR (origin = 'tool' AND status = 'ready'))`),
       [sessionId, ids],
     )) as Record<string, unknown>[];
     return rows.map(fileFromRow);

@@ -409,7 +409,7 @@ export interface paths {
         };
         /**
          * Download the bytes of a session file
-         * @description The bytes of a file of the session: an attachment once it is in the session workdir (its artifact URL), or an inline image of a user message. Inline images (`input_image` blocks sent as `data:` URLs) are stored as session files when their submission is accepted; inputs, items and their events then carry `{"type":"input_image","file_id","image_url"}` where `image_url` is this path. Authorised like the session: another caller's session, and a file of another session, are 404. An attachment still being prepared is 409 `file_not_ready`. The Content-Type is the type detected from the bytes when the file was stored.
+         * @description The bytes of a file of the session: an attachment once it is in the session workdir (its artifact URL), an inline image of a user message, or an image a tool returned (a `function_call_output` item's `yuxi.file_ids`). Inline images (`input_image` blocks sent as `data:` URLs) are stored as session files when their submission is accepted; inputs, items and their events then carry `{"type":"input_image","file_id","image_url"}` where `image_url` is this path. Authorised like the session: another caller's session, and a file of another session, are 404. An attachment still being prepared is 409 `file_not_ready`. The Content-Type is the type detected from the bytes when the file was stored.
          */
         get: operations["getSessionFileContent"];
         put?: never;
@@ -1429,6 +1429,8 @@ export interface components {
             created_at: number;
             /** @description function_call_output: whether the tool succeeded. */
             success?: boolean;
+            /** @description function_call_output: the images the tool returned (an MCP tool's `image` content), stored as files of the session's workdir (origin `tool`), in the order the output's `[image N: …]` lines name them; download each with `GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`. The model is shown them after the tool's output. Absent when the tool returned none. */
+            file_ids?: string[];
             /**
              * @description compaction: what started it.
              * @enum {string}
