@@ -206,8 +206,11 @@ export class StepTransitions {
     });
   }
 
-  /** A call's result: the step and its function_call_output item. Null when the lease is gone (or the call already has one). */
-  async recordToolResult(held: HeldTurn, lease: Lease, outputIndex: number, call: ToolCallSpec, outcome: { success: boolean; output: string }): Promise<Recorded | null> {
+  /**
+   * A call's result: the step and its function_call_output item, after a resync when live events of
+   * the call (its progress) were lost. Null when the lease is gone (or the call already has one).
+   */
+  async recordToolResult(held: HeldTurn, lease: Lease, outputIndex: number, call: ToolCallSpec, outcome: { success: boolean; output: string }, lostLive = false): Promise<Recorded | null> {
     const { sessionId } = held.turn;
     // A tool's output can be large: it is counted before the session lock is taken, not under it.
     const tokens = itemTokensIfLoaded([outputPart(call.call_id, outcome)]);
@@ -217,7 +220,8 @@ export class StepTransitions {
       const committed: CommittedStep = { runId: lease.runId, kind: 'tool_call', status: 'completed', ref: call.call_id, output: outcome };
       const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { name: call.name, arguments: call.arguments }, at: now });
       if (!recorded) return null;
-      const events = await this.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, outcome, now, tokens);
+      const events: OutgoingEvent[] = lostLive ? [turnEvents.resync('events_lost')] : [];
+      events.push(...(await this.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, outcome, now, tokens)));
       return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
     });
   }

@@ -13,3 +13,4 @@ export { ImageReferences, MISSING_IMAGE_TEXT } from './image-references.js';
 export { compactionCut, type ContextMeasure, type ContextPolicy, contextPolicy, contextTokens, decideContext, type PlannedItem } from './context-policy.js';
 export { SUMMARY_HEADING, summaryPrompt, transcript, transcriptLine } from './compaction-prompt.js';
 export { type CachedContext, ContextCache } from './context-cache.js';
+export { PROGRESS_EVENTS_PER_SECOND, ProgressThrottle, type ThrottleClock } from './progress-throttle.js';

@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { StepTransitions } from '#libs/lifecycle';
+import { StepTransitions, turnEvents } from '#libs/lifecycle';
 import { metrics, toolSourceLabel } from '#libs/metrics';
-import { type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError } from '#libs/tools';
+import { type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
 import type { CommittedStep, ToolCallSpec } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
 import type { RunControl } from './run-control.js';
 import { ShuttingDownError, TurnCancelledError } from './run-errors.js';
 import { emptyOutput, type RunState } from './run-scope.js';
+import { ProgressThrottle } from './progress-throttle.js';
 import type { NextStep, PlannedOutcome } from './step-plan.js';
 
 type ToolStep = Extract<NextStep, { action: 'record' | 'execute' }>;
@@ -43,13 +44,16 @@ export class ToolCallStep {
     } else {
       outcome = plan.outcome;
     }
-    const recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, outcome), true);
+    // Progress events the call could not publish are a gap the result's batch announces (resync).
+    const lostLive = plan.action === 'execute' && state.live.lost;
+    const recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, outcome, lostLive), true);
     if (!recorded) return this.fenced(state, 'tool result');
     metrics.toolCall(toolSourceLabel(tools.find((t) => t.name === plan.call.name)?.source), outcome.success ? 'success' : plan.action === 'execute' ? 'error' : 'not_run');
     state.outputIndex = recorded.outputIndex;
     // Nothing is shown between steps: a steer joining at this boundary numbers its items from here.
     state.output = emptyOutput(state.outputIndex);
     await state.publish(recorded.batch);
+    if (lostLive) state.live.resetLoss();
     return recorded.step;
   }
 
@@ -82,14 +86,24 @@ export class ToolCallStep {
     };
     if (control.abort.signal.aborted) forward();
     control.abort.signal.addEventListener('abort', forward);
+    const progress = new ProgressThrottle<ToolProgress>((report) => state.live.push(turnEvents.toolProgress(held.turn.id, state.lease.runId, call.call_id, report)));
     try {
-      return await this.tools.execute(tool, declarations, plan.args, { idempotencyKey: `${held.turn.id}:${call.call_id}`, signal: signal.signal, sessionId: held.turn.sessionId });
+      const ctx = { idempotencyKey: `${held.turn.id}:${call.call_id}`, signal: signal.signal, sessionId: held.turn.sessionId, onProgress: (report: ToolProgress) => progress.report(report) };
+      const outcome = await this.tools.execute(tool, declarations, plan.args, ctx);
+      // The last report goes out, and every report is on the stream before the call's output item.
+      progress.flush();
+      if (progress.sent > 0) await state.live.drain();
+      return outcome;
     } catch (error) {
+      progress.close();
       if (signal.signal.aborted) {
         metrics.toolCall(toolSourceLabel(tool.source), 'aborted');
         throw error;
       }
-      if (error instanceof ToolSourceError) return { success: false, output: `${error.code}: ${error.message}` };
+      if (error instanceof ToolSourceError) {
+        if (progress.sent > 0) await state.live.drain();
+        return { success: false, output: `${error.code}: ${error.message}` };
+      }
       throw error;
     } finally {
       control.abort.signal.removeEventListener('abort', forward);

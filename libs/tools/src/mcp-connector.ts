@@ -1,3 +1,4 @@
+import { setTimeout } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -16,6 +17,8 @@ export interface McpToolInfo {
 }
 
 const LIST_CACHE_MS = 60_000;
+/** How long closing a cancelled call's client waits for its notifications/cancelled to be posted. */
+const CANCEL_NOTICE_MS = 1_000;
 const MAX_LIST_PAGES = 20;
 // JSON-RPC errors a server answers about the call itself (unknown tool, bad arguments, a crash in
 // the tool): the tool failed, the server is fine, and the model should read why.
@@ -100,6 +103,15 @@ export class McpConnector {
       requestInit: { headers: { ...decl.headers, ...extraHeaders } },
     });
     const client = new Client({ name: 'yuxi-agents-worker', version: '1.0.0' });
+    // The SDK posts an aborted call's notifications/cancelled without waiting for it: closing the
+    // transport at once would abort that post, and the server would run the call on.
+    const notices: Promise<unknown>[] = [];
+    const send = transport.send.bind(transport);
+    transport.send = (message, sendOptions) => {
+      const sent = send(message, sendOptions);
+      if ('method' in message && message.method === 'notifications/cancelled') notices.push(sent.catch(() => undefined));
+      return sent;
+    };
     try {
       await client.connect(transport, options);
       return await work(client, options);
@@ -109,6 +121,7 @@ export class McpConnector {
       const reason = deadline.aborted ? `no answer within ${timeout} ms` : describe(err);
       throw new ToolSourceError('tool_server_unavailable', `MCP server "${decl.server_label}" unavailable: ${reason}`, { cause: err });
     } finally {
+      if (notices.length > 0) await Promise.race([Promise.all(notices), setTimeout(CANCEL_NOTICE_MS, undefined, { ref: false })]);
       await client.close().catch(() => undefined);
     }
   }
