@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { EVENT_TYPES } from '#libs/events';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
+import { startEverythingServer } from '../support/everything-server.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, newKey, postEvent, sendMessage } from '../support/http.js';
 import { OpenApiSchemas } from '../support/openapi-schema.js';
@@ -141,6 +142,22 @@ describe('SSE event payloads conform to the OpenAPI document', () => {
       await stream.waitForType('agent.session.turn.completed');
       conform(stream.events);
       assert.ok(stream.events.some((e) => e.type === 'yuxi.session.turn.capability_limited'));
+    });
+
+    await t.test('an MCP call that reports progress: tool_progress (the reference server\'s long-running operation)', async () => {
+      const everything = await startEverythingServer();
+      try {
+        const long = 'trigger-long-running-operation';
+        const { id, model } = await putAgent({ tools: [{ type: 'mcp', server_label: 'everything', server_url: everything.url, allowed_tools: [long] }] });
+        fake.script(fakeModel(model), [{ tool_calls: [{ id: 'c_long', name: long, arguments: '{"duration":1,"steps":2}' }] }, { text: 'Done.' }]);
+        const session = await createSessionWith(id, 'go');
+        const stream = await open(session.id);
+        await stream.waitForType('agent.session.turn.completed', undefined, 30_000);
+        conform(stream.events);
+        assert.ok(stream.events.some((e) => e.type === 'yuxi.session.turn.tool_progress'));
+      } finally {
+        await everything.close();
+      }
     });
 
     await t.test('a manual compaction: started, then completed with the compaction item', async () => {

@@ -6,7 +6,9 @@ import {
   currentTime,
   McpConnector,
   McpSessionPool,
+  offeredNames,
   parseToolDeclarations,
+  TOOL_NAME_PATTERN,
   ToolCatalog,
   ToolSourceError,
   validateToolArguments,
@@ -237,7 +239,7 @@ describe('ToolCatalog with a real MCP server', () => {
     await guarded.close();
   });
 
-  it('resolves builtins, functions and MCP tools, filtered by allowed_tools, first name wins', async () => {
+  it('resolves builtins, functions and MCP tools, filtered by allowed_tools; an MCP tool named as a declared function is offered under its server label', async () => {
     const declarations: ToolDeclaration[] = [
       { type: 'builtin', name: 'calculator' },
       { type: 'builtin', name: 'ask_user', requires_approval: true },
@@ -250,7 +252,9 @@ describe('ToolCatalog with a real MCP server', () => {
       ['ask_user', 'user', 'builtin', true, true],
       ['fail_always', 'client', 'client', false, false],
       ['add', 'server', 'mcp:test', true, false],
+      ['test__fail_always', 'server', 'mcp:test', true, false],
     ]);
+    assert.equal(tools.find((t) => t.name === 'test__fail_always')!.remoteName, 'fail_always');
     const add = tools.find((t) => t.name === 'add')!;
     assert.equal(add.description, 'Add two numbers.');
     assert.deepEqual(validateToolArguments(add, '{"a": "x", "b": 1}'), { ok: false, error: 'Invalid arguments for add: /a must be number' });
@@ -322,11 +326,78 @@ describe('ToolCatalog with a real MCP server', () => {
     );
   });
 
+  it('offers two servers\' tools of one name under distinct names, and calls each on its own server by its own name', async () => {
+    const other = await startMcpServer();
+    try {
+      const declarations: ToolDeclaration[] = [{ type: 'builtin', name: 'calculator' }, mcp({ server_label: 'one', allowed_tools: ['add'] }), mcp({ server_label: 'two', server_url: other.url, allowed_tools: ['add'] })];
+      const tools = await catalog.resolve(declarations);
+      assert.deepEqual(tools.map((t) => [t.name, t.source, t.remoteName]), [
+        ['calculator', 'builtin', undefined],
+        ['one__add', 'mcp:one', 'add'],
+        ['two__add', 'mcp:two', 'add'],
+      ]);
+      const one = await catalog.execute(tools[1]!, declarations, { a: 1, b: 2 }, ctx('turn-3:call-1'));
+      const two = await catalog.execute(tools[2]!, declarations, { a: 10, b: 20 }, ctx('turn-3:call-2'));
+      assert.deepEqual([one.output, two.output], ['3', '30']);
+      assert.deepEqual(server.calls.at(-1), { tool: 'add', args: { a: 1, b: 2 }, metaKey: 'turn-3:call-1', headerKey: 'turn-3:call-1' });
+      assert.deepEqual(other.calls, [{ tool: 'add', args: { a: 10, b: 20 }, metaKey: 'turn-3:call-2', headerKey: 'turn-3:call-2' }]);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('test server: a repeated idempotency key performs the side effect once', async () => {
     const connector = connectorFor(config());
     const first = await connector.callTool(mcp(), 'record_side_effect', { note: 'once' }, ctx('turn-2:call-1'));
     const again = await connector.callTool(mcp(), 'record_side_effect', { note: 'once' }, ctx('turn-2:call-1'));
     assert.deepEqual([first, again], [{ success: true, output: 'recorded once' }, { success: true, output: 'recorded once' }]);
     assert.deepEqual(server.effects.filter((e) => e.key === 'turn-2:call-1'), [{ note: 'once', key: 'turn-2:call-1' }]);
+  });
+});
+
+describe('offeredNames: tool names unique across MCP servers', () => {
+  const tool = (name: string, source: string): ResolvedTool => ({
+    name,
+    ...(source.startsWith('mcp:') ? { remoteName: name } : {}),
+    description: '',
+    parameters: { type: 'object' },
+    executor: source === 'client' ? 'client' : 'server',
+    requiresApproval: false,
+    idempotent: false,
+    source,
+  });
+  const names = (tools: ResolvedTool[]) => tools.map((t) => `${t.source}/${t.remoteName ?? t.name} -> ${t.name}`);
+
+  it('keeps a name only one source has; prefixes every MCP tool of a shared name with its server label', () => {
+    const offered = offeredNames([tool('echo', 'mcp:a'), tool('sum', 'mcp:a'), tool('echo', 'mcp:b'), tool('time', 'mcp:b')]);
+    assert.deepEqual(names(offered), ['mcp:a/echo -> a__echo', 'mcp:a/sum -> sum', 'mcp:b/echo -> b__echo', 'mcp:b/time -> time']);
+  });
+
+  it('never renames a builtin or a client function: the MCP tool that shares their name is the one prefixed', () => {
+    const offered = offeredNames([tool('calculator', 'mcp:a'), tool('calculator', 'builtin'), tool('lookup', 'client'), tool('lookup', 'mcp:a')]);
+    assert.deepEqual(names(offered), ['mcp:a/calculator -> a__calculator', 'builtin/calculator -> calculator', 'client/lookup -> lookup', 'mcp:a/lookup -> a__lookup']);
+  });
+
+  it('prefixes an MCP tool named as a coordination tool, whether or not the agent coordinates', () => {
+    assert.deepEqual(names(offeredNames([tool('create_subagent', 'mcp:a')])), ['mcp:a/create_subagent -> a__create_subagent']);
+  });
+
+  it('names each tool the same whatever order the listings come in (the runs of a turn match their recorded calls)', () => {
+    const tools = [tool('echo', 'mcp:a'), tool('echo', 'mcp:b'), tool('x', 'mcp:b'), tool('x', 'builtin'), tool('y', 'mcp:c')];
+    const byTool = (list: ResolvedTool[]) => Object.fromEntries(list.map((t) => [`${t.source}/${t.remoteName ?? t.name}`, t.name]));
+    assert.deepEqual(byTool(offeredNames([...tools].reverse())), byTool(offeredNames(tools)));
+  });
+
+  it('keeps a long prefixed name within 64 characters and the model APIs\' pattern, distinct per tool', () => {
+    const label = 'l'.repeat(40);
+    const [one, two] = [`${'n'.repeat(40)}_one`, `${'n'.repeat(40)}_two`];
+    // Each name is also the other server's: all four are prefixed, and the long label's two are cut.
+    const offered = offeredNames([tool(one, `mcp:${label}`), tool(two, `mcp:${label}`), tool(one, 'mcp:other'), tool(two, 'mcp:other')]);
+    const [first, second] = offered;
+    for (const t of [first!, second!]) {
+      assert.ok(t.name.length <= 64 && TOOL_NAME_PATTERN.test(t.name), t.name);
+      assert.ok(t.name.startsWith(`${label}__`), t.name);
+    }
+    assert.notEqual(first!.name, second!.name, 'names that differ only past the cut stay distinct (the hash)');
   });
 });

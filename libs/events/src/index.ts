@@ -30,6 +30,7 @@ export {
   type RunEvent,
   type RunEventType,
   type SessionCreatedEvent,
+  type ToolProgressEvent,
   type TurnStateEvent,
   type TurnStatusEvent,
   type TurnStatusEventType,

@@ -157,6 +157,17 @@ export interface ReasoningDoneEvent extends ItemScope {
   text: string;
 }
 
+/** A server tool call in flight reported progress (live only). */
+export interface ToolProgressEvent extends RunScope {
+  type: 'yuxi.session.turn.tool_progress';
+  turn_id: string;
+  /** The call's id: its function_call item and its function_call_output carry the same. */
+  call_id: string;
+  progress: number;
+  total: number | null;
+  message: string | null;
+}
+
 export interface ContextCompressionEvent extends RunScope {
   type: 'yuxi.session.turn.context_compression';
   turn_id: string;
@@ -214,6 +225,7 @@ export type EventsByType = CoversCatalogue<{
   'agent.session.turn.output_text.delta': OutputTextDeltaEvent;
   'yuxi.session.turn.reasoning.delta': ReasoningDeltaEvent;
   'yuxi.session.turn.reasoning.done': ReasoningDoneEvent;
+  'yuxi.session.turn.tool_progress': ToolProgressEvent;
   'agent.session.turn.output_text.done': OutputTextDoneEvent;
   'agent.session.turn.content_part.done': ContentPartEvent<'agent.session.turn.content_part.done'>;
   'agent.session.turn.item.done': ItemEvent<'agent.session.turn.item.done'>;

@@ -222,8 +222,11 @@ export class StepTransitions {
     });
   }
 
-  /** A call's result: the step and its function_call_output item. Null when the lease is gone (or the call already has one). */
-  async recordToolResult(held: HeldTurn, lease: Lease, outputIndex: number, call: ToolCallSpec, result: RecordedToolResult): Promise<Recorded | null> {
+  /**
+   * A call's result: the step and its function_call_output item, after a resync when live events of
+   * the call (its progress) were lost. Null when the lease is gone (or the call already has one).
+   */
+  async recordToolResult(held: HeldTurn, lease: Lease, outputIndex: number, call: ToolCallSpec, result: RecordedToolResult, lostLive = false): Promise<Recorded | null> {
     const { sessionId } = held.turn;
     const outcome = { success: result.success, output: result.output };
     const staged = result.fileIds ?? [];
@@ -241,7 +244,8 @@ export class StepTransitions {
       const fileIds = staged.length > 0 ? await this.toolImages.bind(manager, sessionId, staged) : [];
       const lost = staged.length - fileIds.length;
       const shown = lost > 0 ? { ...outcome, output: `${outcome.output}\n[${lost} image(s) not shown: they were not stored in time]` } : outcome;
-      const events = await this.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, shown, now, tokens, fileIds);
+      const events: OutgoingEvent[] = lostLive ? [turnEvents.resync('events_lost')] : [];
+      events.push(...(await this.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, shown, now, tokens, fileIds)));
       return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
     });
   }

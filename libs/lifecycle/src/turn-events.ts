@@ -13,11 +13,13 @@ import {
   type RunEvent,
   type RunEventType,
   type SessionCreatedEvent,
+  type ToolProgressEvent,
   type TurnStateEvent,
   type TurnStatusEvent,
   type TurnStatusEventType,
 } from '#libs/events';
 import type { AcceptedReceipt } from '#libs/inputs';
+import type { ToolProgress } from '#libs/tools';
 import { type CompactionTrigger, type ItemEntity, type PublicError, type RunEntity, type StoredContentPart, toItemDto, toRunDto, toTurnDto, type TurnEntity, type Waitpoint } from '#libs/turns';
 
 /*
@@ -109,6 +111,16 @@ export const EVENT_BUILDERS = {
     text,
     yuxi: runOf(item),
   }),
+  /** A server call in flight reported progress (live): bound to the call by its id, and to the run that runs it. */
+  'yuxi.session.turn.tool_progress': (turnId: string, runId: string, callId: string, report: ToolProgress): ToolProgressEvent => ({
+    type: 'yuxi.session.turn.tool_progress',
+    turn_id: turnId,
+    call_id: callId,
+    progress: report.progress,
+    total: report.total ?? null,
+    message: report.message ?? null,
+    yuxi: { run_id: runId },
+  }),
   'agent.session.turn.output_text.done': (item: ItemEntity, outputIndex: number, contentIndex: number, text: string): EventOf<'agent.session.turn.output_text.done'> => ({
     type: 'agent.session.turn.output_text.done',
     ...onItem(item, outputIndex),
@@ -189,6 +201,7 @@ export const turnEvents = {
   capabilityLimited: EVENT_BUILDERS['yuxi.session.turn.capability_limited'],
   reasoningDelta: EVENT_BUILDERS['yuxi.session.turn.reasoning.delta'],
   reasoningDone: EVENT_BUILDERS['yuxi.session.turn.reasoning.done'],
+  toolProgress: EVENT_BUILDERS['yuxi.session.turn.tool_progress'],
   item(type: 'added' | 'done', item: ItemEntity, outputIndex: number) {
     return EVENT_BUILDERS[`agent.session.turn.item.${type}` as const](item, outputIndex);
   },

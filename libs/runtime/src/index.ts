@@ -15,3 +15,4 @@ export { SUMMARY_HEADING, summaryPrompt, transcript, transcriptLine } from './co
 export { type CachedContext, ContextCache } from './context-cache.js';
 export { CallInFlight } from './mcp-calls-in-flight.js';
 export { toModelMessage as samplingMessage } from './mcp-sampling.js';
+export { PROGRESS_EVENTS_PER_SECOND, ProgressThrottle, type ThrottleClock } from './progress-throttle.js';

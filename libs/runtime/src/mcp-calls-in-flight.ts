@@ -1,6 +1,7 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import type { ElicitRequestParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfig } from '#libs/config';
+import type { ToolProgress } from '#libs/tools';
 import type { PlannedOutcome } from './step-plan.js';
 
 /** What a server call in flight did next: it finished, or it asks the user something first. */
@@ -15,6 +16,8 @@ export type CallProgress = { outcome: PlannedOutcome } | { elicit: ElicitRequest
 export class CallInFlight {
   /** The call's own signal: a cancel or a lost lease of whichever run follows the call aborts it. */
   readonly controller = new AbortController();
+  /** Where the server's progress reports go: the run following the call now (none while it is held). */
+  onProgress: ((report: ToolProgress) => void) | null = null;
   private readonly outcome: Promise<PlannedOutcome>;
   private pending: { params: ElicitRequestParams; answer: (result: ElicitResult) => void } | null = null;
   private wake: (() => void) | null = null;

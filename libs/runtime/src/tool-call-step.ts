@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { StoreToolImages } from '#libs/files';
-import { type RecordedToolResult, StepTransitions } from '#libs/lifecycle';
+import { type RecordedToolResult, StepTransitions, turnEvents } from '#libs/lifecycle';
 import { metrics, toolSourceLabel } from '#libs/metrics';
-import { elicitationQuestions, elicitationRequest, type ResolvedTool, ToolCatalog, type ToolDeclaration, ToolSourceError } from '#libs/tools';
+import { elicitationQuestions, elicitationRequest, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
 import type { CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams } from '@modelcontextprotocol/sdk/types.js';
 import type { CommittedStep, ToolCallSpec, Usage } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
@@ -11,6 +11,7 @@ import { McpSampling } from './mcp-sampling.js';
 import type { RunControl } from './run-control.js';
 import { ShuttingDownError, TurnCancelledError } from './run-errors.js';
 import { emptyOutput, type RunState } from './run-scope.js';
+import { ProgressThrottle } from './progress-throttle.js';
 import type { NextStep, PlannedOutcome } from './step-plan.js';
 
 type ToolStep = Extract<NextStep, { action: 'record' | 'execute' | 'resume_elicitation' }>;
@@ -59,16 +60,18 @@ export class ToolCallStep {
       // No side effect through a lease this worker may have lost while the start was committing.
       state.keeper.assertHeld();
       const call = plan.action === 'execute' ? this.start(state, tool, declarations, plan) : this.resumed(state, tool, declarations, plan);
-      const followed = call instanceof CallInFlight ? await this.follow(call, tool, control) : { outcome: call };
+      const followed = call instanceof CallInFlight ? await this.follow(state, call, plan.call, tool, control) : { outcome: call };
       if ('elicit' in followed) return this.stopForUser(state, followed.call, plan.call, tool, followed.elicit);
       outcome = followed.outcome;
     } else {
       outcome = plan.outcome;
     }
     const result = await this.withImages(held.turn.sessionId, plan.call.name, outcome);
+    // Progress events the call could not publish are a gap the result's batch announces (resync).
+    const lostLive = plan.action !== 'record' && state.live.lost;
     let recorded: Awaited<ReturnType<StepTransitions['recordToolResult']>> | undefined;
     try {
-      recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, result), true);
+      recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, result, lostLive), true);
     } finally {
       // Files bound with a committed result are no longer staged: this removes only what no result names.
       if (!recorded && result.fileIds?.length) await this.toolImages.discard(result.fileIds);
@@ -79,6 +82,7 @@ export class ToolCallStep {
     // Nothing is shown between steps: a steer joining at this boundary numbers its items from here.
     state.output = emptyOutput(state.outputIndex);
     await state.publish(recorded.batch);
+    if (lostLive) state.live.resetLoss();
     return recorded.step;
   }
 
@@ -125,7 +129,8 @@ export class ToolCallStep {
         return answered.result;
       };
       try {
-        const outcome = await this.tools.execute(tool, declarations, plan.args, { idempotencyKey, signal: call.controller.signal, sessionId: held.turn.sessionId, sample, elicit: call.elicit });
+        const ctx = { idempotencyKey, signal: call.controller.signal, sessionId: held.turn.sessionId, sample, elicit: call.elicit, onProgress: (report: ToolProgress) => call.onProgress?.(report) };
+        const outcome = await this.tools.execute(tool, declarations, plan.args, ctx);
         return usage ? { ...outcome, usage } : outcome;
       } catch (error) {
         if (!call.controller.signal.aborted && error instanceof ToolSourceError) return { success: false, output: `${error.code}: ${error.message}`, ...(usage ? { usage } : {}) };
@@ -149,19 +154,33 @@ export class ToolCallStep {
    * flight finish (bounded by TOOL_TIMEOUT_MS) and releases the run at the next boundary: aborting
    * it would leave a non-idempotent call's outcome unknown. A cancel or a lost lease stops it at once.
    */
-  private async follow(call: CallInFlight, tool: ResolvedTool | undefined, control: RunControl): Promise<{ outcome: PlannedOutcome } | { elicit: ElicitRequestParams; call: CallInFlight }> {
+  private async follow(
+    state: RunState,
+    call: CallInFlight,
+    spec: ToolCallSpec,
+    tool: ResolvedTool | undefined,
+    control: RunControl,
+  ): Promise<{ outcome: PlannedOutcome } | { elicit: ElicitRequestParams; call: CallInFlight }> {
     const forward = (): void => {
       if (!(control.abort.signal.reason instanceof ShuttingDownError)) call.controller.abort(control.abort.signal.reason);
     };
     if (control.abort.signal.aborted) forward();
     control.abort.signal.addEventListener('abort', forward);
+    // The server's progress reports, live on the stream of the run that follows the call now.
+    const progress = new ProgressThrottle<ToolProgress>((report) => state.live.push(turnEvents.toolProgress(state.held.turn.id, state.lease.runId, spec.call_id, report)));
+    call.onProgress = (report) => progress.report(report);
     try {
       const next = await call.next();
+      // The last report goes out, and every report is on the stream before what the call led to.
+      progress.flush();
+      if (progress.sent > 0) await state.live.drain();
       return 'elicit' in next ? { elicit: next.elicit, call } : next;
     } catch (error) {
+      progress.close();
       if (call.controller.signal.aborted) metrics.toolCall(toolSourceLabel(tool?.source), 'aborted');
       throw error;
     } finally {
+      call.onProgress = null;
       control.abort.signal.removeEventListener('abort', forward);
     }
   }

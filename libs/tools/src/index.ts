@@ -30,7 +30,7 @@ export { validateToolArguments } from './arguments.js';
 export { McpConnector, type McpToolInfo } from './mcp-connector.js';
 export { MAX_EMBEDDED_RESOURCE_BYTES, MAX_MCP_OUTPUT_CHARS, outcomeOf } from './mcp/results.js';
 export { McpSessionPool } from './mcp/session-pool.js';
-export { type AvailableTools, ToolCatalog, ToolSourceError } from './tool-catalog.js';
+export { type AvailableTools, offeredNames, ToolCatalog, ToolSourceError } from './tool-catalog.js';
 export { ToolsModule } from './tools.module.js';
 export {
   ELICITATION_ACTION_QUESTION,

@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { BUILTIN_TOOLS, executeBuiltin, isBuiltinToolName } from './builtin-tools.js';
-import { coordinationTools, isCoordinationTool } from './coordination-tools.js';
+import { COORDINATION_TOOL_NAMES, coordinationTools, isCoordinationTool } from './coordination-tools.js';
 import { Calculator } from './calculator.js';
 import { TOOL_NAME_PATTERN } from './declarations.js';
 import { McpConnector } from './mcp-connector.js';
@@ -28,9 +29,11 @@ export class ToolCatalog {
   ) {}
 
   /**
-   * In declaration order; a name already taken is dropped (first wins), so an MCP server cannot
-   * shadow a builtin or a client function. A coordinator (`coordination`) gets the coordination
-   * tools, whose names no declared tool takes. Throws ToolSourceError when an MCP server is unreachable.
+   * In declaration order. Builtins and client functions keep their names; an MCP tool whose name
+   * another server's tool, a declared tool or a coordination tool also has is offered as
+   * `<server_label>__<name>` (see offeredNames); a name still taken after that is dropped (first
+   * wins). A coordinator (`coordination`) gets the coordination tools, whose names no declared tool
+   * takes. Throws ToolSourceError when an MCP server is unreachable.
    */
   async resolve(declarations: ToolDeclaration[], signal?: AbortSignal, options: { coordination?: boolean } = {}): Promise<ResolvedTool[]> {
     return this.merge(await Promise.all(declarations.map((decl) => this.resolveOne(decl, signal))), options);
@@ -55,7 +58,7 @@ export class ToolCatalog {
 
   private merge(groups: ResolvedTool[][], options: { coordination?: boolean }): ResolvedTool[] {
     const byName = new Map<string, ResolvedTool>();
-    for (const tool of groups.flat()) if (!byName.has(tool.name) && !isCoordinationTool(tool.name)) byName.set(tool.name, tool);
+    for (const tool of offeredNames(groups.flat())) if (!byName.has(tool.name) && !isCoordinationTool(tool.name)) byName.set(tool.name, tool);
     if (options.coordination) for (const tool of coordinationTools()) byName.set(tool.name, tool);
     return [...byName.values()];
   }
@@ -67,7 +70,7 @@ export class ToolCatalog {
     const label = tool.source.startsWith(MCP_SOURCE) ? tool.source.slice(MCP_SOURCE.length) : undefined;
     const decl = declarations.find((d): d is McpToolDeclaration => d.type === 'mcp' && d.server_label === label);
     if (!decl) throw new Error(`no declaration for the source ${tool.source} of tool ${tool.name}`);
-    return this.connector.callTool(decl, tool.name, args, ctx);
+    return this.connector.callTool(decl, tool.remoteName ?? tool.name, args, ctx);
   }
 
   private async resolveOne(decl: ToolDeclaration, signal: AbortSignal | undefined): Promise<ResolvedTool[]> {
@@ -107,6 +110,7 @@ export class ToolCatalog {
             .filter((t) => TOOL_NAME_PATTERN.test(t.name))
             .map((t) => ({
               name: t.name,
+              remoteName: t.name,
               description: t.description,
               parameters: t.inputSchema,
               executor: 'server' as const,
@@ -118,4 +122,36 @@ export class ToolCatalog {
       }
     }
   }
+}
+
+/** Separates a server's label from its tool's name in an offered name. */
+const LABEL_SEPARATOR = '__';
+const MAX_TOOL_NAME = 64;
+const HASH_CHARS = 8;
+
+/**
+ * The names tools are offered by: unique across MCP servers. An MCP tool keeps its own name unless
+ * another MCP server also offers it, or it is the name of a declared builtin or client function or
+ * of a coordination tool; then it is `<server_label>__<name>` (cut to 64 characters with a short
+ * hash of both when longer), and `remoteName` keeps what its server calls it. The result depends
+ * only on the declarations and the servers' listings, never on which listing answered first: the
+ * runs of a turn offer the same names, and the calls they recorded match them.
+ */
+export function offeredNames(tools: readonly ResolvedTool[]): ResolvedTool[] {
+  const isMcp = (tool: ResolvedTool): boolean => tool.source.startsWith(MCP_SOURCE);
+  const reserved = new Set<string>([...tools.filter((t) => !isMcp(t)).map((t) => t.name), ...COORDINATION_TOOL_NAMES]);
+  const sourcesOf = new Map<string, Set<string>>();
+  for (const tool of tools.filter(isMcp)) sourcesOf.set(tool.name, (sourcesOf.get(tool.name) ?? new Set()).add(tool.source));
+  return tools.map((tool) => {
+    if (!isMcp(tool) || (!reserved.has(tool.name) && sourcesOf.get(tool.name)!.size === 1)) return tool;
+    return { ...tool, name: qualifiedName(tool.source.slice(MCP_SOURCE.length), tool.remoteName ?? tool.name) };
+  });
+}
+
+/** `<label>__<name>`, within the 64 characters model APIs accept (both parts match TOOL_NAME_PATTERN, so it does too). */
+function qualifiedName(label: string, name: string): string {
+  const full = `${label}${LABEL_SEPARATOR}${name}`;
+  if (full.length <= MAX_TOOL_NAME) return full;
+  const hash = createHash('sha256').update(`${label}\0${name}`).digest('hex').slice(0, HASH_CHARS);
+  return `${full.slice(0, MAX_TOOL_NAME - HASH_CHARS - 1)}_${hash}`;
 }

@@ -54,6 +54,11 @@ export interface ResolvedTool {
   idempotent: boolean;
   /** Where a server tool comes from: `builtin`, `mcp:<server_label>`, or `coordination`. */
   source: string;
+  /**
+   * What the MCP server calls the tool, when `name` is not that: a name two servers share is
+   * offered as `<server_label>__<name>` and called by this one.
+   */
+  remoteName?: string;
 }
 
 /** What executing a call produced: the output string the model gets, and whether the tool succeeded. */

@@ -59,7 +59,7 @@ has \`id:\` (an opaque cursor; send it back as \`Last-Event-ID\` to resume stric
 Each \`data:\` follows the schema \`SessionEvent\`: a \`oneOf\` with one member per event type and a
 discriminator on \`type\`, so a generated client narrows an event by its type. Durable events carry
 \`yuxi.seq\` (1, 2, 3… per session, without gaps); live ones (text and reasoning deltas, the
-announcement of a streaming assistant message) do not. The stream responses name the union in
+announcement of a streaming assistant message, a tool call's progress) do not. The stream responses name the union in
 \`x-sse-event-schema\`, since OpenAPI 3.0 cannot type the messages of a stream.
 
 | event | schema | meaning |

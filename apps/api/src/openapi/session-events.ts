@@ -108,6 +108,18 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
     turn: true,
     payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, reasoning_index: REASONING_INDEX, text: text('The full reasoning text of the model call, saved in the item\'s `yuxi.reasoning` before this is sent.') },
   },
+  'yuxi.session.turn.tool_progress': {
+    name: 'TurnToolProgressEvent',
+    durability: 'live',
+    run: 'required',
+    turn: true,
+    payload: {
+      call_id: text('The call in flight: its `function_call` item and its `function_call_output` carry the same `call_id`.'),
+      progress: { type: 'number', description: 'How far the call is, in the server\'s units; grows with each report of the call.' },
+      total: { type: 'number', nullable: true, description: 'The progress at which the call is done, when the server knows it; null otherwise.' },
+      message: { type: 'string', nullable: true, description: 'What the server says it is doing, when it says; null otherwise.' },
+    },
+  },
   'agent.session.turn.output_text.done': {
     name: 'TurnOutputTextDoneEvent',
     durability: 'durable',

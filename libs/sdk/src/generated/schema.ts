@@ -1025,6 +1025,25 @@ export interface components {
             /** @description The JSON string the model produced. */
             arguments: string;
         };
+        WaitpointElicitationDto: {
+            /** @description The MCP tool call that asked (its function_call item has this call_id). */
+            call_id: string;
+            /** @description The MCP server (its `server_label` in the agent). */
+            server_label: string;
+            /**
+             * @description form: the questions after `action` are the fields the server asks for; url: the user opens `url`, then answers `action` alone.
+             * @enum {string}
+             */
+            mode: "form" | "url";
+            /** @description What the server says to the user. */
+            message: string;
+            /** @description url mode: the page to open. */
+            url?: string;
+            /** @description form mode: the JSON Schema the server asked for (a flat object of primitive fields). Each field is a question of this waitpoint; answers are converted to the field's type (numbers, integers, `true`/`false`), and 422 names a field whose answer does not fit. */
+            requested_schema?: {
+                [key: string]: unknown;
+            };
+        };
         WaitpointDto: {
             id: string;
             /**
@@ -1040,6 +1059,8 @@ export interface components {
             questions?: components["schemas"]["WaitpointQuestionDto"][];
             /** @description kind=approval (calls to approve), client_tool (calls to execute) or cooperation (the wait calls). */
             tool_calls?: components["schemas"]["WaitpointToolCallDto"][];
+            /** @description kind=question asked by an MCP server in the middle of a tool call (MCP elicitation). The first question, `action`, takes `accept`, `decline` or `cancel`; on accept, answer the field questions (optional fields may be left out, and take their default). The answer goes back to the server and the call continues; if the worker holding the call stopped, or MCP_ELICITATION_TIMEOUT_MS passed, the model is told the outcome is unknown. */
+            elicitation?: components["schemas"]["WaitpointElicitationDto"];
         };
         CurrentTurnDto: {
             id: string;
@@ -3269,6 +3290,37 @@ export interface components {
                 run_id: string;
             };
         };
+        /** @description A server tool call in flight reported progress (an MCP server's `notifications/progress`): `call_id` names its `function_call` item; `progress` grows with each report, `total` (null when the server gave none) and `message` (null when none) are as the server sent them. Live, like the deltas (Redis only: no `seq`, never in the items); at most about 4 per second per call (reports in between are dropped, the latest is always sent), all before the call's `function_call_output`. */
+        TurnToolProgressEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.tool_progress";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description The call in flight: its `function_call` item and its `function_call_output` carry the same `call_id`. */
+            call_id: string;
+            /** @description How far the call is, in the server's units; grows with each report of the call. */
+            progress: number;
+            /** @description The progress at which the call is done, when the server knows it; null otherwise. */
+            total: number | null;
+            /** @description What the server says it is doing, when it says; null otherwise. */
+            message: string | null;
+            /** @description Extensions. Live only: no `seq`. */
+            yuxi: {
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
         /** @description The full text of a content part, after it is committed; replaces the accumulated deltas. */
         TurnOutputTextDoneEvent: {
             /**
@@ -3773,7 +3825,7 @@ export interface components {
             };
         };
         /** @description The JSON `data:` of one session stream message; `type` (the same as the SSE `event:`) tells which. */
-        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnCapabilityLimitedEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
+        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnCapabilityLimitedEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnToolProgressEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
     };
     responses: never;
     parameters: never;

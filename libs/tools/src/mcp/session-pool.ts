@@ -9,6 +9,9 @@ import type { McpToolDeclaration, ToolCallContext } from '../tool.types.js';
 import type { CallDeadline } from './call-deadline.js';
 
 const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
+/** How long ending a session waits for a cancelled call's notice to be posted, and for the DELETE. */
+const CANCEL_NOTICE_MS = 1_000;
+const TERMINATE_MS = 2_000;
 
 /**
  * One MCP session of this worker with one server under one set of credentials: an initialized
@@ -23,6 +26,8 @@ export class McpSession {
   deadline: CallDeadline | null = null;
   /** Set once the session cannot be used again (the server forgot it, the connection broke). */
   broken = false;
+  /** `notifications/cancelled` posts still on their way: ending the session waits for them (bounded). */
+  readonly notices = new Set<Promise<unknown>>();
   lastUsed = Date.now();
 
   constructor(
@@ -94,6 +99,8 @@ export class McpSessionPool implements OnApplicationShutdown {
           this.logger.log(`MCP server "${decl.server_label}" forgot session ${session.id}: initialising a new one`);
           continue;
         }
+        // A call the caller gave up on (cancel, deadline) leaves a healthy session: the server was told.
+        if (options.signal?.aborted && !session.broken) failed = false;
         throw isSessionLost(error, session) ? new McpSessionLostError(error) : error;
       } finally {
         this.giveBack(session, failed);
@@ -148,6 +155,17 @@ export class McpSessionPool implements OnApplicationShutdown {
     });
     const session = new McpSession(key, client, transport);
     ref.session = session;
+    // The SDK posts an aborted call's notifications/cancelled without waiting for it: the session
+    // keeps the post, so that ending the session never aborts it (the server would run the call on).
+    const send = transport.send.bind(transport);
+    transport.send = (message, sendOptions) => {
+      const sent = send(message, sendOptions);
+      if ('method' in message && message.method === 'notifications/cancelled') {
+        const notice = sent.catch(() => undefined).finally(() => session.notices.delete(notice));
+        session.notices.add(notice);
+      }
+      return sent;
+    };
     installServerRequestHandlers(session);
     // A stream that cannot be resumed (the server forgot the session, or cannot be reached again)
     // ends the session: closing it fails the requests still waiting on it (a call's outcome is then
@@ -235,8 +253,9 @@ export class McpSessionPool implements OnApplicationShutdown {
 
   /** Ends a session: DELETE (the spec's way to let the server free it; bounded), then close. */
   private async end(session: McpSession): Promise<void> {
+    if (session.notices.size > 0) await Promise.race([Promise.all(session.notices), delay(CANCEL_NOTICE_MS)]);
     if (!session.broken) {
-      await Promise.race([session.transport.terminateSession().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+      await Promise.race([session.transport.terminateSession().catch(() => undefined), delay(TERMINATE_MS)]);
     }
     await session.client.close().catch(() => undefined);
     metrics.mcpSessionsHeld(this.size);
@@ -278,4 +297,8 @@ function withIdempotencyKey(init: RequestInit | undefined, key: string | undefin
 /** The server refused our session id: 404 as the spec says, or 400 as some servers answer an unknown one. */
 function isSessionLost(error: unknown, session: McpSession): boolean {
   return error instanceof StreamableHTTPError && session.id !== undefined && (error.code === 404 || error.code === 400);
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
