@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { startEverythingServer } from '../support/everything-server.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { type McpCall, startMcpServer, type TestMcpServer } from '../support/mcp-server.js';
 import { type Api, API, newKey } from './client.js';
@@ -193,6 +194,70 @@ describe('faults: agent runtime', () => {
       await assertSessionSettled(infra, k.session.id, [k.finalText], t);
     } finally {
       await cluster.stop();
+    }
+  });
+
+  it('j. kill -9 the worker holding an MCP call that waits for the user (elicitation): the answer finds it gone, the model gets outcome_unknown, nothing is called twice', { timeout: 120_000 }, async (t) => {
+    const everything = await startEverythingServer();
+    const cluster = await Cluster.start(infra, 'j-agent-kill9-elicitation', {
+      apis: 1,
+      workers: 1,
+      env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-fault-fake' },
+    });
+    try {
+      const api = cluster.api();
+      const agentId = `fault-${randomUUID().slice(0, 8)}`;
+      const model = `fault-elicit-${randomUUID()}`;
+      const tool = { type: 'mcp', server_label: 'everything', server_url: everything.url, allowed_tools: ['trigger-elicitation-request'] };
+      const put = await api.request(`/api/v1/admin/agents/${agentId}`, { method: 'PUT', body: { name: agentId, model: `openai:${model}`, tools: [tool] } });
+      assert.equal(put.status, 201, `PUT agent: ${put.text}`);
+      fake.script(model, [{ tool_calls: [{ id: 'call_elicit', name: 'trigger-elicitation-request', arguments: '{}' }] }, { text: 'Could not tell.' }]);
+      const created = await api.request(`${API}/sessions`, { body: { agent_id: agentId, input: 'ask me' }, idempotencyKey: newKey('create') });
+      assert.equal(created.status, 201, created.text);
+      const session = created.body;
+      const turnId = await waitUntil('the session’s first turn', async () => (await api.turns(session.id))[0]?.id as string | undefined);
+      const waiting = await waitUntil(
+        'the turn to wait at the elicitation',
+        async () => {
+          const res = await api.turn(session.id, turnId);
+          return res.body.status === 'requires_action' && res.body.yuxi.waitpoint?.elicitation ? res.body.yuxi.waitpoint : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+      assert.equal(everything.count('tools/call'), 1);
+
+      // The only worker (it holds the call open) dies; a fresh one takes its place.
+      const [holder] = cluster.workers;
+      cluster.signal(holder!, 'SIGKILL');
+      assert.ok(await cluster.waitExit(holder!, 5_000), 'the holder is gone');
+      await cluster.addWorker();
+
+      const answered = await api.request(`${API}/sessions/${session.id}/events`, {
+        body: { events: [{ type: 'yuxi.session.input.resume', turn_id: turnId, waitpoint_id: waiting.id, response: { type: 'answer', answers: [{ question_id: 'action', answer: 'accept' }, { question_id: 'name', answer: 'Ada' }] } }] },
+        idempotencyKey: newKey('answer'),
+      });
+      assert.equal(answered.status, 202, answered.text);
+      const ended = await waitUntil(
+        'the turn to end',
+        async () => {
+          const res = await api.turn(session.id, turnId);
+          return TERMINAL.has(res.body.status) ? res.body : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      assert.equal(ended.status, 'completed', JSON.stringify(ended));
+      const items = (await api.request(`${API}/sessions/${session.id}/turns/${turnId}/items?order=asc&limit=100`)).body.data as any[];
+      const output = items.find((i) => i.type === 'function_call_output');
+      assert.equal(output.yuxi.success, false);
+      assert.match(output.output, /^outcome_unknown/);
+      const last = fake.requests(model).at(-1) as any;
+      assert.ok(last.messages.some((m: any) => m.role === 'tool' && /^outcome_unknown/.test(m.content)), 'the model was told');
+      assert.equal(everything.count('tools/call'), 1, 'the call was never sent again');
+      t.diagnostic(`turn ${ended.status}; output: ${String(output.output).slice(0, 80)}`);
+      await assertSessionSettled(infra, session.id, ['Could not tell.'], t);
+    } finally {
+      await cluster.stop();
+      await everything.close();
     }
   });
 });
