@@ -4,6 +4,7 @@ import { AppConfig } from '#libs/config';
 import {
   Calculator,
   currentTime,
+  McpAuth,
   McpConnector,
   parseToolDeclarations,
   ToolCatalog,
@@ -14,9 +15,13 @@ import {
   type ToolDeclaration,
   type WorkdirFiles,
 } from '#libs/tools';
+import type { SecretsStore } from '#libs/secrets';
 import { startMcpServer, type TestMcpServer } from '../support/mcp-server.js';
 
 const config = (env: Record<string, string> = {}) => new AppConfig({ DATABASE_URL: 'x', REDIS_URL: 'x', ...env });
+// These servers take no auth: a store that holds no secret.
+const noSecrets = new McpAuth({ resolve: () => Promise.resolve(null) } as unknown as SecretsStore);
+const newConnector = (cfg = config()) => new McpConnector(cfg, noSecrets);
 const ctx = (key = 'turn-1:call-1', signal = new AbortController().signal) => ({ idempotencyKey: key, signal, sessionId: 'session-1' });
 /** A workdir with no files (the file tools are tested in file-tools.test.ts and end to end). */
 const emptyWorkdir: WorkdirFiles = { list: async () => [], readText: async () => null, parse: async () => null };
@@ -208,7 +213,7 @@ describe('ToolCatalog with a real MCP server', () => {
   let guarded: TestMcpServer;
   let deadUrl: string;
   const calculator = new Calculator();
-  const catalog = new ToolCatalog(new McpConnector(config()), calculator, emptyWorkdir);
+  const catalog = new ToolCatalog(newConnector(), calculator, emptyWorkdir);
   const mcp = (overrides: Partial<McpToolDeclaration> = {}): McpToolDeclaration => ({ type: 'mcp', server_label: 'test', server_url: server.url, ...overrides });
 
   before(async () => {
@@ -303,7 +308,7 @@ describe('ToolCatalog with a real MCP server', () => {
   });
 
   it('gives up on a server that does not answer within TOOL_TIMEOUT_MS', async () => {
-    const slow = new McpConnector(config({ TOOL_TIMEOUT_MS: '200' }));
+    const slow = newConnector(config({ TOOL_TIMEOUT_MS: '200' }));
     await assert.rejects(
       slow.callTool(mcp(), 'record_side_effect', { note: 'late', delay_ms: 30_000 }, ctx('turn-1:slow')),
       (err) => err instanceof ToolSourceError && /no answer within 200 ms/.test(err.message),
@@ -311,7 +316,7 @@ describe('ToolCatalog with a real MCP server', () => {
   });
 
   it('test server: a repeated idempotency key performs the side effect once', async () => {
-    const connector = new McpConnector(config());
+    const connector = newConnector();
     const first = await connector.callTool(mcp(), 'record_side_effect', { note: 'once' }, ctx('turn-2:call-1'));
     const again = await connector.callTool(mcp(), 'record_side_effect', { note: 'once' }, ctx('turn-2:call-1'));
     assert.deepEqual([first, again], [{ success: true, output: 'recorded once' }, { success: true, output: 'recorded once' }]);

@@ -21,6 +21,7 @@ import { OperatorReads1766020800000 } from './migrations/1766020800000-operator-
 import { ModelRequests1766107200000 } from './migrations/1766107200000-model-requests.js';
 import { AgentVersions1766193600000 } from './migrations/1766193600000-agent-versions.js';
 import { SessionTitleSearch1766280000000 } from './migrations/1766280000000-session-title-search.js';
+import { Secrets1766368800000 } from './migrations/1766368800000-secrets.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -45,6 +46,7 @@ export const MIGRATIONS = [
   ModelRequests1766107200000,
   AgentVersions1766193600000,
   SessionTitleSearch1766280000000,
+  Secrets1766368800000,
 ];
 
 /**

@@ -29,5 +29,6 @@ export { Calculator, CALCULATOR_TIMEOUT_MS } from './calculator.js';
 export { validateToolArguments } from './arguments.js';
 export { McpConnector, type McpToolInfo } from './mcp-connector.js';
 export { MAX_MCP_OUTPUT_CHARS } from './mcp/results.js';
+export { credentialsKey, McpAuth, type McpTransportAuth, SECRET_CACHE_MS } from './mcp/auth.js';
 export { type AvailableTools, ToolCatalog, ToolSourceError } from './tool-catalog.js';
 export { ToolsModule } from './tools.module.js';

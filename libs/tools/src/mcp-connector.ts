@@ -6,6 +6,7 @@ import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/
 import { AppConfig } from '#libs/config';
 import { raceAbort } from './abort.js';
 import { ToolSourceError } from './errors.js';
+import { credentialsKey, McpAuth } from './mcp/auth.js';
 import { outcomeOf } from './mcp/results.js';
 import type { McpToolDeclaration, ToolCallContext, ToolOutcome } from './tool.types.js';
 
@@ -29,11 +30,14 @@ const CALL_ERROR_CODES = new Set<number>([ErrorCode.InvalidParams, ErrorCode.Met
 export class McpConnector {
   private readonly lists = new Map<string, { expires: number; tools: Promise<McpToolInfo[]> }>();
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly auth: McpAuth,
+  ) {}
 
   /** The server's tools (narrowed to `allowed_tools`), cached per server URL and headers. */
   async listTools(decl: McpToolDeclaration, signal?: AbortSignal): Promise<McpToolInfo[]> {
-    const key = JSON.stringify([decl.server_url, Object.entries(decl.headers ?? {}).sort()]);
+    const key = credentialsKey(decl);
     const now = Date.now();
     let entry = this.lists.get(key);
     if (!entry || entry.expires <= now) {
@@ -98,6 +102,7 @@ export class McpConnector {
     const options: RequestOptions = { signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxTotalTimeout: timeout };
     const transport = new StreamableHTTPClientTransport(new URL(decl.server_url), {
       requestInit: { headers: { ...decl.headers, ...extraHeaders } },
+      ...this.auth.transportOptions(decl),
     });
     const client = new Client({ name: 'yuxi-agents-worker', version: '1.0.0' });
     try {
