@@ -116,7 +116,7 @@ describe('MCP auth from named secrets', () => {
     await refused(mcpTool({ type: 'bearer', secret: 'not a name' }), /auth\.secret/);
     await refused(mcpTool({ type: 'oauth_client_credentials', secret: 'a', client_id: 'c' }), /auth\.issuer/);
     await refused({ ...(mcpTool({ type: 'bearer', secret: 'a' }) as object), headers: { Authorization: 'Bearer x' } }, /headers\.Authorization/);
-    await refused({ ...(mcpTool({ type: 'bearer', secret: 'a' }) as object), secrets_owner_id: null }, /secrets_owner_id: unknown field/);
+    await refused({ ...(mcpTool({ type: 'bearer', secret: 'a' }) as object), secrets_owner_id: null }, /secrets_owner_id","errors":\["unknown field/);
     const auth = { type: 'oauth_client_credentials', secret: 'a', client_id: 'c', issuer: 'https://as.example', scope: 'mcp:tools' };
     const saved = await put(mcpTool(auth));
     assert.equal(saved.status, 201, saved.text);

@@ -62,6 +62,7 @@ export async function startAuthMcpServer(options: { scopesSupported?: string[] }
       if (path === '/.well-known/oauth-authorization-server') {
         return json(res, 200, {
           issuer: origin,
+          authorization_endpoint: `${origin}/authorize`,
           token_endpoint: `${origin}/token`,
           response_types_supported: ['token'],
           grant_types_supported: ['client_credentials'],
