@@ -7,6 +7,7 @@ import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, newKey } from '../support/http.js';
 import { ADMIN, bootstrap, type Caller, call, newProductUser, openStreamAs, postEventAs } from '../support/identity.js';
 import { type AuthMcpServer, startAuthMcpServer } from '../support/mcp-auth-server.js';
+import { direct } from '../support/sdk.js';
 import type { SseStream } from '../support/sse.js';
 
 // MCP credentials from named secrets (libs/secrets), read by the worker when it calls: bearer
@@ -103,6 +104,16 @@ describe('MCP auth from named secrets', () => {
     const mine = audit.body.data.filter((entry: any) => entry.details?.name === name);
     assert.deepEqual(mine.map((entry: any) => entry.action).sort(), ['secret.created', 'secret.deleted', 'secret.replaced']);
     assert.ok(!JSON.stringify(mine).includes('value-'), 'the audit trail holds no value');
+  });
+
+  it('through the SDK: a shared secret put, rotated, listed and deleted', async () => {
+    const name = secretName();
+    assert.equal((await direct.admin.putSecret(name, 'sdk-value', 'shared')).version, 1);
+    const rotated = await direct.admin.putSecret(name, 'sdk-value-2', 'shared');
+    assert.deepEqual([rotated.scope, rotated.owner_id, rotated.version], ['shared', null, 2]);
+    assert.ok((await direct.admin.listSecrets('shared')).data.some((s) => s.name === name));
+    assert.ok(!(await direct.admin.listSecrets()).data.some((s) => s.name === name), 'not among the caller\'s own');
+    assert.equal((await direct.admin.deleteSecret(name, 'shared')).deleted, true);
   });
 
   it('takes a reference to a secret in an MCP tool, never a value or a namespace', async () => {
