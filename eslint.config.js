@@ -47,6 +47,7 @@ const LIBS = {
   health: ['platform', 'queue'],
   models: ['platform'],
   queue: ['platform'],
+  secrets: ['platform', 'audit'],
   turns: ['data'],
   files: ['data'],
   tools: ['data', 'files', 'turns'],

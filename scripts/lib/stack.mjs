@@ -33,6 +33,7 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
   const env = {
     ...process.env,
     API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? apiKeyHashSecret(dataDir, ephemeral),
+    SECRETS_KEY: process.env.SECRETS_KEY ?? generatedKey(dataDir, ephemeral, 'secrets-key'),
     DATABASE_URL: infra.databaseUrl,
     REDIS_URL: infra.redisUrl,
     PORT: String(apiPort),
@@ -122,8 +123,13 @@ function formatDelay(ms) {
  * persistent dev stack keeps a generated one in its data directory.
  */
 function apiKeyHashSecret(dataDir, ephemeral) {
+  return generatedKey(dataDir, ephemeral, 'api-key-hash-secret');
+}
+
+/** A random key kept in the data directory (the same on every start), or a fresh one for an ephemeral stack. */
+function generatedKey(dataDir, ephemeral, name) {
   if (ephemeral) return randomBytes(32).toString('base64url');
-  const file = path.join(dataDir, 'api-key-hash-secret');
+  const file = path.join(dataDir, name);
   if (!existsSync(file)) {
     mkdirSync(dataDir, { recursive: true });
     writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600 });

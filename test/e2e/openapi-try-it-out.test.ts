@@ -118,7 +118,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('deleteProject', 200);
   });
 
-  it('the admin routes: an agent put, its versions listed, and deleted, a key created, listed and revoked, the audit trail, the users', async () => {
+  it('the admin routes: an agent put, its versions listed, and deleted, a key created, listed and revoked, a secret put, rotated, listed and deleted, the audit trail, the users', async () => {
     await tryIt('adminListAgents', 200);
     await tryIt('putAgent', 201);
     const versions = await tryIt('listAgentVersions', 200);
@@ -127,6 +127,10 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     ids.key_id = (await tryIt('createApiKey', 201)).body.id;
     await tryIt('listApiKeys', 200);
     await tryIt('revokeApiKey', 200);
+    await tryIt('putSecret', 201);
+    await tryIt('putSecret', 200);
+    await tryIt('listSecrets', 200);
+    await tryIt('deleteSecret', 200);
     await tryIt('listAuditEntries', 200);
     await tryIt('listUsers', 200);
     await tryIt('getCaller', 200);

@@ -4,6 +4,7 @@ import { AppConfig } from '#libs/config';
 import {
   Calculator,
   currentTime,
+  McpAuth,
   McpConnector,
   McpSessionPool,
   offeredNames,
@@ -17,9 +18,12 @@ import {
   type ToolDeclaration,
   type WorkdirFiles,
 } from '#libs/tools';
+import type { SecretsStore } from '#libs/secrets';
 import { startMcpServer, type TestMcpServer } from '../support/mcp-server.js';
 
 const config = (env: Record<string, string> = {}) => new AppConfig({ DATABASE_URL: 'x', REDIS_URL: 'x', ...env });
+// These servers take no auth: a store that holds no secret.
+const noSecrets = new McpAuth({ resolve: () => Promise.resolve(null) } as unknown as SecretsStore);
 const ctx = (key = 'turn-1:call-1', signal = new AbortController().signal) => ({ idempotencyKey: key, signal, sessionId: 'session-1' });
 /** A workdir with no files (the file tools are tested in file-tools.test.ts and end to end). */
 const emptyWorkdir: WorkdirFiles = { list: async () => [], readText: async () => null, parse: async () => null };
@@ -209,7 +213,7 @@ describe('validateToolArguments', () => {
 /** Connectors over session pools that the suite ends when it is done (their sessions hold connections open). */
 const pools: McpSessionPool[] = [];
 function connectorFor(cfg: AppConfig): McpConnector {
-  const pool = new McpSessionPool(cfg);
+  const pool = new McpSessionPool(cfg, noSecrets);
   pools.push(pool);
   return new McpConnector(cfg, pool);
 }

@@ -11,6 +11,7 @@ import { FilesModule } from '#libs/files';
 import { MetricsModule } from '#libs/metrics';
 import { ProtocolModule } from '#libs/protocol';
 import { OperationsModule } from '#libs/operations';
+import { SecretsModule } from '#libs/secrets';
 import { BootstrapKey } from './bootstrap-key.js';
 import { AdminAgentsController } from './controllers/admin-agents.controller.js';
 import { AdminApiKeysController } from './controllers/admin-api-keys.controller.js';
@@ -19,6 +20,7 @@ import { AdminSessionsController } from './controllers/admin-sessions.controller
 import { AdminQueuesController } from './controllers/admin-queues.controller.js';
 import { AdminSessionOperationsController } from './controllers/admin-session-operations.controller.js';
 import { AdminUsersController } from './controllers/admin-users.controller.js';
+import { AdminSecretsController } from './controllers/admin-secrets.controller.js';
 import { AdminWaitpointsController } from './controllers/admin-waitpoints.controller.js';
 import { MeController } from './controllers/me.controller.js';
 import { AgentFilesController } from './controllers/agent-files.controller.js';
@@ -35,7 +37,7 @@ import { HealthModule } from './health.module.js';
 import { HttpDrain } from './http-drain.js';
 
 @Module({
-  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule],
+  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule, SecretsModule],
   // Sessions, files and projects before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [
     HealthController,
@@ -48,6 +50,7 @@ import { HttpDrain } from './http-drain.js';
     ProjectsController,
     AgentsController,
     AdminAgentsController,
+    AdminSecretsController,
     AdminApiKeysController,
     AdminAuditController,
     AdminUsersController,

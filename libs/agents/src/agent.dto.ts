@@ -21,6 +21,24 @@ export class BuiltinToolDto {
   @ApiPropertyOptional({ description: 'Safe to run again after a crash mid-call (default true for builtins).' }) idempotent?: boolean;
 }
 
+export class McpBearerAuthDto {
+  @ApiProperty({ enum: ['bearer'] }) type!: 'bearer';
+  @ApiProperty({ pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'The name of a secret (`PUT /api/v1/admin/secrets/{name}`) holding the token, sent as `Authorization: Bearer`; never the token itself.' })
+  secret!: string;
+}
+
+export class McpClientCredentialsAuthDto {
+  @ApiProperty({ enum: ['oauth_client_credentials'] }) type!: 'oauth_client_credentials';
+  @ApiProperty({ pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'The name of a secret holding the client secret; never the secret itself.' }) secret!: string;
+  @ApiProperty({ minLength: 1, maxLength: 256, description: 'The OAuth client id.' }) client_id!: string;
+  @ApiProperty({
+    format: 'uri',
+    description: 'The authorization server the client is registered with. The credentials go to no other: a server whose protected resource metadata names another one is not called.',
+  })
+  issuer!: string;
+  @ApiPropertyOptional({ maxLength: 1024, description: 'Scopes to request, space-separated.', example: 'mcp:tools' }) scope?: string;
+}
+
 export class McpToolDto {
   @ApiProperty({ enum: ['mcp'] }) type!: 'mcp';
   @ApiProperty({ pattern: '^[a-zA-Z0-9_-]{1,64}$' }) server_label!: string;
@@ -32,6 +50,12 @@ export class McpToolDto {
     description: 'Sent with every request (not Content-Type, Accept, Host, Content-Length, Idempotency-Key or the Mcp-* headers); values are shown as "***".',
   })
   headers?: Record<string, string>;
+  @ApiPropertyOptional({
+    oneOf: [{ $ref: getSchemaPath(McpBearerAuthDto) }, { $ref: getSchemaPath(McpClientCredentialsAuthDto) }],
+    description:
+      'Credentials from a named secret, read by the worker at each call (a rotated secret reaches running sessions): a bearer token, or OAuth 2.1 client credentials with the protected resource metadata discovery of the MCP authorization spec. A private agent\'s secrets are its owner\'s, a public agent\'s the shared ones. Not with an `Authorization` header.',
+  })
+  auth?: McpBearerAuthDto | McpClientCredentialsAuthDto;
   @ApiPropertyOptional({ type: 'array', items: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' }, maxItems: 256, description: 'Only these tools of the server are offered to the model.' })
   allowed_tools?: string[];
   @ApiPropertyOptional() requires_approval?: boolean;

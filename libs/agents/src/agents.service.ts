@@ -87,7 +87,10 @@ export class AgentsService {
 
   /** What a session keeps of the agent it was created with. */
   snapshot(agent: AgentEntity): AgentSnapshot {
-    const snapshot: AgentSnapshot = { version: agent.version, tools: agent.tools, limits: effectiveLimits(agent.limits), context: agent.context };
+    // Named secrets resolve in the agent owner's namespace (a public agent's: the shared one); the
+    // snapshot says whose, since a session's caller need not be the agent's owner.
+    const tools = agent.tools.map((tool) => (tool.type === 'mcp' && tool.auth ? { ...tool, secrets_owner_id: agent.ownerId } : tool));
+    const snapshot: AgentSnapshot = { version: agent.version, tools, limits: effectiveLimits(agent.limits), context: agent.context };
     if (agent.multiAgent?.enabled) snapshot.multi_agent = agent.multiAgent;
     return snapshot;
   }

@@ -1,4 +1,4 @@
-export { AgentDefinitionDto, AgentDeletedDto, AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto, BuiltinToolDto, FunctionToolDto, McpToolDto, PutAgentDto } from './agent.dto.js';
+export { AgentDefinitionDto, AgentDeletedDto, AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto, BuiltinToolDto, FunctionToolDto, McpBearerAuthDto, McpClientCredentialsAuthDto, McpToolDto, PutAgentDto } from './agent.dto.js';
 export {
   type AgentContext,
   type AgentEntity,

@@ -2,7 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { AUDIT_ACTIONS } from './audit-log.js';
 
 export class AuditTargetDto {
-  @ApiProperty({ enum: ['api_key', 'agent', 'user', 'session'] }) type!: string;
+  @ApiProperty({ enum: ['api_key', 'agent', 'user', 'session', 'secret'] }) type!: string;
   @ApiProperty() id!: string;
 }
 

@@ -85,6 +85,11 @@ export class AppConfig {
    * `off` (the default) records nothing and costs nothing. The api reads it to say so on timelines.
    */
   readonly modelRequestAudit: boolean;
+  /**
+   * The key named secrets (MCP credentials) are encrypted under, on the api (which writes them)
+   * and the worker (which reads them at call time). Unset: the deployment stores no secrets.
+   */
+  readonly secretsKey: string | undefined;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
     this.port = int(env, 'PORT', 3000);
@@ -148,6 +153,8 @@ export class AppConfig {
     this.fileQuotaDrafts = int(env, 'FILE_QUOTA_DRAFTS', 100);
     this.ocrTimeoutMs = Math.max(1000, int(env, 'OCR_TIMEOUT_MS', 30_000));
     this.modelRequestAudit = oneOf(env, 'MODEL_REQUEST_AUDIT', ['off', 'on'], 'off') === 'on';
+    this.secretsKey = env.SECRETS_KEY || undefined;
+    if (this.secretsKey !== undefined && this.secretsKey.length < 32) throw new Error('SECRETS_KEY must be at least 32 characters (e.g. openssl rand -hex 32)');
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }

@@ -22,6 +22,7 @@ import { ModelRequests1766107200000 } from './migrations/1766107200000-model-req
 import { AgentVersions1766193600000 } from './migrations/1766193600000-agent-versions.js';
 import { SessionTitleSearch1766280000000 } from './migrations/1766280000000-session-title-search.js';
 import { ToolFiles1766366400000 } from './migrations/1766366400000-tool-files.js';
+import { Secrets1766368800000 } from './migrations/1766368800000-secrets.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -47,6 +48,7 @@ export const MIGRATIONS = [
   AgentVersions1766193600000,
   SessionTitleSearch1766280000000,
   ToolFiles1766366400000,
+  Secrets1766368800000,
 ];
 
 /**

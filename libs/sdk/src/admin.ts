@@ -23,6 +23,10 @@ import type {
   QueueStatus,
   Receipt,
   SearchSessionsParams,
+  Secret,
+  SecretDeleted,
+  SecretList,
+  SecretScope,
   SessionTimeline,
   TimelineParams,
   User,
@@ -153,6 +157,20 @@ export class AdminResource {
 
   revokeApiKey(keyId: string, options: CallOptions = {}): Promise<ApiKeyRevoked> {
     return this.transport.request({ method: 'DELETE', path: adminPath('api-keys', keyId), signal: options.signal });
+  }
+
+  /** Named secrets' names and versions, never values: the caller's own (`own`, the default) or the shared ones (`shared`, administrators). */
+  listSecrets(scope: SecretScope = 'own', options: CallOptions = {}): Promise<SecretList> {
+    return this.transport.request({ method: 'GET', path: adminPath('secrets'), query: { scope }, signal: options.signal });
+  }
+
+  /** Creates a named secret or rotates its value (the next `version`); MCP tools reference it by name in `auth`. Safe to repeat. */
+  putSecret(name: string, value: string, scope: SecretScope = 'own', options: CallOptions = {}): Promise<Secret> {
+    return this.transport.request({ method: 'PUT', path: adminPath('secrets', name), query: { scope }, body: { value }, signal: options.signal });
+  }
+
+  deleteSecret(name: string, scope: SecretScope = 'own', options: CallOptions = {}): Promise<SecretDeleted> {
+    return this.transport.request({ method: 'DELETE', path: adminPath('secrets', name), query: { scope }, signal: options.signal });
   }
 
   audit(params: AuditParams = {}, options: CallOptions = {}): Promise<AuditList> {

@@ -1,6 +1,6 @@
 import { BUILTIN_TOOL_NAMES, type BuiltinToolName } from './builtin-tools.js';
 import { compileSchema } from './schema-cache.js';
-import type { BuiltinToolDeclaration, FunctionToolDeclaration, McpToolDeclaration, ToolDeclaration } from './tool.types.js';
+import type { BuiltinToolDeclaration, FunctionToolDeclaration, McpAuthReference, McpToolDeclaration, ToolDeclaration } from './tool.types.js';
 
 /** What model APIs accept as a function name (OpenAI's rule), used for tool names and MCP labels. */
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -23,8 +23,17 @@ const RESERVED_HEADERS = new Set(['content-type', 'accept', 'mcp-session-id', 'm
 const FIELDS: Record<ToolDeclaration['type'], readonly string[]> = {
   function: ['type', 'name', 'description', 'parameters'],
   builtin: ['type', 'name', 'requires_approval', 'idempotent'],
-  mcp: ['type', 'server_label', 'server_url', 'headers', 'allowed_tools', 'requires_approval', 'idempotent'],
+  mcp: ['type', 'server_label', 'server_url', 'headers', 'allowed_tools', 'requires_approval', 'idempotent', 'auth'],
 };
+const AUTH_FIELDS: Record<McpAuthReference['type'], readonly string[]> = {
+  bearer: ['type', 'secret'],
+  oauth_client_credentials: ['type', 'secret', 'client_id', 'issuer', 'scope'],
+};
+/** libs/secrets' rule for a secret's name (this lib does not import it: names are checked where they are written). */
+const SECRET_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+// RFC 6749 client_id and scope characters (printable ASCII; scope tokens separated by spaces).
+const CLIENT_ID = /^[\x20-\x7e]{1,256}$/;
+const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/;
 
 type Entry = Record<string, unknown>;
 
@@ -99,6 +108,13 @@ function parseMcp(item: Entry, path: string, errors: string[]): McpToolDeclarati
   else if (url.includes(REDACTED_SECRET)) errors.push(`${path}.server_url: ${REDACTED_SECRET} is how a saved credential is shown, not its value: type the URL's credentials again`);
   const tool: McpToolDeclaration = { type: 'mcp', server_label: label, server_url: url };
   if (item.headers !== undefined) tool.headers = parseHeaders(item.headers, `${path}.headers`, errors);
+  if (item.auth !== undefined) {
+    const auth = parseAuth(item.auth, `${path}.auth`, errors);
+    if (auth) tool.auth = auth;
+    if (Object.keys(tool.headers ?? {}).some((name) => name.toLowerCase() === 'authorization')) {
+      errors.push(`${path}.headers.Authorization: the server's credentials come from auth; drop the header or the auth`);
+    }
+  }
   if (item.allowed_tools !== undefined) {
     if (!Array.isArray(item.allowed_tools) || item.allowed_tools.length > MAX_ALLOWED_TOOLS) {
       errors.push(`${path}.allowed_tools: must be an array of at most ${MAX_ALLOWED_TOOLS} tool names`);
@@ -126,6 +142,30 @@ function parseHeaders(raw: unknown, path: string, errors: string[]): Record<stri
     else headers[name] = value;
   }
   return headers;
+}
+
+/** A reference to a named secret, never a value: the secret is read when the server is called. */
+function parseAuth(raw: unknown, path: string, errors: string[]): McpAuthReference | undefined {
+  if (!isRecord(raw) || (raw.type !== 'bearer' && raw.type !== 'oauth_client_credentials')) {
+    errors.push(`${path}: must be {"type": "bearer", "secret"} or {"type": "oauth_client_credentials", "secret", "client_id", "issuer", "scope"?}`);
+    return undefined;
+  }
+  const before = errors.length;
+  for (const key of Object.keys(raw)) if (!AUTH_FIELDS[raw.type].includes(key)) errors.push(`${path}.${key}: unknown field for ${raw.type} auth`);
+  const secret = typeof raw.secret === 'string' && SECRET_NAME.test(raw.secret) ? raw.secret : '';
+  if (!secret) errors.push(`${path}.secret: must be the name of a secret (${SECRET_NAME}), not its value`);
+  if (raw.type === 'bearer') return errors.length === before ? { type: 'bearer', secret } : undefined;
+  const clientId = typeof raw.client_id === 'string' && CLIENT_ID.test(raw.client_id) ? raw.client_id : '';
+  if (!clientId) errors.push(`${path}.client_id: must be the OAuth client id (1–256 printable characters)`);
+  // Required: client credentials go only to this authorization server, whatever the MCP server advertises.
+  const issuer = typeof raw.issuer === 'string' && isHttpUrl(raw.issuer) ? raw.issuer : '';
+  if (!issuer) errors.push(`${path}.issuer: must be the http(s) URL of the authorization server the client is registered with`);
+  const auth: McpAuthReference = { type: 'oauth_client_credentials', secret, client_id: clientId, issuer };
+  if (raw.scope !== undefined) {
+    if (typeof raw.scope !== 'string' || raw.scope.length > 1024 || !SCOPE.test(raw.scope)) errors.push(`${path}.scope: must be OAuth scope tokens separated by single spaces`);
+    else auth.scope = raw.scope;
+  }
+  return errors.length === before ? auth : undefined;
 }
 
 function flags(item: Entry, path: string, errors: string[]): { requires_approval?: boolean; idempotent?: boolean } {

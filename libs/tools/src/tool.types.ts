@@ -30,10 +30,24 @@ export interface McpToolDeclaration {
   idempotent?: boolean;
   /** Credentials from a named secret of the agent's owner, resolved at call time: the value is never stored here. */
   auth?: McpAuthReference;
+  /**
+   * Whose named secrets `auth` resolves in: the agent's owner, null for a public agent (the shared
+   * secrets). Set in a session's snapshot by the agents lib, never by a definition (a PUT naming it
+   * is refused), so no agent can reach another owner's secrets.
+   */
+  secrets_owner_id?: string | null;
 }
 
-/** A named secret an MCP server's credentials come from (libs/secrets holds the value). */
-export type McpAuthReference = { type: 'bearer'; secret: string } | { type: 'oauth_client_credentials'; secret: string; scope?: string; issuer?: string };
+/**
+ * A named secret an MCP server's credentials come from (libs/secrets holds the value).
+ * `bearer`: the secret is the token, sent as `Authorization: Bearer`. `oauth_client_credentials`:
+ * the secret is the client secret of `client_id`; tokens come from the authorization server the
+ * server's protected resource metadata names, which must be `issuer` (OAuth 2.1 client
+ * credentials, as the MCP authorization spec describes).
+ */
+export type McpAuthReference =
+  | { type: 'bearer'; secret: string }
+  | { type: 'oauth_client_credentials'; secret: string; client_id: string; issuer: string; scope?: string };
 
 export type ToolDeclaration = FunctionToolDeclaration | BuiltinToolDeclaration | McpToolDeclaration;
 

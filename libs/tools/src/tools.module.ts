@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { FilesModule, SessionFiles } from '#libs/files';
+import { SecretsModule } from '#libs/secrets';
 import { Calculator } from './calculator.js';
+import { McpAuth } from './mcp/auth.js';
 import { McpConnector } from './mcp-connector.js';
 import { McpSessionPool } from './mcp/session-pool.js';
 import { ToolCatalog } from './tool-catalog.js';
@@ -29,8 +31,8 @@ const workdirFiles = {
 
 // AppConfig (for McpConnector) comes from the global ConfigModule.
 @Module({
-  imports: [FilesModule],
-  providers: [{ provide: Calculator, useFactory: () => new Calculator() }, McpSessionPool, McpConnector, ToolCatalog, workdirFiles],
+  imports: [FilesModule, SecretsModule],
+  providers: [{ provide: Calculator, useFactory: () => new Calculator() }, McpAuth, McpSessionPool, McpConnector, ToolCatalog, workdirFiles],
   exports: [ToolCatalog, McpConnector],
 })
 export class ToolsModule {}

@@ -284,6 +284,19 @@ export const API_KEY_CREATED_EXAMPLE = { ...API_KEY, secret: 'yuxi_3kTq9ZbX2mLw8
 export const API_KEY_LIST_EXAMPLE = { object: 'list', data: [API_KEY], first_id: KEY_ID, last_id: KEY_ID, has_more: false };
 export const API_KEY_DELETED_EXAMPLE = { id: KEY_ID, object: 'api_key.deleted', deleted: true };
 
+export const PUT_SECRET_EXAMPLE = { value: 'ghp_exampletoken' };
+
+export const SECRET_EXAMPLE = {
+  id: '0193a7c2-5e1f-7a3b-9c4d-2e6f8a1b3c5d',
+  object: 'secret',
+  name: 'github-token',
+  scope: 'own',
+  owner_id: USER_ID,
+  version: 1,
+  created_at: 1764547200,
+  updated_at: 1764547200,
+};
+
 export const AUDIT_LIST_EXAMPLE = {
   object: 'list',
   data: [

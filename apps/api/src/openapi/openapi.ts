@@ -2,7 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ERROR_CODES, type ErrorCode } from '#libs/errors';
 import { EVENT_TYPES, type EventType } from '#libs/events';
-import { BuiltinToolDto, FunctionToolDto, McpToolDto } from '#libs/agents';
+import { BuiltinToolDto, FunctionToolDto, McpBearerAuthDto, McpClientCredentialsAuthDto, McpToolDto } from '#libs/agents';
 import {
   AnswerResponseDto,
   ApprovalResponseDto,
@@ -102,6 +102,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       FunctionToolDto,
       BuiltinToolDto,
       McpToolDto,
+      McpBearerAuthDto,
+      McpClientCredentialsAuthDto,
       TurnStateDto,
     ],
   });

@@ -19,6 +19,9 @@ const ACTIONS: Record<AuditEntry['action'], string> = {
   'session.operator_event': 'Operator event',
   'session.cancel_requested': 'Cancel requested',
   'session.model_requests_read': 'Model requests read',
+  'secret.created': 'Secret created',
+  'secret.replaced': 'Secret rotated',
+  'secret.deleted': 'Secret deleted',
 };
 
 /** The audit trail, newest first, a cursor page at a time. */
@@ -39,7 +42,7 @@ export function AuditPage() {
           {audit.isFetching && !audit.isFetchingNextPage ? 'Refreshing…' : 'Refresh'}
         </button>
       </div>
-      <p className="muted lede">Administrative actions, newest first: keys created and revoked, agents saved and deleted, roles changed, what operators did to others’ sessions. Details never hold a secret.</p>
+      <p className="muted lede">Administrative actions, newest first: keys created and revoked, agents saved and deleted, secrets written and deleted, roles changed, what operators did to others’ sessions. Details never hold a secret.</p>
       {audit.isPending && <p aria-busy="true">Loading the audit trail…</p>}
       {audit.isError && <ErrorState what="the audit trail" error={audit.error} onRetry={() => void audit.refetch()} />}
       {audit.isSuccess && rows.length === 0 && <p className="empty">Nothing audited yet: entries appear when someone creates a key, saves an agent or changes a role.</p>}

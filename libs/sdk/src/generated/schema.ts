@@ -656,6 +656,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List named secrets
+         * @description Names and versions, never values: the caller's own secrets (`scope=own`, the default), or the shared ones public agents use (`scope=shared`, administrators). Full access only.
+         */
+        get: operations["listSecrets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/secrets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Create or rotate a named secret
+         * @description Stores the value sealed under SECRETS_KEY (422 `not_implemented` where the deployment has none). Agents reference it by name in an MCP tool's `auth`, never by value; the worker reads it at call time, so a replacement reaches running sessions (their next request to the server; an OAuth token already issued is used until it expires or is refused). A private agent's references resolve in its owner's secrets, a public agent's in the shared ones. Audited (`secret.created`, `secret.replaced`), without the value. Full access only; `scope=shared` for administrators.
+         */
+        put: operations["putSecret"];
+        post?: never;
+        /**
+         * Delete a named secret
+         * @description The value is gone at once; calls of agents that reference it fail from then on (the model reads that the server is unavailable). Audited (`secret.deleted`). Full access only; `scope=shared` for administrators.
+         */
+        delete: operations["deleteSecret"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/api-keys": {
         parameters: {
             query?: never;
@@ -2147,6 +2191,46 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
+        SecretDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "secret";
+            /** @description What an MCP tool's `auth.secret` names. */
+            name: string;
+            /** @enum {string} */
+            scope: "own" | "shared";
+            /**
+             * Format: uuid
+             * @description The owning user; null for a shared secret.
+             */
+            owner_id: string | null;
+            /** @description One more at each replacement (rotation). */
+            version: number;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Unix seconds of the last replacement. */
+            updated_at: number;
+        };
+        SecretListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["SecretDto"][];
+        };
+        PutSecretDto: {
+            /**
+             * @description The value: a bearer token (`auth.type: bearer`), or an OAuth client secret (`oauth_client_credentials`). Write-only: no response and no read ever returns it. Single line.
+             * @example ghp_exampletoken
+             */
+            value: string;
+        };
+        SecretDeletedDto: {
+            name: string;
+            /** @enum {string} */
+            object: "secret.deleted";
+            /** @enum {boolean} */
+            deleted: true;
+        };
         CreateApiKeyDto: {
             name: string;
             /**
@@ -2240,7 +2324,7 @@ export interface components {
         };
         AuditTargetDto: {
             /** @enum {string} */
-            type: "api_key" | "agent" | "user" | "session";
+            type: "api_key" | "agent" | "user" | "session" | "secret";
             id: string;
         };
         AuditEntryDto: {
@@ -2251,7 +2335,7 @@ export interface components {
              * @description `user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner's session through the admin route (`details.event_type`, `details.owner_id`); `session.cancel_requested`: an operator asked a session's active turn to cancel through bulk cancel (`details.idempotency_key` names the call); `session.model_requests_read`: an administrator read a page of a run's exact model requests (`details.run_id`, `details.owner_id`, `details.step_ids`: the requests the page showed).
              * @enum {string}
              */
-            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "session.operator_event" | "session.cancel_requested" | "session.model_requests_read";
+            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "session.operator_event" | "session.cancel_requested" | "session.model_requests_read" | "secret.created" | "secret.replaced" | "secret.deleted";
             /** @description The user who acted (null: the deployment itself, e.g. AGENTS_FILE). */
             actor_id: string | null;
             /** @description The API key used (null for a user token). */
@@ -2946,11 +3030,37 @@ export interface components {
             headers?: {
                 [key: string]: string;
             };
+            /** @description Credentials from a named secret, read by the worker at each call (a rotated secret reaches running sessions): a bearer token, or OAuth 2.1 client credentials with the protected resource metadata discovery of the MCP authorization spec. A private agent's secrets are its owner's, a public agent's the shared ones. Not with an `Authorization` header. */
+            auth?: components["schemas"]["McpBearerAuthDto"] | components["schemas"]["McpClientCredentialsAuthDto"];
             /** @description Only these tools of the server are offered to the model. */
             allowed_tools?: string[];
             requires_approval?: boolean;
             /** @description Safe to run again after a crash mid-call (default false: the model gets outcome_unknown instead). */
             idempotent?: boolean;
+        };
+        McpBearerAuthDto: {
+            /** @enum {string} */
+            type: "bearer";
+            /** @description The name of a secret (`PUT /api/v1/admin/secrets/{name}`) holding the token, sent as `Authorization: Bearer`; never the token itself. */
+            secret: string;
+        };
+        McpClientCredentialsAuthDto: {
+            /** @enum {string} */
+            type: "oauth_client_credentials";
+            /** @description The name of a secret holding the client secret; never the secret itself. */
+            secret: string;
+            /** @description The OAuth client id. */
+            client_id: string;
+            /**
+             * Format: uri
+             * @description The authorization server the client is registered with. The credentials go to no other: a server whose protected resource metadata names another one is not called.
+             */
+            issuer: string;
+            /**
+             * @description Scopes to request, space-separated.
+             * @example mcp:tools
+             */
+            scope?: string;
         };
         TurnStateYuxiDto: {
             current_run_id: string | null;
@@ -9878,6 +9988,440 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listSecrets: {
+        parameters: {
+            query?: {
+                /** @description `own` (default): the caller's secrets, which their private agents reference; `shared`: the deployment's, which public agents reference (administrators only). */
+                scope?: "own" | "shared";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secrets of the scope, by name. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a7c2-5e1f-7a3b-9c4d-2e6f8a1b3c5d",
+                     *           "object": "secret",
+                     *           "name": "github-token",
+                     *           "scope": "own",
+                     *           "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *           "version": 1,
+                     *           "created_at": 1764547200,
+                     *           "updated_at": 1764547200
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SecretListDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    putSecret: {
+        parameters: {
+            query?: {
+                /** @description `own` (default): the caller's secrets, which their private agents reference; `shared`: the deployment's, which public agents reference (administrators only). */
+                scope?: "own" | "shared";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description The secret's name, as an MCP tool's `auth.secret` names it: 1–64 of A-Z, a-z, 0-9, `_`, `.` and `-`. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutSecretDto"];
+            };
+        };
+        responses: {
+            /** @description Replaced: the next `version`. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a7c2-5e1f-7a3b-9c4d-2e6f8a1b3c5d",
+                     *       "object": "secret",
+                     *       "name": "github-token",
+                     *       "scope": "own",
+                     *       "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *       "version": 2,
+                     *       "created_at": 1764547200,
+                     *       "updated_at": 1764547200
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SecretDto"];
+                };
+            };
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a7c2-5e1f-7a3b-9c4d-2e6f8a1b3c5d",
+                     *       "object": "secret",
+                     *       "name": "github-token",
+                     *       "scope": "own",
+                     *       "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *       "version": 1,
+                     *       "created_at": 1764547200,
+                     *       "updated_at": 1764547200
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SecretDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`not_implemented`: The field or event type is part of the protocol but not available in this deployment yet. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteSecret: {
+        parameters: {
+            query?: {
+                /** @description `own` (default): the caller's secrets, which their private agents reference; `shared`: the deployment's, which public agents reference (administrators only). */
+                scope?: "own" | "shared";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description The secret's name, as an MCP tool's `auth.secret` names it: 1–64 of A-Z, a-z, 0-9, `_`, `.` and `-`. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "github-token",
+                     *       "object": "secret.deleted",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SecretDeletedDto"];
                 };
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */

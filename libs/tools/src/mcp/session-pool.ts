@@ -6,6 +6,7 @@ import { CreateMessageRequestSchema, ElicitRequestSchema, ErrorCode, McpError } 
 import { AppConfig } from '#libs/config';
 import { metrics } from '#libs/metrics';
 import type { McpToolDeclaration, ToolCallContext } from '../tool.types.js';
+import { credentialsKey, McpAuth } from './auth.js';
 import type { CallDeadline } from './call-deadline.js';
 
 const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
@@ -65,11 +66,14 @@ export class McpSessionPool implements OnApplicationShutdown {
   private sweeper: NodeJS.Timeout | null = null;
   private closing = false;
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly auth: McpAuth,
+  ) {}
 
-  /** The key of a server under the credentials a declaration sends (never the values themselves in logs). */
+  /** The key of a server under the credentials a declaration names (the reference, never a secret's value). */
   keyOf(decl: McpToolDeclaration): string {
-    return JSON.stringify([decl.server_url, Object.entries(decl.headers ?? {}).sort()]);
+    return credentialsKey(decl);
   }
 
   /** Called with the key of a server that said its tool list changed (`notifications/tools/list_changed`). */
@@ -141,10 +145,14 @@ export class McpSessionPool implements OnApplicationShutdown {
     const key = this.keyOf(decl);
     // The transport is made before its session; its fetch finds the session through this.
     const ref: { session?: McpSession } = {};
+    // Credentials from a named secret are read as each request leaves (a rotation reaches this
+    // open session); the call in flight's idempotency key rides every request of the session.
+    const { fetch: authFetch, ...auth } = this.auth.transportOptions(decl);
+    const authorised = authFetch ?? fetch;
     const transport = new StreamableHTTPClientTransport(new URL(decl.server_url), {
       requestInit: { headers: { ...decl.headers } },
-      // The call in flight's idempotency key rides every request of the session while it runs.
-      fetch: (url, init) => fetch(url, withIdempotencyKey(init, ref.session?.call?.idempotencyKey)),
+      ...auth,
+      fetch: (url, init) => authorised(url, withIdempotencyKey(init, ref.session?.call?.idempotencyKey)),
       // A broken stream is not retried for long: the call's outcome is then unknown and the
       // caller is told so at once, rather than after the tool timeout.
       reconnectionOptions: { maxRetries: 1, initialReconnectionDelay: 500, maxReconnectionDelay: 1_000, reconnectionDelayGrowFactor: 1 },
