@@ -2,12 +2,13 @@
 // @modelcontextprotocol/conformance: `conformance client --command "node <this file>"` runs it with
 // the scenario's server URL as its last argument and MCP_CONFORMANCE_CONTEXT (the pre-registered
 // client's id and secret, for the client credentials scenarios). It lists the server's tools and
-// calls the first, authenticating as an agent's `oauth_client_credentials` auth would, its secret
-// coming from an in-memory store instead of Postgres. Exits 1 on any failure.
+// calls each (authenticating, where the context gives credentials, as an agent's
+// `oauth_client_credentials` auth would, its secret from an in-memory store instead of Postgres),
+// answering an elicitation as the worker converts a user's answer. Exits 1 on any failure.
 import { discoverOAuthServerInfo, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
 import { AppConfig } from '#libs/config';
 import type { SecretsStore } from '#libs/secrets';
-import { McpAuth, McpConnector, McpSessionPool, type McpToolDeclaration } from '#libs/tools';
+import { ELICITATION_ACTION_QUESTION, elicitationRequest, elicitationResult, McpAuth, McpConnector, McpSessionPool, type McpToolDeclaration, type ToolCallContext } from '#libs/tools';
 
 const serverUrl = process.argv.at(-1) ?? '';
 const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as { client_id?: string; client_secret?: string };
@@ -28,12 +29,36 @@ async function advertisedIssuer(): Promise<string> {
   return String(info.authorizationServerUrl);
 }
 
-async function main(): Promise<void> {
-  if (!context.client_id || !context.client_secret) throw new Error('this client authenticates with pre-registered client credentials only (no context given)');
+/** Arguments that fit a tool's input schema: a number, a string or a boolean per property. */
+function argumentsFor(schema: Record<string, unknown>): Record<string, unknown> {
+  const properties = (schema.properties ?? {}) as Record<string, { type?: string; default?: unknown }>;
+  return Object.fromEntries(
+    Object.entries(properties).map(([name, field]) => [name, field.default ?? (field.type === 'number' || field.type === 'integer' ? 2 : field.type === 'boolean' ? true : 'conformance')]),
+  );
+}
+
+/**
+ * A worker's call context: a server's elicitation is accepted with no field answered, so every
+ * field takes its schema default as the worker's conversion gives it (SEP-1034); sampling is not
+ * exercised by the client scenarios.
+ */
+const callContext = (key: string): ToolCallContext => ({
+  idempotencyKey: key,
+  signal: AbortSignal.timeout(20_000),
+  sessionId: 'conformance',
+  elicit: async (params) => {
+    const answered = elicitationResult(elicitationRequest('conformance', 'conformance', params), [{ question_id: ELICITATION_ACTION_QUESTION, answer: 'accept' }]);
+    if ('errors' in answered) throw new Error(answered.errors.map((e) => `${e.field} ${e.message}`).join('; '));
+    return answered.result;
+  },
+});
+
+/** The scenario's server without auth, or with pre-registered client credentials when the context gives them. */
+async function declaration(): Promise<{ decl: McpToolDeclaration; auth: McpAuth }> {
   const secret = context.client_secret;
-  const config = new AppConfig({ DATABASE_URL: 'unused', REDIS_URL: 'unused', TOOL_TIMEOUT_MS: '20000' });
-  const store = { resolve: () => Promise.resolve({ value: secret, version: 1 }) } as unknown as SecretsStore;
-  const connector = new McpConnector(config, new McpSessionPool(config, new McpAuth(store)));
+  const store = { resolve: () => Promise.resolve(secret ? { value: secret, version: 1 } : null) } as unknown as SecretsStore;
+  const auth = new McpAuth(store);
+  if (!context.client_id || !secret) return { decl: { type: 'mcp', server_label: 'conformance', server_url: serverUrl }, auth };
   const decl: McpToolDeclaration = {
     type: 'mcp',
     server_label: 'conformance',
@@ -41,11 +66,18 @@ async function main(): Promise<void> {
     auth: { type: 'oauth_client_credentials', secret: 'conformance', client_id: context.client_id, issuer: await advertisedIssuer() },
     secrets_owner_id: null,
   };
+  return { decl, auth };
+}
+
+/** Lists the server's tools and calls each once, as a worker would for a model that asked. */
+async function main(): Promise<void> {
+  const config = new AppConfig({ DATABASE_URL: 'unused', REDIS_URL: 'unused', TOOL_TIMEOUT_MS: '20000' });
+  const { decl, auth } = await declaration();
+  const connector = new McpConnector(config, new McpSessionPool(config, auth));
   const tools = await connector.listTools(decl);
-  const first = tools[0];
-  if (first) {
-    const outcome = await connector.callTool(decl, first.name, {}, { idempotencyKey: 'conformance:1', signal: AbortSignal.timeout(20_000), sessionId: 'conformance' });
-    console.log(`${first.name}: ${outcome.success ? 'ok' : 'failed'}`);
+  for (const [index, tool] of tools.entries()) {
+    const outcome = await connector.callTool(decl, tool.name, argumentsFor(tool.inputSchema), callContext(`conformance:${index}`));
+    console.log(`${tool.name}: ${outcome.success ? 'ok' : 'failed'}: ${outcome.output.slice(0, 200)}`);
   }
   console.log(`listed ${tools.length} tool(s)`);
 }
