@@ -11,6 +11,7 @@ import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, http, postEvent, sendMessage } from '../support/http.js';
+import { startMcpServer } from '../support/mcp-server.js';
 import { documentedMetrics, parseExposition, type Scrape, scrape, total } from '../support/metrics.js';
 import { RawSseClient, turnsUntilCut } from '../support/slow-reader.js';
 import { SseStream } from '../support/sse.js';
@@ -99,6 +100,28 @@ describe('metrics', () => {
       assert.equal(fake.requests(fakeModel(model)).length, 1, 'one model call');
     } finally {
       stream.close();
+    }
+  });
+
+  it('an MCP tool call opens a session the worker keeps for the next call', async () => {
+    const mcp = await startMcpServer();
+    try {
+      const { id, model } = await putAgent({ tools: [{ type: 'mcp', server_label: 'metrics', server_url: mcp.url, allowed_tools: ['add'] }] });
+      fake.script(fakeModel(model), [{ tool_calls: [{ id: 'm1', name: 'add', arguments: '{"a":1,"b":2}' }] }, { text: 'three' }]);
+      const before = total(await scrapeOf('worker'), 'yuxi_mcp_sessions_open');
+      const session = await createSessionWith(id, 'add');
+      const stream = await SseStream.open(session.id);
+      try {
+        await stream.waitForType('agent.session.turn.completed', undefined, 20_000);
+      } finally {
+        stream.close();
+      }
+      // A new server: the worker opened a session for it and holds it, idle, for the next call.
+      const seen = await eventually('the held session is counted', () => scrapeOf('worker'), (s) => total(s, 'yuxi_mcp_sessions_open') > before);
+      observed.worker.set('yuxi_mcp_sessions_open', { from: before, to: total(seen, 'yuxi_mcp_sessions_open') });
+      assert.equal(mcp.calls.filter((c) => c.tool === 'add').length, 1);
+    } finally {
+      await mcp.close();
     }
   });
 

@@ -133,6 +133,21 @@ describe('a call in flight that stops for the user', () => {
     assert.equal(call.answer({ action: 'accept' }), false, 'nothing waits any more');
   });
 
+  it('one question at a time: a second one while the first waits is declined', async () => {
+    const signal = new AbortController().signal;
+    let second: Promise<{ action: string }> | undefined;
+    const call = new CallInFlight('t:c3', async (self) => {
+      const first = self.elicit({ message: 'one', requestedSchema: { type: 'object', properties: {} } }, signal);
+      second = self.elicit({ message: 'two', requestedSchema: { type: 'object', properties: {} } }, signal);
+      return { success: true, output: `${(await first).action} ${(await second).action}` };
+    });
+    const asked = await call.next();
+    assert.ok('elicit' in asked && asked.elicit.message === 'one');
+    assert.deepEqual(await second, { action: 'decline' });
+    call.answer({ action: 'accept' });
+    assert.deepEqual(await call.next(), { outcome: { success: true, output: 'accept decline' } });
+  });
+
   it('a request the server abandons answers cancel, and a later answer finds nothing waiting', async () => {
     const abandon = new AbortController();
     const call = new CallInFlight('t:c2', async (self) => {

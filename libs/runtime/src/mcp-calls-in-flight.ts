@@ -35,6 +35,11 @@ export class CallInFlight {
   /** The `elicit` hook of the call's context: the server's question, answered when the user answers. */
   elicit = (params: ElicitRequestParams, signal: AbortSignal): Promise<ElicitResult> =>
     new Promise<ElicitResult>((resolve) => {
+      // One question at a time: a second one while the user has the first is declined.
+      if (this.pending) {
+        resolve({ action: 'decline' });
+        return;
+      }
       const answer = (result: ElicitResult): void => {
         this.pending = null;
         resolve(result);
@@ -101,11 +106,12 @@ export class McpCallsInFlight implements OnApplicationShutdown {
     return call;
   }
 
-  /** Tells the server `cancel` and lets the call end on its own; nobody records its outcome. */
+  /** Tells the server `cancel` and abandons the call (notifications/cancelled); nobody records its outcome. */
   release(key: string): void {
     const call = this.take(key);
     if (!call) return;
     call.answer({ action: 'cancel' });
+    call.controller.abort(new Error('no answer came in time'));
   }
 
   onApplicationShutdown(): void {

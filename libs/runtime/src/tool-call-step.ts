@@ -22,9 +22,6 @@ export const WAITING = 'waiting' as const;
 export const ELICITATION_LOST =
   'outcome_unknown: the MCP server asked the user something during this call, and the call was no longer held open when the answer came (the worker holding it stopped, or MCP_ELICITATION_TIMEOUT_MS passed). It may or may not have taken effect.';
 
-export const ELICITATION_ENDED =
-  'outcome_unknown: the MCP server asked the user something during this call, and its session ended (the server restarted or the connection broke) before the answer came. It may or may not have taken effect.';
-
 /**
  * The tool-call steps: a server call started, run and its result stored (or a result that needs no
  * run: recorded as planned), and a stop at a waitpoint for calls a person or the client answers,
@@ -143,10 +140,14 @@ export class ToolCallStep {
   private resumed(state: RunState, tool: ResolvedTool | undefined, declarations: ToolDeclaration[], plan: Extract<ToolStep, { action: 'resume_elicitation' }>): CallInFlight | PlannedOutcome {
     const call = this.inFlight.take(`${state.held.turn.id}:${plan.call.call_id}`);
     const { action, content } = plan.response;
-    if (call?.answer(content ? { action, content } : { action })) return call;
+    // Held here: answered if it still asks, and followed either way — a call that stopped asking
+    // (its session ended, the server withdrew the question) ends with its own outcome, never run twice.
+    if (call) {
+      call.answer(content ? { action, content } : { action });
+      return call;
+    }
     if (plan.idempotent) return this.start(state, tool, declarations, plan);
-    // Held here but no longer waiting: the server's session ended while the user thought.
-    return { success: false, output: call ? ELICITATION_ENDED : ELICITATION_LOST };
+    return { success: false, output: ELICITATION_LOST };
   }
 
   /**
@@ -192,9 +193,20 @@ export class ToolCallStep {
    */
   private async stopForUser(state: RunState, call: CallInFlight, spec: ToolCallSpec, tool: ResolvedTool | undefined, params: ElicitRequestParams): Promise<typeof WAITING | null> {
     const request = elicitationRequest(spec.call_id, (tool?.source ?? '').replace(/^mcp:/, ''), params);
-    const batch = await this.writes.retrying(state.lease, () => this.stepTransitions.suspendForElicitation(state.held, state.lease, request, elicitationQuestions(request)), true);
-    if (batch === 'cancelled' || !batch) {
+    // Where the turn cannot stop here, nobody will answer: the server hears `cancel` and the call is
+    // abandoned (notifications/cancelled), never left open.
+    const abandon = (): void => {
       call.answer({ action: 'cancel' });
+      call.controller.abort(new Error('the elicitation waitpoint could not be committed'));
+    };
+    const batch = await this.writes
+      .retrying(state.lease, () => this.stepTransitions.suspendForElicitation(state.held, state.lease, request, elicitationQuestions(request)), true)
+      .catch((error: unknown) => {
+        abandon();
+        throw error;
+      });
+    if (batch === 'cancelled' || !batch) {
+      abandon();
       if (batch === 'cancelled') throw new TurnCancelledError();
       return this.fenced(state, 'elicitation waitpoint');
     }

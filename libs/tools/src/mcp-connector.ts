@@ -21,8 +21,7 @@ export interface McpToolInfo {
 
 const LIST_CACHE_MS = 60_000;
 const MAX_LIST_PAGES = 20;
-/** The SDK's per-request timeout, a backstop behind the call's own deadline (which pauses while the user is asked). */
-const REQUEST_BACKSTOP_MS = 24 * 3600_000;
+const BACKSTOP_MARGIN_MS = 60_000;
 // JSON-RPC errors a server answers about the call itself (unknown tool, bad arguments, a crash in
 // the tool): the tool failed, the server is fine, and the model should read why.
 const CALL_ERROR_CODES = new Set<number>([ErrorCode.InvalidParams, ErrorCode.MethodNotFound, ErrorCode.InvalidRequest, ErrorCode.InternalError]);
@@ -62,7 +61,9 @@ export class McpConnector {
     // TOOL_TIMEOUT_MS counts while the server works, not while it waits for the user (elicitation):
     // the SDK's own timeout is only a backstop.
     const deadline = new CallDeadline(this.config.toolTimeoutMs);
-    const options: RequestOptions = { signal: AbortSignal.any([ctx.signal, deadline.signal]), timeout: REQUEST_BACKSTOP_MS };
+    // The SDK's own timeout is a backstop behind it: the call's time plus the longest wait for a user.
+    const backstop = this.config.toolTimeoutMs + this.config.mcpElicitationTimeoutMs + BACKSTOP_MARGIN_MS;
+    const options: RequestOptions = { signal: AbortSignal.any([ctx.signal, deadline.signal]), timeout: backstop };
     const onprogress = ctx.onProgress;
     const callOptions: RequestOptions = onprogress ? { ...options, onprogress: (p) => onprogress({ progress: p.progress, total: p.total, message: p.message }) } : options;
     const listed = this.lists.get(this.pool.keyOf(decl));
@@ -86,7 +87,7 @@ export class McpConnector {
           const mismatch = await this.outputMismatch(listed, name, result);
           if (mismatch) return { success: false, output: `output_schema_mismatch: ${mismatch}` };
           return outcomeOf(result);
-        }),
+        }, ctx.sessionId),
       );
     } finally {
       deadline.stop();

@@ -39,7 +39,7 @@ export class AdminSecretsController {
   @ApiBody({ type: PutSecretDto, examples: { token: { summary: 'A bearer token', value: PUT_SECRET_EXAMPLE } } })
   @ApiOkResponse({ type: SecretDto, description: 'Replaced: the next `version`.', example: { ...SECRET_EXAMPLE, version: 2 } })
   @ApiCreatedResponse({ type: SecretDto, description: 'Created.', example: SECRET_EXAMPLE })
-  @ApiErrors('forbidden', 'validation_failed', 'invalid_json', 'not_implemented', 'rate_limited')
+  @ApiErrors('forbidden', 'not_found', 'validation_failed', 'invalid_json', 'not_implemented', 'rate_limited')
   async put(
     @CurrentPrincipal() principal: Principal,
     @Param('name') name: string,

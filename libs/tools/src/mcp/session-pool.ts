@@ -82,16 +82,21 @@ export class McpSessionPool implements OnApplicationShutdown {
   }
 
   /**
-   * Runs `work` on a session of the declaration's server. When the server refuses the session
+   * Runs `work` on a session of the declaration's server, of `scope` when given: a tool call's
+   * sessions belong to its agent session (`ToolCallContext.sessionId`), so what a server keeps in
+   * its MCP session (a browser, a memory, a workspace) never passes from one user's conversation
+   * to another's even where the credentials are the same; listings, stateless, share one scope.
+   * When the server refuses the session
    * (it restarted and forgot it: 404, or 400 as some servers answer), the refused request never
    * ran, so it is sent once more on a freshly initialised session. Any other failure ends the
    * session (the next call initialises a new one) and is rethrown.
    */
-  async use<T>(decl: McpToolDeclaration, options: RequestOptions, work: (session: McpSession) => Promise<T>): Promise<T> {
+  async use<T>(decl: McpToolDeclaration, options: RequestOptions, work: (session: McpSession) => Promise<T>, scope?: string): Promise<T> {
+    const key = scope === undefined ? this.keyOf(decl) : JSON.stringify([this.keyOf(decl), scope]);
     for (let attempt = 0; ; attempt += 1) {
       // A retry never takes another idle session: those of a server that forgot one are as stale.
-      const reused = attempt === 0 ? this.takeIdle(this.keyOf(decl)) : undefined;
-      const session = reused ?? (await this.open(decl, options, attempt > 0 ? 'reinitialized' : 'new'));
+      const reused = attempt === 0 ? this.takeIdle(key) : undefined;
+      const session = reused ?? (await this.open(decl, key, options, attempt > 0 ? 'reinitialized' : 'new'));
       let failed = true;
       try {
         const result = await work(session);
@@ -103,8 +108,9 @@ export class McpSessionPool implements OnApplicationShutdown {
           this.logger.log(`MCP server "${decl.server_label}" forgot session ${session.id}: initialising a new one`);
           continue;
         }
-        // A call the caller gave up on (cancel, deadline) leaves a healthy session: the server was told.
-        if (options.signal?.aborted && !session.broken) failed = false;
+        // A call the caller gave up on (cancel, deadline) ends its session too: the server may run
+        // on and send requests (sampling, elicitation) on the call's stream, which must never reach
+        // the next call. Ending it waits for the cancel notice to be posted.
         throw isSessionLost(error, session) ? new McpSessionLostError(error) : error;
       } finally {
         this.giveBack(session, failed);
@@ -141,8 +147,7 @@ export class McpSessionPool implements OnApplicationShutdown {
     return session;
   }
 
-  private async open(decl: McpToolDeclaration, options: RequestOptions, reason: 'new' | 'reinitialized'): Promise<McpSession> {
-    const key = this.keyOf(decl);
+  private async open(decl: McpToolDeclaration, key: string, options: RequestOptions, reason: 'new' | 'reinitialized'): Promise<McpSession> {
     // The transport is made before its session; its fetch finds the session through this.
     const ref: { session?: McpSession } = {};
     // Credentials from a named secret are read as each request leaves (a rotation reaches this
