@@ -2,16 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { prepared } from '#libs/database';
+import type { StagedImage } from '../inline/inline-images.repository.js';
 
-/** One image of a tool result about to be stored: its id and key are the server's, its type was sniffed from the bytes. */
-export interface StagedToolImage {
-  id: string;
-  key: string;
-  filename: string;
-  bytes: number;
-  mimeType: string;
-  sha256: string;
-}
+/** One image of a tool result about to be stored: staged like an inline image (its id and key are the server's, its type sniffed). */
+export type StagedToolImage = StagedImage;
 
 /**
  * The `files` rows of images tool results returned (origin `tool`), in SQL. They go `uploading`
