@@ -192,6 +192,16 @@ describe('MCP client against server-everything', () => {
       assert.match(result.output, /decline/i);
     });
 
+    it('a turn cancelled at the elicitation waitpoint abandons the held call: the server hears notifications/cancelled', async () => {
+      const { sessionId, turnId, stream } = await waitingTurn('never');
+      const call = server.messages.find((m) => m.method === 'tools/call' && (m.params?._meta as any)?.idempotency_key === `${turnId}:e1`);
+      assert.ok(call, 'the harness saw the tools/call');
+      assert.equal((await postEvent(sessionId, { type: 'agent.session.input.cancel' })).status, 202);
+      await stream.waitForType('agent.session.turn.cancelled', turnId, 15_000);
+      const notice = await until(async () => server.messages.find((m) => m.method === 'notifications/cancelled' && m.sessionId === call.sessionId && m.params?.requestId === call.id), { attempts: 100, intervalMs: 100 });
+      assert.ok(notice, `notifications/cancelled for request ${String(call.id)}`);
+    });
+
     it('the server restarts while the user thinks: the model is told the outcome is unknown and the turn completes', async () => {
       const { sessionId, turnId, stream, waitpoint, model } = await waitingTurn('I could not tell.');
       await server.restart();

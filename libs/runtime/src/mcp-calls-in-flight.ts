@@ -1,6 +1,7 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import type { ElicitRequestParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfig } from '#libs/config';
+import { RunSignals } from '#libs/queue';
 import type { ToolProgress } from '#libs/tools';
 import type { PlannedOutcome } from './step-plan.js';
 
@@ -84,25 +85,43 @@ export class CallInFlight {
 /**
  * The worker's calls that wait for a user's answer to an MCP server's question, by
  * `<turn_id>:<call_id>`: the run that resumes the turn finds its call here. A call is held for
- * MCP_ELICITATION_TIMEOUT_MS; on expiry, or when the worker shuts down, the server is told
- * `cancel` and the call is forgotten (a later answer then finds the outcome unknown).
+ * MCP_ELICITATION_TIMEOUT_MS; on expiry, on a cancel of its turn, or when the worker shuts down,
+ * the server is told `cancel`, the call is abandoned (notifications/cancelled) and forgotten (a
+ * later answer then finds the outcome unknown).
  */
 @Injectable()
 export class McpCallsInFlight implements OnApplicationShutdown {
   private readonly held = new Map<string, CallInFlight>();
+  private readonly unsubscribes = new Map<string, () => void>();
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly signals: RunSignals,
+  ) {}
 
-  /** Keeps a call that asked the user something until the turn resumes (or the hold expires). */
-  hold(call: CallInFlight): void {
+  /**
+   * Keeps a call that asked the user something until the turn resumes, the hold expires, or the
+   * turn is cancelled at its waitpoint (the api's cancel signal for the suspended run `runId`).
+   */
+  hold(call: CallInFlight, runId: string): void {
     this.held.set(call.key, call);
     call.holdFor(this.config.mcpElicitationTimeoutMs, () => this.release(call.key));
+    // Best effort: without Redis the hold's expiry still ends the call.
+    this.signals.onCancel(runId, () => this.release(call.key)).then(
+      (unsubscribe) => {
+        if (this.held.get(call.key) === call) this.unsubscribes.set(call.key, unsubscribe);
+        else unsubscribe();
+      },
+      () => undefined,
+    );
   }
 
   /** The held call of this key, taken out of the registry (undefined: not on this worker, or expired). */
   take(key: string): CallInFlight | undefined {
     const call = this.held.get(key);
     this.held.delete(key);
+    this.unsubscribes.get(key)?.();
+    this.unsubscribes.delete(key);
     return call;
   }
 

@@ -210,7 +210,7 @@ export class ToolCallStep {
       if (batch === 'cancelled') throw new TurnCancelledError();
       return this.fenced(state, 'elicitation waitpoint');
     }
-    this.inFlight.hold(call);
+    this.inFlight.hold(call, state.lease.runId);
     state.keeper.pause();
     await state.publish(batch);
     return WAITING;
