@@ -5,6 +5,7 @@ import { newFileId, storageKeys } from '../file-ids.js';
 import { imageExtension } from '../inline/inline-image-sniffing.js';
 import { InlineImagesRepository, type StagedImage } from '../inline/inline-images.repository.js';
 import { FILE_STORAGE, type FileStorage, StorageObjectMissing } from '../storage/file-storage.js';
+import { discardStaged } from './staged-images.js';
 
 /** An inline image of a submission, decoded and sniffed (see checkInlineImage). */
 export interface DecodedImage {
@@ -84,10 +85,7 @@ export class StoreInlineImages {
   /** Best effort: what is left here (storage or database down) is finished by the files sweep. */
   async discard(fileIds: string[]): Promise<void> {
     try {
-      for (const { id, key } of await this.images.tombstoneStaged(fileIds)) {
-        await this.storage.delete(key);
-        await this.images.deleteTombstone(id);
-      }
+      await discardStaged(this.images, this.storage, fileIds);
     } catch (error) {
       this.logger.warn(`inline images of a submission that did not commit are left to the files sweep: ${String(error)}`);
     }

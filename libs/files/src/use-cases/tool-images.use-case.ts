@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { newFileId, storageKeys } from '../file-ids.js';
 import { FILE_STORAGE, type FileStorage } from '../storage/file-storage.js';
+import { discardStaged } from './staged-images.js';
 import { checkToolMedia, type ToolMediaPart } from '../tool/tool-media-check.js';
 import { ToolImagesRepository } from '../tool/tool-images.repository.js';
 
@@ -54,10 +55,7 @@ export class StoreToolImages {
   /** Best effort: what is left here (storage or database down) is finished by the files sweep. */
   async discard(fileIds: string[]): Promise<void> {
     try {
-      for (const { id, key } of await this.images.tombstoneStaged(fileIds)) {
-        await this.storage.delete(key);
-        await this.images.deleteTombstone(id);
-      }
+      await discardStaged(this.images, this.storage, fileIds);
     } catch (error) {
       this.logger.warn(`images of a tool result that was not recorded are left to the files sweep: ${String(error)}`);
     }
