@@ -40,6 +40,11 @@ const stack = await startStack({
     BODY_LIMIT: '12mb',
     // Expired drafts are swept within a test's time (the short-TTL replica below makes some).
     FILE_SWEEP_MS: '500',
+    // Webhook retries and timeouts a test can wait for (the schedule's shape is unit-tested), and a
+    // sweep that finds lost jobs within a test's time.
+    WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s',
+    WEBHOOK_TIMEOUT_MS: '2000',
+    WEBHOOK_SWEEP_MS: '1000',
     OPENAI_BASE_URL: `http://127.0.0.1:${fakeOpenAiPort}/v1`,
     OPENAI_API_KEY: 'sk-test-fake',
     // Backoff stays short: retry tests wait for a real Retry-After, not for our jitter.
@@ -67,9 +72,10 @@ const secondApi = launch('api-2', SCRIPTS.api, { ...stack.env, PORT: String(seco
 stack.children.push(secondApi);
 await waitForHealth(`http://127.0.0.1:${secondApiPort}/health`, [secondApi], 60_000);
 // A third replica with tight file limits: its drafts expire after 2 s (expiry is observed for
-// real, never faked in SQL) and each owner may store 1 MiB.
+// real, never faked in SQL) and each owner may store 1 MiB. It also refuses private webhook
+// targets, as a deployment does (the others allow the suite's local receivers).
 const fileLimitsApiPort = await freePort();
-const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576' }, logDir);
+const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' }, logDir);
 stack.children.push(fileLimitsApi);
 await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
 

@@ -39,6 +39,9 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     PORT: String(apiPort),
     // api and worker share uploaded files through this directory (unless STORAGE_DRIVER=s3).
     STORAGE_DIR: process.env.STORAGE_DIR ?? path.join(dataDir, 'files'),
+    // A stack on one machine delivers webhooks to receivers on that machine (plain http included);
+    // a deployment (images, docker/.env.example) refuses private targets unless told otherwise.
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
     ...extraEnv,
   };
   const children = [];

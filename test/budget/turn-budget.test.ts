@@ -52,6 +52,7 @@ before(async () => {
       OUTBOX_RELAY_MS: '600000',
       RECOVERY_SWEEP_MS: '600000',
       FILE_SWEEP_MS: '600000',
+      WEBHOOK_SWEEP_MS: '600000',
     },
   });
   const { Client } = await load<{ Client: new (url: string, key: string) => object }>('bench/lib/client.mjs');

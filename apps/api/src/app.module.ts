@@ -12,6 +12,7 @@ import { MetricsModule } from '#libs/metrics';
 import { ProtocolModule } from '#libs/protocol';
 import { OperationsModule } from '#libs/operations';
 import { SecretsModule } from '#libs/secrets';
+import { WebhooksModule } from '#libs/webhooks';
 import { BootstrapKey } from './bootstrap-key.js';
 import { AdminAgentsController } from './controllers/admin-agents.controller.js';
 import { AdminApiKeysController } from './controllers/admin-api-keys.controller.js';
@@ -33,12 +34,13 @@ import { SessionEventsController } from './controllers/session-events.controller
 import { SessionFilesController } from './controllers/session-files.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
+import { WebhooksController } from './controllers/webhooks.controller.js';
 import { HealthModule } from './health.module.js';
 import { HttpDrain } from './http-drain.js';
 
 @Module({
-  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule, SecretsModule],
-  // Sessions, files and projects before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
+  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule, SecretsModule, WebhooksModule],
+  // Sessions, files, projects and webhooks before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [
     HealthController,
     MetricsController,
@@ -48,6 +50,7 @@ import { HttpDrain } from './http-drain.js';
     FilesController,
     AgentFilesController,
     ProjectsController,
+    WebhooksController,
     AgentsController,
     AdminAgentsController,
     AdminSecretsController,

@@ -6,6 +6,7 @@ import { metrics } from '#libs/metrics';
 import { FilesSweep } from '#libs/files';
 import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
 import { AttachmentPreparer, RecoveryService, SessionDriver } from '#libs/runtime';
+import { WebhookDeliverer, WebhookSweep } from '#libs/webhooks';
 
 type Handlers<Names extends JobName> = { [N in Names]: (data: JobPayloads[N]) => Promise<unknown> };
 
@@ -41,12 +42,22 @@ export class SessionDispatchProcessor extends JobProcessor<typeof JOBS.dispatchS
 }
 
 @Processor(QUEUES.maintenance, { autorun: false })
-export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep | typeof JOBS.filesSweep> {
+export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep | typeof JOBS.filesSweep | typeof JOBS.webhooksSweep> {
   readonly handlers;
 
-  constructor(recovery: RecoveryService, files: FilesSweep) {
+  constructor(recovery: RecoveryService, files: FilesSweep, webhooks: WebhookSweep) {
     super();
-    this.handlers = { [JOBS.recoverySweep]: () => recovery.sweep(), [JOBS.filesSweep]: () => files.run() };
+    this.handlers = { [JOBS.recoverySweep]: () => recovery.sweep(), [JOBS.filesSweep]: () => files.run(), [JOBS.webhooksSweep]: () => webhooks.run() };
+  }
+}
+
+@Processor(QUEUES.webhooks, { autorun: false })
+export class WebhooksProcessor extends JobProcessor<typeof JOBS.deliverWebhooks> {
+  readonly handlers;
+
+  constructor(deliverer: WebhookDeliverer) {
+    super();
+    this.handlers = { [JOBS.deliverWebhooks]: ({ endpointId, chain }: JobPayloads['webhooks.deliver']) => deliverer.deliverChain(endpointId, chain) };
   }
 }
 

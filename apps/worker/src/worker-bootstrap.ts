@@ -4,7 +4,7 @@ import type { Queue } from 'bullmq';
 import { AppConfig } from '#libs/config';
 import { JOBS, QUEUE_JOBS, QUEUES, WorkerPresence } from '#libs/queue';
 import { OutboxRelay, SessionDriver, WORKER_ID } from '#libs/runtime';
-import { FilesProcessor, MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor } from './processors.js';
+import { FilesProcessor, MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
 import { ConsumerHealth } from './worker-health.js';
 
 const FILES_CONCURRENCY = 4;
@@ -22,6 +22,7 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     private readonly sessionsProcessor: SessionDispatchProcessor,
     private readonly maintenanceProcessor: MaintenanceProcessor,
     private readonly filesProcessor: FilesProcessor,
+    private readonly webhooksProcessor: WebhooksProcessor,
     @InjectQueue(QUEUES.maintenance) private readonly maintenanceQueue: Queue,
     private readonly config: AppConfig,
     private readonly driver: SessionDriver,
@@ -35,6 +36,7 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
       [QUEUES.sessions]: this.sessionsProcessor as JobProcessor<never>,
       [QUEUES.maintenance]: this.maintenanceProcessor as JobProcessor<never>,
       [QUEUES.files]: this.filesProcessor as JobProcessor<never>,
+      [QUEUES.webhooks]: this.webhooksProcessor as JobProcessor<never>,
     };
     for (const [queue, names] of Object.entries(QUEUE_JOBS)) {
       const processor = processors[queue];
@@ -45,10 +47,12 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     }
     await this.scheduleSweep();
     // The schedule lives in Redis: if Redis loses its data, the next call puts it back.
-    this.scheduleTimer = setInterval(() => void this.scheduleSweep().catch(() => undefined), Math.max(Math.min(this.config.recoverySweepMs, this.config.fileSweepMs), 5_000));
+    this.scheduleTimer = setInterval(() => void this.scheduleSweep().catch(() => undefined), Math.max(Math.min(this.config.recoverySweepMs, this.config.fileSweepMs, this.config.webhookSweepMs), 5_000));
     this.sessionsProcessor.worker.concurrency = this.config.workerConcurrency;
     // Preparations wait on file storage, not on the CPU: a few at once per worker.
     this.filesProcessor.worker.concurrency = FILES_CONCURRENCY;
+    // Webhook attempts wait on receivers (up to WEBHOOK_TIMEOUT_MS each), not on the CPU.
+    this.webhooksProcessor.worker.concurrency = this.config.webhookConcurrency;
     this.relay.start();
     this.consumers.prepare();
     for (const processor of Object.values(processors)) {
@@ -75,6 +79,11 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
       { every: this.config.fileSweepMs },
       { name: JOBS.filesSweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
     );
+    await this.maintenanceQueue.upsertJobScheduler(
+      'webhooks-sweep',
+      { every: this.config.webhookSweepMs },
+      { name: JOBS.webhooksSweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
+    );
   }
 
   /**
@@ -86,6 +95,6 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     if (this.scheduleTimer) clearInterval(this.scheduleTimer);
     await this.presence.stop();
     this.driver.stopClaiming();
-    await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close(), this.filesProcessor.worker.close(), this.relay.stop()]);
+    await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close(), this.filesProcessor.worker.close(), this.webhooksProcessor.worker.close(), this.relay.stop()]);
   }
 }

@@ -6,13 +6,14 @@ import { FilesModule } from '#libs/files';
 import { MetricsModule } from '#libs/metrics';
 import { QueueModule } from '#libs/queue';
 import { RuntimeModule } from '#libs/runtime';
-import { FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor } from './processors.js';
+import { WebhookDeliveryModule } from '#libs/webhooks';
+import { FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
 import { WorkerBootstrap } from './worker-bootstrap.js';
 import { ConsumerHealth, WorkerHealth } from './worker-health.js';
 
 /** The shared core minus the HTTP API: runtime, queues, database. */
 @Module({
-  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, RuntimeModule, TerminusModule.forRoot({ logger: false })],
-  providers: [SessionDispatchProcessor, MaintenanceProcessor, FilesProcessor, WorkerBootstrap, ConsumerHealth, WorkerHealth],
+  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, RuntimeModule, WebhookDeliveryModule, TerminusModule.forRoot({ logger: false })],
+  providers: [SessionDispatchProcessor, MaintenanceProcessor, FilesProcessor, WebhooksProcessor, WorkerBootstrap, ConsumerHealth, WorkerHealth],
 })
 export class WorkerModule {}

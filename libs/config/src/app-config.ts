@@ -90,6 +90,20 @@ export class AppConfig {
    * and the worker (which reads them at call time). Unset: the deployment stores no secrets.
    */
   readonly secretsKey: string | undefined;
+  /** Webhooks (libs/webhooks): private, loopback and link-local targets allowed (dev, tests), and plain http. */
+  readonly webhookAllowPrivateNetworks: boolean;
+  /** The delays between a webhook delivery's attempts, as WEBHOOK_RETRY_SCHEDULE says (libs/webhooks parses it; empty: the default). */
+  readonly webhookRetrySchedule: string;
+  /** How long one attempt may take, connect to last byte of the response head. */
+  readonly webhookTimeoutMs: number;
+  /** An endpoint whose deliveries have failed this long, without a success in between, is disabled. */
+  readonly webhookDisableAfterS: number;
+  /** How often each worker looks for due deliveries that no job announces (after a Redis loss, a crash). */
+  readonly webhookSweepMs: number;
+  /** Attempts in flight at once per worker: they wait on the network, not the CPU. */
+  readonly webhookConcurrency: number;
+  /** Finished deliveries (and their attempt log) are deleted after this long. */
+  readonly webhookRetentionS: number;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
     this.port = int(env, 'PORT', 3000);
@@ -155,6 +169,13 @@ export class AppConfig {
     this.modelRequestAudit = oneOf(env, 'MODEL_REQUEST_AUDIT', ['off', 'on'], 'off') === 'on';
     this.secretsKey = env.SECRETS_KEY || undefined;
     if (this.secretsKey !== undefined && this.secretsKey.length < 32) throw new Error('SECRETS_KEY must be at least 32 characters (e.g. openssl rand -hex 32)');
+    this.webhookAllowPrivateNetworks = bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false);
+    this.webhookRetrySchedule = env.WEBHOOK_RETRY_SCHEDULE ?? '';
+    this.webhookTimeoutMs = Math.max(100, int(env, 'WEBHOOK_TIMEOUT_MS', 15_000));
+    this.webhookDisableAfterS = Math.max(1, int(env, 'WEBHOOK_DISABLE_AFTER_S', 5 * 24 * 3600));
+    this.webhookSweepMs = Math.max(100, int(env, 'WEBHOOK_SWEEP_MS', 5_000));
+    this.webhookConcurrency = Math.max(1, int(env, 'WEBHOOK_CONCURRENCY', 16));
+    this.webhookRetentionS = Math.max(3600, int(env, 'WEBHOOK_RETENTION_S', 30 * 24 * 3600));
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }

@@ -23,6 +23,7 @@ import { AgentVersions1766193600000 } from './migrations/1766193600000-agent-ver
 import { SessionTitleSearch1766280000000 } from './migrations/1766280000000-session-title-search.js';
 import { ToolFiles1766366400000 } from './migrations/1766366400000-tool-files.js';
 import { Secrets1766368800000 } from './migrations/1766368800000-secrets.js';
+import { Webhooks1766455200000 } from './migrations/1766455200000-webhooks.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -49,6 +50,7 @@ export const MIGRATIONS = [
   SessionTitleSearch1766280000000,
   ToolFiles1766366400000,
   Secrets1766368800000,
+  Webhooks1766455200000,
 ];
 
 /**

@@ -128,6 +128,14 @@ export const ERROR_CODES = {
     description:
       'The admin events route takes the control events only (cancel, resume, tool_result, continue, tree stop and continue): an operator never writes messages or other inputs into another user\'s session.',
   },
+  webhook_url_not_allowed: {
+    status: 422,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The webhook URL is not allowed: it must be an absolute https URL without credentials that resolves only to public addresses (private, loopback, link-local and metadata addresses are refused unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true); `message` says which rule.',
+  },
+  webhook_endpoint_limit: { status: 409, type: 'invalid_state', retryable: false, description: 'The caller already has the most webhook endpoints allowed (20): delete one first.' },
   not_implemented: { status: 422, type: 'invalid_request', retryable: false, description: 'The field or event type is part of the protocol but not available in this deployment yet.' },
   rate_limited: {
     status: 429,

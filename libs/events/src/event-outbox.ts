@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { prepared, preparedUpTo } from '#libs/database';
 import { Injectable, Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
+import { webhookPayloadOf } from '#libs/webhooks';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { EventPublisher, type DurableRow, stampEvents } from './event-publisher.js';
@@ -11,6 +12,8 @@ import type { OutgoingEvent } from './outgoing-events.js';
 export interface OutboxBatch {
   sessionId: string;
   rows: DurableRow[];
+  /** The webhook endpoints the batch wrote deliveries for (their chain is the session): nudged after commit. */
+  webhookEndpoints?: string[];
 }
 
 export interface AppendOptions {
@@ -72,17 +75,41 @@ export class EventOutbox {
       const at = values.length;
       return `($${at - 2}, $${at - 1}, $${at}::text, ${i + 1})`;
     });
-    const rows = (await manager.query(
-      preparedUpTo(stamped.length, `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)
-       INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
+    // The webhook bodies of the events webhooks announce (a turn's end, a waitpoint, a created
+    // session): most batches have none and keep the plain INSERT.
+    const hooks: string[] = [];
+    stamped.forEach((event) => {
+      const payload = webhookPayloadOf(event, token);
+      if (!payload) return;
+      values.push(event.event_id, JSON.stringify(payload));
+      hooks.push(`($${values.length - 1}, $${values.length}::text)`);
+    });
+    const insert = `INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
        SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, $4, (base.n + e.ord)::text)
-       FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
-       RETURNING seq, type, payload`),
-      values,
-    )) as { seq: string; type: string; payload: string }[];
+       FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)`;
+    const base = `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)`;
+    // The deliveries are written by the same statement, so by the same transaction as the facts:
+    // one per enabled endpoint of the session's owner that takes the type. An owner without
+    // endpoints costs an index probe, not a statement.
+    const sql =
+      hooks.length === 0
+        ? `${base}\n       ${insert}\n       RETURNING seq, type, payload`
+        : `${base},
+       ins AS (${insert}
+         RETURNING seq, type, payload, event_id),
+       fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
+         SELECT gen_random_uuid(), w.id, $1::uuid::text, ins.seq, ins.event_id, ins.type, $1::uuid, replace(h.body, $4, ins.seq::text), 'pending', now(), now()
+         FROM ins JOIN (VALUES ${hooks.join(', ')}) AS h(event_id, body) ON h.event_id = ins.event_id
+         JOIN webhook_endpoints w ON w.owner_id = (SELECT owner_id FROM sessions WHERE id = $1::uuid) AND w.enabled
+           AND (w.event_types IS NULL OR ins.type = ANY (w.event_types))
+         RETURNING endpoint_id)
+       SELECT seq, type, payload, (SELECT array_agg(DISTINCT endpoint_id::text) FROM fan) AS hooked FROM ins`;
+    const rows = (await manager.query(preparedUpTo(stamped.length + hooks.length, sql), values)) as { seq: string; type: string; payload: string; hooked?: string[] | null }[];
+    const hooked = rows[0]?.hooked ?? null;
     return {
       sessionId,
       rows: rows.map((row) => ({ seq: Number(row.seq), epoch: options.epoch ?? null, type: row.type, payload: row.payload })).sort((a, b) => a.seq - b.seq),
+      ...(hooked && hooked.length > 0 ? { webhookEndpoints: hooked } : {}),
     };
   }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EventOutbox, type FlushResult, type OutboxBatch } from '#libs/events';
-import { AttachmentJobs, RunSignals, SessionDispatcher } from '#libs/queue';
+import { AttachmentJobs, RunSignals, SessionDispatcher, WebhookJobs } from '#libs/queue';
 import { CooperationWaits } from './cooperation-waits.js';
 
 /** What a committed transition asks of the worker side once its transaction is durable. */
@@ -42,12 +42,15 @@ export class AfterCommit {
     private readonly attachmentJobs: AttachmentJobs,
     private readonly signals: RunSignals,
     private readonly cooperation: CooperationWaits,
+    private readonly webhookJobs: WebhookJobs,
   ) {}
 
   async send({ batch, nudges, also }: Committed): Promise<FlushResult> {
     const { sessionId } = batch;
     for (const nudge of nudges) if (nudge.kind === 'prepare') await this.attachmentJobs.prepareQuietly(nudge.inputId);
     const published = await this.outbox.flush(sessionId, batch);
+    // The batch wrote webhook deliveries (its chain is the session): a worker attempts them now.
+    if (batch.webhookEndpoints) await this.webhookJobs.nudgeQuietly(batch.webhookEndpoints.map((endpointId) => ({ endpointId, chain: sessionId })));
     for (const nudge of nudges) {
       if (nudge.kind === 'queue') await this.dispatcher.nudgeQuietly(nudge.sessionId ?? sessionId);
       if (nudge.kind === 'takeover') await this.dispatcher.nudgeTakeover(sessionId, nudge.runId).catch(() => undefined);

@@ -117,6 +117,17 @@ export class Metrics {
   private readonly toolCalls = this.counter(WORKER, 'yuxi_tool_calls_total', 'Tool calls of the model handled by the worker, by source and outcome', ['source', 'outcome']);
   private readonly mcpSessions = this.counter(WORKER, 'yuxi_mcp_sessions_opened_total', 'MCP sessions the worker initialised, by reason (new, or reinitialized after the server forgot one)', ['reason']);
   private readonly mcpSessionsOpen = this.gauge(WORKER, 'yuxi_mcp_sessions_open', 'MCP sessions this worker holds open (in use and idle)', []);
+  private readonly webhookAttempts = this.counter(WORKER, 'yuxi_webhook_attempts_total', 'Webhook delivery attempts, by outcome (succeeded, failed, timeout, network_error, blocked)', ['outcome']);
+  private readonly webhookDeliveries = this.counter(WORKER, 'yuxi_webhook_deliveries_total', 'Webhook deliveries finished, by outcome (succeeded; failed: every attempt of the schedule failed)', ['outcome']);
+  private readonly webhookDuration = this.histogram(
+    WORKER,
+    'yuxi_webhook_attempt_duration_seconds',
+    'Webhook attempt latency from the request to the receiver\'s response head (or the failure)',
+    [],
+    [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
+  );
+  private readonly webhookBacklog = this.gauge(WORKER, 'yuxi_webhook_backlog', 'Webhook deliveries pending (due or waiting for a retry), as the last sweep of this worker counted them', []);
+  private readonly webhookDisabled = this.counter(WORKER, 'yuxi_webhook_endpoints_disabled_total', 'Webhook endpoints disabled by delivery results, by reason (gone: a 410; failing: failing for WEBHOOK_DISABLE_AFTER_S)', ['reason']);
 
   /**
    * Exposes the metrics of `role` (and the default process metrics, `yuxi_` prefixed) in this
@@ -219,6 +230,23 @@ export class Metrics {
 
   mcpSessionsHeld(open: number): void {
     this.mcpSessionsOpen.set(open);
+  }
+
+  webhookAttempt(outcome: string, seconds: number): void {
+    this.webhookAttempts.inc({ outcome });
+    this.webhookDuration.observe(seconds);
+  }
+
+  webhookDelivered(outcome: 'succeeded' | 'failed'): void {
+    this.webhookDeliveries.inc({ outcome });
+  }
+
+  webhookPending(count: number): void {
+    this.webhookBacklog.set(count);
+  }
+
+  webhookEndpointDisabled(reason: 'gone' | 'failing'): void {
+    this.webhookDisabled.inc({ reason });
   }
 
   // --- gauges read on scrape ---

@@ -2,6 +2,7 @@ export { JOBS, type JobName, type JobPayloads, QUEUE_JOBS, QUEUES } from './queu
 export { QueueModule } from './queue.module.js';
 export { SessionDispatcher } from './session-dispatcher.js';
 export { AttachmentJobs } from './attachment-jobs.js';
+export { WebhookJobs } from './webhook-jobs.js';
 export { RunSignals } from './run-signals.js';
 export { presenceKeys, type WorkerAnnouncement, WorkerPresence, workerPresenceKey, WORKERS_SET } from './worker-presence.js';
 export { queuePrefix } from './bullmq-cluster.js';

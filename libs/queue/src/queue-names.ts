@@ -3,6 +3,7 @@ export const QUEUES = {
   sessions: 'session-dispatch',
   maintenance: 'maintenance',
   files: 'files',
+  webhooks: 'webhooks',
 } as const;
 
 export const JOBS = {
@@ -10,6 +11,8 @@ export const JOBS = {
   recoverySweep: 'recovery.sweep',
   filesSweep: 'files.sweep',
   prepareAttachments: 'attachments.prepare',
+  deliverWebhooks: 'webhooks.deliver',
+  webhooksSweep: 'webhooks.sweep',
 } as const;
 
 export type JobName = (typeof JOBS)[keyof typeof JOBS];
@@ -22,11 +25,16 @@ export interface JobPayloads {
   'files.sweep': Record<string, never>;
   /** Copy an input's attached files into its session's workdir, then mark the input ready. */
   'attachments.prepare': { inputId: string };
+  /** Attempt the due head of one chain of webhook deliveries (an endpoint and a session), then the next ones while they succeed. */
+  'webhooks.deliver': { endpointId: string; chain: string };
+  /** Due deliveries no job announces (Redis lost them, a worker died mid-attempt), the backlog gauge, and the retention. */
+  'webhooks.sweep': Record<string, never>;
 }
 
 /** Which jobs travel on which queue; a worker refuses to start when one of them has no handler. */
 export const QUEUE_JOBS = {
   [QUEUES.sessions]: [JOBS.dispatchSession],
-  [QUEUES.maintenance]: [JOBS.recoverySweep, JOBS.filesSweep],
+  [QUEUES.maintenance]: [JOBS.recoverySweep, JOBS.filesSweep, JOBS.webhooksSweep],
   [QUEUES.files]: [JOBS.prepareAttachments],
+  [QUEUES.webhooks]: [JOBS.deliverWebhooks],
 } as const satisfies Record<string, readonly JobName[]>;

@@ -6,6 +6,7 @@ import { QUEUES } from './queue-names.js';
 import { QuietQueue, QuietWorker } from './quiet-bullmq.js';
 import { RunSignals, signalsRedisProviders } from './run-signals.js';
 import { AttachmentJobs } from './attachment-jobs.js';
+import { WebhookJobs } from './webhook-jobs.js';
 import { SessionDispatcher } from './session-dispatcher.js';
 import { presenceRedisProvider, WorkerPresence } from './worker-presence.js';
 
@@ -26,7 +27,7 @@ BullModule.workerClass = QuietWorker;
     }),
     // Producers fail fast while Redis is down instead of queueing commands in memory: a nudge is
     // only a hint (the outbox relay and the sweep re-nudge), and a request must not hang on it.
-    ...[QUEUES.sessions, QUEUES.maintenance, QUEUES.files].map((name) =>
+    ...[QUEUES.sessions, QUEUES.maintenance, QUEUES.files, QUEUES.webhooks].map((name) =>
       BullModule.registerQueueAsync({
         name,
         inject: [AppConfig],
@@ -34,7 +35,7 @@ BullModule.workerClass = QuietWorker;
       }),
     ),
   ],
-  providers: [SessionDispatcher, AttachmentJobs, RunSignals, ...signalsRedisProviders, WorkerPresence, presenceRedisProvider],
-  exports: [SessionDispatcher, AttachmentJobs, RunSignals, BullModule, WorkerPresence],
+  providers: [SessionDispatcher, AttachmentJobs, WebhookJobs, RunSignals, ...signalsRedisProviders, WorkerPresence, presenceRedisProvider],
+  exports: [SessionDispatcher, AttachmentJobs, WebhookJobs, RunSignals, BullModule, WorkerPresence],
 })
 export class QueueModule {}

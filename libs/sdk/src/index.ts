@@ -17,3 +17,5 @@ export { parseSse, SseLineParser } from './sse-parser.js';
 export type { SseMessage, SseRecord } from './sse-parser.js';
 export type { CallOptions, ClientOptions, WriteOptions } from './transport.js';
 export type * from './types.js';
+export { verifyWebhook, WebhookVerificationError } from './webhooks.js';
+export type { VerifyWebhookOptions, WebhookHeaders, WebhookVerificationReason } from './webhooks.js';

@@ -11,6 +11,11 @@ export const TAGS = {
     description: 'Submit inputs and control events (messages, steers, cancels, waitpoint answers, tool results), read the queue, inputs and receipts, and subscribe to the session event stream (SSE).',
   },
   turns: { name: 'turns-and-items', description: 'Turns, their runs (execution segments) and the items of the session history.' },
+  webhooks: {
+    name: 'webhooks',
+    description:
+      'Webhook endpoints of the caller (Standard Webhooks): signed POSTs when a session is created, a turn completes, fails, is cancelled or waits for an answer, a coordinator creates a member, or a context is compacted; retried on a schedule, in order per session, with a delivery log. The payloads are in `x-webhooks` and under `WebhookPayload`.',
+  },
   files: { name: 'files', description: 'Files: upload drafts (and read or delete them before they are attached with `yuxi.attachment_file_ids`), a session\'s attachments and the bytes of its workdir files.' },
   productFiles: {
     name: 'product-files',

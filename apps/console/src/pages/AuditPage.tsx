@@ -22,6 +22,9 @@ const ACTIONS: Record<AuditEntry['action'], string> = {
   'secret.created': 'Secret created',
   'secret.replaced': 'Secret rotated',
   'secret.deleted': 'Secret deleted',
+  'webhook_endpoint.secret_rotated': 'Webhook secret rotated',
+  'webhook_endpoint.disabled': 'Webhook endpoint disabled',
+  'webhook_endpoint.recovered': 'Webhook endpoint recovered',
 };
 
 /** The audit trail, newest first, a cursor page at a time. */

@@ -20,11 +20,12 @@ export class GetQueueStatus {
     @InjectQueue(QUEUES.sessions) sessions: Queue,
     @InjectQueue(QUEUES.maintenance) maintenance: Queue,
     @InjectQueue(QUEUES.files) files: Queue,
+    @InjectQueue(QUEUES.webhooks) webhooks: Queue,
     private readonly inputs: InputsRepository,
     private readonly runs: RunsRepository,
     private readonly presence: WorkerPresence,
   ) {
-    this.queues = [sessions, maintenance, files];
+    this.queues = [sessions, maintenance, files, webhooks];
   }
 
   async execute(): Promise<QueueStatusDto> {

@@ -1,0 +1,135 @@
+import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { AuditLog } from '#libs/audit';
+import { AppConfig, ThrottledLog } from '#libs/config';
+import { metrics } from '#libs/metrics';
+import { WebhookJobs } from '#libs/queue';
+import { WebhookSecretBox } from '../webhook-secret-box.js';
+import { guardedLookup } from './address-policy.js';
+import { type ClaimedDelivery, type DeliveryNext, DeliveryStore, type EndpointChange } from './delivery-store.js';
+import { endpointVerdict, parseRetryAfter, parseRetrySchedule, retryDelayMs } from './retry-schedule.js';
+import { signatureHeader } from './signature.js';
+import { type SendResult, WebhookSender } from './webhook-sender.js';
+
+/** Deliveries one job attempts at most before it hands the chain to a fresh job (fairness between chains). */
+const CHAIN_RUN_MAX = 50;
+/** A lease outlives its attempt by this much: the result is written well before another worker may claim. */
+const LEASE_MARGIN_MS = 15_000;
+
+/**
+ * The delivery engine (each worker): attempts the head of a chain, signs it afresh (Standard
+ * Webhooks: same `webhook-id`, new timestamp), records the attempt, then moves on to the next head
+ * while attempts succeed. A failure schedules the chain's next job at its retry time (BullMQ
+ * delayed job); the sweep puts back what Redis or a crash lost. An endpoint that answers 410, or
+ * that has failed for WEBHOOK_DISABLE_AFTER_S, is disabled (audited, logged, counted).
+ */
+@Injectable()
+export class WebhookDeliverer implements OnApplicationShutdown {
+  private readonly log = new ThrottledLog(new Logger(WebhookDeliverer.name));
+  private readonly logger = new Logger(WebhookDeliverer.name);
+  private readonly schedule: number[];
+  private readonly sender: WebhookSender;
+  private readonly box: WebhookSecretBox;
+
+  constructor(
+    private readonly store: DeliveryStore,
+    private readonly jobs: WebhookJobs,
+    private readonly audit: AuditLog,
+    private readonly config: AppConfig,
+  ) {
+    // Fails the boot on a malformed WEBHOOK_RETRY_SCHEDULE rather than at the first failure.
+    this.schedule = parseRetrySchedule(config.webhookRetrySchedule);
+    this.sender = new WebhookSender(guardedLookup(config.webhookAllowPrivateNetworks));
+    this.box = new WebhookSecretBox(config.secretsKey);
+  }
+
+  /** One job: the chain's due heads, in order, until one fails, none is due, or the run's cap. */
+  async deliverChain(endpointId: string, chain: string): Promise<void> {
+    for (let i = 0; i < CHAIN_RUN_MAX; i += 1) {
+      const claimed = await this.store.claimHead(endpointId, chain, this.config.webhookTimeoutMs + LEASE_MARGIN_MS);
+      if (!claimed) return;
+      const next = await this.attempt(claimed);
+      if (next.status === 'pending') {
+        await this.jobs.later({ endpointId, chain }, next.retryInMs, `retry:${claimed.id}:${claimed.attempt}`).catch((error: unknown) => {
+          metrics.redisError('queue');
+          this.log.warn(`webhook retries cannot be queued; the webhook sweep will attempt them: ${String(error)}`);
+        });
+        return;
+      }
+      if (claimed.eventType === 'webhook.test') return;
+    }
+    // More of this chain is due: another job goes on with it, after the others queued.
+    await this.jobs.nudgeQuietly([{ endpointId, chain }]);
+  }
+
+  private async attempt(claimed: ClaimedDelivery): Promise<DeliveryNext> {
+    const startedAt = new Date();
+    const result = await this.send(claimed);
+    metrics.webhookAttempt(result.outcome, result.durationMs / 1000);
+    const test = claimed.eventType === 'webhook.test';
+    const ok = result.outcome === 'succeeded';
+    const verdict = endpointVerdict({
+      status: ok ? (result.statusCode ?? 200) : result.statusCode === 410 ? 410 : null,
+      failingSinceMs: claimed.failingSince?.getTime() ?? null,
+      nowMs: claimed.nowMs,
+      disableAfterMs: this.config.webhookDisableAfterS * 1000,
+    });
+    // A test send is one attempt that says how the endpoint answers; it changes nothing about it.
+    const change: EndpointChange = test ? 'none' : verdict === 'ok' ? 'ok' : verdict === 'failing' ? 'failing' : { disable: verdict === 'disable_gone' ? 'gone' : 'failing' };
+    let next: DeliveryNext;
+    if (ok) next = { status: 'succeeded' };
+    else if (test || typeof change === 'object') next = { status: 'failed' };
+    else {
+      const delay = retryDelayMs(claimed.attempt - 1, this.schedule, Math.random, parseRetryAfter(result.retryAfter, Date.now()));
+      next = delay === null ? { status: 'failed' } : { status: 'pending', retryInMs: delay };
+    }
+    const recorded = await this.store.record(
+      { deliveryId: claimed.id, attempt: claimed.attempt, startedAt, durationMs: result.durationMs, statusCode: result.statusCode, outcome: result.outcome, responseExcerpt: result.responseExcerpt, error: result.error },
+      next,
+      claimed.endpointId,
+      change,
+      (manager, what) => this.auditChange(manager, claimed, what, typeof change === 'object' ? change.disable : null, result),
+    );
+    if (!recorded.moved) return { status: 'failed' };
+    if (next.status !== 'pending') metrics.webhookDelivered(next.status);
+    if (recorded.disabled && typeof change === 'object') {
+      metrics.webhookEndpointDisabled(change.disable);
+      this.logger.warn(`webhook endpoint ${claimed.endpointId} disabled (${change.disable === 'gone' ? 'it answered 410 Gone' : 'its deliveries kept failing'})`);
+    }
+    if (recorded.recovered) this.logger.log(`webhook endpoint ${claimed.endpointId} recovered: a delivery succeeded after failures`);
+    return next;
+  }
+
+  private async send(claimed: ClaimedDelivery): Promise<SendResult> {
+    let secrets: string[];
+    try {
+      secrets = [this.box.open(claimed.secretSealed, claimed.endpointId)];
+      if (claimed.previousSecretSealed) secrets.push(this.box.open(claimed.previousSecretSealed, claimed.endpointId));
+    } catch (error) {
+      // SECRETS_KEY changed under stored secrets: nothing can be signed until the owner rotates.
+      return { outcome: 'failed', statusCode: null, durationMs: 0, responseExcerpt: '', error: `the signing secret cannot be opened: ${String(error)}`.slice(0, 500), retryAfter: null };
+    }
+    const timestamp = Math.floor(Date.now() / 1000);
+    return this.sender.send({
+      url: claimed.url,
+      body: claimed.payload,
+      timeoutMs: this.config.webhookTimeoutMs,
+      headers: { 'webhook-id': claimed.eventId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(secrets, claimed.eventId, timestamp, claimed.payload) },
+    });
+  }
+
+  private async auditChange(manager: EntityManager, claimed: ClaimedDelivery, what: 'disabled' | 'recovered', reason: string | null, result: SendResult): Promise<void> {
+    await this.audit.record(manager, {
+      actorId: null,
+      keyId: null,
+      action: what === 'disabled' ? 'webhook_endpoint.disabled' : 'webhook_endpoint.recovered',
+      targetType: 'webhook_endpoint',
+      targetId: claimed.endpointId,
+      details: what === 'disabled' ? { owner_id: claimed.ownerId, reason, status_code: result.statusCode, outcome: result.outcome } : { owner_id: claimed.ownerId },
+    });
+  }
+
+  onApplicationShutdown(): void {
+    this.sender.close();
+  }
+}
