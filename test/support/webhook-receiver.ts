@@ -42,7 +42,7 @@ export class WebhookReceiver {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        let json: unknown = null;
+        let json: unknown;
         try {
           json = JSON.parse(body);
         } catch {
