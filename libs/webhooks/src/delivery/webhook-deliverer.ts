@@ -39,7 +39,7 @@ export class WebhookDeliverer implements OnApplicationShutdown {
   ) {
     // Fails the boot on a malformed WEBHOOK_RETRY_SCHEDULE rather than at the first failure.
     this.schedule = parseRetrySchedule(config.webhookRetrySchedule);
-    this.sender = new WebhookSender(guardedLookup(config.webhookAllowPrivateNetworks));
+    this.sender = new WebhookSender(guardedLookup(config.webhookAllowPrivateNetworks), config.webhookAllowPrivateNetworks);
     this.box = new WebhookSecretBox(config.secretsKey);
   }
 

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import type { WebhookAttemptOutcome } from '../webhook.dto.js';
+import { isPublicAddress } from './address-policy.js';
 
 /** What one POST came to. */
 export interface SendResult {
@@ -34,7 +35,10 @@ const USER_AGENT = 'yuxi-webhooks/1';
 export class WebhookSender {
   private readonly agents: { http: http.Agent; https: https.Agent };
 
-  constructor(private readonly lookup: LookupFunction) {
+  constructor(
+    private readonly lookup: LookupFunction,
+    private readonly allowPrivate: boolean,
+  ) {
     // Kept-alive sockets were connected to an address the guard allowed.
     this.agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
   }
@@ -48,6 +52,7 @@ export class WebhookSender {
       let headMs = 0;
       let retryAfter: string | null = null;
       let excerpt = '';
+      let timer: NodeJS.Timeout | undefined;
       const finish = (result: Omit<SendResult, 'durationMs' | 'retryAfter'>, durationMs = elapsed()) => {
         if (settled) return;
         settled = true;
@@ -61,6 +66,13 @@ export class WebhookSender {
         finish({ outcome: 'blocked', statusCode: null, responseExcerpt: '', error: 'the endpoint URL is not valid' });
         return;
       }
+      // A literal address is connected to without a lookup, so the guard checks it here (an
+      // endpoint stored while private networks were allowed, say).
+      const literal = url.hostname.replace(/^\[|\]$/g, '');
+      if (!this.allowPrivate && isIP(literal) !== 0 && !isPublicAddress(literal)) {
+        finish({ outcome: 'blocked', statusCode: null, responseExcerpt: '', error: 'the endpoint resolves to an address that is not allowed' });
+        return;
+      }
       const secure = url.protocol === 'https:';
       const req = (secure ? https : http).request(url, {
         method: 'POST',
@@ -68,7 +80,7 @@ export class WebhookSender {
         lookup: this.lookup,
         headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, 'content-length': String(Buffer.byteLength(request.body)), ...request.headers },
       });
-      const timer = setTimeout(() => {
+      timer = setTimeout(() => {
         // After the head: the status decided; the excerpt is what arrived.
         if (statusCode !== null) finish(outcomeOf(statusCode, excerpt), headMs);
         else finish({ outcome: 'timeout', statusCode: null, responseExcerpt: '', error: `no response within ${request.timeoutMs} ms` });
