@@ -44,6 +44,18 @@ export class WebhookSender {
   }
 
   send(request: SendRequest): Promise<SendResult> {
+    const refused = (error: string): Promise<SendResult> => Promise.resolve({ outcome: 'blocked', statusCode: null, durationMs: 0, responseExcerpt: '', error, retryAfter: null });
+    let url: URL;
+    try {
+      url = new URL(request.url);
+    } catch {
+      return refused('the endpoint URL is not valid');
+    }
+    // A literal address is connected to without a lookup, so the guard checks it here (an
+    // endpoint stored while private networks were allowed, say).
+    const literal = url.hostname.replace(/^\[|\]$/g, '');
+    if (!this.allowPrivate && isIP(literal) !== 0 && !isPublicAddress(literal)) return refused('the endpoint resolves to an address that is not allowed');
+    const secure = url.protocol === 'https:';
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     return new Promise<SendResult>((resolve) => {
@@ -52,40 +64,24 @@ export class WebhookSender {
       let headMs = 0;
       let retryAfter: string | null = null;
       let excerpt = '';
-      let timer: NodeJS.Timeout | undefined;
       const finish = (result: Omit<SendResult, 'durationMs' | 'retryAfter'>, durationMs = elapsed()) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         resolve({ ...result, durationMs, retryAfter });
       };
-      let url: URL;
-      try {
-        url = new URL(request.url);
-      } catch {
-        finish({ outcome: 'blocked', statusCode: null, responseExcerpt: '', error: 'the endpoint URL is not valid' });
-        return;
-      }
-      // A literal address is connected to without a lookup, so the guard checks it here (an
-      // endpoint stored while private networks were allowed, say).
-      const literal = url.hostname.replace(/^\[|\]$/g, '');
-      if (!this.allowPrivate && isIP(literal) !== 0 && !isPublicAddress(literal)) {
-        finish({ outcome: 'blocked', statusCode: null, responseExcerpt: '', error: 'the endpoint resolves to an address that is not allowed' });
-        return;
-      }
-      const secure = url.protocol === 'https:';
+      const timer = setTimeout(() => {
+        // After the head: the status decided; the excerpt is what arrived.
+        if (statusCode !== null) finish(outcomeOf(statusCode, excerpt), headMs);
+        else finish({ outcome: 'timeout', statusCode: null, responseExcerpt: '', error: `no response within ${request.timeoutMs} ms` });
+        req.destroy();
+      }, request.timeoutMs);
       const req = (secure ? https : http).request(url, {
         method: 'POST',
         agent: secure ? this.agents.https : this.agents.http,
         lookup: this.lookup,
         headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, 'content-length': String(Buffer.byteLength(request.body)), ...request.headers },
       });
-      timer = setTimeout(() => {
-        // After the head: the status decided; the excerpt is what arrived.
-        if (statusCode !== null) finish(outcomeOf(statusCode, excerpt), headMs);
-        else finish({ outcome: 'timeout', statusCode: null, responseExcerpt: '', error: `no response within ${request.timeoutMs} ms` });
-        req.destroy();
-      }, request.timeoutMs);
       req.on('response', (res) => {
         statusCode = res.statusCode ?? 0;
         headMs = elapsed();
