@@ -146,12 +146,12 @@ export class WebhookDeliveryDto {
   @ApiProperty({ type: String, format: 'uuid', nullable: true }) session_id!: string | null;
   @ApiProperty({ enum: WEBHOOK_DELIVERY_STATUSES, description: '`pending` (an attempt is due or under way), `succeeded`, `failed` (every attempt of the schedule failed, or a test send\'s only one).' })
   status!: (typeof WEBHOOK_DELIVERY_STATUSES)[number];
-  @ApiProperty({ type: 'integer', description: 'Attempts made so far.' }) attempt_count!: number;
+  @ApiProperty({ type: 'integer', description: 'Attempts made so far (one whose worker died mid-attempt counts, and leaves no entry in `attempts`).' }) attempt_count!: number;
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds: when the next attempt is due; null once the delivery is done.' }) next_attempt_at!: number | null;
   @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'The delivery this one redelivers.' }) redelivery_of!: string | null;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds; null while pending.' }) completed_at!: number | null;
-  @ApiProperty({ type: [WebhookAttemptDto], description: 'Every attempt, oldest first.' }) attempts!: WebhookAttemptDto[];
+  @ApiProperty({ type: [WebhookAttemptDto], description: 'Every attempt that came to a result, oldest first.' }) attempts!: WebhookAttemptDto[];
 }
 
 export class WebhookDeliveryListDto {
