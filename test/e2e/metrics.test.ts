@@ -11,10 +11,12 @@ import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, http, postEvent, sendMessage } from '../support/http.js';
+import { call, createSessionAs, newProductUser } from '../support/identity.js';
 import { startMcpServer } from '../support/mcp-server.js';
 import { documentedMetrics, parseExposition, type Scrape, scrape, total } from '../support/metrics.js';
 import { RawSseClient, turnsUntilCut } from '../support/slow-reader.js';
 import { SseStream } from '../support/sse.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 type Process = 'api' | 'worker';
 const scrapeOf = (process: Process): Promise<Scrape> => scrape(process === 'api' ? env.apiUrl : env.workerHealthUrl);
@@ -34,7 +36,8 @@ const queued = (s: Scrape): number => total(s, 'yuxi_queue_jobs', { queue: 'sess
 
 // The metrics of both apps, scraped before and after real work through the api: turns that
 // complete (with a builtin tool call), fail, are cancelled while waiting, and are taken over after
-// a lease expired; a model on the wire; a paused queue; Redis refusing writes; Postgres ending
+// a lease expired; a model on the wire; webhook deliveries to a local receiver (held back, then
+// delivered; an endpoint disabled by a 410); a paused queue; Redis refusing writes; Postgres ending
 // connections. Every metric of docs/metrics.md must be present and have moved.
 describe('metrics', () => {
   let fake: FakeOpenAi;
@@ -122,6 +125,55 @@ describe('metrics', () => {
       assert.equal(mcp.calls.filter((c) => c.tool === 'add').length, 1);
     } finally {
       await mcp.close();
+    }
+  });
+
+  it('webhook deliveries: held back by a Retry-After (the backlog), then delivered; an endpoint that answers 410 is disabled', async () => {
+    // A product user of its own: only its sessions are fanned out to its endpoints. The suite's
+    // stack allows private targets, so the receiver is a local server on 127.0.0.1.
+    const receiver = await WebhookReceiver.start();
+    const { caller } = await newProductUser('metrics webhooks');
+    const endpoints: string[] = [];
+    const endpoint = async (path: string): Promise<void> => {
+      const res = await call(caller, `${API}/webhooks`, { body: { url: `${receiver.url}${path}` } });
+      assert.equal(res.status, 201, res.text);
+      endpoints.push(res.body.id);
+    };
+    let hold = true;
+    receiver.answer = (hook) => (hook.path === '/gone' ? { status: 410 } : hold ? { status: 503, headers: { 'retry-after': '5' } } : { status: 200, body: '{"ok":true}' });
+    try {
+      await endpoint('/delivered');
+      await endpoint('/gone');
+      const before = await scrapeOf('worker');
+      const base = total(before, 'yuxi_webhook_backlog');
+      const session = await createSessionAs(caller, 'webhook metrics');
+      // The first attempt is answered 503 with Retry-After: 5, so the delivery waits, pending, and
+      // the webhook sweep (every second on the suite's stack) counts it.
+      const seen = await eventually('the webhook sweep counts the pending delivery', () => scrapeOf('worker'), (s) => total(s, 'yuxi_webhook_backlog') > base);
+      observed.worker.set('yuxi_webhook_backlog', { from: base, to: total(seen, 'yuxi_webhook_backlog') });
+      hold = false;
+      await receiver.waitFor(
+        'the completed turn delivered',
+        () => receiver.at('/delivered').some((hook) => hook.json?.type === 'agent.session.turn.completed' && hook.json.data.session_id === session.id),
+        30_000,
+      );
+      const now = await eventually(
+        'the worker counts the attempts and the disabled endpoint',
+        () => scrapeOf('worker'),
+        (s) =>
+          total(s, 'yuxi_webhook_attempts_total', { outcome: 'succeeded' }) >= total(before, 'yuxi_webhook_attempts_total', { outcome: 'succeeded' }) + 2 &&
+          total(s, 'yuxi_webhook_endpoints_disabled_total', { reason: 'gone' }) > total(before, 'yuxi_webhook_endpoints_disabled_total', { reason: 'gone' }),
+      );
+      const grew = (name: string, where: Record<string, string> = {}): number => total(now, name, where) - total(before, name, where);
+      assert.ok(grew('yuxi_webhook_attempts_total', { outcome: 'failed' }) >= 2, 'the 503 and the 410');
+      assert.ok(grew('yuxi_webhook_attempt_duration_seconds_count') >= 4, 'every attempt is timed');
+      assert.ok(grew('yuxi_webhook_deliveries_total', { outcome: 'succeeded' }) >= 2, 'the created session and the completed turn');
+      assert.equal(now.types.get('yuxi_webhook_backlog'), 'gauge', 'the backlog is exposed');
+      const gone = await call(caller, `${API}/webhooks/${endpoints[1]}`);
+      assert.equal(gone.body.disabled_reason, 'gone', gone.text);
+    } finally {
+      for (const id of endpoints) await call(caller, `${API}/webhooks/${id}`, { method: 'DELETE' });
+      await receiver.close();
     }
   });
 
@@ -320,6 +372,9 @@ describe('metrics', () => {
     assert.ok(moved('yuxi_model_call_duration_seconds_count', { provider: 'openai' }) >= 1);
     assert.ok(moved('yuxi_run_takeovers_total', { reason: 'lease_expired' }) >= 1);
     assert.ok(moved('yuxi_queue_job_wait_seconds_count', { queue: 'session-dispatch' }) >= 5);
+    assert.ok(moved('yuxi_webhook_attempts_total', { outcome: 'succeeded' }) >= 2, 'the webhook deliveries');
+    assert.ok(moved('yuxi_webhook_attempt_duration_seconds_count', {}) >= 4);
+    assert.ok(moved('yuxi_queue_job_wait_seconds_count', { queue: 'webhooks' }) >= 1);
   });
 });
 
