@@ -552,6 +552,138 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The caller's endpoints in a stable (created_at, id) order, newest first by default. Secrets are never listed.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description An endpoint of the caller (at most 20). Events of the caller's sessions of the chosen types are POSTed to it, signed (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`), at least once: dedup on `webhook-id`. The answer holds the signing `secret`, the only time it is shown. Full access only.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description One endpoint of the caller; a disabled one says why (`disabled_reason`, `disabled_at`).
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes the fields given: `url`, `event_types`, `description`, `enabled` (re-enable an endpoint disabled by a 410 or by failures; its pending deliveries then go out, in order).
+         */
+        post: operations["updateWebhookEndpoint"];
+        /**
+         * Delete a webhook endpoint
+         * @description The endpoint and its delivery log are gone; nothing more is sent to it (an attempt already under way finishes).
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/webhooks/{webhook_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret
+         * @description A new signing secret, shown in this answer only. For 24 hours deliveries carry two signatures (`webhook-signature: v1,<new> v1,<old>`), so a receiver can switch secrets without refusing any; then only the new one signs. Audited (`webhook_endpoint.secret_rotated`).
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description A `webhook.test` delivery, attempted at once and only once (also to a disabled endpoint); its outcome is in the delivery log. It changes nothing about the endpoint's health.
+         */
+        post: operations["testWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description The delivery log, newest first: each delivery with every attempt (start, duration, HTTP status, outcome, the first 1,024 characters of the response). Finished deliveries are kept for WEBHOOK_RETENTION_S (30 days by default).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeliver one delivery
+         * @description The same event (same payload, same `webhook-id`) as a new delivery, attempted now with the retry schedule, outside its session's order. The new delivery names the original in `redelivery_of`.
+         */
+        post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents": {
         parameters: {
             query?: never;
@@ -1204,7 +1336,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "control_event_required" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -2005,6 +2137,168 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
+        CreateWebhookEndpointDto: {
+            /**
+             * @description Where deliveries are POSTed. HTTPS, resolving to a public address: private, loopback, link-local and metadata addresses are refused (422 `webhook_url_not_allowed`), after DNS resolution, and again at every attempt (redirects are not followed), unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true.
+             * @example https://hooks.example.com/yuxi
+             */
+            url: string;
+            /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). */
+            event_types?: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            /** @description Omitted: empty. */
+            description?: string;
+            /**
+             * @description A disabled endpoint receives nothing (test sends excepted).
+             * @default true
+             */
+            enabled: boolean;
+        };
+        WebhookEndpointWithSecretDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "webhook_endpoint";
+            /** @description Where deliveries are POSTed. HTTPS, resolving to a public address: private, loopback, link-local and metadata addresses are refused (422 `webhook_url_not_allowed`), after DNS resolution, and again at every attempt (redirects are not followed), unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. */
+            url: string;
+            /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). */
+            event_types: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            /** @description Empty when none was given. */
+            description: string;
+            enabled: boolean;
+            /**
+             * @description Why a disabled endpoint is: `manual` (its owner), `gone` (it answered 410), `failing` (every attempt failed for WEBHOOK_DISABLE_AFTER_S, 5 days by default). Null while enabled.
+             * @enum {string|null}
+             */
+            disabled_reason: "manual" | "gone" | "failing" | null;
+            /** @description Unix seconds; null while enabled. */
+            disabled_at: number | null;
+            /** @description Unix seconds: the first failed attempt since the last success; null while deliveries succeed. */
+            failing_since: number | null;
+            /** @description Unix seconds: until then the previous secret signs too (24 h after a rotation); null when only one secret signs. */
+            previous_secret_expires_at: number | null;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Unix seconds. */
+            updated_at: number;
+            /**
+             * @description The signing secret (`whsec_` + base64), shown only in this answer: store it now. Verify deliveries with it (Standard Webhooks; the SDK's `verifyWebhook`).
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+        };
+        WebhookEndpointDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "webhook_endpoint";
+            /** @description Where deliveries are POSTed. HTTPS, resolving to a public address: private, loopback, link-local and metadata addresses are refused (422 `webhook_url_not_allowed`), after DNS resolution, and again at every attempt (redirects are not followed), unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. */
+            url: string;
+            /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). */
+            event_types: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            /** @description Empty when none was given. */
+            description: string;
+            enabled: boolean;
+            /**
+             * @description Why a disabled endpoint is: `manual` (its owner), `gone` (it answered 410), `failing` (every attempt failed for WEBHOOK_DISABLE_AFTER_S, 5 days by default). Null while enabled.
+             * @enum {string|null}
+             */
+            disabled_reason: "manual" | "gone" | "failing" | null;
+            /** @description Unix seconds; null while enabled. */
+            disabled_at: number | null;
+            /** @description Unix seconds: the first failed attempt since the last success; null while deliveries succeed. */
+            failing_since: number | null;
+            /** @description Unix seconds: until then the previous secret signs too (24 h after a rotation); null when only one secret signs. */
+            previous_secret_expires_at: number | null;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Unix seconds. */
+            updated_at: number;
+        };
+        WebhookEndpointListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["WebhookEndpointDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        UpdateWebhookEndpointDto: {
+            /** @description Where deliveries are POSTed. HTTPS, resolving to a public address: private, loopback, link-local and metadata addresses are refused (422 `webhook_url_not_allowed`), after DNS resolution, and again at every attempt (redirects are not followed), unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. */
+            url?: string;
+            /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). null: back to every type. */
+            event_types?: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            description?: string;
+            /** @description `false` disables the endpoint (`disabled_reason` manual); `true` enables it again, whatever disabled it: its failure clock restarts and deliveries still pending (written before it was disabled) go out. */
+            enabled?: boolean;
+        };
+        WebhookEndpointDeletedDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "webhook_endpoint";
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        WebhookAttemptDto: {
+            attempt: number;
+            /** @description Unix seconds. */
+            started_at: number;
+            /** @description Milliseconds from the request to the response head (or the failure). */
+            duration_ms: number;
+            /** @description The receiver's HTTP status; null when none came (timeout, network error, blocked address). */
+            status_code: number | null;
+            /**
+             * @description `succeeded` (2xx), `failed` (another status; 3xx included: redirects are not followed), `timeout` (no answer within WEBHOOK_TIMEOUT_MS), `network_error`, `blocked` (the address is not allowed).
+             * @enum {string}
+             */
+            outcome: "succeeded" | "failed" | "timeout" | "network_error" | "blocked";
+            /** @description The first 1,024 characters of the response body. */
+            response_excerpt: string;
+            /** @description What went wrong, when no status says it. */
+            error: string | null;
+        };
+        WebhookDeliveryDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "webhook_delivery";
+            /** Format: uuid */
+            endpoint_id: string;
+            /** @description The payload's `id` and the `webhook-id` header: the session event's `event_id` (a redelivery repeats it: dedup on it). */
+            event_id: string;
+            /** @enum {string} */
+            event_type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "webhook.test";
+            /** Format: uuid */
+            session_id: string | null;
+            /**
+             * @description `pending` (an attempt is due or under way), `succeeded`, `failed` (every attempt of the schedule failed, or a test send's only one).
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed";
+            /** @description Attempts made so far. */
+            attempt_count: number;
+            /** @description Unix seconds: when the next attempt is due; null once the delivery is done. */
+            next_attempt_at: number | null;
+            /**
+             * Format: uuid
+             * @description The delivery this one redelivers.
+             */
+            redelivery_of: string | null;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Unix seconds; null while pending. */
+            completed_at: number | null;
+            /** @description Every attempt, oldest first. */
+            attempts: components["schemas"]["WebhookAttemptDto"][];
+        };
+        WebhookDeliveryListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["WebhookDeliveryDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
         AgentLimitsDto: {
             /** @description Model calls per turn (default 25). */
             max_model_calls: number;
@@ -2335,7 +2629,7 @@ export interface components {
              * @description `user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner's session through the admin route (`details.event_type`, `details.owner_id`); `session.cancel_requested`: an operator asked a session's active turn to cancel through bulk cancel (`details.idempotency_key` names the call); `session.model_requests_read`: an administrator read a page of a run's exact model requests (`details.run_id`, `details.owner_id`, `details.step_ids`: the requests the page showed).
              * @enum {string}
              */
-            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "session.operator_event" | "session.cancel_requested" | "session.model_requests_read" | "secret.created" | "secret.replaced" | "secret.deleted";
+            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "session.operator_event" | "session.cancel_requested" | "session.model_requests_read" | "secret.created" | "secret.replaced" | "secret.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.recovered";
             /** @description The user who acted (null: the deployment itself, e.g. AGENTS_FILE). */
             actor_id: string | null;
             /** @description The API key used (null for a user token). */
@@ -3936,6 +4230,425 @@ export interface components {
         };
         /** @description The JSON `data:` of one session stream message; `type` (the same as the SSE `event:`) tells which. */
         SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnCapabilityLimitedEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnToolProgressEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
+        /** @description The JSON body of a webhook delivery. `type` tells which event it announces, and so which member schema (the discriminator's mapping) the body follows. */
+        WebhookPayload: {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "webhook.test";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description The event's facts: which depend on `type`. */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description Extensions: `seq` on the events of a session (all but `webhook.test`). */
+            yuxi?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description A session was created (`data.status` is its status).
+         * @example {
+         *       "id": "evt_0193a5c27e4d7b3c8e1f2a4b6c8d0e04",
+         *       "type": "agent.session.created",
+         *       "created_at": 1733400000,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "status": "in_progress"
+         *       },
+         *       "yuxi": {
+         *         "seq": 1
+         *       }
+         *     }
+         */
+        WebhookSessionCreatedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.created";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /**
+                 * @description The session's status when it was created (`in_progress` when it was created with a first input).
+                 * @enum {string}
+                 */
+                status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.created";
+        };
+        /**
+         * @description A turn completed (`data.turn_id`, `data.status` = completed).
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "agent.session.turn.completed",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "status": "completed"
+         *       },
+         *       "yuxi": {
+         *         "seq": 12
+         *       }
+         *     }
+         */
+        WebhookTurnCompletedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.turn.completed";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /**
+                 * @description The turn's status.
+                 * @enum {string}
+                 */
+                status: "completed";
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.completed";
+        };
+        /**
+         * @description A turn failed (`data.error_code` is the turn's error code).
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "agent.session.turn.failed",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "status": "failed",
+         *         "error_code": "model_rate_limited"
+         *       },
+         *       "yuxi": {
+         *         "seq": 9
+         *       }
+         *     }
+         */
+        WebhookTurnFailedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.turn.failed";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /**
+                 * @description The turn's status.
+                 * @enum {string}
+                 */
+                status: "failed";
+                /**
+                 * @description The turn's `error.code` (see PublicErrorDto), when it has an error.
+                 * @example model_bad_request
+                 */
+                error_code?: string;
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.failed";
+        };
+        /**
+         * @description A turn was cancelled.
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "agent.session.turn.cancelled",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "status": "cancelled"
+         *       },
+         *       "yuxi": {
+         *         "seq": 10
+         *       }
+         *     }
+         */
+        WebhookTurnCancelledPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.turn.cancelled";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /**
+                 * @description The turn's status.
+                 * @enum {string}
+                 */
+                status: "cancelled";
+                /**
+                 * @description The turn's `error.code` (see PublicErrorDto), when it has an error.
+                 * @example model_bad_request
+                 */
+                error_code?: string;
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.cancelled";
+        };
+        /**
+         * @description Action required: the turn waits at a waitpoint (`data.waitpoint_kind`: question, approval or client_tool). Read the waitpoint with GET …/turns/{turn_id} and answer it.
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "yuxi.session.turn.waiting",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "status": "requires_action",
+         *         "waitpoint_kind": "approval"
+         *       },
+         *       "yuxi": {
+         *         "seq": 8
+         *       }
+         *     }
+         */
+        WebhookTurnWaitingPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "yuxi.session.turn.waiting";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /**
+                 * @description The turn's status: it waits for an answer (`POST …/events` with `yuxi.session.input.resume`, or `tool_result`s).
+                 * @enum {string}
+                 */
+                status: "requires_action";
+                /**
+                 * @description What the turn waits for: answers to questions, approval decisions, or the results of client-executed tool calls. The waitpoint itself is in the turn (`yuxi.waitpoint`).
+                 * @enum {string}
+                 */
+                waitpoint_kind: "question" | "approval" | "client_tool";
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.waiting";
+        };
+        /**
+         * @description A coordinator created a member session (`data.subagent_id`).
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "agent.session.subagent.created",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "subagent_id": "0193a5c2-8a01-7b22-9c3d-4e5f6a7b8c11"
+         *       },
+         *       "yuxi": {
+         *         "seq": 7
+         *       }
+         *     }
+         */
+        WebhookSubagentCreatedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.subagent.created";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The coordinator's turn that created the member. */
+                turn_id: string;
+                /** @description The member's session id (a session of the same owner, whose own events are announced too). */
+                subagent_id: string;
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.subagent.created";
+        };
+        /**
+         * @description The model context of a turn was compacted (`data.status` = completed) or could not be (failed, `data.error_code`).
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "yuxi.session.turn.context_compression",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "status": "completed"
+         *       },
+         *       "yuxi": {
+         *         "seq": 5
+         *       }
+         *     }
+         */
+        WebhookContextCompressionPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "yuxi.session.turn.context_compression";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /**
+                 * @description `completed`: the context was compacted (the `compaction` item is in the turn's items); `failed`: it could not be (`error_code`).
+                 * @enum {string}
+                 */
+                status: "completed" | "failed";
+                /**
+                 * @description Why the compaction failed (`failed` only).
+                 * @example model_bad_request
+                 */
+                error_code?: string;
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.context_compression";
+        };
+        /**
+         * @description A test send (`POST /api/v1/agents/webhooks/{id}/test`); `data.endpoint_id` names the endpoint.
+         * @example {
+         *       "id": "evt_0193a5b07a8b7c9d8e0f1a2b3c4d5e70",
+         *       "type": "webhook.test",
+         *       "created_at": 1733400000,
+         *       "data": {
+         *         "endpoint_id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
+         *       }
+         *     }
+         */
+        WebhookTestPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "webhook.test";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The endpoint the test was sent to (`POST /api/v1/agents/webhooks/{webhook_id}/test`). */
+                endpoint_id: string;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook.test";
+        };
     };
     responses: never;
     parameters: never;
@@ -8909,6 +9622,1391 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ProjectDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of endpoints. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *           "object": "webhook_endpoint",
+                     *           "url": "https://hooks.example.com/yuxi",
+                     *           "event_types": [
+                     *             "agent.session.turn.completed",
+                     *             "agent.session.turn.failed",
+                     *             "yuxi.session.turn.waiting"
+                     *           ],
+                     *           "description": "Ticketing system",
+                     *           "enabled": true,
+                     *           "disabled_reason": null,
+                     *           "disabled_at": null,
+                     *           "failing_since": null,
+                     *           "previous_secret_expires_at": null,
+                     *           "created_at": 1733399940,
+                     *           "updated_at": 1733399940
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *       "last_id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookEndpointDto"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its secret (shown once). */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *       "object": "webhook_endpoint",
+                     *       "url": "https://hooks.example.com/yuxi",
+                     *       "event_types": [
+                     *         "agent.session.turn.completed",
+                     *         "agent.session.turn.failed",
+                     *         "yuxi.session.turn.waiting"
+                     *       ],
+                     *       "description": "Ticketing system",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "failing_since": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": 1733399940,
+                     *       "updated_at": 1733399940,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointWithSecretDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `webhook_endpoint_limit`: The caller already has the most webhook endpoints allowed (20): delete one first. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`webhook_url_not_allowed`: The webhook URL is not allowed: it must be an absolute https URL without credentials that resolves only to public addresses (private, loopback, link-local and metadata addresses are refused unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true); `message` says which rule. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A webhook endpoint of the caller (another caller's answers 404). */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *       "object": "webhook_endpoint",
+                     *       "url": "https://hooks.example.com/yuxi",
+                     *       "event_types": [
+                     *         "agent.session.turn.completed",
+                     *         "agent.session.turn.failed",
+                     *         "yuxi.session.turn.waiting"
+                     *       ],
+                     *       "description": "Ticketing system",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "failing_since": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": 1733399940,
+                     *       "updated_at": 1733399940
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A webhook endpoint of the caller (another caller's answers 404). */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookEndpointDto"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as updated. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *       "object": "webhook_endpoint",
+                     *       "url": "https://hooks.example.com/yuxi",
+                     *       "event_types": [
+                     *         "agent.session.turn.completed",
+                     *         "agent.session.turn.failed",
+                     *         "yuxi.session.turn.waiting"
+                     *       ],
+                     *       "description": "Ticketing system",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "failing_since": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": 1733399940,
+                     *       "updated_at": 1733399940
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`webhook_url_not_allowed`: The webhook URL is not allowed: it must be an absolute https URL without credentials that resolves only to public addresses (private, loopback, link-local and metadata addresses are refused unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true); `message` says which rule. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A webhook endpoint of the caller (another caller's answers 404). */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *       "object": "webhook_endpoint",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A webhook endpoint of the caller (another caller's answers 404). */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint, with its new secret (shown once). */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *       "object": "webhook_endpoint",
+                     *       "url": "https://hooks.example.com/yuxi",
+                     *       "event_types": [
+                     *         "agent.session.turn.completed",
+                     *         "agent.session.turn.failed",
+                     *         "yuxi.session.turn.waiting"
+                     *       ],
+                     *       "description": "Ticketing system",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "failing_since": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": 1733399940,
+                     *       "updated_at": 1733399940,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointWithSecretDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    testWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A webhook endpoint of the caller (another caller's answers 404). */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, pending. */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-6f70-7b8c-9d0e-2f3a4b5c6d7e",
+                     *       "object": "webhook_delivery",
+                     *       "endpoint_id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *       "event_id": "evt_0193a5b07a8b7c9d8e0f1a2b3c4d5e6f",
+                     *       "event_type": "webhook.test",
+                     *       "session_id": null,
+                     *       "status": "pending",
+                     *       "attempt_count": 0,
+                     *       "next_attempt_at": 1733399990,
+                     *       "redelivery_of": null,
+                     *       "created_at": 1733399990,
+                     *       "completed_at": null,
+                     *       "attempts": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not a delivery of this endpoint). */
+                after?: string;
+                /** @description Page size (default 20). */
+                limit?: number;
+                /** @description Only deliveries in this status. */
+                status?: "pending" | "succeeded" | "failed";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A webhook endpoint of the caller (another caller's answers 404). */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of deliveries. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5b0-6f70-7b8c-9d0e-2f3a4b5c6d7e",
+                     *           "object": "webhook_delivery",
+                     *           "endpoint_id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *           "event_id": "evt_0193a5b07a8b7c9d8e0f1a2b3c4d5e6f",
+                     *           "event_type": "agent.session.turn.completed",
+                     *           "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *           "status": "succeeded",
+                     *           "attempt_count": 2,
+                     *           "next_attempt_at": null,
+                     *           "redelivery_of": null,
+                     *           "created_at": 1733399990,
+                     *           "completed_at": 1733399996,
+                     *           "attempts": [
+                     *             {
+                     *               "attempt": 1,
+                     *               "started_at": 1733399990,
+                     *               "duration_ms": 15000,
+                     *               "status_code": null,
+                     *               "outcome": "timeout",
+                     *               "response_excerpt": "",
+                     *               "error": "no response within 15000 ms"
+                     *             },
+                     *             {
+                     *               "attempt": 2,
+                     *               "started_at": 1733399996,
+                     *               "duration_ms": 42,
+                     *               "status_code": 200,
+                     *               "outcome": "succeeded",
+                     *               "response_excerpt": "{\"ok\":true}",
+                     *               "error": null
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5b0-6f70-7b8c-9d0e-2f3a4b5c6d7e",
+                     *       "last_id": "0193a5b0-6f70-7b8c-9d0e-2f3a4b5c6d7e",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    redeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A webhook endpoint of the caller (another caller's answers 404). */
+                webhook_id: string;
+                /** @description A delivery of this endpoint. */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new delivery, pending. */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-6f70-7b8c-9d0e-2f3a4b5c6d7e",
+                     *       "object": "webhook_delivery",
+                     *       "endpoint_id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+                     *       "event_id": "evt_0193a5b07a8b7c9d8e0f1a2b3c4d5e6f",
+                     *       "event_type": "agent.session.turn.completed",
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "status": "pending",
+                     *       "attempt_count": 0,
+                     *       "next_attempt_at": 1733399990,
+                     *       "redelivery_of": null,
+                     *       "created_at": 1733399990,
+                     *       "completed_at": null,
+                     *       "attempts": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryDto"];
                 };
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key. */
