@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { AgentsApiError, AgentsClient, type ResyncSnapshot, type SessionEventOf, type SessionEventsOptions } from '#libs/sdk';
+import { AgentsApiError, AgentsClient, type ResyncSnapshot, type SessionEventOf, type SessionEventsOptions, verifyWebhook, type WebhookPayload } from '#libs/sdk';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { newProductUser, openRawStream, type RawStream, until } from '../support/identity.js';
 import { assertContiguous, collect, direct, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, SLOW, textOf, through, trimStream } from '../support/sdk.js';
 import { SseStream } from '../support/sse.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 /**
  * What an iterator following `turnId` (and `inputId`) yields of a subscription's events: the
@@ -271,6 +272,59 @@ describe('sdk: the typed client against the real stack', () => {
       (await client.projects.list()).data.map((p) => p.id),
       [created[0]!.id],
     );
+  });
+
+  it('manages webhook endpoints: create, a test event received and verified with verifyWebhook, the delivery log, update, redeliver, rotate, delete', async () => {
+    // Its own user: the suite's shared bootstrap user gets no endpoint (its sessions are fanned out to none).
+    const { key } = await newProductUser('sdk webhooks');
+    const client = new AgentsClient({ baseUrl: env.apiUrl, apiKey: key.secret });
+    const receiver = await WebhookReceiver.start();
+    try {
+      const endpoint = await client.webhooks.create({ url: `${receiver.url}/sdk`, event_types: ['agent.session.turn.completed'], description: 'sdk receiver' });
+      assert.equal(endpoint.object, 'webhook_endpoint');
+      assert.match(endpoint.secret, /^whsec_/);
+      const { secret, ...shown } = endpoint;
+      assert.deepEqual(await client.webhooks.get(endpoint.id), shown, 'a read shows everything but the secret');
+      assert.deepEqual((await client.webhooks.list()).data.map((e) => e.id), [endpoint.id]);
+
+      const sent = await client.webhooks.test(endpoint.id);
+      assert.deepEqual([sent.event_type, sent.endpoint_id, sent.status], ['webhook.test', endpoint.id, 'pending']);
+      await receiver.waitFor('the test event', () => receiver.at('/sdk').length === 1);
+      const [hook] = receiver.at('/sdk');
+      const payload = await verifyWebhook<WebhookPayload>(secret, hook!.headers, hook!.body);
+      assert.ok(payload.type === 'webhook.test', `a test event: ${hook!.body}`);
+      assert.equal(payload.data.endpoint_id, endpoint.id);
+      assert.equal(payload.id, sent.event_id);
+      assert.equal(hook!.headers['webhook-id'], sent.event_id);
+      await assert.rejects(verifyWebhook(secret, hook!.headers, hook!.body.replace('webhook.test', 'webhook.tset')), { name: 'WebhookVerificationError', reason: 'bad_signature' });
+
+      const logged = await until(async () => {
+        const log = await client.webhooks.deliveries(endpoint.id, { limit: 5 });
+        return log.data[0]?.status === 'succeeded' ? log.data : undefined;
+      });
+      assert.ok(logged, 'the delivery log shows the test delivered');
+      assert.deepEqual(logged.map((d) => [d.id, d.event_id, d.attempts.map((a) => [a.attempt, a.status_code, a.outcome])]), [[sent.id, sent.event_id, [[1, 200, 'succeeded']]]]);
+
+      const updated = await client.webhooks.update(endpoint.id, { description: 'renamed', event_types: null });
+      assert.deepEqual([updated.description, updated.event_types, updated.enabled], ['renamed', null, true]);
+      const again = await client.webhooks.redeliver(endpoint.id, sent.id);
+      assert.deepEqual([again.redelivery_of, again.event_id], [sent.id, sent.event_id]);
+      await receiver.waitFor('the redelivery', () => receiver.at('/sdk').length === 2);
+      assert.equal(receiver.at('/sdk')[1]!.headers['webhook-id'], sent.event_id, 'a redelivery repeats the webhook-id');
+      const all: string[] = [];
+      for await (const delivery of client.webhooks.allDeliveries(endpoint.id, { limit: 1 })) all.push(delivery.id);
+      assert.deepEqual(all.sort(), [sent.id, again.id].sort());
+
+      const rotated = await client.webhooks.rotateSecret(endpoint.id);
+      assert.notEqual(rotated.secret, secret);
+      assert.equal(typeof rotated.previous_secret_expires_at, 'number');
+
+      assert.deepEqual(await client.webhooks.delete(endpoint.id), { id: endpoint.id, object: 'webhook_endpoint', deleted: true });
+      await assert.rejects(client.webhooks.get(endpoint.id), (error: unknown) => error instanceof AgentsApiError && error.status === 404 && error.code === 'not_found');
+      assert.deepEqual((await client.webhooks.list()).data, []);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('the admin surface: me, roles, a cross-owner search, timeline, an operator\'s answer, the inbox, queues, keys and the audit', async () => {

@@ -36,6 +36,19 @@ describe('webhooks', () => {
     return res.body;
   }
 
+  /**
+   * The endpoint's delivery log once no delivery is pending: the receiver has an attempt as soon as
+   * it answers, the log only once the worker has recorded it.
+   */
+  async function settledLog(caller: Caller, endpointId: string): Promise<any[]> {
+    for (let i = 0; ; i += 1) {
+      const log = await call(caller, `${HOOKS}/${endpointId}/deliveries`);
+      assert.equal(log.status, 200, log.text);
+      if (!log.body.data.some((d: any) => d.status === 'pending') || i >= 100) return log.body.data;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
   async function user(name: string): Promise<Caller> {
     return (await newProductUser(name)).caller;
   }
@@ -76,13 +89,12 @@ describe('webhooks', () => {
     assert.throws(() => new Webhook(created.secret).verify(hooks[1]!.body.replace('completed', 'failed'), headersOf(hooks[1]!)));
 
     // The delivery log shows both, succeeded in one attempt each.
-    const log = await call(caller, `${HOOKS}/${created.id}/deliveries`);
-    assert.equal(log.status, 200, log.text);
-    assert.deepEqual(log.body.data.map((d: any) => [d.event_type, d.status, d.attempts.length, d.attempts[0].status_code, d.attempts[0].outcome]).sort(), [
+    const log = await settledLog(caller, created.id);
+    assert.deepEqual(log.map((d: any) => [d.event_type, d.status, d.attempts.length, d.attempts[0].status_code, d.attempts[0].outcome]).sort(), [
       ['agent.session.created', 'succeeded', 1, 200, 'succeeded'],
       ['agent.session.turn.completed', 'succeeded', 1, 200, 'succeeded'],
     ]);
-    assert.equal(log.body.data.find((d: any) => d.event_type === 'agent.session.turn.completed').event_id, completed.id);
+    assert.equal(log.find((d: any) => d.event_type === 'agent.session.turn.completed').event_id, completed.id);
   });
 
   it('retries a 500 with the same webhook-id and a fresh valid signature each time', async () => {
@@ -102,8 +114,7 @@ describe('webhooks', () => {
     for (const hook of attempts) verified(created.secret, hook);
     const stamps = attempts.map((h) => Number(h.headers['webhook-timestamp']));
     assert.ok(stamps[2]! >= stamps[0]! + 1, `signed afresh: ${stamps.join(', ')}`);
-    const log = await call(caller, `${HOOKS}/${created.id}/deliveries`);
-    const [delivery] = log.body.data;
+    const [delivery] = await settledLog(caller, created.id);
     assert.equal(delivery.status, 'succeeded');
     assert.deepEqual(delivery.attempts.map((a: any) => [a.attempt, a.status_code, a.outcome]), [
       [1, 500, 'failed'],
@@ -233,7 +244,7 @@ describe('webhooks', () => {
 
     const session = await createSessionAs(caller, 'redeliver me');
     await receiver.waitFor('the completion', () => receiver.at('/test-send').some((h) => h.json.type === 'agent.session.turn.completed'));
-    const original = (await call(caller, `${HOOKS}/${created.id}/deliveries?status=succeeded`)).body.data.find((d: any) => d.event_type === 'agent.session.turn.completed');
+    const original = (await settledLog(caller, created.id)).find((d: any) => d.event_type === 'agent.session.turn.completed' && d.status === 'succeeded');
     assert.equal(original.session_id, session.id);
     const again = await call(caller, `${HOOKS}/${created.id}/deliveries/${original.id}/redeliver`, { method: 'POST' });
     assert.equal(again.status, 202, again.text);

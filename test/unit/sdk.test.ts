@@ -1,6 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AgentsApiError, AgentsProtocolError, DEFAULT_RETRY, parseSse, type SessionEvent, type SessionEventOf, SseLineParser, type SseRecord } from '#libs/sdk';
+import {
+  AgentsApiError,
+  AgentsClient,
+  AgentsProtocolError,
+  DEFAULT_RETRY,
+  parseSse,
+  type SessionEvent,
+  type SessionEventOf,
+  SseLineParser,
+  type SseRecord,
+  type WebhookDelivery,
+  type WebhookEventType,
+  type WebhookPayload,
+  type WebhookPayloadOf,
+} from '#libs/sdk';
 import { Transport } from '../../libs/sdk/src/transport.js';
 import { backoffMs, parseRetryAfter } from '../../libs/sdk/src/retry.js';
 
@@ -117,5 +131,76 @@ describe('sdk: generated event types', () => {
     // @ts-expect-error -- the turn statuses are a closed set.
     const bogus: SessionEventOf<'agent.session.turn.completed'>['turn']['status'] = 'finished';
     assert.notEqual(done, bogus);
+  });
+});
+
+describe('sdk: webhooks', () => {
+  it('narrows a WebhookPayload by its type without casts; its types are exactly the event types of the delivery log', () => {
+    const payloads: WebhookPayload[] = [
+      { id: 'evt_1', type: 'agent.session.turn.failed', created_at: 1, data: { session_id: 's', turn_id: 't', status: 'failed', error_code: 'model_bad_request' }, yuxi: { seq: 3 } },
+      { id: 'evt_2', type: 'yuxi.session.turn.waiting', created_at: 1, data: { session_id: 's', turn_id: 't', status: 'requires_action', waitpoint_kind: 'question' }, yuxi: { seq: 4 } },
+      { id: 'evt_3', type: 'webhook.test', created_at: 1, data: { endpoint_id: 'e' } },
+    ];
+    const seen: string[] = [];
+    for (const payload of payloads) {
+      // @ts-expect-error -- only a narrowed payload has a typed waitpoint_kind (unknown until then).
+      const kind: string | undefined = payload.data.waitpoint_kind;
+      void kind;
+      if (payload.type === 'agent.session.turn.failed') seen.push(payload.data.error_code ?? '');
+      if (payload.type === 'yuxi.session.turn.waiting') seen.push(payload.data.waitpoint_kind);
+      if (payload.type === 'webhook.test') seen.push(payload.data.endpoint_id);
+    }
+    assert.deepEqual(seen, ['model_bad_request', 'question', 'e']);
+    // Both ways: every payload type is an event type of the log, every event type has its payload.
+    const everyType: WebhookEventType = 'agent.session.created' as WebhookPayload['type'];
+    const everyPayload: WebhookPayload['type'] = 'webhook.test' as WebhookEventType;
+    const waiting: WebhookPayloadOf<'yuxi.session.turn.waiting'>['data']['waitpoint_kind'] = 'approval';
+    // @ts-expect-error -- the waitpoint kinds are a closed set.
+    const bogus: WebhookPayloadOf<'yuxi.session.turn.waiting'>['data']['waitpoint_kind'] = 'cooperation';
+    assert.notEqual(everyType, everyPayload);
+    assert.notEqual(waiting, bogus);
+  });
+
+  it('calls each route of the webhooks resource, and retries none of the calls that make something', async () => {
+    const seen: string[] = [];
+    let status = 200;
+    const delivery = { id: 'd1', object: 'webhook_delivery' } as WebhookDelivery;
+    const fakeFetch = (async (request: Request) => {
+      seen.push(`${request.method} ${new URL(request.url).pathname}${new URL(request.url).search} ${request.method === 'GET' || request.method === 'DELETE' ? '' : await request.text()}`.trim());
+      const body = status === 200 ? { ...delivery, object: 'list', data: [], has_more: false, last_id: null } : { error: { code: 'service_unavailable', message: 'down', type: 'unavailable', retryable: true, request_id: 'req_1', details: {} } };
+      return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+    }) as typeof fetch;
+    const client = new AgentsClient({ baseUrl: 'http://127.0.0.1:9/', apiKey: 'k', fetch: fakeFetch, retry: { baseDelayMs: 1, maxDelayMs: 1, maxRetries: 2 } });
+    const hooks = client.webhooks;
+    await hooks.create({ url: 'https://hooks.example.com/x', event_types: ['agent.session.turn.completed'] });
+    await hooks.list({ limit: 5 });
+    await hooks.get('w/1');
+    await hooks.update('w1', { enabled: false });
+    await hooks.delete('w1');
+    await hooks.rotateSecret('w1');
+    await hooks.test('w1');
+    await hooks.deliveries('w1', { status: 'failed', limit: 10 });
+    await hooks.redeliver('w1', 'd1');
+    assert.deepEqual(seen, [
+      'POST /api/v1/agents/webhooks {"url":"https://hooks.example.com/x","event_types":["agent.session.turn.completed"]}',
+      'GET /api/v1/agents/webhooks?limit=5',
+      'GET /api/v1/agents/webhooks/w%2F1',
+      'POST /api/v1/agents/webhooks/w1 {"enabled":false}',
+      'DELETE /api/v1/agents/webhooks/w1',
+      'POST /api/v1/agents/webhooks/w1/rotate-secret',
+      'POST /api/v1/agents/webhooks/w1/test',
+      'GET /api/v1/agents/webhooks/w1/deliveries?status=failed&limit=10',
+      'POST /api/v1/agents/webhooks/w1/deliveries/d1/redeliver',
+    ]);
+
+    status = 503;
+    for (const call of [() => hooks.create({ url: 'https://hooks.example.com/x' }), () => hooks.rotateSecret('w1'), () => hooks.test('w1'), () => hooks.redeliver('w1', 'd1')]) {
+      seen.length = 0;
+      await assert.rejects(call(), AgentsApiError);
+      assert.equal(seen.length, 1, `one attempt: ${seen.join(', ')}`);
+    }
+    seen.length = 0;
+    await assert.rejects(hooks.get('w1'), AgentsApiError);
+    assert.equal(seen.length, 3, 'a read is retried');
   });
 });

@@ -6,7 +6,7 @@
  * it runs wherever `fetch` does.
  */
 export { AdminResource, AdminSessionsResource } from './admin.js';
-export { AgentsClient, AgentsResource, paginate, ProjectsResource, SessionsResource } from './client.js';
+export { AgentsClient, AgentsResource, paginate, ProjectsResource, SessionsResource, WebhooksResource } from './client.js';
 export type { CancelTarget, ResumeParams, SendMessageOptions, ToolResultParams, UpdateOptions } from './client.js';
 export { AgentsApiError, AgentsConnectionError, AgentsProtocolError } from './errors.js';
 export { DEFAULT_RETRY } from './retry.js';

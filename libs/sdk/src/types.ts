@@ -68,6 +68,32 @@ export type ParsedFile = ResponseBody<'/api/agent/files/{file_id}/parse', 'post'
 export type ParsedPage = ParsedFile['pages'][number];
 export type CreateThumbnailParams = RequestBody<'/api/agent/images', 'post'>;
 export type Thumbnail = ResponseBody<'/api/agent/images', 'post', 200>;
+// Webhook endpoints of the caller, their delivery log, and the bodies they receive.
+type WebhooksPath = '/api/v1/agents/webhooks';
+type WebhookPath = '/api/v1/agents/webhooks/{webhook_id}';
+type WebhookDeliveriesPath = '/api/v1/agents/webhooks/{webhook_id}/deliveries';
+export type WebhookEndpoint = ResponseBody<WebhookPath, 'get', 200>;
+/** An endpoint with its signing `secret`: only the create and a rotation answer it. */
+export type WebhookEndpointWithSecret = ResponseBody<WebhooksPath, 'post', 201>;
+export type WebhookEndpointList = ResponseBody<WebhooksPath, 'get', 200>;
+export type WebhookEndpointDeleted = ResponseBody<WebhookPath, 'delete', 200>;
+type CreateWebhookBody = RequestBody<WebhooksPath, 'post'>;
+/** `enabled` defaults to true (the generated type makes a field with a default required). */
+export type CreateWebhookParams = Omit<CreateWebhookBody, 'enabled'> & Partial<Pick<CreateWebhookBody, 'enabled'>>;
+export type UpdateWebhookParams = RequestBody<WebhookPath, 'post'>;
+export type ListWebhooksParams = QueryParams<WebhooksPath, 'get'>;
+export type WebhookDelivery = ResponseBody<'/api/v1/agents/webhooks/{webhook_id}/test', 'post', 202>;
+export type WebhookDeliveryList = ResponseBody<WebhookDeliveriesPath, 'get', 200>;
+export type ListWebhookDeliveriesParams = QueryParams<WebhookDeliveriesPath, 'get'>;
+export type WebhookAttempt = WebhookDelivery['attempts'][number];
+export type WebhookEventType = WebhookDelivery['event_type'];
+type WebhookPayloadSchema = Exclude<Extract<keyof components['schemas'], `Webhook${string}Payload`>, 'WebhookPayload'>;
+/**
+ * The JSON body of a webhook delivery (what `verifyWebhook` returns, given this type): a union of
+ * the document's payload schemas (`WebhookPayload`'s members), narrowed by `type`.
+ */
+export type WebhookPayload = components['schemas'][WebhookPayloadSchema];
+export type WebhookPayloadOf<T extends WebhookEventType> = Extract<WebhookPayload, { type: T }>;
 export type AgentList = ResponseBody<'/api/v1/agents', 'get', 200>;
 export type Agent = ResponseBody<'/api/v1/agents/{agent_id}', 'get', 200>;
 

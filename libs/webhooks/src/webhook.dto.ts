@@ -87,7 +87,7 @@ export class WebhookEndpointDto {
   @ApiProperty() enabled!: boolean;
   @ApiProperty({
     type: String,
-    enum: WEBHOOK_DISABLED_REASONS,
+    enum: [...WEBHOOK_DISABLED_REASONS, null],
     nullable: true,
     description: 'Why a disabled endpoint is: `manual` (its owner), `gone` (it answered 410), `failing` (every attempt failed for WEBHOOK_DISABLE_AFTER_S, 5 days by default). Null while enabled.',
   })

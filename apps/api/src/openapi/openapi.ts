@@ -21,6 +21,7 @@ import { TurnStateDto } from '#libs/turns';
 import { errorExample } from './error-examples.js';
 import { EVENT_SCHEMA_NAMES, sessionEventSchemas, sseContent } from './session-events.js';
 import { TAGS } from './tags.js';
+import { WEBHOOKS_DESCRIPTION, webhookOperations, webhookPayloadSchemas } from './webhook-payloads.js';
 
 const ERROR_TABLE = Object.entries(ERROR_CODES)
   .map(([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.retryable ? 'yes' : 'no'} | ${spec.description} |`)
@@ -65,7 +66,8 @@ announcement of a streaming assistant message, a tool call's progress) do not. T
 | event | schema | meaning |
 |---|---|---|
 ${EVENT_TABLE}
-`;
+
+${WEBHOOKS_DESCRIPTION}`;
 
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const builder = new DocumentBuilder()
@@ -113,6 +115,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     ErrorCode: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Stable error codes; see the API description for each.' },
     ErrorType: { ...document.components.schemas?.ErrorType, description: 'The class of an error: what kind of problem, whatever the code.' },
     ...sessionEventSchemas(),
+    ...webhookPayloadSchemas(),
   };
   // Open by design (a class-level option Nest lacks): an error code may gain diagnostics, clients read the keys they know.
   Object.assign(document.components.schemas.ErrorDetailsDto ?? {}, { additionalProperties: true });
@@ -121,6 +124,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   declareCommonResponses(document);
   declarePublicOperations(document);
   declareStreamCreate(document);
+  // OpenAPI 3.1's `webhooks` in this 3.0 document: what the API POSTs to webhook endpoints.
+  Object.assign(document, { 'x-webhooks': webhookOperations() });
   return document;
 }
 

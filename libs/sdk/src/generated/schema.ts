@@ -2275,7 +2275,7 @@ export interface components {
              * @enum {string}
              */
             status: "pending" | "succeeded" | "failed";
-            /** @description Attempts made so far. */
+            /** @description Attempts made so far (one whose worker died mid-attempt counts, and leaves no entry in `attempts`). */
             attempt_count: number;
             /** @description Unix seconds: when the next attempt is due; null once the delivery is done. */
             next_attempt_at: number | null;
@@ -2288,7 +2288,7 @@ export interface components {
             created_at: number;
             /** @description Unix seconds; null while pending. */
             completed_at: number | null;
-            /** @description Every attempt, oldest first. */
+            /** @description Every attempt that came to a result, oldest first. */
             attempts: components["schemas"]["WebhookAttemptDto"][];
         };
         WebhookDeliveryListDto: {
@@ -4230,6 +4230,425 @@ export interface components {
         };
         /** @description The JSON `data:` of one session stream message; `type` (the same as the SSE `event:`) tells which. */
         SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnCapabilityLimitedEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnToolProgressEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
+        /** @description The JSON body of a webhook delivery. `type` tells which event it announces, and so which member schema (the discriminator's mapping) the body follows. */
+        WebhookPayload: {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "webhook.test";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description The event's facts: which depend on `type`. */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description Extensions: `seq` on the events of a session (all but `webhook.test`). */
+            yuxi?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description A session was created (`data.status` is its status).
+         * @example {
+         *       "id": "evt_0193a5c27e4d7b3c8e1f2a4b6c8d0e04",
+         *       "type": "agent.session.created",
+         *       "created_at": 1733400000,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "status": "in_progress"
+         *       },
+         *       "yuxi": {
+         *         "seq": 1
+         *       }
+         *     }
+         */
+        WebhookSessionCreatedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.created";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /**
+                 * @description The session's status when it was created (`in_progress` when it was created with a first input).
+                 * @enum {string}
+                 */
+                status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.created";
+        };
+        /**
+         * @description A turn completed (`data.turn_id`, `data.status` = completed).
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "agent.session.turn.completed",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "status": "completed"
+         *       },
+         *       "yuxi": {
+         *         "seq": 12
+         *       }
+         *     }
+         */
+        WebhookTurnCompletedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.turn.completed";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /**
+                 * @description The turn's status.
+                 * @enum {string}
+                 */
+                status: "completed";
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.completed";
+        };
+        /**
+         * @description A turn failed (`data.error_code` is the turn's error code).
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "agent.session.turn.failed",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "status": "failed",
+         *         "error_code": "model_rate_limited"
+         *       },
+         *       "yuxi": {
+         *         "seq": 9
+         *       }
+         *     }
+         */
+        WebhookTurnFailedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.turn.failed";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /**
+                 * @description The turn's status.
+                 * @enum {string}
+                 */
+                status: "failed";
+                /**
+                 * @description The turn's `error.code` (see PublicErrorDto), when it has an error.
+                 * @example model_bad_request
+                 */
+                error_code?: string;
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.failed";
+        };
+        /**
+         * @description A turn was cancelled.
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "agent.session.turn.cancelled",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "status": "cancelled"
+         *       },
+         *       "yuxi": {
+         *         "seq": 10
+         *       }
+         *     }
+         */
+        WebhookTurnCancelledPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.turn.cancelled";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /**
+                 * @description The turn's status.
+                 * @enum {string}
+                 */
+                status: "cancelled";
+                /**
+                 * @description The turn's `error.code` (see PublicErrorDto), when it has an error.
+                 * @example model_bad_request
+                 */
+                error_code?: string;
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.turn.cancelled";
+        };
+        /**
+         * @description Action required: the turn waits at a waitpoint (`data.waitpoint_kind`: question, approval or client_tool). Read the waitpoint with GET …/turns/{turn_id} and answer it.
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "yuxi.session.turn.waiting",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "status": "requires_action",
+         *         "waitpoint_kind": "approval"
+         *       },
+         *       "yuxi": {
+         *         "seq": 8
+         *       }
+         *     }
+         */
+        WebhookTurnWaitingPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "yuxi.session.turn.waiting";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /**
+                 * @description The turn's status: it waits for an answer (`POST …/events` with `yuxi.session.input.resume`, or `tool_result`s).
+                 * @enum {string}
+                 */
+                status: "requires_action";
+                /**
+                 * @description What the turn waits for: answers to questions, approval decisions, or the results of client-executed tool calls. The waitpoint itself is in the turn (`yuxi.waitpoint`).
+                 * @enum {string}
+                 */
+                waitpoint_kind: "question" | "approval" | "client_tool";
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.waiting";
+        };
+        /**
+         * @description A coordinator created a member session (`data.subagent_id`).
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "agent.session.subagent.created",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "subagent_id": "0193a5c2-8a01-7b22-9c3d-4e5f6a7b8c11"
+         *       },
+         *       "yuxi": {
+         *         "seq": 7
+         *       }
+         *     }
+         */
+        WebhookSubagentCreatedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.session.subagent.created";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The coordinator's turn that created the member. */
+                turn_id: string;
+                /** @description The member's session id (a session of the same owner, whose own events are announced too). */
+                subagent_id: string;
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.session.subagent.created";
+        };
+        /**
+         * @description The model context of a turn was compacted (`data.status` = completed) or could not be (failed, `data.error_code`).
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "yuxi.session.turn.context_compression",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "status": "completed"
+         *       },
+         *       "yuxi": {
+         *         "seq": 5
+         *       }
+         *     }
+         */
+        WebhookContextCompressionPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "yuxi.session.turn.context_compression";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /**
+                 * @description `completed`: the context was compacted (the `compaction` item is in the turn's items); `failed`: it could not be (`error_code`).
+                 * @enum {string}
+                 */
+                status: "completed" | "failed";
+                /**
+                 * @description Why the compaction failed (`failed` only).
+                 * @example model_bad_request
+                 */
+                error_code?: string;
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.turn.context_compression";
+        };
+        /**
+         * @description A test send (`POST /api/v1/agents/webhooks/{id}/test`); `data.endpoint_id` names the endpoint.
+         * @example {
+         *       "id": "evt_0193a5b07a8b7c9d8e0f1a2b3c4d5e70",
+         *       "type": "webhook.test",
+         *       "created_at": 1733400000,
+         *       "data": {
+         *         "endpoint_id": "0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
+         *       }
+         *     }
+         */
+        WebhookTestPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "webhook.test";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The endpoint the test was sent to (`POST /api/v1/agents/webhooks/{webhook_id}/test`). */
+                endpoint_id: string;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook.test";
+        };
     };
     responses: never;
     parameters: never;
