@@ -154,6 +154,27 @@ describe('webhooks', () => {
     }
   });
 
+  it('records a binary answer (a NUL byte included) as a success, once', async () => {
+    const caller = await user('webhook binary answer');
+    const created = await endpoint(caller, '/binary', { event_types: ['agent.session.created'] });
+    receiver.answer = (hook) => (hook.path === '/binary' ? { status: 200, body: 'ok\u0000\u0001binary' } : { status: 200 });
+    try {
+      await createSessionAs(caller);
+      await receiver.waitFor('the delivery', () => receiver.at('/binary').length >= 1);
+      let delivery: any;
+      for (let i = 0; i < 100; i += 1) {
+        delivery = (await call(caller, `${HOOKS}/${created.id}/deliveries`)).body.data[0];
+        if (delivery.status !== 'pending') break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(delivery.status, 'succeeded');
+      assert.equal(delivery.attempts[0].response_excerpt, 'ok\uFFFD\u0001binary');
+      assert.equal(receiver.at('/binary').length, 1, 'sent once');
+    } finally {
+      receiver.answer = () => ({ status: 200 });
+    }
+  });
+
   it('counts a slow receiver as a timeout and retries it', async () => {
     const caller = await user('webhook slow');
     const created = await endpoint(caller, '/slow', { event_types: ['agent.session.created'] });
@@ -295,6 +316,8 @@ describe('webhooks', () => {
       [{ url: `${receiver.url}/x`, extra: 1 }, 'validation_failed'],
       [{ url: 'not a url at all' }, 'webhook_url_not_allowed'],
       [{}, 'validation_failed'],
+      // 1,014 characters as sent, 6,014 once percent-encoded: too long to store.
+      [{ url: `https://hooks.example.com/${'é'.repeat(1_000)}` }, 'validation_failed'],
     ];
     for (const [body, code] of cases) {
       const res = await call(caller, HOOKS, { body });

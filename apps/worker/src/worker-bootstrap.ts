@@ -4,6 +4,7 @@ import type { Queue } from 'bullmq';
 import { AppConfig } from '#libs/config';
 import { JOBS, QUEUE_JOBS, QUEUES, WorkerPresence } from '#libs/queue';
 import { OutboxRelay, SessionDriver, WORKER_ID } from '#libs/runtime';
+import { WebhookDeliverer } from '#libs/webhooks';
 import { FilesProcessor, MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
 import { ConsumerHealth } from './worker-health.js';
 
@@ -29,6 +30,7 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     private readonly relay: OutboxRelay,
     private readonly presence: WorkerPresence,
     private readonly consumers: ConsumerHealth,
+    private readonly webhooks: WebhookDeliverer,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -95,6 +97,8 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     if (this.scheduleTimer) clearInterval(this.scheduleTimer);
     await this.presence.stop();
     this.driver.stopClaiming();
+    // A webhook job ends after its attempt in flight (at most WEBHOOK_TIMEOUT_MS) instead of its whole chain.
+    this.webhooks.stop();
     await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close(), this.filesProcessor.worker.close(), this.webhooksProcessor.worker.close(), this.relay.stop()]);
   }
 }

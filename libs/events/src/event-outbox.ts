@@ -97,11 +97,12 @@ export class EventOutbox {
         : `${base},
        ins AS (${insert}
          RETURNING seq, type, payload, event_id),
+       -- Key-share locked: an endpoint deleted meanwhile is skipped, never a foreign-key failure of the fact's transaction.
+       w AS (SELECT id, event_types FROM webhook_endpoints WHERE owner_id = (SELECT owner_id FROM sessions WHERE id = $1::uuid) AND enabled FOR KEY SHARE),
        fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
          SELECT gen_random_uuid(), w.id, $1::uuid::text, ins.seq, ins.event_id, ins.type, $1::uuid, replace(h.body, $4, ins.seq::text), 'pending', now(), now()
          FROM ins JOIN (VALUES ${hooks.join(', ')}) AS h(event_id, body) ON h.event_id = ins.event_id
-         JOIN webhook_endpoints w ON w.owner_id = (SELECT owner_id FROM sessions WHERE id = $1::uuid) AND w.enabled
-           AND (w.event_types IS NULL OR ins.type = ANY (w.event_types))
+         JOIN w ON w.event_types IS NULL OR ins.type = ANY (w.event_types)
          RETURNING endpoint_id)
        SELECT seq, type, payload, (SELECT array_agg(DISTINCT endpoint_id::text) FROM fan) AS hooked FROM ins`;
     const rows = (await manager.query(preparedUpTo(stamped.length + hooks.length, sql), values)) as { seq: string; type: string; payload: string; hooked?: string[] | null }[];

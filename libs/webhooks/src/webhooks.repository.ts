@@ -124,9 +124,9 @@ export class WebhooksRepository {
 
   /**
    * Applies the given fields. Disabling records why (`manual`); enabling clears that and the
-   * failure clock, and makes the deliveries still pending due now.
+   * failure clock, and (`resumePending`: it was disabled) makes the deliveries still pending due now.
    */
-  async update(ownerId: string, id: string, patch: WebhookEndpointPatch): Promise<WebhookEndpointRow> {
+  async update(ownerId: string, id: string, patch: WebhookEndpointPatch, resumePending: boolean): Promise<WebhookEndpointRow> {
     if (!isUuid(id)) throw DomainError.notFound(`Webhook endpoint ${id}`);
     return this.dataSource.transaction(async (manager) => {
       const result: unknown = await manager.query(
@@ -145,7 +145,7 @@ export class WebhooksRepository {
       );
       const updated = firstRow(result);
       if (!updated) throw DomainError.notFound(`Webhook endpoint ${id}`);
-      if (patch.enabled === true) {
+      if (resumePending) {
         await manager.query(prepared(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at > now()`), [id]);
       }
       return endpointFromRow(updated);

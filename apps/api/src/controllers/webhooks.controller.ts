@@ -157,7 +157,7 @@ export class WebhooksController {
   @ApiOperation({
     operationId: 'redeliverWebhook',
     summary: 'Redeliver one delivery',
-    description: 'The same event (same payload, same `webhook-id`) as a new delivery, attempted now with the retry schedule, outside its session\'s order. The new delivery names the original in `redelivery_of`.',
+    description: 'The same event (same payload, same `webhook-id`) as a new delivery, attempted now with the retry schedule (once the endpoint is enabled again, for a disabled one), outside its session\'s order. The new delivery names the original in `redelivery_of`.',
   })
   @ApiWebhookId()
   @ApiParam({ name: 'delivery_id', description: 'A delivery of this endpoint.', schema: { type: 'string', format: 'uuid' } })

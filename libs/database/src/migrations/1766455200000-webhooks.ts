@@ -58,6 +58,8 @@ export class Webhooks1766455200000 implements MigrationInterface {
     await q.query(`CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'`);
     await q.query(`CREATE INDEX webhook_deliveries_endpoint_page_idx ON webhook_deliveries (endpoint_id, created_at, id)`);
     await q.query(`CREATE INDEX webhook_deliveries_completed_idx ON webhook_deliveries (completed_at) WHERE status <> 'pending'`);
+    // The ON DELETE SET NULL of a redelivery's original: pruning and endpoint deletes look it up.
+    await q.query(`CREATE INDEX webhook_deliveries_redelivery_idx ON webhook_deliveries (redelivery_of) WHERE redelivery_of IS NOT NULL`);
     await q.query(`
       CREATE TABLE webhook_attempts (
         delivery_id uuid NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,

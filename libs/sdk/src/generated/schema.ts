@@ -675,7 +675,7 @@ export interface paths {
         put?: never;
         /**
          * Redeliver one delivery
-         * @description The same event (same payload, same `webhook-id`) as a new delivery, attempted now with the retry schedule, outside its session's order. The new delivery names the original in `redelivery_of`.
+         * @description The same event (same payload, same `webhook-id`) as a new delivery, attempted now with the retry schedule (once the endpoint is enabled again, for a disabled one), outside its session's order. The new delivery names the original in `redelivery_of`.
          */
         post: operations["redeliverWebhook"];
         delete?: never;
@@ -3134,7 +3134,7 @@ export interface components {
             has_more: boolean;
         };
         QueueCountsDto: {
-            /** @description The BullMQ queue: `session-dispatch` (nudges to run a session), `maintenance` (sweeps), `files` (attachment preparation). */
+            /** @description The BullMQ queue: `session-dispatch` (nudges to run a session), `maintenance` (sweeps), `files` (attachment preparation), `webhooks` (webhook delivery attempts). */
             name: string;
             /** @description Whether the queue is paused (its jobs stay waiting). */
             paused: boolean;

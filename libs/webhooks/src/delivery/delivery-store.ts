@@ -87,8 +87,19 @@ export class DeliveryStore {
    * nothing but the log), and the endpoint's health. Returns whether the delivery row moved, and
    * whether the endpoint was disabled or recovered by this result (for the audit trail and logs).
    */
-  async record(attempt: AttemptRecord, next: DeliveryNext, endpointId: string, change: EndpointChange, audit: (manager: EntityManager, what: 'disabled' | 'recovered') => Promise<void>): Promise<{ moved: boolean; disabled: boolean; recovered: boolean }> {
+  async record(
+    attempt: AttemptRecord,
+    next: DeliveryNext,
+    endpointId: string,
+    change: EndpointChange,
+    disableAfterS: number,
+    audit: (manager: EntityManager, what: 'disabled' | 'recovered') => Promise<void>,
+  ): Promise<{ moved: boolean; disabled: boolean; recovered: boolean }> {
     return this.dataSource.transaction(async (manager) => {
+      // The endpoint first, as its delete does (then its deliveries): no deadlock with a delete,
+      // and an endpoint deleted during the attempt leaves nothing to record.
+      const endpoint = (await manager.query(prepared(`SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR KEY SHARE`), [endpointId])) as unknown[];
+      if (endpoint.length === 0) return { moved: false, disabled: false, recovered: false };
       await manager.query(
         prepared(`INSERT INTO webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code, outcome, response_excerpt, error)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`),
@@ -110,11 +121,14 @@ export class DeliveryStore {
         } else if (change === 'failing') {
           await manager.query(prepared(`UPDATE webhook_endpoints SET failing_since = now() WHERE id = $1 AND failing_since IS NULL`), [endpointId]);
         } else {
+          // Failing is re-checked here: another chain's success may have stopped the clock since the claim.
           const [, n] = (await manager.query(
-            prepared(`UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, disabled_at = now(), failing_since = coalesce(failing_since, now()), updated_at = now() WHERE id = $1 AND enabled`),
-            [endpointId, change.disable],
+            prepared(`UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2::text, disabled_at = now(), failing_since = coalesce(failing_since, now()), updated_at = now()
+             WHERE id = $1 AND enabled AND ($2::text = 'gone' OR failing_since <= now() - make_interval(secs => $3::double precision))`),
+            [endpointId, change.disable, disableAfterS],
           )) as [unknown, number];
           disabled = n === 1;
+          if (!disabled) await manager.query(prepared(`UPDATE webhook_endpoints SET failing_since = now() WHERE id = $1 AND failing_since IS NULL`), [endpointId]);
         }
         if (disabled) await audit(manager, 'disabled');
         if (recovered) await audit(manager, 'recovered');
@@ -135,7 +149,7 @@ export class DeliveryStore {
          FROM webhook_deliveries d WHERE d.status = 'pending' ORDER BY d.endpoint_id, d.chain, d.seq) h
        JOIN webhook_endpoints w ON w.id = h.endpoint_id
        WHERE h.next_attempt_at <= now() AND (h.lease_until IS NULL OR h.lease_until < now()) AND (w.enabled OR h.event_type = 'webhook.test')
-       LIMIT $1`),
+       ORDER BY h.next_attempt_at LIMIT $1`),
       [limit],
     )) as { endpoint_id: string; chain: string; id: string; attempts: number }[];
     return rows.map((row) => ({ endpointId: row.endpoint_id, chain: row.chain, deliveryId: row.id, attempts: Number(row.attempts) }));

@@ -30,6 +30,7 @@ export class WebhookDeliverer implements OnApplicationShutdown {
   private readonly schedule: number[];
   private readonly sender: WebhookSender;
   private readonly box: WebhookSecretBox;
+  private stopping = false;
 
   constructor(
     private readonly store: DeliveryStore,
@@ -45,7 +46,7 @@ export class WebhookDeliverer implements OnApplicationShutdown {
 
   /** One job: the chain's due heads, in order, until one fails, none is due, or the run's cap. */
   async deliverChain(endpointId: string, chain: string): Promise<void> {
-    for (let i = 0; i < CHAIN_RUN_MAX; i += 1) {
+    for (let i = 0; i < CHAIN_RUN_MAX && !this.stopping; i += 1) {
       const claimed = await this.store.claimHead(endpointId, chain, this.config.webhookTimeoutMs + LEASE_MARGIN_MS);
       if (!claimed) return;
       const next = await this.attempt(claimed);
@@ -58,8 +59,13 @@ export class WebhookDeliverer implements OnApplicationShutdown {
       }
       if (claimed.eventType === 'webhook.test') return;
     }
-    // More of this chain is due: another job goes on with it, after the others queued.
+    // More of this chain is due (or this worker stops): another job goes on with it, after the others queued.
     await this.jobs.nudgeQuietly([{ endpointId, chain }]);
+  }
+
+  /** Shutdown: each job ends after its attempt in flight and hands its chain on, so closing the consumer waits for one attempt at most. */
+  stop(): void {
+    this.stopping = true;
   }
 
   private async attempt(claimed: ClaimedDelivery): Promise<DeliveryNext> {
@@ -88,6 +94,7 @@ export class WebhookDeliverer implements OnApplicationShutdown {
       next,
       claimed.endpointId,
       change,
+      this.config.webhookDisableAfterS,
       (manager, what) => this.auditChange(manager, claimed, what, typeof change === 'object' ? change.disable : null, result),
     );
     if (!recorded.moved) return { status: 'failed' };

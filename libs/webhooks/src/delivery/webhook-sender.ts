@@ -40,7 +40,9 @@ export class WebhookSender {
     private readonly allowPrivate: boolean,
   ) {
     // Kept-alive sockets were connected to an address the guard allowed.
-    this.agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
+    // An idle one is closed after a few seconds: before most receivers close it, which would fail the next POST on it.
+    const options = { keepAlive: true, maxSockets: 64, timeout: 4_000 };
+    this.agents = { http: new http.Agent(options), https: new https.Agent(options) };
   }
 
   send(request: SendRequest): Promise<SendResult> {
@@ -123,6 +125,7 @@ function outcomeOf(statusCode: number, body: string): Omit<SendResult, 'duration
   };
 }
 
+/** At most `max` characters, and none Postgres text cannot hold (a NUL of a binary answer would fail the attempt's record, and the delivery would be sent again and again). */
 function truncate(text: string, max: number): string {
-  return text.length <= max ? text : text.slice(0, max);
+  return (text.length <= max ? text : text.slice(0, max)).replaceAll('\u0000', '\uFFFD');
 }

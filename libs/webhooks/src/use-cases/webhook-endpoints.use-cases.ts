@@ -19,6 +19,7 @@ import {
   type WebhookEndpointDto,
   type WebhookEndpointListDto,
   type WebhookEndpointWithSecretDto,
+  WEBHOOK_URL_MAX,
 } from '../webhook.dto.js';
 import type { WebhookPayload } from '../webhook-events.js';
 import { WebhookSecretBox } from '../webhook-secret-box.js';
@@ -83,7 +84,10 @@ export class WebhookUrlPolicy {
   async check(url: string): Promise<string> {
     const verdict = await checkWebhookUrl(url, this.config.webhookAllowPrivateNetworks, async (host) => (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address));
     if (!verdict.ok) throw new DomainError('webhook_url_not_allowed', `The webhook URL is not allowed: ${verdict.reason}`);
-    return verdict.url.toString();
+    // Stored normalised (percent-encoded), which can be longer than what was sent.
+    const normalised = verdict.url.toString();
+    if (normalised.length > WEBHOOK_URL_MAX) throw DomainError.validation([{ field: 'url', errors: [`must be at most ${WEBHOOK_URL_MAX} characters once normalised (percent-encoded)`] }]);
+    return normalised;
   }
 }
 
@@ -154,9 +158,9 @@ export class UpdateWebhookEndpoint {
 
   // Deliveries an enable makes due go out with the next webhook sweep (WEBHOOK_SWEEP_MS).
   async execute(actor: WebhookActor, id: string, dto: UpdateWebhookEndpointDto): Promise<WebhookEndpointDto> {
-    await this.endpoints.get(actor.ownerId, id);
+    const before = await this.endpoints.get(actor.ownerId, id);
     const url = dto.url === undefined ? undefined : await this.urls.check(dto.url);
-    const row = await this.endpoints.update(actor.ownerId, id, { url, description: dto.description, eventTypes: dto.event_types, enabled: dto.enabled });
+    const row = await this.endpoints.update(actor.ownerId, id, { url, description: dto.description, eventTypes: dto.event_types, enabled: dto.enabled }, !before.enabled && dto.enabled === true);
     return toEndpointDto(row);
   }
 }
