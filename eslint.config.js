@@ -151,7 +151,7 @@ const browserGlobals = Object.fromEntries(
 );
 
 export default defineConfig(
-  globalIgnores(['dist/', 'node_modules/', '.data/', 'bench/.peer/', 'coverage/']),
+  globalIgnores(['dist/', 'libs/sdk/dist/', 'node_modules/', '.data/', 'bench/.peer/', 'coverage/']),
   {
     linterOptions: { reportUnusedDisableDirectives: 'error' },
   },

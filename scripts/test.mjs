@@ -89,6 +89,8 @@ const files = readdirSync(testDir, { recursive: true })
   // dist/test/faults is the fault suite (`npm run test:faults`): it starts its own stacks.
   .filter((file) => !file.startsWith(`faults${path.sep}`))
   .filter((file) => file.endsWith('.test.js') && (filter.length === 0 || filter.some((f) => file.includes(f))))
+  // A test deleted from test/ leaves its compiled file in dist/: not run.
+  .filter((file) => existsSync(path.join(ROOT, 'test', file.replace(/\.js$/, '.ts'))))
   .sort()
   .map((file) => path.join(testDir, file));
 
