@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureBuilt, ensureConsoleBuilt, ROOT } from '../scripts/lib/build.mjs';
 
-ensureBuilt();
+await ensureBuilt();
 // The console scenario opens /console: the api serves it only once built.
 if (process.argv.slice(2).length === 0 || process.argv.slice(2).some((w) => 'console'.includes(w))) await ensureConsoleBuilt();
 const { startStack } = await import('../scripts/lib/stack.mjs');

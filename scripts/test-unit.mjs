@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureBuilt, ROOT } from './lib/build.mjs';
 
-ensureBuilt(console.log, { tscArgs: ['-b', 'tsconfig.unit.json'], prefix: '[test:unit]' });
+await ensureBuilt(console.log, { tscArgs: ['-b', 'tsconfig.unit.json'], buildInfo: 'dist/.tsbuildinfo-unit', prefix: '[test:unit]' });
 
 const filter = process.argv.slice(2);
 const testDir = path.join(ROOT, 'dist', 'test', 'unit');

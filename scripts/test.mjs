@@ -8,7 +8,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ensureBuilt, ensureConsoleBuilt, ROOT } from './lib/build.mjs';
 
-ensureBuilt();
+await ensureBuilt();
 await ensureConsoleBuilt();
 const { startStack } = await import('./lib/stack.mjs');
 

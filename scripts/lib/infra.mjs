@@ -118,7 +118,11 @@ async function startPostgres(dataDir, ephemeral, log, stops) {
     await ensureTraversable(binaries.postgres, log);
   }
 
-  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pgServer.initialise();
+  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
+    log(`[infra] creating the Postgres data directory ${databaseDir} (first start, a few seconds)…`);
+    await pgServer.initialise();
+  }
+  log('[infra] starting Postgres…');
 
   const startServer = async () => {
     removeStalePidFile(databaseDir, log);

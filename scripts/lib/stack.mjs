@@ -23,11 +23,14 @@ export const RESTART_POLICY = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_
  *   once the stack is up, restart an api or worker that exits (crash, kill) after a back-off that
  *   doubles per crash up to maxMs and starts over once the process ran resetAfterMs; never while
  *   stopping. Off by default (tests want a death to show); `npm start` turns it on.
+ * @param {AbortSignal} [options.signal] aborting it during the start stops what was started and
+ *   rejects (Ctrl-C while `npm start` is still starting)
  * @returns {Promise<{url: string, env: Record<string,string>, infra: object, children: object[],
  *   child: (name: string) => object|undefined, stop: () => Promise<void>}>} `children` holds the
  *   processes running now (a restart replaces its entry); `child(name)` the current one of a name
  */
-export async function startStack({ dataDir, ephemeral = false, port, env: extraEnv = {}, logDir = null, log = console.log, restart = false, useEnvUrls = true }) {
+export async function startStack({ dataDir, ephemeral = false, port, env: extraEnv = {}, logDir = null, log = console.log, restart = false, useEnvUrls = true, signal }) {
+  signal?.throwIfAborted();
   const infra = await startInfra({ dataDir, ephemeral, log, useEnvUrls });
   const apiPort = port ?? (await freePort());
   const env = {
@@ -51,17 +54,27 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     (stopping ??= (async () => {
       // No restart from here on: a child that exits now was stopped on purpose.
       for (const supervisor of supervisors) supervisor.cancel();
-      await Promise.all(children.map((child) => stopChild(child)));
+      // api and worker first, while Postgres and Redis are still there for their graceful close.
+      if (children.length > 0) {
+        await Promise.all(children.map((child) => stopChild(child)));
+        log(`[stack] api and worker stopped${infra.redis || infra.postgres ? '; stopping Redis and Postgres…' : ''}`);
+      }
       await infra.stop();
     })());
   try {
+    signal?.throwIfAborted();
+    log('[stack] migrating the database…');
     runSync(process.execPath, [SCRIPTS.migrate], env);
+    signal?.throwIfAborted();
     if (logDir) mkdirSync(logDir, { recursive: true });
+    const launched = Date.now();
+    log('[stack] starting the api and the worker (about 10 s)…');
     children.push(launch('api', SCRIPTS.api, env, logDir));
     children.push(launch('worker', SCRIPTS.worker, env, logDir));
     const url = `http://127.0.0.1:${apiPort}`;
     // A process that dies during start-up fails the start (a configuration error would only crash again).
-    await waitForHealth(`${url}/health`, children, 60_000);
+    await waitForHealth(`${url}/health`, children, 60_000, signal);
+    log(`[stack] api answering on ${url} (${((Date.now() - launched) / 1000).toFixed(1)} s)`);
     if (restart) {
       const policy = { ...RESTART_POLICY, ...(typeof restart === 'object' ? restart : {}) };
       for (const child of [...children]) {
@@ -175,10 +188,11 @@ export async function stopChild(child, graceMs = 15_000) {
   clearTimeout(timeout);
 }
 
-/** Polls `url` until it answers 2xx; fails at once when one of `children` exits. */
-export async function waitForHealth(url, children, timeoutMs) {
+/** Polls `url` until it answers 2xx; fails at once when one of `children` exits, or `signal` aborts. */
+export async function waitForHealth(url, children, timeoutMs, signal) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    signal?.throwIfAborted();
     const dead = children.find((child) => child.exitCode !== null);
     if (dead) throw new Error(`${dead.name} exited with code ${dead.exitCode} during start-up`);
     // (a child killed by a signal has exitCode null and signalCode set)

@@ -1,9 +1,8 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Logger as PinoNestLogger } from 'nestjs-pino';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { AppConfig, closeOnSignals } from '#libs/config';
+import { AppConfig, closeOnSignals, PinoNestLogger } from '#libs/config';
 import { AppModule } from './app.module.js';
 import { configureHttp } from './http-setup.js';
 import { mountOpenApi } from './openapi/openapi.js';

@@ -1,8 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Logger as PinoNestLogger } from 'nestjs-pino';
-import { AppConfig, closeOnSignals } from '#libs/config';
+import { AppConfig, closeOnSignals, PinoNestLogger } from '#libs/config';
 import { metrics as processMetrics } from '#libs/metrics';
 import { loadTokenizer } from '#libs/models';
 import { type OpsRoutes, startOpsHttp } from './ops-http.js';

@@ -115,7 +115,11 @@ export class MultiAgentDto {
 
 export class AgentYuxiDto {
   @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
-  @ApiProperty({ description: 'Whether this is a public agent visible to every caller.' }) system!: boolean;
+  @ApiProperty({
+    description:
+      "true: an agent of the deployment, owned by no user: the built-in `default-chatbot`, those declared in AGENTS_FILE, and those administrators save as `public`. Every caller sees it; only administrators change it. false: a user's own private agent. (It goes with `visibility`: `public` is always a system agent.)",
+  })
+  system!: boolean;
   @ApiProperty({ enum: ['public', 'private'] }) visibility!: string;
   @ApiProperty({ type: 'integer', minimum: 1, description: 'Grows with every replacement; a session keeps the version it was created with.' }) version!: number;
   @ApiProperty({ type: 'array', items: TOOL_SCHEMA }) tools!: object[];

@@ -1,14 +1,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { DynamicModule } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import type { Request, RequestHandler, Response } from 'express';
-import { LoggerModule } from 'nestjs-pino';
 import { type Logger as PinoRoot, type LoggerOptions, pino } from 'pino';
+import { PinoNestLogger } from './nest-logger.js';
 
 /**
  * Structured logs of both processes: one pino logger per process, JSON lines on stdout (one object
  * per line, ISO time, level label, `service`), human-readable through pino-pretty when
  * LOG_FORMAT=pretty (what `npm start` sets). Nest's own logger and every `new Logger(...)` go
- * through it (nestjs-pino, `app.useLogger`).
+ * through it (PinoNestLogger, `app.useLogger`).
  *
  * Context fields: what runs inside `withLogContext({...}, fn)` carries those fields on every line
  * it logs (an AsyncLocalStorage read by pino's mixin): `request_id` for a request on the api,
@@ -96,14 +96,22 @@ export function rootLogger(service: string): PinoRoot {
   return root;
 }
 
+@Module({})
+class LoggingModule {}
+
 /**
- * nestjs-pino over the process's logger: register once in the root module, then
- * `app.useLogger(app.get(Logger))`. Its own request middleware is not mounted (`forRoutes: []`):
- * the api logs requests with `httpLogger()`, mounted first in the middleware chain, so that
- * requests refused before any route (401, 413, 429) are logged too.
+ * Nest's logger over the process's logger: register once in the root module, then
+ * `app.useLogger(app.get(PinoNestLogger))`. Requests are logged by `httpLogger()`, mounted first
+ * in the api's middleware chain, so that requests refused before any route (401, 413, 429) are
+ * logged too.
  */
 export function loggingModule(service: string): DynamicModule {
-  return LoggerModule.forRoot({ pinoHttp: { logger: rootLogger(service), autoLogging: false }, forRoutes: [] });
+  return {
+    module: LoggingModule,
+    global: true,
+    providers: [{ provide: PinoNestLogger, useFactory: () => new PinoNestLogger(rootLogger(service)) }],
+    exports: [PinoNestLogger],
+  };
 }
 
 /** Health and metrics probes are polled every few seconds: not logged. */

@@ -31,28 +31,23 @@ const EVENT_TABLE = Object.entries(EVENT_TYPES)
   .map(([type, description]) => `| \`${type}\` | \`${EVENT_SCHEMA_NAMES[type as EventType]}\` | ${description} |`)
   .join('\n');
 
-const DESCRIPTION = `
-Durable Agents Sessions API. Create a session with a saved agent, submit inputs, and observe turns,
-runs, items and a resumable event stream. Every write requires an \`Idempotency-Key\`; a retry with
-the same key and intent returns the first response byte for byte.
+/**
+ * A reference section of the description, folded: Swagger UI shows the description above its
+ * Authorize button and the operations, so the top stays a few lines long and each long table opens
+ * on demand (a `<details>` block; the Markdown inside it is rendered, blank lines around it).
+ */
+function folded(summary: string, body: string): string {
+  return `<details>\n<summary><strong>${summary}</strong></summary>\n\n${body.trim()}\n\n</details>`;
+}
 
-Authenticate with \`Authorization: Bearer <api key or user token>\` (the Authorize button of /docs).
-Resources of other callers answer 404. Every example request in this document succeeds as is on a
-fresh install (\`default-chatbot\` runs the deterministic \`scripted:echo\` model), except that the
-ids of your own sessions, turns and inputs go in the path.
-
-## Errors
-
-Every error has the shape \`{"error": {"code", "message", "type", "retryable", "request_id", "details"}}\`
+const ERRORS_SECTION = `Every error has the shape \`{"error": {"code", "message", "type", "retryable", "request_id", "details"}}\`
 and every response carries \`X-Request-Id\`.
 
 | code | status | retryable | meaning |
 |---|---|---|---|
-${ERROR_TABLE}
+${ERROR_TABLE}`;
 
-## Server-sent events
-
-\`GET /api/v1/agents/sessions/{session_id}/events\` streams the whole session across turns. Each message
+const EVENTS_SECTION = `\`GET /api/v1/agents/sessions/{session_id}/events\` streams the whole session across turns. Each message
 has \`id:\` (an opaque cursor; send it back as \`Last-Event-ID\` to resume strictly after it),
 \`event:\` (the type) and \`data:\` (the event JSON with a stable \`event_id\`). Without
 \`Last-Event-ID\` the stream starts with the retained replay window. Comment lines (\`: ping\`) are heartbeats.
@@ -65,9 +60,27 @@ announcement of a streaming assistant message, a tool call's progress) do not. T
 
 | event | schema | meaning |
 |---|---|---|
-${EVENT_TABLE}
+${EVENT_TABLE}`;
 
-${WEBHOOKS_DESCRIPTION}`;
+const DESCRIPTION = `
+Durable Agents Sessions API. Create a session with a saved agent, submit inputs, and observe turns,
+runs, items and a resumable event stream.
+
+Authenticate with **Authorize** (just below): an API key, or a user token where JWT is configured;
+every call then sends \`Authorization: Bearer <key or token>\`. Every write requires an
+\`Idempotency-Key\`; a retry with the same key and intent returns the first response byte for byte.
+Resources of other callers answer 404. Every example request in this document succeeds as is on a
+fresh install (\`default-chatbot\` runs the deterministic \`scripted:echo\` model), except that the
+ids of your own sessions, turns and inputs go in the path.
+
+The reference, folded (open a section to read it):
+
+${folded('Errors: the error shape, and every code with its status and whether it is retryable', ERRORS_SECTION)}
+
+${folded('Server-sent events: the session event stream and every event type', EVENTS_SECTION)}
+
+${folded('Webhooks: what the API sends to webhook endpoints, and how it signs and retries', WEBHOOKS_DESCRIPTION)}
+`;
 
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const builder = new DocumentBuilder()
@@ -80,7 +93,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       type: 'http',
       scheme: 'bearer',
       description:
-        'An API key (`yuxi_…`: BOOTSTRAP_API_KEY, or one created with POST /api/v1/admin/api-keys) or, where JWT_SECRET or JWT_JWKS_URL is configured, a user token (JWT). Send `Authorization: Bearer <key or token>`.',
+        'An API key or, where JWT_SECRET or JWT_JWKS_URL is configured, a user token (JWT); paste it without `Bearer`. Keys created with POST /api/v1/admin/api-keys look like `yuxi_…`; the bootstrap key is BOOTSTRAP_API_KEY as set (`npm start` prints a `yx_dev_…` one).',
     });
   for (const tag of Object.values(TAGS)) builder.addTag(tag.name, tag.description);
   const config = builder.build();

@@ -132,10 +132,8 @@ export const WEBHOOK_DELIVERY_RULES = `- **Signature** (Standard Webhooks): \`we
 - **Duplicates**: delivery is at least once (a lost answer means another attempt). \`webhook-id\` (the payload's \`id\`, the session event's \`event_id\`) is the same on every attempt and on a redelivery: deduplicate on it.
 - **Thin payloads**: a payload says what happened and where (\`data\`); read the rest (the turn, its items, the waitpoint) with GET, which always shows the current state.`;
 
-/** The Webhooks section of the API description. */
-export const WEBHOOKS_DESCRIPTION = `## Webhooks
-
-The caller's webhook endpoints (\`/api/v1/agents/webhooks\`) receive a signed POST (\`content-type: application/json\`) for these events
+/** The webhooks part of the API description (openapi.ts folds it under a summary of its own). */
+export const WEBHOOKS_DESCRIPTION = `The caller's webhook endpoints (\`/api/v1/agents/webhooks\`) receive a signed POST (\`content-type: application/json\`) for these events
 of the caller's sessions. Each body follows the schema named here, each a \`WebhookPayload\` (whose discriminator on \`type\`
 maps every type to its schema); \`x-webhooks\` (OpenAPI 3.1's \`webhooks\`, in this 3.0 document) describes each POST, with its headers and the answers it expects.
 

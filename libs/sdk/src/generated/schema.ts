@@ -2353,7 +2353,7 @@ export interface components {
         AgentYuxiDto: {
             /** @enum {string} */
             tool_approval_mode: "default" | "always_ask" | "always_trust";
-            /** @description Whether this is a public agent visible to every caller. */
+            /** @description true: an agent of the deployment, owned by no user: the built-in `default-chatbot`, those declared in AGENTS_FILE, and those administrators save as `public`. Every caller sees it; only administrators change it. false: a user's own private agent. (It goes with `visibility`: `public` is always a system agent.) */
             system: boolean;
             /** @enum {string} */
             visibility: "public" | "private";
