@@ -161,12 +161,7 @@ describe('webhooks', () => {
     try {
       await createSessionAs(caller);
       await receiver.waitFor('the delivery', () => receiver.at('/binary').length >= 1);
-      let delivery: any;
-      for (let i = 0; i < 100; i += 1) {
-        delivery = (await call(caller, `${HOOKS}/${created.id}/deliveries`)).body.data[0];
-        if (delivery.status !== 'pending') break;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      const [delivery] = await settledLog(caller, created.id);
       assert.equal(delivery.status, 'succeeded');
       assert.equal(delivery.attempts[0].response_excerpt, 'ok\uFFFD\u0001binary');
       assert.equal(receiver.at('/binary').length, 1, 'sent once');
@@ -190,12 +185,7 @@ describe('webhooks', () => {
     } finally {
       receiver.answer = () => ({ status: 200 });
     }
-    let delivery: any;
-    for (let i = 0; i < 100; i += 1) {
-      delivery = (await call(caller, `${HOOKS}/${created.id}/deliveries`)).body.data[0];
-      if (delivery.status !== 'pending') break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const [delivery] = await settledLog(caller, created.id);
     assert.equal(delivery.status, 'succeeded');
     assert.deepEqual(delivery.attempts.map((a: any) => [a.outcome, a.status_code]), [
       ['timeout', null],
