@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { prepared } from '#libs/database';
-import type { WebhookAttemptOutcome } from '../webhook.dto.js';
+import type { WebhookAttemptRow } from '../webhooks.repository.js';
 
 /** The head of a chain, leased for one attempt, with what signing and sending it need. */
 export interface ClaimedDelivery {
@@ -23,15 +23,9 @@ export interface ClaimedDelivery {
   nowMs: number;
 }
 
-export interface AttemptRecord {
+/** An attempt's log row (what the delivery log reads back), for its delivery. */
+export interface AttemptRecord extends WebhookAttemptRow {
   deliveryId: string;
-  attempt: number;
-  startedAt: Date;
-  durationMs: number;
-  statusCode: number | null;
-  outcome: WebhookAttemptOutcome;
-  responseExcerpt: string;
-  error: string | null;
 }
 
 /** What the attempt leaves the delivery in: done, or due again after `retryInMs`. */
