@@ -60,6 +60,8 @@ const stack = await startStack({
     // The exact model requests are recorded, so the suite reads them (test/e2e/model-requests.test.ts);
     // only this stack's processes get it (the bench sets it off for its own).
     MODEL_REQUEST_AUDIT: 'on',
+    // Small enough that a few test images reach it (model-images e2e).
+    MODEL_REQUEST_IMAGE_BYTES: '1048576',
     JWT_SECRET: jwtSecret,
     JWT_ISSUER: 'https://issuer.test',
     JWT_AUDIENCE: 'yuxi-tests',

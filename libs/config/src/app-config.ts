@@ -79,6 +79,8 @@ export class AppConfig {
   /** One image's OCR (ocr_parse_file, the parse route): past it the engine's thread is terminated. */
   readonly ocrTimeoutMs: number;
   readonly fileQuotaDrafts: number;
+  /** The image bytes (decoded) one model request carries at most; older images past it are left out with a note. */
+  readonly modelRequestImageBytes: number;
   /**
    * MODEL_REQUEST_AUDIT=on: the worker records the exact request of each model call (the body it
    * sends, never headers or keys) with the call's step, for administrators with a user token;
@@ -165,6 +167,7 @@ export class AppConfig {
     this.fileSweepMs = Math.max(100, int(env, 'FILE_SWEEP_MS', 60_000));
     this.fileQuotaBytes = int(env, 'FILE_QUOTA_BYTES', 1024 * 1024 * 1024);
     this.fileQuotaDrafts = int(env, 'FILE_QUOTA_DRAFTS', 100);
+    this.modelRequestImageBytes = Math.max(0, int(env, 'MODEL_REQUEST_IMAGE_BYTES', 20 * 1024 * 1024));
     this.ocrTimeoutMs = Math.max(1000, int(env, 'OCR_TIMEOUT_MS', 30_000));
     this.modelRequestAudit = oneOf(env, 'MODEL_REQUEST_AUDIT', ['off', 'on'], 'off') === 'on';
     this.secretsKey = env.SECRETS_KEY || undefined;
