@@ -24,6 +24,8 @@ export class AppConfig {
    * unbounded memory.
    */
   readonly sseMaxBufferedBytes: number;
+  /** UTF-8 bytes of an item's content an event carries at most (outbox and SSE); past it the event says `yuxi.truncated`. */
+  readonly eventItemContentBytes: number;
   readonly runLeaseMs: number;
   readonly runHeartbeatMs: number;
   readonly recoverySweepMs: number;
@@ -120,6 +122,7 @@ export class AppConfig {
     this.eventsReplayTtlSeconds = int(env, 'EVENTS_REPLAY_TTL_SECONDS', 7 * 24 * 3600);
     this.sseHeartbeatMs = int(env, 'SSE_HEARTBEAT_MS', 15_000);
     this.sseMaxBufferedBytes = Math.max(16 * 1024, int(env, 'SSE_MAX_BUFFERED_BYTES', 1024 * 1024));
+    this.eventItemContentBytes = Math.max(1024, int(env, 'EVENT_ITEM_CONTENT_BYTES', 64 * 1024));
     this.runLeaseMs = int(env, 'RUN_LEASE_MS', 30_000);
     this.runHeartbeatMs = int(env, 'RUN_HEARTBEAT_MS', 10_000);
     this.recoverySweepMs = int(env, 'RECOVERY_SWEEP_MS', 10_000);
