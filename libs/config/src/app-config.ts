@@ -14,6 +14,8 @@ export class AppConfig {
   readonly defaultModel: string;
   readonly bootstrapApiKey: string | undefined;
   readonly bodyLimit: string;
+  /** Request bodies over 1 MiB one product user may have in flight at once on one api (0: no limit). */
+  readonly maxConcurrentLargeBodies: number;
   readonly eventsReplayMaxLen: number;
   readonly eventsReplayTtlSeconds: number;
   readonly sseHeartbeatMs: number;
@@ -118,6 +120,7 @@ export class AppConfig {
     this.bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
     // 001's bound. The 72 MiB of inline images a submission may carry are 96 MiB as base64 in JSON, plus its text.
     this.bodyLimit = env.BODY_LIMIT || '100mb';
+    this.maxConcurrentLargeBodies = Math.max(0, int(env, 'MAX_CONCURRENT_LARGE_BODIES', 2));
     this.eventsReplayMaxLen = int(env, 'EVENTS_REPLAY_MAXLEN', 10_000);
     this.eventsReplayTtlSeconds = int(env, 'EVENTS_REPLAY_TTL_SECONDS', 7 * 24 * 3600);
     this.sseHeartbeatMs = int(env, 'SSE_HEARTBEAT_MS', 15_000);

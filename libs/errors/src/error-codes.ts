@@ -143,6 +143,13 @@ export const ERROR_CODES = {
     retryable: true,
     description: 'Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds.',
   },
+  too_many_large_bodies: {
+    status: 429,
+    type: 'invalid_request',
+    retryable: true,
+    description:
+      'The user already has MAX_CONCURRENT_LARGE_BODIES request bodies over 1 MiB in flight (session creates, event submissions, uploads); this one was refused before its body was read. Retry after `Retry-After` seconds, once one of them is answered.',
+  },
   internal_error: { status: 500, type: 'internal', retryable: true, description: 'An unexpected server error; the request id identifies it in the logs.' },
   service_unavailable: { status: 503, type: 'unavailable', retryable: true, description: 'A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one).' },
 } as const satisfies Record<string, ErrorCodeSpec>;

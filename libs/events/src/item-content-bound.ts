@@ -27,8 +27,7 @@ class Budget {
 
   take(text: unknown): unknown {
     if (typeof text !== 'string') return text;
-    // UTF-8 takes at most 3 bytes per UTF-16 code unit: most strings are settled without encoding.
-    const bytes = text.length * 3 <= this.left ? text.length * 3 : Buffer.byteLength(text);
+    const bytes = Buffer.byteLength(text);
     if (bytes <= this.left) {
       this.left -= bytes;
       return text;
@@ -41,7 +40,7 @@ class Budget {
   }
 }
 
-/** The UTF-16 length of an event's content strings: an upper bound of a third of their UTF-8 bytes. */
+/** The UTF-16 length of an event's content strings: UTF-8 takes at most 3 bytes per code unit, so 3× this bounds their bytes without encoding them. */
 function contentLength(event: Json): number {
   let length = typeof event.text === 'string' ? event.text.length : 0;
   const part = event.part as Json | undefined;

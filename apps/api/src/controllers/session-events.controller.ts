@@ -46,6 +46,7 @@ export class SessionEventsController {
     'state_conflict',
     'file_already_bound',
     'payload_too_large',
+    'too_many_large_bodies',
   )
   async submit(
     @CurrentPrincipal() principal: Principal,
