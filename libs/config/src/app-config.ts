@@ -83,6 +83,8 @@ export class AppConfig {
   /** One image's OCR (ocr_parse_file, the parse route): past it the engine's thread is terminated. */
   readonly ocrTimeoutMs: number;
   readonly fileQuotaDrafts: number;
+  /** Bytes of inline and tool images one session may store (they also count against fileQuotaBytes). */
+  readonly sessionImageBytes: number;
   /** The image bytes (decoded) one model request carries at most; older images past it are left out with a note. */
   readonly modelRequestImageBytes: number;
   /**
@@ -173,6 +175,7 @@ export class AppConfig {
     this.fileSweepMs = Math.max(100, int(env, 'FILE_SWEEP_MS', 60_000));
     this.fileQuotaBytes = int(env, 'FILE_QUOTA_BYTES', 1024 * 1024 * 1024);
     this.fileQuotaDrafts = int(env, 'FILE_QUOTA_DRAFTS', 100);
+    this.sessionImageBytes = Math.max(0, int(env, 'SESSION_IMAGE_BYTES', 512 * 1024 * 1024));
     this.modelRequestImageBytes = Math.max(0, int(env, 'MODEL_REQUEST_IMAGE_BYTES', 20 * 1024 * 1024));
     this.ocrTimeoutMs = Math.max(1000, int(env, 'OCR_TIMEOUT_MS', 30_000));
     this.modelRequestAudit = oneOf(env, 'MODEL_REQUEST_AUDIT', ['off', 'on'], 'off') === 'on';

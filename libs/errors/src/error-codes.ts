@@ -80,7 +80,14 @@ export const ERROR_CODES = {
     status: 413,
     type: 'invalid_request',
     retryable: false,
-    description: 'The stored files of the caller\'s account (a product user and its apps\' end users) would exceed FILE_QUOTA_BYTES, or the caller\'s drafts FILE_QUOTA_DRAFTS (`details`); delete drafts or attachments first.',
+    description:
+      'The stored files of the caller\'s account (a product user and its apps\' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller\'s drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.',
+  },
+  session_image_quota_exceeded: {
+    status: 413,
+    type: 'invalid_request',
+    retryable: false,
+    description: 'The inline images of this submission would take the session\'s stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.',
   },
   unsupported_media_type: { status: 415, type: 'invalid_request', retryable: false, description: 'The request body must be application/json (multipart/form-data for a file upload).' },
   file_type_not_allowed: {

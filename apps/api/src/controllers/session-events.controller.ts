@@ -47,6 +47,8 @@ export class SessionEventsController {
     'file_already_bound',
     'payload_too_large',
     'too_many_large_bodies',
+    'file_quota_exceeded',
+    'session_image_quota_exceeded',
   )
   async submit(
     @CurrentPrincipal() principal: Principal,
