@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import sharp from 'sharp';
 import { AppConfig } from '#libs/config';
 import { imageForModel } from '#libs/files';
-import { IMAGE_TOKENS, imageTokens, type ModelMessage, modelImageSize } from '#libs/models';
-import { capRequestImages, dataUrlBytes, imageLeftOutText, ModelImages } from '#libs/runtime';
+import { IMAGE_TOKENS, imageTokens, type ModelMessage, modelImageSize, type ModelUserPart } from '#libs/models';
+import { capRequestImages, dataUrlBytes, imageLeftOutText, imageTokenAdjustment, ModelImages } from '#libs/runtime';
 
 // Images on their way to a model: OpenAI's tiling formula for their tokens, the size they are
 // downscaled to, and the per-request byte cap (which images are left out, and what replaces them).
@@ -82,5 +82,17 @@ describe('the image bytes of one request are capped', () => {
       [['text', 'text']],
       'an image larger than the cap alone is not sent either',
     );
+  });
+});
+
+describe('the context counts the images sent by their size', () => {
+  it('adjusts the flat per-image estimate to each measured image, and a left-out one to its note', () => {
+    const withImages = (...parts: ModelUserPart[]): ModelMessage[] => [{ role: 'user', text: 'x', parts }];
+    assert.equal(imageTokenAdjustment([{ role: 'user', text: 'no images' }]), 0);
+    assert.equal(imageTokenAdjustment(withImages({ type: 'image', url: 'data:,', width: 1024, height: 1024 })), 0, 'a 1024×1024 image is the estimate');
+    assert.equal(imageTokenAdjustment(withImages({ type: 'image', url: 'data:,', width: 768, height: 2048 })), 85 + 170 * 8 - IMAGE_TOKENS);
+    assert.equal(imageTokenAdjustment(withImages({ type: 'image', url: 'data:,', width: 100, height: 100 })), 255 - IMAGE_TOKENS);
+    assert.equal(imageTokenAdjustment(withImages({ type: 'image', url: 'data:,' })), 0, 'an unmeasured image stays estimated');
+    assert.equal(imageTokenAdjustment(withImages({ type: 'text', text: imageLeftOutText(10) })), 25 - IMAGE_TOKENS);
   });
 });

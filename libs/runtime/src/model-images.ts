@@ -2,11 +2,13 @@ import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { imageForModel } from '#libs/files';
-import { type ModelMessage, modelImageSize, type ModelUserPart } from '#libs/models';
+import { IMAGE_TOKENS, imageTokens, type ModelMessage, modelImageSize, type ModelUserPart } from '#libs/models';
+
+const LEFT_OUT_PREFIX = '[image not sent: the images of this request reached their limit';
 
 /** What the model reads instead of an image a request had no room for (see capRequestImages). */
 export function imageLeftOutText(maxBytes: number): string {
-  return `[image not sent: the images of this request reached their limit of ${maxBytes} bytes; older images are left out]`;
+  return `${LEFT_OUT_PREFIX} of ${maxBytes} bytes; older images are left out]`;
 }
 
 /** The decoded size of a `data:…;base64,` URL, from its length (nothing is decoded). */
@@ -45,6 +47,26 @@ export function capRequestImages(messages: readonly ModelMessage[], maxBytes: nu
     result[m] = { ...message, parts };
   }
   return result;
+}
+
+/** What a note standing for a left-out image costs, about (a short line of text). */
+const NOTE_TOKENS = 25;
+
+/**
+ * How far the images of prepared messages are from the flat estimate the items counted for them
+ * (IMAGE_TOKENS each): a measured image counts by its size (imageTokens), a left-out one as its
+ * note; an image of unknown size as estimated. Zero for a context without images.
+ */
+export function imageTokenAdjustment(messages: readonly ModelMessage[]): number {
+  let adjustment = 0;
+  for (const message of messages) {
+    if (message.role !== 'user' || !message.parts) continue;
+    for (const part of message.parts) {
+      if (part.type === 'image') adjustment += part.width && part.height ? imageTokens(part.width, part.height) - IMAGE_TOKENS : 0;
+      else if (part.text.startsWith(LEFT_OUT_PREFIX)) adjustment += NOTE_TOKENS - IMAGE_TOKENS;
+    }
+  }
+  return adjustment;
 }
 
 /** Downscaled images a worker keeps (by the SHA-256 of the URL it replaces), at most this many bytes together. */
