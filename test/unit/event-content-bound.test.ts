@@ -44,5 +44,7 @@ describe('item content in events is bounded', () => {
     assert.deepEqual([part.part.text.length, part.part.annotations, part.yuxi.truncated], [1024, [], true]);
     const done = boundItemContent({ type: 'agent.session.turn.output_text.done', text: 'd'.repeat(2000), yuxi: { run_id: 'r' } } as unknown as OutgoingEvent, 1024) as any;
     assert.deepEqual([done.text.length, done.yuxi.truncated], [1024, true]);
+    const reasoningDone = boundItemContent({ type: 'yuxi.session.turn.reasoning.done', text: 'r'.repeat(2000), yuxi: { run_id: 'r' } } as unknown as OutgoingEvent, 1024) as any;
+    assert.deepEqual([reasoningDone.text.length, reasoningDone.yuxi.truncated], [1024, true]);
   });
 });

@@ -2,8 +2,8 @@ import type { OutgoingEvent } from './outgoing-events.js';
 
 /**
  * The events that embed an item's content, and where: the item events carry the whole item, a
- * content part's events its part, `output_text.done` the full text. Deltas are small by nature and
- * are never cut.
+ * content part's events its part, `output_text.done` and `reasoning.done` the full text. Deltas
+ * are small by nature and are never cut.
  */
 const BOUNDED_TYPES = new Set([
   'agent.session.turn.item.added',
@@ -11,6 +11,7 @@ const BOUNDED_TYPES = new Set([
   'agent.session.turn.content_part.added',
   'agent.session.turn.content_part.done',
   'agent.session.turn.output_text.done',
+  'yuxi.session.turn.reasoning.done',
 ]);
 
 /** The text-bearing fields of an item (ItemDto), in the order the budget is spent on them. */

@@ -110,7 +110,13 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
     durability: 'live',
     run: 'required',
     turn: true,
-    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, reasoning_index: REASONING_INDEX, text: text('The full reasoning text of the model call, saved in the item\'s `yuxi.reasoning` before this is sent.') },
+    truncates: true,
+    payload: {
+      item_id: ITEM_ID,
+      output_index: OUTPUT_INDEX,
+      reasoning_index: REASONING_INDEX,
+      text: text('The full reasoning text of the model call, saved in the item\'s `yuxi.reasoning` before this is sent (cut past EVENT_ITEM_CONTENT_BYTES, see `yuxi.truncated`).'),
+    },
   },
   'yuxi.session.turn.tool_progress': {
     name: 'TurnToolProgressEvent',
