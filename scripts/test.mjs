@@ -60,6 +60,8 @@ const stack = await startStack({
     // The exact model requests are recorded, so the suite reads them (test/e2e/model-requests.test.ts);
     // only this stack's processes get it (the bench sets it off for its own).
     MODEL_REQUEST_AUDIT: 'on',
+    // Small enough that a few test images reach it (model-images e2e).
+    MODEL_REQUEST_IMAGE_BYTES: '1048576',
     JWT_SECRET: jwtSecret,
     JWT_ISSUER: 'https://issuer.test',
     JWT_AUDIENCE: 'yuxi-tests',
@@ -72,10 +74,10 @@ const secondApi = launch('api-2', SCRIPTS.api, { ...stack.env, PORT: String(seco
 stack.children.push(secondApi);
 await waitForHealth(`http://127.0.0.1:${secondApiPort}/health`, [secondApi], 60_000);
 // A third replica with tight file limits: its drafts expire after 2 s (expiry is observed for
-// real, never faked in SQL) and each owner may store 1 MiB. It also refuses private webhook
+// real, never faked in SQL) and each owner may store 1 MiB, each session 512 KiB of images. It also refuses private webhook
 // targets, as a deployment does (the others allow the suite's local receivers).
 const fileLimitsApiPort = await freePort();
-const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' }, logDir);
+const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' }, logDir);
 stack.children.push(fileLimitsApi);
 await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
+import { AppConfig } from '#libs/config';
 import type { Principal } from '#libs/auth';
-import type { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import { type DecodedImage, type FilesRepository, type FileStorage, StorageUnavailableError, StoreInlineImages, UploadFile } from '#libs/files';
 import { PNG } from '../support/file-fixtures.js';
@@ -77,10 +77,10 @@ describe('StoreInlineImages.stage when one write fails', () => {
     const repository = fakeImagesRepository();
     // The second write fails while the first, third and fourth are still on their way.
     const storage = new GatedStorage(new Set([`inline/${ids[1]}`]));
-    const store = new StoreInlineImages(repository as never, storage);
+    const store = new StoreInlineImages(repository as never, storage, new AppConfig({ DATABASE_URL: 'postgres://x', REDIS_URL: 'redis://x' }));
     const keyOf = (id: string) => repository.rows.get(id)!;
 
-    const staging = store.stage('owner', ids, images);
+    const staging = store.stage('owner', ids, images, { sessionId: null });
     assert.equal(await settledYet(staging), false, 'the failure is not reported while writes are still under way');
     storage.release();
     await assert.rejects(staging, StorageUnavailableError);

@@ -103,7 +103,7 @@ describe('inline images in a submission: parsed once, hashed by their bytes', ()
   const message = (...urls: string[]) => [{ role: 'user', content: [{ type: 'input_text', text: 'look' }, ...urls.map((url) => ({ type: 'input_image', image_url: url }))] }];
   // decode() and intentMessages() never store anything; the store is only used when staging.
   const inlineImages = new InlineImages({} as StoreInlineImages);
-  const intentOf = async (raw: unknown) => IdempotencyService.hashIntent((await inlineImages.decode('owner', parseAgentInput(raw).messages, 'input')).intentMessages());
+  const intentOf = async (raw: unknown) => IdempotencyService.hashIntent((await inlineImages.decode({ ownerId: 'owner', sessionId: null }, parseAgentInput(raw).messages, 'input')).intentMessages());
 
   it('the validator and the use case share one parse of the same body', () => {
     const raw = message(PNG_URL);
@@ -129,7 +129,7 @@ describe('inline images in a submission: parsed once, hashed by their bytes', ()
   it('the idempotency intent holds each image\'s SHA-256, not its data URL: the same images hash the same, another image does not', async () => {
     const other = randomPng(1024);
     const otherUrl = `data:image/png;base64,${other.toString('base64')}`;
-    const batch = await inlineImages.decode('owner', parseAgentInput(message(PNG_URL, otherUrl)).messages, 'input');
+    const batch = await inlineImages.decode({ ownerId: 'owner', sessionId: null }, parseAgentInput(message(PNG_URL, otherUrl)).messages, 'input');
     const intent = JSON.stringify(batch.intentMessages());
     assert.ok(!intent.includes('base64'), 'no data URL in the intent');
     assert.deepEqual((batch.intentMessages() as any[])[0].content, [

@@ -1,6 +1,6 @@
 import { type INestApplication, Logger } from '@nestjs/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { Authenticator, type Principal, RateLimits } from '#libs/auth';
+import { Authenticator, LargeBodyGate, type Principal, RateLimits } from '#libs/auth';
 import { httpLogger, withLogContext } from '#libs/config';
 import { DomainError, createValidationPipe, requestIdMiddleware, requestIdOf, sendError, toDomainError } from '#libs/errors';
 import { httpMetricsMiddleware } from '#libs/metrics';
@@ -16,11 +16,11 @@ const SESSION_LIST_ROUTE = /^\/api\/v1\/agents\/sessions\/?$/i;
 
 /**
  * HTTP concerns of the api: request ids first, then authentication and rate limits — before any
- * body is read, so an unauthenticated or throttled request costs no parse (OWASP API4) — then
- * JSON parsing with per-route limits whose failures use the public error shape, and the
+ * body is read, so an unauthenticated or throttled request costs no parse (OWASP API4) — and the
+ * per-user bound on large bodies in flight (MAX_CONCURRENT_LARGE_BODIES), then JSON parsing with per-route limits whose failures use the public error shape, and the
  * validation pipe.
  */
-export function configureHttp(app: INestApplication, bodyLimit: string): void {
+export function configureHttp(app: INestApplication, bodyLimit: string, maxConcurrentLargeBodies = 0): void {
   app.use(requestIdMiddleware);
   app.use('/console', consoleStatic());
   app.use(httpMetricsMiddleware()); // before auth: refusals by the middleware below are counted too
@@ -31,6 +31,8 @@ export function configureHttp(app: INestApplication, bodyLimit: string): void {
   app.use(refuseUndecodablePaths);
   app.use(canonicaliseIds);
   app.use(gatherSessionListMetadata);
+  // After authentication (the principal is known), before the body parser (nothing read yet).
+  app.use(new LargeBodyGate(maxConcurrentLargeBodies).middleware((req) => req.method === 'POST' && (LARGE_BODY_ROUTE.test(req.path) || UPLOAD_ROUTE.test(req.path))));
   const large = express.json({ limit: bodyLimit });
   const small = express.json({ limit: '1mb' });
   app.use((req: Request, res: Response, next: NextFunction) => {

@@ -16,7 +16,7 @@ async function bootstrap(): Promise<void> {
   // client of this API revalidates with it. The framework banner header is noise.
   app.set('etag', false);
   app.disable('x-powered-by');
-  configureHttp(app, config.bodyLimit);
+  configureHttp(app, config.bodyLimit, config.maxConcurrentLargeBodies);
   mountOpenApi(app);
   closeOnSignals(app);
   await app.listen(config.port);

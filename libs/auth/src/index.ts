@@ -27,3 +27,4 @@ export { CredentialCache } from './credential-cache.js';
 export { SetUserRoleDto, USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto } from './user.dto.js';
 export { SetUserRole } from './user-roles.js';
 export { Users } from './users.js';
+export { LARGE_BODY_BYTES, LargeBodyGate } from './large-body-gate.js';

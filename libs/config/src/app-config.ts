@@ -14,6 +14,8 @@ export class AppConfig {
   readonly defaultModel: string;
   readonly bootstrapApiKey: string | undefined;
   readonly bodyLimit: string;
+  /** Request bodies over 1 MiB one product user may have in flight at once on one api (0: no limit). */
+  readonly maxConcurrentLargeBodies: number;
   readonly eventsReplayMaxLen: number;
   readonly eventsReplayTtlSeconds: number;
   readonly sseHeartbeatMs: number;
@@ -24,6 +26,8 @@ export class AppConfig {
    * unbounded memory.
    */
   readonly sseMaxBufferedBytes: number;
+  /** UTF-8 bytes of an item's content an event carries at most (outbox and SSE); past it the event says `yuxi.truncated`. */
+  readonly eventItemContentBytes: number;
   readonly runLeaseMs: number;
   readonly runHeartbeatMs: number;
   readonly recoverySweepMs: number;
@@ -79,6 +83,10 @@ export class AppConfig {
   /** One image's OCR (ocr_parse_file, the parse route): past it the engine's thread is terminated. */
   readonly ocrTimeoutMs: number;
   readonly fileQuotaDrafts: number;
+  /** Bytes of inline and tool images one session may store (they also count against fileQuotaBytes). */
+  readonly sessionImageBytes: number;
+  /** The image bytes (decoded) one model request carries at most; older images past it are left out with a note. */
+  readonly modelRequestImageBytes: number;
   /**
    * MODEL_REQUEST_AUDIT=on: the worker records the exact request of each model call (the body it
    * sends, never headers or keys) with the call's step, for administrators with a user token;
@@ -114,10 +122,12 @@ export class AppConfig {
     this.bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
     // 001's bound. The 72 MiB of inline images a submission may carry are 96 MiB as base64 in JSON, plus its text.
     this.bodyLimit = env.BODY_LIMIT || '100mb';
+    this.maxConcurrentLargeBodies = Math.max(0, int(env, 'MAX_CONCURRENT_LARGE_BODIES', 2));
     this.eventsReplayMaxLen = int(env, 'EVENTS_REPLAY_MAXLEN', 10_000);
     this.eventsReplayTtlSeconds = int(env, 'EVENTS_REPLAY_TTL_SECONDS', 7 * 24 * 3600);
     this.sseHeartbeatMs = int(env, 'SSE_HEARTBEAT_MS', 15_000);
     this.sseMaxBufferedBytes = Math.max(16 * 1024, int(env, 'SSE_MAX_BUFFERED_BYTES', 1024 * 1024));
+    this.eventItemContentBytes = Math.max(1024, int(env, 'EVENT_ITEM_CONTENT_BYTES', 64 * 1024));
     this.runLeaseMs = int(env, 'RUN_LEASE_MS', 30_000);
     this.runHeartbeatMs = int(env, 'RUN_HEARTBEAT_MS', 10_000);
     this.recoverySweepMs = int(env, 'RECOVERY_SWEEP_MS', 10_000);
@@ -165,6 +175,8 @@ export class AppConfig {
     this.fileSweepMs = Math.max(100, int(env, 'FILE_SWEEP_MS', 60_000));
     this.fileQuotaBytes = int(env, 'FILE_QUOTA_BYTES', 1024 * 1024 * 1024);
     this.fileQuotaDrafts = int(env, 'FILE_QUOTA_DRAFTS', 100);
+    this.sessionImageBytes = Math.max(0, int(env, 'SESSION_IMAGE_BYTES', 512 * 1024 * 1024));
+    this.modelRequestImageBytes = Math.max(0, int(env, 'MODEL_REQUEST_IMAGE_BYTES', 20 * 1024 * 1024));
     this.ocrTimeoutMs = Math.max(1000, int(env, 'OCR_TIMEOUT_MS', 30_000));
     this.modelRequestAudit = oneOf(env, 'MODEL_REQUEST_AUDIT', ['off', 'on'], 'off') === 'on';
     this.secretsKey = env.SECRETS_KEY || undefined;

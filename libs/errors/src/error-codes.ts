@@ -80,7 +80,14 @@ export const ERROR_CODES = {
     status: 413,
     type: 'invalid_request',
     retryable: false,
-    description: 'The stored files of the caller\'s account (a product user and its apps\' end users) would exceed FILE_QUOTA_BYTES, or the caller\'s drafts FILE_QUOTA_DRAFTS (`details`); delete drafts or attachments first.',
+    description:
+      'The stored files of the caller\'s account (a product user and its apps\' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller\'s drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.',
+  },
+  session_image_quota_exceeded: {
+    status: 413,
+    type: 'invalid_request',
+    retryable: false,
+    description: 'The inline images of this submission would take the session\'s stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.',
   },
   unsupported_media_type: { status: 415, type: 'invalid_request', retryable: false, description: 'The request body must be application/json (multipart/form-data for a file upload).' },
   file_type_not_allowed: {
@@ -142,6 +149,13 @@ export const ERROR_CODES = {
     type: 'invalid_request',
     retryable: true,
     description: 'Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds.',
+  },
+  too_many_large_bodies: {
+    status: 429,
+    type: 'invalid_request',
+    retryable: true,
+    description:
+      'The user already has MAX_CONCURRENT_LARGE_BODIES request bodies over 1 MiB in flight (session creates, event submissions, uploads); this one was refused before its body was read. Retry after `Retry-After` seconds, once one of them is answered.',
   },
   internal_error: { status: 500, type: 'internal', retryable: true, description: 'An unexpected server error; the request id identifies it in the logs.' },
   service_unavailable: { status: 503, type: 'unavailable', retryable: true, description: 'A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one).' },

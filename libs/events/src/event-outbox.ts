@@ -5,7 +5,7 @@ import { ThrottledLog } from '#libs/config';
 import { webhookPayloadOf } from '#libs/webhooks';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { EventPublisher, type DurableRow, stampEvents } from './event-publisher.js';
+import { EventPublisher, type DurableRow } from './event-publisher.js';
 import type { OutgoingEvent } from './outgoing-events.js';
 
 /** Outbox rows committed together, ready to be published. */
@@ -64,7 +64,7 @@ export class EventOutbox {
    */
   async append(manager: EntityManager, sessionId: string, events: OutgoingEvent[], options: AppendOptions = {}): Promise<OutboxBatch> {
     if (events.length === 0) return { sessionId, rows: [] };
-    const stamped = stampEvents(sessionId, events);
+    const stamped = this.publisher.stamp(sessionId, events);
     // A token no content can hold (random per append) stands for the sequence number until the
     // insert knows it: one statement, no JSON processing in Postgres.
     const token = `__yuxi_seq_${randomBytes(12).toString('hex')}__`;

@@ -2,6 +2,7 @@ import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } fro
 import { AppConfig, getEach, type RedisClient } from '#libs/config';
 import { newId } from '#libs/database';
 import type { EventType, PublicEvent } from './event.types.js';
+import { boundItemContent } from './item-content-bound.js';
 import type { OutgoingEvent } from './outgoing-events.js';
 import { EVENTS_REDIS } from './redis.providers.js';
 import { StreamKeys } from './stream-keys.js';
@@ -118,7 +119,7 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
   async publishLive(sessionId: string, epoch: number, afterSeq: number, events: OutgoingEvent[]): Promise<LiveOutcome> {
     if (events.length === 0) return 'published';
     const args = [...this.windowArgs(), String(epoch), String(afterSeq)];
-    for (const event of stampEvents(sessionId, events)) args.push(event.type, JSON.stringify(event));
+    for (const event of this.stamp(sessionId, events)) args.push(event.type, JSON.stringify(event));
     const outcome = Number(await (this.redis as PublishingRedis).yuxiPublishLive(...this.keys(sessionId), ...args));
     return outcome === -1 ? 'fenced' : outcome === -2 ? 'behind' : 'published';
   }
@@ -153,6 +154,11 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
     return [this.streamKeys.stream(sessionId), this.streamKeys.seq(sessionId), this.streamKeys.fence(sessionId)];
   }
 
+  /** Events in their public envelope, with this deployment's bound on item content (EVENT_ITEM_CONTENT_BYTES). */
+  stamp(sessionId: string, events: OutgoingEvent[]): PublicEvent[] {
+    return stampEvents(sessionId, events, this.config.eventItemContentBytes);
+  }
+
   private windowArgs(): string[] {
     return [String(this.config.eventsReplayMaxLen), String(this.config.eventsReplayTtlSeconds)];
   }
@@ -162,17 +168,22 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
   }
 }
 
-/** The public envelope: a stable event_id, the session, the time, and a `yuxi` object to extend. */
-export function stampEvents(sessionId: string, events: OutgoingEvent[]): PublicEvent[] {
+/**
+ * The public envelope: a stable event_id, the session, the time, and a `yuxi` object to extend;
+ * an item's content past `itemContentBytes` is cut and flagged (see item-content-bound).
+ */
+export function stampEvents(sessionId: string, events: OutgoingEvent[], itemContentBytes: number): PublicEvent[] {
   const createdAt = Math.floor(Date.now() / 1000);
   return events.map(
-    (event) =>
-      ({
+    (raw) => {
+      const event = boundItemContent(raw, itemContentBytes);
+      return {
         ...event,
         event_id: `evt_${newId().replaceAll('-', '')}`,
         session_id: sessionId,
         created_at: createdAt,
         yuxi: { ...('yuxi' in event ? event.yuxi : undefined) },
-      }) as PublicEvent,
+      } as PublicEvent;
+    },
   );
 }

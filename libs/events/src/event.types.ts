@@ -22,7 +22,8 @@ export const EVENT_TYPES = {
     'A server tool call in flight reported progress (an MCP server\'s `notifications/progress`): `call_id` names its `function_call` item; `progress` grows with each report, `total` (null when the server gave none) and `message` (null when none) are as the server sent them. Live, like the deltas (Redis only: no `seq`, never in the items); at most about 4 per second per call (reports in between are dropped, the latest is always sent), all before the call\'s `function_call_output`.',
   'agent.session.turn.output_text.done': 'The full text of a content part, after it is committed; replaces the accumulated deltas.',
   'agent.session.turn.content_part.done': 'A content part is complete and committed.',
-  'agent.session.turn.item.done': 'An item is complete and committed; it can be read back from the items endpoints at once.',
+  'agent.session.turn.item.done':
+    'An item is complete and committed; it can be read back from the items endpoints at once. An event carries at most EVENT_ITEM_CONTENT_BYTES of an item\'s content (this one, item.added, content_part.*, output_text.done and reasoning.done): past it the content is cut and `yuxi.truncated` is true; read the whole item from the items endpoints.',
   'yuxi.session.turn.context_compression':
     'The model context is being compacted (PROTOCOL.md "Context and compaction"). `phase`: `started` (live; `trigger` auto | manual | overflow), `completed` (durable; `item` is the `compaction` item, also in the items lists; `output_index` its index in the turn) or `failed` (`error` {code, message}: durable when nothing was compacted, e.g. `nothing_to_compact`; live when the summariser failed and the turn went on or failed with its own event).',
   'agent.session.subagent.created':

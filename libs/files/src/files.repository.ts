@@ -48,8 +48,8 @@ export class FilesRepository {
    * Reserves an upload within the quotas: bytes per account (the product user and its apps' end
    * users, so a new end-user id brings no fresh storage), waiting drafts per owner. The row
    * (`uploading`) is written before the blob. Uploads of one account serialise on an advisory
-   * lock, so two concurrent ones cannot both pass the check.
-   * Inline images of messages are not counted: the API bounds them per submission, not per owner.
+   * lock, so two concurrent ones cannot both pass the check. Every stored file counts: uploads,
+   * inline images of messages and images tools returned (those are checked alike, see image-quota).
    */
   async reserveUpload(upload: NewUpload, ttlS: number, quota: Quota): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
@@ -57,7 +57,7 @@ export class FilesRepository {
       const [usage] = (await manager.query(
         prepared(`SELECT coalesce(sum(bytes), 0)::bigint AS bytes, count(*) FILTER (WHERE owner_id = $2 AND status IN ('uploading', 'draft'))::int AS drafts
          FROM files WHERE owner_id IN (SELECT id FROM users WHERE id = $1 OR (parent_id = $1 AND kind = 'end_user'))
-           AND origin = 'upload' AND status <> 'deleting' AND NOT (status = 'draft' AND expires_at <= now())`),
+           AND status <> 'deleting' AND NOT (status = 'draft' AND expires_at <= now())`),
         [upload.accountId, upload.ownerId],
       )) as { bytes: string; drafts: number }[];
       const usedBytes = Number(usage?.bytes ?? 0);

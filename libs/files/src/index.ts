@@ -18,7 +18,7 @@ export { checkInlineImage, type InlineImageCheck, MAX_IMAGE_BYTES_TOTAL, MAX_IMA
 export { type DecodedImage, ResolveSessionImages, StoreInlineImages } from './use-cases/inline-images.use-case.js';
 export { GetSessionFileContent, type SessionFileContent } from './use-cases/session-file-content.use-case.js';
 export { FileParser, IMAGE_TYPES, OCR_MAX_CHARS, OCR_MAX_PAGES, type PageSource, type ParsedFile } from './ocr/file-parser.js';
-export { checkImageHeader, imageForOcr, ImageTooLargeError, ImageUnreadableError, MAX_IMAGE_PIXELS, thumbnail } from './ocr/image-pixels.js';
+export { checkImageHeader, imageForModel, imageForOcr, ImageTooLargeError, ImageUnreadableError, MAX_IMAGE_PIXELS, type ModelImage, thumbnail } from './ocr/image-pixels.js';
 export { OCR_QUEUE_WAIT_MS, OCR_TIMEOUT_MS, type OcrLimits, OcrReader } from './ocr/ocr-text.js';
 export { CreateThumbnailDto, ParsedFileDto, ParsedPageDto, THUMBNAIL_DEFAULT_SIDE, THUMBNAIL_MAX_SIDE, ThumbnailDto } from './ocr/ocr.dto.js';
 export { CreateThumbnail, ParseDraftFile } from './use-cases/ocr-routes.use-case.js';

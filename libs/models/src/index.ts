@@ -19,4 +19,4 @@ export { classifyProviderError, retryAfterMs, type ClassifyOptions } from './pro
 export { retryDelayMs, streamWithRetries, type RetryDelayOptions, type StreamRetryOptions } from './retry-policy.js';
 export { ScriptedProvider } from './scripted.provider.js';
 export { ASK_TOOL, parseScript, type Script, type ScriptStep } from './scripted-script.js';
-export { countTokens, countTokensIfLoaded, defaultWindowTokens, IMAGE_TOKENS, loadTokenizer, MESSAGE_OVERHEAD_TOKENS, SCRIPTED_WINDOW_TOKENS } from './tokens.js';
+export { countTokens, countTokensIfLoaded, defaultWindowTokens, IMAGE_TOKENS, imageTokens, loadTokenizer, modelImageSize, MESSAGE_OVERHEAD_TOKENS, SCRIPTED_WINDOW_TOKENS } from './tokens.js';

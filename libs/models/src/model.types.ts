@@ -5,8 +5,11 @@ export interface ModelToolCall {
   arguments: string;
 }
 
-/** A part of a user message with images: text, or an image as a `data:` URL. */
-export type ModelUserPart = { type: 'text'; text: string } | { type: 'image'; url: string };
+/**
+ * A part of a user message with images: text, or an image as a `data:` URL; `width` and `height`
+ * (pixels, as sent) once the worker measured it for the request (see libs/runtime model-images).
+ */
+export type ModelUserPart = { type: 'text'; text: string } | { type: 'image'; url: string; width?: number; height?: number };
 
 /**
  * The provider-neutral view of one conversation entry. A user message with images also has

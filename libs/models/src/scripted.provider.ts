@@ -4,7 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, type ModelRequest, neutralRequestBody } from './model.types.js';
 import { filler, parseScript, type ScriptStep, scriptedSummary } from './scripted-script.js';
-import { countTokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, SCRIPTED_WINDOW_TOKENS } from './tokens.js';
+import { countTokens, IMAGE_TOKENS, imageTokens, MESSAGE_OVERHEAD_TOKENS, SCRIPTED_WINDOW_TOKENS } from './tokens.js';
 
 /** The failures a real provider would also retry, so that scripts can exercise the retry loop. */
 const RETRYABLE_FAILURES = new Set(['model_rate_limited', 'model_unavailable', 'model_timeout']);
@@ -87,9 +87,10 @@ async function pause(delayMs: number, signal: AbortSignal): Promise<void> {
 async function countRequestTokens({ instructions, messages, tools }: ModelRequest): Promise<number> {
   let total = instructions ? (await countCached(instructions)) + MESSAGE_OVERHEAD_TOKENS : 0;
   for (const message of messages) {
-    const images = message.role === 'user' ? (message.parts?.filter((part) => part.type === 'image').length ?? 0) : 0;
+    // Images by their size, as the provider counts them (IMAGE_TOKENS where none was measured).
+    const images = message.role === 'user' ? (message.parts ?? []).reduce((sum, part) => sum + (part.type !== 'image' ? 0 : part.width && part.height ? imageTokens(part.width, part.height) : IMAGE_TOKENS), 0) : 0;
     const calls = message.role === 'assistant' ? (message.tool_calls ?? []).map((call) => `${call.name}${call.arguments}`).join('') : '';
-    total += (await countCached(messageText(message) + calls)) + images * IMAGE_TOKENS + MESSAGE_OVERHEAD_TOKENS;
+    total += (await countCached(messageText(message) + calls)) + images + MESSAGE_OVERHEAD_TOKENS;
   }
   return total + (tools.length > 0 ? await countCached(JSON.stringify(tools)) : 0);
 }

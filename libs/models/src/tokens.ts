@@ -13,8 +13,36 @@ type Encoding = typeof import('gpt-tokenizer/encoding/o200k_base');
 /** Special-token strings in user text are counted as text, never refused. */
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
 
-/** What an image costs in a context: OpenAI's price of a 1024×1024 image at high detail. */
+/**
+ * What an image of unknown size costs in a context: OpenAI's price of a 1024×1024 image at high
+ * detail (`imageTokens(1024, 1024)`). Used where only the number of images is known (the stored
+ * items' estimates); a request whose images were measured counts each by its size.
+ */
 export const IMAGE_TOKENS = 765;
+
+/** OpenAI's high-detail scaling: fit in a 2048 × 2048 square, then the shortest side at most 768. */
+const IMAGE_MAX_SIDE = 2048;
+const IMAGE_MAX_SHORT_SIDE = 768;
+const IMAGE_TILE = 512;
+const IMAGE_BASE_TOKENS = 85;
+const IMAGE_TILE_TOKENS = 170;
+
+/**
+ * The size a provider actually looks at for a `width` × `height` image at high detail (OpenAI's
+ * documented scaling; never enlarged). Sending more pixels than this buys the model nothing, so
+ * it is also the size the worker downscales larger images to before a request.
+ */
+export function modelImageSize(width: number, height: number): { width: number; height: number } {
+  const fit = Math.min(1, IMAGE_MAX_SIDE / Math.max(width, height));
+  const scale = fit * Math.min(1, IMAGE_MAX_SHORT_SIDE / (Math.min(width, height) * fit));
+  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
+}
+
+/** An image's tokens at high detail: 85 plus 170 per 512-pixel tile of its scaled size (OpenAI's formula). */
+export function imageTokens(width: number, height: number): number {
+  const scaled = modelImageSize(width, height);
+  return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * Math.ceil(scaled.width / IMAGE_TILE) * Math.ceil(scaled.height / IMAGE_TILE);
+}
 /** Per message: the role and the separators a chat template adds around its content. */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
 

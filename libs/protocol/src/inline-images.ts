@@ -23,6 +23,7 @@ export class InlineImageBatch {
   constructor(
     private readonly store: StoreInlineImages,
     private readonly ownerId: string,
+    private readonly quota: { sessionId: string | null },
     private readonly messages: InputMessage[],
     private readonly positions: ImageAt[],
     private readonly images: DecodedImage[],
@@ -33,7 +34,7 @@ export class InlineImageBatch {
   get staging(): Staging | undefined {
     const store = this.store;
     if (this.images.length === 0) return undefined;
-    return { stage: () => store.stage(this.ownerId, this.fileIds, this.images), discard: () => store.discard(this.fileIds) };
+    return { stage: () => store.stage(this.ownerId, this.fileIds, this.images, this.quota), discard: () => store.discard(this.fileIds) };
   }
 
   /**
@@ -78,7 +79,12 @@ export class InlineImages {
   constructor(private readonly store: StoreInlineImages) {}
 
   /** `fieldPrefix`: where the messages sit in the request body (`input`, `events[0].input`), for error paths. */
-  async decode(ownerId: string, messages: InputMessage[], fieldPrefix: string): Promise<InlineImageBatch> {
+  /**
+   * `owner`: who the images belong to (their account's file quota counts them), and the session
+   * they join (null: one being created).
+   */
+  async decode(owner: { ownerId: string; sessionId: string | null }, messages: InputMessage[], fieldPrefix: string): Promise<InlineImageBatch> {
+    const { ownerId, ...quota } = owner;
     const positions: ImageAt[] = [];
     const images: DecodedImage[] = [];
     const errors: FieldError[] = [];
@@ -99,6 +105,6 @@ export class InlineImages {
       }
     }
     if (errors.length > 0) throw DomainError.validation(errors);
-    return new InlineImageBatch(this.store, ownerId, messages, positions, images, StoreInlineImages.newIds(images.length));
+    return new InlineImageBatch(this.store, ownerId, quota, messages, positions, images, StoreInlineImages.newIds(images.length));
   }
 }

@@ -10,6 +10,7 @@ import { CompactionStep } from './compaction-step.js';
 import { summaryMessage, summaryMessageTokens } from './compaction-prompt.js';
 import { type ContextMeasure, type ContextPolicy, contextPolicy, contextTokens, decideContext } from './context-policy.js';
 import { ImageReferences } from './image-references.js';
+import { imageTokenAdjustment, ModelImages } from './model-images.js';
 import { modelTools } from './model-streams.js';
 import { type MessageAttachment, toModelMessages } from './model-context.js';
 import type { RunControl } from './run-control.js';
@@ -47,6 +48,7 @@ export class ContextManager {
     private readonly items: ItemsRepository,
     private readonly files: FilesRepository,
     private readonly imageReferences: ImageReferences,
+    private readonly modelImages: ModelImages,
     private readonly compaction: CompactionStep,
   ) {}
 
@@ -150,8 +152,9 @@ export class ContextManager {
     const attachments = await this.attachmentsOf(shown);
     const messages: ModelMessage[] = [
       ...(summary ? [summaryMessage(summary)] : []),
-      ...toModelMessages(await this.imageReferences.resolve(sessionId, shown), attachments),
+      ...(await this.modelImages.prepare(toModelMessages(await this.imageReferences.resolve(sessionId, shown), attachments))),
     ];
+    const imageAdjustTokens = imageTokenAdjustment(messages);
     state.context.baseTokens ??=
       (await countTokens(held.config.instructions)) + MESSAGE_OVERHEAD_TOKENS + (tools.length > 0 ? await countTokens(JSON.stringify(modelTools(tools))) : 0);
     // Stored counts are read as they are; only items written by the api are counted here.
@@ -174,6 +177,7 @@ export class ContextManager {
         itemTokens: counts,
         driftTokens: state.context.driftTokens,
         lastCompactionTokensAfter: compaction?.content[0]?.compaction?.tokens_after ?? null,
+        ...(imageAdjustTokens !== 0 ? { imageAdjustTokens } : {}),
       },
     };
   }

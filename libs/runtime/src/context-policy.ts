@@ -58,10 +58,16 @@ export interface ContextMeasure {
   driftTokens: number;
   /** tokens_after of the latest compaction of the session, when the context starts with its summary. */
   lastCompactionTokensAfter: number | null;
+  /**
+   * The images as sent, counted by their size, less what the items' estimates counted for them
+   * (IMAGE_TOKENS each): positive for large images, negative for small or left-out ones (see
+   * model-images imageTokenAdjustment). Absent: 0.
+   */
+  imageAdjustTokens?: number;
 }
 
 export function contextTokens(measure: ContextMeasure): number {
-  return measure.baseTokens + measure.summaryTokens + measure.pinnedTokens + measure.itemTokens.reduce((sum, tokens) => sum + tokens, 0) + measure.driftTokens;
+  return measure.baseTokens + measure.summaryTokens + measure.pinnedTokens + measure.itemTokens.reduce((sum, tokens) => sum + tokens, 0) + measure.driftTokens + (measure.imageAdjustTokens ?? 0);
 }
 
 export type ContextDecision =

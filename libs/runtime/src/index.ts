@@ -10,6 +10,7 @@ export { toolPolicy } from './tool-policy.js';
 export { WORKER_ID } from './worker-identity.js';
 export { measuredProvider, modelCallOutcome } from './model-metrics.js';
 export { ImageReferences, MISSING_IMAGE_TEXT } from './image-references.js';
+export { capRequestImages, dataUrlBytes, imageLeftOutText, imageTokenAdjustment, ModelImages } from './model-images.js';
 export { compactionCut, type ContextMeasure, type ContextPolicy, contextPolicy, contextTokens, decideContext, type PlannedItem } from './context-policy.js';
 export { SUMMARY_HEADING, summaryPrompt, transcript, transcriptLine } from './compaction-prompt.js';
 export { type CachedContext, ContextCache } from './context-cache.js';

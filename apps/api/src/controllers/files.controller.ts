@@ -43,7 +43,7 @@ export class FilesController {
     },
   })
   @ApiCreatedResponse({ type: FileDto, description: 'The draft.' })
-  @ApiErrors('validation_failed', 'file_too_large', 'file_quota_exceeded', 'file_type_not_allowed', 'file_type_mismatch', 'unsupported_media_type', 'idempotency_key_required', 'idempotency_conflict')
+  @ApiErrors('validation_failed', 'file_too_large', 'file_quota_exceeded', 'file_type_not_allowed', 'file_type_mismatch', 'unsupported_media_type', 'idempotency_key_required', 'idempotency_conflict', 'too_many_large_bodies')
   async upload(@CurrentPrincipal() principal: Principal, @Headers('idempotency-key') key: string | undefined, @Req() req: Request, @Res() res: Response): Promise<void> {
     sendIdempotent(res, await this.uploadDraft.execute(principal, await receiveUpload(req, res), key));
   }

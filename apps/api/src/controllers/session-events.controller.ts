@@ -46,6 +46,9 @@ export class SessionEventsController {
     'state_conflict',
     'file_already_bound',
     'payload_too_large',
+    'too_many_large_bodies',
+    'file_quota_exceeded',
+    'session_image_quota_exceeded',
   )
   async submit(
     @CurrentPrincipal() principal: Principal,

@@ -23,7 +23,7 @@ export class ErrorDetailsDto {
   allow?: string[];
   @ApiPropertyOptional({ type: [String], description: '`unknown_event_type`: the event types of the protocol.' })
   allowed?: string[];
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`rate_limited`: seconds to wait (also in the `Retry-After` header).' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`rate_limited`, `too_many_large_bodies`: seconds to wait (also in the `Retry-After` header).' })
   retry_after?: number;
   @ApiPropertyOptional({ description: '`idempotency_conflict`: the key that was already used with a different intent.' })
   idempotency_key?: string;
@@ -53,10 +53,17 @@ export class ErrorDetailsDto {
   file_id?: string;
   @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`file_too_large`: the largest file accepted, in bytes.' })
   limit_bytes?: number;
-  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: the bytes the caller\'s files take now (drafts and attachments, not counting this upload).' })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    description:
+      '`file_quota_exceeded`: the bytes the caller\'s account stores now (uploads, inline and tool images, not counting this request\'s); `session_image_quota_exceeded`: the bytes of the session\'s images now.',
+  })
   used_bytes?: number;
-  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: the caller\'s storage quota in bytes (FILE_QUOTA_BYTES).' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: the account\'s storage quota in bytes (FILE_QUOTA_BYTES); `session_image_quota_exceeded`: SESSION_IMAGE_BYTES.' })
   quota_bytes?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`too_many_large_bodies`: how many request bodies over 1 MiB a user may have in flight at once (MAX_CONCURRENT_LARGE_BODIES).' })
+  max_in_flight?: number;
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: the caller\'s drafts now (uploads not attached yet).' })
   drafts?: number;
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: how many drafts the caller may hold (FILE_QUOTA_DRAFTS).' })

@@ -29,6 +29,8 @@ interface EventSpec {
   optional?: string[];
   /** `yuxi` may be absent altogether (a resync a subscriber gets from the stream itself). */
   yuxiOptional?: boolean;
+  /** The event embeds an item's content, cut past EVENT_ITEM_CONTENT_BYTES (`yuxi.truncated`). */
+  truncates?: boolean;
 }
 
 /** The fields of an event type's shape (libs/events) that its spec's `payload` lists: all but the envelope's. */
@@ -58,6 +60,7 @@ const itemEvent = (name: string, durability: Durability): SpecOf<ItemEventType> 
   durability,
   run: 'nullable',
   turn: true,
+  truncates: true,
   payload: { output_index: OUTPUT_INDEX, item: ref(ItemDto) },
 });
 const partEvent = (name: string, durability: Durability): SpecOf<ContentPartEventType> => ({
@@ -65,6 +68,7 @@ const partEvent = (name: string, durability: Durability): SpecOf<ContentPartEven
   durability,
   run: 'required',
   turn: true,
+  truncates: true,
   payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, content_index: CONTENT_INDEX, part: ref(ContentPartDto) },
 });
 
@@ -106,7 +110,13 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
     durability: 'live',
     run: 'required',
     turn: true,
-    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, reasoning_index: REASONING_INDEX, text: text('The full reasoning text of the model call, saved in the item\'s `yuxi.reasoning` before this is sent.') },
+    truncates: true,
+    payload: {
+      item_id: ITEM_ID,
+      output_index: OUTPUT_INDEX,
+      reasoning_index: REASONING_INDEX,
+      text: text('The full reasoning text of the model call, saved in the item\'s `yuxi.reasoning` before this is sent (cut past EVENT_ITEM_CONTENT_BYTES, see `yuxi.truncated`).'),
+    },
   },
   'yuxi.session.turn.tool_progress': {
     name: 'TurnToolProgressEvent',
@@ -125,7 +135,13 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
     durability: 'durable',
     run: 'required',
     turn: true,
-    payload: { item_id: ITEM_ID, output_index: OUTPUT_INDEX, content_index: CONTENT_INDEX, text: text('The full committed text; replaces the accumulated deltas.') },
+    truncates: true,
+    payload: {
+      item_id: ITEM_ID,
+      output_index: OUTPUT_INDEX,
+      content_index: CONTENT_INDEX,
+      text: text('The full committed text (cut past EVENT_ITEM_CONTENT_BYTES, see `yuxi.truncated`); replaces the accumulated deltas.'),
+    },
   },
   'agent.session.turn.content_part.done': partEvent('TurnContentPartDoneEvent', 'durable'),
   'agent.session.turn.item.done': itemEvent('TurnItemDoneEvent', 'durable'),
@@ -215,6 +231,12 @@ const SEQ: SchemaObject = {
   minimum: 1,
   description: 'Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first).',
 };
+const TRUNCATED: SchemaObject = {
+  type: 'boolean',
+  enum: [true],
+  description:
+    'Present (true) when the item content this event embeds was cut: its texts together are at most EVENT_ITEM_CONTENT_BYTES (UTF-8) in an event. The item itself is whole: read it from `GET /api/v1/agents/sessions/{session_id}/items`.',
+};
 const RUN_ID: SchemaObject = { type: 'string', description: 'The run (execution segment) the event belongs to.' };
 
 function yuxiSchema(spec: EventSpec): SchemaObject {
@@ -226,6 +248,7 @@ function yuxiSchema(spec: EventSpec): SchemaObject {
     properties.run_id = spec.run === 'nullable' ? { ...RUN_ID, nullable: true, description: `${RUN_ID.description} Null for an item written outside a run.` } : RUN_ID;
     required.push('run_id');
   }
+  if (spec.truncates) properties.truncated = TRUNCATED;
   const where = { durable: 'Durable: carries `seq`.', live: 'Live only: no `seq`.', either: '`seq` present when the event is durable.' }[spec.durability];
   return { type: 'object', description: `Extensions. ${where}`, properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
 }

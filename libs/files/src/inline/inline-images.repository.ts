@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { isUuid, prepared } from '#libs/database';
 import { FILE_COLUMNS, type FileEntity, fileFromRow } from '../file.entity.js';
 import { isFileId } from '../file-ids.js';
+import { checkImageQuota, type ImageQuota } from '../image-quota.js';
 
 /** One inline image about to be stored: its id and key are the server's, its type was sniffed from the bytes. */
 export interface StagedImage {
@@ -25,9 +26,20 @@ export interface StagedImage {
 export class InlineImagesRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  async stage(ownerId: string, images: StagedImage[]): Promise<void> {
+  /**
+   * Writes the rows of a submission's images, within the account's file quota and the session's
+   * image cap (checkImageQuota: 413 when they would not fit, nothing written).
+   */
+  async stage(ownerId: string, images: StagedImage[], bound: { sessionId: string | null; quota: ImageQuota }): Promise<void> {
     if (images.length === 0) return;
-    await this.dataSource.query(
+    await this.dataSource.transaction(async (manager) => {
+      await checkImageQuota(manager, ownerId, bound.sessionId, images.reduce((sum, image) => sum + image.bytes, 0), bound.quota);
+      await this.insert(manager, ownerId, images);
+    });
+  }
+
+  private async insert(manager: EntityManager, ownerId: string, images: StagedImage[]): Promise<void> {
+    await manager.query(
       prepared(`INSERT INTO files (id, owner_id, filename, bytes, mime_type, sha256, status, origin, session_key)
        SELECT s.id, $1::uuid, s.filename, s.bytes, s.mime_type, s.sha256, 'uploading', 'inline', s.session_key
        FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[]) AS s(id, filename, bytes, mime_type, sha256, session_key)`),

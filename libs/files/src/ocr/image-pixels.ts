@@ -105,3 +105,46 @@ export async function thumbnail(bytes: Uint8Array, maxWidth: number, maxHeight: 
   );
   return { bytes: data, width: info.width, height: info.height, mimeType: 'image/webp' };
 }
+
+/** An image as a model request carries it: its bytes, type and size in pixels. */
+export interface ModelImage {
+  bytes: Buffer;
+  mimeType: string;
+  width: number;
+  height: number;
+  /** Whether the bytes were re-encoded at a smaller size. */
+  downscaled: boolean;
+}
+
+/**
+ * An image ready for a model request: unchanged when the provider would look at it whole, else
+ * decoded and downscaled to `target(width, height)` (the size the provider would scale it to
+ * anyway), as PNG for PNG and GIF (first frame), JPEG and WebP as themselves. The header check
+ * comes first, so a bomb is never decoded. Null when the bytes are no image the decoder reads.
+ */
+export async function imageForModel(
+  bytes: Buffer,
+  mimeType: string,
+  target: (width: number, height: number) => { width: number; height: number },
+  maxPixels = MAX_IMAGE_PIXELS,
+): Promise<ModelImage | null> {
+  let header;
+  try {
+    header = await checkImageHeader(bytes, maxPixels);
+  } catch (error) {
+    if (error instanceof ImageUnreadableError || error instanceof ImageTooLargeError) return null;
+    throw error;
+  }
+  const size = target(header.width, header.height);
+  if (size.width >= header.width && size.height >= header.height) return { bytes, mimeType, width: header.width, height: header.height, downscaled: false };
+  const sharp = await loadSharp();
+  const resized = decoder(sharp, bytes, maxPixels).resize({ width: size.width, height: size.height, fit: 'fill' });
+  const encoded = mimeType === 'image/jpeg' ? resized.jpeg({ quality: 85 }) : mimeType === 'image/webp' ? resized.webp({ quality: 85 }) : resized.png();
+  try {
+    const { data, info } = await encoded.toBuffer({ resolveWithObject: true });
+    const type = mimeType === 'image/jpeg' || mimeType === 'image/webp' ? mimeType : 'image/png';
+    return { bytes: data, mimeType: type, width: info.width, height: info.height, downscaled: true };
+  } catch {
+    return null;
+  }
+}

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { prepared } from '#libs/database';
 import type { StagedImage } from '../inline/inline-images.repository.js';
+import { checkImageQuota, type ImageQuota } from '../image-quota.js';
 
 /** One image of a tool result about to be stored: staged like an inline image (its id and key are the server's, its type sniffed). */
 export type StagedToolImage = StagedImage;
@@ -18,9 +19,21 @@ export type StagedToolImage = StagedImage;
 export class ToolImagesRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  async stage(sessionId: string, images: StagedToolImage[]): Promise<void> {
+  /**
+   * Writes the rows of a result's images, within the session owner's file quota and the session's
+   * image cap (checkImageQuota: a DomainError when they would not fit, nothing written).
+   */
+  async stage(sessionId: string, images: StagedToolImage[], quota: ImageQuota): Promise<void> {
     if (images.length === 0) return;
-    await this.dataSource.query(
+    await this.dataSource.transaction(async (manager) => {
+      const [session] = (await manager.query(prepared(`SELECT owner_id FROM sessions WHERE id = $1`), [sessionId])) as { owner_id: string }[];
+      if (session) await checkImageQuota(manager, session.owner_id, sessionId, images.reduce((sum, image) => sum + image.bytes, 0), quota);
+      await this.insert(manager, sessionId, images);
+    });
+  }
+
+  private async insert(manager: EntityManager, sessionId: string, images: StagedToolImage[]): Promise<void> {
+    await manager.query(
       prepared(`INSERT INTO files (id, owner_id, filename, bytes, mime_type, sha256, status, origin, session_key)
        SELECT i.id, s.owner_id, i.filename, i.bytes, i.mime_type, i.sha256, 'uploading', 'tool', i.session_key
        FROM sessions s, unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[]) AS i(id, filename, bytes, mime_type, sha256, session_key)

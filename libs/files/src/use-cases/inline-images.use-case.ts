@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import { newFileId, storageKeys } from '../file-ids.js';
 import { imageExtension } from '../inline/inline-image-sniffing.js';
@@ -33,6 +34,7 @@ export class StoreInlineImages {
   constructor(
     private readonly images: InlineImagesRepository,
     @Inject(FILE_STORAGE) private readonly storage: FileStorage,
+    private readonly config: AppConfig,
   ) {}
 
   /** New file ids for a submission's images, in order (nothing is written yet). */
@@ -40,7 +42,11 @@ export class StoreInlineImages {
     return Array.from({ length: count }, () => newFileId());
   }
 
-  async stage(ownerId: string, fileIds: string[], images: DecodedImage[]): Promise<void> {
+  /**
+   * Within the owner's account's FILE_QUOTA_BYTES and the session's SESSION_IMAGE_BYTES (`sessionId`:
+   * the session they join, null for one being created): 413 otherwise, nothing stored.
+   */
+  async stage(ownerId: string, fileIds: string[], images: DecodedImage[], bound: { sessionId: string | null }): Promise<void> {
     const staged: StagedImage[] = images.map((image, index) => {
       const id = fileIds[index]!;
       return {
@@ -52,7 +58,7 @@ export class StoreInlineImages {
         sha256: image.sha256,
       };
     });
-    await this.images.stage(ownerId, staged);
+    await this.images.stage(ownerId, staged, { ...bound, quota: { accountBytes: this.config.fileQuotaBytes, sessionBytes: this.config.sessionImageBytes } });
     // After the first failure no further write starts, and the writes under way are waited for
     // before the failure is thrown: the caller's discard runs after the last blob landed, so it
     // removes them all (a write landing after it would leave a blob that no row knows).

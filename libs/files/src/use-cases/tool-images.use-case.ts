@@ -1,4 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { AppConfig } from '#libs/config';
+import { DomainError } from '#libs/errors';
 import { newFileId, storageKeys } from '../file-ids.js';
 import { FILE_STORAGE, type FileStorage } from '../storage/file-storage.js';
 import { discardStaged } from './staged-images.js';
@@ -26,6 +28,7 @@ export class StoreToolImages {
   constructor(
     private readonly images: ToolImagesRepository,
     @Inject(FILE_STORAGE) private readonly storage: FileStorage,
+    private readonly config: AppConfig,
   ) {}
 
   /**
@@ -41,15 +44,28 @@ export class StoreToolImages {
     });
     const fileIds = staged.map((image) => image.id);
     try {
-      await this.images.stage(sessionId, staged);
+      await this.images.stage(sessionId, staged, { accountBytes: this.config.fileQuotaBytes, sessionBytes: this.config.sessionImageBytes });
+    } catch (error) {
+      // Over the account's quota or the session's cap (nothing was written): the result is recorded without its images.
+      if (error instanceof DomainError) {
+        const which = error.code === 'session_image_quota_exceeded' ? 'the session\'s images reached SESSION_IMAGE_BYTES' : 'the account\'s file quota (FILE_QUOTA_BYTES) is full';
+        return { fileIds: [], notes: [...notes, ...images.map((image) => `[image ${image.number} not shown: it was not stored, ${which}]`)] };
+      }
+      return this.unstored(toolName, fileIds, images, notes, error);
+    }
+    try {
       // One at a time: a result holds at most 10 images, and the model call waits for them anyway.
       for (const [index, image] of staged.entries()) await this.storage.put(image.key, images[index]!.bytes);
       return { fileIds, notes };
     } catch (error) {
-      this.logger.warn(`images of a ${toolName} result not stored (the model is told so): ${String(error)}`);
-      await this.discard(fileIds);
-      return { fileIds: [], notes: [...notes, ...images.map((image) => `[image ${image.number} not shown: it could not be stored]`)] };
+      return this.unstored(toolName, fileIds, images, notes, error);
     }
+  }
+
+  private async unstored(toolName: string, fileIds: string[], images: readonly { number: number }[], notes: string[], error: unknown): Promise<StagedToolMedia> {
+    this.logger.warn(`images of a ${toolName} result not stored (the model is told so): ${String(error)}`);
+    await this.discard(fileIds);
+    return { fileIds: [], notes: [...notes, ...images.map((image) => `[image ${image.number} not shown: it could not be stored]`)] };
   }
 
   /** Best effort: what is left here (storage or database down) is finished by the files sweep. */

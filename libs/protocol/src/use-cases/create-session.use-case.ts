@@ -43,7 +43,7 @@ export class CreateSession {
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
-    const images = messages ? await this.inlineImages.decode(principal.userId, messages, 'input') : null;
+    const images = messages ? await this.inlineImages.decode({ ownerId: principal.userId, sessionId: null }, messages, 'input') : null;
 
     const intent = { operation: 'sessions.create', body: { ...dto, input: images ? images.intentMessages() : null } };
     const result = await this.acceptance.accept(principal, 'sessions.create', key, intent, async (manager) => {

@@ -40,7 +40,7 @@ export class SubmitMessage {
     const modelOverride = event.yuxi?.model === undefined ? undefined : this.models.validate(event.yuxi.model);
     const messages: InputMessage[] = parseAgentInput(event.input).messages;
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
-    const images = await this.inlineImages.decode(principal.userId, messages, 'events[0].input');
+    const images = await this.inlineImages.decode({ ownerId: principal.userId, sessionId }, messages, 'events[0].input');
 
     let steerIntoRunningTurn = false;
     const scope = IdempotencyService.eventScope(sessionId);
