@@ -26,4 +26,5 @@ export { AllowanceBook, grantedPoints, leaseSize } from './rate-allowance.js';
 export { CredentialCache } from './credential-cache.js';
 export { SetUserRoleDto, USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto } from './user.dto.js';
 export { SetUserRole } from './user-roles.js';
+export { SuspendUser } from './user-suspension.js';
 export { Users } from './users.js';

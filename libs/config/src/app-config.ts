@@ -66,6 +66,8 @@ export class AppConfig {
   /** How long a revocation or role change waits for every api replica to confirm it dropped the credential before answering. */
   readonly authInvalidationWaitMs: number;
   readonly scriptedModelsEnabled: boolean;
+  /** MODEL_ALLOWLIST: the only models (`provider:model`, or `provider:*`) agents and overrides may name; null: every model of a known provider. */
+  readonly modelAllowlist: readonly string[] | null;
   readonly scriptedMaxDelayMs: number;
   readonly scriptedMaxWords: number;
   /** Where file bytes live: this directory (`local`), or an S3-compatible bucket (`s3`). */
@@ -157,7 +159,9 @@ export class AppConfig {
     if (this.rateLimitLeasePercent > 50) throw new Error('RATE_LIMIT_LEASE_PERCENT must be at most 50 (a lease that large lets one replica hold half a window)');
     this.authCacheTtlMs = int(env, 'AUTH_CACHE_TTL_MS', 10_000);
     this.authInvalidationWaitMs = int(env, 'AUTH_INVALIDATION_WAIT_MS', 2_000);
-    this.scriptedModelsEnabled = (env.SCRIPTED_MODELS ?? 'enabled') !== 'disabled';
+    // Off unless the deployment turns them on: the demo models cost nothing, so an open install must not offer them (npm start and npm test turn them on).
+    this.scriptedModelsEnabled = oneOf(env, 'SCRIPTED_MODELS', ['enabled', 'disabled'], 'disabled') === 'enabled';
+    this.modelAllowlist = modelAllowlist(env.MODEL_ALLOWLIST);
     this.scriptedMaxDelayMs = int(env, 'SCRIPTED_MAX_DELAY_MS', 10_000);
     this.scriptedMaxWords = int(env, 'SCRIPTED_MAX_WORDS', 5_000);
     this.storage = storageSettings(env);
@@ -257,6 +261,16 @@ function storageSettings(env: NodeJS.ProcessEnv): StorageSettings {
     forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', false),
     keyPrefix,
   };
+}
+
+/** `provider:model` or `provider:*` entries separated by commas; empty: no allowlist. A typo stops the process at start. */
+export function modelAllowlist(raw: string | undefined): string[] | null {
+  const entries = (raw ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  if (entries.length === 0) return null;
+  for (const entry of entries) {
+    if (!/^[a-z][a-z0-9_-]*:(\*|\S{1,160})$/.test(entry)) throw new Error(`MODEL_ALLOWLIST must be provider:model or provider:* entries separated by commas, got "${entry}"`);
+  }
+  return entries;
 }
 
 function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
