@@ -92,6 +92,10 @@ export class AppConfig {
    * and the worker (which reads them at call time). Unset: the deployment stores no secrets.
    */
   readonly secretsKey: string | undefined;
+  /** ALLOW_UNSEALED_SECRETS=true: a production process (NODE_ENV=production) starts without SECRETS_KEY, storing webhook secrets unsealed. */
+  readonly allowUnsealedSecrets: boolean;
+  /** Longest lifetime (seconds) of an API key minted with a user token: its `expires_at` is brought within it. */
+  readonly userTokenKeyMaxTtlS: number;
   /** Webhooks (libs/webhooks): private, loopback and link-local targets allowed (dev, tests), and plain http. */
   readonly webhookAllowPrivateNetworks: boolean;
   /** The delays between a webhook delivery's attempts, as WEBHOOK_RETRY_SCHEDULE says (libs/webhooks parses it; empty: the default). */
@@ -152,6 +156,9 @@ export class AppConfig {
     if ((this.jwtSecret || this.jwtJwksUrl) && !this.jwtAudience) {
       throw new Error('JWT_AUDIENCE is required when user tokens are accepted: without it, any token of the identity provider would do');
     }
+    // A JWKS is usually a shared identity provider's: without the issuer, a token it signed for another tenant or realm would do.
+    if (this.jwtJwksUrl && !this.jwtIssuer) throw new Error('JWT_ISSUER is required with JWT_JWKS_URL: without it, any issuer the key set signs for would do');
+    this.userTokenKeyMaxTtlS = Math.max(60, int(env, 'USER_TOKEN_KEY_MAX_TTL_S', 30 * 24 * 3600));
     this.rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 1200);
     this.endUserRateLimitPerMinute = int(env, 'END_USER_RATE_LIMIT_PER_MINUTE', 300);
     this.maxStreamsPerPrincipal = int(env, 'MAX_STREAMS_PER_PRINCIPAL', 20);
@@ -173,6 +180,10 @@ export class AppConfig {
     this.modelRequestAudit = oneOf(env, 'MODEL_REQUEST_AUDIT', ['off', 'on'], 'off') === 'on';
     this.secretsKey = env.SECRETS_KEY || undefined;
     if (this.secretsKey !== undefined && this.secretsKey.length < 32) throw new Error('SECRETS_KEY must be at least 32 characters (e.g. openssl rand -hex 32)');
+    this.allowUnsealedSecrets = bool(env, 'ALLOW_UNSEALED_SECRETS', false);
+    if (env.NODE_ENV === 'production' && this.secretsKey === undefined && !this.allowUnsealedSecrets) {
+      throw new Error('SECRETS_KEY is required in production (NODE_ENV=production): webhook secrets would be stored unsealed. Set it (openssl rand -hex 32), or ALLOW_UNSEALED_SECRETS=true to accept unsealed secrets');
+    }
     this.webhookAllowPrivateNetworks = bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false);
     this.webhookRetrySchedule = env.WEBHOOK_RETRY_SCHEDULE ?? '';
     this.webhookTimeoutMs = Math.max(100, int(env, 'WEBHOOK_TIMEOUT_MS', 15_000));
