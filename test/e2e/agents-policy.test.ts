@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { API, newKey } from '../support/http.js';
-import { ADMIN, bootstrap, call, type Caller, newProductUser, postEventAs } from '../support/identity.js';
+import { ADMIN, bootstrap, call, type Caller, newProductUser, postEventAs, until } from '../support/identity.js';
 
 /** An agent saved by `caller` (default: the bootstrap administrator); fails the test unless 201. */
 async function saveAgent(definition: Record<string, unknown>, caller: Caller = bootstrap): Promise<string> {
@@ -104,6 +104,44 @@ describe('agents: a pinned approval mode', () => {
     // Its managers are not bound by the pin.
     const byAdmin = await createSession(bootstrap, { agent_id: agentId, tool_approval_mode: 'always_trust' });
     assert.equal(byAdmin.status, 201, byAdmin.text);
+  });
+
+  it('makes approve_session approve the one call for callers bound by the pin; its managers still trust for the session', async () => {
+    const agentId = await saveAgent({ tools: [{ type: 'builtin', name: 'calculator', requires_approval: true }], tool_approval_pinned: true });
+    const CALC = '[[tool:calculator {"expression":"6*7"}]]';
+    const { caller: user } = await newProductUser('plain user');
+    /** The session once its turn reached `status` (bounded wait). */
+    const reached = async (caller: Caller, sessionId: string, status: string): Promise<any> => {
+      const session = await until(async () => {
+        const res = await call(caller, `${API}/sessions/${sessionId}`);
+        return res.body?.status === status ? res.body : undefined;
+      }, { attempts: 150, intervalMs: 100 });
+      assert.ok(session, `session ${sessionId} reached ${status}`);
+      return session;
+    };
+    const approveForSession = async (caller: Caller, sessionId: string): Promise<string> => {
+      const waiting = await reached(caller, sessionId, 'requires_action');
+      const turn = waiting.yuxi.current_turn;
+      const decisions = turn.waitpoint.tool_calls.map((c: any) => ({ call_id: c.call_id, decision: 'approve_session' }));
+      const res = await postEventAs(caller, sessionId, { type: 'yuxi.session.input.resume', turn_id: turn.id, waitpoint_id: turn.waitpoint.id, response: { type: 'approval', decisions } });
+      assert.equal(res.status, 202, res.text);
+      await reached(caller, sessionId, 'completed');
+      return turn.id as string;
+    };
+    for (const [caller, asksAgain] of [[user, true], [bootstrap, false]] as const) {
+      const created = await createSession(caller, { agent_id: agentId, input: CALC });
+      assert.equal(created.status, 201, created.text);
+      const firstTurn = await approveForSession(caller, created.body.id);
+      // The next turn calls the tool again: asked again, or trusted for the session.
+      const again = await postEventAs(caller, created.body.id, { type: 'agent.session.input.message', input: CALC, yuxi: { mode: 'follow_up' } });
+      assert.equal(again.status, 202, again.text);
+      const settled = await until(async () => {
+        const res = await call(caller, `${API}/sessions/${created.body.id}`);
+        const done = res.body?.status === 'requires_action' || res.body?.status === 'completed';
+        return done && res.body.yuxi.current_turn?.id !== firstTurn ? res.body : undefined;
+      }, { attempts: 150, intervalMs: 100 });
+      assert.equal(settled?.status, asksAgain ? 'requires_action' : 'completed', `${caller === user ? 'a caller bound by the pin' : 'an administrator'}: asked again = ${asksAgain}`);
+    }
   });
 
   it('changes nothing where the agent is not pinned', async () => {
