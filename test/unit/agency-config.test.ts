@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { assertApprovalMode, assertModelOverride, managesAgent, mayTrustForSession } from '#libs/agents';
+import { assertApprovalMode, assertModelOverride, atLeastPinned, managesAgent, mayTrustForSession } from '#libs/agents';
 import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import { modelAllowed, ModelRegistry, OpenAiProvider, ScriptedProvider } from '#libs/models';
@@ -112,5 +112,10 @@ describe('agent policy: overrides and pinned approval', () => {
     assert.equal(mayTrustForSession(other, policy), false);
     assert.equal(mayTrustForSession(owner, policy), true);
     assert.equal(mayTrustForSession(other, { ...policy, tool_approval_pinned: false }), true);
+    // Cooperation members: a coordinator's mode, never below a pinned member agent's.
+    assert.equal(atLeastPinned('always_trust', policy), 'default');
+    assert.equal(atLeastPinned('always_ask', policy), 'always_ask');
+    assert.equal(atLeastPinned('always_trust', { ...policy, tool_approval_pinned: false }), 'always_trust');
+    assert.equal(atLeastPinned('always_trust', undefined), 'always_trust');
   });
 });

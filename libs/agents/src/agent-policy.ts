@@ -41,3 +41,13 @@ export function assertApprovalMode(principal: Pick<Principal, 'isAdmin' | 'actor
 export function mayTrustForSession(principal: Pick<Principal, 'isAdmin' | 'actorId' | 'appId'>, policy: AgentPolicySnapshot | undefined): boolean {
   return !policy?.tool_approval_pinned || managesAgent(principal, policy);
 }
+
+/**
+ * The mode a cooperation member of this agent runs with: its coordinator's, raised to the agent's
+ * own where the agent is pinned (a coordinator's session cannot lower a pinned member agent; the
+ * worker creating the member knows no caller, so the pin binds every tree alike).
+ */
+export function atLeastPinned(mode: string, policy: AgentPolicySnapshot | undefined): string {
+  if (!policy?.tool_approval_pinned) return mode;
+  return (STRICTNESS[mode as ToolApprovalMode] ?? -1) >= STRICTNESS[policy.tool_approval_mode] ? mode : policy.tool_approval_mode;
+}

@@ -15,7 +15,7 @@ export {
   type ToolApprovalMode,
 } from './agent.entity.js';
 export { AgentAdmin } from './agent-admin.js';
-export { assertApprovalMode, assertModelOverride, managesAgent, mayTrustForSession } from './agent-policy.js';
+export { assertApprovalMode, assertModelOverride, atLeastPinned, managesAgent, mayTrustForSession } from './agent-policy.js';
 export { type AgentDefinition, parseAgentDefinition } from './agent-definition.js';
 export { AgentsFile } from './agents-file.js';
 export { AgentsModule } from './agents.module.js';
