@@ -45,6 +45,9 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     // A stack on one machine delivers webhooks to receivers on that machine (plain http included);
     // a deployment (images, docker/.env.example) refuses private targets unless told otherwise.
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
+    // The scripted demo models answer without a provider: a stack on one machine offers them, a
+    // deployment (images, docker/.env.example) does not unless told to.
+    SCRIPTED_MODELS: process.env.SCRIPTED_MODELS ?? 'enabled',
     ...extraEnv,
   };
   const children = [];

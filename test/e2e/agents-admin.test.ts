@@ -172,6 +172,8 @@ describe('saved agents: the version history', () => {
       model,
       tools: [],
       tool_approval_mode: 'default',
+      allowed_models: null,
+      tool_approval_pinned: false,
       limits: { max_tool_calls: 4 },
       context: {},
       multi_agent: null,

@@ -541,6 +541,13 @@ describe('docker/compose.yaml', () => {
     const missing = [...interpolated].filter((name) => !documented.has(name)).sort();
     assert.deepEqual(missing, [], `variables compose.yaml interpolates but docker/.env.example does not list: ${missing.join(', ')}`);
   });
+
+  it('leaves the scripted demo models off, as the application defaults them', () => {
+    // Neither the images nor compose turn them on; the template shows the default commented out.
+    assert.doesNotMatch(read('docker', 'Dockerfile'), /SCRIPTED_MODELS/);
+    assert.doesNotMatch(read('docker', 'compose.yaml'), /SCRIPTED_MODELS/);
+    assert.deepEqual(read('docker', '.env.example').match(/^#?\s*SCRIPTED_MODELS=.*$/gm), ['# SCRIPTED_MODELS=disabled']);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -127,7 +127,7 @@ describe('inline images as session files', () => {
     assert.ok(owner.bytes.equals(PNG), 'exactly the bytes that were sent');
     assert.equal(owner.headers.get('content-type'), 'image/png');
     assert.equal(owner.headers.get('content-length'), String(PNG.length));
-    assert.equal(owner.headers.get('cache-control'), 'private');
+    assert.equal(owner.headers.get('cache-control'), 'no-store');
     assert.equal(owner.headers.get('x-content-type-options'), 'nosniff');
 
     const stranger = await newProductUser('another user');

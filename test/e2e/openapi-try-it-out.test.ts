@@ -141,6 +141,8 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     assert.equal(user.status, 201, user.text);
     ids.user_id = user.body.user_id;
     await tryIt('setUserRole', 200);
+    await tryIt('suspendUser', 200);
+    await tryIt('reactivateUser', 200);
     // Some owner's session (the default create's key already made one, since deleted).
     const created = await http('/api/v1/agents/sessions', { headers: { 'idempotency-key': `try-ops-${Date.now()}` }, body: { agent_id: 'default-chatbot', input: 'Hello!' } });
     assert.equal(created.status, 201, created.text);

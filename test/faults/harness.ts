@@ -27,6 +27,8 @@ export const FAULT_ENV = {
   SSE_HEARTBEAT_MS: '1000',
   // A frozen database fails a query after this long (503), instead of hanging the request.
   DB_QUERY_TIMEOUT_MS: '2000',
+  // The scenarios drive scripted models; a deployment has them off unless it turns them on.
+  SCRIPTED_MODELS: 'enabled',
 } as const;
 export const RUN_LEASE_MS = Number(FAULT_ENV.RUN_LEASE_MS);
 export const RECOVERY_SWEEP_MS = Number(FAULT_ENV.RECOVERY_SWEEP_MS);

@@ -6,6 +6,7 @@ import { DomainError, createValidationPipe, requestIdMiddleware, requestIdOf, se
 import { httpMetricsMiddleware } from '#libs/metrics';
 import { gatherMetadataFilter } from '#libs/protocol';
 import { consoleStatic } from './console-static.js';
+import { securityHeaders } from './security-headers.js';
 
 /** Large bodies are accepted only where inline images travel: session create and event submission. */
 const LARGE_BODY_ROUTE = /^\/api\/v1\/agents\/sessions(\/[^/]+\/events)?\/?$/i;
@@ -22,6 +23,7 @@ const SESSION_LIST_ROUTE = /^\/api\/v1\/agents\/sessions\/?$/i;
  */
 export function configureHttp(app: INestApplication, bodyLimit: string, maxConcurrentLargeBodies = 0): void {
   app.use(requestIdMiddleware);
+  app.use(securityHeaders);
   app.use('/console', consoleStatic());
   app.use(httpMetricsMiddleware()); // before auth: refusals by the middleware below are counted too
   // One log line per request (with its request_id), and the id on every line logged while serving it.

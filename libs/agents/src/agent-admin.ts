@@ -28,6 +28,13 @@ export class AgentAdmin {
         errors.push({ field: 'model', errors: [error instanceof Error ? error.message : 'unknown model'] });
       }
     }
+    for (const [index, ref] of (definition?.allowed_models ?? []).entries()) {
+      try {
+        this.models.validate(ref);
+      } catch (error) {
+        errors.push({ field: `allowed_models[${index}]`, errors: [error instanceof Error ? error.message : 'unknown model'] });
+      }
+    }
     const summarizer = definition?.context.compaction?.model;
     if (summarizer) {
       try {

@@ -11,6 +11,10 @@ export interface AgentDefinition {
   model: string | null;
   tools: ToolDeclaration[];
   tool_approval_mode: ToolApprovalMode;
+  /** Models callers who do not manage the agent may override to (each `provider:model`); null: none. */
+  allowed_models: string[] | null;
+  /** true: callers who do not manage the agent may raise `tool_approval_mode`, never lower it. */
+  tool_approval_pinned: boolean;
   limits: Partial<AgentLimits>;
   context: AgentContext;
   /** null: no cooperation tools. */
@@ -21,7 +25,7 @@ export interface AgentDefinition {
 export const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** Slugs that are routes under /api/v1/agents: an agent with one of these ids could not be read at /api/v1/agents/{id}. */
 export const RESERVED_AGENT_IDS: readonly string[] = ['sessions', 'files', 'projects'];
-const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'limits', 'context', 'multi_agent', 'visibility']);
+const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'allowed_models', 'tool_approval_pinned', 'limits', 'context', 'multi_agent', 'visibility']);
 const LIMIT_RANGES: Record<keyof AgentLimits, [number, number]> = {
   max_model_calls: [1, 1000],
   max_tool_calls: [0, 1000],
@@ -59,6 +63,14 @@ export function parseAgentDefinition(raw: unknown): { definition: AgentDefinitio
   }
   const mode = body.tool_approval_mode ?? 'default';
   if (!TOOL_APPROVAL_MODES.includes(mode as ToolApprovalMode)) fail('tool_approval_mode', `must be one of ${TOOL_APPROVAL_MODES.join(', ')}`);
+  let allowedModels: string[] | null = null;
+  if (body.allowed_models !== undefined && body.allowed_models !== null) {
+    const list = body.allowed_models;
+    if (!Array.isArray(list) || list.length > 32 || list.some((ref) => typeof ref !== 'string' || ref.length < 3 || ref.length > 200)) fail('allowed_models', 'must be a list of at most 32 provider:model strings, or null');
+    else allowedModels = [...new Set(list as string[])];
+  }
+  const pinned = body.tool_approval_pinned ?? false;
+  if (typeof pinned !== 'boolean') fail('tool_approval_pinned', 'must be a boolean');
   const visibility = body.visibility ?? 'public';
   if (!AGENT_VISIBILITIES.includes(visibility as AgentVisibility)) fail('visibility', `must be one of ${AGENT_VISIBILITIES.join(', ')}`);
 
@@ -90,6 +102,8 @@ export function parseAgentDefinition(raw: unknown): { definition: AgentDefinitio
       model,
       tools: parsedTools.tools,
       tool_approval_mode: mode as ToolApprovalMode,
+      allowed_models: allowedModels,
+      tool_approval_pinned: pinned === true,
       limits,
       context,
       multi_agent: multiAgent,

@@ -113,8 +113,18 @@ export class MultiAgentDto {
   @ApiPropertyOptional({ type: [String], minItems: 1, maxItems: 32, description: 'Agents members may be created with (default: the coordinator\'s own).' }) agents?: string[];
 }
 
+
+/** The override rule, said once for every place it shows (agent fields, session create, follow-ups, session update). */
+export const MODEL_OVERRIDE_RULE =
+  'Who may switch the model: the deployment allows only the models of its MODEL_ALLOWLIST (empty: every model of a known provider). Within it, the agent\'s managers (its owner; administrators for every agent, public ones included) may switch to any model; other callers only to a model of the agent\'s `allowed_models` (none when it is null), or keep the agent\'s own. Anything else is 422 `model_not_allowed`.';
+export const APPROVAL_PIN_RULE =
+  'With `tool_approval_pinned`, callers who do not manage the agent (its owner; administrators for every agent) may raise the approval mode above the agent\'s `tool_approval_mode` (`always_trust` < `default` < `always_ask`) at session create, on a session update or per message, never lower it (422 `tool_approval_pinned`), and their `approve_session` decisions approve the one call only. Not pinned: every caller sets the modes as before.';
+
 export class AgentYuxiDto {
   @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
+  @ApiProperty({ description: `true: the approval mode is pinned. ${APPROVAL_PIN_RULE}` }) tool_approval_pinned!: boolean;
+  @ApiProperty({ type: [String], nullable: true, description: `Models callers who do not manage the agent may switch to; null: none. ${MODEL_OVERRIDE_RULE}`, example: null })
+  allowed_models!: string[] | null;
   @ApiProperty({
     description:
       "true: an agent of the deployment, owned by no user: the built-in `default-chatbot`, those declared in AGENTS_FILE, and those administrators save as `public`. Every caller sees it; only administrators change it. false: a user's own private agent. (It goes with `visibility`: `public` is always a system agent.)",
@@ -158,6 +168,9 @@ export class PutAgentDto {
   model?: string | null;
   @ApiPropertyOptional({ type: 'array', items: TOOL_SCHEMA, maxItems: 64 }) tools?: object[];
   @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], default: 'default' }) tool_approval_mode?: string;
+  @ApiPropertyOptional({ type: [String], nullable: true, maxItems: 32, description: `Models (\`provider:model\`) callers who do not manage the agent may switch to; omitted or null: none. ${MODEL_OVERRIDE_RULE}`, example: ['openai:gpt-4o-mini'] })
+  allowed_models?: string[] | null;
+  @ApiPropertyOptional({ default: false, description: APPROVAL_PIN_RULE }) tool_approval_pinned?: boolean;
   @ApiPropertyOptional({ type: AgentLimitsInputDto, description: 'Any subset; the rest take defaults.' }) limits?: AgentLimitsInputDto;
   @ApiPropertyOptional({ type: AgentContextDto, description: 'Context window and compaction policy (PROTOCOL.md "Context and compaction").' }) context?: AgentContextDto;
   @ApiPropertyOptional({ type: MultiAgentDto, nullable: true, description: 'Cooperation: subagents and trees (PROTOCOL.md).' }) multi_agent?: MultiAgentDto | null;
@@ -178,6 +191,8 @@ export class AgentDefinitionDto {
   @ApiProperty({ type: String, nullable: true, description: '`provider:model`; null = the deployment default.', example: 'scripted:echo' }) model!: string | null;
   @ApiProperty({ type: 'array', items: TOOL_SCHEMA, description: 'MCP header values and credentials in server URLs are shown as "***".' }) tools!: object[];
   @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
+  @ApiProperty({ type: [String], nullable: true, description: 'Models callers who do not manage the agent may switch to; null: none.' }) allowed_models!: string[] | null;
+  @ApiProperty({ description: 'Callers who do not manage the agent may raise the approval mode, never lower it.' }) tool_approval_pinned!: boolean;
   @ApiProperty({ type: AgentLimitsInputDto, description: 'The limits the definition sets (the rest took their defaults).' }) limits!: AgentLimitsInputDto;
   @ApiProperty({ type: AgentContextDto }) context!: AgentContextDto;
   @ApiProperty({ type: MultiAgentDto, nullable: true }) multi_agent!: MultiAgentDto | null;

@@ -67,6 +67,24 @@ export interface AgentSnapshot {
   context?: AgentContext;
   /** Present when the agent enables cooperation (members inherit their root's). */
   multi_agent?: MultiAgentPolicy;
+  /** Who may override what on the session (absent on sessions from before issue 35: only the deployment's allowlist applies). */
+  policy?: AgentPolicySnapshot;
+}
+
+/**
+ * What the agent's owner decided about callers who do not manage the agent (libs/agents
+ * agent-policy.ts applies it where a model or an approval mode is overridden).
+ */
+export interface AgentPolicySnapshot {
+  /** The agent's owner; null: a public agent (administrators manage it). */
+  owner_id: string | null;
+  /** The agent's effective model when the session was created: keeping (or going back to) it is no switch. */
+  model: string;
+  /** Models such callers may switch to; null: none (they keep the agent's model). */
+  allowed_models: string[] | null;
+  /** The agent's own approval mode: with `tool_approval_pinned`, the floor such callers cannot go below. */
+  tool_approval_mode: ToolApprovalMode;
+  tool_approval_pinned: boolean;
 }
 
 @Entity('agents')
@@ -80,6 +98,10 @@ export class AgentEntity {
   /** null: the deployment's DEFAULT_MODEL. */
   @Column('varchar', { nullable: true }) model!: string | null;
   @Column('varchar', { name: 'tool_approval_mode' }) toolApprovalMode!: ToolApprovalMode;
+  /** Models callers who do not manage the agent may override to; null: none. */
+  @Column('text', { name: 'allowed_models', array: true, nullable: true }) allowedModels!: string[] | null;
+  /** Callers who do not manage the agent may raise its approval mode, never lower it. */
+  @Column('boolean', { name: 'tool_approval_pinned' }) toolApprovalPinned!: boolean;
   @Column('jsonb') tools!: ToolDeclaration[];
   /** Only the limits the definition sets; the rest come from DEFAULT_AGENT_LIMITS. */
   @Column('jsonb') limits!: Partial<AgentLimits>;

@@ -66,7 +66,8 @@ export class AgentsService {
           ],
       order: { id: 'ASC' },
     });
-    return listOf(rows.map((row) => this.toDto(row, true)));
+    // Instructions are the owner's: another owner's (a public agent's are the deployment's) stay hidden from a non-administrator.
+    return listOf(rows.map((row) => this.toDto(row, actor.isAdmin || (row.ownerId !== null && row.ownerId === actor.actorId))));
   }
 
   /** The agent if the caller may use it; otherwise 404, whether it exists or not. */
@@ -92,6 +93,13 @@ export class AgentsService {
     const tools = agent.tools.map((tool) => (tool.type === 'mcp' && tool.auth ? { ...tool, secrets_owner_id: agent.ownerId } : tool));
     const snapshot: AgentSnapshot = { version: agent.version, tools, limits: effectiveLimits(agent.limits), context: agent.context };
     if (agent.multiAgent?.enabled) snapshot.multi_agent = agent.multiAgent;
+    snapshot.policy = {
+      owner_id: agent.ownerId,
+      model: this.effectiveModel(agent),
+      allowed_models: agent.allowedModels,
+      tool_approval_mode: agent.toolApprovalMode,
+      tool_approval_pinned: agent.toolApprovalPinned,
+    };
     return snapshot;
   }
 
@@ -140,6 +148,8 @@ export class AgentsService {
         instructions: definition.instructions,
         model: definition.model,
         toolApprovalMode: definition.tool_approval_mode,
+        allowedModels: definition.allowed_models,
+        toolApprovalPinned: definition.tool_approval_pinned,
         tools: definition.tools,
         limits: definition.limits,
         context: definition.context,
@@ -214,6 +224,8 @@ export class AgentsService {
       created_at: unixSeconds(row.createdAt),
       yuxi: {
         tool_approval_mode: row.toolApprovalMode,
+        tool_approval_pinned: row.toolApprovalPinned,
+        allowed_models: row.allowedModels,
         system: row.ownerId === null,
         visibility: row.visibility,
         version: row.version,
@@ -280,6 +292,9 @@ function definitionOf(definition: AgentDefinition): AgentDefinition {
     model: definition.model,
     tools: definition.tools,
     tool_approval_mode: definition.tool_approval_mode,
+    // Versions written before issue 35 have neither: their defaults.
+    allowed_models: definition.allowed_models ?? null,
+    tool_approval_pinned: definition.tool_approval_pinned ?? false,
     limits: definition.limits,
     context: definition.context,
     multi_agent: definition.multi_agent,

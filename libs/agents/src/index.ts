@@ -1,3 +1,4 @@
+export { APPROVAL_PIN_RULE, MODEL_OVERRIDE_RULE } from './agent.dto.js';
 export { AgentDefinitionDto, AgentDeletedDto, AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto, BuiltinToolDto, FunctionToolDto, McpBearerAuthDto, McpClientCredentialsAuthDto, McpToolDto, PutAgentDto } from './agent.dto.js';
 export {
   type AgentContext,
@@ -5,6 +6,7 @@ export {
   COMPACTION_MODES,
   type CompactionMode,
   type AgentLimits,
+  type AgentPolicySnapshot,
   type AgentSnapshot,
   DEFAULT_MULTI_AGENT,
   type MultiAgentPolicy,
@@ -13,6 +15,7 @@ export {
   type ToolApprovalMode,
 } from './agent.entity.js';
 export { AgentAdmin } from './agent-admin.js';
+export { assertApprovalMode, assertModelOverride, atLeastPinned, managesAgent, mayTrustForSession } from './agent-policy.js';
 export { type AgentDefinition, parseAgentDefinition } from './agent-definition.js';
 export { AgentsFile } from './agents-file.js';
 export { AgentsModule } from './agents.module.js';

@@ -32,7 +32,13 @@ export class CreateApiKeyDto {
   @IsString()
   @Length(1, 255)
   user_subject?: string;
-  @ApiPropertyOptional({ type: String, format: 'date-time' }) @OptionalNotNull() @Type(() => Date) @IsDate() expires_at?: Date;
+  @ApiPropertyOptional({
+    type: String,
+    format: 'date-time',
+    description:
+      'When the key stops working; omitted: never. A key created with a user token (JWT) expires within USER_TOKEN_KEY_MAX_TTL_S (default 30 days) whatever is asked: a later or omitted `expires_at` is brought to that bound (the answer\'s `expires_at` says which).',
+  })
+  @OptionalNotNull() @Type(() => Date) @IsDate() expires_at?: Date;
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 1000000, description: 'Requests per minute (default RATE_LIMIT_PER_MINUTE).' })
   @OptionalNotNull()
   @IsInt()

@@ -35,6 +35,7 @@ export class ApiKeys {
     if (!principal.isAdmin && (above(dto.rate_limit_per_minute, this.config.rateLimitPerMinute) || above(dto.max_streams, this.config.maxStreamsPerPrincipal))) {
       throw new DomainError('forbidden', 'Limits above the deployment defaults are set by administrators');
     }
+    const expiresAt = this.boundedExpiry(principal, dto.expires_at ?? null);
     const secret = generateKeySecret();
     const row = await this.dataSource.transaction(async (manager) => {
       // An administrator may name a user that does not exist yet: it is created on first use.
@@ -60,7 +61,7 @@ export class ApiKeys {
         rateLimitPerMinute: dto.rate_limit_per_minute ?? null,
         maxStreams: dto.max_streams ?? null,
         createdAt: new Date(),
-        expiresAt: dto.expires_at ?? null,
+        expiresAt,
         lastUsedAt: null,
         revokedAt: null,
       });
@@ -76,6 +77,18 @@ export class ApiKeys {
       return entity;
     });
     return { ...toDto(row), secret };
+  }
+
+  /**
+   * A key minted with a user token outlives the token by design, so it must not outlive it without
+   * bound: a stolen token would otherwise buy a credential for ever. Its expiry is brought within
+   * USER_TOKEN_KEY_MAX_TTL_S (the key's `expires_at` says the one it got); keys minted with a key
+   * keep what they ask for.
+   */
+  private boundedExpiry(principal: Principal, requested: Date | null): Date | null {
+    if (principal.keyId !== null) return requested;
+    const latest = new Date(Date.now() + this.config.userTokenKeyMaxTtlS * 1000);
+    return requested === null || requested.getTime() > latest.getTime() ? latest : requested;
   }
 
   /**

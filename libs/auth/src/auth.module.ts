@@ -11,12 +11,13 @@ import { ApiKeyEntity, UserEntity } from './entities.js';
 import { JwtVerifier } from './jwt-verifier.js';
 import { RateLimits } from './rate-limits.js';
 import { SetUserRole } from './user-roles.js';
+import { SuspendUser } from './user-suspension.js';
 import { Users } from './users.js';
 
 /** Identity: API keys, user tokens, app end users, key management, rate limits. */
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity, ApiKeyEntity]), AuditModule],
-  providers: [authRedisProvider, authSubscriberProvider, AuthInvalidations, AuthService, JwtVerifier, Principals, Authenticator, ApiKeys, RateLimits, Users, SetUserRole],
-  exports: [AuthService, Authenticator, ApiKeys, RateLimits, Users, SetUserRole],
+  providers: [authRedisProvider, authSubscriberProvider, AuthInvalidations, AuthService, JwtVerifier, Principals, Authenticator, ApiKeys, RateLimits, Users, SetUserRole, SuspendUser],
+  exports: [AuthService, Authenticator, ApiKeys, RateLimits, Users, SetUserRole, SuspendUser],
 })
 export class AuthModule {}

@@ -4,6 +4,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { newId, prepared } from '#libs/database';
+import { DomainError } from '#libs/errors';
 import { AuthInvalidations } from './auth-invalidations.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
 import type { Role } from './principal.js';
@@ -66,13 +67,15 @@ export class AuthService {
     const generation = cache.begin();
     // One statement for the key and its owner's role (a miss is rare: once per key, replica and cache lifetime).
     const candidates = (await this.keys.query(
-      prepared(`SELECT k.id, k.user_id, k.secret_hash, k.hash_kind, k.scopes, k.app_id, k.expires_at, k.rate_limit_per_minute, k.max_streams, u.role
+      prepared(`SELECT k.id, k.user_id, k.secret_hash, k.hash_kind, k.scopes, k.app_id, k.expires_at, k.rate_limit_per_minute, k.max_streams, u.role, u.suspended_at
        FROM api_keys k LEFT JOIN users u ON u.id = k.user_id WHERE k.prefix = $1 AND k.revoked_at IS NULL`),
       [secret.slice(0, LOOKUP_LENGTH)],
     )) as KeyRow[];
     const legacy = createHash('sha256').update(secret).digest('hex');
     const row = candidates.find((key) => safeEqual(key.secret_hash, key.hash_kind === 'hmac' ? hmac : legacy));
     if (!row || (row.expires_at !== null && row.expires_at.getTime() <= Date.now())) return null;
+    // Never cached: a suspended user's next request reads Postgres again (and a reactivation applies at once).
+    if (row.suspended_at !== null) throw userSuspended();
     const key: VerifiedKey = {
       keyId: row.id,
       userId: row.user_id,
@@ -101,7 +104,7 @@ export class AuthService {
   }
 
   /**
-   * A user's role changed (the row already committed): their keys' entries are dropped on every
+   * A user's role or suspension changed (the row already committed): their keys' entries are dropped on every
    * replica before this resolves, so the next request anywhere reads the new role. Token users
    * read their row on every request already.
    */
@@ -182,6 +185,12 @@ interface KeyRow {
   rate_limit_per_minute: number | null;
   max_streams: number | null;
   role: Role | null;
+  suspended_at: Date | null;
+}
+
+/** The one refusal of a suspended user's credentials, keys and tokens alike. */
+export function userSuspended(): DomainError {
+  return new DomainError('user_suspended', 'This user is suspended by an administrator');
 }
 
 function safeEqual(a: string, b: string): boolean {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '#libs/errors';
-import { AuthService } from './auth.service.js';
+import { AuthService, userSuspended } from './auth.service.js';
 import { Principals } from './end-users.js';
 import { JwtVerifier, looksLikeJwt } from './jwt-verifier.js';
 import type { Principal } from './principal.js';
@@ -38,6 +38,7 @@ export class Authenticator {
       if (!verified) throw new DomainError('unauthorized', 'Invalid, expired or foreign user token');
       if (endUserHeader !== undefined) throw new DomainError('forbidden', 'X-End-User-Id is only accepted with an app-bound API key');
       const user = await this.principals.subjectUser(verified.subject);
+      if (user.suspended) throw userSuspended();
       await beforeEndUser({ keyId: null, actorId: user.id, limits: { perMinute: null, streams: null } });
       return { userId: user.id, actorId: user.id, keyId: null, access: 'full', appId: null, endUser: null, role: user.role, isAdmin: user.role === 'admin', limits: { perMinute: null, streams: null } };
     }

@@ -54,22 +54,28 @@ export class Principals {
     return rows[0]?.id ?? null;
   }
 
-  /** The product user of a JWT subject, read on every request (a role change applies to the next one). */
-  async subjectUser(subject: string): Promise<{ id: string; role: Role | null }> {
+  /** The product user of a JWT subject, read on every request (a role change or a suspension applies to the next one). */
+  async subjectUser(subject: string): Promise<{ id: string; role: Role | null; suspended: boolean }> {
     const rows = (await this.dataSource.query(
       prepared(`WITH ins AS (
          INSERT INTO users (id, name, kind, subject, created_at) VALUES ($1::uuid, 'jwt:' || $1::text, 'user', $2::text, now())
-         ON CONFLICT (subject) DO NOTHING RETURNING id, role
+         ON CONFLICT (subject) DO NOTHING RETURNING id, role, suspended_at
        )
-       SELECT id, role FROM ins UNION ALL SELECT id, role FROM users WHERE subject = $2 LIMIT 1`),
+       SELECT id, role, suspended_at FROM ins UNION ALL SELECT id, role, suspended_at FROM users WHERE subject = $2 LIMIT 1`),
       [newId(), subject],
-    )) as { id: string; role: Role | null }[];
+    )) as SubjectRow[];
     let row = rows[0];
     if (!row) {
-      const again = (await this.dataSource.query(prepared(`SELECT id, role FROM users WHERE subject = $1`), [subject])) as { id: string; role: Role | null }[];
+      const again = (await this.dataSource.query(prepared(`SELECT id, role, suspended_at FROM users WHERE subject = $1`), [subject])) as SubjectRow[];
       row = again[0];
     }
     if (!row) throw new Error('user could not be resolved');
-    return { id: row.id, role: row.role };
+    return { id: row.id, role: row.role, suspended: row.suspended_at !== null };
   }
+}
+
+interface SubjectRow {
+  id: string;
+  role: Role | null;
+  suspended_at: Date | null;
 }

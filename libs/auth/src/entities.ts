@@ -15,6 +15,8 @@ export class UserEntity {
   @Column('varchar', { name: 'app_id', nullable: true }) appId!: string | null;
   @Column('varchar', { name: 'external_id', nullable: true }) externalId!: string | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
+  /** Set by an administrator: every key and token of the user is refused until it is cleared. */
+  @Column('timestamptz', { name: 'suspended_at', nullable: true }) suspendedAt!: Date | null;
 }
 
 @Entity('api_keys')

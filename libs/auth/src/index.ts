@@ -26,5 +26,6 @@ export { AllowanceBook, grantedPoints, leaseSize } from './rate-allowance.js';
 export { CredentialCache } from './credential-cache.js';
 export { SetUserRoleDto, USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto } from './user.dto.js';
 export { SetUserRole } from './user-roles.js';
+export { SuspendUser } from './user-suspension.js';
 export { Users } from './users.js';
 export { LARGE_BODY_BYTES, LargeBodyGate } from './large-body-gate.js';

@@ -10,7 +10,7 @@ import type { UserDto } from './user.dto.js';
 import { toUserDto, USER_COLUMNS, type UserRow } from './users.js';
 
 /** The user `BOOTSTRAP_API_KEY` belongs to: made an administrator on every start, so it keeps the role. */
-const BOOTSTRAP_USER = 'bootstrap';
+export const BOOTSTRAP_USER = 'bootstrap';
 
 /**
  * An administrator grants or removes a product user's role. The change and its audit entry commit

@@ -34,6 +34,8 @@ export class UserDto {
   })
   role!: Role | null;
   @ApiProperty({ description: '`role` is `admin`: a deployment administrator (never an end user).' }) is_admin!: boolean;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds since an administrator suspended the user (every key and token of theirs is refused with 401 `user_suspended`); null: active.' })
+  suspended_at!: number | null;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
 }
 

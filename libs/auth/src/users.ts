@@ -7,7 +7,7 @@ import type { Role } from './principal.js';
 import { type UserDto, type UserKind, type UserKindFilter, type UserListDto, USER_KINDS } from './user.dto.js';
 
 /** The columns toUserDto reads. */
-export const USER_COLUMNS = 'id, kind, subject, external_id, app_id, parent_id, role, created_at';
+export const USER_COLUMNS = 'id, kind, subject, external_id, app_id, parent_id, role, created_at, suspended_at';
 
 export interface UserRow {
   id: string;
@@ -18,6 +18,7 @@ export interface UserRow {
   parent_id: string | null;
   role: Role | null;
   created_at: Date;
+  suspended_at: Date | null;
 }
 
 /** The users list of administrators: one kind or all, newest first by default, paged by id like every list. */
@@ -59,6 +60,7 @@ export function toUserDto(row: UserRow): UserDto {
     parent_id: row.parent_id,
     role: row.role,
     is_admin: row.role === 'admin',
+    suspended_at: unixSeconds(row.suspended_at),
     created_at: unixSeconds(row.created_at),
   };
 }

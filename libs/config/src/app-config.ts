@@ -70,6 +70,8 @@ export class AppConfig {
   /** How long a revocation or role change waits for every api replica to confirm it dropped the credential before answering. */
   readonly authInvalidationWaitMs: number;
   readonly scriptedModelsEnabled: boolean;
+  /** MODEL_ALLOWLIST: the only models (`provider:model`, or `provider:*`) agents and overrides may name; null: every model of a known provider. */
+  readonly modelAllowlist: readonly string[] | null;
   readonly scriptedMaxDelayMs: number;
   readonly scriptedMaxWords: number;
   /** Where file bytes live: this directory (`local`), or an S3-compatible bucket (`s3`). */
@@ -98,6 +100,10 @@ export class AppConfig {
    * and the worker (which reads them at call time). Unset: the deployment stores no secrets.
    */
   readonly secretsKey: string | undefined;
+  /** ALLOW_UNSEALED_SECRETS=true: a production process (NODE_ENV=production) starts without SECRETS_KEY, storing webhook secrets unsealed. */
+  readonly allowUnsealedSecrets: boolean;
+  /** Longest lifetime (seconds) of an API key minted with a user token: its `expires_at` is brought within it. */
+  readonly userTokenKeyMaxTtlS: number;
   /** Webhooks (libs/webhooks): private, loopback and link-local targets allowed (dev, tests), and plain http. */
   readonly webhookAllowPrivateNetworks: boolean;
   /** The delays between a webhook delivery's attempts, as WEBHOOK_RETRY_SCHEDULE says (libs/webhooks parses it; empty: the default). */
@@ -160,6 +166,9 @@ export class AppConfig {
     if ((this.jwtSecret || this.jwtJwksUrl) && !this.jwtAudience) {
       throw new Error('JWT_AUDIENCE is required when user tokens are accepted: without it, any token of the identity provider would do');
     }
+    // A JWKS is usually a shared identity provider's: without the issuer, a token it signed for another tenant or realm would do.
+    if (this.jwtJwksUrl && !this.jwtIssuer) throw new Error('JWT_ISSUER is required with JWT_JWKS_URL: without it, any issuer the key set signs for would do');
+    this.userTokenKeyMaxTtlS = Math.max(60, int(env, 'USER_TOKEN_KEY_MAX_TTL_S', 30 * 24 * 3600));
     this.rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 1200);
     this.endUserRateLimitPerMinute = int(env, 'END_USER_RATE_LIMIT_PER_MINUTE', 300);
     this.maxStreamsPerPrincipal = int(env, 'MAX_STREAMS_PER_PRINCIPAL', 20);
@@ -167,7 +176,9 @@ export class AppConfig {
     if (this.rateLimitLeasePercent > 50) throw new Error('RATE_LIMIT_LEASE_PERCENT must be at most 50 (a lease that large lets one replica hold half a window)');
     this.authCacheTtlMs = int(env, 'AUTH_CACHE_TTL_MS', 10_000);
     this.authInvalidationWaitMs = int(env, 'AUTH_INVALIDATION_WAIT_MS', 2_000);
-    this.scriptedModelsEnabled = (env.SCRIPTED_MODELS ?? 'enabled') !== 'disabled';
+    // Off unless the deployment turns them on: the demo models cost nothing, so an open install must not offer them (npm start and npm test turn them on).
+    this.scriptedModelsEnabled = oneOf(env, 'SCRIPTED_MODELS', ['enabled', 'disabled'], 'disabled') === 'enabled';
+    this.modelAllowlist = modelAllowlist(env.MODEL_ALLOWLIST);
     this.scriptedMaxDelayMs = int(env, 'SCRIPTED_MAX_DELAY_MS', 10_000);
     this.scriptedMaxWords = int(env, 'SCRIPTED_MAX_WORDS', 5_000);
     this.storage = storageSettings(env);
@@ -181,6 +192,10 @@ export class AppConfig {
     this.modelRequestAudit = oneOf(env, 'MODEL_REQUEST_AUDIT', ['off', 'on'], 'off') === 'on';
     this.secretsKey = env.SECRETS_KEY || undefined;
     if (this.secretsKey !== undefined && this.secretsKey.length < 32) throw new Error('SECRETS_KEY must be at least 32 characters (e.g. openssl rand -hex 32)');
+    this.allowUnsealedSecrets = bool(env, 'ALLOW_UNSEALED_SECRETS', false);
+    if (env.NODE_ENV === 'production' && this.secretsKey === undefined && !this.allowUnsealedSecrets) {
+      throw new Error('SECRETS_KEY is required in production (NODE_ENV=production): webhook secrets would be stored unsealed. Set it (openssl rand -hex 32), or ALLOW_UNSEALED_SECRETS=true to accept unsealed secrets');
+    }
     this.webhookAllowPrivateNetworks = bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false);
     this.webhookRetrySchedule = env.WEBHOOK_RETRY_SCHEDULE ?? '';
     this.webhookTimeoutMs = Math.max(100, int(env, 'WEBHOOK_TIMEOUT_MS', 15_000));
@@ -269,6 +284,16 @@ function storageSettings(env: NodeJS.ProcessEnv): StorageSettings {
     forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', false),
     keyPrefix,
   };
+}
+
+/** `provider:model` or `provider:*` entries separated by commas; empty: no allowlist. A typo stops the process at start. */
+export function modelAllowlist(raw: string | undefined): string[] | null {
+  const entries = (raw ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  if (entries.length === 0) return null;
+  for (const entry of entries) {
+    if (!/^[a-z][a-z0-9_-]*:(\*|\S{1,160})$/.test(entry)) throw new Error(`MODEL_ALLOWLIST must be provider:model or provider:* entries separated by commas, got "${entry}"`);
+  }
+  return entries;
 }
 
 function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {

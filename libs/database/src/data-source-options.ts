@@ -24,6 +24,7 @@ import { SessionTitleSearch1766280000000 } from './migrations/1766280000000-sess
 import { ToolFiles1766366400000 } from './migrations/1766366400000-tool-files.js';
 import { Secrets1766368800000 } from './migrations/1766368800000-secrets.js';
 import { Webhooks1766455200000 } from './migrations/1766455200000-webhooks.js';
+import { Agency1766541600000 } from './migrations/1766541600000-agency.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -51,6 +52,7 @@ export const MIGRATIONS = [
   ToolFiles1766366400000,
   Secrets1766368800000,
   Webhooks1766455200000,
+  Agency1766541600000,
 ];
 
 /**

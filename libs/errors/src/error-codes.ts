@@ -21,6 +21,12 @@ interface ErrorCodeSpec {
 export const ERROR_CODES = {
   invalid_cursor: { status: 400, type: 'invalid_request', retryable: false, description: 'The `after` cursor does not belong to this list scope.' },
   unauthorized: { status: 401, type: 'authentication', retryable: false, description: 'Missing, malformed or unknown API key.' },
+  user_suspended: {
+    status: 401,
+    type: 'authentication',
+    retryable: false,
+    description: 'The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated.',
+  },
   forbidden: { status: 403, type: 'permission', retryable: false, description: 'The API key lacks the permission for this operation.' },
   user_token_required: {
     status: 403,
@@ -118,6 +124,20 @@ export const ERROR_CODES = {
   validation_failed: { status: 422, type: 'invalid_request', retryable: false, description: 'The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.' },
   invalid_json: { status: 422, type: 'invalid_request', retryable: false, description: 'The request body is not valid JSON.' },
   idempotency_key_required: { status: 422, type: 'invalid_request', retryable: false, description: 'Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).' },
+  model_not_allowed: {
+    status: 422,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The model may not be used here: it is not in the deployment\'s MODEL_ALLOWLIST, or it overrides the agent\'s model where the caller may not (callers who do not manage the agent may switch only to a model of its `allowed_models`).',
+  },
+  tool_approval_pinned: {
+    status: 422,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The agent\'s owner pinned its approval mode (`tool_approval_pinned`): callers who do not manage the agent may raise the mode (`default` to `always_ask`) but never lower it below the agent\'s.',
+  },
   invalid_model: { status: 422, type: 'invalid_request', retryable: false, description: 'The model is not of the form provider:model or its provider is unknown.' },
   invalid_agent: { status: 422, type: 'invalid_request', retryable: false, description: 'The agent definition is invalid; `details.fields` lists each problem.' },
   waitpoint_incomplete: {

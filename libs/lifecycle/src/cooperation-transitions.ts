@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { AgentsService } from '#libs/agents';
+import { AgentsService, atLeastPinned } from '#libs/agents';
 import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { InputsRepository } from '#libs/inputs';
@@ -118,15 +118,16 @@ export class CooperationTransitions {
       if (error instanceof DomainError) return { success: false, output: `create_subagent refused: agent ${agentId} is not available` };
       throw error;
     }
+    const snapshot = memberSnapshot(this.agents.snapshot(agent), policy);
     const { session: member, created } = await this.tree.createMember(manager, {
       id,
       parent: coordinator,
       agentId: agent.id,
       // The coordinator's own agent runs with the coordinator's model (its session may override it); another agent with its own.
       model: agent.id === coordinator.agentId ? held.config.model : this.agents.effectiveModel(agent),
-      toolApprovalMode: held.config.tool_approval_mode,
+      toolApprovalMode: atLeastPinned(held.config.tool_approval_mode, snapshot.policy),
       instructions: agent.instructions,
-      agentSnapshot: memberSnapshot(this.agents.snapshot(agent), policy),
+      agentSnapshot: snapshot,
       subagent: { name, task },
       spawnedBy: { turnId: held.turn.id, callId: call.call_id },
       at: now,

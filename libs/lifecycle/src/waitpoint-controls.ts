@@ -25,7 +25,11 @@ export class WaitpointControls {
     private readonly stepTransitions: StepTransitions,
   ) {}
 
-  async resume(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string, response: WaitpointResponse): Promise<Resumed> {
+  /**
+   * `trustForSession` false (a caller bound by a pinned agent's approval): `approve_session`
+   * approves the call alone, the tool is not trusted for the rest of the session.
+   */
+  async resume(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string, response: WaitpointResponse, options: { trustForSession?: boolean } = {}): Promise<Resumed> {
     const { turn, waitpoint } = await this.waitingTurn(manager, session, turnId, waitpointId);
     if (waitpoint.elicitation) return this.continueTurn(manager, turn, waitpoint, elicitationResponse(waitpoint, waitpoint.elicitation, response));
     if (waitpoint.kind === 'client_tool' || (response.type === 'answer') !== (waitpoint.kind === 'question')) {
@@ -33,7 +37,7 @@ export class WaitpointControls {
       throw new DomainError('waitpoint_incomplete', `Waitpoint ${waitpoint.id} expects ${expected}`, { kind: waitpoint.kind });
     }
     checkCoverage(waitpoint, response);
-    if (response.type === 'approval') {
+    if (response.type === 'approval' && options.trustForSession !== false) {
       const trusted = response.decisions.filter((d) => d.decision === 'approve_session').map((d) => waitpoint.tool_calls?.find((c) => c.call_id === d.call_id)?.name ?? '');
       if (trusted.length > 0) await this.sessions.trustTools(manager, session.id, trusted);
     }

@@ -1,4 +1,4 @@
-export { ModelRegistry } from './model-registry.js';
+export { modelAllowed, ModelRegistry } from './model-registry.js';
 export {
   MODEL_ERROR_CODES,
   ModelError,

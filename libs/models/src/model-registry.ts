@@ -16,14 +16,22 @@ export class ModelRegistry {
     this.providers = new Map<string, ModelProvider>([[openai.provider, openai]]);
     // SCRIPTED_MODELS=disabled: production deployments refuse the demo model everywhere (422 invalid_model).
     if (config.scriptedModelsEnabled) this.providers.set(scripted.provider, scripted);
+    this.allowlist = config.modelAllowlist;
   }
 
-  /** Throws 422 invalid_model unless the reference names a known provider. */
+  private readonly allowlist: readonly string[] | null;
+
+  /**
+   * Throws 422 invalid_model unless the reference names a known provider, and 422
+   * model_not_allowed when the deployment's MODEL_ALLOWLIST does not list it. Every model a
+   * caller names passes here: agent definitions, session and per-message overrides.
+   */
   validate(ref: string): string {
     const match = MODEL_REF.exec(ref);
     if (!match?.[1] || !this.providers.has(match[1])) {
       throw new DomainError('invalid_model', `Unknown model "${ref}"; expected provider:model with provider one of ${[...this.providers.keys()].join(', ')}`);
     }
+    if (!modelAllowed(this.allowlist, ref)) throw new DomainError('model_not_allowed', `Model "${ref}" is not in this deployment's MODEL_ALLOWLIST`);
     return ref;
   }
 
@@ -33,4 +41,11 @@ export class ModelRegistry {
     if (!provider || !match?.[2]) throw new Error(`model ${ref} has no provider`);
     return { provider, model: match[2] };
   }
+}
+
+/** Whether MODEL_ALLOWLIST (null: no list) lets `ref` through: an exact entry, or `provider:*`. */
+export function modelAllowed(allowlist: readonly string[] | null, ref: string): boolean {
+  if (allowlist === null) return true;
+  const provider = ref.slice(0, ref.indexOf(':'));
+  return allowlist.includes(ref) || allowlist.includes(`${provider}:*`);
 }

@@ -1,7 +1,7 @@
-import { Body, Controller, Get, Param, Put, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { IsIn } from 'class-validator';
-import { assertAdmin, CurrentPrincipal, type Principal, SetUserRole, SetUserRoleDto, USER_KIND_FILTERS, UserDto, type UserKindFilter, UserListDto, Users } from '#libs/auth';
+import { assertAdmin, CurrentPrincipal, type Principal, SetUserRole, SetUserRoleDto, SuspendUser, USER_KIND_FILTERS, UserDto, type UserKindFilter, UserListDto, Users } from '#libs/auth';
 import { OptionalNotNull } from '#libs/errors';
 import { ListQueryDto } from '#libs/protocol';
 import { USER_EXAMPLE, USER_LIST_EXAMPLE } from '../openapi/examples.js';
@@ -23,6 +23,7 @@ export class AdminUsersController {
   constructor(
     private readonly users: Users,
     private readonly setUserRole: SetUserRole,
+    private readonly suspendUser: SuspendUser,
   ) {}
 
   @Get()
@@ -52,5 +53,35 @@ export class AdminUsersController {
   @ApiErrors('forbidden', 'not_found', 'validation_failed', 'invalid_json', 'rate_limited')
   setRole(@CurrentPrincipal() principal: Principal, @Param('user_id') userId: string, @Body() body: SetUserRoleDto): Promise<UserDto> {
     return this.setUserRole.execute(principal, userId, body.role);
+  }
+
+  @Post(':user_id/suspend')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'suspendUser',
+    summary: 'Suspend a user',
+    description:
+      'Refuses every API key and user token of a product user from their next request on, on every api replica (401 `user_suspended`; the answer comes once every replica dropped the user\'s cached keys). Keys bound to an app are the user\'s too, so the app\'s end users are refused with them. Nothing is deleted: sessions, files and keys stay, and `reactivate` makes every unrevoked, unexpired key work again. In the audit trail (`user.suspended`). Suspending a suspended user changes nothing. An app end user (422), the caller themselves (422) and the bootstrap user (422) cannot be suspended. Administrators only.',
+  })
+  @ApiParam({ name: 'user_id', description: 'A product user (the `id` of the users list).', schema: { type: 'string', format: 'uuid' } })
+  @ApiOkResponse({ type: UserDto, description: 'The user, with `suspended_at` set.', example: { ...USER_EXAMPLE, suspended_at: USER_EXAMPLE.created_at } })
+  @ApiErrors('forbidden', 'not_found', 'validation_failed', 'rate_limited')
+  suspend(@CurrentPrincipal() principal: Principal, @Param('user_id') userId: string): Promise<UserDto> {
+    return this.suspendUser.execute(principal, userId, true);
+  }
+
+  @Post(':user_id/reactivate')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'reactivateUser',
+    summary: 'Reactivate a suspended user',
+    description:
+      'Ends a suspension: the user\'s unrevoked, unexpired keys and their user tokens work again from the next request. In the audit trail (`user.reactivated`). Reactivating an active user changes nothing. Administrators only.',
+  })
+  @ApiParam({ name: 'user_id', description: 'A product user (the `id` of the users list).', schema: { type: 'string', format: 'uuid' } })
+  @ApiOkResponse({ type: UserDto, description: 'The user, with `suspended_at` null.', example: USER_EXAMPLE })
+  @ApiErrors('forbidden', 'not_found', 'validation_failed', 'rate_limited')
+  reactivate(@CurrentPrincipal() principal: Principal, @Param('user_id') userId: string): Promise<UserDto> {
+    return this.suspendUser.execute(principal, userId, false);
   }
 }

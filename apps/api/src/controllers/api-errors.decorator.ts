@@ -7,7 +7,7 @@ import { ErrorResponseDto } from '../openapi/error-response.dto.js';
 /** Documents the error responses of an endpoint, grouped by status, with the codes it may return and an example of each. */
 export function ApiErrors(...codes: ErrorCode[]): MethodDecorator & ClassDecorator {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of [...codes, 'unauthorized', 'internal_error'] as ErrorCode[]) {
+  for (const code of [...codes, 'unauthorized', 'user_suspended', 'internal_error'] as ErrorCode[]) {
     const status = ERROR_CODES[code].status;
     const list = byStatus.get(status) ?? [];
     if (!list.includes(code)) list.push(code);

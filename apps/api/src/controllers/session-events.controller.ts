@@ -41,6 +41,8 @@ export class SessionEventsController {
     'unknown_event_type',
     'not_implemented',
     'invalid_model',
+    'model_not_allowed',
+    'tool_approval_pinned',
     'not_found',
     'idempotency_conflict',
     'state_conflict',

@@ -66,7 +66,7 @@ export class SessionFilesController {
       'Content-Length': { description: 'Size in bytes.', schema: { type: 'integer' } },
       'Content-Disposition': { description: '`inline` for images, `attachment` otherwise, with the sanitised filename.', schema: { type: 'string' } },
       ETag: { description: 'The SHA-256 of the bytes.', schema: { type: 'string' } },
-      'Cache-Control': { description: '`private`: the bytes of a stored file never change, but only its session\'s owner may read them.', schema: { type: 'string' } },
+      'Cache-Control': { description: '`no-store`, as every API response: only the session\'s owner may read the bytes, so no browser or proxy keeps them.', schema: { type: 'string' } },
       'X-Content-Type-Options': { description: '`nosniff`: clients use the declared type.', schema: { type: 'string' } },
     },
   })
@@ -79,7 +79,7 @@ export class SessionFilesController {
     res.setHeader('Content-Length', String(file.bytes));
     res.setHeader('Content-Disposition', contentDisposition(file.mimeType.startsWith('image/') ? 'inline' : 'attachment', file.filename));
     res.setHeader('ETag', `"${file.sha256}"`);
-    res.setHeader('Cache-Control', 'private');
+    res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     // Never rendered as a page of this origin, whatever a browser makes of the bytes.
     res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");

@@ -154,7 +154,8 @@ export class SseResponder implements OnModuleDestroy {
     res.useChunkedEncodingByDefault = false;
     res.writeHead(status, {
       'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache, no-transform',
+      // no-store as every API response (the events are one caller's); no-transform keeps proxies from buffering or compressing.
+      'Cache-Control': 'no-store, no-transform',
       'X-Accel-Buffering': 'no',
     });
     // Through the response: this first write sends the headers, so the socket is ours after it.

@@ -191,6 +191,8 @@ export const AGENT_EXAMPLE = {
   created_at: AT,
   yuxi: {
     tool_approval_mode: 'default',
+    tool_approval_pinned: false,
+    allowed_models: null,
     system: true,
     visibility: 'public',
     version: 1,
@@ -226,6 +228,8 @@ export const PUT_AGENT_RESPONSE_EXAMPLE = {
   created_at: AT,
   yuxi: {
     tool_approval_mode: 'default',
+    tool_approval_pinned: false,
+    allowed_models: null,
     system: false,
     visibility: 'public',
     version: 1,
@@ -245,6 +249,8 @@ const AGENT_VERSION_DEFINITION = {
   model: MODEL,
   tools: PUT_AGENT_EXAMPLE.tools,
   tool_approval_mode: 'default',
+  allowed_models: null,
+  tool_approval_pinned: false,
   limits: PUT_AGENT_EXAMPLE.limits,
   context: PUT_AGENT_EXAMPLE.context,
   multi_agent: null,
@@ -319,13 +325,13 @@ export const AUDIT_LIST_EXAMPLE = {
 /** A user after `setUserRole`. */
 export const CALLER_EXAMPLE = { object: 'caller', user_id: USER_ID, actor_id: USER_ID, kind: 'user', key_id: KEY_ID, access: 'full', app_id: null, end_user_id: null, role: 'operator' };
 
-export const USER_EXAMPLE = { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, role: 'operator', is_admin: false, created_at: AT };
+export const USER_EXAMPLE = { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, role: 'operator', is_admin: false, suspended_at: null, created_at: AT };
 
 export const USER_LIST_EXAMPLE = {
   object: 'list',
   data: [
-    { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, role: null, is_admin: false, created_at: AT },
-    { id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10', object: 'user', kind: 'user', subject: null, app_id: null, parent_id: null, role: 'admin', is_admin: true, created_at: AT },
+    { id: USER_ID, object: 'user', kind: 'user', subject: 'alice', app_id: null, parent_id: null, role: null, is_admin: false, suspended_at: null, created_at: AT },
+    { id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10', object: 'user', kind: 'user', subject: null, app_id: null, parent_id: null, role: 'admin', is_admin: true, suspended_at: null, created_at: AT },
   ],
   first_id: USER_ID,
   last_id: '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e10',

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, Length, Matches, ValidateNested } from 'class-validator';
+import { APPROVAL_PIN_RULE, MODEL_OVERRIDE_RULE } from '#libs/agents';
 import { AGENT_INPUT_SCHEMA } from './input.schema.js';
 import { METADATA_SCHEMA } from './session.dto.js';
 import { IsAgentInput, IsSessionMetadata, OptionalNotNull } from './validators.js';
@@ -20,7 +21,7 @@ export const ATTACHMENT_FILE_IDS_SCHEMA: ApiPropertyOptions = {
 };
 
 export class SessionAgentOverrideDto {
-  @ApiPropertyOptional({ description: 'Model override, `provider:model`.', example: 'scripted:echo' })
+  @ApiPropertyOptional({ description: `Model override, \`provider:model\`. ${MODEL_OVERRIDE_RULE}`, example: 'scripted:echo' })
   @OptionalNotNull()
   @IsString()
   @Length(3, 200)
@@ -72,7 +73,7 @@ export class CreateSessionDto {
   @Type(() => SessionAgentOverrideDto)
   agent?: SessionAgentOverrideDto;
 
-  @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'] })
+  @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], description: `The session's approval mode (default: the agent's). ${APPROVAL_PIN_RULE}` })
   @OptionalNotNull()
   @IsIn(['default', 'always_ask', 'always_trust'])
   tool_approval_mode?: 'default' | 'always_ask' | 'always_trust';

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, Equals, IsArray, IsIn, IsObject, IsString, Length, Matches, ValidateNested } from 'class-validator';
+import { APPROVAL_PIN_RULE, MODEL_OVERRIDE_RULE } from '#libs/agents';
 import { INPUT_MODES } from '#libs/inputs';
 import { ATTACHMENT_FILE_IDS_SCHEMA, FILE_ID_PATTERN, MAX_ATTACHMENTS } from './create-session.dto.js';
 import { AGENT_INPUT_SCHEMA } from './input.schema.js';
@@ -16,13 +17,13 @@ export class MessageEventYuxiDto {
   @IsIn(INPUT_MODES)
   mode?: 'follow_up' | 'steer';
 
-  @ApiPropertyOptional({ description: 'Model for this input only (follow-ups only), `provider:model`.' })
+  @ApiPropertyOptional({ description: `Model for this input only (follow-ups only), \`provider:model\`. ${MODEL_OVERRIDE_RULE}` })
   @OptionalNotNull()
   @IsString()
   @Length(3, 200)
   model?: string;
 
-  @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], description: 'Approval mode for this input only (follow-ups only).' })
+  @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], description: `Approval mode for this input only (follow-ups only). ${APPROVAL_PIN_RULE}` })
   @OptionalNotNull()
   @IsIn(['default', 'always_ask', 'always_trust'])
   tool_approval_mode?: 'default' | 'always_ask' | 'always_trust';

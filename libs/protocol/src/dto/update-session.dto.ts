@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { Equals, IsBoolean, IsIn, IsString, Length, ValidateNested } from 'class-validator';
-import { COMPACTION_MODES, type CompactionMode } from '#libs/agents';
+import { APPROVAL_PIN_RULE, COMPACTION_MODES, type CompactionMode, MODEL_OVERRIDE_RULE } from '#libs/agents';
 import { SessionAgentOverrideDto } from './create-session.dto.js';
 import { METADATA_SCHEMA } from './session.dto.js';
 import { IsSessionMetadata, OptionalNotNull } from './validators.js';
@@ -13,7 +13,7 @@ export class UpdateSessionYuxiDto {
   @OptionalNotNull()
   @IsBoolean()
   unread?: boolean;
-  @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], description: 'Default for inputs received after this update.' })
+  @ApiPropertyOptional({ enum: ['default', 'always_ask', 'always_trust'], description: `Default for inputs received after this update. ${APPROVAL_PIN_RULE}` })
   @OptionalNotNull()
   @IsIn(['default', 'always_ask', 'always_trust'])
   tool_approval_mode?: 'default' | 'always_ask' | 'always_trust';
@@ -32,7 +32,7 @@ export class UpdateSessionYuxiDto {
 
 /** Every field may be omitted; an explicit null is 422 (null has no reset meaning). */
 export class UpdateSessionDto {
-  @ApiPropertyOptional({ type: SessionAgentOverrideDto, description: '`agent.model` applies to inputs received after this update.' })
+  @ApiPropertyOptional({ type: SessionAgentOverrideDto, description: `\`agent.model\` applies to inputs received after this update. ${MODEL_OVERRIDE_RULE}` })
   @OptionalNotNull()
   @ValidateNested()
   @Type(() => SessionAgentOverrideDto)

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AgentsService } from '#libs/agents';
+import { AgentsService, assertApprovalMode, assertModelOverride } from '#libs/agents';
 import { agentViewerOf, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
@@ -41,7 +41,10 @@ export class CreateSession {
     const attachmentFileIds = dto.yuxi?.attachment_file_ids ?? [];
     const agent = await this.agents.getVisible(agentViewerOf(principal), dto.agent_id);
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
+    const agentSnapshot = this.agents.snapshot(agent);
+    if (dto.agent?.model !== undefined) assertModelOverride(principal, agentSnapshot.policy, this.agents.effectiveModel(agent), model, 'agent.model');
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
+    if (dto.tool_approval_mode !== undefined) assertApprovalMode(principal, agentSnapshot.policy, dto.tool_approval_mode, 'tool_approval_mode');
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
     const images = messages ? await this.inlineImages.decode({ ownerId: principal.userId, sessionId: null }, messages, 'input') : null;
 
@@ -58,7 +61,7 @@ export class CreateSession {
           model,
           toolApprovalMode,
           instructions: agent.instructions,
-          agentSnapshot: this.agents.snapshot(agent),
+          agentSnapshot,
           title: dto.title ?? DEFAULT_TITLE,
           projectId: project?.id ?? null,
           // The sessions of a project share its workdir.

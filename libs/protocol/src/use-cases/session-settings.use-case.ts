@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { assertApprovalMode, assertModelOverride } from '#libs/agents';
 import type { Principal } from '#libs/auth';
 import { SessionControls } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
@@ -20,6 +21,13 @@ export class UpdateSession {
   /** `ifMatch`: the revision the caller last read (parsed from `If-Match`); a stale one is 412. */
   async execute(principal: Principal, sessionId: string, dto: UpdateSessionDto, ifMatch?: number): Promise<SessionDto> {
     const model = dto.agent?.model === undefined ? undefined : this.models.validate(dto.agent.model);
+    const mode = dto.yuxi?.tool_approval_mode;
+    if (model !== undefined || mode !== undefined) {
+      // The agent's policy is in the session's snapshot, which never changes: read it once, before the update.
+      const current = await this.sessions.getVisible(principal.userId, sessionId);
+      if (model !== undefined) assertModelOverride(principal, current.agentSnapshot?.policy, current.model, model, 'agent.model');
+      if (mode !== undefined) assertApprovalMode(principal, current.agentSnapshot?.policy, mode, 'yuxi.tool_approval_mode');
+    }
     const session = await this.sessions.update(
       principal.userId,
       sessionId,

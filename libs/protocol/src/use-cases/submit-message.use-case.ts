@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { assertApprovalMode, assertModelOverride } from '#libs/agents';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { IdempotencyService, type IdempotentResponse, type InputMessage } from '#libs/inputs';
@@ -51,7 +52,12 @@ export class SubmitMessage {
         hasOverride,
         messages: images.messagesFor(sessionId),
         attachmentFileIds: event.yuxi?.attachment_file_ids ?? [],
-        config: (session) => frozenInputConfig(session, { model: modelOverride, toolApprovalMode: event.yuxi?.tool_approval_mode }),
+        config: (session) => {
+          // The agent's policy travels in the session's snapshot: checking it costs no query, and only overrides pay it.
+          if (modelOverride !== undefined) assertModelOverride(principal, session.agentSnapshot?.policy, session.model, modelOverride, 'events[0].yuxi.model');
+          if (event.yuxi?.tool_approval_mode !== undefined) assertApprovalMode(principal, session.agentSnapshot?.policy, event.yuxi.tool_approval_mode, 'events[0].yuxi.tool_approval_mode');
+          return frozenInputConfig(session, { model: modelOverride, toolApprovalMode: event.yuxi?.tool_approval_mode });
+        },
         // Inline images are bound to the input's row below: then it is inserted first.
         insertWithReceipt: images.fileIds.length === 0,
       });

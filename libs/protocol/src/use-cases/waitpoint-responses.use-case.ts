@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { mayTrustForSession } from '#libs/agents';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import type { IdempotentResponse } from '#libs/inputs';
@@ -20,7 +21,9 @@ export class ResumeTurn {
     if (!response) throw DomainError.validation(errors);
     const intent = { ...event, response };
     return this.acceptance.control(principal, sessionId, key, intent, async (manager, session) => {
-      const resumed = await this.waitpoints.resume(manager, session, event.turn_id, event.waitpoint_id, response);
+      const resumed = await this.waitpoints.resume(manager, session, event.turn_id, event.waitpoint_id, response, {
+        trustForSession: mayTrustForSession(principal, session.agentSnapshot?.policy),
+      });
       return { receipt: { ...acceptedReceipt(sessionId, null), turn_id: event.turn_id, run_id: resumed.runId }, events: resumed.events, nudges: takeoverOf(resumed.runId) };
     });
   }
