@@ -3,22 +3,35 @@ import { describe, it } from 'node:test';
 import { accountLimit, AuthService, CredentialCache, generateKeySecret, RateLimits, UnknownKeys } from '#libs/auth';
 import type { AppConfig, RedisClient } from '#libs/config';
 
-/** A Redis that runs the rate limiter's lease script in memory, counting the calls made to it. */
-function fakeRedis(): { redis: RedisClient; evals: number; counters: Map<string, number> } {
+/** A Redis that runs the rate limiter's lease script in memory, counting the calls made to it and the commands they run. */
+function fakeRedis(): { redis: RedisClient; evals: number; commands: Record<string, number>; counters: Map<string, number> } {
   const counters = new Map<string, number>();
+  const expiries = new Map<string, number>();
   const state = {
     evals: 0,
+    commands: { incrby: 0, pttl: 0, pexpire: 0 } as Record<string, number>,
     counters,
     redis: {
       eval: async (script: string, keyCount: number, ...args: string[]) => {
         state.evals += 1;
         assert.match(script, /INCRBY/, 'only the lease script is expected here');
         const keys = args.slice(0, keyCount);
-        const [window, ...wanted] = args.slice(keyCount);
+        const [window, ...rest] = args.slice(keyCount);
         return keys.flatMap((key, i) => {
-          const counter = (counters.get(key) ?? 0) + Number(wanted[i]);
+          const wanted = Number(rest[2 * i]);
+          const counter = (counters.get(key) ?? 0) + wanted;
           counters.set(key, counter);
-          return [counter, Number(window)];
+          state.commands.incrby! += 1;
+          if (counter === wanted) {
+            state.commands.pexpire! += 1;
+            expiries.set(key, Date.now() + Number(window));
+            return [counter, Number(window)];
+          }
+          if (rest[2 * i + 1] === '1') {
+            state.commands.pttl! += 1;
+            return [counter, (expiries.get(key) ?? Date.now() + 30_000) - Date.now()];
+          }
+          return [counter, -1];
         });
       },
     } as unknown as RedisClient,
@@ -52,7 +65,7 @@ describe('fair shares: a user’s keys share one allowance', () => {
     assert.equal(await limits.consumeCaller(caller('blog-1', 'user-1', 'blog')), null, 'another app of the same user');
   });
 
-  it('leases all of a request’s buckets in one Redis call (the cost per request stays that of one bucket)', async () => {
+  it('leases all of a request’s buckets in one Redis call, reading a window’s end only once (the cost per request stays that of one bucket)', async () => {
     const { limits, fake } = limiter({ rateLimitLeasePercent: 1, rateLimitPerMinute: 1200, userRateLimitPerMinute: 1200, appRateLimitPerMinute: 1200 });
     for (let i = 0; i < 120; i += 1) assert.equal(await limits.consumeCaller(caller('key-1', 'user-1', 'shop')), null);
     // 12 points a lease: 10 leases for 120 requests, each covering the key's, the user's and the app's bucket.
@@ -62,6 +75,15 @@ describe('fair shares: a user’s keys share one allowance', () => {
       assert.equal(counter, 120, key);
       assert.match(key, /^yuxi:rl:\{user-1\}:/, 'one Redis Cluster slot for all of a request’s buckets');
     }
+    // One INCRBY per bucket and lease; each window's end is set once and then known here: never read.
+    assert.deepEqual(fake.commands, { incrby: 30, pttl: 0, pexpire: 3 });
+  });
+
+  it('reads the end of a window it did not start (another replica did)', async () => {
+    const { limits, fake } = limiter({ rateLimitLeasePercent: 1, rateLimitPerMinute: 1200, userRateLimitPerMinute: 0 });
+    fake.counters.set('yuxi:rl:{user-1}:1200:key:key-1', 100);
+    assert.equal(await limits.consumeCaller(caller('key-1')), null);
+    assert.deepEqual(fake.commands, { incrby: 1, pttl: 1, pexpire: 0 });
   });
 
   it('lets a key an administrator raised keep its own limit above its user’s; 0 stays "no limit"', () => {

@@ -115,13 +115,19 @@ export class RateLimits implements OnApplicationShutdown {
    */
   private async lease(buckets: Bucket[]): Promise<Decision> {
     const wanted = buckets.map((bucket) => leaseSize(bucket.points, this.config.rateLimitLeasePercent));
+    // A window this replica has leased from before and that has not ended: its end is known here,
+    // so the script does not read it again (one command per bucket, not two, on most leases).
+    const known = buckets.map((bucket) => this.allowances.windowEnd(bucket.name));
     try {
       const sentAt = Date.now();
-      const answer = (await this.redis.eval(LEASE, buckets.length, ...buckets.map((bucket) => `yuxi:rl:${bucket.name}`), String(WINDOW_MS), ...wanted.map(String))) as number[];
+      const args = buckets.flatMap((_, i) => [String(wanted[i]), known[i] === null ? '1' : '0']);
+      const answer = (await this.redis.eval(LEASE, buckets.length, ...buckets.map((bucket) => `yuxi:rl:${bucket.name}`), String(WINDOW_MS), ...args)) as number[];
       let decision: Decision = { allowed: true };
       buckets.forEach((bucket, i) => {
         const granted = grantedPoints(bucket.points, wanted[i]!, answer[2 * i]!);
-        const one = this.allowances.record(bucket.name, granted, answer[2 * i + 1]!, sentAt);
+        const read = answer[2 * i + 1]!;
+        const windowLeftMs = read >= 0 ? read : Math.max(1, known[i]! - sentAt);
+        const one = this.allowances.record(bucket.name, granted, windowLeftMs, sentAt);
         if (!one.allowed && (decision.allowed || one.retryAfterMs > decision.retryAfterMs)) decision = one;
       });
       return decision;
@@ -183,18 +189,28 @@ function retryAfterS(decision: Decision): number | null {
 
 /**
  * A window is a counter that expires a minute after its first point (the layout rate-limiter-flexible
- * used). A request's buckets are leased together: KEYS are their counters, ARGV[1] the window and
- * ARGV[1 + i] the points wanted of KEYS[i]; the answer is each counter and its remaining time.
+ * used). A request's buckets are leased together: KEYS are their counters, ARGV[1] the window, and
+ * for KEYS[i] ARGV[2i] the points wanted and ARGV[2i+1] whether to read the window's remaining time
+ * ('1'; '0' when the caller knows it from an earlier lease of the same window). The answer is each
+ * counter and its remaining time (-1: not read). A counter equal to the points just added is a
+ * window that starts now.
  */
 const LEASE = `
 local window = tonumber(ARGV[1])
 local answer = {}
 for i = 1, #KEYS do
-  local counter = redis.call('INCRBY', KEYS[i], tonumber(ARGV[i + 1]))
-  local left = redis.call('PTTL', KEYS[i])
-  if left < 0 then
+  local wanted = tonumber(ARGV[2 * i])
+  local counter = redis.call('INCRBY', KEYS[i], wanted)
+  local left = -1
+  if counter == wanted then
     redis.call('PEXPIRE', KEYS[i], window)
     left = window
+  elseif ARGV[2 * i + 1] == '1' then
+    left = redis.call('PTTL', KEYS[i])
+    if left < 0 then
+      redis.call('PEXPIRE', KEYS[i], window)
+      left = window
+    end
   end
   answer[2 * i - 1] = counter
   answer[2 * i] = left
