@@ -65,6 +65,10 @@ const stack = await startStack({
     MAX_KEYS_PER_USER: '100000',
     NEW_END_USERS_PER_MINUTE: '1000000',
     AUTH_FAILURE_LIMIT_PER_MINUTE: '1000000',
+    // Cooperation caps the worker holds (one worker for the suite): no test tree needs more than
+    // five members from one turn; test/e2e/cooperation.test.ts drives both caps past these.
+    MAX_SUBAGENT_CREATES_PER_TURN: '5',
+    MAX_SUBAGENTS_PER_TREE: '6',
     // The exact model requests are recorded, so the suite reads them (test/e2e/model-requests.test.ts);
     // only this stack's processes get it (the bench sets it off for its own).
     MODEL_REQUEST_AUDIT: 'on',

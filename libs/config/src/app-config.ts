@@ -72,6 +72,9 @@ export class AppConfig {
   readonly authFailureLimitPerMinute: number;
   /** Unknown API keys remembered (at most this many, each for AUTH_CACHE_TTL_MS) so a repeated bad key costs no query. */
   readonly authNegativeCacheMax: number;
+  /** Members one cooperation tree may hold (its root not counted), and members one coordinator turn may create; 0: no cap. */
+  readonly maxSubagentsPerTree: number;
+  readonly maxSubagentCreatesPerTurn: number;
   /** Share of a request limit (per cent) each api replica leases from Redis at a time; 0: one point per request. */
   readonly rateLimitLeasePercent: number;
   /** How long a verified API key is trusted without reading Postgres again (the bound on a lost invalidation); 0: never cached. */
@@ -173,6 +176,8 @@ export class AppConfig {
     this.newEndUsersPerMinute = int(env, 'NEW_END_USERS_PER_MINUTE', 120);
     this.authFailureLimitPerMinute = int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60);
     this.authNegativeCacheMax = int(env, 'AUTH_NEGATIVE_CACHE_MAX', 10_000);
+    this.maxSubagentsPerTree = int(env, 'MAX_SUBAGENTS_PER_TREE', 100);
+    this.maxSubagentCreatesPerTurn = int(env, 'MAX_SUBAGENT_CREATES_PER_TURN', 20);
     this.rateLimitLeasePercent = int(env, 'RATE_LIMIT_LEASE_PERCENT', 1);
     if (this.rateLimitLeasePercent > 50) throw new Error('RATE_LIMIT_LEASE_PERCENT must be at most 50 (a lease that large lets one replica hold half a window)');
     this.authCacheTtlMs = int(env, 'AUTH_CACHE_TTL_MS', 10_000);
