@@ -111,6 +111,23 @@ describe('fair shares: minting keys or end users buys nothing', () => {
     }
   });
 
+  it('caps streams per key, all its app end users together (max_streams 2): a third end user finds the key full', async () => {
+    const { caller } = await newProductUser('app streamer', { app_id: 'tv', max_streams: 2 });
+    const viewers = ['v1', 'v2', 'v3'].map((id) => asEndUser(caller, id));
+    const sessions = await Promise.all(viewers.map((viewer) => createSessionAs(viewer)));
+    const open: RawStream[] = [];
+    try {
+      open.push(await openRawStream(viewers[0]!, sessions[0].id, env.apiUrl), await openRawStream(viewers[1]!, sessions[1].id, env.apiUrl2));
+      assert.deepEqual(open.map((s) => s.status), [200, 200]);
+      const third = await openRawStream(viewers[2]!, sessions[2].id, env.apiUrl);
+      third.close();
+      assert.equal(third.status, 429, third.bodyText);
+      assert.equal(JSON.parse(third.bodyText).error.code, 'rate_limited');
+    } finally {
+      for (const stream of open) stream.close();
+    }
+  });
+
   it('rate-limits new end users per app (NEW_END_USERS_PER_MINUTE); known end users keep working', async () => {
     const { caller } = await newProductUser('app owner', { app_id: 'crowd' });
     for (let i = 1; i <= 4; i += 1) {
