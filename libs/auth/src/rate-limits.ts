@@ -239,13 +239,20 @@ export function accountLimit(userLimit: number, keyLimit: number | null): number
 /** `refreshStreams`: slots per Redis call, so that one call stays short for Redis's single thread. */
 const REFRESH_BATCH = 1000;
 
-/** Keeps each held slot in ARGV[3..] (in both sets, and the sets) alive; a slot no longer held is not added back (XX). */
+/**
+ * Keeps each held slot in ARGV[3..] (in both sets, and the sets) alive; a slot no longer held is
+ * not added back (XX). One ZADD per set for all the slots (REFRESH_BATCH keeps unpack's arguments
+ * well under Lua's stack limit).
+ */
 const REFRESH_MANY = `
 local expiry = tonumber(ARGV[1]) + tonumber(ARGV[2])
+local members = {}
+for i = 3, #ARGV do
+  members[#members + 1] = expiry
+  members[#members + 1] = ARGV[i]
+end
 for k = 1, 2 do
-  for i = 3, #ARGV do
-    redis.call('ZADD', KEYS[k], 'XX', expiry, ARGV[i])
-  end
+  redis.call('ZADD', KEYS[k], 'XX', unpack(members))
   redis.call('PEXPIRE', KEYS[k], tonumber(ARGV[2]))
 end
 return 1`;
