@@ -52,6 +52,10 @@ const stack = await startStack({
     RATE_LIMIT_PER_MINUTE: '100000000',
     END_USER_RATE_LIMIT_PER_MINUTE: '100000000',
     MAX_STREAMS_PER_PRINCIPAL: '100000',
+    USER_RATE_LIMIT_PER_MINUTE: '100000000',
+    APP_RATE_LIMIT_PER_MINUTE: '100000000',
+    MAX_STREAMS_PER_ACCOUNT: '100000',
+    NEW_END_USERS_PER_MINUTE: '100000000',
     // The measured hot path is the default one, whatever the shell exports: no model-request audit.
     MODEL_REQUEST_AUDIT: 'off',
   },

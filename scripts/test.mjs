@@ -57,6 +57,18 @@ const stack = await startStack({
     // was lost (Redis paused by a metrics test) would otherwise be held for minutes. Cap tests
     // use keys with their own max_streams.
     MAX_STREAMS_PER_PRINCIPAL: '1000',
+    // Fair shares (issue 35): out of the way for the suite's shared key and address; the
+    // file-limits replica below holds tight ones, which test/e2e/fair-shares.test.ts drives.
+    USER_RATE_LIMIT_PER_MINUTE: '1000000',
+    APP_RATE_LIMIT_PER_MINUTE: '1000000',
+    MAX_STREAMS_PER_ACCOUNT: '1000',
+    MAX_KEYS_PER_USER: '100000',
+    NEW_END_USERS_PER_MINUTE: '1000000',
+    AUTH_FAILURE_LIMIT_PER_MINUTE: '1000000',
+    // Cooperation caps the worker holds (one worker for the suite): no test tree needs more than
+    // five members from one turn; test/e2e/cooperation.test.ts drives both caps past these.
+    MAX_SUBAGENT_CREATES_PER_TURN: '5',
+    MAX_SUBAGENTS_PER_TREE: '6',
     // The exact model requests are recorded, so the suite reads them (test/e2e/model-requests.test.ts);
     // only this stack's processes get it (the bench sets it off for its own).
     MODEL_REQUEST_AUDIT: 'on',
@@ -76,8 +88,18 @@ await waitForHealth(`http://127.0.0.1:${secondApiPort}/health`, [secondApi], 60_
 // A third replica with tight file limits: its drafts expire after 2 s (expiry is observed for
 // real, never faked in SQL) and each owner may store 1 MiB, each session 512 KiB of images. It also refuses private webhook
 // targets, as a deployment does (the others allow the suite's local receivers).
+// And tight fair-share limits (test/e2e/fair-shares.test.ts, with fresh users only): the limits
+// are counted per limit value, so the suite's traffic on the other replicas is not in its counts.
+const FAIR_SHARE_LIMITS = {
+  USER_RATE_LIMIT_PER_MINUTE: '30',
+  APP_RATE_LIMIT_PER_MINUTE: '20',
+  MAX_STREAMS_PER_ACCOUNT: '3',
+  MAX_KEYS_PER_USER: '3',
+  NEW_END_USERS_PER_MINUTE: '4',
+  AUTH_FAILURE_LIMIT_PER_MINUTE: '10',
+};
 const fileLimitsApiPort = await freePort();
-const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' }, logDir);
+const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', ...FAIR_SHARE_LIMITS }, logDir);
 stack.children.push(fileLimitsApi);
 await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
 

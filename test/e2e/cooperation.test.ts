@@ -121,6 +121,35 @@ describe('cooperation trees', () => {
     }
   });
 
+  it('caps the creates of one coordinator turn and the members of a tree: further creates are told so in their output, the turn goes on', async () => {
+    // The suite's worker runs with MAX_SUBAGENT_CREATES_PER_TURN=5 and MAX_SUBAGENTS_PER_TREE=6 (scripts/test.mjs).
+    const names = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7'];
+    const coordinator = await createSessionWith('coordinator', `${names.map((name) => create(`task ${name}`, name)).join(' ')} [[tool:wait_subagents {}]]`);
+    const stream = await open(coordinator.id);
+    const end = await ended(stream);
+    assert.equal(end.type, 'agent.session.turn.completed', JSON.stringify(end.data.turn?.error));
+    const outputsOf = (list: any[]): string[] =>
+      list.filter((i) => i.type === 'create_subagent_call').map((c) => list.find((i) => i.type === 'function_call_output' && i.call_id === c.call_id)?.output ?? '');
+    const first = outputsOf(await items(coordinator.id));
+    assert.equal(first.length, 7);
+    assert.deepEqual(first.slice(0, 5).map((o) => JSON.parse(o).name), ['c1', 'c2', 'c3', 'c4', 'c5']);
+    for (const refused of first.slice(5)) assert.match(refused, /^create_subagent refused: this turn already created 5 subagents, the most one turn may create \(5\)/);
+    assert.equal((await tree(coordinator.id)).length, 6, 'the root and the five members created');
+
+    // A later turn may create again, until the tree holds its six.
+    assert.equal((await sendMessage(coordinator.id, `${create('task d1', 'd1')} ${create('task d2', 'd2')} [[tool:wait_subagents {}]]`)).status, 202);
+    const turns = await until(
+      async () => (await http(`${API}/sessions/${coordinator.id}/turns?order=asc`)).body.data,
+      (list: any[]) => list.length === 2 && ['completed', 'failed', 'cancelled'].includes(list[1].status),
+      'the second turn to end',
+    );
+    assert.equal(turns[1].status, 'completed');
+    const second = outputsOf(await items(coordinator.id)).slice(7);
+    assert.equal(JSON.parse(second[0]!).name, 'd1');
+    assert.match(second[1]!, /^create_subagent refused: this cooperation tree already has 6 subagents, the most a tree may have \(6\)/);
+    assert.equal((await tree(coordinator.id)).length, 7, 'the root and six members');
+  });
+
   it('members never get the coordinator\'s function tools; they keep its builtin ones', async () => {
     const coordinator = await createSessionWith('coordinator-fn', `${create('[[tool:my_fn {}]]'.replaceAll('"', '\\"'), 'f')} [[tool:wait_subagents {}]]`);
     const stream = await open(coordinator.id);

@@ -117,3 +117,18 @@ describe('cooperation: rules', () => {
     assert.doesNotThrow(() => gateTreeContinue(new Date(), []));
   });
 });
+
+describe('cooperation: a tree’s growth is bounded', () => {
+  const caps = { maxMembers: 6, maxCreatesPerTurn: 5 };
+  it('allows a create while the turn and the tree have room', () => {
+    assert.equal(cooperationRules.createCapRefusal({ members: 5, byTurn: 4 }, caps), null);
+    assert.equal(cooperationRules.createCapRefusal({ members: 0, byTurn: 0 }, caps), null);
+  });
+  it('refuses past the creates of one turn, then past the members of the tree, saying which', () => {
+    assert.match(cooperationRules.createCapRefusal({ members: 5, byTurn: 5 }, caps)!, /this turn already created 5 subagents.*\(5\)/);
+    assert.match(cooperationRules.createCapRefusal({ members: 6, byTurn: 1 }, caps)!, /tree already has 6 subagents.*\(6\)/);
+  });
+  it('0 is no cap', () => {
+    assert.equal(cooperationRules.createCapRefusal({ members: 1000, byTurn: 1000 }, { maxMembers: 0, maxCreatesPerTurn: 0 }), null);
+  });
+});

@@ -86,7 +86,11 @@ function bindRequestLogContext(_req: Request, res: Response, next: NextFunction)
   withLogContext({ request_id: requestIdOf(res) }, next);
 }
 
-/** Everything under /api needs a principal; health and docs do not. */
+/**
+ * Everything under /api needs a principal; health and docs do not. A failed authentication counts
+ * against the client address: past AUTH_FAILURE_LIMIT_PER_MINUTE, further bad credentials from it
+ * are answered 429 with Retry-After (only failures are counted: valid credentials keep working).
+ */
 function authenticate(authenticator: Authenticator, limits: RateLimits) {
   const logger = new Logger('Auth');
   return (req: Request, res: Response, next: NextFunction): void => {
@@ -99,9 +103,21 @@ function authenticate(authenticator: Authenticator, limits: RateLimits) {
           res.setHeader('Retry-After', String(retryAfter));
           throw new DomainError('rate_limited', `Too many requests; retry in ${retryAfter} s`, { retry_after: retryAfter });
         };
-        const principal = await authenticator.authenticate(req.header('authorization'), req.header('x-end-user-id'), async (caller) =>
-          throttled(await limits.consumeCaller(caller)),
-        );
+        let principal: Principal;
+        try {
+          principal = await authenticator.authenticate(
+            req.header('authorization'),
+            req.header('x-end-user-id'),
+            async (caller) => throttled(await limits.consumeCaller(caller)),
+            async (caller) => throttled(await limits.consumeNewEndUser(caller.actorId, caller.appId)),
+          );
+        } catch (error) {
+          if (!(error instanceof DomainError && error.code === 'unauthorized')) throw error;
+          const retryAfter = await limits.consumeAuthFailure(req.ip ?? req.socket.remoteAddress ?? 'unknown');
+          if (retryAfter === null) throw error;
+          res.setHeader('Retry-After', String(retryAfter));
+          throw new DomainError('authentication_throttled', `Too many failed authentications from this address; retry in ${retryAfter} s`, { retry_after: retryAfter });
+        }
         throttled(await limits.consumeEndUser(principal));
         (req as Request & { principal?: Principal }).principal = principal;
         return next();

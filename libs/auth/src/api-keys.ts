@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import { AppConfig } from '#libs/config';
 import { newId, unixSeconds } from '#libs/database';
@@ -47,8 +47,14 @@ export class ApiKeys {
         .values({ id: ownerId, name: `user:${ownerId}`, kind: 'user', role: null, createdAt: new Date() })
         .orIgnore()
         .execute();
-      const owner = await manager.findOneBy(UserEntity, { id: ownerId });
+      // Locked: concurrent creates for one owner are counted one after the other, so the cap holds.
+      const owner = await manager.findOne(UserEntity, { where: { id: ownerId }, lock: { mode: 'pessimistic_write' } });
       if (!owner || owner.kind !== 'user') throw DomainError.validation([{ field: dto.user_subject !== undefined ? 'user_subject' : 'user_id', errors: ['must name a product user, not an app end user'] }]);
+      // Keys share their user's allowances, but each is a credential to guard and a row to read: capped.
+      const cap = this.config.maxKeysPerUser;
+      if (cap > 0 && (await this.liveKeys(manager, ownerId)) >= cap) {
+        throw new DomainError('api_key_limit', `The user already holds ${cap} live API keys, the most allowed: revoke one first`, { limit: cap });
+      }
       const entity = manager.create(ApiKeyEntity, {
         id: newId(),
         userId: ownerId,
@@ -110,6 +116,11 @@ export class ApiKeys {
     // Not an administrator: only the caller's own subject will do (unknown subjects are someone else's).
     if ((await this.principals.findSubjectUser(dto.user_subject)) !== principal.actorId) assertAdmin(principal);
     return principal.actorId;
+  }
+
+  private async liveKeys(manager: EntityManager, userId: string): Promise<number> {
+    const rows = (await manager.query(`SELECT count(*)::int AS n FROM api_keys WHERE user_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`, [userId])) as { n: number }[];
+    return rows[0]?.n ?? 0;
   }
 
   /** Administrators see every key; other callers their own. Never a secret. */

@@ -9,6 +9,7 @@ import { AuthInvalidations } from './auth-invalidations.js';
 import { ApiKeyEntity, UserEntity } from './entities.js';
 import type { Role } from './principal.js';
 import { generateKeySecret, isWellFormedKey, KEY_PREFIX, keyedHash, LOOKUP_LENGTH } from './key-format.js';
+import { UnknownKeys } from './unknown-keys.js';
 
 const MIN_KEY_LENGTH = 20;
 const CACHE_MAX = 10_000;
@@ -35,13 +36,17 @@ export interface VerifiedKey {
 @Injectable()
 export class AuthService {
   private readonly lastUsedWritten = new Map<string, number>();
+  /** Secrets that matched no live key: asked of Postgres at most once per AUTH_CACHE_TTL_MS each (unknown-keys.ts). */
+  private readonly unknown: UnknownKeys;
 
   constructor(
     @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
     @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
     private readonly invalidations: AuthInvalidations,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.unknown = new UnknownKeys({ ttlMs: config.authCacheTtlMs, max: config.authNegativeCacheMax });
+  }
 
   /** The api refuses to start without it (keys could be neither made nor verified). */
   assertConfigured(): void {
@@ -62,6 +67,7 @@ export class AuthService {
     const cache = this.invalidations.cache;
     const cached = cache.get(hmac);
     if (cached) return cached;
+    if (this.unknown.has(hmac)) return null;
 
     // Taken before the read: an invalidation that arrives while it runs keeps its answer out of the cache.
     const generation = cache.begin();
@@ -73,7 +79,10 @@ export class AuthService {
     )) as KeyRow[];
     const legacy = createHash('sha256').update(secret).digest('hex');
     const row = candidates.find((key) => safeEqual(key.secret_hash, key.hash_kind === 'hmac' ? hmac : legacy));
-    if (!row || (row.expires_at !== null && row.expires_at.getTime() <= Date.now())) return null;
+    if (!row || (row.expires_at !== null && row.expires_at.getTime() <= Date.now())) {
+      this.unknown.add(hmac);
+      return null;
+    }
     // Never cached: a suspended user's next request reads Postgres again (and a reactivation applies at once).
     if (row.suspended_at !== null) throw userSuspended();
     const key: VerifiedKey = {

@@ -17,35 +17,44 @@ export class Principals {
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  async endUser(parentId: string, appId: string, externalId: string): Promise<string> {
+  /**
+   * The end user's id, created on first use. `beforeCreate` runs only when the end user does not
+   * exist yet (the new-end-users rate limit goes there): it may throw, and then nothing is created.
+   */
+  async endUser(parentId: string, appId: string, externalId: string, beforeCreate: () => Promise<void> = async () => undefined): Promise<string> {
     const cacheKey = `${parentId}\u0000${appId}\u0000${externalId}`;
     const cached = this.cache.get(cacheKey);
     if (cached) return cached;
-    const rows = (await this.dataSource.query(
-      prepared(`WITH ins AS (
-         INSERT INTO users (id, name, kind, parent_id, app_id, external_id, created_at)
-         VALUES ($1::uuid, 'end-user:' || $1::text, 'end_user', $2, $3, $4, now())
-         ON CONFLICT (parent_id, app_id, external_id) WHERE kind = 'end_user' DO NOTHING RETURNING id
-       )
-       SELECT id FROM ins UNION ALL
-       SELECT id FROM users WHERE kind = 'end_user' AND parent_id = $2 AND app_id = $3 AND external_id = $4
-       LIMIT 1`),
-      [newId(), parentId, appId, externalId],
-    )) as { id: string }[];
-    let id = rows[0]?.id;
-    // Under READ COMMITTED a racing insert that committed after our snapshot is visible to a new statement.
+    let id = await this.findEndUser(parentId, appId, externalId);
     if (!id) {
-      const again = (await this.dataSource.query(prepared(`SELECT id FROM users WHERE kind = 'end_user' AND parent_id = $1 AND app_id = $2 AND external_id = $3`), [
-        parentId,
-        appId,
-        externalId,
-      ])) as { id: string }[];
-      id = again[0]?.id;
+      await beforeCreate();
+      const rows = (await this.dataSource.query(
+        prepared(`WITH ins AS (
+           INSERT INTO users (id, name, kind, parent_id, app_id, external_id, created_at)
+           VALUES ($1::uuid, 'end-user:' || $1::text, 'end_user', $2, $3, $4, now())
+           ON CONFLICT (parent_id, app_id, external_id) WHERE kind = 'end_user' DO NOTHING RETURNING id
+         )
+         SELECT id FROM ins UNION ALL
+         SELECT id FROM users WHERE kind = 'end_user' AND parent_id = $2 AND app_id = $3 AND external_id = $4
+         LIMIT 1`),
+        [newId(), parentId, appId, externalId],
+      )) as { id: string }[];
+      // Under READ COMMITTED a racing insert that committed after our snapshot is visible to a new statement.
+      id = rows[0]?.id ?? (await this.findEndUser(parentId, appId, externalId));
     }
     if (!id) throw new Error('end user could not be resolved');
     if (this.cache.size >= CACHE_MAX) this.cache.clear();
     this.cache.set(cacheKey, id);
     return id;
+  }
+
+  private async findEndUser(parentId: string, appId: string, externalId: string): Promise<string | undefined> {
+    const rows = (await this.dataSource.query(prepared(`SELECT id FROM users WHERE kind = 'end_user' AND parent_id = $1 AND app_id = $2 AND external_id = $3`), [
+      parentId,
+      appId,
+      externalId,
+    ])) as { id: string }[];
+    return rows[0]?.id;
   }
 
   /** The product user of a JWT subject, if one exists yet (looking creates nothing). */

@@ -21,7 +21,8 @@ export {
   ROLES,
 } from './principal.js';
 export { CallerDto, callerDto } from './caller.dto.js';
-export { RateLimits } from './rate-limits.js';
+export { accountLimit, RateLimits } from './rate-limits.js';
+export { UnknownKeys } from './unknown-keys.js';
 export { AllowanceBook, grantedPoints, leaseSize } from './rate-allowance.js';
 export { CredentialCache } from './credential-cache.js';
 export { SetUserRoleDto, USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto } from './user.dto.js';

@@ -66,6 +66,15 @@ export class AllowanceBook {
   }
 
   /**
+   * When the Redis window this replica last leased the bucket's points from ends (local clock), if
+   * it has not ended yet: a lease within it need not read the window's remaining time again.
+   */
+  windowEnd(bucket: string): number | null {
+    const allowance = this.buckets.get(bucket);
+    return allowance && this.now() < allowance.until ? allowance.until : null;
+  }
+
+  /**
    * A lease's answer, for the request that asked for it: it takes the first granted point (the
    * rest is the allowance), or is refused until the window ends when nothing was granted.
    */

@@ -35,43 +35,102 @@ export class RateLimits implements OnApplicationShutdown {
     this.redis.disconnect();
   }
 
-  /** The caller's own bucket (its key, or its token user): null when allowed, else the seconds to wait. */
-  async consumeCaller(caller: { keyId: string | null; actorId: string; limits: Principal['limits'] }): Promise<number | null> {
-    return this.take(caller.keyId ? `key:${caller.keyId}` : `user:${caller.actorId}`, caller.limits.perMinute ?? this.config.rateLimitPerMinute);
+  /**
+   * The caller's buckets, consumed together: its own (its key, or its token user), its product
+   * user's (every key and token of theirs together: minting keys buys no allowance) and, for an
+   * app-bound key, its app's. Null when allowed, else the seconds to wait.
+   */
+  async consumeCaller(caller: Caller): Promise<number | null> {
+    const own = caller.limits.perMinute ?? this.config.rateLimitPerMinute;
+    const buckets: Bucket[] = [
+      { name: caller.keyId ? `key:${caller.keyId}` : `user:${caller.actorId}`, points: own },
+      // A key an administrator raised above the deployment's limits is not held back by its user's.
+      { name: `account:${caller.actorId}`, points: accountLimit(this.config.userRateLimitPerMinute, caller.limits.perMinute) },
+    ];
+    if (caller.appId) buckets.push({ name: `app:${caller.actorId}:${caller.appId}`, points: this.config.appRateLimitPerMinute });
+    return this.takeAll(caller.actorId, buckets);
   }
 
   /** An app end user's own bucket. */
   async consumeEndUser(principal: Principal): Promise<number | null> {
-    return principal.appId === null ? null : this.take(`end-user:${principal.userId}`, this.config.endUserRateLimitPerMinute);
+    return principal.appId === null ? null : this.takeAll(principal.actorId, [{ name: `end-user:${principal.userId}`, points: this.config.endUserRateLimitPerMinute }]);
   }
 
-  private async take(key: string, points: number): Promise<number | null> {
-    if (points === 0) return null;
-    // The limit is part of the bucket (and of its Redis key): a changed limit starts a fresh window.
-    const bucket = `${points}:${key}`;
-    for (let waits = 0; ; waits += 1) {
-      const local = this.allowances.take(bucket);
-      if (local) return retryAfterS(local);
-      const pending = this.leasing.get(bucket);
-      if (!pending || waits >= LEASE_WAITS) break;
-      await pending;
+  /** One more new end user of an app (checked before it is created): null when allowed, else the seconds to wait. */
+  async consumeNewEndUser(actorId: string, appId: string): Promise<number | null> {
+    return this.takeAll(actorId, [{ name: `new-end-users:${actorId}:${appId}`, points: this.config.newEndUsersPerMinute }]);
+  }
+
+  /**
+   * One failed authentication from a client address: null while the address has failures left
+   * this minute, else the seconds until it may fail again. Only failures are counted, so valid
+   * credentials from a throttled address keep working.
+   */
+  async consumeAuthFailure(address: string): Promise<number | null> {
+    return this.takeAll(`ip:${address}`, [{ name: `auth-failures:${address}`, points: this.config.authFailureLimitPerMinute }]);
+  }
+
+  /**
+   * Takes one point from each bucket: from this replica's allowances where it holds them, and the
+   * buckets it does not hold points of are leased in one Redis call (one script over all of them,
+   * so the Redis cost per request stays that of one bucket). `tag` puts all of a request's buckets
+   * in one Redis Cluster slot, which a script over several keys needs.
+   */
+  private async takeAll(tag: string, all: Bucket[]): Promise<number | null> {
+    const buckets = all.filter((bucket) => bucket.points > 0);
+    let refusedMs = 0;
+    const needed: Bucket[] = [];
+    for (const bucket of buckets) {
+      // The limit is part of the bucket (and of its Redis key): a changed limit starts a fresh window.
+      const id = `{${tag}}:${bucket.points}:${bucket.name}`;
+      for (let waits = 0; ; waits += 1) {
+        const local = this.allowances.take(id);
+        if (local) {
+          if (!local.allowed) refusedMs = Math.max(refusedMs, local.retryAfterMs);
+          break;
+        }
+        const pending = this.leasing.get(id);
+        if (!pending || waits >= LEASE_WAITS) {
+          needed.push({ name: id, points: bucket.points });
+          break;
+        }
+        await pending;
+      }
     }
-    const lease = this.lease(bucket, points);
-    this.leasing.set(bucket, lease);
+    // A bucket that refuses decides: nothing more is leased for a request that is refused anyway.
+    if (refusedMs > 0) return retryAfterS({ allowed: false, retryAfterMs: refusedMs });
+    if (needed.length === 0) return null;
+    const lease = this.lease(needed);
+    for (const bucket of needed) this.leasing.set(bucket.name, lease);
     try {
       return retryAfterS(await lease);
     } finally {
-      if (this.leasing.get(bucket) === lease) this.leasing.delete(bucket);
+      for (const bucket of needed) if (this.leasing.get(bucket.name) === lease) this.leasing.delete(bucket.name);
     }
   }
 
-  /** One round trip: adds a lease's points to the window's counter (starting the window if new) and reads its remaining time. */
-  private async lease(bucket: string, points: number): Promise<Decision> {
-    const wanted = leaseSize(points, this.config.rateLimitLeasePercent);
+  /**
+   * One round trip for all the buckets: adds each lease's points to its window's counter (starting
+   * the window if new) and reads its remaining time. Refused when any bucket's window is spent.
+   */
+  private async lease(buckets: Bucket[]): Promise<Decision> {
+    const wanted = buckets.map((bucket) => leaseSize(bucket.points, this.config.rateLimitLeasePercent));
+    // A window this replica has leased from before and that has not ended: its end is known here,
+    // so the script does not read it again (one command per bucket, not two, on most leases).
+    const known = buckets.map((bucket) => this.allowances.windowEnd(bucket.name));
     try {
       const sentAt = Date.now();
-      const [counter, windowLeftMs] = (await this.redis.eval(LEASE, 1, `yuxi:rl:${bucket}`, String(wanted), String(WINDOW_MS))) as [number, number];
-      return this.allowances.record(bucket, grantedPoints(points, wanted, counter), windowLeftMs, sentAt);
+      const args = buckets.flatMap((_, i) => [String(wanted[i]), known[i] === null ? '1' : '0']);
+      const answer = (await this.redis.eval(LEASE, buckets.length, ...buckets.map((bucket) => `yuxi:rl:${bucket.name}`), String(WINDOW_MS), ...args)) as number[];
+      let decision: Decision = { allowed: true };
+      buckets.forEach((bucket, i) => {
+        const granted = grantedPoints(bucket.points, wanted[i]!, answer[2 * i]!);
+        const read = answer[2 * i + 1]!;
+        const windowLeftMs = read >= 0 ? read : Math.max(1, known[i]! - sentAt);
+        const one = this.allowances.record(bucket.name, granted, windowLeftMs, sentAt);
+        if (!one.allowed && (decision.allowed || one.retryAfterMs > decision.retryAfterMs)) decision = one;
+      });
+      return decision;
     } catch (error) {
       this.log.warn(`rate limits are not enforced while Redis is unreachable: ${String(error)}`);
       return { allowed: true };
@@ -79,14 +138,18 @@ export class RateLimits implements OnApplicationShutdown {
   }
 
   /**
-   * Takes one of the principal's concurrent-stream slots; false when all are taken. The slot is
-   * kept alive by `refreshStreams` (every heartbeat) and given back by `releaseStream`.
+   * Takes one concurrent-stream slot of the caller's key (or token user; its cap is the key's
+   * `max_streams`, else MAX_STREAMS_PER_PRINCIPAL) and one of its account (the product user: all
+   * their keys, tokens and app end users together, MAX_STREAMS_PER_ACCOUNT), both or neither;
+   * false when either is full. The slot is kept alive by `refreshStreams` (every heartbeat) and
+   * given back by `releaseStream`.
    */
   async acquireStream(principal: Principal, streamId: string): Promise<boolean> {
-    const cap = principal.limits.streams ?? this.config.maxStreamsPerPrincipal;
-    if (cap === 0) return true;
+    const keyCap = principal.limits.streams ?? this.config.maxStreamsPerPrincipal;
+    const accountCap = accountLimit(this.config.maxStreamsPerAccount, principal.limits.streams);
+    const [keySlots, accountSlots] = slotsKeys(principal);
     try {
-      const taken = (await this.redis.eval(ACQUIRE, 1, slotsKey(principal), String(Date.now()), String(SLOT_TTL_MS), String(cap), streamId)) as number;
+      const taken = (await this.redis.eval(ACQUIRE, 2, keySlots, accountSlots, String(Date.now()), String(SLOT_TTL_MS), String(keyCap), String(accountCap), streamId)) as number;
       return taken === 1;
     } catch (error) {
       this.log.warn(`stream caps are not enforced while Redis is unreachable: ${String(error)}`);
@@ -96,27 +159,27 @@ export class RateLimits implements OnApplicationShutdown {
 
   /**
    * Keeps many held slots alive at once (the SSE heartbeat of every open stream of a process): one
-   * Redis call per principal and up to REFRESH_BATCH slots, instead of one per stream.
+   * Redis call per key (its slots and its account's) and up to REFRESH_BATCH slots, instead of one per stream.
    */
   async refreshStreams(slots: Iterable<{ principal: Principal; slot: string }>): Promise<void> {
-    const byKey = new Map<string, string[]>();
+    const byKey = new Map<string, { keys: [string, string]; ids: string[] }>();
     for (const { principal, slot } of slots) {
-      const key = slotsKey(principal);
-      const ids = byKey.get(key);
-      if (ids) ids.push(slot);
-      else byKey.set(key, [slot]);
+      const keys = slotsKeys(principal);
+      const held = byKey.get(keys[0]);
+      if (held) held.ids.push(slot);
+      else byKey.set(keys[0], { keys, ids: [slot] });
     }
     const calls: Promise<unknown>[] = [];
-    for (const [key, ids] of byKey) {
+    for (const { keys, ids } of byKey.values()) {
       for (let at = 0; at < ids.length; at += REFRESH_BATCH) {
-        calls.push(this.redis.eval(REFRESH_MANY, 1, key, String(Date.now()), String(SLOT_TTL_MS), ...ids.slice(at, at + REFRESH_BATCH)).catch(() => undefined));
+        calls.push(this.redis.eval(REFRESH_MANY, 2, ...keys, String(Date.now()), String(SLOT_TTL_MS), ...ids.slice(at, at + REFRESH_BATCH)).catch(() => undefined));
       }
     }
     await Promise.all(calls);
   }
 
   async releaseStream(principal: Principal, streamId: string): Promise<void> {
-    await this.redis.zrem(slotsKey(principal), streamId).catch(() => undefined);
+    await this.redis.eval(RELEASE, 2, ...slotsKeys(principal), streamId).catch(() => undefined);
   }
 }
 
@@ -126,37 +189,101 @@ function retryAfterS(decision: Decision): number | null {
 
 /**
  * A window is a counter that expires a minute after its first point (the layout rate-limiter-flexible
- * used under the same keys, so replicas of the previous version count in the same windows).
+ * used). A request's buckets are leased together: KEYS are their counters, ARGV[1] the window, and
+ * for KEYS[i] ARGV[2i] the points wanted and ARGV[2i+1] whether to read the window's remaining time
+ * ('1'; '0' when the caller knows it from an earlier lease of the same window). The answer is each
+ * counter and its remaining time (-1: not read). A counter equal to the points just added is a
+ * window that starts now.
  */
 const LEASE = `
-local counter = redis.call('INCRBY', KEYS[1], tonumber(ARGV[1]))
-local left = redis.call('PTTL', KEYS[1])
-if left < 0 then
-  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-  left = tonumber(ARGV[2])
+local window = tonumber(ARGV[1])
+local answer = {}
+for i = 1, #KEYS do
+  local wanted = tonumber(ARGV[2 * i])
+  local counter = redis.call('INCRBY', KEYS[i], wanted)
+  local left = -1
+  if counter == wanted then
+    redis.call('PEXPIRE', KEYS[i], window)
+    left = window
+  elseif ARGV[2 * i + 1] == '1' then
+    left = redis.call('PTTL', KEYS[i])
+    if left < 0 then
+      redis.call('PEXPIRE', KEYS[i], window)
+      left = window
+    end
+  end
+  answer[2 * i - 1] = counter
+  answer[2 * i] = left
 end
-return {counter, left}`;
+return answer`;
+
+interface Bucket {
+  name: string;
+  /** The limit per window; 0: not limited. */
+  points: number;
+}
+
+/** Who is calling, as far as the request limits care (before any end user is resolved). */
+export interface Caller {
+  keyId: string | null;
+  actorId: string;
+  appId: string | null;
+  limits: Principal['limits'];
+}
+
+/** A user's allowance is theirs, unless a key of theirs was granted more (by an administrator). 0 stays "no limit". */
+export function accountLimit(userLimit: number, keyLimit: number | null): number {
+  return userLimit === 0 ? 0 : Math.max(userLimit, keyLimit ?? 0);
+}
 
 /** `refreshStreams`: slots per Redis call, so that one call stays short for Redis's single thread. */
 const REFRESH_BATCH = 1000;
 
-/** Keeps each held slot in ARGV[3..] (and the set holding them) alive; a slot no longer held is not added back (XX). */
+/**
+ * Keeps each held slot in ARGV[3..] (in both sets, and the sets) alive; a slot no longer held is
+ * not added back (XX). One ZADD per set for all the slots (REFRESH_BATCH keeps unpack's arguments
+ * well under Lua's stack limit).
+ */
 const REFRESH_MANY = `
 local expiry = tonumber(ARGV[1]) + tonumber(ARGV[2])
+local members = {}
 for i = 3, #ARGV do
-  redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[i])
+  members[#members + 1] = expiry
+  members[#members + 1] = ARGV[i]
 end
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+for k = 1, 2 do
+  redis.call('ZADD', KEYS[k], 'XX', unpack(members))
+  redis.call('PEXPIRE', KEYS[k], tonumber(ARGV[2]))
+end
 return 1`;
 
-function slotsKey(principal: Principal): string {
-  return `yuxi:sse-slots:${principal.userId}`;
+/**
+ * The slot sets of a stream: its key's (a token user's own for a JWT) and its account's. Both
+ * are tagged with the product user, so one script may touch both in a Redis Cluster.
+ */
+function slotsKeys(principal: Principal): [string, string] {
+  const tag = `{${principal.actorId}}`;
+  return [`yuxi:sse-slots:${tag}:${principal.keyId ? `key:${principal.keyId}` : 'token'}`, `yuxi:sse-slots:${tag}:account`];
 }
 
-/** Drops expired slots, then takes one if fewer than the cap are held (score = expiry time). */
+/**
+ * Drops expired slots, then takes one in both sets if each holds fewer than its cap (ARGV[3] for
+ * KEYS[1], ARGV[4] for KEYS[2]; 0: no cap) (score = expiry time).
+ */
 const ACQUIRE = `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
-redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[4])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+local expiry = tonumber(ARGV[1]) + tonumber(ARGV[2])
+for k = 1, 2 do
+  redis.call('ZREMRANGEBYSCORE', KEYS[k], '-inf', ARGV[1])
+  local cap = tonumber(ARGV[2 + k])
+  if cap > 0 and redis.call('ZCARD', KEYS[k]) >= cap then return 0 end
+end
+for k = 1, 2 do
+  redis.call('ZADD', KEYS[k], expiry, ARGV[5])
+  redis.call('PEXPIRE', KEYS[k], tonumber(ARGV[2]))
+end
+return 1`;
+
+const RELEASE = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
 return 1`;

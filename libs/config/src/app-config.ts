@@ -63,6 +63,22 @@ export class AppConfig {
   readonly rateLimitPerMinute: number;
   readonly endUserRateLimitPerMinute: number;
   readonly maxStreamsPerPrincipal: number;
+  /** Fair shares (issue 35): requests per minute of all of a product user's keys and tokens together, and of one app's keys together. */
+  readonly userRateLimitPerMinute: number;
+  readonly appRateLimitPerMinute: number;
+  /** Concurrent SSE streams of one product user, all their keys, tokens and app end users together. */
+  readonly maxStreamsPerAccount: number;
+  /** Live (unrevoked, unexpired) API keys one product user may hold. */
+  readonly maxKeysPerUser: number;
+  /** New app end users one app (of one product user) may bring into being per minute. */
+  readonly newEndUsersPerMinute: number;
+  /** Failed authentications per minute from one client address before further bad credentials are answered 429. */
+  readonly authFailureLimitPerMinute: number;
+  /** Unknown API keys remembered (at most this many, each for AUTH_CACHE_TTL_MS) so a repeated bad key costs no query. */
+  readonly authNegativeCacheMax: number;
+  /** Members one cooperation tree may hold (its root not counted), and members one coordinator turn may create; 0: no cap. */
+  readonly maxSubagentsPerTree: number;
+  readonly maxSubagentCreatesPerTurn: number;
   /** Share of a request limit (per cent) each api replica leases from Redis at a time; 0: one point per request. */
   readonly rateLimitLeasePercent: number;
   /** How long a verified API key is trusted without reading Postgres again (the bound on a lost invalidation); 0: never cached. */
@@ -172,6 +188,15 @@ export class AppConfig {
     this.rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 1200);
     this.endUserRateLimitPerMinute = int(env, 'END_USER_RATE_LIMIT_PER_MINUTE', 300);
     this.maxStreamsPerPrincipal = int(env, 'MAX_STREAMS_PER_PRINCIPAL', 20);
+    this.userRateLimitPerMinute = int(env, 'USER_RATE_LIMIT_PER_MINUTE', 1200);
+    this.appRateLimitPerMinute = int(env, 'APP_RATE_LIMIT_PER_MINUTE', 1200);
+    this.maxStreamsPerAccount = int(env, 'MAX_STREAMS_PER_ACCOUNT', 50);
+    this.maxKeysPerUser = int(env, 'MAX_KEYS_PER_USER', 100);
+    this.newEndUsersPerMinute = int(env, 'NEW_END_USERS_PER_MINUTE', 120);
+    this.authFailureLimitPerMinute = int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60);
+    this.authNegativeCacheMax = int(env, 'AUTH_NEGATIVE_CACHE_MAX', 10_000);
+    this.maxSubagentsPerTree = int(env, 'MAX_SUBAGENTS_PER_TREE', 100);
+    this.maxSubagentCreatesPerTurn = int(env, 'MAX_SUBAGENT_CREATES_PER_TURN', 20);
     this.rateLimitLeasePercent = int(env, 'RATE_LIMIT_LEASE_PERCENT', 1);
     if (this.rateLimitLeasePercent > 50) throw new Error('RATE_LIMIT_LEASE_PERCENT must be at most 50 (a lease that large lets one replica hold half a window)');
     this.authCacheTtlMs = int(env, 'AUTH_CACHE_TTL_MS', 10_000);

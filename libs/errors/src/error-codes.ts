@@ -163,12 +163,25 @@ export const ERROR_CODES = {
       'The webhook URL is not allowed: it must be an absolute https URL without credentials that resolves only to public addresses (private, loopback, link-local and metadata addresses are refused unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true); `message` says which rule.',
   },
   webhook_endpoint_limit: { status: 409, type: 'invalid_state', retryable: false, description: 'The caller already has the most webhook endpoints allowed (20): delete one first.' },
+  api_key_limit: {
+    status: 409,
+    type: 'invalid_state',
+    retryable: false,
+    description: 'The key\'s owner already holds the most live API keys allowed (`MAX_KEYS_PER_USER`, in `details.limit`): revoke one first.',
+  },
   not_implemented: { status: 422, type: 'invalid_request', retryable: false, description: 'The field or event type is part of the protocol but not available in this deployment yet.' },
   rate_limited: {
     status: 429,
     type: 'invalid_request',
     retryable: true,
-    description: 'Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds.',
+    description:
+      'Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.',
+  },
+  authentication_throttled: {
+    status: 429,
+    type: 'authentication',
+    retryable: true,
+    description: 'Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working.',
   },
   too_many_large_bodies: {
     status: 429,

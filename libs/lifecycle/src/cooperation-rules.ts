@@ -36,6 +36,27 @@ export function maySpawn(policy: MultiAgentPolicy | undefined, depth: number): p
   return policy?.enabled === true && depth + 1 <= policy.max_depth;
 }
 
+/** The deployment's bounds on a tree's growth (MAX_SUBAGENTS_PER_TREE, MAX_SUBAGENT_CREATES_PER_TURN; 0: none). */
+export interface TreeCaps {
+  maxMembers: number;
+  maxCreatesPerTurn: number;
+}
+
+/**
+ * Why one more member may not be created (the tool output says so; the turn goes on), or null:
+ * a tree holds at most `maxMembers` members, and one coordinator turn creates at most
+ * `maxCreatesPerTurn`, so one tenant's fan-out stays bounded however its model loops.
+ */
+export function createCapRefusal(counts: { members: number; byTurn: number }, caps: TreeCaps): string | null {
+  if (caps.maxCreatesPerTurn > 0 && counts.byTurn >= caps.maxCreatesPerTurn) {
+    return `create_subagent refused: this turn already created ${counts.byTurn} subagents, the most one turn may create (${caps.maxCreatesPerTurn}); wait for them or message them instead`;
+  }
+  if (caps.maxMembers > 0 && counts.members >= caps.maxMembers) {
+    return `create_subagent refused: this cooperation tree already has ${counts.members} subagents, the most a tree may have (${caps.maxMembers}); message the ones you have instead`;
+  }
+  return null;
+}
+
 /** A member has settled when nothing of it runs and nothing will run by itself: no active turn, and an empty or paused queue. */
 export function isSettled(member: MemberState): boolean {
   return member.activeTurnId === null && (member.pendingInputCount === 0 || member.queuePaused);

@@ -2,13 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AgentsService, atLeastPinned } from '#libs/agents';
+import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { InputsRepository } from '#libs/inputs';
 import { type SessionEntity, SessionsRepository, TreeRepository } from '#libs/sessions';
 import { type CommittedStep, type Lease, StepsRepository, type ToolCallSpec, TurnsRepository } from '#libs/turns';
 import type { Committed, Nudge } from './after-commit.js';
-import { findMember, freeMemberName, maySpawn, memberSessionId, memberSnapshot } from './cooperation-rules.js';
+import { createCapRefusal, findMember, freeMemberName, maySpawn, memberSessionId, memberSnapshot } from './cooperation-rules.js';
 import { CooperationWaits } from './cooperation-waits.js';
 import type { HeldTurn } from './held-turn.js';
 import { acceptedReceipt, frozenInputConfig } from './input-config.js';
@@ -51,6 +52,7 @@ export class CooperationTransitions {
     private readonly controls: SessionControls,
     private readonly stepTransitions: StepTransitions,
     private readonly cooperation: CooperationWaits,
+    private readonly config: AppConfig,
   ) {}
 
   /** One coordination call; 'cancelled' when a cancel was accepted first, null when the lease is gone. */
@@ -111,6 +113,14 @@ export class CooperationTransitions {
     const id = memberSessionId(held.turn.id, call.call_id);
     const name = typeof args.name === 'string' ? args.name : freeMemberName(children);
     if (children.some((child) => child.name === name && child.id !== id)) return { success: false, output: `create_subagent refused: you already have a subagent named ${name}` };
+    // A retried or taken-over create meets its member whatever the counts; a new one must fit the tree's caps.
+    if (!children.some((child) => child.id === id)) {
+      const refusal = createCapRefusal(await this.tree.lockedMemberCounts(manager, coordinator.rootSessionId, held.turn.id), {
+        maxMembers: this.config.maxSubagentsPerTree,
+        maxCreatesPerTurn: this.config.maxSubagentCreatesPerTurn,
+      });
+      if (refusal) return { success: false, output: refusal };
+    }
     let agent;
     try {
       agent = await this.agents.getVisible({ userId: coordinator.ownerId, mayUsePrivate: true }, agentId);

@@ -113,6 +113,21 @@ export class TreeRepository {
     return { session: sessionFromRow(existing[0]), created: false };
   }
 
+  /**
+   * How many members the tree holds (its root not counted, deleted ones counted: they were made)
+   * and how many of them one coordinator turn created. Creates in one tree are serialised first (a
+   * transaction-scoped advisory lock on the root): coordinators at different depths hold different
+   * row locks, and the tree's cap must hold across them. Call before creating a member.
+   */
+  async lockedMemberCounts(manager: EntityManager, rootId: string, turnId: string): Promise<{ members: number; byTurn: number }> {
+    await manager.query(prepared(`SELECT pg_advisory_xact_lock(hashtextextended('yuxi:tree-members:' || $1::text, 0))`), [rootId]);
+    const rows = (await manager.query(
+      prepared(`SELECT count(*)::int AS members, (count(*) FILTER (WHERE spawned_turn_id = $2))::int AS by_turn FROM sessions WHERE root_session_id = $1 AND depth > 0`),
+      [rootId, turnId],
+    )) as { members: number; by_turn: number }[];
+    return { members: rows[0]?.members ?? 0, byTurn: rows[0]?.by_turn ?? 0 };
+  }
+
   /** The members a coordinator spawned, oldest first, with what a wait needs of each. */
   async children(manager: EntityManager, parentId: string): Promise<MemberState[]> {
     const rows = (await manager.query(

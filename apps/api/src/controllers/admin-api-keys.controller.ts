@@ -26,7 +26,7 @@ export class AdminApiKeysController {
     },
   })
   @ApiCreatedResponse({ type: ApiKeyCreatedDto, description: 'The key, with its secret (shown this once).', example: API_KEY_CREATED_EXAMPLE })
-  @ApiErrors('forbidden', 'validation_failed', 'invalid_json', 'rate_limited')
+  @ApiErrors('forbidden', 'validation_failed', 'invalid_json', 'api_key_limit', 'rate_limited')
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto): Promise<ApiKeyCreatedDto> {
     assertFullAccess(principal);
     return this.keys.create(principal, body);

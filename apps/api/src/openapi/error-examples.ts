@@ -8,6 +8,8 @@ const DETAILS: Partial<Record<ErrorCode, Record<string, unknown>>> = {
   waitpoint_incomplete: { fields: [{ field: 'response', errors: ['missing: call_7f3a9c1e'] }] },
   method_not_allowed: { allow: ['GET', 'HEAD'] },
   rate_limited: { retry_after: 12 },
+  authentication_throttled: { retry_after: 40 },
+  api_key_limit: { limit: 100 },
   idempotency_conflict: { idempotency_key: 'create-0001' },
   unknown_event_type: { allowed: [...PROTOCOL_EVENT_TYPES] },
   state_conflict: { queued_input_count: 2 },

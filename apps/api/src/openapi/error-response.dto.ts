@@ -23,7 +23,7 @@ export class ErrorDetailsDto {
   allow?: string[];
   @ApiPropertyOptional({ type: [String], description: '`unknown_event_type`: the event types of the protocol.' })
   allowed?: string[];
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`rate_limited`, `too_many_large_bodies`: seconds to wait (also in the `Retry-After` header).' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`rate_limited`, `authentication_throttled`, `too_many_large_bodies`: seconds to wait (also in the `Retry-After` header).' })
   retry_after?: number;
   @ApiPropertyOptional({ description: '`idempotency_conflict`: the key that was already used with a different intent.' })
   idempotency_key?: string;
@@ -53,6 +53,8 @@ export class ErrorDetailsDto {
   file_id?: string;
   @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`file_too_large`: the largest file accepted, in bytes.' })
   limit_bytes?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`api_key_limit`: the most live API keys one user may hold (MAX_KEYS_PER_USER).' })
+  limit?: number;
   @ApiPropertyOptional({
     type: 'integer',
     minimum: 0,

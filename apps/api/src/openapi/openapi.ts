@@ -198,7 +198,7 @@ function declareCommonResponses(document: OpenAPIObject): void {
       if (!operation) continue;
       if (path.startsWith('/api/')) {
         operation.parameters = [...(operation.parameters ?? []), END_USER_HEADER];
-        for (const code of ['forbidden', 'validation_failed', 'rate_limited', 'service_unavailable'] as const) addError(operation, code);
+        for (const code of ['forbidden', 'validation_failed', 'rate_limited', 'authentication_throttled', 'service_unavailable'] as const) addError(operation, code);
       }
       for (const code of ['unsupported_media_type', 'payload_too_large', 'invalid_json'] as const) addError(operation, code);
       for (const [status, response] of Object.entries(operation.responses)) {
