@@ -89,7 +89,12 @@ export class AgentsService {
   snapshot(agent: AgentEntity): AgentSnapshot {
     // Named secrets resolve in the agent owner's namespace (a public agent's: the shared one); the
     // snapshot says whose, since a session's caller need not be the agent's owner.
-    const tools = agent.tools.map((tool) => (tool.type === 'mcp' && tool.auth ? { ...tool, secrets_owner_id: agent.ownerId } : tool));
+    // A public agent is one administrators own: MCP_ALLOWED_HOSTS applies to its servers (admin_owned).
+    const tools = agent.tools.map((tool) => {
+      if (tool.type !== 'mcp') return tool;
+      const owned = agent.ownerId === null ? { ...tool, admin_owned: true } : tool;
+      return tool.auth ? { ...owned, secrets_owner_id: agent.ownerId } : owned;
+    });
     const snapshot: AgentSnapshot = { version: agent.version, tools, limits: effectiveLimits(agent.limits), context: agent.context };
     if (agent.multiAgent?.enabled) snapshot.multi_agent = agent.multiAgent;
     return snapshot;

@@ -36,6 +36,11 @@ export interface McpToolDeclaration {
    * is refused), so no agent can reach another owner's secrets.
    */
   secrets_owner_id?: string | null;
+  /**
+   * Set in a session's snapshot by the agents lib for an agent administrators own (a public agent),
+   * never by a definition (a PUT naming it is refused): MCP_ALLOWED_HOSTS applies to its server.
+   */
+  admin_owned?: boolean;
 }
 
 /**

@@ -47,7 +47,7 @@ export class McpAuth {
   constructor(private readonly store: SecretsStore) {}
 
   /** The transport options for `decl`'s auth; none for a server without one (static headers only). */
-  transportOptions(decl: McpToolDeclaration): McpTransportAuth {
+  transportOptions(decl: McpToolDeclaration, base: FetchLike = fetch): McpTransportAuth {
     const auth = decl.auth;
     if (!auth) return {};
     // A snapshot always says whose secrets these are; a declaration without it (not from a snapshot)
@@ -57,7 +57,7 @@ export class McpAuth {
       return { fetch: () => Promise.reject(refused) };
     }
     const ref = { owner: decl.secrets_owner_id, name: auth.secret };
-    if (auth.type === 'bearer') return { fetch: this.bearerFetch(ref) };
+    if (auth.type === 'bearer') return { fetch: this.bearerFetch(ref, base) };
     return { authProvider: new SecretClientCredentials(this, ref, auth, decl.server_url) };
   }
 
@@ -129,15 +129,15 @@ export class McpAuth {
    * the token was rotated since this worker read it: the secret is read again and, when it changed,
    * the request is sent once more (a refused request was not processed, so this is safe).
    */
-  private bearerFetch(ref: SecretRef): FetchLike {
+  private bearerFetch(ref: SecretRef, base: FetchLike): FetchLike {
     return async (url, init) => {
       const first = await this.secret(ref);
-      const response = await fetch(url, withBearer(init, ref, first.value));
+      const response = await base(url, withBearer(init, ref, first.value));
       if (response.status !== 401) return response;
       const fresh = await this.secret(ref, { fresh: true });
       if (fresh.version === first.version && fresh.value === first.value) return response;
       await response.body?.cancel();
-      return fetch(url, withBearer(init, ref, fresh.value));
+      return base(url, withBearer(init, ref, fresh.value));
     };
   }
 }
@@ -147,7 +147,8 @@ export class McpAuth {
  * server), never the value, so a rotation keeps the session and changes what its requests carry.
  */
 export function credentialsKey(decl: McpToolDeclaration): string {
-  return JSON.stringify([decl.server_url, Object.entries(decl.headers ?? {}).sort(), decl.auth ?? null, decl.auth ? (decl.secrets_owner_id ?? null) : null]);
+  // admin_owned too: a session opened under MCP_ALLOWED_HOSTS must never serve a user's private agent.
+  return JSON.stringify([decl.server_url, Object.entries(decl.headers ?? {}).sort(), decl.auth ?? null, decl.auth ? (decl.secrets_owner_id ?? null) : null, decl.admin_owned === true]);
 }
 
 /**

@@ -8,6 +8,7 @@ import { metrics } from '#libs/metrics';
 import type { McpToolDeclaration, ToolCallContext } from '../tool.types.js';
 import { credentialsKey, McpAuth } from './auth.js';
 import type { CallDeadline } from './call-deadline.js';
+import { McpOutbound } from './outbound.js';
 
 const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
 /** How long ending a session waits for a cancelled call's notice to be posted, and for the DELETE. */
@@ -69,6 +70,7 @@ export class McpSessionPool implements OnApplicationShutdown {
   constructor(
     private readonly config: AppConfig,
     private readonly auth: McpAuth,
+    private readonly outbound: McpOutbound,
   ) {}
 
   /** The key of a server under the credentials a declaration names (the reference, never a secret's value). */
@@ -152,8 +154,11 @@ export class McpSessionPool implements OnApplicationShutdown {
     const ref: { session?: McpSession } = {};
     // Credentials from a named secret are read as each request leaves (a rotation reaches this
     // open session); the call in flight's idempotency key rides every request of the session.
-    const { fetch: authFetch, ...auth } = this.auth.transportOptions(decl);
-    const authorised = authFetch ?? fetch;
+    // Every request (the server's, its OAuth discovery and token requests, the DELETE) goes through
+    // the outbound address policy.
+    const guarded = this.outbound.fetchFor(decl);
+    const { fetch: authFetch, ...auth } = this.auth.transportOptions(decl, guarded);
+    const authorised = authFetch ?? guarded;
     const transport = new StreamableHTTPClientTransport(new URL(decl.server_url), {
       requestInit: { headers: { ...decl.headers } },
       ...auth,
