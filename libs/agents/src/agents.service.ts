@@ -11,6 +11,7 @@ import { AuditLog } from '#libs/audit';
 import type { AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto } from './agent.dto.js';
 import { DEFAULT_AGENT_LIMITS, AgentEntity, type AgentLimits, type AgentSnapshot } from './agent.entity.js';
 import { AGENT_ID, type AgentDefinition } from './agent-definition.js';
+import { refusedMcpAddresses } from './mcp-addresses.js';
 
 /** Who is looking: private agents are for their owner, and never for an app's end users. */
 export interface AgentViewer {
@@ -85,14 +86,19 @@ export class AgentsService {
     return agent.model ?? this.config.defaultModel;
   }
 
-  /** What a session keeps of the agent it was created with. */
-  snapshot(agent: AgentEntity): AgentSnapshot {
+  /**
+   * What a session keeps of the agent it was created with. `creator`: who creates the session (a
+   * private agent's sessions are its owner's only), so that an administrator's own private agent
+   * counts as administrator-owned; without it only public agents do.
+   */
+  snapshot(agent: AgentEntity, creator?: { userId: string; isAdmin: boolean }): AgentSnapshot {
     // Named secrets resolve in the agent owner's namespace (a public agent's: the shared one); the
     // snapshot says whose, since a session's caller need not be the agent's owner.
-    // A public agent is one administrators own: MCP_ALLOWED_HOSTS applies to its servers (admin_owned).
+    // An agent administrators own (a public one, an administrator's own private one): MCP_ALLOWED_HOSTS applies to its servers.
+    const adminOwned = agent.ownerId === null || (creator?.isAdmin === true && agent.ownerId === creator.userId);
     const tools = agent.tools.map((tool) => {
       if (tool.type !== 'mcp') return tool;
-      const owned = agent.ownerId === null ? { ...tool, admin_owned: true } : tool;
+      const owned = adminOwned ? { ...tool, admin_owned: true } : tool;
       return tool.auth ? { ...owned, secrets_owner_id: agent.ownerId } : owned;
     });
     const snapshot: AgentSnapshot = { version: agent.version, tools, limits: effectiveLimits(agent.limits), context: agent.context };
@@ -128,6 +134,10 @@ export class AgentsService {
         throw new DomainError('forbidden', 'Public agents are managed by administrators; other users manage their own private agents');
       }
       const ownerId = definition.visibility === 'private' ? (live?.ownerId ?? actor?.actorId ?? null) : null;
+      // The outbound address policy, where the URL alone decides it (a literal address).
+      const adminOwned = ownerId === null || (actor !== null && actor.isAdmin && ownerId === actor.actorId);
+      const refused = refusedMcpAddresses(definition.tools, { allowPrivate: this.config.mcpAllowPrivateNetworks, allowedHosts: this.config.mcpAllowedHosts, adminOwned });
+      if (refused.length > 0) throw new DomainError('mcp_url_not_allowed', `The MCP server address is not allowed: ${refused[0].field} ${refused[0].errors[0]}`, { fields: refused });
       // Every version made is kept (the history), with its audit entry, in this transaction.
       const record = async (action: 'agent.created' | 'agent.replaced', version: number): Promise<void> => {
         await manager.query(prepared(`INSERT INTO agent_versions (agent_id, version, definition, actor_id, created_at) VALUES ($1, $2, $3::jsonb, $4, clock_timestamp())`), [

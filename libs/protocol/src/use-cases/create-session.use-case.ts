@@ -58,7 +58,7 @@ export class CreateSession {
           model,
           toolApprovalMode,
           instructions: agent.instructions,
-          agentSnapshot: this.agents.snapshot(agent),
+          agentSnapshot: this.agents.snapshot(agent, { userId: principal.userId, isAdmin: principal.isAdmin }),
           title: dto.title ?? DEFAULT_TITLE,
           projectId: project?.id ?? null,
           // The sessions of a project share its workdir.

@@ -4,6 +4,7 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type ResolvedSecret, SecretsStore } from '#libs/secrets';
 import type { McpAuthReference, McpToolDeclaration } from '../tool.types.js';
+import { McpConfigError } from './remote-errors.js';
 
 /**
  * How long a worker reuses a secret it read. A rotation reaches running sessions within this, and
@@ -53,7 +54,7 @@ export class McpAuth {
     // A snapshot always says whose secrets these are; a declaration without it (not from a snapshot)
     // must not fall back to the shared ones, which would hand a private agent the deployment's secrets.
     if (decl.secrets_owner_id === undefined) {
-      const refused = new Error(`no secrets namespace for the auth of MCP server "${decl.server_label}" (not from a session snapshot)`);
+      const refused = new McpConfigError(`no secrets namespace for the auth of MCP server "${decl.server_label}" (not from a session snapshot)`);
       return { fetch: () => Promise.reject(refused) };
     }
     const ref = { owner: decl.secrets_owner_id, name: auth.secret };
@@ -73,7 +74,7 @@ export class McpAuth {
     if (cached && cached.expires > now && !options.fresh) return cached.read;
     sweep(this.secrets, now);
     const read = this.store.resolve(ref.owner, ref.name).then((secret) => {
-      if (!secret) throw new Error(`no secret named "${ref.name}" in the ${ref.owner === null ? 'shared secrets' : "agent owner's secrets"}`);
+      if (!secret) throw new McpConfigError(`no secret named "${ref.name}" in the ${ref.owner === null ? 'shared secrets' : "agent owner's secrets"}`);
       return secret;
     });
     const entry = { expires: now + SECRET_CACHE_MS, read };
@@ -239,7 +240,7 @@ const BEARER_TOKEN = /^[\x21-\x7e]+$/;
 
 function withBearer(init: RequestInit | undefined, ref: SecretRef, token: string): RequestInit {
   // Checked here so that a bad value fails with a message naming the secret, never one quoting it.
-  if (!BEARER_TOKEN.test(token)) throw new Error(`the secret "${ref.name}" is not a bearer token (visible ASCII characters only)`);
+  if (!BEARER_TOKEN.test(token)) throw new McpConfigError(`the secret "${ref.name}" is not a bearer token (visible ASCII characters only)`);
   const headers = new Headers(init?.headers);
   headers.set('Authorization', `Bearer ${token}`);
   return { ...init, headers };
