@@ -42,7 +42,13 @@ export class McpClientCredentialsAuthDto {
 export class McpToolDto {
   @ApiProperty({ enum: ['mcp'] }) type!: 'mcp';
   @ApiProperty({ pattern: '^[a-zA-Z0-9_-]{1,64}$' }) server_label!: string;
-  @ApiProperty({ format: 'uri', maxLength: 2048, description: 'Streamable HTTP endpoint (http or https) of the MCP server.' }) server_url!: string;
+  @ApiPropertyOptional({
+    format: 'uri',
+    maxLength: 2048,
+    description:
+      'Streamable HTTP endpoint (http or https) of the MCP server; required in a PUT. Shown only to the agent\'s owner and administrators: other callers see a public agent\'s MCP servers without `server_url`, `headers` and `auth`.',
+  })
+  server_url?: string;
   @ApiPropertyOptional({
     type: 'object',
     maxProperties: 32,

@@ -6,7 +6,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import { AppConfig } from '#libs/config';
 import { canonicalJson, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { REDACTED_SECRET, type ToolDeclaration } from '#libs/tools';
+import { type McpToolDeclaration, REDACTED_SECRET, type ToolDeclaration } from '#libs/tools';
 import { AuditLog } from '#libs/audit';
 import type { AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto } from './agent.dto.js';
 import { DEFAULT_AGENT_LIMITS, AgentEntity, type AgentLimits, type AgentSnapshot } from './agent.entity.js';
@@ -17,6 +17,8 @@ import { refusedMcpAddresses } from './mcp-addresses.js';
 export interface AgentViewer {
   userId: string;
   mayUsePrivate: boolean;
+  /** An administrator sees where a public agent's MCP servers are; other callers do not. */
+  isAdmin?: boolean;
 }
 
 /** Who changes an agent (null: the deployment, e.g. AGENTS_FILE): administrators manage every agent, other full-access users public ones and their own. */
@@ -53,7 +55,7 @@ export class AgentsService {
         : [{ ownerId: IsNull(), deletedAt: IsNull() }],
       order: { id: 'ASC' },
     });
-    return listOf(rows.map((row) => this.toDto(row, false)));
+    return listOf(rows.map((row) => this.toDto(row, false, seesEndpoints(viewer.userId, viewer.isAdmin === true, row))));
   }
 
   /** Live agents with their instructions: every one for administrators; public ones and their own for other full-access users. */
@@ -67,7 +69,7 @@ export class AgentsService {
           ],
       order: { id: 'ASC' },
     });
-    return listOf(rows.map((row) => this.toDto(row, true)));
+    return listOf(rows.map((row) => this.toDto(row, true, seesEndpoints(actor.actorId, actor.isAdmin, row))));
   }
 
   /** The agent if the caller may use it; otherwise 404, whether it exists or not. */
@@ -79,7 +81,8 @@ export class AgentsService {
   }
 
   async getDto(viewer: AgentViewer, agentId: string): Promise<AgentDto> {
-    return this.toDto(await this.getVisible(viewer, agentId), false);
+    const row = await this.getVisible(viewer, agentId);
+    return this.toDto(row, false, seesEndpoints(viewer.userId, viewer.isAdmin === true, row));
   }
 
   effectiveModel(agent: AgentEntity): string {
@@ -219,7 +222,8 @@ export class AgentsService {
     });
   }
 
-  toDto(row: AgentEntity, admin: boolean): AgentDto {
+  /** `endpoints`: the caller owns or administers the agent, and sees where its MCP servers are (else only their labels and tools). */
+  toDto(row: AgentEntity, admin: boolean, endpoints = true): AgentDto {
     const dto: AgentDto = {
       id: row.id,
       object: 'agent',
@@ -232,7 +236,7 @@ export class AgentsService {
         system: row.ownerId === null,
         visibility: row.visibility,
         version: row.version,
-        tools: row.tools.map(redactTool),
+        tools: row.tools.map(endpoints ? redactTool : withoutEndpoint),
         limits: effectiveLimits(row.limits),
         context: row.context,
         multi_agent: row.multiAgent,
@@ -255,6 +259,26 @@ export function effectiveLimits(limits: Partial<AgentLimits> | undefined): Agent
 
 /** The insert lost a race with a concurrent create of the same id: the put runs again as a replacement. */
 class RetryPut extends Error {}
+
+/** Whether `callerId` owns or administers `row`, and so may see where its MCP servers are. */
+function seesEndpoints(callerId: string, isAdmin: boolean, row: AgentEntity): boolean {
+  return isAdmin || (row.ownerId !== null && row.ownerId === callerId);
+}
+
+/**
+ * An MCP server as a caller who does not own the agent sees it: its label and tools, never its
+ * host, path, header names or auth (a map of the deployment's internal services otherwise).
+ */
+function withoutEndpoint(tool: ToolDeclaration): object {
+  if (tool.type !== 'mcp') return tool;
+  const shown: Partial<McpToolDeclaration> = { ...tool };
+  delete shown.server_url;
+  delete shown.headers;
+  delete shown.auth;
+  delete shown.secrets_owner_id;
+  delete shown.admin_owned;
+  return shown;
+}
 
 /** MCP header values are credentials: shown as names only; credentials in the URL (user info, query) likewise. */
 function redactTool(tool: ToolDeclaration): object {
