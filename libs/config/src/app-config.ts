@@ -149,7 +149,7 @@ export class AppConfig {
     try {
       this.mcpAllowedHosts = parseAllowedHosts(env.MCP_ALLOWED_HOSTS ?? '');
     } catch (error) {
-      throw new Error(`MCP_ALLOWED_HOSTS: ${(error as Error).message}`);
+      throw new Error(`MCP_ALLOWED_HOSTS: ${(error as Error).message}`, { cause: error });
     }
     this.agentsFile = env.AGENTS_FILE || undefined;
     this.apiKeyHashSecret = env.API_KEY_HASH_SECRET || undefined;
