@@ -109,7 +109,7 @@ describe('MCP client against server-everything', () => {
   });
 
   it('answers the server\'s sampling request with the session\'s model, and counts its tokens in the turn\'s usage', async () => {
-    const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['trigger-sampling-request'] })] });
+    const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['trigger-sampling-request'], sampling: true })] });
     fake.script(fakeModel(model), [
       { tool_calls: [{ id: 's1', name: 'trigger-sampling-request', arguments: '{"prompt":"write a haiku","maxTokens":50}' }], usage: { prompt_tokens: 10, completion_tokens: 1 } },
       { text: 'Autumn moon rises', usage: { prompt_tokens: 7, completion_tokens: 3 } },

@@ -67,6 +67,11 @@ export class McpToolDto {
   @ApiPropertyOptional() requires_approval?: boolean;
   @ApiPropertyOptional({ description: 'Safe to run again after a crash mid-call (default false: the model gets outcome_unknown instead).' })
   idempotent?: boolean;
+  @ApiPropertyOptional({
+    description:
+      'The server may ask the session\'s model for completions during a call (MCP sampling). Default false: the server is not offered sampling. Each completion counts against the turn\'s `max_model_calls` and is cut at MCP_SAMPLING_MAX_TOKENS.',
+  })
+  sampling?: boolean;
 }
 
 const TOOL_SCHEMA = { oneOf: [{ $ref: getSchemaPath(FunctionToolDto) }, { $ref: getSchemaPath(BuiltinToolDto) }, { $ref: getSchemaPath(McpToolDto) }] };

@@ -55,6 +55,8 @@ export class AppConfig {
   readonly mcpAllowPrivateNetworks: boolean;
   /** host or host:port entries that skip the private-address refusal, for agents administrators own only (public agents). */
   readonly mcpAllowedHosts: string[];
+  /** The most tokens one MCP sampling completion may have, whatever the server asks (the answer is cut there). */
+  readonly mcpSamplingMaxTokens: number;
   readonly agentsFile: string | undefined;
   /** Required where keys are verified (the api); the worker does not read it. */
   readonly apiKeyHashSecret: string | undefined;
@@ -146,6 +148,7 @@ export class AppConfig {
     this.mcpMaxSessions = int(env, 'MCP_MAX_SESSIONS', 64);
     this.mcpElicitationTimeoutMs = int(env, 'MCP_ELICITATION_TIMEOUT_MS', 600_000);
     this.mcpAllowPrivateNetworks = bool(env, 'MCP_ALLOW_PRIVATE_NETWORKS', false);
+    this.mcpSamplingMaxTokens = Math.max(1, int(env, 'MCP_SAMPLING_MAX_TOKENS', 4096));
     try {
       this.mcpAllowedHosts = parseAllowedHosts(env.MCP_ALLOWED_HOSTS ?? '');
     } catch (error) {

@@ -43,4 +43,5 @@ export {
   type ElicitationRequest,
   elicitationRequest,
   elicitationResult,
+  elicitationUrlProblem,
 } from './mcp/elicitation.js';

@@ -28,6 +28,11 @@ export interface McpToolDeclaration {
   allowed_tools?: string[];
   requires_approval?: boolean;
   idempotent?: boolean;
+  /**
+   * The server may ask the session's model for completions during a call (MCP sampling). Off
+   * unless declared: each one counts against the turn's model calls and is capped in tokens.
+   */
+  sampling?: boolean;
   /** Credentials from a named secret of the agent's owner, resolved at call time: the value is never stored here. */
   auth?: McpAuthReference;
   /**

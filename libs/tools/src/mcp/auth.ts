@@ -149,7 +149,7 @@ export class McpAuth {
  */
 export function credentialsKey(decl: McpToolDeclaration): string {
   // admin_owned too: a session opened under MCP_ALLOWED_HOSTS must never serve a user's private agent.
-  return JSON.stringify([decl.server_url, Object.entries(decl.headers ?? {}).sort(), decl.auth ?? null, decl.auth ? (decl.secrets_owner_id ?? null) : null, decl.admin_owned === true]);
+  return JSON.stringify([decl.server_url, Object.entries(decl.headers ?? {}).sort(), decl.auth ?? null, decl.auth ? (decl.secrets_owner_id ?? null) : null, decl.admin_owned === true, decl.sampling === true]);
 }
 
 /**

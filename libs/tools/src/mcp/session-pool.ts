@@ -8,6 +8,7 @@ import { metrics } from '#libs/metrics';
 import type { McpToolDeclaration, ToolCallContext } from '../tool.types.js';
 import { credentialsKey, McpAuth } from './auth.js';
 import type { CallDeadline } from './call-deadline.js';
+import { elicitationUrlProblem } from './elicitation.js';
 import { McpOutbound } from './outbound.js';
 
 const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
@@ -168,7 +169,8 @@ export class McpSessionPool implements OnApplicationShutdown {
       reconnectionOptions: { maxRetries: 1, initialReconnectionDelay: 500, maxReconnectionDelay: 1_000, reconnectionDelayGrowFactor: 1 },
     });
     const client = new Client(CLIENT_INFO, {
-      capabilities: { sampling: {}, elicitation: { form: {}, url: {} } },
+      // Sampling only where the declaration says so: otherwise the server is not offered the model.
+      capabilities: { ...(decl.sampling === true ? { sampling: {} } : {}), elicitation: { form: {}, url: {} } },
       listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => this.listChanged.forEach((listener) => listener(key)) } },
     });
     const session = new McpSession(key, client, transport);
@@ -184,7 +186,7 @@ export class McpSessionPool implements OnApplicationShutdown {
       }
       return sent;
     };
-    installServerRequestHandlers(session);
+    installServerRequestHandlers(session, decl.sampling === true);
     // A stream that cannot be resumed (the server forgot the session, or cannot be reached again)
     // ends the session: closing it fails the requests still waiting on it (a call's outcome is then
     // unknown, and said so) instead of leaving them to a timeout. Deferred a turn of the event loop,
@@ -285,15 +287,20 @@ export class McpSessionPool implements OnApplicationShutdown {
  * session answers it (its context's `sample` and `elicit`); without one (or without the hook) the
  * request is refused, which the server reports to its tool as an error.
  */
-function installServerRequestHandlers(session: McpSession): void {
-  session.client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
-    const sample = session.call?.sample;
-    if (!sample) throw new McpError(ErrorCode.InvalidRequest, 'sampling is not available outside a tool call of an agent');
-    return sample(request.params, extra.signal);
-  });
+function installServerRequestHandlers(session: McpSession, sampling: boolean): void {
+  if (sampling) {
+    session.client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+      const sample = session.call?.sample;
+      if (!sample) throw new McpError(ErrorCode.InvalidRequest, 'sampling is not available outside a tool call of an agent');
+      return sample(request.params, extra.signal);
+    });
+  }
   session.client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
     const elicit = session.call?.elicit;
     if (!elicit) return { action: 'decline' };
+    // A link shown to the user to open: https only (no javascript:, data:, file: or plain http).
+    const refused = elicitationUrlProblem(request.params);
+    if (refused) throw new McpError(ErrorCode.InvalidParams, refused);
     // The user may take minutes: the call's deadline waits with them.
     const deadline = session.deadline;
     deadline?.pause();
