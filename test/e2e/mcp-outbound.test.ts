@@ -11,6 +11,7 @@ import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, newKey } from '../support/http.js';
 import { ADMIN, bootstrap, type Caller, call, newProductUser, openStreamAs, postEventAs } from '../support/identity.js';
+import { query } from '../support/db.js';
 import { startMcpServer, type TestMcpServer } from '../support/mcp-server.js';
 import type { SseStream } from '../support/sse.js';
 
@@ -131,5 +132,27 @@ describe('MCP outbound address policy', () => {
     const admin = await call(bootstrap, `${API}/${id}`);
     assert.equal(admin.body.yuxi.tools[0].server_url, tool.server_url);
     assert.deepEqual(admin.body.yuxi.tools[0].headers, { 'X-Internal-Tenant': '***' });
+  });
+
+  it('keeps static MCP header values sealed at rest (agent, versions, session snapshot) and sends them as written', async () => {
+    const keyed = await startMcpServer({ requiredHeader: ['x-api-key', 'k-plain-123'] });
+    try {
+      const id = newId();
+      const model = `openai:m-${randomUUID()}`;
+      const saved = await putAgentAs(bootstrap, id, { model, tools: [mcpTool(keyed.url, { headers: { 'X-Api-Key': 'k-plain-123' } })] });
+      assert.equal(saved.status, 201, saved.text);
+      const { items } = await turn(bootstrap, id, model);
+      const output = items.find((item: any) => item.type === 'function_call_output' && item.call_id === 'c1');
+      assert.equal(output?.output, '5', 'the server got the header as written');
+      const [row] = await query('SELECT tools FROM agents WHERE id = $1', [id]);
+      const [version] = await query('SELECT definition FROM agent_versions WHERE agent_id = $1', [id]);
+      const snapshots = await query('SELECT agent_snapshot FROM sessions WHERE agent_id = $1', [id]);
+      assert.match(row.tools[0].headers['X-Api-Key'], /^sealed:v1:/);
+      for (const stored of [row, version, ...snapshots]) assert.ok(!JSON.stringify(stored).includes('k-plain-123'), 'no plaintext header value at rest');
+      // Saving the same definition again is unchanged for AGENTS_FILE's comparison, and still works.
+      assert.equal((await putAgentAs(bootstrap, id, { model, tools: [mcpTool(keyed.url, { headers: { 'X-Api-Key': 'k-plain-123' } })] })).status, 200);
+    } finally {
+      await keyed.close();
+    }
   });
 });

@@ -6,7 +6,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import { AppConfig } from '#libs/config';
 import { canonicalJson, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { type McpToolDeclaration, REDACTED_SECRET, type ToolDeclaration } from '#libs/tools';
+import { McpHeaderBox, type McpToolDeclaration, REDACTED_SECRET, type ToolDeclaration } from '#libs/tools';
 import { AuditLog } from '#libs/audit';
 import type { AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto } from './agent.dto.js';
 import { DEFAULT_AGENT_LIMITS, AgentEntity, type AgentLimits, type AgentSnapshot } from './agent.entity.js';
@@ -38,12 +38,16 @@ export const DEFAULT_AGENT_ID = 'default-chatbot';
  */
 @Injectable()
 export class AgentsService {
+  private readonly headerBox: McpHeaderBox;
+
   constructor(
     @InjectRepository(AgentEntity) private readonly agents: Repository<AgentEntity>,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly audit: AuditLog,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.headerBox = new McpHeaderBox(config.secretsKey);
+  }
 
   async list(viewer: AgentViewer): Promise<AgentListDto> {
     const rows = await this.agents.find({
@@ -146,11 +150,13 @@ export class AgentsService {
         await manager.query(prepared(`INSERT INTO agent_versions (agent_id, version, definition, actor_id, created_at) VALUES ($1, $2, $3::jsonb, $4, clock_timestamp())`), [
           agentId,
           version,
-          JSON.stringify(definitionOf(definition)),
+          JSON.stringify(definitionOf({ ...definition, tools: sealedTools })),
           actor?.actorId ?? null,
         ]);
         await this.audit.record(manager, { actorId: actor?.actorId ?? null, keyId: actor?.keyId ?? null, action, targetType: 'agent', targetId: agentId, details: { version, visibility: definition.visibility } });
       };
+      // MCP header values are credentials: sealed under SECRETS_KEY in the row and its versions.
+      const sealedTools = this.headerBox.sealTools(definition.tools);
       const fields = {
         ownerId,
         name: definition.name,
@@ -158,7 +164,7 @@ export class AgentsService {
         instructions: definition.instructions,
         model: definition.model,
         toolApprovalMode: definition.tool_approval_mode,
-        tools: definition.tools,
+        tools: sealedTools,
         limits: definition.limits,
         context: definition.context,
         multiAgent: definition.multi_agent,
@@ -174,7 +180,8 @@ export class AgentsService {
         await record('agent.created', 1);
         return { agent: this.toDto(row, true), created: true, changed: true };
       }
-      if (options.unlessUnchanged && existing.deletedAt === null && sameDefinition(existing, fields)) {
+      // Sealing is randomised: what is stored is compared opened, with the definition as written.
+      if (options.unlessUnchanged && existing.deletedAt === null && sameDefinition({ ...existing, tools: this.headerBox.openTools(existing.tools) }, { ...fields, tools: definition.tools })) {
         return { agent: this.toDto(existing, true), created: false, changed: false };
       }
       const row: AgentEntity = { ...existing, ...fields, version: existing.version + 1, deletedAt: null, updatedAt: now };

@@ -9,6 +9,7 @@ import type { McpToolDeclaration, ToolCallContext } from '../tool.types.js';
 import { credentialsKey, McpAuth } from './auth.js';
 import type { CallDeadline } from './call-deadline.js';
 import { elicitationUrlProblem } from './elicitation.js';
+import { McpHeaderBox } from './header-box.js';
 import { McpOutbound } from './outbound.js';
 
 const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
@@ -66,13 +67,16 @@ export class McpSessionPool implements OnApplicationShutdown {
   private readonly busy = new Set<McpSession>();
   private readonly listChanged = new Set<(key: string) => void>();
   private sweeper: NodeJS.Timeout | null = null;
+  private readonly headerBox: McpHeaderBox;
   private closing = false;
 
   constructor(
     private readonly config: AppConfig,
     private readonly auth: McpAuth,
     private readonly outbound: McpOutbound,
-  ) {}
+  ) {
+    this.headerBox = new McpHeaderBox(config.secretsKey);
+  }
 
   /** The key of a server under the credentials a declaration names (the reference, never a secret's value). */
   keyOf(decl: McpToolDeclaration): string {
@@ -161,7 +165,8 @@ export class McpSessionPool implements OnApplicationShutdown {
     const { fetch: authFetch, ...auth } = this.auth.transportOptions(decl, guarded);
     const authorised = authFetch ?? guarded;
     const transport = new StreamableHTTPClientTransport(new URL(decl.server_url), {
-      requestInit: { headers: { ...decl.headers } },
+      // Static header values are sealed at rest (header-box.ts): opened here, as the requests leave.
+      requestInit: { headers: this.headerBox.headers(decl) },
       ...auth,
       fetch: (url, init) => authorised(url, withIdempotencyKey(init, ref.session?.call?.idempotencyKey)),
       // A broken stream is not retried for long: the call's outcome is then unknown and the
