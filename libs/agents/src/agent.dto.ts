@@ -53,7 +53,7 @@ export class McpToolDto {
     type: 'object',
     maxProperties: 32,
     additionalProperties: { type: 'string', maxLength: 8192 },
-    description: 'Sent with every request (not Content-Type, Accept, Host, Content-Length, Idempotency-Key or the Mcp-* headers); values are shown as "***".',
+    description: 'Sent with every request (not Content-Type, Accept, Host, Content-Length, Idempotency-Key or the Mcp-* headers); values are shown as "***" and sealed under SECRETS_KEY at rest.',
   })
   headers?: Record<string, string>;
   @ApiPropertyOptional({

@@ -80,7 +80,11 @@ export class McpConnector {
             result = (await session.client.request({ method: 'tools/call', params }, CallToolResultSchema, callOptions)) as CallToolResult;
           } catch (err) {
             // The server's own text, cut and cleaned for the model and the session's items (remote-errors.ts).
-            if (err instanceof McpError && CALL_ERROR_CODES.has(err.code)) return { success: false, output: sanitiseRemoteText(err.message, new URL(decl.server_url).hostname) };
+            if (err instanceof McpError && CALL_ERROR_CODES.has(err.code)) {
+              const output = sanitiseRemoteText(err.message, new URL(decl.server_url).hostname);
+              if (output !== err.message) this.logger.warn(`MCP server "${decl.server_label}" tool ${name} failed: ${err.message}`);
+              return { success: false, output };
+            }
             // The session ended with the call sent (the server restarted, the stream broke for good).
             if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed && !ctx.signal.aborted) {
               throw new ToolSourceError('outcome_unknown', `the session with MCP server "${decl.server_label}" ended during the call; it may or may not have taken effect`, { cause: err });

@@ -2,6 +2,7 @@ import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamable
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { isIP } from 'node:net';
 import { isOutboundBlocked } from '#libs/outbound';
 
 /** Longest remote text (a tool's own error message) that reaches the model and the session's items. */
@@ -19,7 +20,8 @@ export class McpConfigError extends Error {
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 const IPV4 = /\b(?:\d{1,3}\.){3}\d{1,3}\b/g;
-const IPV6 = /\[?\b(?:[0-9a-f]{1,4}:){2,7}[0-9a-f]{0,4}\b\]?/gi;
+// Candidates only: what is masked is what node reads as an IPv6 address.
+const IPV6 = /\[?[0-9a-f:]*:[0-9a-f]*:[0-9a-f:.]*\]?/gi;
 
 /**
  * A remote text (an MCP server's error message) as users may read it: control characters
@@ -28,7 +30,10 @@ const IPV6 = /\[?\b(?:[0-9a-f]{1,4}:){2,7}[0-9a-f]{0,4}\b\]?/gi;
  */
 export function sanitiseRemoteText(text: string, configuredHost: string, max = MAX_REMOTE_TEXT): string {
   const host = configuredHost.replace(/^\[|\]$/g, '').toLowerCase();
-  const mask = (match: string) => (match.replace(/^\[|\]$/g, '').toLowerCase() === host ? match : '[address]');
+  const mask = (match: string) => {
+    const address = match.replace(/^\[|\]$/g, '').toLowerCase();
+    return isIP(address) === 0 || address === host ? match : '[address]';
+  };
   const clean = text.replace(CONTROL, ' ').replace(IPV4, mask).replace(IPV6, mask).replace(/\s+/g, ' ').trim();
   return clean.length <= max ? clean : `${clean.slice(0, max - 1)}…`;
 }
