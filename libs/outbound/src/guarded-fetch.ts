@@ -99,7 +99,8 @@ function request(url: URL, init: RequestInit | undefined, lookup: LookupFunction
   return (async () => {
     signal?.throwIfAborted();
     // Request normalises what fetch accepts as a body (string, URLSearchParams, bytes, Blob) and its headers.
-    const normalised = new Request(url, { method: init?.method, headers: init?.headers, body: init?.body, signal: undefined });
+    // `duplex` lets a stream body through (read whole here: requests to MCP servers are small JSON).
+    const normalised = new Request(url, { method: init?.method, headers: init?.headers, body: init?.body, signal: undefined, duplex: 'half' } as RequestInit);
     const body = normalised.body ? Buffer.from(await normalised.arrayBuffer()) : undefined;
     const headers: Record<string, string> = {};
     normalised.headers.forEach((value, name) => {
