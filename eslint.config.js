@@ -37,6 +37,7 @@ const LAYERS = [
 const LIBS = {
   errors: ['foundation'],
   metrics: ['foundation'],
+  outbound: ['foundation'],
   sandbox: ['foundation'],
   sdk: ['foundation'],
   config: ['config'],

@@ -77,6 +77,10 @@ const stack = await startStack({
     JWT_SECRET: jwtSecret,
     JWT_ISSUER: 'https://issuer.test',
     JWT_AUDIENCE: 'yuxi-tests',
+    // MCP as a deployment has it: private addresses refused, except the loopback hosts of the
+    // suite's own MCP servers for agents an administrator owns (a user's private agent is refused).
+    MCP_ALLOW_PRIVATE_NETWORKS: 'false',
+    MCP_ALLOWED_HOSTS: '127.0.0.1,localhost',
   },
 });
 // A second api replica on the same database and Redis: what must hold across replicas (revocation, rate limits) is tested against both.

@@ -7,6 +7,19 @@ import path from 'node:path';
 import { ROOT, runSync } from './build.mjs';
 import { freePort, startInfra } from './infra.mjs';
 
+/**
+ * A stack on one machine delivers webhooks to, and calls MCP servers on, that machine (plain http
+ * included); a deployment (images, docker/.env.example) refuses private targets unless told
+ * otherwise. What the environment says explicitly (`false` included) always holds.
+ * @param {Record<string, string|undefined>} env
+ */
+export function localNetworkDefaults(env) {
+  return {
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
+    MCP_ALLOW_PRIVATE_NETWORKS: env.MCP_ALLOW_PRIVATE_NETWORKS ?? 'true',
+  };
+}
+
 /** Restart back-off of a crashed api or worker (`restart: true`): 0.5 s, doubling up to 30 s. */
 export const RESTART_POLICY = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_000 };
 
@@ -42,9 +55,7 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     PORT: String(apiPort),
     // api and worker share uploaded files through this directory (unless STORAGE_DRIVER=s3).
     STORAGE_DIR: process.env.STORAGE_DIR ?? path.join(dataDir, 'files'),
-    // A stack on one machine delivers webhooks to receivers on that machine (plain http included);
-    // a deployment (images, docker/.env.example) refuses private targets unless told otherwise.
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
+    ...localNetworkDefaults(process.env),
     // The scripted demo models answer without a provider: a stack on one machine offers them, a
     // deployment (images, docker/.env.example) does not unless told to.
     SCRIPTED_MODELS: process.env.SCRIPTED_MODELS ?? 'enabled',

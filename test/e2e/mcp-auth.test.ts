@@ -157,24 +157,25 @@ describe('MCP auth from named secrets', () => {
   });
 
   it("resolves a private agent's secret in its owner's namespace only", async () => {
+    // An administrator's own private agent: the suite's loopback server is on MCP_ALLOWED_HOSTS for
+    // agents administrators own, never for a product user's (test/e2e/mcp-outbound.test.ts).
     const name = secretName();
     // A shared secret of that name exists and the server would take it: the private agent must not get it.
     assert.equal((await putSecret(bootstrap, name, 'token-shared', 'shared')).status, 201);
     server.acceptedTokens.add('token-shared');
-    server.acceptedTokens.add('token-carol');
-    const carol = await newProductUser('carol');
-    const agent = await agentAs(carol.caller, { visibility: 'private', tools: [mcpTool({ type: 'bearer', secret: name })] });
+    server.acceptedTokens.add('token-owner');
+    const agent = await agentAs(bootstrap, { visibility: 'private', tools: [mcpTool({ type: 'bearer', secret: name })] });
     const seen = server.mcpAuthorizations.length;
 
-    const without = await addTurn(carol.caller, agent);
+    const without = await addTurn(bootstrap, agent);
     assert.equal(without.output.yuxi.success, false, JSON.stringify(without.output));
     assert.ok(without.stream.events.some((e) => e.type === 'yuxi.session.turn.capability_limited' && e.data.turn_id === without.turnId), 'the server was left out');
     assert.ok(!server.mcpAuthorizations.slice(seen).includes('Bearer token-shared'), 'the shared secret never left for a private agent');
 
-    assert.equal((await putSecret(carol.caller, name, 'token-carol')).status, 201);
-    const withOwn = await addTurn(carol.caller, agent, without.sessionId);
+    assert.equal((await putSecret(bootstrap, name, 'token-owner')).status, 201);
+    const withOwn = await addTurn(bootstrap, agent, without.sessionId);
     assert.equal(withOwn.output.output, '5', JSON.stringify(withOwn.output));
-    assert.equal(server.mcpAuthorizations.at(-1), 'Bearer token-carol');
+    assert.equal(server.mcpAuthorizations.at(-1), 'Bearer token-owner');
   });
 
   it('gets OAuth client credentials tokens through protected resource metadata discovery, shared across sessions, and survives a rotated client secret', async () => {

@@ -109,7 +109,7 @@ describe('MCP client against server-everything', () => {
   });
 
   it('answers the server\'s sampling request with the session\'s model, and counts its tokens in the turn\'s usage', async () => {
-    const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['trigger-sampling-request'] })] });
+    const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['trigger-sampling-request'], sampling: true })] });
     fake.script(fakeModel(model), [
       { tool_calls: [{ id: 's1', name: 'trigger-sampling-request', arguments: '{"prompt":"write a haiku","maxTokens":50}' }], usage: { prompt_tokens: 10, completion_tokens: 1 } },
       { text: 'Autumn moon rises', usage: { prompt_tokens: 7, completion_tokens: 3 } },
@@ -126,6 +126,31 @@ describe('MCP client against server-everything', () => {
     assert.match(JSON.stringify(sampling.messages.at(-1)), /write a haiku/);
     const done = stream.events.find((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id === turnId);
     assert.deepEqual(done?.data.turn.yuxi.usage, { input_tokens: 37, output_tokens: 9, cached_tokens: 0, total_tokens: 46 });
+  });
+
+  it('offers sampling only to a server declared with sampling: true', async () => {
+    const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['trigger-sampling-request'] })] });
+    fake.script(fakeModel(model), [
+      { tool_calls: [{ id: 's1', name: 'trigger-sampling-request', arguments: '{"prompt":"write a haiku","maxTokens":50}' }] },
+      { text: 'No haiku.' },
+    ]);
+    const { sessionId, turnId } = await turn(id, 'sample please');
+    const [result] = await outputs(sessionId, turnId);
+    assert.equal(result.yuxi.success, false, JSON.stringify(result));
+    assert.equal((fake.requests(fakeModel(model)) as any[]).length, 2, 'the session\'s model answered no sampling request');
+  });
+
+  it('counts a sampling completion against the turn\'s model calls', async () => {
+    const { id, model } = await putAgent({ limits: { max_model_calls: 1 }, tools: [everything({ allowed_tools: ['trigger-sampling-request'], sampling: true })] });
+    fake.script(fakeModel(model), [{ tool_calls: [{ id: 's1', name: 'trigger-sampling-request', arguments: '{"prompt":"write a haiku","maxTokens":50}' }] }, { text: 'never' }]);
+    const session = await createSessionWith(id, 'sample please');
+    const stream = await SseStream.open(session.id);
+    streams.push(stream);
+    const created = await stream.waitForType('agent.session.turn.created');
+    await stream.waitFor((e) => ['agent.session.turn.completed', 'agent.session.turn.failed'].includes(e.type) && e.data.turn_id === created.data.turn_id, 30_000);
+    assert.equal((fake.requests(fakeModel(model)) as any[]).length, 1, 'the sampling request past the limit never reached the model');
+    const [result] = await outputs(session.id, created.data.turn_id);
+    assert.equal(result?.yuxi.success, false, JSON.stringify(result));
   });
 
   describe('elicitation: a server\'s question to the user becomes a question waitpoint of the turn', () => {

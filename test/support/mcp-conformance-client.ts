@@ -8,7 +8,7 @@
 import { discoverOAuthServerInfo, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
 import { AppConfig } from '#libs/config';
 import type { SecretsStore } from '#libs/secrets';
-import { ELICITATION_ACTION_QUESTION, elicitationRequest, elicitationResult, McpAuth, McpConnector, McpSessionPool, type McpToolDeclaration, type ToolCallContext } from '#libs/tools';
+import { ELICITATION_ACTION_QUESTION, elicitationRequest, elicitationResult, McpAuth, McpConnector, McpOutbound, McpSessionPool, type McpToolDeclaration, type ToolCallContext } from '#libs/tools';
 
 const serverUrl = process.argv.at(-1) ?? '';
 const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as { client_id?: string; client_secret?: string };
@@ -71,9 +71,10 @@ async function declaration(): Promise<{ decl: McpToolDeclaration; auth: McpAuth 
 
 /** Lists the server's tools and calls each once, as a worker would for a model that asked. */
 async function main(): Promise<void> {
-  const config = new AppConfig({ DATABASE_URL: 'unused', REDIS_URL: 'unused', TOOL_TIMEOUT_MS: '20000' });
+  // The scenario's server listens on loopback: private networks allowed, as npm start does.
+  const config = new AppConfig({ DATABASE_URL: 'unused', REDIS_URL: 'unused', TOOL_TIMEOUT_MS: '20000', MCP_ALLOW_PRIVATE_NETWORKS: 'true' });
   const { decl, auth } = await declaration();
-  const connector = new McpConnector(config, new McpSessionPool(config, auth));
+  const connector = new McpConnector(config, new McpSessionPool(config, auth, new McpOutbound(config)));
   const tools = await connector.listTools(decl);
   for (const [index, tool] of tools.entries()) {
     const outcome = await connector.callTool(decl, tool.name, argumentsFor(tool.inputSchema), callContext(`conformance:${index}`));

@@ -6,6 +6,7 @@ import {
   currentTime,
   McpAuth,
   McpConnector,
+  McpOutbound,
   McpSessionPool,
   offeredNames,
   parseToolDeclarations,
@@ -213,7 +214,8 @@ describe('validateToolArguments', () => {
 /** Connectors over session pools that the suite ends when it is done (their sessions hold connections open). */
 const pools: McpSessionPool[] = [];
 function connectorFor(cfg: AppConfig): McpConnector {
-  const pool = new McpSessionPool(cfg, noSecrets);
+  // The suite's MCP servers listen on loopback: private networks allowed, as npm start does.
+  const pool = new McpSessionPool(cfg, noSecrets, new McpOutbound(config({ MCP_ALLOW_PRIVATE_NETWORKS: 'true' })));
   pools.push(pool);
   return new McpConnector(cfg, pool);
 }

@@ -42,12 +42,18 @@ export class McpClientCredentialsAuthDto {
 export class McpToolDto {
   @ApiProperty({ enum: ['mcp'] }) type!: 'mcp';
   @ApiProperty({ pattern: '^[a-zA-Z0-9_-]{1,64}$' }) server_label!: string;
-  @ApiProperty({ format: 'uri', maxLength: 2048, description: 'Streamable HTTP endpoint (http or https) of the MCP server.' }) server_url!: string;
+  @ApiPropertyOptional({
+    format: 'uri',
+    maxLength: 2048,
+    description:
+      'Streamable HTTP endpoint (http or https) of the MCP server; required in a PUT. Shown only to the agent\'s owner and administrators: other callers see a public agent\'s MCP servers without `server_url`, `headers` and `auth`.',
+  })
+  server_url?: string;
   @ApiPropertyOptional({
     type: 'object',
     maxProperties: 32,
     additionalProperties: { type: 'string', maxLength: 8192 },
-    description: 'Sent with every request (not Content-Type, Accept, Host, Content-Length, Idempotency-Key or the Mcp-* headers); values are shown as "***".',
+    description: 'Sent with every request (not Content-Type, Accept, Host, Content-Length, Idempotency-Key or the Mcp-* headers); values are shown as "***" and sealed under SECRETS_KEY at rest.',
   })
   headers?: Record<string, string>;
   @ApiPropertyOptional({
@@ -61,6 +67,11 @@ export class McpToolDto {
   @ApiPropertyOptional() requires_approval?: boolean;
   @ApiPropertyOptional({ description: 'Safe to run again after a crash mid-call (default false: the model gets outcome_unknown instead).' })
   idempotent?: boolean;
+  @ApiPropertyOptional({
+    description:
+      'The server may ask the session\'s model for completions during a call (MCP sampling). Default false: the server is not offered sampling. Each completion counts against the turn\'s `max_model_calls` and is cut at MCP_SAMPLING_MAX_TOKENS.',
+  })
+  sampling?: boolean;
 }
 
 const TOOL_SCHEMA = { oneOf: [{ $ref: getSchemaPath(FunctionToolDto) }, { $ref: getSchemaPath(BuiltinToolDto) }, { $ref: getSchemaPath(McpToolDto) }] };

@@ -6,16 +6,19 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import { AppConfig } from '#libs/config';
 import { canonicalJson, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { REDACTED_SECRET, type ToolDeclaration } from '#libs/tools';
+import { McpHeaderBox, type McpToolDeclaration, REDACTED_SECRET, type ToolDeclaration } from '#libs/tools';
 import { AuditLog } from '#libs/audit';
 import type { AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto } from './agent.dto.js';
 import { DEFAULT_AGENT_LIMITS, AgentEntity, type AgentLimits, type AgentSnapshot } from './agent.entity.js';
 import { AGENT_ID, type AgentDefinition } from './agent-definition.js';
+import { refusedMcpAddresses } from './mcp-addresses.js';
 
 /** Who is looking: private agents are for their owner, and never for an app's end users. */
 export interface AgentViewer {
   userId: string;
   mayUsePrivate: boolean;
+  /** An administrator sees where a public agent's MCP servers are; other callers do not. */
+  isAdmin?: boolean;
 }
 
 /** Who changes an agent (null: the deployment, e.g. AGENTS_FILE): administrators manage every agent, other full-access users public ones and their own. */
@@ -35,12 +38,16 @@ export const DEFAULT_AGENT_ID = 'default-chatbot';
  */
 @Injectable()
 export class AgentsService {
+  private readonly headerBox: McpHeaderBox;
+
   constructor(
     @InjectRepository(AgentEntity) private readonly agents: Repository<AgentEntity>,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly audit: AuditLog,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.headerBox = new McpHeaderBox(config.secretsKey);
+  }
 
   async list(viewer: AgentViewer): Promise<AgentListDto> {
     const rows = await this.agents.find({
@@ -52,7 +59,7 @@ export class AgentsService {
         : [{ ownerId: IsNull(), deletedAt: IsNull() }],
       order: { id: 'ASC' },
     });
-    return listOf(rows.map((row) => this.toDto(row, false)));
+    return listOf(rows.map((row) => this.toDto(row, false, seesEndpoints(viewer.userId, viewer.isAdmin === true, row))));
   }
 
   /** Live agents with their instructions: every one for administrators; public ones and their own for other full-access users. */
@@ -67,7 +74,7 @@ export class AgentsService {
       order: { id: 'ASC' },
     });
     // Instructions are the owner's: another owner's (a public agent's are the deployment's) stay hidden from a non-administrator.
-    return listOf(rows.map((row) => this.toDto(row, actor.isAdmin || (row.ownerId !== null && row.ownerId === actor.actorId))));
+    return listOf(rows.map((row) => this.toDto(row, actor.isAdmin || (row.ownerId !== null && row.ownerId === actor.actorId), seesEndpoints(actor.actorId, actor.isAdmin, row))));
   }
 
   /** The agent if the caller may use it; otherwise 404, whether it exists or not. */
@@ -79,18 +86,29 @@ export class AgentsService {
   }
 
   async getDto(viewer: AgentViewer, agentId: string): Promise<AgentDto> {
-    return this.toDto(await this.getVisible(viewer, agentId), false);
+    const row = await this.getVisible(viewer, agentId);
+    return this.toDto(row, false, seesEndpoints(viewer.userId, viewer.isAdmin === true, row));
   }
 
   effectiveModel(agent: AgentEntity): string {
     return agent.model ?? this.config.defaultModel;
   }
 
-  /** What a session keeps of the agent it was created with. */
-  snapshot(agent: AgentEntity): AgentSnapshot {
+  /**
+   * What a session keeps of the agent it was created with. `creator`: who creates the session (a
+   * private agent's sessions are its owner's only), so that an administrator's own private agent
+   * counts as administrator-owned; without it only public agents do.
+   */
+  snapshot(agent: AgentEntity, creator?: { userId: string; isAdmin: boolean }): AgentSnapshot {
     // Named secrets resolve in the agent owner's namespace (a public agent's: the shared one); the
     // snapshot says whose, since a session's caller need not be the agent's owner.
-    const tools = agent.tools.map((tool) => (tool.type === 'mcp' && tool.auth ? { ...tool, secrets_owner_id: agent.ownerId } : tool));
+    // An agent administrators own (a public one, an administrator's own private one): MCP_ALLOWED_HOSTS applies to its servers.
+    const adminOwned = agent.ownerId === null || (creator?.isAdmin === true && agent.ownerId === creator.userId);
+    const tools = agent.tools.map((tool) => {
+      if (tool.type !== 'mcp') return tool;
+      const owned = adminOwned ? { ...tool, admin_owned: true } : tool;
+      return tool.auth ? { ...owned, secrets_owner_id: agent.ownerId } : owned;
+    });
     const snapshot: AgentSnapshot = { version: agent.version, tools, limits: effectiveLimits(agent.limits), context: agent.context };
     if (agent.multiAgent?.enabled) snapshot.multi_agent = agent.multiAgent;
     snapshot.policy = {
@@ -131,16 +149,22 @@ export class AgentsService {
         throw new DomainError('forbidden', 'Public agents are managed by administrators; other users manage their own private agents');
       }
       const ownerId = definition.visibility === 'private' ? (live?.ownerId ?? actor?.actorId ?? null) : null;
+      // The outbound address policy, where the URL alone decides it (a literal address).
+      const adminOwned = ownerId === null || (actor !== null && actor.isAdmin && ownerId === actor.actorId);
+      const refused = refusedMcpAddresses(definition.tools, { allowPrivate: this.config.mcpAllowPrivateNetworks, allowedHosts: this.config.mcpAllowedHosts, adminOwned });
+      if (refused.length > 0) throw new DomainError('mcp_url_not_allowed', `The MCP server address is not allowed: ${refused[0].field} ${refused[0].errors[0]}`, { fields: refused });
       // Every version made is kept (the history), with its audit entry, in this transaction.
       const record = async (action: 'agent.created' | 'agent.replaced', version: number): Promise<void> => {
         await manager.query(prepared(`INSERT INTO agent_versions (agent_id, version, definition, actor_id, created_at) VALUES ($1, $2, $3::jsonb, $4, clock_timestamp())`), [
           agentId,
           version,
-          JSON.stringify(definitionOf(definition)),
+          JSON.stringify(definitionOf({ ...definition, tools: sealedTools })),
           actor?.actorId ?? null,
         ]);
         await this.audit.record(manager, { actorId: actor?.actorId ?? null, keyId: actor?.keyId ?? null, action, targetType: 'agent', targetId: agentId, details: { version, visibility: definition.visibility } });
       };
+      // MCP header values are credentials: sealed under SECRETS_KEY in the row and its versions.
+      const sealedTools = this.headerBox.sealTools(definition.tools);
       const fields = {
         ownerId,
         name: definition.name,
@@ -150,7 +174,7 @@ export class AgentsService {
         toolApprovalMode: definition.tool_approval_mode,
         allowedModels: definition.allowed_models,
         toolApprovalPinned: definition.tool_approval_pinned,
-        tools: definition.tools,
+        tools: sealedTools,
         limits: definition.limits,
         context: definition.context,
         multiAgent: definition.multi_agent,
@@ -166,7 +190,8 @@ export class AgentsService {
         await record('agent.created', 1);
         return { agent: this.toDto(row, true), created: true, changed: true };
       }
-      if (options.unlessUnchanged && existing.deletedAt === null && sameDefinition(existing, fields)) {
+      // Sealing is randomised: what is stored is compared opened, with the definition as written.
+      if (options.unlessUnchanged && existing.deletedAt === null && sameDefinition({ ...existing, tools: this.headerBox.openTools(existing.tools) }, { ...fields, tools: definition.tools })) {
         return { agent: this.toDto(existing, true), created: false, changed: false };
       }
       const row: AgentEntity = { ...existing, ...fields, version: existing.version + 1, deletedAt: null, updatedAt: now };
@@ -214,7 +239,8 @@ export class AgentsService {
     });
   }
 
-  toDto(row: AgentEntity, admin: boolean): AgentDto {
+  /** `endpoints`: the caller owns or administers the agent, and sees where its MCP servers are (else only their labels and tools). */
+  toDto(row: AgentEntity, admin: boolean, endpoints = true): AgentDto {
     const dto: AgentDto = {
       id: row.id,
       object: 'agent',
@@ -229,7 +255,7 @@ export class AgentsService {
         system: row.ownerId === null,
         visibility: row.visibility,
         version: row.version,
-        tools: row.tools.map(redactTool),
+        tools: row.tools.map(endpoints ? redactTool : withoutEndpoint),
         limits: effectiveLimits(row.limits),
         context: row.context,
         multi_agent: row.multiAgent,
@@ -252,6 +278,26 @@ export function effectiveLimits(limits: Partial<AgentLimits> | undefined): Agent
 
 /** The insert lost a race with a concurrent create of the same id: the put runs again as a replacement. */
 class RetryPut extends Error {}
+
+/** Whether `callerId` owns or administers `row`, and so may see where its MCP servers are. */
+function seesEndpoints(callerId: string, isAdmin: boolean, row: AgentEntity): boolean {
+  return isAdmin || (row.ownerId !== null && row.ownerId === callerId);
+}
+
+/**
+ * An MCP server as a caller who does not own the agent sees it: its label and tools, never its
+ * host, path, header names or auth (a map of the deployment's internal services otherwise).
+ */
+function withoutEndpoint(tool: ToolDeclaration): object {
+  if (tool.type !== 'mcp') return tool;
+  const shown: Partial<McpToolDeclaration> = { ...tool };
+  delete shown.server_url;
+  delete shown.headers;
+  delete shown.auth;
+  delete shown.secrets_owner_id;
+  delete shown.admin_owned;
+  return shown;
+}
 
 /** MCP header values are credentials: shown as names only; credentials in the URL (user info, query) likewise. */
 function redactTool(tool: ToolDeclaration): object {

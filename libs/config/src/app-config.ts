@@ -1,3 +1,5 @@
+import { parseAllowedHosts } from '#libs/outbound';
+
 /**
  * Every setting the api and the worker read, parsed once from the environment.
  * The README's configuration table documents each variable; keep the two in step.
@@ -53,6 +55,12 @@ export class AppConfig {
   readonly mcpMaxSessions: number;
   /** How long an MCP call that asked the user something (elicitation) waits for the answer before the worker tells the server `cancel`. */
   readonly mcpElicitationTimeoutMs: number;
+  /** MCP servers (and their OAuth endpoints) may be private, loopback or link-local addresses (dev). */
+  readonly mcpAllowPrivateNetworks: boolean;
+  /** host or host:port entries that skip the private-address refusal, for agents administrators own only (public agents). */
+  readonly mcpAllowedHosts: string[];
+  /** The most tokens one MCP sampling completion may have, whatever the server asks (the answer is cut there). */
+  readonly mcpSamplingMaxTokens: number;
   readonly agentsFile: string | undefined;
   /** Required where keys are verified (the api); the worker does not read it. */
   readonly apiKeyHashSecret: string | undefined;
@@ -171,6 +179,13 @@ export class AppConfig {
     this.mcpSessionIdleMs = int(env, 'MCP_SESSION_IDLE_MS', 300_000);
     this.mcpMaxSessions = int(env, 'MCP_MAX_SESSIONS', 64);
     this.mcpElicitationTimeoutMs = int(env, 'MCP_ELICITATION_TIMEOUT_MS', 600_000);
+    this.mcpAllowPrivateNetworks = bool(env, 'MCP_ALLOW_PRIVATE_NETWORKS', false);
+    this.mcpSamplingMaxTokens = Math.max(1, int(env, 'MCP_SAMPLING_MAX_TOKENS', 4096));
+    try {
+      this.mcpAllowedHosts = parseAllowedHosts(env.MCP_ALLOWED_HOSTS ?? '');
+    } catch (error) {
+      throw new Error(`MCP_ALLOWED_HOSTS: ${(error as Error).message}`, { cause: error });
+    }
     this.agentsFile = env.AGENTS_FILE || undefined;
     this.apiKeyHashSecret = env.API_KEY_HASH_SECRET || undefined;
     if (this.apiKeyHashSecret !== undefined && this.apiKeyHashSecret.length < 32) throw new Error('API_KEY_HASH_SECRET must be at least 32 characters');

@@ -15,5 +15,5 @@ export { compactionCut, type ContextMeasure, type ContextPolicy, contextPolicy, 
 export { SUMMARY_HEADING, summaryPrompt, transcript, transcriptLine } from './compaction-prompt.js';
 export { type CachedContext, ContextCache } from './context-cache.js';
 export { CallInFlight } from './mcp-calls-in-flight.js';
-export { toModelMessage as samplingMessage } from './mcp-sampling.js';
+export { McpSampling, toModelMessage as samplingMessage } from './mcp-sampling.js';
 export { PROGRESS_EVENTS_PER_SECOND, ProgressThrottle, type ThrottleClock } from './progress-throttle.js';

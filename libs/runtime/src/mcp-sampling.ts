@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ErrorCode, McpError, type CreateMessageRequestParams, type CreateMessageResult } from '@modelcontextprotocol/sdk/types.js';
+import { AppConfig } from '#libs/config';
 import type { ModelMessage, ModelUserPart } from '#libs/models';
 import type { Usage } from '#libs/turns';
 import { ModelStreams } from './model-streams.js';
@@ -20,18 +21,22 @@ export interface SamplingScope {
 /**
  * Answers an MCP server's `sampling/createMessage` with the session's model: the server's
  * messages (text and images) and system prompt as one model call without tools, cut at its
- * `maxTokens`. The tokens spent are the caller's to count in the turn's usage.
+ * `maxTokens` (at most MCP_SAMPLING_MAX_TOKENS). The tokens spent are the caller's to count in the turn's usage.
  */
 @Injectable()
 export class McpSampling {
-  constructor(private readonly streams: ModelStreams) {}
+  constructor(
+    private readonly streams: ModelStreams,
+    private readonly config: AppConfig,
+  ) {}
 
   async answer(scope: SamplingScope, params: CreateMessageRequestParams, signal: AbortSignal): Promise<{ result: CreateMessageResult; usage: Usage | null }> {
     if (scope.approvalMode === 'always_ask') {
       throw new McpError(ErrorCode.InvalidRequest, `sampling refused: the agent asks before every action of MCP server "${scope.serverLabel}" (tool_approval_mode always_ask)`);
     }
     const messages = params.messages.map(toModelMessage);
-    const maxChars = Math.max(1, params.maxTokens) * CHARS_PER_TOKEN;
+    // The server's maxTokens, within the deployment's cap per completion (MCP_SAMPLING_MAX_TOKENS).
+    const maxChars = Math.min(Math.max(1, params.maxTokens), this.config.mcpSamplingMaxTokens) * CHARS_PER_TOKEN;
     let text = '';
     let usage: Usage | null = null;
     let stopReason: CreateMessageResult['stopReason'] = 'endTurn';

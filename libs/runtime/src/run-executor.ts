@@ -99,7 +99,7 @@ export class RunExecutor {
         case 'record':
         case 'execute':
         case 'resume_elicitation': {
-          const step = await this.toolCall.run(state, plan, turn.tools, turn.declarations, control);
+          const step = await this.toolCall.run(state, plan, turn.tools, turn.declarations, control, budget);
           if (!step || step === WAITING) return;
           if (!plan.started) budget.toolCalls += 1;
           steps = [...steps, step];

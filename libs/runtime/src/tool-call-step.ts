@@ -3,7 +3,7 @@ import { StoreToolImages } from '#libs/files';
 import { type RecordedToolResult, StepTransitions, turnEvents } from '#libs/lifecycle';
 import { metrics, toolSourceLabel } from '#libs/metrics';
 import { elicitationQuestions, elicitationRequest, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
-import type { CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams } from '@modelcontextprotocol/sdk/types.js';
+import { type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CommittedStep, ToolCallSpec, Usage } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
 import { CallInFlight, McpCallsInFlight } from './mcp-calls-in-flight.js';
@@ -12,7 +12,7 @@ import type { RunControl } from './run-control.js';
 import { ShuttingDownError, TurnCancelledError } from './run-errors.js';
 import { emptyOutput, type RunState } from './run-scope.js';
 import { ProgressThrottle } from './progress-throttle.js';
-import type { NextStep, PlannedOutcome } from './step-plan.js';
+import type { NextStep, PlannedOutcome, TurnBudget } from './step-plan.js';
 
 type ToolStep = Extract<NextStep, { action: 'record' | 'execute' | 'resume_elicitation' }>;
 
@@ -44,7 +44,7 @@ export class ToolCallStep {
    * takeover runs again under its existing record. The committed step, null when the lease is gone,
    * or WAITING when the call asked the user something and the run stopped at a waitpoint.
    */
-  async run(state: RunState, plan: ToolStep, tools: ResolvedTool[], declarations: ToolDeclaration[], control: RunControl): Promise<CommittedStep | typeof WAITING | null> {
+  async run(state: RunState, plan: ToolStep, tools: ResolvedTool[], declarations: ToolDeclaration[], control: RunControl, budget?: TurnBudget): Promise<CommittedStep | typeof WAITING | null> {
     const { held } = state;
     let outcome: PlannedOutcome;
     const tool = tools.find((t) => t.name === plan.call.name);
@@ -56,7 +56,7 @@ export class ToolCallStep {
       }
       // No side effect through a lease this worker may have lost while the start was committing.
       state.keeper.assertHeld();
-      const call = plan.action === 'execute' ? this.start(state, tool, declarations, plan) : this.resumed(state, tool, declarations, plan);
+      const call = plan.action === 'execute' ? this.start(state, tool, declarations, plan, budget) : this.resumed(state, tool, declarations, plan, budget);
       const followed = call instanceof CallInFlight ? await this.follow(state, call, plan.call, tool, control) : { outcome: call };
       if ('elicit' in followed) return this.stopForUser(state, followed.call, plan.call, tool, followed.elicit);
       outcome = followed.outcome;
@@ -113,7 +113,7 @@ export class ToolCallStep {
    * reached is an error output for the model. A server may ask the session's model for a completion
    * mid-call (MCP sampling): its tokens are the turn's, committed with the call's result.
    */
-  private start(state: RunState, tool: ResolvedTool | undefined, declarations: ToolDeclaration[], plan: { call: ToolCallSpec; args: Record<string, unknown> }): CallInFlight | PlannedOutcome {
+  private start(state: RunState, tool: ResolvedTool | undefined, declarations: ToolDeclaration[], plan: { call: ToolCallSpec; args: Record<string, unknown> }, budget?: TurnBudget): CallInFlight | PlannedOutcome {
     const { held } = state;
     if (!tool) return { success: false, output: `Unknown tool ${plan.call.name}` };
     const idempotencyKey = `${held.turn.id}:${plan.call.call_id}`;
@@ -121,6 +121,11 @@ export class ToolCallStep {
       let usage: Usage | null = null;
       const sample = async (params: CreateMessageRequestParams, requestSignal: AbortSignal): Promise<CreateMessageResult> => {
         const scope = { model: held.run.model, approvalMode: held.config.tool_approval_mode, serverLabel: tool.source.replace(/^mcp:/, '') };
+        // A completion for the server is one of the turn's model calls: refused past the limit.
+        if (budget) {
+          if (budget.modelCalls >= budget.maxModelCalls) throw samplingOverLimit(budget.maxModelCalls);
+          budget.modelCalls += 1;
+        }
         const answered = await this.sampling.answer(scope, params, AbortSignal.any([requestSignal, call.controller.signal]));
         usage = addUsage(usage, answered.usage);
         return answered.result;
@@ -137,7 +142,7 @@ export class ToolCallStep {
   }
 
   /** The call the user answered: handed the answer where this worker holds it; else run again (idempotent) or its outcome unknown. */
-  private resumed(state: RunState, tool: ResolvedTool | undefined, declarations: ToolDeclaration[], plan: Extract<ToolStep, { action: 'resume_elicitation' }>): CallInFlight | PlannedOutcome {
+  private resumed(state: RunState, tool: ResolvedTool | undefined, declarations: ToolDeclaration[], plan: Extract<ToolStep, { action: 'resume_elicitation' }>, budget?: TurnBudget): CallInFlight | PlannedOutcome {
     const call = this.inFlight.take(`${state.held.turn.id}:${plan.call.call_id}`);
     const { action, content } = plan.response;
     // Held here: answered if it still asks, and followed either way — a call that stopped asking
@@ -146,7 +151,7 @@ export class ToolCallStep {
       call.answer(content ? { action, content } : { action });
       return call;
     }
-    if (plan.idempotent) return this.start(state, tool, declarations, plan);
+    if (plan.idempotent) return this.start(state, tool, declarations, plan, budget);
     return { success: false, output: ELICITATION_LOST };
   }
 
@@ -231,4 +236,9 @@ function addUsage(total: Usage | null, more: Usage | null): Usage | null {
     cached_tokens: total.cached_tokens + more.cached_tokens,
     total_tokens: total.total_tokens + more.total_tokens,
   };
+}
+
+/** The server's sampling request when the turn has spent its model calls (the server reports it to its tool as an error). */
+function samplingOverLimit(limit: number): McpError {
+  return new McpError(ErrorCode.InvalidRequest, `sampling refused: the turn reached its limit of ${limit} model calls`);
 }

@@ -23,7 +23,7 @@ const RESERVED_HEADERS = new Set(['content-type', 'accept', 'mcp-session-id', 'm
 const FIELDS: Record<ToolDeclaration['type'], readonly string[]> = {
   function: ['type', 'name', 'description', 'parameters'],
   builtin: ['type', 'name', 'requires_approval', 'idempotent'],
-  mcp: ['type', 'server_label', 'server_url', 'headers', 'allowed_tools', 'requires_approval', 'idempotent', 'auth'],
+  mcp: ['type', 'server_label', 'server_url', 'headers', 'allowed_tools', 'requires_approval', 'idempotent', 'auth', 'sampling'],
 };
 const AUTH_FIELDS: Record<McpAuthReference['type'], readonly string[]> = {
   bearer: ['type', 'secret'],
@@ -114,6 +114,10 @@ function parseMcp(item: Entry, path: string, errors: string[]): McpToolDeclarati
     if (Object.keys(tool.headers ?? {}).some((name) => name.toLowerCase() === 'authorization')) {
       errors.push(`${path}.headers.Authorization: the server's credentials come from auth; drop the header or the auth`);
     }
+  }
+  if (item.sampling !== undefined) {
+    if (typeof item.sampling !== 'boolean') errors.push(`${path}.sampling: must be a boolean`);
+    else if (item.sampling) tool.sampling = true;
   }
   if (item.allowed_tools !== undefined) {
     if (!Array.isArray(item.allowed_tools) || item.allowed_tools.length > MAX_ALLOWED_TOOLS) {

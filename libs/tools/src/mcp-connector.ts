@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
@@ -8,6 +8,7 @@ import { raceAbort } from './abort.js';
 import { ToolSourceError } from './errors.js';
 import { outcomeOf } from './mcp/results.js';
 import { CallDeadline } from './mcp/call-deadline.js';
+import { sanitiseRemoteText, unavailableReason } from './mcp/remote-errors.js';
 import { McpSessionPool } from './mcp/session-pool.js';
 import type { McpToolDeclaration, ToolCallContext, ToolOutcome } from './tool.types.js';
 
@@ -35,6 +36,7 @@ const CALL_ERROR_CODES = new Set<number>([ErrorCode.InvalidParams, ErrorCode.Met
 export class McpConnector {
   private readonly lists = new Map<string, { expires: number; tools: Promise<McpToolInfo[]> }>();
   private readonly validator = new AjvJsonSchemaValidator();
+  private readonly logger = new Logger(McpConnector.name);
 
   constructor(
     private readonly config: AppConfig,
@@ -77,7 +79,12 @@ export class McpConnector {
             const params = { name, arguments: args as Record<string, unknown>, _meta: { idempotency_key: ctx.idempotencyKey } };
             result = (await session.client.request({ method: 'tools/call', params }, CallToolResultSchema, callOptions)) as CallToolResult;
           } catch (err) {
-            if (err instanceof McpError && CALL_ERROR_CODES.has(err.code)) return { success: false, output: err.message };
+            // The server's own text, cut and cleaned for the model and the session's items (remote-errors.ts).
+            if (err instanceof McpError && CALL_ERROR_CODES.has(err.code)) {
+              const output = sanitiseRemoteText(err.message, new URL(decl.server_url).hostname);
+              if (output !== err.message) this.logger.warn(`MCP server "${decl.server_label}" tool ${name} failed: ${err.message}`);
+              return { success: false, output };
+            }
             // The session ended with the call sent (the server restarted, the stream broke for good).
             if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed && !ctx.signal.aborted) {
               throw new ToolSourceError('outcome_unknown', `the session with MCP server "${decl.server_label}" ended during the call; it may or may not have taken effect`, { cause: err });
@@ -157,7 +164,9 @@ export class McpConnector {
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       if (err instanceof ToolSourceError) throw err;
-      const reason = deadline.aborted ? `no answer within ${this.config.toolTimeoutMs} ms` : describe(err);
+      // Users read a short reason (remote-errors.ts); the worker's log keeps the whole text.
+      const reason = deadline.aborted ? `no answer within ${this.config.toolTimeoutMs} ms` : unavailableReason(err, decl.server_url);
+      if (!deadline.aborted) this.logger.warn(`MCP server "${decl.server_label}" (${new URL(decl.server_url).host}) unavailable: ${describe(err)}`);
       throw new ToolSourceError('tool_server_unavailable', `MCP server "${decl.server_label}" unavailable: ${reason}`, { cause: err });
     }
   }

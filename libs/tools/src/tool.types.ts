@@ -28,6 +28,11 @@ export interface McpToolDeclaration {
   allowed_tools?: string[];
   requires_approval?: boolean;
   idempotent?: boolean;
+  /**
+   * The server may ask the session's model for completions during a call (MCP sampling). Off
+   * unless declared: each one counts against the turn's model calls and is capped in tokens.
+   */
+  sampling?: boolean;
   /** Credentials from a named secret of the agent's owner, resolved at call time: the value is never stored here. */
   auth?: McpAuthReference;
   /**
@@ -36,6 +41,11 @@ export interface McpToolDeclaration {
    * is refused), so no agent can reach another owner's secrets.
    */
   secrets_owner_id?: string | null;
+  /**
+   * Set in a session's snapshot by the agents lib for an agent administrators own (a public agent),
+   * never by a definition (a PUT naming it is refused): MCP_ALLOWED_HOSTS applies to its server.
+   */
+  admin_owned?: boolean;
 }
 
 /**

@@ -4,6 +4,7 @@ import { SecretsModule } from '#libs/secrets';
 import { Calculator } from './calculator.js';
 import { McpAuth } from './mcp/auth.js';
 import { McpConnector } from './mcp-connector.js';
+import { McpOutbound } from './mcp/outbound.js';
 import { McpSessionPool } from './mcp/session-pool.js';
 import { ToolCatalog } from './tool-catalog.js';
 import { WORKDIR_FILES, type WorkdirFiles } from './tool.types.js';
@@ -32,7 +33,7 @@ const workdirFiles = {
 // AppConfig (for McpConnector) comes from the global ConfigModule.
 @Module({
   imports: [FilesModule, SecretsModule],
-  providers: [{ provide: Calculator, useFactory: () => new Calculator() }, McpAuth, McpSessionPool, McpConnector, ToolCatalog, workdirFiles],
+  providers: [{ provide: Calculator, useFactory: () => new Calculator() }, McpAuth, McpOutbound, McpSessionPool, McpConnector, ToolCatalog, workdirFiles],
   exports: [ToolCatalog, McpConnector],
 })
 export class ToolsModule {}

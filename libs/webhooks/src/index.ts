@@ -1,6 +1,7 @@
 // Webhooks (PROTOCOL.md "Webhooks (Standard Webhooks)"): endpoints, the thin payloads the session
 // outbox fans out, and the delivery engine the worker runs.
-export { checkWebhookUrl, guardedLookup, isPublicAddress, WEBHOOK_BLOCKED_CODE } from './delivery/address-policy.js';
+export { isPublicAddress } from '#libs/outbound';
+export { checkWebhookUrl, guardedLookup, WEBHOOK_BLOCKED_CODE } from './delivery/address-policy.js';
 export type { WebhookUrlCheck } from './delivery/address-policy.js';
 export {
   DEFAULT_DISABLE_AFTER_MS,

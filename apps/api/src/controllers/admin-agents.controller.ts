@@ -39,7 +39,7 @@ export class AdminAgentsController {
   @ApiBody({ type: PutAgentDto, examples: { agent: { summary: 'A scripted agent with the calculator', value: PUT_AGENT_EXAMPLE } } })
   @ApiOkResponse({ type: AgentDto, description: 'Replaced: the next version.', example: { ...PUT_AGENT_RESPONSE_EXAMPLE, yuxi: { ...PUT_AGENT_RESPONSE_EXAMPLE.yuxi, version: 2 } } })
   @ApiCreatedResponse({ type: AgentDto, description: 'Created.', example: PUT_AGENT_RESPONSE_EXAMPLE })
-  @ApiErrors('forbidden', 'not_found', 'invalid_agent', 'invalid_json')
+  @ApiErrors('forbidden', 'not_found', 'invalid_agent', 'mcp_url_not_allowed', 'invalid_json')
   async put(@CurrentPrincipal() principal: Principal, @Param('agent_id') agentId: string, @Body() body: unknown, @Res({ passthrough: true }) res: Response): Promise<AgentDto> {
     assertFullAccess(principal);
     const { agent, created } = await this.admin.put(principal, agentId, body);

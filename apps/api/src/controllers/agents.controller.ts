@@ -17,7 +17,7 @@ export class AgentsController {
   @ApiOkResponse({ type: AgentListDto, description: 'The visible agents.', example: AGENT_LIST_EXAMPLE })
   @ApiErrors()
   list(@CurrentPrincipal() principal: Principal): Promise<AgentListDto> {
-    return this.agents.list(agentViewerOf(principal));
+    return this.agents.list({ ...agentViewerOf(principal), isAdmin: principal.isAdmin });
   }
 
   @Get(':agent_id')
@@ -26,6 +26,6 @@ export class AgentsController {
   @ApiOkResponse({ type: AgentDto, description: 'The agent.', example: AGENT_EXAMPLE })
   @ApiErrors('not_found')
   get(@CurrentPrincipal() principal: Principal, @Param('agent_id') agentId: string): Promise<AgentDto> {
-    return this.agents.getDto(agentViewerOf(principal), agentId);
+    return this.agents.getDto({ ...agentViewerOf(principal), isAdmin: principal.isAdmin }, agentId);
   }
 }

@@ -41,7 +41,7 @@ export class CreateSession {
     const attachmentFileIds = dto.yuxi?.attachment_file_ids ?? [];
     const agent = await this.agents.getVisible(agentViewerOf(principal), dto.agent_id);
     const model = this.models.validate(dto.agent?.model ?? this.agents.effectiveModel(agent));
-    const agentSnapshot = this.agents.snapshot(agent);
+    const agentSnapshot = this.agents.snapshot(agent, { userId: principal.userId, isAdmin: principal.isAdmin });
     if (dto.agent?.model !== undefined) assertModelOverride(principal, agentSnapshot.policy, this.agents.effectiveModel(agent), model, 'agent.model');
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
     if (dto.tool_approval_mode !== undefined) assertApprovalMode(principal, agentSnapshot.policy, dto.tool_approval_mode, 'tool_approval_mode');

@@ -4,6 +4,7 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type ResolvedSecret, SecretsStore } from '#libs/secrets';
 import type { McpAuthReference, McpToolDeclaration } from '../tool.types.js';
+import { McpConfigError } from './remote-errors.js';
 
 /**
  * How long a worker reuses a secret it read. A rotation reaches running sessions within this, and
@@ -47,17 +48,17 @@ export class McpAuth {
   constructor(private readonly store: SecretsStore) {}
 
   /** The transport options for `decl`'s auth; none for a server without one (static headers only). */
-  transportOptions(decl: McpToolDeclaration): McpTransportAuth {
+  transportOptions(decl: McpToolDeclaration, base: FetchLike = fetch): McpTransportAuth {
     const auth = decl.auth;
     if (!auth) return {};
     // A snapshot always says whose secrets these are; a declaration without it (not from a snapshot)
     // must not fall back to the shared ones, which would hand a private agent the deployment's secrets.
     if (decl.secrets_owner_id === undefined) {
-      const refused = new Error(`no secrets namespace for the auth of MCP server "${decl.server_label}" (not from a session snapshot)`);
+      const refused = new McpConfigError(`no secrets namespace for the auth of MCP server "${decl.server_label}" (not from a session snapshot)`);
       return { fetch: () => Promise.reject(refused) };
     }
     const ref = { owner: decl.secrets_owner_id, name: auth.secret };
-    if (auth.type === 'bearer') return { fetch: this.bearerFetch(ref) };
+    if (auth.type === 'bearer') return { fetch: this.bearerFetch(ref, base) };
     return { authProvider: new SecretClientCredentials(this, ref, auth, decl.server_url) };
   }
 
@@ -73,7 +74,7 @@ export class McpAuth {
     if (cached && cached.expires > now && !options.fresh) return cached.read;
     sweep(this.secrets, now);
     const read = this.store.resolve(ref.owner, ref.name).then((secret) => {
-      if (!secret) throw new Error(`no secret named "${ref.name}" in the ${ref.owner === null ? 'shared secrets' : "agent owner's secrets"}`);
+      if (!secret) throw new McpConfigError(`no secret named "${ref.name}" in the ${ref.owner === null ? 'shared secrets' : "agent owner's secrets"}`);
       return secret;
     });
     const entry = { expires: now + SECRET_CACHE_MS, read };
@@ -129,15 +130,15 @@ export class McpAuth {
    * the token was rotated since this worker read it: the secret is read again and, when it changed,
    * the request is sent once more (a refused request was not processed, so this is safe).
    */
-  private bearerFetch(ref: SecretRef): FetchLike {
+  private bearerFetch(ref: SecretRef, base: FetchLike): FetchLike {
     return async (url, init) => {
       const first = await this.secret(ref);
-      const response = await fetch(url, withBearer(init, ref, first.value));
+      const response = await base(url, withBearer(init, ref, first.value));
       if (response.status !== 401) return response;
       const fresh = await this.secret(ref, { fresh: true });
       if (fresh.version === first.version && fresh.value === first.value) return response;
       await response.body?.cancel();
-      return fetch(url, withBearer(init, ref, fresh.value));
+      return base(url, withBearer(init, ref, fresh.value));
     };
   }
 }
@@ -147,7 +148,8 @@ export class McpAuth {
  * server), never the value, so a rotation keeps the session and changes what its requests carry.
  */
 export function credentialsKey(decl: McpToolDeclaration): string {
-  return JSON.stringify([decl.server_url, Object.entries(decl.headers ?? {}).sort(), decl.auth ?? null, decl.auth ? (decl.secrets_owner_id ?? null) : null]);
+  // admin_owned too: a session opened under MCP_ALLOWED_HOSTS must never serve a user's private agent.
+  return JSON.stringify([decl.server_url, Object.entries(decl.headers ?? {}).sort(), decl.auth ?? null, decl.auth ? (decl.secrets_owner_id ?? null) : null, decl.admin_owned === true, decl.sampling === true]);
 }
 
 /**
@@ -238,7 +240,7 @@ const BEARER_TOKEN = /^[\x21-\x7e]+$/;
 
 function withBearer(init: RequestInit | undefined, ref: SecretRef, token: string): RequestInit {
   // Checked here so that a bad value fails with a message naming the secret, never one quoting it.
-  if (!BEARER_TOKEN.test(token)) throw new Error(`the secret "${ref.name}" is not a bearer token (visible ASCII characters only)`);
+  if (!BEARER_TOKEN.test(token)) throw new McpConfigError(`the secret "${ref.name}" is not a bearer token (visible ASCII characters only)`);
   const headers = new Headers(init?.headers);
   headers.set('Authorization', `Bearer ${token}`);
   return { ...init, headers };

@@ -154,3 +154,17 @@ function convert(field: FieldSchema, answer: string | string[]): { value: string
   if (field.maxLength !== undefined && answer.length > field.maxLength) return { error: `takes at most ${field.maxLength} characters` };
   return { value: answer };
 }
+
+/**
+ * Why a server's URL elicitation may not be shown to the user (null: it may): the link must be an
+ * absolute https URL, never javascript:, data:, file: or plain http, which a client would open as is.
+ */
+export function elicitationUrlProblem(params: ElicitRequestParams): string | null {
+  if (params.mode !== 'url') return null;
+  try {
+    if (new URL(params.url).protocol === 'https:') return null;
+  } catch {
+    // Not a URL at all: refused below.
+  }
+  return 'elicitation URLs must be absolute https URLs';
+}

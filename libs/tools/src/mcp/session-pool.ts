@@ -8,6 +8,9 @@ import { metrics } from '#libs/metrics';
 import type { McpToolDeclaration, ToolCallContext } from '../tool.types.js';
 import { credentialsKey, McpAuth } from './auth.js';
 import type { CallDeadline } from './call-deadline.js';
+import { elicitationUrlProblem } from './elicitation.js';
+import { McpHeaderBox } from './header-box.js';
+import { McpOutbound } from './outbound.js';
 
 const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
 /** How long ending a session waits for a cancelled call's notice to be posted, and for the DELETE. */
@@ -64,12 +67,16 @@ export class McpSessionPool implements OnApplicationShutdown {
   private readonly busy = new Set<McpSession>();
   private readonly listChanged = new Set<(key: string) => void>();
   private sweeper: NodeJS.Timeout | null = null;
+  private readonly headerBox: McpHeaderBox;
   private closing = false;
 
   constructor(
     private readonly config: AppConfig,
     private readonly auth: McpAuth,
-  ) {}
+    private readonly outbound: McpOutbound,
+  ) {
+    this.headerBox = new McpHeaderBox(config.secretsKey);
+  }
 
   /** The key of a server under the credentials a declaration names (the reference, never a secret's value). */
   keyOf(decl: McpToolDeclaration): string {
@@ -152,10 +159,14 @@ export class McpSessionPool implements OnApplicationShutdown {
     const ref: { session?: McpSession } = {};
     // Credentials from a named secret are read as each request leaves (a rotation reaches this
     // open session); the call in flight's idempotency key rides every request of the session.
-    const { fetch: authFetch, ...auth } = this.auth.transportOptions(decl);
-    const authorised = authFetch ?? fetch;
+    // Every request (the server's, its OAuth discovery and token requests, the DELETE) goes through
+    // the outbound address policy.
+    const guarded = this.outbound.fetchFor(decl);
+    const { fetch: authFetch, ...auth } = this.auth.transportOptions(decl, guarded);
+    const authorised = authFetch ?? guarded;
     const transport = new StreamableHTTPClientTransport(new URL(decl.server_url), {
-      requestInit: { headers: { ...decl.headers } },
+      // Static header values are sealed at rest (header-box.ts): opened here, as the requests leave.
+      requestInit: { headers: this.headerBox.headers(decl) },
       ...auth,
       fetch: (url, init) => authorised(url, withIdempotencyKey(init, ref.session?.call?.idempotencyKey)),
       // A broken stream is not retried for long: the call's outcome is then unknown and the
@@ -163,7 +174,8 @@ export class McpSessionPool implements OnApplicationShutdown {
       reconnectionOptions: { maxRetries: 1, initialReconnectionDelay: 500, maxReconnectionDelay: 1_000, reconnectionDelayGrowFactor: 1 },
     });
     const client = new Client(CLIENT_INFO, {
-      capabilities: { sampling: {}, elicitation: { form: {}, url: {} } },
+      // Sampling only where the declaration says so: otherwise the server is not offered the model.
+      capabilities: { ...(decl.sampling === true ? { sampling: {} } : {}), elicitation: { form: {}, url: {} } },
       listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => this.listChanged.forEach((listener) => listener(key)) } },
     });
     const session = new McpSession(key, client, transport);
@@ -179,7 +191,7 @@ export class McpSessionPool implements OnApplicationShutdown {
       }
       return sent;
     };
-    installServerRequestHandlers(session);
+    installServerRequestHandlers(session, decl.sampling === true);
     // A stream that cannot be resumed (the server forgot the session, or cannot be reached again)
     // ends the session: closing it fails the requests still waiting on it (a call's outcome is then
     // unknown, and said so) instead of leaving them to a timeout. Deferred a turn of the event loop,
@@ -280,15 +292,20 @@ export class McpSessionPool implements OnApplicationShutdown {
  * session answers it (its context's `sample` and `elicit`); without one (or without the hook) the
  * request is refused, which the server reports to its tool as an error.
  */
-function installServerRequestHandlers(session: McpSession): void {
-  session.client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
-    const sample = session.call?.sample;
-    if (!sample) throw new McpError(ErrorCode.InvalidRequest, 'sampling is not available outside a tool call of an agent');
-    return sample(request.params, extra.signal);
-  });
+function installServerRequestHandlers(session: McpSession, sampling: boolean): void {
+  if (sampling) {
+    session.client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+      const sample = session.call?.sample;
+      if (!sample) throw new McpError(ErrorCode.InvalidRequest, 'sampling is not available outside a tool call of an agent');
+      return sample(request.params, extra.signal);
+    });
+  }
   session.client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
     const elicit = session.call?.elicit;
     if (!elicit) return { action: 'decline' };
+    // A link shown to the user to open: https only (no javascript:, data:, file: or plain http).
+    const refused = elicitationUrlProblem(request.params);
+    if (refused) throw new McpError(ErrorCode.InvalidParams, refused);
     // The user may take minutes: the call's deadline waits with them.
     const deadline = session.deadline;
     deadline?.pause();

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import type { WebhookAttemptOutcome } from '../webhook.dto.js';
-import { isPublicAddress } from './address-policy.js';
+import { isPublicAddress } from '#libs/outbound';
 
 /** What one POST came to. */
 export interface SendResult {
