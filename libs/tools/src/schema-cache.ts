@@ -1,10 +1,37 @@
+import v8 from 'node:v8';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+
+// A schema's `pattern` (and `patternProperties`) comes from an agent's owner or an MCP server and
+// is tested against what a model wrote: on V8's backtracking engine `^(a+)+$` holds the event loop
+// for minutes on a few dozen characters. V8's linear-time engine (the `l` flag, behind this flag;
+// setting it at run time is allowed and affects only regexps created with `l`) runs every pattern
+// it accepts in time linear in the input.
+v8.setFlagsFromString('--enable-experimental-regexp-engine');
+
+/**
+ * Compiles a schema pattern for the linear engine, or throws saying why it cannot run there.
+ * JSON Schema patterns are Unicode regexps, but on Node 20 the linear engine has no Unicode mode:
+ * a pattern is checked with `u` (the syntax ajv always required), then run without it, which is
+ * the same match for every pattern that needs no Unicode mode (`\p{…}`, `\u{…}`, characters
+ * beyond the BMP: those are refused rather than silently read as other characters). The engine
+ * also refuses backreferences, lookaround and repetition counts above 16.
+ */
+function linearRegExp(pattern: string, flags: string): RegExp {
+  new RegExp(pattern, flags);
+  if (/\\[pPu]\{|[\ud800-\udfff]/.test(pattern)) throw new Error(`pattern "${pattern}" needs Unicode mode, which the linear-time regexp engine cannot run`);
+  try {
+    return new RegExp(pattern, `${flags.replace('u', '')}l`);
+  } catch {
+    throw new Error(`pattern "${pattern}" cannot be run in linear time (backreferences, lookaround and repetition counts above 16 are not supported)`);
+  }
+}
+linearRegExp.code = 'linearRegExp';
 
 // One instance for every tool schema. `addUsedSchema: false` keeps two agents' schemas that share
 // an `$id` from colliding; formats are not validated because no format plugin is loaded (and the
 // model gets a readable error for structure, which is what matters); `logger: false` keeps
-// non-strict warnings about foreign keywords out of the worker's log.
-const ajv = new Ajv({ strict: false, allErrors: true, addUsedSchema: false, validateFormats: false, logger: false });
+// non-strict warnings about foreign keywords out of the worker's log. Patterns run on the linear engine.
+const ajv = new Ajv({ strict: false, allErrors: true, addUsedSchema: false, validateFormats: false, logger: false, code: { regExp: linearRegExp } });
 
 // Bounded because MCP servers and agents can present arbitrarily many distinct schemas over time.
 const MAX_CACHED = 256;
