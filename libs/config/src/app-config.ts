@@ -14,6 +14,8 @@ export class AppConfig {
   readonly defaultModel: string;
   readonly bootstrapApiKey: string | undefined;
   readonly bodyLimit: string;
+  /** Bytes (UTF-8) of text per message and per submission, far below bodyLimit (which is for images). */
+  readonly maxInputTextBytes: number;
   readonly eventsReplayMaxLen: number;
   readonly eventsReplayTtlSeconds: number;
   readonly sseHeartbeatMs: number;
@@ -114,6 +116,8 @@ export class AppConfig {
     this.bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
     // 001's bound. The 72 MiB of inline images a submission may carry are 96 MiB as base64 in JSON, plus its text.
     this.bodyLimit = env.BODY_LIMIT || '100mb';
+    // Every text byte is tokenized, stored and sent to the model again on each call of the session.
+    this.maxInputTextBytes = Math.max(1024, int(env, 'MAX_INPUT_TEXT_BYTES', 256 * 1024));
     this.eventsReplayMaxLen = int(env, 'EVENTS_REPLAY_MAXLEN', 10_000);
     this.eventsReplayTtlSeconds = int(env, 'EVENTS_REPLAY_TTL_SECONDS', 7 * 24 * 3600);
     this.sseHeartbeatMs = int(env, 'SSE_HEARTBEAT_MS', 15_000);

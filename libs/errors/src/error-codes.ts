@@ -75,6 +75,13 @@ export const ERROR_CODES = {
     description: 'The `If-Match` revision is not the session\'s current one (`details.revision`): it changed since you read it. Read it again and reapply your change.',
   },
   payload_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The request body exceeds the configured limit.' },
+  input_text_too_large: {
+    status: 413,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The text of the submission (its messages\' text parts together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files.',
+  },
   file_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The uploaded file exceeds 5 MiB (`details.limit_bytes`).' },
   file_quota_exceeded: {
     status: 413,

@@ -46,6 +46,7 @@ export class SessionEventsController {
     'state_conflict',
     'file_already_bound',
     'payload_too_large',
+    'input_text_too_large',
   )
   async submit(
     @CurrentPrincipal() principal: Principal,

@@ -79,7 +79,7 @@ export class SessionsController {
       'The session; `yuxi.receipt` holds the acceptance of the initial input. With `stream: true` the answer is the session event stream (text/event-stream), starting with `agent.session.created` whose `session` is this resource.',
   })
   @ApiProduces('application/json', 'text/event-stream')
-  @ApiErrors('validation_failed', 'invalid_json', 'idempotency_key_required', 'invalid_model', 'not_found', 'idempotency_conflict', 'file_already_bound', 'payload_too_large')
+  @ApiErrors('validation_failed', 'invalid_json', 'idempotency_key_required', 'invalid_model', 'not_found', 'idempotency_conflict', 'file_already_bound', 'payload_too_large', 'input_text_too_large')
   async create(
     @CurrentPrincipal() principal: Principal,
     @Body() body: CreateSessionDto,

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { AppConfig } from '#libs/config';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { IdempotencyService, type IdempotentResponse, type InputMessage } from '#libs/inputs';
@@ -8,7 +9,7 @@ import { RunSignals } from '#libs/queue';
 import type { MessageEventDto } from '../dto/submit-event.dto.js';
 import { frozenInputConfig } from '#libs/lifecycle';
 import { InlineImages } from '../inline-images.js';
-import { parseAgentInput } from '../input-parser.js';
+import { checkInputText, parseAgentInput } from '../input-parser.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
 /**
@@ -26,6 +27,7 @@ export class SubmitMessage {
     private readonly models: ModelRegistry,
     private readonly signals: RunSignals,
     private readonly inlineImages: InlineImages,
+    private readonly config: AppConfig,
   ) {}
 
   async execute(principal: Principal, sessionId: string, event: MessageEventDto, key: string): Promise<IdempotentResponse> {
@@ -39,6 +41,7 @@ export class SubmitMessage {
     }
     const modelOverride = event.yuxi?.model === undefined ? undefined : this.models.validate(event.yuxi.model);
     const messages: InputMessage[] = parseAgentInput(event.input).messages;
+    checkInputText(event.input, messages, this.config.maxInputTextBytes, 'events[0].input');
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
     const images = await this.inlineImages.decode(principal.userId, messages, 'events[0].input');
 

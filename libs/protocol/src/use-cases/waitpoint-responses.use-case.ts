@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
+import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import type { IdempotentResponse } from '#libs/inputs';
 import { type Nudge, WaitpointControls } from '#libs/lifecycle';
 import type { ResumeEventDto, ToolResultEventDto } from '../dto/waitpoint-events.dto.js';
+import { cutText } from '../input-parser.js';
 import { parseWaitpointResponse } from '../waitpoint-response.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
@@ -32,11 +34,14 @@ export class SubmitToolResult {
   constructor(
     private readonly acceptance: Acceptance,
     private readonly waitpoints: WaitpointControls,
+    private readonly config: AppConfig,
   ) {}
 
   async execute(principal: Principal, sessionId: string, event: ToolResultEventDto, key: string): Promise<IdempotentResponse> {
+    // Stored cut, as the output of a server tool is: the model reads it on every later call of the session.
+    const output = cutText(event.output, this.config.maxInputTextBytes);
     return this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
-      const resumed = await this.waitpoints.toolResult(manager, session, event.turn_id, event.call_id, { success: event.success, output: event.output });
+      const resumed = await this.waitpoints.toolResult(manager, session, event.turn_id, event.call_id, { success: event.success, output });
       return { receipt: { ...acceptedReceipt(sessionId, null), turn_id: event.turn_id, run_id: resumed.runId }, events: resumed.events, nudges: takeoverOf(resumed.runId) };
     });
   }
