@@ -3,6 +3,7 @@
 // lease renewals, heartbeats and every other turn it runs).
 import { parentPort } from 'node:worker_threads';
 import { extractImages, getDocumentProxy } from 'unpdf';
+import { MAX_IMAGE_PIXELS } from '../ocr/image-pixels.js';
 
 export interface PdfTextRequest {
   id: number;
@@ -54,7 +55,9 @@ async function extract({ bytes, maxPages, maxChars, scans: scanLimits }: PdfText
   // verbosity 0: errors only (pdf.js would print its warnings about a damaged file to the process's output).
   // maxImageSize: pdf.js skips, undecoded, an image declaring more pixels (decoded pixels are
   // ArrayBuffers, outside the heap limit: a PDF image bomb must never be decoded at all).
-  const document = await getDocumentProxy(bytes, { verbosity: 0, ...(scanLimits ? { maxImageSize: scanLimits.maxPixels } : {}) });
+  // Always, text reads included (pdf.js decodes an image for more than painting it). isEvalSupported:
+  // false, as the thread forbids code from strings anyway (pdf.js would compile font programs).
+  const document = await getDocumentProxy(bytes, { verbosity: 0, isEvalSupported: false, maxImageSize: scanLimits?.maxPixels ?? MAX_IMAGE_PIXELS });
   try {
     const pages: string[] = [];
     let chars = 0;
