@@ -80,6 +80,8 @@ export class AppConfig {
   readonly fileQuotaBytes: number;
   /** One image's OCR (ocr_parse_file, the parse route): past it the engine's thread is terminated. */
   readonly ocrTimeoutMs: number;
+  /** Parse and thumbnail requests (the product's file routes) one caller may have running at once, per api process. */
+  readonly fileWorkPerPrincipal: number;
   readonly fileQuotaDrafts: number;
   /**
    * MODEL_REQUEST_AUDIT=on: the worker records the exact request of each model call (the body it
@@ -170,6 +172,7 @@ export class AppConfig {
     this.fileQuotaBytes = int(env, 'FILE_QUOTA_BYTES', 1024 * 1024 * 1024);
     this.fileQuotaDrafts = int(env, 'FILE_QUOTA_DRAFTS', 100);
     this.ocrTimeoutMs = Math.max(1000, int(env, 'OCR_TIMEOUT_MS', 30_000));
+    this.fileWorkPerPrincipal = Math.max(1, int(env, 'FILE_WORK_PER_PRINCIPAL', 2));
     this.modelRequestAudit = oneOf(env, 'MODEL_REQUEST_AUDIT', ['off', 'on'], 'off') === 'on';
     this.secretsKey = env.SECRETS_KEY || undefined;
     if (this.secretsKey !== undefined && this.secretsKey.length < 32) throw new Error('SECRETS_KEY must be at least 32 characters (e.g. openssl rand -hex 32)');

@@ -150,6 +150,13 @@ export const ERROR_CODES = {
     retryable: true,
     description: 'Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds.',
   },
+  file_work_limited: {
+    status: 429,
+    type: 'invalid_request',
+    retryable: true,
+    description:
+      'The caller already has FILE_WORK_PER_PRINCIPAL parse or thumbnail requests running (`details.limit`, 2 by default): each decodes a PDF or an image, so one caller\'s burst is bounded; retry after `Retry-After` seconds.',
+  },
   internal_error: { status: 500, type: 'internal', retryable: true, description: 'An unexpected server error; the request id identifies it in the logs.' },
   service_unavailable: { status: 503, type: 'unavailable', retryable: true, description: 'A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one).' },
 } as const satisfies Record<string, ErrorCodeSpec>;
