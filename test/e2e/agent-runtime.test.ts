@@ -354,6 +354,22 @@ describe('agent runtime', () => {
     assert.equal(output, `${'r'.repeat(LIMIT)}\n[truncated: 4 more bytes]`);
   });
 
+  it('the answers of a waitpoint response share the input text limit (413 input_text_too_large)', async () => {
+    const { id, model } = await putAgent({ tools: [{ type: 'builtin', name: 'ask_user' }] });
+    fake.script(fakeModel(model), [{ tool_calls: [{ id: 'q1', name: 'ask_user', arguments: '{"question":"Which order?"}' }] }, { text: 'Thanks.' }]);
+    const { session, stream, turnId } = await start(id, 'where is my order?');
+    const asking = await stream.waitForType('yuxi.session.turn.waiting', turnId);
+    const resume = (answer: string | string[]) =>
+      postEvent(session.id, { type: 'yuxi.session.input.resume', turn_id: turnId, waitpoint_id: asking.data.waitpoint.id, response: { type: 'answer', answers: [{ question_id: 'q1', answer }] } });
+    // 27 strings of 10,000 characters: each within its own bound, over 256 KiB together.
+    const refused = await resume(Array.from({ length: 27 }, () => 'a'.repeat(10_000)));
+    assert.equal(refused.status, 413, refused.text);
+    assert.equal(refused.body.error.code, 'input_text_too_large');
+    assert.equal(refused.body.error.details.field, 'events[0].response.answers[0].answer');
+    assert.equal((await resume('A-1042')).status, 202);
+    await stream.waitForType('agent.session.turn.completed', turnId);
+  });
+
   it('retries a rate-limited model call after its Retry-After, then succeeds', async () => {
     const { id, model } = await putAgent({});
     fake.script(fakeModel(model), [{ status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down', type: 'rate_limit_error' } } }, { text: 'finally' }]);

@@ -112,7 +112,7 @@ describe('POST /api/agent/files/{file_id}/parse: manual OCR pre-parse, user toke
       assert.equal(res.body.error.details.limit, 2);
       assert.equal(res.headers.get('retry-after'), '2');
     }
-    // Another caller is not held back by this one's slots, and the slots are free again afterwards.
+    // The slots are free again once the requests are done (and each caller has slots of its own).
     const other = await userToken();
     const theirs = await uploadDraft('their notes\n', 'notes.txt', { token: other.token });
     assert.equal((await parse(other, theirs.id)).status, 200);

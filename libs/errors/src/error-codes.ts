@@ -80,7 +80,7 @@ export const ERROR_CODES = {
     type: 'invalid_request',
     retryable: false,
     description:
-      'The text of the submission (its messages\' text parts together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files.',
+      'The text of the submission (its messages\' text parts together, or a waitpoint response\'s answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files.',
   },
   file_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The uploaded file exceeds 5 MiB (`details.limit_bytes`).' },
   file_quota_exceeded: {

@@ -138,20 +138,28 @@ function isObject(value: unknown): value is Record<string, unknown> {
  * session; the body limit is sized for images, so text has a bound of its own.
  */
 export function checkInputText(raw: unknown, messages: readonly InputMessage[], limitBytes: number, prefix: string): void {
+  checkTextParts(
+    messages.flatMap((message, m) =>
+      message.content.flatMap((block, b): [string, string][] => {
+        if (block.type !== 'input_text') return [];
+        const rawContent = Array.isArray(raw) ? (raw[m] as { content?: unknown } | undefined)?.content : undefined;
+        return [[typeof raw === 'string' ? prefix : typeof rawContent === 'string' ? `${prefix}[${m}].content` : `${prefix}[${m}].content[${b}].text`, block.text]];
+      }),
+    ),
+    limitBytes,
+  );
+}
+
+/** The same bound over any submission's texts, given as [field, text] in order. */
+export function checkTextParts(parts: readonly (readonly [string, string])[], limitBytes: number): void {
   let total = 0;
-  for (const [m, message] of messages.entries()) {
-    for (const [b, block] of message.content.entries()) {
-      if (block.type !== 'input_text') continue;
-      total += Buffer.byteLength(block.text, 'utf8');
-      if (total <= limitBytes) continue;
-      const rawContent = Array.isArray(raw) ? (raw[m] as { content?: unknown } | undefined)?.content : undefined;
-      const field = typeof raw === 'string' ? prefix : typeof rawContent === 'string' ? `${prefix}[${m}].content` : `${prefix}[${m}].content[${b}].text`;
-      throw new DomainError(
-        'input_text_too_large',
-        `${field}: the text of a submission is limited to ${limitBytes} bytes (MAX_INPUT_TEXT_BYTES); send long documents as files`,
-        { field, limit_bytes: limitBytes },
-      );
-    }
+  for (const [field, text] of parts) {
+    total += Buffer.byteLength(text, 'utf8');
+    if (total <= limitBytes) continue;
+    throw new DomainError('input_text_too_large', `${field}: the text of a submission is limited to ${limitBytes} bytes (MAX_INPUT_TEXT_BYTES); send long documents as files`, {
+      field,
+      limit_bytes: limitBytes,
+    });
   }
 }
 
