@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { countTokens, loadTokenizer, parseScript, scriptedSummary } from '#libs/models';
-import { parseToolDeclarations, validateToolArguments, type ResolvedTool } from '#libs/tools';
+import { LinearSchemaValidator, parseToolDeclarations, validateToolArguments, type ResolvedTool } from '#libs/tools';
 
 // Issue 35, "bounded work per input": no input holds a worker's event loop for more than a moment.
 // The bounds here are fixed and generous (the old code took minutes on the same inputs).
@@ -116,5 +116,17 @@ describe('tool argument patterns run on a linear engine', () => {
     }
     const ok = parseToolDeclarations([{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string', pattern: '^[a-z]+@[a-z.]+$' } } } }]);
     assert.deepEqual(ok.errors, []);
+  });
+
+  it("checks an MCP server's output schema on the linear engine too, and takes the output as it is where a pattern cannot run there", () => {
+    const validator = new LinearSchemaValidator();
+    const evil = validator.getValidator({ type: 'object', properties: { q: { type: 'string', pattern: '^(a+)+$' } } });
+    let result: ReturnType<typeof evil> | undefined;
+    const ms = timed(() => (result = evil({ q: `${'a'.repeat(50_000)}b` })));
+    assert.ok(ms < 1000, `${Math.round(ms)} ms`);
+    assert.equal(result?.valid, false);
+    assert.equal(evil({ q: 'aaa' }).valid, true);
+    const lookahead = validator.getValidator({ type: 'object', properties: { q: { type: 'string', pattern: '^(?=a)a$' } } });
+    assert.equal(lookahead({ q: 'anything' }).valid, true);
   });
 });

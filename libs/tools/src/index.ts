@@ -43,3 +43,4 @@ export {
   elicitationRequest,
   elicitationResult,
 } from './mcp/elicitation.js';
+export { LinearSchemaValidator } from './schema-cache.js';

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import { AppConfig } from '#libs/config';
 import { raceAbort } from './abort.js';
@@ -10,6 +9,7 @@ import { outcomeOf } from './mcp/results.js';
 import { CallDeadline } from './mcp/call-deadline.js';
 import { McpSessionPool } from './mcp/session-pool.js';
 import type { McpToolDeclaration, ToolCallContext, ToolOutcome } from './tool.types.js';
+import { LinearSchemaValidator } from './schema-cache.js';
 
 export interface McpToolInfo {
   name: string;
@@ -34,7 +34,7 @@ const CALL_ERROR_CODES = new Set<number>([ErrorCode.InvalidParams, ErrorCode.Met
 @Injectable()
 export class McpConnector {
   private readonly lists = new Map<string, { expires: number; tools: Promise<McpToolInfo[]> }>();
-  private readonly validator = new AjvJsonSchemaValidator();
+  private readonly validator = new LinearSchemaValidator();
 
   constructor(
     private readonly config: AppConfig,

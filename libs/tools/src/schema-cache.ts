@@ -1,4 +1,5 @@
 import v8 from 'node:v8';
+import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 
 // A schema's `pattern` (and `patternProperties`) comes from an agent's owner or an MCP server and
@@ -72,4 +73,27 @@ export function describeErrors(errors: ErrorObject[] | null | undefined, limit =
   });
   if (errors.length > limit) parts.push(`and ${errors.length - limit} more`);
   return parts.join('; ');
+}
+
+/**
+ * The MCP SDK's schema validator (tool output schemas, in our connector and inside its Client) on
+ * an Ajv whose patterns run on the linear engine: a server's `outputSchema` is as hostile as any
+ * input. A schema this cannot compile (a pattern the engine cannot run) is not checked, as an MCP
+ * tool's input schema is not (validateToolArguments): the server's output is taken as it is, where
+ * the SDK's default would have backtracked on it or refused to list the server's tools.
+ * Formats are not validated (no format plugin is loaded here; the SDK's default checked them).
+ */
+export class LinearSchemaValidator implements jsonSchemaValidator {
+  private readonly ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false, validateSchema: false, logger: false, code: { regExp: linearRegExp } });
+
+  getValidator<T>(schema: JsonSchemaType): JsonSchemaValidator<T> {
+    let validate: ValidateFunction;
+    try {
+      validate = this.ajv.compile(schema);
+    } catch {
+      return (input) => ({ valid: true, data: input as T, errorMessage: undefined });
+    }
+    return (input) =>
+      validate(input) ? { valid: true, data: input as T, errorMessage: undefined } : { valid: false, data: undefined, errorMessage: this.ajv.errorsText(validate.errors) };
+  }
 }

@@ -8,6 +8,7 @@ import { metrics } from '#libs/metrics';
 import type { McpToolDeclaration, ToolCallContext } from '../tool.types.js';
 import { credentialsKey, McpAuth } from './auth.js';
 import type { CallDeadline } from './call-deadline.js';
+import { LinearSchemaValidator } from '../schema-cache.js';
 
 const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
 /** How long ending a session waits for a cancelled call's notice to be posted, and for the DELETE. */
@@ -164,6 +165,8 @@ export class McpSessionPool implements OnApplicationShutdown {
     });
     const client = new Client(CLIENT_INFO, {
       capabilities: { sampling: {}, elicitation: { form: {}, url: {} } },
+      // Output schemas come from the server: their patterns run on the linear engine.
+      jsonSchemaValidator: new LinearSchemaValidator(),
       listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => this.listChanged.forEach((listener) => listener(key)) } },
     });
     const session = new McpSession(key, client, transport);
