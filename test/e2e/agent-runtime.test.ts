@@ -321,6 +321,55 @@ describe('agent runtime', () => {
     assert.deepEqual(second.messages.at(-1), { role: 'tool', tool_call_id: 'c1', content: '{"status":"packed"}' });
   });
 
+  it('input text has a limit of its own (413 input_text_too_large naming the part); a long client tool result is stored cut', async () => {
+    const LIMIT = 256 * 1024; // MAX_INPUT_TEXT_BYTES's default
+    const long = 'x'.repeat(LIMIT + 1);
+    const created = await http(`${API}/sessions`, { body: { agent_id: 'default-chatbot', input: long }, idempotencyKey: randomUUID() });
+    assert.equal(created.status, 413, created.text);
+    assert.equal(created.body.error.code, 'input_text_too_large');
+    assert.deepEqual(created.body.error.details, { field: 'input', limit_bytes: LIMIT });
+    // Per submission: two parts that fit alone but not together; the field is where the sum passed the limit.
+    const half = 'é'.repeat(LIMIT / 4 + 1); // 2 bytes each: just over half the limit
+    const split = await http(`${API}/sessions`, {
+      body: { agent_id: 'default-chatbot', input: [{ role: 'user', content: half }, { role: 'user', content: [{ type: 'input_text', text: 'ok' }, { type: 'input_text', text: half }] }] },
+      idempotencyKey: randomUUID(),
+    });
+    assert.equal(split.status, 413, split.text);
+    assert.equal(split.body.error.details.field, 'input[1].content[1].text');
+
+    const { id, model } = await putAgent({
+      tools: [{ type: 'function', name: 'fetch_report', description: 'A long report', parameters: { type: 'object', properties: {} } }],
+    });
+    fake.script(fakeModel(model), [{ tool_calls: [{ id: 'c1', name: 'fetch_report', arguments: '{}' }] }, { text: 'Read it.' }]);
+    const { session, stream, turnId } = await start(id, 'the report, please');
+    const message = await postEvent(session.id, { type: 'agent.session.input.message', input: long, yuxi: { mode: 'follow_up' } });
+    assert.equal(message.status, 413, message.text);
+    assert.equal(message.body.error.code, 'input_text_too_large');
+    assert.equal(message.body.error.details.field, 'events[0].input');
+    await stream.waitForType('yuxi.session.turn.waiting', turnId);
+    const accepted = await postEvent(session.id, { type: 'tool_result', turn_id: turnId, call_id: 'c1', success: true, output: `${'r'.repeat(LIMIT)}tail` });
+    assert.equal(accepted.status, 202, accepted.text);
+    await stream.waitForType('agent.session.turn.completed', turnId);
+    const output = (await items(session.id, turnId)).find((i) => i.type === 'function_call_output').output as string;
+    assert.equal(output, `${'r'.repeat(LIMIT)}\n[truncated: 4 more bytes]`);
+  });
+
+  it('the answers of a waitpoint response share the input text limit (413 input_text_too_large)', async () => {
+    const { id, model } = await putAgent({ tools: [{ type: 'builtin', name: 'ask_user' }] });
+    fake.script(fakeModel(model), [{ tool_calls: [{ id: 'q1', name: 'ask_user', arguments: '{"question":"Which order?"}' }] }, { text: 'Thanks.' }]);
+    const { session, stream, turnId } = await start(id, 'where is my order?');
+    const asking = await stream.waitForType('yuxi.session.turn.waiting', turnId);
+    const resume = (answer: string | string[]) =>
+      postEvent(session.id, { type: 'yuxi.session.input.resume', turn_id: turnId, waitpoint_id: asking.data.waitpoint.id, response: { type: 'answer', answers: [{ question_id: 'q1', answer }] } });
+    // 27 strings of 10,000 characters: each within its own bound, over 256 KiB together.
+    const refused = await resume(Array.from({ length: 27 }, () => 'a'.repeat(10_000)));
+    assert.equal(refused.status, 413, refused.text);
+    assert.equal(refused.body.error.code, 'input_text_too_large');
+    assert.equal(refused.body.error.details.field, 'events[0].response.answers[0].answer');
+    assert.equal((await resume('A-1042')).status, 202);
+    await stream.waitForType('agent.session.turn.completed', turnId);
+  });
+
   it('retries a rate-limited model call after its Retry-After, then succeeds', async () => {
     const { id, model } = await putAgent({});
     fake.script(fakeModel(model), [{ status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down', type: 'rate_limit_error' } } }, { text: 'finally' }]);

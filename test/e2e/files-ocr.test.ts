@@ -99,6 +99,27 @@ describe('POST /api/agent/files/{file_id}/parse: manual OCR pre-parse, user toke
     assert.equal(words(scanned.body.pages[0].text), words(SENTENCE));
   });
 
+  it('runs at most FILE_WORK_PER_PRINCIPAL (2) parses of one caller at once: the others are 429 file_work_limited with Retry-After', async () => {
+    const user = await userToken();
+    const draft = await uploadDraft(await renderSentence(SENTENCE), 'sentence.png', { token: user.token });
+    // Sent together: OCR takes far longer than the requests take to arrive, so all five overlap.
+    const results = await Promise.all(Array.from({ length: 5 }, () => parse(user, draft.id)));
+    const refused = results.filter((res) => res.status === 429);
+    assert.ok(refused.length >= 1 && refused.length <= 3, results.map((res) => res.status).join(', '));
+    assert.ok(results.every((res) => res.status === 200 || res.status === 429), results.map((res) => res.status).join(', '));
+    for (const res of refused) {
+      assert.equal(res.body.error.code, 'file_work_limited');
+      assert.equal(res.body.error.details.limit, 2);
+      assert.equal(res.headers.get('retry-after'), '2');
+    }
+    // The slots are free again once the requests are done (and each caller has slots of its own).
+    const other = await userToken();
+    const theirs = await uploadDraft('their notes\n', 'notes.txt', { token: other.token });
+    assert.equal((await parse(other, theirs.id)).status, 200);
+    const again = await parse(user, draft.id);
+    assert.equal(again.status, 200, again.text);
+  });
+
   it('refuses an image bomb within its limit: 422 image_too_large, from the header', async () => {
     const user = await userToken();
     const bomb = await uploadDraft(pngBomb(), 'bomb.png', { token: user.token });

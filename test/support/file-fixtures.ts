@@ -13,6 +13,30 @@ export function executableBytes(size = 256 * 1024): Buffer {
 }
 
 /** A one-page PDF whose text layer says `text` (ASCII), with a correct cross-reference table. */
+/** A one-page PDF whose content stream is `content` compressed with FlateDecode (a bomb when `content` is large and repetitive). */
+export function pdfWithFlateContent(content: Buffer): Buffer {
+  const packed = deflateSync(content);
+  const head = [
+    '%PDF-1.4\n',
+    '1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n',
+    '2 0 obj\n<< /Type /Pages /Kids [4 0 R] /Count 1 >>\nendobj\n',
+    '3 0 obj\n<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>\nendobj\n',
+    '4 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R /Resources << /Font << /F1 3 0 R >> >> >>\nendobj\n',
+  ];
+  // Objects 1–4 start where each part of `head` after the header does, object 5 right after them.
+  const offsets: number[] = [];
+  let length = 0;
+  for (const part of head) {
+    if (length > 0) offsets.push(length);
+    length += Buffer.byteLength(part, 'latin1');
+  }
+  offsets.push(length);
+  const stream = Buffer.concat([Buffer.from(`5 0 obj\n<< /Length ${packed.length} /Filter /FlateDecode >>\nstream\n`, 'latin1'), packed, Buffer.from('\nendstream\nendobj\n', 'latin1')]);
+  const xref = length + stream.length;
+  const table = `xref\n0 6\n0000000000 65535 f \n${offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size 6 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.concat([Buffer.from(head.join(''), 'latin1'), stream, Buffer.from(table, 'latin1')]);
+}
+
 export function pdfWithText(text: string): Buffer {
   return pdfWithPages([text]);
 }

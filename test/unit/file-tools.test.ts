@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { FileTextError, fileTextPages, PDF_MAX_PAGES, PdfTextReader } from '#libs/files';
 import { listFiles, MAX_READ_CHARS, readFile, type WorkdirFile, type WorkdirFiles } from '#libs/tools';
-import { PNG, pdfWithPages, pdfWithText } from '../support/file-fixtures.js';
+import { PNG, pdfWithFlateContent, pdfWithPages, pdfWithText } from '../support/file-fixtures.js';
 
 // The file tools' outputs over a workdir stub, and the text the files lib extracts from real bytes.
 const ID = '0123456789abcdef0123456789abcdef';
@@ -51,6 +51,20 @@ describe('PdfTextReader: bounded, off the event loop', () => {
     } finally {
       small.close();
     }
+  });
+
+  it('refuses a PDF whose compressed streams inflate past the budget, before pdf.js decodes them; reads the same text when it fits', async () => {
+    const text = Buffer.from('BT /F1 18 Tf 72 720 Td (compressed hello) Tj ET\n');
+    const bomb = pdfWithFlateContent(Buffer.concat([text, Buffer.alloc(16 * 1024 * 1024, 0x20)]));
+    assert.ok(bomb.length < 64 * 1024, `${bomb.length} bytes`);
+    const tight = new PdfTextReader({ maxInflatedBytes: 8 * 1024 * 1024 });
+    try {
+      await assert.rejects(tight.read(bomb), (error: Error) => error instanceof FileTextError && /inflate to more than 8 MiB/.test(error.message));
+      assert.deepEqual(await tight.read(pdfWithFlateContent(text)), { pages: ['compressed hello'], totalPages: 1 });
+    } finally {
+      tight.close();
+    }
+    assert.deepEqual((await pdf.read(bomb)).pages, ['compressed hello'], 'within the default budget (256 MiB) the same file is read');
   });
 
   it('gives up on a PDF that takes longer than its time limit, and starts a fresh thread for the next file', async () => {

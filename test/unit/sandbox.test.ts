@@ -20,6 +20,31 @@ describe('SandboxedThread', () => {
     assert.equal(second.reply.threadId, first.reply.threadId);
   });
 
+  it('starts the thread with an empty environment and no code generation from strings', async () => {
+    process.env.DATABASE_URL ??= 'postgres://user:secret@db/app';
+    const result = await thread.request({ text: 'probe', probe: true }, { timeoutMs: 5_000 });
+    assert.equal(result.kind, 'reply');
+    if (result.kind !== 'reply') return;
+    const probe = result.reply.probe!;
+    assert.equal(probe.databaseUrl, undefined);
+    assert.equal(probe.envKeys, 0);
+    for (const attempt of [probe.eval, probe.newFunction, probe.asyncFunction, probe.viaConstructor]) {
+      assert.match(attempt, /^EvalError: code generation from strings is disallowed/);
+    }
+    // The lock-down is the thread's own: this thread still compiles (ajv needs it).
+    assert.equal(new Function('return 2')(), 2);
+  });
+
+  it('lets a thread that asks for it keep code from strings', async () => {
+    const open = new SandboxedThread<EchoRequest, EchoReply>({ url, heapLimitMb: 32, allowCodeFromStrings: true });
+    try {
+      const result = await open.request({ text: 'probe', probe: true }, { timeoutMs: 5_000 });
+      assert.equal(result.kind === 'reply' && result.reply.probe?.newFunction, 'ran');
+    } finally {
+      open.close();
+    }
+  });
+
   it('answers timeout for a request that never finishes, and serves the next one from a fresh thread', async () => {
     const before = await thread.request({ text: 'before' }, { timeoutMs: 5_000 });
     assert.deepEqual(await thread.request({ text: 'stuck', hang: true }, { timeoutMs: 200 }), { kind: 'timeout' });

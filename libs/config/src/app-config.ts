@@ -18,6 +18,8 @@ export class AppConfig {
   readonly bodyLimit: string;
   /** Request bodies over 1 MiB one product user may have in flight at once on one api (0: no limit). */
   readonly maxConcurrentLargeBodies: number;
+  /** Bytes (UTF-8) of text per message and per submission, far below bodyLimit (which is for images). */
+  readonly maxInputTextBytes: number;
   readonly eventsReplayMaxLen: number;
   readonly eventsReplayTtlSeconds: number;
   readonly sseHeartbeatMs: number;
@@ -108,6 +110,8 @@ export class AppConfig {
   readonly fileQuotaBytes: number;
   /** One image's OCR (ocr_parse_file, the parse route): past it the engine's thread is terminated. */
   readonly ocrTimeoutMs: number;
+  /** Parse and thumbnail requests (the product's file routes) one caller may have running at once, per api process. */
+  readonly fileWorkPerPrincipal: number;
   readonly fileQuotaDrafts: number;
   /** Bytes of inline and tool images one session may store (they also count against fileQuotaBytes). */
   readonly sessionImageBytes: number;
@@ -153,6 +157,8 @@ export class AppConfig {
     // 001's bound. The 72 MiB of inline images a submission may carry are 96 MiB as base64 in JSON, plus its text.
     this.bodyLimit = env.BODY_LIMIT || '100mb';
     this.maxConcurrentLargeBodies = Math.max(0, int(env, 'MAX_CONCURRENT_LARGE_BODIES', 2));
+    // Every text byte is tokenized, stored and sent to the model again on each call of the session.
+    this.maxInputTextBytes = Math.max(1024, int(env, 'MAX_INPUT_TEXT_BYTES', 256 * 1024));
     this.eventsReplayMaxLen = int(env, 'EVENTS_REPLAY_MAXLEN', 10_000);
     this.eventsReplayTtlSeconds = int(env, 'EVENTS_REPLAY_TTL_SECONDS', 7 * 24 * 3600);
     this.sseHeartbeatMs = int(env, 'SSE_HEARTBEAT_MS', 15_000);
@@ -229,6 +235,7 @@ export class AppConfig {
     this.sessionImageBytes = Math.max(0, int(env, 'SESSION_IMAGE_BYTES', 512 * 1024 * 1024));
     this.modelRequestImageBytes = Math.max(0, int(env, 'MODEL_REQUEST_IMAGE_BYTES', 20 * 1024 * 1024));
     this.ocrTimeoutMs = Math.max(1000, int(env, 'OCR_TIMEOUT_MS', 30_000));
+    this.fileWorkPerPrincipal = Math.max(1, int(env, 'FILE_WORK_PER_PRINCIPAL', 2));
     this.modelRequestAudit = oneOf(env, 'MODEL_REQUEST_AUDIT', ['off', 'on'], 'off') === 'on';
     this.secretsKey = env.SECRETS_KEY || undefined;
     if (this.secretsKey !== undefined && this.secretsKey.length < 32) throw new Error('SECRETS_KEY must be at least 32 characters (e.g. openssl rand -hex 32)');

@@ -81,6 +81,13 @@ export const ERROR_CODES = {
     description: 'The `If-Match` revision is not the session\'s current one (`details.revision`): it changed since you read it. Read it again and reapply your change.',
   },
   payload_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The request body exceeds the configured limit.' },
+  input_text_too_large: {
+    status: 413,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The text of the submission (its messages\' text parts together, or a waitpoint response\'s answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files.',
+  },
   file_too_large: { status: 413, type: 'invalid_request', retryable: false, description: 'The uploaded file exceeds 5 MiB (`details.limit_bytes`).' },
   file_quota_exceeded: {
     status: 413,
@@ -196,6 +203,13 @@ export const ERROR_CODES = {
     retryable: true,
     description:
       'The user already has MAX_CONCURRENT_LARGE_BODIES request bodies over 1 MiB in flight (session creates, event submissions, uploads); this one was refused before its body was read. Retry after `Retry-After` seconds, once one of them is answered.',
+  },
+  file_work_limited: {
+    status: 429,
+    type: 'invalid_request',
+    retryable: true,
+    description:
+      'The caller already has FILE_WORK_PER_PRINCIPAL parse or thumbnail requests running (`details.limit`, 2 by default): each decodes a PDF or an image, so one caller\'s burst is bounded; retry after `Retry-After` seconds.',
   },
   internal_error: { status: 500, type: 'internal', retryable: true, description: 'An unexpected server error; the request id identifies it in the logs.' },
   service_unavailable: { status: 503, type: 'unavailable', retryable: true, description: 'A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one).' },

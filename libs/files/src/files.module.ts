@@ -17,6 +17,7 @@ import { PdfTextReader } from './text/pdf-text.js';
 import { FileParser } from './ocr/file-parser.js';
 import { OcrReader } from './ocr/ocr-text.js';
 import { CreateThumbnail, ParseDraftFile } from './use-cases/ocr-routes.use-case.js';
+import { PrincipalWorkLimit } from './use-cases/principal-work-limit.js';
 
 /**
  * The readers: each a worker thread started on its first file only (the OCR engine, tesseract.js,
@@ -34,7 +35,10 @@ const SESSION_FILES = [InlineImagesRepository, StoreInlineImages, ResolveSession
 /** Files and their storage, shared by the api (uploads, drafts, attachments) and the worker (preparation, tools, the sweep). */
 @Module({
   imports: [TypeOrmModule.forFeature([FileEntity])],
-  providers: [...READERS, ParseDraftFile, CreateThumbnail, FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles, ...SESSION_FILES],
+  providers: [
+    ...READERS,
+    { provide: PrincipalWorkLimit, inject: [AppConfig], useFactory: (config: AppConfig) => new PrincipalWorkLimit(config.fileWorkPerPrincipal) },
+    ParseDraftFile, CreateThumbnail, FilesRepository, fileStorageProvider, UploadFile, GetFile, DeleteFile, FilesSweep, SessionFiles, ...SESSION_FILES],
   exports: [FilesRepository, FILE_STORAGE, UploadFile, GetFile, DeleteFile, ParseDraftFile, CreateThumbnail, FilesSweep, SessionFiles, ...SESSION_FILES],
 })
 export class FilesModule {}

@@ -18,5 +18,5 @@ export { type ChatCompletionBody, chatCompletionBody, OpenAiProvider } from './o
 export { classifyProviderError, retryAfterMs, type ClassifyOptions } from './provider-errors.js';
 export { retryDelayMs, streamWithRetries, type RetryDelayOptions, type StreamRetryOptions } from './retry-policy.js';
 export { ScriptedProvider } from './scripted.provider.js';
-export { ASK_TOOL, parseScript, type Script, type ScriptStep } from './scripted-script.js';
+export { ASK_TOOL, parseScript, type Script, scriptedSummary, type ScriptStep } from './scripted-script.js';
 export { countTokens, countTokensIfLoaded, defaultWindowTokens, IMAGE_TOKENS, imageTokens, loadTokenizer, modelImageSize, MESSAGE_OVERHEAD_TOKENS, SCRIPTED_WINDOW_TOKENS } from './tokens.js';

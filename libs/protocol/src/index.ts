@@ -13,7 +13,7 @@ export {
 } from './dto/session.dto.js';
 export { CompactEventDto, MessageEventDto, MessageEventYuxiDto, PROTOCOL_EVENT_TYPES, SubmitEventsDto } from './dto/submit-event.dto.js';
 export { type InlineImageBatch, InlineImages } from './inline-images.js';
-export { MAX_IMAGE_BYTES_TOTAL, messageText, parseAgentInput } from './input-parser.js';
+export { checkInputText, cutText, MAX_IMAGE_BYTES_TOTAL, messageText, parseAgentInput } from './input-parser.js';
 export { ProtocolModule } from './protocol.module.js';
 export { SessionQueriesService } from './session-queries.service.js';
 export { OperatorSessionQueries } from './operator-session-queries.js';

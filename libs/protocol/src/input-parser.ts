@@ -1,4 +1,5 @@
 import { MAX_IMAGE_BYTES_TOTAL, MAX_IMAGES_PER_MESSAGE } from '#libs/files';
+import { DomainError } from '#libs/errors';
 import type { InputContentBlock, InputMessage } from '#libs/inputs';
 
 export { MAX_IMAGE_BYTES_TOTAL, MAX_IMAGES_PER_MESSAGE };
@@ -128,4 +129,47 @@ function base64Length(payload: string): number {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Refuses a submission whose text (its messages' text parts together, UTF-8 bytes) exceeds the
+ * deployment's MAX_INPUT_TEXT_BYTES, naming the part where the sum passed it (`input[1].content[0].text`
+ * under `prefix`). Text is tokenized, stored and sent to the model again on every call of the
+ * session; the body limit is sized for images, so text has a bound of its own.
+ */
+export function checkInputText(raw: unknown, messages: readonly InputMessage[], limitBytes: number, prefix: string): void {
+  checkTextParts(
+    messages.flatMap((message, m) =>
+      message.content.flatMap((block, b): [string, string][] => {
+        if (block.type !== 'input_text') return [];
+        const rawContent = Array.isArray(raw) ? (raw[m] as { content?: unknown } | undefined)?.content : undefined;
+        return [[typeof raw === 'string' ? prefix : typeof rawContent === 'string' ? `${prefix}[${m}].content` : `${prefix}[${m}].content[${b}].text`, block.text]];
+      }),
+    ),
+    limitBytes,
+  );
+}
+
+/** The same bound over any submission's texts, given as [field, text] in order. */
+export function checkTextParts(parts: readonly (readonly [string, string])[], limitBytes: number): void {
+  let total = 0;
+  for (const [field, text] of parts) {
+    total += Buffer.byteLength(text, 'utf8');
+    if (total <= limitBytes) continue;
+    throw new DomainError('input_text_too_large', `${field}: the text of a submission is limited to ${limitBytes} bytes (MAX_INPUT_TEXT_BYTES); send long documents as files`, {
+      field,
+      limit_bytes: limitBytes,
+    });
+  }
+}
+
+/**
+ * A text cut to at most `limitBytes` UTF-8 bytes (at a character boundary) plus a line saying how
+ * much was cut, or the text itself when it fits.
+ */
+export function cutText(text: string, limitBytes: number): string {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes <= limitBytes) return text;
+  const head = Buffer.from(text, 'utf8').subarray(0, limitBytes).toString('utf8').replace(/\uFFFD$/, '');
+  return `${head}\n[truncated: ${bytes - Buffer.byteLength(head, 'utf8')} more bytes]`;
 }

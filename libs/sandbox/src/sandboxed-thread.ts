@@ -15,6 +15,11 @@ export interface SandboxOptions {
    * failures still reach the caller as replies or errors.
    */
   discardOutput?: boolean;
+  /**
+   * Leave `eval`, `Function` and the other constructors of code from strings working in the thread
+   * (off by default: a parser thread reads hostile input and compiles nothing from strings).
+   */
+  allowCodeFromStrings?: boolean;
 }
 
 export interface SandboxRequestOptions {
@@ -136,8 +141,14 @@ export class SandboxedThread<Request extends { id: number }, Reply extends { id:
   private start(): Promise<Worker> {
     if (this.booting) return this.booting;
     const quiet = this.options.discardOutput === true;
-    const worker = new Worker(this.options.url, {
-      resourceLimits: { maxOldGenerationSizeMb: this.options.heapLimitMb },
+    const script = this.options.allowCodeFromStrings === true ? '' : FORBID_CODE_FROM_STRINGS;
+    // An eval'd bootstrap that imports the real script: the lock-down runs before any of its code.
+    const worker = new Worker(`${script}import(${JSON.stringify(this.options.url.href)});`, {
+      eval: true,
+      resourceLimits: threadLimits(this.options.heapLimitMb),
+      // An empty environment: nothing a hostile input reaches in the thread can read SECRETS_KEY,
+      // DATABASE_URL or a provider's key (process.env is the thread's own copy, empty).
+      env: {},
       stdout: quiet,
       stderr: quiet,
     });
@@ -171,3 +182,41 @@ export class SandboxedThread<Request extends { id: number }, Reply extends { id:
     return this.booting;
   }
 }
+
+/**
+ * The thread's V8 limits: the old generation (`heapLimitMb`), and the young generation and code
+ * range too, which are otherwise sized from the machine's memory and are not counted in the old
+ * generation. Memory outside the JS heap (ArrayBuffers, WebAssembly) is bounded by what the thread
+ * is given to decode (pixel limits, page and character limits), not here.
+ */
+export function threadLimits(heapLimitMb: number): { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number; codeRangeSizeMb: number } {
+  return { maxOldGenerationSizeMb: heapLimitMb, maxYoungGenerationSizeMb: Math.min(32, Math.max(4, Math.floor(heapLimitMb / 4))), codeRangeSizeMb: 64 };
+}
+
+/**
+ * What runs in a thread before its script: code from strings (`eval`, `new Function` and the
+ * async and generator function constructors) throws. V8's own switch for this
+ * (--disallow-code-generation-from-strings) is process-wide and refused in a Worker's execArgv, and
+ * the api's ajv compiles validators with `new Function`, so the thread locks its own globals
+ * instead: every way to reach these constructors (the globals and each function prototype's
+ * `constructor`) is replaced and non-configurable. WebAssembly (tesseract) is unaffected.
+ */
+const FORBID_CODE_FROM_STRINGS = `{
+  const refuse = () => { throw new EvalError('code generation from strings is disallowed in this thread'); };
+  const kinds = [function () {}, async function () {}, function* () {}, async function* () {}].map((f) => Object.getPrototypeOf(f));
+  for (const prototype of kinds) {
+    const blocked = function () { refuse(); };
+    blocked.prototype = prototype;
+    // An accessor, so that code assigning its own functions a \`constructor\` (pdf.js does) still can.
+    Object.defineProperty(prototype, 'constructor', {
+      get: () => blocked,
+      set(value) {
+        if (this !== prototype) Object.defineProperty(this, 'constructor', { value, writable: true, configurable: true, enumerable: true });
+      },
+      configurable: false,
+    });
+    if (prototype === Function.prototype) Object.defineProperty(globalThis, 'Function', { value: blocked, writable: false, configurable: false, enumerable: false });
+  }
+  Object.defineProperty(globalThis, 'eval', { value: function eval() { refuse(); }, writable: false, configurable: false, enumerable: false });
+}
+`;

@@ -47,3 +47,4 @@ export {
   elicitationResult,
   elicitationUrlProblem,
 } from './mcp/elicitation.js';
+export { LinearSchemaValidator } from './schema-cache.js';

@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import { AppConfig } from '#libs/config';
 import { raceAbort } from './abort.js';
@@ -11,6 +10,7 @@ import { CallDeadline } from './mcp/call-deadline.js';
 import { sanitiseRemoteText, unavailableReason } from './mcp/remote-errors.js';
 import { McpSessionPool } from './mcp/session-pool.js';
 import type { McpToolDeclaration, ToolCallContext, ToolOutcome } from './tool.types.js';
+import { LinearSchemaValidator } from './schema-cache.js';
 
 export interface McpToolInfo {
   name: string;
@@ -35,7 +35,7 @@ const CALL_ERROR_CODES = new Set<number>([ErrorCode.InvalidParams, ErrorCode.Met
 @Injectable()
 export class McpConnector {
   private readonly lists = new Map<string, { expires: number; tools: Promise<McpToolInfo[]> }>();
-  private readonly validator = new AjvJsonSchemaValidator();
+  private readonly validator = new LinearSchemaValidator();
   private readonly logger = new Logger(McpConnector.name);
 
   constructor(

@@ -90,6 +90,7 @@ export class AdminSessionsController {
     'state_conflict',
     'waitpoint_stale',
     'payload_too_large',
+    'input_text_too_large',
     'rate_limited',
   )
   async submit(

@@ -30,7 +30,7 @@ export class AgentFilesController {
   })
   @ApiParam({ name: 'file_id', description: 'A draft of the caller (32 hexadecimal characters).', schema: { type: 'string', pattern: '^[0-9a-f]{32}$' } })
   @ApiOkResponse({ type: ParsedFileDto, description: 'The text, page by page.', example: PARSED_FILE_EXAMPLE })
-  @ApiErrors('user_token_required', 'not_found', 'file_already_bound', 'image_too_large', 'file_unreadable')
+  @ApiErrors('user_token_required', 'not_found', 'file_already_bound', 'image_too_large', 'file_unreadable', 'file_work_limited')
   parse(@CurrentPrincipal() principal: Principal, @Param('file_id') fileId: string): Promise<ParsedFileDto> {
     return this.parseDraftFile.execute(principal, fileId);
   }
@@ -44,7 +44,7 @@ export class AgentFilesController {
   })
   @ApiBody({ type: CreateThumbnailDto, examples: { thumbnail: { value: THUMBNAIL_REQUEST_EXAMPLE } } })
   @ApiOkResponse({ type: ThumbnailDto, description: 'The thumbnail.', example: THUMBNAIL_EXAMPLE })
-  @ApiErrors('user_token_required', 'validation_failed', 'invalid_json', 'not_found', 'file_already_bound', 'file_type_not_allowed', 'image_too_large', 'file_unreadable')
+  @ApiErrors('user_token_required', 'validation_failed', 'invalid_json', 'not_found', 'file_already_bound', 'file_type_not_allowed', 'image_too_large', 'file_unreadable', 'file_work_limited')
   thumbnail(@CurrentPrincipal() principal: Principal, @Body() body: CreateThumbnailDto): Promise<ThumbnailDto> {
     return this.createThumbnail.execute(principal, body);
   }

@@ -3,6 +3,7 @@ import { SandboxedThread } from '#libs/sandbox';
 import { FileTextError } from './file-text-error.js';
 import type { PageScan, PdfTextReply, PdfTextRequest } from './pdf-text.worker.js';
 import { readerWait } from './reader-wait.js';
+import { PDF_MAX_INFLATED_BYTES } from './inflate-budget.js';
 
 export { FileTextError };
 
@@ -39,6 +40,8 @@ export interface PdfTextLimits {
   queueWaitMs?: number;
   maxPages?: number;
   maxChars?: number;
+  /** What a file's compressed streams may inflate to together (PDF_MAX_INFLATED_BYTES). */
+  maxInflatedBytes?: number;
 }
 
 /**
@@ -54,12 +57,14 @@ export class PdfTextReader implements OnModuleDestroy {
   private readonly queueWaitMs: number;
   private readonly maxPages: number;
   private readonly maxChars: number;
+  private readonly maxInflatedBytes: number;
 
   constructor(limits: PdfTextLimits = {}) {
     this.timeoutMs = limits.timeoutMs ?? PDF_TEXT_TIMEOUT_MS;
     this.queueWaitMs = limits.queueWaitMs ?? PDF_QUEUE_WAIT_MS;
     this.maxPages = limits.maxPages ?? PDF_MAX_PAGES;
     this.maxChars = limits.maxChars ?? PDF_MAX_CHARS;
+    this.maxInflatedBytes = limits.maxInflatedBytes ?? PDF_MAX_INFLATED_BYTES;
   }
 
   /**
@@ -77,7 +82,7 @@ export class PdfTextReader implements OnModuleDestroy {
     let result;
     try {
       result = await this.thread.request(
-        { bytes: copy, maxPages: this.maxPages, maxChars: this.maxChars, scans },
+        { bytes: copy, maxPages: this.maxPages, maxChars: this.maxChars, scans, maxInflatedBytes: this.maxInflatedBytes },
         { timeoutMs: this.timeoutMs, wait: wait.signal, transfer: [copy.buffer] },
       );
     } finally {

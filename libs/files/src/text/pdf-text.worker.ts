@@ -3,6 +3,8 @@
 // lease renewals, heartbeats and every other turn it runs).
 import { parentPort } from 'node:worker_threads';
 import { extractImages, getDocumentProxy } from 'unpdf';
+import { MAX_IMAGE_PIXELS } from '../ocr/image-pixels.js';
+import { inflatedBudgetError } from './inflate-budget.js';
 
 export interface PdfTextRequest {
   id: number;
@@ -11,6 +13,8 @@ export interface PdfTextRequest {
   maxChars: number;
   /** For OCR: the largest image of each page without a text layer (a scanned page), at most `maxPages` of them. */
   scans?: { maxPages: number; maxPixels: number };
+  /** What the file's Flate streams may inflate to together (inflate-budget.ts). */
+  maxInflatedBytes: number;
 }
 /** A scanned page's largest image, as raw pixels; `refused` when it has more pixels than allowed (not copied out). */
 export type PageScan = { page: number; width: number; height: number; channels: 1 | 3 | 4; data?: Uint8Array; refused?: boolean };
@@ -50,11 +54,15 @@ async function pageScan(document: Awaited<ReturnType<typeof getDocumentProxy>>, 
 }
 
 /** Page by page, from the first, until `maxPages` pages or `maxChars` characters were read. */
-async function extract({ bytes, maxPages, maxChars, scans: scanLimits }: PdfTextRequest): Promise<{ pages: string[]; totalPages: number; scans?: PageScan[] }> {
+async function extract({ bytes, maxPages, maxChars, scans: scanLimits, maxInflatedBytes }: PdfTextRequest): Promise<{ pages: string[]; totalPages: number; scans?: PageScan[] }> {
+  const bomb = inflatedBudgetError(bytes, maxInflatedBytes);
+  if (bomb) throw new Error(bomb);
   // verbosity 0: errors only (pdf.js would print its warnings about a damaged file to the process's output).
   // maxImageSize: pdf.js skips, undecoded, an image declaring more pixels (decoded pixels are
   // ArrayBuffers, outside the heap limit: a PDF image bomb must never be decoded at all).
-  const document = await getDocumentProxy(bytes, { verbosity: 0, ...(scanLimits ? { maxImageSize: scanLimits.maxPixels } : {}) });
+  // Always, text reads included (pdf.js decodes an image for more than painting it). isEvalSupported:
+  // false, as the thread forbids code from strings anyway (pdf.js would compile font programs).
+  const document = await getDocumentProxy(bytes, { verbosity: 0, isEvalSupported: false, maxImageSize: scanLimits?.maxPixels ?? MAX_IMAGE_PIXELS });
   try {
     const pages: string[] = [];
     let chars = 0;

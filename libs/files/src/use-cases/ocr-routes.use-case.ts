@@ -8,6 +8,7 @@ import { ImageTooLargeError, thumbnail } from '../ocr/image-pixels.js';
 import { type CreateThumbnailDto, type ParsedFileDto, THUMBNAIL_DEFAULT_SIDE, type ThumbnailDto } from '../ocr/ocr.dto.js';
 import { FILE_STORAGE, type FileStorage } from '../storage/file-storage.js';
 import { FileTextError } from '../text/pdf-text.js';
+import { PrincipalWorkLimit } from './principal-work-limit.js';
 
 /**
  * The caller's draft and its bytes, for the product's private routes (user tokens only). An
@@ -41,9 +42,15 @@ export class ParseDraftFile {
     private readonly files: FilesRepository,
     @Inject(FILE_STORAGE) private readonly storage: FileStorage,
     private readonly parser: FileParser,
+    private readonly limit: PrincipalWorkLimit,
   ) {}
 
-  async execute(principal: Principal, fileId: string, signal?: AbortSignal): Promise<ParsedFileDto> {
+  execute(principal: Principal, fileId: string, signal?: AbortSignal): Promise<ParsedFileDto> {
+    assertUserToken(principal);
+    return this.limit.run(principal.userId, () => this.parse(principal, fileId, signal));
+  }
+
+  private async parse(principal: Principal, fileId: string, signal?: AbortSignal): Promise<ParsedFileDto> {
     const { file, bytes } = await ownedDraft(this.files, this.storage, principal, fileId);
     const parsed = await this.parser.parse(bytes, file.mimeType, signal).catch((error: unknown) => {
       throw parseError(error);
@@ -67,9 +74,15 @@ export class CreateThumbnail {
   constructor(
     private readonly files: FilesRepository,
     @Inject(FILE_STORAGE) private readonly storage: FileStorage,
+    private readonly limit: PrincipalWorkLimit,
   ) {}
 
-  async execute(principal: Principal, dto: CreateThumbnailDto): Promise<ThumbnailDto> {
+  execute(principal: Principal, dto: CreateThumbnailDto): Promise<ThumbnailDto> {
+    assertUserToken(principal);
+    return this.limit.run(principal.userId, () => this.make(principal, dto));
+  }
+
+  private async make(principal: Principal, dto: CreateThumbnailDto): Promise<ThumbnailDto> {
     const { file, bytes } = await ownedDraft(this.files, this.storage, principal, dto.file_id);
     if (!IMAGE_TYPES.has(file.mimeType)) {
       throw new DomainError('file_type_not_allowed', `File ${file.id} is ${file.mimeType}, not an image (PNG, JPEG, GIF or WebP)`, { detected_type: file.mimeType });

@@ -53,7 +53,7 @@ export class ToolResultEventDto {
   @ApiProperty({ minLength: 1, maxLength: 64 }) @IsString() @Length(1, 64) turn_id!: string;
   @ApiProperty({ minLength: 1, maxLength: 128 }) @IsString() @Length(1, 128) call_id!: string;
   @ApiProperty({ description: 'false: the call failed; the output says why.' }) @IsBoolean() success!: boolean;
-  @ApiProperty({ maxLength: 1048576, description: 'What the model gets as the call\'s output (often a JSON string).' })
+  @ApiProperty({ maxLength: 1048576, description: 'What the model gets as the call\'s output (often a JSON string). Past MAX_INPUT_TEXT_BYTES (UTF-8 bytes) it is stored cut, ending with a line that says how much was cut.' })
   @IsString()
   @MaxLength(1_048_576)
   output!: string;

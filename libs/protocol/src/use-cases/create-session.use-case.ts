@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AgentsService, assertApprovalMode, assertModelOverride } from '#libs/agents';
+import { AppConfig } from '#libs/config';
 import { agentViewerOf, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
@@ -12,7 +13,7 @@ import { ProjectsRepository, SessionsRepository } from '#libs/sessions';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
 import { frozenInputConfig } from '#libs/lifecycle';
 import { InlineImages } from '../inline-images.js';
-import { parseAgentInput } from '../input-parser.js';
+import { checkInputText, parseAgentInput } from '../input-parser.js';
 import { toSessionDto } from '#libs/lifecycle';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
@@ -30,11 +31,13 @@ export class CreateSession {
     private readonly models: ModelRegistry,
     private readonly files: FilesRepository,
     private readonly inlineImages: InlineImages,
+    private readonly config: AppConfig,
   ) {}
 
   async execute(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
     const key = IdempotencyService.requireKey(rawKey);
     const messages = dto.input === undefined ? null : parseAgentInput(dto.input).messages;
+    if (messages) checkInputText(dto.input, messages, this.config.maxInputTextBytes, 'input');
     if (!messages && (dto.stream === true || dto.yuxi?.attachment_file_ids !== undefined)) {
       throw DomainError.validation([{ field: 'input', errors: ['stream=true and attachment_file_ids require a non-empty input'] }]);
     }

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { assertApprovalMode, assertModelOverride } from '#libs/agents';
+import { AppConfig } from '#libs/config';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { IdempotencyService, type IdempotentResponse, type InputMessage } from '#libs/inputs';
@@ -9,7 +10,7 @@ import { RunSignals } from '#libs/queue';
 import type { MessageEventDto } from '../dto/submit-event.dto.js';
 import { frozenInputConfig } from '#libs/lifecycle';
 import { InlineImages } from '../inline-images.js';
-import { parseAgentInput } from '../input-parser.js';
+import { checkInputText, parseAgentInput } from '../input-parser.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
 /**
@@ -27,6 +28,7 @@ export class SubmitMessage {
     private readonly models: ModelRegistry,
     private readonly signals: RunSignals,
     private readonly inlineImages: InlineImages,
+    private readonly config: AppConfig,
   ) {}
 
   async execute(principal: Principal, sessionId: string, event: MessageEventDto, key: string): Promise<IdempotentResponse> {
@@ -40,6 +42,7 @@ export class SubmitMessage {
     }
     const modelOverride = event.yuxi?.model === undefined ? undefined : this.models.validate(event.yuxi.model);
     const messages: InputMessage[] = parseAgentInput(event.input).messages;
+    checkInputText(event.input, messages, this.config.maxInputTextBytes, 'events[0].input');
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
     const images = await this.inlineImages.decode({ ownerId: principal.userId, sessionId }, messages, 'events[0].input');
 

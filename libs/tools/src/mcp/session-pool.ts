@@ -11,6 +11,7 @@ import type { CallDeadline } from './call-deadline.js';
 import { elicitationUrlProblem } from './elicitation.js';
 import { McpHeaderBox } from './header-box.js';
 import { McpOutbound } from './outbound.js';
+import { LinearSchemaValidator } from '../schema-cache.js';
 
 const CLIENT_INFO = { name: 'yuxi-agents-worker', version: '1.0.0' };
 /** How long ending a session waits for a cancelled call's notice to be posted, and for the DELETE. */
@@ -176,6 +177,8 @@ export class McpSessionPool implements OnApplicationShutdown {
     const client = new Client(CLIENT_INFO, {
       // Sampling only where the declaration says so: otherwise the server is not offered the model.
       capabilities: { ...(decl.sampling === true ? { sampling: {} } : {}), elicitation: { form: {}, url: {} } },
+      // Output schemas come from the server: their patterns run on the linear engine.
+      jsonSchemaValidator: new LinearSchemaValidator(),
       listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => this.listChanged.forEach((listener) => listener(key)) } },
     });
     const session = new McpSession(key, client, transport);
