@@ -936,6 +936,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/users/{user_id}/suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Suspend a user
+         * @description Refuses every API key and user token of a product user from their next request on, on every api replica (401 `user_suspended`; the answer comes once every replica dropped the user's cached keys). Keys bound to an app are the user's too, so the app's end users are refused with them. Nothing is deleted: sessions, files and keys stay, and `reactivate` makes every unrevoked, unexpired key work again. In the audit trail (`user.suspended`). Suspending a suspended user changes nothing. An app end user (422), the caller themselves (422) and the bootstrap user (422) cannot be suspended. Administrators only.
+         */
+        post: operations["suspendUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/users/{user_id}/reactivate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reactivate a suspended user
+         * @description Ends a suspension: the user's unrevoked, unexpired keys and their user tokens work again from the next request. In the audit trail (`user.reactivated`). Reactivating an active user changes nothing. Administrators only.
+         */
+        post: operations["reactivateUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me": {
         parameters: {
             query?: never;
@@ -1122,7 +1162,7 @@ export interface components {
     schemas: {
         SessionAgentOverrideDto: {
             /**
-             * @description Model override, `provider:model`.
+             * @description Model override, `provider:model`. Who may switch the model: the deployment allows only the models of its MODEL_ALLOWLIST (empty: every model of a known provider). Within it, the agent's managers (its owner; administrators for every agent, public ones included) may switch to any model; other callers only to a model of the agent's `allowed_models` (none when it is null), or keep the agent's own. Anything else is 422 `model_not_allowed`.
              * @example scripted:echo
              */
             model?: string;
@@ -1159,7 +1199,10 @@ export interface components {
              */
             project_id?: string;
             agent?: components["schemas"]["SessionAgentOverrideDto"];
-            /** @enum {string} */
+            /**
+             * @description The session's approval mode (default: the agent's). With `tool_approval_pinned`, callers who do not manage the agent (its owner; administrators for every agent) may raise the approval mode above the agent's `tool_approval_mode` (`always_trust` < `default` < `always_ask`) at session create, on a session update or per message, never lower it (422 `tool_approval_pinned`), and their `approve_session` decisions approve the one call only. Not pinned: every caller sets the modes as before.
+             * @enum {string}
+             */
             tool_approval_mode?: "default" | "always_ask" | "always_trust";
             /** @description Initial input: a string or up to 20 ordered user messages. Omit for an empty session. */
             input?: string | {
@@ -1336,7 +1379,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "file_too_large" | "file_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "not_implemented" | "rate_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -1369,7 +1412,7 @@ export interface components {
             allow?: string[];
             /** @description `unknown_event_type`: the event types of the protocol. */
             allowed?: string[];
-            /** @description `rate_limited`: seconds to wait (also in the `Retry-After` header). */
+            /** @description `rate_limited`, `authentication_throttled`, `too_many_large_bodies`: seconds to wait (also in the `Retry-After` header). */
             retry_after?: number;
             /** @description `idempotency_conflict`: the key that was already used with a different intent. */
             idempotency_key?: string;
@@ -1402,10 +1445,14 @@ export interface components {
             file_id?: string;
             /** @description `file_too_large`: the largest file accepted, in bytes. */
             limit_bytes?: number;
-            /** @description `file_quota_exceeded`: the bytes the caller's files take now (drafts and attachments, not counting this upload). */
+            /** @description `api_key_limit`: the most live API keys one user may hold (MAX_KEYS_PER_USER). */
+            limit?: number;
+            /** @description `file_quota_exceeded`: the bytes the caller's account stores now (uploads, inline and tool images, not counting this request's); `session_image_quota_exceeded`: the bytes of the session's images now. */
             used_bytes?: number;
-            /** @description `file_quota_exceeded`: the caller's storage quota in bytes (FILE_QUOTA_BYTES). */
+            /** @description `file_quota_exceeded`: the account's storage quota in bytes (FILE_QUOTA_BYTES); `session_image_quota_exceeded`: SESSION_IMAGE_BYTES. */
             quota_bytes?: number;
+            /** @description `too_many_large_bodies`: how many request bodies over 1 MiB a user may have in flight at once (MAX_CONCURRENT_LARGE_BODIES). */
+            max_in_flight?: number;
             /** @description `file_quota_exceeded`: the caller's drafts now (uploads not attached yet). */
             drafts?: number;
             /** @description `file_quota_exceeded`: how many drafts the caller may hold (FILE_QUOTA_DRAFTS). */
@@ -1453,7 +1500,7 @@ export interface components {
             /** @description Mark read (false) or unread (true); does not change the work status. */
             unread?: boolean;
             /**
-             * @description Default for inputs received after this update.
+             * @description Default for inputs received after this update. With `tool_approval_pinned`, callers who do not manage the agent (its owner; administrators for every agent) may raise the approval mode above the agent's `tool_approval_mode` (`always_trust` < `default` < `always_ask`) at session create, on a session update or per message, never lower it (422 `tool_approval_pinned`), and their `approve_session` decisions approve the one call only. Not pinned: every caller sets the modes as before.
              * @enum {string}
              */
             tool_approval_mode?: "default" | "always_ask" | "always_trust";
@@ -1473,7 +1520,7 @@ export interface components {
             };
         };
         UpdateSessionDto: {
-            /** @description `agent.model` applies to inputs received after this update. */
+            /** @description `agent.model` applies to inputs received after this update. Who may switch the model: the deployment allows only the models of its MODEL_ALLOWLIST (empty: every model of a known provider). Within it, the agent's managers (its owner; administrators for every agent, public ones included) may switch to any model; other callers only to a model of the agent's `allowed_models` (none when it is null), or keep the agent's own. Anything else is 422 `model_not_allowed`. */
             agent?: components["schemas"]["SessionAgentOverrideDto"];
             yuxi?: components["schemas"]["UpdateSessionYuxiDto"];
         };
@@ -2353,6 +2400,13 @@ export interface components {
         AgentYuxiDto: {
             /** @enum {string} */
             tool_approval_mode: "default" | "always_ask" | "always_trust";
+            /** @description true: the approval mode is pinned. With `tool_approval_pinned`, callers who do not manage the agent (its owner; administrators for every agent) may raise the approval mode above the agent's `tool_approval_mode` (`always_trust` < `default` < `always_ask`) at session create, on a session update or per message, never lower it (422 `tool_approval_pinned`), and their `approve_session` decisions approve the one call only. Not pinned: every caller sets the modes as before. */
+            tool_approval_pinned: boolean;
+            /**
+             * @description Models callers who do not manage the agent may switch to; null: none. Who may switch the model: the deployment allows only the models of its MODEL_ALLOWLIST (empty: every model of a known provider). Within it, the agent's managers (its owner; administrators for every agent, public ones included) may switch to any model; other callers only to a model of the agent's `allowed_models` (none when it is null), or keep the agent's own. Anything else is 422 `model_not_allowed`.
+             * @example null
+             */
+            allowed_models: string[] | null;
             /** @description true: an agent of the deployment, owned by no user: the built-in `default-chatbot`, those declared in AGENTS_FILE, and those administrators save as `public`. Every caller sees it; only administrators change it. false: a user's own private agent. (It goes with `visibility`: `public` is always a system agent.) */
             system: boolean;
             /** @enum {string} */
@@ -2421,6 +2475,18 @@ export interface components {
              * @enum {string}
              */
             tool_approval_mode: "default" | "always_ask" | "always_trust";
+            /**
+             * @description Models (`provider:model`) callers who do not manage the agent may switch to; omitted or null: none. Who may switch the model: the deployment allows only the models of its MODEL_ALLOWLIST (empty: every model of a known provider). Within it, the agent's managers (its owner; administrators for every agent, public ones included) may switch to any model; other callers only to a model of the agent's `allowed_models` (none when it is null), or keep the agent's own. Anything else is 422 `model_not_allowed`.
+             * @example [
+             *       "openai:gpt-4o-mini"
+             *     ]
+             */
+            allowed_models?: string[] | null;
+            /**
+             * @description With `tool_approval_pinned`, callers who do not manage the agent (its owner; administrators for every agent) may raise the approval mode above the agent's `tool_approval_mode` (`always_trust` < `default` < `always_ask`) at session create, on a session update or per message, never lower it (422 `tool_approval_pinned`), and their `approve_session` decisions approve the one call only. Not pinned: every caller sets the modes as before.
+             * @default false
+             */
+            tool_approval_pinned: boolean;
             /** @description Any subset; the rest take defaults. */
             limits?: components["schemas"]["AgentLimitsInputDto"];
             /** @description Context window and compaction policy (PROTOCOL.md "Context and compaction"). */
@@ -2448,6 +2514,10 @@ export interface components {
             tools: (components["schemas"]["FunctionToolDto"] | components["schemas"]["BuiltinToolDto"] | components["schemas"]["McpToolDto"])[];
             /** @enum {string} */
             tool_approval_mode: "default" | "always_ask" | "always_trust";
+            /** @description Models callers who do not manage the agent may switch to; null: none. */
+            allowed_models: string[] | null;
+            /** @description Callers who do not manage the agent may raise the approval mode, never lower it. */
+            tool_approval_pinned: boolean;
             /** @description The limits the definition sets (the rest took their defaults). */
             limits: components["schemas"]["AgentLimitsInputDto"];
             context: components["schemas"]["AgentContextDto"];
@@ -2544,7 +2614,10 @@ export interface components {
              * @example alice
              */
             user_subject?: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the key stops working; omitted: never. A key created with a user token (JWT) expires within USER_TOKEN_KEY_MAX_TTL_S (default 30 days) whatever is asked: a later or omitted `expires_at` is brought to that bound (the answer's `expires_at` says which).
+             */
             expires_at?: string;
             /** @description Requests per minute (default RATE_LIMIT_PER_MINUTE). */
             rate_limit_per_minute?: number;
@@ -2629,7 +2702,7 @@ export interface components {
              * @description `user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner's session through the admin route (`details.event_type`, `details.owner_id`); `session.cancel_requested`: an operator asked a session's active turn to cancel through bulk cancel (`details.idempotency_key` names the call); `session.model_requests_read`: an administrator read a page of a run's exact model requests (`details.run_id`, `details.owner_id`, `details.step_ids`: the requests the page showed); `webhook_endpoint.secret_rotated`: an owner rotated an endpoint's signing secret; `webhook_endpoint.disabled`: deliveries disabled an endpoint (`details.reason` gone: it answered 410, failing: it failed for WEBHOOK_DISABLE_AFTER_S; `details.owner_id`, `details.status_code`); `webhook_endpoint.recovered`: an endpoint that was failing took a delivery again (`details.owner_id`).
              * @enum {string}
              */
-            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "session.operator_event" | "session.cancel_requested" | "session.model_requests_read" | "secret.created" | "secret.replaced" | "secret.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.recovered";
+            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "user.suspended" | "user.reactivated" | "session.operator_event" | "session.cancel_requested" | "session.model_requests_read" | "secret.created" | "secret.replaced" | "secret.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.recovered";
             /** @description The user who acted (null: the deployment itself, e.g. AGENTS_FILE). */
             actor_id: string | null;
             /** @description The API key used (null for a user token). */
@@ -2685,6 +2758,8 @@ export interface components {
             role: "admin" | "operator" | "viewer" | null;
             /** @description `role` is `admin`: a deployment administrator (never an end user). */
             is_admin: boolean;
+            /** @description Unix seconds since an administrator suspended the user (every key and token of theirs is refused with 401 `user_suspended`); null: active. */
+            suspended_at: number | null;
             /** @description Unix seconds. */
             created_at: number;
         };
@@ -3182,10 +3257,10 @@ export interface components {
              * @enum {string}
              */
             mode?: "follow_up" | "steer";
-            /** @description Model for this input only (follow-ups only), `provider:model`. */
+            /** @description Model for this input only (follow-ups only), `provider:model`. Who may switch the model: the deployment allows only the models of its MODEL_ALLOWLIST (empty: every model of a known provider). Within it, the agent's managers (its owner; administrators for every agent, public ones included) may switch to any model; other callers only to a model of the agent's `allowed_models` (none when it is null), or keep the agent's own. Anything else is 422 `model_not_allowed`. */
             model?: string;
             /**
-             * @description Approval mode for this input only (follow-ups only).
+             * @description Approval mode for this input only (follow-ups only). With `tool_approval_pinned`, callers who do not manage the agent (its owner; administrators for every agent) may raise the approval mode above the agent's `tool_approval_mode` (`always_trust` < `default` < `always_ask`) at session create, on a session update or per message, never lower it (422 `tool_approval_pinned`), and their `approve_session` decisions approve the one call only. Not pinned: every caller sets the modes as before.
              * @enum {string}
              */
             tool_approval_mode?: "default" | "always_ask" | "always_trust";
@@ -3267,7 +3342,7 @@ export interface components {
             call_id: string;
             /** @description false: the call failed; the output says why. */
             success: boolean;
-            /** @description What the model gets as the call's output (often a JSON string). */
+            /** @description What the model gets as the call's output (often a JSON string). Past MAX_INPUT_TEXT_BYTES (UTF-8 bytes) it is stored cut, ending with a line that says how much was cut. */
             output: string;
         };
         CompactEventDto: {
@@ -3317,10 +3392,10 @@ export interface components {
             server_label: string;
             /**
              * Format: uri
-             * @description Streamable HTTP endpoint (http or https) of the MCP server.
+             * @description Streamable HTTP endpoint (http or https) of the MCP server; required in a PUT. Shown only to the agent's owner and administrators: other callers see a public agent's MCP servers without `server_url`, `headers` and `auth`.
              */
-            server_url: string;
-            /** @description Sent with every request (not Content-Type, Accept, Host, Content-Length, Idempotency-Key or the Mcp-* headers); values are shown as "***". */
+            server_url?: string;
+            /** @description Sent with every request (not Content-Type, Accept, Host, Content-Length, Idempotency-Key or the Mcp-* headers); values are shown as "***" and sealed under SECRETS_KEY at rest. */
             headers?: {
                 [key: string]: string;
             };
@@ -3331,6 +3406,8 @@ export interface components {
             requires_approval?: boolean;
             /** @description Safe to run again after a crash mid-call (default false: the model gets outcome_unknown instead). */
             idempotent?: boolean;
+            /** @description The server may ask the session's model for completions during a call (MCP sampling). Default false: the server is not offered sampling. Each completion counts against the turn's `max_model_calls` and is cut at MCP_SAMPLING_MAX_TOKENS. */
+            sampling?: boolean;
         };
         McpBearerAuthDto: {
             /** @enum {string} */
@@ -3569,6 +3646,11 @@ export interface components {
                 seq?: number;
                 /** @description The run (execution segment) the event belongs to. Null for an item written outside a run. */
                 run_id: string | null;
+                /**
+                 * @description Present (true) when the item content this event embeds was cut: its texts together are at most EVENT_ITEM_CONTENT_BYTES (UTF-8) in an event. The item itself is whole: read it from `GET /api/v1/agents/sessions/{session_id}/items`.
+                 * @enum {boolean}
+                 */
+                truncated?: true;
             };
         };
         /** @description A content part of an assistant message started (live, with the message's first text). */
@@ -3599,6 +3681,11 @@ export interface components {
             yuxi: {
                 /** @description The run (execution segment) the event belongs to. */
                 run_id: string;
+                /**
+                 * @description Present (true) when the item content this event embeds was cut: its texts together are at most EVENT_ITEM_CONTENT_BYTES (UTF-8) in an event. The item itself is whole: read it from `GET /api/v1/agents/sessions/{session_id}/items`.
+                 * @enum {boolean}
+                 */
+                truncated?: true;
             };
         };
         /** @description Text appended to a content part (`delta`); merge by item_id, output_index and content_index. */
@@ -3686,12 +3773,17 @@ export interface components {
             output_index: number;
             /** @description Position of the reasoning block in the item's `yuxi.reasoning` (always 0 today: one block per assistant message); compare with `yuxi.completed_reasoning_indices`. */
             reasoning_index: number;
-            /** @description The full reasoning text of the model call, saved in the item's `yuxi.reasoning` before this is sent. */
+            /** @description The full reasoning text of the model call, saved in the item's `yuxi.reasoning` before this is sent (cut past EVENT_ITEM_CONTENT_BYTES, see `yuxi.truncated`). */
             text: string;
             /** @description Extensions. Live only: no `seq`. */
             yuxi: {
                 /** @description The run (execution segment) the event belongs to. */
                 run_id: string;
+                /**
+                 * @description Present (true) when the item content this event embeds was cut: its texts together are at most EVENT_ITEM_CONTENT_BYTES (UTF-8) in an event. The item itself is whole: read it from `GET /api/v1/agents/sessions/{session_id}/items`.
+                 * @enum {boolean}
+                 */
+                truncated?: true;
             };
         };
         /** @description A server tool call in flight reported progress (an MCP server's `notifications/progress`): `call_id` names its `function_call` item; `progress` grows with each report, `total` (null when the server gave none) and `message` (null when none) are as the server sent them. Live, like the deltas (Redis only: no `seq`, never in the items); at most about 4 per second per call (reports in between are dropped, the latest is always sent), all before the call's `function_call_output`. */
@@ -3748,7 +3840,7 @@ export interface components {
             output_index: number;
             /** @description Position of the content part in the item (always 0 today: one output_text part per assistant message). */
             content_index: number;
-            /** @description The full committed text; replaces the accumulated deltas. */
+            /** @description The full committed text (cut past EVENT_ITEM_CONTENT_BYTES, see `yuxi.truncated`); replaces the accumulated deltas. */
             text: string;
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
@@ -3756,6 +3848,11 @@ export interface components {
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
                 run_id: string;
+                /**
+                 * @description Present (true) when the item content this event embeds was cut: its texts together are at most EVENT_ITEM_CONTENT_BYTES (UTF-8) in an event. The item itself is whole: read it from `GET /api/v1/agents/sessions/{session_id}/items`.
+                 * @enum {boolean}
+                 */
+                truncated?: true;
             };
         };
         /** @description A content part is complete and committed. */
@@ -3788,9 +3885,14 @@ export interface components {
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
                 run_id: string;
+                /**
+                 * @description Present (true) when the item content this event embeds was cut: its texts together are at most EVENT_ITEM_CONTENT_BYTES (UTF-8) in an event. The item itself is whole: read it from `GET /api/v1/agents/sessions/{session_id}/items`.
+                 * @enum {boolean}
+                 */
+                truncated?: true;
             };
         };
-        /** @description An item is complete and committed; it can be read back from the items endpoints at once. */
+        /** @description An item is complete and committed; it can be read back from the items endpoints at once. An event carries at most EVENT_ITEM_CONTENT_BYTES of an item's content (this one, item.added, content_part.*, output_text.done and reasoning.done): past it the content is cut and `yuxi.truncated` is true; read the whole item from the items endpoints. */
         TurnItemDoneEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -3816,6 +3918,11 @@ export interface components {
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. Null for an item written outside a run. */
                 run_id: string | null;
+                /**
+                 * @description Present (true) when the item content this event embeds was cut: its texts together are at most EVENT_ITEM_CONTENT_BYTES (UTF-8) in an event. The item itself is whole: read it from `GET /api/v1/agents/sessions/{session_id}/items`.
+                 * @enum {boolean}
+                 */
+                truncated?: true;
             };
         };
         /** @description The run stopped at a safe boundary to take a steer; the next run of the same turn follows (`run.resume_from_run_id`). */
@@ -5131,7 +5238,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5186,7 +5293,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5296,7 +5403,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5340,7 +5447,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`session_image_quota_exceeded`: The inline images of this submission would take the session's stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
             413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5362,7 +5469,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown. */
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown.<br>`model_not_allowed`: The model may not be used here: it is not in the deployment's MODEL_ALLOWLIST, or it overrides the agent's model where the caller may not (callers who do not manage the agent may switch only to a model of its `allowed_models`).<br>`tool_approval_pinned`: The agent's owner pinned its approval mode (`tool_approval_pinned`): callers who do not manage the agent may raise the mode (`default` to `always_ask`) but never lower it below the agent's. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5373,7 +5480,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `too_many_large_bodies`: The user already has MAX_CONCURRENT_LARGE_BODIES request bodies over 1 MiB in flight (session creates, event submissions, uploads); this one was refused before its body was read. Retry after `Retry-After` seconds, once one of them is answered.<br>`rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5477,7 +5584,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5543,7 +5650,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5653,7 +5760,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5719,7 +5826,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown.<br>`invalid_json`: The request body is not valid JSON. */
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown.<br>`model_not_allowed`: The model may not be used here: it is not in the deployment's MODEL_ALLOWLIST, or it overrides the agent's model where the caller may not (callers who do not manage the agent may switch only to a model of its `allowed_models`).<br>`tool_approval_pinned`: The agent's owner pinned its approval mode (`tool_approval_pinned`): callers who do not manage the agent may raise the mode (`default` to `always_ask`) but never lower it below the agent's.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5730,7 +5837,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5800,7 +5907,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionDeletedDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5877,7 +5984,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5981,7 +6088,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6058,7 +6165,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6160,7 +6267,7 @@ export interface operations {
                     "application/json": components["schemas"]["QueueDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6226,7 +6333,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6343,7 +6450,7 @@ export interface operations {
                     "application/json": components["schemas"]["InputDetailDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6409,7 +6516,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6496,7 +6603,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionStateDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6562,7 +6669,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6639,7 +6746,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReceiptDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6705,7 +6812,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6827,7 +6934,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -6893,7 +7000,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7038,7 +7145,7 @@ export interface operations {
                     "application/json": components["schemas"]["TurnDetailDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7104,7 +7211,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7246,7 +7353,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7312,7 +7419,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7452,7 +7559,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7518,7 +7625,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7607,7 +7714,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7673,7 +7780,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7738,7 +7845,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7804,7 +7911,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7884,7 +7991,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReceiptDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7928,7 +8035,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`session_image_quota_exceeded`: The inline images of this submission would take the session's stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
             413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7950,7 +8057,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`unknown_event_type`: The submitted event type is not part of the protocol.<br>`not_implemented`: The field or event type is part of the protocol but not available in this deployment yet.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown. */
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`unknown_event_type`: The submitted event type is not part of the protocol.<br>`not_implemented`: The field or event type is part of the protocol but not available in this deployment yet.<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown.<br>`model_not_allowed`: The model may not be used here: it is not in the deployment's MODEL_ALLOWLIST, or it overrides the agent's model where the caller may not (callers who do not manage the agent may switch only to a model of its `allowed_models`).<br>`tool_approval_pinned`: The agent's owner pinned its approval mode (`tool_approval_pinned`): callers who do not manage the agent may raise the mode (`default` to `always_ask`) but never lower it below the agent's. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7961,7 +8068,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `too_many_large_bodies`: The user already has MAX_CONCURRENT_LARGE_BODIES request bodies over 1 MiB in flight (session creates, event submissions, uploads); this one was refused before its body was read. Retry after `Retry-After` seconds, once one of them is answered.<br>`rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8040,7 +8147,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8106,7 +8213,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8169,7 +8276,7 @@ export interface operations {
                     "application/json": components["schemas"]["AttachmentDeletedDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8246,7 +8353,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8310,7 +8417,7 @@ export interface operations {
                     "Content-Disposition"?: string;
                     /** @description The SHA-256 of the bytes. */
                     ETag?: string;
-                    /** @description `private`: the bytes of a stored file never change, but only its session's owner may read them. */
+                    /** @description `no-store`, as every API response: only the session's owner may read the bytes, so no browser or proxy keeps them. */
                     "Cache-Control"?: string;
                     /** @description `nosniff`: clients use the declared type. */
                     "X-Content-Type-Options"?: string;
@@ -8329,7 +8436,7 @@ export interface operations {
                     "application/json": string;
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8406,7 +8513,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8478,7 +8585,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8511,7 +8618,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `file_too_large`: The uploaded file exceeds 5 MiB (`details.limit_bytes`).<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts or attachments first.<br>`payload_too_large`: The request body exceeds the configured limit. */
+            /** @description `file_too_large`: The uploaded file exceeds 5 MiB (`details.limit_bytes`).<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`payload_too_large`: The request body exceeds the configured limit. */
             413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8544,7 +8651,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `too_many_large_bodies`: The user already has MAX_CONCURRENT_LARGE_BODIES request bodies over 1 MiB in flight (session creates, event submissions, uploads); this one was refused before its body was read. Retry after `Retry-After` seconds, once one of them is answered.<br>`rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8606,7 +8713,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8683,7 +8790,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8745,7 +8852,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileDeletedDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8822,7 +8929,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8906,7 +9013,7 @@ export interface operations {
                     "application/json": components["schemas"]["ParsedFileDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8983,7 +9090,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `file_work_limited`: The caller already has FILE_WORK_PER_PRINCIPAL parse or thumbnail requests running (`details.limit`, 2 by default): each decodes a PDF or an image, so one caller's burst is bounded; retry after `Retry-After` seconds.<br>`rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9058,7 +9165,7 @@ export interface operations {
                     "application/json": components["schemas"]["ThumbnailDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9135,7 +9242,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `file_work_limited`: The caller already has FILE_WORK_PER_PRINCIPAL parse or thumbnail requests running (`details.limit`, 2 by default): each decodes a PDF or an image, so one caller's burst is bounded; retry after `Retry-After` seconds.<br>`rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9231,7 +9338,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9286,7 +9393,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9360,7 +9467,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProjectDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9415,7 +9522,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9488,7 +9595,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProjectDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9554,7 +9661,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9624,7 +9731,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProjectDeletedDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9690,7 +9797,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9796,7 +9903,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9851,7 +9958,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -9936,7 +10043,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointWithSecretDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10002,7 +10109,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10085,7 +10192,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10151,7 +10258,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10238,7 +10345,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10304,7 +10411,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10374,7 +10481,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointDeletedDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10440,7 +10547,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10524,7 +10631,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointWithSecretDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10590,7 +10697,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10670,7 +10777,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10736,7 +10843,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10861,7 +10968,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10927,7 +11034,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11009,7 +11116,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11075,7 +11182,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11145,6 +11252,8 @@ export interface operations {
                      *           "created_at": 1733400000,
                      *           "yuxi": {
                      *             "tool_approval_mode": "default",
+                     *             "tool_approval_pinned": false,
+                     *             "allowed_models": null,
                      *             "system": true,
                      *             "visibility": "public",
                      *             "version": 1,
@@ -11181,7 +11290,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentListDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11236,7 +11345,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11306,6 +11415,8 @@ export interface operations {
                      *       "created_at": 1733400000,
                      *       "yuxi": {
                      *         "tool_approval_mode": "default",
+                     *         "tool_approval_pinned": false,
+                     *         "allowed_models": null,
                      *         "system": true,
                      *         "visibility": "public",
                      *         "version": 1,
@@ -11337,7 +11448,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11403,7 +11514,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11473,6 +11584,8 @@ export interface operations {
                      *           "created_at": 1733400000,
                      *           "yuxi": {
                      *             "tool_approval_mode": "default",
+                     *             "tool_approval_pinned": false,
+                     *             "allowed_models": null,
                      *             "system": true,
                      *             "visibility": "public",
                      *             "version": 1,
@@ -11509,7 +11622,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentListDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11564,7 +11677,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11638,6 +11751,8 @@ export interface operations {
                      *       "created_at": 1733400000,
                      *       "yuxi": {
                      *         "tool_approval_mode": "default",
+                     *         "tool_approval_pinned": false,
+                     *         "allowed_models": null,
                      *         "system": false,
                      *         "visibility": "public",
                      *         "version": 2,
@@ -11687,6 +11802,8 @@ export interface operations {
                      *       "created_at": 1733400000,
                      *       "yuxi": {
                      *         "tool_approval_mode": "default",
+                     *         "tool_approval_pinned": false,
+                     *         "allowed_models": null,
                      *         "system": false,
                      *         "visibility": "public",
                      *         "version": 1,
@@ -11718,7 +11835,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11773,7 +11890,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `invalid_agent`: The agent definition is invalid; `details.fields` lists each problem.<br>`invalid_json`: The request body is not valid JSON.<br>`validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one. */
+            /** @description `invalid_agent`: The agent definition is invalid; `details.fields` lists each problem.<br>`mcp_url_not_allowed`: An MCP tool's `server_url` or OAuth `issuer` is a literal private, loopback, link-local, CGNAT, metadata or reserved address (in any spelling): refused at save unless the deployment sets MCP_ALLOW_PRIVATE_NETWORKS=true, or lists the host in MCP_ALLOWED_HOSTS and an administrator owns the agent. `details.fields` names each field (`tools[0].server_url`). Host names are checked when the server is called.<br>`invalid_json`: The request body is not valid JSON.<br>`validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11784,7 +11901,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11854,7 +11971,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentDeletedDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -11931,7 +12048,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12018,6 +12135,8 @@ export interface operations {
                      *               }
                      *             ],
                      *             "tool_approval_mode": "always_ask",
+                     *             "allowed_models": null,
+                     *             "tool_approval_pinned": false,
                      *             "limits": {
                      *               "max_tool_calls": 5
                      *             },
@@ -12051,6 +12170,8 @@ export interface operations {
                      *               }
                      *             ],
                      *             "tool_approval_mode": "default",
+                     *             "allowed_models": null,
+                     *             "tool_approval_pinned": false,
                      *             "limits": {
                      *               "max_tool_calls": 5
                      *             },
@@ -12088,7 +12209,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12154,7 +12275,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12234,7 +12355,7 @@ export interface operations {
                     "application/json": components["schemas"]["SecretListDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12289,7 +12410,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12394,7 +12515,7 @@ export interface operations {
                     "application/json": components["schemas"]["SecretDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12460,7 +12581,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12533,7 +12654,7 @@ export interface operations {
                     "application/json": components["schemas"]["SecretDeletedDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12599,7 +12720,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12684,7 +12805,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyListDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12739,7 +12860,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12821,7 +12942,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyCreatedDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12834,6 +12955,17 @@ export interface operations {
             };
             /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `api_key_limit`: The key's owner already holds the most live API keys allowed (`MAX_KEYS_PER_USER`, in `details.limit`): revoke one first. */
+            409: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -12876,7 +13008,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12946,7 +13078,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyDeletedDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13012,7 +13144,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13118,7 +13250,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13173,7 +13305,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13252,6 +13384,7 @@ export interface operations {
                      *           "parent_id": null,
                      *           "role": null,
                      *           "is_admin": false,
+                     *           "suspended_at": null,
                      *           "created_at": 1733400000
                      *         },
                      *         {
@@ -13263,6 +13396,7 @@ export interface operations {
                      *           "parent_id": null,
                      *           "role": "admin",
                      *           "is_admin": true,
+                     *           "suspended_at": null,
                      *           "created_at": 1733400000
                      *         }
                      *       ],
@@ -13285,7 +13419,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13340,7 +13474,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13414,13 +13548,14 @@ export interface operations {
                      *       "parent_id": null,
                      *       "role": "operator",
                      *       "is_admin": false,
+                     *       "suspended_at": null,
                      *       "created_at": 1733400000
                      *     }
                      */
                     "application/json": components["schemas"]["UserDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13486,7 +13621,293 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    suspendUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A product user (the `id` of the users list). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user, with `suspended_at` set. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *       "object": "user",
+                     *       "kind": "user",
+                     *       "subject": "alice",
+                     *       "app_id": null,
+                     *       "parent_id": null,
+                     *       "role": "operator",
+                     *       "is_admin": false,
+                     *       "suspended_at": 1733400000,
+                     *       "created_at": 1733400000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UserDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    reactivateUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A product user (the `id` of the users list). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user, with `suspended_at` null. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *       "object": "user",
+                     *       "kind": "user",
+                     *       "subject": "alice",
+                     *       "app_id": null,
+                     *       "parent_id": null,
+                     *       "role": "operator",
+                     *       "is_admin": false,
+                     *       "suspended_at": null,
+                     *       "created_at": 1733400000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UserDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13559,7 +13980,7 @@ export interface operations {
                     "application/json": components["schemas"]["CallerDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13614,7 +14035,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13767,7 +14188,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13822,7 +14243,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13932,7 +14353,7 @@ export interface operations {
                     "application/json": components["schemas"]["AdminSessionDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -13998,7 +14419,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -14078,7 +14499,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReceiptDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -14122,7 +14543,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
             413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -14155,7 +14576,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -14234,7 +14655,7 @@ export interface operations {
                     "application/json": components["schemas"]["BulkCancelResultDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -14300,7 +14721,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -14514,7 +14935,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -14580,7 +15001,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -14780,7 +15201,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -14846,7 +15267,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -14959,7 +15380,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -15014,7 +15435,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -15122,7 +15543,7 @@ export interface operations {
                     "application/json": components["schemas"]["QueueStatusDto"];
                 };
             };
-            /** @description `unauthorized`: Missing, malformed or unknown API key. */
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
             401: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -15177,7 +15598,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `rate_limited`: Too many requests for this key or end user, or too many open event streams; retry after `Retry-After` seconds. */
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
             429: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
