@@ -101,6 +101,8 @@ const FAIR_SHARE_LIMITS = {
   MAX_KEYS_PER_USER: '3',
   NEW_END_USERS_PER_MINUTE: '4',
   AUTH_FAILURE_LIMIT_PER_MINUTE: '10',
+  // Its clients' addresses come from X-Forwarded-For set by a proxy on loopback (the suite itself).
+  TRUST_PROXY: 'loopback',
 };
 const fileLimitsApiPort = await freePort();
 const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', ...FAIR_SHARE_LIMITS }, logDir);

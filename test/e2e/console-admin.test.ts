@@ -201,6 +201,17 @@ describe('console: administration pages', () => {
     await page.getByRole('status').filter({ hasText: `${subject} holds no role now` }).waitFor();
     assert.equal((await http('/api/v1/me', { key: key.body.secret })).body.role, null);
 
+    // Suspend: the user's key is refused at once; reactivate: it works again.
+    await row.getByRole('button', { name: `Suspend ${subject}` }).click();
+    await page.getByRole('status').filter({ hasText: `${subject} is suspended` }).waitFor();
+    const refused = await http('/api/v1/me', { key: key.body.secret });
+    assert.equal(refused.status, 401, refused.text);
+    assert.equal(refused.body.error.code, 'user_suspended');
+    await row.getByText('suspended', { exact: true }).waitFor();
+    await row.getByRole('button', { name: `Reactivate ${subject}` }).click();
+    await page.getByRole('status').filter({ hasText: `${subject} is active again` }).waitFor();
+    assert.equal((await http('/api/v1/me', { key: key.body.secret })).status, 200);
+
     await page.getByLabel('Kind').selectOption('end_user');
     await page.getByRole('table').or(page.getByText('No end users yet')).first().waitFor();
     // The product users' table is on screen until the end users' answer replaces it.

@@ -152,4 +152,20 @@ describe('fair shares: minting keys or end users buys nothing', () => {
     assert.equal((await call(caller, LIST, { baseUrl: TIGHT })).status, 200);
     assert.equal((await call({ name: 'valid token', token: await signToken() }, LIST, { baseUrl: TIGHT })).status, 200);
   });
+
+  it('takes the client address from the proxies TRUST_PROXY names: one client behind them is throttled, another is not', async () => {
+    // The tight replica trusts loopback proxies (TRUST_PROXY=loopback): this test's requests come
+    // through "a proxy" on 127.0.0.1 that names two clients from the documentation range.
+    const { caller } = await newProductUser('behind a proxy');
+    const from = (address: string) => ({ baseUrl: TIGHT, headers: { 'x-forwarded-for': address } });
+    const bad = (i: number): Caller => ({ name: `bad key ${i}`, token: `yuxi_${randomUUID().replace(/-/g, '')}${'y'.repeat(10)}` });
+    for (let i = 0; i < 10; i += 1) assert.equal((await call(bad(i), LIST, from('198.51.100.7'))).status, 401, `failure ${i + 1} of client A`);
+    assertThrottled(await call(bad(10), LIST, from('198.51.100.7')), 'authentication_throttled', "client A's 11th bad key");
+    // Another client behind the same proxy has failures of its own to spend.
+    const other = await call(bad(11), LIST, from('198.51.100.8'));
+    assert.equal(other.status, 401, `client B's first bad key: ${other.text}`);
+    assert.equal(other.body.error.code, 'unauthorized');
+    // And client A's valid key still works.
+    assert.equal((await call(caller, LIST, from('198.51.100.7'))).status, 200);
+  });
 });

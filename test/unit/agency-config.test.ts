@@ -119,3 +119,14 @@ describe('agent policy: overrides and pinned approval', () => {
     assert.equal(atLeastPinned('always_trust', undefined), 'always_trust');
   });
 });
+
+describe('config: TRUST_PROXY', () => {
+  it('trusts no proxy unless told, then a hop count or the named addresses and subnets; never every hop', () => {
+    assert.equal(new AppConfig(BASE).trustProxy, false);
+    assert.equal(new AppConfig({ ...BASE, TRUST_PROXY: '0' }).trustProxy, false);
+    assert.equal(new AppConfig({ ...BASE, TRUST_PROXY: '2' }).trustProxy, 2);
+    assert.deepEqual(new AppConfig({ ...BASE, TRUST_PROXY: 'loopback, 10.0.0.0/8,fd00::1' }).trustProxy, ['loopback', '10.0.0.0/8', 'fd00::1']);
+    assert.throws(() => new AppConfig({ ...BASE, TRUST_PROXY: 'true' }), /TRUST_PROXY=true/);
+    assert.throws(() => new AppConfig({ ...BASE, TRUST_PROXY: 'proxy.internal' }), /TRUST_PROXY/);
+  });
+});

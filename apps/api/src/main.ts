@@ -16,6 +16,8 @@ async function bootstrap(): Promise<void> {
   // client of this API revalidates with it. The framework banner header is noise.
   app.set('etag', false);
   app.disable('x-powered-by');
+  // The client's address (failed-authentication throttling) behind the proxies TRUST_PROXY names.
+  app.set('trust proxy', config.trustProxy);
   configureHttp(app, config.bodyLimit, config.maxConcurrentLargeBodies);
   mountOpenApi(app);
   closeOnSignals(app);

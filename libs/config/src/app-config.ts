@@ -84,6 +84,12 @@ export class AppConfig {
   readonly newEndUsersPerMinute: number;
   /** Failed authentications per minute from one client address before further bad credentials are answered 429. */
   readonly authFailureLimitPerMinute: number;
+  /**
+   * Express's `trust proxy`: which proxies in front of the api may name the client's address in
+   * X-Forwarded-For (a hop count, or their addresses and subnets). False: the socket's peer is the
+   * client. What the failed-authentication throttle and the request log take as the client.
+   */
+  readonly trustProxy: false | number | string[];
   /** Unknown API keys remembered (at most this many, each for AUTH_CACHE_TTL_MS) so a repeated bad key costs no query. */
   readonly authNegativeCacheMax: number;
   /** Members one cooperation tree may hold (its root not counted), and members one coordinator turn may create; 0: no cap. */
@@ -215,6 +221,7 @@ export class AppConfig {
     this.maxKeysPerUser = int(env, 'MAX_KEYS_PER_USER', 100);
     this.newEndUsersPerMinute = int(env, 'NEW_END_USERS_PER_MINUTE', 120);
     this.authFailureLimitPerMinute = int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60);
+    this.trustProxy = parseTrustProxy(env.TRUST_PROXY);
     this.authNegativeCacheMax = int(env, 'AUTH_NEGATIVE_CACHE_MAX', 10_000);
     this.maxSubagentsPerTree = int(env, 'MAX_SUBAGENTS_PER_TREE', 100);
     this.maxSubagentCreatesPerTurn = int(env, 'MAX_SUBAGENT_CREATES_PER_TURN', 20);
@@ -339,6 +346,24 @@ export function modelAllowlist(raw: string | undefined): string[] | null {
   if (entries.length === 0) return null;
   for (const entry of entries) {
     if (!/^[a-z][a-z0-9_-]*:(\*|\S{1,160})$/.test(entry)) throw new Error(`MODEL_ALLOWLIST must be provider:model or provider:* entries separated by commas, got "${entry}"`);
+  }
+  return entries;
+}
+
+/**
+ * TRUST_PROXY: unset or 0, no proxy is trusted; a number, that many hops; otherwise a comma list of
+ * addresses, CIDR subnets or Express's names (`loopback`, `linklocal`, `uniquelocal`). `true` is
+ * refused: trusting every hop lets any client choose the address it is throttled under.
+ */
+export function parseTrustProxy(raw: string | undefined): false | number | string[] {
+  const value = raw?.trim() ?? '';
+  if (value === '' || value === '0' || value === 'false') return false;
+  if (/^\d+$/.test(value)) return Number(value);
+  if (value === 'true') throw new Error('TRUST_PROXY=true would trust any client\'s X-Forwarded-For: give the number of proxies in front of the api, or their addresses');
+  const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const named = new Set(['loopback', 'linklocal', 'uniquelocal']);
+  for (const entry of entries) {
+    if (!named.has(entry) && !/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(entry)) throw new Error(`TRUST_PROXY: "${entry}" is not an address, a subnet, loopback, linklocal or uniquelocal`);
   }
   return entries;
 }

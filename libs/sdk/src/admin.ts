@@ -184,4 +184,14 @@ export class AdminResource {
   setUserRole(userId: string, role: UserRole, options: CallOptions = {}): Promise<User> {
     return this.transport.request({ method: 'PUT', path: adminPath('users', userId, 'role'), body: { role }, signal: options.signal });
   }
+
+  /** Refuses every key and token of a product user from their next request on, on every replica (administrators). */
+  suspendUser(userId: string, options: CallOptions = {}): Promise<User> {
+    return this.transport.request({ method: 'POST', path: adminPath('users', userId, 'suspend'), signal: options.signal });
+  }
+
+  /** Ends a suspension: the user's unrevoked, unexpired keys and tokens work again (administrators). */
+  reactivateUser(userId: string, options: CallOptions = {}): Promise<User> {
+    return this.transport.request({ method: 'POST', path: adminPath('users', userId, 'reactivate'), signal: options.signal });
+  }
 }

@@ -16,6 +16,8 @@ const ACTIONS: Record<AuditEntry['action'], string> = {
   'agent.replaced': 'Agent replaced',
   'agent.deleted': 'Agent deleted',
   'user.role_changed': 'Role changed',
+  'user.suspended': 'User suspended',
+  'user.reactivated': 'User reactivated',
   'session.operator_event': 'Operator event',
   'session.cancel_requested': 'Cancel requested',
   'session.model_requests_read': 'Model requests read',

@@ -90,6 +90,7 @@ export function UsersPage() {
                 <th scope="col">Kind</th>
                 <th scope="col">Role</th>
                 <th scope="col">Since</th>
+                <th scope="col">Access</th>
               </tr>
             </thead>
             <tbody>
@@ -97,9 +98,9 @@ export function UsersPage() {
                 <UserRow
                   key={user.id}
                   user={user}
-                  onSaved={(saved) => {
+                  onSaved={(saved, message) => {
                     setError('');
-                    setNotice(saved.role ? `${nameOf(saved)} is now ${saved.role === 'admin' ? 'an admin' : `a ${saved.role}`}.` : `${nameOf(saved)} holds no role now.`);
+                    setNotice(message ?? (saved.role ? `${nameOf(saved)} is now ${saved.role === 'admin' ? 'an admin' : `a ${saved.role}`}.` : `${nameOf(saved)} holds no role now.`));
                   }}
                   onFailed={(message) => {
                     setNotice('');
@@ -116,7 +117,7 @@ export function UsersPage() {
   );
 }
 
-function UserRow({ user, onSaved, onFailed }: { user: User; onSaved: (user: User) => void; onFailed: (message: string) => void }) {
+function UserRow({ user, onSaved, onFailed }: { user: User; onSaved: (user: User, message?: string) => void; onFailed: (message: string) => void }) {
   const { client, caller } = useConsole();
   const queries = useQueryClient();
   const [role, setRole] = useState<UserRole>(user.role);
@@ -134,6 +135,18 @@ function UserRow({ user, onSaved, onFailed }: { user: User; onSaved: (user: User
     } catch (error) {
       setRole(user.role);
       onFailed(`The role of ${name} was not changed. ${problem(error)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const toggleSuspension = async () => {
+    setBusy(true);
+    try {
+      const saved = user.suspended_at ? await client.admin.reactivateUser(user.id) : await client.admin.suspendUser(user.id);
+      onSaved(saved, saved.suspended_at ? `${name} is suspended: their keys and tokens are refused.` : `${name} is active again.`);
+      await queries.invalidateQueries({ queryKey: ['users'] });
+    } catch (error) {
+      onFailed(`${name} was not ${user.suspended_at ? 'reactivated' : 'suspended'}. ${problem(error)}`);
     } finally {
       setBusy(false);
     }
@@ -174,6 +187,17 @@ function UserRow({ user, onSaved, onFailed }: { user: User; onSaved: (user: User
         )}
       </td>
       <td title={exact(user.created_at)}>{when(user.created_at)}</td>
+      <td>
+        {user.suspended_at ? <span className="badge">suspended</span> : <span className="muted">active</span>}
+        {user.kind === 'user' && user.id !== caller.actor_id && (
+          <div className="actions">
+            <button type="button" disabled={busy} onClick={() => void toggleSuspension()}>
+              {user.suspended_at ? 'Reactivate' : 'Suspend'}
+              <span className="visually-hidden"> {name}</span>
+            </button>
+          </div>
+        )}
+      </td>
     </tr>
   );
 }
