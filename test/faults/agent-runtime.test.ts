@@ -16,6 +16,13 @@ import { type Api, API, newKey } from './client.js';
 import { Cluster, type FaultInfra, type Proc, RECOVERY_SWEEP_MS, RUN_LEASE_MS, startFaultInfra, waitUntil } from './harness.js';
 import { assertSessionSettled, runsOfTurn } from './steps.js';
 
+/**
+ * The MCP server is on loopback, which a deployment refuses (MCP_ALLOW_PRIVATE_NETWORKS=false):
+ * allowed here the way a deployment reaches an internal server, for the agents an administrator
+ * owns (these are saved with the bootstrap administrator's key).
+ */
+const MCP_ENV = { MCP_ALLOWED_HOSTS: '127.0.0.1' };
+
 /** How long the MCP tool takes: the worker is killed well inside it. */
 const TOOL_DELAY_MS = 4_000;
 const CALL_ID = 'call_fx_1';
@@ -154,7 +161,7 @@ describe('faults: agent runtime', () => {
     const cluster = await Cluster.start(infra, 'h-agent-kill9-idempotent-tool', {
       apis: 1,
       workers: 2,
-      env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-fault-fake' },
+      env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-fault-fake', ...MCP_ENV },
     });
     try {
       const k = await killDuringToolCall(cluster, 'idem', true, t);
@@ -178,7 +185,7 @@ describe('faults: agent runtime', () => {
     const cluster = await Cluster.start(infra, 'i-agent-kill9-unknown-outcome', {
       apis: 1,
       workers: 2,
-      env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-fault-fake' },
+      env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-fault-fake', ...MCP_ENV },
     });
     try {
       const k = await killDuringToolCall(cluster, 'once', false, t);
@@ -202,7 +209,7 @@ describe('faults: agent runtime', () => {
     const cluster = await Cluster.start(infra, 'j-agent-kill9-elicitation', {
       apis: 1,
       workers: 1,
-      env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-fault-fake' },
+      env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-fault-fake', ...MCP_ENV },
     });
     try {
       const api = cluster.api();

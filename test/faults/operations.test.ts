@@ -160,7 +160,7 @@ describe('faults: operations', () => {
   });
 
   it('a. api SIGTERM with 50 open SSE streams and a request in flight: refuses new connections, every client gets retry: and a clean end, the request completes, exit 0 within the grace period', { timeout: 120_000 }, async (t) => {
-    const cluster = await Cluster.start(infra, 'a-api-sigterm-streams', { apis: 1, workers: 1, env: { MAX_STREAMS_PER_PRINCIPAL: String(STREAMS + 10) } });
+    const cluster = await Cluster.start(infra, 'a-api-sigterm-streams', { apis: 1, workers: 1, env: { MAX_STREAMS_PER_PRINCIPAL: String(STREAMS + 10), MAX_STREAMS_PER_ACCOUNT: String(STREAMS + 10) } });
     const opened: ClientRequest[] = [];
     try {
       const api = cluster.apis[0]!;
