@@ -8,17 +8,18 @@ import type { SseStream } from './sse.js';
 
 export const CUT_METRIC = 'yuxi_sse_slow_readers_cut_total';
 /** At most this many large turns are sent before the test gives up on seeing the cut. */
-const MAX_TURNS = 12;
+const MAX_TURNS = 36;
 
 /**
- * About 700 KB of text in 140 words of digits (digits keep the worker's tokenizer fast). The user
- * message's item.added and item.done each carry it whole, so a turn puts ~1.4 MB on every stream
- * however it ends: with this much text it ends `failed` (more than the scripted model's window),
- * which is as good as any ending here: only the events on the stream matter. Each event stays
- * below the server's 1 MiB bound, so the witness, which reads, is never the one cut.
+ * About 250 KB of text in 50 words of dashes (under MAX_INPUT_TEXT_BYTES; dashes are ~64 characters
+ * a token, so the turn stays inside the scripted model's window and completes). The scripted model
+ * echoes it one word per delta, and deltas carry their text whole; the user message's and the
+ * answer's item events carry at most EVENT_ITEM_CONTENT_BYTES (64 KiB) each. So a turn puts
+ * ~0.57 MB on every stream. Each event stays below the server's 1 MiB bound, so the witness, which
+ * reads, is never the one cut.
  */
 function bigText(turn: number): string {
-  return Array.from({ length: 140 }, (_, i) => `${turn}${String(i).padStart(3, '0')}`.padEnd(5000, '7')).join(' ');
+  return Array.from({ length: 50 }, (_, i) => `${turn}${String(i).padStart(3, '0')}`.padEnd(5000, '-')).join(' ');
 }
 
 export const TURN_ENDS = new Set(['agent.session.turn.completed', 'agent.session.turn.failed']);
@@ -116,5 +117,5 @@ export async function turnsUntilCut(sessionId: string, witness: SseStream): Prom
     turns.push(ended.data.turn_id as string);
     if (total(await scrape(env.apiUrl), CUT_METRIC) > cutsBefore) return turns;
   }
-  assert.fail(`the stream of a client that does not read was not cut within ${MAX_TURNS} turns of ~1.4 MB`);
+  assert.fail(`the stream of a client that does not read was not cut within ${MAX_TURNS} turns of ~0.57 MB`);
 }

@@ -134,8 +134,9 @@ export type WaitpointInboxParams = QueryParams<'/api/v1/admin/waitpoints', 'get'
 export type QueueStatus = ResponseBody<'/api/v1/admin/queues', 'get', 200>;
 export type AdminAgentList = ResponseBody<'/api/v1/admin/agents', 'get', 200>;
 type PutAgentBody = RequestBody<'/api/v1/admin/agents/{agent_id}', 'put'>;
-/** What `putAgent` takes. `tool_approval_mode` (`default`) and `visibility` (`public`) may be left out (the generated type makes a field with a default required). */
-export type AgentDefinition = Omit<PutAgentBody, 'tool_approval_mode' | 'visibility'> & Partial<Pick<PutAgentBody, 'tool_approval_mode' | 'visibility'>>;
+/** What `putAgent` takes. `tool_approval_mode` (`default`), `tool_approval_pinned` (`false`) and `visibility` (`public`) may be left out (the generated type makes a field with a default required). */
+type DefaultedAgentFields = 'tool_approval_mode' | 'tool_approval_pinned' | 'visibility';
+export type AgentDefinition = Omit<PutAgentBody, DefaultedAgentFields> & Partial<Pick<PutAgentBody, DefaultedAgentFields>>;
 export type AdminAgent = ResponseBody<'/api/v1/admin/agents/{agent_id}', 'put', 200>;
 export type AgentDeleted = ResponseBody<'/api/v1/admin/agents/{agent_id}', 'delete', 200>;
 export type AgentVersionList = ResponseBody<'/api/v1/admin/agents/{agent_id}/versions', 'get', 200>;
