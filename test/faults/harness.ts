@@ -29,6 +29,11 @@ export const FAULT_ENV = {
   DB_QUERY_TIMEOUT_MS: '2000',
   // The scenarios drive scripted models; a deployment has them off unless it turns them on.
   SCRIPTED_MODELS: 'enabled',
+  // One bootstrap key drives every scenario of a file, thousands of requests a minute (f's 200
+  // cancel races, then g's 1,000 submissions): its key's and its user's limits are out of the way,
+  // as in the e2e suite; the limits themselves are tested in test/e2e/fair-shares.test.ts.
+  RATE_LIMIT_PER_MINUTE: '1000000',
+  USER_RATE_LIMIT_PER_MINUTE: '1000000',
 } as const;
 export const RUN_LEASE_MS = Number(FAULT_ENV.RUN_LEASE_MS);
 export const RECOVERY_SWEEP_MS = Number(FAULT_ENV.RECOVERY_SWEEP_MS);

@@ -48,6 +48,23 @@ function limiter(settings: Partial<AppConfig>) {
 const caller = (keyId: string, actorId = 'user-1', appId: string | null = null) => ({ keyId, actorId, appId, limits: { perMinute: null, streams: null } });
 
 describe('fair shares: a user’s keys share one allowance', () => {
+  it('leases each bucket once for concurrent requests, however many buckets a request has (no window spent on unspent leases)', async () => {
+    const { limits, fake } = limiter({ rateLimitLeasePercent: 1, rateLimitPerMinute: 1200, userRateLimitPerMinute: 1200, appRateLimitPerMinute: 1200 });
+    // Redis answers after a moment, so requests arrive while leases are under way (as 50 clients at once do).
+    const answer = fake.redis.eval.bind(fake.redis) as (...args: unknown[]) => Promise<unknown>;
+    (fake.redis as unknown as { eval: unknown }).eval = async (...args: unknown[]) => {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      return answer(...args);
+    };
+    // 40 at once: a request waits for at most LEASE_WAITS (4) leases under way before leasing itself.
+    const decisions = await Promise.all(Array.from({ length: 40 }, () => limits.consumeCaller(caller('key-1', 'user-1', 'shop'))));
+    assert.deepEqual(new Set(decisions), new Set([null]), 'every request is within the limits');
+    // 40 requests need 4 leases of 12 points per bucket; requests leasing their own would lease up to
+    // 40 × 12 points, and a burst of concurrent requests would spend the window on unspent leases.
+    for (const [key, counter] of fake.counters) assert.ok(counter <= 48, `${key}: ${counter} points leased for 40 requests`);
+  });
+
+
   it('refuses every key of a user once the user’s allowance is spent, however many keys it has', async () => {
     const { limits } = limiter({ userRateLimitPerMinute: 5 });
     const decisions: (number | null)[] = [];

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { AppConfig } from '#libs/config';
 import { McpSampling } from '#libs/runtime';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { elicitationUrlProblem, sanitiseRemoteText, unavailableReason } from '#libs/tools';
+import { elicitationUrlProblem, remoteProgressMessage, sanitiseRemoteText, unavailableReason } from '#libs/tools';
 
 const config = (env: Record<string, string> = {}) => new AppConfig({ DATABASE_URL: 'x', REDIS_URL: 'x', MCP_ALLOW_PRIVATE_NETWORKS: 'true', ...env });
 
@@ -44,6 +44,21 @@ describe('MCP remote error texts', () => {
     assert.ok(!clean.includes('10.1.2.3') && !clean.includes('fd00::1'), clean);
     assert.match(clean, /mcp\.example\.com/);
     assert.equal(sanitiseRemoteText('refused by 127.0.0.1', '127.0.0.1'), 'refused by 127.0.0.1');
+  });
+
+  it('are cleaned in time linear in what the server sends: a 1 MB error or progress message of hex and colons', () => {
+    // A backtracking address pattern took ~1 s on 40,000 characters and grew with the square.
+    for (const unit of ['a', 'a:', ':', 'f:f', '1.']) {
+      const text = unit.repeat(Math.ceil(1_000_000 / unit.length));
+      const started = performance.now();
+      const clean = sanitiseRemoteText(text, 'mcp.example.com');
+      const progress = remoteProgressMessage(text, 'https://mcp.example.com/mcp') ?? '';
+      const ms = performance.now() - started;
+      assert.ok(ms < 1_000, `${JSON.stringify(unit)} × ${text.length}: ${ms.toFixed(0)} ms`);
+      assert.ok(clean.length <= 500 && progress.length <= 500);
+    }
+    assert.equal(remoteProgressMessage(undefined, 'https://mcp.example.com/mcp'), undefined);
+    assert.equal(remoteProgressMessage('step 2 of 5 on 10.0.0.7\u0000', 'https://mcp.example.com/mcp'), 'step 2 of 5 on [address]');
   });
 
   it('say why a server is unavailable by category, never with the response body', () => {

@@ -6,7 +6,7 @@ import type dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { checkOutboundUrl, createGuardedFetch, isAllowedHost, isOutboundBlocked, isPublicAddress, OutboundBlockedError, parseAllowedHosts } from '#libs/outbound';
+import { checkOutboundUrl, createGuardedFetch, isAllowedHost, isOutboundBlocked, isPublicAddress, OutboundBlockedError, parseAllowedHosts, ResponseTooLargeError } from '#libs/outbound';
 
 const REFUSED = {
   loopback: ['127.0.0.1', '127.1.2.3', '::1', '0:0:0:0:0:0:0:1'],
@@ -169,6 +169,25 @@ describe('outbound address policy: createGuardedFetch', () => {
     // Another port of the same host is not on the list.
     await assert.rejects(listed(`http://localhost:${other.port}/echo`), (error: unknown) => isOutboundBlocked(error));
     assert.equal(other.record.connections, 0);
+  });
+
+  it('fails a response body past maxResponseBytes instead of buffering it, and passes one within it', async () => {
+    const big = await recordingServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // 2 MB in 64 KB writes (no Content-Length: the bound counts what arrives).
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      for (let i = 0; i < (req.url === '/small' ? 1 : 32); i++) res.write(chunk);
+      res.end();
+    });
+    try {
+      const bounded = createGuardedFetch({ allowPrivate: true, maxResponseBytes: 1024 * 1024 });
+      const answer = await bounded(`http://127.0.0.1:${big.port}/big`);
+      assert.equal(answer.status, 200);
+      await assert.rejects(answer.text(), (error: unknown) => error instanceof ResponseTooLargeError || (error as { cause?: unknown }).cause instanceof ResponseTooLargeError);
+      assert.equal((await (await bounded(`http://127.0.0.1:${big.port}/small`)).arrayBuffer()).byteLength, 64 * 1024);
+    } finally {
+      await big.close();
+    }
   });
 
   it('follows a redirect within the origin, never across origins', async () => {

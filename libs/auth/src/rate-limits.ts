@@ -80,6 +80,11 @@ export class RateLimits implements OnApplicationShutdown {
     const buckets = all.filter((bucket) => bucket.points > 0);
     let refusedMs = 0;
     const needed: Bucket[] = [];
+    // This request's lease, announced for a bucket the moment it is found needed (before this
+    // request awaits another bucket's lease): concurrent requests then wait for it instead of each
+    // leasing the same bucket, which would lease far more of its window than is spent.
+    let announced!: () => void;
+    const mine = new Promise<void>((resolve) => (announced = resolve));
     for (const bucket of buckets) {
       // The limit is part of the bucket (and of its Redis key): a changed limit starts a fresh window.
       const id = `{${tag}}:${bucket.points}:${bucket.name}`;
@@ -92,20 +97,20 @@ export class RateLimits implements OnApplicationShutdown {
         const pending = this.leasing.get(id);
         if (!pending || waits >= LEASE_WAITS) {
           needed.push({ name: id, points: bucket.points });
+          this.leasing.set(id, mine);
           break;
         }
         await pending;
       }
     }
-    // A bucket that refuses decides: nothing more is leased for a request that is refused anyway.
-    if (refusedMs > 0) return retryAfterS({ allowed: false, retryAfterMs: refusedMs });
-    if (needed.length === 0) return null;
-    const lease = this.lease(needed);
-    for (const bucket of needed) this.leasing.set(bucket.name, lease);
     try {
-      return retryAfterS(await lease);
+      // A bucket that refuses decides: nothing more is leased for a request that is refused anyway.
+      if (refusedMs > 0) return retryAfterS({ allowed: false, retryAfterMs: refusedMs });
+      if (needed.length === 0) return null;
+      return retryAfterS(await this.lease(needed));
     } finally {
-      for (const bucket of needed) if (this.leasing.get(bucket.name) === lease) this.leasing.delete(bucket.name);
+      for (const bucket of needed) if (this.leasing.get(bucket.name) === mine) this.leasing.delete(bucket.name);
+      announced();
     }
   }
 

@@ -61,6 +61,8 @@ export class AppConfig {
   readonly mcpAllowPrivateNetworks: boolean;
   /** host or host:port entries that skip the private-address refusal, for agents administrators own only (public agents). */
   readonly mcpAllowedHosts: string[];
+  /** Bytes one response of an MCP server (or of the OAuth endpoints it names) may carry; past it the call fails. */
+  readonly mcpMaxResponseBytes: number;
   /** The most tokens one MCP sampling completion may have, whatever the server asks (the answer is cut there). */
   readonly mcpSamplingMaxTokens: number;
   readonly agentsFile: string | undefined;
@@ -193,6 +195,7 @@ export class AppConfig {
     this.mcpElicitationTimeoutMs = int(env, 'MCP_ELICITATION_TIMEOUT_MS', 600_000);
     this.mcpAllowPrivateNetworks = bool(env, 'MCP_ALLOW_PRIVATE_NETWORKS', false);
     this.mcpSamplingMaxTokens = Math.max(1, int(env, 'MCP_SAMPLING_MAX_TOKENS', 4096));
+    this.mcpMaxResponseBytes = Math.max(64 * 1024, int(env, 'MCP_MAX_RESPONSE_BYTES', 32 * 1024 * 1024));
     try {
       this.mcpAllowedHosts = parseAllowedHosts(env.MCP_ALLOWED_HOSTS ?? '');
     } catch (error) {

@@ -2,7 +2,7 @@ import type dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { Readable } from 'node:stream';
+import { pipeline, Readable, Transform, type TransformCallback } from 'node:stream';
 import { hostOf, isAllowedHost, isPublicAddress, NOT_PUBLIC } from './address-policy.js';
 import { guardedLookup, OUTBOUND_BLOCKED_CODE } from './guarded-lookup.js';
 
@@ -32,6 +32,37 @@ export interface GuardedFetchOptions {
   allowedHosts?: readonly string[];
   /** dns.lookup, replaceable in tests (a resolver that rebinds). */
   dnsLookup?: typeof dns.lookup;
+  /**
+   * Bytes one response body may carry (0: no bound). Past it the body errors with
+   * ResponseTooLargeError and the connection is dropped: a server the caller chose cannot make
+   * this process buffer what it likes (the MCP SDK reads JSON answers whole).
+   */
+  maxResponseBytes?: number;
+}
+
+/** A response body that went past GuardedFetchOptions.maxResponseBytes. */
+export class ResponseTooLargeError extends Error {
+  readonly code = 'RESPONSE_TOO_LARGE';
+
+  constructor(limit: number) {
+    super(`the response is larger than ${limit} bytes`);
+    this.name = 'ResponseTooLargeError';
+  }
+}
+
+/** Passes bytes on until `limit`, then fails the stream (and so the body's reader). */
+class ByteLimit extends Transform {
+  private seen = 0;
+
+  constructor(private readonly limit: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.seen += chunk.length;
+    if (this.seen > this.limit) return callback(new ResponseTooLargeError(this.limit));
+    callback(null, chunk);
+  }
 }
 
 /** What `fetch` is called with, the parts a guarded fetch honours. */
@@ -65,7 +96,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): FetchFunction 
     const host = hostOf(url);
     if (!allowed && isIP(host) !== 0 && !isPublicAddress(host)) throw new OutboundBlockedError(`the address ${host} is not allowed: it ${NOT_PUBLIC}`);
     const pool = allowed ? pools.open : pools.guarded;
-    return request(url, init, pool.lookup, url.protocol === 'https:' ? pool.https : pool.http);
+    return request(url, init, pool.lookup, url.protocol === 'https:' ? pool.https : pool.http, options.maxResponseBytes ?? 0);
   };
   return async (input, init) => {
     const url = new URL(String(input instanceof URL ? input.href : input));
@@ -94,7 +125,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): FetchFunction 
   };
 }
 
-function request(url: URL, init: RequestInit | undefined, lookup: LookupFunction, agent: http.Agent): Promise<Response> {
+function request(url: URL, init: RequestInit | undefined, lookup: LookupFunction, agent: http.Agent, maxResponseBytes: number): Promise<Response> {
   const signal = init?.signal ?? undefined;
   return (async () => {
     signal?.throwIfAborted();
@@ -124,7 +155,9 @@ function request(url: URL, init: RequestInit | undefined, lookup: LookupFunction
         if (noBody) res.resume();
         let response: Response;
         try {
-          response = new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage, headers: responseHeaders });
+          // pipeline: an error on either side (the socket, the bound) ends the other, so a reader never hangs.
+          const body = maxResponseBytes > 0 ? pipeline(res, new ByteLimit(maxResponseBytes), () => undefined) : res;
+          response = new Response(noBody ? null : (Readable.toWeb(body) as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage, headers: responseHeaders });
         } catch (error) {
           res.destroy();
           return reject(error);

@@ -31,7 +31,7 @@ export { McpConnector, type McpToolInfo } from './mcp-connector.js';
 export { MAX_EMBEDDED_RESOURCE_BYTES, MAX_MCP_OUTPUT_CHARS, outcomeOf } from './mcp/results.js';
 export { credentialsKey, McpAuth, type McpTransportAuth, SECRET_CACHE_MS } from './mcp/auth.js';
 export { McpHeaderBox } from './mcp/header-box.js';
-export { sanitiseRemoteText, unavailableReason } from './mcp/remote-errors.js';
+export { remoteProgressMessage, sanitiseRemoteText, unavailableReason } from './mcp/remote-errors.js';
 export { McpOutbound } from './mcp/outbound.js';
 export { McpSessionPool } from './mcp/session-pool.js';
 export { type AvailableTools, offeredNames, ToolCatalog, ToolSourceError } from './tool-catalog.js';

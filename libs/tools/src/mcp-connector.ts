@@ -7,7 +7,7 @@ import { raceAbort } from './abort.js';
 import { ToolSourceError } from './errors.js';
 import { outcomeOf } from './mcp/results.js';
 import { CallDeadline } from './mcp/call-deadline.js';
-import { sanitiseRemoteText, unavailableReason } from './mcp/remote-errors.js';
+import { remoteProgressMessage, sanitiseRemoteText, unavailableReason } from './mcp/remote-errors.js';
 import { McpSessionPool } from './mcp/session-pool.js';
 import type { McpToolDeclaration, ToolCallContext, ToolOutcome } from './tool.types.js';
 import { LinearSchemaValidator } from './schema-cache.js';
@@ -67,7 +67,7 @@ export class McpConnector {
     const backstop = this.config.toolTimeoutMs + this.config.mcpElicitationTimeoutMs + BACKSTOP_MARGIN_MS;
     const options: RequestOptions = { signal: AbortSignal.any([ctx.signal, deadline.signal]), timeout: backstop };
     const onprogress = ctx.onProgress;
-    const callOptions: RequestOptions = onprogress ? { ...options, onprogress: (p) => onprogress({ progress: p.progress, total: p.total, message: p.message }) } : options;
+    const callOptions: RequestOptions = onprogress ? { ...options, onprogress: (p) => onprogress({ progress: p.progress, total: p.total, message: remoteProgressMessage(p.message, decl.server_url) }) } : options;
     const listed = this.lists.get(this.pool.keyOf(decl));
     try {
       return await this.guard(decl, ctx.signal, deadline.signal, () =>

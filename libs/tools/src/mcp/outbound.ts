@@ -18,8 +18,9 @@ export class McpOutbound {
   private readonly adminFetch: FetchLike;
 
   constructor(config: AppConfig) {
-    this.userFetch = createGuardedFetch({ allowPrivate: config.mcpAllowPrivateNetworks });
-    this.adminFetch = createGuardedFetch({ allowPrivate: config.mcpAllowPrivateNetworks, allowedHosts: config.mcpAllowedHosts });
+    const maxResponseBytes = config.mcpMaxResponseBytes;
+    this.userFetch = createGuardedFetch({ allowPrivate: config.mcpAllowPrivateNetworks, maxResponseBytes });
+    this.adminFetch = createGuardedFetch({ allowPrivate: config.mcpAllowPrivateNetworks, allowedHosts: config.mcpAllowedHosts, maxResponseBytes });
   }
 
   /** The fetch for `decl`'s server and its OAuth endpoints. */

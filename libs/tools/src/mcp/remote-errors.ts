@@ -20,8 +20,9 @@ export class McpConfigError extends Error {
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 const IPV4 = /\b(?:\d{1,3}\.){3}\d{1,3}\b/g;
-// Candidates only: what is masked is what node reads as an IPv6 address.
-const IPV6 = /\[?[0-9a-f:]*:[0-9a-f]*:[0-9a-f:.]*\]?/gi;
+// Candidates only: what is masked is what node reads as an IPv6 address. Bounded repetition (45
+// characters is the longest IPv6 text form) and one class: linear, whatever the remote sends.
+const IPV6 = /\[?[0-9a-f:.]{2,45}\]?/gi;
 
 /**
  * A remote text (an MCP server's error message) as users may read it: control characters
@@ -34,8 +35,14 @@ export function sanitiseRemoteText(text: string, configuredHost: string, max = M
     const address = match.replace(/^\[|\]$/g, '').toLowerCase();
     return isIP(address) === 0 || address === host ? match : '[address]';
   };
-  const clean = text.replace(CONTROL, ' ').replace(IPV4, mask).replace(IPV6, mask).replace(/\s+/g, ' ').trim();
+  // Cut first: every pass below then reads a few hundred characters, not what the server chose to send.
+  const clean = text.slice(0, max * 4).replace(CONTROL, ' ').replace(IPV4, mask).replace(IPV6, mask).replace(/\s+/g, ' ').trim();
   return clean.length <= max ? clean : `${clean.slice(0, max - 1)}…`;
+}
+
+/** A progress message of a server (live on the session's stream): cleaned and cut like its error texts. */
+export function remoteProgressMessage(message: string | undefined, configuredUrl: string): string | undefined {
+  return message === undefined ? undefined : sanitiseRemoteText(String(message), hostOf(configuredUrl));
 }
 
 /**
