@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { env } from '../support/env.js';
 import { API, createSession, http, newKey } from '../support/http.js';
@@ -104,6 +105,17 @@ describe('errors', () => {
     const huge = await http(`${API}/sessions`, { idempotencyKey: newKey(), body: { agent_id: 'default-chatbot', input: 'x'.repeat(13 * 1024 * 1024) } });
     assert.equal(huge.status, 413);
     assertErrorShape(huge, 'payload_too_large');
+  });
+
+  it('reads a body under the large limit only for the POSTs that carry inline images: other methods on their paths get 413 past 1 MB', async () => {
+    // Otherwise a PUT or PATCH to the same path would be read up to BODY_LIMIT, past the per-user
+    // bound on large bodies in flight (which counts POSTs), before routing refuses the method.
+    const body = { input: 'x'.repeat(2 * 1024 * 1024) };
+    for (const [method, path] of [['PUT', `${API}/sessions`], ['PATCH', `${API}/sessions/${randomUUID()}/events`], ['DELETE', `${API}/sessions/${randomUUID()}/events`]] as const) {
+      const res = await http(path, { method, body });
+      assert.equal(res.status, 413, `${method} ${path}: ${res.text}`);
+      assertErrorShape(res, 'payload_too_large');
+    }
   });
 
   it('rejects NUL characters, which Postgres cannot store, as a field error', async () => {

@@ -104,10 +104,23 @@ describe('fair shares: a user’s keys share one allowance', () => {
   });
 
   it('lets a key an administrator raised keep its own limit above its user’s; 0 stays "no limit"', () => {
-    assert.equal(accountLimit(1200, null), 1200);
-    assert.equal(accountLimit(1200, 5000), 5000);
-    assert.equal(accountLimit(1200, 10), 1200);
-    assert.equal(accountLimit(0, 5000), 0);
+    assert.equal(accountLimit(1200, null, 1200), 1200);
+    assert.equal(accountLimit(1200, 5000, 1200), 5000, 'above the per-key limit: an administrator set it');
+    assert.equal(accountLimit(1200, 10, 1200), 1200);
+    assert.equal(accountLimit(0, 5000, 1200), 0);
+  });
+
+  it('gives every key a user may make one account bucket: keys with other limits do not multiply the user’s allowance', async () => {
+    // USER_RATE_LIMIT_PER_MINUTE below the per-key limit: a user may give keys any limit up to 1200.
+    assert.equal(accountLimit(600, 900, 1200), 600);
+    assert.equal(accountLimit(600, 1200, 1200), 600);
+    // No per-key limit at all (0): a key's own limit may be anything, and raises nothing.
+    assert.equal(accountLimit(600, 1_000_000, 0), 600);
+    const { limits } = limiter({ rateLimitPerMinute: 1200, userRateLimitPerMinute: 4 });
+    const withLimit = (keyId: string, perMinute: number) => ({ ...caller(keyId), limits: { perMinute, streams: null } });
+    const decisions: (number | null)[] = [];
+    for (const [i, perMinute] of [900, 901, 902, 903, 904, 905].entries()) decisions.push(await limits.consumeCaller(withLimit(`key-${i}`, perMinute)));
+    assert.deepEqual(decisions.map((d) => d === null), [true, true, true, true, false, false], 'four requests for the user, whatever limits its keys carry');
   });
 
   it('counts failed authentications per address, apart from any caller', async () => {

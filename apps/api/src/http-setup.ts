@@ -42,7 +42,9 @@ export function configureHttp(app: INestApplication, bodyLimit: string, maxConcu
       if (req.method === 'POST' && UPLOAD_ROUTE.test(req.path) && req.is('multipart/form-data')) return next();
       return sendError(res, new DomainError('unsupported_media_type', UPLOAD_ROUTE.test(req.path) ? 'Send the file as multipart/form-data' : 'Send the request body as application/json'));
     }
-    return (LARGE_BODY_ROUTE.test(req.path) ? large : small)(req, res, next);
+    // The large limit for the two POSTs that carry inline images only (the gate above counts those):
+    // another method on their paths is read under the small one, whatever routing answers after.
+    return (req.method === 'POST' && LARGE_BODY_ROUTE.test(req.path) ? large : small)(req, res, next);
   });
   // Postgres text and jsonb cannot hold U+0000, nor jsonb a lone surrogate; reject them here as field errors rather than fail the write.
   app.use((req: Request, res: Response, next: NextFunction) => {

@@ -45,7 +45,7 @@ export class RateLimits implements OnApplicationShutdown {
     const buckets: Bucket[] = [
       { name: caller.keyId ? `key:${caller.keyId}` : `user:${caller.actorId}`, points: own },
       // A key an administrator raised above the deployment's limits is not held back by its user's.
-      { name: `account:${caller.actorId}`, points: accountLimit(this.config.userRateLimitPerMinute, caller.limits.perMinute) },
+      { name: `account:${caller.actorId}`, points: accountLimit(this.config.userRateLimitPerMinute, caller.limits.perMinute, this.config.rateLimitPerMinute) },
     ];
     if (caller.appId) buckets.push({ name: `app:${caller.actorId}:${caller.appId}`, points: this.config.appRateLimitPerMinute });
     return this.takeAll(caller.actorId, buckets);
@@ -151,7 +151,7 @@ export class RateLimits implements OnApplicationShutdown {
    */
   async acquireStream(principal: Principal, streamId: string): Promise<boolean> {
     const keyCap = principal.limits.streams ?? this.config.maxStreamsPerPrincipal;
-    const accountCap = accountLimit(this.config.maxStreamsPerAccount, principal.limits.streams);
+    const accountCap = accountLimit(this.config.maxStreamsPerAccount, principal.limits.streams, this.config.maxStreamsPerPrincipal);
     const [keySlots, accountSlots] = slotsKeys(principal);
     try {
       const taken = (await this.redis.eval(ACQUIRE, 2, keySlots, accountSlots, String(Date.now()), String(SLOT_TTL_MS), String(keyCap), String(accountCap), streamId)) as number;
@@ -236,9 +236,17 @@ export interface Caller {
   limits: Principal['limits'];
 }
 
-/** A user's allowance is theirs, unless a key of theirs was granted more (by an administrator). 0 stays "no limit". */
-export function accountLimit(userLimit: number, keyLimit: number | null): number {
-  return userLimit === 0 ? 0 : Math.max(userLimit, keyLimit ?? 0);
+/**
+ * A user's allowance (its account bucket), whatever limits their keys carry, so that keys with
+ * different limits never get buckets of their own: only a key raised above the deployment's
+ * per-key limit (`keyCeiling`), which only an administrator may set, is not held back by its
+ * user's. With no per-key limit (0) a key's own limit may be anything: it raises nothing then.
+ * 0 stays "no limit".
+ */
+export function accountLimit(userLimit: number, keyLimit: number | null, keyCeiling: number): number {
+  if (userLimit === 0) return 0;
+  const raisedByAdministrator = keyLimit !== null && keyCeiling > 0 && keyLimit > keyCeiling;
+  return raisedByAdministrator ? Math.max(userLimit, keyLimit) : userLimit;
 }
 
 /** `refreshStreams`: slots per Redis call, so that one call stays short for Redis's single thread. */
