@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { accountLimit, AuthService, CredentialCache, generateKeySecret, RateLimits, UnknownKeys } from '#libs/auth';
+import { accountLimit, AuthService, clientOf, CredentialCache, generateKeySecret, RateLimits, UnknownKeys } from '#libs/auth';
 import type { AppConfig, RedisClient } from '#libs/config';
 
 /** A Redis that runs the rate limiter's lease script in memory, counting the calls made to it and the commands they run. */
@@ -121,6 +121,20 @@ describe('fair shares: a user’s keys share one allowance', () => {
     const decisions: (number | null)[] = [];
     for (const [i, perMinute] of [900, 901, 902, 903, 904, 905].entries()) decisions.push(await limits.consumeCaller(withLimit(`key-${i}`, perMinute)));
     assert.deepEqual(decisions.map((d) => d === null), [true, true, true, true, false, false], 'four requests for the user, whatever limits its keys carry');
+  });
+
+  it('counts failed authentications per client: an IPv4 address, an IPv6 /64 (one subscriber’s block)', async () => {
+    assert.equal(clientOf('203.0.113.7'), '203.0.113.7');
+    assert.equal(clientOf('::ffff:203.0.113.7'), '203.0.113.7');
+    assert.equal(clientOf('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+    assert.equal(clientOf('2001:db8:1:2:ffff:ffff:ffff:ffff'), '2001:db8:1:2::/64');
+    assert.equal(clientOf('2001:db8::1'), '2001:db8:0:0::/64');
+    assert.equal(clientOf('::1'), '0:0:0:0::/64');
+    assert.notEqual(clientOf('2001:db8:1:3::1'), clientOf('2001:db8:1:2::1'));
+    const { limits } = limiter({ authFailureLimitPerMinute: 2 });
+    assert.deepEqual([await limits.consumeAuthFailure('2001:db8:1:2::1'), await limits.consumeAuthFailure('2001:db8:1:2::2')], [null, null]);
+    assert.ok((await limits.consumeAuthFailure('2001:db8:1:2:9:9:9:9')) !== null, 'another address of the same /64 is the same client');
+    assert.equal(await limits.consumeAuthFailure('2001:db8:1:3::1'), null, 'another /64 is another client');
   });
 
   it('counts failed authentications per address, apart from any caller', async () => {

@@ -21,7 +21,7 @@ export {
   ROLES,
 } from './principal.js';
 export { CallerDto, callerDto } from './caller.dto.js';
-export { accountLimit, RateLimits } from './rate-limits.js';
+export { accountLimit, clientOf, RateLimits } from './rate-limits.js';
 export { UnknownKeys } from './unknown-keys.js';
 export { AllowanceBook, grantedPoints, leaseSize } from './rate-allowance.js';
 export { CredentialCache } from './credential-cache.js';

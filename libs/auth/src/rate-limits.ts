@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { AppConfig, type RedisClient, ThrottledLog } from '#libs/config';
 import { AUTH_REDIS } from './auth.redis.js';
@@ -67,7 +68,8 @@ export class RateLimits implements OnApplicationShutdown {
    * credentials from a throttled address keep working.
    */
   async consumeAuthFailure(address: string): Promise<number | null> {
-    return this.takeAll(`ip:${address}`, [{ name: `auth-failures:${address}`, points: this.config.authFailureLimitPerMinute }]);
+    const client = clientOf(address);
+    return this.takeAll(`ip:${client}`, [{ name: `auth-failures:${client}`, points: this.config.authFailureLimitPerMinute }]);
   }
 
   /**
@@ -300,3 +302,19 @@ const RELEASE = `
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 return 1`;
+
+/**
+ * The client a failed authentication is counted against: an IPv4 address (an IPv4-mapped IPv6
+ * one included) as is, an IPv6 address by its /64, the block one subscriber is given (a client
+ * rotating through its own /64 is still one client). Anything else as it came.
+ */
+export function clientOf(address: string): string {
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (isIP(address) !== 6) return address;
+  const [head = '', tail = ''] = address.toLowerCase().split('%')[0]!.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = address.includes('::') ? (tail === '' ? [] : tail.split(':')) : [];
+  const groups = address.includes('::') ? [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((group) => Number.parseInt(group || '0', 16).toString(16)).join(':')}::/64`;
+}
