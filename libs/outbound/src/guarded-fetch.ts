@@ -2,7 +2,7 @@ import type dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { pipeline, Readable, Transform, type TransformCallback } from 'node:stream';
+import { Readable } from 'node:stream';
 import { hostOf, isAllowedHost, isPublicAddress, NOT_PUBLIC } from './address-policy.js';
 import { guardedLookup, OUTBOUND_BLOCKED_CODE } from './guarded-lookup.js';
 
@@ -50,20 +50,6 @@ export class ResponseTooLargeError extends Error {
   }
 }
 
-/** Passes bytes on until `limit`, then fails the stream (and so the body's reader). */
-class ByteLimit extends Transform {
-  private seen = 0;
-
-  constructor(private readonly limit: number) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.seen += chunk.length;
-    if (this.seen > this.limit) return callback(new ResponseTooLargeError(this.limit));
-    callback(null, chunk);
-  }
-}
 
 /** What `fetch` is called with, the parts a guarded fetch honours. */
 export type FetchFunction = (url: string | URL, init?: RequestInit) => Promise<Response>;
@@ -155,9 +141,16 @@ function request(url: URL, init: RequestInit | undefined, lookup: LookupFunction
         if (noBody) res.resume();
         let response: Response;
         try {
-          // pipeline: an error on either side (the socket, the bound) ends the other, so a reader never hangs.
-          const body = maxResponseBytes > 0 ? pipeline(res, new ByteLimit(maxResponseBytes), () => undefined) : res;
-          response = new Response(noBody ? null : (Readable.toWeb(body) as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage, headers: responseHeaders });
+          // Counted as it arrives (beside the web stream's own reading, which sets the pace): past the
+          // bound the socket is destroyed with the error, which the body's reader then gets.
+          if (maxResponseBytes > 0 && !noBody) {
+            let seen = 0;
+            res.on('data', (chunk: Buffer) => {
+              seen += chunk.length;
+              if (seen > maxResponseBytes) res.destroy(new ResponseTooLargeError(maxResponseBytes));
+            });
+          }
+          response = new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage, headers: responseHeaders });
         } catch (error) {
           res.destroy();
           return reject(error);
