@@ -86,6 +86,8 @@ export class AppConfig {
   readonly authFailureLimitPerMinute: number;
   /** Unknown API keys remembered (at most this many, each for AUTH_CACHE_TTL_MS) so a repeated bad key costs no query. */
   readonly authNegativeCacheMax: number;
+  /** Turns of one product user (its keys, tokens and app end users together) running at once across the fleet; more wait queued. 0: no cap. */
+  readonly maxActiveTurnsPerOwner: number;
   /** Members one cooperation tree may hold (its root not counted), and members one coordinator turn may create; 0: no cap. */
   readonly maxSubagentsPerTree: number;
   readonly maxSubagentCreatesPerTurn: number;
@@ -216,6 +218,7 @@ export class AppConfig {
     this.newEndUsersPerMinute = int(env, 'NEW_END_USERS_PER_MINUTE', 120);
     this.authFailureLimitPerMinute = int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60);
     this.authNegativeCacheMax = int(env, 'AUTH_NEGATIVE_CACHE_MAX', 10_000);
+    this.maxActiveTurnsPerOwner = int(env, 'MAX_ACTIVE_TURNS_PER_OWNER', 50);
     this.maxSubagentsPerTree = int(env, 'MAX_SUBAGENTS_PER_TREE', 100);
     this.maxSubagentCreatesPerTurn = int(env, 'MAX_SUBAGENT_CREATES_PER_TURN', 20);
     this.rateLimitLeasePercent = int(env, 'RATE_LIMIT_LEASE_PERCENT', 1);

@@ -43,7 +43,8 @@ export class TurnClaims {
    */
   async claim(sessionId: string, runId: string, owner: string): Promise<HeldTurn | null> {
     return this.dataSource.transaction(async (manager) => {
-      const session = await this.sessions.lock(manager, sessionId);
+      const ownerCap = this.config.maxActiveTurnsPerOwner;
+      const session = await this.sessions.lockForClaim(manager, sessionId, ownerCap > 0);
       if (!session) return null;
       // The session row's overview (written under this lock with every turn status change) says
       // whether a turn is active: only then is the turns table read. The unique index
@@ -62,14 +63,20 @@ export class TurnClaims {
       const now = new Date();
       const turnId = newId();
       const newItems = userItemsOf(batch, sessionId, now);
-      const { turnSeq, firstItemSeq } = await this.sessions.recordTurnStarted(
+      const started = await this.sessions.recordTurnStarted(
         manager,
         sessionId,
         { id: turnId, status: 'in_progress', current_run_id: runId, result_run_id: null, waitpoint: null },
         batch.length,
         newItems.length,
         now,
+        { ownerId: session.ownerId, cap: ownerCap },
       );
+      // The owner runs its cap of turns across the fleet: the input stays queued (nothing was
+      // written), and a slot freed by the owner's next turn to stop running nudges it again
+      // (RunEndings, RunOutputWriter), the recovery sweep failing that.
+      if (!started) return null;
+      const { turnSeq, firstItemSeq } = started;
       const { turn, run } = await this.turns.startTurn(manager, {
         turnId,
         runId,

@@ -145,6 +145,22 @@ export class SessionsRepository {
   }
 
   /**
+   * The session lock for a claim of its queue head. With `serialiseOwner` (a per-owner cap on
+   * running turns is on) the same statement also takes an advisory lock keyed by the session's
+   * owner, held to commit, so the owner's claims count each other's turns (`recordTurnStarted`)
+   * one at a time across the fleet: the cap is strict, and costs no statement of its own.
+   */
+  async lockForClaim(manager: EntityManager, sessionId: string, serialiseOwner: boolean): Promise<SessionEntity | null> {
+    if (!isUuid(sessionId)) return null;
+    const rows = (await manager.query(
+      prepared(`SELECT ${SESSION_COLUMNS}, CASE WHEN $2 THEN (SELECT true FROM pg_advisory_xact_lock(hashtextextended(owner_id::text, ${OWNER_LOCK_SEED}))) END AS owner_locked
+       FROM sessions WHERE id = $1 FOR UPDATE`),
+      [sessionId, serialiseOwner],
+    )) as Record<string, unknown>[];
+    return rows[0] ? sessionFromRow(rows[0]) : null;
+  }
+
+  /**
    * Records a received input in one statement that also takes the session lock: the next input
    * sequence number, one more pending input, and last_active_at.
    */
@@ -165,6 +181,9 @@ export class SessionsRepository {
   /**
    * A turn started (call under the session lock): the next turn number, `itemCount` item sequence
    * numbers for its first items, the consumed inputs leave the queue, and the overview moves.
+   * `ownerCap` (> 0: the owner's cap on running turns, `lockForClaim` serialising its claims): the
+   * same statement counts the owner's running turns and refuses the start at the cap; null then,
+   * and nothing is written. A cap of 0 never evaluates the count.
    */
   async recordTurnStarted(
     manager: EntityManager,
@@ -173,16 +192,40 @@ export class SessionsRepository {
     consumedInputs: number,
     itemCount: number,
     at: Date,
-  ): Promise<{ turnSeq: number; firstItemSeq: number }> {
+    owner: { ownerId: string; cap: number } = { ownerId: sessionId, cap: 0 },
+  ): Promise<{ turnSeq: number; firstItemSeq: number } | null> {
     const [rows] = (await manager.query(
       prepared(`UPDATE sessions SET turn_seq = turn_seq + 1, item_seq = item_seq + $2, pending_input_count = pending_input_count - $3,
               current_turn = $4, last_active_at = GREATEST(last_active_at, $5)
-       WHERE id = $1 RETURNING turn_seq, item_seq`),
-      [sessionId, itemCount, consumedInputs, JSON.stringify(turn), at],
+       WHERE id = $1 AND ($7::int = 0 OR (${OWNER_RUNNING_TURNS('$6')}) < $7::int) RETURNING turn_seq, item_seq`),
+      [sessionId, itemCount, consumedInputs, JSON.stringify(turn), at, owner.ownerId, owner.cap],
     )) as [{ turn_seq: number; item_seq: string }[], number];
     const row = rows[0];
-    if (!row) throw DomainError.notFound(`Session ${sessionId}`);
+    if (!row) return null;
     return { turnSeq: Number(row.turn_seq), firstItemSeq: Number(row.item_seq) - itemCount + 1 };
+  }
+
+  /**
+   * A turn stopped running (ended, or waits for its members): as `recordTurnUpdated`, and with
+   * `ownerCap` > 0 the same statement says whether the owner was at its cap of running turns
+   * (others still running, the cap less this one): the owner's waiting sessions are nudged then.
+   * Below the cap, or with a cap of 0, nothing more is done.
+   */
+  async recordTurnFreed(
+    manager: EntityManager,
+    sessionId: string,
+    turn: TurnSummary,
+    itemCount: number,
+    at: Date,
+    ownerCap: number,
+  ): Promise<{ firstItemSeq: number; crowdedOwner: string | null }> {
+    const [rows] = (await manager.query(
+      prepared(`UPDATE sessions SET item_seq = item_seq + $2, current_turn = $3, unread = true, last_active_at = GREATEST(last_active_at, $4)
+       WHERE id = $1 RETURNING item_seq, owner_id, $5::int > 0 AND (${OWNER_RUNNING_TURNS('sessions.owner_id')}) >= $5::int - 1 AS crowded`),
+      [sessionId, itemCount, JSON.stringify(turn), at, ownerCap],
+    )) as [{ item_seq: string; owner_id: string; crowded: boolean | null }[], number];
+    const row = rows[0];
+    return { firstItemSeq: Number(row?.item_seq ?? 0) - itemCount + 1, crowdedOwner: row?.crowded ? row.owner_id : null };
   }
 
   /**
@@ -393,3 +436,15 @@ export class SessionsRepository {
     return { total: rows[0]?.total ?? 0, targets: rows.map((row) => ({ sessionId: row.session_id, turnId: row.turn_id })) };
   }
 }
+
+/** Seed of the owner's advisory lock key (other advisory locks use other seeds: the tree's is 19). */
+const OWNER_LOCK_SEED = 35;
+
+/**
+ * The owner's running turns, as its cap counts them: queued or in progress, leaving out
+ * coordinators waiting for their members (they hold no worker; their members need the room).
+ * Turns waiting for a person (`requires_action`) hold no worker either and are not counted.
+ */
+const OWNER_RUNNING_TURNS = (owner: string): string =>
+  `SELECT count(*) FROM turns t JOIN sessions o ON o.id = t.session_id
+   WHERE o.owner_id = ${owner} AND t.status IN ('queued', 'in_progress') AND coalesce(t.waitpoint->>'kind', '') <> 'cooperation'`;
