@@ -287,9 +287,10 @@ export class InputsRepository {
   /**
    * Sessions whose pending inputs waited past the grace period and that a worker could claim now
    * (queue not paused, no active turn, a ready input not behind one still preparing): candidates
-   * for a lost nudge. Owners are taken in turn (each owner's longest waiting session, then each
-   * one's second, …), not longest waiting first: one owner's flood of waiting sessions (held back by
-   * its cap of running turns) never fills the batch while others wait. `activeTurnStatuses`: the
+   * for a lost nudge. Accounts (product users, with their apps' end users) are taken in turn (each
+   * one's longest waiting session, then each one's second, …), not longest waiting first: one
+   * account's flood of waiting sessions (held back by its cap of running turns) never fills the
+   * batch while others wait. `activeTurnStatuses`: the
    * turn machine's (libs/turns), which this lib does not depend on. Root sessions only: members of
    * cooperation trees wait for their tree's cap, and the sweep nudges each tree's next one
    * (TreeRepository.queuedTreeHeads).
@@ -297,26 +298,28 @@ export class InputsRepository {
   async sessionsWithWaitingInputs(olderThan: Date, limit: number, activeTurnStatuses: readonly string[]): Promise<string[]> {
     const rows = (await this.inputs.query(
       prepared(`SELECT session_id FROM (
-         SELECT i.session_id, s.owner_id, min(i.received_at) AS oldest FROM inputs i JOIN sessions s ON s.id = i.session_id
+         SELECT i.session_id, ${ACCOUNT} AS account_id, min(i.received_at) AS oldest
+         FROM inputs i JOIN sessions s ON s.id = i.session_id JOIN users u ON u.id = s.owner_id
          WHERE i.status = 'pending' AND i.received_at < $1 AND s.depth = 0 AND ${claimableNow(activeTurnStatuses)}
-         GROUP BY i.session_id, s.owner_id) w
-       ORDER BY row_number() OVER (PARTITION BY owner_id ORDER BY oldest, session_id), oldest, session_id LIMIT $2`),
+         GROUP BY i.session_id, account_id) w
+       ORDER BY row_number() OVER (PARTITION BY account_id ORDER BY oldest, session_id), oldest, session_id LIMIT $2`),
       [olderThan, limit],
     )) as { session_id: string }[];
     return rows.map((row) => row.session_id);
   }
 
   /**
-   * One owner's sessions whose inputs wait with nothing running (members of trees too: their claim
-   * checks their tree's cap), longest waiting first: nudged when a turn of the owner, at its cap of
-   * running turns, stops running (after commit; the recovery sweep covers a lost nudge).
+   * One account's sessions (the product user's and its apps' end users') whose inputs wait with
+   * nothing running (members of trees too: their claim checks their tree's cap), longest waiting
+   * first: nudged when a turn of the account, at its cap of running turns, ends (after commit; the
+   * recovery sweep covers a lost nudge).
    */
-  async ownerSessionsWithWaitingInputs(ownerId: string, limit: number, activeTurnStatuses: readonly string[]): Promise<string[]> {
+  async accountSessionsWithWaitingInputs(accountId: string, limit: number, activeTurnStatuses: readonly string[]): Promise<string[]> {
     const rows = (await this.inputs.query(
-      prepared(`SELECT i.session_id FROM inputs i JOIN sessions s ON s.id = i.session_id
-       WHERE s.owner_id = $1 AND i.status = 'pending' AND ${claimableNow(activeTurnStatuses)}
+      prepared(`SELECT i.session_id FROM inputs i JOIN sessions s ON s.id = i.session_id JOIN users u ON u.id = s.owner_id
+       WHERE ${ACCOUNT} = $1 AND i.status = 'pending' AND ${claimableNow(activeTurnStatuses)}
        GROUP BY i.session_id ORDER BY min(i.received_at), i.session_id LIMIT $2`),
-      [ownerId, limit],
+      [accountId, limit],
     )) as { session_id: string }[];
     return rows.map((row) => row.session_id);
   }
@@ -324,6 +327,9 @@ export class InputsRepository {
 
 /** An input's place in the claim order (lower first): priority, then steer before follow-up, then received order. */
 const CLAIM_KEY = (alias: string): string => `-${alias}.priority, CASE WHEN ${alias}.mode = 'steer' THEN 0 ELSE 1 END, ${alias}.received_seq`;
+
+/** The account (product user) of the owner `u` of a session: an app end user's is the product user behind the app. */
+const ACCOUNT = `CASE WHEN u.kind = 'end_user' THEN u.parent_id ELSE u.id END`;
 
 /** A pending input `i` of session `s` a worker could claim now: queue not paused, input ready, no active turn, no unready input before it. */
 const claimableNow = (activeTurnStatuses: readonly string[]): string =>

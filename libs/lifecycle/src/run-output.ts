@@ -91,9 +91,9 @@ export class RunOutputWriter {
     if (!settled) return null;
     const session = await this.sessions.lock(manager, turn.sessionId);
     const nudges = await this.cooperation.memberTurnEnded(manager, session, settled.turn);
-    const { crowdedOwner } = await this.sessions.recordTurnFreed(manager, turn.sessionId, toCurrentTurn(settled.turn), 0, now, this.config.maxActiveTurnsPerOwner);
-    // The owner was at its cap of running turns: its sessions waiting for a slot may start.
-    if (crowdedOwner) nudges.push({ kind: 'owner', ownerId: crowdedOwner });
+    const { crowdedAccount } = await this.sessions.recordTurnFreed(manager, turn.sessionId, toCurrentTurn(settled.turn), 0, now, this.config.maxActiveTurnsPerOwner);
+    // The account was at its cap of running turns: its sessions waiting for a slot may start.
+    if (crowdedAccount) nudges.push({ kind: 'account', accountId: crowdedAccount });
     const events: OutgoingEvent[] = [
       ...closing,
       turnEvents.run(status, { ...run, status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: settled.runUsage }),

@@ -43,9 +43,10 @@ export class TurnClaims {
    */
   async claim(sessionId: string, runId: string, owner: string): Promise<HeldTurn | null> {
     return this.dataSource.transaction(async (manager) => {
-      const ownerCap = this.config.maxActiveTurnsPerOwner;
-      const session = await this.sessions.lockForClaim(manager, sessionId, ownerCap > 0);
-      if (!session) return null;
+      const cap = this.config.maxActiveTurnsPerOwner;
+      const locked = await this.sessions.lockForClaim(manager, sessionId, cap > 0);
+      if (!locked) return null;
+      const { session, accountId } = locked;
       // The session row's overview (written under this lock with every turn status change) says
       // whether a turn is active: only then is the turns table read. The unique index
       // turns_one_active_per_session still refuses a second active turn if the two ever disagreed.
@@ -70,11 +71,11 @@ export class TurnClaims {
         batch.length,
         newItems.length,
         now,
-        { ownerId: session.ownerId, cap: ownerCap },
+        { accountId, cap },
       );
-      // The owner runs its cap of turns across the fleet: the input stays queued (nothing was
-      // written), and a slot freed by the owner's next turn to stop running nudges it again
-      // (RunEndings, RunOutputWriter), the recovery sweep failing that.
+      // The account (the product user, with its apps' end users) runs its cap of turns across the
+      // fleet: the input stays queued (nothing was written), and the account's next turn to end
+      // nudges it again (RunEndings, RunOutputWriter), the recovery sweep failing that.
       if (!started) return null;
       const { turnSeq, firstItemSeq } = started;
       const { turn, run } = await this.turns.startTurn(manager, {
