@@ -211,10 +211,11 @@ export class SessionsRepository {
   }
 
   /**
-   * A turn stopped running (it ended; call after its status was written): as `recordTurnUpdated`,
-   * and with `accountCap` > 0 the same statement says whether the session's account was at its cap
-   * of running turns (the others still running fill the cap less this one): `crowdedAccount` then
-   * names it, and its waiting sessions are nudged. With a cap of 0 nothing more is evaluated.
+   * A turn stopped running (it ended, or a coordinator waits for its members; call after its status
+   * was written): as `recordTurnUpdated`, and with `accountCap` > 0 the same statement says whether
+   * the session's account was at its cap of running turns (the others still running fill the cap
+   * less this one): `crowdedAccount` then names it, and its waiting sessions are nudged. With a cap
+   * of 0 nothing more is evaluated.
    */
   async recordTurnFreed(
     manager: EntityManager,
