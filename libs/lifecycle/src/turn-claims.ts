@@ -90,6 +90,7 @@ export class TurnClaims {
         leaseOwner: owner,
         leaseMs: this.config.runLeaseMs,
         at: now,
+        accountId,
       });
       await this.inputs.markConsumed(
         manager,

@@ -452,12 +452,12 @@ const ACCOUNT_LOCK_SEED = 35;
 const ACCOUNT_OF = (owner: string): string => `SELECT CASE WHEN kind = 'end_user' THEN parent_id ELSE id END AS account_id FROM users WHERE id = ${owner}`;
 
 /**
- * The account's running turns, as its cap counts them: those of its own sessions and of its apps'
- * end users, queued or in progress, leaving out coordinators waiting for their members (they hold
- * no worker; their members need the room). Turns waiting for a person (`requires_action`) hold no
- * worker either and are not counted.
+ * The account's running turns, as its cap counts them (through turns_running_by_account_idx, which
+ * holds running turns only: a few index entries, whatever the account's number of sessions):
+ * queued or in progress, leaving out coordinators waiting for their members (they hold no worker;
+ * their members need the room). Turns waiting for a person (`requires_action`) hold no worker
+ * either and are not counted.
  */
 const ACCOUNT_RUNNING_TURNS = (account: string): string =>
-  `SELECT count(*) FROM turns t JOIN sessions o ON o.id = t.session_id JOIN users ou ON ou.id = o.owner_id
-   WHERE t.status IN ('queued', 'in_progress') AND coalesce(t.waitpoint->>'kind', '') <> 'cooperation'
-     AND CASE WHEN ou.kind = 'end_user' THEN ou.parent_id ELSE ou.id END = ${account}`;
+  `SELECT count(*) FROM turns t
+   WHERE t.account_id = ${account} AND t.status IN ('queued', 'in_progress') AND coalesce(t.waitpoint->>'kind', '') <> 'cooperation'`;
