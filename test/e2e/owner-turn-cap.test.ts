@@ -11,8 +11,11 @@ const CAP = 6;
 const END_USERS = 3;
 const PER_END_USER = 3;
 const FLOOD = END_USERS * PER_END_USER;
-/** One word, so one wait of 2.5 s per turn: the flood's first turns still run while the rest waits and another owner's turn completes. */
-const SLOW = '[[delay:2500]]';
+/**
+ * A wait before each word of the answer: each of the flood's turns lasts several seconds, so its
+ * first turns still run while the rest waits and another owner's turn completes.
+ */
+const SLOW = '[[delay:3000]]';
 
 interface Seen {
   running: number;
@@ -59,10 +62,13 @@ describe('active turns per account are capped across the fleet (MAX_ACTIVE_TURNS
 
     // Another owner is not starved: its turn runs and completes while the flood still has queued work.
     const mine = await createSessionAs(other.caller, 'not starved');
-    const done = await until(async () => {
-      const res = await call(other.caller, `${API}/sessions/${mine.id}`);
-      return res.body?.yuxi?.current_turn?.status === 'completed' ? res.body : undefined;
-    });
+    const done = await until(
+      async () => {
+        const res = await call(other.caller, `${API}/sessions/${mine.id}`);
+        return res.body?.yuxi?.current_turn?.status === 'completed' ? res.body : undefined;
+      },
+      { attempts: 100, intervalMs: 50 },
+    );
     assert.ok(done, "the other owner's turn completed");
     const meanwhile = await observe(appId);
     assert.ok(meanwhile.waiting > 0, `the flood still had queued work when the other owner's turn completed: ${JSON.stringify(meanwhile)}`);
