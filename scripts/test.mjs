@@ -69,6 +69,9 @@ const stack = await startStack({
     // five members from one turn; test/e2e/cooperation.test.ts drives both caps past these.
     MAX_SUBAGENT_CREATES_PER_TURN: '5',
     MAX_SUBAGENTS_PER_TREE: '6',
+    // Running turns per owner across the fleet (issue 35): test/e2e/owner-turn-cap.test.ts drives a
+    // fresh user past it; no other file runs more than a few slow turns of one user at once.
+    MAX_ACTIVE_TURNS_PER_OWNER: '6',
     // The exact model requests are recorded, so the suite reads them (test/e2e/model-requests.test.ts);
     // only this stack's processes get it (the bench sets it off for its own).
     MODEL_REQUEST_AUDIT: 'on',

@@ -62,7 +62,7 @@ type Repos = ReturnType<typeof repositories>;
 /** How to call each performer once. */
 const CALLS: Record<string, (r: Repos, m: EntityManager) => Promise<unknown>> = {
   'TurnsRepository.startTurn': (r, m) =>
-    r.TurnsRepository.startTurn(m, { turnId: UUID, runId: UUID, sessionId: UUID, seq: 1, agentId: 'a', model: 'm', inputIds: [UUID], config: {}, leaseOwner: 'w', leaseMs: 1000, at: AT }),
+    r.TurnsRepository.startTurn(m, { turnId: UUID, runId: UUID, sessionId: UUID, seq: 1, agentId: 'a', model: 'm', inputIds: [UUID], config: {}, leaseOwner: 'w', leaseMs: 1000, at: AT, accountId: null }),
   'RunsRepository.suspendRun': (r, m) => r.RunsRepository.suspendRun(m, LEASE, UUID, { id: 'w1', kind: 'question', run_id: UUID, created_at: 0 }, AT),
   'TurnsRepository.resumeTurn': (r, m) => r.TurnsRepository.resumeTurn(m, TURN, UUID, AT),
   'TurnsRepository.settle': (r, m) => r.TurnsRepository.settle(m, { lease: LEASE, runId: UUID, runStatus: 'completed', turn: TURN, error: null, at: AT }),

@@ -94,6 +94,8 @@ export class AppConfig {
   readonly trustProxy: false | number | string[];
   /** Unknown API keys remembered (at most this many, each for AUTH_CACHE_TTL_MS) so a repeated bad key costs no query. */
   readonly authNegativeCacheMax: number;
+  /** Turns of one product user (its keys, tokens and app end users together) running at once across the fleet; more wait queued. 0: no cap. */
+  readonly maxActiveTurnsPerOwner: number;
   /** Members one cooperation tree may hold (its root not counted), and members one coordinator turn may create; 0: no cap. */
   readonly maxSubagentsPerTree: number;
   readonly maxSubagentCreatesPerTurn: number;
@@ -226,6 +228,7 @@ export class AppConfig {
     this.authFailureLimitPerMinute = int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60);
     this.trustProxy = parseTrustProxy(env.TRUST_PROXY);
     this.authNegativeCacheMax = int(env, 'AUTH_NEGATIVE_CACHE_MAX', 10_000);
+    this.maxActiveTurnsPerOwner = int(env, 'MAX_ACTIVE_TURNS_PER_OWNER', 50);
     this.maxSubagentsPerTree = int(env, 'MAX_SUBAGENTS_PER_TREE', 100);
     this.maxSubagentCreatesPerTurn = int(env, 'MAX_SUBAGENT_CREATES_PER_TURN', 20);
     this.rateLimitLeasePercent = int(env, 'RATE_LIMIT_LEASE_PERCENT', 1);

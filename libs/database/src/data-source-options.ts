@@ -25,6 +25,7 @@ import { ToolFiles1766366400000 } from './migrations/1766366400000-tool-files.js
 import { Secrets1766368800000 } from './migrations/1766368800000-secrets.js';
 import { Webhooks1766455200000 } from './migrations/1766455200000-webhooks.js';
 import { Agency1766541600000 } from './migrations/1766541600000-agency.js';
+import { AccountRunningTurns1766627900000 } from './migrations/1766627900000-account-running-turns.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -53,6 +54,7 @@ export const MIGRATIONS = [
   Secrets1766368800000,
   Webhooks1766455200000,
   Agency1766541600000,
+  AccountRunningTurns1766627900000,
 ];
 
 /**

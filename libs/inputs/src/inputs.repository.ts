@@ -287,19 +287,39 @@ export class InputsRepository {
   /**
    * Sessions whose pending inputs waited past the grace period and that a worker could claim now
    * (queue not paused, no active turn, a ready input not behind one still preparing): candidates
-   * for a lost nudge, longest waiting first. `activeTurnStatuses`: the turn machine's (libs/turns),
-   * which this lib does not depend on. Root sessions only: members of cooperation trees wait for
-   * their tree's cap, and the sweep nudges each tree's next one (TreeRepository.queuedTreeHeads).
+   * for a lost nudge. Accounts (product users, with their apps' end users) are taken in turn (each
+   * one's longest waiting session, then each one's second, …), not longest waiting first: one
+   * account's flood of waiting sessions (held back by its cap of running turns) never fills the
+   * batch while others wait. `activeTurnStatuses`: the
+   * turn machine's (libs/turns), which this lib does not depend on. Root sessions only: members of
+   * cooperation trees wait for their tree's cap, and the sweep nudges each tree's next one
+   * (TreeRepository.queuedTreeHeads).
    */
   async sessionsWithWaitingInputs(olderThan: Date, limit: number, activeTurnStatuses: readonly string[]): Promise<string[]> {
     const rows = (await this.inputs.query(
-      prepared(`SELECT i.session_id FROM inputs i JOIN sessions s ON s.id = i.session_id
-       WHERE i.status = 'pending' AND i.received_at < $1 AND NOT s.queue_paused AND i.attachment_status = 'ready' AND s.depth = 0
-         AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = i.session_id AND t.status IN (${sqlList(activeTurnStatuses)}))
-         AND NOT EXISTS (SELECT 1 FROM inputs h WHERE h.session_id = i.session_id AND h.status = 'pending' AND h.attachment_status <> 'ready'
-                         AND (${CLAIM_KEY('h')}) < (${CLAIM_KEY('i')}))
-       GROUP BY i.session_id ORDER BY min(i.received_at) LIMIT $2`),
+      prepared(`SELECT session_id FROM (
+         SELECT i.session_id, ${ACCOUNT} AS account_id, min(i.received_at) AS oldest
+         FROM inputs i JOIN sessions s ON s.id = i.session_id JOIN users u ON u.id = s.owner_id
+         WHERE i.status = 'pending' AND i.received_at < $1 AND s.depth = 0 AND ${claimableNow(activeTurnStatuses)}
+         GROUP BY i.session_id, account_id) w
+       ORDER BY row_number() OVER (PARTITION BY account_id ORDER BY oldest, session_id), oldest, session_id LIMIT $2`),
       [olderThan, limit],
+    )) as { session_id: string }[];
+    return rows.map((row) => row.session_id);
+  }
+
+  /**
+   * One account's sessions (the product user's and its apps' end users') whose inputs wait with
+   * nothing running (members of trees too: their claim checks their tree's cap), longest waiting
+   * first: nudged when a turn of the account, at its cap of running turns, ends (after commit; the
+   * recovery sweep covers a lost nudge).
+   */
+  async accountSessionsWithWaitingInputs(accountId: string, limit: number, activeTurnStatuses: readonly string[]): Promise<string[]> {
+    const rows = (await this.inputs.query(
+      prepared(`SELECT i.session_id FROM inputs i JOIN sessions s ON s.id = i.session_id JOIN users u ON u.id = s.owner_id
+       WHERE ${ACCOUNT} = $1 AND i.status = 'pending' AND ${claimableNow(activeTurnStatuses)}
+       GROUP BY i.session_id ORDER BY min(i.received_at), i.session_id LIMIT $2`),
+      [accountId, limit],
     )) as { session_id: string }[];
     return rows.map((row) => row.session_id);
   }
@@ -307,6 +327,16 @@ export class InputsRepository {
 
 /** An input's place in the claim order (lower first): priority, then steer before follow-up, then received order. */
 const CLAIM_KEY = (alias: string): string => `-${alias}.priority, CASE WHEN ${alias}.mode = 'steer' THEN 0 ELSE 1 END, ${alias}.received_seq`;
+
+/** The account (product user) of the owner `u` of a session: an app end user's is the product user behind the app. */
+const ACCOUNT = `CASE WHEN u.kind = 'end_user' THEN u.parent_id ELSE u.id END`;
+
+/** A pending input `i` of session `s` a worker could claim now: queue not paused, input ready, no active turn, no unready input before it. */
+const claimableNow = (activeTurnStatuses: readonly string[]): string =>
+  `NOT s.queue_paused AND i.attachment_status = 'ready'
+   AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = i.session_id AND t.status IN (${sqlList(activeTurnStatuses)}))
+   AND NOT EXISTS (SELECT 1 FROM inputs h WHERE h.session_id = i.session_id AND h.status = 'pending' AND h.attachment_status <> 'ready'
+                   AND (${CLAIM_KEY('h')}) < (${CLAIM_KEY('i')}))`;
 
 /**
  * The claimable prefix of a session's pending inputs: in claim order, up to (not including) the

@@ -1,7 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { EventOutbox, type FlushResult, type OutboxBatch } from '#libs/events';
+import { InputsRepository } from '#libs/inputs';
 import { AttachmentJobs, RunSignals, SessionDispatcher, WebhookJobs } from '#libs/queue';
+import { ACTIVE_TURN_STATUSES } from '#libs/turns';
 import { CooperationWaits } from './cooperation-waits.js';
+
+/**
+ * Sessions of an account at its cap nudged when one of its turns ends: a few, as one slot freed
+ * (the first to claim takes it, the others are refused and wait); the sweep finds the rest.
+ */
+const ACCOUNT_NUDGES = 4;
 
 /** What a committed transition asks of the worker side once its transaction is durable. */
 export type Nudge =
@@ -13,6 +21,8 @@ export type Nudge =
   | { kind: 'cooperation'; parentSessionId: string }
   /** A member freed a slot of its tree's cap: the tree's queued members may claim. */
   | { kind: 'tree'; rootSessionId: string }
+  /** A turn of an account (product user) at its cap of running turns ended: the account's waiting sessions may claim. */
+  | { kind: 'account'; accountId: string }
   /** A run waits for a worker to take it over. */
   | { kind: 'takeover'; runId: string }
   /** An input's attachments wait for a worker to prepare them. */
@@ -43,6 +53,7 @@ export class AfterCommit {
     private readonly signals: RunSignals,
     private readonly cooperation: CooperationWaits,
     private readonly webhookJobs: WebhookJobs,
+    private readonly inputs: InputsRepository,
   ) {}
 
   async send({ batch, nudges, also }: Committed): Promise<FlushResult> {
@@ -63,6 +74,7 @@ export class AfterCommit {
         const delivered = await this.cooperation.deliver(nudge.parentSessionId).catch(() => null);
         if (delivered) await this.send(delivered);
       }
+      if (nudge.kind === 'account') for (const waiting of await this.inputs.accountSessionsWithWaitingInputs(nudge.accountId, ACCOUNT_NUDGES, ACTIVE_TURN_STATUSES).catch(() => [])) await this.dispatcher.nudgeQuietly(waiting);
       if (nudge.kind === 'tree') for (const member of await this.cooperation.queuedMembers(nudge.rootSessionId).catch(() => [])) await this.dispatcher.nudgeQueuedMember(member);
     }
     return published;

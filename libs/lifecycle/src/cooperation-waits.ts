@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
+import { AppConfig } from '#libs/config';
 import { newId, unixSeconds } from '#libs/database';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { type SessionEntity, SessionsRepository, TreeRepository } from '#libs/sessions';
@@ -47,6 +48,7 @@ export class CooperationWaits {
     private readonly runs: RunsRepository,
     private readonly steps: StepsRepository,
     private readonly outbox: EventOutbox,
+    private readonly config: AppConfig,
   ) {}
 
   /** The wait calls of a coordinator's turn, under its lease. 'cancelled' when a cancel came first; null when the lease is gone. */
@@ -72,11 +74,13 @@ export class CooperationWaits {
       if (!(await this.runs.suspendRun(manager, lease, held.turn.id, waitpoint, now))) return null;
       const usage = await this.runs.addUsage(manager, lease.runId, held.turn.id, null);
       const turn: TurnEntity = { ...held.turn, status: 'in_progress', waitpoint, currentRunId: lease.runId, usage: usage.turn };
-      await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), 0, now);
+      // A waiting coordinator holds no slot of its account's cap either (its members need the room).
+      const { crowdedAccount } = await this.sessions.recordTurnFreed(manager, sessionId, toCurrentTurn(turn), 0, now, this.config.maxActiveTurnsPerOwner);
       const run = { ...held.run, id: lease.runId, status: 'requires_action' as const, completedAt: now, leaseOwner: null, leaseExpiresAt: null, usage: usage.run };
       const events: OutgoingEvent[] = [turnEvents.run('requires_action', run), turnEvents.turnState(turn)];
       // A member coordinator that waits frees its slot of the tree's cap: the tree's queued members may start.
       const nudges: Nudge[] = session && session.depth > 0 ? [{ kind: 'tree', rootSessionId: session.rootSessionId }] : [];
+      if (crowdedAccount) nudges.push({ kind: 'account', accountId: crowdedAccount });
       return { suspended: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), nudges };
     });
   }

@@ -138,13 +138,15 @@ export class RunEndings {
       const error = turn.error;
       const events: OutgoingEvent[] = lostDeltasNotice(output);
       const writes = output.item !== null || (completed && !(outcome.status === 'completed' && outcome.withoutAnswer));
-      const seq = await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), writes ? 1 : 0, now);
+      const { firstItemSeq: seq, crowdedAccount } = await this.sessions.recordTurnFreed(manager, sessionId, toCurrentTurn(turn), writes ? 1 : 0, now, this.config.maxActiveTurnsPerOwner);
       if (writes) events.push(...(await this.writer.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', seq, now)));
       const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: runUsage };
       events.push(turnEvents.run(final, run), turnEvents.turn(final, turn));
       // No queue nudge: the settling worker's driver looks for the session's next input itself. A
       // member's parent hears of it (and the tree's queued members, a slot freed).
       const nudges = await this.cooperation.memberTurnEnded(manager, session, turn);
+      // The account was at its cap of running turns: its sessions waiting for a slot may start.
+      if (crowdedAccount) nudges.push({ kind: 'account', accountId: crowdedAccount });
       return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), nudges, pendingInputs: session?.pendingInputCount ?? 0 };
     });
   }

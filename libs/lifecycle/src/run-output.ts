@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import type { InputEntity } from '#libs/inputs';
@@ -37,6 +38,7 @@ export class RunOutputWriter {
     private readonly items: ItemsRepository,
     private readonly outbox: EventOutbox,
     private readonly cooperation: CooperationWaits,
+    private readonly config: AppConfig,
   ) {}
 
   /**
@@ -89,7 +91,9 @@ export class RunOutputWriter {
     if (!settled) return null;
     const session = await this.sessions.lock(manager, turn.sessionId);
     const nudges = await this.cooperation.memberTurnEnded(manager, session, settled.turn);
-    await this.sessions.recordTurnUpdated(manager, turn.sessionId, toCurrentTurn(settled.turn), 0, now);
+    const { crowdedAccount } = await this.sessions.recordTurnFreed(manager, turn.sessionId, toCurrentTurn(settled.turn), 0, now, this.config.maxActiveTurnsPerOwner);
+    // The account was at its cap of running turns: its sessions waiting for a slot may start.
+    if (crowdedAccount) nudges.push({ kind: 'account', accountId: crowdedAccount });
     const events: OutgoingEvent[] = [
       ...closing,
       turnEvents.run(status, { ...run, status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: settled.runUsage }),

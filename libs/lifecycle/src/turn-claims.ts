@@ -43,8 +43,10 @@ export class TurnClaims {
    */
   async claim(sessionId: string, runId: string, owner: string): Promise<HeldTurn | null> {
     return this.dataSource.transaction(async (manager) => {
-      const session = await this.sessions.lock(manager, sessionId);
-      if (!session) return null;
+      const cap = this.config.maxActiveTurnsPerOwner;
+      const locked = await this.sessions.lockForClaim(manager, sessionId, cap > 0);
+      if (!locked) return null;
+      const { session, accountId } = locked;
       // The session row's overview (written under this lock with every turn status change) says
       // whether a turn is active: only then is the turns table read. The unique index
       // turns_one_active_per_session still refuses a second active turn if the two ever disagreed.
@@ -62,14 +64,20 @@ export class TurnClaims {
       const now = new Date();
       const turnId = newId();
       const newItems = userItemsOf(batch, sessionId, now);
-      const { turnSeq, firstItemSeq } = await this.sessions.recordTurnStarted(
+      const started = await this.sessions.recordTurnStarted(
         manager,
         sessionId,
         { id: turnId, status: 'in_progress', current_run_id: runId, result_run_id: null, waitpoint: null },
         batch.length,
         newItems.length,
         now,
+        { accountId, cap },
       );
+      // The account (the product user, with its apps' end users) runs its cap of turns across the
+      // fleet: the input stays queued (nothing was written), and the account's next turn to end
+      // nudges it again (RunEndings, RunOutputWriter), the recovery sweep failing that.
+      if (!started) return null;
+      const { turnSeq, firstItemSeq } = started;
       const { turn, run } = await this.turns.startTurn(manager, {
         turnId,
         runId,
@@ -82,6 +90,7 @@ export class TurnClaims {
         leaseOwner: owner,
         leaseMs: this.config.runLeaseMs,
         at: now,
+        accountId,
       });
       await this.inputs.markConsumed(
         manager,

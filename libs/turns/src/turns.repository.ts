@@ -20,6 +20,11 @@ export interface NewTurn {
   leaseOwner: string;
   leaseMs: number;
   at: Date;
+  /**
+   * The account the turn runs for (the session owner's product user), counted against its cap of
+   * running turns; null while no cap is on (such turns are not counted should one be turned on).
+   */
+  accountId: string | null;
 }
 
 export interface SettleSpec {
@@ -100,14 +105,14 @@ export class TurnsRepository {
     // One statement for both rows (and the run's fencing epoch): the turn start is on every turn's critical path.
     const rows = (await manager.query(
       prepared(`WITH t AS (
-         INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at)
-         VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7)
+         INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at, account_id)
+         VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7, $12)
        )
        INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, epoch, created_at, started_at)
        VALUES ($6, $1, $2, 1, '${RUN_TRANSITIONS.start.to[0]}', $8, $5, $9, $10, now() + make_interval(secs => $11::double precision / 1000),
                (SELECT coalesce(max(epoch), 0) + 1 FROM runs WHERE session_id = $2), $7, $7)
        RETURNING epoch`),
-      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs],
+      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs, spec.accountId],
     )) as { epoch: string }[];
     run.epoch = Number(rows[0]?.epoch);
     return { turn, run };
