@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { env } from '../support/env.js';
 import { API } from '../support/http.js';
-import { ADMIN, asEndUser, bootstrap, call, type Caller, createKey, signToken } from '../support/identity.js';
+import { ADMIN, asEndUser, bootstrap, call, type Caller, createKey, createSessionAs, signToken } from '../support/identity.js';
+import { RawSseClient } from '../support/slow-reader.js';
 
 const REPLICAS = [env.apiUrl, env.apiUrl2];
 
@@ -71,6 +72,52 @@ describe('identity: an administrator suspends a user', () => {
 
     const actions = (await auditOf(userId)).map((entry) => entry.action);
     assert.deepEqual(actions.filter((action) => action.startsWith('user.')), ['user.reactivated', 'user.suspended']);
+  });
+
+  it('ends the user’s open event streams on every replica (a retry: hint); the reconnection is refused; another user’s stream goes on', async () => {
+    const key = await createKey({ user_subject: `streaming-${randomUUID().slice(0, 8)}`, access: 'full' });
+    const userId = key.body.user_id as string;
+    const caller: Caller = { name: 'streaming user', token: key.body.secret };
+    const session = await createSessionAs(caller);
+    const streams = REPLICAS.map((baseUrl) => new RawSseClient(session.id, key.body.secret, baseUrl));
+    const bystanderSession = await createSessionAs(bootstrap);
+    const bystander = new RawSseClient(bystanderSession.id, bootstrap.token);
+    try {
+      await Promise.all([...streams, bystander].map((stream) => stream.until('agent.session.created')));
+      assert.equal((await call(bootstrap, `${ADMIN}/users/${userId}/suspend`, { method: 'POST' })).status, 200);
+      // The answer comes once every replica dropped the user's credentials; their streams end with them.
+      await Promise.all(
+        streams.map((stream, i) =>
+          Promise.race([stream.readToEnd(), new Promise((_, reject) => setTimeout(() => reject(new Error(`the stream on replica ${i + 1} did not end`)), 10_000))]),
+        ),
+      );
+      for (const stream of streams) assert.equal(stream.retry, 1000, 'ended with a retry: hint');
+      const again = await call(caller, `${API}/sessions/${session.id}/events`, { headers: { accept: 'text/event-stream' } });
+      assert.equal(again.status, 401, again.text);
+      assert.equal(again.body.error.code, 'user_suspended');
+      assert.equal(bystander.ended, false, 'another user’s stream is not ended');
+    } finally {
+      for (const stream of [...streams, bystander]) stream.destroy();
+      await call(bootstrap, `${ADMIN}/users/${userId}/reactivate`, { method: 'POST' });
+    }
+  });
+
+  it('ends the streams a revoked key opened, and only those: the same user’s other key streams on', async () => {
+    const first = await createKey({ user_subject: `revoking-${randomUUID().slice(0, 8)}`, access: 'full' });
+    const second = await createKey({ user_id: first.body.user_id, access: 'full' });
+    const session = await createSessionAs({ name: 'first key', token: first.body.secret });
+    const revoked = new RawSseClient(session.id, first.body.secret);
+    const kept = new RawSseClient(session.id, second.body.secret);
+    try {
+      await Promise.all([revoked, kept].map((stream) => stream.until('agent.session.created')));
+      assert.equal((await call(bootstrap, `${ADMIN}/api-keys/${first.id}`, { method: 'DELETE' })).status, 200);
+      await Promise.race([revoked.readToEnd(), new Promise((_, reject) => setTimeout(() => reject(new Error('the revoked key’s stream did not end')), 10_000))]);
+      assert.equal(revoked.retry, 1000);
+      assert.equal(kept.ended, false, 'the other key’s stream goes on');
+    } finally {
+      revoked.destroy();
+      kept.destroy();
+    }
   });
 
   it('is for administrators, and refuses end users, the caller itself and unknown users', async () => {

@@ -49,10 +49,10 @@ export class RawSseClient {
   private readonly closed: Promise<void>;
   private waiter: (() => void) | null = null;
 
-  constructor(sessionId: string) {
-    const url = new URL(env.apiUrl);
+  constructor(sessionId: string, key = env.apiKey, baseUrl = env.apiUrl) {
+    const url = new URL(baseUrl);
     this.socket = net.connect(Number(url.port), url.hostname);
-    this.socket.write(`GET ${API}/sessions/${sessionId}/events HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${env.apiKey}\r\nAccept: text/event-stream\r\n\r\n`);
+    this.socket.write(`GET ${API}/sessions/${sessionId}/events HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nAccept: text/event-stream\r\n\r\n`);
     this.socket.on('data', (chunk: Buffer) => this.feed(chunk));
     this.closed = new Promise((resolve) =>
       this.socket.once('close', () => {

@@ -30,6 +30,7 @@ export class AuthInvalidations implements OnModuleInit, OnApplicationShutdown {
   private readonly log = new ThrottledLog(this.logger);
   readonly cache: CredentialCache<VerifiedKey>;
   private readonly waiting = new Map<string, { acks: number; expected: number | null; done: () => void }>();
+  private readonly listeners = new Set<(target: InvalidationTarget) => void>();
 
   constructor(
     @Inject(AUTH_REDIS) private readonly redis: RedisClient,
@@ -61,6 +62,7 @@ export class AuthInvalidations implements OnModuleInit, OnApplicationShutdown {
    */
   async broadcast(target: InvalidationTarget): Promise<void> {
     this.cache.invalidate(target);
+    this.notify(target);
     const nonce = randomUUID();
     const notice: Notice = 'keyId' in target ? { t: 'key', id: target.keyId, n: nonce } : { t: 'user', id: target.userId, n: nonce };
     let timer: NodeJS.Timeout | undefined;
@@ -111,9 +113,31 @@ export class AuthInvalidations implements OnModuleInit, OnApplicationShutdown {
       return;
     }
     if (notice.t !== 'key' && notice.t !== 'user') return;
-    this.cache.invalidate(notice.t === 'key' ? { keyId: notice.id } : { userId: notice.id });
+    const target: InvalidationTarget = notice.t === 'key' ? { keyId: notice.id } : { userId: notice.id };
+    this.cache.invalidate(target);
+    this.notify(target);
     // Dropped before acknowledged: the publisher answers its client only after this.
     this.redis.publish(CHANNEL, JSON.stringify({ t: 'ack', n: notice.n } satisfies Notice)).catch((error: unknown) => this.log.warn(`invalidation not acknowledged: ${String(error)}`));
+  }
+
+  /**
+   * Called with every credential dropped here, on this replica's own changes and on every other
+   * replica's notice (so possibly twice for one change): what this process holds on a credential
+   * beyond a request (an open event stream) ends with it.
+   */
+  onInvalidated(listener: (target: InvalidationTarget) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private notify(target: InvalidationTarget): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(target);
+      } catch (error) {
+        this.log.warn(`an invalidation listener failed: ${String(error)}`);
+      }
+    }
   }
 
   private async subscribe(): Promise<void> {

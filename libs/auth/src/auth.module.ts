@@ -18,6 +18,6 @@ import { Users } from './users.js';
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity, ApiKeyEntity]), AuditModule],
   providers: [authRedisProvider, authSubscriberProvider, AuthInvalidations, AuthService, JwtVerifier, Principals, Authenticator, ApiKeys, RateLimits, Users, SetUserRole, SuspendUser],
-  exports: [AuthService, Authenticator, ApiKeys, RateLimits, Users, SetUserRole, SuspendUser],
+  exports: [AuthInvalidations, AuthService, Authenticator, ApiKeys, RateLimits, Users, SetUserRole, SuspendUser],
 })
 export class AuthModule {}

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { type Principal, RateLimits } from '#libs/auth';
+import { AuthInvalidations, type InvalidationTarget, type Principal, RateLimits } from '#libs/auth';
 import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import { EventStreamHub, type StreamPosition, type SubscribeResult } from '#libs/events';
@@ -10,6 +10,8 @@ import { metrics } from '#libs/metrics';
 
 /** On shutdown each client is told (SSE `retry:`) to reconnect after this long, to another replica. */
 export const SHUTDOWN_RETRY_MS = 1_000;
+/** The `retry:` of a stream ended because its credential changed: the client comes back at once, with or without access. */
+const CREDENTIALS_RETRY_MS = 1_000;
 /** A client cut for reading too slowly is told to come back after this long, with its Last-Event-ID. */
 export const SLOW_READER_RETRY_MS = 1_000;
 /** How long ended streams get to flush and release their slots before they are cut. */
@@ -127,7 +129,27 @@ export class SseResponder implements OnModuleDestroy {
     private readonly hub: EventStreamHub,
     private readonly limits: RateLimits,
     private readonly config: AppConfig,
-  ) {}
+    invalidations: AuthInvalidations,
+  ) {
+    invalidations.onInvalidated((target) => this.endFor(target));
+  }
+
+  /**
+   * A stream is as good as the credential that opened it: when a key is revoked, or its user is
+   * suspended or changes role, the streams opened with it end with a `retry:` hint. A client whose
+   * credentials still hold resumes from its Last-Event-ID, losing nothing; the others get 401.
+   */
+  private endFor(target: InvalidationTarget): void {
+    for (const stream of this.open) {
+      const { principal, res } = stream;
+      const opened = 'keyId' in target ? principal.keyId === target.keyId : principal.actorId === target.userId || principal.userId === target.userId;
+      if (!opened || stream.done || res.writableEnded || res.destroyed) continue;
+      stream.done = true;
+      stream.subscription?.close();
+      stream.subscription = null;
+      res.end(`: credentials changed; reconnect\nretry: ${CREDENTIALS_RETRY_MS}\n\n`);
+    }
+  }
 
   async stream(principal: Principal, _req: Request, res: Response, sessionId: string, after: StreamPosition | null, status = 200): Promise<void> {
     // A client that leaves while the checks below run must not leave a slot, a timer or a

@@ -947,7 +947,7 @@ export interface paths {
         put?: never;
         /**
          * Suspend a user
-         * @description Refuses every API key and user token of a product user from their next request on, on every api replica (401 `user_suspended`; the answer comes once every replica dropped the user's cached keys). Keys bound to an app are the user's too, so the app's end users are refused with them. Nothing is deleted: sessions, files and keys stay, and `reactivate` makes every unrevoked, unexpired key work again. In the audit trail (`user.suspended`). Suspending a suspended user changes nothing. An app end user (422), the caller themselves (422) and the bootstrap user (422) cannot be suspended. Administrators only.
+         * @description Refuses every API key and user token of a product user from their next request on, on every api replica (401 `user_suspended`; the answer comes once every replica dropped the user's cached keys), and ends their open event streams with a `retry:` hint (the reconnection is refused). Keys bound to an app are the user's too, so the app's end users are refused with them. Nothing is deleted: sessions, files and keys stay, and `reactivate` makes every unrevoked, unexpired key work again. In the audit trail (`user.suspended`). Suspending a suspended user changes nothing. An app end user (422), the caller themselves (422) and the bootstrap user (422) cannot be suspended. Administrators only.
          */
         post: operations["suspendUser"];
         delete?: never;
