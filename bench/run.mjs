@@ -56,9 +56,6 @@ const stack = await startStack({
     APP_RATE_LIMIT_PER_MINUTE: '100000000',
     MAX_STREAMS_PER_ACCOUNT: '100000',
     NEW_END_USERS_PER_MINUTE: '100000000',
-    // The running-turn cap is on (its lock and count are paid on every claim) and above the
-    // sustained scenarios' 200 sessions of one key, so it measures their cost, not a throttle.
-    MAX_ACTIVE_TURNS_PER_OWNER: '100000',
     // The measured hot path is the default one, whatever the shell exports: no model-request audit.
     MODEL_REQUEST_AUDIT: 'off',
   },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { accountLimit, AuthService, clientOf, CredentialCache, generateKeySecret, RateLimits, UnknownKeys } from '#libs/auth';
 import type { AppConfig, RedisClient } from '#libs/config';
+import { accountLockThreshold, CLAIM_LOCK_MARGIN } from '#libs/lifecycle';
 
 /** A Redis that runs the rate limiter's lease script in memory, counting the calls made to it and the commands they run. */
 function fakeRedis(): { redis: RedisClient; evals: number; commands: Record<string, number>; counters: Map<string, number> } {
@@ -186,5 +187,14 @@ describe('the negative cache of key verification', () => {
     assert.equal(queries, 1);
     assert.equal(await auth.verifyKey(generateKeySecret()), null);
     assert.equal(queries, 2, 'another unknown key is looked up');
+  });
+});
+
+describe('fair shares: the running-turn cap serialises claims only where it binds', () => {
+  it('locks an account’s claims from CLAIM_LOCK_MARGIN turns below its cap (always, for a cap within the margin)', () => {
+    assert.equal(CLAIM_LOCK_MARGIN, 64);
+    assert.equal(accountLockThreshold(200), 136, 'the default cap: claims in parallel until 136 turns run');
+    assert.equal(accountLockThreshold(64), 0);
+    assert.equal(accountLockThreshold(6), 0, 'a small cap is strict from the first turn');
   });
 });

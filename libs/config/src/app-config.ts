@@ -228,7 +228,7 @@ export class AppConfig {
     this.authFailureLimitPerMinute = int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60);
     this.trustProxy = parseTrustProxy(env.TRUST_PROXY);
     this.authNegativeCacheMax = int(env, 'AUTH_NEGATIVE_CACHE_MAX', 10_000);
-    this.maxActiveTurnsPerOwner = int(env, 'MAX_ACTIVE_TURNS_PER_OWNER', 50);
+    this.maxActiveTurnsPerOwner = int(env, 'MAX_ACTIVE_TURNS_PER_OWNER', 200);
     this.maxSubagentsPerTree = int(env, 'MAX_SUBAGENTS_PER_TREE', 100);
     this.maxSubagentCreatesPerTurn = int(env, 'MAX_SUBAGENT_CREATES_PER_TURN', 20);
     this.rateLimitLeasePercent = int(env, 'RATE_LIMIT_LEASE_PERCENT', 1);

@@ -9,7 +9,7 @@ export type { HeldTurn, Interrupted, Outcome, RunOutput, Seized, Settled, Succes
 export { RunEndings } from './run-endings.js';
 export { assistantItem, runCheckpoint, turnSeconds } from './run-output.js';
 export { RunRecovery } from './run-recovery.js';
-export { admitted, TurnClaims } from './turn-claims.js';
+export { accountLockThreshold, admitted, CLAIM_LOCK_MARGIN, TurnClaims } from './turn-claims.js';
 export { type CompactionCommit, type ModelStep, type Recorded, type RecordedModelStep, type RecordedToolResult, StepTransitions } from './step-transitions.js';
 export { type Resumed, WaitpointControls } from './waitpoint-controls.js';
 export { acceptedReceipt, frozenInputConfig } from './input-config.js';

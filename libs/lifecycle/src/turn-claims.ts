@@ -44,7 +44,7 @@ export class TurnClaims {
   async claim(sessionId: string, runId: string, owner: string): Promise<HeldTurn | null> {
     return this.dataSource.transaction(async (manager) => {
       const cap = this.config.maxActiveTurnsPerOwner;
-      const locked = await this.sessions.lockForClaim(manager, sessionId, cap > 0);
+      const locked = await this.sessions.lockForClaim(manager, sessionId, cap > 0 ? accountLockThreshold(cap) : null);
       if (!locked) return null;
       const { session, accountId } = locked;
       // The session row's overview (written under this lock with every turn status change) says
@@ -147,4 +147,17 @@ export class TurnClaims {
  */
 export function admitted(gate: { cap: number | null; running: number; queuedBefore: number }): boolean {
   return gate.cap === null || gate.running + gate.queuedBefore < gate.cap;
+}
+
+/**
+ * Claims of one account running at least this many turns serialise on the account's lock (the cap
+ * is then strict); below it they go in parallel, each still counting the committed turns, so only
+ * claims racing each other across the last CLAIM_LOCK_MARGIN places could pass the cap together,
+ * and that many cannot be in flight at once for one account on a fleet of up to two default
+ * workers. An account far below its cap, the common case, pays one index count and no wait.
+ */
+export const CLAIM_LOCK_MARGIN = 64;
+
+export function accountLockThreshold(cap: number): number {
+  return Math.max(0, cap - CLAIM_LOCK_MARGIN);
 }

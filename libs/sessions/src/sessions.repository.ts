@@ -145,21 +145,24 @@ export class SessionsRepository {
   }
 
   /**
-   * The session lock for a claim of its queue head. With `serialiseAccount` (a cap on running turns
-   * per account is on) the same statement reads the session's account (its product user; an app
-   * end user's is the product user behind the app) and takes an advisory lock keyed by it, held to
-   * commit: the account's claims count each other's turns (`recordTurnStarted`) one at a time
-   * across the fleet, so the cap is strict and costs no statement of its own. `accountId` is null
-   * without it.
+   * The session lock for a claim of its queue head. With `lockFrom` (a cap on running turns per
+   * account is on) the same statement reads the session's account (its product user; an app end
+   * user's is the product user behind the app) and, once the account runs `lockFrom` turns or more,
+   * takes an advisory lock keyed by it, held to commit: near its cap the account's claims count each
+   * other's turns (`recordTurnStarted`) one at a time across the fleet, so the cap is strict there;
+   * further below it they do not wait on each other. No statement of its own either way.
+   * `accountId` is null without a cap.
    */
-  async lockForClaim(manager: EntityManager, sessionId: string, serialiseAccount: boolean): Promise<{ session: SessionEntity; accountId: string | null } | null> {
+  async lockForClaim(manager: EntityManager, sessionId: string, lockFrom: number | null): Promise<{ session: SessionEntity; accountId: string | null } | null> {
     if (!isUuid(sessionId)) return null;
     const rows = (await manager.query(
       prepared(`SELECT ${SESSION_COLUMNS}, acct.account_id FROM sessions
-       LEFT JOIN LATERAL (SELECT u.account_id, pg_advisory_xact_lock(hashtextextended(u.account_id::text, ${ACCOUNT_LOCK_SEED})) AS locked
+       LEFT JOIN LATERAL (SELECT u.account_id,
+           CASE WHEN (${ACCOUNT_RUNNING_TURNS('u.account_id')}) >= $3::int
+             THEN pg_advisory_xact_lock(hashtextextended(u.account_id::text, ${ACCOUNT_LOCK_SEED})) END AS locked
          FROM (${ACCOUNT_OF('sessions.owner_id')}) u WHERE $2) acct ON true
        WHERE sessions.id = $1 FOR UPDATE OF sessions`),
-      [sessionId, serialiseAccount],
+      [sessionId, lockFrom !== null, lockFrom ?? 0],
     )) as Record<string, unknown>[];
     const row = rows[0];
     return row ? { session: sessionFromRow(row), accountId: (row.account_id as string | null) ?? null } : null;
