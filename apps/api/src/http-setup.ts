@@ -102,7 +102,6 @@ function authenticate(authenticator: Authenticator, limits: RateLimits) {
       try {
         const throttled = (retryAfter: number | null): void => {
           if (retryAfter === null) return;
-          res.setHeader('Retry-After', String(retryAfter));
           throw new DomainError('rate_limited', `Too many requests; retry in ${retryAfter} s`, { retry_after: retryAfter });
         };
         let principal: Principal;
@@ -117,7 +116,6 @@ function authenticate(authenticator: Authenticator, limits: RateLimits) {
           if (!(error instanceof DomainError && error.code === 'unauthorized')) throw error;
           const retryAfter = await limits.consumeAuthFailure(req.ip ?? req.socket.remoteAddress ?? 'unknown');
           if (retryAfter === null) throw error;
-          res.setHeader('Retry-After', String(retryAfter));
           throw new DomainError('authentication_throttled', `Too many failed authentications from this address; retry in ${retryAfter} s`, { retry_after: retryAfter });
         }
         throttled(await limits.consumeEndUser(principal));

@@ -25,6 +25,7 @@ export { accountLimit, clientOf, RateLimits } from './rate-limits.js';
 export { UnknownKeys } from './unknown-keys.js';
 export { AllowanceBook, grantedPoints, leaseSize } from './rate-allowance.js';
 export { AuthInvalidations } from './auth-invalidations.js';
+export { CallerSlots } from './caller-slots.js';
 export { CredentialCache, type InvalidationTarget } from './credential-cache.js';
 export { SetUserRoleDto, USER_KIND_FILTERS, USER_KINDS, UserDto, type UserKind, type UserKindFilter, UserListDto } from './user.dto.js';
 export { SetUserRole } from './user-roles.js';

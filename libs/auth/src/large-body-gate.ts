@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
+import { CallerSlots } from './caller-slots.js';
 import type { Principal } from './principal.js';
 import { DomainError, sendError } from '#libs/errors';
 
@@ -18,29 +19,15 @@ const RETRY_AFTER_S = 1;
  * byte (apps/api configureHttp), so a refused body is never buffered.
  */
 export class LargeBodyGate {
-  private readonly inFlight = new Map<string, number>();
+  private readonly slots: CallerSlots;
 
-  constructor(private readonly max: number) {}
-
-  /** Takes a slot of `key`; false when its `max` slots are taken. */
-  enter(key: string): boolean {
-    if (this.max <= 0) return true;
-    const count = this.inFlight.get(key) ?? 0;
-    if (count >= this.max) return false;
-    this.inFlight.set(key, count + 1);
-    return true;
+  constructor(private readonly max: number) {
+    this.slots = new CallerSlots(max);
   }
 
-  leave(key: string): void {
-    if (this.max <= 0) return;
-    const count = (this.inFlight.get(key) ?? 1) - 1;
-    if (count <= 0) this.inFlight.delete(key);
-    else this.inFlight.set(key, count);
-  }
-
-  /** How many keys hold slots now (bounded by the requests in flight). */
+  /** How many users hold slots now (bounded by the requests in flight). */
   get size(): number {
-    return this.inFlight.size;
+    return this.slots.size;
   }
 
   /**
@@ -53,8 +40,7 @@ export class LargeBodyGate {
       const principal = (req as Request & { principal?: Principal }).principal;
       if (!principal || !isLargeRoute(req) || !isLargeBody(req)) return next();
       const key = principal.actorId;
-      if (!this.enter(key)) {
-        res.setHeader('Retry-After', String(RETRY_AFTER_S));
+      if (!this.slots.take(key)) {
         // The body is never read: close the connection after the answer rather than drain it.
         res.setHeader('Connection', 'close');
         return sendError(
@@ -69,7 +55,7 @@ export class LargeBodyGate {
       const release = (): void => {
         if (!held) return;
         held = false;
-        this.leave(key);
+        this.slots.give(key);
       };
       res.once('finish', release);
       res.once('close', release);

@@ -2,12 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { AuditLog } from '#libs/audit';
-import { isUuid, prepared } from '#libs/database';
+import { prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { AuthService } from './auth.service.js';
 import { assertAdmin, type Principal, type Role } from './principal.js';
 import type { UserDto } from './user.dto.js';
-import { toUserDto, USER_COLUMNS, type UserRow } from './users.js';
+import { lockUser, toUserDto } from './users.js';
 
 /** The user `BOOTSTRAP_API_KEY` belongs to: made an administrator on every start, so it keeps the role. */
 export const BOOTSTRAP_USER = 'bootstrap';
@@ -27,10 +27,7 @@ export class SetUserRole {
   async execute(principal: Principal, userId: string, role: Role | null): Promise<UserDto> {
     assertAdmin(principal);
     const row = await this.dataSource.transaction(async (manager) => {
-      const [current] = isUuid(userId)
-        ? ((await manager.query(prepared(`SELECT ${USER_COLUMNS}, name FROM users WHERE id = $1 FOR UPDATE`), [userId])) as (UserRow & { name: string })[])
-        : [];
-      if (!current) throw DomainError.notFound(`User ${userId}`);
+      const current = await lockUser(manager, userId);
       if (current.kind !== 'user') throw DomainError.validation([{ field: 'user_id', errors: ['must name a product user: an app end user holds no role'] }]);
       // Start-up would make it an administrator again; refusing says so instead of pretending.
       if (current.name === BOOTSTRAP_USER && role !== 'admin') throw DomainError.validation([{ field: 'role', errors: ['the bootstrap user stays an administrator'] }]);

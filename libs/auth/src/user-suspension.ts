@@ -2,12 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { AuditLog } from '#libs/audit';
-import { isUuid, prepared } from '#libs/database';
+import { prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { AuthService } from './auth.service.js';
 import { assertAdmin, type Principal } from './principal.js';
 import type { UserDto } from './user.dto.js';
-import { toUserDto, USER_COLUMNS, type UserRow } from './users.js';
+import { lockUser, toUserDto } from './users.js';
 import { BOOTSTRAP_USER } from './user-roles.js';
 
 /**
@@ -28,10 +28,7 @@ export class SuspendUser {
   async execute(principal: Principal, userId: string, suspended: boolean): Promise<UserDto> {
     assertAdmin(principal);
     const row = await this.dataSource.transaction(async (manager) => {
-      const [current] = isUuid(userId)
-        ? ((await manager.query(prepared(`SELECT ${USER_COLUMNS}, name FROM users WHERE id = $1 FOR UPDATE`), [userId])) as (UserRow & { name: string })[])
-        : [];
-      if (!current) throw DomainError.notFound(`User ${userId}`);
+      const current = await lockUser(manager, userId);
       if (current.kind !== 'user') throw DomainError.validation([{ field: 'user_id', errors: ['must name a product user: an app end user acts through its product user\'s key (suspend that user)'] }]);
       if (suspended && current.id === principal.actorId) throw DomainError.validation([{ field: 'user_id', errors: ['an administrator cannot suspend themselves'] }]);
       // The bootstrap key is the deployment's way back in; suspending it would lock the operators out.

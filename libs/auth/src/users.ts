@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { isUuid, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { Role } from './principal.js';
@@ -47,6 +47,13 @@ export class Users {
     const { rows: data, hasMore } = toPage(rows.map(toUserDto), page.limit);
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
   }
+}
+
+/** A user's row (and name), locked until commit, for an administrator's change of it; 404 when there is none. */
+export async function lockUser(manager: EntityManager, userId: string): Promise<UserRow & { name: string }> {
+  const [current] = isUuid(userId) ? ((await manager.query(prepared(`SELECT ${USER_COLUMNS}, name FROM users WHERE id = $1 FOR UPDATE`), [userId])) as (UserRow & { name: string })[]) : [];
+  if (!current) throw DomainError.notFound(`User ${userId}`);
+  return current;
 }
 
 export function toUserDto(row: UserRow): UserDto {

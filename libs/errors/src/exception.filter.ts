@@ -21,8 +21,6 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const req = http.getRequest<Request>();
     const error = toDomainError(exception, req, this.logger);
     if (error.code === 'method_not_allowed' && !res.headersSent) res.setHeader('Allow', (error.details.allow as string[]).join(', '));
-    // A domain error that says when to retry (a per-caller limit) says it in the header too.
-    if (typeof error.details.retry_after === 'number' && !res.headersSent && !res.hasHeader('Retry-After')) res.setHeader('Retry-After', String(error.details.retry_after));
     sendError(res, error);
   }
 }
@@ -57,6 +55,8 @@ export function sendError(res: Response, error: DomainError): void {
     res.end();
     return;
   }
+  // An error that says when to retry (a limit) says it in the header too, whichever path answers it.
+  if (typeof error.details.retry_after === 'number') res.setHeader('Retry-After', String(error.details.retry_after));
   res.status(httpStatusOf(error.code)).json(errorBody(error.code, error.message, requestIdOf(res), error.details));
 }
 

@@ -163,7 +163,6 @@ export class SseResponder implements OnModuleDestroy {
     });
     const slot = randomUUID();
     if (!(await this.limits.acquireStream(principal, slot))) {
-      res.setHeader('Retry-After', '5');
       throw new DomainError('rate_limited', 'Too many open event streams for this caller; close one, or retry later', { retry_after: 5 });
     }
     if (gone || res.destroyed || this.closing) {

@@ -1,3 +1,4 @@
+import { CallerSlots } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 
 /** Seconds a refused caller is told to wait: a parse or a thumbnail takes seconds, not minutes. */
@@ -11,26 +12,24 @@ const RETRY_AFTER_S = 2;
  * replica bounds what it runs itself.
  */
 export class PrincipalWorkLimit {
-  private readonly running = new Map<string, number>();
+  private readonly slots: CallerSlots;
 
-  constructor(readonly limit: number) {}
+  constructor(readonly limit: number) {
+    this.slots = new CallerSlots(limit);
+  }
 
   /** Runs `work` in one of the principal's slots, or throws 429 `file_work_limited` when all are taken. */
   async run<T>(principalKey: string, work: () => Promise<T>): Promise<T> {
-    const count = this.running.get(principalKey) ?? 0;
-    if (count >= this.limit) {
+    if (!this.slots.take(principalKey)) {
       throw new DomainError('file_work_limited', `At most ${this.limit} parse or thumbnail requests of one caller run at a time; retry in ${RETRY_AFTER_S} s`, {
         limit: this.limit,
         retry_after: RETRY_AFTER_S,
       });
     }
-    this.running.set(principalKey, count + 1);
     try {
       return await work();
     } finally {
-      const left = (this.running.get(principalKey) ?? 1) - 1;
-      if (left === 0) this.running.delete(principalKey);
-      else this.running.set(principalKey, left);
+      this.slots.give(principalKey);
     }
   }
 }
