@@ -175,7 +175,8 @@ describe('resource timestamps', () => {
     const { id: agentId, model } = await putAgent({
       tools: [{ type: 'function', name: 'lookup', description: 'Looks something up', parameters: { type: 'object', properties: {} } }],
     });
-    fake.script(fakeModel(model), [{ tool_calls: [{ id: 'l1', name: 'lookup', arguments: '{}' }] }, { text: 'found' }]);
+    const resumed = hold();
+    fake.script(fakeModel(model), [{ tool_calls: [{ id: 'l1', name: 'lookup', arguments: '{}' }] }, { text: 'found', until: resumed.until }]);
     const s = await create({ agent_id: agentId, input: 'look it up' });
     const stream = await open(s.id);
     const waiting = await stream.waitForType('yuxi.session.turn.waiting');
@@ -183,10 +184,19 @@ describe('resource timestamps', () => {
     const waited = await turn(s.id, turnId);
     assert.equal(waited.yuxi.runs.length, 1);
     assert.equal(waited.started_at, waited.yuxi.runs[0].started_at);
+    const idle = (await session(s.id)).last_active_at;
 
     await nextSecond();
     const result = await postEvent(s.id, { type: 'tool_result', turn_id: turnId, call_id: 'l1', success: true, output: 'it' });
     assert.equal(result.status, 202, result.text);
+    // The resumed run executes (its model call is held): the session was active when it resumed.
+    await waitUntil(() => fake.requests(fakeModel(model)).length === 2, 'the resumed run calls the model');
+    const executing = await turn(s.id, turnId);
+    assert.equal(executing.started_at, waited.started_at, 'not reset while the resumed run executes');
+    const resumedRun = (await http(`${API}/sessions/${s.id}/runs/${executing.yuxi.runs[1].id}`)).body;
+    const active = (await session(s.id)).last_active_at;
+    assert.ok(active > idle && active <= resumedRun.started_at, `last_active_at ${active} moved with the resumed run (${idle} before, run started ${resumedRun.started_at})`);
+    resumed.release();
     const completed = await stream.waitForType('agent.session.turn.completed', turnId);
     const done = await turn(s.id, turnId);
     assert.equal(done.yuxi.runs.length, 2);
@@ -194,5 +204,6 @@ describe('resource timestamps', () => {
     assert.equal(done.started_at, waited.started_at);
     assert.equal(completed.data.turn.started_at, waited.started_at);
     assert.ok(done.completed_at >= done.yuxi.runs[1].started_at);
+    assert.equal((await session(s.id)).last_active_at, done.completed_at);
   });
 });
