@@ -21,10 +21,13 @@ describe('cooperation: members and their coordinator', () => {
   let coordinatorAgent: string;
   /** The same, but a turn may make one tool call only: its second fails the turn. */
   let oneCallAgent: string;
+  /** The same, one member running at a time. */
+  let capOneAgent: string;
   before(async () => {
     const tools = ['list_files', 'read_file', 'ask_user'].map((name) => ({ type: 'builtin', name }));
     coordinatorAgent = (await putAgent({ model: 'scripted:echo', tools, multi_agent: { enabled: true, max_concurrent_subagents: 3 } })).id;
     oneCallAgent = (await putAgent({ model: 'scripted:echo', tools, multi_agent: { enabled: true, max_concurrent_subagents: 3 }, limits: { max_tool_calls: 1 } })).id;
+    capOneAgent = (await putAgent({ model: 'scripted:echo', tools, multi_agent: { enabled: true, max_concurrent_subagents: 1 } })).id;
   });
 
   const open = async (sessionId: string): Promise<SseStream> => {
@@ -123,6 +126,28 @@ describe('cooperation: members and their coordinator', () => {
     const waited = JSON.parse((await outputsOf(coordinator.id, 'wait_subagents_call')).at(-1)!);
     assert.deepEqual(waited.subagents.map((m: any) => [m.name, m.status, m.answer]), [['s', 'completed', 'Echo: start over']]);
     assert.deepEqual((await turns(s.id)).map((t) => t.status), ['cancelled', 'completed']);
+  });
+
+  it('interrupt_subagent pauses a member still queued behind the tree\'s cap: it never starts until a message_subagent, which runs first', async () => {
+    // a holds the one slot while it waits for a person; b queues behind it.
+    const coordinator = await createSessionWith(capOneAgent, `${create('[[ask:First?]]', 'a')} ${create('queued work', 'b')} ${tool('interrupt_subagent', { subagent_id: 'b' })}`);
+    assert.equal((await endedTurn(coordinator.id, 0)).status, 'completed');
+    const b = await member(coordinator.id, 'b');
+    assert.deepEqual(JSON.parse((await outputsOf(coordinator.id, 'interrupt_subagent_call'))[0]!), { subagent_id: b.id, name: 'b', status: 'paused' });
+    assert.equal((await http(`${API}/sessions/${b.id}`)).body.yuxi.queue_paused, true);
+
+    // The slot frees: b stays paused.
+    const a = await member(coordinator.id, 'a');
+    const aStream = await open(a.id);
+    const waiting = await question(aStream);
+    assert.equal((await answer(a.id, waiting, 'done')).status, 202);
+    await aStream.waitForType('agent.session.turn.completed', waiting.data.turn_id, 20_000);
+    assert.deepEqual(await turns(b.id), []);
+
+    assert.equal((await sendMessage(coordinator.id, `${tool('message_subagent', { subagent_id: 'b', message: 'go now' })} ${tool('wait_subagents', { subagent_ids: ['b'] })}`)).status, 202);
+    assert.equal((await endedTurn(coordinator.id, 1)).status, 'completed');
+    const texts = (await items(b.id)).filter((i) => i.type === 'message' && i.role === 'assistant').map((i) => i.content[0].text);
+    assert.deepEqual(texts, ['Echo: go now', 'Echo: queued work'], 'the message ran alone first, then the queue it lifted');
   });
 
   it('a member keeps working when its parent\'s turn fails', async () => {
