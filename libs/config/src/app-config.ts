@@ -180,7 +180,8 @@ export class AppConfig {
     this.recoveryGraceMs = int(env, 'RECOVERY_GRACE_MS', 5_000);
     this.runMaxTakeovers = int(env, 'RUN_MAX_TAKEOVERS', 3);
     this.outboxRelayMs = int(env, 'OUTBOX_RELAY_MS', 500);
-    this.idempotencyTtlHours = int(env, 'IDEMPOTENCY_TTL_HOURS', 24);
+    // Hours, fractions allowed (a test replica remembers keys for seconds).
+    this.idempotencyTtlHours = positiveNumber(env, 'IDEMPOTENCY_TTL_HOURS', 24);
     this.workerConcurrency = int(env, 'WORKER_CONCURRENCY', 32);
     this.workerHealthPort = int(env, 'WORKER_HEALTH_PORT', 3001);
     this.workerHeartbeatMs = Math.max(100, int(env, 'WORKER_HEARTBEAT_MS', 5_000));
@@ -393,6 +394,14 @@ function oneOf<const T extends string>(env: NodeJS.ProcessEnv, name: string, val
 function required(env: NodeJS.ProcessEnv, name: string): string {
   const value = env[name];
   if (!value) throw new Error(`${name} is required (npm start sets it for the embedded stack)`);
+  return value;
+}
+
+function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
   return value;
 }
 

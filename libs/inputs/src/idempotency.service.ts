@@ -91,7 +91,10 @@ export class IdempotencyService {
           prepared(`${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}INSERT INTO idempotency_receipts
              (id, owner_id, scope, idempotency_key, request_hash, session_id, input_id, receipt, response_status, response_body, created_at, expires_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-           ON CONFLICT (owner_id, scope, idempotency_key) DO NOTHING RETURNING id`),
+           ON CONFLICT (owner_id, scope, idempotency_key) DO UPDATE SET id = EXCLUDED.id, request_hash = EXCLUDED.request_hash,
+             session_id = EXCLUDED.session_id, input_id = EXCLUDED.input_id, receipt = EXCLUDED.receipt, response_status = EXCLUDED.response_status,
+             response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+           WHERE idempotency_receipts.expires_at <= now() RETURNING id`),
           [
             newId(),
             scope.ownerId,
@@ -122,12 +125,16 @@ export class IdempotencyService {
     }
   }
 
-  /** The stored response for this scope and key, or null; a different intent is a conflict. */
+  /**
+   * The stored response for this scope and key, or null; a different intent is a conflict. A
+   * receipt past its `expires_at` (the TTL of the replica that wrote it) answers nothing, whether or
+   * not the sweep has deleted it yet: the key is free again, and the insert takes the row over.
+   */
   private async replay(scope: IdempotencyScope): Promise<IdempotentResponse | null> {
     const rows = (await this.receipts.query(
       prepared(`SELECT r.request_hash, r.response_status, r.response_body, r.receipt, r.session_id, s.deleted_at IS NOT NULL AS session_deleted
        FROM idempotency_receipts r LEFT JOIN sessions s ON s.id = r.session_id
-       WHERE r.owner_id = $1 AND r.scope = $2 AND r.idempotency_key = $3`),
+       WHERE r.owner_id = $1 AND r.scope = $2 AND r.idempotency_key = $3 AND r.expires_at > now()`),
       [scope.ownerId, scope.scope, scope.key],
     )) as { request_hash: string; response_status: number; response_body: string; receipt: AcceptedReceipt | null; session_id: string | null; session_deleted: boolean }[];
     const existing = rows[0];
@@ -148,7 +155,7 @@ export class IdempotencyService {
     // that lost the create's answer recovers its input's receipt the same way.
     const rows = (await this.receipts.query(
       prepared(`SELECT receipt FROM idempotency_receipts
-       WHERE owner_id = $1 AND idempotency_key = $3 AND (scope = $2 OR (scope = 'sessions.create' AND session_id = $4::uuid))
+       WHERE owner_id = $1 AND idempotency_key = $3 AND (scope = $2 OR (scope = 'sessions.create' AND session_id = $4::uuid)) AND expires_at > now()
        ORDER BY scope = $2 DESC LIMIT 1`),
       [ownerId, IdempotencyService.eventScope(sessionId), key, sessionId],
     )) as { receipt: AcceptedReceipt | null }[];
@@ -161,7 +168,7 @@ export class IdempotencyService {
 
   /** Deletes receipts older than the retention, oldest first, through the time-ordered primary key. */
   async deleteExpired(limit: number): Promise<number> {
-    const cutoffMs = Date.now() - this.config.idempotencyTtlHours * 3_600_000;
+    const cutoffMs = Math.floor(Date.now() - this.config.idempotencyTtlHours * 3_600_000);
     const boundary = `${cutoffMs.toString(16).padStart(12, '0').replace(/^(.{8})(.{4})$/, '$1-$2')}-7000-8000-000000000000`;
     const result = (await this.dataSource.query(
       prepared(`DELETE FROM idempotency_receipts WHERE id IN (SELECT id FROM idempotency_receipts WHERE id < $1 ORDER BY id LIMIT $2)`),
