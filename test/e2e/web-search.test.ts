@@ -88,4 +88,12 @@ describe('web search', () => {
     assert.equal(accepted.status, 201, accepted.text);
     assert.deepEqual(accepted.body.yuxi.tools, [{ type: 'builtin', name: 'web_search' }]);
   });
+
+  it('is documented in the agent tool schema of the OpenAPI document', async () => {
+    const spec = (await http('/openapi.json', { key: null })).body;
+    const name = spec.components.schemas.BuiltinToolDto.properties.name;
+    assert.ok(name.enum.includes('web_search'));
+    assert.match(name.description, /`web_search` \(`\{"query", "count"\?\}`\)/);
+    assert.match(name.description, /WEB_SEARCH_PROVIDER/);
+  });
 });
