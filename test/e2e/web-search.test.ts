@@ -89,6 +89,30 @@ describe('web search', () => {
     assert.deepEqual(accepted.body.yuxi.tools, [{ type: 'builtin', name: 'web_search' }]);
   });
 
+  it('a subagent inherits web_search from its coordinator\'s agent and runs it in the worker', async () => {
+    const { id, model } = await putAgent({ tools: [{ type: 'builtin', name: 'web_search' }], multi_agent: { enabled: true } });
+    // One model for the tree (the member is created with the coordinator's agent); the wait makes the order certain.
+    fake.script(fakeModel(model), [
+      { tool_calls: [{ id: 'spawn', name: 'create_subagent', arguments: JSON.stringify({ task: 'search for members', name: 'finder' }) }, { id: 'wait', name: 'wait_subagents', arguments: '{}' }] },
+      { tool_calls: [{ id: 'member_ws', name: 'web_search', arguments: JSON.stringify({ query: 'member query', count: 1 }) }] },
+      { text: 'found it' },
+      { text: 'all done' },
+    ]);
+    const before = search.requests.length;
+    const session = await createSessionWith(id, 'delegate the search');
+    const stream = await SseStream.open(session.id);
+    streams.push(stream);
+    const finished = await stream.waitFor((e) => ['agent.session.turn.completed', 'agent.session.turn.failed'].includes(e.type), 30_000);
+    assert.equal(finished.type, 'agent.session.turn.completed', JSON.stringify(finished.data.turn?.error));
+    const members = (await http(`${API}/sessions?root_session_id=${session.id}&order=asc`)).body.data.filter((s: any) => s.id !== session.id);
+    assert.equal(members.length, 1);
+    const memberItems = (await http(`${API}/sessions/${members[0].id}/items?order=asc&limit=100`)).body.data as any[];
+    const output = memberItems.find((i) => i.type === 'function_call_output' && i.call_id === 'member_ws');
+    assert.equal(output.yuxi.success, true, output.output);
+    assert.deepEqual(JSON.parse(output.output).results, [{ n: 1, title: 'First member query result', url: 'https://one.example/a?x=1', snippet: 'About member query & more' }]);
+    assert.deepEqual(search.requests.slice(before).map((r) => r.params.q), ['member query']);
+  });
+
   it('is documented in the agent tool schema of the OpenAPI document', async () => {
     const spec = (await http('/openapi.json', { key: null })).body;
     const name = spec.components.schemas.BuiltinToolDto.properties.name;
