@@ -15,7 +15,7 @@ export interface WebSearchQuery {
   count: number;
 }
 
-/** A provider's request for a query: where, how, with which key (null: none needed). */
+/** A provider's request for a query: where to send it and how (method, headers with the key, body). */
 interface ProviderRequest {
   url: URL;
   init: RequestInit;
