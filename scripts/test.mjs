@@ -18,6 +18,8 @@ const { ensureChromium, freePort } = await import('./lib/infra.mjs');
 const chromium = ensureChromium();
 // The worker's OpenAI-compatible endpoint: a fake server that the e2e files needing it start on this port (test/support/fake-openai.ts).
 const fakeOpenAiPort = await freePort();
+// The web_search provider: a fake SearXNG that test/e2e/web-search.test.ts starts on this port.
+const fakeSearchPort = await freePort();
 // The worker's health port serves /metrics, which the metrics test scrapes.
 const workerHealthPort = await freePort();
 const jwtSecret = randomBytes(32).toString('base64url');
@@ -84,6 +86,13 @@ const stack = await startStack({
     // suite's own MCP servers for agents an administrator owns (a user's private agent is refused).
     MCP_ALLOW_PRIVATE_NETWORKS: 'false',
     MCP_ALLOWED_HOSTS: '127.0.0.1,localhost',
+    // web_search against the suite's fake SearXNG, through the outbound policy as a deployment has
+    // it: private addresses refused but for this one host; a timeout a test can outwait.
+    WEB_SEARCH_PROVIDER: 'searxng',
+    WEB_SEARCH_URL: `http://127.0.0.1:${fakeSearchPort}`,
+    WEB_SEARCH_ALLOWED_HOSTS: `127.0.0.1:${fakeSearchPort}`,
+    WEB_SEARCH_TIMEOUT_MS: '1500',
+    WEB_SEARCH_MAX_RESULTS: '3',
   },
 });
 // A second api replica on the same database and Redis: what must hold across replicas (revocation, rate limits) is tested against both.
@@ -92,7 +101,7 @@ const secondApiPort = await freePort();
 const secondApi = launch('api-2', SCRIPTS.api, { ...stack.env, PORT: String(secondApiPort) }, logDir);
 stack.children.push(secondApi);
 await waitForHealth(`http://127.0.0.1:${secondApiPort}/health`, [secondApi], 60_000);
-// A third replica with tight file limits: its drafts expire after 2 s (expiry is observed for
+// A third replica with tight file limits (and no web_search provider, as a deployment that configures none): its drafts expire after 2 s (expiry is observed for
 // real, never faked in SQL) and each owner may store 1 MiB, each session 512 KiB of images. It also refuses private webhook
 // targets, as a deployment does (the others allow the suite's local receivers).
 // And tight fair-share limits (test/e2e/fair-shares.test.ts, with fresh users only): the limits
@@ -108,8 +117,9 @@ const FAIR_SHARE_LIMITS = {
   TRUST_PROXY: 'loopback',
 };
 const fileLimitsApiPort = await freePort();
-// It remembers idempotency keys for 7.2 s (IDEMPOTENCY_TTL_HOURS=0.002; test/e2e/idempotency-expiry.test.ts).
-const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', IDEMPOTENCY_TTL_HOURS: '0.002', ...FAIR_SHARE_LIMITS }, logDir);
+// It remembers idempotency keys for 7.2 s (IDEMPOTENCY_TTL_HOURS=0.002; test/e2e/idempotency-expiry.test.ts) and has no
+// web search provider (test/e2e/web-search.test.ts).
+const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', IDEMPOTENCY_TTL_HOURS: '0.002', WEB_SEARCH_PROVIDER: '', ...FAIR_SHARE_LIMITS }, logDir);
 stack.children.push(fileLimitsApi);
 await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
 
@@ -149,6 +159,7 @@ const code = await new Promise((resolve) => {
       TEST_STORAGE_DIR: stack.env.STORAGE_DIR,
       TEST_API_KEY: apiKey,
       TEST_FAKE_OPENAI_PORT: String(fakeOpenAiPort),
+      TEST_FAKE_SEARCH_PORT: String(fakeSearchPort),
       TEST_WORKER_HEALTH_URL: `http://127.0.0.1:${workerHealthPort}`,
       TEST_JWT_SECRET: jwtSecret,
       TEST_LOG_DIR: logDir,

@@ -47,6 +47,6 @@ describe('files: OpenAPI', () => {
       assert.ok(schemas.ErrorCode.enum.includes(code), `${code} is in the catalogue`);
     }
     assert.match(JSON.stringify(op('/api/v1/agents/sessions/{session_id}/events', 'post').responses['409']), /file_already_bound/);
-    assert.deepEqual(schemas.BuiltinToolDto.properties.name.enum, ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file', 'ocr_parse_file']);
+    assert.deepEqual(schemas.BuiltinToolDto.properties.name.enum, ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file', 'ocr_parse_file', 'web_search']);
   });
 });

@@ -20,6 +20,8 @@ export const env = {
   redisUrl: required('REDIS_URL'),
   /** Where the worker expects its OpenAI-compatible endpoint (OPENAI_BASE_URL): start test/support/fake-openai.ts there. */
   fakeOpenAiPort: Number(required('TEST_FAKE_OPENAI_PORT')),
+  /** Where the worker expects its web_search provider (WEB_SEARCH_URL, a SearXNG): test/e2e/web-search.test.ts serves one there. */
+  fakeSearchPort: Number(required('TEST_FAKE_SEARCH_PORT')),
   /** The worker's health port (WORKER_HEALTH_PORT), where it serves /health and /metrics. */
   workerHealthUrl: required('TEST_WORKER_HEALTH_URL'),
   /** Debian's chromium, which the console tests drive with playwright-core. */

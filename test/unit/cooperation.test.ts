@@ -60,13 +60,18 @@ describe('cooperation: rules', () => {
     assert.match(cooperationRules.memberSessionId('t1', 'c1'), /^[0-9a-f]{8}-[0-9a-f]{4}-5/);
   });
 
-  it('gives members their agent\'s tools without function tools, and the root\'s policy', () => {
+  it('gives members their agent\'s tools without function tools (web search and MCP kept), and the root\'s policy', () => {
     const policy = { enabled: true, max_concurrent_subagents: 2, max_depth: 1 };
+    const mcp = { type: 'mcp' as const, server_label: 'm', server_url: 'https://mcp.example/' };
     const snapshot = cooperationRules.memberSnapshot(
-      { version: 1, limits: { max_model_calls: 1, max_tool_calls: 1, turn_timeout_s: 1 }, tools: [{ type: 'function', name: 'f' }, { type: 'builtin', name: 'calculator' }] },
+      {
+        version: 1,
+        limits: { max_model_calls: 1, max_tool_calls: 1, turn_timeout_s: 1 },
+        tools: [{ type: 'function', name: 'f' }, { type: 'builtin', name: 'calculator' }, { type: 'builtin', name: 'web_search' }, mcp],
+      },
       policy,
     );
-    assert.deepEqual(snapshot.tools, [{ type: 'builtin', name: 'calculator' }]);
+    assert.deepEqual(snapshot.tools, [{ type: 'builtin', name: 'calculator' }, { type: 'builtin', name: 'web_search' }, mcp]);
     assert.equal(snapshot.multi_agent, policy);
     assert.equal(cooperationRules.maySpawn(policy, 0), true);
     assert.equal(cooperationRules.maySpawn(policy, 1), false);

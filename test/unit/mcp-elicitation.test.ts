@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CallInFlight, planNextStep, samplingMessage, type ToolPolicy } from '#libs/runtime';
+import { AppConfig } from '#libs/config';
+import type { RunSignals } from '#libs/queue';
+import { CallInFlight, McpCallsInFlight, planNextStep, RemoteCall, samplingMessage, type ToolPolicy } from '#libs/runtime';
 import { elicitationQuestions, type ElicitationRequest, elicitationResult } from '#libs/tools';
 import type { CommittedStep, ToolCallSpec } from '#libs/turns';
 
@@ -170,5 +172,110 @@ describe('MCP sampling messages', () => {
       parts: [{ type: 'image', url: 'data:image/png;base64,AAAA' }],
     });
     assert.deepEqual(samplingMessage({ role: 'assistant', content: { type: 'audio', data: 'AAAA', mimeType: 'audio/wav' } }), { role: 'assistant', text: '[audio]' });
+  });
+});
+
+/** RunSignals between workers of one test: cancels and call messages delivered in order, asynchronously, as Redis pub/sub does. */
+class SignalBus {
+  private readonly handlers = new Map<string, (message: unknown) => void>();
+  /** Messages sent, by kind, in order. */
+  readonly sent: string[] = [];
+  down = false;
+
+  forWorker(): RunSignals {
+    return {
+      onCancel: () => Promise.resolve(() => undefined),
+      sendCallMessage: (address: string, message: object) => {
+        if (this.down) return Promise.resolve(false);
+        this.sent.push((message as { kind: string }).kind);
+        const copy = JSON.parse(JSON.stringify(message)) as unknown;
+        setImmediate(() => this.handlers.get(address)?.(copy));
+        return Promise.resolve(true);
+      },
+      onCallMessage: (address: string, handler: (message: unknown) => void) => {
+        this.handlers.set(address, handler);
+        return Promise.resolve(() => {
+          if (this.handlers.get(address) === handler) this.handlers.delete(address);
+        });
+      },
+    } as unknown as RunSignals;
+  }
+}
+
+describe('a call held by one worker, answered through another', () => {
+  const config = new AppConfig({ DATABASE_URL: 'x', REDIS_URL: 'x', TOOL_TIMEOUT_MS: '5000' });
+  const form = { message: 'name?', requestedSchema: { type: 'object' as const, properties: {} } };
+  const workers = () => {
+    const bus = new SignalBus();
+    return { bus, holder: new McpCallsInFlight(config, bus.forWorker()), follower: new McpCallsInFlight(config, bus.forWorker()) };
+  };
+  /** A call that asked its question and is held by `holder`, as the run that stopped at the waitpoint leaves it. */
+  async function held(holder: McpCallsInFlight, key: string, run: (self: CallInFlight) => Promise<{ success: boolean; output: string; media?: any[] }>): Promise<CallInFlight> {
+    const call = new CallInFlight(key, run);
+    assert.ok('elicit' in (await call.next()));
+    holder.hold(call, 'run-1');
+    // The holder's subscription is in place once its registration settled.
+    await new Promise((resolve) => setImmediate(resolve));
+    return call;
+  }
+
+  it('the holder hands the answer to the server and the follower gets the real outcome, media included', async () => {
+    const { holder, follower } = workers();
+    await held(holder, 't:a', async (self) => {
+      const reply = await self.elicit(form, new AbortController().signal);
+      return { success: true, output: `server got ${reply.action} ${JSON.stringify(reply.content)}`, media: [{ kind: 'image', mimeType: 'image/png', data: Buffer.from('png!') }] };
+    });
+    const remote = await follower.reach('t:a', { action: 'accept', content: { name: 'Ada' } });
+    assert.ok(remote instanceof RemoteCall);
+    const next = await remote.next();
+    assert.ok('outcome' in next);
+    assert.equal(next.outcome.output, 'server got accept {"name":"Ada"}');
+    assert.deepEqual(next.outcome.media?.map((m) => [m.kind, m.mimeType, m.data.toString()]), [['image', 'image/png', 'png!']]);
+    assert.equal(holder.take('t:a'), undefined, 'the holder no longer holds it');
+  });
+
+  it('a second question comes back to the follower; held again, the next answer is taken where the call is', async () => {
+    const { bus, holder, follower } = workers();
+    await held(holder, 't:b', async (self) => {
+      const first = await self.elicit(form, new AbortController().signal);
+      const second = await self.elicit({ ...form, message: 'again?' }, new AbortController().signal);
+      return { success: true, output: `${first.action} then ${second.action}` };
+    });
+    const remote = (await follower.reach('t:b', { action: 'accept', content: {} }))!;
+    const next = await remote.next();
+    assert.ok('elicit' in next && next.elicit.message === 'again?');
+    remote.held('run-2');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(bus.sent, ['answer', 'accepted', 'elicit', 'hold']);
+    // The resumed run of the second answer lands on the holder itself.
+    const local = holder.take('t:b');
+    assert.ok(local);
+    local.answer({ action: 'decline' });
+    assert.deepEqual(await local.next(), { outcome: { success: true, output: 'accept then decline' } });
+  });
+
+  it('the follower aborting the call aborts it at the holder', async () => {
+    const { holder, follower } = workers();
+    const call = await held(holder, 't:c', async (self) => {
+      await self.elicit(form, new AbortController().signal);
+      await new Promise((_, reject) => self.controller.signal.addEventListener('abort', () => reject(self.controller.signal.reason)));
+      return { success: true, output: 'never' };
+    });
+    const remote = (await follower.reach('t:c', { action: 'accept', content: {} }))!;
+    const next = remote.next();
+    remote.controller.abort(new Error('turn cancelled'));
+    await assert.rejects(next, /turn cancelled/);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(call.controller.signal.aborted, true);
+  });
+
+  it('nobody holding it (taken already) or Redis out of reach: the follower finds no call', async () => {
+    const { bus, holder, follower } = workers();
+    await held(holder, 't:d', async (self) => ({ success: true, output: (await self.elicit(form, new AbortController().signal)).action }));
+    const taken = holder.take('t:d');
+    assert.ok(taken, 'the holder resumed it itself');
+    assert.equal(await follower.reach('t:d', { action: 'accept' }), null);
+    bus.down = true;
+    assert.equal(await follower.reach('t:e', { action: 'accept' }), null);
   });
 });

@@ -14,6 +14,7 @@ import {
   ToolCatalog,
   ToolSourceError,
   validateToolArguments,
+  WebSearch,
   type McpToolDeclaration,
   type ResolvedTool,
   type ToolDeclaration,
@@ -228,7 +229,7 @@ describe('ToolCatalog with a real MCP server', () => {
   let guarded: TestMcpServer;
   let deadUrl: string;
   const calculator = new Calculator();
-  const catalog = new ToolCatalog(connectorFor(config()), calculator, emptyWorkdir);
+  const catalog = new ToolCatalog(connectorFor(config()), calculator, emptyWorkdir, new WebSearch(config(), { resolve: () => Promise.resolve(null) } as unknown as SecretsStore));
   const mcp = (overrides: Partial<McpToolDeclaration> = {}): McpToolDeclaration => ({ type: 'mcp', server_label: 'test', server_url: server.url, ...overrides });
 
   before(async () => {

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
+import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import { ModelRegistry } from '#libs/models';
 import type { AgentDto } from './agent.dto.js';
@@ -12,6 +13,7 @@ export class AgentAdmin {
   constructor(
     private readonly agents: AgentsService,
     private readonly models: ModelRegistry,
+    private readonly config: AppConfig,
   ) {}
 
   /** Validates a definition completely (shape, tools, model provider); 422 invalid_agent lists every problem. */
@@ -33,6 +35,14 @@ export class AgentAdmin {
         this.models.validate(ref);
       } catch (error) {
         errors.push({ field: `allowed_models[${index}]`, errors: [error instanceof Error ? error.message : 'unknown model'] });
+      }
+    }
+    // Off until the deployment configures a provider: a definition enabling it is refused, not saved to do nothing.
+    if (!this.config.webSearch) {
+      for (const [index, tool] of (definition?.tools ?? []).entries()) {
+        if (tool.type === 'builtin' && tool.name === 'web_search') {
+          errors.push({ field: `tools[${index}].name`, errors: ['web_search is not available: this deployment has no search provider (WEB_SEARCH_PROVIDER)'] });
+        }
       }
     }
     const summarizer = definition?.context.compaction?.model;

@@ -12,9 +12,10 @@ export class FunctionToolDto {
 export class BuiltinToolDto {
   @ApiProperty({ enum: ['builtin'] }) type!: 'builtin';
   @ApiProperty({
-    enum: ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file', 'ocr_parse_file'],
+    enum: ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file', 'ocr_parse_file', 'web_search'],
     description:
-      '`list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session\'s workdir: the files attached to its inputs, and to those of every other session of its project. `ocr_parse_file` (`{"file_id"}`) reads the same files with OCR: the text of an image, and of a PDF\'s scanned pages (at most 10, 40 megapixels an image).',
+      '`list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session\'s workdir: the files attached to its inputs, and to those of every other session of its project. `ocr_parse_file` (`{"file_id"}`) reads the same files with OCR: the text of an image, and of a PDF\'s scanned pages (at most 10, 40 megapixels an image). ' +
+      '`web_search` (`{"query", "count"?}`) searches the web through the deployment\'s provider (WEB_SEARCH_PROVIDER: a SearXNG instance, Brave Search or Tavily), run by the worker and inherited by subagents: its output is JSON `{"query", "results": [{"n", "title", "url", "snippet"}], "note"}`, results numbered for the model to cite as `[n](url)`; a provider that fails or is slow gives an error output (`web_search error: …`), never a failed turn. Off until the deployment configures a provider: a definition naming it is then refused (422 `invalid_agent`).',
   })
   name!: string;
   @ApiPropertyOptional({ description: 'Ask the user to approve each call first.' }) requires_approval?: boolean;

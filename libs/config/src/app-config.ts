@@ -65,6 +65,8 @@ export class AppConfig {
   readonly mcpMaxResponseBytes: number;
   /** The most tokens one MCP sampling completion may have, whatever the server asks (the answer is cut there). */
   readonly mcpSamplingMaxTokens: number;
+  /** The `web_search` builtin's provider (WEB_SEARCH_*); null: no provider, the tool is neither offered nor accepted in a definition. */
+  readonly webSearch: WebSearchSettings | null;
   readonly agentsFile: string | undefined;
   /** Required where keys are verified (the api); the worker does not read it. */
   readonly apiKeyHashSecret: string | undefined;
@@ -204,6 +206,7 @@ export class AppConfig {
     } catch (error) {
       throw new Error(`MCP_ALLOWED_HOSTS: ${(error as Error).message}`, { cause: error });
     }
+    this.webSearch = webSearchSettings(env);
     this.agentsFile = env.AGENTS_FILE || undefined;
     this.apiKeyHashSecret = env.API_KEY_HASH_SECRET || undefined;
     if (this.apiKeyHashSecret !== undefined && this.apiKeyHashSecret.length < 32) throw new Error('API_KEY_HASH_SECRET must be at least 32 characters');
@@ -309,6 +312,58 @@ export function parseRedisNodes(raw: string): RedisNode[] {
     return { host, port };
   });
   return nodes;
+}
+
+export const WEB_SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const;
+export type WebSearchProviderName = (typeof WEB_SEARCH_PROVIDERS)[number];
+
+/** Where the `web_search` builtin sends its queries, and how it authenticates there. */
+export interface WebSearchSettings {
+  provider: WebSearchProviderName;
+  /** The provider's base URL (SearXNG: the instance; Brave, Tavily: their API origin unless overridden). */
+  url: string;
+  /** The API key as a setting (Brave, Tavily); never logged. */
+  apiKey: string | undefined;
+  /** The name of a shared secret (libs/secrets) holding the API key, read at each search: a rotation needs no restart. */
+  apiKeySecret: string | undefined;
+  /** One search, connect to last byte; past it the model gets an error output. */
+  timeoutMs: number;
+  /** Results one search returns at most (the model may ask for fewer). */
+  maxResults: number;
+  /** host or host:port entries that skip the private-address refusal (a self-hosted SearXNG on the internal network). */
+  allowedHosts: string[];
+}
+
+const WEB_SEARCH_DEFAULT_URLS: Partial<Record<WebSearchProviderName, string>> = { brave: 'https://api.search.brave.com', tavily: 'https://api.tavily.com' };
+
+function webSearchSettings(env: NodeJS.ProcessEnv): WebSearchSettings | null {
+  const provider = env.WEB_SEARCH_PROVIDER || '';
+  if (provider === '') return null;
+  if (!(WEB_SEARCH_PROVIDERS as readonly string[]).includes(provider)) throw new Error(`WEB_SEARCH_PROVIDER must be ${WEB_SEARCH_PROVIDERS.join(', ')} or empty (off), got "${provider}"`);
+  const name = provider as WebSearchProviderName;
+  const url = env.WEB_SEARCH_URL || WEB_SEARCH_DEFAULT_URLS[name];
+  if (!url) throw new Error(`WEB_SEARCH_URL is required with WEB_SEARCH_PROVIDER=${name} (the instance's base URL, e.g. http://searxng:8080)`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`WEB_SEARCH_URL must be an absolute http(s) URL, got "${url}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error(`WEB_SEARCH_URL must be an absolute http(s) URL, got "${url}"`);
+  const apiKey = env.WEB_SEARCH_API_KEY || undefined;
+  const apiKeySecret = env.WEB_SEARCH_API_KEY_SECRET || undefined;
+  if (apiKey && apiKeySecret) throw new Error('WEB_SEARCH_API_KEY and WEB_SEARCH_API_KEY_SECRET are exclusive: give the key, or the name of the shared secret holding it');
+  if (apiKeySecret !== undefined && !/^[A-Za-z0-9_.-]{1,64}$/.test(apiKeySecret)) throw new Error('WEB_SEARCH_API_KEY_SECRET must be the name of a secret (letters, digits, ".", "_", "-"; at most 64)');
+  if (name !== 'searxng' && !apiKey && !apiKeySecret) throw new Error(`WEB_SEARCH_PROVIDER=${name} needs its API key: WEB_SEARCH_API_KEY, or WEB_SEARCH_API_KEY_SECRET naming a shared secret`);
+  let allowedHosts: string[];
+  try {
+    allowedHosts = parseAllowedHosts(env.WEB_SEARCH_ALLOWED_HOSTS ?? '');
+  } catch (error) {
+    throw new Error(`WEB_SEARCH_ALLOWED_HOSTS: ${(error as Error).message}`, { cause: error });
+  }
+  const maxResults = int(env, 'WEB_SEARCH_MAX_RESULTS', 5);
+  if (maxResults < 1 || maxResults > 20) throw new Error(`WEB_SEARCH_MAX_RESULTS must be 1 to 20, got ${maxResults}`);
+  return { provider: name, url, apiKey, apiKeySecret, timeoutMs: Math.max(100, int(env, 'WEB_SEARCH_TIMEOUT_MS', 10_000)), maxResults, allowedHosts };
 }
 
 export type StorageSettings =

@@ -3,6 +3,8 @@ import { AppConfig, createRedisClient, type RedisClient } from '#libs/config';
 
 const CANCEL_CHANNEL = 'yuxi:run-cancel';
 const STEER_CHANNEL = 'yuxi:session-steer';
+/** Messages between workers about a call one of them holds open (an MCP call waiting for a user's answer). */
+const CALL_CHANNEL = 'yuxi:held-call';
 const SUBSCRIBE_TIMEOUT_MS = 1_000;
 export const SIGNALS_PUBLISHER = Symbol('SIGNALS_PUBLISHER');
 export const SIGNALS_SUBSCRIBER = Symbol('SIGNALS_SUBSCRIBER');
@@ -32,6 +34,7 @@ export const signalsRedisProviders: Provider[] = [
 export class RunSignals implements OnApplicationShutdown {
   private readonly handlers = new Map<string, () => void>();
   private readonly steerHandlers = new Map<string, () => void>();
+  private readonly callHandlers = new Map<string, (message: unknown) => void>();
   private subscribing: Promise<unknown> | null = null;
 
   constructor(
@@ -67,14 +70,48 @@ export class RunSignals implements OnApplicationShutdown {
     };
   }
 
+  /**
+   * Sends `message` (JSON) to whichever worker listens at `address` (onCallMessage); false when
+   * the publish failed (Redis unreachable). Nobody listening is not an error here: the protocol
+   * built on it says who answers (test the answer, not the publish).
+   */
+  async sendCallMessage(address: string, message: object): Promise<boolean> {
+    try {
+      await this.publisher.publish(CALL_CHANNEL, JSON.stringify({ to: address, body: message }));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Calls `handler` with each message sent to `address`; returns the unsubscribe function. */
+  async onCallMessage(address: string, handler: (message: unknown) => void): Promise<() => void> {
+    await this.subscribe();
+    this.callHandlers.set(address, handler);
+    return () => {
+      if (this.callHandlers.get(address) === handler) this.callHandlers.delete(address);
+    };
+  }
+
+  private onMessage(channel: string, text: string): void {
+    if (channel !== CALL_CHANNEL) return (channel === STEER_CHANNEL ? this.steerHandlers : this.handlers).get(text)?.();
+    let parsed: { to?: unknown; body?: unknown };
+    try {
+      parsed = JSON.parse(text) as { to?: unknown; body?: unknown };
+    } catch {
+      return;
+    }
+    if (typeof parsed.to === 'string') this.callHandlers.get(parsed.to)?.(parsed.body);
+  }
+
   private async subscribe(): Promise<void> {
     if (!this.subscribing) {
       this.subscriber.removeAllListeners('message');
-      this.subscriber.on('message', (channel: string, id: string) => (channel === STEER_CHANNEL ? this.steerHandlers : this.handlers).get(id)?.());
+      this.subscriber.on('message', (channel: string, text: string) => this.onMessage(channel, text));
       // A failed subscribe is not cached: the next caller tries again. It is bounded in time: while
       // Redis is down, runs go on and the heartbeat's durable reads stand in for the signals.
       this.subscribing = Promise.race([
-        this.subscriber.subscribe(CANCEL_CHANNEL, STEER_CHANNEL),
+        this.subscriber.subscribe(CANCEL_CHANNEL, STEER_CHANNEL, CALL_CHANNEL),
         new Promise((_, reject) => setTimeout(() => reject(new Error('signal subscription timed out')), SUBSCRIBE_TIMEOUT_MS).unref()),
       ]).catch((error: unknown) => {
         this.subscribing = null;

@@ -14,6 +14,6 @@ export { capRequestImages, dataUrlBytes, imageLeftOutText, imageTokenAdjustment,
 export { compactionCut, type ContextMeasure, type ContextPolicy, contextPolicy, contextTokens, decideContext, type PlannedItem } from './context-policy.js';
 export { SUMMARY_HEADING, summaryPrompt, transcript, transcriptLine } from './compaction-prompt.js';
 export { type CachedContext, ContextCache } from './context-cache.js';
-export { CallInFlight } from './mcp-calls-in-flight.js';
+export { CallInFlight, ELICITATION_LOST, McpCallsInFlight, RemoteCall } from './mcp-calls-in-flight.js';
 export { McpSampling, toModelMessage as samplingMessage } from './mcp-sampling.js';
 export { PROGRESS_EVENTS_PER_SECOND, ProgressThrottle, type ThrottleClock } from './progress-throttle.js';

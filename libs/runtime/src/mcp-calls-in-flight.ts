@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import type { ElicitRequestParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfig } from '#libs/config';
@@ -9,12 +10,25 @@ import type { PlannedOutcome } from './step-plan.js';
 export type CallProgress = { outcome: PlannedOutcome } | { elicit: ElicitRequestParams };
 
 /**
+ * A call the run follows: held in this worker (CallInFlight) or in another one (RemoteCall). The
+ * run aborts it through `controller`, reads its progress through `onProgress`, and waits for what
+ * it does next.
+ */
+export interface FollowedCall {
+  readonly key: string;
+  readonly controller: AbortController;
+  onProgress: ((report: ToolProgress) => void) | null;
+  next(): Promise<CallProgress>;
+  answer(result: ElicitResult): boolean;
+}
+
+/**
  * One server-executed tool call that may stop in the middle to ask the user something (an MCP
  * server's `elicitation/create`). The call itself keeps running (its MCP request stays open); the
  * run that started it stops at a question waitpoint and ends, and the run that resumes the turn
  * hands the answer in (`answer`) and follows the call to its end, on the same worker.
  */
-export class CallInFlight {
+export class CallInFlight implements FollowedCall {
   /** The call's own signal: a cancel or a lost lease of whichever run follows the call aborts it. */
   readonly controller = new AbortController();
   /** Where the server's progress reports go: the run following the call now (none while it is held). */
@@ -82,9 +96,171 @@ export class CallInFlight {
   }
 }
 
+/** What the model is told of a call that asked the user something and was lost before the answer reached it. */
+export const ELICITATION_LOST =
+  'outcome_unknown: the MCP server asked the user something during this call, and the call was no longer held open when the answer came (the worker holding it stopped, or MCP_ELICITATION_TIMEOUT_MS passed). It may or may not have taken effect.';
+
+/** Where the worker holding a call listens for messages about it (answers, aborts, holds). */
+const holderAddress = (key: string): string => `call:${key}`;
+/** How long the worker that got an answer waits for the holder to take it before the call counts as lost. */
+export const HOLDER_ACK_MS = 5_000;
+/** Beyond the tool's own bound (TOOL_TIMEOUT_MS, while the server works), how long a follower waits for the holder's word. */
+const REMOTE_MARGIN_MS = 15_000;
+
+/** What the worker following a call and the worker holding it say to each other (over RunSignals' call messages). */
+type CallMessage =
+  /** follower → holder: the user's answer; replies go to `reply`. */
+  | { kind: 'answer'; result: ElicitResult; reply: string }
+  /** follower → holder: the run following the call stopped it (cancel, lost lease). */
+  | { kind: 'abort'; reason: string }
+  /** follower → holder: the call asked again and the turn waits at a waitpoint of run `runId`: keep holding it. */
+  | { kind: 'hold'; runId: string }
+  /** follower → holder: the waitpoint could not be committed: tell the server `cancel` and let the call go. */
+  | { kind: 'release' }
+  /** holder → follower */
+  | { kind: 'accepted' }
+  | { kind: 'gone' }
+  | { kind: 'progress'; report: ToolProgress }
+  | { kind: 'elicit'; params: ElicitRequestParams }
+  | { kind: 'outcome'; outcome: WireOutcome }
+  | { kind: 'failed'; message: string };
+
+/** A PlannedOutcome as JSON carries it: media bytes as base64. */
+type WireOutcome = Omit<PlannedOutcome, 'media'> & { media?: { kind: 'image' | 'audio'; mimeType: string; data: string }[] };
+
+function toWire(outcome: PlannedOutcome): WireOutcome {
+  const { media, ...rest } = outcome;
+  return media ? { ...rest, media: media.map((part) => ({ kind: part.kind, mimeType: part.mimeType, data: part.data.toString('base64') })) } : rest;
+}
+
+function fromWire(outcome: WireOutcome): PlannedOutcome {
+  const { media, ...rest } = outcome;
+  return media ? { ...rest, media: media.map((part) => ({ kind: part.kind, mimeType: part.mimeType, data: Buffer.from(part.data, 'base64') })) } : rest;
+}
+
+/**
+ * A call held open in another worker, followed from this one: the run that resumed the turn
+ * landed here, so the user's answer went to the holder (which answers the server), and the
+ * holder reports what the call does next — its progress, its outcome, or its next question.
+ * Aborting `controller` tells the holder to abort the call; the holder going silent past the
+ * call's own bound makes the outcome unknown, as a lost call's is.
+ */
+export class RemoteCall implements FollowedCall {
+  readonly controller = new AbortController();
+  onProgress: ((report: ToolProgress) => void) | null = null;
+  private readonly queue: CallProgress[] = [];
+  private waiter: ((progress: CallProgress) => void) | null = null;
+  private accept: ((accepted: boolean) => void) | null = null;
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(
+    readonly key: string,
+    private readonly reply: string,
+    private readonly signals: RunSignals,
+    private readonly silenceMs: number,
+  ) {
+    this.controller.signal.addEventListener('abort', () => {
+      const reason = this.controller.signal.reason;
+      void this.send({ kind: 'abort', reason: reason instanceof Error ? reason.message : 'aborted' });
+    });
+  }
+
+  /** @internal Listens for the holder's replies, sends the answer, and says whether a holder took it. */
+  async deliver(result: ElicitResult): Promise<boolean> {
+    this.unsubscribe = await this.signals.onCallMessage(this.reply, (message) => this.received(message as CallMessage));
+    let timer: NodeJS.Timeout | undefined;
+    const accepted = new Promise<boolean>((resolve) => {
+      this.accept = resolve;
+      timer = setTimeout(() => resolve(false), HOLDER_ACK_MS);
+    });
+    if (!(await this.send({ kind: 'answer', result, reply: this.reply }))) this.accept?.(false);
+    const taken = await accepted;
+    clearTimeout(timer);
+    this.accept = null;
+    if (!taken) this.close();
+    return taken;
+  }
+
+  next(): Promise<CallProgress> {
+    const queued = this.queue.shift();
+    if (queued) return Promise.resolve(this.settle(queued));
+    return new Promise<CallProgress>((resolve, reject) => {
+      const signal = this.controller.signal;
+      const lost = setTimeout(() => finish({ outcome: { success: false, output: ELICITATION_LOST } }), this.silenceMs);
+      const onAbort = (): void => {
+        clearTimeout(lost);
+        this.waiter = null;
+        reject(signal.reason);
+      };
+      const finish = (progress: CallProgress): void => {
+        clearTimeout(lost);
+        signal.removeEventListener('abort', onAbort);
+        this.waiter = null;
+        resolve(this.settle(progress));
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiter = finish;
+    });
+  }
+
+  /** The user's answer to a later question of the call comes through a new delivery (its resumed run), never here. */
+  answer(result: ElicitResult): boolean {
+    // The one answer this side gives itself: `cancel` where the waitpoint could not be committed.
+    if (result.action === 'cancel') void this.send({ kind: 'release' });
+    return false;
+  }
+
+  /** The call asked again and the turn waits at run `runId`'s waitpoint: the holder keeps it (and hears that run's cancel). */
+  held(runId: string): void {
+    void this.send({ kind: 'hold', runId });
+    this.close();
+  }
+
+  private received(message: CallMessage): void {
+    switch (message.kind) {
+      case 'accepted':
+      case 'gone':
+        this.accept?.(message.kind === 'accepted');
+        return;
+      case 'progress':
+        this.onProgress?.(message.report);
+        return;
+      case 'elicit':
+        return this.push({ elicit: message.params });
+      case 'outcome':
+        return this.push({ outcome: fromWire(message.outcome) });
+      case 'failed':
+        return this.push({ outcome: { success: false, output: ELICITATION_LOST } });
+    }
+  }
+
+  private push(progress: CallProgress): void {
+    if (this.waiter) this.waiter(progress);
+    else this.queue.push(progress);
+  }
+
+  /** The holder's last word on this delivery: nothing more comes to this reply address. */
+  private settle(progress: CallProgress): CallProgress {
+    if ('outcome' in progress) this.close();
+    return progress;
+  }
+
+  private send(message: CallMessage): Promise<boolean> {
+    return this.signals.sendCallMessage(holderAddress(this.key), message);
+  }
+
+  private close(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+  }
+}
+
 /**
  * The worker's calls that wait for a user's answer to an MCP server's question, by
- * `<turn_id>:<call_id>`: the run that resumes the turn finds its call here. A call is held for
+ * `<turn_id>:<call_id>`: the run that resumes the turn finds its call here, or, where it runs on
+ * another worker, reaches it here through Redis (RemoteCall): the answer comes to this worker,
+ * which hands it to the server and reports what the call does next. A call is held for
  * MCP_ELICITATION_TIMEOUT_MS; on expiry, on a cancel of its turn, or when the worker shuts down,
  * the server is told `cancel`, the call is abandoned (notifications/cancelled) and forgotten (a
  * later answer then finds the outcome unknown).
@@ -93,6 +269,8 @@ export class CallInFlight {
 export class McpCallsInFlight implements OnApplicationShutdown {
   private readonly held = new Map<string, CallInFlight>();
   private readonly unsubscribes = new Map<string, () => void>();
+  /** The calls this worker holds or serves for another worker's run, listening at their holder address. */
+  private readonly listening = new Map<string, { call: CallInFlight; unsubscribe: (() => void) | null }>();
 
   constructor(
     private readonly config: AppConfig,
@@ -114,15 +292,27 @@ export class McpCallsInFlight implements OnApplicationShutdown {
       },
       () => undefined,
     );
+    this.listen(call);
   }
 
   /** The held call of this key, taken out of the registry (undefined: not on this worker, or expired). */
   take(key: string): CallInFlight | undefined {
-    const call = this.held.get(key);
-    this.held.delete(key);
-    this.unsubscribes.get(key)?.();
-    this.unsubscribes.delete(key);
+    const call = this.takeHeld(key);
+    this.stopListening(key);
     return call;
+  }
+
+  /**
+   * The call of this key held by another worker, which takes the user's answer and reports what the
+   * call does next; null when no worker holds it (it stopped, the hold expired) or Redis is out of reach.
+   */
+  async reach(key: string, result: ElicitResult): Promise<RemoteCall | null> {
+    const remote = new RemoteCall(key, `reply:${randomUUID()}`, this.signals, this.config.toolTimeoutMs + REMOTE_MARGIN_MS);
+    try {
+      return (await remote.deliver(result)) ? remote : null;
+    } catch {
+      return null;
+    }
   }
 
   /** Tells the server `cancel` and abandons the call (notifications/cancelled); nobody records its outcome. */
@@ -135,5 +325,89 @@ export class McpCallsInFlight implements OnApplicationShutdown {
 
   onApplicationShutdown(): void {
     for (const key of [...this.held.keys()]) this.release(key);
+    for (const { call } of [...this.listening.values()]) call.controller.abort(new Error('the worker holding the call stopped'));
+  }
+
+  private takeHeld(key: string): CallInFlight | undefined {
+    const call = this.held.get(key);
+    this.held.delete(key);
+    this.unsubscribes.get(key)?.();
+    this.unsubscribes.delete(key);
+    return call;
+  }
+
+  /** Answers that land on another worker reach the call here (best effort: without Redis they find it lost). */
+  private listen(call: CallInFlight): void {
+    if (this.listening.get(call.key)?.call === call) return;
+    this.stopListening(call.key);
+    const entry: { call: CallInFlight; unsubscribe: (() => void) | null } = { call, unsubscribe: null };
+    this.listening.set(call.key, entry);
+    this.signals.onCallMessage(holderAddress(call.key), (message) => this.onMessage(call, message as CallMessage)).then(
+      (unsubscribe) => {
+        if (this.listening.get(call.key) === entry) entry.unsubscribe = unsubscribe;
+        else unsubscribe();
+      },
+      () => undefined,
+    );
+  }
+
+  private stopListening(key: string): void {
+    this.listening.get(key)?.unsubscribe?.();
+    this.listening.delete(key);
+  }
+
+  private onMessage(call: CallInFlight, message: CallMessage): void {
+    switch (message.kind) {
+      case 'answer':
+        // Taken already (a run here resumed it, or another delivery came first): that one follows it.
+        if (this.held.get(call.key) !== call) return void this.signals.sendCallMessage(message.reply, { kind: 'gone' });
+        this.takeHeld(call.key);
+        void this.serve(call, message.reply, message.result);
+        return;
+      case 'abort':
+        call.controller.abort(new Error(message.reason));
+        return;
+      case 'hold':
+        // Held again at the follower's new waitpoint: that run's cancel releases it.
+        if (!this.held.has(call.key)) this.hold(call, message.runId);
+        return;
+      case 'release':
+        if (this.held.get(call.key) === call) this.release(call.key);
+        else {
+          call.answer({ action: 'cancel' });
+          call.controller.abort(new Error('the elicitation waitpoint could not be committed'));
+          this.stopListening(call.key);
+        }
+        return;
+    }
+  }
+
+  /** Hands the answer to the server and reports to `reply` what the call does next, until its end. */
+  private async serve(call: CallInFlight, reply: string, result: ElicitResult): Promise<void> {
+    const send = (message: CallMessage): Promise<boolean> => this.signals.sendCallMessage(reply, message);
+    await send({ kind: 'accepted' });
+    call.onProgress = (report) => void send({ kind: 'progress', report });
+    call.answer(result);
+    try {
+      const next = await call.next();
+      if ('elicit' in next) {
+        // Kept until the follower says where the turn waits ('hold') or that it cannot ('release'),
+        // and at most the hold's expiry either way.
+        call.holdFor(this.config.mcpElicitationTimeoutMs, () => {
+          call.answer({ action: 'cancel' });
+          call.controller.abort(new Error('no answer came in time'));
+          this.stopListening(call.key);
+        });
+        await send({ kind: 'elicit', params: next.elicit });
+        return;
+      }
+      this.stopListening(call.key);
+      await send({ kind: 'outcome', outcome: toWire(next.outcome) });
+    } catch (error) {
+      this.stopListening(call.key);
+      await send({ kind: 'failed', message: error instanceof Error ? error.message : String(error) });
+    } finally {
+      call.onProgress = null;
+    }
   }
 }

@@ -6,7 +6,7 @@ import { elicitationQuestions, elicitationRequest, type ResolvedTool, ToolCatalo
 import { type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CommittedStep, ToolCallSpec, Usage } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
-import { CallInFlight, McpCallsInFlight } from './mcp-calls-in-flight.js';
+import { CallInFlight, ELICITATION_LOST, type FollowedCall, McpCallsInFlight, RemoteCall } from './mcp-calls-in-flight.js';
 import { McpSampling } from './mcp-sampling.js';
 import type { RunControl } from './run-control.js';
 import { ShuttingDownError, TurnCancelledError } from './run-errors.js';
@@ -19,8 +19,7 @@ type ToolStep = Extract<NextStep, { action: 'record' | 'execute' | 'resume_elici
 /** A call of a model step that stopped for the user: the run is at a waitpoint and ends. */
 export const WAITING = 'waiting' as const;
 
-export const ELICITATION_LOST =
-  'outcome_unknown: the MCP server asked the user something during this call, and the call was no longer held open when the answer came (the worker holding it stopped, or MCP_ELICITATION_TIMEOUT_MS passed). It may or may not have taken effect.';
+export { ELICITATION_LOST };
 
 /**
  * The tool-call steps: a server call started, run and its result stored (or a result that needs no
@@ -56,8 +55,8 @@ export class ToolCallStep {
       }
       // No side effect through a lease this worker may have lost while the start was committing.
       state.keeper.assertHeld();
-      const call = plan.action === 'execute' ? this.start(state, tool, declarations, plan, budget) : this.resumed(state, tool, declarations, plan, budget);
-      const followed = call instanceof CallInFlight ? await this.follow(state, call, plan.call, tool, control) : { outcome: call };
+      const call = plan.action === 'execute' ? this.start(state, tool, declarations, plan, budget) : await this.resumed(state, tool, declarations, plan, budget);
+      const followed = call instanceof CallInFlight || call instanceof RemoteCall ? await this.follow(state, call, plan.call, tool, control) : { outcome: call };
       if ('elicit' in followed) return this.stopForUser(state, followed.call, plan.call, tool, followed.elicit);
       outcome = followed.outcome;
     } else {
@@ -141,16 +140,30 @@ export class ToolCallStep {
     });
   }
 
-  /** The call the user answered: handed the answer where this worker holds it; else run again (idempotent) or its outcome unknown. */
-  private resumed(state: RunState, tool: ResolvedTool | undefined, declarations: ToolDeclaration[], plan: Extract<ToolStep, { action: 'resume_elicitation' }>, budget?: TurnBudget): CallInFlight | PlannedOutcome {
-    const call = this.inFlight.take(`${state.held.turn.id}:${plan.call.call_id}`);
+  /**
+   * The call the user answered: handed the answer where this worker holds it, or where another
+   * worker does (that one answers the server and reports back); else run again (idempotent) or its
+   * outcome unknown.
+   */
+  private async resumed(
+    state: RunState,
+    tool: ResolvedTool | undefined,
+    declarations: ToolDeclaration[],
+    plan: Extract<ToolStep, { action: 'resume_elicitation' }>,
+    budget?: TurnBudget,
+  ): Promise<CallInFlight | RemoteCall | PlannedOutcome> {
+    const key = `${state.held.turn.id}:${plan.call.call_id}`;
+    const call = this.inFlight.take(key);
     const { action, content } = plan.response;
+    const answer = content ? { action, content } : { action };
     // Held here: answered if it still asks, and followed either way — a call that stopped asking
     // (its session ended, the server withdrew the question) ends with its own outcome, never run twice.
     if (call) {
-      call.answer(content ? { action, content } : { action });
+      call.answer(answer);
       return call;
     }
+    const remote = await this.inFlight.reach(key, answer);
+    if (remote) return remote;
     if (plan.idempotent) return this.start(state, tool, declarations, plan, budget);
     return { success: false, output: ELICITATION_LOST };
   }
@@ -162,11 +175,11 @@ export class ToolCallStep {
    */
   private async follow(
     state: RunState,
-    call: CallInFlight,
+    call: FollowedCall,
     spec: ToolCallSpec,
     tool: ResolvedTool | undefined,
     control: RunControl,
-  ): Promise<{ outcome: PlannedOutcome } | { elicit: ElicitRequestParams; call: CallInFlight }> {
+  ): Promise<{ outcome: PlannedOutcome } | { elicit: ElicitRequestParams; call: FollowedCall }> {
     const forward = (): void => {
       if (!(control.abort.signal.reason instanceof ShuttingDownError)) call.controller.abort(control.abort.signal.reason);
     };
@@ -196,7 +209,7 @@ export class ToolCallStep {
    * call's `started` step stays) and the call is held open in this worker until the answer comes.
    * Where the waitpoint cannot be committed (cancel, lost lease), the server is told `cancel`.
    */
-  private async stopForUser(state: RunState, call: CallInFlight, spec: ToolCallSpec, tool: ResolvedTool | undefined, params: ElicitRequestParams): Promise<typeof WAITING | null> {
+  private async stopForUser(state: RunState, call: FollowedCall, spec: ToolCallSpec, tool: ResolvedTool | undefined, params: ElicitRequestParams): Promise<typeof WAITING | null> {
     const request = elicitationRequest(spec.call_id, (tool?.source ?? '').replace(/^mcp:/, ''), params);
     // Where the turn cannot stop here, nobody will answer: the server hears `cancel` and the call is
     // abandoned (notifications/cancelled), never left open.
@@ -215,7 +228,9 @@ export class ToolCallStep {
       if (batch === 'cancelled') throw new TurnCancelledError();
       return this.fenced(state, 'elicitation waitpoint');
     }
-    this.inFlight.hold(call, state.lease.runId);
+    // Held where it is open: here, or by the worker that holds it for this run's waitpoint.
+    if (call instanceof RemoteCall) call.held(state.lease.runId);
+    else if (call instanceof CallInFlight) this.inFlight.hold(call, state.lease.runId);
     state.keeper.pause();
     await state.publish(batch);
     return WAITING;

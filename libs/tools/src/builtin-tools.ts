@@ -2,7 +2,7 @@ import type { Calculator } from './calculator.js';
 import { listFiles, ocrParseFile, readFile } from './file-tools.js';
 import type { ToolCallContext, ToolExecutor, ToolOutcome, WorkdirFiles } from './tool.types.js';
 
-export const BUILTIN_TOOL_NAMES = ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file', 'ocr_parse_file'] as const;
+export const BUILTIN_TOOL_NAMES = ['ask_user', 'calculator', 'current_time', 'list_files', 'read_file', 'ocr_parse_file', 'web_search'] as const;
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 export interface BuiltinToolDefinition {
@@ -84,7 +84,29 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
     parameters: FILE_ID_PARAMETERS,
     executor: 'server',
   },
+  // Offered only where the deployment configures a provider (WEB_SEARCH_PROVIDER); run by WebSearch, not executeBuiltin.
+  web_search: {
+    name: 'web_search',
+    description:
+      'Search the web. Returns numbered results, each with a title, a URL and a snippet; cite the results you use as [n](url). ' +
+      'Snippets are short: they say what a page is about, not everything it says.',
+    parameters: webSearchParameters(20),
+    executor: 'server',
+  },
 };
+
+/** web_search's arguments; `count` bounded by the deployment's WEB_SEARCH_MAX_RESULTS. */
+export function webSearchParameters(maxResults: number): Record<string, unknown> {
+  return {
+    type: 'object',
+    properties: {
+      query: { type: 'string', minLength: 1, maxLength: 400, description: 'What to search for, as you would type it into a search engine.' },
+      count: { type: 'integer', minimum: 1, maximum: maxResults, description: `How many results at most (default and most: ${maxResults}).` },
+    },
+    required: ['query'],
+    additionalProperties: false,
+  };
+}
 
 export function isBuiltinToolName(name: string): name is BuiltinToolName {
   return (BUILTIN_TOOL_NAMES as readonly string[]).includes(name);

@@ -23,6 +23,7 @@ export {
   isBuiltinToolName,
   type BuiltinToolDefinition,
   type BuiltinToolName,
+  webSearchParameters,
 } from './builtin-tools.js';
 export { COORDINATION_TOOL_NAMES, coordinationItemType, type CoordinationToolName, coordinationTools, isCoordinationTool } from './coordination-tools.js';
 export { Calculator, CALCULATOR_TIMEOUT_MS } from './calculator.js';
@@ -48,3 +49,5 @@ export {
   elicitationUrlProblem,
 } from './mcp/elicitation.js';
 export { LinearSchemaValidator } from './schema-cache.js';
+export { MAX_QUERY_CHARS, providerRequest, WEB_SEARCH_MAX_RESPONSE_BYTES, WebSearch, type WebSearchQuery } from './web-search/web-search.js';
+export { CITATION_NOTE, formatResults, parseResults, plainText, type WebSearchResult } from './web-search/results.js';

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { BUILTIN_TOOLS, executeBuiltin, isBuiltinToolName } from './builtin-tools.js';
+import { BUILTIN_TOOLS, executeBuiltin, isBuiltinToolName, webSearchParameters } from './builtin-tools.js';
 import { COORDINATION_TOOL_NAMES, coordinationTools, isCoordinationTool } from './coordination-tools.js';
 import { Calculator } from './calculator.js';
 import { TOOL_NAME_PATTERN } from './declarations.js';
 import { McpConnector } from './mcp-connector.js';
 import { type McpToolDeclaration, type ResolvedTool, type ToolCallContext, type ToolDeclaration, type ToolOutcome, WORKDIR_FILES, type WorkdirFiles } from './tool.types.js';
+import { WebSearch } from './web-search/web-search.js';
 
 import { ToolSourceError } from './errors.js';
 
@@ -26,6 +27,7 @@ export class ToolCatalog {
     private readonly connector: McpConnector,
     private readonly calculator: Calculator,
     @Inject(WORKDIR_FILES) private readonly files: WorkdirFiles,
+    private readonly webSearch: WebSearch,
   ) {}
 
   /**
@@ -66,6 +68,7 @@ export class ToolCatalog {
   /** Runs a server-executed tool (`executor: 'server'`); rejects with the signal's reason on abort. */
   async execute(tool: ResolvedTool, declarations: ToolDeclaration[], args: object, ctx: ToolCallContext): Promise<ToolOutcome> {
     if (tool.executor !== 'server') throw new Error(`tool ${tool.name} is executed by the ${tool.executor}, not the worker`);
+    if (tool.source === 'builtin' && tool.name === 'web_search') return this.webSearch.run(args as Record<string, unknown>, ctx.signal);
     if (tool.source === 'builtin') return executeBuiltin(tool.name, args as Record<string, unknown>, ctx, this.calculator, this.files);
     const label = tool.source.startsWith(MCP_SOURCE) ? tool.source.slice(MCP_SOURCE.length) : undefined;
     const decl = declarations.find((d): d is McpToolDeclaration => d.type === 'mcp' && d.server_label === label);
@@ -89,12 +92,14 @@ export class ToolCatalog {
         ];
       case 'builtin': {
         if (!isBuiltinToolName(decl.name)) return [];
+        // Saved while a provider was configured, and none is now: not offered (the definition stays valid).
+        if (decl.name === 'web_search' && !this.webSearch.enabled) return [];
         const def = BUILTIN_TOOLS[decl.name];
         return [
           {
             name: def.name,
             description: def.description,
-            parameters: def.parameters,
+            parameters: decl.name === 'web_search' ? webSearchParameters(this.webSearch.maxResults) : def.parameters,
             executor: def.executor,
             requiresApproval: decl.requires_approval ?? false,
             idempotent: decl.idempotent ?? true,

@@ -8,6 +8,7 @@ import { McpOutbound } from './mcp/outbound.js';
 import { McpSessionPool } from './mcp/session-pool.js';
 import { ToolCatalog } from './tool-catalog.js';
 import { WORKDIR_FILES, type WorkdirFiles } from './tool.types.js';
+import { WebSearch } from './web-search/web-search.js';
 
 /** The file tools read the session workdir through libs/files. */
 const workdirFiles = {
@@ -33,7 +34,7 @@ const workdirFiles = {
 // AppConfig (for McpConnector) comes from the global ConfigModule.
 @Module({
   imports: [FilesModule, SecretsModule],
-  providers: [{ provide: Calculator, useFactory: () => new Calculator() }, McpAuth, McpOutbound, McpSessionPool, McpConnector, ToolCatalog, workdirFiles],
-  exports: [ToolCatalog, McpConnector],
+  providers: [{ provide: Calculator, useFactory: () => new Calculator() }, McpAuth, McpOutbound, McpSessionPool, McpConnector, ToolCatalog, WebSearch, workdirFiles],
+  exports: [ToolCatalog, McpConnector, WebSearch],
 })
 export class ToolsModule {}
