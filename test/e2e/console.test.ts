@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
-import { assertAccessible, launchBrowser, signedIn as signIn } from '../support/browser.js';
+import { ARTIFACTS, assertAccessible, launchBrowser, signedIn as signIn } from '../support/browser.js';
 import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, http, newKey } from '../support/http.js';
-import { ADMIN, bootstrap, call, type Caller, listSessionIds, newProductUser, signToken, until } from '../support/identity.js';
+import { ADMIN, bootstrap, call, type Caller, createKey, listSessionIds, newProductUser, signToken, until } from '../support/identity.js';
 
 // The admin console (/console) in a real browser: Debian's chromium driven by playwright-core.
 
@@ -175,6 +176,29 @@ describe('console: sessions explorer, session page and inbox', () => {
     await page.context().close();
   });
 
+  it('shows owners by name or subject, never by a cut id', async () => {
+    const nonce = randomUUID().slice(0, 8);
+    const subject = `carol-${nonce}`;
+    const carolKey = await createKey({ user_subject: subject });
+    const carol: Caller = { name: 'carol', token: carolKey.secret };
+    const ofBootstrap = await sessionOf(bootstrap, { title: `Owners ${nonce} bootstrap` });
+    const ofCarol = await sessionOf(carol, { title: `Owners ${nonce} carol` });
+    const ofAlice = await sessionOf(alice.caller, { title: `Owners ${nonce} alice` });
+    const page = await asOperator();
+    await page.goto(`${env.apiUrl}/console/sessions?q=${nonce}`);
+    const table = page.getByRole('table', { name: 'Sessions, newest first' });
+    for (const session of [ofBootstrap, ofCarol, ofAlice]) await sessionLink(page, session.id).waitFor();
+    const ownerOf = async (session: { id: string }) => (await table.getByRole('row').filter({ has: sessionLink(page, session.id) }).getByRole('cell').nth(1).textContent())?.trim();
+    assert.equal(await ownerOf(ofBootstrap), 'bootstrap', 'the bootstrap administrator by its name');
+    assert.equal(await ownerOf(ofCarol), subject, "a user by their tokens' subject");
+    assert.equal(await ownerOf(ofAlice), 'user without a name', 'a user known by id only says so (the id is in the title)');
+    assert.equal(await table.getByTitle(`owner ${alice.userId}`).count(), 1);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'console-owners.png'), fullPage: true });
+    await sessionLink(page, ofBootstrap.id).click();
+    await page.getByText(/ · owner bootstrap/).waitFor();
+    await page.context().close();
+  });
+
   it("lists a product user's own sessions a page at a time as the table scrolls, rendering only the rows in view", async () => {
     const owner = await userWithRole('many sessions', null);
     const total = 120;
@@ -243,6 +267,10 @@ describe('console: sessions explorer, session page and inbox', () => {
     // The page is polled (another owner's session): the resolution shows without a reload.
     await page.getByRole('region', { name: 'Timeline' }).getByText('Answered: teal').waitFor({ timeout: 10_000 });
     await page.getByText('completed', { exact: true }).waitFor({ timeout: 10_000 });
+    // The run that stopped at the question ended there once the answer resumed the turn: it no longer requires action.
+    const runHeads = page.getByRole('region', { name: 'Timeline' }).getByRole('heading', { level: 4 });
+    await runHeads.filter({ hasText: /^Run 1 · ended at waitpoint/ }).waitFor({ timeout: 10_000 });
+    assert.equal(await runHeads.filter({ hasText: /requires action/ }).count(), 0, (await runHeads.allTextContents()).join(' | '));
     const timeline = await call(bootstrap, `${ADMIN}/sessions/${session.id}/timeline`);
     assert.equal(timeline.status, 200, timeline.text);
     const resolved = timeline.body.data[0].runs.flatMap((run: any) => run.steps).find((step: any) => step.kind === 'waitpoint');

@@ -24,3 +24,4 @@ export { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
 export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQueueEventDto, PromoteInputEventDto, TreeContinueEventDto, TreeStopEventDto, UpdateSessionDto, UpdateSessionYuxiDto } from './dto/update-session.dto.js';
 export { AnswerResponseDto, ApprovalDecisionDto, ApprovalResponseDto, ResumeEventDto, ToolResultEventDto, WaitpointAnswerDto } from './dto/waitpoint-events.dto.js';
 export { gatherMetadataFilter, METADATA_LIMITS, metadataErrors, parseIfMatch } from './session-metadata.js';
+export { DEFAULT_SESSION_TITLE, DERIVED_TITLE_MAX_CHARS, titleFromInput } from './session-title.js';

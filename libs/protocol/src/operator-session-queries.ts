@@ -32,5 +32,5 @@ export class OperatorSessionQueries {
 
 function toAdminSessionDto({ session, owner }: FoundSession): AdminSessionDto {
   const dto = toSessionDto(session);
-  return { ...dto, yuxi: { ...dto.yuxi, owner_id: owner.id, owner: { kind: owner.kind, subject: owner.subject, app_id: owner.appId } } } as AdminSessionDto;
+  return { ...dto, yuxi: { ...dto.yuxi, owner_id: owner.id, owner: { kind: owner.kind, subject: owner.subject, app_id: owner.appId, name: owner.name } } } as AdminSessionDto;
 }

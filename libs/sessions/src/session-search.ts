@@ -36,6 +36,8 @@ export interface SessionOwner {
   /** A product user's token subject, or an end user's id within the app. */
   subject: string | null;
   appId: string | null;
+  /** A product user's name given on this server (`bootstrap`, a `create-key` name); null when generated from an id. */
+  name: string | null;
 }
 
 export interface FoundSession {
@@ -58,7 +60,7 @@ const STATUS_SQL: Record<SearchStatus, string> = {
 /** The page's columns and its owner's, named (a prepared statement may not select `*`). */
 const FOUND_COLUMNS = `${SESSION_COLUMNS.split(',')
   .map((column) => `p.${column.trim()}`)
-  .join(', ')}, u.kind AS owner_kind, u.subject AS owner_subject, u.external_id AS owner_external_id, u.app_id AS owner_app_id`;
+  .join(', ')}, u.kind AS owner_kind, u.name AS owner_name, u.subject AS owner_subject, u.external_id AS owner_external_id, u.app_id AS owner_app_id`;
 const WAITING_SQL = `(${TURN_STATUS} = 'requires_action' AND s.current_turn->'waitpoint'->>'kind' IN ('question', 'approval', 'client_tool'))`;
 
 /**
@@ -146,6 +148,9 @@ export function idPrefixRange(prefix: string): [string, string] | null {
   return low.startsWith(text) ? [low, shape(hex.padEnd(32, 'f'))] : null;
 }
 
+/** The names the server makes up for users it first sees by id (a key's `user_id`, a token's `sub`): nobody chose them. */
+const GENERATED_NAME = /^(user|jwt):/;
+
 function found(row: Record<string, unknown>): FoundSession {
   const kind = row.owner_kind as 'user' | 'end_user';
   return {
@@ -155,6 +160,7 @@ function found(row: Record<string, unknown>): FoundSession {
       kind,
       subject: ((kind === 'end_user' ? row.owner_external_id : row.owner_subject) as string | null) ?? null,
       appId: (row.owner_app_id as string | null) ?? null,
+      name: kind === 'user' && !GENERATED_NAME.test(row.owner_name as string) ? (row.owner_name as string) : null,
     },
   };
 }

@@ -2824,6 +2824,11 @@ export interface components {
             subject: string | null;
             /** @description An end user's app; null for product users. */
             app_id: string | null;
+            /**
+             * @description The user's name on this server, for people to read: `bootstrap` for the administrator of BOOTSTRAP_API_KEY, the name given to `create-key`; null for a user known only by id or by `subject` (first seen through a key made for their id, or a token) and for end users.
+             * @example bootstrap
+             */
+            name: string | null;
         };
         AdminSessionYuxiDto: {
             title: string;
@@ -14164,7 +14169,8 @@ export interface operations {
                      *             "owner": {
                      *               "kind": "user",
                      *               "subject": "alice",
-                     *               "app_id": null
+                     *               "app_id": null,
+                     *               "name": null
                      *             }
                      *           }
                      *         }
@@ -14345,7 +14351,8 @@ export interface operations {
                      *         "owner": {
                      *           "kind": "user",
                      *           "subject": "alice",
-                     *           "app_id": null
+                     *           "app_id": null,
+                     *           "name": null
                      *         }
                      *       }
                      *     }
