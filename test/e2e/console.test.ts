@@ -111,7 +111,8 @@ describe('console', () => {
     assert.equal(waiting, true);
     const page = await signedIn();
     await page.goto(`${env.apiUrl}/console/sessions/${session.id}`);
-    await page.getByLabel('Which colour?').fill('teal');
+    // The session's title is its first message, which holds the question too: the answer's field by its role.
+    await page.getByRole('textbox', { name: 'Which colour?' }).fill('teal');
     await assertAccessible(page, 'waitpoint');
     await page.getByRole('button', { name: 'Submit answer' }).click();
     const settled = await until(async () => ((await http(`${API}/sessions/${session.id}`)).body.status === 'completed' ? true : undefined), { attempts: 100, intervalMs: 100 });
