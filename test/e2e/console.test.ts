@@ -351,7 +351,7 @@ describe('console: sessions explorer, session page and inbox', () => {
   it('shows a run\'s exact model requests to an administrator signed in with a user token, and to no API key', async () => {
     const session = await createSession('[[tool:calculator {"expression":"6*7"}]]');
     await statusOf(bootstrap, session.id, 'completed');
-    // The bootstrap administrator's API key: the timeline, without the model requests (001: a super-admin JWT only).
+    // The bootstrap administrator's API key: the timeline, without the model requests (an administrator's user token only).
     const withKey = await signedIn();
     await withKey.goto(`${env.apiUrl}/console/sessions/${session.id}`);
     await withKey.getByRole('region', { name: 'Timeline' }).getByText(/Tool call · calculator · succeeded/).waitFor();

@@ -1,4 +1,4 @@
-/** Examples of the operator API (issue 21): the timeline, a run's model requests, the inbox, the queues page, bulk cancel. Ids are UUIDv7 like the server's. */
+/** Examples of the operator API: the timeline, a run's model requests, the inbox, the queues page, bulk cancel. Ids are UUIDv7 like the server's. */
 
 import { AT, INPUT_ID, MODEL, RUN_ID, SESSION_ID, TURN_ID, USER_ID as OWNER_ID } from './examples.js';
 

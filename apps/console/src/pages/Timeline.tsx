@@ -48,7 +48,7 @@ function Streaming({ texts }: { texts: [string, LiveText][] }) {
 /**
  * The session whose runs' exact model requests this viewer may read, or null: they are recorded
  * only with MODEL_REQUEST_AUDIT=on (`model_requests: recorded`), and read only by an administrator
- * signed in with a user token (001: the full audit of a run is for a super-admin JWT).
+ * signed in with a user token (the full audit of a run is for an administrator's user token only).
  */
 export const ModelRequestsOf = createContext<string | null>(null);
 
