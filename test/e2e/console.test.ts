@@ -177,12 +177,13 @@ describe('console: sessions explorer, session page and inbox', () => {
     await page.context().close();
   });
 
-  it('shows owners by name or subject, never by a cut id', async () => {
+  it('shows owners by name or subject, never by a cut id, in the explorer, on the session page and in the inbox', async () => {
     const nonce = randomUUID().slice(0, 8);
     const subject = `carol-${nonce}`;
     const carolKey = await createKey({ user_subject: subject });
     const carol: Caller = { name: 'carol', token: carolKey.secret };
-    const ofBootstrap = await sessionOf(bootstrap, { title: `Owners ${nonce} bootstrap` });
+    const question = `Owners ${nonce}, which one?`;
+    const ofBootstrap = await sessionOf(bootstrap, { title: `Owners ${nonce} bootstrap`, input: `[[ask:${question}]]` });
     const ofCarol = await sessionOf(carol, { title: `Owners ${nonce} carol` });
     const ofAlice = await sessionOf(alice.caller, { title: `Owners ${nonce} alice` });
     const page = await asOperator();
@@ -197,7 +198,18 @@ describe('console: sessions explorer, session page and inbox', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'console-owners.png'), fullPage: true });
     await sessionLink(page, ofBootstrap.id).click();
     await page.getByText(/ · owner bootstrap/).waitFor();
+
+    // The inbox names the owner of a waiting session the same way.
+    await statusOf(bootstrap, ofBootstrap.id, 'requires_action');
+    await page.goto(`${env.apiUrl}/console/inbox`);
+    const inbox = page.getByRole('link', { name: question });
+    await inbox.waitFor();
+    const row = page.getByRole('row').filter({ has: inbox });
+    assert.equal((await row.getByRole('cell').nth(3).textContent())?.trim(), 'bootstrap');
     await page.context().close();
+    // Nothing of the bootstrap administrator's is left waiting for other files to find.
+    const cancelled = await call(bootstrap, `${API}/sessions/${ofBootstrap.id}/events`, { body: { events: [{ type: 'agent.session.input.cancel' }] }, idempotencyKey: newKey('cancel') });
+    assert.equal(cancelled.status, 202, cancelled.text);
   });
 
   it("lists a product user's own sessions a page at a time as the table scrolls, rendering only the rows in view", async () => {

@@ -16,7 +16,7 @@ export { type InlineImageBatch, InlineImages } from './inline-images.js';
 export { checkInputText, cutText, MAX_IMAGE_BYTES_TOTAL, messageText, parseAgentInput } from './input-parser.js';
 export { ProtocolModule } from './protocol.module.js';
 export { SessionQueriesService } from './session-queries.service.js';
-export { OperatorSessionQueries } from './operator-session-queries.js';
+export { OperatorSessionQueries, ownerDto } from './operator-session-queries.js';
 export { AdminSessionDto, AdminSessionListDto, AdminSessionListQueryDto, AdminSessionYuxiDto, MAX_UNIX_SECONDS, SessionOwnerDto } from './dto/admin-session.dto.js';
 export { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteSession, UploadDraft, DeleteProject, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, OPERATOR_EVENT_TYPES, UpdateSession } from './use-cases/index.js';
 export { CreateProjectDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from './dto/project.dto.js';

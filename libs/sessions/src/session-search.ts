@@ -151,16 +151,27 @@ export function idPrefixRange(prefix: string): [string, string] | null {
 /** The names the server makes up for users it first sees by id (a key's `user_id`, a token's `sub`): nobody chose them. */
 const GENERATED_NAME = /^(user|jwt):/;
 
+/** A session's owner from the users row's fields: an end user's subject is its id within the app; a made-up name is none. */
+export function sessionOwnerOf(user: { id: string; kind: 'user' | 'end_user'; name: string; subject: string | null; externalId: string | null; appId: string | null }): SessionOwner {
+  return {
+    id: user.id,
+    kind: user.kind,
+    subject: (user.kind === 'end_user' ? user.externalId : user.subject) ?? null,
+    appId: user.appId ?? null,
+    name: user.kind === 'user' && !GENERATED_NAME.test(user.name) ? user.name : null,
+  };
+}
+
 function found(row: Record<string, unknown>): FoundSession {
-  const kind = row.owner_kind as 'user' | 'end_user';
   return {
     session: sessionFromRow(row),
-    owner: {
+    owner: sessionOwnerOf({
       id: row.owner_id as string,
-      kind,
-      subject: ((kind === 'end_user' ? row.owner_external_id : row.owner_subject) as string | null) ?? null,
-      appId: (row.owner_app_id as string | null) ?? null,
-      name: kind === 'user' && !GENERATED_NAME.test(row.owner_name as string) ? (row.owner_name as string) : null,
-    },
+      kind: row.owner_kind as 'user' | 'end_user',
+      name: row.owner_name as string,
+      subject: row.owner_subject as string | null,
+      externalId: row.owner_external_id as string | null,
+      appId: row.owner_app_id as string | null,
+    }),
   };
 }

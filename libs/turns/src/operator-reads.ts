@@ -53,6 +53,8 @@ export interface OpenWaitpointRow {
   turnStatus: TurnStatus;
   sessionId: string;
   ownerId: string;
+  /** The owner's row as stored (users): who the session belongs to, for people to read. */
+  owner: { kind: 'user' | 'end_user'; name: string; subject: string | null; externalId: string | null; appId: string | null };
   agentId: string;
   waitpoint: Waitpoint;
 }

@@ -154,6 +154,7 @@ export const OPEN_WAITPOINT_LIST_EXAMPLE = {
       status: 'open',
       session_id: SESSION_ID,
       owner_id: OWNER_ID,
+      owner: { kind: 'user', subject: 'alice', app_id: null, name: null },
       agent_id: 'default-chatbot',
       turn_id: TURN_ID,
       run_id: RUN_ID,

@@ -3194,6 +3194,8 @@ export interface components {
             session_id: string;
             /** @description The user the session belongs to. */
             owner_id: string;
+            /** @description Who that user is, for people to read (as on the admin sessions list). */
+            owner: components["schemas"]["SessionOwnerDto"];
             agent_id: string;
             turn_id: string;
             /** @description The run that stopped here. */
@@ -15353,6 +15355,12 @@ export interface operations {
                      *           "status": "open",
                      *           "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
                      *           "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *           "owner": {
+                     *             "kind": "user",
+                     *             "subject": "alice",
+                     *             "app_id": null,
+                     *             "name": null
+                     *           },
                      *           "agent_id": "default-chatbot",
                      *           "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
                      *           "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
