@@ -225,7 +225,7 @@ async function toolTurn(iterations = 300, warmup = 30) {
 }
 
 /**
- * Turn overhead against the length of the history (issue 18: the model context is built from the
+ * Turn overhead against the length of the history (the model context is built from the
  * items since the last compaction, so building it must not grow with the session). One session is
  * seeded with `longTurns` echo turns (two items each: the user message and the answer); short
  * sessions with 2 turns (4 items), each measured `perShort` times before the next one takes over,
@@ -614,7 +614,7 @@ async function fanOut(subscribers = 5000, measured = 100, words = 200, delayMs =
 }
 
 /**
- * 20,000 idle SSE subscribers on one api process (issue 22): what each costs in api memory, and
+ * 20,000 idle SSE subscribers on one api process: what each costs in api memory, and
  * what heartbeating them all costs in api CPU. The subscribers are spread over `sessionCount`
  * sessions and held by `generators` child processes, each from its own source address (127.0.0.x)
  * so that ephemeral ports and per-process file descriptors suffice. The count is capped by the

@@ -59,7 +59,7 @@ const stack = await startStack({
     // was lost (Redis paused by a metrics test) would otherwise be held for minutes. Cap tests
     // use keys with their own max_streams.
     MAX_STREAMS_PER_PRINCIPAL: '1000',
-    // Fair shares (issue 35): out of the way for the suite's shared key and address; the
+    // Fair shares: out of the way for the suite's shared key and address; the
     // file-limits replica below holds tight ones, which test/e2e/fair-shares.test.ts drives.
     USER_RATE_LIMIT_PER_MINUTE: '1000000',
     APP_RATE_LIMIT_PER_MINUTE: '1000000',
@@ -71,7 +71,7 @@ const stack = await startStack({
     // five members from one turn; test/e2e/cooperation.test.ts drives both caps past these.
     MAX_SUBAGENT_CREATES_PER_TURN: '5',
     MAX_SUBAGENTS_PER_TREE: '6',
-    // Running turns per owner across the fleet (issue 35): test/e2e/owner-turn-cap.test.ts drives a
+    // Running turns per owner across the fleet: test/e2e/owner-turn-cap.test.ts drives a
     // fresh user past it; no other file runs more than a few slow turns of one user at once.
     MAX_ACTIVE_TURNS_PER_OWNER: '6',
     // The exact model requests are recorded, so the suite reads them (test/e2e/model-requests.test.ts);

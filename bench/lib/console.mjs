@@ -1,4 +1,4 @@
-// The console scenario of `npm run bench` (issue 21's measures): a session with 10,000 items opens
+// The console scenario of `npm run bench`: a session with 10,000 items opens
 // its page in the browser (first page rendered), and the sessions explorer pages through 100,000
 // sessions with cursors. The long session is made through the API (20-message inputs, each turn
 // answered by scripted:echo); the 100,000 sessions are copied in SQL from one made through the API,

@@ -2,10 +2,15 @@
 // a process group of its own: a Ctrl-C in the terminal reaches the launcher only, which passes it
 // on here, and the stack stops in order — api and worker first (their graceful close still has
 // Postgres and Redis), then Redis and Postgres. Stops as well when the launcher goes away without
-// a word (its IPC channel closes), so nothing is left running.
+// a word (its IPC channel closes), so nothing is left running; should this process itself be
+// killed outright, the orphan guard (scripts/lib/orphan-guard.mjs) stops what it started.
+//
+//   node scripts/lib/dev-stack.mjs [--data-dir DIR]    (default .data/dev; `npm start -- --data-dir
+//                                                       DIR` passes it on)
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { ROOT, seconds } from './build.mjs';
 import { freePort } from './infra.mjs';
 import { startStack } from './stack.mjs';
@@ -40,7 +45,8 @@ async function shutdown(reason) {
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => void shutdown(signal));
 process.on('disconnect', () => void shutdown('the launcher exited'));
 
-const dataDir = path.join(ROOT, '.data', 'dev');
+const { values: args } = parseArgs({ options: { 'data-dir': { type: 'string' } } });
+const dataDir = path.resolve(args['data-dir'] ?? path.join(ROOT, '.data', 'dev'));
 mkdirSync(dataDir, { recursive: true });
 const keyFile = path.join(dataDir, 'bootstrap-api-key');
 // A stable key across restarts unless the operator chose one. Any secret of 20+ characters is a
@@ -59,10 +65,13 @@ try {
       WORKER_HEALTH_PORT: process.env.WORKER_HEALTH_PORT || String(await freePort()),
       // Human-readable logs on the console (the apps log JSON lines otherwise).
       LOG_FORMAT: process.env.LOG_FORMAT || 'pretty',
+      // api and worker write to a pipe read here: coloured when this shows them on a terminal.
+      LOG_COLOR: process.env.LOG_COLOR || (process.stdout.isTTY ? 'always' : 'never'),
     },
     // A crashed api or worker is started again (with back-off), the rest of the stack keeps running.
     restart: true,
     signal: starting.signal,
+    orphanGuard: true,
   });
 } catch (error) {
   if (starting.signal.aborted) {
@@ -73,6 +82,12 @@ try {
   process.exit(1);
 }
 
+/** `api 12, worker 13, redis 10, postgres 11`: what runs now (a restart changes a pid). */
+function pids() {
+  const all = [...stack.children.map((child) => [child.name, child.pid]), ['redis', stack.infra.redis?.pid], ['postgres', stack.infra.postgres?.pid]];
+  return all.filter(([, pid]) => pid).map(([name, pid]) => `${name} ${pid}`).join(', ');
+}
+
 const launchedAt = Number(process.env.STACK_LAUNCHED_AT) || undefined;
 console.log(`
   Agents Sessions API is ready${launchedAt ? ` (${seconds(Date.now() - launchedAt)} after npm start)` : ''}.
@@ -80,6 +95,10 @@ console.log(`
     Docs     ${stack.url}/docs   (OpenAPI: ${stack.url}/openapi.json)
     Console  ${stack.url}/console
     API key  ${bootstrapKey}
+
+    Postgres ${stack.env.DATABASE_URL}${stack.infra.postgres ? '' : '   (DATABASE_URL)'}
+    Redis    ${stack.env.REDIS_URL}${stack.infra.redis ? '' : '   (REDIS_URL)'}
+    Pids     ${pids()}
 
   Try:  curl -H "Authorization: Bearer ${bootstrapKey}" ${stack.url}/api/v1/agents
   A crashed api or worker is restarted; Ctrl-C stops api, worker, Redis and Postgres.

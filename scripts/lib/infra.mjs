@@ -392,7 +392,7 @@ export function findOnPath(name) {
  * downloaded): found on PATH, or installed with apt-get as redis-server is.
  */
 export function ensureChromium(log = console.log) {
-  // Session titles may be Chinese (001's default): a CJK font keeps screenshots readable.
+  // Session titles may be Chinese (a user's first message): a CJK font keeps screenshots readable.
   const found = findOnPath('chromium') ?? findOnPath('chromium-browser');
   if (found) return found;
   if (!isRoot) throw new Error('chromium not found on PATH. Install it with:\n  sudo apt-get install -y chromium');

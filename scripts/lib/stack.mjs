@@ -38,13 +38,23 @@ export const RESTART_POLICY = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_
  *   stopping. Off by default (tests want a death to show); `npm start` turns it on.
  * @param {AbortSignal} [options.signal] aborting it during the start stops what was started and
  *   rejects (Ctrl-C while `npm start` is still starting)
+ * @param {boolean} [options.orphanGuard] start scripts/lib/orphan-guard.mjs beside the stack: should
+ *   this process die without stopping the stack (SIGKILL), it stops api, worker, Redis and Postgres
+ *   (`npm start` turns it on; tests that own the stack's process have their own clean-up)
  * @returns {Promise<{url: string, env: Record<string,string>, infra: object, children: object[],
  *   child: (name: string) => object|undefined, stop: () => Promise<void>}>} `children` holds the
  *   processes running now (a restart replaces its entry); `child(name)` the current one of a name
  */
-export async function startStack({ dataDir, ephemeral = false, port, env: extraEnv = {}, logDir = null, log = console.log, restart = false, useEnvUrls = true, signal }) {
+export async function startStack({ dataDir, ephemeral = false, port, env: extraEnv = {}, logDir = null, log = console.log, restart = false, useEnvUrls = true, signal, orphanGuard = false }) {
   signal?.throwIfAborted();
-  const infra = await startInfra({ dataDir, ephemeral, log, useEnvUrls });
+  const guard = orphanGuard ? startOrphanGuard() : null;
+  let infra;
+  try {
+    infra = await startInfra({ dataDir, ephemeral, log, useEnvUrls });
+  } catch (error) {
+    guard?.done(); // startInfra stopped what it had started
+    throw error;
+  }
   const apiPort = port ?? (await freePort());
   const env = {
     ...process.env,
@@ -62,6 +72,14 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     ...extraEnv,
   };
   const children = [];
+  // Every pid the stack holds, each time one starts (a restart included).
+  const tellGuard = () => {
+    if (!guard) return;
+    const pids = { redis: infra.redis?.pid ?? null, postgres: infra.postgres?.pid ?? null };
+    for (const child of children) pids[child.name] = child.pid ?? null;
+    guard.tell(pids);
+  };
+  tellGuard();
   const supervisors = [];
   let stopping = null;
   const stop = () =>
@@ -70,10 +88,11 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
       for (const supervisor of supervisors) supervisor.cancel();
       // api and worker first, while Postgres and Redis are still there for their graceful close.
       if (children.length > 0) {
-        await Promise.all(children.map((child) => stopChild(child)));
+        await Promise.all(children.map((child) => stopChild(child, STOP_GRACE_MS, log)));
         log(`[stack] api and worker stopped${infra.redis || infra.postgres ? '; stopping Redis and Postgres…' : ''}`);
       }
       await infra.stop();
+      guard?.done();
     })());
   try {
     signal?.throwIfAborted();
@@ -85,6 +104,7 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     log('[stack] starting the api and the worker (about 10 s)…');
     children.push(launch('api', SCRIPTS.api, env, logDir));
     children.push(launch('worker', SCRIPTS.worker, env, logDir));
+    tellGuard();
     const url = `http://127.0.0.1:${apiPort}`;
     // A process that dies during start-up fails the start (a configuration error would only crash again).
     await waitForHealth(`${url}/health`, children, 60_000, signal);
@@ -92,7 +112,7 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     if (restart) {
       const policy = { ...RESTART_POLICY, ...(typeof restart === 'object' ? restart : {}) };
       for (const child of [...children]) {
-        supervisors.push(supervise(child, { children, env, logDir, log, policy, stopping: () => stopping !== null }));
+        supervisors.push(supervise(child, { children, env, logDir, log, policy, stopping: () => stopping !== null, restarted: tellGuard }));
       }
     }
     return { url, env, infra, children, child: (name) => children.find((child) => child.name === name), stop };
@@ -106,7 +126,7 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
  * Keeps one api or worker running: when its process exits (and the stack is not stopping), says
  * so and starts it again after the back-off, in the same slot of `children`.
  */
-function supervise(first, { children, env, logDir, log, policy, stopping }) {
+function supervise(first, { children, env, logDir, log, policy, stopping, restarted }) {
   const { name } = first;
   const script = SCRIPTS[name];
   let crashes = 0;
@@ -128,6 +148,7 @@ function supervise(first, { children, env, logDir, log, policy, stopping }) {
         const slot = children.indexOf(child);
         if (slot === -1) children.push(next);
         else children[slot] = next;
+        restarted();
         log(`[stack] ${name} restarted (pid ${next.pid})`);
         watch(next);
       }, delayMs);
@@ -192,14 +213,50 @@ export function launch(name, script, env, logDir, { append = false } = {}) {
   return child;
 }
 
-/** SIGTERM (after SIGCONT, in case a test stopped it), then SIGKILL after `graceMs`. */
-export async function stopChild(child, graceMs = 15_000) {
+/** How long an api or worker has to exit after SIGTERM before it is killed. */
+export const STOP_GRACE_MS = 15_000;
+
+/**
+ * SIGTERM (after SIGCONT, in case a test stopped it), then SIGKILL after `graceMs` (a process
+ * whose event loop is stuck never runs its SIGTERM handler); `log` says when it had to be killed.
+ */
+export async function stopChild(child, graceMs = STOP_GRACE_MS, log = null) {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGCONT');
   child.kill('SIGTERM');
-  const timeout = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  const timeout = setTimeout(() => {
+    child.kill('SIGKILL');
+    log?.(`[stack] ${child.name} (pid ${child.pid}) did not stop within ${graceMs / 1000} s of SIGTERM: killed it (SIGKILL)`);
+  }, graceMs);
   await child.exited;
   clearTimeout(timeout);
+}
+
+/**
+ * Starts scripts/lib/orphan-guard.mjs in a process group of its own, its stdin a pipe from this
+ * process: the pipe closes however this process ends, and the guard then stops what is still
+ * running unless it was told `done`.
+ */
+function startOrphanGuard() {
+  const guard = spawn(process.execPath, [path.join(ROOT, 'scripts', 'lib', 'orphan-guard.mjs')], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['pipe', 'ignore', 'inherit'],
+  });
+  guard.unref();
+  guard.stdin.on('error', () => {});
+  const write = (message) => {
+    if (!guard.stdin.writable) return;
+    guard.stdin.write(`${JSON.stringify(message)}\n`);
+  };
+  return {
+    pid: guard.pid,
+    tell: (pids) => write({ pids }),
+    done: () => {
+      write({ done: true });
+      guard.stdin.end();
+    },
+  };
 }
 
 /** Polls `url` until it answers 2xx; fails at once when one of `children` exits, or `signal` aborts. */

@@ -5,7 +5,7 @@ import { API, newKey } from '../support/http.js';
 import { ADMIN, bootstrap, call, type Caller, createSessionAs, newProductUser, openStreamAs, postEventAs, sendMessageAs } from '../support/identity.js';
 import type { SseStream } from '../support/sse.js';
 
-// The read side of the operator API (issue 21) against the real stack: an administrator reads the
+// The read side of the operator API against the real stack: an administrator reads the
 // timeline of another user's session, finds that user's open question in the inbox, reads the
 // queues, and cancels sessions by filter. Until roles exist these routes are for administrators.
 describe('operator API: timeline, inbox, queues, bulk cancel', () => {

@@ -428,7 +428,7 @@ describe('agent runtime', () => {
 
   it('a non-retryable model error fails the turn and pauses the inputs waiting behind it', async () => {
     const { id, model } = await putAgent({ tools: [{ type: 'builtin', name: 'ask_user' }] });
-    // The first call is held until the follow-up is queued: a waiting turn refuses messages (001).
+    // The first call is held until the follow-up is queued: a waiting turn refuses messages.
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     fake.script(fakeModel(model), [

@@ -6,7 +6,7 @@ import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
 
-// Context management end to end (PROTOCOL.md "Context and compaction"): sessions longer than the
+// Context management end to end (README "Context and compaction"): sessions longer than the
 // model's window keep every message readable, compact as committed steps, and tell the client.
 describe('context compaction', () => {
   let fake: FakeOpenAi;

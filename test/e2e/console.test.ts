@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
-import { assertAccessible, launchBrowser, signedIn as signIn } from '../support/browser.js';
+import { ARTIFACTS, assertAccessible, launchBrowser, signedIn as signIn } from '../support/browser.js';
 import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, http, newKey } from '../support/http.js';
-import { ADMIN, bootstrap, call, type Caller, listSessionIds, newProductUser, signToken, until } from '../support/identity.js';
+import { ADMIN, bootstrap, call, type Caller, createKey, listSessionIds, newProductUser, signToken, until } from '../support/identity.js';
 
 // The admin console (/console) in a real browser: Debian's chromium driven by playwright-core.
 
@@ -110,7 +111,8 @@ describe('console', () => {
     assert.equal(waiting, true);
     const page = await signedIn();
     await page.goto(`${env.apiUrl}/console/sessions/${session.id}`);
-    await page.getByLabel('Which colour?').fill('teal');
+    // The session's title is its first message, which holds the question too: the answer's field by its role.
+    await page.getByRole('textbox', { name: 'Which colour?' }).fill('teal');
     await assertAccessible(page, 'waitpoint');
     await page.getByRole('button', { name: 'Submit answer' }).click();
     const settled = await until(async () => ((await http(`${API}/sessions/${session.id}`)).body.status === 'completed' ? true : undefined), { attempts: 100, intervalMs: 100 });
@@ -173,6 +175,41 @@ describe('console: sessions explorer, session page and inbox', () => {
     await timeline.getByText(`Echo: hello ${nonce}`).waitFor();
     await timeline.getByText(/Not your session/).waitFor();
     await page.context().close();
+  });
+
+  it('shows owners by name or subject, never by a cut id, in the explorer, on the session page and in the inbox', async () => {
+    const nonce = randomUUID().slice(0, 8);
+    const subject = `carol-${nonce}`;
+    const carolKey = await createKey({ user_subject: subject });
+    const carol: Caller = { name: 'carol', token: carolKey.secret };
+    const question = `Owners ${nonce}, which one?`;
+    const ofBootstrap = await sessionOf(bootstrap, { title: `Owners ${nonce} bootstrap`, input: `[[ask:${question}]]` });
+    const ofCarol = await sessionOf(carol, { title: `Owners ${nonce} carol` });
+    const ofAlice = await sessionOf(alice.caller, { title: `Owners ${nonce} alice` });
+    const page = await asOperator();
+    await page.goto(`${env.apiUrl}/console/sessions?q=${nonce}`);
+    const table = page.getByRole('table', { name: 'Sessions, newest first' });
+    for (const session of [ofBootstrap, ofCarol, ofAlice]) await sessionLink(page, session.id).waitFor();
+    const ownerOf = async (session: { id: string }) => (await table.getByRole('row').filter({ has: sessionLink(page, session.id) }).getByRole('cell').nth(1).textContent())?.trim();
+    assert.equal(await ownerOf(ofBootstrap), 'bootstrap', 'the bootstrap administrator by its name');
+    assert.equal(await ownerOf(ofCarol), subject, "a user by their tokens' subject");
+    assert.equal(await ownerOf(ofAlice), 'user without a name', 'a user known by id only says so (the id is in the title)');
+    assert.equal(await table.getByTitle(`owner ${alice.userId}`).count(), 1);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'console-owners.png'), fullPage: true });
+    await sessionLink(page, ofBootstrap.id).click();
+    await page.getByText(/ · owner bootstrap/).waitFor();
+
+    // The inbox names the owner of a waiting session the same way.
+    await statusOf(bootstrap, ofBootstrap.id, 'requires_action');
+    await page.goto(`${env.apiUrl}/console/inbox`);
+    const inbox = page.getByRole('link', { name: question });
+    await inbox.waitFor();
+    const row = page.getByRole('row').filter({ has: inbox });
+    assert.equal((await row.getByRole('cell').nth(3).textContent())?.trim(), 'bootstrap');
+    await page.context().close();
+    // Nothing of the bootstrap administrator's is left waiting for other files to find.
+    const cancelled = await call(bootstrap, `${API}/sessions/${ofBootstrap.id}/events`, { body: { events: [{ type: 'agent.session.input.cancel' }] }, idempotencyKey: newKey('cancel') });
+    assert.equal(cancelled.status, 202, cancelled.text);
   });
 
   it("lists a product user's own sessions a page at a time as the table scrolls, rendering only the rows in view", async () => {
@@ -243,6 +280,10 @@ describe('console: sessions explorer, session page and inbox', () => {
     // The page is polled (another owner's session): the resolution shows without a reload.
     await page.getByRole('region', { name: 'Timeline' }).getByText('Answered: teal').waitFor({ timeout: 10_000 });
     await page.getByText('completed', { exact: true }).waitFor({ timeout: 10_000 });
+    // The run that stopped at the question ended there once the answer resumed the turn: it no longer requires action.
+    const runHeads = page.getByRole('region', { name: 'Timeline' }).getByRole('heading', { level: 4 });
+    await runHeads.filter({ hasText: /^Run 1 · ended at waitpoint/ }).waitFor({ timeout: 10_000 });
+    assert.equal(await runHeads.filter({ hasText: /requires action/ }).count(), 0, (await runHeads.allTextContents()).join(' | '));
     const timeline = await call(bootstrap, `${ADMIN}/sessions/${session.id}/timeline`);
     assert.equal(timeline.status, 200, timeline.text);
     const resolved = timeline.body.data[0].runs.flatMap((run: any) => run.steps).find((step: any) => step.kind === 'waitpoint');
@@ -322,7 +363,7 @@ describe('console: sessions explorer, session page and inbox', () => {
   it('shows a run\'s exact model requests to an administrator signed in with a user token, and to no API key', async () => {
     const session = await createSession('[[tool:calculator {"expression":"6*7"}]]');
     await statusOf(bootstrap, session.id, 'completed');
-    // The bootstrap administrator's API key: the timeline, without the model requests (001: a super-admin JWT only).
+    // The bootstrap administrator's API key: the timeline, without the model requests (an administrator's user token only).
     const withKey = await signedIn();
     await withKey.goto(`${env.apiUrl}/console/sessions/${session.id}`);
     await withKey.getByRole('region', { name: 'Timeline' }).getByText(/Tool call · calculator · succeeded/).waitFor();

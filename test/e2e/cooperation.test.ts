@@ -7,7 +7,7 @@ import { API, http, postEvent, sendMessage } from '../support/http.js';
 import { call, newProductUser } from '../support/identity.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
 
-// Cooperation trees end to end (PROTOCOL.md "Cooperation: subagents and trees"): a coordinator's
+// Cooperation trees end to end (README "Cooperation: subagents and trees"): a coordinator's
 // scripted model creates members through `[[tool:…]]` directives (several run as successive tool
 // calls), waits for them, and continues with their answers; members are full sessions.
 describe('cooperation trees', () => {

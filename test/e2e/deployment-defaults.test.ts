@@ -91,3 +91,58 @@ describe('a deployment\'s defaults: no scripted models, the model allowlist', ()
     assert.match(output, /SECRETS_KEY is required in production/);
   });
 });
+
+/** Starts a process of the stack and waits (bounded) for it to exit by itself, with what it printed. */
+async function runUntilExit(stack: StackModule, name: string, script: string, processEnv: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  const child = stack.launch(name, script, processEnv, LOG_DIR);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = await Promise.race([child.exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), 60_000))]);
+  if (exited === null) await stack.stopChild(child, 5_000);
+  assert.ok(exited, `${name} stops by itself`);
+  return { code: exited.code, output };
+}
+
+describe('start-up messages that say what to do', () => {
+  let stack: StackModule;
+  let infra: InfraModule;
+  before(async () => {
+    stack = await load<StackModule>('scripts/lib/stack.mjs');
+    infra = await load<InfraModule>('scripts/lib/infra.mjs');
+  });
+
+  it('an api without API_KEY_HASH_SECRET says so in one line, first, and how to set it', async () => {
+    const { code, output } = await runUntilExit(stack, 'api-no-hash-secret', stack.SCRIPTS.api, deploymentEnv({ PORT: String(await infra.freePort()), API_KEY_HASH_SECRET: '', LOG_FORMAT: 'pretty' }));
+    assert.equal(code, 1);
+    const lines = output.split('\n').filter(Boolean);
+    assert.equal(lines.length, 1, output);
+    assert.match(lines[0]!, /^api cannot start: API_KEY_HASH_SECRET is not set\. Set it to a random secret of at least 32 characters/);
+  });
+
+  it('a second worker on a host whose health port is taken names WORKER_HEALTH_PORT, and stops before consuming', async () => {
+    const takenPort = new URL(env.workerHealthUrl).port;
+    const { code, output } = await runUntilExit(stack, 'worker-second-on-host', stack.SCRIPTS.worker, deploymentEnv({ WORKER_HEALTH_PORT: takenPort, LOG_FORMAT: 'json' }));
+    assert.equal(code, 1);
+    assert.match(output, new RegExp(`^worker cannot start: its health port ${takenPort} is already in use \\(another worker on this host\\?\\)\\. Give each worker on a host its own WORKER_HEALTH_PORT`, 'm'));
+    assert.doesNotMatch(output, /consuming|EADDRINUSE/, 'it stopped before its consumers started, without a stack trace');
+    // The worker that holds the port is untouched.
+    assert.equal((await fetch(`${env.workerHealthUrl}/health/live`)).status, 200);
+  });
+
+  it('pretty logs written to a file carry no colour codes, and route mapping is not logged at info', async () => {
+    const port = await infra.freePort();
+    const name = 'api-pretty-to-file';
+    const child = stack.launch(name, stack.SCRIPTS.api, deploymentEnv({ PORT: String(port), LOG_FORMAT: 'pretty', LOG_COLOR: '', LOG_LEVEL: 'info' }), LOG_DIR);
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      await stack.waitForHealth(`http://127.0.0.1:${port}/health`, [child], 60_000);
+    } finally {
+      await stack.stopChild(child, 10_000);
+    }
+    assert.match(output, /listening on :\d+/, output);
+    assert.ok(!output.includes(`${String.fromCharCode(27)}[`), 'no ANSI escape codes in a file');
+    assert.doesNotMatch(output, /Mapped \{|dependencies initialized/, 'start-up chatter is at debug');
+  });
+});

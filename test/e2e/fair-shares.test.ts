@@ -5,7 +5,7 @@ import { env } from '../support/env.js';
 import { API } from '../support/http.js';
 import { ADMIN, asEndUser, call, type Caller, createKey, createSessionAs, newProductUser, openRawStream, type RawStream, signToken, until } from '../support/identity.js';
 
-// Fair shares (issue 35), on the replica with tight limits (scripts/test.mjs FAIR_SHARE_LIMITS):
+// Fair shares, on the replica with tight limits (scripts/test.mjs FAIR_SHARE_LIMITS):
 // USER_RATE_LIMIT_PER_MINUTE=30, APP_RATE_LIMIT_PER_MINUTE=20, MAX_STREAMS_PER_ACCOUNT=3,
 // MAX_KEYS_PER_USER=3, NEW_END_USERS_PER_MINUTE=4, AUTH_FAILURE_LIMIT_PER_MINUTE=10. Limits are
 // counted per limit value, so only requests made to that replica are in these counts; every

@@ -136,7 +136,7 @@ describe('files: preparation into the session workdir', () => {
     assert.equal(cancel.status, 202);
     const ran = await until(async () => ((await inputOf(session.id, b.body.input_id)).status === 'consumed' ? true : undefined), { attempts: 150, intervalMs: 100 });
     assert.equal(ran, true, 'the follow-up behind the cancelled input runs');
-    // Its file commit still finishes once the bytes are back (001: cancelling keeps received files).
+    // Its file commit still finishes once the bytes are back (cancelling keeps received files).
     writeFileSync(draftPath(draft.id), content);
     const prepared = await untilReady(session.id, a.body.input_id);
     assert.equal(prepared.status, 'cancelled');

@@ -9,7 +9,7 @@ import { API } from '../support/http.js';
 import { ADMIN, bootstrap, call, type Caller, signToken } from '../support/identity.js';
 import { SseStream } from '../support/sse.js';
 
-// The full audit of a run (issue 21; 001: super-admin JWT only) on the real stack, which runs with
+// The full audit of a run (an administrator's user token only) on the real stack, which runs with
 // MODEL_REQUEST_AUDIT=on (scripts/test.mjs): what the worker sent a real `openai:` model through
 // the fake server, as an administrator with a user token reads it back; who else is refused; the
 // audit entry of each read.

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { API } from '../support/http.js';
 import { ADMIN, asEndUser, bootstrap, call, createSessionAs, newProductUser, until } from '../support/identity.js';
 
-// Running turns per account (issue 35 "fair shares"): the suite's worker runs with
+// Running turns per account (fair shares): the suite's worker runs with
 // MAX_ACTIVE_TURNS_PER_OWNER=6 (scripts/test.mjs). Fresh users and a fresh app, so nothing else
 // counts against them.
 const CAP = 6;

@@ -107,6 +107,9 @@ describe('sdk: packed, installed outside the repository, the README examples com
     );
 
     const [commands] = readmeBlocks(ROOT, TOOL_TURN, 'bash');
+    // The README pins the TypeScript major these examples are compiled with here (a new major may reject them).
+    const major = (JSON.parse(readFileSync(path.join(ROOT, 'node_modules', 'typescript', 'package.json'), 'utf8')) as { version: string }).version.split('.')[0];
+    assert.match(commands ?? '', new RegExp(`npm install -D typescript@${major} `), `the README installs typescript@${major}, the major checked here`);
     const flags = /npx tsc (.+?) first-tool-turn\.ts/.exec(commands ?? '')?.[1]?.split(/\s+/) ?? [];
     assert.ok(flags.includes('--strict'), `the README compiles the example strict: ${commands}`);
     const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');

@@ -166,7 +166,7 @@ describe('session management', () => {
       assert.ok(listed.body.data.some((s: any) => s.id === session.id));
       const notListed = await http(`${API}/sessions?archived=false&limit=100`);
       assert.ok(!notListed.body.data.some((s: any) => s.id === session.id));
-      // 001 lists active threads: without a filter, the archive stays out of the list.
+      // The list shows active sessions: without a filter, the archive stays out of the list.
       const active = await createSession();
       const byDefault = await http(`${API}/sessions?limit=100`);
       assert.ok(byDefault.body.data.some((s: any) => s.id === active.id), 'an active session is listed by default');

@@ -11,7 +11,7 @@ import { API, createSession, http, newKey, postEvent, sendMessage } from '../sup
 import { call, newProductUser, until } from '../support/identity.js';
 import { SseStream } from '../support/sse.js';
 
-// DELETE /sessions/{id} (issue 20, seed 000): a soft delete, idempotent, refused while work is
+// DELETE /sessions/{id}: a soft delete, idempotent, refused while work is
 // active; afterwards the session and everything under it is 404 and the files sweep removes its bytes.
 
 const deleteSession = (sessionId: string) => http(`${API}/sessions/${sessionId}`, { method: 'DELETE' });

@@ -108,7 +108,7 @@ describe('steer and promote', () => {
     }
   });
 
-  it('refuses every message while the turn is being cancelled, whatever its mode (001)', async () => {
+  it('refuses every message while the turn is being cancelled, whatever its mode', async () => {
     const { session, stream, turn: created } = await busySession(SLOW);
     try {
       // The cancellation window, held open: a cancel was accepted and the run has not stopped yet.

@@ -10,7 +10,7 @@ import { describeExchange, type Exchange, problemsOf, send, type SendOptions } f
 import { type Operation, operationsOf, ResponseChecker, type Schema } from '../support/fuzz/openapi-model.js';
 import { type CaseContext, type FuzzCase, fuzzCases } from '../support/fuzz/requests.js';
 
-// OpenAPI-driven fuzzing of the live stack (issue 11): for every operation of /openapi.json,
+// OpenAPI-driven fuzzing of the live stack: for every operation of /openapi.json,
 // requests generated from its parameter and body schemas — valid ones, boundary values and
 // mutations — filled with real ids of resources made here first, so that they reach the handlers.
 // Every answer must be declared for its operation, conform to the declared schema, carry

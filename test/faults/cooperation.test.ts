@@ -1,4 +1,4 @@
-// Fault scenarios of cooperation trees (PROTOCOL.md "Cooperation: subagents and trees"):
+// Fault scenarios of cooperation trees (README "Cooperation: subagents and trees"):
 //
 // k. The worker holding a coordinator's run is killed (kill -9) right after its create_subagent
 //    steps committed (its next model call hangs on the fake server). The takeover plans from the

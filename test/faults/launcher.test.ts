@@ -1,11 +1,15 @@
 // The dev launcher (`npm start` = scripts/start.mjs over startStack with restarts on): a crashed
 // worker is started again with back-off while the rest of the stack keeps running, and stopping
-// the launcher stops every process it started (api, worker, Redis, Postgres), restarting nothing.
+// the launcher stops every process it started (api, worker, Redis, Postgres), restarting nothing:
+// on SIGTERM to npm as on Ctrl-C, and when the stack's own process is killed outright (SIGKILL),
+// its orphan guard stops the rest. A process that ignores SIGTERM is killed after its grace period
+// and the stack says so.
 //
 // Only pids the stack under test started are signalled; every wait is bounded.
 import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -31,6 +35,8 @@ interface StackModule {
     restart?: boolean | { initialMs?: number; maxMs?: number; resetAfterMs?: number };
   }): Promise<Stack>;
   RESTART_POLICY: { initialMs: number; maxMs: number; resetAfterMs: number };
+  launch(name: string, script: string, env: NodeJS.ProcessEnv, logDir: string | null): AppChild;
+  stopChild(child: AppChild, graceMs?: number, log?: (line: string) => void): Promise<void>;
 }
 
 interface InfraModule {
@@ -160,5 +166,115 @@ describe('faults: the dev launcher', () => {
     );
     assert.equal(said.filter((line) => line.includes('restarted')).length, restartsBefore, 'nothing was restarted during the stop');
     assert.ok(!said.some((line) => line.includes(`(pid ${third.pid}) exited`)), 'a stopped child is not reported as a crash');
+  });
+});
+
+/** The pids the ready banner of a dev stack lists (`Pids     api 12, worker 13, redis 10, postgres 11`). */
+function bannerPids(output: string): Record<string, number> | null {
+  const line = /^\s*Pids\s+(.+)$/m.exec(output)?.[1];
+  if (!line) return null;
+  return Object.fromEntries(line.split(', ').map((entry) => {
+    const [name, pid] = entry.trim().split(' ');
+    return [name!, Number(pid)];
+  }));
+}
+
+/** Spawns a launcher in a process group of its own (so that the test can end whatever is left), collecting its output. */
+function startLauncher(command: string, args: string[], env: NodeJS.ProcessEnv, ipc = false): { child: ChildProcess; output: () => string } {
+  let output = '';
+  const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? (['ipc'] as const) : [])] });
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return { child, output: () => output };
+}
+
+describe('faults: how the dev stack stops', () => {
+  // Whatever a failed test leaves running is killed by pid (only pids these tests started).
+  const started = new Set<number>();
+  const killLeftovers = (): void => {
+    for (const pid of started) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+  };
+  process.on('exit', killLeftovers);
+  after(() => {
+    killLeftovers();
+    process.removeListener('exit', killLeftovers);
+  });
+
+  /** Polls (a bounded number of times) until none of the pids is alive; names the ones still running. */
+  async function allGone(pids: Record<string, number>, what: string): Promise<void> {
+    for (let poll = 0; poll < 300; poll++) {
+      if (Object.values(pids).every((pid) => !alive(pid))) return;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const left = Object.entries(pids).filter(([, pid]) => alive(pid));
+    assert.deepEqual(left, [], `${what}: still running`);
+  }
+
+  it('npm start stops api, worker, Redis and Postgres when npm gets SIGTERM (npm\'s shell never passes it on)', { timeout: 300_000 }, async (t) => {
+    const { freePort } = await load<InfraModule>('scripts/lib/infra.mjs');
+    const dataDir = path.join(os.tmpdir(), `yuxi-faults-${process.pid}-npm-start`);
+    rmSync(dataDir, { recursive: true, force: true });
+    const env = { ...process.env, PORT: String(await freePort()), LOG_FORMAT: 'json', BOOTSTRAP_API_KEY: `yx_fault_${randomBytes(24).toString('base64url')}` };
+    const npm = startLauncher('npm', ['start', '--', '--data-dir', dataDir], env);
+    started.add(npm.child.pid!);
+    try {
+      const pids = await waitUntil('the ready banner of npm start', () => bannerPids(npm.output()), { timeoutMs: 240_000, intervalMs: 250 });
+      for (const pid of Object.values(pids)) started.add(pid);
+      t.diagnostic(`processes: ${JSON.stringify(pids)}`);
+      assert.deepEqual(Object.keys(pids).sort(), ['api', 'postgres', 'redis', 'worker']);
+      assert.match(npm.output(), /Postgres +postgres:\/\/\S+@127\.0\.0\.1:\d+\/yuxi/, 'the banner names the Postgres URL');
+      assert.match(npm.output(), /Redis +redis:\/\/127\.0\.0\.1:\d+/, 'the banner names the Redis URL');
+
+      process.kill(npm.child.pid!, 'SIGTERM');
+      await allGone(pids, 'after SIGTERM to npm');
+      await waitUntil('the launcher to say the stack stopped', () => npm.output().includes('[stack] stopped'), { timeoutMs: 30_000, intervalMs: 200 });
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a dev stack killed outright (SIGKILL) leaves nothing running: its orphan guard stops api, worker, Redis and Postgres', { timeout: 240_000 }, async () => {
+    const { freePort } = await load<InfraModule>('scripts/lib/infra.mjs');
+    const dataDir = path.join(os.tmpdir(), `yuxi-faults-${process.pid}-killed-stack`);
+    rmSync(dataDir, { recursive: true, force: true });
+    const env = { ...process.env, PORT: String(await freePort()), LOG_FORMAT: 'json', BOOTSTRAP_API_KEY: `yx_fault_${randomBytes(24).toString('base64url')}` };
+    // As scripts/start.mjs runs it: an IPC channel to the launcher.
+    const stack = startLauncher(process.execPath, [path.join(ROOT, 'scripts', 'lib', 'dev-stack.mjs'), '--data-dir', dataDir], env, true);
+    started.add(stack.child.pid!);
+    try {
+      const pids = await waitUntil('the ready banner of the dev stack', () => bannerPids(stack.output()), { timeoutMs: 180_000, intervalMs: 250 });
+      for (const pid of Object.values(pids)) started.add(pid);
+      assert.deepEqual(Object.keys(pids).sort(), ['api', 'postgres', 'redis', 'worker']);
+
+      process.kill(stack.child.pid!, 'SIGKILL');
+      await allGone({ ...pids, stack: stack.child.pid! }, 'after SIGKILL of the stack');
+      assert.match(stack.output(), /the stack's process is gone: stopping api \(pid \d+\), worker \(pid \d+\), redis \(pid \d+\), postgres \(pid \d+\)/, stack.output().slice(-2000));
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('kills a process that does not stop within its grace period, and says so', { timeout: 60_000 }, async () => {
+    const { launch, stopChild } = await load<StackModule>('scripts/lib/stack.mjs');
+    const fixture = path.join(os.tmpdir(), `yuxi-faults-${process.pid}-ignores-sigterm.mjs`);
+    // A process that cannot run a useful SIGTERM handler (as a worker whose event loop is stuck).
+    writeFileSync(fixture, "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('handler installed');\n");
+    const logDir = path.join(FAULT_LOG_ROOT, 'launcher-stuck');
+    rmSync(logDir, { recursive: true, force: true });
+    mkdirSync(logDir, { recursive: true });
+    const child = launch('stuck', fixture, process.env, logDir);
+    started.add(child.pid!);
+    await waitUntil('the fixture to install its handler', () => readFileSync(path.join(logDir, 'stuck.log'), 'utf8').includes('handler installed'), { timeoutMs: 20_000 });
+    const said: string[] = [];
+    await stopChild(child, 1_000, (line) => said.push(line));
+    assert.equal((await child.exited).signal, 'SIGKILL');
+    assert.deepEqual(said, [`[stack] stuck (pid ${child.pid}) did not stop within 1 s of SIGTERM: killed it (SIGKILL)`]);
+    rmSync(fixture, { force: true });
   });
 });

@@ -6,7 +6,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { env } from './env.js';
 
 // The console (/console) in a real browser: Debian's chromium driven by playwright-core.
-// Accessible names are the contract (shared/PROTOCOL.md "Operators and the console").
+// Accessible names are the contract (README "Console").
 
 const require = createRequire(import.meta.url);
 const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');

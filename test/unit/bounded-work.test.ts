@@ -3,7 +3,7 @@ import { before, describe, it } from 'node:test';
 import { countTokens, loadTokenizer, parseScript, scriptedSummary } from '#libs/models';
 import { LinearSchemaValidator, parseToolDeclarations, validateToolArguments, type ResolvedTool } from '#libs/tools';
 
-// Issue 35, "bounded work per input": no input holds a worker's event loop for more than a moment.
+// Bounded work per input: no input holds a worker's event loop for more than a moment.
 // The bounds here are fixed and generous (the old code took minutes on the same inputs).
 
 const MB = 1024 * 1024;

@@ -7,7 +7,7 @@ import { planNextStep, type ToolPolicy } from '#libs/runtime';
 import type { MemberState } from '#libs/sessions';
 import type { CommittedStep, ToolCallSpec, TurnEntity } from '#libs/turns';
 
-// Cooperation trees' pure rules (PROTOCOL.md "Cooperation: subagents and trees"): no database.
+// Cooperation trees' pure rules (README "Cooperation: subagents and trees"): no database.
 const POLICY: ToolPolicy = {
   executorOf: (name) => ({ create_subagent: 'coordinator', message_subagent: 'coordinator', wait_subagents: 'cooperation', ask_user: 'user', add: 'server' }) [name] as never ?? null,
   needsApproval: () => false,

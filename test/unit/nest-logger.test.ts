@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { Logger } from '@nestjs/common';
 import { pino } from 'pino';
-import { PinoNestLogger, pinoOptions } from '#libs/config';
+import { logSettings, PinoNestLogger, pinoOptions } from '#libs/config';
 
 /** A PinoNestLogger over a pino logger that writes its JSON lines into `lines`. */
 function capture(level = 'info'): { logger: PinoNestLogger; lines: Record<string, any>[] } {
@@ -87,5 +87,28 @@ describe('PinoNestLogger: Nest log calls as pino lines', () => {
     }
     assert.deepEqual([lines[0]!.context, lines[0]!.msg], ['Worker', 'worker ready']);
     assert.deepEqual([lines[1]!.context, lines[1]!.msg, lines[1]!.err.message], ['Worker', 'failed', 'failed']);
+  });
+
+  it("logs Nest's start-up chatter (modules initialised, routes mapped) at debug, what follows at info", () => {
+    const { logger, lines } = capture('info');
+    logger.log('AppModule dependencies initialized', 'InstanceLoader');
+    logger.log('SessionsController {/api/v1/agents/sessions}:', 'RoutesResolver');
+    logger.log('Mapped {/api/v1/agents/sessions, POST} route', 'RouterExplorer');
+    logger.log('listening on :3000 (docs at /docs)', 'Api');
+    assert.deepEqual(lines.map((line) => line.msg), ['listening on :3000 (docs at /docs)']);
+    const verbose = capture('debug');
+    verbose.logger.log('Mapped {/api/v1/agents/sessions, POST} route', 'RouterExplorer');
+    assert.deepEqual(verbose.lines.map((line) => [line.level, line.context]), [['debug', 'RouterExplorer']]);
+  });
+});
+
+describe('log colours', () => {
+  it('colours pretty lines only on a terminal unless LOG_COLOR says otherwise, and JSON lines never', () => {
+    assert.equal(logSettings({ LOG_FORMAT: 'pretty' }, true).color, true);
+    assert.equal(logSettings({ LOG_FORMAT: 'pretty' }, false).color, false, 'a file or a pipe gets no escape codes');
+    assert.equal(logSettings({ LOG_FORMAT: 'pretty', LOG_COLOR: 'always' }, false).color, true);
+    assert.equal(logSettings({ LOG_FORMAT: 'pretty', LOG_COLOR: 'never' }, true).color, false);
+    assert.equal(logSettings({ LOG_FORMAT: 'json', LOG_COLOR: 'always' }, true).color, false);
+    assert.throws(() => logSettings({ LOG_COLOR: 'sometimes' }, true), /LOG_COLOR must be auto, always or never/);
   });
 });

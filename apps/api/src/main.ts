@@ -2,14 +2,19 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { AppConfig, closeOnSignals, PinoNestLogger } from '#libs/config';
+import { AppConfig, closeOnSignals, PinoNestLogger, startupLogger, startupProblem } from '#libs/config';
 import { AppModule } from './app.module.js';
 import { configureHttp } from './http-setup.js';
 import { mountOpenApi } from './openapi/openapi.js';
 
 async function bootstrap(): Promise<void> {
+  const problem = startupProblem('api');
+  if (problem) {
+    console.error(problem);
+    process.exit(1);
+  }
   // forceCloseConnections: whatever the graceful drain (HttpDrain) left open is destroyed when the server closes.
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true, forceCloseConnections: true });
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true, forceCloseConnections: true, logger: startupLogger() });
   app.useLogger(app.get(PinoNestLogger));
   const config = app.get(AppConfig);
   // API responses are dynamic JSON: hashing each body for an ETag costs CPU on every read and no

@@ -1,4 +1,4 @@
-import type { SessionStatus, Usage } from '#libs/sdk';
+import type { AdminSession, SessionStatus, TimelineRun, Usage } from '#libs/sdk';
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
@@ -70,4 +70,23 @@ export function shortId(id: string): string {
 /** "a" or "an" before a word. */
 export function article(word: string): string {
   return /^[aeiou]/i.test(word) ? 'an' : 'a';
+}
+
+/**
+ * Who owns a session, in words a person recognises: a product user's subject (their tokens' `sub`)
+ * or name (`bootstrap`, a `create-key` name), an end user with their app; a user known by id only
+ * says so (the id is in the cell's title).
+ */
+export function ownerText(owner: AdminSession['yuxi']['owner']): string {
+  if (owner.kind === 'end_user') return `${owner.subject || 'default end user'} (app ${owner.app_id ?? '?'})`;
+  return owner.subject ?? owner.name ?? 'user without a name';
+}
+
+/**
+ * A run's status in words, read with its turn: a run that stopped at a waitpoint has ended once the
+ * turn went on (a later run resumed it, or the turn finished), so it no longer "requires action".
+ */
+export function runStatusText(run: Pick<TimelineRun, 'id' | 'status'>, turn: { status: string; runs: Pick<TimelineRun, 'resume_from_run_id'>[] }): string {
+  if (run.status === 'requires_action' && (turn.status !== 'requires_action' || turn.runs.some((other) => other.resume_from_run_id === run.id))) return 'ended at waitpoint';
+  return statusText(run.status);
 }

@@ -117,7 +117,7 @@ export class AgentContextDto {
   @ApiPropertyOptional({ type: CompactionPolicyDto }) compaction?: CompactionPolicyDto;
 }
 
-/** Cooperation: the coordinator's tools and its tree's limits (PROTOCOL.md "Cooperation: subagents and trees"). */
+/** Cooperation: the coordinator's tools and its tree's limits (README "Cooperation: subagents and trees"). */
 export class MultiAgentDto {
   @ApiProperty({ description: 'Gives the agent create_subagent, message_subagent, wait_subagents and interrupt_subagent.' }) enabled!: boolean;
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 20, default: 6, description: 'Members of one tree running at once; more wait queued.' }) max_concurrent_subagents?: number;
@@ -184,8 +184,8 @@ export class PutAgentDto {
   allowed_models?: string[] | null;
   @ApiPropertyOptional({ default: false, description: APPROVAL_PIN_RULE }) tool_approval_pinned?: boolean;
   @ApiPropertyOptional({ type: AgentLimitsInputDto, description: 'Any subset; the rest take defaults.' }) limits?: AgentLimitsInputDto;
-  @ApiPropertyOptional({ type: AgentContextDto, description: 'Context window and compaction policy (PROTOCOL.md "Context and compaction").' }) context?: AgentContextDto;
-  @ApiPropertyOptional({ type: MultiAgentDto, nullable: true, description: 'Cooperation: subagents and trees (PROTOCOL.md).' }) multi_agent?: MultiAgentDto | null;
+  @ApiPropertyOptional({ type: AgentContextDto, description: 'Context window and compaction policy (README "Context and compaction").' }) context?: AgentContextDto;
+  @ApiPropertyOptional({ type: MultiAgentDto, nullable: true, description: 'Cooperation: subagents and trees (README "Cooperation: subagents and trees").' }) multi_agent?: MultiAgentDto | null;
   @ApiPropertyOptional({ enum: ['public', 'private'], default: 'public', description: 'private: visible to its creator only.' }) visibility?: string;
 }
 

@@ -24,7 +24,7 @@ export const COMPACTION_MODES = ['auto', 'manual', 'off'] as const;
 export type CompactionMode = (typeof COMPACTION_MODES)[number];
 
 /**
- * How the agent's sessions manage the model context (PROTOCOL.md "Context and compaction"): only
+ * How the agent's sessions manage the model context (README "Context and compaction"): only
  * what the definition sets; the runtime fills in defaults (libs/runtime/src/context-policy.ts).
  */
 export interface AgentContext {
@@ -43,7 +43,7 @@ export interface AgentContext {
 }
 
 /**
- * Cooperation (PROTOCOL.md "Cooperation: subagents and trees"): an agent that enables it is a
+ * Cooperation (README "Cooperation: subagents and trees"): an agent that enables it is a
  * coordinator, given create / message / wait / interrupt tools for members of its tree.
  */
 export interface MultiAgentPolicy {
@@ -67,7 +67,7 @@ export interface AgentSnapshot {
   context?: AgentContext;
   /** Present when the agent enables cooperation (members inherit their root's). */
   multi_agent?: MultiAgentPolicy;
-  /** Who may override what on the session (absent on sessions from before issue 35: only the deployment's allowlist applies). */
+  /** Who may override what on the session (absent on sessions from before overrides had a policy: only the deployment's allowlist applies). */
   policy?: AgentPolicySnapshot;
 }
 

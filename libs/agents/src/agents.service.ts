@@ -338,7 +338,7 @@ function definitionOf(definition: AgentDefinition): AgentDefinition {
     model: definition.model,
     tools: definition.tools,
     tool_approval_mode: definition.tool_approval_mode,
-    // Versions written before issue 35 have neither: their defaults.
+    // Versions written before these settings existed have neither: their defaults.
     allowed_models: definition.allowed_models ?? null,
     tool_approval_pinned: definition.tool_approval_pinned ?? false,
     limits: definition.limits,

@@ -85,7 +85,7 @@ export function onBehalfOfOwner(operator: Principal, ownerId: string): Principal
 }
 
 /**
- * The product's private routes (001: manual OCR pre-parse, image thumbnails) and the full audit of
+ * The product's private routes (manual OCR pre-parse, image thumbnails) and the full audit of
  * a run (its exact model requests, with `assertAdmin`) are for a signed-in user's token; every API
  * key, full or agents, bound to an app or not, gets 403.
  */

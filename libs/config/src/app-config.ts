@@ -77,7 +77,7 @@ export class AppConfig {
   readonly rateLimitPerMinute: number;
   readonly endUserRateLimitPerMinute: number;
   readonly maxStreamsPerPrincipal: number;
-  /** Fair shares (issue 35): requests per minute of all of a product user's keys and tokens together, and of one app's keys together. */
+  /** Fair shares: requests per minute of all of a product user's keys and tokens together, and of one app's keys together. */
   readonly userRateLimitPerMinute: number;
   readonly appRateLimitPerMinute: number;
   /** Concurrent SSE streams of one product user, all their keys, tokens and app end users together. */
@@ -166,7 +166,7 @@ export class AppConfig {
     this.redisCluster = redisClusterSettings(env);
     this.defaultModel = env.DEFAULT_MODEL || 'scripted:echo';
     this.bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
-    // 001's bound. The 72 MiB of inline images a submission may carry are 96 MiB as base64 in JSON, plus its text.
+    // The upstream API's bound. The 72 MiB of inline images a submission may carry are 96 MiB as base64 in JSON, plus its text.
     this.bodyLimit = env.BODY_LIMIT || '100mb';
     this.maxConcurrentLargeBodies = Math.max(0, int(env, 'MAX_CONCURRENT_LARGE_BODIES', 2));
     // Every text byte is tokenized, stored and sent to the model again on each call of the session.

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { type DynamicModule, Module } from '@nestjs/common';
+import { ConsoleLogger, type DynamicModule, Module } from '@nestjs/common';
 import type { Request, RequestHandler, Response } from 'express';
 import { type Logger as PinoRoot, type LoggerOptions, pino } from 'pino';
 import { PinoNestLogger } from './nest-logger.js';
@@ -57,15 +57,32 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 export interface LogSettings {
   level: string;
   pretty: boolean;
+  /** Colour codes in pretty lines (never in JSON lines). */
+  color?: boolean;
 }
 
-/** LOG_LEVEL (default info) and LOG_FORMAT (`json`, the default, or `pretty`), validated. */
-export function logSettings(env: NodeJS.ProcessEnv = process.env): LogSettings {
+/**
+ * LOG_LEVEL (default info), LOG_FORMAT (`json`, the default, or `pretty`) and LOG_COLOR (`auto`,
+ * the default: colour only when stdout is a terminal, so logs written to a file or a pipe carry
+ * no escape codes; `always`, as the dev stack sets when it shows the lines on a terminal; `never`),
+ * validated.
+ */
+export function logSettings(env: NodeJS.ProcessEnv = process.env, stdoutIsTerminal = process.stdout.isTTY === true): LogSettings {
   const level = (env.LOG_LEVEL || 'info').toLowerCase();
   if (!LEVELS.includes(level)) throw new Error(`LOG_LEVEL must be one of ${LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
   const format = (env.LOG_FORMAT || 'json').toLowerCase();
   if (format !== 'json' && format !== 'pretty') throw new Error(`LOG_FORMAT must be json or pretty, got "${env.LOG_FORMAT}"`);
-  return { level, pretty: format === 'pretty' };
+  const color = (env.LOG_COLOR || 'auto').toLowerCase();
+  if (color !== 'auto' && color !== 'always' && color !== 'never') throw new Error(`LOG_COLOR must be auto, always or never, got "${env.LOG_COLOR}"`);
+  return { level, pretty: format === 'pretty', color: format === 'pretty' && (color === 'always' || (color === 'auto' && stdoutIsTerminal)) };
+}
+
+/**
+ * Nest's own console logger for what it logs before the process's logger takes over (and for what
+ * it buffered when the start fails): plain text unless the logs are coloured.
+ */
+export function startupLogger(settings: LogSettings = logSettings()): ConsoleLogger {
+  return new ConsoleLogger({ colors: settings.color === true });
 }
 
 export function pinoOptions(service: string, settings: LogSettings = logSettings()): LoggerOptions {
@@ -80,7 +97,7 @@ export function pinoOptions(service: string, settings: LogSettings = logSettings
   if (settings.pretty) {
     options.transport = {
       target: 'pino-pretty',
-      options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service,context,req,res', messageFormat: '{if context}[{context}] {end}{msg}', singleLine: true },
+      options: { colorize: settings.color === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service,context,req,res', messageFormat: '{if context}[{context}] {end}{msg}', singleLine: true },
     };
   } else {
     options.formatters = { level: (label) => ({ level: label }) };

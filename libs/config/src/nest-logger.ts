@@ -1,6 +1,12 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Level, Logger as PinoRoot } from 'pino';
 
+/**
+ * Nest's start-up chatter (each module initialised, each route mapped: a hundred lines) is logged
+ * at debug, so that a start shows what matters (a setting missing, the port it listens on).
+ */
+const START_UP_CONTEXTS = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer']);
+
 /** A line of a stack trace, as V8 writes them: what tells a stack apart from a context name. */
 const STACK_LINE = /\n\s+at /;
 
@@ -44,13 +50,15 @@ export class PinoNestLogger implements LoggerService {
     this.write('fatal', message, params);
   }
 
-  private write(level: Level, message: unknown, params: unknown[]): void {
+  private write(given: Level, message: unknown, params: unknown[]): void {
+    const last = params.at(-1);
+    const level: Level = given === 'info' && typeof last === 'string' && START_UP_CONTEXTS.has(last) ? 'debug' : given;
     if (!this.pino.isLevelEnabled(level)) return;
     const fields: Record<string, unknown> = {};
     const rest = params.filter((param) => param !== undefined);
-    const last = rest.at(-1);
-    if (typeof last === 'string' && !STACK_LINE.test(last)) {
-      fields.context = last;
+    const context = rest.at(-1);
+    if (typeof context === 'string' && !STACK_LINE.test(context)) {
+      fields.context = context;
       rest.pop();
     }
     let text: string | undefined;

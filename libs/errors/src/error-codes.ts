@@ -45,14 +45,14 @@ export const ERROR_CODES = {
     type: 'invalid_state',
     retryable: false,
     description:
-      'The active turn waits at a waitpoint (`details.turn_id`, `details.waitpoint_id`, `details.kind`). For an answer or an approval, ordinary messages in any `yuxi.mode` are refused until it is resumed (001); for a client tool result, only an explicit `follow_up` queues. Promotions are refused in both. Resume it (`yuxi.session.input.resume`, or `tool_result` for a client tool), or cancel it.',
+      'The active turn waits at a waitpoint (`details.turn_id`, `details.waitpoint_id`, `details.kind`). For an answer or an approval, ordinary messages in any `yuxi.mode` are refused until it is resumed; for a client tool result, only an explicit `follow_up` queues. Promotions are refused in both. Resume it (`yuxi.session.input.resume`, or `tool_result` for a client tool), or cancel it.',
   },
   turn_cancelling: {
     status: 409,
     type: 'invalid_state',
     retryable: false,
     description:
-      'The active turn is being cancelled (`details.turn_id`): ordinary messages, in any `yuxi.mode`, and promotions are refused until it has settled as cancelled; then send again (001).',
+      'The active turn is being cancelled (`details.turn_id`): ordinary messages, in any `yuxi.mode`, and promotions are refused until it has settled as cancelled; then send again.',
   },
   waitpoint_stale: {
     status: 409,

@@ -283,7 +283,7 @@ export class FilesRepository {
    * The files of deleted sessions (attachments and inline images) become tombstones, in the
    * deleting transaction: clients lose them with the session, and the files sweep removes their
    * bytes and rows in its bounded batches. An attachment in a project's workdir stays: the
-   * project's other sessions use it (001), and it goes with the project. Returns how many.
+   * project's other sessions use it, and it goes with the project. Returns how many.
    */
   async tombstoneSessionFiles(manager: EntityManager, sessionIds: string[]): Promise<number> {
     if (sessionIds.length === 0) return 0;

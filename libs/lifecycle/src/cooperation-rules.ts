@@ -3,7 +3,7 @@ import { derivedId } from '#libs/database';
 import type { MemberState } from '#libs/sessions';
 
 /**
- * The rules of cooperation trees that need no database (PROTOCOL.md "Cooperation: subagents and
+ * The rules of cooperation trees that need no database (README "Cooperation: subagents and
  * trees"): a member's id, its snapshot, when a member has settled, and when a coordinator's wait
  * resolves with which output. Unit-tested in test/unit/cooperation.test.ts.
  */

@@ -213,16 +213,15 @@ export class SessionControls {
  * follow_up queues FIFO; steer goes ahead of all follow-ups. Omitted (auto): steer into an
  * executing turn, follow-up when idle; an override (model, approval) marks follow-up intent.
  * Every ordinary message, whatever its mode, is refused while the turn waits for a person (an
- * answer or an approval) or is being cancelled (001: "Turn 等待用户回答或审批时普通消息被拒绝";
- * "取消清理时拒绝普通消息"): the caller resumes the turn, or sends after it settles. A turn waiting
+ * answer or an approval) or is being cancelled: the caller resumes the turn, or sends after it settles. A turn waiting
  * for a program queues follow-ups FIFO: the client's tool result (an explicit follow_up; auto and
- * steer are refused, as nothing executes to steer into) or its members (001: auto is a follow-up).
+ * steer are refused, as nothing executes to steer into) or its members (auto is a follow-up).
  * `active` is the session's active turn read from the turns table under the session lock.
  */
 export function resolveMode(active: TurnEntity | null, requested: InputMode | undefined, hasOverride: boolean): InputMode {
   if (requested === 'follow_up' && active?.waitpoint?.kind === 'client_tool' && !active.cancellationPending) return requested;
   refuseWhileBlocked(active);
-  // A coordinator waiting for its members takes no steer (001): messages queue behind its turn.
+  // A coordinator waiting for its members takes no steer: messages queue behind its turn.
   const cooperating = active?.waitpoint?.kind === 'cooperation';
   if (requested === 'follow_up') return requested;
   if (requested === 'steer') {

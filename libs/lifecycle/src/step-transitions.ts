@@ -307,7 +307,7 @@ export class StepTransitions {
   }
 }
 
-/** A coordination call is an item of its own type (004); every other call a function_call. */
+/** A coordination call is an item of its own type; every other call a function_call. */
 function callItemType(name: string): string {
   return isCoordinationTool(name) ? coordinationItemType(name) : 'function_call';
 }

@@ -16,7 +16,7 @@ export interface LockedTree {
 }
 
 /**
- * Tree-wide controls (001 "协作": stop all, continue): `yuxi.session.tree.stop` cancels every
+ * Tree-wide controls (stop all, continue): `yuxi.session.tree.stop` cancels every
  * active turn of the tree as a cancel would — the cancel requests to running turns first, then the
  * waitpoints cleared (waiting turns end at once) — and pauses every queue; `continue`, once
  * nothing of the tree is still active, resumes the retained queues (cancelled turns stay
@@ -109,7 +109,7 @@ export class TreeControls {
 }
 
 /**
- * Whether a stopped tree may continue (001): only once it was stopped, and only after every turn
+ * Whether a stopped tree may continue: only once it was stopped, and only after every turn
  * of it has ended (a cancellation still being cleaned up keeps it stopping). Pure.
  */
 export function gateTreeContinue(stoppedAt: Date | null, activeTurnIds: readonly string[]): void {

@@ -141,7 +141,7 @@ export class TurnClaims {
 }
 
 /**
- * The cap is a queue (PROTOCOL.md "Cooperation"): a member starts when fewer than the cap of its
+ * The cap is a queue (README "Cooperation: subagents and trees"): a member starts when fewer than the cap of its
  * tree's members hold a slot and no claimable member queued before it (FIFO across the tree). A
  * refused claim writes nothing; the slot's release nudges the tree's queued members.
  */

@@ -62,7 +62,7 @@ interface Directive {
 }
 
 /**
- * Reads the directives of PROTOCOL.md ("Agents and models") out of a user text. Pure. A tool's
+ * Reads the directives (README "Agents, models and tools") out of a user text. Pure. A tool's
  * JSON is delimited by balancing braces and strings, so it may itself contain `]` or `]]`.
  */
 export function parseScript(text: string): Script {

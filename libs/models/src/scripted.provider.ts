@@ -12,7 +12,7 @@ const RETRYABLE_FAILURES = new Set(['model_rate_limited', 'model_unavailable', '
 /**
  * `scripted:<name>`: a deterministic model for demos, contract tests and load tests, needing no
  * network. It answers the latest user text with `Echo: <text>`, one word per delta, and obeys the
- * directives of PROTOCOL.md ([[delay:MS]], [[words:N]], [[tool:NAME {json}]], [[ask:QUESTION]],
+ * directives (README "Agents, models and tools": [[delay:MS]], [[words:N]], [[tool:NAME {json}]], [[ask:QUESTION]],
  * [[fail:CODE]]). Tool and ask directives are steps: the conversation's tool results after the
  * latest user message say how many are done, so the script needs no state of its own.
  */

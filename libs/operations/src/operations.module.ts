@@ -15,7 +15,7 @@ import { GetSessionTimeline } from './use-cases/session-timeline.use-case.js';
 const USE_CASES = [GetSessionTimeline, ListOpenWaitpoints, GetQueueStatus, BulkCancelSessions, ListModelRequests];
 
 /**
- * The operator API's use cases (issue 21): reads across every owner's sessions (timeline, inbox,
+ * The operator API's use cases: reads across every owner's sessions (timeline, inbox,
  * queues, a run's exact model requests) and bulk actions. Access is checked by the api's admin controllers, not here.
  */
 @Module({

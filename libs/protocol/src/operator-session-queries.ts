@@ -3,8 +3,8 @@ import { assertViewer, type Principal } from '#libs/auth';
 import type { PageQuery } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { toSessionDto } from '#libs/lifecycle';
-import { type FoundSession, SessionSearch, type SessionSearchFilter } from '#libs/sessions';
-import type { AdminSessionDto, AdminSessionListDto } from './dto/admin-session.dto.js';
+import { type FoundSession, type SessionOwner, SessionSearch, type SessionSearchFilter } from '#libs/sessions';
+import type { AdminSessionDto, AdminSessionListDto, SessionOwnerDto } from './dto/admin-session.dto.js';
 
 /**
  * The read side of the operator API: every owner's sessions, for viewers, operators and
@@ -32,5 +32,10 @@ export class OperatorSessionQueries {
 
 function toAdminSessionDto({ session, owner }: FoundSession): AdminSessionDto {
   const dto = toSessionDto(session);
-  return { ...dto, yuxi: { ...dto.yuxi, owner_id: owner.id, owner: { kind: owner.kind, subject: owner.subject, app_id: owner.appId } } } as AdminSessionDto;
+  return { ...dto, yuxi: { ...dto.yuxi, owner_id: owner.id, owner: ownerDto(owner) } } as AdminSessionDto;
+}
+
+/** A session's owner as the admin routes show it. */
+export function ownerDto(owner: SessionOwner): SessionOwnerDto {
+  return { kind: owner.kind, subject: owner.subject, app_id: owner.appId, name: owner.name };
 }

@@ -48,8 +48,8 @@ export class ModelCallStep {
    * heartbeats checkpoint its text, so a takeover keeps what clients saw. Retryable provider errors
    * are retried (backoff, Retry-After) as long as nothing was shown yet. A steer that is waiting
    * stops the stream after a delta (`yielded`). Reasoning is complete when the text starts or the
-   * stream ends: it is then checkpointed with the item, and only then is reasoning.done sent (001:
-   * a completed block is persisted before its completion boundary).
+   * stream ends: it is then checkpointed with the item, and only then is reasoning.done sent (a
+   * completed block is persisted before its completion boundary).
    */
   async call(state: RunState, context: BuiltContext, tools: ResolvedTool[], control: RunControl): Promise<ModelCallResult> {
     const { held } = state;

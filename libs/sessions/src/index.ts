@@ -4,4 +4,4 @@ export type { SessionEntity, SubagentInfo, TurnSummary } from './session.entity.
 export { SessionsModule } from './sessions.module.js';
 export { type CancellableFilter, type NewSession, type SessionFilter, type SessionPatch, SessionsRepository } from './sessions.repository.js';
 export { type MemberSignal, type MemberState, type NewMember, TreeRepository } from './tree.repository.js';
-export { type FoundSession, idPrefixRange, type SearchStatus, type SessionOwner, SessionSearch, type SessionSearchFilter } from './session-search.js';
+export { type FoundSession, idPrefixRange, type SearchStatus, type SessionOwner, sessionOwnerOf, SessionSearch, type SessionSearchFilter } from './session-search.js';

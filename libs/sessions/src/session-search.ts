@@ -36,6 +36,8 @@ export interface SessionOwner {
   /** A product user's token subject, or an end user's id within the app. */
   subject: string | null;
   appId: string | null;
+  /** A product user's name given on this server (`bootstrap`, a `create-key` name); null when generated from an id. */
+  name: string | null;
 }
 
 export interface FoundSession {
@@ -58,7 +60,7 @@ const STATUS_SQL: Record<SearchStatus, string> = {
 /** The page's columns and its owner's, named (a prepared statement may not select `*`). */
 const FOUND_COLUMNS = `${SESSION_COLUMNS.split(',')
   .map((column) => `p.${column.trim()}`)
-  .join(', ')}, u.kind AS owner_kind, u.subject AS owner_subject, u.external_id AS owner_external_id, u.app_id AS owner_app_id`;
+  .join(', ')}, u.kind AS owner_kind, u.name AS owner_name, u.subject AS owner_subject, u.external_id AS owner_external_id, u.app_id AS owner_app_id`;
 const WAITING_SQL = `(${TURN_STATUS} = 'requires_action' AND s.current_turn->'waitpoint'->>'kind' IN ('question', 'approval', 'client_tool'))`;
 
 /**
@@ -146,15 +148,30 @@ export function idPrefixRange(prefix: string): [string, string] | null {
   return low.startsWith(text) ? [low, shape(hex.padEnd(32, 'f'))] : null;
 }
 
+/** The names the server makes up for users it first sees by id (a key's `user_id`, a token's `sub`): nobody chose them. */
+const GENERATED_NAME = /^(user|jwt):/;
+
+/** A session's owner from the users row's fields: an end user's subject is its id within the app; a made-up name is none. */
+export function sessionOwnerOf(user: { id: string; kind: 'user' | 'end_user'; name: string; subject: string | null; externalId: string | null; appId: string | null }): SessionOwner {
+  return {
+    id: user.id,
+    kind: user.kind,
+    subject: (user.kind === 'end_user' ? user.externalId : user.subject) ?? null,
+    appId: user.appId ?? null,
+    name: user.kind === 'user' && !GENERATED_NAME.test(user.name) ? user.name : null,
+  };
+}
+
 function found(row: Record<string, unknown>): FoundSession {
-  const kind = row.owner_kind as 'user' | 'end_user';
   return {
     session: sessionFromRow(row),
-    owner: {
+    owner: sessionOwnerOf({
       id: row.owner_id as string,
-      kind,
-      subject: ((kind === 'end_user' ? row.owner_external_id : row.owner_subject) as string | null) ?? null,
-      appId: (row.owner_app_id as string | null) ?? null,
-    },
+      kind: row.owner_kind as 'user' | 'end_user',
+      name: row.owner_name as string,
+      subject: row.owner_subject as string | null,
+      externalId: row.owner_external_id as string | null,
+      appId: row.owner_app_id as string | null,
+    }),
   };
 }

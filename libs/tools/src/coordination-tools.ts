@@ -1,7 +1,7 @@
 import type { ResolvedTool } from './tool.types.js';
 
 /**
- * The tools a coordinator gets when its agent enables `multi_agent` (PROTOCOL.md "Cooperation:
+ * The tools a coordinator gets when its agent enables `multi_agent` (README "Cooperation:
  * subagents and trees"), without declaring them. They are not executed here: create, message and
  * interrupt are committed steps of the coordinator's turn that change other sessions (executor
  * `coordinator`); a wait suspends the turn until members settle (executor `cooperation`).
@@ -9,7 +9,7 @@ import type { ResolvedTool } from './tool.types.js';
 export const COORDINATION_TOOL_NAMES = ['create_subagent', 'message_subagent', 'wait_subagents', 'interrupt_subagent'] as const;
 export type CoordinationToolName = (typeof COORDINATION_TOOL_NAMES)[number];
 
-/** The item type of a coordination call (004: `create_subagent_call`, …); its result is a function_call_output. */
+/** The item type of a coordination call (`create_subagent_call`, …); its result is a function_call_output. */
 export function coordinationItemType(name: CoordinationToolName): `${CoordinationToolName}_call` {
   return `${name}_call`;
 }

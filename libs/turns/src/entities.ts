@@ -95,7 +95,7 @@ export function assistantContent(text: string, reasoning: string): StoredContent
 }
 
 /**
- * Item types of a tool call: a function call, or a coordinator's call on its members (004); each
+ * Item types of a tool call: a function call, or a coordinator's call on its members; each
  * has a `function_call_output` with its call_id. The model sees all of them as tool calls.
  */
 export const CALL_ITEM_TYPES = ['function_call', 'create_subagent_call', 'message_subagent_call', 'wait_subagents_call', 'interrupt_subagent_call'] as const;

@@ -2,7 +2,7 @@ import type { PublicError, StepOutput, Usage, Waitpoint, WaitpointKind } from '.
 import type { RunStatus, StepKind, StepStatus, TurnStatus } from './states.js';
 
 /**
- * What the operator API reads of turns, runs and steps (issue 21): row shapes of the repositories'
+ * What the operator API reads of turns, runs and steps: row shapes of the repositories'
  * timeline, inbox and fleet statements. Times are Date; text fields are cut at `TIMELINE_TEXT_MAX`
  * characters in SQL, so a page of a long history never carries megabytes of tool output.
  */
@@ -53,6 +53,8 @@ export interface OpenWaitpointRow {
   turnStatus: TurnStatus;
   sessionId: string;
   ownerId: string;
+  /** The owner's row as stored (users): who the session belongs to, for people to read. */
+  owner: { kind: 'user' | 'end_user'; name: string; subject: string | null; externalId: string | null; appId: string | null };
   agentId: string;
   waitpoint: Waitpoint;
 }

@@ -8,7 +8,7 @@ export function toItemDto(item: ItemEntity): ItemDto {
   // A tool call and its output are items of their own, linked by call_id (no role, no content parts).
   if (isCallItem(item.type) && call) {
     const dto: ItemDto = { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', name: call.name ?? '', arguments: call.arguments ?? '', yuxi };
-    // A coordination call also shows its arguments as fields (004) and the member it concerns.
+    // A coordination call also shows its arguments as fields and the member it concerns.
     if (item.type !== 'function_call') return { ...dto, ...coordinationFields(call.arguments ?? ''), yuxi: { ...yuxi, subagent_session_id: call.subagent_session_id ?? null } };
     return dto;
   }
@@ -33,7 +33,7 @@ export function toItemDto(item: ItemEntity): ItemDto {
 }
 
 /**
- * The assistant message a run is streaming, as its heartbeat checkpoint has it (001 "读取与事件"):
+ * The assistant message a run is streaming, as its heartbeat checkpoint has it:
  * in progress, with the blocks already persisted named by index. Its reasoning, when present, is
  * complete (it is saved before reasoning.done is sent); its text is not until the item is written.
  */

@@ -59,7 +59,7 @@ export class RunsRepository {
 
   /**
    * Saves what the run has shown now, between heartbeats: a block that completed (reasoning) is
-   * persisted before its done event is sent (001). False when the lease is gone.
+   * persisted before its done event is sent. False when the lease is gone.
    */
   async saveCheckpoint(lease: Lease, checkpoint: RunCheckpoint): Promise<boolean> {
     const rows = (await this.runs.query(prepared(`UPDATE runs SET checkpoint = $4::jsonb WHERE ${HELD('$1', '$2', '$3')} RETURNING id`), [

@@ -69,7 +69,7 @@ export class ItemYuxiDto {
     type: 'array',
     items: { type: 'integer', minimum: 0 },
     description:
-      'An active (`in_progress`) message only: the `content` indices already persisted complete. After a resync, restore these blocks from here, keep your own deltas of the others, and ignore late deltas of these (001). Empty while the text still streams.',
+      'An active (`in_progress`) message only: the `content` indices already persisted complete. After a resync, restore these blocks from here, keep your own deltas of the others, and ignore late deltas of these. Empty while the text still streams.',
   })
   completed_content_indices?: number[];
   @ApiPropertyOptional({ type: 'array', items: { type: 'integer', minimum: 0 }, description: 'An active message only: the `yuxi.reasoning` indices already persisted complete (see completed_content_indices).' })

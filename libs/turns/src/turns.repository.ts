@@ -308,13 +308,35 @@ export class TurnsRepository {
       where += ` AND (t.waitpoint->>'id')::uuid ${page.order === 'desc' ? '<' : '>'} $${params.length}::uuid`;
     }
     const rows = (await this.turns.query(
-      `SELECT t.id, t.status, t.session_id, s.owner_id, s.agent_id, t.waitpoint FROM turns t JOIN sessions s ON s.id = t.session_id
+      `SELECT t.id, t.status, t.session_id, s.owner_id, s.agent_id, t.waitpoint,
+              u.kind AS owner_kind, u.name AS owner_name, u.subject AS owner_subject, u.external_id AS owner_external_id, u.app_id AS owner_app_id
+       FROM turns t JOIN sessions s ON s.id = t.session_id JOIN users u ON u.id = s.owner_id
        WHERE t.waitpoint IS NOT NULL AND s.deleted_at IS NULL AND ${where}
        ORDER BY (t.waitpoint->>'id')::uuid ${direction} LIMIT $1`,
       params,
-    )) as { id: string; status: TurnStatus; session_id: string; owner_id: string; agent_id: string; waitpoint: Waitpoint }[];
+    )) as {
+      id: string;
+      status: TurnStatus;
+      session_id: string;
+      owner_id: string;
+      agent_id: string;
+      waitpoint: Waitpoint;
+      owner_kind: 'user' | 'end_user';
+      owner_name: string;
+      owner_subject: string | null;
+      owner_external_id: string | null;
+      owner_app_id: string | null;
+    }[];
     return toPage(
-      rows.map((row) => ({ turnId: row.id, turnStatus: row.status, sessionId: row.session_id, ownerId: row.owner_id, agentId: row.agent_id, waitpoint: row.waitpoint })),
+      rows.map((row) => ({
+        turnId: row.id,
+        turnStatus: row.status,
+        sessionId: row.session_id,
+        ownerId: row.owner_id,
+        owner: { kind: row.owner_kind, name: row.owner_name, subject: row.owner_subject, externalId: row.owner_external_id, appId: row.owner_app_id },
+        agentId: row.agent_id,
+        waitpoint: row.waitpoint,
+      })),
       page.limit,
     );
   }

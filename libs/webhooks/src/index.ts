@@ -1,4 +1,4 @@
-// Webhooks (PROTOCOL.md "Webhooks (Standard Webhooks)"): endpoints, the thin payloads the session
+// Webhooks (README "Webhooks"): endpoints, the thin payloads the session
 // outbox fans out, and the delivery engine the worker runs.
 export { isPublicAddress } from '#libs/outbound';
 export { checkWebhookUrl, guardedLookup, WEBHOOK_BLOCKED_CODE } from './delivery/address-policy.js';

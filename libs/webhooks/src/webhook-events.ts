@@ -1,5 +1,5 @@
 /**
- * What a webhook announces (PROTOCOL.md "Webhooks"): a few facts of a session an integrator's
+ * What a webhook announces (README "Webhooks"): a few facts of a session an integrator's
  * system acts on, as a thin payload `{id, type, created_at, data}` whose `id` is the session
  * event's `event_id` (the receiver's dedup key, the same on every attempt and redelivery). The
  * receiver reads the rest (the turn, its items) with GET. Pure: the outbox builds these bodies

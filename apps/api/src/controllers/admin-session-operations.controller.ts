@@ -24,7 +24,7 @@ import { sendIdempotent } from './send-idempotent.js';
 const TIMELINE_PAGE = 10;
 
 /**
- * The operator API on sessions of any owner (issue 21): a session's timeline, a run's exact model
+ * The operator API on sessions of any owner: a session's timeline, a run's exact model
  * requests (administrators with a user token only) and bulk cancel.
  */
 @ApiTags(TAGS.admin.name)
@@ -88,7 +88,7 @@ export class AdminSessionOperationsController {
     operationId: 'listModelRequests',
     summary: 'Read the exact model requests of a run (administrators, user tokens only)',
     description:
-      `The full audit of a run (001: super-admin JWT only): for each model call of the run, in step order (oldest first by default; \`after\` is the \`last_id\` of the previous page, default ${MODEL_REQUESTS_PAGE} a page), the exact request the worker sent, recorded in the transaction that committed the call's \`model_call\` step (\`step_id\`, the step's id on the timeline). \`openai:\` models: the Chat Completions request body (model, messages with the instructions as the system message, tools, stream options); \`scripted:\` models: the messages and tools they were given. Never headers or API keys. Recorded only while the deployment sets MODEL_REQUEST_AUDIT=on (the timeline's \`model_requests\` says \`recorded\`); a run without recorded calls lists none. A run taken over or retried records each committed call once. Only an administrator signed in with a user token (JWT): every API key gets 403 \`user_token_required\`, a user token without the \`admin\` role 403 \`forbidden\`. Each page read is audited (\`session.model_requests_read\`, naming the reader, the run and the steps shown) before it is answered. An unknown or deleted session, or a run that is not the session's, is 404.`,
+      `The full audit of a run (an administrator signed in with a user token only): for each model call of the run, in step order (oldest first by default; \`after\` is the \`last_id\` of the previous page, default ${MODEL_REQUESTS_PAGE} a page), the exact request the worker sent, recorded in the transaction that committed the call's \`model_call\` step (\`step_id\`, the step's id on the timeline). \`openai:\` models: the Chat Completions request body (model, messages with the instructions as the system message, tools, stream options); \`scripted:\` models: the messages and tools they were given. Never headers or API keys. Recorded only while the deployment sets MODEL_REQUEST_AUDIT=on (the timeline's \`model_requests\` says \`recorded\`); a run without recorded calls lists none. A run taken over or retried records each committed call once. Only an administrator signed in with a user token (JWT): every API key gets 403 \`user_token_required\`, a user token without the \`admin\` role 403 \`forbidden\`. Each page read is audited (\`session.model_requests_read\`, naming the reader, the run and the steps shown) before it is answered. An unknown or deleted session, or a run that is not the session's, is 404.`,
   })
   @ApiParam({ name: 'session_id', description: 'A session of any owner.', schema: { type: 'string', format: 'uuid' } })
   @ApiParam({ name: 'run_id', description: 'A run of that session (a timeline run\'s `id`).', schema: { type: 'string', format: 'uuid' } })

@@ -10,7 +10,7 @@ import { ApiErrors } from './api-errors.decorator.js';
 
 /** The users list's query: the page, as every list's, and the kind. */
 export class UserListQueryDto extends ListQueryDto {
-  @ApiPropertyOptional({ enum: USER_KIND_FILTERS, default: 'user', description: 'Product users (`user`, the default: 001 lists system users unless asked), app end users (`end_user`), or both (`all`).' })
+  @ApiPropertyOptional({ enum: USER_KIND_FILTERS, default: 'user', description: 'Product users (`user`, the default: system users unless others are asked for), app end users (`end_user`), or both (`all`).' })
   @OptionalNotNull()
   @IsIn(USER_KIND_FILTERS)
   kind?: UserKindFilter;

@@ -6,10 +6,10 @@ import { PARSED_FILE_EXAMPLE, THUMBNAIL_EXAMPLE, THUMBNAIL_REQUEST_EXAMPLE } fro
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 
-const USER_TOKEN_ONLY = 'For signed-in users only: send a user token (JWT). Every API key, whatever its access, gets 403 `user_token_required` (001: the product\'s private routes).';
+const USER_TOKEN_ONLY = 'For signed-in users only: send a user token (JWT). Every API key, whatever its access, gets 403 `user_token_required` (these are the product\'s private routes).';
 
 /**
- * The product's private file routes (001 "图片与文件附件": manual OCR pre-parse and image
+ * The product's private file routes (manual OCR pre-parse and image
  * thumbnails under /api/agent, outside the public /api/v1 surface), for user tokens only.
  */
 @ApiTags(TAGS.productFiles.name)

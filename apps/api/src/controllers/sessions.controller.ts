@@ -125,7 +125,7 @@ export class SessionsController {
       {
         agentId: query.agent_id,
         rootSessionId: query.root_session_id,
-        // 001 lists active threads: the archive only on request.
+        // The list shows active sessions: the archive only on request.
         archived: query.archived === 'true',
         isPinned: query.is_pinned === undefined ? undefined : query.is_pinned === 'true',
         metadata: query.metadata,

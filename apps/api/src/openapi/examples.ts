@@ -70,7 +70,7 @@ export const SESSION_LIST_EXAMPLE = { object: 'list', data: [SESSION_EXAMPLE], f
 /** A session as operators see it: with its owner. */
 export const ADMIN_SESSION_EXAMPLE = {
   ...SESSION_EXAMPLE,
-  yuxi: { ...SESSION_EXAMPLE.yuxi, owner_id: USER_ID, owner: { kind: 'user', subject: 'alice', app_id: null } },
+  yuxi: { ...SESSION_EXAMPLE.yuxi, owner_id: USER_ID, owner: { kind: 'user', subject: 'alice', app_id: null, name: null } },
 };
 export const ADMIN_SESSION_LIST_EXAMPLE = { object: 'list', data: [ADMIN_SESSION_EXAMPLE], first_id: SESSION_ID, last_id: SESSION_ID, has_more: false };
 

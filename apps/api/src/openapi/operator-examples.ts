@@ -1,4 +1,4 @@
-/** Examples of the operator API (issue 21): the timeline, a run's model requests, the inbox, the queues page, bulk cancel. Ids are UUIDv7 like the server's. */
+/** Examples of the operator API: the timeline, a run's model requests, the inbox, the queues page, bulk cancel. Ids are UUIDv7 like the server's. */
 
 import { AT, INPUT_ID, MODEL, RUN_ID, SESSION_ID, TURN_ID, USER_ID as OWNER_ID } from './examples.js';
 
@@ -154,6 +154,7 @@ export const OPEN_WAITPOINT_LIST_EXAMPLE = {
       status: 'open',
       session_id: SESSION_ID,
       owner_id: OWNER_ID,
+      owner: { kind: 'user', subject: 'alice', app_id: null, name: null },
       agent_id: 'default-chatbot',
       turn_id: TURN_ID,
       run_id: RUN_ID,

@@ -5,7 +5,7 @@ import { AT, SESSION_ID, TURN_ID, WEBHOOK_WITH_SECRET_EXAMPLE } from './examples
 import { TAGS } from './tags.js';
 
 /**
- * What a webhook receiver gets (PROTOCOL.md "Webhooks (Standard Webhooks)"), documented for an
+ * What a webhook receiver gets (README "Webhooks"), documented for an
  * OpenAPI 3.0 document: `WebhookPayload` (what every body has, a discriminator on `type`), one
  * member schema per event type (the base narrowed), and `x-webhooks` (3.1's `webhooks`, as Redocly and Redoc read it in a
  * 3.0 document): per event type, the POST the API sends, its three signature headers and what each

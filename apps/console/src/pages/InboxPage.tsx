@@ -3,7 +3,7 @@ import { type FormEvent, useCallback } from 'react';
 import type { InboxWaitpoint, WaitpointKind } from '#libs/sdk';
 import { ErrorState } from '../admin-ui.js';
 import { may, useConsole } from '../caller.js';
-import { article, exact, shortId, statusText, when } from '../format.js';
+import { article, exact, ownerText, shortId, statusText, when } from '../format.js';
 import { navigate } from '../router.js';
 import { useSearchParams } from './search-params.js';
 import { type Column, VirtualTable } from './VirtualTable.js';
@@ -47,7 +47,7 @@ const COLUMNS: Column<InboxWaitpoint>[] = [
   },
   { header: 'Kind', width: '13%', cell: (w) => statusText(w.kind) },
   { header: 'Session', width: '13%', cell: (w) => shortId(w.session_id), title: (w) => w.session_id },
-  { header: 'Owner', width: '14%', cell: (w) => shortId(w.owner_id), title: (w) => w.owner_id },
+  { header: 'Owner', width: '14%', cell: (w) => ownerText(w.owner), title: (w) => w.owner_id },
   { header: 'Agent', width: '13%', cell: (w) => w.agent_id },
   {
     header: 'Waiting since',

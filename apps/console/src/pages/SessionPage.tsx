@@ -3,7 +3,7 @@ import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react'
 import { type AdminSession, AgentsApiError, type AgentsClient, type ControlEvent, type Session } from '#libs/sdk';
 import { ErrorState } from '../admin-ui.js';
 import { may, useConsole } from '../caller.js';
-import { exact, isActive, statusText, when } from '../format.js';
+import { exact, isActive, ownerText, statusText, when } from '../format.js';
 import { navigate } from '../router.js';
 import { useLiveText } from './live.js';
 import { MemberTree, type TreeNode, treeFromMembers, treeFromState } from './MemberTree.js';
@@ -138,7 +138,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
         <p className="meta">
           <span className={`status status-${data.status}`}>{statusText(data.status)}</span>
           {' · '}agent {data.agent.id} ({data.agent.model})
-          {'owner' in data.yuxi && ` · owner ${data.yuxi.owner.subject ?? data.yuxi.owner_id}${owned ? ' (you)' : ''}`}
+          {'owner' in data.yuxi && ` · owner ${ownerText(data.yuxi.owner)}${owned ? ' (you)' : ''}`}
           {' · '}created <time title={exact(data.created_at)}>{when(data.created_at)}</time>
           {' · '}last active <time title={exact(data.last_active_at)}>{when(data.last_active_at)}</time>
         </p>

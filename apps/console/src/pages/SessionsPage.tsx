@@ -3,7 +3,7 @@ import { type FormEvent, useCallback } from 'react';
 import type { AdminSession, AgentsClient, SearchSessionsParams, Session, SessionStatus } from '#libs/sdk';
 import { ErrorState } from '../admin-ui.js';
 import { may, useConsole } from '../caller.js';
-import { exact, shortId, statusText, when } from '../format.js';
+import { exact, ownerText, shortId, statusText, when } from '../format.js';
 import { navigate } from '../router.js';
 import { useSearchParams } from './search-params.js';
 import { type Column, VirtualTable } from './VirtualTable.js';
@@ -210,13 +210,6 @@ function StatusBadge({ status }: { status: SessionStatus }) {
   return <span className={`status status-${status}`}>{statusText(status)}</span>;
 }
 
-/** Who owns a session, in words: a product user's id, or an end user of an app. */
-function ownerText(session: AdminSession): string {
-  const { owner, owner_id } = session.yuxi;
-  if (owner.kind === 'end_user') return `${owner.subject || 'default end user'} (app ${owner.app_id ?? '?'})`;
-  return owner.subject ?? owner_id;
-}
-
 const titleColumn: Column<Session | AdminSession> = { header: 'Title', width: '32%', cell: (s) => <SessionLink session={s} />, title: (s) => s.yuxi.title || s.id };
 const statusColumn: Column<Session | AdminSession> = { header: 'Status', width: '15%', cell: (s) => <StatusBadge status={s.status} /> };
 const agentColumn: Column<Session | AdminSession> = { header: 'Agent', width: '17%', cell: (s) => s.agent.id, title: (s) => `${s.agent.id} (${s.agent.model})` };
@@ -229,7 +222,7 @@ const activeColumn: Column<Session | AdminSession> = {
 
 const ADMIN_COLUMNS: Column<AdminSession>[] = [
   titleColumn,
-  { header: 'Owner', width: '20%', cell: (s) => ownerText(s), title: (s) => `owner ${s.yuxi.owner_id}` },
+  { header: 'Owner', width: '20%', cell: (s) => ownerText(s.yuxi.owner), title: (s) => `owner ${s.yuxi.owner_id}` },
   agentColumn,
   statusColumn,
   activeColumn,

@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { createContext, useContext, useState } from 'react';
 import type { Item, TimelineRun, TimelineStep, TimelineTurn } from '#libs/sdk';
 import { useConsole } from '../caller.js';
-import { article, count, duration, exact, statusText, tokens, when } from '../format.js';
+import { article, count, duration, exact, runStatusText, statusText, tokens, when } from '../format.js';
 import type { LiveText } from './live.js';
 
 /** A page-loading button ("Load older …") and what it says while it loads. */
@@ -48,7 +48,7 @@ function Streaming({ texts }: { texts: [string, LiveText][] }) {
 /**
  * The session whose runs' exact model requests this viewer may read, or null: they are recorded
  * only with MODEL_REQUEST_AUDIT=on (`model_requests: recorded`), and read only by an administrator
- * signed in with a user token (001: the full audit of a run is for a super-admin JWT).
+ * signed in with a user token (the full audit of a run is for an administrator's user token only).
  */
 export const ModelRequestsOf = createContext<string | null>(null);
 
@@ -125,7 +125,7 @@ function TurnView({ turn, live }: { turn: TimelineTurn; live: [string, LiveText]
       <ol className="runs">
         {turn.runs.map((run) => (
           <li key={run.id} className="run">
-            <RunView run={run} runs={turn.runs} />
+            <RunView run={run} turn={turn} />
           </li>
         ))}
       </ol>
@@ -145,12 +145,12 @@ function continues(run: TimelineRun, runs: TimelineRun[]): string | null {
   return `Continues ${which}.`;
 }
 
-function RunView({ run, runs }: { run: TimelineRun; runs: TimelineRun[] }) {
-  const from = continues(run, runs);
+function RunView({ run, turn }: { run: TimelineRun; turn: TimelineTurn }) {
+  const from = continues(run, turn.runs);
   const requestsOf = useContext(ModelRequestsOf);
   return (
     <>
-      <h4 className="run-head">{`Run ${run.seq} · ${statusText(run.status)}${run.duration_ms !== null ? ` · ${duration(run.duration_ms)}` : ''}`}</h4>
+      <h4 className="run-head">{`Run ${run.seq} · ${runStatusText(run, turn)}${run.duration_ms !== null ? ` · ${duration(run.duration_ms)}` : ''}`}</h4>
       <p className="meta">
         {run.model} · {tokens(run.usage)}
         {run.lease && ` · held by ${run.lease.owner} (epoch ${run.lease.epoch})`}

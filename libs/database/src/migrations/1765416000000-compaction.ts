@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Context management (issue 18). `items.tokens` is each item's size in the model's context,
+ * Context management (README "Context and compaction"). `items.tokens` is each item's size in the model's context,
  * counted when the worker writes it (null for items the api writes, a client's tool result, and
  * for items from before this migration: the worker counts those, in memory, as it builds a context), so a context is measured without re-reading the history.
  * The latest compaction of a session is found through a partial index, in one probe whatever the

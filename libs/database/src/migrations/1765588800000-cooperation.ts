@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Cooperation trees (issue 19). A member is a session: it names its parent, its tree's root (a
+ * Cooperation trees (README "Cooperation: subagents and trees"). A member is a session: it names its parent, its tree's root (a
  * root names itself) and its depth, and the spawning call (turn, call) it came from, unique, so a
  * retried or taken-over `create_subagent` meets the member it already made. The root row is the
  * tree: it carries the tree's cap on running members and when the tree was stopped.

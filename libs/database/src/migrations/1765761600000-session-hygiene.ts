@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Resource hygiene of sessions (issue 20, seed 000):
+ * Resource hygiene of sessions:
  * - `metadata`: the caller's string labels (bounded by the API: 16 keys, 64-character keys,
  *   512-character values); the column only insists on an object. Lists filter on it with
  *   `metadata @> $1`, which the jsonb_path_ops GIN index answers. The turn path never writes the

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Users by kind (issue 20): administrators page through the product users, the apps' end users or
+ * Users by kind: administrators page through the product users, the apps' end users or
  * both, newest first. One index serves each kind's pages (kind, then the page order); the list of
  * every kind walks the same index per kind.
  */

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Roles (issue 21): `admin` (everything), `operator` (reads every session and acts on it) or
+ * Roles: `admin` (everything), `operator` (reads every session and acts on it) or
  * `viewer` (reads every session), granted to product users only; null is a product user without a
  * role. `role` becomes the one source of truth: `is_admin` is kept as a column generated from it,
  * so readers of the old column (a replica still on the previous release, ad-hoc SQL) keep working

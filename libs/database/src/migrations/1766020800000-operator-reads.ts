@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The operator API's reads (issue 21), each answered from a small partial index instead of a scan:
+ * The operator API's reads, each answered from a small partial index instead of a scan:
  * - the inbox of open waitpoints across sessions, newest first: by waitpoint id (a UUIDv7, so in
  *   creation order, and a cursor that stays valid when its waitpoint is answered meanwhile); only
  *   waiting turns are indexed;

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The exact model requests (issue 21, MODEL_REQUEST_AUDIT=on): one row per model-call step, its
+ * The exact model requests (MODEL_REQUEST_AUDIT=on): one row per model-call step, its
  * primary key the step's id, written by the worker in the transaction that commits the step. The
  * run, session and order are the step's, copied so a run's requests are one index range
  * (`(run_id, seq)`, also the cursor's order) without touching run_steps. `request` is `json`, not

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Agency (issue 35): an administrator can suspend a product user (`suspended_at`: every key and
+ * Agency: an administrator can suspend a product user (`suspended_at`: every key and
  * token of theirs is refused until reactivated); an agent's owner can restrict which models callers
  * may switch to (`allowed_models`, null: no override for callers who do not manage the agent) and
  * pin its approval mode (`tool_approval_pinned`: such callers may raise it, never lower it).

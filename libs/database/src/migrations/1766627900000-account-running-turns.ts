@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Running turns per account (issue 35, fair shares): a turn records the account it runs for (its
+ * Running turns per account (fair shares): a turn records the account it runs for (its
  * session owner's product user; an app end user's is the product user behind the app), and a
  * partial index holds the running ones only, so the claim counts an account's running turns in
  * index entries bounded by MAX_ACTIVE_TURNS_PER_OWNER, whatever the account's number of sessions.

@@ -3,9 +3,9 @@ import { sniffUpload } from '../file-sniffing.js';
 /** Inline images per user message; also the most images one tool result stores. */
 export const MAX_IMAGES_PER_MESSAGE = 10;
 /**
- * Decoded bytes of inline images per submission. 001 says 80 MiB, but also that a submission's body
+ * Decoded bytes of inline images per submission. The upstream API says 80 MiB, but also that a submission's body
  * is at most 100 MiB, and 80 MiB travel as about 107 MiB of base64: 72 MiB (96 MiB encoded) is the
- * most that fits with room for the text (README "Differences from 001"). Also the most image bytes
+ * most that fits with room for the text (README "Differences from the Agents Public API"). Also the most image bytes
  * one tool result stores.
  */
 export const MAX_IMAGE_BYTES_TOTAL = 72 * 1024 * 1024;

@@ -12,7 +12,7 @@ import { PrincipalWorkLimit } from './principal-work-limit.js';
 
 /**
  * The caller's draft and its bytes, for the product's private routes (user tokens only). An
- * attached file belongs to its session's workdir now (001: pre-parse no longer takes it, 409).
+ * attached file belongs to its session's workdir now (pre-parse no longer takes it: 409).
  */
 async function ownedDraft(files: FilesRepository, storage: FileStorage, principal: Principal, fileId: string): Promise<{ file: FileEntity; bytes: Buffer }> {
   assertUserToken(principal);

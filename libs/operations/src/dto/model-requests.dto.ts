@@ -5,8 +5,8 @@ import { OptionalNotNull } from '#libs/errors';
 import { ListQueryDto } from '#libs/protocol';
 
 /**
- * The full audit of a run (issue 21, PROTOCOL "Operators and the console"; 001: super-admin JWT
- * only): the exact request each of its model calls sent, recorded while MODEL_REQUEST_AUDIT=on.
+ * The full audit of a run (for an administrator signed in with a user token only; README
+ * "Operations"): the exact request each of its model calls sent, recorded while MODEL_REQUEST_AUDIT=on.
  */
 
 /** Requests a page shows unless asked: each is a whole prompt (the conversation so far, its images). */

@@ -4,7 +4,7 @@ import { ApprovalDecisionDto, WaitpointAnswerDto } from '#libs/protocol';
 import { PublicErrorDto, RUN_STATUSES, STEP_KINDS, STEP_STATUSES, TURN_STATUSES, UsageDto, WaitpointDto } from '#libs/turns';
 
 /**
- * The operator timeline of a session (issue 21, PROTOCOL "Operators and the console"): a page of
+ * The operator timeline of a session (README "Operations", operator API): a page of
  * its turns, each with its runs and each run's committed steps. Times are Unix seconds, durations
  * milliseconds. What a model was sent (the exact requests) is never part of the timeline: where the
  * deployment records it (MODEL_REQUEST_AUDIT=on, `model_requests: recorded`), an administrator with

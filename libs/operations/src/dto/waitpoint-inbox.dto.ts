@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn } from 'class-validator';
 import { OptionalNotNull } from '#libs/errors';
-import { ListQueryDto } from '#libs/protocol';
+import { ListQueryDto, SessionOwnerDto } from '#libs/protocol';
 import { WaitpointQuestionDto, WaitpointToolCallDto } from '#libs/turns';
 
 export const INBOX_STATUSES = ['open'] as const;
@@ -30,6 +30,7 @@ export class OpenWaitpointDto {
   @ApiProperty({ enum: INBOX_STATUSES }) status!: 'open';
   @ApiProperty() session_id!: string;
   @ApiProperty({ description: 'The user the session belongs to.' }) owner_id!: string;
+  @ApiProperty({ type: SessionOwnerDto, description: 'Who that user is, for people to read (as on the admin sessions list).' }) owner!: SessionOwnerDto;
   @ApiProperty() agent_id!: string;
   @ApiProperty() turn_id!: string;
   @ApiProperty({ description: 'The run that stopped here.' }) run_id!: string;

@@ -9,8 +9,8 @@ import { type ModelRequestRow, ModelRequestsRepository, RunsRepository } from '#
 import type { ModelRequestDto, ModelRequestListDto } from '../dto/model-requests.dto.js';
 
 /**
- * The exact model requests of one run of a session of any owner (the full audit of a run, 001:
- * super-admin JWT only; the api's controller checks the caller). A deleted or unknown session, or
+ * The exact model requests of one run of a session of any owner (the full audit of a run, for an
+ * administrator's user token only; the api's controller checks the caller). A deleted or unknown session, or
  * a run not of that session, is not found. Every page read is itself audited
  * (`session.model_requests_read`, naming the reader): the entry is written before the page is
  * answered, so no request leaves without it.

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { PageQuery } from '#libs/database';
+import { sessionOwnerOf } from '#libs/sessions';
+import { ownerDto } from '#libs/protocol';
 import { type OpenWaitpointFilter, TurnsRepository } from '#libs/turns';
 import type { OpenWaitpointDto, OpenWaitpointListDto } from '../dto/waitpoint-inbox.dto.js';
 
@@ -17,6 +19,7 @@ export class ListOpenWaitpoints {
       status: 'open',
       session_id: row.sessionId,
       owner_id: row.ownerId,
+      owner: ownerDto(sessionOwnerOf({ id: row.ownerId, ...row.owner })),
       agent_id: row.agentId,
       turn_id: row.turnId,
       run_id: waitpoint.run_id,

@@ -48,6 +48,13 @@ export class SessionOwnerDto {
   @ApiProperty({ enum: ['user', 'end_user'], description: '`user`: a product user; `end_user`: an end user of an app.' }) kind!: 'user' | 'end_user';
   @ApiProperty({ type: String, nullable: true, description: 'A product user\'s token `sub`, or an end user\'s `X-End-User-Id` within the app.' }) subject!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'An end user\'s app; null for product users.' }) app_id!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The user\'s name on this server, for people to read: `bootstrap` for the administrator of BOOTSTRAP_API_KEY, the name given to `create-key`; null for a user known only by id or by `subject` (first seen through a key made for their id, or a token) and for end users.',
+    example: 'bootstrap',
+  })
+  name!: string | null;
 }
 
 export class AdminSessionYuxiDto extends SessionYuxiDto {

@@ -133,7 +133,7 @@ export class ListQueryDto {
 export class SessionListQueryDto extends ListQueryDto {
   @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'Only the sessions of this agent.' }) @OptionalNotNull() @IsString() @Length(1, 64) agent_id?: string;
   // Exactly `true` or `false`: `1`, `yes` and the like are 422, never silently read as false.
-  @ApiPropertyOptional({ enum: ['true', 'false'], default: 'false', description: 'The archive (`true`) or the active sessions (`false`, the default: 001 lists active threads).' })
+  @ApiPropertyOptional({ enum: ['true', 'false'], default: 'false', description: 'The archive (`true`) or the active sessions (`false`, the default: the list shows active sessions).' })
   @OptionalNotNull()
   @IsIn(['true', 'false'])
   archived?: string;

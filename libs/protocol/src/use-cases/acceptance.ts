@@ -123,8 +123,8 @@ export class Acceptance {
   /**
    * A tree control (`yuxi.session.tree.*`) sent to any session of the tree: the caller's session
    * read for the owner check (404 otherwise), then the whole tree locked, root first and level by
-   * level. Receipted on that session like every control, with no accepted event: 001 says these
-   * controls are not SSE output; each member's own events go to its own stream.
+   * level. Receipted on that session like every control, with no accepted event: these controls
+   * are not SSE output; each member's own events go to its own stream.
    */
   async treeControl(
     principal: Principal,

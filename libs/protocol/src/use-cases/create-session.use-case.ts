@@ -15,9 +15,8 @@ import { frozenInputConfig } from '#libs/lifecycle';
 import { InlineImages } from '../inline-images.js';
 import { checkInputText, parseAgentInput } from '../input-parser.js';
 import { toSessionDto } from '#libs/lifecycle';
+import { titleFromInput } from '../session-title.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
-
-const DEFAULT_TITLE = '新的对话';
 
 /** Creates a session from a saved agent, with or without a first input (which then queues as input 1). */
 @Injectable()
@@ -65,7 +64,8 @@ export class CreateSession {
           toolApprovalMode,
           instructions: agent.instructions,
           agentSnapshot,
-          title: dto.title ?? DEFAULT_TITLE,
+          // Without a title: the start of the first message (what a list of sessions shows).
+          title: dto.title ?? titleFromInput(messages),
           projectId: project?.id ?? null,
           // The sessions of a project share its workdir.
           ...(project ? { workdirId: project.id } : {}),

@@ -475,7 +475,7 @@ export interface paths {
         put?: never;
         /**
          * Pre-parse a draft (OCR)
-         * @description For signed-in users only: send a user token (JWT). Every API key, whatever its access, gets 403 `user_token_required` (001: the product's private routes). The text of one of the caller's drafts, page by page: a text file as it is; a PDF's text layer (the first 50 pages), with OCR for its scanned pages (the largest image of each page without text; at most 10 pages); an image (PNG, JPEG, GIF, WebP) by OCR (English, tesseract). An image over 40 megapixels is refused from its header, before decoding (422 `image_too_large`); recognition has a time limit (OCR_TIMEOUT_MS, 422 `file_unreadable`), and a request waiting behind others past its queue wait is 503 `service_unavailable` (retry). A file attached to a session is no longer a draft: 409 (its agent reads it with `ocr_parse_file`).
+         * @description For signed-in users only: send a user token (JWT). Every API key, whatever its access, gets 403 `user_token_required` (these are the product's private routes). The text of one of the caller's drafts, page by page: a text file as it is; a PDF's text layer (the first 50 pages), with OCR for its scanned pages (the largest image of each page without text; at most 10 pages); an image (PNG, JPEG, GIF, WebP) by OCR (English, tesseract). An image over 40 megapixels is refused from its header, before decoding (422 `image_too_large`); recognition has a time limit (OCR_TIMEOUT_MS, 422 `file_unreadable`), and a request waiting behind others past its queue wait is 503 `service_unavailable` (retry). A file attached to a session is no longer a draft: 409 (its agent reads it with `ocr_parse_file`).
          */
         post: operations["parseDraftFile"];
         delete?: never;
@@ -495,7 +495,7 @@ export interface paths {
         put?: never;
         /**
          * Make a thumbnail of a draft image
-         * @description For signed-in users only: send a user token (JWT). Every API key, whatever its access, gets 403 `user_token_required` (001: the product's private routes). A WebP thumbnail of one of the caller's draft images (PNG, JPEG, GIF: its first frame, WebP), fitting in `width` × `height` (default 256 × 256, at most 1024) with its aspect ratio, never enlarged, EXIF orientation applied; returned as a data URL. An image over 40 megapixels is refused from its header (422 `image_too_large`); a draft that is not an image is 415.
+         * @description For signed-in users only: send a user token (JWT). Every API key, whatever its access, gets 403 `user_token_required` (these are the product's private routes). A WebP thumbnail of one of the caller's draft images (PNG, JPEG, GIF: its first frame, WebP), fitting in `width` × `height` (default 256 × 256, at most 1024) with its aspect ratio, never enlarged, EXIF orientation applied; returned as a data URL. An image over 40 megapixels is refused from its header (422 `image_too_large`); a draft that is not an image is 415.
          */
         post: operations["createImageThumbnail"];
         delete?: never;
@@ -1105,7 +1105,7 @@ export interface paths {
         };
         /**
          * Read the exact model requests of a run (administrators, user tokens only)
-         * @description The full audit of a run (001: super-admin JWT only): for each model call of the run, in step order (oldest first by default; `after` is the `last_id` of the previous page, default 10 a page), the exact request the worker sent, recorded in the transaction that committed the call's `model_call` step (`step_id`, the step's id on the timeline). `openai:` models: the Chat Completions request body (model, messages with the instructions as the system message, tools, stream options); `scripted:` models: the messages and tools they were given. Never headers or API keys. Recorded only while the deployment sets MODEL_REQUEST_AUDIT=on (the timeline's `model_requests` says `recorded`); a run without recorded calls lists none. A run taken over or retried records each committed call once. Only an administrator signed in with a user token (JWT): every API key gets 403 `user_token_required`, a user token without the `admin` role 403 `forbidden`. Each page read is audited (`session.model_requests_read`, naming the reader, the run and the steps shown) before it is answered. An unknown or deleted session, or a run that is not the session's, is 404.
+         * @description The full audit of a run (an administrator signed in with a user token only): for each model call of the run, in step order (oldest first by default; `after` is the `last_id` of the previous page, default 10 a page), the exact request the worker sent, recorded in the transaction that committed the call's `model_call` step (`step_id`, the step's id on the timeline). `openai:` models: the Chat Completions request body (model, messages with the instructions as the system message, tools, stream options); `scripted:` models: the messages and tools they were given. Never headers or API keys. Recorded only while the deployment sets MODEL_REQUEST_AUDIT=on (the timeline's `model_requests` says `recorded`); a run without recorded calls lists none. A run taken over or retried records each committed call once. Only an administrator signed in with a user token (JWT): every API key gets 403 `user_token_required`, a user token without the `admin` role 403 `forbidden`. Each page read is audited (`session.model_requests_read`, naming the reader, the run and the steps shown) before it is answered. An unknown or deleted session, or a run that is not the session's, is 404.
          */
         get: operations["listModelRequests"];
         put?: never;
@@ -1696,7 +1696,7 @@ export interface components {
             subagent_session_id?: string | null;
             /** @description Assistant messages whose model streamed reasoning (where the provider streams it): the reasoning blocks, by `reasoning_index` (one per message today). Kept once complete: `yuxi.session.turn.reasoning.done` is sent after it is saved. */
             reasoning?: components["schemas"]["ReasoningPartDto"][];
-            /** @description An active (`in_progress`) message only: the `content` indices already persisted complete. After a resync, restore these blocks from here, keep your own deltas of the others, and ignore late deltas of these (001). Empty while the text still streams. */
+            /** @description An active (`in_progress`) message only: the `content` indices already persisted complete. After a resync, restore these blocks from here, keep your own deltas of the others, and ignore late deltas of these. Empty while the text still streams. */
             completed_content_indices?: number[];
             /** @description An active message only: the `yuxi.reasoning` indices already persisted complete (see completed_content_indices). */
             completed_reasoning_indices?: number[];
@@ -2489,9 +2489,9 @@ export interface components {
             tool_approval_pinned: boolean;
             /** @description Any subset; the rest take defaults. */
             limits?: components["schemas"]["AgentLimitsInputDto"];
-            /** @description Context window and compaction policy (PROTOCOL.md "Context and compaction"). */
+            /** @description Context window and compaction policy (README "Context and compaction"). */
             context?: components["schemas"]["AgentContextDto"];
-            /** @description Cooperation: subagents and trees (PROTOCOL.md). */
+            /** @description Cooperation: subagents and trees (README "Cooperation: subagents and trees"). */
             multi_agent?: components["schemas"]["MultiAgentDto"] | (never | null);
             /**
              * @description private: visible to its creator only.
@@ -2824,6 +2824,11 @@ export interface components {
             subject: string | null;
             /** @description An end user's app; null for product users. */
             app_id: string | null;
+            /**
+             * @description The user's name on this server, for people to read: `bootstrap` for the administrator of BOOTSTRAP_API_KEY, the name given to `create-key`; null for a user known only by id or by `subject` (first seen through a key made for their id, or a token) and for end users.
+             * @example bootstrap
+             */
+            name: string | null;
         };
         AdminSessionYuxiDto: {
             title: string;
@@ -3189,6 +3194,8 @@ export interface components {
             session_id: string;
             /** @description The user the session belongs to. */
             owner_id: string;
+            /** @description Who that user is, for people to read (as on the admin sessions list). */
+            owner: components["schemas"]["SessionOwnerDto"];
             agent_id: string;
             turn_id: string;
             /** @description The run that stopped here. */
@@ -4030,7 +4037,7 @@ export interface components {
                 run_id: string;
             };
         };
-        /** @description The model context is being compacted (PROTOCOL.md "Context and compaction"). `phase`: `started` (live; `trigger` auto | manual | overflow), `completed` (durable; `item` is the `compaction` item, also in the items lists; `output_index` its index in the turn) or `failed` (`error` {code, message}: durable when nothing was compacted, e.g. `nothing_to_compact`; live when the summariser failed and the turn went on or failed with its own event). */
+        /** @description The model context is being compacted (README "Context and compaction"). `phase`: `started` (live; `trigger` auto | manual | overflow), `completed` (durable; `item` is the `compaction` item, also in the items lists; `output_index` its index in the turn) or `failed` (`error` {code, message}: durable when nothing was compacted, e.g. `nothing_to_compact`; live when the summariser failed and the turn went on or failed with its own event). */
         TurnContextCompressionEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -4066,7 +4073,7 @@ export interface components {
                 run_id: string;
             };
         };
-        /** @description On a coordinator's stream: its `create_subagent` call created a member (PROTOCOL.md "Cooperation: subagents and trees"). `subagent` = {id (the member's session id), agent_id, name, task, parent_session_id, root_session_id, depth}; the member's own stream starts with its `agent.session.created`. */
+        /** @description On a coordinator's stream: its `create_subagent` call created a member (README "Cooperation: subagents and trees"). `subagent` = {id (the member's session id), agent_id, name, task, parent_session_id, root_session_id, depth}; the member's own stream starts with its `agent.session.created`. */
         SubagentCreatedEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -5147,7 +5154,7 @@ export interface operations {
                 order?: "asc" | "desc";
                 /** @description Only the sessions of this agent. */
                 agent_id?: string;
-                /** @description The archive (`true`) or the active sessions (`false`, the default: 001 lists active threads). */
+                /** @description The archive (`true`) or the active sessions (`false`, the default: the list shows active sessions). */
                 archived?: "true" | "false";
                 /** @description Only pinned (`true`) or only unpinned (`false`) sessions; omitted: both. */
                 is_pinned?: "true" | "false";
@@ -13351,7 +13358,7 @@ export interface operations {
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
-                /** @description Product users (`user`, the default: 001 lists system users unless asked), app end users (`end_user`), or both (`all`). */
+                /** @description Product users (`user`, the default: system users unless others are asked for), app end users (`end_user`), or both (`all`). */
                 kind?: "user" | "end_user" | "all";
             };
             header?: {
@@ -14164,7 +14171,8 @@ export interface operations {
                      *             "owner": {
                      *               "kind": "user",
                      *               "subject": "alice",
-                     *               "app_id": null
+                     *               "app_id": null,
+                     *               "name": null
                      *             }
                      *           }
                      *         }
@@ -14345,7 +14353,8 @@ export interface operations {
                      *         "owner": {
                      *           "kind": "user",
                      *           "subject": "alice",
-                     *           "app_id": null
+                     *           "app_id": null,
+                     *           "name": null
                      *         }
                      *       }
                      *     }
@@ -15346,6 +15355,12 @@ export interface operations {
                      *           "status": "open",
                      *           "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
                      *           "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *           "owner": {
+                     *             "kind": "user",
+                     *             "subject": "alice",
+                     *             "app_id": null,
+                     *             "name": null
+                     *           },
                      *           "agent_id": "default-chatbot",
                      *           "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
                      *           "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",

@@ -76,7 +76,7 @@ export function toDeliveryDto(row: WebhookDeliveryRow): WebhookDeliveryDto {
   };
 }
 
-/** The URL rule (PROTOCOL.md): https and public addresses after resolution, unless the deployment allows private networks. */
+/** The URL rule (README "Webhooks"): https and public addresses after resolution, unless the deployment allows private networks. */
 @Injectable()
 export class WebhookUrlPolicy {
   constructor(private readonly config: AppConfig) {}

@@ -1,0 +1,28 @@
+import type { InputMessage } from '#libs/inputs';
+
+/** The title of a session created with neither a title nor a text to take one from. */
+export const DEFAULT_SESSION_TITLE = 'New session';
+
+/** Characters (code points) of a title taken from a message, the ellipsis included. */
+export const DERIVED_TITLE_MAX_CHARS = 60;
+
+/**
+ * The title of a session created without one: the start of its first message's text, on one line
+ * (runs of whitespace and control characters become one space), cut at a word boundary where one is
+ * near, with an ellipsis; the default when the input has no text (images only, or no input).
+ */
+export function titleFromInput(messages: InputMessage[] | null): string {
+  const text = messages?.flatMap((message) => message.content).find((block) => block.type === 'input_text' && block.text.trim() !== '');
+  if (!text || text.type !== 'input_text') return DEFAULT_SESSION_TITLE;
+  // Only the start is read (an input may hold 256 KiB of text); a pair cut in two is dropped.
+  const start = text.text.slice(0, 4096).replace(/[\uD800-\uDBFF]$/, '');
+  // eslint-disable-next-line no-control-regex -- control characters are what is replaced
+  const line = start.replace(/[\s\u0000-\u001f\u007f-\u009f]+/gu, ' ').trim();
+  const chars = Array.from(line);
+  if (chars.length <= DERIVED_TITLE_MAX_CHARS) return line;
+  const head = chars.slice(0, DERIVED_TITLE_MAX_CHARS - 1).join('');
+  const space = head.lastIndexOf(' ');
+  // A word boundary in the last third keeps whole words; a long word (or a script without spaces) is cut.
+  const cut = space >= head.length * (2 / 3) ? head.slice(0, space) : head;
+  return `${cut.trimEnd()}…`;
+}
