@@ -49,6 +49,13 @@ export const EVENT_TYPES = {
 export type EventType = keyof typeof EVENT_TYPES;
 
 /**
+ * The format of the events this build writes, in every event's `yuxi.format` (in the stream, the
+ * outbox and webhook deliveries alike). It changes only when an event's envelope or meaning
+ * changes incompatibly; a stream never mixes two formats (the SSE cursor has one format too).
+ */
+export const EVENT_FORMAT = 2;
+
+/**
  * Every event carries these; the rest depends on the type. Durable events (all but the live ones:
  * the deltas, `tool_progress`, and the `item.added` / `content_part.added` that announce an
  * assistant message with its first text) also carry `yuxi.seq`: 1, 2, 3… per session, without gaps, so a
