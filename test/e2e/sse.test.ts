@@ -217,7 +217,7 @@ describe('SSE stream', () => {
   });
 
   it('one format: every event carries yuxi.format 2; a cursor of the earlier three-part form is refused with 400 saying how to resume', async () => {
-    const session = await createSession();
+    const session = await createSession('format');
     const stream = await SseStream.open(session.id);
     const done = await stream.waitForType('agent.session.turn.completed');
     stream.close();

@@ -232,7 +232,7 @@ const FORMAT: SchemaObject = {
   type: 'integer',
   enum: [EVENT_FORMAT],
   description:
-    'The format of the event (its envelope and meaning), the same in every event of a stream, in the outbox and in webhook deliveries. A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).',
+    'The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).',
 };
 const TRUNCATED: SchemaObject = {
   type: 'boolean',
