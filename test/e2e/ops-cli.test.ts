@@ -74,6 +74,9 @@ describe('operator CLI', () => {
       assert.equal(failed.json.run_id, runId);
       assert.equal(failed.json.status, 'failed');
       assert.equal(failed.json.error.code, 'operator_failed');
+      // The turn had streamed text (kept as an incomplete message): output, and an operator's decision is not retried.
+      assert.equal(failed.json.error.side_effects, 'output');
+      assert.equal(failed.json.error.retryable, false);
       assert.equal(failed.json.previous_lease_owner, turn.runs[0].lease_owner);
       assert.equal(failed.json.events_published, true);
       assert.equal(failed.json.queue_paused, true, 'what waits behind a failed turn is paused');

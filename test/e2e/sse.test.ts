@@ -215,4 +215,29 @@ describe('SSE stream', () => {
     const missing = await http(`${API}/sessions/00000000-0000-7000-8000-000000000000/events`);
     assert.equal(missing.status, 404);
   });
+
+  it('one format: every event carries yuxi.format 2; a cursor of the earlier three-part form is refused with 400 saying how to resume', async () => {
+    const session = await createSession('format');
+    const stream = await SseStream.open(session.id);
+    const done = await stream.waitForType('agent.session.turn.completed');
+    stream.close();
+    assert.ok(stream.events.length > 3);
+    for (const event of stream.events) assert.equal(event.data.yuxi?.format, 2, `${event.type} carries the format`);
+
+    // The same position as the earlier server wrote it: without the sequence field.
+    const [version, sessionId, streamId] = Buffer.from(done.id, 'base64url').toString('utf8').split(':');
+    assert.equal(version, 'v2');
+    const retired = Buffer.from(`v2:${sessionId}:${streamId}`).toString('base64url');
+    const refused = await SseStream.open(session.id, { lastEventId: retired });
+    assert.equal(refused.status, 400);
+    assert.match(refused.contentType, /application\/json/);
+    const error = JSON.parse(refused.bodyText).error;
+    assert.equal(error.code, 'last_event_id_retired');
+    assert.match(error.message, /reconnect without Last-Event-ID/);
+
+    // The current cursor of that very event resumes.
+    const resumed = await SseStream.open(session.id, { lastEventId: done.id });
+    assert.equal(resumed.status, 200);
+    resumed.close();
+  });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ThrottledLog } from '#libs/config';
-import { compareStreamIds, decodeCursor, encodeCursor, hasGap, sequenceStep } from '#libs/events';
+import { compareStreamIds, decodeCursor, encodeCursor, hasGap, isRetiredCursor, sequenceStep } from '#libs/events';
 import { canonicalJson, idAt, isUuid, newId, prepared, QueryLogger } from '#libs/database';
 import { DomainError, toDomainError } from '#libs/errors';
 import { attachmentBindings, mayHaveActiveTurn, resolveMode } from '#libs/lifecycle';
@@ -24,6 +24,19 @@ describe('SSE cursors', () => {
     assert.equal(decodeCursor(SESSION, Buffer.from(`v2:${SESSION}:5-0:x`).toString('base64url')), null);
     assert.equal(decodeCursor(SESSION, 'not a cursor!'), null);
     assert.equal(decodeCursor(SESSION, 'A'.repeat(201)), null);
+  });
+
+  it('one format: every cursor has the seq field (empty when unknown); the earlier three-part form is refused, and told apart from garbage', () => {
+    assert.equal(Buffer.from(encodeCursor(SESSION, '5-0', null), 'base64url').toString(), `v2:${SESSION}:5-0:`);
+    assert.equal(Buffer.from(encodeCursor(SESSION, '5-0', 7), 'base64url').toString(), `v2:${SESSION}:5-0:7`);
+    const retired = Buffer.from(`v2:${SESSION}:5-0`).toString('base64url');
+    assert.equal(decodeCursor(SESSION, retired), null, 'not resumed without its sequence check');
+    assert.equal(isRetiredCursor(SESSION, retired), true);
+    assert.equal(isRetiredCursor(SESSION, encodeCursor(SESSION, '5-0', null)), false, 'a current cursor is not retired');
+    assert.equal(isRetiredCursor('01a22bfa-0000-7000-8000-000000000000', retired), false, 'another session\'s is just invalid');
+    assert.equal(isRetiredCursor(SESSION, Buffer.from(`v2:${SESSION}:x-0`).toString('base64url')), false);
+    assert.equal(isRetiredCursor(SESSION, Buffer.from(`v1:${SESSION}:5-0`).toString('base64url')), false);
+    assert.equal(isRetiredCursor(SESSION, 'not a cursor!'), false);
   });
 
   it('orders stream ids numerically, not as strings', () => {

@@ -14,7 +14,7 @@ const USAGE = 'usage: node dist/apps/api/src/cli.js create-key <user-name>';
 async function main(argv: string[]): Promise<void> {
   const [command, userName] = argv;
   if (command !== 'create-key' || !userName) throw new Error(USAGE);
-  const app = await NestFactory.createApplicationContext(CliModule, { logger: ['error'] });
+  const app = await NestFactory.createApplicationContext(CliModule, { logger: ['error'], abortOnError: false });
   try {
     const { userId, secret } = await app.get(AuthService).createUserWithKey(userName);
     process.stdout.write(`${JSON.stringify({ user_id: userId, api_key: secret })}\n`);

@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppConfig, closeOnSignals, PinoNestLogger, startupLogger, startupProblem } from '#libs/config';
+import { SchemaVersionError } from '#libs/database';
 import { AppModule } from './app.module.js';
 import { configureHttp } from './http-setup.js';
 import { mountOpenApi } from './openapi/openapi.js';
@@ -14,7 +15,9 @@ async function bootstrap(): Promise<void> {
     process.exit(1);
   }
   // forceCloseConnections: whatever the graceful drain (HttpDrain) left open is destroyed when the server closes.
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true, forceCloseConnections: true, logger: startupLogger() });
+  // abortOnError false: a start-up failure (a database schema this build does not know) reaches the
+  // catch below and exits 1 with its message, instead of process.abort().
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true, forceCloseConnections: true, abortOnError: false, logger: startupLogger() });
   app.useLogger(app.get(PinoNestLogger));
   const config = app.get(AppConfig);
   // API responses are dynamic JSON: hashing each body for an ETag costs CPU on every read and no
@@ -31,6 +34,6 @@ async function bootstrap(): Promise<void> {
 }
 
 bootstrap().catch((error: unknown) => {
-  console.error(error);
+  console.error(error instanceof SchemaVersionError ? `refusing to start: ${error.message}` : error);
   process.exit(1);
 });

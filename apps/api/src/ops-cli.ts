@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ConfigModule } from '#libs/config';
-import { DatabaseModule } from '#libs/database';
+import { DatabaseModule, SchemaVersionError } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { EventsModule } from '#libs/events';
 import { LifecycleModule } from '#libs/lifecycle';
@@ -62,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  const app = await NestFactory.createApplicationContext(OpsModule, { logger: ['error'] });
+  const app = await NestFactory.createApplicationContext(OpsModule, { logger: ['error'], abortOnError: false });
   try {
     await print(await command(app.get(Operations)));
     return 0;
@@ -82,7 +82,9 @@ function print(document: object): Promise<void> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   async (error: unknown) => {
-    await print({ error: { code: 'internal_error', message: error instanceof Error ? error.message : String(error) } });
+    // A database schema this build does not know: nothing was read or written (README, Operations).
+    const code = error instanceof SchemaVersionError ? 'schema_version_mismatch' : 'internal_error';
+    await print({ error: { code, message: error instanceof Error ? error.message : String(error) } });
     process.exit(1);
   },
 );

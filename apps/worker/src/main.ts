@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppConfig, closeOnSignals, PinoNestLogger, startupLogger, startupProblem } from '#libs/config';
+import { SchemaVersionError } from '#libs/database';
 import { metrics as processMetrics } from '#libs/metrics';
 import { loadTokenizer } from '#libs/models';
 import { type OpsRoutes, startOpsHttp } from './ops-http.js';
@@ -31,7 +32,8 @@ async function bootstrap(): Promise<void> {
   // alongside the application. An item written before it is ready keeps a null count, which the
   // context builder counts when it reads the item.
   const tokenizer = loadTokenizer();
-  const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: true, logger: startupLogger() });
+  // abortOnError false: a start-up failure (a database schema this build does not know) exits 1 with its message.
+  const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: true, abortOnError: false, logger: startupLogger() });
   app.useLogger(app.get(PinoNestLogger));
   const config = app.get(AppConfig);
   if (ops) {
@@ -56,6 +58,6 @@ function exitOnBindError(error: unknown, port: number): never {
 }
 
 bootstrap().catch((error: unknown) => {
-  console.error(error);
+  console.error(error instanceof SchemaVersionError ? `refusing to start: ${error.message}` : error);
   process.exit(1);
 });

@@ -57,6 +57,11 @@ export const MIGRATIONS = [
   AccountRunningTurns1766627900000,
 ];
 
+/** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */
+export function knownMigrationNames(): string[] {
+  return MIGRATIONS.map((Migration) => new Migration().name ?? Migration.name);
+}
+
 /**
  * `queryTimeoutMs` bounds every query on the client side: a frozen or partitioned database fails
  * requests (503, retryable) instead of hanging them. 0 disables it (migrations).

@@ -1,5 +1,6 @@
 export { DatabaseModule } from './database.module.js';
-export { dataSourceOptions, MIGRATIONS } from './data-source-options.js';
+export { dataSourceOptions, knownMigrationNames, MIGRATIONS } from './data-source-options.js';
+export { assertSchemaCurrent, SchemaVersionError, schemaVerdict, type SchemaVerdict } from './schema-guard.js';
 export { derivedId, idAt, isUuid, newId, unixSeconds } from './ids.js';
 export { type Page, type PageQuery, toPage } from './pagination.js';
 export { prepared, preparedUpTo } from './prepared.js';

@@ -154,6 +154,13 @@ export const ERROR_CODES = {
     description: 'The response does not cover every question or tool call of the waitpoint; the turn keeps waiting.',
   },
   invalid_last_event_id: { status: 422, type: 'invalid_request', retryable: false, description: 'The Last-Event-ID header is not a cursor issued by this stream.' },
+  last_event_id_retired: {
+    status: 400,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The Last-Event-ID is a cursor of this session in the earlier format, issued before events carried `yuxi.seq`: it cannot show whether events were missed, so the stream does not resume from it. Reconnect without Last-Event-ID (the retained window is replayed; skip events whose `event_id` you already applied) or re-read the turn and its items, then resume from the `id:` of the events you receive.',
+  },
   unknown_event_type: { status: 422, type: 'invalid_request', retryable: false, description: 'The submitted event type is not part of the protocol.' },
   control_event_required: {
     status: 422,

@@ -5,3 +5,4 @@ export { AllExceptionsFilter, httpStatusOf, sendError, toDomainError } from './e
 export { requestIdMiddleware, requestIdOf } from './request-id.js';
 export { createValidationPipe, flattenValidationErrors, OptionalNotNull } from './validation.js';
 export { isDependencyUnavailable, isTransientDatabaseError, isUniqueViolation, STORAGE_UNAVAILABLE } from './dependency-errors.js';
+export { FAILURE_SIDE_EFFECTS, type FailureSideEffects, failureRetryable, isTransientFailure, TURN_FAILURE_CODES, type TurnFailureCode } from './turn-failures.js';

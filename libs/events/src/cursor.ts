@@ -1,9 +1,10 @@
 /**
  * SSE cursors (v2) are opaque to clients: base64url of `v2:<session id>:<stream entry id>:<seq>`,
- * where seq is the last durable event sequence number delivered at that point. Binding the session
- * id lets the server reject a cursor from another session instead of silently resuming at the
- * wrong place; the seq lets it tell whether durable events were missed. Cursors issued before the
- * seq existed (three parts) still resume, without that check.
+ * where seq is the last durable event sequence number delivered at that point (empty when unknown:
+ * the position a resync sets). Binding the session id lets the server reject a cursor from another
+ * session instead of silently resuming at the wrong place; the seq lets it tell whether durable
+ * events were missed. There is one format: a cursor of the earlier three-part form (no seq field)
+ * is refused (isRetiredCursor), never resumed without that check.
  */
 const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
 const SEQ = /^\d{1,18}$/;
@@ -15,19 +16,30 @@ export interface StreamPosition {
 }
 
 export function encodeCursor(sessionId: string, streamId: string, seq: number | null): string {
-  return Buffer.from(`v2:${sessionId}:${streamId}${seq === null ? '' : `:${seq}`}`).toString('base64url');
+  return Buffer.from(`v2:${sessionId}:${streamId}:${seq === null ? '' : seq}`).toString('base64url');
 }
 
 /** The position the cursor points at, or null when it is malformed or belongs elsewhere. */
 export function decodeCursor(sessionId: string, cursor: string): StreamPosition | null {
   if (cursor.length > 200 || !/^[A-Za-z0-9_-]+$/.test(cursor)) return null;
   const parts = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
-  if (parts.length < 3 || parts.length > 4 || parts[0] !== 'v2' || parts[1] !== sessionId) return null;
+  if (parts.length !== 4 || parts[0] !== 'v2' || parts[1] !== sessionId) return null;
   const streamId = parts[2] ?? '';
   if (!STREAM_ID.test(streamId)) return null;
-  if (parts.length === 3) return { streamId, seq: null };
   const seq = parts[3] ?? '';
+  if (seq === '') return { streamId, seq: null };
   return SEQ.test(seq) ? { streamId, seq: Number(seq) } : null;
+}
+
+/**
+ * Whether the cursor is one of this session's in the earlier format, issued before events carried
+ * a sequence number (`v2:<session id>:<stream entry id>`, three parts): it cannot tell whether
+ * durable events were missed, so it is refused with how to resume instead (see the stream route).
+ */
+export function isRetiredCursor(sessionId: string, cursor: string): boolean {
+  if (cursor.length > 200 || !/^[A-Za-z0-9_-]+$/.test(cursor)) return false;
+  const parts = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
+  return parts.length === 3 && parts[0] === 'v2' && parts[1] === sessionId && STREAM_ID.test(parts[2] ?? '');
 }
 
 /**

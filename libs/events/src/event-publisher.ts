@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { AppConfig, getEach, type RedisClient } from '#libs/config';
 import { newId } from '#libs/database';
-import type { EventType, PublicEvent } from './event.types.js';
+import { EVENT_FORMAT, type EventType, type PublicEvent } from './event.types.js';
 import { boundItemContent } from './item-content-bound.js';
 import type { OutgoingEvent } from './outgoing-events.js';
 import { EVENTS_REDIS } from './redis.providers.js';
@@ -182,7 +182,7 @@ export function stampEvents(sessionId: string, events: OutgoingEvent[], itemCont
         event_id: `evt_${newId().replaceAll('-', '')}`,
         session_id: sessionId,
         created_at: createdAt,
-        yuxi: { ...('yuxi' in event ? event.yuxi : undefined) },
+        yuxi: { format: EVENT_FORMAT, ...('yuxi' in event ? event.yuxi : undefined) },
       } as PublicEvent;
     },
   );

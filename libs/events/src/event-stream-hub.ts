@@ -3,6 +3,7 @@ import { type RedisClient, ThrottledLog } from '#libs/config';
 import { newId } from '#libs/database';
 import { compareStreamIds, encodeCursor, sequenceStep, type StreamPosition } from './cursor.js';
 import { EventOutbox } from './event-outbox.js';
+import { EVENT_FORMAT } from './event.types.js';
 import { type ResyncReason, resyncEvent } from './outgoing-events.js';
 import { EVENTS_REDIS, EVENTS_REDIS_BLOCKING, type ReaderConnections } from './redis.providers.js';
 import { StreamKeys } from './stream-keys.js';
@@ -406,7 +407,7 @@ function toFrame(sessionId: string, streamId: string, fields: string[]): StreamF
 
 /** Not stored anywhere: each subscriber that needs one gets its own, positioned where it stands. */
 function resyncFrame(sessionId: string, streamId: string, seq: number | null, reason: ResyncReason): StreamFrame {
-  // The envelope without `yuxi` (no seq, no run): this event is the subscriber's own, never stored.
+  // The envelope's `yuxi` has the format only (no seq, no run): this event is the subscriber's own, never stored.
   const { type, ...payload } = resyncEvent(reason);
   const event = {
     type,
@@ -414,6 +415,7 @@ function resyncFrame(sessionId: string, streamId: string, seq: number | null, re
     session_id: sessionId,
     created_at: Math.floor(Date.now() / 1000),
     ...payload,
+    yuxi: { format: EVENT_FORMAT },
   };
   return {
     streamId,

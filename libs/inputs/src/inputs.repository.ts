@@ -42,6 +42,16 @@ export class InputsRepository {
     private readonly config: AppConfig,
   ) {}
 
+  /** When each of these inputs of the session was received (input id → received_at); no query for none. */
+  async receivedAt(sessionId: string, inputIds: string[]): Promise<Map<string, Date>> {
+    if (inputIds.length === 0) return new Map();
+    const rows = (await this.inputs.query(prepared(`SELECT id, received_at FROM inputs WHERE session_id = $1 AND id = ANY($2::uuid[])`), [sessionId, inputIds])) as {
+      id: string;
+      received_at: Date;
+    }[];
+    return new Map(rows.map((row) => [row.id, row.received_at]));
+  }
+
   async insert(manager: EntityManager, input: NewInput): Promise<InputEntity> {
     const { row, write } = this.insertion(manager, input);
     await manager.query(prepared(write.sql(1)), write.values);

@@ -11,7 +11,7 @@ import { type Lease, ModelRequestsRepository, type RunEntity, toCurrentTurn, Ite
 import { AttachmentTransitions } from './attachment-transitions.js';
 import { CooperationWaits } from './cooperation-waits.js';
 import type { HeldTurn, Outcome, RunOutput, Settled, Successor } from './held-turn.js';
-import { closingEvents, lastReceivedSeq, lostDeltasNotice, RunOutputWriter, turnSeconds, userItemsOf } from './run-output.js';
+import { closingEvents, lastReceivedSeq, lostDeltasNotice, receiptsOf, RunOutputWriter, turnSeconds, userItemsOf } from './run-output.js';
 import { turnEvents } from './turn-events.js';
 
 /**
@@ -86,8 +86,9 @@ export class RunEndings {
       events.push(turnEvents.run('yielded', yielded), turnEvents.run('created', next));
       const userItems = await this.items.insertItems(manager, firstSeq + partial, newItems.map((item) => ({ ...item, turnId: held.turn.id, runId: next.id })));
       await this.attachments.bindToMessages(manager, steers, userItems);
+      const receipts = receiptsOf(steers);
       for (const item of userItems) {
-        events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
+        events.push(turnEvents.item('added', item, index, receipts), turnEvents.item('done', item, index, receipts));
         index += 1;
       }
       held.lastInputSeq = lastReceivedSeq(steers, held.lastInputSeq);
@@ -122,6 +123,7 @@ export class RunEndings {
         runStatus: outcome.status,
         turn: held.turn,
         error: outcome.status === 'failed' ? outcome.error : null,
+        outputShown: output.item !== null,
         answer: modelCall ? { id: answerId, input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}), ...(modelCall.finishReason ? { finish_reason: modelCall.finishReason } : {}) } } : undefined,
         usage: modelCall?.usage ?? null,
         context: outcome.context ?? null,

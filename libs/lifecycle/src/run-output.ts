@@ -96,7 +96,7 @@ export class RunOutputWriter {
     if (crowdedAccount) nudges.push({ kind: 'account', accountId: crowdedAccount });
     const events: OutgoingEvent[] = [
       ...closing,
-      turnEvents.run(status, { ...run, status, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: settled.runUsage }),
+      turnEvents.run(status, { ...run, status, completedAt: now, error: settled.turn.error, leaseOwner: null, leaseExpiresAt: null, usage: settled.runUsage }),
       turnEvents.turn(status, settled.turn),
     ];
     return { turn: settled.turn, batch: await this.outbox.append(manager, turn.sessionId, events, lease ? { epoch: lease.epoch } : {}), nudges };
@@ -191,6 +191,11 @@ export function closingEvents(item: ItemEntity, outputIndex: number, text: strin
 /** Deltas that never reached the stream leave a gap only a resync can tell the client about. */
 export function lostDeltasNotice(output: RunOutput): OutgoingEvent[] {
   return output.lostDeltas ? [turnEvents.resync('events_lost')] : [];
+}
+
+/** When each input of a batch was received (input id → received_at): what its user messages show. */
+export function receiptsOf(batch: InputEntity[]): Map<string, Date> {
+  return new Map(batch.map((input) => [input.id, input.receivedAt]));
 }
 
 /** The user items a batch of inputs becomes, message by message, in received order (turn and run filled in by the caller). */

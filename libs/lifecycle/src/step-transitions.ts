@@ -204,7 +204,11 @@ export class StepTransitions {
    * Marks a server call as started before it runs: a takeover that finds it without a result knows
    * it may have taken effect. 'cancelled' when a cancel was accepted first: the call never starts.
    */
-  async recordToolStarted(held: HeldTurn, lease: Lease, call: ToolCallSpec): Promise<boolean | 'cancelled'> {
+  /**
+   * A server call about to run. `sideEffects`: its tool is not declared idempotent, so running it
+   * may change something outside the turn (recorded with the step: a failure of the turn says so).
+   */
+  async recordToolStarted(held: HeldTurn, lease: Lease, call: ToolCallSpec, sideEffects: boolean): Promise<boolean | 'cancelled'> {
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, held.turn.sessionId);
       if (await this.turns.cancellationPending(manager, held.turn.id)) return 'cancelled' as const;
@@ -215,7 +219,7 @@ export class StepTransitions {
         kind: 'tool_call',
         status: 'started',
         ref: call.call_id,
-        input: { name: call.name, arguments: call.arguments },
+        input: { name: call.name, arguments: call.arguments, side_effects: sideEffects },
         output: {},
         at: new Date(),
       });

@@ -10,7 +10,7 @@ import { type TurnEntity, ItemsRepository, RunsRepository, StepsRepository, Turn
 import { AttachmentTransitions } from './attachment-transitions.js';
 import { mayHaveActiveTurn } from './session-controls.js';
 import type { HeldTurn } from './held-turn.js';
-import { lastReceivedSeq, userItemsOf } from './run-output.js';
+import { lastReceivedSeq, receiptsOf, userItemsOf } from './run-output.js';
 import { turnEvents } from './turn-events.js';
 
 /**
@@ -103,7 +103,8 @@ export class TurnClaims {
       const filelessMessageIds = await this.attachments.bindToMessages(manager, batch, userItems);
       // The documented order: run created, turn created, turn in progress, then the turn's items.
       const events: OutgoingEvent[] = [turnEvents.run('created', run), turnEvents.turn('created', turn), turnEvents.turn('in_progress', turn)];
-      userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index)));
+      const receipts = receiptsOf(batch);
+      userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index, receipts), turnEvents.item('done', item, index, receipts)));
       return {
         turn,
         run,

@@ -45,11 +45,11 @@ const runEvent =
 
 const itemEvent =
   <T extends ItemEventType>(type: T) =>
-  (item: ItemEntity, outputIndex: number): ItemEvent<T> => ({
+  (item: ItemEntity, outputIndex: number, receipts?: ReadonlyMap<string, Date>): ItemEvent<T> => ({
     type,
     turn_id: item.turnId,
     output_index: outputIndex,
-    item: toItemDto(item),
+    item: toItemDto(item, receipts),
     yuxi: runOf(item),
   });
 
@@ -202,8 +202,9 @@ export const turnEvents = {
   reasoningDelta: EVENT_BUILDERS['yuxi.session.turn.reasoning.delta'],
   reasoningDone: EVENT_BUILDERS['yuxi.session.turn.reasoning.done'],
   toolProgress: EVENT_BUILDERS['yuxi.session.turn.tool_progress'],
-  item(type: 'added' | 'done', item: ItemEntity, outputIndex: number) {
-    return EVENT_BUILDERS[`agent.session.turn.item.${type}` as const](item, outputIndex);
+  /** `receipts`: when the inputs of user messages were received (input id → received_at). */
+  item(type: 'added' | 'done', item: ItemEntity, outputIndex: number, receipts?: ReadonlyMap<string, Date>) {
+    return EVENT_BUILDERS[`agent.session.turn.item.${type}` as const](item, outputIndex, receipts);
   },
   contentPart(type: 'added' | 'done', item: ItemEntity, outputIndex: number, contentIndex: number, part: StoredContentPart) {
     return EVENT_BUILDERS[`agent.session.turn.content_part.${type}` as const](item, outputIndex, contentIndex, part);

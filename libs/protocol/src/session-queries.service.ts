@@ -93,7 +93,10 @@ export class SessionQueriesService {
     // A cursor at the streaming message (the newest item) has nothing after it ascending, everything descending.
     const atActive = active !== null && page.after === active.id;
     const listed = atActive ? (page.order === 'desc' ? await this.items.listItems(sessionId, turnId, { ...page, after: undefined }) : null) : await this.items.listItems(sessionId, turnId, page);
-    let data = (listed?.rows ?? []).map(toItemDto);
+    const rows = listed?.rows ?? [];
+    // When the page's messages were received: one read of their inputs, only when the page has any.
+    const receipts = await this.inputs.receivedAt(sessionId, [...new Set(rows.flatMap((row) => (row.type === 'message' && row.inputId !== null ? [row.inputId] : [])))]);
+    let data = rows.map((row) => toItemDto(row, receipts));
     let hasMore = listed?.hasMore ?? false;
     // Its item may have been written between the two reads: then the page has it already.
     if (active && !atActive && !data.some((item) => item.id === active.id)) {
@@ -140,7 +143,8 @@ export class SessionQueriesService {
     const input = await this.inputs.get(sessionId, inputId);
     const items = input.status === 'consumed' ? await this.items.itemsOfInput(sessionId, input.id) : [];
     const attachments = await this.attachmentsOf([input]);
-    return { ...toInputDto(input, attachments.get(input.id)), items: items.map(toItemDto) };
+    const receipts = new Map([[input.id, input.receivedAt]]);
+    return { ...toInputDto(input, attachments.get(input.id)), items: items.map((item) => toItemDto(item, receipts)) };
   }
 
   /** The existing attachments of inputs that were submitted with files, by input id. */

@@ -49,7 +49,7 @@ export class ToolCallStep {
     const tool = tools.find((t) => t.name === plan.call.name);
     if (plan.action === 'execute' || plan.action === 'resume_elicitation') {
       if (!plan.started) {
-        const started = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolStarted(held, state.lease, plan.call), true);
+        const started = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolStarted(held, state.lease, plan.call, !(tool?.idempotent ?? false)), true);
         if (started === 'cancelled') throw new TurnCancelledError();
         if (!started) return this.fenced(state, 'tool start');
       }

@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { FailureSideEffects } from '#libs/errors';
 import type { ItemStatus, RunStatus, StepKind, StepStatus, TurnStatus } from './states.js';
 
 export type { ItemStatus, RunStatus, StepKind, StepStatus, TurnStatus } from './states.js';
@@ -132,6 +133,10 @@ export interface TurnContext {
 export interface PublicError {
   code: string;
   message: string;
+  /** A failed turn's or run's: whether submitting the input again is advised (set when it settles). */
+  retryable?: boolean;
+  /** A failed turn's or run's: what it may have done before it failed (FailureSideEffects; set when it settles). */
+  side_effects?: FailureSideEffects;
 }
 
 @Entity('turns')

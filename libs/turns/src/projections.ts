@@ -2,7 +2,12 @@ import { unixSeconds } from '#libs/database';
 import { assistantContent, isCallItem, isReasoningPart, type ItemEntity, REASONING_PART, type RunCheckpoint, type RunEntity, type TurnEntity, type Waitpoint } from './entities.js';
 import type { ItemDto, RunDto, RunSummaryDto, TurnDetailDto, TurnDto } from './turn.dto.js';
 
-export function toItemDto(item: ItemEntity): ItemDto {
+/**
+ * `receipts`: when the inputs of the page's messages were received (input id → received_at), read
+ * by the caller from the inputs; a message item shows its input's (null without an input: the
+ * assistant's, or where the caller has none).
+ */
+export function toItemDto(item: ItemEntity, receipts?: ReadonlyMap<string, Date>): ItemDto {
   const yuxi = { turn_id: item.turnId, run_id: item.runId, input_id: item.inputId, created_at: unixSeconds(item.createdAt) };
   const call = item.content[0];
   // A tool call and its output are items of their own, linked by call_id (no role, no content parts).
@@ -26,7 +31,7 @@ export function toItemDto(item: ItemEntity): ItemDto {
     role: item.role ?? 'assistant',
     status: item.status,
     content: item.content.filter((part) => !isReasoningPart(part)).map((part) => (part.type === 'output_text' ? { ...part, annotations: [] } : part)),
-    yuxi: reasoning.length > 0 ? { ...yuxi, reasoning } : yuxi,
+    yuxi: { ...yuxi, received_at: item.inputId !== null ? unixSeconds(receipts?.get(item.inputId) ?? null) : null, ...(reasoning.length > 0 ? { reasoning } : {}) },
   };
   if (item.role === 'assistant') dto.phase = item.phase ?? 'commentary';
   return dto;
@@ -93,7 +98,7 @@ export function toRunDto(run: RunEntity): RunDto {
 }
 
 export function toRunSummary(run: RunEntity): RunSummaryDto {
-  return { id: run.id, status: run.status, created_at: unixSeconds(run.createdAt), completed_at: unixSeconds(run.completedAt), error: run.error };
+  return { id: run.id, status: run.status, input_ids: run.inputIds, created_at: unixSeconds(run.createdAt), completed_at: unixSeconds(run.completedAt), error: run.error };
 }
 
 /** The turn projection shared by the turn endpoints, the session's current_turn and SSE turn events. */
@@ -121,7 +126,7 @@ export function toTurnDetailDto(turn: TurnEntity, runs: RunEntity[], output: Ite
       ...base.yuxi,
       cancellation_pending: turn.cancellationPending,
       runs: runs.map(toRunDto),
-      output: output.map(toItemDto),
+      output: output.map((item) => toItemDto(item)),
     },
   };
 }

@@ -1,4 +1,5 @@
 import { ApiProperty, type ApiPropertyOptions, ApiPropertyOptional } from '@nestjs/swagger';
+import { FAILURE_SIDE_EFFECTS, type FailureSideEffects } from '#libs/errors';
 import { RUN_STATUSES, TURN_STATUSES } from './states.js';
 import { CALL_ITEM_TYPES, COMPACTION_TRIGGERS } from './entities.js';
 
@@ -10,6 +11,17 @@ export class PublicErrorDto {
   })
   code!: string;
   @ApiProperty() message!: string;
+  @ApiPropertyOptional({
+    description:
+      'A failed turn or run: whether submitting the same input again is advised. True when the cause may be gone on a later try (`model_rate_limited`, `model_timeout`, `model_unavailable`, `run_takeover_limit`, `run_failed`) and no side effect may repeat (`side_effects` is not `possible`); false for a limit or a request the provider refuses, which the same input meets again, and for any code outside this list.',
+  })
+  retryable?: boolean;
+  @ApiPropertyOptional({
+    enum: FAILURE_SIDE_EFFECTS,
+    description:
+      'A failed turn or run: what the turn may have done before it failed, derived from its committed steps and items. `none`: nothing (no message, no tool call: it failed before any step). `output`: it produced messages or tool calls (read them from the items), but no tool with side effects ran. `possible`: a tool not declared `idempotent` ran or may have run (a server tool started; MCP tools unless declared idempotent), or the client ran function tools for it: retrying may repeat what it did.',
+  })
+  side_effects?: FailureSideEffects;
 }
 
 export class ContentPartDto {
@@ -41,6 +53,12 @@ export class ItemYuxiDto {
   @ApiProperty({ type: String, nullable: true }) run_id!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The input a user message was consumed from.' }) input_id!: string | null;
   @ApiProperty({ type: 'integer', description: 'Unix seconds when the item was projected into history.' }) created_at!: number;
+  @ApiPropertyOptional({
+    type: 'integer',
+    nullable: true,
+    description: 'Message items: Unix seconds the input this message came from was durably received (its receipt, as `GET …/inputs/{input_id}` shows it); null for a message not from an input (the assistant\'s).',
+  })
+  received_at?: number | null;
   @ApiPropertyOptional({ description: 'function_call_output: whether the tool succeeded.' }) success?: boolean;
   @ApiPropertyOptional({
     type: 'array',
@@ -173,6 +191,8 @@ export class RunDto {
 export class RunSummaryDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: RUN_STATUSES }) status!: string;
+  @ApiProperty({ type: [String], description: 'The inputs this run consumed, in received order: a turn\'s first run its batch, a run that took a steer the steer; empty for a run that took none (a takeover after an interruption).' })
+  input_ids!: string[];
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) completed_at!: number | null;
   @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;

@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
-import { DomainError } from '#libs/errors';
+import { DomainError, isTransientFailure } from '#libs/errors';
 import { type PublicError, RunEntity, type TurnContext, TurnEntity, type TurnStatus, type Usage, type Waitpoint } from './entities.js';
+import { FAILURE_SIDE_EFFECTS_SQL } from './failure-side-effects.js';
 import { ADD_USAGE, type Lease } from './lease.js';
 import type { OpenWaitpointFilter, OpenWaitpointRow } from './operator-reads.js';
 import { ACTIVE_TURN_STATUSES, RUN_TRANSITIONS, type SettledStatus, settledStatusSql, statusGuard, TURN_TRANSITIONS } from './states.js';
@@ -33,7 +34,13 @@ export interface SettleSpec {
   runId: string;
   runStatus: SettledStatus;
   turn: TurnEntity;
+  /**
+   * Why the run failed ({code, message}); settle adds `side_effects`, derived from the turn's
+   * committed steps and items, and `retryable` (failureRetryable).
+   */
   error: PublicError | null;
+  /** The run's shown text becomes an item after settle, in the same transaction (a failed run's incomplete message): output already. */
+  outputShown?: boolean;
   /** A completion's model call, recorded as a committed step of the turn (with this id when given: a model request is keyed by it). */
   answer?: { id?: string; input: object; output: object };
   /** Tokens of the run's last model call, added to the run's and the turn's usage. */
@@ -145,22 +152,25 @@ export class TurnsRepository {
          FOR UPDATE OF r
        ), fin AS (
          SELECT id, turn_id, ${settledStatusSql('cancellation_pending', '$4::text')} AS status FROM cur
+       ), err AS (
+         SELECT CASE WHEN $6::jsonb IS NULL THEN NULL ELSE $6::jsonb || jsonb_build_object('side_effects', fx.side_effects, 'retryable', $13::boolean AND fx.side_effects <> 'possible') END AS error
+         FROM (SELECT ${FAILURE_SIDE_EFFECTS_SQL} AS side_effects FROM cur) fx
        ), r AS (
-         UPDATE runs SET status = fin.status, completed_at = $5, error = $6::jsonb, lease_owner = NULL, lease_expires_at = NULL,
+         UPDATE runs SET status = fin.status, completed_at = $5, error = (SELECT error FROM err), lease_owner = NULL, lease_expires_at = NULL,
                 usage = CASE WHEN $11::jsonb IS NULL THEN runs.usage ELSE ${ADD_USAGE('runs.usage', '$11')} END
          FROM fin WHERE runs.id = fin.id RETURNING runs.turn_id, fin.status, runs.usage
        ), t AS (
          UPDATE turns SET status = r.status, completed_at = $5, result_run_id = CASE WHEN r.status = 'completed' THEN $1::uuid END,
-                current_run_id = NULL, error = $6::jsonb, cancellation_pending = false,
+                current_run_id = NULL, error = (SELECT error FROM err), cancellation_pending = false,
                 usage = CASE WHEN $11::jsonb IS NULL THEN turns.usage ELSE ${ADD_USAGE('turns.usage', '$11')} END,
                 context = coalesce($12::jsonb, turns.context)
-         FROM r WHERE turns.id = r.turn_id RETURNING r.status, r.usage AS run_usage, turns.usage AS turn_usage
+         FROM r WHERE turns.id = r.turn_id RETURNING r.status, r.usage AS run_usage, turns.usage AS turn_usage, turns.error
        ), st AS (
          INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, input, output, created_at, completed_at)
          SELECT $7, $1, r.turn_id, $8, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = r.turn_id), 'model_call', 'completed', $9::jsonb, $10::jsonb, $5, $5
          FROM r WHERE r.status = 'completed' AND $9::jsonb IS NOT NULL
        )
-       SELECT status, run_usage, turn_usage FROM t`),
+       SELECT status, run_usage, turn_usage, error FROM t`),
       [
         spec.runId,
         spec.lease?.owner ?? null,
@@ -174,8 +184,10 @@ export class TurnsRepository {
         spec.answer ? JSON.stringify(spec.answer.output) : null,
         spec.usage ? JSON.stringify(spec.usage) : null,
         spec.context ? JSON.stringify(spec.context) : null,
+        spec.error !== null && isTransientFailure(spec.error.code),
+        spec.outputShown ?? false,
       ],
-    )) as { status: TurnStatus; run_usage: Usage | null; turn_usage: Usage | null }[];
+    )) as { status: TurnStatus; run_usage: Usage | null; turn_usage: Usage | null; error: PublicError | null }[];
     const row = rows[0];
     if (!row) return null;
     return {
@@ -185,7 +197,7 @@ export class TurnsRepository {
         completedAt: spec.at,
         resultRunId: row.status === 'completed' ? spec.runId : null,
         currentRunId: null,
-        error: spec.error,
+        error: row.error,
         cancellationPending: false,
         usage: row.turn_usage,
         context: spec.context ?? spec.turn.context,

@@ -3,7 +3,7 @@ import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, A
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
-import { decodeCursor, type StreamPosition } from '#libs/events';
+import { decodeCursor, isRetiredCursor, type StreamPosition } from '#libs/events';
 import { ReceiptDto, SessionQueriesService, SubmitEvent, SubmitEventsDto } from '#libs/protocol';
 import { MESSAGE_RECEIPT_EXAMPLE, SUBMIT_EVENT_EXAMPLES } from '../openapi/examples.js';
 import { sseContent } from '../openapi/session-events.js';
@@ -71,14 +71,14 @@ export class SessionEventsController {
       'A long-lived text/event-stream across turns; each message\'s `data:` is a `SessionEvent` (see its schema, one member per event type). Without Last-Event-ID the stream starts with the retained replay window, preceded by `yuxi.session.resync` when that window no longer starts at the session\'s first event (trimmed, or expired altogether); with it, strictly after that cursor. Events missed on the way (an expired cursor, a Redis outage) are announced with `yuxi.session.resync`, never skipped silently. 503 `service_unavailable` (retryable) before the stream starts while Redis is unreachable.',
   })
   @ApiSessionId()
-  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id:` of the last event processed: resume strictly after it (empty: from the replay window).', schema: { type: 'string' } })
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id:` of the last event processed: resume strictly after it (empty: from the replay window). One cursor format: a cursor of the earlier format (before events carried `yuxi.seq`) is refused with 400 `last_event_id_retired`, which says how to resume.', schema: { type: 'string' } })
   @ApiProduces('text/event-stream')
   @ApiResponse({
     status: 200,
     description: 'The event stream: `id:` (an opaque cursor), `event:` (the type) and `data:` (the event JSON with a stable event_id) per message.',
     content: sseContent('The session event stream across turns; it stays open until the client closes it.'),
   })
-  @ApiErrors('not_found', 'invalid_last_event_id', 'service_unavailable')
+  @ApiErrors('not_found', 'last_event_id_retired', 'invalid_last_event_id', 'service_unavailable')
   async stream(
     @CurrentPrincipal() principal: Principal,
     @Param('session_id') sessionId: string,
@@ -90,6 +90,12 @@ export class SessionEventsController {
     let after: StreamPosition | null = null;
     if (lastEventId !== undefined && lastEventId !== '') {
       after = decodeCursor(sessionId, lastEventId);
+      if (after === null && isRetiredCursor(sessionId, lastEventId)) {
+        throw new DomainError(
+          'last_event_id_retired',
+          'Last-Event-ID is a cursor of an earlier stream format (before events carried yuxi.seq) and cannot be resumed from: reconnect without Last-Event-ID (the retained window is replayed; skip events whose event_id you already applied) or re-read the turn and its items, then resume from the id: of the events you receive',
+        );
+      }
       if (after === null) throw new DomainError('invalid_last_event_id', 'Last-Event-ID is not a cursor of this session stream');
     }
 

@@ -103,7 +103,7 @@ const USER_ITEM = {
   role: 'user',
   status: 'completed',
   content: [{ type: 'input_text', text: 'Hello!' }],
-  yuxi: { turn_id: TURN_ID, run_id: RUN_ID, input_id: INPUT_ID, created_at: AT },
+  yuxi: { turn_id: TURN_ID, run_id: RUN_ID, input_id: INPUT_ID, created_at: AT, received_at: AT },
 };
 const ASSISTANT_ITEM = {
   id: ASSISTANT_ITEM_ID,
@@ -112,7 +112,7 @@ const ASSISTANT_ITEM = {
   status: 'completed',
   content: [{ type: 'output_text', text: 'Echo: Hello!', annotations: [] }],
   phase: 'final_answer',
-  yuxi: { turn_id: TURN_ID, run_id: RUN_ID, input_id: null, created_at: AT + 1 },
+  yuxi: { turn_id: TURN_ID, run_id: RUN_ID, input_id: null, created_at: AT + 1, received_at: null },
 };
 
 const CONTEXT = { tokens: 42, window_tokens: 32768, compaction_item_id: null };
@@ -139,7 +139,7 @@ export const ITEM_LIST_EXAMPLE = {
   first_id: USER_ITEM_ID,
   last_id: ASSISTANT_ITEM_ID,
   has_more: false,
-  yuxi: { runs: [{ id: RUN_ID, status: 'completed', created_at: AT, completed_at: AT + 1, error: null }] },
+  yuxi: { runs: [{ id: RUN_ID, status: 'completed', input_ids: [INPUT_ID], created_at: AT, completed_at: AT + 1, error: null }] },
 };
 
 const INPUT = {

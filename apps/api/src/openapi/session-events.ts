@@ -1,5 +1,5 @@
 import { type ContentObject, getSchemaPath, type SchemaObject } from '@nestjs/swagger';
-import { type ContentPartEventType, EVENT_TYPES, type EventOf, type EventType, type ItemEventType, type RunEventType, type TurnStatusEventType } from '#libs/events';
+import { type ContentPartEventType, EVENT_FORMAT, EVENT_TYPES, type EventOf, type EventType, type ItemEventType, type RunEventType, type TurnStatusEventType } from '#libs/events';
 import { SessionDto, ReceiptDto } from '#libs/protocol';
 import { COMPACTION_TRIGGERS, ContentPartDto, ItemDto, PublicErrorDto, RunDto, TurnDto, TurnStateDto, WaitpointDto } from '#libs/turns';
 
@@ -27,8 +27,6 @@ interface EventSpec {
   /** The type-specific fields, required unless named in `optional`. */
   payload: Record<string, SchemaObject>;
   optional?: string[];
-  /** `yuxi` may be absent altogether (a resync a subscriber gets from the stream itself). */
-  yuxiOptional?: boolean;
   /** The event embeds an item's content, cut past EVENT_ITEM_CONTENT_BYTES (`yuxi.truncated`). */
   truncates?: boolean;
 }
@@ -215,7 +213,6 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
     durability: 'either',
     run: 'none',
     turn: false,
-    yuxiOptional: true,
     payload: {
       reason: {
         type: 'string',
@@ -231,6 +228,12 @@ const SEQ: SchemaObject = {
   minimum: 1,
   description: 'Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first).',
 };
+const FORMAT: SchemaObject = {
+  type: 'integer',
+  enum: [EVENT_FORMAT],
+  description:
+    'The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).',
+};
 const TRUNCATED: SchemaObject = {
   type: 'boolean',
   enum: [true],
@@ -240,8 +243,8 @@ const TRUNCATED: SchemaObject = {
 const RUN_ID: SchemaObject = { type: 'string', description: 'The run (execution segment) the event belongs to.' };
 
 function yuxiSchema(spec: EventSpec): SchemaObject {
-  const properties: Record<string, SchemaObject> = {};
-  const required: string[] = [];
+  const properties: Record<string, SchemaObject> = { format: FORMAT };
+  const required: string[] = ['format'];
   if (spec.durability !== 'live') properties.seq = SEQ;
   if (spec.durability === 'durable') required.push('seq');
   if (spec.run !== 'none') {
@@ -263,7 +266,7 @@ function memberSchema(type: EventType, spec: EventSpec): SchemaObject {
     ...spec.payload,
     yuxi: yuxiSchema(spec),
   };
-  const required = ['type', 'event_id', 'session_id', 'created_at', ...(spec.turn ? ['turn_id'] : []), ...Object.keys(spec.payload).filter((field) => !spec.optional?.includes(field)), ...(spec.yuxiOptional ? [] : ['yuxi'])];
+  const required = ['type', 'event_id', 'session_id', 'created_at', ...(spec.turn ? ['turn_id'] : []), ...Object.keys(spec.payload).filter((field) => !spec.optional?.includes(field)), 'yuxi'];
   return { type: 'object', description: EVENT_TYPES[type], required, properties, additionalProperties: false };
 }
 
