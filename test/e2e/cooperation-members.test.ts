@@ -147,7 +147,7 @@ describe('cooperation: members and their coordinator', () => {
     assert.equal((await sendMessage(coordinator.id, `${tool('message_subagent', { subagent_id: 'b', message: 'go now' })} ${tool('wait_subagents', { subagent_ids: ['b'] })}`)).status, 202);
     assert.equal((await endedTurn(coordinator.id, 1)).status, 'completed');
     const texts = (await items(b.id)).filter((i) => i.type === 'message' && i.role === 'assistant').map((i) => i.content[0].text);
-    assert.deepEqual(texts, ['Echo: go now', 'Echo: queued work'], 'the message ran alone first, then the queue it lifted');
+    assert.deepEqual(texts, ['Echo: go now', 'Echo: queued work'], 'b stayed paused when the slot freed: the message ran alone first, then the queue it lifted');
   });
 
   it('a member keeps working when its parent\'s turn fails', async () => {

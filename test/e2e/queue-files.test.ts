@@ -117,8 +117,7 @@ describe('queue and files', () => {
     // after its readiness, so an old follow-up that ran while it was preparing has the earlier turn.
     writeFileSync(draftPath(draft.id), 'late bytes');
     const oldDone = await until(() => input(sessionId, old.body.input_id), (i) => i.status === 'consumed', 'the old follow-up to run');
-    const freshDone = await input(sessionId, fresh.body.input_id);
-    assert.equal(freshDone.status, 'consumed');
+    const freshDone = await until(() => input(sessionId, fresh.body.input_id), (i) => i.status === 'consumed', 'the fresh message to run');
     const list = await until(() => turns(sessionId), (t) => t.length === 3 && t.every((turn) => turn.status !== 'in_progress'), 'both turns to end');
     assert.deepEqual(list.map((t) => t.id), [waiting.data.turn_id, freshDone.turn_id, oldDone.turn_id], 'the old queue waited: the fresh message ran first, alone, then the old queue');
   });
@@ -209,15 +208,16 @@ describe('queue and files', () => {
         assert.equal(deleted.status, 200, deleted.text);
       }
       writeFileSync(draftPath(draft.id), 'bytes come back');
-      const ready = await until(() => input(sessionId, attached.body.input_id), (i) => i.attachment_status === 'ready', 'the preparation to finish');
-      assert.equal(ready.status, 'cancelled');
-      assert.equal(ready.attachment_error, null);
+      await until(() => input(sessionId, attached.body.input_id), (i) => i.attachment_status === 'ready', 'the preparation to finish');
       // The readiness nudges the session; the worker logs what that dispatch ran once it claimed all
       // it could. A run the late preparation started would have been claimed before this line.
       const dispatched = await until(async () => readyDispatchLine(attached.body.input_id), (line) => line !== undefined, 'the ready input\'s dispatch to end', 200);
       assert.equal(dispatched!.session_id, sessionId);
       assert.deepEqual((await turns(sessionId)).map((t) => t.id), [waiting.data.turn_id], 'no run started');
       assert.match(dispatched!.msg, /ran 0 turn\(s\)$/);
+      const ready = await input(sessionId, attached.body.input_id);
+      assert.equal(ready.status, 'cancelled');
+      assert.equal(ready.attachment_error, null);
       const attachment = (await http(`${API}/sessions/${sessionId}/attachments`)).body.data.find((f: any) => f.id === draft.id);
       assert.equal(attachment?.status, 'ready');
       const bytes = await fetch(`${env.apiUrl}${API}/sessions/${sessionId}/files/${draft.id}/content`, { headers: { authorization: `Bearer ${env.apiKey}` } });
