@@ -112,15 +112,14 @@ describe('queue and files', () => {
     assert.equal(fresh.status, 202, fresh.text);
     const failing = await until(() => input(sessionId, fresh.body.input_id), (i) => i.attachment_error !== null, 'a failed preparation');
     assert.equal(failing.attachment_status, 'preparing');
-    assert.equal((await input(sessionId, old.body.input_id)).status, 'pending', 'the old queue waits');
-    assert.equal((await turns(sessionId)).length, 1, 'nothing ran');
 
+    // Whether the old queue waited is read once the fresh message has run: a claim takes it only
+    // after its readiness, so an old follow-up that ran while it was preparing has the earlier turn.
     writeFileSync(draftPath(draft.id), 'late bytes');
     const oldDone = await until(() => input(sessionId, old.body.input_id), (i) => i.status === 'consumed', 'the old follow-up to run');
-    const freshDone = await input(sessionId, fresh.body.input_id);
-    assert.equal(freshDone.status, 'consumed');
+    const freshDone = await until(() => input(sessionId, fresh.body.input_id), (i) => i.status === 'consumed', 'the fresh message to run');
     const list = await until(() => turns(sessionId), (t) => t.length === 3 && t.every((turn) => turn.status !== 'in_progress'), 'both turns to end');
-    assert.deepEqual(list.map((t) => t.id), [waiting.data.turn_id, freshDone.turn_id, oldDone.turn_id], 'the fresh message ran first, alone, then the old queue');
+    assert.deepEqual(list.map((t) => t.id), [waiting.data.turn_id, freshDone.turn_id, oldDone.turn_id], 'the old queue waited: the fresh message ran first, alone, then the old queue');
   });
 
   it('a cancelled input\'s files stay in the shared workdir: the tools of its session and of the project\'s others list and read them', async () => {
@@ -209,7 +208,14 @@ describe('queue and files', () => {
         assert.equal(deleted.status, 200, deleted.text);
       }
       writeFileSync(draftPath(draft.id), 'bytes come back');
-      const ready = await until(() => input(sessionId, attached.body.input_id), (i) => i.attachment_status === 'ready', 'the preparation to finish');
+      await until(() => input(sessionId, attached.body.input_id), (i) => i.attachment_status === 'ready', 'the preparation to finish');
+      // The readiness nudges the session; the worker logs what that dispatch ran once it claimed all
+      // it could. A run the late preparation started would have been claimed before this line.
+      const dispatched = await until(async () => readyDispatchLine(attached.body.input_id), (line) => line !== undefined, 'the ready input\'s dispatch to end', 200);
+      assert.equal(dispatched!.session_id, sessionId);
+      assert.deepEqual((await turns(sessionId)).map((t) => t.id), [waiting.data.turn_id], 'no run started');
+      assert.match(dispatched!.msg, /ran 0 turn\(s\)$/);
+      const ready = await input(sessionId, attached.body.input_id);
       assert.equal(ready.status, 'cancelled');
       assert.equal(ready.attachment_error, null);
       const attachment = (await http(`${API}/sessions/${sessionId}/attachments`)).body.data.find((f: any) => f.id === draft.id);
@@ -219,8 +225,6 @@ describe('queue and files', () => {
       assert.equal(await bytes.text(), 'bytes come back');
       const session = (await http(`${API}/sessions/${sessionId}`)).body;
       assert.equal(session.yuxi.queued_input_count, 0);
-      assert.deepEqual((await turns(sessionId)).map((t) => t.id), [waiting.data.turn_id], 'no run started');
-      assert.ok(!stream.events.some((e) => e.type === 'agent.session.turn.created' && e.data.turn_id !== waiting.data.turn_id));
     });
   }
 
@@ -246,10 +250,20 @@ describe('queue and files', () => {
   });
 });
 
-/** Whether the worker's log (TEST_LOG_DIR/worker.log) says the sweep could not remove this file's bytes. */
-function workerLogMentions(fileId: string): boolean {
+/** The worker's log lines (TEST_LOG_DIR/worker.log). */
+function workerLog(): string[] {
   const dir = process.env.TEST_LOG_DIR;
   if (!dir) throw new Error('TEST_LOG_DIR is not set: run the suite with npm test');
-  const log = readFileSync(path.join(dir, 'worker.log'), 'utf8');
-  return log.split('\n').some((line) => line.includes(fileId) && line.includes('bytes not removed yet'));
+  return readFileSync(path.join(dir, 'worker.log'), 'utf8').split('\n');
+}
+
+/** Whether the worker's log says the sweep could not remove this file's bytes. */
+function workerLogMentions(fileId: string): boolean {
+  return workerLog().some((line) => line.includes(fileId) && line.includes('bytes not removed yet'));
+}
+
+/** The worker's line (JSON) that ends the dispatch nudged by this input's attachments becoming ready. */
+function readyDispatchLine(inputId: string): { session_id: string; msg: string } | undefined {
+  const line = workerLog().find((l) => l.includes(`input ${inputId}: attachments ready; its dispatch ran`));
+  return line === undefined ? undefined : JSON.parse(line);
 }

@@ -37,7 +37,7 @@ export class SessionDispatchProcessor extends JobProcessor<typeof JOBS.dispatchS
 
   constructor(driver: SessionDriver) {
     super();
-    this.handlers = { [JOBS.dispatchSession]: ({ sessionId, takeover }: JobPayloads['session.dispatch']) => driver.drive(sessionId, takeover === true) };
+    this.handlers = { [JOBS.dispatchSession]: ({ sessionId, takeover, readyInputId }: JobPayloads['session.dispatch']) => driver.drive(sessionId, takeover === true, readyInputId) };
   }
 }
 

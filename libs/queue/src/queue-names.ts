@@ -19,7 +19,8 @@ export type JobName = (typeof JOBS)[keyof typeof JOBS];
 
 export interface JobPayloads {
   /** `takeover`: a run of the session waits for a worker to continue it. */
-  'session.dispatch': { sessionId: string; takeover?: boolean };
+  /** `readyInputId`: the nudge of an input whose attachments became ready (the driver logs what it did for it). */
+  'session.dispatch': { sessionId: string; takeover?: boolean; readyInputId?: string };
   'recovery.sweep': Record<string, never>;
   /** Expired drafts, abandoned uploads and unfinished deletions (libs/files FilesSweep). */
   'files.sweep': Record<string, never>;

@@ -45,7 +45,7 @@ export class SessionDispatcher {
    */
   async nudgeReadyInput(sessionId: string, inputId: string): Promise<void> {
     try {
-      await this.queue.add(JOBS.dispatchSession, { sessionId }, { deduplication: { id: `ready:${inputId}` }, removeOnComplete: true, removeOnFail: 1000 });
+      await this.queue.add(JOBS.dispatchSession, { sessionId, readyInputId: inputId }, { deduplication: { id: `ready:${inputId}` }, removeOnComplete: true, removeOnFail: 1000 });
     } catch (error) {
       metrics.redisError('queue');
       this.log.warn(`dispatch nudges are failing; the outbox relay and the recovery sweep will retry: ${String(error)}`);

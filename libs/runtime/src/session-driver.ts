@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { withLogContext } from '#libs/config';
 import { newId } from '#libs/database';
 import { InputsRepository } from '#libs/inputs';
@@ -19,6 +19,7 @@ import { WORKER_ID } from './worker-identity.js';
  */
 @Injectable()
 export class SessionDriver {
+  private readonly logger = new Logger(SessionDriver.name);
   private claiming = true;
   private readonly inFlight = new Set<AbortController>();
 
@@ -30,8 +31,14 @@ export class SessionDriver {
     private readonly signals: RunSignals,
   ) {}
 
-  /** `takeover`: the nudge says a run waits to be taken over (else only pending inputs are looked for). */
-  async drive(sessionId: string, takeover = false): Promise<number> {
+  /**
+   * `takeover`: the nudge says a run waits to be taken over (else only pending inputs are looked for).
+   * `readyInputId`: the nudge of an input whose attachments became ready; once this dispatch has
+   * claimed all it could, a line says how many turns it ran. Anything the readiness could start
+   * is claimed before that line, so it is where an observer knows a ready input started no run
+   * (a cancelled input's late preparation, for one).
+   */
+  async drive(sessionId: string, takeover = false, readyInputId?: string): Promise<number> {
     let turnsRun = 0;
     // What the last settle saw of the queue under the session lock; null: look (unlocked, cheap).
     // Most nudges after a turn find nothing to do, and an input that lands after a settle (or
@@ -56,6 +63,9 @@ export class SessionDriver {
         control.stopListening();
         this.inFlight.delete(control.abort);
       }
+    }
+    if (readyInputId !== undefined) {
+      withLogContext({ session_id: sessionId }, () => this.logger.log(`input ${readyInputId}: attachments ready; its dispatch ran ${turnsRun} turn(s)`));
     }
     return turnsRun;
   }
