@@ -6,7 +6,7 @@ import { DomainError } from '#libs/errors';
 import { decodeCursor, type StreamPosition } from '#libs/events';
 import { ReceiptDto, SessionQueriesService, SubmitEvent, SubmitEventsDto } from '#libs/protocol';
 import { MESSAGE_RECEIPT_EXAMPLE, SUBMIT_EVENT_EXAMPLES } from '../openapi/examples.js';
-import { sseContent } from '../openapi/session-events.js';
+import { SSE_FRAMING, sseContent } from '../openapi/session-events.js';
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 import { ApiIdempotencyKey, ApiSessionId } from './api-params.js';
@@ -75,8 +75,8 @@ export class SessionEventsController {
   @ApiProduces('text/event-stream')
   @ApiResponse({
     status: 200,
-    description: 'The event stream: `id:` (an opaque cursor), `event:` (the type) and `data:` (the event JSON with a stable event_id) per message.',
-    content: sseContent('The session event stream across turns; it stays open until the client closes it.'),
+    description: `The session event stream across turns; it stays open until the client closes it. ${SSE_FRAMING}`,
+    content: sseContent(),
   })
   @ApiErrors('not_found', 'invalid_last_event_id', 'service_unavailable')
   async stream(
