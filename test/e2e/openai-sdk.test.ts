@@ -44,6 +44,11 @@ function refused(status: number, code: string) {
   };
 }
 
+/** A create's key: a per-request header (the SDK's `idempotencyKey` option sends nothing to this client's endpoints). */
+function keyed(key: string): { headers: Record<string, string> } {
+  return { headers: { 'Idempotency-Key': key } };
+}
+
 function message(text: string) {
   return { type: 'agent.session.input.message' as const, input: [{ type: 'message' as const, role: 'user' as const, content: [{ type: 'input_text' as const, text }] }] };
 }
@@ -51,11 +56,11 @@ function message(text: string) {
 describe('openai-sdk: the official OpenAI SDK as a client', () => {
   it('creates a session with environment none and top-level metadata, under the Idempotency-Key rule', async () => {
     const params = { environment: { type: 'none' as const }, agent_id: 'default-chatbot', metadata: { channel: 'sdk' } };
-    // Idempotency-Key stays required: the SDK sends one only when asked to.
+    // Idempotency-Key stays required: the SDK sends one only as a header given with the request.
     await assert.rejects(sessions.create(params), refused(422, 'idempotency_key_required'));
 
     const key = `sdk-create-${randomUUID()}`;
-    const session = await sessions.create(params, { idempotencyKey: key });
+    const session = await sessions.create(params, keyed(key));
     assert.equal(session.object, 'agent.session');
     assert.deepEqual(session.environment, { type: 'none' });
     assert.deepEqual(session.metadata, { channel: 'sdk' });
@@ -65,16 +70,16 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
     assert.equal(session.error, null);
     assert.equal(session.usage, null);
 
-    const replay = await sessions.create(params, { idempotencyKey: key });
+    const replay = await sessions.create(params, keyed(key));
     assert.equal(replay.id, session.id, 'the same key and intent answer the first session');
     // The same map as yuxi.metadata is the same intent; another map under the key is a conflict.
     const same = await http(`${API}/sessions`, { body: { agent_id: 'default-chatbot', yuxi: { metadata: { channel: 'sdk' } } }, idempotencyKey: key });
     assert.equal(same.body.id, session.id, same.text);
-    await assert.rejects(sessions.create({ ...params, metadata: { channel: 'other' } }, { idempotencyKey: key }), refused(409, 'idempotency_conflict'));
+    await assert.rejects(sessions.create({ ...params, metadata: { channel: 'other' } }, keyed(key)), refused(409, 'idempotency_conflict'));
 
     // Other environments come later: refused, naming the field.
     const hosted = { ...params, environment: { type: 'openai_hosted' } } as unknown as typeof params;
-    await assert.rejects(sessions.create(hosted, { idempotencyKey: randomUUID() }), (error: unknown) => {
+    await assert.rejects(sessions.create(hosted, keyed(randomUUID())), (error: unknown) => {
       refused(422, 'validation_failed')(error);
       assert.match(JSON.stringify((error as InstanceType<typeof OpenAI.APIError>).error), /environment\.type/);
       return true;
@@ -88,7 +93,7 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
     const tag = randomUUID();
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      ids.push((await sessions.create({ environment: { type: 'none' }, agent_id: 'default-chatbot', metadata: { tag } }, { idempotencyKey: randomUUID() })).id);
+      ids.push((await sessions.create({ environment: { type: 'none' }, agent_id: 'default-chatbot', metadata: { tag } }, keyed(randomUUID()))).id);
     }
     const read = await sessions.retrieve(ids[0]!);
     assert.equal(read.id, ids[0]);
@@ -111,7 +116,7 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
   });
 
   it('submits messages with its Idempotency-Key param, streams them with its parser, pages items and turns', async () => {
-    const session = await sessions.create({ environment: { type: 'none' }, agent_id: 'default-chatbot' }, { idempotencyKey: randomUUID() });
+    const session = await sessions.create({ environment: { type: 'none' }, agent_id: 'default-chatbot' }, keyed(randomUUID()));
     await assert.rejects(sessions.events.create(session.id, { events: [message('no key')] }), refused(422, 'idempotency_key_required'));
 
     const key = `sdk-msg-${randomUUID()}`;
@@ -142,7 +147,7 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
   });
 
   it('creates with stream: true and reads the answer from the stream it returns', async () => {
-    const stream = await sessions.create({ environment: { type: 'none' }, agent_id: 'default-chatbot', input: 'streamed at once', stream: true }, { idempotencyKey: randomUUID(), signal: AbortSignal.timeout(WAIT_MS) });
+    const stream = await sessions.create({ environment: { type: 'none' }, agent_id: 'default-chatbot', input: 'streamed at once', stream: true }, { ...keyed(randomUUID()), signal: AbortSignal.timeout(WAIT_MS) });
     const events: AnyEvent[] = [];
     for await (const event of stream) {
       events.push(event as AnyEvent);
@@ -158,7 +163,7 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
       model: 'scripted:echo',
       tools: [{ type: 'function', name: 'lookup_order', description: 'Look an order up', parameters: { type: 'object', properties: { order_id: { type: 'string' } }, required: ['order_id'] } }],
     });
-    const session = await sessions.create({ environment: { type: 'none' }, agent_id: agentId, input: '[[tool:lookup_order {"order_id":"A-1042"}]]' }, { idempotencyKey: randomUUID() });
+    const session = await sessions.create({ environment: { type: 'none' }, agent_id: agentId, input: '[[tool:lookup_order {"order_id":"A-1042"}]]' }, keyed(randomUUID()));
     await readUntil(session.id, (e) => e.type === 'yuxi.session.turn.waiting');
     const waiting = await sessions.retrieve(session.id);
     assert.equal(waiting.status, 'requires_action');
@@ -184,7 +189,7 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
 
   it('decides an approval from required_actions with agent.session.input.mcp_approval_request_result', async () => {
     const { id: agentId } = await putAgent({ model: 'scripted:echo', tools: [{ type: 'builtin', name: 'calculator', requires_approval: true }] });
-    const session = await sessions.create({ environment: { type: 'none' }, agent_id: agentId, input: '[[tool:calculator {"expression":"6*7"}]]' }, { idempotencyKey: randomUUID() });
+    const session = await sessions.create({ environment: { type: 'none' }, agent_id: agentId, input: '[[tool:calculator {"expression":"6*7"}]]' }, keyed(randomUUID()));
     await readUntil(session.id, (e) => e.type === 'yuxi.session.turn.waiting');
     const waiting = await sessions.retrieve(session.id);
     const action = waiting.required_actions[0]!;
@@ -202,7 +207,7 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
   });
 
   it('cancels a running turn with agent.session.input.cancel; the session shows cancelled', async () => {
-    const session = await sessions.create({ environment: { type: 'none' }, agent_id: 'default-chatbot', input: '[[delay:200]] [[words:200]]' }, { idempotencyKey: randomUUID() });
+    const session = await sessions.create({ environment: { type: 'none' }, agent_id: 'default-chatbot', input: '[[delay:200]] [[words:200]]' }, keyed(randomUUID()));
     await readUntil(session.id, (e) => e.type === 'agent.session.turn.output_text.delta');
     await sessions.events.create(session.id, { events: [{ type: 'agent.session.input.cancel' }], 'Idempotency-Key': randomUUID() });
     const events = await readUntil(session.id, turnEnded);
@@ -212,7 +217,7 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
 
   it('works with the API root that npm start prints as its base URL', async () => {
     const atRoot = new OpenAI({ apiKey: env.apiKey, baseURL: `${env.apiUrl}/api/v1/agents`, maxRetries: 0 });
-    const session = await atRoot.beta.agents.sessions.create({ environment: { type: 'none' }, agent_id: 'default-chatbot', input: 'from the root' }, { idempotencyKey: randomUUID() });
+    const session = await atRoot.beta.agents.sessions.create({ environment: { type: 'none' }, agent_id: 'default-chatbot', input: 'from the root' }, keyed(randomUUID()));
     assert.equal((await atRoot.beta.agents.sessions.retrieve(session.id)).id, session.id);
     const stream = await atRoot.beta.agents.sessions.events.stream(session.id, { signal: AbortSignal.timeout(WAIT_MS) });
     const events: AnyEvent[] = [];

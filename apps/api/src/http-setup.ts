@@ -15,7 +15,8 @@ const UPLOAD_ROUTE = /^\/api\/v1\/agents\/files\/?$/i;
 /** The session list, whose `metadata[key]=value` filter is gathered into one query field. */
 const SESSION_LIST_ROUTE = /^\/api\/v1\/agents\/sessions\/?$/i;
 
-const DOUBLED_AGENTS_PREFIX = '/api/v1/agents/agents/';
+const AGENTS_PREFIX = '/api/v1/agents';
+const DOUBLED_AGENTS_PREFIX = `${AGENTS_PREFIX}/agents/`;
 
 /**
  * The official OpenAI SDK appends `/agents/sessions/…` to its base URL, whose right value is
@@ -25,7 +26,7 @@ const DOUBLED_AGENTS_PREFIX = '/api/v1/agents/agents/';
  * work. `/api/v1/agents/agents` itself stays the saved agent of that id.
  */
 function collapseDoubledAgentsPrefix(req: Request, _res: Response, next: NextFunction): void {
-  if (req.url.startsWith(DOUBLED_AGENTS_PREFIX)) req.url = req.url.slice('/api/v1/agents'.length);
+  if (req.url.startsWith(DOUBLED_AGENTS_PREFIX)) req.url = AGENTS_PREFIX + req.url.slice(`${AGENTS_PREFIX}/agents`.length);
   next();
 }
 
