@@ -23,4 +23,4 @@ export { CreateProjectDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from 
 export { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
 export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQueueEventDto, PromoteInputEventDto, TreeContinueEventDto, TreeStopEventDto, UpdateSessionDto, UpdateSessionYuxiDto } from './dto/update-session.dto.js';
 export { AnswerResponseDto, ApprovalDecisionDto, ApprovalResponseDto, ResumeEventDto, ToolResultEventDto, UpstreamApprovalResultEventDto, UpstreamToolResultEventDto, WaitpointAnswerDto } from './dto/waitpoint-events.dto.js';
-export { gatherMetadataFilter, METADATA_LIMITS, metadataErrors, parseIfMatch } from './session-metadata.js';
+export { chosenMetadata, gatherMetadataFilter, METADATA_LIMITS, metadataErrors, parseIfMatch } from './session-metadata.js';
