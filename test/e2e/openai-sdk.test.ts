@@ -84,6 +84,12 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
       assert.match(JSON.stringify((error as InstanceType<typeof OpenAI.APIError>).error), /environment\.type/);
       return true;
     });
+    // An upstream field this server does not have is refused by name, never ignored.
+    await assert.rejects(sessions.create({ ...params, review: 'auto_review' }, keyed(randomUUID())), (error: unknown) => {
+      refused(422, 'validation_failed')(error);
+      assert.match(JSON.stringify((error as InstanceType<typeof OpenAI.APIError>).error), /"review"/);
+      return true;
+    });
     const both = await http(`${API}/sessions`, { body: { agent_id: 'default-chatbot', metadata: { a: '1' }, yuxi: { metadata: { a: '2' } } }, idempotencyKey: randomUUID() });
     assert.equal(both.status, 422, both.text);
     assert.equal(both.body.error.details.fields[0].field, 'metadata', both.text);
