@@ -61,16 +61,21 @@ export class SubmitEvent {
   }
 }
 
+const MAX_TOOL_OUTPUT_CHARS = 1_048_576;
+
 /** The upstream tool result as ours: text parts joined; a failure's output is its error when given. */
 function asToolResult(event: UpstreamToolResultEventDto): ToolResultEventDto {
   const output = typeof event.output === 'string' ? event.output : (event.output?.map((part) => part.text).join('\n') ?? '');
+  // The bound of `tool_result`'s output, over the parts together.
+  if (output.length > MAX_TOOL_OUTPUT_CHARS) throw DomainError.validation([{ field: 'events[0].output', errors: [`must be at most ${MAX_TOOL_OUTPUT_CHARS} characters, its parts together`] }]);
   return Object.assign(new ToolResultEventDto(), { type: 'tool_result', turn_id: event.turn_id, call_id: event.call_id, success: event.success, output: !event.success && event.error !== undefined ? event.error : output });
 }
 
 /** The upstream approval decision as a resume of the waitpoint its request id names, with one decision. */
 function asResume(event: UpstreamApprovalResultEventDto): ResumeEventDto {
   const named = parseApprovalRequestId(event.request_id);
-  if (!named) throw DomainError.validation([{ field: 'events[0].request_id', errors: ['is not the request_id of an approval request of this session (see its required_actions)'] }]);
+  // The bounds `yuxi.session.input.resume` puts on the ids it names.
+  if (!named || named.turnId.length > 64 || named.waitpointId.length > 64 || named.callId.length > 128) throw DomainError.validation([{ field: 'events[0].request_id', errors: ['is not the request_id of an approval request of this session (see its required_actions)'] }]);
   const decision = event.response.decision === 'approve' ? 'approve' : 'reject';
   return Object.assign(new ResumeEventDto(), {
     type: 'yuxi.session.input.resume',
