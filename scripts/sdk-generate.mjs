@@ -21,10 +21,28 @@ const BANNER = `/**
 
 `;
 
+/**
+ * The document as the SDK's types see it: the schema of a `text/event-stream` media type is the
+ * schema of each message's `data:` (a SessionEvent), while the body the transport reads is text,
+ * which the SDK's own parser turns into SessionEvent values (session-events.ts).
+ */
+function typedAsText(document) {
+  const copy = structuredClone(document);
+  for (const item of Object.values(copy.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      for (const response of Object.values(operation?.responses ?? {})) {
+        const stream = response?.content?.['text/event-stream'];
+        if (stream) stream.schema = { type: 'string' };
+      }
+    }
+  }
+  return copy;
+}
+
 /** The TypeScript of the SDK's generated types for one OpenAPI document. */
 async function generateTypes(document) {
   const { default: openapiTS, astToString } = await import('openapi-typescript');
-  return BANNER + astToString(await openapiTS(document));
+  return BANNER + astToString(await openapiTS(typedAsText(document)));
 }
 
 /** The document exactly as the api serves it at /openapi.json, built without any dependency running. */

@@ -92,6 +92,7 @@ const launchedAt = Number(process.env.STACK_LAUNCHED_AT) || undefined;
 console.log(`
   Agents Sessions API is ready${launchedAt ? ` (${seconds(Date.now() - launchedAt)} after npm start)` : ''}.
     API      ${stack.url}/api/v1/agents
+    SDK      baseURL ${stack.url}/api/v1 for the official openai SDK (AGENTS_URL=${stack.url} for ours)
     Docs     ${stack.url}/docs   (OpenAPI: ${stack.url}/openapi.json)
     Console  ${stack.url}/console
     API key  ${bootstrapKey}

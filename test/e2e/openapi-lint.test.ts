@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -20,6 +20,20 @@ interface Problem {
 // The live document, linted with the repository's Redocly configuration (redocly.yaml: the
 // recommended rules). Offline: no telemetry, no update check.
 describe('OpenAPI document lint', () => {
+  it('is linted as any tool reads it: no plugin of ours, no extension standing for a schema', async () => {
+    const config = await readFile(path.join(ROOT, 'redocly.yaml'), 'utf8');
+    assert.doesNotMatch(config, /^plugins:/m, 'redocly.yaml loads no plugin: a warning hidden by one would show in every other tool');
+    const res = await http('/openapi.json', { key: null });
+    assert.doesNotMatch(res.text, /x-sse-event-schema/);
+    // The event union is reached from the operations themselves: the stream responses' media type.
+    const paths = res.body.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }> }>>;
+    const streams = Object.values(paths).flatMap((item) =>
+      Object.values(item).flatMap((operation) => Object.values(operation.responses ?? {}).flatMap((response) => (response.content?.['text/event-stream'] ? [response.content['text/event-stream']] : []))),
+    );
+    assert.equal(streams.length, 2, 'the session stream and a streamed create');
+    for (const stream of streams) assert.equal(stream.schema?.$ref, '#/components/schemas/SessionEvent');
+  });
+
   it('has no Redocly errors or warnings', async () => {
     const res = await http('/openapi.json', { key: null });
     assert.equal(res.status, 200);

@@ -15,6 +15,21 @@ const UPLOAD_ROUTE = /^\/api\/v1\/agents\/files\/?$/i;
 /** The session list, whose `metadata[key]=value` filter is gathered into one query field. */
 const SESSION_LIST_ROUTE = /^\/api\/v1\/agents\/sessions\/?$/i;
 
+const AGENTS_PREFIX = '/api/v1/agents';
+const DOUBLED_AGENTS_PREFIX = `${AGENTS_PREFIX}/agents/`;
+
+/**
+ * The official OpenAI SDK appends `/agents/sessions/…` to its base URL, whose right value is
+ * `<origin>/api/v1`; given the API root `<origin>/api/v1/agents` (what `npm start` prints for curl)
+ * it asks for `/api/v1/agents/agents/sessions/…`. No route lives under `/api/v1/agents/agents/`
+ * (saved agents have no sub-resources), so that prefix is read as `/api/v1/agents/`: both base URLs
+ * work. `/api/v1/agents/agents` itself stays the saved agent of that id.
+ */
+function collapseDoubledAgentsPrefix(req: Request, _res: Response, next: NextFunction): void {
+  if (req.url.startsWith(DOUBLED_AGENTS_PREFIX)) req.url = AGENTS_PREFIX + req.url.slice(`${AGENTS_PREFIX}/agents`.length);
+  next();
+}
+
 /**
  * HTTP concerns of the api: request ids first, then authentication and rate limits — before any
  * body is read, so an unauthenticated or throttled request costs no parse (OWASP API4) — and the
@@ -22,6 +37,7 @@ const SESSION_LIST_ROUTE = /^\/api\/v1\/agents\/sessions\/?$/i;
  * validation pipe.
  */
 export function configureHttp(app: INestApplication, bodyLimit: string, maxConcurrentLargeBodies = 0): void {
+  app.use(collapseDoubledAgentsPrefix);
   app.use(requestIdMiddleware);
   app.use(securityHeaders);
   app.use('/console', consoleStatic());

@@ -13,7 +13,7 @@ export { accountLockThreshold, admitted, CLAIM_LOCK_MARGIN, TurnClaims } from '.
 export { type CompactionCommit, type ModelStep, type Recorded, type RecordedModelStep, type RecordedToolResult, StepTransitions } from './step-transitions.js';
 export { type Resumed, WaitpointControls } from './waitpoint-controls.js';
 export { acceptedReceipt, frozenInputConfig } from './input-config.js';
-export { SESSION_STATUSES, type SessionStatus, sessionStatus, type SessionView, toSessionDto } from './session-view.js';
+export { approvalRequestId, parseApprovalRequestId, type RequiredAction, SESSION_STATUSES, type SessionStatus, sessionStatus, type SessionView, toSessionDto } from './session-view.js';
 export { type Coordinated, CooperationTransitions } from './cooperation-transitions.js';
 export { type Awaited, CooperationWaits } from './cooperation-waits.js';
 export * as cooperationRules from './cooperation-rules.js';

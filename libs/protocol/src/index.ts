@@ -22,6 +22,6 @@ export { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteS
 export { CreateProjectDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from './dto/project.dto.js';
 export { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
 export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQueueEventDto, PromoteInputEventDto, TreeContinueEventDto, TreeStopEventDto, UpdateSessionDto, UpdateSessionYuxiDto } from './dto/update-session.dto.js';
-export { AnswerResponseDto, ApprovalDecisionDto, ApprovalResponseDto, ResumeEventDto, ToolResultEventDto, WaitpointAnswerDto } from './dto/waitpoint-events.dto.js';
-export { gatherMetadataFilter, METADATA_LIMITS, metadataErrors, parseIfMatch } from './session-metadata.js';
+export { AnswerResponseDto, ApprovalDecisionDto, ApprovalResponseDto, ResumeEventDto, ToolResultEventDto, UpstreamApprovalResultEventDto, UpstreamToolResultEventDto, WaitpointAnswerDto } from './dto/waitpoint-events.dto.js';
+export { chosenMetadata, gatherMetadataFilter, METADATA_LIMITS, metadataErrors, parseIfMatch } from './session-metadata.js';
 export { DEFAULT_SESSION_TITLE, DERIVED_TITLE_MAX_CHARS, titleFromInput } from './session-title.js';

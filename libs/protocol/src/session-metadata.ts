@@ -17,6 +17,22 @@ export function metadataErrors(value: unknown): string[] {
   return errors;
 }
 
+/**
+ * The metadata a create or update sets: top-level `metadata` (where the upstream Agents API and its
+ * official SDK put it) or `yuxi.metadata`, one map under two names. Both, with different maps: 422.
+ */
+export function chosenMetadata(topLevel: Record<string, string> | undefined, yuxi: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (topLevel !== undefined && yuxi !== undefined && !sameMap(topLevel, yuxi)) {
+    throw DomainError.validation([{ field: 'metadata', errors: ['metadata and yuxi.metadata are one map: send it once, or the same map in both'] }]);
+  }
+  return topLevel ?? yuxi;
+}
+
+function sameMap(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && b[key] === a[key]);
+}
+
 const FILTER_KEY = /^metadata\[([^[\]]*)\]$/;
 
 /**

@@ -6,7 +6,7 @@ import { DomainError } from '#libs/errors';
 import { decodeCursor, isRetiredCursor, type StreamPosition } from '#libs/events';
 import { ReceiptDto, SessionQueriesService, SubmitEvent, SubmitEventsDto } from '#libs/protocol';
 import { MESSAGE_RECEIPT_EXAMPLE, SUBMIT_EVENT_EXAMPLES } from '../openapi/examples.js';
-import { sseContent } from '../openapi/session-events.js';
+import { SSE_FRAMING, sseContent } from '../openapi/session-events.js';
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 import { ApiIdempotencyKey, ApiSessionId } from './api-params.js';
@@ -28,7 +28,7 @@ export class SessionEventsController {
     operationId: 'submitEvent',
     summary: 'Submit one input or control event',
     description:
-      'Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`), a client tool result, a compaction request, or a cooperation tree\'s stop or continue (`yuxi.session.tree.stop` / `.continue`, sent to any session of the tree). The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn. A message may attach uploaded drafts with `yuxi.attachment_file_ids` (404: unknown file, 409 `file_already_bound`; nothing is stored then); the input then waits with `attachment_status: preparing` until a worker has put the files in the session workdir.',
+      'Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`), a client tool result (`tool_result`, or `agent.session.input.tool_result` as the official OpenAI SDK sends it), an approval of the upstream form (`agent.session.input.mcp_approval_request_result`, by the `request_id` the session\'s `required_actions` show), a compaction request, or a cooperation tree\'s stop or continue (`yuxi.session.tree.stop` / `.continue`, sent to any session of the tree). The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn. A message may attach uploaded drafts with `yuxi.attachment_file_ids` (404: unknown file, 409 `file_already_bound`; nothing is stored then); the input then waits with `attachment_status: preparing` until a worker has put the files in the session workdir.',
   })
   @ApiSessionId()
   @ApiIdempotencyKey('msg-0001')
@@ -75,8 +75,8 @@ export class SessionEventsController {
   @ApiProduces('text/event-stream')
   @ApiResponse({
     status: 200,
-    description: 'The event stream: `id:` (an opaque cursor), `event:` (the type) and `data:` (the event JSON with a stable event_id) per message.',
-    content: sseContent('The session event stream across turns; it stays open until the client closes it.'),
+    description: `The session event stream across turns; it stays open until the client closes it. ${SSE_FRAMING}`,
+    content: sseContent(),
   })
   @ApiErrors('not_found', 'last_event_id_retired', 'invalid_last_event_id', 'service_unavailable')
   async stream(

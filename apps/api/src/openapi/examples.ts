@@ -39,6 +39,11 @@ function session(overrides: { status: string; receipt: object | null; title: str
     created_at: AT,
     last_active_at: AT + 1,
     status: overrides.status,
+    environment: { type: 'none' },
+    metadata: { channel: 'web' },
+    usage: null,
+    required_actions: [],
+    error: null,
     yuxi: {
       title: overrides.title,
       project_id: null,

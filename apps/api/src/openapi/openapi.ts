@@ -16,10 +16,12 @@ import {
   PromoteInputEventDto,
   ResumeEventDto,
   ToolResultEventDto,
+  UpstreamApprovalResultEventDto,
+  UpstreamToolResultEventDto,
 } from '#libs/protocol';
 import { TurnStateDto } from '#libs/turns';
 import { errorExample } from './error-examples.js';
-import { EVENT_SCHEMA_NAMES, sessionEventSchemas, sseContent } from './session-events.js';
+import { EVENT_SCHEMA_NAMES, SSE_FRAMING, sessionEventSchemas, sseContent } from './session-events.js';
 import { TAGS } from './tags.js';
 import { WEBHOOKS_DESCRIPTION, webhookOperations, webhookPayloadSchemas } from './webhook-payloads.js';
 
@@ -55,8 +57,8 @@ has \`id:\` (an opaque cursor; send it back as \`Last-Event-ID\` to resume stric
 Each \`data:\` follows the schema \`SessionEvent\`: a \`oneOf\` with one member per event type and a
 discriminator on \`type\`, so a generated client narrows an event by its type. Durable events carry
 \`yuxi.seq\` (1, 2, 3… per session, without gaps); live ones (text and reasoning deltas, the
-announcement of a streaming assistant message, a tool call's progress) do not. The stream responses name the union in
-\`x-sse-event-schema\`, since OpenAPI 3.0 cannot type the messages of a stream.
+announcement of a streaming assistant message, a tool call's progress) do not. The stream responses give the union as
+the schema of their \`text/event-stream\` media type: the schema of each message's \`data:\`.
 
 | event | schema | meaning |
 |---|---|---|
@@ -111,6 +113,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       TreeContinueEventDto,
       ResumeEventDto,
       ToolResultEventDto,
+      UpstreamToolResultEventDto,
+      UpstreamApprovalResultEventDto,
       CompactEventDto,
       AnswerResponseDto,
       ApprovalResponseDto,
@@ -151,10 +155,8 @@ const ERROR_SCHEMA = { $ref: '#/components/schemas/ErrorResponseDto' };
 function declareStreamCreate(document: OpenAPIObject): void {
   const created = document.paths['/api/v1/agents/sessions']?.post?.responses['201'] as { content?: Record<string, object>; description?: string } | undefined;
   if (!created?.content) return;
-  Object.assign(
-    created.content,
-    sseContent('With `stream: true`: the session event stream, starting with `agent.session.created`; it stays open across turns until the client closes it.'),
-  );
+  Object.assign(created.content, sseContent());
+  created.description = `${created.description ?? ''} The stream stays open across turns until the client closes it. ${SSE_FRAMING}`.trim();
 }
 
 type ErrorResponse = { description: string; headers?: Record<string, object>; content?: Record<string, { schema?: object; examples?: Record<string, object> }> };

@@ -288,20 +288,17 @@ export function sessionEventSchemas(): Record<string, SchemaObject> {
 export const EVENT_SCHEMA_NAMES: Record<EventType, string> = Object.fromEntries(ENTRIES.map(([type, spec]) => [type, spec.name])) as Record<EventType, string>;
 
 /**
- * The `text/event-stream` content of both stream responses. OpenAPI 3.0 cannot type the messages
- * of a stream (`itemSchema` is 3.2), so the body is a string and `x-sse-event-schema` names the
- * union each message's `data:` follows; generators emit `SessionEvent` from the components.
+ * The `text/event-stream` content of both stream responses. OpenAPI 3.0 has no way to type the
+ * messages of a stream (3.2's `itemSchema`), so the schema of the media type is the one thing each
+ * message carries, the `SessionEvent` of its `data:` — the convention of streaming APIs' own
+ * documents (OpenAI's among them), read by linters, Swagger UI and generators alike; the framing
+ * (`id:`, `event:`, heartbeats) is in the response's description. Our SDK's generator types the raw
+ * body as text (scripts/sdk-generate.mjs).
  */
-export function sseContent(description: string): ContentObject {
-  const media = {
-    'text/event-stream': {
-      schema: {
-        type: 'string',
-        description: `${description} Each message: \`id:\` (an opaque cursor for Last-Event-ID), \`event:\` (the type) and \`data:\` (a SessionEvent JSON, see #/components/schemas/SessionEvent). Comment lines (\`: ping\`) are heartbeats.`,
-      },
-      'x-sse-event-schema': { $ref: '#/components/schemas/SessionEvent' },
-    },
-  };
-  // MediaTypeObject's type has no room for specification extensions, which OpenAPI allows there.
-  return media as ContentObject;
+export function sseContent(): ContentObject {
+  return { 'text/event-stream': { schema: { $ref: '#/components/schemas/SessionEvent' } } };
 }
+
+/** The framing of a stream message, said in each stream response's description. */
+export const SSE_FRAMING =
+  'Each message: `id:` (an opaque cursor for Last-Event-ID), `event:` (the type) and `data:` (one SessionEvent as JSON, the schema of this media type). Comment lines (`: ping`) are heartbeats.';

@@ -28,6 +28,19 @@ export class SessionAgentOverrideDto {
   model?: string;
 }
 
+/**
+ * The upstream Agents API's `environment` (the official SDK always sends one). Only `{type: "none"}`
+ * (no execution environment, what every session here has) is accepted; any other type is 422.
+ */
+export class SessionEnvironmentDto {
+  @ApiProperty({
+    enum: ['none'],
+    description: '`none`: the session runs without an execution environment (the only type this deployment offers; any other is 422 naming `environment.type`).',
+  })
+  @IsIn(['none'], { message: 'environment.type must be "none": this deployment runs sessions without an execution environment' })
+  type!: 'none';
+}
+
 export class CreateSessionYuxiDto {
   @ApiPropertyOptional(ATTACHMENT_FILE_IDS_SCHEMA)
   @OptionalNotNull()
@@ -88,6 +101,17 @@ export class CreateSessionDto {
   @ValidateNested()
   @Type(() => CreateSessionYuxiDto)
   yuxi?: CreateSessionYuxiDto;
+
+  @ApiPropertyOptional({ type: SessionEnvironmentDto, description: 'The upstream Agents API\'s environment param, as the official SDK sends it: only `{"type": "none"}`; omitted means the same.' })
+  @OptionalNotNull()
+  @ValidateNested()
+  @Type(() => SessionEnvironmentDto)
+  environment?: SessionEnvironmentDto;
+
+  @ApiPropertyOptional({ ...METADATA_SCHEMA, description: `The same map as \`yuxi.metadata\` (the upstream Agents API's place for it); sending both with different values is 422. ${METADATA_SCHEMA.description}` })
+  @OptionalNotNull()
+  @IsSessionMetadata()
+  metadata?: Record<string, string>;
 
   @ApiPropertyOptional({ description: 'Answer with text/event-stream (the session event stream) starting with agent.session.created; requires input.' })
   @OptionalNotNull()

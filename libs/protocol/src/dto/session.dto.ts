@@ -1,5 +1,5 @@
 import { COMPACTION_MODES } from '#libs/agents';
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, IsUUID, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { ApiHideProperty, ApiPropertyOptional } from '@nestjs/swagger';
@@ -84,6 +84,35 @@ export class SessionAgentDto {
   @ApiProperty({ description: 'Effective model of the session configuration snapshot.' }) model!: string;
 }
 
+const ARGUMENTS_DESCRIPTION = 'The arguments the model produced: the JSON object they hold, or the text as sent when it is not one.';
+const ARGUMENTS_SCHEMA: ApiPropertyOptions = { oneOf: [{ type: 'object', additionalProperties: true }, { type: 'string' }], description: ARGUMENTS_DESCRIPTION };
+
+export class SessionEnvironmentViewDto {
+  @ApiProperty({ enum: ['none'], description: 'Every session here runs without an execution environment.' }) type!: 'none';
+}
+
+export class ApprovalRequestDto {
+  @ApiProperty({ enum: ['mcp_tool_call'] }) type!: 'mcp_tool_call';
+  @ApiProperty({ description: 'Always `yuxi`: approvals here cover every server-executed tool (builtin or MCP); the item of the call says which.' }) server_label!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty(ARGUMENTS_SCHEMA) arguments!: unknown;
+  @ApiProperty() message!: string;
+}
+
+export class RequiredActionDto {
+  @ApiProperty({
+    enum: ['function_call', 'mcp_approval_request'],
+    description: '`function_call`: run a client function and submit its result (`agent.session.input.tool_result` or `tool_result`); `mcp_approval_request`: decide a call (`agent.session.input.mcp_approval_request_result` with this `request_id`, or `yuxi.session.input.resume`).',
+  })
+  type!: 'function_call' | 'mcp_approval_request';
+  @ApiProperty() turn_id!: string;
+  @ApiPropertyOptional({ description: 'function_call: the call to answer.' }) call_id?: string;
+  @ApiPropertyOptional({ description: 'function_call: the function.' }) name?: string;
+  @ApiPropertyOptional({ ...ARGUMENTS_SCHEMA, description: `function_call: ${ARGUMENTS_DESCRIPTION}` }) arguments?: unknown;
+  @ApiPropertyOptional({ description: 'mcp_approval_request: echo it in the answer (it names the turn, the waitpoint and the call).' }) request_id?: string;
+  @ApiPropertyOptional({ type: ApprovalRequestDto, description: 'mcp_approval_request: what is to be approved.' }) request?: ApprovalRequestDto;
+}
+
 export class SessionDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['agent.session'] }) object!: 'agent.session';
@@ -92,6 +121,16 @@ export class SessionDto {
   @ApiProperty({ type: 'integer', description: 'Unix seconds of the latest receipt, consumption or run; presentation updates do not move it.' })
   last_active_at!: number;
   @ApiProperty({ enum: SESSION_STATUSES }) status!: string;
+  @ApiProperty({ type: SessionEnvironmentViewDto, description: 'The upstream Agents API\'s environment: always `{"type": "none"}` here.' }) environment!: SessionEnvironmentViewDto;
+  @ApiProperty({ ...METADATA_SCHEMA, description: 'The same map as `yuxi.metadata`, where the upstream Agents API shows it.' }) metadata!: Record<string, string>;
+  @ApiProperty({ type: 'object', additionalProperties: false, nullable: true, enum: [null], description: 'Always null: usage is kept per run and per turn (`yuxi.usage` of each), not summed per session.' }) usage!: null;
+  @ApiProperty({
+    type: [RequiredActionDto],
+    description:
+      'What the session waits for, in the upstream Agents API\'s form: the open waitpoint\'s client tool calls and calls to approve (empty otherwise). Questions and budget stops have no upstream form: read `yuxi.current_turn.waitpoint`.',
+  })
+  required_actions!: RequiredActionDto[];
+  @ApiProperty({ type: String, nullable: true, description: 'With status `failed`: a sentence naming the failed turn (its `error` says what failed); null otherwise.' }) error!: string | null;
   @ApiProperty({ type: SessionYuxiDto }) yuxi!: SessionYuxiDto;
 }
 

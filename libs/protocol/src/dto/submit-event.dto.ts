@@ -77,6 +77,8 @@ export const PROTOCOL_EVENT_TYPES = [
   'yuxi.session.tree.stop',
   'yuxi.session.tree.continue',
   'tool_result',
+  'agent.session.input.tool_result',
+  'agent.session.input.mcp_approval_request_result',
 ] as const;
 
 export class SubmitEventsDto {
@@ -97,6 +99,8 @@ export class SubmitEventsDto {
         { $ref: getSchemaPath(CompactEventDto) },
         { $ref: '#/components/schemas/TreeStopEventDto' },
         { $ref: '#/components/schemas/TreeContinueEventDto' },
+        { $ref: '#/components/schemas/UpstreamToolResultEventDto' },
+        { $ref: '#/components/schemas/UpstreamApprovalResultEventDto' },
       ],
     },
   })

@@ -43,6 +43,11 @@ export class UpdateSessionDto {
   @ValidateNested()
   @Type(() => UpdateSessionYuxiDto)
   yuxi?: UpdateSessionYuxiDto;
+
+  @ApiPropertyOptional({ ...METADATA_SCHEMA, description: `Replaces the whole map ({} clears it): the same map as \`yuxi.metadata\` (the upstream Agents API's place for it); sending both with different values is 422. ${METADATA_SCHEMA.description}` })
+  @OptionalNotNull()
+  @IsSessionMetadata()
+  metadata?: Record<string, string>;
 }
 
 export class CancelInputEventDto {

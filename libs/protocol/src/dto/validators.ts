@@ -35,3 +35,25 @@ export function IsSessionMetadata(options?: ValidationOptions): PropertyDecorato
     });
   };
 }
+
+/** A tool output in the upstream form: a string, or 1–100 `{type: "input_text", text}` parts. */
+export function IsToolOutput(options?: ValidationOptions): PropertyDecorator {
+  const valid = (value: unknown): boolean =>
+    typeof value === 'string' ||
+    (Array.isArray(value) &&
+      value.length > 0 &&
+      value.length <= 100 &&
+      value.every((part: unknown) => typeof part === 'object' && part !== null && (part as { type?: unknown }).type === 'input_text' && typeof (part as { text?: unknown }).text === 'string' && Object.keys(part).length === 2));
+  return (target: object, propertyName: string | symbol) => {
+    registerDecorator({
+      name: 'isToolOutput',
+      target: target.constructor,
+      propertyName: String(propertyName),
+      options,
+      validator: {
+        validate: valid,
+        defaultMessage: () => 'output must be a string or 1–100 {"type": "input_text", "text"} parts (images are not accepted as a tool output)',
+      },
+    });
+  };
+}

@@ -1,5 +1,7 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
-import { Equals, IsBoolean, IsObject, IsString, Length, MaxLength } from 'class-validator';
+import { Type } from 'class-transformer';
+import { Equals, IsBoolean, IsIn, IsObject, IsString, Length, MaxLength, ValidateNested } from 'class-validator';
+import { IsToolOutput, OptionalNotNull } from './validators.js';
 
 export class WaitpointAnswerDto {
   @ApiProperty({ minLength: 1, maxLength: 128, description: 'A question_id of the waitpoint.' }) question_id!: string;
@@ -57,4 +59,67 @@ export class ToolResultEventDto {
   @IsString()
   @MaxLength(1_048_576)
   output!: string;
+}
+
+/**
+ * `agent.session.input.tool_result`: a client function call's result in the upstream Agents API's
+ * form (what its official SDK sends); taken as `tool_result` with the same turn and call.
+ */
+export class UpstreamToolResultEventDto {
+  @ApiProperty({ enum: ['agent.session.input.tool_result'] })
+  @Equals('agent.session.input.tool_result')
+  type!: 'agent.session.input.tool_result';
+
+  @ApiProperty({ minLength: 1, maxLength: 64 }) @IsString() @Length(1, 64) turn_id!: string;
+  @ApiProperty({ minLength: 1, maxLength: 128 }) @IsString() @Length(1, 128) call_id!: string;
+  @ApiProperty({ description: 'false: the call failed; `error` (else the output) says why.' }) @IsBoolean() success!: boolean;
+
+  @ApiPropertyOptional({
+    oneOf: [
+      { type: 'string', maxLength: 1048576 },
+      { type: 'array', minItems: 1, maxItems: 100, items: { type: 'object', required: ['type', 'text'], properties: { type: { type: 'string', enum: ['input_text'] }, text: { type: 'string' } } } },
+    ],
+    description: 'What the model gets as the call\'s output: a string, or `input_text` parts (joined with newlines; images are not accepted here). Past MAX_INPUT_TEXT_BYTES it is stored cut.',
+  })
+  @OptionalNotNull()
+  @IsToolOutput()
+  output?: string | { type: 'input_text'; text: string }[];
+
+  @ApiPropertyOptional({ maxLength: 1048576, description: 'success=false: what went wrong (the output the model gets).' })
+  @OptionalNotNull()
+  @IsString()
+  @MaxLength(1_048_576)
+  error?: string;
+}
+
+/**
+ * `agent.session.input.mcp_approval_request_result`: a decision on one call of an approval
+ * waitpoint in the upstream Agents API's form, `request_id` as the session's `required_actions`
+ * show it. The waitpoint is answered as a whole: with several calls, decide them together with
+ * `yuxi.session.input.resume`.
+ */
+export class UpstreamApprovalDecisionDto {
+  @ApiProperty({ enum: ['mcp_tool_call'] })
+  @Equals('mcp_tool_call')
+  type!: 'mcp_tool_call';
+
+  @ApiProperty({ enum: ['approve', 'deny', 'cancel'], description: '`deny` and `cancel` both reject the call (the model is told it was not approved).' })
+  @IsIn(['approve', 'deny', 'cancel'])
+  decision!: 'approve' | 'deny' | 'cancel';
+}
+
+export class UpstreamApprovalResultEventDto {
+  @ApiProperty({ enum: ['agent.session.input.mcp_approval_request_result'] })
+  @Equals('agent.session.input.mcp_approval_request_result')
+  type!: 'agent.session.input.mcp_approval_request_result';
+
+  @ApiProperty({ minLength: 1, maxLength: 300, description: 'The `request_id` of an `mcp_approval_request` in the session\'s `required_actions`.' })
+  @IsString()
+  @Length(1, 300)
+  request_id!: string;
+
+  @ApiProperty({ type: UpstreamApprovalDecisionDto })
+  @ValidateNested()
+  @Type(() => UpstreamApprovalDecisionDto)
+  response!: UpstreamApprovalDecisionDto;
 }

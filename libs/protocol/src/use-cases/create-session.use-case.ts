@@ -14,6 +14,7 @@ import type { CreateSessionDto } from '../dto/create-session.dto.js';
 import { frozenInputConfig } from '#libs/lifecycle';
 import { InlineImages } from '../inline-images.js';
 import { checkInputText, parseAgentInput } from '../input-parser.js';
+import { chosenMetadata } from '../session-metadata.js';
 import { toSessionDto } from '#libs/lifecycle';
 import { titleFromInput } from '../session-title.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
@@ -50,7 +51,14 @@ export class CreateSession {
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
     const images = messages ? await this.inlineImages.decode({ ownerId: principal.userId, sessionId: null }, messages, 'input') : null;
 
-    const intent = { operation: 'sessions.create', body: { ...dto, input: images ? images.intentMessages() : null } };
+    const metadata = chosenMetadata(dto.metadata, dto.yuxi?.metadata);
+    // One intent whatever the wire form: `environment: {type: "none"}` is what omitting it means, and
+    // top-level metadata is yuxi.metadata under its upstream name.
+    const body: Partial<CreateSessionDto> = { ...dto };
+    delete body.environment;
+    delete body.metadata;
+    const intentBody = metadata === undefined ? body : { ...body, yuxi: { ...body.yuxi, metadata } };
+    const intent = { operation: 'sessions.create', body: { ...intentBody, input: images ? images.intentMessages() : null } };
     const result = await this.acceptance.accept(principal, 'sessions.create', key, intent, async (manager) => {
       // A live project of the caller (else 404), share-locked until commit: a concurrent delete
       // lands before this session (which then fails) or after it (a session like the others).
@@ -70,7 +78,7 @@ export class CreateSession {
           // The sessions of a project share its workdir.
           ...(project ? { workdirId: project.id } : {}),
           treeMaxConcurrent: agent.multiAgent?.enabled ? agent.multiAgent.max_concurrent_subagents : null,
-          metadata: dto.yuxi?.metadata ?? {},
+          metadata: metadata ?? {},
         },
         messages !== null,
       );

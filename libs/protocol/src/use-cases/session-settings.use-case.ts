@@ -9,6 +9,7 @@ import { SessionsRepository } from '#libs/sessions';
 import type { SessionDto } from '../dto/session.dto.js';
 import type { UpdateSessionDto } from '../dto/update-session.dto.js';
 import { toSessionDto } from '#libs/lifecycle';
+import { chosenMetadata } from '../session-metadata.js';
 
 /** Presentation and default configuration of a session; model and approval mode affect later inputs only. */
 @Injectable()
@@ -37,7 +38,7 @@ export class UpdateSession {
         unread: dto.yuxi?.unread,
         toolApprovalMode: dto.yuxi?.tool_approval_mode,
         compactionMode: dto.yuxi?.compaction_mode,
-        metadata: dto.yuxi?.metadata,
+        metadata: chosenMetadata(dto.metadata, dto.yuxi?.metadata),
         model,
       },
       ifMatch,
