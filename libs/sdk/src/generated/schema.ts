@@ -351,7 +351,7 @@ export interface paths {
         put?: never;
         /**
          * Submit one input or control event
-         * @description Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`), a client tool result, a compaction request, or a cooperation tree's stop or continue (`yuxi.session.tree.stop` / `.continue`, sent to any session of the tree). The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn. A message may attach uploaded drafts with `yuxi.attachment_file_ids` (404: unknown file, 409 `file_already_bound`; nothing is stored then); the input then waits with `attachment_status: preparing` until a worker has put the files in the session workdir.
+         * @description Exactly one event per request: a message (`agent.session.input.message`, queued FIFO as a follow-up or run ahead as a steer), a cancel, an input cancel, a promote, a queue continue, a waitpoint answer or approval (`yuxi.session.input.resume`), a client tool result (`tool_result`, or `agent.session.input.tool_result` as the official OpenAI SDK sends it), an approval of the upstream form (`agent.session.input.mcp_approval_request_result`, by the `request_id` the session's `required_actions` show), a compaction request, or a cooperation tree's stop or continue (`yuxi.session.tree.stop` / `.continue`, sent to any session of the tree). The 202 receipt proves durable acceptance only: the outcome is observed on the event stream or read from the input and its turn. A message may attach uploaded drafts with `yuxi.attachment_file_ids` (404: unknown file, 409 `file_already_bound`; nothing is stored then); the input then waits with `attachment_status: preparing` until a worker has put the files in the session workdir.
          */
         post: operations["submitEvent"];
         delete?: never;
@@ -1185,6 +1185,13 @@ export interface components {
                 [key: string]: string;
             };
         };
+        SessionEnvironmentDto: {
+            /**
+             * @description `none`: the session runs without an execution environment (the only type this deployment offers; any other is 422 naming `environment.type`).
+             * @enum {string}
+             */
+            type: "none";
+        };
         CreateSessionDto: {
             /**
              * @description A visible saved agent.
@@ -1221,6 +1228,17 @@ export interface components {
                 })[];
             }[];
             yuxi?: components["schemas"]["CreateSessionYuxiDto"];
+            /** @description The upstream Agents API's environment param, as the official SDK sends it: only `{"type": "none"}`; omitted means the same. */
+            environment?: components["schemas"]["SessionEnvironmentDto"];
+            /**
+             * @description The same map as `yuxi.metadata` (the upstream Agents API's place for it); sending both with different values is 422. Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.
+             * @example {
+             *       "channel": "web"
+             *     }
+             */
+            metadata?: {
+                [key: string]: string;
+            };
             /** @description Answer with text/event-stream (the session event stream) starting with agent.session.created; requires input. */
             stream?: boolean;
         };
@@ -1228,6 +1246,45 @@ export interface components {
             id: string;
             /** @description Effective model of the session configuration snapshot. */
             model: string;
+        };
+        SessionEnvironmentViewDto: {
+            /**
+             * @description Every session here runs without an execution environment.
+             * @enum {string}
+             */
+            type: "none";
+        };
+        ApprovalRequestDto: {
+            /** @enum {string} */
+            type: "mcp_tool_call";
+            /** @description Always `yuxi`: approvals here cover every server-executed tool (builtin or MCP); the item of the call says which. */
+            server_label: string;
+            name: string;
+            /** @description The arguments the model produced: the JSON object they hold, or the text as sent when it is not one. */
+            arguments: {
+                [key: string]: unknown;
+            } | string;
+            message: string;
+        };
+        RequiredActionDto: {
+            /**
+             * @description `function_call`: run a client function and submit its result (`agent.session.input.tool_result` or `tool_result`); `mcp_approval_request`: decide a call (`agent.session.input.mcp_approval_request_result` with this `request_id`, or `yuxi.session.input.resume`).
+             * @enum {string}
+             */
+            type: "function_call" | "mcp_approval_request";
+            turn_id: string;
+            /** @description function_call: the call to answer. */
+            call_id?: string;
+            /** @description function_call: the function. */
+            name?: string;
+            /** @description function_call: The arguments the model produced: the JSON object they hold, or the text as sent when it is not one. */
+            arguments?: {
+                [key: string]: unknown;
+            } | string;
+            /** @description mcp_approval_request: echo it in the answer (it names the turn, the waitpoint and the call). */
+            request_id?: string;
+            /** @description mcp_approval_request: what is to be approved. */
+            request?: components["schemas"]["ApprovalRequestDto"];
         };
         WaitpointQuestionDto: {
             /** @description Answer it under this id. */
@@ -1373,13 +1430,33 @@ export interface components {
             last_active_at: number;
             /** @enum {string} */
             status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            /** @description The upstream Agents API's environment: always `{"type": "none"}` here. */
+            environment: components["schemas"]["SessionEnvironmentViewDto"];
+            /**
+             * @description The same map as `yuxi.metadata`, where the upstream Agents API shows it.
+             * @example {
+             *       "channel": "web"
+             *     }
+             */
+            metadata: {
+                [key: string]: string;
+            };
+            /**
+             * @description Always null: usage is kept per run and per turn (`yuxi.usage` of each), not summed per session.
+             * @enum {object|null}
+             */
+            usage: never | null;
+            /** @description What the session waits for, in the upstream Agents API's form: the open waitpoint's client tool calls and calls to approve (empty otherwise). Questions and budget stops have no upstream form: read `yuxi.current_turn.waitpoint`. */
+            required_actions: components["schemas"]["RequiredActionDto"][];
+            /** @description With status `failed`: a sentence naming the failed turn (its `error` says what failed); null otherwise. */
+            error: string | null;
             yuxi: components["schemas"]["SessionYuxiDto"];
         };
         /**
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -1523,6 +1600,15 @@ export interface components {
             /** @description `agent.model` applies to inputs received after this update. Who may switch the model: the deployment allows only the models of its MODEL_ALLOWLIST (empty: every model of a known provider). Within it, the agent's managers (its owner; administrators for every agent, public ones included) may switch to any model; other callers only to a model of the agent's `allowed_models` (none when it is null), or keep the agent's own. Anything else is 422 `model_not_allowed`. */
             agent?: components["schemas"]["SessionAgentOverrideDto"];
             yuxi?: components["schemas"]["UpdateSessionYuxiDto"];
+            /**
+             * @description Replaces the whole map ({} clears it): the same map as `yuxi.metadata` (the upstream Agents API's place for it); sending both with different values is 422. Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.
+             * @example {
+             *       "channel": "web"
+             *     }
+             */
+            metadata?: {
+                [key: string]: string;
+            };
         };
         SessionDeletedDto: {
             /** Format: uuid */
@@ -1671,6 +1757,8 @@ export interface components {
             input_id: string | null;
             /** @description Unix seconds when the item was projected into history. */
             created_at: number;
+            /** @description Message items: Unix seconds the input this message came from was durably received (its receipt, as `GET …/inputs/{input_id}` shows it); null for a message not from an input (the assistant's). */
+            received_at?: number | null;
             /** @description function_call_output: whether the tool succeeded. */
             success?: boolean;
             /** @description function_call_output: the images the tool returned (an MCP tool's `image` content), stored as files of the session's workdir (origin `tool`), in the order the output's `[image N: …]` lines name them; download each with `GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`. The model is shown them after the tool's output. Absent when the tool returned none. */
@@ -1865,6 +1953,13 @@ export interface components {
              */
             code: string;
             message: string;
+            /** @description A failed turn or run: whether submitting the same input again is advised. True when the cause may be gone on a later try (`model_rate_limited`, `model_timeout`, `model_unavailable`, `run_takeover_limit`, `run_failed`) and no side effect may repeat (`side_effects` is not `possible`); false for a limit or a request the provider refuses, which the same input meets again, and for any code outside this list. */
+            retryable?: boolean;
+            /**
+             * @description A failed turn or run: what the turn may have done before it failed, derived from its committed steps and items. `none`: nothing (no message, no tool call: it failed before any step). `output`: it produced messages or tool calls (read them from the items), but no tool with side effects ran. `possible`: a tool not declared `idempotent` ran or may have run (a server tool started; MCP tools unless declared idempotent), or the client ran function tools for it: retrying may repeat what it did.
+             * @enum {string}
+             */
+            side_effects?: "none" | "output" | "possible";
         };
         TurnSummaryYuxiDto: {
             current_run_id: string | null;
@@ -1972,6 +2067,8 @@ export interface components {
             id: string;
             /** @enum {string} */
             status: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled" | "yielded" | "interrupted";
+            /** @description The inputs this run consumed, in received order: a turn's first run its batch, a run that took a steer the steer; empty for a run that took none (a takeover after an interruption). */
+            input_ids: string[];
             /** @description Unix seconds. */
             created_at: number;
             /** @description Unix seconds. */
@@ -1993,7 +2090,7 @@ export interface components {
         };
         SubmitEventsDto: {
             /** @description Exactly one event per request. */
-            events: (components["schemas"]["MessageEventDto"] | components["schemas"]["CancelTurnEventDto"] | components["schemas"]["CancelInputEventDto"] | components["schemas"]["PromoteInputEventDto"] | components["schemas"]["ContinueQueueEventDto"] | components["schemas"]["ResumeEventDto"] | components["schemas"]["ToolResultEventDto"] | components["schemas"]["CompactEventDto"] | components["schemas"]["TreeStopEventDto"] | components["schemas"]["TreeContinueEventDto"])[];
+            events: (components["schemas"]["MessageEventDto"] | components["schemas"]["CancelTurnEventDto"] | components["schemas"]["CancelInputEventDto"] | components["schemas"]["PromoteInputEventDto"] | components["schemas"]["ContinueQueueEventDto"] | components["schemas"]["ResumeEventDto"] | components["schemas"]["ToolResultEventDto"] | components["schemas"]["CompactEventDto"] | components["schemas"]["TreeStopEventDto"] | components["schemas"]["TreeContinueEventDto"] | components["schemas"]["UpstreamToolResultEventDto"] | components["schemas"]["UpstreamApprovalResultEventDto"])[];
         };
         AttachmentListDto: {
             /** @enum {string} */
@@ -2896,6 +2993,26 @@ export interface components {
             last_active_at: number;
             /** @enum {string} */
             status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            /** @description The upstream Agents API's environment: always `{"type": "none"}` here. */
+            environment: components["schemas"]["SessionEnvironmentViewDto"];
+            /**
+             * @description The same map as `yuxi.metadata`, where the upstream Agents API shows it.
+             * @example {
+             *       "channel": "web"
+             *     }
+             */
+            metadata: {
+                [key: string]: string;
+            };
+            /**
+             * @description Always null: usage is kept per run and per turn (`yuxi.usage` of each), not summed per session.
+             * @enum {object|null}
+             */
+            usage: never | null;
+            /** @description What the session waits for, in the upstream Agents API's form: the open waitpoint's client tool calls and calls to approve (empty otherwise). Questions and budget stops have no upstream form: read `yuxi.current_turn.waitpoint`. */
+            required_actions: components["schemas"]["RequiredActionDto"][];
+            /** @description With status `failed`: a sentence naming the failed turn (its `error` says what failed); null otherwise. */
+            error: string | null;
             yuxi: components["schemas"]["AdminSessionYuxiDto"];
         };
         AdminSessionListDto: {
@@ -3352,6 +3469,38 @@ export interface components {
             /** @description What the model gets as the call's output (often a JSON string). Past MAX_INPUT_TEXT_BYTES (UTF-8 bytes) it is stored cut, ending with a line that says how much was cut. */
             output: string;
         };
+        UpstreamToolResultEventDto: {
+            /** @enum {string} */
+            type: "agent.session.input.tool_result";
+            turn_id: string;
+            call_id: string;
+            /** @description false: the call failed; `error` (else the output) says why. */
+            success: boolean;
+            /** @description What the model gets as the call's output: a string, or `input_text` parts (joined with newlines; images are not accepted here). Past MAX_INPUT_TEXT_BYTES it is stored cut. */
+            output?: string | {
+                /** @enum {string} */
+                type: "input_text";
+                text: string;
+            }[];
+            /** @description success=false: what went wrong (the output the model gets). */
+            error?: string;
+        };
+        UpstreamApprovalDecisionDto: {
+            /** @enum {string} */
+            type: "mcp_tool_call";
+            /**
+             * @description `deny` and `cancel` both reject the call (the model is told it was not approved).
+             * @enum {string}
+             */
+            decision: "approve" | "deny" | "cancel";
+        };
+        UpstreamApprovalResultEventDto: {
+            /** @enum {string} */
+            type: "agent.session.input.mcp_approval_request_result";
+            /** @description The `request_id` of an `mcp_approval_request` in the session's `required_actions`. */
+            request_id: string;
+            response: components["schemas"]["UpstreamApprovalDecisionDto"];
+        };
         CompactEventDto: {
             /** @enum {string} */
             type: "yuxi.session.input.compact";
@@ -3384,10 +3533,10 @@ export interface components {
             /** @enum {string} */
             type: "builtin";
             /**
-             * @description `list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session's workdir: the files attached to its inputs, and to those of every other session of its project. `ocr_parse_file` (`{"file_id"}`) reads the same files with OCR: the text of an image, and of a PDF's scanned pages (at most 10, 40 megapixels an image).
+             * @description `list_files` and `read_file` (`{"file_id"}`: text, and page text for PDFs) read the session's workdir: the files attached to its inputs, and to those of every other session of its project. `ocr_parse_file` (`{"file_id"}`) reads the same files with OCR: the text of an image, and of a PDF's scanned pages (at most 10, 40 megapixels an image). `web_search` (`{"query", "count"?}`) searches the web through the deployment's provider (WEB_SEARCH_PROVIDER: a SearXNG instance, Brave Search or Tavily), run by the worker and inherited by subagents: its output is JSON `{"query", "results": [{"n", "title", "url", "snippet"}], "note"}`, results numbered for the model to cite as `[n](url)`; a provider that fails or is slow gives an error output (`web_search error: …`), never a failed turn. Off until the deployment configures a provider: a definition naming it is then refused (422 `invalid_agent`).
              * @enum {string}
              */
-            name: "ask_user" | "calculator" | "current_time" | "list_files" | "read_file" | "ocr_parse_file";
+            name: "ask_user" | "calculator" | "current_time" | "list_files" | "read_file" | "ocr_parse_file" | "web_search";
             /** @description Ask the user to approve each call first. */
             requires_approval?: boolean;
             /** @description Safe to run again after a crash mid-call (default true for builtins). */
@@ -3492,6 +3641,11 @@ export interface components {
             session: components["schemas"]["SessionDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
             };
@@ -3514,6 +3668,11 @@ export interface components {
             receipt: components["schemas"]["ReceiptDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
             };
@@ -3538,6 +3697,11 @@ export interface components {
             run: components["schemas"]["RunDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -3564,6 +3728,11 @@ export interface components {
             turn: components["schemas"]["TurnDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
             };
@@ -3588,6 +3757,11 @@ export interface components {
             turn: components["schemas"]["TurnDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
             };
@@ -3621,6 +3795,11 @@ export interface components {
             message: string;
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -3649,6 +3828,11 @@ export interface components {
             item: components["schemas"]["ItemDto"];
             /** @description Extensions. `seq` present when the event is durable. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq?: number;
                 /** @description The run (execution segment) the event belongs to. Null for an item written outside a run. */
@@ -3686,6 +3870,11 @@ export interface components {
             part: components["schemas"]["ContentPartDto"];
             /** @description Extensions. Live only: no `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description The run (execution segment) the event belongs to. */
                 run_id: string;
                 /**
@@ -3722,6 +3911,11 @@ export interface components {
             delta: string;
             /** @description Extensions. Live only: no `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description The run (execution segment) the event belongs to. */
                 run_id: string;
             };
@@ -3753,6 +3947,11 @@ export interface components {
             delta: string;
             /** @description Extensions. Live only: no `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description The run (execution segment) the event belongs to. */
                 run_id: string;
             };
@@ -3784,6 +3983,11 @@ export interface components {
             text: string;
             /** @description Extensions. Live only: no `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description The run (execution segment) the event belongs to. */
                 run_id: string;
                 /**
@@ -3820,6 +4024,11 @@ export interface components {
             message: string | null;
             /** @description Extensions. Live only: no `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description The run (execution segment) the event belongs to. */
                 run_id: string;
             };
@@ -3851,6 +4060,11 @@ export interface components {
             text: string;
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -3888,6 +4102,11 @@ export interface components {
             part: components["schemas"]["ContentPartDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -3921,6 +4140,11 @@ export interface components {
             item: components["schemas"]["ItemDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. Null for an item written outside a run. */
@@ -3952,6 +4176,11 @@ export interface components {
             run: components["schemas"]["RunDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -3978,6 +4207,11 @@ export interface components {
             run: components["schemas"]["RunDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -4004,6 +4238,11 @@ export interface components {
             run: components["schemas"]["RunDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -4031,6 +4270,11 @@ export interface components {
             turn: components["schemas"]["TurnDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -4067,6 +4311,11 @@ export interface components {
             error?: components["schemas"]["PublicErrorDto"];
             /** @description Extensions. `seq` present when the event is durable. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq?: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -4107,6 +4356,11 @@ export interface components {
             };
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -4138,6 +4392,11 @@ export interface components {
             error_code: string | null;
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
             };
@@ -4162,6 +4421,11 @@ export interface components {
             run: components["schemas"]["RunDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -4188,6 +4452,11 @@ export interface components {
             run: components["schemas"]["RunDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -4214,6 +4483,11 @@ export interface components {
             run: components["schemas"]["RunDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
                 /** @description The run (execution segment) the event belongs to. */
@@ -4240,6 +4514,11 @@ export interface components {
             turn: components["schemas"]["TurnStateDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
             };
@@ -4264,11 +4543,16 @@ export interface components {
             turn: components["schemas"]["TurnDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
             };
         };
-        /** @description The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded` (the context cannot fit the model window: one message too large, or compaction off or manual), `run_takeover_limit`, `run_failed`. A tool source that cannot be reached does not fail the turn (`yuxi.session.turn.capability_limited`). Pending inputs wait in a paused queue. */
+        /** @description The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded` (the context cannot fit the model window: one message too large, or compaction off or manual), `run_takeover_limit`, `run_failed`. `turn.error.retryable` says whether submitting the input again is advised and `turn.error.side_effects` (none | output | possible) what the turn may have done before it failed. A tool source that cannot be reached does not fail the turn (`yuxi.session.turn.capability_limited`). Pending inputs wait in a paused queue. */
         TurnFailedEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -4288,6 +4572,11 @@ export interface components {
             turn: components["schemas"]["TurnDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
             };
@@ -4312,6 +4601,11 @@ export interface components {
             turn: components["schemas"]["TurnDto"];
             /** @description Extensions. Durable: carries `seq`. */
             yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq: number;
             };
@@ -4337,7 +4631,12 @@ export interface components {
              */
             reason: "cursor_expired" | "events_lost";
             /** @description Extensions. `seq` present when the event is durable. */
-            yuxi?: {
+            yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
                 /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
                 seq?: number;
             };
@@ -5196,6 +5495,15 @@ export interface operations {
                      *           "created_at": 1733400000,
                      *           "last_active_at": 1733400001,
                      *           "status": "completed",
+                     *           "environment": {
+                     *             "type": "none"
+                     *           },
+                     *           "metadata": {
+                     *             "channel": "web"
+                     *           },
+                     *           "usage": null,
+                     *           "required_actions": [],
+                     *           "error": null,
                      *           "yuxi": {
                      *             "title": "Quarterly report",
                      *             "project_id": null,
@@ -5355,7 +5663,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The session; `yuxi.receipt` holds the acceptance of the initial input. With `stream: true` the answer is the session event stream (text/event-stream), starting with `agent.session.created` whose `session` is this resource. */
+            /** @description The session; `yuxi.receipt` holds the acceptance of the initial input. With `stream: true` the answer is the session event stream (text/event-stream), starting with `agent.session.created` whose `session` is this resource. The stream stays open across turns until the client closes it. Each message: `id:` (an opaque cursor for Last-Event-ID), `event:` (the type) and `data:` (one SessionEvent as JSON, the schema of this media type). Comment lines (`: ping`) are heartbeats. */
             201: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -5374,6 +5682,15 @@ export interface operations {
                      *       "created_at": 1733400000,
                      *       "last_active_at": 1733400000,
                      *       "status": "in_progress",
+                     *       "environment": {
+                     *         "type": "none"
+                     *       },
+                     *       "metadata": {
+                     *         "channel": "web"
+                     *       },
+                     *       "usage": null,
+                     *       "required_actions": [],
+                     *       "error": null,
                      *       "yuxi": {
                      *         "title": "Quarterly report",
                      *         "project_id": null,
@@ -5558,6 +5875,15 @@ export interface operations {
                      *       "created_at": 1733400000,
                      *       "last_active_at": 1733400001,
                      *       "status": "completed",
+                     *       "environment": {
+                     *         "type": "none"
+                     *       },
+                     *       "metadata": {
+                     *         "channel": "web"
+                     *       },
+                     *       "usage": null,
+                     *       "required_actions": [],
+                     *       "error": null,
                      *       "yuxi": {
                      *         "title": "Quarterly report",
                      *         "project_id": null,
@@ -5734,6 +6060,15 @@ export interface operations {
                      *       "created_at": 1733400000,
                      *       "last_active_at": 1733400001,
                      *       "status": "completed",
+                     *       "environment": {
+                     *         "type": "none"
+                     *       },
+                     *       "metadata": {
+                     *         "channel": "web"
+                     *       },
+                     *       "usage": null,
+                     *       "required_actions": [],
+                     *       "error": null,
                      *       "yuxi": {
                      *         "title": "Quarterly report",
                      *         "project_id": null,
@@ -6062,6 +6397,15 @@ export interface operations {
                      *       "created_at": 1733400000,
                      *       "last_active_at": 1733400001,
                      *       "status": "completed",
+                     *       "environment": {
+                     *         "type": "none"
+                     *       },
+                     *       "metadata": {
+                     *         "channel": "web"
+                     *       },
+                     *       "usage": null,
+                     *       "required_actions": [],
+                     *       "error": null,
                      *       "yuxi": {
                      *         "title": "Quarterly report",
                      *         "project_id": null,
@@ -6448,7 +6792,8 @@ export interface operations {
                      *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
                      *             "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *             "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
-                     *             "created_at": 1733400000
+                     *             "created_at": 1733400000,
+                     *             "received_at": 1733400000
                      *           }
                      *         }
                      *       ]
@@ -7142,7 +7487,8 @@ export interface operations {
                      *               "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
                      *               "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *               "input_id": null,
-                     *               "created_at": 1733400001
+                     *               "created_at": 1733400001,
+                     *               "received_at": null
                      *             }
                      *           }
                      *         ]
@@ -7306,7 +7652,8 @@ export interface operations {
                      *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
                      *             "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *             "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
-                     *             "created_at": 1733400000
+                     *             "created_at": 1733400000,
+                     *             "received_at": 1733400000
                      *           }
                      *         },
                      *         {
@@ -7326,7 +7673,8 @@ export interface operations {
                      *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
                      *             "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *             "input_id": null,
-                     *             "created_at": 1733400001
+                     *             "created_at": 1733400001,
+                     *             "received_at": null
                      *           }
                      *         }
                      *       ],
@@ -7338,6 +7686,9 @@ export interface operations {
                      *           {
                      *             "id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *             "status": "completed",
+                     *             "input_ids": [
+                     *               "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03"
+                     *             ],
                      *             "created_at": 1733400000,
                      *             "completed_at": 1733400001,
                      *             "error": null
@@ -7512,7 +7863,8 @@ export interface operations {
                      *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
                      *             "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *             "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
-                     *             "created_at": 1733400000
+                     *             "created_at": 1733400000,
+                     *             "received_at": 1733400000
                      *           }
                      *         },
                      *         {
@@ -7532,7 +7884,8 @@ export interface operations {
                      *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
                      *             "run_id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *             "input_id": null,
-                     *             "created_at": 1733400001
+                     *             "created_at": 1733400001,
+                     *             "received_at": null
                      *           }
                      *         }
                      *       ],
@@ -7544,6 +7897,9 @@ export interface operations {
                      *           {
                      *             "id": "0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02",
                      *             "status": "completed",
+                     *             "input_ids": [
+                     *               "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03"
+                     *             ],
                      *             "created_at": 1733400000,
                      *             "completed_at": 1733400001,
                      *             "error": null
@@ -7828,7 +8184,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The `id:` of the last event processed: resume strictly after it (empty: from the replay window). */
+                /** @description The `id:` of the last event processed: resume strictly after it (empty: from the replay window). One cursor format: a cursor of the earlier format (before events carried `yuxi.seq`) is refused with 400 `last_event_id_retired`, which says how to resume. */
                 "Last-Event-ID"?: string;
                 /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
                 "X-End-User-Id"?: string;
@@ -7841,7 +8197,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The event stream: `id:` (an opaque cursor), `event:` (the type) and `data:` (the event JSON with a stable event_id) per message. */
+            /** @description The session event stream across turns; it stays open until the client closes it. Each message: `id:` (an opaque cursor for Last-Event-ID), `event:` (the type) and `data:` (one SessionEvent as JSON, the schema of this media type). Comment lines (`: ping`) are heartbeats. */
             200: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -7850,6 +8206,17 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": string;
+                };
+            };
+            /** @description `last_event_id_retired`: The Last-Event-ID is a cursor of this session in the earlier format, issued before events carried `yuxi.seq`: it cannot show whether events were missed, so the stream does not resume from it. Reconnect without Last-Event-ID (the retained window is replayed; skip events whose `event_id` you already applied) or re-read the turn and its items, then resume from the `id:` of the events you receive. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
@@ -14140,6 +14507,15 @@ export interface operations {
                      *           "created_at": 1733400000,
                      *           "last_active_at": 1733400001,
                      *           "status": "completed",
+                     *           "environment": {
+                     *             "type": "none"
+                     *           },
+                     *           "metadata": {
+                     *             "channel": "web"
+                     *           },
+                     *           "usage": null,
+                     *           "required_actions": [],
+                     *           "error": null,
                      *           "yuxi": {
                      *             "title": "Quarterly report",
                      *             "project_id": null,
@@ -14322,6 +14698,15 @@ export interface operations {
                      *       "created_at": 1733400000,
                      *       "last_active_at": 1733400001,
                      *       "status": "completed",
+                     *       "environment": {
+                     *         "type": "none"
+                     *       },
+                     *       "metadata": {
+                     *         "channel": "web"
+                     *       },
+                     *       "usage": null,
+                     *       "required_actions": [],
+                     *       "error": null,
                      *       "yuxi": {
                      *         "title": "Quarterly report",
                      *         "project_id": null,
