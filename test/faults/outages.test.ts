@@ -184,7 +184,7 @@ describe('faults: outages', () => {
     }
   });
 
-  it('d2. frozen Postgres (SIGSTOP) mid-turn: reads answer 503 service_unavailable within the query timeout, the turn completes after SIGCONT', { timeout: 150_000 }, async (t) => {
+  it('d2. frozen Postgres (SIGSTOP) mid-turn: a read answers 503 service_unavailable (its query times out instead of hanging), the turn completes after SIGCONT', { timeout: 150_000 }, async (t) => {
     const cluster = await Cluster.start(infra, 'd2-postgres-frozen', { apis: 1, workers: 1 });
     let tap: EventTap | undefined;
     let frozen: number[] = [];
