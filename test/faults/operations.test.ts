@@ -256,7 +256,7 @@ describe('faults: operations', () => {
       // A worker told to stop withdraws its announcement before it exits.
       const [first, second] = cluster.workers as [Proc, Proc];
       cluster.signal(first, 'SIGTERM');
-      const stopped = await cluster.waitExit(first, 15_000);
+      const stopped = await cluster.waitExit(first, EXIT_WAIT_MS);
       assert.equal(stopped?.code, 0, 'the worker stopped cleanly');
       const afterStop = await getHealth(ready);
       assert.equal(afterStop.status, 200, JSON.stringify(afterStop.body));
