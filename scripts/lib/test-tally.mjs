@@ -102,8 +102,10 @@ export function filterFiles(files, filter, script) {
 
 /** The node --test arguments that keep node's usual report on stdout and write the tally to `tallyFile`. */
 export function reporterArgs(tallyFile) {
+  // node's own default, which naming any reporter replaces: spec on a terminal (always from node 23), else TAP.
+  const spec = process.stdout.isTTY || Number(process.versions.node.split('.')[0]) >= 23;
   return [
-    `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`,
+    `--test-reporter=${spec ? 'spec' : 'tap'}`,
     '--test-reporter-destination=stdout',
     `--test-reporter=${path.join(ROOT, 'scripts', 'lib', 'test-tally.mjs')}`,
     `--test-reporter-destination=${tallyFile}`,
