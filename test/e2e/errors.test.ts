@@ -158,7 +158,7 @@ describe('errors', () => {
       'yuxi.session.input.promote': { input_id: id },
       'yuxi.session.input.cancel_input': { input_id: id },
       'yuxi.session.input.continue': {},
-      'yuxi.session.input.resume': { turn_id: id, waitpoint_id: id, response: { answers: [{ question_id: 'q', answer: 'a' }] } },
+      'yuxi.session.input.resume': { turn_id: id, waitpoint_id: id, response: { type: 'answer', answers: [{ question_id: 'q', answer: 'a' }] } },
       'yuxi.session.input.compact': {},
       'yuxi.session.tree.stop': {},
       'yuxi.session.tree.continue': {},
