@@ -42,30 +42,30 @@ export default async function* tallyReporter(source) {
  * run is held to the count); `namePattern` says a --test-name-pattern filtered it.
  */
 export function checkTally(tallyFile, { suite, full, namePattern = false, counts = readCounts() }) {
-  if (!existsSync(tallyFile)) return { problems: [`${suite}: the run wrote no tally (${tallyFile}); node --test did not finish`], notes: [] };
+  if (!existsSync(tallyFile)) return { problems: [`the run wrote no tally (${tallyFile}); node --test did not finish`], notes: [] };
   const tally = JSON.parse(readFileSync(tallyFile, 'utf8').trim().split('\n').at(-1));
   const problems = [];
   const notes = [];
   const skipped = tally.skipped.filter((s) => !(namePattern && s.reason === NAME_PATTERN_SKIP));
   if (skipped.length > 0) {
-    problems.push(`${suite}: ${skipped.length} test(s) skipped; a test that cannot run here must fail or be removed, never skip:`);
+    problems.push(`${skipped.length} test(s) skipped; a test that cannot run here must fail or be removed, never skip:`);
     for (const s of skipped) problems.push(`  - ${s.test}${s.reason ? ` (${s.reason})` : ''}`);
   }
   if (tally.todo.length > 0) {
-    problems.push(`${suite}: ${tally.todo.length} todo test(s); write the test or remove it:`);
+    problems.push(`${tally.todo.length} todo test(s); write the test or remove it:`);
     for (const s of tally.todo) problems.push(`  - ${s.test}${s.reason ? ` (${s.reason})` : ''}`);
   }
   if (full) {
     const known = counts[suite];
     if (typeof known !== 'number') {
-      problems.push(`${suite}: ${COUNTS_FILE} has no count for "${suite}"; add "${suite}": ${tally.tests}`);
+      problems.push(`${COUNTS_FILE} has no count for "${suite}"; add "${suite}": ${tally.tests}`);
     } else if (tally.tests < known) {
       problems.push(
-        `${suite}: ${tally.tests} tests ran, fewer than the last known ${known} (${COUNTS_FILE}). A test file that no longer loads, ` +
+        `${tally.tests} tests ran, fewer than the last known ${known} (${COUNTS_FILE}). A test file that no longer loads, ` +
           `or tests that stopped registering, show up here. If tests were removed on purpose, lower "${suite}" in ${COUNTS_FILE} to ${tally.tests} in the same commit.`,
       );
     } else if (tally.tests > known) {
-      notes.push(`${suite}: ${tally.tests} tests ran, more than the last known ${known}: raise "${suite}" in ${COUNTS_FILE} to ${tally.tests} so that losing them later fails the run`);
+      notes.push(`${tally.tests} tests ran, more than the last known ${known}: raise "${suite}" in ${COUNTS_FILE} to ${tally.tests} so that losing them later fails the run`);
     }
   }
   return { problems, notes };
