@@ -4,32 +4,40 @@
 // own api and worker processes, because the scenarios kill, stop and restart them.
 //
 //   npm run test:faults                 every scenario
-//   npm run test:faults -- workers      only files whose name contains one of the words
+//   npm run test:faults -- workers      only files whose name contains one of the words (each word
+//                                       must match a file)
 //   FAULTS_ONLY=g npm run test:faults   only scenarios whose title contains the text (node --test-name-pattern)
+//
+// A skipped or todo scenario fails the run; so does a full run (no word, no FAULTS_ONLY) with fewer
+// tests than test/test-counts.json records.
 //
 // Process logs: .data/fault-logs/<scenario>/{api-N,worker-N}.log
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ensureBuilt, ROOT } from './lib/build.mjs';
+import { checkTally, filterFiles, reporterArgs } from './lib/test-tally.mjs';
 
 await ensureBuilt();
 
 const filter = process.argv.slice(2);
 const testDir = path.join(ROOT, 'dist', 'test', 'faults');
-const files = existsSync(testDir)
+const candidates = existsSync(testDir)
   ? readdirSync(testDir)
-      .filter((file) => file.endsWith('.test.js') && (filter.length === 0 || filter.some((f) => file.includes(f))))
-      .sort()
-      .map((file) => path.join(testDir, file))
+      .filter((file) => file.endsWith('.test.js'))
+      // A test deleted from test/faults leaves its compiled file in dist/: not run.
+      .filter((file) => existsSync(path.join(ROOT, 'test', 'faults', file.replace(/\.js$/, '.ts'))))
   : [];
-if (files.length === 0) {
-  console.error(`test:faults: no test files in ${testDir}${filter.length ? ` matching ${filter.join(', ')}` : ''}`);
-  process.exit(1);
-}
+// Each word must name a file: a misspelt one is an error, not a run of the rest (or of nothing).
+const files = filterFiles(candidates, filter, 'test:faults').map((file) => path.join(testDir, file));
+// Skipped and todo tests fail the run, and so does a full run with fewer tests than the last known (test/test-counts.json).
+const tallyFile = path.join(os.tmpdir(), `yuxi-test-faults-tally-${process.pid}.json`);
+rmSync(tallyFile, { force: true });
 
-const args = ['--enable-source-maps', '--test', '--test-concurrency=1'];
-if (process.env.FAULTS_ONLY) args.push(`--test-name-pattern=${process.env.FAULTS_ONLY}`);
+const args = ['--enable-source-maps', '--test', '--test-concurrency=1', ...reporterArgs(tallyFile)];
+const namePattern = Boolean(process.env.FAULTS_ONLY);
+if (namePattern) args.push(`--test-name-pattern=${process.env.FAULTS_ONLY}`);
 
 // The fault harness owns its servers: it never uses an outside DATABASE_URL / REDIS_URL.
 const env = { ...process.env };
@@ -41,4 +49,9 @@ const child = spawn(process.execPath, [...args, ...files], { cwd: ROOT, stdio: '
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 const code = await new Promise((resolve) => child.on('exit', (exitCode, signal) => resolve(exitCode ?? (signal ? 1 : 0))));
 if (code !== 0) console.error('\ntest:faults failed; process logs are in .data/fault-logs/<scenario>/');
-process.exit(code);
+// Only a run of every file and every scenario is held to the count.
+const { problems, notes } = checkTally(tallyFile, { suite: 'test:faults', full: filter.length === 0 && !namePattern, namePattern });
+rmSync(tallyFile, { force: true });
+for (const line of notes) console.log(`[test:faults] ${line}`);
+for (const line of problems) console.error(`[test:faults] ${line}`);
+process.exit(code !== 0 ? code : problems.length > 0 ? 1 : 0);

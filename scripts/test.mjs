@@ -2,14 +2,31 @@
 // processes, exactly as `npm start` does) and runs the whole suite against it with node's test runner.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ensureBuilt, ensureConsoleBuilt, ROOT } from './lib/build.mjs';
+import { checkTally, filterFiles, reporterArgs } from './lib/test-tally.mjs';
 
 await ensureBuilt();
 await ensureConsoleBuilt();
+
+// Which files run, decided before any server starts: a filter that names no file stops here.
+const filter = process.argv.slice(2);
+const testDir = path.join(ROOT, 'dist', 'test');
+const candidates = readdirSync(testDir, { recursive: true })
+  .map(String)
+  // dist/test/faults is the fault suite (`npm run test:faults`): it starts its own stacks.
+  .filter((file) => !file.startsWith(`faults${path.sep}`))
+  .filter((file) => file.endsWith('.test.js'))
+  // A test deleted from test/ leaves its compiled file in dist/: not run.
+  .filter((file) => existsSync(path.join(ROOT, 'test', file.replace(/\.js$/, '.ts'))));
+// Each word must name a file: a misspelt one is an error, not a run of the rest (or of nothing).
+const files = filterFiles(candidates, filter, 'npm test').map((file) => path.join(testDir, file));
+// The run's tally (test/test-counts.json, scripts/lib/test-tally.mjs): skipped and todo tests fail it, and so does a full run with fewer tests than the last known.
+const tallyFile = path.join(os.tmpdir(), `yuxi-test-tally-${process.pid}.json`);
+rmSync(tallyFile, { force: true });
 const { startStack } = await import('./lib/stack.mjs');
 
 const logDir = path.join(ROOT, '.data', 'test-logs');
@@ -126,18 +143,6 @@ await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsA
 /** Every api replica started above: the status audit scrapes each. */
 const apiUrls = [stack.url, `http://127.0.0.1:${secondApiPort}`, `http://127.0.0.1:${fileLimitsApiPort}`];
 
-const filter = process.argv.slice(2);
-const testDir = path.join(ROOT, 'dist', 'test');
-const files = readdirSync(testDir, { recursive: true })
-  .map(String)
-  // dist/test/faults is the fault suite (`npm run test:faults`): it starts its own stacks.
-  .filter((file) => !file.startsWith(`faults${path.sep}`))
-  .filter((file) => file.endsWith('.test.js') && (filter.length === 0 || filter.some((f) => file.includes(f))))
-  // A test deleted from test/ leaves its compiled file in dist/: not run.
-  .filter((file) => existsSync(path.join(ROOT, 'test', file.replace(/\.js$/, '.ts'))))
-  .sort()
-  .map((file) => path.join(testDir, file));
-
 let child;
 // A terminated run (CI timeout, Ctrl-C) must not leave api, worker, Postgres or Redis behind.
 for (const signal of ['SIGINT', 'SIGTERM']) {
@@ -148,7 +153,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 const code = await new Promise((resolve) => {
-  child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=1', ...files], {
+  child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=1', ...reporterArgs(tallyFile), ...files], {
     cwd: ROOT,
     stdio: 'inherit',
     env: {
@@ -173,6 +178,10 @@ const code = await new Promise((resolve) => {
 // file-limits one answers statuses the others never do: quota 413s, expired drafts' 404s).
 const audited = await auditStatuses(apiUrls);
 await stack.stop();
+const { problems: tallyProblems, notes } = checkTally(tallyFile, { suite: 'test', full: filter.length === 0 });
+rmSync(tallyFile, { force: true });
+for (const line of notes) console.log(`[test] ${line}`);
+for (const line of tallyProblems) console.error(`[test] ${line}`);
 if (code !== 0) {
   for (const name of ['api', 'worker']) {
     const file = path.join(logDir, `${name}.log`);
@@ -181,7 +190,7 @@ if (code !== 0) {
     console.error(`\n----- last lines of ${name}.log -----\n${lines.slice(-40).join('\n')}`);
   }
 }
-process.exit(code !== 0 ? code : audited ? 0 : 1);
+process.exit(code !== 0 ? code : audited && tallyProblems.length === 0 ? 0 : 1);
 
 /**
  * Every (method, route, status) the api replicas answered while the tests ran, read from their

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
+import { PROTOCOL_EVENT_TYPES } from '#libs/protocol';
 import { env } from '../support/env.js';
 import { API, createSession, http, newKey } from '../support/http.js';
 
@@ -149,11 +150,22 @@ describe('errors', () => {
   });
 
   it('answers a non-UUID session id with 404 on every events submission, never 500', async () => {
-    for (const event of [
-      { type: 'agent.session.input.message', input: 'hi' },
-      { type: 'agent.session.input.cancel' },
-      { type: 'yuxi.session.input.continue' },
-    ]) {
+    // A well-formed event of every type of the protocol (a type added later fails here until it is added).
+    const id = randomUUID();
+    const events: Record<(typeof PROTOCOL_EVENT_TYPES)[number], object> = {
+      'agent.session.input.message': { input: 'hi' },
+      'agent.session.input.cancel': {},
+      'yuxi.session.input.promote': { input_id: id },
+      'yuxi.session.input.cancel_input': { input_id: id },
+      'yuxi.session.input.continue': {},
+      'yuxi.session.input.resume': { turn_id: id, waitpoint_id: id, response: { type: 'answer', answers: [{ question_id: 'q', answer: 'a' }] } },
+      'yuxi.session.input.compact': {},
+      'yuxi.session.tree.stop': {},
+      'yuxi.session.tree.continue': {},
+      tool_result: { turn_id: id, call_id: 'call_1', success: true, output: 'done' },
+    };
+    assert.deepEqual(Object.keys(events).sort(), [...PROTOCOL_EVENT_TYPES].sort());
+    for (const event of Object.entries(events).map(([type, fields]) => ({ type, ...fields }))) {
       const res = await http(`${API}/sessions/nope/events`, { idempotencyKey: newKey(), body: { events: [event] } });
       assert.equal(res.status, 404, `${event.type}: ${res.text}`);
       assertErrorShape(res, 'not_found');

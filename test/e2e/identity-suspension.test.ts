@@ -114,6 +114,15 @@ describe('identity: an administrator suspends a user', () => {
       await Promise.race([revoked.readToEnd(), new Promise((_, reject) => setTimeout(() => reject(new Error('the revoked key’s stream did not end')), 10_000))]);
       assert.equal(revoked.retry, 1000);
       assert.equal(kept.ended, false, 'the other key’s stream goes on');
+      // … and still delivers: a turn started after the revocation reaches it.
+      const after = await call({ name: 'second key', token: second.body.secret }, `${API}/sessions/${session.id}/events`, {
+        body: { events: [{ type: 'agent.session.input.message', input: 'after the revocation' }] },
+        idempotencyKey: `revoke-${randomUUID()}`,
+      });
+      assert.equal(after.status, 202, after.text);
+      await Promise.race([kept.until('agent.session.turn.completed'), new Promise((_, reject) => setTimeout(() => reject(new Error('the other key’s stream delivered no turn after the revocation')), 20_000))]);
+      assert.equal(kept.ended, false, 'the other key’s stream is still open');
+      assert.equal(revoked.events.filter((e) => e.type === 'agent.session.turn.completed').length, 0, 'the revoked key’s stream got nothing of that turn');
     } finally {
       revoked.destroy();
       kept.destroy();

@@ -140,8 +140,13 @@ describe('projects', () => {
     const project = await createProject(null, { name: 'Labels' });
     const session = await createSession({ project_id: project.id });
     assert.equal(session.yuxi.project_id, project.id);
-    const label = await http(`${API}/sessions`, { idempotencyKey: newKey('create'), body: { agent_id: 'default-chatbot', project_id: 'my-label', input: 'hi' } });
+    const title = `free label ${randomUUID()}`;
+    const label = await http(`${API}/sessions`, { idempotencyKey: newKey('create'), body: { agent_id: 'default-chatbot', title, project_id: 'my-label', input: 'hi' } });
     assertError(label, 404, 'not_found');
+    // Nothing stored: the newest sessions (this file runs alone, in order) hold no session of that title.
+    const newest = await http(`${API}/sessions?limit=50`);
+    assert.equal(newest.status, 200, newest.text);
+    assert.deepEqual(newest.body.data.filter((s: any) => s.yuxi.title === title), [], 'the refused create stored no session');
     const plain = await createSession({});
     assert.equal(plain.yuxi.project_id, null);
   });

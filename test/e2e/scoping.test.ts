@@ -18,19 +18,30 @@ describe('owner scoping', () => {
     const turnId = done.data.turn_id;
     const runId = done.data.turn.yuxi.result_run_id;
 
-    for (const path of [
-      `/sessions/${mine.id}`,
-      `/sessions/${mine.id}/turns`,
-      `/sessions/${mine.id}/turns/${turnId}`,
-      `/sessions/${mine.id}/turns/${turnId}/items`,
-      `/sessions/${mine.id}/items`,
-      `/sessions/${mine.id}/runs/${runId}`,
-      `/sessions/${mine.id}/receipt?idempotency_key=x`,
-    ]) {
-      const res = await http(`${API}${path}`, { key: otherKey });
+    // Every documented read of a session's resources, its ids the owner's real ones.
+    const ids: Record<string, string> = { session_id: mine.id, turn_id: turnId, run_id: runId, input_id: mine.yuxi.receipt.input_id, file_id: '0123456789abcdef0123456789abcdef' };
+    const document = (await http('/openapi.json', { key: null })).body as { paths: Record<string, Record<string, unknown>> };
+    const reads = Object.keys(document.paths).filter((path) => path.startsWith(`${API}/sessions/{session_id}`) && document.paths[path]!.get && !path.endsWith('/events'));
+    assert.ok(reads.length >= 10, `the session reads of the document: ${reads.join(', ')}`);
+    for (const template of reads) {
+      const path = template.replace(/\{(\w+)\}/g, (_, name: string) => ids[name] ?? assert.fail(`no id for {${name}} in ${template}`));
+      const res = await http(path.endsWith('/receipt') ? `${path}?idempotency_key=x` : path, { key: otherKey });
       assert.equal(res.status, 404, path);
       assert.equal(res.body.error.code, 'not_found', path);
     }
+    // And the writes of a session itself: update, archive, delete. The session is untouched.
+    for (const [method, path, body] of [
+      ['POST', `${API}/sessions/${mine.id}`, { yuxi: { title: 'taken over' } }],
+      ['POST', `${API}/sessions/${mine.id}/archive`, undefined],
+      ['DELETE', `${API}/sessions/${mine.id}`, undefined],
+    ] as const) {
+      const res = await http(path, { method, key: otherKey, body });
+      assert.equal(res.status, 404, `${method} ${path}: ${res.text}`);
+    }
+    const untouched = await http(`${API}/sessions/${mine.id}`);
+    assert.equal(untouched.status, 200);
+    assert.equal(untouched.body.yuxi.archived, false, 'not archived');
+    assert.notEqual(untouched.body.yuxi.title, 'taken over', 'not renamed');
     const post = await http(`${API}/sessions/${mine.id}/events`, {
       key: otherKey,
       idempotencyKey: newKey(),

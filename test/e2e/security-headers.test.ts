@@ -23,6 +23,10 @@ describe('security headers', () => {
       ['an unknown route', `${API}/no-such-route`, { headers: auth }, 404],
       ['malformed JSON (body parser)', `${API}/sessions`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': 'hdr-1' }, body: '{' }, 422],
       ['an unknown session', `${API}/sessions/00000000-0000-4000-8000-000000000000`, { headers: auth }, 404],
+      ['a wrong method (router)', `${API}/sessions`, { method: 'PUT', headers: auth }, 405],
+      ['a body that is not JSON (content type gate)', `${API}/sessions`, { method: 'POST', headers: { ...auth, 'content-type': 'text/plain', 'idempotency-key': 'hdr-2' }, body: 'hi' }, 415],
+      ['an invalid field (validation)', `${API}/sessions`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': 'hdr-3' }, body: '{"agent_id":"default-chatbot","surprise":1}' }, 422],
+      ['a body past the limit (body size gate)', '/api/v1/admin/api-keys', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) }) }, 413],
       ['the event stream', `${API}/sessions/${session.id}/events`, { headers: { ...auth, accept: 'text/event-stream' } }, 200],
     ];
     for (const [name, path, init, status] of cases) {

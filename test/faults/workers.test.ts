@@ -24,8 +24,15 @@ const WORDS = 30;
 const SLOW_TEXT = `${words(WORDS)} [[delay:${DELAY_MS}]]`;
 /** One full model call of SLOW_TEXT ("Echo:" + the words, one delta each). */
 const FULL_CALL_MS = (WORDS + 1) * DELAY_MS;
-/** Lease expiry + one sweep + a complete re-run of the model call + margin for a 2-core machine. */
-const TAKEOVER_BUDGET_MS = RUN_LEASE_MS + RECOVERY_SWEEP_MS + FULL_CALL_MS + 8_000;
+/**
+ * How long a test waits for the taken-over turn to end: lease expiry + one sweep + a complete
+ * re-run of the model call, with room to spare for a loaded machine. A bound on the wait, not a
+ * claim about speed: what is asserted is who finished the turn and how (the takeover's time is a
+ * diagnostic).
+ */
+const TAKEOVER_WAIT_MS = 3 * (RUN_LEASE_MS + RECOVERY_SWEEP_MS + FULL_CALL_MS);
+/** Past the worker's own shutdown deadline (SHUTDOWN_TIMEOUT_MS, 25 s, then exit 1): exit code 0 says the close finished. */
+const EXIT_WAIT_MS = 40_000;
 
 const TERMINAL_EVENTS = new Set(['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled']);
 
@@ -57,8 +64,8 @@ describe('faults: workers', () => {
       assert.ok(await cluster.waitExit(holder, 5_000), 'the killed worker is gone');
       const killedAt = Date.now();
 
-      await turnEnds(tap, turnId, TAKEOVER_BUDGET_MS, 'the interrupted turn');
-      t.diagnostic(`turn completed ${Date.now() - killedAt} ms after SIGKILL (budget ${TAKEOVER_BUDGET_MS} ms)`);
+      await turnEnds(tap, turnId, TAKEOVER_WAIT_MS, 'the interrupted turn');
+      t.diagnostic(`turn completed ${Date.now() - killedAt} ms after SIGKILL`);
       const turn = await api.turn(session.id, turnId);
       assert.equal(turn.status, 200);
       assert.equal(turn.body.status, 'completed');
@@ -100,7 +107,7 @@ describe('faults: workers', () => {
 
       cluster.signal(holder, 'SIGSTOP');
       const stoppedAt = Date.now();
-      await turnEnds(tap, turnId, TAKEOVER_BUDGET_MS, 'the turn whose worker is stopped');
+      await turnEnds(tap, turnId, TAKEOVER_WAIT_MS, 'the turn whose worker is stopped');
       t.diagnostic(`turn completed ${Date.now() - stoppedAt} ms after SIGSTOP`);
       const runs = await runsOfTurn(infra, turnId);
       const successor = runs.find((r) => r.resume_from_run_id === runId);
@@ -161,7 +168,7 @@ describe('faults: workers', () => {
     }
   });
 
-  it('e. worker SIGTERM mid-turn with inputs queued: it exits within 10 s, the other worker finishes the turn and the queue in order', { timeout: 120_000 }, async (t) => {
+  it('e. worker SIGTERM mid-turn with inputs queued: it releases the run and exits 0, the other worker finishes the turn and the queue in order', { timeout: 120_000 }, async (t) => {
     const cluster = await Cluster.start(infra, 'e-worker-sigterm', { apis: 1, workers: 2 });
     let busy: BusyTurn | undefined;
     try {
@@ -171,15 +178,17 @@ describe('faults: workers', () => {
       const { session, tap, turnId, runId, holder } = busy;
 
       cluster.signal(holder, 'SIGTERM');
-      const exit = await cluster.waitExit(holder, 10_000);
-      assert.ok(exit, `the signalled worker exits within 10 s; its log ends:\n${cluster.logTail(holder)}`);
+      const exit = await cluster.waitExit(holder, EXIT_WAIT_MS);
+      assert.ok(exit, `the signalled worker exits; its log ends:\n${cluster.logTail(holder)}`);
       t.diagnostic(`worker exited ${exit.ms} ms after SIGTERM (code ${exit.code}, signal ${exit.signal})`);
+      assert.deepEqual([exit.code, exit.signal], [0, null], `a clean close (the shutdown deadline exits 1); its log ends:\n${cluster.logTail(holder)}`);
 
-      await turnEnds(tap, turnId, TAKEOVER_BUDGET_MS, 'the released turn');
+      await turnEnds(tap, turnId, TAKEOVER_WAIT_MS, 'the released turn');
       const turn = await api.turn(session.id, turnId);
       assert.equal(turn.body.status, 'completed');
       const runs = await runsOfTurn(infra, turnId);
       t.diagnostic(`runs: ${runs.map((r) => `${r.seq}:${r.status}`).join(' ')}`);
+      // Released, not finished: the signalled worker's run ended interrupted and another run produced the result.
       assert.equal(runs.find((r) => r.id === runId)?.status, 'interrupted', 'the released run is interrupted');
       assert.ok(runs.some((r) => r.resume_from_run_id === runId), 'a run resumes from the released one');
       assert.notEqual(turn.body.yuxi.result_run_id, runId, 'the other worker produced the result');

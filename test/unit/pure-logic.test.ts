@@ -171,14 +171,19 @@ describe('throttled log', () => {
 });
 
 describe('query logger', () => {
-  it('logs failed prepared statements and strings without throwing, and never their parameters', () => {
+  it('logs failed and slow statements, prepared or strings, without throwing, and never their parameters', () => {
     const lines: string[] = [];
     const logger = new QueryLogger();
     (logger as unknown as { logger: { warn(message: string): void } }).logger = { warn: (message) => lines.push(message) };
-    logger.logQueryError(new Error('timeout'), { name: 'p1', text: 'SELECT id\nFROM sessions WHERE id = $1' });
-    logger.logQueryError('boom', 'INSERT INTO inputs VALUES ($1)');
-    logger.logQueryError('odd', 42);
-    assert.deepEqual(lines, ['query failed: timeout (SELECT id)', 'query failed: boom (INSERT INTO inputs VALUES ($1))', 'query failed: odd ()']);
+    // Called as TypeORM calls it: with the statement's parameters (and a prepared statement's values).
+    const asTypeOrm = logger as unknown as { logQueryError(error: string | Error, query: unknown, parameters?: unknown[]): void; logQuerySlow(time: number, query: unknown, parameters?: unknown[]): void };
+    const secret = 'the user wrote this secret message';
+    asTypeOrm.logQueryError(new Error('timeout'), { name: 'p1', text: 'SELECT id\nFROM sessions WHERE id = $1', values: [secret] }, [secret]);
+    asTypeOrm.logQueryError('boom', 'INSERT INTO inputs VALUES ($1)', [secret]);
+    asTypeOrm.logQueryError('odd', 42);
+    asTypeOrm.logQuerySlow(1234, 'UPDATE inputs SET content = $1', [secret]);
+    assert.deepEqual(lines, ['query failed: timeout (SELECT id)', 'query failed: boom (INSERT INTO inputs VALUES ($1))', 'query failed: odd ()', 'slow query (1234 ms): UPDATE inputs SET content = $1']);
+    assert.ok(!lines.some((line) => line.includes(secret)), 'no parameter in any line');
   });
 });
 
