@@ -113,9 +113,9 @@ describe('sdk: generated event types', () => {
         output_index: 0,
         content_index: 0,
         delta: 'Hello',
-        yuxi: { run_id: 'r' },
+        yuxi: { format: 2, run_id: 'r' },
       },
-      { type: 'yuxi.session.resync', event_id: 'evt_2', session_id: 's', created_at: 1, reason: 'cursor_expired' },
+      { type: 'yuxi.session.resync', event_id: 'evt_2', session_id: 's', created_at: 1, reason: 'cursor_expired', yuxi: { format: 2 } },
     ];
     let text = '';
     const reasons: string[] = [];
