@@ -9,7 +9,9 @@ import { SseStream } from '../support/sse.js';
 
 // A failed turn's and run's `error` says whether submitting the input again is advised
 // (`retryable`) and what the turn may have done before it failed (`side_effects`), derived from
-// what it committed: nothing, output (messages, calls of idempotent tools), or a tool with side effects.
+// what it committed: nothing, output (messages, calls of tools that only read), or a tool that may
+// have changed something (possible). Retrying is advised for a transient cause unless such a tool
+// that is not idempotent ran.
 
 /** More provider outages than the run retries (MODEL_MAX_RETRIES): the call fails `model_unavailable`, a transient cause. */
 const OUTAGE: FakeStep[] = Array.from({ length: 8 }, () => ({ status: 503, body: { error: { message: 'overloaded', type: 'server_error' } } }));
@@ -29,8 +31,8 @@ describe('classifiable failures', () => {
   });
 
   /** Runs one turn of a fresh agent with `tools` on `script`; the failed turn, its run, and the turn.failed / run.failed events. */
-  async function failedTurn(tools: object[], script: FakeStep[]) {
-    const agent = await putAgent({ tools });
+  async function failedTurn(tools: object[], script: FakeStep[], definition: object = {}) {
+    const agent = await putAgent({ tools, ...definition });
     fake.script(fakeModel(agent.model), script);
     const session = await createSessionWith(agent.id, 'go');
     const stream = await SseStream.open(session.id);
@@ -56,7 +58,10 @@ describe('classifiable failures', () => {
     const failedRun = turn.yuxi.runs.at(-1);
     assert.deepEqual(failedRun.error, turn.error, 'and the failed run');
     const summary = items.yuxi.runs.find((run: any) => run.id === failedRun.id);
-    if (summary) assert.deepEqual(summary.error, turn.error, 'and its summary on an items page');
+    // A run that wrote nothing (side_effects none) has no item on the page, so no summary there.
+    if (expected.side_effects === 'none') return;
+    assert.ok(summary, `the failed run's summary is on the items page: ${JSON.stringify(items.yuxi.runs)}`);
+    assert.deepEqual(summary.error, turn.error, 'and its summary on an items page');
   }
 
   it('a failure before any step: nothing happened, retryable when the cause is transient', async () => {
@@ -68,7 +73,7 @@ describe('classifiable failures', () => {
     assertEverywhere(refused, { code: 'model_bad_request', retryable: false, side_effects: 'none' });
   });
 
-  it('a failure after a message and a call of an idempotent tool: output, still retryable for a transient cause', async () => {
+  it('a failure after a message and a call of a builtin that only reads: output, still retryable for a transient cause', async () => {
     const result = await failedTurn(
       [{ type: 'builtin', name: 'calculator' }],
       [{ text: 'Let me compute that.', tool_calls: [{ id: 'c1', name: 'calculator', arguments: '{"expression":"2+3"}' }] }, ...OUTAGE],
@@ -112,11 +117,26 @@ describe('classifiable failures', () => {
       'the side effect happened',
     );
 
-    // The same tool declared idempotent: re-running it is harmless, so the failure is retryable again.
+    // The same tool declared idempotent: its effect still happened (possible), but repeating it is
+    // harmless, so the failure is retryable again.
     const idempotent = await failedTurn(
       [{ type: 'mcp', server_label: 'calc', server_url: mcp.url, allowed_tools: ['record_side_effect'], idempotent: true }],
       [{ tool_calls: [{ id: 's2', name: 'record_side_effect', arguments: '{"note":"failure-classes-idempotent"}' }] }, ...OUTAGE],
     );
-    assertEverywhere(idempotent, { code: 'model_unavailable', retryable: true, side_effects: 'output' });
+    assertEverywhere(idempotent, { code: 'model_unavailable', retryable: true, side_effects: 'possible' });
+    assert.ok(mcp.effects.some((effect) => effect.note === 'failure-classes-idempotent'), 'the idempotent tool\'s effect happened too');
+  });
+
+  it('a failure after a coordination call created a member: possible, not retryable (the member keeps working; a retry would create another)', async () => {
+    const member = await putAgent({ model: 'scripted:echo' });
+    const result = await failedTurn(
+      [],
+      [{ tool_calls: [{ id: 'k1', name: 'create_subagent', arguments: JSON.stringify({ task: 'hello', name: 'helper', agent_id: member.id }) }] }, ...OUTAGE],
+      { multi_agent: { enabled: true, max_concurrent_subagents: 3, agents: [member.id] } },
+    );
+    assertEverywhere(result, { code: 'model_unavailable', retryable: false, side_effects: 'possible' });
+    const output = result.items.data.find((item: any) => item.type === 'function_call_output' && item.call_id === 'k1');
+    assert.ok(output, `the create_subagent call has its result: ${JSON.stringify(result.items.data.map((item: any) => item.type))}`);
+    assert.match(output.output, /"status":"queued"/, 'the member was created');
   });
 });

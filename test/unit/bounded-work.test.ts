@@ -96,6 +96,7 @@ describe('tool argument patterns run on a linear engine', () => {
     executor: 'client',
     requiresApproval: false,
     idempotent: false,
+    sideEffects: true,
     source: 'client',
   });
 

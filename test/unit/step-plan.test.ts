@@ -127,9 +127,9 @@ describe('step plan: per-turn limits', () => {
 
 describe('tool policy', () => {
   const tools = [
-    { name: 'add', description: '', parameters: { type: 'object', properties: { a: { type: 'number' } }, required: ['a'] }, executor: 'server' as const, requiresApproval: false, idempotent: true, source: 'mcp:m' },
-    { name: 'wipe', description: '', parameters: { type: 'object' }, executor: 'server' as const, requiresApproval: true, idempotent: false, source: 'mcp:m' },
-    { name: 'lookup', description: '', parameters: { type: 'object' }, executor: 'client' as const, requiresApproval: false, idempotent: false, source: 'client' },
+    { name: 'add', description: '', parameters: { type: 'object', properties: { a: { type: 'number' } }, required: ['a'] }, executor: 'server' as const, requiresApproval: false, idempotent: true, sideEffects: true, source: 'mcp:m' },
+    { name: 'wipe', description: '', parameters: { type: 'object' }, executor: 'server' as const, requiresApproval: true, idempotent: false, sideEffects: true, source: 'mcp:m' },
+    { name: 'lookup', description: '', parameters: { type: 'object' }, executor: 'client' as const, requiresApproval: false, idempotent: false, sideEffects: true, source: 'client' },
   ];
 
   it('asks per the approval mode, the tool flag and the session trust', () => {

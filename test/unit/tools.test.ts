@@ -185,6 +185,7 @@ describe('validateToolArguments', () => {
     executor: 'client',
     requiresApproval: false,
     idempotent: false,
+    sideEffects: true,
     source: 'client',
   };
 
@@ -254,13 +255,16 @@ describe('ToolCatalog with a real MCP server', () => {
       mcp({ allowed_tools: ['add', 'fail_always'], requires_approval: true }),
     ];
     const tools = await catalog.resolve(declarations);
-    assert.deepEqual(tools.map((t) => [t.name, t.executor, t.source, t.requiresApproval, t.idempotent]), [
-      ['calculator', 'server', 'builtin', false, true],
-      ['ask_user', 'user', 'builtin', true, true],
-      ['fail_always', 'client', 'client', false, false],
-      ['add', 'server', 'mcp:test', true, false],
-      ['test__fail_always', 'server', 'mcp:test', true, false],
+    // sideEffects apart from idempotent: a builtin is a read, an MCP tool may change something.
+    assert.deepEqual(tools.map((t) => [t.name, t.executor, t.source, t.requiresApproval, t.idempotent, t.sideEffects]), [
+      ['calculator', 'server', 'builtin', false, true, false],
+      ['ask_user', 'user', 'builtin', true, true, false],
+      ['fail_always', 'client', 'client', false, false, true],
+      ['add', 'server', 'mcp:test', true, false, true],
+      ['test__fail_always', 'server', 'mcp:test', true, false, true],
     ]);
+    const idempotentMcp = await catalog.resolve([mcp({ allowed_tools: ['add'], idempotent: true })]);
+    assert.deepEqual(idempotentMcp.map((t) => [t.name, t.idempotent, t.sideEffects]), [['add', true, true]], 'declared idempotent, still a tool that may change something');
     assert.equal(tools.find((t) => t.name === 'test__fail_always')!.remoteName, 'fail_always');
     const add = tools.find((t) => t.name === 'add')!;
     assert.equal(add.description, 'Add two numbers.');
@@ -304,7 +308,7 @@ describe('ToolCatalog with a real MCP server', () => {
   it('throws ToolSourceError for an unreachable server, when listing and when calling', async () => {
     const declarations = [mcp({ server_url: deadUrl })];
     await assert.rejects(catalog.resolve(declarations), (err) => err instanceof ToolSourceError && err.code === 'tool_server_unavailable');
-    const add: ResolvedTool = { name: 'add', description: '', parameters: { type: 'object' }, executor: 'server', requiresApproval: false, idempotent: false, source: 'mcp:test' };
+    const add: ResolvedTool = { name: 'add', description: '', parameters: { type: 'object' }, executor: 'server', requiresApproval: false, idempotent: false, sideEffects: true, source: 'mcp:test' };
     await assert.rejects(catalog.execute(add, declarations, { a: 1, b: 2 }, ctx()), (err) => err instanceof ToolSourceError && err.code === 'tool_server_unavailable');
   });
 
@@ -371,6 +375,7 @@ describe('offeredNames: tool names unique across MCP servers', () => {
     executor: source === 'client' ? 'client' : 'server',
     requiresApproval: false,
     idempotent: false,
+    sideEffects: true,
     source,
   });
   const names = (tools: ResolvedTool[]) => tools.map((t) => `${t.source}/${t.remoteName ?? t.name} -> ${t.name}`);

@@ -16,7 +16,9 @@ export const TURN_FAILURE_CODES = {
   turn_tool_call_limit: { transient: false, description: 'The turn reached its agent\'s limit of tool calls.' },
   turn_timeout: { transient: false, description: 'The turn reached its agent\'s execution time limit.' },
   context_window_exceeded: { transient: false, description: 'The context cannot fit the model window (one message too large, or compaction off or manual).' },
-  run_takeover_limit: { transient: true, description: 'The turn\'s runs were taken over from dead workers too many times.' },
+  // Workers that died on this turn again and again: usually the turn itself kills them (a crash
+  // loop), which the same input meets again.
+  run_takeover_limit: { transient: false, description: 'The turn\'s runs were taken over from dead workers too many times.' },
   run_failed: { transient: true, description: 'The run failed unexpectedly (the worker\'s log has the cause).' },
   operator_failed: { transient: false, description: 'An operator ended the turn (`ops fail-turn`).' },
 } as const satisfies Record<string, { transient: boolean; description: string }>;
@@ -26,8 +28,9 @@ export type TurnFailureCode = keyof typeof TURN_FAILURE_CODES;
 /**
  * What a failed turn may have done outside itself before it failed, derived from its committed
  * steps and items: `none` (nothing: no message, no tool call), `output` (it produced messages or
- * tool calls, but no tool with side effects ran), `possible` (a tool that is not declared
- * idempotent ran or may have run, or a client ran function tools for it).
+ * tool calls, but no tool that may change something ran), `possible` (a tool that may change
+ * something ran or may have run — every MCP tool, a coordination call, a client's function tools
+ * — whether or not it is declared idempotent: that decides `retryable`, not this).
  */
 export const FAILURE_SIDE_EFFECTS = ['none', 'output', 'possible'] as const;
 export type FailureSideEffects = (typeof FAILURE_SIDE_EFFECTS)[number];
@@ -37,7 +40,11 @@ export function isTransientFailure(code: string): boolean {
   return Object.hasOwn(TURN_FAILURE_CODES, code) && TURN_FAILURE_CODES[code as TurnFailureCode].transient;
 }
 
-/** Retrying (submitting the input again) is advised when the cause is transient and no side effect may repeat. */
-export function failureRetryable(code: string, sideEffects: FailureSideEffects): boolean {
-  return isTransientFailure(code) && sideEffects !== 'possible';
+/**
+ * Retrying (submitting the input again) is advised when the cause is transient and no tool that may
+ * change something and is not declared idempotent ran (`unsafeEffects`): repeating an idempotent
+ * tool's effect is harmless, repeating another's is not.
+ */
+export function failureRetryable(code: string, unsafeEffects: boolean): boolean {
+  return isTransientFailure(code) && !unsafeEffects;
 }

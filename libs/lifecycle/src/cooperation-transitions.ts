@@ -81,8 +81,12 @@ export class CooperationTransitions {
             outcome = { success: false, output: `Unknown tool ${call.name}` };
         }
         const step: CommittedStep = { runId: lease.runId, kind: 'tool_call', status: 'completed', ref: call.call_id, output: outcome };
+        // Each call changes other sessions, and members keep working when this turn fails: a retry
+        // (a new turn) would create or message members again. Not idempotent for that, though a
+        // takeover's rerun of the same call meets its own member (memberSessionId).
+        const input = { name: call.name, arguments: call.arguments, side_effects: true, idempotent: false };
         // Through the lease, in the same commit: a lease lost meanwhile rolls the members' side back too.
-        if (!(await this.steps.recordStep(manager, lease, { ...step, turnId: held.turn.id, sessionId, input: { name: call.name, arguments: call.arguments }, at: now }))) throw new LeaseLost();
+        if (!(await this.steps.recordStep(manager, lease, { ...step, turnId: held.turn.id, sessionId, input, at: now }))) throw new LeaseLost();
         events.push(...(await this.stepTransitions.writeOutputItem(manager, held, lease.runId, outputIndex, call.call_id, outcome, now)));
         return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step, also };
       });

@@ -10,7 +10,7 @@ export { RunEndings } from './run-endings.js';
 export { assistantItem, runCheckpoint, turnSeconds } from './run-output.js';
 export { RunRecovery } from './run-recovery.js';
 export { accountLockThreshold, admitted, CLAIM_LOCK_MARGIN, TurnClaims } from './turn-claims.js';
-export { type CompactionCommit, type ModelStep, type Recorded, type RecordedModelStep, type RecordedToolResult, StepTransitions } from './step-transitions.js';
+export { type CompactionCommit, type ModelStep, type Recorded, type RecordedModelStep, type RecordedToolResult, StepTransitions, type ToolEffects } from './step-transitions.js';
 export { type Resumed, WaitpointControls } from './waitpoint-controls.js';
 export { acceptedReceipt, frozenInputConfig } from './input-config.js';
 export { approvalRequestId, parseApprovalRequestId, type RequiredAction, SESSION_STATUSES, type SessionStatus, sessionStatus, type SessionView, toSessionDto } from './session-view.js';

@@ -66,6 +66,15 @@ export interface RecordedToolResult {
 }
 
 /** A model step as recorded: its calls carry the ids the turn will know them by. */
+/**
+ * What a tool call recorded with its step may have done (ResolvedTool's flags): a failure of the
+ * turn derives `side_effects` and `retryable` from them (libs/turns failure-side-effects).
+ */
+export interface ToolEffects {
+  sideEffects: boolean;
+  idempotent: boolean;
+}
+
 export interface RecordedModelStep extends Recorded {
   toolCalls: ToolCallSpec[];
 }
@@ -203,12 +212,11 @@ export class StepTransitions {
   /**
    * Marks a server call as started before it runs: a takeover that finds it without a result knows
    * it may have taken effect. 'cancelled' when a cancel was accepted first: the call never starts.
+   * Recorded with what a failure of the turn reports (libs/turns
+   * failure-side-effects): `sideEffects`, running it may change something outside the turn;
+   * `idempotent`, repeating that is harmless.
    */
-  /**
-   * A server call about to run. `sideEffects`: its tool is not declared idempotent, so running it
-   * may change something outside the turn (recorded with the step: a failure of the turn says so).
-   */
-  async recordToolStarted(held: HeldTurn, lease: Lease, call: ToolCallSpec, sideEffects: boolean): Promise<boolean | 'cancelled'> {
+  async recordToolStarted(held: HeldTurn, lease: Lease, call: ToolCallSpec, effects: ToolEffects): Promise<boolean | 'cancelled'> {
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, held.turn.sessionId);
       if (await this.turns.cancellationPending(manager, held.turn.id)) return 'cancelled' as const;
@@ -219,7 +227,7 @@ export class StepTransitions {
         kind: 'tool_call',
         status: 'started',
         ref: call.call_id,
-        input: { name: call.name, arguments: call.arguments, side_effects: sideEffects },
+        input: { name: call.name, arguments: call.arguments, side_effects: effects.sideEffects, idempotent: effects.idempotent },
         output: {},
         at: new Date(),
       });

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { StoreToolImages } from '#libs/files';
-import { type RecordedToolResult, StepTransitions, turnEvents } from '#libs/lifecycle';
+import { type RecordedToolResult, StepTransitions, type ToolEffects, turnEvents } from '#libs/lifecycle';
 import { metrics, toolSourceLabel } from '#libs/metrics';
 import { elicitationQuestions, elicitationRequest, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
 import { type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -20,6 +20,9 @@ type ToolStep = Extract<NextStep, { action: 'record' | 'execute' | 'resume_elici
 export const WAITING = 'waiting' as const;
 
 export { ELICITATION_LOST };
+
+/** A call of a tool not offered: it never runs (its result is an error for the model), so it changes nothing. */
+const NOT_OFFERED: ToolEffects = { sideEffects: false, idempotent: true };
 
 /**
  * The tool-call steps: a server call started, run and its result stored (or a result that needs no
@@ -49,7 +52,7 @@ export class ToolCallStep {
     const tool = tools.find((t) => t.name === plan.call.name);
     if (plan.action === 'execute' || plan.action === 'resume_elicitation') {
       if (!plan.started) {
-        const started = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolStarted(held, state.lease, plan.call, !(tool?.idempotent ?? false)), true);
+        const started = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolStarted(held, state.lease, plan.call, tool ?? NOT_OFFERED), true);
         if (started === 'cancelled') throw new TurnCancelledError();
         if (!started) return this.fenced(state, 'tool start');
       }

@@ -11,6 +11,11 @@ export interface BuiltinToolDefinition {
   parameters: Record<string, unknown>;
   /** `user`: the turn waits for the person's answer; `server`: the worker runs it (idempotent by nature). */
   executor: Extract<ToolExecutor, 'user' | 'server'>;
+  /**
+   * Whether a call may change something outside the turn (ResolvedTool.sideEffects), decided per
+   * builtin: every one is a read (a file, the clock, a search provider) or a question to the user.
+   */
+  sideEffects: boolean;
 }
 
 /** The arguments of the tools that read one workdir file (read_file, ocr_parse_file). */
@@ -39,6 +44,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
       additionalProperties: false,
     },
     executor: 'user',
+    sideEffects: false,
   },
   calculator: {
     name: 'calculator',
@@ -52,6 +58,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
       additionalProperties: false,
     },
     executor: 'server',
+    sideEffects: false,
   },
   current_time: {
     name: 'current_time',
@@ -62,6 +69,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
       additionalProperties: false,
     },
     executor: 'server',
+    sideEffects: false,
   },
   list_files: {
     name: 'list_files',
@@ -69,6 +77,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
       'List the files of this session\'s workdir (attached by the user; shared by every session of the session\'s project): file_id, filename, mime_type and size of each.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
     executor: 'server',
+    sideEffects: false,
   },
   read_file: {
     name: 'read_file',
@@ -76,6 +85,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
       'Read a file of this session\'s workdir (shared by every session of the session\'s project) by its file_id: the text of a text file (txt, md, csv, json), the text of each page of a PDF. Images have no text to read.',
     parameters: FILE_ID_PARAMETERS,
     executor: 'server',
+    sideEffects: false,
   },
   ocr_parse_file: {
     name: 'ocr_parse_file',
@@ -83,6 +93,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
       'Read a file of this session\'s workdir with OCR by its file_id: the text recognised in an image (PNG, JPEG, GIF, WebP; English), a PDF\'s text layer with OCR for its scanned pages, a text file as read_file does. Slower than read_file: use it for images and scanned documents.',
     parameters: FILE_ID_PARAMETERS,
     executor: 'server',
+    sideEffects: false,
   },
   // Offered only where the deployment configures a provider (WEB_SEARCH_PROVIDER); run by WebSearch, not executeBuiltin.
   web_search: {
@@ -92,6 +103,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, BuiltinToolDefiniti
       'Snippets are short: they say what a page is about, not everything it says.',
     parameters: webSearchParameters(20),
     executor: 'server',
+    sideEffects: false,
   },
 };
 

@@ -39,6 +39,7 @@ const TOOLS: readonly ResolvedTool[] = [
     executor: 'coordinator',
     requiresApproval: false,
     idempotent: true,
+    sideEffects: true,
     source: 'coordination',
   },
   {
@@ -53,6 +54,7 @@ const TOOLS: readonly ResolvedTool[] = [
     executor: 'coordinator',
     requiresApproval: false,
     idempotent: true,
+    sideEffects: true,
     source: 'coordination',
   },
   {
@@ -71,6 +73,7 @@ const TOOLS: readonly ResolvedTool[] = [
     executor: 'cooperation',
     requiresApproval: false,
     idempotent: true,
+    sideEffects: false,
     source: 'coordination',
   },
   {
@@ -80,6 +83,7 @@ const TOOLS: readonly ResolvedTool[] = [
     executor: 'coordinator',
     requiresApproval: false,
     idempotent: true,
+    sideEffects: true,
     source: 'coordination',
   },
 ];

@@ -87,6 +87,7 @@ export class ToolCatalog {
             executor: 'client',
             requiresApproval: false,
             idempotent: false,
+            sideEffects: true,
             source: 'client',
           },
         ];
@@ -103,6 +104,7 @@ export class ToolCatalog {
             executor: def.executor,
             requiresApproval: decl.requires_approval ?? false,
             idempotent: decl.idempotent ?? true,
+            sideEffects: def.sideEffects,
             source: 'builtin',
           },
         ];
@@ -121,6 +123,8 @@ export class ToolCatalog {
               executor: 'server' as const,
               requiresApproval: decl.requires_approval ?? false,
               idempotent: decl.idempotent ?? false,
+              // Nothing says what a server's tool does: it may change something, idempotent or not.
+              sideEffects: true,
               source: `${MCP_SOURCE}${decl.server_label}`,
             }))
         );

@@ -75,7 +75,14 @@ export interface ResolvedTool {
   parameters: Record<string, unknown>;
   executor: ToolExecutor;
   requiresApproval: boolean;
+  /** Running it again after a crash mid-call is harmless (declared; builtins by default): a takeover reruns it. */
   idempotent: boolean;
+  /**
+   * A call may change something outside the turn, whether or not it is idempotent: every MCP tool,
+   * a coordination call that creates, messages or interrupts a member, a client's function. A
+   * failed turn that started one reports `side_effects: possible`.
+   */
+  sideEffects: boolean;
   /** Where a server tool comes from: `builtin`, `mcp:<server_label>`, or `coordination`. */
   source: string;
   /**

@@ -13,13 +13,13 @@ export class PublicErrorDto {
   @ApiProperty() message!: string;
   @ApiPropertyOptional({
     description:
-      'A failed turn or run: whether submitting the same input again is advised. True when the cause may be gone on a later try (`model_rate_limited`, `model_timeout`, `model_unavailable`, `run_takeover_limit`, `run_failed`) and no side effect may repeat (`side_effects` is not `possible`); false for a limit or a request the provider refuses, which the same input meets again, and for any code outside this list.',
+      'A failed turn or run: whether submitting the same input again is advised. True when the cause may be gone on a later try (`model_rate_limited`, `model_timeout`, `model_unavailable`, `run_failed`) and no tool that may have changed something and is not declared `idempotent` ran or may have run (an MCP tool not declared idempotent, a coordination call that created, messaged or interrupted a subagent, the client\'s function tools): repeating an idempotent tool\'s effect is harmless, so `side_effects` may be `possible` on a retryable failure. False for a limit, a request the provider refuses or a turn whose workers kept dying (`run_takeover_limit`), which the same input meets again, and for any code outside this list.',
   })
   retryable?: boolean;
   @ApiPropertyOptional({
     enum: FAILURE_SIDE_EFFECTS,
     description:
-      'A failed turn or run: what the turn may have done before it failed, derived from its committed steps and items. `none`: nothing (no message, no tool call: it failed before any step). `output`: it produced messages or tool calls (read them from the items), but no tool with side effects ran. `possible`: a tool not declared `idempotent` ran or may have run (a server tool started; MCP tools unless declared idempotent), or the client ran function tools for it: retrying may repeat what it did.',
+      'A failed turn or run: whether the turn may have changed something outside itself before it failed, derived from its committed steps and items, apart from whether repeating that is safe (`retryable`). `none`: nothing (no message, no tool call: it failed before any step). `output`: it produced messages or tool calls (read them from the items), but only tools that change nothing ran (the builtins: they read files, the clock or a search provider, or ask the user). `possible`: a tool that may change something started, whether or not it is declared `idempotent` (every MCP tool; `create_subagent`, `message_subagent` and `interrupt_subagent`, whose subagents keep working after the turn fails), or the client ran function tools for it.',
   })
   side_effects?: FailureSideEffects;
 }

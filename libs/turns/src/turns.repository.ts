@@ -4,7 +4,7 @@ import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError, isTransientFailure } from '#libs/errors';
 import { type PublicError, RunEntity, type TurnContext, TurnEntity, type TurnStatus, type Usage, type Waitpoint } from './entities.js';
-import { FAILURE_SIDE_EFFECTS_SQL } from './failure-side-effects.js';
+import { FAILURE_SIDE_EFFECTS_SQL, FAILURE_UNSAFE_EFFECTS_SQL } from './failure-side-effects.js';
 import { ADD_USAGE, type Lease } from './lease.js';
 import type { OpenWaitpointFilter, OpenWaitpointRow } from './operator-reads.js';
 import { ACTIVE_TURN_STATUSES, RUN_TRANSITIONS, type SettledStatus, settledStatusSql, statusGuard, TURN_TRANSITIONS } from './states.js';
@@ -153,8 +153,8 @@ export class TurnsRepository {
        ), fin AS (
          SELECT id, turn_id, ${settledStatusSql('cancellation_pending', '$4::text')} AS status FROM cur
        ), err AS (
-         SELECT CASE WHEN $6::jsonb IS NULL THEN NULL ELSE $6::jsonb || jsonb_build_object('side_effects', fx.side_effects, 'retryable', $13::boolean AND fx.side_effects <> 'possible') END AS error
-         FROM (SELECT ${FAILURE_SIDE_EFFECTS_SQL} AS side_effects FROM cur) fx
+         SELECT CASE WHEN $6::jsonb IS NULL THEN NULL ELSE $6::jsonb || jsonb_build_object('side_effects', fx.side_effects, 'retryable', $13::boolean AND NOT fx.unsafe_effects) END AS error
+         FROM (SELECT ${FAILURE_SIDE_EFFECTS_SQL} AS side_effects, ${FAILURE_UNSAFE_EFFECTS_SQL} AS unsafe_effects FROM cur) fx
        ), r AS (
          UPDATE runs SET status = fin.status, completed_at = $5, error = (SELECT error FROM err), lease_owner = NULL, lease_expires_at = NULL,
                 usage = CASE WHEN $11::jsonb IS NULL THEN runs.usage ELSE ${ADD_USAGE('runs.usage', '$11')} END
