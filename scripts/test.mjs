@@ -111,9 +111,16 @@ const fileLimitsApiPort = await freePort();
 const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', ...FAIR_SHARE_LIMITS }, logDir);
 stack.children.push(fileLimitsApi);
 await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
+// A fourth replica whose replay window is one stream node (EVENTS_REPLAY_MAXLEN=1): an event it
+// publishes trims the session's stream as MAXLEN does under load, so an old cursor falls out of
+// the window for real (test/e2e/sse.test.ts, openapi-events.test.ts).
+const shortWindowApiPort = await freePort();
+const shortWindowApi = launch('api-short-window', SCRIPTS.api, { ...stack.env, PORT: String(shortWindowApiPort), EVENTS_REPLAY_MAXLEN: '1' }, logDir);
+stack.children.push(shortWindowApi);
+await waitForHealth(`http://127.0.0.1:${shortWindowApiPort}/health`, [shortWindowApi], 60_000);
 
 /** Every api replica started above: the status audit scrapes each. */
-const apiUrls = [stack.url, `http://127.0.0.1:${secondApiPort}`, `http://127.0.0.1:${fileLimitsApiPort}`];
+const apiUrls = [stack.url, `http://127.0.0.1:${secondApiPort}`, `http://127.0.0.1:${fileLimitsApiPort}`, `http://127.0.0.1:${shortWindowApiPort}`];
 
 const filter = process.argv.slice(2);
 const testDir = path.join(ROOT, 'dist', 'test');
@@ -145,6 +152,7 @@ const code = await new Promise((resolve) => {
       TEST_API_URL: apiUrls[0],
       TEST_API_URL_2: apiUrls[1],
       TEST_API_URL_FILE_LIMITS: apiUrls[2],
+      TEST_API_URL_SHORT_WINDOW: apiUrls[3],
       TEST_STORAGE_DIR: stack.env.STORAGE_DIR,
       TEST_API_KEY: apiKey,
       TEST_FAKE_OPENAI_PORT: String(fakeOpenAiPort),

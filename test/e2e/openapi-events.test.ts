@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
 import { EVENT_TYPES } from '#libs/events';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
 import { startEverythingServer } from '../support/everything-server.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, newKey, postEvent, sendMessage } from '../support/http.js';
+import { bootstrap, postEventAs } from '../support/identity.js';
 import { OpenApiSchemas } from '../support/openapi-schema.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
 
@@ -181,17 +181,15 @@ describe('SSE event payloads conform to the OpenAPI document', () => {
     });
 
     await t.test('a resync for a cursor older than the replay window', async () => {
-      const session = await createSession('before the window moved');
+      // A long first turn: its entries fill more than one stream node, the unit MAXLEN trims by.
+      const session = await createSession(`before the window moved ${'word '.repeat(60)}`);
       const first = await open(session.id);
       await first.waitForType('agent.session.turn.completed');
       first.close();
-      const redis = new Redis(env.redisUrl);
-      try {
-        // The window moves on, as the MAXLEN policy trims it under load.
-        await redis.xtrim(`yuxi:session-events:{${session.id}}`, 'MAXLEN', 2);
-      } finally {
-        redis.disconnect();
-      }
+      // The window moves on: an event published by the replica whose replay window is one stream
+      // node (EVENTS_REPLAY_MAXLEN=1) trims what is older, as MAXLEN does under load.
+      const after = await postEventAs(bootstrap, session.id, { type: 'agent.session.input.message', input: 'after' }, newKey('after'), env.apiUrlShortWindow);
+      assert.equal(after.status, 202, after.text);
       const resumed = await open(session.id, first.events[0]!.id);
       await resumed.waitForType('yuxi.session.resync');
       conform(resumed.events);

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { env } from '../support/env.js';
 import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
+import { bootstrap, postEventAs } from '../support/identity.js';
 import { SseStream } from '../support/sse.js';
 
 describe('SSE stream', () => {
@@ -144,21 +145,17 @@ describe('SSE stream', () => {
   });
 
   it('answers a cursor older than the replay window with yuxi.session.resync', async () => {
-    const session = await createSession('before the window moved');
+    // A long first turn: its entries fill more than one stream node, the unit MAXLEN trims by.
+    const session = await createSession(`before the window moved ${'word '.repeat(60)}`);
     const stream = await SseStream.open(session.id);
     const done = await stream.waitForType('agent.session.turn.completed');
     stream.close();
     const oldCursor = stream.events[0]!.id;
 
-    const redis = new Redis(env.redisUrl);
-    try {
-      // The window moves on: trim the session stream as the MAXLEN policy would under load.
-      const key = `yuxi:session-events:{${session.id}}`;
-      await redis.xtrim(key, 'MAXLEN', 2);
-    } finally {
-      redis.disconnect();
-    }
-    await sendMessage(session.id, 'after');
+    // The window moves on: the message is accepted, and its events published, by the replica
+    // whose replay window is one stream node (EVENTS_REPLAY_MAXLEN=1), which trims what is older.
+    const after = await postEventAs(bootstrap, session.id, { type: 'agent.session.input.message', input: 'after' }, newKey('after'), env.apiUrlShortWindow);
+    assert.equal(after.status, 202, after.text);
     const resumed = await SseStream.open(session.id, { lastEventId: oldCursor });
     try {
       const resync = await resumed.waitForType('yuxi.session.resync');
