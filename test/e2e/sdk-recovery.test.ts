@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { AgentsApiError, AgentsConnectionError, type MessageInput, type SessionEvent } from '#libs/sdk';
 import { env } from '../support/env.js';
-import { collect, direct, dropStream, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, textOf, through, trimStream } from '../support/sdk.js';
+import { collect, direct, dropStream, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, textOf, through } from '../support/sdk.js';
+import { moveReplayWindow, NODE_FILLING_INPUT } from '../support/replay-window.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 // The SDK's recovery rules at their edges: what counts as a lost connection (and what is a
@@ -51,9 +52,10 @@ describe('sdk: recovery at the edges', () => {
   });
 
   it('ends the iteration with what onResync throws, a TypeError too, without reconnecting', async () => {
-    const { sessionId, turnId } = await sessionWithTurn('resync handler fails');
-    // The window no longer starts at the session's first event: a subscription from the start resyncs.
-    await trimStream(sessionId, 1);
+    const { sessionId, turnId } = await sessionWithTurn(`resync handler fails ${NODE_FILLING_INPUT}`);
+    // The window no longer starts at the session's first event (moved for real, see
+    // moveReplayWindow): a subscription from the start resyncs.
+    await moveReplayWindow(sessionId);
     const opened = proxy.requestsTo('GET', EVENTS_PATH).length;
     const bug = new TypeError("Cannot read properties of undefined (reading 'render')");
 

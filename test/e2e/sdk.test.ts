@@ -6,6 +6,7 @@ import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { newProductUser, openRawStream, type RawStream, until } from '../support/identity.js';
 import { assertContiguous, collect, direct, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, SLOW, textOf, through, trimStream } from '../support/sdk.js';
+import { moveReplayWindow, NODE_FILLING_INPUT } from '../support/replay-window.js';
 import { SseStream } from '../support/sse.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
@@ -434,12 +435,12 @@ describe('sdk: the typed client against the real stack', () => {
   });
 
   it('ends at a resync whose re-read finds the turn already over (its terminal event was missed)', async () => {
-    const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: 'over before you look' });
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: `over before you look ${NODE_FILLING_INPUT}` });
     const first = direct.sessions.events(session.id, { untilInputId: session.yuxi.receipt!.input_id!, signal: AbortSignal.timeout(LIMIT_MS) });
     await collect(first);
     assert.equal(first.ended, 'turn_terminal');
-    // Only the newest entry is left: a subscription from the start finds the window moved.
-    await trimStream(session.id, 1);
+    // The window moves on for real (see moveReplayWindow): a subscription from the start finds it moved.
+    await moveReplayWindow(session.id);
 
     const stream = direct.sessions.events(session.id, { untilTurnId: first.turnId!, signal: AbortSignal.timeout(LIMIT_MS) });
     const events = await collect(stream);
