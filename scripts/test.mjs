@@ -111,11 +111,12 @@ const fileLimitsApiPort = await freePort();
 const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', ...FAIR_SHARE_LIMITS }, logDir);
 stack.children.push(fileLimitsApi);
 await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
-// A fourth replica whose replay window is one stream node (EVENTS_REPLAY_MAXLEN=1): an event it
-// publishes trims the session's stream as MAXLEN does under load, so an old cursor falls out of
-// the window for real (test/e2e/sse.test.ts, openapi-events.test.ts).
+// A fourth replica whose replay window is one stream node (EVENTS_REPLAY_MAXLEN=1) and 4 s
+// (EVENTS_REPLAY_TTL_SECONDS): an event it publishes trims the session's stream as MAXLEN does
+// under load, and a stream it published last expires, so the window moves for real
+// (test/support/replay-window.ts, test/e2e/sse.test.ts).
 const shortWindowApiPort = await freePort();
-const shortWindowApi = launch('api-short-window', SCRIPTS.api, { ...stack.env, PORT: String(shortWindowApiPort), EVENTS_REPLAY_MAXLEN: '1' }, logDir);
+const shortWindowApi = launch('api-short-window', SCRIPTS.api, { ...stack.env, PORT: String(shortWindowApiPort), EVENTS_REPLAY_MAXLEN: '1', EVENTS_REPLAY_TTL_SECONDS: '4' }, logDir);
 stack.children.push(shortWindowApi);
 await waitForHealth(`http://127.0.0.1:${shortWindowApiPort}/health`, [shortWindowApi], 60_000);
 
