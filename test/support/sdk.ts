@@ -68,13 +68,3 @@ export async function trimStream(sessionId: string, keep: number): Promise<void>
     redis.disconnect();
   }
 }
-
-/** Removes a session's Redis stream, as its expiry (the replay window's TTL) or a Redis data loss would. */
-export async function dropStream(sessionId: string): Promise<void> {
-  const redis = new Redis(env.redisUrl);
-  try {
-    assert.equal(await redis.del(streamKey(sessionId)), 1, 'the session had a stream to lose');
-  } finally {
-    redis.disconnect();
-  }
-}
