@@ -5,11 +5,12 @@ import { AgentsApiError, AgentsClient, type ResyncSnapshot, type SessionEventOf,
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { newProductUser, openRawStream, type RawStream, until } from '../support/identity.js';
-import { assertContiguous, collect, direct, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, SLOW, textOf, through, trimStream } from '../support/sdk.js';
+import { assertContiguous, collect, direct, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, SLOW, textOf, through } from '../support/sdk.js';
 import { moveReplayWindow, NODE_FILLING_INPUT } from '../support/replay-window.js';
 import { SseStream } from '../support/sse.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
+import { withWorkerStopped } from '../support/worker-process.js';
 
 /**
  * What an iterator following `turnId` (and `inputId`) yields of a subscription's events: the
@@ -385,15 +386,21 @@ describe('sdk: the typed client against the real stack', () => {
   });
 
   it('on resync re-reads the waiting turn and its items, then streams the rest of the turn to its end', async () => {
-    const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: 'a question first [[ask:Proceed?]]' });
+    // A follow-up queued behind the turn before it starts (the worker is stopped meanwhile): while
+    // the turn waits, cancelling it is an input the session accepts.
+    const { session, queued } = await withWorkerStopped(async () => {
+      const created = await direct.sessions.create({ agent_id: 'default-chatbot', input: `a question first ${NODE_FILLING_INPUT} [[ask:Proceed?]]` });
+      return { session: created, queued: await direct.sessions.sendMessage(created.id, 'queued behind the question', { mode: 'follow_up' }) };
+    });
     const reference = await witness(session.id);
     // A cursor from early in the turn, then the turn goes on to wait for an answer.
     const first = direct.sessions.events(session.id, { signal: AbortSignal.timeout(LIMIT_MS) });
     for await (const event of first) if (event.type === 'agent.session.turn.created') break;
     const found = await reference.waitForType('yuxi.session.turn.waiting');
     const waiting = found.data as SessionEventOf<'yuxi.session.turn.waiting'>;
-    // The replay window moves past the cursor while the turn waits.
-    await trimStream(session.id, 0);
+    // The replay window moves past the cursor while the turn waits, for real: the follow-up is
+    // cancelled through the one-node-window replica (see moveReplayWindow).
+    await moveReplayWindow(session.id, { type: 'yuxi.session.input.cancel_input', input_id: queued.input_id });
 
     const snapshots: ResyncSnapshot[] = [];
     const stream = direct.sessions.events(session.id, {
