@@ -139,9 +139,17 @@ const fileLimitsApiPort = await freePort();
 const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', IDEMPOTENCY_TTL_HOURS: '0.002', WEB_SEARCH_PROVIDER: '', ...FAIR_SHARE_LIMITS }, logDir);
 stack.children.push(fileLimitsApi);
 await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
+// A fourth replica whose replay window is one stream node (EVENTS_REPLAY_MAXLEN=1) and 4 s
+// (EVENTS_REPLAY_TTL_SECONDS): an event it publishes trims the session's stream as MAXLEN does
+// under load, and a stream it published last expires, so the window moves for real
+// (test/support/replay-window.ts, test/e2e/sse.test.ts).
+const shortWindowApiPort = await freePort();
+const shortWindowApi = launch('api-short-window', SCRIPTS.api, { ...stack.env, PORT: String(shortWindowApiPort), EVENTS_REPLAY_MAXLEN: '1', EVENTS_REPLAY_TTL_SECONDS: '4' }, logDir);
+stack.children.push(shortWindowApi);
+await waitForHealth(`http://127.0.0.1:${shortWindowApiPort}/health`, [shortWindowApi], 60_000);
 
 /** Every api replica started above: the status audit scrapes each. */
-const apiUrls = [stack.url, `http://127.0.0.1:${secondApiPort}`, `http://127.0.0.1:${fileLimitsApiPort}`];
+const apiUrls = [stack.url, `http://127.0.0.1:${secondApiPort}`, `http://127.0.0.1:${fileLimitsApiPort}`, `http://127.0.0.1:${shortWindowApiPort}`];
 
 let child;
 // A terminated run (CI timeout, Ctrl-C) must not leave api, worker, Postgres or Redis behind.
@@ -161,6 +169,7 @@ const code = await new Promise((resolve) => {
       TEST_API_URL: apiUrls[0],
       TEST_API_URL_2: apiUrls[1],
       TEST_API_URL_FILE_LIMITS: apiUrls[2],
+      TEST_API_URL_SHORT_WINDOW: apiUrls[3],
       TEST_STORAGE_DIR: stack.env.STORAGE_DIR,
       TEST_API_KEY: apiKey,
       TEST_FAKE_OPENAI_PORT: String(fakeOpenAiPort),

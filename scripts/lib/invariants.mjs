@@ -46,8 +46,8 @@ async function importBuilt(relative) {
  * at least once, since each query gets the one parameter.
  *
  * The outbox payload is text (the exact public event JSON); `(payload::text)::jsonb` also works
- * should it ever become jsonb. `{{SESSION_EVENT_SEQ}}` is sessions.event_seq where the schema has
- * that counter, else NULL (then only 1..max without gaps is checked). `{{JSON_OK:expr}}` guards the cast where Postgres can test it
+ * should it ever become jsonb. The outbox has no counter of its own (the next sequence number is
+ * max(seq) + 1): the rows themselves and their payloads are checked. `{{JSON_OK:expr}}` guards the cast where Postgres can test it
  * first (16+: pg_input_is_valid), so one malformed row cannot abort a check; the
  * `outbox_payload_is_json` check reports such rows instead.
  */
@@ -105,23 +105,22 @@ export const INVARIANTS = [
       HAVING count(*) > 1`,
   },
   {
-    name: 'run_epoch_within_session_counter',
-    description: "a run's fencing epoch never exceeds its session's run_epoch counter",
-    // Only where the schema keeps the counter on the session row (docs/durable-core.md); a build
-    // that derives it from max(runs.epoch) has nothing to compare.
-    optionalColumn: 'sessions.run_epoch',
+    name: 'run_epochs_fence_older_runs',
+    description:
+      "each lease of a session has a fencing epoch of its own, above every earlier one (the session's counter is max(runs.epoch)): no two runs of a session share an epoch above 0, and a run that resumes another holds a higher epoch than it",
     sql: `
-      SELECT r.id AS run_id, r.session_id, r.epoch, s.run_epoch
-      FROM runs r
-      JOIN sessions s ON s.id = r.session_id
-      WHERE r.epoch > s.run_epoch AND {{S:r.session_id}}`,
+      SELECT a.session_id, a.id AS run_id, a.epoch, b.id AS other_run_id, b.epoch AS other_epoch,
+             CASE WHEN a.epoch = b.epoch THEN 'shared epoch' ELSE 'successor not above' END AS problem
+      FROM runs a
+      JOIN runs b ON b.session_id = a.session_id AND b.id <> a.id
+      WHERE {{S:a.session_id}} AND a.epoch > 0 AND b.epoch > 0
+        AND ((a.epoch = b.epoch AND a.id < b.id) OR (b.resume_from_run_id = a.id AND b.epoch <= a.epoch))`,
   },
   {
     name: 'outbox_seq_contiguous',
-    description: 'per session, session_events.seq is contiguous up to max (no gaps, no duplicates) and starts at 1 (a session older than the replay window, EVENTS_REPLAY_TTL_SECONDS, may have its oldest rows pruned) and max = sessions.event_seq (where that column exists)',
+    description: 'per session, session_events.seq is contiguous up to max (no gaps, no duplicates) and starts at 1 (a session older than the replay window, EVENTS_REPLAY_TTL_SECONDS, may have its oldest rows pruned)',
     sql: `
-      SELECT s.id AS session_id, {{SESSION_EVENT_SEQ}} AS event_seq, coalesce(e.n, 0) AS events, coalesce(e.distinct_seqs, 0) AS distinct_seqs,
-             e.min_seq, e.max_seq
+      SELECT s.id AS session_id, coalesce(e.n, 0) AS events, coalesce(e.distinct_seqs, 0) AS distinct_seqs, e.min_seq, e.max_seq
       FROM sessions s
       LEFT JOIN (
         SELECT session_id, count(*)::bigint AS n, count(DISTINCT seq)::bigint AS distinct_seqs, min(seq) AS min_seq, max(seq) AS max_seq
@@ -131,9 +130,17 @@ export const INVARIANTS = [
       ) e ON e.session_id = s.id
       WHERE {{S:s.id}}
         AND (coalesce(e.n, 0) <> coalesce(e.distinct_seqs, 0)
-          OR coalesce(e.max_seq, 0) <> coalesce({{SESSION_EVENT_SEQ}}, coalesce(e.max_seq, 0))
           OR (e.n > 0 AND e.max_seq - e.min_seq + 1 <> e.n)
           OR (e.n > 0 AND e.min_seq <> 1 AND s.created_at > now() - make_interval(secs => {{RETENTION_SECONDS}})))`,
+  },
+  {
+    name: 'outbox_payload_seq_matches',
+    description: "every outbox row's public event carries its own sequence number (yuxi.seq = seq): the order clients see is the outbox's",
+    sql: `
+      SELECT e.session_id, e.seq, e.type, ((e.payload::text)::jsonb) -> 'yuxi' ->> 'seq' AS payload_seq
+      FROM session_events e
+      WHERE {{S:e.session_id}} AND {{JSON_OK:e.payload::text}}
+        AND (((e.payload::text)::jsonb) -> 'yuxi' ->> 'seq') IS DISTINCT FROM e.seq::text`,
   },
   {
     name: 'outbox_rows_belong_to_sessions',
@@ -375,11 +382,6 @@ export async function checkInvariants(databaseUrl, { sessionIds, strict = false,
   try {
     const version = Number((await client.query('SHOW server_version_num')).rows[0].server_version_num);
     const canValidateJson = version >= 160000;
-    const { rows: columnRows } = await client.query(
-      `SELECT table_name || '.' || column_name AS name FROM information_schema.columns
-       WHERE table_schema = current_schema() AND (table_name, column_name) IN (('sessions', 'event_seq'), ('sessions', 'run_epoch'))`,
-    );
-    const columns = new Set(columnRows.map((r) => r.name));
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     for (const check of INVARIANTS) {
       if (only && !only.includes(check.name)) continue;
@@ -387,12 +389,7 @@ export async function checkInvariants(databaseUrl, { sessionIds, strict = false,
         skipped.push({ name: check.name, reason: `needs Postgres 16+ (server_version_num ${version})` });
         continue;
       }
-      if (check.optionalColumn && !columns.has(check.optionalColumn)) {
-        // Not a schema gap: this build keeps that fact elsewhere. Reported, never a violation.
-        skipped.push({ name: check.name, reason: `${check.optionalColumn} is not part of this schema (optional)` });
-        continue;
-      }
-      const sql = render(check.sql, { canValidateJson, sessionEventSeq: columns.has('sessions.event_seq') });
+      const sql = render(check.sql, { canValidateJson });
       await client.query('SAVEPOINT invariant');
       try {
         const { rows } = await client.query(`SELECT * FROM (${sql}) v LIMIT ${EXAMPLES + 1}`, [sessionIds?.length ? sessionIds : null]);
@@ -423,10 +420,9 @@ export async function checkInvariants(databaseUrl, { sessionIds, strict = false,
 /** The outbox retention (the replay window): only a session older than it may have pruned rows. */
 const RETENTION_SECONDS = Number(process.env.EVENTS_REPLAY_TTL_SECONDS || 7 * 24 * 3600);
 
-function render(sql, { canValidateJson, sessionEventSeq }) {
+function render(sql, { canValidateJson }) {
   return sql
     .replace(/\{\{RETENTION_SECONDS\}\}/g, String(Math.floor(RETENTION_SECONDS)))
-    .replace(/\{\{SESSION_EVENT_SEQ\}\}/g, sessionEventSeq ? 's.event_seq' : 'NULL::bigint')
     .replace(/\{\{S:([^}]+)\}\}/g, (_, expr) => `($1::uuid[] IS NULL OR ${expr} = ANY($1::uuid[]))`)
     .replace(/\{\{JSON_OK:([^}]+)\}\}/g, (_, expr) => (canValidateJson ? `pg_input_is_valid(${expr}, 'jsonb')` : 'true'));
 }

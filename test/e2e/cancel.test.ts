@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { busySession } from '../support/scenarios.js';
 import { SseStream } from '../support/sse.js';
+import { withWorkerStopped } from '../support/worker-process.js';
 
 const SLOW = 'one two three four five six seven eight nine ten [[delay:80]]';
 
@@ -111,21 +112,27 @@ describe('cancel, pause and continue', () => {
       const notPaused = await control(session.id, { type: 'yuxi.session.input.continue' });
       assert.equal(notPaused.status, 409);
 
-      await control(session.id, { type: 'agent.session.input.cancel' });
-      const early = await control(session.id, { type: 'yuxi.session.input.continue' });
-      if (early.status === 409) assert.equal(early.body.error.code, 'state_conflict');
+      await stream.waitFor((e) => e.type === 'agent.session.turn.output_text.delta' && e.data.turn_id === running.data.turn_id);
+      // The cancel is accepted while the worker running the turn is stopped: the turn is still
+      // being cancelled when the continue arrives, so there is nothing to continue yet.
+      await withWorkerStopped(async () => {
+        const cancel = await control(session.id, { type: 'agent.session.input.cancel' });
+        assert.equal(cancel.status, 202, cancel.text);
+        const early = await control(session.id, { type: 'yuxi.session.input.continue' });
+        assert.equal(early.status, 409, early.text);
+        assert.equal(early.body.error.code, 'state_conflict');
+      });
       await stream.waitForType('agent.session.turn.cancelled', running.data.turn_id);
 
-      if (early.status !== 202) {
-        const queue = await http(`${API}/sessions/${session.id}/queue`);
-        assert.equal(queue.body.paused, true);
-        assert.deepEqual(queue.body.data.map((i: any) => i.id), [x.input_id, y.input_id]);
-        const read = await http(`${API}/sessions/${session.id}`);
-        assert.equal(read.body.yuxi.queue_paused, true);
-        assert.equal(read.body.status, 'cancelled');
-        const resumed = await control(session.id, { type: 'yuxi.session.input.continue' });
-        assert.equal(resumed.status, 202);
-      }
+      // Settled: the queue waits behind a pause until the client continues it.
+      const queue = await http(`${API}/sessions/${session.id}/queue`);
+      assert.equal(queue.body.paused, true);
+      assert.deepEqual(queue.body.data.map((i: any) => i.id), [x.input_id, y.input_id]);
+      const read = await http(`${API}/sessions/${session.id}`);
+      assert.equal(read.body.yuxi.queue_paused, true);
+      assert.equal(read.body.status, 'cancelled');
+      const resumed = await control(session.id, { type: 'yuxi.session.input.continue' });
+      assert.equal(resumed.status, 202);
       let completed = 0;
       await stream.waitFor((e) => e.type === 'agent.session.turn.completed' && ++completed === 2);
       const turns = await turnsInOrder(session.id);

@@ -7,7 +7,6 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { instrumentRedis, Metrics } from '#libs/metrics';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
-import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, http, postEvent, sendMessage } from '../support/http.js';
@@ -35,10 +34,10 @@ async function eventually<T>(what: string, read: () => Promise<T>, done: (value:
 const queued = (s: Scrape): number => total(s, 'yuxi_queue_jobs', { queue: 'session-dispatch', state: 'waiting' });
 
 // The metrics of both apps, scraped before and after real work through the api: turns that
-// complete (with a builtin tool call), fail, are cancelled while waiting, and are taken over after
-// a lease expired; a model on the wire; webhook deliveries to a local receiver (held back, then
+// complete (with a builtin tool call), fail and are cancelled while waiting; a model on the wire; webhook deliveries to a local receiver (held back, then
 // delivered; an endpoint disabled by a 410); a paused queue; Redis refusing writes; Postgres ending
-// connections. Every metric of docs/metrics.md must be present and have moved.
+// connections. Every metric of docs/metrics.md must be present and have moved, but those only a
+// dead or stalled worker moves: they are asserted where a worker is killed (IN_FAULT_SUITE).
 describe('metrics', () => {
   let fake: FakeOpenAi;
   const baseline = {} as Record<Process, Scrape>;
@@ -190,30 +189,6 @@ describe('metrics', () => {
     }
   });
 
-  it('a run whose lease expired is taken over, and its turn completes', async () => {
-    const session = await createSession('[[delay:400]] one two three four five six seven eight');
-    const stream = await SseStream.open(session.id);
-    try {
-      const delta = await stream.waitForType('agent.session.turn.output_text.delta', undefined, 20_000);
-      const [run] = await query<{ id: string }>(`SELECT id FROM runs WHERE turn_id = $1 AND status = 'in_progress'`, [delta.data.turn_id]);
-      assert.ok(run, 'the running run');
-      // As if its worker had stalled: the lease lapses (a renewal in between is undone on the next read).
-      await eventually(
-        'the recovery sweep interrupts the run',
-        async () => {
-          await query(`UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE id = $1 AND status = 'in_progress'`, [run.id]);
-          return (await query<{ status: string }>(`SELECT status FROM runs WHERE id = $1`, [run.id]))[0]?.status;
-        },
-        (status) => status === 'interrupted',
-      );
-      await stream.waitForType('agent.session.turn.completed', delta.data.turn_id, 30_000);
-      const [turn] = await query<{ result_run_id: string }>(`SELECT result_run_id FROM turns WHERE id = $1`, [delta.data.turn_id]);
-      assert.ok(turn?.result_run_id && turn.result_run_id !== run.id, 'another run finished the turn');
-    } finally {
-      stream.close();
-    }
-  });
-
   it('labels requests by route pattern, refusals before routing included, never by raw path', async () => {
     const id = randomUUID();
     assert.equal((await http(`${API}/sessions/${id}`, { key: null })).status, 401);
@@ -307,6 +282,14 @@ describe('metrics', () => {
   });
 
   /** Every metric of the table for this process is exposed with its type and labels, and moved. */
+  /**
+   * Counters only a dead or stalled worker moves (a takeover needs a run whose lease expired, and
+   * this suite's one worker must live through it): present here, moved in the fault suite.
+   */
+  const IN_FAULT_SUITE: Record<string, string> = {
+    yuxi_run_takeovers_total: 'test/faults/workers.test.ts, scenario a (a worker killed mid-turn, the survivor takes over)',
+  };
+
   async function assertMovedOn(process: Process): Promise<void> {
     const now = await scrapeOf(process);
     const rows = documentedMetrics().filter((row) => row.processes.includes(process));
@@ -323,7 +306,7 @@ describe('metrics', () => {
         const seen = observed[process].get(row.name);
         assert.ok(seen !== undefined, `${row.name} was observed while it showed something`);
         assert.notEqual(seen.to, seen.from, `${row.name} moved`);
-      } else {
+      } else if (!IN_FAULT_SUITE[row.name]) {
         const series = row.type === 'histogram' ? `${row.name}_count` : row.name;
         assert.ok(total(now, series) > total(baseline[process], series), `${row.name} moved on the ${process}`);
       }
@@ -355,7 +338,7 @@ describe('metrics', () => {
     assert.ok(delta(now, 'api', 'yuxi_http_request_duration_seconds_count', { method: 'POST', status: '201' }) >= 4);
   });
 
-  it('every worker metric of docs/metrics.md is present and moved', async () => {
+  it('every worker metric of docs/metrics.md is present and moved (run takeovers: in the fault suite)', async () => {
     await assertMovedOn('worker');
     const now = await scrapeOf('worker');
     const moved = (name: string, where: Record<string, string>): number => delta(now, 'worker', name, where);
@@ -370,7 +353,6 @@ describe('metrics', () => {
     assert.ok(moved('yuxi_model_tokens_total', { provider: 'openai', kind: 'output' }) >= 2);
     assert.ok(moved('yuxi_model_tokens_total', { provider: 'openai', kind: 'cached' }) >= 4, 'cached tokens are counted');
     assert.ok(moved('yuxi_model_call_duration_seconds_count', { provider: 'openai' }) >= 1);
-    assert.ok(moved('yuxi_run_takeovers_total', { reason: 'lease_expired' }) >= 1);
     assert.ok(moved('yuxi_queue_job_wait_seconds_count', { queue: 'session-dispatch' }) >= 5);
     assert.ok(moved('yuxi_webhook_attempts_total', { outcome: 'succeeded' }) >= 2, 'the webhook deliveries');
     assert.ok(moved('yuxi_webhook_attempt_duration_seconds_count', {}) >= 4);

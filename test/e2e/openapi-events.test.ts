@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
 import { EVENT_TYPES } from '#libs/events';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
@@ -9,6 +8,7 @@ import { startEverythingServer } from '../support/everything-server.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, createSession, newKey, postEvent, sendMessage } from '../support/http.js';
 import { OpenApiSchemas } from '../support/openapi-schema.js';
+import { moveReplayWindow, NODE_FILLING_INPUT } from '../support/replay-window.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
 
 /** Slow enough to act mid-turn: ten words, 80 ms apart. */
@@ -181,17 +181,12 @@ describe('SSE event payloads conform to the OpenAPI document', () => {
     });
 
     await t.test('a resync for a cursor older than the replay window', async () => {
-      const session = await createSession('before the window moved');
+      const session = await createSession(`before the window moved ${NODE_FILLING_INPUT}`);
       const first = await open(session.id);
       await first.waitForType('agent.session.turn.completed');
       first.close();
-      const redis = new Redis(env.redisUrl);
-      try {
-        // The window moves on, as the MAXLEN policy trims it under load.
-        await redis.xtrim(`yuxi:session-events:{${session.id}}`, 'MAXLEN', 2);
-      } finally {
-        redis.disconnect();
-      }
+      // The window moves on for real: see moveReplayWindow.
+      await moveReplayWindow(session.id);
       const resumed = await open(session.id, first.events[0]!.id);
       await resumed.waitForType('yuxi.session.resync');
       conform(resumed.events);

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { AgentsApiError, AgentsConnectionError, type MessageInput, type SessionEvent } from '#libs/sdk';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { AgentsApiError, AgentsClient, AgentsConnectionError, type MessageInput, type SessionEvent } from '#libs/sdk';
 import { env } from '../support/env.js';
-import { collect, direct, dropStream, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, textOf, through, trimStream } from '../support/sdk.js';
+import { collect, direct, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, textOf, through } from '../support/sdk.js';
+import { moveReplayWindow, NODE_FILLING_INPUT } from '../support/replay-window.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 // The SDK's recovery rules at their edges: what counts as a lost connection (and what is a
@@ -32,10 +35,33 @@ describe('sdk: recovery at the edges', () => {
   });
 
   it('ends a followed turn that is over when the session stream expired altogether (resync, re-read, end)', async () => {
-    const { sessionId, turnId } = await sessionWithTurn('before the stream expired');
-    await dropStream(sessionId);
+    // A turn that waits for an answer, then is cancelled through the replica whose replay TTL is
+    // 4 s (EVENTS_REPLAY_TTL_SECONDS): the turn ends there, in the api, so its events are the
+    // session's last publish and the stream (and its sequence number) expire for real.
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: 'before the stream expired [[ask:Proceed?]]' });
+    const waiting = direct.sessions.events(session.id, { signal: AbortSignal.timeout(LIMIT_MS) });
+    let turnId = '';
+    for await (const event of waiting) {
+      if (event.type === 'yuxi.session.turn.waiting') {
+        turnId = event.turn_id;
+        break;
+      }
+    }
+    assert.ok(turnId, 'the turn waits for an answer');
+    await new AgentsClient({ baseUrl: env.apiUrlShortWindow, apiKey: env.apiKey }).sessions.cancel(session.id, { turn_id: turnId });
+    const key = `yuxi:session-events:{${session.id}}`;
+    const redis = new Redis(env.redisUrl);
+    try {
+      // Read only: the stream's TTL runs out.
+      for (let i = 0; (await redis.exists(key)) === 1; i += 1) {
+        assert.ok(i < 150, 'the session\'s stream expired within 15 s');
+        await sleep(100);
+      }
+    } finally {
+      redis.disconnect();
+    }
 
-    const stream = direct.sessions.events(sessionId, { untilTurnId: turnId, signal: AbortSignal.timeout(LIMIT_MS) });
+    const stream = direct.sessions.events(session.id, { untilTurnId: turnId, signal: AbortSignal.timeout(LIMIT_MS) });
     const events = await collect(stream);
 
     assert.deepEqual(
@@ -43,17 +69,18 @@ describe('sdk: recovery at the edges', () => {
       ['yuxi.session.resync'],
     );
     assert.equal(stream.ended, 'turn_terminal');
-    assert.equal(stream.lastResync?.turn?.status, 'completed');
+    assert.equal(stream.lastResync?.turn?.status, 'cancelled');
     assert.ok(
-      stream.lastResync?.items.some((item) => JSON.stringify(item).includes('Echo: before the stream expired')),
-      'the result is in the items read back',
+      stream.lastResync?.items.some((item) => JSON.stringify(item).includes('before the stream expired')),
+      'the turn\'s items are read back',
     );
   });
 
   it('ends the iteration with what onResync throws, a TypeError too, without reconnecting', async () => {
-    const { sessionId, turnId } = await sessionWithTurn('resync handler fails');
-    // The window no longer starts at the session's first event: a subscription from the start resyncs.
-    await trimStream(sessionId, 1);
+    const { sessionId, turnId } = await sessionWithTurn(`resync handler fails ${NODE_FILLING_INPUT}`);
+    // The window no longer starts at the session's first event (moved for real, see
+    // moveReplayWindow): a subscription from the start resyncs.
+    await moveReplayWindow(sessionId);
     const opened = proxy.requestsTo('GET', EVENTS_PATH).length;
     const bug = new TypeError("Cannot read properties of undefined (reading 'render')");
 

@@ -5,10 +5,12 @@ import { AgentsApiError, AgentsClient, type ResyncSnapshot, type SessionEventOf,
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { newProductUser, openRawStream, type RawStream, until } from '../support/identity.js';
-import { assertContiguous, collect, direct, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, SLOW, textOf, through, trimStream } from '../support/sdk.js';
+import { assertContiguous, collect, direct, EVENTS_PATH, inputIds, isPost, LIMIT_MS, RECEIPT_PATH, SLOW, textOf, through } from '../support/sdk.js';
+import { moveReplayWindow, NODE_FILLING_INPUT } from '../support/replay-window.js';
 import { SseStream } from '../support/sse.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
+import { withWorkerStopped } from '../support/worker-process.js';
 
 /**
  * What an iterator following `turnId` (and `inputId`) yields of a subscription's events: the
@@ -384,15 +386,21 @@ describe('sdk: the typed client against the real stack', () => {
   });
 
   it('on resync re-reads the waiting turn and its items, then streams the rest of the turn to its end', async () => {
-    const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: 'a question first [[ask:Proceed?]]' });
+    // A follow-up queued behind the turn before it starts (the worker is stopped meanwhile): while
+    // the turn waits, cancelling it is an input the session accepts.
+    const { session, queued } = await withWorkerStopped(async () => {
+      const created = await direct.sessions.create({ agent_id: 'default-chatbot', input: `a question first ${NODE_FILLING_INPUT} [[ask:Proceed?]]` });
+      return { session: created, queued: await direct.sessions.sendMessage(created.id, 'queued behind the question', { mode: 'follow_up' }) };
+    });
     const reference = await witness(session.id);
     // A cursor from early in the turn, then the turn goes on to wait for an answer.
     const first = direct.sessions.events(session.id, { signal: AbortSignal.timeout(LIMIT_MS) });
     for await (const event of first) if (event.type === 'agent.session.turn.created') break;
     const found = await reference.waitForType('yuxi.session.turn.waiting');
     const waiting = found.data as SessionEventOf<'yuxi.session.turn.waiting'>;
-    // The replay window moves past the cursor while the turn waits.
-    await trimStream(session.id, 0);
+    // The replay window moves past the cursor while the turn waits, for real: the follow-up is
+    // cancelled through the one-node-window replica (see moveReplayWindow).
+    await moveReplayWindow(session.id, { type: 'yuxi.session.input.cancel_input', input_id: queued.input_id });
 
     const snapshots: ResyncSnapshot[] = [];
     const stream = direct.sessions.events(session.id, {
@@ -434,12 +442,12 @@ describe('sdk: the typed client against the real stack', () => {
   });
 
   it('ends at a resync whose re-read finds the turn already over (its terminal event was missed)', async () => {
-    const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: 'over before you look' });
+    const session = await direct.sessions.create({ agent_id: 'default-chatbot', input: `over before you look ${NODE_FILLING_INPUT}` });
     const first = direct.sessions.events(session.id, { untilInputId: session.yuxi.receipt!.input_id!, signal: AbortSignal.timeout(LIMIT_MS) });
     await collect(first);
     assert.equal(first.ended, 'turn_terminal');
-    // Only the newest entry is left: a subscription from the start finds the window moved.
-    await trimStream(session.id, 1);
+    // The window moves on for real (see moveReplayWindow): a subscription from the start finds it moved.
+    await moveReplayWindow(session.id);
 
     const stream = direct.sessions.events(session.id, { untilTurnId: first.turnId!, signal: AbortSignal.timeout(LIMIT_MS) });
     const events = await collect(stream);

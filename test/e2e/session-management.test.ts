@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { query } from '../support/db.js';
 import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
+import { withWorkerStopped } from '../support/worker-process.js';
 
 function cancelInput(sessionId: string, inputId: string, key = newKey('cancel')) {
   return postEvent(sessionId, { type: 'yuxi.session.input.cancel_input', input_id: inputId }, key);
@@ -130,19 +131,55 @@ describe('session management', () => {
   });
 
   it('lets exactly one of cancel_input and the worker claim win a race for the same input', async () => {
-    for (let round = 0; round < 8; round += 1) {
-      const session = await createSession();
-      const receipt = (await sendMessage(session.id, `race ${round}`)).body;
-      const cancel = await cancelInput(session.id, receipt.input_id);
-      const input = await http(`${API}/sessions/${session.id}/inputs/${receipt.input_id}`);
+    /** The one consistent ending of either winner: a cancelled input never runs, a consumed one runs once. */
+    async function assertOneWinner(sessionId: string, inputId: string, cancel: { status: number; text: string }): Promise<void> {
+      const input = await http(`${API}/sessions/${sessionId}/inputs/${inputId}`);
       if (cancel.status === 202) {
         assert.equal(input.body.status, 'cancelled');
       } else {
         assert.equal(cancel.status, 409, cancel.text);
         assert.equal(input.body.status, 'consumed');
       }
-      const turns = await query(`SELECT count(*)::int AS n FROM runs WHERE $1 = ANY(input_ids)`, [receipt.input_id]);
-      assert.equal(turns[0].n, cancel.status === 202 ? 0 : 1, 'never a double run, never a run of a cancelled input');
+      const runs = await query(`SELECT count(*)::int AS n FROM runs WHERE $1 = ANY(input_ids)`, [inputId]);
+      assert.equal(runs[0].n, cancel.status === 202 ? 0 : 1, 'never a double run, never a run of a cancelled input');
+    }
+
+    // Each winner forced once. The cancel first: it arrives while no worker can claim (the
+    // worker is stopped), so it wins and the input never runs, before or after the worker resumes.
+    const early = await createSession();
+    const earlyStream = await SseStream.open(early.id);
+    try {
+      const earlyCancel = await withWorkerStopped(async () => {
+        const receipt = (await sendMessage(early.id, 'cancelled before any claim')).body;
+        return { inputId: receipt.input_id as string, res: await cancelInput(early.id, receipt.input_id) };
+      });
+      assert.equal(earlyCancel.res.status, 202, earlyCancel.res.text);
+      // A later message runs, so the worker has had its chance at the queue.
+      await sendMessage(early.id, 'after the cancelled one');
+      await earlyStream.waitForType('agent.session.turn.completed');
+      await assertOneWinner(early.id, earlyCancel.inputId, earlyCancel.res);
+    } finally {
+      earlyStream.close();
+    }
+    // The claim first: the cancel arrives once the input's turn exists.
+    const late = await createSession();
+    const lateStream = await SseStream.open(late.id);
+    try {
+      const receipt = (await sendMessage(late.id, 'claimed before the cancel')).body;
+      await lateStream.waitForType('agent.session.turn.created');
+      const lateCancel = await cancelInput(late.id, receipt.input_id);
+      assert.equal(lateCancel.status, 409, lateCancel.text);
+      await assertOneWinner(late.id, receipt.input_id, lateCancel);
+    } finally {
+      lateStream.close();
+    }
+
+    // And raced: whichever wins, the ending is one of the two above.
+    for (let round = 0; round < 8; round += 1) {
+      const session = await createSession();
+      const receipt = (await sendMessage(session.id, `race ${round}`)).body;
+      const cancel = await cancelInput(session.id, receipt.input_id);
+      await assertOneWinner(session.id, receipt.input_id, cancel);
     }
   });
 

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { env } from '../support/env.js';
 import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
+import { bootstrap, call } from '../support/identity.js';
+import { moveReplayWindow, NODE_FILLING_INPUT } from '../support/replay-window.js';
 import { SseStream } from '../support/sse.js';
 
 describe('SSE stream', () => {
@@ -144,21 +147,14 @@ describe('SSE stream', () => {
   });
 
   it('answers a cursor older than the replay window with yuxi.session.resync', async () => {
-    const session = await createSession('before the window moved');
+    const session = await createSession(`before the window moved ${NODE_FILLING_INPUT}`);
     const stream = await SseStream.open(session.id);
     const done = await stream.waitForType('agent.session.turn.completed');
     stream.close();
     const oldCursor = stream.events[0]!.id;
 
-    const redis = new Redis(env.redisUrl);
-    try {
-      // The window moves on: trim the session stream as the MAXLEN policy would under load.
-      const key = `yuxi:session-events:{${session.id}}`;
-      await redis.xtrim(key, 'MAXLEN', 2);
-    } finally {
-      redis.disconnect();
-    }
-    await sendMessage(session.id, 'after');
+    // The window moves on for real: see moveReplayWindow.
+    await moveReplayWindow(session.id);
     const resumed = await SseStream.open(session.id, { lastEventId: oldCursor });
     try {
       const resync = await resumed.waitForType('yuxi.session.resync');
@@ -173,14 +169,24 @@ describe('SSE stream', () => {
   });
 
   it('starts a subscription without a cursor with yuxi.session.resync when the session\'s stream expired, then goes on live', async () => {
-    const session = await createSession('before the stream expired');
-    const stream = await SseStream.open(session.id);
-    await stream.waitForType('agent.session.turn.completed');
-    stream.close();
+    // Created, without input, by the replica whose replay TTL is 4 s (EVENTS_REPLAY_TTL_SECONDS):
+    // its one event is published there and nothing publishes after it, so its stream (and the
+    // stream's sequence number) expire for real.
+    const created = await call(bootstrap, `${API}/sessions`, { body: { agent_id: 'default-chatbot' }, idempotencyKey: newKey('expiring'), baseUrl: env.apiUrlShortWindow });
+    assert.equal(created.status, 201, created.text);
+    const session = created.body;
+    const key = `yuxi:session-events:{${session.id}}`;
     const redis = new Redis(env.redisUrl);
     try {
-      // The whole replay window is gone, as when the stream's TTL ran out.
-      assert.equal(await redis.del(`yuxi:session-events:{${session.id}}`), 1);
+      // Read only: the stream appears (published after the answer), then its TTL runs out.
+      for (let i = 0; (await redis.exists(key)) === 0; i += 1) {
+        assert.ok(i < 100, 'the session\'s stream appeared within 10 s');
+        await sleep(100);
+      }
+      for (let i = 0; (await redis.exists(key)) === 1; i += 1) {
+        assert.ok(i < 150, 'the session\'s stream expired within 15 s');
+        await sleep(100);
+      }
     } finally {
       redis.disconnect();
     }

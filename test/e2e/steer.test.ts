@@ -6,6 +6,7 @@ import { env } from '../support/env.js';
 import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { busySession } from '../support/scenarios.js';
 import { SseStream } from '../support/sse.js';
+import { withWorkerStopped } from '../support/worker-process.js';
 
 const SLOW = 'a b c d e f g h i j k l [[delay:80]]';
 
@@ -69,14 +70,14 @@ describe('steer and promote', () => {
   it('batches steers waiting together into one run', async () => {
     const { session, stream, turn: created } = await busySession(SLOW);
     try {
-      // Received while the queue is paused-free but before the next boundary can take them.
-      const [s1, s2] = await Promise.all([message(session.id, 'first steer', { mode: 'steer' }), message(session.id, 'second steer', { mode: 'steer' })]);
+      await stream.waitFor((e) => e.type === 'agent.session.turn.output_text.delta' && e.data.turn_id === created.data.turn_id);
+      // Both received while the worker is stopped: both wait when the run reaches its next boundary.
+      const [s1, s2] = await withWorkerStopped(() => Promise.all([message(session.id, 'first steer', { mode: 'steer' }), message(session.id, 'second steer', { mode: 'steer' })]));
+      assert.deepEqual([s1.status, s2.status], [202, 202]);
       await stream.waitForType('agent.session.turn.completed', created.data.turn_id);
       const turn = await http(`${API}/sessions/${session.id}/turns/${created.data.turn_id}`);
-      const consumed = turn.body.yuxi.runs.slice(1).flatMap((r: any) => r.input_ids);
-      assert.deepEqual(new Set(consumed), new Set([s1.body.input_id, s2.body.input_id]), 'both steers ran in the same turn');
-      const rows = await query(`SELECT count(*)::int AS n FROM runs WHERE turn_id = $1`, [created.data.turn_id]);
-      assert.ok(rows[0].n >= 2 && rows[0].n <= 3);
+      assert.equal(turn.body.yuxi.runs.length, 2, 'the first run, then one run for both steers');
+      assert.deepEqual(new Set(turn.body.yuxi.runs[1].input_ids), new Set([s1.body.input_id, s2.body.input_id]), 'both steers ran in the same run');
     } finally {
       stream.close();
     }
@@ -108,21 +109,28 @@ describe('steer and promote', () => {
     }
   });
 
-  it('refuses every message while the turn is being cancelled, whatever its mode', async () => {
+  it('refuses every message while the turn is being cancelled, whatever its mode, and the turn ends cancelled', async () => {
     const { session, stream, turn: created } = await busySession(SLOW);
     try {
-      // The cancellation window, held open: a cancel was accepted and the run has not stopped yet.
-      await query(`UPDATE turns SET cancellation_pending = true WHERE id = $1`, [created.data.turn_id]);
-      for (const mode of [undefined, 'follow_up', 'steer'] as const) {
-        const refused = await message(session.id, `${mode ?? 'auto'} during cleanup`, mode ? { mode } : undefined);
-        assert.equal(refused.status, 409, `${mode ?? 'auto'} is refused`);
-        assert.equal(refused.body.error.code, 'turn_cancelling');
-        assert.equal(refused.body.error.details.turn_id, created.data.turn_id);
-      }
-      assert.equal((await http(`${API}/sessions/${session.id}/queue`)).body.data.length, 0, 'nothing was queued');
+      const turnId = created.data.turn_id;
+      await stream.waitFor((e) => e.type === 'agent.session.turn.output_text.delta' && e.data.turn_id === turnId);
+      // The cancellation window, held open: the cancel is accepted while the worker running the
+      // turn is stopped, so the run cannot stop yet.
+      await withWorkerStopped(async () => {
+        const cancel = await postEvent(session.id, { type: 'agent.session.input.cancel' });
+        assert.equal(cancel.status, 202, cancel.text);
+        for (const mode of [undefined, 'follow_up', 'steer'] as const) {
+          const refused = await message(session.id, `${mode ?? 'auto'} during cleanup`, mode ? { mode } : undefined);
+          assert.equal(refused.status, 409, `${mode ?? 'auto'} is refused`);
+          assert.equal(refused.body.error.code, 'turn_cancelling');
+          assert.equal(refused.body.error.details.turn_id, turnId);
+        }
+        assert.equal((await http(`${API}/sessions/${session.id}/queue`)).body.data.length, 0, 'nothing was queued');
+      });
       const ended = await stream.waitFor(
-        (e) => ['agent.session.turn.completed', 'agent.session.turn.cancelled'].includes(e.type) && e.data.turn_id === created.data.turn_id,
+        (e) => ['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled'].includes(e.type) && e.data.turn_id === turnId,
       );
+      assert.equal(ended.type, 'agent.session.turn.cancelled', 'an accepted cancel ends the turn cancelled');
       assert.equal(ended.data.turn.yuxi.waitpoint, null);
     } finally {
       stream.close();
@@ -183,18 +191,48 @@ describe('steer and promote', () => {
   });
 
   it('lets promote and the worker claim race for an input without a double run', async () => {
+    /** Either ending runs the input exactly once: promoted (a steer), or already claimed (409). */
+    async function assertRanOnce(sessionId: string, inputId: string, promoted: { status: number; text: string }): Promise<void> {
+      const stream = await SseStream.open(sessionId);
+      try {
+        await stream.waitForType('agent.session.turn.completed');
+      } finally {
+        stream.close();
+      }
+      const input = await http(`${API}/sessions/${sessionId}/inputs/${inputId}`);
+      assert.equal(input.body.status, 'consumed');
+      assert.equal(input.body.mode, promoted.status === 202 ? 'steer' : 'follow_up', 'a promote that won made the input a steer');
+      const after = await query(`SELECT count(*)::int AS n FROM runs WHERE $1 = ANY(input_ids)`, [inputId]);
+      assert.equal(after[0].n, 1, 'the input ran exactly once');
+    }
+
+    // Each winner forced once. The promote first: no worker can claim while it is stopped.
+    const early = await createSession();
+    const earlyPromote = await withWorkerStopped(async () => {
+      const receipt = (await sendMessage(early.id, 'promoted before any claim')).body;
+      return { inputId: receipt.input_id as string, res: await promote(early.id, receipt.input_id) };
+    });
+    assert.equal(earlyPromote.res.status, 202, earlyPromote.res.text);
+    await assertRanOnce(early.id, earlyPromote.inputId, earlyPromote.res);
+    // The claim first: the promote arrives once the input's turn exists.
+    const late = await createSession();
+    const lateStream = await SseStream.open(late.id);
+    const receipt = (await sendMessage(late.id, 'claimed before the promote')).body;
+    await lateStream.waitForType('agent.session.turn.created');
+    lateStream.close();
+    const latePromote = await promote(late.id, receipt.input_id);
+    assert.equal(latePromote.status, 409, latePromote.text);
+    await assertRanOnce(late.id, receipt.input_id, latePromote);
+
+    // And raced: whichever wins, the input runs once.
     for (let round = 0; round < 6; round += 1) {
       const session = await createSession();
-      const receipt = (await sendMessage(session.id, `race ${round}`)).body;
-      const res = await promote(session.id, receipt.input_id);
+      const raced = (await sendMessage(session.id, `race ${round}`)).body;
+      const res = await promote(session.id, raced.input_id);
       assert.ok(res.status === 202 || res.status === 409, res.text);
-      const runs = await query(`SELECT count(*)::int AS n FROM runs WHERE $1 = ANY(input_ids)`, [receipt.input_id]);
-      const stream = await SseStream.open(session.id);
-      await stream.waitForType('agent.session.turn.completed');
-      stream.close();
-      const after = await query(`SELECT count(*)::int AS n FROM runs WHERE $1 = ANY(input_ids)`, [receipt.input_id]);
+      const runs = await query(`SELECT count(*)::int AS n FROM runs WHERE $1 = ANY(input_ids)`, [raced.input_id]);
       assert.ok(runs[0].n <= 1);
-      assert.equal(after[0].n, 1, 'the input ran exactly once');
+      await assertRanOnce(session.id, raced.input_id, res);
     }
   });
 });

@@ -127,6 +127,8 @@ describe('webhooks', () => {
   it('disables an endpoint that answers 410, says why, and audits it', async () => {
     const caller = await user('webhook gone');
     const created = await endpoint(caller, '/gone');
+    // The owner's second endpoint: what reaches it shows what could have reached the disabled one.
+    await endpoint(caller, '/gone-witness');
     receiver.answer = (hook) => (hook.path === '/gone' ? { status: 410 } : { status: 200 });
     try {
       await createSessionAs(caller);
@@ -140,8 +142,11 @@ describe('webhooks', () => {
       assert.equal(read.enabled, false);
       assert.equal(read.disabled_reason, 'gone');
       assert.equal(typeof read.disabled_at, 'number');
-      // Nothing more goes to it.
-      await createSessionAs(caller, 'after the 410');
+      // Nothing more goes to it, though the next session's events reach the owner's other endpoint.
+      const later = await createSessionAs(caller, 'after the 410');
+      await receiver.waitFor('the later turn at the other endpoint', () =>
+        receiver.at('/gone-witness').some((h) => h.json?.type === 'agent.session.turn.completed' && h.json.data.session_id === later.id),
+      );
       const audit = await call(bootstrap, `${ADMIN}/audit?limit=100`);
       assert.ok(audit.body.data.some((entry: any) => entry.action === 'webhook_endpoint.disabled' && entry.target.id === created.id && entry.details.reason === 'gone'), 'audited');
       assert.equal(receiver.at('/gone').length, 1);
@@ -271,11 +276,17 @@ describe('webhooks', () => {
   it('delivers only the event types an endpoint chose, and only its owner\'s sessions', async () => {
     const caller = await user('webhook filter');
     const other = await user('webhook other owner');
-    await endpoint(caller, '/filtered', { event_types: ['agent.session.turn.completed'] });
-    await createSessionAs(other, 'not yours');
-    await createSessionAs(caller, 'yours');
-    await receiver.waitFor('the completion', () => receiver.at('/filtered').length >= 1);
-    assert.deepEqual(receiver.at('/filtered').map((h) => h.json.type), ['agent.session.turn.completed']);
+    const mine = await endpoint(caller, '/filtered', { event_types: ['agent.session.turn.completed'] });
+    // The other owner's endpoint: an event is fanned out to every matching endpoint in one
+    // statement, so once the other session's completion reaches it, a wrong fan-out to ours exists.
+    await endpoint(other, '/filtered-other', { event_types: ['agent.session.turn.completed'] });
+    const theirs = await createSessionAs(other, 'not yours');
+    const yours = await createSessionAs(caller, 'yours');
+    await receiver.waitFor('both completions', () => receiver.at('/filtered').length >= 1 && receiver.at('/filtered-other').length >= 1);
+    assert.deepEqual(receiver.at('/filtered-other').map((h) => [h.json.type, h.json.data.session_id]), [['agent.session.turn.completed', theirs.id]]);
+    const log = await settledLog(caller, mine.id);
+    assert.deepEqual(log.map((d: any) => [d.event_type, d.session_id]), [['agent.session.turn.completed', yours.id]], 'only its owner\'s session, of the chosen type');
+    assert.deepEqual(receiver.at('/filtered').map((h) => [h.json.type, h.json.data.session_id]), [['agent.session.turn.completed', yours.id]]);
   });
 
   it('refuses private, loopback, link-local and metadata targets where private networks are not allowed', async () => {

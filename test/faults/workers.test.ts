@@ -4,6 +4,7 @@
 // durable invariants must hold afterwards.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { scrape, total } from '../support/metrics.js';
 import { EventTap, isDelta, type SseEvent } from './client.js';
 import {
   Cluster,
@@ -59,6 +60,10 @@ describe('faults: workers', () => {
       const followUps = ['after the crash one', 'after the crash two'];
       busy = await startBusyTurn(infra, cluster, api, (id) => EventTap.open(api, id, { reconnect: true }), SLOW_TEXT, followUps);
       const { session, tap, turnId, runId, holder } = busy;
+      // The survivor's recovery sweep takes the run over: its takeover counter shows it.
+      const survivor = cluster.workers.find((proc) => proc !== holder)!;
+      const takeovers = async (): Promise<number> => total(await scrape(survivor.url), 'yuxi_run_takeovers_total', { reason: 'lease_expired' });
+      const takeoversBefore = await takeovers();
 
       cluster.signal(holder, 'SIGKILL');
       assert.ok(await cluster.waitExit(holder, 5_000), 'the killed worker is gone');
@@ -66,6 +71,7 @@ describe('faults: workers', () => {
 
       await turnEnds(tap, turnId, TAKEOVER_WAIT_MS, 'the interrupted turn');
       t.diagnostic(`turn completed ${Date.now() - killedAt} ms after SIGKILL`);
+      assert.equal((await takeovers()) - takeoversBefore, 1, 'the survivor counted one takeover of a run whose lease expired (yuxi_run_takeovers_total)');
       const turn = await api.turn(session.id, turnId);
       assert.equal(turn.status, 200);
       assert.equal(turn.body.status, 'completed');
@@ -113,22 +119,23 @@ describe('faults: workers', () => {
       const successor = runs.find((r) => r.resume_from_run_id === runId);
       assert.ok(successor, 'a run resumes from the stalled one');
 
+      assert.equal(before?.fenced_writes, 0, 'nothing was fenced on that worker before the stall');
       cluster.signal(holder, 'SIGCONT');
-      // The resumed worker gets a bounded moment to try its stale writes and publishes (its next
-      // delay tick comes within DELAY_MS, its next heartbeat within RUN_HEARTBEAT_MS).
+      // The resumed worker's stale run stops at its next write or at its next heartbeat (within
+      // RUN_HEARTBEAT_MS), whichever comes first: either way it counts one fenced write (a refused
+      // step or settle, or the run stopped for a lease held elsewhere) and writes nothing.
       let health: WorkerHealth | null = null;
-      for (const deadline = Date.now() + 2_500; Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 15_000; Date.now() < deadline; ) {
         health = await cluster.health(holder);
-        if (health && Number(health.fenced_writes ?? 0) + Number(health.fenced_publishes ?? 0) > 0) break;
+        if (Number(health?.fenced_writes ?? 0) > 0) break;
         await delay(200);
       }
       t.diagnostic(
         `stale worker after SIGCONT: alive=${isAlive(holder)} fenced_writes=${String(health?.fenced_writes)} fenced_publishes=${String(health?.fenced_publishes)}`,
       );
       assert.ok(health, 'the resumed worker answers /health');
-      assert.equal(typeof health.fenced_writes, 'number', '/health reports fenced_writes');
       assert.equal(typeof health.fenced_publishes, 'number', '/health reports fenced_publishes');
-      assert.ok(health.fenced_writes! >= 0 && health.fenced_publishes! >= 0);
+      assert.ok(Number(health.fenced_writes) > 0, `the stale run was fenced: fenced_writes=${String(health.fenced_writes)}`);
 
       // Nothing from the stale run after the takeover became visible.
       const takeover = tap.events.findIndex(

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { Redis } from 'ioredis';
 import { AgentsClient, type ClientOptions, type SessionEvent, type SessionEventStream } from '#libs/sdk';
 import { query } from './db.js';
 import { env } from './env.js';
 import type { SeenRequest, TcpProxy } from './tcp-proxy.js';
 
-// What the SDK's e2e files share: clients (direct, or through a fault-injecting proxy), event
-// collection, and the Redis state a test disturbs (the replay window, as it moves or expires).
+// What the SDK's e2e files share: clients (direct, or through a fault-injecting proxy) and event
+// collection (the replay window moves for real: test/support/replay-window.ts).
 
 /** Eleven words, 40 ms apart: slow enough to cut the stream mid-turn. */
 export const SLOW = 'one two three four five six seven eight nine ten [[delay:40]]';
@@ -55,26 +54,4 @@ export const RECEIPT_PATH = /^\/api\/v1\/agents\/sessions\/[^/]+\/receipt\?/;
 
 export async function inputIds(sessionId: string): Promise<string[]> {
   return (await query<{ id: string }>(`SELECT id FROM inputs WHERE session_id = $1 ORDER BY received_seq`, [sessionId])).map((row) => row.id);
-}
-
-const streamKey = (sessionId: string) => `yuxi:session-events:{${sessionId}}`;
-
-/** Empties a session's Redis stream but its last `keep` entries, as the replay window's MAXLEN would under load. */
-export async function trimStream(sessionId: string, keep: number): Promise<void> {
-  const redis = new Redis(env.redisUrl);
-  try {
-    await redis.xtrim(streamKey(sessionId), 'MAXLEN', keep);
-  } finally {
-    redis.disconnect();
-  }
-}
-
-/** Removes a session's Redis stream, as its expiry (the replay window's TTL) or a Redis data loss would. */
-export async function dropStream(sessionId: string): Promise<void> {
-  const redis = new Redis(env.redisUrl);
-  try {
-    assert.equal(await redis.del(streamKey(sessionId)), 1, 'the session had a stream to lose');
-  } finally {
-    redis.disconnect();
-  }
 }
