@@ -171,7 +171,7 @@ describe('operators: roles, the BOLA matrix of the operator API, search, and con
     const one = await call(viewer.caller, `${ADMIN}/sessions/${aliceSession.id}`);
     assert.equal(one.status, 200);
     assert.equal(one.body.yuxi.owner_id, alice.userId);
-    assert.deepEqual(one.body.yuxi.owner, { kind: 'user', subject: null, app_id: null });
+    assert.deepEqual(one.body.yuxi.owner, { kind: 'user', subject: null, app_id: null, name: null });
     assert.equal(one.body.status, 'completed');
 
     for (const event of [{ type: 'agent.session.input.cancel' }, { type: 'yuxi.session.tree.stop' }, { type: 'yuxi.session.input.continue' }]) {
@@ -326,7 +326,7 @@ describe('operators: roles, the BOLA matrix of the operator API, search, and con
     assert.deepEqual(await searchIds(viewer.caller, `app_id=${appId}&end_user_id=eu-42`), [endUserSession.id]);
     assert.deepEqual(await searchIds(viewer.caller, `app_id=${appId}&end_user_id=eu-43`), []);
     const row = (await call(viewer.caller, `${ADMIN}/sessions?app_id=${appId}`)).body.data[0];
-    assert.deepEqual(row.yuxi.owner, { kind: 'end_user', subject: 'eu-42', app_id: appId });
+    assert.deepEqual(row.yuxi.owner, { kind: 'end_user', subject: 'eu-42', app_id: appId, name: null });
 
     const pages: string[][] = [];
     let after: string | null = null;
