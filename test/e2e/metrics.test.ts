@@ -250,10 +250,14 @@ describe('metrics', () => {
       await admin.call('CLIENT', 'UNPAUSE');
       admin.disconnect();
     }
+    // A stream held through a long write pause may be ended by the server (its client reconnects);
+    // a new connection replays the session from its start, so the turn's end is seen either way.
+    stream.close();
+    const replay = await SseStream.open(session.id);
     try {
-      await stream.waitForType('agent.session.turn.completed', undefined, 30_000);
+      await replay.waitForType('agent.session.turn.completed', undefined, 30_000);
     } finally {
-      stream.close();
+      replay.close();
     }
     await eventually('the relay catches up', () => scrapeOf('api'), (s) => total(s, 'yuxi_event_relay_lag_seconds') < lag);
   });
