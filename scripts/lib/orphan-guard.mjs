@@ -10,7 +10,14 @@
 // it is dependency-free (node built-ins only).
 //
 // Lines on stdin, one JSON object each: {"pids": {"api": 123, "worker": 124, "redis": 99,
-// "postgres": 98}} (the whole set each time; a restart sends the new one), or {"done": true}.
+// "postgres": 98}, "starts": {"api": "4711", …}} (the whole set of running processes each time: a
+// process that exited is left out, a restart sends the new one), or {"done": true}. `starts` holds
+// each process's start time (field 22 of /proc/<pid>/stat, read by the stack while the process is
+// its unreaped child): a pid is signalled only while the process under it still has that start
+// time, so a pid that was freed and reused by another process is never signalled. Where there is
+// no /proc (macOS), no start time is sent and the pid alone is trusted.
+
+import { readFileSync } from 'node:fs';
 
 const APPS_GRACE_MS = 15_000;
 const INFRA_GRACE_MS = 10_000;
@@ -32,6 +39,7 @@ const say = (line) => {
 };
 
 let pids = {};
+let starts = {};
 let done = false;
 let buffered = '';
 process.stdin.setEncoding('utf8');
@@ -45,7 +53,10 @@ process.stdin.on('data', (chunk) => {
     try {
       const message = JSON.parse(line);
       if (message.done) done = true;
-      if (message.pids) pids = message.pids;
+      if (message.pids) {
+        pids = message.pids;
+        starts = message.starts ?? {};
+      }
     } catch {
       // not ours
     }
@@ -56,7 +67,21 @@ process.stdin.on('error', () => void (done ? process.exit(0) : stopOrphans()));
 // Told to stop itself (a group kill of the terminal): the stack's own process handles that signal.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => {});
 
-function alive(pid) {
+/** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or null where there is none. */
+function startTime(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // After the command name, which may hold spaces and parentheses: fields 3 onwards.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Still the process the stack named: alive, and (where its start time was recorded) started then. */
+function alive(name, pid) {
+  const recorded = starts[name];
+  if (typeof recorded === 'string' && startTime(pid) !== recorded) return false;
   try {
     process.kill(pid, 0);
     return true;
@@ -65,10 +90,21 @@ function alive(pid) {
   }
 }
 
+/** Signals the process only while it is still the one the stack named; false when it is not (gone, or its pid reused). */
+function signalIfSame(name, pid, signal) {
+  if (!alive(name, pid)) return false;
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false; // gone in between
+  }
+}
+
 async function stopOrphans() {
   const order = ORDER.flatMap((step) => step.names);
   const running = Object.entries(pids)
-    .filter(([, pid]) => Number.isInteger(pid) && alive(pid))
+    .filter(([name, pid]) => Number.isInteger(pid) && alive(name, pid))
     .sort(([a], [b]) => order.indexOf(a) - order.indexOf(b));
   if (running.length === 0) process.exit(0);
   say(`the stack's process is gone: stopping ${running.map(([name, pid]) => `${name} (pid ${pid})`).join(', ')}`);
@@ -80,22 +116,11 @@ async function stopOrphans() {
 }
 
 async function stopOne(name, pid, signal, graceMs) {
-  try {
-    process.kill(pid, 'SIGCONT');
-    process.kill(pid, signal);
-  } catch {
-    return; // already gone
-  }
+  if (!signalIfSame(name, pid, 'SIGCONT') || !signalIfSame(name, pid, signal)) return;
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
-    if (!alive(pid)) return;
+    if (!alive(name, pid)) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  if (!alive(pid)) return;
-  try {
-    process.kill(pid, 'SIGKILL');
-    say(`${name} (pid ${pid}) did not stop within ${graceMs / 1000} s of ${signal}: killed it (SIGKILL)`);
-  } catch {
-    // gone in between
-  }
+  if (signalIfSame(name, pid, 'SIGKILL')) say(`${name} (pid ${pid}) did not stop within ${graceMs / 1000} s of ${signal}: killed it (SIGKILL)`);
 }

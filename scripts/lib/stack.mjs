@@ -72,12 +72,26 @@ export async function startStack({ dataDir, ephemeral = false, port, env: extraE
     ...extraEnv,
   };
   const children = [];
-  // Every pid the stack holds, each time one starts (a restart included).
+  // Every pid the stack holds, each time one starts (a restart included) and each time an api or
+  // worker exits (its pid, free for the system to reuse during a restart back-off, is left out),
+  // with each process's start time, which the guard checks before it signals a pid.
+  const told = new WeakSet();
   const tellGuard = () => {
     if (!guard) return;
     const pids = { redis: infra.redis?.pid ?? null, postgres: infra.postgres?.pid ?? null };
-    for (const child of children) pids[child.name] = child.pid ?? null;
-    guard.tell(pids);
+    for (const child of children) {
+      if (!told.has(child)) {
+        told.add(child);
+        void child.exited.then(tellGuard);
+      }
+      if (child.exitCode === null && child.signalCode === null) pids[child.name] = child.pid ?? null;
+    }
+    const starts = {};
+    for (const [name, pid] of Object.entries(pids)) {
+      const start = pid ? processStartTime(pid) : null;
+      if (start !== null) starts[name] = start;
+    }
+    guard.tell(pids, starts);
   };
   tellGuard();
   const supervisors = [];
@@ -233,6 +247,21 @@ export async function stopChild(child, graceMs = STOP_GRACE_MS, log = null) {
 }
 
 /**
+ * A process's start time (field 22 of /proc/<pid>/stat, clock ticks since boot): with the pid, it
+ * names one process, where a pid alone may be reused once that process has exited. Null where
+ * there is no /proc (macOS) or the process is gone.
+ */
+export function processStartTime(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // After the command name, which may hold spaces and parentheses: fields 3 onwards.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Starts scripts/lib/orphan-guard.mjs in a process group of its own, its stdin a pipe from this
  * process: the pipe closes however this process ends, and the guard then stops what is still
  * running unless it was told `done`.
@@ -251,7 +280,7 @@ function startOrphanGuard() {
   };
   return {
     pid: guard.pid,
-    tell: (pids) => write({ pids }),
+    tell: (pids, starts) => write({ pids, starts }),
     done: () => {
       write({ done: true });
       guard.stdin.end();

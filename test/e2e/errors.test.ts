@@ -163,7 +163,7 @@ describe('errors', () => {
       'yuxi.session.tree.stop': {},
       'yuxi.session.tree.continue': {},
       tool_result: { turn_id: id, call_id: 'call_1', success: true, output: 'done' },
-      'agent.session.input.tool_result': { turn_id: id, call_id: 'call_1', success: true, output: 'done' },
+      'agent.session.input.tool_result': { turn_id: id, call_id: 'call_1', success: true, output: [{ type: 'input_text', text: 'done' }] },
       'agent.session.input.mcp_approval_request_result': { request_id: `${id}:${id}:call_1`, response: { type: 'mcp_tool_call', decision: 'approve' } },
     };
     assert.deepEqual(Object.keys(events).sort(), [...PROTOCOL_EVENT_TYPES].sort());

@@ -99,14 +99,45 @@ function migrate(databaseUrl: string): Promise<{ code: number; output: string }>
   });
 }
 
-/** Everything a process could have written: each table's rows, as one comparable snapshot. */
-async function snapshot(databaseUrl: string): Promise<Record<string, number>> {
+/** A table's rows: how many, and a hash of their text, so that an UPDATE shows as well as an INSERT or DELETE. */
+interface TableRows {
+  rows: number;
+  md5: string;
+}
+
+/** Everything a process could have written: each table's rows (of the schema it creates tables in), as one comparable snapshot. */
+async function snapshot(databaseUrl: string): Promise<Record<string, TableRows>> {
   return admin(async (client) => {
-    const tables = (await client.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`)).rows as { tablename: string }[];
-    const counts: Record<string, number> = {};
-    for (const { tablename } of tables) counts[tablename] = Number((await client.query(`SELECT count(*)::int AS n FROM "${tablename}"`)).rows[0].n);
-    return counts;
+    const tables = (await client.query(`SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)).rows as { tablename: string }[];
+    const snap: Record<string, TableRows> = {};
+    for (const { tablename } of tables) {
+      const row = (await client.query(`SELECT count(*)::int AS n, md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) AS md5 FROM "${tablename}" t`)).rows[0] as { n: number; md5: string };
+      snap[tablename] = { rows: row.n, md5: row.md5 };
+    }
+    return snap;
   }, databaseUrl);
+}
+
+/** Starts the api of this build on `databaseUrl` and waits (bounded) until it answers /health, then stops it. */
+async function startsAndAnswers(databaseUrl: string): Promise<{ healthy: boolean; output: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [SCRIPTS.api], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_FORMAT: 'json' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let healthy = false;
+  // Bounded: 300 polls of at most 1 s each, 200 ms apart; a process that exits ends the wait.
+  for (let poll = 0; poll < 300 && !healthy && child.exitCode === null && child.signalCode === null; poll += 1) {
+    healthy = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1_000) }).then((res) => res.ok, () => false);
+    if (!healthy) await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  child.kill('SIGTERM');
+  await exited;
+  return { healthy, output };
 }
 
 before(() => {
@@ -146,7 +177,7 @@ describe('schema version guard', () => {
       await newer.destroy();
     }
     const before = await snapshot(url);
-    assert.equal(before.api_keys, 0, 'no key yet: the bootstrap key would be the api\'s first write');
+    assert.equal(before.api_keys!.rows, 0, 'no key yet: the bootstrap key would be the api\'s first write');
 
     const expected = `database schema is at migration FutureSchema9999999999999, this build knows up to ${LATEST}`;
     for (const [name, script] of [
@@ -189,6 +220,55 @@ describe('schema version guard', () => {
     assert.ok(refused.output.includes(`this build knows migrations up to ${LATEST}`), refused.output);
     const migrated = await migrate(foreign);
     assert.equal(migrated.code, 1, migrated.output);
-    assert.deepEqual(await snapshot(foreign), { someone_elses: 0 }, 'nothing was written');
+    assert.deepEqual(Object.keys(await snapshot(foreign)), ['someone_elses'], 'nothing was written');
+    assert.deepEqual((await snapshot(foreign)).someone_elses, { rows: 0, md5: 'd41d8cd98f00b204e9800998ecf8427e' });
+  });
+
+  it('the snapshot that proves "nothing written" sees an UPDATE, not only rows added or removed', async () => {
+    const url = await scratchDatabase();
+    await admin(async (client) => {
+      await client.query(`CREATE TABLE counted (id int PRIMARY KEY, value text)`);
+      await client.query(`INSERT INTO counted VALUES (1, 'a')`);
+    }, url);
+    const before = await snapshot(url);
+    await admin((client) => client.query(`UPDATE counted SET value = 'b' WHERE id = 1`), url);
+    const after = await snapshot(url);
+    assert.equal(after.counted!.rows, before.counted!.rows);
+    assert.notDeepEqual(after, before);
+  });
+
+  it('a database whose search_path names a schema other than public: migrated there, and the api starts on it', async () => {
+    const url = await scratchDatabase();
+    const name = new URL(url).pathname.slice(1);
+    await admin(async (client) => {
+      await client.query(`CREATE SCHEMA app`);
+      await client.query(`ALTER DATABASE ${name} SET search_path = app`);
+    }, url);
+    const first = await migrate(url);
+    assert.equal(first.code, 0, first.output);
+    assert.match(first.output, new RegExp(`migration applied: ${LATEST}`));
+    const where = await admin(async (client) => (await client.query(`SELECT to_regclass('app.sessions') IS NOT NULL AS app, (SELECT count(*)::int FROM pg_tables WHERE schemaname = 'public') AS public_tables`)).rows[0] as { app: boolean; public_tables: number }, url);
+    assert.deepEqual(where, { app: true, public_tables: 0 }, 'the tables are in the search_path\'s schema');
+    const second = await migrate(url);
+    assert.equal(second.code, 0, second.output);
+    assert.doesNotMatch(second.output, /migration applied/, 'the migrator finds its own record there');
+    const api = await startsAndAnswers(url);
+    assert.ok(api.healthy, `the api starts on it: ${api.output.slice(-3000)}`);
+  });
+
+  it('a fresh database holding only a table an extension owns (as PostGIS\'s spatial_ref_sys) is empty to the migrator, which migrates it', async () => {
+    const url = await scratchDatabase();
+    // No extension shipped with this Postgres creates a table, so one is made a member of an
+    // extension the way an extension's own script makes its tables members.
+    await admin(async (client) => {
+      await client.query(`CREATE EXTENSION hstore`);
+      await client.query(`CREATE TABLE spatial_ref_sys (srid int PRIMARY KEY)`);
+      await client.query(`ALTER EXTENSION hstore ADD TABLE spatial_ref_sys`);
+    }, url);
+    const exit = await startAgainst(SCRIPTS.api, url);
+    assert.ok(exit.output.includes('database schema is empty (no migration applied)'), exit.output);
+    const migrated = await migrate(url);
+    assert.equal(migrated.code, 0, migrated.output);
+    assert.match(migrated.output, new RegExp(`migration applied: ${LATEST}`));
   });
 });

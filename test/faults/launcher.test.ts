@@ -37,6 +37,7 @@ interface StackModule {
   RESTART_POLICY: { initialMs: number; maxMs: number; resetAfterMs: number };
   launch(name: string, script: string, env: NodeJS.ProcessEnv, logDir: string | null): AppChild;
   stopChild(child: AppChild, graceMs?: number, log?: (line: string) => void): Promise<void>;
+  processStartTime(pid: number): string | null;
 }
 
 interface InfraModule {
@@ -276,5 +277,35 @@ describe('faults: how the dev stack stops', () => {
     assert.equal((await child.exited).signal, 'SIGKILL');
     assert.deepEqual(said, [`[stack] stuck (pid ${child.pid}) did not stop within 1 s of SIGTERM: killed it (SIGKILL)`]);
     rmSync(fixture, { force: true });
+  });
+
+  it('the orphan guard signals a recorded pid only while the process under it is the one recorded (a pid freed in a restart back-off may be reused)', { timeout: 60_000 }, async () => {
+    const { processStartTime } = await load<StackModule>('scripts/lib/stack.mjs');
+    // Another process that happens to hold a pid the guard was told about.
+    const bystander = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    started.add(bystander.pid!);
+    const bystanderExit = new Promise<NodeJS.Signals | null>((resolve) => bystander.once('exit', (_code, signal) => resolve(signal)));
+    const start = processStartTime(bystander.pid!);
+    assert.ok(start, 'this system has /proc/<pid>/stat');
+
+    /** A guard told `pids`/`starts`, whose stack then ends without `done`; resolves with what it said when it exits. */
+    const guardOnce = (starts: Record<string, string>): Promise<string> => {
+      const guard = spawn(process.execPath, [path.join(ROOT, 'scripts', 'lib', 'orphan-guard.mjs')], { stdio: ['pipe', 'ignore', 'pipe'] });
+      started.add(guard.pid!);
+      let said = '';
+      guard.stderr!.on('data', (chunk: Buffer) => (said += chunk.toString()));
+      guard.stdin!.end(`${JSON.stringify({ pids: { worker: bystander.pid }, starts })}\n`);
+      return new Promise((resolve) => guard.once('exit', () => resolve(said)));
+    };
+
+    // Recorded with another start time: the worker it named exited and the pid went to the bystander.
+    const stale = await guardOnce({ worker: String(Number(start) + 1) });
+    assert.equal(stale, '', 'nothing to stop');
+    assert.ok(alive(bystander.pid!), 'the process now under the pid was left alone');
+
+    // Recorded with its own start time: the process is the one named, and is stopped.
+    const same = await guardOnce({ worker: start! });
+    assert.match(same, new RegExp(`stopping worker \\(pid ${bystander.pid}\\)`));
+    assert.equal(await bystanderExit, 'SIGTERM');
   });
 });

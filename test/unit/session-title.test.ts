@@ -9,6 +9,15 @@ describe('the title of a session created without one', () => {
     assert.equal(titleFromInput(text('  Hello\tthere\r\n\u0007world  ')), 'Hello there world');
   });
 
+  it('drops bidi controls and zero-width characters, so it renders as it reads; joiners of emoji stay', () => {
+    const rlo = titleFromInput(text('invoice\u202Efdp.exe\u202C for \u2066you\u2069 \u200Enow\u200F'));
+    assert.equal(rlo, 'invoicefdp.exe for you now');
+    assert.equal(titleFromInput(text('\uFEFFzero\u200Bwidth\u061C')), 'zerowidth');
+    assert.equal(titleFromInput(text('family 👨\u200D👩\u200D👧')), 'family 👨\u200D👩\u200D👧');
+    assert.equal(titleFromInput(text('\u202E\u200B\u2067')), DEFAULT_SESSION_TITLE, 'nothing visible: the default');
+    assert.doesNotMatch(titleFromInput(text(`${'\u202E'.repeat(30)}${'word '.repeat(30)}`)), /[\u202A-\u202E]/);
+  });
+
   it('is cut at a word near 60 characters, or inside a word with no space near, never inside a surrogate pair', () => {
     const cut = titleFromInput(text(`${'word '.repeat(30)}`));
     assert.ok(cut.endsWith('word…') && Array.from(cut).length <= 60, cut);

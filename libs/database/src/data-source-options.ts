@@ -26,6 +26,7 @@ import { Secrets1766368800000 } from './migrations/1766368800000-secrets.js';
 import { Webhooks1766455200000 } from './migrations/1766455200000-webhooks.js';
 import { Agency1766541600000 } from './migrations/1766541600000-agency.js';
 import { AccountRunningTurns1766627900000 } from './migrations/1766627900000-account-running-turns.js';
+import { ReceiptExpiryIndex1766714400000 } from './migrations/1766714400000-receipt-expiry-index.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -55,6 +56,7 @@ export const MIGRATIONS = [
   Webhooks1766455200000,
   Agency1766541600000,
   AccountRunningTurns1766627900000,
+  ReceiptExpiryIndex1766714400000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

@@ -71,9 +71,18 @@ export async function assertSchemaCurrent(dataSource: DataSource, known: string[
   if (!verdict.ok) throw new SchemaVersionError(verdict.message);
 }
 
-/** The database's schemaVerdict, read without writing anything. */
+/**
+ * The database's schemaVerdict, read without writing anything. Both reads are of the schema this
+ * connection creates tables in (current_schema(): the first existing schema of its search_path),
+ * where the migrations put them; a deployment may point search_path at a schema other than
+ * `public`. Tables an extension owns (PostGIS's spatial_ref_sys) are the extension's, not another
+ * application's: a database holding only those is still empty to this application.
+ */
 export async function readSchemaVerdict(dataSource: DataSource, known: string[]): Promise<SchemaVerdict> {
-  const [{ present }] = (await dataSource.query(`SELECT to_regclass($1) IS NOT NULL AS present`, [`public.${MIGRATIONS_TABLE}`])) as [{ present: boolean }];
+  const [{ present }] = (await dataSource.query(
+    `SELECT to_regclass(format('%I.%I', current_schema(), $1::text)) IS NOT NULL AS present`,
+    [MIGRATIONS_TABLE],
+  )) as [{ present: boolean }];
   let applied: string[] | null = null;
   if (present) {
     const rows = (await dataSource.query(`SELECT name FROM ${MIGRATIONS_TABLE} ORDER BY timestamp, id`)) as { name: string }[];
@@ -82,7 +91,10 @@ export async function readSchemaVerdict(dataSource: DataSource, known: string[])
   let hasOtherTables = false;
   if (applied === null || applied.length === 0) {
     const [{ n }] = (await dataSource.query(
-      `SELECT count(*)::int AS n FROM pg_catalog.pg_tables WHERE schemaname = 'public' AND tablename <> $1`,
+      `SELECT count(*)::int AS n FROM pg_catalog.pg_class c
+       WHERE c.relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = current_schema())
+         AND c.relkind IN ('r', 'p') AND c.relname <> $1
+         AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')`,
       [MIGRATIONS_TABLE],
     )) as [{ n: number }];
     hasOtherTables = n > 0;

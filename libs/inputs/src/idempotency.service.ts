@@ -166,13 +166,15 @@ export class IdempotencyService {
     return `session:${sessionId}:events`;
   }
 
-  /** Deletes receipts older than the retention, oldest first, through the time-ordered primary key. */
+  /**
+   * Deletes up to `limit` receipts past their own `expires_at`, soonest expired first, through its
+   * index. Never this process's TTL: each receipt keeps the TTL of the replica that wrote it, and a
+   * sweeping worker configured shorter than an api must not free keys that api still remembers.
+   */
   async deleteExpired(limit: number): Promise<number> {
-    const cutoffMs = Math.floor(Date.now() - this.config.idempotencyTtlHours * 3_600_000);
-    const boundary = `${cutoffMs.toString(16).padStart(12, '0').replace(/^(.{8})(.{4})$/, '$1-$2')}-7000-8000-000000000000`;
     const result = (await this.dataSource.query(
-      prepared(`DELETE FROM idempotency_receipts WHERE id IN (SELECT id FROM idempotency_receipts WHERE id < $1 ORDER BY id LIMIT $2)`),
-      [boundary, limit],
+      prepared(`DELETE FROM idempotency_receipts WHERE id IN (SELECT id FROM idempotency_receipts WHERE expires_at <= now() ORDER BY expires_at LIMIT $1)`),
+      [limit],
     )) as [unknown[], number];
     return result[1] ?? 0;
   }

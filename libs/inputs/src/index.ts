@@ -12,4 +12,4 @@ export {
   MODE_TRANSITIONS,
 } from './states.js';
 export { PREPARATION_RETRY_MAX_MS, preparationRetryDelayMs } from './preparation-backoff.js';
-export type { AcceptedReceipt } from './receipt.entity.js';
+export { type AcceptedReceipt, IdempotencyReceiptEntity } from './receipt.entity.js';

@@ -8,16 +8,27 @@ export const DERIVED_TITLE_MAX_CHARS = 60;
 
 /**
  * The title of a session created without one: the start of its first message's text, on one line
- * (runs of whitespace and control characters become one space), cut at a word boundary where one is
+ * (runs of whitespace and control characters become one space), without the invisible characters
+ * that would make it render other than it reads (INVISIBLE), cut at a word boundary where one is
  * near, with an ellipsis; the default when the input has no text (images only, or no input).
  */
+/**
+ * Removed from a derived title: bidi embeddings, overrides and isolates (U+202A–202E, U+2066–2069)
+ * and marks (U+200E, U+200F, U+061C), which make a title render reversed or out of order in lists
+ * that show it beside others, and the zero-width space and byte-order mark (U+200B, U+FEFF), which
+ * make two titles look alike. The zero-width (non-)joiners (U+200C, U+200D) stay: they are part of
+ * emoji sequences and of Persian and Indic spelling, and reorder nothing.
+ */
+const INVISIBLE = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/gu;
+
 export function titleFromInput(messages: InputMessage[] | null): string {
   const text = messages?.flatMap((message) => message.content).find((block) => block.type === 'input_text' && block.text.trim() !== '');
   if (!text || text.type !== 'input_text') return DEFAULT_SESSION_TITLE;
   // Only the start is read (an input may hold 256 KiB of text); a pair cut in two is dropped.
   const start = text.text.slice(0, 4096).replace(/[\uD800-\uDBFF]$/, '');
   // eslint-disable-next-line no-control-regex -- control characters are what is replaced
-  const line = start.replace(/[\s\u0000-\u001f\u007f-\u009f]+/gu, ' ').trim();
+  const line = start.replace(INVISIBLE, '').replace(/[\s\u0000-\u001f\u007f-\u009f]+/gu, ' ').trim();
+  if (line === '') return DEFAULT_SESSION_TITLE;
   const chars = Array.from(line);
   if (chars.length <= DERIVED_TITLE_MAX_CHARS) return line;
   const head = chars.slice(0, DERIVED_TITLE_MAX_CHARS - 1).join('');
