@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type BeforeApplicationShutdown, Injectable } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import type { ElicitRequestParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfig } from '#libs/config';
 import { RunSignals } from '#libs/queue';
@@ -309,7 +309,7 @@ export class RemoteCall implements FollowedCall {
  * later answer then finds the outcome unknown).
  */
 @Injectable()
-export class McpCallsInFlight implements BeforeApplicationShutdown {
+export class McpCallsInFlight implements BeforeApplicationShutdown, OnApplicationShutdown {
   /** How long each side of an answer's hand-over waits for the other (see CallMessage). */
   ackMs = HOLDER_ACK_MS;
   private readonly held = new Map<string, CallInFlight>();
@@ -390,6 +390,12 @@ export class McpCallsInFlight implements BeforeApplicationShutdown {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled(reports), new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_REPORT_MS)))]);
     clearTimeout(timer);
+  }
+
+  /** A call held by a run that reached its waitpoint while the worker was draining is abandoned too. */
+  onApplicationShutdown(): void {
+    for (const key of [...this.held.keys()]) this.release(key);
+    for (const { call } of [...this.listening.values()]) call.controller.abort(new Error('the worker holding the call stopped'));
   }
 
   private takeHeld(key: string): CallInFlight | undefined {
