@@ -3,6 +3,6 @@ export { QueueModule } from './queue.module.js';
 export { SessionDispatcher } from './session-dispatcher.js';
 export { AttachmentJobs } from './attachment-jobs.js';
 export { WebhookJobs } from './webhook-jobs.js';
-export { RunSignals } from './run-signals.js';
+export { CALL_MESSAGE_INLINE_BYTES, RunSignals } from './run-signals.js';
 export { presenceKeys, type WorkerAnnouncement, WorkerPresence, workerPresenceKey, WORKERS_SET } from './worker-presence.js';
 export { queuePrefix } from './bullmq-cluster.js';

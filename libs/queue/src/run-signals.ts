@@ -1,10 +1,25 @@
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, type OnApplicationShutdown, type Provider } from '@nestjs/common';
 import { AppConfig, createRedisClient, type RedisClient } from '#libs/config';
 
 const CANCEL_CHANNEL = 'yuxi:run-cancel';
 const STEER_CHANNEL = 'yuxi:session-steer';
-/** Messages between workers about a call one of them holds open (an MCP call waiting for a user's answer). */
-const CALL_CHANNEL = 'yuxi:held-call';
+/**
+ * Messages between workers about a call one of them holds open (an MCP call waiting for a user's
+ * answer): one channel per address, subscribed only by the worker listening there, so a message
+ * reaches (and is parsed by) that worker alone.
+ */
+const CALL_CHANNEL_PREFIX = 'yuxi:held-call:';
+/**
+ * A call message above this size (a tool result with media) is not published: it is stored under a
+ * key of its own for CALL_BODY_TTL_MS and the channel carries its name. Pub/sub pushes every message
+ * through each subscriber's output buffer, whose hard limit (32 MB by default) would disconnect the
+ * subscriber, and with it this worker's cancel and steer signals.
+ */
+export const CALL_MESSAGE_INLINE_BYTES = 64 * 1024;
+const CALL_BODY_PREFIX = 'yuxi:held-call-body:';
+/** Long enough for the receiver to read it right after the reference arrives; then Redis forgets it. */
+const CALL_BODY_TTL_MS = 60_000;
 const SUBSCRIBE_TIMEOUT_MS = 1_000;
 export const SIGNALS_PUBLISHER = Symbol('SIGNALS_PUBLISHER');
 export const SIGNALS_SUBSCRIBER = Symbol('SIGNALS_SUBSCRIBER');
@@ -36,6 +51,8 @@ export class RunSignals implements OnApplicationShutdown {
   private readonly steerHandlers = new Map<string, () => void>();
   private readonly callHandlers = new Map<string, (message: unknown) => void>();
   private subscribing: Promise<unknown> | null = null;
+  /** Call messages are handed on in the order they arrived, a stored one once it is read back. */
+  private inbox: Promise<void> = Promise.resolve();
 
   constructor(
     @Inject(SIGNALS_PUBLISHER) private readonly publisher: RedisClient,
@@ -73,35 +90,75 @@ export class RunSignals implements OnApplicationShutdown {
   /**
    * Sends `message` (JSON) to whichever worker listens at `address` (onCallMessage); false when
    * the publish failed (Redis unreachable). Nobody listening is not an error here: the protocol
-   * built on it says who answers (test the answer, not the publish).
+   * built on it says who answers (test the answer, not the publish). A large message travels as a
+   * reference to a key holding it (CALL_MESSAGE_INLINE_BYTES).
    */
   async sendCallMessage(address: string, message: object): Promise<boolean> {
     try {
-      await this.publisher.publish(CALL_CHANNEL, JSON.stringify({ to: address, body: message }));
+      const text = JSON.stringify(message);
+      let sent = text;
+      if (Buffer.byteLength(text) > CALL_MESSAGE_INLINE_BYTES) {
+        const ref = `${CALL_BODY_PREFIX}${randomUUID()}`;
+        await this.publisher.set(ref, text, 'PX', CALL_BODY_TTL_MS);
+        sent = JSON.stringify({ ref });
+      }
+      await this.publisher.publish(callChannel(address), sent);
       return true;
     } catch {
       return false;
     }
   }
 
-  /** Calls `handler` with each message sent to `address`; returns the unsubscribe function. */
+  /**
+   * Calls `handler` with each message sent to `address`, once this worker subscribes to the
+   * address's channel (rejects when it cannot: Redis out of reach); returns the unsubscribe function.
+   */
   async onCallMessage(address: string, handler: (message: unknown) => void): Promise<() => void> {
     await this.subscribe();
     this.callHandlers.set(address, handler);
-    return () => {
-      if (this.callHandlers.get(address) === handler) this.callHandlers.delete(address);
-    };
+    try {
+      await bounded(this.subscriber.subscribe(callChannel(address)));
+    } catch (error) {
+      this.dropCallHandler(address, handler);
+      throw error;
+    }
+    return () => this.dropCallHandler(address, handler);
+  }
+
+  /** How many addresses this worker listens at (for tests: every follow and hold ends by closing its own). */
+  get callListeners(): number {
+    return this.callHandlers.size;
+  }
+
+  private dropCallHandler(address: string, handler: (message: unknown) => void): void {
+    if (this.callHandlers.get(address) !== handler) return;
+    this.callHandlers.delete(address);
+    // Commands go out in order on the one connection: a later subscribe of the same address wins.
+    this.subscriber.unsubscribe(callChannel(address)).catch(() => undefined);
   }
 
   private onMessage(channel: string, text: string): void {
-    if (channel !== CALL_CHANNEL) return (channel === STEER_CHANNEL ? this.steerHandlers : this.handlers).get(text)?.();
-    let parsed: { to?: unknown; body?: unknown };
+    if (!channel.startsWith(CALL_CHANNEL_PREFIX)) return (channel === STEER_CHANNEL ? this.steerHandlers : this.handlers).get(text)?.();
+    const address = channel.slice(CALL_CHANNEL_PREFIX.length);
+    this.inbox = this.inbox.then(async () => {
+      const body = await this.callBody(text);
+      if (body !== undefined) this.callHandlers.get(address)?.(body);
+    }).catch(() => undefined);
+  }
+
+  /** The message as sent (read back from its key where it was stored); undefined when unreadable or expired. */
+  private async callBody(text: string): Promise<unknown> {
     try {
-      parsed = JSON.parse(text) as { to?: unknown; body?: unknown };
+      const parsed = JSON.parse(text) as unknown;
+      const ref = (parsed as { ref?: unknown } | null)?.ref;
+      if (typeof ref !== 'string' || !ref.startsWith(CALL_BODY_PREFIX)) return parsed;
+      const stored = await this.publisher.get(ref);
+      if (stored === null) return undefined;
+      this.publisher.del(ref).catch(() => undefined);
+      return JSON.parse(stored) as unknown;
     } catch {
-      return;
+      return undefined;
     }
-    if (typeof parsed.to === 'string') this.callHandlers.get(parsed.to)?.(parsed.body);
   }
 
   private async subscribe(): Promise<void> {
@@ -110,10 +167,7 @@ export class RunSignals implements OnApplicationShutdown {
       this.subscriber.on('message', (channel: string, text: string) => this.onMessage(channel, text));
       // A failed subscribe is not cached: the next caller tries again. It is bounded in time: while
       // Redis is down, runs go on and the heartbeat's durable reads stand in for the signals.
-      this.subscribing = Promise.race([
-        this.subscriber.subscribe(CANCEL_CHANNEL, STEER_CHANNEL, CALL_CHANNEL),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('signal subscription timed out')), SUBSCRIBE_TIMEOUT_MS).unref()),
-      ]).catch((error: unknown) => {
+      this.subscribing = bounded(this.subscriber.subscribe(CANCEL_CHANNEL, STEER_CHANNEL)).catch((error: unknown) => {
         this.subscribing = null;
         throw error;
       });
@@ -125,4 +179,15 @@ export class RunSignals implements OnApplicationShutdown {
     this.publisher.disconnect();
     this.subscriber.disconnect();
   }
+}
+
+const callChannel = (address: string): string => `${CALL_CHANNEL_PREFIX}${address}`;
+
+function bounded<T>(subscribing: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('signal subscription timed out')), SUBSCRIBE_TIMEOUT_MS);
+    timer.unref();
+  });
+  return Promise.race([subscribing, timeout]).finally(() => clearTimeout(timer));
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import type { ElicitRequestParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfig } from '#libs/config';
 import { RunSignals } from '#libs/queue';
@@ -102,15 +102,40 @@ export const ELICITATION_LOST =
 
 /** Where the worker holding a call listens for messages about it (answers, aborts, holds). */
 const holderAddress = (key: string): string => `call:${key}`;
-/** How long the worker that got an answer waits for the holder to take it before the call counts as lost. */
+/**
+ * How long the worker that got an answer waits for the holder to take it before the call counts as
+ * lost, and how long a holder that took an answer waits for the follower to confirm it.
+ */
 export const HOLDER_ACK_MS = 5_000;
+/** How long the holder's last word may take to go out when its worker shuts down. */
+const SHUTDOWN_REPORT_MS = 2_000;
 /** Beyond the tool's own bound (TOOL_TIMEOUT_MS, while the server works), how long a follower waits for the holder's word. */
 const REMOTE_MARGIN_MS = 15_000;
 
-/** What the worker following a call and the worker holding it say to each other (over RunSignals' call messages). */
+/**
+ * What the worker following a call and the worker holding it say to each other (over RunSignals'
+ * call messages). Handing an answer over is a two-phase exchange, so that the call is answered only
+ * where the follower follows it, whatever either side's delays (no clocks compared):
+ *
+ *   follower: answer(id) ─▶ holder: takes the call out of its hold, reserved for `id`; accepted(id)
+ *   follower: accepted(id) within HOLDER_ACK_MS ─▶ confirm(id), and from then on follows the call
+ *             (never falls back, even where the confirm's publish seemed to fail)
+ *   follower: no accepted(id) in time, or gone(id) ─▶ revoke(id), and falls back (an idempotent call
+ *             runs again, another's outcome is unknown)
+ *   holder:   hands the answer to the server only on confirm(id); on revoke(id), or with no confirm
+ *             within HOLDER_ACK_MS, it tells the server `cancel`, abandons the call and reports
+ *             `failed` (a follower that did confirm then records the outcome unknown).
+ *
+ * So a stalled holder that reads the answer after the follower gave up never serves it: the
+ * follower sent no confirm, only (at best) a revoke.
+ */
 type CallMessage =
-  /** follower → holder: the user's answer; replies go to `reply`. */
-  | { kind: 'answer'; result: ElicitResult; reply: string }
+  /** follower → holder: the user's answer, delivery `id`; replies go to `reply`. */
+  | { kind: 'answer'; id: string; result: ElicitResult; reply: string }
+  /** follower → holder: the holder's `accepted` came in time: hand the answer to the server. */
+  | { kind: 'confirm'; id: string }
+  /** follower → holder: no `accepted` in time: the follower fell back; the answer must not be served. */
+  | { kind: 'revoke'; id: string }
   /** follower → holder: the run following the call stopped it (cancel, lost lease). */
   | { kind: 'abort'; reason: string }
   /** follower → holder: the call asked again and the turn waits at a waitpoint of run `runId`: keep holding it. */
@@ -118,8 +143,8 @@ type CallMessage =
   /** follower → holder: the waitpoint could not be committed: tell the server `cancel` and let the call go. */
   | { kind: 'release' }
   /** holder → follower */
-  | { kind: 'accepted' }
-  | { kind: 'gone' }
+  | { kind: 'accepted'; id: string }
+  | { kind: 'gone'; id: string }
   | { kind: 'progress'; report: ToolProgress }
   | { kind: 'elicit'; params: ElicitRequestParams }
   | { kind: 'outcome'; outcome: WireOutcome }
@@ -152,33 +177,47 @@ export class RemoteCall implements FollowedCall {
   private waiter: ((progress: CallProgress) => void) | null = null;
   private accept: ((accepted: boolean) => void) | null = null;
   private unsubscribe: (() => void) | null = null;
+  private readonly id = randomUUID();
+  private readonly reply = `reply:${this.id}`;
 
   constructor(
     readonly key: string,
-    private readonly reply: string,
     private readonly signals: RunSignals,
     private readonly silenceMs: number,
+    private readonly ackMs = HOLDER_ACK_MS,
   ) {
     this.controller.signal.addEventListener('abort', () => {
       const reason = this.controller.signal.reason;
       void this.send({ kind: 'abort', reason: reason instanceof Error ? reason.message : 'aborted' });
+      // Nothing more is read from the holder: the run stopped following the call.
+      this.close();
     });
   }
 
-  /** @internal Listens for the holder's replies, sends the answer, and says whether a holder took it. */
+  /**
+   * @internal Listens for the holder's replies, sends the answer, and says whether this side now
+   * follows the call (the holder took it in time and was told to serve it); see CallMessage.
+   */
   async deliver(result: ElicitResult): Promise<boolean> {
     this.unsubscribe = await this.signals.onCallMessage(this.reply, (message) => this.received(message as CallMessage));
     let timer: NodeJS.Timeout | undefined;
     const accepted = new Promise<boolean>((resolve) => {
       this.accept = resolve;
-      timer = setTimeout(() => resolve(false), HOLDER_ACK_MS);
+      timer = setTimeout(() => resolve(false), this.ackMs);
     });
-    if (!(await this.send({ kind: 'answer', result, reply: this.reply }))) this.accept?.(false);
+    if (!(await this.send({ kind: 'answer', id: this.id, result, reply: this.reply }))) this.accept?.(false);
     const taken = await accepted;
     clearTimeout(timer);
     this.accept = null;
-    if (!taken) this.close();
-    return taken;
+    if (taken) {
+      // Committed: a confirm that seems lost may still have reached the holder, so this side follows
+      // the call either way (a holder that never hears it reports `failed`: outcome unknown).
+      await this.send({ kind: 'confirm', id: this.id });
+      return true;
+    }
+    void this.send({ kind: 'revoke', id: this.id });
+    this.close();
+    return false;
   }
 
   next(): Promise<CallProgress> {
@@ -207,7 +246,10 @@ export class RemoteCall implements FollowedCall {
   /** The user's answer to a later question of the call comes through a new delivery (its resumed run), never here. */
   answer(result: ElicitResult): boolean {
     // The one answer this side gives itself: `cancel` where the waitpoint could not be committed.
-    if (result.action === 'cancel') void this.send({ kind: 'release' });
+    if (result.action === 'cancel') {
+      void this.send({ kind: 'release' });
+      this.close();
+    }
     return false;
   }
 
@@ -221,7 +263,7 @@ export class RemoteCall implements FollowedCall {
     switch (message.kind) {
       case 'accepted':
       case 'gone':
-        this.accept?.(message.kind === 'accepted');
+        if (message.id === this.id) this.accept?.(message.kind === 'accepted');
         return;
       case 'progress':
         this.onProgress?.(message.report);
@@ -250,7 +292,8 @@ export class RemoteCall implements FollowedCall {
     return this.signals.sendCallMessage(holderAddress(this.key), message);
   }
 
-  private close(): void {
+  /** Stops listening for the holder's replies (once the call ended, was held again, or was dropped). */
+  close(): void {
     this.unsubscribe?.();
     this.unsubscribe = null;
   }
@@ -266,11 +309,23 @@ export class RemoteCall implements FollowedCall {
  * later answer then finds the outcome unknown).
  */
 @Injectable()
-export class McpCallsInFlight implements OnApplicationShutdown {
+export class McpCallsInFlight implements BeforeApplicationShutdown, OnApplicationShutdown {
+  /** How long each side of an answer's hand-over waits for the other (see CallMessage). */
+  ackMs = HOLDER_ACK_MS;
   private readonly held = new Map<string, CallInFlight>();
   private readonly unsubscribes = new Map<string, () => void>();
+  /**
+   * Held calls that asked again while served for another worker's run, until that run says where
+   * the turn waits ('hold'): answers are taken meanwhile (the user answers only once the waitpoint
+   * is committed, and its answer may overtake the follower's 'hold').
+   */
+  private readonly awaitingHold = new Map<string, CallInFlight>();
+  /** Calls taken by an answer from another worker, not served until that worker confirms (see CallMessage). */
+  private readonly reserved = new Map<string, { id: string; reply: string; result: ElicitResult }>();
   /** The calls this worker holds or serves for another worker's run, listening at their holder address. */
   private readonly listening = new Map<string, { call: CallInFlight; unsubscribe: (() => void) | null }>();
+  /** Calls served for another worker's run, until their last report went out. */
+  private readonly serving = new Set<Promise<void>>();
 
   constructor(
     private readonly config: AppConfig,
@@ -298,7 +353,7 @@ export class McpCallsInFlight implements OnApplicationShutdown {
   /** The held call of this key, taken out of the registry (undefined: not on this worker, or expired). */
   take(key: string): CallInFlight | undefined {
     const call = this.takeHeld(key);
-    this.stopListening(key);
+    if (call) this.stopListening(key);
     return call;
   }
 
@@ -307,7 +362,7 @@ export class McpCallsInFlight implements OnApplicationShutdown {
    * call does next; null when no worker holds it (it stopped, the hold expired) or Redis is out of reach.
    */
   async reach(key: string, result: ElicitResult): Promise<RemoteCall | null> {
-    const remote = new RemoteCall(key, `reply:${randomUUID()}`, this.signals, this.config.toolTimeoutMs + REMOTE_MARGIN_MS);
+    const remote = new RemoteCall(key, this.signals, this.config.toolTimeoutMs + REMOTE_MARGIN_MS, this.ackMs);
     try {
       return (await remote.deliver(result)) ? remote : null;
     } catch {
@@ -319,10 +374,25 @@ export class McpCallsInFlight implements OnApplicationShutdown {
   release(key: string): void {
     const call = this.take(key);
     if (!call) return;
-    call.answer({ action: 'cancel' });
-    call.controller.abort(new Error('no answer came in time'));
+    abandon(call, 'no answer came in time');
   }
 
+  /**
+   * Before Redis is disconnected (RunSignals, onApplicationShutdown): held calls are abandoned, and
+   * calls served for another worker's run are aborted and their `failed` sent, so that run records
+   * the outcome unknown at once rather than after its silence bound.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    for (const key of [...this.held.keys()]) this.release(key);
+    const reports: Promise<unknown>[] = [...this.serving];
+    for (const [key, { reply }] of [...this.reserved]) reports.push(this.giveUp(key, reply, 'the worker holding the call stopped'));
+    for (const { call } of [...this.listening.values()]) call.controller.abort(new Error('the worker holding the call stopped'));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled(reports), new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_REPORT_MS)))]);
+    clearTimeout(timer);
+  }
+
+  /** A call held by a run that reached its waitpoint while the worker was draining is abandoned too. */
   onApplicationShutdown(): void {
     for (const key of [...this.held.keys()]) this.release(key);
     for (const { call } of [...this.listening.values()]) call.controller.abort(new Error('the worker holding the call stopped'));
@@ -331,6 +401,7 @@ export class McpCallsInFlight implements OnApplicationShutdown {
   private takeHeld(key: string): CallInFlight | undefined {
     const call = this.held.get(key);
     this.held.delete(key);
+    this.awaitingHold.delete(key);
     this.unsubscribes.get(key)?.();
     this.unsubscribes.delete(key);
     return call;
@@ -358,51 +429,94 @@ export class McpCallsInFlight implements OnApplicationShutdown {
 
   private onMessage(call: CallInFlight, message: CallMessage): void {
     switch (message.kind) {
-      case 'answer':
+      case 'answer': {
         // Taken already (a run here resumed it, or another delivery came first): that one follows it.
-        if (this.held.get(call.key) !== call) return void this.signals.sendCallMessage(message.reply, { kind: 'gone' });
+        if (this.held.get(call.key) !== call) return void this.signals.sendCallMessage(message.reply, { kind: 'gone', id: message.id });
         this.takeHeld(call.key);
-        void this.serve(call, message.reply, message.result);
+        const reservation = { id: message.id, reply: message.reply, result: message.result };
+        this.reserved.set(call.key, reservation);
+        // Not served before the follower's confirm, which may never come (it gave up, or stopped).
+        call.holdFor(this.ackMs, () => {
+          if (this.reserved.get(call.key) === reservation) void this.giveUp(call.key, reservation.reply, 'the answer was not confirmed in time');
+        });
+        void this.signals.sendCallMessage(message.reply, { kind: 'accepted', id: message.id });
+        return;
+      }
+      case 'confirm': {
+        const reservation = this.reserved.get(call.key);
+        if (reservation?.id !== message.id) return;
+        this.reserved.delete(call.key);
+        this.track(this.serve(call, reservation.reply, reservation.result));
+        return;
+      }
+      case 'revoke':
+        // The follower gave up on this answer and fell back: the server must never act on it.
+        if (this.reserved.get(call.key)?.id === message.id) {
+          this.reserved.delete(call.key);
+          this.stopListening(call.key);
+          abandon(call, 'the answer was revoked');
+        }
         return;
       case 'abort':
         call.controller.abort(new Error(message.reason));
         return;
       case 'hold':
-        // Held again at the follower's new waitpoint: that run's cancel releases it.
-        if (!this.held.has(call.key)) this.hold(call, message.runId);
+        // Held again at the follower's new waitpoint: that run's cancel releases it. An answer that
+        // came first took it already: nothing to hold.
+        if (this.awaitingHold.get(call.key) === call) {
+          this.awaitingHold.delete(call.key);
+          this.hold(call, message.runId);
+        }
         return;
       case 'release':
         if (this.held.get(call.key) === call) this.release(call.key);
         else {
-          call.answer({ action: 'cancel' });
-          call.controller.abort(new Error('the elicitation waitpoint could not be committed'));
+          abandon(call, 'the elicitation waitpoint could not be committed');
           this.stopListening(call.key);
         }
         return;
     }
   }
 
+  /** A reserved call nobody confirmed (or whose worker stops): abandoned unserved, and its follower told `failed`. */
+  private giveUp(key: string, reply: string, reason: string): Promise<boolean> {
+    const call = this.listening.get(key)?.call;
+    this.reserved.delete(key);
+    this.stopListening(key);
+    if (call) abandon(call, reason);
+    return this.signals.sendCallMessage(reply, { kind: 'failed', message: reason });
+  }
+
+  private track(serving: Promise<void>): void {
+    this.serving.add(serving);
+    void serving.finally(() => this.serving.delete(serving));
+  }
+
   /** Hands the answer to the server and reports to `reply` what the call does next, until its end. */
   private async serve(call: CallInFlight, reply: string, result: ElicitResult): Promise<void> {
     const send = (message: CallMessage): Promise<boolean> => this.signals.sendCallMessage(reply, message);
-    await send({ kind: 'accepted' });
     call.onProgress = (report) => void send({ kind: 'progress', report });
     call.answer(result);
     try {
       const next = await call.next();
       if ('elicit' in next) {
-        // Kept until the follower says where the turn waits ('hold') or that it cannot ('release'),
-        // and at most the hold's expiry either way.
-        call.holdFor(this.config.mcpElicitationTimeoutMs, () => {
-          call.answer({ action: 'cancel' });
-          call.controller.abort(new Error('no answer came in time'));
-          this.stopListening(call.key);
-        });
+        // Held again at once (answers may come before the follower's 'hold'), until the follower
+        // says where the turn waits ('hold') or that it cannot ('release'), and at most the hold's expiry.
+        this.held.set(call.key, call);
+        this.awaitingHold.set(call.key, call);
+        call.holdFor(this.config.mcpElicitationTimeoutMs, () => this.release(call.key));
         await send({ kind: 'elicit', params: next.elicit });
         return;
       }
       this.stopListening(call.key);
-      await send({ kind: 'outcome', outcome: toWire(next.outcome) });
+      const outcome = toWire(next.outcome);
+      // A result larger than any response a server may send is not carried (RunSignals stores a
+      // large message under a key, bounded by this).
+      if (Buffer.byteLength(JSON.stringify(outcome)) > this.config.mcpMaxResponseBytes) {
+        await send({ kind: 'failed', message: 'the result is larger than MCP_MAX_RESPONSE_BYTES' });
+        return;
+      }
+      await send({ kind: 'outcome', outcome });
     } catch (error) {
       this.stopListening(call.key);
       await send({ kind: 'failed', message: error instanceof Error ? error.message : String(error) });
@@ -410,4 +524,10 @@ export class McpCallsInFlight implements OnApplicationShutdown {
       call.onProgress = null;
     }
   }
+}
+
+/** Tells the server `cancel` for a question it waits on, and abandons the call (notifications/cancelled). */
+function abandon(call: CallInFlight, reason: string): void {
+  call.answer({ action: 'cancel' });
+  call.controller.abort(new Error(reason));
 }
