@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { query } from '../support/db.js';
 import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
@@ -12,8 +13,11 @@ function cancelInput(sessionId: string, inputId: string, key = newKey('cancel'))
 describe('session management', () => {
   it('updates title, pin, read state and later-input defaults without moving last_active_at', async () => {
     const session = await createSession();
-    await query(`UPDATE sessions SET last_active_at = last_active_at - interval '1 hour' WHERE id = $1`, [session.id]);
     const before = (await http(`${API}/sessions/${session.id}`)).body;
+    // Resource times are Unix seconds: the update comes in a later second, so a moved
+    // last_active_at would show (bounded: the clock moves within a second).
+    const createdSecond = Math.floor(Date.now() / 1000);
+    for (let i = 0; i < 60 && Math.floor(Date.now() / 1000) <= createdSecond; i++) await sleep(25);
 
     const res = await http(`${API}/sessions/${session.id}`, {
       body: { agent: { model: 'scripted:other' }, yuxi: { title: 'Renamed', is_pinned: true, unread: true, tool_approval_mode: 'always_trust' } },
