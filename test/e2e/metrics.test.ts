@@ -161,6 +161,8 @@ describe('metrics', () => {
         () => scrapeOf('worker'),
         (s) =>
           total(s, 'yuxi_webhook_attempts_total', { outcome: 'succeeded' }) >= total(before, 'yuxi_webhook_attempts_total', { outcome: 'succeeded' }) + 2 &&
+          // A delivery is counted after its attempt: wait for both counters, not the first alone.
+          total(s, 'yuxi_webhook_deliveries_total', { outcome: 'succeeded' }) >= total(before, 'yuxi_webhook_deliveries_total', { outcome: 'succeeded' }) + 2 &&
           total(s, 'yuxi_webhook_endpoints_disabled_total', { reason: 'gone' }) > total(before, 'yuxi_webhook_endpoints_disabled_total', { reason: 'gone' }),
       );
       const grew = (name: string, where: Record<string, string> = {}): number => total(now, name, where) - total(before, name, where);
