@@ -8,8 +8,8 @@
 //                                       must match a file)
 //   FAULTS_ONLY=g npm run test:faults   only scenarios whose title contains the text (node --test-name-pattern)
 //
-// A skipped or todo scenario fails the run; so does a full run (no word, no FAULTS_ONLY) with fewer
-// tests than test/test-counts.json records.
+// A skipped or todo scenario fails the run; so does a full run (no word, no FAULTS_ONLY) with another
+// number of tests than test/test-counts.json records.
 //
 // Process logs: .data/fault-logs/<scenario>/{api-N,worker-N}.log
 import { spawn } from 'node:child_process';
@@ -31,7 +31,7 @@ const candidates = existsSync(testDir)
   : [];
 // Each word must name a file: a misspelt one is an error, not a run of the rest (or of nothing).
 const files = filterFiles(candidates, filter, 'test:faults').map((file) => path.join(testDir, file));
-// Skipped and todo tests fail the run, and so does a full run with fewer tests than the last known (test/test-counts.json).
+// Skipped and todo tests fail the run, and so does a full run with another number of tests than the last known (test/test-counts.json).
 const tallyFile = path.join(os.tmpdir(), `yuxi-test-faults-tally-${process.pid}.json`);
 rmSync(tallyFile, { force: true });
 

@@ -6,7 +6,7 @@
 //   npm run test:unit             every unit test file
 //   npm run test:unit -- sdk      only files whose path contains one of the words (each must match one)
 //
-// A skipped or todo test fails the run; so does a full run with fewer tests than test/test-counts.json records.
+// A skipped or todo test fails the run; so does a full run with another number of tests than test/test-counts.json records.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -25,7 +25,7 @@ const candidates = readdirSync(testDir, { recursive: true })
   .filter((file) => existsSync(path.join(ROOT, 'test', 'unit', file.replace(/\.js$/, '.ts'))));
 // Each word must name a file: a misspelt one is an error, not a run of the rest (or of nothing).
 const files = filterFiles(candidates, filter, 'test:unit').map((file) => path.join(testDir, file));
-// Skipped and todo tests fail the run, and so does a full run with fewer tests than the last known (test/test-counts.json).
+// Skipped and todo tests fail the run, and so does a full run with another number of tests than the last known (test/test-counts.json).
 const tallyFile = path.join(os.tmpdir(), `yuxi-test-unit-tally-${process.pid}.json`);
 rmSync(tallyFile, { force: true });
 

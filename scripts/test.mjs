@@ -24,7 +24,7 @@ const candidates = readdirSync(testDir, { recursive: true })
   .filter((file) => existsSync(path.join(ROOT, 'test', file.replace(/\.js$/, '.ts'))));
 // Each word must name a file: a misspelt one is an error, not a run of the rest (or of nothing).
 const files = filterFiles(candidates, filter, 'npm test').map((file) => path.join(testDir, file));
-// The run's tally (test/test-counts.json, scripts/lib/test-tally.mjs): skipped and todo tests fail it, and so does a full run with fewer tests than the last known.
+// The run's tally (test/test-counts.json, scripts/lib/test-tally.mjs): skipped and todo tests fail it, and so does a full run with another number of tests than the last known.
 const tallyFile = path.join(os.tmpdir(), `yuxi-test-tally-${process.pid}.json`);
 rmSync(tallyFile, { force: true });
 const { startStack } = await import('./lib/stack.mjs');
@@ -139,12 +139,12 @@ const fileLimitsApiPort = await freePort();
 const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', IDEMPOTENCY_TTL_HOURS: '0.002', WEB_SEARCH_PROVIDER: '', ...FAIR_SHARE_LIMITS }, logDir);
 stack.children.push(fileLimitsApi);
 await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
-// A fourth replica whose replay window is one stream node (EVENTS_REPLAY_MAXLEN=1) and 4 s
+// A fourth replica whose replay window is one stream node (EVENTS_REPLAY_MAXLEN=1) and 10 s
 // (EVENTS_REPLAY_TTL_SECONDS): an event it publishes trims the session's stream as MAXLEN does
 // under load, and a stream it published last expires, so the window moves for real
 // (test/support/replay-window.ts, test/e2e/sse.test.ts).
 const shortWindowApiPort = await freePort();
-const shortWindowApi = launch('api-short-window', SCRIPTS.api, { ...stack.env, PORT: String(shortWindowApiPort), EVENTS_REPLAY_MAXLEN: '1', EVENTS_REPLAY_TTL_SECONDS: '4' }, logDir);
+const shortWindowApi = launch('api-short-window', SCRIPTS.api, { ...stack.env, PORT: String(shortWindowApiPort), EVENTS_REPLAY_MAXLEN: '1', EVENTS_REPLAY_TTL_SECONDS: '10' }, logDir);
 stack.children.push(shortWindowApi);
 await waitForHealth(`http://127.0.0.1:${shortWindowApiPort}/health`, [shortWindowApi], 60_000);
 

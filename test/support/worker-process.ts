@@ -29,8 +29,13 @@ async function openTransactions(): Promise<number> {
 async function stopOutsideTransactions(pid: number): Promise<void> {
   for (let attempt = 0; attempt < 50; attempt += 1) {
     process.kill(pid, 'SIGSTOP');
+    // Two quiet readings 50 ms apart: a statement the worker sent just before it stopped (a BEGIN
+    // still in the socket) is seen by the second one.
     for (let check = 0; check < 10; check += 1) {
-      if ((await openTransactions()) === 0) return;
+      if ((await openTransactions()) === 0) {
+        await sleep(50);
+        if ((await openTransactions()) === 0) return;
+      }
       await sleep(20);
     }
     process.kill(pid, 'SIGCONT');
@@ -43,14 +48,24 @@ async function stopOutsideTransactions(pid: number): Promise<void> {
  * Runs `body` with the suite's worker process stopped (SIGSTOP), then lets it go on (SIGCONT),
  * whatever `body` did: a run that cannot take its next step, as on a stalled worker, while
  * requests still reach the api. Keep `body` short (well inside the run lease, RUN_LEASE_MS,
- * 30 s in the suite): the worker is frozen, not dead, and resumes where it was.
+ * 30 s in the suite): the worker is frozen, not dead, and resumes where it was. The worker is let
+ * go on whatever happens here: a failed stop, a failed body, or this test process exiting.
  */
 export async function withWorkerStopped<T>(body: () => Promise<T>): Promise<T> {
   const pid = await workerPid();
-  await stopOutsideTransactions(pid);
+  const resume = (): void => {
+    try {
+      process.kill(pid, 'SIGCONT');
+    } catch {
+      // Gone already: nothing to resume.
+    }
+  };
+  process.once('exit', resume);
   try {
+    await stopOutsideTransactions(pid);
     return await body();
   } finally {
-    process.kill(pid, 'SIGCONT');
+    resume();
+    process.removeListener('exit', resume);
   }
 }

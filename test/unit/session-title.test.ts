@@ -15,6 +15,8 @@ describe('the title of a session created without one', () => {
     assert.equal(titleFromInput(text('\uFEFFzero\u200Bwidth\u061C')), 'zerowidth');
     assert.equal(titleFromInput(text('family 👨\u200D👩\u200D👧')), 'family 👨\u200D👩\u200D👧');
     assert.equal(titleFromInput(text('\u202E\u200B\u2067')), DEFAULT_SESSION_TITLE, 'nothing visible: the default');
+    const blocks = [{ role: 'user' as const, content: [{ type: 'input_text' as const, text: '\u200B\uFEFF' }, { type: 'input_text' as const, text: 'the real question' }] }];
+    assert.equal(titleFromInput(blocks), 'the real question', 'a first block of only invisible characters is passed over');
     assert.doesNotMatch(titleFromInput(text(`${'\u202E'.repeat(30)}${'word '.repeat(30)}`)), /[\u202A-\u202E]/);
   });
 

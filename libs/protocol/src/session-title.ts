@@ -11,8 +11,7 @@ export const DERIVED_TITLE_MAX_CHARS = 60;
  * (runs of whitespace and control characters become one space), without the invisible characters
  * that would make it render other than it reads (INVISIBLE), cut at a word boundary where one is
  * near, with an ellipsis; the default when the input has no text (images only, or no input).
- */
-/**
+ *
  * Removed from a derived title: bidi embeddings, overrides and isolates (U+202A–202E, U+2066–2069)
  * and marks (U+200E, U+200F, U+061C), which make a title render reversed or out of order in lists
  * that show it beside others, and the zero-width space and byte-order mark (U+200B, U+FEFF), which
@@ -22,13 +21,24 @@ export const DERIVED_TITLE_MAX_CHARS = 60;
 const INVISIBLE = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/gu;
 
 export function titleFromInput(messages: InputMessage[] | null): string {
-  const text = messages?.flatMap((message) => message.content).find((block) => block.type === 'input_text' && block.text.trim() !== '');
-  if (!text || text.type !== 'input_text') return DEFAULT_SESSION_TITLE;
+  // The first text block with something visible once cleaned (a block of only invisible characters is passed over).
+  for (const block of messages?.flatMap((message) => message.content) ?? []) {
+    if (block.type !== 'input_text') continue;
+    const line = oneLine(block.text);
+    if (line !== '') return cutToTitle(line);
+  }
+  return DEFAULT_SESSION_TITLE;
+}
+
+/** The start of a text on one line, without invisible and control characters. */
+function oneLine(text: string): string {
   // Only the start is read (an input may hold 256 KiB of text); a pair cut in two is dropped.
-  const start = text.text.slice(0, 4096).replace(/[\uD800-\uDBFF]$/, '');
+  const start = text.slice(0, 4096).replace(/[\uD800-\uDBFF]$/, '');
   // eslint-disable-next-line no-control-regex -- control characters are what is replaced
-  const line = start.replace(INVISIBLE, '').replace(/[\s\u0000-\u001f\u007f-\u009f]+/gu, ' ').trim();
-  if (line === '') return DEFAULT_SESSION_TITLE;
+  return start.replace(INVISIBLE, '').replace(/[\s\u0000-\u001f\u007f-\u009f]+/gu, ' ').trim();
+}
+
+function cutToTitle(line: string): string {
   const chars = Array.from(line);
   if (chars.length <= DERIVED_TITLE_MAX_CHARS) return line;
   const head = chars.slice(0, DERIVED_TITLE_MAX_CHARS - 1).join('');

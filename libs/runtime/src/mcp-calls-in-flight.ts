@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type BeforeApplicationShutdown, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { ElicitRequestParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfig } from '#libs/config';
 import { RunSignals } from '#libs/queue';
@@ -177,6 +177,7 @@ export class RemoteCall implements FollowedCall {
   private waiter: ((progress: CallProgress) => void) | null = null;
   private accept: ((accepted: boolean) => void) | null = null;
   private unsubscribe: (() => void) | null = null;
+  private handedOver = false;
   private readonly id = randomUUID();
   private readonly reply = `reply:${this.id}`;
 
@@ -187,6 +188,8 @@ export class RemoteCall implements FollowedCall {
     private readonly ackMs = HOLDER_ACK_MS,
   ) {
     this.controller.signal.addEventListener('abort', () => {
+      // Held again for the next run's waitpoint: that run's cancel releases it, not this one's abort.
+      if (this.handedOver) return;
       const reason = this.controller.signal.reason;
       void this.send({ kind: 'abort', reason: reason instanceof Error ? reason.message : 'aborted' });
       // Nothing more is read from the holder: the run stopped following the call.
@@ -255,6 +258,7 @@ export class RemoteCall implements FollowedCall {
 
   /** The call asked again and the turn waits at run `runId`'s waitpoint: the holder keeps it (and hears that run's cancel). */
   held(runId: string): void {
+    this.handedOver = true;
     void this.send({ kind: 'hold', runId });
     this.close();
   }
@@ -312,6 +316,7 @@ export class RemoteCall implements FollowedCall {
 export class McpCallsInFlight implements BeforeApplicationShutdown, OnApplicationShutdown {
   /** How long each side of an answer's hand-over waits for the other (see CallMessage). */
   ackMs = HOLDER_ACK_MS;
+  private readonly logger = new Logger(McpCallsInFlight.name);
   private readonly held = new Map<string, CallInFlight>();
   private readonly unsubscribes = new Map<string, () => void>();
   /**
@@ -323,7 +328,7 @@ export class McpCallsInFlight implements BeforeApplicationShutdown, OnApplicatio
   /** Calls taken by an answer from another worker, not served until that worker confirms (see CallMessage). */
   private readonly reserved = new Map<string, { id: string; reply: string; result: ElicitResult }>();
   /** The calls this worker holds or serves for another worker's run, listening at their holder address. */
-  private readonly listening = new Map<string, { call: CallInFlight; unsubscribe: (() => void) | null }>();
+  private readonly listening = new Map<string, { call: CallInFlight; unsubscribe: (() => void) | null; subscribed: Promise<void> }>();
   /** Calls served for another worker's run, until their last report went out. */
   private readonly serving = new Set<Promise<void>>();
 
@@ -336,7 +341,7 @@ export class McpCallsInFlight implements BeforeApplicationShutdown, OnApplicatio
    * Keeps a call that asked the user something until the turn resumes, the hold expires, or the
    * turn is cancelled at its waitpoint (the api's cancel signal for the suspended run `runId`).
    */
-  hold(call: CallInFlight, runId: string): void {
+  hold(call: CallInFlight, runId: string): Promise<void> {
     this.held.set(call.key, call);
     call.holdFor(this.config.mcpElicitationTimeoutMs, () => this.release(call.key));
     // Best effort: without Redis the hold's expiry still ends the call.
@@ -347,7 +352,7 @@ export class McpCallsInFlight implements BeforeApplicationShutdown, OnApplicatio
       },
       () => undefined,
     );
-    this.listen(call);
+    return this.listen(call);
   }
 
   /** The held call of this key, taken out of the registry (undefined: not on this worker, or expired). */
@@ -407,19 +412,29 @@ export class McpCallsInFlight implements BeforeApplicationShutdown, OnApplicatio
     return call;
   }
 
-  /** Answers that land on another worker reach the call here (best effort: without Redis they find it lost). */
-  private listen(call: CallInFlight): void {
-    if (this.listening.get(call.key)?.call === call) return;
+  /**
+   * Answers that land on another worker reach the call here (best effort: without Redis they find it
+   * lost). Resolves once the holder's channel is subscribed (or could not be), so that a waitpoint
+   * is published only when an answer sent to another worker can already reach this one.
+   */
+  private listen(call: CallInFlight): Promise<void> {
+    const current = this.listening.get(call.key);
+    if (current?.call === call) return current.subscribed;
     this.stopListening(call.key);
-    const entry: { call: CallInFlight; unsubscribe: (() => void) | null } = { call, unsubscribe: null };
+    const entry: { call: CallInFlight; unsubscribe: (() => void) | null; subscribed: Promise<void> } = { call, unsubscribe: null, subscribed: Promise.resolve() };
     this.listening.set(call.key, entry);
-    this.signals.onCallMessage(holderAddress(call.key), (message) => this.onMessage(call, message as CallMessage)).then(
+    entry.subscribed = this.signals.onCallMessage(holderAddress(call.key), (message) => this.onMessage(call, message as CallMessage)).then(
       (unsubscribe) => {
         if (this.listening.get(call.key) === entry) entry.unsubscribe = unsubscribe;
         else unsubscribe();
       },
-      () => undefined,
+      (error: unknown) => {
+        // The call stays held here (an answer resumed on this worker still takes it); another
+        // worker's answer finds no holder and falls back (re-run or outcome unknown).
+        this.logger.warn(`held call ${call.key}: other workers cannot reach it (${error instanceof Error ? error.message : String(error)})`);
+      },
     );
+    return entry.subscribed;
   }
 
   private stopListening(key: string): void {
@@ -465,7 +480,7 @@ export class McpCallsInFlight implements BeforeApplicationShutdown, OnApplicatio
         // came first took it already: nothing to hold.
         if (this.awaitingHold.get(call.key) === call) {
           this.awaitingHold.delete(call.key);
-          this.hold(call, message.runId);
+          void this.hold(call, message.runId);
         }
         return;
       case 'release':

@@ -231,9 +231,10 @@ export class ToolCallStep {
       if (batch === 'cancelled') throw new TurnCancelledError();
       return this.fenced(state, 'elicitation waitpoint');
     }
-    // Held where it is open: here, or by the worker that holds it for this run's waitpoint.
+    // Held where it is open: here, or by the worker that holds it for this run's waitpoint. Held
+    // (its channel subscribed) before the waitpoint is published: an answer may follow at once.
     if (call instanceof RemoteCall) call.held(state.lease.runId);
-    else if (call instanceof CallInFlight) this.inFlight.hold(call, state.lease.runId);
+    else if (call instanceof CallInFlight) await this.inFlight.hold(call, state.lease.runId);
     state.keeper.pause();
     await state.publish(batch);
     return WAITING;
