@@ -58,7 +58,7 @@ describe('agents: who may override the model', () => {
     assert.equal((await followUp(bootstrap, byAdmin.body.id, { model: 'scripted:another' })).status, 202);
   });
 
-  it('refuses every switch on an agent without allowed_models to its non-managers, and lets an owner switch on their own agent', async () => {
+  it('refuses a model switch on create and per message on an agent without allowed_models to its non-managers, and lets an owner switch on their own agent', async () => {
     const publicAgent = await saveAgent({});
     const { caller: user } = await newProductUser('plain user');
     assertRefused(await createSession(user, { agent_id: publicAgent, agent: { model: 'scripted:other' } }), 'model_not_allowed', 'agent.model');
@@ -155,7 +155,7 @@ describe('agents: a pinned approval mode', () => {
 });
 
 describe('agents: instructions are their owner\'s', () => {
-  it('shows a non-administrator the instructions of their own agents only, on every route', async () => {
+  it('shows a non-administrator the instructions of their own agents only, on the agent list, get and versions routes', async () => {
     const secret = `public prompt ${randomUUID()}`;
     const publicAgent = await saveAgent({ instructions: secret });
     const { caller: user } = await newProductUser('plain user');

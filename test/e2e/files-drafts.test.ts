@@ -72,7 +72,7 @@ describe('files: drafts', () => {
     assert.equal((await http(`${API}/files/${draft.id}`, { method: 'DELETE' })).status, 404);
   });
 
-  it('accepts the text kinds and images, detecting each type from the bytes', async () => {
+  it('accepts Markdown, CSV, JSON, plain text and a PNG, typing each from its bytes and name, not the declared content type', async () => {
     const cases: [Uint8Array | string, string, string][] = [
       [PNG, 'pixel.png', 'image/png'],
       ['# Notes\n\n- one\n', 'notes.md', 'text/markdown'],

@@ -62,7 +62,7 @@ describe('OCR: the ocr_parse_file builtin', () => {
     assert.match(output.output, /declares 20000 × 20000 pixels \(400 megapixels\), more than the 40 megapixels allowed/);
   });
 
-  it('is offered only when the agent declares it: an unknown builtin name is refused with the list', async () => {
+  it('refuses an unknown builtin name at save, listing ocr_parse_file among the known ones', async () => {
     const res = await http('/api/v1/admin/agents/t-ocr-bad', { method: 'PUT', body: { name: 'bad', model: 'scripted:echo', tools: [{ type: 'builtin', name: 'ocr_parse' }] } });
     assert.equal(res.status, 422, res.text);
     assert.match(JSON.stringify(res.body.error.details), /ocr_parse_file/);
@@ -129,7 +129,7 @@ describe('POST /api/agent/files/{file_id}/parse: manual OCR pre-parse, user toke
     assert.deepEqual(res.body.error.details, { width: 20_000, height: 20_000, limit_pixels: BOMB_LIMIT });
   });
 
-  it('403 user_token_required for every API key, even the owner\'s full key on its own draft', async () => {
+  it('403 user_token_required for API keys: the owner\'s full key on its own draft and an administrator\'s key', async () => {
     const { caller } = await newProductUser('key holder');
     const draft = await uploadDraft('mine\n', 'mine.txt', { token: caller.token });
     for (const key of [caller, bootstrap]) {
@@ -224,7 +224,7 @@ describe('POST /api/agent/images: thumbnails, user tokens only', () => {
     assert.ok(spec.components.schemas.BuiltinToolDto.properties.name.enum.includes('ocr_parse_file'));
   });
 
-  it('keeps an upload of the bomb itself small: the public upload takes it (5 MiB), only decoding is refused', async () => {
+  it('keeps an upload of the bomb itself small: the public upload takes it, under 5 MiB', async () => {
     const res = await upload(pngBomb(), 'bomb.png');
     assert.equal(res.status, 201, res.text);
     assert.ok(res.body.bytes < 5 * 1024 * 1024);

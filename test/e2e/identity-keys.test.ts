@@ -24,7 +24,7 @@ async function auditEntriesFor(targetIds: string[]): Promise<any[]> {
 }
 
 describe('identity: API keys', () => {
-  it('creates a key whose secret is shown once, in the documented format, and never listed', async () => {
+  it('creates a key whose secret is shown at creation, in the documented format, and not in the key list', async () => {
     const { userId, key, caller } = await newProductUser('key owner', { name: 'lifecycle', rate_limit_per_minute: 500, max_streams: 3 });
     assert.match(key.secret, KEY_FORMAT);
     assert.equal(key.body.object, 'api_key');

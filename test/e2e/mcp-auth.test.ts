@@ -208,7 +208,7 @@ describe('MCP auth from named secrets', () => {
     assert.equal(server.tokenRequests.at(-1)?.status, 200, JSON.stringify(server.tokenRequests));
   });
 
-  it('presents client credentials to no other authorization server than the declared issuer', async () => {
+  it('does not present client credentials to the advertised authorization server when the declared issuer differs', async () => {
     const name = secretName();
     assert.equal((await putSecret(bootstrap, name, server.client.secret, 'shared')).status, 201);
     const auth = { type: 'oauth_client_credentials', secret: name, client_id: server.client.id, issuer: 'https://elsewhere.example' };

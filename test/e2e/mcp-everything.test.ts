@@ -67,7 +67,7 @@ describe('MCP client against server-everything', () => {
     assert.ok(server.count('tools/call') >= 2);
   });
 
-  it('reuses one MCP session for every call of two turns (one initialize), and initialises once more after the server restarts', async () => {
+  it('reuses one MCP session for the three calls of two turns (at most one initialize), and initialises once more after the server restarts', async () => {
     const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['echo', 'get-sum'] })] });
     fake.script(fakeModel(model), [
       { tool_calls: [{ id: 'r1', name: 'echo', arguments: '{"message":"one"}' }] },
@@ -128,7 +128,7 @@ describe('MCP client against server-everything', () => {
     assert.deepEqual(done?.data.turn.yuxi.usage, { input_tokens: 37, output_tokens: 9, cached_tokens: 0, total_tokens: 46 });
   });
 
-  it('offers sampling only to a server declared with sampling: true', async () => {
+  it('answers no sampling request from a server not declared with sampling: true', async () => {
     const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['trigger-sampling-request'] })] });
     fake.script(fakeModel(model), [
       { tool_calls: [{ id: 's1', name: 'trigger-sampling-request', arguments: '{"prompt":"write a haiku","maxTokens":50}' }] },

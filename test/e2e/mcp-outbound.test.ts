@@ -46,7 +46,7 @@ describe('MCP outbound address policy', () => {
   const newId = () => `t-${randomUUID().slice(0, 8)}`;
   const mcpTool = (serverUrl: string, extra: object = {}) => ({ type: 'mcp', server_label: 'calc', server_url: serverUrl, allowed_tools: ['add'], ...extra });
 
-  it("refuses a user's private agent on a literal private address at save, in any spelling, naming the field", async () => {
+  it("refuses a user's private agent on a literal private address at save, in dotted, decimal, hex and IPv6 spellings, naming the field", async () => {
     const { caller } = await newProductUser('outbound-save');
     for (const url of [`http://127.0.0.1:${receiverPort}/mcp`, `http://2130706433:${receiverPort}/mcp`, 'http://0x7f.1/mcp', 'http://[::ffff:169.254.169.254]/latest', 'http://10.0.0.5/mcp', 'http://[fd00:ec2::254]/']) {
       const res = await putAgentAs(caller, newId(), { visibility: 'private', tools: [mcpTool(url)] });
