@@ -1,34 +1,21 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
-import { env } from '../support/env.js';
-import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
+import { useFakeOpenAi } from '../support/fake-openai-suite.js';
 import { API, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
 
 // Context management end to end (README "Context and compaction"): sessions longer than the
 // model's window keep every message readable, compact as committed steps, and tell the client.
 describe('context compaction', () => {
-  let fake: FakeOpenAi;
-  const streams: SseStream[] = [];
-  before(async () => {
-    fake = await startFakeOpenAi(env.fakeOpenAiPort);
-  });
-  after(async () => {
-    streams.forEach((s) => s.close());
-    await fake.close();
-  });
+  const openAi = useFakeOpenAi();
 
   const TERMINAL = new Set(['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled']);
   const ends = (stream: SseStream): SseEvent[] => stream.events.filter((e) => TERMINAL.has(e.type));
   /** The n-th turn of the session to end (1-based). */
   const nthEnd = (stream: SseStream, n: number, timeoutMs = 20_000): Promise<SseEvent> =>
     stream.waitFor((e) => TERMINAL.has(e.type) && ends(stream).length >= n, timeoutMs).then(() => ends(stream)[n - 1]!);
-  const open = async (sessionId: string): Promise<SseStream> => {
-    const stream = await SseStream.open(sessionId);
-    streams.push(stream);
-    return stream;
-  };
+  const open = (sessionId: string): Promise<SseStream> => openAi.open(sessionId);
   const allItems = async (sessionId: string): Promise<any[]> => {
     const items: any[] = [];
     let after: string | undefined;
@@ -48,7 +35,7 @@ describe('context compaction', () => {
       instructions: 'You are a support agent for ACME.',
       context: { window_tokens: 2048, compaction: { model: 'scripted:summary' } },
     });
-    fake.script(fakeModel(model), Array.from({ length: 40 }, () => ({ text: 'Noted, thanks.' })));
+    openAi.fake.script(fakeModel(model), Array.from({ length: 40 }, () => ({ text: 'Noted, thanks.' })));
     const first = 'My order number is 4711-XK and the parcel never arrived.';
     const session = await createSessionWith(id, first);
     const stream = await open(session.id);
@@ -80,7 +67,7 @@ describe('context compaction', () => {
     assert.ok(stream.events.some((e) => e.type === 'yuxi.session.turn.context_compression' && e.data.phase === 'started' && e.data.trigger === 'auto'));
 
     // The last model request: the instructions, the summary (with a fact of message 1), the latest message verbatim.
-    const requests = fake.requests(fakeModel(model)) as any[];
+    const requests = openAi.fake.requests(fakeModel(model)) as any[];
     const last = requests.at(-1);
     assert.deepEqual(last.messages[0], { role: 'system', content: 'You are a support agent for ACME.' });
     assert.match(last.messages[1].content, /Summary of the earlier conversation/);
@@ -163,7 +150,7 @@ describe('context compaction', () => {
   it('recovers from a provider context-length error: compacts once and retries the call', async () => {
     const { id, model } = await putAgent({ instructions: 'Be brief.', context: { window_tokens: 100_000, compaction: { model: 'scripted:summary' } } });
     const name = fakeModel(model);
-    fake.window(name, 900);
+    openAi.fake.window(name, 900);
     const session = await createSessionWith(id, 'The contract number is C-31337.');
     const stream = await open(session.id);
     await nthEnd(stream, 1);
@@ -178,7 +165,7 @@ describe('context compaction', () => {
     const compaction = stream.events.find((e) => e.type === 'yuxi.session.turn.context_compression' && e.data.phase === 'completed');
     assert.ok(compaction, 'an overflow compacted the context');
     assert.equal(compaction.data.item.yuxi.trigger, 'overflow');
-    const requests = fake.requests(name) as any[];
+    const requests = openAi.fake.requests(name) as any[];
     // The refused request, then the retry after the compaction, which fits and carries the summary.
     const retry = requests.at(-1);
     assert.match(retry.messages[1].content, /C-31337/);
@@ -221,7 +208,7 @@ describe('context compaction', () => {
     assert.match(last?.data.turn.error.message, /compaction is off/);
     assert.ok(n > 5, 'earlier turns fit and completed');
     assert.equal((await allItems(session.id)).filter((item) => item.type === 'compaction').length, 0);
-    assert.ok((fake.requests(fakeModel(model)) as any[]).length === n - 1, 'the turn that did not fit was never sent');
+    assert.ok((openAi.fake.requests(fakeModel(model)) as any[]).length === n - 1, 'the turn that did not fit was never sent');
   });
 
   it('refuses a malformed compaction request or compaction mode with a 422, and queues nothing', async () => {

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Queue } from 'bullmq';
 import { fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
-import { type FakeOpenAi, type FakeStep, startFakeOpenAi } from '../support/fake-openai.js';
+import { type FakeStep } from '../support/fake-openai.js';
+import { useFakeOpenAi } from '../support/fake-openai-suite.js';
 import { API, http, newKey, postEvent } from '../support/http.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
 
@@ -103,25 +104,13 @@ async function approveNext(stream: SseStream, sessionId: string, turnId: string)
 }
 
 describe('config resolution: which model and approval mode a run uses', () => {
-  let fake: FakeOpenAi;
-  const streams: SseStream[] = [];
-  before(async () => {
-    fake = await startFakeOpenAi(env.fakeOpenAiPort);
-  });
-  after(async () => {
-    streams.forEach((s) => s.close());
-    await fake.close();
-  });
-  async function open(sessionId: string): Promise<SseStream> {
-    const stream = await SseStream.open(sessionId);
-    streams.push(stream);
-    return stream;
-  }
+  const openAi = useFakeOpenAi();
+  const open = (sessionId: string): Promise<SseStream> => openAi.open(sessionId);
 
   it('creates with agent.model and tool_approval_mode when given, else the agent’s, else the deployment default model', async () => {
     const { id: agentId, model: agentModel } = await putAgent({ tools: [CALCULATOR] });
     const chosen = newModel();
-    fake.script(fakeModel(chosen), [calc('c1'), { text: 'chosen done' }]);
+    openAi.fake.script(fakeModel(chosen), [calc('c1'), { text: 'chosen done' }]);
     const explicit = await create({ agent_id: agentId, agent: { model: chosen }, tool_approval_mode: 'always_ask', input: 'go' });
     assert.equal(explicit.agent.model, chosen);
     assert.equal(explicit.yuxi.tool_approval_mode, 'always_ask');
@@ -131,9 +120,9 @@ describe('config resolution: which model and approval mode a run uses', () => {
     await stream.waitForType('agent.session.turn.completed', turnId);
     assert.equal(waitingsOf(stream, turnId).length, 1, 'always_ask stopped before a tool that does not require approval');
     assert.deepEqual(await runModels(explicit.id, turnId), [chosen, chosen], 'the first run and the resumed one');
-    assert.equal(fake.requests(fakeModel(chosen)).length, 2);
+    assert.equal(openAi.fake.requests(fakeModel(chosen)).length, 2);
 
-    fake.script(fakeModel(agentModel), [calc('c2'), { text: 'agent done' }]);
+    openAi.fake.script(fakeModel(agentModel), [calc('c2'), { text: 'agent done' }]);
     const inherited = await create({ agent_id: agentId, input: 'go' });
     assert.equal(inherited.agent.model, agentModel);
     assert.equal(inherited.yuxi.tool_approval_mode, 'default');
@@ -141,7 +130,7 @@ describe('config resolution: which model and approval mode a run uses', () => {
     const done = await second.waitForType('agent.session.turn.completed');
     assert.equal(waitingsOf(second, done.data.turn_id).length, 0, 'the agent’s default mode runs the tool without asking');
     assert.deepEqual(await runModels(inherited.id, done.data.turn_id), [agentModel]);
-    assert.equal(fake.requests(fakeModel(agentModel)).length, 2, 'the agent’s model was called, and only for its own session');
+    assert.equal(openAi.fake.requests(fakeModel(agentModel)).length, 2, 'the agent’s model was called, and only for its own session');
 
     // An agent that names no model: the deployment's DEFAULT_MODEL (scripted:echo in the suite); its own approval mode.
     const bare = `t-${randomUUID().slice(0, 8)}`;
@@ -175,13 +164,13 @@ describe('config resolution: which model and approval mode a run uses', () => {
     const { id: agentId, model: sessionModel } = await putAgent({ tools: [CALCULATOR] });
     const override = newModel();
     const hold = held();
-    fake.script(fakeModel(override), [{ ...calc('o1'), until: hold.until }, { text: 'override done' }]);
-    fake.script(fakeModel(sessionModel), [calc('p1'), { text: 'plain done' }]);
+    openAi.fake.script(fakeModel(override), [{ ...calc('o1'), until: hold.until }, { text: 'override done' }]);
+    openAi.fake.script(fakeModel(sessionModel), [calc('p1'), { text: 'plain done' }]);
     const session = await create({ agent_id: agentId });
     const stream = await open(session.id);
 
     const first = await message(session.id, 'with overrides', { mode: 'follow_up', model: override, tool_approval_mode: 'always_ask' });
-    await waitUntil(() => fake.requests(fakeModel(override)).length === 1, 'the override model is called');
+    await waitUntil(() => openAi.fake.requests(fakeModel(override)).length === 1, 'the override model is called');
     const second = await message(session.id, 'without', { mode: 'follow_up' });
     hold.release();
 
@@ -195,8 +184,8 @@ describe('config resolution: which model and approval mode a run uses', () => {
     assert.equal(waitingsOf(stream, firstTurn).length, 1, 'always_ask for the overridden input');
     assert.deepEqual(await runModels(session.id, secondTurn), [sessionModel]);
     assert.equal(waitingsOf(stream, secondTurn).length, 0, 'the next input runs with the session’s mode');
-    assert.equal(fake.requests(fakeModel(override)).length, 2);
-    assert.equal(fake.requests(fakeModel(sessionModel)).length, 2);
+    assert.equal(openAi.fake.requests(fakeModel(override)).length, 2);
+    assert.equal(openAi.fake.requests(fakeModel(sessionModel)).length, 2);
     const unchanged = (await http(`${API}/sessions/${session.id}`)).body;
     assert.equal(unchanged.agent.model, sessionModel, 'the session itself did not change');
     assert.equal(unchanged.yuxi.tool_approval_mode, 'default');
@@ -207,7 +196,7 @@ describe('config resolution: which model and approval mode a run uses', () => {
     try {
       const { id: agentId, model: frozenModel } = await putAgent({ tools: [CALCULATOR] });
       const later = newModel();
-      fake.script(fakeModel(frozenModel), [calc('b1'), { text: 'batch done' }]);
+      openAi.fake.script(fakeModel(frozenModel), [calc('b1'), { text: 'batch done' }]);
       const session = await create({ agent_id: agentId });
       const stream = await open(session.id);
       // Workers hold off, so both steers wait in the idle session for one claim.
@@ -224,8 +213,8 @@ describe('config resolution: which model and approval mode a run uses', () => {
       assert.deepEqual(turn.yuxi.runs[0].input_ids, [s1, s2], 'one batch');
       assert.deepEqual(await runModels(session.id, done.data.turn_id), [frozenModel]);
       assert.equal(waitingsOf(stream, done.data.turn_id).length, 0, 'the first input’s approval mode, not always_ask');
-      assert.equal(fake.requests(fakeModel(frozenModel)).length, 2);
-      assert.equal(fake.requests(fakeModel(later)).length, 0);
+      assert.equal(openAi.fake.requests(fakeModel(frozenModel)).length, 2);
+      assert.equal(openAi.fake.requests(fakeModel(later)).length, 0);
     } finally {
       await queue.resume();
       await queue.close();
@@ -238,11 +227,11 @@ describe('config resolution: which model and approval mode a run uses', () => {
     const hold = held();
     // The steer arrives while the first model call is held; that call asks for a tool, so the run
     // reaches a step boundary, where a waiting steer always joins (looked up in the queue).
-    fake.script(fakeModel(runModel), [{ ...calc('s1'), until: hold.until }, calc('s2'), { text: 'after the steer' }]);
+    openAi.fake.script(fakeModel(runModel), [{ ...calc('s1'), until: hold.until }, calc('s2'), { text: 'after the steer' }]);
     const session = await create({ agent_id: agentId, input: 'start' });
     const stream = await open(session.id);
     const turnId = (await stream.waitForType('agent.session.turn.created')).data.turn_id;
-    await waitUntil(() => fake.requests(fakeModel(runModel)).length === 1, 'the run calls its model');
+    await waitUntil(() => openAi.fake.requests(fakeModel(runModel)).length === 1, 'the run calls its model');
     await update(session.id, { agent: { model: later }, yuxi: { tool_approval_mode: 'always_ask' } });
     const steer = await message(session.id, 'change of plan', { mode: 'steer' });
     hold.release();
@@ -255,26 +244,26 @@ describe('config resolution: which model and approval mode a run uses', () => {
     assert.ok(models.length >= 2, `the steer ran in a later run: ${models.join(', ')}`);
     assert.deepEqual(new Set(models), new Set([runModel]));
     assert.equal(waitingsOf(stream, turnId).length, 0, 'the run’s approval mode, not the update’s always_ask');
-    assert.equal(fake.requests(fakeModel(later)).length, 0);
-    assert.equal(fake.requests(fakeModel(runModel)).length, 3);
+    assert.equal(openAi.fake.requests(fakeModel(later)).length, 0);
+    assert.equal(openAi.fake.requests(fakeModel(runModel)).length, 3);
   });
 
   it('after an update, queued inputs, the current turn and its resumed runs keep the old config; inputs received afterwards get the new', async () => {
     const { id: agentId, model: oldModel } = await putAgent({ tools: [REQUIRES_APPROVAL] });
     const newer = newModel();
     const hold = held();
-    fake.script(fakeModel(oldModel), [
+    openAi.fake.script(fakeModel(oldModel), [
       { ...calc('t1a'), until: hold.until },
       calc('t1b'),
       { text: 'turn one done' },
       calc('t2'),
       { text: 'turn two done' },
     ]);
-    fake.script(fakeModel(newer), [calc('t3'), { text: 'turn three done' }]);
+    openAi.fake.script(fakeModel(newer), [calc('t3'), { text: 'turn three done' }]);
     const session = await create({ agent_id: agentId, input: 'one' });
     const stream = await open(session.id);
     const firstTurn = (await stream.waitForType('agent.session.turn.created')).data.turn_id;
-    await waitUntil(() => fake.requests(fakeModel(oldModel)).length === 1, 'the first turn calls its model');
+    await waitUntil(() => openAi.fake.requests(fakeModel(oldModel)).length === 1, 'the first turn calls its model');
 
     const queuedBefore = await message(session.id, 'two', { mode: 'follow_up' });
     const updated = await update(session.id, { agent: { model: newer }, yuxi: { tool_approval_mode: 'always_trust' } });
@@ -299,7 +288,7 @@ describe('config resolution: which model and approval mode a run uses', () => {
     assert.equal(waitingsOf(stream, secondTurn).length, 1, 'the input queued before the update asked');
     assert.deepEqual(await runModels(session.id, thirdTurn), [newer]);
     assert.equal(waitingsOf(stream, thirdTurn).length, 0, 'the input received after the update trusted the tool');
-    assert.equal(fake.requests(fakeModel(oldModel)).length, 5);
-    assert.equal(fake.requests(fakeModel(newer)).length, 2);
+    assert.equal(openAi.fake.requests(fakeModel(oldModel)).length, 5);
+    assert.equal(openAi.fake.requests(fakeModel(newer)).length, 2);
   });
 });

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
-import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
+import { useFakeOpenAi } from '../support/fake-openai-suite.js';
 import { PNG, randomPng } from '../support/files.js';
 import { API, http, newKey, postEvent } from '../support/http.js';
 import { call, newProductUser } from '../support/identity.js';
@@ -56,20 +56,8 @@ function assertReference(block: any, sessionId: string): string {
 }
 
 describe('inline images as session files', () => {
-  let fake: FakeOpenAi;
-  const streams: SseStream[] = [];
-  before(async () => {
-    fake = await startFakeOpenAi(env.fakeOpenAiPort);
-  });
-  after(async () => {
-    streams.forEach((s) => s.close());
-    await fake.close();
-  });
-  const open = async (sessionId: string, lastEventId?: string): Promise<SseStream> => {
-    const stream = await SseStream.open(sessionId, lastEventId === undefined ? {} : { lastEventId });
-    streams.push(stream);
-    return stream;
-  };
+  const openAi = useFakeOpenAi();
+  const open = (sessionId: string, lastEventId?: string): Promise<SseStream> => openAi.open(sessionId, lastEventId);
 
   it('a session with a 5 MB inline image streams and resumes normally, and every event stays small', async () => {
     const image = randomPng(FIVE_MB);
@@ -149,12 +137,12 @@ describe('inline images as session files', () => {
     const first = randomPng(64 * 1024);
     const second = randomPng(32 * 1024);
     const { id, model } = await putAgent({ instructions: 'Describe images.' });
-    fake.script(fakeModel(model), [{ text: 'A noisy square.' }, { text: 'Another one.' }]);
+    openAi.fake.script(fakeModel(model), [{ text: 'A noisy square.' }, { text: 'Another one.' }]);
     const session = await createSessionWith(id, imageMessage('look:', first));
     const stream = await open(session.id);
     const firstTurn = await stream.waitFor((e) => e.type === 'agent.session.turn.completed', 15_000);
 
-    const [request] = fake.requests(fakeModel(model)) as any[];
+    const [request] = openAi.fake.requests(fakeModel(model)) as any[];
     const user = request.messages[1];
     assert.equal(user.role, 'user');
     assert.equal(user.content[0].type, 'text');
@@ -165,7 +153,7 @@ describe('inline images as session files', () => {
     const next = await postEvent(session.id, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: imageMessage('and this?', second) });
     assert.equal(next.status, 202, next.text);
     await stream.waitFor((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id !== firstTurn.data.turn_id, 15_000);
-    const later = (fake.requests(fakeModel(model)) as any[])[1];
+    const later = (openAi.fake.requests(fakeModel(model)) as any[])[1];
     const images = later.messages.filter((m: any) => m.role === 'user').map((m: any) => m.content.find((p: any) => p.type === 'image_url')?.image_url.url);
     assert.deepEqual(images, [dataUrl(first), dataUrl(second)], 'the history keeps both images for the model');
   });

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import sharp from 'sharp';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
-import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
+import { useFakeOpenAi } from '../support/fake-openai-suite.js';
 import { randomPng } from '../support/file-fixtures.js';
 import { API, http } from '../support/http.js';
-import { SseStream } from '../support/sse.js';
 
 // Images on their way to a real `openai:` model (the fake server records what it received): a
 // large one arrives downscaled to the size the provider looks at, and the images of one request
@@ -18,25 +17,16 @@ const dataUrl = (bytes: Buffer): string => `data:image/png;base64,${bytes.toStri
 const imageMessage = (text: string, ...images: Buffer[]) => [{ role: 'user', content: [{ type: 'input_text', text }, ...images.map((bytes) => ({ type: 'input_image', image_url: dataUrl(bytes) }))] }];
 
 describe('images sent to a model: downscaled and capped per request', () => {
-  let fake: FakeOpenAi;
-  const streams: SseStream[] = [];
-  before(async () => {
-    fake = await startFakeOpenAi(env.fakeOpenAiPort);
-  });
-  after(async () => {
-    streams.forEach((s) => s.close());
-    await fake.close();
-  });
+  const openAi = useFakeOpenAi();
 
   async function completed(input: unknown, reply: string): Promise<{ request: any; sessionId: string }> {
     const { id, model } = await putAgent({ instructions: 'Describe images.' });
-    fake.script(fakeModel(model), [{ text: reply }]);
+    openAi.fake.script(fakeModel(model), [{ text: reply }]);
     const session = await createSessionWith(id, input);
-    const stream = await SseStream.open(session.id);
-    streams.push(stream);
+    const stream = await openAi.open(session.id);
     const done = await stream.waitFor((e) => e.type === 'agent.session.turn.completed' || e.type === 'agent.session.turn.failed', 30_000);
     assert.equal(done.type, 'agent.session.turn.completed', JSON.stringify(done.data));
-    const [request] = fake.requests(fakeModel(model)) as any[];
+    const [request] = openAi.fake.requests(fakeModel(model)) as any[];
     return { request, sessionId: session.id };
   }
 

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { fakeModel, putAgent } from '../support/agents.js';
-import { env } from '../support/env.js';
-import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
+import { useFakeOpenAi } from '../support/fake-openai-suite.js';
 import { API, http, newKey, postEvent } from '../support/http.js';
 import { SseStream } from '../support/sse.js';
 
@@ -50,22 +49,11 @@ const input = async (sessionId: string, id: string): Promise<any> => (await http
 const turn = async (sessionId: string, id: string): Promise<any> => (await http(`${API}/sessions/${sessionId}/turns/${id}`)).body;
 
 describe('resource timestamps', () => {
-  let fake: FakeOpenAi;
-  const streams: SseStream[] = [];
   const holds: (() => void)[] = [];
-  before(async () => {
-    fake = await startFakeOpenAi(env.fakeOpenAiPort);
-  });
-  after(async () => {
-    holds.forEach((release) => release());
-    streams.forEach((s) => s.close());
-    await fake.close();
-  });
-  async function open(sessionId: string): Promise<SseStream> {
-    const stream = await SseStream.open(sessionId);
-    streams.push(stream);
-    return stream;
-  }
+  // Registered first, so it runs first: held replies are let go before the fake server closes.
+  after(() => holds.forEach((release) => release()));
+  const openAi = useFakeOpenAi();
+  const open = (sessionId: string): Promise<SseStream> => openAi.open(sessionId);
   function hold(): { until: Promise<void>; release: () => void } {
     const h = held();
     holds.push(h.release);
@@ -90,14 +78,14 @@ describe('resource timestamps', () => {
   it('last_active_at moves with receipts, consumption, input cancels, runs and a turn cancel', async () => {
     const { id: agentId, model } = await putAgent({});
     const [h1, h2, h3] = [hold(), hold(), hold()];
-    fake.script(fakeModel(model), [
+    openAi.fake.script(fakeModel(model), [
       { text: 'one', until: h1.until },
       { text: 'two', until: h2.until },
       { text: 'four', until: h3.until },
     ]);
     const s = await create({ agent_id: agentId });
     const stream = await open(s.id);
-    const requests = (n: number) => waitUntil(() => fake.requests(fakeModel(model)).length === n, `model call ${n} arrives`);
+    const requests = (n: number) => waitUntil(() => openAi.fake.requests(fakeModel(model)).length === n, `model call ${n} arrives`);
 
     // Received and consumed at once: the session moved to the consumption.
     await nextSecond();
@@ -161,7 +149,7 @@ describe('resource timestamps', () => {
 
   it('a session created with input was active at its creation, when the input was received', async () => {
     const { id: agentId, model } = await putAgent({});
-    fake.script(fakeModel(model), [{ text: 'hi' }]);
+    openAi.fake.script(fakeModel(model), [{ text: 'hi' }]);
     const before = Math.floor(Date.now() / 1000);
     const created = await create({ agent_id: agentId, input: 'hello' });
     const after = Math.ceil(Date.now() / 1000);
@@ -176,7 +164,7 @@ describe('resource timestamps', () => {
       tools: [{ type: 'function', name: 'lookup', description: 'Looks something up', parameters: { type: 'object', properties: {} } }],
     });
     const resumed = hold();
-    fake.script(fakeModel(model), [{ tool_calls: [{ id: 'l1', name: 'lookup', arguments: '{}' }] }, { text: 'found', until: resumed.until }]);
+    openAi.fake.script(fakeModel(model), [{ tool_calls: [{ id: 'l1', name: 'lookup', arguments: '{}' }] }, { text: 'found', until: resumed.until }]);
     const s = await create({ agent_id: agentId, input: 'look it up' });
     const stream = await open(s.id);
     const waiting = await stream.waitForType('yuxi.session.turn.waiting');
@@ -190,7 +178,7 @@ describe('resource timestamps', () => {
     const result = await postEvent(s.id, { type: 'tool_result', turn_id: turnId, call_id: 'l1', success: true, output: 'it' });
     assert.equal(result.status, 202, result.text);
     // The resumed run executes (its model call is held): the session was active when it resumed.
-    await waitUntil(() => fake.requests(fakeModel(model)).length === 2, 'the resumed run calls the model');
+    await waitUntil(() => openAi.fake.requests(fakeModel(model)).length === 2, 'the resumed run calls the model');
     const executing = await turn(s.id, turnId);
     assert.equal(executing.started_at, waited.started_at, 'not reset while the resumed run executes');
     const resumedRun = (await http(`${API}/sessions/${s.id}/runs/${executing.yuxi.runs[1].id}`)).body;
