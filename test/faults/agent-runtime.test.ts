@@ -14,7 +14,7 @@ import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { type McpCall, startMcpServer, type TestMcpServer } from '../support/mcp-server.js';
 import { type Api, API, newKey } from './client.js';
 import { Cluster, type FaultInfra, type Proc, RECOVERY_SWEEP_MS, RUN_LEASE_MS, startFaultInfra, waitUntil } from './harness.js';
-import { assertSessionSettled, runsOfTurn } from './steps.js';
+import { assertSessionSettled, runsOfTurn, turnAtElicitation } from './steps.js';
 
 /**
  * The MCP server is on loopback, which a deployment refuses (MCP_ALLOW_PRIVATE_NETWORKS=false):
@@ -213,25 +213,8 @@ describe('faults: agent runtime', () => {
     });
     try {
       const api = cluster.api();
-      const agentId = `fault-${randomUUID().slice(0, 8)}`;
       const model = `fault-elicit-${randomUUID()}`;
-      const tool = { type: 'mcp', server_label: 'everything', server_url: everything.url, allowed_tools: ['trigger-elicitation-request'] };
-      const put = await api.request(`/api/v1/admin/agents/${agentId}`, { method: 'PUT', body: { name: agentId, model: `openai:${model}`, tools: [tool] } });
-      assert.equal(put.status, 201, `PUT agent: ${put.text}`);
-      fake.script(model, [{ tool_calls: [{ id: 'call_elicit', name: 'trigger-elicitation-request', arguments: '{}' }] }, { text: 'Could not tell.' }]);
-      const created = await api.request(`${API}/sessions`, { body: { agent_id: agentId, input: 'ask me' }, idempotencyKey: newKey('create') });
-      assert.equal(created.status, 201, created.text);
-      const session = created.body;
-      const turnId = await waitUntil('the session’s first turn', async () => (await api.turns(session.id))[0]?.id as string | undefined);
-      const waiting = await waitUntil(
-        'the turn to wait at the elicitation',
-        async () => {
-          const res = await api.turn(session.id, turnId);
-          return res.body.status === 'requires_action' && res.body.yuxi.waitpoint?.elicitation ? res.body.yuxi.waitpoint : undefined;
-        },
-        { timeoutMs: 30_000, intervalMs: 100 },
-      );
-      assert.equal(everything.count('tools/call'), 1);
+      const { sessionId, turnId, waitpointId } = await turnAtElicitation(api, { everything, fake }, model, 'Could not tell.');
 
       // The only worker (it holds the call open) dies; a fresh one takes its place.
       const [holder] = cluster.workers;
@@ -239,21 +222,21 @@ describe('faults: agent runtime', () => {
       assert.ok(await cluster.waitExit(holder!, 5_000), 'the holder is gone');
       await cluster.addWorker();
 
-      const answered = await api.request(`${API}/sessions/${session.id}/events`, {
-        body: { events: [{ type: 'yuxi.session.input.resume', turn_id: turnId, waitpoint_id: waiting.id, response: { type: 'answer', answers: [{ question_id: 'action', answer: 'accept' }, { question_id: 'name', answer: 'Ada' }] } }] },
+      const answered = await api.request(`${API}/sessions/${sessionId}/events`, {
+        body: { events: [{ type: 'yuxi.session.input.resume', turn_id: turnId, waitpoint_id: waitpointId, response: { type: 'answer', answers: [{ question_id: 'action', answer: 'accept' }, { question_id: 'name', answer: 'Ada' }] } }] },
         idempotencyKey: newKey('answer'),
       });
       assert.equal(answered.status, 202, answered.text);
       const ended = await waitUntil(
         'the turn to end',
         async () => {
-          const res = await api.turn(session.id, turnId);
+          const res = await api.turn(sessionId, turnId);
           return TERMINAL.has(res.body.status) ? res.body : undefined;
         },
         { timeoutMs: 30_000, intervalMs: 200 },
       );
       assert.equal(ended.status, 'completed', JSON.stringify(ended));
-      const items = (await api.request(`${API}/sessions/${session.id}/turns/${turnId}/items?order=asc&limit=100`)).body.data as any[];
+      const items = (await api.request(`${API}/sessions/${sessionId}/turns/${turnId}/items?order=asc&limit=100`)).body.data as any[];
       const output = items.find((i) => i.type === 'function_call_output');
       assert.equal(output.yuxi.success, false);
       assert.match(output.output, /^outcome_unknown/);
@@ -261,7 +244,7 @@ describe('faults: agent runtime', () => {
       assert.ok(last.messages.some((m: any) => m.role === 'tool' && /^outcome_unknown/.test(m.content)), 'the model was told');
       assert.equal(everything.count('tools/call'), 1, 'the call was never sent again');
       t.diagnostic(`turn ${ended.status}; output: ${String(output.output).slice(0, 80)}`);
-      await assertSessionSettled(infra, session.id, ['Could not tell.'], t);
+      await assertSessionSettled(infra, sessionId, ['Could not tell.'], t);
     } finally {
       await cluster.stop();
       await everything.close();

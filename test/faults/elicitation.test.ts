@@ -12,7 +12,7 @@ import { type EverythingServer, startEverythingServer } from '../support/everyth
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, newKey } from './client.js';
 import { Cluster, type FaultInfra, startFaultInfra, waitUntil } from './harness.js';
-import { assertSessionSettled, runsOfTurn } from './steps.js';
+import { assertSessionSettled, runsOfTurn, turnAtElicitation } from './steps.js';
 
 /** The MCP server is on loopback: allowed for the agents an administrator owns, as a deployment reaches an internal server. */
 const MCP_ENV = { MCP_ALLOWED_HOSTS: '127.0.0.1' };
@@ -41,34 +41,16 @@ describe('faults: elicitation across workers', () => {
     });
     try {
       const api = cluster.api();
-      const agentId = `fault-${randomUUID().slice(0, 8)}`;
       const model = `fault-elicit-two-${randomUUID()}`;
-      const tool = { type: 'mcp', server_label: 'everything', server_url: everything.url, allowed_tools: ['trigger-elicitation-request'] };
-      const put = await api.request(`/api/v1/admin/agents/${agentId}`, { method: 'PUT', body: { name: agentId, model: `openai:${model}`, tools: [tool] } });
-      assert.equal(put.status, 201, `PUT agent: ${put.text}`);
-      fake.script(model, [{ tool_calls: [{ id: 'call_elicit', name: 'trigger-elicitation-request', arguments: '{}' }] }, { text: 'Thanks, Ada.' }]);
-      const calls = everything.count('tools/call');
-      const created = await api.request(`${API}/sessions`, { body: { agent_id: agentId, input: 'ask me' }, idempotencyKey: newKey('create') });
-      assert.equal(created.status, 201, created.text);
-      const session = created.body;
-      const turnId = await waitUntil('the session’s first turn', async () => (await api.turns(session.id))[0]?.id as string | undefined);
-      const waiting = await waitUntil(
-        'the turn to wait at the elicitation',
-        async () => {
-          const res = await api.turn(session.id, turnId);
-          return res.body.status === 'requires_action' && res.body.yuxi.waitpoint?.elicitation ? res.body.yuxi.waitpoint : undefined;
-        },
-        { timeoutMs: 30_000, intervalMs: 100 },
-      );
-      assert.equal(everything.count('tools/call'), calls + 1);
+      const { sessionId, turnId, waitpointId, toolCalls } = await turnAtElicitation(api, { everything, fake }, model, 'Thanks, Ada.');
       // The only worker so far ran the call and holds it open.
       const [holder] = cluster.workers;
 
       // A second worker; A is frozen while the answer is submitted, so only B can take the resumed run.
       const other = await cluster.addWorker();
       cluster.signal(holder!, 'SIGSTOP');
-      const answered = await api.request(`${API}/sessions/${session.id}/events`, {
-        body: { events: [{ type: 'yuxi.session.input.resume', turn_id: turnId, waitpoint_id: waiting.id, response: { type: 'answer', answers: [{ question_id: 'action', answer: 'accept' }, { question_id: 'name', answer: 'Ada' }] } }] },
+      const answered = await api.request(`${API}/sessions/${sessionId}/events`, {
+        body: { events: [{ type: 'yuxi.session.input.resume', turn_id: turnId, waitpoint_id: waitpointId, response: { type: 'answer', answers: [{ question_id: 'action', answer: 'accept' }, { question_id: 'name', answer: 'Ada' }] } }] },
         idempotencyKey: newKey('answer'),
       });
       assert.equal(answered.status, 202, answered.text);
@@ -88,13 +70,13 @@ describe('faults: elicitation across workers', () => {
       const ended = await waitUntil(
         'the turn to end',
         async () => {
-          const res = await api.turn(session.id, turnId);
+          const res = await api.turn(sessionId, turnId);
           return TERMINAL.has(res.body.status) ? res.body : undefined;
         },
         { timeoutMs: 60_000, intervalMs: 200 },
       );
       assert.equal(ended.status, 'completed', JSON.stringify(ended));
-      const items = (await api.request(`${API}/sessions/${session.id}/turns/${turnId}/items?order=asc&limit=100`)).body.data as any[];
+      const items = (await api.request(`${API}/sessions/${sessionId}/turns/${turnId}/items?order=asc&limit=100`)).body.data as any[];
       const output = items.find((i) => i.type === 'function_call_output' && i.call_id === 'call_elicit');
       assert.equal(output.yuxi.success, true, output.output);
       assert.match(output.output, /User provided the requested information/);
@@ -104,9 +86,9 @@ describe('faults: elicitation across workers', () => {
       assert.deepEqual((sent?.result as { content?: Record<string, unknown> }).content?.name, 'Ada', 'the answer reached the server through worker A');
       const last = fake.requests(model).at(-1) as any;
       assert.ok(last.messages.some((m: any) => m.role === 'tool' && /Name: Ada/.test(m.content)), 'the model was given the real result');
-      assert.equal(everything.count('tools/call'), calls + 1, 'the call was never sent again');
+      assert.equal(everything.count('tools/call'), toolCalls, 'the call was never sent again');
       t.diagnostic(`runs: ${(await runsOfTurn(infra, turnId)).map((r) => `${r.seq}:${r.status}`).join(', ')}; output: ${String(output.output).slice(0, 80)}`);
-      await assertSessionSettled(infra, session.id, ['Thanks, Ada.'], t);
+      await assertSessionSettled(infra, sessionId, ['Thanks, Ada.'], t);
     } finally {
       await cluster.stop();
     }

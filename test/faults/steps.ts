@@ -1,7 +1,10 @@
 // Steps and durable-state reads shared by the fault scenarios.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { durableDelivery } from '../support/durable-delivery.js';
-import type { Api, EventTap } from './client.js';
+import type { EverythingServer } from '../support/everything-server.js';
+import type { FakeOpenAi } from '../support/fake-openai.js';
+import { type Api, API, type EventTap, newKey } from './client.js';
 import { assertInvariants, type Cluster, type FaultInfra, type Proc, waitQuiescent, waitUntil } from './harness.js';
 
 export interface RunRow {
@@ -196,4 +199,37 @@ export async function assertEveryDurableEventOrResync(
   assert.deepEqual(verdict.uncovered, [], `${name}: durable events missed without a resync before the next one`);
   assert.deepEqual(verdict.duplicates, [], `${name}: durable events delivered twice`);
   assert.deepEqual(verdict.outOfOrder, [], `${name}: durable events delivered after a later one`);
+}
+
+/**
+ * A turn waiting at an MCP elicitation: an agent whose one tool is the everything server's
+ * `trigger-elicitation-request`, the model (`model`, on the fake) calling it and then answering
+ * `reply`, and a session asking it. The call was sent once and is held open by the worker that ran it.
+ */
+export async function turnAtElicitation(
+  api: Api,
+  servers: { everything: EverythingServer; fake: FakeOpenAi },
+  model: string,
+  reply: string,
+): Promise<{ sessionId: string; turnId: string; waitpointId: string; toolCalls: number }> {
+  const agentId = `fault-${randomUUID().slice(0, 8)}`;
+  const tool = { type: 'mcp', server_label: 'everything', server_url: servers.everything.url, allowed_tools: ['trigger-elicitation-request'] };
+  const put = await api.request(`/api/v1/admin/agents/${agentId}`, { method: 'PUT', body: { name: agentId, model: `openai:${model}`, tools: [tool] } });
+  assert.equal(put.status, 201, `PUT agent: ${put.text}`);
+  servers.fake.script(model, [{ tool_calls: [{ id: 'call_elicit', name: 'trigger-elicitation-request', arguments: '{}' }] }, { text: reply }]);
+  const calls = servers.everything.count('tools/call');
+  const created = await api.request(`${API}/sessions`, { body: { agent_id: agentId, input: 'ask me' }, idempotencyKey: newKey('create') });
+  assert.equal(created.status, 201, created.text);
+  const sessionId = created.body.id as string;
+  const turnId = await waitUntil('the session’s first turn', async () => (await api.turns(sessionId))[0]?.id as string | undefined);
+  const waiting = await waitUntil(
+    'the turn to wait at the elicitation',
+    async () => {
+      const res = await api.turn(sessionId, turnId);
+      return res.body.status === 'requires_action' && res.body.yuxi.waitpoint?.elicitation ? res.body.yuxi.waitpoint : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+  assert.equal(servers.everything.count('tools/call'), calls + 1, 'the call was sent once');
+  return { sessionId, turnId, waitpointId: waiting.id as string, toolCalls: calls + 1 };
 }
