@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { FileStatus } from './file-states.js';
 
 /**
  * `uploading`: the row is written, the blob may not be (a crash leaves it for the sweep);
@@ -7,7 +8,7 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
  * blobs are being removed (invisible everywhere); `inline`: an inline image of a user message,
  * stored when its submission was accepted (never a draft or an attachment).
  */
-export type FileStatus = 'uploading' | 'draft' | 'bound' | 'ready' | 'inline' | 'deleting';
+export type { FileStatus } from './file-states.js';
 
 /**
  * `upload`: POST /files (a draft, then maybe an attachment); `inline`: an `input_image` data URL of

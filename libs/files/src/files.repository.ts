@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { FILE_COLUMNS, type FileEntity, fileFromRow } from './file.entity.js';
+import { ATTACHED } from './file-states.js';
 import { isFileId, storageKeys } from './file-ids.js';
 
 export interface NewUpload {
@@ -141,7 +142,7 @@ export class FilesRepository {
     if (rows.length === fileIds.length) return;
     const bound = new Set(rows.map((row) => row.id.trim()));
     const missing = fileIds.filter((id) => !bound.has(id));
-    const found = (await manager.query(prepared(`SELECT id, status FROM files WHERE id = ANY($1::text[]) AND owner_id = $2 AND status IN ('bound', 'ready')`), [
+    const found = (await manager.query(prepared(`SELECT id, status FROM files WHERE id = ANY($1::text[]) AND owner_id = $2 AND ${ATTACHED}`), [
       missing,
       ownerId,
     ])) as { id: string; status: string }[];
@@ -152,7 +153,7 @@ export class FilesRepository {
 
   /** The files bound to an input, in no particular order. */
   async filesOfInput(inputId: string): Promise<FileEntity[]> {
-    const rows = (await this.dataSource.query(prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE input_id = $1 AND status IN ('bound', 'ready')`), [inputId])) as Record<
+    const rows = (await this.dataSource.query(prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE input_id = $1 AND ${ATTACHED}`), [inputId])) as Record<
       string,
       unknown
     >[];
@@ -162,7 +163,7 @@ export class FilesRepository {
   /** The existing attachments of inputs (any state but gone), for input projections. */
   async filesOfInputs(inputIds: string[]): Promise<FileEntity[]> {
     if (inputIds.length === 0) return [];
-    const rows = (await this.dataSource.query(prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE input_id = ANY($1::uuid[]) AND status IN ('bound', 'ready')`), [
+    const rows = (await this.dataSource.query(prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE input_id = ANY($1::uuid[]) AND ${ATTACHED}`), [
       inputIds,
     ])) as Record<string, unknown>[];
     return rows.map(fileFromRow);
@@ -180,7 +181,7 @@ export class FilesRepository {
   /** Those of `fileIds` still attached to the input (bound or ready); the others were deleted meanwhile. */
   async stillAttached(manager: EntityManager, inputId: string, fileIds: string[]): Promise<string[]> {
     if (fileIds.length === 0) return [];
-    const rows = (await manager.query(prepared(`SELECT id FROM files WHERE input_id = $1 AND id = ANY($2::text[]) AND status IN ('bound', 'ready')`), [
+    const rows = (await manager.query(prepared(`SELECT id FROM files WHERE input_id = $1 AND id = ANY($2::text[]) AND ${ATTACHED}`), [
       inputId,
       fileIds,
     ])) as { id: string }[];
@@ -244,7 +245,7 @@ export class FilesRepository {
   async inSession(manager: EntityManager | null, sessionId: string, fileId: string): Promise<FileEntity | null> {
     if (!isFileId(fileId)) return null;
     const rows = (await (manager ?? this.dataSource.manager).query(
-      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE id = $1 AND session_id = $2 AND origin = 'upload' AND status IN ('bound', 'ready')`),
+      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE id = $1 AND session_id = $2 AND origin = 'upload' AND ${ATTACHED}`),
       [fileId, sessionId],
     )) as Record<string, unknown>[];
     return rows[0] ? fileFromRow(rows[0]) : null;
@@ -263,7 +264,7 @@ export class FilesRepository {
       after = `AND (bound_at, id) ${page.order === 'desc' ? '<' : '>'} (SELECT bound_at, id FROM files WHERE id = $3)`;
     }
     const rows = (await this.dataSource.query(
-      `SELECT ${FILE_COLUMNS} FROM files WHERE session_id = $1 AND origin = 'upload' AND status IN ('bound', 'ready') ${after}
+      `SELECT ${FILE_COLUMNS} FROM files WHERE session_id = $1 AND origin = 'upload' AND ${ATTACHED} ${after}
        ORDER BY bound_at ${direction}, id ${direction} LIMIT $2`,
       values,
     )) as Record<string, unknown>[];
@@ -272,7 +273,7 @@ export class FilesRepository {
 
   /** Tombstones an attachment, prepared or not (call under the session lock, after its rules were checked); never a tool's image. */
   async tombstoneAttachment(manager: EntityManager, sessionId: string, fileId: string): Promise<boolean> {
-    const [, count] = (await manager.query(prepared(`UPDATE files SET status = 'deleting' WHERE id = $1 AND session_id = $2 AND origin = 'upload' AND status IN ('bound', 'ready')`), [fileId, sessionId])) as [
+    const [, count] = (await manager.query(prepared(`UPDATE files SET status = 'deleting' WHERE id = $1 AND session_id = $2 AND origin = 'upload' AND ${ATTACHED}`), [fileId, sessionId])) as [
       unknown[],
       number,
     ];
@@ -289,7 +290,7 @@ export class FilesRepository {
     if (sessionIds.length === 0) return 0;
     const [, count] = (await manager.query(
       prepared(`UPDATE files SET status = 'deleting' WHERE session_id = ANY($1::uuid[])
-         AND (status = 'inline' OR (status IN ('bound', 'ready') AND (workdir_id IS NULL OR workdir_id = session_id)))`),
+         AND (status = 'inline' OR (${ATTACHED} AND (workdir_id IS NULL OR workdir_id = session_id)))`),
       [sessionIds],
     )) as [unknown[], number];
     return count;

@@ -1,4 +1,5 @@
 export { type FileOrigin, type FileStatus, FileEntity } from './file.entity.js';
+export { FILE_MACHINE } from './file-states.js';
 export { AttachmentDeletedDto, AttachmentDto, AttachmentListDto, FileDeletedDto, FileDto, FileYuxiDto, sessionFileUrl, toAttachmentDto, toFileDto } from './file.dto.js';
 export { isFileId, isStorageKey, newFileId, storageKeys } from './file-ids.js';
 export { extensionOf, MAX_FILENAME_BYTES, sanitizeFilename } from './filename.js';

@@ -4,8 +4,11 @@ export { InputsModule } from './inputs.module.js';
 export { InputContentBlockDto, InputDto, InputMessageDto } from './input.dto.js';
 export { InputsRepository, type NewInput, type RidingWrite, toInputDto } from './inputs.repository.js';
 export {
+  ATTACHMENT_MACHINE,
   ATTACHMENT_STATUSES,
   ATTACHMENT_TRANSITIONS,
+  INPUT_MACHINE,
+  INPUT_MODE_MACHINE,
   INPUT_MODES,
   INPUT_STATUSES,
   INPUT_TRANSITIONS,

@@ -1,4 +1,4 @@
-import type { Transition } from '#libs/database';
+import { defineMachine, type Transition } from '#libs/database';
 
 /**
  * The input queue's state machine, declared once: statuses, modes and attachment preparation,
@@ -32,3 +32,32 @@ export const MODE_TRANSITIONS = {
 export const ATTACHMENT_TRANSITIONS = {
   ready: { from: ['preparing'], to: ['ready'], by: 'InputsRepository.markAttachmentsReady', column: 'attachment_status' },
 } as const satisfies Record<string, Transition<AttachmentStatus>>;
+
+/** The machines of the inputs table (libs/database/src/machine.ts): CHECK, guards and enums derive from them. */
+export const INPUT_MACHINE = defineMachine({
+  table: 'inputs',
+  column: 'status',
+  states: INPUT_STATUSES,
+  initial: ['pending'],
+  terminal: ['consumed', 'cancelled'],
+  edges: INPUT_TRANSITIONS,
+});
+
+export const INPUT_MODE_MACHINE = defineMachine({
+  table: 'inputs',
+  column: 'mode',
+  states: INPUT_MODES,
+  // An input is accepted in either mode; only a pending follow-up may become a steer.
+  initial: INPUT_MODES,
+  terminal: ['steer'],
+  edges: { ...MODE_TRANSITIONS, accept: { from: [null], to: INPUT_MODES } },
+});
+
+export const ATTACHMENT_MACHINE = defineMachine({
+  table: 'inputs',
+  column: 'attachment_status',
+  states: ATTACHMENT_STATUSES,
+  initial: ATTACHMENT_STATUSES,
+  terminal: ['ready'],
+  edges: { ...ATTACHMENT_TRANSITIONS, accept: { from: [null], to: ATTACHMENT_STATUSES } },
+});

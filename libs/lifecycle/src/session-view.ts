@@ -1,23 +1,14 @@
 import { unixSeconds } from '#libs/database';
 import type { AcceptedReceipt } from '#libs/inputs';
-import type { SessionEntity as Session, TurnSummary } from '#libs/sessions';
-import { TERMINAL_TURN_STATUSES } from '#libs/turns';
+import { SESSION_STATUS_MACHINE, type SessionEntity as Session, type SessionStatus, sessionStatusOf, type TurnSummary } from '#libs/sessions';
 
-/** A session's work status (derived, never stored): see sessionStatus. */
-export const SESSION_STATUSES = ['idle', 'in_progress', 'requires_action', ...TERMINAL_TURN_STATUSES] as const;
-export type SessionStatus = (typeof SESSION_STATUSES)[number];
+/** A session's work status (derived, never stored), declared once in libs/sessions (SESSION_STATUS_MACHINE). */
+export const SESSION_STATUSES = SESSION_STATUS_MACHINE.states;
+export type { SessionStatus };
 
-/**
- * Work status from the latest turn: an active turn shows its own state, queued work that will run
- * shows in_progress, otherwise the latest turn's terminal state, or idle for a session with no turns.
- */
+/** The session's status from its current-turn overview and its queue: sessionStatusOf. */
 export function sessionStatus(session: Session): SessionStatus {
-  const status = session.currentTurn?.status;
-  if (status === 'requires_action') return 'requires_action';
-  if (status === 'in_progress' || status === 'queued') return 'in_progress';
-  if (session.pendingInputCount > 0 && !session.queuePaused) return 'in_progress';
-  // The summary's status is a turn status (the sessions lib stores it without knowing the turn machine).
-  return (status ?? 'idle') as SessionStatus;
+  return sessionStatusOf({ turnStatus: session.currentTurn?.status ?? null, pendingInputCount: session.pendingInputCount, queuePaused: session.queuePaused });
 }
 
 /**

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { DomainError, type FieldError } from '#libs/errors';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
 import { elicitationResult } from '#libs/tools';
-import { ItemsRepository, StepsRepository, type TurnEntity, TurnsRepository, type Waitpoint, type WaitpointElicitation, type WaitpointResponse } from '#libs/turns';
+import { ItemsRepository, parseWaitpoint, StepsRepository, type TurnEntity, TurnsRepository, type Waitpoint, type WaitpointElicitation, type WaitpointResponse } from '#libs/turns';
 import { StepTransitions } from './step-transitions.js';
 import { type Resumed, resumeAtWaitpoint } from './waitpoint-resume.js';
 
@@ -74,7 +74,8 @@ export class WaitpointControls {
   private async waitingTurn(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string | null): Promise<{ turn: TurnEntity; waitpoint: Waitpoint }> {
     const turn = await this.turns.findTurn(manager, turnId);
     if (!turn || turn.sessionId !== session.id) throw DomainError.notFound(`Turn ${turnId}`);
-    const waitpoint = turn.status === 'requires_action' ? turn.waitpoint : null;
+    // Read as the union by kind: a stored waitpoint of no kind's shape fails here, not halfway through a resume.
+    const waitpoint = turn.status === 'requires_action' && turn.waitpoint ? parseWaitpoint(turn.waitpoint) : null;
     if (!waitpoint || (waitpointId !== null && waitpoint.id !== waitpointId)) {
       throw new DomainError('waitpoint_stale', `Turn ${turnId} does not wait at ${waitpointId ?? 'a waitpoint'} (it is ${turn.status}${waitpoint ? `, waiting at ${waitpoint.id}` : ''})`, {
         turn_status: turn.status,

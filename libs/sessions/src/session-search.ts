@@ -4,9 +4,10 @@ import type { DataSource } from 'typeorm';
 import { isUuid, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { SESSION_COLUMNS, type SessionEntity, sessionFromRow } from './session.entity.js';
+import { type SessionStatus, sessionStatusSql } from './session-states.js';
 
-/** The public statuses a search can ask for (lifecycle's SESSION_STATUSES; this lib cannot import it). */
-export type SearchStatus = 'idle' | 'in_progress' | 'requires_action' | 'completed' | 'failed' | 'cancelled';
+/** The public statuses a search can ask for: the session's derived status. */
+export type SearchStatus = SessionStatus;
 
 /** The operators' search over every owner's sessions; every field narrows, none given: all live sessions. */
 export interface SessionSearchFilter {
@@ -45,18 +46,9 @@ export interface FoundSession {
   owner: SessionOwner;
 }
 
-// The session's public status (lifecycle's sessionStatus) as SQL: an active turn shows its own
-// state, queued work that will run shows in_progress, else the latest turn's terminal state or idle.
+// The session's public status (SESSION_STATUS_MACHINE, sessionStatusOf) as SQL over the current-turn overview.
 const TURN_STATUS = `s.current_turn->>'status'`;
-const WILL_RUN = `(s.pending_input_count > 0 AND NOT s.queue_paused)`;
-const STATUS_SQL: Record<SearchStatus, string> = {
-  requires_action: `${TURN_STATUS} = 'requires_action'`,
-  in_progress: `(${TURN_STATUS} IN ('in_progress', 'queued') OR (${TURN_STATUS} IS DISTINCT FROM 'requires_action' AND ${WILL_RUN}))`,
-  idle: `(${TURN_STATUS} IS NULL AND NOT ${WILL_RUN})`,
-  completed: `(${TURN_STATUS} = 'completed' AND NOT ${WILL_RUN})`,
-  failed: `(${TURN_STATUS} = 'failed' AND NOT ${WILL_RUN})`,
-  cancelled: `(${TURN_STATUS} = 'cancelled' AND NOT ${WILL_RUN})`,
-};
+const STATUS_SQL = sessionStatusSql(TURN_STATUS);
 /** The page's columns and its owner's, named (a prepared statement may not select `*`). */
 const FOUND_COLUMNS = `${SESSION_COLUMNS.split(',')
   .map((column) => `p.${column.trim()}`)

@@ -44,8 +44,10 @@ export {
 export {
   ACTIVE_TURN_STATUSES,
   CANCEL_WINS_OVER,
+  ITEM_MACHINE,
   ITEM_STATUSES,
   LEASABLE_RUN_STATUSES,
+  RUN_MACHINE,
   RUN_STATUSES,
   RUN_TRANSITIONS,
   SETTLED_RUN_STATUSES,
@@ -54,12 +56,14 @@ export {
   settledStatusSql,
   sqlList,
   STEP_KINDS,
+  STEP_MACHINE,
   STEP_STATUSES,
   STEP_TRANSITIONS,
   type StepStatus,
   statusGuard,
   TERMINAL_TURN_STATUSES,
   type Transition,
+  TURN_MACHINE,
   TURN_STATUSES,
   TURN_TRANSITIONS,
 } from './states.js';
@@ -72,3 +76,5 @@ export { type NewStep, StepsRepository } from './steps.repository.js';
 export { type ModelRequestRow, ModelRequestsRepository } from './model-requests.repository.js';
 export { type NewTurn, type SettleSpec, TurnsRepository } from './turns.repository.js';
 export { type OpenWaitpointFilter, type OpenWaitpointRow, type RunFleetCounts, TIMELINE_TEXT_MAX, type TimelineRunRow, type TimelineStepRow } from './operator-reads.js';
+export { leaseStateOf, leaseStateSql, RUN_LEASE_MACHINE, type RunLeaseState } from './lease-machine.js';
+export { type CallsWaitpoint, parseWaitpoint, type QuestionWaitpoint, type TaggedWaitpoint, WAITPOINT_KINDS, waitpointProblem } from './waitpoints.js';

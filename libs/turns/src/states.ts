@@ -1,4 +1,4 @@
-import { sqlList, type Transition } from '#libs/database';
+import { defineMachine, sqlList, type Transition } from '#libs/database';
 
 export { sqlList, statusGuard, type Transition } from '#libs/database';
 
@@ -6,6 +6,9 @@ export { sqlList, statusGuard, type Transition } from '#libs/database';
  * The state machines of turns, runs, steps and items, declared once. Status unions, the DTO and
  * OpenAPI enums, the SQL guards of the repositories and the invariant checks
  * (scripts/lib/invariants.mjs reads the built copy of this module) all derive from here.
+ *
+ * Each machine is a defineMachine declaration (libs/database/src/machine.ts): its CHECK, guards
+ * and enum come from there. The transition tables below keep their names for the repositories.
  *
  * Each transition table names the repository method that performs each edge; the method's SQL
  * carries the edge's guard (`statusGuard`) so the database refuses an edge the table does not
@@ -44,6 +47,16 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 export const ITEM_STATUSES = ['in_progress', 'completed', 'incomplete'] as const;
 export type ItemStatus = (typeof ITEM_STATUSES)[number];
 
+/** Items are written once, in their final status, and never updated. */
+export const ITEM_MACHINE = defineMachine({
+  table: 'items',
+  column: 'status',
+  states: ITEM_STATUSES,
+  initial: ITEM_STATUSES,
+  terminal: ITEM_STATUSES,
+  edges: { insert: { from: [null], to: ITEM_STATUSES } },
+});
+
 export const TURN_TRANSITIONS = {
   /** A claim turns the queue head into a turn with its first run. */
   start: { from: [null], to: ['in_progress'], by: 'TurnsRepository.startTurn', column: 'status' },
@@ -80,6 +93,44 @@ export const STEP_TRANSITIONS = {
   /** A step is recorded `started` (a server tool about to run) or `completed`; a started one completes once. */
   record: { from: [null, 'started'], to: ['started', 'completed'], by: 'StepsRepository.recordStep', column: 'run_steps.status' },
 } as const satisfies Record<string, Transition<StepStatus>>;
+
+/** `requestCancel` is no edge of the machine: it flags an active turn and leaves its status as it is. */
+const { requestCancel: _flagOnly, ...TURN_EDGES } = TURN_TRANSITIONS;
+
+export const TURN_MACHINE = defineMachine({
+  table: 'turns',
+  column: 'status',
+  states: TURN_STATUSES,
+  initial: ['in_progress'],
+  terminal: TERMINAL_TURN_STATUSES,
+  unwritten: ['queued'],
+  edges: TURN_EDGES,
+});
+
+/**
+ * `queued` is unwritten here too: a run that waits for a worker is `in_progress` with no lease
+ * holder (RUN_LEASE_MACHINE, lease-machine.ts). A run waiting at a waitpoint (`requires_action`)
+ * is left only by a cancel: the turn resumes in a new run.
+ */
+export const RUN_MACHINE = defineMachine({
+  table: 'runs',
+  column: 'status',
+  states: RUN_STATUSES,
+  initial: ['in_progress'],
+  terminal: ['completed', 'failed', 'cancelled', 'yielded', 'interrupted'],
+  unwritten: ['queued'],
+  edges: RUN_TRANSITIONS,
+});
+
+export const STEP_MACHINE = defineMachine({
+  table: 'run_steps',
+  column: 'status',
+  states: STEP_STATUSES,
+  initial: ['started', 'completed'],
+  terminal: ['completed', 'failed'],
+  unwritten: ['failed'],
+  edges: STEP_TRANSITIONS,
+});
 
 /**
  * A decision, not an edge: a completion that commits after a cancel was accepted ends the turn

@@ -44,3 +44,12 @@ export {
 } from './webhook.dto.js';
 export { isWebhookEventType, SESSION_WEBHOOK_TYPES, type StampedEvent, WEBHOOK_EVENT_TYPES, type WebhookEventType, type WebhookPayload, webhookPayloadOf } from './webhook-events.js';
 export { WebhookDeliveryModule, WebhooksModule } from './webhooks.module.js';
+export {
+  PENDING_DELIVERY,
+  WEBHOOK_DELIVERY_MACHINE,
+  WEBHOOK_DISABLED_REASON_MACHINE,
+  WEBHOOK_ENDPOINT_MACHINE,
+  type WebhookDeliveryStatus,
+  type WebhookEndpointState,
+  webhookEndpointState,
+} from './webhook-states.js';

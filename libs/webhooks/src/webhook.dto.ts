@@ -3,15 +3,16 @@ import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsInt, IsString, Length, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { OptionalNotNull } from '#libs/errors';
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './webhook-events.js';
+import { WEBHOOK_DELIVERY_MACHINE, WEBHOOK_DISABLED_REASON_MACHINE } from './webhook-states.js';
 
 export const WEBHOOK_URL_MAX = 2048;
 export const WEBHOOK_DESCRIPTION_MAX = 500;
 /** Endpoints one owner may have. */
 export const MAX_WEBHOOK_ENDPOINTS = 20;
 const SUBSCRIBABLE = Object.keys(WEBHOOK_EVENT_TYPES).filter((type) => type !== 'webhook.test');
-export const WEBHOOK_DISABLED_REASONS = ['manual', 'gone', 'failing'] as const;
+export const WEBHOOK_DISABLED_REASONS = WEBHOOK_DISABLED_REASON_MACHINE.states;
 export type WebhookDisabledReason = (typeof WEBHOOK_DISABLED_REASONS)[number];
-export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export const WEBHOOK_DELIVERY_STATUSES = WEBHOOK_DELIVERY_MACHINE.states;
 export const WEBHOOK_ATTEMPT_OUTCOMES = ['succeeded', 'failed', 'timeout', 'network_error', 'blocked'] as const;
 export type WebhookAttemptOutcome = (typeof WEBHOOK_ATTEMPT_OUTCOMES)[number];
 

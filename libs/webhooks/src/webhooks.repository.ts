@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { isUuid, type Page, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { WebhookAttemptOutcome, WebhookDisabledReason } from './webhook.dto.js';
+import { PENDING_DELIVERY, type WebhookDeliveryStatus } from './webhook-states.js';
 import type { WebhookEventType } from './webhook-events.js';
 
 /** An endpoint as stored (its secrets sealed). */
@@ -41,7 +42,7 @@ export interface WebhookDeliveryRow {
   eventId: string;
   eventType: WebhookEventType;
   sessionId: string | null;
-  status: 'pending' | 'succeeded' | 'failed';
+  status: WebhookDeliveryStatus;
   attempts: number;
   nextAttemptAt: Date;
   redeliveryOf: string | null;
@@ -146,7 +147,7 @@ export class WebhooksRepository {
       const updated = firstRow(result);
       if (!updated) throw DomainError.notFound(`Webhook endpoint ${id}`);
       if (resumePending) {
-        await manager.query(prepared(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at > now()`), [id]);
+        await manager.query(prepared(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = $1 AND ${PENDING_DELIVERY()} AND next_attempt_at > now()`), [id]);
       }
       return endpointFromRow(updated);
     });

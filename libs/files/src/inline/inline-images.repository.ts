@@ -4,7 +4,11 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { isUuid, prepared } from '#libs/database';
 import { FILE_COLUMNS, type FileEntity, fileFromRow } from '../file.entity.js';
 import { isFileId } from '../file-ids.js';
+import { FILE_MACHINE } from '../file-states.js';
 import { checkImageQuota, type ImageQuota } from '../image-quota.js';
+
+/** A file of the session its reader may open: an inline image or an attachment (alias f). */
+const SESSION_READABLE_F = FILE_MACHINE.guard('f.status', 'inline', 'bound', 'ready');
 
 /** One inline image about to be stored: its id and key are the server's, its type was sniffed from the bytes. */
 export interface StagedImage {
@@ -91,7 +95,7 @@ export class InlineImagesRepository {
     if (!isFileId(fileId) || !isUuid(sessionId)) return null;
     const rows = (await this.dataSource.query(
       prepared(`SELECT ${prefixed('f')} FROM files f JOIN sessions s ON s.id = f.session_id
-       WHERE f.id = $1 AND f.session_id = $2 AND s.owner_id = $3 AND s.deleted_at IS NULL AND f.status IN ('inline', 'bound', 'ready')`),
+       WHERE f.id = $1 AND f.session_id = $2 AND s.owner_id = $3 AND s.deleted_at IS NULL AND ${SESSION_READABLE_F}`),
       [fileId, sessionId, ownerId],
     )) as Record<string, unknown>[];
     return rows[0] ? fileFromRow(rows[0]) : null;

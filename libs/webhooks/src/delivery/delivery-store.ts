@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { prepared } from '#libs/database';
 import type { WebhookAttemptRow } from '../webhooks.repository.js';
+import { PENDING_DELIVERY } from '../webhook-states.js';
 
 /** The head of a chain, leased for one attempt, with what signing and sending it need. */
 export interface ClaimedDelivery {
@@ -49,9 +50,9 @@ export class DeliveryStore {
     const result: unknown = await this.dataSource.query(
       prepared(`UPDATE webhook_deliveries d SET attempts = d.attempts + 1, lease_until = now() + make_interval(secs => $3::double precision / 1000)
        FROM webhook_endpoints w
-       WHERE d.id = (SELECT h.id FROM webhook_deliveries h WHERE h.endpoint_id = $1 AND h.chain = $2 AND h.status = 'pending' ORDER BY h.seq LIMIT 1)
+       WHERE d.id = (SELECT h.id FROM webhook_deliveries h WHERE h.endpoint_id = $1 AND h.chain = $2 AND ${PENDING_DELIVERY('h.status')} ORDER BY h.seq LIMIT 1)
          AND w.id = d.endpoint_id AND (w.enabled OR d.event_type = 'webhook.test')
-         AND d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
+         AND ${PENDING_DELIVERY('d.status')} AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
        RETURNING d.id, d.attempts, d.event_id, d.event_type, d.payload, w.url, w.owner_id, w.secret_sealed,
          CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END AS previous_secret_sealed, w.failing_since,
          (extract(epoch FROM now()) * 1000)::float8 AS now_ms`),
@@ -103,7 +104,7 @@ export class DeliveryStore {
         prepared(`UPDATE webhook_deliveries SET status = $3::text, lease_until = NULL,
            next_attempt_at = CASE WHEN $3::text = 'pending' THEN now() + make_interval(secs => $4::double precision / 1000) ELSE next_attempt_at END,
            completed_at = CASE WHEN $3::text = 'pending' THEN NULL ELSE now() END
-         WHERE id = $1 AND attempts = $2 AND status = 'pending'`),
+         WHERE id = $1 AND attempts = $2 AND ${PENDING_DELIVERY()}`),
         [attempt.deliveryId, attempt.attempt, next.status, next.status === 'pending' ? next.retryInMs : 0],
       )) as [unknown, number];
       let disabled = false;
@@ -140,7 +141,7 @@ export class DeliveryStore {
     const rows = (await this.dataSource.query(
       prepared(`SELECT h.endpoint_id, h.chain, h.id, h.attempts FROM (
          SELECT DISTINCT ON (d.endpoint_id, d.chain) d.endpoint_id, d.chain, d.id, d.attempts, d.next_attempt_at, d.lease_until, d.event_type
-         FROM webhook_deliveries d WHERE d.status = 'pending' ORDER BY d.endpoint_id, d.chain, d.seq) h
+         FROM webhook_deliveries d WHERE ${PENDING_DELIVERY('d.status')} ORDER BY d.endpoint_id, d.chain, d.seq) h
        JOIN webhook_endpoints w ON w.id = h.endpoint_id
        WHERE h.next_attempt_at <= now() AND (h.lease_until IS NULL OR h.lease_until < now()) AND (w.enabled OR h.event_type = 'webhook.test')
        ORDER BY h.next_attempt_at LIMIT $1`),
@@ -150,7 +151,7 @@ export class DeliveryStore {
   }
 
   async pendingCount(): Promise<number> {
-    const [row] = (await this.dataSource.query(prepared(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending'`))) as { n: number }[];
+    const [row] = (await this.dataSource.query(prepared(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE ${PENDING_DELIVERY()}`))) as { n: number }[];
     return row?.n ?? 0;
   }
 
