@@ -10,10 +10,12 @@ import pg from 'pg';
 
 const EXAMPLES = 5;
 
-// Statuses as the state machines declare them (libs/turns/src/states.ts, libs/inputs/src/states.ts,
-// compiled into dist/ by `npm run build`, `npm test` and the fault suite): a status is spelled once.
+// Statuses as the state machines declare them (defineMachine: libs/turns/src/states.ts,
+// libs/inputs/src/states.ts, libs/files/src/file-states.ts, compiled into dist/ by `npm run build`,
+// `npm test` and the fault suite): a status is spelled once.
 const turnStates = await importBuilt('libs/turns/src/states.js');
 const inputStates = await importBuilt('libs/inputs/src/states.js');
+const { FILE_MACHINE } = await importBuilt('libs/files/src/file-states.js');
 const sql = turnStates.sqlList;
 const TERMINAL_TURN = sql(turnStates.TERMINAL_TURN_STATUSES);
 /** A turn waiting at a waitpoint for a person or the client (a coordinator's cooperation wait stays in_progress). */
@@ -24,7 +26,7 @@ const EXECUTING_TURN = sql(turnStates.ACTIVE_TURN_STATUSES.filter((status) => !W
 const RUNNING = sql(turnStates.LEASABLE_RUN_STATUSES);
 // A file of session f.session_id that clients of that session could read: an inline image, or an
 // attachment in the session's own workdir (a project's attachments stay with the project).
-const OWN_LIVE_FILE = `(f.status = 'inline' OR (f.status IN ('bound', 'ready') AND (f.workdir_id IS NULL OR f.workdir_id = f.session_id)))`;
+const OWN_LIVE_FILE = `(${FILE_MACHINE.guard('f.status', 'inline')} OR (${FILE_MACHINE.guard('f.status', 'bound', 'ready')} AND (f.workdir_id IS NULL OR f.workdir_id = f.session_id)))`;
 const FINAL_ITEM = sql(turnStates.ITEM_STATUSES.filter((status) => status !== 'in_progress'));
 const PENDING = sql(inputStates.INPUT_TRANSITIONS.consume.from);
 const CONSUMED = sql(inputStates.INPUT_TRANSITIONS.consume.to);
@@ -82,7 +84,7 @@ export const INVARIANTS = [
       LEFT JOIN runs r ON r.id = t.current_run_id
       WHERE {{S:t.session_id}}
         AND t.status NOT IN (${TERMINAL_TURN}, ${WAITING_TURN})
-        AND NOT (t.waitpoint->>'kind' = 'cooperation' AND r.turn_id = t.id AND r.status = 'requires_action' AND r.lease_owner IS NULL)
+        AND NOT (t.waitpoint->>'kind' = 'cooperation' AND r.turn_id = t.id AND ${turnStates.RUN_MACHINE.guard('r.status', 'requires_action')} AND r.lease_owner IS NULL)
         AND (t.status NOT IN (${EXECUTING_TURN}) OR r.id IS NULL OR r.turn_id <> t.id OR r.status NOT IN (${RUNNING}))`,
   },
   {
@@ -280,7 +282,7 @@ export const INVARIANTS = [
       FROM inputs i
       JOIN files f ON f.input_id = i.id
       WHERE {{S:i.session_id}}
-        AND ((i.attachment_status IN (${ATTACHMENTS_READY}) AND f.status = 'bound') OR (i.status IN (${CONSUMED}) AND f.status NOT IN ('ready', 'deleting')))`,
+        AND ((i.attachment_status IN (${ATTACHMENTS_READY}) AND ${FILE_MACHINE.guard('f.status', 'bound')}) OR (i.status IN (${CONSUMED}) AND f.status NOT IN (${FILE_MACHINE.list('ready', 'deleting')})))`,
   },
   {
     name: 'preparing_input_has_bound_files',
@@ -289,7 +291,7 @@ export const INVARIANTS = [
       SELECT i.id AS input_id, i.session_id, i.attachment_file_ids
       FROM inputs i
       WHERE i.attachment_status IN (${PREPARING}) AND {{S:i.session_id}}
-        AND NOT EXISTS (SELECT 1 FROM files f WHERE f.input_id = i.id AND f.status = 'bound')`,
+        AND NOT EXISTS (SELECT 1 FROM files f WHERE f.input_id = i.id AND ${FILE_MACHINE.guard('f.status', 'bound')})`,
   },
   {
     name: 'consumed_attachments_bound_to_last_message',
@@ -298,7 +300,7 @@ export const INVARIANTS = [
       SELECT f.id AS file_id, f.input_id, f.message_id, i.session_id
       FROM files f
       JOIN inputs i ON i.id = f.input_id
-      WHERE i.status IN (${CONSUMED}) AND f.status = 'ready' AND {{S:i.session_id}}
+      WHERE i.status IN (${CONSUMED}) AND ${FILE_MACHINE.guard('f.status', 'ready')} AND {{S:i.session_id}}
         AND f.message_id IS DISTINCT FROM (SELECT it.id FROM items it WHERE it.input_id = i.id AND it.role = 'user' ORDER BY it.seq DESC LIMIT 1)`,
   },  {
     name: 'member_root_matches_parent',

@@ -95,7 +95,7 @@ export const STEP_TRANSITIONS = {
 } as const satisfies Record<string, Transition<StepStatus>>;
 
 /** `requestCancel` is no edge of the machine: it flags an active turn and leaves its status as it is. */
-const { requestCancel: _flagOnly, ...TURN_EDGES } = TURN_TRANSITIONS;
+const TURN_EDGES = (({ start, suspend, resume, settle, cancelWaiting }) => ({ start, suspend, resume, settle, cancelWaiting }))(TURN_TRANSITIONS);
 
 export const TURN_MACHINE = defineMachine({
   table: 'turns',
