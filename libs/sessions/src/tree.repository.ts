@@ -4,6 +4,10 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { AgentSnapshot } from '#libs/agents';
 import { prepared } from '#libs/database';
 import { SESSION_COLUMNS, type SessionEntity, sessionFromRow, type SubagentInfo } from './session.entity.js';
+import { COOPERATION_SIGNAL_MACHINE } from './session-states.js';
+
+/** The signal of a member that settled with no turn ending (COOPERATION_SIGNAL_MACHINE). */
+const SETTLED_SIGNAL = COOPERATION_SIGNAL_MACHINE.edges.settled.to[0];
 
 /** A member session to create, under its coordinator's lock; its id is derived from the spawning call. */
 export interface NewMember {
@@ -185,7 +189,7 @@ export class TreeRepository {
   async signalSettled(manager: EntityManager, sessionId: string): Promise<string | null> {
     const rows = (await manager.query(
       prepared(`INSERT INTO cooperation_signals (parent_session_id, member_session_id, turn_id, status)
-       SELECT parent_session_id, id, NULL, 'settled' FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL RETURNING parent_session_id`),
+       SELECT parent_session_id, id, NULL, '${SETTLED_SIGNAL}' FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL RETURNING parent_session_id`),
       [sessionId],
     )) as { parent_session_id: string }[];
     return rows[0]?.parent_session_id ?? null;
