@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
-import { Calculator, currentTime, offeredNames, parseToolDeclarations, TOOL_NAME_PATTERN, validateToolArguments, type ResolvedTool } from '#libs/tools';
+import { describe, it } from 'node:test';
+import { currentTime, offeredNames, parseToolDeclarations, TOOL_NAME_PATTERN, validateToolArguments, type ResolvedTool } from '#libs/tools';
 
-// The tool declarations, the built-in tools and argument validation: pure, no server. The catalog
-// over a real MCP server is in tool-catalog-mcp.test.ts.
+// The tool declarations, current_time and argument validation: pure, no server. The calculator (a
+// sandboxed thread) and the catalog over a real MCP server are test/components: calculator, tool-catalog-mcp.
 
 describe('parseToolDeclarations', () => {
   const errorsOf = (raw: unknown) => parseToolDeclarations(raw).errors;
@@ -87,50 +87,6 @@ describe('parseToolDeclarations', () => {
   it('rejects unknown builtins and non-boolean flags', () => {
     assert.match(errorsOf([{ type: 'builtin', name: 'shell' }])[0], /^tools\[0\]\.name: must be one of ask_user, calculator, current_time/);
     assert.deepEqual(errorsOf([{ type: 'builtin', name: 'calculator', idempotent: 'yes' }]), ['tools[0].idempotent: must be a boolean']);
-  });
-});
-
-describe('calculator', () => {
-  const calculator = new Calculator();
-  after(() => calculator.close());
-
-  it('evaluates arithmetic with 14 significant digits', async () => {
-    assert.deepEqual(await calculator.evaluate('(3 + 4) * 2 ^ 10'), { success: true, output: '7168' });
-    assert.deepEqual(await calculator.evaluate('1 / 3'), { success: true, output: '0.33333333333333' });
-    assert.deepEqual(await calculator.evaluate('0.1 + 0.2'), { success: true, output: '0.3' });
-    assert.deepEqual(await calculator.evaluate('x = 2; x * 3'), { success: true, output: '6' });
-  });
-
-  it('refuses the functions that parse, rewrite or extend mathjs', async () => {
-    for (const expression of ['import({}, {})', 'createUnit("x")', 'evaluate("1")', 'parse("1")', 'compile("1")', 'config({number: "BigNumber"})']) {
-      const outcome = await calculator.evaluate(expression);
-      assert.equal(outcome.success, false, expression);
-      assert.match(outcome.output, /^calculator error: function \w+ is disabled$/, expression);
-    }
-    // A refused config call changed nothing for later expressions.
-    assert.deepEqual(await calculator.evaluate('1 / 3'), { success: true, output: '0.33333333333333' });
-  });
-
-  it('reports syntax errors and unknown symbols as failed outcomes', async () => {
-    assert.match((await calculator.evaluate('2 +')).output, /^calculator error: /);
-    assert.match((await calculator.evaluate('constructor')).output, /^calculator error: /);
-  });
-
-  it('stops a runaway expression and keeps working afterwards', async () => {
-    const quick = new Calculator(300);
-    try {
-      const outcome = await quick.evaluate('combinations(1e15, 5e14)');
-      assert.deepEqual(outcome, { success: false, output: 'calculator error: the evaluation took longer than 300 ms' });
-      assert.deepEqual(await quick.evaluate('6 * 7'), { success: true, output: '42' });
-    } finally {
-      quick.close();
-    }
-  });
-
-  it('rejects with the abort reason when the call is cancelled', async () => {
-    const controller = new AbortController();
-    controller.abort(new Error('turn cancelled'));
-    await assert.rejects(calculator.evaluate('1 + 1', controller.signal), /turn cancelled/);
   });
 });
 
