@@ -100,6 +100,26 @@ function layerPolicies() {
   ];
 }
 
+/**
+ * The size of a hand-written file: at most 400 lines, every line counted (blank lines and comments
+ * too), as `wc -l` counts them. A longer file holds more than one concern: split it along a seam,
+ * into modules named for what each does. Generated files and migrations are not written by hand.
+ */
+const MAX_LINES = ['error', { max: 400, skipBlankLines: false, skipComments: false }];
+const HAND_WRITTEN = ['{apps,libs,test,scripts,bench}/**/*.{ts,tsx,mjs}'];
+const GENERATED_OR_MIGRATION = ['libs/sdk/src/generated/**', 'libs/sdk/dist/**', 'libs/database/src/migrations/**'];
+
+/**
+ * At most 8 constructor parameters (Nest injects dependencies through them): a class with more
+ * dependencies does more than one thing, so split it by concern rather than raise the limit.
+ */
+const CONSTRUCTOR_DEPENDENCIES = {
+  selector: 'MethodDefinition[kind="constructor"] > FunctionExpression[params.length>8]',
+  message: 'a constructor with more than 8 dependencies: a class that needs that many does more than one thing; split it by concern (at most 8)',
+};
+/** Every Redis connection of the apps is made by libs/config's createRedisClient (see its block below). */
+const REDIS_CONNECTIONS = { selector: 'NewExpression[callee.name=/^(Redis|IORedis|Cluster)$/]', message: 'make Redis connections with createRedisClient (#libs/config): it honours REDIS_CLUSTER_NODES' };
+
 /** The Node.js globals (ESM: no require/module/__dirname) that ESLint's no-undef must know. */
 const nodeGlobals = Object.fromEntries(
   [
@@ -208,16 +228,45 @@ export default defineConfig(
     },
   },
   {
+    files: HAND_WRITTEN,
+    ignores: GENERATED_OR_MIGRATION,
+    rules: { 'max-lines': MAX_LINES },
+  },
+  {
+    // A block that sets no-restricted-syntax replaces its selectors, so each lists all of its own.
+    files: ['**/*.ts', '**/*.tsx'],
+    rules: { 'no-restricted-syntax': ['error', CONSTRUCTOR_DEPENDENCIES] },
+  },
+  {
     // Every Redis connection of the apps is made by libs/config's createRedisClient, which gives a
     // single server or a cluster client (REDIS_CLUSTER_NODES) with the same options.
     files: ['apps/**/*.ts', 'libs/**/*.ts'],
     ignores: ['libs/config/**'],
     rules: {
-      'no-restricted-syntax': [
-        'error',
-        { selector: 'NewExpression[callee.name=/^(Redis|IORedis|Cluster)$/]', message: 'make Redis connections with createRedisClient (#libs/config): it honours REDIS_CLUSTER_NODES' },
-      ],
+      'no-restricted-syntax': ['error', REDIS_CONNECTIONS, CONSTRUCTOR_DEPENDENCIES],
     },
+  },
+  {
+    // Temporary: split by the engine reshape (sessions, inputs, turns and lifecycle into one engine
+    // lib; runtime asks it rather than mirroring it). Exactly these constructors take more than 8
+    // dependencies today: the classes of those libs, and the acceptance use cases and operator tools
+    // that inject their services one by one. The reshape removes each line here. They keep the Redis rule.
+    files: [
+      'libs/lifecycle/src/cooperation-transitions.ts',
+      'libs/lifecycle/src/run-endings.ts',
+      'libs/lifecycle/src/step-transitions.ts',
+      'libs/lifecycle/src/turn-claims.ts',
+      'libs/runtime/src/recovery.service.ts',
+      'apps/api/src/ops/operations.ts',
+      'libs/protocol/src/use-cases/create-session.use-case.ts',
+      'libs/protocol/src/use-cases/submit-event.use-case.ts',
+    ],
+    rules: { 'no-restricted-syntax': ['error', REDIS_CONNECTIONS] },
+  },
+  {
+    // Temporary: rewritten by the engine reshape now, split after it lands (the rule holds every other file).
+    files: ['libs/sessions/src/sessions.repository.ts', 'libs/events/src/event-stream-hub.ts'],
+    rules: { 'max-lines': 'off' },
   },
   {
     files: ['test/**/*.ts'],

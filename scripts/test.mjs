@@ -17,6 +17,8 @@ const filter = process.argv.slice(2);
 const testDir = path.join(ROOT, 'dist', 'test');
 const candidates = readdirSync(testDir, { recursive: true })
   .map(String)
+  // Every folder of test/ but faults: e2e, budget, and the unit and component tests (which
+  // `npm run test:unit` and `npm run test:components` also run without a stack).
   // dist/test/faults is the fault suite (`npm run test:faults`): it starts its own stacks.
   .filter((file) => !file.startsWith(`faults${path.sep}`))
   .filter((file) => file.endsWith('.test.js'))

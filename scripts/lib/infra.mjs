@@ -1,12 +1,16 @@
 // Starts the infrastructure the app needs (Postgres + Redis) for `npm start`
 // and the test runner. DATABASE_URL / REDIS_URL, when set, are used as-is and
 // nothing is started for them.
-import { spawn, execFileSync, execSync } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
+import { ensureChromium, findOnPath, installRedis } from './system-packages.mjs';
+
+// Where the binaries come from is system-packages.mjs; callers of the stack find them here too.
+export { ensureChromium, findOnPath };
 
 const DB_NAME = 'yuxi';
 const isRoot = process.getuid?.() === 0;
@@ -371,56 +375,4 @@ function ping(port) {
       if (buf.includes('\r\n')) done(buf.startsWith('+PONG'));
     });
   });
-}
-
-export function findOnPath(name) {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
-
-/**
- * Debian's `chromium` for the console's browser tests (playwright-core drives it; no browser is
- * downloaded): found on PATH, or installed with apt-get as redis-server is.
- */
-export function ensureChromium(log = console.log) {
-  // Session titles may be Chinese (a user's first message): a CJK font keeps screenshots readable.
-  const found = findOnPath('chromium') ?? findOnPath('chromium-browser');
-  if (found) return found;
-  if (!isRoot) throw new Error('chromium not found on PATH. Install it with:\n  sudo apt-get install -y chromium');
-  log('[infra] chromium not found; installing it: apt-get update && apt-get install -y chromium');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['-qq', 'update'], { stdio: 'inherit', env });
-  execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'chromium', 'fonts-dejavu-core', 'fonts-wqy-microhei'], { stdio: 'inherit', env });
-  const bin = findOnPath('chromium');
-  if (!bin) throw new Error('chromium still not on PATH after apt-get install');
-  log(`[infra] installed ${bin}`);
-  return bin;
-}
-
-function installRedis(log) {
-  if (!isRoot) {
-    throw new Error(
-      'redis-server not found on PATH. Install it with:\n  sudo apt-get install -y redis-server\n' +
-        'or set REDIS_URL to an existing Redis.',
-    );
-  }
-  log('[infra] redis-server not found; installing it: apt-get update && apt-get install -y redis-server');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['-qq', 'update'], { stdio: 'inherit', env });
-  execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server'], { stdio: 'inherit', env });
-  // The package may start a system service on :6379; we run our own instance.
-  execSync('service redis-server stop >/dev/null 2>&1 || true');
-  const bin = findOnPath('redis-server');
-  if (!bin) throw new Error('redis-server still not on PATH after apt-get install');
-  log(`[infra] installed ${bin}`);
-  return bin;
 }

@@ -8,12 +8,13 @@
 // SIGKILL after a grace period).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { type AppChild, loadFromRoot as load, ROOT, type StackModule } from '../support/stack-scripts.js';
 import { Api } from './client.js';
+
 
 export { ROOT } from '../support/stack-scripts.js';
 export const FAULT_LOG_ROOT = path.join(ROOT, '.data', 'fault-logs');
@@ -72,21 +73,9 @@ interface InfraModule {
 
 export type { AppChild } from '../support/stack-scripts.js';
 
-export interface InvariantResult {
-  checked: number;
-  violations: { name: string; description: string; count: number; rows: object[] }[];
-  skipped: { name: string; reason: string }[];
-}
-
-interface InvariantsModule {
-  checkInvariants(databaseUrl: string, options?: { sessionIds?: string[]; strict?: boolean; only?: string[] }): Promise<InvariantResult>;
-  formatInvariantReport(result: InvariantResult): string[];
-}
-
 
 const infraModule = () => load<InfraModule>('scripts/lib/infra.mjs');
 const stackModule = () => load<StackModule>('scripts/lib/stack.mjs');
-export const invariantsModule = () => load<InvariantsModule>('scripts/lib/invariants.mjs');
 
 // ------------------------------------------------------------------ teardown on abnormal exit
 
@@ -114,51 +103,11 @@ function installExitHooks(): void {
   }
 }
 
-// ------------------------------------------------------------------ waiting
-
-/**
- * Polls `probe` until it returns a value other than undefined/null/false, at most `timeoutMs`.
- * Errors thrown by the probe (a dependency that is down on purpose) count as "not yet".
- */
-export async function waitUntil<T>(
-  what: string,
-  probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  { timeoutMs = 20_000, intervalMs = 100 }: { timeoutMs?: number; intervalMs?: number } = {},
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown = null;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== null && value !== false) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() >= deadline || attempt > timeoutMs / Math.max(intervalMs, 1) + 10) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
-    }
-    await delay(intervalMs);
-  }
-}
-
-export function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Resolves with the promise's value, or rejects after `ms`. */
-export async function within<T>(what: string, promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+// Waits, the durable state a scenario ends on and the process tree of a server are in waiting.ts,
+// durable-state.ts and process-tree.ts; scenarios import everything from here.
+export { delay, waitUntil, within } from './waiting.js';
+export { assertInvariants, type InvariantResult, invariantsModule, waitQuiescent } from './durable-state.js';
+export { processTree } from './process-tree.js';
 
 // ------------------------------------------------------------------ infrastructure
 
@@ -425,66 +374,8 @@ export class Cluster {
   }
 }
 
-/**
- * The processes of a server this harness started: its own pid and its children (Postgres forks a
- * backend per connection), read from /proc. Nothing else is ever signalled.
- */
-export function processTree(rootPid: number): number[] {
-  const pids = [rootPid];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // The parent pid is the 2nd field after the parenthesised command name.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === rootPid) pids.push(Number(entry));
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return pids;
-}
-
 export function isAlive(proc: Proc): boolean {
   return proc.child.exitCode === null && proc.child.signalCode === null;
-}
-
-// ------------------------------------------------------------------ durable state
-
-/**
- * Waits until the sessions are quiet: no pending input, no queued/in_progress turn, no
- * in_progress run. Paused queues are not quiet (a test that pauses one continues it first).
- */
-export async function waitQuiescent(infra: FaultInfra, sessionIds: string[], timeoutMs = 30_000): Promise<void> {
-  await waitUntil(
-    `quiescence of ${sessionIds.length} session(s)`,
-    async () => {
-      const { rows } = await infra.db.query(
-        `SELECT (SELECT count(*) FROM inputs WHERE session_id = ANY($1::uuid[]) AND status = 'pending')::int AS pending,
-                (SELECT count(*) FROM turns WHERE session_id = ANY($1::uuid[]) AND status IN ('queued', 'in_progress'))::int AS turns,
-                (SELECT count(*) FROM runs WHERE session_id = ANY($1::uuid[]) AND status IN ('queued', 'in_progress'))::int AS runs`,
-        [sessionIds],
-      );
-      const { pending, turns, runs } = rows[0];
-      return pending === 0 && turns === 0 && runs === 0;
-    },
-    { timeoutMs, intervalMs: 200 },
-  );
-}
-
-/**
- * Runs every invariant check on `sessionIds` and fails on any violation. Strict: a check the
- * schema cannot answer fails too, unless INVARIANTS_LENIENT=1 (then it is only reported).
- */
-export async function assertInvariants(infra: FaultInfra, sessionIds: string[], diagnostic: (message: string) => void): Promise<InvariantResult> {
-  const { checkInvariants, formatInvariantReport } = await invariantsModule();
-  const strict = process.env.INVARIANTS_LENIENT !== '1';
-  const result = await checkInvariants(infra.databaseUrl, { sessionIds, strict });
-  const report = formatInvariantReport(result);
-  for (const s of result.skipped) diagnostic(`invariant skipped: ${s.name}: ${s.reason}`);
-  if (result.violations.length > 0) throw new Error(`invariants violated:\n${report.join('\n')}`);
-  diagnostic(report[report.length - 1] ?? '');
-  return result;
 }
 
 /** The echo model's answer to `text`: directives removed, whitespace collapsed. */

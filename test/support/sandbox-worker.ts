@@ -1,4 +1,4 @@
-// A worker script for test/unit/sandbox.test.ts: answers with its own thread id (so a test can
+// A worker script for test/components/sandbox.test.ts: answers with its own thread id (so a test can
 // tell a replaced thread), or never answers at all.
 import { parentPort, threadId } from 'node:worker_threads';
 

@@ -34,6 +34,7 @@ import { SessionEventsController } from './controllers/session-events.controller
 import { SessionFilesController } from './controllers/session-files.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
+import { WebhookDeliveriesController } from './controllers/webhook-deliveries.controller.js';
 import { WebhooksController } from './controllers/webhooks.controller.js';
 import { HealthModule } from './health.module.js';
 import { HttpDrain } from './http-drain.js';
@@ -51,6 +52,7 @@ import { HttpDrain } from './http-drain.js';
     AgentFilesController,
     ProjectsController,
     WebhooksController,
+    WebhookDeliveriesController,
     AgentsController,
     AdminAgentsController,
     AdminSecretsController,

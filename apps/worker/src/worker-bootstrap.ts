@@ -1,11 +1,10 @@
-import { InjectQueue } from '@nestjs/bullmq';
 import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import type { Queue } from 'bullmq';
 import { AppConfig } from '#libs/config';
-import { JOBS, QUEUE_JOBS, QUEUES, WorkerPresence } from '#libs/queue';
+import { QUEUE_JOBS, WorkerPresence } from '#libs/queue';
 import { OutboxRelay, SessionDriver, WORKER_ID } from '#libs/runtime';
 import { WebhookDeliverer } from '#libs/webhooks';
-import { FilesProcessor, MaintenanceProcessor, type JobProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
+import { QueueProcessors } from './queue-processors.js';
+import { SweepSchedule } from './sweep-schedule.js';
 import { ConsumerHealth } from './worker-health.js';
 
 const FILES_CONCURRENCY = 4;
@@ -17,14 +16,10 @@ const FILES_CONCURRENCY = 4;
 @Injectable()
 export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(WorkerBootstrap.name);
-  private scheduleTimer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly sessionsProcessor: SessionDispatchProcessor,
-    private readonly maintenanceProcessor: MaintenanceProcessor,
-    private readonly filesProcessor: FilesProcessor,
-    private readonly webhooksProcessor: WebhooksProcessor,
-    @InjectQueue(QUEUES.maintenance) private readonly maintenanceQueue: Queue,
+    private readonly processors: QueueProcessors,
+    private readonly sweeps: SweepSchedule,
     private readonly config: AppConfig,
     private readonly driver: SessionDriver,
     private readonly relay: OutboxRelay,
@@ -34,12 +29,7 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    const processors: Record<string, JobProcessor<never>> = {
-      [QUEUES.sessions]: this.sessionsProcessor as JobProcessor<never>,
-      [QUEUES.maintenance]: this.maintenanceProcessor as JobProcessor<never>,
-      [QUEUES.files]: this.filesProcessor as JobProcessor<never>,
-      [QUEUES.webhooks]: this.webhooksProcessor as JobProcessor<never>,
-    };
+    const processors = this.processors.byQueue();
     for (const [queue, names] of Object.entries(QUEUE_JOBS)) {
       const processor = processors[queue];
       if (!processor) throw new Error(`queue ${queue} has no processor`);
@@ -47,14 +37,12 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
         if (!(name in processor.handlers)) throw new Error(`job ${name} on queue ${queue} has no handler`);
       }
     }
-    await this.scheduleSweep();
-    // The schedule lives in Redis: if Redis loses its data, the next call puts it back.
-    this.scheduleTimer = setInterval(() => void this.scheduleSweep().catch(() => undefined), Math.max(Math.min(this.config.recoverySweepMs, this.config.fileSweepMs, this.config.webhookSweepMs), 5_000));
-    this.sessionsProcessor.worker.concurrency = this.config.workerConcurrency;
+    await this.sweeps.start();
+    this.processors.sessions.worker.concurrency = this.config.workerConcurrency;
     // Preparations wait on file storage, not on the CPU: a few at once per worker.
-    this.filesProcessor.worker.concurrency = FILES_CONCURRENCY;
+    this.processors.files.worker.concurrency = FILES_CONCURRENCY;
     // Webhook attempts wait on receivers (up to WEBHOOK_TIMEOUT_MS each), not on the CPU.
-    this.webhooksProcessor.worker.concurrency = this.config.webhookConcurrency;
+    this.processors.webhooks.worker.concurrency = this.config.webhookConcurrency;
     this.relay.start();
     this.consumers.prepare();
     for (const processor of Object.values(processors)) {
@@ -70,35 +58,17 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     this.logger.log(`consuming ${Object.keys(processors).join(', ')} (session concurrency ${this.config.workerConcurrency})`);
   }
 
-  private async scheduleSweep(): Promise<void> {
-    await this.maintenanceQueue.upsertJobScheduler(
-      'recovery-sweep',
-      { every: this.config.recoverySweepMs },
-      { name: JOBS.recoverySweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
-    );
-    await this.maintenanceQueue.upsertJobScheduler(
-      'files-sweep',
-      { every: this.config.fileSweepMs },
-      { name: JOBS.filesSweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
-    );
-    await this.maintenanceQueue.upsertJobScheduler(
-      'webhooks-sweep',
-      { every: this.config.webhookSweepMs },
-      { name: JOBS.webhooksSweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
-    );
-  }
-
   /**
    * Claims nothing more, brings every run in flight to its next boundary and releases it (another
    * worker continues it at once), then closes the consumers, while the database, Redis and queue
    * connections are still open; those close in onApplicationShutdown afterwards.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.scheduleTimer) clearInterval(this.scheduleTimer);
+    this.sweeps.stop();
     await this.presence.stop();
     this.driver.stopClaiming();
     // A webhook job ends after its attempt in flight (at most WEBHOOK_TIMEOUT_MS) instead of its whole chain.
     this.webhooks.stop();
-    await Promise.all([this.sessionsProcessor.worker.close(), this.maintenanceProcessor.worker.close(), this.filesProcessor.worker.close(), this.webhooksProcessor.worker.close(), this.relay.stop()]);
+    await Promise.all([...Object.values(this.processors.byQueue()).map((processor) => processor.worker.close()), this.relay.stop()]);
   }
 }

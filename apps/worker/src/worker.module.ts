@@ -8,12 +8,14 @@ import { QueueModule } from '#libs/queue';
 import { RuntimeModule } from '#libs/runtime';
 import { WebhookDeliveryModule } from '#libs/webhooks';
 import { FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
+import { QueueProcessors } from './queue-processors.js';
+import { SweepSchedule } from './sweep-schedule.js';
 import { WorkerBootstrap } from './worker-bootstrap.js';
 import { ConsumerHealth, WorkerHealth } from './worker-health.js';
 
 /** The shared core minus the HTTP API: runtime, queues, database. */
 @Module({
   imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, RuntimeModule, WebhookDeliveryModule, TerminusModule.forRoot({ logger: false })],
-  providers: [SessionDispatchProcessor, MaintenanceProcessor, FilesProcessor, WebhooksProcessor, WorkerBootstrap, ConsumerHealth, WorkerHealth],
+  providers: [SessionDispatchProcessor, MaintenanceProcessor, FilesProcessor, WebhooksProcessor, QueueProcessors, SweepSchedule, WorkerBootstrap, ConsumerHealth, WorkerHealth],
 })
 export class WorkerModule {}

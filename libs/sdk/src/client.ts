@@ -1,87 +1,26 @@
 import { AdminResource } from './admin.js';
 import { AgentsApiError } from './errors.js';
+import { paginate } from './paginate.js';
 import { SessionEventStream, type SessionEventsOptions, type SessionReader } from './session-events.js';
 import { type CallOptions, type ClientOptions, type Query, Transport, type WriteOptions } from './transport.js';
-import type {
-  Agent,
-  AgentList,
-  Caller,
-  CreateProjectParams,
-  CreateSessionParams,
-  CreateWebhookParams,
-  InputDetail,
-  InputEvent,
-  InputEventOf,
-  Item,
-  ItemList,
-  ListProjectsParams,
-  ListSessionsParams,
-  ListWebhookDeliveriesParams,
-  ListWebhooksParams,
-  MessageInput,
-  MessageOptions,
-  PageParams,
-  Project,
-  ProjectDeleted,
-  ProjectList,
-  Queue,
-  Receipt,
-  Run,
-  Session,
-  SessionDeleted,
-  SessionList,
-  SessionState,
-  Turn,
-  TurnList,
-  UpdateSessionParams,
-  UpdateWebhookParams,
-  WebhookDelivery,
-  WebhookDeliveryList,
-  WebhookEndpoint,
-  WebhookEndpointDeleted,
-  WebhookEndpointList,
-  WebhookEndpointWithSecret,
-} from './types.js';
+import { WebhooksResource } from './webhook-endpoints.js';
+import type { Agent, AgentList, Caller, CreateProjectParams, CreateSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, Turn, TurnList, UpdateSessionParams } from './types.js';
 
 const SESSIONS = '/api/v1/agents/sessions';
 const PROJECTS = '/api/v1/agents/projects';
-const WEBHOOKS = '/api/v1/agents/webhooks';
+
+// Paging and the webhook endpoints live in paginate.ts and webhook-endpoints.ts; the package's entry point exports them from here as before.
+export { paginate } from './paginate.js';
+export { WebhooksResource } from './webhook-endpoints.js';
 
 /** `/api/v1/agents/sessions/{id}/…` with every id encoded. */
 function sessionPath(sessionId: string, ...rest: string[]): string {
   return [SESSIONS, sessionId, ...rest].map((part, i) => (i === 0 ? part : encodeURIComponent(part))).join('/');
 }
 
-/** `/api/v1/agents/webhooks/{id}/…` with every id encoded. */
-function webhookPath(webhookId: string, ...rest: string[]): string {
-  return [WEBHOOKS, webhookId, ...rest].map((part, i) => (i === 0 ? part : encodeURIComponent(part))).join('/');
-}
-
 /** A key for one logical submission; every retry of it sends the same. */
 function newIdempotencyKey(): string {
   return `sdk-${crypto.randomUUID()}`;
-}
-
-/** What a list page looks like, whatever it lists. */
-interface Page<T> {
-  data: T[];
-  has_more: boolean;
-  last_id: string | null;
-}
-
-/**
- * Every element of a paged list, following `last_id` / `after` until `has_more` is false.
- * `maxPages` bounds the walk (a cursor that never ends would otherwise loop forever).
- */
-export async function* paginate<T>(fetchPage: (after: string | undefined) => Promise<Page<T>>, maxPages = 10_000): AsyncGenerator<T> {
-  let after: string | undefined;
-  for (let page = 0; page < maxPages; page++) {
-    const result = await fetchPage(after);
-    yield* result.data;
-    if (!result.has_more || result.last_id === null) return;
-    after = result.last_id;
-  }
-  throw new Error(`Stopped after ${maxPages} pages: the list did not end`);
 }
 
 export type SendMessageOptions = WriteOptions & MessageOptions;
@@ -337,78 +276,6 @@ export class ProjectsResource {
    */
   delete(projectId: string, options: CallOptions = {}): Promise<ProjectDeleted> {
     return this.transport.request({ method: 'DELETE', path: `${PROJECTS}/${encodeURIComponent(projectId)}`, signal: options.signal });
-  }
-}
-
-/**
- * The caller's webhook endpoints (full-access credentials only) and their delivery log. Deliveries
- * are signed (Standard Webhooks): check each with `verifyWebhook` and the endpoint's secret.
- */
-export class WebhooksResource {
-  constructor(private readonly transport: Transport) {}
-
-  /**
-   * Creates an endpoint; the answer's `secret` is shown only here: store it. Not retried after a
-   * lost answer: the create takes no Idempotency-Key, so sending it again could make a second
-   * endpoint (list the endpoints to find out).
-   */
-  create(params: CreateWebhookParams, options: CallOptions = {}): Promise<WebhookEndpointWithSecret> {
-    return this.transport.request({ method: 'POST', path: WEBHOOKS, body: params, signal: options.signal, maxRetries: 0 });
-  }
-
-  list(params: ListWebhooksParams = {}, options: CallOptions = {}): Promise<WebhookEndpointList> {
-    return this.transport.request({ method: 'GET', path: WEBHOOKS, query: params as Query, signal: options.signal });
-  }
-
-  /** Every endpoint of the caller, page after page. */
-  listAll(params: Omit<ListWebhooksParams, 'after'> = {}, options: CallOptions = {}): AsyncGenerator<WebhookEndpoint> {
-    return paginate((after) => this.list({ ...params, after, limit: params.limit ?? 100 }, options));
-  }
-
-  get(webhookId: string, options: CallOptions = {}): Promise<WebhookEndpoint> {
-    return this.transport.request({ method: 'GET', path: webhookPath(webhookId), signal: options.signal });
-  }
-
-  /** Changes the fields given (`enabled: true` re-enables an endpoint disabled by a 410 or by failures). Safe to repeat. */
-  update(webhookId: string, params: UpdateWebhookParams, options: CallOptions = {}): Promise<WebhookEndpoint> {
-    return this.transport.request({ method: 'POST', path: webhookPath(webhookId), body: params, signal: options.signal });
-  }
-
-  /** Deletes the endpoint and its delivery log. A retry after a lost answer may find it gone already (404 `not_found`). */
-  delete(webhookId: string, options: CallOptions = {}): Promise<WebhookEndpointDeleted> {
-    return this.transport.request({ method: 'DELETE', path: webhookPath(webhookId), signal: options.signal });
-  }
-
-  /**
-   * A new secret, in this answer only; for 24 hours deliveries are signed with both. Not retried
-   * after a lost answer: a second rotation would make the lost secret the previous one and drop
-   * the one your receiver holds.
-   */
-  rotateSecret(webhookId: string, options: CallOptions = {}): Promise<WebhookEndpointWithSecret> {
-    return this.transport.request({ method: 'POST', path: webhookPath(webhookId, 'rotate-secret'), signal: options.signal, maxRetries: 0 });
-  }
-
-  /** Sends a `webhook.test` delivery now (one attempt, also to a disabled endpoint); the answer is the delivery, pending. Not retried. */
-  test(webhookId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
-    return this.transport.request({ method: 'POST', path: webhookPath(webhookId, 'test'), signal: options.signal, maxRetries: 0 });
-  }
-
-  /** One page of the endpoint's delivery log, newest first, each delivery with its attempts. */
-  deliveries(webhookId: string, params: ListWebhookDeliveriesParams = {}, options: CallOptions = {}): Promise<WebhookDeliveryList> {
-    return this.transport.request({ method: 'GET', path: webhookPath(webhookId, 'deliveries'), query: params as Query, signal: options.signal });
-  }
-
-  /** Every delivery of the endpoint's log (optionally of one `status`), page after page. */
-  allDeliveries(webhookId: string, params: Omit<ListWebhookDeliveriesParams, 'after'> = {}, options: CallOptions = {}): AsyncGenerator<WebhookDelivery> {
-    return paginate((after) => this.deliveries(webhookId, { ...params, after, limit: params.limit ?? 100 }, options));
-  }
-
-  /**
-   * Sends a delivery's event again (same payload, same `webhook-id`) as a new delivery, outside its
-   * session's order; the answer is the new delivery, pending. Not retried: each call makes one.
-   */
-  redeliver(webhookId: string, deliveryId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
-    return this.transport.request({ method: 'POST', path: webhookPath(webhookId, 'deliveries', deliveryId, 'redeliver'), signal: options.signal, maxRetries: 0 });
   }
 }
 

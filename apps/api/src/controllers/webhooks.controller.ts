@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { assertFullAccess, CurrentPrincipal, type Principal } from '#libs/auth';
 import { ListQueryDto } from '#libs/protocol';
 import {
@@ -7,17 +7,11 @@ import {
   CreateWebhookEndpointDto,
   DeleteWebhookEndpoint,
   GetWebhookEndpoint,
-  ListWebhookDeliveries,
   ListWebhookEndpoints,
-  RedeliverWebhook,
   RotateWebhookSecret,
-  SendWebhookTest,
   UpdateWebhookEndpoint,
   UpdateWebhookEndpointDto,
   type WebhookActor,
-  WebhookDeliveryDto,
-  WebhookDeliveryListDto,
-  WebhookDeliveryListQueryDto,
   WebhookEndpointDeletedDto,
   WebhookEndpointDto,
   WebhookEndpointListDto,
@@ -26,8 +20,6 @@ import {
 import {
   CREATE_WEBHOOK_EXAMPLE,
   WEBHOOK_DELETED_EXAMPLE,
-  WEBHOOK_DELIVERY_EXAMPLE,
-  WEBHOOK_DELIVERY_LIST_EXAMPLE,
   WEBHOOK_EXAMPLE,
   WEBHOOK_LIST_EXAMPLE,
   WEBHOOK_WITH_SECRET_EXAMPLE,
@@ -35,10 +27,13 @@ import {
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 
-const ApiWebhookId = () =>
+export const ApiWebhookId = () =>
   ApiParam({ name: 'webhook_id', description: 'A webhook endpoint of the caller (another caller\'s answers 404).', schema: { type: 'string', format: 'uuid' } });
 
-/** Webhook endpoints and their delivery log. Registered before AgentsController (`/agents/webhooks` is no agent). */
+/**
+ * Webhook endpoints; their deliveries are WebhookDeliveriesController's. Registered before
+ * AgentsController (`/agents/webhooks` is no agent).
+ */
 @ApiTags(TAGS.webhooks.name)
 @ApiBearerAuth()
 @Controller('api/v1/agents/webhooks')
@@ -50,9 +45,6 @@ export class WebhooksController {
     private readonly updateEndpoint: UpdateWebhookEndpoint,
     private readonly deleteEndpoint: DeleteWebhookEndpoint,
     private readonly rotateSecret: RotateWebhookSecret,
-    private readonly sendTest: SendWebhookTest,
-    private readonly listDeliveries: ListWebhookDeliveries,
-    private readonly redeliverOne: RedeliverWebhook,
   ) {}
 
   @Post()
@@ -124,52 +116,10 @@ export class WebhooksController {
   rotate(@CurrentPrincipal() principal: Principal, @Param('webhook_id') id: string): Promise<WebhookEndpointWithSecretDto> {
     return this.rotateSecret.execute(actorOf(principal), id);
   }
-
-  @Post(':webhook_id/test')
-  @HttpCode(202)
-  @ApiOperation({
-    operationId: 'testWebhookEndpoint',
-    summary: 'Send a test event',
-    description: 'A `webhook.test` delivery, attempted at once and only once (also to a disabled endpoint); its outcome is in the delivery log. It changes nothing about the endpoint\'s health.',
-  })
-  @ApiWebhookId()
-  @ApiAcceptedResponse({ type: WebhookDeliveryDto, description: 'The delivery, pending.', example: { ...WEBHOOK_DELIVERY_EXAMPLE, event_type: 'webhook.test', session_id: null, status: 'pending', attempt_count: 0, attempts: [], next_attempt_at: WEBHOOK_DELIVERY_EXAMPLE.created_at, completed_at: null } })
-  @ApiErrors('forbidden', 'not_found', 'rate_limited')
-  test(@CurrentPrincipal() principal: Principal, @Param('webhook_id') id: string): Promise<WebhookDeliveryDto> {
-    return this.sendTest.execute(actorOf(principal), id);
-  }
-
-  @Get(':webhook_id/deliveries')
-  @ApiOperation({
-    operationId: 'listWebhookDeliveries',
-    summary: 'List an endpoint\'s deliveries',
-    description: 'The delivery log, newest first: each delivery with every attempt (start, duration, HTTP status, outcome, the first 1,024 characters of the response). Finished deliveries are kept for WEBHOOK_RETENTION_S (30 days by default).',
-  })
-  @ApiWebhookId()
-  @ApiOkResponse({ type: WebhookDeliveryListDto, description: 'One page of deliveries.', example: WEBHOOK_DELIVERY_LIST_EXAMPLE })
-  @ApiErrors('forbidden', 'not_found', 'validation_failed', 'invalid_cursor', 'rate_limited')
-  deliveries(@CurrentPrincipal() principal: Principal, @Param('webhook_id') id: string, @Query() query: WebhookDeliveryListQueryDto): Promise<WebhookDeliveryListDto> {
-    return this.listDeliveries.execute(actorOf(principal), id, { after: query.after, limit: query.limit ?? 20, status: query.status });
-  }
-
-  @Post(':webhook_id/deliveries/:delivery_id/redeliver')
-  @HttpCode(202)
-  @ApiOperation({
-    operationId: 'redeliverWebhook',
-    summary: 'Redeliver one delivery',
-    description: 'The same event (same payload, same `webhook-id`) as a new delivery, attempted now with the retry schedule (once the endpoint is enabled again, for a disabled one), outside its session\'s order. The new delivery names the original in `redelivery_of`.',
-  })
-  @ApiWebhookId()
-  @ApiParam({ name: 'delivery_id', description: 'A delivery of this endpoint.', schema: { type: 'string', format: 'uuid' } })
-  @ApiAcceptedResponse({ type: WebhookDeliveryDto, description: 'The new delivery, pending.', example: { ...WEBHOOK_DELIVERY_EXAMPLE, status: 'pending', attempt_count: 0, attempts: [], completed_at: null, next_attempt_at: WEBHOOK_DELIVERY_EXAMPLE.created_at } })
-  @ApiErrors('forbidden', 'not_found', 'rate_limited')
-  redeliver(@CurrentPrincipal() principal: Principal, @Param('webhook_id') id: string, @Param('delivery_id') deliveryId: string): Promise<WebhookDeliveryDto> {
-    return this.redeliverOne.execute(actorOf(principal), id, deliveryId);
-  }
 }
 
 /** Endpoints are the caller's own (like sessions), managed with full access only (as named secrets are). */
-function actorOf(principal: Principal): WebhookActor {
+export function actorOf(principal: Principal): WebhookActor {
   assertFullAccess(principal);
   return { ownerId: principal.userId, actorId: principal.actorId, keyId: principal.keyId };
 }

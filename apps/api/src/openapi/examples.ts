@@ -5,17 +5,16 @@
  * as they are in Swagger's "Try it out" on a fresh install; ids in them would not, so the default
  * request bodies name none.
  */
+import { AT, INPUT_ID, MODEL, RUN_ID, SESSION_ID, TURN_ID, USER_ID } from './example-ids.js';
 
-export const SESSION_ID = '0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60';
-export const TURN_ID = '0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01';
-export const RUN_ID = '0193a5c2-7e53-7a44-a0d2-6c1e3b5f7d02';
-export const INPUT_ID = '0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03';
+// The agents' and the webhooks' examples are in files of their own; controllers import every example from here.
+export { AT, INPUT_ID, MODEL, RUN_ID, SESSION_ID, TURN_ID, USER_ID };
+export * from './agent-examples.js';
+export * from './webhook-examples.js';
+
 const USER_ITEM_ID = '0193a5c2-7e54-7c21-9f3e-1a2b3c4d5e06';
 const ASSISTANT_ITEM_ID = '0193a5c2-7e58-7d32-8a4f-2b3c4d5e6f07';
 const KEY_ID = '0193a5b0-1c2d-7e3f-9a4b-5c6d7e8f9a08';
-export const USER_ID = '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09';
-export const AT = 1733400000;
-export const MODEL = 'scripted:echo';
 
 const usage = { input_tokens: 1, output_tokens: 2, cached_tokens: 0, total_tokens: 3 };
 
@@ -187,92 +186,6 @@ export const STATE_EXAMPLE = {
   agent_state: {},
 };
 
-export const AGENT_EXAMPLE = {
-  id: 'default-chatbot',
-  object: 'agent',
-  name: 'Default Chatbot',
-  description: 'A general-purpose assistant available on every install.',
-  model: MODEL,
-  created_at: AT,
-  yuxi: {
-    tool_approval_mode: 'default',
-    tool_approval_pinned: false,
-    allowed_models: null,
-    system: true,
-    visibility: 'public',
-    version: 1,
-    tools: [
-      { type: 'builtin', name: 'ask_user' },
-      { type: 'builtin', name: 'calculator' },
-      { type: 'builtin', name: 'current_time' },
-    ],
-    limits: { max_model_calls: 25, max_tool_calls: 50, turn_timeout_s: 900 },
-    context: {},
-    multi_agent: null,
-    updated_at: AT,
-  },
-};
-export const AGENT_LIST_EXAMPLE = { object: 'list', data: [AGENT_EXAMPLE], first_id: 'default-chatbot', last_id: 'default-chatbot', has_more: false };
-
-/** A PUT body that succeeds as is on a fresh install (the scripted model needs no provider). */
-export const PUT_AGENT_EXAMPLE = {
-  name: 'Support bot',
-  description: 'Answers support questions briefly.',
-  instructions: 'Be brief and friendly.',
-  model: MODEL,
-  tools: [{ type: 'builtin', name: 'calculator' }],
-  limits: { max_tool_calls: 5 },
-  context: { window_tokens: 16000, compaction: { mode: 'auto', threshold: 0.8, instructions: 'Keep every order number.' } },
-};
-export const PUT_AGENT_RESPONSE_EXAMPLE = {
-  id: 'support-bot',
-  object: 'agent',
-  name: PUT_AGENT_EXAMPLE.name,
-  description: PUT_AGENT_EXAMPLE.description,
-  model: MODEL,
-  created_at: AT,
-  yuxi: {
-    tool_approval_mode: 'default',
-    tool_approval_pinned: false,
-    allowed_models: null,
-    system: false,
-    visibility: 'public',
-    version: 1,
-    tools: PUT_AGENT_EXAMPLE.tools,
-    limits: { max_model_calls: 25, max_tool_calls: 5, turn_timeout_s: 900 },
-    context: PUT_AGENT_EXAMPLE.context,
-    multi_agent: null,
-    instructions: PUT_AGENT_EXAMPLE.instructions,
-    updated_at: AT,
-  },
-};
-/** The history of the agent PUT_AGENT_EXAMPLE created and then replaced (`tool_approval_mode` changed). */
-const AGENT_VERSION_DEFINITION = {
-  name: PUT_AGENT_EXAMPLE.name,
-  description: PUT_AGENT_EXAMPLE.description,
-  instructions: PUT_AGENT_EXAMPLE.instructions,
-  model: MODEL,
-  tools: PUT_AGENT_EXAMPLE.tools,
-  tool_approval_mode: 'default',
-  allowed_models: null,
-  tool_approval_pinned: false,
-  limits: PUT_AGENT_EXAMPLE.limits,
-  context: PUT_AGENT_EXAMPLE.context,
-  multi_agent: null,
-  visibility: 'public',
-};
-export const AGENT_VERSION_LIST_EXAMPLE = {
-  object: 'list',
-  data: [
-    { object: 'agent.version', agent_id: 'support-bot', version: 2, definition: { ...AGENT_VERSION_DEFINITION, tool_approval_mode: 'always_ask' }, created_at: AT + 3600, actor_id: USER_ID },
-    { object: 'agent.version', agent_id: 'support-bot', version: 1, definition: AGENT_VERSION_DEFINITION, created_at: AT, actor_id: USER_ID },
-  ],
-  first_id: '2',
-  last_id: '1',
-  has_more: false,
-};
-export const AGENT_DELETED_EXAMPLE = { id: 'support-bot', object: 'agent.deleted', deleted: true };
-
 export const CREATE_API_KEY_EXAMPLE = { name: 'CI key', access: 'agents' };
 /** A key for the user whose tokens carry `sub: "alice"`: the key and the tokens are one principal. */
 export const CREATE_API_KEY_FOR_SUBJECT_EXAMPLE = { name: 'Alice\'s CLI', access: 'agents', user_subject: 'alice' };
@@ -419,42 +332,3 @@ export const THUMBNAIL_EXAMPLE = {
   bytes: 44,
   data_url: 'data:image/webp;base64,UklGRiQAAABXRUJQVlA4IBgAAAAwAQCdASoBAAEAAwA0JaQAA3AA/vuUAAA=',
 };
-
-// ---- Webhooks ----
-const WEBHOOK_ID = '0193a5b0-5e6f-7a8b-9c0d-1e2f3a4b5c6d';
-const WEBHOOK_DELIVERY_ID = '0193a5b0-6f70-7b8c-9d0e-2f3a4b5c6d7e';
-export const CREATE_WEBHOOK_EXAMPLE = { url: 'https://hooks.example.com/yuxi', event_types: ['agent.session.turn.completed', 'agent.session.turn.failed', 'yuxi.session.turn.waiting'], description: 'Ticketing system' };
-export const WEBHOOK_EXAMPLE = {
-  id: WEBHOOK_ID,
-  object: 'webhook_endpoint',
-  ...CREATE_WEBHOOK_EXAMPLE,
-  enabled: true,
-  disabled_reason: null,
-  disabled_at: null,
-  failing_since: null,
-  previous_secret_expires_at: null,
-  created_at: AT - 60,
-  updated_at: AT - 60,
-};
-export const WEBHOOK_WITH_SECRET_EXAMPLE = { ...WEBHOOK_EXAMPLE, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo=' };
-export const WEBHOOK_LIST_EXAMPLE = { object: 'list', data: [WEBHOOK_EXAMPLE], first_id: WEBHOOK_ID, last_id: WEBHOOK_ID, has_more: false };
-export const WEBHOOK_DELETED_EXAMPLE = { id: WEBHOOK_ID, object: 'webhook_endpoint', deleted: true };
-export const WEBHOOK_DELIVERY_EXAMPLE = {
-  id: WEBHOOK_DELIVERY_ID,
-  object: 'webhook_delivery',
-  endpoint_id: WEBHOOK_ID,
-  event_id: 'evt_0193a5b07a8b7c9d8e0f1a2b3c4d5e6f',
-  event_type: 'agent.session.turn.completed',
-  session_id: SESSION_ID,
-  status: 'succeeded',
-  attempt_count: 2,
-  next_attempt_at: null,
-  redelivery_of: null,
-  created_at: AT - 10,
-  completed_at: AT - 4,
-  attempts: [
-    { attempt: 1, started_at: AT - 10, duration_ms: 15000, status_code: null, outcome: 'timeout', response_excerpt: '', error: 'no response within 15000 ms' },
-    { attempt: 2, started_at: AT - 4, duration_ms: 42, status_code: 200, outcome: 'succeeded', response_excerpt: '{"ok":true}', error: null },
-  ],
-};
-export const WEBHOOK_DELIVERY_LIST_EXAMPLE = { object: 'list', data: [WEBHOOK_DELIVERY_EXAMPLE], first_id: WEBHOOK_DELIVERY_ID, last_id: WEBHOOK_DELIVERY_ID, has_more: false };

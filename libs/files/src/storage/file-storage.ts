@@ -3,7 +3,7 @@ import { STORAGE_UNAVAILABLE } from '#libs/errors';
 
 /**
  * Where file bytes live, behind one contract that the local-directory and the S3 drivers both
- * pass (test/unit/storage-contract.test.ts). Keys come from `storageKeys` only; a driver refuses
+ * pass (test/components/storage-contract.test.ts). Keys come from `storageKeys` only; a driver refuses
  * any other key, so nothing a client sends can address a path or object outside the storage root.
  */
 export interface FileStorage {

@@ -1,5 +1,5 @@
 // What a search provider answers, read into one shape, and what the model is given of it. Pure:
-// test/unit/web-search.test.ts reads each provider's JSON and the formatted output.
+// test/components/web-search.test.ts reads each provider's JSON and the formatted output.
 import type { WebSearchProviderName } from '#libs/config';
 
 /** One result as the model sees it. */
