@@ -26,8 +26,6 @@ export interface RunState {
   live: LiveEvents;
   /** What the run knows of its model context between calls (ContextManager). */
   context: ContextTracking;
-  /** The session's pending inputs when this run's turn settled (RunClosing); null until then, or when it ended otherwise. */
-  pendingInputsAfter: number | null;
   /** A steer may be waiting: set by the steer signal and the heartbeat, cleared by steerWaiting. */
   steerAnnounced: boolean;
   /** Publishes a committed batch (and sends its nudges); live events follow it. */
@@ -81,7 +79,6 @@ export class RunScopes {
       outputIndex: held.outputIndex,
       output: emptyOutput(held.outputIndex),
       steerAnnounced: false,
-      pendingInputsAfter: null,
       context: { baseTokens: null, driftTokens: 0, current: null, summariserFailed: false },
     } as RunState;
     state.keeper = new LeaseKeeper(state.lease, leaseSentAt, {
