@@ -8,7 +8,7 @@ import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { RunControl } from './run-control.js';
 import type { Interruption } from './run-decider.js';
-import { emptyOutput, type RunState } from './run-scope.js';
+import type { RunState } from './run-scope.js';
 
 /** The session's pending inputs when the run's turn settled (what its driver has left to claim); null when it ended otherwise. */
 export type PendingAfter = number | null;
@@ -90,8 +90,7 @@ export class RunClosing {
     state.lease = next.lease;
     held.run = next.run;
     setLogContext({ run_id: next.run.id });
-    state.outputIndex = next.outputIndex;
-    state.output = emptyOutput(state.outputIndex);
+    state.boundaryAt(next.outputIndex);
     state.keeper.switchTo(state.lease, sentAt);
     state.live.resetLoss();
     await state.publish(next.batch, next.nudges);

@@ -6,15 +6,15 @@ import { CooperationStep } from './cooperation-step.js';
 import { ModelCallStep } from './model-call-step.js';
 import { type PendingAfter, RunClosing } from './run-closing.js';
 import type { RunControl } from './run-control.js';
-import { decide, decideInterrupted, interruptionOf, type RunCommand, type SettledAnswer } from './run-decider.js';
+import { decide, decideInterrupted, type Interruption, interruptionOf, type RunCommand, type SettledAnswer } from './run-decider.js';
 import { TurnCancelledError } from './run-errors.js';
 import { type ModelCallAllowance, type RunFact, spent, withFact } from './run-history.js';
 import { emptyOutput, RunScopes, type RunState } from './run-scope.js';
 import { ToolCallStep, WAITING } from './tool-call-step.js';
 import { type TurnPlan, TurnPlanning } from './turn-planning.js';
 
-/** What performing one command led to: a fact to record, or the end of the run. */
-type Performed = { fact: RunFact } | { ended: PendingAfter };
+/** What performing one command led to: a fact to record, the end of the run, or how the run is to end (RunClosing.end). */
+type Performed = { fact: RunFact } | { ended: PendingAfter } | { close: Interruption };
 
 /** What a handler needs besides its command: the run, its turn's tools, its abort switch, and the model calls sampling may spend. */
 interface Performing {
@@ -56,22 +56,29 @@ export class RunExecutor {
     const { state, close } = await this.scopes.open(held, control, leaseSentAt);
     let stopTimer = (): void => undefined;
     try {
-      await state.publish(held.batch);
-      // A turn taken over while it was being cancelled only needs its cancellation finished.
-      if (held.turn.cancellationPending) throw new TurnCancelledError();
-      stopTimer = await this.scopes.startTurnTimer(held, control);
-      return await this.run(state, await this.planning.prepare(state, control.abort.signal), control);
-    } catch (error) {
-      // Whatever a command threw (or the abort that stopped it) arrives at the decider as an interruption.
-      return await this.closing.end(state, decideInterrupted(interruptionOf(control.abort.signal, error)).ending);
+      let ending: Interruption;
+      try {
+        await state.publish(held.batch);
+        // A turn taken over while it was being cancelled only needs its cancellation finished.
+        if (held.turn.cancellationPending) throw new TurnCancelledError();
+        stopTimer = await this.scopes.startTurnTimer(held, control);
+        const ran = await this.run(state, await this.planning.prepare(state, control.abort.signal), control);
+        if ('ended' in ran) return ran.ended;
+        ending = ran.close;
+      } catch (error) {
+        // Whatever a command threw (or the abort that stopped it) arrives at the decider as an interruption.
+        ending = decideInterrupted(interruptionOf(control.abort.signal, error)).ending;
+      }
+      // Ended outside the catch: an ending that throws is not ended a second time.
+      return await this.closing.end(state, ending);
     } finally {
       stopTimer();
       close();
     }
   }
 
-  /** Decide, perform, record, until a command ends the run. */
-  private async run(state: RunState, turn: TurnPlan, control: RunControl): Promise<PendingAfter> {
+  /** Decide, perform, record, until a command ends the run (or says how it ends: `close`). */
+  private async run(state: RunState, turn: TurnPlan, control: RunControl): Promise<Exclude<Performed, { fact: RunFact }>> {
     let history = turn.history;
     // A sampling request of a tool in flight is one of the turn's model calls: recorded as it is made.
     const allowance: ModelCallAllowance = {
@@ -87,7 +94,7 @@ export class RunExecutor {
       // A cancel, a shutdown or a lost lease heard while the last command ran ends the run at this boundary.
       const { signal } = control.abort;
       const performed = await this.perform(decide(history, signal.aborted ? interruptionOf(signal, signal.reason) : null), performing);
-      if ('ended' in performed) return performed.ended;
+      if (!('fact' in performed)) return performed;
       history = withFact(history, performed.fact);
     }
   }
@@ -102,7 +109,7 @@ export class RunExecutor {
         return { fact: { type: 'steers_looked', waiting: await look.catch(() => false) } };
       }
       case 'join_steers': {
-        if (!command.keepShown) state.output = emptyOutput(state.outputIndex);
+        if (!command.keepShown) state.boundaryAt(state.outputIndex);
         const joined = await this.closing.yieldToSteers(state, control);
         return joined.joined ? { fact: { type: 'steers_joined' } } : { ended: joined.pending };
       }
@@ -131,7 +138,7 @@ export class RunExecutor {
       case 'settle':
         return { ended: await this.settle(state, command.answer) };
       case 'close':
-        return { ended: await this.closing.end(state, command.ending) };
+        return { close: command.ending };
       default:
         // A new command kind without its handler here fails to compile.
         throw new Error(`unhandled command ${(command satisfies never as { kind: string }).kind}`);

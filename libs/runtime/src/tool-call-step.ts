@@ -10,7 +10,7 @@ import { CallInFlight, ELICITATION_LOST, type FollowedCall, McpCallsInFlight, Re
 import { McpSampling } from './mcp-sampling.js';
 import type { RunControl } from './run-control.js';
 import { ShuttingDownError, TurnCancelledError } from './run-errors.js';
-import { emptyOutput, type RunState } from './run-scope.js';
+import type { RunState } from './run-scope.js';
 import { ProgressThrottle } from './progress-throttle.js';
 import type { ModelCallAllowance } from './run-history.js';
 import type { NextStep, PlannedOutcome } from './step-plan.js';
@@ -78,9 +78,7 @@ export class ToolCallStep {
     }
     if (!recorded) return this.fenced(state, 'tool result');
     metrics.toolCall(toolSourceLabel(tool?.source), outcome.success ? 'success' : plan.action === 'record' ? 'not_run' : 'error');
-    state.outputIndex = recorded.outputIndex;
-    // Nothing is shown between steps: a steer joining at this boundary numbers its items from here.
-    state.output = emptyOutput(state.outputIndex);
+    state.boundaryAt(recorded.outputIndex);
     await state.publish(recorded.batch);
     if (lostLive) state.live.resetLoss();
     return recorded.step;
