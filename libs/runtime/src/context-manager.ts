@@ -15,6 +15,7 @@ import { modelTools } from './model-streams.js';
 import { type MessageAttachment, toModelMessages } from './model-context.js';
 import type { RunControl } from './run-control.js';
 import { TurnLimitError } from './run-errors.js';
+import type { RunFact } from './run-history.js';
 import type { RunState } from './run-scope.js';
 
 /** The context of one model call: its messages and what they measure. */
@@ -103,9 +104,15 @@ export class ContextManager {
     return this.track(state, await this.build(state, tools), configured);
   }
 
-  /** A retried call that overflowed again fails the turn: one compaction per call, never a loop. */
-  stillTooLarge(error: unknown, state: RunState): unknown {
-    return error instanceof ModelError && error.code === OVERFLOW ? tooLarge(error, this.policy(state)) : error;
+  /**
+   * The provider refused a call as too long for its window: what the decider reads of it (whether
+   * the call showed anything, and how the turn fails when compaction cannot help). Null for any
+   * other error.
+   */
+  overflowOf(state: RunState, error: unknown, sent: BuiltContext, retry: boolean): Extract<RunFact, { type: 'model_overflowed' }> | null {
+    if (!(error instanceof ModelError) || error.code !== OVERFLOW) return null;
+    const failure = tooLarge(error, this.policy(state));
+    return { type: 'model_overflowed', retry, shown: state.output.item !== null, sent, cause: error, error: { code: error.code, message: error.message }, tooLarge: { code: failure.code, message: failure.message } };
   }
 
   /** A manual compaction turn's one step: everything since the last compaction summarised. Null when the lease is gone. */

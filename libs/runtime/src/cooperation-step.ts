@@ -4,7 +4,7 @@ import { metrics } from '#libs/metrics';
 import type { CommittedStep } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
 import { TurnCancelledError } from './run-errors.js';
-import { emptyOutput, type RunState } from './run-scope.js';
+import type { RunState } from './run-scope.js';
 import type { NextStep } from './step-plan.js';
 
 /**
@@ -30,8 +30,7 @@ export class CooperationStep {
       return null;
     }
     metrics.toolCall('coordination', recorded.step.output.success ? 'success' : 'not_run');
-    state.outputIndex = recorded.outputIndex;
-    state.output = emptyOutput(state.outputIndex);
+    state.boundaryAt(recorded.outputIndex);
     await state.publish(recorded.batch);
     for (const other of recorded.also) void this.afterCommit.send(other);
     return recorded.step;

@@ -124,8 +124,7 @@ export class ModelCallStep {
       this.writes.fenced(state.lease, 'model step');
       return null;
     }
-    state.outputIndex = recorded.outputIndex;
-    state.output = emptyOutput(state.outputIndex);
+    state.boundaryAt(recorded.outputIndex);
     state.live.resetLoss();
     await state.publish(recorded.batch);
     return recorded.step;

@@ -1,23 +1,22 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { setLogContext } from '#libs/config';
 import { newId } from '#libs/database';
-import { isDependencyUnavailable } from '#libs/errors';
 import { type Outcome, RunEndings } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
-import { ModelError } from '#libs/models';
 import { RunSignals } from '#libs/queue';
-import type { PublicError } from '#libs/turns';
 import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { RunControl } from './run-control.js';
-import { LeaseLostError, ShuttingDownError, TurnCancelledError, TurnLimitError } from './run-errors.js';
-import { emptyOutput, type RunState } from './run-scope.js';
+import type { Interruption } from './run-decider.js';
+import type { RunState } from './run-scope.js';
+
+/** The session's pending inputs when the run's turn settled (what its driver has left to claim); null when it ended otherwise. */
+export type PendingAfter = number | null;
 
 /**
  * How a held run ends, or hands over to the next run of its turn: settled (completed, failed,
- * cancelled), released at shutdown for another worker, or yielded to the steers that arrived. What
- * stopped the run decides which: a cancel settles it cancelled, a shutdown releases it, a lost
- * lease stops it without another write, a model error or a limit fails it.
+ * cancelled), released at shutdown for another worker, or yielded to the steers that arrived.
+ * Which one is the decider's (an Interruption); this performs it.
  */
 @Injectable()
 export class RunClosing {
@@ -33,42 +32,49 @@ export class RunClosing {
    * Commits the outcome, retrying while the database is unreachable: the lease (on the database
    * clock) bounds the retries, and once it is gone recovery continues the turn elsewhere.
    */
-  async settle(state: RunState, outcome: Outcome): Promise<void> {
+  async settle(state: RunState, outcome: Outcome): Promise<PendingAfter> {
     const { held, lease } = state;
     const settled = await this.writes.retrying(lease, () => this.endings.settle(held, lease, state.output, { ...outcome, context: state.context.current }));
-    if (settled === undefined) return;
-    if (!settled) return this.writes.fenced(lease, 'settle');
-    state.pendingInputsAfter = settled.pendingInputs;
+    if (settled === undefined) return null;
+    if (!settled) {
+      this.writes.fenced(lease, 'settle');
+      return null;
+    }
     await state.publish(settled.batch, settled.nudges);
     this.logger.log(`turn ${settled.status}`);
+    return settled.pendingInputs;
   }
 
-  /** How a run that stopped before finishing its work ends. */
-  async stop(state: RunState, control: RunControl, error: unknown): Promise<void> {
+  /** Ends a run that stopped before finishing its work, as the decider said: what the stream showed is kept first. */
+  async end(state: RunState, ending: Interruption): Promise<PendingAfter> {
     await state.live.drain().catch(() => undefined);
     state.output.lostDeltas = state.live.lost;
-    const reason: unknown = control.abort.signal.aborted ? control.abort.signal.reason : error;
-    if (reason instanceof LeaseLostError || error instanceof LeaseLostError) return this.writes.fenced(state.lease, 'run');
-    if (reason instanceof ShuttingDownError) return this.release(state);
-    if (reason instanceof TurnCancelledError) return this.settle(state, { status: 'cancelled' });
-    // The database stayed unreachable past a step's retries: nothing is written; once the lease
-    // expires, recovery continues the turn from its last committed step.
-    if (isDependencyUnavailable(error)) {
-      this.logger.warn(`run ${state.lease.runId} stopped: the database is unreachable; recovery will continue its turn`);
-      return;
+    switch (ending.kind) {
+      case 'lease_lost':
+        this.writes.fenced(state.lease, 'run');
+        return null;
+      case 'shutdown':
+        await this.release(state);
+        return null;
+      case 'cancel':
+        return this.settle(state, { status: 'cancelled' });
+      case 'database_unreachable':
+        this.logger.warn(`run ${state.lease.runId} stopped: the database is unreachable; recovery will continue its turn`);
+        return null;
+      case 'failed':
+        if ('unexpected' in ending) this.logger.error(`run ${state.lease.runId} failed`, ending.unexpected instanceof Error ? ending.unexpected.stack : String(ending.unexpected));
+        return this.settle(state, { status: 'failed', error: ending.error });
+      default:
+        // A new ending without its case here fails to compile.
+        throw new Error(`unknown ending ${(ending satisfies never as { kind: string }).kind}`);
     }
-    let publicError: PublicError;
-    if (reason instanceof TurnLimitError) publicError = { code: reason.code, message: reason.message };
-    else if (error instanceof ModelError) publicError = { code: error.code, message: error.message };
-    else {
-      this.logger.error(`run ${state.lease.runId} failed`, error instanceof Error ? error.stack : String(error));
-      publicError = { code: 'run_failed', message: 'The run failed unexpectedly' };
-    }
-    await this.settle(state, { status: 'failed', error: publicError });
   }
 
-  /** Yields the run into the next run of the same turn with the waiting steers. False when the run ended instead. */
-  async yieldToSteers(state: RunState, control: RunControl): Promise<boolean> {
+  /**
+   * Yields the run into the next run of the same turn with the waiting steers: joined, or the run
+   * ended instead (a cancel that came first settles the turn, a lost lease writes nothing).
+   */
+  async yieldToSteers(state: RunState, control: RunControl): Promise<{ joined: true } | { joined: false; pending: PendingAfter }> {
     const { held } = state;
     state.keeper.pause();
     const nextRunId = newId();
@@ -76,23 +82,19 @@ export class RunClosing {
     await control.listen(this.signals, nextRunId).catch(() => undefined);
     const sentAt = LeaseKeeper.now();
     const next = await this.endings.yieldToSteers(held, state.lease, state.output, nextRunId);
-    if (next === 'cancelled') {
-      await this.settle(state, { status: 'cancelled' });
-      return false;
-    }
+    if (next === 'cancelled') return { joined: false, pending: await this.settle(state, { status: 'cancelled' }) };
     if (!next || !next.lease) {
       this.writes.fenced(state.lease, 'yield');
-      return false;
+      return { joined: false, pending: null };
     }
     state.lease = next.lease;
     held.run = next.run;
     setLogContext({ run_id: next.run.id });
-    state.outputIndex = next.outputIndex;
-    state.output = emptyOutput(state.outputIndex);
+    state.boundaryAt(next.outputIndex);
     state.keeper.switchTo(state.lease, sentAt);
     state.live.resetLoss();
     await state.publish(next.batch, next.nudges);
-    return true;
+    return { joined: true };
   }
 
   /** Gives the run back at this boundary; another worker continues the turn at once. */

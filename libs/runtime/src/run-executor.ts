@@ -3,23 +3,37 @@ import type { HeldTurn } from '#libs/lifecycle';
 import type { CommittedStep } from '#libs/turns';
 import { type BuiltContext, ContextManager } from './context-manager.js';
 import { CooperationStep } from './cooperation-step.js';
-import { ModelCallStep, type ModelCallResult } from './model-call-step.js';
-import { RunClosing } from './run-closing.js';
+import { ModelCallStep } from './model-call-step.js';
+import { type PendingAfter, RunClosing } from './run-closing.js';
 import type { RunControl } from './run-control.js';
-import { TurnCancelledError, TurnLimitError } from './run-errors.js';
+import { decide, decideInterrupted, type Interruption, interruptionOf, type RunCommand, type SettledAnswer } from './run-decider.js';
+import { TurnCancelledError } from './run-errors.js';
+import { type ModelCallAllowance, type RunFact, spent, withFact } from './run-history.js';
 import { emptyOutput, RunScopes, type RunState } from './run-scope.js';
-import { planNextStep } from './step-plan.js';
 import { ToolCallStep, WAITING } from './tool-call-step.js';
 import { type TurnPlan, TurnPlanning } from './turn-planning.js';
 
+/** What performing one command led to: a fact to record, the end of the run, or how the run is to end (RunClosing.end). */
+type Performed = { fact: RunFact } | { ended: PendingAfter } | { close: Interruption };
+
+/** What a handler needs besides its command: the run, its turn's tools, its abort switch, and the model calls sampling may spend. */
+interface Performing {
+  state: RunState;
+  turn: TurnPlan;
+  control: RunControl;
+  allowance: ModelCallAllowance;
+}
+
+const ENDED: Performed = { ended: null };
+
 /**
- * Executes a held turn step by step, each step committed before the next: a model call (streamed
- * as live deltas; a stored answer settles the turn), a tool call (started, executed, its result
- * stored), or a stop at a waitpoint. `planNextStep` decides from the committed steps alone (and
- * the turn's limits), so a run that resumes or takes over continues exactly where the last
- * committed step left off. Each step returns what it committed; the loop keeps nothing else.
- * How the run ends is RunClosing's: a cancel settles it cancelled, a shutdown releases it to
- * another worker, a lost lease stops it without another write, a model error or a limit fails it.
+ * Executes a held turn command by command: the decider (`decide`) reads the run's history (the
+ * steps the turn had committed, what its earlier runs spent, and the facts this run recorded) and
+ * what arrived (a cancel, a shutdown, a lost lease, the turn's timeout, an error), and says what
+ * to do next; this performs that one command (a model call streamed as live deltas, a tool call,
+ * a compaction, a stop at a waitpoint, a join of steers, a settlement) and records its result as a
+ * new fact. It decides nothing itself: a run that resumes or takes over continues exactly where
+ * the last committed step left off, because the decider plans from the same record.
  */
 @Injectable()
 export class RunExecutor {
@@ -34,133 +48,141 @@ export class RunExecutor {
   ) {}
 
   /**
-   * Runs the held turn's steps until the run ends. Returns the session's pending inputs when the
-   * turn settled (what its driver has left to claim), or null when the run ended otherwise
-   * (waiting, released, fenced): then the driver looks for itself.
+   * Runs the held turn until the run ends. Returns the session's pending inputs when the turn
+   * settled (what its driver has left to claim), or null when the run ended otherwise (waiting,
+   * released, fenced): then the driver looks for itself.
    */
-  async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<number | null> {
+  async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<PendingAfter> {
     const { state, close } = await this.scopes.open(held, control, leaseSentAt);
     let stopTimer = (): void => undefined;
     try {
-      await state.publish(held.batch);
-      // A turn taken over while it was being cancelled only needs its cancellation finished.
-      if (held.turn.cancellationPending) throw new TurnCancelledError();
-      stopTimer = await this.scopes.startTurnTimer(held, control);
-      await this.runSteps(state, await this.planning.prepare(state, control.abort.signal), control);
-    } catch (error) {
-      await this.closing.stop(state, control, error);
+      let ending: Interruption;
+      try {
+        await state.publish(held.batch);
+        // A turn taken over while it was being cancelled only needs its cancellation finished.
+        if (held.turn.cancellationPending) throw new TurnCancelledError();
+        stopTimer = await this.scopes.startTurnTimer(held, control);
+        const ran = await this.run(state, await this.planning.prepare(state, control.abort.signal), control);
+        if ('ended' in ran) return ran.ended;
+        ending = ran.close;
+      } catch (error) {
+        // Whatever a command threw (or the abort that stopped it) arrives at the decider as an interruption.
+        ending = decideInterrupted(interruptionOf(control.abort.signal, error)).ending;
+      }
+      // Ended outside the catch: an ending that throws is not ended a second time.
+      return await this.closing.end(state, ending);
     } finally {
       stopTimer();
       close();
     }
-    return state.pendingInputsAfter;
   }
 
-  /** The step loop: plan from what is committed, do that one step, commit it, plan again. */
-  private async runSteps(state: RunState, turn: TurnPlan, control: RunControl): Promise<void> {
-    const { budget } = turn;
-    let steps: CommittedStep[] = state.held.steps;
+  /** Decide, perform, record, until a command ends the run (or says how it ends: `close`). */
+  private async run(state: RunState, turn: TurnPlan, control: RunControl): Promise<Exclude<Performed, { fact: RunFact }>> {
+    let history = turn.history;
+    // A sampling request of a tool in flight is one of the turn's model calls: recorded as it is made.
+    const allowance: ModelCallAllowance = {
+      limit: history.limits.maxModelCalls,
+      take: () => {
+        if (spent(history).modelCalls >= history.limits.maxModelCalls) return false;
+        history = withFact(history, { type: 'sampled' });
+        return true;
+      },
+    };
+    const performing: Performing = { state, turn, control, allowance };
     for (;;) {
-      // A cancel, a shutdown or a lost lease heard while the last step ran ends the run at this boundary.
-      control.abort.signal.throwIfAborted();
-      const plan = planNextStep(steps, turn.policy, budget, turn.kind);
-      switch (plan.action) {
-        case 'fail':
-          throw new TurnLimitError(plan.code, plan.message);
-        case 'settle':
-          state.output = { ...emptyOutput(state.outputIndex), text: plan.text };
-          return this.closing.settle(state, { status: 'completed' });
-        case 'compact': {
-          const step = await this.context.compactNow(state, turn.tools, control);
-          if (!step) return;
-          steps = [...steps, step];
-          continue;
-        }
-        case 'finish':
-          return this.closing.settle(state, { status: 'completed', withoutAnswer: true });
-        case 'wait': {
-          if (plan.kind !== 'cooperation') {
-            await this.toolCall.wait(state, plan);
-            return;
-          }
-          // Members that already settled resolve the wait at once; otherwise the run stops here and their settling wakes the turn.
-          const step = await this.cooperation.wait(state, plan);
-          if (!step) return;
-          steps = [...steps, step];
-          continue;
-        }
-        case 'coordinate': {
-          const step = await this.cooperation.coordinate(state, plan);
-          if (!step) return;
-          budget.toolCalls += 1;
-          steps = [...steps, step];
-          continue;
-        }
-        case 'record':
-        case 'execute':
-        case 'resume_elicitation': {
-          const step = await this.toolCall.run(state, plan, turn.tools, turn.declarations, control, budget);
-          if (!step || step === WAITING) return;
-          if (!plan.started) budget.toolCalls += 1;
-          steps = [...steps, step];
-          continue;
-        }
-        case 'call_model': {
-          // A safe boundary: every call of the last model step has its result. Steers join here. After
-          // a step this run committed (a tool round, seconds long) the queue is looked at, so a steer
-          // that arrived meanwhile is never left to the stream; before the first model call (just
-          // claimed, or taken over) only an announced one. A failed look leaves the steer to the
-          // next heartbeat, which announces it again.
-          const look = steps.length > 0 ? state.steerPending() : state.steerWaiting();
-          if (await look.catch(() => false)) {
-            state.output = emptyOutput(state.outputIndex);
-            if (!(await this.closing.yieldToSteers(state, control))) return;
-            steps = [];
-            continue;
-          }
-          // The context of the call, compacted first when it would pass the threshold (a committed step).
-          const context = await this.context.prepare(state, turn.tools, control);
-          if (!context) return;
-          budget.modelCalls += 1;
-          const called = await this.callModel(state, context, turn, control);
-          if (!called) return;
-          const { result } = called;
-          if (result.yielded) {
-            if (!(await this.closing.yieldToSteers(state, control))) return;
-            steps = [];
-            continue;
-          }
-          this.context.observe(state, called.context, result.usage);
-          if (result.toolCalls.length === 0) {
-            return this.closing.settle(state, { status: 'completed', modelCall: { model: state.held.run.model, usage: result.usage, finishReason: result.finishReason, requestJson: result.requestJson } });
-          }
-          const step = await this.modelCall.commit(state, result);
-          if (!step) return;
-          steps = [...steps, step];
-          continue;
-        }
-        default:
-          // A new planner action without its case here fails to compile.
-          throw new Error(`unplanned step ${(plan satisfies never as { action: string }).action}`);
+      // A cancel, a shutdown or a lost lease heard while the last command ran ends the run at this boundary.
+      const { signal } = control.abort;
+      const performed = await this.perform(decide(history, signal.aborted ? interruptionOf(signal, signal.reason) : null), performing);
+      if (!('fact' in performed)) return performed;
+      history = withFact(history, performed.fact);
+    }
+  }
+
+  /** One handler per command kind. */
+  private async perform(command: RunCommand, on: Performing): Promise<Performed> {
+    const { state, turn, control } = on;
+    switch (command.kind) {
+      case 'look_for_steers': {
+        // A failed look leaves the steer to the next heartbeat, which announces it again.
+        const look = command.lookup === 'pending' ? state.steerPending() : state.steerWaiting();
+        return { fact: { type: 'steers_looked', waiting: await look.catch(() => false) } };
       }
+      case 'join_steers': {
+        if (!command.keepShown) state.boundaryAt(state.outputIndex);
+        const joined = await this.closing.yieldToSteers(state, control);
+        return joined.joined ? { fact: { type: 'steers_joined' } } : { ended: joined.pending };
+      }
+      case 'call_model':
+        return this.callModel(command.retryWith, on);
+      case 'commit_model_step':
+        return stepOrEnd(await this.modelCall.commit(state, command.result));
+      case 'run_tool': {
+        const step = await this.toolCall.run(state, command.plan, turn.tools, turn.declarations, control, on.allowance);
+        return stepOrEnd(step === WAITING ? null : step);
+      }
+      case 'coordinate':
+        return stepOrEnd(await this.cooperation.coordinate(state, command.plan));
+      case 'suspend':
+        await this.toolCall.wait(state, command.plan);
+        return ENDED;
+      case 'await_members':
+        // Members that already settled resolve the wait at once; otherwise the run stops here and their settling wakes the turn.
+        return stepOrEnd(await this.cooperation.wait(state, command.plan));
+      case 'compact':
+        return stepOrEnd(await this.context.compactNow(state, turn.tools, control));
+      case 'compact_after_overflow': {
+        const context = await this.context.afterOverflow(state, turn.tools, control, command.cause, command.sent);
+        return context ? { fact: { type: 'overflow_compacted', context } } : ENDED;
+      }
+      case 'settle':
+        return { ended: await this.settle(state, command.answer) };
+      case 'close':
+        return { close: command.ending };
+      default:
+        // A new command kind without its handler here fails to compile.
+        throw new Error(`unhandled command ${(command satisfies never as { kind: string }).kind}`);
     }
   }
 
   /**
-   * One model call; a provider's context-length error before anything was shown compacts once and
-   * retries the call once (a second one fails the turn with context_window_exceeded). Null when the
-   * lease is gone.
+   * One model call, with the context prepared now (compacted first when it would pass the
+   * threshold: a committed step), or the one compacted after an overflow. Its answer, or the
+   * provider's refusal of the context as too long, is the fact; any other error throws.
    */
-  private async callModel(state: RunState, context: BuiltContext, turn: TurnPlan, control: RunControl): Promise<{ result: ModelCallResult; context: BuiltContext } | null> {
+  private async callModel(retryWith: BuiltContext | null, on: Performing): Promise<Performed> {
+    const { state, turn, control } = on;
+    const context = retryWith ?? (await this.context.prepare(state, turn.tools, control));
+    if (!context) return ENDED;
     try {
-      return { result: await this.modelCall.call(state, context, turn.tools, control), context };
+      const result = await this.modelCall.call(state, context, turn.tools, control);
+      if (!result.yielded) this.context.observe(state, context, result.usage);
+      return { fact: { type: 'model_called', result, retry: retryWith !== null } };
     } catch (error) {
-      const retry = await this.context.afterOverflow(state, turn.tools, control, error, context);
-      if (!retry) return null;
-      const result = await this.modelCall.call(state, retry, turn.tools, control).catch((again: unknown) => {
-        throw this.context.stillTooLarge(again, state);
-      });
-      return { result, context: retry };
+      const overflow = this.context.overflowOf(state, error, context, retryWith !== null);
+      if (!overflow) throw error;
+      return { fact: overflow };
     }
   }
+
+  private settle(state: RunState, answer: SettledAnswer): Promise<PendingAfter> {
+    switch (answer.from) {
+      case 'stored':
+        state.output = { ...emptyOutput(state.outputIndex), text: answer.text };
+        return this.closing.settle(state, { status: 'completed' });
+      case 'none':
+        return this.closing.settle(state, { status: 'completed', withoutAnswer: true });
+      case 'model': {
+        const { result } = answer;
+        return this.closing.settle(state, { status: 'completed', modelCall: { model: state.held.run.model, usage: result.usage, finishReason: result.finishReason, requestJson: result.requestJson } });
+      }
+      default:
+        throw new Error(`unknown answer ${(answer satisfies never as { from: string }).from}`);
+    }
+  }
+}
+
+/** A committed step is the fact; none (the lease is gone, or the run stopped at a waitpoint) ends the run. */
+function stepOrEnd(step: CommittedStep | null): Performed {
+  return step ? { fact: { type: 'step', step } } : ENDED;
 }

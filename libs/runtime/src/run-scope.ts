@@ -26,10 +26,13 @@ export interface RunState {
   live: LiveEvents;
   /** What the run knows of its model context between calls (ContextManager). */
   context: ContextTracking;
-  /** The session's pending inputs when this run's turn settled (RunClosing); null until then, or when it ended otherwise. */
-  pendingInputsAfter: number | null;
   /** A steer may be waiting: set by the steer signal and the heartbeat, cleared by steerWaiting. */
   steerAnnounced: boolean;
+  /**
+   * A step boundary (a step committed, or steers joined): the turn's next item gets `outputIndex`.
+   * Nothing is shown between steps: a steer joining at this boundary numbers its items from here.
+   */
+  boundaryAt(outputIndex: number): void;
   /** Publishes a committed batch (and sends its nudges); live events follow it. */
   publish(batch: OutboxBatch, nudges?: readonly Nudge[]): Promise<void>;
   /** Mid-stream: whether a steer announced since the last look (signal or heartbeat) is waiting and may join now. */
@@ -81,7 +84,6 @@ export class RunScopes {
       outputIndex: held.outputIndex,
       output: emptyOutput(held.outputIndex),
       steerAnnounced: false,
-      pendingInputsAfter: null,
       context: { baseTokens: null, driftTokens: 0, current: null, summariserFailed: false },
     } as RunState;
     state.keeper = new LeaseKeeper(state.lease, leaseSentAt, {
@@ -107,6 +109,10 @@ export class RunScopes {
       await this.afterCommit.send({ batch, nudges });
       const last = batch.rows.at(-1)?.seq;
       if (last !== undefined) state.live.afterSeq = Math.max(state.live.afterSeq, last);
+    };
+    state.boundaryAt = (outputIndex) => {
+      state.outputIndex = outputIndex;
+      state.output = emptyOutput(outputIndex);
     };
     state.steerWaiting = async () => {
       if (!state.steerAnnounced) return false;

@@ -10,9 +10,10 @@ import { CallInFlight, ELICITATION_LOST, type FollowedCall, McpCallsInFlight, Re
 import { McpSampling } from './mcp-sampling.js';
 import type { RunControl } from './run-control.js';
 import { ShuttingDownError, TurnCancelledError } from './run-errors.js';
-import { emptyOutput, type RunState } from './run-scope.js';
+import type { RunState } from './run-scope.js';
 import { ProgressThrottle } from './progress-throttle.js';
-import type { NextStep, PlannedOutcome, TurnBudget } from './step-plan.js';
+import type { ModelCallAllowance } from './run-history.js';
+import type { NextStep, PlannedOutcome } from './step-plan.js';
 
 type ToolStep = Extract<NextStep, { action: 'record' | 'execute' | 'resume_elicitation' }>;
 
@@ -46,7 +47,7 @@ export class ToolCallStep {
    * takeover runs again under its existing record. The committed step, null when the lease is gone,
    * or WAITING when the call asked the user something and the run stopped at a waitpoint.
    */
-  async run(state: RunState, plan: ToolStep, tools: ResolvedTool[], declarations: ToolDeclaration[], control: RunControl, budget?: TurnBudget): Promise<CommittedStep | typeof WAITING | null> {
+  async run(state: RunState, plan: ToolStep, tools: ResolvedTool[], declarations: ToolDeclaration[], control: RunControl, allowance?: ModelCallAllowance): Promise<CommittedStep | typeof WAITING | null> {
     const { held } = state;
     let outcome: PlannedOutcome;
     const tool = tools.find((t) => t.name === plan.call.name);
@@ -58,7 +59,7 @@ export class ToolCallStep {
       }
       // No side effect through a lease this worker may have lost while the start was committing.
       state.keeper.assertHeld();
-      const call = plan.action === 'execute' ? this.start(state, tool, declarations, plan, budget) : await this.resumed(state, tool, declarations, plan, budget);
+      const call = plan.action === 'execute' ? this.start(state, tool, declarations, plan, allowance) : await this.resumed(state, tool, declarations, plan, allowance);
       const followed = call instanceof CallInFlight || call instanceof RemoteCall ? await this.follow(state, call, plan.call, tool, control) : { outcome: call };
       if ('elicit' in followed) return this.stopForUser(state, followed.call, plan.call, tool, followed.elicit);
       outcome = followed.outcome;
@@ -77,9 +78,7 @@ export class ToolCallStep {
     }
     if (!recorded) return this.fenced(state, 'tool result');
     metrics.toolCall(toolSourceLabel(tool?.source), outcome.success ? 'success' : plan.action === 'record' ? 'not_run' : 'error');
-    state.outputIndex = recorded.outputIndex;
-    // Nothing is shown between steps: a steer joining at this boundary numbers its items from here.
-    state.output = emptyOutput(state.outputIndex);
+    state.boundaryAt(recorded.outputIndex);
     await state.publish(recorded.batch);
     if (lostLive) state.live.resetLoss();
     return recorded.step;
@@ -115,7 +114,7 @@ export class ToolCallStep {
    * reached is an error output for the model. A server may ask the session's model for a completion
    * mid-call (MCP sampling): its tokens are the turn's, committed with the call's result.
    */
-  private start(state: RunState, tool: ResolvedTool | undefined, declarations: ToolDeclaration[], plan: { call: ToolCallSpec; args: Record<string, unknown> }, budget?: TurnBudget): CallInFlight | PlannedOutcome {
+  private start(state: RunState, tool: ResolvedTool | undefined, declarations: ToolDeclaration[], plan: { call: ToolCallSpec; args: Record<string, unknown> }, allowance?: ModelCallAllowance): CallInFlight | PlannedOutcome {
     const { held } = state;
     if (!tool) return { success: false, output: `Unknown tool ${plan.call.name}` };
     const idempotencyKey = `${held.turn.id}:${plan.call.call_id}`;
@@ -124,10 +123,7 @@ export class ToolCallStep {
       const sample = async (params: CreateMessageRequestParams, requestSignal: AbortSignal): Promise<CreateMessageResult> => {
         const scope = { model: held.run.model, approvalMode: held.config.tool_approval_mode, serverLabel: tool.source.replace(/^mcp:/, '') };
         // A completion for the server is one of the turn's model calls: refused past the limit.
-        if (budget) {
-          if (budget.modelCalls >= budget.maxModelCalls) throw samplingOverLimit(budget.maxModelCalls);
-          budget.modelCalls += 1;
-        }
+        if (allowance && !allowance.take()) throw samplingOverLimit(allowance.limit);
         const answered = await this.sampling.answer(scope, params, AbortSignal.any([requestSignal, call.controller.signal]));
         usage = addUsage(usage, answered.usage);
         return answered.result;
@@ -153,7 +149,7 @@ export class ToolCallStep {
     tool: ResolvedTool | undefined,
     declarations: ToolDeclaration[],
     plan: Extract<ToolStep, { action: 'resume_elicitation' }>,
-    budget?: TurnBudget,
+    allowance?: ModelCallAllowance,
   ): Promise<CallInFlight | RemoteCall | PlannedOutcome> {
     const key = `${state.held.turn.id}:${plan.call.call_id}`;
     const call = this.inFlight.take(key);
@@ -167,7 +163,7 @@ export class ToolCallStep {
     }
     const remote = await this.inFlight.reach(key, answer);
     if (remote) return remote;
-    if (plan.idempotent) return this.start(state, tool, declarations, plan, budget);
+    if (plan.idempotent) return this.start(state, tool, declarations, plan, allowance);
     return { success: false, output: ELICITATION_LOST };
   }
 

@@ -8,7 +8,7 @@ import { StepsRepository } from '#libs/turns';
 import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
 import { LeaseLostError } from './run-errors.js';
 import type { RunState } from './run-scope.js';
-import type { ToolPolicy, TurnBudget, TurnKind } from './step-plan.js';
+import type { RunHistory } from './run-history.js';
 import { toolPolicy } from './tool-policy.js';
 
 /**
@@ -18,14 +18,11 @@ import { toolPolicy } from './tool-policy.js';
 export const UNAVAILABLE_TOOLS_NOTE =
   'Note: some of the tools you would normally have are unavailable for this turn. Work with the tools you have, and tell the user if that keeps you from doing what they asked.';
 
-/** What the planner needs of a held turn besides its committed steps. */
+/** A held turn's tools, and the history the decider starts from (its steps, its limits, what earlier runs spent). */
 export interface TurnPlan {
   declarations: ToolDeclaration[];
   tools: ResolvedTool[];
-  policy: ToolPolicy;
-  /** The limits and what earlier runs of the turn spent; the executor adds what this run spends. */
-  budget: TurnBudget;
-  kind: TurnKind;
+  history: RunHistory;
 }
 
 /**
@@ -65,9 +62,14 @@ export class TurnPlanning {
     return {
       declarations,
       tools,
-      policy: toolPolicy(tools, held.config.tool_approval_mode, held.trustedTools),
-      budget: { maxModelCalls: limits.max_model_calls, maxToolCalls: limits.max_tool_calls, ...spent },
-      kind: held.config.compact ? 'compaction' : 'message',
+      history: {
+        kind: held.config.compact ? 'compaction' : 'message',
+        policy: toolPolicy(tools, held.config.tool_approval_mode, held.trustedTools),
+        limits: { maxModelCalls: limits.max_model_calls, maxToolCalls: limits.max_tool_calls },
+        spentBefore: spent,
+        claimed: held.steps,
+        facts: [],
+      },
     };
   }
 
