@@ -1,3 +1,4 @@
+import { DomainError, type ErrorCode } from '#libs/errors';
 import type { OutboxBatch } from '#libs/events';
 import type { SessionEntity } from '#libs/sessions';
 import type { Lease, RunEntity, TurnEntity, Waitpoint } from '#libs/turns';
@@ -111,3 +112,12 @@ export const aBatch = (sessionId = 's1'): OutboxBatch => ({ sessionId, rows: [] 
 
 /** The types of the events in the order given (what an orchestrator announced). */
 export const typesOf = (events: readonly { type: string }[]): string[] => events.map((e) => e.type);
+
+/** For assert.rejects/throws: a DomainError with this code (and these details, when given). */
+export const domainError =
+  (code: ErrorCode, details?: Record<string, unknown>) =>
+  (error: unknown): boolean => {
+    if (!(error instanceof DomainError) || error.code !== code) return false;
+    for (const [key, value] of Object.entries(details ?? {})) if (JSON.stringify(error.details[key]) !== JSON.stringify(value)) return false;
+    return true;
+  };
