@@ -46,6 +46,8 @@ class Orchestrator {
   }
 }
 
+const manager = () => ({}) as EntityManager;
+
 describe('newTestService', () => {
   it('builds the class with a mock for each constructor dependency, found by its type or injection token', async () => {
     const { sut, mocks, dataSource } = newTestService(Orchestrator);
@@ -73,12 +75,21 @@ describe('newTestService', () => {
     assert.deepEqual(dataSource.transactions[0]!.manager.query.mock.calls.map((c) => c.arguments[0]), ['SELECT 1']);
   });
 
-  it('answers an unprogrammed method with undefined, and takes a given value for a token instead of a mock', async () => {
+  it('takes a given value for a token instead of a mock (the rest stay unprogrammed)', async () => {
     const clock = new Clock();
     const { sut, mocks } = newTestService(Orchestrator, [[Clock, clock]]);
     assert.equal(await sut.run('a'), 'none');
     assert.equal(mocks.get(Clock), clock);
     assert.equal(mocks.get<Mailer>('MAILER').send.mock.callCount(), 0);
+  });
+
+  it('a method declared async answers a resolved promise until programmed; any other method, undefined', async () => {
+    const { mocks } = newTestService(Orchestrator);
+    const found = mocks.get(Rows).find(manager(), 'a');
+    assert.ok(found instanceof Promise);
+    assert.equal(await found, undefined);
+    assert.equal(mocks.get(Clock).now(), undefined);
+    assert.equal(mocks.get<Mailer>('MAILER').send('x'), undefined, 'an interface: nothing to tell an async method by');
   });
 
   it('refuses a token the service does not take, and a class without constructor metadata', () => {

@@ -14,14 +14,12 @@ import { DataSource, type EntityManager } from 'typeorm';
  *   mocks.get(RunsRepository).lockExpiredRun.mock.mockImplementation(async () => true);
  *   assert.equal(mocks.get(RunsRepository).interruptRun.mock.callCount(), 1);
  *
- * An unprogrammed method returns undefined. Plain fields (settings) are set on the mock:
+ * An unprogrammed method answers undefined (a resolved undefined for a method declared `async`). Plain fields (settings) are set on the mock:
  * `mocks.get(AppConfig).runMaxTakeovers = 3`. The DataSource is a fake (`FakeDataSource`) whose
  * `transaction(fn)` runs `fn` with a fake manager and records whether it committed.
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyFunction = (...args: any[]) => any;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Token<T = unknown> = abstract new (...args: any[]) => T;
 
 /** A dependency as a test sees it: each method a node:test mock with the method's own signature. */
@@ -72,20 +70,33 @@ function fakeManager(transactionNumber: number): FakeManager {
   return manager;
 }
 
-/** Builds a mock whose every method is created on first use as a `mock.fn()`. */
-export function automock<T>(name = 'mock'): Mocked<T> {
+/**
+ * Builds a mock whose every method is created on first use as a `mock.fn()`. Given the class it
+ * stands for, a method the class declares `async` answers a resolved promise (of undefined) until
+ * programmed, as the real one never returns a bare value; any other answers undefined.
+ */
+export function automock<T>(name = 'mock', of?: Token<T>): Mocked<T> {
   const target: Record<string | symbol, unknown> = {};
   return new Proxy(target, {
     get(own, property) {
       if (property in own) return own[property];
       // Not a promise (an `await` of the mock must not call it), not a string, not iterable.
       if (typeof property === 'symbol' || property === 'then' || property === 'toJSON') return undefined;
-      const fn = mock.fn();
+      const fn = of && isAsyncMethod(of, property) ? mock.fn(async () => undefined) : mock.fn();
       Object.defineProperty(fn, 'name', { value: `${name}.${property}` });
       own[property] = fn;
       return fn;
     },
   }) as Mocked<T>;
+}
+
+/** Whether the class (or a class it extends) declares `property` as an async method; a getter is never read. */
+function isAsyncMethod(of: Token, property: string): boolean {
+  for (let proto: object | null = of.prototype as object; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto) as object | null) {
+    const descriptor = Object.getOwnPropertyDescriptor(proto, property);
+    if (descriptor) return typeof descriptor.value === 'function' && (descriptor.value as AnyFunction).constructor.name === 'AsyncFunction';
+  }
+  return false;
 }
 
 /** The mocks a test service was built with, by the token each constructor parameter is injected by. */
@@ -131,7 +142,7 @@ export function newTestService<S>(Service: new (...args: never[]) => S, override
   const byIndex = tokens.map((token, index) => {
     // A type the compiler erased (an interface, a union): no token to share, a mock of its own.
     const anonymous = token === undefined || token === Object || token === Function;
-    const value = given.has(token) ? given.get(token) : token === DataSource ? dataSource : anonymous || !byToken.has(token) ? automock(describe(token, index)) : byToken.get(token);
+    const value = given.has(token) ? given.get(token) : token === DataSource ? dataSource : anonymous || !byToken.has(token) ? automock(describe(token, index), typeof token === 'function' && !anonymous ? (token as Token) : undefined) : byToken.get(token);
     if (!anonymous) byToken.set(token, value);
     return value;
   });
