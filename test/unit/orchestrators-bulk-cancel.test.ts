@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Logger } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { EventOutbox } from '#libs/events';
-import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
+import type { IdempotentResponse } from '#libs/inputs';
 import { AfterCommit, type Nudge, SessionControls } from '#libs/lifecycle';
 import { BULK_CANCEL_MAX, BULK_CANCEL_SAMPLE, BulkCancelSessions, type BulkCancelResultDto } from '#libs/operations';
 import { SessionsRepository } from '#libs/sessions';
@@ -19,12 +20,17 @@ import { newTestService } from './support/new-test-service.js';
 Logger.overrideLogger(false);
 const principal = { userId: 'admin', actorId: 'admin', keyId: 'key-1' } as Principal;
 
+/** What runs the call at most once per key (the constructor's last parameter): the work when no receipt answers, then the receipt's own transaction. */
+interface ReceiptWriter {
+  execute(scope: { ownerId: string; scope: string; key: string }, respond: (manager: EntityManager) => Promise<{ status: number; body: unknown }>, work?: () => Promise<void>): Promise<IdempotentResponse>;
+}
+
 function bulk(targets: { sessionId: string; turnId: string }[], total = targets.length) {
   const service = newTestService(BulkCancelSessions);
   const { mocks } = service;
   const sessions = mocks.get(SessionsRepository);
   const controls = mocks.get(SessionControls);
-  const idempotency = mocks.get(IdempotencyService);
+  const idempotency = mocks.at<ReceiptWriter>(BulkCancelSessions.length - 1);
   sessions.cancellable.mock.mockImplementation(async () => ({ total, targets }));
   sessions.lock.mock.mockImplementation(async (_m, id) => aSession({ id }));
   mocks.get(TurnsRepository).findTurn.mock.mockImplementation(async (_m, id) => aTurn({ id }));

@@ -7,7 +7,7 @@ import { CooperationTransitions, CooperationWaits, type HeldTurn, SessionControl
 import { type MemberState, SessionsRepository, TreeRepository } from '#libs/sessions';
 import { RunsRepository, StepsRepository, type ToolCallSpec, TurnsRepository } from '#libs/turns';
 import { DomainError } from '#libs/errors';
-import { aBatch, aLease, aRun, aSession, aTurn, aWaitpoint, typesOf } from './support/aggregate-fixtures.js';
+import { aBatch, aCallsWaitpoint, aLease, aRun, aSession, aTurn, typesOf } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';
 
 // A coordinator's calls on its members (CooperationTransitions.perform) and its wait for them
@@ -209,7 +209,7 @@ describe('a coordinator\'s wait for its members (CooperationWaits)', () => {
 
   it('a delivery wakes the waiting coordinator once its wait resolves: the members\' results its step, a new run nudged for takeover', async () => {
     const { sut, tree, turns, steps } = waits([member()]);
-    const waitpoint = aWaitpoint({ kind: 'cooperation', questions: undefined, tool_calls: [wait] });
+    const waitpoint = aCallsWaitpoint('cooperation', [wait]);
     turns.activeTurn.mock.mockImplementation(async () => aTurn({ waitpoint }));
     tree.takeSignals.mock.mockImplementation(async () => []);
     turns.resumeTurn.mock.mockImplementation(async (_m, turn, nextRunId) => ({ turn: { ...turn, waitpoint: null }, run: aRun({ id: nextRunId }) }));

@@ -5,7 +5,7 @@ import { StepTransitions, WaitpointControls } from '#libs/lifecycle';
 import { SessionsRepository } from '#libs/sessions';
 import { ELICITATION_ACTION_QUESTION } from '#libs/tools';
 import { ItemsRepository, StepsRepository, TurnsRepository, type Waitpoint, type WaitpointResponse } from '#libs/turns';
-import { aRun, aSession, aTurn, aWaitingTurn, aWaitpoint, domainError, typesOf } from './support/aggregate-fixtures.js';
+import { aCallsWaitpoint, aRun, aSession, aTurn, aWaitingTurn, aWaitpoint, domainError, typesOf } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';
 
 // The clients' side of waitpoints (WaitpointControls): which responses resolve a waitpoint, what a
@@ -25,16 +25,12 @@ function controls(waitpoint: Waitpoint | null = aWaitpoint()) {
 }
 
 const answer = (answers: Record<string, string | string[]>): WaitpointResponse => ({ type: 'answer', answers: Object.entries(answers).map(([question_id, a]) => ({ question_id, answer: a })) });
-const approval = aWaitpoint({
-  id: 'wp2',
-  kind: 'approval',
-  questions: undefined,
-  tool_calls: [
-    { call_id: 'c1', name: 'shell', arguments: '{}' },
-    { call_id: 'c2', name: 'fetch', arguments: '{}' },
-  ],
-});
-const clientTool = aWaitpoint({ id: 'wp3', kind: 'client_tool', questions: undefined, tool_calls: [approval.tool_calls![0]!, approval.tool_calls![1]!] });
+const calls = [
+  { call_id: 'c1', name: 'shell', arguments: '{}' },
+  { call_id: 'c2', name: 'fetch', arguments: '{}' },
+];
+const approval = aCallsWaitpoint('approval', calls, { id: 'wp2' });
+const clientTool = aCallsWaitpoint('client_tool', calls, { id: 'wp3' });
 
 describe('resolving a waitpoint (WaitpointControls.resume)', () => {
   it('records the answer as the waitpoint\'s step, without a lease, and resumes the turn in a new run for any worker', async () => {
@@ -101,7 +97,7 @@ describe('resolving a waitpoint (WaitpointControls.resume)', () => {
 
   it('answers an MCP server\'s elicitation with the action and the fields converted to their schema types', async () => {
     const elicitation = aWaitpoint({
-      questions: undefined,
+      questions: [],
       elicitation: { call_id: 'c5', server_label: 'mcp', mode: 'form', message: 'Age?', requested_schema: { type: 'object', properties: { age: { type: 'integer' } }, required: ['age'] } },
     });
     const { sut, steps } = controls(elicitation);

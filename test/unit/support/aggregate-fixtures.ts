@@ -1,7 +1,7 @@
 import { DomainError, type ErrorCode } from '#libs/errors';
 import type { OutboxBatch } from '#libs/events';
 import type { SessionEntity } from '#libs/sessions';
-import type { Lease, RunEntity, TurnEntity, Waitpoint } from '#libs/turns';
+import type { Lease, RunEntity, ToolCallSpec, TurnEntity, Waitpoint } from '#libs/turns';
 
 /**
  * Rows of the session aggregate as the repositories return them, for orchestrator unit tests:
@@ -96,8 +96,14 @@ export function aRun(over: Partial<RunEntity> = {}): RunEntity {
   };
 }
 
+/** A question waitpoint (one free-text question, q1) of run r1. */
 export function aWaitpoint(over: Partial<Waitpoint> = {}): Waitpoint {
   return { id: 'wp1', kind: 'question', run_id: 'r1', created_at: 1, questions: [{ question_id: 'q1', question: 'Which?', options: [], multi_select: false, allow_other: true }], ...over };
+}
+
+/** A waitpoint on tool calls (approval, client_tool, cooperation) of run r1: no questions. */
+export function aCallsWaitpoint(kind: 'approval' | 'client_tool' | 'cooperation', calls: ToolCallSpec[], over: Partial<Waitpoint> = {}): Waitpoint {
+  return { id: 'wp1', kind, run_id: 'r1', created_at: 1, tool_calls: calls, ...over };
 }
 
 /** A turn waiting at `waitpoint` (requires_action, or in_progress for a coordinator's wait), its run suspended. */
