@@ -75,6 +75,14 @@ describe('newTestService', () => {
     assert.deepEqual(dataSource.transactions[0]!.manager.query.mock.calls.map((c) => c.arguments[0]), ['SELECT 1']);
   });
 
+  it('answers a raw query of a transaction\'s manager with the data source\'s `answer` ([] unless set)', async () => {
+    const { sut, mocks, dataSource } = newTestService(Orchestrator);
+    mocks.get(Rows).find.mock.mockImplementation(async (_manager, id) => ({ id }));
+    dataSource.answer = (sql) => [{ sql }];
+    await sut.run('a');
+    assert.deepEqual(await dataSource.transactions[0]!.manager.query.mock.calls[0]!.result, [{ sql: 'SELECT 1' }]);
+  });
+
   it('takes a given value for a token instead of a mock (the rest stay unprogrammed)', async () => {
     const clock = new Clock();
     const { sut, mocks } = newTestService(Orchestrator, [[Clock, clock]]);

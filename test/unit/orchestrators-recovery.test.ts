@@ -1,17 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppConfig } from '#libs/config';
-import { RunRecovery, type Seized, TurnClaims } from '#libs/lifecycle';
+import { RunRecovery, type Seized } from '#libs/lifecycle';
 import { SessionsRepository } from '#libs/sessions';
-import { InputsRepository } from '#libs/inputs';
-import { ItemsRepository, type PublicError, RunsRepository, StepsRepository, TurnsRepository } from '#libs/turns';
+import { type PublicError, RunsRepository, TurnsRepository } from '#libs/turns';
 import { RunOutputWriter } from '../../libs/lifecycle/src/run-output.js';
 import { aBatch, aLease, aRun, aSession, aTurn, domainError } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';
 
 // How a run its worker no longer holds is ended or handed on (RunRecovery: the sweep's interrupt, the
-// operator's seize and fail) and how a worker takes over a run that waits for one (TurnClaims):
-// which repositories each case asks, in which order, and what it hands to the after-commit path.
+// operator's seize and fail): which repositories each case asks, in which order, and what it hands
+// to the after-commit path. (A worker's takeover of the run handed on is a claim's: TurnClaims.)
 
 function recovery(config: Partial<AppConfig> = {}) {
   const service = newTestService(RunRecovery);
@@ -168,51 +167,5 @@ describe('the operator\'s fail-turn (RunRecovery.seize, failSeized)', () => {
     assert.equal(writer.closeShown.mock.callCount(), 0);
     assert.equal(writer.endRun.mock.callCount(), 0);
     assert.equal(sessions.setQueuePaused.mock.callCount(), 0);
-  });
-});
-
-describe('a worker takes over a run that waits for one (TurnClaims.claim)', () => {
-  function claims() {
-    const service = newTestService(TurnClaims);
-    Object.assign(service.mocks.get(AppConfig), { maxActiveTurnsPerOwner: 0, runLeaseMs: 30_000 });
-    const sessions = service.mocks.get(SessionsRepository);
-    const turns = service.mocks.get(TurnsRepository);
-    const runs = service.mocks.get(RunsRepository);
-    const activeSummary = { id: 't1', status: 'in_progress', current_run_id: 'r2', result_run_id: null, waitpoint: null };
-    sessions.lockForClaim.mock.mockImplementation(async () => ({ session: aSession({ currentTurn: activeSummary, trustedTools: ['add'] }), accountId: 'owner-1' }));
-    turns.activeTurn.mock.mockImplementation(async () => aTurn({ currentRunId: 'r2' }));
-    return { ...service, sessions, turns, runs };
-  }
-
-  it('leases the active turn\'s unleased run and resumes from its committed steps, claiming no input', async () => {
-    const { sut, mocks, runs } = claims();
-    const run = aRun({ id: 'r2', leaseOwner: 'worker-2', epoch: 5, config: { model: 'gpt-test' } });
-    const steps = [{ runId: 'r1', kind: 'model_call' as const, status: 'completed' as const, ref: null, output: {} }];
-    runs.takeOver.mock.mockImplementation(async () => run);
-    mocks.get(InputsRepository).lastConsumedSeq.mock.mockImplementation(async () => '4');
-    mocks.get(ItemsRepository).countItems.mock.mockImplementation(async () => 3);
-    mocks.get(StepsRepository).stepsSinceLastInput.mock.mockImplementation(async () => steps);
-    const held = await sut.claim('s1', 'r-new', 'worker-2');
-    assert.deepEqual(runs.takeOver.mock.calls[0]!.arguments.slice(1), ['s1', 'worker-2', 30_000]);
-    assert.deepEqual(held?.lease, { runId: 'r2', owner: 'worker-2', epoch: 5 });
-    assert.deepEqual([held?.fresh, held?.lastInputSeq, held?.outputIndex, held?.steps, held?.trustedTools], [false, '4', 3, steps, ['add']]);
-    assert.equal(mocks.get(InputsRepository).head.mock.callCount(), 0);
-    assert.equal(mocks.get(TurnsRepository).startTurn.mock.callCount(), 0);
-  });
-
-  it('claims nothing while the active turn\'s run is held by a live worker (or waits at a waitpoint)', async () => {
-    const { sut, mocks, runs } = claims();
-    runs.takeOver.mock.mockImplementation(async () => null);
-    assert.equal(await sut.claim('s1', 'r-new', 'worker-2'), null);
-    assert.equal(mocks.get(InputsRepository).head.mock.callCount(), 0, 'the queue waits behind the active turn');
-  });
-
-  it('reads no turn when the locked session\'s overview shows none active, and claims nothing from a paused queue', async () => {
-    const { sut, mocks, sessions, turns } = claims();
-    sessions.lockForClaim.mock.mockImplementation(async () => ({ session: aSession({ queuePaused: true }), accountId: 'owner-1' }));
-    assert.equal(await sut.claim('s1', 'r-new', 'worker-2'), null);
-    assert.equal(turns.activeTurn.mock.callCount(), 0);
-    assert.equal(mocks.get(RunsRepository).takeOver.mock.callCount(), 0);
-    assert.equal(mocks.get(InputsRepository).head.mock.callCount(), 0);
   });
 });

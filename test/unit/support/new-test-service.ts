@@ -41,11 +41,13 @@ export interface RecordedTransaction {
 /** A fake TypeORM DataSource: `transaction(fn)` (with or without an isolation level) runs `fn` with a fresh fake manager. */
 export class FakeDataSource {
   readonly transactions: RecordedTransaction[] = [];
+  /** What a raw query of a manager answers unless its `query` mock is programmed (the rows of a read that is not a repository's). */
+  answer: (sql: string, parameters?: unknown[]) => unknown = () => [];
 
   readonly transaction = mock.fn(async (...args: unknown[]): Promise<unknown> => {
     const fn = args.find((arg): arg is (manager: EntityManager) => Promise<unknown> => typeof arg === 'function');
     if (!fn) throw new Error('FakeDataSource.transaction: no function given');
-    const recorded: RecordedTransaction = { manager: fakeManager(this.transactions.length + 1), outcome: 'open' };
+    const recorded: RecordedTransaction = { manager: fakeManager(this.transactions.length + 1, (sql, parameters) => this.answer(sql, parameters)), outcome: 'open' };
     this.transactions.push(recorded);
     try {
       const result = await fn(recorded.manager);
@@ -63,8 +65,8 @@ export class FakeDataSource {
   }
 }
 
-function fakeManager(transactionNumber: number): FakeManager {
-  const manager = { transactionNumber, query: mock.fn(async () => []) } as unknown as FakeManager & { transaction: unknown };
+function fakeManager(transactionNumber: number, answer: (sql: string, parameters?: unknown[]) => unknown): FakeManager {
+  const manager = { transactionNumber, query: mock.fn(async (sql: string, parameters?: unknown[]) => answer(sql, parameters)) } as unknown as FakeManager & { transaction: unknown };
   // A nested transaction runs on the same manager (TypeORM reuses the connection).
   manager.transaction = async (...args: unknown[]) => (args.find((arg) => typeof arg === 'function') as (m: EntityManager) => unknown)(manager);
   return manager;
