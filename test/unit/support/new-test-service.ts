@@ -43,6 +43,10 @@ export class FakeDataSource {
   readonly transactions: RecordedTransaction[] = [];
   /** What a raw query of a manager answers unless its `query` mock is programmed (the rows of a read that is not a repository's). */
   answer: (sql: string, parameters?: unknown[]) => unknown = () => [];
+  /** A statement outside any transaction (its own), answered as a manager's. */
+  readonly query = mock.fn(async (sql: string, parameters?: unknown[]): Promise<unknown> => this.answer(sql, parameters));
+  /** The manager outside any transaction (transaction number 0). */
+  readonly manager: FakeManager = fakeManager(0, (sql, parameters) => this.answer(sql, parameters));
 
   readonly transaction = mock.fn(async (...args: unknown[]): Promise<unknown> => {
     const fn = args.find((arg): arg is (manager: EntityManager) => Promise<unknown> => typeof arg === 'function');
