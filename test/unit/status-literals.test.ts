@@ -62,7 +62,7 @@ describe('every status literal written in SQL is declared by its machine', () =>
     const files = sourceFiles();
     const seen = files.flatMap((file) => statusLiterals(readFileSync(path.join(ROOT, file), 'utf8'), COLUMNS, TABLES));
     const tables = new Set(seen.map((literal) => `${literal.table}.${literal.column}`));
-    for (const key of ['files.status', 'inputs.status', 'webhook_deliveries.status', 'cooperation_signals.status', 'turns.status', 'runs.status', 'turns.waitpoint.kind']) {
+    for (const key of ['files.status', 'inputs.status', 'webhook_deliveries.status', 'inputs.attachment_status', 'turns.status', 'runs.status', 'turns.waitpoint.kind']) {
       assert.ok(tables.has(key), `the scan found literals of ${key}`);
     }
   });
