@@ -83,6 +83,8 @@ export class EventStreamHub implements OnApplicationShutdown {
     // Without a cursor the subscriber expects the session's first event: a window that no longer
     // starts there (trimmed, or lost with Redis data) begins with a resync.
     let startSeq = after === null ? 0 : after.seq;
+    // A cursor inside an entry (an event before its entry's last): the rest of that entry is read again.
+    let startPart = after?.part ?? null;
     if (after === null) {
       // An existing session always has events (agent.session.created at least). No stream means
       // they are not published yet (the writer publishes after its commit, and its answer may
@@ -101,12 +103,11 @@ export class EventStreamHub implements OnApplicationShutdown {
       if (!info || hasGap(after.streamId, info)) {
         start = info?.lastId ?? '0-0';
         startSeq = null;
+        startPart = null;
         sink(resyncFrame(sessionId, start, null, 'cursor_expired').frame);
       }
     }
 
-    // A cursor inside an entry (an event before its entry's last): the rest of the entry is read again.
-    const startPart = start === after?.streamId ? (after.part ?? null) : null;
     const subscription = new Subscription(sessionId, start, startSeq, sink, startPart);
     let state = this.streams.get(sessionId);
     if (!state) {
