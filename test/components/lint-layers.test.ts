@@ -49,6 +49,11 @@ describe('lib layers (npm run lint)', () => {
     assert.equal((await layerErrors('libs/sdk/src/x.ts', "import { X } from '#libs/errors';\nexport const y = X;\n")).length, 1);
   });
 
+  it('keeps the outbox below its subscribers: events may not import #libs/webhooks, webhooks may import #libs/events', async () => {
+    assert.equal((await layerErrors('libs/events/src/x.ts', "import { X } from '#libs/webhooks';\nexport const y = X;\n")).length, 1);
+    assert.deepEqual(await layerErrors('libs/webhooks/src/x.ts', "import { X } from '#libs/events';\nexport const y = X;\n"), []);
+  });
+
   it('reports a relative path into another lib, even one the layers allow', async () => {
     const errors = await layerErrors('libs/sessions/src/x.ts', "import { X } from '../../database/src/index.js';\nexport const y = X;\n");
     assert.equal(errors.length, 1);

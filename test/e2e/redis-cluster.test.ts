@@ -250,7 +250,6 @@ describe('on a Redis Cluster (3 nodes)', () => {
     const keys = new StreamKeys(SHARDS);
     assert.match(keys.stream(sessionId), new RegExp(`^yuxi:session-events:\\{es${shardOf(sessionId, SHARDS)}\\.\\d+\\}:${sessionId}$`));
     assert.equal(await cluster.exists(keys.stream(sessionId)), 1);
-    assert.equal(await cluster.exists(keys.seq(sessionId)), 1);
     assert.equal(await cluster.exists(`bull:{${QUEUES.sessions}}:${QUEUES.sessions}:meta`), 1);
     assert.equal(await cluster.exists(`bull:${QUEUES.sessions}:meta`), 0, 'no untagged BullMQ keys');
   });

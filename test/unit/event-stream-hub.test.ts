@@ -31,7 +31,8 @@ class FakeStreams {
     exists: async (key: string) => (this.entries(key).length > 0 ? 1 : 0),
     xrange: async (key: string, from: string, _to: string, _count: string, count: number) =>
       this.entries(key)
-        .filter(([id]) => after(id, from.slice(1)))
+        // `(id` is exclusive, a bare id inclusive (a cursor inside an entry reads that entry again).
+        .filter(([id]) => (from.startsWith('(') ? after(id, from.slice(1)) : !after(from, id)))
         .slice(0, count),
     call: async (_xinfo: string, _stream: string, key: string) => {
       const list = this.entries(key);
@@ -157,6 +158,49 @@ describe('EventStreamHub fan-out', () => {
         ['evt_1-0', 'evt_2-0', 'evt_3-0', 'evt_4-0', 'evt_5-0', 'evt_6-0', 'evt_7-0'],
         'nothing twice, nothing skipped',
       );
+    } finally {
+      await hub.onApplicationShutdown();
+    }
+  });
+
+  it('reads entries of several events as their events in order, and resumes inside an entry with exactly its later events', async () => {
+    const fake = new FakeStreams();
+    const connections = { of: () => fake.reader as unknown as Redis, close: () => fake.reader.disconnect() };
+    const hub = new EventStreamHub(fake.redis as unknown as Redis, connections, { flush: async () => undefined } as unknown as EventOutbox, new StreamKeys(null));
+    const session = '01a20000-0000-7000-8000-000000000002';
+    const key = `yuxi:session-events:{${session}}`;
+    const event = (name: string, type = 'agent.session.turn.item.added'): string[] => ['t', type, 'e', JSON.stringify({ type, event_id: `evt_${name}` })];
+    // One committed batch of three durable events, then one tick of two live deltas after seq 3,
+    // then an entry with no event (a raised fence), then a durable event of the earlier format.
+    fake.append(key, [
+      ['1-0', ['q', '3', 'f', '0', 'x', '9', ...event('a'), 's', '1', ...event('b'), 's', '2', ...event('c'), 's', '3']],
+      ['2-0', ['q', '3', 'f', '0', 'x', '9', 'l', '1', ...event('d', 'agent.session.turn.output_text.delta'), ...event('e', 'agent.session.turn.output_text.delta')]],
+      ['3-0', ['q', '3', 'f', '7', 'x', '9']],
+    ]);
+    try {
+      const all = new Sink();
+      await hub.subscribe(session, null, all.write);
+      const ids = (sink: Sink) => sink.messages(session).map((m) => m.eventId);
+      assert.deepEqual(ids(all), ['evt_a', 'evt_b', 'evt_c', 'evt_d', 'evt_e']);
+      const cursors = Buffer.concat(all.writes).toString('utf8').split('\n').filter((line) => line.startsWith('id: ')).map((line) => decodeCursor(session, line.slice(4))!);
+      assert.deepEqual(cursors, [
+        { streamId: '1-0', seq: 1, part: 0 },
+        { streamId: '1-0', seq: 2, part: 1 },
+        { streamId: '1-0', seq: 3 },
+        { streamId: '2-0', seq: 3, part: 0 },
+        { streamId: '2-0', seq: 3 },
+      ]);
+
+      // Resuming at each event gets exactly the events after it, in the same entry and later ones.
+      for (const [i, cursor] of cursors.entries()) {
+        const resumed = new Sink();
+        await hub.subscribe(session, cursor, resumed.write);
+        assert.deepEqual(ids(resumed), ids(all).slice(i + 1), `resumed after event ${i}`);
+      }
+
+      fake.append(key, [durable('4-0', 4)]);
+      await until(() => ids(all).length === 6);
+      assert.deepEqual(ids(all).at(-1), 'evt_4-0', 'an entry of the earlier format still reads as its one event');
     } finally {
       await hub.onApplicationShutdown();
     }

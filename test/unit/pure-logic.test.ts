@@ -18,6 +18,14 @@ describe('SSE cursors', () => {
     assert.deepEqual(decodeCursor(SESSION, encodeCursor(SESSION, '5-0', null)), { streamId: '5-0', seq: null });
   });
 
+  it('names an event inside a stream entry by its part; a cursor without one means the whole entry', () => {
+    assert.equal(Buffer.from(encodeCursor(SESSION, '5-0', 7, 2), 'base64url').toString(), `v2:${SESSION}:5-0:7:2`);
+    assert.deepEqual(decodeCursor(SESSION, encodeCursor(SESSION, '5-0', 7, 2)), { streamId: '5-0', seq: 7, part: 2 });
+    assert.deepEqual(decodeCursor(SESSION, encodeCursor(SESSION, '5-0', null, 0)), { streamId: '5-0', seq: null, part: 0 });
+    assert.equal(decodeCursor(SESSION, Buffer.from(`v2:${SESSION}:5-0:7:x`).toString('base64url')), null);
+    assert.equal(decodeCursor(SESSION, Buffer.from(`v2:${SESSION}:5-0:7:1:2`).toString('base64url')), null);
+  });
+
   it('rejects cursors of another session, foreign versions and garbage', () => {
     assert.equal(decodeCursor('01a22bfa-0000-7000-8000-000000000000', encodeCursor(SESSION, '5-0', 1)), null);
     assert.equal(decodeCursor(SESSION, Buffer.from(`v1:${SESSION}:5-0`).toString('base64url')), null);

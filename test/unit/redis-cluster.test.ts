@@ -40,7 +40,6 @@ describe('event-stream keys', () => {
   it('keeps the single-server names: tagged by the session, one reader group', () => {
     const keys = new StreamKeys(null);
     assert.equal(keys.stream(SESSION), `yuxi:session-events:{${SESSION}}`);
-    assert.equal(keys.seq(SESSION), `yuxi:event-seq:{${SESSION}}`);
     assert.equal(keys.fence(SESSION), `yuxi:event-fence:{${SESSION}}`);
     assert.equal(keys.group(SESSION), 0);
     assert.equal(keys.groups, 1);
@@ -54,7 +53,6 @@ describe('event-stream keys', () => {
       const shard = keys.group(session);
       assert.equal(shard, shardOf(session, 16));
       const slot = keySlot(keys.stream(session));
-      assert.equal(keySlot(keys.seq(session)), slot);
       assert.equal(keySlot(keys.fence(session)), slot);
       assert.equal(keySlot(keys.wake(shard, 'hub-1')), slot, 'XREAD over the group and its wake key stays in one slot');
       assert.ok(keys.stream(session).endsWith(`:${session}`), 'each session keeps its own stream within the shard');

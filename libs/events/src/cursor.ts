@@ -1,7 +1,9 @@
 /**
  * SSE cursors (v2) are opaque to clients: base64url of `v2:<session id>:<stream entry id>:<seq>`,
  * where seq is the last durable event sequence number delivered at that point (empty when unknown:
- * the position a resync sets). Binding the session id lets the server reject a cursor from another
+ * the position a resync sets). An entry holds the events of one publish (stream-frames.ts): the
+ * cursor of an event before its entry's last one adds `:<part>`, its place in the entry, so that a
+ * resume there gets the entry's later events; without it the whole entry was delivered. Binding the session id lets the server reject a cursor from another
  * session instead of silently resuming at the wrong place; the seq lets it tell whether durable
  * events were missed. There is one format: a cursor of the earlier three-part form (no seq field)
  * is refused (isRetiredCursor), never resumed without that check.
@@ -9,26 +11,33 @@
 const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
 const SEQ = /^\d{1,18}$/;
 
+const PART = /^\d{1,6}$/;
+
 export interface StreamPosition {
   streamId: string;
   /** The last durable sequence number seen; null when unknown. */
   seq: number | null;
+  /** The last event delivered of entry `streamId`, when not all of it was. */
+  part?: number;
 }
 
-export function encodeCursor(sessionId: string, streamId: string, seq: number | null): string {
-  return Buffer.from(`v2:${sessionId}:${streamId}:${seq === null ? '' : seq}`).toString('base64url');
+export function encodeCursor(sessionId: string, streamId: string, seq: number | null, part: number | null = null): string {
+  return Buffer.from(`v2:${sessionId}:${streamId}:${seq === null ? '' : seq}${part === null ? '' : `:${part}`}`).toString('base64url');
 }
 
 /** The position the cursor points at, or null when it is malformed or belongs elsewhere. */
 export function decodeCursor(sessionId: string, cursor: string): StreamPosition | null {
   if (cursor.length > 200 || !/^[A-Za-z0-9_-]+$/.test(cursor)) return null;
   const parts = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
-  if (parts.length !== 4 || parts[0] !== 'v2' || parts[1] !== sessionId) return null;
+  if ((parts.length !== 4 && parts.length !== 5) || parts[0] !== 'v2' || parts[1] !== sessionId) return null;
   const streamId = parts[2] ?? '';
   if (!STREAM_ID.test(streamId)) return null;
   const seq = parts[3] ?? '';
-  if (seq === '') return { streamId, seq: null };
-  return SEQ.test(seq) ? { streamId, seq: Number(seq) } : null;
+  if (seq !== '' && !SEQ.test(seq)) return null;
+  const position: StreamPosition = { streamId, seq: seq === '' ? null : Number(seq) };
+  if (parts.length === 4) return position;
+  const part = parts[4] ?? '';
+  return PART.test(part) ? { ...position, part: Number(part) } : null;
 }
 
 /**

@@ -2,18 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { prepared, preparedUpTo } from '#libs/database';
 import { Injectable, Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
-import { webhookPayloadOf } from '#libs/webhooks';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { EventPublisher, type DurableRow } from './event-publisher.js';
+import type { PublicEvent } from './event.types.js';
+import { type OutboxAppend, type OutboxContribution, OutboxSubscribers } from './outbox-subscribers.js';
 import type { OutgoingEvent } from './outgoing-events.js';
 
 /** Outbox rows committed together, ready to be published. */
 export interface OutboxBatch {
   sessionId: string;
   rows: DurableRow[];
-  /** The webhook endpoints the batch wrote deliveries for (their chain is the session): nudged after commit. */
-  webhookEndpoints?: string[];
+  /** What the outbox's subscribers wrote for the batch, by subscriber name (webhooks: the endpoints to nudge after commit). */
+  fanOut?: Record<string, string[]>;
 }
 
 export interface AppendOptions {
@@ -56,6 +57,7 @@ export class EventOutbox {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly publisher: EventPublisher,
+    private readonly subscribers: OutboxSubscribers,
   ) {}
 
   /**
@@ -75,43 +77,53 @@ export class EventOutbox {
       const at = values.length;
       return `($${at - 2}, $${at - 1}, $${at}::text, ${i + 1})`;
     });
-    // The webhook bodies of the events webhooks announce (a turn's end, a waitpoint, a created
-    // session): most batches have none and keep the plain INSERT.
-    const hooks: string[] = [];
-    stamped.forEach((event) => {
-      const payload = webhookPayloadOf(event, token);
-      if (!payload) return;
-      values.push(event.event_id, JSON.stringify(payload));
-      hooks.push(`($${values.length - 1}, $${values.length}::text)`);
-    });
     const insert = `INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
        SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, $4, (base.n + e.ord)::text)
        FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)`;
     const base = `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)`;
-    // The deliveries are written by the same statement, so by the same transaction as the facts:
-    // one per enabled endpoint of the session's owner that takes the type. An owner without
-    // endpoints costs an index probe, not a statement.
+    const ownValues = values.length;
+    const fanOut = this.fanOut(sessionId, stamped, token, values);
     const sql =
-      hooks.length === 0
+      fanOut.length === 0
         ? `${base}\n       ${insert}\n       RETURNING seq, type, payload`
         : `${base},
        ins AS (${insert}
          RETURNING seq, type, payload, event_id),
-       -- Key-share locked: an endpoint deleted meanwhile is skipped, never a foreign-key failure of the fact's transaction.
-       w AS (SELECT id, event_types FROM webhook_endpoints WHERE owner_id = (SELECT owner_id FROM sessions WHERE id = $1::uuid) AND enabled FOR KEY SHARE),
-       fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
-         SELECT gen_random_uuid(), w.id, $1::uuid::text, ins.seq, ins.event_id, ins.type, $1::uuid, replace(h.body, $4, ins.seq::text), 'pending', now(), now()
-         FROM ins JOIN (VALUES ${hooks.join(', ')}) AS h(event_id, body) ON h.event_id = ins.event_id
-         JOIN w ON w.event_types IS NULL OR ins.type = ANY (w.event_types)
-         RETURNING endpoint_id)
-       SELECT seq, type, payload, (SELECT array_agg(DISTINCT endpoint_id::text) FROM fan) AS hooked FROM ins`;
-    const rows = (await manager.query(preparedUpTo(stamped.length + hooks.length, sql), values)) as { seq: string; type: string; payload: string; hooked?: string[] | null }[];
-    const hooked = rows[0]?.hooked ?? null;
+       ${fanOut.flatMap((f) => f.ctes).join(',\n       ')}
+       SELECT seq, type, payload, ${fanOut.map((f, i) => `(${f.result}) AS fan_${i}`).join(', ')} FROM ins`;
+    const rows = (await manager.query(preparedUpTo(stamped.length + values.length - ownValues, sql), values)) as ({ seq: string; type: string; payload: string } & Record<string, unknown>)[];
+    const kept: Record<string, string[]> = {};
+    fanOut.forEach((f, i) => {
+      const value = rows[0]?.[`fan_${i}`];
+      if (Array.isArray(value) && value.length > 0) kept[f.name] = value.map(String);
+    });
     return {
       sessionId,
       rows: rows.map((row) => ({ seq: Number(row.seq), epoch: options.epoch ?? null, type: row.type, payload: row.payload })).sort((a, b) => a.seq - b.seq),
-      ...(hooked && hooked.length > 0 ? { webhookEndpoints: hooked } : {}),
+      ...(Object.keys(kept).length > 0 ? { fanOut: kept } : {}),
     };
+  }
+
+  /**
+   * What the outbox's subscribers add to this append's statement (webhooks: their deliveries), so
+   * that it commits with the facts; most batches concern none of them and keep the plain INSERT.
+   */
+  private fanOut(sessionId: string, events: PublicEvent[], seqToken: string, values: unknown[]): (OutboxContribution & { name: string })[] {
+    const append: OutboxAppend = {
+      sessionId,
+      events,
+      seqToken,
+      seqTokenParam: '$4',
+      sessionParam: '$1',
+      param: (value) => {
+        values.push(value);
+        return `$${values.length}`;
+      },
+    };
+    return this.subscribers.all().flatMap((subscriber) => {
+      const contribution = subscriber.contribute(append);
+      return contribution ? [{ ...contribution, name: subscriber.name }] : [];
+    });
   }
 
   /**

@@ -1,79 +1,150 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { AppConfig, getEach, type RedisClient } from '#libs/config';
+import { AppConfig, groupBySlot, isCluster, type RedisClient } from '#libs/config';
 import { newId } from '#libs/database';
 import { EVENT_FORMAT, type EventType, type PublicEvent } from './event.types.js';
 import { boundItemContent } from './item-content-bound.js';
 import type { OutgoingEvent } from './outgoing-events.js';
 import { EVENTS_REDIS } from './redis.providers.js';
 import { StreamKeys } from './stream-keys.js';
+import { entryEvents } from './stream-frames.js';
 
 /**
- * Appends durable (outbox) events to the session stream in sequence order. Only the next sequence
- * number is appended: duplicates (a row two flushers raced on) are skipped and a row that would
- * leave a hole stops the batch, so the stream is always a contiguous prefix of the outbox. Only a
- * caller that knows every row up to `floor` (ARGV[3]) was confirmed in the stream (the relay,
- * starting at the oldest unpublished row) may (re)start a stream whose sequence key is missing or
- * behind (a new session, or Redis lost or rolled back its data): subscribers see the jump in
- * `yuxi.seq` and resync. Without a floor (-1) a missing key answers -1 and nothing is appended.
- * Run events raise the session's fence to their epoch; the fence key is written only when raised.
- * Every claim raises it, so it can expire before the stream only during one run longer than the
- * replay TTL (days), far beyond the lease that decides whether an older run may still stream.
- * Returns the last sequence number in the stream.
+ * What every publishing script starts with: the stream's state, read from its newest entry (its
+ * `q`, `f` and `x` fields, see stream-frames.ts), so one read serves where a sequence key and a
+ * fence key took two, and nothing but the stream itself needs writing or expiring. An entry of the
+ * earlier format (no state fields) still tells the sequence number (its `s`); the fence was then a
+ * key of its own (KEYS[2]), read until the stream's next publish carries it.
+ *
+ * The stream's expiry is renewed only when it is due: an entry records when the stream expires
+ * (`x`), and a publish renews it (EXPIRE) only when that is sooner than the replay TTL from now, or
+ * later than the TTL and its slack (a publisher with a shorter TTL). So a stream lives from its last
+ * publish at least the replay TTL, at most a tenth longer, and most publishes do not expire it.
+ * ARGV[1] is the MAXLEN, ARGV[2] the TTL in seconds, ARGV[3] the publisher's clock in seconds.
  */
-const DURABLE_SCRIPT = `
-local last = tonumber(redis.call('GET', KEYS[2]) or '-1')
-local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
-local raised = false
-local floor = tonumber(ARGV[3])
+const STATE = `
+local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+local last, fence, expires = -1, 0, 0
+if top then
+  local state, earlier = nil, nil
+  local f = top[2]
+  for i = 1, #f, 2 do
+    local name = f[i]
+    if name == 'q' then state = tonumber(f[i + 1])
+    elseif name == 'f' then fence = tonumber(f[i + 1])
+    elseif name == 'x' then expires = tonumber(f[i + 1])
+    elseif name == 's' then earlier = tonumber(f[i + 1]) end
+  end
+  if state then last = state
+  elseif earlier then
+    last = earlier
+    fence = tonumber(redis.call('GET', KEYS[2]) or '0')
+  end
+end
+local ttl = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+local slack = math.max(1, math.floor(ttl / 10))
+local due = expires < now + ttl or expires > now + ttl + slack
+if due then expires = now + ttl + slack end
+local fields = {}
+local function append(head)
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'q', last, 'f', fence, 'x', expires, unpack(head))
+end
+`;
+
+/** Events one entry holds at most: a relay page of hundreds of rows spreads over a few entries. */
+const ENTRY_EVENTS = 100;
+
+/**
+ * Appends durable (outbox) events to the session stream in sequence order, one entry per publish
+ * (ENTRY_EVENTS at most each). Only the next sequence number is appended: duplicates (a row two
+ * flushers raced on) are skipped and a row that would leave a hole stops the batch, so the stream
+ * is always a contiguous prefix of the outbox. Only a caller that knows every row up to `floor`
+ * (ARGV[4]) was confirmed in the stream (the relay, starting at the oldest unpublished row) may
+ * (re)start a stream that is missing or behind (a new session, or Redis lost or rolled back its
+ * data): subscribers see the jump in `yuxi.seq` and resync. Without a floor (-1) a missing stream
+ * answers -1 and nothing is appended. Run events raise the session's fence to their epoch; the
+ * fence lives in the stream, so it expires with it. Returns the last sequence number in the stream.
+ */
+const DURABLE_SCRIPT = `${STATE}
+local floor = tonumber(ARGV[4])
 if floor >= 0 and last < floor then last = floor end
 if last < 0 then return -1 end
-for i = 4, #ARGV, 4 do
+local appended = false
+for i = 5, #ARGV, 4 do
   local seq = tonumber(ARGV[i])
   if seq == last + 1 then
-    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 't', ARGV[i + 2], 'e', ARGV[i + 3], 's', ARGV[i])
+    local n = #fields
+    fields[n + 1] = 't'
+    fields[n + 2] = ARGV[i + 2]
+    fields[n + 3] = 'e'
+    fields[n + 4] = ARGV[i + 3]
+    fields[n + 5] = 's'
+    fields[n + 6] = ARGV[i]
     last = seq
-    if ARGV[i + 1] ~= '' and tonumber(ARGV[i + 1]) > fence then
-      fence = tonumber(ARGV[i + 1])
-      raised = true
+    if ARGV[i + 1] ~= '' and tonumber(ARGV[i + 1]) > fence then fence = tonumber(ARGV[i + 1]) end
+    if n + 6 >= ${ENTRY_EVENTS * 6} then
+      append(fields)
+      fields = {}
+      appended = true
     end
   elseif seq > last + 1 then
     break
   end
 end
-redis.call('SET', KEYS[2], last, 'EX', ARGV[2])
-if raised then redis.call('SET', KEYS[3], fence, 'EX', ARGV[2]) end
-redis.call('EXPIRE', KEYS[1], ARGV[2])
+if #fields > 0 then
+  append(fields)
+  appended = true
+end
+if appended and due then redis.call('EXPIRE', KEYS[1], ttl + slack) end
 return last
 `;
 
 /**
- * Appends live-only events (text deltas) of the run holding fencing epoch ARGV[3], provided no
- * newer run raised the fence (-1) and the durable events they follow (up to ARGV[4]) are in the
- * stream (-2: they would arrive before the item they extend). Each entry records the last durable
- * sequence number before it (`s`), so a cursor taken at a live entry still knows its place.
+ * Appends live-only events (text deltas) of the run holding fencing epoch ARGV[4], as one entry,
+ * provided no newer run raised the fence (-1) and the durable events they follow (up to ARGV[5])
+ * are in the stream (-2: they would arrive before the item they extend). The entry records the
+ * last durable sequence number before it (`q`), so a cursor taken at a live event knows its place.
  */
-const LIVE_SCRIPT = `
-local last = tonumber(redis.call('GET', KEYS[2]) or '-1')
-local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
-if tonumber(ARGV[3]) < fence then return -1 end
-if last < tonumber(ARGV[4]) then return -2 end
-for i = 5, #ARGV, 2 do
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 't', ARGV[i], 'e', ARGV[i + 1], 's', last, 'l', '1')
+const LIVE_SCRIPT = `${STATE}
+if tonumber(ARGV[4]) < fence then return -1 end
+if last < tonumber(ARGV[5]) then return -2 end
+local count = 0
+for i = 6, #ARGV, 2 do
+  if count == 0 then fields = {'l', '1'} end
+  local n = #fields
+  fields[n + 1] = 't'
+  fields[n + 2] = ARGV[i]
+  fields[n + 3] = 'e'
+  fields[n + 4] = ARGV[i + 1]
+  count = count + 1
+  if count == ${ENTRY_EVENTS} or i + 1 >= #ARGV then
+    append(fields)
+    count = 0
+  end
 end
-redis.call('EXPIRE', KEYS[1], ARGV[2])
+if due then redis.call('EXPIRE', KEYS[1], ttl + slack) end
 return 1
 `;
 
-/** Raises the session's fence to ARGV[1] (never lowers it), with the stream's expiry ARGV[2]. */
-const FENCE_SCRIPT = `
-local fence = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tonumber(ARGV[1]) > fence then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) end
+/**
+ * Raises the session's fence to ARGV[4] (never lowers it) with an entry that holds no event. A
+ * session without a stream is left as it is: live events are refused there until durable events
+ * recreate it, and those of a newer run raise the fence themselves.
+ */
+const FENCE_SCRIPT = `${STATE}
+if not top then return 0 end
+local raised = tonumber(ARGV[4])
+if raised <= fence then return 1 end
+fence = raised
+append({})
+if due then redis.call('EXPIRE', KEYS[1], ttl + slack) end
 return 1
 `;
 
 type PublishingRedis = RedisClient & {
-  yuxiPublishDurable(stream: string, seqKey: string, fenceKey: string, ...args: string[]): Promise<number>;
-  yuxiPublishLive(stream: string, seqKey: string, fenceKey: string, ...args: string[]): Promise<number>;
+  yuxiPublishDurable(stream: string, legacyFenceKey: string, ...args: string[]): Promise<number>;
+  yuxiPublishLive(stream: string, legacyFenceKey: string, ...args: string[]): Promise<number>;
+  yuxiRaiseFence(stream: string, legacyFenceKey: string, ...args: string[]): Promise<number>;
 };
 
 /** An outbox row as the stream receives it. */
@@ -96,8 +167,9 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
 
   /** Registered as commands so ioredis sends EVALSHA instead of the script text on every publish. */
   onModuleInit(): void {
-    this.redis.defineCommand('yuxiPublishDurable', { numberOfKeys: 3, lua: DURABLE_SCRIPT });
-    this.redis.defineCommand('yuxiPublishLive', { numberOfKeys: 3, lua: LIVE_SCRIPT });
+    this.redis.defineCommand('yuxiPublishDurable', { numberOfKeys: 2, lua: DURABLE_SCRIPT });
+    this.redis.defineCommand('yuxiPublishLive', { numberOfKeys: 2, lua: LIVE_SCRIPT });
+    this.redis.defineCommand('yuxiRaiseFence', { numberOfKeys: 2, lua: FENCE_SCRIPT });
   }
 
   /** Appends outbox rows in order; returns the last durable sequence number now in the stream. */
@@ -109,10 +181,25 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
 
   /** The last durable sequence number in each session's stream; null where the stream has none (new, expired or lost). */
   async lastSeqs(sessionIds: string[]): Promise<(number | null)[]> {
-    // One GET per key (not MGET), pipelined: sessions' keys live in different cluster slots, and
-    // on a cluster each slot gets its own pipeline (getEach).
-    const values = await getEach(this.redis, sessionIds.map((id) => this.streamKeys.seq(id)));
-    return values.map((value) => (value === null ? null : Number(value)));
+    // The newest entry of each stream, pipelined: sessions' keys live in different cluster slots,
+    // and on a cluster each slot gets its own pipeline.
+    const keys = sessionIds.map((id) => this.streamKeys.stream(id));
+    const seqs: (number | null)[] = keys.map(() => null);
+    const groups = isCluster(this.redis) ? groupBySlot(keys) : [keys.map((_, i) => i)];
+    await Promise.all(
+      groups.map(async (group) => {
+        const pipeline = this.redis.pipeline();
+        for (const i of group) pipeline.xrevrange(keys[i]!, '+', '-', 'COUNT', 1);
+        const results = (await pipeline.exec()) ?? [];
+        group.forEach((keyIndex, i) => {
+          const [error, entries] = results[i] ?? [null, []];
+          if (error) throw error;
+          const fields = (entries as [string, string[]][] | undefined)?.[0]?.[1];
+          seqs[keyIndex] = fields ? lastSeqOf(fields) : null;
+        });
+      }),
+    );
+    return seqs;
   }
 
   /** Appends live-only events of the run with `epoch`, which follow durable event `afterSeq`. */
@@ -129,7 +216,7 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
    * under an older epoch are refused (an operator stopping a run whose worker still streams).
    */
   async raiseFence(sessionId: string, epoch: number): Promise<void> {
-    await this.redis.eval(FENCE_SCRIPT, 1, this.streamKeys.fence(sessionId), String(epoch), String(this.config.eventsReplayTtlSeconds));
+    await (this.redis as PublishingRedis).yuxiRaiseFence(...this.keys(sessionId), ...this.windowArgs(), String(epoch));
   }
 
   /**
@@ -140,18 +227,20 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
     const entries = (await this.redis.xrevrange(this.streamKeys.stream(sessionId), '+', '-', 'COUNT', maxEntries)) as [string, string[]][];
     const shown = new Map<string, { outputIndex: number; text: string }>();
     for (const [, fields] of entries.reverse()) {
-      if (fields[1] !== ('agent.session.turn.output_text.delta' satisfies EventType)) continue;
-      const event = JSON.parse(fields[3] ?? '{}') as { item_id?: string; output_index?: number; delta?: string; yuxi?: { run_id?: string } };
-      if (event.yuxi?.run_id !== runId || !event.item_id) continue;
-      const item = shown.get(event.item_id) ?? { outputIndex: event.output_index ?? 0, text: '' };
-      item.text += event.delta ?? '';
-      shown.set(event.item_id, item);
+      for (const { type, data } of entryEvents(fields).events) {
+        if (type !== ('agent.session.turn.output_text.delta' satisfies EventType)) continue;
+        const event = JSON.parse(data) as { item_id?: string; output_index?: number; delta?: string; yuxi?: { run_id?: string } };
+        if (event.yuxi?.run_id !== runId || !event.item_id) continue;
+        const item = shown.get(event.item_id) ?? { outputIndex: event.output_index ?? 0, text: '' };
+        item.text += event.delta ?? '';
+        shown.set(event.item_id, item);
+      }
     }
     return shown;
   }
 
-  private keys(sessionId: string): [string, string, string] {
-    return [this.streamKeys.stream(sessionId), this.streamKeys.seq(sessionId), this.streamKeys.fence(sessionId)];
+  private keys(sessionId: string): [string, string] {
+    return [this.streamKeys.stream(sessionId), this.streamKeys.fence(sessionId)];
   }
 
   /** Events in their public envelope, with this deployment's bound on item content (EVENT_ITEM_CONTENT_BYTES). */
@@ -159,8 +248,9 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
     return stampEvents(sessionId, events, this.config.eventItemContentBytes);
   }
 
+  /** MAXLEN, TTL and this clock (seconds): what every script's STATE reads. */
   private windowArgs(): string[] {
-    return [String(this.config.eventsReplayMaxLen), String(this.config.eventsReplayTtlSeconds)];
+    return [String(this.config.eventsReplayMaxLen), String(this.config.eventsReplayTtlSeconds), String(Math.floor(Date.now() / 1000))];
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -186,4 +276,14 @@ export function stampEvents(sessionId: string, events: OutgoingEvent[], itemCont
       } as PublicEvent;
     },
   );
+}
+
+/** The last durable sequence number an entry records: its `q`, or in the earlier format its `s`. */
+function lastSeqOf(fields: string[]): number | null {
+  let earlier: number | null = null;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] === 'q') return Number(fields[i + 1]) >= 0 ? Number(fields[i + 1]) : null;
+    if (fields[i] === 's') earlier = Number(fields[i + 1]);
+  }
+  return earlier !== null && earlier >= 0 ? earlier : null;
 }

@@ -1,103 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { type RedisClient, ThrottledLog } from '#libs/config';
 import { newId } from '#libs/database';
-import { compareStreamIds, encodeCursor, sequenceStep, type StreamPosition } from './cursor.js';
+import { compareStreamIds, type StreamPosition } from './cursor.js';
 import { EventOutbox } from './event-outbox.js';
-import { EVENT_FORMAT } from './event.types.js';
-import { type ResyncReason, resyncEvent } from './outgoing-events.js';
 import { EVENTS_REDIS, EVENTS_REDIS_BLOCKING, type ReaderConnections } from './redis.providers.js';
 import { StreamKeys } from './stream-keys.js';
-
-/** One SSE message, framed and UTF-8 encoded once, then written to every subscriber of the session. */
-export interface StreamFrame {
-  streamId: string;
-  /** A durable event's own sequence number, or for a live entry the last durable one before it. */
-  seq: number | null;
-  durable: boolean;
-  frame: Buffer;
-}
-
-/**
- * Receives what to write to one subscriber: one frame, or several joined into one Buffer (a batch
- * read in one go). The same Buffer goes to every subscriber that stands where the batch starts:
- * the sink must not modify it.
- */
-export type Sink = (bytes: Buffer) => void;
-
-class Subscription {
-  live = false;
-  private readonly buffer: StreamFrame[] = [];
-  /** While set, output is gathered here and written as one Buffer by `flush` (a catch-up page). */
-  private gathered: Buffer[] | null = null;
-
-  constructor(
-    private readonly sessionId: string,
-    public lastId: string,
-    public lastSeq: number | null,
-    private readonly sink: Sink,
-  ) {}
-
-  /**
-   * Delivers strictly after lastId, so catch-up and live reads may overlap without duplicates. A
-   * durable event that is not the next in sequence means events were lost on the way (a Redis
-   * outage, a restart without persistence): the subscriber is told to resync before it.
-   */
-  offer(frame: StreamFrame, fromCatchUp = false): void {
-    if (!this.live && !fromCatchUp) {
-      this.buffer.push(frame);
-      return;
-    }
-    if (compareStreamIds(frame.streamId, this.lastId) <= 0) return;
-    if (frame.durable) {
-      const step = sequenceStep(this.lastSeq, frame.seq);
-      if (step === 'skip') {
-        this.lastId = frame.streamId;
-        return;
-      }
-      if (step === 'gap') this.emit(resyncFrame(this.sessionId, this.lastId, (frame.seq ?? 1) - 1, 'events_lost').frame);
-    } else if (frame.seq !== null && this.lastSeq !== null && frame.seq > this.lastSeq) {
-      // A live entry that follows durable events this subscriber never got (a window that starts
-      // mid-run): the deltas alone would hide the gap.
-      this.emit(resyncFrame(this.sessionId, this.lastId, this.lastSeq, 'events_lost').frame);
-    }
-    this.lastId = frame.streamId;
-    if (frame.seq !== null) this.lastSeq = frame.seq;
-    this.emit(frame.frame);
-  }
-
-  private emit(bytes: Buffer): void {
-    if (this.gathered) this.gathered.push(bytes);
-    else this.sink(bytes);
-  }
-
-  /** Offers many frames and writes what they yield at once: one write per page, not per event. */
-  offerAll(frames: Iterable<StreamFrame>, fromCatchUp = false): void {
-    this.gathered = [];
-    try {
-      for (const frame of frames) this.offer(frame, fromCatchUp);
-    } finally {
-      const out = this.gathered;
-      this.gathered = null;
-      if (out.length > 0) this.sink(out.length === 1 ? out[0]! : Buffer.concat(out));
-    }
-  }
-
-  /**
-   * The fast path of a live batch: this subscriber stood exactly where the batch's reference
-   * subscriber did, so `offer` would have made the same decisions for every frame; it gets the
-   * reference's output as is and moves to the reference's position.
-   */
-  take(bytes: Buffer | null, lastId: string, lastSeq: number | null): void {
-    this.lastId = lastId;
-    this.lastSeq = lastSeq;
-    if (bytes !== null) this.sink(bytes);
-  }
-
-  goLive(): void {
-    this.live = true;
-    this.offerAll(this.buffer.splice(0));
-  }
-}
+import { resyncFrame, type Sink, Subscription, toFrames } from './stream-frames.js';
 
 interface StreamState {
   /** The last entry read live, and the last durable seq a subscriber in step with it has seen. */
@@ -175,6 +83,8 @@ export class EventStreamHub implements OnApplicationShutdown {
     // Without a cursor the subscriber expects the session's first event: a window that no longer
     // starts there (trimmed, or lost with Redis data) begins with a resync.
     let startSeq = after === null ? 0 : after.seq;
+    // A cursor inside an entry (an event before its entry's last): the rest of that entry is read again.
+    let startPart = after?.part ?? null;
     if (after === null) {
       // An existing session always has events (agent.session.created at least). No stream means
       // they are not published yet (the writer publishes after its commit, and its answer may
@@ -193,11 +103,12 @@ export class EventStreamHub implements OnApplicationShutdown {
       if (!info || hasGap(after.streamId, info)) {
         start = info?.lastId ?? '0-0';
         startSeq = null;
+        startPart = null;
         sink(resyncFrame(sessionId, start, null, 'cursor_expired').frame);
       }
     }
 
-    const subscription = new Subscription(sessionId, start, startSeq, sink);
+    const subscription = new Subscription(sessionId, start, startSeq, sink, startPart);
     let state = this.streams.get(sessionId);
     if (!state) {
       const group = this.keys.group(sessionId);
@@ -210,18 +121,19 @@ export class EventStreamHub implements OnApplicationShutdown {
     state.subscribers.add(subscription);
 
     try {
-      let cursor = start;
+      let cursor = startPart === null ? `(${start}` : start;
       for (;;) {
-        const page = await this.redis.xrange(key, `(${cursor}`, '+', 'COUNT', CATCH_UP_PAGE);
+        const page = await this.redis.xrange(key, cursor, '+', 'COUNT', CATCH_UP_PAGE);
         subscription.offerAll(
-          page.map(([id, fields]) => toFrame(sessionId, id, fields)),
+          page.flatMap(([id, fields]) => toFrames(sessionId, id, fields)),
           true,
         );
         if (page.length < CATCH_UP_PAGE) break;
         // Catching up is pulled, not pushed: the next page is read once the subscriber has taken
         // this one (`paced`), so a long replay to a slow client waits for it instead of piling up.
         await paced();
-        cursor = page[page.length - 1]?.[0] ?? cursor;
+        const last = page[page.length - 1]?.[0];
+        if (last !== undefined) cursor = `(${last}`;
       }
     } catch (error) {
       this.unsubscribe(sessionId, subscription);
@@ -339,7 +251,7 @@ export class EventStreamHub implements OnApplicationShutdown {
   private deliver(sessionId: string, state: StreamState, entries: [string, string[]][]): void {
     const fromId = state.position;
     const fromSeq = state.seq;
-    const frames = entries.map(([id, fields]) => toFrame(sessionId, id, fields));
+    const frames = entries.flatMap(([id, fields]) => toFrames(sessionId, id, fields));
     const out: Buffer[] = [];
     let resync = false;
     const reference = new Subscription(sessionId, fromId, fromSeq, (bytes) => out.push(bytes));
@@ -354,8 +266,9 @@ export class EventStreamHub implements OnApplicationShutdown {
     state.seq = reference.lastSeq;
     const joined = out.length === 0 ? null : out.length === 1 ? out[0]! : Buffer.concat(out);
     for (const subscription of state.subscribers) {
-      if (!resync && subscription.live && subscription.lastId === fromId && subscription.lastSeq === fromSeq) {
-        subscription.take(joined, reference.lastId, reference.lastSeq);
+      if (!resync && subscription.live && subscription.lastId === fromId && subscription.lastPart === null && subscription.lastSeq === fromSeq) {
+        // Every entry of the batch was read whole: an entry without events (a raised fence) moves it on too.
+        subscription.take(joined, state.position, reference.lastSeq);
       } else {
         subscription.offerAll(frames);
       }
@@ -388,39 +301,4 @@ export function hasGap(afterId: string, info: StreamInfo): boolean {
   if (compareStreamIds(afterId, info.maxDeletedId) < 0) return true;
   if (info.firstId === null) return compareStreamIds(afterId, info.lastId) < 0;
   return compareStreamIds(afterId, info.firstId) < 0;
-}
-
-function toFrame(sessionId: string, streamId: string, fields: string[]): StreamFrame {
-  let type = 'message';
-  let data = '{}';
-  let seq: number | null = null;
-  let durable = true;
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    const value = fields[i + 1];
-    if (fields[i] === 't') type = value ?? type;
-    else if (fields[i] === 'e') data = value ?? data;
-    else if (fields[i] === 's') seq = value === undefined || Number(value) < 0 ? null : Number(value);
-    else if (fields[i] === 'l') durable = false;
-  }
-  return { streamId, seq, durable, frame: Buffer.from(`id: ${encodeCursor(sessionId, streamId, seq)}\nevent: ${type}\ndata: ${data}\n\n`) };
-}
-
-/** Not stored anywhere: each subscriber that needs one gets its own, positioned where it stands. */
-function resyncFrame(sessionId: string, streamId: string, seq: number | null, reason: ResyncReason): StreamFrame {
-  // The envelope's `yuxi` has the format only (no seq, no run): this event is the subscriber's own, never stored.
-  const { type, ...payload } = resyncEvent(reason);
-  const event = {
-    type,
-    event_id: `evt_${newId().replaceAll('-', '')}`,
-    session_id: sessionId,
-    created_at: Math.floor(Date.now() / 1000),
-    ...payload,
-    yuxi: { format: EVENT_FORMAT },
-  };
-  return {
-    streamId,
-    seq,
-    durable: false,
-    frame: Buffer.from(`id: ${encodeCursor(sessionId, streamId, seq)}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`),
-  };
 }

@@ -2,8 +2,10 @@ export { compareStreamIds, decodeCursor, encodeCursor, isRetiredCursor, sequence
 export { EVENT_FORMAT, EVENT_TYPES, type EventType, type PublicEvent } from './event.types.js';
 export { type AppendOptions, EventOutbox, type FlushResult, type LaggingSession, type OutboxBatch } from './event-outbox.js';
 export { boundItemContent } from './item-content-bound.js';
+export { type OutboxAppend, type OutboxContribution, type OutboxSubscriber, OutboxSubscribers } from './outbox-subscribers.js';
 export { type DurableRow, EventPublisher, type LiveOutcome } from './event-publisher.js';
-export { EventStreamHub, hasGap, type StreamFrame, type StreamInfo, type SubscribeResult } from './event-stream-hub.js';
+export { EventStreamHub, hasGap, type StreamInfo, type SubscribeResult } from './event-stream-hub.js';
+export { entryEvents, type StreamFrame, toFrames } from './stream-frames.js';
 export { EventsModule, EventStreamModule } from './events.module.js';
 export { shardOf, shardTag, StreamKeys } from './stream-keys.js';
 export {

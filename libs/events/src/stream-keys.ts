@@ -2,7 +2,7 @@ import { CLUSTER_SLOTS, crc16, keySlot } from '#libs/config';
 
 /**
  * The Redis keys of a session's events. Every key of one session shares a hash tag, so the
- * publishing scripts (stream, sequence number and fence at once) stay in one cluster slot.
+ * publishing scripts (the stream, and the fence key of the earlier format) stay in one cluster slot.
  *
  * On one server (`shards` null) the tag is the session id, as it always was: existing streams,
  * and the replay windows clients resume from, keep their names.
@@ -36,12 +36,10 @@ export class StreamKeys {
     return this.key('yuxi:session-events', sessionId);
   }
 
-  /** The last durable sequence number appended to the session stream. */
-  seq(sessionId: string): string {
-    return this.key('yuxi:event-seq', sessionId);
-  }
-
-  /** The highest run epoch announced on the session stream: live events of older runs are refused. */
+  /**
+   * Where the highest run epoch announced was kept before the stream's entries carried it (their
+   * `f`): read only while a stream's newest entry is of the earlier format, never written.
+   */
   fence(sessionId: string): string {
     return this.key('yuxi:event-fence', sessionId);
   }

@@ -3,6 +3,7 @@ import { EventOutbox, type FlushResult, type OutboxBatch } from '#libs/events';
 import { InputsRepository } from '#libs/inputs';
 import { AttachmentJobs, RunSignals, SessionDispatcher, WebhookJobs } from '#libs/queue';
 import { ACTIVE_TURN_STATUSES } from '#libs/turns';
+import { WEBHOOK_FAN_OUT } from '#libs/webhooks';
 import { CooperationWaits } from './cooperation-waits.js';
 
 /**
@@ -61,7 +62,8 @@ export class AfterCommit {
     for (const nudge of nudges) if (nudge.kind === 'prepare') await this.attachmentJobs.prepareQuietly(nudge.inputId);
     const published = await this.outbox.flush(sessionId, batch);
     // The batch wrote webhook deliveries (its chain is the session): a worker attempts them now.
-    if (batch.webhookEndpoints) await this.webhookJobs.nudgeQuietly(batch.webhookEndpoints.map((endpointId) => ({ endpointId, chain: sessionId })));
+    const endpoints = batch.fanOut?.[WEBHOOK_FAN_OUT];
+    if (endpoints) await this.webhookJobs.nudgeQuietly(endpoints.map((endpointId) => ({ endpointId, chain: sessionId })));
     for (const nudge of nudges) {
       if (nudge.kind === 'queue') await this.dispatcher.nudgeQuietly(nudge.sessionId ?? sessionId);
       if (nudge.kind === 'takeover') await this.dispatcher.nudgeTakeover(sessionId, nudge.runId).catch(() => undefined);

@@ -4,6 +4,7 @@ import { QueueModule } from '#libs/queue';
 import { DeliveryStore } from './delivery/delivery-store.js';
 import { WebhookDeliverer } from './delivery/webhook-deliverer.js';
 import { WebhookSweep } from './delivery/webhook-sweep.js';
+import { WebhookOutboxModule } from './webhook-outbox-subscriber.js';
 import {
   CreateWebhookEndpoint,
   DeleteWebhookEndpoint,
@@ -31,17 +32,17 @@ const USE_CASES = [
   RedeliverWebhook,
 ];
 
-/** The api's side: endpoints and their delivery log, one use case per operation. */
+/** The api's side: endpoints and their delivery log, one use case per operation; its outbox fans deliveries out. */
 @Module({
-  imports: [AuditModule, QueueModule],
+  imports: [AuditModule, QueueModule, WebhookOutboxModule],
   providers: [WebhooksRepository, WebhookUrlPolicy, WebhookSecrets, ...USE_CASES],
   exports: USE_CASES,
 })
 export class WebhooksModule {}
 
-/** The worker's side: the delivery engine and its sweep. */
+/** The worker's side: the delivery engine and its sweep; its outbox fans deliveries out. */
 @Module({
-  imports: [AuditModule, QueueModule],
+  imports: [AuditModule, QueueModule, WebhookOutboxModule],
   providers: [DeliveryStore, WebhookDeliverer, WebhookSweep],
   exports: [WebhookDeliverer, WebhookSweep],
 })

@@ -1,0 +1,60 @@
+import { Injectable, Module, type OnModuleInit } from '@nestjs/common';
+import { EventsModule, type OutboxAppend, type OutboxContribution, type OutboxSubscriber, OutboxSubscribers } from '#libs/events';
+import { webhookPayloadOf } from './webhook-events.js';
+
+/** The name the outbox keeps this subscriber's result under (OutboxBatch.fanOut): the endpoints to nudge after commit. */
+export const WEBHOOK_FAN_OUT = 'webhooks';
+
+/**
+ * Webhooks subscribe to the session outbox: the append that inserts the events webhooks announce
+ * (a turn's end, a waitpoint, a created session) writes their deliveries in the same statement, so
+ * in the same transaction as the facts: one per enabled endpoint of the session's owner that takes
+ * the type. An owner without endpoints costs an index probe, not a statement; a batch without such
+ * events adds nothing.
+ */
+export function webhookFanOut(append: OutboxAppend): OutboxContribution | null {
+  const hooks: string[] = [];
+  for (const event of append.events) {
+    const payload = webhookPayloadOf(event, append.seqToken);
+    if (payload) hooks.push(`(${append.param(event.event_id)}, ${append.param(JSON.stringify(payload))}::text)`);
+  }
+  if (hooks.length === 0) return null;
+  const session = append.sessionParam;
+  return {
+    ctes: [
+      // Key-share locked: an endpoint deleted meanwhile is skipped, never a foreign-key failure of the fact's transaction.
+      `w AS (SELECT id, event_types FROM webhook_endpoints WHERE owner_id = (SELECT owner_id FROM sessions WHERE id = ${session}::uuid) AND enabled FOR KEY SHARE)`,
+      `fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
+         SELECT gen_random_uuid(), w.id, ${session}::uuid::text, ins.seq, ins.event_id, ins.type, ${session}::uuid, replace(h.body, ${append.seqTokenParam}, ins.seq::text), 'pending', now(), now()
+         FROM ins JOIN (VALUES ${hooks.join(', ')}) AS h(event_id, body) ON h.event_id = ins.event_id
+         JOIN w ON w.event_types IS NULL OR ins.type = ANY (w.event_types)
+         RETURNING endpoint_id)`,
+    ],
+    result: 'SELECT array_agg(DISTINCT endpoint_id::text) FROM fan',
+  };
+}
+
+@Injectable()
+export class WebhookOutboxSubscriber implements OutboxSubscriber, OnModuleInit {
+  readonly name = WEBHOOK_FAN_OUT;
+
+  constructor(private readonly subscribers: OutboxSubscribers) {}
+
+  onModuleInit(): void {
+    this.subscribers.register(this);
+  }
+
+  contribute(append: OutboxAppend): OutboxContribution | null {
+    return webhookFanOut(append);
+  }
+}
+
+/**
+ * Registers the webhook fan-out with the outbox: every process that appends session events (api,
+ * worker, the ops CLI) imports it, or its appends would write no deliveries.
+ */
+@Module({
+  imports: [EventsModule],
+  providers: [WebhookOutboxSubscriber],
+})
+export class WebhookOutboxModule {}
