@@ -3,12 +3,13 @@ import type { EntityManager } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import type { Principal } from '#libs/auth';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
-import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
+import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse } from '#libs/inputs';
 import { acceptedReceipt, AfterCommit, type Committed, type Nudge, turnEvents } from '#libs/lifecycle';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
+import { IdempotentWrite, type TransactionWork } from './idempotent-write.js';
 
 /** What an accepting transaction produced besides its response: the events announcing it. */
-export interface Accepted extends WorkResult {
+export interface Accepted extends TransactionWork {
   events: OutgoingEvent[];
   /**
    * What the worker side is asked after commit: the queue may have something to claim, a run waits
@@ -49,7 +50,7 @@ export interface Staging {
 @Injectable()
 export class Acceptance {
   constructor(
-    private readonly idempotency: IdempotencyService,
+    private readonly idempotentWrite: IdempotentWrite,
     private readonly sessions: SessionsRepository,
     private readonly outbox: EventOutbox,
     private readonly afterCommit: AfterCommit,
@@ -68,7 +69,7 @@ export class Acceptance {
     let staged = false;
     let result: IdempotentResponse;
     try {
-      result = await this.idempotency.execute(
+      result = await this.idempotentWrite.execute(
         // An operator acting for the owner keys its requests in its own name: its keys and the owner's never meet.
         { ownerId: principal.operatorFor ? principal.actorId : principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
         async (manager) => {
