@@ -28,6 +28,15 @@ export interface FlushResult {
   complete: boolean;
 }
 
+/** A row an outbox insert answered. */
+export interface OutboxRow {
+  seq: string;
+  type: string;
+  payload: string;
+  /** The webhook endpoints the insert wrote deliveries for (on every row alike), when it wrote any. */
+  hooked?: string[] | null;
+}
+
 /** A session the relay found with rows the stream does not have. */
 export interface LaggingSession {
   sessionId: string;
@@ -64,7 +73,23 @@ export class EventOutbox {
    */
   async append(manager: EntityManager, sessionId: string, events: OutgoingEvent[], options: AppendOptions = {}): Promise<OutboxBatch> {
     if (events.length === 0) return { sessionId, rows: [] };
+    const insert = this.insertion(sessionId, events, options, 1);
+    const rows = (await manager.query(preparedUpTo(insert.rows, `WITH ${insert.ctes}\n       ${insert.select}`), insert.values)) as OutboxRow[];
+    return this.batchOf(sessionId, rows, options);
+  }
+
+  /**
+   * The append as CTEs of a caller's statement, its parameters numbered from `first`: `ctes` (to
+   * follow WITH), and `select`, the query that answers the inserted rows (for `batchOf`). `gate`:
+   * a CTE of the statement whose rows the insert is joined with, so that it inserts nothing when
+   * that CTE has no row (the caller's guarded session update). The sequence numbers are read from
+   * the table with the statement's snapshot: the statement must hold the session lock from its
+   * start (as `append` does, after the lock), or fail on the (session_id, seq) key when another
+   * writer appended meanwhile. `events` must not be empty.
+   */
+  insertion(sessionId: string, events: OutgoingEvent[], options: AppendOptions, first: number, gate?: string): { ctes: string; select: string; values: unknown[]; rows: number } {
     const stamped = this.publisher.stamp(sessionId, events);
+    const $ = (n: number): string => `$${first + n - 1}`;
     // A token no content can hold (random per append) stands for the sequence number until the
     // insert knows it: one statement, no JSON processing in Postgres.
     const token = `__yuxi_seq_${randomBytes(12).toString('hex')}__`;
@@ -73,39 +98,53 @@ export class EventOutbox {
     const tuples = stamped.map((event, i) => {
       values.push(event.event_id, event.type, payloads[i]);
       const at = values.length;
-      return `($${at - 2}, $${at - 1}, $${at}::text, ${i + 1})`;
+      return `(${$(at - 2)}, ${$(at - 1)}, ${$(at)}::text, ${i + 1})`;
     });
     // The webhook bodies of the events webhooks announce (a turn's end, a waitpoint, a created
-    // session): most batches have none and keep the plain INSERT.
+    // session): most batches have none and write no delivery.
     const hooks: string[] = [];
     stamped.forEach((event) => {
       const payload = webhookPayloadOf(event, token);
       if (!payload) return;
       values.push(event.event_id, JSON.stringify(payload));
-      hooks.push(`($${values.length - 1}, $${values.length}::text)`);
+      hooks.push(`(${$(values.length - 1)}, ${$(values.length)}::text)`);
     });
-    const insert = `INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
-       SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, $4, (base.n + e.ord)::text)
-       FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)`;
-    const base = `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)`;
+    const ctes = [
+      `ev_base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = ${$(1)})`,
+      `ev_ins AS (INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
+       SELECT ${$(1)}, ev_base.n + e.ord, e.event_id, e.type, ${$(2)}, ${$(3)}, replace(e.payload, ${$(4)}, (ev_base.n + e.ord)::text)
+       FROM ev_base, ${gate === undefined ? '' : `${gate}, `}(VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
+       RETURNING seq, type, payload, event_id)`,
+    ];
+    if (hooks.length === 0) return { ctes: ctes.join(',\n       '), select: 'SELECT seq, type, payload FROM ev_ins', values, rows: stamped.length };
     // The deliveries are written by the same statement, so by the same transaction as the facts:
     // one per enabled endpoint of the session's owner that takes the type. An owner without
     // endpoints costs an index probe, not a statement.
-    const sql =
-      hooks.length === 0
-        ? `${base}\n       ${insert}\n       RETURNING seq, type, payload`
-        : `${base},
-       ins AS (${insert}
-         RETURNING seq, type, payload, event_id),
-       -- Key-share locked: an endpoint deleted meanwhile is skipped, never a foreign-key failure of the fact's transaction.
-       w AS (SELECT id, event_types FROM webhook_endpoints WHERE owner_id = (SELECT owner_id FROM sessions WHERE id = $1::uuid) AND enabled FOR KEY SHARE),
-       fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
-         SELECT gen_random_uuid(), w.id, $1::uuid::text, ins.seq, ins.event_id, ins.type, $1::uuid, replace(h.body, $4, ins.seq::text), 'pending', now(), now()
-         FROM ins JOIN (VALUES ${hooks.join(', ')}) AS h(event_id, body) ON h.event_id = ins.event_id
-         JOIN w ON w.event_types IS NULL OR ins.type = ANY (w.event_types)
-         RETURNING endpoint_id)
-       SELECT seq, type, payload, (SELECT array_agg(DISTINCT endpoint_id::text) FROM fan) AS hooked FROM ins`;
-    const rows = (await manager.query(preparedUpTo(stamped.length + hooks.length, sql), values)) as { seq: string; type: string; payload: string; hooked?: string[] | null }[];
+    ctes.push(
+      // Key-share locked: an endpoint deleted meanwhile is skipped, never a foreign-key failure of the fact's transaction.
+      `ev_w AS (SELECT id, event_types FROM webhook_endpoints WHERE owner_id = (SELECT owner_id FROM sessions WHERE id = ${$(1)}::uuid) AND enabled FOR KEY SHARE)`,
+      `ev_fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
+         SELECT gen_random_uuid(), ev_w.id, ${$(1)}::uuid::text, ev_ins.seq, ev_ins.event_id, ev_ins.type, ${$(1)}::uuid, replace(h.body, ${$(4)}, ev_ins.seq::text), 'pending', now(), now()
+         FROM ev_ins JOIN (VALUES ${hooks.join(', ')}) AS h(event_id, body) ON h.event_id = ev_ins.event_id
+         JOIN ev_w ON ev_w.event_types IS NULL OR ev_ins.type = ANY (ev_w.event_types)
+         RETURNING endpoint_id)`,
+    );
+    return {
+      ctes: ctes.join(',\n       '),
+      select: 'SELECT seq, type, payload, (SELECT array_agg(DISTINCT endpoint_id::text) FROM ev_fan) AS hooked FROM ev_ins',
+      values,
+      rows: stamped.length + hooks.length,
+    };
+  }
+
+  /** Whether a write failed because another writer appended to the session's outbox after the write's snapshot (its `insertion` numbered from a stale maximum). */
+  static isSeqRace(error: unknown): boolean {
+    const driverError = (error as { driverError?: { code?: string; constraint?: string } } | null)?.driverError;
+    return driverError?.code === '23505' && driverError.constraint === 'session_events_pkey';
+  }
+
+  /** The batch of the rows an `insertion` answered, in sequence order, ready to be published after commit. */
+  batchOf(sessionId: string, rows: OutboxRow[], options: AppendOptions = {}): OutboxBatch {
     const hooked = rows[0]?.hooked ?? null;
     return {
       sessionId,

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import type { Principal } from '#libs/auth';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
-import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse } from '#libs/inputs';
+import { type AcceptedReceipt, IdempotencyService, type IdempotencyScope, type IdempotentResponse } from '#libs/inputs';
 import { acceptedReceipt, AfterCommit, type Committed, type Nudge, turnEvents } from '#libs/lifecycle';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
 import { IdempotentWrite, type TransactionWork } from './idempotent-write.js';
@@ -57,6 +57,12 @@ export class Acceptance {
     private readonly audit: AuditLog,
   ) {}
 
+  /** The idempotency scope of a principal's write: an operator acting for the owner keys its requests in its own name, so its keys and the owner's never meet. */
+  static scopeOf(principal: Principal, scope: string, key: string, intent: unknown): IdempotencyScope {
+    return { ownerId: principal.operatorFor ? principal.actorId : principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) };
+  }
+
+  /** `looked`: the caller's own read of the key found no live receipt (no second read). */
   async accept(
     principal: Principal,
     scope: string,
@@ -64,14 +70,14 @@ export class Acceptance {
     intent: unknown,
     work: (manager: EntityManager) => Promise<Accepted>,
     staging?: Staging,
+    looked = false,
   ): Promise<IdempotentResponse> {
     let committed: Committed | null = null;
     let staged = false;
     let result: IdempotentResponse;
     try {
       result = await this.idempotentWrite.execute(
-        // An operator acting for the owner keys its requests in its own name: its keys and the owner's never meet.
-        { ownerId: principal.operatorFor ? principal.actorId : principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
+        Acceptance.scopeOf(principal, scope, key, intent),
         async (manager) => {
           const accepted = await work(manager);
           if (accepted.sessionId) {
@@ -86,6 +92,7 @@ export class Acceptance {
             staged = true;
             await staging.stage();
           }),
+        looked,
       );
     } catch (error) {
       if (staged) await staging?.discard();
