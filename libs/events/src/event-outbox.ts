@@ -116,7 +116,7 @@ export class EventOutbox {
        FROM ev_base, ${gate === undefined ? '' : `${gate}, `}(VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
        RETURNING seq, type, payload, event_id)`,
     ];
-    if (hooks.length === 0) return { ctes: ctes.join(',\n       '), select: 'SELECT seq, type, payload FROM ev_ins', values, rows: stamped.length };
+    if (hooks.length === 0) return { ctes: ctes.join(',\n       '), select: 'SELECT seq, type, payload, NULL::text[] AS hooked FROM ev_ins', values, rows: stamped.length };
     // The deliveries are written by the same statement, so by the same transaction as the facts:
     // one per enabled endpoint of the session's owner that takes the type. An owner without
     // endpoints costs an index probe, not a statement.

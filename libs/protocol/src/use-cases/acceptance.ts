@@ -6,7 +6,7 @@ import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotencyScope, type IdempotentResponse } from '#libs/inputs';
 import { acceptedReceipt, AfterCommit, type Committed, type Nudge, turnEvents } from '#libs/lifecycle';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
-import { IdempotentWrite, type TransactionWork } from './idempotent-write.js';
+import { type AnsweringWrite, IdempotentWrite, type TransactionWork } from './idempotent-write.js';
 
 /** What an accepting transaction produced besides its response: the events announcing it. */
 export interface Accepted extends TransactionWork {
@@ -80,12 +80,22 @@ export class Acceptance {
         Acceptance.scopeOf(principal, scope, key, intent),
         async (manager) => {
           const accepted = await work(manager);
-          if (accepted.sessionId) {
-            // The relay nudges the queue for a row that announced claimable work, should this request's nudge be lost.
-            const nudge = accepted.nudges.some((n) => n.kind === 'queue');
-            committed = { batch: await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge }), nudges: accepted.nudges, also: accepted.also };
+          const { sessionId, events, nudges, also } = accepted;
+          if (!sessionId) return accepted;
+          if (events.length === 0) {
+            committed = { batch: { sessionId, rows: [] }, nudges, also };
+            return accepted;
           }
-          return accepted;
+          // The relay nudges the queue for a row that announced claimable work, should this request's nudge be lost.
+          const options = { nudge: nudges.some((n) => n.kind === 'queue') };
+          // The outbox rows are inserted by the receipt's statement (the session lock is held since the work took it).
+          const answering: AnsweringWrite = {
+            fragment: (first) => this.outbox.insertion(sessionId, events, options, first),
+            take: (rows) => {
+              committed = { batch: this.outbox.batchOf(sessionId, rows, options), nudges, also };
+            },
+          };
+          return { ...accepted, answering };
         },
         staging &&
           (async () => {

@@ -1,14 +1,24 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { prepared } from '#libs/database';
+import { preparedUpTo } from '#libs/database';
 import { DomainError } from '#libs/errors';
+import type { OutboxRow } from '#libs/events';
 import { IdempotencyService, type IdempotentResponse, type IdempotencyScope, type RidingWrite, type WorkResult } from '#libs/inputs';
+
+/** Writes that run as CTEs of the receipt's statement and whose rows that statement answers (the outbox append). */
+export interface AnsweringWrite {
+  /** The CTEs (to follow WITH) and the query of their rows, parameters numbered from `first`. */
+  fragment(first: number): { ctes: string; select: string; values: unknown[]; rows: number };
+  /** The rows the query answered, once the receipt is inserted (before commit). */
+  take(rows: OutboxRow[]): void;
+}
 
 /** What a transaction's work answered, and the writes it leaves to the receipt's statement. */
 export interface TransactionWork extends WorkResult {
   /** Writes of the work that run with the receipt insert, in its statement (the accepted input's row). */
   riding?: RidingWrite[];
+  answering?: AnsweringWrite;
 }
 
 class DuplicateKey extends Error {}
@@ -53,12 +63,21 @@ export class IdempotentWrite {
           ctes.push(`w${i} AS (${write.sql(next)})`);
           next += write.values.length;
         }
+        const answering = result.answering?.fragment(next);
+        if (answering) {
+          ctes.push(answering.ctes);
+          next += answering.values.length;
+        }
         const insert = this.idempotency.receiptInsert(scope, result, next, { takeover: true });
-        const inserted = (await manager.query(prepared(`${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}${insert.sql}`), [
-          ...riding.flatMap((write) => write.values),
-          ...insert.values,
-        ])) as unknown[];
+        const values = [...riding.flatMap((write) => write.values), ...(answering?.values ?? []), ...insert.values];
+        // With answering writes, one row per row of theirs (one of nulls for none) when the receipt was inserted, no row when not.
+        const sql = answering
+          ? `WITH ${ctes.join(', ')}, acc_receipt AS (${insert.sql})
+       SELECT e.seq, e.type, e.payload, e.hooked FROM acc_receipt LEFT JOIN (${answering.select}) AS e ON true`
+          : `${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}${insert.sql}`;
+        const inserted = (await manager.query(preparedUpTo(answering?.rows ?? 1, sql), values)) as OutboxRow[];
         if (inserted.length === 0) throw new DuplicateKey();
+        result.answering?.take(inserted.filter((row) => row.seq !== null));
         return { status: result.status, body: insert.body, replayed: false, receipt: result.receipt, sessionId: result.sessionId };
       });
     } catch (error) {
