@@ -72,6 +72,33 @@ describe('idempotency', () => {
     }
   });
 
+  it('concurrent first submissions of one message under one key to an idle session: one input, one accepted event, identical bodies', async () => {
+    const session = await createSession();
+    const key = newKey('concurrent-msg');
+    const responses = await Promise.all(Array.from({ length: 10 }, () => sendMessage(session.id, 'raced once', key)));
+    assert.deepEqual(new Set(responses.map((r) => r.status)), new Set([202]));
+    assert.equal(new Set(responses.map((r) => r.text)).size, 1, 'every response is the same bytes');
+    const inputs = await query<{ id: string }>(`SELECT id FROM inputs WHERE session_id = $1`, [session.id]);
+    assert.deepEqual(inputs.map((row) => row.id), [responses[0]!.body.input_id]);
+    const accepted = await query(`SELECT seq FROM session_events WHERE session_id = $1 AND type = 'yuxi.session.event.accepted'`, [session.id]);
+    assert.equal(accepted.length, 1, 'one accepted event');
+  });
+
+  it('concurrent submissions under distinct keys to one session: each queued once, received and event numbers contiguous', async () => {
+    const session = await createSession();
+    const responses = await Promise.all(Array.from({ length: 12 }, (_, i) => sendMessage(session.id, `message ${i}`)));
+    assert.deepEqual(new Set(responses.map((r) => r.status)), new Set([202]));
+    const inputs = await query<{ id: string; received_seq: string }>(`SELECT id, received_seq FROM inputs WHERE session_id = $1 ORDER BY received_seq`, [session.id]);
+    assert.deepEqual(new Set(inputs.map((row) => row.id)), new Set(responses.map((r) => r.body.input_id)));
+    assert.deepEqual(inputs.map((row) => Number(row.received_seq)), Array.from({ length: 12 }, (_, i) => i + 1));
+    // Every writer numbers its events under the session lock and commits before releasing it: any
+    // one read sees the numbers from 1 without a gap or a repeat, the turns' events running meanwhile included.
+    const seqs = (await query<{ seq: string }>(`SELECT seq FROM session_events WHERE session_id = $1 ORDER BY seq`, [session.id])).map((row) => Number(row.seq));
+    assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => i + 1));
+    const accepted = await query(`SELECT seq FROM session_events WHERE session_id = $1 AND type = 'yuxi.session.event.accepted'`, [session.id]);
+    assert.equal(accepted.length, 12);
+  });
+
   it('a session id in capitals is the same session in every respect: one idempotency scope, attachments bound', async () => {
     const session = await createSession();
     const upper = session.id.toUpperCase();

@@ -17,6 +17,7 @@ function appendOf(events: PublicEvent[]): OutboxAppend & { values: unknown[] } {
     seqToken: '__token__',
     seqTokenParam: '$4',
     sessionParam: '$1',
+    rowsCte: 'ev_ins',
     param: (value) => {
       values.push(value);
       return `$${values.length}`;
@@ -44,9 +45,9 @@ describe('webhook fan-out of the outbox', () => {
     assert.deepEqual([body.id, body.type, body.data.turn_id, body.data.status, body.yuxi.seq], ['evt_agent.session.turn.completed', 'agent.session.turn.completed', 't1', 'completed', '__token__']);
     const sql = contribution.ctes.join('\n');
     assert.match(sql, /INSERT INTO webhook_deliveries/);
-    assert.match(sql, /FROM ins JOIN \(VALUES \(\$5, \$6::text\)\)/, 'reads the rows the append inserted');
-    assert.match(sql, /replace\(h\.body, \$4, ins\.seq::text\)/);
-    assert.match(contribution.result, /FROM fan/);
+    assert.match(sql, /FROM ev_ins JOIN \(VALUES \(\$5, \$6::text\)\)/, 'reads the rows the append inserted');
+    assert.match(sql, /replace\(h\.body, \$4, ev_ins\.seq::text\)/);
+    assert.match(contribution.result, /FROM wh_fan/);
   });
 
   it('registers each subscriber once, under its name', () => {

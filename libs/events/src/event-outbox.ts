@@ -5,8 +5,8 @@ import { ThrottledLog } from '#libs/config';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { EventPublisher, type DurableRow } from './event-publisher.js';
-import type { PublicEvent } from './event.types.js';
 import { type OutboxAppend, type OutboxContribution, OutboxSubscribers } from './outbox-subscribers.js';
+import type { PublicEvent } from './event.types.js';
 import type { OutgoingEvent } from './outgoing-events.js';
 
 /** Outbox rows committed together, ready to be published. */
@@ -27,6 +27,15 @@ export interface AppendOptions {
 export interface FlushResult {
   /** Whether every committed row of the session is now in the stream. */
   complete: boolean;
+}
+
+/** A row an outbox insert answered. */
+export interface OutboxRow {
+  seq: string;
+  type: string;
+  payload: string;
+  /** What the subscribers wrote (on every row alike): their results by name, null when none contributed. */
+  fan_out?: Record<string, unknown> | null;
 }
 
 /** A session the relay found with rows the stream does not have. */
@@ -66,7 +75,23 @@ export class EventOutbox {
    */
   async append(manager: EntityManager, sessionId: string, events: OutgoingEvent[], options: AppendOptions = {}): Promise<OutboxBatch> {
     if (events.length === 0) return { sessionId, rows: [] };
+    const insert = this.insertion(sessionId, events, options, 1);
+    const rows = (await manager.query(preparedUpTo(insert.rows, `WITH ${insert.ctes}\n       ${insert.select}`), insert.values)) as OutboxRow[];
+    return this.batchOf(sessionId, rows, options);
+  }
+
+  /**
+   * The append as CTEs of a caller's statement, its parameters numbered from `first`: `ctes` (to
+   * follow WITH), and `select`, the query that answers the inserted rows (for `batchOf`). `gate`:
+   * a CTE of the statement whose rows the insert is joined with, so that it inserts nothing when
+   * that CTE has no row (the caller's guarded session update). The sequence numbers are read from
+   * the table with the statement's snapshot: the statement must hold the session lock from its
+   * start (as `append` does, after the lock), or fail on the (session_id, seq) key when another
+   * writer appended meanwhile. `events` must not be empty.
+   */
+  insertion(sessionId: string, events: OutgoingEvent[], options: AppendOptions, first: number, gate?: string): { ctes: string; select: string; values: unknown[]; rows: number } {
     const stamped = this.publisher.stamp(sessionId, events);
+    const $ = (n: number): string => `$${first + n - 1}`;
     // A token no content can hold (random per append) stands for the sequence number until the
     // insert knows it: one statement, no JSON processing in Postgres.
     const token = `__yuxi_seq_${randomBytes(12).toString('hex')}__`;
@@ -75,55 +100,59 @@ export class EventOutbox {
     const tuples = stamped.map((event, i) => {
       values.push(event.event_id, event.type, payloads[i]);
       const at = values.length;
-      return `($${at - 2}, $${at - 1}, $${at}::text, ${i + 1})`;
+      return `(${$(at - 2)}, ${$(at - 1)}, ${$(at)}::text, ${i + 1})`;
     });
-    const insert = `INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
-       SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, $4, (base.n + e.ord)::text)
-       FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)`;
-    const base = `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)`;
-    const ownValues = values.length;
-    const fanOut = this.fanOut(sessionId, stamped, token, values);
-    const sql =
-      fanOut.length === 0
-        ? `${base}\n       ${insert}\n       RETURNING seq, type, payload`
-        : `${base},
-       ins AS (${insert}
-         RETURNING seq, type, payload, event_id),
-       ${fanOut.flatMap((f) => f.ctes).join(',\n       ')}
-       SELECT seq, type, payload, ${fanOut.map((f, i) => `(${f.result}) AS fan_${i}`).join(', ')} FROM ins`;
-    const rows = (await manager.query(preparedUpTo(stamped.length + values.length - ownValues, sql), values)) as ({ seq: string; type: string; payload: string } & Record<string, unknown>)[];
-    const kept: Record<string, string[]> = {};
-    fanOut.forEach((f, i) => {
-      const value = rows[0]?.[`fan_${i}`];
-      if (Array.isArray(value) && value.length > 0) kept[f.name] = value.map(String);
-    });
-    return {
-      sessionId,
-      rows: rows.map((row) => ({ seq: Number(row.seq), epoch: options.epoch ?? null, type: row.type, payload: row.payload })).sort((a, b) => a.seq - b.seq),
-      ...(Object.keys(kept).length > 0 ? { fanOut: kept } : {}),
-    };
+    const ctes = [
+      `ev_base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = ${$(1)})`,
+      `ev_ins AS (INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
+       SELECT ${$(1)}, ev_base.n + e.ord, e.event_id, e.type, ${$(2)}, ${$(3)}, replace(e.payload, ${$(4)}, (ev_base.n + e.ord)::text)
+       FROM ev_base, ${gate === undefined ? '' : `${gate}, `}(VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
+       RETURNING seq, type, payload, event_id)`,
+    ];
+    const own = values.length;
+    // What the subscribers add (webhooks: their deliveries), in the same statement, so by the same
+    // transaction as the facts; most batches concern none of them and keep the plain insert.
+    const fanOut = this.fanOut(sessionId, stamped, token, values, $);
+    ctes.push(...fanOut.flatMap((f) => f.ctes));
+    const results = fanOut.length === 0 ? 'NULL::json' : `json_build_object(${fanOut.map((f) => `'${f.name}', (${f.result})`).join(', ')})`;
+    return { ctes: ctes.join(',\n       '), select: `SELECT seq, type, payload, ${results} AS fan_out FROM ev_ins`, values, rows: stamped.length + values.length - own };
   }
 
-  /**
-   * What the outbox's subscribers add to this append's statement (webhooks: their deliveries), so
-   * that it commits with the facts; most batches concern none of them and keep the plain INSERT.
-   */
-  private fanOut(sessionId: string, events: PublicEvent[], seqToken: string, values: unknown[]): (OutboxContribution & { name: string })[] {
+  /** What the outbox's subscribers add to one append's statement, their values numbered as `$` does. */
+  private fanOut(sessionId: string, events: PublicEvent[], seqToken: string, values: unknown[], $: (n: number) => string): (OutboxContribution & { name: string })[] {
     const append: OutboxAppend = {
       sessionId,
       events,
       seqToken,
-      seqTokenParam: '$4',
-      sessionParam: '$1',
+      seqTokenParam: $(4),
+      sessionParam: $(1),
+      rowsCte: 'ev_ins',
       param: (value) => {
         values.push(value);
-        return `$${values.length}`;
+        return $(values.length);
       },
     };
     return this.subscribers.all().flatMap((subscriber) => {
       const contribution = subscriber.contribute(append);
       return contribution ? [{ ...contribution, name: subscriber.name }] : [];
     });
+  }
+
+  /** Whether a write failed because another writer appended to the session's outbox after the write's snapshot (its `insertion` numbered from a stale maximum). */
+  static isSeqRace(error: unknown): boolean {
+    const driverError = (error as { driverError?: { code?: string; constraint?: string } } | null)?.driverError;
+    return driverError?.code === '23505' && driverError.constraint === 'session_events_pkey';
+  }
+
+  /** The batch of the rows an `insertion` answered, in sequence order, ready to be published after commit. */
+  batchOf(sessionId: string, rows: OutboxRow[], options: AppendOptions = {}): OutboxBatch {
+    const kept: Record<string, string[]> = {};
+    for (const [name, value] of Object.entries(rows[0]?.fan_out ?? {})) if (Array.isArray(value) && value.length > 0) kept[name] = value.map(String);
+    return {
+      sessionId,
+      rows: rows.map((row) => ({ seq: Number(row.seq), epoch: options.epoch ?? null, type: row.type, payload: row.payload })).sort((a, b) => a.seq - b.seq),
+      ...(Object.keys(kept).length > 0 ? { fanOut: kept } : {}),
+    };
   }
 
   /**

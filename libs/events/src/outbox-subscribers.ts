@@ -3,8 +3,9 @@ import type { PublicEvent } from './event.types.js';
 
 /**
  * What an outbox subscriber is given for each appended batch: the stamped events, and how to add
- * to the append's statement. The statement inserts the batch as the CTE `ins`, which returns each
- * row's `seq`, `type`, `payload` and `event_id`; a subscriber may add CTEs that read it, so that
+ * to the append's statement. The statement inserts the batch as the CTE named `rowsCte`, which
+ * returns each row's `seq`, `type`, `payload` and `event_id`; a subscriber may add CTEs that read it
+ * (named with a prefix of its own: the statement may hold a caller's CTEs too), so that
  * what it writes commits (or fails) with the facts the events announce, in one statement.
  */
 export interface OutboxAppend {
@@ -18,11 +19,13 @@ export interface OutboxAppend {
   param(value: unknown): string;
   /** The placeholder of the session id (a uuid). */
   readonly sessionParam: string;
+  /** The CTE that inserts the batch's rows. */
+  readonly rowsCte: string;
 }
 
 /** What a subscriber adds to one append's statement. */
 export interface OutboxContribution {
-  /** CTEs (`name AS (…)`), after `ins`. */
+  /** CTEs (`name AS (…)`), after the insert's. */
   ctes: string[];
   /** A scalar SQL expression over them: the statement returns it, and the batch keeps it under the subscriber's name when it is a non-empty text array. */
   result: string;

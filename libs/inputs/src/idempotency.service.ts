@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import type { DataSource, EntityManager, Repository } from 'typeorm';
+import type { DataSource, Repository } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { canonicalJson, newId, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import type { RidingWrite } from './inputs.repository.js';
 import { type AcceptedReceipt, IdempotencyReceiptEntity } from './receipt.entity.js';
 
 export interface IdempotencyScope {
@@ -17,13 +16,12 @@ export interface IdempotencyScope {
   requestHash: string;
 }
 
+/** What a write answered: stored with its receipt, replayed byte for byte. */
 export interface WorkResult {
   status: number;
   body: unknown;
   sessionId: string | null;
   receipt: AcceptedReceipt | null;
-  /** Writes of the work that run with the receipt insert, in its statement (the accepted input's row). */
-  riding?: RidingWrite[];
 }
 
 export interface IdempotentResponse {
@@ -34,17 +32,45 @@ export interface IdempotentResponse {
   sessionId: string | null;
 }
 
-const KEY_MAX = 128;
-/** Parameters of the receipt insert itself; riding writes number theirs after these. */
-const RECEIPT_PARAMS = 12;
+/** A receipt row as the lookup reads it (`RECEIPT_LOOKUP`), expired ones included. */
+export interface ReceiptRow {
+  request_hash: string;
+  response_status: number;
+  response_body: string;
+  receipt: AcceptedReceipt | null;
+  session_id: string | null;
+  session_deleted: boolean;
+  /** Past its own `expires_at`: it answers nothing, and a new write may take its key over. */
+  expired: boolean;
+}
 
-class DuplicateKey extends Error {}
+/** A statement (or a CTE of one) with its parameters numbered from the `first` it was built for. */
+export interface SqlFragment {
+  sql: string;
+  values: unknown[];
+}
+
+const KEY_MAX = 128;
+/** The unique (owner, scope, key) constraint: what turns a concurrent duplicate into an error of its whole statement. */
+const RECEIPT_KEY_CONSTRAINT = 'idempotency_receipts_owner_id_scope_idempotency_key_key';
 
 /**
- * Runs a write at most once per idempotency scope. A committed receipt answers a retry with one
- * read. Otherwise the work and the receipt (holding the exact response bytes) commit in one
- * transaction; the receipt insert is last, so a concurrent duplicate blocks on the unique index
- * until the first commits, then rolls its own work back and replays the first response.
+ * The receipt of a scope and key, expired or not, with whether its session is deleted. `$owner`,
+ * `$scope` and `$key` are the parameter references of the statement it is part of.
+ */
+export function receiptLookup(owner: string, scope: string, key: string): string {
+  return `SELECT r.request_hash, r.response_status, r.response_body, r.receipt, r.session_id, s.deleted_at IS NOT NULL AS session_deleted, r.expires_at <= now() AS expired
+       FROM idempotency_receipts r LEFT JOIN sessions s ON s.id = r.session_id
+       WHERE r.owner_id = ${owner} AND r.scope = ${scope} AND r.idempotency_key = ${key}`;
+}
+
+/**
+ * The idempotency receipts of this lib's table: what a write's key already answered (`decide`), and
+ * the insert that stores a new answer (`receiptInsert`), for the orchestrator that owns the write's
+ * statement or transaction. Nothing here opens a transaction or runs the work: a committed receipt
+ * answers a retry with one read; otherwise the work and its receipt commit together, and the
+ * unique (owner, scope, key) constraint turns a concurrent duplicate into a failed write that the
+ * orchestrator answers with the first response.
  */
 @Injectable()
 export class IdempotencyService {
@@ -65,88 +91,74 @@ export class IdempotencyService {
     return createHash('sha256').update(canonicalJson(intent)).digest('hex');
   }
 
-  /**
-   * `prepare` runs only when no receipt answers the key, before the transaction: work that cannot
-   * be part of it (blobs in file storage) and that a replay must not repeat.
-   */
-  async execute(scope: IdempotencyScope, work: (manager: EntityManager) => Promise<WorkResult>, prepare?: () => Promise<void>): Promise<IdempotentResponse> {
-    const earlier = await this.replay(scope);
-    if (earlier) return earlier;
-    await prepare?.();
-    try {
-      return await this.dataSource.transaction(async (manager) => {
-        const result = await work(manager);
-        const body = JSON.stringify(result.body);
-        const now = new Date();
-        // The work's riding writes are CTEs of this statement: Postgres runs each exactly once,
-        // whether or not the receipt is inserted, and a conflict rolls them back with the rest.
-        const riding = result.riding ?? [];
-        let next = RECEIPT_PARAMS + 1;
-        const ctes = riding.map((write, i) => {
-          const cte = `w${i} AS (${write.sql(next)})`;
-          next += write.values.length;
-          return cte;
-        });
-        const inserted = (await manager.query(
-          prepared(`${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}INSERT INTO idempotency_receipts
-             (id, owner_id, scope, idempotency_key, request_hash, session_id, input_id, receipt, response_status, response_body, created_at, expires_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-           ON CONFLICT (owner_id, scope, idempotency_key) DO UPDATE SET id = EXCLUDED.id, request_hash = EXCLUDED.request_hash,
-             session_id = EXCLUDED.session_id, input_id = EXCLUDED.input_id, receipt = EXCLUDED.receipt, response_status = EXCLUDED.response_status,
-             response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-           WHERE idempotency_receipts.expires_at <= now() RETURNING id`),
-          [
-            newId(),
-            scope.ownerId,
-            scope.scope,
-            scope.key,
-            scope.requestHash,
-            result.sessionId,
-            result.receipt?.input_id ?? null,
-            result.receipt === null ? null : JSON.stringify(result.receipt),
-            result.status,
-            body,
-            now,
-            new Date(now.getTime() + this.config.idempotencyTtlHours * 3_600_000),
-            ...riding.flatMap((write) => write.values),
-          ],
-        )) as unknown[];
-        if (inserted.length === 0) throw new DuplicateKey();
-        return { status: result.status, body, replayed: false, receipt: result.receipt, sessionId: result.sessionId };
-      });
-    } catch (error) {
-      // A retry that raced the first request (both found no receipt, the first committed while the
-      // retry waited for the session lock) fails on the state the first one left (e.g. a waitpoint
-      // already resumed): the first response is the answer, not that refusal.
-      if (!(error instanceof DuplicateKey) && !(error instanceof DomainError)) throw error;
-      const first = await this.replay(scope);
-      if (!first) throw error;
-      return first;
-    }
+  static eventScope(sessionId: string): string {
+    return `session:${sessionId}:events`;
   }
 
   /**
-   * The stored response for this scope and key, or null; a different intent is a conflict. A
-   * receipt past its `expires_at` (the TTL of the replica that wrote it) answers nothing, whether or
-   * not the sweep has deleted it yet: the key is free again, and the insert takes the row over.
+   * What an earlier write under this key answers: its stored response, or null (no receipt, or an
+   * expired one: a receipt past its `expires_at`, the TTL of the replica that wrote it, answers
+   * nothing whether or not the sweep has deleted it yet). A different intent is a conflict, and
+   * everything under a deleted session is 404, its first answer too.
    */
-  private async replay(scope: IdempotencyScope): Promise<IdempotentResponse | null> {
-    const rows = (await this.receipts.query(
-      prepared(`SELECT r.request_hash, r.response_status, r.response_body, r.receipt, r.session_id, s.deleted_at IS NOT NULL AS session_deleted
-       FROM idempotency_receipts r LEFT JOIN sessions s ON s.id = r.session_id
-       WHERE r.owner_id = $1 AND r.scope = $2 AND r.idempotency_key = $3 AND r.expires_at > now()`),
-      [scope.ownerId, scope.scope, scope.key],
-    )) as { request_hash: string; response_status: number; response_body: string; receipt: AcceptedReceipt | null; session_id: string | null; session_deleted: boolean }[];
-    const existing = rows[0];
-    if (!existing) return null;
-    if (existing.request_hash !== scope.requestHash) {
+  static decide(row: ReceiptRow | null | undefined, scope: IdempotencyScope): IdempotentResponse | null {
+    if (!row || row.expired) return null;
+    if (row.request_hash !== scope.requestHash) {
       throw new DomainError('idempotency_conflict', 'This Idempotency-Key was already used with a different request; use a new key for a new intent', {
         idempotency_key: scope.key,
       });
     }
-    // Everything under a deleted session is 404, its first answer too (a replayed create must not stream it).
-    if (existing.session_deleted) throw DomainError.notFound(`Session ${existing.session_id}`);
-    return { status: existing.response_status, body: existing.response_body, replayed: true, receipt: existing.receipt, sessionId: existing.session_id };
+    if (row.session_deleted) throw DomainError.notFound(`Session ${row.session_id}`);
+    return { status: row.response_status, body: row.response_body, replayed: true, receipt: row.receipt, sessionId: row.session_id };
+  }
+
+  /** The receipt of this scope and key, expired or not (one read). */
+  async lookup(scope: IdempotencyScope): Promise<ReceiptRow | null> {
+    const rows = (await this.receipts.query(prepared(receiptLookup('$1', '$2', '$3')), [scope.ownerId, scope.scope, scope.key])) as ReceiptRow[];
+    return rows[0] ?? null;
+  }
+
+  /**
+   * The insert storing `result` under the key, its parameters numbered from `first`. `takeover`
+   * (for a write in a transaction of its own): an expired receipt of the key is taken over, and a
+   * live one inserts nothing (RETURNING no row: the caller rolls back and replays). Without it (a
+   * CTE of a write's one statement): a plain insert, gated on the rows of the CTE `gate`, so that
+   * any receipt of the key fails the whole statement (`isDuplicate`) rather than leave its other
+   * writes done; a caller that saw an expired receipt must take the `takeover` path.
+   */
+  receiptInsert(scope: IdempotencyScope, result: WorkResult, first: number, options: { takeover: true } | { takeover: false; gate: string }): SqlFragment & { body: string } {
+    const body = JSON.stringify(result.body);
+    const now = new Date();
+    const values = [
+      newId(),
+      scope.ownerId,
+      scope.scope,
+      scope.key,
+      scope.requestHash,
+      result.sessionId,
+      result.receipt?.input_id ?? null,
+      result.receipt === null ? null : JSON.stringify(result.receipt),
+      result.status,
+      body,
+      now,
+      new Date(now.getTime() + this.config.idempotencyTtlHours * 3_600_000),
+    ];
+    const params = values.map((_, i) => `$${first + i}`).join(', ');
+    const columns = '(id, owner_id, scope, idempotency_key, request_hash, session_id, input_id, receipt, response_status, response_body, created_at, expires_at)';
+    const sql = options.takeover
+      ? `INSERT INTO idempotency_receipts ${columns} VALUES (${params})
+           ON CONFLICT (owner_id, scope, idempotency_key) DO UPDATE SET id = EXCLUDED.id, request_hash = EXCLUDED.request_hash,
+             session_id = EXCLUDED.session_id, input_id = EXCLUDED.input_id, receipt = EXCLUDED.receipt, response_status = EXCLUDED.response_status,
+             response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+           WHERE idempotency_receipts.expires_at <= now() RETURNING id`
+      : `INSERT INTO idempotency_receipts ${columns} SELECT ${params} FROM ${options.gate} RETURNING id`;
+    return { sql, values, body };
+  }
+
+  /** Whether a write failed because a receipt of its key exists (a duplicate that committed first). */
+  static isDuplicate(error: unknown): boolean {
+    const driverError = (error as { driverError?: { code?: string; constraint?: string } } | null)?.driverError;
+    return driverError?.code === '23505' && driverError.constraint === RECEIPT_KEY_CONSTRAINT;
   }
 
   /** The receipt of an earlier event submission to this session, for clients whose response was lost. */
@@ -160,10 +172,6 @@ export class IdempotencyService {
       [ownerId, IdempotencyService.eventScope(sessionId), key, sessionId],
     )) as { receipt: AcceptedReceipt | null }[];
     return rows[0]?.receipt ?? null;
-  }
-
-  static eventScope(sessionId: string): string {
-    return `session:${sessionId}:events`;
   }
 
   /**

@@ -1,4 +1,4 @@
-export { IdempotencyService, type IdempotentResponse, type IdempotencyScope, type WorkResult } from './idempotency.service.js';
+export { IdempotencyService, type IdempotentResponse, type IdempotencyScope, type ReceiptRow, receiptLookup, type SqlFragment, type WorkResult } from './idempotency.service.js';
 export type { AttachmentStatus, FrozenInputConfig, InputContentBlock, InputEntity, InputMessage, InputMode, InputStatus } from './input.entity.js';
 export { InputsModule } from './inputs.module.js';
 export { InputContentBlockDto, InputDto, InputMessageDto } from './input.dto.js';

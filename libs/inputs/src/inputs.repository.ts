@@ -2,12 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { AppConfig } from '#libs/config';
-import { isUuid, newId, prepared, sqlList, statusGuard, unixSeconds } from '#libs/database';
+import { isUuid, prepared, sqlList, statusGuard, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { AttachmentDto } from '#libs/files';
 import { InputDto } from './input.dto.js';
 import { type FrozenInputConfig, INPUT_COLUMNS, InputEntity, inputFromRow, type InputMessage, type InputMode } from './input.entity.js';
 import { preparationRetryDelayMs } from './preparation-backoff.js';
+import { insertSql, insertValues, newInputRow } from './input-insert.js';
 import { ATTACHMENT_TRANSITIONS, INPUT_TRANSITIONS, MODE_TRANSITIONS } from './states.js';
 
 export interface NewInput {
@@ -60,51 +61,24 @@ export class InputsRepository {
 
   /**
    * The new input's row and the statement that inserts it, for a caller that runs it within
-   * another statement of the same transaction (`WorkResult.riding`: with the receipt, one round
-   * trip fewer per submission) rather than on its own (`insert`).
+   * another statement of the same transaction (`riding`: with the receipt, one round trip fewer
+   * per submission) rather than on its own (`insert`).
    */
   insertion(manager: EntityManager, input: NewInput): { row: InputEntity; write: RidingWrite } {
-    const row = manager.create(InputEntity, {
-      id: newId(),
-      sessionId: input.sessionId,
-      receivedSeq: String(input.receivedSeq),
-      mode: input.mode,
-      priority: input.priority ?? 0,
-      status: 'pending',
-      messages: input.messages,
-      attachmentFileIds: input.attachmentFileIds,
-      // Files attached to an input are copied into the workdir by a worker before it can run.
-      attachmentStatus: input.attachmentFileIds.length > 0 ? 'preparing' : 'ready',
-      attachmentError: null,
-      config: input.config,
-      turnId: null,
-      runId: null,
-      receivedAt: input.receivedAt,
-      consumedAt: null,
-      cancelledAt: null,
-    });
-    // Raw SQL on the hottest write: the query builder's per-call SQL generation showed in profiles.
-    // An input preparing its files is the accepting request's job first; the recovery sweep's
-    // first try is due after the grace period (database clock).
-    const sql = (first: number): string => {
-      const $ = (n: number): string => `$${first + n - 1}`;
-      return `INSERT INTO inputs (id, session_id, received_seq, mode, priority, status, messages, attachment_file_ids, attachment_status, config, received_at, attachment_retry_at)
-       VALUES (${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, '${INPUT_TRANSITIONS.accept.to[0]}', ${$(6)}, ${$(7)}, ${$(10)}::varchar, ${$(8)}, ${$(9)}, CASE WHEN ${$(10)}::varchar = 'preparing' THEN now() + ${$(11)}::int * interval '1 millisecond' END)`;
-    };
-    const values = [
-      row.id,
-      row.sessionId,
-      row.receivedSeq,
-      row.mode,
-      row.priority,
-      JSON.stringify(row.messages),
-      JSON.stringify(row.attachmentFileIds),
-      JSON.stringify(row.config),
-      row.receivedAt,
-      row.attachmentStatus,
-      this.config.recoveryGraceMs,
-    ];
-    return { row, write: { sql, values } };
+    const row = newInputRow(manager, input, String(input.receivedSeq));
+    const values = [...insertValues(row, this.config.recoveryGraceMs), row.receivedSeq];
+    return { row, write: { sql: (first) => insertSql(first, `$${first + values.length - 1}`), values } };
+  }
+
+  /**
+   * The insert of a new input as a CTE body of a caller's one statement: its received sequence
+   * number is `seqColumn` of the rows of the CTE `source` (the session's counter, raised by the
+   * same statement), and it inserts nothing when `source` has no row. `receivedSeq` of the row is
+   * unknown until the statement ran.
+   */
+  insertionFrom(manager: EntityManager, input: Omit<NewInput, 'receivedSeq'>, source: { cte: string; seqColumn: string }, first: number): { row: InputEntity; sql: string; values: unknown[] } {
+    const row = newInputRow(manager, { ...input, receivedSeq: 0 }, '');
+    return { row, sql: insertSql(first, `${source.cte}.${source.seqColumn}`, source.cte), values: insertValues(row, this.config.recoveryGraceMs) };
   }
 
   /**

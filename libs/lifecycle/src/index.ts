@@ -3,7 +3,7 @@ export { attachmentBindings, AttachmentTransitions } from './attachment-transiti
 export { CapabilityLimits } from './capability-limits.js';
 export { gateCancelInput, gatePromoteInput, refuseWhileBlocked } from './input-gates.js';
 export { LifecycleModule } from './lifecycle.module.js';
-export { type MessageSpec, mayHaveActiveTurn, resolveMode, SessionControls } from './session-controls.js';
+export { type MessagePlan, type MessageSpec, mayHaveActiveTurn, planMessage, resolveMode, SessionControls } from './session-controls.js';
 export { CAPABILITY_LIMIT_MESSAGES, EVENT_BUILDERS, turnEvents } from './turn-events.js';
 export type { HeldTurn, Interrupted, Outcome, RunOutput, Seized, Settled, Successor } from './held-turn.js';
 export { RunEndings } from './run-endings.js';

@@ -66,19 +66,13 @@ export class SessionControls {
   ): Promise<{ input: InputEntity; steersRunningTurn: boolean; riding: RidingWrite | null }> {
     const receivedAt = new Date();
     const { session, receivedSeq } = await this.sessions.acceptInput(manager, sessionId, ownerId, receivedAt);
-    if (session.archived) throw new DomainError('state_conflict', 'The session is archived');
     // A deleted project's sessions take no new work; what they had already accepted still runs.
-    if (session.projectId !== null && (await this.projects.isDeletedWorkdir(manager, session.workdirId))) {
-      throw new DomainError('state_conflict', `The session's project ${session.projectId} is deleted`);
-    }
+    const workdirDeleted = !session.archived && session.projectId !== null && (await this.projects.isDeletedWorkdir(manager, session.workdirId));
     // The locked row's overview says whether a turn may be active: a follow-up to a settled
     // session (the common case) then needs no read of the turns table.
     const noTurnToGate = spec.queuesBehindBlockedTurn === true || !mayHaveActiveTurn(session.currentTurn);
-    const active = spec.requestedMode === 'follow_up' && noTurnToGate ? null : await this.turns.activeTurn(manager, sessionId);
-    const mode = resolveMode(active, spec.requestedMode, spec.hasOverride);
-    // A message to a paused queue resumes it and runs alone first; the old queue follows. A
-    // compaction request does not: it waits in the paused queue like the inputs before it.
-    const resumes = session.queuePaused && spec.resumesPausedQueue !== false;
+    const active = session.archived || workdirDeleted || (spec.requestedMode === 'follow_up' && noTurnToGate) ? null : await this.turns.activeTurn(manager, sessionId);
+    const { mode, resumes, config, steersRunningTurn } = planMessage(session, workdirDeleted, active, spec);
     if (resumes) await this.sessions.setQueuePaused(manager, sessionId, false);
     const newInput = {
       sessionId,
@@ -87,10 +81,9 @@ export class SessionControls {
       priority: resumes ? 1 : 0,
       messages: spec.messages,
       attachmentFileIds: spec.attachmentFileIds,
-      config: spec.config(session),
+      config,
       receivedAt,
     };
-    const steersRunningTurn = mode === 'steer' && active !== null;
     if (spec.insertWithReceipt === true && spec.attachmentFileIds.length === 0) {
       const { row, write } = this.inputs.insertion(manager, newInput);
       return { input: row, steersRunningTurn, riding: write };
@@ -207,6 +200,31 @@ export class SessionControls {
     const revision = await this.sessions.markArchived(manager, session.id);
     return { ...session, archived: true, revision };
   }
+}
+
+/** What a message becomes on the session as read (or locked): its mode, whether it resumes a paused queue, its frozen config. */
+export interface MessagePlan {
+  mode: InputMode;
+  /** The queue was paused: the message resumes it and runs first (priority 1). */
+  resumes: boolean;
+  config: FrozenInputConfig;
+  /** A steer into the active turn: its worker is told after commit. */
+  steersRunningTurn: boolean;
+}
+
+/**
+ * Decides a message on a session row and its active turn (null: none), refusing what the session
+ * takes no message in: archived, its project deleted (what it had already accepted still runs),
+ * a blocked turn (`resolveMode`), an override its agent's policy forbids (`spec.config`).
+ */
+export function planMessage(session: SessionEntity, workdirDeleted: boolean, active: TurnEntity | null, spec: MessageSpec): MessagePlan {
+  if (session.archived) throw new DomainError('state_conflict', 'The session is archived');
+  if (session.projectId !== null && workdirDeleted) throw new DomainError('state_conflict', `The session's project ${session.projectId} is deleted`);
+  const mode = resolveMode(active, spec.requestedMode, spec.hasOverride);
+  // A message to a paused queue resumes it and runs alone first; the old queue follows. A
+  // compaction request does not: it waits in the paused queue like the inputs before it.
+  const resumes = session.queuePaused && spec.resumesPausedQueue !== false;
+  return { mode, resumes, config: spec.config(session), steersRunningTurn: mode === 'steer' && active !== null };
 }
 
 /**

@@ -3,6 +3,7 @@ import { AuditModule } from '#libs/audit';
 import { EventsModule } from '#libs/events';
 import { InputsModule } from '#libs/inputs';
 import { LifecycleModule } from '#libs/lifecycle';
+import { ProtocolModule } from '#libs/protocol';
 import { QueueModule } from '#libs/queue';
 import { SessionsModule } from '#libs/sessions';
 import { TurnsModule } from '#libs/turns';
@@ -19,7 +20,7 @@ const USE_CASES = [GetSessionTimeline, ListOpenWaitpoints, GetQueueStatus, BulkC
  * queues, a run's exact model requests) and bulk actions. Access is checked by the api's admin controllers, not here.
  */
 @Module({
-  imports: [AuditModule, EventsModule, InputsModule, LifecycleModule, QueueModule, SessionsModule, TurnsModule],
+  imports: [AuditModule, EventsModule, InputsModule, LifecycleModule, ProtocolModule, QueueModule, SessionsModule, TurnsModule],
   providers: USE_CASES,
   exports: USE_CASES,
 })

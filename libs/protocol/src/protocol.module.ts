@@ -12,11 +12,12 @@ import { TurnsModule } from '#libs/turns';
 import { OperatorSessionQueries } from './operator-session-queries.js';
 import { SessionQueriesService } from './session-queries.service.js';
 import { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, DeleteSession, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, UpdateSession, UploadDraft, USE_CASES } from './use-cases/index.js';
+import { IdempotentWrite } from './use-cases/idempotent-write.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
   imports: [AuditModule, AgentsModule, FilesModule, LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
   providers: [...USE_CASES, SessionQueriesService, OperatorSessionQueries],
-  exports: [CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule],
+  exports: [IdempotentWrite, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule],
 })
 export class ProtocolModule {}

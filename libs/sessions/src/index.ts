@@ -14,3 +14,4 @@ export {
   sessionStatusOf,
   sessionStatusSql,
 } from './session-states.js';
+export { acceptanceSessionColumns, acceptInputGuarded, type ReadForAcceptance, readForAcceptance, visibleSessionRead } from './session-acceptance.js';

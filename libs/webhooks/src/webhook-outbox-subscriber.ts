@@ -20,17 +20,18 @@ export function webhookFanOut(append: OutboxAppend): OutboxContribution | null {
   }
   if (hooks.length === 0) return null;
   const session = append.sessionParam;
+  const ins = append.rowsCte;
   return {
     ctes: [
       // Key-share locked: an endpoint deleted meanwhile is skipped, never a foreign-key failure of the fact's transaction.
-      `w AS (SELECT id, event_types FROM webhook_endpoints WHERE owner_id = (SELECT owner_id FROM sessions WHERE id = ${session}::uuid) AND enabled FOR KEY SHARE)`,
-      `fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
-         SELECT gen_random_uuid(), w.id, ${session}::uuid::text, ins.seq, ins.event_id, ins.type, ${session}::uuid, replace(h.body, ${append.seqTokenParam}, ins.seq::text), 'pending', now(), now()
-         FROM ins JOIN (VALUES ${hooks.join(', ')}) AS h(event_id, body) ON h.event_id = ins.event_id
-         JOIN w ON w.event_types IS NULL OR ins.type = ANY (w.event_types)
+      `wh_endpoints AS (SELECT id, event_types FROM webhook_endpoints WHERE owner_id = (SELECT owner_id FROM sessions WHERE id = ${session}::uuid) AND enabled FOR KEY SHARE)`,
+      `wh_fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
+         SELECT gen_random_uuid(), wh_endpoints.id, ${session}::uuid::text, ${ins}.seq, ${ins}.event_id, ${ins}.type, ${session}::uuid, replace(h.body, ${append.seqTokenParam}, ${ins}.seq::text), 'pending', now(), now()
+         FROM ${ins} JOIN (VALUES ${hooks.join(', ')}) AS h(event_id, body) ON h.event_id = ${ins}.event_id
+         JOIN wh_endpoints ON wh_endpoints.event_types IS NULL OR ${ins}.type = ANY (wh_endpoints.event_types)
          RETURNING endpoint_id)`,
     ],
-    result: 'SELECT array_agg(DISTINCT endpoint_id::text) FROM fan',
+    result: 'SELECT array_agg(DISTINCT endpoint_id::text) FROM wh_fan',
   };
 }
 

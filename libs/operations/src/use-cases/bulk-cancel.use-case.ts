@@ -6,6 +6,7 @@ import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { EventOutbox } from '#libs/events';
 import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
+import { IdempotentWrite } from '#libs/protocol';
 import { acceptedReceipt, AfterCommit, type Committed, type Nudge, SessionControls, turnEvents, turnSeconds } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { type CancellableFilter, SessionsRepository } from '#libs/sessions';
@@ -38,7 +39,7 @@ export class BulkCancelSessions {
     private readonly outbox: EventOutbox,
     private readonly afterCommit: AfterCommit,
     private readonly audit: AuditLog,
-    private readonly idempotency: IdempotencyService,
+    private readonly idempotentWrite: IdempotentWrite,
   ) {}
 
   async dryRun(filter: BulkCancelFilterDto): Promise<BulkCancelResultDto> {
@@ -49,7 +50,7 @@ export class BulkCancelSessions {
   async execute(principal: Principal, filter: BulkCancelFilterDto, rawKey: string | undefined): Promise<IdempotentResponse> {
     const key = IdempotencyService.requireKey(rawKey);
     let result: BulkCancelResultDto | null = null;
-    return this.idempotency.execute(
+    return this.idempotentWrite.execute(
       { ownerId: principal.userId, scope: SCOPE, key, requestHash: IdempotencyService.hashIntent({ operation: SCOPE, filter }) },
       // The receipt's own transaction only stores the answer: each session was cancelled in a transaction of its own.
       async () => ({ status: 200, body: result, sessionId: null, receipt: null }),

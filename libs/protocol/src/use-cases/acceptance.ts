@@ -3,12 +3,13 @@ import type { EntityManager } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import type { Principal } from '#libs/auth';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
-import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type WorkResult } from '#libs/inputs';
+import { type AcceptedReceipt, IdempotencyService, type IdempotencyScope, type IdempotentResponse } from '#libs/inputs';
 import { acceptedReceipt, AfterCommit, type Committed, type Nudge, turnEvents } from '#libs/lifecycle';
 import { type SessionEntity, SessionsRepository } from '#libs/sessions';
+import { type AnsweringWrite, IdempotentWrite, type TransactionWork } from './idempotent-write.js';
 
 /** What an accepting transaction produced besides its response: the events announcing it. */
-export interface Accepted extends WorkResult {
+export interface Accepted extends TransactionWork {
   events: OutgoingEvent[];
   /**
    * What the worker side is asked after commit: the queue may have something to claim, a run waits
@@ -49,13 +50,19 @@ export interface Staging {
 @Injectable()
 export class Acceptance {
   constructor(
-    private readonly idempotency: IdempotencyService,
+    private readonly idempotentWrite: IdempotentWrite,
     private readonly sessions: SessionsRepository,
     private readonly outbox: EventOutbox,
     private readonly afterCommit: AfterCommit,
     private readonly audit: AuditLog,
   ) {}
 
+  /** The idempotency scope of a principal's write: an operator acting for the owner keys its requests in its own name, so its keys and the owner's never meet. */
+  static scopeOf(principal: Principal, scope: string, key: string, intent: unknown): IdempotencyScope {
+    return { ownerId: principal.operatorFor ? principal.actorId : principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) };
+  }
+
+  /** `looked`: the caller's own read of the key found no live receipt (no second read). */
   async accept(
     principal: Principal,
     scope: string,
@@ -63,28 +70,39 @@ export class Acceptance {
     intent: unknown,
     work: (manager: EntityManager) => Promise<Accepted>,
     staging?: Staging,
+    looked = false,
   ): Promise<IdempotentResponse> {
     let committed: Committed | null = null;
     let staged = false;
     let result: IdempotentResponse;
     try {
-      result = await this.idempotency.execute(
-        // An operator acting for the owner keys its requests in its own name: its keys and the owner's never meet.
-        { ownerId: principal.operatorFor ? principal.actorId : principal.userId, scope, key, requestHash: IdempotencyService.hashIntent(intent) },
+      result = await this.idempotentWrite.execute(
+        Acceptance.scopeOf(principal, scope, key, intent),
         async (manager) => {
           const accepted = await work(manager);
-          if (accepted.sessionId) {
-            // The relay nudges the queue for a row that announced claimable work, should this request's nudge be lost.
-            const nudge = accepted.nudges.some((n) => n.kind === 'queue');
-            committed = { batch: await this.outbox.append(manager, accepted.sessionId, accepted.events, { nudge }), nudges: accepted.nudges, also: accepted.also };
+          const { sessionId, events, nudges, also } = accepted;
+          if (!sessionId) return accepted;
+          if (events.length === 0) {
+            committed = { batch: { sessionId, rows: [] }, nudges, also };
+            return accepted;
           }
-          return accepted;
+          // The relay nudges the queue for a row that announced claimable work, should this request's nudge be lost.
+          const options = { nudge: nudges.some((n) => n.kind === 'queue') };
+          // The outbox rows are inserted by the receipt's statement (the session lock is held since the work took it).
+          const answering: AnsweringWrite = {
+            fragment: (first) => this.outbox.insertion(sessionId, events, options, first),
+            take: (rows) => {
+              committed = { batch: this.outbox.batchOf(sessionId, rows, options), nudges, also };
+            },
+          };
+          return { ...accepted, answering };
         },
         staging &&
           (async () => {
             staged = true;
             await staging.stage();
           }),
+        looked,
       );
     } catch (error) {
       if (staged) await staging?.discard();

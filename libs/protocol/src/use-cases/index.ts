@@ -1,4 +1,5 @@
 export { Acceptance } from './acceptance.js';
+export { IdempotentWrite, type TransactionWork } from './idempotent-write.js';
 export { DeleteAttachment } from './attachments.use-case.js';
 export { CreateSession } from './create-session.use-case.js';
 export { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
@@ -15,6 +16,8 @@ export { CreateProject, DeleteProject, GetProject, ListProjects } from './projec
 
 import { InlineImages } from '../inline-images.js';
 import { Acceptance } from './acceptance.js';
+import { IdempotentWrite } from './idempotent-write.js';
+import { MessageAcceptance } from './message-acceptance.js';
 import { DeleteAttachment } from './attachments.use-case.js';
 import { CreateSession } from './create-session.use-case.js';
 import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
@@ -30,4 +33,4 @@ import { SubmitOperatorEvent } from './operator-events.use-case.js';
 import { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [Acceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, CreateProject, ListProjects, GetProject, DeleteProject, SubmitOperatorEvent];
+export const USE_CASES = [IdempotentWrite, Acceptance, MessageAcceptance, InlineImages, DeleteAttachment, CreateSession, SubmitEvent, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, CreateProject, ListProjects, GetProject, DeleteProject, SubmitOperatorEvent];

@@ -3,28 +3,26 @@ import { assertApprovalMode, assertModelOverride } from '#libs/agents';
 import { AppConfig } from '#libs/config';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
-import { IdempotencyService, type IdempotentResponse, type InputMessage } from '#libs/inputs';
-import { type Nudge, SessionControls, turnEvents } from '#libs/lifecycle';
+import type { IdempotentResponse, InputMessage } from '#libs/inputs';
 import { ModelRegistry } from '#libs/models';
 import { RunSignals } from '#libs/queue';
 import type { MessageEventDto } from '../dto/submit-event.dto.js';
 import { frozenInputConfig } from '#libs/lifecycle';
 import { InlineImages } from '../inline-images.js';
 import { checkInputText, parseAgentInput } from '../input-parser.js';
-import { Acceptance, acceptedReceipt } from './acceptance.js';
+import { MessageAcceptance } from './message-acceptance.js';
 
 /**
- * Queues a user message: a follow-up (FIFO) or a steer into the running turn. Visibility is checked
- * where the input is accepted (the session UPDATE is scoped to the owner and answers 404), so the
- * hot path pays no separate lookup.
+ * Queues a user message: a follow-up (FIFO) or a steer into the running turn. The request is
+ * checked here (overrides, text bounds, inline images); MessageAcceptance accepts it (the
+ * owner-scoped 404 included) and says whether the running turn's worker is to be told of a steer.
  */
 @Injectable()
 export class SubmitMessage {
   private readonly logger = new Logger(SubmitMessage.name);
 
   constructor(
-    private readonly acceptance: Acceptance,
-    private readonly controls: SessionControls,
+    private readonly messages: MessageAcceptance,
     private readonly models: ModelRegistry,
     private readonly signals: RunSignals,
     private readonly inlineImages: InlineImages,
@@ -46,31 +44,20 @@ export class SubmitMessage {
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
     const images = await this.inlineImages.decode({ ownerId: principal.userId, sessionId }, messages, 'events[0].input');
 
-    let steerIntoRunningTurn = false;
-    const scope = IdempotencyService.eventScope(sessionId);
     const intent = { operation: event.type, session_id: sessionId, event: { ...event, input: images.intentMessages() } };
-    const result = await this.acceptance.accept(principal, scope, key, intent, async (manager) => {
-      const { input, steersRunningTurn, riding } = await this.controls.acceptMessage(manager, principal.userId, sessionId, {
-        requestedMode: event.yuxi?.mode,
-        hasOverride,
-        messages: images.messagesFor(sessionId),
-        attachmentFileIds: event.yuxi?.attachment_file_ids ?? [],
-        config: (session) => {
-          // The agent's policy travels in the session's snapshot: checking it costs no query, and only overrides pay it.
-          if (modelOverride !== undefined) assertModelOverride(principal, session.agentSnapshot?.policy, session.model, modelOverride, 'events[0].yuxi.model');
-          if (event.yuxi?.tool_approval_mode !== undefined) assertApprovalMode(principal, session.agentSnapshot?.policy, event.yuxi.tool_approval_mode, 'events[0].yuxi.tool_approval_mode');
-          return frozenInputConfig(session, { model: modelOverride, toolApprovalMode: event.yuxi?.tool_approval_mode });
-        },
-        // Inline images are bound to the input's row below: then it is inserted first.
-        insertWithReceipt: images.fileIds.length === 0,
-      });
-      await images.bind(manager, sessionId, input.id);
-      steerIntoRunningTurn = steersRunningTurn;
-      const receipt = acceptedReceipt(sessionId, input.id);
-      const nudges: Nudge[] = input.attachmentStatus === 'preparing' ? [{ kind: 'prepare', inputId: input.id }, { kind: 'queue' }] : [{ kind: 'queue' }];
-      return { status: 202, body: receipt, sessionId, receipt, events: [turnEvents.accepted(receipt)], nudges, riding: riding ? [riding] : [] };
-    }, images.staging);
-    if (!result.replayed && steerIntoRunningTurn) {
+    const { result, steersRunningTurn } = await this.messages.accept(principal, sessionId, key, intent, {
+      requestedMode: event.yuxi?.mode,
+      hasOverride,
+      messages: images.messagesFor(sessionId),
+      attachmentFileIds: event.yuxi?.attachment_file_ids ?? [],
+      config: (session) => {
+        // The agent's policy travels in the session's snapshot: checking it costs no query, and only overrides pay it.
+        if (modelOverride !== undefined) assertModelOverride(principal, session.agentSnapshot?.policy, session.model, modelOverride, 'events[0].yuxi.model');
+        if (event.yuxi?.tool_approval_mode !== undefined) assertApprovalMode(principal, session.agentSnapshot?.policy, event.yuxi.tool_approval_mode, 'events[0].yuxi.tool_approval_mode');
+        return frozenInputConfig(session, { model: modelOverride, toolApprovalMode: event.yuxi?.tool_approval_mode });
+      },
+    }, images);
+    if (steersRunningTurn) {
       void this.signals.announceSteer(sessionId).catch((error: unknown) => this.logger.warn(`steer signal not sent: ${String(error)}`));
     }
     return result;

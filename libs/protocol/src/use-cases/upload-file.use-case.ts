@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import { type ReceivedUpload, UploadFile } from '#libs/files';
 import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
+import { IdempotentWrite } from './idempotent-write.js';
 
 /** Receipts of uploads are scoped to the owner and this route. */
 const UPLOAD_SCOPE = 'files.upload';
@@ -18,7 +19,7 @@ const UPLOAD_SCOPE = 'files.upload';
 export class UploadDraft {
   constructor(
     private readonly uploads: UploadFile,
-    private readonly idempotency: IdempotencyService,
+    private readonly idempotentWrite: IdempotentWrite,
   ) {}
 
   async execute(principal: Principal, upload: ReceivedUpload, rawKey: string | undefined): Promise<IdempotentResponse> {
@@ -30,7 +31,7 @@ export class UploadDraft {
     const checked = await this.uploads.check(upload);
     const requestHash = IdempotencyService.hashIntent({ operation: UPLOAD_SCOPE, filename: checked.filename, bytes: checked.bytes.length, sha256: checked.sha256 });
     let stored: string | null = null;
-    const result = await this.idempotency.execute(
+    const result = await this.idempotentWrite.execute(
       { ownerId: principal.userId, scope: UPLOAD_SCOPE, key, requestHash },
       async (manager) => {
         if (stored === null) throw new Error('the upload was not stored before its transaction');
