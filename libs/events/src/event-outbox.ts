@@ -23,6 +23,18 @@ export interface AppendOptions {
   nudge?: boolean;
 }
 
+/** An append composed into a caller's statement (see `EventOutbox.appendWrite`). */
+export interface OutboxWrite {
+  ctes: string[];
+  params: unknown[];
+  /** Whether the CTEs include `fan` (webhook deliveries). */
+  hooked: boolean;
+  /** Rows the statement's text grows with (for `preparedUpTo`). */
+  size: number;
+  /** The committed batch from what `ins` returned and the endpoints `fan` wrote for. */
+  batch(rows: { seq: string | number; type: string; payload: string }[], hooked: string[] | null): OutboxBatch;
+}
+
 export interface FlushResult {
   /** Whether every committed row of the session is now in the stream. */
   complete: boolean;
@@ -63,7 +75,22 @@ export class EventOutbox {
    * holding the session lock: the next sequence numbers are read from the table itself.
    */
   async append(manager: EntityManager, sessionId: string, events: OutgoingEvent[], options: AppendOptions = {}): Promise<OutboxBatch> {
-    if (events.length === 0) return { sessionId, rows: [] };
+    const write = this.appendWrite(sessionId, events, options);
+    if (!write) return { sessionId, rows: [] };
+    const hooked = write.hooked ? '(SELECT array_agg(DISTINCT endpoint_id::text) FROM fan)' : 'NULL::text[]';
+    const sql = `WITH ${write.ctes.join(',\n')}\n       SELECT seq, type, payload, ${hooked} AS hooked FROM ins`;
+    const rows = (await manager.query(preparedUpTo(write.size, sql), write.params)) as { seq: string; type: string; payload: string; hooked: string[] | null }[];
+    return write.batch(rows, rows[0]?.hooked ?? null);
+  }
+
+  /**
+   * The append as CTEs (base, ins, and with webhook bodies w and fan) of a statement the caller
+   * composes, parameters numbered from $1: `ins` returns (seq, type, payload) and `fan` the
+   * endpoints that got a delivery. `epochSql` stands for the epoch where the statement itself
+   * computes it (a run inserted by another CTE). Null when there is nothing to append.
+   */
+  appendWrite(sessionId: string, events: OutgoingEvent[], options: AppendOptions & { epochSql?: string } = {}): OutboxWrite | null {
+    if (events.length === 0) return null;
     const stamped = this.publisher.stamp(sessionId, events);
     // A token no content can hold (random per append) stands for the sequence number until the
     // insert knows it: one statement, no JSON processing in Postgres.
@@ -84,33 +111,38 @@ export class EventOutbox {
       values.push(event.event_id, JSON.stringify(payload));
       hooks.push(`($${values.length - 1}, $${values.length}::text)`);
     });
-    const insert = `INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
-       SELECT $1, base.n + e.ord, e.event_id, e.type, $2, $3, replace(e.payload, $4, (base.n + e.ord)::text)
-       FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)`;
-    const base = `WITH base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)`;
+    const epoch = options.epochSql ? `coalesce(${options.epochSql}, $2)` : '$2';
+    const ctes = [
+      `base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = $1)`,
+      `ins AS (INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
+       SELECT $1, base.n + e.ord, e.event_id, e.type, ${epoch}, $3, replace(e.payload, $4, (base.n + e.ord)::text)
+       FROM base, (VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
+       RETURNING seq, type, payload, event_id)`,
+    ];
     // The deliveries are written by the same statement, so by the same transaction as the facts:
     // one per enabled endpoint of the session's owner that takes the type. An owner without
     // endpoints costs an index probe, not a statement.
-    const sql =
-      hooks.length === 0
-        ? `${base}\n       ${insert}\n       RETURNING seq, type, payload`
-        : `${base},
-       ins AS (${insert}
-         RETURNING seq, type, payload, event_id),
-       -- Key-share locked: an endpoint deleted meanwhile is skipped, never a foreign-key failure of the fact's transaction.
-       w AS (SELECT id, event_types FROM webhook_endpoints WHERE owner_id = (SELECT owner_id FROM sessions WHERE id = $1::uuid) AND enabled FOR KEY SHARE),
-       fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
+    if (hooks.length > 0) {
+      ctes.push(
+        // Key-share locked: an endpoint deleted meanwhile is skipped, never a foreign-key failure of the fact's transaction.
+        `w AS (SELECT id, event_types FROM webhook_endpoints WHERE owner_id = (SELECT owner_id FROM sessions WHERE id = $1::uuid) AND enabled FOR KEY SHARE)`,
+        `fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
          SELECT gen_random_uuid(), w.id, $1::uuid::text, ins.seq, ins.event_id, ins.type, $1::uuid, replace(h.body, $4, ins.seq::text), 'pending', now(), now()
          FROM ins JOIN (VALUES ${hooks.join(', ')}) AS h(event_id, body) ON h.event_id = ins.event_id
          JOIN w ON w.event_types IS NULL OR ins.type = ANY (w.event_types)
-         RETURNING endpoint_id)
-       SELECT seq, type, payload, (SELECT array_agg(DISTINCT endpoint_id::text) FROM fan) AS hooked FROM ins`;
-    const rows = (await manager.query(preparedUpTo(stamped.length + hooks.length, sql), values)) as { seq: string; type: string; payload: string; hooked?: string[] | null }[];
-    const hooked = rows[0]?.hooked ?? null;
+         RETURNING endpoint_id)`,
+      );
+    }
     return {
-      sessionId,
-      rows: rows.map((row) => ({ seq: Number(row.seq), epoch: options.epoch ?? null, type: row.type, payload: row.payload })).sort((a, b) => a.seq - b.seq),
-      ...(hooked && hooked.length > 0 ? { webhookEndpoints: hooked } : {}),
+      ctes,
+      params: values,
+      hooked: hooks.length > 0,
+      size: stamped.length + hooks.length,
+      batch: (rows, hooked) => ({
+        sessionId,
+        rows: rows.map((row) => ({ seq: Number(row.seq), epoch: options.epoch ?? null, type: row.type, payload: row.payload })).sort((a, b) => a.seq - b.seq),
+        ...(hooked && hooked.length > 0 ? { webhookEndpoints: hooked } : {}),
+      }),
     };
   }
 

@@ -9,7 +9,8 @@ export type { HeldTurn, Interrupted, Outcome, RunOutput, Seized, Settled, Succes
 export { RunEndings } from './run-endings.js';
 export { assistantItem, runCheckpoint, turnSeconds } from './run-output.js';
 export { RunRecovery } from './run-recovery.js';
-export { accountLockThreshold, admitted, CLAIM_LOCK_MARGIN, TurnClaims } from './turn-claims.js';
+export { accountLockThreshold, admitted, CLAIM_LOCK_MARGIN, TurnClaims, TurnTakeovers } from './turn-claims.js';
+export { type EmitOptions, SessionTransactions, type SessionTx } from './session-transaction.js';
 export { type CompactionCommit, type ModelStep, type Recorded, type RecordedModelStep, type RecordedToolResult, StepTransitions, type ToolEffects } from './step-transitions.js';
 export { type Resumed, WaitpointControls } from './waitpoint-controls.js';
 export { acceptedReceipt, frozenInputConfig } from './input-config.js';

@@ -64,7 +64,7 @@ export {
   TURN_TRANSITIONS,
 } from './states.js';
 export { TurnsModule } from './turns.module.js';
-export { type ContextItems, ItemsRepository, type NewItem } from './items.repository.js';
+export { type ContextItems, insertItemsWrite, ItemsRepository, type NewItem } from './items.repository.js';
 export { itemText, itemTokens, itemTokensIfLoaded } from './item-tokens.js';
 export type { Lease } from './lease.js';
 export { RunsRepository, type SuccessorSpec } from './runs.repository.js';
@@ -72,3 +72,4 @@ export { type NewStep, StepsRepository } from './steps.repository.js';
 export { type ModelRequestRow, ModelRequestsRepository } from './model-requests.repository.js';
 export { type NewTurn, type SettleSpec, TurnsRepository } from './turns.repository.js';
 export { type OpenWaitpointFilter, type OpenWaitpointRow, type RunFleetCounts, TIMELINE_TEXT_MAX, type TimelineRunRow, type TimelineStepRow } from './operator-reads.js';
+export { turnStartRows, turnStartWrites } from './turn-start-writes.js';
