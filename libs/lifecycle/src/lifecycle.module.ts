@@ -18,7 +18,9 @@ import { SessionControls } from './session-controls.js';
 import { StepTransitions } from './step-transitions.js';
 import { TreeControls } from './tree-controls.js';
 import { SessionTransactions } from './session-transaction.js';
-import { TurnClaims, TurnTakeovers } from './turn-claims.js';
+import { TurnClaims } from './turn-claims.js';
+import { TurnTakeovers } from './turn-takeovers.js';
+import { TurnSettlement } from './turn-settlement.js';
 import { WaitpointControls } from './waitpoint-controls.js';
 
 /**
@@ -28,7 +30,7 @@ import { WaitpointControls } from './waitpoint-controls.js';
  */
 @Module({
   imports: [SessionsModule, InputsModule, TurnsModule, EventsModule, FilesModule, QueueModule, AgentsModule],
-  providers: [AfterCommit, SessionTransactions, TurnTakeovers, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits],
-  exports: [AfterCommit, SessionTransactions, SessionControls, TurnClaims, RunEndings, RunRecovery, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits],
+  providers: [AfterCommit, SessionTransactions, TurnTakeovers, TurnSettlement, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits],
+  exports: [AfterCommit, SessionTransactions, TurnSettlement, SessionControls, TurnClaims, RunEndings, RunRecovery, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits],
 })
 export class LifecycleModule {}

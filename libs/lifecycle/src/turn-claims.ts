@@ -1,16 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import type { OutgoingEvent } from '#libs/events';
-import { CLAIM_QUEUE, claimBatch, claimQueueInputs, consumedWrite, type FrozenInputConfig, InputsRepository } from '#libs/inputs';
+import { CLAIM_QUEUE, claimBatch, claimQueueInputs, consumedWrite, InputsRepository } from '#libs/inputs';
 import { lockForClaim, TreeRepository, turnStartedWrite } from '#libs/sessions';
-import { type TurnEntity, insertItemsWrite, ItemsRepository, RunsRepository, StepsRepository, turnStartRows, turnStartWrites, TurnsRepository } from '#libs/turns';
+import { insertItemsWrite, TERMINAL_TURN_STATUSES, turnStartRows, turnStartWrites, TurnsRepository } from '#libs/turns';
 import { attachmentBindings, AttachmentTransitions } from './attachment-transitions.js';
 import { mayHaveActiveTurn } from './session-controls.js';
 import type { HeldTurn } from './held-turn.js';
 import { lastReceivedSeq, receiptsOf, userItemsOf } from './run-output.js';
 import { SessionTransactions, type SessionTx } from './session-transaction.js';
+import { TurnTakeovers } from './turn-takeovers.js';
 import { turnEvents } from './turn-events.js';
 
 /** The account's cap was reached by a claim racing this one: nothing is written, the input stays queued. */
@@ -59,7 +59,7 @@ export class TurnClaims {
   private async claimIn(tx: SessionTx, runId: string, owner: string): Promise<HeldTurn | null> {
     const { manager, sessionId } = tx;
     const cap = this.config.maxActiveTurnsPerOwner;
-    const locked = await lockForClaim(manager, sessionId, cap > 0 ? accountLockThreshold(cap) : null, CLAIM_QUEUE);
+    const locked = await lockForClaim(manager, sessionId, cap > 0 ? accountLockThreshold(cap) : null, CLAIM_QUEUE, TERMINAL_TURN_STATUSES);
     if (!locked) return null;
     const { session, accountId } = locked;
     // The session row's overview (written under this lock with every turn status change) says
@@ -128,37 +128,6 @@ export class TurnClaims {
       fresh: true,
       filelessMessageIds: userItems.filter((item) => !bound.has(item.id)).map((item) => item.id),
       batch: { sessionId, rows: [] },
-    };
-  }
-}
-
-/** Leases the active turn's run that nobody holds (after a crash or a release): a claim's other way to a run. */
-@Injectable()
-export class TurnTakeovers {
-  constructor(
-    private readonly inputs: InputsRepository,
-    private readonly runs: RunsRepository,
-    private readonly steps: StepsRepository,
-    private readonly items: ItemsRepository,
-    private readonly config: AppConfig,
-  ) {}
-
-  /** Leases the active turn's unleased run, if it has one. */
-  async takeOver(manager: EntityManager, turn: TurnEntity, owner: string, trustedTools: string[]): Promise<HeldTurn | null> {
-    const run = await this.runs.takeOver(manager, turn.sessionId, owner, this.config.runLeaseMs);
-    if (!run) return null;
-    return {
-      turn,
-      run,
-      lease: { runId: run.id, owner, epoch: run.epoch },
-      config: run.config as FrozenInputConfig,
-      lastInputSeq: await this.inputs.lastConsumedSeq(manager, turn.id),
-      outputIndex: await this.items.countItems(manager, turn.id),
-      steps: await this.steps.stepsSinceLastInput(manager, turn.id),
-      trustedTools,
-      fresh: false,
-      filelessMessageIds: [],
-      batch: { sessionId: turn.sessionId, rows: [] },
     };
   }
 }

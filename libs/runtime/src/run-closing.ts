@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { setLogContext } from '#libs/config';
 import { newId } from '#libs/database';
 import { isDependencyUnavailable } from '#libs/errors';
-import { type Outcome, RunEndings } from '#libs/lifecycle';
+import { type Outcome, RunEndings, TurnSettlement } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { ModelError } from '#libs/models';
 import { RunSignals } from '#libs/queue';
@@ -25,6 +25,7 @@ export class RunClosing {
 
   constructor(
     private readonly endings: RunEndings,
+    private readonly settlement: TurnSettlement,
     private readonly writes: DurableWrites,
     private readonly signals: RunSignals,
   ) {}
@@ -35,11 +36,11 @@ export class RunClosing {
    */
   async settle(state: RunState, outcome: Outcome): Promise<void> {
     const { held, lease } = state;
-    const settled = await this.writes.retrying(lease, () => this.endings.settle(held, lease, state.output, { ...outcome, context: state.context.current }));
+    // Its events are published and its nudges sent by the settle itself, once committed.
+    const settled = await this.writes.retrying(lease, () => this.settlement.settle(held, lease, state.output, { ...outcome, context: state.context.current }));
     if (settled === undefined) return;
     if (!settled) return this.writes.fenced(lease, 'settle');
     state.pendingInputsAfter = settled.pendingInputs;
-    await state.publish(settled.batch, settled.nudges);
     this.logger.log(`turn ${settled.status}`);
   }
 

@@ -25,13 +25,16 @@ export interface ClaimRead {
  * account's claims count each other's turns (`turnStartedWrite`) one at a time across the fleet,
  * so the cap is strict there; further below it they do not wait on each other. Every writer of
  * the queue changes the session row under this lock, so an unchanged row (xmin) means the queue
- * rows of the statement's snapshot are the current ones.
+ * rows of the statement's snapshot are the current ones. A session with no pending input and no
+ * active turn (per its counters and overview, written under this lock) has nothing to claim: no
+ * row, and nothing is locked (a claim that finds nothing costs no transaction id).
  */
 export async function lockForClaim(
   manager: EntityManager,
   sessionId: string,
   lockFrom: number | null,
   queue: { sql: string; params: unknown[]; columns: string },
+  terminalTurnStatuses: readonly string[],
 ): Promise<ClaimRead | null> {
   if (!isUuid(sessionId)) return null;
   const rows = (await manager.query(
@@ -41,9 +44,10 @@ export async function lockForClaim(
          CASE WHEN (${ACCOUNT_RUNNING_TURNS('u.account_id')}) >= $3::int
            THEN pg_advisory_xact_lock(hashtextextended(u.account_id::text, ${ACCOUNT_LOCK_SEED})) END AS locked
        FROM (${ACCOUNT_OF('sessions.owner_id')}) u WHERE $2) acct ON true
-     LEFT JOIN LATERAL (${shiftParams(queue.sql, 3)}) q ON true
-     WHERE sessions.id = $1 FOR UPDATE OF sessions`),
-    [sessionId, lockFrom !== null, lockFrom ?? 0, ...queue.params],
+     LEFT JOIN LATERAL (${shiftParams(queue.sql, 4)}) q ON true
+     WHERE sessions.id = $1 AND (sessions.pending_input_count > 0 OR (sessions.current_turn IS NOT NULL AND NOT (sessions.current_turn->>'status' = ANY($4::text[]))))
+     FOR UPDATE OF sessions`),
+    [sessionId, lockFrom !== null, lockFrom ?? 0, terminalTurnStatuses, ...queue.params],
   )) as Record<string, unknown>[];
   const row = rows[0];
   if (!row) return null;
