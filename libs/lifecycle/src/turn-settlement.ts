@@ -3,7 +3,7 @@ import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { metrics } from '#libs/metrics';
 import type { OutgoingEvent } from '#libs/events';
-import { SessionsRepository, turnFreedWrite } from '#libs/sessions';
+import { SESSION_COLUMNS, sessionFromRow, SessionsRepository, turnFreedWrite } from '#libs/sessions';
 import { type Lease, ModelRequestsRepository, type RunEntity, toCurrentTurn, TurnsRepository } from '#libs/turns';
 import { CooperationWaits } from './cooperation-waits.js';
 import type { HeldTurn, Outcome, RunOutput, SettledTurn } from './held-turn.js';
@@ -14,8 +14,8 @@ import { turnEvents } from './turn-events.js';
 /**
  * How the worker that holds a run settles its turn's outcome (called by `RunClosing`, under the
  * lease it got from `TurnClaims` or a yield): one transaction under the session lock, fenced by
- * that lease (null when it is gone): the lock, the fenced settle of run and turn, then one
- * statement for the session's overview, the output item and the events announcing it. The events
+ * that lease (null when it is gone): one statement takes the lock and settles run and turn
+ * (fenced), one more writes the session's overview, the output item and the events announcing it. The events
  * are published and the nudges sent once it commits (SessionTransactions).
  */
 @Injectable()
@@ -44,7 +44,6 @@ export class TurnSettlement {
 
   private async settleIn(tx: SessionTx, held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<SettledTurn | null> {
     const { manager, sessionId } = tx;
-    const session = await this.sessions.lock(manager, sessionId);
     const now = new Date();
     const modelCall = outcome.status === 'completed' ? outcome.modelCall : undefined;
     // The answer's step id, chosen here (afresh on every attempt) when its request is recorded with it.
@@ -60,13 +59,16 @@ export class TurnSettlement {
       usage: modelCall?.usage ?? null,
       context: outcome.context ?? null,
       at: now,
+      // The session lock is taken by the same statement, first.
+      lockSession: SESSION_COLUMNS,
     });
-    if (!settled) return null;
+    if (!settled?.session) return null;
+    const session = sessionFromRow(settled.session);
     const { turn, runUsage } = settled;
     // The answer is a step only when the turn completed (a cancel accepted first wins): its request with it.
     if (answerId && modelCall?.requestJson && turn.status === 'completed') await this.modelRequests.record(manager, answerId, modelCall.requestJson);
     // A failed turn pauses what waits behind it: the user decides whether the queue goes on.
-    if (turn.status === 'failed' && session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
+    if (turn.status === 'failed' && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
     const final = turn.status as Outcome['status'];
     const completed = final === 'completed';
     const events: OutgoingEvent[] = lostDeltasNotice(output);
@@ -77,7 +79,7 @@ export class TurnSettlement {
     });
     // Under the lock the session row is current: its item counter numbers the output item.
     if (writes) {
-      const out = this.writer.finalOutputWrite(held, lease, output, completed ? 'completed' : 'incomplete', Number(session?.itemSeq ?? 0) + 1, now);
+      const out = this.writer.finalOutputWrite(held, lease, output, completed ? 'completed' : 'incomplete', Number(session.itemSeq) + 1, now);
       events.push(...out.events);
       tx.write(out.write);
     }
@@ -87,6 +89,6 @@ export class TurnSettlement {
     // member's parent hears of it (and the tree's queued members, a slot freed).
     tx.nudge(...(await this.cooperation.memberTurnEnded(manager, session, turn)));
     tx.emit(events, { epoch: lease.epoch });
-    return { turn, status: final, pendingInputs: session?.pendingInputCount ?? 0 };
+    return { turn, status: final, pendingInputs: session.pendingInputCount };
   }
 }

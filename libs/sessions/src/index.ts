@@ -1,6 +1,7 @@
 export type { ProjectEntity } from './project.entity.js';
 export { type NewProject, ProjectsRepository } from './projects.repository.js';
 export type { SessionEntity, SubagentInfo, TurnSummary } from './session.entity.js';
+export { SESSION_COLUMNS, sessionFromRow } from './session.entity.js';
 export { SessionsModule } from './sessions.module.js';
 export { type CancellableFilter, type NewSession, type SessionFilter, type SessionPatch, SessionsRepository } from './sessions.repository.js';
 export { type MemberSignal, type MemberState, type NewMember, TreeRepository } from './tree.repository.js';
