@@ -2,13 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import type { OutgoingEvent } from '#libs/events';
-import { InputsRepository } from '#libs/inputs';
-import { SessionsRepository } from '#libs/sessions';
+import { consumedWrite, InputsRepository } from '#libs/inputs';
+import { runStartedWrite, SessionsRepository } from '#libs/sessions';
 import { insertItemsWrite, type Lease, type RunEntity, toCurrentTurn, RunsRepository, TurnsRepository } from '#libs/turns';
 import { attachmentBindings, AttachmentTransitions } from './attachment-transitions.js';
 import type { HeldTurn, RunOutput, Successor } from './held-turn.js';
 import { SessionTransactions } from './session-transaction.js';
-import { closingEvents, lastReceivedSeq, lostDeltasNotice, receiptsOf, RunOutputWriter, userItemsOf } from './run-output.js';
+import { closingEvents, lastReceivedSeq, lostDeltasNotice, receiptsOf, RunOutputWriter, shownItemWrite, userItemsOf } from './run-output.js';
 import { turnEvents } from './turn-events.js';
 
 /**
@@ -41,7 +41,8 @@ export class RunEndings {
     const { sessionId } = held.turn;
     const { value, committed } = await this.transactions.hold(sessionId, async (tx) => {
       const { manager } = tx;
-      await this.sessions.lock(manager, sessionId);
+      const session = await this.sessions.lock(manager, sessionId);
+      if (!session) return null;
       if ((await this.turns.findTurn(manager, held.turn.id))?.cancellationPending) return 'cancelled' as const;
       const steers = await this.inputs.steersAfter(manager, sessionId, held.lastInputSeq);
       const now = new Date();
@@ -55,25 +56,16 @@ export class RunEndings {
       if (!next) return null;
       const newItems = userItemsOf(steers, sessionId, now);
       const partial = output.item ? 1 : 0;
-      const firstSeq = await this.sessions.recordRunStarted(
-        manager,
-        sessionId,
-        toCurrentTurn({ ...held.turn, currentRunId: next.id }),
-        steers.length,
-        partial + newItems.length,
-        now,
-      );
-      await this.inputs.markConsumed(
-        manager,
-        steers.map((i) => i.id),
-        held.turn.id,
-        next.id,
-        now,
-      );
+      // Under the lock the session row is current: its item counter numbers the items written here.
+      const firstSeq = Number(session.itemSeq) + 1;
+      tx.write(runStartedWrite(sessionId, toCurrentTurn({ ...held.turn, currentRunId: next.id }), steers.length, partial + newItems.length, now));
+      tx.write(consumedWrite(steers.map((i) => i.id), held.turn.id, next.id, now));
       const events: OutgoingEvent[] = lostDeltasNotice(output);
       let index = output.outputIndex;
       if (output.item) {
-        events.push(...closingEvents(await this.writer.writeShown(manager, output.item, firstSeq, 'incomplete', output, now), index, output.text));
+        const shown = shownItemWrite(output.item, firstSeq, 'incomplete', output, now);
+        tx.write(shown.write);
+        events.push(...closingEvents(shown.item, index, output.text));
         index += 1;
       }
       const yielded: RunEntity = { ...held.run, id: lease.runId, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };

@@ -136,10 +136,9 @@ export class RunOutputWriter {
   /** As `finalOutput`, as a fragment of the settle's one write and the events announcing it. */
   finalOutputWrite(held: HeldTurn, lease: Lease, output: RunOutput, status: 'completed' | 'incomplete', seq: number, at: Date): { events: OutgoingEvent[]; write: SqlFragment } {
     const item = output.item ?? assistantItem(newId(), held.turn, lease.runId, at);
-    const { rows, write } = insertItemsWrite(seq, [shownItem(item, status, output, at)]);
-    const written = rows[0]!;
+    const { item: written, write } = shownItemWrite(item, seq, status, output, at);
     const closing = closingEvents(written, output.outputIndex, output.text);
-    return { events: output.item ? closing : [turnEvents.item('added', written, output.outputIndex), ...closing], write: write! };
+    return { events: output.item ? closing : [turnEvents.item('added', written, output.outputIndex), ...closing], write };
   }
 
   /** Writes an assistant item with its final text (and its reasoning): the final answer when completed, commentary otherwise. */
@@ -147,6 +146,12 @@ export class RunOutputWriter {
     const [written] = await this.items.insertItems(manager, seq, [shownItem(item, status, shown, at)]);
     return written!;
   }
+}
+
+/** An assistant item with its final text as a fragment of a composed write, and the item as written. */
+export function shownItemWrite(item: ItemEntity, seq: number, status: 'completed' | 'incomplete', shown: Shown, at: Date): { item: ItemEntity; write: SqlFragment } {
+  const { rows, write } = insertItemsWrite(seq, [shownItem(item, status, shown, at)]);
+  return { item: rows[0]!, write: write! };
 }
 
 /** An assistant item as written with its final text (and its reasoning): the final answer when completed, commentary otherwise. */

@@ -6,4 +6,4 @@ export { SessionsModule } from './sessions.module.js';
 export { type CancellableFilter, type NewSession, type SessionFilter, type SessionPatch, SessionsRepository } from './sessions.repository.js';
 export { type MemberSignal, type MemberState, type NewMember, TreeRepository } from './tree.repository.js';
 export { type FoundSession, idPrefixRange, type SearchStatus, type SessionOwner, sessionOwnerOf, SessionSearch, type SessionSearchFilter } from './session-search.js';
-export { type ClaimRead, lockForClaim, turnFreedWrite, turnStartedWrite } from './session-claims.js';
+export { type ClaimRead, lockForClaim, runStartedWrite, turnFreedWrite, turnStartedWrite } from './session-claims.js';

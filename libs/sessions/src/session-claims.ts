@@ -93,3 +93,13 @@ export function turnFreedWrite(sessionId: string, turn: TurnSummary, itemCount: 
     params: [sessionId, itemCount, JSON.stringify(turn), at, accountCap],
   };
 }
+
+/** The next run of an active turn started (composed into a yield's one write, under the session lock), as `SessionsRepository.recordRunStarted`. */
+export function runStartedWrite(sessionId: string, turn: TurnSummary, consumedInputs: number, itemCount: number, at: Date): SqlFragment {
+  return {
+    sql: `UPDATE sessions SET item_seq = item_seq + $2, pending_input_count = pending_input_count - $3, current_turn = $4,
+            last_active_at = GREATEST(last_active_at, $5)
+     WHERE id = $1`,
+    params: [sessionId, itemCount, consumedInputs, JSON.stringify(turn), at],
+  };
+}
