@@ -209,11 +209,15 @@ export class InputsRepository {
     return count === 1;
   }
 
-  /** Makes a pending follow-up a steer (call under the session lock, after input-gates allowed it); false when nothing changed. */
+  /**
+   * Makes a pending follow-up a steer (call under the session lock, after input-gates allowed it); false when nothing changed.
+   * The session row gets a new version too (nothing in it changes): a claim that waited for the lock meanwhile reads the queue again (`lockForClaim`).
+   */
   async markSteer(manager: EntityManager, inputId: string): Promise<boolean> {
     const [, count] = (await manager.query(
-      prepared(`UPDATE inputs SET mode = '${MODE_TRANSITIONS.promote.to[0]}'
-       WHERE id = $1 AND ${statusGuard('mode', MODE_TRANSITIONS.promote.from)} AND ${statusGuard('status', INPUT_TRANSITIONS.cancel.from)}`),
+      prepared(`WITH p AS (UPDATE inputs SET mode = '${MODE_TRANSITIONS.promote.to[0]}'
+       WHERE id = $1 AND ${statusGuard('mode', MODE_TRANSITIONS.promote.from)} AND ${statusGuard('status', INPUT_TRANSITIONS.cancel.from)} RETURNING session_id)
+       UPDATE sessions SET pending_input_count = pending_input_count WHERE id = (SELECT session_id FROM p)`),
       [inputId],
     )) as [unknown[], number];
     return count === 1;
