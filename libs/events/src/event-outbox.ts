@@ -24,6 +24,33 @@ export interface AppendOptions {
   nudge?: boolean;
 }
 
+/** An append composed into a caller's statement (see `EventOutbox.appendWrite`). */
+export interface OutboxWrite {
+  ctes: string[];
+  params: unknown[];
+  /** Rows the statement's text grows with (for `preparedUpTo`). */
+  size: number;
+  /** The CTE that inserts the rows and returns (seq, type, payload). */
+  rowsCte: string;
+  /** A SQL expression of what the outbox's subscribers wrote (a json object by subscriber name, or null). */
+  fanOut: string;
+  /** The committed batch from the rows `rowsCte` returned and the value of `fanOut`. */
+  batch(rows: { seq: string | number; type: string; payload: string }[], fanOut: Record<string, unknown> | null): OutboxBatch;
+}
+
+/** An append as CTEs of a caller's statement (see `EventOutbox.insertion`). */
+export interface Insertion {
+  /** The CTEs, to follow WITH. */
+  ctes: string;
+  /** The query that answers the inserted rows with what the subscribers wrote (for `batchOf`). */
+  select: string;
+  /** What the subscribers wrote, as one SQL expression (a json object by subscriber name, or null). */
+  fanOut: string;
+  values: unknown[];
+  /** Rows the statement's text grows with (for `preparedUpTo`). */
+  rows: number;
+}
+
 export interface FlushResult {
   /** Whether every committed row of the session is now in the stream. */
   complete: boolean;
@@ -87,9 +114,10 @@ export class EventOutbox {
    * that CTE has no row (the caller's guarded session update). The sequence numbers are read from
    * the table with the statement's snapshot: the statement must hold the session lock from its
    * start (as `append` does, after the lock), or fail on the (session_id, seq) key when another
-   * writer appended meanwhile. `events` must not be empty.
+   * writer appended meanwhile. `epochSql` stands for the epoch where the statement itself computes
+   * it (a run another CTE inserts). `events` must not be empty.
    */
-  insertion(sessionId: string, events: OutgoingEvent[], options: AppendOptions, first: number, gate?: string): { ctes: string; select: string; values: unknown[]; rows: number } {
+  insertion(sessionId: string, events: OutgoingEvent[], options: AppendOptions & { epochSql?: string }, first: number, gate?: string): Insertion {
     const stamped = this.publisher.stamp(sessionId, events);
     const $ = (n: number): string => `$${first + n - 1}`;
     // A token no content can hold (random per append) stands for the sequence number until the
@@ -105,7 +133,7 @@ export class EventOutbox {
     const ctes = [
       `ev_base AS (SELECT coalesce(max(seq), 0) AS n FROM session_events WHERE session_id = ${$(1)})`,
       `ev_ins AS (INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
-       SELECT ${$(1)}, ev_base.n + e.ord, e.event_id, e.type, ${$(2)}, ${$(3)}, replace(e.payload, ${$(4)}, (ev_base.n + e.ord)::text)
+       SELECT ${$(1)}, ev_base.n + e.ord, e.event_id, e.type, ${options.epochSql ? `coalesce(${options.epochSql}, ${$(2)})` : $(2)}, ${$(3)}, replace(e.payload, ${$(4)}, (ev_base.n + e.ord)::text)
        FROM ev_base, ${gate === undefined ? '' : `${gate}, `}(VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
        RETURNING seq, type, payload, event_id)`,
     ];
@@ -115,7 +143,7 @@ export class EventOutbox {
     const fanOut = this.fanOut(sessionId, stamped, token, values, $);
     ctes.push(...fanOut.flatMap((f) => f.ctes));
     const results = fanOut.length === 0 ? 'NULL::json' : `json_build_object(${fanOut.map((f) => `'${f.name}', (${f.result})`).join(', ')})`;
-    return { ctes: ctes.join(',\n       '), select: `SELECT seq, type, payload, ${results} AS fan_out FROM ev_ins`, values, rows: stamped.length + values.length - own };
+    return { ctes: ctes.join(',\n       '), select: `SELECT seq, type, payload, ${results} AS fan_out FROM ev_ins`, fanOut: results, values, rows: stamped.length + values.length - own };
   }
 
   /** What the outbox's subscribers add to one append's statement, their values numbered as `$` does. */
@@ -142,6 +170,24 @@ export class EventOutbox {
   static isSeqRace(error: unknown): boolean {
     const driverError = (error as { driverError?: { code?: string; constraint?: string } } | null)?.driverError;
     return driverError?.code === '23505' && driverError.constraint === 'session_events_pkey';
+  }
+
+  /**
+   * The append as CTEs of a statement a caller composes (SessionTransactions), parameters numbered
+   * from $1: `rowsCte` returns (seq, type, payload) and `fanOut` is what the subscribers wrote.
+   * Null when there is nothing to append.
+   */
+  appendWrite(sessionId: string, events: OutgoingEvent[], options: AppendOptions & { epochSql?: string } = {}): OutboxWrite | null {
+    if (events.length === 0) return null;
+    const insert = this.insertion(sessionId, events, options, 1);
+    return {
+      ctes: [insert.ctes],
+      params: insert.values,
+      size: insert.rows,
+      rowsCte: 'ev_ins',
+      fanOut: insert.fanOut,
+      batch: (rows, fanOut) => this.batchOf(sessionId, rows.map((row) => ({ seq: String(row.seq), type: row.type, payload: row.payload, fan_out: fanOut })), options),
+    };
   }
 
   /** The batch of the rows an `insertion` answered, in sequence order, ready to be published after commit. */

@@ -1,6 +1,6 @@
 export { compareStreamIds, decodeCursor, encodeCursor, isRetiredCursor, sequenceStep, type StreamPosition } from './cursor.js';
 export { EVENT_FORMAT, EVENT_TYPES, type EventType, type PublicEvent } from './event.types.js';
-export { type AppendOptions, EventOutbox, type FlushResult, type LaggingSession, type OutboxBatch, type OutboxRow } from './event-outbox.js';
+export { type AppendOptions, EventOutbox, type FlushResult, type LaggingSession, type OutboxBatch, type OutboxRow, type OutboxWrite } from './event-outbox.js';
 export { boundItemContent } from './item-content-bound.js';
 export { type OutboxAppend, type OutboxContribution, type OutboxSubscriber, OutboxSubscribers } from './outbox-subscribers.js';
 export { type DurableRow, EventPublisher, type LiveOutcome } from './event-publisher.js';

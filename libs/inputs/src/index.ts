@@ -16,3 +16,4 @@ export {
 } from './states.js';
 export { PREPARATION_RETRY_MAX_MS, preparationRetryDelayMs } from './preparation-backoff.js';
 export { type AcceptedReceipt, IdempotencyReceiptEntity } from './receipt.entity.js';
+export { CLAIM_QUEUE, claimBatch, claimQueueInputs, consumedWrite } from './claim-queue.js';

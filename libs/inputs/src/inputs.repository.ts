@@ -33,7 +33,7 @@ export interface RidingWrite {
 }
 
 /** A steer batch is bounded so one claim stays one reasonable model call. */
-const MAX_STEER_BATCH = 20;
+export const MAX_STEER_BATCH = 20;
 
 /** The durable input queue of each session, ordered by the per-session received sequence. */
 @Injectable()
@@ -129,6 +129,11 @@ export class InputsRepository {
    * The batch a claim takes when the head is a steer: the contiguous run of steer inputs at the
    * front of the claim order, in received order. Call under the session lock.
    */
+  /** The claimable prefix read afresh under the session lock, up to a steer batch (see `claimBatch`). */
+  async claimQueue(manager: EntityManager, sessionId: string): Promise<InputEntity[]> {
+    return claimable(manager, sessionId, MAX_STEER_BATCH);
+  }
+
   async steerPrefix(manager: EntityManager, sessionId: string): Promise<InputEntity[]> {
     const ordered = await claimable(manager, sessionId, MAX_STEER_BATCH);
     // The prefix stops where the priority changes: a message that resumed a paused queue is not
@@ -178,11 +183,15 @@ export class InputsRepository {
     return count === 1;
   }
 
-  /** Makes a pending follow-up a steer (call under the session lock, after input-gates allowed it); false when nothing changed. */
+  /**
+   * Makes a pending follow-up a steer (call under the session lock, after input-gates allowed it); false when nothing changed.
+   * The session row gets a new version too (nothing in it changes): a claim that waited for the lock meanwhile reads the queue again (`lockForClaim`).
+   */
   async markSteer(manager: EntityManager, inputId: string): Promise<boolean> {
     const [, count] = (await manager.query(
-      prepared(`UPDATE inputs SET mode = '${MODE_TRANSITIONS.promote.to[0]}'
-       WHERE id = $1 AND ${statusGuard('mode', MODE_TRANSITIONS.promote.from)} AND ${statusGuard('status', INPUT_TRANSITIONS.cancel.from)}`),
+      prepared(`WITH p AS (UPDATE inputs SET mode = '${MODE_TRANSITIONS.promote.to[0]}'
+       WHERE id = $1 AND ${statusGuard('mode', MODE_TRANSITIONS.promote.from)} AND ${statusGuard('status', INPUT_TRANSITIONS.cancel.from)} RETURNING session_id)
+       UPDATE sessions SET pending_input_count = pending_input_count WHERE id = (SELECT session_id FROM p)`),
       [inputId],
     )) as [unknown[], number];
     return count === 1;
@@ -310,7 +319,7 @@ export class InputsRepository {
 }
 
 /** An input's place in the claim order (lower first): priority, then steer before follow-up, then received order. */
-const CLAIM_KEY = (alias: string): string => `-${alias}.priority, CASE WHEN ${alias}.mode = 'steer' THEN 0 ELSE 1 END, ${alias}.received_seq`;
+export const CLAIM_KEY = (alias: string): string => `-${alias}.priority, CASE WHEN ${alias}.mode = 'steer' THEN 0 ELSE 1 END, ${alias}.received_seq`;
 
 /** The account (product user) of the owner `u` of a session: an app end user's is the product user behind the app. */
 const ACCOUNT = `CASE WHEN u.kind = 'end_user' THEN u.parent_id ELSE u.id END`;

@@ -62,6 +62,9 @@ export interface Settled extends Committed {
   pendingInputs: number;
 }
 
+/** A turn its worker settled: published and nudged by the settle itself (SessionTransactions). */
+export type SettledTurn = Omit<Settled, keyof Committed>;
+
 /** A turn whose run an operator took over (seize), to be failed (failSeized). */
 export interface Seized {
   turn: TurnEntity;

@@ -5,11 +5,14 @@ export { gateCancelInput, gatePromoteInput, refuseWhileBlocked } from './input-g
 export { LifecycleModule } from './lifecycle.module.js';
 export { type MessagePlan, type MessageSpec, mayHaveActiveTurn, planMessage, resolveMode, SessionControls } from './session-controls.js';
 export { CAPABILITY_LIMIT_MESSAGES, EVENT_BUILDERS, turnEvents } from './turn-events.js';
-export type { HeldTurn, Interrupted, Outcome, RunOutput, Seized, Settled, Successor } from './held-turn.js';
+export type { HeldTurn, Interrupted, Outcome, RunOutput, Seized, Settled, SettledTurn, Successor } from './held-turn.js';
 export { RunEndings } from './run-endings.js';
+export { TurnSettlement } from './turn-settlement.js';
 export { assistantItem, runCheckpoint, turnSeconds } from './run-output.js';
 export { RunRecovery } from './run-recovery.js';
 export { accountLockThreshold, admitted, CLAIM_LOCK_MARGIN, TurnClaims } from './turn-claims.js';
+export { TurnTakeovers } from './turn-takeovers.js';
+export { type EmitOptions, SessionTransactions, type SessionTx } from './session-transaction.js';
 export { type CompactionCommit, type ModelStep, type Recorded, type RecordedModelStep, type RecordedToolResult, StepTransitions, type ToolEffects } from './step-transitions.js';
 export { type Resumed, WaitpointControls } from './waitpoint-controls.js';
 export { acceptedReceipt, frozenInputConfig } from './input-config.js';

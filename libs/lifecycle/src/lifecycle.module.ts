@@ -17,7 +17,10 @@ import { RunRecovery } from './run-recovery.js';
 import { SessionControls } from './session-controls.js';
 import { StepTransitions } from './step-transitions.js';
 import { TreeControls } from './tree-controls.js';
+import { SessionTransactions } from './session-transaction.js';
 import { TurnClaims } from './turn-claims.js';
+import { TurnTakeovers } from './turn-takeovers.js';
+import { TurnSettlement } from './turn-settlement.js';
 import { WaitpointControls } from './waitpoint-controls.js';
 
 /**
@@ -27,7 +30,7 @@ import { WaitpointControls } from './waitpoint-controls.js';
  */
 @Module({
   imports: [SessionsModule, InputsModule, TurnsModule, EventsModule, FilesModule, QueueModule, AgentsModule],
-  providers: [AfterCommit, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits],
-  exports: [AfterCommit, SessionControls, TurnClaims, RunEndings, RunRecovery, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits],
+  providers: [AfterCommit, SessionTransactions, TurnTakeovers, TurnSettlement, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits],
+  exports: [AfterCommit, SessionTransactions, TurnSettlement, SessionControls, TurnClaims, RunEndings, RunRecovery, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits],
 })
 export class LifecycleModule {}

@@ -1,23 +1,20 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
-import { metrics } from '#libs/metrics';
-import { EventOutbox, type OutgoingEvent } from '#libs/events';
-import { InputsRepository } from '#libs/inputs';
-import { SessionsRepository } from '#libs/sessions';
-import { type Lease, ModelRequestsRepository, type RunEntity, toCurrentTurn, ItemsRepository, RunsRepository, TurnsRepository } from '#libs/turns';
-import { AttachmentTransitions } from './attachment-transitions.js';
-import { CooperationWaits } from './cooperation-waits.js';
-import type { HeldTurn, Outcome, RunOutput, Settled, Successor } from './held-turn.js';
-import { closingEvents, lastReceivedSeq, lostDeltasNotice, receiptsOf, RunOutputWriter, turnSeconds, userItemsOf } from './run-output.js';
+import type { OutgoingEvent } from '#libs/events';
+import { consumedWrite, InputsRepository } from '#libs/inputs';
+import { runStartedWrite, SessionsRepository } from '#libs/sessions';
+import { insertItemsWrite, type Lease, type RunEntity, toCurrentTurn, RunsRepository, TurnsRepository } from '#libs/turns';
+import { attachmentBindings, AttachmentTransitions } from './attachment-transitions.js';
+import type { HeldTurn, RunOutput, Successor } from './held-turn.js';
+import { SessionTransactions } from './session-transaction.js';
+import { closingEvents, lastReceivedSeq, lostDeltasNotice, receiptsOf, RunOutputWriter, shownItemWrite, userItemsOf } from './run-output.js';
 import { turnEvents } from './turn-events.js';
 
 /**
- * How the worker that holds a run ends it at a boundary (called by `RunExecutor`, under the lease
- * it got from `TurnClaims` or a previous yield): it yields the run to the steers that arrived,
- * settles the turn's outcome, or releases the run for another worker on shutdown. Each is one
+ * How the worker that holds a run hands it on at a boundary (called by `RunClosing`, under the
+ * lease it got from `TurnClaims` or a previous yield): it yields the run to the steers that
+ * arrived, or releases the run for another worker on shutdown (`TurnSettlement` settles). Each is one
  * transaction under the session lock, fenced by that lease (null when it is gone), that also writes
  * the events announcing it to the outbox; none touches Redis, so a Redis outage never changes what
  * is committed. The caller publishes the returned batch after commit.
@@ -25,18 +22,14 @@ import { turnEvents } from './turn-events.js';
 @Injectable()
 export class RunEndings {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: SessionTransactions,
     private readonly sessions: SessionsRepository,
     private readonly inputs: InputsRepository,
     private readonly turns: TurnsRepository,
     private readonly runs: RunsRepository,
-    private readonly items: ItemsRepository,
-    private readonly outbox: EventOutbox,
     private readonly config: AppConfig,
     private readonly attachments: AttachmentTransitions,
     private readonly writer: RunOutputWriter,
-    private readonly cooperation: CooperationWaits,
-    private readonly modelRequests: ModelRequestsRepository,
   ) {}
 
   /**
@@ -46,8 +39,10 @@ export class RunEndings {
    */
   async yieldToSteers(held: HeldTurn, lease: Lease, output: RunOutput, nextRunId: string): Promise<Successor | 'cancelled' | null> {
     const { sessionId } = held.turn;
-    return this.dataSource.transaction(async (manager) => {
-      await this.sessions.lock(manager, sessionId);
+    const { value, committed } = await this.transactions.hold(sessionId, async (tx) => {
+      const { manager } = tx;
+      const session = await this.sessions.lock(manager, sessionId);
+      if (!session) return null;
       if ((await this.turns.findTurn(manager, held.turn.id))?.cancellationPending) return 'cancelled' as const;
       const steers = await this.inputs.steersAfter(manager, sessionId, held.lastInputSeq);
       const now = new Date();
@@ -61,96 +56,35 @@ export class RunEndings {
       if (!next) return null;
       const newItems = userItemsOf(steers, sessionId, now);
       const partial = output.item ? 1 : 0;
-      const firstSeq = await this.sessions.recordRunStarted(
-        manager,
-        sessionId,
-        toCurrentTurn({ ...held.turn, currentRunId: next.id }),
-        steers.length,
-        partial + newItems.length,
-        now,
-      );
-      await this.inputs.markConsumed(
-        manager,
-        steers.map((i) => i.id),
-        held.turn.id,
-        next.id,
-        now,
-      );
+      // Under the lock the session row is current: its item counter numbers the items written here.
+      const firstSeq = Number(session.itemSeq) + 1;
+      tx.write(runStartedWrite(sessionId, toCurrentTurn({ ...held.turn, currentRunId: next.id }), steers.length, partial + newItems.length, now));
+      tx.write(consumedWrite(steers.map((i) => i.id), held.turn.id, next.id, now));
       const events: OutgoingEvent[] = lostDeltasNotice(output);
       let index = output.outputIndex;
       if (output.item) {
-        events.push(...closingEvents(await this.writer.writeShown(manager, output.item, firstSeq, 'incomplete', output, now), index, output.text));
+        const shown = shownItemWrite(output.item, firstSeq, 'incomplete', output, now);
+        tx.write(shown.write);
+        events.push(...closingEvents(shown.item, index, output.text));
         index += 1;
       }
       const yielded: RunEntity = { ...held.run, id: lease.runId, status: 'yielded', completedAt: now, leaseOwner: null, leaseExpiresAt: null };
       events.push(turnEvents.run('yielded', yielded), turnEvents.run('created', next));
-      const userItems = await this.items.insertItems(manager, firstSeq + partial, newItems.map((item) => ({ ...item, turnId: held.turn.id, runId: next.id })));
-      await this.attachments.bindToMessages(manager, steers, userItems);
+      const { rows: userItems, write } = insertItemsWrite(firstSeq + partial, newItems.map((item) => ({ ...item, turnId: held.turn.id, runId: next.id })));
+      if (write) tx.write(write);
+      // Files bind in the transaction that writes their message, after it (a reference to it).
+      if (attachmentBindings(steers, userItems).length > 0) tx.afterWrite((m) => this.attachments.bindToMessages(m, steers, userItems).then(() => undefined));
       const receipts = receiptsOf(steers);
       for (const item of userItems) {
         events.push(turnEvents.item('added', item, index, receipts), turnEvents.item('done', item, index, receipts));
         index += 1;
       }
       held.lastInputSeq = lastReceivedSeq(steers, held.lastInputSeq);
-      const batch = await this.outbox.append(manager, sessionId, events, { epoch });
-      return { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index, batch, nudges: [] };
+      tx.emit(events, { epoch });
+      return { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index };
     });
-  }
-
-  /**
-   * Commits the run's outcome: the model call as a step, the output item, run and turn, in one
-   * transaction. A cancel accepted before this commit wins over completion (the client was told the
-   * turn would stop); a failure stays a failure. Text already shown is kept: the final answer when
-   * completed, an incomplete item otherwise. Null when the lease is gone.
-   */
-  async settle(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<Settled | null> {
-    const settled = await this.settleOnce(held, lease, output, outcome);
-    if (settled) metrics.turnFinished(settled.status, turnSeconds(settled.turn));
-    return settled;
-  }
-
-  private async settleOnce(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<Settled | null> {
-    const { sessionId } = held.turn;
-    return this.dataSource.transaction(async (manager) => {
-      const session = await this.sessions.lock(manager, sessionId);
-      const now = new Date();
-      const modelCall = outcome.status === 'completed' ? outcome.modelCall : undefined;
-      // The answer's step id, chosen here (afresh on every attempt) when its request is recorded with it.
-      const answerId = modelCall?.requestJson ? newId() : undefined;
-      const settled = await this.turns.settle(manager, {
-        lease,
-        runId: lease.runId,
-        runStatus: outcome.status,
-        turn: held.turn,
-        error: outcome.status === 'failed' ? outcome.error : null,
-        outputShown: output.item !== null,
-        answer: modelCall ? { id: answerId, input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}), ...(modelCall.finishReason ? { finish_reason: modelCall.finishReason } : {}) } } : undefined,
-        usage: modelCall?.usage ?? null,
-        context: outcome.context ?? null,
-        at: now,
-      });
-      if (!settled) return null;
-      const { turn, runUsage } = settled;
-      // The answer is a step only when the turn completed (a cancel accepted first wins): its request with it.
-      if (answerId && modelCall?.requestJson && turn.status === 'completed') await this.modelRequests.record(manager, answerId, modelCall.requestJson);
-      // A failed turn pauses what waits behind it: the user decides whether the queue goes on.
-      if (turn.status === 'failed' && session && session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, sessionId, true);
-      const final = turn.status as Outcome['status'];
-      const completed = final === 'completed';
-      const error = turn.error;
-      const events: OutgoingEvent[] = lostDeltasNotice(output);
-      const writes = output.item !== null || (completed && !(outcome.status === 'completed' && outcome.withoutAnswer));
-      const { firstItemSeq: seq, crowdedAccount } = await this.sessions.recordTurnFreed(manager, sessionId, toCurrentTurn(turn), writes ? 1 : 0, now, this.config.maxActiveTurnsPerOwner);
-      if (writes) events.push(...(await this.writer.finalOutput(manager, held, lease, output, completed ? 'completed' : 'incomplete', seq, now)));
-      const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error, leaseOwner: null, leaseExpiresAt: null, usage: runUsage };
-      events.push(turnEvents.run(final, run), turnEvents.turn(final, turn));
-      // No queue nudge: the settling worker's driver looks for the session's next input itself. A
-      // member's parent hears of it (and the tree's queued members, a slot freed).
-      const nudges = await this.cooperation.memberTurnEnded(manager, session, turn);
-      // The account was at its cap of running turns: its sessions waiting for a slot may start.
-      if (crowdedAccount) nudges.push({ kind: 'account', accountId: crowdedAccount });
-      return { turn, status: final, batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), nudges, pendingInputs: session?.pendingInputCount ?? 0 };
-    });
+    // The caller publishes the batch: the next run's live events follow it.
+    return value === null || value === 'cancelled' ? value : { ...value, ...committed };
   }
 
   /**
@@ -159,7 +93,8 @@ export class RunEndings {
    */
   async release(held: HeldTurn, lease: Lease, output: RunOutput): Promise<Successor | null> {
     const { sessionId } = held.turn;
-    return this.dataSource.transaction(async (manager) => {
+    // The successor's batch goes back to the caller, who publishes it.
+    const { value } = await this.transactions.hold(sessionId, async ({ manager }) => {
       await this.sessions.lock(manager, sessionId);
       const now = new Date();
       const epoch = await this.runs.nextEpoch(manager, sessionId);
@@ -172,5 +107,6 @@ export class RunEndings {
       }
       return this.writer.announceSuccessor(manager, held.turn, result, events, epoch, output.item ? output.outputIndex + 1 : output.outputIndex);
     });
+    return value;
   }
 }

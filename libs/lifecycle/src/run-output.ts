@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { AppConfig } from '#libs/config';
-import { newId } from '#libs/database';
+import { newId, type SqlFragment } from '#libs/database';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import type { InputEntity } from '#libs/inputs';
 import { SessionsRepository } from '#libs/sessions';
@@ -15,6 +15,7 @@ import {
   assistantContent,
   toCurrentTurn,
   type TurnEntity,
+  insertItemsWrite,
   ItemsRepository, RunsRepository, TurnsRepository,
 } from '#libs/turns';
 import type { Nudge } from './after-commit.js';
@@ -132,14 +133,30 @@ export class RunOutputWriter {
     return [turnEvents.item('added', item, output.outputIndex), ...closingEvents(item, output.outputIndex, output.text)];
   }
 
+  /** As `finalOutput`, as a fragment of the settle's one write and the events announcing it. */
+  finalOutputWrite(held: HeldTurn, lease: Lease, output: RunOutput, status: 'completed' | 'incomplete', seq: number, at: Date): { events: OutgoingEvent[]; write: SqlFragment } {
+    const item = output.item ?? assistantItem(newId(), held.turn, lease.runId, at);
+    const { item: written, write } = shownItemWrite(item, seq, status, output, at);
+    const closing = closingEvents(written, output.outputIndex, output.text);
+    return { events: output.item ? closing : [turnEvents.item('added', written, output.outputIndex), ...closing], write };
+  }
+
   /** Writes an assistant item with its final text (and its reasoning): the final answer when completed, commentary otherwise. */
   async writeShown(manager: EntityManager, item: ItemEntity, seq: number, status: 'completed' | 'incomplete', shown: Shown, at: Date): Promise<ItemEntity> {
-    const content = assistantContent(shown.text, shown.reasoning);
-    const [written] = await this.items.insertItems(manager, seq, [
-      { ...item, status, content, phase: status === 'completed' ? 'final_answer' : 'commentary', createdAt: at },
-    ]);
+    const [written] = await this.items.insertItems(manager, seq, [shownItem(item, status, shown, at)]);
     return written!;
   }
+}
+
+/** An assistant item with its final text as a fragment of a composed write, and the item as written. */
+export function shownItemWrite(item: ItemEntity, seq: number, status: 'completed' | 'incomplete', shown: Shown, at: Date): { item: ItemEntity; write: SqlFragment } {
+  const { rows, write } = insertItemsWrite(seq, [shownItem(item, status, shown, at)]);
+  return { item: rows[0]!, write: write! };
+}
+
+/** An assistant item as written with its final text (and its reasoning): the final answer when completed, commentary otherwise. */
+function shownItem(item: ItemEntity, status: 'completed' | 'incomplete', shown: Shown, at: Date): ItemEntity {
+  return { ...item, status, content: assistantContent(shown.text, shown.reasoning), phase: status === 'completed' ? 'final_answer' : 'commentary', createdAt: at };
 }
 
 /** The checkpoint of a run streaming `output` (its item announced): what a takeover and a reader of the items recover. */

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { setLogContext } from '#libs/config';
 import { newId } from '#libs/database';
-import { type Outcome, RunEndings } from '#libs/lifecycle';
+import { type Outcome, RunEndings, TurnSettlement } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { RunSignals } from '#libs/queue';
 import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
@@ -24,6 +24,7 @@ export class RunClosing {
 
   constructor(
     private readonly endings: RunEndings,
+    private readonly settlement: TurnSettlement,
     private readonly writes: DurableWrites,
     private readonly signals: RunSignals,
   ) {}
@@ -34,13 +35,13 @@ export class RunClosing {
    */
   async settle(state: RunState, outcome: Outcome): Promise<PendingAfter> {
     const { held, lease } = state;
-    const settled = await this.writes.retrying(lease, () => this.endings.settle(held, lease, state.output, { ...outcome, context: state.context.current }));
+    // Its events are published and its nudges sent by the settle itself, once committed.
+    const settled = await this.writes.retrying(lease, () => this.settlement.settle(held, lease, state.output, { ...outcome, context: state.context.current }));
     if (settled === undefined) return null;
     if (!settled) {
       this.writes.fenced(lease, 'settle');
       return null;
     }
-    await state.publish(settled.batch, settled.nudges);
     this.logger.log(`turn ${settled.status}`);
     return settled.pendingInputs;
   }

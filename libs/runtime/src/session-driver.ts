@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { withLogContext } from '#libs/config';
 import { newId } from '#libs/database';
-import { InputsRepository } from '#libs/inputs';
 import { RunSignals } from '#libs/queue';
 import { RunsRepository } from '#libs/turns';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -26,7 +25,6 @@ export class SessionDriver {
   constructor(
     private readonly claims: TurnClaims,
     private readonly executor: RunExecutor,
-    private readonly inputs: InputsRepository,
     private readonly runs: RunsRepository,
     private readonly signals: RunSignals,
   ) {}
@@ -40,11 +38,12 @@ export class SessionDriver {
    */
   async drive(sessionId: string, takeover = false, readyInputId?: string): Promise<number> {
     let turnsRun = 0;
-    // What the last settle saw of the queue under the session lock; null: look (unlocked, cheap).
-    // Most nudges after a turn find nothing to do, and an input that lands after a settle (or
-    // after the look) comes with its own nudge: the session's dedup keeps one while this job runs.
+    // What the last settle saw of the queue under the session lock; null: unknown, the claim looks
+    // (its read under the lock answers whether there is anything to take, so no look before it).
+    // An input that lands after a settle comes with its own nudge: the session's dedup keeps one
+    // while this job runs.
     let pendingKnown: number | null = null;
-    while (this.claiming && ((pendingKnown ?? (await this.inputs.hasPending(sessionId) ? 1 : 0)) > 0 || (takeover && (await this.runs.hasUnleasedRun(sessionId))))) {
+    while (this.claiming && (pendingKnown === null || pendingKnown > 0 || (takeover && (await this.runs.hasUnleasedRun(sessionId))))) {
       // Listening for a cancel starts before the claim commits, so none can slip in between.
       const runId = newId();
       const control = new RunControl();

@@ -7,6 +7,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import { isUuid, newId, type Page, type PageQuery, prepared, sqlList, toPage } from '#libs/database';
 import type { AgentSnapshot } from '#libs/agents';
 import { DomainError } from '#libs/errors';
+import { ACCOUNT_OF, ACCOUNT_RUNNING_TURNS } from './account-sql.js';
 import { SESSION_COLUMNS, SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
 
 export interface NewSession {
@@ -145,30 +146,6 @@ export class SessionsRepository {
   }
 
   /**
-   * The session lock for a claim of its queue head. With `lockFrom` (a cap on running turns per
-   * account is on) the same statement reads the session's account (its product user; an app end
-   * user's is the product user behind the app) and, once the account runs `lockFrom` turns or more,
-   * takes an advisory lock keyed by it, held to commit: near its cap the account's claims count each
-   * other's turns (`recordTurnStarted`) one at a time across the fleet, so the cap is strict there;
-   * further below it they do not wait on each other. No statement of its own either way.
-   * `accountId` is null without a cap.
-   */
-  async lockForClaim(manager: EntityManager, sessionId: string, lockFrom: number | null): Promise<{ session: SessionEntity; accountId: string | null } | null> {
-    if (!isUuid(sessionId)) return null;
-    const rows = (await manager.query(
-      prepared(`SELECT ${SESSION_COLUMNS}, acct.account_id FROM sessions
-       LEFT JOIN LATERAL (SELECT u.account_id,
-           CASE WHEN (${ACCOUNT_RUNNING_TURNS('u.account_id')}) >= $3::int
-             THEN pg_advisory_xact_lock(hashtextextended(u.account_id::text, ${ACCOUNT_LOCK_SEED})) END AS locked
-         FROM (${ACCOUNT_OF('sessions.owner_id')}) u WHERE $2) acct ON true
-       WHERE sessions.id = $1 FOR UPDATE OF sessions`),
-      [sessionId, lockFrom !== null, lockFrom ?? 0],
-    )) as Record<string, unknown>[];
-    const row = rows[0];
-    return row ? { session: sessionFromRow(row), accountId: (row.account_id as string | null) ?? null } : null;
-  }
-
-  /**
    * Records a received input in one statement that also takes the session lock: the next input
    * sequence number, one more pending input, and last_active_at.
    */
@@ -184,33 +161,6 @@ export class SessionsRepository {
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
     const session = sessionFromRow(rows[0]);
     return { session, receivedSeq: Number(session.inputSeq) };
-  }
-
-  /**
-   * A turn started (call under the session lock): the next turn number, `itemCount` item sequence
-   * numbers for its first items, the consumed inputs leave the queue, and the overview moves.
-   * `account.cap` (> 0: the cap on the account's running turns, `lockForClaim` serialising its
-   * claims): the same statement counts the account's running turns and refuses the start at the
-   * cap; null then, and nothing is written. A cap of 0 never evaluates the count.
-   */
-  async recordTurnStarted(
-    manager: EntityManager,
-    sessionId: string,
-    turn: TurnSummary,
-    consumedInputs: number,
-    itemCount: number,
-    at: Date,
-    account: { accountId: string | null; cap: number } = { accountId: null, cap: 0 },
-  ): Promise<{ turnSeq: number; firstItemSeq: number } | null> {
-    const [rows] = (await manager.query(
-      prepared(`UPDATE sessions SET turn_seq = turn_seq + 1, item_seq = item_seq + $2, pending_input_count = pending_input_count - $3,
-              current_turn = $4, last_active_at = GREATEST(last_active_at, $5)
-       WHERE id = $1 AND ($7::int = 0 OR (${ACCOUNT_RUNNING_TURNS('$6::uuid')}) < $7::int) RETURNING turn_seq, item_seq`),
-      [sessionId, itemCount, consumedInputs, JSON.stringify(turn), at, account.accountId, account.cap],
-    )) as [{ turn_seq: number; item_seq: string }[], number];
-    const row = rows[0];
-    if (!row) return null;
-    return { turnSeq: Number(row.turn_seq), firstItemSeq: Number(row.item_seq) - itemCount + 1 };
   }
 
   /**
@@ -447,20 +397,3 @@ export class SessionsRepository {
     return { total: rows[0]?.total ?? 0, targets: rows.map((row) => ({ sessionId: row.session_id, turnId: row.turn_id })) };
   }
 }
-
-/** Seed of the account's advisory lock key (other advisory locks use other seeds: the tree's is 19). */
-const ACCOUNT_LOCK_SEED = 35;
-
-/** The account (product user) a session owner belongs to: an app end user's is its parent, the product user behind the app. */
-const ACCOUNT_OF = (owner: string): string => `SELECT CASE WHEN kind = 'end_user' THEN parent_id ELSE id END AS account_id FROM users WHERE id = ${owner}`;
-
-/**
- * The account's running turns, as its cap counts them (through turns_running_by_account_idx, which
- * holds running turns only: a few index entries, whatever the account's number of sessions):
- * queued or in progress, leaving out coordinators waiting for their members (they hold no worker;
- * their members need the room). Turns waiting for a person (`requires_action`) hold no worker
- * either and are not counted.
- */
-const ACCOUNT_RUNNING_TURNS = (account: string): string =>
-  `SELECT count(*) FROM turns t
-   WHERE t.account_id = ${account} AND t.status IN ('queued', 'in_progress') AND coalesce(t.waitpoint->>'kind', '') <> 'cooperation'`;

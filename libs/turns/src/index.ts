@@ -68,7 +68,7 @@ export {
   TURN_TRANSITIONS,
 } from './states.js';
 export { TurnsModule } from './turns.module.js';
-export { type ContextItems, ItemsRepository, type NewItem } from './items.repository.js';
+export { type ContextItems, insertItemsWrite, ItemsRepository, type NewItem } from './items.repository.js';
 export { itemText, itemTokens, itemTokensIfLoaded } from './item-tokens.js';
 export type { Lease } from './lease.js';
 export { RunsRepository, type SuccessorSpec } from './runs.repository.js';
@@ -78,3 +78,4 @@ export { type NewTurn, type SettleSpec, TurnsRepository } from './turns.reposito
 export { type OpenWaitpointFilter, type OpenWaitpointRow, type RunFleetCounts, TIMELINE_TEXT_MAX, type TimelineRunRow, type TimelineStepRow } from './operator-reads.js';
 export { leaseStateOf, leaseStateSql, RUN_LEASE_MACHINE, type RunLeaseState } from './lease-machine.js';
 export { type CallsWaitpoint, parseWaitpoint, type QuestionWaitpoint, type TaggedWaitpoint, WAITPOINT_KINDS, waitpointProblem } from './waitpoints.js';
+export { turnStartRows, turnStartWrites } from './turn-start-writes.js';

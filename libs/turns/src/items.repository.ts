@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
-import { isUuid, newId, type Page, type PageQuery, prepared, preparedUpTo, toPage } from '#libs/database';
+import { isUuid, newId, type Page, type PageQuery, prepared, preparedUpTo, type SqlFragment, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { ItemEntity } from './entities.js';
 import { itemTokensIfLoaded } from './item-tokens.js';
@@ -46,19 +46,8 @@ export class ItemsRepository {
 
   /** Items take consecutive per-session sequence numbers starting at firstSeq. */
   async insertItems(manager: EntityManager, firstSeq: number, items: NewItem[]): Promise<ItemEntity[]> {
-    const rows = items.map((item, index) =>
-      manager.create(ItemEntity, { ...item, id: item.id ?? newId(), seq: String(firstSeq + index), tokens: item.tokens ?? itemTokensIfLoaded(item.content) }),
-    );
-    if (rows.length === 0) return rows;
-    const values: unknown[] = [];
-    const tuples = rows.map((row, i) => {
-      values.push(row.id, row.sessionId, row.turnId, row.runId, row.inputId, row.seq, row.type, row.role, row.status, JSON.stringify(row.content), row.phase, row.tokens, row.createdAt);
-      return `(${Array.from({ length: 13 }, (_, j) => `$${i * 13 + j + 1}`).join(', ')})`;
-    });
-    await manager.query(
-      preparedUpTo(rows.length, `INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, tokens, created_at) VALUES ${tuples.join(', ')}`),
-      values,
-    );
+    const { rows, write } = insertItemsWrite(firstSeq, items);
+    if (write) await manager.query(preparedUpTo(rows.length, write.sql), write.params);
     return rows;
   }
 
@@ -140,4 +129,21 @@ export class ItemsRepository {
       .getMany();
     return toPage(rows, page.limit);
   }
+}
+
+/** Items with consecutive sequence numbers from `firstSeq`, as entities and as one INSERT (a fragment of a composed write; null for none). */
+export function insertItemsWrite(firstSeq: number, items: NewItem[]): { rows: ItemEntity[]; write: SqlFragment | null } {
+  const rows = items.map((item, index) =>
+    Object.assign(new ItemEntity(), { ...item, id: item.id ?? newId(), seq: String(firstSeq + index), tokens: item.tokens ?? itemTokensIfLoaded(item.content) }),
+  );
+  if (rows.length === 0) return { rows, write: null };
+  const params: unknown[] = [];
+  const tuples = rows.map((row, i) => {
+    params.push(row.id, row.sessionId, row.turnId, row.runId, row.inputId, row.seq, row.type, row.role, row.status, JSON.stringify(row.content), row.phase, row.tokens, row.createdAt);
+    return `(${Array.from({ length: 13 }, (_, j) => `$${i * 13 + j + 1}`).join(', ')})`;
+  });
+  return {
+    rows,
+    write: { sql: `INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, tokens, created_at) VALUES ${tuples.join(', ')}`, params, rows: rows.length },
+  };
 }

@@ -48,6 +48,11 @@ export interface SettleSpec {
   /** The context of the run's last model call; null keeps what the turn shows. */
   context?: TurnContext | null;
   at: Date;
+  /**
+   * Take the session lock in the same statement, first (columns of the session row to return, in
+   * `session`): the run and turn rows are locked after it, so they are read as committed then.
+   */
+  lockSession?: string;
 }
 
 /**
@@ -143,13 +148,17 @@ export class TurnsRepository {
    * first (the client was told the turn would stop), and records its model answer as a committed
    * step. Returns the settled turn, or null when the run was not the caller's to settle.
    */
-  async settle(manager: EntityManager, spec: SettleSpec): Promise<{ turn: TurnEntity; runUsage: Usage | null } | null> {
+  async settle(manager: EntityManager, spec: SettleSpec): Promise<{ turn: TurnEntity; runUsage: Usage | null; session?: Record<string, unknown> } | null> {
+    // With the session lock: taken first (the one-time filter of cur), and the turn row locked too,
+    // so a cancel committed while the lock was awaited is seen (a locked row is read as committed).
+    const lock = spec.lockSession ? `s AS (SELECT ${spec.lockSession} FROM sessions WHERE id = $8::uuid FOR UPDATE), ` : '';
     const rows = (await manager.query(
-      prepared(`WITH cur AS (
+      prepared(`WITH ${lock}cur AS (
          SELECT r.id, r.turn_id, t.cancellation_pending FROM runs r JOIN turns t ON t.id = r.turn_id
          WHERE r.id = $1 AND ${statusGuard('r.status', RUN_TRANSITIONS.settle.from)}
            AND (($2::text IS NULL AND (r.lease_owner IS NULL OR r.lease_expires_at < now())) OR (r.lease_owner = $2 AND r.epoch = $3 AND r.lease_expires_at > now()))
-         FOR UPDATE OF r
+           ${lock ? 'AND EXISTS (SELECT 1 FROM s)' : ''}
+         FOR UPDATE OF r${lock ? ', t' : ''}
        ), fin AS (
          SELECT id, turn_id, ${settledStatusSql('cancellation_pending', '$4::text')} AS status FROM cur
        ), err AS (
@@ -170,7 +179,7 @@ export class TurnsRepository {
          SELECT $7, $1, r.turn_id, $8, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = r.turn_id), 'model_call', 'completed', $9::jsonb, $10::jsonb, $5, $5
          FROM r WHERE r.status = 'completed' AND $9::jsonb IS NOT NULL
        )
-       SELECT status, run_usage, turn_usage, error FROM t`),
+       ${lock ? `SELECT ${spec.lockSession}, t.status, t.run_usage, t.turn_usage, t.error FROM s LEFT JOIN t ON true` : 'SELECT status, run_usage, turn_usage, error FROM t'}`),
       [
         spec.runId,
         spec.lease?.owner ?? null,
@@ -189,8 +198,9 @@ export class TurnsRepository {
       ],
     )) as { status: TurnStatus; run_usage: Usage | null; turn_usage: Usage | null; error: PublicError | null }[];
     const row = rows[0];
-    if (!row) return null;
+    if (!row?.status) return null;
     return {
+      ...(lock ? { session: row as unknown as Record<string, unknown> } : {}),
       turn: {
         ...spec.turn,
         status: row.status,
