@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import type { Principal } from '#libs/auth';
@@ -12,12 +11,11 @@ import { BULK_CANCEL_MAX, BULK_CANCEL_SAMPLE, BulkCancelSessions, type BulkCance
 import { SessionsRepository } from '#libs/sessions';
 import { TurnsRepository } from '#libs/turns';
 import { aBatch, aSession, aTurn, domainError, typesOf } from './support/aggregate-fixtures.js';
-import { newTestService } from './support/new-test-service.js';
+import { newTestService, quietNestLogger } from './support/new-test-service.js';
 
 // An operator's bulk cancel (BulkCancelSessions): each selected session in a transaction of its own,
 // through the lifecycle's cancel, audited; skipped when its turn ended meanwhile; the whole call
 // idempotent by its key.
-Logger.overrideLogger(false);
 const principal = { userId: 'admin', actorId: 'admin', keyId: 'key-1' } as Principal;
 
 /** What runs the call at most once per key (the constructor's last parameter): the work when no receipt answers, then the receipt's own transaction. */
@@ -54,6 +52,7 @@ function bulk(targets: { sessionId: string; turnId: string }[], total = targets.
 const bodyOf = (response: IdempotentResponse) => JSON.parse(response.body) as BulkCancelResultDto;
 
 describe('an operator\'s bulk cancel (BulkCancelSessions)', () => {
+  quietNestLogger();
   it('a dry run only counts and samples: no transaction, no cancel', async () => {
     const { sut, sessions, controls, dataSource } = bulk([{ sessionId: 's1', turnId: 't1' }], 2_000);
     const result = await sut.dryRun({ status: 'in_progress' } as never);

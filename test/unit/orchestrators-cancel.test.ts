@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { type IdempotentResponse, InputsRepository } from '#libs/inputs';
@@ -11,11 +10,10 @@ import { TurnsRepository } from '#libs/turns';
 import { Acceptance, type ControlOutcome } from '../../libs/protocol/src/use-cases/acceptance.js';
 import { CancelTurn } from '../../libs/protocol/src/use-cases/queue-controls.use-case.js';
 import { aRun, aSession, aTurn, aWaitingTurn, aWaitpoint, domainError, typesOf } from './support/aggregate-fixtures.js';
-import { newTestService } from './support/new-test-service.js';
+import { newTestService, quietNestLogger } from './support/new-test-service.js';
 
 // Cancelling a turn, decided under the session lock (SessionControls.cancelTurn) and accepted as a
 // client's event (CancelTurn): what each case asks of the repositories, and what it announces.
-Logger.overrideLogger(false);
 const manager = {} as EntityManager;
 
 function controls() {
@@ -27,6 +25,7 @@ function controls() {
 }
 
 describe('cancelling a turn (SessionControls.cancelTurn)', () => {
+  quietNestLogger();
   it('refuses when no turn is named and none is active, writing nothing', async () => {
     const { sut, turns, sessions } = controls();
     turns.activeTurn.mock.mockImplementation(async () => null);
@@ -114,6 +113,7 @@ describe('cancelling a turn (SessionControls.cancelTurn)', () => {
 });
 
 describe('the queue behind a cancel (SessionControls)', () => {
+  quietNestLogger();
   it('continues a paused queue only once no turn is active', async () => {
     const { sut, turns, sessions } = controls();
     await assert.rejects(sut.continueQueue(manager, aSession()), domainError('state_conflict'));
@@ -144,6 +144,7 @@ describe('the queue behind a cancel (SessionControls)', () => {
 });
 
 describe('the cancel event (CancelTurn)', () => {
+  quietNestLogger();
   const principal = { userId: 'owner-1' } as Principal;
 
   function cancelTurn(replayed: boolean) {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Logger } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { EventOutbox, EventPublisher } from '#libs/events';
 import { IdempotencyService, InputsRepository } from '#libs/inputs';
@@ -9,11 +8,10 @@ import { SessionDispatcher } from '#libs/queue';
 import { AttachmentPreparer, RecoveryService } from '#libs/runtime';
 import { RunsRepository } from '#libs/turns';
 import { aBatch, aRun } from './support/aggregate-fixtures.js';
-import { newTestService } from './support/new-test-service.js';
+import { newTestService, quietNestLogger } from './support/new-test-service.js';
 
 // The recovery sweep (RecoveryService.sweep): what it finds in Postgres and what it asks of the
 // lifecycle and the dispatcher for each, with nothing found by default.
-Logger.overrideLogger(false);
 
 function sweeper() {
   const service = newTestService(RecoveryService);
@@ -37,6 +35,7 @@ function sweeper() {
 }
 
 describe('the recovery sweep (RecoveryService.sweep)', () => {
+  quietNestLogger();
   it('with nothing expired, waiting or due, asks nothing of the lifecycle or the dispatcher', async () => {
     const { sut, recovery, dispatcher, afterCommit } = sweeper();
     assert.deepEqual(await sut.sweep(), { interruptedRuns: 0, takeoversNudged: 0, redispatched: 0, receiptsDeleted: 0, eventsPruned: 0, preparationsResumed: 0 });

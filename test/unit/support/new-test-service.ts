@@ -1,5 +1,6 @@
 import 'reflect-metadata';
-import { mock, type Mock } from 'node:test';
+import { after, before, mock, type Mock } from 'node:test';
+import { ConsoleLogger, Logger } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 
 /**
@@ -160,4 +161,14 @@ function describe(token: unknown, index?: number): string {
   if (typeof token === 'function' && token.name && token !== Object && token !== Function) return token.name;
   if (typeof token === 'string' || typeof token === 'symbol') return String(token);
   return index === undefined ? 'token' : `parameter ${index}`;
+}
+
+/**
+ * Silences Nest's `Logger` (the warnings an orchestrator logs on the failure paths a test drives)
+ * for the enclosing describe block, and gives it back its default console output after: unit test
+ * files may share a process, so no file leaves the logger changed for the others.
+ */
+export function quietNestLogger(): void {
+  before(() => Logger.overrideLogger(false));
+  after(() => Logger.overrideLogger(new ConsoleLogger()));
 }
