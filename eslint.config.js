@@ -26,8 +26,8 @@ const LAYERS = [
   'database',
   'platform', // cross-cutting services over the database and Redis
   'data', // the resources, each with its tables and services
-  'lifecycle', // state transitions of sessions, turns and inputs
-  'engine', // the api's protocol and the worker's runtime
+  'engine', // the session aggregate: sessions, inputs, turns, runs, steps, items, waitpoints and their transitions
+  'application', // the api's protocol, the worker's runtime and the operators' reads
 ];
 
 /**
@@ -50,16 +50,13 @@ const LIBS = {
   queue: ['platform'],
   secrets: ['platform', 'audit'],
   webhooks: ['platform', 'audit', 'queue', 'secrets', 'events'],
-  turns: ['data'],
   files: ['data'],
-  tools: ['data', 'files', 'turns'],
+  tools: ['data', 'files'],
   agents: ['data', 'tools'],
-  sessions: ['data', 'agents'],
-  inputs: ['data', 'agents', 'files'],
-  lifecycle: ['lifecycle'],
-  protocol: ['engine'],
-  runtime: ['engine'],
-  operations: ['engine', 'protocol'],
+  engine: ['engine'],
+  protocol: ['application'],
+  runtime: ['application'],
+  operations: ['application', 'protocol'],
 };
 
 /** The boundaries/dependencies policies that LAYERS and LIBS stand for. */
@@ -252,10 +249,10 @@ export default defineConfig(
     // dependencies today: the classes of those libs, and the acceptance use cases and operator tools
     // that inject their services one by one. The reshape removes each line here. They keep the Redis rule.
     files: [
-      'libs/lifecycle/src/cooperation-transitions.ts',
-      'libs/lifecycle/src/run-endings.ts',
-      'libs/lifecycle/src/step-transitions.ts',
-      'libs/lifecycle/src/turn-claims.ts',
+      'libs/engine/src/cooperation/cooperation-transitions.ts',
+      'libs/engine/src/endings/run-endings.ts',
+      'libs/engine/src/steps/step-transitions.ts',
+      'libs/engine/src/claims/turn-claims.ts',
       'libs/runtime/src/recovery.service.ts',
       'apps/api/src/ops/operations.ts',
       'libs/protocol/src/use-cases/create-session.use-case.ts',
@@ -265,7 +262,7 @@ export default defineConfig(
   },
   {
     // Temporary: rewritten by the engine reshape now, split after it lands (the rule holds every other file).
-    files: ['libs/sessions/src/sessions.repository.ts', 'libs/events/src/event-stream-hub.ts'],
+    files: ['libs/engine/src/tables/sessions.repository.ts', 'libs/events/src/event-stream-hub.ts'],
     rules: { 'max-lines': 'off' },
   },
   {

@@ -1,11 +1,11 @@
 // The durable core's invariants (docs/durable-core.md), each a read-only SQL query whose rows are
 // violations. scripts/lib/invariants.mjs runs them over one snapshot; this file only states them.
 
-// Statuses as the state machines declare them (defineMachine: libs/turns/src/states.ts,
-// libs/inputs/src/states.ts, libs/files/src/file-states.ts, compiled into dist/ by `npm run build`,
+// Statuses as the state machines declare them (defineMachine: libs/engine/src/machines/turn-states.ts,
+// libs/engine/src/machines/input-states.ts, libs/files/src/file-states.ts, compiled into dist/ by `npm run build`,
 // `npm test` and the fault suite): a status is spelled once.
-const turnStates = await importBuilt('libs/turns/src/states.js');
-const inputStates = await importBuilt('libs/inputs/src/states.js');
+const turnStates = await importBuilt('libs/engine/src/machines/turn-states.js');
+const inputStates = await importBuilt('libs/engine/src/machines/input-states.js');
 const { FILE_MACHINE } = await importBuilt('libs/files/src/file-states.js');
 const sql = turnStates.sqlList;
 const TERMINAL_TURN = sql(turnStates.TERMINAL_TURN_STATUSES);

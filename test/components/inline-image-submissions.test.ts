@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { StoreInlineImages } from '#libs/files';
-import { IdempotencyService } from '#libs/inputs';
+import { IdempotencyService } from '#libs/engine';
 import { InlineImages, MAX_IMAGE_BYTES_TOTAL, parseAgentInput } from '#libs/protocol';
 import { PNG, randomPng } from '../support/file-fixtures.js';
 

@@ -16,35 +16,35 @@ async function layerErrors(filePath: string, code: string): Promise<string[]> {
 }
 
 describe('lib layers (npm run lint)', () => {
-  it('reports a lib importing a lib of a higher layer: sessions importing #libs/runtime', async () => {
-    const errors = await layerErrors('libs/sessions/src/x.ts', "import { X } from '#libs/runtime';\nexport const y = X;\n");
+  it('reports a lib importing a lib of a higher layer: engine importing #libs/runtime', async () => {
+    const errors = await layerErrors('libs/engine/src/x.ts', "import { X } from '#libs/runtime';\nexport const y = X;\n");
     assert.equal(errors.length, 1);
-    assert.match(errors[0], /lib sessions may not import #libs\/runtime/);
+    assert.match(errors[0], /lib engine may not import #libs\/runtime/);
   });
 
   it('accepts a lib importing a lower layer, and the same-layer libs listed for it', async () => {
-    assert.deepEqual(await layerErrors('libs/sessions/src/x.ts', "import { X } from '#libs/database';\nexport const y = X;\n"), []);
-    assert.deepEqual(await layerErrors('libs/sessions/src/x.ts', "import { X } from '#libs/agents';\nexport const y = X;\n"), []);
+    assert.deepEqual(await layerErrors('libs/engine/src/x.ts', "import { X } from '#libs/database';\nexport const y = X;\n"), []);
+    assert.deepEqual(await layerErrors('libs/engine/src/x.ts', "import { X } from '#libs/agents';\nexport const y = X;\n"), []);
     assert.deepEqual(await layerErrors('apps/worker/src/x.ts', "import { X } from '#libs/runtime';\nexport const y = X;\n"), []);
   });
 
   it('accepts the whole of a clean file: no other rule fires on an allowed import', async () => {
-    const [result] = await eslint.lintText("import { X } from '#libs/database';\nexport const y = X;\n", { filePath: 'libs/sessions/src/x.ts' });
+    const [result] = await eslint.lintText("import { X } from '#libs/database';\nexport const y = X;\n", { filePath: 'libs/engine/src/x.ts' });
     assert.deepEqual(result.messages, []);
   });
 
   it('counts type-only imports, re-exports and import() as imports', async () => {
     for (const code of [
-      "import type { X } from '#libs/lifecycle';\nexport type Y = X;\n",
-      "export { X } from '#libs/lifecycle';\n",
-      "export const load = () => import('#libs/lifecycle');\n",
+      "import type { X } from '#libs/engine';\nexport type Y = X;\n",
+      "export { X } from '#libs/runtime';\n",
+      "export const load = () => import('#libs/engine');\n",
     ]) {
-      assert.equal((await layerErrors('libs/turns/src/x.ts', code)).length, 1, code);
+      assert.equal((await layerErrors('libs/engine/src/x.ts', code)).length, 1, code);
     }
   });
 
   it('reports a same-layer import that LIBS does not list, and any import between foundation libs', async () => {
-    assert.equal((await layerErrors('libs/agents/src/x.ts', "import { X } from '#libs/sessions';\nexport const y = X;\n")).length, 1);
+    assert.equal((await layerErrors('libs/agents/src/x.ts', "import { X } from '#libs/engine';\nexport const y = X;\n")).length, 1);
     assert.equal((await layerErrors('libs/errors/src/x.ts', "import { X } from '#libs/metrics';\nexport const y = X;\n")).length, 1);
     assert.equal((await layerErrors('libs/sdk/src/x.ts', "import { X } from '#libs/errors';\nexport const y = X;\n")).length, 1);
   });
@@ -55,14 +55,14 @@ describe('lib layers (npm run lint)', () => {
   });
 
   it('reports a relative path into another lib, even one the layers allow', async () => {
-    const errors = await layerErrors('libs/sessions/src/x.ts', "import { X } from '../../database/src/index.js';\nexport const y = X;\n");
+    const errors = await layerErrors('libs/engine/src/x.ts', "import { X } from '../../database/src/index.js';\nexport const y = X;\n");
     assert.equal(errors.length, 1);
     assert.match(errors[0], /relative path: import it as #libs\/database/);
-    assert.deepEqual(await layerErrors('libs/sessions/src/x.ts', "import { X } from './sessions.service.js';\nexport const y = X;\n"), []);
+    assert.deepEqual(await layerErrors('libs/engine/src/x.ts', "import { X } from './tables/sessions.repository.js';\nexport const y = X;\n"), []);
   });
 
   it('reports any import of an app, from a lib or from the other app', async () => {
-    assert.match((await layerErrors('libs/turns/src/x.ts', "import { X } from '../../../apps/api/src/main.js';\nexport const y = X;\n"))[0], /nothing imports an app/);
+    assert.match((await layerErrors('libs/engine/src/x.ts', "import { X } from '../../../apps/api/src/main.js';\nexport const y = X;\n"))[0], /nothing imports an app/);
     assert.match((await layerErrors('apps/api/src/x.ts', "import { X } from '../../worker/src/main.js';\nexport const y = X;\n"))[0], /nothing imports an app/);
   });
 });

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { dataSourceOptions } from '#libs/database';
-import { IdempotencyReceiptEntity, IdempotencyService } from '#libs/inputs';
+import { IdempotencyReceiptEntity, IdempotencyService } from '#libs/engine';
 import { env } from '../support/env.js';
 import { API } from '../support/http.js';
 import { call, newProductUser } from '../support/identity.js';

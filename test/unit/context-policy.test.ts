@@ -4,7 +4,7 @@ import { parseAgentDefinition } from '#libs/agents';
 import { AppConfig } from '#libs/config';
 import { defaultWindowTokens, ModelError, ScriptedProvider, SCRIPTED_WINDOW_TOKENS, type ModelEvent } from '#libs/models';
 import { compactionCut, ContextCache, type ContextMeasure, contextPolicy, contextTokens, decideContext, planNextStep, type ToolPolicy, transcript } from '#libs/runtime';
-import type { CommittedStep, ItemEntity } from '#libs/turns';
+import type { CommittedStep, ItemEntity } from '#libs/engine';
 
 // Context management's decisions, pure: no database, no model.
 const measure = (items: number[], extra: Partial<ContextMeasure> = {}): ContextMeasure => ({

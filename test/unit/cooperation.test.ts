@@ -2,10 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAgentDefinition } from '#libs/agents';
 import { DomainError } from '#libs/errors';
-import { admitted, cooperationRules, gatePromoteInput, gateTreeContinue, resolveMode } from '#libs/lifecycle';
+import { admitted, type CommittedStep, cooperationRules, gatePromoteInput, gateTreeContinue, type MemberState, resolveMode, type ToolCallSpec, type TurnEntity } from '#libs/engine';
 import { planNextStep, type ToolPolicy } from '#libs/runtime';
-import type { MemberState } from '#libs/sessions';
-import type { CommittedStep, ToolCallSpec, TurnEntity } from '#libs/turns';
 
 // Cooperation trees' pure rules (README "Cooperation: subagents and trees"): no database.
 const POLICY: ToolPolicy = {

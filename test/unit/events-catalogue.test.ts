@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EVENT_SCHEMA_NAMES, sessionEventSchemas } from '../../apps/api/src/openapi/session-events.js';
 import { EVENT_TYPES, type EventType, type OutgoingEvent } from '#libs/events';
-import type { AcceptedReceipt } from '#libs/inputs';
-import { EVENT_BUILDERS, turnEvents } from '#libs/lifecycle';
-import type { ItemEntity, RunEntity, TurnEntity, Waitpoint } from '#libs/turns';
+import { type AcceptedReceipt, EVENT_BUILDERS, type ItemEntity, type RunEntity, type TurnEntity, turnEvents, type Waitpoint } from '#libs/engine';
 
 // The runtime side of the compile-time checks (libs/events/src/outgoing-events.ts,
 // EVENT_BUILDERS, the OpenAPI specs): every type of the catalogue has one builder that builds it,

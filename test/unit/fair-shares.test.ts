@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { accountLimit, AuthService, clientOf, CredentialCache, generateKeySecret, RateLimits, UnknownKeys } from '#libs/auth';
 import type { AppConfig, RedisClient } from '#libs/config';
-import { accountLockThreshold, CLAIM_LOCK_MARGIN } from '#libs/lifecycle';
+import { accountLockThreshold, CLAIM_LOCK_MARGIN } from '#libs/engine';
 
 /** A Redis that runs the rate limiter's lease script in memory, counting the calls made to it and the commands they run. */
 function fakeRedis(): { redis: RedisClient; evals: number; commands: Record<string, number>; counters: Map<string, number> } {

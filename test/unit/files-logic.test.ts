@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { extensionOf, isFileId, isPlainText, isStorageKey, newFileId, sanitizeFilename, sniffUpload, storageKeys } from '#libs/files';
-import { PREPARATION_RETRY_MAX_MS, preparationRetryDelayMs } from '#libs/inputs';
+import { PREPARATION_RETRY_MAX_MS, preparationRetryDelayMs } from '#libs/engine';
 import { executableBytes, PNG, pdfWithText } from '../support/file-fixtures.js';
 
 // Pure logic of the files lib: filename sanitising, type decisions from bytes, ids and storage keys.

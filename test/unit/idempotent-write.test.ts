@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import type { OutboxRow } from '#libs/events';
-import { IdempotencyService, type IdempotencyScope, type ReceiptRow } from '#libs/inputs';
+import { type IdempotencyScope, IdempotencyService, type ReceiptRow } from '#libs/engine';
 import { IdempotentWrite } from '#libs/protocol';
 
 // The transaction owner of an idempotent write, the database faked: the idempotency lib only reads

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { checkInlineImage, isStorageKey, type ResolveSessionImages, storageKeys } from '#libs/files';
 import { ImageReferences, MISSING_IMAGE_TEXT, toModelMessages } from '#libs/runtime';
-import type { ItemEntity, StoredContentPart } from '#libs/turns';
+import type { ItemEntity, StoredContentPart } from '#libs/engine';
 import { PNG } from '../support/file-fixtures.js';
 
 // Inline images without a stack: the type check of a data URL's bytes, storage keys, and how the

@@ -4,26 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { defineMachine, type Edge, type Machine } from '#libs/database';
 import { FILE_MACHINE } from '#libs/files';
-import { ATTACHMENT_MACHINE, ATTACHMENT_STATUSES, INPUT_MACHINE, INPUT_MODE_MACHINE, INPUT_MODES, INPUT_STATUSES } from '#libs/inputs';
-import { SESSION_STATUSES, sessionStatus } from '#libs/lifecycle';
-import { COOPERATION_SIGNAL_MACHINE, SESSION_STATUS_MACHINE, type SessionEntity, sessionStatusOf, sessionStatusSql } from '#libs/sessions';
-import {
-  ITEM_MACHINE,
-  ITEM_STATUSES,
-  leaseStateOf,
-  leaseStateSql,
-  parseWaitpoint,
-  RUN_LEASE_MACHINE,
-  RUN_MACHINE,
-  RUN_STATUSES,
-  STEP_MACHINE,
-  STEP_STATUSES,
-  TERMINAL_TURN_STATUSES,
-  TURN_MACHINE,
-  TURN_STATUSES,
-  WAITPOINT_KINDS,
-  waitpointProblem,
-} from '#libs/turns';
+import { ATTACHMENT_MACHINE, ATTACHMENT_STATUSES, COOPERATION_SIGNAL_MACHINE, INPUT_MACHINE, INPUT_MODE_MACHINE, INPUT_MODES, INPUT_STATUSES, ITEM_MACHINE, ITEM_STATUSES, leaseStateOf, leaseStateSql, parseWaitpoint, RUN_LEASE_MACHINE, RUN_MACHINE, RUN_STATUSES, SESSION_STATUS_MACHINE, SESSION_STATUSES, type SessionEntity, sessionStatus, sessionStatusOf, sessionStatusSql, STEP_MACHINE, STEP_STATUSES, TERMINAL_TURN_STATUSES, TURN_MACHINE, TURN_STATUSES, WAITPOINT_KINDS, waitpointProblem } from '#libs/engine';
 import { WEBHOOK_DELIVERY_MACHINE, WEBHOOK_DISABLED_REASON_MACHINE, WEBHOOK_ENDPOINT_MACHINE, webhookEndpointState } from '#libs/webhooks';
 
 // Each declared state machine (defineMachine) against its own rules and against what derives from
@@ -106,7 +87,7 @@ describe('every declared machine', () => {
     assert.deepEqual(SESSION_STATUS_MACHINE.states, SESSION_STATUSES);
   });
 
-  it('the machines the sessions lib declares (it cannot import libs/turns) end where turns end', () => {
+  it('the machines the sessions lib declares (it cannot import libs/engine) end where turns end', () => {
     for (const status of TERMINAL_TURN_STATUSES) assert.ok(SESSION_STATUS_MACHINE.is(status) && COOPERATION_SIGNAL_MACHINE.is(status), status);
     assert.deepEqual(COOPERATION_SIGNAL_MACHINE.edges.turnEnded.to, TERMINAL_TURN_STATUSES);
   });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CallInFlight, planNextStep, samplingMessage, type ToolPolicy } from '#libs/runtime';
 import { elicitationQuestions, type ElicitationRequest, elicitationResult } from '#libs/tools';
-import type { CommittedStep, ToolCallSpec } from '#libs/turns';
+import type { CommittedStep, ToolCallSpec } from '#libs/engine';
 
 // An MCP server's question to the user (elicitation) as a waitpoint, and back: pure, no server.
 const form: ElicitationRequest = {

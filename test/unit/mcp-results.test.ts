@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { checkToolMedia, type ResolveSessionImages } from '#libs/files';
 import { ImageReferences, MISSING_IMAGE_TEXT, toModelMessages } from '#libs/runtime';
 import { MAX_EMBEDDED_RESOURCE_BYTES, MAX_MCP_OUTPUT_CHARS, outcomeOf } from '#libs/tools';
-import { type ItemEntity, itemText, type StoredContentPart } from '#libs/turns';
+import { type ItemEntity, itemText, type StoredContentPart } from '#libs/engine';
 import { PNG } from '../support/file-fixtures.js';
 
 // What an MCP tool's result becomes (text for the model, images and audio aside), which of its

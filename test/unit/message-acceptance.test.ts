@@ -5,8 +5,7 @@ import type { Principal } from '#libs/auth';
 import type { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import { EventOutbox, type EventPublisher, OutboxSubscribers } from '#libs/events';
-import { IdempotencyService, InputsRepository, type ReceiptRow } from '#libs/inputs';
-import type { AfterCommit, Committed, MessageSpec, SessionControls } from '#libs/lifecycle';
+import { type AfterCommit, type Committed, IdempotencyService, InputsRepository, type MessageSpec, type ReceiptRow, type SessionControls } from '#libs/engine';
 import { type Acceptance, type InlineImageBatch, MessageAcceptance } from '#libs/protocol';
 
 // The message acceptance orchestrator with its repositories' SQL as it is and the database, the

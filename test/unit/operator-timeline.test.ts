@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { toTimelineTurns } from '#libs/operations';
-import type { TimelineRunRow, TimelineStepRow, TurnEntity } from '#libs/turns';
+import type { TimelineRunRow, TimelineStepRow, TurnEntity } from '#libs/engine';
 
 // The operator timeline's projection, pure: rows as the repositories read them, DTOs as the api answers.
 const at = (s: number): Date => new Date(Date.UTC(2026, 0, 1, 0, 0, s));

@@ -2,10 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EntityManager } from 'typeorm';
 import { FilesRepository } from '#libs/files';
-import { type FrozenInputConfig, type InputEntity, InputsRepository } from '#libs/inputs';
-import { type MessageSpec, SessionControls } from '#libs/lifecycle';
-import { ProjectsRepository, SessionsRepository } from '#libs/sessions';
-import { TurnsRepository } from '#libs/turns';
+import { type FrozenInputConfig, type InputEntity, InputsRepository, type MessageSpec, ProjectsRepository, SessionControls, SessionsRepository, TurnsRepository } from '#libs/engine';
 import { aSession, aTurn, aWaitingTurn, aWaitpoint, domainError } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';
 

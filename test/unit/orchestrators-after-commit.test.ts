@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EventOutbox } from '#libs/events';
-import { InputsRepository } from '#libs/inputs';
-import { AfterCommit, type Committed, CooperationWaits } from '#libs/lifecycle';
+import { AfterCommit, type Committed, CooperationWaits, InputsRepository } from '#libs/engine';
 import { AttachmentJobs, RunSignals, SessionDispatcher } from '#libs/queue';
 import { aBatch } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';

@@ -5,11 +5,8 @@ import { AuditLog } from '#libs/audit';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { EventOutbox } from '#libs/events';
-import type { IdempotentResponse } from '#libs/inputs';
-import { AfterCommit, type Nudge, SessionControls } from '#libs/lifecycle';
+import { AfterCommit, type IdempotentResponse, type Nudge, SessionControls, SessionsRepository, TurnsRepository } from '#libs/engine';
 import { BULK_CANCEL_MAX, BULK_CANCEL_SAMPLE, BulkCancelSessions, type BulkCancelResultDto } from '#libs/operations';
-import { SessionsRepository } from '#libs/sessions';
-import { TurnsRepository } from '#libs/turns';
 import { aBatch, aSession, aTurn, domainError, typesOf } from './support/aggregate-fixtures.js';
 import { newTestService, quietNestLogger } from './support/new-test-service.js';
 

@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppConfig } from '#libs/config';
-import { type FrozenInputConfig, type InputEntity, InputsRepository } from '#libs/inputs';
-import { AttachmentTransitions, type HeldTurn, SessionTransactions, TurnClaims, TurnTakeovers } from '#libs/lifecycle';
-import { TreeRepository } from '#libs/sessions';
-import { ItemsRepository, RunsRepository, StepsRepository, TurnsRepository } from '#libs/turns';
+import { AttachmentTransitions, type FrozenInputConfig, type HeldTurn, type InputEntity, InputsRepository, ItemsRepository, RunsRepository, SessionTransactions, StepsRepository, TreeRepository, TurnClaims, TurnsRepository, TurnTakeovers } from '#libs/engine';
 import { aRun, aSession, aTurn, typesOf } from './support/aggregate-fixtures.js';
 import { FakeSessionTransactions, rowOf } from './support/fake-session-transactions.js';
 import { newTestService } from './support/new-test-service.js';

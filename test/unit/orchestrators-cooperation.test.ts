@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { FrozenInputConfig } from '#libs/inputs';
+import { CooperationTransitions, CooperationWaits, type FrozenInputConfig, type HeldTurn, type MemberState, RunsRepository, SessionControls, SessionsRepository, StepsRepository, StepTransitions, type ToolCallSpec, TreeRepository, TurnsRepository } from '#libs/engine';
 import { AppConfig } from '#libs/config';
 import { EventOutbox } from '#libs/events';
-import { CooperationTransitions, CooperationWaits, type HeldTurn, SessionControls, StepTransitions } from '#libs/lifecycle';
-import { type MemberState, SessionsRepository, TreeRepository } from '#libs/sessions';
-import { RunsRepository, StepsRepository, type ToolCallSpec, TurnsRepository } from '#libs/turns';
 import { DomainError } from '#libs/errors';
 import { aBatch, aCallsWaitpoint, aLease, aRun, aSession, aTurn, typesOf } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';

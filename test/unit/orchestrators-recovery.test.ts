@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppConfig } from '#libs/config';
-import { RunRecovery, type Seized } from '#libs/lifecycle';
-import { SessionsRepository } from '#libs/sessions';
-import { type PublicError, RunsRepository, TurnsRepository } from '#libs/turns';
-import { RunOutputWriter } from '../../libs/lifecycle/src/run-output.js';
+import { type PublicError, RunRecovery, RunsRepository, type Seized, SessionsRepository, TurnsRepository } from '#libs/engine';
+import { RunOutputWriter } from '../../libs/engine/src/endings/run-output.js';
 import { aBatch, aLease, aRun, aSession, aTurn, domainError } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';
 

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppConfig } from '#libs/config';
-import { CooperationWaits, type HeldTurn, type Outcome, type RunOutput, SessionTransactions, TurnSettlement } from '#libs/lifecycle';
-import { SessionsRepository } from '#libs/sessions';
-import { ModelRequestsRepository, TurnsRepository, type TurnEntity } from '#libs/turns';
-import { RunOutputWriter } from '../../libs/lifecycle/src/run-output.js';
+import { CooperationWaits, type HeldTurn, ModelRequestsRepository, type Outcome, type RunOutput, SessionsRepository, SessionTransactions, type TurnEntity, TurnSettlement, TurnsRepository } from '#libs/engine';
+import { RunOutputWriter } from '../../libs/engine/src/endings/run-output.js';
 import { aLease, aRun, aSession, aTurn, typesOf } from './support/aggregate-fixtures.js';
 import { FakeSessionTransactions, rowOf } from './support/fake-session-transactions.js';
 import { newTestService } from './support/new-test-service.js';

@@ -2,11 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppConfig } from '#libs/config';
 import { EventOutbox, EventPublisher } from '#libs/events';
-import { IdempotencyService, InputsRepository } from '#libs/inputs';
-import { AfterCommit, CooperationWaits, type Interrupted, RunRecovery } from '#libs/lifecycle';
+import { AfterCommit, CooperationWaits, IdempotencyService, InputsRepository, type Interrupted, RunRecovery, RunsRepository } from '#libs/engine';
 import { SessionDispatcher } from '#libs/queue';
 import { AttachmentPreparer, RecoveryService } from '#libs/runtime';
-import { RunsRepository } from '#libs/turns';
 import { aBatch, aRun } from './support/aggregate-fixtures.js';
 import { newTestService, quietNestLogger } from './support/new-test-service.js';
 

@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EntityManager } from 'typeorm';
 import { EventOutbox } from '#libs/events';
-import { SessionControls, TreeControls } from '#libs/lifecycle';
-import { type SessionEntity, SessionsRepository, TreeRepository } from '#libs/sessions';
-import { type TurnEntity, TurnsRepository } from '#libs/turns';
+import { SessionControls, type SessionEntity, SessionsRepository, TreeControls, TreeRepository, type TurnEntity, TurnsRepository } from '#libs/engine';
 import { aBatch, aCallsWaitpoint, aSession, aTurn, aWaitingTurn, domainError, typesOf } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';
 

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EntityManager } from 'typeorm';
-import { StepTransitions, WaitpointControls } from '#libs/lifecycle';
-import { SessionsRepository } from '#libs/sessions';
+import { ItemsRepository, SessionsRepository, StepsRepository, StepTransitions, TurnsRepository, type Waitpoint, WaitpointControls, type WaitpointResponse } from '#libs/engine';
 import { ELICITATION_ACTION_QUESTION } from '#libs/tools';
-import { ItemsRepository, StepsRepository, TurnsRepository, type Waitpoint, type WaitpointResponse } from '#libs/turns';
 import { aCallsWaitpoint, aRun, aSession, aTurn, aWaitingTurn, aWaitpoint, domainError, typesOf } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';
 

@@ -4,10 +4,8 @@ import { ThrottledLog } from '#libs/config';
 import { compareStreamIds, decodeCursor, encodeCursor, hasGap, isRetiredCursor, sequenceStep } from '#libs/events';
 import { canonicalJson, idAt, isUuid, newId, prepared, QueryLogger } from '#libs/database';
 import { DomainError, toDomainError } from '#libs/errors';
-import { attachmentBindings, mayHaveActiveTurn, resolveMode } from '#libs/lifecycle';
-import type { InputEntity } from '#libs/inputs';
+import { attachmentBindings, type InputEntity, type ItemEntity, mayHaveActiveTurn, resolveMode } from '#libs/engine';
 import { parseAgentInput } from '#libs/protocol';
-import type { ItemEntity } from '#libs/turns';
 
 // Pure logic, no database: cursors, gap detection, canonical JSON, input parsing.
 const SESSION = '01a22bfa-8bdf-7435-8da3-a93fcf70dbb0';

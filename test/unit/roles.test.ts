@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assertAdmin, assertOperator, assertViewer, onBehalfOfOwner, type Principal, type Role } from '#libs/auth';
 import { DomainError } from '#libs/errors';
-import { idPrefixRange } from '#libs/sessions';
+import { idPrefixRange } from '#libs/engine';
 
 const OWNER = '0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09';
 

@@ -16,7 +16,7 @@ import {
   TurnCancelledError,
   TurnLimitError,
 } from '#libs/runtime';
-import type { CommittedStep, ToolCallSpec } from '#libs/turns';
+import type { CommittedStep, ToolCallSpec } from '#libs/engine';
 
 // The run's decider: from committed history and what arrived, the next command. No database, no model, no tools.
 const POLICY: ToolPolicy = {

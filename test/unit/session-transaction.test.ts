@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { composeFragments, shiftParams } from '#libs/database';
 import type { OutboxBatch, OutboxWrite } from '#libs/events';
-import { claimBatch, type InputEntity } from '#libs/inputs';
-import { type Committed, SessionTransactions } from '#libs/lifecycle';
+import { claimBatch, type Committed, type InputEntity, SessionTransactions } from '#libs/engine';
 
 // The one transaction helper and the claim's pure choices: no database (a recording manager stands in).
 

@@ -3,22 +3,7 @@ import { describe, it } from 'node:test';
 import type { EntityManager } from 'typeorm';
 import type { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
-import { ATTACHMENT_TRANSITIONS, type InputEntity, InputsRepository, INPUT_TRANSITIONS, MODE_TRANSITIONS } from '#libs/inputs';
-import { gateCancelInput, gatePromoteInput } from '#libs/lifecycle';
-import {
-  ItemsRepository,
-  RUN_TRANSITIONS,
-  RunsRepository,
-  SETTLED_RUN_STATUSES,
-  settledStatus,
-  settledStatusSql,
-  statusGuard,
-  STEP_TRANSITIONS,
-  StepsRepository,
-  type TurnEntity,
-  TURN_TRANSITIONS,
-  TurnsRepository,
-} from '#libs/turns';
+import { ATTACHMENT_TRANSITIONS, gateCancelInput, gatePromoteInput, INPUT_TRANSITIONS, type InputEntity, InputsRepository, ItemsRepository, MODE_TRANSITIONS, RUN_TRANSITIONS, RunsRepository, SETTLED_RUN_STATUSES, settledStatus, settledStatusSql, statusGuard, STEP_TRANSITIONS, StepsRepository, TURN_TRANSITIONS, type TurnEntity, TurnsRepository } from '#libs/engine';
 
 // The state machines' transition tables against the repositories that perform them: each named
 // method is run on a connection that records its statements (no database), and its statement must
@@ -102,8 +87,8 @@ describe('state machines', () => {
   }
 
   it('every status a transition names is a declared status of its machine', async () => {
-    const { TURN_STATUSES, RUN_STATUSES, STEP_STATUSES } = await import('#libs/turns');
-    const { INPUT_STATUSES, INPUT_MODES, ATTACHMENT_STATUSES } = await import('#libs/inputs');
+    const { TURN_STATUSES, RUN_STATUSES, STEP_STATUSES } = await import('#libs/engine');
+    const { INPUT_STATUSES, INPUT_MODES, ATTACHMENT_STATUSES } = await import('#libs/engine');
     const declared: Record<string, readonly string[]> = {
       TURN_TRANSITIONS: TURN_STATUSES,
       RUN_TRANSITIONS: RUN_STATUSES,

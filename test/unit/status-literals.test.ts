@@ -4,9 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { FILE_MACHINE } from '#libs/files';
-import { ATTACHMENT_MACHINE, INPUT_MACHINE, INPUT_MODE_MACHINE } from '#libs/inputs';
-import { COOPERATION_SIGNAL_MACHINE } from '#libs/sessions';
-import { ITEM_MACHINE, RUN_MACHINE, STEP_MACHINE, TURN_MACHINE, WAITPOINT_KINDS } from '#libs/turns';
+import { ATTACHMENT_MACHINE, COOPERATION_SIGNAL_MACHINE, INPUT_MACHINE, INPUT_MODE_MACHINE, ITEM_MACHINE, RUN_MACHINE, STEP_MACHINE, TURN_MACHINE, WAITPOINT_KINDS } from '#libs/engine';
 import { WEBHOOK_DELIVERY_MACHINE, WEBHOOK_DISABLED_REASON_MACHINE } from '#libs/webhooks';
 import { statusLiterals, templates } from '../support/sql-status-scan.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { OUTCOME_UNKNOWN, planNextStep, type ToolPolicy, toModelMessages, toolPolicy, type TurnBudget } from '#libs/runtime';
-import type { CommittedStep, ItemEntity, ToolCallSpec } from '#libs/turns';
+import type { CommittedStep, ItemEntity, ToolCallSpec } from '#libs/engine';
 
 // The step executor's decisions, from committed steps alone: no database, no model, no tools.
 const POLICY: ToolPolicy = {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DomainError } from '#libs/errors';
-import { approvalRequestId, parseApprovalRequestId } from '#libs/lifecycle';
+import { approvalRequestId, parseApprovalRequestId } from '#libs/engine';
 import { chosenMetadata } from '#libs/protocol';
 
 // The upstream Agents API's names for what this API keeps elsewhere: top-level metadata, approval request ids.

@@ -5,15 +5,12 @@ import { ConfigModule } from '#libs/config';
 import { DatabaseModule, SchemaVersionError } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { EventsModule } from '#libs/events';
-import { LifecycleModule } from '#libs/lifecycle';
+import { EngineModule } from '#libs/engine';
 import { QueueModule } from '#libs/queue';
-import { InputsModule } from '#libs/inputs';
-import { SessionsModule } from '#libs/sessions';
-import { TurnsModule } from '#libs/turns';
 import { WebhookOutboxModule } from '#libs/webhooks';
 import { Operations } from './ops/operations.js';
 
-@Module({ imports: [ConfigModule, DatabaseModule, SessionsModule, InputsModule, TurnsModule, EventsModule, LifecycleModule, QueueModule, WebhookOutboxModule], providers: [Operations] })
+@Module({ imports: [ConfigModule, DatabaseModule, EngineModule, EventsModule, QueueModule, WebhookOutboxModule], providers: [Operations] })
 class OpsModule {}
 
 const USAGE = `usage: npm run -s ops -- <command>   (or node dist/apps/api/src/ops-cli.js <command>; DATABASE_URL and REDIS_URL from the environment)

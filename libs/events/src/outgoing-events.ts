@@ -2,7 +2,7 @@ import type { EventType } from './event.types.js';
 
 /*
  * The events a session stream carries, typed by their `type`: one shape per entry of EVENT_TYPES.
- * They are built in one place, the builders of libs/lifecycle (turn-events.ts), except the resync
+ * They are built in one place, the builders of libs/engine (turn-events.ts), except the resync
  * below, which the stream hub of this lib also sends.
  *
  * Resources are structural here. This lib sits below the ones that own the projections an event
@@ -253,7 +253,7 @@ export type EventOf<K extends EventType> = EventsByType[K];
 export type OutgoingEvent = EventsByType[EventType];
 
 /**
- * The builder of `yuxi.session.resync`, here rather than with the others (libs/lifecycle) because
+ * The builder of `yuxi.session.resync`, here rather than with the others (libs/engine) because
  * the stream hub of this lib sends one to a subscriber that missed events; lifecycle's builder map
  * uses this one.
  */

@@ -1,12 +1,9 @@
 import { Module } from '@nestjs/common';
 import { AuditModule } from '#libs/audit';
 import { EventsModule } from '#libs/events';
-import { InputsModule } from '#libs/inputs';
-import { LifecycleModule } from '#libs/lifecycle';
+import { EngineModule } from '#libs/engine';
 import { ProtocolModule } from '#libs/protocol';
 import { QueueModule } from '#libs/queue';
-import { SessionsModule } from '#libs/sessions';
-import { TurnsModule } from '#libs/turns';
 import { BulkCancelSessions } from './use-cases/bulk-cancel.use-case.js';
 import { ListOpenWaitpoints } from './use-cases/open-waitpoints.use-case.js';
 import { GetQueueStatus } from './use-cases/queue-status.use-case.js';
@@ -20,7 +17,7 @@ const USE_CASES = [GetSessionTimeline, ListOpenWaitpoints, GetQueueStatus, BulkC
  * queues, a run's exact model requests) and bulk actions. Access is checked by the api's admin controllers, not here.
  */
 @Module({
-  imports: [AuditModule, EventsModule, InputsModule, LifecycleModule, ProtocolModule, QueueModule, SessionsModule, TurnsModule],
+  imports: [AuditModule, EventsModule, EngineModule, ProtocolModule, QueueModule],
   providers: USE_CASES,
   exports: USE_CASES,
 })

@@ -1,7 +1,5 @@
 import { unixSeconds } from '#libs/database';
-import { sessionStatus } from '#libs/lifecycle';
-import type { SessionEntity } from '#libs/sessions';
-import type { TimelineRunRow, TimelineStepRow, TurnEntity, WaitpointResponse } from '#libs/turns';
+import { type SessionEntity, sessionStatus, type TimelineRunRow, type TimelineStepRow, type TurnEntity, type WaitpointResponse } from '#libs/engine';
 import type { TimelineMemberDto, TimelineRunDto, TimelineSessionDto, TimelineStepDto, TimelineToolCallDto, TimelineTurnDto } from './dto/timeline.dto.js';
 
 /** Pure mapping of the rows the repositories read to the timeline's DTOs (no I/O here). */

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError, type FieldError } from '#libs/errors';
 import { checkInlineImage, type DecodedImage, sessionFileUrl, StoreInlineImages } from '#libs/files';
-import type { InputContentBlock, InputMessage } from '#libs/inputs';
+import type { InputContentBlock, InputMessage } from '#libs/engine';
 import { parseDataImageUrl } from './input-parser.js';
 import type { Staging } from './use-cases/acceptance.js';
 

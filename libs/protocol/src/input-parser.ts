@@ -1,6 +1,6 @@
 import { MAX_IMAGE_BYTES_TOTAL, MAX_IMAGES_PER_MESSAGE } from '#libs/files';
 import { DomainError } from '#libs/errors';
-import type { InputContentBlock, InputMessage } from '#libs/inputs';
+import type { InputContentBlock, InputMessage } from '#libs/engine';
 
 export { MAX_IMAGE_BYTES_TOTAL, MAX_IMAGES_PER_MESSAGE };
 

@@ -2,8 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { assertViewer, type Principal } from '#libs/auth';
 import type { PageQuery } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { toSessionDto } from '#libs/lifecycle';
-import { type FoundSession, type SessionOwner, SessionSearch, type SessionSearchFilter } from '#libs/sessions';
+import { type FoundSession, type SessionOwner, SessionSearch, type SessionSearchFilter, toSessionDto } from '#libs/engine';
 import type { AdminSessionDto, AdminSessionListDto, SessionOwnerDto } from './dto/admin-session.dto.js';
 
 /**

@@ -3,12 +3,9 @@ import { AgentsModule } from '#libs/agents';
 import { AuditModule } from '#libs/audit';
 import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
-import { InputsModule } from '#libs/inputs';
-import { LifecycleModule } from '#libs/lifecycle';
+import { EngineModule } from '#libs/engine';
 import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
-import { SessionsModule } from '#libs/sessions';
-import { TurnsModule } from '#libs/turns';
 import { OperatorSessionQueries } from './operator-session-queries.js';
 import { SessionQueriesService } from './session-queries.service.js';
 import { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, DeleteSession, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, UpdateSession, UploadDraft, USE_CASES } from './use-cases/index.js';
@@ -16,7 +13,7 @@ import { IdempotentWrite } from './use-cases/idempotent-write.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
-  imports: [AuditModule, AgentsModule, FilesModule, LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, QueueModule, EventsModule],
+  imports: [AuditModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule],
   providers: [...USE_CASES, SessionQueriesService, OperatorSessionQueries],
   exports: [IdempotentWrite, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule],
 })

@@ -3,27 +3,9 @@ import type { Principal } from '#libs/auth';
 import type { PageQuery } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { type AttachmentDto, type AttachmentListDto, FilesRepository, toAttachmentDto } from '#libs/files';
-import { type AcceptedReceipt, IdempotencyService, type InputEntity, InputsRepository, toInputDto } from '#libs/inputs';
-import { type SessionEntity, type SessionFilter, SessionsRepository, TreeRepository } from '#libs/sessions';
-import {
-  type ItemDto,
-  type ItemListDto,
-  ItemsRepository,
-  type RunDto,
-  RunsRepository,
-  toActiveMessageDto,
-  toItemDto,
-  toRunDto,
-  toRunSummary,
-  toTurnDetailDto,
-  toTurnDto,
-  type TurnDetailDto,
-  type TurnListDto,
-  TurnsRepository,
-} from '#libs/turns';
+import { type AcceptedReceipt, cooperationRules, IdempotencyService, type InputEntity, InputsRepository, type ItemDto, type ItemListDto, ItemsRepository, mayHaveActiveTurn, type RunDto, RunsRepository, type SessionEntity, type SessionFilter, SessionsRepository, sessionStatus, toActiveMessageDto, toInputDto, toItemDto, toRunDto, toRunSummary, toSessionDto, toTurnDetailDto, toTurnDto, TreeRepository, type TurnDetailDto, type TurnListDto, TurnsRepository } from '#libs/engine';
 import type { SessionDto, SessionListDto } from './dto/session.dto.js';
 import type { AgentStateDto, InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
-import { cooperationRules, mayHaveActiveTurn, sessionStatus, toSessionDto } from '#libs/lifecycle';
 
 /** Read side of the protocol: every read is scoped to the caller before anything else is loaded. */
 @Injectable()

@@ -1,4 +1,4 @@
-import type { InputMessage } from '#libs/inputs';
+import type { InputMessage } from '#libs/engine';
 
 /** The title of a session created with neither a title nor a text to take one from. */
 export const DEFAULT_SESSION_TITLE = 'New session';

@@ -1,5 +1,5 @@
 import type { FieldError } from '#libs/errors';
-import type { WaitpointResponse } from '#libs/turns';
+import type { WaitpointResponse } from '#libs/engine';
 
 const DECISIONS = ['approve', 'reject', 'approve_session'];
 

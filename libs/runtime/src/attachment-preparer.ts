@@ -2,8 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ThrottledLog, withLogContext } from '#libs/config';
 import { FILE_STORAGE, type FileEntity, FilesRepository, type FileStorage, StorageObjectMissing } from '#libs/files';
-import { InputsRepository } from '#libs/inputs';
-import { AttachmentTransitions } from '#libs/lifecycle';
+import { AttachmentTransitions, InputsRepository } from '#libs/engine';
 import { SessionDispatcher } from '#libs/queue';
 
 /**

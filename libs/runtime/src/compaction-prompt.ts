@@ -1,5 +1,5 @@
 import { countTokens, MESSAGE_OVERHEAD_TOKENS } from '#libs/models';
-import { isCallItem, itemText, type ItemEntity } from '#libs/turns';
+import { isCallItem, type ItemEntity, itemText } from '#libs/engine';
 import { type MessageAttachment, withAttachmentList } from './model-context.js';
 
 /**

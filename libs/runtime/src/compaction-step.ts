@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { newId } from '#libs/database';
-import { type CompactionCommit, StepTransitions, turnEvents } from '#libs/lifecycle';
+import { type CommittedStep, type CompactionCommit, type CompactionRecord, type CompactionTrigger, StepTransitions, turnEvents, type Usage } from '#libs/engine';
 import { defaultWindowTokens, ModelError } from '#libs/models';
-import type { CommittedStep, CompactionRecord, CompactionTrigger, Usage } from '#libs/turns';
 import type { BuiltContext } from './context-manager.js';
 import { compactionCut, contextTokens, type ContextPolicy } from './context-policy.js';
 import { summaryMessageTokens, summaryPrompt, transcript } from './compaction-prompt.js';

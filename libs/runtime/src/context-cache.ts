@@ -1,4 +1,4 @@
-import type { ContextItems, ItemEntity } from '#libs/turns';
+import type { ContextItems, ItemEntity } from '#libs/engine';
 
 /** How many sessions' contexts a worker keeps (the least recently used go first). */
 const MAX_SESSIONS = 256;

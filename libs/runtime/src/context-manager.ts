@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import { FilesRepository } from '#libs/files';
 import { countTokens, MESSAGE_OVERHEAD_TOKENS, ModelError, type ModelMessage, type ModelUsage } from '#libs/models';
 import type { ResolvedTool } from '#libs/tools';
-import { type CommittedStep, type ContextItems, type ItemEntity, ItemsRepository, itemTokens } from '#libs/turns';
+import { type CommittedStep, type ContextItems, type ItemEntity, ItemsRepository, itemTokens } from '#libs/engine';
 import { ContextCache } from './context-cache.js';
 import { CompactionStep } from './compaction-step.js';
 import { summaryMessage, summaryMessageTokens } from './compaction-prompt.js';

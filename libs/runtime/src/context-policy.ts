@@ -1,6 +1,6 @@
 import type { AgentContext, CompactionMode } from '#libs/agents';
 import { defaultWindowTokens } from '#libs/models';
-import { isCallItem } from '#libs/turns';
+import { isCallItem } from '#libs/engine';
 
 /**
  * How a run manages its model context, as pure decisions (unit-tested without a database): the

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { AfterCommit, CooperationTransitions, CooperationWaits } from '#libs/lifecycle';
+import { AfterCommit, type CommittedStep, CooperationTransitions, CooperationWaits } from '#libs/engine';
 import { metrics } from '#libs/metrics';
-import type { CommittedStep } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
 import { TurnCancelledError } from './run-errors.js';
 import type { RunState } from './run-scope.js';

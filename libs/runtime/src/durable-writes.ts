@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { isDependencyUnavailable } from '#libs/errors';
-import type { Lease } from '#libs/turns';
+import type { Lease } from '#libs/engine';
 import { FencingStats } from './fencing-stats.js';
 
 const RETRY_MAX_DELAY_MS = 2_000;

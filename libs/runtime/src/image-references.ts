@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ResolveSessionImages } from '#libs/files';
 import type { ModelMessage, ModelUserPart } from '#libs/models';
-import type { ItemEntity, StoredContentPart } from '#libs/turns';
+import type { ItemEntity, StoredContentPart } from '#libs/engine';
 
 /** What the model reads where an image of the conversation can no longer be loaded (its file is gone). */
 export const MISSING_IMAGE_TEXT = '[image no longer available]';

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Lease } from '#libs/turns';
+import type { Lease } from '#libs/engine';
 import { LeaseLostError, TurnCancelledError } from './run-errors.js';
 
 export interface RenewResult {

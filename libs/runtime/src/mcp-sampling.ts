@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ErrorCode, McpError, type CreateMessageRequestParams, type CreateMessageResult } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfig } from '#libs/config';
 import type { ModelMessage, ModelUserPart } from '#libs/models';
-import type { Usage } from '#libs/turns';
+import type { Usage } from '#libs/engine';
 import { ModelStreams } from './model-streams.js';
 
 /** How many characters one token stands for when a server's `maxTokens` cuts an answer short. */

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
-import { assistantItem, runCheckpoint, StepTransitions, turnEvents } from '#libs/lifecycle';
+import { assistantItem, type CommittedStep, type ItemEntity, runCheckpoint, RunsRepository, StepTransitions, type ToolCallSpec, turnEvents, type Usage } from '#libs/engine';
 import type { ResolvedTool } from '#libs/tools';
-import { type CommittedStep, type ItemEntity, RunsRepository, type ToolCallSpec, type Usage } from '#libs/turns';
 import type { BuiltContext } from './context-manager.js';
 import { DurableWrites } from './durable-writes.js';
 import { ModelStreams, modelTools } from './model-streams.js';

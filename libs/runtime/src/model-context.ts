@@ -1,5 +1,5 @@
 import type { ModelMessage, ModelUserPart } from '#libs/models';
-import { isCallItem, isReasoningPart, type ItemEntity } from '#libs/turns';
+import { isCallItem, isReasoningPart, type ItemEntity } from '#libs/engine';
 import { MISSING_IMAGE_TEXT, userMessage } from './image-references.js';
 
 /** A file attached to a user message, as the model is told about it. */

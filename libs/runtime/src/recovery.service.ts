@@ -1,10 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig, REPEATED_CONDITION_LOG_MS, withLogContext } from '#libs/config';
 import { EventOutbox, EventPublisher } from '#libs/events';
-import { IdempotencyService, InputsRepository } from '#libs/inputs';
+import { ACTIVE_TURN_STATUSES, AfterCommit, CooperationWaits, IdempotencyService, InputsRepository, type RunEntity, RunRecovery, RunsRepository } from '#libs/engine';
 import { SessionDispatcher } from '#libs/queue';
-import { ACTIVE_TURN_STATUSES, type RunEntity, RunsRepository } from '#libs/turns';
-import { AfterCommit, CooperationWaits, RunRecovery } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
 import { AttachmentPreparer } from './attachment-preparer.js';
 

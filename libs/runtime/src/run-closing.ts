@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { setLogContext } from '#libs/config';
 import { newId } from '#libs/database';
-import { type Outcome, RunEndings, TurnSettlement } from '#libs/lifecycle';
+import { type Outcome, RunEndings, TurnSettlement } from '#libs/engine';
 import { metrics } from '#libs/metrics';
 import { RunSignals } from '#libs/queue';
 import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';

@@ -1,6 +1,6 @@
 import { isDependencyUnavailable } from '#libs/errors';
 import { ModelError } from '#libs/models';
-import type { PublicError } from '#libs/turns';
+import type { PublicError } from '#libs/engine';
 import type { BuiltContext } from './context-manager.js';
 import type { ModelCallResult } from './model-call-step.js';
 import { LeaseLostError, ShuttingDownError, TurnCancelledError, TurnLimitError } from './run-errors.js';

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { HeldTurn } from '#libs/lifecycle';
-import type { CommittedStep } from '#libs/turns';
+import type { HeldTurn, CommittedStep } from '#libs/engine';
 import { type BuiltContext, ContextManager } from './context-manager.js';
 import { CooperationStep } from './cooperation-step.js';
 import { ModelCallStep } from './model-call-step.js';

@@ -2,12 +2,10 @@ import { CooperationStep } from './cooperation-step.js';
 import { Module } from '@nestjs/common';
 import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
-import { InputsModule } from '#libs/inputs';
+import { EngineModule } from '#libs/engine';
 import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
-import { SessionsModule } from '#libs/sessions';
 import { ToolsModule } from '#libs/tools';
-import { TurnsModule } from '#libs/turns';
 import { AttachmentPreparer } from './attachment-preparer.js';
 import { FencingStats } from './fencing-stats.js';
 import { ImageReferences } from './image-references.js';
@@ -28,11 +26,10 @@ import { McpSampling } from './mcp-sampling.js';
 import { ToolCallStep } from './tool-call-step.js';
 import { TurnPlanning } from './turn-planning.js';
 import { SessionDriver } from './session-driver.js';
-import { LifecycleModule } from '#libs/lifecycle';
 
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
-  imports: [LifecycleModule, SessionsModule, InputsModule, TurnsModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
+  imports: [EngineModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
   providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })

@@ -2,12 +2,11 @@ import { Injectable, Logger } from '@nestjs/common';
 import { withLogContext } from '#libs/config';
 import { newId } from '#libs/database';
 import { RunSignals } from '#libs/queue';
-import { RunsRepository } from '#libs/turns';
+import { RunsRepository, TurnClaims } from '#libs/engine';
 import { LeaseKeeper } from './lease-keeper.js';
 import { RunControl } from './run-control.js';
 import { ShuttingDownError } from './run-errors.js';
 import { RunExecutor } from './run-executor.js';
-import { TurnClaims } from '#libs/lifecycle';
 import { WORKER_ID } from './worker-identity.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { ToolExecutor, ToolMedia } from '#libs/tools';
-import type { CommittedStep, ToolCallSpec, Usage, WaitpointKind, WaitpointResponse } from '#libs/turns';
+import type { CommittedStep, ToolCallSpec, Usage, WaitpointKind, WaitpointResponse } from '#libs/engine';
 
 /** Who runs a tool, as the planner needs to know it (null: the agent has no such tool). */
 export interface ToolPolicy {

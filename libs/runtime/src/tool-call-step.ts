@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { StoreToolImages } from '#libs/files';
-import { type RecordedToolResult, StepTransitions, type ToolEffects, turnEvents } from '#libs/lifecycle';
+import { type CommittedStep, type RecordedToolResult, StepTransitions, type ToolCallSpec, type ToolEffects, turnEvents, type Usage } from '#libs/engine';
 import { metrics, toolSourceLabel } from '#libs/metrics';
 import { elicitationQuestions, elicitationRequest, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
 import { type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { CommittedStep, ToolCallSpec, Usage } from '#libs/turns';
 import { DurableWrites } from './durable-writes.js';
 import { CallInFlight, ELICITATION_LOST, type FollowedCall, McpCallsInFlight, RemoteCall } from './mcp-calls-in-flight.js';
 import { McpSampling } from './mcp-sampling.js';

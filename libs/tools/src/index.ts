@@ -47,6 +47,7 @@ export {
   elicitationRequest,
   elicitationResult,
   elicitationUrlProblem,
+  type WaitpointElicitation,
 } from './mcp/elicitation.js';
 export { LinearSchemaValidator } from './schema-cache.js';
 export { MAX_QUERY_CHARS, providerRequest, WEB_SEARCH_MAX_RESPONSE_BYTES, WebSearch, type WebSearchQuery } from './web-search/web-search.js';

@@ -1,7 +1,6 @@
 import { DomainError, type ErrorCode } from '#libs/errors';
 import type { OutboxBatch } from '#libs/events';
-import type { SessionEntity } from '#libs/sessions';
-import type { Lease, RunEntity, ToolCallSpec, TurnEntity, Waitpoint } from '#libs/turns';
+import type { SessionEntity, Lease, RunEntity, ToolCallSpec, TurnEntity, Waitpoint } from '#libs/engine';
 
 /**
  * Rows of the session aggregate as the repositories return them, for orchestrator unit tests:

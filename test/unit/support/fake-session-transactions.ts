@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { SqlFragment } from '#libs/database';
 import type { OutgoingEvent } from '#libs/events';
-import type { Committed, EmitOptions, Nudge, SessionTx } from '#libs/lifecycle';
+import type { Committed, EmitOptions, Nudge, SessionTx } from '#libs/engine';
 import { FakeDataSource } from './new-test-service.js';
 
 /** What one session transaction was handed through its sinks. */

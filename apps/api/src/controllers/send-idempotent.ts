@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import type { IdempotentResponse } from '#libs/inputs';
+import type { IdempotentResponse } from '#libs/engine';
 
 /** Sends the stored bytes unchanged, so a replay is byte-identical to the first response. */
 export function sendIdempotent(res: Response, result: IdempotentResponse): void {

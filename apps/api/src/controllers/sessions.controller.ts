@@ -23,7 +23,7 @@ import {
   UpdateSession,
   UpdateSessionDto,
 } from '#libs/protocol';
-import { ItemListDto, RunDto, TurnDetailDto, TurnListDto } from '#libs/turns';
+import { ItemListDto, RunDto, TurnDetailDto, TurnListDto } from '#libs/engine';
 import {
   CREATED_SESSION_EXAMPLE,
   INPUT_DETAIL_EXAMPLE,

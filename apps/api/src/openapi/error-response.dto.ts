@@ -1,7 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ERROR_CODES } from '#libs/errors';
-import { INPUT_STATUSES } from '#libs/inputs';
-import { TURN_STATUSES } from '#libs/turns';
+import { INPUT_STATUSES, TURN_STATUSES } from '#libs/engine';
 
 const ERROR_TYPES = [...new Set(Object.values(ERROR_CODES).map((spec) => spec.type))];
 

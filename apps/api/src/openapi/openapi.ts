@@ -19,7 +19,7 @@ import {
   UpstreamApprovalResultEventDto,
   UpstreamToolResultEventDto,
 } from '#libs/protocol';
-import { TurnStateDto } from '#libs/turns';
+import { TurnStateDto } from '#libs/engine';
 import { errorExample } from './error-examples.js';
 import { EVENT_SCHEMA_NAMES, SSE_FRAMING, sessionEventSchemas, sseContent } from './session-events.js';
 import { TAGS } from './tags.js';

@@ -1,12 +1,12 @@
 import { type ContentObject, getSchemaPath, type SchemaObject } from '@nestjs/swagger';
 import { type ContentPartEventType, EVENT_FORMAT, EVENT_TYPES, type EventOf, type EventType, type ItemEventType, type RunEventType, type TurnStatusEventType } from '#libs/events';
 import { SessionDto, ReceiptDto } from '#libs/protocol';
-import { COMPACTION_TRIGGERS, ContentPartDto, ItemDto, PublicErrorDto, RunDto, TurnDto, TurnStateDto, WaitpointDto } from '#libs/turns';
+import { COMPACTION_TRIGGERS, ContentPartDto, ItemDto, PublicErrorDto, RunDto, TurnDto, TurnStateDto, WaitpointDto } from '#libs/engine';
 
 /**
  * The SSE payloads as schemas: one per event type, combined as `SessionEvent` (a `oneOf` with a
  * discriminator on `type`), so a generated client narrows `event.type` to a typed payload. Each
- * shape mirrors what its builder sends (EVENT_BUILDERS in libs/lifecycle/src/turn-events.ts) and is
+ * shape mirrors what its builder sends (EVENT_BUILDERS in libs/engine/src/steps/turn-events.ts) and is
  * closed: a field the server adds must be added here, and the compiler says so (see SpecOf).
  */
 

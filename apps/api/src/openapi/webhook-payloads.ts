@@ -1,5 +1,5 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import { SESSION_STATUSES } from '#libs/lifecycle';
+import { SESSION_STATUSES } from '#libs/engine';
 import { DEFAULT_RETRY_SCHEDULE_MS, RETRY_AFTER_CAP_MS, signatureHeader, WEBHOOK_EVENT_TYPES, type WebhookEventType, type WebhookPayload } from '#libs/webhooks';
 import { AT, SESSION_ID, TURN_ID, WEBHOOK_WITH_SECRET_EXAMPLE } from './examples.js';
 import { TAGS } from './tags.js';

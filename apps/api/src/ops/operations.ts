@@ -5,11 +5,8 @@ import type { DataSource } from 'typeorm';
 import { isUuid } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { EventPublisher } from '#libs/events';
-import { AfterCommit, RunRecovery, SessionControls } from '#libs/lifecycle';
+import { AfterCommit, InputsRepository, RunRecovery, RunsRepository, SessionControls, SessionsRepository, TurnsRepository } from '#libs/engine';
 import { RunSignals, SessionDispatcher } from '#libs/queue';
-import { InputsRepository } from '#libs/inputs';
-import { SessionsRepository } from '#libs/sessions';
-import { RunsRepository, TurnsRepository } from '#libs/turns';
 
 /** How many of a session's latest turns `session` shows. */
 const TURNS_SHOWN = 20;

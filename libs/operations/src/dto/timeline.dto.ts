@@ -1,7 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
-import { SESSION_STATUSES } from '#libs/lifecycle';
+import { PublicErrorDto, RUN_STATUSES, SESSION_STATUSES, STEP_KINDS, STEP_STATUSES, TURN_STATUSES, UsageDto, WaitpointDto } from '#libs/engine';
 import { ApprovalDecisionDto, WaitpointAnswerDto } from '#libs/protocol';
-import { PublicErrorDto, RUN_STATUSES, STEP_KINDS, STEP_STATUSES, TURN_STATUSES, UsageDto, WaitpointDto } from '#libs/turns';
 
 /**
  * The operator timeline of a session (README "Operations", operator API): a page of

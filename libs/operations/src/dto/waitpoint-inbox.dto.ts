@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn } from 'class-validator';
 import { OptionalNotNull } from '#libs/errors';
 import { ListQueryDto, SessionOwnerDto } from '#libs/protocol';
-import { WaitpointQuestionDto, WaitpointToolCallDto } from '#libs/turns';
+import { WaitpointQuestionDto, WaitpointToolCallDto } from '#libs/engine';
 
 export const INBOX_STATUSES = ['open'] as const;
 export const INBOX_KINDS = ['question', 'approval', 'client_tool', 'cooperation'] as const;

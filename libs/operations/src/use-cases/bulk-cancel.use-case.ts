@@ -5,12 +5,9 @@ import { AuditLog } from '#libs/audit';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { EventOutbox } from '#libs/events';
-import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
+import { acceptedReceipt, AfterCommit, type CancellableFilter, type Committed, IdempotencyService, type IdempotentResponse, type Nudge, SessionControls, SessionsRepository, turnEvents, turnSeconds, TurnsRepository } from '#libs/engine';
 import { IdempotentWrite } from '#libs/protocol';
-import { acceptedReceipt, AfterCommit, type Committed, type Nudge, SessionControls, turnEvents, turnSeconds } from '#libs/lifecycle';
 import { metrics } from '#libs/metrics';
-import { type CancellableFilter, SessionsRepository } from '#libs/sessions';
-import { TurnsRepository } from '#libs/turns';
 import { BULK_CANCEL_MAX, BULK_CANCEL_SAMPLE, BULK_CANCEL_STATUSES, type BulkCancelFilterDto, type BulkCancelResultDto, type BulkCancelSkippedDto } from '../dto/bulk-cancel.dto.js';
 
 /** The idempotency scope of bulk cancels: one key per caller names one bulk cancel. */

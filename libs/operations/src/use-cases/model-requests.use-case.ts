@@ -4,8 +4,7 @@ import type { DataSource } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import type { Principal } from '#libs/auth';
 import { type PageQuery, unixSeconds } from '#libs/database';
-import { SessionsRepository } from '#libs/sessions';
-import { type ModelRequestRow, ModelRequestsRepository, RunsRepository } from '#libs/turns';
+import { type ModelRequestRow, ModelRequestsRepository, RunsRepository, SessionsRepository } from '#libs/engine';
 import type { ModelRequestDto, ModelRequestListDto } from '../dto/model-requests.dto.js';
 
 /**

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { PageQuery } from '#libs/database';
-import { sessionOwnerOf } from '#libs/sessions';
+import { type OpenWaitpointFilter, sessionOwnerOf, TurnsRepository } from '#libs/engine';
 import { ownerDto } from '#libs/protocol';
-import { type OpenWaitpointFilter, TurnsRepository } from '#libs/turns';
 import type { OpenWaitpointDto, OpenWaitpointListDto } from '../dto/waitpoint-inbox.dto.js';
 
 /** The operators' inbox: waitpoints still open across every owner's sessions, one statement a page. */

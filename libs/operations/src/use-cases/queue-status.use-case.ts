@@ -2,9 +2,8 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { unixSeconds } from '#libs/database';
-import { InputsRepository } from '#libs/inputs';
+import { InputsRepository, RunsRepository } from '#libs/engine';
 import { QUEUES, WorkerPresence } from '#libs/queue';
-import { RunsRepository } from '#libs/turns';
 import type { QueueCountsDto, QueueStatusDto } from '../dto/queues.dto.js';
 
 /**

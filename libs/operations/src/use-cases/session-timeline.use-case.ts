@@ -3,8 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import type { PageQuery } from '#libs/database';
-import { SessionsRepository } from '#libs/sessions';
-import { RunsRepository, StepsRepository, TurnsRepository } from '#libs/turns';
+import { RunsRepository, SessionsRepository, StepsRepository, TurnsRepository } from '#libs/engine';
 import type { SessionTimelineDto } from '../dto/timeline.dto.js';
 import { toTimelineMember, toTimelineSession, toTimelineTurns } from '../timeline-projection.js';
 

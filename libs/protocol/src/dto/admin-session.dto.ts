@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsString, IsUUID, Length, Max, Min } from 'class-validator';
-import { SESSION_STATUSES } from '#libs/lifecycle';
+import { SESSION_STATUSES } from '#libs/engine';
 import { ListQueryDto, SessionDto, SessionYuxiDto } from './session.dto.js';
 import { OptionalNotNull } from './validators.js';
 

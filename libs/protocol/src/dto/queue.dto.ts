@@ -1,8 +1,6 @@
 import { COMPACTION_MODES } from '#libs/agents';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { InputDto } from '#libs/inputs';
-import { ItemDto, TurnContextDto, UsageDto } from '#libs/turns';
-import { SESSION_STATUSES } from '#libs/lifecycle';
+import { InputDto, ItemDto, SESSION_STATUSES, TurnContextDto, UsageDto } from '#libs/engine';
 import { CurrentTurnDto } from './session.dto.js';
 
 export class QueueDto {

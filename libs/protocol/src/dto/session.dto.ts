@@ -3,8 +3,7 @@ import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, IsUUID, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { ApiHideProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { TURN_STATUSES, WaitpointDto } from '#libs/turns';
-import { SESSION_STATUSES } from '#libs/lifecycle';
+import { SESSION_STATUSES, TURN_STATUSES, WaitpointDto } from '#libs/engine';
 import { IsSessionMetadata, OptionalNotNull } from './validators.js';
 
 /** The schema of a session's `metadata` (the bounds of METADATA_LIMITS). */

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, Equals, IsArray, IsIn, IsObject, IsString, Length, Matches, ValidateNested } from 'class-validator';
 import { APPROVAL_PIN_RULE, MODEL_OVERRIDE_RULE } from '#libs/agents';
-import { INPUT_MODES } from '#libs/inputs';
+import { INPUT_MODES } from '#libs/engine';
 import { ATTACHMENT_FILE_IDS_SCHEMA, FILE_ID_PATTERN, MAX_ATTACHMENTS } from './create-session.dto.js';
 import { AGENT_INPUT_SCHEMA } from './input.schema.js';
 import { IsAgentInput, OptionalNotNull } from './validators.js';

@@ -3,9 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import type { Principal } from '#libs/auth';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
-import { type AcceptedReceipt, IdempotencyService, type IdempotencyScope, type IdempotentResponse } from '#libs/inputs';
-import { acceptedReceipt, AfterCommit, type Committed, type Nudge, turnEvents } from '#libs/lifecycle';
-import { type SessionEntity, SessionsRepository } from '#libs/sessions';
+import { acceptedReceipt, type AcceptedReceipt, AfterCommit, type Committed, type IdempotencyScope, IdempotencyService, type IdempotentResponse, type Nudge, type SessionEntity, SessionsRepository, turnEvents } from '#libs/engine';
 import { type AnsweringWrite, IdempotentWrite, type TransactionWork } from './idempotent-write.js';
 
 /** What an accepting transaction produced besides its response: the events announcing it. */
@@ -174,4 +172,4 @@ export class Acceptance {
   }
 }
 
-export { acceptedReceipt } from '#libs/lifecycle';
+export { acceptedReceipt } from '#libs/engine';

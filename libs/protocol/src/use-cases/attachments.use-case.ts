@@ -3,8 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { type AttachmentDeletedDto, FILE_STORAGE, FilesRepository, type FileStorage } from '#libs/files';
-import { SessionControls } from '#libs/lifecycle';
-import { SessionsRepository } from '#libs/sessions';
+import { SessionControls, SessionsRepository } from '#libs/engine';
 
 /**
  * `DELETE …/sessions/{id}/attachments/{file_id}`: removes an attachment's record and bytes (the

@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
-import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
-import { SessionControls, turnEvents } from '#libs/lifecycle';
+import { frozenInputConfig, IdempotencyService, type IdempotentResponse, SessionControls, turnEvents } from '#libs/engine';
 import type { CompactEventDto } from '../dto/submit-event.dto.js';
-import { frozenInputConfig } from '#libs/lifecycle';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
 /**

@@ -5,17 +5,13 @@ import { agentViewerOf, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
 import { FilesRepository } from '#libs/files';
-import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, InputsRepository } from '#libs/inputs';
+import { type AcceptedReceipt, frozenInputConfig, IdempotencyService, type IdempotentResponse, InputsRepository, type Nudge, ProjectsRepository, SessionsRepository, toSessionDto, turnEvents } from '#libs/engine';
 import { metrics } from '#libs/metrics';
-import { type Nudge, turnEvents } from '#libs/lifecycle';
 import { ModelRegistry } from '#libs/models';
-import { ProjectsRepository, SessionsRepository } from '#libs/sessions';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
-import { frozenInputConfig } from '#libs/lifecycle';
 import { InlineImages } from '../inline-images.js';
 import { checkInputText, parseAgentInput } from '../input-parser.js';
 import { chosenMetadata } from '../session-metadata.js';
-import { toSessionDto } from '#libs/lifecycle';
 import { titleFromInput } from '../session-title.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 

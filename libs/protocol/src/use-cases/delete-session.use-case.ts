@@ -4,8 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { FilesRepository } from '#libs/files';
-import { SessionsRepository } from '#libs/sessions';
-import { TurnsRepository } from '#libs/turns';
+import { SessionsRepository, TurnsRepository } from '#libs/engine';
 import type { SessionDeletedDto } from '../dto/session.dto.js';
 
 /**

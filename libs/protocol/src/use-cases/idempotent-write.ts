@@ -4,7 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { preparedUpTo } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { OutboxRow } from '#libs/events';
-import { IdempotencyService, type IdempotentResponse, type IdempotencyScope, type RidingWrite, type WorkResult } from '#libs/inputs';
+import { type IdempotencyScope, IdempotencyService, type IdempotentResponse, type RidingWrite, type WorkResult } from '#libs/engine';
 
 /** Writes that run as CTEs of the receipt's statement and whose rows that statement answers (the outbox append). */
 export interface AnsweringWrite {

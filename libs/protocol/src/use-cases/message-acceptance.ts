@@ -5,9 +5,7 @@ import type { Principal } from '#libs/auth';
 import { isUuid, prepared, preparedUpTo } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutboxRow } from '#libs/events';
-import { IdempotencyService, type IdempotencyScope, type IdempotentResponse, InputsRepository, type ReceiptRow, receiptLookup } from '#libs/inputs';
-import { acceptedReceipt, AfterCommit, type MessagePlan, type MessageSpec, mayHaveActiveTurn, type Nudge, planMessage, SessionControls, turnEvents } from '#libs/lifecycle';
-import { acceptanceSessionColumns, acceptInputGuarded, type ReadForAcceptance, readForAcceptance, visibleSessionRead } from '#libs/sessions';
+import { acceptanceSessionColumns, acceptedReceipt, acceptInputGuarded, AfterCommit, type IdempotencyScope, IdempotencyService, type IdempotentResponse, InputsRepository, mayHaveActiveTurn, type MessagePlan, type MessageSpec, type Nudge, planMessage, readForAcceptance, type ReadForAcceptance, receiptLookup, type ReceiptRow, SessionControls, turnEvents, visibleSessionRead } from '#libs/engine';
 import type { InlineImageBatch } from '../inline-images.js';
 import { Acceptance } from './acceptance.js';
 

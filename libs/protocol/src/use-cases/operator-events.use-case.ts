@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { assertOperator, onBehalfOfOwner, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
-import type { IdempotentResponse } from '#libs/inputs';
-import { SessionSearch } from '#libs/sessions';
+import { type IdempotentResponse, SessionSearch } from '#libs/engine';
 import { PROTOCOL_EVENT_TYPES } from '../dto/submit-event.dto.js';
 import { SubmitEvent } from './submit-event.use-case.js';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import { type PageQuery, unixSeconds } from '#libs/database';
-import { type ProjectEntity, ProjectsRepository } from '#libs/sessions';
+import { type ProjectEntity, ProjectsRepository } from '#libs/engine';
 import type { CreateProjectDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from '../dto/project.dto.js';
 
 export function toProjectDto(project: ProjectEntity): ProjectDto {

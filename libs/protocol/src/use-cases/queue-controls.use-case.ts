@@ -1,10 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
-import type { IdempotentResponse } from '#libs/inputs';
-import { SessionControls, turnEvents, turnSeconds } from '#libs/lifecycle';
+import { type IdempotentResponse, SessionControls, type TurnEntity, turnEvents, turnSeconds } from '#libs/engine';
 import { metrics } from '#libs/metrics';
 import { RunSignals } from '#libs/queue';
-import type { TurnEntity } from '#libs/turns';
 import type { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto } from '../dto/update-session.dto.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 

@@ -3,12 +3,10 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { assertApprovalMode, assertModelOverride } from '#libs/agents';
 import type { Principal } from '#libs/auth';
-import { SessionControls } from '#libs/lifecycle';
+import { SessionControls, SessionsRepository, toSessionDto } from '#libs/engine';
 import { ModelRegistry } from '#libs/models';
-import { SessionsRepository } from '#libs/sessions';
 import type { SessionDto } from '../dto/session.dto.js';
 import type { UpdateSessionDto } from '../dto/update-session.dto.js';
-import { toSessionDto } from '#libs/lifecycle';
 import { chosenMetadata } from '../session-metadata.js';
 
 /** Presentation and default configuration of a session; model and approval mode affect later inputs only. */

@@ -3,7 +3,7 @@ import { plainToInstance } from 'class-transformer';
 import { validate } from 'class-validator';
 import type { Principal } from '#libs/auth';
 import { DomainError, flattenValidationErrors } from '#libs/errors';
-import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
+import { IdempotencyService, type IdempotentResponse, parseApprovalRequestId } from '#libs/engine';
 import { metrics } from '#libs/metrics';
 import { CompactEventDto, MessageEventDto, PROTOCOL_EVENT_TYPES } from '../dto/submit-event.dto.js';
 import { CompactContext } from './compact-context.use-case.js';
@@ -11,7 +11,6 @@ import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, Promote
 import { ContinueTree, StopTree } from './tree-controls.use-case.js';
 import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
 import { ResumeEventDto, ToolResultEventDto, UpstreamApprovalResultEventDto, UpstreamToolResultEventDto } from '../dto/waitpoint-events.dto.js';
-import { parseApprovalRequestId } from '#libs/lifecycle';
 import { SubmitMessage } from './submit-message.use-case.js';
 import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
-import type { IdempotentResponse } from '#libs/inputs';
-import { TreeControls } from '#libs/lifecycle';
+import { type IdempotentResponse, TreeControls } from '#libs/engine';
 import type { TreeContinueEventDto, TreeStopEventDto } from '../dto/update-session.dto.js';
 import { Acceptance } from './acceptance.js';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import { type ReceivedUpload, UploadFile } from '#libs/files';
-import { IdempotencyService, type IdempotentResponse } from '#libs/inputs';
+import { IdempotencyService, type IdempotentResponse } from '#libs/engine';
 import { IdempotentWrite } from './idempotent-write.js';
 
 /** Receipts of uploads are scoped to the owner and this route. */

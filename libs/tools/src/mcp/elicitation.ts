@@ -1,5 +1,18 @@
 import type { ElicitRequestParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import type { WaitpointElicitation } from '#libs/turns';
+
+/** What the waitpoint keeps of an MCP server's elicitation request. */
+export interface WaitpointElicitation {
+  /** The MCP tool call that asked. */
+  call_id: string;
+  server_label: string;
+  mode: 'form' | 'url';
+  message: string;
+  /** url mode: the page the user is asked to open (nothing is collected through the API). */
+  url?: string;
+  /** form mode: the flat object schema of what the server asks for (primitive properties, per the MCP spec). */
+  requested_schema?: { type: 'object'; properties: Record<string, Record<string, unknown>>; required?: string[] };
+}
+
 
 /**
  * An MCP server's `elicitation/create` as a question waitpoint: what the user is shown and how

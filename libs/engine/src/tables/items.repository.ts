@@ -1,0 +1,149 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { EntityManager, Repository } from 'typeorm';
+import { isUuid, newId, type Page, type PageQuery, prepared, preparedUpTo, type SqlFragment, toPage } from '#libs/database';
+import { DomainError } from '#libs/errors';
+import { ItemEntity } from './turn.entities.js';
+import { itemTokensIfLoaded } from '../views/item-tokens.js';
+
+/** What a model context is built from (ItemsRepository.contextItems). */
+export interface ContextItems {
+  /** The latest compaction of the session: its summary opens the context. */
+  compaction: ItemEntity | null;
+  /** The latest user message when the compaction's boundary passed it (shown after the summary). */
+  pinned: ItemEntity | null;
+  /** Every item from the boundary on, in history order. */
+  items: ItemEntity[];
+}
+
+const ITEM_COLUMNS = 'id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, tokens, created_at';
+
+function itemFromRow(row: Record<string, unknown>): ItemEntity {
+  return Object.assign(new ItemEntity(), {
+    id: row.id as string,
+    sessionId: row.session_id as string,
+    turnId: row.turn_id as string,
+    runId: (row.run_id as string | null) ?? null,
+    inputId: (row.input_id as string | null) ?? null,
+    seq: String(row.seq),
+    type: row.type as string,
+    role: (row.role as string | null) ?? null,
+    status: row.status as ItemEntity['status'],
+    content: row.content as ItemEntity['content'],
+    phase: (row.phase as string | null) ?? null,
+    tokens: (row.tokens as number | null) ?? null,
+    createdAt: row.created_at as Date,
+  });
+}
+
+/** `tokens`: counted before the writing transaction (a large tool output), else counted here when the tokenizer is loaded. */
+export type NewItem = Omit<ItemEntity, 'id' | 'seq' | 'tokens'> & { id?: string; tokens?: number | null };
+
+/** The `items` table: a session's durable history, in per-session sequence order. */
+@Injectable()
+export class ItemsRepository {
+  constructor(@InjectRepository(ItemEntity) private readonly items: Repository<ItemEntity>) {}
+
+  /** Items take consecutive per-session sequence numbers starting at firstSeq. */
+  async insertItems(manager: EntityManager, firstSeq: number, items: NewItem[]): Promise<ItemEntity[]> {
+    const { rows, write } = insertItemsWrite(firstSeq, items);
+    if (write) await manager.query(preparedUpTo(rows.length, write.sql), write.params);
+    return rows;
+  }
+
+  /** Which of these item ids are already written. */
+  async existingItemIds(manager: EntityManager, ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = (await manager.query(prepared(`SELECT id FROM items WHERE id = ANY($1::uuid[])`), [ids])) as { id: string }[];
+    return rows.map((row) => row.id);
+  }
+
+  /** How many items the turn has: the output index of its next item. */
+  async countItems(manager: EntityManager, turnId: string): Promise<number> {
+    const rows = (await manager.query(prepared(`SELECT count(*)::int AS n FROM items WHERE turn_id = $1`), [turnId])) as { n: number }[];
+    return rows[0]?.n ?? 0;
+  }
+
+  async itemsOfInput(sessionId: string, inputId: string): Promise<ItemEntity[]> {
+    return this.items.find({ where: { sessionId, inputId }, order: { seq: 'ASC' } });
+  }
+
+  async outputOfRun(runId: string): Promise<ItemEntity[]> {
+    return this.items.find({ where: { runId, role: 'assistant' }, order: { seq: 'ASC' } });
+  }
+
+  /**
+   * What a model context is built from, in one statement whatever the session's length: the
+   * session's latest compaction (its summary), every item from that compaction's boundary on (its
+   * first kept item, else what follows it; compaction items left out), and the latest user message
+   * when the boundary passed it (it is always shown verbatim). Cost grows with the items since the
+   * last compaction, not with the session.
+   */
+  async contextItems(manager: EntityManager, sessionId: string): Promise<ContextItems> {
+    const rows = (await manager.query(
+      prepared(`WITH c AS (
+         SELECT id, seq, content FROM items WHERE session_id = $1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1
+       ), b AS (
+         SELECT coalesce((SELECT k.seq FROM items k, c WHERE k.id = (c.content->0->'compaction'->>'first_kept_item_id')::uuid), (SELECT seq + 1 FROM c), 0) AS seq
+       )
+       SELECT ${ITEM_COLUMNS}, 'window' AS part FROM items WHERE session_id = $1 AND seq >= (SELECT seq FROM b) AND type <> 'compaction'
+       UNION ALL SELECT ${ITEM_COLUMNS}, 'compaction' FROM items WHERE id = (SELECT id FROM c)
+       UNION ALL SELECT ${ITEM_COLUMNS}, part FROM (SELECT ${ITEM_COLUMNS}, 'latest_user' AS part FROM items WHERE session_id = $1 AND role = 'user' ORDER BY seq DESC LIMIT 1) u
+                 WHERE u.seq < (SELECT seq FROM b)
+       ORDER BY seq`),
+      [sessionId],
+    )) as (Record<string, unknown> & { part: 'window' | 'compaction' | 'latest_user' })[];
+    const context: ContextItems = { compaction: null, pinned: null, items: [] };
+    for (const row of rows) {
+      const item = itemFromRow(row);
+      if (row.part === 'compaction') context.compaction = item;
+      else if (row.part === 'latest_user') context.pinned = item;
+      else context.items.push(item);
+    }
+    return context;
+  }
+
+  /** The session's items written after `afterSeq`, in history order (what a cached context lacks). */
+  async itemsAfter(manager: EntityManager, sessionId: string, afterSeq: string): Promise<ItemEntity[]> {
+    const rows = (await manager.query(prepared(`SELECT ${ITEM_COLUMNS} FROM items WHERE session_id = $1 AND seq > $2 ORDER BY seq`), [sessionId, afterSeq])) as Record<
+      string,
+      unknown
+    >[];
+    return rows.map(itemFromRow);
+  }
+
+  /** Items of the session, or of one turn when turnId is given; the cursor must belong to that scope. */
+  async listItems(sessionId: string, turnId: string | null, page: PageQuery): Promise<Page<ItemEntity>> {
+    const qb = this.items.createQueryBuilder('i').where('i.session_id = :sessionId', { sessionId });
+    if (turnId !== null) qb.andWhere('i.turn_id = :turnId', { turnId });
+    if (page.after !== undefined) {
+      const anchor = isUuid(page.after) ? await this.items.findOneBy({ id: page.after, sessionId }) : null;
+      if (!anchor || (turnId !== null && anchor.turnId !== turnId)) {
+        throw new DomainError('invalid_cursor', `The \`after\` cursor is not an item of this ${turnId ? 'turn' : 'session'}`);
+      }
+      qb.andWhere(`i.seq ${page.order === 'desc' ? '<' : '>'} :seq`, { seq: anchor.seq });
+    }
+    const rows = await qb
+      .orderBy('i.seq', page.order === 'desc' ? 'DESC' : 'ASC')
+      .limit(page.limit + 1)
+      .getMany();
+    return toPage(rows, page.limit);
+  }
+}
+
+/** Items with consecutive sequence numbers from `firstSeq`, as entities and as one INSERT (a fragment of a composed write; null for none). */
+export function insertItemsWrite(firstSeq: number, items: NewItem[]): { rows: ItemEntity[]; write: SqlFragment | null } {
+  const rows = items.map((item, index) =>
+    Object.assign(new ItemEntity(), { ...item, id: item.id ?? newId(), seq: String(firstSeq + index), tokens: item.tokens ?? itemTokensIfLoaded(item.content) }),
+  );
+  if (rows.length === 0) return { rows, write: null };
+  const params: unknown[] = [];
+  const tuples = rows.map((row, i) => {
+    params.push(row.id, row.sessionId, row.turnId, row.runId, row.inputId, row.seq, row.type, row.role, row.status, JSON.stringify(row.content), row.phase, row.tokens, row.createdAt);
+    return `(${Array.from({ length: 13 }, (_, j) => `$${i * 13 + j + 1}`).join(', ')})`;
+  });
+  return {
+    rows,
+    write: { sql: `INSERT INTO items (id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, tokens, created_at) VALUES ${tuples.join(', ')}`, params, rows: rows.length },
+  };
+}
