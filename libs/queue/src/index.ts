@@ -6,3 +6,4 @@ export { WebhookJobs } from './webhook-jobs.js';
 export { CALL_MESSAGE_INLINE_BYTES, RunSignals } from './run-signals.js';
 export { presenceKeys, type WorkerAnnouncement, WorkerPresence, workerPresenceKey, WORKERS_SET } from './worker-presence.js';
 export { queuePrefix } from './bullmq-cluster.js';
+export { LeanPolling } from './lean-polling.js';

@@ -1,5 +1,6 @@
-import { Queue, Worker } from 'bullmq';
+import { type Job, Queue, Worker } from 'bullmq';
 import { logErrorsQuietly } from '#libs/config';
+import { LeanPolling } from './lean-polling.js';
 
 /**
  * The Queue and Worker classes @nestjs/bullmq instantiates (BullModule.queueClass / workerClass):
@@ -15,6 +16,8 @@ export class QuietQueue extends (Queue as unknown as new (...args: unknown[]) =>
 }
 
 export class QuietWorker extends (Worker as unknown as new (...args: unknown[]) => Worker) {
+  private readonly polling = new LeanPolling();
+
   constructor(...args: unknown[]) {
     // A worker's connections block: BullMQ forces maxRetriesPerRequest to null on them, and prints a
     // warning when the options (the queue's, which @nestjs/bullmq hands down) say otherwise.
@@ -22,6 +25,29 @@ export class QuietWorker extends (Worker as unknown as new (...args: unknown[]) 
     if (options?.connection && !isClient(options.connection)) args[2] = { ...options, connection: { ...options.connection, maxRetriesPerRequest: null } };
     super(...args);
     logErrorsQuietly(this, `worker ${String(args[0])}`);
+  }
+
+  /** Polls less per job (lean-polling.ts): no fetch of the next job within the finishing script. */
+  override processJob(job: Job, token: string): ReturnType<Worker['processJob']> {
+    return super.processJob(job, token, this.polling.fetchNext);
+  }
+
+  /**
+   * The ask right after a job was taken is answered "nothing waiting" without Redis, the way
+   * BullMQ answers an empty queue (the loop then blocks on the marker that the take re-armed).
+   */
+  // BullMQ types both as resolving to a Job; they resolve to undefined when no job was taken.
+  protected override async moveToActive(token: string, name?: string): Promise<Job> {
+    if (!this.polling.shouldAsk()) return this.nextJobFromJobData(undefined, undefined, token);
+    const job = await super.moveToActive(token, name);
+    this.polling.took(job);
+    return job;
+  }
+
+  /** Called as a blocking wait on the marker begins: whatever ask follows it goes to Redis. */
+  protected override getBlockTimeout(blockUntil: number): number {
+    this.polling.waited();
+    return super.getBlockTimeout(blockUntil);
   }
 }
 
