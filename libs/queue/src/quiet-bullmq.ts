@@ -7,6 +7,7 @@ import { LeanPolling } from './lean-polling.js';
  * BullMQ's own, with an error listener from construction on. BullMQ opens its Redis connections
  * from options and re-emits their errors on the queue or worker; without a listener each failed
  * reconnect prints a stack. A Redis outage is logged once per interval per queue and worker.
+ * Workers also poll less per job than BullMQ's loop does by itself (lean-polling.ts).
  */
 export class QuietQueue extends (Queue as unknown as new (...args: unknown[]) => Queue) {
   constructor(...args: unknown[]) {
