@@ -57,6 +57,9 @@ const stack = await startStack({
     SSE_HEARTBEAT_MS: '1000',
     RECOVERY_SWEEP_MS: '500',
     RECOVERY_GRACE_MS: '1000',
+    // A session stays with the worker that drove it longer than a loaded machine's gap between
+    // one turn's end and a test's next input (test/e2e/sticky-workers.test.ts counts the jobs).
+    WORKER_LINGER_MS: '10000',
     // Room for a 5 MB inline image (about 6.7 MB as base64); the 413 tests send more than this.
     BODY_LIMIT: '12mb',
     // Expired drafts are swept within a test's time (the short-TTL replica below makes some).

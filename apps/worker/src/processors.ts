@@ -5,7 +5,7 @@ import type { Job } from 'bullmq';
 import { metrics } from '#libs/metrics';
 import { FilesSweep } from '#libs/files';
 import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
-import { AttachmentPreparer, RecoveryService, SessionDriver } from '#libs/runtime';
+import { AttachmentPreparer, DrivePasses, RecoveryService } from '#libs/runtime';
 import { WebhookDeliverer, WebhookSweep } from '#libs/webhooks';
 
 type Handlers<Names extends JobName> = { [N in Names]: (data: JobPayloads[N]) => Promise<unknown> };
@@ -35,9 +35,9 @@ export abstract class JobProcessor<Names extends JobName> extends WorkerHost {
 export class SessionDispatchProcessor extends JobProcessor<typeof JOBS.dispatchSession> {
   readonly handlers;
 
-  constructor(driver: SessionDriver) {
+  constructor(passes: DrivePasses) {
     super();
-    this.handlers = { [JOBS.dispatchSession]: ({ sessionId, takeover, readyInputId }: JobPayloads['session.dispatch']) => driver.drive(sessionId, takeover === true, readyInputId) };
+    this.handlers = { [JOBS.dispatchSession]: ({ sessionId, takeover, readyInputId }: JobPayloads['session.dispatch']) => passes.drive(sessionId, takeover === true, readyInputId) };
   }
 }
 

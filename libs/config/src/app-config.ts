@@ -47,6 +47,8 @@ export class AppConfig {
   readonly outboxRelayMs: number;
   readonly idempotencyTtlHours: number;
   readonly workerConcurrency: number;
+  /** How long a session stays with the worker that drove it last (wake-ups by pub/sub instead of a job); 0: off. */
+  readonly workerLingerMs: number;
   readonly workerHealthPort: number;
   /** How often a worker announces itself in Redis; the announcement lives three times as long. */
   readonly workerHeartbeatMs: number;
@@ -192,6 +194,7 @@ export class AppConfig {
     // Hours, fractions allowed (a test replica remembers keys for seconds).
     this.idempotencyTtlHours = positiveNumber(env, 'IDEMPOTENCY_TTL_HOURS', 24);
     this.workerConcurrency = int(env, 'WORKER_CONCURRENCY', 32);
+    this.workerLingerMs = int(env, 'WORKER_LINGER_MS', 2_000);
     this.workerHealthPort = int(env, 'WORKER_HEALTH_PORT', 3001);
     this.workerHeartbeatMs = Math.max(100, int(env, 'WORKER_HEARTBEAT_MS', 5_000));
     this.dbPoolSize = int(env, 'DB_POOL_SIZE', 20);

@@ -8,6 +8,7 @@ import { RunSignals, signalsRedisProviders } from './run-signals.js';
 import { AttachmentJobs } from './attachment-jobs.js';
 import { WebhookJobs } from './webhook-jobs.js';
 import { SessionDispatcher } from './session-dispatcher.js';
+import { SessionLinger } from './session-linger.js';
 import { presenceRedisProvider, WorkerPresence } from './worker-presence.js';
 
 // Every queue and worker @nestjs/bullmq creates listens for its connections' errors (see quiet-bullmq).
@@ -35,7 +36,7 @@ BullModule.workerClass = QuietWorker;
       }),
     ),
   ],
-  providers: [SessionDispatcher, AttachmentJobs, WebhookJobs, RunSignals, ...signalsRedisProviders, WorkerPresence, presenceRedisProvider],
-  exports: [SessionDispatcher, AttachmentJobs, WebhookJobs, RunSignals, BullModule, WorkerPresence],
+  providers: [SessionDispatcher, SessionLinger, AttachmentJobs, WebhookJobs, RunSignals, ...signalsRedisProviders, WorkerPresence, presenceRedisProvider],
+  exports: [SessionDispatcher, SessionLinger, AttachmentJobs, WebhookJobs, RunSignals, BullModule, WorkerPresence],
 })
 export class QueueModule {}

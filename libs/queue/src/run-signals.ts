@@ -10,6 +10,8 @@ const STEER_CHANNEL = 'yuxi:session-steer';
  * reaches (and is parsed by) that worker alone.
  */
 const CALL_CHANNEL_PREFIX = 'yuxi:held-call:';
+/** Wake-ups of a lingering worker (session-linger.ts): one channel per worker address, the session id as the message. */
+export const WAKE_CHANNEL_PREFIX = 'yuxi:linger-wake:';
 /**
  * A call message above this size (a tool result with media) is not published: it is stored under a
  * key of its own for CALL_BODY_TTL_MS and the channel carries its name. Pub/sub pushes every message
@@ -50,6 +52,7 @@ export class RunSignals implements OnApplicationShutdown {
   private readonly handlers = new Map<string, () => void>();
   private readonly steerHandlers = new Map<string, () => void>();
   private readonly callHandlers = new Map<string, (message: unknown) => void>();
+  private wakeHandler: ((sessionId: string) => void) | null = null;
   private subscribing: Promise<unknown> | null = null;
   /** Call messages are handed on in the order they arrived, a stored one once it is read back. */
   private inbox: Promise<void> = Promise.resolve();
@@ -125,6 +128,16 @@ export class RunSignals implements OnApplicationShutdown {
     return () => this.dropCallHandler(address, handler);
   }
 
+  /**
+   * Calls `handler` with each session id published to `address`'s wake channel, on the same
+   * subscriber connection as every other signal (rejects when Redis is out of reach).
+   */
+  async onWake(address: string, handler: (sessionId: string) => void): Promise<void> {
+    await this.subscribe();
+    this.wakeHandler = handler;
+    await bounded(this.subscriber.subscribe(`${WAKE_CHANNEL_PREFIX}${address}`));
+  }
+
   /** How many addresses this worker listens at (for tests: every follow and hold ends by closing its own). */
   get callListeners(): number {
     return this.callHandlers.size;
@@ -138,6 +151,7 @@ export class RunSignals implements OnApplicationShutdown {
   }
 
   private onMessage(channel: string, text: string): void {
+    if (channel.startsWith(WAKE_CHANNEL_PREFIX)) return this.wakeHandler?.(text);
     if (!channel.startsWith(CALL_CHANNEL_PREFIX)) return (channel === STEER_CHANNEL ? this.steerHandlers : this.handlers).get(text)?.();
     const address = channel.slice(CALL_CHANNEL_PREFIX.length);
     this.inbox = this.inbox.then(async () => {

@@ -4,6 +4,7 @@ import { ThrottledLog } from '#libs/config';
 import type { Queue } from 'bullmq';
 import { metrics } from '#libs/metrics';
 import { JOBS, type JobPayloads, QUEUES } from './queue-names.js';
+import { SessionLinger } from './session-linger.js';
 
 /**
  * Nudges the worker that a session may have work. A nudge carries no facts (Postgres holds them),
@@ -14,7 +15,10 @@ import { JOBS, type JobPayloads, QUEUES } from './queue-names.js';
 export class SessionDispatcher {
   private readonly log = new ThrottledLog(new Logger(SessionDispatcher.name));
 
-  constructor(@InjectQueue(QUEUES.sessions) private readonly queue: Queue<JobPayloads['session.dispatch']>) {}
+  constructor(
+    @InjectQueue(QUEUES.sessions) private readonly queue: Queue<JobPayloads['session.dispatch']>,
+    private readonly linger: SessionLinger,
+  ) {}
 
   async nudge(sessionId: string): Promise<void> {
     await this.queue.add(
@@ -67,8 +71,17 @@ export class SessionDispatcher {
     }
   }
 
-  /** For request paths that already committed: a failed nudge is logged, the sweep redelivers it. */
+  /**
+   * For paths that already committed: wakes the worker the session lingers on when one listens
+   * (session-linger.ts), else sends the job. A failed nudge is logged, the sweep redelivers it.
+   */
   async nudgeQuietly(sessionId: string): Promise<void> {
+    if (await this.linger.wake(sessionId)) return;
+    await this.enqueueQuietly(sessionId);
+  }
+
+  /** The BullMQ job alone, never a wake-up: the recovery sweep's and a busy worker's nudge, which must not depend on the hint. */
+  async enqueueQuietly(sessionId: string): Promise<void> {
     try {
       await this.nudge(sessionId);
     } catch (error) {

@@ -5,6 +5,7 @@ export { RecoveryService, type SweepReport } from './recovery.service.js';
 export { RuntimeModule } from './runtime.module.js';
 export { SessionDriver } from './session-driver.js';
 export { RunExecutor } from './run-executor.js';
+export { DrivePasses } from './drive-passes.js';
 export { type MessageAttachment, toModelMessages, withAttachmentList } from './model-context.js';
 export { type CheckedArguments, type NextStep, OUTCOME_UNKNOWN, planNextStep, type ToolPolicy, type TurnBudget, withinBudget } from './step-plan.js';
 export { toolPolicy } from './tool-policy.js';

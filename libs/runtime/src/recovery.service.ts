@@ -75,7 +75,8 @@ export class RecoveryService {
       if (delivered) await this.afterCommit.send(delivered);
     }
     const waiting = await this.inputs.sessionsWithWaitingInputs(new Date(Date.now() - this.config.recoveryGraceMs), SWEEP_BATCH, ACTIVE_TURN_STATUSES);
-    for (const sessionId of waiting) await this.dispatcher.nudgeQuietly(sessionId);
+    // The job itself, never a wake-up: a frozen worker's linger must not hold these inputs again.
+    for (const sessionId of waiting) await this.dispatcher.enqueueQuietly(sessionId);
     // Members queued behind their tree's cap: each tree's next one (the cap admits in order).
     for (const sessionId of await this.cooperation.queuedHeads(this.config.recoveryGraceMs, SWEEP_BATCH)) await this.dispatcher.nudgeQueuedMember(sessionId);
     const preparationsResumed = await this.resumePreparations();

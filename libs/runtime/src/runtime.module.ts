@@ -26,11 +26,12 @@ import { McpSampling } from './mcp-sampling.js';
 import { ToolCallStep } from './tool-call-step.js';
 import { TurnPlanning } from './turn-planning.js';
 import { SessionDriver } from './session-driver.js';
+import { DrivePasses } from './drive-passes.js';
 
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   imports: [EngineModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
-  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
-  exports: [SessionDriver, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
+  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  exports: [SessionDriver, DrivePasses, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}

@@ -68,6 +68,11 @@ export class SessionDriver {
     return turnsRun;
   }
 
+  /** False once the worker shuts down: a pass started now would claim nothing. */
+  get isClaiming(): boolean {
+    return this.claiming;
+  }
+
   /** Shutdown: claim nothing more, and bring every run in flight to its next boundary to release it. */
   stopClaiming(): void {
     this.claiming = false;
