@@ -20,6 +20,7 @@ function afterCommit() {
   dispatcher.nudgeTakeover.mock.mockImplementation(async (_sessionId, runId) => void order.push(`takeover ${runId}`));
   dispatcher.nudgeQueuedMember.mock.mockImplementation(async (sessionId) => void order.push(`member ${sessionId}`));
   mocks.get(RunSignals).requestCancel.mock.mockImplementation(async (runId) => void order.push(`cancel ${runId}`));
+  mocks.get(RunSignals).announceSteer.mock.mockImplementation(async (sessionId) => void order.push(`steer ${sessionId}`));
   cooperation.deliver.mock.mockImplementation(async () => null);
   cooperation.queuedMembers.mock.mockImplementation(async () => []);
   mocks.get(InputsRepository).accountSessionsWithWaitingInputs.mock.mockImplementation(async () => []);
@@ -27,14 +28,14 @@ function afterCommit() {
 }
 
 describe('after commit (AfterCommit.send)', () => {
-  it('queues a preparation first, publishes the batch, then nudges the queue, a takeover and a cancel, each as asked', async () => {
+  it('queues a preparation first, publishes the batch, then nudges the queue, a takeover, a cancel and a steer, each as asked', async () => {
     const { sut, order } = afterCommit();
     const committed: Committed = {
       batch: aBatch('s1'),
-      nudges: [{ kind: 'cancel', runId: 'r1' }, { kind: 'queue' }, { kind: 'prepare', inputId: 'i1' }, { kind: 'queue', sessionId: 's2' }, { kind: 'takeover', runId: 'r2' }],
+      nudges: [{ kind: 'cancel', runId: 'r1' }, { kind: 'queue' }, { kind: 'prepare', inputId: 'i1' }, { kind: 'queue', sessionId: 's2' }, { kind: 'takeover', runId: 'r2' }, { kind: 'steer' }],
     };
     assert.deepEqual(await sut.send(committed), { complete: true });
-    assert.deepEqual(order, ['prepare i1', 'publish s1', 'cancel r1', 'queue s1', 'queue s2', 'takeover r2']);
+    assert.deepEqual(order, ['prepare i1', 'publish s1', 'cancel r1', 'queue s1', 'queue s2', 'takeover r2', 'steer s1']);
   });
 
   it('sends what the transaction committed on other sessions after its own, and a member\'s delivery to its parent last', async () => {

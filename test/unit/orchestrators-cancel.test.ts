@@ -3,7 +3,6 @@ import { describe, it } from 'node:test';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { CooperationWaits, type IdempotentResponse, InputsRepository, type Nudge, SessionControls, SessionsRepository, TurnsRepository } from '#libs/engine';
-import { RunSignals } from '#libs/queue';
 import { Acceptance, type ControlOutcome } from '../../libs/protocol/src/use-cases/acceptance.js';
 import { CancelTurn } from '../../libs/protocol/src/use-cases/queue-controls.use-case.js';
 import { aRun, aSession, aTurn, aWaitingTurn, aWaitpoint, domainError, typesOf } from './support/aggregate-fixtures.js';
@@ -154,46 +153,42 @@ describe('the cancel event (CancelTurn)', () => {
       outcomes.push(outcome);
       return { status: 202, body: '', replayed, receipt: outcome.receipt, sessionId };
     });
-    return { ...service, controls: service.mocks.get(SessionControls), signals: service.mocks.get(RunSignals), outcomes };
+    return { ...service, controls: service.mocks.get(SessionControls), outcomes };
   }
 
-  it('fixes the target in the transaction, announces the turn\'s state with the cancel, then signals the run\'s worker', async () => {
-    const { sut, controls, signals, outcomes } = cancelTurn(false);
+  it('fixes the target in the transaction, announces the turn\'s state with the cancel, and asks after commit to stop the run\'s worker', async () => {
+    const { sut, controls, outcomes } = cancelTurn(false);
     controls.cancelTurn.mock.mockImplementation(async () => ({ turn: aTurn({ cancellationPending: true }), runId: 'r1', events: [], nudges: [] }));
-    signals.requestCancel.mock.mockImplementation(async () => undefined);
     const result = await sut.execute(principal, 's1', { type: 'agent.session.input.cancel', yuxi: { turn_id: 't1', expected_run_id: 'r1' } } as never, 'k1');
     assert.deepEqual(controls.cancelTurn.mock.calls[0]!.arguments.slice(1), [aSession(), { turnId: 't1', expectedRunId: 'r1' }]);
     assert.deepEqual(typesOf(outcomes[0]!.events!), ['yuxi.session.turn.state']);
     assert.equal(outcomes[0]!.receipt.turn_id, 't1');
     assert.equal(result.receipt?.run_id, 'r1');
-    assert.deepEqual(signals.requestCancel.mock.calls[0]!.arguments, ['r1']);
+    assert.deepEqual(outcomes[0]!.nudges, [{ kind: 'cancel', runId: 'r1' }]);
   });
 
-  it('a turn ended at its waitpoint carries its terminal events and its parent\'s nudges', async () => {
-    const { sut, controls, signals, outcomes } = cancelTurn(false);
+  it('a turn ended at its waitpoint carries its terminal events and its parent\'s nudges, and stops no run', async () => {
+    const { sut, controls, outcomes } = cancelTurn(false);
     const ended = aTurn({ status: 'cancelled', completedAt: new Date() });
     const nudges: Nudge[] = [{ kind: 'cooperation', parentSessionId: 'p1' }];
     controls.cancelTurn.mock.mockImplementation(async () => ({ turn: ended, runId: null, events: [{ type: 'agent.session.turn.cancelled' } as never], nudges }));
     await sut.execute(principal, 's1', { type: 'agent.session.input.cancel' } as never, 'k1');
     assert.deepEqual(typesOf(outcomes[0]!.events!), ['yuxi.session.turn.state', 'agent.session.turn.cancelled']);
-    assert.deepEqual(outcomes[0]!.nudges, nudges);
-    assert.equal(signals.requestCancel.mock.callCount(), 0, 'no run to stop');
+    assert.deepEqual(outcomes[0]!.nudges, nudges, 'no run to stop');
   });
 
-  it('a replayed cancel signals nobody', async () => {
-    const { sut, controls, signals } = cancelTurn(true);
+  it('a replayed cancel writes nothing and asks nobody', async () => {
+    const { sut, controls, outcomes } = cancelTurn(true);
     await sut.execute(principal, 's1', { type: 'agent.session.input.cancel' } as never, 'k1');
     assert.equal(controls.cancelTurn.mock.callCount(), 0);
-    assert.equal(signals.requestCancel.mock.callCount(), 0);
+    assert.deepEqual(outcomes, []);
   });
 
-  it('a failed signal is only logged: the cancel stays accepted', async () => {
-    const { sut, controls, signals } = cancelTurn(false);
-    controls.cancelTurn.mock.mockImplementation(async () => ({ turn: aTurn({ cancellationPending: true }), runId: 'r1', events: [], nudges: [] }));
-    signals.requestCancel.mock.mockImplementation(async () => {
-      throw new Error('redis down');
-    });
-    const result = await sut.execute(principal, 's1', { type: 'agent.session.input.cancel' } as never, 'k1');
-    assert.equal(result.status, 202);
+  it('the run\'s stop follows what the cancel itself asked (a member\'s parent told first)', async () => {
+    const { sut, controls, outcomes } = cancelTurn(false);
+    const nudges: Nudge[] = [{ kind: 'cooperation', parentSessionId: 'p1' }];
+    controls.cancelTurn.mock.mockImplementation(async () => ({ turn: aTurn({ cancellationPending: true }), runId: 'r3', events: [], nudges }));
+    await sut.execute(principal, 's1', { type: 'agent.session.input.cancel' } as never, 'k1');
+    assert.deepEqual(outcomes[0]!.nudges, [...nudges, { kind: 'cancel', runId: 'r3' }]);
   });
 });

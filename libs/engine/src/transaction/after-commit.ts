@@ -18,6 +18,8 @@ export type Nudge =
   | { kind: 'queue'; sessionId?: string }
   /** A run was asked to cancel: its worker stops it at the next boundary. */
   | { kind: 'cancel'; runId: string }
+  /** A steer was queued behind the session's running turn: its worker looks for it at the next boundary. */
+  | { kind: 'steer' }
   /** A member's turn ended: its parent gets the signal (and a waiting coordinator may continue). */
   | { kind: 'cooperation'; parentSessionId: string }
   /** A member freed a slot of its tree's cap: the tree's queued members may claim. */
@@ -68,6 +70,7 @@ export class AfterCommit {
       if (nudge.kind === 'queue') await this.dispatcher.nudgeQuietly(nudge.sessionId ?? sessionId);
       if (nudge.kind === 'takeover') await this.dispatcher.nudgeTakeover(sessionId, nudge.runId).catch(() => undefined);
       if (nudge.kind === 'cancel') await this.signals.requestCancel(nudge.runId).catch(() => undefined);
+      if (nudge.kind === 'steer') await this.signals.announceSteer(sessionId).catch(() => undefined);
     }
     for (const other of also ?? []) await this.send(other);
     // Last: a delivery is a transaction of its own (under the parent's lock), then sent like any.

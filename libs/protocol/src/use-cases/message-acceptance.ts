@@ -153,6 +153,8 @@ export class MessageAcceptance {
         steersRunningTurn = accepted.steersRunningTurn;
         const receipt = acceptedReceipt(sessionId, accepted.input.id);
         const nudges: Nudge[] = accepted.input.attachmentStatus === 'preparing' ? [{ kind: 'prepare', inputId: accepted.input.id }, { kind: 'queue' }] : [{ kind: 'queue' }];
+        // A steer into the running turn: its worker hears it at the next boundary (the heartbeat, failing the signal).
+        if (accepted.steersRunningTurn) nudges.push({ kind: 'steer' });
         return { status: 202, body: receipt, sessionId, receipt, events: [turnEvents.accepted(receipt)], nudges, riding: accepted.riding ? [accepted.riding] : [] };
       },
       images.staging,

@@ -1,8 +1,7 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import { type IdempotentResponse, SessionControls, type TurnEntity, turnEvents, turnSeconds } from '#libs/engine';
 import { metrics } from '#libs/metrics';
-import { RunSignals } from '#libs/queue';
 import type { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto } from '../dto/update-session.dto.js';
 import { Acceptance, acceptedReceipt } from './acceptance.js';
 
@@ -25,20 +24,17 @@ export class CancelInput {
 /** Makes a pending follow-up a steer; repeating it on a pending steer is already satisfied. */
 @Injectable()
 export class PromoteInput {
-  private readonly logger = new Logger(PromoteInput.name);
-
   constructor(
     private readonly acceptance: Acceptance,
     private readonly controls: SessionControls,
-    private readonly signals: RunSignals,
   ) {}
 
   async execute(principal: Principal, sessionId: string, event: PromoteInputEventDto, key: string): Promise<IdempotentResponse> {
     const result = await this.acceptance.control(principal, sessionId, key, event, async (manager, session) => {
       await this.controls.promote(manager, session, event.input_id);
-      return { receipt: acceptedReceipt(sessionId, event.input_id), nudges: [{ kind: 'queue' }] };
+      // The promoted steer is announced to the running turn's worker after commit, like any nudge.
+      return { receipt: acceptedReceipt(sessionId, event.input_id), nudges: [{ kind: 'queue' }, { kind: 'steer' }] };
     });
-    if (!result.replayed) void this.signals.announceSteer(sessionId).catch((error: unknown) => this.logger.warn(`steer signal not sent: ${String(error)}`));
     return result;
   }
 }
@@ -49,12 +45,9 @@ export class PromoteInput {
  */
 @Injectable()
 export class CancelTurn {
-  private readonly logger = new Logger(CancelTurn.name);
-
   constructor(
     private readonly acceptance: Acceptance,
     private readonly controls: SessionControls,
-    private readonly signals: RunSignals,
   ) {}
 
   async execute(principal: Principal, sessionId: string, event: CancelTurnEventDto, key: string): Promise<IdempotentResponse> {
@@ -68,13 +61,11 @@ export class CancelTurn {
       return {
         receipt: { ...acceptedReceipt(sessionId, null), turn_id: turn.id, run_id: runId },
         events: [turnEvents.turnState(turn), ...events],
-        nudges,
+        // The run's worker is told after commit, like any nudge: it stops at the next boundary.
+        nudges: runId ? [...nudges, { kind: 'cancel', runId }] : nudges,
       };
     });
     if (!result.replayed && ended) metrics.turnFinished('cancelled', turnSeconds(ended));
-    if (!result.replayed && result.receipt?.run_id) {
-      void this.signals.requestCancel(result.receipt.run_id).catch((error: unknown) => this.logger.warn(`cancel signal not sent: ${String(error)}`));
-    }
     return result;
   }
 }

@@ -1,11 +1,10 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { assertApprovalMode, assertModelOverride } from '#libs/agents';
 import { AppConfig } from '#libs/config';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { frozenInputConfig, type IdempotentResponse, type InputMessage } from '#libs/engine';
 import { ModelRegistry } from '#libs/models';
-import { RunSignals } from '#libs/queue';
 import type { MessageEventDto } from '../dto/submit-event.dto.js';
 import { InlineImages } from '../inline-images.js';
 import { checkInputText, parseAgentInput } from '../input-parser.js';
@@ -18,12 +17,9 @@ import { MessageAcceptance } from './message-acceptance.js';
  */
 @Injectable()
 export class SubmitMessage {
-  private readonly logger = new Logger(SubmitMessage.name);
-
   constructor(
     private readonly messages: MessageAcceptance,
     private readonly models: ModelRegistry,
-    private readonly signals: RunSignals,
     private readonly inlineImages: InlineImages,
     private readonly config: AppConfig,
   ) {}
@@ -44,7 +40,7 @@ export class SubmitMessage {
     const images = await this.inlineImages.decode({ ownerId: principal.userId, sessionId }, messages, 'events[0].input');
 
     const intent = { operation: event.type, session_id: sessionId, event: { ...event, input: images.intentMessages() } };
-    const { result, steersRunningTurn } = await this.messages.accept(principal, sessionId, key, intent, {
+    const { result } = await this.messages.accept(principal, sessionId, key, intent, {
       requestedMode: event.yuxi?.mode,
       hasOverride,
       messages: images.messagesFor(sessionId),
@@ -56,9 +52,6 @@ export class SubmitMessage {
         return frozenInputConfig(session, { model: modelOverride, toolApprovalMode: event.yuxi?.tool_approval_mode });
       },
     }, images);
-    if (steersRunningTurn) {
-      void this.signals.announceSteer(sessionId).catch((error: unknown) => this.logger.warn(`steer signal not sent: ${String(error)}`));
-    }
     return result;
   }
 }
