@@ -39,7 +39,7 @@ describe('the recovery sweep (RecoveryService.sweep)', () => {
     assert.deepEqual(await sut.sweep(), { interruptedRuns: 0, takeoversNudged: 0, redispatched: 0, receiptsDeleted: 0, eventsPruned: 0, preparationsResumed: 0 });
     assert.equal(recovery.interruptExpired.mock.callCount(), 0);
     assert.equal(afterCommit.send.mock.callCount(), 0);
-    assert.equal(dispatcher.nudgeQuietly.mock.callCount() + dispatcher.nudgeTakeover.mock.callCount() + dispatcher.nudgeQueuedMember.mock.callCount(), 0);
+    assert.equal(dispatcher.enqueueQuietly.mock.callCount() + dispatcher.nudgeTakeover.mock.callCount() + dispatcher.nudgeQueuedMember.mock.callCount(), 0);
   });
 
   it('interrupts each expired run with what its stream showed, and carries out what each interrupt committed', async () => {
@@ -56,7 +56,7 @@ describe('the recovery sweep (RecoveryService.sweep)', () => {
     assert.equal(report.interruptedRuns, 1);
   });
 
-  it('nudges again the takeovers, the idle queues with waiting inputs and the trees\' queued heads it finds; a failed nudge stops nothing', async () => {
+  it('nudges again the takeovers, the idle queues with waiting inputs (always a queue job, never a linger wake-up) and the trees\' queued heads it finds; a failed nudge stops nothing', async () => {
     const { sut, runs, inputs, cooperation, dispatcher } = sweeper();
     runs.sessionsAwaitingTakeover.mock.mockImplementation(async () => [
       { sessionId: 's1', runId: 'r1' },
@@ -69,7 +69,7 @@ describe('the recovery sweep (RecoveryService.sweep)', () => {
     cooperation.queuedHeads.mock.mockImplementation(async () => ['m1']);
     const report = await sut.sweep();
     assert.deepEqual(dispatcher.nudgeTakeover.mock.calls.map((c) => c.arguments), [['s1', 'r1'], ['s2', 'r2']]);
-    assert.deepEqual(dispatcher.nudgeQuietly.mock.calls.map((c) => c.arguments[0]), ['s4']);
+    assert.deepEqual(dispatcher.enqueueQuietly.mock.calls.map((c) => c.arguments[0]), ['s4']);
     assert.deepEqual(dispatcher.nudgeQueuedMember.mock.calls.map((c) => c.arguments[0]), ['m1']);
     assert.deepEqual([report.takeoversNudged, report.redispatched], [2, 1]);
   });
