@@ -39,7 +39,7 @@ describe('lib layers (npm run lint)', () => {
       "export { X } from '#libs/runtime';\n",
       "export const load = () => import('#libs/engine');\n",
     ]) {
-      assert.equal((await layerErrors('libs/engine/src/x.ts', code)).length, 1, code);
+      assert.equal((await layerErrors('libs/tools/src/x.ts', code)).length, 1, code);
     }
   });
 
