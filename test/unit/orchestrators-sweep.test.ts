@@ -4,16 +4,21 @@ import { AppConfig } from '#libs/config';
 import { EventOutbox, EventPublisher } from '#libs/events';
 import { AfterCommit, CooperationWaits, IdempotencyService, InputsRepository, type Interrupted, RunRecovery, RunsRepository } from '#libs/engine';
 import { SessionDispatcher } from '#libs/queue';
-import { AttachmentPreparer, RecoveryService } from '#libs/runtime';
+import { AttachmentPreparer, ExpiredRowsCleanup, LeaseTakeovers, PreparationResumption, RecoveryService, WaitingWorkNudges } from '#libs/runtime';
 import { aBatch, aRun } from './support/aggregate-fixtures.js';
-import { newTestService, quietNestLogger } from './support/new-test-service.js';
+import { automock, Mocks, newTestService, quietNestLogger, type Token } from './support/new-test-service.js';
 
-// The recovery sweep (RecoveryService.sweep): what it finds in Postgres and what it asks of the
-// lifecycle and the dispatcher for each, with nothing found by default.
+// The recovery sweep (RecoveryService.sweep over its parts: LeaseTakeovers, WaitingWorkNudges,
+// PreparationResumption, ExpiredRowsCleanup): what it finds in Postgres and what it asks of the
+// lifecycle and the dispatcher for each, with nothing found by default. The parts are real, built
+// over one set of mocks, so a dependency two parts share (the dispatcher) is one mock.
 
 function sweeper() {
-  const service = newTestService(RecoveryService);
-  const { mocks } = service;
+  const tokens: Token[] = [AppConfig, RunsRepository, InputsRepository, CooperationWaits, SessionDispatcher, AttachmentPreparer, RunRecovery, AfterCommit, EventPublisher, IdempotencyService, EventOutbox];
+  const shared = new Map<unknown, unknown>(tokens.map((token) => [token, automock(token.name, token)]));
+  const mocks = new Mocks(shared, []);
+  const part = <S>(Part: new (...args: never[]) => S): [unknown, S] => [Part, newTestService(Part, shared).sut];
+  const { sut } = newTestService(RecoveryService, [part(LeaseTakeovers), part(WaitingWorkNudges), part(PreparationResumption), part(ExpiredRowsCleanup)]);
   Object.assign(mocks.get(AppConfig), { recoveryGraceMs: 10_000, eventsReplayTtlSeconds: 3600 });
   const runs = mocks.get(RunsRepository);
   const inputs = mocks.get(InputsRepository);
@@ -29,7 +34,7 @@ function sweeper() {
   preparer.running = 0;
   mocks.get(IdempotencyService).deleteExpired.mock.mockImplementation(async () => 0);
   mocks.get(EventOutbox).prune.mock.mockImplementation(async () => 0);
-  return { ...service, runs, inputs, cooperation, dispatcher, preparer, recovery: mocks.get(RunRecovery), afterCommit: mocks.get(AfterCommit), publisher: mocks.get(EventPublisher) };
+  return { sut, mocks, runs, inputs, cooperation, dispatcher, preparer, recovery: mocks.get(RunRecovery), afterCommit: mocks.get(AfterCommit), publisher: mocks.get(EventPublisher) };
 }
 
 describe('the recovery sweep (RecoveryService.sweep)', () => {
@@ -39,7 +44,7 @@ describe('the recovery sweep (RecoveryService.sweep)', () => {
     assert.deepEqual(await sut.sweep(), { interruptedRuns: 0, takeoversNudged: 0, redispatched: 0, receiptsDeleted: 0, eventsPruned: 0, preparationsResumed: 0 });
     assert.equal(recovery.interruptExpired.mock.callCount(), 0);
     assert.equal(afterCommit.send.mock.callCount(), 0);
-    assert.equal(dispatcher.nudgeQuietly.mock.callCount() + dispatcher.nudgeTakeover.mock.callCount() + dispatcher.nudgeQueuedMember.mock.callCount(), 0);
+    assert.equal(dispatcher.enqueueQuietly.mock.callCount() + dispatcher.nudgeTakeover.mock.callCount() + dispatcher.nudgeQueuedMember.mock.callCount(), 0);
   });
 
   it('interrupts each expired run with what its stream showed, and carries out what each interrupt committed', async () => {
@@ -69,7 +74,7 @@ describe('the recovery sweep (RecoveryService.sweep)', () => {
     cooperation.queuedHeads.mock.mockImplementation(async () => ['m1']);
     const report = await sut.sweep();
     assert.deepEqual(dispatcher.nudgeTakeover.mock.calls.map((c) => c.arguments), [['s1', 'r1'], ['s2', 'r2']]);
-    assert.deepEqual(dispatcher.nudgeQuietly.mock.calls.map((c) => c.arguments[0]), ['s4']);
+    assert.deepEqual(dispatcher.enqueueQuietly.mock.calls.map((c) => c.arguments[0]), ['s4']);
     assert.deepEqual(dispatcher.nudgeQueuedMember.mock.calls.map((c) => c.arguments[0]), ['m1']);
     assert.deepEqual([report.takeoversNudged, report.redispatched], [2, 1]);
   });
