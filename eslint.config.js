@@ -250,10 +250,7 @@ export default defineConfig(
     // that inject their services one by one. The reshape removes each line here. They keep the Redis rule.
     files: [
       'libs/engine/src/cooperation/cooperation-transitions.ts',
-      'libs/engine/src/endings/run-endings.ts',
       'libs/engine/src/steps/step-transitions.ts',
-      'libs/engine/src/claims/turn-claims.ts',
-      'libs/runtime/src/recovery.service.ts',
       'apps/api/src/ops/operations.ts',
       'libs/protocol/src/use-cases/create-session.use-case.ts',
       'libs/protocol/src/use-cases/submit-event.use-case.ts',

@@ -4,16 +4,21 @@ import { AppConfig } from '#libs/config';
 import { EventOutbox, EventPublisher } from '#libs/events';
 import { AfterCommit, CooperationWaits, IdempotencyService, InputsRepository, type Interrupted, RunRecovery, RunsRepository } from '#libs/engine';
 import { SessionDispatcher } from '#libs/queue';
-import { AttachmentPreparer, RecoveryService } from '#libs/runtime';
+import { AttachmentPreparer, ExpiredRowsCleanup, LeaseTakeovers, PreparationResumption, RecoveryService, WaitingWorkNudges } from '#libs/runtime';
 import { aBatch, aRun } from './support/aggregate-fixtures.js';
-import { newTestService, quietNestLogger } from './support/new-test-service.js';
+import { automock, Mocks, newTestService, quietNestLogger, type Token } from './support/new-test-service.js';
 
-// The recovery sweep (RecoveryService.sweep): what it finds in Postgres and what it asks of the
-// lifecycle and the dispatcher for each, with nothing found by default.
+// The recovery sweep (RecoveryService.sweep over its parts: LeaseTakeovers, WaitingWorkNudges,
+// PreparationResumption, ExpiredRowsCleanup): what it finds in Postgres and what it asks of the
+// lifecycle and the dispatcher for each, with nothing found by default. The parts are real, built
+// over one set of mocks, so a dependency two parts share (the dispatcher) is one mock.
 
 function sweeper() {
-  const service = newTestService(RecoveryService);
-  const { mocks } = service;
+  const tokens: Token[] = [AppConfig, RunsRepository, InputsRepository, CooperationWaits, SessionDispatcher, AttachmentPreparer, RunRecovery, AfterCommit, EventPublisher, IdempotencyService, EventOutbox];
+  const shared = new Map<unknown, unknown>(tokens.map((token) => [token, automock(token.name, token)]));
+  const mocks = new Mocks(shared, []);
+  const part = <S>(Part: new (...args: never[]) => S): [unknown, S] => [Part, newTestService(Part, shared).sut];
+  const { sut } = newTestService(RecoveryService, [part(LeaseTakeovers), part(WaitingWorkNudges), part(PreparationResumption), part(ExpiredRowsCleanup)]);
   Object.assign(mocks.get(AppConfig), { recoveryGraceMs: 10_000, eventsReplayTtlSeconds: 3600 });
   const runs = mocks.get(RunsRepository);
   const inputs = mocks.get(InputsRepository);
@@ -29,7 +34,7 @@ function sweeper() {
   preparer.running = 0;
   mocks.get(IdempotencyService).deleteExpired.mock.mockImplementation(async () => 0);
   mocks.get(EventOutbox).prune.mock.mockImplementation(async () => 0);
-  return { ...service, runs, inputs, cooperation, dispatcher, preparer, recovery: mocks.get(RunRecovery), afterCommit: mocks.get(AfterCommit), publisher: mocks.get(EventPublisher) };
+  return { sut, mocks, runs, inputs, cooperation, dispatcher, preparer, recovery: mocks.get(RunRecovery), afterCommit: mocks.get(AfterCommit), publisher: mocks.get(EventPublisher) };
 }
 
 describe('the recovery sweep (RecoveryService.sweep)', () => {

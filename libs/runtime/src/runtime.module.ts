@@ -13,6 +13,10 @@ import { ModelImages } from './model-images.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { QueueMetrics } from './queue-metrics.js';
 import { RecoveryService } from './recovery.service.js';
+import { ExpiredRowsCleanup } from './expired-rows-cleanup.js';
+import { LeaseTakeovers } from './lease-takeovers.js';
+import { PreparationResumption } from './preparation-resumption.js';
+import { WaitingWorkNudges } from './waiting-work-nudges.js';
 import { DurableWrites } from './durable-writes.js';
 import { CompactionStep } from './compaction-step.js';
 import { ContextManager } from './context-manager.js';
@@ -31,7 +35,7 @@ import { DrivePasses } from './drive-passes.js';
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   imports: [EngineModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
-  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, RecoveryService, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, RecoveryService, LeaseTakeovers, WaitingWorkNudges, PreparationResumption, ExpiredRowsCleanup, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, DrivePasses, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}
