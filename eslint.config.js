@@ -251,9 +251,6 @@ export default defineConfig(
     files: [
       'libs/engine/src/cooperation/cooperation-transitions.ts',
       'libs/engine/src/steps/step-transitions.ts',
-      'apps/api/src/ops/operations.ts',
-      'libs/protocol/src/use-cases/create-session.use-case.ts',
-      'libs/protocol/src/use-cases/submit-event.use-case.ts',
     ],
     rules: { 'no-restricted-syntax': ['error', REDIS_CONNECTIONS] },
   },

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Module } from '@nestjs/common';
+import { type INestApplicationContext, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ConfigModule } from '#libs/config';
 import { DatabaseModule, SchemaVersionError } from '#libs/database';
@@ -8,9 +8,11 @@ import { EventsModule } from '#libs/events';
 import { EngineModule } from '#libs/engine';
 import { QueueModule } from '#libs/queue';
 import { WebhookOutboxModule } from '#libs/webhooks';
-import { Operations } from './ops/operations.js';
+import { FailTurn } from './ops/fail-turn.js';
+import { QueueOperations } from './ops/queue-operations.js';
+import { SessionInspection } from './ops/session-inspection.js';
 
-@Module({ imports: [ConfigModule, DatabaseModule, EngineModule, EventsModule, QueueModule, WebhookOutboxModule], providers: [Operations] })
+@Module({ imports: [ConfigModule, DatabaseModule, EngineModule, EventsModule, QueueModule, WebhookOutboxModule], providers: [SessionInspection, QueueOperations, FailTurn] })
 class OpsModule {}
 
 const USAGE = `usage: npm run -s ops -- <command>   (or node dist/apps/api/src/ops-cli.js <command>; DATABASE_URL and REDIS_URL from the environment)
@@ -22,7 +24,8 @@ Prints one JSON document; exit code 0, 1 on an error ({"error": …}), 2 on a us
 
 class UsageError extends Error {}
 
-type Command = (ops: Operations) => Promise<object>;
+/** A parsed command: it asks the application for the one class that performs it. */
+type Command = (app: INestApplicationContext) => Promise<object>;
 
 function parse(argv: string[]): Command {
   const [command, id, ...rest] = argv;
@@ -37,13 +40,13 @@ function parse(argv: string[]): Command {
   }
   switch (command) {
     case 'session':
-      return (ops) => ops.session(id);
+      return (app) => app.get(SessionInspection).session(id);
     case 'unpause':
-      return (ops) => ops.unpause(id);
+      return (app) => app.get(QueueOperations).unpause(id);
     case 'fail-turn':
-      return (ops) => ops.failTurn(id, reason);
+      return (app) => app.get(FailTurn).execute(id, reason);
     case 'redispatch':
-      return (ops) => ops.redispatch(id);
+      return (app) => app.get(QueueOperations).redispatch(id);
     default:
       throw new UsageError(`unknown command ${command}`);
   }
@@ -62,7 +65,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const app = await NestFactory.createApplicationContext(OpsModule, { logger: ['error'], abortOnError: false });
   try {
-    await print(await command(app.get(Operations)));
+    await print(await command(app));
     return 0;
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;

@@ -21,7 +21,7 @@ const TAKEOVER_LIMIT_ERROR: PublicError = {
 /**
  * How a run that its worker no longer holds is ended or handed on. The recovery sweep
  * (`LeaseTakeovers`) interrupts a run whose lease expired, holding no lease itself: the run row is
- * locked and its expiry re-checked in the transaction. The operator (`Operations`, the ops CLI's
+ * locked and its expiry re-checked in the transaction. The operator (`FailTurn`, the ops CLI's
  * `fail-turn`) seizes the lease of a stuck turn's run under a new fencing epoch, then fails the turn
  * under that seized lease. Each is one transaction under the session lock that also writes the
  * events announcing it to the outbox; none touches Redis, so a Redis outage never changes what is

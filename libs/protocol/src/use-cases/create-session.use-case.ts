@@ -4,16 +4,15 @@ import { AppConfig } from '#libs/config';
 import { agentViewerOf, type Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
-import { FilesRepository } from '#libs/files';
-import { type AcceptedReceipt, frozenInputConfig, IdempotencyService, type IdempotentResponse, InputsRepository, type Nudge, ProjectsRepository, SessionsRepository, toSessionDto, turnEvents } from '#libs/engine';
+import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type Nudge, ProjectsRepository, SessionsRepository, toSessionDto, turnEvents } from '#libs/engine';
 import { metrics } from '#libs/metrics';
 import { ModelRegistry } from '#libs/models';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
-import { InlineImages } from '../inline-images.js';
 import { checkInputText, parseAgentInput } from '../input-parser.js';
 import { chosenMetadata } from '../session-metadata.js';
 import { titleFromInput } from '../session-title.js';
-import { Acceptance, acceptedReceipt } from './acceptance.js';
+import { Acceptance } from './acceptance.js';
+import { FirstInput } from './first-input.js';
 
 /** Creates a session from a saved agent, with or without a first input (which then queues as input 1). */
 @Injectable()
@@ -22,11 +21,9 @@ export class CreateSession {
     private readonly acceptance: Acceptance,
     private readonly sessions: SessionsRepository,
     private readonly projects: ProjectsRepository,
-    private readonly inputs: InputsRepository,
     private readonly agents: AgentsService,
     private readonly models: ModelRegistry,
-    private readonly files: FilesRepository,
-    private readonly inlineImages: InlineImages,
+    private readonly firstInput: FirstInput,
     private readonly config: AppConfig,
   ) {}
 
@@ -45,7 +42,7 @@ export class CreateSession {
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
     if (dto.tool_approval_mode !== undefined) assertApprovalMode(principal, agentSnapshot.policy, dto.tool_approval_mode, 'tool_approval_mode');
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
-    const images = messages ? await this.inlineImages.decode({ ownerId: principal.userId, sessionId: null }, messages, 'input') : null;
+    const images = messages ? await this.firstInput.decode(principal.userId, messages) : null;
 
     const metadata = chosenMetadata(dto.metadata, dto.yuxi?.metadata);
     // One intent whatever the wire form: `environment: {type: "none"}` is what omitting it means, and
@@ -78,22 +75,8 @@ export class CreateSession {
         },
         messages !== null,
       );
-      let receipt: AcceptedReceipt | null = null;
-      if (images) {
-        const input = await this.inputs.insert(manager, {
-          sessionId: session.id,
-          receivedSeq: 1,
-          mode: 'follow_up',
-          messages: images.messagesFor(session.id),
-          attachmentFileIds,
-          config: frozenInputConfig(session),
-          receivedAt: session.createdAt,
-        });
-        // In the same transaction: an unknown or already attached file refuses the whole create.
-        await this.files.bindDrafts(manager, principal.userId, attachmentFileIds, session.id, input.id);
-        await images.bind(manager, session.id, input.id);
-        receipt = acceptedReceipt(session.id, input.id);
-      }
+      // In the same transaction: an unknown or already attached file refuses the whole create.
+      const receipt = images ? await this.firstInput.queue(manager, principal.userId, session, images, attachmentFileIds) : null;
       const body = toSessionDto(session, receipt);
       // The session stream starts with the session itself; a stream=true create replays from here.
       const events: OutgoingEvent[] = [turnEvents.sessionCreated(body)];

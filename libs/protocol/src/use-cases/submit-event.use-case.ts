@@ -1,33 +1,25 @@
 import { Injectable } from '@nestjs/common';
-import { plainToInstance } from 'class-transformer';
-import { validate } from 'class-validator';
 import type { Principal } from '#libs/auth';
-import { DomainError, flattenValidationErrors } from '#libs/errors';
+import { DomainError } from '#libs/errors';
 import { IdempotencyService, type IdempotentResponse, parseApprovalRequestId } from '#libs/engine';
 import { metrics } from '#libs/metrics';
 import { CompactEventDto, MessageEventDto, PROTOCOL_EVENT_TYPES } from '../dto/submit-event.dto.js';
 import { CompactContext } from './compact-context.use-case.js';
-import { CancelInputEventDto, CancelTurnEventDto, ContinueQueueEventDto, PromoteInputEventDto, TreeContinueEventDto, TreeStopEventDto } from '../dto/update-session.dto.js';
-import { ContinueTree, StopTree } from './tree-controls.use-case.js';
-import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
+import { ControlEvents } from './control-events.js';
+import { validateEvent } from './event-validation.js';
 import { ResumeEventDto, ToolResultEventDto, UpstreamApprovalResultEventDto, UpstreamToolResultEventDto } from '../dto/waitpoint-events.dto.js';
 import { SubmitMessage } from './submit-message.use-case.js';
 import { ResumeTurn, SubmitToolResult } from './waitpoint-responses.use-case.js';
 
-/** `POST …/events`: validates the one event against its type's DTO and hands it to that type's use case. */
+/** `POST …/events`: validates the one event against its type's DTO and hands it to that type's use case (the control events through ControlEvents). */
 @Injectable()
 export class SubmitEvent {
   constructor(
     private readonly submitMessage: SubmitMessage,
-    private readonly cancelInput: CancelInput,
-    private readonly cancelTurn: CancelTurn,
-    private readonly promoteInput: PromoteInput,
-    private readonly continueQueue: ContinueQueue,
+    private readonly controlEvents: ControlEvents,
     private readonly resumeTurn: ResumeTurn,
     private readonly submitToolResult: SubmitToolResult,
     private readonly compactContext: CompactContext,
-    private readonly stopTree: StopTree,
-    private readonly continueTree: ContinueTree,
   ) {}
 
   async execute(principal: Principal, sessionId: string, events: Record<string, unknown>[], rawKey: string | undefined): Promise<IdempotentResponse> {
@@ -42,14 +34,10 @@ export class SubmitEvent {
     const raw = events[0] ?? {};
     const type = raw.type;
     if (type === 'agent.session.input.message') return this.submitMessage.execute(principal, sessionId, await validateEvent(MessageEventDto, raw), key);
-    if (type === 'yuxi.session.input.cancel_input') return this.cancelInput.execute(principal, sessionId, await validateEvent(CancelInputEventDto, raw), key);
-    if (type === 'agent.session.input.cancel') return this.cancelTurn.execute(principal, sessionId, await validateEvent(CancelTurnEventDto, raw), key);
-    if (type === 'yuxi.session.input.promote') return this.promoteInput.execute(principal, sessionId, await validateEvent(PromoteInputEventDto, raw), key);
-    if (type === 'yuxi.session.input.continue') return this.continueQueue.execute(principal, sessionId, await validateEvent(ContinueQueueEventDto, raw), key);
+    const control = await this.controlEvents.submit(principal, sessionId, raw, key);
+    if (control) return control;
     if (type === 'yuxi.session.input.resume') return this.resumeTurn.execute(principal, sessionId, await validateEvent(ResumeEventDto, raw), key);
     if (type === 'yuxi.session.input.compact') return this.compactContext.execute(principal, sessionId, await validateEvent(CompactEventDto, raw), key);
-    if (type === 'yuxi.session.tree.stop') return this.stopTree.execute(principal, sessionId, await validateEvent(TreeStopEventDto, raw), key);
-    if (type === 'yuxi.session.tree.continue') return this.continueTree.execute(principal, sessionId, await validateEvent(TreeContinueEventDto, raw), key);
     if (type === 'tool_result') return this.submitToolResult.execute(principal, sessionId, await validateEvent(ToolResultEventDto, raw), key);
     if (type === 'agent.session.input.tool_result') return this.submitToolResult.execute(principal, sessionId, asToolResult(await validateEvent(UpstreamToolResultEventDto, raw)), key);
     if (type === 'agent.session.input.mcp_approval_request_result') return this.resumeTurn.execute(principal, sessionId, asResume(await validateEvent(UpstreamApprovalResultEventDto, raw)), key);
@@ -82,11 +70,4 @@ function asResume(event: UpstreamApprovalResultEventDto): ResumeEventDto {
     waitpoint_id: named.waitpointId,
     response: { type: 'approval', decisions: [{ call_id: named.callId, decision }] },
   });
-}
-
-async function validateEvent<T extends object>(cls: new () => T, raw: Record<string, unknown>): Promise<T> {
-  const instance = plainToInstance(cls, raw);
-  const errors = await validate(instance, { whitelist: true, forbidNonWhitelisted: true, validationError: { target: false, value: false } });
-  if (errors.length > 0) throw DomainError.validation(flattenValidationErrors(errors, 'events[0]'));
-  return instance;
 }
