@@ -244,22 +244,6 @@ export default defineConfig(
     },
   },
   {
-    // Temporary: split by the engine reshape (sessions, inputs, turns and lifecycle into one engine
-    // lib; runtime asks it rather than mirroring it). Exactly these constructors take more than 8
-    // dependencies today: the classes of those libs, and the acceptance use cases and operator tools
-    // that inject their services one by one. The reshape removes each line here. They keep the Redis rule.
-    files: [
-      'libs/engine/src/cooperation/cooperation-transitions.ts',
-      'libs/engine/src/steps/step-transitions.ts',
-    ],
-    rules: { 'no-restricted-syntax': ['error', REDIS_CONNECTIONS] },
-  },
-  {
-    // Temporary: rewritten by the engine reshape now, split after it lands (the rule holds every other file).
-    files: ['libs/engine/src/tables/sessions.repository.ts', 'libs/events/src/event-stream-hub.ts'],
-    rules: { 'max-lines': 'off' },
-  },
-  {
     files: ['test/**/*.ts'],
     rules: {
       // Tests parse arbitrary JSON responses and assert on shapes they have just checked.

@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CooperationTransitions, CooperationWaits, type FrozenInputConfig, type HeldTurn, type MemberState, RunsRepository, SessionControls, SessionsRepository, StepsRepository, StepTransitions, type ToolCallSpec, TreeRepository, TurnsRepository } from '#libs/engine';
+import { type Committed, CooperationTransitions, CooperationWaits, type FrozenInputConfig, type HeldTurn, MemberControls, MemberCreations, type MemberState, RunsRepository, SessionControls, SessionsRepository, StepsRepository, type ToolCallSpec, ToolOutputItems, TreeRepository, TurnsRepository } from '#libs/engine';
 import { AppConfig } from '#libs/config';
-import { EventOutbox } from '#libs/events';
+import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { DomainError } from '#libs/errors';
 import { aBatch, aCallsWaitpoint, aLease, aRun, aSession, aTurn, typesOf } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';
 
-// A coordinator's calls on its members (CooperationTransitions.perform) and its wait for them
-// (CooperationWaits): each one transaction under the coordinator's lock, through the run's lease,
-// with the members' side committed in the same transaction and carried out after it ("also").
+// A coordinator's calls on its members (CooperationTransitions.perform; the members' side by
+// MemberControls and MemberCreations) and its wait for them (CooperationWaits): each one transaction
+// under the coordinator's lock, through the run's lease, with the members' side committed in the
+// same transaction and carried out after it ("also").
 const lease = aLease({ epoch: 4 });
 const held = { turn: aTurn(), run: aRun(), lease, config: { model: 'gpt-test', agent: { multi_agent: { enabled: true, max_depth: 0 } } } as unknown as FrozenInputConfig } as HeldTurn;
 const call = (name: string, args = '{}'): ToolCallSpec => ({ call_id: 'c1', name, arguments: args });
@@ -31,21 +32,18 @@ const member = (over: Partial<MemberState> = {}): MemberState => ({
   ...over,
 });
 
-function transitions(members: MemberState[] = [member()]) {
+function transitions() {
   const service = newTestService(CooperationTransitions);
   const { mocks } = service;
   const sessions = mocks.get(SessionsRepository);
   const steps = mocks.get(StepsRepository);
   const outbox = mocks.get(EventOutbox);
   sessions.lock.mock.mockImplementation(async (_m, id) => aSession({ id, depth: id === 's1' ? 0 : 1, rootSessionId: 's1', pendingInputCount: 0 }));
-  mocks.get(TreeRepository).children.mock.mockImplementation(async () => members);
   steps.recordStep.mock.mockImplementation(async () => true);
-  mocks.get(StepTransitions).writeOutputItem.mock.mockImplementation(async () => []);
+  mocks.get(ToolOutputItems).write.mock.mockImplementation(async () => []);
   outbox.append.mock.mockImplementation(async (_m, sessionId) => aBatch(sessionId));
-  return { ...service, sessions, steps, outbox, turns: mocks.get(TurnsRepository), controls: mocks.get(SessionControls), cooperation: mocks.get(CooperationWaits) };
+  return { ...service, sessions, steps, outbox, turns: mocks.get(TurnsRepository), members: mocks.get(MemberControls) };
 }
-
-const outputOf = (result: Awaited<ReturnType<CooperationTransitions['perform']>>) => (result && result !== 'cancelled' ? JSON.parse(result.step.output.output!) : null);
 
 describe('a coordinator\'s call on its members (CooperationTransitions.perform)', () => {
   it('records nothing when the coordinator is gone (null) or a cancel was accepted first (\'cancelled\')', async () => {
@@ -56,7 +54,7 @@ describe('a coordinator\'s call on its members (CooperationTransitions.perform)'
     cancelled.turns.cancellationPending.mock.mockImplementation(async () => true);
     assert.equal(await cancelled.sut.perform(held, lease, 3, call('message_subagent'), {}), 'cancelled');
     assert.equal(gone.steps.recordStep.mock.callCount() + cancelled.steps.recordStep.mock.callCount(), 0);
-    assert.equal(cancelled.controls.acceptMessage.mock.callCount(), 0);
+    assert.equal(cancelled.members.message.mock.callCount(), 0);
   });
 
   it('records the call through the lease as a side-effecting step, its output item, and the batch under the lease\'s epoch', async () => {
@@ -68,92 +66,122 @@ describe('a coordinator\'s call on its members (CooperationTransitions.perform)'
     assert.deepEqual(outbox.append.mock.calls.at(-1)!.arguments[3], { epoch: 4 });
     assert.ok(result && result !== 'cancelled');
     assert.deepEqual([result.outputIndex, result.step.output, result.also], [4, { success: false, output: 'Unknown tool summon_subagent' }, []]);
+    // A member's refusal is an output like any other: recorded, as a result the model reads.
+    const refused = transitions();
+    refused.members.message.mock.mockImplementation(async () => ({ success: false, output: 'message_subagent refused: no' }));
+    const recorded = await refused.sut.perform(held, lease, 3, call('message_subagent'), { subagent_id: 'm1' });
+    assert.ok(recorded && recorded !== 'cancelled');
+    assert.deepEqual([refused.steps.recordStep.mock.callCount(), recorded.step.output], [1, { success: false, output: 'message_subagent refused: no' }]);
   });
 
   it('a lease lost before the step is recorded rolls back the members\' side too, and answers null', async () => {
-    const { sut, steps, turns, controls, dataSource } = transitions();
+    const { sut, steps, members, dataSource } = transitions();
     steps.recordStep.mock.mockImplementation(async () => false);
-    turns.activeTurn.mock.mockImplementation(async () => aTurn({ id: 'mt2', sessionId: 'm1' }));
-    controls.cancelTurn.mock.mockImplementation(async () => ({ turn: aTurn({ id: 'mt2', cancellationPending: true }), runId: 'mr2', events: [], nudges: [] }));
+    members.interrupt.mock.mockImplementation(async (_m, _coordinator, _args, also) => {
+      also.push({ batch: aBatch('m1'), nudges: [{ kind: 'cancel', runId: 'mr2' }] });
+      return { success: true, output: '{"status":"cancelling"}' };
+    });
     assert.equal(await sut.perform(held, lease, 3, call('interrupt_subagent'), { subagent_id: 'm1' }), null);
-    assert.equal(controls.cancelTurn.mock.callCount(), 1, 'the member\'s cancel was written in the transaction...');
+    const [manager, coordinator, args] = members.interrupt.mock.calls[0]!.arguments;
+    assert.deepEqual([manager, coordinator.id, args], [dataSource.transactions[0]!.manager, 's1', { subagent_id: 'm1' }], 'the member\'s cancel was written in the transaction...');
     assert.deepEqual(dataSource.transactions.map((t) => t.outcome), ['rolled_back'], '...which rolled back');
   });
+});
+
+const coordinator = aSession({ id: 's1', rootSessionId: 's1' });
+
+describe('a coordinator\'s message and interrupt of a member (MemberControls)', () => {
+  function memberControls(members: MemberState[] = [member()]) {
+    const service = newTestService(MemberControls);
+    const { mocks } = service;
+    const sessions = mocks.get(SessionsRepository);
+    const outbox = mocks.get(EventOutbox);
+    sessions.lock.mock.mockImplementation(async (_m, id) => aSession({ id, depth: id === 's1' ? 0 : 1, rootSessionId: 's1', pendingInputCount: 0 }));
+    mocks.get(TreeRepository).children.mock.mockImplementation(async () => members);
+    outbox.append.mock.mockImplementation(async (_m, sessionId) => aBatch(sessionId));
+    return { ...service, sessions, outbox, manager: service.dataSource.manager, turns: mocks.get(TurnsRepository), controls: mocks.get(SessionControls), cooperation: mocks.get(CooperationWaits) };
+  }
+  const outputOf = (outcome: { output: string }) => JSON.parse(outcome.output) as Record<string, unknown>;
 
   it('interrupts a running member: cancel requested under its lock, its state announced on its stream, its worker signalled after commit', async () => {
-    const { sut, turns, controls, outbox } = transitions();
+    const { sut, manager, turns, controls, outbox } = memberControls();
     turns.activeTurn.mock.mockImplementation(async () => aTurn({ id: 'mt2', sessionId: 'm1' }));
     controls.cancelTurn.mock.mockImplementation(async () => ({ turn: aTurn({ id: 'mt2', sessionId: 'm1', cancellationPending: true }), runId: 'mr2', events: [], nudges: [] }));
-    const result = await sut.perform(held, lease, 3, call('interrupt_subagent'), { subagent_id: 'scout' });
+    const also: Committed[] = [];
+    const outcome = await sut.interrupt(manager, coordinator, { subagent_id: 'scout' }, also);
     assert.deepEqual(controls.cancelTurn.mock.calls[0]!.arguments[2], { turnId: 'mt2' });
     const [, memberId, events] = outbox.append.mock.calls[0]!.arguments;
     assert.deepEqual([memberId, typesOf(events)], ['m1', ['yuxi.session.turn.state']]);
-    assert.ok(result && result !== 'cancelled');
-    assert.deepEqual(result.also.map((a) => a.nudges), [[{ kind: 'cancel', runId: 'mr2' }]]);
-    assert.equal(outputOf(result).status, 'cancelling');
+    assert.deepEqual(also.map((a) => a.nudges), [[{ kind: 'cancel', runId: 'mr2' }]]);
+    assert.equal(outputOf(outcome).status, 'cancelling');
   });
 
   it('a member waiting at a waitpoint ends cancelled at once: its parent is told, no worker to signal', async () => {
-    const { sut, turns, controls } = transitions();
+    const { sut, manager, turns, controls } = memberControls();
     turns.activeTurn.mock.mockImplementation(async () => aTurn({ id: 'mt2', status: 'requires_action' }));
     const told = [{ kind: 'cooperation' as const, parentSessionId: 's1' }];
     controls.cancelTurn.mock.mockImplementation(async () => ({ turn: aTurn({ id: 'mt2', status: 'cancelled' }), runId: 'mr2', events: [], nudges: told }));
-    const result = await sut.perform(held, lease, 3, call('interrupt_subagent'), { subagent_id: 'm1' });
-    assert.ok(result && result !== 'cancelled');
-    assert.deepEqual(result.also[0]!.nudges, told);
-    assert.equal(outputOf(result).status, 'cancelled');
+    const also: Committed[] = [];
+    const outcome = await sut.interrupt(manager, coordinator, { subagent_id: 'm1' }, also);
+    assert.deepEqual(also[0]!.nudges, told);
+    assert.equal(outputOf(outcome).status, 'cancelled');
   });
 
   it('pauses a member that only has queued inputs (it has settled: its parent is told); an idle one is left alone', async () => {
-    const queued = transitions();
+    const queued = memberControls();
     queued.sessions.lock.mock.mockImplementation(async (_m, id) => aSession({ id, depth: id === 's1' ? 0 : 1, pendingInputCount: id === 's1' ? 0 : 2 }));
     const settled = [{ kind: 'cooperation' as const, parentSessionId: 's1' }];
     queued.cooperation.memberSettled.mock.mockImplementation(async () => settled);
-    const paused = await queued.sut.perform(held, lease, 3, call('interrupt_subagent'), { subagent_id: 'm1' });
+    const also: Committed[] = [];
+    const paused = await queued.sut.interrupt(queued.manager, coordinator, { subagent_id: 'm1' }, also);
     assert.deepEqual(queued.sessions.setQueuePaused.mock.calls[0]!.arguments.slice(1), ['m1', true]);
-    assert.ok(paused && paused !== 'cancelled');
-    assert.deepEqual([outputOf(paused).status, paused.also[0]!.nudges], ['paused', settled]);
-    const idle = transitions();
-    const left = await idle.sut.perform(held, lease, 3, call('interrupt_subagent'), { subagent_id: 'm1' });
+    assert.deepEqual([outputOf(paused).status, also[0]!.nudges], ['paused', settled]);
+    const idle = memberControls();
+    const left = await idle.sut.interrupt(idle.manager, coordinator, { subagent_id: 'm1' }, []);
     assert.equal(outputOf(left).status, 'idle');
     assert.equal(idle.sessions.setQueuePaused.mock.callCount() + idle.controls.cancelTurn.mock.callCount(), 0);
   });
 
-  it('a refused cancel, or a subagent not its own, is the call\'s failed output (still recorded, as a result the model reads)', async () => {
-    const refused = transitions();
+  it('a refused cancel, or a subagent not its own, is the call\'s failed output (not an error: the model reads it)', async () => {
+    const refused = memberControls();
     refused.turns.activeTurn.mock.mockImplementation(async () => aTurn({ id: 'mt2' }));
     refused.controls.cancelTurn.mock.mockImplementation(async () => {
       throw new DomainError('state_conflict', 'Turn mt2 has already ended');
     });
-    const result = await refused.sut.perform(held, lease, 3, call('interrupt_subagent'), { subagent_id: 'm1' });
-    assert.ok(result && result !== 'cancelled');
-    assert.deepEqual(result.step.output, { success: false, output: 'interrupt_subagent refused: Turn mt2 has already ended' });
-    const foreign = transitions();
-    const other = await foreign.sut.perform(held, lease, 3, call('message_subagent'), { subagent_id: 'x9', message: 'hi' });
-    assert.ok(other && other !== 'cancelled');
-    assert.equal(other.step.output.success, false);
+    const outcome = await refused.sut.interrupt(refused.manager, coordinator, { subagent_id: 'm1' }, []);
+    assert.deepEqual(outcome, { success: false, output: 'interrupt_subagent refused: Turn mt2 has already ended' });
+    const foreign = memberControls();
+    const also: Committed[] = [];
+    const other = await foreign.sut.message(foreign.manager, coordinator, { subagent_id: 'x9', message: 'hi' }, also);
+    assert.equal(other.success, false);
     assert.equal(foreign.controls.acceptMessage.mock.callCount(), 0);
-    assert.equal(foreign.steps.recordStep.mock.callCount(), 1);
+    assert.deepEqual(also, []);
   });
 
   it('messages a member: a follow-up queued on it, announced on its stream, its queue nudged after commit', async () => {
-    const { sut, controls, outbox } = transitions();
+    const { sut, manager, controls, outbox } = memberControls();
     controls.acceptMessage.mock.mockImplementation(async () => ({ input: { id: 'i9' } as never, steersRunningTurn: false, riding: null }));
-    const result = await sut.perform(held, lease, 3, call('message_subagent'), { subagent_id: 'm1', message: 'go on' });
+    const also: Committed[] = [];
+    const outcome = await sut.message(manager, coordinator, { subagent_id: 'm1', message: 'go on' }, also);
     const [, ownerId, memberId, spec] = controls.acceptMessage.mock.calls[0]!.arguments;
     assert.deepEqual([ownerId, memberId, spec.requestedMode], ['owner-1', 'm1', 'follow_up']);
     assert.deepEqual(typesOf(outbox.append.mock.calls[0]!.arguments[2]), ['yuxi.session.event.accepted']);
-    assert.ok(result && result !== 'cancelled');
-    assert.deepEqual(result.also[0]!.nudges, [{ kind: 'queue' }]);
-    assert.equal(outputOf(result).input_id, 'i9');
+    assert.deepEqual(also[0]!.nudges, [{ kind: 'queue' }]);
+    assert.equal(outputOf(outcome).input_id, 'i9');
   });
+});
 
+describe('a coordinator\'s create of a member (MemberCreations)', () => {
   it('refuses to create a member beyond the agent\'s max_depth, creating nothing', async () => {
-    const { sut, mocks } = transitions([]);
-    const result = await sut.perform(held, lease, 3, call('create_subagent'), { task: 'look' });
-    assert.ok(result && result !== 'cancelled');
-    assert.match(result.step.output.output!, /cannot spawn subagents/);
+    const { sut, mocks, dataSource } = newTestService(MemberCreations);
+    mocks.get(TreeRepository).children.mock.mockImplementation(async () => []);
+    const events: OutgoingEvent[] = [];
+    const also: Committed[] = [];
+    const outcome = await sut.create(dataSource.manager, held, coordinator, call('create_subagent'), { task: 'look' }, new Date(), events, also);
+    assert.equal(outcome.success, false);
+    assert.match(outcome.output, /cannot spawn subagents/);
     assert.equal(mocks.get(TreeRepository).createMember.mock.callCount(), 0);
+    assert.deepEqual([events, also], [[], []]);
   });
 });
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EntityManager } from 'typeorm';
-import { ItemsRepository, SessionsRepository, StepsRepository, StepTransitions, TurnsRepository, type Waitpoint, WaitpointControls, type WaitpointResponse } from '#libs/engine';
+import { ItemsRepository, SessionsRepository, StepsRepository, ToolOutputItems, TurnsRepository, type Waitpoint, WaitpointControls, type WaitpointResponse } from '#libs/engine';
 import { ELICITATION_ACTION_QUESTION } from '#libs/tools';
 import { aCallsWaitpoint, aRun, aSession, aTurn, aWaitingTurn, aWaitpoint, domainError, typesOf } from './support/aggregate-fixtures.js';
 import { newTestService } from './support/new-test-service.js';
@@ -109,7 +109,7 @@ describe('client tool results (WaitpointControls.toolResult)', () => {
   function results(recorded: string[]) {
     const service = controls(clientTool);
     service.mocks.get(ItemsRepository).countItems.mock.mockImplementation(async () => 4);
-    service.mocks.get(StepTransitions).writeOutputItem.mock.mockImplementation(async () => [{ type: 'agent.session.turn.item.done' } as never]);
+    service.mocks.get(ToolOutputItems).write.mock.mockImplementation(async () => [{ type: 'agent.session.turn.item.done' } as never]);
     service.steps.toolResults.mock.mockImplementation(async () => new Map(recorded.map((id) => [id, { success: true, output: 'ok' }])) as never);
     return service;
   }
@@ -119,7 +119,7 @@ describe('client tool results (WaitpointControls.toolResult)', () => {
     const resumed = await sut.toolResult(manager, aSession(), 't1', 'c1', { success: true, output: 'ok' });
     const [, lease, step] = steps.recordStep.mock.calls[0]!.arguments;
     assert.deepEqual([lease, step.kind, step.ref, step.runId], [null, 'tool_call', 'c1', 'r1']);
-    assert.deepEqual(mocks.get(StepTransitions).writeOutputItem.mock.calls[0]!.arguments.slice(2, 5), ['r1', 4, 'c1']);
+    assert.deepEqual(mocks.get(ToolOutputItems).write.mock.calls[0]!.arguments.slice(2, 5), ['r1', 4, 'c1']);
     assert.deepEqual(resumed, { events: [{ type: 'agent.session.turn.item.done' }], runId: null });
     assert.equal(turns.resumeTurn.mock.callCount(), 0);
   });
@@ -139,7 +139,7 @@ describe('client tool results (WaitpointControls.toolResult)', () => {
     const repeated = results(['c1']);
     repeated.steps.recordStep.mock.mockImplementation(async () => false);
     await assert.rejects(repeated.sut.toolResult(manager, aSession(), 't1', 'c1', { success: true, output: '' }), domainError('waitpoint_stale'));
-    assert.equal(repeated.mocks.get(StepTransitions).writeOutputItem.mock.callCount(), 0);
+    assert.equal(repeated.mocks.get(ToolOutputItems).write.mock.callCount(), 0);
   });
 
   it('a question waitpoint takes no tool result', async () => {

@@ -12,13 +12,18 @@ import { TurnTakeovers } from './claims/turn-takeovers.js';
 import { SessionControls } from './controls/session-controls.js';
 import { CooperationTransitions } from './cooperation/cooperation-transitions.js';
 import { CooperationWaits } from './cooperation/cooperation-waits.js';
+import { MemberControls } from './cooperation/member-controls.js';
+import { MemberCreations } from './cooperation/member-creations.js';
 import { TreeControls } from './cooperation/tree-controls.js';
 import { TreeRepository } from './cooperation/tree.repository.js';
 import { RunEndings } from './endings/run-endings.js';
 import { RunOutputWriter } from './endings/run-output.js';
 import { TurnSettlement } from './endings/turn-settlement.js';
 import { RunRecovery } from './recovery/run-recovery.js';
-import { StepTransitions } from './steps/step-transitions.js';
+import { ModelCallSteps } from './steps/model-call-steps.js';
+import { RunSuspensions } from './steps/run-suspensions.js';
+import { ToolCallSteps } from './steps/tool-call-steps.js';
+import { ToolOutputItems } from './steps/tool-output-items.js';
 import { IdempotencyReceiptEntity } from './tables/receipt.entity.js';
 import { InputEntity } from './tables/input.entity.js';
 import { InputsRepository } from './tables/inputs.repository.js';
@@ -45,11 +50,14 @@ const TABLES = [SessionsRepository, ProjectsRepository, TreeRepository, SessionS
  * endings, waitpoints, cooperation (a coordinator and its members), recovery, and the clients'
  * and operators' controls. docs/architecture.md says what each owns.
  */
-const SYSTEMS = [AfterCommit, SessionTransactions, TurnTakeovers, TurnSettlement, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, StepTransitions, WaitpointControls, AttachmentTransitions, CooperationTransitions, CooperationWaits, TreeControls, CapabilityLimits];
+const SYSTEMS = [AfterCommit, SessionTransactions, TurnTakeovers, TurnSettlement, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, ModelCallSteps, ToolCallSteps, RunSuspensions, ToolOutputItems, WaitpointControls, AttachmentTransitions, CooperationTransitions, MemberCreations, MemberControls, CooperationWaits, TreeControls, CapabilityLimits];
+
+/** Parts of a system that only other systems use: nothing outside the engine injects them. */
+const INTERNAL: unknown[] = [RunOutputWriter, TurnTakeovers, ToolOutputItems, MemberCreations, MemberControls];
 
 @Module({
   imports: [TypeOrmModule.forFeature([SessionEntity, ProjectEntity, InputEntity, IdempotencyReceiptEntity, TurnEntity, RunEntity, ItemEntity]), EventsModule, FilesModule, QueueModule, AgentsModule],
   providers: [...TABLES, ...SYSTEMS],
-  exports: [...TABLES, ...SYSTEMS.filter((system) => system !== RunOutputWriter && system !== TurnTakeovers)],
+  exports: [...TABLES, ...SYSTEMS.filter((system) => !INTERNAL.includes(system))],
 })
 export class EngineModule {}

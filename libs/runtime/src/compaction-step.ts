@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { newId } from '#libs/database';
-import { type CommittedStep, type CompactionCommit, type CompactionRecord, type CompactionTrigger, StepTransitions, turnEvents, type Usage } from '#libs/engine';
+import { type CommittedStep, type CompactionCommit, type CompactionRecord, type CompactionTrigger, ModelCallSteps, turnEvents, type Usage } from '#libs/engine';
 import { defaultWindowTokens, ModelError } from '#libs/models';
 import type { BuiltContext } from './context-manager.js';
 import { compactionCut, contextTokens, type ContextPolicy } from './context-policy.js';
@@ -25,7 +25,7 @@ const CHARS_PER_TOKEN = 3;
 export class CompactionStep {
   constructor(
     private readonly streams: ModelStreams,
-    private readonly stepTransitions: StepTransitions,
+    private readonly modelSteps: ModelCallSteps,
     private readonly writes: DurableWrites,
   ) {}
 
@@ -96,7 +96,7 @@ export class CompactionStep {
   }
 
   private async commit(state: RunState, policy: ContextPolicy, compaction: CompactionCommit): Promise<CommittedStep | null> {
-    const recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordCompaction(state.held, state.lease, state.outputIndex, compaction), true);
+    const recorded = await this.writes.retrying(state.lease, () => this.modelSteps.recordCompaction(state.held, state.lease, state.outputIndex, compaction), true);
     if (!recorded) {
       this.writes.fenced(state.lease, 'compaction');
       return null;

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
-import { assistantItem, type CommittedStep, type ItemEntity, runCheckpoint, RunsRepository, StepTransitions, type ToolCallSpec, turnEvents, type Usage } from '#libs/engine';
+import { assistantItem, type CommittedStep, type ItemEntity, runCheckpoint, ModelCallSteps, RunsRepository, type ToolCallSpec, turnEvents, type Usage } from '#libs/engine';
 import type { ResolvedTool } from '#libs/tools';
 import type { BuiltContext } from './context-manager.js';
 import { DurableWrites } from './durable-writes.js';
@@ -35,7 +35,7 @@ export interface ModelCallResult {
 export class ModelCallStep {
   constructor(
     private readonly streams: ModelStreams,
-    private readonly stepTransitions: StepTransitions,
+    private readonly modelSteps: ModelCallSteps,
     private readonly writes: DurableWrites,
     private readonly runs: RunsRepository,
     private readonly config: AppConfig,
@@ -116,7 +116,7 @@ export class ModelCallStep {
     const { held } = state;
     const recorded = await this.writes.retrying(
       state.lease,
-      () => this.stepTransitions.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, finishReason: result.finishReason, model: held.run.model, requestJson: result.requestJson }),
+      () => this.modelSteps.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, finishReason: result.finishReason, model: held.run.model, requestJson: result.requestJson }),
       true,
     );
     if (!recorded) {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { StoreToolImages } from '#libs/files';
-import { type CommittedStep, type RecordedToolResult, StepTransitions, type ToolCallSpec, type ToolEffects, turnEvents, type Usage } from '#libs/engine';
+import { type CommittedStep, type RecordedToolResult, RunSuspensions, type ToolCallSpec, ToolCallSteps, type ToolEffects, turnEvents, type Usage } from '#libs/engine';
 import { metrics, toolSourceLabel } from '#libs/metrics';
 import { elicitationQuestions, elicitationRequest, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
 import { type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -33,7 +33,8 @@ const NOT_OFFERED: ToolEffects = { sideEffects: false, idempotent: true };
 export class ToolCallStep {
   constructor(
     private readonly tools: ToolCatalog,
-    private readonly stepTransitions: StepTransitions,
+    private readonly toolSteps: ToolCallSteps,
+    private readonly suspensions: RunSuspensions,
     private readonly writes: DurableWrites,
     private readonly sampling: McpSampling,
     private readonly inFlight: McpCallsInFlight,
@@ -52,7 +53,7 @@ export class ToolCallStep {
     const tool = tools.find((t) => t.name === plan.call.name);
     if (plan.action === 'execute' || plan.action === 'resume_elicitation') {
       if (!plan.started) {
-        const started = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolStarted(held, state.lease, plan.call, tool ?? NOT_OFFERED), true);
+        const started = await this.writes.retrying(state.lease, () => this.toolSteps.recordToolStarted(held, state.lease, plan.call, tool ?? NOT_OFFERED), true);
         if (started === 'cancelled') throw new TurnCancelledError();
         if (!started) return this.fenced(state, 'tool start');
       }
@@ -68,9 +69,9 @@ export class ToolCallStep {
     const result = await this.withImages(held.turn.sessionId, plan.call.name, outcome);
     // Progress events the call could not publish are a gap the result's batch announces (resync).
     const lostLive = plan.action !== 'record' && state.live.lost;
-    let recorded: Awaited<ReturnType<StepTransitions['recordToolResult']>> | undefined;
+    let recorded: Awaited<ReturnType<ToolCallSteps['recordToolResult']>> | undefined;
     try {
-      recorded = await this.writes.retrying(state.lease, () => this.stepTransitions.recordToolResult(held, state.lease, state.outputIndex, plan.call, result, lostLive), true);
+      recorded = await this.writes.retrying(state.lease, () => this.toolSteps.recordToolResult(held, state.lease, state.outputIndex, plan.call, result, lostLive), true);
     } finally {
       // Files bound with a committed result are no longer staged: this removes only what no result names.
       if (!recorded && result.fileIds?.length) await this.toolImages.discard(result.fileIds);
@@ -96,7 +97,7 @@ export class ToolCallStep {
 
   /** Stops the run at a waitpoint: the turn waits for a person or the client. False when the lease is gone. */
   async wait(state: RunState, plan: Extract<NextStep, { action: 'wait' }>): Promise<boolean> {
-    const batch = await this.writes.retrying(state.lease, () => this.stepTransitions.suspend(state.held, state.lease, plan.kind, plan.calls), true);
+    const batch = await this.writes.retrying(state.lease, () => this.suspensions.suspend(state.held, state.lease, plan.kind, plan.calls), true);
     if (batch === 'cancelled') throw new TurnCancelledError();
     if (!batch) {
       this.writes.fenced(state.lease, 'waitpoint');
@@ -216,7 +217,7 @@ export class ToolCallStep {
       call.controller.abort(new Error('the elicitation waitpoint could not be committed'));
     };
     const batch = await this.writes
-      .retrying(state.lease, () => this.stepTransitions.suspendForElicitation(state.held, state.lease, request, elicitationQuestions(request)), true)
+      .retrying(state.lease, () => this.suspensions.suspendForElicitation(state.held, state.lease, request, elicitationQuestions(request)), true)
       .catch((error: unknown) => {
         abandon();
         throw error;

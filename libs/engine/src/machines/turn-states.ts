@@ -35,7 +35,7 @@ export type SettledStatus = (typeof SETTLED_RUN_STATUSES)[number];
 /**
  * What a committed step of a turn records. A new kind is added here, in the run_steps CHECK
  * constraint (a migration), as a planner action (libs/runtime/src/step-plan.ts) and as a step
- * transition (libs/engine/src/steps/step-transitions.ts): see README, "Adding a step kind".
+ * transition (libs/engine/src/steps, as model-call-steps.ts): see README, "Adding a step kind".
  */
 export const STEP_KINDS = ['model_call', 'tool_call', 'waitpoint', 'compaction'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];

@@ -9,7 +9,7 @@ import { parseWaitpoint } from './waitpoints.js';
 import { StepsRepository } from '../tables/steps.repository.js';
 import { type TurnEntity, type Waitpoint, type WaitpointElicitation, type WaitpointResponse } from '../tables/turn.entities.js';
 import { TurnsRepository } from '../tables/turns.repository.js';
-import { StepTransitions } from '../steps/step-transitions.js';
+import { ToolOutputItems } from '../steps/tool-output-items.js';
 import { type Resumed, resumeAtWaitpoint } from './waitpoint-resume.js';
 
 export type { Resumed } from './waitpoint-resume.js';
@@ -27,7 +27,7 @@ export class WaitpointControls {
     private readonly turns: TurnsRepository,
     private readonly steps: StepsRepository,
     private readonly items: ItemsRepository,
-    private readonly stepTransitions: StepTransitions,
+    private readonly outputItems: ToolOutputItems,
   ) {}
 
   /**
@@ -68,7 +68,7 @@ export class WaitpointControls {
     });
     if (!recorded) throw new DomainError('waitpoint_stale', `Call ${callId} already has a result`, { waitpoint_id: waitpoint.id });
     const outputIndex = await this.items.countItems(manager, turn.id);
-    const events = await this.stepTransitions.writeOutputItem(manager, { turn }, waitpoint.run_id, outputIndex, callId, outcome, at);
+    const events = await this.outputItems.write(manager, { turn }, waitpoint.run_id, outputIndex, callId, outcome, at);
     const calls = waitpoint.tool_calls ?? [];
     const results = await this.steps.toolResults(manager, turn.id, calls.map((c) => c.call_id));
     if (results.size < calls.length) return { events, runId: null };

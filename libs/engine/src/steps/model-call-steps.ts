@@ -1,0 +1,178 @@
+import { randomBytes } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { isUuid, newId } from '#libs/database';
+import { EventOutbox, type OutgoingEvent } from '#libs/events';
+import { coordinationItemType, isCoordinationTool } from '#libs/tools';
+import { SessionsRepository } from '../tables/sessions.repository.js';
+import { type CommittedStep, type CompactionRecord, type CompactionTrigger, assistantContent, type ToolCallSpec, type Usage } from '../tables/turn.entities.js';
+import { ItemsRepository } from '../tables/items.repository.js';
+import { ModelRequestsRepository } from '../tables/model-requests.repository.js';
+import { RunsRepository } from '../tables/runs.repository.js';
+import { StepsRepository } from '../tables/steps.repository.js';
+import { type Lease } from '../claims/lease.js';
+import type { HeldTurn, RunOutput } from '../claims/held-turn.js';
+import { memberSessionId, namedMember } from '../cooperation/cooperation-rules.js';
+import { closingEvents } from '../endings/run-output.js';
+import type { Recorded } from './recorded.js';
+import { toolItem } from './tool-output-items.js';
+import { turnEvents } from './turn-events.js';
+
+export interface ModelStep {
+  text: string;
+  toolCalls: ToolCallSpec[];
+  usage: Usage | null;
+  /** The provider's finish reason, kept on the step for the operators' timeline. */
+  finishReason?: string | null;
+  model: string;
+  /** The exact request of the call as JSON (MODEL_REQUEST_AUDIT=on), recorded with the step; absent or null: nothing is recorded. */
+  requestJson?: string | null;
+}
+
+/** A model step as recorded: its calls carry the ids the turn will know them by. */
+export interface RecordedModelStep extends Recorded {
+  toolCalls: ToolCallSpec[];
+}
+
+/** A compaction to commit: its summary and record, or none when there was nothing to compact. */
+export type CompactionCommit = { itemId: string; trigger: CompactionTrigger } & ({ summary: string; record: CompactionRecord } | { summary: null; record: null });
+
+const MAX_CALL_ID = 128;
+
+/**
+ * The worker's durable steps of the model inside a held run: a model call that asked for tools, and
+ * a compaction of the turn's context by the summariser. Each is one transaction under the session
+ * lock, written only through the run's lease, with the items it produced and the events announcing
+ * them (published by the caller after commit): a takeover plans from exactly what is recorded here.
+ */
+@Injectable()
+export class ModelCallSteps {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly sessions: SessionsRepository,
+    private readonly runs: RunsRepository,
+    private readonly steps: StepsRepository,
+    private readonly items: ItemsRepository,
+    private readonly outbox: EventOutbox,
+    private readonly modelRequests: ModelRequestsRepository,
+  ) {}
+
+  /**
+   * A model call that asked for tools: the step, the text it showed (commentary) and one
+   * function_call item per call. A call id is the key of its result for the whole turn, so one a
+   * provider reuses (some number calls per response), repeats or makes too long is replaced.
+   * With the call's exact request when the deployment audits them (one more statement, only then).
+   * Null when the lease is gone.
+   */
+  async recordModelStep(held: HeldTurn, lease: Lease, output: RunOutput, step: ModelStep): Promise<RecordedModelStep | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const now = new Date();
+      const used = await this.steps.usedCallIds(manager, held.turn.id);
+      step = { ...step, toolCalls: step.toolCalls.map((call) => {
+        const id = call.call_id.length === 0 || call.call_id.length > MAX_CALL_ID || used.has(call.call_id) ? `call_${randomBytes(12).toString('hex')}` : call.call_id;
+        used.add(id);
+        return { ...call, call_id: id };
+      }) };
+      const committed: CommittedStep = {
+        runId: lease.runId,
+        kind: 'model_call',
+        status: 'completed',
+        ref: null,
+        output: { text: step.text, tool_calls: step.toolCalls, ...(step.usage ? { usage: step.usage } : {}), ...(step.finishReason ? { finish_reason: step.finishReason } : {}) },
+      };
+      // A fresh id on every attempt: a retried transaction is a new step, and its request is keyed by it.
+      const stepId = newId();
+      const recorded = await this.steps.recordStep(manager, lease, { ...committed, id: stepId, turnId: held.turn.id, sessionId, input: { model: step.model }, at: now });
+      if (!recorded) return null;
+      if (step.requestJson) await this.modelRequests.record(manager, stepId, step.requestJson);
+      if (step.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, step.usage);
+      const count = (output.item ? 1 : 0) + step.toolCalls.length;
+      let seq = await this.sessions.reserveItemSeqs(manager, sessionId, count);
+      let index = output.outputIndex;
+      const events: OutgoingEvent[] = output.lostDeltas ? [turnEvents.resync('events_lost')] : [];
+      if (output.item) {
+        const [item] = await this.items.insertItems(manager, seq, [
+          { ...output.item, status: 'completed', content: assistantContent(output.text, output.reasoning), phase: 'commentary', createdAt: now },
+        ]);
+        events.push(...closingEvents(item!, index, output.text));
+        seq += 1;
+        index += 1;
+      }
+      const calls = await this.items.insertItems(
+        manager,
+        seq,
+        step.toolCalls.map((call) => toolItem(held, lease.runId, callItemType(call.name), { type: 'function_call', ...call, ...memberOf(held, call) }, now)),
+      );
+      for (const item of calls) {
+        events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
+        index += 1;
+      }
+      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index, toolCalls: step.toolCalls, step: committed };
+    });
+  }
+
+  /**
+   * A compaction of the turn's context: the step (its ref is the item's id) with the summariser's
+   * usage, counted in the run's and turn's, and the `compaction` item announced by
+   * `context_compression` completed; with no summary (nothing to compact) the step alone, announced
+   * as failed. Null when the lease is gone: a takeover then compacts again, and only one commits.
+   */
+  async recordCompaction(held: HeldTurn, lease: Lease, outputIndex: number, compaction: CompactionCommit): Promise<Recorded | null> {
+    const { sessionId } = held.turn;
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, sessionId);
+      const now = new Date();
+      // Chosen before the write is retried: a retry after a lost acknowledgement meets its own step (one per ref).
+      const { itemId, trigger, record } = compaction;
+      const committed: CommittedStep = {
+        runId: lease.runId,
+        kind: 'compaction',
+        status: 'completed',
+        ref: itemId,
+        output: { ...(record ? { item_id: itemId } : {}), ...(record?.usage ? { usage: record.usage } : {}) },
+      };
+      const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { trigger, model: record?.model ?? null }, at: now });
+      if (!recorded) return null;
+      const scope = { turnId: held.turn.id, runId: lease.runId, trigger };
+      if (!record) {
+        const event = turnEvents.contextCompression('failed', scope, { error: { code: 'nothing_to_compact', message: 'There is no history since the last compaction to summarise' } });
+        return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex, step: committed };
+      }
+      if (record.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, record.usage);
+      const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
+      const [item] = await this.items.insertItems(manager, seq, [
+        {
+          id: itemId,
+          sessionId,
+          turnId: held.turn.id,
+          runId: lease.runId,
+          inputId: null,
+          type: 'compaction',
+          role: null,
+          status: 'completed',
+          content: [{ type: 'compaction', text: compaction.summary, compaction: record }],
+          phase: null,
+          createdAt: now,
+        },
+      ]);
+      const event = turnEvents.contextCompression('completed', scope, { item: item!, outputIndex });
+      return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
+    });
+  }
+}
+
+/** A coordination call is an item of its own type; every other call a function_call. */
+function callItemType(name: string): string {
+  return isCoordinationTool(name) ? coordinationItemType(name) : 'function_call';
+}
+
+/** The member a coordination call concerns, when the call names it: a create's is derived from the call itself. */
+function memberOf(held: Pick<HeldTurn, 'turn'>, call: ToolCallSpec): { subagent_session_id?: string | null } {
+  if (!isCoordinationTool(call.name)) return {};
+  if (call.name === 'create_subagent') return { subagent_session_id: memberSessionId(held.turn.id, call.call_id) };
+  const target = namedMember(call.arguments);
+  return { subagent_session_id: target && isUuid(target) ? target : null };
+}
