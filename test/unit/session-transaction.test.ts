@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { composeFragments, shiftParams } from '#libs/database';
-import type { OutboxBatch, OutboxWrite } from '#libs/events';
+import { EventOutbox, type OutboxBatch, OutboxSubscribers, type OutboxWrite } from '#libs/events';
 import { claimBatch, type Committed, type InputEntity, SessionTransactions } from '#libs/engine';
 
 // The one transaction helper and the claim's pure choices: no database (a recording manager stands in).
@@ -80,6 +80,20 @@ describe('SessionTransactions', () => {
       /refused/,
     );
     assert.deepEqual(log, ['begin', 'query']);
+  });
+});
+
+describe('the batch of a composed append', () => {
+  it('carries the epoch each row was written with, computed by the statement (a claim\'s new run), so publishing it raises the fence', () => {
+    const publisher = { stamp: (_id: string, events: object[]) => events } as never;
+    const outbox = new EventOutbox({} as never, publisher, new OutboxSubscribers());
+    const write = outbox.appendWrite('s1', [{ type: 'agent.session.turn.created' } as never], { epochSql: '(SELECT epoch FROM run)' });
+    assert.ok(write);
+    assert.match(write.ctes.join('\n'), /coalesce\(\(SELECT epoch FROM run\), \$2\)/);
+    assert.match(write.ctes.join('\n'), /RETURNING seq, type, payload, event_id, epoch\)/);
+    assert.deepEqual(write.batch([{ seq: 12, type: 'agent.session.turn.created', payload: '{}', epoch: 7 }], null).rows.map((r) => [r.seq, r.epoch]), [[12, 7]]);
+    // A row read back without one keeps the append's own (an acceptance announces no run).
+    assert.deepEqual(outbox.batchOf('s1', [{ seq: '3', type: 't', payload: '{}' }], { epoch: 2 }).rows.map((r) => r.epoch), [2]);
   });
 });
 

@@ -35,7 +35,7 @@ export interface OutboxWrite {
   /** A SQL expression of what the outbox's subscribers wrote (a json object by subscriber name, or null). */
   fanOut: string;
   /** The committed batch from the rows `rowsCte` returned and the value of `fanOut`. */
-  batch(rows: { seq: string | number; type: string; payload: string }[], fanOut: Record<string, unknown> | null): OutboxBatch;
+  batch(rows: { seq: string | number; type: string; payload: string; epoch?: string | number | null }[], fanOut: Record<string, unknown> | null): OutboxBatch;
 }
 
 /** An append as CTEs of a caller's statement (see `EventOutbox.insertion`). */
@@ -61,6 +61,8 @@ export interface OutboxRow {
   seq: string;
   type: string;
   payload: string;
+  /** The fencing epoch the row was written with (computed by the statement when a CTE inserted the run). */
+  epoch?: string | number | null;
   /** What the subscribers wrote (on every row alike): their results by name, null when none contributed. */
   fan_out?: Record<string, unknown> | null;
 }
@@ -135,7 +137,7 @@ export class EventOutbox {
       `ev_ins AS (INSERT INTO session_events (session_id, seq, event_id, type, epoch, nudge, payload)
        SELECT ${$(1)}, ev_base.n + e.ord, e.event_id, e.type, ${options.epochSql ? `coalesce(${options.epochSql}, ${$(2)})` : $(2)}, ${$(3)}, replace(e.payload, ${$(4)}, (ev_base.n + e.ord)::text)
        FROM ev_base, ${gate === undefined ? '' : `${gate}, `}(VALUES ${tuples.join(', ')}) AS e(event_id, type, payload, ord)
-       RETURNING seq, type, payload, event_id)`,
+       RETURNING seq, type, payload, event_id, epoch)`,
     ];
     const own = values.length;
     // What the subscribers add (webhooks: their deliveries), in the same statement, so by the same
@@ -143,7 +145,7 @@ export class EventOutbox {
     const fanOut = this.fanOut(sessionId, stamped, token, values, $);
     ctes.push(...fanOut.flatMap((f) => f.ctes));
     const results = fanOut.length === 0 ? 'NULL::json' : `json_build_object(${fanOut.map((f) => `'${f.name}', (${f.result})`).join(', ')})`;
-    return { ctes: ctes.join(',\n       '), select: `SELECT seq, type, payload, ${results} AS fan_out FROM ev_ins`, fanOut: results, values, rows: stamped.length + values.length - own };
+    return { ctes: ctes.join(',\n       '), select: `SELECT seq, type, payload, epoch, ${results} AS fan_out FROM ev_ins`, fanOut: results, values, rows: stamped.length + values.length - own };
   }
 
   /** What the outbox's subscribers add to one append's statement, their values numbered as `$` does. */
@@ -186,7 +188,7 @@ export class EventOutbox {
       size: insert.rows,
       rowsCte: 'ev_ins',
       fanOut: insert.fanOut,
-      batch: (rows, fanOut) => this.batchOf(sessionId, rows.map((row) => ({ seq: String(row.seq), type: row.type, payload: row.payload, fan_out: fanOut })), options),
+      batch: (rows, fanOut) => this.batchOf(sessionId, rows.map((row) => ({ seq: String(row.seq), type: row.type, payload: row.payload, epoch: row.epoch ?? null, fan_out: fanOut })), options),
     };
   }
 
@@ -196,7 +198,9 @@ export class EventOutbox {
     for (const [name, value] of Object.entries(rows[0]?.fan_out ?? {})) if (Array.isArray(value) && value.length > 0) kept[name] = value.map(String);
     return {
       sessionId,
-      rows: rows.map((row) => ({ seq: Number(row.seq), epoch: options.epoch ?? null, type: row.type, payload: row.payload })).sort((a, b) => a.seq - b.seq),
+      // The epoch as written (a claim's rows take their new run's epoch from the statement itself):
+      // publishing them raises the session's fence to it, so an older run's live deltas stop here.
+      rows: rows.map((row) => ({ seq: Number(row.seq), epoch: row.epoch === undefined || row.epoch === null ? (options.epoch ?? null) : Number(row.epoch), type: row.type, payload: row.payload })).sort((a, b) => a.seq - b.seq),
       ...(Object.keys(kept).length > 0 ? { fanOut: kept } : {}),
     };
   }

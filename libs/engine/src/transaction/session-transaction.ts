@@ -105,7 +105,7 @@ export class SessionTransactions {
         params: out?.params ?? [],
         select: (names) =>
           `SELECT ${[
-            out ? `(SELECT json_agg(json_build_array(seq, type, payload)) FROM ${out.rowsCte}) AS events` : 'NULL::json AS events',
+            out ? `(SELECT json_agg(json_build_array(seq, type, payload, epoch)) FROM ${out.rowsCte}) AS events` : 'NULL::json AS events',
             `${out?.fanOut ?? 'NULL::json'} AS fan_out`,
             ...names.flatMap((name, i) => (tx.fragments[i]?.onRows ? [`(SELECT json_agg(${name}) FROM ${name}) AS ${name}`] : [])),
           ].join(', ')}`,
@@ -114,7 +114,7 @@ export class SessionTransactions {
     const size = (out?.size ?? 0) + tx.fragments.reduce((n, f) => n + (f.fragment.rows ?? 1), 0);
     const [row] = (await tx.manager.query(preparedUpTo(size, composed.sql), composed.params)) as Record<string, unknown>[];
     composed.names.forEach((name, i) => tx.fragments[i]?.onRows?.((row?.[name] as Record<string, unknown>[] | null) ?? []));
-    const events = ((row?.events as [number, string, string][] | null) ?? []).map(([seq, type, payload]) => ({ seq, type, payload }));
+    const events = ((row?.events as [number, string, string, number | null][] | null) ?? []).map(([seq, type, payload, epoch]) => ({ seq, type, payload, epoch }));
     return out ? out.batch(events, (row?.fan_out as Record<string, unknown> | null) ?? null) : { sessionId: tx.sessionId, rows: [] };
   }
 }

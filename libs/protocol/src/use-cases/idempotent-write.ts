@@ -73,7 +73,7 @@ export class IdempotentWrite {
         // With answering writes, one row per row of theirs (one of nulls for none) when the receipt was inserted, no row when not.
         const sql = answering
           ? `WITH ${ctes.join(', ')}, acc_receipt AS (${insert.sql})
-       SELECT e.seq, e.type, e.payload, e.fan_out FROM acc_receipt LEFT JOIN (${answering.select}) AS e ON true`
+       SELECT e.seq, e.type, e.payload, e.epoch, e.fan_out FROM acc_receipt LEFT JOIN (${answering.select}) AS e ON true`
           : `${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}${insert.sql}`;
         const inserted = (await manager.query(preparedUpTo(answering?.rows ?? 1, sql), values)) as OutboxRow[];
         if (inserted.length === 0) throw new DuplicateKey();
