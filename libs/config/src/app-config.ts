@@ -1,10 +1,12 @@
 import { parseAllowedHosts } from '#libs/outbound';
 import { bool, int, modelAllowlist, oneOf, parseTrustProxy, positiveNumber, required } from './env-values.js';
+import { sandboxSettings, type SandboxSettings } from './sandbox-settings.js';
 import { redisClusterSettings, type RedisClusterSettings, storageSettings, type StorageSettings, webSearchSettings, type WebSearchSettings } from './service-settings.js';
 
 // The parsers and the services' settings are in env-values.ts and service-settings.ts; the lib's
 // entry point exports them from here as before.
 export { parseRedisNodes, type RedisNode } from './env-values.js';
+export { SANDBOX_RUNTIMES, type SandboxLimitValues, type SandboxRuntimeName, type SandboxSettings } from './sandbox-settings.js';
 export { MAX_STREAM_SHARDS, type RedisClusterSettings, type StorageSettings, WEB_SEARCH_PROVIDERS, type WebSearchProviderName, type WebSearchSettings } from './service-settings.js';
 
 /**
@@ -76,6 +78,8 @@ export class AppConfig {
   readonly mcpSamplingMaxTokens: number;
   /** The `web_search` builtin's provider (WEB_SEARCH_*); null: no provider, the tool is neither offered nor accepted in a definition. */
   readonly webSearch: WebSearchSettings | null;
+  /** Sessions' environments (SANDBOX_*): the runtime commands run in, its limits, where workspaces are checked out. */
+  readonly sandbox: SandboxSettings;
   readonly agentsFile: string | undefined;
   /** Required where keys are verified (the api); the worker does not read it. */
   readonly apiKeyHashSecret: string | undefined;
@@ -217,6 +221,7 @@ export class AppConfig {
       throw new Error(`MCP_ALLOWED_HOSTS: ${(error as Error).message}`, { cause: error });
     }
     this.webSearch = webSearchSettings(env);
+    this.sandbox = sandboxSettings(env);
     this.agentsFile = env.AGENTS_FILE || undefined;
     this.apiKeyHashSecret = env.API_KEY_HASH_SECRET || undefined;
     if (this.apiKeyHashSecret !== undefined && this.apiKeyHashSecret.length < 32) throw new Error('API_KEY_HASH_SECRET must be at least 32 characters');

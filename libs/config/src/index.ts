@@ -1,4 +1,4 @@
-export { AppConfig, type StorageSettings, WEB_SEARCH_PROVIDERS, type WebSearchProviderName, type WebSearchSettings } from './app-config.js';
+export { AppConfig, SANDBOX_RUNTIMES, type SandboxLimitValues, type SandboxRuntimeName, type SandboxSettings, type StorageSettings, WEB_SEARCH_PROVIDERS, type WebSearchProviderName, type WebSearchSettings } from './app-config.js';
 export { ConfigModule } from './config.module.js';
 export { closeOnSignals } from './shutdown.js';
 export { PinoNestLogger } from './nest-logger.js';
