@@ -1,9 +1,5 @@
-import type { ToolOutcome } from '#libs/tools';
+import type { HarnessToolName, ToolOutcome } from '#libs/tools';
 import type { EnvironmentConfig } from './environment-config.js';
-
-/** The harness's tools: what a session with an environment is offered besides its agent's tools. */
-export const HARNESS_TOOL_NAMES = ['shell', 'write_file', 'apply_patch', 'list_files', 'read_file'] as const;
-export type HarnessToolName = (typeof HARNESS_TOOL_NAMES)[number];
 
 /** One call of a harness tool in a session's workspace. */
 export interface HarnessCall {

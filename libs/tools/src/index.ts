@@ -52,3 +52,4 @@ export {
 export { LinearSchemaValidator } from './schema-cache.js';
 export { MAX_QUERY_CHARS, providerRequest, WEB_SEARCH_MAX_RESPONSE_BYTES, WebSearch, type WebSearchQuery } from './web-search/web-search.js';
 export { CITATION_NOTE, formatResults, parseResults, plainText, type WebSearchResult } from './web-search/results.js';
+export { HARNESS_SOURCE, HARNESS_TOOL_NAMES, type HarnessToolName } from './harness-tools.js';
