@@ -5,10 +5,12 @@ import type { EnvironmentConfig } from './environment-config.js';
 export interface HarnessCall {
   session: {
     id: string;
-    /** The workspace is the project's when the session has one, else its tree root's (its own for a root). */
-    projectId: string | null;
-    rootSessionId: string;
     ownerId: string;
+    /**
+     * The session's workdir (its project's, shared by its tree): the workspace is the workdir's, so
+     * a tree and a project share one; its attachments are files of the same workdir.
+     */
+    workdirId: string;
   };
   turnId: string;
   /** The model's call id: with the turn, the step this call is. */
