@@ -51,6 +51,21 @@ export class ItemsRepository {
     return rows;
   }
 
+  /**
+   * Ends a command_execution item written in progress: its status and what the command did
+   * (`ending`: exit_code, output, duration_ms, cwd) merged into its record. Null when it is not in
+   * progress (already ended) or not there.
+   */
+  async endCommand(manager: EntityManager, id: string, status: 'completed' | 'incomplete', ending: Record<string, unknown>): Promise<ItemEntity | null> {
+    const rows = (await manager.query(
+      prepared(`UPDATE items SET status = $2, content = jsonb_set(content, '{0,command_execution}', (content->0->'command_execution') || $3::jsonb)
+       WHERE id = $1 AND status = 'in_progress' RETURNING ${ITEM_COLUMNS}`),
+      [id, status, JSON.stringify(ending)],
+    )) as [Record<string, unknown>[], number];
+    const row = rows[0]?.[0];
+    return row ? itemFromRow(row) : null;
+  }
+
   /** Which of these item ids are already written. */
   async existingItemIds(manager: EntityManager, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
