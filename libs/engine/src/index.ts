@@ -65,6 +65,7 @@ export { COMMAND_ITEM_TYPE, type CommandEnding, commandItemId, isCommandCall } f
 export { type Resumed, WaitpointControls } from './waitpoints/waitpoint-controls.js';
 export { acceptedReceipt, frozenInputConfig } from './acceptance/input-config.js';
 export { approvalRequestId, parseApprovalRequestId, type RequiredAction, SESSION_STATUSES, sessionStatus, type SessionView, toSessionDto } from './views/session-view.js';
+export { type EnvironmentView, environmentView, type HostedEnvironmentView } from './views/environment-view.js';
 export { type Coordinated, CooperationTransitions } from './cooperation/cooperation-transitions.js';
 export { MemberControls } from './cooperation/member-controls.js';
 export { MemberCreations } from './cooperation/member-creations.js';
