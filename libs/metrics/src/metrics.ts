@@ -4,7 +4,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, type Metric, Registry
 export type ProcessRole = 'api' | 'worker';
 export type TurnOutcome = 'completed' | 'failed' | 'cancelled';
 export type TakeoverReason = 'lease_expired' | 'released';
-export type ToolSource = 'builtin' | 'mcp' | 'client' | 'coordination' | 'unknown';
+export type ToolSource = 'builtin' | 'mcp' | 'client' | 'coordination' | 'environment' | 'unknown';
 /** success / error: the tool ran; not_run: a result recorded without running it; delegated: handed to the client; aborted: stopped mid-call. */
 export type ToolCallOutcome = 'success' | 'error' | 'not_run' | 'delegated' | 'aborted';
 export type PostgresComponent = 'connect' | 'query' | 'pool';

@@ -66,6 +66,20 @@ export class ItemsRepository {
     return row ? itemFromRow(row) : null;
   }
 
+  /**
+   * What a command in a session's workspace runs as: the session's owner and workdir (its
+   * workspace), and its command_execution item's output index (null when the item is not there).
+   */
+  async commandScope(sessionId: string, itemId: string): Promise<{ ownerId: string; workdirId: string; outputIndex: number | null } | null> {
+    const rows = (await this.items.query(
+      prepared(`SELECT s.owner_id, s.workdir_id, (SELECT (i.content->0->'command_execution'->>'output_index')::int FROM items i WHERE i.id = $2) AS output_index
+       FROM sessions s WHERE s.id = $1`),
+      [sessionId, itemId],
+    )) as { owner_id: string; workdir_id: string; output_index: number | null }[];
+    const row = rows[0];
+    return row ? { ownerId: row.owner_id, workdirId: row.workdir_id, outputIndex: row.output_index ?? null } : null;
+  }
+
   /** Which of these item ids are already written. */
   async existingItemIds(manager: EntityManager, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
