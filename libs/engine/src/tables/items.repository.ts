@@ -67,6 +67,19 @@ export class ItemsRepository {
   }
 
   /**
+   * Ends the commands of a turn still in progress (the turn ended first: cancelled or failed
+   * mid-command) as incomplete, `output` saying why. The ended items.
+   */
+  async endRunningCommands(manager: EntityManager, turnId: string, output: string): Promise<ItemEntity[]> {
+    const [rows] = (await manager.query(
+      prepared(`UPDATE items SET status = 'incomplete', content = jsonb_set(content, '{0,command_execution}', (content->0->'command_execution') || jsonb_build_object('output', $2::text))
+       WHERE turn_id = $1 AND type = 'command_execution' AND status = 'in_progress' RETURNING ${ITEM_COLUMNS}`),
+      [turnId, output],
+    )) as [Record<string, unknown>[], number];
+    return rows.map(itemFromRow);
+  }
+
+  /**
    * What a command in a session's workspace runs as: the session's owner and workdir (its
    * workspace), and its command_execution item's output index (null when the item is not there).
    */
