@@ -13,3 +13,6 @@ export { Checkout, type ScanResult, type WorkspaceBounds } from './workspace/che
 export { WorkspaceBlobs } from './workspace/workspace-blobs.js';
 export { type CommitResult, type OpenWorkspace, WorkspaceStore } from './workspace/workspace-store.js';
 export { type CommitRequest, type VersionAuthor, type WorkspaceHead, WorkspacesRepository, type WorkspaceState } from './workspace/workspaces.repository.js';
+export { ArtifactDeletedDto, ArtifactDto, ArtifactListDto, toArtifactDto } from './artifacts/artifact.dto.js';
+export { type Artifact, ArtifactsRepository } from './artifacts/artifacts.repository.js';
+export { ArtifactsModule } from './artifacts/artifacts.module.js';
