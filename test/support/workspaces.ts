@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { chmod, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DataSource } from 'typeorm';
@@ -36,6 +36,8 @@ export async function storeRig(storageDir: string, overrides: Record<string, str
   const dataSource = await new DataSource(dataSourceOptions(env.databaseUrl, 2)).initialize();
   const storage = new CountingStorage(storageDir);
   const sandboxDir = await mkdtemp(path.join(tmpdir(), 'yx-sandbox-'));
+  // The sandbox's user passes through it to its checkouts (bwrap binds them as that user).
+  await chmod(sandboxDir, 0o711);
   const config = new AppConfig({ ...process.env, SANDBOX_DIR: sandboxDir, ...overrides });
   const repository = new WorkspacesRepository(dataSource);
   const store = new WorkspaceStore(repository, new WorkspaceBlobs(storage), config);

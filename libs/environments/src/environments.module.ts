@@ -1,5 +1,7 @@
-import { Module } from '@nestjs/common';
+import { Inject, Module, type OnModuleDestroy } from '@nestjs/common';
+import { AppConfig } from '#libs/config';
 import { FilesModule } from '#libs/files';
+import { BwrapSandbox } from '#libs/sandbox';
 import { CommandRunner } from './command-limits.js';
 import { SessionEnvironments } from './session-environments.js';
 import { WorkspaceSessionEnvironments } from './workspace-session-environments.js';
@@ -8,12 +10,12 @@ import { WorkspaceSetup } from './workspace/workspace-setup.js';
 import { WorkspaceStore } from './workspace/workspace-store.js';
 import { WorkspacesRepository } from './workspace/workspaces.repository.js';
 
-/** Until the worker's sandbox runner is wired, a command is answered with why it did not run. */
-class NoCommandRunner extends CommandRunner {
-  run(): never {
-    throw new Error('no sandbox runner is configured on this worker');
-  }
-}
+/** Commands run in bubblewrap sandboxes as the deployment's unprivileged user (SANDBOX_UID/GID). */
+const commandRunner = {
+  provide: CommandRunner,
+  inject: [AppConfig],
+  useFactory: (config: AppConfig): CommandRunner => new BwrapSandbox({ uid: config.sandbox.uid, gid: config.sandbox.gid }),
+};
 
 /**
  * Sessions' environments for the worker: the SessionEnvironments the runtime calls, the
@@ -26,9 +28,16 @@ class NoCommandRunner extends CommandRunner {
     WorkspaceBlobs,
     WorkspaceStore,
     WorkspaceSetup,
-    { provide: CommandRunner, useClass: NoCommandRunner },
+    commandRunner,
     { provide: SessionEnvironments, useClass: WorkspaceSessionEnvironments },
   ],
   exports: [SessionEnvironments, WorkspaceStore, WorkspacesRepository],
 })
-export class EnvironmentsModule {}
+export class EnvironmentsModule implements OnModuleDestroy {
+  constructor(@Inject(CommandRunner) private readonly runner: CommandRunner) {}
+
+  async onModuleDestroy(): Promise<void> {
+    // The sandbox runner's egress proxies and running commands end with the worker.
+    if (this.runner instanceof BwrapSandbox) await this.runner.close();
+  }
+}

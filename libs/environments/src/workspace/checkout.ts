@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { EXECUTABLE_MODE, FILE_MODE, type Manifest, type ManifestEntry, sameEntry, SYMLINK_MODE } from './manifest.js';
 import { chownIfRoot, ensureDirectories, type Ownership, writeInside } from './safe-fs.js';
@@ -37,7 +37,11 @@ export class Checkout {
   }
 
   async prepare(): Promise<void> {
-    await mkdir(this.root, { recursive: true, mode: 0o700 });
+    await mkdir(this.root, { recursive: true, mode: 0o711 });
+    // The sandbox's user must pass through the root to reach the workspace (bwrap binds it as
+    // that user), without listing it or reading the stat cache (0600, the worker's own).
+    await chmod(path.dirname(this.root), 0o711);
+    await chmod(this.root, 0o711);
     await mkdir(this.dir, { recursive: true, mode: 0o755 });
     await chownIfRoot(this.dir, this.owner);
   }
