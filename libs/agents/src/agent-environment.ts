@@ -17,10 +17,12 @@ export function parseAgentEnvironment(raw: unknown, ceilings: SandboxLimitValues
   const parsed = parseEnvironmentParam(raw, 'environment', { ceilings, allowFiles: false });
   if (parsed.unavailable) errors.push({ field: 'environment.type', errors: ['must be none or openai_hosted (self_hosted environments are not offered)'] });
   errors.push(...parsed.errors);
-  if (parsed.param?.type !== 'openai_hosted') return null;
-  for (const [name, value] of Object.entries(parsed.param.env)) {
+  // A definition read back from the resource and sent again: its values were shown redacted.
+  const env = (raw as { env?: unknown }).env;
+  for (const [name, value] of Object.entries(env && typeof env === 'object' ? env : {})) {
     if (value === REDACTED_SECRET) errors.push({ field: `environment.env.${name}`, errors: [`${REDACTED_SECRET} is how a saved value is shown, not its value: type the value again`] });
   }
+  if (parsed.param?.type !== 'openai_hosted' || errors.length > 0) return null;
   return { ...parsed.param, network: parsed.param.network ?? { access: 'disabled' } };
 }
 

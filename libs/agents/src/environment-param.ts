@@ -110,7 +110,8 @@ function parseNetwork(raw: unknown, fail: Fail): EnvironmentNetwork | undefined 
     if (access !== 'restricted') fail(`network.${list}`, 'is only for access restricted');
     else network[list] = domains;
   }
-  if (access === 'restricted' && !network.allowed_domains && !network.blocked_domains) fail('network', 'access restricted needs allowed_domains or blocked_domains');
+  const given = (list: unknown): boolean => Array.isArray(list) && list.length > 0;
+  if (access === 'restricted' && !given(raw.allowed_domains) && !given(raw.blocked_domains)) fail('network', 'access restricted needs allowed_domains or blocked_domains');
   return network;
 }
 
