@@ -110,7 +110,7 @@ describe('environments: the harness in a session\'s workspace', () => {
     assert.deepEqual(versions.map((a: any) => a.size_bytes), ['one\ntwo\n'.length, 'one\nthree\n'.length]);
     const notes = versions[1];
     assert.equal(notes.object, 'agent.session.artifact');
-    const content = await fetch(`${API}/sessions/${session.id}/artifacts/${notes.id}/content`, { headers: { authorization: `Bearer ${env.apiKey}` } });
+    const content = await fetch(`${env.apiUrl}${API}/sessions/${session.id}/artifacts/${notes.id}/content`, { headers: { authorization: `Bearer ${env.apiKey}` } });
     assert.equal(content.status, 200);
     assert.equal(await content.text(), 'one\nthree\n');
 
