@@ -135,4 +135,18 @@ describe('BwrapSandbox: a command and its workspace', () => {
     assert.equal(result.limitHit, null);
     assert.match(result.output, /^started\n\[command ended: stopped\]\n$/);
   });
+
+  it('ends the commands still running when it closes, and refuses new ones', async () => {
+    const closing = new BwrapSandbox({ uid: SANDBOX_UID, gid: SANDBOX_GID });
+    const dir = await root.workspace('closing');
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const result = runIn(closing, dir, 'echo started; sleep 60', { onOutput: (chunk) => chunk.includes('started') && started() });
+    await Promise.race([running, result]);
+    await closing.close();
+    const ended = await result;
+    assert.equal(ended.exitCode, null);
+    assert.match(ended.output, /\[command ended: stopped\]\n$/);
+    await assert.rejects(runIn(closing, dir, 'true'), /closed/);
+  });
 });

@@ -40,7 +40,8 @@ const TAIL_CHARS = 4096;
  * workspace's size (RLIMIT_FSIZE bounds a single file).
  */
 export class BwrapSandbox {
-  private readonly running = new Set<ChildProcess>();
+  /** The running commands' kill switches (close() stops them all). */
+  private readonly running = new Set<() => void>();
   private readonly rootEntries: RootEntry[];
   private readonly proxy: EgressProxy;
   private closed = false;
@@ -70,7 +71,7 @@ export class BwrapSandbox {
   /** Kills every running command and stops the proxies; run() refuses afterwards. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const child of this.running) killGroup(child);
+    for (const stop of this.running) stop();
     await this.proxy.close();
   }
 
@@ -78,7 +79,6 @@ export class BwrapSandbox {
     const asUser = process.getuid?.() === 0 ? { uid: this.options.uid, gid: this.options.gid } : {};
     // detached: bwrap leads its own process group, which a kill takes whole.
     const child = spawn(this.options.bwrapPath ?? 'bwrap', args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...asUser });
-    this.running.add(child);
     const output = new BoundedOutput(cmd.limits.outputBytes);
     let killedFor: KillReason | null = null;
     let forkFailed = false;
@@ -106,11 +106,14 @@ export class BwrapSandbox {
     const timer = setTimeout(() => kill('timeout'), cmd.limits.timeoutS * 1000);
     const onAbort = () => kill('aborted');
     cmd.signal.addEventListener('abort', onAbort, { once: true });
+    this.running.add(onAbort);
+    // Aborted while the proxy opened: the listener came too late to hear it.
+    if (cmd.signal.aborted) onAbort();
     return new Promise((resolve, reject) => {
       const finish = () => {
         clearTimeout(timer);
         cmd.signal.removeEventListener('abort', onAbort);
-        this.running.delete(child);
+        this.running.delete(onAbort);
       };
       child.once('error', (error) => {
         finish();
