@@ -8,7 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { BwrapSandbox } from '#libs/sandbox';
+import { BwrapSandbox, prepareWorkspaceDir } from '#libs/sandbox';
 import { runIn, SANDBOX_GID, SANDBOX_UID, workspaceRoot } from '../support/bwrap.js';
 
 describe('BwrapSandbox: a command and its workspace', () => {
@@ -114,6 +114,20 @@ describe('BwrapSandbox: a command and its workspace', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('prepares a workspace owned by the sandbox user, and names a parent folder it could not pass', async () => {
+    const closed = path.join(root.root, 'closed');
+    // Folders made on the way are passable.
+    const dir = await root.workspace('closed/inner');
+    assert.equal(statSync(closed).mode & 0o777, 0o711);
+    chmodSync(closed, 0o700);
+    writeFileSync(path.join(dir, 'by-root.txt'), 'x');
+    await assert.rejects(prepareWorkspaceDir(dir, SANDBOX_UID, SANDBOX_GID), new RegExp(`cannot pass through ${closed} `));
+    chmodSync(closed, 0o711);
+    await prepareWorkspaceDir(dir, SANDBOX_UID, SANDBOX_GID);
+    assert.equal(statSync(path.join(dir, 'by-root.txt')).uid, SANDBOX_UID);
+    assert.equal(statSync(dir).mode & 0o777, 0o700);
   });
 
   it('refuses an environment variable name that is not one', async () => {
