@@ -130,6 +130,10 @@ describe('BwrapSandbox: a command and its workspace', () => {
     assert.equal(statSync(dir).mode & 0o777, 0o700);
   });
 
+  it('fails, rather than answer an exit code, when the sandbox cannot start', async () => {
+    await assert.rejects(runIn(sandbox, path.join(root.root, 'missing'), 'echo never'), /^Error: the sandbox could not start: bwrap: .*missing/);
+  });
+
   it('refuses an environment variable name that is not one', async () => {
     const dir = await root.workspace('bad-env');
     await assert.rejects(runIn(sandbox, dir, 'true', { env: { 'A=B': 'x' } }), /not an environment variable name/);

@@ -101,8 +101,12 @@ export class BwrapSandbox {
       if (output.flooding) kill('output');
     };
     child.stdout!.on('data', onChunk);
-    // bwrap's own complaints (it could not start the sandbox); the command's stderr joins its stdout inside.
-    child.stderr!.on('data', onChunk);
+    // Only bwrap and prlimit write here (the command's stderr joins its stdout inside): why the
+    // sandbox could not start, kept short.
+    let setupError = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      if (setupError.length < 2000) setupError += chunk.toString('utf8');
+    });
     const timer = setTimeout(() => kill('timeout'), cmd.limits.timeoutS * 1000);
     const onAbort = () => kill('aborted');
     cmd.signal.addEventListener('abort', onAbort, { once: true });
@@ -122,6 +126,8 @@ export class BwrapSandbox {
       child.once('close', (code, signal) => {
         finish();
         const status = code ?? (signal ? 128 + signalNumber(signal) : null);
+        // Not the command's failure: the sandbox never ran it (no user namespaces, a workspace missing).
+        if (setupError.trim() !== '' && status !== 0 && killedFor === null) return reject(new Error(`the sandbox could not start: ${setupError.trim().slice(0, 500)}`));
         const kept = output.kept();
         const judged = verdict({ status, killedFor, forkFailed, printed: output.printed, outputTail: kept.slice(-TAIL_CHARS) }, cmd.limits);
         emit(output.cutNote());
