@@ -84,5 +84,8 @@ export function ensureBubblewrap(log = console.log) {
   const bin = findOnPath('bwrap');
   if (!bin || !findOnPath('socat') || !findOnPath('prlimit')) throw new Error('bubblewrap, socat or prlimit still not on PATH after apt-get install');
   if (missing.length > 0) log(`[infra] installed ${bin}`);
+  // --disable-userns and a sized --tmpfs, which every sandbox uses, came with bubblewrap 0.8 (Debian 12).
+  const version = /(\d+)\.(\d+)/.exec(execFileSync(bin, ['--version'], { encoding: 'utf8' }));
+  if (!version || Number(version[1]) * 1000 + Number(version[2]) < 8) throw new Error(`${bin} is older than bubblewrap 0.8, which sessions' sandboxes need (Debian 12 ships it)`);
   return bin;
 }
