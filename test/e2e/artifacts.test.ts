@@ -27,7 +27,7 @@ describe('session artifacts', () => {
   it('lists the written files newest first, with their absolute paths, sizes and environment; cursor pages both ways', async () => {
     const all = await http(`${base()}?limit=100`);
     assert.equal(all.status, 200, all.text);
-    assert.deepEqual(all.body.data.map((a: any) => [a.path, a.size_bytes]), [['/workspace/c.bin', 4], ['/workspace/dir/b.md', 9], ['/workspace/a.txt', 5]]);
+    assert.deepEqual(all.body.data.map((a: any) => [a.path, a.size_bytes]), [['/workspace/c.bin', 5], ['/workspace/dir/b.md', 9], ['/workspace/a.txt', 5]]);
     const first = all.body.data[0];
     assert.deepEqual(Object.keys(first).sort(), ['created_at', 'environment_id', 'id', 'object', 'path', 'session_id', 'size_bytes', 'turn_id']);
     assert.equal(first.object, 'agent.session.artifact');
