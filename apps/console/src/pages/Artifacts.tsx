@@ -96,10 +96,10 @@ function Fact({ term, children }: { term: string; children: ReactNode }) {
 export function EnvironmentSummary({ environment }: { environment: HostedEnvironment }) {
   const network = environment.network ?? {};
   const access = network.access ?? 'disabled';
-  // The variables' names only: their values may be secrets the agent's commands need.
-  const names = Object.keys(environment.env ?? {});
-  const setup = environment.setup_commands ?? [];
-  const files = environment.files?.length ?? 0;
+  // Names only, and setup commands counted: the resource never shows values or bodies (they may hold secrets).
+  const names = environment.env_names ?? [];
+  const setup = environment.setup_command_count ?? 0;
+  const files = environment.files ?? [];
   return (
     <section aria-labelledby="environment-title" className="environment">
       <h2 id="environment-title">Environment</h2>
@@ -115,9 +115,14 @@ export function EnvironmentSummary({ environment }: { environment: HostedEnviron
             {environment.limits?.[key] !== undefined ? show(environment.limits[key]) : 'the deployment’s default'}
           </Fact>
         ))}
-        <Fact term="Setup commands">{setup.length === 0 ? 'none' : setup.map((command, index) => <code key={index} className="setup-command">{command}</code>)}</Fact>
-        {files > 0 && <Fact term="Files placed">{count(files)}</Fact>}
-        {names.length > 0 && <Fact term="Variables set">{names.join(', ')}</Fact>}
+        <Fact term="Setup commands">{setup === 0 ? 'none' : `${count(setup)} (run when the workspace was first made)`}</Fact>
+        <Fact term="Variables set">{names.length === 0 ? 'none' : names.join(', ')}</Fact>
+        {files.length > 0 && <Fact term="Files placed">{files.map((file) => file.path).join(', ')}</Fact>}
+        {environment.id && (
+          <Fact term="Workspace id">
+            <code>{environment.id}</code>
+          </Fact>
+        )}
       </dl>
     </section>
   );

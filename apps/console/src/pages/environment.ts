@@ -50,13 +50,19 @@ export interface EnvironmentLimits {
   disk_mb?: number;
 }
 
-/** The session resource's `environment` when it has one (`type: "openai_hosted"`, hosted by this deployment). */
+/**
+ * The session resource's `environment` when it has one (`type: "openai_hosted"`, hosted by this
+ * deployment). Variables' values and setup commands' bodies are never shown, only their names and
+ * count; the limits are the effective ones (the deployment's defaults filled in).
+ */
 export interface HostedEnvironment {
   type: 'openai_hosted';
+  /** The workspace's id (the session's workdir, shared by its tree and its project). */
+  id?: string;
   network?: { access?: string; allowed_domains?: string[]; blocked_domains?: string[] };
-  env?: Record<string, string>;
+  env_names?: string[];
   files?: { path?: string }[];
-  setup_commands?: string[];
+  setup_command_count?: number;
   limits?: EnvironmentLimits;
 }
 
