@@ -38,7 +38,7 @@ const LIBS = {
   errors: ['foundation'],
   metrics: ['foundation'],
   outbound: ['foundation'],
-  sandbox: ['foundation', 'outbound'],
+  sandbox: ['foundation', 'outbound', 'metrics'],
   sdk: ['foundation'],
   config: ['config'],
   database: ['database'],

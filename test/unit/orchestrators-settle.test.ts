@@ -10,7 +10,7 @@ import { newTestService } from './support/new-test-service.js';
 // How the worker holding a run settles its turn (TurnSettlement.settle): one session transaction,
 // fenced by the run's lease; what each outcome writes, announces and nudges after commit.
 const lease = aLease({ epoch: 3 });
-const held = { turn: aTurn(), run: aRun(), lease } as HeldTurn;
+const held = { turn: aTurn(), run: aRun(), lease, config: { agent_id: 'agent', model: 'scripted:echo', tool_approval_mode: 'default', instructions: '' } } as HeldTurn;
 const output = (over: Partial<RunOutput> = {}): RunOutput => ({ item: null, outputIndex: 1, text: 'Hello', reasoning: '', lostDeltas: false, ...over });
 const completed: Outcome = { status: 'completed', modelCall: { model: 'gpt-test', usage: null, requestJson: '{"model":"gpt-test"}' } };
 

@@ -32,6 +32,7 @@ import { MetricsController } from './controllers/metrics.controller.js';
 import { ProjectsController } from './controllers/projects.controller.js';
 import { SessionEventsController } from './controllers/session-events.controller.js';
 import { SessionFilesController } from './controllers/session-files.controller.js';
+import { SessionArtifactsController } from './controllers/session-artifacts.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
 import { WebhookDeliveriesController } from './controllers/webhook-deliveries.controller.js';
@@ -48,6 +49,7 @@ import { HttpDrain } from './http-drain.js';
     SessionsController,
     SessionEventsController,
     SessionFilesController,
+    SessionArtifactsController,
     FilesController,
     AgentFilesController,
     ProjectsController,

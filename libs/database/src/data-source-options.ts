@@ -28,6 +28,8 @@ import { Agency1766541600000 } from './migrations/1766541600000-agency.js';
 import { AccountRunningTurns1766627900000 } from './migrations/1766627900000-account-running-turns.js';
 import { ReceiptExpiryIndex1766714400000 } from './migrations/1766714400000-receipt-expiry-index.js';
 import { StatusChecks1766801700000 } from './migrations/1766801700000-status-checks.js';
+import { Workspaces1766900000000 } from './migrations/1766900000000-workspaces.js';
+import { SessionEnvironment1766900100000 } from './migrations/1766900100000-session-environment.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -59,6 +61,8 @@ export const MIGRATIONS = [
   AccountRunningTurns1766627900000,
   ReceiptExpiryIndex1766714400000,
   StatusChecks1766801700000,
+  Workspaces1766900000000,
+  SessionEnvironment1766900100000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

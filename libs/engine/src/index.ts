@@ -25,7 +25,7 @@ export { CLAIM_QUEUE, claimBatch, claimQueueInputs, consumedWrite } from './clai
 
 // formerly #libs/turns
 export { assistantContent, CALL_ITEM_TYPES, type CallItemType, COMPACTION_TRIGGERS, isCallItem, isReasoningPart, REASONING_PART } from './tables/turn.entities.js';
-export type { CommittedStep, CompactionRecord, CompactionTrigger, ItemEntity, ItemStatus, PublicError, RunCheckpoint, RunEntity, RunStatus, StepKind, StepOutput, StoredContentPart, ToolCallSpec, TurnContext, TurnEntity, TurnStatus, Usage, Waitpoint, WaitpointKind, WaitpointQuestion, WaitpointElicitation, WaitpointResponse } from './tables/turn.entities.js';
+export type { CommandExecutionRecord, CommittedStep, CompactionRecord, CompactionTrigger, ItemEntity, ItemStatus, PublicError, RunCheckpoint, RunEntity, RunStatus, StepKind, StepOutput, StoredContentPart, ToolCallSpec, TurnContext, TurnEntity, TurnStatus, Usage, Waitpoint, WaitpointKind, WaitpointQuestion, WaitpointElicitation, WaitpointResponse } from './tables/turn.entities.js';
 export { toActiveMessageDto, toCurrentTurn, toItemDto, toRunDto, toRunSummary, toTurnDetailDto, toTurnDto } from './views/projections.js';
 export { ContentPartDto, ItemDto, ItemListDto, PublicErrorDto, RunDto, RunSummaryDto, TurnContextDto, TurnDetailDto, TurnDto, TurnListDto, TurnStateDto, UsageDto, WaitpointDto, WaitpointQuestionDto, WaitpointToolCallDto } from './views/turn.dto.js';
 export { ACTIVE_TURN_STATUSES, CANCEL_WINS_OVER, ITEM_MACHINE, ITEM_STATUSES, LEASABLE_RUN_STATUSES, RUN_MACHINE, RUN_STATUSES, RUN_TRANSITIONS, SETTLED_RUN_STATUSES, type SettledStatus, settledStatus, settledStatusSql, sqlList, STEP_KINDS, STEP_MACHINE, STEP_STATUSES, STEP_TRANSITIONS, type StepStatus, statusGuard, TERMINAL_TURN_STATUSES, type Transition, TURN_MACHINE, TURN_STATUSES, TURN_TRANSITIONS } from './machines/turn-states.js';
@@ -61,9 +61,11 @@ export { type CompactionCommit, ModelCallSteps, type ModelStep, type RecordedMod
 export { type RecordedToolResult, ToolCallSteps, type ToolEffects } from './steps/tool-call-steps.js';
 export { RunSuspensions } from './steps/run-suspensions.js';
 export { ToolOutputItems } from './steps/tool-output-items.js';
+export { COMMAND_ITEM_TYPE, type CommandEnding, commandItemId, isCommandCall } from './steps/command-items.js';
 export { type Resumed, WaitpointControls } from './waitpoints/waitpoint-controls.js';
 export { acceptedReceipt, frozenInputConfig } from './acceptance/input-config.js';
 export { approvalRequestId, parseApprovalRequestId, type RequiredAction, SESSION_STATUSES, sessionStatus, type SessionView, toSessionDto } from './views/session-view.js';
+export { type EnvironmentView, environmentView, type HostedEnvironmentView } from './views/environment-view.js';
 export { type Coordinated, CooperationTransitions } from './cooperation/cooperation-transitions.js';
 export { MemberControls } from './cooperation/member-controls.js';
 export { MemberCreations } from './cooperation/member-creations.js';

@@ -20,6 +20,8 @@ export const EVENT_TYPES = {
     'The full reasoning text of that model call, sent once it is saved with the message (the item\'s `yuxi.reasoning`; while the message streams, an items read shows it with `yuxi.completed_reasoning_indices`).',
   'yuxi.session.turn.tool_progress':
     'A server tool call in flight reported progress (an MCP server\'s `notifications/progress`): `call_id` names its `function_call` item; `progress` grows with each report, `total` (null when the server gave none) and `message` (null when none) are as the server sent them. Live, like the deltas (Redis only: no `seq`, never in the items); at most about 4 per second per call (reports in between are dropped, the latest is always sent), all before the call\'s `function_call_output`.',
+  'agent.output.command_execution_output.delta':
+    'A command the agent runs in the session\'s workspace (`shell`) wrote output: `delta` is the text appended (stdout and stderr together, in order), `item_id` and `output_index` its `command_execution` item. Live, like the text deltas (no `seq`); the item\'s `output` once done is the whole output (cut at SANDBOX_OUTPUT_MAX_BYTES), which replaces the deltas.',
   'agent.session.turn.output_text.done': 'The full text of a content part, after it is committed; replaces the accumulated deltas.',
   'agent.session.turn.content_part.done': 'A content part is complete and committed.',
   'agent.session.turn.item.done':
@@ -57,7 +59,7 @@ export const EVENT_FORMAT = 2;
 
 /**
  * Every event carries these; the rest depends on the type. Durable events (all but the live ones:
- * the deltas, `tool_progress`, and the `item.added` / `content_part.added` that announce an
+ * the deltas (a command's output too), `tool_progress`, and the `item.added` / `content_part.added` that announce an
  * assistant message with its first text) also carry `yuxi.seq`: 1, 2, 3… per session, without gaps, so a
  * client can tell it missed one (the server then sends `yuxi.session.resync` first).
  */

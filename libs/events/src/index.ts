@@ -34,6 +34,7 @@ export {
   type RunEventType,
   type SessionCreatedEvent,
   type ToolProgressEvent,
+  type CommandOutputDeltaEvent,
   type TurnStateEvent,
   type TurnStatusEvent,
   type TurnStatusEventType,

@@ -168,6 +168,15 @@ export interface ToolProgressEvent extends RunScope {
   message: string | null;
 }
 
+/** A command in a session's workspace wrote output (live only): the upstream event, on its command_execution item. */
+export interface CommandOutputDeltaEvent extends RunScope {
+  type: 'agent.output.command_execution_output.delta';
+  turn_id: string;
+  item_id: string;
+  output_index: number;
+  delta: string;
+}
+
 export interface ContextCompressionEvent extends RunScope {
   type: 'yuxi.session.turn.context_compression';
   turn_id: string;
@@ -226,6 +235,7 @@ export type EventsByType = CoversCatalogue<{
   'yuxi.session.turn.reasoning.delta': ReasoningDeltaEvent;
   'yuxi.session.turn.reasoning.done': ReasoningDoneEvent;
   'yuxi.session.turn.tool_progress': ToolProgressEvent;
+  'agent.output.command_execution_output.delta': CommandOutputDeltaEvent;
   'agent.session.turn.output_text.done': OutputTextDoneEvent;
   'agent.session.turn.content_part.done': ContentPartEvent<'agent.session.turn.content_part.done'>;
   'agent.session.turn.item.done': ItemEvent<'agent.session.turn.item.done'>;

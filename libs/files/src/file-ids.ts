@@ -22,9 +22,11 @@ export const storageKeys = {
   session: (sessionId: string, fileId: string): string => `sessions/${checkedUuid(sessionId)}/files/${checked(fileId)}`,
   /** An inline image of a message: stored before the submission's session (or input) exists, so keyed by the file id alone. */
   inline: (fileId: string): string => `inline/${checked(fileId)}`,
+  /** A workspace file's bytes by their SHA-256: shared by every version (and workspace) holding them, never rewritten. */
+  blob: (sha256: string): string => `blobs/${checkedSha(sha256)}`,
 };
 
-const SAFE_KEY = /^(drafts\/[0-9a-f]{32}|inline\/[0-9a-f]{32}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32})$/;
+const SAFE_KEY = /^(drafts\/[0-9a-f]{32}|inline\/[0-9a-f]{32}|blobs\/[0-9a-f]{64}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32})$/;
 
 /** Whether a key has the shape storageKeys makes (drivers refuse anything else). */
 export function isStorageKey(key: string): boolean {
@@ -39,4 +41,9 @@ function checked(fileId: string): string {
 function checkedUuid(id: string): string {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) throw new Error(`not a session id: ${JSON.stringify(id)}`);
   return id;
+}
+
+function checkedSha(sha256: string): string {
+  if (!/^[0-9a-f]{64}$/.test(sha256)) throw new Error(`not a SHA-256: ${JSON.stringify(sha256)}`);
+  return sha256;
 }

@@ -6,6 +6,7 @@ export {
   type PostgresComponent,
   type ProcessRole,
   type QueueCount,
+  type SandboxCommandResultLabel,
   type TakeoverReason,
   type TokenUsage,
   type ToolCallOutcome,

@@ -4,9 +4,11 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, type Metric, Registry
 export type ProcessRole = 'api' | 'worker';
 export type TurnOutcome = 'completed' | 'failed' | 'cancelled';
 export type TakeoverReason = 'lease_expired' | 'released';
-export type ToolSource = 'builtin' | 'mcp' | 'client' | 'coordination' | 'unknown';
+export type ToolSource = 'builtin' | 'mcp' | 'client' | 'coordination' | 'environment' | 'unknown';
 /** success / error: the tool ran; not_run: a result recorded without running it; delegated: handed to the client; aborted: stopped mid-call. */
 export type ToolCallOutcome = 'success' | 'error' | 'not_run' | 'delegated' | 'aborted';
+/** ok: exit 0; exit_nonzero: the command failed by itself; limit: the sandbox ended it on a limit. */
+export type SandboxCommandResultLabel = 'ok' | 'exit_nonzero' | 'limit';
 export type PostgresComponent = 'connect' | 'query' | 'pool';
 export interface TokenUsage {
   input_tokens: number;
@@ -29,6 +31,7 @@ export interface MetricDefinition {
 
 const TURN_OUTCOMES: TurnOutcome[] = ['completed', 'failed', 'cancelled'];
 const TAKEOVER_REASONS: TakeoverReason[] = ['lease_expired', 'released'];
+const SANDBOX_RESULTS: SandboxCommandResultLabel[] = ['ok', 'exit_nonzero', 'limit'];
 const POSTGRES_COMPONENTS: PostgresComponent[] = ['connect', 'query', 'pool'];
 /** A scrape never waits longer than this for a gauge read from Postgres or Redis; the gauge is then left out. */
 const COLLECT_TIMEOUT_MS = 2_000;
@@ -128,6 +131,15 @@ export class Metrics {
   );
   private readonly webhookBacklog = this.gauge(WORKER, 'yuxi_webhook_backlog', 'Webhook deliveries pending (due or waiting for a retry), as the last sweep of this worker counted them', []);
   private readonly webhookDisabled = this.counter(WORKER, 'yuxi_webhook_endpoints_disabled_total', 'Webhook endpoints disabled by delivery results, by reason (gone: a 410; failing: failing for WEBHOOK_DISABLE_AFTER_S)', ['reason']);
+  private readonly sandboxCommands = this.counter(WORKER, 'yuxi_sandbox_commands_total', 'Commands run in a sandbox, by result (ok, exit_nonzero, limit)', ['result']);
+  private readonly sandboxDuration = this.histogram(
+    WORKER,
+    'yuxi_sandbox_command_duration_seconds',
+    'Sandboxed command duration, from starting the sandbox to its end',
+    [],
+    [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
+  );
+  private readonly sandboxLimits = this.counter(WORKER, 'yuxi_sandbox_limit_hits_total', 'Sandboxed commands ended on a limit, by limit (timeout, cpu, memory, processes, file_size, output)', ['limit']);
 
   /**
    * Exposes the metrics of `role` (and the default process metrics, `yuxi_` prefixed) in this
@@ -146,6 +158,7 @@ export class Metrics {
     }
     for (const component of POSTGRES_COMPONENTS) this.postgresErrors.inc({ component }, 0);
     for (const reason of TAKEOVER_REASONS) this.takeovers.inc({ reason }, 0);
+    for (const result of SANDBOX_RESULTS) this.sandboxCommands.inc({ result }, 0);
   }
 
   /** The registered metrics in the Prometheus text format. */
@@ -247,6 +260,12 @@ export class Metrics {
 
   webhookEndpointDisabled(reason: 'gone' | 'failing'): void {
     this.webhookDisabled.inc({ reason });
+  }
+
+  sandboxCommand(result: SandboxCommandResultLabel, seconds: number, limit: string | null): void {
+    this.sandboxCommands.inc({ result });
+    this.sandboxDuration.observe(Math.max(0, seconds));
+    if (limit !== null) this.sandboxLimits.inc({ limit });
   }
 
   // --- gauges read on scrape ---

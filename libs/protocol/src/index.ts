@@ -17,10 +17,12 @@ export { checkInputText, cutText, MAX_IMAGE_BYTES_TOTAL, messageText, parseAgent
 export { ProtocolModule } from './protocol.module.js';
 export { SessionQueriesService } from './session-queries.service.js';
 export { OperatorSessionQueries, ownerDto } from './operator-session-queries.js';
+export { ArtifactListQueryDto } from './dto/artifacts.dto.js';
 export { AdminSessionDto, AdminSessionListDto, AdminSessionListQueryDto, AdminSessionYuxiDto, MAX_UNIX_SECONDS, SessionOwnerDto } from './dto/admin-session.dto.js';
 export { IdempotentWrite } from './use-cases/idempotent-write.js';
 export { MessageAcceptance } from './use-cases/message-acceptance.js';
 export type { Acceptance } from './use-cases/acceptance.js';
+export { DeleteArtifact, GetArtifact, GetArtifactContent, ListArtifacts } from './use-cases/artifacts.use-case.js';
 export { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteSession, UploadDraft, DeleteProject, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, OPERATOR_EVENT_TYPES, UpdateSession } from './use-cases/index.js';
 export { CreateProjectDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from './dto/project.dto.js';
 export { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';

@@ -13,6 +13,7 @@ export { DrivePasses } from './drive-passes.js';
 export { type MessageAttachment, toModelMessages, withAttachmentList } from './model-context.js';
 export { type CheckedArguments, type NextStep, OUTCOME_UNKNOWN, planNextStep, type ToolPolicy, type TurnBudget, withinBudget } from './step-plan.js';
 export { toolPolicy } from './tool-policy.js';
+export { commandEnding, commandNotRun, HarnessCalls } from './harness-calls.js';
 export { decide, decideInterrupted, type Interruption, interruptionOf, type RunCommand } from './run-decider.js';
 export { type RunFact, type RunHistory, spent, stepsSinceInput, withFact } from './run-history.js';
 export { LeaseLostError, ShuttingDownError, TurnCancelledError, TurnLimitError } from './run-errors.js';

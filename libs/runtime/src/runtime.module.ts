@@ -6,6 +6,7 @@ import { EngineModule } from '#libs/engine';
 import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
 import { ToolsModule } from '#libs/tools';
+import { type HarnessOutcome, SessionEnvironments } from '#libs/environments';
 import { AttachmentPreparer } from './attachment-preparer.js';
 import { FencingStats } from './fencing-stats.js';
 import { ImageReferences } from './image-references.js';
@@ -27,15 +28,23 @@ import { RunExecutor } from './run-executor.js';
 import { RunScopes } from './run-scope.js';
 import { McpCallsInFlight } from './mcp-calls-in-flight.js';
 import { McpSampling } from './mcp-sampling.js';
+import { HarnessCalls } from './harness-calls.js';
 import { ToolCallStep } from './tool-call-step.js';
 import { TurnPlanning } from './turn-planning.js';
 import { SessionDriver } from './session-driver.js';
 import { DrivePasses } from './drive-passes.js';
 
+/** Until the workspaces' implementation is wired: a harness call is an error output for the model. */
+class NoEnvironments extends SessionEnvironments {
+  execute(): Promise<HarnessOutcome> {
+    return Promise.resolve({ success: false, output: 'environment_unavailable: this worker cannot run commands' });
+  }
+}
+
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   imports: [EngineModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
-  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, RecoveryService, LeaseTakeovers, WaitingWorkNudges, PreparationResumption, ExpiredRowsCleanup, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, HarnessCalls, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, { provide: SessionEnvironments, useClass: NoEnvironments }, RecoveryService, LeaseTakeovers, WaitingWorkNudges, PreparationResumption, ExpiredRowsCleanup, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, DrivePasses, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}

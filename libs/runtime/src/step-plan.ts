@@ -1,5 +1,5 @@
 import type { ToolExecutor, ToolMedia } from '#libs/tools';
-import type { CommittedStep, ToolCallSpec, Usage, WaitpointKind, WaitpointResponse } from '#libs/engine';
+import type { CommandEnding, CommittedStep, ToolCallSpec, Usage, WaitpointKind, WaitpointResponse } from '#libs/engine';
 
 /** Who runs a tool, as the planner needs to know it (null: the agent has no such tool). */
 export interface ToolPolicy {
@@ -30,6 +30,8 @@ export interface PlannedOutcome {
   usage?: Usage;
   /** Images (or audio) the tool returned: stored as session files with the result. */
   media?: ToolMedia[];
+  /** A command in the session's workspace: how it ended (its command_execution item). */
+  command?: CommandEnding;
 }
 
 /**

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { StoreToolImages } from '#libs/files';
-import { type CommittedStep, type RecordedToolResult, RunSuspensions, type ToolCallSpec, ToolCallSteps, type ToolEffects, turnEvents, type Usage } from '#libs/engine';
+import { type CommittedStep, isCommandCall, type RecordedToolResult, RunSuspensions, type ToolCallSpec, ToolCallSteps, type ToolEffects, turnEvents, type Usage } from '#libs/engine';
 import { metrics, toolSourceLabel } from '#libs/metrics';
-import { elicitationQuestions, elicitationRequest, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
+import { elicitationQuestions, elicitationRequest, HARNESS_SOURCE, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
 import { type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { DurableWrites } from './durable-writes.js';
+import { commandNotRun, HarnessCalls } from './harness-calls.js';
 import { CallInFlight, ELICITATION_LOST, type FollowedCall, McpCallsInFlight, RemoteCall } from './mcp-calls-in-flight.js';
 import { McpSampling } from './mcp-sampling.js';
 import type { RunControl } from './run-control.js';
@@ -26,7 +27,7 @@ const NOT_OFFERED: ToolEffects = { sideEffects: false, idempotent: true };
 
 /**
  * The tool-call steps: a server call started, run and its result stored (or a result that needs no
- * run: recorded as planned), and a stop at a waitpoint for calls a person or the client answers,
+ * run: recorded as planned; a harness tool runs in the session's workspace, HarnessCalls), and a stop at a waitpoint for calls a person or the client answers,
  * or for a question an MCP server asks in the middle of a call.
  */
 @Injectable()
@@ -39,6 +40,7 @@ export class ToolCallStep {
     private readonly sampling: McpSampling,
     private readonly inFlight: McpCallsInFlight,
     private readonly toolImages: StoreToolImages,
+    private readonly harness: HarnessCalls,
   ) {}
 
   /**
@@ -59,13 +61,21 @@ export class ToolCallStep {
       }
       // No side effect through a lease this worker may have lost while the start was committing.
       state.keeper.assertHeld();
-      const call = plan.action === 'execute' ? this.start(state, tool, declarations, plan, allowance) : await this.resumed(state, tool, declarations, plan, allowance);
+      const call =
+        plan.action === 'execute'
+          ? tool?.source === HARNESS_SOURCE
+            ? this.harness.start(state, tool, plan)
+            : this.start(state, tool, declarations, plan, allowance)
+          : await this.resumed(state, tool, declarations, plan, allowance);
       const followed = call instanceof CallInFlight || call instanceof RemoteCall ? await this.follow(state, call, plan.call, tool, control) : { outcome: call };
       if ('elicit' in followed) return this.stopForUser(state, followed.call, plan.call, tool, followed.elicit);
       outcome = followed.outcome;
     } else {
       outcome = plan.outcome;
     }
+    // A command's item ends with its result, also when it did not run to its end here (outcome
+    // unknown after a takeover, rejected, wrong arguments): the output says why.
+    if (!outcome.command && isCommandCall(held.config, plan.call.name)) outcome = { ...outcome, command: commandNotRun(outcome.output) };
     const result = await this.withImages(held.turn.sessionId, plan.call.name, outcome);
     // Progress events the call could not publish are a gap the result's batch announces (resync).
     const lostLive = plan.action !== 'record' && state.live.lost;

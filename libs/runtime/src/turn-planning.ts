@@ -50,9 +50,11 @@ export class TurnPlanning {
     const declarations = agent?.tools ?? [];
     // A coordinator (its tree not at max_depth) gets the coordination tools.
     const coordination = cooperationRules.maySpawn(agent?.multi_agent, held.config.cooperation_depth ?? 0);
+    // A session with an environment gets the harness's tools (its frozen config says so: no read).
+    const environment = held.config.environment !== undefined;
     let tools: ResolvedTool[] = [];
-    if (declarations.length > 0 || coordination) {
-      const available = await this.tools.resolveAvailable(declarations, signal, { coordination });
+    if (declarations.length > 0 || coordination || environment) {
+      const available = await this.tools.resolveAvailable(declarations, signal, { coordination, environment });
       // A compaction turn offers its tools to no model (the summariser reads the history): nothing to say.
       if (available.unavailable.length > 0 && !held.config.compact) await this.limited(state, available);
       tools = available.tools;

@@ -35,7 +35,7 @@ export { McpHeaderBox } from './mcp/header-box.js';
 export { remoteProgressMessage, sanitiseRemoteText, unavailableReason } from './mcp/remote-errors.js';
 export { McpOutbound } from './mcp/outbound.js';
 export { McpSessionPool } from './mcp/session-pool.js';
-export { type AvailableTools, offeredNames, ToolCatalog, ToolSourceError } from './tool-catalog.js';
+export { type AvailableTools, offeredNames, type ResolveOptions, ToolCatalog, ToolSourceError } from './tool-catalog.js';
 export { ToolsModule } from './tools.module.js';
 export {
   ELICITATION_ACTION_QUESTION,
@@ -52,4 +52,4 @@ export {
 export { LinearSchemaValidator } from './schema-cache.js';
 export { MAX_QUERY_CHARS, providerRequest, WEB_SEARCH_MAX_RESPONSE_BYTES, WebSearch, type WebSearchQuery } from './web-search/web-search.js';
 export { CITATION_NOTE, formatResults, parseResults, plainText, type WebSearchResult } from './web-search/results.js';
-export { HARNESS_SOURCE, HARNESS_TOOL_NAMES, type HarnessToolName } from './harness-tools.js';
+export { HARNESS_SOURCE, HARNESS_TOOL_NAMES, harnessTools, type HarnessToolName, isHarnessToolName, MAX_COMMAND_CHARS, MAX_WRITE_BYTES } from './harness-tools.js';

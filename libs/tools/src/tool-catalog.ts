@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { BUILTIN_TOOLS, executeBuiltin, isBuiltinToolName, webSearchParameters } from './builtin-tools.js';
 import { COORDINATION_TOOL_NAMES, coordinationTools, isCoordinationTool } from './coordination-tools.js';
 import { Calculator } from './calculator.js';
+import { HARNESS_SOURCE, HARNESS_TOOL_NAMES, harnessTools, isHarnessToolName } from './harness-tools.js';
 import { TOOL_NAME_PATTERN } from './declarations.js';
 import { McpConnector } from './mcp-connector.js';
 import { type McpToolDeclaration, type ResolvedTool, type ToolCallContext, type ToolDeclaration, type ToolOutcome, WORKDIR_FILES, type WorkdirFiles } from './tool.types.js';
@@ -16,6 +17,15 @@ export { ToolSourceError };
 export interface AvailableTools {
   tools: ResolvedTool[];
   unavailable: ToolSourceError[];
+}
+
+/**
+ * What the session adds to its agent's tools: `coordination`, a coordinator's tools; `environment`,
+ * the session has a workspace (the harness's tools).
+ */
+export interface ResolveOptions {
+  coordination?: boolean;
+  environment?: boolean;
 }
 
 const MCP_SOURCE = 'mcp:';
@@ -35,9 +45,12 @@ export class ToolCatalog {
    * another server's tool, a declared tool or a coordination tool also has is offered as
    * `<server_label>__<name>` (see offeredNames); a name still taken after that is dropped (first
    * wins). A coordinator (`coordination`) gets the coordination tools, whose names no declared tool
-   * takes. Throws ToolSourceError when an MCP server is unreachable.
+   * takes. A session with an `environment` gets the harness's tools (shell, write_file, apply_patch,
+   * list_files, read_file), which take their names from any declared tool (the builtin list_files
+   * and read_file by file id give way to the workspace's by path); an MCP tool of such a name is
+   * offered qualified. Throws ToolSourceError when an MCP server is unreachable.
    */
-  async resolve(declarations: ToolDeclaration[], signal?: AbortSignal, options: { coordination?: boolean } = {}): Promise<ResolvedTool[]> {
+  async resolve(declarations: ToolDeclaration[], signal?: AbortSignal, options: ResolveOptions = {}): Promise<ResolvedTool[]> {
     return this.merge(await Promise.all(declarations.map((decl) => this.resolveOne(decl, signal))), options);
   }
 
@@ -46,7 +59,7 @@ export class ToolCatalog {
    * a turn goes on with the tools it has. `unavailable` holds why each source was left out, for
    * the operator's log; what a client hears of it is generic (capability_limited).
    */
-  async resolveAvailable(declarations: ToolDeclaration[], signal?: AbortSignal, options: { coordination?: boolean } = {}): Promise<AvailableTools> {
+  async resolveAvailable(declarations: ToolDeclaration[], signal?: AbortSignal, options: ResolveOptions = {}): Promise<AvailableTools> {
     const unavailable: ToolSourceError[] = [];
     const skipUnavailable = (error: unknown): ResolvedTool[] => {
       if (!(error instanceof ToolSourceError)) throw error;
@@ -58,16 +71,22 @@ export class ToolCatalog {
     return { tools: this.merge(groups, options), unavailable };
   }
 
-  private merge(groups: ResolvedTool[][], options: { coordination?: boolean }): ResolvedTool[] {
+  private merge(groups: ResolvedTool[][], options: ResolveOptions): ResolvedTool[] {
     const byName = new Map<string, ResolvedTool>();
-    for (const tool of offeredNames(groups.flat())) if (!byName.has(tool.name) && !isCoordinationTool(tool.name)) byName.set(tool.name, tool);
+    const taken = (name: string): boolean => isCoordinationTool(name) || (options.environment === true && isHarnessToolName(name));
+    for (const tool of offeredNames(groups.flat(), options.environment ? HARNESS_TOOL_NAMES : [])) if (!byName.has(tool.name) && !taken(tool.name)) byName.set(tool.name, tool);
     if (options.coordination) for (const tool of coordinationTools()) byName.set(tool.name, tool);
+    if (options.environment) for (const tool of harnessTools()) byName.set(tool.name, tool);
     return [...byName.values()];
   }
 
-  /** Runs a server-executed tool (`executor: 'server'`); rejects with the signal's reason on abort. */
+  /**
+   * Runs a server-executed tool (`executor: 'server'`); rejects with the signal's reason on abort.
+   * Not the harness's tools: they run in the session's workspace, which the runtime reaches.
+   */
   async execute(tool: ResolvedTool, declarations: ToolDeclaration[], args: object, ctx: ToolCallContext): Promise<ToolOutcome> {
     if (tool.executor !== 'server') throw new Error(`tool ${tool.name} is executed by the ${tool.executor}, not the worker`);
+    if (tool.source === HARNESS_SOURCE) throw new Error(`tool ${tool.name} runs in the session's workspace, not through the catalog`);
     if (tool.source === 'builtin' && tool.name === 'web_search') return this.webSearch.run(args as Record<string, unknown>, ctx.signal);
     if (tool.source === 'builtin') return executeBuiltin(tool.name, args as Record<string, unknown>, ctx, this.calculator, this.files);
     const label = tool.source.startsWith(MCP_SOURCE) ? tool.source.slice(MCP_SOURCE.length) : undefined;
@@ -141,14 +160,15 @@ const HASH_CHARS = 8;
 /**
  * The names tools are offered by: unique across MCP servers. An MCP tool keeps its own name unless
  * another MCP server also offers it, or it is the name of a declared builtin or client function or
- * of a coordination tool; then it is `<server_label>__<name>` (cut to 64 characters with a short
+ * of a coordination tool (or of a harness tool, `alsoReserved`, in a session with an
+ * environment); then it is `<server_label>__<name>` (cut to 64 characters with a short
  * hash of both when longer), and `remoteName` keeps what its server calls it. The result depends
  * only on the declarations and the servers' listings, never on which listing answered first: the
  * runs of a turn offer the same names, and the calls they recorded match them.
  */
-export function offeredNames(tools: readonly ResolvedTool[]): ResolvedTool[] {
+export function offeredNames(tools: readonly ResolvedTool[], alsoReserved: readonly string[] = []): ResolvedTool[] {
   const isMcp = (tool: ResolvedTool): boolean => tool.source.startsWith(MCP_SOURCE);
-  const reserved = new Set<string>([...tools.filter((t) => !isMcp(t)).map((t) => t.name), ...COORDINATION_TOOL_NAMES]);
+  const reserved = new Set<string>([...tools.filter((t) => !isMcp(t)).map((t) => t.name), ...COORDINATION_TOOL_NAMES, ...alsoReserved]);
   const sourcesOf = new Map<string, Set<string>>();
   for (const tool of tools.filter(isMcp)) sourcesOf.set(tool.name, (sourcesOf.get(tool.name) ?? new Set()).add(tool.source));
   return tools.map((tool) => {

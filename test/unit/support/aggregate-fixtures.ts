@@ -22,6 +22,7 @@ export function aSession(over: Partial<SessionEntity> = {}): SessionEntity {
     title: 'Session',
     projectId: null,
     workdirId: 'w1',
+    environment: null,
     isPinned: false,
     archived: false,
     unread: false,

@@ -128,6 +128,17 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
       message: { type: 'string', nullable: true, description: 'What the server says it is doing, when it says; null otherwise.' },
     },
   },
+  'agent.output.command_execution_output.delta': {
+    name: 'CommandExecutionOutputDeltaEvent',
+    durability: 'live',
+    run: 'required',
+    turn: true,
+    payload: {
+      item_id: text('The `command_execution` item of the command (its `id`).'),
+      output_index: index('Position of the command_execution item among the outputs of the turn.'),
+      delta: text('Output the command wrote (stdout and stderr together, in order).'),
+    },
+  },
   'agent.session.turn.output_text.done': {
     name: 'TurnOutputTextDoneEvent',
     durability: 'durable',

@@ -5,8 +5,8 @@ import type { SessionEntity } from '../tables/session.entity.js';
 
 /**
  * The configuration an input freezes when it is received: the session's model, approval mode,
- * instructions and agent snapshot (tools, limits), with a follow-up's own overrides. The run that
- * consumes the input uses exactly this, whatever changes afterwards.
+ * instructions, agent snapshot (tools, limits) and environment, with a follow-up's own
+ * overrides. The run that consumes the input uses exactly this, whatever changes afterwards.
  */
 export function frozenInputConfig(session: SessionEntity, overrides: { model?: string; toolApprovalMode?: string } = {}): FrozenInputConfig {
   const config: FrozenInputConfig = {
@@ -18,6 +18,8 @@ export function frozenInputConfig(session: SessionEntity, overrides: { model?: s
   if (session.agentSnapshot) config.agent = session.agentSnapshot;
   if (session.compactionMode) config.compaction_mode = session.compactionMode;
   if (session.depth > 0) config.cooperation_depth = session.depth;
+  // Frozen with the input, so a run knows its tools without reading the session again.
+  if (session.environment) config.environment = session.environment;
   return config;
 }
 

@@ -83,10 +83,10 @@ export class TreeRepository {
   async createMember(manager: EntityManager, member: NewMember): Promise<{ session: SessionEntity; created: boolean }> {
     const { parent } = member;
     const rows = (await manager.query(
-      prepared(`INSERT INTO sessions (id, owner_id, agent_id, model, tool_approval_mode, instructions, agent_snapshot, trusted_tools, title, project_id, workdir_id,
+      prepared(`INSERT INTO sessions (id, owner_id, agent_id, model, tool_approval_mode, instructions, agent_snapshot, trusted_tools, title, project_id, workdir_id, environment,
          is_pinned, archived, unread, queue_paused, input_seq, item_seq, turn_seq, pending_input_count, current_turn,
          parent_session_id, root_session_id, depth, spawned_turn_id, spawned_call_id, subagent, created_at, last_active_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, '{}', $8, $9, $17, false, false, false, false, 1, 0, 0, 1, NULL,
+       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, '{}', $8, $9, $17, $18::jsonb, false, false, false, false, 1, 0, 0, 1, NULL,
          $10, $11, $12, $13, $14, $15::jsonb, $16, $16, $16)
        ON CONFLICT DO NOTHING
        RETURNING ${SESSION_COLUMNS}`),
@@ -109,6 +109,8 @@ export class TreeRepository {
         member.at,
         // A tree shares its root's workdir (its project's, when it has one).
         parent.workdirId,
+        // And its environment (its root's: every member carries what its parent carries).
+        parent.environment === null ? null : JSON.stringify(parent.environment),
       ],
     )) as Record<string, unknown>[];
     if (rows[0]) return { session: sessionFromRow(rows[0]), created: true };

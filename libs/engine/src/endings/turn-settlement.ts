@@ -7,6 +7,7 @@ import { SESSION_COLUMNS, sessionFromRow } from '../tables/session.entity.js';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import { turnFreedWrite } from '../claims/session-claims.js';
 import { type Lease } from '../claims/lease.js';
+import { ItemsRepository } from '../tables/items.repository.js';
 import { ModelRequestsRepository } from '../tables/model-requests.repository.js';
 import { type RunEntity } from '../tables/turn.entities.js';
 import { toCurrentTurn } from '../views/projections.js';
@@ -34,6 +35,7 @@ export class TurnSettlement {
     private readonly writer: RunOutputWriter,
     private readonly cooperation: CooperationWaits,
     private readonly modelRequests: ModelRequestsRepository,
+    private readonly items: ItemsRepository,
   ) {}
 
   /**
@@ -88,6 +90,12 @@ export class TurnSettlement {
       const out = this.writer.finalOutputWrite(held, lease, output, completed ? 'completed' : 'incomplete', Number(session.itemSeq) + 1, now);
       events.push(...out.events);
       tx.write(out.write);
+    }
+    // A turn of a session with an environment that ended mid-command: the command's item ends too.
+    if (!completed && held.config.environment) {
+      for (const item of await this.items.endRunningCommands(manager, held.turn.id, `The turn was ${final} before this command ended; its outcome is unknown.`)) {
+        events.push(turnEvents.item('done', item, item.content[0]?.command_execution?.output_index ?? 0));
+      }
     }
     const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error: turn.error, leaseOwner: null, leaseExpiresAt: null, usage: runUsage };
     events.push(turnEvents.run(final, run), turnEvents.turn(final, turn));

@@ -47,14 +47,18 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 export const ITEM_STATUSES = ['in_progress', 'completed', 'incomplete'] as const;
 export type ItemStatus = (typeof ITEM_STATUSES)[number];
 
-/** Items are written once, in their final status, and never updated. */
+/**
+ * Items are written once, in their final status, and never updated; except a command_execution
+ * item, written in progress with its call and ended with its result: completed when the command
+ * ran to its exit, incomplete when it did not (a limit, a worker lost mid-command, a call refused).
+ */
 export const ITEM_MACHINE = defineMachine({
   table: 'items',
   column: 'status',
   states: ITEM_STATUSES,
   initial: ITEM_STATUSES,
-  terminal: ITEM_STATUSES,
-  edges: { insert: { from: [null], to: ITEM_STATUSES } },
+  terminal: ['completed', 'incomplete'],
+  edges: { insert: { from: [null], to: ITEM_STATUSES }, endCommand: { from: ['in_progress'], to: ['completed', 'incomplete'] } },
 });
 
 export const TURN_TRANSITIONS = {

@@ -7,7 +7,7 @@ import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { coordinationItemType, isCoordinationTool } from '#libs/tools';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import { type CommittedStep, type CompactionRecord, type CompactionTrigger, assistantContent, type ToolCallSpec, type Usage } from '../tables/turn.entities.js';
-import { ItemsRepository } from '../tables/items.repository.js';
+import { ItemsRepository, type NewItem } from '../tables/items.repository.js';
 import { ModelRequestsRepository } from '../tables/model-requests.repository.js';
 import { RunsRepository } from '../tables/runs.repository.js';
 import { StepsRepository } from '../tables/steps.repository.js';
@@ -15,6 +15,7 @@ import { type Lease } from '../claims/lease.js';
 import type { HeldTurn, RunOutput } from '../claims/held-turn.js';
 import { memberSessionId, namedMember } from '../cooperation/cooperation-rules.js';
 import { closingEvents } from '../endings/run-output.js';
+import { COMMAND_ITEM_TYPE, commandCallPart, commandItemId, isCommandCall } from './command-items.js';
 import type { Recorded } from './recorded.js';
 import { toolItem } from './tool-output-items.js';
 import { turnEvents } from './turn-events.js';
@@ -104,10 +105,12 @@ export class ModelCallSteps {
       const calls = await this.items.insertItems(
         manager,
         seq,
-        step.toolCalls.map((call) => toolItem(held, lease.runId, callItemType(call.name), { type: 'function_call', ...call, ...memberOf(held, call) }, now)),
+        step.toolCalls.map((call, i) => callItem(held, lease.runId, call, index + i, now)),
       );
       for (const item of calls) {
-        events.push(turnEvents.item('added', item, index), turnEvents.item('done', item, index));
+        // A command's item is done with its result (ToolCallSteps), every other call's now.
+        events.push(turnEvents.item('added', item, index));
+        if (item.status !== 'in_progress') events.push(turnEvents.item('done', item, index));
         index += 1;
       }
       return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index, toolCalls: step.toolCalls, step: committed };
@@ -164,9 +167,16 @@ export class ModelCallSteps {
   }
 }
 
-/** A coordination call is an item of its own type; every other call a function_call. */
-function callItemType(name: string): string {
-  return isCoordinationTool(name) ? coordinationItemType(name) : 'function_call';
+/**
+ * The item of a call: a coordination call is an item of its own type, a command in the session's
+ * workspace a command_execution in progress (ended with its result); every other call a function_call.
+ */
+function callItem(held: HeldTurn, runId: string, call: ToolCallSpec, outputIndex: number, at: Date): NewItem {
+  if (isCommandCall(held.config, call.name)) {
+    return { ...toolItem(held, runId, COMMAND_ITEM_TYPE, commandCallPart(call, outputIndex), at), id: commandItemId(held.turn.id, call.call_id), status: 'in_progress' };
+  }
+  const type = isCoordinationTool(call.name) ? coordinationItemType(call.name) : 'function_call';
+  return toolItem(held, runId, type, { type: 'function_call', ...call, ...memberOf(held, call) }, at);
 }
 
 /** The member a coordination call concerns, when the call names it: a create's is derived from the call itself. */

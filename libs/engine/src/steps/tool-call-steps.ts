@@ -11,6 +11,7 @@ import { TurnsRepository } from '../tables/turns.repository.js';
 import { itemTokensIfLoaded } from '../views/item-tokens.js';
 import { type Lease } from '../claims/lease.js';
 import type { HeldTurn } from '../claims/held-turn.js';
+import type { CommandEnding } from './command-items.js';
 import type { Recorded } from './recorded.js';
 import { outputPart, ToolOutputItems } from './tool-output-items.js';
 import { turnEvents } from './turn-events.js';
@@ -25,6 +26,8 @@ export interface RecordedToolResult {
   fileIds?: string[];
   /** Model tokens the call spent (an MCP server's sampling requests). */
   usage?: Usage;
+  /** A command in the session's workspace: how it ended, which ends its command_execution item. */
+  command?: CommandEnding;
 }
 
 /**
@@ -103,6 +106,7 @@ export class ToolCallSteps {
       const lost = staged.length - fileIds.length;
       const shown = lost > 0 ? { ...outcome, output: `${outcome.output}\n[${lost} image(s) not shown: they were not stored in time]` } : outcome;
       const events: OutgoingEvent[] = lostLive ? [turnEvents.resync('events_lost')] : [];
+      if (result.command) events.push(...(await this.outputItems.endCommand(manager, held, call.call_id, result.command)));
       events.push(...(await this.outputItems.write(manager, held, lease.runId, outputIndex, call.call_id, shown, now, tokens, fileIds)));
       return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
     });

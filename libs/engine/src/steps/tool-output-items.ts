@@ -5,10 +5,11 @@ import { ItemsRepository, type NewItem } from '../tables/items.repository.js';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import type { ItemEntity } from '../tables/turn.entities.js';
 import type { HeldTurn } from '../claims/held-turn.js';
+import { type CommandEnding, commandItemId } from './command-items.js';
 import { turnEvents } from './turn-events.js';
 
 /**
- * The function_call_output item of a call, written in its caller's transaction: by the worker for
+ * The function_call_output item of a call (and the end of a command's item), written in its caller's transaction: by the worker for
  * a server call's result and a coordinator's call on its members, and by the api for a client's
  * tool_result. One writer, so every call's output takes the same item sequence and events.
  */
@@ -34,6 +35,16 @@ export class ToolOutputItems {
     const seq = await this.sessions.reserveItemSeqs(manager, held.turn.sessionId, 1);
     const [item] = await this.items.insertItems(manager, seq, [{ ...toolItem(held, runId, 'function_call_output', outputPart(callId, outcome, fileIds), at), tokens }]);
     return [turnEvents.item('added', item!, outputIndex), turnEvents.item('done', item!, outputIndex)];
+  }
+
+  /**
+   * Ends a call's command_execution item (written in progress with the call) and announces it done
+   * at its own output index; nothing when it already ended.
+   */
+  async endCommand(manager: EntityManager, held: Pick<HeldTurn, 'turn'>, callId: string, ending: CommandEnding): Promise<OutgoingEvent[]> {
+    const { status, ...fields } = ending;
+    const item = await this.items.endCommand(manager, commandItemId(held.turn.id, callId), status, fields);
+    return item ? [turnEvents.item('done', item, item.content[0]?.command_execution?.output_index ?? 0)] : [];
   }
 }
 

@@ -122,6 +122,19 @@ export const EVENT_BUILDERS = {
     message: report.message ?? null,
     yuxi: { run_id: runId },
   }),
+  /** A command in flight wrote output (live): on its command_execution item, by the run that runs it. */
+  'agent.output.command_execution_output.delta': (
+    command: { turnId: string; itemId: string; outputIndex: number },
+    runId: string,
+    delta: string,
+  ): EventOf<'agent.output.command_execution_output.delta'> => ({
+    type: 'agent.output.command_execution_output.delta',
+    turn_id: command.turnId,
+    item_id: command.itemId,
+    output_index: command.outputIndex,
+    delta,
+    yuxi: { run_id: runId },
+  }),
   'agent.session.turn.output_text.done': (item: ItemEntity, outputIndex: number, contentIndex: number, text: string): EventOf<'agent.session.turn.output_text.done'> => ({
     type: 'agent.session.turn.output_text.done',
     ...onItem(item, outputIndex),
@@ -203,6 +216,7 @@ export const turnEvents = {
   reasoningDelta: EVENT_BUILDERS['yuxi.session.turn.reasoning.delta'],
   reasoningDone: EVENT_BUILDERS['yuxi.session.turn.reasoning.done'],
   toolProgress: EVENT_BUILDERS['yuxi.session.turn.tool_progress'],
+  commandOutput: EVENT_BUILDERS['agent.output.command_execution_output.delta'],
   /** `receipts`: when the inputs of user messages were received (input id → received_at). */
   item(type: 'added' | 'done', item: ItemEntity, outputIndex: number, receipts?: ReadonlyMap<string, Date>) {
     return EVENT_BUILDERS[`agent.session.turn.item.${type}` as const](item, outputIndex, receipts);

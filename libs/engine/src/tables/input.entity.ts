@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import type { AgentSnapshot, CompactionMode } from '#libs/agents';
+import type { EnvironmentConfig } from '#libs/environments';
 
 import type { AttachmentStatus, InputMode, InputStatus } from '../machines/input-states.js';
 
@@ -32,6 +33,8 @@ export interface FrozenInputConfig {
   cooperation_depth?: number;
   /** A `yuxi.session.input.compact` request: the turn of this input only compacts the context. */
   compact?: { instructions?: string };
+  /** The session's environment (absent: none): its turns get the harness's tools and run them in its workspace. */
+  environment?: EnvironmentConfig;
 }
 
 @Entity('inputs')

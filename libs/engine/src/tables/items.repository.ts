@@ -51,6 +51,48 @@ export class ItemsRepository {
     return rows;
   }
 
+  /**
+   * Ends a command_execution item written in progress: its status and what the command did
+   * (`ending`: exit_code, output, duration_ms, cwd) merged into its record. Null when it is not in
+   * progress (already ended) or not there.
+   */
+  async endCommand(manager: EntityManager, id: string, status: 'completed' | 'incomplete', ending: Record<string, unknown>): Promise<ItemEntity | null> {
+    const rows = (await manager.query(
+      prepared(`UPDATE items SET status = $2, content = jsonb_set(content, '{0,command_execution}', (content->0->'command_execution') || $3::jsonb)
+       WHERE id = $1 AND status = 'in_progress' RETURNING ${ITEM_COLUMNS}`),
+      [id, status, JSON.stringify(ending)],
+    )) as [Record<string, unknown>[], number];
+    const row = rows[0]?.[0];
+    return row ? itemFromRow(row) : null;
+  }
+
+  /**
+   * Ends the commands of a turn still in progress (the turn ended first: cancelled or failed
+   * mid-command) as incomplete, `output` saying why. The ended items.
+   */
+  async endRunningCommands(manager: EntityManager, turnId: string, output: string): Promise<ItemEntity[]> {
+    const [rows] = (await manager.query(
+      prepared(`UPDATE items SET status = 'incomplete', content = jsonb_set(content, '{0,command_execution}', (content->0->'command_execution') || jsonb_build_object('output', $2::text))
+       WHERE turn_id = $1 AND type = 'command_execution' AND status = 'in_progress' RETURNING ${ITEM_COLUMNS}`),
+      [turnId, output],
+    )) as [Record<string, unknown>[], number];
+    return rows.map(itemFromRow);
+  }
+
+  /**
+   * What a command in a session's workspace runs as: the session's owner and workdir (its
+   * workspace), and its command_execution item's output index (null when the item is not there).
+   */
+  async commandScope(sessionId: string, itemId: string): Promise<{ ownerId: string; workdirId: string; outputIndex: number | null } | null> {
+    const rows = (await this.items.query(
+      prepared(`SELECT s.owner_id, s.workdir_id, (SELECT (i.content->0->'command_execution'->>'output_index')::int FROM items i WHERE i.id = $2) AS output_index
+       FROM sessions s WHERE s.id = $1`),
+      [sessionId, itemId],
+    )) as { owner_id: string; workdir_id: string; output_index: number | null }[];
+    const row = rows[0];
+    return row ? { ownerId: row.owner_id, workdirId: row.workdir_id, outputIndex: row.output_index ?? null } : null;
+  }
+
   /** Which of these item ids are already written. */
   async existingItemIds(manager: EntityManager, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];

@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import type { AgentSnapshot, CompactionMode } from '#libs/agents';
+import type { EnvironmentConfig } from '#libs/environments';
 
 /** The latest turn of the session as the session resource shows it (`yuxi.current_turn`). */
 export interface TurnSummary {
@@ -39,6 +40,8 @@ export class SessionEntity {
    * session of a project, else the session's own id.
    */
   @Column('uuid', { name: 'workdir_id' }) workdirId!: string;
+  /** The session's environment (its own param over its agent's default, normalised); null: none. Tree members carry their root's. */
+  @Column('jsonb', { nullable: true }) environment!: EnvironmentConfig | null;
   @Column('boolean', { name: 'is_pinned' }) isPinned!: boolean;
   @Column('boolean') archived!: boolean;
   @Column('boolean') unread!: boolean;
@@ -77,7 +80,7 @@ export class SessionEntity {
  * column added by a later migration fails ("cached plan must not change result type").
  */
 export const SESSION_COLUMNS =
-  'id, owner_id, agent_id, model, tool_approval_mode, compaction_mode, instructions, agent_snapshot, trusted_tools, title, project_id, workdir_id, is_pinned, archived, unread, queue_paused, ' +
+  'id, owner_id, agent_id, model, tool_approval_mode, compaction_mode, instructions, agent_snapshot, trusted_tools, title, project_id, workdir_id, environment, is_pinned, archived, unread, queue_paused, ' +
   'input_seq, item_seq, turn_seq, pending_input_count, current_turn, parent_session_id, root_session_id, depth, spawned_turn_id, spawned_call_id, subagent, ' +
   'tree_max_concurrent, tree_stopped_at, metadata, revision, deleted_at, created_at, last_active_at, updated_at';
 
@@ -96,6 +99,7 @@ export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
     title: row.title as string,
     projectId: (row.project_id as string | null) ?? null,
     workdirId: row.workdir_id as string,
+    environment: (row.environment as EnvironmentConfig | null) ?? null,
     isPinned: row.is_pinned as boolean,
     archived: row.archived as boolean,
     unread: row.unread as boolean,

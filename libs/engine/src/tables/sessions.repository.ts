@@ -1,11 +1,10 @@
-import type { CompactionMode } from '#libs/agents';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 // TypeORM's deep-partial type cannot express JSON with `unknown` values (the agent snapshot's tool schemas).
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
 import { isUuid, newId, type Page, type PageQuery, prepared, sqlList, toPage } from '#libs/database';
-import type { AgentSnapshot } from '#libs/agents';
+import type { AgentSnapshot, CompactionMode } from '#libs/agents';
 import { DomainError } from '#libs/errors';
 import { ACCOUNT_OF, ACCOUNT_RUNNING_TURNS } from '../claims/account-sql.js';
 import { SESSION_COLUMNS, SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
@@ -25,6 +24,7 @@ export interface NewSession {
   workdirId?: string;
   /** The caller's labels (validated by the API); omitted: none. */
   metadata?: Record<string, string>;
+  environment?: SessionEntity['environment']; // normalised by the API; omitted: none
 }
 
 /** Presentation and default-configuration changes; each field optional. */
@@ -95,6 +95,7 @@ export class SessionsRepository {
       treeMaxConcurrent: input.treeMaxConcurrent ?? null,
       treeStoppedAt: null,
       workdirId: input.workdirId ?? id,
+      environment: input.environment ?? null,
       metadata: input.metadata ?? {},
       revision: 1,
       deletedAt: null,

@@ -68,6 +68,22 @@ export interface StoredContentPart {
   subagent_session_id?: string | null;
   /** compaction items keep their one part here: the summary is `text`. */
   compaction?: CompactionRecord;
+  /** A command_execution item (a `shell` call in a workspace): what ran and how it ended; never part of a model context. */
+  command_execution?: CommandExecutionRecord;
+}
+
+/**
+ * What a command_execution item shows besides its call: written with the call (in progress, the
+ * outcome null) and completed with its result. `output_index`: the item's index in its turn, for
+ * the events of its completion and its live output.
+ */
+export interface CommandExecutionRecord {
+  command: string;
+  cwd: string | null;
+  exit_code: number | null;
+  output: string | null;
+  duration_ms: number | null;
+  output_index: number;
 }
 
 /**
@@ -86,10 +102,11 @@ export function assistantContent(text: string, reasoning: string): StoredContent
 }
 
 /**
- * Item types of a tool call: a function call, or a coordinator's call on its members; each
- * has a `function_call_output` with its call_id. The model sees all of them as tool calls.
+ * Item types of a tool call: a function call, a coordinator's call on its members, or a `shell`
+ * call in a session's workspace (`command_execution`, in progress until its result); each has a
+ * `function_call_output` with its call_id. The model sees all of them as tool calls.
  */
-export const CALL_ITEM_TYPES = ['function_call', 'create_subagent_call', 'message_subagent_call', 'wait_subagents_call', 'interrupt_subagent_call'] as const;
+export const CALL_ITEM_TYPES = ['function_call', 'create_subagent_call', 'message_subagent_call', 'wait_subagents_call', 'interrupt_subagent_call', 'command_execution'] as const;
 export type CallItemType = (typeof CALL_ITEM_TYPES)[number];
 
 export function isCallItem(type: string): type is CallItemType {

@@ -13,6 +13,11 @@ export function toItemDto(item: ItemEntity, receipts?: ReadonlyMap<string, Date>
   // A tool call and its output are items of their own, linked by call_id (no role, no content parts).
   if (isCallItem(item.type) && call) {
     const dto: ItemDto = { id: item.id, type: item.type, status: item.status, call_id: call.call_id ?? '', name: call.name ?? '', arguments: call.arguments ?? '', yuxi };
+    // A command shows what ran and how it ended (the upstream command_execution fields).
+    if (call.command_execution) {
+      const { command, cwd, exit_code, output, duration_ms } = call.command_execution;
+      return { ...dto, turn_id: item.turnId, command, cwd, exit_code, output, duration_ms };
+    }
     // A coordination call also shows its arguments as fields and the member it concerns.
     if (item.type !== 'function_call') return { ...dto, ...coordinationFields(call.arguments ?? ''), yuxi: { ...yuxi, subagent_session_id: call.subagent_session_id ?? null } };
     return dto;

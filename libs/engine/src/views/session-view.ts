@@ -2,6 +2,7 @@ import { unixSeconds } from '#libs/database';
 import type { AcceptedReceipt } from '../tables/receipt.entity.js';
 import { SESSION_STATUS_MACHINE, type SessionStatus, sessionStatusOf } from '../machines/session-states.js';
 import { type SessionEntity as Session, type TurnSummary } from '../tables/session.entity.js';
+import { type EnvironmentView, environmentView } from './environment-view.js';
 
 /** A session's work status (derived, never stored), declared once in libs/engine (SESSION_STATUS_MACHINE). */
 export const SESSION_STATUSES = SESSION_STATUS_MACHINE.states;
@@ -24,7 +25,7 @@ export interface SessionView {
   last_active_at: number;
   status: string;
   /** The upstream Agents API's fields its official SDK reads (see upstreamFields). */
-  environment: { type: 'none' };
+  environment: EnvironmentView;
   metadata: Record<string, string>;
   usage: null;
   required_actions: RequiredAction[];
@@ -127,7 +128,7 @@ export function toSessionDto(session: Session, receipt: AcceptedReceipt | null =
     created_at: unixSeconds(session.createdAt),
     last_active_at: unixSeconds(session.lastActiveAt),
     status,
-    environment: { type: 'none' },
+    environment: environmentView(session.environment, session.workdirId),
     metadata: session.metadata,
     // Usage is kept per run and per turn (`yuxi.usage`); the session's sum is not.
     usage: null,

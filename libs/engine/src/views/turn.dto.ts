@@ -98,12 +98,22 @@ export class ItemDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['message', ...CALL_ITEM_TYPES, 'function_call_output', 'compaction'] }) type!: string;
   @ApiPropertyOptional({ enum: ['user', 'assistant'], description: 'Messages only.' }) role?: string;
-  @ApiProperty({ enum: ['in_progress', 'completed', 'incomplete'] }) status!: string;
+  @ApiProperty({
+    enum: ['in_progress', 'completed', 'incomplete'],
+    description: 'command_execution: in_progress while it runs; completed when it ran to its exit (any exit code); incomplete when it did not (a limit, a lost worker, a refused call: see `output`).',
+  })
+  status!: string;
   @ApiPropertyOptional({ type: [ContentPartDto], description: 'Messages only.' }) content?: ContentPartDto[];
-  @ApiPropertyOptional({ description: 'function_call and function_call_output: links a call and its output.' }) call_id?: string;
+  @ApiPropertyOptional({ description: 'Calls (function_call, command_execution, coordination calls) and function_call_output: links a call and its output.' }) call_id?: string;
   @ApiPropertyOptional({ description: 'function_call: the tool name.' }) name?: string;
   @ApiPropertyOptional({ description: 'function_call: the arguments, as the JSON string the model produced.' }) arguments?: string;
-  @ApiPropertyOptional({ description: 'function_call_output: what the tool returned (what the model sees).' }) output?: string;
+  @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    description:
+      'function_call_output: what the tool returned (what the model sees). command_execution: stdout and stderr together, cut at SANDBOX_OUTPUT_MAX_BYTES (null while it runs; its live output comes as `agent.output.command_execution_output.delta`).',
+  })
+  output?: string | null;
   @ApiPropertyOptional({ enum: ['final_answer', 'commentary'], description: 'Assistant messages only: final_answer for the output of the turn result run.' })
   phase?: string;
   @ApiPropertyOptional({ description: 'compaction: the summary that stands for the history before it in later model contexts.' }) summary?: string;
@@ -113,6 +123,17 @@ export class ItemDto {
   @ApiPropertyOptional({ description: 'message_subagent_call: the message sent.' }) message?: string;
   @ApiPropertyOptional({ type: [String], description: 'wait_subagents_call: the members waited for (absent: all of the coordinator\'s).' }) subagent_ids?: string[];
   @ApiPropertyOptional({ enum: ['all', 'any'], description: 'wait_subagents_call: wait for all (default) or any.' }) mode?: string;
+  @ApiPropertyOptional({ description: 'command_execution (a `shell` call in the session\'s workspace): the turn it belongs to.' }) turn_id?: string;
+  @ApiPropertyOptional({ description: 'command_execution: the command, run with `bash -lc`.' }) command?: string;
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'command_execution: the directory it ran in (`/workspace`).' }) cwd?: string | null;
+  @ApiPropertyOptional({
+    type: 'integer',
+    nullable: true,
+    description: 'command_execution: the exit code; null while it runs, and when it did not exit on its own (a limit or a signal ended it, its worker was lost): `output` then says why.',
+  })
+  exit_code?: number | null;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, nullable: true, description: 'command_execution: how long it ran, in milliseconds; null while it runs or when unknown.' })
+  duration_ms?: number | null;
   @ApiProperty({ type: ItemYuxiDto }) yuxi!: ItemYuxiDto;
 }
 

@@ -5,6 +5,7 @@ import { Type } from 'class-transformer';
 import { ApiHideProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { SESSION_STATUSES, TURN_STATUSES, WaitpointDto } from '#libs/engine';
 import { IsSessionMetadata, OptionalNotNull } from './validators.js';
+import { SessionEnvironmentViewDto } from './environment-view.dto.js';
 
 /** The schema of a session's `metadata` (the bounds of METADATA_LIMITS). */
 export const METADATA_SCHEMA = {
@@ -86,10 +87,6 @@ export class SessionAgentDto {
 const ARGUMENTS_DESCRIPTION = 'The arguments the model produced: the JSON object they hold, or the text as sent when it is not one.';
 const ARGUMENTS_SCHEMA: ApiPropertyOptions = { oneOf: [{ type: 'object', additionalProperties: true }, { type: 'string' }], description: ARGUMENTS_DESCRIPTION };
 
-export class SessionEnvironmentViewDto {
-  @ApiProperty({ enum: ['none'], description: 'Every session here runs without an execution environment.' }) type!: 'none';
-}
-
 export class ApprovalRequestDto {
   @ApiProperty({ enum: ['mcp_tool_call'] }) type!: 'mcp_tool_call';
   @ApiProperty({ description: 'Always `yuxi`: approvals here cover every server-executed tool (builtin or MCP); the item of the call says which.' }) server_label!: string;
@@ -120,7 +117,8 @@ export class SessionDto {
   @ApiProperty({ type: 'integer', description: 'Unix seconds of the latest receipt, consumption or run; presentation updates do not move it.' })
   last_active_at!: number;
   @ApiProperty({ enum: SESSION_STATUSES }) status!: string;
-  @ApiProperty({ type: SessionEnvironmentViewDto, description: 'The upstream Agents API\'s environment: always `{"type": "none"}` here.' }) environment!: SessionEnvironmentViewDto;
+  @ApiProperty({ type: SessionEnvironmentViewDto, description: 'The upstream Agents API\'s environment: `{"type": "none"}`, or the hosted workspace the session (and its tree) works in.' })
+  environment!: SessionEnvironmentViewDto;
   @ApiProperty({ ...METADATA_SCHEMA, description: 'The same map as `yuxi.metadata`, where the upstream Agents API shows it.' }) metadata!: Record<string, string>;
   @ApiProperty({ type: 'object', additionalProperties: false, nullable: true, enum: [null], description: 'Always null: usage is kept per run and per turn (`yuxi.usage` of each), not summed per session.' }) usage!: null;
   @ApiProperty({

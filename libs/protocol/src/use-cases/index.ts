@@ -13,6 +13,7 @@ export { CompactContext } from './compact-context.use-case.js';
 export { ContinueTree, StopTree } from './tree-controls.use-case.js';
 export { OPERATOR_EVENT_TYPES, SubmitOperatorEvent } from './operator-events.use-case.js';
 export { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
+export { ARTIFACT_USE_CASES, DeleteArtifact, GetArtifact, GetArtifactContent, ListArtifacts } from './artifacts.use-case.js';
 
 import { InlineImages } from '../inline-images.js';
 import { Acceptance } from './acceptance.js';

@@ -1,0 +1,128 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { newId, prepared } from '#libs/database';
+import { absoluteWorkspacePath } from './workspace-paths.js';
+import { type Manifest, type ManifestChanges, manifestTotals, mergeOntoHead, SYMLINK_MODE } from './manifest.js';
+
+/** A workspace's latest committed version. */
+export interface WorkspaceHead {
+  versionId: string;
+  seq: number;
+  manifest: Manifest;
+}
+
+export interface WorkspaceState {
+  setupState: 'running' | 'done';
+  head: WorkspaceHead | null;
+}
+
+/** Who made a version: the call (or the setup) whose writes it holds. */
+export interface VersionAuthor {
+  sessionId: string;
+  turnId: string | null;
+  callId: string | null;
+}
+
+export interface CommitRequest {
+  workdirId: string;
+  author: VersionAuthor;
+  changes: ManifestChanges;
+  /** The first version: the environment's files, the attachments and what setup left; ends the setup. */
+  setupOutput?: string;
+}
+
+/**
+ * The `workspaces`, `workspace_versions` and `session_artifacts` tables. A commit serialises on the
+ * workspace's row (FOR UPDATE) and merges the call's changes onto whatever head it finds there, so
+ * two sessions of a tree committing at once on two workers both keep their writes (per path, the
+ * later commit wins).
+ */
+@Injectable()
+export class WorkspacesRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async state(workdirId: string): Promise<WorkspaceState | null> {
+    const [row] = (await this.dataSource.query(
+      prepared(`SELECT w.setup_state, v.id AS version_id, v.seq, v.manifest
+         FROM workspaces w LEFT JOIN workspace_versions v ON v.id = w.head_version_id WHERE w.workdir_id = $1`),
+      [workdirId],
+    )) as { setup_state: 'running' | 'done'; version_id: string | null; seq: number | null; manifest: Manifest | null }[];
+    if (!row) return null;
+    return { setupState: row.setup_state, head: row.version_id ? { versionId: row.version_id, seq: row.seq!, manifest: row.manifest! } : null };
+  }
+
+  /**
+   * Claims making the workspace's first version: true for the one caller that inserted the row, or
+   * that took over a setup whose claimer went quiet longer than `staleAfterS` (its worker died).
+   */
+  async claimSetup(workdirId: string, ownerId: string, staleAfterS: number): Promise<boolean> {
+    const rows = (await this.dataSource.query(
+      `INSERT INTO workspaces (workdir_id, owner_id, setup_state) VALUES ($1, $2, 'running')
+       ON CONFLICT (workdir_id) DO UPDATE SET setup_claimed_at = now(), updated_at = now()
+         WHERE workspaces.setup_state = 'running' AND workspaces.setup_claimed_at < now() - $3::int * interval '1 second'
+       RETURNING workdir_id`,
+      [workdirId, ownerId, staleAfterS],
+    )) as unknown[];
+    return rows.length === 1;
+  }
+
+  async version(versionId: string): Promise<WorkspaceHead | null> {
+    const [row] = (await this.dataSource.query(prepared(`SELECT id, seq, manifest FROM workspace_versions WHERE id = $1`), [versionId])) as { id: string; seq: number; manifest: Manifest }[];
+    return row ? { versionId: row.id, seq: row.seq, manifest: row.manifest } : null;
+  }
+
+  /**
+   * Commits a call's changes as a new version on top of the current head, and an artifact for each
+   * regular file the call wrote, in one transaction. Returns the new head.
+   */
+  async commit(request: CommitRequest): Promise<WorkspaceHead> {
+    return this.dataSource.transaction(async (manager) => {
+      const [locked] = (await manager.query(
+        prepared(`SELECT w.head_version_id, v.seq, v.manifest FROM workspaces w LEFT JOIN workspace_versions v ON v.id = w.head_version_id
+           WHERE w.workdir_id = $1 FOR UPDATE OF w`),
+        [request.workdirId],
+      )) as { head_version_id: string | null; seq: number | null; manifest: Manifest | null }[];
+      if (!locked) throw new Error(`workspace ${request.workdirId} does not exist`);
+      const manifest = mergeOntoHead(locked.manifest ?? {}, request.changes);
+      const totals = manifestTotals(manifest);
+      const id = newId();
+      const seq = (locked.seq ?? 0) + 1;
+      const { sessionId, turnId, callId } = request.author;
+      await manager.query(
+        prepared(`INSERT INTO workspace_versions (id, workdir_id, seq, parent_id, manifest, files, bytes, session_id, turn_id, call_id)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`),
+        [id, request.workdirId, seq, locked.head_version_id, JSON.stringify(manifest), totals.files, totals.bytes, sessionId, turnId, callId],
+      );
+      const setup = request.setupOutput !== undefined;
+      await manager.query(
+        prepared(`UPDATE workspaces SET head_version_id = $2, updated_at = now(),
+             setup_state = CASE WHEN $3 THEN 'done' ELSE setup_state END, setup_output = CASE WHEN $3 THEN $4 ELSE setup_output END
+           WHERE workdir_id = $1`),
+        [request.workdirId, id, setup, request.setupOutput ?? null],
+      );
+      await this.insertArtifacts(manager, request, id);
+      return { versionId: id, seq, manifest };
+    });
+  }
+
+  private async insertArtifacts(manager: EntityManager, request: CommitRequest, versionId: string): Promise<void> {
+    const written = Object.entries(request.changes.written).filter(([, [, , mode]]) => mode !== SYMLINK_MODE);
+    if (written.length === 0) return;
+    // One statement whatever the count: unnest of parallel arrays.
+    await manager.query(
+      `INSERT INTO session_artifacts (id, session_id, workdir_id, version_id, path, sha256, size_bytes, turn_id)
+       SELECT unnest($1::uuid[]), $2, $3, $4, unnest($5::text[]), unnest($6::text[]), unnest($7::bigint[]), $8`,
+      [
+        written.map(() => newId()),
+        request.author.sessionId,
+        request.workdirId,
+        versionId,
+        written.map(([path]) => absoluteWorkspacePath(path)),
+        written.map(([, [sha]]) => sha),
+        written.map(([, [, size]]) => size),
+        request.author.turnId,
+      ],
+    );
+  }
+}

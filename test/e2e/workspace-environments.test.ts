@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { WorkspaceSessionEnvironments } from '#libs/environments';
+import { BwrapSandbox } from '#libs/sandbox';
+import { query } from '../support/db.js';
+import { env } from '../support/env.js';
+import { uploadDraft } from '../support/files.js';
+import { harnessCall, realSession, type StoreRig, storeRig } from '../support/workspaces.js';
+
+// The worker's SessionEnvironments with real bubblewrap sandboxes, on the suite's Postgres: a new
+// workspace's setup (files, setup commands once), shell calls committed as versions, and what a
+// command plants (symlinks out of the workspace) never followed by the worker's tools.
+describe('session environments with real sandboxes', () => {
+  let rig: StoreRig;
+  let sandbox: BwrapSandbox;
+  let environments: WorkspaceSessionEnvironments;
+  before(async () => {
+    // The stack's own store: the environment's files are the caller's uploads, read from there.
+    rig = await storeRig(env.storageDir, { SANDBOX_UID: '65534', SANDBOX_GID: '65534', SANDBOX_TIMEOUT_S: '30' });
+    sandbox = new BwrapSandbox({ uid: 65534, gid: 65534 });
+    environments = rig.environments(sandbox);
+  });
+  after(async () => {
+    await sandbox.close();
+    await rig.dataSource.destroy();
+  });
+
+  it('the first call makes the workspace (files placed, setup run once, a missing file said) and runs in it', async () => {
+    const session = await realSession();
+    const draft = await uploadDraft('hello from a file\n', 'input.txt');
+    const withFiles = environments;
+    const environment = {
+      files: [
+        { type: 'file_id' as const, file_id: draft.id, path: 'data/input.txt' },
+        { type: 'file_id' as const, file_id: '0'.repeat(32), path: 'missing.txt' },
+      ],
+      setup_commands: ['echo once >> setup.log', 'cp data/input.txt copy.txt'],
+    };
+    const first = await withFiles.execute(harnessCall(session, 'shell', { command: 'cat copy.txt && echo made > made.txt' }, environment));
+    assert.equal(first.success, true, first.output);
+    assert.match(first.output, /\[workspace set up\]/);
+    assert.match(first.output, new RegExp(`error: file ${'0'.repeat(32)} was not found`));
+    assert.match(first.output, /hello from a file\n$/);
+    assert.equal(first.command?.exitCode, 0);
+    assert.equal(first.command?.cwd, '/workspace');
+    assert.ok(first.workspaceVersionId);
+    const again = await withFiles.execute(harnessCall(session, 'shell', { command: 'cat setup.log' }, environment));
+    assert.equal(again.output, 'once\n');
+    const [workspace] = await query<{ setup_state: string; setup_output: string }>('SELECT setup_state, setup_output FROM workspaces WHERE workdir_id = $1', [session.workdirId]);
+    assert.equal(workspace!.setup_state, 'done');
+    assert.match(workspace!.setup_output, /\$ echo once >> setup\.log/);
+  });
+
+  it('a failing command is not a success; its exit code is kept', async () => {
+    const session = await realSession();
+    const failed = await environments.execute(harnessCall(session, 'shell', { command: 'echo out; exit 3' }));
+    assert.equal(failed.success, false);
+    assert.equal(failed.command?.exitCode, 3);
+    assert.equal(failed.output, 'out\n');
+  });
+
+  it('symlinks a command plants out of the workspace are versioned as links and never followed by the tools', async () => {
+    const session = await realSession();
+    const planted = await environments.execute(harnessCall(session, 'shell', { command: 'ln -s /etc/shadow leak && ln -s / root && echo ok' }));
+    assert.equal(planted.success, true, planted.output);
+    for (const target of ['leak', 'root/etc/shadow', '/workspace/root/etc/passwd']) {
+      const read = await environments.execute(harnessCall(session, 'read_file', { path: target }));
+      assert.equal(read.success, false, target);
+      assert.doesNotMatch(read.output, /root:/);
+    }
+    const write = await environments.execute(harnessCall(session, 'write_file', { path: 'root/tmp/escaped', content: 'x' }));
+    assert.equal(write.success, false);
+    const listed = await environments.execute(harnessCall(session, 'list_files', {}));
+    assert.match(listed.output, /^leak -> \/etc\/shadow$/m);
+    // The commit recorded links, not what they point to: no artifact is a link.
+    const artifacts = await query<{ path: string }>('SELECT path FROM session_artifacts WHERE session_id = $1', [session.id]);
+    assert.deepEqual(artifacts, []);
+  });
+
+  it('a command writing past the workspace bound keeps nothing and says why', async () => {
+    const session = await realSession();
+    const small = await storeRig(await mkdtemp(path.join(tmpdir(), 'yx-blobs-')), { SANDBOX_UID: '65534', SANDBOX_GID: '65534', SANDBOX_WORKSPACE_MAX_FILES: '5' });
+    const bounded = small.environments(sandbox);
+    const flood = await bounded.execute(harnessCall(session, 'shell', { command: 'for i in $(seq 1 10); do echo $i > f$i; done; echo wrote' }));
+    assert.equal(flood.success, false);
+    assert.match(flood.output, /not kept: the workspace would hold more than 5 files/);
+    assert.equal(flood.workspaceVersionId, undefined);
+    const after = await bounded.execute(harnessCall(session, 'list_files', {}));
+    assert.doesNotMatch(after.output, /f1 /);
+    await small.dataSource.destroy();
+  });
+});
