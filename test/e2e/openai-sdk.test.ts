@@ -77,13 +77,9 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
     assert.equal(same.body.id, session.id, same.text);
     await assert.rejects(sessions.create({ ...params, metadata: { channel: 'other' } }, keyed(key)), refused(409, 'idempotency_conflict'));
 
-    // Other environments come later: refused, naming the field.
-    const hosted = { ...params, environment: { type: 'openai_hosted' } } as unknown as typeof params;
-    await assert.rejects(sessions.create(hosted, keyed(randomUUID())), (error: unknown) => {
-      refused(422, 'validation_failed')(error);
-      assert.match(JSON.stringify((error as InstanceType<typeof OpenAI.APIError>).error), /environment\.type/);
-      return true;
-    });
+    // An environment hosted elsewhere (self_hosted) is not offered here.
+    const selfHosted = { ...params, environment: { type: 'self_hosted' as const, workspace_directory: '/workspace' } };
+    await assert.rejects(sessions.create(selfHosted, keyed(randomUUID())), refused(422, 'environment_unavailable'));
     // An upstream field this server does not have is refused by name, never ignored.
     await assert.rejects(sessions.create({ ...params, review: 'auto_review' }, keyed(randomUUID())), (error: unknown) => {
       refused(422, 'validation_failed')(error);
@@ -93,6 +89,17 @@ describe('openai-sdk: the official OpenAI SDK as a client', () => {
     const both = await http(`${API}/sessions`, { body: { agent_id: 'default-chatbot', metadata: { a: '1' }, yuxi: { metadata: { a: '2' } } }, idempotencyKey: randomUUID() });
     assert.equal(both.status, 422, both.text);
     assert.equal(both.body.error.details.fields[0].field, 'metadata', both.text);
+  });
+
+  it('creates a session in an environment hosted by this deployment and reads it back', async () => {
+    const session = await sessions.create({ environment: { type: 'openai_hosted', network: { access: 'disabled' } }, agent_id: 'default-chatbot' }, keyed(randomUUID()));
+    const read = await sessions.retrieve(session.id);
+    for (const environment of [session.environment, read.environment]) {
+      assert.equal(environment.type, 'openai_hosted');
+      if (environment.type !== 'openai_hosted') continue;
+      assert.equal(environment.network.access, 'disabled');
+      assert.deepEqual([environment.files, environment.skills, environment.plugins, environment.capability_directories], [[], [], [], []]);
+    }
   });
 
   it('retrieves, updates top-level metadata, lists with auto-pagination and deletes', async () => {

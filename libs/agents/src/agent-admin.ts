@@ -18,7 +18,7 @@ export class AgentAdmin {
 
   /** Validates a definition completely (shape, tools, model provider); 422 invalid_agent lists every problem. */
   validate(agentId: string, raw: unknown): AgentDefinition {
-    const { definition, errors } = parseAgentDefinition(raw);
+    const { definition, errors } = parseAgentDefinition(raw, this.config.sandbox.ceilings);
     if (!AGENT_ID.test(agentId)) errors.unshift({ field: 'agent_id', errors: ['must be a lowercase slug of 1–64 characters (a-z, 0-9, _ and -)'] });
     else if (RESERVED_AGENT_IDS.includes(agentId)) errors.unshift({ field: 'agent_id', errors: [`is reserved (${RESERVED_AGENT_IDS.join(', ')} are routes under /api/v1/agents)`] });
     const body = raw as { id?: unknown } | null;

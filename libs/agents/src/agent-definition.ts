@@ -1,5 +1,8 @@
+import type { SandboxLimitValues } from '#libs/config';
+import type { EnvironmentConfig } from '#libs/environments';
 import type { FieldError } from '#libs/errors';
 import { parseToolDeclarations, type ToolDeclaration } from '#libs/tools';
+import { parseAgentEnvironment, UNBOUNDED } from './agent-environment.js';
 import { AGENT_VISIBILITIES, type AgentContext, DEFAULT_MULTI_AGENT, type MultiAgentPolicy, type AgentLimits, COMPACTION_MODES, type CompactionMode, type AgentVisibility, TOOL_APPROVAL_MODES, type ToolApprovalMode } from './agent.entity.js';
 
 /** A saved agent as an administrator writes it (PUT body, or one entry of AGENTS_FILE). */
@@ -20,12 +23,14 @@ export interface AgentDefinition {
   /** null: no cooperation tools. */
   multi_agent: MultiAgentPolicy | null;
   visibility: AgentVisibility;
+  /** The environment its sessions get by default (they may ask for none, or tighten it); null: none. */
+  environment: EnvironmentConfig | null;
 }
 
 export const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** Slugs that are routes under /api/v1/agents: an agent with one of these ids could not be read at /api/v1/agents/{id}. */
 export const RESERVED_AGENT_IDS: readonly string[] = ['sessions', 'files', 'projects'];
-const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'allowed_models', 'tool_approval_pinned', 'limits', 'context', 'multi_agent', 'visibility']);
+const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'allowed_models', 'tool_approval_pinned', 'limits', 'context', 'multi_agent', 'visibility', 'environment']);
 const LIMIT_RANGES: Record<keyof AgentLimits, [number, number]> = {
   max_model_calls: [1, 1000],
   max_tool_calls: [0, 1000],
@@ -34,9 +39,10 @@ const LIMIT_RANGES: Record<keyof AgentLimits, [number, number]> = {
 
 /**
  * Validates an agent definition, collecting every problem with its field rather than stopping at
- * the first. Pure: the model's provider is checked by the caller (ModelRegistry).
+ * the first. Pure: the model's provider is checked by the caller (ModelRegistry). `ceilings`: the
+ * deployment's sandbox limits' ceilings, which an environment's limits may not pass.
  */
-export function parseAgentDefinition(raw: unknown): { definition: AgentDefinition | null; errors: FieldError[] } {
+export function parseAgentDefinition(raw: unknown, ceilings: SandboxLimitValues = UNBOUNDED): { definition: AgentDefinition | null; errors: FieldError[] } {
   const errors: FieldError[] = [];
   const fail = (field: string, error: string): void => void errors.push({ field, errors: [error] });
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { definition: null, errors: [{ field: 'body', errors: ['must be an object'] }] };
@@ -88,6 +94,7 @@ export function parseAgentDefinition(raw: unknown): { definition: AgentDefinitio
   }
   const context = parseContext(body.context, fail);
   const multiAgent = parseMultiAgent(body.multi_agent, fail);
+  const environment = parseAgentEnvironment(body.environment, ceilings, errors);
   const parsedTools = parseToolDeclarations(body.tools ?? []);
   for (const error of parsedTools.errors) {
     const match = /^(tools(?:\[\d+\])?(?:\.[\w]+)?)[: ]\s*(.*)$/.exec(error);
@@ -108,6 +115,7 @@ export function parseAgentDefinition(raw: unknown): { definition: AgentDefinitio
       context,
       multi_agent: multiAgent,
       visibility: visibility as AgentVisibility,
+      environment,
     },
     errors,
   };

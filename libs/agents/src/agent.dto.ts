@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { COMPACTION_MODES } from './agent.entity.js';
+import { AgentEnvironmentDto, ENVIRONMENT_DEFAULT_RULE, EnvironmentParamDto } from './environment.dto.js';
 
 export class FunctionToolDto {
   @ApiProperty({ enum: ['function'] }) type!: 'function';
@@ -148,6 +149,7 @@ export class AgentYuxiDto {
   @ApiProperty({ type: AgentLimitsDto, description: 'Effective limits (defaults filled in).' }) limits!: AgentLimitsDto;
   @ApiProperty({ type: AgentContextDto, description: 'Context management as defined (defaults not filled in).' }) context!: AgentContextDto;
   @ApiProperty({ type: MultiAgentDto, nullable: true, description: 'Cooperation (defaults filled in); null: the agent does not coordinate.' }) multi_agent!: MultiAgentDto | null;
+  @ApiProperty({ type: AgentEnvironmentDto, nullable: true, description: `The environment its sessions get by default; null: none. ${ENVIRONMENT_DEFAULT_RULE}` }) environment!: AgentEnvironmentDto | null;
   @ApiPropertyOptional({ description: 'System prompt; shown to administrators only.' }) instructions?: string;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) updated_at!: number;
 }
@@ -187,6 +189,8 @@ export class PutAgentDto {
   @ApiPropertyOptional({ type: AgentContextDto, description: 'Context window and compaction policy (README "Context and compaction").' }) context?: AgentContextDto;
   @ApiPropertyOptional({ type: MultiAgentDto, nullable: true, description: 'Cooperation: subagents and trees (README "Cooperation: subagents and trees").' }) multi_agent?: MultiAgentDto | null;
   @ApiPropertyOptional({ enum: ['public', 'private'], default: 'public', description: 'private: visible to its creator only.' }) visibility?: string;
+  @ApiPropertyOptional({ type: EnvironmentParamDto, nullable: true, description: `The environment its sessions get by default (without \`files\`: they belong to a caller); omitted, null or \`{"type": "none"}\`: none. ${ENVIRONMENT_DEFAULT_RULE}` })
+  environment?: EnvironmentParamDto | null;
 }
 
 export class AgentDeletedDto {
@@ -209,6 +213,7 @@ export class AgentDefinitionDto {
   @ApiProperty({ type: AgentContextDto }) context!: AgentContextDto;
   @ApiProperty({ type: MultiAgentDto, nullable: true }) multi_agent!: MultiAgentDto | null;
   @ApiProperty({ enum: ['public', 'private'] }) visibility!: string;
+  @ApiProperty({ type: EnvironmentParamDto, nullable: true, description: 'The default environment as normalised (env values shown as "***"); null: none.' }) environment!: EnvironmentParamDto | null;
 }
 
 /** One version of a saved agent: what a create or replace wrote. */

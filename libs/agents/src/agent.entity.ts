@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { EnvironmentConfig } from '#libs/environments';
 import type { ToolDeclaration } from '#libs/tools';
 
 /**
@@ -108,6 +109,8 @@ export class AgentEntity {
   @Column('jsonb') context!: AgentContext;
   @Column('jsonb', { name: 'multi_agent', nullable: true }) multiAgent!: MultiAgentPolicy | null;
   @Column('varchar') visibility!: AgentVisibility;
+  /** The environment its sessions get unless they ask for none or tighten it; null: none. Its limits: only those it sets. */
+  @Column('jsonb', { nullable: true }) environment!: EnvironmentConfig | null;
   @Column('integer') version!: number;
   @Column('timestamptz', { name: 'deleted_at', nullable: true }) deletedAt!: Date | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;

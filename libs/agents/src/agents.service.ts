@@ -11,6 +11,7 @@ import { AuditLog } from '#libs/audit';
 import type { AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto } from './agent.dto.js';
 import { DEFAULT_AGENT_LIMITS, AgentEntity, type AgentLimits, type AgentSnapshot } from './agent.entity.js';
 import { AGENT_ID, type AgentDefinition } from './agent-definition.js';
+import { agentEnvironmentView, redactedEnvironment } from './agent-environment.js';
 import { refusedMcpAddresses } from './mcp-addresses.js';
 
 /** Who is looking: private agents are for their owner, and never for an app's end users. */
@@ -179,6 +180,7 @@ export class AgentsService {
         context: definition.context,
         multiAgent: definition.multi_agent,
         visibility: definition.visibility,
+        environment: definition.environment,
       };
       const now = new Date();
       if (!existing) {
@@ -259,6 +261,7 @@ export class AgentsService {
         limits: effectiveLimits(row.limits),
         context: row.context,
         multi_agent: row.multiAgent,
+        environment: agentEnvironmentView(row.environment, admin),
         updated_at: unixSeconds(row.updatedAt),
       },
     };
@@ -345,12 +348,13 @@ function definitionOf(definition: AgentDefinition): AgentDefinition {
     context: definition.context,
     multi_agent: definition.multi_agent,
     visibility: definition.visibility,
+    environment: definition.environment ?? null,
   };
 }
 
 /** Kept whole, shown as the agent is: MCP credentials redacted; fields in the order of a PUT body (jsonb keeps its own). */
 function versionDto(row: AgentVersionRow): AgentVersionDto {
-  const definition = { ...definitionOf(row.definition), tools: row.definition.tools.map(redactTool) } as unknown as AgentVersionDto['definition'];
+  const definition = { ...definitionOf(row.definition), tools: row.definition.tools.map(redactTool), environment: redactedEnvironment(row.definition.environment) } as unknown as AgentVersionDto['definition'];
   return { object: 'agent.version', agent_id: row.agent_id, version: row.version, definition, created_at: unixSeconds(row.created_at), actor_id: row.actor_id };
 }
 

@@ -20,3 +20,6 @@ export { type AgentDefinition, parseAgentDefinition } from './agent-definition.j
 export { AgentsFile } from './agents-file.js';
 export { AgentsModule } from './agents.module.js';
 export { type AgentActor, AgentsService, type AgentViewer, DEFAULT_AGENT_ID, effectiveLimits } from './agents.service.js';
+export { type EnvironmentParam, ENVIRONMENT_BOUNDS, type HostedEnvironmentParam, parseEnvironmentParam, type ParsedEnvironment, UNSUPPORTED_ENVIRONMENT_FIELDS, workspacePath } from './environment-param.js';
+export { networkLoosening, resolveEnvironment } from './environment-resolution.js';
+export { AgentEnvironmentDto, ENVIRONMENT_DEFAULT_RULE, EnvironmentFileParamDto, EnvironmentLimitsParamDto, EnvironmentNetworkParamDto, EnvironmentParamDto } from './environment.dto.js';

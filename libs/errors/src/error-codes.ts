@@ -147,6 +147,20 @@ export const ERROR_CODES = {
   },
   invalid_model: { status: 422, type: 'invalid_request', retryable: false, description: 'The model is not of the form provider:model or its provider is unknown.' },
   invalid_agent: { status: 422, type: 'invalid_request', retryable: false, description: 'The agent definition is invalid; `details.fields` lists each problem.' },
+  environment_unavailable: {
+    status: 422,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The session asks for an execution environment this deployment does not offer: a `self_hosted` one (it hosts environments itself: use `openai_hosted`), or any environment on a deployment without a sandbox runtime (SANDBOX_RUNTIME=none), including one its agent gives by default (send `{"type": "none"}`).',
+  },
+  environment_loosened: {
+    status: 422,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The session\'s `environment` asks for more than its agent\'s default environment allows (`details.fields` names each field): wider network access or domains, or a higher limit. A session may only tighten its agent\'s environment.',
+  },
   waitpoint_incomplete: {
     status: 422,
     type: 'invalid_request',

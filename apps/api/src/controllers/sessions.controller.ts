@@ -67,7 +67,7 @@ export class SessionsController {
     operationId: 'createSession',
     summary: 'Create a session, empty or with its first input',
     description:
-      'The session, its first input, the input\'s receipt and the binding of `yuxi.attachment_file_ids` commit in one transaction before the response (an unknown file is 404, an attached one 409 `file_already_bound`; nothing is stored then); the turn runs afterwards (watch it on the event stream). With attachments the input waits with `attachment_status: preparing` until a worker has put the files in the session workdir. With `stream: true` (and an input) the response is the session event stream instead of JSON.',
+      'The session, its first input, the input\'s receipt and the binding of `yuxi.attachment_file_ids` commit in one transaction before the response (an unknown file is 404, an attached one 409 `file_already_bound`; nothing is stored then); the turn runs afterwards (watch it on the event stream). With attachments the input waits with `attachment_status: preparing` until a worker has put the files in the session workdir. With `stream: true` (and an input) the response is the session event stream instead of JSON. An `environment` (or the agent\'s default one) is checked and stored with the session: 422 naming the field for what this deployment does not take, `environment_unavailable` where it hosts none, `environment_loosened` where the session asks for more than its agent\'s default allows, 404 for a file of `environment.files` that is not the caller\'s.',
   })
   @ApiIdempotencyKey('create-0001')
   // A sample that succeeds as is in Swagger's Try it out (no stream: true, no placeholder file ids).
@@ -79,7 +79,7 @@ export class SessionsController {
       'The session; `yuxi.receipt` holds the acceptance of the initial input. With `stream: true` the answer is the session event stream (text/event-stream), starting with `agent.session.created` whose `session` is this resource.',
   })
   @ApiProduces('application/json', 'text/event-stream')
-  @ApiErrors('validation_failed', 'invalid_json', 'idempotency_key_required', 'invalid_model', 'model_not_allowed', 'tool_approval_pinned', 'not_found', 'idempotency_conflict', 'file_already_bound', 'payload_too_large', 'too_many_large_bodies', 'file_quota_exceeded', 'session_image_quota_exceeded', 'input_text_too_large')
+  @ApiErrors('validation_failed', 'invalid_json', 'idempotency_key_required', 'invalid_model', 'model_not_allowed', 'tool_approval_pinned', 'environment_unavailable', 'environment_loosened', 'not_found', 'idempotency_conflict', 'file_already_bound', 'payload_too_large', 'too_many_large_bodies', 'file_quota_exceeded', 'session_image_quota_exceeded', 'input_text_too_large')
   async create(
     @CurrentPrincipal() principal: Principal,
     @Body() body: CreateSessionDto,

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, Length, Matches, ValidateNested } from 'class-validator';
-import { APPROVAL_PIN_RULE, MODEL_OVERRIDE_RULE } from '#libs/agents';
+import { ArrayMaxSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsObject, IsString, Length, Matches, ValidateNested } from 'class-validator';
+import { APPROVAL_PIN_RULE, ENVIRONMENT_DEFAULT_RULE, EnvironmentParamDto, MODEL_OVERRIDE_RULE } from '#libs/agents';
 import { AGENT_INPUT_SCHEMA } from './input.schema.js';
 import { METADATA_SCHEMA } from './session.dto.js';
 import { IsAgentInput, IsSessionMetadata, OptionalNotNull } from './validators.js';
@@ -26,19 +26,6 @@ export class SessionAgentOverrideDto {
   @IsString()
   @Length(3, 200)
   model?: string;
-}
-
-/**
- * The upstream Agents API's `environment` (the official SDK always sends one). Only `{type: "none"}`
- * (no execution environment, what every session here has) is accepted; any other type is 422.
- */
-export class SessionEnvironmentDto {
-  @ApiProperty({
-    enum: ['none'],
-    description: '`none`: the session runs without an execution environment (the only type this deployment offers; any other is 422 naming `environment.type`).',
-  })
-  @IsIn(['none'], { message: 'environment.type must be "none": this deployment runs sessions without an execution environment' })
-  type!: 'none';
 }
 
 export class CreateSessionYuxiDto {
@@ -102,11 +89,13 @@ export class CreateSessionDto {
   @Type(() => CreateSessionYuxiDto)
   yuxi?: CreateSessionYuxiDto;
 
-  @ApiPropertyOptional({ type: SessionEnvironmentDto, description: 'The upstream Agents API\'s environment param, as the official SDK sends it: only `{"type": "none"}`; omitted means the same.' })
+  @ApiPropertyOptional({
+    type: EnvironmentParamDto,
+    description: `The upstream Agents API's environment param (the official SDK always sends one): \`{"type": "none"}\` for none, \`openai_hosted\` for a sandboxed workspace hosted by this deployment; omitted: the agent's default (none when it has none). Each problem is 422 naming its field (\`validation_failed\`); a file of \`files\` that is not the caller's is 404. ${ENVIRONMENT_DEFAULT_RULE}`,
+  })
   @OptionalNotNull()
-  @ValidateNested()
-  @Type(() => SessionEnvironmentDto)
-  environment?: SessionEnvironmentDto;
+  @IsObject({ message: 'environment must be an object with a `type`' })
+  environment?: Record<string, unknown>;
 
   @ApiPropertyOptional({ ...METADATA_SCHEMA, description: `The same map as \`yuxi.metadata\` (the upstream Agents API's place for it); sending both with different values is 422. ${METADATA_SCHEMA.description}` })
   @OptionalNotNull()

@@ -13,6 +13,7 @@ import { chosenMetadata } from '../session-metadata.js';
 import { titleFromInput } from '../session-title.js';
 import { Acceptance } from './acceptance.js';
 import { FirstInput } from './first-input.js';
+import { SessionEnvironment } from './session-environment.js';
 
 /** Creates a session from a saved agent, with or without a first input (which then queues as input 1). */
 @Injectable()
@@ -25,6 +26,7 @@ export class CreateSession {
     private readonly models: ModelRegistry,
     private readonly firstInput: FirstInput,
     private readonly config: AppConfig,
+    private readonly environments: SessionEnvironment,
   ) {}
 
   async execute(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
@@ -41,14 +43,16 @@ export class CreateSession {
     if (dto.agent?.model !== undefined) assertModelOverride(principal, agentSnapshot.policy, this.agents.effectiveModel(agent), model, 'agent.model');
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
     if (dto.tool_approval_mode !== undefined) assertApprovalMode(principal, agentSnapshot.policy, dto.tool_approval_mode, 'tool_approval_mode');
+    const environment = await this.environments.resolve(principal.userId, agent, dto.environment);
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
     const images = messages ? await this.firstInput.decode(principal.userId, messages) : null;
 
     const metadata = chosenMetadata(dto.metadata, dto.yuxi?.metadata);
-    // One intent whatever the wire form: `environment: {type: "none"}` is what omitting it means, and
-    // top-level metadata is yuxi.metadata under its upstream name.
+    // Top-level metadata is yuxi.metadata under its upstream name. `environment: {type: "none"}` stays
+    // out of the intent as before (a session created before environments replays the same); any
+    // other environment is part of it as sent.
     const body: Partial<CreateSessionDto> = { ...dto };
-    delete body.environment;
+    if (dto.environment?.type === 'none') delete body.environment;
     delete body.metadata;
     const intentBody = metadata === undefined ? body : { ...body, yuxi: { ...body.yuxi, metadata } };
     const intent = { operation: 'sessions.create', body: { ...intentBody, input: images ? images.intentMessages() : null } };
@@ -72,6 +76,7 @@ export class CreateSession {
           ...(project ? { workdirId: project.id } : {}),
           treeMaxConcurrent: agent.multiAgent?.enabled ? agent.multiAgent.max_concurrent_subagents : null,
           metadata: metadata ?? {},
+          environment,
         },
         messages !== null,
       );

@@ -34,6 +34,7 @@ import { ControlEvents } from './control-events.js';
 import { ContinueTree, StopTree } from './tree-controls.use-case.js';
 import { SubmitOperatorEvent } from './operator-events.use-case.js';
 import { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
+import { SessionEnvironment } from './session-environment.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [IdempotentWrite, Acceptance, MessageAcceptance, InlineImages, DeleteAttachment, CreateSession, FirstInput, SubmitEvent, ControlEvents, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, CreateProject, ListProjects, GetProject, DeleteProject, SubmitOperatorEvent];
+export const USE_CASES = [IdempotentWrite, SessionEnvironment, Acceptance, MessageAcceptance, InlineImages, DeleteAttachment, CreateSession, FirstInput, SubmitEvent, ControlEvents, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, CreateProject, ListProjects, GetProject, DeleteProject, SubmitOperatorEvent];
