@@ -124,15 +124,16 @@ describe('console: a session with an environment', () => {
     // The page follows the stream before the command starts; the command prints a line, then runs on for 10 s.
     const slow = 'echo first line; sleep 10; echo second line';
     await send(session.id, tool('shell', { command: slow }));
-    const running = page.getByRole('figure', { name: /^Command: / }).filter({ hasText: 'first line' });
-    await running.waitFor({ timeout: 60_000 });
+    const running = page.getByRole('figure', { name: `Command: ${slow}` });
+    const output = running.locator('pre.command-output');
+    await output.getByText('first line').waitFor({ timeout: 60_000 });
     assert.equal(await running.locator('.badge').innerText(), 'running');
-    assert.equal(await running.getByText('second line').count(), 0, 'the command is still running');
+    assert.equal(await output.getByText('second line').count(), 0, 'the command is still running');
     await settled(session.id);
-    const done = commandBlock(page, slow);
-    await done.getByText('exit code 0').waitFor({ timeout: 10_000 });
-    await done.getByText('second line').waitFor();
-    assert.equal(await page.locator('.streaming').count(), 0, 'the live copy left once the item was persisted');
+    await running.getByText('exit code 0').waitFor({ timeout: 10_000 });
+    await output.getByText('second line').waitFor();
+    assert.equal(await running.locator('.badge').innerText(), 'completed');
+    assert.equal(await page.getByRole('figure', { name: /^Command: / }).count(), 1, 'one block: the live copy left once the item ended');
     await page.context().close();
   });
 

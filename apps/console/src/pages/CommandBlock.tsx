@@ -26,8 +26,8 @@ export function CommandBlock({ command, live }: { command: CommandExecutionItem;
       ? `exit code ${command.exit_code}`
       : running
         ? null
-        : // No exit code once finished: a limit or a signal ended it (the output says which).
-          'no exit code (stopped by a limit or a signal)';
+        : // No exit code once finished: a limit or a signal ended it, or it never ran (the output says which).
+          'no exit code';
   const failedExit = command.exit_code !== null && command.exit_code !== 0;
   return (
     <figure className="command" aria-label={`Command: ${command.command}`}>
