@@ -68,3 +68,28 @@ export function LiveCommand({ itemId, text, command }: { itemId: string; text: s
   const shown = command ?? { id: itemId, type: 'command_execution' as const, command: '(a command)', cwd: '', exit_code: null, output: '', duration_ms: null, status: 'in_progress' as const };
   return <CommandBlock command={shown} live={text} />;
 }
+
+/** The command a `shell` call's arguments name, or null when they name none. */
+export function shellCommandOf(argumentsJson: string): string | null {
+  try {
+    const args = JSON.parse(argumentsJson) as { command?: unknown };
+    return typeof args.command === 'string' ? args.command : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A `shell` step of the timeline: the command and what the model read back, as a terminal (its exit code is on the command's item). */
+export function ShellStep({ command, output }: { command: string; output: string | null }) {
+  return (
+    <figure className="command" aria-label={`Command: ${command}`}>
+      <pre className="command-line">
+        <span aria-hidden="true" className="prompt">
+          ${' '}
+        </span>
+        {command}
+      </pre>
+      {output !== null && <Output text={output} running={false} label={`Output of ${command}`} />}
+    </figure>
+  );
+}

@@ -3,7 +3,7 @@ import { createContext, useContext, useState } from 'react';
 import type { Item, TimelineRun, TimelineStep, TimelineTurn } from '#libs/sdk';
 import { useConsole } from '../caller.js';
 import { article, count, duration, exact, runStatusText, statusText, tokens, when } from '../format.js';
-import { CommandBlock, LiveCommand } from './CommandBlock.js';
+import { CommandBlock, LiveCommand, ShellStep, shellCommandOf } from './CommandBlock.js';
 import { asCommand } from './environment.js';
 import type { LiveText } from './live.js';
 
@@ -211,18 +211,26 @@ function StepView({ step }: { step: TimelineStep }) {
   if (step.kind === 'tool_call' && step.tool_call) {
     const call = step.tool_call;
     const outcome = call.success === null ? (step.status === 'started' ? 'running' : 'no result') : call.success ? 'succeeded' : 'failed';
+    // A command in the session's workspace reads as a terminal.
+    const shell = call.name === 'shell' ? shellCommandOf(call.arguments) : null;
     return (
       <>
         <p className="step-head">
           <strong>Tool call</strong> · <code>{call.name}</code> · {outcome} · {duration(step.duration_ms)}
           {call.approval && ` · ${DECISIONS[call.approval] ?? call.approval}`}
         </p>
-        <p className="label">Arguments</p>
-        <pre>{pretty(call.arguments)}</pre>
-        {call.output !== null && (
+        {shell !== null ? (
+          <ShellStep command={shell} output={call.output} />
+        ) : (
           <>
-            <p className="label">Result</p>
-            <pre>{pretty(call.output)}</pre>
+            <p className="label">Arguments</p>
+            <pre>{pretty(call.arguments)}</pre>
+            {call.output !== null && (
+              <>
+                <p className="label">Result</p>
+                <pre>{pretty(call.output)}</pre>
+              </>
+            )}
           </>
         )}
         {cut}
