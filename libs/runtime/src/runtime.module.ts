@@ -6,7 +6,7 @@ import { EngineModule } from '#libs/engine';
 import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
 import { ToolsModule } from '#libs/tools';
-import { type HarnessOutcome, SessionEnvironments } from '#libs/environments';
+import { EnvironmentsModule } from '#libs/environments';
 import { AttachmentPreparer } from './attachment-preparer.js';
 import { FencingStats } from './fencing-stats.js';
 import { ImageReferences } from './image-references.js';
@@ -34,17 +34,11 @@ import { TurnPlanning } from './turn-planning.js';
 import { SessionDriver } from './session-driver.js';
 import { DrivePasses } from './drive-passes.js';
 
-/** Until the workspaces' implementation is wired: a harness call is an error output for the model. */
-class NoEnvironments extends SessionEnvironments {
-  execute(): Promise<HarnessOutcome> {
-    return Promise.resolve({ success: false, output: 'environment_unavailable: this worker cannot run commands' });
-  }
-}
-
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
-  imports: [EngineModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule],
-  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, HarnessCalls, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, { provide: SessionEnvironments, useClass: NoEnvironments }, RecoveryService, LeaseTakeovers, WaitingWorkNudges, PreparationResumption, ExpiredRowsCleanup, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  // The harness's tools run in sessions' workspaces (SessionEnvironments, EnvironmentsModule).
+  imports: [EngineModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule, EnvironmentsModule],
+  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, HarnessCalls, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, RecoveryService, LeaseTakeovers, WaitingWorkNudges, PreparationResumption, ExpiredRowsCleanup, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, DrivePasses, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}
