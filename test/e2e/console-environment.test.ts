@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { ARTIFACTS, assertAccessible, launchBrowser, signedIn } from '../support/browser.js';
+import { assertAccessible, launchBrowser, signedIn } from '../support/browser.js';
 import { userWithRole } from '../support/console-users.js';
 import { env } from '../support/env.js';
 import { API, newKey } from '../support/http.js';
@@ -88,6 +87,7 @@ describe('console: a session with an environment', () => {
     assert.match(await block.locator('pre.command-output').innerText(), /print\("v1"\)/);
     assert.equal(await block.locator('.badge').innerText(), 'completed');
     assert.equal(await page.locator('.command b').count(), 0, 'output is text, never markup');
+    assert.equal(await page.locator('.item-function_call_output').count(), 2, "write_file's two results: the command's output is on its block only");
 
     // The environment's settings.
     const environment = page.getByRole('region', { name: 'Environment' });
@@ -112,7 +112,6 @@ describe('console: a session with an environment', () => {
     const target = (await turnLink.getAttribute('href'))!.replace(/^#/, '');
     assert.equal(await page.locator(`[id="${target}"]`).count(), 1, `${target} is on the page`);
     await assertAccessible(page, 'session-environment');
-    await page.screenshot({ path: path.join(ARTIFACTS, 'session-environment-full.png'), fullPage: true });
     await page.context().close();
   });
 

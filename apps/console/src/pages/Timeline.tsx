@@ -283,14 +283,17 @@ function StepView({ step }: { step: TimelineStep }) {
 export function ItemsView({ items, older, live }: { items: Item[]; older: Older; live: Record<string, LiveText> }) {
   const shown = new Set(items.map((item) => item.id));
   const streaming = Object.entries(live).filter(([id]) => !shown.has(id));
+  // A command's block shows its output: the function_call_output the model read of it would say it twice.
+  const commandCalls = new Set(items.flatMap((item) => (asCommand(item) ? [(item as { call_id?: string }).call_id] : [])));
+  const listed = items.filter((item) => !(item.type === 'function_call_output' && commandCalls.has(item.call_id)));
   return (
     <>
       <OlderButton older={older} what="messages" />
       {items.length === 0 && streaming.length === 0 && <p className="empty">Nothing here yet: the session has no items.</p>}
       <ol className="items">
-        {items.map((item, index) => (
+        {listed.map((item, index) => (
           // The first item of each turn is where a link to the turn (an artifact's) lands.
-          <li key={item.id} id={items[index - 1]?.yuxi.turn_id !== item.yuxi.turn_id ? `turn-${item.yuxi.turn_id}` : undefined} className={`item item-${item.type} role-${item.role ?? 'tool'}`}>
+          <li key={item.id} id={listed[index - 1]?.yuxi.turn_id !== item.yuxi.turn_id ? `turn-${item.yuxi.turn_id}` : undefined} className={`item item-${item.type} role-${item.role ?? 'tool'}`}>
             <ItemView item={item} live={live[item.id]?.text} />
           </li>
         ))}
