@@ -64,14 +64,18 @@ const ownerPage = () => signedIn(browser, { apiKey: owner.caller.token });
 const commandBlock = (page: Page, command: string) => page.getByRole('figure', { name: `Command: ${command}` });
 
 describe('console: a session with an environment', () => {
+  const build = 'mkdir -p out && printf "built <b>ok</b>\\n" > out/report.md && cat src/app.py && exit 3';
+  /** The session of the first test (the later ones read it as other people and on other screens). */
+  let built: { id: string };
+
   it('shows its commands with output and exit code, and the files it wrote as a tree whose downloads hold their bytes', async () => {
-    const build = 'mkdir -p out && printf "built <b>ok</b>\\n" > out/report.md && cat src/app.py && exit 3';
     const session = await createSession({
       title: 'Builds in its workspace',
       environment: HOSTED,
       input: `${tool('write_file', { path: 'src/app.py', content: 'print("v1")\n' })} ${tool('shell', { command: build })}`,
     });
     await settled(session.id);
+    built = session;
     // A second turn writes app.py again: the tree shows its latest version, the first one under it.
     await send(session.id, `${tool('write_file', { path: 'src/app.py', content: 'print("version two")\n' })}`);
     await settled(session.id);
@@ -134,6 +138,28 @@ describe('console: a session with an environment', () => {
     assert.equal(await running.locator('.badge').innerText(), 'completed');
     assert.equal(await page.getByRole('figure', { name: /^Command: / }).count(), 1, 'one block: the live copy left once the item ended');
     await page.context().close();
+  });
+
+  it("an administrator reads another user's environment session: the shell step as a terminal, the files left to the owner; axe on a phone and in the dark", async () => {
+    const page = await signedIn(browser, { viewport: { width: 390, height: 844 } });
+    await page.goto(`${env.apiUrl}/console/sessions/${built.id}`);
+    // Not the administrator's session: the admin timeline (turns, runs, steps), where the shell call reads as a terminal.
+    const step = commandBlock(page, build);
+    await step.waitFor();
+    assert.match(await step.locator('pre.command-output').innerText(), /print\("v1"\)/);
+    await page.getByRole('region', { name: 'Environment' }).getByText(/^disabled/).waitFor();
+    await page.getByText(/files this session’s agent wrote are read by its owner/).waitFor();
+    await assertAccessible(page, 'session-environment-phone');
+    const width = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+    assert.ok(width <= 390, `the page does not scroll sideways at 390 px: ${width}`);
+    await page.context().close();
+
+    const dark = await signedIn(browser, { apiKey: owner.caller.token, colorScheme: 'dark' });
+    await dark.goto(`${env.apiUrl}/console/sessions/${built.id}`);
+    await commandBlock(dark, build).getByText('exit code 3').waitFor();
+    await dark.getByRole('region', { name: 'Files' }).getByText('report.md').waitFor();
+    await assertAccessible(dark, 'session-environment-dark');
+    await dark.context().close();
   });
 
   it('a session without an environment shows neither settings nor files', async () => {
