@@ -4,8 +4,9 @@ import { storedCredential } from '../credentials.js';
 // A session's environment as the console reads it: the `command_execution` items of its `shell`
 // calls, its artifacts (the files its agent wrote) and the environment's summary. The SDK's types
 // are generated from the OpenAPI document and learn these shapes when it is regenerated; until
-// then the console reads them through the narrow types below (checked at the boundary, never cast
-// blindly), so the page keeps working with a server that has no environments at all.
+// then the console reads them through the narrow types below (an item or an event is checked field
+// by field; the environment's fields are all optional), so the page keeps working with a server that
+// has no environments at all.
 
 /** An item of the upstream type `command_execution`: one `shell` call and what it printed. */
 export interface CommandExecutionItem {
