@@ -5,6 +5,8 @@ import { ErrorState } from '../admin-ui.js';
 import { may, useConsole } from '../caller.js';
 import { exact, isActive, ownerText, statusText, when } from '../format.js';
 import { navigate } from '../router.js';
+import { ArtifactsView, EnvironmentSummary } from './Artifacts.js';
+import { environmentOf } from './environment.js';
 import { useLiveText } from './live.js';
 import { MemberTree, type TreeNode, treeFromMembers, treeFromState } from './MemberTree.js';
 import { ItemsView, ModelRequestsOf, TurnsView } from './Timeline.js';
@@ -82,7 +84,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
   const state = useQuery({ queryKey: ['state', sessionId], enabled: owned, queryFn: ({ signal }) => client.sessions.state(sessionId, { signal }) });
 
   const refresh = useCallback(() => {
-    for (const key of ['session', 'timeline', 'items', 'state']) void queries.invalidateQueries({ queryKey: [key, sessionId] });
+    for (const key of ['session', 'timeline', 'items', 'state', 'artifacts']) void queries.invalidateQueries({ queryKey: [key, sessionId] });
   }, [queries, sessionId]);
   const live = useLiveText(client, sessionId, owned, refresh);
   const [view, setView] = useState<'turns' | 'items' | null>(null);
@@ -121,6 +123,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
   const turns = (timeline.data?.pages.flatMap((page) => page.data) ?? []).slice().reverse();
   const itemList = (items.data?.pages.flatMap((page) => page.data) ?? []).slice().reverse();
   const shownView = view ?? (operator ? 'turns' : 'items');
+  const environment = environmentOf(data);
 
   const cooperation = state.data?.agent_state.cooperation;
   const members = timeline.data?.pages[0]?.members ?? [];
@@ -156,6 +159,14 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
       </header>
       {current && waitpoint && <WaitpointForm key={waitpoint.id} turnId={current.id} waitpoint={waitpoint} send={send} readOnly={readOnly} onSent={refresh} />}
       {tree && <MemberTree sessionId={sessionId} rootId={tree.rootId} parentId={data.yuxi.parent_session_id} nodes={tree.nodes} note={tree.note} />}
+      {environment && <EnvironmentSummary environment={environment} />}
+      {/* The files are read through the owner's routes: another owner's session says so rather than show a 404. */}
+      {environment &&
+        (owned ? (
+          <ArtifactsView sessionId={sessionId} />
+        ) : (
+          <p className="muted">{'The files this session’s agent wrote are read by its owner (the artifacts routes).'}</p>
+        ))}
       <section aria-labelledby="timeline-title" className="timeline">
         <h2 id="timeline-title">Timeline</h2>
         {!owned && (

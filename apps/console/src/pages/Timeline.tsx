@@ -3,6 +3,8 @@ import { createContext, useContext, useState } from 'react';
 import type { Item, TimelineRun, TimelineStep, TimelineTurn } from '#libs/sdk';
 import { useConsole } from '../caller.js';
 import { article, count, duration, exact, runStatusText, statusText, tokens, when } from '../format.js';
+import { CommandBlock, LiveCommand, ShellStep, shellCommandOf } from './CommandBlock.js';
+import { asCommand } from './environment.js';
 import type { LiveText } from './live.js';
 
 /** A page-loading button ("Load older …") and what it says while it loads. */
@@ -30,17 +32,24 @@ function Time({ at }: { at: number | null | undefined }) {
   );
 }
 
-/** Live text of messages not persisted yet, announced politely as it grows. */
+/** Live text of messages (and output of commands) not persisted yet, announced politely as it grows. */
 function Streaming({ texts }: { texts: [string, LiveText][] }) {
   if (texts.length === 0) return null;
   return (
     <div className="streaming" aria-live="polite">
-      {texts.map(([id, live]) => (
-        <div key={id} className="item role-assistant">
-          <span className="who">assistant, writing now</span>
-          <p>{live.text}</p>
-        </div>
-      ))}
+      {texts.map(([id, live]) =>
+        live.kind === 'command' ? (
+          <div key={id} className="item item-command_execution">
+            <span className="who">command, running now</span>
+            <LiveCommand itemId={id} text={live.text} command={live.command} />
+          </div>
+        ) : (
+          <div key={id} className="item role-assistant">
+            <span className="who">assistant, writing now</span>
+            <p>{live.text}</p>
+          </div>
+        ),
+      )}
     </div>
   );
 }
@@ -100,7 +109,7 @@ export function TurnsView({ turns, older, live }: { turns: TimelineTurn[]; older
       {turns.length === 0 && elsewhere.length === 0 && <p className="empty">No turns yet: the session has not been sent a message.</p>}
       <ol className="turns">
         {turns.map((turn) => (
-          <li key={turn.id} className={`turn turn-${turn.status}`}>
+          <li key={turn.id} id={`turn-${turn.id}`} className={`turn turn-${turn.status}`}>
             <TurnView turn={turn} live={Object.entries(live).filter(([, text]) => text.turnId === turn.id)} />
           </li>
         ))}
@@ -202,18 +211,26 @@ function StepView({ step }: { step: TimelineStep }) {
   if (step.kind === 'tool_call' && step.tool_call) {
     const call = step.tool_call;
     const outcome = call.success === null ? (step.status === 'started' ? 'running' : 'no result') : call.success ? 'succeeded' : 'failed';
+    // A command in the session's workspace reads as a terminal.
+    const shell = call.name === 'shell' ? shellCommandOf(call.arguments) : null;
     return (
       <>
         <p className="step-head">
           <strong>Tool call</strong> · <code>{call.name}</code> · {outcome} · {duration(step.duration_ms)}
           {call.approval && ` · ${DECISIONS[call.approval] ?? call.approval}`}
         </p>
-        <p className="label">Arguments</p>
-        <pre>{pretty(call.arguments)}</pre>
-        {call.output !== null && (
+        {shell !== null ? (
+          <ShellStep command={shell} output={call.output} />
+        ) : (
           <>
-            <p className="label">Result</p>
-            <pre>{pretty(call.output)}</pre>
+            <p className="label">Arguments</p>
+            <pre>{pretty(call.arguments)}</pre>
+            {call.output !== null && (
+              <>
+                <p className="label">Result</p>
+                <pre>{pretty(call.output)}</pre>
+              </>
+            )}
           </>
         )}
         {cut}
@@ -266,14 +283,18 @@ function StepView({ step }: { step: TimelineStep }) {
 export function ItemsView({ items, older, live }: { items: Item[]; older: Older; live: Record<string, LiveText> }) {
   const shown = new Set(items.map((item) => item.id));
   const streaming = Object.entries(live).filter(([id]) => !shown.has(id));
+  // A command's block shows its output: the function_call_output the model read of it would say it twice.
+  const commandCalls = new Set(items.flatMap((item) => (asCommand(item) ? [(item as { call_id?: string }).call_id] : [])));
+  const listed = items.filter((item) => !(item.type === 'function_call_output' && commandCalls.has(item.call_id)));
   return (
     <>
       <OlderButton older={older} what="messages" />
       {items.length === 0 && streaming.length === 0 && <p className="empty">Nothing here yet: the session has no items.</p>}
       <ol className="items">
-        {items.map((item) => (
-          <li key={item.id} className={`item item-${item.type} role-${item.role ?? 'tool'}`}>
-            <ItemView item={item} />
+        {listed.map((item, index) => (
+          // The first item of each turn is where a link to the turn (an artifact's) lands.
+          <li key={item.id} id={listed[index - 1]?.yuxi.turn_id !== item.yuxi.turn_id ? `turn-${item.yuxi.turn_id}` : undefined} className={`item item-${item.type} role-${item.role ?? 'tool'}`}>
+            <ItemView item={item} live={live[item.id]?.text} />
           </li>
         ))}
       </ol>
@@ -282,7 +303,18 @@ export function ItemsView({ items, older, live }: { items: Item[]; older: Older;
   );
 }
 
-function ItemView({ item }: { item: Item }) {
+function ItemView({ item, live }: { item: Item; live: string | undefined }) {
+  const command = asCommand(item);
+  if (command) {
+    return (
+      <>
+        <span className="who">
+          command · <Time at={item.yuxi.created_at} />
+        </span>
+        <CommandBlock command={command} live={live} />
+      </>
+    );
+  }
   if (item.type === 'message') {
     const text = (item.content ?? []).map((part) => part.text ?? (part.type === 'input_image' ? '[image]' : '')).join('\n');
     return (
