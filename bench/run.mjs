@@ -25,6 +25,7 @@ const { round, watch } = await import('./lib/measure.mjs');
 const { turnScenarios } = await import('./lib/turn-scenarios.mjs');
 const { loadScenarios } = await import('./lib/load-scenarios.mjs');
 const { fanOutScenarios } = await import('./lib/fanout-scenarios.mjs');
+const { environmentScenarios } = await import('./lib/environment-scenarios.mjs');
 const { machineInfo, writeReport } = await import('./lib/report.mjs');
 const { consoleScenario } = await import('./lib/console.mjs');
 const { measureTurnBudget } = await import('./lib/budget.mjs');
@@ -79,12 +80,14 @@ const bench = { stack, client, pids, log, apiKey, fakeOpenAi };
 const { turnOverhead, toolTurn, longSession } = turnScenarios(bench);
 const { sustainedTurns, scaleOut } = loadScenarios(bench);
 const { fanOut, idleSubscribers } = fanOutScenarios(bench);
+const { shellTurn } = environmentScenarios({ ...bench, sandbox: await benchSandbox() });
 
 try {
   // First, on a quiet stack: counts per echo turn (statements, transactions, WAL, Redis commands, CPU).
   if (wanted('budget')) results.scenarios.budget = await budgetScenario();
   if (wanted('turn')) results.scenarios.turn_overhead = await turnOverhead();
   if (wanted('tool-turn')) results.scenarios.tool_turn = await toolTurn();
+  if (wanted('shell-turn')) results.scenarios.shell_turn = await shellTurn();
   if (wanted('long-session')) results.scenarios.long_session = await longSession();
   if (wanted('sustained')) results.scenarios.sustained_turns = await sustainedTurns();
   if (wanted('scale-out')) results.scenarios.scale_out = await scaleOut();
@@ -108,6 +111,21 @@ try {
 }
 
 // ---------------------------------------------------------------- scenarios
+
+/** The worker's sandbox runner, run from here with the deployment's default limits (the shell-turn scenario's `sandbox alone`). */
+async function benchSandbox() {
+  const { BwrapSandbox, prepareWorkspaceDir } = await import('../dist/libs/sandbox/src/index.js');
+  const runner = new BwrapSandbox({ uid: 65534, gid: 65534 });
+  stopAll.push(() => runner.close());
+  const limits = { timeoutS: 30, cpuS: 30, memoryMb: 2048, processes: 64, fileSizeMb: 64, outputBytes: 65_536 };
+  const network = { access: 'disabled', allowedDomains: [], blockedDomains: [] };
+  return {
+    async run(dir, command) {
+      await prepareWorkspaceDir(dir, 65534, 65534);
+      return runner.run({ workspaceDir: dir, command, env: {}, limits, network, signal: new AbortController().signal });
+    },
+  };
+}
 
 /** What one echo turn costs, counted (bench/lib/budget.mjs); the budget test holds the counts to bench/budget.json. */
 async function budgetScenario() {

@@ -14,7 +14,7 @@ import { WorkspacesRepository } from './workspace/workspaces.repository.js';
 const commandRunner = {
   provide: CommandRunner,
   inject: [AppConfig],
-  useFactory: (config: AppConfig): CommandRunner => new BwrapSandbox({ uid: config.sandbox.uid, gid: config.sandbox.gid }),
+  useFactory: (config: AppConfig): CommandRunner => new BwrapSandbox({ uid: config.sandbox.uid, gid: config.sandbox.gid, egressAllowedHosts: config.sandbox.egressAllowedHosts }),
 };
 
 /**

@@ -99,7 +99,7 @@ export interface paths {
         put?: never;
         /**
          * Create a session, empty or with its first input
-         * @description The session, its first input, the input's receipt and the binding of `yuxi.attachment_file_ids` commit in one transaction before the response (an unknown file is 404, an attached one 409 `file_already_bound`; nothing is stored then); the turn runs afterwards (watch it on the event stream). With attachments the input waits with `attachment_status: preparing` until a worker has put the files in the session workdir. With `stream: true` (and an input) the response is the session event stream instead of JSON.
+         * @description The session, its first input, the input's receipt and the binding of `yuxi.attachment_file_ids` commit in one transaction before the response (an unknown file is 404, an attached one 409 `file_already_bound`; nothing is stored then); the turn runs afterwards (watch it on the event stream). With attachments the input waits with `attachment_status: preparing` until a worker has put the files in the session workdir. With `stream: true` (and an input) the response is the session event stream instead of JSON. An `environment` (or the agent's default one) is checked and stored with the session: 422 naming the field for what this deployment does not take, `environment_unavailable` where it hosts none, `environment_loosened` where the session asks for more than its agent's default allows, 404 for a file of `environment.files` that is not the caller's.
          */
         post: operations["createSession"];
         delete?: never;
@@ -412,6 +412,70 @@ export interface paths {
          * @description The bytes of a file of the session: an attachment once it is in the session workdir (its artifact URL), an inline image of a user message, or an image a tool returned (a `function_call_output` item's `yuxi.file_ids`). Inline images (`input_image` blocks sent as `data:` URLs) are stored as session files when their submission is accepted; inputs, items and their events then carry `{"type":"input_image","file_id","image_url"}` where `image_url` is this path. Authorised like the session: another caller's session, and a file of another session, are 404. An attachment still being prepared is 409 `file_not_ready`. The Content-Type is the type detected from the bytes when the file was stored.
          */
         get: operations["getSessionFileContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/sessions/{session_id}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the artifacts of a session
+         * @description Every file a harness call of the session wrote (created or changed) in its environment, one artifact per write, with its absolute path (`/workspace/...`) and size as written. Newest first by default; cursor pages like every list. Another caller's session is 404.
+         */
+        get: operations["listArtifacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/sessions/{session_id}/artifacts/{artifact_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an artifact of a session
+         * @description An artifact of another session, or of another caller's session, is 404.
+         */
+        get: operations["getArtifact"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an artifact of a session
+         * @description Removes the artifact from the session's list; the file in the workspace (and the workspace's versions holding it) stay.
+         */
+        delete: operations["deleteArtifact"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/sessions/{session_id}/artifacts/{artifact_id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the bytes of an artifact
+         * @description The file's bytes as the call wrote them (a later write of the same path is another artifact), as `application/octet-stream`, always as an attachment.
+         */
+        get: operations["getArtifactContent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1185,12 +1249,71 @@ export interface components {
                 [key: string]: string;
             };
         };
-        SessionEnvironmentDto: {
+        EnvironmentNetworkParamDto: {
             /**
-             * @description `none`: the session runs without an execution environment (the only type this deployment offers; any other is 422 naming `environment.type`).
+             * @description `disabled` (the default when `network` is omitted): no network at all; `restricted`: only the allowed (and not blocked) domains, through the egress proxy; `enabled`: any public address, through the egress proxy. Private and metadata addresses are never reached, whatever the lists say.
              * @enum {string}
              */
-            type: "none";
+            access: "disabled" | "restricted" | "enabled";
+            /**
+             * @description `restricted` only: the domains commands may reach. Domain names (each covers its subdomains; no wildcards, ports or addresses), at most 100.
+             * @example [
+             *       "pypi.org"
+             *     ]
+             */
+            allowed_domains?: string[] | null;
+            /** @description `restricted` only: domains never reached. Domain names (each covers its subdomains; no wildcards, ports or addresses), at most 100. */
+            blocked_domains?: string[] | null;
+        };
+        EnvironmentFileParamDto: {
+            /** @enum {string} */
+            type: "file_id";
+            /** @description A file of the caller (POST /files): a live draft, or a file attached to one of their sessions. Another caller's, unknown or expired: 404. */
+            file_id: string;
+            /**
+             * @description Where it is placed: relative to the workspace, or absolute under `/workspace`; no `..` or empty segments, not under `attachments/` (where the session's attachments go); each path once.
+             * @example data/input.csv
+             */
+            path: string;
+        };
+        EnvironmentLimitsParamDto: {
+            /** @description Wall time of one command, seconds. At least 1 and at most the deployment's ceiling (SANDBOX_*_MAX; above it: 422 naming the field); omitted: the agent's, else the deployment's default. */
+            timeout_s?: number;
+            /** @description CPU time of one command, seconds. At least 1 and at most the deployment's ceiling (SANDBOX_*_MAX; above it: 422 naming the field); omitted: the agent's, else the deployment's default. */
+            cpu_s?: number;
+            /** @description Memory of each process, MiB. At least 1 and at most the deployment's ceiling (SANDBOX_*_MAX; above it: 422 naming the field); omitted: the agent's, else the deployment's default. */
+            memory_mb?: number;
+            /** @description Processes and threads at once. At least 1 and at most the deployment's ceiling (SANDBOX_*_MAX; above it: 422 naming the field); omitted: the agent's, else the deployment's default. */
+            processes?: number;
+            /** @description The workspace's size (and the largest file), MiB. At least 1 and at most the deployment's ceiling (SANDBOX_*_MAX; above it: 422 naming the field); omitted: the agent's, else the deployment's default. */
+            disk_mb?: number;
+        };
+        EnvironmentParamDto: {
+            /**
+             * @description `none`: no execution environment. `openai_hosted`: a workspace hosted by this deployment, where the harness's tools (shell, write_file, apply_patch, list_files, read_file) run each command in a sandbox; a deployment without a sandbox runtime (SANDBOX_RUNTIME=none) answers 422 `environment_unavailable`. `self_hosted`: 422 `environment_unavailable`. The upstream fields this deployment has no feature for (`desktop`, `skills`, `plugins`, `packages`, `container_size`, `environment_template_id`, `environment_id`, `capability_directories`) are 422 naming the field unless null.
+             * @enum {string}
+             */
+            type: "none" | "openai_hosted" | "self_hosted";
+            network?: components["schemas"]["EnvironmentNetworkParamDto"] | (never | null);
+            /**
+             * @description Variables set for every command (nothing of the server's own environment reaches a command): at most 64, names of letters, digits and _ (not starting with a digit, at most 128 characters), 65536 characters in all. Values are never shown back.
+             * @example {
+             *       "LANG": "C.UTF-8"
+             *     }
+             */
+            env?: {
+                [key: string]: string;
+            } | null;
+            /** @description Files placed in the workspace when it is first made. Not on an agent's default environment. */
+            files?: components["schemas"]["EnvironmentFileParamDto"][] | null;
+            /** @description Run once, in order, when the workspace is first made: a command, or the upstream `{command, cwd?}`. Never shown back (the resource counts them). */
+            setup_commands?: (string | {
+                command: string;
+                /** @description `/workspace` (the default) or a directory in it. */
+                cwd?: string | null;
+            })[] | null;
+            /** @description This deployment's addition: the limits of each command. */
+            limits?: components["schemas"]["EnvironmentLimitsParamDto"] | (never | null);
         };
         CreateSessionDto: {
             /**
@@ -1228,8 +1351,8 @@ export interface components {
                 })[];
             }[];
             yuxi?: components["schemas"]["CreateSessionYuxiDto"];
-            /** @description The upstream Agents API's environment param, as the official SDK sends it: only `{"type": "none"}`; omitted means the same. */
-            environment?: components["schemas"]["SessionEnvironmentDto"];
+            /** @description The upstream Agents API's environment param (the official SDK always sends one): `{"type": "none"}` for none, `openai_hosted` for a sandboxed workspace hosted by this deployment; omitted: the agent's default (none when it has none). Each problem is 422 naming its field (`validation_failed`); a file of `files` that is not the caller's is 404. With a saved agent that has a default `environment`: omitted, the session gets the agent's; `{"type": "none"}`, none (the tightest there is); `openai_hosted`, the agent's tightened by the session's: network access only lower (disabled < restricted < enabled; restricted to restricted only with allowed domains within the agent's and every domain it blocks still blocked), each limit at most the agent's, `env` the agent's with the session's added (the session's value where both name a variable), `setup_commands` the agent's then the session's, `files` the session's. Asking for more than the agent allows is 422 `environment_loosened` naming each field. */
+            environment?: components["schemas"]["EnvironmentParamDto"];
             /**
              * @description The same map as `yuxi.metadata` (the upstream Agents API's place for it); sending both with different values is 422. Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.
              * @example {
@@ -1247,12 +1370,73 @@ export interface components {
             /** @description Effective model of the session configuration snapshot. */
             model: string;
         };
-        SessionEnvironmentViewDto: {
+        EnvironmentNetworkViewDto: {
             /**
-             * @description Every session here runs without an execution environment.
+             * @description `disabled` (the default): no network; `restricted`: only the allowed (and not blocked) domains, through the egress proxy; `enabled`: any public address, through the egress proxy.
              * @enum {string}
              */
-            type: "none";
+            access: "disabled" | "restricted" | "enabled";
+            /** @description `restricted`: the domains (and their subdomains) commands may reach. */
+            allowed_domains: string[];
+            /** @description Domains never reached, whatever else allows them. */
+            blocked_domains: string[];
+        };
+        EnvironmentFileViewDto: {
+            /** @enum {string} */
+            type: "file_id";
+            /** @description The file's id in the environment (the uploaded file's id). */
+            id: string;
+            /** @description The uploaded file (POST /files) placed in the workspace. */
+            file_id: string;
+            /**
+             * @description Its absolute path inside the environment.
+             * @example /workspace/data/input.csv
+             */
+            path: string;
+        };
+        EnvironmentLimitsViewDto: {
+            /** @description Wall time of one command, seconds. */
+            timeout_s: number;
+            /** @description CPU time of one command, seconds. */
+            cpu_s: number;
+            /** @description Memory of each process of a command, MiB. */
+            memory_mb: number;
+            /** @description Processes and threads of a command at once. */
+            processes: number;
+            /** @description The workspace's size (and the largest file), MiB. */
+            disk_mb: number;
+        };
+        EnvironmentPackagesViewDto: {
+            npm: string[];
+            python: string[];
+            system: string[];
+        };
+        SessionEnvironmentViewDto: {
+            /**
+             * @description `none`: the session runs without an execution environment; `openai_hosted`: in a sandboxed workspace hosted by this deployment.
+             * @enum {string}
+             */
+            type: "none" | "openai_hosted";
+            /** @description Present when `type` is `openai_hosted`. The workspace's id: the session's workdir (shared by its tree and its project). */
+            id?: string;
+            /** @description Present when `type` is `openai_hosted`. The effective network policy. */
+            network?: components["schemas"]["EnvironmentNetworkViewDto"];
+            /** @description Present when `type` is `openai_hosted`. The names of the variables set for every command, sorted; their values are never shown. */
+            env_names?: string[];
+            /** @description Present when `type` is `openai_hosted`. Files placed in the workspace when it is first made. */
+            files?: components["schemas"]["EnvironmentFileViewDto"][];
+            /** @description Present when `type` is `openai_hosted`. How many setup commands run when the workspace is first made; their bodies are never shown. */
+            setup_command_count?: number;
+            /** @description Present when `type` is `openai_hosted`. The effective limits of each command (the deployment's defaults where neither the session nor its agent asked for less). */
+            limits?: components["schemas"]["EnvironmentLimitsViewDto"];
+            /** @description Present when `type` is `openai_hosted`. Always empty here. */
+            capability_directories?: string[];
+            /** @description Present when `type` is `openai_hosted`. Always empty lists here. */
+            packages?: components["schemas"]["EnvironmentPackagesViewDto"];
+            /** @description Present when `type` is `openai_hosted`. Always empty here. */
+            plugins?: Record<string, never>[];
+            /** @description Present when `type` is `openai_hosted`. Always empty here. */
+            skills?: Record<string, never>[];
         };
         ApprovalRequestDto: {
             /** @enum {string} */
@@ -1430,7 +1614,7 @@ export interface components {
             last_active_at: number;
             /** @enum {string} */
             status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
-            /** @description The upstream Agents API's environment: always `{"type": "none"}` here. */
+            /** @description The upstream Agents API's environment: `{"type": "none"}`, or the hosted workspace the session (and its tree) works in. */
             environment: components["schemas"]["SessionEnvironmentViewDto"];
             /**
              * @description The same map as `yuxi.metadata`, where the upstream Agents API shows it.
@@ -1456,7 +1640,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "environment_unavailable" | "environment_loosened" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -1792,24 +1976,27 @@ export interface components {
         ItemDto: {
             id: string;
             /** @enum {string} */
-            type: "message" | "function_call" | "create_subagent_call" | "message_subagent_call" | "wait_subagents_call" | "interrupt_subagent_call" | "function_call_output" | "compaction";
+            type: "message" | "function_call" | "create_subagent_call" | "message_subagent_call" | "wait_subagents_call" | "interrupt_subagent_call" | "command_execution" | "function_call_output" | "compaction";
             /**
              * @description Messages only.
              * @enum {string}
              */
             role?: "user" | "assistant";
-            /** @enum {string} */
+            /**
+             * @description command_execution: in_progress while it runs; completed when it ran to its exit (any exit code); incomplete when it did not (a limit, a lost worker, a refused call: see `output`).
+             * @enum {string}
+             */
             status: "in_progress" | "completed" | "incomplete";
             /** @description Messages only. */
             content?: components["schemas"]["ContentPartDto"][];
-            /** @description function_call and function_call_output: links a call and its output. */
+            /** @description Calls (function_call, command_execution, coordination calls) and function_call_output: links a call and its output. */
             call_id?: string;
             /** @description function_call: the tool name. */
             name?: string;
             /** @description function_call: the arguments, as the JSON string the model produced. */
             arguments?: string;
-            /** @description function_call_output: what the tool returned (what the model sees). */
-            output?: string;
+            /** @description function_call_output: what the tool returned (what the model sees). command_execution: stdout and stderr together, cut at SANDBOX_OUTPUT_MAX_BYTES (null while it runs; its live output comes as `agent.output.command_execution_output.delta`). */
+            output?: string | null;
             /**
              * @description Assistant messages only: final_answer for the output of the turn result run.
              * @enum {string}
@@ -1832,6 +2019,16 @@ export interface components {
              * @enum {string}
              */
             mode?: "all" | "any";
+            /** @description command_execution (a `shell` call in the session's workspace): the turn it belongs to. */
+            turn_id?: string;
+            /** @description command_execution: the command, run with `bash -lc`. */
+            command?: string;
+            /** @description command_execution: the directory it ran in (`/workspace`). */
+            cwd?: string | null;
+            /** @description command_execution: the exit code; null while it runs, and when it did not exit on its own (a limit or a signal ended it, its worker was lost): `output` then says why. */
+            exit_code?: number | null;
+            /** @description command_execution: how long it ran, in milliseconds; null while it runs or when unknown. */
+            duration_ms?: number | null;
             yuxi: components["schemas"]["ItemYuxiDto"];
         };
         InputDetailDto: {
@@ -2106,6 +2303,48 @@ export interface components {
             /** @enum {string} */
             object: "yuxi.session.attachment.deleted";
             session_id: string;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        ArtifactDto: {
+            /** @example 01933b8e-8f1e-7c4a-9a3e-6f1d2c3b4a59 */
+            id: string;
+            /** @enum {string} */
+            object: "agent.session.artifact";
+            session_id: string;
+            /** @description The environment (workspace) the file was written in: the session's workdir, shared by its tree and its project. */
+            environment_id: string;
+            /**
+             * @description The absolute path in the environment.
+             * @example /workspace/out/report.md
+             */
+            path: string;
+            /**
+             * @description Size in bytes.
+             * @example 1024
+             */
+            size_bytes: number;
+            /** @description The turn whose call wrote the file. */
+            turn_id: string | null;
+            /**
+             * @description Unix seconds.
+             * @example 1791504000
+             */
+            created_at: number;
+        };
+        ArtifactListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["ArtifactDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        ArtifactDeletedDto: {
+            /** @example 01933b8e-8f1e-7c4a-9a3e-6f1d2c3b4a59 */
+            id: string;
+            /** @enum {string} */
+            object: "agent.session.artifact.deleted";
             /** @enum {boolean} */
             deleted: true;
         };
@@ -2494,6 +2733,24 @@ export interface components {
             /** @description Agents members may be created with (default: the coordinator's own). */
             agents?: string[];
         };
+        AgentEnvironmentDto: {
+            /** @enum {string} */
+            type: "openai_hosted";
+            network: components["schemas"]["EnvironmentNetworkParamDto"];
+            /**
+             * @description The variables it sets, their values shown as "***".
+             * @example {
+             *       "LANG": "***"
+             *     }
+             */
+            env: {
+                [key: string]: string;
+            };
+            /** @description Shown to those who see the agent's instructions (its managers). */
+            setup_commands?: string[];
+            /** @description Only the limits the agent sets (the rest: the deployment's defaults). */
+            limits: components["schemas"]["EnvironmentLimitsParamDto"];
+        };
         AgentYuxiDto: {
             /** @enum {string} */
             tool_approval_mode: "default" | "always_ask" | "always_trust";
@@ -2517,6 +2774,8 @@ export interface components {
             context: components["schemas"]["AgentContextDto"];
             /** @description Cooperation (defaults filled in); null: the agent does not coordinate. */
             multi_agent: components["schemas"]["MultiAgentDto"] | (never | null);
+            /** @description The environment its sessions get by default; null: none. With a saved agent that has a default `environment`: omitted, the session gets the agent's; `{"type": "none"}`, none (the tightest there is); `openai_hosted`, the agent's tightened by the session's: network access only lower (disabled < restricted < enabled; restricted to restricted only with allowed domains within the agent's and every domain it blocks still blocked), each limit at most the agent's, `env` the agent's with the session's added (the session's value where both name a variable), `setup_commands` the agent's then the session's, `files` the session's. Asking for more than the agent allows is 422 `environment_loosened` naming each field. */
+            environment: components["schemas"]["AgentEnvironmentDto"] | (never | null);
             /** @description System prompt; shown to administrators only. */
             instructions?: string;
             /** @description Unix seconds. */
@@ -2596,6 +2855,8 @@ export interface components {
              * @enum {string}
              */
             visibility: "public" | "private";
+            /** @description The environment its sessions get by default (without `files`: they belong to a caller); omitted, null or `{"type": "none"}`: none. With a saved agent that has a default `environment`: omitted, the session gets the agent's; `{"type": "none"}`, none (the tightest there is); `openai_hosted`, the agent's tightened by the session's: network access only lower (disabled < restricted < enabled; restricted to restricted only with allowed domains within the agent's and every domain it blocks still blocked), each limit at most the agent's, `env` the agent's with the session's added (the session's value where both name a variable), `setup_commands` the agent's then the session's, `files` the session's. Asking for more than the agent allows is 422 `environment_loosened` naming each field. */
+            environment?: components["schemas"]["EnvironmentParamDto"] | (never | null);
         };
         AgentDefinitionDto: {
             name: string;
@@ -2621,6 +2882,8 @@ export interface components {
             multi_agent: components["schemas"]["MultiAgentDto"] | (never | null);
             /** @enum {string} */
             visibility: "public" | "private";
+            /** @description The default environment as normalised (env values shown as "***"); null: none. */
+            environment: components["schemas"]["EnvironmentParamDto"] | (never | null);
         };
         AgentVersionDto: {
             /** @enum {string} */
@@ -2993,7 +3256,7 @@ export interface components {
             last_active_at: number;
             /** @enum {string} */
             status: "idle" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
-            /** @description The upstream Agents API's environment: always `{"type": "none"}` here. */
+            /** @description The upstream Agents API's environment: `{"type": "none"}`, or the hosted workspace the session (and its tree) works in. */
             environment: components["schemas"]["SessionEnvironmentViewDto"];
             /**
              * @description The same map as `yuxi.metadata`, where the upstream Agents API shows it.
@@ -3806,7 +4069,7 @@ export interface components {
                 run_id: string;
             };
         };
-        /** @description An item was added to the turn: a user message, a `function_call` (a tool call with its complete `arguments`) or its `function_call_output` (linked by `call_id`), all durable; or an assistant message that starts streaming (live, with its first text or reasoning; its item.done follows once it is written, as an incomplete item if the run stops first). */
+        /** @description An item was added to the turn: a user message, a `function_call` (a tool call with its complete `arguments`) or its `function_call_output` (linked by `call_id`), all durable; a `command_execution` (a `shell` call in the session's workspace, durable, added `in_progress`: its item.done follows with its exit code and output once it ended); or an assistant message that starts streaming (live, with its first text or reasoning; its item.done follows once it is written, as an incomplete item if the run stops first). */
         TurnItemAddedEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -4022,6 +4285,40 @@ export interface components {
             total: number | null;
             /** @description What the server says it is doing, when it says; null otherwise. */
             message: string | null;
+            /** @description Extensions. Live only: no `seq`. */
+            yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
+        /** @description A command the agent runs in the session's workspace (`shell`) wrote output: `delta` is the text appended (stdout and stderr together, in order), `item_id` and `output_index` its `command_execution` item. Live, like the text deltas (no `seq`); the item's `output` once done is the whole output (cut at SANDBOX_OUTPUT_MAX_BYTES), which replaces the deltas. */
+        CommandExecutionOutputDeltaEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.output.command_execution_output.delta";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description The `command_execution` item of the command (its `id`). */
+            item_id: string;
+            /** @description Position of the command_execution item among the outputs of the turn. */
+            output_index: number;
+            /** @description Output the command wrote (stdout and stderr together, in order). */
+            delta: string;
             /** @description Extensions. Live only: no `seq`. */
             yuxi: {
                 /**
@@ -4642,7 +4939,7 @@ export interface components {
             };
         };
         /** @description The JSON `data:` of one session stream message; `type` (the same as the SSE `event:`) tells which. */
-        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnCapabilityLimitedEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnToolProgressEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
+        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnCapabilityLimitedEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnToolProgressEvent"] | components["schemas"]["CommandExecutionOutputDeltaEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
         /** @description The JSON body of a webhook delivery. `type` tells which event it announces, and so which member schema (the discriminator's mapping) the body follows. */
         WebhookPayload: {
             /**
@@ -5793,7 +6090,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown.<br>`model_not_allowed`: The model may not be used here: it is not in the deployment's MODEL_ALLOWLIST, or it overrides the agent's model where the caller may not (callers who do not manage the agent may switch only to a model of its `allowed_models`).<br>`tool_approval_pinned`: The agent's owner pinned its approval mode (`tool_approval_pinned`): callers who do not manage the agent may raise the mode (`default` to `always_ask`) but never lower it below the agent's. */
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`invalid_model`: The model is not of the form provider:model or its provider is unknown.<br>`model_not_allowed`: The model may not be used here: it is not in the deployment's MODEL_ALLOWLIST, or it overrides the agent's model where the caller may not (callers who do not manage the agent may switch only to a model of its `allowed_models`).<br>`tool_approval_pinned`: The agent's owner pinned its approval mode (`tool_approval_pinned`): callers who do not manage the agent may raise the mode (`default` to `always_ask`) but never lower it below the agent's.<br>`environment_unavailable`: The session asks for an execution environment this deployment does not offer: a `self_hosted` one (it hosts environments itself: use `openai_hosted`), or any environment on a deployment without a sandbox runtime (SANDBOX_RUNTIME=none), including one its agent gives by default (send `{"type": "none"}`).<br>`environment_loosened`: The session's `environment` asks for more than its agent's default environment allows (`details.fields` names each field): wider network access or domains, or a higher limit. A session may only tighten its agent's environment. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -8924,6 +9221,549 @@ export interface operations {
             };
         };
     };
+    listArtifacts: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+                /** @description Only the artifacts written in this environment (the session's workdir). */
+                environment_id?: string;
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getArtifact: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                session_id: string;
+                /** @description An artifact id of that session. */
+                artifact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteArtifact: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                session_id: string;
+                /** @description An artifact id of that session. */
+                artifact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getArtifactContent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                session_id: string;
+                /** @description An artifact id of that session. */
+                artifact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bytes. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Size in bytes. */
+                    "Content-Length"?: number;
+                    /** @description `attachment`, with the file's name. */
+                    "Content-Disposition"?: string;
+                    /** @description The SHA-256 of the bytes. */
+                    ETag?: string;
+                    /** @description `nosniff`: clients use the declared type. */
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
     uploadFile: {
         parameters: {
             query?: never;
@@ -11652,6 +12492,7 @@ export interface operations {
                      *             },
                      *             "context": {},
                      *             "multi_agent": null,
+                     *             "environment": null,
                      *             "updated_at": 1733400000
                      *           }
                      *         }
@@ -11815,6 +12656,7 @@ export interface operations {
                      *         },
                      *         "context": {},
                      *         "multi_agent": null,
+                     *         "environment": null,
                      *         "updated_at": 1733400000
                      *       }
                      *     }
@@ -11984,6 +12826,7 @@ export interface operations {
                      *             },
                      *             "context": {},
                      *             "multi_agent": null,
+                     *             "environment": null,
                      *             "updated_at": 1733400000
                      *           }
                      *         }
@@ -12150,6 +12993,7 @@ export interface operations {
                      *           }
                      *         },
                      *         "multi_agent": null,
+                     *         "environment": null,
                      *         "instructions": "Be brief and friendly.",
                      *         "updated_at": 1733400000
                      *       }
@@ -12201,6 +13045,7 @@ export interface operations {
                      *           }
                      *         },
                      *         "multi_agent": null,
+                     *         "environment": null,
                      *         "instructions": "Be brief and friendly.",
                      *         "updated_at": 1733400000
                      *       }
@@ -12523,7 +13368,8 @@ export interface operations {
                      *               }
                      *             },
                      *             "multi_agent": null,
-                     *             "visibility": "public"
+                     *             "visibility": "public",
+                     *             "environment": null
                      *           },
                      *           "created_at": 1733403600,
                      *           "actor_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09"
@@ -12558,7 +13404,8 @@ export interface operations {
                      *               }
                      *             },
                      *             "multi_agent": null,
-                     *             "visibility": "public"
+                     *             "visibility": "public",
+                     *             "environment": null
                      *           },
                      *           "created_at": 1733400000,
                      *           "actor_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09"
