@@ -160,9 +160,10 @@ describe('files: drafts', () => {
       const stored = path.join(env.storageDir, 'drafts', draft.id);
       assert.equal(readFileSync(stored, 'utf8'), content, 'stored under its id');
     }
+    // Workspaces' content-addressed blobs (`blobs/<sha256>`) are server-made keys too.
     // A write in flight elsewhere (the worker copying an attachment) shows as its key plus the
     // local driver's temporary suffix, still a server-made name.
-    const escaped = storedFiles().filter((file) => !/^(drafts\/[0-9a-f]{32}|inline\/[0-9a-f]{32}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32})(\.tmp-[0-9a-f]{12})?$/.test(file));
+    const escaped = storedFiles().filter((file) => !/^(drafts\/[0-9a-f]{32}|inline\/[0-9a-f]{32}|sessions\/[0-9a-f-]{36}\/files\/[0-9a-f]{32}|blobs\/[0-9a-f]{64})(\.tmp-[0-9a-f]{12})?$/.test(file));
     assert.deepEqual(escaped, [], 'every stored file has a server-generated key');
     for (const outside of ['etc/passwd.txt', 'passwd.txt', path.join('..', 'etc', 'passwd.txt')]) {
       assert.equal(existsSync(path.join(env.storageDir, outside)), false, outside);

@@ -225,6 +225,20 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('deleteWebhookEndpoint', 200, as);
   });
 
+  it('artifacts: a file an agent wrote in its workspace, listed, read, downloaded and deleted (the session id pasted in)', async () => {
+    const write = `[[tool:write_file ${JSON.stringify({ path: 'report.md', content: 'try it out\n' })}]]`;
+    const created = await http('/api/v1/agents/sessions', { headers: { 'idempotency-key': `try-artifacts-${Date.now()}` }, body: { agent_id: 'default-chatbot', environment: { type: 'openai_hosted' }, input: write } });
+    assert.equal(created.status, 201, created.text);
+    ids.session_id = created.body.id;
+    await turnCompleted(ids.session_id, 1);
+    const listed = await tryIt('listArtifacts', 200);
+    assert.deepEqual(listed.body.data.map((a: any) => a.path), ['/workspace/report.md']);
+    ids.artifact_id = listed.body.data[0].id;
+    await tryIt('getArtifact', 200);
+    assert.equal((await tryIt('getArtifactContent', 200)).text, 'try it out\n');
+    await tryIt('deleteArtifact', 200);
+  });
+
   it('tried every operation of the document', () => {
     assert.deepEqual([...operations.keys()].filter((id) => !tried.has(id)), []);
   });
