@@ -19,7 +19,7 @@ describe('owner scoping', () => {
     const runId = done.data.turn.yuxi.result_run_id;
 
     // Every documented read of a session's resources, its ids the owner's real ones.
-    const ids: Record<string, string> = { session_id: mine.id, turn_id: turnId, run_id: runId, input_id: mine.yuxi.receipt.input_id, file_id: '0123456789abcdef0123456789abcdef' };
+    const ids: Record<string, string> = { session_id: mine.id, turn_id: turnId, run_id: runId, input_id: mine.yuxi.receipt.input_id, file_id: '0123456789abcdef0123456789abcdef', artifact_id: '01234567-89ab-4def-8123-456789abcdef' };
     const document = (await http('/openapi.json', { key: null })).body as { paths: Record<string, Record<string, unknown>> };
     const reads = Object.keys(document.paths).filter((path) => path.startsWith(`${API}/sessions/{session_id}`) && document.paths[path]!.get && !path.endsWith('/events'));
     assert.ok(reads.length >= 10, `the session reads of the document: ${reads.join(', ')}`);
