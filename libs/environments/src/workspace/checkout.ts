@@ -95,10 +95,7 @@ export class Checkout {
         const name = raw.toString('utf8');
         if (!Buffer.from(name, 'utf8').equals(raw)) {
           const shown = JSON.stringify(relDir === '' ? name : `${relDir}/${name}`);
-          if (invalidNames === 'refuse') {
-            await dir.close().catch(() => undefined);
-            return { ok: false, reason: `/workspace/${shown.slice(1, -1)} is not a valid UTF-8 name: rename or delete it (nothing was kept from this call)` };
-          }
+          if (invalidNames === 'refuse') return { ok: false, reason: `/workspace/${shown.slice(1, -1)} is not a valid UTF-8 name: files need UTF-8 names (the bytes that are not are shown as \ufffd)` };
           await rm(Buffer.concat([Buffer.from(`${dirPath}/`), raw]), { force: true, recursive: true });
           continue;
         }
@@ -111,14 +108,9 @@ export class Checkout {
         }
         files++;
         if (stat.isFile() || stat.isSymbolicLink()) bytes += stat.size;
-        if (files > bounds.maxFiles) {
-          await dir.close().catch(() => undefined);
-          return { ok: false, reason: `the workspace would hold more than ${bounds.maxFiles} files` };
-        }
-        if (bytes > bounds.maxBytes) {
-          await dir.close().catch(() => undefined);
-          return { ok: false, reason: `the workspace would hold more than ${Math.floor(bounds.maxBytes / 1048576)} MiB` };
-        }
+        // Returning ends the loop, which closes the directory.
+        if (files > bounds.maxFiles) return { ok: false, reason: `the workspace would hold more than ${bounds.maxFiles} files` };
+        if (bytes > bounds.maxBytes) return { ok: false, reason: `the workspace would hold more than ${Math.floor(bounds.maxBytes / 1048576)} MiB` };
         if (!stat.isFile() && !stat.isSymbolicLink()) continue;
         const key: StatKey = [stat.size, stat.mtimeMs, stat.ctimeMs, stat.ino];
         const known = cache[rel];
