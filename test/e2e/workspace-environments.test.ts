@@ -76,7 +76,7 @@ describe('session environments with real sandboxes', () => {
     const write = await environments.execute(harnessCall(session, 'write_file', { path: 'root/tmp/escaped', content: 'x' }));
     assert.equal(write.success, false);
     const listed = await environments.execute(harnessCall(session, 'list_files', {}));
-    assert.match(listed.output, /^leak -> \/etc\/shadow$/m);
+    assert.match(listed.output, /^"leak" -> "\/etc\/shadow"$/m);
     // The commit recorded links, not what they point to: no artifact is a link.
     const artifacts = await query<{ path: string }>('SELECT path FROM session_artifacts WHERE session_id = $1', [session.id]);
     assert.deepEqual(artifacts, []);
@@ -105,7 +105,7 @@ describe('session environments with real sandboxes', () => {
       until(async () => ((await http(`${API}/sessions/${session.id}/attachments?limit=100`)).body.data.some((a: any) => a.id === fileId && a.status === 'ready') ? true : undefined), { attempts: 200, intervalMs: 100 });
     assert.ok(await ready(first.id));
     const listed = await environments.execute(harnessCall(session, 'list_files', {}));
-    assert.match(listed.output, /^attachments\/notes\.txt \(17 bytes\)$/m);
+    assert.match(listed.output, /^"attachments\/notes\.txt" \(17 bytes\)$/m);
     // The agent deletes it: it stays deleted (copied once).
     assert.equal((await environments.execute(harnessCall(session, 'shell', { command: 'rm attachments/notes.txt' }))).success, true);
     const second = await uploadDraft('second attachment\n', 'notes.txt');

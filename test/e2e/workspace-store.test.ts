@@ -142,7 +142,7 @@ describe('workspace store', () => {
     await assert.rejects(lstat('/etc/planted'), { code: 'ENOENT' });
     assert.equal((await tools.writeFile({ path: 'host', content: 'x' })).success, false);
     assert.equal((await tools.listFiles({ path: 'etc' })).success, false);
-    assert.match((await tools.listFiles({})).output, /^host -> \/etc\/hostname$/m);
+    assert.match((await tools.listFiles({})).output, /^"host" -> "\/etc\/hostname"$/m);
     const patch = await tools.applyPatch({ patch: '--- a/host\n+++ b/host\n@@ -1 +1 @@\n-x\n+y\n' });
     assert.equal(patch.success, false);
 
@@ -163,7 +163,7 @@ describe('workspace store', () => {
     const read = await worker2.environments().execute(harnessCall(session, 'read_file', { path: '/workspace/out/report.md' }));
     assert.deepEqual({ success: read.success, output: read.output }, { success: true, output: '# Report\n' });
     const listed = await environments.execute(harnessCall(session, 'list_files', {}));
-    assert.match(listed.output, /out\/report\.md \(9 bytes\)/);
+    assert.match(listed.output, /^"out\/report\.md" \(9 bytes\)$/m);
     assert.equal(listed.workspaceVersionId, undefined);
     for (const bad of ['../x', '/etc/passwd']) {
       const refused = await environments.execute(harnessCall(session, 'write_file', { path: bad, content: 'x' }));

@@ -1,6 +1,7 @@
 import { chmod, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { dataSourceOptions } from '#libs/database';
@@ -13,10 +14,18 @@ import { env } from './env.js';
 /** The local store, counting the objects it writes (to see that only changed files are uploaded). */
 export class CountingStorage extends LocalFileStorage {
   puts = 0;
+  /** Of those, the ones streamed (a workspace file's bytes are never held whole). */
+  streamed = 0;
 
   override async put(key: string, bytes: Uint8Array): Promise<void> {
     this.puts++;
     await super.put(key, bytes);
+  }
+
+  override async putStream(key: string, body: Readable, size: number): Promise<void> {
+    this.puts++;
+    this.streamed++;
+    await super.putStream(key, body, size);
   }
 }
 

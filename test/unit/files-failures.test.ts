@@ -31,6 +31,12 @@ class GatedStorage implements FileStorage {
     this.objects.set(key, bytes);
   }
 
+  async putStream(key: string, body: Readable): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    await this.put(key, Buffer.concat(chunks));
+  }
+
   async get(key: string): Promise<Buffer> {
     return Buffer.from(this.objects.get(key)!);
   }

@@ -68,19 +68,27 @@ export class FileTools {
       const pending = [checked.path];
       while (pending.length > 0 && !more) {
         const relDir = pending.shift()!;
-        const entries = (await readdir(path.join(this.dir, relDir), { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
-        for (const dirent of entries) {
+        // Buffer names: one that is not UTF-8 is still listed (and looked up) as the file system holds it.
+        const dirPath = Buffer.from(path.join(this.dir, relDir) + '/');
+        const names = (await readdir(dirPath, { encoding: 'buffer' })).sort(Buffer.compare);
+        for (const raw of names) {
           if (lines.length >= LIST_MAX_ENTRIES) {
             more = true;
             break;
           }
-          const rel = relDir === '' ? dirent.name : `${relDir}/${dirent.name}`;
-          const stat = await lstat(path.join(this.dir, rel));
+          const name = raw.toString('utf8');
+          const rel = relDir === '' ? name : `${relDir}/${name}`;
+          // Names are shown as JSON strings: a newline or quote in a name cannot forge a line.
+          const shown = JSON.stringify(rel);
+          const full = Buffer.concat([dirPath, raw]);
+          const stat = await lstat(full);
+          const utf8 = Buffer.from(name, 'utf8').equals(raw);
           if (stat.isDirectory()) {
-            lines.push(`${rel}/`);
-            pending.push(rel);
-          } else if (stat.isSymbolicLink()) lines.push(`${rel} -> ${await readlink(path.join(this.dir, rel))}`);
-          else if (stat.isFile()) lines.push(`${rel} (${stat.size} bytes)`);
+            lines.push(`${JSON.stringify(`${rel}/`)}${utf8 ? '' : ' (not a UTF-8 name)'}`);
+            if (utf8) pending.push(rel);
+          } else if (stat.isSymbolicLink()) lines.push(`${shown} -> ${JSON.stringify((await readlink(full, { encoding: 'buffer' })).toString('utf8'))}`);
+          else if (stat.isFile()) lines.push(`${shown} (${stat.size} bytes)${utf8 ? '' : ' (not a UTF-8 name)'}`);
+          else lines.push(`${shown} (not a regular file)`);
         }
       }
       if (lines.length === 0) return { success: true, output: `${absoluteWorkspacePath(checked.path)} is empty` };
@@ -140,7 +148,7 @@ export class FileTools {
     }
   }
 
-  /** A path problem (a symlink, a directory where a file is meant, a missing file) is the tool's error output, never a thrown error. */
+  /** A path problem (a symlink, a directory where a file is meant, a missing file, a name too long) is the tool's error output, never a thrown error. */
   private async guard(run: () => Promise<ToolOutcome>): Promise<ToolOutcome> {
     try {
       return await run();
@@ -150,6 +158,11 @@ export class FileTools {
       if (code === 'ENOENT') return error('no such file or directory');
       if (code === 'ELOOP') return error('the path is a symlink: files are not read or written through symlinks');
       if (code === 'EISDIR' || code === 'ENOTDIR') return error('a directory is where a file was meant, or a file where a directory was meant');
+      if (code === 'ENAMETOOLONG') return error('the path (or one of its names) is too long for the file system');
+      if (code === 'EACCES' || code === 'EPERM') return error('permission denied (a command may have changed the permissions of a file or directory on the path)');
+      if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG') return error('no space left for the file');
+      // Any other file system refusal is still about the path or file the model named: its error, never a failed turn.
+      if (typeof code === 'string' && code.startsWith('E')) return error(`the file system refused the operation (${code})`);
       throw failure;
     }
   }

@@ -59,7 +59,7 @@ export async function openInside(root: string, rel: string, flags: number, mode 
 }
 
 /** Writes a whole file below `root` (its directories made), owned by the sandbox's user; `replace` as for ensureDirectories, and for the file itself. */
-export async function writeInside(root: string, rel: string, bytes: Uint8Array, mode: number, owner: Ownership, replace = false): Promise<void> {
+export async function writeInside(root: string, rel: string, bytes: Uint8Array | AsyncIterable<Uint8Array>, mode: number, owner: Ownership, replace = false): Promise<void> {
   const parent = path.dirname(rel);
   if (parent !== '.') await ensureDirectories(root, parent, owner, replace);
   const target = path.join(root, rel);
@@ -69,7 +69,9 @@ export async function writeInside(root: string, rel: string, bytes: Uint8Array, 
   }
   const handle = await openInside(root, rel, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, mode & 0o777);
   try {
-    await handle.writeFile(bytes);
+    if (bytes instanceof Uint8Array) await handle.writeFile(bytes);
+    // A stream is written chunk by chunk: a file of any size, never whole in memory.
+    else for await (const chunk of bytes) await handle.write(chunk, 0, chunk.byteLength);
     await handle.chmod(mode & 0o777);
     if (isRoot()) await handle.chown(owner.uid, owner.gid);
   } finally {

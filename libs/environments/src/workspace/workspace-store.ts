@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { Checkout, type WorkspaceBounds } from './checkout.js';
-import { diffManifests, type Manifest } from './manifest.js';
+import { diffManifests, type Manifest, SYMLINK_MODE } from './manifest.js';
 import { WorkspaceBlobs } from './workspace-blobs.js';
 import { type VersionAuthor, type WorkspaceHead, WorkspacesRepository } from './workspaces.repository.js';
 
@@ -52,12 +52,13 @@ export class WorkspaceStore {
     await checkout.prepare();
     // What is on disk, not what the last call left: a worker that died mid-call leaves changes no
     // version holds, and those are dropped here. A checkout past the bounds is rebuilt from scratch.
-    let current = await checkout.scan({ maxFiles: bounds.maxFiles * 2, maxBytes: bounds.maxBytes * 2 });
+    // A checkout that cannot be read (a directory a command made unreadable) is rebuilt too.
+    let current = await checkout.scan({ maxFiles: bounds.maxFiles * 2, maxBytes: bounds.maxBytes * 2 }, 'delete');
     if (!current.ok) {
       await checkout.wipe();
       current = { ok: true, manifest: {} };
     }
-    await checkout.syncTo(current.manifest, head?.manifest ?? {}, (hash) => this.blobs.fetch(hash));
+    await checkout.syncTo(current.manifest, head?.manifest ?? {}, this.blobs);
     return { workdirId, checkout, base: head };
   }
 
@@ -82,7 +83,10 @@ export class WorkspaceStore {
     for (const rel of written) {
       const entry = changes.written[rel]!;
       if (known.has(entry[0])) continue;
-      if (await this.blobs.store(await open.checkout.readEntry(rel, entry))) uploaded++;
+      const stored = entry[2] === SYMLINK_MODE
+        ? await this.blobs.store(await open.checkout.readLink(rel))
+        : await this.blobs.storeStream(entry[0], entry[1], () => open.checkout.openFile(rel));
+      if (stored) uploaded++;
       known.add(entry[0]);
     }
     // What the setup or an attachment put in the workspace is not the call's writing: no artifacts.
@@ -94,9 +98,9 @@ export class WorkspaceStore {
   private async resetToHead(open: OpenWorkspace, bounds: WorkspaceBounds): Promise<void> {
     const state = await this.repository.state(open.workdirId);
     const head = state?.head ?? null;
-    const current = await open.checkout.scan({ maxFiles: bounds.maxFiles * 2, maxBytes: bounds.maxBytes * 2 });
+    const current = await open.checkout.scan({ maxFiles: bounds.maxFiles * 2, maxBytes: bounds.maxBytes * 2 }, 'delete');
     if (!current.ok) await open.checkout.wipe();
-    await open.checkout.syncTo(current.ok ? current.manifest : {}, head?.manifest ?? {}, (hash) => this.blobs.fetch(hash));
+    await open.checkout.syncTo(current.ok ? current.manifest : {}, head?.manifest ?? {}, this.blobs);
   }
 }
 

@@ -10,6 +10,8 @@ export interface FileStorage {
   readonly driver: 'local' | 's3';
   /** Writes the whole object; an existing one is replaced (writing the same bytes twice is harmless). */
   put(key: string, bytes: Uint8Array): Promise<void>;
+  /** As put, from a stream of exactly `size` bytes, never holding the object in memory (files of any size). */
+  putStream(key: string, body: Readable, size: number): Promise<void>;
   /** The whole object; StorageObjectMissing when there is none. */
   get(key: string): Promise<Buffer>;
   /**

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { isStorageKey } from '../file-ids.js';
@@ -19,13 +19,29 @@ export class LocalFileStorage implements FileStorage {
   }
 
   async put(key: string, bytes: Uint8Array): Promise<void> {
+    await this.write(key, (handle) => handle.writeFile(bytes));
+  }
+
+  async putStream(key: string, body: Readable, size: number): Promise<void> {
+    await this.write(key, async (handle) => {
+      let written = 0;
+      for await (const chunk of body) {
+        const bytes = chunk as Buffer;
+        await handle.write(bytes, 0, bytes.byteLength);
+        written += bytes.byteLength;
+      }
+      if (written !== size) throw new Error(`the stream held ${written} bytes, not ${size}`);
+    });
+  }
+
+  private async write(key: string, fill: (handle: FileHandle) => Promise<void>): Promise<void> {
     const target = this.pathOf(key);
     const temporary = `${target}.tmp-${randomBytes(6).toString('hex')}`;
     try {
       await mkdir(path.dirname(target), { recursive: true });
       const handle = await open(temporary, 'wx', 0o600);
       try {
-        await handle.writeFile(bytes);
+        await fill(handle);
         await handle.sync();
       } finally {
         await handle.close();

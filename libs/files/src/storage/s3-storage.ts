@@ -41,6 +41,17 @@ export class S3FileStorage implements FileStorage {
     }
   }
 
+  async putStream(key: string, body: Readable, size: number): Promise<void> {
+    const Key = this.objectKey(key);
+    try {
+      // One PUT streams the body with its length known up front (S3 takes up to 5 GB this way).
+      await this.client.send(new PutObjectCommand({ Bucket: this.settings.bucket, Key, Body: body, ContentLength: size }));
+    } catch (error) {
+      body.destroy();
+      throw new StorageUnavailableError('put', key, error);
+    }
+  }
+
   async get(key: string): Promise<Buffer> {
     const Key = this.objectKey(key);
     try {
