@@ -151,7 +151,6 @@ function locate(lines: string[], needle: string[], expected: number, from: numbe
       if (at >= from && at <= last && matches(at)) return at;
     }
   }
-  if (needle.length === 0) return start;
   // Farther away: one pass over the file for the candidates (their first line matches), nearest first.
   if (!work.spend(last - from + 1)) throw new OverBudget();
   const first = needle[0];
