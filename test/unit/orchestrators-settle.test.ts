@@ -13,6 +13,22 @@ import { newTestService } from './support/new-test-service.js';
 const lease = aLease({ epoch: 3 });
 const held = { turn: aTurn(), run: aRun(), lease, config: { agent_id: 'agent', model: 'scripted:echo', tool_approval_mode: 'default', instructions: '' } } as HeldTurn;
 const output = (over: Partial<RunOutput> = {}): RunOutput => ({ item: null, outputIndex: 1, text: 'Hello', reasoning: '', lostDeltas: false, ...over });
+const runningCommand = {
+  id: 'cmd-1',
+  sessionId: 's1',
+  turnId: 't1',
+  runId: 'r1',
+  inputId: null,
+  seq: '5',
+  type: 'command_execution',
+  role: null,
+  status: 'incomplete',
+  content: [{ type: 'function_call', call_id: 'c1', command_execution: { command: 'sleep 9', cwd: '/workspace', exit_code: null, output: 'x', duration_ms: null, output_index: 2 } }],
+  phase: null,
+  tokens: null,
+  createdAt: new Date(0),
+} as ItemEntity;
+const environment: EnvironmentConfig = { type: 'openai_hosted', network: { access: 'disabled' }, env: {}, files: [], setup_commands: [], limits: {} };
 const completed: Outcome = { status: 'completed', modelCall: { model: 'gpt-test', usage: null, requestJson: '{"model":"gpt-test"}' } };
 
 /** The settle's fenced statement answers `turn` as settled (null: the lease was gone), with the locked session row. */
@@ -72,23 +88,7 @@ describe('settling a turn (TurnSettlement.settle)', () => {
     const error = { code: 'run_failed', message: 'The run failed unexpectedly' };
     const { sut, transactions, mocks } = settlement(aTurn({ status: 'failed', error, completedAt: new Date() }));
     const items = mocks.get(ItemsRepository);
-    const command = {
-      id: 'cmd-1',
-      sessionId: 's1',
-      turnId: 't1',
-      runId: 'r1',
-      inputId: null,
-      seq: '5',
-      type: 'command_execution',
-      role: null,
-      status: 'incomplete',
-      content: [{ type: 'function_call', call_id: 'c1', command_execution: { command: 'sleep 9', cwd: '/workspace', exit_code: null, output: 'x', duration_ms: null, output_index: 2 } }],
-      phase: null,
-      tokens: null,
-      createdAt: new Date(0),
-    } as ItemEntity;
-    items.endRunningCommands.mock.mockImplementation(async () => [command]);
-    const environment: EnvironmentConfig = { type: 'openai_hosted', network: { access: 'disabled' }, env: {}, files: [], setup_commands: [], limits: {} };
+    items.endRunningCommands.mock.mockImplementation(async () => [runningCommand]);
     await sut.settle({ ...held, config: { ...held.config, environment } }, lease, output(), { status: 'failed', error });
     assert.deepEqual(items.endRunningCommands.mock.calls[0]!.arguments.slice(1, 2), [held.turn.id]);
     assert.match(items.endRunningCommands.mock.calls[0]!.arguments[2], /failed before this command ended/);
@@ -98,6 +98,22 @@ describe('settling a turn (TurnSettlement.settle)', () => {
 
     const plain = settlement(aTurn({ status: 'failed', error, completedAt: new Date() }));
     await plain.sut.settle(held, lease, output(), { status: 'failed', error });
+    assert.equal(plain.mocks.get(ItemsRepository).endRunningCommands.mock.callCount(), 0);
+  });
+
+  it('a completed turn of a session with an environment ends a command item still running too, announced before the answer; without one, nothing is asked', async () => {
+    const { sut, transactions, mocks } = settlement(aTurn({ status: 'completed', completedAt: new Date() }));
+    const items = mocks.get(ItemsRepository);
+    items.endRunningCommands.mock.mockImplementation(async () => [runningCommand]);
+    await sut.settle({ ...held, config: { ...held.config, environment } }, lease, output(), completed);
+    assert.equal(items.endRunningCommands.mock.callCount(), 1);
+    assert.match(items.endRunningCommands.mock.calls[0]!.arguments[2], /completed before this command ended/);
+    const { events } = transactions.only;
+    assert.deepEqual(typesOf(events), ['agent.session.turn.item.done', 'agent.session.turn.item.done', 'yuxi.session.run.completed', 'agent.session.turn.completed']);
+    assert.equal((events[0] as any).item.id, 'cmd-1');
+
+    const plain = settlement(aTurn({ status: 'completed', completedAt: new Date() }));
+    await plain.sut.settle(held, lease, output(), completed);
     assert.equal(plain.mocks.get(ItemsRepository).endRunningCommands.mock.callCount(), 0);
   });
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { SandboxSettings } from '#libs/config';
-import { applyUnifiedDiff, checkWorkspacePath, commandLimits, diffManifests, type EnvironmentConfig, type Manifest, mergeOntoHead } from '#libs/environments';
+import { applyUnifiedDiff, checkWorkspacePath, PATCH_MAX_HUNKS, commandLimits, diffManifests, type EnvironmentConfig, type Manifest, mergeOntoHead } from '#libs/environments';
 
 // The environment's pure parts: the unified-diff applier, tools' path checks, and how a call's
 // changes merge onto a workspace head another session moved meanwhile.
@@ -62,6 +62,41 @@ describe('applyUnifiedDiff', () => {
     assert.equal(applyUnifiedDiff('--- a/x\n+++ b/x\n@@ -1 +1 @@\n-x\n+y\n', files({})).ok, false);
     assert.equal(applyUnifiedDiff('just some text', files({})).ok, false);
     assert.equal(applyUnifiedDiff('--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n-x\n+y\n', files({ x: 'x\n' })).ok, false);
+  });
+
+  it('finds a hunk whose header is off by far, the nearest match first', () => {
+    const text = Array.from({ length: 5000 }, (_, i) => (i % 1000 === 0 ? 'mark' : `line ${i}`)).join('\n') + '\n';
+    // Says line 2500 but the marks are at 2001 and 3001: the nearer one (lower on a tie) is patched.
+    const result = applyUnifiedDiff('--- a/f\n+++ b/f\n@@ -2500 +2500 @@\n-mark\n+MARK\n', files({ f: text }));
+    assert.ok(result.ok);
+    assert.deepEqual(result.files[0]!.content!.split('\n').flatMap((line, i) => (line === 'MARK' ? [i] : [])), [2000]);
+  });
+
+  it('applies or refuses a 10k-line context hunk on a 5M-line file in bounded time (< 2 s each)', () => {
+    const lines = new Array<string>(5_000_000).fill('x');
+    const text = lines.join('\n') + '\n';
+    const context = new Array<string>(10_000).fill(' x');
+    // Nowhere matches: every place agrees on 9,999 lines before the last differs; the work budget refuses it.
+    let started = Date.now();
+    const hostile = applyUnifiedDiff(['--- a/big', '+++ b/big', '@@ -1,10001 +1,10001 @@', ...context, '-y', '+z', ''].join('\n'), files({ big: text }));
+    assert.ok(Date.now() - started < 2_000, `refused in ${Date.now() - started} ms`);
+    assert.equal(hostile.ok, false);
+    assert.match(!hostile.ok ? hostile.error : '', /costs more than this tool allows.*nothing was changed/);
+    // The same hunk where its header says (near line 4M), with a line that is there: applied.
+    started = Date.now();
+    const good = applyUnifiedDiff(['--- a/big', '+++ b/big', '@@ -4000000,10001 +4000000,10001 @@', ...context, '-x', '+z', ''].join('\n'), files({ big: text }));
+    assert.ok(Date.now() - started < 2_000, `applied in ${Date.now() - started} ms`);
+    assert.ok(good.ok);
+    const content = good.files[0]!.content!;
+    assert.equal(content.length, text.length);
+    assert.equal(content.indexOf('z'), 2 * (4_000_000 - 1 + 10_000));
+  });
+
+  it('refuses a patch of more hunks than the bound', () => {
+    const hunks = Array.from({ length: PATCH_MAX_HUNKS + 1 }, () => '@@ -1 +1 @@\n-a\n+a').join('\n');
+    const result = applyUnifiedDiff(`--- a/f\n+++ b/f\n${hunks}\n`, files({ f: 'a\n' }));
+    assert.equal(result.ok, false);
+    assert.match(!result.ok ? result.error : '', /more than 10000/);
   });
 });
 

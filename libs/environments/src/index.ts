@@ -2,7 +2,7 @@
 // in the file storage, the artifacts its commands wrote, and the harness tools that run there.
 export { type EnvironmentConfig, type EnvironmentFile, type EnvironmentLimits, type EnvironmentNetwork, type NetworkAccess, WORKSPACE_PATH } from './environment-config.js';
 export { type CommandRecord, type HarnessCall, type HarnessOutcome, SessionEnvironments } from './session-environments.js';
-export { applyUnifiedDiff, type PatchedFile, type PatchResult } from './tools/unified-diff.js';
+export { applyUnifiedDiff, PATCH_MAX_HUNKS, type PatchedFile, type PatchResult } from './tools/unified-diff.js';
 export { absoluteWorkspacePath, checkWorkspacePath, type CheckedPath } from './workspace/workspace-paths.js';
 export { diffManifests, type Manifest, type ManifestChanges, type ManifestEntry, mergeOntoHead } from './workspace/manifest.js';
 export { CommandRunner, commandLimits, commandNetwork, workspaceDiskMb } from './command-limits.js';

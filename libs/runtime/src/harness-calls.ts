@@ -3,6 +3,7 @@ import { type CommandEnding, commandItemId, isCommandCall, ItemsRepository, type
 import { type CommandRecord, type HarnessOutcome, SessionEnvironments, WORKSPACE_PATH } from '#libs/environments';
 import type { HarnessToolName, ResolvedTool } from '#libs/tools';
 import { CallInFlight } from './call-in-flight.js';
+import { OutputBatcher } from './output-batcher.js';
 import type { RunState } from './run-scope.js';
 import type { PlannedOutcome } from './step-plan.js';
 
@@ -30,27 +31,25 @@ export class HarnessCalls {
       const scope = await this.items.commandScope(held.turn.sessionId, itemId);
       if (!scope) return { success: false, output: `${tool.name} error: the session is gone` };
       const command = isCommandCall(held.config, call.name) && scope.outputIndex !== null ? { turnId: held.turn.id, itemId, outputIndex: scope.outputIndex } : null;
-      let streamed = false;
-      const outcome = await this.environments.execute({
-        session: { id: held.turn.sessionId, ownerId: scope.ownerId, workdirId: scope.workdirId },
-        turnId: held.turn.id,
-        callId: call.call_id,
-        environment,
-        tool: tool.name as HarnessToolName,
-        args: plan.args,
-        signal: inFlight.controller.signal,
-        ...(command
-          ? {
-              onOutput: (delta: string) => {
-                if (delta.length === 0) return;
-                streamed = true;
-                state.live.push(turnEvents.commandOutput(command, state.lease.runId, delta));
-              },
-            }
-          : {}),
-      });
+      // Pipe chunks are joined into fewer live events (every 100 ms or 4 KiB), all sent before the result.
+      const batcher = command ? new OutputBatcher((delta) => state.live.push(turnEvents.commandOutput(command, state.lease.runId, delta))) : null;
+      let outcome: HarnessOutcome;
+      try {
+        outcome = await this.environments.execute({
+          session: { id: held.turn.sessionId, ownerId: scope.ownerId, workdirId: scope.workdirId },
+          turnId: held.turn.id,
+          callId: call.call_id,
+          environment,
+          tool: tool.name as HarnessToolName,
+          args: plan.args,
+          signal: inFlight.controller.signal,
+          ...(batcher ? { onOutput: (delta: string) => batcher.add(delta) } : {}),
+        });
+      } finally {
+        batcher?.flush();
+      }
       // Every delta is on the stream before the item's end and the call's output.
-      if (streamed) await state.live.drain();
+      if (batcher && batcher.sent > 0) await state.live.drain();
       return planned(outcome);
     });
   }

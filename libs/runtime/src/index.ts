@@ -27,3 +27,4 @@ export { type CachedContext, ContextCache } from './context-cache.js';
 export { CallInFlight, ELICITATION_LOST, McpCallsInFlight, RemoteCall } from './mcp-calls-in-flight.js';
 export { McpSampling, toModelMessage as samplingMessage } from './mcp-sampling.js';
 export { PROGRESS_EVENTS_PER_SECOND, ProgressThrottle, type ThrottleClock } from './progress-throttle.js';
+export { OUTPUT_BATCH_BYTES, OUTPUT_BATCH_MS, OutputBatcher } from './output-batcher.js';

@@ -5,7 +5,7 @@ export interface ThrottleClock {
   schedule(fn: () => void, ms: number): () => void;
 }
 
-const REAL_CLOCK: ThrottleClock = {
+export const REAL_CLOCK: ThrottleClock = {
   now: () => Date.now(),
   schedule(fn, ms) {
     const timer = setTimeout(fn, ms);

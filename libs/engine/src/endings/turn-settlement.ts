@@ -85,17 +85,19 @@ export class TurnSettlement {
     tx.write(turnFreedWrite(sessionId, toCurrentTurn(turn), writes ? 1 : 0, now, this.config.maxActiveTurnsPerOwner), ([row]) => {
       if (row?.crowded_account) tx.nudge({ kind: 'account', accountId: String(row.crowded_account) });
     });
+    // A session with an environment: a command item still running when the turn ends (whatever its
+    // outcome: a completed turn may race a command's own end) ends now, announced before the answer.
+    // A session without one asks nothing here.
+    if (held.config.environment) {
+      for (const item of await this.items.endRunningCommands(manager, held.turn.id, `The turn was ${final} before this command ended; its outcome is unknown.`)) {
+        events.push(turnEvents.item('done', item, item.content[0]?.command_execution?.output_index ?? 0));
+      }
+    }
     // Under the lock the session row is current: its item counter numbers the output item.
     if (writes) {
       const out = this.writer.finalOutputWrite(held, lease, output, completed ? 'completed' : 'incomplete', Number(session.itemSeq) + 1, now);
       events.push(...out.events);
       tx.write(out.write);
-    }
-    // A turn of a session with an environment that ended mid-command: the command's item ends too.
-    if (!completed && held.config.environment) {
-      for (const item of await this.items.endRunningCommands(manager, held.turn.id, `The turn was ${final} before this command ended; its outcome is unknown.`)) {
-        events.push(turnEvents.item('done', item, item.content[0]?.command_execution?.output_index ?? 0));
-      }
     }
     const run: RunEntity = { ...held.run, id: lease.runId, status: final, completedAt: now, error: turn.error, leaseOwner: null, leaseExpiresAt: null, usage: runUsage };
     events.push(turnEvents.run(final, run), turnEvents.turn(final, turn));
