@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { access, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CommandRunner, WorkspaceSessionEnvironments } from '#libs/environments';
 import { BwrapSandbox } from '#libs/sandbox';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
+import { until } from '../support/identity.js';
 import { harnessCall, realSession, type StoreRig, storeRig } from '../support/workspaces.js';
 
 // Who makes a workspace and what a call may commit, on the suite's Postgres with real sandboxes:
@@ -58,14 +59,17 @@ describe('workspace setup claims and aborted calls', () => {
     const kept = await environments.execute(harnessCall(session, 'write_file', { path: 'kept.txt', content: 'kept\n' }));
     assert.equal(kept.success, true, kept.output);
     const before = await versions(session.workdirId);
-    for (const [tool, args] of [
-      ['write_file', { path: 'lost.txt', content: 'lost\n' }],
-      ['shell', { command: 'echo lost > lost-too.txt; rm kept.txt' }],
-    ] as const) {
-      const lost = new AbortController();
-      lost.abort();
-      await environments.execute({ ...harnessCall(session, tool, args), signal: lost.signal });
-    }
+    // Aborted before it ran (a write), and while its command runs (a shell call, stopped).
+    const early = new AbortController();
+    early.abort();
+    await environments.execute({ ...harnessCall(session, 'write_file', { path: 'lost.txt', content: 'lost\n' }), signal: early.signal });
+    const late = new AbortController();
+    const running = environments.execute({ ...harnessCall(session, 'shell', { command: 'echo lost > lost-too.txt; rm kept.txt; sleep 30' }), signal: late.signal });
+    const checkout = rig.store.checkoutOf(session.id).dir;
+    const started = await until(async () => (await access(path.join(checkout, 'lost-too.txt')).then(() => true, () => undefined)), { attempts: 100 });
+    assert.ok(started, 'the command ran');
+    late.abort();
+    await running;
     assert.equal(await versions(session.workdirId), before, 'no version was committed');
     const [artifacts] = await query<{ n: string }>(`SELECT count(*) AS n FROM session_artifacts WHERE session_id = $1 AND path LIKE '/workspace/lost%'`, [session.id]);
     assert.equal(Number(artifacts!.n), 0);
