@@ -11,7 +11,7 @@ import { harnessCall, realSession, type StoreRig, storeRig } from '../support/wo
 
 // Who makes a workspace and what a call may commit, on the suite's Postgres with real sandboxes:
 // a setup whose caller died is taken over (and still runs once, onto what was committed meanwhile),
-// and a call whose signal aborted (lease lost, cancelled) commits nothing.
+// a call whose signal aborted (lease lost, cancelled) commits nothing, and idle checkouts are swept.
 describe('workspace setup claims and aborted calls', () => {
   let rig: StoreRig;
   let sandbox: BwrapSandbox;
@@ -76,5 +76,23 @@ describe('workspace setup claims and aborted calls', () => {
     const listed = await environments.execute(harnessCall(session, 'list_files', {}));
     assert.doesNotMatch(listed.output, /lost/);
     assert.match(listed.output, /kept\.txt/);
+  });
+
+  it('the sweep removes a checkout idle past the bound, never one a call is using; the next call restores it from storage', async () => {
+    const session = await realSession();
+    await environments.execute(harnessCall(session, 'write_file', { path: 'kept.txt', content: 'kept\n' }));
+    const root = rig.store.checkoutOf(session.id).root;
+    // A call in flight: its checkout stays, however small the bound.
+    const running = environments.execute(harnessCall(session, 'shell', { command: 'touch started; sleep 2; echo done' }));
+    assert.ok(await until(() => access(path.join(root, 'workspace', 'started')).then(() => true, () => undefined), { attempts: 100 }), 'the command ran');
+    assert.ok(!(await environments.sweepCheckouts(0)).includes(session.id));
+    await access(path.join(root, 'workspace', 'kept.txt'));
+    assert.equal((await running).output, 'done\n');
+    // Idle now: removed, and the next call finds its files again.
+    assert.ok((await environments.sweepCheckouts(0)).includes(session.id));
+    await assert.rejects(access(root));
+    const read = await environments.execute(harnessCall(session, 'read_file', { path: 'kept.txt' }));
+    assert.equal(read.success, true, read.output);
+    assert.match(read.output, /kept/);
   });
 });

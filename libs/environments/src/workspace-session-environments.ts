@@ -1,5 +1,7 @@
+import { readdir, rm, stat, utimes } from 'node:fs/promises';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import type { ToolOutcome } from '#libs/tools';
 import { CommandRunner, workspaceDiskMb } from './command-limits.js';
@@ -14,6 +16,7 @@ import { type WorkspaceHead, WorkspacesRepository } from './workspace/workspaces
 /** A call waits at most SETUP_WAITS x SETUP_WAIT_MS for another call's setup before it runs without it. */
 const SETUP_WAITS = 120;
 const SETUP_WAIT_MS = 500;
+const SESSION_ID = /^[0-9a-f-]{36}$/;
 
 /** Tools that only read: their calls commit nothing (and skip the scan). */
 const READ_ONLY = new Set(['list_files', 'read_file']);
@@ -25,8 +28,10 @@ const READ_ONLY = new Set(['list_files', 'read_file']);
  * tree on other workers commit onto the same head (per path, the last writer wins).
  */
 @Injectable()
-export class WorkspaceSessionEnvironments extends SessionEnvironments {
+export class WorkspaceSessionEnvironments extends SessionEnvironments implements OnModuleInit, OnModuleDestroy {
+  /** The sessions whose calls run or wait on this worker (or whose checkout is being removed): never swept. */
   private readonly running = new Map<string, Promise<unknown>>();
+  private sweeper?: NodeJS.Timeout;
 
   constructor(
     private readonly store: WorkspaceStore,
@@ -38,14 +43,53 @@ export class WorkspaceSessionEnvironments extends SessionEnvironments {
     super();
   }
 
+  onModuleInit(): void {
+    const idleS = this.config.sandbox.checkoutIdleS;
+    if (idleS <= 0) return;
+    this.sweeper = setInterval(() => void this.sweepCheckouts(idleS).catch(() => undefined), Math.max(10_000, Math.min(idleS * 250, 300_000)));
+    this.sweeper.unref();
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.sweeper);
+  }
+
   execute(call: HarnessCall): Promise<HarnessOutcome> {
-    const previous = this.running.get(call.session.id) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.run(call));
-    this.running.set(call.session.id, next);
+    // The checkout's root is touched after each call: its mtime is when a call last used it (what the sweep reads).
+    return this.serialise(call.session.id, () => this.run(call).finally(() => this.touch(call.session.id)));
+  }
+
+  /**
+   * Removes the checkouts no call used for `idleS` seconds (the durable copy is in the file storage;
+   * the next call restores it), never one a call of this worker runs in or waits for. Returns the sessions swept.
+   */
+  async sweepCheckouts(idleS = this.config.sandbox.checkoutIdleS): Promise<string[]> {
+    const dir = path.resolve(this.config.sandbox.dir, 'checkouts');
+    const swept: string[] = [];
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      if (!SESSION_ID.test(name) || this.running.has(name)) continue;
+      const usedAt = await stat(path.join(dir, name)).then((found) => found.mtimeMs, () => null);
+      if (usedAt === null || Date.now() - usedAt < idleS * 1000 || this.running.has(name)) continue;
+      // Held as the session's work: a call arriving meanwhile waits for the removal, then restores the checkout.
+      await this.serialise(name, () => rm(path.join(dir, name), { recursive: true, force: true }));
+      swept.push(name);
+    }
+    return swept;
+  }
+
+  private serialise<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.running.get(sessionId) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(work);
+    this.running.set(sessionId, next);
     void next.finally(() => {
-      if (this.running.get(call.session.id) === next) this.running.delete(call.session.id);
+      if (this.running.get(sessionId) === next) this.running.delete(sessionId);
     }).catch(() => undefined);
     return next;
+  }
+
+  private async touch(sessionId: string): Promise<void> {
+    const now = new Date();
+    await utimes(this.store.checkoutOf(sessionId).root, now, now).catch(() => undefined);
   }
 
   private async run(call: HarnessCall): Promise<HarnessOutcome> {
