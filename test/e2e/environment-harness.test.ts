@@ -105,10 +105,10 @@ describe('environments: the harness in a session\'s workspace', () => {
     assert.equal(listed.status, 200, listed.text);
     const paths = listed.body.data.map((a: any) => a.path);
     assert.ok(paths.includes('/workspace/a.txt'), `artifacts: ${paths.join(', ')}`);
-    // Each version written is an artifact: the file as written, then as patched.
+    // A file written then patched in one turn is one artifact, holding the patched content.
     const versions = listed.body.data.filter((a: any) => a.path === '/workspace/notes/b.md').sort((x: any, y: any) => x.size_bytes - y.size_bytes);
-    assert.deepEqual(versions.map((a: any) => a.size_bytes), ['one\ntwo\n'.length, 'one\nthree\n'.length]);
-    const notes = versions[1];
+    assert.deepEqual(versions.map((a: any) => a.size_bytes), ['one\nthree\n'.length]);
+    const notes = versions[0];
     assert.equal(notes.object, 'agent.session.artifact');
     const content = await fetch(`${env.apiUrl}${API}/sessions/${session.id}/artifacts/${notes.id}/content`, { headers: { authorization: `Bearer ${env.apiKey}` } });
     assert.equal(content.status, 200);

@@ -23,6 +23,8 @@ export interface SandboxSettings {
   runtime: SandboxRuntimeName;
   /** Where the worker keeps sessions' workspace checkouts (a cache: the durable copy is in the file storage). */
   dir: string;
+  /** A checkout no call used for this long is removed by its worker's sweep (the next call restores it from storage); 0: never. */
+  checkoutIdleS: number;
   /** The unprivileged user and group commands run as (outside the sandbox's user namespace too). */
   uid: number;
   gid: number;
@@ -59,6 +61,7 @@ export function sandboxSettings(env: NodeJS.ProcessEnv): SandboxSettings {
   return {
     runtime: runtime as SandboxRuntimeName,
     dir: env.SANDBOX_DIR || '.data/sandbox',
+    checkoutIdleS: Math.max(0, int(env, 'SANDBOX_CHECKOUT_IDLE_S', 3600)),
     uid: int(env, 'SANDBOX_UID', 65534),
     gid: int(env, 'SANDBOX_GID', 65534),
     defaults: { timeoutS, cpuS, memoryMb, processes, diskMb },

@@ -30,6 +30,7 @@ import { ReceiptExpiryIndex1766714400000 } from './migrations/1766714400000-rece
 import { StatusChecks1766801700000 } from './migrations/1766801700000-status-checks.js';
 import { Workspaces1766900000000 } from './migrations/1766900000000-workspaces.js';
 import { SessionEnvironment1766900100000 } from './migrations/1766900100000-session-environment.js';
+import { ArtifactPerTurnPath1766900200000 } from './migrations/1766900200000-artifact-per-turn-path.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -63,6 +64,7 @@ export const MIGRATIONS = [
   StatusChecks1766801700000,
   Workspaces1766900000000,
   SessionEnvironment1766900100000,
+  ArtifactPerTurnPath1766900200000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

@@ -222,11 +222,11 @@ export class FilesRepository {
    * Every ready file in the session's workdir (what the agent's file tools see): the files of every
    * session sharing it (the sessions of its project), in bound order.
    */
-  async readyInWorkdir(sessionId: string, limit: number): Promise<FileEntity[]> {
+  async readyInWorkdir(sessionId: string, limit: number, excluding: string[] = []): Promise<FileEntity[]> {
     const rows = (await this.dataSource.query(
       prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE workdir_id = (SELECT workdir_id FROM sessions WHERE id = $1) AND status = 'ready'
-       ORDER BY bound_at, id LIMIT $2`),
-      [sessionId, limit],
+       AND NOT (id = ANY($3::text[])) ORDER BY bound_at, id LIMIT $2`),
+      [sessionId, limit, excluding],
     )) as Record<string, unknown>[];
     return rows.map(fileFromRow);
   }

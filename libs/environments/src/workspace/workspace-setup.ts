@@ -34,7 +34,8 @@ export class WorkspaceSetup {
     const owner = { uid: this.config.sandbox.uid, gid: this.config.sandbox.gid };
     const names = new Set(paths.filter((rel) => rel.startsWith('attachments/')).map((rel) => rel.slice('attachments/'.length)));
     const done: string[] = [];
-    for (const attachment of await this.files.readyInWorkdir(call.session.id, MAX_ATTACHMENTS)) {
+    // The placed ones are left out in the query: past the first MAX_ATTACHMENTS, later ones still come.
+    for (const attachment of await this.files.readyInWorkdir(call.session.id, MAX_ATTACHMENTS, [...placed])) {
       if (!attachment.sessionKey || placed.has(attachment.id)) continue;
       const target = checkWorkspacePath(`attachments/${uniqueName(attachment.filename, names)}`);
       if (target.ok) await writeInside(dir, target.path, await this.storage.get(attachment.sessionKey), 0o644, owner, true);

@@ -95,7 +95,8 @@ export class WorkspaceStore {
     return { kind: 'committed', version, uploaded, written };
   }
 
-  private async resetToHead(open: OpenWorkspace, bounds: WorkspaceBounds): Promise<void> {
+  /** Puts the checkout back at the workspace's head, dropping what a call changed. */
+  async resetToHead(open: OpenWorkspace, bounds: WorkspaceBounds): Promise<void> {
     const state = await this.repository.state(open.workdirId);
     const head = state?.head ?? null;
     const current = await open.checkout.scan({ maxFiles: bounds.maxFiles * 2, maxBytes: bounds.maxBytes * 2 }, 'delete');

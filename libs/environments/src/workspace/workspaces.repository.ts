@@ -77,6 +77,11 @@ export class WorkspacesRepository {
     return rows.length === 1;
   }
 
+  /** Gives up a setup claim whose setup failed: the next call takes it over at once. */
+  async releaseSetup(workdirId: string): Promise<void> {
+    await this.dataSource.query(`UPDATE workspaces SET setup_claimed_at = '-infinity' WHERE workdir_id = $1 AND setup_state = 'running'`, [workdirId]);
+  }
+
   async version(versionId: string): Promise<WorkspaceHead | null> {
     const [row] = (await this.dataSource.query(prepared(`SELECT id, seq, manifest FROM workspace_versions WHERE id = $1`), [versionId])) as { id: string; seq: number; manifest: Manifest }[];
     return row ? { versionId: row.id, seq: row.seq, manifest: row.manifest } : null;
@@ -123,10 +128,13 @@ export class WorkspacesRepository {
   private async insertArtifacts(manager: EntityManager, request: CommitRequest, versionId: string): Promise<void> {
     const written = Object.entries(request.changes.written).filter(([, [, , mode]]) => mode !== SYMLINK_MODE);
     if (written.length === 0) return;
-    // One statement whatever the count: unnest of parallel arrays.
+    // One statement whatever the count: unnest of parallel arrays. A path the turn already wrote
+    // keeps its one artifact, now holding the latest content.
     await manager.query(
       `INSERT INTO session_artifacts (id, session_id, workdir_id, version_id, path, sha256, size_bytes, turn_id)
-       SELECT unnest($1::uuid[]), $2, $3, $4, unnest($5::text[]), unnest($6::text[]), unnest($7::bigint[]), $8`,
+       SELECT unnest($1::uuid[]), $2, $3, $4, unnest($5::text[]), unnest($6::text[]), unnest($7::bigint[]), $8
+       ON CONFLICT (session_id, turn_id, path) WHERE deleted_at IS NULL
+         DO UPDATE SET version_id = EXCLUDED.version_id, sha256 = EXCLUDED.sha256, size_bytes = EXCLUDED.size_bytes`,
       [
         written.map(() => newId()),
         request.author.sessionId,
