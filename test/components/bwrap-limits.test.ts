@@ -117,7 +117,7 @@ describe('BwrapSandbox: limits', () => {
     const result = await runIn(sandbox, dir, 'i=0; while true; do : > e$i; i=$((i+1)); done', { limits: { timeoutS: 60, maxFiles: 500 } });
     assert.equal(result.exitCode, null);
     assert.equal(result.limitHit, 'disk');
-    assert.match(result.output, /\[command ended: disk limit reached: the workspace holds more than 500 files\]\n$/);
+    assert.match(result.output, /\[command ended: disk limit reached: the workspace holds more than 500 files and directories\]\n$/);
   });
 
   it('offers the sandbox\'s processes to the host\'s OOM killer first', async () => {

@@ -35,7 +35,7 @@ export async function workspaceExcess(dir: string, bound: WorkspaceBound): Promi
       for await (const entry of handle) {
         const full = path.join(current, entry.name);
         files += 1;
-        if (files > bound.files) return `the workspace holds more than ${bound.files} files`;
+        if (files > bound.files) return `the workspace holds more than ${bound.files} files and directories`;
         if (entry.isDirectory()) pending.push(full);
         else {
           try {
