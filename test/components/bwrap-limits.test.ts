@@ -104,6 +104,28 @@ describe('BwrapSandbox: limits', () => {
     assert.ok((await metricValue('yuxi_sandbox_commands_total', { result: 'ok' })) >= 1);
   });
 
+  it('ends a command writing past the workspace\'s size bound on the disk limit', async () => {
+    const dir = await root.workspace('disk-bytes');
+    const result = await runIn(sandbox, dir, 'i=0; while true; do head -c 5M /dev/zero > f$i; i=$((i+1)); done', { limits: { timeoutS: 60, diskBytes: 20 * 1024 * 1024, fileSizeMb: 8 } });
+    assert.equal(result.exitCode, null);
+    assert.equal(result.limitHit, 'disk');
+    assert.match(result.output, /\[command ended: disk limit reached: the workspace holds more than 20 MiB\]\n$/);
+  });
+
+  it('ends a command making files past the workspace\'s file bound on the disk limit', async () => {
+    const dir = await root.workspace('disk-files');
+    const result = await runIn(sandbox, dir, 'i=0; while true; do : > e$i; i=$((i+1)); done', { limits: { timeoutS: 60, maxFiles: 500 } });
+    assert.equal(result.exitCode, null);
+    assert.equal(result.limitHit, 'disk');
+    assert.match(result.output, /\[command ended: disk limit reached: the workspace holds more than 500 files and directories\]\n$/);
+  });
+
+  it('offers the sandbox\'s processes to the host\'s OOM killer first', async () => {
+    const dir = await root.workspace('oom');
+    const result = await runIn(sandbox, dir, 'cat /proc/self/oom_score_adj; sh -c "cat /proc/self/oom_score_adj"');
+    assert.equal(result.output, '1000\n1000\n');
+  });
+
   it('fails an allocation above the memory limit', async () => {
     const dir = await root.workspace('memory');
     const result = await runIn(sandbox, dir, "python3 -c 'x = bytearray(4 << 30)'", { limits: { memoryMb: 256 } });

@@ -3,7 +3,7 @@
 // sandbox user. The tests run as root, as `npm test` does in CI and containers: the sandbox then
 // really drops to uid 65534 outside its user namespace too.
 import assert from 'node:assert/strict';
-import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,6 +47,25 @@ describe('BwrapSandbox: a command and its workspace', () => {
     } finally {
       delete process.env.YUXI_SANDBOX_TEST_SECRET;
     }
+  });
+
+  it('keeps the command\'s variables out of the host-side bwrap: a LD_PRELOAD is set inside only, nor its value on bwrap\'s command line', async () => {
+    const dir = await root.workspace('preload');
+    const run = runIn(sandbox, dir, 'sleep 1; echo "inside: $LD_PRELOAD"; exit 3', { env: { LD_PRELOAD: '/nonexistent/evil.so' } });
+    // The bwrap this process started (its child on the host), seen while the command sleeps: bounded polling.
+    let host: { environ: string; cmdline: string } | null = null;
+    for (let i = 0; i < 100 && host === null; i++) {
+      host = hostBwrap();
+      if (host === null) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.ok(host, 'the host-side bwrap process was seen');
+    assert.equal(host.environ, 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\0');
+    assert.ok(host.cmdline.startsWith('bwrap\0--args\x003\0--\0'), host.cmdline);
+    assert.ok(!host.cmdline.includes('evil.so'));
+    // Were the host's bwrap to load it, its ld.so complaint would fail the start (a non-zero exit with bwrap's stderr).
+    const result = await run;
+    assert.equal(result.exitCode, 3);
+    assert.match(result.output, /^inside: \/nonexistent\/evil\.so$/m);
   });
 
   it('keeps the host\'s private files out: /etc/shadow, a root-only file outside, and one inside the workspace', async () => {
@@ -168,3 +187,17 @@ describe('BwrapSandbox: a command and its workspace', () => {
     await assert.rejects(runIn(closing, dir, 'true'), /closed/);
   });
 });
+
+/** The environment and command line of a bwrap process this test process started, or null when none runs. */
+function hostBwrap(): { environ: string; cmdline: string } | null {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const [comm, rest] = [stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), stat.slice(stat.lastIndexOf(')') + 2).split(' ')];
+      if (comm === 'bwrap' && Number(rest[1]) === process.pid) return { environ: readFileSync(`/proc/${pid}/environ`, 'utf8'), cmdline: readFileSync(`/proc/${pid}/cmdline`, 'utf8') };
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return null;
+}

@@ -8,7 +8,7 @@ export const SANDBOX_UID = 65534;
 export const SANDBOX_GID = 65534;
 
 /** Limits small enough that a test hitting one ends in seconds. */
-export const TEST_LIMITS: CommandLimits = { timeoutS: 30, cpuS: 20, memoryMb: 512, processes: 64, fileSizeMb: 64, outputBytes: 16 * 1024 };
+export const TEST_LIMITS: CommandLimits = { timeoutS: 30, cpuS: 20, memoryMb: 512, processes: 64, fileSizeMb: 64, diskBytes: 256 * 1024 * 1024, maxFiles: 10_000, outputBytes: 16 * 1024 };
 
 export const NO_NETWORK: CommandNetwork = { access: 'disabled', allowedDomains: [], blockedDomains: [] };
 

@@ -4,16 +4,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppConfig } from '#libs/config';
-import { BoundedOutput, bwrapArgs, type CommandLimits, commandEnv, domainRefusal, EgressProxy, limitArgs, matchesDomain, utf8Boundary, verdict } from '#libs/sandbox';
+import { BoundedOutput, BWRAP_HOST_ENV, bwrapArgs, type CommandLimits, commandEnv, domainRefusal, EgressProxy, limitArgs, matchesDomain, splitArgs, utf8Boundary, verdict } from '#libs/sandbox';
 
-const LIMITS: CommandLimits = { timeoutS: 5, cpuS: 10, memoryMb: 256, processes: 32, fileSizeMb: 8, outputBytes: 100 };
+const LIMITS: CommandLimits = { timeoutS: 5, cpuS: 10, memoryMb: 256, processes: 32, fileSizeMb: 8, diskBytes: 8 * 1024 * 1024, maxFiles: 100, outputBytes: 100 };
 const ROOTS = [
   { name: 'bin', symlink: 'usr/bin' },
   { name: 'lib', symlink: 'usr/lib' },
 ];
 
 describe('sandbox: bubblewrap arguments', () => {
-  const args = bwrapArgs({ workspaceDir: '/data/ws/abc', limits: LIMITS, rootEntries: ROOTS, proxySocket: null, command: 'echo "hi"; exit 2' });
+  const args = bwrapArgs({ workspaceDir: '/data/ws/abc', limits: LIMITS, rootEntries: ROOTS, proxySocket: null, command: 'echo "hi"; exit 2', env: { LD_PRELOAD: '/w/evil.so', A: 'b c' } });
   const pairs = (flag: string) => args.flatMap((arg, i) => (arg === flag ? [args.slice(i + 1, i + 3).join(' ')] : []));
 
   it('unshares every namespace, nested user namespaces too, and drops every capability', () => {
@@ -40,15 +40,26 @@ describe('sandbox: bubblewrap arguments', () => {
     const end = args.slice(args.indexOf('--') + 1);
     assert.deepEqual(end.slice(0, limitArgs(LIMITS).length), limitArgs(LIMITS));
     assert.equal(end.at(-1), 'echo "hi"; exit 2');
-    assert.match(end.at(-3)!, /exec 2>&1; exec \/bin\/bash -lc "\$1"/);
+    assert.match(end.at(-3)!, /exec 2>&1; .*exec \/bin\/bash -lc "\$1"/);
   });
 
   it('sets every limit, soft and hard, the CPU time with a second of grace before SIGKILL', () => {
     assert.deepEqual(limitArgs(LIMITS), ['/usr/bin/prlimit', '--cpu=10:11', `--as=${256 * 1024 * 1024}`, '--nproc=32', `--fsize=${8 * 1024 * 1024}`, '--nofile=1024', '--core=0']);
   });
 
+  it('sets the command\'s variables inside the sandbox only (bwrap itself gets a fixed PATH), its arguments NUL-separated on a pipe', () => {
+    assert.ok(args.indexOf('--clearenv') >= 0 && args.indexOf('--clearenv') < args.indexOf('--setenv'));
+    assert.deepEqual(pairs('--setenv'), ['LD_PRELOAD /w/evil.so', 'A b c']);
+    assert.deepEqual(BWRAP_HOST_ENV, { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' });
+    const split = splitArgs(['--setenv', 'A', 'b c', '--', 'sh', '-c', 'x']);
+    assert.equal(split.options.toString('utf8'), '--setenv\0A\0b c\0');
+    assert.deepEqual(split.command, ['--', 'sh', '-c', 'x']);
+    assert.throws(() => splitArgs(['--', 'echo a\0b']), /NUL/);
+    assert.match(args.at(-3)!, /echo 1000 > \/proc\/self\/oom_score_adj/);
+  });
+
   it('binds the proxy socket and starts the forwarder only with network', () => {
-    const online = bwrapArgs({ workspaceDir: '/w', limits: LIMITS, rootEntries: ROOTS, proxySocket: '/tmp/p/proxy.sock', command: 'true' });
+    const online = bwrapArgs({ workspaceDir: '/w', limits: LIMITS, rootEntries: ROOTS, proxySocket: '/tmp/p/proxy.sock', command: 'true', env: {} });
     assert.ok(online.join(' ').includes('--ro-bind /tmp/p/proxy.sock /run/egress-proxy.sock'));
     assert.match(online.at(-3)!, /socat TCP-LISTEN:3128,bind=127\.0\.0\.1,reuseaddr,fork UNIX-CONNECT:\/run\/egress-proxy\.sock/);
     assert.ok(!args.join(' ').includes('socat'));
@@ -157,6 +168,7 @@ describe('sandbox: how a command ended', () => {
     assert.equal(verdict({ ...base, status: 137, killedFor: 'timeout', forkFailed: true }, LIMITS).limitHit, 'processes');
     assert.equal(verdict({ ...base, status: 1, outputTail: 'Traceback...\nMemoryError\n' }, LIMITS).limitHit, 'memory');
     assert.equal(verdict({ ...base, status: 137, killedFor: 'output', printed: 70 * 1024 * 1024 }, LIMITS).limitHit, 'output');
+    assert.deepEqual(verdict({ ...base, status: 137, killedFor: 'disk', diskExcess: 'the workspace holds more than 20 MiB' }, LIMITS), { exitCode: null, limitHit: 'disk', note: 'command ended: disk limit reached: the workspace holds more than 20 MiB' });
   });
 
   it('keeps the command\'s own exit code otherwise', () => {

@@ -133,13 +133,13 @@ describe('mergeOntoHead: per path, the last writer wins', () => {
 
 describe('commandLimits: the environment\'s limits under the deployment\'s ceilings', () => {
   const values = (n: number) => ({ timeoutS: n, cpuS: n, memoryMb: n, processes: n, diskMb: n });
-  const sandbox = { defaults: values(100), ceilings: values(1000), outputMaxBytes: 4096 } as SandboxSettings;
+  const sandbox = { defaults: values(100), ceilings: values(1000), outputMaxBytes: 4096, workspaceMaxFiles: 50 } as SandboxSettings;
   const environment = (limits: EnvironmentConfig['limits']): EnvironmentConfig => ({ type: 'openai_hosted', network: { access: 'disabled' }, env: {}, files: [], setup_commands: [], limits });
 
   it('takes the deployment\'s defaults where the environment sets none, and caps what it asks at the ceilings', () => {
-    assert.deepEqual(commandLimits(environment({}), sandbox), { timeoutS: 100, cpuS: 100, memoryMb: 100, processes: 100, fileSizeMb: 100, outputBytes: 4096 });
+    assert.deepEqual(commandLimits(environment({}), sandbox), { timeoutS: 100, cpuS: 100, memoryMb: 100, processes: 100, fileSizeMb: 100, diskBytes: 100 * 1024 * 1024, maxFiles: 50, outputBytes: 4096 });
     assert.deepEqual(commandLimits(environment({ timeout_s: 5000, cpu_s: 10, memory_mb: 2000, processes: 3, disk_mb: 5000 }), sandbox), {
-      timeoutS: 1000, cpuS: 10, memoryMb: 1000, processes: 3, fileSizeMb: 1000, outputBytes: 4096,
+      timeoutS: 1000, cpuS: 10, memoryMb: 1000, processes: 3, fileSizeMb: 1000, diskBytes: 1000 * 1024 * 1024, maxFiles: 50, outputBytes: 4096,
     });
   });
 

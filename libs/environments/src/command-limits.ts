@@ -25,6 +25,8 @@ export function commandLimits(environment: EnvironmentConfig, sandbox: SandboxSe
     memoryMb: pick(limits.memory_mb, sandbox.defaults.memoryMb, sandbox.ceilings.memoryMb),
     processes: pick(limits.processes, sandbox.defaults.processes, sandbox.ceilings.processes),
     fileSizeMb: workspaceDiskMb(environment, sandbox),
+    diskBytes: workspaceDiskMb(environment, sandbox) * 1024 * 1024,
+    maxFiles: sandbox.workspaceMaxFiles,
     outputBytes: sandbox.outputMaxBytes,
   };
 }

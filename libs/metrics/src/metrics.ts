@@ -33,7 +33,7 @@ const TURN_OUTCOMES: TurnOutcome[] = ['completed', 'failed', 'cancelled'];
 const TAKEOVER_REASONS: TakeoverReason[] = ['lease_expired', 'released'];
 const SANDBOX_RESULTS: SandboxCommandResultLabel[] = ['ok', 'exit_nonzero', 'limit'];
 /** The limits a sandbox ends a command on (libs/sandbox's LimitHit). */
-const SANDBOX_LIMITS = ['timeout', 'cpu', 'memory', 'processes', 'file_size', 'output'];
+const SANDBOX_LIMITS = ['timeout', 'cpu', 'memory', 'processes', 'file_size', 'output', 'disk'];
 const POSTGRES_COMPONENTS: PostgresComponent[] = ['connect', 'query', 'pool'];
 /** A scrape never waits longer than this for a gauge read from Postgres or Redis; the gauge is then left out. */
 const COLLECT_TIMEOUT_MS = 2_000;
@@ -141,7 +141,7 @@ export class Metrics {
     [],
     [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
   );
-  private readonly sandboxLimits = this.counter(WORKER, 'yuxi_sandbox_limit_hits_total', 'Sandboxed commands ended on a limit, by limit (timeout, cpu, memory, processes, file_size, output)', ['limit']);
+  private readonly sandboxLimits = this.counter(WORKER, 'yuxi_sandbox_limit_hits_total', 'Sandboxed commands ended on a limit, by limit (timeout, cpu, memory, processes, file_size, output, disk)', ['limit']);
 
   /**
    * Exposes the metrics of `role` (and the default process metrics, `yuxi_` prefixed) in this

@@ -42,6 +42,8 @@ export interface BwrapArgsInput {
   /** The egress proxy's unix socket on the host, or null: no network at all. */
   proxySocket: string | null;
   command: string;
+  /** The command's whole environment (commandEnv): set inside the sandbox only, never bwrap's own. */
+  env: Record<string, string>;
 }
 
 const MIB = 1024 * 1024;
@@ -55,6 +57,10 @@ const MIB = 1024 * 1024;
  */
 export function bwrapArgs(input: BwrapArgsInput): string[] {
   const args = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--hostname', 'sandbox'];
+  // The command's variables are set for the sandboxed process alone: bwrap itself runs on the host
+  // with BWRAP_HOST_ENV, where a LD_PRELOAD or GCONV_PATH would load a session's file before any namespace exists.
+  args.push('--clearenv');
+  for (const [key, value] of Object.entries(input.env)) args.push('--setenv', key, value);
   args.push('--ro-bind', '/usr', '/usr');
   for (const entry of input.rootEntries) {
     if ('symlink' in entry) args.push('--symlink', entry.symlink, `/${entry.name}`);
@@ -100,13 +106,30 @@ export function limitArgs(limits: CommandLimits): string[] {
  * (bash's /dev/tcp probes it, at most 5 s). socat runs under the same limits.
  */
 function innerScript(network: boolean): string {
-  if (!network) return 'exec 2>&1; exec /bin/bash -lc "$1"';
+  // The host's OOM killer takes the sandbox's processes first (children inherit it), not the worker or a database.
+  const oom = 'echo 1000 > /proc/self/oom_score_adj 2>/dev/null;';
+  if (!network) return `exec 2>&1; ${oom} exec /bin/bash -lc "$1"`;
   const forwarder = `socat TCP-LISTEN:${SANDBOX_PROXY_PORT},bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:${SANDBOX_PROXY_SOCKET} &`;
   const probe = `i=0; until /bin/bash -c '</dev/tcp/127.0.0.1/${SANDBOX_PROXY_PORT}' 2>/dev/null; do i=$((i+1)); [ $i -ge 500 ] && break; sleep 0.01; done`;
-  return `exec 2>&1; ${forwarder} ${probe}; exec /bin/bash -lc "$1"`;
+  return `exec 2>&1; ${oom} ${forwarder} ${probe}; exec /bin/bash -lc "$1"`;
 }
 
-/** The environment of bwrap and so of the command: only this, never the worker's. */
+/** bwrap's own environment on the host: fixed, nothing of the worker's or of a session's. */
+export const BWRAP_HOST_ENV: Readonly<Record<string, string>> = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' };
+
+/**
+ * bwrap's command line and what its `--args` file descriptor reads: the options (variables' values
+ * among them) NUL-separated on the pipe, so they never show in the host's /proc/<pid>/cmdline;
+ * bwrap takes only options there, so the command after `--` stays on the command line.
+ */
+export function splitArgs(args: string[]): { options: Buffer; command: string[] } {
+  const end = args.indexOf('--');
+  const options = args.slice(0, end);
+  for (const arg of args) if (arg.includes('\0')) throw new TypeError('a sandbox argument holds a NUL character');
+  return { options: Buffer.from(options.map((arg) => `${arg}\0`).join(''), 'utf8'), command: args.slice(end) };
+}
+
+/** The command's environment inside the sandbox (bwrapArgs sets it there): only this, never the worker's. */
 export function commandEnv(env: Record<string, string>, proxy: boolean): Record<string, string> {
   for (const [key, value] of Object.entries(env)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new TypeError(`not an environment variable name: ${JSON.stringify(key.slice(0, 100))}`);

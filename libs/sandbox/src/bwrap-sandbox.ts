@@ -4,10 +4,11 @@ import { constants } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { metrics } from '#libs/metrics';
 import { BoundedOutput } from './bounded-output.js';
-import { bwrapArgs, commandEnv, type RootEntry } from './bwrap-args.js';
+import { BWRAP_HOST_ENV, bwrapArgs, commandEnv, type RootEntry, splitArgs } from './bwrap-args.js';
 import type { SandboxCommand, SandboxCommandResult } from './command-sandbox.js';
 import { EgressProxy } from './egress-proxy.js';
 import { type CommandEnding, verdict } from './limit-hits.js';
+import { watchWorkspace } from './workspace-watch.js';
 
 export interface BwrapOptions {
   /** The unprivileged user and group commands run as, outside the sandbox's user namespace too (when the worker runs as root). */
@@ -31,13 +32,15 @@ const TAIL_CHARS = 4096;
  * Runs each command in its own bubblewrap sandbox (see bwrapArgs for what it sees, limitArgs for
  * its limits), as the unprivileged uid/gid: bwrap is started with them (not as root with `--uid`),
  * so a host file only root may read stays unreadable whatever is bound. bwrap's own environment is
- * the command's (commandEnv): the sandbox's pid 1 is a bwrap process whose /proc/1/environ the
- * command can read, so the worker's secrets must never be in it. A wall-time timer, an abort or a
- * flood of output kills bwrap's process group; its pid namespace's init dying kills everything in
- * it. Network other than `disabled` goes through an EgressProxy opened for the command.
+ * BWRAP_HOST_ENV, fixed: the command's variables (commandEnv) are set inside the sandbox only
+ * (--clearenv, --setenv), and the options go through `--args` on a pipe (splitArgs), so neither a
+ * session's LD_PRELOAD reaches the host-side bwrap nor its values the host's process list. A wall-time timer,
+ * an abort, a flood of output or the workspace passing its size or file-count bound (watchWorkspace)
+ * kills bwrap's process group; its pid namespace's init dying kills everything in it. Network other
+ * than `disabled` goes through an EgressProxy opened for the command.
  *
- * The caller makes the workspace directory, owned by uid/gid (prepareWorkspaceDir), and bounds the
- * workspace's size (RLIMIT_FSIZE bounds a single file).
+ * The caller makes the workspace directory, owned by uid/gid (prepareWorkspaceDir), and checks the
+ * workspace again after the command (the watch sees it once a second).
  */
 export class BwrapSandbox {
   /** The running commands' kill switches (close() stops them all). */
@@ -58,8 +61,8 @@ export class BwrapSandbox {
     const env = commandEnv(cmd.env, cmd.network.access !== 'disabled');
     const proxy = cmd.network.access === 'disabled' ? null : await this.proxy.open(cmd.network);
     try {
-      const args = bwrapArgs({ workspaceDir: cmd.workspaceDir, limits: cmd.limits, rootEntries: this.rootEntries, proxySocket: proxy?.socketPath ?? null, command: cmd.command });
-      const result = await this.spawnAndWait(args, env, cmd);
+      const args = bwrapArgs({ workspaceDir: cmd.workspaceDir, limits: cmd.limits, rootEntries: this.rootEntries, proxySocket: proxy?.socketPath ?? null, command: cmd.command, env });
+      const result = await this.spawnAndWait(splitArgs(args), cmd);
       const durationMs = Math.round(performance.now() - started);
       metrics.sandboxCommand(result.limitHit ? 'limit' : result.exitCode === 0 ? 'ok' : 'exit_nonzero', durationMs / 1000, result.limitHit);
       return { ...result, durationMs };
@@ -75,12 +78,17 @@ export class BwrapSandbox {
     await this.proxy.close();
   }
 
-  private spawnAndWait(args: string[], env: Record<string, string>, cmd: SandboxCommand): Promise<Omit<SandboxCommandResult, 'durationMs'>> {
+  private spawnAndWait(args: { options: Buffer; command: string[] }, cmd: SandboxCommand): Promise<Omit<SandboxCommandResult, 'durationMs'>> {
     const asUser = process.getuid?.() === 0 ? { uid: this.options.uid, gid: this.options.gid } : {};
-    // detached: bwrap leads its own process group, which a kill takes whole.
-    const child = spawn(this.options.bwrapPath ?? 'bwrap', args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...asUser });
+    // detached: bwrap leads its own process group, which a kill takes whole. fd 3: its arguments.
+    const child = spawn(this.options.bwrapPath ?? 'bwrap', ['--args', '3', ...args.command], { env: { ...BWRAP_HOST_ENV }, detached: true, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], ...asUser });
+    const argsPipe = child.stdio[3] as NodeJS.WritableStream & { on(event: 'error', listener: () => void): void };
+    // bwrap gone before reading them all: its exit says why.
+    argsPipe.on('error', () => undefined);
+    argsPipe.end(args.options);
     const output = new BoundedOutput(cmd.limits.outputBytes);
     let killedFor: KillReason | null = null;
+    let diskExcess: string | undefined;
     let forkFailed = false;
     const kill = (reason: KillReason) => {
       if (killedFor !== null) return;
@@ -108,6 +116,10 @@ export class BwrapSandbox {
       if (setupError.length < 2000) setupError += chunk.toString('utf8');
     });
     const timer = setTimeout(() => kill('timeout'), cmd.limits.timeoutS * 1000);
+    const watch = watchWorkspace(cmd.workspaceDir, { bytes: cmd.limits.diskBytes, files: cmd.limits.maxFiles }, (why) => {
+      diskExcess = why;
+      kill('disk');
+    });
     const onAbort = () => kill('aborted');
     cmd.signal.addEventListener('abort', onAbort, { once: true });
     this.running.add(onAbort);
@@ -116,6 +128,7 @@ export class BwrapSandbox {
     return new Promise((resolve, reject) => {
       const finish = () => {
         clearTimeout(timer);
+        watch.stop();
         cmd.signal.removeEventListener('abort', onAbort);
         this.running.delete(onAbort);
       };
@@ -127,9 +140,12 @@ export class BwrapSandbox {
         finish();
         const status = code ?? (signal ? 128 + signalNumber(signal) : null);
         // Not the command's failure: the sandbox never ran it (no user namespaces, a workspace missing).
-        if (setupError.trim() !== '' && status !== 0 && killedFor === null) return reject(new Error(`the sandbox could not start: ${setupError.trim().slice(0, 500)}`));
+        // The dynamic loader's complaints (a command's LD_PRELOAD naming no library) come from prlimit
+        // and sh inside the sandbox, before stderr joins stdout: the command's doing, not a failed start.
+        const failure = setupError.split('\n').filter((line) => !line.startsWith('ERROR: ld.so:')).join('\n').trim();
+        if (failure !== '' && status !== 0 && killedFor === null) return reject(new Error(`the sandbox could not start: ${failure.slice(0, 500)}`));
         const kept = output.kept();
-        const judged = verdict({ status, killedFor, forkFailed, printed: output.printed, outputTail: kept.slice(-TAIL_CHARS) }, cmd.limits);
+        const judged = verdict({ status, killedFor, ...(diskExcess ? { diskExcess } : {}), forkFailed, printed: output.printed, outputTail: kept.slice(-TAIL_CHARS) }, cmd.limits);
         emit(output.cutNote());
         if (judged.note) emit(output.note(judged.note));
         resolve({ exitCode: judged.exitCode, output: output.text(), limitHit: judged.limitHit });

@@ -7,8 +7,12 @@ export interface CommandLimits {
   cpuS: number;
   memoryMb: number;
   processes: number;
-  /** The largest file a command may write, MiB (the workspace's size is checked by its caller). */
+  /** The largest file a command may write, MiB. */
   fileSizeMb: number;
+  /** The workspace's size bound, bytes: watched while the command runs (its caller checks it again after). */
+  diskBytes: number;
+  /** The most files and directories the workspace may hold: watched like diskBytes. */
+  maxFiles: number;
   /** The most output (stdout and stderr interleaved) kept, bytes; the rest is dropped with a note. */
   outputBytes: number;
 }
@@ -35,7 +39,7 @@ export interface SandboxCommand {
 }
 
 /** Why a command was ended by the sandbox rather than by itself. */
-export type LimitHit = 'timeout' | 'cpu' | 'memory' | 'processes' | 'file_size' | 'output';
+export type LimitHit = 'timeout' | 'cpu' | 'memory' | 'processes' | 'file_size' | 'output' | 'disk';
 
 export interface SandboxCommandResult {
   /** The exit code; null when a limit or a signal ended it. */

@@ -5,7 +5,9 @@ export interface CommandEnding {
   /** bwrap's exit status: the command's own, or 128 + the signal that ended it. */
   status: number | null;
   /** The runner ended it (and why), or null. */
-  killedFor: 'timeout' | 'output' | 'aborted' | null;
+  killedFor: 'timeout' | 'output' | 'aborted' | 'disk' | null;
+  /** With killedFor `disk`: how the workspace passed its bound (workspaceExcess). */
+  diskExcess?: string;
   /** A fork failed for want of processes (bash's "fork: ... Resource temporarily unavailable"). */
   forkFailed: boolean;
   /** Bytes printed, kept or not. */
@@ -42,6 +44,7 @@ export function verdict(ending: CommandEnding, limits: CommandLimits): CommandVe
   const ended = (limitHit: LimitHit, note: string): CommandVerdict => ({ exitCode: null, limitHit, note: `command ended: ${note}` });
   if (ending.killedFor === 'aborted') return { exitCode: null, limitHit: null, note: 'command ended: stopped' };
   if (ending.killedFor === 'output') return ended('output', `it printed more than ${Math.round(ending.printed / (1024 * 1024))} MiB, far past the output limit of ${limits.outputBytes} bytes`);
+  if (ending.killedFor === 'disk') return ended('disk', `disk limit reached: ${ending.diskExcess ?? 'the workspace passed its bound'}`);
   if (ending.killedFor === 'timeout') {
     const wall = `wall time limit of ${limits.timeoutS} s reached`;
     return ending.forkFailed ? ended('processes', `process limit of ${limits.processes} reached, then the ${wall}`) : ended('timeout', wall);
