@@ -7,10 +7,10 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
-import { ensureChromium, findOnPath, installRedis } from './system-packages.mjs';
+import { ensureBubblewrap, ensureChromium, findOnPath, installRedis } from './system-packages.mjs';
 
 // Where the binaries come from is system-packages.mjs; callers of the stack find them here too.
-export { ensureChromium, findOnPath };
+export { ensureBubblewrap, ensureChromium, findOnPath };
 
 const DB_NAME = 'yuxi';
 const isRoot = process.getuid?.() === 0;

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT, runSync } from './build.mjs';
-import { freePort, startInfra } from './infra.mjs';
+import { ensureBubblewrap, freePort, startInfra } from './infra.mjs';
 
 /**
  * A stack on one machine delivers webhooks to, and calls MCP servers on, that machine (plain http
@@ -47,6 +47,8 @@ export const RESTART_POLICY = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_
  */
 export async function startStack({ dataDir, ephemeral = false, port, env: extraEnv = {}, logDir = null, log = console.log, restart = false, useEnvUrls = true, signal, orphanGuard = false }) {
   signal?.throwIfAborted();
+  // The worker runs sessions' commands in bubblewrap sandboxes unless told there are none.
+  if ((extraEnv.SANDBOX_RUNTIME ?? process.env.SANDBOX_RUNTIME ?? 'bwrap') === 'bwrap') ensureBubblewrap(log);
   const guard = orphanGuard ? startOrphanGuard() : null;
   let infra;
   try {

@@ -1,5 +1,5 @@
-// The system binaries the local stack and the browser tests run (redis-server, chromium): found on
-// PATH, or installed with apt-get when this process runs as root (a container, CI); otherwise the
+// The system binaries the local stack and the browser tests run (redis-server, chromium, and the
+// sessions' sandbox: bubblewrap and socat): found on PATH, or installed with apt-get when this process runs as root (a container, CI); otherwise the
 // error says which package to install.
 import { execFileSync, execSync } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
@@ -57,5 +57,35 @@ export function installRedis(log) {
   const bin = findOnPath('redis-server');
   if (!bin) throw new Error('redis-server still not on PATH after apt-get install');
   log(`[infra] installed ${bin}`);
+  return bin;
+}
+
+/**
+ * What the worker's sandboxes run (SANDBOX_RUNTIME=bwrap): Debian's `bubblewrap`, `socat` (the
+ * in-sandbox forwarder to the egress proxy) and util-linux's `prlimit`: found on PATH, or
+ * installed with apt-get as redis-server is. Answers bwrap's path.
+ */
+export function ensureBubblewrap(log = console.log) {
+  const packages = { bwrap: 'bubblewrap', socat: 'socat', prlimit: 'util-linux' };
+  const missing = Object.entries(packages).filter(([bin]) => !findOnPath(bin));
+  if (missing.length > 0) {
+    const names = [...new Set(missing.map(([, pkg]) => pkg))];
+    if (!isRoot) {
+      throw new Error(
+        `${missing.map(([bin]) => bin).join(', ')} not found on PATH (sessions' sandboxes). Install them with:\n  sudo apt-get install -y ${names.join(' ')}\n` +
+          'or set SANDBOX_RUNTIME=none (no environments offered).',
+      );
+    }
+    log(`[infra] ${missing.map(([bin]) => bin).join(', ')} not found; installing: apt-get update && apt-get install -y ${names.join(' ')}`);
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    execFileSync('apt-get', ['-qq', 'update'], { stdio: 'inherit', env });
+    execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...names], { stdio: 'inherit', env });
+  }
+  const bin = findOnPath('bwrap');
+  if (!bin || !findOnPath('socat') || !findOnPath('prlimit')) throw new Error('bubblewrap, socat or prlimit still not on PATH after apt-get install');
+  if (missing.length > 0) log(`[infra] installed ${bin}`);
+  // --disable-userns and a sized --tmpfs, which every sandbox uses, came with bubblewrap 0.8 (Debian 12).
+  const version = /(\d+)\.(\d+)/.exec(execFileSync(bin, ['--version'], { encoding: 'utf8' }));
+  if (!version || Number(version[1]) * 1000 + Number(version[2]) < 8) throw new Error(`${bin} is older than bubblewrap 0.8, which sessions' sandboxes need (Debian 12 ships it)`);
   return bin;
 }

@@ -5,10 +5,22 @@ import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { metrics } from '#libs/metrics';
 import { BwrapSandbox } from '#libs/sandbox';
 import { runIn, SANDBOX_GID, SANDBOX_UID, workspaceRoot } from '../support/bwrap.js';
 
+/** A counter's or histogram count's value in this process's metrics. */
+async function metricValue(name: string, labels: Record<string, string> = {}): Promise<number> {
+  const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name);
+  const values = (metric?.values ?? []) as { value: number; labels: Record<string, string | number>; metricName?: string }[];
+  return values
+    .filter((v) => (v.metricName ?? name) === (name.endsWith('_seconds') ? `${name}_count` : name))
+    .filter((v) => Object.entries(labels).every(([key, value]) => v.labels[key] === value))
+    .reduce((sum, v) => sum + v.value, 0);
+}
+
 describe('BwrapSandbox: limits', () => {
+  metrics.register('worker');
   const sandbox = new BwrapSandbox({ uid: SANDBOX_UID, gid: SANDBOX_GID });
   const root = workspaceRoot();
   after(async () => {
@@ -42,11 +54,16 @@ describe('BwrapSandbox: limits', () => {
 
   it('ends a 10 GB file on the file size limit', async () => {
     const dir = await root.workspace('big-file');
+    const [limited, hits, timed] = [await metricValue('yuxi_sandbox_commands_total', { result: 'limit' }), await metricValue('yuxi_sandbox_limit_hits_total', { limit: 'file_size' }), await metricValue('yuxi_sandbox_command_duration_seconds')];
     const result = await runIn(sandbox, dir, 'head -c 10G /dev/zero > big', { limits: { fileSizeMb: 8 } });
     assert.equal(result.exitCode, null);
     assert.equal(result.limitHit, 'file_size');
     assert.match(result.output, /\[command ended: file size limit of 8 MiB reached\]\n$/);
     assert.equal(statSync(path.join(dir, 'big')).size, 8 * 1024 * 1024);
+    // Counted: a command ended on a limit, which limit, and its duration.
+    assert.equal(await metricValue('yuxi_sandbox_commands_total', { result: 'limit' }), limited + 1);
+    assert.equal(await metricValue('yuxi_sandbox_limit_hits_total', { limit: 'file_size' }), hits + 1);
+    assert.equal(await metricValue('yuxi_sandbox_command_duration_seconds'), timed + 1);
   });
 
   it('ends an endless loop on the wall time limit', async () => {
@@ -84,6 +101,7 @@ describe('BwrapSandbox: limits', () => {
     assert.equal(result.limitHit, null);
     assert.match(result.output, /^1\n2\n3\n/);
     assert.match(result.output, /\n\[output cut at 1000 bytes: \d+ more bytes were dropped\]\n$/);
+    assert.ok((await metricValue('yuxi_sandbox_commands_total', { result: 'ok' })) >= 1);
   });
 
   it('fails an allocation above the memory limit', async () => {

@@ -8,7 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { BwrapSandbox } from '#libs/sandbox';
+import { BwrapSandbox, prepareWorkspaceDir } from '#libs/sandbox';
 import { runIn, SANDBOX_GID, SANDBOX_UID, workspaceRoot } from '../support/bwrap.js';
 
 describe('BwrapSandbox: a command and its workspace', () => {
@@ -116,6 +116,24 @@ describe('BwrapSandbox: a command and its workspace', () => {
     }
   });
 
+  it('prepares a workspace owned by the sandbox user, and names a parent folder it could not pass', async () => {
+    const closed = path.join(root.root, 'closed');
+    // Folders made on the way are passable.
+    const dir = await root.workspace('closed/inner');
+    assert.equal(statSync(closed).mode & 0o777, 0o711);
+    chmodSync(closed, 0o700);
+    writeFileSync(path.join(dir, 'by-root.txt'), 'x');
+    await assert.rejects(prepareWorkspaceDir(dir, SANDBOX_UID, SANDBOX_GID), new RegExp(`cannot pass through ${closed} `));
+    chmodSync(closed, 0o711);
+    await prepareWorkspaceDir(dir, SANDBOX_UID, SANDBOX_GID);
+    assert.equal(statSync(path.join(dir, 'by-root.txt')).uid, SANDBOX_UID);
+    assert.equal(statSync(dir).mode & 0o777, 0o700);
+  });
+
+  it('fails, rather than answer an exit code, when the sandbox cannot start', async () => {
+    await assert.rejects(runIn(sandbox, path.join(root.root, 'missing'), 'echo never'), /^Error: the sandbox could not start: bwrap: .*missing/);
+  });
+
   it('refuses an environment variable name that is not one', async () => {
     const dir = await root.workspace('bad-env');
     await assert.rejects(runIn(sandbox, dir, 'true', { env: { 'A=B': 'x' } }), /not an environment variable name/);
@@ -134,5 +152,19 @@ describe('BwrapSandbox: a command and its workspace', () => {
     assert.equal(result.exitCode, null);
     assert.equal(result.limitHit, null);
     assert.match(result.output, /^started\n\[command ended: stopped\]\n$/);
+  });
+
+  it('ends the commands still running when it closes, and refuses new ones', async () => {
+    const closing = new BwrapSandbox({ uid: SANDBOX_UID, gid: SANDBOX_GID });
+    const dir = await root.workspace('closing');
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const result = runIn(closing, dir, 'echo started; sleep 60', { onOutput: (chunk) => chunk.includes('started') && started() });
+    await Promise.race([running, result]);
+    await closing.close();
+    const ended = await result;
+    assert.equal(ended.exitCode, null);
+    assert.match(ended.output, /\[command ended: stopped\]\n$/);
+    await assert.rejects(runIn(closing, dir, 'true'), /closed/);
   });
 });

@@ -179,6 +179,7 @@ describe('saved agents: the version history', () => {
       context: {},
       multi_agent: null,
       visibility: 'public',
+      environment: null,
     });
     assert.equal(first.definition.instructions, 'one');
     assert.deepEqual(first.definition.tools[0].headers, { authorization: '***' }, 'MCP credentials are never shown back');

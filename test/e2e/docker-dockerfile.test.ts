@@ -113,6 +113,15 @@ describe('docker/Dockerfile', () => {
     });
   }
 
+  it('gives the worker what sessions\' sandboxes run: bubblewrap, socat, prlimit, git, python3 and common tools', () => {
+    const runs = instructionsOf(chainOf(dockerfile, 'worker'), 'RUN').map((run) => run.args);
+    const installed = runs.filter((run) => /apt-get install/.test(run)).join(' ');
+    for (const pkg of ['bubblewrap', 'socat', 'util-linux', 'git', 'python3', 'curl', 'ca-certificates', 'patch', 'findutils', 'procps']) {
+      assert.match(installed, new RegExp(`\\s${pkg}(\\s|$)`), `the worker image installs ${pkg}`);
+    }
+    assert.ok(runs.some((run) => /rm -rf \/var\/lib\/apt\/lists/.test(run)), 'apt lists removed in the same layer');
+  });
+
   it('has a one-shot migrate target running the migrations', () => {
     const chain = chainOf(dockerfile, 'migrate');
     assert.ok(chain.length > 0, 'a stage named migrate');

@@ -122,6 +122,60 @@ describe('environments: the harness in a session\'s workspace', () => {
     assert.equal(await bytes.text(), 'one\nthree\n');
   });
 
+  it('asks before a command under always_ask: rejected, it never runs and its item ends incomplete; a cancel while it waits ends it too', async () => {
+    const res = await http(`${API}/sessions`, { idempotencyKey: newKey('ask'), body: { agent_id: 'default-chatbot', environment: HOSTED, tool_approval_mode: 'always_ask' } });
+    assert.equal(res.status, 201, res.text);
+    const stream = await SseStream.open(res.body.id);
+    streams.push(stream);
+    const ask = async (command: string): Promise<{ waiting: SseEvent; item: any }> => {
+      const before = stream.events.length;
+      assert.equal((await postEvent(res.body.id, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: tool('shell', { command }) })).status, 202);
+      const waiting = await stream.waitFor((e) => e.type === 'yuxi.session.turn.waiting' && stream.events.indexOf(e) >= before, 30_000);
+      assert.equal(waiting.data.waitpoint.kind, 'approval');
+      const item = (await turnItems(res.body.id, waiting.data.turn_id)).find((i) => i.type === 'command_execution');
+      assert.deepEqual([item.status, item.command, item.exit_code], ['in_progress', command, null], 'the command waits for its approval');
+      return { waiting, item };
+    };
+
+    const first = await ask('echo approved? > never.txt');
+    const decided = await postEvent(res.body.id, {
+      type: 'yuxi.session.input.resume',
+      turn_id: first.waiting.data.turn_id,
+      waitpoint_id: first.waiting.data.waitpoint.id,
+      response: { type: 'approval', decisions: [{ call_id: first.item.call_id, decision: 'reject', message: 'not now' }] },
+    });
+    assert.equal(decided.status, 202, decided.text);
+    await stream.waitForType('agent.session.turn.completed', first.waiting.data.turn_id, 30_000);
+    const rejected = (await turnItems(res.body.id, first.waiting.data.turn_id)).find((i) => i.type === 'command_execution');
+    assert.equal(rejected.status, 'incomplete');
+    assert.equal(rejected.exit_code, null);
+    assert.match(rejected.output, /rejected/);
+
+    const second = await ask('echo nope');
+    assert.equal((await postEvent(res.body.id, { type: 'agent.session.input.cancel' })).status, 202);
+    await stream.waitForType('agent.session.turn.cancelled', second.waiting.data.turn_id, 30_000);
+    const cancelled = (await turnItems(res.body.id, second.waiting.data.turn_id)).find((i) => i.type === 'command_execution');
+    assert.deepEqual([cancelled.status, cancelled.exit_code], ['incomplete', null]);
+    assert.match(cancelled.output, /cancelled/);
+    const done = stream.events.find((e) => e.type === 'agent.session.turn.item.done' && e.data.item.id === cancelled.id);
+    assert.equal(done?.data.item.status, 'incomplete', 'announced done on the stream');
+  });
+
+  it('a cancel mid-command stops it; its item ends incomplete (no item stays in progress)', async () => {
+    const session = await hosted();
+    const before = session.stream.events.length;
+    assert.equal((await postEvent(session.id, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: tool('shell', { command: 'echo started; sleep 30' }) })).status, 202);
+    const delta = await session.stream.waitFor((e) => e.type === 'agent.output.command_execution_output.delta' && session.stream.events.indexOf(e) >= before, 30_000);
+    assert.equal(delta.data.delta, 'started\n');
+    assert.equal((await postEvent(session.id, { type: 'agent.session.input.cancel' })).status, 202);
+    await session.stream.waitForType('agent.session.turn.cancelled', delta.data.turn_id, 30_000);
+    const item = (await turnItems(session.id, delta.data.turn_id)).find((i) => i.type === 'command_execution');
+    assert.equal(item.id, delta.data.item_id);
+    // Stopped by the cancel (the sandbox says so), never left in progress.
+    assert.deepEqual([item.status, item.exit_code], ['incomplete', null]);
+    assert.match(item.output, /^started\n[\s\S]*stopped/);
+  });
+
   it('offers no harness tool to a session without an environment (a shell call is an unknown tool)', async () => {
     const res = await http(`${API}/sessions`, { idempotencyKey: newKey('plain'), body: { agent_id: 'default-chatbot' } });
     const stream = await SseStream.open(res.body.id);

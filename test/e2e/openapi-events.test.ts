@@ -6,7 +6,7 @@ import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
 import { startEverythingServer } from '../support/everything-server.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
-import { API, createSession, newKey, postEvent, sendMessage } from '../support/http.js';
+import { API, createSession, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { OpenApiSchemas } from '../support/openapi-schema.js';
 import { moveReplayWindow, NODE_FILLING_INPUT } from '../support/replay-window.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
@@ -178,6 +178,17 @@ describe('SSE event payloads conform to the OpenAPI document', () => {
       await stream.waitForType('yuxi.session.subagent.state');
       conform(stream.events);
       assert.ok(stream.events.some((e) => e.type === 'agent.session.subagent.created'));
+    });
+
+    await t.test('a command in a session\'s workspace: its command_execution item and its live output', async () => {
+      const created = await http(`${API}/sessions`, { idempotencyKey: newKey('env'), body: { agent_id: 'default-chatbot', environment: { type: 'openai_hosted' } } });
+      assert.equal(created.status, 201, created.text);
+      const stream = await open(created.body.id);
+      assert.equal((await sendMessage(created.body.id, '[[tool:shell {"command":"echo hi"}]]')).status, 202);
+      await stream.waitForType('agent.session.turn.completed', undefined, 30_000);
+      conform(stream.events);
+      assert.ok(stream.events.some((e) => e.type === 'agent.output.command_execution_output.delta'));
+      assert.ok(stream.events.some((e) => e.type === 'agent.session.turn.item.done' && e.data.item.type === 'command_execution' && e.data.item.exit_code === 0));
     });
 
     await t.test('a resync for a cursor older than the replay window', async () => {

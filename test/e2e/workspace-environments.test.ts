@@ -8,6 +8,8 @@ import { BwrapSandbox } from '#libs/sandbox';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { uploadDraft } from '../support/files.js';
+import { API, http, newKey } from '../support/http.js';
+import { until } from '../support/identity.js';
 import { harnessCall, realSession, type StoreRig, storeRig } from '../support/workspaces.js';
 
 // The worker's SessionEnvironments with real bubblewrap sandboxes, on the suite's Postgres: a new
@@ -91,5 +93,31 @@ describe('session environments with real sandboxes', () => {
     const after = await bounded.execute(harnessCall(session, 'list_files', {}));
     assert.doesNotMatch(after.output, /f1 /);
     await small.dataSource.destroy();
+  });
+
+  it('the workdir\'s attachments are files under attachments/, each copied once: one attached later joins before the next call', async () => {
+    const first = await uploadDraft('first attachment\n', 'notes.txt');
+    const created = await http(`${API}/sessions`, { idempotencyKey: newKey('create'), body: { agent_id: 'default-chatbot', input: 'files', yuxi: { attachment_file_ids: [first.id] } } });
+    assert.equal(created.status, 201, created.text);
+    const [row] = await query<{ owner_id: string; workdir_id: string }>('SELECT owner_id, workdir_id FROM sessions WHERE id = $1', [created.body.id]);
+    const session = { id: created.body.id as string, ownerId: row!.owner_id, workdirId: row!.workdir_id };
+    const ready = (fileId: string) =>
+      until(async () => ((await http(`${API}/sessions/${session.id}/attachments?limit=100`)).body.data.some((a: any) => a.id === fileId && a.status === 'ready') ? true : undefined), { attempts: 200, intervalMs: 100 });
+    assert.ok(await ready(first.id));
+    const listed = await environments.execute(harnessCall(session, 'list_files', {}));
+    assert.match(listed.output, /^attachments\/notes\.txt \(17 bytes\)$/m);
+    // The agent deletes it: it stays deleted (copied once).
+    assert.equal((await environments.execute(harnessCall(session, 'shell', { command: 'rm attachments/notes.txt' }))).success, true);
+    const second = await uploadDraft('second attachment\n', 'notes.txt');
+    const followUp = await http(`${API}/sessions/${session.id}/events`, {
+      idempotencyKey: newKey('event'),
+      body: { events: [{ type: 'agent.session.input.message', input: 'more', yuxi: { mode: 'follow_up', attachment_file_ids: [second.id] } }] },
+    });
+    assert.equal(followUp.status, 202, followUp.text);
+    assert.ok(await ready(second.id));
+    const read = await environments.execute(harnessCall(session, 'read_file', { path: 'attachments/notes.txt' }));
+    assert.equal(read.output, 'second attachment\n');
+    const artifacts = await query<{ path: string }>('SELECT path FROM session_artifacts WHERE session_id = $1', [session.id]);
+    assert.deepEqual(artifacts, [], 'attachments are not artifacts of a call');
   });
 });

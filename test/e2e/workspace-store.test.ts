@@ -32,7 +32,7 @@ describe('workspace store', () => {
     assert.equal(await worker1.repository.claimSetup(session.workdirId, session.ownerId, 600), true);
     const first = await worker1.store.open(session.id, session.workdirId, null, BOUNDS);
     await writeFile(path.join(first.checkout.dir, 'README.md'), '# hello\n');
-    const committed = await worker1.store.commit(first, author(session.id), BOUNDS, '');
+    const committed = await worker1.store.commit(first, author(session.id), BOUNDS, { setupOutput: '' });
     assert.equal(committed.kind, 'committed');
     return session;
   }

@@ -7,7 +7,7 @@
 // share one SANDBOX_DIR (as two workers on one host would): the takeover's checkout still starts
 // from the workspace's committed head, not from what the dead command left on disk.
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -42,6 +42,8 @@ describe('faults: environments', () => {
 
   it('k. kill -9 the worker mid-command: the turn completes on another worker with outcome_unknown, the workspace as of the last committed step', { timeout: 180_000 }, async (t) => {
     const sandboxDir = await mkdtemp(path.join(tmpdir(), 'yx-fault-sandbox-'));
+    // The sandbox's user passes through it to its checkouts (bwrap binds them as that user).
+    await chmod(sandboxDir, 0o711);
     const cluster = await Cluster.start(infra, 'k-env-kill9-mid-command', { apis: 1, workers: 2, env: { SANDBOX_DIR: sandboxDir } });
     try {
       const api = cluster.api();

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { commandItemId, type ItemEntity, isCommandCall, type StoredContentPart, toItemDto, type ToolCallSpec, type CommittedStep } from '#libs/engine';
-import { commandEnding, commandNotRun, OUTCOME_UNKNOWN, planNextStep, toModelMessages, toolPolicy } from '#libs/runtime';
+import { commandItemId, type ItemEntity, ItemsRepository, isCommandCall, type StoredContentPart, toItemDto, type ToolCallSpec, type CommittedStep } from '#libs/engine';
+import { type HarnessCall, SessionEnvironments } from '#libs/environments';
+import type { OutgoingEvent } from '#libs/events';
+import { CallInFlight, commandEnding, commandNotRun, HarnessCalls, OUTCOME_UNKNOWN, planNextStep, toModelMessages, toolPolicy } from '#libs/runtime';
 import { harnessTools } from '#libs/tools';
+import { newTestService } from './support/new-test-service.js';
 
 // A `shell` call in a session's workspace: its command_execution item as clients read it, what
 // the model reads of it (unchanged: a tool call and its output), and what a takeover does with a
@@ -70,5 +73,47 @@ describe('command_execution items', () => {
     assert.deepEqual(planNextStep([model([shellCall]), started('call_1')], policy), { action: 'record', call: shellCall, outcome: { success: false, output: OUTCOME_UNKNOWN }, started: true });
     const read: ToolCallSpec = { call_id: 'call_2', name: 'read_file', arguments: '{"path":"a.txt"}' };
     assert.deepEqual(planNextStep([model([read]), started('call_2')], policy), { action: 'execute', call: read, args: { path: 'a.txt' }, started: true });
+  });
+
+  it('run in the session\'s workspace with its owner and workdir, the turn and the call; output streams live on the item; the record ends it', async () => {
+    const calls: HarnessCall[] = [];
+    const environments = {
+      execute: async (call: HarnessCall) => {
+        calls.push(call);
+        call.onOutput?.('a.txt\n');
+        return { success: true, output: 'a.txt\n', command: { command: 'ls', cwd: '/workspace', exitCode: 0, output: 'a.txt\n', durationMs: 5 } };
+      },
+    };
+    const { sut, mocks } = newTestService(HarnessCalls, [[SessionEnvironments, environments]]);
+    mocks.get(ItemsRepository).commandScope.mock.mockImplementation(async () => ({ ownerId: 'u1', workdirId: 'w1', outputIndex: 3 }));
+    const pushed: OutgoingEvent[] = [];
+    let drained = 0;
+    const state = {
+      held: { turn: { id: 'turn_1', sessionId: 's1' }, config: ENV },
+      lease: { runId: 'run_1' },
+      live: { push: (...events: OutgoingEvent[]) => pushed.push(...events), drain: async () => void (drained += 1) },
+    } as never;
+    const shell = harnessTools().find((t) => t.name === 'shell')!;
+    const call = sut.start(state, shell, { call: shellCall, args: { command: 'ls' } });
+    assert.ok(call instanceof CallInFlight);
+    const next = await call.next();
+    assert.ok('outcome' in next);
+    assert.deepEqual(next.outcome, { success: true, output: 'a.txt\n', command: { status: 'completed', cwd: '/workspace', exit_code: 0, output: 'a.txt\n', duration_ms: 5 } });
+    const [sent] = calls;
+    assert.deepEqual(sent!.session, { id: 's1', ownerId: 'u1', workdirId: 'w1' });
+    assert.deepEqual([sent!.turnId, sent!.callId, sent!.tool, sent!.args, sent!.environment], ['turn_1', 'call_1', 'shell', { command: 'ls' }, ENV.environment]);
+    assert.equal(sent!.signal, call.controller.signal, 'a cancel or a lost lease aborts it');
+    assert.deepEqual(pushed, [
+      { type: 'agent.output.command_execution_output.delta', turn_id: 'turn_1', item_id: commandItemId('turn_1', 'call_1'), output_index: 3, delta: 'a.txt\n', yuxi: { run_id: 'run_1' } },
+    ]);
+    assert.equal(drained, 1, 'every delta is out before the result is recorded');
+    assert.deepEqual(mocks.get(ItemsRepository).commandScope.mock.calls[0]!.arguments, ['s1', commandItemId('turn_1', 'call_1')]);
+  });
+
+  it('a harness call in a session without an environment is an error output, never a run', () => {
+    const { sut } = newTestService(HarnessCalls, [[SessionEnvironments, { execute: () => assert.fail('not run') }]]);
+    const state = { held: { turn: { id: 'turn_1', sessionId: 's1' }, config: {} }, lease: { runId: 'run_1' } } as never;
+    const outcome = sut.start(state, harnessTools()[0]!, { call: shellCall, args: { command: 'ls' } });
+    assert.deepEqual(outcome, { success: false, output: 'shell error: this session has no environment' });
   });
 });

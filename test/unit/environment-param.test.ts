@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type HostedEnvironmentParam, parseAgentDefinition, parseEnvironmentParam, resolveEnvironment, UNSUPPORTED_ENVIRONMENT_FIELDS } from '#libs/agents';
 import type { SandboxLimitValues } from '#libs/config';
+import { environmentView } from '#libs/engine';
 import type { EnvironmentConfig } from '#libs/environments';
 
 // The environment param (session create, saved agents) and how a session tightens its agent's
@@ -65,6 +66,8 @@ describe('the environment param', () => {
     assert.deepEqual(fields({ type: 'openai_hosted', env: { A: 1, B: 'x'.repeat(8193), C: 'a\0b' } }), ['environment.env.A', 'environment.env.B', 'environment.env.C']);
     assert.deepEqual(fields({ type: 'openai_hosted', env: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`V${i}`, 'x'])) }), ['environment.env']);
     assert.deepEqual(fields({ type: 'openai_hosted', env: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`V${i}`, 'x'.repeat(8000)])) }), ['environment.env']);
+    // A name that is an Object.prototype accessor is kept as the variable it is.
+    assert.deepEqual(Object.keys(hosted({ env: JSON.parse('{"__proto__": "x", "A": "1"}') }).env), ['__proto__', 'A']);
   });
 
   it('bounds domains: syntax, no wildcards or addresses, count, and lists only with restricted', () => {
@@ -181,5 +184,27 @@ describe('a session environment over its agent default', () => {
     const bad = parseAgentDefinition({ name: 'a', environment: { type: 'openai_hosted', limits: { processes: 4096 }, env: { K: '***' }, skills: [] } }, CEILINGS);
     assert.deepEqual(bad.errors.map((error) => error.field).sort(), ['environment.env.K', 'environment.limits.processes', 'environment.skills']);
     assert.deepEqual(parseAgentDefinition({ name: 'a', environment: { type: 'self_hosted' } }).errors.map((error) => error.field), ['environment.type']);
+  });
+});
+
+describe('the session resource\'s environment', () => {
+  it('shows none, or the hosted shape: env names sorted without values, setup commands counted, absolute file paths', () => {
+    assert.deepEqual(environmentView(null, 'w1'), { type: 'none' });
+    const { environment } = resolveEnvironment(null, hosted({ env: { Z: 'secret', A: 'secret' }, setup_commands: ['echo secret'], files: [{ type: 'file_id', file_id: FILE, path: 'd/x.csv' }] }), DEPLOYMENT);
+    const view = environmentView(environment, 'w1');
+    assert.ok(!JSON.stringify(view).includes('secret'));
+    assert.deepEqual(view, {
+      type: 'openai_hosted',
+      id: 'w1',
+      network: { access: 'disabled', allowed_domains: [], blocked_domains: [] },
+      env_names: ['A', 'Z'],
+      files: [{ type: 'file_id', id: FILE, file_id: FILE, path: '/workspace/d/x.csv' }],
+      setup_command_count: 1,
+      limits: { timeout_s: 120, cpu_s: 300, memory_mb: 2048, processes: 256, disk_mb: 1024 },
+      capability_directories: [],
+      packages: { npm: [], python: [], system: [] },
+      plugins: [],
+      skills: [],
+    });
   });
 });

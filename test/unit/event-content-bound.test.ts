@@ -27,6 +27,16 @@ describe('item content in events is bounded', () => {
     assert.equal((event as any).yuxi.truncated, undefined);
   });
 
+  it('bounds a command_execution item: its arguments, its command and its output share the budget', () => {
+    const command = 'c'.repeat(600);
+    const event = itemEvent({ type: 'command_execution', arguments: JSON.stringify({ command }), command, output: 'o'.repeat(5000), exit_code: 0 });
+    const bounded = boundItemContent(event, 1024) as any;
+    assert.equal(bounded.item.command, 'c'.repeat(1024 - bounded.item.arguments.length));
+    assert.equal(bounded.item.output, '');
+    assert.equal(bounded.item.exit_code, 0);
+    assert.equal(bounded.yuxi.truncated, true);
+  });
+
   it('spends one budget over all texts in order, and never splits a character', () => {
     const bounded = boundItemContent(itemEvent({ type: 'function_call_output', arguments: 'x'.repeat(600), output: 'é'.repeat(400) }), 1001) as any;
     assert.equal(bounded.item.arguments, 'x'.repeat(600));

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
-import { CooperationWaits, type IdempotentResponse, InputsRepository, type Nudge, SessionControls, SessionsRepository, TurnsRepository } from '#libs/engine';
+import type { EnvironmentConfig } from '#libs/environments';
+import { CooperationWaits, type IdempotentResponse, InputsRepository, ItemsRepository, type Nudge, SessionControls, SessionsRepository, TurnsRepository } from '#libs/engine';
 import { Acceptance, type ControlOutcome } from '../../libs/protocol/src/use-cases/acceptance.js';
 import { CancelTurn } from '../../libs/protocol/src/use-cases/queue-controls.use-case.js';
 import { aRun, aSession, aTurn, aWaitingTurn, aWaitpoint, domainError, typesOf } from './support/aggregate-fixtures.js';
@@ -88,6 +89,26 @@ describe('cancelling a turn (SessionControls.cancelTurn)', () => {
     assert.deepEqual(typesOf(result.events), ['yuxi.session.run.cancelled', 'agent.session.turn.cancelled']);
     assert.deepEqual(result.nudges, parentNudges);
     assert.equal(result.runId, 'r1');
+  });
+
+  it('ends, with a waiting turn of a session with an environment, the commands that waited for approval (done first); a session without one asks nothing', async () => {
+    const { sut, turns, mocks } = controls();
+    const waiting = aWaitingTurn(aWaitpoint());
+    turns.findTurn.mock.mockImplementation(async () => waiting);
+    turns.cancelWaitingTurn.mock.mockImplementation(async () => ({ turn: { ...waiting, status: 'cancelled' as const, waitpoint: null }, run: aRun({ status: 'cancelled' }) }));
+    const items = mocks.get(ItemsRepository);
+    const command = { id: 'cmd-1', turnId: 't1', runId: 'r1', type: 'command_execution', status: 'incomplete', content: [{ type: 'function_call', call_id: 'c1', command_execution: { command: 'ls', cwd: '/workspace', exit_code: null, output: 'x', duration_ms: null, output_index: 1 } }] };
+    items.endRunningCommands.mock.mockImplementation(async () => [command as never]);
+    const environment = { type: 'openai_hosted', network: { access: 'disabled' }, env: {}, files: [], setup_commands: [], limits: {} } as unknown as EnvironmentConfig;
+    const result = await sut.cancelTurn(manager, aSession({ environment }), { turnId: 't1' });
+    assert.match(items.endRunningCommands.mock.calls[0]!.arguments[2], /cancelled before this command ran/);
+    assert.deepEqual(typesOf(result.events), ['agent.session.turn.item.done', 'yuxi.session.run.cancelled', 'agent.session.turn.cancelled']);
+
+    const plain = controls();
+    plain.turns.findTurn.mock.mockImplementation(async () => waiting);
+    plain.turns.cancelWaitingTurn.mock.mockImplementation(async () => ({ turn: { ...waiting, status: 'cancelled' as const, waitpoint: null }, run: null }));
+    await plain.sut.cancelTurn(manager, aSession(), { turnId: 't1' });
+    assert.equal(plain.mocks.get(ItemsRepository).endRunningCommands.mock.callCount(), 0);
   });
 
   it('a waiting turn with another current run than expected is refused before anything is written', async () => {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppConfig } from '#libs/config';
-import { CooperationWaits, type HeldTurn, ModelRequestsRepository, type Outcome, type RunOutput, SessionsRepository, SessionTransactions, type TurnEntity, TurnSettlement, TurnsRepository } from '#libs/engine';
+import type { EnvironmentConfig } from '#libs/environments';
+import { CooperationWaits, type HeldTurn, type ItemEntity, ItemsRepository, ModelRequestsRepository, type Outcome, type RunOutput, SessionsRepository, SessionTransactions, type TurnEntity, TurnSettlement, TurnsRepository } from '#libs/engine';
 import { RunOutputWriter } from '../../libs/engine/src/endings/run-output.js';
 import { aLease, aRun, aSession, aTurn, typesOf } from './support/aggregate-fixtures.js';
 import { FakeSessionTransactions, rowOf } from './support/fake-session-transactions.js';
@@ -65,6 +66,39 @@ describe('settling a turn (TurnSettlement.settle)', () => {
     await sut.settle(held, lease, shown, { status: 'failed', error });
     assert.equal(writer.finalOutputWrite.mock.calls[0]!.arguments[3], 'incomplete');
     assert.deepEqual(sessions.setQueuePaused.mock.calls[0]!.arguments.slice(1), ['s1', true]);
+  });
+
+  it('a turn of a session with an environment that ends mid-command ends the command\'s item (incomplete, done before the run\'s end); without one, nothing is asked', async () => {
+    const error = { code: 'run_failed', message: 'The run failed unexpectedly' };
+    const { sut, transactions, mocks } = settlement(aTurn({ status: 'failed', error, completedAt: new Date() }));
+    const items = mocks.get(ItemsRepository);
+    const command = {
+      id: 'cmd-1',
+      sessionId: 's1',
+      turnId: 't1',
+      runId: 'r1',
+      inputId: null,
+      seq: '5',
+      type: 'command_execution',
+      role: null,
+      status: 'incomplete',
+      content: [{ type: 'function_call', call_id: 'c1', command_execution: { command: 'sleep 9', cwd: '/workspace', exit_code: null, output: 'x', duration_ms: null, output_index: 2 } }],
+      phase: null,
+      tokens: null,
+      createdAt: new Date(0),
+    } as ItemEntity;
+    items.endRunningCommands.mock.mockImplementation(async () => [command]);
+    const environment: EnvironmentConfig = { type: 'openai_hosted', network: { access: 'disabled' }, env: {}, files: [], setup_commands: [], limits: {} };
+    await sut.settle({ ...held, config: { ...held.config, environment } }, lease, output(), { status: 'failed', error });
+    assert.deepEqual(items.endRunningCommands.mock.calls[0]!.arguments.slice(1, 2), [held.turn.id]);
+    assert.match(items.endRunningCommands.mock.calls[0]!.arguments[2], /failed before this command ended/);
+    const { events } = transactions.only;
+    assert.deepEqual(typesOf(events), ['agent.session.turn.item.done', 'yuxi.session.run.failed', 'agent.session.turn.failed']);
+    assert.deepEqual([(events[0] as any).output_index, (events[0] as any).item.status], [2, 'incomplete']);
+
+    const plain = settlement(aTurn({ status: 'failed', error, completedAt: new Date() }));
+    await plain.sut.settle(held, lease, output(), { status: 'failed', error });
+    assert.equal(plain.mocks.get(ItemsRepository).endRunningCommands.mock.callCount(), 0);
   });
 
   it('nudges no queue (the settling worker drives the session on), but a member\'s parent, and the account\'s waiting sessions when it was at its cap', async () => {

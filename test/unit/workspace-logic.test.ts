@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyUnifiedDiff, checkWorkspacePath, diffManifests, type Manifest, mergeOntoHead } from '#libs/environments';
+import type { SandboxSettings } from '#libs/config';
+import { applyUnifiedDiff, checkWorkspacePath, commandLimits, diffManifests, type EnvironmentConfig, type Manifest, mergeOntoHead } from '#libs/environments';
 
 // The environment's pure parts: the unified-diff applier, tools' path checks, and how a call's
 // changes merge onto a workspace head another session moved meanwhile.
@@ -92,5 +93,23 @@ describe('mergeOntoHead: per path, the last writer wins', () => {
   it('a file the call wrote where the head has a directory replaces that directory', () => {
     const merged = mergeOntoHead({ 'x/y': e('y'), z: e('z') }, diffManifests({}, { x: e('x') }));
     assert.deepEqual(merged, { x: e('x'), z: e('z') });
+  });
+});
+
+describe('commandLimits: the environment\'s limits under the deployment\'s ceilings', () => {
+  const values = (n: number) => ({ timeoutS: n, cpuS: n, memoryMb: n, processes: n, diskMb: n });
+  const sandbox = { defaults: values(100), ceilings: values(1000), outputMaxBytes: 4096 } as SandboxSettings;
+  const environment = (limits: EnvironmentConfig['limits']): EnvironmentConfig => ({ type: 'openai_hosted', network: { access: 'disabled' }, env: {}, files: [], setup_commands: [], limits });
+
+  it('takes the deployment\'s defaults where the environment sets none, and caps what it asks at the ceilings', () => {
+    assert.deepEqual(commandLimits(environment({}), sandbox), { timeoutS: 100, cpuS: 100, memoryMb: 100, processes: 100, fileSizeMb: 100, outputBytes: 4096 });
+    assert.deepEqual(commandLimits(environment({ timeout_s: 5000, cpu_s: 10, memory_mb: 2000, processes: 3, disk_mb: 5000 }), sandbox), {
+      timeoutS: 1000, cpuS: 10, memoryMb: 1000, processes: 3, fileSizeMb: 1000, outputBytes: 4096,
+    });
+  });
+
+  it('a shell call\'s timeout_s may shorten the session\'s timeout, never lengthen it', () => {
+    assert.equal(commandLimits(environment({ timeout_s: 60 }), sandbox, 10).timeoutS, 10);
+    assert.equal(commandLimits(environment({ timeout_s: 60 }), sandbox, 600).timeoutS, 60);
   });
 });

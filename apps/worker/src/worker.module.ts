@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { ConfigModule, loggingModule } from '#libs/config';
 import { DatabaseModule } from '#libs/database';
+import { EnvironmentsModule } from '#libs/environments';
 import { FilesModule } from '#libs/files';
 import { MetricsModule } from '#libs/metrics';
 import { QueueModule } from '#libs/queue';
@@ -15,7 +16,7 @@ import { ConsumerHealth, WorkerHealth } from './worker-health.js';
 
 /** The shared core minus the HTTP API: runtime, queues, database. */
 @Module({
-  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, RuntimeModule, WebhookDeliveryModule, TerminusModule.forRoot({ logger: false })],
+  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, EnvironmentsModule, RuntimeModule, WebhookDeliveryModule, TerminusModule.forRoot({ logger: false })],
   providers: [SessionDispatchProcessor, MaintenanceProcessor, FilesProcessor, WebhooksProcessor, QueueProcessors, SweepSchedule, WorkerBootstrap, ConsumerHealth, WorkerHealth],
 })
 export class WorkerModule {}

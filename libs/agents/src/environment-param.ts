@@ -131,23 +131,24 @@ function parseDomains(raw: unknown, name: string, fail: Fail): string[] {
 }
 
 function parseEnv(raw: unknown, fail: Fail): Record<string, string> {
-  const env: Record<string, string> = {};
-  if (raw === undefined || raw === null) return env;
-  if (!isObject(raw)) return (fail('env', 'must be an object of variable names to string values'), env);
+  if (raw === undefined || raw === null) return {};
+  if (!isObject(raw)) return (fail('env', 'must be an object of variable names to string values'), {});
   const entries = Object.entries(raw);
-  if (entries.length > ENVIRONMENT_BOUNDS.envCount) return (fail('env', `must hold at most ${ENVIRONMENT_BOUNDS.envCount} variables`), env);
+  if (entries.length > ENVIRONMENT_BOUNDS.envCount) return (fail('env', `must hold at most ${ENVIRONMENT_BOUNDS.envCount} variables`), {});
+  const kept: [string, string][] = [];
   let total = 0;
   for (const [name, value] of entries) {
     if (!ENV_NAME.test(name) || name.length > ENVIRONMENT_BOUNDS.envNameChars) fail(`env.${name}`, `is not a variable name (letters, digits and _, not starting with a digit, at most ${ENVIRONMENT_BOUNDS.envNameChars} characters)`);
     else if (typeof value !== 'string' || value.length > ENVIRONMENT_BOUNDS.envValueChars || value.includes('\0')) {
       fail(`env.${name}`, `must be a string of at most ${ENVIRONMENT_BOUNDS.envValueChars} characters, without NUL`);
     } else {
-      env[name] = value;
+      kept.push([name, value]);
       total += name.length + value.length;
     }
   }
   if (total > ENVIRONMENT_BOUNDS.envTotalChars) fail('env', `must hold at most ${ENVIRONMENT_BOUNDS.envTotalChars} characters of names and values together`);
-  return env;
+  // fromEntries defines each name as an own property (`__proto__` included), as assignment would not.
+  return Object.fromEntries(kept);
 }
 
 function parseFiles(raw: unknown, fail: Fail, allowFiles: boolean): EnvironmentFile[] {

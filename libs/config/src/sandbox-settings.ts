@@ -1,3 +1,4 @@
+import { parseAllowedHosts } from '#libs/outbound';
 import { int } from './env-values.js';
 
 export const SANDBOX_RUNTIMES = ['bwrap', 'none'] as const;
@@ -33,6 +34,11 @@ export interface SandboxSettings {
   outputMaxBytes: number;
   /** The most files a workspace may hold (each commit scans them all). */
   workspaceMaxFiles: number;
+  /**
+   * `host` or `host:port` entries (parseAllowedHosts) the sandboxes' egress proxy reaches even at a
+   * private or loopback address: the only exception to the outbound address policy for commands.
+   */
+  egressAllowedHosts: string[];
 }
 
 /** SANDBOX_*: the environment's runtime and its limits' defaults and ceilings (a default above its ceiling stops the start). */
@@ -59,5 +65,14 @@ export function sandboxSettings(env: NodeJS.ProcessEnv): SandboxSettings {
     ceilings: { timeoutS: timeoutMax, cpuS: cpuMax, memoryMb: memoryMax, processes: processesMax, diskMb: diskMax },
     outputMaxBytes: Math.max(1024, int(env, 'SANDBOX_OUTPUT_MAX_BYTES', 64 * 1024)),
     workspaceMaxFiles: Math.max(1, int(env, 'SANDBOX_WORKSPACE_MAX_FILES', 10_000)),
+    egressAllowedHosts: egressAllowedHosts(env.SANDBOX_EGRESS_ALLOWED_HOSTS ?? ''),
   };
+}
+
+function egressAllowedHosts(text: string): string[] {
+  try {
+    return parseAllowedHosts(text);
+  } catch (error) {
+    throw new Error(`SANDBOX_EGRESS_ALLOWED_HOSTS: ${(error as Error).message}`, { cause: error });
+  }
 }

@@ -55,7 +55,13 @@ export class WorkspaceSessionEnvironments extends SessionEnvironments {
     }
     // Another session of the tree may be making the workspace now: this call starts from an empty
     // one, and its writes merge onto whatever that setup commits.
-    const open = await this.store.open(sessionId, workdirId, state?.head ?? null, bounds);
+    let open = await this.store.open(sessionId, workdirId, state?.head ?? null, bounds);
+    // Files attached since (a follow-up's attachments) join the workspace before the call, as a version of their own.
+    const attached = await this.setup.placeAttachments(call, open.checkout.dir, new Set(state?.placedFileIds ?? []), Object.keys(open.base?.manifest ?? {}));
+    if (attached.length > 0 && state?.head) {
+      const placed = await this.store.commit(open, { ...author, callId: null }, bounds, { placedFileIds: attached });
+      if (placed.kind === 'committed') open = await this.store.open(sessionId, workdirId, placed.version, bounds);
+    }
     const outcome = await this.runTool(call, open);
     const withNotes = setupNotes.length > 0 ? prefix(outcome, `[workspace set up]\n${setupNotes.join('\n')}\n\n`) : outcome;
     if (READ_ONLY.has(call.tool)) return withNotes;
@@ -91,12 +97,14 @@ export class WorkspaceSessionEnvironments extends SessionEnvironments {
   private async makeWorkspace(call: HarnessCall, bounds: WorkspaceBounds): Promise<string[]> {
     const open = await this.store.open(call.session.id, call.session.workdirId, null, bounds);
     await open.checkout.wipe();
-    const notes = await this.setup.make(call, open);
+    const placedFileIds: string[] = [];
+    const notes = await this.setup.make(call, open, placedFileIds);
     const author = { sessionId: call.session.id, turnId: call.turnId, callId: null };
-    const committed = await this.store.commit(open, author, bounds, notes.join('\n'));
+    const committed = await this.store.commit(open, author, bounds, { setupOutput: notes.join('\n'), placedFileIds });
     if (committed.kind === 'refused') {
       notes.push(`error: the workspace's setup was not kept: ${committed.reason}`);
-      await this.repository.commit({ workdirId: call.session.workdirId, author, changes: { written: {}, deleted: [] }, setupOutput: notes.join('\n') });
+      const empty = { written: {}, deleted: [] };
+      await this.repository.commit({ workdirId: call.session.workdirId, author, changes: empty, setupOutput: notes.join('\n'), artifacts: false });
     }
     return notes;
   }

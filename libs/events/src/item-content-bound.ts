@@ -14,8 +14,8 @@ const BOUNDED_TYPES = new Set([
   'yuxi.session.turn.reasoning.done',
 ]);
 
-/** The text-bearing fields of an item (ItemDto), in the order the budget is spent on them. */
-const ITEM_FIELDS = ['arguments', 'output', 'summary', 'task', 'message'] as const;
+/** The text-bearing fields of an item (ItemDto), in the order the budget is spent on them (`command`: a command_execution's). */
+const ITEM_FIELDS = ['arguments', 'command', 'output', 'summary', 'task', 'message'] as const;
 
 type Json = Record<string, unknown>;
 

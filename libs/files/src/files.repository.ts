@@ -93,10 +93,10 @@ export class FilesRepository {
     await this.dataSource.query(prepared(`UPDATE files SET status = 'deleting' WHERE id = $1 AND status = 'uploading'`), [id]);
   }
 
-  /** A file of this owner that exists for clients (neither in upload nor being deleted); an expired draft counts as gone. */
-  async findOwned(ownerId: string, id: string): Promise<FileEntity | null> {
+  /** A file of this owner that exists for clients (neither in upload nor being deleted); an expired draft counts as gone. `manager`: within a transaction. */
+  async findOwned(ownerId: string, id: string, manager?: EntityManager): Promise<FileEntity | null> {
     if (!isFileId(id)) return null;
-    const rows = (await this.dataSource.query(
+    const rows = (await (manager ?? this.dataSource).query(
       prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE id = $1 AND owner_id = $2
          AND status IN ('draft', 'bound', 'ready') AND NOT (status = 'draft' AND expires_at <= now())`),
       [id, ownerId],

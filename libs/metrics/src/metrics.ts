@@ -32,6 +32,8 @@ export interface MetricDefinition {
 const TURN_OUTCOMES: TurnOutcome[] = ['completed', 'failed', 'cancelled'];
 const TAKEOVER_REASONS: TakeoverReason[] = ['lease_expired', 'released'];
 const SANDBOX_RESULTS: SandboxCommandResultLabel[] = ['ok', 'exit_nonzero', 'limit'];
+/** The limits a sandbox ends a command on (libs/sandbox's LimitHit). */
+const SANDBOX_LIMITS = ['timeout', 'cpu', 'memory', 'processes', 'file_size', 'output'];
 const POSTGRES_COMPONENTS: PostgresComponent[] = ['connect', 'query', 'pool'];
 /** A scrape never waits longer than this for a gauge read from Postgres or Redis; the gauge is then left out. */
 const COLLECT_TIMEOUT_MS = 2_000;
@@ -159,6 +161,7 @@ export class Metrics {
     for (const component of POSTGRES_COMPONENTS) this.postgresErrors.inc({ component }, 0);
     for (const reason of TAKEOVER_REASONS) this.takeovers.inc({ reason }, 0);
     for (const result of SANDBOX_RESULTS) this.sandboxCommands.inc({ result }, 0);
+    for (const limit of SANDBOX_LIMITS) this.sandboxLimits.inc({ limit }, 0);
   }
 
   /** The registered metrics in the Prometheus text format. */

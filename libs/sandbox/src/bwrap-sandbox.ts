@@ -40,7 +40,8 @@ const TAIL_CHARS = 4096;
  * workspace's size (RLIMIT_FSIZE bounds a single file).
  */
 export class BwrapSandbox {
-  private readonly running = new Set<ChildProcess>();
+  /** The running commands' kill switches (close() stops them all). */
+  private readonly running = new Set<() => void>();
   private readonly rootEntries: RootEntry[];
   private readonly proxy: EgressProxy;
   private closed = false;
@@ -70,7 +71,7 @@ export class BwrapSandbox {
   /** Kills every running command and stops the proxies; run() refuses afterwards. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const child of this.running) killGroup(child);
+    for (const stop of this.running) stop();
     await this.proxy.close();
   }
 
@@ -78,7 +79,6 @@ export class BwrapSandbox {
     const asUser = process.getuid?.() === 0 ? { uid: this.options.uid, gid: this.options.gid } : {};
     // detached: bwrap leads its own process group, which a kill takes whole.
     const child = spawn(this.options.bwrapPath ?? 'bwrap', args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...asUser });
-    this.running.add(child);
     const output = new BoundedOutput(cmd.limits.outputBytes);
     let killedFor: KillReason | null = null;
     let forkFailed = false;
@@ -101,16 +101,23 @@ export class BwrapSandbox {
       if (output.flooding) kill('output');
     };
     child.stdout!.on('data', onChunk);
-    // bwrap's own complaints (it could not start the sandbox); the command's stderr joins its stdout inside.
-    child.stderr!.on('data', onChunk);
+    // Only bwrap and prlimit write here (the command's stderr joins its stdout inside): why the
+    // sandbox could not start, kept short.
+    let setupError = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      if (setupError.length < 2000) setupError += chunk.toString('utf8');
+    });
     const timer = setTimeout(() => kill('timeout'), cmd.limits.timeoutS * 1000);
     const onAbort = () => kill('aborted');
     cmd.signal.addEventListener('abort', onAbort, { once: true });
+    this.running.add(onAbort);
+    // Aborted while the proxy opened: the listener came too late to hear it.
+    if (cmd.signal.aborted) onAbort();
     return new Promise((resolve, reject) => {
       const finish = () => {
         clearTimeout(timer);
         cmd.signal.removeEventListener('abort', onAbort);
-        this.running.delete(child);
+        this.running.delete(onAbort);
       };
       child.once('error', (error) => {
         finish();
@@ -119,6 +126,8 @@ export class BwrapSandbox {
       child.once('close', (code, signal) => {
         finish();
         const status = code ?? (signal ? 128 + signalNumber(signal) : null);
+        // Not the command's failure: the sandbox never ran it (no user namespaces, a workspace missing).
+        if (setupError.trim() !== '' && status !== 0 && killedFor === null) return reject(new Error(`the sandbox could not start: ${setupError.trim().slice(0, 500)}`));
         const kept = output.kept();
         const judged = verdict({ status, killedFor, forkFailed, printed: output.printed, outputTail: kept.slice(-TAIL_CHARS) }, cmd.limits);
         emit(output.cutNote());

@@ -23,6 +23,7 @@ export const AGENT_EXAMPLE = {
     limits: { max_model_calls: 25, max_tool_calls: 50, turn_timeout_s: 900 },
     context: {},
     multi_agent: null,
+    environment: null,
     updated_at: AT,
   },
 };
@@ -56,6 +57,7 @@ export const PUT_AGENT_RESPONSE_EXAMPLE = {
     limits: { max_model_calls: 25, max_tool_calls: 5, turn_timeout_s: 900 },
     context: PUT_AGENT_EXAMPLE.context,
     multi_agent: null,
+    environment: null,
     instructions: PUT_AGENT_EXAMPLE.instructions,
     updated_at: AT,
   },
@@ -74,6 +76,7 @@ const AGENT_VERSION_DEFINITION = {
   context: PUT_AGENT_EXAMPLE.context,
   multi_agent: null,
   visibility: 'public',
+  environment: null,
 };
 export const AGENT_VERSION_LIST_EXAMPLE = {
   object: 'list',

@@ -6,7 +6,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * chain of immutable versions, each a manifest {path: [sha256, size, mode]} of blobs stored once in
  * the file storage under their hash: a version is cheap to point at (a fork of a session names
  * one) and nothing is copied to make one. `head_version_id` is the latest; commits serialise on the
- * workspace's row. `setup_state` says whether the first version (the environment's files, the
+ * workspace's row. `placed_file_ids` are the workdir's attachments already copied into it under
+ * `attachments/` (each once: one the agent deleted stays deleted). `setup_state` says whether the first version (the environment's files, the
  * attachments and the setup commands' results) is still being made, and since when.
  * Artifacts are the files a call wrote, one immutable row each, soft-deleted by the API.
  */
@@ -22,6 +23,7 @@ export class Workspaces1766900000000 implements MigrationInterface {
         setup_state varchar NOT NULL CHECK (setup_state IN ('running', 'done')),
         setup_claimed_at timestamptz NOT NULL DEFAULT now(),
         setup_output text,
+        placed_file_ids text[] NOT NULL DEFAULT '{}',
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now(),
         CHECK (setup_state = 'running' OR head_version_id IS NOT NULL)

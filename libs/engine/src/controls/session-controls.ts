@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '#libs/errors';
 import { type FileEntity, FilesRepository } from '#libs/files';
+import { ItemsRepository } from '../tables/items.repository.js';
 import { type FrozenInputConfig, type InputEntity, type InputMessage } from '../tables/input.entity.js';
 import { type InputMode } from '../machines/input-states.js';
 import { InputsRepository, type RidingWrite } from '../tables/inputs.repository.js';
@@ -59,6 +60,7 @@ export class SessionControls {
     private readonly turns: TurnsRepository,
     private readonly files: FilesRepository,
     private readonly cooperation: CooperationWaits,
+    private readonly items: ItemsRepository,
   ) {}
 
   /**
@@ -123,7 +125,13 @@ export class SessionControls {
       if (cancelled) {
         await this.sessions.recordTurnUpdated(manager, session.id, toCurrentTurn(cancelled.turn), 0, new Date());
         if (session.pendingInputCount > 0) await this.sessions.setQueuePaused(manager, session.id, true);
-        const events = cancelled.run ? [turnEvents.run('cancelled', cancelled.run)] : [];
+        const events: OutgoingEvent[] = cancelled.run ? [turnEvents.run('cancelled', cancelled.run)] : [];
+        // A command waiting for its approval never ran: its item ends with the turn.
+        if (session.environment) {
+          for (const item of await this.items.endRunningCommands(manager, waiting.id, 'The turn was cancelled before this command ran.')) {
+            events.unshift(turnEvents.item('done', item, item.content[0]?.command_execution?.output_index ?? 0));
+          }
+        }
         // A member's turn ended: its parent hears of it.
         const nudges = await this.cooperation.memberTurnEnded(manager, session, cancelled.turn);
         return { turn: cancelled.turn, runId: waiting.currentRunId, events: [...events, turnEvents.turn('cancelled', cancelled.turn)], nudges };

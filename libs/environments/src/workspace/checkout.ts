@@ -64,7 +64,9 @@ export class Checkout {
       for (const dirent of entries) {
         const rel = relDir === '' ? dirent.name : `${relDir}/${dirent.name}`;
         const full = path.join(this.dir, rel);
-        const stat = await lstat(full);
+        // A name the file system gives back but cannot look up again (not valid UTF-8) is skipped.
+        const stat = await lstat(full).catch(() => null);
+        if (!stat) continue;
         if (stat.isDirectory()) {
           pending.push(rel);
           continue;

@@ -25,30 +25,43 @@ export class WorkspaceSetup {
     private readonly config: AppConfig,
   ) {}
 
-  async make(call: HarnessCall, open: OpenWorkspace): Promise<string[]> {
+  /**
+   * The workdir's ready attachments not in the workspace yet (`placed`), copied into `attachments/`
+   * of the checkout at `dir`; a name in use (`paths`, relative to the workspace) takes a ` (2)`.
+   * Returns the ids it placed.
+   */
+  async placeAttachments(call: HarnessCall, dir: string, placed: Set<string>, paths: string[]): Promise<string[]> {
+    const owner = { uid: this.config.sandbox.uid, gid: this.config.sandbox.gid };
+    const names = new Set(paths.filter((rel) => rel.startsWith('attachments/')).map((rel) => rel.slice('attachments/'.length)));
+    const done: string[] = [];
+    for (const attachment of await this.files.readyInWorkdir(call.session.id, MAX_ATTACHMENTS)) {
+      if (!attachment.sessionKey || placed.has(attachment.id)) continue;
+      const target = checkWorkspacePath(`attachments/${uniqueName(attachment.filename, names)}`);
+      if (target.ok) await writeInside(dir, target.path, await this.storage.get(attachment.sessionKey), 0o644, owner, true);
+      done.push(attachment.id);
+    }
+    return done;
+  }
+
+  async make(call: HarnessCall, open: OpenWorkspace, placed: string[]): Promise<string[]> {
     const notes: string[] = [];
     const owner = { uid: this.config.sandbox.uid, gid: this.config.sandbox.gid };
     const dir = open.checkout.dir;
-    for (const placed of call.environment.files ?? []) {
-      const file = await this.files.findOwned(call.session.ownerId, placed.file_id);
+    const paths: string[] = [];
+    for (const wanted of call.environment.files ?? []) {
+      const file = await this.files.findOwned(call.session.ownerId, wanted.file_id);
       const key = file && file.status !== 'deleting' ? (file.sessionKey ?? file.draftKey) : null;
-      const target = checkWorkspacePath(placed.path);
-      if (!key) notes.push(`error: file ${placed.file_id} was not found; ${placed.path} was not placed`);
-      else if (!target.ok) notes.push(`error: file ${placed.file_id}: ${target.error}`);
+      const target = checkWorkspacePath(wanted.path);
+      if (!key) notes.push(`error: file ${wanted.file_id} was not found; ${wanted.path} was not placed`);
+      else if (!target.ok) notes.push(`error: file ${wanted.file_id}: ${target.error}`);
       else {
         const bytes = await this.storage.get(key).catch((failure: unknown) => (failure instanceof StorageObjectMissing ? null : Promise.reject(failure)));
         if (bytes) await writeInside(dir, target.path, bytes, 0o644, owner, true);
-        else notes.push(`error: file ${placed.file_id} has no stored bytes; ${placed.path} was not placed`);
+        else notes.push(`error: file ${wanted.file_id} has no stored bytes; ${wanted.path} was not placed`);
+        paths.push(target.path);
       }
     }
-    const names = new Set<string>();
-    for (const attachment of await this.files.readyInWorkdir(call.session.id, MAX_ATTACHMENTS)) {
-      if (!attachment.sessionKey) continue;
-      const name = uniqueName(attachment.filename, names);
-      const target = checkWorkspacePath(`attachments/${name}`);
-      if (!target.ok) continue;
-      await writeInside(dir, target.path, await this.storage.get(attachment.sessionKey), 0o644, owner, true);
-    }
+    placed.push(...(await this.placeAttachments(call, dir, new Set(), paths)));
     for (const command of call.environment.setup_commands ?? []) {
       const result = await this.runner.run({
         workspaceDir: dir,

@@ -14,6 +14,13 @@ export interface OpenWorkspace {
   base: WorkspaceHead | null;
 }
 
+export interface CommitOptions {
+  /** The workspace's first version: ends its setup, with this output. */
+  setupOutput?: string;
+  /** Attachments the commit copies in. */
+  placedFileIds?: string[];
+}
+
 export type CommitResult =
   | { kind: 'unchanged' }
   | { kind: 'committed'; version: WorkspaceHead; uploaded: number; written: string[] }
@@ -59,7 +66,8 @@ export class WorkspaceStore {
    * current head (per path, the last writer wins). Past the bounds nothing is committed and the
    * checkout is put back to the head.
    */
-  async commit(open: OpenWorkspace, author: VersionAuthor, bounds: WorkspaceBounds, setupOutput?: string): Promise<CommitResult> {
+  async commit(open: OpenWorkspace, author: VersionAuthor, bounds: WorkspaceBounds, options: CommitOptions = {}): Promise<CommitResult> {
+    const { setupOutput, placedFileIds } = options;
     const scanned = await open.checkout.scan(bounds);
     const base = open.base?.manifest ?? {};
     if (!scanned.ok) {
@@ -68,7 +76,7 @@ export class WorkspaceStore {
     }
     const changes = diffManifests(base, scanned.manifest);
     const written = Object.keys(changes.written);
-    if (written.length === 0 && changes.deleted.length === 0 && setupOutput === undefined) return { kind: 'unchanged' };
+    if (written.length === 0 && changes.deleted.length === 0 && setupOutput === undefined && !placedFileIds?.length) return { kind: 'unchanged' };
     let uploaded = 0;
     const known = knownHashes(base);
     for (const rel of written) {
@@ -77,7 +85,9 @@ export class WorkspaceStore {
       if (await this.blobs.store(await open.checkout.readEntry(rel, entry))) uploaded++;
       known.add(entry[0]);
     }
-    const version = await this.repository.commit({ workdirId: open.workdirId, author, changes, setupOutput });
+    // What the setup or an attachment put in the workspace is not the call's writing: no artifacts.
+    const artifacts = setupOutput === undefined && placedFileIds === undefined;
+    const version = await this.repository.commit({ workdirId: open.workdirId, author, changes, setupOutput, placedFileIds, artifacts });
     return { kind: 'committed', version, uploaded, written };
   }
 

@@ -15,6 +15,8 @@ export interface WorkspaceHead {
 export interface WorkspaceState {
   setupState: 'running' | 'done';
   head: WorkspaceHead | null;
+  /** The workdir's attachments already copied into the workspace. */
+  placedFileIds: string[];
 }
 
 /** Who made a version: the call (or the setup) whose writes it holds. */
@@ -30,6 +32,10 @@ export interface CommitRequest {
   changes: ManifestChanges;
   /** The first version: the environment's files, the attachments and what setup left; ends the setup. */
   setupOutput?: string;
+  /** Attachments this version copied into the workspace (recorded so that each is copied once). */
+  placedFileIds?: string[];
+  /** Whether the written files are the call's artifacts (not for what the setup or an attachment put there). */
+  artifacts: boolean;
 }
 
 /**
@@ -44,12 +50,16 @@ export class WorkspacesRepository {
 
   async state(workdirId: string): Promise<WorkspaceState | null> {
     const [row] = (await this.dataSource.query(
-      prepared(`SELECT w.setup_state, v.id AS version_id, v.seq, v.manifest
+      prepared(`SELECT w.setup_state, w.placed_file_ids, v.id AS version_id, v.seq, v.manifest
          FROM workspaces w LEFT JOIN workspace_versions v ON v.id = w.head_version_id WHERE w.workdir_id = $1`),
       [workdirId],
-    )) as { setup_state: 'running' | 'done'; version_id: string | null; seq: number | null; manifest: Manifest | null }[];
+    )) as { setup_state: 'running' | 'done'; placed_file_ids: string[]; version_id: string | null; seq: number | null; manifest: Manifest | null }[];
     if (!row) return null;
-    return { setupState: row.setup_state, head: row.version_id ? { versionId: row.version_id, seq: row.seq!, manifest: row.manifest! } : null };
+    return {
+      setupState: row.setup_state,
+      head: row.version_id ? { versionId: row.version_id, seq: row.seq!, manifest: row.manifest! } : null,
+      placedFileIds: row.placed_file_ids,
+    };
   }
 
   /**
@@ -97,11 +107,12 @@ export class WorkspacesRepository {
       const setup = request.setupOutput !== undefined;
       await manager.query(
         prepared(`UPDATE workspaces SET head_version_id = $2, updated_at = now(),
-             setup_state = CASE WHEN $3 THEN 'done' ELSE setup_state END, setup_output = CASE WHEN $3 THEN $4 ELSE setup_output END
+             setup_state = CASE WHEN $3 THEN 'done' ELSE setup_state END, setup_output = CASE WHEN $3 THEN $4 ELSE setup_output END,
+             placed_file_ids = placed_file_ids || $5::text[]
            WHERE workdir_id = $1`),
-        [request.workdirId, id, setup, request.setupOutput ?? null],
+        [request.workdirId, id, setup, request.setupOutput ?? null, request.placedFileIds ?? []],
       );
-      await this.insertArtifacts(manager, request, id);
+      if (request.artifacts) await this.insertArtifacts(manager, request, id);
       return { versionId: id, seq, manifest };
     });
   }

@@ -43,7 +43,7 @@ export class CreateSession {
     if (dto.agent?.model !== undefined) assertModelOverride(principal, agentSnapshot.policy, this.agents.effectiveModel(agent), model, 'agent.model');
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
     if (dto.tool_approval_mode !== undefined) assertApprovalMode(principal, agentSnapshot.policy, dto.tool_approval_mode, 'tool_approval_mode');
-    const environment = await this.environments.resolve(principal.userId, agent, dto.environment);
+    const environment = await this.environments.resolve(agent, dto.environment);
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
     const images = messages ? await this.firstInput.decode(principal.userId, messages) : null;
 
@@ -60,6 +60,7 @@ export class CreateSession {
       // A live project of the caller (else 404), share-locked until commit: a concurrent delete
       // lands before this session (which then fails) or after it (a session like the others).
       const project = dto.project_id === undefined ? null : await this.projects.getVisible(principal.userId, dto.project_id, manager);
+      await this.environments.checkFiles(manager, principal.userId, environment);
       const session = await this.sessions.create(
         manager,
         {
