@@ -92,6 +92,19 @@ describe('workspace store', () => {
     assert.equal(await readFile(path.join(check.checkout.dir, 'README.md'), 'utf8'), '# hello\n');
   });
 
+  it('commits racing on two workers serialise on the workspace: every session\'s file survives, one version each', async () => {
+    const session = await newWorkspace();
+    const head = (await worker1.repository.state(session.workdirId))!.head!;
+    const members = await Promise.all([1, 2, 3, 4].map(() => realSession()));
+    const opened = await Promise.all(members.map((member, index) => (index % 2 ? worker2 : worker1).store.open(member.id, session.workdirId, head, BOUNDS)));
+    await Promise.all(opened.map((open, index) => writeFile(path.join(open.checkout.dir, `member-${index}.txt`), `member ${index}`)));
+    const results = await Promise.all(opened.map((open, index) => (index % 2 ? worker2 : worker1).store.commit(open, author(members[index]!.id), BOUNDS)));
+    const seqs = results.map((result) => (result.kind === 'committed' ? result.version.seq : 0)).sort();
+    assert.deepEqual(seqs, [head.seq + 1, head.seq + 2, head.seq + 3, head.seq + 4]);
+    const final = (await worker1.repository.state(session.workdirId))!.head!;
+    assert.deepEqual(Object.keys(final.manifest).sort(), ['README.md', 'member-0.txt', 'member-1.txt', 'member-2.txt', 'member-3.txt']);
+  });
+
   it('a call past the file bound commits nothing and puts the checkout back to the head', async () => {
     const session = await newWorkspace();
     const head = (await worker1.repository.state(session.workdirId))!.head!;

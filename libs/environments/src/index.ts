@@ -16,3 +16,4 @@ export { type CommitRequest, type VersionAuthor, type WorkspaceHead, WorkspacesR
 export { ArtifactDeletedDto, ArtifactDto, ArtifactListDto, toArtifactDto } from './artifacts/artifact.dto.js';
 export { type Artifact, ArtifactsRepository } from './artifacts/artifacts.repository.js';
 export { ArtifactsModule } from './artifacts/artifacts.module.js';
+export { WorkspaceSetup } from './workspace/workspace-setup.js';

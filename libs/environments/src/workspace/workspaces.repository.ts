@@ -88,16 +88,19 @@ export class WorkspacesRepository {
    */
   async commit(request: CommitRequest): Promise<WorkspaceHead> {
     return this.dataSource.transaction(async (manager) => {
-      const [locked] = (await manager.query(
-        prepared(`SELECT w.head_version_id, v.seq, v.manifest FROM workspaces w LEFT JOIN workspace_versions v ON v.id = w.head_version_id
-           WHERE w.workdir_id = $1 FOR UPDATE OF w`),
-        [request.workdirId],
-      )) as { head_version_id: string | null; seq: number | null; manifest: Manifest | null }[];
+      // The lock first, the head's version after: a join locked FOR UPDATE would be rechecked
+      // against the moved head with the old version row (READ COMMITTED) and read no version.
+      const [locked] = (await manager.query(prepared(`SELECT head_version_id FROM workspaces WHERE workdir_id = $1 FOR UPDATE`), [request.workdirId])) as {
+        head_version_id: string | null;
+      }[];
       if (!locked) throw new Error(`workspace ${request.workdirId} does not exist`);
-      const manifest = mergeOntoHead(locked.manifest ?? {}, request.changes);
+      const [head] = locked.head_version_id
+        ? ((await manager.query(prepared(`SELECT seq, manifest FROM workspace_versions WHERE id = $1`), [locked.head_version_id])) as { seq: number; manifest: Manifest }[])
+        : [];
+      const manifest = mergeOntoHead(head?.manifest ?? {}, request.changes);
       const totals = manifestTotals(manifest);
       const id = newId();
-      const seq = (locked.seq ?? 0) + 1;
+      const seq = (head?.seq ?? 0) + 1;
       const { sessionId, turnId, callId } = request.author;
       await manager.query(
         prepared(`INSERT INTO workspace_versions (id, workdir_id, seq, parent_id, manifest, files, bytes, session_id, turn_id, call_id)
