@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { env } from '../support/env.js';
 import { API, http, newKey, postEvent } from '../support/http.js';
+import { until } from '../support/identity.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
 
 // A session with an environment end to end, on the real stack (real bubblewrap sandboxes): a
@@ -191,11 +191,7 @@ describe('environments: the harness in a session\'s workspace', () => {
     const task = tool('shell', { command: 'cat shared.txt' });
     await turn(root, `${tool('write_file', { path: 'shared.txt', content: 'from the root\n' })} ${tool('create_subagent', { task, name: 'reader' })} ${tool('wait_subagents', {})}`);
     const tree = async (): Promise<any[]> => (await http(`${API}/sessions?root_session_id=${root.id}&order=asc`)).body.data;
-    let member: any;
-    for (let i = 0; i < 150 && !member; i += 1) {
-      member = (await tree()).find((s: any) => s.id !== root.id);
-      if (!member) await sleep(100);
-    }
+    const member = await until(async () => (await tree()).find((s: any) => s.id !== root.id), { attempts: 150 });
     assert.ok(member, 'the member was created');
     const memberItems = (await http(`${API}/sessions/${member.id}/items?order=asc&limit=100`)).body.data;
     const cat = memberItems.find((i: any) => i.type === 'command_execution');

@@ -3,29 +3,23 @@ import { access, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CommandRunner, WorkspaceSessionEnvironments } from '#libs/environments';
-import { BwrapSandbox } from '#libs/sandbox';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { until } from '../support/identity.js';
-import { harnessCall, realSession, type StoreRig, storeRig } from '../support/workspaces.js';
+import { harnessCall, realSession, sandboxedRig, type StoreRig } from '../support/workspaces.js';
 
 // Who makes a workspace and what a call may commit, on the suite's Postgres with real sandboxes:
 // a setup whose caller died is taken over (and still runs once, onto what was committed meanwhile),
 // a call whose signal aborted (lease lost, cancelled) commits nothing, and idle checkouts are swept.
 describe('workspace setup claims and aborted calls', () => {
   let rig: StoreRig;
-  let sandbox: BwrapSandbox;
   let environments: WorkspaceSessionEnvironments;
+  let close: () => Promise<void>;
   const bounds = { maxFiles: 1000, maxBytes: 64 * 1024 * 1024 };
   before(async () => {
-    rig = await storeRig(env.storageDir, { SANDBOX_UID: '65534', SANDBOX_GID: '65534', SANDBOX_TIMEOUT_S: '30' });
-    sandbox = new BwrapSandbox({ uid: 65534, gid: 65534 });
-    environments = rig.environments(sandbox);
+    ({ rig, environments, close } = await sandboxedRig(env.storageDir));
   });
-  after(async () => {
-    await sandbox.close();
-    await rig.dataSource.destroy();
-  });
+  after(() => close());
 
   const versions = async (workdirId: string): Promise<number> =>
     Number((await query<{ n: string }>('SELECT count(*) AS n FROM workspace_versions WHERE workdir_id = $1', [workdirId]))[0]!.n);

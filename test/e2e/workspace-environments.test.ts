@@ -10,25 +10,20 @@ import { env } from '../support/env.js';
 import { uploadDraft } from '../support/files.js';
 import { API, http, newKey } from '../support/http.js';
 import { until } from '../support/identity.js';
-import { harnessCall, realSession, type StoreRig, storeRig } from '../support/workspaces.js';
+import { harnessCall, realSession, sandboxedRig, storeRig } from '../support/workspaces.js';
 
 // The worker's SessionEnvironments with real bubblewrap sandboxes, on the suite's Postgres: a new
 // workspace's setup (files, setup commands once), shell calls committed as versions, and what a
 // command plants (symlinks out of the workspace) never followed by the worker's tools.
 describe('session environments with real sandboxes', () => {
-  let rig: StoreRig;
   let sandbox: BwrapSandbox;
   let environments: WorkspaceSessionEnvironments;
+  let close: () => Promise<void>;
   before(async () => {
     // The stack's own store: the environment's files are the caller's uploads, read from there.
-    rig = await storeRig(env.storageDir, { SANDBOX_UID: '65534', SANDBOX_GID: '65534', SANDBOX_TIMEOUT_S: '30' });
-    sandbox = new BwrapSandbox({ uid: 65534, gid: 65534 });
-    environments = rig.environments(sandbox);
+    ({ sandbox, environments, close } = await sandboxedRig(env.storageDir));
   });
-  after(async () => {
-    await sandbox.close();
-    await rig.dataSource.destroy();
-  });
+  after(() => close());
 
   it('the first call makes the workspace (files placed, setup run once, a missing file said) and runs in it', async () => {
     const session = await realSession();

@@ -7,6 +7,7 @@ import { AppConfig } from '#libs/config';
 import { dataSourceOptions } from '#libs/database';
 import { type CommandRunner, type HarnessCall, WorkspaceBlobs, WorkspaceSessionEnvironments, WorkspaceSetup, WorkspacesRepository, WorkspaceStore } from '#libs/environments';
 import { FilesRepository, LocalFileStorage } from '#libs/files';
+import { BwrapSandbox } from '#libs/sandbox';
 import { createSessionWith } from './agents.js';
 import { query } from './db.js';
 import { env } from './env.js';
@@ -58,6 +59,21 @@ export async function storeRig(storageDir: string, overrides: Record<string, str
     repository,
     store,
     environments: (runner = noRunner) => new WorkspaceSessionEnvironments(store, repository, new WorkspaceSetup(files, storage, runner, config), runner, config),
+  };
+}
+
+/** A rig whose calls run in real bubblewrap sandboxes (as the worker's own EnvironmentsModule wires them); `close` ends both. */
+export async function sandboxedRig(storageDir: string, overrides: Record<string, string> = {}): Promise<{ rig: StoreRig; sandbox: BwrapSandbox; environments: WorkspaceSessionEnvironments; close(): Promise<void> }> {
+  const rig = await storeRig(storageDir, { SANDBOX_UID: '65534', SANDBOX_GID: '65534', SANDBOX_TIMEOUT_S: '30', ...overrides });
+  const sandbox = new BwrapSandbox({ uid: 65534, gid: 65534 });
+  return {
+    rig,
+    sandbox,
+    environments: rig.environments(sandbox),
+    close: async () => {
+      await sandbox.close();
+      await rig.dataSource.destroy();
+    },
   };
 }
 
