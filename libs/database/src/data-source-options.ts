@@ -31,6 +31,7 @@ import { StatusChecks1766801700000 } from './migrations/1766801700000-status-che
 import { Workspaces1766900000000 } from './migrations/1766900000000-workspaces.js';
 import { SessionEnvironment1766900100000 } from './migrations/1766900100000-session-environment.js';
 import { ArtifactPerTurnPath1766900200000 } from './migrations/1766900200000-artifact-per-turn-path.js';
+import { UsageAndBudgets1767000000000 } from './migrations/1767000000000-usage-and-budgets.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -65,6 +66,7 @@ export const MIGRATIONS = [
   Workspaces1766900000000,
   SessionEnvironment1766900100000,
   ArtifactPerTurnPath1766900200000,
+  UsageAndBudgets1767000000000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

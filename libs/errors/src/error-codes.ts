@@ -154,6 +154,13 @@ export const ERROR_CODES = {
     description:
       'The session asks for an execution environment this deployment does not offer: a `self_hosted` one (it hosts environments itself: use `openai_hosted`), or any environment on a deployment without a sandbox runtime (SANDBOX_RUNTIME=none), including one its agent gives by default (send `{"type": "none"}`).',
   },
+  budget_exceeded: {
+    status: 409,
+    type: 'invalid_state',
+    retryable: false,
+    description:
+      'A budget in the session\'s scope has no room left (`details.budget_id`, `details.limit`, `details.spent`): approving its `budget` waitpoint succeeds only once the budget is raised, its period rolls over or it is deleted; the turn stays waiting.',
+  },
   environment_loosened: {
     status: 422,
     type: 'invalid_request',

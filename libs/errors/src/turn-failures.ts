@@ -14,6 +14,7 @@ export const TURN_FAILURE_CODES = {
   model_bad_request: { transient: false, description: 'The provider refused the request.' },
   turn_model_call_limit: { transient: false, description: 'The turn reached its agent\'s limit of model calls.' },
   turn_tool_call_limit: { transient: false, description: 'The turn reached its agent\'s limit of tool calls.' },
+  budget_exceeded: { transient: false, description: 'A budget in the session\'s scope was spent (`on_exceeded: fail`), or a person rejected its `budget` waitpoint.' },
   turn_timeout: { transient: false, description: 'The turn reached its agent\'s execution time limit.' },
   context_window_exceeded: { transient: false, description: 'The context cannot fit the model window (one message too large, or compaction off or manual).' },
   // Workers that died on this turn again and again: usually the turn itself kills them (a crash
