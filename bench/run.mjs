@@ -135,7 +135,10 @@ async function budgetScenario() {
   // Informational here: this stack's periodic work (the outbox relay every 500 ms, the sweeps) runs
   // during the measurement and adds a fraction of a statement per turn; the budget test holds the
   // counts on a stack with that work out of the window.
-  return { ...measured, budget: budget.per_echo_turn };
+  // The same turns with a budget in each session's scope: the check before the model call, its
+  // reservation and the release with the ledger row, against the unbudgeted turns just measured.
+  const budgeted = await measureTurnBudget({ client, databaseUrl: stack.env.DATABASE_URL, redisUrl: stack.env.REDIS_URL, pids, turns: 300, sessions: 10, budgeted: true });
+  return { ...measured, budget: budget.per_echo_turn, budgeted_turn: budgeted };
 }
 
 /**

@@ -36,8 +36,10 @@ export function readBudget(file) {
  * @param {Record<string, number>} options.pids api and worker pids (CPU per process)
  * @param {number} [options.turns]
  * @param {number} [options.sessions]
+ * @param {boolean} [options.budgeted] each session under a budget of its own (limits far from reached):
+ *   what the check before each call, its reservation and release cost a turn
  */
-export async function measureTurnBudget({ client, databaseUrl, redisUrl, pids, turns = 200, sessions = 10 }) {
+export async function measureTurnBudget({ client, databaseUrl, redisUrl, pids, turns = 200, sessions = 10, budgeted = false }) {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   const redis = new Redis(redisUrl, { connectionName: 'yuxi-budget', maxRetriesPerRequest: 1 });
@@ -47,6 +49,7 @@ export async function measureTurnBudget({ client, databaseUrl, redisUrl, pids, t
     await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     for (let i = 0; i < sessions; i += 1) {
       const session = await client.createSession();
+      if (budgeted) await client.createBudget({ scope: { session_id: session.id }, limits: { cost_microusd: 1e12, model_calls: 1e9 }, period: 'lifetime', on_exceeded: 'pause' });
       const source = client.subscribe(session.id);
       open.push({ session, source });
     }
@@ -61,7 +64,7 @@ export async function measureTurnBudget({ client, databaseUrl, redisUrl, pids, t
     const before = await snapshot(db, redis, pids);
     for (let i = 0; i < turns; i += 1) await turn(open[i % open.length], `budget ${i}`);
     const after = await snapshot(db, redis, pids);
-    return perTurn(before, after, turns, sessions);
+    return perTurn(before, after, turns, sessions, budgeted);
   } finally {
     for (const s of open) s.source.close();
     redis.disconnect();
@@ -98,7 +101,7 @@ export function lsnBytes(lsn) {
 }
 
 /** The differences of two snapshots, per turn; statements and Redis commands itemised, largest first. */
-export function perTurn(before, after, turns, sessions) {
+export function perTurn(before, after, turns, sessions, budgeted = false) {
   const callsBefore = new Map(before.statements.map((s) => [s.id, Number(s.calls)]));
   const statements = [];
   for (const s of after.statements) {
@@ -122,7 +125,7 @@ export function perTurn(before, after, turns, sessions) {
   }
   const sum = (list) => list.reduce((total, entry) => total + entry.per_turn, 0);
   return {
-    description: `${turns} echo turns after one warm-up turn on each of ${sessions} sessions, one at a time (POST a follow-up, wait for agent.session.turn.completed on the open SSE stream); deltas of pg_stat_statements, transaction ids, WAL position, Redis INFO commandstats and /proc CPU, per turn`,
+    description: `${turns} echo turns${budgeted ? ' (each session under a budget of its own)' : ''} after one warm-up turn on each of ${sessions} sessions, one at a time (POST a follow-up, wait for agent.session.turn.completed on the open SSE stream); deltas of pg_stat_statements, transaction ids, WAL position, Redis INFO commandstats and /proc CPU, per turn`,
     turns,
     statements_per_turn: round(sum(statements), 2),
     // Write transactions: each consumes one transaction id (read-only ones take none).

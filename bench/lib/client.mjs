@@ -24,6 +24,13 @@ export class Client {
     return res.json();
   }
 
+  /** Creates a budget (the bench key's account). */
+  async createBudget(body) {
+    const res = await fetch(`${this.api}/budgets`, { method: 'POST', headers: this.headers({ 'idempotency-key': randomUUID() }), body: JSON.stringify(body) });
+    if (res.status !== 201 && res.status !== 200) throw new Error(`create budget: ${res.status} ${await res.text()}`);
+    return res.json();
+  }
+
   /** Creates or replaces a saved agent (admin API; the bench key has full access). */
   async putAgent(agentId, definition) {
     const res = await fetch(`${this.baseUrl}/api/v1/admin/agents/${agentId}`, { method: 'PUT', headers: this.headers(), body: JSON.stringify(definition) });

@@ -32,6 +32,11 @@ export function writeReport(report, { partial, log }) {
     const by = t.cpu_ms_per_turn_by_process;
     const limits = Object.entries(t.budget).map(([name, most]) => `${name.replace(/_per_turn$/, '')} ≤ ${most}`).join(', ');
     rows.push(`| budget per echo turn (${t.turns} sequential turns) | — | ${t.statements_per_turn} SQL statements, ${t.transactions_per_turn} write transactions, ${t.wal_bytes_per_turn} WAL bytes, ${t.redis_commands_per_turn} Redis commands | — | ${t.cpu_ms_per_turn} ms CPU per turn: api ${by.api} / worker ${by.worker} / Postgres ${by.postgres} / Redis ${by.redis} | — | bench/budget.json (held by test/budget without periodic work): ${limits} | — |`);
+    const b = t.budgeted_turn;
+    if (b) {
+      const bb = b.cpu_ms_per_turn_by_process;
+      rows.push(`| budgeted echo turn (${b.turns} sequential turns, a budget in each session's scope) | — | ${b.statements_per_turn} SQL statements, ${b.transactions_per_turn} write transactions, ${b.wal_bytes_per_turn} WAL bytes, ${b.redis_commands_per_turn} Redis commands | — | ${b.cpu_ms_per_turn} ms CPU per turn: api ${bb.api} / worker ${bb.worker} / Postgres ${bb.postgres} / Redis ${bb.redis} | — | the unbudgeted turn above: ${t.statements_per_turn} statements, ${t.redis_commands_per_turn} Redis commands | — |`);
+    }
   }
   if (s.turn_overhead) {
     const t = s.turn_overhead;
