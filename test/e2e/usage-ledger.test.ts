@@ -85,6 +85,23 @@ describe('usage ledger and model prices', () => {
     );
   });
 
+  it('counts no tool call for a call that never ran (invalid arguments, unknown tool)', async () => {
+    const { id, model } = await putAgent({ instructions: 'Use the calculator.', tools: [{ type: 'builtin', name: 'calculator' }] });
+    fake.script(fakeModel(model), [
+      {
+        tool_calls: [
+          { id: 'bad', name: 'calculator', arguments: '{"nope":1}' },
+          { id: 'unknown', name: 'no_such_tool', arguments: '{}' },
+        ],
+        usage: { prompt_tokens: 10, completion_tokens: 2 },
+      },
+      { text: 'Sorry.', usage: { prompt_tokens: 20, completion_tokens: 1 } },
+    ]);
+    const session = await createSessionWith(id, 'Compute.');
+    const done = await (await open(session.id)).waitForType('agent.session.turn.completed', undefined, 30_000);
+    assert.deepEqual(done.data.turn.yuxi.usage, usage({ input_tokens: 30, output_tokens: 3, total_tokens: 33, model_calls: 2 }));
+  });
+
   it('counts a compaction\'s summariser call as a model call of its turn, priced like any other', async () => {
     const { id, model } = await putAgent({ instructions: 'Be brief.', context: { compaction: { mode: 'manual' } } });
     await price(model, { input_per_mtok_usd: 1, output_per_mtok_usd: 10 });

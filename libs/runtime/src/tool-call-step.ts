@@ -77,7 +77,10 @@ export class ToolCallStep {
     // A command's item ends with its result, also when it did not run to its end here (outcome
     // unknown after a takeover, rejected, wrong arguments): the output says why.
     if (!outcome.command && isCommandCall(held.config, plan.call.name)) outcome = { ...outcome, command: commandNotRun(outcome.output) };
-    const result = await this.withImages(held.turn.sessionId, plan.call.name, outcome);
+    // Never run (invalid arguments, unknown tool, rejected): no tool call in the usage ledger. A call
+    // that started (its outcome unknown after a takeover) may have run: it counts.
+    const notRun = plan.action === 'record' && !outcome.success && !plan.started;
+    const result = { ...(await this.withImages(held.turn.sessionId, plan.call.name, outcome)), ...(notRun ? { notRun } : {}) };
     // Progress events the call could not publish are a gap the result's batch announces (resync).
     const lostLive = plan.action !== 'record' && state.live.lost;
     let recorded: Awaited<ReturnType<ToolCallSteps['recordToolResult']>> | undefined;

@@ -29,6 +29,8 @@ export interface RecordedToolResult {
   sampling?: SamplingCall[];
   /** How long the call ran, in ms (a command's own duration wins). */
   wallMs?: number;
+  /** Recorded without running (invalid arguments, unknown tool, rejected): not a tool call in the usage ledger. */
+  notRun?: boolean;
   /** A command in the session's workspace: how it ended, which ends its command_execution item. */
   command?: CommandEnding;
 }
@@ -108,10 +110,11 @@ export class ToolCallSteps {
       const committed: CommittedStep = { runId: lease.runId, kind: 'tool_call', status: 'completed', ref: call.call_id, output: outcome };
       const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { name: call.name, arguments: call.arguments }, at: now });
       if (!recorded) return null;
-      // The call is in the ledger with its result (once: a call has one result), a harness command
-      // as a command; model calls it made on the session's model (MCP sampling) are the turn's too.
+      // The call is in the ledger with its result (once: a call has one result; none for a call that
+      // never ran), a harness command as a command; model calls it made on the session's model (MCP
+      // sampling) are the turn's too.
       const { rows: spent } = await recordUsage(manager, { sessionId, runId: lease.runId, turnId: held.turn.id }, [
-        toolCallEntry(result.command ? 'command' : 'tool_call', call.name, result.command?.duration_ms ?? result.wallMs ?? 0),
+        ...(result.notRun ? [] : [toolCallEntry(result.command ? 'command' : 'tool_call', call.name, result.command?.duration_ms ?? result.wallMs ?? 0)]),
         ...(result.sampling ?? []).map((sample) => modelCallEntry('sampling', sample.model, sample.usage, { wallMs: sample.wallMs })),
       ]);
       // The tool's images join the workdir with the result that names them, never without it.
