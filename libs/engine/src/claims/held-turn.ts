@@ -1,4 +1,5 @@
 import type { OutboxBatch } from '#libs/events';
+import type { LedgerRow } from '#libs/usage';
 import type { Committed } from '../transaction/after-commit.js';
 import type { FrozenInputConfig } from '../tables/input.entity.js';
 import type { CommittedStep, ItemEntity, PublicError, RunEntity, TurnContext, TurnEntity, Usage } from '../tables/turn.entities.js';
@@ -37,6 +38,11 @@ export interface RunOutput {
   reasoning: string;
   /** Deltas were lost on the way to Redis since the last durable write: announce a resync. */
   lostDeltas: boolean;
+  /**
+   * A model call that ended without a step of its own (cut by a steer, stopped by a cancel, failed):
+   * still a call, so the yield or the settle that ends the run writes its ledger row.
+   */
+  cutCall?: { model: string; usage: Usage | null; wallMs: number };
 }
 
 /**
@@ -46,7 +52,7 @@ export interface RunOutput {
  * the context of the run's last model call, which the turn keeps.
  */
 export type Outcome = (
-  | { status: 'completed'; modelCall?: { model: string; usage: Usage | null; finishReason?: string | null; requestJson?: string | null }; withoutAnswer?: boolean }
+  | { status: 'completed'; modelCall?: { model: string; usage: Usage | null; finishReason?: string | null; requestJson?: string | null; wallMs?: number }; withoutAnswer?: boolean }
   | { status: 'cancelled' }
   | { status: 'failed'; error: PublicError }
 ) & { context?: TurnContext | null };
@@ -61,6 +67,8 @@ export interface Settled extends Committed {
    * after the commit come with their own nudge.
    */
   pendingInputs: number;
+  /** The ledger rows the settle wrote (the last model call): counted by the worker's metrics once it commits. */
+  spent?: LedgerRow[];
 }
 
 /** A turn its worker settled: published and nudged by the settle itself (SessionTransactions). */
@@ -80,6 +88,8 @@ export interface Successor extends Committed {
   run: RunEntity;
   lease: Lease | null;
   outputIndex: number;
+  /** The ledger rows the yield wrote (a model call a steer cut): counted by the worker's metrics once it commits. */
+  spent?: LedgerRow[];
 }
 
 /** A run whose lease expired, interrupted: the run that continues its turn (`awaiting`), or null when the turn ended. */

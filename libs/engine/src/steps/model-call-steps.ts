@@ -4,12 +4,12 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { isUuid, newId } from '#libs/database';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
+import { modelCallEntry } from '#libs/usage';
 import { coordinationItemType, isCoordinationTool } from '#libs/tools';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import { type CommittedStep, type CompactionRecord, type CompactionTrigger, assistantContent, type ToolCallSpec, type Usage } from '../tables/turn.entities.js';
 import { ItemsRepository, type NewItem } from '../tables/items.repository.js';
 import { ModelRequestsRepository } from '../tables/model-requests.repository.js';
-import { RunsRepository } from '../tables/runs.repository.js';
 import { StepsRepository } from '../tables/steps.repository.js';
 import { type Lease } from '../claims/lease.js';
 import type { HeldTurn, RunOutput } from '../claims/held-turn.js';
@@ -17,6 +17,7 @@ import { memberSessionId, namedMember } from '../cooperation/cooperation-rules.j
 import { closingEvents } from '../endings/run-output.js';
 import { COMMAND_ITEM_TYPE, commandCallPart, commandItemId, isCommandCall } from './command-items.js';
 import type { Recorded } from './recorded.js';
+import { recordUsage } from './usage-writes.js';
 import { toolItem } from './tool-output-items.js';
 import { turnEvents } from './turn-events.js';
 
@@ -29,6 +30,8 @@ export interface ModelStep {
   model: string;
   /** The exact request of the call as JSON (MODEL_REQUEST_AUDIT=on), recorded with the step; absent or null: nothing is recorded. */
   requestJson?: string | null;
+  /** How long the call took (its ledger row's wall time), in ms. */
+  wallMs?: number;
 }
 
 /** A model step as recorded: its calls carry the ids the turn will know them by. */
@@ -37,7 +40,7 @@ export interface RecordedModelStep extends Recorded {
 }
 
 /** A compaction to commit: its summary and record, or none when there was nothing to compact. */
-export type CompactionCommit = { itemId: string; trigger: CompactionTrigger } & ({ summary: string; record: CompactionRecord } | { summary: null; record: null });
+export type CompactionCommit = { itemId: string; trigger: CompactionTrigger; wallMs?: number } & ({ summary: string; record: CompactionRecord } | { summary: null; record: null });
 
 const MAX_CALL_ID = 128;
 
@@ -52,7 +55,6 @@ export class ModelCallSteps {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly sessions: SessionsRepository,
-    private readonly runs: RunsRepository,
     private readonly steps: StepsRepository,
     private readonly items: ItemsRepository,
     private readonly outbox: EventOutbox,
@@ -89,7 +91,8 @@ export class ModelCallSteps {
       const recorded = await this.steps.recordStep(manager, lease, { ...committed, id: stepId, turnId: held.turn.id, sessionId, input: { model: step.model }, at: now });
       if (!recorded) return null;
       if (step.requestJson) await this.modelRequests.record(manager, stepId, step.requestJson);
-      if (step.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, step.usage);
+      // The call is in the ledger with its step (a takeover never counts it again), reported usage or not.
+      const { rows: spent } = await recordUsage(manager, { sessionId, runId: lease.runId, turnId: held.turn.id }, [modelCallEntry('model_call', step.model, step.usage, { stepId, wallMs: step.wallMs })]);
       const count = (output.item ? 1 : 0) + step.toolCalls.length;
       let seq = await this.sessions.reserveItemSeqs(manager, sessionId, count);
       let index = output.outputIndex;
@@ -113,7 +116,7 @@ export class ModelCallSteps {
         if (item.status !== 'in_progress') events.push(turnEvents.item('done', item, index));
         index += 1;
       }
-      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index, toolCalls: step.toolCalls, step: committed };
+      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index, toolCalls: step.toolCalls, step: committed, spent };
     });
   }
 
@@ -137,14 +140,18 @@ export class ModelCallSteps {
         ref: itemId,
         output: { ...(record ? { item_id: itemId } : {}), ...(record?.usage ? { usage: record.usage } : {}) },
       };
-      const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { trigger, model: record?.model ?? null }, at: now });
+      const stepId = newId();
+      const recorded = await this.steps.recordStep(manager, lease, { ...committed, id: stepId, turnId: held.turn.id, sessionId, input: { trigger, model: record?.model ?? null }, at: now });
       if (!recorded) return null;
       const scope = { turnId: held.turn.id, runId: lease.runId, trigger };
       if (!record) {
         const event = turnEvents.contextCompression('failed', scope, { error: { code: 'nothing_to_compact', message: 'There is no history since the last compaction to summarise' } });
         return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex, step: committed };
       }
-      if (record.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, record.usage);
+      // The summariser's call is one of the turn's model calls, in the ledger with its step.
+      const { rows: spent } = await recordUsage(manager, { sessionId, runId: lease.runId, turnId: held.turn.id }, [
+        modelCallEntry('compaction', record.model, record.usage, { stepId, wallMs: compaction.wallMs }),
+      ]);
       const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
       const [item] = await this.items.insertItems(manager, seq, [
         {
@@ -162,7 +169,7 @@ export class ModelCallSteps {
         },
       ]);
       const event = turnEvents.contextCompression('completed', scope, { item: item!, outputIndex });
-      return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
+      return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed, spent };
     });
   }
 }

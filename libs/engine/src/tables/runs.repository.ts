@@ -4,7 +4,7 @@ import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { RunEntity, type RunCheckpoint, type Usage, type Waitpoint } from './turn.entities.js';
-import { ADD_USAGE, EXECUTING, HELD, type Lease } from '../claims/lease.js';
+import { EXECUTING, HELD, type Lease } from '../claims/lease.js';
 import type { RunFleetCounts, TimelineRunRow } from '../views/operator-reads.js';
 import { LEASABLE_RUN_STATUSES, RUN_TRANSITIONS, statusGuard, TURN_TRANSITIONS } from '../machines/turn-states.js';
 
@@ -180,13 +180,8 @@ export class RunsRepository {
     return rows[0]?.n ?? 0;
   }
 
-  /** Adds a model call's usage (if any) to its run and turn; returns both totals. */
-  async addUsage(manager: EntityManager, runId: string, turnId: string, usage: Usage | null): Promise<{ run: Usage | null; turn: Usage | null }> {
-    if (usage !== null) {
-      const json = JSON.stringify(usage);
-      await manager.query(prepared(`UPDATE runs SET usage = ${ADD_USAGE('usage', '$2')} WHERE id = $1`), [runId, json]);
-      await manager.query(prepared(`UPDATE turns SET usage = ${ADD_USAGE('usage', '$2')} WHERE id = $1`), [turnId, json]);
-    }
+  /** The usage totals of a run and its turn, as they stand. */
+  async usageOf(manager: EntityManager, runId: string, turnId: string): Promise<{ run: Usage | null; turn: Usage | null }> {
     const rows = (await manager.query(prepared(`SELECT (SELECT usage FROM runs WHERE id = $1) AS run, (SELECT usage FROM turns WHERE id = $2) AS turn`), [runId, turnId])) as {
       run: Usage | null;
       turn: Usage | null;
