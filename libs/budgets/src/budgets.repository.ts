@@ -4,7 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { derivedId, isUuid, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { Budget, BudgetLimits, BudgetOnExceeded, BudgetPeriod, BudgetScopeKind, BudgetSpent } from './budget.types.js';
-import type { BudgetUsage, CallEstimate } from './budget-room.js';
+import { type BudgetUsage, type CallEstimate, firstBudgetWithoutRoom, type LimitReached } from './budget-room.js';
 import { BUDGET_COLUMNS, budgetsInScopeSql, SPENT_SQL } from './budget-sql.js';
 
 export interface NewBudget {
@@ -158,6 +158,17 @@ export class BudgetsRepository {
       });
     }
     return usage;
+  }
+
+  /**
+   * The check before a call, in the caller's transaction: the budgets covering the session locked
+   * in id order, what each spent and has reserved, and the first without room for the call (null:
+   * every one has room). Two statements; a session with no budget in scope costs the first only.
+   */
+  async check(manager: EntityManager, sessionId: string, asking: { turnId: string; runId: string }): Promise<{ budgets: Budget[]; usage: Map<string, BudgetUsage>; reached: ({ budget: Budget } & LimitReached) | null }> {
+    const budgets = await this.inScope(manager, sessionId, { lock: true });
+    const usage = await this.spent(manager, budgets, asking);
+    return { budgets, usage, reached: firstBudgetWithoutRoom(budgets, usage) };
   }
 
   /**
