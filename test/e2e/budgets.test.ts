@@ -66,10 +66,14 @@ describe('budgets', () => {
     assert.deepEqual(created.metadata, { team: 'research' });
     assert.deepEqual(created.spent, { cost_microusd: 0, tokens: 0, model_calls: 0, tool_calls: 0, turns: 0, wall_time_s: 0 });
     assert.equal(typeof created.created_at, 'number');
+    assert.equal(created.period_end - created.period_start, 86400, 'a day');
+    assert.equal(created.period_start % 86400, 0, 'from a UTC midnight');
+    assert.ok(created.period_start <= Date.now() / 1000 + 5 && Date.now() / 1000 - 5 < created.period_end, 'the current day');
 
     const defaults = await createBudget(caller, { scope: { agent_id: 'default-chatbot' }, limits: { model_calls: 3 } });
     assert.equal(defaults.period, 'lifetime', 'period defaults to lifetime');
     assert.equal(defaults.on_exceeded, 'pause', 'on_exceeded defaults to pause');
+    assert.deepEqual([defaults.period_start, defaults.period_end], [null, null], 'a lifetime has no bounds');
     const third = await createBudget(caller, { scope: { end_user_id: 'customer-7' }, limits: { tokens: 1000 } });
 
     assert.deepEqual((await call(caller, `${BUDGETS}/${created.id}`)).body, created);
@@ -254,6 +258,8 @@ describe('budgets', () => {
     assert.ok(Math.abs(moved.body.now - (Date.now() / 1000 + 32 * 86400)) < 300, `the usage clock reads 32 days on: ${moved.text}`);
     const read = async (id: string) => spentOf((await call(caller, `${BUDGETS}/${id}`)).body);
     assert.equal((await read(day.id)).model_calls, 0, 'a new day');
+    const movedDay = (await call(caller, `${BUDGETS}/${day.id}`)).body;
+    assert.equal(movedDay.period_start, Math.floor(moved.body.now / 86400) * 86400, "the day shown is the usage clock's");
     assert.equal((await read(month.id)).model_calls, 0, 'a new month');
     assert.deepEqual(await read(project.id), expected, 'a lifetime budget keeps every call');
     assert.equal((await call(bootstrap, CLOCK, { method: 'PUT', body: { offset_s: 0 } })).body.offset_s, 0);
