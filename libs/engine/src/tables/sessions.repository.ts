@@ -221,7 +221,7 @@ export class SessionsRepository {
    * again, to tell 412 (the revision moved) from 404. An empty patch changes nothing and keeps
    * the revision (but still answers 412 to a stale `If-Match`).
    */
-  async update(ownerId: string, sessionId: string, patch: SessionPatch, ifMatch?: number): Promise<SessionEntity> {
+  async update(ownerId: string, sessionId: string, patch: SessionPatch, ifMatch?: number, db: EntityManager = this.sessions.manager): Promise<SessionEntity> {
     const sets: string[] = [];
     const values: unknown[] = [sessionId, ownerId];
     const set = (column: string, value: unknown): void => {
@@ -242,7 +242,7 @@ export class SessionsRepository {
     }
     if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     values.push(ifMatch ?? null);
-    const [rows] = (await this.sessions.query(
+    const [rows] = (await db.query(
       prepared(`UPDATE sessions SET ${sets.join(', ')}, revision = revision + 1, updated_at = now()
        WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL AND ($${values.length}::int IS NULL OR revision = $${values.length}::int) RETURNING ${SESSION_COLUMNS}`),
       values,

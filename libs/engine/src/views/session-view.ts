@@ -1,4 +1,5 @@
 import { unixSeconds } from '#libs/database';
+import type { SessionBudgetView } from '#libs/budgets';
 import type { UsageTotals } from '#libs/usage';
 import type { AcceptedReceipt } from '../tables/receipt.entity.js';
 import { SESSION_STATUS_MACHINE, type SessionStatus, sessionStatusOf } from '../machines/session-states.js';
@@ -50,6 +51,8 @@ export interface SessionView {
     metadata: Record<string, string>;
     revision: number;
     receipt: AcceptedReceipt | null;
+    /** The session's own budget: set where the answer read or wrote it (create, update, get, list); null: none. */
+    budget?: SessionBudgetView | null;
     /** The GET of one session only: the sums of its usage ledger. */
     usage?: UsageTotals;
   };
