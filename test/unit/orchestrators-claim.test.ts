@@ -97,16 +97,16 @@ describe('a takeover (TurnTakeovers.takeOver)', () => {
     mocks.get(ItemsRepository).countItems.mock.mockImplementation(async () => 3);
     mocks.get(StepsRepository).stepsSinceLastInput.mock.mockImplementation(async () => steps);
     const manager = {} as never;
-    const held = await sut.takeOver(manager, aTurn({ currentRunId: 'r2' }), 'worker-2', ['add']);
+    const held = await sut.takeOver(manager, aTurn({ currentRunId: 'r2' }), 'worker-2', ['add'], true);
     assert.deepEqual(mocks.get(RunsRepository).takeOver.mock.calls[0]!.arguments, [manager, 's1', 'worker-2', 30_000]);
     assert.deepEqual(held?.lease, { runId: 'r2', owner: 'worker-2', epoch: 5 });
-    assert.deepEqual([held?.fresh, held?.lastInputSeq, held?.outputIndex, held?.steps, held?.trustedTools, held?.config], [false, '4', 3, steps, ['add'], config]);
+    assert.deepEqual([held?.fresh, held?.lastInputSeq, held?.outputIndex, held?.steps, held?.trustedTools, held?.config, held?.budgeted], [false, '4', 3, steps, ['add'], config, true]);
   });
 
   it('takes nothing while the run is held by a live worker, reading nothing more', async () => {
     const { sut, mocks } = newTestService(TurnTakeovers);
     mocks.get(RunsRepository).takeOver.mock.mockImplementation(async () => null);
-    assert.equal(await sut.takeOver({} as never, aTurn(), 'worker-2', []), null);
+    assert.equal(await sut.takeOver({} as never, aTurn(), 'worker-2', [], false), null);
     assert.equal(mocks.get(StepsRepository).stepsSinceLastInput.mock.callCount(), 0);
   });
 });
