@@ -33,13 +33,16 @@ describe('a claim (TurnClaims.claim)', () => {
   });
 
   it('with an active turn, takes over its unleased run and never reads the queue', async () => {
-    const { sut, inputs, turns, takeovers } = claims(aSession({ id: SESSION, currentTurn: running, trustedTools: ['add'] }));
+    const session = aSession({ id: SESSION, currentTurn: running, trustedTools: ['add'] });
+    const { sut, inputs, turns, takeovers, transactions } = claims(session);
+    // The claim's one read says a budget covers the session: the takeover carries it.
+    transactions.dataSource.answer = () => [{ ...rowOf(session), account_id: null, fresh: true, budgeted: true }];
     const active = aTurn({ sessionId: SESSION, currentRunId: 'r2' });
     const held = { turn: active, run: aRun({ id: 'r2' }), fresh: false } as HeldTurn;
     turns.activeTurn.mock.mockImplementation(async () => active);
     takeovers.takeOver.mock.mockImplementation(async () => held);
     const claimed = await sut.claim(SESSION, 'r-new', 'worker-2');
-    assert.deepEqual(takeovers.takeOver.mock.calls[0]!.arguments.slice(1), [active, 'worker-2', ['add']]);
+    assert.deepEqual(takeovers.takeOver.mock.calls[0]!.arguments.slice(1), [active, 'worker-2', ['add'], true]);
     assert.equal(claimed?.run.id, 'r2');
     assert.equal(inputs.claimQueue.mock.callCount(), 0, 'the queue waits behind the active turn');
   });

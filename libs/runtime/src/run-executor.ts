@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { HeldTurn, CommittedStep } from '#libs/engine';
+import { BudgetGate } from './budget-gate.js';
 import { type BuiltContext, ContextManager } from './context-manager.js';
 import { CooperationStep } from './cooperation-step.js';
 import { ModelCallStep } from './model-call-step.js';
@@ -44,6 +45,7 @@ export class RunExecutor {
     private readonly closing: RunClosing,
     private readonly context: ContextManager,
     private readonly cooperation: CooperationStep,
+    private readonly budgets: BudgetGate,
   ) {}
 
   /**
@@ -73,6 +75,8 @@ export class RunExecutor {
     } finally {
       stopTimer();
       close();
+      // What the run's calls still hold of the budgets is released with its end (the runs it yielded from, too).
+      if (state.held.budgeted) for (const runId of new Set([held.lease.runId, state.lease.runId])) await this.budgets.release(state, runId);
     }
   }
 
@@ -90,6 +94,8 @@ export class RunExecutor {
     };
     const performing: Performing = { state, turn, control, allowance };
     for (;;) {
+      // A budget created (or the last one deleted) while the run went on applies from the next call.
+      if (history.budgeted !== state.held.budgeted) history = { ...history, budgeted: state.held.budgeted };
       // A cancel, a shutdown or a lost lease heard while the last command ran ends the run at this boundary.
       const { signal } = control.abort;
       const performed = await this.perform(decide(history, signal.aborted ? interruptionOf(signal, signal.reason) : null), performing);
@@ -115,13 +121,18 @@ export class RunExecutor {
       case 'call_model':
         return this.callModel(command.retryWith, on);
       case 'commit_model_step':
-        return stepOrEnd(await this.modelCall.commit(state, command.result));
+        return this.released(state, await this.modelCall.commit(state, command.result));
       case 'run_tool': {
         const step = await this.toolCall.run(state, command.plan, turn.tools, turn.declarations, control, on.allowance);
-        return stepOrEnd(step === WAITING ? null : step);
+        return this.released(state, step === WAITING ? null : step);
       }
       case 'coordinate':
-        return stepOrEnd(await this.cooperation.coordinate(state, command.plan));
+        return this.released(state, await this.cooperation.coordinate(state, command.plan));
+      case 'check_budget':
+        return { fact: { type: 'budget_checked', reached: await this.budgets.check(state, command.call) } };
+      case 'stop_for_budget':
+        await this.budgets.stop(state, command.reached);
+        return command.ending ? { close: command.ending } : ENDED;
       case 'suspend':
         await this.toolCall.wait(state, command.plan);
         return ENDED;
@@ -162,6 +173,12 @@ export class RunExecutor {
       if (!overflow) throw error;
       return { fact: overflow };
     }
+  }
+
+  /** A committed step recorded its call's usage: what the call reserved of the budgets is released (budgeted turns only). */
+  private async released(state: RunState, step: CommittedStep | null): Promise<Performed> {
+    if (step && state.held.budgeted) await this.budgets.release(state);
+    return stepOrEnd(step);
   }
 
   private settle(state: RunState, answer: SettledAnswer): Promise<PendingAfter> {

@@ -8,6 +8,7 @@ import { QueueModule } from '#libs/queue';
 import { ToolsModule } from '#libs/tools';
 import { EnvironmentsModule } from '#libs/environments';
 import { AttachmentPreparer } from './attachment-preparer.js';
+import { BudgetGate } from './budget-gate.js';
 import { FencingStats } from './fencing-stats.js';
 import { ImageReferences } from './image-references.js';
 import { ModelImages } from './model-images.js';
@@ -38,7 +39,7 @@ import { DrivePasses } from './drive-passes.js';
 @Module({
   // The harness's tools run in sessions' workspaces (SessionEnvironments, EnvironmentsModule).
   imports: [EngineModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule, EnvironmentsModule],
-  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, HarnessCalls, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, RecoveryService, LeaseTakeovers, WaitingWorkNudges, PreparationResumption, ExpiredRowsCleanup, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  providers: [RunExecutor, BudgetGate, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, HarnessCalls, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, RecoveryService, LeaseTakeovers, WaitingWorkNudges, PreparationResumption, ExpiredRowsCleanup, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, DrivePasses, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}
