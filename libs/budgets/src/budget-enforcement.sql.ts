@@ -41,12 +41,15 @@ const LEDGER_COUNTS = (l: string, b: string): string => `${l}.account_id = ${b}.
 /** A budget in a session's scope, as the gate reads it (locked). */
 export type ScopedBudget = Pick<Budget, 'id' | 'scopeKind' | 'scopeId' | 'limits' | 'period' | 'onExceeded'>;
 
-/** Locks the budgets covering the session, in id order (concurrent gates of one budget take turns): the first statement of a gate. */
-export async function lockBudgetsInScope(manager: EntityManager, sessionId: string): Promise<ScopedBudget[]> {
+/**
+ * The budgets covering the session, in id order; `lock` (a gate's first statement) locks them, so
+ * concurrent gates of one budget take turns. A budget waitpoint's approval only reads them.
+ */
+export async function budgetsInScope(manager: EntityManager, sessionId: string, lock: boolean): Promise<ScopedBudget[]> {
   const rows = (await manager.query(
     prepared(`SELECT b.id, b.scope_kind, b.scope_id, b.limits, b.period, b.on_exceeded
      FROM sessions s JOIN users u ON u.id = s.owner_id JOIN budgets b ON ${BUDGET_COVERS('b', 's', 'u')}
-     WHERE s.id = $1 ORDER BY b.id FOR UPDATE OF b`),
+     WHERE s.id = $1 ORDER BY b.id${lock ? ' FOR UPDATE OF b' : ''}`),
     [sessionId],
   )) as Record<string, unknown>[];
   return rows.map((row) => ({

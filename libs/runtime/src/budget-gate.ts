@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { type BudgetReached, type CallEstimate, firstReached, lockBudgetsInScope, releaseRun, reserveCall, spentInPeriods } from '#libs/budgets';
+import { budgetsInScope, type BudgetReached, type CallEstimate, firstReached, releaseRun, reserveCall, spentInPeriods } from '#libs/budgets';
 import { AppConfig } from '#libs/config';
 import { RunSuspensions } from '#libs/engine';
 import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
@@ -37,7 +37,7 @@ export class BudgetGate {
     const runId = state.lease.runId;
     const checked = await this.writes.retrying(state.lease, () =>
       this.dataSource.transaction(async (manager) => {
-        const budgets = await lockBudgetsInScope(manager, held.turn.sessionId);
+        const budgets = await budgetsInScope(manager, held.turn.sessionId, true);
         if (budgets.length === 0) return { reached: null, covered: false };
         const ids = budgets.map((budget) => budget.id);
         const reached = firstReached(budgets, await spentInPeriods(manager, ids, runId, held.turn.id));

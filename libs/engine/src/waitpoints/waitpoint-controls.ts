@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { budgetsInScope, firstReached, spentInPeriods } from '#libs/budgets';
 import { DomainError, type FieldError } from '#libs/errors';
 import { type SessionEntity } from '../tables/session.entity.js';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import { elicitationResult } from '#libs/tools';
 import { ItemsRepository } from '../tables/items.repository.js';
-import { parseWaitpoint } from './waitpoints.js';
+import { BUDGET_CALL_ID, parseWaitpoint } from './waitpoints.js';
 import { StepsRepository } from '../tables/steps.repository.js';
 import { type TurnEntity, type Waitpoint, type WaitpointElicitation, type WaitpointResponse } from '../tables/turn.entities.js';
 import { TurnsRepository } from '../tables/turns.repository.js';
@@ -37,6 +38,7 @@ export class WaitpointControls {
   async resume(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string, response: WaitpointResponse, options: { trustForSession?: boolean } = {}): Promise<Resumed> {
     const { turn, waitpoint } = await this.waitingTurn(manager, session, turnId, waitpointId);
     if (waitpoint.elicitation) return this.continueTurn(manager, turn, waitpoint, elicitationResponse(waitpoint, waitpoint.elicitation, response));
+    if (waitpoint.kind === 'budget') return this.answerBudget(manager, session, turn, waitpoint, response);
     if (waitpoint.kind === 'client_tool' || (response.type === 'answer') !== (waitpoint.kind === 'question')) {
       const expected = waitpoint.kind === 'question' ? 'an answer' : waitpoint.kind === 'approval' ? 'approval decisions' : 'tool_result events';
       throw new DomainError('waitpoint_incomplete', `Waitpoint ${waitpoint.id} expects ${expected}`, { kind: waitpoint.kind });
@@ -74,6 +76,30 @@ export class WaitpointControls {
     if (results.size < calls.length) return { events, runId: null };
     const resumed = await this.continueTurn(manager, turn, waitpoint, { type: 'tool_results' });
     return { events: [...events, ...resumed.events], runId: resumed.runId };
+  }
+
+  /**
+   * A budget waitpoint takes one approval decision (`call_id` "budget"). Approve goes on only when
+   * every budget in scope has room again (the worker's gate checks once more before the call): else
+   * 409 budget_exceeded and the turn still waits. Reject continues the turn only to fail it with
+   * budget_exceeded (the worker settles it, as any failure).
+   */
+  private async answerBudget(manager: EntityManager, session: SessionEntity, turn: TurnEntity, waitpoint: Waitpoint, response: WaitpointResponse): Promise<Resumed> {
+    if (response.type !== 'approval') throw new DomainError('waitpoint_incomplete', `Waitpoint ${waitpoint.id} expects approval decisions`, { kind: waitpoint.kind });
+    checkCoverage(waitpoint, response);
+    if (response.decisions[0]?.decision !== 'reject') {
+      const budgets = await budgetsInScope(manager, session.id, false);
+      const reached = firstReached(budgets, await spentInPeriods(manager, budgets.map((budget) => budget.id), waitpoint.run_id, turn.id));
+      if (reached) {
+        throw new DomainError('budget_exceeded', `Budget ${reached.budgetId} still has no room: its ${reached.limit} limit is ${reached.limitValue}, ${reached.spent} spent`, {
+          budget_id: reached.budgetId,
+          limit: reached.limit,
+          limit_value: reached.limitValue,
+          spent: reached.spent,
+        });
+      }
+    }
+    return this.continueTurn(manager, turn, waitpoint, response);
   }
 
   private async waitingTurn(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string | null): Promise<{ turn: TurnEntity; waitpoint: Waitpoint }> {
@@ -115,7 +141,8 @@ function elicitationResponse(waitpoint: Waitpoint, elicitation: WaitpointElicita
 
 /** The response must answer exactly the waitpoint's questions or decide exactly its calls: unknown ids are 409, gaps and repeats 422. */
 function checkCoverage(waitpoint: Waitpoint, response: WaitpointResponse): void {
-  const expected = waitpoint.kind === 'question' ? (waitpoint.questions ?? []).map((q) => q.question_id) : (waitpoint.tool_calls ?? []).map((c) => c.call_id);
+  const expected =
+    waitpoint.kind === 'question' ? (waitpoint.questions ?? []).map((q) => q.question_id) : waitpoint.kind === 'budget' ? [BUDGET_CALL_ID] : (waitpoint.tool_calls ?? []).map((c) => c.call_id);
   const given = response.type === 'answer' ? response.answers.map((a) => a.question_id) : response.type === 'approval' ? response.decisions.map((d) => d.call_id) : [];
   const foreign = given.filter((id) => !expected.includes(id));
   if (foreign.length > 0) throw new DomainError('waitpoint_stale', `Not part of waitpoint ${waitpoint.id}: ${foreign.join(', ')}`, { unknown_ids: foreign });
