@@ -1,25 +1,82 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type BudgetSpent, firstReached, type ScopedBudget } from '#libs/budgets';
+import { type Budget, type BudgetSpent, type BudgetUsage, firstBudgetWithoutRoom, NO_SPENDING, roomFor } from '#libs/budgets';
 
-// The room rule a budgeted call must pass: for every limit of every budget in scope, spent + reserved < limit.
-const budget = (id: string, limits: ScopedBudget['limits'], onExceeded: 'pause' | 'fail' = 'pause'): ScopedBudget => ({ id, scopeKind: 'project', scopeId: 'p', limits, period: 'day', onExceeded });
-const spent = (values: Partial<BudgetSpent>): BudgetSpent => ({ cost_microusd: 0, tokens: 0, model_calls: 0, tool_calls: 0, turns: 0, wall_time_s: 0, ...values });
+const spent = (values: Partial<BudgetSpent>): BudgetSpent => ({ ...NO_SPENDING, ...values });
+const newTurn = { turns: 1 };
+const sameTurn = { turns: 0 };
 
-describe('budget room', () => {
-  it('a call may start while every limit is above what was spent and reserved', () => {
-    assert.equal(firstReached([budget('b1', { model_calls: 2, tokens: 100 })], new Map([['b1', spent({ model_calls: 1, tokens: 99 })]])), null);
-    assert.equal(firstReached([budget('b1', {})], new Map([['b1', spent({ model_calls: 100 })]])), null, 'a budget without limits never stops a call');
-    assert.equal(firstReached([], new Map()), null);
+function budget(id: string, limits: Budget['limits']): Budget {
+  return {
+    id,
+    accountId: 'a',
+    createdBy: 'a',
+    scopeKind: 'project',
+    scopeId: 'p',
+    appId: null,
+    limits,
+    period: 'lifetime',
+    onExceeded: 'pause',
+    metadata: {},
+    createdAt: new Date(0),
+    updatedAt: new Date(0),
+  };
+}
+
+describe('the room a budget leaves for a call', () => {
+  it('lets a call start while every limit is above what is committed plus reserved, and stops it at the limit', () => {
+    const limits = { model_calls: 2 };
+    assert.deepEqual(roomFor({ limits }, spent({ model_calls: 1 }), NO_SPENDING, newTurn), { ok: true });
+    assert.deepEqual(roomFor({ limits }, spent({ model_calls: 2 }), NO_SPENDING, newTurn), { ok: false, limit: 'model_calls', limit_value: 2, spent: 2 });
+    assert.deepEqual(roomFor({ limits }, spent({ model_calls: 3 }), NO_SPENDING, newTurn), { ok: false, limit: 'model_calls', limit_value: 2, spent: 3 }, 'already over: still stopped');
   });
 
-  it('a limit reached (not only passed) stops the call, naming the budget, the limit, its value and what was spent', () => {
-    const found = firstReached([budget('b1', { cost_microusd: 5_000_000 }), budget('b2', { tool_calls: 3 }, 'fail')], new Map([['b1', spent({ cost_microusd: 10 })], ['b2', spent({ tool_calls: 3 })]]));
-    assert.deepEqual(found, { budgetId: 'b2', scope: { kind: 'project', id: 'p' }, limit: 'tool_calls', limitValue: 3, spent: 3, onExceeded: 'fail' });
+  it('counts what calls in flight reserved, so two calls at once cannot both take the last room', () => {
+    const limits = { model_calls: 1 };
+    assert.deepEqual(roomFor({ limits }, NO_SPENDING, spent({ model_calls: 1 }), newTurn), { ok: false, limit: 'model_calls', limit_value: 1, spent: 1 });
+    const tokens = { tokens: 1000 };
+    assert.deepEqual(roomFor({ limits: tokens }, spent({ tokens: 600 }), spent({ tokens: 399 }), newTurn), { ok: true });
+    assert.deepEqual(roomFor({ limits: tokens }, spent({ tokens: 600 }), spent({ tokens: 400 }), newTurn), { ok: false, limit: 'tokens', limit_value: 1000, spent: 1000 });
   });
 
-  it('a limit of 0 allows nothing; a budget whose spending was not read counts as spending nothing', () => {
-    assert.equal(firstReached([budget('b1', { turns: 0 })], new Map())?.limit, 'turns');
-    assert.equal(firstReached([budget('b1', { turns: 1 })], new Map()), null);
+  it('lets a call start below a token, cost or time limit whatever its size (overshoot by one call at most)', () => {
+    assert.deepEqual(roomFor({ limits: { cost_microusd: 100 } }, spent({ cost_microusd: 99 }), NO_SPENDING, newTurn), { ok: true });
+    assert.deepEqual(roomFor({ limits: { wall_time_s: 60 } }, spent({ wall_time_s: 59 }), NO_SPENDING, newTurn), { ok: true });
+    assert.deepEqual(roomFor({ limits: { wall_time_s: 60 } }, spent({ wall_time_s: 60 }), NO_SPENDING, newTurn), { ok: false, limit: 'wall_time_s', limit_value: 60, spent: 60 });
+  });
+
+  it('never stops a turn by its own count: a turn counted already goes on, a new one needs a turn of room', () => {
+    const limits = { turns: 1 };
+    assert.deepEqual(roomFor({ limits }, spent({ turns: 1 }), NO_SPENDING, sameTurn), { ok: true });
+    assert.deepEqual(roomFor({ limits }, spent({ turns: 1 }), NO_SPENDING, newTurn), { ok: false, limit: 'turns', limit_value: 1, spent: 1 });
+    assert.deepEqual(roomFor({ limits }, NO_SPENDING, spent({ turns: 1 }), newTurn), { ok: false, limit: 'turns', limit_value: 1, spent: 1 }, 'another run opened the last turn');
+    assert.deepEqual(roomFor({ limits }, NO_SPENDING, NO_SPENDING, newTurn), { ok: true });
+  });
+
+  it('answers the first limit reached, in the order of the limit keys, and ignores units without a limit', () => {
+    const limits = { tokens: 10, model_calls: 1, tool_calls: 5 };
+    const used = spent({ cost_microusd: 1_000_000, tokens: 50, model_calls: 1, tool_calls: 5 });
+    assert.deepEqual(roomFor({ limits }, used, NO_SPENDING, newTurn), { ok: false, limit: 'tokens', limit_value: 10, spent: 50 });
+    assert.deepEqual(roomFor({ limits: {} }, used, used, newTurn), { ok: true }, 'no limits: always room');
+  });
+});
+
+describe('the first budget in scope without room', () => {
+  const usage = (id: string, values: Partial<BudgetUsage>): [string, BudgetUsage] => [id, { budgetId: id, spent: NO_SPENDING, reserved: NO_SPENDING, turnCounted: false, ...values }];
+
+  it('goes through the budgets in order and names the first one reached with its limit', () => {
+    const budgets = [budget('1', { model_calls: 5 }), budget('2', { tool_calls: 1 }), budget('3', { model_calls: 1 })];
+    const reads = new Map([usage('1', { spent: spent({ model_calls: 1 }) }), usage('2', { reserved: spent({ tool_calls: 1 }) }), usage('3', { spent: spent({ model_calls: 1 }) })]);
+    const reached = firstBudgetWithoutRoom(budgets, reads);
+    assert.equal(reached?.budget.id, '2');
+    assert.deepEqual({ limit: reached?.limit, limit_value: reached?.limit_value, spent: reached?.spent }, { limit: 'tool_calls', limit_value: 1, spent: 1 });
+    assert.equal(firstBudgetWithoutRoom([budgets[0]!], reads), null);
+  });
+
+  it('takes a budget with no read as having spent nothing, and a turn it counted already as going on', () => {
+    assert.equal(firstBudgetWithoutRoom([budget('9', { model_calls: 1 })], new Map()), null);
+    const turns = [budget('1', { turns: 1 })];
+    assert.equal(firstBudgetWithoutRoom(turns, new Map([usage('1', { spent: spent({ turns: 1 }), turnCounted: true })])), null);
+    assert.equal(firstBudgetWithoutRoom(turns, new Map([usage('1', { spent: spent({ turns: 1 }), turnCounted: false })]))?.limit, 'turns');
   });
 });

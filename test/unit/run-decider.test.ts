@@ -16,8 +16,7 @@ import {
   TurnCancelledError,
   TurnLimitError,
 } from '#libs/runtime';
-import type { BudgetReached } from '#libs/budgets';
-import type { CommittedStep, ToolCallSpec } from '#libs/engine';
+import type { BudgetReached, CommittedStep, ToolCallSpec } from '#libs/engine';
 
 // The run's decider: from committed history and what arrived, the next command. No database, no model, no tools.
 const POLICY: ToolPolicy = {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Interruption, RunExecutor, type RunHistory, type ToolPolicy, TurnCancelledError } from '#libs/runtime';
-import type { BudgetReached } from '#libs/budgets';
-import type { CommittedStep, ToolCallSpec } from '#libs/engine';
+import type { BudgetReached, CommittedStep, ToolCallSpec } from '#libs/engine';
 
 // The executor only performs the decider's commands and records their results: driven here with
 // fake collaborators (no database, no model, no tools), it is checked for what it performed.

@@ -1,30 +1,69 @@
-import { BUDGET_LIMIT_KEYS, type BudgetLimitKey, type BudgetOnExceeded, type BudgetScopeKind, type BudgetSpent } from './budget.types.js';
-import type { ScopedBudget } from './budget-enforcement.sql.js';
+import { type Budget, BUDGET_LIMIT_KEYS, type BudgetLimitKey, type BudgetSpent } from './budget.types.js';
 
-/** A budget with no room: which limit was reached, its value and what was spent (committed plus held by calls in flight). */
-export interface BudgetReached {
+/**
+ * What a call about to start may spend, as its reservation holds it: a model call is one model
+ * call with a token and cost estimate, a tool call one tool call. `turns` is 1 when the call would
+ * be the first the budget counts of its turn (its turn has no ledger row in the budget's period
+ * yet), 0 when the turn is already counted: a turn is never stopped by its own count.
+ */
+export interface CallEstimate {
+  model_calls: number;
+  tool_calls: number;
+  tokens: number;
+  cost_microusd: number;
+  turns: number;
+}
+
+/** A budget's current period as one read sees it: committed sums, what calls in flight reserved, and whether a given turn is counted yet. */
+export interface BudgetUsage {
   budgetId: string;
-  scope: { kind: BudgetScopeKind; id: string };
+  spent: BudgetSpent;
+  reserved: BudgetSpent;
+  /** Whether the turn the read was asked about has a ledger row in this budget's period (false when none was asked about). */
+  turnCounted: boolean;
+}
+
+/** The first limit a budget has reached: its key, its value, and what is spent of it (committed plus reserved). */
+export interface LimitReached {
   limit: BudgetLimitKey;
-  limitValue: number;
+  limit_value: number;
   spent: number;
-  onExceeded: BudgetOnExceeded;
+}
+
+export type Room = { ok: true } | ({ ok: false } & LimitReached);
+
+export const NO_SPENDING: BudgetSpent = Object.freeze({ cost_microusd: 0, tokens: 0, model_calls: 0, tool_calls: 0, turns: 0, wall_time_s: 0 });
+
+/**
+ * Whether a call may start under `budget`: it may while, for every limit, what is committed plus
+ * what other calls in flight reserved is below the limit. A call's size (tokens, cost, time) is
+ * not known before it runs, so a budget can be overshot by the one call that starts below its
+ * limit, never by two calls running at once (the first one's reservation counts for the second).
+ * `turns` counts the call's own turn only when it is not counted yet (`estimate.turns`), so a turn
+ * that has started may go on; a new turn needs a turn of room. Limits are checked in the order of
+ * BUDGET_LIMIT_KEYS; the first one reached is the answer.
+ */
+export function roomFor(budget: Pick<Budget, 'limits'>, spent: BudgetSpent, reserved: BudgetSpent, estimate: Pick<CallEstimate, 'turns'>): Room {
+  for (const key of BUDGET_LIMIT_KEYS) {
+    const limit = budget.limits[key];
+    if (limit === undefined) continue;
+    if (key === 'turns' && estimate.turns === 0) continue;
+    const used = spent[key] + reserved[key];
+    if (used >= limit) return { ok: false, limit: key, limit_value: limit, spent: used };
+  }
+  return { ok: true };
 }
 
 /**
- * Whether a call may start: for every limit of every budget in scope, spent + reserved < limit.
- * Null when it may; else the first budget (in the given order) and limit without room. A budget
- * whose spending is unknown counts as spending nothing.
+ * The first budget (in the order given: the repository's, by id) with no room for the call, with
+ * the limit it reached; null when every budget has room. A budget missing from `usage` has spent
+ * nothing. `estimate.turns` is taken per budget from whether it counted the call's turn already.
  */
-export function firstReached(budgets: readonly ScopedBudget[], spent: ReadonlyMap<string, BudgetSpent>): BudgetReached | null {
+export function firstBudgetWithoutRoom(budgets: readonly Budget[], usage: ReadonlyMap<string, BudgetUsage>, opensTurn = true): ({ budget: Budget } & LimitReached) | null {
   for (const budget of budgets) {
-    const used = spent.get(budget.id);
-    for (const key of BUDGET_LIMIT_KEYS) {
-      const limit = budget.limits[key];
-      if (limit === undefined || limit === null) continue;
-      const value = used?.[key] ?? 0;
-      if (value >= limit) return { budgetId: budget.id, scope: { kind: budget.scopeKind, id: budget.scopeId }, limit: key, limitValue: limit, spent: value, onExceeded: budget.onExceeded };
-    }
+    const read = usage.get(budget.id);
+    const room = roomFor(budget, read?.spent ?? NO_SPENDING, read?.reserved ?? NO_SPENDING, { turns: opensTurn && !read?.turnCounted ? 1 : 0 });
+    if (!room.ok) return { budget, limit: room.limit, limit_value: room.limit_value, spent: room.spent };
   }
   return null;
 }

@@ -1,7 +1,6 @@
-import type { BudgetReached } from '#libs/budgets';
 import { isDependencyUnavailable } from '#libs/errors';
 import { ModelError } from '#libs/models';
-import type { CommittedStep, PublicError } from '#libs/engine';
+import type { BudgetReached, CommittedStep, PublicError } from '#libs/engine';
 import type { BuiltContext } from './context-manager.js';
 import type { ModelCallResult } from './model-call-step.js';
 import { LeaseLostError, ShuttingDownError, TurnCancelledError, TurnLimitError } from './run-errors.js';

@@ -1,5 +1,4 @@
-import type { BudgetReached } from '#libs/budgets';
-import type { PublicError, CommittedStep } from '#libs/engine';
+import type { BudgetReached, PublicError, CommittedStep } from '#libs/engine';
 import type { BuiltContext } from './context-manager.js';
 import type { ModelCallResult } from './model-call-step.js';
 import type { ToolPolicy, TurnBudget, TurnKind } from './step-plan.js';

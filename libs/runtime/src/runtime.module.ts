@@ -1,5 +1,6 @@
 import { CooperationStep } from './cooperation-step.js';
 import { Module } from '@nestjs/common';
+import { BudgetsModule } from '#libs/budgets';
 import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
 import { EngineModule } from '#libs/engine';
@@ -38,7 +39,7 @@ import { DrivePasses } from './drive-passes.js';
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   // The harness's tools run in sessions' workspaces (SessionEnvironments, EnvironmentsModule).
-  imports: [EngineModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule, EnvironmentsModule],
+  imports: [EngineModule, BudgetsModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule, EnvironmentsModule],
   providers: [RunExecutor, BudgetGate, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, HarnessCalls, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, RecoveryService, LeaseTakeovers, WaitingWorkNudges, PreparationResumption, ExpiredRowsCleanup, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, DrivePasses, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })

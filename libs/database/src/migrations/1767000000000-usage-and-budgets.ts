@@ -89,6 +89,7 @@ export class UsageAndBudgets1767000000000 implements MigrationInterface {
       cost_microusd bigint NOT NULL DEFAULT 0 CHECK (cost_microusd >= 0),
       model_calls smallint NOT NULL DEFAULT 0,
       tool_calls smallint NOT NULL DEFAULT 0,
+      turns smallint NOT NULL DEFAULT 0 CHECK (turns IN (0, 1)),
       expires_at timestamptz NOT NULL,
       PRIMARY KEY (run_id, call_key))`);
     await q.query(`CREATE INDEX budget_reservations_budgets_idx ON budget_reservations USING gin (budget_ids)`);

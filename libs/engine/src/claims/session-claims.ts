@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { BUDGETED } from '#libs/budgets';
+import { budgetedSql } from '#libs/budgets';
 import { isUuid, prepared, shiftParams, type SqlFragment } from '#libs/database';
 import { ACCOUNT_LOCK_SEED, ACCOUNT_OF, ACCOUNT_RUNNING_TURNS } from './account-sql.js';
 import { SESSION_COLUMNS, type SessionEntity, sessionFromRow, type TurnSummary } from '../tables/session.entity.js';
@@ -43,7 +43,7 @@ export async function lockForClaim(
 ): Promise<ClaimRead | null> {
   if (!isUuid(sessionId)) return null;
   const rows = (await manager.query(
-    prepared(`SELECT ${SESSION_COLUMNS}, acct.account_id, sessions.xmin = (SELECT s0.xmin FROM sessions s0 WHERE s0.id = $1) AS fresh, ${BUDGETED('sessions')} AS budgeted, ${queue.columns}
+    prepared(`SELECT ${SESSION_COLUMNS}, acct.account_id, sessions.xmin = (SELECT s0.xmin FROM sessions s0 WHERE s0.id = $1) AS fresh, ${budgetedSql('sessions')} AS budgeted, ${queue.columns}
      FROM sessions
      LEFT JOIN LATERAL (SELECT u.account_id,
          CASE WHEN (${ACCOUNT_RUNNING_TURNS('u.account_id')}) >= $3::int

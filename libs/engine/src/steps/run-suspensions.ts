@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import type { BudgetReached } from '#libs/budgets';
 import { newId, unixSeconds } from '#libs/database';
 import { EventOutbox, type OutboxBatch, type OutgoingEvent } from '#libs/events';
 import { SessionsRepository } from '../tables/sessions.repository.js';
@@ -12,6 +11,7 @@ import { toCurrentTurn } from '../views/projections.js';
 import { type Lease } from '../claims/lease.js';
 import type { HeldTurn } from '../claims/held-turn.js';
 import { turnEvents } from './turn-events.js';
+import type { BudgetReached } from '../waitpoints/waitpoints.js';
 
 /**
  * The worker's stop of a held run at a waitpoint: calls a person or the client answers (approval,

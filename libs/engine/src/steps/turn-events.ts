@@ -19,11 +19,11 @@ import {
   type TurnStatusEvent,
   type TurnStatusEventType,
 } from '#libs/events';
-import type { BudgetReached as BudgetReachedFact } from '#libs/budgets';
 import type { AcceptedReceipt } from '../tables/receipt.entity.js';
 import type { ToolProgress } from '#libs/tools';
 import { type CompactionTrigger, type ItemEntity, type PublicError, type RunEntity, type StoredContentPart, type TurnEntity, type Waitpoint } from '../tables/turn.entities.js';
 import { toItemDto, toRunDto, toTurnDto } from '../views/projections.js';
+import type { BudgetReached as BudgetReachedFact } from '../waitpoints/waitpoints.js';
 
 /*
  * The builders of every public SSE event of a session, so every emitter projects the same way and

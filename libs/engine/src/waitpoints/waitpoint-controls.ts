@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { budgetsInScope, firstReached, spentInPeriods } from '#libs/budgets';
+import { BudgetsRepository, firstBudgetWithoutRoom } from '#libs/budgets';
 import { DomainError, type FieldError } from '#libs/errors';
 import { type SessionEntity } from '../tables/session.entity.js';
 import { SessionsRepository } from '../tables/sessions.repository.js';
@@ -29,6 +29,7 @@ export class WaitpointControls {
     private readonly steps: StepsRepository,
     private readonly items: ItemsRepository,
     private readonly outputItems: ToolOutputItems,
+    private readonly budgets: BudgetsRepository,
   ) {}
 
   /**
@@ -88,13 +89,13 @@ export class WaitpointControls {
     if (response.type !== 'approval') throw new DomainError('waitpoint_incomplete', `Waitpoint ${waitpoint.id} expects approval decisions`, { kind: waitpoint.kind });
     checkCoverage(waitpoint, response);
     if (response.decisions[0]?.decision !== 'reject') {
-      const budgets = await budgetsInScope(manager, session.id, false);
-      const reached = firstReached(budgets, await spentInPeriods(manager, budgets.map((budget) => budget.id), waitpoint.run_id, turn.id));
+      const budgets = await this.budgets.inScope(manager, session.id);
+      const reached = firstBudgetWithoutRoom(budgets, await this.budgets.spent(manager, budgets, { turnId: turn.id, runId: waitpoint.run_id }));
       if (reached) {
-        throw new DomainError('budget_exceeded', `Budget ${reached.budgetId} still has no room: its ${reached.limit} limit is ${reached.limitValue}, ${reached.spent} spent`, {
-          budget_id: reached.budgetId,
+        throw new DomainError('budget_exceeded', `Budget ${reached.budget.id} still has no room: its ${reached.limit} limit is ${reached.limit_value}, ${reached.spent} spent`, {
+          budget_id: reached.budget.id,
           limit: reached.limit,
-          limit_value: reached.limitValue,
+          limit_value: reached.limit_value,
           spent: reached.spent,
         });
       }

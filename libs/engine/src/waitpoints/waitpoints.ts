@@ -1,3 +1,4 @@
+import type { Budget, BudgetLimitKey, BudgetOnExceeded, BudgetScopeKind, LimitReached } from '#libs/budgets';
 import type { ToolCallSpec, Waitpoint, WaitpointElicitation, WaitpointKind, WaitpointQuestion } from '../tables/turn.entities.js';
 
 /**
@@ -8,6 +9,23 @@ import type { ToolCallSpec, Waitpoint, WaitpointElicitation, WaitpointKind, Wait
  * waitpoint names the budget without room, the limit reached and what was spent of it.
  */
 export const WAITPOINT_KINDS = ['question', 'approval', 'client_tool', 'cooperation', 'budget'] as const satisfies readonly WaitpointKind[];
+
+/** A budget without room for a turn's next call, as its waitpoint and `yuxi.session.budget.reached` show it. */
+export interface BudgetReached {
+  budgetId: string;
+  scope: { kind: BudgetScopeKind; id: string };
+  limit: BudgetLimitKey;
+  limitValue: number;
+  /** What was spent of the limit in the budget's period: committed plus held by calls in flight. */
+  spent: number;
+  onExceeded: BudgetOnExceeded;
+}
+
+/** The budget check's answer (the first budget without room and its limit) as a BudgetReached. */
+export function budgetReachedOf(found: { budget: Budget } & LimitReached): BudgetReached {
+  const { budget } = found;
+  return { budgetId: budget.id, scope: { kind: budget.scopeKind, id: budget.scopeId }, limit: found.limit, limitValue: found.limit_value, spent: found.spent, onExceeded: budget.onExceeded };
+}
 
 /** The one decision a budget waitpoint takes (`{"call_id": "budget", "decision": "approve" | "reject"}`). */
 export const BUDGET_CALL_ID = 'budget';

@@ -1,0 +1,97 @@
+// The SQL of which budgets cover what: a session (for the checks before its calls) and ledger rows
+// (for what a budget has spent), kept side by side so the two cannot drift apart.
+
+/** The columns budgetFromRow reads, named (a prepared statement's `*` breaks when a later migration adds one). */
+export const BUDGET_COLUMNS = 'id, account_id, created_by, scope_kind, scope_id, app_id, limits, period, on_exceeded, metadata, created_at, updated_at';
+
+/** BUDGET_COLUMNS of the alias `b`. */
+export const BUDGET_COLUMNS_OF = (alias: string): string =>
+  BUDGET_COLUMNS.split(', ')
+    .map((column) => `${alias}.${column}`)
+    .join(', ');
+
+/** A session owner's account (its product user): an app end user's is its parent, the product user behind the app. */
+const ACCOUNT_OF_USER = (user: string): string => `CASE WHEN ${user}.kind = 'end_user' THEN ${user}.parent_id ELSE ${user}.id END`;
+
+/**
+ * Whether budget `b` covers the session `s` whose owner's users row is `u` (the account is checked
+ * apart, by the join that finds the budgets): a session budget covers the session and, named on a
+ * tree's root, every member of the tree; project, agent, app and end user budgets cover the
+ * sessions with that key (an end user budget made through an app only that app's end user); a
+ * user budget every session of its account.
+ */
+const COVERS_SESSION = (b: string, s: string, u: string): string => `(
+  (${b}.scope_kind = 'session' AND ${b}.scope_id IN (${s}.id::text, ${s}.root_session_id::text))
+  OR (${b}.scope_kind = 'project' AND ${b}.scope_id = ${s}.project_id)
+  OR (${b}.scope_kind = 'agent' AND ${b}.scope_id = ${s}.agent_id)
+  OR (${b}.scope_kind = 'app' AND ${u}.kind = 'end_user' AND ${b}.scope_id = ${u}.app_id)
+  OR (${b}.scope_kind = 'end_user' AND ${u}.kind = 'end_user' AND ${b}.scope_id = ${u}.external_id AND (${b}.app_id IS NULL OR ${b}.app_id = ${u}.app_id))
+  OR ${b}.scope_kind = 'user')`;
+
+/**
+ * `EXISTS (...)`: whether any budget covers the session row of the alias `sessions` (a column
+ * another statement reads — the claim's read under the session lock — so that a turn with no
+ * budget in scope pays nothing more for budgets: one index probe on the owner's account, no
+ * statement). Needs no parameter.
+ */
+export function budgetedSql(sessions = 'sessions'): string {
+  return `EXISTS (SELECT 1 FROM users bu JOIN budgets bb ON bb.account_id = ${ACCOUNT_OF_USER('bu')}
+    WHERE bu.id = ${sessions}.owner_id AND ${COVERS_SESSION('bb', sessions, 'bu')})`;
+}
+
+/**
+ * The budgets covering session $1, by id (the order concurrent checks lock them in), locked FOR
+ * UPDATE with `lock`: two checks of budgets they share then run one after the other, each seeing
+ * the other's reservation.
+ */
+export function budgetsInScopeSql(lock: boolean): string {
+  return `SELECT ${BUDGET_COLUMNS_OF('b')}
+    FROM sessions s JOIN users u ON u.id = s.owner_id JOIN budgets b ON b.account_id = ${ACCOUNT_OF_USER('u')}
+    WHERE s.id = $1 AND ${COVERS_SESSION('b', 's', 'u')}
+    ORDER BY b.id${lock ? ' FOR UPDATE OF b' : ''}`;
+}
+
+/** Whether ledger row `l` counts for budget `b` (same account; the scope's key; the budget's current period on the usage clock, UTC). */
+export const LEDGER_ROW_COUNTS = (b: string, l: string): string => `${l}.account_id = ${b}.account_id
+  AND CASE ${b}.scope_kind
+    WHEN 'session' THEN ${l}.session_id::text = ${b}.scope_id OR ${l}.root_session_id::text = ${b}.scope_id
+    WHEN 'project' THEN ${l}.project_id = ${b}.scope_id
+    WHEN 'agent' THEN ${l}.agent_id = ${b}.scope_id
+    WHEN 'app' THEN ${l}.app_id = ${b}.scope_id
+    WHEN 'end_user' THEN ${l}.end_user_id = ${b}.scope_id AND (${b}.app_id IS NULL OR ${l}.app_id = ${b}.app_id)
+    ELSE true END
+  AND ${l}.at >= ${PERIOD_START(`${b}.period`)}`;
+
+/**
+ * The start of the current period on the usage clock (`usage_now()`), in UTC whatever the
+ * connection's time zone: the day's or the month's midnight, or -infinity for a lifetime budget.
+ */
+export const PERIOD_START = (period: string): string => `CASE ${period}
+    WHEN 'day' THEN date_trunc('day', usage_now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+    WHEN 'month' THEN date_trunc('month', usage_now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+    ELSE '-infinity'::timestamptz END`;
+
+/**
+ * What budgets $1 (uuid[]) spent in their current periods, one row each: the committed sums of the
+ * ledger, the reservations still live (on the database's own clock, as leases are) of calls other
+ * than run $3's turn count, and whether turn $2 (nullable) is counted already — by a ledger row, or
+ * by a live reservation of run $3 that opened it.
+ */
+export const SPENT_SQL = `SELECT b.id, b.period,
+    coalesce(l.cost_microusd, 0)::bigint AS cost_microusd, coalesce(l.tokens, 0)::bigint AS tokens,
+    coalesce(l.model_calls, 0)::bigint AS model_calls, coalesce(l.tool_calls, 0)::bigint AS tool_calls,
+    coalesce(l.turns, 0)::bigint AS turns, coalesce(l.wall_ms, 0)::bigint / 1000 AS wall_time_s,
+    coalesce(r.cost_microusd, 0)::bigint AS r_cost_microusd, coalesce(r.tokens, 0)::bigint AS r_tokens,
+    coalesce(r.model_calls, 0)::bigint AS r_model_calls, coalesce(r.tool_calls, 0)::bigint AS r_tool_calls,
+    coalesce(r.turns, 0)::bigint AS r_turns,
+    coalesce(l.turn_counted, false) OR coalesce(r.own_turn, false) AS turn_counted
+  FROM budgets b
+  LEFT JOIN LATERAL (SELECT sum(x.cost_microusd) AS cost_microusd, sum(x.input_tokens + x.output_tokens) AS tokens,
+      sum(x.model_calls) AS model_calls, sum(x.tool_calls) AS tool_calls, count(DISTINCT x.turn_id) AS turns,
+      sum(x.wall_ms) AS wall_ms, bool_or(x.turn_id = $2::uuid) AS turn_counted
+    FROM usage_ledger x WHERE ${LEDGER_ROW_COUNTS('b', 'x')}) l ON true
+  LEFT JOIN LATERAL (SELECT sum(y.cost_microusd) AS cost_microusd, sum(y.tokens) AS tokens, sum(y.model_calls) AS model_calls,
+      sum(y.tool_calls) AS tool_calls, count(DISTINCT y.run_id) FILTER (WHERE y.turns > 0 AND y.run_id IS DISTINCT FROM $3::uuid) AS turns,
+      bool_or(y.turns > 0 AND y.run_id = $3::uuid) AS own_turn
+    FROM budget_reservations y WHERE y.budget_ids @> ARRAY[b.id] AND y.expires_at > now()) r ON true
+  WHERE b.id = ANY($1::uuid[])`;

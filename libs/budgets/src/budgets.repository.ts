@@ -1,0 +1,264 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { derivedId, isUuid, type Page, type PageQuery, prepared, toPage } from '#libs/database';
+import { DomainError } from '#libs/errors';
+import type { Budget, BudgetLimits, BudgetOnExceeded, BudgetPeriod, BudgetScopeKind, BudgetSpent } from './budget.types.js';
+import { type BudgetUsage, type CallEstimate, firstBudgetWithoutRoom, type LimitReached } from './budget-room.js';
+import { BUDGET_COLUMNS, budgetsInScopeSql, SPENT_SQL } from './budget-sql.js';
+
+export interface NewBudget {
+  id: string;
+  accountId: string;
+  createdBy: string;
+  scopeKind: BudgetScopeKind;
+  scopeId: string;
+  appId: string | null;
+  limits: BudgetLimits;
+  period: BudgetPeriod;
+  onExceeded: BudgetOnExceeded;
+  metadata: Record<string, string>;
+}
+
+export interface BudgetPatch {
+  limits?: BudgetLimits;
+  period?: BudgetPeriod;
+  onExceeded?: BudgetOnExceeded;
+  metadata?: Record<string, string>;
+}
+
+/**
+ * Who sees a budget: the account it sums (a product user, and the end users of its apps acting for
+ * it) and whoever made it (an administrator's budget on another user). Another caller's is not found.
+ */
+export interface BudgetViewer {
+  accountId: string;
+  actorId: string;
+}
+
+/** The budget a session's own `yuxi.budget` is: one per session, its id derived from the session's. */
+export function sessionBudgetId(sessionId: string): string {
+  return derivedId(`session-budget:${sessionId}`);
+}
+
+const VISIBLE = '(account_id = $2 OR created_by = $3)';
+
+/**
+ * Budgets in SQL: the resources (owned by their account), the budgets covering a session, what
+ * each spent in its current period, and the reservations of calls in flight.
+ */
+@Injectable()
+export class BudgetsRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async create(manager: EntityManager | null, budget: NewBudget): Promise<Budget> {
+    const [row] = (await (manager ?? this.dataSource.manager).query(
+      prepared(`INSERT INTO budgets (id, account_id, created_by, scope_kind, scope_id, app_id, limits, period, on_exceeded, metadata, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now(), now()) RETURNING ${BUDGET_COLUMNS}`),
+      [budget.id, budget.accountId, budget.createdBy, budget.scopeKind, budget.scopeId, budget.appId, JSON.stringify(budget.limits), budget.period, budget.onExceeded, JSON.stringify(budget.metadata)],
+    )) as Record<string, unknown>[];
+    return budgetFromRow(row!);
+  }
+
+  async get(viewer: BudgetViewer, id: string): Promise<Budget> {
+    const rows = isUuid(id)
+      ? ((await this.dataSource.query(prepared(`SELECT ${BUDGET_COLUMNS} FROM budgets WHERE id = $1 AND ${VISIBLE}`), [id, viewer.accountId, viewer.actorId])) as Record<string, unknown>[])
+      : [];
+    if (!rows[0]) throw DomainError.notFound(`Budget ${id}`);
+    return budgetFromRow(rows[0]);
+  }
+
+  /** The viewer's budgets, by creation (cursor pages); `scope` narrows to one scope. */
+  async list(viewer: BudgetViewer, page: PageQuery, scope?: { kind: BudgetScopeKind; id: string }): Promise<Page<Budget>> {
+    const values: unknown[] = [page.limit + 1, viewer.accountId, viewer.actorId];
+    let where = VISIBLE;
+    if (scope) {
+      values.push(scope.kind, scope.id);
+      where += ` AND scope_kind = $${values.length - 1} AND scope_id = $${values.length}`;
+    }
+    if (page.after !== undefined) {
+      const anchor = isUuid(page.after)
+        ? ((await this.dataSource.query(prepared(`SELECT 1 FROM budgets WHERE id = $1 AND ${VISIBLE}`), [page.after, viewer.accountId, viewer.actorId])) as unknown[])
+        : [];
+      if (anchor.length === 0) throw new DomainError('invalid_cursor', 'The `after` cursor is not a budget of this caller');
+      values.push(page.after);
+      where += ` AND (created_at, id) ${page.order === 'desc' ? '<' : '>'} (SELECT created_at, id FROM budgets WHERE id = $${values.length})`;
+    }
+    const direction = page.order === 'desc' ? 'DESC' : 'ASC';
+    const rows = (await this.dataSource.query(`SELECT ${BUDGET_COLUMNS} FROM budgets WHERE ${where} ORDER BY created_at ${direction}, id ${direction} LIMIT $1`, values)) as Record<
+      string,
+      unknown
+    >[];
+    return toPage(rows.map(budgetFromRow), page.limit);
+  }
+
+  /** Applies the given fields (limits and metadata are replaced whole). */
+  async update(viewer: BudgetViewer, id: string, patch: BudgetPatch): Promise<Budget> {
+    if (!isUuid(id)) throw DomainError.notFound(`Budget ${id}`);
+    const result: unknown = await this.dataSource.query(
+      prepared(`UPDATE budgets SET limits = coalesce($4::jsonb, limits), period = coalesce($5, period), on_exceeded = coalesce($6, on_exceeded),
+         metadata = coalesce($7::jsonb, metadata), updated_at = now()
+       WHERE id = $1 AND ${VISIBLE} RETURNING ${BUDGET_COLUMNS}`),
+      [id, viewer.accountId, viewer.actorId, jsonOrNull(patch.limits), patch.period ?? null, patch.onExceeded ?? null, jsonOrNull(patch.metadata)],
+    );
+    const updated = firstRow(result);
+    if (!updated) throw DomainError.notFound(`Budget ${id}`);
+    return budgetFromRow(updated);
+  }
+
+  /** Deletes the budget (reservations naming it no longer count for anything: reads go by budget). */
+  async delete(viewer: BudgetViewer, id: string): Promise<void> {
+    if (!isUuid(id)) throw DomainError.notFound(`Budget ${id}`);
+    const rows = (await this.dataSource.query(prepared(`DELETE FROM budgets WHERE id = $1 AND ${VISIBLE} RETURNING id`), [id, viewer.accountId, viewer.actorId])) as [unknown[], number];
+    if (rows[1] !== 1) throw DomainError.notFound(`Budget ${id}`);
+  }
+
+  /**
+   * The budgets covering the session, by id; with `lock` locked FOR UPDATE in that order, so two
+   * checks of a budget they share run one after the other (the second sees the first's reservation).
+   */
+  async inScope(manager: EntityManager, sessionId: string, options: { lock?: boolean } = {}): Promise<Budget[]> {
+    if (!isUuid(sessionId)) return [];
+    const rows = (await manager.query(prepared(budgetsInScopeSql(options.lock === true)), [sessionId])) as Record<string, unknown>[];
+    return rows.map(budgetFromRow);
+  }
+
+  /**
+   * What each budget spent in its current period: committed ledger sums, live reservations of
+   * other calls, and (with `asking`) whether the asking call's turn is counted already. One statement.
+   */
+  async spent(manager: EntityManager | null, budgets: readonly Pick<Budget, 'id'>[], asking?: { turnId: string | null; runId: string | null }): Promise<Map<string, BudgetUsage>> {
+    const usage = new Map<string, BudgetUsage>();
+    if (budgets.length === 0) return usage;
+    const rows = (await (manager ?? this.dataSource.manager).query(prepared(SPENT_SQL), [
+      budgets.map((budget) => budget.id),
+      asking?.turnId ?? null,
+      asking?.runId ?? null,
+    ])) as Record<string, unknown>[];
+    for (const row of rows) {
+      usage.set(row.id as string, {
+        budgetId: row.id as string,
+        spent: {
+          cost_microusd: Number(row.cost_microusd),
+          tokens: Number(row.tokens),
+          model_calls: Number(row.model_calls),
+          tool_calls: Number(row.tool_calls),
+          turns: Number(row.turns),
+          wall_time_s: Number(row.wall_time_s),
+        },
+        reserved: {
+          cost_microusd: Number(row.r_cost_microusd),
+          tokens: Number(row.r_tokens),
+          model_calls: Number(row.r_model_calls),
+          tool_calls: Number(row.r_tool_calls),
+          turns: Number(row.r_turns),
+          wall_time_s: 0,
+        },
+        turnCounted: row.turn_counted === true,
+      });
+    }
+    return usage;
+  }
+
+  /**
+   * The check before a call, in the caller's transaction: the budgets covering the session locked
+   * in id order, what each spent and has reserved, and the first without room for the call (null:
+   * every one has room). Two statements; a session with no budget in scope costs the first only.
+   */
+  async check(manager: EntityManager, sessionId: string, asking: { turnId: string; runId: string }): Promise<{ budgets: Budget[]; usage: Map<string, BudgetUsage>; reached: ({ budget: Budget } & LimitReached) | null }> {
+    const budgets = await this.inScope(manager, sessionId, { lock: true });
+    const usage = await this.spent(manager, budgets, asking);
+    return { budgets, usage, reached: firstBudgetWithoutRoom(budgets, usage) };
+  }
+
+  /**
+   * Holds `estimate` against `budgetIds` for the call `callKey` of run `runId` until it is released
+   * (in the transaction that writes the call's ledger row, or at the run's end) or `ttlS` seconds
+   * pass (a dead worker's reservation frees itself). Reserving the same call again replaces it.
+   */
+  async reserve(manager: EntityManager, runId: string, callKey: string, budgetIds: readonly string[], estimate: CallEstimate, ttlS: number): Promise<void> {
+    await manager.query(
+      prepared(`INSERT INTO budget_reservations (run_id, call_key, budget_ids, tokens, cost_microusd, model_calls, tool_calls, turns, expires_at)
+       VALUES ($1, $2, $3::uuid[], $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
+       ON CONFLICT (run_id, call_key) DO UPDATE SET budget_ids = EXCLUDED.budget_ids, tokens = EXCLUDED.tokens, cost_microusd = EXCLUDED.cost_microusd,
+         model_calls = EXCLUDED.model_calls, tool_calls = EXCLUDED.tool_calls, turns = EXCLUDED.turns, expires_at = EXCLUDED.expires_at`),
+      [runId, callKey, budgetIds, Math.max(0, Math.ceil(estimate.tokens)), Math.max(0, Math.ceil(estimate.cost_microusd)), estimate.model_calls, estimate.tool_calls, estimate.turns > 0 ? 1 : 0, ttlS],
+    );
+  }
+
+  /** Frees the call's reservation, or (no `callKey`) every reservation of the run. */
+  async release(manager: EntityManager, runId: string, callKey?: string): Promise<void> {
+    if (callKey === undefined) await manager.query(prepared(`DELETE FROM budget_reservations WHERE run_id = $1`), [runId]);
+    else await manager.query(prepared(`DELETE FROM budget_reservations WHERE run_id = $1 AND call_key = $2`), [runId, callKey]);
+  }
+
+  /** The sessions' own budgets (`yuxi.budget`), by session id; sessions without one are absent. */
+  async sessionBudgets(manager: EntityManager | null, sessionIds: readonly string[]): Promise<Map<string, Budget>> {
+    const found = new Map<string, Budget>();
+    if (sessionIds.length === 0) return found;
+    const rows = (await (manager ?? this.dataSource.manager).query(prepared(`SELECT ${BUDGET_COLUMNS} FROM budgets WHERE id = ANY($1::uuid[])`), [
+      sessionIds.map(sessionBudgetId),
+    ])) as Record<string, unknown>[];
+    for (const row of rows) {
+      const budget = budgetFromRow(row);
+      found.set(budget.scopeId, budget);
+    }
+    return found;
+  }
+
+  /**
+   * Sets (or with null removes) the session's own budget: a lifetime budget scoped to the session,
+   * in the caller's transaction (that of the session's create or update).
+   */
+  async setSessionBudget(
+    manager: EntityManager,
+    session: { id: string; accountId: string; createdBy: string },
+    budget: { limits: BudgetLimits; onExceeded: BudgetOnExceeded } | null,
+  ): Promise<Budget | null> {
+    const id = sessionBudgetId(session.id);
+    if (budget === null) {
+      await manager.query(prepared(`DELETE FROM budgets WHERE id = $1`), [id]);
+      return null;
+    }
+    const [row] = (await manager.query(
+      prepared(`INSERT INTO budgets (id, account_id, created_by, scope_kind, scope_id, app_id, limits, period, on_exceeded, metadata, created_at, updated_at)
+       VALUES ($1, $2, $3, 'session', $4, NULL, $5, 'lifetime', $6, '{}'::jsonb, now(), now())
+       ON CONFLICT (id) DO UPDATE SET limits = EXCLUDED.limits, on_exceeded = EXCLUDED.on_exceeded, period = 'lifetime', updated_at = now()
+       RETURNING ${BUDGET_COLUMNS}`),
+      [id, session.accountId, session.createdBy, session.id, JSON.stringify(budget.limits), budget.onExceeded],
+    )) as Record<string, unknown>[];
+    return budgetFromRow(row!);
+  }
+}
+
+function firstRow(result: unknown): Record<string, unknown> | undefined {
+  // An UPDATE … RETURNING answers [rows, count] through TypeORM's query().
+  if (Array.isArray(result) && Array.isArray(result[0])) return (result[0] as Record<string, unknown>[])[0];
+  return Array.isArray(result) ? (result[0] as Record<string, unknown> | undefined) : undefined;
+}
+
+function jsonOrNull(value: object | undefined): string | null {
+  return value === undefined ? null : JSON.stringify(value);
+}
+
+export function budgetFromRow(row: Record<string, unknown>): Budget {
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    createdBy: row.created_by as string,
+    scopeKind: row.scope_kind as BudgetScopeKind,
+    scopeId: row.scope_id as string,
+    appId: (row.app_id as string | null) ?? null,
+    limits: (row.limits as BudgetLimits | null) ?? {},
+    period: row.period as BudgetPeriod,
+    onExceeded: row.on_exceeded as BudgetOnExceeded,
+    metadata: (row.metadata as Record<string, string> | null) ?? {},
+    createdAt: row.created_at as Date,
+    updatedAt: row.updated_at as Date,
+  };
+}
+
+/** A budget's committed sums as its resource shows them (`spent`). */
+export function spentOf(usage: BudgetUsage | undefined): BudgetSpent {
+  return usage ? { ...usage.spent } : { cost_microusd: 0, tokens: 0, model_calls: 0, tool_calls: 0, turns: 0, wall_time_s: 0 };
+}
