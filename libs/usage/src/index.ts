@@ -1,3 +1,9 @@
 // What sessions spend: the usage ledger (one row per model call, tool call and sandbox command,
 // written in its step's transaction), model prices and the cost they give, and usage reports.
 export { type ModelPrice, USAGE_GROUP_KEYS, USAGE_KINDS, type UsageGroupKey, type UsageKind, type UsageTotals } from './usage.types.js';
+export { addUsageSql, LEDGER_RETURNING, type LedgerEntry, ledgerDeltaSql, ledgerInsertSql, type LedgerRow, MODEL_USAGE_KINDS, TOOL_USAGE_KINDS } from './ledger-sql.js';
+export { type CallTokens, modelCallEntry, toolCallEntry, usageTotals } from './usage-totals.js';
+export { countSpend } from './spend-metrics.js';
+export { ModelPricesRepository, type StoredModelPrice } from './model-prices.repository.js';
+export { LEDGER_TOTALS_COLUMNS, totalsFromRow, UsageLedgerRepository } from './usage-ledger.repository.js';
+export { UsageModule } from './usage.module.js';
