@@ -128,16 +128,14 @@ describe('run executor: performs the decider\'s commands', () => {
     assert.ok(throwing.pending instanceof Error);
   });
 
-  it('a budgeted turn checks its budgets before each model and tool call, and releases what a call held once its step commits and when the run ends', async () => {
+  it('a budgeted turn checks its budgets before each model and tool call, and releases what its calls held when the run ends', async () => {
     const run = await execute({ answers: [answer([call('c1')]), answer([])], budgets: [null, null, null] });
     assert.deepEqual(run.performed, [
       'check_budget model',
       'call_model',
       'commit_model_step',
-      'release',
       'check_budget c1',
       'run_tool c1',
-      'release',
       'check_budget model',
       'call_model',
       'settle',
@@ -149,7 +147,7 @@ describe('run executor: performs the decider\'s commands', () => {
   it('a budget without room stops the run before the call: at a waitpoint (pause), or failing the turn with budget_exceeded (fail)', async () => {
     const reached = (onExceeded: 'pause' | 'fail'): BudgetReached => ({ budgetId: 'b1', scope: { kind: 'session', id: 's1' }, limit: 'model_calls', limitValue: 1, spent: 1, onExceeded });
     const paused = await execute({ answers: [answer([call('c1')])], budgets: [null, null, reached('pause')] });
-    assert.deepEqual(paused.performed.slice(-5), ['release', 'check_budget model', 'stop_for_budget pause', 'release r1', 'release r2']);
+    assert.deepEqual(paused.performed.slice(-5), ['run_tool c1', 'check_budget model', 'stop_for_budget pause', 'release r1', 'release r2']);
     assert.equal(paused.pending, null);
     const failed = await execute({ answers: [], budgets: [reached('fail')] });
     assert.deepEqual(failed.performed, ['check_budget model', 'stop_for_budget fail', 'end failed budget_exceeded', 'release r1', 'release r2']);

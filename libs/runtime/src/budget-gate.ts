@@ -18,8 +18,8 @@ const RESERVATION_TTL_S = 600;
  * A budgeted turn's gate before each model and tool call (README "Budgets"): one transaction locks
  * the budgets in the session's scope (concurrent gates of one budget take turns), reads what each
  * has spent in its period plus what other calls in flight hold, and either reserves this call's
- * estimate or says which budget has no room. A call's reservation lives until its step commits
- * (`release`), its run ends, or RESERVATION_TTL_S passes (a dead worker's frees itself). Turns
+ * estimate or says which budget has no room. A call's reservation lives until its ledger row is
+ * written (the same statement deletes it), its run ends (`release`), or RESERVATION_TTL_S passes (a dead worker's frees itself). Turns
  * without a budget in scope never get here.
  */
 @Injectable()
@@ -92,7 +92,7 @@ export class BudgetGate {
     this.logger.log(`turn ${held.turn.id} waits: budget ${reached.budgetId} reached its ${reached.limit} limit`);
   }
 
-  /** The run's calls so far are recorded (or it ended): what they reserved is released. A failure leaves it to the lease's end. */
+  /** The run ended: what its calls still reserved is released. A failure leaves it to RESERVATION_TTL_S. */
   async release(state: RunState, runId = state.lease.runId): Promise<void> {
     if (!state.held.budgeted) return;
     await this.budgets.release(this.dataSource.manager, runId).catch((error: unknown) => this.logger.warn(`run ${runId}: reservations left to expire: ${String(error)}`));

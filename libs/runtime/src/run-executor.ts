@@ -75,7 +75,8 @@ export class RunExecutor {
     } finally {
       stopTimer();
       close();
-      // What the run's calls still hold of the budgets is released with its end (the runs it yielded from, too).
+      // A call's reservation is released with its ledger row (its step's statement); what a run that
+      // stopped otherwise (a waitpoint, a failure, a cancel) still holds is released with its end.
       if (state.held.budgeted) for (const runId of new Set([held.lease.runId, state.lease.runId])) await this.budgets.release(state, runId);
     }
   }
@@ -121,13 +122,13 @@ export class RunExecutor {
       case 'call_model':
         return this.callModel(command.retryWith, on);
       case 'commit_model_step':
-        return this.released(state, await this.modelCall.commit(state, command.result));
+        return stepOrEnd(await this.modelCall.commit(state, command.result));
       case 'run_tool': {
         const step = await this.toolCall.run(state, command.plan, turn.tools, turn.declarations, control, on.allowance);
-        return this.released(state, step === WAITING ? null : step);
+        return stepOrEnd(step === WAITING ? null : step);
       }
       case 'coordinate':
-        return this.released(state, await this.cooperation.coordinate(state, command.plan));
+        return stepOrEnd(await this.cooperation.coordinate(state, command.plan));
       case 'check_budget':
         return { fact: { type: 'budget_checked', reached: await this.budgets.check(state, command.call) } };
       case 'stop_for_budget':
@@ -173,12 +174,6 @@ export class RunExecutor {
       if (!overflow) throw error;
       return { fact: overflow };
     }
-  }
-
-  /** A committed step recorded its call's usage: what the call reserved of the budgets is released (budgeted turns only). */
-  private async released(state: RunState, step: CommittedStep | null): Promise<Performed> {
-    if (step && state.held.budgeted) await this.budgets.release(state);
-    return stepOrEnd(step);
   }
 
   private settle(state: RunState, answer: SettledAnswer): Promise<PendingAfter> {

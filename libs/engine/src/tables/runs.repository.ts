@@ -199,7 +199,8 @@ export class RunsRepository {
 
   /**
    * Writes the ledger rows of calls a step recorded (call it in that step's transaction, after its
-   * fenced write) and adds their sums to the run's and turn's usage, in one statement. Returns the
+   * fenced write) and adds their sums to the run's and turn's usage, in one statement that also
+   * releases the run's budget reservations (its calls are now counted by their rows). Returns the
    * rows written (for the token and cost counters, once the step commits) and both totals.
    */
   async recordUsage(manager: EntityManager, sessionId: string, runId: string, turnId: string, entries: LedgerEntry[]): Promise<RecordedUsage> {
@@ -207,6 +208,8 @@ export class RunsRepository {
     const rows = (await manager.query(
       prepared(`WITH l AS (${ledgerInsertSql({ entries: '$4', session: '$1', turn: '$3', run: '$2' })}),
        d AS (${ledgerDeltaSql('l')}),
+       -- The calls are in the ledger: what they reserved of budgets is released (an index probe; none unless budgeted).
+       rel AS (DELETE FROM budget_reservations WHERE run_id = $2),
        r AS (UPDATE runs SET usage = ${addUsageSql('runs.usage', 'd.delta')} FROM d WHERE runs.id = $2 RETURNING runs.usage),
        t AS (UPDATE turns SET usage = ${addUsageSql('turns.usage', 'd.delta')} FROM d WHERE turns.id = $3 RETURNING turns.usage)
        SELECT (SELECT usage FROM r) AS run, (SELECT usage FROM t) AS turn, (SELECT coalesce(jsonb_agg(l), '[]'::jsonb) FROM l) AS rows`),
