@@ -19,6 +19,7 @@ import { AdminApiKeysController } from './controllers/admin-api-keys.controller.
 import { AdminAuditController } from './controllers/admin-audit.controller.js';
 import { AdminSessionsController } from './controllers/admin-sessions.controller.js';
 import { AdminQueuesController } from './controllers/admin-queues.controller.js';
+import { AdminUsageClockController } from './controllers/admin-usage-clock.controller.js';
 import { AdminSessionOperationsController } from './controllers/admin-session-operations.controller.js';
 import { AdminUsersController } from './controllers/admin-users.controller.js';
 import { AdminSecretsController } from './controllers/admin-secrets.controller.js';
@@ -26,6 +27,7 @@ import { AdminWaitpointsController } from './controllers/admin-waitpoints.contro
 import { MeController } from './controllers/me.controller.js';
 import { AgentFilesController } from './controllers/agent-files.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
+import { BudgetsController } from './controllers/budgets.controller.js';
 import { FilesController } from './controllers/files.controller.js';
 import { HealthController } from './controllers/health.controller.js';
 import { MetricsController } from './controllers/metrics.controller.js';
@@ -42,7 +44,7 @@ import { HttpDrain } from './http-drain.js';
 
 @Module({
   imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule, SecretsModule, WebhooksModule],
-  // Sessions, files, projects and webhooks before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
+  // Sessions, files, projects, webhooks and budgets before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [
     HealthController,
     MetricsController,
@@ -55,6 +57,7 @@ import { HttpDrain } from './http-drain.js';
     ProjectsController,
     WebhooksController,
     WebhookDeliveriesController,
+    BudgetsController,
     AgentsController,
     AdminAgentsController,
     AdminSecretsController,
@@ -66,6 +69,7 @@ import { HttpDrain } from './http-drain.js';
     AdminSessionOperationsController,
     AdminWaitpointsController,
     AdminQueuesController,
+    AdminUsageClockController,
   ],
   providers: [BootstrapKey, AgentsFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })

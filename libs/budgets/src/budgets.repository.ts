@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { derivedId, isUuid, type Page, type PageQuery, prepared, toPage } from '#libs/database';
+import { isUuid, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { Budget, BudgetLimits, BudgetOnExceeded, BudgetPeriod, BudgetScopeKind, BudgetSpent } from './budget.types.js';
 import { type BudgetUsage, type CallEstimate, firstBudgetWithoutRoom, type LimitReached } from './budget-room.js';
@@ -34,11 +34,6 @@ export interface BudgetPatch {
 export interface BudgetViewer {
   accountId: string;
   actorId: string;
-}
-
-/** The budget a session's own `yuxi.budget` is: one per session, its id derived from the session's. */
-export function sessionBudgetId(sessionId: string): string {
-  return derivedId(`session-budget:${sessionId}`);
 }
 
 const VISIBLE = '(account_id = $2 OR created_by = $3)';
@@ -192,42 +187,11 @@ export class BudgetsRepository {
     else await manager.query(prepared(`DELETE FROM budget_reservations WHERE run_id = $1 AND call_key = $2`), [runId, callKey]);
   }
 
-  /** The sessions' own budgets (`yuxi.budget`), by session id; sessions without one are absent. */
-  async sessionBudgets(manager: EntityManager | null, sessionIds: readonly string[]): Promise<Map<string, Budget>> {
-    const found = new Map<string, Budget>();
-    if (sessionIds.length === 0) return found;
-    const rows = (await (manager ?? this.dataSource.manager).query(prepared(`SELECT ${BUDGET_COLUMNS} FROM budgets WHERE id = ANY($1::uuid[])`), [
-      sessionIds.map(sessionBudgetId),
-    ])) as Record<string, unknown>[];
-    for (const row of rows) {
-      const budget = budgetFromRow(row);
-      found.set(budget.scopeId, budget);
-    }
-    return found;
-  }
-
-  /**
-   * Sets (or with null removes) the session's own budget: a lifetime budget scoped to the session,
-   * in the caller's transaction (that of the session's create or update).
-   */
-  async setSessionBudget(
-    manager: EntityManager,
-    session: { id: string; accountId: string; createdBy: string },
-    budget: { limits: BudgetLimits; onExceeded: BudgetOnExceeded } | null,
-  ): Promise<Budget | null> {
-    const id = sessionBudgetId(session.id);
-    if (budget === null) {
-      await manager.query(prepared(`DELETE FROM budgets WHERE id = $1`), [id]);
-      return null;
-    }
-    const [row] = (await manager.query(
-      prepared(`INSERT INTO budgets (id, account_id, created_by, scope_kind, scope_id, app_id, limits, period, on_exceeded, metadata, created_at, updated_at)
-       VALUES ($1, $2, $3, 'session', $4, NULL, $5, 'lifetime', $6, '{}'::jsonb, now(), now())
-       ON CONFLICT (id) DO UPDATE SET limits = EXCLUDED.limits, on_exceeded = EXCLUDED.on_exceeded, period = 'lifetime', updated_at = now()
-       RETURNING ${BUDGET_COLUMNS}`),
-      [id, session.accountId, session.createdBy, session.id, JSON.stringify(budget.limits), budget.onExceeded],
-    )) as Record<string, unknown>[];
-    return budgetFromRow(row!);
+  /** Whether `userId` is a product user (an account a `user` budget can bind; an app's end user is none). */
+  async isProductUser(userId: string): Promise<boolean> {
+    if (!isUuid(userId)) return false;
+    const rows = (await this.dataSource.query(prepared(`SELECT 1 FROM users WHERE id = $1 AND kind = 'user'`), [userId])) as unknown[];
+    return rows.length > 0;
   }
 }
 

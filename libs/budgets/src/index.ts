@@ -3,5 +3,7 @@
 export { type Budget, BUDGET_LIMIT_KEYS, BUDGET_ON_EXCEEDED, BUDGET_PERIODS, BUDGET_SCOPE_KINDS, type BudgetLimitKey, type BudgetLimits, type BudgetOnExceeded, type BudgetPeriod, type BudgetScopeKind, type BudgetSpent } from './budget.types.js';
 export { type BudgetUsage, type CallEstimate, firstBudgetWithoutRoom, type LimitReached, NO_SPENDING, type Room, roomFor } from './budget-room.js';
 export { budgetedSql, PERIOD_START } from './budget-sql.js';
-export { budgetFromRow, type BudgetPatch, BudgetsRepository, type BudgetViewer, type NewBudget, sessionBudgetId, spentOf } from './budgets.repository.js';
+export { budgetFromRow, type BudgetPatch, BudgetsRepository, type BudgetViewer, type NewBudget, spentOf } from './budgets.repository.js';
+export { readSessionBudgets, sessionBudgetId, type SessionBudgetView, sessionBudgetView, writeSessionBudget } from './session-budget.js';
 export { BudgetsModule } from './budgets.module.js';
+export { UsageClock, USAGE_CLOCK_MAX_OFFSET_S } from './usage-clock.js';

@@ -171,6 +171,8 @@ export class AppConfig {
   readonly webhookConcurrency: number;
   /** Finished deliveries (and their attempt log) are deleted after this long. */
   readonly webhookRetentionS: number;
+  /** USAGE_CLOCK_ADJUSTABLE=true: administrators may move the clock of usage periods (`PUT /api/v1/admin/usage-clock`, for tests of day and month roll-overs); else that route is not found. */
+  readonly usageClockAdjustable: boolean;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
     this.port = int(env, 'PORT', 3000);
@@ -282,6 +284,7 @@ export class AppConfig {
     this.webhookSweepMs = Math.max(100, int(env, 'WEBHOOK_SWEEP_MS', 5_000));
     this.webhookConcurrency = Math.max(1, int(env, 'WEBHOOK_CONCURRENCY', 16));
     this.webhookRetentionS = Math.max(3600, int(env, 'WEBHOOK_RETENTION_S', 30 * 24 * 3600));
+    this.usageClockAdjustable = bool(env, 'USAGE_CLOCK_ADJUSTABLE', false);
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }

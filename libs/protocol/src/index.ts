@@ -30,3 +30,6 @@ export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQue
 export { AnswerResponseDto, ApprovalDecisionDto, ApprovalResponseDto, ResumeEventDto, ToolResultEventDto, UpstreamApprovalResultEventDto, UpstreamToolResultEventDto, WaitpointAnswerDto } from './dto/waitpoint-events.dto.js';
 export { chosenMetadata, gatherMetadataFilter, METADATA_LIMITS, metadataErrors, parseIfMatch } from './session-metadata.js';
 export { DEFAULT_SESSION_TITLE, DERIVED_TITLE_MAX_CHARS, titleFromInput } from './session-title.js';
+export { BudgetDeletedDto, BudgetDto, BudgetLimitsDto, BudgetListDto, BudgetScopeDto, BudgetSpentDto, BUDGET_LIMIT_MAX, CreateBudgetDto, SessionBudgetDto, SessionBudgetParamDto, SetUsageClockDto, UpdateBudgetDto, UsageClockDto } from './dto/budget.dto.js';
+export { budgetViewerOf, BUDGET_USE_CASES, CreateBudget, DeleteBudget, GetBudget, ListBudgets, SetUsageClock, UpdateBudget } from './use-cases/budgets.use-case.js';
+export { SessionBudgetReads } from './session-budget-reads.js';

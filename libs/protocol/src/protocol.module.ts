@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '#libs/agents';
 import { AuditModule } from '#libs/audit';
+import { BudgetsModule } from '#libs/budgets';
 import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
 import { EngineModule } from '#libs/engine';
@@ -11,11 +12,13 @@ import { OperatorSessionQueries } from './operator-session-queries.js';
 import { SessionQueriesService } from './session-queries.service.js';
 import { ARTIFACT_USE_CASES, ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, DeleteSession, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, UpdateSession, UploadDraft, USE_CASES } from './use-cases/index.js';
 import { IdempotentWrite } from './use-cases/idempotent-write.js';
+import { BUDGET_USE_CASES } from './use-cases/budgets.use-case.js';
+import { SessionBudgetReads } from './session-budget-reads.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
-  imports: [AuditModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule],
-  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, SessionQueriesService, OperatorSessionQueries],
-  exports: [IdempotentWrite, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES],
+  imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule],
+  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries],
+  exports: [IdempotentWrite, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads],
 })
 export class ProtocolModule {}

@@ -14,6 +14,7 @@ import {
   SessionDto,
   SessionListDto,
   SessionListQueryDto,
+  SessionBudgetReads,
   SessionQueriesService,
   SessionStateDto,
   ArchiveSession,
@@ -59,6 +60,7 @@ export class SessionsController {
     private readonly deleteSession: DeleteSession,
     private readonly queries: SessionQueriesService,
     private readonly sse: SseResponder,
+    private readonly budgets: SessionBudgetReads,
   ) {}
 
   @Post()
@@ -119,8 +121,8 @@ export class SessionsController {
   })
   @ApiOkResponse({ type: SessionListDto, description: 'One page of sessions.', example: SESSION_LIST_EXAMPLE })
   @ApiErrors('validation_failed', 'invalid_cursor')
-  list(@CurrentPrincipal() principal: Principal, @Query() query: SessionListQueryDto): Promise<SessionListDto> {
-    return this.queries.listSessions(
+  async list(@CurrentPrincipal() principal: Principal, @Query() query: SessionListQueryDto): Promise<SessionListDto> {
+    const list = await this.queries.listSessions(
       principal,
       {
         agentId: query.agent_id,
@@ -132,6 +134,8 @@ export class SessionsController {
       },
       page(query, 50),
     );
+    await this.budgets.show(list.data, false);
+    return list;
   }
 
   @Get(':session_id')
@@ -142,8 +146,9 @@ export class SessionsController {
   @ApiErrors('not_found')
   // No ETag: the representation changes with every turn while the revision counts updates only, so
   // an ETag of the revision would let a cache revalidate a stale status (a 304 to If-None-Match).
-  get(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDto> {
-    return this.queries.getSession(principal, sessionId);
+  async get(@CurrentPrincipal() principal: Principal, @Param('session_id') sessionId: string): Promise<SessionDto> {
+    const [session] = await this.budgets.show([await this.queries.getSession(principal, sessionId)], true);
+    return session!;
   }
 
   @Post(':session_id')

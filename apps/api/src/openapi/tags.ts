@@ -6,6 +6,11 @@ export const TAGS = {
     name: 'projects',
     description: 'Projects: named groups of a caller\'s sessions that share one workdir (a file attached in one session is listed and read by the file tools of every session of the project).',
   },
+  budgets: {
+    name: 'budgets',
+    description:
+      'Budgets: limits on what a session (or its tree), project, app, end user, agent or account spends per period, checked before every model and tool call; a turn that reaches one waits at a `budget` waitpoint or fails.',
+  },
   events: {
     name: 'inputs-and-events',
     description: 'Submit inputs and control events (messages, steers, cancels, waitpoint answers, tool results), read the queue, inputs and receipts, and subscribe to the session event stream (SSE).',

@@ -118,9 +118,9 @@ export class SessionsRepository {
   }
 
   /** Another owner's session, and a deleted one, are indistinguishable from a missing one. */
-  async getVisible(ownerId: string, sessionId: string): Promise<SessionEntity> {
+  async getVisible(ownerId: string, sessionId: string, manager?: EntityManager): Promise<SessionEntity> {
     const rows = isUuid(sessionId)
-      ? ((await this.sessions.query(prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`), [
+      ? ((await (manager ?? this.sessions.manager).query(prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`), [
           sessionId,
           ownerId,
         ])) as Record<string, unknown>[])
@@ -222,7 +222,7 @@ export class SessionsRepository {
    * again, to tell 412 (the revision moved) from 404. An empty patch changes nothing and keeps
    * the revision (but still answers 412 to a stale `If-Match`).
    */
-  async update(ownerId: string, sessionId: string, patch: SessionPatch, ifMatch?: number): Promise<SessionEntity> {
+  async update(ownerId: string, sessionId: string, patch: SessionPatch, ifMatch?: number, db: EntityManager = this.sessions.manager): Promise<SessionEntity> {
     const sets: string[] = [];
     const values: unknown[] = [sessionId, ownerId];
     const set = (column: string, value: unknown): void => {
@@ -237,19 +237,19 @@ export class SessionsRepository {
     if (patch.compactionMode !== undefined) set('compaction_mode', patch.compactionMode);
     if (patch.metadata !== undefined) set('metadata', JSON.stringify(patch.metadata));
     if (sets.length === 0) {
-      const current = await this.getVisible(ownerId, sessionId);
+      const current = await this.getVisible(ownerId, sessionId, db);
       if (ifMatch !== undefined && current.revision !== ifMatch) throw revisionMismatch(sessionId, ifMatch, current.revision);
       return current;
     }
     if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     values.push(ifMatch ?? null);
-    const [rows] = (await this.sessions.query(
+    const [rows] = (await db.query(
       prepared(`UPDATE sessions SET ${sets.join(', ')}, revision = revision + 1, updated_at = now()
        WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL AND ($${values.length}::int IS NULL OR revision = $${values.length}::int) RETURNING ${SESSION_COLUMNS}`),
       values,
     )) as [Record<string, unknown>[], number];
     if (!rows[0]) {
-      const current = await this.getVisible(ownerId, sessionId);
+      const current = await this.getVisible(ownerId, sessionId, db);
       throw revisionMismatch(sessionId, ifMatch ?? current.revision, current.revision);
     }
     return sessionFromRow(rows[0]);

@@ -1,4 +1,5 @@
 import { unixSeconds } from '#libs/database';
+import type { SessionBudgetView } from '#libs/budgets';
 import type { AcceptedReceipt } from '../tables/receipt.entity.js';
 import { SESSION_STATUS_MACHINE, type SessionStatus, sessionStatusOf } from '../machines/session-states.js';
 import { type SessionEntity as Session, type TurnSummary } from '../tables/session.entity.js';
@@ -49,6 +50,8 @@ export interface SessionView {
     metadata: Record<string, string>;
     revision: number;
     receipt: AcceptedReceipt | null;
+    /** The session's own budget: set where the answer read or wrote it (create, update, get, list); null: none. */
+    budget?: SessionBudgetView | null;
   };
 }
 

@@ -3,6 +3,7 @@ import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsObject, IsString, Length, Matches, ValidateNested } from 'class-validator';
 import { APPROVAL_PIN_RULE, ENVIRONMENT_DEFAULT_RULE, EnvironmentParamDto, MODEL_OVERRIDE_RULE } from '#libs/agents';
 import { AGENT_INPUT_SCHEMA } from './input.schema.js';
+import { SessionBudgetParamDto } from './budget.dto.js';
 import { METADATA_SCHEMA } from './session.dto.js';
 import { IsAgentInput, IsSessionMetadata, OptionalNotNull } from './validators.js';
 
@@ -41,6 +42,13 @@ export class CreateSessionYuxiDto {
   @OptionalNotNull()
   @IsSessionMetadata()
   metadata?: Record<string, string>;
+
+  @ApiPropertyOptional({ type: SessionBudgetParamDto, description: 'A lifetime budget on the session (and its tree): see `/agents/budgets`.' })
+  @OptionalNotNull()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => SessionBudgetParamDto)
+  budget?: SessionBudgetParamDto;
 }
 
 export class CreateSessionDto {

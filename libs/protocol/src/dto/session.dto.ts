@@ -6,6 +6,7 @@ import { ApiHideProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { SESSION_STATUSES, TURN_STATUSES, WaitpointDto } from '#libs/engine';
 import { IsSessionMetadata, OptionalNotNull } from './validators.js';
 import { SessionEnvironmentViewDto } from './environment-view.dto.js';
+import { SessionBudgetDto } from './budget.dto.js';
 
 /** The schema of a session's `metadata` (the bounds of METADATA_LIMITS). */
 export const METADATA_SCHEMA = {
@@ -77,6 +78,12 @@ export class SessionYuxiDto {
   revision!: number;
   @ApiProperty({ type: ReceiptDto, nullable: true, description: 'Only on the create response that accepted an input; null on reads.' })
   receipt!: ReceiptDto | null;
+  @ApiPropertyOptional({
+    type: SessionBudgetDto,
+    nullable: true,
+    description: 'The session\'s own budget (`yuxi.budget` of create and update; a lifetime budget on the session and its tree); null: none. Shown by create, update, get and list; events leave it out.',
+  })
+  budget?: SessionBudgetDto | null;
 }
 
 export class SessionAgentDto {

@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { Equals, IsBoolean, IsIn, IsString, Length, ValidateNested } from 'class-validator';
+import { Equals, IsBoolean, IsIn, IsObject, IsString, Length, ValidateIf, ValidateNested } from 'class-validator';
 import { APPROVAL_PIN_RULE, COMPACTION_MODES, type CompactionMode, MODEL_OVERRIDE_RULE } from '#libs/agents';
+import { SessionBudgetParamDto } from './budget.dto.js';
 import { SessionAgentOverrideDto } from './create-session.dto.js';
 import { METADATA_SCHEMA } from './session.dto.js';
 import { IsSessionMetadata, OptionalNotNull } from './validators.js';
@@ -28,6 +29,14 @@ export class UpdateSessionYuxiDto {
   @OptionalNotNull()
   @IsSessionMetadata()
   metadata?: Record<string, string>;
+
+  @ApiPropertyOptional({ type: SessionBudgetParamDto, nullable: true, description: 'Sets or replaces the session\'s own budget (a lifetime budget on the session and its tree); null removes it.' })
+  // null has a meaning here: no budget.
+  @ValidateIf((_object: object, value: unknown) => value !== undefined && value !== null)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => SessionBudgetParamDto)
+  budget?: SessionBudgetParamDto | null;
 }
 
 /** Every field may be omitted; an explicit null is 422 (null has no reset meaning). */

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AgentsService, assertApprovalMode, assertModelOverride } from '#libs/agents';
 import { AppConfig } from '#libs/config';
 import { agentViewerOf, type Principal } from '#libs/auth';
+import { sessionBudgetView, writeSessionBudget } from '#libs/budgets';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
 import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type Nudge, ProjectsRepository, SessionsRepository, toSessionDto, turnEvents } from '#libs/engine';
@@ -12,6 +13,7 @@ import { checkInputText, parseAgentInput } from '../input-parser.js';
 import { chosenMetadata } from '../session-metadata.js';
 import { titleFromInput } from '../session-title.js';
 import { Acceptance } from './acceptance.js';
+import { budgetViewerOf } from './budgets.use-case.js';
 import { FirstInput } from './first-input.js';
 import { SessionEnvironment } from './session-environment.js';
 
@@ -83,7 +85,9 @@ export class CreateSession {
       );
       // In the same transaction: an unknown or already attached file refuses the whole create.
       const receipt = images ? await this.firstInput.queue(manager, principal.userId, session, images, attachmentFileIds) : null;
+      const budget = dto.yuxi?.budget === undefined ? null : await writeSessionBudget(manager, { id: session.id, accountId: budgetViewerOf(principal).accountId, createdBy: principal.actorId }, { limits: { ...dto.yuxi.budget.limits }, onExceeded: dto.yuxi.budget.on_exceeded ?? 'pause' });
       const body = toSessionDto(session, receipt);
+      body.yuxi.budget = budget ? sessionBudgetView(budget) : null;
       // The session stream starts with the session itself; a stream=true create replays from here.
       const events: OutgoingEvent[] = [turnEvents.sessionCreated(body)];
       if (receipt) events.push(turnEvents.accepted(receipt));

@@ -3,16 +3,19 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { assertApprovalMode, assertModelOverride } from '#libs/agents';
 import type { Principal } from '#libs/auth';
+import { readSessionBudgets, sessionBudgetView, writeSessionBudget } from '#libs/budgets';
 import { SessionControls, SessionsRepository, toSessionDto } from '#libs/engine';
 import { ModelRegistry } from '#libs/models';
 import type { SessionDto } from '../dto/session.dto.js';
 import type { UpdateSessionDto } from '../dto/update-session.dto.js';
 import { chosenMetadata } from '../session-metadata.js';
+import { budgetViewerOf } from './budgets.use-case.js';
 
 /** Presentation and default configuration of a session; model and approval mode affect later inputs only. */
 @Injectable()
 export class UpdateSession {
   constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly sessions: SessionsRepository,
     private readonly models: ModelRegistry,
   ) {}
@@ -27,21 +30,26 @@ export class UpdateSession {
       if (model !== undefined) assertModelOverride(principal, current.agentSnapshot?.policy, current.model, model, 'agent.model');
       if (mode !== undefined) assertApprovalMode(principal, current.agentSnapshot?.policy, mode, 'yuxi.tool_approval_mode');
     }
-    const session = await this.sessions.update(
-      principal.userId,
-      sessionId,
-      {
-        title: dto.yuxi?.title,
-        isPinned: dto.yuxi?.is_pinned,
-        unread: dto.yuxi?.unread,
-        toolApprovalMode: dto.yuxi?.tool_approval_mode,
-        compactionMode: dto.yuxi?.compaction_mode,
-        metadata: chosenMetadata(dto.metadata, dto.yuxi?.metadata),
-        model,
-      },
-      ifMatch,
-    );
-    return toSessionDto(session);
+    const patch = {
+      title: dto.yuxi?.title,
+      isPinned: dto.yuxi?.is_pinned,
+      unread: dto.yuxi?.unread,
+      toolApprovalMode: dto.yuxi?.tool_approval_mode,
+      compactionMode: dto.yuxi?.compaction_mode,
+      metadata: chosenMetadata(dto.metadata, dto.yuxi?.metadata),
+      model,
+    };
+    const budgetParam = dto.yuxi?.budget;
+    // The session's fields and its budget change together or not at all (a stale If-Match refuses both).
+    const { session, budget } = await this.dataSource.transaction(async (manager) => {
+      const updated = await this.sessions.update(principal.userId, sessionId, patch, ifMatch, manager);
+      if (budgetParam === undefined) return { session: updated, budget: (await readSessionBudgets(manager, [updated.id])).get(updated.id) ?? null };
+      const owner = { id: updated.id, accountId: budgetViewerOf(principal).accountId, createdBy: principal.actorId };
+      return { session: updated, budget: await writeSessionBudget(manager, owner, budgetParam === null ? null : { limits: { ...budgetParam.limits }, onExceeded: budgetParam.on_exceeded ?? 'pause' }) };
+    });
+    const view = toSessionDto(session);
+    view.yuxi.budget = budget ? sessionBudgetView(budget) : null;
+    return view;
   }
 }
 
