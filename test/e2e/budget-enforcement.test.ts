@@ -124,7 +124,7 @@ describe('budgets enforced', () => {
     assert.equal(project.status, 201, project.text);
     const LIMIT = 5;
     const budget = await createBudget(caller, { scope: { project_id: project.body.id }, limits: { model_calls: LIMIT }, period: 'day', on_exceeded: 'pause' });
-    const sessions = [];
+    const sessions: { id: string; name: string; stream: SseStream }[] = [];
     for (const name of ['a', 'b']) {
       const created = await call(caller, `${API}/sessions`, { body: { agent_id: 'default-chatbot', project_id: project.body.id }, idempotencyKey: newKey('create') });
       assert.equal(created.status, 201, created.text);
