@@ -71,7 +71,7 @@ describe('budgets enforced', () => {
     const turn = await turnOf(caller, session.id, turnId);
     assert.equal(turn.status, 'requires_action');
     assert.equal(turn.yuxi.waitpoint.id, waitpoint.id);
-    assert.equal(turn.yuxi.usage.model_calls, 0, 'the model was not called');
+    assert.equal(turn.yuxi.usage?.model_calls ?? 0, 0, 'the model was not called');
 
     const over = await postEventAs(caller, session.id, approval(turnId, waitpoint.id, 'approve'));
     assert.equal(over.status, 409, over.text);
@@ -99,7 +99,7 @@ describe('budgets enforced', () => {
     assert.equal(rejected.status, 202, rejected.text);
     const failed = await session.stream.waitForType('agent.session.turn.failed', turnId);
     assert.equal(failed.data.turn.error.code, 'budget_exceeded');
-    assert.equal((await turnOf(caller, session.id, turnId)).yuxi.usage.model_calls, 0);
+    assert.equal((await turnOf(caller, session.id, turnId)).yuxi.usage?.model_calls ?? 0, 0, 'the model was not called');
   });
 
   it('on_exceeded fail: the turn fails at once with budget_exceeded (not retryable), announced first', async () => {
