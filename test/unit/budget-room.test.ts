@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Budget, type BudgetSpent, type BudgetUsage, firstBudgetWithoutRoom, NO_SPENDING, roomFor } from '#libs/budgets';
+import { type Budget, type BudgetSpent, type BudgetUsage, firstBudgetWithoutRoom, NO_SPENDING, periodBounds, roomFor } from '#libs/budgets';
 
 const spent = (values: Partial<BudgetSpent>): BudgetSpent => ({ ...NO_SPENDING, ...values });
 const newTurn = { turns: 1 };
@@ -62,7 +62,7 @@ describe('the room a budget leaves for a call', () => {
 });
 
 describe('the first budget in scope without room', () => {
-  const usage = (id: string, values: Partial<BudgetUsage>): [string, BudgetUsage] => [id, { budgetId: id, spent: NO_SPENDING, reserved: NO_SPENDING, turnCounted: false, ...values }];
+  const usage = (id: string, values: Partial<BudgetUsage>): [string, BudgetUsage] => [id, { budgetId: id, spent: NO_SPENDING, reserved: NO_SPENDING, turnCounted: false, clock: new Date(0), ...values }];
 
   it('goes through the budgets in order and names the first one reached with its limit', () => {
     const budgets = [budget('1', { model_calls: 5 }), budget('2', { tool_calls: 1 }), budget('3', { model_calls: 1 })];
@@ -78,5 +78,31 @@ describe('the first budget in scope without room', () => {
     const turns = [budget('1', { turns: 1 })];
     assert.equal(firstBudgetWithoutRoom(turns, new Map([usage('1', { spent: spent({ turns: 1 }), turnCounted: true })])), null);
     assert.equal(firstBudgetWithoutRoom(turns, new Map([usage('1', { spent: spent({ turns: 1 }), turnCounted: false })]))?.limit, 'turns');
+  });
+});
+
+describe('the current period of a budget', () => {
+  const at = (iso: string) => new Date(iso);
+  const bounds = (period: 'lifetime' | 'day' | 'month', now: string) => {
+    const { start, end } = periodBounds(period, at(now));
+    return [start?.toISOString() ?? null, end?.toISOString() ?? null];
+  };
+
+  it('is the UTC day from midnight to the next midnight, whatever the hour', () => {
+    assert.deepEqual(bounds('day', '2026-12-05T00:00:00.000Z'), ['2026-12-05T00:00:00.000Z', '2026-12-06T00:00:00.000Z'], 'midnight starts a day');
+    assert.deepEqual(bounds('day', '2026-12-05T23:59:59.999Z'), ['2026-12-05T00:00:00.000Z', '2026-12-06T00:00:00.000Z']);
+    assert.deepEqual(bounds('day', '2026-12-31T12:00:00.000Z'), ['2026-12-31T00:00:00.000Z', '2027-01-01T00:00:00.000Z'], 'across a year');
+    assert.deepEqual(bounds('day', '2028-02-28T08:00:00.000Z'), ['2028-02-28T00:00:00.000Z', '2028-02-29T00:00:00.000Z'], 'into a leap day');
+  });
+
+  it('is the UTC calendar month, of whatever length', () => {
+    assert.deepEqual(bounds('month', '2026-12-05T10:00:00.000Z'), ['2026-12-01T00:00:00.000Z', '2027-01-01T00:00:00.000Z']);
+    assert.deepEqual(bounds('month', '2027-02-01T00:00:00.000Z'), ['2027-02-01T00:00:00.000Z', '2027-03-01T00:00:00.000Z'], 'the first instant of a month');
+    assert.deepEqual(bounds('month', '2028-02-29T23:59:59.000Z'), ['2028-02-01T00:00:00.000Z', '2028-03-01T00:00:00.000Z'], 'a leap February');
+    assert.deepEqual(bounds('month', '2026-04-30T23:59:59.999Z'), ['2026-04-01T00:00:00.000Z', '2026-05-01T00:00:00.000Z'], 'a 30-day month');
+  });
+
+  it('has no bounds for a lifetime budget', () => {
+    assert.deepEqual(bounds('lifetime', '2026-12-05T10:00:00.000Z'), [null, null]);
   });
 });

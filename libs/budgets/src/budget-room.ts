@@ -1,4 +1,4 @@
-import { type Budget, BUDGET_LIMIT_KEYS, type BudgetLimitKey, type BudgetSpent } from './budget.types.js';
+import { type Budget, BUDGET_LIMIT_KEYS, type BudgetLimitKey, type BudgetPeriod, type BudgetSpent } from './budget.types.js';
 
 /**
  * What a call about to start may spend, as its reservation holds it: a model call is one model
@@ -21,6 +21,8 @@ export interface BudgetUsage {
   reserved: BudgetSpent;
   /** Whether the turn the read was asked about has a ledger row in this budget's period (false when none was asked about). */
   turnCounted: boolean;
+  /** The usage clock (`usage_now()`) at the read: what the period is the current one of. */
+  clock: Date;
 }
 
 /** The first limit a budget has reached: its key, its value, and what is spent of it (committed plus reserved). */
@@ -66,4 +68,18 @@ export function firstBudgetWithoutRoom(budgets: readonly Budget[], usage: Readon
     if (!room.ok) return { budget, limit: room.limit, limit_value: room.limit_value, spent: room.spent };
   }
   return null;
+}
+
+/**
+ * The current period of a budget at `now` on the usage clock, in UTC: a day or a calendar month
+ * from its first instant (inclusive) to the next one's (exclusive); a lifetime has no bounds. The
+ * same bounds as the SQL that sums the ledger (PERIOD_START), for what the resource shows.
+ */
+export function periodBounds(period: BudgetPeriod, now: Date): { start: Date | null; end: Date | null } {
+  if (period === 'lifetime') return { start: null, end: null };
+  const year = now.getUTCFullYear();
+  const month = now.getUTCMonth();
+  if (period === 'month') return { start: new Date(Date.UTC(year, month, 1)), end: new Date(Date.UTC(year, month + 1, 1)) };
+  const day = now.getUTCDate();
+  return { start: new Date(Date.UTC(year, month, day)), end: new Date(Date.UTC(year, month, day + 1)) };
 }

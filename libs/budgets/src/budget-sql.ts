@@ -84,7 +84,7 @@ export const SPENT_SQL = `SELECT b.id, b.period,
     coalesce(r.cost_microusd, 0)::bigint AS r_cost_microusd, coalesce(r.tokens, 0)::bigint AS r_tokens,
     coalesce(r.model_calls, 0)::bigint AS r_model_calls, coalesce(r.tool_calls, 0)::bigint AS r_tool_calls,
     coalesce(r.turns, 0)::bigint AS r_turns,
-    coalesce(l.turn_counted, false) OR coalesce(r.own_turn, false) AS turn_counted
+    coalesce(l.turn_counted, false) OR coalesce(r.own_turn, false) AS turn_counted, usage_now() AS clock
   FROM budgets b
   LEFT JOIN LATERAL (SELECT sum(x.cost_microusd) AS cost_microusd, sum(x.input_tokens + x.output_tokens) AS tokens,
       sum(x.model_calls) AS model_calls, sum(x.tool_calls) AS tool_calls, count(DISTINCT x.turn_id) AS turns,

@@ -150,6 +150,7 @@ export class BudgetsRepository {
           wall_time_s: 0,
         },
         turnCounted: row.turn_counted === true,
+        clock: row.clock as Date,
       });
     }
     return usage;

@@ -1,19 +1,26 @@
-import { Body, type CanActivate, Controller, Injectable, Put, UseGuards } from '@nestjs/common';
+import { Body, type CanActivate, Controller, type ExecutionContext, Injectable, Put, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, type Principal } from '#libs/auth';
+import { assertAdmin, CurrentPrincipal, type Principal } from '#libs/auth';
 import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
 import { SetUsageClock, SetUsageClockDto, UsageClockDto } from '#libs/protocol';
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 
-/** The route exists only where the deployment lets the usage clock move (USAGE_CLOCK_ADJUSTABLE=true); elsewhere it is not found, before its body is read. */
+/**
+ * The route exists only where the deployment lets the usage clock move (USAGE_CLOCK_ADJUSTABLE=true):
+ * elsewhere it is not found. Where it exists it is for administrators, refused (403) before its
+ * body is read, as every admin route is.
+ */
 @Injectable()
 export class UsageClockAdjustable implements CanActivate {
   constructor(private readonly config: AppConfig) {}
 
-  canActivate(): boolean {
+  canActivate(context: ExecutionContext): boolean {
     if (!this.config.usageClockAdjustable) throw new DomainError('route_not_found', 'No route for PUT /api/v1/admin/usage-clock');
+    const principal = context.switchToHttp().getRequest<{ principal?: Principal }>().principal;
+    if (!principal) throw new DomainError('unauthorized', 'Missing credentials');
+    assertAdmin(principal);
     return true;
   }
 }

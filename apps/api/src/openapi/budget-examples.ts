@@ -9,6 +9,8 @@ export const BUDGET_EXAMPLE = {
   object: 'agent.budget',
   ...CREATE_BUDGET_EXAMPLE,
   spent: { cost_microusd: 1_234_567, tokens: 48_210, model_calls: 37, tool_calls: 12, turns: 9, wall_time_s: 184 },
+  period_start: 1733356800,
+  period_end: 1733443200,
   metadata: {},
   created_at: AT - 3600,
   updated_at: AT - 3600,

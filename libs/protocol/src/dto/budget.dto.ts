@@ -182,6 +182,9 @@ export class BudgetDto {
   @ApiProperty({ enum: BUDGET_PERIODS }) period!: BudgetPeriod;
   @ApiProperty({ enum: BUDGET_ON_EXCEEDED }) on_exceeded!: BudgetOnExceeded;
   @ApiProperty({ type: BudgetSpentDto, description: 'Every unit\'s committed sum in the current period.' }) spent!: BudgetSpentDto;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'When the current period began (Unix seconds, on the usage clock: a UTC midnight or first of the month); null for `lifetime`.' })
+  period_start!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'When the next period begins and `spent` starts again from 0; null for `lifetime`.' }) period_end!: number | null;
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) metadata!: Record<string, string>;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) updated_at!: number;

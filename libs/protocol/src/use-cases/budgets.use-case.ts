@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AgentsService } from '#libs/agents';
 import { agentViewerOf, assertAdmin, type Principal } from '#libs/auth';
-import { type Budget, type BudgetScopeKind, BudgetsRepository, type BudgetUsage, type BudgetViewer, spentOf, UsageClock } from '#libs/budgets';
+import { type Budget, type BudgetScopeKind, BudgetsRepository, type BudgetUsage, type BudgetViewer, periodBounds, spentOf, UsageClock } from '#libs/budgets';
 import { newId, type PageQuery, unixSeconds } from '#libs/database';
 import { ProjectsRepository, SessionsRepository } from '#libs/engine';
 import { DomainError } from '#libs/errors';
@@ -25,6 +25,7 @@ export function budgetViewerOf(principal: Principal): BudgetViewer {
 }
 
 export function toBudgetDto(budget: Budget, usage: BudgetUsage | undefined): BudgetDto {
+  const bounds = usage ? periodBounds(budget.period, usage.clock) : { start: null, end: null };
   return {
     id: budget.id,
     object: 'agent.budget',
@@ -33,6 +34,8 @@ export function toBudgetDto(budget: Budget, usage: BudgetUsage | undefined): Bud
     period: budget.period,
     on_exceeded: budget.onExceeded,
     spent: spentOf(usage),
+    period_start: bounds.start === null ? null : unixSeconds(bounds.start),
+    period_end: bounds.end === null ? null : unixSeconds(bounds.end),
     metadata: budget.metadata,
     created_at: unixSeconds(budget.createdAt),
     updated_at: unixSeconds(budget.updatedAt),
