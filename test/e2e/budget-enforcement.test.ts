@@ -72,6 +72,11 @@ describe('budgets enforced', () => {
     assert.equal(turn.status, 'requires_action');
     assert.equal(turn.yuxi.waitpoint.id, waitpoint.id);
     assert.equal(turn.yuxi.usage?.model_calls ?? 0, 0, 'the model was not called');
+    // Operators see it in their inbox, with what it waits on.
+    const inbox = await call(bootstrap, `${ADMIN}/waitpoints?kind=budget&limit=100`);
+    assert.equal(inbox.status, 200, inbox.text);
+    const listed = inbox.body.data.find((w: any) => w.id === waitpoint.id);
+    assert.deepEqual([listed?.kind, listed?.budget_id, listed?.limit, listed?.spent], ['budget', budget.id, 'model_calls', 1]);
 
     const over = await postEventAs(caller, session.id, approval(turnId, waitpoint.id, 'approve'));
     assert.equal(over.status, 409, over.text);
