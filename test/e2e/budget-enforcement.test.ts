@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
-import { API, newKey } from '../support/http.js';
+import { after, before, describe, it } from 'node:test';
+import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
+import { env } from '../support/env.js';
+import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
+import { API, http, newKey, postEvent, sendMessage } from '../support/http.js';
 import { ADMIN, bootstrap, call, type Caller, createSessionAs, newProductUser, openStreamAs, postEventAs, sendMessageAs, until } from '../support/identity.js';
-import type { SseEvent, SseStream } from '../support/sse.js';
+import { type SseEvent, SseStream } from '../support/sse.js';
 
 // Budgets enforced before each call: a turn stops at a `budget` waitpoint (pause) or fails with
 // budget_exceeded (fail); approving goes on only once the budget has room again (raised, or its
@@ -48,8 +51,13 @@ function approval(turnId: string, waitpointId: string, decision: 'approve' | 're
 
 describe('budgets enforced', () => {
   const streams: SseStream[] = [];
+  let fake: FakeOpenAi;
+  before(async () => {
+    fake = await startFakeOpenAi(env.fakeOpenAiPort);
+  });
   after(async () => {
     streams.forEach((stream) => stream.close());
+    await fake.close();
     // The clock is the stack's: later files see the real one.
     await call(bootstrap, CLOCK, { method: 'PUT', body: { offset_s: 0 } });
   });
@@ -92,6 +100,38 @@ describe('budgets enforced', () => {
     const done = await turnOf(caller, session.id, turnId);
     assert.equal(done.yuxi.usage.model_calls, 1);
     assert.equal((await call(caller, `${BUDGETS}/${budget.id}`)).body.spent.model_calls, 2);
+  });
+
+  it('tool calls are checked before they run: a budget of one tool call pauses the turn between the two calls of one model step', async () => {
+    const { id: agentId, model } = await putAgent({ tools: [{ type: 'builtin', name: 'calculator' }] });
+    fake.script(fakeModel(model), [
+      {
+        tool_calls: [
+          { id: 'c1', name: 'calculator', arguments: JSON.stringify({ expression: '2+3' }) },
+          { id: 'c2', name: 'calculator', arguments: JSON.stringify({ expression: '6*7' }) },
+        ],
+      },
+      { text: 'Both done.' },
+    ]);
+    const session = await createSessionWith(agentId);
+    const budget = await http(`${BUDGETS}`, { body: { scope: { session_id: session.id }, limits: { tool_calls: 1 } } });
+    assert.equal(budget.status, 201, budget.text);
+    const stream = await SseStream.open(session.id);
+    streams.push(stream);
+    assert.equal((await sendMessage(session.id, 'add and multiply')).status, 202);
+    const waiting = await stream.waitForType('yuxi.session.turn.waiting');
+    const { waitpoint } = waiting.data;
+    assert.deepEqual([waitpoint.kind, waitpoint.limit, waitpoint.spent], ['budget', 'tool_calls', 1]);
+    const outputs = (): number => stream.events.filter((e) => e.type === 'agent.session.turn.item.done' && e.data.item.type === 'function_call_output').length;
+    assert.equal(outputs(), 1, 'the first call ran, the second waits');
+    const raised = await http(`${BUDGETS}/${budget.body.id}`, { body: { limits: { tool_calls: 2 } } });
+    assert.equal(raised.status, 200, raised.text);
+    const approve = { type: 'yuxi.session.input.resume', turn_id: waiting.data.turn_id, waitpoint_id: waitpoint.id, response: { type: 'approval', decisions: [{ call_id: 'budget', decision: 'approve' }] } };
+    assert.equal((await postEvent(session.id, approve)).status, 202);
+    // The second call runs; the model call after it finds the budget spent again (every limit bounds every call).
+    const again = await stream.waitFor((e) => e.type === 'yuxi.session.turn.waiting' && e.data.waitpoint.id !== waitpoint.id);
+    assert.equal(outputs(), 2);
+    assert.deepEqual([again.data.waitpoint.limit, again.data.waitpoint.spent], ['tool_calls', 2]);
   });
 
   it('rejecting a budget waitpoint fails the turn with budget_exceeded', async () => {
