@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
+import { fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
+import { startFakeOpenAi } from '../support/fake-openai.js';
 import { API, type HttpResult, newKey } from '../support/http.js';
 import { ADMIN, asEndUser, bootstrap, call, type Caller, createKey, newProductUser, openStreamAs } from '../support/identity.js';
 
@@ -12,6 +14,11 @@ import { ADMIN, asEndUser, bootstrap, call, type Caller, createKey, newProductUs
 const BUDGETS = `${API}/budgets`;
 const CLOCK = `${ADMIN}/usage-clock`;
 const GENEROUS = { model_calls: 1000, tokens: 10_000_000 };
+
+/** A budget's `spent` but its wall time (which depends on the machine). */
+function countedUnits(spent: any): Record<string, number> {
+  return { cost_microusd: spent.cost_microusd, tokens: spent.tokens, model_calls: spent.model_calls, tool_calls: spent.tool_calls, turns: spent.turns };
+}
 
 function assertError(res: HttpResult, status: number, code: string): void {
   assert.equal(res.status, status, res.text);
@@ -237,7 +244,7 @@ describe('budgets', () => {
     assert.equal(usage.model_calls, 2, 'the tool call and the answer');
     assert.equal(usage.tool_calls, 1);
     const expected = { cost_microusd: usage.cost_microusd ?? 0, tokens: usage.input_tokens + usage.output_tokens, model_calls: 2, tool_calls: 1, turns: 1 };
-    const spentOf = (budget: any) => ({ cost_microusd: budget.spent.cost_microusd, tokens: budget.spent.tokens, model_calls: budget.spent.model_calls, tool_calls: budget.spent.tool_calls, turns: budget.spent.turns });
+    const spentOf = (budget: any) => countedUnits(budget.spent);
 
     const project = await createBudget(caller, { scope: { project_id: projectId }, limits: GENEROUS });
     const day = await createBudget(caller, { scope: { agent_id: 'default-chatbot' }, limits: GENEROUS, period: 'day' });
@@ -264,6 +271,32 @@ describe('budgets', () => {
     assert.deepEqual(await read(project.id), expected, 'a lifetime budget keeps every call');
     assert.equal((await call(bootstrap, CLOCK, { method: 'PUT', body: { offset_s: 0 } })).body.offset_s, 0);
     assert.deepEqual(await read(day.id), expected, 'the clock back: today again');
+  });
+
+  it('sums each unit of the calls in scope at the price in force: tokens, cost, model and tool calls, turns', async () => {
+    const fake = await startFakeOpenAi(env.fakeOpenAiPort);
+    const { id: agentId, model } = await putAgent({ instructions: 'Use the calculator.', tools: [{ type: 'builtin', name: 'calculator' }] });
+    const price = `${ADMIN}/model-prices/${encodeURIComponent(model)}`;
+    try {
+      // USD per million tokens is micro-dollars per token.
+      assert.equal((await call(bootstrap, price, { method: 'PUT', body: { input_per_mtok_usd: 2, output_per_mtok_usd: 8 } })).status, 201);
+      fake.script(fakeModel(model), [
+        { tool_calls: [{ id: 'c1', name: 'calculator', arguments: '{"expression":"6*7"}' }], usage: { prompt_tokens: 100, completion_tokens: 10 } },
+        { text: 'It is 42.', usage: { prompt_tokens: 120, completion_tokens: 5 } },
+      ]);
+      const agentBudget = await createBudget(bootstrap, { scope: { agent_id: agentId }, limits: GENEROUS });
+      assert.equal(agentBudget.spent.model_calls, 0);
+      const created = await call(bootstrap, `${API}/sessions`, { body: { agent_id: agentId, input: 'What is 6*7?', yuxi: { budget: { limits: GENEROUS } } }, idempotencyKey: newKey('create') });
+      assert.equal(created.status, 201, created.text);
+      await completedTurnUsage(bootstrap, created.body.id);
+      // 100*2 + 10*8 = 280, then 120*2 + 5*8 = 280.
+      const expected = { cost_microusd: 560, tokens: 235, model_calls: 2, tool_calls: 1, turns: 1 };
+      assert.deepEqual(countedUnits((await call(bootstrap, `${BUDGETS}/${agentBudget.id}`)).body.spent), expected, 'the agent budget');
+      assert.deepEqual(countedUnits((await call(bootstrap, `${API}/sessions/${created.body.id}`)).body.yuxi.budget.spent), expected, "the session's own budget");
+    } finally {
+      await call(bootstrap, price, { method: 'DELETE' });
+      await fake.close();
+    }
   });
 
   it('lets only administrators move the usage clock, within bounds, and only where the deployment allows it', async () => {

@@ -119,11 +119,11 @@ export class SessionsRepository {
   }
 
   /** Another owner's session, and a deleted one, are indistinguishable from a missing one. */
-  async getVisible(ownerId: string, sessionId: string, withUsage = false, manager?: EntityManager): Promise<SessionEntity & { usage?: UsageTotals }> {
+  async getVisible(ownerId: string, sessionId: string, withUsage = false): Promise<SessionEntity & { usage?: UsageTotals }> {
     // With `withUsage`, what the session used too: the sums of its ledger rows, in the same statement.
     const usage = withUsage ? `, (SELECT to_jsonb(u) FROM (SELECT ${LEDGER_TOTALS_COLUMNS} FROM usage_ledger WHERE session_id = $1) u) AS usage_totals` : '';
     const sql = prepared(`SELECT ${SESSION_COLUMNS}${usage} FROM sessions WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`);
-    const rows = isUuid(sessionId) ? ((await (manager ?? this.sessions.manager).query(sql, [sessionId, ownerId])) as Record<string, unknown>[]) : [];
+    const rows = isUuid(sessionId) ? ((await this.sessions.query(sql, [sessionId, ownerId])) as Record<string, unknown>[]) : [];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
     return withUsage ? { ...sessionFromRow(rows[0]), usage: totalsFromRow(rows[0].usage_totals as Record<string, unknown>) } : sessionFromRow(rows[0]);
   }
@@ -236,7 +236,7 @@ export class SessionsRepository {
     if (patch.compactionMode !== undefined) set('compaction_mode', patch.compactionMode);
     if (patch.metadata !== undefined) set('metadata', JSON.stringify(patch.metadata));
     if (sets.length === 0) {
-      const current = await this.getVisible(ownerId, sessionId, false, db);
+      const current = await this.getVisible(ownerId, sessionId);
       if (ifMatch !== undefined && current.revision !== ifMatch) throw revisionMismatch(sessionId, ifMatch, current.revision);
       return current;
     }
@@ -248,7 +248,7 @@ export class SessionsRepository {
       values,
     )) as [Record<string, unknown>[], number];
     if (!rows[0]) {
-      const current = await this.getVisible(ownerId, sessionId, false, db);
+      const current = await this.getVisible(ownerId, sessionId);
       throw revisionMismatch(sessionId, ifMatch ?? current.revision, current.revision);
     }
     return sessionFromRow(rows[0]);
