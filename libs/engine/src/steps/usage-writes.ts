@@ -23,7 +23,8 @@ export async function recordUsage(manager: EntityManager, ids: { sessionId: stri
     prepared(`WITH l AS (${ledgerInsertSql({ entries: '$4', session: '$1', turn: '$3', run: '$2' })}),
      d AS (${ledgerDeltaSql('l')}),
      -- The calls are in the ledger: what the run reserved of budgets for them is released (an index probe; none unless budgeted).
-     rel AS (DELETE FROM budget_reservations WHERE run_id = $2),
+     -- A compaction's row alone releases nothing: it runs inside the checked model call, whose reservation stands until that call's row.
+     rel AS (DELETE FROM budget_reservations WHERE run_id = $2 AND EXISTS (SELECT 1 FROM jsonb_array_elements($4::jsonb) e WHERE e->>'kind' <> 'compaction')),
      r AS (UPDATE runs SET usage = ${addUsageSql('runs.usage', 'd.delta')} FROM d WHERE runs.id = $2 RETURNING runs.usage),
      t AS (UPDATE turns SET usage = ${addUsageSql('turns.usage', 'd.delta')} FROM d WHERE turns.id = $3 RETURNING turns.usage)
      SELECT (SELECT usage FROM r) AS run, (SELECT usage FROM t) AS turn, (SELECT coalesce(jsonb_agg(l), '[]'::jsonb) FROM l) AS rows`),
