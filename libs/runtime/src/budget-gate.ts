@@ -10,7 +10,7 @@ import type { RunState } from './run-scope.js';
 
 /**
  * How long a reservation outlives a worker that died with its call in flight. A live call's is
- * released when its step commits or its run ends, whatever its length.
+ * released when its ledger row is written or its run ends, whatever its length.
  */
 const RESERVATION_TTL_S = 600;
 
@@ -19,8 +19,8 @@ const RESERVATION_TTL_S = 600;
  * the budgets in the session's scope (concurrent gates of one budget take turns), reads what each
  * has spent in its period plus what other calls in flight hold, and either reserves this call's
  * estimate or says which budget has no room. A call's reservation lives until its ledger row is
- * written (the same statement deletes it), its run ends (`release`), or RESERVATION_TTL_S passes (a dead worker's frees itself). Turns
- * without a budget in scope never get here.
+ * written (the same statement deletes it), its run ends (`release`), or RESERVATION_TTL_S passes
+ * (a dead worker's frees itself). Turns without a budget in scope never get here.
  */
 @Injectable()
 export class BudgetGate {
