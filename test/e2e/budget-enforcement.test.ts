@@ -190,6 +190,17 @@ describe('budgets enforced', () => {
     assert.equal(completed, LIMIT, 'as many turns completed as the budget allowed calls');
   });
 
+  it('an agent budget covers every session of the account with that agent: a new session\'s first turn waits once it is spent', async () => {
+    const { caller } = await newProductUser('budget agent');
+    await createBudget(caller, { scope: { agent_id: 'default-chatbot' }, limits: { model_calls: 1 } });
+    await sessionAfterOneTurn(caller, streams);
+    const second = await createSessionAs(caller, 'another session');
+    const stream = await openStreamAs(caller, second.id);
+    streams.push(stream);
+    const waiting = await stream.waitForType('yuxi.session.turn.waiting');
+    assert.deepEqual([waiting.data.waitpoint.kind, waiting.data.waitpoint.limit, waiting.data.waitpoint.spent], ['budget', 'model_calls', 1]);
+  });
+
   it('day periods roll over: the next day (on the usage clock) the budget has room again', async () => {
     const { caller } = await newProductUser('budget day');
     const session = await sessionAfterOneTurn(caller, streams);
