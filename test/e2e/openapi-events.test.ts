@@ -191,6 +191,18 @@ describe('SSE event payloads conform to the OpenAPI document', () => {
       assert.ok(stream.events.some((e) => e.type === 'agent.session.turn.item.done' && e.data.item.type === 'command_execution' && e.data.item.exit_code === 0));
     });
 
+    await t.test('a budget without room: budget.reached, then the turn waits at a budget waitpoint', async () => {
+      const session = await createSession('spend the one call');
+      const stream = await open(session.id);
+      await stream.waitForType('agent.session.turn.completed');
+      const budget = await http(`${API}/budgets`, { body: { scope: { session_id: session.id }, limits: { model_calls: 1 } } });
+      assert.equal(budget.status, 201, budget.text);
+      assert.equal((await sendMessage(session.id, 'one more')).status, 202);
+      const waiting = await stream.waitFor((e) => e.type === 'yuxi.session.turn.waiting' && e.data.waitpoint.kind === 'budget');
+      conform(stream.events);
+      assert.ok(stream.events.some((e) => e.type === 'yuxi.session.budget.reached' && e.data.turn_id === waiting.data.turn_id));
+    });
+
     await t.test('a resync for a cursor older than the replay window', async () => {
       const session = await createSession(`before the window moved ${NODE_FILLING_INPUT}`);
       const first = await open(session.id);

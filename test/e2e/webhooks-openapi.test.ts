@@ -102,6 +102,13 @@ describe('webhooks: the x-webhooks of the OpenAPI document', () => {
     const asking = await createSessionAs(caller, '[[ask:Which colour?]]');
     await receiver.waitFor('the waiting turn', () => received().some((h) => h.json?.type === 'yuxi.session.turn.waiting'), 30_000);
     assert.equal((await postEventAs(caller, asking.id, { type: 'agent.session.input.cancel' })).status, 202);
+    // A session whose own budget allows one model call and fails past it: the second turn reaches it.
+    const budgeted = await call(caller, `${API}/sessions`, {
+      body: { agent_id: 'default-chatbot', input: 'one call', yuxi: { budget: { limits: { model_calls: 1 }, on_exceeded: 'fail' } } },
+      idempotencyKey: newKey('create'),
+    });
+    assert.equal(budgeted.status, 201, budgeted.text);
+    assert.equal((await sendMessageAs(caller, budgeted.body.id, 'one more')).status, 202);
     // A coordinator creating a member.
     await createSessionAs(caller, '[[tool:create_subagent {"task":"hi","name":"m"}]] [[tool:wait_subagents {}]]', newKey('create'), 'coordinator');
     // The test send.
@@ -124,6 +131,8 @@ describe('webhooks: the x-webhooks of the OpenAPI document', () => {
     assert.equal(first('yuxi.session.turn.waiting', asking.id).data.waitpoint_kind, 'question');
     assert.equal(first('agent.session.turn.cancelled', asking.id).data.status, 'cancelled');
     assert.equal(typeof first('agent.session.subagent.created').data.subagent_id, 'string');
+    const reached = first('yuxi.session.budget.reached', budgeted.body.id).data;
+    assert.deepEqual([reached.scope, reached.limit, reached.limit_value, reached.spent, reached.on_exceeded], [{ kind: 'session', id: budgeted.body.id }, 'model_calls', 1, 1, 'fail']);
     assert.deepEqual(first('webhook.test').data, { endpoint_id: endpointId });
     assert.equal(first('webhook.test').yuxi, undefined);
 

@@ -30,6 +30,7 @@ const STORED: Record<string, AnyMachine> = {
 const DERIVED: Record<string, AnyMachine> = { SESSION_STATUS_MACHINE, RUN_LEASE_MACHINE, WEBHOOK_ENDPOINT_MACHINE };
 
 const MIGRATION = fileURLToPath(new URL('../../../libs/database/src/migrations/1766801700000-status-checks.ts', import.meta.url));
+const BUDGETS_MIGRATION = fileURLToPath(new URL('../../../libs/database/src/migrations/1767000000000-usage-and-budgets.ts', import.meta.url));
 
 describe('defineMachine', () => {
   it('refuses a declaration that breaks its rules', () => {
@@ -96,7 +97,9 @@ describe('every declared machine', () => {
     const migration = readFileSync(MIGRATION, 'utf8');
     assert.ok(migration.includes(`ADD CONSTRAINT ${COOPERATION_SIGNAL_MACHINE.constraint} ${COOPERATION_SIGNAL_MACHINE.check} NOT VALID`));
     assert.ok(migration.includes(`VALIDATE CONSTRAINT ${COOPERATION_SIGNAL_MACHINE.constraint}`));
-    assert.ok(migration.includes(`waitpoint->>'kind' IN (${WAITPOINT_KINDS.map((k) => `'${k}'`).join(', ')})`));
+    // The kinds as of then; the budgets migration added `budget` (the latest CHECK holds them all).
+    assert.ok(migration.includes(`waitpoint->>'kind' IN (${WAITPOINT_KINDS.filter((k) => k !== 'budget').map((k) => `'${k}'`).join(', ')})`));
+    assert.ok(readFileSync(BUDGETS_MIGRATION, 'utf8').includes(`waitpoint->>'kind' IN (${WAITPOINT_KINDS.map((k) => `'${k}'`).join(', ')})`));
   });
 });
 
@@ -157,9 +160,11 @@ describe('webhook endpoints and waitpoints', () => {
     assert.equal(parseWaitpoint({ ...base, kind: 'question', questions: [] }).kind, 'question');
     for (const kind of ['approval', 'client_tool', 'cooperation']) assert.equal(waitpointProblem({ ...base, kind, tool_calls: [] }), null, kind);
     assert.match(waitpointProblem({ ...base, kind: 'approval' }) ?? '', /without tool_calls/);
+    assert.equal(parseWaitpoint({ ...base, kind: 'budget', budget_id: 'b', limit: 'model_calls', spent: 1 }).kind, 'budget');
+    assert.match(waitpointProblem({ ...base, kind: 'budget', tool_calls: [] }) ?? '', /without budget_id/);
     assert.match(waitpointProblem({ ...base, kind: 'question', tool_calls: [] }) ?? '', /without questions/);
     assert.match(waitpointProblem({ ...base, kind: 'survey', questions: [] }) ?? '', /unknown kind/);
     assert.throws(() => parseWaitpoint(null), /malformed/);
-    assert.deepEqual([...WAITPOINT_KINDS].sort(), ['approval', 'client_tool', 'cooperation', 'question']);
+    assert.deepEqual([...WAITPOINT_KINDS].sort(), ['approval', 'budget', 'client_tool', 'cooperation', 'question']);
   });
 });

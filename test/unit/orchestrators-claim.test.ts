@@ -33,13 +33,16 @@ describe('a claim (TurnClaims.claim)', () => {
   });
 
   it('with an active turn, takes over its unleased run and never reads the queue', async () => {
-    const { sut, inputs, turns, takeovers } = claims(aSession({ id: SESSION, currentTurn: running, trustedTools: ['add'] }));
+    const session = aSession({ id: SESSION, currentTurn: running, trustedTools: ['add'] });
+    const { sut, inputs, turns, takeovers, transactions } = claims(session);
+    // The claim's one read says a budget covers the session: the takeover carries it.
+    transactions.dataSource.answer = () => [{ ...rowOf(session), account_id: null, fresh: true, budgeted: true }];
     const active = aTurn({ sessionId: SESSION, currentRunId: 'r2' });
     const held = { turn: active, run: aRun({ id: 'r2' }), fresh: false } as HeldTurn;
     turns.activeTurn.mock.mockImplementation(async () => active);
     takeovers.takeOver.mock.mockImplementation(async () => held);
     const claimed = await sut.claim(SESSION, 'r-new', 'worker-2');
-    assert.deepEqual(takeovers.takeOver.mock.calls[0]!.arguments.slice(1), [active, 'worker-2', ['add']]);
+    assert.deepEqual(takeovers.takeOver.mock.calls[0]!.arguments.slice(1), [active, 'worker-2', ['add'], true]);
     assert.equal(claimed?.run.id, 'r2');
     assert.equal(inputs.claimQueue.mock.callCount(), 0, 'the queue waits behind the active turn');
   });
@@ -97,16 +100,16 @@ describe('a takeover (TurnTakeovers.takeOver)', () => {
     mocks.get(ItemsRepository).countItems.mock.mockImplementation(async () => 3);
     mocks.get(StepsRepository).stepsSinceLastInput.mock.mockImplementation(async () => steps);
     const manager = {} as never;
-    const held = await sut.takeOver(manager, aTurn({ currentRunId: 'r2' }), 'worker-2', ['add']);
+    const held = await sut.takeOver(manager, aTurn({ currentRunId: 'r2' }), 'worker-2', ['add'], true);
     assert.deepEqual(mocks.get(RunsRepository).takeOver.mock.calls[0]!.arguments, [manager, 's1', 'worker-2', 30_000]);
     assert.deepEqual(held?.lease, { runId: 'r2', owner: 'worker-2', epoch: 5 });
-    assert.deepEqual([held?.fresh, held?.lastInputSeq, held?.outputIndex, held?.steps, held?.trustedTools, held?.config], [false, '4', 3, steps, ['add'], config]);
+    assert.deepEqual([held?.fresh, held?.lastInputSeq, held?.outputIndex, held?.steps, held?.trustedTools, held?.config, held?.budgeted], [false, '4', 3, steps, ['add'], config, true]);
   });
 
   it('takes nothing while the run is held by a live worker, reading nothing more', async () => {
     const { sut, mocks } = newTestService(TurnTakeovers);
     mocks.get(RunsRepository).takeOver.mock.mockImplementation(async () => null);
-    assert.equal(await sut.takeOver({} as never, aTurn(), 'worker-2', []), null);
+    assert.equal(await sut.takeOver({} as never, aTurn(), 'worker-2', [], false), null);
     assert.equal(mocks.get(StepsRepository).stepsSinceLastInput.mock.callCount(), 0);
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EntityManager } from 'typeorm';
+import { type Budget, BudgetsRepository, NO_SPENDING } from '#libs/budgets';
 import { ItemsRepository, SessionsRepository, StepsRepository, ToolOutputItems, TurnsRepository, type Waitpoint, WaitpointControls, type WaitpointResponse } from '#libs/engine';
 import { ELICITATION_ACTION_QUESTION } from '#libs/tools';
 import { aCallsWaitpoint, aRun, aSession, aTurn, aWaitingTurn, aWaitpoint, domainError, typesOf } from './support/aggregate-fixtures.js';
@@ -159,5 +160,54 @@ describe('client tool results (WaitpointControls.toolResult)', () => {
     const { sut, steps } = controls();
     await assert.rejects(sut.toolResult(manager, aSession(), 't1', 'c1', { success: true, output: '' }), domainError('waitpoint_stale'));
     assert.equal(steps.recordStep.mock.callCount(), 0);
+  });
+});
+
+describe('a budget waitpoint (WaitpointControls.resume)', () => {
+  const budgetWaitpoint = aWaitpoint({ id: 'wp4', kind: 'budget', questions: undefined, budget_id: 'b1', limit: 'model_calls', spent: 1 });
+  const decide = (decision: 'approve' | 'reject', callId = 'budget'): WaitpointResponse => ({ type: 'approval', decisions: [{ call_id: callId, decision }] });
+  const budget = (limit: number): Budget => ({
+    id: 'b1',
+    accountId: 'u1',
+    createdBy: 'u1',
+    scopeKind: 'session',
+    scopeId: 's1',
+    appId: null,
+    limits: { model_calls: limit },
+    period: 'lifetime',
+    onExceeded: 'pause',
+    metadata: {},
+    createdAt: new Date(0),
+    updatedAt: new Date(0),
+  });
+  function withBudget(limit: number) {
+    const service = controls(budgetWaitpoint);
+    const budgets = service.mocks.get(BudgetsRepository);
+    budgets.inScope.mock.mockImplementation(async () => [budget(limit)]);
+    budgets.spent.mock.mockImplementation(async () => new Map([['b1', { budgetId: 'b1', spent: { ...NO_SPENDING, model_calls: 1 }, reserved: NO_SPENDING, turnCounted: true, clock: new Date(0) }]]));
+    return { ...service, budgets };
+  }
+
+  it('approve while the budget still has no room is 409 budget_exceeded, recording nothing: the turn still waits', async () => {
+    const { sut, steps, turns, budgets } = withBudget(1);
+    await assert.rejects(sut.resume(manager, aSession(), 't1', 'wp4', decide('approve')), domainError('budget_exceeded', { budget_id: 'b1', limit: 'model_calls', limit_value: 1, spent: 1 }));
+    assert.equal(steps.recordStep.mock.callCount() + turns.resumeTurn.mock.callCount(), 0);
+    assert.deepEqual(budgets.spent.mock.calls[0]!.arguments[2], { turnId: 't1', runId: 'r1' }, 'what the stopped run holds is not counted against it');
+  });
+
+  it('approve once there is room resumes the turn (its run checks again); reject resumes it only to fail, reading no budget', async () => {
+    const raised = withBudget(2);
+    const resumed = await raised.sut.resume(manager, aSession(), 't1', 'wp4', decide('approve'));
+    assert.ok(resumed.runId);
+    assert.deepEqual(raised.steps.recordStep.mock.calls[0]!.arguments[2].output, { kind: 'budget', response: decide('approve') });
+    const rejecting = withBudget(1);
+    await rejecting.sut.resume(manager, aSession(), 't1', 'wp4', decide('reject'));
+    assert.equal(rejecting.budgets.inScope.mock.callCount(), 0);
+    assert.equal(rejecting.turns.resumeTurn.mock.callCount(), 1);
+  });
+
+  it('takes exactly the one decision `budget`: another call id is stale, an answer the wrong kind', async () => {
+    await assert.rejects(withBudget(2).sut.resume(manager, aSession(), 't1', 'wp4', decide('approve', 'c1')), domainError('waitpoint_stale'));
+    await assert.rejects(withBudget(2).sut.resume(manager, aSession(), 't1', 'wp4', answer({ budget: 'yes' })), domainError('waitpoint_incomplete'));
   });
 });

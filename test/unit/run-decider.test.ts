@@ -16,7 +16,7 @@ import {
   TurnCancelledError,
   TurnLimitError,
 } from '#libs/runtime';
-import type { CommittedStep, ToolCallSpec } from '#libs/engine';
+import type { BudgetReached, CommittedStep, ToolCallSpec } from '#libs/engine';
 
 // The run's decider: from committed history and what arrived, the next command. No database, no model, no tools.
 const POLICY: ToolPolicy = {
@@ -49,7 +49,7 @@ const overflowed = (retry: boolean, shown = false): RunFact => ({
 });
 
 function history(facts: RunFact[], options: Partial<RunHistory> = {}): RunHistory {
-  return { kind: 'message', policy: POLICY, limits: { maxModelCalls: 10, maxToolCalls: 10 }, spentBefore: { modelCalls: 0, toolCalls: 0 }, claimed: [], facts, ...options };
+  return { kind: 'message', policy: POLICY, limits: { maxModelCalls: 10, maxToolCalls: 10 }, budgeted: false, spentBefore: { modelCalls: 0, toolCalls: 0 }, claimed: [], facts, ...options };
 }
 
 const CANCEL: Interruption = { kind: 'cancel' };
@@ -191,6 +191,49 @@ describe('run decider: overflow, answers and waits', () => {
     { name: 'a call that needs approval suspends the run', history: history([], { claimed: [modelStep([call('c1', 'risky')])] }), expected: { kind: 'suspend', plan: { action: 'wait', kind: 'approval', calls: [call('c1', 'risky')] } } },
     { name: 'a coordinator awaits its members', history: history([], { claimed: [modelStep([call('c1', 'spawn')])] }), expected: { kind: 'await_members', plan: { action: 'wait', kind: 'cooperation', calls: [call('c1', 'spawn')] } } },
     { name: 'a server call runs', history: history([], { claimed: [modelStep([call('c1')])] }), expected: { kind: 'run_tool', plan: { action: 'execute', call: call('c1'), args: {}, started: false } } },
+  ];
+  for (const c of cases) it(c.name, () => assert.deepEqual(decide(c.history), c.expected));
+});
+
+describe('run decider: budgets, checked before each call of a budgeted turn', () => {
+  const budgeted = { budgeted: true };
+  const reached = (onExceeded: 'pause' | 'fail'): BudgetReached => ({ budgetId: 'b1', scope: { kind: 'project', id: 'p' }, limit: 'model_calls', limitValue: 2, spent: 2, onExceeded });
+  const checked = (found: BudgetReached | null): RunFact => ({ type: 'budget_checked', reached: found });
+  const budgetAnswer = (decision: 'approve' | 'reject'): CommittedStep => ({
+    runId: 'r1',
+    kind: 'waitpoint',
+    status: 'completed',
+    ref: 'w1',
+    output: { kind: 'budget', response: { type: 'approval', decisions: [{ call_id: 'budget', decision }] } },
+  });
+  const cases: { name: string; history: RunHistory; expected: RunCommand }[] = [
+    { name: 'no budget in scope: the model is called without a check', history: history([{ type: 'steers_looked', waiting: false }]), expected: { kind: 'call_model', retryWith: null } },
+    { name: 'budgeted: the budgets are checked once no steer joins', history: history([{ type: 'steers_looked', waiting: false }], budgeted), expected: { kind: 'check_budget', call: { kind: 'model' } } },
+    { name: 'budgeted: a waiting steer still joins first', history: history([{ type: 'steers_looked', waiting: true }], budgeted), expected: { kind: 'join_steers', keepShown: false } },
+    { name: 'room: the model is called', history: history([{ type: 'steers_looked', waiting: false }, checked(null)], budgeted), expected: { kind: 'call_model', retryWith: null } },
+    { name: 'no room, pause: the run stops at a budget waitpoint', history: history([{ type: 'steers_looked', waiting: false }, checked(reached('pause'))], budgeted), expected: { kind: 'stop_for_budget', reached: reached('pause'), ending: null } },
+    {
+      name: 'no room, fail: announced, then the turn fails with budget_exceeded',
+      history: history([checked(reached('fail'))], budgeted),
+      expected: { kind: 'stop_for_budget', reached: reached('fail'), ending: { kind: 'failed', error: { code: 'budget_exceeded', message: 'Budget b1 reached its model_calls limit of 2 (spent 2)' } } },
+    },
+    { name: 'a server call is checked before it runs', history: history([], { ...budgeted, claimed: [modelStep([call('c1')])] }), expected: { kind: 'check_budget', call: { kind: 'tool', call_id: 'c1' } } },
+    {
+      name: 'with room the server call runs',
+      history: history([checked(null)], { ...budgeted, claimed: [modelStep([call('c1')])] }),
+      expected: { kind: 'run_tool', plan: { action: 'execute', call: call('c1'), args: {}, started: false } },
+    },
+    {
+      name: 'a recorded result (an unknown tool) calls nothing and is not checked',
+      history: history([], { ...budgeted, claimed: [modelStep([call('c1', 'nope')])] }),
+      expected: { kind: 'run_tool', plan: { action: 'record', call: call('c1', 'nope'), outcome: { success: false, output: 'Unknown tool nope' }, started: false } },
+    },
+    { name: 'an approved budget waitpoint goes on to the call (checked again)', history: history([], { ...budgeted, claimed: [budgetAnswer('approve')] }), expected: { kind: 'look_for_steers', lookup: 'pending' } },
+    {
+      name: 'a rejected budget waitpoint fails the turn with budget_exceeded',
+      history: history([], { ...budgeted, claimed: [budgetAnswer('reject')] }),
+      expected: failed('budget_exceeded', 'A budget in the session\'s scope has no room, and its waitpoint was rejected'),
+    },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(decide(c.history), c.expected));
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Interruption, RunExecutor, type RunHistory, type ToolPolicy, TurnCancelledError } from '#libs/runtime';
-import type { CommittedStep, ToolCallSpec } from '#libs/engine';
+import type { BudgetReached, CommittedStep, ToolCallSpec } from '#libs/engine';
 
 // The executor only performs the decider's commands and records their results: driven here with
 // fake collaborators (no database, no model, no tools), it is checked for what it performed.
@@ -19,13 +19,16 @@ interface Script {
   sampling?: number;
   onToolRun?: (control: { abort: AbortController }) => void;
   endThrows?: boolean;
+  /** A budgeted turn: what each budget check finds (null: room), in order; undefined: no budget in scope. */
+  budgets?: (BudgetReached | null)[];
 }
 
 async function execute(script: Script): Promise<{ performed: string[]; pending: number | null | Error; sampled: boolean[] }> {
   const performed: string[] = [];
   const sampled: boolean[] = [];
-  const state = { held: { run: { model: 'm' } }, outputIndex: 0, output: {}, boundaryAt: () => undefined, publish: async () => undefined, steerWaiting: async () => false, steerPending: async () => false };
-  const history: RunHistory = { kind: 'message', policy: POLICY, limits: script.limits ?? { maxModelCalls: 10, maxToolCalls: 10 }, spentBefore: { modelCalls: 0, toolCalls: 0 }, claimed: [], facts: [] };
+  const budgeted = script.budgets !== undefined;
+  const state = { held: { run: { model: 'm' }, budgeted }, lease: { runId: 'r2' }, outputIndex: 0, output: {}, boundaryAt: () => undefined, publish: async () => undefined, steerWaiting: async () => false, steerPending: async () => false };
+  const history: RunHistory = { kind: 'message', policy: POLICY, limits: script.limits ?? { maxModelCalls: 10, maxToolCalls: 10 }, budgeted, spentBefore: { modelCalls: 0, toolCalls: 0 }, claimed: [], facts: [] };
   const fakes = {
     scopes: { open: async () => ({ state, close: () => undefined }), startTurnTimer: async () => () => undefined },
     planning: { prepare: async () => ({ declarations: [], tools: [], history }) },
@@ -72,9 +75,17 @@ async function execute(script: Script): Promise<{ performed: string[]; pending: 
         error === OVERFLOW ? { type: 'model_overflowed', retry, shown: false, sent, cause: error, error: { code: 'model_context_length_exceeded', message: 'm' }, tooLarge: { code: 'context_window_exceeded', message: 'm' } } : null,
     },
     cooperation: {},
+    budgets: {
+      check: async (_state: unknown, checked: { kind: string; call_id?: string }) => {
+        performed.push(`check_budget ${checked.call_id ?? checked.kind}`);
+        return script.budgets?.shift() ?? null;
+      },
+      stop: async (_state: unknown, reached: BudgetReached) => void performed.push(`stop_for_budget ${reached.onExceeded}`),
+      release: async (_state: unknown, runId?: string) => void performed.push(runId ? `release ${runId}` : 'release'),
+    },
   };
-  const executor = new RunExecutor(fakes.scopes as never, fakes.planning as never, fakes.modelCall as never, fakes.toolCall as never, fakes.closing as never, fakes.context as never, fakes.cooperation as never);
-  const held = { turn: { cancellationPending: false }, steps: [], batch: { rows: [] } };
+  const executor = new RunExecutor(fakes.scopes as never, fakes.planning as never, fakes.modelCall as never, fakes.toolCall as never, fakes.closing as never, fakes.context as never, fakes.cooperation as never, fakes.budgets as never);
+  const held = { turn: { cancellationPending: false }, steps: [], batch: { rows: [] }, lease: { runId: 'r1' }, budgeted };
   const pending = await executor.execute(held as never, { abort: new AbortController() } as never, 0).catch((error: Error) => error);
   return { performed, pending, sampled };
 }
@@ -115,5 +126,30 @@ describe('run executor: performs the decider\'s commands', () => {
     const throwing = await execute({ answers: [answer([call('c1')])], limits: { maxModelCalls: 1, maxToolCalls: 10 }, endThrows: true });
     assert.equal(throwing.performed.filter((what) => what.startsWith('end')).length, 1);
     assert.ok(throwing.pending instanceof Error);
+  });
+
+  it('a budgeted turn checks its budgets before each model and tool call, and releases what its calls held when the run ends', async () => {
+    const run = await execute({ answers: [answer([call('c1')]), answer([])], budgets: [null, null, null] });
+    assert.deepEqual(run.performed, [
+      'check_budget model',
+      'call_model',
+      'commit_model_step',
+      'check_budget c1',
+      'run_tool c1',
+      'check_budget model',
+      'call_model',
+      'settle',
+      'release r1',
+      'release r2',
+    ]);
+  });
+
+  it('a budget without room stops the run before the call: at a waitpoint (pause), or failing the turn with budget_exceeded (fail)', async () => {
+    const reached = (onExceeded: 'pause' | 'fail'): BudgetReached => ({ budgetId: 'b1', scope: { kind: 'session', id: 's1' }, limit: 'model_calls', limitValue: 1, spent: 1, onExceeded });
+    const paused = await execute({ answers: [answer([call('c1')])], budgets: [null, null, reached('pause')] });
+    assert.deepEqual(paused.performed.slice(-5), ['run_tool c1', 'check_budget model', 'stop_for_budget pause', 'release r1', 'release r2']);
+    assert.equal(paused.pending, null);
+    const failed = await execute({ answers: [], budgets: [reached('fail')] });
+    assert.deepEqual(failed.performed, ['check_budget model', 'stop_for_budget fail', 'end failed budget_exceeded', 'release r1', 'release r2']);
   });
 });

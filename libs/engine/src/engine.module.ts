@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AgentsModule } from '#libs/agents';
+import { BudgetsModule } from '#libs/budgets';
 import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
 import { QueueModule } from '#libs/queue';
@@ -56,7 +57,7 @@ const SYSTEMS = [AfterCommit, SessionTransactions, TurnTakeovers, TurnSettlement
 const INTERNAL: unknown[] = [RunOutputWriter, TurnTakeovers, ToolOutputItems, MemberCreations, MemberControls];
 
 @Module({
-  imports: [TypeOrmModule.forFeature([SessionEntity, ProjectEntity, InputEntity, IdempotencyReceiptEntity, TurnEntity, RunEntity, ItemEntity]), EventsModule, FilesModule, QueueModule, AgentsModule],
+  imports: [TypeOrmModule.forFeature([SessionEntity, ProjectEntity, InputEntity, IdempotencyReceiptEntity, TurnEntity, RunEntity, ItemEntity]), EventsModule, FilesModule, QueueModule, AgentsModule, BudgetsModule],
   providers: [...TABLES, ...SYSTEMS],
   exports: [...TABLES, ...SYSTEMS.filter((system) => !INTERNAL.includes(system))],
 })

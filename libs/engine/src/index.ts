@@ -38,7 +38,7 @@ export { type ModelRequestRow, ModelRequestsRepository } from './tables/model-re
 export { type NewTurn, type SettleSpec, TurnsRepository } from './tables/turns.repository.js';
 export { type OpenWaitpointFilter, type OpenWaitpointRow, type RunFleetCounts, TIMELINE_TEXT_MAX, type TimelineRunRow, type TimelineStepRow } from './views/operator-reads.js';
 export { leaseStateOf, leaseStateSql, RUN_LEASE_MACHINE, type RunLeaseState } from './machines/lease-machine.js';
-export { type CallsWaitpoint, parseWaitpoint, type QuestionWaitpoint, type TaggedWaitpoint, WAITPOINT_KINDS, waitpointProblem } from './waitpoints/waitpoints.js';
+export { BUDGET_CALL_ID, type BudgetReached, budgetReachedOf, type BudgetWaitpoint, type CallsWaitpoint, parseWaitpoint, type QuestionWaitpoint, type TaggedWaitpoint, WAITPOINT_KINDS, waitpointProblem } from './waitpoints/waitpoints.js';
 export { turnStartRows, turnStartWrites } from './claims/turn-start-writes.js';
 
 // formerly #libs/lifecycle

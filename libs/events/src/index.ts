@@ -9,6 +9,7 @@ export { entryEvents, type StreamFrame, toFrames } from './stream-frames.js';
 export { EventsModule, EventStreamModule } from './events.module.js';
 export { shardOf, shardTag, StreamKeys } from './stream-keys.js';
 export {
+  type BudgetReachedEvent,
   type CapabilityLimitedEvent,
   type CapabilityLimitReason,
   type ContentPartEvent,

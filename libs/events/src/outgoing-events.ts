@@ -115,6 +115,18 @@ export interface CapabilityLimitedEvent extends RunScope {
   message: string;
 }
 
+/** A budget in the session's scope has no room for the turn's next call (limit keys and scope kinds as libs/budgets names them). */
+export interface BudgetReachedEvent extends RunScope {
+  type: 'yuxi.session.budget.reached';
+  turn_id: string;
+  budget_id: string;
+  scope: { kind: string; id: string };
+  limit: string;
+  limit_value: number;
+  spent: number;
+  on_exceeded: 'pause' | 'fail';
+}
+
 export interface TurnStateEvent {
   type: 'yuxi.session.turn.state';
   turn_id: string;
@@ -246,6 +258,7 @@ export type EventsByType = CoversCatalogue<{
   'yuxi.session.run.interrupted': RunEvent<'yuxi.session.run.interrupted'>;
   'yuxi.session.run.requires_action': RunEvent<'yuxi.session.run.requires_action'>;
   'yuxi.session.turn.waiting': TurnWaitingEvent;
+  'yuxi.session.budget.reached': BudgetReachedEvent;
   'yuxi.session.run.completed': RunEvent<'yuxi.session.run.completed'>;
   'yuxi.session.run.failed': RunEvent<'yuxi.session.run.failed'>;
   'yuxi.session.run.cancelled': RunEvent<'yuxi.session.run.cancelled'>;

@@ -1,6 +1,6 @@
 import { isDependencyUnavailable } from '#libs/errors';
 import { ModelError } from '#libs/models';
-import type { PublicError } from '#libs/engine';
+import type { BudgetReached, CommittedStep, PublicError } from '#libs/engine';
 import type { BuiltContext } from './context-manager.js';
 import type { ModelCallResult } from './model-call-step.js';
 import { LeaseLostError, ShuttingDownError, TurnCancelledError, TurnLimitError } from './run-errors.js';
@@ -46,6 +46,13 @@ export type RunCommand =
   /** Compact once after the provider refused the call as too long. */
   | { kind: 'compact_after_overflow'; sent: BuiltContext; cause: unknown }
   | { kind: 'settle'; answer: SettledAnswer }
+  /**
+   * A budgeted turn's next call is checked against the budgets in scope first (and its estimate
+   * reserved): a model call, or a server tool call (`call_id`).
+   */
+  | { kind: 'check_budget'; call: { kind: 'model' } | { kind: 'tool'; call_id: string } }
+  /** A budget had no room: announced, then the run stops at a `budget` waitpoint (`pause`: no ending) or ends as `ending` (`fail`). */
+  | { kind: 'stop_for_budget'; reached: BudgetReached; ending: Interruption | null }
   | { kind: 'close'; ending: Interruption };
 
 /**
@@ -63,15 +70,25 @@ export function decide(history: RunHistory, arrived: Interruption | null = null)
   if (last?.type === 'model_called') return afterModelCall(last.result);
   if (last?.type === 'model_overflowed') return afterOverflow(last);
   if (last?.type === 'overflow_compacted') return { kind: 'call_model', retryWith: last.context };
+  if (last?.type === 'budget_checked' && last.reached) return { kind: 'stop_for_budget', reached: last.reached, ending: last.reached.onExceeded === 'fail' ? budgetEnding(last.reached) : null };
   const steps = stepsSinceInput(history);
+  // A person rejected the turn's budget waitpoint: the turn fails as if the budget said `fail`.
+  if (budgetRejected(steps)) return { kind: 'close', ending: { kind: 'failed', error: BUDGET_REJECTED } };
+  // The budgets had room for the call planned now (nothing was committed since the check).
+  const checked = last?.type === 'budget_checked';
   const plan = planNextStep(steps, history.policy, spent(history), history.kind);
   switch (plan.action) {
     case 'call_model':
       // A safe boundary: every call of the last model step has its result, and steers join here.
       // After a step (a tool round, seconds long) the queue is read, so a steer that arrived
       // meanwhile is never left to the stream; before the first model call (just claimed, taken
-      // over, or joined) only an announced one is looked for.
-      if (last?.type === 'steers_looked') return last.waiting ? { kind: 'join_steers', keepShown: false } : { kind: 'call_model', retryWith: null };
+      // over, or joined) only an announced one is looked for. A budgeted turn checks its budgets
+      // once no steer joins, right before the call.
+      if (checked) return { kind: 'call_model', retryWith: null };
+      if (last?.type === 'steers_looked') {
+        if (last.waiting) return { kind: 'join_steers', keepShown: false };
+        return history.budgeted ? { kind: 'check_budget', call: { kind: 'model' } } : { kind: 'call_model', retryWith: null };
+      }
       return { kind: 'look_for_steers', lookup: steps.length > 0 ? 'pending' : 'announced' };
     case 'settle':
       return { kind: 'settle', answer: { from: 'stored', text: plan.text } };
@@ -84,15 +101,34 @@ export function decide(history: RunHistory, arrived: Interruption | null = null)
     case 'wait':
       return plan.kind === 'cooperation' ? { kind: 'await_members', plan } : { kind: 'suspend', plan };
     case 'coordinate':
+      if (history.budgeted && !checked) return { kind: 'check_budget', call: { kind: 'tool', call_id: plan.call.call_id } };
       return { kind: 'coordinate', plan };
-    case 'record':
     case 'execute':
+      // A call that runs now (a new one, or an idempotent one run again) is checked; a recorded result costs nothing.
+      if (history.budgeted && !checked) return { kind: 'check_budget', call: { kind: 'tool', call_id: plan.call.call_id } };
+      return { kind: 'run_tool', plan };
+    case 'record':
     case 'resume_elicitation':
       return { kind: 'run_tool', plan };
     default:
       // A new planner action without its case here fails to compile.
       throw new Error(`unplanned step ${(plan satisfies never as { action: string }).action}`);
   }
+}
+
+const BUDGET_REJECTED: PublicError = { code: 'budget_exceeded', message: 'A budget in the session\'s scope has no room, and its waitpoint was rejected' };
+
+/** How a turn ends whose budget has no room and says `fail`. */
+export function budgetEnding(reached: BudgetReached): Extract<Interruption, { kind: 'failed' }> {
+  return { kind: 'failed', error: { code: 'budget_exceeded', message: `Budget ${reached.budgetId} reached its ${reached.limit} limit of ${reached.limitValue} (spent ${reached.spent})` } };
+}
+
+/** Whether the turn's budget waitpoint was answered with a rejection (since its last input). */
+function budgetRejected(steps: readonly CommittedStep[]): boolean {
+  return steps.some((step) => {
+    const response = step.kind === 'waitpoint' && step.output.kind === 'budget' ? step.output.response : undefined;
+    return response?.type === 'approval' && response.decisions.some((d) => d.decision === 'reject');
+  });
 }
 
 /**

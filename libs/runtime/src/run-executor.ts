@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { HeldTurn, CommittedStep } from '#libs/engine';
+import { BudgetGate } from './budget-gate.js';
 import { type BuiltContext, ContextManager } from './context-manager.js';
 import { CooperationStep } from './cooperation-step.js';
 import { ModelCallStep } from './model-call-step.js';
@@ -44,6 +45,7 @@ export class RunExecutor {
     private readonly closing: RunClosing,
     private readonly context: ContextManager,
     private readonly cooperation: CooperationStep,
+    private readonly budgets: BudgetGate,
   ) {}
 
   /**
@@ -73,6 +75,9 @@ export class RunExecutor {
     } finally {
       stopTimer();
       close();
+      // A call's reservation is released with its ledger row (its step's statement); what a run that
+      // stopped otherwise (a waitpoint, a failure, a cancel) still holds is released with its end.
+      if (state.held.budgeted) for (const runId of new Set([held.lease.runId, state.lease.runId])) await this.budgets.release(state, runId);
     }
   }
 
@@ -90,6 +95,8 @@ export class RunExecutor {
     };
     const performing: Performing = { state, turn, control, allowance };
     for (;;) {
+      // A budget created (or the last one deleted) while the run went on applies from the next call.
+      if (history.budgeted !== state.held.budgeted) history = { ...history, budgeted: state.held.budgeted };
       // A cancel, a shutdown or a lost lease heard while the last command ran ends the run at this boundary.
       const { signal } = control.abort;
       const performed = await this.perform(decide(history, signal.aborted ? interruptionOf(signal, signal.reason) : null), performing);
@@ -122,6 +129,11 @@ export class RunExecutor {
       }
       case 'coordinate':
         return stepOrEnd(await this.cooperation.coordinate(state, command.plan));
+      case 'check_budget':
+        return { fact: { type: 'budget_checked', reached: await this.budgets.check(state, command.call) } };
+      case 'stop_for_budget':
+        await this.budgets.stop(state, command.reached);
+        return command.ending ? { close: command.ending } : ENDED;
       case 'suspend':
         await this.toolCall.wait(state, command.plan);
         return ENDED;

@@ -1,4 +1,4 @@
-import type { PublicError, CommittedStep } from '#libs/engine';
+import type { BudgetReached, PublicError, CommittedStep } from '#libs/engine';
 import type { BuiltContext } from './context-manager.js';
 import type { ModelCallResult } from './model-call-step.js';
 import type { ToolPolicy, TurnBudget, TurnKind } from './step-plan.js';
@@ -26,7 +26,12 @@ export type RunFact =
   /** The context was compacted after an overflow: the call is retried once with it. */
   | { type: 'overflow_compacted'; context: BuiltContext }
   /** A tool's MCP server asked the turn's model for a completion: one of the turn's model calls. */
-  | { type: 'sampled' };
+  | { type: 'sampled' }
+  /**
+   * The budgets in scope were checked before the next call (a budgeted turn only): null, the call
+   * may start (its estimate is reserved); else the budget without room.
+   */
+  | { type: 'budget_checked'; reached: BudgetReached | null };
 
 /** The agent's per-turn limits. */
 export interface TurnLimits {
@@ -43,6 +48,8 @@ export interface RunHistory {
   readonly kind: TurnKind;
   readonly policy: ToolPolicy;
   readonly limits: TurnLimits;
+  /** A budget covers the session: each model and tool call is checked against the budgets first. */
+  readonly budgeted: boolean;
   /** Model and tool calls the turn's earlier runs made (all of them, read when this run began). */
   readonly spentBefore: { readonly modelCalls: number; readonly toolCalls: number };
   /** The turn's committed steps since its last input, as this run found them. */

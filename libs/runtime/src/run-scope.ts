@@ -89,12 +89,12 @@ export class RunScopes {
       heartbeatMs: this.config.runHeartbeatMs,
       abort: control.abort,
       // Only this run's own item is its checkpoint (never the item of the run it yielded from).
-      renew: (current) =>
-        this.runs.renewLease(
-          current,
-          this.config.runLeaseMs,
-          state.output.item?.runId === current.runId ? runCheckpoint(state.output.item, state.output) : null,
-        ),
+      // The renewal also says whether a budget covers the session now: one created mid-turn applies from the next call.
+      renew: async (current) => {
+        const renewed = await this.runs.renewLease(current, this.config.runLeaseMs, state.output.item?.runId === current.runId ? runCheckpoint(state.output.item, state.output) : null);
+        if (renewed.held) held.budgeted = renewed.budgeted;
+        return renewed;
+      },
       onRenewed: () => {
         void this.inputs
           .hasPendingSteer(sessionId, held.lastInputSeq)

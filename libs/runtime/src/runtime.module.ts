@@ -1,5 +1,6 @@
 import { CooperationStep } from './cooperation-step.js';
 import { Module } from '@nestjs/common';
+import { BudgetsModule } from '#libs/budgets';
 import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
 import { EngineModule } from '#libs/engine';
@@ -8,6 +9,7 @@ import { QueueModule } from '#libs/queue';
 import { ToolsModule } from '#libs/tools';
 import { EnvironmentsModule } from '#libs/environments';
 import { AttachmentPreparer } from './attachment-preparer.js';
+import { BudgetGate } from './budget-gate.js';
 import { FencingStats } from './fencing-stats.js';
 import { ImageReferences } from './image-references.js';
 import { ModelImages } from './model-images.js';
@@ -37,8 +39,8 @@ import { DrivePasses } from './drive-passes.js';
 /** The agent runtime: what the worker runs. The api never imports it. */
 @Module({
   // The harness's tools run in sessions' workspaces (SessionEnvironments, EnvironmentsModule).
-  imports: [EngineModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule, EnvironmentsModule],
-  providers: [RunExecutor, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, HarnessCalls, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, RecoveryService, LeaseTakeovers, WaitingWorkNudges, PreparationResumption, ExpiredRowsCleanup, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
+  imports: [EngineModule, BudgetsModule, ModelsModule, ToolsModule, QueueModule, EventsModule, FilesModule, EnvironmentsModule],
+  providers: [RunExecutor, BudgetGate, RunScopes, TurnPlanning, ModelCallStep, ToolCallStep, HarnessCalls, McpSampling, McpCallsInFlight, CooperationStep, ContextManager, CompactionStep, ModelStreams, RunClosing, DurableWrites, ImageReferences, ModelImages, SessionDriver, DrivePasses, RecoveryService, LeaseTakeovers, WaitingWorkNudges, PreparationResumption, ExpiredRowsCleanup, OutboxRelay, FencingStats, QueueMetrics, AttachmentPreparer],
   exports: [SessionDriver, DrivePasses, RecoveryService, OutboxRelay, FencingStats, AttachmentPreparer],
 })
 export class RuntimeModule {}

@@ -129,7 +129,7 @@ function nextStep(steps: readonly CommittedStep[], policy: ToolPolicy): NextStep
     if (response?.type === 'cooperation') for (const [callId, outcome] of Object.entries(response.results)) cooperation.set(callId, outcome);
   }
 
-  const waiting: Record<WaitpointKind, ToolCallSpec[]> = { approval: [], question: [], client_tool: [], cooperation: [] };
+  const waiting: Record<Exclude<WaitpointKind, 'budget'>, ToolCallSpec[]> = { approval: [], question: [], client_tool: [], cooperation: [] };
   for (const call of calls) {
     if (done.has(call.call_id)) continue;
     const executor = policy.executorOf(call.name);

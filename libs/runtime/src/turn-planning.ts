@@ -67,6 +67,7 @@ export class TurnPlanning {
         kind: held.config.compact ? 'compaction' : 'message',
         policy: toolPolicy(tools, held.config.tool_approval_mode, held.trustedTools),
         limits: { maxModelCalls: limits.max_model_calls, maxToolCalls: limits.max_tool_calls },
+        budgeted: held.budgeted,
         spentBefore: spent,
         claimed: held.steps,
         facts: [],

@@ -11,7 +11,9 @@ export const WEBHOOK_EVENT_TYPES = {
   'agent.session.turn.failed': 'A turn failed (`data.error_code` is the turn\'s error code).',
   'agent.session.turn.cancelled': 'A turn was cancelled.',
   'yuxi.session.turn.waiting':
-    'Action required: the turn waits at a waitpoint (`data.waitpoint_kind`: question, approval or client_tool). Read the waitpoint with GET …/turns/{turn_id} and answer it.',
+    'Action required: the turn waits at a waitpoint (`data.waitpoint_kind`: question, approval, client_tool or budget). Read the waitpoint with GET …/turns/{turn_id} and answer it.',
+  'yuxi.session.budget.reached':
+    'A budget in the session\'s scope has no room for the turn\'s next call (`data.budget_id`, `data.scope`, `data.limit`, `data.limit_value`, `data.spent`, `data.on_exceeded`): the turn waits at a `budget` waitpoint (`pause`) or fails with `budget_exceeded` (`fail`).',
   'agent.session.subagent.created': 'A coordinator created a member session (`data.subagent_id`).',
   'yuxi.session.turn.context_compression': 'The model context of a turn was compacted (`data.status` = completed) or could not be (failed, `data.error_code`).',
   'webhook.test': 'A test send (`POST /api/v1/agents/webhooks/{id}/test`); `data.endpoint_id` names the endpoint.',
@@ -39,6 +41,13 @@ export interface WebhookPayload {
     error_code?: string;
     subagent_id?: string;
     endpoint_id?: string;
+    /** yuxi.session.budget.reached: the budget, its scope, the limit reached, its value, what was spent and what happens. */
+    budget_id?: string;
+    scope?: { kind: string; id: string };
+    limit?: string;
+    limit_value?: number;
+    spent?: number;
+    on_exceeded?: string;
   };
   /** The event's `yuxi.seq` on the session stream: per session 1, 2, 3…, the order deliveries keep. */
   yuxi?: { seq: number | string };
@@ -84,6 +93,16 @@ export function webhookPayloadOf(event: StampedEvent, seq: string): WebhookPaylo
     case 'agent.session.subagent.created':
       data.subagent_id = field(event.subagent, 'id');
       break;
+    case 'yuxi.session.budget.reached': {
+      const scope = event.scope as { kind?: unknown; id?: unknown } | undefined;
+      data.budget_id = typeof event.budget_id === 'string' ? event.budget_id : undefined;
+      data.scope = scope && typeof scope.kind === 'string' && typeof scope.id === 'string' ? { kind: scope.kind, id: scope.id } : undefined;
+      data.limit = typeof event.limit === 'string' ? event.limit : undefined;
+      data.limit_value = typeof event.limit_value === 'number' ? event.limit_value : undefined;
+      data.spent = typeof event.spent === 'number' ? event.spent : undefined;
+      data.on_exceeded = typeof event.on_exceeded === 'string' ? event.on_exceeded : undefined;
+      break;
+    }
     case 'yuxi.session.turn.context_compression':
       if (event.phase !== 'completed' && event.phase !== 'failed') return null;
       data.status = event.phase;

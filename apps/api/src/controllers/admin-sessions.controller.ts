@@ -89,6 +89,7 @@ export class AdminSessionsController {
     'idempotency_conflict',
     'state_conflict',
     'waitpoint_stale',
+    'budget_exceeded',
     'payload_too_large',
     'input_text_too_large',
     'rate_limited',

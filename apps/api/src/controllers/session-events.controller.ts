@@ -46,6 +46,7 @@ export class SessionEventsController {
     'not_found',
     'idempotency_conflict',
     'state_conflict',
+    'budget_exceeded',
     'file_already_bound',
     'payload_too_large',
     'too_many_large_bodies',

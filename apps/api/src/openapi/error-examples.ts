@@ -15,6 +15,7 @@ const DETAILS: Partial<Record<ErrorCode, Record<string, unknown>>> = {
   state_conflict: { queued_input_count: 2 },
   waitpoint_stale: { turn_status: 'in_progress', waitpoint_id: null },
   revision_mismatch: { expected_revision: 2, revision: 3 },
+  budget_exceeded: { budget_id: '0193a5c2-8a01-7b22-9c3d-4e5f6a7b8c21', limit: 'model_calls', limit_value: 100, spent: 100 },
 };
 
 /** An error body of `code` as the server sends it. */

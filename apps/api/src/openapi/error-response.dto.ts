@@ -52,8 +52,17 @@ export class ErrorDetailsDto {
   file_id?: string;
   @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`file_too_large`: the largest file accepted, in bytes.' })
   limit_bytes?: number;
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`api_key_limit`: the most live API keys one user may hold (MAX_KEYS_PER_USER).' })
-  limit?: number;
+  @ApiPropertyOptional({
+    oneOf: [{ type: 'integer', minimum: 1 }, { type: 'string' }],
+    description: '`api_key_limit`: the most live API keys one user may hold (MAX_KEYS_PER_USER), an integer; `budget_exceeded`: the limit key the budget reached (`model_calls`, `cost_microusd`…), a string.',
+  })
+  limit?: number | string;
+  @ApiPropertyOptional({ description: '`budget_exceeded`: the budget without room.' })
+  budget_id?: string;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`budget_exceeded`: the value of the limit reached.' })
+  limit_value?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`budget_exceeded`: what was spent of it in the budget\'s period (committed plus held by calls in flight).' })
+  spent?: number;
   @ApiPropertyOptional({
     type: 'integer',
     minimum: 0,

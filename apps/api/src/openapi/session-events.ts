@@ -1,5 +1,6 @@
 import { type ContentObject, getSchemaPath, type SchemaObject } from '@nestjs/swagger';
 import { type ContentPartEventType, EVENT_FORMAT, EVENT_TYPES, type EventOf, type EventType, type ItemEventType, type RunEventType, type TurnStatusEventType } from '#libs/events';
+import { BUDGET_LIMIT_KEYS, BUDGET_ON_EXCEEDED, BUDGET_SCOPE_KINDS } from '#libs/budgets';
 import { SessionDto, ReceiptDto } from '#libs/protocol';
 import { COMPACTION_TRIGGERS, ContentPartDto, ItemDto, PublicErrorDto, RunDto, TurnDto, TurnStateDto, WaitpointDto } from '#libs/engine';
 
@@ -210,6 +211,25 @@ const EVENT_SPECS: { [K in EventType]: SpecOf<K> } = {
       name: { type: 'string' },
       status: { type: 'string', enum: ['completed', 'failed', 'cancelled'] },
       error_code: { type: 'string', nullable: true },
+    },
+  },
+  'yuxi.session.budget.reached': {
+    name: 'BudgetReachedEvent',
+    durability: 'durable',
+    run: 'required',
+    turn: true,
+    payload: {
+      budget_id: text('The budget without room.'),
+      scope: {
+        type: 'object',
+        required: ['kind', 'id'],
+        additionalProperties: false,
+        properties: { kind: { type: 'string', enum: [...BUDGET_SCOPE_KINDS] }, id: text('The session, project, app, end user, agent or user the budget covers.') },
+      },
+      limit: { type: 'string', enum: [...BUDGET_LIMIT_KEYS], description: 'The limit key reached.' },
+      limit_value: { type: 'integer', minimum: 0, description: 'The limit\'s value.' },
+      spent: { type: 'integer', minimum: 0, description: 'What the scope has spent of it in the budget\'s period, plus what calls in flight hold.' },
+      on_exceeded: { type: 'string', enum: [...BUDGET_ON_EXCEEDED], description: '`pause`: the turn waits at a `budget` waitpoint; `fail`: the turn fails with `budget_exceeded`.' },
     },
   },
   'yuxi.session.run.completed': runEvent('RunCompletedEvent'),

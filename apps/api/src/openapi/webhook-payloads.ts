@@ -1,4 +1,5 @@
 import type { SchemaObject } from '@nestjs/swagger';
+import { BUDGET_LIMIT_KEYS, BUDGET_ON_EXCEEDED, BUDGET_SCOPE_KINDS } from '#libs/budgets';
 import { SESSION_STATUSES } from '#libs/engine';
 import { DEFAULT_RETRY_SCHEDULE_MS, RETRY_AFTER_CAP_MS, signatureHeader, WEBHOOK_EVENT_TYPES, type WebhookEventType, type WebhookPayload } from '#libs/webhooks';
 import { AT, SESSION_ID, TURN_ID, WEBHOOK_WITH_SECRET_EXAMPLE } from './examples.js';
@@ -77,11 +78,38 @@ const PAYLOAD_SPECS: { [K in WebhookEventType]: PayloadSpec & { example: { type:
       status: { type: 'string', enum: ['requires_action'], description: 'The turn\'s status: it waits for an answer (`POST …/events` with `yuxi.session.input.resume`, or `tool_result`s).' },
       waitpoint_kind: {
         type: 'string',
-        enum: ['question', 'approval', 'client_tool'],
-        description: 'What the turn waits for: answers to questions, approval decisions, or the results of client-executed tool calls. The waitpoint itself is in the turn (`yuxi.waitpoint`).',
+        enum: ['question', 'approval', 'client_tool', 'budget'],
+        description: 'What the turn waits for: answers to questions, approval decisions, the results of client-executed tool calls, or a person\'s approval once a budget has room again. The waitpoint itself is in the turn (`yuxi.waitpoint`).',
       },
     },
     example: { id: EVENT_ID, type: 'yuxi.session.turn.waiting', created_at: AT + 1, data: { session_id: SESSION_ID, turn_id: TURN_ID, status: 'requires_action', waitpoint_kind: 'approval' }, yuxi: { seq: 8 } },
+  },
+  'yuxi.session.budget.reached': {
+    name: 'WebhookBudgetReachedPayload',
+    summary: 'A budget has no room for a turn\'s next call',
+    session: true,
+    data: {
+      session_id: SESSION_FIELD,
+      turn_id: TURN_FIELD,
+      budget_id: { type: 'string', description: 'The budget: read it (limits, `spent`) with `GET /api/v1/agents/budgets/{budget_id}`.' },
+      scope: {
+        type: 'object',
+        required: ['kind', 'id'],
+        additionalProperties: false,
+        properties: { kind: { type: 'string', enum: [...BUDGET_SCOPE_KINDS] }, id: { type: 'string', description: 'The session, project, app, end user, agent or user the budget covers.' } },
+      },
+      limit: { type: 'string', enum: [...BUDGET_LIMIT_KEYS], description: 'The limit key reached.' },
+      limit_value: { type: 'integer', minimum: 0, description: 'The limit\'s value.' },
+      spent: { type: 'integer', minimum: 0, description: 'What was spent of it in the budget\'s period (committed plus held by calls in flight).' },
+      on_exceeded: { type: 'string', enum: [...BUDGET_ON_EXCEEDED], description: '`pause`: the turn waits at a `budget` waitpoint; `fail`: the turn fails with `budget_exceeded`.' },
+    },
+    example: {
+      id: EVENT_ID,
+      type: 'yuxi.session.budget.reached',
+      created_at: AT + 1,
+      data: { session_id: SESSION_ID, turn_id: TURN_ID, budget_id: '0193a5c2-8a01-7b22-9c3d-4e5f6a7b8c21', scope: { kind: 'session', id: SESSION_ID }, limit: 'model_calls', limit_value: 1, spent: 1, on_exceeded: 'pause' },
+      yuxi: { seq: 8 },
+    },
   },
   'agent.session.subagent.created': {
     name: 'WebhookSubagentCreatedPayload',

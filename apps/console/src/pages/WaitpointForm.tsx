@@ -33,7 +33,8 @@ function describe(caught: unknown): string {
 /**
  * The open waitpoint of the session's turn, as forms: a textbox per question and `Submit answer`;
  * `Approve` / `Reject` per tool call of an approval (sent once every call is decided, as the API
- * takes the whole waitpoint at once); a result form per client tool call.
+ * takes the whole waitpoint at once); a result form per client tool call; a budget's reached
+ * limit with `Approve` (once it has room again) / `Reject`.
  */
 export function WaitpointForm(props: Props) {
   const { waitpoint, readOnly } = props;
@@ -42,6 +43,7 @@ export function WaitpointForm(props: Props) {
       {waitpoint.kind === 'question' && <QuestionForm {...props} />}
       {waitpoint.kind === 'approval' && <ApprovalForm {...props} />}
       {waitpoint.kind === 'client_tool' && <ToolResultForms {...props} />}
+      {(waitpoint.kind as string) === 'budget' && <BudgetForm {...props} />}
       {waitpoint.kind === 'cooperation' && (
         <>
           <h2 id="waitpoint-title">Waiting for its members</h2>
@@ -183,6 +185,51 @@ function ApprovalForm({ turnId, waitpoint, send, readOnly, onSent }: Props) {
           </li>
         ))}
       </ul>
+      {error && (
+        <p role="alert" className="error">
+          {error}
+        </p>
+      )}
+    </>
+  );
+}
+
+/** A budget waitpoint as the API shows it (its fields beyond the common ones). */
+type BudgetWaitpoint = Waitpoint & { budget_id?: string; limit?: string; spent?: number };
+
+/** A budget without room: approve goes on once it has room again (raised, or its period rolled over; else not accepted), reject fails the turn. */
+function BudgetForm({ turnId, waitpoint, send, readOnly, onSent }: Props) {
+  const budget = waitpoint as BudgetWaitpoint;
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const decide = (decision: 'approve' | 'reject') => {
+    setBusy(true);
+    setError(null);
+    const response = { type: 'approval' as const, decisions: [{ call_id: 'budget', decision }] };
+    send({ type: 'yuxi.session.input.resume', turn_id: turnId, waitpoint_id: waitpoint.id, response }).then(onSent, (caught: unknown) => {
+      setError(`Not accepted: ${caught instanceof Error ? caught.message : String(caught)}. Approving needs room in the budget: raise its limit first.`);
+      setBusy(false);
+    });
+  };
+  return (
+    <>
+      <h2 id="waitpoint-title">Budget reached</h2>
+      <dl className="facts">
+        <dt>Budget</dt>
+        <dd>{budget.budget_id}</dd>
+        <dt>Limit</dt>
+        <dd>{budget.limit}</dd>
+        <dt>Spent</dt>
+        <dd>{budget.spent}</dd>
+      </dl>
+      <div className="actions">
+        <button type="button" onClick={() => decide('approve')} disabled={readOnly !== null || busy}>
+          Approve
+        </button>
+        <button type="button" className="danger" onClick={() => decide('reject')} disabled={readOnly !== null || busy}>
+          Reject
+        </button>
+      </div>
       {error && (
         <p role="alert" className="error">
           {error}

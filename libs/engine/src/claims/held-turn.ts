@@ -23,6 +23,11 @@ export interface HeldTurn {
   fresh: boolean;
   /** User messages this claim wrote without attachments (files bind only when a message is written): no file lookup for them. */
   filelessMessageIds: string[];
+  /**
+   * A budget covers the session (read by the claim, refreshed with the lease's heartbeat): only
+   * then is each model and tool call checked against the budgets first (and holds a reservation).
+   */
+  budgeted: boolean;
   batch: OutboxBatch;
 }
 

@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { budgetedSql } from '#libs/budgets';
 import { isUuid, prepared, shiftParams, type SqlFragment } from '#libs/database';
 import { ACCOUNT_LOCK_SEED, ACCOUNT_OF, ACCOUNT_RUNNING_TURNS } from './account-sql.js';
 import { SESSION_COLUMNS, type SessionEntity, sessionFromRow, type TurnSummary } from '../tables/session.entity.js';
@@ -14,6 +15,8 @@ export interface ClaimRead {
    */
   fresh: boolean;
   queue: Record<string, unknown>[];
+  /** Whether a budget covers the session: only then does its turn pay for checks before its calls. */
+  budgeted: boolean;
 }
 
 /**
@@ -25,7 +28,9 @@ export interface ClaimRead {
  * account's claims count each other's turns (`turnStartedWrite`) one at a time across the fleet,
  * so the cap is strict there; further below it they do not wait on each other. Every writer of
  * the queue changes the session row under this lock, so an unchanged row (xmin) means the queue
- * rows of the statement's snapshot are the current ones. A session with no pending input and no
+ * rows of the statement's snapshot are the current ones. `budgeted`: whether any budget covers the
+ * session (an index probe in the same statement, so a session without one pays nothing more for
+ * budgets anywhere in its turn). A session with no pending input and no
  * active turn (per its counters and overview, written under this lock) has nothing to claim: no
  * row, and nothing is locked (a claim that finds nothing costs no transaction id).
  */
@@ -38,7 +43,7 @@ export async function lockForClaim(
 ): Promise<ClaimRead | null> {
   if (!isUuid(sessionId)) return null;
   const rows = (await manager.query(
-    prepared(`SELECT ${SESSION_COLUMNS}, acct.account_id, sessions.xmin = (SELECT s0.xmin FROM sessions s0 WHERE s0.id = $1) AS fresh, ${queue.columns}
+    prepared(`SELECT ${SESSION_COLUMNS}, acct.account_id, sessions.xmin = (SELECT s0.xmin FROM sessions s0 WHERE s0.id = $1) AS fresh, ${budgetedSql('sessions')} AS budgeted, ${queue.columns}
      FROM sessions
      LEFT JOIN LATERAL (SELECT u.account_id,
          CASE WHEN (${ACCOUNT_RUNNING_TURNS('u.account_id')}) >= $3::int
@@ -51,7 +56,7 @@ export async function lockForClaim(
   )) as Record<string, unknown>[];
   const row = rows[0];
   if (!row) return null;
-  return { session: sessionFromRow(row), accountId: (row.account_id as string | null) ?? null, fresh: row.fresh === true, queue: rows };
+  return { session: sessionFromRow(row), accountId: (row.account_id as string | null) ?? null, fresh: row.fresh === true, queue: rows, budgeted: row.budgeted === true };
 }
 
 /**

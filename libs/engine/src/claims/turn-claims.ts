@@ -71,7 +71,7 @@ export class TurnClaims {
     // whether a turn is active: only then is the turns table read. The unique index
     // turns_one_active_per_session still refuses a second active turn if the two ever disagreed.
     const active = mayHaveActiveTurn(session.currentTurn) ? await this.turns.activeTurn(manager, sessionId) : null;
-    if (active) return this.takeovers.takeOver(manager, active, owner, session.trustedTools);
+    if (active) return this.takeovers.takeOver(manager, active, owner, session.trustedTools, locked.budgeted);
     if (session.queuePaused) return null;
     // A member of a cooperation tree waits for a slot of its tree's cap (queued, in order).
     if (session.depth > 0 && !admitted(await this.tree.admission(manager, session))) return null;
@@ -132,6 +132,7 @@ export class TurnClaims {
       trustedTools: session.trustedTools,
       fresh: true,
       filelessMessageIds: userItems.filter((item) => !bound.has(item.id)).map((item) => item.id),
+      budgeted: locked.budgeted,
       batch: { sessionId, rows: [] },
     };
   }

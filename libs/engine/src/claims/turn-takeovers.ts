@@ -20,8 +20,8 @@ export class TurnTakeovers {
     private readonly config: AppConfig,
   ) {}
 
-  /** Leases the active turn's unleased run, if it has one. */
-  async takeOver(manager: EntityManager, turn: TurnEntity, owner: string, trustedTools: string[]): Promise<HeldTurn | null> {
+  /** Leases the active turn's unleased run, if it has one (`budgeted`: the claim's read of the session). */
+  async takeOver(manager: EntityManager, turn: TurnEntity, owner: string, trustedTools: string[], budgeted: boolean): Promise<HeldTurn | null> {
     const run = await this.runs.takeOver(manager, turn.sessionId, owner, this.config.runLeaseMs);
     if (!run) return null;
     return {
@@ -35,6 +35,7 @@ export class TurnTakeovers {
       trustedTools,
       fresh: false,
       filelessMessageIds: [],
+      budgeted,
       batch: { sessionId: turn.sessionId, rows: [] },
     };
   }

@@ -11,6 +11,7 @@ import { toCurrentTurn } from '../views/projections.js';
 import { type Lease } from '../claims/lease.js';
 import type { HeldTurn } from '../claims/held-turn.js';
 import { turnEvents } from './turn-events.js';
+import type { BudgetReached } from '../waitpoints/waitpoints.js';
 
 /**
  * The worker's stop of a held run at a waitpoint: calls a person or the client answers (approval,
@@ -51,7 +52,26 @@ export class RunSuspensions {
     return this.suspendAt(held, lease, (waitpoint) => ({ ...waitpoint, kind: 'question', questions, elicitation }));
   }
 
-  private async suspendAt(held: HeldTurn, lease: Lease, build: (base: Omit<Waitpoint, 'kind'>) => Waitpoint): Promise<OutboxBatch | 'cancelled' | null> {
+  /**
+   * Stops the run at a `budget` waitpoint: a budget in the session's scope has no room for the
+   * next call (`on_exceeded: pause`). `yuxi.session.budget.reached` comes first, then the events
+   * of any waitpoint. As suspend otherwise.
+   */
+  async suspendForBudget(held: HeldTurn, lease: Lease, reached: BudgetReached): Promise<OutboxBatch | 'cancelled' | null> {
+    const announced = turnEvents.budgetReached(held.turn.id, lease.runId, reached);
+    return this.suspendAt(held, lease, (waitpoint) => ({ ...waitpoint, kind: 'budget', budget_id: reached.budgetId, limit: reached.limit, spent: reached.spent }), [announced]);
+  }
+
+  /** Announces a budget without room before the turn fails for it (`on_exceeded: fail`). Null when the lease is gone. */
+  async announceBudgetReached(held: HeldTurn, lease: Lease, reached: BudgetReached): Promise<OutboxBatch | null> {
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessions.lock(manager, held.turn.sessionId);
+      if (!(await this.runs.lockHeldRun(manager, lease))) return null;
+      return this.outbox.append(manager, held.turn.sessionId, [turnEvents.budgetReached(held.turn.id, lease.runId, reached)], { epoch: lease.epoch });
+    });
+  }
+
+  private async suspendAt(held: HeldTurn, lease: Lease, build: (base: Omit<Waitpoint, 'kind'>) => Waitpoint, before: OutgoingEvent[] = []): Promise<OutboxBatch | 'cancelled' | null> {
     const { sessionId } = held.turn;
     return this.dataSource.transaction(async (manager) => {
       await this.sessions.lock(manager, sessionId);
@@ -63,7 +83,7 @@ export class RunSuspensions {
       const turn = { ...held.turn, status: 'requires_action' as const, waitpoint, currentRunId: lease.runId, usage: usage.turn };
       await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), 0, now);
       const run = { ...held.run, id: lease.runId, status: 'requires_action' as const, completedAt: now, leaseOwner: null, leaseExpiresAt: null, usage: usage.run };
-      const events: OutgoingEvent[] = [turnEvents.run('requires_action', run), turnEvents.waiting(turn, waitpoint)];
+      const events: OutgoingEvent[] = [...before, turnEvents.run('requires_action', run), turnEvents.waiting(turn, waitpoint)];
       return this.outbox.append(manager, sessionId, events, { epoch: lease.epoch });
     });
   }

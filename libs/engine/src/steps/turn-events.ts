@@ -1,4 +1,5 @@
 import {
+  type BudgetReachedEvent,
   type CapabilityLimitedEvent,
   type CapabilityLimitReason,
   type ContentPartEvent,
@@ -22,6 +23,7 @@ import type { AcceptedReceipt } from '../tables/receipt.entity.js';
 import type { ToolProgress } from '#libs/tools';
 import { type CompactionTrigger, type ItemEntity, type PublicError, type RunEntity, type StoredContentPart, type TurnEntity, type Waitpoint } from '../tables/turn.entities.js';
 import { toItemDto, toRunDto, toTurnDto } from '../views/projections.js';
+import type { BudgetReached as BudgetReachedFact } from '../waitpoints/waitpoints.js';
 
 /*
  * The builders of every public SSE event of a session, so every emitter projects the same way and
@@ -184,6 +186,18 @@ export const EVENT_BUILDERS = {
     turn: toTurnDto(turn),
     yuxi: { run_id: waitpoint.run_id },
   }),
+  /** A budget had no room for the turn's next call (what the gate read, in the wire's names). */
+  'yuxi.session.budget.reached': (turnId: string, runId: string, reached: BudgetReachedFact): BudgetReachedEvent => ({
+    type: 'yuxi.session.budget.reached',
+    turn_id: turnId,
+    budget_id: reached.budgetId,
+    scope: { kind: reached.scope.kind, id: reached.scope.id },
+    limit: reached.limit,
+    limit_value: reached.limitValue,
+    spent: reached.spent,
+    on_exceeded: reached.onExceeded,
+    yuxi: { run_id: runId },
+  }),
   'yuxi.session.run.completed': runEvent('yuxi.session.run.completed'),
   'yuxi.session.run.failed': runEvent('yuxi.session.run.failed'),
   'yuxi.session.run.cancelled': runEvent('yuxi.session.run.cancelled'),
@@ -213,6 +227,7 @@ export const turnEvents = {
   },
   waiting: EVENT_BUILDERS['yuxi.session.turn.waiting'],
   capabilityLimited: EVENT_BUILDERS['yuxi.session.turn.capability_limited'],
+  budgetReached: EVENT_BUILDERS['yuxi.session.budget.reached'],
   reasoningDelta: EVENT_BUILDERS['yuxi.session.turn.reasoning.delta'],
   reasoningDone: EVENT_BUILDERS['yuxi.session.turn.reasoning.done'],
   toolProgress: EVENT_BUILDERS['yuxi.session.turn.tool_progress'],

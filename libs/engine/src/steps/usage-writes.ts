@@ -12,7 +12,8 @@ export interface RecordedUsage {
 
 /**
  * Writes the ledger rows of the calls a step recorded and adds their sums to the run's and turn's
- * usage, in one statement. Call it in that step's transaction, after its fenced write (a step that
+ * usage, in one statement that also releases the run's budget reservations (its calls are now
+ * counted by their rows). Call it in that step's transaction, after its fenced write (a step that
  * did not commit wrote no row; one that did wrote its rows once: a takeover never counts again).
  * Returns the rows written (for the token and cost counters, once the step commits) and both totals.
  */
@@ -21,6 +22,9 @@ export async function recordUsage(manager: EntityManager, ids: { sessionId: stri
   const rows = (await manager.query(
     prepared(`WITH l AS (${ledgerInsertSql({ entries: '$4', session: '$1', turn: '$3', run: '$2' })}),
      d AS (${ledgerDeltaSql('l')}),
+     -- The calls are in the ledger: what the run reserved of budgets for them is released (an index probe; none unless budgeted).
+     -- A compaction's row alone releases nothing: it runs inside the checked model call, whose reservation stands until that call's row.
+     rel AS (DELETE FROM budget_reservations WHERE run_id = $2 AND EXISTS (SELECT 1 FROM jsonb_array_elements($4::jsonb) e WHERE e->>'kind' <> 'compaction')),
      r AS (UPDATE runs SET usage = ${addUsageSql('runs.usage', 'd.delta')} FROM d WHERE runs.id = $2 RETURNING runs.usage),
      t AS (UPDATE turns SET usage = ${addUsageSql('turns.usage', 'd.delta')} FROM d WHERE turns.id = $3 RETURNING turns.usage)
      SELECT (SELECT usage FROM r) AS run, (SELECT usage FROM t) AS turn, (SELECT coalesce(jsonb_agg(l), '[]'::jsonb) FROM l) AS rows`),

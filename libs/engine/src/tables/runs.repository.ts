@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
+import { budgetedSql } from '#libs/budgets';
 import { RunEntity, type RunCheckpoint, type Usage, type Waitpoint } from './turn.entities.js';
 import { EXECUTING, HELD, type Lease } from '../claims/lease.js';
 import type { RunFleetCounts, TimelineRunRow } from '../views/operator-reads.js';
@@ -40,10 +41,11 @@ export class RunsRepository {
 
   /**
    * Extends the lease on the database clock, saves what the run has shown so far, and reports
-   * whether the turn was asked to cancel. `held: false`: the lease is gone (expired, taken over or
-   * settled); an expired lease is never revived.
+   * whether the turn was asked to cancel and whether a budget covers its session now (`budgeted`:
+   * a budget created or deleted mid-turn applies from the run's next call). `held: false`: the lease
+   * is gone (expired, taken over or settled); an expired lease is never revived.
    */
-  async renewLease(lease: Lease, leaseMs: number, checkpoint: RunCheckpoint | null): Promise<{ held: boolean; cancelRequested: boolean }> {
+  async renewLease(lease: Lease, leaseMs: number, checkpoint: RunCheckpoint | null): Promise<{ held: boolean; cancelRequested: boolean; budgeted: boolean }> {
     const rows = (await this.runs.query(
       prepared(`WITH r AS (
          UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000),
@@ -51,10 +53,10 @@ export class RunsRepository {
            checkpoint = CASE WHEN $5::jsonb IS NULL THEN checkpoint WHEN checkpoint->>'item_id' = $5::jsonb->>'item_id' THEN checkpoint || $5::jsonb ELSE $5::jsonb END
          WHERE ${HELD('$1', '$2', '$3')} RETURNING turn_id
        )
-       SELECT t.cancellation_pending FROM turns t JOIN r ON t.id = r.turn_id`),
+       SELECT t.cancellation_pending, ${budgetedSql('s')} AS budgeted FROM turns t JOIN r ON t.id = r.turn_id JOIN sessions s ON s.id = t.session_id`),
       [lease.runId, lease.owner, lease.epoch, leaseMs, checkpoint === null ? null : JSON.stringify(checkpoint)],
-    )) as { cancellation_pending: boolean }[];
-    return { held: rows.length > 0, cancelRequested: rows[0]?.cancellation_pending ?? false };
+    )) as { cancellation_pending: boolean; budgeted: boolean }[];
+    return { held: rows.length > 0, cancelRequested: rows[0]?.cancellation_pending ?? false, budgeted: rows[0]?.budgeted ?? false };
   }
 
   /**

@@ -22,8 +22,12 @@ export interface WaitpointQuestion {
   allow_other: boolean;
 }
 
-/** `cooperation`: a coordinator waits for its members (the turn stays in_progress; no person is asked). */
-export type WaitpointKind = 'question' | 'approval' | 'client_tool' | 'cooperation';
+/**
+ * `cooperation`: a coordinator waits for its members (the turn stays in_progress; no person is
+ * asked). `budget`: a budget in the session's scope has no room (`on_exceeded: pause`); a person
+ * approves once there is room again.
+ */
+export type WaitpointKind = 'question' | 'approval' | 'client_tool' | 'cooperation' | 'budget';
 
 /** What a turn in requires_action waits for (`yuxi.waitpoint`); `created_at` in Unix seconds. */
 export interface Waitpoint {
@@ -35,6 +39,10 @@ export interface Waitpoint {
   tool_calls?: ToolCallSpec[];
   /** A question an MCP server asked in the middle of a call (`elicitation/create`): the questions are derived from it. */
   elicitation?: WaitpointElicitation;
+  /** kind=budget: the budget without room, the limit key it reached and what was spent of it (committed plus in flight). */
+  budget_id?: string;
+  limit?: string;
+  spent?: number;
 }
 
 /**

@@ -169,6 +169,9 @@ export class TurnsRepository {
          ${ledgerInsertSql({ entries: '$11', session: '$8', turn: '(SELECT turn_id FROM cur)', run: '$1', where: 'EXISTS (SELECT 1 FROM cur)' })}
        ), d AS (
          ${ledgerDeltaSql('l')}
+       ), rel AS (
+         -- What the run's calls reserved of budgets is released with their ledger rows (an index probe; none unless budgeted).
+         DELETE FROM budget_reservations WHERE run_id = $1 AND EXISTS (SELECT 1 FROM cur)
        ), err AS (
          SELECT CASE WHEN $6::jsonb IS NULL THEN NULL ELSE $6::jsonb || jsonb_build_object('side_effects', fx.side_effects, 'retryable', $13::boolean AND NOT fx.unsafe_effects) END AS error
          FROM (SELECT ${FAILURE_SIDE_EFFECTS_SQL} AS side_effects, ${FAILURE_UNSAFE_EFFECTS_SQL} AS unsafe_effects FROM cur) fx

@@ -1,4 +1,5 @@
 import { ApiProperty, type ApiPropertyOptions, ApiPropertyOptional } from '@nestjs/swagger';
+import { BUDGET_LIMIT_KEYS } from '#libs/budgets';
 import { FAILURE_SIDE_EFFECTS, type FailureSideEffects } from '#libs/errors';
 import { RUN_STATUSES, TURN_STATUSES } from '../machines/turn-states.js';
 import { CALL_ITEM_TYPES, COMPACTION_TRIGGERS } from '../tables/turn.entities.js';
@@ -195,7 +196,12 @@ export class WaitpointElicitationDto {
 
 export class WaitpointDto {
   @ApiProperty() id!: string;
-  @ApiProperty({ enum: ['question', 'approval', 'client_tool', 'cooperation'], description: 'cooperation: a coordinator waits for its members (wait_subagents); the turn stays in_progress and nothing is asked of anyone.' }) kind!: string;
+  @ApiProperty({
+    enum: ['question', 'approval', 'client_tool', 'cooperation', 'budget'],
+    description:
+      'cooperation: a coordinator waits for its members (wait_subagents); the turn stays in_progress and nothing is asked of anyone. budget: a budget in the session\'s scope has no room (`budget_id`, `limit`, `spent`); answer with `yuxi.session.input.resume` and the approval decision `{"call_id": "budget", "decision": "approve" | "reject"}` (approve is 409 `budget_exceeded` until the budget has room again; reject fails the turn with `budget_exceeded`).',
+  })
+  kind!: string;
   @ApiProperty({ description: 'The run that stopped here.' }) run_id!: string;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
   @ApiPropertyOptional({ type: [WaitpointQuestionDto], description: 'kind=question.' }) questions?: WaitpointQuestionDto[];
@@ -207,6 +213,9 @@ export class WaitpointDto {
       'kind=question asked by an MCP server in the middle of a tool call (MCP elicitation). The first question, `action`, takes `accept`, `decline` or `cancel`; on accept, answer the field questions (optional fields may be left out, and take their default). The answer goes back to the server and the call continues; if the worker holding the call stopped, or MCP_ELICITATION_TIMEOUT_MS passed, the model is told the outcome is unknown.',
   })
   elicitation?: WaitpointElicitationDto;
+  @ApiPropertyOptional({ description: 'kind=budget: the budget without room (`GET /api/v1/agents/budgets/{id}`).' }) budget_id?: string;
+  @ApiPropertyOptional({ enum: BUDGET_LIMIT_KEYS, description: 'kind=budget: the limit key it reached.' }) limit?: string;
+  @ApiPropertyOptional({ type: 'integer', description: 'kind=budget: what was spent of that limit in the budget\'s period (committed plus held by calls in flight) when the turn stopped.' }) spent?: number;
 }
 
 export class RunDto {

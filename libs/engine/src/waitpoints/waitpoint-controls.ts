@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { BudgetsRepository, firstBudgetWithoutRoom } from '#libs/budgets';
 import { DomainError, type FieldError } from '#libs/errors';
 import { type SessionEntity } from '../tables/session.entity.js';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import { elicitationResult } from '#libs/tools';
 import { toolCallEntry } from '#libs/usage';
 import { ItemsRepository } from '../tables/items.repository.js';
-import { parseWaitpoint } from './waitpoints.js';
+import { BUDGET_CALL_ID, parseWaitpoint } from './waitpoints.js';
 import { StepsRepository } from '../tables/steps.repository.js';
 import { type TurnEntity, type Waitpoint, type WaitpointElicitation, type WaitpointResponse } from '../tables/turn.entities.js';
 import { TurnsRepository } from '../tables/turns.repository.js';
@@ -30,6 +31,7 @@ export class WaitpointControls {
     private readonly steps: StepsRepository,
     private readonly items: ItemsRepository,
     private readonly outputItems: ToolOutputItems,
+    private readonly budgets: BudgetsRepository,
   ) {}
 
   /**
@@ -39,6 +41,7 @@ export class WaitpointControls {
   async resume(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string, response: WaitpointResponse, options: { trustForSession?: boolean } = {}): Promise<Resumed> {
     const { turn, waitpoint } = await this.waitingTurn(manager, session, turnId, waitpointId);
     if (waitpoint.elicitation) return this.continueTurn(manager, turn, waitpoint, elicitationResponse(waitpoint, waitpoint.elicitation, response));
+    if (waitpoint.kind === 'budget') return this.answerBudget(manager, session, turn, waitpoint, response);
     if (waitpoint.kind === 'client_tool' || (response.type === 'answer') !== (waitpoint.kind === 'question')) {
       const expected = waitpoint.kind === 'question' ? 'an answer' : waitpoint.kind === 'approval' ? 'approval decisions' : 'tool_result events';
       throw new DomainError('waitpoint_incomplete', `Waitpoint ${waitpoint.id} expects ${expected}`, { kind: waitpoint.kind });
@@ -80,6 +83,30 @@ export class WaitpointControls {
     return { events: [...events, ...resumed.events], runId: resumed.runId };
   }
 
+  /**
+   * A budget waitpoint takes one approval decision (`call_id` "budget"). Approve goes on only when
+   * every budget in scope has room again (the worker's gate checks once more before the call): else
+   * 409 budget_exceeded and the turn still waits. Reject continues the turn only to fail it with
+   * budget_exceeded (the worker settles it, as any failure).
+   */
+  private async answerBudget(manager: EntityManager, session: SessionEntity, turn: TurnEntity, waitpoint: Waitpoint, response: WaitpointResponse): Promise<Resumed> {
+    if (response.type !== 'approval') throw new DomainError('waitpoint_incomplete', `Waitpoint ${waitpoint.id} expects approval decisions`, { kind: waitpoint.kind });
+    checkCoverage(waitpoint, response);
+    if (response.decisions[0]?.decision !== 'reject') {
+      const budgets = await this.budgets.inScope(manager, session.id);
+      const reached = firstBudgetWithoutRoom(budgets, await this.budgets.spent(manager, budgets, { turnId: turn.id, runId: waitpoint.run_id }));
+      if (reached) {
+        throw new DomainError('budget_exceeded', `Budget ${reached.budget.id} still has no room: its ${reached.limit} limit is ${reached.limit_value}, ${reached.spent} spent`, {
+          budget_id: reached.budget.id,
+          limit: reached.limit,
+          limit_value: reached.limit_value,
+          spent: reached.spent,
+        });
+      }
+    }
+    return this.continueTurn(manager, turn, waitpoint, response);
+  }
+
   private async waitingTurn(manager: EntityManager, session: SessionEntity, turnId: string, waitpointId: string | null): Promise<{ turn: TurnEntity; waitpoint: Waitpoint }> {
     const turn = await this.turns.findTurn(manager, turnId);
     if (!turn || turn.sessionId !== session.id) throw DomainError.notFound(`Turn ${turnId}`);
@@ -119,7 +146,8 @@ function elicitationResponse(waitpoint: Waitpoint, elicitation: WaitpointElicita
 
 /** The response must answer exactly the waitpoint's questions or decide exactly its calls: unknown ids are 409, gaps and repeats 422. */
 function checkCoverage(waitpoint: Waitpoint, response: WaitpointResponse): void {
-  const expected = waitpoint.kind === 'question' ? (waitpoint.questions ?? []).map((q) => q.question_id) : (waitpoint.tool_calls ?? []).map((c) => c.call_id);
+  const expected =
+    waitpoint.kind === 'question' ? (waitpoint.questions ?? []).map((q) => q.question_id) : waitpoint.kind === 'budget' ? [BUDGET_CALL_ID] : (waitpoint.tool_calls ?? []).map((c) => c.call_id);
   const given = response.type === 'answer' ? response.answers.map((a) => a.question_id) : response.type === 'approval' ? response.decisions.map((d) => d.call_id) : [];
   const foreign = given.filter((id) => !expected.includes(id));
   if (foreign.length > 0) throw new DomainError('waitpoint_stale', `Not part of waitpoint ${waitpoint.id}: ${foreign.join(', ')}`, { unknown_ids: foreign });

@@ -1,12 +1,34 @@
+import type { Budget, BudgetLimitKey, BudgetOnExceeded, BudgetScopeKind, LimitReached } from '#libs/budgets';
 import type { ToolCallSpec, Waitpoint, WaitpointElicitation, WaitpointKind, WaitpointQuestion } from '../tables/turn.entities.js';
 
 /**
  * A turn's waitpoint as a union by kind (the turns.waitpoint JSON column; the database checks its
  * kind: turns_waitpoint_kind_check). A question waitpoint carries its questions (and the MCP
  * elicitation that asked them, when one did); the others carry the tool calls they wait on:
- * approval decisions, the client's results, or the coordinator's waits on its members.
+ * approval decisions, the client's results, or the coordinator's waits on its members. A budget
+ * waitpoint names the budget without room, the limit reached and what was spent of it.
  */
-export const WAITPOINT_KINDS = ['question', 'approval', 'client_tool', 'cooperation'] as const satisfies readonly WaitpointKind[];
+export const WAITPOINT_KINDS = ['question', 'approval', 'client_tool', 'cooperation', 'budget'] as const satisfies readonly WaitpointKind[];
+
+/** A budget without room for a turn's next call, as its waitpoint and `yuxi.session.budget.reached` show it. */
+export interface BudgetReached {
+  budgetId: string;
+  scope: { kind: BudgetScopeKind; id: string };
+  limit: BudgetLimitKey;
+  limitValue: number;
+  /** What was spent of the limit in the budget's period: committed plus held by calls in flight. */
+  spent: number;
+  onExceeded: BudgetOnExceeded;
+}
+
+/** The budget check's answer (the first budget without room and its limit) as a BudgetReached. */
+export function budgetReachedOf(found: { budget: Budget } & LimitReached): BudgetReached {
+  const { budget } = found;
+  return { budgetId: budget.id, scope: { kind: budget.scopeKind, id: budget.scopeId }, limit: found.limit, limitValue: found.limit_value, spent: found.spent, onExceeded: budget.onExceeded };
+}
+
+/** The one decision a budget waitpoint takes (`{"call_id": "budget", "decision": "approve" | "reject"}`). */
+export const BUDGET_CALL_ID = 'budget';
 
 interface WaitpointBase {
   id: string;
@@ -15,7 +37,8 @@ interface WaitpointBase {
 }
 export type QuestionWaitpoint = WaitpointBase & { kind: 'question'; questions: WaitpointQuestion[]; elicitation?: WaitpointElicitation };
 export type CallsWaitpoint = WaitpointBase & { kind: 'approval' | 'client_tool' | 'cooperation'; tool_calls: ToolCallSpec[] };
-export type TaggedWaitpoint = QuestionWaitpoint | CallsWaitpoint;
+export type BudgetWaitpoint = WaitpointBase & { kind: 'budget'; budget_id: string; limit: string; spent: number };
+export type TaggedWaitpoint = QuestionWaitpoint | CallsWaitpoint | BudgetWaitpoint;
 
 // Compile-time: every tagged waitpoint is a Waitpoint (the stored shape its writers build), and every kind has a member.
 export type WaitpointUnionHolds = [TaggedWaitpoint] extends [Waitpoint] ? ([Exclude<WaitpointKind, TaggedWaitpoint['kind']>] extends [never] ? true : never) : never;
@@ -32,6 +55,10 @@ export function waitpointProblem(value: unknown): string | null {
   if (value.kind === 'question') {
     if (!Array.isArray(value.questions)) return 'a question waitpoint without questions';
     if (value.elicitation !== undefined && !isObject(value.elicitation)) return 'a malformed elicitation';
+    return null;
+  }
+  if (value.kind === 'budget') {
+    if (typeof value.budget_id !== 'string' || typeof value.limit !== 'string' || typeof value.spent !== 'number') return 'a budget waitpoint without budget_id, limit or spent';
     return null;
   }
   if (!Array.isArray(value.tool_calls)) return `a ${value.kind} waitpoint without tool_calls`;

@@ -11,7 +11,7 @@ import { ApprovalDecisionDto, WaitpointAnswerDto } from '#libs/protocol';
  */
 
 export const APPROVAL_DECISIONS = ['approve', 'reject', 'approve_session'] as const;
-export const TIMELINE_WAITPOINT_KINDS = ['question', 'approval', 'client_tool', 'cooperation'] as const;
+export const TIMELINE_WAITPOINT_KINDS = ['question', 'approval', 'client_tool', 'cooperation', 'budget'] as const;
 
 export class TimelineLeaseDto {
   @ApiProperty({ description: 'The worker holding (or that last held, while executing) the run.' }) owner!: string;

@@ -5,7 +5,7 @@ import { ListQueryDto, SessionOwnerDto } from '#libs/protocol';
 import { WaitpointQuestionDto, WaitpointToolCallDto } from '#libs/engine';
 
 export const INBOX_STATUSES = ['open'] as const;
-export const INBOX_KINDS = ['question', 'approval', 'client_tool', 'cooperation'] as const;
+export const INBOX_KINDS = ['question', 'approval', 'client_tool', 'cooperation', 'budget'] as const;
 
 /** The inbox's query: the page (newest first by default), the status (only `open` is kept) and the kind. */
 export class WaitpointInboxQueryDto extends ListQueryDto {
@@ -16,7 +16,7 @@ export class WaitpointInboxQueryDto extends ListQueryDto {
 
   @ApiPropertyOptional({
     enum: INBOX_KINDS,
-    description: 'Only this kind. Without it: the waitpoints a person or the client must resolve (question, approval, client_tool); a coordinator waiting for its members (`cooperation`) only when asked.',
+    description: 'Only this kind. Without it: the waitpoints a person or the client must resolve (question, approval, client_tool, budget); a coordinator waiting for its members (`cooperation`) only when asked.',
   })
   @OptionalNotNull()
   @IsIn(INBOX_KINDS)
@@ -37,6 +37,9 @@ export class OpenWaitpointDto {
   @ApiPropertyOptional({ type: [WaitpointQuestionDto], description: 'kind=question.' }) questions?: WaitpointQuestionDto[];
   @ApiPropertyOptional({ type: [WaitpointToolCallDto], description: 'kind=approval (calls to approve), client_tool (calls to execute), cooperation (the wait calls).' })
   tool_calls?: WaitpointToolCallDto[];
+  @ApiPropertyOptional({ description: 'kind=budget: the budget without room.' }) budget_id?: string;
+  @ApiPropertyOptional({ description: 'kind=budget: the limit key it reached.' }) limit?: string;
+  @ApiPropertyOptional({ type: 'integer', description: 'kind=budget: what was spent of that limit when the turn stopped.' }) spent?: number;
   @ApiProperty({ type: 'integer', description: 'Unix seconds: when the turn stopped here.' }) created_at!: number;
 }
 

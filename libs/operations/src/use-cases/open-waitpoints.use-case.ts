@@ -24,6 +24,7 @@ export class ListOpenWaitpoints {
       run_id: waitpoint.run_id,
       ...(waitpoint.questions ? { questions: waitpoint.questions } : {}),
       ...(waitpoint.tool_calls ? { tool_calls: waitpoint.tool_calls } : {}),
+      ...(waitpoint.kind === 'budget' ? { budget_id: waitpoint.budget_id, limit: waitpoint.limit, spent: waitpoint.spent } : {}),
       created_at: waitpoint.created_at,
     }));
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };

@@ -25,7 +25,7 @@ export class CooperationMemberDto {
   @ApiProperty({ enum: ['idle', 'queued', 'in_progress', 'requires_action', 'completed', 'failed', 'cancelled'], description: 'queued: its input waits for a slot of the tree\'s cap.' }) status!: string;
   @ApiProperty({ type: String, nullable: true }) current_turn_id!: string | null;
   @ApiProperty() queue_paused!: boolean;
-  @ApiProperty({ type: String, nullable: true, enum: ['question', 'approval', 'client_tool', 'cooperation', null], description: 'What its active turn waits at, if anything.' }) waitpoint_kind!: string | null;
+  @ApiProperty({ type: String, nullable: true, enum: ['question', 'approval', 'client_tool', 'cooperation', 'budget', null], description: 'What its active turn waits at, if anything.' }) waitpoint_kind!: string | null;
 }
 
 export class CooperationStateDto {

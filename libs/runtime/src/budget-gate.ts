@@ -1,0 +1,100 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { BudgetsRepository, type CallEstimate } from '#libs/budgets';
+import { prepared } from '#libs/database';
+import { type BudgetReached, budgetReachedOf, RunSuspensions } from '#libs/engine';
+import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
+import { LeaseLostError, TurnCancelledError } from './run-errors.js';
+import type { RunState } from './run-scope.js';
+
+/**
+ * How long a reservation outlives a worker that died with its call in flight. A live call's is
+ * released when its ledger row is written or its run ends, whatever its length.
+ */
+const RESERVATION_TTL_S = 600;
+
+/**
+ * A budgeted turn's gate before each model and tool call (README "Budgets"): one transaction locks
+ * the budgets in the session's scope (concurrent gates of one budget take turns), reads what each
+ * has spent in its period plus what other calls in flight hold, and either reserves this call's
+ * estimate or says which budget has no room. A call's reservation lives until its ledger row is
+ * written (the same statement deletes it), its run ends (`release`), or RESERVATION_TTL_S passes
+ * (a dead worker's frees itself). Turns without a budget in scope never get here.
+ */
+@Injectable()
+export class BudgetGate {
+  private readonly logger = new Logger(RUN_LOG_CONTEXT);
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly suspensions: RunSuspensions,
+    private readonly writes: DurableWrites,
+    private readonly budgets: BudgetsRepository,
+  ) {}
+
+  /** Checks the budgets before a call and reserves its estimate; the budget without room, or null when the call may start. */
+  async check(state: RunState, call: { kind: 'model' } | { kind: 'tool'; call_id: string }): Promise<BudgetReached | null> {
+    const { held } = state;
+    const runId = state.lease.runId;
+    const checked = await this.writes.retrying(
+      state.lease,
+      () =>
+        this.dataSource.transaction(async (manager) => {
+          const { budgets, usage, reached } = await this.budgets.check(manager, held.turn.sessionId, { turnId: held.turn.id, runId });
+          if (budgets.length === 0) return { reached: null, covered: false };
+          if (reached) return { reached: budgetReachedOf(reached), covered: true };
+          // The call's turn counts once for a budget that has not counted it yet (the turn's first call there).
+          const opensTurn = budgets.some((budget) => usage.get(budget.id)?.turnCounted !== true);
+          const estimate = call.kind === 'model' ? await this.modelCallEstimate(manager, state, opensTurn) : { model_calls: 0, tool_calls: 1, tokens: 0, cost_microusd: 0, turns: opensTurn ? 1 : 0 };
+          const key = call.kind === 'model' ? 'model' : `tool:${call.call_id}`;
+          await this.budgets.reserve(manager, runId, key, budgets.map((budget) => budget.id), estimate, RESERVATION_TTL_S);
+          return { reached: null, covered: true };
+        }),
+      true,
+    );
+    if (checked === undefined || checked === null) throw new LeaseLostError();
+    // The last budget was deleted meanwhile: the rest of the run checks nothing more.
+    if (!checked.covered) held.budgeted = false;
+    return checked.reached;
+  }
+
+  /**
+   * A model call's estimate: one call, the tokens of the context it is about to send (its last
+   * call's, or the turn's as last recorded), priced at the model's input price now (0 unpriced).
+   */
+  private async modelCallEstimate(manager: EntityManager, state: RunState, opensTurn: boolean): Promise<CallEstimate> {
+    const { held } = state;
+    const tokens = state.context.current?.tokens ?? held.turn.context?.tokens ?? 0;
+    const rows = (await manager.query(prepared(`SELECT input_per_mtok_usd FROM model_prices WHERE model = $1`), [held.run.model])) as { input_per_mtok_usd: string }[];
+    // USD per million tokens is micro-dollars per token.
+    const price = rows[0] ? Number(rows[0].input_per_mtok_usd) : 0;
+    return { model_calls: 1, tool_calls: 0, tokens, cost_microusd: Math.ceil(tokens * price), turns: opensTurn ? 1 : 0 };
+  }
+
+  /** Stops for a budget without room: at a `budget` waitpoint (pause), or announced before the turn fails (fail). */
+  async stop(state: RunState, reached: BudgetReached): Promise<void> {
+    const { held, lease } = state;
+    if (reached.onExceeded === 'fail') {
+      const batch = await this.writes.retrying(lease, () => this.suspensions.announceBudgetReached(held, lease, reached), true);
+      if (!batch) throw new LeaseLostError();
+      await state.publish(batch);
+      return;
+    }
+    const batch = await this.writes.retrying(lease, () => this.suspensions.suspendForBudget(held, lease, reached), true);
+    if (batch === 'cancelled') throw new TurnCancelledError();
+    if (!batch) {
+      this.writes.fenced(lease, 'waitpoint');
+      return;
+    }
+    state.keeper.pause();
+    await state.publish(batch);
+    this.logger.log(`turn ${held.turn.id} waits: budget ${reached.budgetId} reached its ${reached.limit} limit`);
+  }
+
+  /** The run ended: what its calls still reserved is released. A failure leaves it to RESERVATION_TTL_S. */
+  async release(state: RunState, runId = state.lease.runId): Promise<void> {
+    if (!state.held.budgeted) return;
+    await this.budgets.release(this.dataSource.manager, runId).catch((error: unknown) => this.logger.warn(`run ${runId}: reservations left to expire: ${String(error)}`));
+  }
+}
