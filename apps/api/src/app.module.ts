@@ -35,6 +35,7 @@ import { SessionFilesController } from './controllers/session-files.controller.j
 import { SessionArtifactsController } from './controllers/session-artifacts.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
+import { AdminUsageController, UsageController } from './controllers/usage.controller.js';
 import { WebhookDeliveriesController } from './controllers/webhook-deliveries.controller.js';
 import { WebhooksController } from './controllers/webhooks.controller.js';
 import { HealthModule } from './health.module.js';
@@ -42,7 +43,7 @@ import { HttpDrain } from './http-drain.js';
 
 @Module({
   imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule, SecretsModule, WebhooksModule],
-  // Sessions, files, projects and webhooks before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
+  // Sessions, files, projects, webhooks and usage before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [
     HealthController,
     MetricsController,
@@ -55,6 +56,7 @@ import { HttpDrain } from './http-drain.js';
     ProjectsController,
     WebhooksController,
     WebhookDeliveriesController,
+    UsageController,
     AgentsController,
     AdminAgentsController,
     AdminSecretsController,
@@ -66,6 +68,7 @@ import { HttpDrain } from './http-drain.js';
     AdminSessionOperationsController,
     AdminWaitpointsController,
     AdminQueuesController,
+    AdminUsageController,
   ],
   providers: [BootstrapKey, AgentsFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })

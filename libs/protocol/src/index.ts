@@ -30,3 +30,5 @@ export { CancelInputEventDto, CancelTurnEventDto, CancelTurnYuxiDto, ContinueQue
 export { AnswerResponseDto, ApprovalDecisionDto, ApprovalResponseDto, ResumeEventDto, ToolResultEventDto, UpstreamApprovalResultEventDto, UpstreamToolResultEventDto, WaitpointAnswerDto } from './dto/waitpoint-events.dto.js';
 export { chosenMetadata, gatherMetadataFilter, METADATA_LIMITS, metadataErrors, parseIfMatch } from './session-metadata.js';
 export { DEFAULT_SESSION_TITLE, DERIVED_TITLE_MAX_CHARS, titleFromInput } from './session-title.js';
+export { AdminUsageReportQueryDto, UsageReportDto, UsageReportQueryDto, UsageReportRowDto } from './dto/usage-report.dto.js';
+export { ownUsageScope, UsageReports } from './use-cases/usage-reports.use-case.js';
