@@ -42,7 +42,7 @@ describe('agent runtime', () => {
     fake.script(fakeModel(model), [{ text: ['Hello', ' world'], usage: { prompt_tokens: 12, completion_tokens: 2 } }]);
     const { session, stream, turnId } = await start(id, 'hi');
     const done = await stream.waitForType('agent.session.turn.completed', turnId);
-    assert.deepEqual(done.data.turn.yuxi.usage, { input_tokens: 12, output_tokens: 2, cached_tokens: 0, total_tokens: 14 });
+    assert.deepEqual(done.data.turn.yuxi.usage, { input_tokens: 12, output_tokens: 2, cached_tokens: 0, reasoning_tokens: 0, total_tokens: 14, model_calls: 1, tool_calls: 0, cost_microusd: null });
     const deltas = stream.events.filter((e) => e.type === 'agent.session.turn.output_text.delta').map((e) => e.data.delta);
     assert.deepEqual(deltas, ['Hello', ' world']);
     const output = (await turn(session.id, turnId)).yuxi.output;

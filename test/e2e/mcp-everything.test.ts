@@ -125,7 +125,7 @@ describe('MCP client against server-everything', () => {
     assert.equal(sampling.messages[0].role, 'system');
     assert.match(JSON.stringify(sampling.messages.at(-1)), /write a haiku/);
     const done = stream.events.find((e) => e.type === 'agent.session.turn.completed' && e.data.turn_id === turnId);
-    assert.deepEqual(done?.data.turn.yuxi.usage, { input_tokens: 37, output_tokens: 9, cached_tokens: 0, total_tokens: 46 });
+    assert.deepEqual(done?.data.turn.yuxi.usage, { input_tokens: 37, output_tokens: 9, cached_tokens: 0, reasoning_tokens: 0, total_tokens: 46, model_calls: 3, tool_calls: 1, cost_microusd: null });
   });
 
   it('answers no sampling request from a server not declared with sampling: true', async () => {

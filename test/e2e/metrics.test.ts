@@ -98,7 +98,7 @@ describe('metrics', () => {
       const done = await stream.waitForType('agent.session.turn.completed', undefined, 20_000);
       // The exact numbers are checked on the turn: the worker's counters are process-wide, and a
       // model call left over from an earlier file (a retry, a takeover) would move them too.
-      assert.deepEqual(done.data.turn.yuxi.usage, { input_tokens: 12, output_tokens: 2, cached_tokens: 4, total_tokens: 14 });
+      assert.deepEqual(done.data.turn.yuxi.usage, { input_tokens: 12, output_tokens: 2, cached_tokens: 4, reasoning_tokens: 0, total_tokens: 14, model_calls: 1, tool_calls: 0, cost_microusd: null });
       assert.equal(fake.requests(fakeModel(model)).length, 1, 'one model call');
     } finally {
       stream.close();
@@ -358,9 +358,9 @@ describe('metrics', () => {
     assert.ok(moved('yuxi_model_calls_total', { provider: 'scripted', outcome: 'ok' }) >= 2);
     assert.ok(moved('yuxi_model_calls_total', { provider: 'scripted', outcome: 'model_bad_request' }) >= 1);
     assert.ok(moved('yuxi_model_calls_total', { provider: 'openai', outcome: 'ok' }) >= 1);
-    assert.ok(moved('yuxi_model_tokens_total', { provider: 'openai', kind: 'input' }) >= 12);
-    assert.ok(moved('yuxi_model_tokens_total', { provider: 'openai', kind: 'output' }) >= 2);
-    assert.ok(moved('yuxi_model_tokens_total', { provider: 'openai', kind: 'cached' }) >= 4, 'cached tokens are counted');
+    assert.ok(moved('yuxi_provider_tokens_total', { provider: 'openai', kind: 'input' }) >= 12);
+    assert.ok(moved('yuxi_provider_tokens_total', { provider: 'openai', kind: 'output' }) >= 2);
+    assert.ok(moved('yuxi_provider_tokens_total', { provider: 'openai', kind: 'cached' }) >= 4, 'cached tokens are counted');
     assert.ok(moved('yuxi_model_call_duration_seconds_count', { provider: 'openai' }) >= 1);
     assert.ok(moved('yuxi_queue_job_wait_seconds_count', { queue: 'session-dispatch' }) >= 5);
     assert.ok(moved('yuxi_webhook_attempts_total', { outcome: 'succeeded' }) >= 2, 'the webhook deliveries');

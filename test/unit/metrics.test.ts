@@ -108,13 +108,18 @@ describe('registration', () => {
     worker.turnFinished('completed', 2);
     worker.toolCall('client', 'delegated', 3);
     worker.modelUsage('openai', { input_tokens: 10, output_tokens: 3, cached_tokens: 4 });
+    worker.modelSpend('openai:gpt-x', 'agent_a', { input_tokens: 10, output_tokens: 3, cached_tokens: 4, reasoning_tokens: 2 }, 17);
+    worker.modelSpend('openai:gpt-x', 'agent_a', { input_tokens: 1, output_tokens: 1, cached_tokens: 0, reasoning_tokens: 0 }, null);
     worker.jobStarted('session-dispatch', 0.02);
     worker.runTakenOver('lease_expired');
     const scrape = parseExposition(await worker.scrape());
     assert.equal(total(scrape, 'yuxi_turns_finished_total', { outcome: 'completed' }), 1);
     assert.equal(total(scrape, 'yuxi_turn_duration_seconds_sum', { outcome: 'completed' }), 2);
     assert.equal(total(scrape, 'yuxi_tool_calls_total', { source: 'client', outcome: 'delegated' }), 3);
-    assert.equal(total(scrape, 'yuxi_model_tokens_total', { provider: 'openai', kind: 'cached' }), 4);
+    assert.equal(total(scrape, 'yuxi_provider_tokens_total', { provider: 'openai', kind: 'cached' }), 4);
+    assert.equal(total(scrape, 'yuxi_model_tokens_total', { model: 'openai:gpt-x', agent: 'agent_a', type: 'input' }), 11);
+    assert.equal(total(scrape, 'yuxi_model_tokens_total', { model: 'openai:gpt-x', agent: 'agent_a', type: 'reasoning' }), 2);
+    assert.equal(total(scrape, 'yuxi_model_cost_microusd_total', { model: 'openai:gpt-x', agent: 'agent_a' }), 17, 'an unpriced call adds no cost');
     assert.equal(total(scrape, 'yuxi_queue_job_wait_seconds_count', { queue: 'session-dispatch' }), 1);
     assert.equal(total(scrape, 'yuxi_run_takeovers_total', { reason: 'lease_expired' }), 1);
   });
@@ -172,8 +177,8 @@ describe('model call outcomes', () => {
     );
     assert.equal(await calls('ok'), before + 1);
     const scrape = parseExposition(await metrics.scrape());
-    assert.equal(total(scrape, 'yuxi_model_tokens_total', { provider: 'scripted', kind: 'input' }), 5);
-    assert.equal(total(scrape, 'yuxi_model_tokens_total', { provider: 'scripted', kind: 'cached' }), 2);
+    assert.equal(total(scrape, 'yuxi_provider_tokens_total', { provider: 'scripted', kind: 'input' }), 5);
+    assert.equal(total(scrape, 'yuxi_provider_tokens_total', { provider: 'scripted', kind: 'cached' }), 2);
     assert.ok(total(scrape, 'yuxi_model_call_duration_seconds_count', { provider: 'scripted' }) >= 1);
   });
 

@@ -195,7 +195,7 @@ describe('a coordinator\'s wait for its members (CooperationWaits)', () => {
     mocks.get(TreeRepository).children.mock.mockImplementation(async () => members);
     mocks.get(StepsRepository).recordStep.mock.mockImplementation(async () => true);
     mocks.get(RunsRepository).suspendRun.mock.mockImplementation(async () => true);
-    mocks.get(RunsRepository).addUsage.mock.mockImplementation(async () => ({ run: null, turn: null }));
+    mocks.get(RunsRepository).usageOf.mock.mockImplementation(async () => ({ run: null, turn: null }));
     mocks.get(EventOutbox).append.mock.mockImplementation(async (_m, sessionId) => aBatch(sessionId));
     return { ...service, tree: mocks.get(TreeRepository), runs: mocks.get(RunsRepository), steps: mocks.get(StepsRepository), turns: mocks.get(TurnsRepository) };
   }
@@ -226,7 +226,7 @@ describe('a coordinator\'s wait for its members (CooperationWaits)', () => {
     const lost = waits([member({ activeTurnId: 'mt2', activeStatus: 'in_progress' })]);
     lost.runs.suspendRun.mock.mockImplementation(async () => false);
     assert.equal(await lost.sut.awaitMembers(held, lease, [wait]), null);
-    assert.equal(lost.runs.addUsage.mock.callCount(), 0);
+    assert.equal(lost.runs.usageOf.mock.callCount(), 0);
     const cancelled = waits([member()]);
     cancelled.turns.cancellationPending.mock.mockImplementation(async () => true);
     assert.equal(await cancelled.sut.awaitMembers(held, lease, [wait]), 'cancelled');

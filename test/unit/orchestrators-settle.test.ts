@@ -38,7 +38,7 @@ function settlement(turn: TurnEntity | null, session = aSession()) {
   const { mocks } = service;
   Object.assign(mocks.get(AppConfig), { maxActiveTurnsPerOwner: 0 });
   const turns = mocks.get(TurnsRepository);
-  turns.settle.mock.mockImplementation(async () => (turn ? { turn, runUsage: null, session: rowOf(session) } : null));
+  turns.settle.mock.mockImplementation(async () => (turn ? { turn, runUsage: null, spent: [], session: rowOf(session) } : null));
   mocks.get(RunOutputWriter).finalOutputWrite.mock.mockImplementation(() => ({ events: [{ type: 'agent.session.turn.item.done' } as never], write: { sql: 'INSERT', params: [], name: 'item' } }));
   mocks.get(CooperationWaits).memberTurnEnded.mock.mockImplementation(async () => []);
   return { ...service, transactions, turns, sessions: mocks.get(SessionsRepository), writer: mocks.get(RunOutputWriter), requests: mocks.get(ModelRequestsRepository) };

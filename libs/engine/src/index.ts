@@ -27,7 +27,7 @@ export { CLAIM_QUEUE, claimBatch, claimQueueInputs, consumedWrite } from './clai
 export { assistantContent, CALL_ITEM_TYPES, type CallItemType, COMPACTION_TRIGGERS, isCallItem, isReasoningPart, REASONING_PART } from './tables/turn.entities.js';
 export type { CommandExecutionRecord, CommittedStep, CompactionRecord, CompactionTrigger, ItemEntity, ItemStatus, PublicError, RunCheckpoint, RunEntity, RunStatus, StepKind, StepOutput, StoredContentPart, ToolCallSpec, TurnContext, TurnEntity, TurnStatus, Usage, Waitpoint, WaitpointKind, WaitpointQuestion, WaitpointElicitation, WaitpointResponse } from './tables/turn.entities.js';
 export { toActiveMessageDto, toCurrentTurn, toItemDto, toRunDto, toRunSummary, toTurnDetailDto, toTurnDto } from './views/projections.js';
-export { ContentPartDto, ItemDto, ItemListDto, PublicErrorDto, RunDto, RunSummaryDto, TurnContextDto, TurnDetailDto, TurnDto, TurnListDto, TurnStateDto, UsageDto, WaitpointDto, WaitpointQuestionDto, WaitpointToolCallDto } from './views/turn.dto.js';
+export { CallUsageDto, ContentPartDto, ItemDto, ItemListDto, PublicErrorDto, RunDto, RunSummaryDto, TurnContextDto, TurnDetailDto, TurnDto, TurnListDto, TurnStateDto, UsageDto, WaitpointDto, WaitpointQuestionDto, WaitpointToolCallDto } from './views/turn.dto.js';
 export { ACTIVE_TURN_STATUSES, CANCEL_WINS_OVER, ITEM_MACHINE, ITEM_STATUSES, LEASABLE_RUN_STATUSES, RUN_MACHINE, RUN_STATUSES, RUN_TRANSITIONS, SETTLED_RUN_STATUSES, type SettledStatus, settledStatus, settledStatusSql, sqlList, STEP_KINDS, STEP_MACHINE, STEP_STATUSES, STEP_TRANSITIONS, type StepStatus, statusGuard, TERMINAL_TURN_STATUSES, type Transition, TURN_MACHINE, TURN_STATUSES, TURN_TRANSITIONS } from './machines/turn-states.js';
 export { type ContextItems, insertItemsWrite, ItemsRepository, type NewItem } from './tables/items.repository.js';
 export { itemText, itemTokens, itemTokensIfLoaded } from './views/item-tokens.js';
@@ -58,7 +58,7 @@ export { TurnTakeovers } from './claims/turn-takeovers.js';
 export { type EmitOptions, SessionTransactions, type SessionTx } from './transaction/session-transaction.js';
 export type { Recorded } from './steps/recorded.js';
 export { type CompactionCommit, ModelCallSteps, type ModelStep, type RecordedModelStep } from './steps/model-call-steps.js';
-export { type RecordedToolResult, ToolCallSteps, type ToolEffects } from './steps/tool-call-steps.js';
+export { type RecordedToolResult, type SamplingCall, ToolCallSteps, type ToolEffects } from './steps/tool-call-steps.js';
 export { RunSuspensions } from './steps/run-suspensions.js';
 export { ToolOutputItems } from './steps/tool-output-items.js';
 export { COMMAND_ITEM_TYPE, type CommandEnding, commandItemId, isCommandCall } from './steps/command-items.js';

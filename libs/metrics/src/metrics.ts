@@ -115,10 +115,16 @@ export class Metrics {
     ['provider'],
     [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120],
   );
-  private readonly modelTokens = this.counter(WORKER, 'yuxi_model_tokens_total', 'Tokens reported by model providers, by provider and kind (cached: input tokens served from the prompt cache)', [
+  private readonly providerTokens = this.counter(WORKER, 'yuxi_provider_tokens_total', 'Tokens reported by model providers, by provider and kind (cached: input tokens served from the prompt cache)', [
     'provider',
     'kind',
   ]);
+  private readonly modelTokens = this.counter(WORKER, 'yuxi_model_tokens_total', 'Tokens of committed model calls (the usage ledger), by model, agent and type (cached: part of input; reasoning: part of output)', [
+    'model',
+    'agent',
+    'type',
+  ]);
+  private readonly modelCost = this.counter(WORKER, 'yuxi_model_cost_microusd_total', 'Cost of committed model calls at the deployment\'s prices, in micro-dollars, by model and agent (unpriced calls add nothing)', ['model', 'agent']);
   private readonly toolCalls = this.counter(WORKER, 'yuxi_tool_calls_total', 'Tool calls of the model handled by the worker, by source and outcome', ['source', 'outcome']);
   private readonly mcpSessions = this.counter(WORKER, 'yuxi_mcp_sessions_opened_total', 'MCP sessions the worker initialised, by reason (new, or reinitialized after the server forgot one)', ['reason']);
   private readonly mcpSessionsOpen = this.gauge(WORKER, 'yuxi_mcp_sessions_open', 'MCP sessions this worker holds open (in use and idle)', []);
@@ -230,9 +236,18 @@ export class Metrics {
   }
 
   modelUsage(provider: string, usage: TokenUsage): void {
-    this.modelTokens.inc({ provider, kind: 'input' }, usage.input_tokens);
-    this.modelTokens.inc({ provider, kind: 'output' }, usage.output_tokens);
-    this.modelTokens.inc({ provider, kind: 'cached' }, usage.cached_tokens);
+    this.providerTokens.inc({ provider, kind: 'input' }, usage.input_tokens);
+    this.providerTokens.inc({ provider, kind: 'output' }, usage.output_tokens);
+    this.providerTokens.inc({ provider, kind: 'cached' }, usage.cached_tokens);
+  }
+
+  /** A committed model call's ledger row: its tokens by type and its cost (null: the model has no price). */
+  modelSpend(model: string, agent: string, usage: TokenUsage & { reasoning_tokens: number }, costMicroUsd: number | null): void {
+    this.modelTokens.inc({ model, agent, type: 'input' }, usage.input_tokens);
+    this.modelTokens.inc({ model, agent, type: 'output' }, usage.output_tokens);
+    this.modelTokens.inc({ model, agent, type: 'cached' }, usage.cached_tokens);
+    this.modelTokens.inc({ model, agent, type: 'reasoning' }, usage.reasoning_tokens);
+    if (costMicroUsd !== null) this.modelCost.inc({ model, agent }, costMicroUsd);
   }
 
   toolCall(source: ToolSource, outcome: ToolCallOutcome, count = 1): void {

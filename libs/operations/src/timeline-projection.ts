@@ -1,5 +1,6 @@
 import { unixSeconds } from '#libs/database';
 import { type SessionEntity, sessionStatus, type TimelineRunRow, type TimelineStepRow, type TurnEntity, type WaitpointResponse } from '#libs/engine';
+import { usageTotals } from '#libs/usage';
 import type { TimelineMemberDto, TimelineRunDto, TimelineSessionDto, TimelineStepDto, TimelineToolCallDto, TimelineTurnDto } from './dto/timeline.dto.js';
 
 /** Pure mapping of the rows the repositories read to the timeline's DTOs (no I/O here). */
@@ -38,7 +39,7 @@ export function toTimelineTurns(turns: TurnEntity[], runs: TimelineRunRow[], ste
     model: turn.model,
     cancellation_pending: turn.cancellationPending,
     waitpoint: turn.waitpoint,
-    usage: turn.usage,
+    usage: usageTotals(turn.usage),
     error: turn.error,
     created_at: unixSeconds(turn.createdAt),
     started_at: unixSeconds(turn.startedAt),
@@ -58,7 +59,7 @@ function toTimelineRun(run: TimelineRunRow, steps: TimelineStepDto[]): TimelineR
     interrupted: run.status === 'interrupted',
     lease: run.leaseOwner === null ? null : { owner: run.leaseOwner, epoch: run.epoch, expires_at: unixSeconds(run.leaseExpiresAt) },
     epoch: run.epoch,
-    usage: run.usage,
+    usage: usageTotals(run.usage),
     error: run.error,
     created_at: unixSeconds(run.createdAt),
     started_at: unixSeconds(run.startedAt),

@@ -1,5 +1,5 @@
 import type { ToolExecutor, ToolMedia } from '#libs/tools';
-import type { CommandEnding, CommittedStep, ToolCallSpec, Usage, WaitpointKind, WaitpointResponse } from '#libs/engine';
+import type { CommandEnding, CommittedStep, SamplingCall, ToolCallSpec, WaitpointKind, WaitpointResponse } from '#libs/engine';
 
 /** Who runs a tool, as the planner needs to know it (null: the agent has no such tool). */
 export interface ToolPolicy {
@@ -26,8 +26,10 @@ export type TurnLimitCode = 'turn_model_call_limit' | 'turn_tool_call_limit';
 export interface PlannedOutcome {
   success: boolean;
   output: string;
-  /** Model tokens the call spent (an MCP server's sampling requests), counted in the run's and turn's usage with the result. */
-  usage?: Usage;
+  /** The model calls the call made (an MCP server's sampling requests): in the ledger and the run's and turn's usage with the result. */
+  sampling?: SamplingCall[];
+  /** How long the call ran, in ms. */
+  wallMs?: number;
   /** Images (or audio) the tool returned: stored as session files with the result. */
   media?: ToolMedia[];
   /** A command in the session's workspace: how it ended (its command_execution item). */

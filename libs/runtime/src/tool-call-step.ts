@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { StoreToolImages } from '#libs/files';
-import { type CommittedStep, isCommandCall, type RecordedToolResult, RunSuspensions, type ToolCallSpec, ToolCallSteps, type ToolEffects, turnEvents, type Usage } from '#libs/engine';
+import { type CommittedStep, isCommandCall, type RecordedToolResult, RunSuspensions, type SamplingCall, type ToolCallSpec, ToolCallSteps, type ToolEffects, turnEvents } from '#libs/engine';
 import { metrics, toolSourceLabel } from '#libs/metrics';
+import { countSpend } from '#libs/usage';
 import { elicitationQuestions, elicitationRequest, HARNESS_SOURCE, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
 import { type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { DurableWrites } from './durable-writes.js';
@@ -87,6 +88,7 @@ export class ToolCallStep {
       if (!recorded && result.fileIds?.length) await this.toolImages.discard(result.fileIds);
     }
     if (!recorded) return this.fenced(state, 'tool result');
+    countSpend(recorded.spent);
     metrics.toolCall(toolSourceLabel(tool?.source), outcome.success ? 'success' : plan.action === 'record' ? 'not_run' : 'error');
     state.boundaryAt(recorded.outputIndex);
     await state.publish(recorded.batch);
@@ -129,21 +131,25 @@ export class ToolCallStep {
     if (!tool) return { success: false, output: `Unknown tool ${plan.call.name}` };
     const idempotencyKey = `${held.turn.id}:${plan.call.call_id}`;
     return new CallInFlight(idempotencyKey, async (call) => {
-      let usage: Usage | null = null;
+      const started = performance.now();
+      const sampling: SamplingCall[] = [];
       const sample = async (params: CreateMessageRequestParams, requestSignal: AbortSignal): Promise<CreateMessageResult> => {
         const scope = { model: held.run.model, approvalMode: held.config.tool_approval_mode, serverLabel: tool.source.replace(/^mcp:/, '') };
         // A completion for the server is one of the turn's model calls: refused past the limit.
         if (allowance && !allowance.take()) throw samplingOverLimit(allowance.limit);
+        const asked = performance.now();
         const answered = await this.sampling.answer(scope, params, AbortSignal.any([requestSignal, call.controller.signal]));
-        usage = addUsage(usage, answered.usage);
+        sampling.push({ model: held.run.model, usage: answered.usage, wallMs: performance.now() - asked });
         return answered.result;
       };
       try {
         const ctx = { idempotencyKey, signal: call.controller.signal, sessionId: held.turn.sessionId, sample, elicit: call.elicit, onProgress: (report: ToolProgress) => call.onProgress?.(report) };
         const outcome = await this.tools.execute(tool, declarations, plan.args, ctx);
-        return usage ? { ...outcome, usage } : outcome;
+        return { ...outcome, wallMs: performance.now() - started, ...(sampling.length > 0 ? { sampling } : {}) };
       } catch (error) {
-        if (!call.controller.signal.aborted && error instanceof ToolSourceError) return { success: false, output: `${error.code}: ${error.message}`, ...(usage ? { usage } : {}) };
+        if (!call.controller.signal.aborted && error instanceof ToolSourceError) {
+          return { success: false, output: `${error.code}: ${error.message}`, wallMs: performance.now() - started, ...(sampling.length > 0 ? { sampling } : {}) };
+        }
         throw error;
       }
     });
@@ -250,17 +256,6 @@ export class ToolCallStep {
     this.writes.fenced(state.lease, what);
     return null;
   }
-}
-
-function addUsage(total: Usage | null, more: Usage | null): Usage | null {
-  if (!more) return total;
-  if (!total) return more;
-  return {
-    input_tokens: total.input_tokens + more.input_tokens,
-    output_tokens: total.output_tokens + more.output_tokens,
-    cached_tokens: total.cached_tokens + more.cached_tokens,
-    total_tokens: total.total_tokens + more.total_tokens,
-  };
 }
 
 /** The server's sampling request when the turn has spent its model calls (the server reports it to its tool as an error). */

@@ -1,4 +1,5 @@
 import type { OutboxBatch } from '#libs/events';
+import type { LedgerRow } from '#libs/usage';
 import type { Committed } from '../transaction/after-commit.js';
 import type { FrozenInputConfig } from '../tables/input.entity.js';
 import type { CommittedStep, ItemEntity, PublicError, RunEntity, TurnContext, TurnEntity, Usage } from '../tables/turn.entities.js';
@@ -46,7 +47,7 @@ export interface RunOutput {
  * the context of the run's last model call, which the turn keeps.
  */
 export type Outcome = (
-  | { status: 'completed'; modelCall?: { model: string; usage: Usage | null; finishReason?: string | null; requestJson?: string | null }; withoutAnswer?: boolean }
+  | { status: 'completed'; modelCall?: { model: string; usage: Usage | null; finishReason?: string | null; requestJson?: string | null; wallMs?: number }; withoutAnswer?: boolean }
   | { status: 'cancelled' }
   | { status: 'failed'; error: PublicError }
 ) & { context?: TurnContext | null };
@@ -61,6 +62,8 @@ export interface Settled extends Committed {
    * after the commit come with their own nudge.
    */
   pendingInputs: number;
+  /** The ledger rows the settle wrote (the last model call): counted by the worker's metrics once it commits. */
+  spent?: LedgerRow[];
 }
 
 /** A turn its worker settled: published and nudged by the settle itself (SessionTransactions). */

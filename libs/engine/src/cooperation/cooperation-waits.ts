@@ -69,7 +69,7 @@ export class CooperationWaits {
         return { resolved: step, batch: { sessionId, rows: [] } };
       }
       if (!(await this.runs.suspendRun(manager, lease, held.turn.id, waitpoint, now))) return null;
-      const usage = await this.runs.addUsage(manager, lease.runId, held.turn.id, null);
+      const usage = await this.runs.usageOf(manager, lease.runId, held.turn.id);
       const turn: TurnEntity = { ...held.turn, status: 'in_progress', waitpoint, currentRunId: lease.runId, usage: usage.turn };
       // A waiting coordinator holds no slot of its account's cap either (its members need the room).
       const { crowdedAccount } = await this.sessions.recordTurnFreed(manager, sessionId, toCurrentTurn(turn), 0, now, this.config.maxActiveTurnsPerOwner);

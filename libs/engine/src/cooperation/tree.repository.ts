@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { AgentSnapshot } from '#libs/agents';
 import { prepared } from '#libs/database';
+import { LEDGER_TOTALS_COLUMNS, totalsFromRow, type UsageTotals } from '#libs/usage';
 import { SESSION_COLUMNS, type SessionEntity, sessionFromRow, type SubagentInfo } from '../tables/session.entity.js';
 import { COOPERATION_SIGNAL_MACHINE } from '../machines/session-states.js';
 
@@ -152,21 +153,10 @@ export class TreeRepository {
     return rows.map(memberState);
   }
 
-  /** The usage of every turn of the tree, summed (root included). */
-  async treeUsage(rootId: string): Promise<{ input_tokens: number; output_tokens: number; cached_tokens: number; total_tokens: number }> {
-    const rows = (await this.dataSource.query(
-      prepared(`SELECT coalesce(sum((t.usage->>'input_tokens')::bigint), 0) AS input_tokens, coalesce(sum((t.usage->>'output_tokens')::bigint), 0) AS output_tokens,
-         coalesce(sum((t.usage->>'cached_tokens')::bigint), 0) AS cached_tokens, coalesce(sum((t.usage->>'total_tokens')::bigint), 0) AS total_tokens
-       FROM turns t JOIN sessions s ON s.id = t.session_id WHERE s.root_session_id = $1 AND t.usage IS NOT NULL`),
-      [rootId],
-    )) as Record<string, string>[];
-    const row = rows[0] ?? {};
-    return {
-      input_tokens: Number(row.input_tokens ?? 0),
-      output_tokens: Number(row.output_tokens ?? 0),
-      cached_tokens: Number(row.cached_tokens ?? 0),
-      total_tokens: Number(row.total_tokens ?? 0),
-    };
+  /** What the whole tree used (root included): the sums of its ledger rows. */
+  async treeUsage(rootId: string): Promise<UsageTotals> {
+    const rows = (await this.dataSource.query(prepared(`SELECT ${LEDGER_TOTALS_COLUMNS} FROM usage_ledger WHERE root_session_id = $1`), [rootId])) as Record<string, unknown>[];
+    return totalsFromRow(rows[0]);
   }
 
   /**

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { metrics } from '#libs/metrics';
+import { countSpend, modelCallEntry } from '#libs/usage';
 import type { OutgoingEvent } from '#libs/events';
 import { SESSION_COLUMNS, sessionFromRow } from '../tables/session.entity.js';
 import { SessionsRepository } from '../tables/sessions.repository.js';
@@ -46,7 +47,10 @@ export class TurnSettlement {
    */
   async settle(held: HeldTurn, lease: Lease, output: RunOutput, outcome: Outcome): Promise<SettledTurn | null> {
     const settled = await this.transactions.transaction(held.turn.sessionId, (tx) => this.settleIn(tx, held, lease, output, outcome));
-    if (settled) metrics.turnFinished(settled.status, turnSeconds(settled.turn));
+    if (settled) {
+      metrics.turnFinished(settled.status, turnSeconds(settled.turn));
+      countSpend(settled.spent);
+    }
     return settled;
   }
 
@@ -54,8 +58,8 @@ export class TurnSettlement {
     const { manager, sessionId } = tx;
     const now = new Date();
     const modelCall = outcome.status === 'completed' ? outcome.modelCall : undefined;
-    // The answer's step id, chosen here (afresh on every attempt) when its request is recorded with it.
-    const answerId = modelCall?.requestJson ? newId() : undefined;
+    // The answer's step id, chosen here (afresh on every attempt): its request and its ledger row are keyed by it.
+    const answerId = modelCall ? newId() : undefined;
     const settled = await this.turns.settle(manager, {
       lease,
       runId: lease.runId,
@@ -64,7 +68,8 @@ export class TurnSettlement {
       error: outcome.status === 'failed' ? outcome.error : null,
       outputShown: output.item !== null,
       answer: modelCall ? { id: answerId, input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}), ...(modelCall.finishReason ? { finish_reason: modelCall.finishReason } : {}) } } : undefined,
-      usage: modelCall?.usage ?? null,
+      // The answer's model call is in the ledger with the settle (the same statement), reported usage or not.
+      usage: modelCall && answerId ? modelCallEntry('model_call', modelCall.model, modelCall.usage, { stepId: answerId, wallMs: modelCall.wallMs }) : null,
       context: outcome.context ?? null,
       at: now,
       // The session lock is taken by the same statement, first.
@@ -72,7 +77,7 @@ export class TurnSettlement {
     });
     if (!settled?.session) return null;
     const session = sessionFromRow(settled.session);
-    const { turn, runUsage } = settled;
+    const { turn, runUsage, spent } = settled;
     // The answer is a step only when the turn completed (a cancel accepted first wins): its request with it.
     if (answerId && modelCall?.requestJson && turn.status === 'completed') await this.modelRequests.record(manager, answerId, modelCall.requestJson);
     // A failed turn pauses what waits behind it: the user decides whether the queue goes on.
@@ -105,6 +110,6 @@ export class TurnSettlement {
     // member's parent hears of it (and the tree's queued members, a slot freed).
     tx.nudge(...(await this.cooperation.memberTurnEnded(manager, session, turn)));
     tx.emit(events, { epoch: lease.epoch });
-    return { turn, status: final, pendingInputs: session.pendingInputCount };
+    return { turn, status: final, pendingInputs: session.pendingInputCount, spent };
   }
 }

@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { isUuid, newId } from '#libs/database';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
+import { modelCallEntry } from '#libs/usage';
 import { coordinationItemType, isCoordinationTool } from '#libs/tools';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import { type CommittedStep, type CompactionRecord, type CompactionTrigger, assistantContent, type ToolCallSpec, type Usage } from '../tables/turn.entities.js';
@@ -29,6 +30,8 @@ export interface ModelStep {
   model: string;
   /** The exact request of the call as JSON (MODEL_REQUEST_AUDIT=on), recorded with the step; absent or null: nothing is recorded. */
   requestJson?: string | null;
+  /** How long the call took (its ledger row's wall time), in ms. */
+  wallMs?: number;
 }
 
 /** A model step as recorded: its calls carry the ids the turn will know them by. */
@@ -37,7 +40,7 @@ export interface RecordedModelStep extends Recorded {
 }
 
 /** A compaction to commit: its summary and record, or none when there was nothing to compact. */
-export type CompactionCommit = { itemId: string; trigger: CompactionTrigger } & ({ summary: string; record: CompactionRecord } | { summary: null; record: null });
+export type CompactionCommit = { itemId: string; trigger: CompactionTrigger; wallMs?: number } & ({ summary: string; record: CompactionRecord } | { summary: null; record: null });
 
 const MAX_CALL_ID = 128;
 
@@ -89,7 +92,8 @@ export class ModelCallSteps {
       const recorded = await this.steps.recordStep(manager, lease, { ...committed, id: stepId, turnId: held.turn.id, sessionId, input: { model: step.model }, at: now });
       if (!recorded) return null;
       if (step.requestJson) await this.modelRequests.record(manager, stepId, step.requestJson);
-      if (step.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, step.usage);
+      // The call is in the ledger with its step (a takeover never counts it again), reported usage or not.
+      const { rows: spent } = await this.runs.recordUsage(manager, sessionId, lease.runId, held.turn.id, [modelCallEntry('model_call', step.model, step.usage, { stepId, wallMs: step.wallMs })]);
       const count = (output.item ? 1 : 0) + step.toolCalls.length;
       let seq = await this.sessions.reserveItemSeqs(manager, sessionId, count);
       let index = output.outputIndex;
@@ -113,7 +117,7 @@ export class ModelCallSteps {
         if (item.status !== 'in_progress') events.push(turnEvents.item('done', item, index));
         index += 1;
       }
-      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index, toolCalls: step.toolCalls, step: committed };
+      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: index, toolCalls: step.toolCalls, step: committed, spent };
     });
   }
 
@@ -137,14 +141,18 @@ export class ModelCallSteps {
         ref: itemId,
         output: { ...(record ? { item_id: itemId } : {}), ...(record?.usage ? { usage: record.usage } : {}) },
       };
-      const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { trigger, model: record?.model ?? null }, at: now });
+      const stepId = newId();
+      const recorded = await this.steps.recordStep(manager, lease, { ...committed, id: stepId, turnId: held.turn.id, sessionId, input: { trigger, model: record?.model ?? null }, at: now });
       if (!recorded) return null;
       const scope = { turnId: held.turn.id, runId: lease.runId, trigger };
       if (!record) {
         const event = turnEvents.contextCompression('failed', scope, { error: { code: 'nothing_to_compact', message: 'There is no history since the last compaction to summarise' } });
         return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex, step: committed };
       }
-      if (record.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, record.usage);
+      // The summariser's call is one of the turn's model calls, in the ledger with its step.
+      const { rows: spent } = await this.runs.recordUsage(manager, sessionId, lease.runId, held.turn.id, [
+        modelCallEntry('compaction', record.model, record.usage, { stepId, wallMs: compaction.wallMs }),
+      ]);
       const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
       const [item] = await this.items.insertItems(manager, seq, [
         {
@@ -162,7 +170,7 @@ export class ModelCallSteps {
         },
       ]);
       const event = turnEvents.contextCompression('completed', scope, { item: item!, outputIndex });
-      return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
+      return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed, spent };
     });
   }
 }

@@ -59,7 +59,7 @@ export class RunSuspensions {
       const now = new Date();
       const waitpoint = build({ id: newId(), run_id: lease.runId, created_at: unixSeconds(now) });
       if (!(await this.runs.suspendRun(manager, lease, held.turn.id, waitpoint, now))) return null;
-      const usage = await this.runs.addUsage(manager, lease.runId, held.turn.id, null);
+      const usage = await this.runs.usageOf(manager, lease.runId, held.turn.id);
       const turn = { ...held.turn, status: 'requires_action' as const, waitpoint, currentRunId: lease.runId, usage: usage.turn };
       await this.sessions.recordTurnUpdated(manager, sessionId, toCurrentTurn(turn), 0, now);
       const run = { ...held.run, id: lease.runId, status: 'requires_action' as const, completedAt: now, leaseOwner: null, leaseExpiresAt: null, usage: usage.run };

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
 import { ToolImagesRepository } from '#libs/files';
+import { modelCallEntry, toolCallEntry } from '#libs/usage';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import { type CommittedStep, type ToolCallSpec, type Usage } from '../tables/turn.entities.js';
 import { RunsRepository } from '../tables/runs.repository.js';
@@ -24,10 +25,19 @@ export interface RecordedToolResult {
   success: boolean;
   output: string;
   fileIds?: string[];
-  /** Model tokens the call spent (an MCP server's sampling requests). */
-  usage?: Usage;
+  /** The model calls the call made on the session's model (an MCP server's sampling requests), each a ledger row. */
+  sampling?: SamplingCall[];
+  /** How long the call ran, in ms (a command's own duration wins). */
+  wallMs?: number;
   /** A command in the session's workspace: how it ended, which ends its command_execution item. */
   command?: CommandEnding;
+}
+
+/** One sampling request an MCP server made during a call: a model call of the turn. */
+export interface SamplingCall {
+  model: string;
+  usage: Usage | null;
+  wallMs?: number;
 }
 
 /**
@@ -99,8 +109,12 @@ export class ToolCallSteps {
       const committed: CommittedStep = { runId: lease.runId, kind: 'tool_call', status: 'completed', ref: call.call_id, output: outcome };
       const recorded = await this.steps.recordStep(manager, lease, { ...committed, turnId: held.turn.id, sessionId, input: { name: call.name, arguments: call.arguments }, at: now });
       if (!recorded) return null;
-      // Tokens the call spent on the session's model (MCP sampling) are the turn's, like a model call's.
-      if (result.usage) await this.runs.addUsage(manager, lease.runId, held.turn.id, result.usage);
+      // The call is in the ledger with its result (once: a call has one result), a harness command
+      // as a command; model calls it made on the session's model (MCP sampling) are the turn's too.
+      const { rows: spent } = await this.runs.recordUsage(manager, sessionId, lease.runId, held.turn.id, [
+        toolCallEntry(result.command ? 'command' : 'tool_call', call.name, result.command?.duration_ms ?? result.wallMs ?? 0),
+        ...(result.sampling ?? []).map((sample) => modelCallEntry('sampling', sample.model, sample.usage, { wallMs: sample.wallMs })),
+      ]);
       // The tool's images join the workdir with the result that names them, never without it.
       const fileIds = staged.length > 0 ? await this.toolImages.bind(manager, sessionId, staged) : [];
       const lost = staged.length - fileIds.length;
@@ -108,7 +122,7 @@ export class ToolCallSteps {
       const events: OutgoingEvent[] = lostLive ? [turnEvents.resync('events_lost')] : [];
       if (result.command) events.push(...(await this.outputItems.endCommand(manager, held, call.call_id, result.command)));
       events.push(...(await this.outputItems.write(manager, held, lease.runId, outputIndex, call.call_id, shown, now, tokens, fileIds)));
-      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed };
+      return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step: committed, spent };
     });
   }
 }

@@ -3,8 +3,9 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
+import { addUsageSql, type LedgerEntry, ledgerDeltaSql, ledgerInsertSql, type LedgerRow } from '#libs/usage';
 import { RunEntity, type RunCheckpoint, type Usage, type Waitpoint } from './turn.entities.js';
-import { ADD_USAGE, EXECUTING, HELD, type Lease } from '../claims/lease.js';
+import { EXECUTING, HELD, type Lease } from '../claims/lease.js';
 import type { RunFleetCounts, TimelineRunRow } from '../views/operator-reads.js';
 import { LEASABLE_RUN_STATUSES, RUN_TRANSITIONS, statusGuard, TURN_TRANSITIONS } from '../machines/turn-states.js';
 
@@ -21,6 +22,13 @@ interface SuccessorRow {
   config: object;
   turn_id: string;
   session_id: string;
+}
+
+/** What a step's calls added to the ledger, and the run's and turn's totals after. */
+export interface RecordedUsage {
+  rows: LedgerRow[];
+  run: Usage | null;
+  turn: Usage | null;
 }
 
 /**
@@ -180,18 +188,31 @@ export class RunsRepository {
     return rows[0]?.n ?? 0;
   }
 
-  /** Adds a model call's usage (if any) to its run and turn; returns both totals. */
-  async addUsage(manager: EntityManager, runId: string, turnId: string, usage: Usage | null): Promise<{ run: Usage | null; turn: Usage | null }> {
-    if (usage !== null) {
-      const json = JSON.stringify(usage);
-      await manager.query(prepared(`UPDATE runs SET usage = ${ADD_USAGE('usage', '$2')} WHERE id = $1`), [runId, json]);
-      await manager.query(prepared(`UPDATE turns SET usage = ${ADD_USAGE('usage', '$2')} WHERE id = $1`), [turnId, json]);
-    }
+  /** The usage totals of a run and its turn, as they stand. */
+  async usageOf(manager: EntityManager, runId: string, turnId: string): Promise<{ run: Usage | null; turn: Usage | null }> {
     const rows = (await manager.query(prepared(`SELECT (SELECT usage FROM runs WHERE id = $1) AS run, (SELECT usage FROM turns WHERE id = $2) AS turn`), [runId, turnId])) as {
       run: Usage | null;
       turn: Usage | null;
     }[];
     return { run: rows[0]?.run ?? null, turn: rows[0]?.turn ?? null };
+  }
+
+  /**
+   * Writes the ledger rows of calls a step recorded (call it in that step's transaction, after its
+   * fenced write) and adds their sums to the run's and turn's usage, in one statement. Returns the
+   * rows written (for the token and cost counters, once the step commits) and both totals.
+   */
+  async recordUsage(manager: EntityManager, sessionId: string, runId: string, turnId: string, entries: LedgerEntry[]): Promise<RecordedUsage> {
+    if (entries.length === 0) return { rows: [], ...(await this.usageOf(manager, runId, turnId)) };
+    const rows = (await manager.query(
+      prepared(`WITH l AS (${ledgerInsertSql({ entries: '$4', session: '$1', turn: '$3', run: '$2' })}),
+       d AS (${ledgerDeltaSql('l')}),
+       r AS (UPDATE runs SET usage = ${addUsageSql('runs.usage', 'd.delta')} FROM d WHERE runs.id = $2 RETURNING runs.usage),
+       t AS (UPDATE turns SET usage = ${addUsageSql('turns.usage', 'd.delta')} FROM d WHERE turns.id = $3 RETURNING turns.usage)
+       SELECT (SELECT usage FROM r) AS run, (SELECT usage FROM t) AS turn, (SELECT coalesce(jsonb_agg(l), '[]'::jsonb) FROM l) AS rows`),
+      [sessionId, runId, turnId, JSON.stringify(entries)],
+    )) as { run: Usage | null; turn: Usage | null; rows: LedgerRow[] }[];
+    return { rows: rows[0]?.rows ?? [], run: rows[0]?.run ?? null, turn: rows[0]?.turn ?? null };
   }
 
   /** How long the turn's finished runs executed (waits between runs excluded), in ms. */

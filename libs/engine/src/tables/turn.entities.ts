@@ -37,11 +37,22 @@ export interface Waitpoint {
   elicitation?: WaitpointElicitation;
 }
 
+/**
+ * Tokens of a model call as its provider reports them (reasoning where it reports them), and the
+ * sums of a run's or turn's calls (its ledger rows: model and tool calls, cost), kept as running
+ * sums in the same statement as each ledger row. Rows written before a field existed lack it
+ * (read them through usageTotals).
+ */
 export interface Usage {
   input_tokens: number;
   output_tokens: number;
   cached_tokens: number;
   total_tokens: number;
+  reasoning_tokens?: number;
+  model_calls?: number;
+  tool_calls?: number;
+  /** Integer micro-dollars; null when none of the calls summed had a price. */
+  cost_microusd?: number | null;
 }
 
 /** A content part as stored and shown: input_text / input_image for users, output_text for assistants. */

@@ -3,11 +3,15 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError, isTransientFailure } from '#libs/errors';
+import { addUsageSql, type LedgerEntry, ledgerDeltaSql, ledgerInsertSql, type LedgerRow } from '#libs/usage';
 import { type PublicError, RunEntity, type TurnContext, TurnEntity, type TurnStatus, type Usage, type Waitpoint } from './turn.entities.js';
 import { FAILURE_SIDE_EFFECTS_SQL, FAILURE_UNSAFE_EFFECTS_SQL } from '../endings/failure-side-effects.js';
-import { ADD_USAGE, type Lease } from '../claims/lease.js';
+import { type Lease } from '../claims/lease.js';
 import type { OpenWaitpointFilter, OpenWaitpointRow } from '../views/operator-reads.js';
 import { ACTIVE_TURN_STATUSES, RUN_TRANSITIONS, type SettledStatus, settledStatusSql, statusGuard, TURN_TRANSITIONS } from '../machines/turn-states.js';
+
+/** The ledger rows a settle wrote (its last model call), for the counters after commit. */
+const SPENT = `(SELECT coalesce(jsonb_agg(l), '[]'::jsonb) FROM l) AS spent`;
 
 export interface NewTurn {
   turnId: string;
@@ -43,8 +47,8 @@ export interface SettleSpec {
   outputShown?: boolean;
   /** A completion's model call, recorded as a committed step of the turn (with this id when given: a model request is keyed by it). */
   answer?: { id?: string; input: object; output: object };
-  /** Tokens of the run's last model call, added to the run's and the turn's usage. */
-  usage?: Usage | null;
+  /** The run's last model call, written to the ledger by the same statement and added to the run's and the turn's usage. */
+  usage?: LedgerEntry | null;
   /** The context of the run's last model call; null keeps what the turn shows. */
   context?: TurnContext | null;
   at: Date;
@@ -148,7 +152,7 @@ export class TurnsRepository {
    * first (the client was told the turn would stop), and records its model answer as a committed
    * step. Returns the settled turn, or null when the run was not the caller's to settle.
    */
-  async settle(manager: EntityManager, spec: SettleSpec): Promise<{ turn: TurnEntity; runUsage: Usage | null; session?: Record<string, unknown> } | null> {
+  async settle(manager: EntityManager, spec: SettleSpec): Promise<{ turn: TurnEntity; runUsage: Usage | null; spent: LedgerRow[]; session?: Record<string, unknown> } | null> {
     // With the session lock: taken first (the one-time filter of cur), and the turn row locked too,
     // so a cancel committed while the lock was awaited is seen (a locked row is read as committed).
     const lock = spec.lockSession ? `s AS (SELECT ${spec.lockSession} FROM sessions WHERE id = $8::uuid FOR UPDATE), ` : '';
@@ -161,25 +165,29 @@ export class TurnsRepository {
          FOR UPDATE OF r${lock ? ', t' : ''}
        ), fin AS (
          SELECT id, turn_id, ${settledStatusSql('cancellation_pending', '$4::text')} AS status FROM cur
+       ), l AS (
+         ${ledgerInsertSql({ entries: '$11', session: '$8', turn: '(SELECT turn_id FROM cur)', run: '$1', where: 'EXISTS (SELECT 1 FROM cur)' })}
+       ), d AS (
+         ${ledgerDeltaSql('l')}
        ), err AS (
          SELECT CASE WHEN $6::jsonb IS NULL THEN NULL ELSE $6::jsonb || jsonb_build_object('side_effects', fx.side_effects, 'retryable', $13::boolean AND NOT fx.unsafe_effects) END AS error
          FROM (SELECT ${FAILURE_SIDE_EFFECTS_SQL} AS side_effects, ${FAILURE_UNSAFE_EFFECTS_SQL} AS unsafe_effects FROM cur) fx
        ), r AS (
          UPDATE runs SET status = fin.status, completed_at = $5, error = (SELECT error FROM err), lease_owner = NULL, lease_expires_at = NULL,
-                usage = CASE WHEN $11::jsonb IS NULL THEN runs.usage ELSE ${ADD_USAGE('runs.usage', '$11')} END
-         FROM fin WHERE runs.id = fin.id RETURNING runs.turn_id, fin.status, runs.usage
+                usage = ${addUsageSql('runs.usage', 'd.delta')}
+         FROM fin, d WHERE runs.id = fin.id RETURNING runs.turn_id, fin.status, runs.usage
        ), t AS (
          UPDATE turns SET status = r.status, completed_at = $5, result_run_id = CASE WHEN r.status = 'completed' THEN $1::uuid END,
                 current_run_id = NULL, error = (SELECT error FROM err), cancellation_pending = false,
-                usage = CASE WHEN $11::jsonb IS NULL THEN turns.usage ELSE ${ADD_USAGE('turns.usage', '$11')} END,
+                usage = ${addUsageSql('turns.usage', 'd.delta')},
                 context = coalesce($12::jsonb, turns.context)
-         FROM r WHERE turns.id = r.turn_id RETURNING r.status, r.usage AS run_usage, turns.usage AS turn_usage, turns.error
+         FROM r, d WHERE turns.id = r.turn_id RETURNING r.status, r.usage AS run_usage, turns.usage AS turn_usage, turns.error
        ), st AS (
          INSERT INTO run_steps (id, run_id, turn_id, session_id, seq, kind, status, input, output, created_at, completed_at)
          SELECT $7, $1, r.turn_id, $8, (SELECT coalesce(max(seq), 0) + 1 FROM run_steps WHERE turn_id = r.turn_id), 'model_call', 'completed', $9::jsonb, $10::jsonb, $5, $5
          FROM r WHERE r.status = 'completed' AND $9::jsonb IS NOT NULL
        )
-       ${lock ? `SELECT ${spec.lockSession}, t.status, t.run_usage, t.turn_usage, t.error FROM s LEFT JOIN t ON true` : 'SELECT status, run_usage, turn_usage, error FROM t'}`),
+       ${lock ? `SELECT ${spec.lockSession}, t.status, t.run_usage, t.turn_usage, t.error, ${SPENT} FROM s LEFT JOIN t ON true` : `SELECT status, run_usage, turn_usage, error, ${SPENT} FROM t`}`),
       [
         spec.runId,
         spec.lease?.owner ?? null,
@@ -191,14 +199,15 @@ export class TurnsRepository {
         spec.turn.sessionId,
         spec.answer ? JSON.stringify(spec.answer.input) : null,
         spec.answer ? JSON.stringify(spec.answer.output) : null,
-        spec.usage ? JSON.stringify(spec.usage) : null,
+        spec.usage ? JSON.stringify([spec.usage]) : null,
         spec.context ? JSON.stringify(spec.context) : null,
         spec.error !== null && isTransientFailure(spec.error.code),
         spec.outputShown ?? false,
       ],
-    )) as { status: TurnStatus; run_usage: Usage | null; turn_usage: Usage | null; error: PublicError | null }[];
+    )) as { status: TurnStatus; run_usage: Usage | null; turn_usage: Usage | null; error: PublicError | null; spent: LedgerRow[] | null }[];
     const row = rows[0];
     if (!row?.status) return null;
+    const spent = row.spent;
     return {
       ...(lock ? { session: row as unknown as Record<string, unknown> } : {}),
       turn: {
@@ -213,6 +222,7 @@ export class TurnsRepository {
         context: spec.context ?? spec.turn.context,
       },
       runUsage: row.run_usage,
+      spent: spent ?? [],
     };
   }
 

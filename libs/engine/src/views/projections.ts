@@ -1,4 +1,5 @@
 import { unixSeconds } from '#libs/database';
+import { usageTotals } from '#libs/usage';
 import { assistantContent, isCallItem, isReasoningPart, type ItemEntity, REASONING_PART, type RunCheckpoint, type RunEntity, type TurnEntity, type Waitpoint } from '../tables/turn.entities.js';
 import type { ItemDto, RunDto, RunSummaryDto, TurnDetailDto, TurnDto } from './turn.dto.js';
 
@@ -98,7 +99,7 @@ export function toRunDto(run: RunEntity): RunDto {
     started_at: unixSeconds(run.startedAt),
     completed_at: unixSeconds(run.completedAt),
     error: run.error,
-    usage: run.usage,
+    usage: usageTotals(run.usage),
   };
 }
 
@@ -119,7 +120,7 @@ export function toTurnDto(turn: TurnEntity): TurnDto {
     completed_at: unixSeconds(turn.completedAt),
     error: turn.error,
     usage: null,
-    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint, usage: turn.usage, context: turn.context ?? null },
+    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint, usage: usageTotals(turn.usage), context: turn.context ?? null },
   };
 }
 

@@ -74,7 +74,7 @@ export class ItemYuxiDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'compaction: the context\'s estimated size before, in tokens.' }) tokens_before?: number;
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'compaction: the estimated size after (instructions, tools, summary, kept items).' }) tokens_after?: number;
   @ApiPropertyOptional({ description: 'compaction: the summariser, `provider:model`.' }) model?: string;
-  @ApiPropertyOptional({ type: () => UsageDto, nullable: true, description: 'compaction: the summary call\'s tokens (counted in the turn\'s usage).' }) usage?: UsageDto | null;
+  @ApiPropertyOptional({ type: () => CallUsageDto, nullable: true, description: 'compaction: the summary call\'s tokens (counted in the turn\'s usage).' }) usage?: CallUsageDto | null;
   @ApiPropertyOptional({ type: String, nullable: true, description: 'Coordination calls: the member session the call concerns (a create\'s is known from the call; null when the call names a member by name).' })
   subagent_session_id?: string | null;
   @ApiPropertyOptional({
@@ -137,11 +137,31 @@ export class ItemDto {
   @ApiProperty({ type: ItemYuxiDto }) yuxi!: ItemYuxiDto;
 }
 
+/** One model call's tokens, as its provider reported them. */
+export class CallUsageDto {
+  @ApiProperty({ type: 'integer', minimum: 0 }) input_tokens!: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) output_tokens!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Input tokens the provider served from its prompt cache (part of input_tokens).' }) cached_tokens!: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'Output tokens spent reasoning, where the provider reports them (part of output_tokens).' }) reasoning_tokens?: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) total_tokens!: number;
+}
+
+/** What a run, a turn, a session or a tree used: the sums of its calls in the usage ledger. */
 export class UsageDto {
   @ApiProperty({ type: 'integer', minimum: 0 }) input_tokens!: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) output_tokens!: number;
   @ApiProperty({ type: 'integer', minimum: 0, description: 'Input tokens the provider served from its prompt cache (part of input_tokens).' }) cached_tokens!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Output tokens the model spent reasoning, where the provider reports them (part of output_tokens).' }) reasoning_tokens!: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) total_tokens!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Model calls made: the turn\'s own, context compactions and MCP sampling requests.' }) model_calls!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Tool calls with a result, sandbox commands included.' }) tool_calls!: number;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    nullable: true,
+    description: 'Cost in integer micro-dollars at the deployment\'s model prices, each call at the price in force when it was made; null when none of the model calls had a price.',
+  })
+  cost_microusd!: number | null;
 }
 
 export class WaitpointQuestionDto {

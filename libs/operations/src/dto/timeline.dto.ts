@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
-import { PublicErrorDto, RUN_STATUSES, SESSION_STATUSES, STEP_KINDS, STEP_STATUSES, TURN_STATUSES, UsageDto, WaitpointDto } from '#libs/engine';
+import { CallUsageDto, PublicErrorDto, RUN_STATUSES, SESSION_STATUSES, STEP_KINDS, STEP_STATUSES, TURN_STATUSES, UsageDto, WaitpointDto } from '#libs/engine';
 import { ApprovalDecisionDto, WaitpointAnswerDto } from '#libs/protocol';
 
 /**
@@ -21,7 +21,7 @@ export class TimelineLeaseDto {
 
 export class TimelineModelCallDto {
   @ApiProperty({ type: String, nullable: true, description: 'The model called (null on steps recorded before it was).' }) model!: string | null;
-  @ApiProperty({ type: UsageDto, nullable: true, description: 'Tokens of this call, as the provider reported them.' }) usage!: UsageDto | null;
+  @ApiProperty({ type: CallUsageDto, nullable: true, description: 'Tokens of this call, as the provider reported them.' }) usage!: CallUsageDto | null;
   @ApiProperty({ description: 'The text the model answered (cut, see `truncated`).' }) text!: string;
   @ApiProperty({ type: 'integer', minimum: 0, description: 'How many tools it asked for (each is a tool_call step of the same run, or a waitpoint).' }) tool_call_count!: number;
   @ApiProperty({
@@ -67,7 +67,7 @@ export class TimelineCompactionDto {
   @ApiProperty({ type: String, nullable: true, description: 'The model that summarised.' }) model!: string | null;
   @ApiProperty({ type: 'integer', nullable: true }) tokens_before!: number | null;
   @ApiProperty({ type: 'integer', nullable: true }) tokens_after!: number | null;
-  @ApiProperty({ type: UsageDto, nullable: true }) usage!: UsageDto | null;
+  @ApiProperty({ type: CallUsageDto, nullable: true }) usage!: CallUsageDto | null;
 }
 
 export class TimelineStepDto {

@@ -33,7 +33,7 @@ export class CooperationStateDto {
   @ApiProperty({ description: 'The tree was stopped (`yuxi.session.tree.stop`) and not continued since.' }) stopped!: boolean;
   @ApiProperty({ description: 'Stopped, and some turn of the tree is still active (its cancellation is being cleaned up).' }) stopping!: boolean;
   @ApiProperty({ type: [CooperationMemberDto], description: 'Every member of the tree (not the root), by depth.' }) members!: CooperationMemberDto[];
-  @ApiProperty({ type: UsageDto, description: 'Tokens of every turn of the tree, root included.' }) usage!: UsageDto;
+  @ApiProperty({ type: UsageDto, description: 'What the whole tree used (root included): tokens, model and tool calls, and cost, summed over its usage ledger.' }) usage!: UsageDto;
 }
 
 export class AgentStateDto {
