@@ -87,7 +87,7 @@ describe('console: usage', () => {
     await assertAccessible(page, 'usage');
 
     // A session's row opens the session.
-    await page.getByRole('link', { name: `Session ${sessions[2]}` }).click();
+    await page.locator(`a[href="/console/sessions/${sessions[2]}"]`).click();
     await page.waitForURL(`**/console/sessions/${sessions[2]}`);
     await page.context().close();
 

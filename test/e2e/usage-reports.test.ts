@@ -62,7 +62,13 @@ function expected(sessions: Ran[], key: (typeof KEYS)[number]): Map<string, Sums
       app: String(session.app),
       end_user: session.app === null ? 'null/null' : `${session.app}/${session.endUser}`,
     }[key];
-    groups.set(group, add(groups.get(group) ?? zero(), session.usage));
+    // A tool call has no model: grouped by model, it falls in the null group.
+    if (key === 'model' && session.usage.tool_calls > 0) {
+      groups.set(group, add(groups.get(group) ?? zero(), { ...session.usage, tool_calls: 0 }));
+      groups.set('null', add(groups.get('null') ?? zero(), { ...zero(), tool_calls: session.usage.tool_calls }));
+    } else {
+      groups.set(group, add(groups.get(group) ?? zero(), session.usage));
+    }
   }
   return groups;
 }

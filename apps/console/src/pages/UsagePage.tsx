@@ -194,6 +194,7 @@ function Overview({ report, range }: { report: UsageReport; range: Range }) {
 function Top({ title, what, report, linkSessions }: { title: string; what: 'Session' | 'Agent'; report: UsageReport; linkSessions?: boolean }) {
   const id = `usage-top-${what.toLowerCase()}`;
   const name = (row: UsageReportRow) => (row.key === null ? 'none' : what === 'Session' ? shortId(row.key) : row.key);
+  const priced = report.data.some((row) => row.cost_microusd !== null);
   return (
     <section aria-labelledby={id}>
       <h2 id={id}>{title}</h2>
@@ -201,7 +202,14 @@ function Top({ title, what, report, linkSessions }: { title: string; what: 'Sess
         <p className="empty">No usage in this range.</p>
       ) : (
         <>
-          <TopBars labels={report.data.map(name)} values={report.data.map((row) => (row.cost_microusd ?? 0) / 1e6)} series="Cost (USD)" label={`${title}; the numbers are in the table below.`} />
+          {priced ? (
+            <TopBars labels={report.data.map(name)} values={report.data.map((row) => (row.cost_microusd ?? 0) / 1e6)} series="Cost (USD)" label={`${title}; the numbers are in the table below.`} />
+          ) : (
+            <>
+              <p className="muted small">No model here has a price yet: the bars show tokens.</p>
+              <TopBars labels={report.data.map(name)} values={report.data.map(tokensOf)} series="Tokens" label={`${title} (by tokens: no prices); the numbers are in the table below.`} />
+            </>
+          )}
           <TableWrap label={title}>
             <table className="admin-table">
               <caption className="visually-hidden">{title}</caption>
@@ -221,7 +229,8 @@ function Top({ title, what, report, linkSessions }: { title: string; what: 'Sess
                       {linkSessions && row.key ? (
                         <a
                           href={`/console/sessions/${encodeURIComponent(row.key)}`}
-                          aria-label={`Session ${row.key}`}
+                          title={row.key}
+                          aria-label={`Session ${name(row)}`}
                           onClick={(event) => {
                             event.preventDefault();
                             navigate(`/sessions/${encodeURIComponent(row.key!)}`);
