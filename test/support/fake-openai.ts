@@ -30,6 +30,8 @@ export interface FakeUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
   cached?: number;
+  /** Part of completion_tokens: reported as completion_tokens_details.reasoning_tokens. */
+  reasoning?: number;
 }
 
 export interface FakeOpenAi {
@@ -173,7 +175,7 @@ function streamStep(res: ServerResponse, model: string, step: Exclude<FakeStep, 
     const usage = step.usage ?? {};
     const prompt = usage.prompt_tokens ?? 10;
     const completion = usage.completion_tokens ?? deltas.length;
-    const totals = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: usage.cached ?? 0 } };
+    const totals = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: usage.cached ?? 0 }, completion_tokens_details: { reasoning_tokens: usage.reasoning ?? 0 } };
     res.write(sse(chunk(null, null, totals)));
   }
   res.end('data: [DONE]\n\n');

@@ -9,7 +9,14 @@ import { newTestService } from './support/new-test-service.js';
 // The clients' side of waitpoints (WaitpointControls): which responses resolve a waitpoint, what a
 // resolution records (a waitpoint step without a lease, the turn resumed in a new run for any
 // worker), and what a stale or partial response leaves untouched.
-const manager = {} as EntityManager;
+// The statements the manager runs itself: a client tool result's ledger row (the usage ledger).
+const queries: { sql: string; params: unknown[] }[] = [];
+const manager = {
+  query: async (sql: string | { text: string }, params: unknown[]) => {
+    queries.push({ sql: typeof sql === 'string' ? sql : sql.text, params });
+    return [{ rows: [], run: null, turn: null }];
+  },
+} as unknown as EntityManager;
 
 function controls(waitpoint: Waitpoint | null = aWaitpoint()) {
   const service = newTestService(WaitpointControls);
@@ -116,9 +123,15 @@ describe('client tool results (WaitpointControls.toolResult)', () => {
 
   it('records one result and its output item; the turn waits while another call has none', async () => {
     const { sut, steps, turns, mocks } = results(['c1']);
+    queries.length = 0;
     const resumed = await sut.toolResult(manager, aSession(), 't1', 'c1', { success: true, output: 'ok' });
     const [, lease, step] = steps.recordStep.mock.calls[0]!.arguments;
     assert.deepEqual([lease, step.kind, step.ref, step.runId], [null, 'tool_call', 'c1', 'r1']);
+    // The call is one tool call in the usage ledger, written in the same transaction, for the waitpoint's run.
+    const ledger = queries.filter((q) => q.sql.includes('INSERT INTO usage_ledger'));
+    assert.equal(ledger.length, 1);
+    assert.deepEqual(ledger[0]!.params.slice(1, 3), ['r1', 't1']);
+    assert.deepEqual(JSON.parse(String(ledger[0]!.params[3])), [{ kind: 'tool_call', tool: clientTool.tool_calls![0]!.name, wall_ms: 0 }]);
     assert.deepEqual(mocks.get(ToolOutputItems).write.mock.calls[0]!.arguments.slice(2, 5), ['r1', 4, 'c1']);
     assert.deepEqual(resumed, { events: [{ type: 'agent.session.turn.item.done' }], runId: null });
     assert.equal(turns.resumeTurn.mock.callCount(), 0);

@@ -12,11 +12,13 @@ import { MetricsModule } from '#libs/metrics';
 import { ProtocolModule } from '#libs/protocol';
 import { OperationsModule } from '#libs/operations';
 import { SecretsModule } from '#libs/secrets';
+import { ModelPricesFile } from '#libs/usage';
 import { WebhooksModule } from '#libs/webhooks';
 import { BootstrapKey } from './bootstrap-key.js';
 import { AdminAgentsController } from './controllers/admin-agents.controller.js';
 import { AdminApiKeysController } from './controllers/admin-api-keys.controller.js';
 import { AdminAuditController } from './controllers/admin-audit.controller.js';
+import { AdminModelPricesController } from './controllers/admin-model-prices.controller.js';
 import { AdminSessionsController } from './controllers/admin-sessions.controller.js';
 import { AdminQueuesController } from './controllers/admin-queues.controller.js';
 import { AdminSessionOperationsController } from './controllers/admin-session-operations.controller.js';
@@ -69,7 +71,8 @@ import { HttpDrain } from './http-drain.js';
     AdminWaitpointsController,
     AdminQueuesController,
     AdminUsageController,
+    AdminModelPricesController,
   ],
-  providers: [BootstrapKey, AgentsFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
+  providers: [BootstrapKey, AgentsFile, ModelPricesFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],
 })
 export class AppModule {}

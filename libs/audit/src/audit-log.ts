@@ -6,10 +6,10 @@ import { DomainError } from '#libs/errors';
 import type { AuditEntryDto, AuditListDto } from './audit.dto.js';
 
 /** Every action the trail records (the audit entry's `action`). */
-export const AUDIT_ACTIONS = ['api_key.created', 'api_key.revoked', 'agent.created', 'agent.replaced', 'agent.deleted', 'user.role_changed', 'user.suspended', 'user.reactivated', 'session.operator_event', 'session.cancel_requested', 'session.model_requests_read', 'secret.created', 'secret.replaced', 'secret.deleted', 'webhook_endpoint.secret_rotated', 'webhook_endpoint.disabled', 'webhook_endpoint.recovered'] as const;
+export const AUDIT_ACTIONS = ['api_key.created', 'api_key.revoked', 'agent.created', 'agent.replaced', 'agent.deleted', 'user.role_changed', 'user.suspended', 'user.reactivated', 'session.operator_event', 'session.cancel_requested', 'session.model_requests_read', 'secret.created', 'secret.replaced', 'secret.deleted', 'webhook_endpoint.secret_rotated', 'webhook_endpoint.disabled', 'webhook_endpoint.recovered', 'model_price.set', 'model_price.deleted'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 /** What an entry's action was done to (the entry's `target.type`). */
-export const AUDIT_TARGET_TYPES = ['api_key', 'agent', 'user', 'session', 'secret', 'webhook_endpoint'] as const;
+export const AUDIT_TARGET_TYPES = ['api_key', 'agent', 'user', 'session', 'secret', 'webhook_endpoint', 'model_price'] as const;
 
 export interface AuditEntry {
   actorId: string | null;

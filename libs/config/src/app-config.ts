@@ -81,6 +81,8 @@ export class AppConfig {
   /** Sessions' environments (SANDBOX_*): the runtime commands run in, its limits, where workspaces are checked out. */
   readonly sandbox: SandboxSettings;
   readonly agentsFile: string | undefined;
+  /** Model prices set at start-up (JSON or YAML map of provider:model to prices), by the api; unset: none. */
+  readonly modelPricesFile: string | undefined;
   /** Required where keys are verified (the api); the worker does not read it. */
   readonly apiKeyHashSecret: string | undefined;
   readonly jwtSecret: string | undefined;
@@ -223,6 +225,7 @@ export class AppConfig {
     this.webSearch = webSearchSettings(env);
     this.sandbox = sandboxSettings(env);
     this.agentsFile = env.AGENTS_FILE || undefined;
+    this.modelPricesFile = env.MODEL_PRICES_FILE || undefined;
     this.apiKeyHashSecret = env.API_KEY_HASH_SECRET || undefined;
     if (this.apiKeyHashSecret !== undefined && this.apiKeyHashSecret.length < 32) throw new Error('API_KEY_HASH_SECRET must be at least 32 characters');
     this.jwtSecret = env.JWT_SECRET || undefined;

@@ -14,7 +14,7 @@ export {
   requestBodyOf,
 } from './model.types.js';
 export { ModelsModule } from './models.module.js';
-export { type ChatCompletionBody, chatCompletionBody, OpenAiProvider } from './openai.provider.js';
+export { type ChatCompletionBody, chatCompletionBody, OpenAiProvider, toUsage } from './openai.provider.js';
 export { classifyProviderError, retryAfterMs, type ClassifyOptions } from './provider-errors.js';
 export { retryDelayMs, streamWithRetries, type RetryDelayOptions, type StreamRetryOptions } from './retry-policy.js';
 export { ScriptedProvider } from './scripted.provider.js';

@@ -45,7 +45,10 @@ export interface ModelRequest {
 export interface ModelUsage {
   input_tokens: number;
   output_tokens: number;
+  /** Part of input_tokens: served from the provider's prompt cache. */
   cached_tokens: number;
+  /** Part of output_tokens: spent reasoning, where the provider reports it. */
+  reasoning_tokens?: number;
   total_tokens: number;
 }
 

@@ -149,13 +149,24 @@ function reasoningOf(delta: ChunkDelta): string | undefined {
   return typeof value === 'string' && value ? value : undefined;
 }
 
-function toUsage(usage: OpenAI.CompletionUsage): ModelUsage {
-  const input = usage.prompt_tokens ?? 0;
-  const output = usage.completion_tokens ?? 0;
+/**
+ * The call's tokens: cached input and reasoning output where the provider reports them (chat
+ * completions' `*_tokens_details`; a server that answers in the Responses API's names is read too).
+ */
+export function toUsage(usage: OpenAI.CompletionUsage): ModelUsage {
+  const other = usage as OpenAI.CompletionUsage & {
+    input_tokens?: number;
+    output_tokens?: number;
+    input_tokens_details?: { cached_tokens?: number };
+    output_tokens_details?: { reasoning_tokens?: number };
+  };
+  const input = usage.prompt_tokens ?? other.input_tokens ?? 0;
+  const output = usage.completion_tokens ?? other.output_tokens ?? 0;
   return {
     input_tokens: input,
     output_tokens: output,
-    cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+    cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? other.input_tokens_details?.cached_tokens ?? 0,
+    reasoning_tokens: usage.completion_tokens_details?.reasoning_tokens ?? other.output_tokens_details?.reasoning_tokens ?? 0,
     total_tokens: usage.total_tokens ?? input + output,
   };
 }

@@ -23,6 +23,7 @@ export { IdempotentWrite } from './use-cases/idempotent-write.js';
 export { MessageAcceptance } from './use-cases/message-acceptance.js';
 export type { Acceptance } from './use-cases/acceptance.js';
 export { DeleteArtifact, GetArtifact, GetArtifactContent, ListArtifacts } from './use-cases/artifacts.use-case.js';
+export { ModelPrices } from './use-cases/model-prices.use-case.js';
 export { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteSession, UploadDraft, DeleteProject, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, OPERATOR_EVENT_TYPES, UpdateSession } from './use-cases/index.js';
 export { CreateProjectDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from './dto/project.dto.js';
 export { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';

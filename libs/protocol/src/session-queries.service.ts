@@ -31,7 +31,9 @@ export class SessionQueriesService {
 
   /** The session resource, as its owner sees it. */
   async getSession(principal: Principal, sessionId: string): Promise<SessionDto> {
-    return toSessionDto(await this.sessions.getVisible(principal.userId, sessionId));
+    const { usage, ...session } = await this.sessions.getVisible(principal.userId, sessionId, true);
+    const dto = toSessionDto(session);
+    return { ...dto, yuxi: { ...dto.yuxi, usage } };
   }
 
   /** Ensures the session is visible to the caller; used before streaming, which holds no connection afterwards. */

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { newId } from '#libs/database';
 import { type CommittedStep, type CompactionCommit, type CompactionRecord, type CompactionTrigger, ModelCallSteps, turnEvents, type Usage } from '#libs/engine';
 import { defaultWindowTokens, ModelError } from '#libs/models';
+import { countSpend } from '#libs/usage';
 import type { BuiltContext } from './context-manager.js';
 import { compactionCut, contextTokens, type ContextPolicy } from './context-policy.js';
 import { summaryMessageTokens, summaryPrompt, transcript } from './compaction-prompt.js';
@@ -53,6 +54,7 @@ export class CompactionStep {
     state.live.push(turnEvents.contextCompression('started', scope));
     let summary = '';
     let usage: Usage | null = null;
+    const started = performance.now();
     try {
       const maxChars = Math.floor(defaultWindowOrPolicy(policy) * TRANSCRIPT_SHARE * CHARS_PER_TOKEN);
       const stream = this.streams.open(policy.summarizerModel, {
@@ -92,7 +94,7 @@ export class CompactionStep {
       model: policy.summarizerModel,
       usage,
     };
-    return this.commit(state, policy, { itemId: newId(), trigger, summary, record });
+    return this.commit(state, policy, { itemId: newId(), trigger, summary, record, wallMs: performance.now() - started });
   }
 
   private async commit(state: RunState, policy: ContextPolicy, compaction: CompactionCommit): Promise<CommittedStep | null> {
@@ -101,6 +103,7 @@ export class CompactionStep {
       this.writes.fenced(state.lease, 'compaction');
       return null;
     }
+    countSpend(recorded.spent);
     state.outputIndex = recorded.outputIndex;
     state.output.outputIndex = recorded.outputIndex;
     // What the turn shows until its next model call measures again (a manual compaction turn has none).

@@ -3,6 +3,7 @@ import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { assistantItem, type CommittedStep, type ItemEntity, runCheckpoint, ModelCallSteps, RunsRepository, type ToolCallSpec, turnEvents, type Usage } from '#libs/engine';
 import type { ResolvedTool } from '#libs/tools';
+import { countSpend } from '#libs/usage';
 import type { BuiltContext } from './context-manager.js';
 import { DurableWrites } from './durable-writes.js';
 import { ModelStreams, modelTools } from './model-streams.js';
@@ -13,6 +14,8 @@ import { emptyOutput, type RunState } from './run-scope.js';
 /** What one model call produced (or that it yielded to a steer mid-stream). */
 export interface ModelCallResult {
   yielded: boolean;
+  /** From the request to the end of the stream, in ms: the call's wall time in the usage ledger. */
+  wallMs?: number;
   text: string;
   toolCalls: ToolCallSpec[];
   usage: Usage | null;
@@ -67,6 +70,7 @@ export class ModelCallStep {
       }
       state.live.push(turnEvents.reasoningDone(item, state.outputIndex, reasoning));
     };
+    const started = performance.now();
     const stream = this.streams.open(held.run.model, request);
     for await (const event of stream) {
       state.keeper.assertHeld();
@@ -108,6 +112,7 @@ export class ModelCallStep {
     state.keeper.assertHeld();
     state.output.lostDeltas = state.live.lost;
     result.text = state.output.text;
+    result.wallMs = performance.now() - started;
     return result;
   }
 
@@ -116,13 +121,22 @@ export class ModelCallStep {
     const { held } = state;
     const recorded = await this.writes.retrying(
       state.lease,
-      () => this.modelSteps.recordModelStep(held, state.lease, state.output, { text: result.text, toolCalls: result.toolCalls, usage: result.usage, finishReason: result.finishReason, model: held.run.model, requestJson: result.requestJson }),
+      () => this.modelSteps.recordModelStep(held, state.lease, state.output, {
+          text: result.text,
+          toolCalls: result.toolCalls,
+          usage: result.usage,
+          finishReason: result.finishReason,
+          model: held.run.model,
+          requestJson: result.requestJson,
+          wallMs: result.wallMs,
+        }),
       true,
     );
     if (!recorded) {
       this.writes.fenced(state.lease, 'model step');
       return null;
     }
+    countSpend(recorded.spent);
     state.boundaryAt(recorded.outputIndex);
     state.live.resetLoss();
     await state.publish(recorded.batch);

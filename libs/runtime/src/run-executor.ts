@@ -173,7 +173,7 @@ export class RunExecutor {
         return this.closing.settle(state, { status: 'completed', withoutAnswer: true });
       case 'model': {
         const { result } = answer;
-        return this.closing.settle(state, { status: 'completed', modelCall: { model: state.held.run.model, usage: result.usage, finishReason: result.finishReason, requestJson: result.requestJson } });
+        return this.closing.settle(state, { status: 'completed', modelCall: { model: state.held.run.model, usage: result.usage, finishReason: result.finishReason, requestJson: result.requestJson, wallMs: result.wallMs } });
       }
       default:
         throw new Error(`unknown answer ${(answer satisfies never as { from: string }).from}`);

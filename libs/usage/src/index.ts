@@ -22,3 +22,6 @@ export { countSpend } from './spend-metrics.js';
 export { ModelPricesRepository, type StoredModelPrice } from './model-prices.repository.js';
 export { LEDGER_TOTALS_COLUMNS, totalsFromRow, UsageLedgerRepository } from './usage-ledger.repository.js';
 export { UsageModule } from './usage.module.js';
+export { MAX_PRICE_PER_MTOK_USD, MODEL_KEY_MAX_LENGTH, MODEL_KEY_PATTERN, modelKeyProblems, parseModelPrice, parseModelPricesFile } from './model-price-input.js';
+export { ModelPriceDeletedDto, ModelPriceDto, ModelPriceListDto, PutModelPriceDto } from './model-price.dto.js';
+export { ModelPricesFile } from './model-prices-file.js';

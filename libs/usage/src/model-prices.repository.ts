@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { prepared } from '#libs/database';
 import type { ModelPrice } from './usage.types.js';
 
@@ -43,8 +43,8 @@ export class ModelPricesRepository {
   }
 
   /** Sets a model's price (created or replaced whole: an absent cached or reasoning price falls back again). */
-  async put(price: ModelPrice): Promise<{ price: StoredModelPrice; created: boolean }> {
-    const rows = (await this.dataSource.query(
+  async put(manager: EntityManager, price: ModelPrice): Promise<{ price: StoredModelPrice; created: boolean }> {
+    const rows = (await manager.query(
       prepared(`INSERT INTO model_prices AS p (model, input_per_mtok_usd, output_per_mtok_usd, cached_input_per_mtok_usd, reasoning_per_mtok_usd, updated_at)
        VALUES ($1, $2, $3, $4, $5, now())
        ON CONFLICT (model) DO UPDATE SET input_per_mtok_usd = excluded.input_per_mtok_usd, output_per_mtok_usd = excluded.output_per_mtok_usd,
@@ -56,8 +56,17 @@ export class ModelPricesRepository {
   }
 
   /** Removes a model's price: its later calls have no cost. False when it had none. */
-  async delete(model: string): Promise<boolean> {
-    const rows = (await this.dataSource.query(prepared(`DELETE FROM model_prices WHERE model = $1 RETURNING model`), [model])) as unknown[];
+  async delete(manager: EntityManager, model: string): Promise<boolean> {
+    const [rows] = (await manager.query(prepared(`DELETE FROM model_prices WHERE model = $1 RETURNING model`), [model])) as [unknown[], number];
     return rows.length > 0;
+  }
+
+  /** Sets every price of a list (MODEL_PRICES_FILE at start-up), in one transaction; returns how many were new. */
+  async seed(prices: ModelPrice[]): Promise<number> {
+    return this.dataSource.transaction(async (manager) => {
+      let created = 0;
+      for (const price of prices) if ((await this.put(manager, price)).created) created += 1;
+      return created;
+    });
   }
 }

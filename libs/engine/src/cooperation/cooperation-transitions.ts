@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { EventOutbox, type OutgoingEvent } from '#libs/events';
+import { toolCallEntry } from '#libs/usage';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import { type CommittedStep, type ToolCallSpec } from '../tables/turn.entities.js';
 import { type Lease } from '../claims/lease.js';
@@ -14,6 +15,7 @@ import { ToolOutputItems } from '../steps/tool-output-items.js';
 import type { CallOutcome } from './cooperation-rules.js';
 import { MemberControls } from './member-controls.js';
 import { MemberCreations } from './member-creations.js';
+import { recordUsage } from '../steps/usage-writes.js';
 
 /** Thrown inside the transaction to roll it back: the lease was gone when the step was to be recorded. */
 class LeaseLost extends Error {}
@@ -78,8 +80,10 @@ export class CooperationTransitions {
         const input = { name: call.name, arguments: call.arguments, side_effects: true, idempotent: false };
         // Through the lease, in the same commit: a lease lost meanwhile rolls the members' side back too.
         if (!(await this.steps.recordStep(manager, lease, { ...step, turnId: held.turn.id, sessionId, input, at: now }))) throw new LeaseLost();
+        // A coordination call is one of the turn's tool calls, in the ledger with its result.
+        const { rows: spent } = await recordUsage(manager, { sessionId, runId: lease.runId, turnId: held.turn.id }, [toolCallEntry('tool_call', call.name)]);
         events.push(...(await this.outputItems.write(manager, held, lease.runId, outputIndex, call.call_id, outcome, now)));
-        return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step, also };
+        return { batch: await this.outbox.append(manager, sessionId, events, { epoch: lease.epoch }), outputIndex: outputIndex + 1, step, also, spent };
       });
     } catch (error) {
       if (error instanceof LeaseLost) return null;

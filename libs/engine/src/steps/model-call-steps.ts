@@ -10,7 +10,6 @@ import { SessionsRepository } from '../tables/sessions.repository.js';
 import { type CommittedStep, type CompactionRecord, type CompactionTrigger, assistantContent, type ToolCallSpec, type Usage } from '../tables/turn.entities.js';
 import { ItemsRepository, type NewItem } from '../tables/items.repository.js';
 import { ModelRequestsRepository } from '../tables/model-requests.repository.js';
-import { RunsRepository } from '../tables/runs.repository.js';
 import { StepsRepository } from '../tables/steps.repository.js';
 import { type Lease } from '../claims/lease.js';
 import type { HeldTurn, RunOutput } from '../claims/held-turn.js';
@@ -18,6 +17,7 @@ import { memberSessionId, namedMember } from '../cooperation/cooperation-rules.j
 import { closingEvents } from '../endings/run-output.js';
 import { COMMAND_ITEM_TYPE, commandCallPart, commandItemId, isCommandCall } from './command-items.js';
 import type { Recorded } from './recorded.js';
+import { recordUsage } from './usage-writes.js';
 import { toolItem } from './tool-output-items.js';
 import { turnEvents } from './turn-events.js';
 
@@ -55,7 +55,6 @@ export class ModelCallSteps {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly sessions: SessionsRepository,
-    private readonly runs: RunsRepository,
     private readonly steps: StepsRepository,
     private readonly items: ItemsRepository,
     private readonly outbox: EventOutbox,
@@ -93,7 +92,7 @@ export class ModelCallSteps {
       if (!recorded) return null;
       if (step.requestJson) await this.modelRequests.record(manager, stepId, step.requestJson);
       // The call is in the ledger with its step (a takeover never counts it again), reported usage or not.
-      const { rows: spent } = await this.runs.recordUsage(manager, sessionId, lease.runId, held.turn.id, [modelCallEntry('model_call', step.model, step.usage, { stepId, wallMs: step.wallMs })]);
+      const { rows: spent } = await recordUsage(manager, { sessionId, runId: lease.runId, turnId: held.turn.id }, [modelCallEntry('model_call', step.model, step.usage, { stepId, wallMs: step.wallMs })]);
       const count = (output.item ? 1 : 0) + step.toolCalls.length;
       let seq = await this.sessions.reserveItemSeqs(manager, sessionId, count);
       let index = output.outputIndex;
@@ -150,7 +149,7 @@ export class ModelCallSteps {
         return { batch: await this.outbox.append(manager, sessionId, [event], { epoch: lease.epoch }), outputIndex, step: committed };
       }
       // The summariser's call is one of the turn's model calls, in the ledger with its step.
-      const { rows: spent } = await this.runs.recordUsage(manager, sessionId, lease.runId, held.turn.id, [
+      const { rows: spent } = await recordUsage(manager, { sessionId, runId: lease.runId, turnId: held.turn.id }, [
         modelCallEntry('compaction', record.model, record.usage, { stepId, wallMs: compaction.wallMs }),
       ]);
       const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);

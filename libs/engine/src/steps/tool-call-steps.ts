@@ -6,7 +6,6 @@ import { ToolImagesRepository } from '#libs/files';
 import { modelCallEntry, toolCallEntry } from '#libs/usage';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import { type CommittedStep, type ToolCallSpec, type Usage } from '../tables/turn.entities.js';
-import { RunsRepository } from '../tables/runs.repository.js';
 import { StepsRepository } from '../tables/steps.repository.js';
 import { TurnsRepository } from '../tables/turns.repository.js';
 import { itemTokensIfLoaded } from '../views/item-tokens.js';
@@ -14,6 +13,7 @@ import { type Lease } from '../claims/lease.js';
 import type { HeldTurn } from '../claims/held-turn.js';
 import type { CommandEnding } from './command-items.js';
 import type { Recorded } from './recorded.js';
+import { recordUsage } from './usage-writes.js';
 import { outputPart, ToolOutputItems } from './tool-output-items.js';
 import { turnEvents } from './turn-events.js';
 
@@ -61,7 +61,6 @@ export class ToolCallSteps {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly sessions: SessionsRepository,
     private readonly turns: TurnsRepository,
-    private readonly runs: RunsRepository,
     private readonly steps: StepsRepository,
     private readonly outbox: EventOutbox,
     private readonly toolImages: ToolImagesRepository,
@@ -111,7 +110,7 @@ export class ToolCallSteps {
       if (!recorded) return null;
       // The call is in the ledger with its result (once: a call has one result), a harness command
       // as a command; model calls it made on the session's model (MCP sampling) are the turn's too.
-      const { rows: spent } = await this.runs.recordUsage(manager, sessionId, lease.runId, held.turn.id, [
+      const { rows: spent } = await recordUsage(manager, { sessionId, runId: lease.runId, turnId: held.turn.id }, [
         toolCallEntry(result.command ? 'command' : 'tool_call', call.name, result.command?.duration_ms ?? result.wallMs ?? 0),
         ...(result.sampling ?? []).map((sample) => modelCallEntry('sampling', sample.model, sample.usage, { wallMs: sample.wallMs })),
       ]);

@@ -3,7 +3,6 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, In, type Repository } from 'typeorm';
 import { isUuid, prepared } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { addUsageSql, type LedgerEntry, ledgerDeltaSql, ledgerInsertSql, type LedgerRow } from '#libs/usage';
 import { RunEntity, type RunCheckpoint, type Usage, type Waitpoint } from './turn.entities.js';
 import { EXECUTING, HELD, type Lease } from '../claims/lease.js';
 import type { RunFleetCounts, TimelineRunRow } from '../views/operator-reads.js';
@@ -22,13 +21,6 @@ interface SuccessorRow {
   config: object;
   turn_id: string;
   session_id: string;
-}
-
-/** What a step's calls added to the ledger, and the run's and turn's totals after. */
-export interface RecordedUsage {
-  rows: LedgerRow[];
-  run: Usage | null;
-  turn: Usage | null;
 }
 
 /**
@@ -195,24 +187,6 @@ export class RunsRepository {
       turn: Usage | null;
     }[];
     return { run: rows[0]?.run ?? null, turn: rows[0]?.turn ?? null };
-  }
-
-  /**
-   * Writes the ledger rows of calls a step recorded (call it in that step's transaction, after its
-   * fenced write) and adds their sums to the run's and turn's usage, in one statement. Returns the
-   * rows written (for the token and cost counters, once the step commits) and both totals.
-   */
-  async recordUsage(manager: EntityManager, sessionId: string, runId: string, turnId: string, entries: LedgerEntry[]): Promise<RecordedUsage> {
-    if (entries.length === 0) return { rows: [], ...(await this.usageOf(manager, runId, turnId)) };
-    const rows = (await manager.query(
-      prepared(`WITH l AS (${ledgerInsertSql({ entries: '$4', session: '$1', turn: '$3', run: '$2' })}),
-       d AS (${ledgerDeltaSql('l')}),
-       r AS (UPDATE runs SET usage = ${addUsageSql('runs.usage', 'd.delta')} FROM d WHERE runs.id = $2 RETURNING runs.usage),
-       t AS (UPDATE turns SET usage = ${addUsageSql('turns.usage', 'd.delta')} FROM d WHERE turns.id = $3 RETURNING turns.usage)
-       SELECT (SELECT usage FROM r) AS run, (SELECT usage FROM t) AS turn, (SELECT coalesce(jsonb_agg(l), '[]'::jsonb) FROM l) AS rows`),
-      [sessionId, runId, turnId, JSON.stringify(entries)],
-    )) as { run: Usage | null; turn: Usage | null; rows: LedgerRow[] }[];
-    return { rows: rows[0]?.rows ?? [], run: rows[0]?.run ?? null, turn: rows[0]?.turn ?? null };
   }
 
   /** How long the turn's finished runs executed (waits between runs excluded), in ms. */

@@ -6,6 +6,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import { isUuid, newId, type Page, type PageQuery, prepared, sqlList, toPage } from '#libs/database';
 import type { AgentSnapshot, CompactionMode } from '#libs/agents';
 import { DomainError } from '#libs/errors';
+import { LEDGER_TOTALS_COLUMNS, totalsFromRow, type UsageTotals } from '#libs/usage';
 import { ACCOUNT_OF, ACCOUNT_RUNNING_TURNS } from '../claims/account-sql.js';
 import { SESSION_COLUMNS, SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
 
@@ -118,15 +119,13 @@ export class SessionsRepository {
   }
 
   /** Another owner's session, and a deleted one, are indistinguishable from a missing one. */
-  async getVisible(ownerId: string, sessionId: string): Promise<SessionEntity> {
-    const rows = isUuid(sessionId)
-      ? ((await this.sessions.query(prepared(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`), [
-          sessionId,
-          ownerId,
-        ])) as Record<string, unknown>[])
-      : [];
+  async getVisible(ownerId: string, sessionId: string, withUsage = false): Promise<SessionEntity & { usage?: UsageTotals }> {
+    // With `withUsage`, what the session used too: the sums of its ledger rows, in the same statement.
+    const usage = withUsage ? `, (SELECT to_jsonb(u) FROM (SELECT ${LEDGER_TOTALS_COLUMNS} FROM usage_ledger WHERE session_id = $1) u) AS usage_totals` : '';
+    const sql = prepared(`SELECT ${SESSION_COLUMNS}${usage} FROM sessions WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`);
+    const rows = isUuid(sessionId) ? ((await this.sessions.query(sql, [sessionId, ownerId])) as Record<string, unknown>[]) : [];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
-    return sessionFromRow(rows[0]);
+    return withUsage ? { ...sessionFromRow(rows[0]), usage: totalsFromRow(rows[0].usage_totals as Record<string, unknown>) } : sessionFromRow(rows[0]);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { unixSeconds } from '#libs/database';
+import type { UsageTotals } from '#libs/usage';
 import type { AcceptedReceipt } from '../tables/receipt.entity.js';
 import { SESSION_STATUS_MACHINE, type SessionStatus, sessionStatusOf } from '../machines/session-states.js';
 import { type SessionEntity as Session, type TurnSummary } from '../tables/session.entity.js';
@@ -49,6 +50,8 @@ export interface SessionView {
     metadata: Record<string, string>;
     revision: number;
     receipt: AcceptedReceipt | null;
+    /** The GET of one session only: the sums of its usage ledger. */
+    usage?: UsageTotals;
   };
 }
 
@@ -130,7 +133,7 @@ export function toSessionDto(session: Session, receipt: AcceptedReceipt | null =
     status,
     environment: environmentView(session.environment, session.workdirId),
     metadata: session.metadata,
-    // Usage is kept per run and per turn (`yuxi.usage`); the session's sum is not.
+    // The upstream field stays null: the session's sums are `yuxi.usage` (on its GET).
     usage: null,
     required_actions: requiredActions(session.currentTurn),
     error: status === 'failed' && session.currentTurn ? `The latest turn (${session.currentTurn.id}) failed: its error is on the turn.` : null,

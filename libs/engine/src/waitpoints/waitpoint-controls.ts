@@ -4,6 +4,7 @@ import { DomainError, type FieldError } from '#libs/errors';
 import { type SessionEntity } from '../tables/session.entity.js';
 import { SessionsRepository } from '../tables/sessions.repository.js';
 import { elicitationResult } from '#libs/tools';
+import { toolCallEntry } from '#libs/usage';
 import { ItemsRepository } from '../tables/items.repository.js';
 import { parseWaitpoint } from './waitpoints.js';
 import { StepsRepository } from '../tables/steps.repository.js';
@@ -11,6 +12,7 @@ import { type TurnEntity, type Waitpoint, type WaitpointElicitation, type Waitpo
 import { TurnsRepository } from '../tables/turns.repository.js';
 import { ToolOutputItems } from '../steps/tool-output-items.js';
 import { type Resumed, resumeAtWaitpoint } from './waitpoint-resume.js';
+import { recordUsage } from '../steps/usage-writes.js';
 
 export type { Resumed } from './waitpoint-resume.js';
 
@@ -67,6 +69,8 @@ export class WaitpointControls {
       at,
     });
     if (!recorded) throw new DomainError('waitpoint_stale', `Call ${callId} already has a result`, { waitpoint_id: waitpoint.id });
+    // A client tool call is one of the turn's tool calls, in the ledger with its result (once: a second result is stale).
+    await recordUsage(manager, { sessionId: session.id, runId: waitpoint.run_id, turnId: turn.id }, [toolCallEntry('tool_call', call.name)]);
     const outputIndex = await this.items.countItems(manager, turn.id);
     const events = await this.outputItems.write(manager, { turn }, waitpoint.run_id, outputIndex, callId, outcome, at);
     const calls = waitpoint.tool_calls ?? [];

@@ -3,7 +3,7 @@ import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, IsUUID, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { ApiHideProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { SESSION_STATUSES, TURN_STATUSES, WaitpointDto } from '#libs/engine';
+import { SESSION_STATUSES, TURN_STATUSES, UsageDto, WaitpointDto } from '#libs/engine';
 import { IsSessionMetadata, OptionalNotNull } from './validators.js';
 import { SessionEnvironmentViewDto } from './environment-view.dto.js';
 
@@ -77,6 +77,11 @@ export class SessionYuxiDto {
   revision!: number;
   @ApiProperty({ type: ReceiptDto, nullable: true, description: 'Only on the create response that accepted an input; null on reads.' })
   receipt!: ReceiptDto | null;
+  @ApiPropertyOptional({
+    type: UsageDto,
+    description: 'On the GET of the session only: what it used, summed over its usage ledger (every model call, compaction and MCP sampling request, tool call and sandbox command of its turns), with its cost at the prices in force at each call.',
+  })
+  usage?: UsageDto;
 }
 
 export class SessionAgentDto {
@@ -120,7 +125,7 @@ export class SessionDto {
   @ApiProperty({ type: SessionEnvironmentViewDto, description: 'The upstream Agents API\'s environment: `{"type": "none"}`, or the hosted workspace the session (and its tree) works in.' })
   environment!: SessionEnvironmentViewDto;
   @ApiProperty({ ...METADATA_SCHEMA, description: 'The same map as `yuxi.metadata`, where the upstream Agents API shows it.' }) metadata!: Record<string, string>;
-  @ApiProperty({ type: 'object', additionalProperties: false, nullable: true, enum: [null], description: 'Always null: usage is kept per run and per turn (`yuxi.usage` of each), not summed per session.' }) usage!: null;
+  @ApiProperty({ type: 'object', additionalProperties: false, nullable: true, enum: [null], description: 'Always null here: what the session used is `yuxi.usage` (on the GET of the session), and each run\'s and turn\'s own `yuxi.usage`.' }) usage!: null;
   @ApiProperty({
     type: [RequiredActionDto],
     description:
