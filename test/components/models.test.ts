@@ -299,7 +299,7 @@ describe('OpenAiProvider against a fake server', () => {
       { type: 'text_delta', delta: 'Hel' },
       { type: 'text_delta', delta: 'lo' },
       { type: 'text_delta', delta: ' world' },
-      { type: 'usage', usage: { input_tokens: 42, output_tokens: 7, cached_tokens: 40, total_tokens: 49 } },
+      { type: 'usage', usage: { input_tokens: 42, output_tokens: 7, cached_tokens: 40, reasoning_tokens: 0, total_tokens: 49 } },
       { type: 'finish', reason: 'stop' },
     ]);
     const [body] = fake.requests('text-model') as any[];
@@ -331,7 +331,7 @@ describe('OpenAiProvider against a fake server', () => {
     assert.deepEqual(calls[0], { call_id: 'call_first', name: 'search', arguments: '{"query":"weather in Paris","limit":3}' });
     assert.equal(calls[1]?.name, 'current_time');
     assert.match(calls[1]?.call_id ?? '', /^call_[0-9a-f]{24}$/);
-    assert.deepEqual(events.slice(-2), [{ type: 'usage', usage: { input_tokens: 10, output_tokens: 7, cached_tokens: 0, total_tokens: 17 } }, { type: 'finish', reason: 'tool_calls' }]);
+    assert.deepEqual(events.slice(-2), [{ type: 'usage', usage: { input_tokens: 10, output_tokens: 7, cached_tokens: 0, reasoning_tokens: 0, total_tokens: 17 } }, { type: 'finish', reason: 'tool_calls' }]);
     const [body] = fake.requests('tool-model') as any[];
     assert.deepEqual(body.tools, [{ type: 'function', function: tools[0] }]);
   });

@@ -39,6 +39,7 @@ describe('cancel, pause and continue', () => {
       assert.equal(turn.body.yuxi.cancellation_pending, false);
       assert.equal(turn.body.yuxi.result_run_id, null);
       assert.equal(turn.body.yuxi.runs[0].status, 'cancelled');
+      assert.equal(turn.body.yuxi.usage.model_calls, 1, 'the stopped model call is still a call (in the ledger with the settle)');
       const items = await http(`${API}/sessions/${session.id}/turns/${turnId}/items?order=asc`);
       const partial = items.body.data.find((i: any) => i.role === 'assistant');
       assert.equal(partial.status, 'incomplete');

@@ -92,6 +92,19 @@ describe('cooperation trees', () => {
     assert.equal(cooperation.root_session_id, coordinator.id);
     assert.equal(cooperation.members.length, 3);
     assert.ok(cooperation.usage.total_tokens > 0);
+    // The tree's usage is its ledger summed over the root: the root's and every member's own usage.
+    const sessionUsage = async (id: string): Promise<any> => (await http(`${API}/sessions/${id}`)).body.yuxi.usage;
+    const sumOfSessions = async (): Promise<Record<string, number>> => {
+      const all = await Promise.all([coordinator.id, ...members.map((m) => m.id)].map(sessionUsage));
+      return Object.fromEntries(['input_tokens', 'output_tokens', 'total_tokens', 'model_calls', 'tool_calls'].map((key) => [key, all.reduce((sum, u) => sum + u[key], 0)]));
+    };
+    const agreed = await until(
+      async () => ({ tree: (await state(coordinator.id)).agent_state.cooperation.usage, sessions: await sumOfSessions() }),
+      ({ tree, sessions }) => Object.entries(sessions).every(([key, value]) => tree[key] === value),
+      'the tree\'s usage to be the sum of its sessions\'',
+    );
+    assert.ok(agreed.tree.model_calls >= 4, 'the coordinator\'s and each member\'s model calls');
+    assert.ok(agreed.tree.tool_calls >= 3, 'the three create_subagent calls');
   });
 
   it('caps running members at max_concurrent_subagents: the rest wait queued, never more than the cap run, all finish', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import OpenAI from 'openai';
+import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { API, http, newKey, postEvent } from '../support/http.js';
 import { until } from '../support/identity.js';
@@ -57,6 +58,11 @@ describe('environments: the harness in a session\'s workspace', () => {
     );
     assert.ok(Number.isInteger(command.duration_ms) && command.duration_ms >= 0, `duration_ms: ${command.duration_ms}`);
     assert.equal(outputOf(items, command).output, 'a.txt\n', 'the model reads the output, as for every call');
+    // Each call is a tool call of the turn; in the usage ledger the shell is a sandbox command, its wall time the command's duration.
+    assert.equal(first.data.turn.yuxi.usage.tool_calls, 3);
+    const ledger = await query(`SELECT kind, tool, wall_ms::int AS wall_ms FROM usage_ledger WHERE turn_id = $1 AND tool_calls = 1 ORDER BY tool`, [first.data.turn_id]);
+    assert.deepEqual(ledger.map((r) => [r.kind, r.tool]), [['tool_call', 'apply_patch'], ['command', 'shell'], ['tool_call', 'write_file']]);
+    assert.equal(ledger[1].wall_ms, command.duration_ms);
     for (const name of ['write_file', 'apply_patch']) {
       const call = items.find((i) => i.type === 'function_call' && i.name === name);
       assert.ok(call, `${name} is a function_call item`);

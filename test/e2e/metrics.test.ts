@@ -91,6 +91,7 @@ describe('metrics', () => {
 
   it('a turn of a model on the wire reports its tokens, cached ones included', async () => {
     const { id, model } = await putAgent({ instructions: 'Be brief.' });
+    assert.equal((await http(`/api/v1/admin/model-prices/${model}`, { method: 'PUT', body: { input_per_mtok_usd: 1, output_per_mtok_usd: 1 } })).status, 201, 'priced: 14 tokens, 14 µUSD');
     fake.script(fakeModel(model), [{ text: ['Hello', ' metrics'], usage: { prompt_tokens: 12, completion_tokens: 2, cached: 4 } }]);
     const session = await createSessionWith(id, 'hi');
     const stream = await SseStream.open(session.id);
@@ -98,7 +99,7 @@ describe('metrics', () => {
       const done = await stream.waitForType('agent.session.turn.completed', undefined, 20_000);
       // The exact numbers are checked on the turn: the worker's counters are process-wide, and a
       // model call left over from an earlier file (a retry, a takeover) would move them too.
-      assert.deepEqual(done.data.turn.yuxi.usage, { input_tokens: 12, output_tokens: 2, cached_tokens: 4, reasoning_tokens: 0, total_tokens: 14, model_calls: 1, tool_calls: 0, cost_microusd: null });
+      assert.deepEqual(done.data.turn.yuxi.usage, { input_tokens: 12, output_tokens: 2, cached_tokens: 4, reasoning_tokens: 0, total_tokens: 14, model_calls: 1, tool_calls: 0, cost_microusd: 14 });
       assert.equal(fake.requests(fakeModel(model)).length, 1, 'one model call');
     } finally {
       stream.close();
@@ -361,6 +362,8 @@ describe('metrics', () => {
     assert.ok(moved('yuxi_provider_tokens_total', { provider: 'openai', kind: 'input' }) >= 12);
     assert.ok(moved('yuxi_provider_tokens_total', { provider: 'openai', kind: 'output' }) >= 2);
     assert.ok(moved('yuxi_provider_tokens_total', { provider: 'openai', kind: 'cached' }) >= 4, 'cached tokens are counted');
+    assert.ok(moved('yuxi_model_tokens_total', { type: 'cached' }) >= 4 && moved('yuxi_model_tokens_total', { type: 'input' }) >= 12, 'committed calls\' tokens');
+    assert.ok(moved('yuxi_model_cost_microusd_total', {}) >= 14, 'the priced call\'s cost');
     assert.ok(moved('yuxi_model_call_duration_seconds_count', { provider: 'openai' }) >= 1);
     assert.ok(moved('yuxi_queue_job_wait_seconds_count', { queue: 'session-dispatch' }) >= 5);
     assert.ok(moved('yuxi_webhook_attempts_total', { outcome: 'succeeded' }) >= 2, 'the webhook deliveries');

@@ -46,6 +46,8 @@ describe('steer and promote', () => {
       assert.equal(turn.body.yuxi.result_run_id, second.id);
       assert.equal(completed.data.turn.yuxi.result_run_id, second.id);
       assert.equal(turn.body.yuxi.output[0].content[0].text, 'Echo: change of plan');
+      // The call the steer cut is a model call of the yielded run (its tokens unreported), the answer one of the next.
+      assert.deepEqual([first.usage.model_calls, second.usage.model_calls, turn.body.yuxi.usage.model_calls], [1, 1, 2]);
 
       const items = await itemsOf(session.id, turnId);
       assert.deepEqual(

@@ -41,7 +41,7 @@ export const EVENT_TYPES = {
   'yuxi.session.run.failed': 'The run failed; `run.error` has the code.',
   'yuxi.session.run.cancelled': 'The run stopped because its turn was cancelled; text already shown is kept as an incomplete item.',
   'yuxi.session.turn.state': 'The turn changed state without a status change: after an accepted cancel, `turn.yuxi.cancellation_pending` is true until the terminal event.',
-  'agent.session.turn.completed': 'The turn completed and its result is committed; `turn.yuxi.result_run_id` names the result run, `turn.yuxi.usage` the tokens of all its runs.',
+  'agent.session.turn.completed': 'The turn completed and its result is committed; `turn.yuxi.result_run_id` names the result run, `turn.yuxi.usage` what all its runs used (tokens, model and tool calls, cost).',
   'agent.session.turn.failed':
     'The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded` (the context cannot fit the model window: one message too large, or compaction off or manual), `run_takeover_limit`, `run_failed`. `turn.error.retryable` says whether submitting the input again is advised and `turn.error.side_effects` (none | output | possible) what the turn may have done before it failed. A tool source that cannot be reached does not fail the turn (`yuxi.session.turn.capability_limited`). Pending inputs wait in a paused queue.',
   'agent.session.turn.cancelled': 'The turn was cancelled and its cleanup is done; pending inputs, if any, wait in a paused queue (`yuxi.session.input.continue`).',

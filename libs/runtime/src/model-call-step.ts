@@ -71,41 +71,53 @@ export class ModelCallStep {
       state.live.push(turnEvents.reasoningDone(item, state.outputIndex, reasoning));
     };
     const started = performance.now();
+    // A call that ends without its own step (cut by a steer; stopped or failed once the provider
+    // answered) is still a call: the yield or settle that ends the run writes its ledger row.
+    let answered = false;
+    const cut = (): void => {
+      state.output.cutCall = { model: held.run.model, usage: result.usage, wallMs: performance.now() - started };
+    };
     const stream = this.streams.open(held.run.model, request);
-    for await (const event of stream) {
-      state.keeper.assertHeld();
-      if (event.type === 'tool_call') {
-        result.toolCalls.push(event.call);
-        continue;
+    try {
+      for await (const event of stream) {
+        answered = true;
+        state.keeper.assertHeld();
+        if (event.type === 'tool_call') {
+          result.toolCalls.push(event.call);
+          continue;
+        }
+        if (event.type === 'usage') {
+          result.usage = event.usage;
+          continue;
+        }
+        if (event.type === 'finish') {
+          result.finishReason = event.reason;
+          continue;
+        }
+        let item = state.output.item;
+        if (!item) {
+          item = assistantItem(newId(), held.turn, state.lease.runId, new Date());
+          state.output.item = item;
+          state.live.push(turnEvents.item('added', item, state.outputIndex), turnEvents.contentPart('added', item, state.outputIndex, 0, { type: 'output_text', text: '' }));
+        }
+        if (event.type === 'reasoning_delta') {
+          // Reasoning after the text started (rare) would change a block announced complete: not kept.
+          if (state.output.reasoning) continue;
+          reasoning += event.delta;
+          state.live.push(turnEvents.reasoningDelta(item, state.outputIndex, event.delta));
+          continue;
+        }
+        if (reasoning && !state.output.reasoning) await closeReasoning(item);
+        state.output.text += event.delta;
+        state.live.push(turnEvents.textDelta(item, state.outputIndex, 0, event.delta));
+        if (await state.steerWaiting()) {
+          result.yielded = true;
+          break;
+        }
       }
-      if (event.type === 'usage') {
-        result.usage = event.usage;
-        continue;
-      }
-      if (event.type === 'finish') {
-        result.finishReason = event.reason;
-        continue;
-      }
-      let item = state.output.item;
-      if (!item) {
-        item = assistantItem(newId(), held.turn, state.lease.runId, new Date());
-        state.output.item = item;
-        state.live.push(turnEvents.item('added', item, state.outputIndex), turnEvents.contentPart('added', item, state.outputIndex, 0, { type: 'output_text', text: '' }));
-      }
-      if (event.type === 'reasoning_delta') {
-        // Reasoning after the text started (rare) would change a block announced complete: not kept.
-        if (state.output.reasoning) continue;
-        reasoning += event.delta;
-        state.live.push(turnEvents.reasoningDelta(item, state.outputIndex, event.delta));
-        continue;
-      }
-      if (reasoning && !state.output.reasoning) await closeReasoning(item);
-      state.output.text += event.delta;
-      state.live.push(turnEvents.textDelta(item, state.outputIndex, 0, event.delta));
-      if (await state.steerWaiting()) {
-        result.yielded = true;
-        break;
-      }
+    } catch (error) {
+      if (answered) cut();
+      throw error;
     }
     if (reasoning && !state.output.reasoning && state.output.item) await closeReasoning(state.output.item);
     await state.live.drain();
@@ -113,6 +125,7 @@ export class ModelCallStep {
     state.output.lostDeltas = state.live.lost;
     result.text = state.output.text;
     result.wallMs = performance.now() - started;
+    if (result.yielded) cut();
     return result;
   }
 

@@ -4,6 +4,7 @@ import { newId } from '#libs/database';
 import { type Outcome, RunEndings, TurnSettlement } from '#libs/engine';
 import { metrics } from '#libs/metrics';
 import { RunSignals } from '#libs/queue';
+import { countSpend } from '#libs/usage';
 import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { RunControl } from './run-control.js';
@@ -88,6 +89,7 @@ export class RunClosing {
       this.writes.fenced(state.lease, 'yield');
       return { joined: false, pending: null };
     }
+    countSpend(next.spent);
     state.lease = next.lease;
     held.run = next.run;
     setLogContext({ run_id: next.run.id });

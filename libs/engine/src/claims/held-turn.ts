@@ -38,6 +38,11 @@ export interface RunOutput {
   reasoning: string;
   /** Deltas were lost on the way to Redis since the last durable write: announce a resync. */
   lostDeltas: boolean;
+  /**
+   * A model call that ended without a step of its own (cut by a steer, stopped by a cancel, failed):
+   * still a call, so the yield or the settle that ends the run writes its ledger row.
+   */
+  cutCall?: { model: string; usage: Usage | null; wallMs: number };
 }
 
 /**
@@ -83,6 +88,8 @@ export interface Successor extends Committed {
   run: RunEntity;
   lease: Lease | null;
   outputIndex: number;
+  /** The ledger rows the yield wrote (a model call a steer cut): counted by the worker's metrics once it commits. */
+  spent?: LedgerRow[];
 }
 
 /** A run whose lease expired, interrupted: the run that continues its turn (`awaiting`), or null when the turn ended. */

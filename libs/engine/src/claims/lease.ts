@@ -17,9 +17,3 @@ export const EXECUTING = statusGuard('status', LEASABLE_RUN_STATUSES);
 /** The predicate every fenced write puts on `runs` (parameters: run id, owner, epoch). */
 export const HELD = (run: string, owner: string, epoch: string): string =>
   `id = ${run} AND ${EXECUTING} AND lease_owner = ${owner} AND epoch = ${epoch} AND lease_expires_at > now()`;
-
-/** Adds a usage object (jsonb) to a column, field by field. */
-export const ADD_USAGE = (column: string, param: string): string =>
-  `jsonb_build_object(${['input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens']
-    .map((key) => `'${key}', coalesce((${column}->>'${key}')::bigint, 0) + coalesce((${param}::jsonb->>'${key}')::bigint, 0)`)
-    .join(', ')})`;

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import type { OutgoingEvent } from '#libs/events';
+import { modelCallEntry } from '#libs/usage';
 import { consumedWrite } from '../claims/claim-queue.js';
 import { InputsRepository } from '../tables/inputs.repository.js';
 import { runStartedWrite } from '../claims/session-claims.js';
@@ -17,6 +18,7 @@ import type { HeldTurn, RunOutput, Successor } from '../claims/held-turn.js';
 import { SessionTransactions } from '../transaction/session-transaction.js';
 import { closingEvents, lastReceivedSeq, lostDeltasNotice, receiptsOf, RunOutputWriter, shownItemWrite, userItemsOf } from './run-output.js';
 import { turnEvents } from '../steps/turn-events.js';
+import { recordUsage } from '../steps/usage-writes.js';
 
 /**
  * How the worker that holds a run hands it on at a boundary (called by `RunClosing`, under the
@@ -61,6 +63,9 @@ export class RunEndings {
         this.config.runLeaseMs,
       );
       if (!next) return null;
+      // The model call the steer cut is a call of the yielded run, in the ledger with the yield.
+      const cut = output.cutCall;
+      const { rows: spent } = cut ? await recordUsage(manager, { sessionId, runId: lease.runId, turnId: held.turn.id }, [modelCallEntry('model_call', cut.model, cut.usage, { wallMs: cut.wallMs })]) : { rows: [] };
       const newItems = userItemsOf(steers, sessionId, now);
       const partial = output.item ? 1 : 0;
       // Under the lock the session row is current: its item counter numbers the items written here.
@@ -88,7 +93,7 @@ export class RunEndings {
       }
       held.lastInputSeq = lastReceivedSeq(steers, held.lastInputSeq);
       tx.emit(events, { epoch });
-      return { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index };
+      return { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index, spent };
     });
     // The caller publishes the batch: the next run's live events follow it.
     return value === null || value === 'cancelled' ? value : { ...value, ...committed };

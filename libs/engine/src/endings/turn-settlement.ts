@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { metrics } from '#libs/metrics';
-import { countSpend, modelCallEntry } from '#libs/usage';
+import { countSpend, type LedgerEntry, modelCallEntry } from '#libs/usage';
 import type { OutgoingEvent } from '#libs/events';
 import { SESSION_COLUMNS, sessionFromRow } from '../tables/session.entity.js';
 import { SessionsRepository } from '../tables/sessions.repository.js';
@@ -18,6 +18,12 @@ import type { HeldTurn, Outcome, RunOutput, SettledTurn } from '../claims/held-t
 import { lostDeltasNotice, RunOutputWriter, turnSeconds } from './run-output.js';
 import { SessionTransactions, type SessionTx } from '../transaction/session-transaction.js';
 import { turnEvents } from '../steps/turn-events.js';
+
+/** A model call the run's end cut short (a cancel, a failure): a call all the same, in the ledger with the settle. */
+function cutCallEntry(output: RunOutput): LedgerEntry | null {
+  const cut = output.cutCall;
+  return cut ? modelCallEntry('model_call', cut.model, cut.usage, { wallMs: cut.wallMs }) : null;
+}
 
 /**
  * How the worker that holds a run settles its turn's outcome (called by `RunClosing`, under the
@@ -69,7 +75,7 @@ export class TurnSettlement {
       outputShown: output.item !== null,
       answer: modelCall ? { id: answerId, input: { model: modelCall.model }, output: { text: output.text, ...(modelCall.usage ? { usage: modelCall.usage } : {}), ...(modelCall.finishReason ? { finish_reason: modelCall.finishReason } : {}) } } : undefined,
       // The answer's model call is in the ledger with the settle (the same statement), reported usage or not.
-      usage: modelCall && answerId ? modelCallEntry('model_call', modelCall.model, modelCall.usage, { stepId: answerId, wallMs: modelCall.wallMs }) : null,
+      usage: modelCall && answerId ? modelCallEntry('model_call', modelCall.model, modelCall.usage, { stepId: answerId, wallMs: modelCall.wallMs }) : cutCallEntry(output),
       context: outcome.context ?? null,
       at: now,
       // The session lock is taken by the same statement, first.
