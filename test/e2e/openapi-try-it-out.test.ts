@@ -239,6 +239,10 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('deleteArtifact', 200);
   });
 
+  it('usage reports: the caller\'s and every owner\'s, with the default parameters', async () => {
+    for (const id of ['getUsage', 'getAdminUsage']) await tryIt(id, 200);
+  });
+
   it('tried every operation of the document', () => {
     assert.deepEqual([...operations.keys()].filter((id) => !tried.has(id)), []);
   });

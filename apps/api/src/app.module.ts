@@ -39,6 +39,7 @@ import { SessionFilesController } from './controllers/session-files.controller.j
 import { SessionArtifactsController } from './controllers/session-artifacts.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
+import { AdminUsageController, UsageController } from './controllers/usage.controller.js';
 import { WebhookDeliveriesController } from './controllers/webhook-deliveries.controller.js';
 import { WebhooksController } from './controllers/webhooks.controller.js';
 import { HealthModule } from './health.module.js';
@@ -46,7 +47,7 @@ import { HttpDrain } from './http-drain.js';
 
 @Module({
   imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule, SecretsModule, WebhooksModule],
-  // Sessions, files, projects, webhooks and budgets before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
+  // Sessions, files, projects, webhooks, budgets and usage before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [
     HealthController,
     MetricsController,
@@ -60,6 +61,7 @@ import { HttpDrain } from './http-drain.js';
     WebhooksController,
     WebhookDeliveriesController,
     BudgetsController,
+    UsageController,
     AgentsController,
     AdminAgentsController,
     AdminSecretsController,
@@ -72,6 +74,7 @@ import { HttpDrain } from './http-drain.js';
     AdminWaitpointsController,
     AdminQueuesController,
     AdminUsageClockController,
+    AdminUsageController,
     AdminModelPricesController,
   ],
   providers: [BootstrapKey, AgentsFile, ModelPricesFile, SseResponder, HttpDrain, { provide: APP_GUARD, useClass: AccessGuard }, { provide: APP_FILTER, useClass: AllExceptionsFilter }],

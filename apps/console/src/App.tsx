@@ -11,6 +11,7 @@ import { QueuesPage } from './pages/QueuesPage.js';
 import { SessionPage } from './pages/SessionPage.js';
 import { SessionsPage } from './pages/SessionsPage.js';
 import { SignInPage } from './pages/SignInPage.js';
+import { UsagePage } from './pages/UsagePage.js';
 import { UsersPage } from './pages/UsersPage.js';
 import { navigate, usePath } from './router.js';
 
@@ -25,6 +26,7 @@ const NAV: NavItem[] = [
   { path: '/', label: 'Sessions', shown: () => true },
   { path: '/inbox', label: 'Inbox', shown: may.readEverySession },
   { path: '/agents', label: 'Agents', shown: () => true },
+  { path: '/usage', label: 'Usage', shown: () => true },
   { path: '/keys', label: 'API keys', shown: may.manageOwnKeys },
   { path: '/users', label: 'Users', shown: may.administer },
   { path: '/audit', label: 'Audit', shown: may.administer },
@@ -120,5 +122,6 @@ function page(client: AgentsClient, path: string) {
   if (path === '/users') return <UsersPage />;
   if (path === '/audit') return <AuditPage />;
   if (path === '/queues') return <QueuesPage />;
+  if (path === '/usage') return <UsagePage />;
   return <SessionsPage client={client} />;
 }

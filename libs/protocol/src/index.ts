@@ -34,3 +34,5 @@ export { DEFAULT_SESSION_TITLE, DERIVED_TITLE_MAX_CHARS, titleFromInput } from '
 export { BudgetDeletedDto, BudgetDto, BudgetLimitsDto, BudgetListDto, BudgetScopeDto, BudgetSpentDto, BUDGET_LIMIT_MAX, CreateBudgetDto, SessionBudgetDto, SessionBudgetParamDto, SetUsageClockDto, UpdateBudgetDto, UsageClockDto } from './dto/budget.dto.js';
 export { budgetViewerOf, BUDGET_USE_CASES, CreateBudget, DeleteBudget, GetBudget, ListBudgets, SetUsageClock, UpdateBudget } from './use-cases/budgets.use-case.js';
 export { SessionBudgetReads } from './session-budget-reads.js';
+export { AdminUsageReportQueryDto, UsageReportDto, UsageReportQueryDto, UsageReportRowDto } from './dto/usage-report.dto.js';
+export { ownUsageScope, UsageReports } from './use-cases/usage-reports.use-case.js';

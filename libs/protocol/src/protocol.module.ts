@@ -8,7 +8,7 @@ import { EngineModule } from '#libs/engine';
 import { ArtifactsModule } from '#libs/environments';
 import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
-import { UsageModule } from '#libs/usage';
+import { UsageModule, UsageReportsModule } from '#libs/usage';
 import { OperatorSessionQueries } from './operator-session-queries.js';
 import { SessionQueriesService } from './session-queries.service.js';
 import { ARTIFACT_USE_CASES, ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, DeleteSession, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, UpdateSession, UploadDraft, USE_CASES } from './use-cases/index.js';
@@ -16,11 +16,12 @@ import { IdempotentWrite } from './use-cases/idempotent-write.js';
 import { BUDGET_USE_CASES } from './use-cases/budgets.use-case.js';
 import { SessionBudgetReads } from './session-budget-reads.js';
 import { ModelPrices } from './use-cases/model-prices.use-case.js';
+import { UsageReports } from './use-cases/usage-reports.use-case.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
-  imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, UsageModule],
-  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices],
-  exports: [IdempotentWrite, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule],
+  imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, UsageModule, UsageReportsModule],
+  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports],
+  exports: [IdempotentWrite, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports],
 })
 export class ProtocolModule {}

@@ -1,4 +1,5 @@
 import { type CallOptions, type Query, Transport, type WriteOptions } from './transport.js';
+import type { AdminUsageReportParams, UsageReport } from './usage.js';
 import type {
   AdminAgent,
   AdminAgentList,
@@ -123,6 +124,11 @@ export class AdminResource {
   /** Queue depths, the oldest waiting input, live workers, runs held and taken over. */
   queues(options: CallOptions = {}): Promise<QueueStatus> {
     return this.transport.request({ method: 'GET', path: adminPath('queues'), signal: options.signal });
+  }
+
+  /** Every owner's usage, grouped (operators and administrators). */
+  usage(params: AdminUsageReportParams = {}, options: CallOptions = {}): Promise<UsageReport> {
+    return this.transport.request({ method: 'GET', path: adminPath('usage'), query: params as Query, signal: options.signal });
   }
 
   listAgents(options: CallOptions = {}): Promise<AdminAgentList> {

@@ -3,6 +3,7 @@ import { AgentsApiError } from './errors.js';
 import { paginate } from './paginate.js';
 import { SessionEventStream, type SessionEventsOptions, type SessionReader } from './session-events.js';
 import { type CallOptions, type ClientOptions, type Query, Transport, type WriteOptions } from './transport.js';
+import type { UsageReport, UsageReportParams } from './usage.js';
 import { WebhooksResource } from './webhook-endpoints.js';
 import type { Agent, AgentList, Caller, CreateProjectParams, CreateSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, Turn, TurnList, UpdateSessionParams } from './types.js';
 
@@ -321,5 +322,10 @@ export class AgentsClient {
   /** Who the credential is: user, key, access level, app, role. */
   me(options: CallOptions = {}): Promise<Caller> {
     return this.transport.request({ method: 'GET', path: '/api/v1/me', signal: options.signal });
+  }
+
+  /** The caller's usage (tokens, calls, cost), grouped by day, agent, model, session, project, app or end user. */
+  usage(params: UsageReportParams = {}, options: CallOptions = {}): Promise<UsageReport> {
+    return this.transport.request({ method: 'GET', path: '/api/v1/agents/usage', query: params as Query, signal: options.signal });
   }
 }

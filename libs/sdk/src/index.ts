@@ -17,5 +17,6 @@ export { parseSse, SseLineParser } from './sse-parser.js';
 export type { SseMessage, SseRecord } from './sse-parser.js';
 export type { CallOptions, ClientOptions, WriteOptions } from './transport.js';
 export type * from './types.js';
+export type { AdminUsageReportParams, UsageGroupKey, UsageReport, UsageReportParams, UsageReportRow } from './usage.js';
 export { verifyWebhook, WebhookVerificationError } from './webhooks.js';
 export type { VerifyWebhookOptions, WebhookHeaders, WebhookVerificationReason } from './webhooks.js';

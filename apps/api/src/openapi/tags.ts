@@ -31,6 +31,10 @@ export const TAGS = {
     description:
       'Agents, API keys, users and their roles, the audit trail (full-access callers; most for administrators only), and the operator API over every owner\'s sessions: `viewer`s read them, `operator`s also send control events, `admin`s do everything. A product user without a role reaches none of the cross-owner routes (403).',
   },
+  usage: {
+    name: 'usage',
+    description: 'What sessions spent (tokens, model and tool calls, cost at the deployment\'s prices), summed from the usage ledger by day, agent, model, session, project, app or end user: the caller\'s own, and every owner\'s for operators.',
+  },
   caller: { name: 'caller', description: 'Who the credential is: its user, access level, app and role.' },
   operations: { name: 'operations', description: 'Health and Prometheus metrics, without credentials.' },
 } as const;
