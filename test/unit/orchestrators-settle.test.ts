@@ -66,6 +66,19 @@ describe('settling a turn (TurnSettlement.settle)', () => {
     assert.equal(transactions.sent.length, 1, 'published and nudged after commit by the transaction helper');
   });
 
+  it('writes the answer\'s model call to the usage ledger in the settle statement, keyed by the answer\'s step; a call a cancel stopped too; none without a call', async () => {
+    const answered = settlement(aTurn({ status: 'completed', completedAt: new Date() }));
+    await answered.sut.settle(held, lease, output(), { status: 'completed', modelCall: { model: 'openai:m', usage: { input_tokens: 5, output_tokens: 2, cached_tokens: 1, reasoning_tokens: 1, total_tokens: 7 }, wallMs: 40 } });
+    const spec = answered.turns.settle.mock.calls[0]!.arguments[1];
+    assert.deepEqual(spec.usage, { kind: 'model_call', model: 'openai:m', step_id: spec.answer!.id, input_tokens: 5, output_tokens: 2, cached_tokens: 1, reasoning_tokens: 1, wall_ms: 40 });
+    const stopped = settlement(aTurn({ status: 'cancelled', completedAt: new Date() }));
+    await stopped.sut.settle(held, lease, output({ cutCall: { model: 'openai:m', usage: null, wallMs: 12 } }), { status: 'cancelled' });
+    assert.deepEqual(stopped.turns.settle.mock.calls[0]!.arguments[1].usage, { kind: 'model_call', model: 'openai:m', step_id: null, input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0, wall_ms: 12 });
+    const none = settlement(aTurn({ status: 'cancelled', completedAt: new Date() }));
+    await none.sut.settle(held, lease, output(), { status: 'cancelled' });
+    assert.equal(none.turns.settle.mock.calls[0]!.arguments[1].usage, null);
+  });
+
   it('a cancel accepted before the settle wins over completion: the turn ends cancelled, its answer is no step', async () => {
     const { sut, transactions, writer, requests } = settlement(aTurn({ status: 'cancelled', completedAt: new Date() }));
     const settled = await sut.settle(held, lease, output({ item: null }), completed);
