@@ -46,7 +46,7 @@ export function duration(ms: number | null | undefined): string {
 }
 
 /** Token usage in one short phrase: "1.2K in · 340 out". */
-export function tokens(usage: Usage | null | undefined): string {
+export function tokens(usage: Pick<Usage, 'input_tokens' | 'output_tokens' | 'cached_tokens'> | null | undefined): string {
   if (!usage) return 'no usage reported';
   const cached = usage.cached_tokens ? ` (${compact.format(usage.cached_tokens)} cached)` : '';
   return `${compact.format(usage.input_tokens)} in${cached} · ${compact.format(usage.output_tokens)} out`;

@@ -27,6 +27,8 @@ const ACTIONS: Record<AuditEntry['action'], string> = {
   'webhook_endpoint.secret_rotated': 'Webhook secret rotated',
   'webhook_endpoint.disabled': 'Webhook endpoint disabled',
   'webhook_endpoint.recovered': 'Webhook endpoint recovered',
+  'model_price.set': 'Model price set',
+  'model_price.deleted': 'Model price deleted',
 };
 
 /** The audit trail, newest first, a cursor page at a time. */

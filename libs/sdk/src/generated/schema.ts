@@ -748,6 +748,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List budgets
+         * @description The budgets of the caller's account (and those an administrator made on other accounts) in a stable (created_at, id) order, newest first by default, each with `spent`.
+         */
+        get: operations["listBudgets"];
+        put?: never;
+        /**
+         * Create a budget
+         * @description Limits on what one scope spends per period (`lifetime`, or the UTC `day` or `month`): cost, tokens, model calls, tool calls, turns, wall time. Checked before every model and tool call of a turn in scope against what is committed plus what calls in flight reserved; when a limit is reached the turn waits at a `budget` waitpoint (`pause`) or fails with `budget_exceeded` (`fail`). The scope must be the caller's: its session (a tree's root covers the tree) or project (404 otherwise), an agent it may use, an app (an app-bound key: its own), an end user, or (administrators only, else 403) a product user's whole account.
+         */
+        post: operations["createBudget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/budgets/{budget_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a budget
+         * @description One budget, with what its scope spent in the current period (`spent`, committed calls only).
+         */
+        get: operations["getBudget"];
+        put?: never;
+        /**
+         * Update a budget
+         * @description Changes the fields given (`limits` and `metadata` are replaced whole). A raised limit is room for the next check: approve a turn waiting at the budget to go on. A budget on a user's account is changed by administrators only (403).
+         */
+        post: operations["updateBudget"];
+        /**
+         * Delete a budget
+         * @description The budget bounds nothing more. A budget on a user's account is removed by administrators only (403).
+         */
+        delete: operations["deleteBudget"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Report the caller's usage
+         * @description Tokens, model calls, tool calls and cost of the caller's sessions in a range, summed per `group_by` key. A product user reads their account: their own sessions and those of their apps' end users. An app-bound key reads its app's end users, or only the one it names with `X-End-User-Id`. Cost is in integer micro-dollars at the price in force at each call (null for a group none of whose model calls had a price). `from` inclusive, `to` exclusive (a date `to` takes in its whole day), UTC; by default the last 30 days. At most 366 days and `limit` groups (default 400, at most 1000; `has_more` says when more had usage). Unknown `group_by`, malformed dates, `from` not before `to` or a longer range: 422 `validation_failed` naming the field.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents": {
         parameters: {
             query?: never;
@@ -1220,6 +1292,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/usage-clock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Move the usage clock
+         * @description Sets how far the clock of budget periods and usage report days runs from the database's (`offset_s`, at most two years either way), for tests of day and month roll-overs. Leases and every other time keep the real clock. Administrators only (403); a deployment without `USAGE_CLOCK_ADJUSTABLE=true` has no such route (404 `route_not_found`).
+         */
+        put: operations["setUsageClock"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Report every owner's usage
+         * @description The usage report across owners, narrowed by `account_id` (a product user with their apps' end users), `agent_id`, `project_id` and `app_id` when given. Operators and administrators (403 `forbidden` for anyone else). `from` inclusive, `to` exclusive (a date `to` takes in its whole day), UTC; by default the last 30 days. At most 366 days and `limit` groups (default 400, at most 1000; `has_more` says when more had usage). Unknown `group_by`, malformed dates, `from` not before `to` or a longer range: 422 `validation_failed` naming the field.
+         */
+        get: operations["getAdminUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/model-prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List model prices
+         * @description The price of every priced model, in USD per million tokens: what the usage ledger costs each model call at (`yuxi.usage.cost_microusd`). A model without a price costs nothing (cost null). Administrators only.
+         */
+        get: operations["listModelPrices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/model-prices/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a model's price
+         * @description Creates or replaces the model's price (whole: an absent cached or reasoning price falls back to the input or output price). It applies to the model calls made after it is set; each call's ledger row keeps the price it was made at, so a change never rewrites past costs. Cost per call, in micro-dollars: uncached input × input price + cached input × cached price + non-reasoning output × output price + reasoning × reasoning price (USD per million tokens is micro-dollars per token), rounded. Audited (`model_price.set`). Administrators only.
+         */
+        put: operations["putModelPrice"];
+        post?: never;
+        /**
+         * Remove a model's price
+         * @description The model's later calls have no cost (null); past calls keep theirs. Audited (`model_price.deleted`). Administrators only.
+         */
+        delete: operations["deleteModelPrice"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1230,6 +1386,29 @@ export interface components {
              * @example scripted:echo
              */
             model?: string;
+        };
+        BudgetLimitsDto: {
+            /** @description Cost in integer micro-dollars at the deployment's prices (calls of unpriced models count 0). */
+            cost_microusd?: number;
+            /** @description Tokens: input (cached included) plus output (reasoning included). */
+            tokens?: number;
+            /** @description Model calls (a turn's steps, compactions, MCP sampling). */
+            model_calls?: number;
+            /** @description Tool calls and sandbox commands. */
+            tool_calls?: number;
+            /** @description Turns with at least one call counted. */
+            turns?: number;
+            /** @description Seconds the calls took, summed. */
+            wall_time_s?: number;
+        };
+        SessionBudgetParamDto: {
+            /** @description At least one limit. */
+            limits: components["schemas"]["BudgetLimitsDto"];
+            /**
+             * @description Omitted: `pause`.
+             * @enum {string}
+             */
+            on_exceeded?: "pause" | "fail";
         };
         CreateSessionYuxiDto: {
             /**
@@ -1248,6 +1427,8 @@ export interface components {
             metadata?: {
                 [key: string]: string;
             };
+            /** @description A lifetime budget on the session (and its tree): see `/agents/budgets`. */
+            budget?: components["schemas"]["SessionBudgetParamDto"];
         };
         EnvironmentNetworkParamDto: {
             /**
@@ -1507,10 +1688,10 @@ export interface components {
         WaitpointDto: {
             id: string;
             /**
-             * @description cooperation: a coordinator waits for its members (wait_subagents); the turn stays in_progress and nothing is asked of anyone.
+             * @description cooperation: a coordinator waits for its members (wait_subagents); the turn stays in_progress and nothing is asked of anyone. budget: a budget in the session's scope has no room (`budget_id`, `limit`, `spent`); answer with `yuxi.session.input.resume` and the approval decision `{"call_id": "budget", "decision": "approve" | "reject"}` (approve is 409 `budget_exceeded` until the budget has room again; reject fails the turn with `budget_exceeded`).
              * @enum {string}
              */
-            kind: "question" | "approval" | "client_tool" | "cooperation";
+            kind: "question" | "approval" | "client_tool" | "cooperation" | "budget";
             /** @description The run that stopped here. */
             run_id: string;
             /** @description Unix seconds. */
@@ -1521,6 +1702,15 @@ export interface components {
             tool_calls?: components["schemas"]["WaitpointToolCallDto"][];
             /** @description kind=question asked by an MCP server in the middle of a tool call (MCP elicitation). The first question, `action`, takes `accept`, `decline` or `cancel`; on accept, answer the field questions (optional fields may be left out, and take their default). The answer goes back to the server and the call continues; if the worker holding the call stopped, or MCP_ELICITATION_TIMEOUT_MS passed, the model is told the outcome is unknown. */
             elicitation?: components["schemas"]["WaitpointElicitationDto"];
+            /** @description kind=budget: the budget without room (`GET /api/v1/agents/budgets/{id}`). */
+            budget_id?: string;
+            /**
+             * @description kind=budget: the limit key it reached.
+             * @enum {string}
+             */
+            limit?: "cost_microusd" | "tokens" | "model_calls" | "tool_calls" | "turns" | "wall_time_s";
+            /** @description kind=budget: what was spent of that limit in the budget's period (committed plus held by calls in flight) when the turn stopped. */
+            spent?: number;
         };
         CurrentTurnDto: {
             id: string;
@@ -1553,6 +1743,42 @@ export interface components {
             run_id: string | null;
             /** @enum {string} */
             status: "accepted";
+        };
+        BudgetSpentDto: {
+            cost_microusd: number;
+            tokens: number;
+            model_calls: number;
+            tool_calls: number;
+            turns: number;
+            /** @description Whole seconds. */
+            wall_time_s: number;
+        };
+        SessionBudgetDto: {
+            /**
+             * Format: uuid
+             * @description Also readable and changeable at `/agents/budgets/{id}`.
+             */
+            id: string;
+            limits: components["schemas"]["BudgetLimitsDto"];
+            /** @enum {string} */
+            on_exceeded: "pause" | "fail";
+            /** @description On a read of the session (not on lists): what the session and its tree spent. */
+            spent?: components["schemas"]["BudgetSpentDto"];
+        };
+        UsageDto: {
+            input_tokens: number;
+            output_tokens: number;
+            /** @description Input tokens the provider served from its prompt cache (part of input_tokens). */
+            cached_tokens: number;
+            /** @description Output tokens the model spent reasoning, where the provider reports them (part of output_tokens). */
+            reasoning_tokens: number;
+            total_tokens: number;
+            /** @description Model calls made: the turn's own, context compactions and MCP sampling requests. */
+            model_calls: number;
+            /** @description Tool calls with a result, sandbox commands included. */
+            tool_calls: number;
+            /** @description Cost in integer micro-dollars at the deployment's model prices, each call at the price in force when it was made; null when none of the model calls had a price. */
+            cost_microusd: number | null;
         };
         SessionYuxiDto: {
             title: string;
@@ -1602,6 +1828,10 @@ export interface components {
             revision: number;
             /** @description Only on the create response that accepted an input; null on reads. */
             receipt: components["schemas"]["ReceiptDto"] | (never | null);
+            /** @description The session's own budget (`yuxi.budget` of create and update; a lifetime budget on the session and its tree); null: none. Shown by create, update, get and list; events leave it out. */
+            budget?: components["schemas"]["SessionBudgetDto"] | (never | null);
+            /** @description On the GET of the session only: what it used, summed over its usage ledger (every model call, compaction and MCP sampling request, tool call and sandbox command of its turns), with its cost at the prices in force at each call. */
+            usage?: components["schemas"]["UsageDto"];
         };
         SessionDto: {
             id: string;
@@ -1626,7 +1856,7 @@ export interface components {
                 [key: string]: string;
             };
             /**
-             * @description Always null: usage is kept per run and per turn (`yuxi.usage` of each), not summed per session.
+             * @description Always null here: what the session used is `yuxi.usage` (on the GET of the session), and each run's and turn's own `yuxi.usage`.
              * @enum {object|null}
              */
             usage: never | null;
@@ -1640,7 +1870,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "environment_unavailable" | "environment_loosened" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "environment_unavailable" | "budget_exceeded" | "environment_loosened" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -1706,8 +1936,14 @@ export interface components {
             file_id?: string;
             /** @description `file_too_large`: the largest file accepted, in bytes. */
             limit_bytes?: number;
-            /** @description `api_key_limit`: the most live API keys one user may hold (MAX_KEYS_PER_USER). */
-            limit?: number;
+            /** @description `api_key_limit`: the most live API keys one user may hold (MAX_KEYS_PER_USER), an integer; `budget_exceeded`: the limit key the budget reached (`model_calls`, `cost_microusd`…), a string. */
+            limit?: number | string;
+            /** @description `budget_exceeded`: the budget without room. */
+            budget_id?: string;
+            /** @description `budget_exceeded`: the value of the limit reached. */
+            limit_value?: number;
+            /** @description `budget_exceeded`: what was spent of it in the budget's period (committed plus held by calls in flight). */
+            spent?: number;
             /** @description `file_quota_exceeded`: the bytes the caller's account stores now (uploads, inline and tool images, not counting this request's); `session_image_quota_exceeded`: the bytes of the session's images now. */
             used_bytes?: number;
             /** @description `file_quota_exceeded`: the account's storage quota in bytes (FILE_QUOTA_BYTES); `session_image_quota_exceeded`: SESSION_IMAGE_BYTES. */
@@ -1779,6 +2015,8 @@ export interface components {
             metadata?: {
                 [key: string]: string;
             };
+            /** @description Sets or replaces the session's own budget (a lifetime budget on the session and its tree); null removes it. */
+            budget?: components["schemas"]["SessionBudgetParamDto"] | (never | null);
         };
         UpdateSessionDto: {
             /** @description `agent.model` applies to inputs received after this update. Who may switch the model: the deployment allows only the models of its MODEL_ALLOWLIST (empty: every model of a known provider). Within it, the agent's managers (its owner; administrators for every agent, public ones included) may switch to any model; other callers only to a model of the agent's `allowed_models` (none when it is null), or keep the agent's own. Anything else is 422 `model_not_allowed`. */
@@ -1921,11 +2159,13 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
-        UsageDto: {
+        CallUsageDto: {
             input_tokens: number;
             output_tokens: number;
             /** @description Input tokens the provider served from its prompt cache (part of input_tokens). */
             cached_tokens: number;
+            /** @description Output tokens spent reasoning, where the provider reports them (part of output_tokens). */
+            reasoning_tokens?: number;
             total_tokens: number;
         };
         ReasoningPartDto: {
@@ -1963,7 +2203,7 @@ export interface components {
             /** @description compaction: the summariser, `provider:model`. */
             model?: string;
             /** @description compaction: the summary call's tokens (counted in the turn's usage). */
-            usage?: components["schemas"]["UsageDto"] | (never | null);
+            usage?: components["schemas"]["CallUsageDto"] | (never | null);
             /** @description Coordination calls: the member session the call concerns (a create's is known from the call; null when the call names a member by name). */
             subagent_session_id?: string | null;
             /** @description Assistant messages whose model streamed reasoning (where the provider streams it): the reasoning blocks, by `reasoning_index` (one per message today). Kept once complete: `yuxi.session.turn.reasoning.done` is sent after it is saved. */
@@ -2101,7 +2341,7 @@ export interface components {
              * @description What its active turn waits at, if anything.
              * @enum {string|null}
              */
-            waitpoint_kind: "question" | "approval" | "client_tool" | "cooperation" | null;
+            waitpoint_kind: "question" | "approval" | "client_tool" | "cooperation" | "budget" | null;
         };
         CooperationStateDto: {
             /** Format: uuid */
@@ -2112,7 +2352,7 @@ export interface components {
             stopping: boolean;
             /** @description Every member of the tree (not the root), by depth. */
             members: components["schemas"]["CooperationMemberDto"][];
-            /** @description Tokens of every turn of the tree, root included. */
+            /** @description What the whole tree used (root included): tokens, model and tool calls, and cost, summed over its usage ledger. */
             usage: components["schemas"]["UsageDto"];
         };
         AgentStateDto: {
@@ -2527,7 +2767,7 @@ export interface components {
              */
             url: string;
             /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). */
-            event_types?: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            event_types?: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
             /** @description Omitted: empty. */
             description?: string;
             /**
@@ -2544,7 +2784,7 @@ export interface components {
             /** @description Where deliveries are POSTed. HTTPS, resolving to a public address: private, loopback, link-local and metadata addresses are refused (422 `webhook_url_not_allowed`), after DNS resolution, and again at every attempt (redirects are not followed), unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. */
             url: string;
             /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). */
-            event_types: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            event_types: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
             /** @description Empty when none was given. */
             description: string;
             enabled: boolean;
@@ -2577,7 +2817,7 @@ export interface components {
             /** @description Where deliveries are POSTed. HTTPS, resolving to a public address: private, loopback, link-local and metadata addresses are refused (422 `webhook_url_not_allowed`), after DNS resolution, and again at every attempt (redirects are not followed), unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. */
             url: string;
             /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). */
-            event_types: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            event_types: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
             /** @description Empty when none was given. */
             description: string;
             enabled: boolean;
@@ -2609,7 +2849,7 @@ export interface components {
             /** @description Where deliveries are POSTed. HTTPS, resolving to a public address: private, loopback, link-local and metadata addresses are refused (422 `webhook_url_not_allowed`), after DNS resolution, and again at every attempt (redirects are not followed), unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. */
             url?: string;
             /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). null: back to every type. */
-            event_types?: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            event_types?: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
             description?: string;
             /** @description `false` disables the endpoint (`disabled_reason` manual); `true` enables it again, whatever disabled it: its failure clock restarts and deliveries still pending (written before it was disabled) go out. */
             enabled?: boolean;
@@ -2650,7 +2890,7 @@ export interface components {
             /** @description The payload's `id` and the `webhook-id` header: the session event's `event_id` (a redelivery repeats it: dedup on it). */
             event_id: string;
             /** @enum {string} */
-            event_type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "webhook.test";
+            event_type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "webhook.test";
             /** Format: uuid */
             session_id: string | null;
             /**
@@ -2680,6 +2920,151 @@ export interface components {
             data: components["schemas"]["WebhookDeliveryDto"][];
             first_id: string | null;
             last_id: string | null;
+            has_more: boolean;
+        };
+        BudgetScopeDto: {
+            /**
+             * Format: uuid
+             * @description A session of the caller; named on a tree's root, the whole tree.
+             */
+            session_id?: string;
+            /**
+             * Format: uuid
+             * @description A project of the caller: every session of it.
+             */
+            project_id?: string;
+            /** @description Every end user of an app (an app-bound key names its own app only). */
+            app_id?: string;
+            /** @description An app's end user (its external id); through an app-bound key, that app's end user only. */
+            end_user_id?: string;
+            /** @description An agent the caller may use: every session of it in the caller's account. */
+            agent_id?: string;
+            /**
+             * Format: uuid
+             * @description A product user: every session of their account. Administrators only.
+             */
+            user_id?: string;
+        };
+        CreateBudgetDto: {
+            /** @description Exactly one key. */
+            scope: components["schemas"]["BudgetScopeDto"];
+            /** @description At least one limit. */
+            limits: components["schemas"]["BudgetLimitsDto"];
+            /**
+             * @description What the limits are per (UTC days and months). Omitted: `lifetime`.
+             * @enum {string}
+             */
+            period?: "lifetime" | "day" | "month";
+            /**
+             * @description `pause`: the turn waits at a `budget` waitpoint; `fail`: it fails with `budget_exceeded`. Omitted: `pause`.
+             * @enum {string}
+             */
+            on_exceeded?: "pause" | "fail";
+            /**
+             * @description Your string labels for the budget: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field).
+             * @example {
+             *       "team": "research"
+             *     }
+             */
+            metadata?: {
+                [key: string]: string;
+            };
+        };
+        BudgetDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "agent.budget";
+            /** @description The one key it was made with. */
+            scope: components["schemas"]["BudgetScopeDto"];
+            limits: components["schemas"]["BudgetLimitsDto"];
+            /** @enum {string} */
+            period: "lifetime" | "day" | "month";
+            /** @enum {string} */
+            on_exceeded: "pause" | "fail";
+            /** @description Every unit's committed sum in the current period. */
+            spent: components["schemas"]["BudgetSpentDto"];
+            /** @description When the current period began (Unix seconds, on the usage clock: a UTC midnight or first of the month); null for `lifetime`. */
+            period_start: number | null;
+            /** @description When the next period begins and `spent` starts again from 0; null for `lifetime`. */
+            period_end: number | null;
+            metadata: {
+                [key: string]: string;
+            };
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Unix seconds. */
+            updated_at: number;
+        };
+        BudgetListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["BudgetDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        UpdateBudgetDto: {
+            /** @description Replaces the limits whole; at least one. */
+            limits?: components["schemas"]["BudgetLimitsDto"];
+            /** @enum {string} */
+            period?: "lifetime" | "day" | "month";
+            /** @enum {string} */
+            on_exceeded?: "pause" | "fail";
+            /**
+             * @description Replaces the whole map. Your string labels for the budget: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field).
+             * @example {
+             *       "team": "research"
+             *     }
+             */
+            metadata?: {
+                [key: string]: string;
+            };
+        };
+        BudgetDeletedDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "agent.budget";
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        UsageReportRowDto: {
+            /** @description The group: a UTC day `YYYY-MM-DD`, or the id grouped by; null for usage without one (tool calls have no model, sessions outside a project no project). */
+            key: string | null;
+            /** @description Grouped by `end_user` only: the end user's app. */
+            app_id?: string | null;
+            /** @description Input tokens, cached ones included. */
+            input_tokens: number;
+            /** @description Output tokens, reasoning ones included. */
+            output_tokens: number;
+            cached_tokens: number;
+            reasoning_tokens: number;
+            /** @description Model calls: turns' model steps, compactions and MCP sampling requests. */
+            model_calls: number;
+            /** @description Tool calls and sandbox commands. */
+            tool_calls: number;
+            /** @description Integer micro-dollars at the price in force at each call; null when no model call of the group had a price. */
+            cost_microusd: number | null;
+        };
+        UsageReportDto: {
+            /** @enum {string} */
+            object: "list";
+            /** @enum {string} */
+            group_by: "day" | "agent" | "model" | "session" | "project" | "app" | "end_user";
+            /**
+             * Format: date-time
+             * @description The range summed: from (inclusive)…
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description …to (exclusive).
+             */
+            to: string;
+            /** @description Days oldest first; every other key the most spent first (cost, then tokens). Groups without usage in the range are absent. */
+            data: components["schemas"]["UsageReportRowDto"][];
+            /** @description More groups had usage than `limit`. */
             has_more: boolean;
         };
         AgentLimitsDto: {
@@ -3051,7 +3436,7 @@ export interface components {
         };
         AuditTargetDto: {
             /** @enum {string} */
-            type: "api_key" | "agent" | "user" | "session" | "secret" | "webhook_endpoint";
+            type: "api_key" | "agent" | "user" | "session" | "secret" | "webhook_endpoint" | "model_price";
             id: string;
         };
         AuditEntryDto: {
@@ -3059,10 +3444,10 @@ export interface components {
             /** @enum {string} */
             object: "audit_entry";
             /**
-             * @description `user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner's session through the admin route (`details.event_type`, `details.owner_id`); `session.cancel_requested`: an operator asked a session's active turn to cancel through bulk cancel (`details.idempotency_key` names the call); `session.model_requests_read`: an administrator read a page of a run's exact model requests (`details.run_id`, `details.owner_id`, `details.step_ids`: the requests the page showed); `webhook_endpoint.secret_rotated`: an owner rotated an endpoint's signing secret; `webhook_endpoint.disabled`: deliveries disabled an endpoint (`details.reason` gone: it answered 410, failing: it failed for WEBHOOK_DISABLE_AFTER_S; `details.owner_id`, `details.status_code`); `webhook_endpoint.recovered`: an endpoint that was failing took a delivery again (`details.owner_id`).
+             * @description `user.role_changed`: an administrator granted or removed a role (`details.role`, `details.previous_role`); `session.operator_event`: an operator or administrator sent a control event to another owner's session through the admin route (`details.event_type`, `details.owner_id`); `session.cancel_requested`: an operator asked a session's active turn to cancel through bulk cancel (`details.idempotency_key` names the call); `session.model_requests_read`: an administrator read a page of a run's exact model requests (`details.run_id`, `details.owner_id`, `details.step_ids`: the requests the page showed); `webhook_endpoint.secret_rotated`: an owner rotated an endpoint's signing secret; `webhook_endpoint.disabled`: deliveries disabled an endpoint (`details.reason` gone: it answered 410, failing: it failed for WEBHOOK_DISABLE_AFTER_S; `details.owner_id`, `details.status_code`); `webhook_endpoint.recovered`: an endpoint that was failing took a delivery again (`details.owner_id`); `model_price.set`, `model_price.deleted`: an administrator set or removed a model's price (`details.model`; the target id is the model, cut at 128 characters).
              * @enum {string}
              */
-            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "user.suspended" | "user.reactivated" | "session.operator_event" | "session.cancel_requested" | "session.model_requests_read" | "secret.created" | "secret.replaced" | "secret.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.recovered";
+            action: "api_key.created" | "api_key.revoked" | "agent.created" | "agent.replaced" | "agent.deleted" | "user.role_changed" | "user.suspended" | "user.reactivated" | "session.operator_event" | "session.cancel_requested" | "session.model_requests_read" | "secret.created" | "secret.replaced" | "secret.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.recovered" | "model_price.set" | "model_price.deleted";
             /** @description The user who acted (null: the deployment itself, e.g. AGENTS_FILE). */
             actor_id: string | null;
             /** @description The API key used (null for a user token). */
@@ -3238,6 +3623,10 @@ export interface components {
             revision: number;
             /** @description Only on the create response that accepted an input; null on reads. */
             receipt: components["schemas"]["ReceiptDto"] | (never | null);
+            /** @description The session's own budget (`yuxi.budget` of create and update; a lifetime budget on the session and its tree); null: none. Shown by create, update, get and list; events leave it out. */
+            budget?: components["schemas"]["SessionBudgetDto"] | (never | null);
+            /** @description On the GET of the session only: what it used, summed over its usage ledger (every model call, compaction and MCP sampling request, tool call and sandbox command of its turns), with its cost at the prices in force at each call. */
+            usage?: components["schemas"]["UsageDto"];
             /**
              * Format: uuid
              * @description Who owns the session (a user id of the users list).
@@ -3268,7 +3657,7 @@ export interface components {
                 [key: string]: string;
             };
             /**
-             * @description Always null: usage is kept per run and per turn (`yuxi.usage` of each), not summed per session.
+             * @description Always null here: what the session used is `yuxi.usage` (on the GET of the session), and each run's and turn's own `yuxi.usage`.
              * @enum {object|null}
              */
             usage: never | null;
@@ -3342,7 +3731,7 @@ export interface components {
             /** @description The model called (null on steps recorded before it was). */
             model: string | null;
             /** @description Tokens of this call, as the provider reported them. */
-            usage: components["schemas"]["UsageDto"] | (never | null);
+            usage: components["schemas"]["CallUsageDto"] | (never | null);
             /** @description The text the model answered (cut, see `truncated`). */
             text: string;
             /** @description How many tools it asked for (each is a tool_call step of the same run, or a waitpoint). */
@@ -3404,7 +3793,7 @@ export interface components {
             /** @description The id of the waitpoint this response resolved. */
             waitpoint_id: string;
             /** @enum {string|null} */
-            kind: "question" | "approval" | "client_tool" | "cooperation" | null;
+            kind: "question" | "approval" | "client_tool" | "cooperation" | "budget" | null;
             response: components["schemas"]["TimelineWaitpointResponseDto"] | (never | null);
         };
         TimelineCompactionDto: {
@@ -3416,7 +3805,7 @@ export interface components {
             model: string | null;
             tokens_before: number | null;
             tokens_after: number | null;
-            usage: components["schemas"]["UsageDto"] | (never | null);
+            usage: components["schemas"]["CallUsageDto"] | (never | null);
         };
         TimelineStepDto: {
             id: string;
@@ -3568,7 +3957,7 @@ export interface components {
             /** @enum {string} */
             object: "admin.waitpoint";
             /** @enum {string} */
-            kind: "question" | "approval" | "client_tool" | "cooperation";
+            kind: "question" | "approval" | "client_tool" | "cooperation" | "budget";
             /** @enum {string} */
             status: "open";
             session_id: string;
@@ -3584,6 +3973,12 @@ export interface components {
             questions?: components["schemas"]["WaitpointQuestionDto"][];
             /** @description kind=approval (calls to approve), client_tool (calls to execute), cooperation (the wait calls). */
             tool_calls?: components["schemas"]["WaitpointToolCallDto"][];
+            /** @description kind=budget: the budget without room. */
+            budget_id?: string;
+            /** @description kind=budget: the limit key it reached. */
+            limit?: string;
+            /** @description kind=budget: what was spent of that limit when the turn stopped. */
+            spent?: number;
             /** @description Unix seconds: when the turn stopped here. */
             created_at: number;
         };
@@ -3637,6 +4032,66 @@ export interface components {
             runs: components["schemas"]["RunCountsDto"];
             /** @description Unix seconds: when these numbers were read. */
             read_at: number;
+        };
+        SetUsageClockDto: {
+            /** @description Seconds the usage clock runs ahead of (or, negative, behind) the database's; 0 puts it back. */
+            offset_s: number;
+        };
+        UsageClockDto: {
+            /** @enum {string} */
+            object: "usage_clock";
+            offset_s: number;
+            /** @description The usage clock now (Unix seconds): what budget periods and report days go by. */
+            now: number;
+        };
+        ModelPriceDto: {
+            /** @enum {string} */
+            object: "model_price";
+            /**
+             * @description The model, `provider:model`, as agents and runs name it.
+             * @example openai:gpt-4o-mini
+             */
+            model: string;
+            input_per_mtok_usd: number;
+            output_per_mtok_usd: number;
+            /** @description Null: cached input is priced as input. */
+            cached_input_per_mtok_usd: number | null;
+            /** @description Null: reasoning is priced as output. */
+            reasoning_per_mtok_usd: number | null;
+            /** @description Unix seconds: when the price was last set; calls made after it use it. */
+            updated_at: number;
+        };
+        ModelPriceListDto: {
+            /** @enum {string} */
+            object: "list";
+            /** @description Every priced model, by name. */
+            data: components["schemas"]["ModelPriceDto"][];
+        };
+        PutModelPriceDto: {
+            /**
+             * @description USD per million input tokens (uncached).
+             * @example 2.5
+             */
+            input_per_mtok_usd: number;
+            /**
+             * @description USD per million output tokens.
+             * @example 10
+             */
+            output_per_mtok_usd: number;
+            /**
+             * @description USD per million input tokens served from the provider's prompt cache; absent: the input price.
+             * @example 1.25
+             */
+            cached_input_per_mtok_usd?: number;
+            /** @description USD per million reasoning tokens (part of the output); absent: the output price. */
+            reasoning_per_mtok_usd?: number;
+        };
+        ModelPriceDeletedDto: {
+            /** @enum {string} */
+            object: "model_price.deleted";
+            model: string;
+            /** @enum {boolean} */
+            deleted: true;
         };
         MessageEventYuxiDto: {
             /**
@@ -4546,7 +5001,7 @@ export interface components {
                 run_id: string;
             };
         };
-        /** @description The turn (and the session) is `requires_action`: `waitpoint` = {id, kind (question | approval | client_tool), run_id, created_at, questions? [{question_id, question, options, multi_select, allow_other}], tool_calls? [{call_id, name, arguments}]}. Answer with `yuxi.session.input.resume` (question, approval) or one `tool_result` per call (client_tool); the turn then continues in a new run (`run.resume_from_run_id`). */
+        /** @description The turn (and the session) is `requires_action`: `waitpoint` = {id, kind (question | approval | client_tool | budget), run_id, created_at, questions? [{question_id, question, options, multi_select, allow_other}], tool_calls? [{call_id, name, arguments}], budget_id?, limit?, spent? (budget)}. Answer with `yuxi.session.input.resume` (question, approval; a budget waitpoint takes the approval decision of call_id `budget`) or one `tool_result` per call (client_tool); the turn then continues in a new run (`run.resume_from_run_id`). */
         TurnWaitingEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -4698,6 +5153,58 @@ export interface components {
                 seq: number;
             };
         };
+        /** @description A budget in the session's scope has no room for the turn's next model or tool call: `budget_id`, `scope` {kind, id}, `limit` (the limit key reached: cost_microusd, tokens, model_calls, tool_calls, turns or wall_time_s), `limit_value`, `spent` (committed plus held by calls in flight), `on_exceeded` and `turn_id`. With `pause` the turn waits at a `budget` waitpoint (`yuxi.session.turn.waiting` follows); with `fail` it fails with `budget_exceeded`. */
+        BudgetReachedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.budget.reached";
+            /**
+             * @description Stable id of the event (the same on every replay).
+             * @example evt_0190f3c2a1b87c4d9e2f3a4b5c6d7e8f
+             */
+            event_id: string;
+            session_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The turn the event belongs to. */
+            turn_id: string;
+            /** @description The budget without room. */
+            budget_id: string;
+            scope: {
+                /** @enum {string} */
+                kind: "session" | "project" | "app" | "end_user" | "agent" | "user";
+                /** @description The session, project, app, end user, agent or user the budget covers. */
+                id: string;
+            };
+            /**
+             * @description The limit key reached.
+             * @enum {string}
+             */
+            limit: "cost_microusd" | "tokens" | "model_calls" | "tool_calls" | "turns" | "wall_time_s";
+            /** @description The limit's value. */
+            limit_value: number;
+            /** @description What the scope has spent of it in the budget's period, plus what calls in flight hold. */
+            spent: number;
+            /**
+             * @description `pause`: the turn waits at a `budget` waitpoint; `fail`: the turn fails with `budget_exceeded`.
+             * @enum {string}
+             */
+            on_exceeded: "pause" | "fail";
+            /** @description Extensions. Durable: carries `seq`. */
+            yuxi: {
+                /**
+                 * @description The format of the event (its envelope and meaning), the same in every event of a stream (and in a replay of it). A stream never mixes formats; a client that does not know this value must not apply the event. The `id:` cursors of the stream have one format too: a cursor of an earlier format is refused (400 `last_event_id_retired`).
+                 * @enum {integer}
+                 */
+                format: 2;
+                /** @description Durable events: 1, 2, 3… per session without gaps. A jump means events were missed (the server sends yuxi.session.resync first). */
+                seq: number;
+                /** @description The run (execution segment) the event belongs to. */
+                run_id: string;
+            };
+        };
         /** @description The run settled successfully. */
         RunCompletedEvent: {
             /**
@@ -4820,7 +5327,7 @@ export interface components {
                 seq: number;
             };
         };
-        /** @description The turn completed and its result is committed; `turn.yuxi.result_run_id` names the result run, `turn.yuxi.usage` the tokens of all its runs. */
+        /** @description The turn completed and its result is committed; `turn.yuxi.result_run_id` names the result run, `turn.yuxi.usage` what all its runs used (tokens, model and tool calls, cost). */
         TurnCompletedEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -4849,7 +5356,7 @@ export interface components {
                 seq: number;
             };
         };
-        /** @description The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `turn_timeout`, `context_window_exceeded` (the context cannot fit the model window: one message too large, or compaction off or manual), `run_takeover_limit`, `run_failed`. `turn.error.retryable` says whether submitting the input again is advised and `turn.error.side_effects` (none | output | possible) what the turn may have done before it failed. A tool source that cannot be reached does not fail the turn (`yuxi.session.turn.capability_limited`). Pending inputs wait in a paused queue. */
+        /** @description The turn failed; `turn.error.code` is one of: `model_rate_limited`, `model_timeout`, `model_context_length_exceeded`, `model_auth_failed`, `model_bad_request`, `model_unavailable` (after retries where retryable), `turn_model_call_limit`, `turn_tool_call_limit`, `budget_exceeded`, `turn_timeout`, `context_window_exceeded` (the context cannot fit the model window: one message too large, or compaction off or manual), `run_takeover_limit`, `run_failed`. `turn.error.retryable` says whether submitting the input again is advised and `turn.error.side_effects` (none | output | possible) what the turn may have done before it failed. A tool source that cannot be reached does not fail the turn (`yuxi.session.turn.capability_limited`). Pending inputs wait in a paused queue. */
         TurnFailedEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -4939,7 +5446,7 @@ export interface components {
             };
         };
         /** @description The JSON `data:` of one session stream message; `type` (the same as the SSE `event:`) tells which. */
-        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnCapabilityLimitedEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnToolProgressEvent"] | components["schemas"]["CommandExecutionOutputDeltaEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
+        SessionEvent: components["schemas"]["SessionCreatedEvent"] | components["schemas"]["InputAcceptedEvent"] | components["schemas"]["RunCreatedEvent"] | components["schemas"]["TurnCreatedEvent"] | components["schemas"]["TurnInProgressEvent"] | components["schemas"]["TurnCapabilityLimitedEvent"] | components["schemas"]["TurnItemAddedEvent"] | components["schemas"]["TurnContentPartAddedEvent"] | components["schemas"]["TurnOutputTextDeltaEvent"] | components["schemas"]["TurnReasoningDeltaEvent"] | components["schemas"]["TurnReasoningDoneEvent"] | components["schemas"]["TurnToolProgressEvent"] | components["schemas"]["CommandExecutionOutputDeltaEvent"] | components["schemas"]["TurnOutputTextDoneEvent"] | components["schemas"]["TurnContentPartDoneEvent"] | components["schemas"]["TurnItemDoneEvent"] | components["schemas"]["RunYieldedEvent"] | components["schemas"]["RunInterruptedEvent"] | components["schemas"]["RunRequiresActionEvent"] | components["schemas"]["TurnWaitingEvent"] | components["schemas"]["TurnContextCompressionEvent"] | components["schemas"]["SubagentCreatedEvent"] | components["schemas"]["SubagentStateEvent"] | components["schemas"]["BudgetReachedEvent"] | components["schemas"]["RunCompletedEvent"] | components["schemas"]["RunFailedEvent"] | components["schemas"]["RunCancelledEvent"] | components["schemas"]["TurnStateEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnCancelledEvent"] | components["schemas"]["ResyncEvent"];
         /** @description The JSON body of a webhook delivery. `type` tells which event it announces, and so which member schema (the discriminator's mapping) the body follows. */
         WebhookPayload: {
             /**
@@ -4948,7 +5455,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "webhook.test";
+            type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "webhook.test";
             /** @description When the event happened, Unix seconds. */
             created_at: number;
             /** @description The event's facts: which depend on `type`. */
@@ -5169,7 +5676,7 @@ export interface components {
             type: "agent.session.turn.cancelled";
         };
         /**
-         * @description Action required: the turn waits at a waitpoint (`data.waitpoint_kind`: question, approval or client_tool). Read the waitpoint with GET …/turns/{turn_id} and answer it.
+         * @description Action required: the turn waits at a waitpoint (`data.waitpoint_kind`: question, approval, client_tool or budget). Read the waitpoint with GET …/turns/{turn_id} and answer it.
          * @example {
          *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
          *       "type": "yuxi.session.turn.waiting",
@@ -5207,10 +5714,10 @@ export interface components {
                  */
                 status: "requires_action";
                 /**
-                 * @description What the turn waits for: answers to questions, approval decisions, or the results of client-executed tool calls. The waitpoint itself is in the turn (`yuxi.waitpoint`).
+                 * @description What the turn waits for: answers to questions, approval decisions, the results of client-executed tool calls, or a person's approval once a budget has room again. The waitpoint itself is in the turn (`yuxi.waitpoint`).
                  * @enum {string}
                  */
-                waitpoint_kind: "question" | "approval" | "client_tool";
+                waitpoint_kind: "question" | "approval" | "client_tool" | "budget";
             };
             /** @description Extensions. */
             yuxi: {
@@ -5223,6 +5730,81 @@ export interface components {
              * @enum {string}
              */
             type: "yuxi.session.turn.waiting";
+        };
+        /**
+         * @description A budget in the session's scope has no room for the turn's next call (`data.budget_id`, `data.scope`, `data.limit`, `data.limit_value`, `data.spent`, `data.on_exceeded`): the turn waits at a `budget` waitpoint (`pause`) or fails with `budget_exceeded` (`fail`).
+         * @example {
+         *       "id": "evt_0193a5c27e597b3c8e1f2a4b6c8d0e10",
+         *       "type": "yuxi.session.budget.reached",
+         *       "created_at": 1733400001,
+         *       "data": {
+         *         "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+         *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+         *         "budget_id": "0193a5c2-8a01-7b22-9c3d-4e5f6a7b8c21",
+         *         "scope": {
+         *           "kind": "session",
+         *           "id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60"
+         *         },
+         *         "limit": "model_calls",
+         *         "limit_value": 1,
+         *         "spent": 1,
+         *         "on_exceeded": "pause"
+         *       },
+         *       "yuxi": {
+         *         "seq": 8
+         *       }
+         *     }
+         */
+        WebhookBudgetReachedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "yuxi.session.budget.reached";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The session the event belongs to: read it with `GET /api/v1/agents/sessions/{session_id}`. */
+                session_id: string;
+                /** @description The turn: read it (status, error, waitpoint, usage) with `GET /api/v1/agents/sessions/{session_id}/turns/{turn_id}`, its items with `…/turns/{turn_id}/items`. */
+                turn_id: string;
+                /** @description The budget: read it (limits, `spent`) with `GET /api/v1/agents/budgets/{budget_id}`. */
+                budget_id: string;
+                scope: {
+                    /** @enum {string} */
+                    kind: "session" | "project" | "app" | "end_user" | "agent" | "user";
+                    /** @description The session, project, app, end user, agent or user the budget covers. */
+                    id: string;
+                };
+                /**
+                 * @description The limit key reached.
+                 * @enum {string}
+                 */
+                limit: "cost_microusd" | "tokens" | "model_calls" | "tool_calls" | "turns" | "wall_time_s";
+                /** @description The limit's value. */
+                limit_value: number;
+                /** @description What was spent of it in the budget's period (committed plus held by calls in flight). */
+                spent: number;
+                /**
+                 * @description `pause`: the turn waits at a `budget` waitpoint; `fail`: the turn fails with `budget_exceeded`.
+                 * @enum {string}
+                 */
+                on_exceeded: "pause" | "fail";
+            };
+            /** @description Extensions. */
+            yuxi: {
+                /** @description The event's `yuxi.seq` on the session stream (1, 2, 3… per session): deliveries to an endpoint keep this order within a session. */
+                seq: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.session.budget.reached";
         };
         /**
          * @description A coordinator created a member session (`data.subagent_id`).
@@ -8695,7 +9277,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`state_conflict`: The session or turn is in a state that does not allow this operation.<br>`file_already_bound`: The file is attached to a session input already: it is no longer a draft (read it through the session's attachments) and cannot be attached again. */
+            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`state_conflict`: The session or turn is in a state that does not allow this operation.<br>`budget_exceeded`: A budget in the session's scope has no room left (`details.budget_id`, `details.limit`, `details.spent`): approving its `budget` waitpoint succeeds only once the budget is raised, its period rolls over or it is deleted; the turn stays waiting.<br>`file_already_bound`: The file is attached to a session input already: it is no longer a draft (read it through the session's attachments) and cannot be attached again. */
             409: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12433,6 +13015,911 @@ export interface operations {
             };
         };
     };
+    listBudgets: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of budgets. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5b1-2c3d-7e4f-8a5b-6c7d8e9f0a1b",
+                     *           "object": "agent.budget",
+                     *           "scope": {
+                     *             "project_id": "0193a5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b"
+                     *           },
+                     *           "limits": {
+                     *             "cost_microusd": 5000000,
+                     *             "model_calls": 200
+                     *           },
+                     *           "period": "day",
+                     *           "on_exceeded": "pause",
+                     *           "spent": {
+                     *             "cost_microusd": 1234567,
+                     *             "tokens": 48210,
+                     *             "model_calls": 37,
+                     *             "tool_calls": 12,
+                     *             "turns": 9,
+                     *             "wall_time_s": 184
+                     *           },
+                     *           "period_start": 1733356800,
+                     *           "period_end": 1733443200,
+                     *           "metadata": {},
+                     *           "created_at": 1733396400,
+                     *           "updated_at": 1733396400
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5b1-2c3d-7e4f-8a5b-6c7d8e9f0a1b",
+                     *       "last_id": "0193a5b1-2c3d-7e4f-8a5b-6c7d8e9f0a1b",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BudgetListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    createBudget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateBudgetDto"];
+            };
+        };
+        responses: {
+            /** @description The budget, with what its scope spent in the current period. */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b1-2c3d-7e4f-8a5b-6c7d8e9f0a1b",
+                     *       "object": "agent.budget",
+                     *       "scope": {
+                     *         "project_id": "0193a5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b"
+                     *       },
+                     *       "limits": {
+                     *         "cost_microusd": 5000000,
+                     *         "model_calls": 200
+                     *       },
+                     *       "period": "day",
+                     *       "on_exceeded": "pause",
+                     *       "spent": {
+                     *         "cost_microusd": 1234567,
+                     *         "tokens": 48210,
+                     *         "model_calls": 37,
+                     *         "tool_calls": 12,
+                     *         "turns": 9,
+                     *         "wall_time_s": 184
+                     *       },
+                     *       "period_start": 1733356800,
+                     *       "period_end": 1733443200,
+                     *       "metadata": {},
+                     *       "created_at": 1733396400,
+                     *       "updated_at": 1733396400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BudgetDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getBudget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A budget of the caller's account (another account's answers 404). */
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budget. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b1-2c3d-7e4f-8a5b-6c7d8e9f0a1b",
+                     *       "object": "agent.budget",
+                     *       "scope": {
+                     *         "project_id": "0193a5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b"
+                     *       },
+                     *       "limits": {
+                     *         "cost_microusd": 5000000,
+                     *         "model_calls": 200
+                     *       },
+                     *       "period": "day",
+                     *       "on_exceeded": "pause",
+                     *       "spent": {
+                     *         "cost_microusd": 1234567,
+                     *         "tokens": 48210,
+                     *         "model_calls": 37,
+                     *         "tool_calls": 12,
+                     *         "turns": 9,
+                     *         "wall_time_s": 184
+                     *       },
+                     *       "period_start": 1733356800,
+                     *       "period_end": 1733443200,
+                     *       "metadata": {},
+                     *       "created_at": 1733396400,
+                     *       "updated_at": 1733396400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BudgetDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    updateBudget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A budget of the caller's account (another account's answers 404). */
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateBudgetDto"];
+            };
+        };
+        responses: {
+            /** @description The budget as updated. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b1-2c3d-7e4f-8a5b-6c7d8e9f0a1b",
+                     *       "object": "agent.budget",
+                     *       "scope": {
+                     *         "project_id": "0193a5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b"
+                     *       },
+                     *       "limits": {
+                     *         "cost_microusd": 5000000,
+                     *         "model_calls": 200
+                     *       },
+                     *       "period": "day",
+                     *       "on_exceeded": "pause",
+                     *       "spent": {
+                     *         "cost_microusd": 1234567,
+                     *         "tokens": 48210,
+                     *         "model_calls": 37,
+                     *         "tool_calls": 12,
+                     *         "turns": 9,
+                     *         "wall_time_s": 184
+                     *       },
+                     *       "period_start": 1733356800,
+                     *       "period_end": 1733443200,
+                     *       "metadata": {},
+                     *       "created_at": 1733396400,
+                     *       "updated_at": 1733396400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BudgetDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteBudget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A budget of the caller's account (another account's answers 404). */
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5b1-2c3d-7e4f-8a5b-6c7d8e9f0a1b",
+                     *       "object": "agent.budget",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BudgetDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description One group per UTC day (`YYYY-MM-DD`), agent id, model, session id, project id, app id or end user (`X-End-User-Id`, with its `app_id`). */
+                group_by?: "day" | "agent" | "model" | "session" | "project" | "app" | "end_user";
+                /** @description Inclusive start, UTC: an ISO 8601 date (`2026-12-01`) or date-time (`2026-12-01T08:00:00Z`; without an offset, UTC). Default: the start of the UTC day 29 days before `to`'s (30 days). */
+                from?: string;
+                /** @description End, UTC: a date-time is exclusive, a date takes in that whole day. Default: now. `from` must be before `to`, and the range at most 366 days (else 422 `validation_failed`). */
+                to?: string;
+                /** @description The most groups answered (the first ones in the report's order); `has_more` says when more groups had usage. A day report of the longest range fits in the default. */
+                limit?: number;
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The groups. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReportDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
     listAgents: {
         parameters: {
             query?: never;
@@ -15773,7 +17260,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`state_conflict`: The session or turn is in a state that does not allow this operation.<br>`waitpoint_stale`: The waitpoint or tool call is not the one the turn waits for (stale, already answered, or of another turn). */
+            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`state_conflict`: The session or turn is in a state that does not allow this operation.<br>`waitpoint_stale`: The waitpoint or tool call is not the one the turn waits for (stale, already answered, or of another turn).<br>`budget_exceeded`: A budget in the session's scope has no room left (`details.budget_id`, `details.limit`, `details.spent`): approving its `budget` waitpoint succeeds only once the budget is raised, its period rolls over or it is deleted; the turn stays waiting. */
             409: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -16556,8 +18043,8 @@ export interface operations {
                 order?: "asc" | "desc";
                 /** @description Only open waitpoints are listed (a resolved one is a `waitpoint` step of its session's timeline). */
                 status?: "open";
-                /** @description Only this kind. Without it: the waitpoints a person or the client must resolve (question, approval, client_tool); a coordinator waiting for its members (`cooperation`) only when asked. */
-                kind?: "question" | "approval" | "client_tool" | "cooperation";
+                /** @description Only this kind. Without it: the waitpoints a person or the client must resolve (question, approval, client_tool, budget); a coordinator waiting for its members (`cooperation`) only when asked. */
+                kind?: "question" | "approval" | "client_tool" | "cooperation" | "budget";
             };
             header?: {
                 /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
@@ -16803,6 +18290,697 @@ export interface operations {
             };
             /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    setUsageClock: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetUsageClockDto"];
+            };
+        };
+        responses: {
+            /** @description The offset now in force and the usage clock's reading. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "usage_clock",
+                     *       "offset_s": 86400,
+                     *       "now": 1733486400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UsageClockDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `route_not_found`: No endpoint matches this method and path. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getAdminUsage: {
+        parameters: {
+            query?: {
+                /** @description One group per UTC day (`YYYY-MM-DD`), agent id, model, session id, project id, app id or end user (`X-End-User-Id`, with its `app_id`). */
+                group_by?: "day" | "agent" | "model" | "session" | "project" | "app" | "end_user";
+                /** @description Inclusive start, UTC: an ISO 8601 date (`2026-12-01`) or date-time (`2026-12-01T08:00:00Z`; without an offset, UTC). Default: the start of the UTC day 29 days before `to`'s (30 days). */
+                from?: string;
+                /** @description End, UTC: a date-time is exclusive, a date takes in that whole day. Default: now. `from` must be before `to`, and the range at most 366 days (else 422 `validation_failed`). */
+                to?: string;
+                /** @description The most groups answered (the first ones in the report's order); `has_more` says when more groups had usage. A day report of the longest range fits in the default. */
+                limit?: number;
+                /** @description Usage billed to this account: a product user, with the usage of their apps' end users. */
+                account_id?: string;
+                /** @description Usage of this agent's sessions. */
+                agent_id?: string;
+                /** @description Usage of this project's sessions. */
+                project_id?: string;
+                /** @description Usage of this app's end users. */
+                app_id?: string;
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The groups. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReportDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listModelPrices: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every priced model, by name. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "model_price",
+                     *           "model": "openai:gpt-4o-mini",
+                     *           "input_per_mtok_usd": 0.15,
+                     *           "output_per_mtok_usd": 0.6,
+                     *           "cached_input_per_mtok_usd": 0.075,
+                     *           "reasoning_per_mtok_usd": null,
+                     *           "updated_at": 1767225600
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ModelPriceListDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    putModelPrice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description The model, `provider:model` as agents and runs name it (at most 200 printable characters, no spaces). URL-encode the colon where a client needs it. */
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutModelPriceDto"];
+            };
+        };
+        responses: {
+            /** @description Replaced. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "model_price",
+                     *       "model": "openai:gpt-4o-mini",
+                     *       "input_per_mtok_usd": 0.15,
+                     *       "output_per_mtok_usd": 0.6,
+                     *       "cached_input_per_mtok_usd": 0.075,
+                     *       "reasoning_per_mtok_usd": null,
+                     *       "updated_at": 1767225600
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ModelPriceDto"];
+                };
+            };
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "model_price",
+                     *       "model": "openai:gpt-4o-mini",
+                     *       "input_per_mtok_usd": 0.15,
+                     *       "output_per_mtok_usd": 0.6,
+                     *       "cached_input_per_mtok_usd": 0.075,
+                     *       "reasoning_per_mtok_usd": null,
+                     *       "updated_at": 1767225600
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ModelPriceDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteModelPrice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description The model, `provider:model` as agents and runs name it (at most 200 printable characters, no spaces). URL-encode the colon where a client needs it. */
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "model_price.deleted",
+                     *       "model": "openai:gpt-4o-mini",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ModelPriceDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
