@@ -243,6 +243,25 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     for (const id of ['getUsage', 'getAdminUsage']) await tryIt(id, 200);
   });
 
+  it('budgets: one created for a project (its id pasted in), read, listed, raised and deleted; the usage clock moved and put back', async () => {
+    const project = await http('/api/v1/agents/projects', { body: { name: 'try budgets' } });
+    assert.equal(project.status, 201, project.text);
+    ids.budget_id = (await tryIt('createBudget', 201, { edit: (example) => ({ ...example, scope: { project_id: project.body.id } }) })).body.id;
+    await tryIt('getBudget', 200);
+    await tryIt('listBudgets', 200);
+    await tryIt('updateBudget', 200);
+    await tryIt('deleteBudget', 200);
+    // The test stack lets the clock move (USAGE_CLOCK_ADJUSTABLE): the default moves it a day, the next call puts it back.
+    assert.equal((await tryIt('setUsageClock', 200)).body.offset_s, 86400);
+    assert.equal((await tryIt('setUsageClock', 200, { edit: () => ({ offset_s: 0 }) })).body.offset_s, 0);
+  });
+
+  it('model prices: one put from the default body, listed, and deleted', async () => {
+    await tryIt('putModelPrice', 201);
+    await tryIt('listModelPrices', 200);
+    await tryIt('deleteModelPrice', 200);
+  });
+
   it('tried every operation of the document', () => {
     assert.deepEqual([...operations.keys()].filter((id) => !tried.has(id)), []);
   });

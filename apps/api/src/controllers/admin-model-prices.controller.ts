@@ -44,7 +44,8 @@ export class AdminModelPricesController {
   @ApiBody({ type: PutModelPriceDto, examples: { price: { summary: 'A price with a cached-input discount', value: { input_per_mtok_usd: 0.15, output_per_mtok_usd: 0.6, cached_input_per_mtok_usd: 0.075 } } } })
   @ApiOkResponse({ type: ModelPriceDto, description: 'Replaced.', example: PRICE_EXAMPLE })
   @ApiCreatedResponse({ type: ModelPriceDto, description: 'Created.', example: PRICE_EXAMPLE })
-  @ApiErrors('forbidden', 'validation_failed', 'invalid_json', 'rate_limited')
+  // 404: a path that is not valid percent-encoded UTF-8 names no model (answered before the route).
+  @ApiErrors('forbidden', 'not_found', 'validation_failed', 'invalid_json', 'rate_limited')
   async put(@CurrentPrincipal() principal: Principal, @Param('model') model: string, @Body() body: unknown, @Res({ passthrough: true }) res: Response): Promise<ModelPriceDto> {
     const { price, created } = await this.prices.put(principal, model, body);
     res.status(created ? 201 : 200);

@@ -16,7 +16,7 @@ const USER_ITEM_ID = '0193a5c2-7e54-7c21-9f3e-1a2b3c4d5e06';
 const ASSISTANT_ITEM_ID = '0193a5c2-7e58-7d32-8a4f-2b3c4d5e6f07';
 const KEY_ID = '0193a5b0-1c2d-7e3f-9a4b-5c6d7e8f9a08';
 
-const usage = { input_tokens: 1, output_tokens: 2, cached_tokens: 0, total_tokens: 3 };
+const usage = { input_tokens: 1, output_tokens: 2, cached_tokens: 0, reasoning_tokens: 0, total_tokens: 3, model_calls: 1, tool_calls: 0, cost_microusd: 2 };
 
 export const RECEIPT_EXAMPLE = {
   object: 'yuxi.session.event.accepted',

@@ -5,7 +5,7 @@ import { AT, INPUT_ID, MODEL, RUN_ID, SESSION_ID, TURN_ID, USER_ID as OWNER_ID }
 const WAITPOINT_ID = '0193a5c2-7e60-7b11-8c2d-3e4f5a6b7c21';
 const FIRST_CALL_STEP = '0193a5c2-7e61-7c22-9d3e-4f5a6b7c8d31';
 const SECOND_CALL_STEP = '0193a5c2-7e63-7e44-9f5a-6b7c8d9e0f51';
-const USAGE = { input_tokens: 120, output_tokens: 18, cached_tokens: 0, total_tokens: 138 };
+const USAGE = { input_tokens: 120, output_tokens: 18, cached_tokens: 0, reasoning_tokens: 0, total_tokens: 138, model_calls: 2, tool_calls: 1, cost_microusd: 29 };
 
 export const SESSION_TIMELINE_EXAMPLE = {
   object: 'list',

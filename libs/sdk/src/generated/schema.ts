@@ -8136,7 +8136,11 @@ export interface operations {
                      *               "input_tokens": 1,
                      *               "output_tokens": 2,
                      *               "cached_tokens": 0,
-                     *               "total_tokens": 3
+                     *               "reasoning_tokens": 0,
+                     *               "total_tokens": 3,
+                     *               "model_calls": 1,
+                     *               "tool_calls": 0,
+                     *               "cost_microusd": 2
                      *             },
                      *             "context": {
                      *               "tokens": 42,
@@ -8316,7 +8320,11 @@ export interface operations {
                      *           "input_tokens": 1,
                      *           "output_tokens": 2,
                      *           "cached_tokens": 0,
-                     *           "total_tokens": 3
+                     *           "reasoning_tokens": 0,
+                     *           "total_tokens": 3,
+                     *           "model_calls": 1,
+                     *           "tool_calls": 0,
+                     *           "cost_microusd": 2
                      *         },
                      *         "context": {
                      *           "tokens": 42,
@@ -8335,7 +8343,11 @@ export interface operations {
                      *               "input_tokens": 1,
                      *               "output_tokens": 2,
                      *               "cached_tokens": 0,
-                     *               "total_tokens": 3
+                     *               "reasoning_tokens": 0,
+                     *               "total_tokens": 3,
+                     *               "model_calls": 1,
+                     *               "tool_calls": 0,
+                     *               "cost_microusd": 2
                      *             },
                      *             "input_ids": [
                      *               "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03"
@@ -8940,7 +8952,11 @@ export interface operations {
                      *         "input_tokens": 1,
                      *         "output_tokens": 2,
                      *         "cached_tokens": 0,
-                     *         "total_tokens": 3
+                     *         "reasoning_tokens": 0,
+                     *         "total_tokens": 3,
+                     *         "model_calls": 1,
+                     *         "tool_calls": 0,
+                     *         "cost_microusd": 2
                      *       },
                      *       "input_ids": [
                      *         "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03"
@@ -17533,7 +17549,11 @@ export interface operations {
                      *             "input_tokens": 120,
                      *             "output_tokens": 18,
                      *             "cached_tokens": 0,
-                     *             "total_tokens": 138
+                     *             "reasoning_tokens": 0,
+                     *             "total_tokens": 138,
+                     *             "model_calls": 2,
+                     *             "tool_calls": 1,
+                     *             "cost_microusd": 29
                      *           },
                      *           "error": null,
                      *           "created_at": 1733400000,
@@ -17556,7 +17576,11 @@ export interface operations {
                      *                 "input_tokens": 120,
                      *                 "output_tokens": 18,
                      *                 "cached_tokens": 0,
-                     *                 "total_tokens": 138
+                     *                 "reasoning_tokens": 0,
+                     *                 "total_tokens": 138,
+                     *                 "model_calls": 2,
+                     *                 "tool_calls": 1,
+                     *                 "cost_microusd": 29
                      *               },
                      *               "error": null,
                      *               "created_at": 1733400000,
@@ -18845,6 +18869,17 @@ export interface operations {
             };
             /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
