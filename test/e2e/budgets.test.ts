@@ -208,6 +208,12 @@ describe('budgets', () => {
     const ofB = await createBudget(asEndUser(keyB, 'customer-b'), { scope: { end_user_id: 'customer-b' }, limits: GENEROUS });
     const ofOwner = await createBudget(owner, { scope: { agent_id: 'default-chatbot' }, limits: GENEROUS });
     const ids = async (caller: Caller) => (await call(caller, BUDGETS)).body.data.map((b: any) => b.id);
+    // A session's own budget set through the app's key is the app's too.
+    const budgeted = await newSession(asEndUser(keyA, 'customer-a'), { yuxi: { budget: { limits: GENEROUS } } });
+    assert.equal(budgeted.status, 201, budgeted.text);
+    const ofSession = budgeted.body.yuxi.budget.id;
+    assert.deepEqual((await call(asEndUser(keyA, 'customer-a'), `${BUDGETS}/${ofSession}`)).body.scope, { session_id: budgeted.body.id });
+    assertError(await call(asEndUser(keyB, 'customer-a'), `${BUDGETS}/${ofSession}`), 404, 'not_found');
     for (const caller of [asEndUser(keyA, 'customer-a'), asEndUser(keyA, undefined)]) {
       for (const other of [ofB, ofOwner]) {
         assertError(await call(caller, `${BUDGETS}/${other.id}`), 404, 'not_found');
@@ -215,12 +221,12 @@ describe('budgets', () => {
         assertError(await call(caller, `${BUDGETS}/${other.id}`, { method: 'DELETE' }), 404, 'not_found');
         assertError(await call(caller, `${BUDGETS}?after=${other.id}`), 400, 'invalid_cursor');
       }
-      assert.deepEqual(await ids(caller), [ofA.id], `${caller.name} lists its app's budget only`);
+      assert.deepEqual(await ids(caller), [ofSession, ofA.id], `${caller.name} lists its app's budgets only`);
     }
     // The app's backend holds the key: any end user it names (or none) manages the app's budgets.
     const raised = await call(asEndUser(keyA, 'customer-z'), `${BUDGETS}/${ofA.id}`, { body: { limits: { model_calls: 2000 } } });
     assert.equal(raised.status, 200, raised.text);
-    assert.deepEqual(await ids(owner), [ofOwner.id, ofB.id, ofA.id], "the product user sees its apps' budgets and its own");
+    assert.deepEqual(await ids(owner), [ofSession, ofOwner.id, ofB.id, ofA.id], "the product user sees its apps' budgets and its own");
     assert.deepEqual((await call(owner, `${BUDGETS}/${ofB.id}`)).body.scope, { end_user_id: 'customer-b' });
     assert.equal((await call(owner, `${BUDGETS}/${ofA.id}`, { body: { limits: GENEROUS } })).status, 200, "the product user changes an app's budget");
     assert.equal((await call(owner, `${BUDGETS}/${ofB.id}`, { method: 'DELETE' })).status, 200, "and deletes one");
