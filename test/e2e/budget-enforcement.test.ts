@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createSessionWith, fakeModel, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.js';
 import { API, http, newKey, postEvent, sendMessage } from '../support/http.js';
-import { ADMIN, bootstrap, call, type Caller, createSessionAs, newProductUser, openStreamAs, postEventAs, sendMessageAs, until } from '../support/identity.js';
+import { ADMIN, asEndUser, bootstrap, call, type Caller, createKey, createSessionAs, newProductUser, openStreamAs, postEventAs, sendMessageAs, until } from '../support/identity.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
 
 // Budgets enforced before each call: a turn stops at a `budget` waitpoint (pause) or fails with
@@ -199,6 +200,29 @@ describe('budgets enforced', () => {
     streams.push(stream);
     const waiting = await stream.waitForType('yuxi.session.turn.waiting');
     assert.deepEqual([waiting.data.waitpoint.kind, waiting.data.waitpoint.limit, waiting.data.waitpoint.spent], ['budget', 'model_calls', 1]);
+  });
+
+  it("an app key's agent budget binds only its app: another app's end users and the product user's own sessions run on", async () => {
+    const { caller: owner, userId } = await newProductUser('budget apps');
+    const appKey = async (app: string): Promise<Caller> => ({ name: `${app} key`, token: (await createKey({ user_id: userId, app_id: app })).secret });
+    const appA = asEndUser(await appKey(`app-a-${randomUUID().slice(0, 8)}`), 'customer-a');
+    const appB = asEndUser(await appKey(`app-b-${randomUUID().slice(0, 8)}`), 'customer-b');
+    const inA = await sessionAfterOneTurn(appA, streams);
+    const budget = await createBudget(appA, { scope: { agent_id: 'default-chatbot' }, limits: { model_calls: 1 }, on_exceeded: 'fail' });
+    assert.equal(budget.spent.model_calls, 1, "app A's one call");
+    // Spent, it stops neither app B's end user nor the product user's own session (same agent, same account).
+    for (const caller of [appB, owner]) {
+      const session = await createSessionAs(caller, 'not app A');
+      const stream = await openStreamAs(caller, session.id);
+      streams.push(stream);
+      const ended = await stream.waitFor((e) => e.type === 'agent.session.turn.completed' || e.type === 'agent.session.turn.failed');
+      assert.equal(ended.type, 'agent.session.turn.completed', `${caller.name}: ${JSON.stringify(ended.data)}`);
+    }
+    assert.equal((await call(appA, `${BUDGETS}/${budget.id}`)).body.spent.model_calls, 1, 'their calls are not counted');
+    // App A's own next turn is stopped by it.
+    const turnId = await nextTurn(appA, inA, 'second');
+    const failed = await inA.stream.waitForType('agent.session.turn.failed', turnId);
+    assert.equal(failed.data.turn.error.code, 'budget_exceeded');
   });
 
   it('day periods roll over: the next day (on the usage clock) the budget has room again', async () => {

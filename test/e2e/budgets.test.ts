@@ -199,6 +199,40 @@ describe('budgets', () => {
     assert.deepEqual(listed.body.data.map((b: any) => b.id), [endUser.id, own.id], 'the app acts for its account');
   });
 
+  it("keeps an app's budgets to its app: another app's and the account's own are 404 to its key, the product user manages them all", async () => {
+    const { caller: owner, userId } = await newProductUser('apps owner');
+    const appKey = async (app: string): Promise<Caller> => ({ name: `${app} key`, token: (await createKey({ user_id: userId, app_id: app })).secret });
+    const keyA = await appKey(`app-a-${randomUUID().slice(0, 8)}`);
+    const keyB = await appKey(`app-b-${randomUUID().slice(0, 8)}`);
+    const ofA = await createBudget(asEndUser(keyA, 'customer-a'), { scope: { agent_id: 'default-chatbot' }, limits: GENEROUS });
+    const ofB = await createBudget(asEndUser(keyB, 'customer-b'), { scope: { end_user_id: 'customer-b' }, limits: GENEROUS });
+    const ofOwner = await createBudget(owner, { scope: { agent_id: 'default-chatbot' }, limits: GENEROUS });
+    const ids = async (caller: Caller) => (await call(caller, BUDGETS)).body.data.map((b: any) => b.id);
+    // A session's own budget set through the app's key is the app's too.
+    const budgeted = await newSession(asEndUser(keyA, 'customer-a'), { yuxi: { budget: { limits: GENEROUS } } });
+    assert.equal(budgeted.status, 201, budgeted.text);
+    const ofSession = budgeted.body.yuxi.budget.id;
+    assert.deepEqual((await call(asEndUser(keyA, 'customer-a'), `${BUDGETS}/${ofSession}`)).body.scope, { session_id: budgeted.body.id });
+    assertError(await call(asEndUser(keyB, 'customer-a'), `${BUDGETS}/${ofSession}`), 404, 'not_found');
+    for (const caller of [asEndUser(keyA, 'customer-a'), asEndUser(keyA, undefined)]) {
+      for (const other of [ofB, ofOwner]) {
+        assertError(await call(caller, `${BUDGETS}/${other.id}`), 404, 'not_found');
+        assertError(await call(caller, `${BUDGETS}/${other.id}`, { body: { limits: { model_calls: 1 } } }), 404, 'not_found');
+        assertError(await call(caller, `${BUDGETS}/${other.id}`, { method: 'DELETE' }), 404, 'not_found');
+        assertError(await call(caller, `${BUDGETS}?after=${other.id}`), 400, 'invalid_cursor');
+      }
+      assert.deepEqual(await ids(caller), [ofSession, ofA.id], `${caller.name} lists its app's budgets only`);
+    }
+    // The app's backend holds the key: any end user it names (or none) manages the app's budgets.
+    const raised = await call(asEndUser(keyA, 'customer-z'), `${BUDGETS}/${ofA.id}`, { body: { limits: { model_calls: 2000 } } });
+    assert.equal(raised.status, 200, raised.text);
+    assert.deepEqual(await ids(owner), [ofSession, ofOwner.id, ofB.id, ofA.id], "the product user sees its apps' budgets and its own");
+    assert.deepEqual((await call(owner, `${BUDGETS}/${ofB.id}`)).body.scope, { end_user_id: 'customer-b' });
+    assert.equal((await call(owner, `${BUDGETS}/${ofA.id}`, { body: { limits: GENEROUS } })).status, 200, "the product user changes an app's budget");
+    assert.equal((await call(owner, `${BUDGETS}/${ofB.id}`, { method: 'DELETE' })).status, 200, "and deletes one");
+    assert.deepEqual((await call(owner, `${BUDGETS}/${ofOwner.id}`)).body.limits, GENEROUS, 'nothing the app key tried changed the account\'s');
+  });
+
   it("takes a session's own budget on create and update (null removes it) and shows it as yuxi.budget", async () => {
     const { caller } = await newProductUser('session budgets');
     const created = await newSession(caller, { yuxi: { budget: { limits: { model_calls: 50 } } } });

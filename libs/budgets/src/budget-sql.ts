@@ -17,16 +17,18 @@ const ACCOUNT_OF_USER = (user: string): string => `CASE WHEN ${user}.kind = 'end
  * Whether budget `b` covers the session `s` whose owner's users row is `u` (the account is checked
  * apart, by the join that finds the budgets): a session budget covers the session and, named on a
  * tree's root, every member of the tree; project, agent, app and end user budgets cover the
- * sessions with that key (an end user budget made through an app only that app's end user); a
- * user budget every session of its account.
+ * sessions with that key; a user budget every session of its account. A budget made for an app
+ * (`app_id`: through an app-bound key) covers that app's end users' sessions only, whatever its
+ * scope: an app never binds another app's users or the product user's own sessions.
  */
-const COVERS_SESSION = (b: string, s: string, u: string): string => `(
+const COVERS_SESSION = (b: string, s: string, u: string): string => `((
   (${b}.scope_kind = 'session' AND ${b}.scope_id IN (${s}.id::text, ${s}.root_session_id::text))
   OR (${b}.scope_kind = 'project' AND ${b}.scope_id = ${s}.project_id)
   OR (${b}.scope_kind = 'agent' AND ${b}.scope_id = ${s}.agent_id)
   OR (${b}.scope_kind = 'app' AND ${u}.kind = 'end_user' AND ${b}.scope_id = ${u}.app_id)
-  OR (${b}.scope_kind = 'end_user' AND ${u}.kind = 'end_user' AND ${b}.scope_id = ${u}.external_id AND (${b}.app_id IS NULL OR ${b}.app_id = ${u}.app_id))
-  OR ${b}.scope_kind = 'user')`;
+  OR (${b}.scope_kind = 'end_user' AND ${u}.kind = 'end_user' AND ${b}.scope_id = ${u}.external_id)
+  OR ${b}.scope_kind = 'user')
+  AND (${b}.app_id IS NULL OR ${b}.app_id = ${u}.app_id))`;
 
 /**
  * `EXISTS (...)`: whether any budget covers the session row of the alias `sessions` (a column
@@ -51,14 +53,18 @@ export function budgetsInScopeSql(lock: boolean): string {
     ORDER BY b.id${lock ? ' FOR UPDATE OF b' : ''}`;
 }
 
-/** Whether ledger row `l` counts for budget `b` (same account; the scope's key; the budget's current period on the usage clock, UTC). */
+/**
+ * Whether ledger row `l` counts for budget `b` (same account; for a budget made for an app, that
+ * app's rows only, as COVERS_SESSION; the scope's key; the budget's current period on the usage clock, UTC).
+ */
 export const LEDGER_ROW_COUNTS = (b: string, l: string): string => `${l}.account_id = ${b}.account_id
+  AND (${b}.app_id IS NULL OR ${l}.app_id = ${b}.app_id)
   AND CASE ${b}.scope_kind
     WHEN 'session' THEN ${l}.session_id::text = ${b}.scope_id OR ${l}.root_session_id::text = ${b}.scope_id
     WHEN 'project' THEN ${l}.project_id = ${b}.scope_id
     WHEN 'agent' THEN ${l}.agent_id = ${b}.scope_id
     WHEN 'app' THEN ${l}.app_id = ${b}.scope_id
-    WHEN 'end_user' THEN ${l}.end_user_id = ${b}.scope_id AND (${b}.app_id IS NULL OR ${l}.app_id = ${b}.app_id)
+    WHEN 'end_user' THEN ${l}.end_user_id = ${b}.scope_id
     ELSE true END
   AND ${l}.at >= ${PERIOD_START(`${b}.period`)}`;
 

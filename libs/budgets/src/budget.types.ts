@@ -24,7 +24,7 @@ export interface Budget {
   createdBy: string;
   scopeKind: BudgetScopeKind;
   scopeId: string;
-  /** For an `end_user` scope made through an app's key: the app the end user belongs to. */
+  /** The app it was made through (an app-bound key): it then covers only that app's end users, whatever its scope; null: the account's. */
   appId: string | null;
   limits: BudgetLimits;
   period: BudgetPeriod;

@@ -29,14 +29,20 @@ export interface BudgetPatch {
 
 /**
  * Who sees a budget: the account it sums (a product user, and the end users of its apps acting for
- * it) and whoever made it (an administrator's budget on another user). Another caller's is not found.
+ * it) and whoever made it (an administrator's budget on another user); an app (`appId`: an
+ * app-bound key) only the budgets made for it. Another caller's is not found.
  */
 export interface BudgetViewer {
   accountId: string;
   actorId: string;
+  appId: string | null;
 }
 
-const VISIBLE = '(account_id = $2 OR created_by = $3)';
+const VISIBLE = '(account_id = $2 OR created_by = $3) AND ($4::varchar IS NULL OR app_id = $4::varchar)';
+
+function viewerParams(viewer: BudgetViewer): [string, string, string | null] {
+  return [viewer.accountId, viewer.actorId, viewer.appId];
+}
 
 /**
  * Budgets in SQL: the resources (owned by their account), the budgets covering a session, what
@@ -57,7 +63,7 @@ export class BudgetsRepository {
 
   async get(viewer: BudgetViewer, id: string): Promise<Budget> {
     const rows = isUuid(id)
-      ? ((await this.dataSource.query(prepared(`SELECT ${BUDGET_COLUMNS} FROM budgets WHERE id = $1 AND ${VISIBLE}`), [id, viewer.accountId, viewer.actorId])) as Record<string, unknown>[])
+      ? ((await this.dataSource.query(prepared(`SELECT ${BUDGET_COLUMNS} FROM budgets WHERE id = $1 AND ${VISIBLE}`), [id, ...viewerParams(viewer)])) as Record<string, unknown>[])
       : [];
     if (!rows[0]) throw DomainError.notFound(`Budget ${id}`);
     return budgetFromRow(rows[0]);
@@ -65,7 +71,7 @@ export class BudgetsRepository {
 
   /** The viewer's budgets, by creation (cursor pages); `scope` narrows to one scope. */
   async list(viewer: BudgetViewer, page: PageQuery, scope?: { kind: BudgetScopeKind; id: string }): Promise<Page<Budget>> {
-    const values: unknown[] = [page.limit + 1, viewer.accountId, viewer.actorId];
+    const values: unknown[] = [page.limit + 1, ...viewerParams(viewer)];
     let where = VISIBLE;
     if (scope) {
       values.push(scope.kind, scope.id);
@@ -73,7 +79,7 @@ export class BudgetsRepository {
     }
     if (page.after !== undefined) {
       const anchor = isUuid(page.after)
-        ? ((await this.dataSource.query(prepared(`SELECT 1 FROM budgets WHERE id = $1 AND ${VISIBLE}`), [page.after, viewer.accountId, viewer.actorId])) as unknown[])
+        ? ((await this.dataSource.query(prepared(`SELECT 1 FROM budgets WHERE id = $1 AND ${VISIBLE}`), [page.after, ...viewerParams(viewer)])) as unknown[])
         : [];
       if (anchor.length === 0) throw new DomainError('invalid_cursor', 'The `after` cursor is not a budget of this caller');
       values.push(page.after);
@@ -91,10 +97,10 @@ export class BudgetsRepository {
   async update(viewer: BudgetViewer, id: string, patch: BudgetPatch): Promise<Budget> {
     if (!isUuid(id)) throw DomainError.notFound(`Budget ${id}`);
     const result: unknown = await this.dataSource.query(
-      prepared(`UPDATE budgets SET limits = coalesce($4::jsonb, limits), period = coalesce($5, period), on_exceeded = coalesce($6, on_exceeded),
-         metadata = coalesce($7::jsonb, metadata), updated_at = now()
+      prepared(`UPDATE budgets SET limits = coalesce($5::jsonb, limits), period = coalesce($6, period), on_exceeded = coalesce($7, on_exceeded),
+         metadata = coalesce($8::jsonb, metadata), updated_at = now()
        WHERE id = $1 AND ${VISIBLE} RETURNING ${BUDGET_COLUMNS}`),
-      [id, viewer.accountId, viewer.actorId, jsonOrNull(patch.limits), patch.period ?? null, patch.onExceeded ?? null, jsonOrNull(patch.metadata)],
+      [id, ...viewerParams(viewer), jsonOrNull(patch.limits), patch.period ?? null, patch.onExceeded ?? null, jsonOrNull(patch.metadata)],
     );
     const updated = firstRow(result);
     if (!updated) throw DomainError.notFound(`Budget ${id}`);
@@ -104,7 +110,7 @@ export class BudgetsRepository {
   /** Deletes the budget (reservations naming it no longer count for anything: reads go by budget). */
   async delete(viewer: BudgetViewer, id: string): Promise<void> {
     if (!isUuid(id)) throw DomainError.notFound(`Budget ${id}`);
-    const rows = (await this.dataSource.query(prepared(`DELETE FROM budgets WHERE id = $1 AND ${VISIBLE} RETURNING id`), [id, viewer.accountId, viewer.actorId])) as [unknown[], number];
+    const rows = (await this.dataSource.query(prepared(`DELETE FROM budgets WHERE id = $1 AND ${VISIBLE} RETURNING id`), [id, ...viewerParams(viewer)])) as [unknown[], number];
     if (rows[1] !== 1) throw DomainError.notFound(`Budget ${id}`);
   }
 

@@ -27,11 +27,12 @@ export function sessionBudgetView(budget: Budget, spent?: BudgetSpent): SessionB
 
 /**
  * Sets the session's own budget (created, or its limits and behaviour replaced), or with null
- * removes it. `accountId` is the session owner's account (what the budget sums), `createdBy` who set it.
+ * removes it. `accountId` is the session owner's account (what the budget sums), `createdBy` who
+ * set it, `appId` the app it was set through (an app-bound key: the app then sees it at /budgets).
  */
 export async function writeSessionBudget(
   manager: EntityManager,
-  session: { id: string; accountId: string; createdBy: string },
+  session: { id: string; accountId: string; createdBy: string; appId: string | null },
   budget: { limits: BudgetLimits; onExceeded: BudgetOnExceeded } | null,
 ): Promise<Budget | null> {
   const id = sessionBudgetId(session.id);
@@ -41,10 +42,10 @@ export async function writeSessionBudget(
   }
   const [row] = (await manager.query(
     prepared(`INSERT INTO budgets (id, account_id, created_by, scope_kind, scope_id, app_id, limits, period, on_exceeded, metadata, created_at, updated_at)
-     VALUES ($1, $2, $3, 'session', $4, NULL, $5, 'lifetime', $6, '{}'::jsonb, now(), now())
+     VALUES ($1, $2, $3, 'session', $4, $7, $5, 'lifetime', $6, '{}'::jsonb, now(), now())
      ON CONFLICT (id) DO UPDATE SET limits = EXCLUDED.limits, on_exceeded = EXCLUDED.on_exceeded, period = 'lifetime', updated_at = now()
      RETURNING ${BUDGET_COLUMNS}`),
-    [id, session.accountId, session.createdBy, session.id, JSON.stringify(budget.limits), budget.onExceeded],
+    [id, session.accountId, session.createdBy, session.id, JSON.stringify(budget.limits), budget.onExceeded, session.appId],
   )) as Record<string, unknown>[];
   return budgetFromRow(row!);
 }

@@ -7,7 +7,7 @@ import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 
 const ApiBudgetId = () =>
-  ApiParam({ name: 'budget_id', description: 'A budget of the caller\'s account (another account\'s answers 404).', schema: { type: 'string', format: 'uuid' } });
+  ApiParam({ name: 'budget_id', description: 'A budget of the caller\'s account; through an app-bound key, one of its app (another account\'s or another app\'s answers 404).', schema: { type: 'string', format: 'uuid' } });
 
 /** Budgets: limits on what a scope spends per period. Registered before AgentsController (`/agents/budgets` is no agent). */
 @ApiTags(TAGS.budgets.name)
@@ -27,7 +27,7 @@ export class BudgetsController {
     operationId: 'createBudget',
     summary: 'Create a budget',
     description:
-      'Limits on what one scope spends per period (`lifetime`, or the UTC `day` or `month`): cost, tokens, model calls, tool calls, turns, wall time. Checked before every model and tool call of a turn in scope against what is committed plus what calls in flight reserved; when a limit is reached the turn waits at a `budget` waitpoint (`pause`) or fails with `budget_exceeded` (`fail`). The scope must be the caller\'s: its session (a tree\'s root covers the tree) or project (404 otherwise), an agent it may use, an app (an app-bound key: its own), an end user, or (administrators only, else 403) a product user\'s whole account.',
+      'Limits on what one scope spends per period (`lifetime`, or the UTC `day` or `month`): cost, tokens, model calls, tool calls, turns, wall time. Checked before every model and tool call of a turn in scope against what is committed plus what calls in flight reserved; when a limit is reached the turn waits at a `budget` waitpoint (`pause`) or fails with `budget_exceeded` (`fail`). The scope must be the caller\'s: its session (a tree\'s root covers the tree) or project (404 otherwise), an agent it may use, an app (an app-bound key: its own), an end user, or (administrators only, else 403) a product user\'s whole account. A budget made through an app-bound key (with or without `X-End-User-Id`) is that app\'s: whatever its scope, it counts and bounds only the calls of the app\'s end users, never another app\'s nor the product user\'s own sessions.',
   })
   @ApiBody({ type: CreateBudgetDto, examples: { project: { value: CREATE_BUDGET_EXAMPLE } } })
   @ApiCreatedResponse({ type: BudgetDto, description: 'The budget, with what its scope spent in the current period.', example: BUDGET_EXAMPLE })
@@ -40,7 +40,7 @@ export class BudgetsController {
   @ApiOperation({
     operationId: 'listBudgets',
     summary: 'List budgets',
-    description: 'The budgets of the caller\'s account (and those an administrator made on other accounts) in a stable (created_at, id) order, newest first by default, each with `spent`.',
+    description: 'The budgets of the caller\'s account (and those an administrator made on other accounts) in a stable (created_at, id) order, newest first by default, each with `spent`. A product user sees every budget of its account, its apps\' included; an app-bound key only its app\'s, whichever end user it names.',
   })
   @ApiOkResponse({ type: BudgetListDto, description: 'One page of budgets.', example: BUDGET_LIST_EXAMPLE })
   @ApiErrors('validation_failed', 'invalid_cursor')
@@ -62,7 +62,7 @@ export class BudgetsController {
   @ApiOperation({
     operationId: 'updateBudget',
     summary: 'Update a budget',
-    description: 'Changes the fields given (`limits` and `metadata` are replaced whole). A raised limit is room for the next check: approve a turn waiting at the budget to go on. A budget on a user\'s account is changed by administrators only (403).',
+    description: 'Changes the fields given (`limits` and `metadata` are replaced whole). A raised limit is room for the next check: approve a turn waiting at the budget to go on. A budget on a user\'s account is changed by administrators only (403); an app-bound key changes only its app\'s budgets (any of them, whichever end user it names: the app\'s backend holds the key), another\'s is 404.',
   })
   @ApiBudgetId()
   @ApiBody({ type: UpdateBudgetDto, examples: { raise: { value: { limits: { cost_microusd: 10_000_000 } } } } })
@@ -73,7 +73,7 @@ export class BudgetsController {
   }
 
   @Delete(':budget_id')
-  @ApiOperation({ operationId: 'deleteBudget', summary: 'Delete a budget', description: 'The budget bounds nothing more. A budget on a user\'s account is removed by administrators only (403).' })
+  @ApiOperation({ operationId: 'deleteBudget', summary: 'Delete a budget', description: 'The budget bounds nothing more. A budget on a user\'s account is removed by administrators only (403); an app-bound key removes only its app\'s budgets, another\'s is 404.' })
   @ApiBudgetId()
   @ApiOkResponse({ type: BudgetDeletedDto, description: 'Deleted.', example: BUDGET_DELETED_EXAMPLE })
   @ApiErrors('forbidden', 'not_found')

@@ -18,10 +18,13 @@ const SCOPE_KEY_OF: Record<BudgetScopeKind, BudgetScopeKey> = {
 
 /**
  * The account a caller's budgets belong to and sum: the product user's own, which an app's end
- * user (an app-bound key) acts for; with who made it, the budgets a caller sees.
+ * user (an app-bound key) acts for; with who made it, the budgets a caller sees. An app-bound key
+ * sees, makes and changes only its app's budgets (those it made, which cover only its app's end
+ * users), whichever end user it names: X-End-User-Id is chosen by the app's backend, which holds
+ * the key, so it is no boundary between budgets. A product user sees every budget of its account.
  */
 export function budgetViewerOf(principal: Principal): BudgetViewer {
-  return { accountId: principal.appId !== null ? principal.actorId : principal.userId, actorId: principal.actorId };
+  return { accountId: principal.appId !== null ? principal.actorId : principal.userId, actorId: principal.actorId, appId: principal.appId };
 }
 
 export function toBudgetDto(budget: Budget, usage: BudgetUsage | undefined): BudgetDto {
@@ -50,7 +53,8 @@ function assertMayChange(principal: Principal, budget: Budget): void {
 /**
  * `POST /budgets`: a budget on a scope the caller sees — its session or project (404 otherwise),
  * an agent it may use, an app (an app-bound key: its own), an end user (an app-bound key: of its
- * app), or (administrators) a product user's whole account.
+ * app), or (administrators) a product user's whole account. Through an app-bound key, the budget
+ * is the app's and bounds only the app's end users' calls.
  */
 @Injectable()
 export class CreateBudget {
@@ -80,7 +84,9 @@ export class CreateBudget {
   }
 
   private async resolveScope(principal: Principal, scope: BudgetScopeDto, viewer: BudgetViewer): Promise<{ kind: BudgetScopeKind; id: string; appId: string | null; accountId: string }> {
-    const own = { appId: null, accountId: viewer.accountId };
+    // Made through an app-bound key, a budget is its app's whatever the scope: it covers only that
+    // app's end users (an agent or project budget never binds another app or the product user).
+    const own = { appId: viewer.appId, accountId: viewer.accountId };
     if (scope.session_id !== undefined) {
       await this.sessions.getVisible(principal.userId, scope.session_id);
       return { kind: 'session', id: scope.session_id, ...own };
@@ -97,7 +103,7 @@ export class CreateBudget {
       if (principal.appId !== null && principal.appId !== scope.app_id) throw DomainError.notFound(`App ${scope.app_id}`);
       return { kind: 'app', id: scope.app_id, ...own };
     }
-    if (scope.end_user_id !== undefined) return { kind: 'end_user', id: scope.end_user_id, appId: principal.appId, accountId: viewer.accountId };
+    if (scope.end_user_id !== undefined) return { kind: 'end_user', id: scope.end_user_id, ...own };
     // The DTO holds exactly one key: what is left is user_id.
     const userId = scope.user_id!;
     assertAdmin(principal);

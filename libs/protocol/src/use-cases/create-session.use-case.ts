@@ -85,7 +85,7 @@ export class CreateSession {
       );
       // In the same transaction: an unknown or already attached file refuses the whole create.
       const receipt = images ? await this.firstInput.queue(manager, principal.userId, session, images, attachmentFileIds) : null;
-      const budget = dto.yuxi?.budget === undefined ? null : await writeSessionBudget(manager, { id: session.id, accountId: budgetViewerOf(principal).accountId, createdBy: principal.actorId }, { limits: { ...dto.yuxi.budget.limits }, onExceeded: dto.yuxi.budget.on_exceeded ?? 'pause' });
+      const budget = dto.yuxi?.budget === undefined ? null : await writeSessionBudget(manager, { id: session.id, accountId: budgetViewerOf(principal).accountId, createdBy: principal.actorId, appId: principal.appId }, { limits: { ...dto.yuxi.budget.limits }, onExceeded: dto.yuxi.budget.on_exceeded ?? 'pause' });
       const body = toSessionDto(session, receipt);
       body.yuxi.budget = budget ? sessionBudgetView(budget) : null;
       // The session stream starts with the session itself; a stream=true create replays from here.

@@ -44,7 +44,7 @@ export class UpdateSession {
     const { session, budget } = await this.dataSource.transaction(async (manager) => {
       const updated = await this.sessions.update(principal.userId, sessionId, patch, ifMatch, manager);
       if (budgetParam === undefined) return { session: updated, budget: (await readSessionBudgets(manager, [updated.id])).get(updated.id) ?? null };
-      const owner = { id: updated.id, accountId: budgetViewerOf(principal).accountId, createdBy: principal.actorId };
+      const owner = { id: updated.id, accountId: budgetViewerOf(principal).accountId, createdBy: principal.actorId, appId: principal.appId };
       return { session: updated, budget: await writeSessionBudget(manager, owner, budgetParam === null ? null : { limits: { ...budgetParam.limits }, onExceeded: budgetParam.on_exceeded ?? 'pause' }) };
     });
     const view = toSessionDto(session);
