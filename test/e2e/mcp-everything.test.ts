@@ -153,6 +153,23 @@ describe('MCP client against server-everything', () => {
     assert.equal(result?.yuxi.success, false, JSON.stringify(result));
   });
 
+  it('refuses a sampling request a budget of the turn has no room for: the model is not asked, the tool says why, and the turn stops at the budget', async () => {
+    const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['trigger-sampling-request'], sampling: true })] });
+    // One tool call of room: the tool call starts, and what it holds leaves none for a model call it asks for.
+    const budget = await http(`${API}/budgets`, { body: { scope: { agent_id: id }, limits: { tool_calls: 1 }, on_exceeded: 'fail' } });
+    assert.equal(budget.status, 201, budget.text);
+    fake.script(fakeModel(model), [{ tool_calls: [{ id: 's1', name: 'trigger-sampling-request', arguments: '{"prompt":"write a haiku","maxTokens":50}' }] }, { text: 'never' }]);
+    const session = await createSessionWith(id, 'sample please');
+    const stream = await open(session.id);
+    const created = await stream.waitForType('agent.session.turn.created');
+    const failed = await stream.waitForType('agent.session.turn.failed', created.data.turn_id, 30_000);
+    assert.equal(failed.data.turn.error.code, 'budget_exceeded');
+    assert.equal((fake.requests(fakeModel(model)) as any[]).length, 1, 'the sampling request never reached the model');
+    const [result] = await outputs(session.id, created.data.turn_id);
+    assert.equal(result?.yuxi.success, false, JSON.stringify(result));
+    assert.match(result.output, new RegExp(`sampling refused: budget ${budget.body.id} reached its tool_calls limit`));
+  });
+
   describe('elicitation: a server\'s question to the user becomes a question waitpoint of the turn', () => {
     async function waitingTurn(answerScript: string): Promise<{ sessionId: string; turnId: string; stream: SseStream; waitpoint: any; model: string }> {
       const { id, model } = await putAgent({ tools: [everything({ allowed_tools: ['trigger-elicitation-request'] })] });

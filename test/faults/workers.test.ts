@@ -199,6 +199,9 @@ describe('faults: workers', () => {
       assert.equal(runs.find((r) => r.id === runId)?.status, 'interrupted', 'the released run is interrupted');
       assert.ok(runs.some((r) => r.resume_from_run_id === runId), 'a run resumes from the released one');
       assert.notEqual(turn.body.yuxi.result_run_id, runId, 'the other worker produced the result');
+      // The model call the shutdown cut is counted once, with the released run (its successor calls again).
+      const { rows: cut } = await infra.db.query(`SELECT kind, model_calls FROM usage_ledger WHERE run_id = $1`, [runId]);
+      assert.deepEqual(cut, [{ kind: 'model_call', model_calls: 1 }], 'the released run\'s cut call is in the ledger');
 
       await assertSessionSettled(infra, session.id, [echoOf(SLOW_TEXT), ...followUps.map(echoOf)], t);
     } finally {

@@ -68,6 +68,30 @@ export const LEDGER_ROW_COUNTS = (b: string, l: string): string => `${l}.account
     ELSE true END
   AND ${l}.at >= ${PERIOD_START(`${b}.period`)}`;
 
+/** A session budget's scope id as a uuid (NULL for any other text: no ledger row's session then matches, as with text). */
+const SESSION_SCOPE_UUID = (b: string): string =>
+  `(CASE WHEN ${b}.scope_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN ${b}.scope_id::uuid END)`;
+
+/**
+ * The ledger rows (alias `x`) that count for budget `b`, as one UNION ALL with a branch per scope
+ * kind, each led by the key an index of usage_ledger holds with `at`: a session budget reads its
+ * session's and its tree's rows (session_id, root_session_id), a project or agent budget its key's,
+ * the others (app, end user, user) their account's. Only the branch of `b`'s kind runs (its kind
+ * test is a one-time filter), so a check never sums the whole account for a narrower budget.
+ * Which rows count is LEDGER_ROW_COUNTS alone: each branch's key is what it already implies.
+ */
+const LEDGER_ROWS_OF = (b: string): string => {
+  const columns = 'x.cost_microusd, x.input_tokens, x.output_tokens, x.model_calls, x.tool_calls, x.turn_id, x.wall_ms';
+  const branch = (kind: string, key?: string): string => `SELECT ${columns} FROM usage_ledger x WHERE ${kind}${key ? ` AND ${key}` : ''} AND ${LEDGER_ROW_COUNTS(b, 'x')}`;
+  return [
+    branch(`${b}.scope_kind = 'session'`, `(x.session_id = ${SESSION_SCOPE_UUID(b)} OR x.root_session_id = ${SESSION_SCOPE_UUID(b)})`),
+    branch(`${b}.scope_kind = 'project'`, `x.project_id = ${b}.scope_id`),
+    branch(`${b}.scope_kind = 'agent'`, `x.agent_id = ${b}.scope_id`),
+    // LEDGER_ROW_COUNTS leads with the account.
+    branch(`${b}.scope_kind NOT IN ('session', 'project', 'agent')`),
+  ].join('\n    UNION ALL ');
+};
+
 /**
  * The start of the current period on the usage clock (`usage_now()`), in UTC whatever the
  * connection's time zone: the day's or the month's midnight, or -infinity for a lifetime budget.
@@ -95,7 +119,7 @@ export const SPENT_SQL = `SELECT b.id, b.period,
   LEFT JOIN LATERAL (SELECT sum(x.cost_microusd) AS cost_microusd, sum(x.input_tokens + x.output_tokens) AS tokens,
       sum(x.model_calls) AS model_calls, sum(x.tool_calls) AS tool_calls, count(DISTINCT x.turn_id) AS turns,
       sum(x.wall_ms) AS wall_ms, bool_or(x.turn_id = $2::uuid) AS turn_counted
-    FROM usage_ledger x WHERE ${LEDGER_ROW_COUNTS('b', 'x')}) l ON true
+    FROM (${LEDGER_ROWS_OF('b')}) x) l ON true
   LEFT JOIN LATERAL (SELECT sum(y.cost_microusd) AS cost_microusd, sum(y.tokens) AS tokens, sum(y.model_calls) AS model_calls,
       sum(y.tool_calls) AS tool_calls, count(DISTINCT y.run_id) FILTER (WHERE y.turns > 0 AND y.run_id IS DISTINCT FROM $3::uuid) AS turns,
       bool_or(y.turns > 0 AND y.run_id = $3::uuid) AS own_turn

@@ -14,6 +14,9 @@ import type { RunState } from './run-scope.js';
  */
 const RESERVATION_TTL_S = 600;
 
+/** A call the gate checks: the turn's next model call, a tool call, or a sampling request made during a tool call. */
+export type GatedCall = { kind: 'model' } | { kind: 'tool'; call_id: string } | { kind: 'sampling'; key: string; tokens: number };
+
 /**
  * A budgeted turn's gate before each model and tool call (README "Budgets"): one transaction locks
  * the budgets in the session's scope (concurrent gates of one budget take turns), reads what each
@@ -33,8 +36,12 @@ export class BudgetGate {
     private readonly budgets: BudgetsRepository,
   ) {}
 
-  /** Checks the budgets before a call and reserves its estimate; the budget without room, or null when the call may start. */
-  async check(state: RunState, call: { kind: 'model' } | { kind: 'tool'; call_id: string }): Promise<BudgetReached | null> {
+  /**
+   * Checks the budgets before a call and reserves its estimate; the budget without room, or null
+   * when the call may start. A `sampling` call is a model call an MCP server asks for during a tool
+   * call: reserved under its own key (`key`, unique in the run) with the estimate of its request's tokens.
+   */
+  async check(state: RunState, call: GatedCall): Promise<BudgetReached | null> {
     const { held } = state;
     const runId = state.lease.runId;
     const checked = await this.writes.retrying(
@@ -46,8 +53,11 @@ export class BudgetGate {
           if (reached) return { reached: budgetReachedOf(reached), covered: true };
           // The call's turn counts once for a budget that has not counted it yet (the turn's first call there).
           const opensTurn = budgets.some((budget) => usage.get(budget.id)?.turnCounted !== true);
-          const estimate = call.kind === 'model' ? await this.modelCallEstimate(manager, state, opensTurn) : { model_calls: 0, tool_calls: 1, tokens: 0, cost_microusd: 0, turns: opensTurn ? 1 : 0 };
-          const key = call.kind === 'model' ? 'model' : `tool:${call.call_id}`;
+          const estimate =
+            call.kind === 'tool'
+              ? { model_calls: 0, tool_calls: 1, tokens: 0, cost_microusd: 0, turns: opensTurn ? 1 : 0 }
+              : await this.modelCallEstimate(manager, state, opensTurn, call.kind === 'sampling' ? call.tokens : undefined);
+          const key = call.kind === 'model' ? 'model' : call.kind === 'tool' ? `tool:${call.call_id}` : call.key;
           await this.budgets.reserve(manager, runId, key, budgets.map((budget) => budget.id), estimate, RESERVATION_TTL_S);
           return { reached: null, covered: true };
         }),
@@ -61,11 +71,11 @@ export class BudgetGate {
 
   /**
    * A model call's estimate: one call, the tokens of the context it is about to send (its last
-   * call's, or the turn's as last recorded), priced at the model's input price now (0 unpriced).
+   * call's, or the turn's as last recorded; a sampling request's own), priced at the model's input price now (0 unpriced).
    */
-  private async modelCallEstimate(manager: EntityManager, state: RunState, opensTurn: boolean): Promise<CallEstimate> {
+  private async modelCallEstimate(manager: EntityManager, state: RunState, opensTurn: boolean, requestTokens?: number): Promise<CallEstimate> {
     const { held } = state;
-    const tokens = state.context.current?.tokens ?? held.turn.context?.tokens ?? 0;
+    const tokens = requestTokens ?? state.context.current?.tokens ?? held.turn.context?.tokens ?? 0;
     const rows = (await manager.query(prepared(`SELECT input_per_mtok_usd FROM model_prices WHERE model = $1`), [held.run.model])) as { input_per_mtok_usd: string }[];
     // USD per million tokens is micro-dollars per token.
     const price = rows[0] ? Number(rows[0].input_per_mtok_usd) : 0;

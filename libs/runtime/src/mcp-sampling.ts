@@ -67,6 +67,13 @@ export class McpSampling {
 
 type SamplingMessage = CreateMessageRequestParams['messages'][number];
 
+/** About how many tokens a sampling request sends (the text of its messages and system prompt), for a budget's reservation. */
+export function samplingTokens(params: CreateMessageRequestParams): number {
+  const text = params.messages.flatMap((message) => (Array.isArray(message.content) ? message.content : [message.content]) as { type: string; text?: string }[]);
+  const chars = text.reduce((sum, block) => sum + (block.type === 'text' ? (block.text ?? '').length : 0), (params.systemPrompt ?? '').length);
+  return Math.ceil(chars / CHARS_PER_TOKEN);
+}
+
 /** A server's message as the model sees it: text and images (as data URLs); other content named. */
 export function toModelMessage(message: SamplingMessage): ModelMessage {
   const blocks = (Array.isArray(message.content) ? message.content : [message.content]) as { type: string; text?: string; data?: string; mimeType?: string }[];

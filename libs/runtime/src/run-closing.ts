@@ -105,6 +105,7 @@ export class RunClosing {
     const { held, lease } = state;
     const successor = await this.writes.retrying(lease, () => this.endings.release(held, lease, state.output));
     if (!successor) return;
+    countSpend(successor.spent);
     metrics.runTakenOver('released');
     await state.publish(successor.batch, successor.nudges);
     this.logger.log(`run ${lease.runId} released at shutdown; run ${successor.run.id} continues the turn`);

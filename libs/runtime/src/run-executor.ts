@@ -84,7 +84,9 @@ export class RunExecutor {
   /** Decide, perform, record, until a command ends the run (or says how it ends: `close`). */
   private async run(state: RunState, turn: TurnPlan, control: RunControl): Promise<Exclude<Performed, { fact: RunFact }>> {
     let history = turn.history;
-    // A sampling request of a tool in flight is one of the turn's model calls: recorded as it is made.
+    // A sampling request of a tool in flight is one of the turn's model calls: recorded as it is made,
+    // and checked against a budgeted turn's budgets like any model call (reserved under its own key).
+    let samplings = 0;
     const allowance: ModelCallAllowance = {
       limit: history.limits.maxModelCalls,
       take: () => {
@@ -92,6 +94,7 @@ export class RunExecutor {
         history = withFact(history, { type: 'sampled' });
         return true;
       },
+      budgets: async (tokens) => (state.held.budgeted ? this.budgets.check(state, { kind: 'sampling', key: `sampling:${(samplings += 1)}`, tokens }) : null),
     };
     const performing: Performing = { state, turn, control, allowance };
     for (;;) {

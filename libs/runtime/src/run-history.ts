@@ -87,8 +87,13 @@ export function spent(history: RunHistory): TurnBudget {
   return { ...history.limits, modelCalls, toolCalls };
 }
 
-/** The model calls a tool's MCP sampling may spend: `take` counts one more, or refuses (false) at the turn's limit. */
+/**
+ * The model calls a tool's MCP sampling may spend: `budgets` checks a budgeted turn's budgets
+ * before a request of about `tokens` (and reserves it; null when the turn has no budget or every
+ * budget has room), then `take` counts one more, or refuses (false) at the turn's limit.
+ */
 export interface ModelCallAllowance {
   readonly limit: number;
   take(): boolean;
+  budgets(tokens: number): Promise<BudgetReached | null>;
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { StoreToolImages } from '#libs/files';
-import { type CommittedStep, isCommandCall, type RecordedToolResult, RunSuspensions, type SamplingCall, type ToolCallSpec, ToolCallSteps, type ToolEffects, turnEvents } from '#libs/engine';
+import { type BudgetReached, type CommittedStep, isCommandCall, type RecordedToolResult, RunSuspensions, type SamplingCall, type ToolCallSpec, ToolCallSteps, type ToolEffects, turnEvents } from '#libs/engine';
 import { metrics, toolSourceLabel } from '#libs/metrics';
 import { countSpend } from '#libs/usage';
 import { elicitationQuestions, elicitationRequest, HARNESS_SOURCE, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
@@ -8,7 +8,7 @@ import { type CreateMessageRequestParams, type CreateMessageResult, type ElicitR
 import { DurableWrites } from './durable-writes.js';
 import { commandNotRun, HarnessCalls } from './harness-calls.js';
 import { CallInFlight, ELICITATION_LOST, type FollowedCall, McpCallsInFlight, RemoteCall } from './mcp-calls-in-flight.js';
-import { McpSampling } from './mcp-sampling.js';
+import { McpSampling, samplingTokens } from './mcp-sampling.js';
 import type { RunControl } from './run-control.js';
 import { ShuttingDownError, TurnCancelledError } from './run-errors.js';
 import type { RunState } from './run-scope.js';
@@ -138,7 +138,10 @@ export class ToolCallStep {
       const sampling: SamplingCall[] = [];
       const sample = async (params: CreateMessageRequestParams, requestSignal: AbortSignal): Promise<CreateMessageResult> => {
         const scope = { model: held.run.model, approvalMode: held.config.tool_approval_mode, serverLabel: tool.source.replace(/^mcp:/, '') };
-        // A completion for the server is one of the turn's model calls: refused past the limit.
+        // A completion for the server is one of the turn's model calls: refused where a budget of the
+        // turn has no room (the turn stops at its next model call's check), or past the turn's limit.
+        const reached = await allowance?.budgets(samplingTokens(params));
+        if (reached) throw samplingOverBudget(reached);
         if (allowance && !allowance.take()) throw samplingOverLimit(allowance.limit);
         const asked = performance.now();
         const answered = await this.sampling.answer(scope, params, AbortSignal.any([requestSignal, call.controller.signal]));
@@ -264,4 +267,9 @@ export class ToolCallStep {
 /** The server's sampling request when the turn has spent its model calls (the server reports it to its tool as an error). */
 function samplingOverLimit(limit: number): McpError {
   return new McpError(ErrorCode.InvalidRequest, `sampling refused: the turn reached its limit of ${limit} model calls`);
+}
+
+/** The server's sampling request when a budget of the turn has no room for another model call. */
+function samplingOverBudget(reached: BudgetReached): McpError {
+  return new McpError(ErrorCode.InvalidRequest, `sampling refused: budget ${reached.budgetId} reached its ${reached.limit} limit (${reached.spent} of ${reached.limitValue})`);
 }

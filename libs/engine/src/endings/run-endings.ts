@@ -112,12 +112,18 @@ export class RunEndings {
       const epoch = await this.runs.nextEpoch(manager, sessionId);
       const result = await this.runs.interruptRun(manager, lease.runId, lease, { nextRunId: newId(), epoch, inputIds: [], at: now });
       if (!result) return null;
+      // The model call the shutdown cut is a call of the released run (its successor makes it again),
+      // in the ledger with the release, as a call a steer cut is with the yield.
+      const cut = output.cutCall;
+      const recorded = cut ? await recordUsage(manager, { sessionId, runId: lease.runId, turnId: held.turn.id }, [modelCallEntry('model_call', cut.model, cut.usage, { wallMs: cut.wallMs })]) : null;
+      const interrupted = recorded?.run ? { ...result, interrupted: { ...result.interrupted, usage: recorded.run } } : result;
       const events: OutgoingEvent[] = lostDeltasNotice(output);
       if (output.item) {
         const seq = await this.sessions.reserveItemSeqs(manager, sessionId, 1);
         events.push(...closingEvents(await this.writer.writeShown(manager, output.item, seq, 'incomplete', output, now), output.outputIndex, output.text));
       }
-      return this.writer.announceSuccessor(manager, held.turn, result, events, epoch, output.item ? output.outputIndex + 1 : output.outputIndex);
+      const successor = await this.writer.announceSuccessor(manager, held.turn, interrupted, events, epoch, output.item ? output.outputIndex + 1 : output.outputIndex);
+      return { ...successor, spent: recorded?.rows ?? [] };
     });
     return value;
   }
