@@ -38,8 +38,7 @@ export interface SessionPatch {
   compactionMode?: CompactionMode;
   /** Replaces the whole map (as OpenAI's metadata updates do). */
   metadata?: Record<string, string>;
-  /** An update even when no column above changes (the session's own budget, kept in its table, changed): the revision moves all the same. */
-  touched?: boolean;
+  /** An update though no column above changes (the session's budget, in its own table, did): the revision moves. */ touched?: boolean;
 }
 
 /** The active turn statuses a bulk cancel may select (a queued turn is never written). */
