@@ -64,7 +64,7 @@ describe('budgets enforced', () => {
   });
 
   it('a session budget of one model call pauses the second turn at a budget waitpoint; approving while still over is 409; raised, the approval completes the turn', async () => {
-    const { caller } = await newProductUser('budget pause');
+    const { caller, userId } = await newProductUser('budget pause');
     const session = await sessionAfterOneTurn(caller, streams);
     const budget = await createBudget(caller, { scope: { session_id: session.id }, limits: { model_calls: 1 }, on_exceeded: 'pause' });
     // A new message to a session whose lifetime budget is spent is accepted, and its turn waits.
@@ -86,6 +86,10 @@ describe('budgets enforced', () => {
     assert.equal(inbox.status, 200, inbox.text);
     const listed = inbox.body.data.find((w: any) => w.id === waitpoint.id);
     assert.deepEqual([listed?.kind, listed?.budget_id, listed?.limit, listed?.spent], ['budget', budget.id, 'model_calls', 1]);
+    // And the session search's "waiting" filter finds the session: a person must raise and approve.
+    const search = await call(bootstrap, `${ADMIN}/sessions?limit=100&waiting=true&owner_id=${userId}`);
+    assert.equal(search.status, 200, search.text);
+    assert.deepEqual(search.body.data.map((s: any) => s.id), [session.id]);
 
     const over = await postEventAs(caller, session.id, approval(turnId, waitpoint.id, 'approve'));
     assert.equal(over.status, 409, over.text);

@@ -258,6 +258,13 @@ describe('budgets', () => {
     assertError(await call(caller, `${API}/sessions/${created.body.id}`, { body: { yuxi: { budget: { limits: { turns: 1 }, on_exceeded: 'stop' } } } }), 422, 'validation_failed');
     assertError(await call(caller, `${API}/sessions/${created.body.id}`, { body: { yuxi: { budget: { limits: { turns: 1 } }, title: 'x' } }, headers: { 'if-match': '"999"' } }), 412, 'revision_mismatch');
     assert.deepEqual((await call(caller, `${BUDGETS}/${budget.id}`)).body.limits, { turns: 5, tokens: 900 }, 'a refused update changed no budget');
+    // A change of the budget alone is an update: it checks If-Match and moves the revision.
+    const revision = untouched.body.yuxi.revision as number;
+    const budgetOnly = await call(caller, `${API}/sessions/${created.body.id}`, { body: { yuxi: { budget: { limits: { turns: 6 } } } }, headers: { 'if-match': `"${revision}"` } });
+    assert.equal(budgetOnly.status, 200, budgetOnly.text);
+    assert.equal(budgetOnly.body.yuxi.revision, revision + 1);
+    assertError(await call(caller, `${API}/sessions/${created.body.id}`, { body: { yuxi: { budget: { limits: { turns: 7 } } } }, headers: { 'if-match': `"${revision}"` } }), 412, 'revision_mismatch');
+    assert.deepEqual((await call(caller, `${BUDGETS}/${budget.id}`)).body.limits, { turns: 6 });
 
     const removed = await call(caller, `${API}/sessions/${created.body.id}`, { body: { yuxi: { budget: null } } });
     assert.equal(removed.status, 200, removed.text);

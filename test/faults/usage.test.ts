@@ -129,4 +129,59 @@ describe('faults: usage ledger', () => {
       await cluster.stop();
     }
   });
+  // A budgeted turn whose worker dies with a tool call in flight: the dead run's reservation of that
+  // call must not count against the takeover (its run holds no lease), else the takeover sees the
+  // re-run tool call twice (committed + the dead reservation) and its next model call finds a
+  // `tool_calls: 2` budget spent, and the turn fails with budget_exceeded.
+  it('kill -9 with a budgeted tool call in flight: the dead run’s reservation does not count against the takeover', { timeout: 120_000 }, async () => {
+    const cluster = await Cluster.start(infra, 'usage-kill9-budgeted-call', { apis: 1, workers: 2, env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-fault-fake', ...MCP_ENV } });
+    try {
+      const api = cluster.api();
+      const agentId = `fault-${randomUUID().slice(0, 8)}`;
+      const model = `fault-usage-${randomUUID()}`;
+      const note = `budget-${randomUUID().slice(0, 8)}`;
+      const tool = { type: 'mcp', server_label: 'fx', server_url: mcp.url, allowed_tools: ['hold'], idempotent: true };
+      assert.equal((await api.request(`/api/v1/admin/agents/${agentId}`, { method: 'PUT', body: { name: agentId, model: `openai:${model}`, tools: [tool] } })).status, 201);
+      fake.script(model, [
+        { tool_calls: [{ id: CALL_ID, name: 'hold', arguments: JSON.stringify({ note }) }], usage: { prompt_tokens: 100, completion_tokens: 10 } },
+        { text: 'Held and released.', usage: { prompt_tokens: 150, completion_tokens: 5 } },
+      ]);
+      // Room for exactly the turn's one tool call and the model call after it.
+      const body = { agent_id: agentId, input: `hold ${note}`, yuxi: { budget: { limits: { tool_calls: 2 }, on_exceeded: 'fail' } } };
+      const created = await api.request(`${API}/sessions`, { body, idempotencyKey: newKey('create') });
+      assert.equal(created.status, 201, created.text);
+      const session = created.body;
+      const turnId = await waitUntil('the session’s first turn', async () => (await api.turns(session.id))[0]?.id as string | undefined);
+      await waitUntil('the MCP server to hold the tool call', () => mcp.calls.some((c) => c.metaKey === `${turnId}:${CALL_ID}`), { timeoutMs: 20_000, intervalMs: 50 });
+      const running = (await runsOfTurn(infra, turnId)).filter((r) => r.status === 'in_progress' && r.lease_owner);
+      assert.equal(running.length, 1, `one leased run holds the turn: ${JSON.stringify(running)}`);
+      const killedRunId = running[0]!.id;
+      const reservationsOf = async (runId: string): Promise<string[]> =>
+        ((await infra.db.query(`SELECT call_key FROM budget_reservations WHERE run_id = $1`, [runId])).rows as { call_key: string }[]).map((r) => r.call_key);
+      assert.deepEqual(await reservationsOf(killedRunId), [`tool:${CALL_ID}`], 'the call in flight holds its reservation');
+      const holder: Proc | undefined = await cluster.workerByLeaseOwner(running[0]!.lease_owner!);
+      assert.ok(holder, 'a worker of this cluster holds the run');
+      cluster.signal(holder, 'SIGKILL');
+      assert.ok(await cluster.waitExit(holder, 5_000), 'the killed worker is gone');
+      mcp.release(note);
+
+      const api2 = cluster.api();
+      const ended = await waitUntil(
+        'the turn to end',
+        async () => {
+          const res = await api2.turn(session.id, turnId);
+          return res.status === 200 && TERMINAL.has(res.body.status) ? res.body : undefined;
+        },
+        { timeoutMs: TAKEOVER_BUDGET_MS, intervalMs: 200 },
+      );
+      assert.equal(ended.status, 'completed', JSON.stringify(ended.error ?? ended));
+      assert.deepEqual((ended.yuxi.runs as any[]).map((r) => r.status), ['interrupted', 'completed']);
+      // The interruption deleted what the dead run reserved; the budget counts the one tool call.
+      assert.deepEqual(await reservationsOf(killedRunId), []);
+      const got = await api2.request(`${API}/sessions/${session.id}`);
+      assert.equal(got.body.yuxi.budget.spent.tool_calls, 1, JSON.stringify(got.body.yuxi.budget));
+    } finally {
+      await cluster.stop();
+    }
+  });
 });

@@ -234,6 +234,11 @@ describe('run decider: budgets, checked before each call of a budgeted turn', ()
       history: history([], { ...budgeted, claimed: [budgetAnswer('reject')] }),
       expected: failed('budget_exceeded', 'A budget in the session\'s scope has no room, and its waitpoint was rejected'),
     },
+    {
+      name: 'an approval waitpoint rejecting a tool call whose id is "budget" rejects that call, not the budget',
+      history: history([], { ...budgeted, claimed: [modelStep([call('budget', 'risky')]), { ...budgetAnswer('reject'), output: { kind: 'approval', response: { type: 'approval', decisions: [{ call_id: 'budget', decision: 'reject' }] } } }] }),
+      expected: { kind: 'run_tool', plan: { action: 'record', call: call('budget', 'risky'), outcome: { success: false, output: 'The user rejected this call of risky' }, started: false } },
+    },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(decide(c.history), c.expected));
 });

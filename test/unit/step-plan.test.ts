@@ -193,4 +193,17 @@ describe('model context', () => {
     ]);
     assert.deepEqual(messages, [{ role: 'user', text: 'hi' }]);
   });
+  it('never reads a budget waitpoint\'s decision as the approval of a tool call whose id is "budget"', () => {
+    const budgetApproved: CommittedStep = {
+      runId: 'r1',
+      kind: 'waitpoint',
+      status: 'completed',
+      ref: 'w1',
+      output: { kind: 'budget', response: { type: 'approval', decisions: [{ call_id: 'budget', decision: 'approve' }] } },
+    };
+    const calls = [call('budget', 'risky')];
+    assert.deepEqual(planNextStep([model(calls), budgetApproved], POLICY), { action: 'wait', kind: 'approval', calls });
+    const approved: CommittedStep = { ...budgetApproved, ref: 'w2', output: { kind: 'approval', response: { type: 'approval', decisions: [{ call_id: 'budget', decision: 'approve' }] } } };
+    assert.deepEqual(planNextStep([model(calls), budgetApproved, approved], POLICY), { action: 'execute', call: call('budget', 'risky'), args: {}, started: false });
+  });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { toUsage } from '#libs/models';
-import { modelCallEntry, parseModelPrice, parseModelPricesFile, toolCallEntry, usageTotals } from '#libs/usage';
+import { type CallTokens, modelCallEntry, parseModelPrice, parseModelPricesFile, tokenCount, toolCallEntry, usageTotals } from '#libs/usage';
 
 describe('model prices as the admin API and MODEL_PRICES_FILE take them (parseModelPrice)', () => {
   it('takes the two required prices and the optional cached and reasoning ones (absent: null, the fallback)', () => {
@@ -77,6 +77,23 @@ describe('usage as resources show it (usageTotals) and ledger entries', () => {
     });
     assert.deepEqual(toolCallEntry('command', 'shell', -5), { kind: 'command', tool: 'shell', wall_ms: 0 });
   });
+
+  it('a ledger entry\'s counts are non-negative integers whatever a provider sent (the bigint columns never fail the statement)', () => {
+    const odd = { input_tokens: 100.7, output_tokens: -5, cached_tokens: 400, reasoning_tokens: Number.NaN } as CallTokens;
+    assert.deepEqual(modelCallEntry('model_call', 'openai:x', odd), {
+      kind: 'model_call',
+      model: 'openai:x',
+      step_id: null,
+      input_tokens: 100,
+      output_tokens: 0,
+      cached_tokens: 100,
+      reasoning_tokens: 0,
+      wall_ms: 0,
+    });
+    assert.equal(tokenCount(1e300), Number.MAX_SAFE_INTEGER);
+    assert.equal(tokenCount('12'), 12);
+    assert.equal(tokenCount(null), 0);
+  });
 });
 
 describe('the OpenAI provider\'s usage (toUsage)', () => {
@@ -90,5 +107,17 @@ describe('the OpenAI provider\'s usage (toUsage)', () => {
     });
     const responses = { input_tokens: 8, output_tokens: 3, input_tokens_details: { cached_tokens: 2 }, output_tokens_details: { reasoning_tokens: 1 } } as never;
     assert.deepEqual(toUsage(responses), { input_tokens: 8, output_tokens: 3, cached_tokens: 2, reasoning_tokens: 1, total_tokens: 11 });
+  });
+
+  it('makes odd counts from an OpenAI-compatible server non-negative integers (truncated; 0 when not a number)', () => {
+    const odd = { prompt_tokens: 12.9, completion_tokens: -3, total_tokens: 1e3, prompt_tokens_details: { cached_tokens: 40 }, completion_tokens_details: { reasoning_tokens: 'x' } } as unknown as Parameters<typeof toUsage>[0];
+    assert.deepEqual(toUsage(odd), { input_tokens: 12, output_tokens: 0, cached_tokens: 12, reasoning_tokens: 0, total_tokens: 1000 });
+    assert.deepEqual(toUsage({ prompt_tokens: '7', completion_tokens: Number.NaN, total_tokens: Infinity } as unknown as Parameters<typeof toUsage>[0]), {
+      input_tokens: 7,
+      output_tokens: 0,
+      cached_tokens: 0,
+      reasoning_tokens: 0,
+      total_tokens: 0,
+    });
   });
 });

@@ -102,10 +102,19 @@ export const PERIOD_START = (period: string): string => `CASE ${period}
     ELSE '-infinity'::timestamptz END`;
 
 /**
+ * Whether reservation `y` still holds its estimate: only while its run holds a live lease (on the
+ * database's own clock, as leases are; renewed by the run's heartbeat, so a call of any length keeps
+ * it). A run that ended, waits, yielded or was interrupted (its worker died) holds none, so what its
+ * calls reserved counts no more, whoever deletes the rows and when. `rr` is the run (its turn keys
+ * the reservation's `turns`: a successor run of the same turn is the same turn).
+ */
+const LIVE_RESERVATION = (y: string): string => `JOIN runs rr ON rr.id = ${y}.run_id AND rr.lease_owner IS NOT NULL AND rr.lease_expires_at > now()`;
+
+/**
  * What budgets $1 (uuid[]) spent in their current periods, one row each: the committed sums of the
- * ledger, the reservations still live (on the database's own clock, as leases are) of calls other
- * than run $3's turn count, and whether turn $2 (nullable) is counted already — by a ledger row, or
- * by a live reservation of run $3 that opened it.
+ * ledger, the live reservations (LIVE_RESERVATION) of calls in flight, the turns they open other
+ * than turn $2 (nullable), and whether turn $2 is counted already — by a ledger row, or by a live
+ * reservation of its run that opened it.
  */
 export const SPENT_SQL = `SELECT b.id, b.period,
     coalesce(l.cost_microusd, 0)::bigint AS cost_microusd, coalesce(l.tokens, 0)::bigint AS tokens,
@@ -121,7 +130,7 @@ export const SPENT_SQL = `SELECT b.id, b.period,
       sum(x.wall_ms) AS wall_ms, bool_or(x.turn_id = $2::uuid) AS turn_counted
     FROM (${LEDGER_ROWS_OF('b')}) x) l ON true
   LEFT JOIN LATERAL (SELECT sum(y.cost_microusd) AS cost_microusd, sum(y.tokens) AS tokens, sum(y.model_calls) AS model_calls,
-      sum(y.tool_calls) AS tool_calls, count(DISTINCT y.run_id) FILTER (WHERE y.turns > 0 AND y.run_id IS DISTINCT FROM $3::uuid) AS turns,
-      bool_or(y.turns > 0 AND y.run_id = $3::uuid) AS own_turn
-    FROM budget_reservations y WHERE y.budget_ids @> ARRAY[b.id] AND y.expires_at > now()) r ON true
+      sum(y.tool_calls) AS tool_calls, count(DISTINCT rr.turn_id) FILTER (WHERE y.turns > 0 AND rr.turn_id IS DISTINCT FROM $2::uuid) AS turns,
+      bool_or(y.turns > 0 AND rr.turn_id = $2::uuid) AS own_turn
+    FROM budget_reservations y ${LIVE_RESERVATION('y')} WHERE y.budget_ids @> ARRAY[b.id]) r ON true
   WHERE b.id = ANY($1::uuid[])`;

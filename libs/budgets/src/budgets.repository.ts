@@ -125,16 +125,16 @@ export class BudgetsRepository {
   }
 
   /**
-   * What each budget spent in its current period: committed ledger sums, live reservations of
-   * other calls, and (with `asking`) whether the asking call's turn is counted already. One statement.
+   * What each budget spent in its current period: committed ledger sums, the reservations of calls
+   * in flight (while their runs hold a live lease), and (with `asking`) whether the asking call's
+   * turn is counted already. One statement.
    */
-  async spent(manager: EntityManager | null, budgets: readonly Pick<Budget, 'id'>[], asking?: { turnId: string | null; runId: string | null }): Promise<Map<string, BudgetUsage>> {
+  async spent(manager: EntityManager | null, budgets: readonly Pick<Budget, 'id'>[], asking?: { turnId: string | null }): Promise<Map<string, BudgetUsage>> {
     const usage = new Map<string, BudgetUsage>();
     if (budgets.length === 0) return usage;
     const rows = (await (manager ?? this.dataSource.manager).query(prepared(SPENT_SQL), [
       budgets.map((budget) => budget.id),
       asking?.turnId ?? null,
-      asking?.runId ?? null,
     ])) as Record<string, unknown>[];
     for (const row of rows) {
       usage.set(row.id as string, {
@@ -167,20 +167,27 @@ export class BudgetsRepository {
    * in id order, what each spent and has reserved, and the first without room for the call (null:
    * every one has room). Two statements; a session with no budget in scope costs the first only.
    */
-  async check(manager: EntityManager, sessionId: string, asking: { turnId: string; runId: string }): Promise<{ budgets: Budget[]; usage: Map<string, BudgetUsage>; reached: ({ budget: Budget } & LimitReached) | null }> {
+  async check(manager: EntityManager, sessionId: string, asking: { turnId: string }): Promise<{ budgets: Budget[]; usage: Map<string, BudgetUsage>; reached: ({ budget: Budget } & LimitReached) | null }> {
     const budgets = await this.inScope(manager, sessionId, { lock: true });
     const usage = await this.spent(manager, budgets, asking);
     return { budgets, usage, reached: firstBudgetWithoutRoom(budgets, usage) };
   }
 
   /**
-   * Holds `estimate` against `budgetIds` for the call `callKey` of run `runId` until it is released
-   * (in the transaction that writes the call's ledger row, or at the run's end) or `ttlS` seconds
-   * pass (a dead worker's reservation frees itself). Reserving the same call again replaces it.
+   * Holds `estimate` against `budgetIds` for the call `callKey` of run `runId`. It counts while the
+   * run holds a live lease (SPENT_SQL), until it is released (in the transaction that writes the
+   * call's ledger row, at the run's end, or when the run is interrupted). Reserving the same call
+   * again replaces it. `expires_at` (now + `ttlS`) is only a backstop for deleting rows nobody
+   * released: the same statement sweeps those of these budgets past it whose run holds no live lease
+   * (never this run's own, so the insert and the sweep never touch one row).
    */
   async reserve(manager: EntityManager, runId: string, callKey: string, budgetIds: readonly string[], estimate: CallEstimate, ttlS: number): Promise<void> {
     await manager.query(
-      prepared(`INSERT INTO budget_reservations (run_id, call_key, budget_ids, tokens, cost_microusd, model_calls, tool_calls, turns, expires_at)
+      prepared(`WITH swept AS (
+         DELETE FROM budget_reservations y WHERE y.budget_ids && $3::uuid[] AND y.run_id <> $1 AND y.expires_at < now()
+           AND NOT EXISTS (SELECT 1 FROM runs rr WHERE rr.id = y.run_id AND rr.lease_owner IS NOT NULL AND rr.lease_expires_at > now())
+       )
+       INSERT INTO budget_reservations (run_id, call_key, budget_ids, tokens, cost_microusd, model_calls, tool_calls, turns, expires_at)
        VALUES ($1, $2, $3::uuid[], $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
        ON CONFLICT (run_id, call_key) DO UPDATE SET budget_ids = EXCLUDED.budget_ids, tokens = EXCLUDED.tokens, cost_microusd = EXCLUDED.cost_microusd,
          model_calls = EXCLUDED.model_calls, tool_calls = EXCLUDED.tool_calls, turns = EXCLUDED.turns, expires_at = EXCLUDED.expires_at`),

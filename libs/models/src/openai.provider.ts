@@ -150,8 +150,19 @@ function reasoningOf(delta: ChunkDelta): string | undefined {
 }
 
 /**
+ * A provider's token count as a non-negative safe integer (truncated; 0 when absent or no finite
+ * number): an OpenAI-compatible server may send 12.5, -3 or "12", and the counts go into bigint
+ * columns in the statement that records the call.
+ */
+function tokenCount(value: unknown): number {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
+  return Number.isFinite(n) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.trunc(n))) : 0;
+}
+
+/**
  * The call's tokens: cached input and reasoning output where the provider reports them (chat
- * completions' `*_tokens_details`; a server that answers in the Responses API's names is read too).
+ * completions' `*_tokens_details`; a server that answers in the Responses API's names is read too),
+ * each sanitised (tokenCount); cached within input, reasoning within output.
  */
 export function toUsage(usage: OpenAI.CompletionUsage): ModelUsage {
   const other = usage as OpenAI.CompletionUsage & {
@@ -160,13 +171,13 @@ export function toUsage(usage: OpenAI.CompletionUsage): ModelUsage {
     input_tokens_details?: { cached_tokens?: number };
     output_tokens_details?: { reasoning_tokens?: number };
   };
-  const input = usage.prompt_tokens ?? other.input_tokens ?? 0;
-  const output = usage.completion_tokens ?? other.output_tokens ?? 0;
+  const input = tokenCount(usage.prompt_tokens ?? other.input_tokens);
+  const output = tokenCount(usage.completion_tokens ?? other.output_tokens);
   return {
     input_tokens: input,
     output_tokens: output,
-    cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? other.input_tokens_details?.cached_tokens ?? 0,
-    reasoning_tokens: usage.completion_tokens_details?.reasoning_tokens ?? other.output_tokens_details?.reasoning_tokens ?? 0,
-    total_tokens: usage.total_tokens ?? input + output,
+    cached_tokens: Math.min(input, tokenCount(usage.prompt_tokens_details?.cached_tokens ?? other.input_tokens_details?.cached_tokens)),
+    reasoning_tokens: Math.min(output, tokenCount(usage.completion_tokens_details?.reasoning_tokens ?? other.output_tokens_details?.reasoning_tokens)),
+    total_tokens: usage.total_tokens === undefined || usage.total_tokens === null ? input + output : tokenCount(usage.total_tokens),
   };
 }

@@ -9,8 +9,9 @@ import { LeaseLostError, TurnCancelledError } from './run-errors.js';
 import type { RunState } from './run-scope.js';
 
 /**
- * How long a reservation outlives a worker that died with its call in flight. A live call's is
- * released when its ledger row is written or its run ends, whatever its length.
+ * After how long a reservation nobody released may be swept (a backstop only: a reservation counts
+ * while its run holds a live lease, which the heartbeat renews for a call of any length, and stops
+ * counting the moment the run has none, e.g. its worker died; recovery deletes it with the run).
  */
 const RESERVATION_TTL_S = 600;
 
@@ -21,9 +22,10 @@ export type GatedCall = { kind: 'model' } | { kind: 'tool'; call_id: string } | 
  * A budgeted turn's gate before each model and tool call (README "Budgets"): one transaction locks
  * the budgets in the session's scope (concurrent gates of one budget take turns), reads what each
  * has spent in its period plus what other calls in flight hold, and either reserves this call's
- * estimate or says which budget has no room. A call's reservation lives until its ledger row is
- * written (the same statement deletes it), its run ends (`release`), or RESERVATION_TTL_S passes
- * (a dead worker's frees itself). Turns without a budget in scope never get here.
+ * estimate or says which budget has no room. A call's reservation counts while its run holds a
+ * live lease, until its ledger row is written (the same statement deletes it) or its run ends
+ * (`release`, settle, or the interruption of a run whose worker died). Turns without a budget in
+ * scope never get here.
  */
 @Injectable()
 export class BudgetGate {
@@ -48,7 +50,7 @@ export class BudgetGate {
       state.lease,
       () =>
         this.dataSource.transaction(async (manager) => {
-          const { budgets, usage, reached } = await this.budgets.check(manager, held.turn.sessionId, { turnId: held.turn.id, runId });
+          const { budgets, usage, reached } = await this.budgets.check(manager, held.turn.sessionId, { turnId: held.turn.id });
           if (budgets.length === 0) return { reached: null, covered: false };
           if (reached) return { reached: budgetReachedOf(reached), covered: true };
           // The call's turn counts once for a budget that has not counted it yet (the turn's first call there).
@@ -102,7 +104,7 @@ export class BudgetGate {
     this.logger.log(`turn ${held.turn.id} waits: budget ${reached.budgetId} reached its ${reached.limit} limit`);
   }
 
-  /** The run ended: what its calls still reserved is released. A failure leaves it to RESERVATION_TTL_S. */
+  /** The run ended: what its calls still reserved is released. A failure leaves the rows to the sweep (they count no more: the run holds no lease). */
   async release(state: RunState, runId = state.lease.runId): Promise<void> {
     if (!state.held.budgeted) return;
     await this.budgets.release(this.dataSource.manager, runId).catch((error: unknown) => this.logger.warn(`run ${runId}: reservations left to expire: ${String(error)}`));

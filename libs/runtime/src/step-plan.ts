@@ -122,7 +122,9 @@ function nextStep(steps: readonly CommittedStep[], policy: ToolPolicy): NextStep
   // The latest answer per call: a call may ask again after an answer, and only the newest is pending.
   const elicitations = new Map<string, ElicitationResponse>();
   for (const step of after) {
-    const response = step.kind === 'waitpoint' ? step.output.response : undefined;
+    // A budget waitpoint's decision (call_id "budget") is the budget's alone (run-decider reads it):
+    // never a decision on a tool call, even one whose id happens to be "budget".
+    const response = step.kind === 'waitpoint' && step.output.kind !== 'budget' ? step.output.response : undefined;
     if (response?.type === 'elicitation') elicitations.set(response.call_id, response);
     if (response?.type === 'answer') for (const a of response.answers) answers.set(a.question_id, a.answer);
     if (response?.type === 'approval') for (const d of response.decisions) decisions.set(d.call_id, d);

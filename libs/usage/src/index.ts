@@ -17,7 +17,7 @@ export {
 export { UsageReportsModule } from './reports/usage-reports.module.js';
 export { UsageReportsRepository } from './reports/usage-reports.repository.js';
 export { addUsageSql, LEDGER_RETURNING, type LedgerEntry, ledgerDeltaSql, ledgerInsertSql, type LedgerRow, MODEL_USAGE_KINDS, TOOL_USAGE_KINDS } from './ledger-sql.js';
-export { type CallTokens, modelCallEntry, toolCallEntry, usageTotals } from './usage-totals.js';
+export { type CallTokens, modelCallEntry, tokenCount, toolCallEntry, usageTotals } from './usage-totals.js';
 export { countSpend } from './spend-metrics.js';
 export { ModelPricesRepository, type StoredModelPrice } from './model-prices.repository.js';
 export { LEDGER_TOTALS_COLUMNS, totalsFromRow, UsageLedgerRepository } from './usage-ledger.repository.js';

@@ -28,17 +28,32 @@ export function usageTotals(stored: Partial<Record<keyof UsageTotals, unknown>> 
   };
 }
 
-/** The ledger entry of a model call (no usage reported: a call all the same, with no tokens). */
+/**
+ * A token count as the ledger stores it (bigint): a provider's count made a non-negative safe
+ * integer (truncated; 0 when it is no finite number), so an odd value from an OpenAI-compatible
+ * server (12.5, -3, "12", null) never fails the statement that records the call.
+ */
+export function tokenCount(value: unknown): number {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
+  return Number.isFinite(n) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.trunc(n))) : 0;
+}
+
+/**
+ * The ledger entry of a model call (no usage reported: a call all the same, with no tokens). Counts
+ * are sanitised (tokenCount), cached within input and reasoning within output, as the cost needs.
+ */
 export function modelCallEntry(kind: 'model_call' | 'compaction' | 'sampling', model: string, usage: CallTokens | null, extra: { stepId?: string | null; wallMs?: number } = {}): LedgerEntry {
+  const input = tokenCount(usage?.input_tokens);
+  const output = tokenCount(usage?.output_tokens);
   return {
     kind,
     model,
     step_id: extra.stepId ?? null,
-    input_tokens: usage?.input_tokens ?? 0,
-    output_tokens: usage?.output_tokens ?? 0,
-    cached_tokens: usage?.cached_tokens ?? 0,
-    reasoning_tokens: usage?.reasoning_tokens ?? 0,
-    wall_ms: Math.max(0, Math.round(extra.wallMs ?? 0)),
+    input_tokens: input,
+    output_tokens: output,
+    cached_tokens: Math.min(input, tokenCount(usage?.cached_tokens)),
+    reasoning_tokens: Math.min(output, tokenCount(usage?.reasoning_tokens)),
+    wall_ms: tokenCount(Math.round(extra.wallMs ?? 0)),
   };
 }
 

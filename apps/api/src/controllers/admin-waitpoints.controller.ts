@@ -17,7 +17,7 @@ export class AdminWaitpointsController {
     operationId: 'listOpenWaitpoints',
     summary: 'List open waitpoints across sessions (the inbox)',
     description:
-      'Turns of any owner that wait for a person or the client: questions, approvals and client tool calls, newest first by default (a coordinator waiting for its members only with `kind=cooperation`). Each names its session, owner, agent, turn and run, with the questions or tool calls; answer one through the session\'s events. A waitpoint leaves the list once resolved; `after` (a waitpoint id) stays valid when that waitpoint is resolved meanwhile. Viewers, operators and administrators.',
+      'Turns of any owner that wait for a person or the client: questions, approvals, client tool calls and budgets without room, newest first by default (a coordinator waiting for its members only with `kind=cooperation`). Each names its session, owner, agent, turn and run, with the questions or tool calls; answer one through the session\'s events. A waitpoint leaves the list once resolved; `after` (a waitpoint id) stays valid when that waitpoint is resolved meanwhile. Viewers, operators and administrators.',
   })
   @ApiOkResponse({ type: OpenWaitpointListDto, description: 'One page of open waitpoints.', example: OPEN_WAITPOINT_LIST_EXAMPLE })
   @ApiErrors('forbidden', 'invalid_cursor', 'validation_failed', 'rate_limited')

@@ -99,7 +99,9 @@ export class RunsRepository {
 
   /**
    * Interrupts a run and starts its successor in the same turn, unleased, for any worker to take
-   * over. Through `lease` (a graceful release), or with null for a run whose lease expired.
+   * over. Through `lease` (a graceful release), or with null for a run whose lease expired. What the
+   * run's calls reserved against budgets goes with it (a reservation counts only while its run holds
+   * a live lease anyway: this deletes the rows the successor would otherwise leave behind).
    */
   async interruptRun(manager: EntityManager, runId: string, lease: Lease | null, next: SuccessorSpec): Promise<{ interrupted: RunEntity; next: RunEntity } | null> {
     const rows = (await manager.query(
@@ -114,6 +116,8 @@ export class RunsRepository {
          RETURNING id, turn_id, seq
        ), t AS (
          UPDATE turns SET current_run_id = $5 WHERE id = (SELECT turn_id FROM next)
+       ), rel AS (
+         DELETE FROM budget_reservations WHERE run_id = $1 AND EXISTS (SELECT 1 FROM old)
        )
        SELECT next.seq, old.model, old.config, old.turn_id, old.session_id FROM next, old`),
       [runId, lease?.owner ?? null, lease?.epoch ?? 0, next.at, next.nextRunId, next.epoch],

@@ -38,6 +38,7 @@ export interface SessionPatch {
   compactionMode?: CompactionMode;
   /** Replaces the whole map (as OpenAI's metadata updates do). */
   metadata?: Record<string, string>;
+  /** An update though no column above changes (the session's budget, in its own table, did): the revision moves. */ touched?: boolean;
 }
 
 /** The active turn statuses a bulk cancel may select (a queued turn is never written). */
@@ -235,7 +236,7 @@ export class SessionsRepository {
     if (patch.toolApprovalMode !== undefined) set('tool_approval_mode', patch.toolApprovalMode);
     if (patch.compactionMode !== undefined) set('compaction_mode', patch.compactionMode);
     if (patch.metadata !== undefined) set('metadata', JSON.stringify(patch.metadata));
-    if (sets.length === 0) {
+    if (sets.length === 0 && patch.touched !== true) {
       const current = await this.getVisible(ownerId, sessionId);
       if (ifMatch !== undefined && current.revision !== ifMatch) throw revisionMismatch(sessionId, ifMatch, current.revision);
       return current;
@@ -243,7 +244,7 @@ export class SessionsRepository {
     if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     values.push(ifMatch ?? null);
     const [rows] = (await db.query(
-      prepared(`UPDATE sessions SET ${sets.join(', ')}, revision = revision + 1, updated_at = now()
+      prepared(`UPDATE sessions SET ${[...sets, 'revision = revision + 1', 'updated_at = now()'].join(', ')}
        WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL AND ($${values.length}::int IS NULL OR revision = $${values.length}::int) RETURNING ${SESSION_COLUMNS}`),
       values,
     )) as [Record<string, unknown>[], number];

@@ -53,7 +53,8 @@ const STATUS_SQL = sessionStatusSql(TURN_STATUS);
 const FOUND_COLUMNS = `${SESSION_COLUMNS.split(',')
   .map((column) => `p.${column.trim()}`)
   .join(', ')}, u.kind AS owner_kind, u.name AS owner_name, u.subject AS owner_subject, u.external_id AS owner_external_id, u.app_id AS owner_app_id`;
-const WAITING_SQL = `(${TURN_STATUS} = 'requires_action' AND s.current_turn->'waitpoint'->>'kind' IN ('question', 'approval', 'client_tool'))`;
+/** Waiting for a person or the client: a question, an approval, a client tool's result, or a budget to raise and approve (as the waitpoint inbox's default). */
+const WAITING_SQL = `(${TURN_STATUS} = 'requires_action' AND s.current_turn->'waitpoint'->>'kind' IN ('question', 'approval', 'client_tool', 'budget'))`;
 
 /**
  * Cross-owner session search for operators, newest first by default, in the (created_at, id) pages

@@ -94,7 +94,7 @@ export class WaitpointControls {
     checkCoverage(waitpoint, response);
     if (response.decisions[0]?.decision !== 'reject') {
       const budgets = await this.budgets.inScope(manager, session.id);
-      const reached = firstBudgetWithoutRoom(budgets, await this.budgets.spent(manager, budgets, { turnId: turn.id, runId: waitpoint.run_id }));
+      const reached = firstBudgetWithoutRoom(budgets, await this.budgets.spent(manager, budgets, { turnId: turn.id }));
       if (reached) {
         throw new DomainError('budget_exceeded', `Budget ${reached.budget.id} still has no room: its ${reached.limit} limit is ${reached.limit_value}, ${reached.spent} spent`, {
           budget_id: reached.budget.id,

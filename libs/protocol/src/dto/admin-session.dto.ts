@@ -26,7 +26,7 @@ export class AdminSessionListQueryDto extends ListQueryDto {
   @Length(1, 128)
   end_user_id?: string;
   // Exactly `true` or `false`, as every boolean query parameter.
-  @ApiPropertyOptional({ enum: ['true', 'false'], description: '`true`: the latest turn waits for a person (an open question, approval or client tool call); `false`: it does not.' })
+  @ApiPropertyOptional({ enum: ['true', 'false'], description: '`true`: the latest turn waits for a person (an open question, approval or client tool call, or a budget without room to raise and approve); `false`: it does not.' })
   @OptionalNotNull()
   @IsIn(['true', 'false'])
   waiting?: string;

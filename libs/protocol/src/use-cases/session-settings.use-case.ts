@@ -30,6 +30,7 @@ export class UpdateSession {
       if (model !== undefined) assertModelOverride(principal, current.agentSnapshot?.policy, current.model, model, 'agent.model');
       if (mode !== undefined) assertApprovalMode(principal, current.agentSnapshot?.policy, mode, 'yuxi.tool_approval_mode');
     }
+    const budgetParam = dto.yuxi?.budget;
     const patch = {
       title: dto.yuxi?.title,
       isPinned: dto.yuxi?.is_pinned,
@@ -38,8 +39,9 @@ export class UpdateSession {
       compactionMode: dto.yuxi?.compaction_mode,
       metadata: chosenMetadata(dto.metadata, dto.yuxi?.metadata),
       model,
+      // yuxi.budget is part of the session resource: changing it alone is an update like any other.
+      touched: budgetParam !== undefined,
     };
-    const budgetParam = dto.yuxi?.budget;
     // The session's fields and its budget change together or not at all (a stale If-Match refuses both).
     const { session, budget } = await this.dataSource.transaction(async (manager) => {
       const updated = await this.sessions.update(principal.userId, sessionId, patch, ifMatch, manager);
