@@ -128,7 +128,7 @@ describe('run executor: performs the decider\'s commands', () => {
     assert.ok(throwing.pending instanceof Error);
   });
 
-  it('a budgeted turn checks its budgets before each model and tool call, and releases what its calls held when the run ends', async () => {
+  it('a budgeted turn checks its budgets before each model and tool call; the settle releases what the settled run held, the end what an earlier run of it held', async () => {
     const run = await execute({ answers: [answer([call('c1')]), answer([])], budgets: [null, null, null] });
     assert.deepEqual(run.performed, [
       'check_budget model',
@@ -140,7 +140,6 @@ describe('run executor: performs the decider\'s commands', () => {
       'call_model',
       'settle',
       'release r1',
-      'release r2',
     ]);
   });
 

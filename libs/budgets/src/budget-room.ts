@@ -12,6 +12,8 @@ export interface CallEstimate {
   tokens: number;
   cost_microusd: number;
   turns: number;
+  /** A model call's model: its cost is then `tokens` at the model's input price now, priced by the reservation's own statement (0 unpriced). */
+  priceModel?: string;
 }
 
 /** A budget's current period as one read sees it: committed sums, what calls in flight reserved, and whether a given turn is counted yet. */

@@ -188,10 +188,13 @@ export class BudgetsRepository {
            AND NOT EXISTS (SELECT 1 FROM runs rr WHERE rr.id = y.run_id AND rr.lease_owner IS NOT NULL AND rr.lease_expires_at > now())
        )
        INSERT INTO budget_reservations (run_id, call_key, budget_ids, tokens, cost_microusd, model_calls, tool_calls, turns, expires_at)
-       VALUES ($1, $2, $3::uuid[], $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
+       -- USD per million tokens is micro-dollars per token.
+       VALUES ($1, $2, $3::uuid[], $4::bigint, CASE WHEN $10::text IS NULL THEN $5::bigint
+         ELSE ceil($4::bigint * coalesce((SELECT input_per_mtok_usd FROM model_prices WHERE model = $10::text), 0))::bigint END,
+         $6, $7, $8, now() + make_interval(secs => $9))
        ON CONFLICT (run_id, call_key) DO UPDATE SET budget_ids = EXCLUDED.budget_ids, tokens = EXCLUDED.tokens, cost_microusd = EXCLUDED.cost_microusd,
          model_calls = EXCLUDED.model_calls, tool_calls = EXCLUDED.tool_calls, turns = EXCLUDED.turns, expires_at = EXCLUDED.expires_at`),
-      [runId, callKey, budgetIds, Math.max(0, Math.ceil(estimate.tokens)), Math.max(0, Math.ceil(estimate.cost_microusd)), estimate.model_calls, estimate.tool_calls, estimate.turns > 0 ? 1 : 0, ttlS],
+      [runId, callKey, budgetIds, Math.max(0, Math.ceil(estimate.tokens)), Math.max(0, Math.ceil(estimate.cost_microusd)), estimate.model_calls, estimate.tool_calls, estimate.turns > 0 ? 1 : 0, ttlS, estimate.priceModel ?? null],
     );
   }
 

@@ -1,8 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { BudgetsRepository, type CallEstimate } from '#libs/budgets';
-import { prepared } from '#libs/database';
 import { type BudgetReached, budgetReachedOf, RunSuspensions } from '#libs/engine';
 import { DurableWrites, RUN_LOG_CONTEXT } from './durable-writes.js';
 import { LeaseLostError, TurnCancelledError } from './run-errors.js';
@@ -58,7 +57,7 @@ export class BudgetGate {
           const estimate =
             call.kind === 'tool'
               ? { model_calls: 0, tool_calls: 1, tokens: 0, cost_microusd: 0, turns: opensTurn ? 1 : 0 }
-              : await this.modelCallEstimate(manager, state, opensTurn, call.kind === 'sampling' ? call.tokens : undefined);
+              : this.modelCallEstimate(state, opensTurn, call.kind === 'sampling' ? call.tokens : undefined);
           const key = call.kind === 'model' ? 'model' : call.kind === 'tool' ? `tool:${call.call_id}` : call.key;
           await this.budgets.reserve(manager, runId, key, budgets.map((budget) => budget.id), estimate, RESERVATION_TTL_S);
           return { reached: null, covered: true };
@@ -73,15 +72,13 @@ export class BudgetGate {
 
   /**
    * A model call's estimate: one call, the tokens of the context it is about to send (its last
-   * call's, or the turn's as last recorded; a sampling request's own), priced at the model's input price now (0 unpriced).
+   * call's, or the turn's as last recorded; a sampling request's own), priced at the model's input
+   * price now by the reservation's statement (0 unpriced): no read of its own.
    */
-  private async modelCallEstimate(manager: EntityManager, state: RunState, opensTurn: boolean, requestTokens?: number): Promise<CallEstimate> {
+  private modelCallEstimate(state: RunState, opensTurn: boolean, requestTokens?: number): CallEstimate {
     const { held } = state;
     const tokens = requestTokens ?? state.context.current?.tokens ?? held.turn.context?.tokens ?? 0;
-    const rows = (await manager.query(prepared(`SELECT input_per_mtok_usd FROM model_prices WHERE model = $1`), [held.run.model])) as { input_per_mtok_usd: string }[];
-    // USD per million tokens is micro-dollars per token.
-    const price = rows[0] ? Number(rows[0].input_per_mtok_usd) : 0;
-    return { model_calls: 1, tool_calls: 0, tokens, cost_microusd: Math.ceil(tokens * price), turns: opensTurn ? 1 : 0 };
+    return { model_calls: 1, tool_calls: 0, tokens, cost_microusd: 0, turns: opensTurn ? 1 : 0, priceModel: held.run.model };
   }
 
   /** Stops for a budget without room: at a `budget` waitpoint (pause), or announced before the turn fails (fail). */

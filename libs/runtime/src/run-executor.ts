@@ -56,6 +56,7 @@ export class RunExecutor {
   async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<PendingAfter> {
     const { state, close } = await this.scopes.open(held, control, leaseSentAt);
     let stopTimer = (): void => undefined;
+    let settled = false;
     try {
       let ending: Interruption;
       try {
@@ -64,20 +65,28 @@ export class RunExecutor {
         if (held.turn.cancellationPending) throw new TurnCancelledError();
         stopTimer = await this.scopes.startTurnTimer(held, control);
         const ran = await this.run(state, await this.planning.prepare(state, control.abort.signal), control);
-        if ('ended' in ran) return ran.ended;
+        if ('ended' in ran) {
+          settled = ran.ended !== null;
+          return ran.ended;
+        }
         ending = ran.close;
       } catch (error) {
         // Whatever a command threw (or the abort that stopped it) arrives at the decider as an interruption.
         ending = decideInterrupted(interruptionOf(control.abort.signal, error)).ending;
       }
       // Ended outside the catch: an ending that throws is not ended a second time.
-      return await this.closing.end(state, ending);
+      const pending = await this.closing.end(state, ending);
+      settled = pending !== null;
+      return pending;
     } finally {
       stopTimer();
       close();
-      // A call's reservation is released with its ledger row (its step's statement); what a run that
-      // stopped otherwise (a waitpoint, a failure, a cancel) still holds is released with its end.
-      if (state.held.budgeted) for (const runId of new Set([held.lease.runId, state.lease.runId])) await this.budgets.release(state, runId);
+      // A call's reservation is released with its ledger row (its step's statement), and whatever a
+      // run still holds by the statement that settles it (completed, failed or cancelled); what a
+      // run that stopped otherwise (a waitpoint, a release, a fence) holds is released with its end.
+      if (state.held.budgeted) {
+        for (const runId of new Set([held.lease.runId, state.lease.runId])) if (!(settled && runId === state.lease.runId)) await this.budgets.release(state, runId);
+      }
     }
   }
 
