@@ -166,6 +166,8 @@ export class BudgetsRepository {
    * The check before a call, in the caller's transaction: the budgets covering the session locked
    * in id order, what each spent and has reserved, and the first without room for the call (null:
    * every one has room). Two statements; a session with no budget in scope costs the first only.
+   * They cannot be one: a statement reads with the snapshot it started with, so sums read in the
+   * statement that waited for the locks would miss the reservation the previous holder committed.
    */
   async check(manager: EntityManager, sessionId: string, asking: { turnId: string }): Promise<{ budgets: Budget[]; usage: Map<string, BudgetUsage>; reached: ({ budget: Budget } & LimitReached) | null }> {
     const budgets = await this.inScope(manager, sessionId, { lock: true });
