@@ -757,13 +757,13 @@ export interface paths {
         };
         /**
          * List budgets
-         * @description The budgets of the caller's account (and those an administrator made on other accounts) in a stable (created_at, id) order, newest first by default, each with `spent`.
+         * @description The budgets of the caller's account (and those an administrator made on other accounts) in a stable (created_at, id) order, newest first by default, each with `spent`. A product user sees every budget of its account, its apps' included; an app-bound key only its app's, whichever end user it names.
          */
         get: operations["listBudgets"];
         put?: never;
         /**
          * Create a budget
-         * @description Limits on what one scope spends per period (`lifetime`, or the UTC `day` or `month`): cost, tokens, model calls, tool calls, turns, wall time. Checked before every model and tool call of a turn in scope against what is committed plus what calls in flight reserved; when a limit is reached the turn waits at a `budget` waitpoint (`pause`) or fails with `budget_exceeded` (`fail`). The scope must be the caller's: its session (a tree's root covers the tree) or project (404 otherwise), an agent it may use, an app (an app-bound key: its own), an end user, or (administrators only, else 403) a product user's whole account.
+         * @description Limits on what one scope spends per period (`lifetime`, or the UTC `day` or `month`): cost, tokens, model calls, tool calls, turns, wall time. Checked before every model and tool call of a turn in scope against what is committed plus what calls in flight reserved; when a limit is reached the turn waits at a `budget` waitpoint (`pause`) or fails with `budget_exceeded` (`fail`). The scope must be the caller's: its session (a tree's root covers the tree) or project (404 otherwise), an agent it may use, an app (an app-bound key: its own), an end user, or (administrators only, else 403) a product user's whole account. A budget made through an app-bound key (with or without `X-End-User-Id`) is that app's: whatever its scope, it counts and bounds only the calls of the app's end users, never another app's nor the product user's own sessions.
          */
         post: operations["createBudget"];
         delete?: never;
@@ -787,12 +787,12 @@ export interface paths {
         put?: never;
         /**
          * Update a budget
-         * @description Changes the fields given (`limits` and `metadata` are replaced whole). A raised limit is room for the next check: approve a turn waiting at the budget to go on. A budget on a user's account is changed by administrators only (403).
+         * @description Changes the fields given (`limits` and `metadata` are replaced whole). A raised limit is room for the next check: approve a turn waiting at the budget to go on. A budget on a user's account is changed by administrators only (403); an app-bound key changes only its app's budgets (any of them, whichever end user it names: the app's backend holds the key), another's is 404.
          */
         post: operations["updateBudget"];
         /**
          * Delete a budget
-         * @description The budget bounds nothing more. A budget on a user's account is removed by administrators only (403).
+         * @description The budget bounds nothing more. A budget on a user's account is removed by administrators only (403); an app-bound key removes only its app's budgets, another's is 404.
          */
         delete: operations["deleteBudget"];
         options?: never;
@@ -1261,7 +1261,7 @@ export interface paths {
         };
         /**
          * List open waitpoints across sessions (the inbox)
-         * @description Turns of any owner that wait for a person or the client: questions, approvals and client tool calls, newest first by default (a coordinator waiting for its members only with `kind=cooperation`). Each names its session, owner, agent, turn and run, with the questions or tool calls; answer one through the session's events. A waitpoint leaves the list once resolved; `after` (a waitpoint id) stays valid when that waitpoint is resolved meanwhile. Viewers, operators and administrators.
+         * @description Turns of any owner that wait for a person or the client: questions, approvals, client tool calls and budgets without room, newest first by default (a coordinator waiting for its members only with `kind=cooperation`). Each names its session, owner, agent, turn and run, with the questions or tool calls; answer one through the session's events. A waitpoint leaves the list once resolved; `after` (a waitpoint id) stays valid when that waitpoint is resolved meanwhile. Viewers, operators and administrators.
          */
         get: operations["listOpenWaitpoints"];
         put?: never;
@@ -13366,7 +13366,7 @@ export interface operations {
                 "X-End-User-Id"?: string;
             };
             path: {
-                /** @description A budget of the caller's account (another account's answers 404). */
+                /** @description A budget of the caller's account; through an app-bound key, one of its app (another account's or another app's answers 404). */
                 budget_id: string;
             };
             cookie?: never;
@@ -13523,7 +13523,7 @@ export interface operations {
                 "X-End-User-Id"?: string;
             };
             path: {
-                /** @description A budget of the caller's account (another account's answers 404). */
+                /** @description A budget of the caller's account; through an app-bound key, one of its app (another account's or another app's answers 404). */
                 budget_id: string;
             };
             cookie?: never;
@@ -13684,7 +13684,7 @@ export interface operations {
                 "X-End-User-Id"?: string;
             };
             path: {
-                /** @description A budget of the caller's account (another account's answers 404). */
+                /** @description A budget of the caller's account; through an app-bound key, one of its app (another account's or another app's answers 404). */
                 budget_id: string;
             };
             cookie?: never;
@@ -16815,7 +16815,7 @@ export interface operations {
                 app_id?: string;
                 /** @description Sessions of the end user with this `X-End-User-Id` (in any app, or in `app_id` when given). */
                 end_user_id?: string;
-                /** @description `true`: the latest turn waits for a person (an open question, approval or client tool call); `false`: it does not. */
+                /** @description `true`: the latest turn waits for a person (an open question, approval or client tool call, or a budget without room to raise and approve); `false`: it does not. */
                 waiting?: "true" | "false";
                 /** @description The latest turn failed with this error code (e.g. `model_error`). */
                 error_code?: string;
