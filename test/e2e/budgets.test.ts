@@ -112,6 +112,17 @@ describe('budgets', () => {
     assertError(await call(caller, `${BUDGETS}?after=${created.id}`), 400, 'invalid_cursor');
   });
 
+  it('stores a scope by the id its resource has: an upper-case spelling of a session or project id names the same one', async () => {
+    const { caller } = await newProductUser('budget spelling');
+    const session = await newSession(caller);
+    assert.equal(session.status, 201, session.text);
+    const project = await newProject(caller);
+    const bySession = await createBudget(caller, { scope: { session_id: session.body.id.toUpperCase() }, limits: GENEROUS });
+    assert.deepEqual(bySession.scope, { session_id: session.body.id });
+    const byProject = await createBudget(caller, { scope: { project_id: project.toUpperCase() }, limits: GENEROUS });
+    assert.deepEqual(byProject.scope, { project_id: project });
+  });
+
   it('refuses malformed bodies with 422 naming the field', async () => {
     const { caller } = await newProductUser('budget validator');
     const projectId = await newProject(caller);

@@ -185,9 +185,13 @@ export class BudgetsRepository {
    */
   async reserve(manager: EntityManager, runId: string, callKey: string, budgetIds: readonly string[], estimate: CallEstimate, ttlS: number): Promise<void> {
     await manager.query(
+      // The sweep skips rows another transaction holds (recovery deleting a dead run's): never a
+      // wait, so never a deadlock, while this gate holds its budgets' locks.
       prepared(`WITH swept AS (
-         DELETE FROM budget_reservations y WHERE y.budget_ids && $3::uuid[] AND y.run_id <> $1 AND y.expires_at < now()
-           AND NOT EXISTS (SELECT 1 FROM runs rr WHERE rr.id = y.run_id AND rr.lease_owner IS NOT NULL AND rr.lease_expires_at > now())
+         DELETE FROM budget_reservations WHERE (run_id, call_key) IN (
+           SELECT y.run_id, y.call_key FROM budget_reservations y WHERE y.budget_ids && $3::uuid[] AND y.run_id <> $1 AND y.expires_at < now()
+             AND NOT EXISTS (SELECT 1 FROM runs rr WHERE rr.id = y.run_id AND rr.lease_owner IS NOT NULL AND rr.lease_expires_at > now())
+           FOR UPDATE OF y SKIP LOCKED)
        )
        INSERT INTO budget_reservations (run_id, call_key, budget_ids, tokens, cost_microusd, model_calls, tool_calls, turns, expires_at)
        -- USD per million tokens is micro-dollars per token.

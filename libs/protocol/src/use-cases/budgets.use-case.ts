@@ -88,12 +88,13 @@ export class CreateBudget {
     // app's end users (an agent or project budget never binds another app or the product user).
     const own = { appId: viewer.appId, accountId: viewer.accountId };
     if (scope.session_id !== undefined) {
-      await this.sessions.getVisible(principal.userId, scope.session_id);
-      return { kind: 'session', id: scope.session_id, ...own };
+      // The id as stored (an upper-case spelling of a uuid finds the row but would match no ledger row).
+      const session = await this.sessions.getVisible(principal.userId, scope.session_id);
+      return { kind: 'session', id: session.id, ...own };
     }
     if (scope.project_id !== undefined) {
-      await this.projects.getVisible(principal.userId, scope.project_id);
-      return { kind: 'project', id: scope.project_id, ...own };
+      const project = await this.projects.getVisible(principal.userId, scope.project_id);
+      return { kind: 'project', id: project.id, ...own };
     }
     if (scope.agent_id !== undefined) {
       const agent = await this.agents.getVisible(agentViewerOf(principal), scope.agent_id);
