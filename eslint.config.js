@@ -46,7 +46,7 @@ const LIBS = {
   auth: ['platform', 'audit'],
   events: ['platform'],
   health: ['platform', 'queue'],
-  models: ['platform'],
+  models: ['platform', 'usage'],
   queue: ['platform'],
   secrets: ['platform', 'audit'],
   webhooks: ['platform', 'audit', 'queue', 'secrets', 'events'],

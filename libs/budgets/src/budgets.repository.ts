@@ -3,22 +3,12 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { isUuid, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import type { Budget, BudgetLimits, BudgetOnExceeded, BudgetPeriod, BudgetScopeKind, BudgetSpent } from './budget.types.js';
-import { type BudgetUsage, type CallEstimate, firstBudgetWithoutRoom, type LimitReached } from './budget-room.js';
+import { type Budget, BUDGET_LIMIT_KEYS, type BudgetLimits, type BudgetOnExceeded, type BudgetPeriod, type BudgetScopeKind, type BudgetSpent } from './budget.types.js';
+import { type BudgetUsage, type CallEstimate, firstBudgetWithoutRoom, type LimitReached, NO_SPENDING } from './budget-room.js';
 import { BUDGET_COLUMNS, budgetsInScopeSql, SPENT_SQL } from './budget-sql.js';
 
-export interface NewBudget {
-  id: string;
-  accountId: string;
-  createdBy: string;
-  scopeKind: BudgetScopeKind;
-  scopeId: string;
-  appId: string | null;
-  limits: BudgetLimits;
-  period: BudgetPeriod;
-  onExceeded: BudgetOnExceeded;
-  metadata: Record<string, string>;
-}
+/** A budget to create: all but the times, which the database stamps. */
+export type NewBudget = Omit<Budget, 'createdAt' | 'updatedAt'>;
 
 export interface BudgetPatch {
   limits?: BudgetLimits;
@@ -139,22 +129,9 @@ export class BudgetsRepository {
     for (const row of rows) {
       usage.set(row.id as string, {
         budgetId: row.id as string,
-        spent: {
-          cost_microusd: Number(row.cost_microusd),
-          tokens: Number(row.tokens),
-          model_calls: Number(row.model_calls),
-          tool_calls: Number(row.tool_calls),
-          turns: Number(row.turns),
-          wall_time_s: Number(row.wall_time_s),
-        },
-        reserved: {
-          cost_microusd: Number(row.r_cost_microusd),
-          tokens: Number(row.r_tokens),
-          model_calls: Number(row.r_model_calls),
-          tool_calls: Number(row.r_tool_calls),
-          turns: Number(row.r_turns),
-          wall_time_s: 0,
-        },
+        spent: unitsOf(row, ''),
+        // Reservations hold no time: a call's wall time is known only once it ends.
+        reserved: unitsOf(row, 'r_'),
         turnCounted: row.turn_counted === true,
         clock: row.clock as Date,
       });
@@ -247,5 +224,10 @@ export function budgetFromRow(row: Record<string, unknown>): Budget {
 
 /** A budget's committed sums as its resource shows them (`spent`). */
 export function spentOf(usage: BudgetUsage | undefined): BudgetSpent {
-  return usage ? { ...usage.spent } : { cost_microusd: 0, tokens: 0, model_calls: 0, tool_calls: 0, turns: 0, wall_time_s: 0 };
+  return { ...(usage?.spent ?? NO_SPENDING) };
+}
+
+/** A row's sums of every limit key, its columns named `<prefix><key>` (absent: 0). */
+function unitsOf(row: Record<string, unknown>, prefix: string): BudgetSpent {
+  return Object.fromEntries(BUDGET_LIMIT_KEYS.map((key) => [key, Number(row[`${prefix}${key}`] ?? 0)])) as BudgetSpent;
 }

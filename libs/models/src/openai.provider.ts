@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import OpenAI from 'openai';
 import { AppConfig } from '#libs/config';
+import { tokenCount } from '#libs/usage';
 import { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, type ModelRequest, type ModelTool, type ModelToolCall, type ModelUsage } from './model.types.js';
 import { classifyProviderError } from './provider-errors.js';
 
@@ -150,19 +151,9 @@ function reasoningOf(delta: ChunkDelta): string | undefined {
 }
 
 /**
- * A provider's token count as a non-negative safe integer (truncated; 0 when absent or no finite
- * number): an OpenAI-compatible server may send 12.5, -3 or "12", and the counts go into bigint
- * columns in the statement that records the call.
- */
-function tokenCount(value: unknown): number {
-  const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
-  return Number.isFinite(n) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.trunc(n))) : 0;
-}
-
-/**
  * The call's tokens: cached input and reasoning output where the provider reports them (chat
  * completions' `*_tokens_details`; a server that answers in the Responses API's names is read too),
- * each sanitised (tokenCount); cached within input, reasoning within output.
+ * each sanitised as the ledger stores counts (tokenCount, #libs/usage); cached within input, reasoning within output.
  */
 export function toUsage(usage: OpenAI.CompletionUsage): ModelUsage {
   const other = usage as OpenAI.CompletionUsage & {

@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsString, IsUUID, Length, Max, MaxLength, Min, registerDecorator, ValidateNested, type ValidationOptions } from 'class-validator';
@@ -41,11 +42,7 @@ function HasKeysOf(keys: readonly string[], mode: 'exactly one' | 'at least one'
 }
 
 const LIMIT = (description: string) =>
-  applyAll(ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: BUDGET_LIMIT_MAX, description }), OptionalNotNull(), IsInt(), Min(1), Max(BUDGET_LIMIT_MAX));
-
-function applyAll(...decorators: PropertyDecorator[]): PropertyDecorator {
-  return (target, key) => decorators.forEach((decorator) => decorator(target, key));
-}
+  applyDecorators(ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: BUDGET_LIMIT_MAX, description }), OptionalNotNull(), IsInt(), Min(1), Max(BUDGET_LIMIT_MAX));
 
 /** What a budget bounds, each a positive integer; at least one. */
 export class BudgetLimitsDto implements BudgetLimits {
@@ -56,6 +53,20 @@ export class BudgetLimitsDto implements BudgetLimits {
   @LIMIT('Turns with at least one call counted.') turns?: number;
   @LIMIT('Seconds the calls took, summed.') wall_time_s?: number;
 }
+
+/** A body's `limits` (required on create, optional on update): a nested object with at least one limit. */
+const LIMITS = (description: string, required = true) =>
+  applyDecorators(
+    required ? ApiProperty({ type: BudgetLimitsDto, description }) : ApiPropertyOptional({ type: BudgetLimitsDto, description }),
+    ...(required ? [] : [OptionalNotNull()]),
+    IsObject(),
+    ValidateNested(),
+    Type(() => BudgetLimitsDto),
+    HasKeysOf(BUDGET_LIMIT_KEYS, 'at least one'),
+  );
+const PERIOD = (description?: string) => applyDecorators(ApiPropertyOptional({ enum: BUDGET_PERIODS, ...(description ? { description } : {}) }), OptionalNotNull(), IsIn(BUDGET_PERIODS));
+const ON_EXCEEDED = (description?: string) => applyDecorators(ApiPropertyOptional({ enum: BUDGET_ON_EXCEEDED, ...(description ? { description } : {}) }), OptionalNotNull(), IsIn(BUDGET_ON_EXCEEDED));
+const METADATA = (description: string) => applyDecorators(ApiPropertyOptional({ ...METADATA_SCHEMA, description }), OptionalNotNull(), IsSessionMetadata());
 
 /** What a budget covers: exactly one key. */
 export class BudgetScopeDto {
@@ -101,67 +112,23 @@ export class CreateBudgetDto {
   @HasKeysOf(BUDGET_SCOPE_KEYS, 'exactly one')
   scope!: BudgetScopeDto;
 
-  @ApiProperty({ type: BudgetLimitsDto, description: 'At least one limit.' })
-  @IsObject()
-  @ValidateNested()
-  @Type(() => BudgetLimitsDto)
-  @HasKeysOf(BUDGET_LIMIT_KEYS, 'at least one')
-  limits!: BudgetLimitsDto;
-
-  @ApiPropertyOptional({ enum: BUDGET_PERIODS, description: 'What the limits are per (UTC days and months). Omitted: `lifetime`.' })
-  @OptionalNotNull()
-  @IsIn(BUDGET_PERIODS)
-  period?: BudgetPeriod;
-
-  @ApiPropertyOptional({ enum: BUDGET_ON_EXCEEDED, description: '`pause`: the turn waits at a `budget` waitpoint; `fail`: it fails with `budget_exceeded`. Omitted: `pause`.' })
-  @OptionalNotNull()
-  @IsIn(BUDGET_ON_EXCEEDED)
-  on_exceeded?: BudgetOnExceeded;
-
-  @ApiPropertyOptional(METADATA_SCHEMA)
-  @OptionalNotNull()
-  @IsSessionMetadata()
-  metadata?: Record<string, string>;
+  @LIMITS('At least one limit.') limits!: BudgetLimitsDto;
+  @PERIOD('What the limits are per (UTC days and months). Omitted: `lifetime`.') period?: BudgetPeriod;
+  @ON_EXCEEDED('`pause`: the turn waits at a `budget` waitpoint; `fail`: it fails with `budget_exceeded`. Omitted: `pause`.') on_exceeded?: BudgetOnExceeded;
+  @METADATA(METADATA_SCHEMA.description) metadata?: Record<string, string>;
 }
 
 export class UpdateBudgetDto {
-  @ApiPropertyOptional({ type: BudgetLimitsDto, description: 'Replaces the limits whole; at least one.' })
-  @OptionalNotNull()
-  @IsObject()
-  @ValidateNested()
-  @Type(() => BudgetLimitsDto)
-  @HasKeysOf(BUDGET_LIMIT_KEYS, 'at least one')
-  limits?: BudgetLimitsDto;
-
-  @ApiPropertyOptional({ enum: BUDGET_PERIODS })
-  @OptionalNotNull()
-  @IsIn(BUDGET_PERIODS)
-  period?: BudgetPeriod;
-
-  @ApiPropertyOptional({ enum: BUDGET_ON_EXCEEDED })
-  @OptionalNotNull()
-  @IsIn(BUDGET_ON_EXCEEDED)
-  on_exceeded?: BudgetOnExceeded;
-
-  @ApiPropertyOptional({ ...METADATA_SCHEMA, description: `Replaces the whole map. ${METADATA_SCHEMA.description}` })
-  @OptionalNotNull()
-  @IsSessionMetadata()
-  metadata?: Record<string, string>;
+  @LIMITS('Replaces the limits whole; at least one.', false) limits?: BudgetLimitsDto;
+  @PERIOD() period?: BudgetPeriod;
+  @ON_EXCEEDED() on_exceeded?: BudgetOnExceeded;
+  @METADATA(`Replaces the whole map. ${METADATA_SCHEMA.description}`) metadata?: Record<string, string>;
 }
 
 /** A session's own budget (`yuxi.budget` on session create and update): a lifetime budget scoped to the session. */
 export class SessionBudgetParamDto {
-  @ApiProperty({ type: BudgetLimitsDto, description: 'At least one limit.' })
-  @IsObject()
-  @ValidateNested()
-  @Type(() => BudgetLimitsDto)
-  @HasKeysOf(BUDGET_LIMIT_KEYS, 'at least one')
-  limits!: BudgetLimitsDto;
-
-  @ApiPropertyOptional({ enum: BUDGET_ON_EXCEEDED, description: 'Omitted: `pause`.' })
-  @OptionalNotNull()
-  @IsIn(BUDGET_ON_EXCEEDED)
-  on_exceeded?: BudgetOnExceeded;
+  @LIMITS('At least one limit.') limits!: BudgetLimitsDto;
+  @ON_EXCEEDED('Omitted: `pause`.') on_exceeded?: BudgetOnExceeded;
 }
 
 /** What a budget's scope spent in its current period, committed (calls in flight are not shown). */
