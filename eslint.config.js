@@ -60,6 +60,7 @@ const LIBS = {
   protocol: ['application'],
   runtime: ['application'],
   operations: ['application', 'protocol'],
+  automations: ['application', 'protocol'],
 };
 
 /** The boundaries/dependencies policies that LAYERS and LIBS stand for. */

@@ -69,6 +69,7 @@ const stack = await startStack({
     WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s',
     WEBHOOK_TIMEOUT_MS: '2000',
     WEBHOOK_SWEEP_MS: '1000',
+    AUTOMATION_SWEEP_MS: '1000',
     OPENAI_BASE_URL: `http://127.0.0.1:${fakeOpenAiPort}/v1`,
     OPENAI_API_KEY: 'sk-test-fake',
     // Backoff stays short: retry tests wait for a real Retry-After, not for our jitter.

@@ -32,6 +32,7 @@ import { Workspaces1766900000000 } from './migrations/1766900000000-workspaces.j
 import { SessionEnvironment1766900100000 } from './migrations/1766900100000-session-environment.js';
 import { ArtifactPerTurnPath1766900200000 } from './migrations/1766900200000-artifact-per-turn-path.js';
 import { UsageAndBudgets1767000000000 } from './migrations/1767000000000-usage-and-budgets.js';
+import { Automations1767100000000 } from './migrations/1767100000000-automations.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -67,6 +68,7 @@ export const MIGRATIONS = [
   SessionEnvironment1766900100000,
   ArtifactPerTurnPath1766900200000,
   UsageAndBudgets1767000000000,
+  Automations1767100000000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */
