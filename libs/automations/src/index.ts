@@ -5,3 +5,5 @@ export { AUTOMATION_COLUMNS, automationFromRow, INVOCATION_COLUMNS, invocationFr
 export { type CronSchedule, nextTime, nextTimes, parseSchedule, type ScheduleProblem } from './schedule/cron-schedule.js';
 export { type DueInput, type DuePlan, planDue } from './schedule/due-plan.js';
 export { AutomationsModule } from './automations.module.js';
+export { AutomationFirer, type FireOutcome, type ScheduledOccurrence } from './firing/automation-firer.js';
+export { AutomationTimers } from './timers/automation-timers.js';
