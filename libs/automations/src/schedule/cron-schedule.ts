@@ -39,6 +39,8 @@ const FIELD_NAMES_6 = ['second', 'minute', 'hour', 'day of month', 'month', 'day
 const FIELD_NAMES_5 = FIELD_NAMES_6.slice(1);
 /** Where the shortest-interval and never-fires checks start: a fixed instant keeps parsing pure. */
 const CHECK_FROM = new Date(Date.UTC(2026, 0, 1));
+/** How far the shortest-interval check walks past the first fire. */
+const CHECK_SPAN_MS = 400 * 86_400_000;
 /** How far back a fall-back is looked for (no zone turns its clocks back by more). */
 const REPEAT_WINDOW_MS = 3 * 3_600_000;
 
@@ -55,7 +57,7 @@ export function parseSchedule(expression: string, timezone: string, minIntervalS
   if (exprProblem) problems.push({ field: 'expression', message: exprProblem });
   if (problems.length > 0) return { problems };
   const schedule = { expression: expression.trim(), timezone };
-  const upcoming = nextTimes(schedule, CHECK_FROM, INTERVAL_CHECK_FIRES);
+  const upcoming = checkedFires(schedule);
   if (upcoming.length === 0) return { problems: [{ field: 'expression', message: 'the expression never fires (no such date)' }] };
   let shortestMs = Infinity;
   for (let i = 1; i < upcoming.length; i += 1) shortestMs = Math.min(shortestMs, upcoming[i]!.getTime() - upcoming[i - 1]!.getTime());
@@ -63,6 +65,21 @@ export function parseSchedule(expression: string, timezone: string, minIntervalS
     return { problems: [{ field: 'expression', message: `the expression fires every ${shortestMs / 1000} s; the shortest interval allowed is ${minIntervalS} s` }] };
   }
   return { schedule };
+}
+
+/**
+ * The fires the shortest-interval check looks at: the first INTERVAL_CHECK_FIRES, or fewer when they
+ * span more than a year (a year holds every pattern of a cron line but the leap day's, and the
+ * times of one day come one after another: a short gap shows in the first year it fires). The
+ * year's bound keeps a rare expression (`0 0 29 2 *`) from walking two centuries.
+ */
+function checkedFires(schedule: CronSchedule): Date[] {
+  const out: Date[] = [];
+  walk(schedule, CHECK_FROM, (at) => {
+    out.push(at);
+    return out.length < INTERVAL_CHECK_FIRES && at.getTime() - out[0]!.getTime() < CHECK_SPAN_MS;
+  });
+  return out;
 }
 
 /** The first `count` fire times strictly after `after`, ascending. */
