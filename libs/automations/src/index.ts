@@ -6,4 +6,6 @@ export { type CronSchedule, nextTime, nextTimes, parseSchedule, type SchedulePro
 export { type DueInput, type DuePlan, planDue } from './schedule/due-plan.js';
 export { AutomationsModule } from './automations.module.js';
 export { AutomationFirer, type FireOutcome, type ScheduledOccurrence } from './firing/automation-firer.js';
-export { AutomationTimers } from './timers/automation-timers.js';
+export { AutomationTimers, timerJobId } from './timers/automation-timers.js';
+export { AutomationScheduler, type RunDueResult } from './timers/automation-scheduler.js';
+export { AutomationSweep } from './timers/automation-sweep.js';
