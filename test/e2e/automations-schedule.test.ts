@@ -44,7 +44,7 @@ describe('automations on the clock', () => {
   async function invocations(caller: Caller, id: string): Promise<any[]> {
     const all: any[] = [];
     for (let after: string | null = null, page = 0; page < 20; page++) {
-      const res = await call(caller, `${AUTOMATIONS}/${id}/invocations?order=asc&limit=100${after ? `&after=${after}` : ''}`);
+      const res: { status: number; text: string; body: any } = await call(caller, `${AUTOMATIONS}/${id}/invocations?order=asc&limit=100${after ? `&after=${after}` : ''}`);
       assert.equal(res.status, 200, res.text);
       all.push(...res.body.data);
       if (!res.body.has_more) return all;
