@@ -4,6 +4,7 @@ import { AppConfig } from '#libs/config';
 import type { AutomationRecord } from '../automation.types.js';
 import { AutomationFirer } from '../firing/automation-firer.js';
 import { type DuePlan, planDue } from '../schedule/due-plan.js';
+import { toAutomationDto } from '../views/automation-view.js';
 import { AutomationTimers } from './automation-timers.js';
 import { type AfterMissed, DueStore } from './due-store.js';
 
@@ -63,7 +64,7 @@ export class AutomationScheduler {
     const first = plan.fire[0]?.at ?? null;
     let skipped = 0;
     if (plan.skip.length > 0 || plan.uncounted > 0 || first?.getTime() !== expected.getTime()) {
-      if (!(await this.store.recordMissed(automationId, expected, plan.skip, afterMissed(automation, first ?? plan.next)))) return { ...NOTHING, stale: true };
+      if (!(await this.store.recordMissed(automationId, expected, plan.skip, afterMissed(automation, first ?? plan.next), toAutomationDto(automation)))) return { ...NOTHING, stale: true };
       skipped = plan.skip.length;
       if (skipped > 0) this.log.debug(`automation ${automationId}: ${skipped} missed times recorded as skipped`);
     }

@@ -32,9 +32,10 @@ export class DueStore {
    * Records `missed` as skipped invocations (skip_reason and reason `missed`) and moves next_run_at
    * on, in one transaction guarded on next_run_at still being `expected` under the automation's row
    * lock: false when another worker (or a pause, an update) got there first, and nothing was written.
-   * A time already recorded is left as it is (the unique key on automation and time).
+   * A time already recorded is left as it is (the unique key on automation and time). `snapshot`:
+   * the automation's public view, which each invocation shows as its source.
    */
-  async recordMissed(automationId: string, expected: Date, missed: Date[], after: AfterMissed): Promise<boolean> {
+  async recordMissed(automationId: string, expected: Date, missed: Date[], after: AfterMissed, snapshot: unknown): Promise<boolean> {
     return this.dataSource.transaction(async (manager) => {
       const locked: Record<string, unknown>[] = await manager.query(
         prepared(`SELECT a.owner_id FROM automations a WHERE a.id = $1 AND a.status = 'active' AND a.next_run_at = $2 FOR UPDATE`),
@@ -44,10 +45,10 @@ export class DueStore {
       if (!ownerId) return false;
       if (missed.length > 0) {
         await manager.query(
-          prepared(`INSERT INTO automation_invocations (id, automation_id, owner_id, source, scheduled_at, status, skip_reason, reason, created_at)
-           SELECT t.id, $1, $2, 'automation', t.at, 'skipped', 'missed', 'missed', now() FROM unnest($3::uuid[], $4::timestamptz[]) AS t(id, at)
+          prepared(`INSERT INTO automation_invocations (id, automation_id, owner_id, source, scheduled_at, status, skip_reason, reason, automation_snapshot, created_at)
+           SELECT t.id, $1, $2, 'automation', t.at, 'skipped', 'missed', 'missed', $5::jsonb, now() FROM unnest($3::uuid[], $4::timestamptz[]) AS t(id, at)
            ON CONFLICT (automation_id, scheduled_at) DO NOTHING`),
-          [automationId, ownerId, missed.map(() => newId()), missed],
+          [automationId, ownerId, missed.map(() => newId()), missed, JSON.stringify(snapshot)],
         );
       }
       if ('nextRunAt' in after) {
