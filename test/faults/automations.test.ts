@@ -3,6 +3,7 @@
 // themselves (Redis loses its data while times pass, and the sweep fires per catch_up).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { Queue } from 'bullmq';
 import { scrape, total } from '../support/metrics.js';
 import { API, type Api, newKey } from './client.js';
 import { Cluster, delay, type FaultInfra, type Proc, startFaultInfra, waitUntil } from './harness.js';
@@ -82,12 +83,34 @@ describe('faults: automations', () => {
     await infra?.stop();
   });
 
-  it('k. two workers, kill -9 of the one taking the timers: every scheduled time is recorded exactly once, the survivor keeps firing', { timeout: 60_000 }, async (t) => {
+  it('k. two workers racing on the same times, then kill -9 of the one taking the timers: every scheduled time is recorded exactly once, the survivor keeps firing', { timeout: 60_000 }, async (t) => {
     const cluster = await Cluster.start(infra, 'k-automations-worker-kill9', { apis: 1, workers: 2, env: AUTOMATION_ENV });
     try {
       const api = cluster.api();
       const automation = await createAutomation(api, { name: 'every second', expression: '* * * * * *' });
       await waitUntil('three fires', async () => fired(await recorded(infra, automation.id)).length >= 3, { timeoutMs: 20_000, intervalMs: 200 });
+
+      // Both workers on the same times at once: extra timers for each of the next three times, beside
+      // the real ones, taken by whichever worker fetches them. Each time must still be recorded once
+      // (the losers find it taken in Postgres and write nothing).
+      const queue = new Queue('automations', { connection: { url: infra.redisUrl } });
+      const raced: number[] = [];
+      try {
+        const { rows } = await infra.db.query(`SELECT (extract(epoch FROM next_run_at) * 1000)::float8 AS ms FROM automations WHERE id = $1`, [automation.id]);
+        const next = Number(rows[0].ms);
+        for (const at of [next + 1_000, next + 2_000, next + 3_000]) {
+          raced.push(at);
+          for (let copy = 1; copy <= 4; copy++) {
+            await queue.add('automation.fire', { automationId: automation.id, at }, { jobId: `${automation.id}@${at}-race${copy}`, delay: Math.max(0, at - Date.now()), removeOnComplete: true });
+          }
+        }
+      } finally {
+        await queue.close();
+      }
+      await waitUntil('the raced times recorded', async () => (await recorded(infra, automation.id)).filter((row) => raced.includes(row.scheduled_ms)).length === raced.length, {
+        timeoutMs: 15_000,
+        intervalMs: 200,
+      });
 
       // The worker that has processed more of the timers (BullMQ hands each due job to whichever
       // worker's fetch takes it) is the one most likely to hold the next: killing it loses the
@@ -108,6 +131,7 @@ describe('faults: automations', () => {
       const rows = await recorded(infra, automation.id);
       t.diagnostic(describeRows(rows));
       assertEveryTimeOnce(rows, 1_000, 'every-second automation');
+      for (const at of raced) assert.equal(rows.filter((row) => row.scheduled_ms === at).length, 1, `the raced time ${new Date(at).toISOString()} is recorded once`);
       assert.ok((await timerJobs(survivor)) > 0, 'the survivor took timers after the kill');
     } finally {
       await cluster.stop();
