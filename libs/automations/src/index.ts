@@ -9,6 +9,7 @@ export { AutomationFirer, type FireOutcome, type ScheduledOccurrence } from './f
 export { AutomationTimers, timerJobId } from './timers/automation-timers.js';
 export { AutomationScheduler, type RunDueResult } from './timers/automation-scheduler.js';
 export { AutomationSweep } from './timers/automation-sweep.js';
+export { type AfterMissed, DueStore } from './timers/due-store.js';
 export { AutomationsRepository, type AutomationPatch, type NewAutomation } from './tables/automations.repository.js';
 export { InvocationsRepository } from './tables/invocations.repository.js';
 export * from './dto/automation-params.dto.js';
