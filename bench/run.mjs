@@ -105,7 +105,7 @@ try {
   if (wanted('fanout')) results.scenarios.sse_fanout = await fanOut();
   if (wanted('idle-subscribers')) results.scenarios.idle_subscribers = await idleSubscribers();
   if (wanted('peer')) results.scenarios.peer = await peerScenario(results.scenarios.turn_overhead);
-  if (wanted('automations')) results.scenarios.automations = await automations(100, 30, 30);
+  if (wanted('automations')) results.scenarios.automations = await automations();
   // Last: it adds 100,000 sessions, which no other scenario should find.
   if (wanted('console')) results.scenarios.console = await consoleScenario({ stack, client, apiKey, pg, chromiumPath: ensureChromium((...a) => log(...a)), log });
   writeReport(results, { partial: only.length > 0, log });
