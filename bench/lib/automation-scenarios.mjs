@@ -9,20 +9,21 @@ export function automationScenarios({ stack, client, pids, log }) {
 
   /**
    * `count` active automations created through the public API, each every `periodS` seconds
-   * (`<s>/<periodS> * * * * *`, s = i mod periodS) targeting a new session of the echo agent. After
-   * they are all created, a window of `windowS` seconds: every scheduled time in it is read back
+   * (`<s>/<periodS> * * * * *`, or `<s> * * * * *` once a minute; s = i mod periodS) targeting a new session of the echo agent. One
+   * period after they are all created (each has fired once, so every timer in the window was armed
+   * by the worker after a fire: the steady state), a window of `windowS` seconds: every scheduled time in it is read back
    * through the invocations API (status, skip counts); the lag of each fire (the invocation's
    * `fired_at` − its `scheduled_at`) is read from `automation_invocations` at millisecond precision
    * (the API gives Unix seconds). Then the automations are paused and deleted (their invocations go
    * with them; the sessions they created stay).
    */
-  async function automations(count = 1000, periodS = 30, windowS = 60) {
+  async function automations(count = 1000, periodS = 60, windowS = 60) {
     log(`automations: creating ${count} (every ${periodS} s each)…`);
     const created = await inBatches(count, 25, async (i) => {
       const body = {
         name: `bench ${i}`,
         type: 'periodic',
-        expression: `${i % periodS}/${periodS} * * * * *`,
+        expression: periodS === 60 ? `${i % 60} * * * * *` : `${i % periodS}/${periodS} * * * * *`,
         timezone: 'UTC',
         target: { type: 'new_session', agent_id: 'default-chatbot', environment: { type: 'none' }, input: [{ type: 'message', role: 'user', content: 'bench tick' }] },
       };
@@ -30,13 +31,13 @@ export function automationScenarios({ stack, client, pids, log }) {
       if (res.status !== 201) throw new Error(`create automation: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body.id;
     });
-    // The window starts on the next whole second after the last create, so every automation is
+    // The window starts on a whole second one period after the last create, so every automation is
     // active through all of it; it covers windowS / periodS scheduled times of each.
-    const fromS = Math.ceil(Date.now() / 1000) + 1;
+    const fromS = Math.ceil(Date.now() / 1000) + periodS;
     const toS = fromS + windowS;
     const expected = count * (windowS / periodS);
     await sleep(fromS * 1000 - Date.now());
-    log(`automations: ${count} active; measuring ${windowS} s…`);
+    log(`automations: ${count} active; one period (${periodS} s), then measuring ${windowS} s…`);
     const w = watch(pids);
     await sleep(toS * 1000 - Date.now());
     const usage = w.stop();
