@@ -93,6 +93,18 @@ export function nextTimes(schedule: CronSchedule, after: Date, count: number): D
   return out;
 }
 
+/** The fire times in (after, upTo], ascending, at most `max` (the walk stops at upTo: linear in what it returns). */
+export function timesBetween(schedule: CronSchedule, after: Date, upTo: Date, max: number): Date[] {
+  const out: Date[] = [];
+  if (max <= 0 || after.getTime() >= upTo.getTime()) return out;
+  walk(schedule, after, (at) => {
+    if (at.getTime() > upTo.getTime()) return false;
+    out.push(at);
+    return out.length < max;
+  });
+  return out;
+}
+
 /** The next fire time strictly after `after` (null: none, e.g. a date that never comes again). */
 export function nextTime(schedule: CronSchedule, after: Date): Date | null {
   return nextTimes(schedule, after, 1)[0] ?? null;
@@ -181,7 +193,7 @@ function walk(schedule: CronSchedule, after: Date, visit: (at: Date) => boolean)
  * not walk an hour of fires for each next time).
  */
 function walkStart(schedule: CronSchedule, after: Date): Date {
-  const fields = schedule.expression.split(/\s+/);
+  const fields = schedule.expression.trim().split(/\s+/);
   const hour = fields[fields.length === 6 ? 2 : 1];
   if (hour === '*' || hour === '?') return after;
   const now = offsetMinutes(schedule.timezone, after);
