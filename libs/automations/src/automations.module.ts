@@ -2,7 +2,10 @@ import { Module } from '@nestjs/common';
 import { EngineModule } from '#libs/engine';
 import { ProtocolModule } from '#libs/protocol';
 import { QueueModule } from '#libs/queue';
+import { StandaloneWebhooksModule } from '#libs/webhooks';
 import { AutomationFirer } from './firing/automation-firer.js';
+import { InvocationStore } from './firing/invocation-store.js';
+import { TargetInput } from './firing/target-input.js';
 import { AutomationsRepository } from './tables/automations.repository.js';
 import { InvocationsRepository } from './tables/invocations.repository.js';
 import { AutomationScheduler } from './timers/automation-scheduler.js';
@@ -13,14 +16,16 @@ import { AUTOMATION_USE_CASES } from './use-cases/index.js';
 
 /**
  * Automations: the resource and its invocations (the api), the firing path (api run-now and the
- * worker's timers), the timers and the sweep (the worker). Filled in by the parts of this feature.
+ * worker's timers), the timers and the sweep (the worker).
  */
 @Module({
-  imports: [EngineModule, ProtocolModule, QueueModule],
+  imports: [EngineModule, ProtocolModule, QueueModule, StandaloneWebhooksModule],
   providers: [
     AutomationsRepository,
     InvocationsRepository,
     ...AUTOMATION_USE_CASES,
+    InvocationStore,
+    TargetInput,
     AutomationFirer,
     AutomationTimers,
     DueStore,
