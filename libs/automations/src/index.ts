@@ -2,8 +2,14 @@
 // time), each scheduled time fired exactly once, and a record of what each invocation did.
 export * from './automation.types.js';
 export { AUTOMATION_COLUMNS, automationFromRow, INVOCATION_COLUMNS, invocationFromRow } from './tables/automation-rows.js';
-export { type CronSchedule, nextTime, nextTimes, parseSchedule, type ScheduleProblem } from './schedule/cron-schedule.js';
+export { type CronSchedule, latestTimes, MAX_EXPRESSION_LENGTH, nextTime, nextTimes, parseSchedule, type ScheduleProblem } from './schedule/cron-schedule.js';
 export { type DueInput, type DuePlan, planDue } from './schedule/due-plan.js';
 export { AutomationsModule } from './automations.module.js';
 export { AutomationFirer, type FireOutcome, type ScheduledOccurrence } from './firing/automation-firer.js';
 export { AutomationTimers } from './timers/automation-timers.js';
+export { AutomationsRepository, type AutomationPatch, type NewAutomation } from './tables/automations.repository.js';
+export { InvocationsRepository } from './tables/invocations.repository.js';
+export * from './dto/automation-params.dto.js';
+export * from './dto/automation-view.dto.js';
+export { targetView, toAutomationDto, toInvocationDto } from './views/automation-view.js';
+export * from './use-cases/index.js';
