@@ -9,7 +9,7 @@ import { metrics } from '#libs/metrics';
 import { Acceptance } from '#libs/protocol';
 import { StandaloneWebhooks, type WebhookChain } from '#libs/webhooks';
 import type { AutomationRecord, InvocationReason, InvocationRecord, PauseReason } from '../automation.types.js';
-import { automationView, invocationView } from './automation-view.js';
+import { toAutomationDto as automationView, toInvocationDto as invocationView } from '../views/automation-view.js';
 import { decideOverlap, goneReason, previousIsActive, principalOf, scheduledKey, turnToCancel } from './fire-decisions.js';
 import { type NewInvocation, InvocationStore } from './invocation-store.js';
 import { type PreparedInput, TargetInput } from './target-input.js';
