@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { API, newKey } from '../support/http.js';
+import { call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
+
+// Firing through the public API: run now (POST /automations/{id}/invocations) takes the one path of
+// scheduled times, so what it does here (the input accepted in the invocation's transaction, the
+// overlap policies, a gone target) is what every scheduled time does. The schedules are yearly:
+// no timer fires during these tests.
+
+const AUTOMATIONS = `${API}/automations`;
+const YEARLY = { type: 'periodic', expression: '0 0 1 1 *', timezone: 'UTC' };
+// A turn of ten words, 250 ms each: slow enough that the next run now finds it active, whatever the load.
+const SLOW = 'one two three four five six seven eight nine ten [[delay:250]]';
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+
+async function createAutomation(caller: Caller, target: object, yuxi: object = {}): Promise<any> {
+  const res = await call(caller, AUTOMATIONS, { body: { name: 'firing test', ...YEARLY, target, yuxi }, idempotencyKey: newKey('automation') });
+  assert.equal(res.status, 201, res.text);
+  return res.body;
+}
+
+async function runNow(caller: Caller, automationId: string, key = newKey('run-now')): Promise<any> {
+  const res = await call(caller, `${AUTOMATIONS}/${automationId}/invocations`, { method: 'POST', idempotencyKey: key });
+  assert.equal(res.status, 201, res.text);
+  return res.body;
+}
+
+async function invocation(caller: Caller, automationId: string, id: string): Promise<any> {
+  const res = await call(caller, `${AUTOMATIONS}/${automationId}/invocations/${id}`);
+  assert.equal(res.status, 200, res.text);
+  return res.body;
+}
+
+/** The invocation once its input became a turn, and that turn once it is terminal (bounded waits). */
+async function endedTurn(caller: Caller, automationId: string, invocationId: string): Promise<any> {
+  const linked = await until(async () => {
+    const v = await invocation(caller, automationId, invocationId);
+    return v.yuxi.turn_id ? v : undefined;
+  }, { attempts: 200, intervalMs: 100 });
+  assert.ok(linked, 'the invocation is linked to the turn its input became');
+  const turn = await until(async () => {
+    const res = await call(caller, `${API}/sessions/${linked.session_id}/turns/${linked.yuxi.turn_id}`);
+    return TERMINAL.includes(res.body.status) ? res.body : undefined;
+  }, { attempts: 300, intervalMs: 100 });
+  assert.ok(turn, 'the turn ends');
+  return turn;
+}
+
+async function assistantTexts(caller: Caller, sessionId: string): Promise<string[]> {
+  const items = await call(caller, `${API}/sessions/${sessionId}/items?order=asc&limit=100`);
+  return items.body.data.filter((i: any) => i.role === 'assistant').map((i: any) => i.content[0].text);
+}
+
+describe('automations: firing (run now)', () => {
+  let owner: Caller;
+  before(async () => {
+    owner = (await newProductUser('automation firing owner')).caller;
+  });
+
+  it('a new_session target creates a session whose turn completes, the invocation linked to it; the same key replays it, one session', async () => {
+    const caller = (await newProductUser('run now owner')).caller;
+    const input = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'nightly report' }] }];
+    const automation = await createAutomation(caller, { type: 'new_session', agent_id: 'default-chatbot', environment: { type: 'none' }, input });
+    const key = newKey('run-now');
+    const fired = await runNow(caller, automation.id, key);
+    assert.equal(fired.object, 'agent.automation.invocation');
+    assert.equal(fired.automation_id, automation.id);
+    assert.equal(fired.status, 'completed');
+    assert.equal(fired.scheduled_at, null);
+    assert.deepEqual(fired.source, { type: 'manual' });
+    assert.equal(fired.yuxi.reason, 'manual');
+    assert.ok(fired.session_id && fired.yuxi.input_id, 'the invocation names the session and the input it accepted');
+    assert.equal(typeof fired.yuxi.fired_at, 'number');
+
+    const turn = await endedTurn(caller, automation.id, fired.id);
+    assert.equal(turn.status, 'completed');
+    assert.deepEqual(await assistantTexts(caller, fired.session_id), ['Echo: nightly report']);
+    const session = await call(caller, `${API}/sessions/${fired.session_id}`);
+    assert.equal(session.status, 200, 'the session is the automation owner\'s');
+
+    const again = await runNow(caller, automation.id, key);
+    assert.deepEqual({ ...again, yuxi: { ...again.yuxi, turn_id: null } }, { ...fired, yuxi: { ...fired.yuxi, turn_id: null } }, 'the same key answers the same invocation');
+    const list = await call(caller, `${AUTOMATIONS}/${automation.id}/invocations`);
+    assert.deepEqual(list.body.data.map((v: any) => v.id), [fired.id], 'one invocation');
+    const sessions = await call(caller, `${API}/sessions?limit=100`);
+    assert.deepEqual(sessions.body.data.map((s: any) => s.id), [fired.session_id], 'one session');
+  });
+
+  it('existing_session, overlap skip: a run while the previous invocation\'s turn is active is skipped (pending_delivery)', async () => {
+    const session = await createSessionAs(owner, SLOW);
+    const automation = await createAutomation(owner, { type: 'existing_session', session_id: session.id, instructions: 'status?' }, { overlap: 'skip' });
+    const first = await runNow(owner, automation.id);
+    assert.equal(first.status, 'completed', 'nothing of the automation is active yet: it fires (queued behind the slow turn)');
+    assert.equal(first.session_id, session.id);
+    const second = await runNow(owner, automation.id);
+    assert.equal(second.status, 'skipped');
+    assert.equal(second.skip_reason, 'pending_delivery');
+    assert.equal(second.yuxi.reason, 'overlap_skipped');
+    assert.equal(second.yuxi.input_id, null, 'no input was accepted');
+    assert.equal((await endedTurn(owner, automation.id, first.id)).status, 'completed');
+    const third = await runNow(owner, automation.id);
+    assert.equal(third.status, 'completed', 'the previous turn ended: the next run fires');
+    assert.equal((await endedTurn(owner, automation.id, third.id)).status, 'completed');
+    assert.deepEqual(await assistantTexts(owner, session.id), ['Echo: one two three four five six seven eight nine ten', 'Echo: status?', 'Echo: status?']);
+  });
+
+  it('existing_session, overlap queue: the run is accepted behind the active turn (the session\'s queue shows it)', async () => {
+    const session = await createSessionAs(owner, SLOW);
+    const automation = await createAutomation(owner, { type: 'existing_session', session_id: session.id, instructions: 'queued check' }, { overlap: 'queue' });
+    const first = await runNow(owner, automation.id);
+    const second = await runNow(owner, automation.id);
+    assert.equal(second.status, 'completed');
+    assert.equal(second.yuxi.reason, 'overlap_queued');
+    const queue = await call(owner, `${API}/sessions/${session.id}/queue`);
+    assert.equal(queue.status, 200, queue.text);
+    const pending = queue.body.data.filter((i: any) => i.status === 'pending').map((i: any) => i.id);
+    assert.ok(pending.includes(second.yuxi.input_id), `the queued run's input waits in the queue: ${queue.text}`);
+    assert.equal((await endedTurn(owner, automation.id, first.id)).status, 'completed');
+    assert.equal((await endedTurn(owner, automation.id, second.id)).status, 'completed');
+    assert.deepEqual(await assistantTexts(owner, session.id), ['Echo: one two three four five six seven eight nine ten', 'Echo: queued check', 'Echo: queued check']);
+  });
+
+  it('existing_session, overlap cancel_previous: the previous invocation\'s running turn is cancelled, then the run is accepted', async () => {
+    const session = await createSessionAs(owner);
+    const automation = await createAutomation(owner, { type: 'existing_session', session_id: session.id, instructions: SLOW }, { overlap: 'cancel_previous' });
+    const first = await runNow(owner, automation.id);
+    const running = await until(async () => {
+      const v = await invocation(owner, automation.id, first.id);
+      return v.yuxi.turn_id ? v : undefined;
+    }, { attempts: 200, intervalMs: 100 });
+    assert.ok(running, 'the first run became a turn');
+    const second = await runNow(owner, automation.id);
+    assert.equal(second.status, 'completed');
+    assert.equal(second.yuxi.reason, 'overlap_cancelled_previous');
+    assert.equal((await endedTurn(owner, automation.id, first.id)).status, 'cancelled', 'the previous turn was cancelled');
+    assert.equal((await endedTurn(owner, automation.id, second.id)).status, 'completed', 'the new run ran after it');
+  });
+});
+
+describe('automations: a gone target', () => {
+  let receiver: WebhookReceiver;
+  before(async () => {
+    receiver = await WebhookReceiver.start();
+  });
+  after(() => receiver.close());
+
+  it('a deleted target session fails the invocation, pauses the automation (target_session_deleted) and announces both by webhook', async () => {
+    const caller = (await newProductUser('gone target owner')).caller;
+    const hook = await call(caller, `${API}/webhooks`, { body: { url: `${receiver.url}/automation-gone`, event_types: ['agent.automation.invocation.failed', 'yuxi.automation.paused'] } });
+    assert.equal(hook.status, 201, hook.text);
+    const session = await createSessionAs(caller);
+    const automation = await createAutomation(caller, { type: 'existing_session', session_id: session.id, instructions: 'hello?' });
+    const deleted = await call(caller, `${API}/sessions/${session.id}`, { method: 'DELETE' });
+    assert.equal(deleted.status, 200, deleted.text);
+
+    const fired = await runNow(caller, automation.id);
+    assert.equal(fired.status, 'failed');
+    assert.equal(fired.error.code, 'not_found');
+    assert.equal(fired.yuxi.reason, 'target_unavailable');
+    assert.equal(fired.yuxi.input_id, null);
+    const paused = await call(caller, `${AUTOMATIONS}/${automation.id}`);
+    assert.equal(paused.body.status, 'paused');
+    assert.equal(paused.body.pause_reason, 'target_session_deleted');
+    assert.equal(paused.body.yuxi.next_run_at, null);
+
+    await receiver.waitFor('both automation webhooks', () => receiver.at('/automation-gone').length >= 2);
+    const hooks = receiver.at('/automation-gone').map((h) => h.json);
+    const data = { automation_id: automation.id, invocation_id: fired.id, error_code: 'not_found', pause_reason: 'target_session_deleted' };
+    assert.deepEqual(hooks.map((h) => h.type).sort(), ['agent.automation.invocation.failed', 'yuxi.automation.paused']);
+    for (const h of hooks) assert.deepEqual(h.data, data, h.type);
+    assert.notEqual(hooks[0].id, hooks[1].id, 'each event its own id');
+  });
+});
