@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { API, newKey } from '../support/http.js';
+import { putAgent } from '../support/agents.js';
+import { API, http, newKey } from '../support/http.js';
 import { call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -171,5 +172,23 @@ describe('automations: a gone target', () => {
     assert.deepEqual(hooks.map((h) => h.type).sort(), ['agent.automation.invocation.failed', 'yuxi.automation.paused']);
     for (const h of hooks) assert.deepEqual(h.data, data, h.type);
     assert.notEqual(hooks[0].id, hooks[1].id, 'each event its own id');
+  });
+
+  it('a deleted agent fails a new_session run and pauses the automation (agent_deleted); no session is created', async () => {
+    const caller = (await newProductUser('gone agent owner')).caller;
+    const { id: agentId } = await putAgent({ model: 'scripted:echo' });
+    const input = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'daily' }] }];
+    const automation = await createAutomation(caller, { type: 'new_session', agent_id: agentId, environment: { type: 'none' }, input });
+    assert.equal((await http(`/api/v1/admin/agents/${agentId}`, { method: 'DELETE' })).status, 200);
+
+    const fired = await runNow(caller, automation.id);
+    assert.equal(fired.status, 'failed');
+    assert.equal(fired.error.code, 'not_found');
+    assert.equal(fired.yuxi.reason, 'target_unavailable');
+    assert.equal(fired.session_id, null, 'no session was created');
+    const paused = await call(caller, `${AUTOMATIONS}/${automation.id}`);
+    assert.deepEqual([paused.body.status, paused.body.pause_reason], ['paused', 'agent_deleted']);
+    const sessions = await call(caller, `${API}/sessions?limit=10`);
+    assert.deepEqual(sessions.body.data, [], 'nothing of the refused create was written');
   });
 });
