@@ -1,36 +1,45 @@
 import { Module } from '@nestjs/common';
 import { EngineModule } from '#libs/engine';
 import { ProtocolModule } from '#libs/protocol';
+import { QueueModule } from '#libs/queue';
 import { StandaloneWebhooksModule } from '#libs/webhooks';
 import { AutomationFirer } from './firing/automation-firer.js';
 import { InvocationStore } from './firing/invocation-store.js';
 import { TargetInput } from './firing/target-input.js';
 import { AutomationsRepository } from './tables/automations.repository.js';
 import { InvocationsRepository } from './tables/invocations.repository.js';
+import { AutomationScheduler } from './timers/automation-scheduler.js';
+import { AutomationSweep } from './timers/automation-sweep.js';
 import { AutomationTimers } from './timers/automation-timers.js';
+import { DueStore } from './timers/due-store.js';
 import { AUTOMATION_USE_CASES } from './use-cases/index.js';
 
 /**
  * Automations: the resource and its invocations (the api), the firing path (api run-now and the
- * worker's timers), the timers and the sweep (the worker). Filled in by the parts of this feature.
+ * worker's timers), the timers and the sweep (the worker).
  */
 @Module({
-  imports: [ProtocolModule, EngineModule, StandaloneWebhooksModule],
+  imports: [EngineModule, ProtocolModule, QueueModule, StandaloneWebhooksModule],
   providers: [
     AutomationsRepository,
     InvocationsRepository,
     ...AUTOMATION_USE_CASES,
-    AutomationTimers,
     InvocationStore,
     TargetInput,
     AutomationFirer,
+    AutomationTimers,
+    DueStore,
+    AutomationScheduler,
+    AutomationSweep,
   ],
   exports: [
     AutomationsRepository,
     InvocationsRepository,
     ...AUTOMATION_USE_CASES,
-    AutomationTimers,
     AutomationFirer,
+    AutomationTimers,
+    AutomationScheduler,
+    AutomationSweep,
   ],
 })
 export class AutomationsModule {}

@@ -149,6 +149,13 @@ export class Metrics {
     [],
     [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
   );
+  private readonly automationsActive = this.gauge(WORKER, 'yuxi_automations_active', 'Automations active (with a next scheduled time), as the last automations sweep of this worker counted them', []);
+  private readonly automationsDue = this.gauge(
+    WORKER,
+    'yuxi_automations_due',
+    'Active automations whose scheduled time has passed and is not fired yet (the automations sweep\'s backlog), as its last run of this worker counted them',
+    [],
+  );
   private readonly sandboxLimits = this.counter(WORKER, 'yuxi_sandbox_limit_hits_total', 'Sandboxed commands ended on a limit, by limit (timeout, cpu, memory, processes, file_size, output, disk)', ['limit']);
 
   /**
@@ -283,8 +290,9 @@ export class Metrics {
   }
 
   /** After the invocation's transaction committed; `lagSeconds` for a scheduled time that fired. */
-  automationInvocation(source: string, status: string, reason: string, lagSeconds: number | null = null): void {
-    this.automationInvocations.inc({ source, status, reason });
+  /** `count`: invocations recorded at once (the missed times of one catch-up). */
+  automationInvocation(source: string, status: string, reason: string, lagSeconds: number | null = null, count = 1): void {
+    this.automationInvocations.inc({ source, status, reason }, count);
     if (lagSeconds !== null) this.automationFireLag.observe(Math.max(0, lagSeconds));
   }
 
@@ -292,6 +300,11 @@ export class Metrics {
     this.sandboxCommands.inc({ result });
     this.sandboxDuration.observe(Math.max(0, seconds));
     if (limit !== null) this.sandboxLimits.inc({ limit });
+  }
+
+  automationsCounted(active: number, due: number): void {
+    this.automationsActive.set(active);
+    this.automationsDue.set(due);
   }
 
   // --- gauges read on scrape ---
