@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { putAgent } from '../support/agents.js';
+import { env } from '../support/env.js';
 import { API, http, newKey } from '../support/http.js';
 import { call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
+import { scrape, total } from '../support/metrics.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 // Firing through the public API: run now (POST /automations/{id}/invocations) takes the one path of
@@ -190,5 +192,48 @@ describe('automations: a gone target', () => {
     assert.deepEqual([paused.body.status, paused.body.pause_reason], ['paused', 'agent_deleted']);
     const sessions = await call(caller, `${API}/sessions?limit=10`);
     assert.deepEqual(sessions.body.data, [], 'nothing of the refused create was written');
+  });
+});
+
+// The metrics of firing (the metrics suite leaves them to this file): run now counts on the api, a
+// scheduled fire on the worker, with its lag.
+describe('automations: firing metrics and the scheduled snapshot', () => {
+  it('run now counts on the api; a scheduled time fired by the worker counts there with its lag, its invocation holding the automation as it was', { timeout: 60_000 }, async () => {
+    const caller = (await newProductUser('firing metrics owner')).caller;
+    const input = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'tick' }] }];
+    const target = { type: 'new_session', agent_id: 'default-chatbot', environment: { type: 'none' }, input };
+    const manual = { source: 'manual', status: 'completed', reason: 'manual' };
+    const apiBefore = total(await scrape(env.apiUrl), 'yuxi_automation_invocations_total', manual);
+    const yearly = await createAutomation(caller, target);
+    await runNow(caller, yearly.id);
+    assert.equal(total(await scrape(env.apiUrl), 'yuxi_automation_invocations_total', manual), apiBefore + 1, 'one run now, counted once after commit');
+
+    const workerBefore = await scrape(env.workerHealthUrl);
+    const res = await call(caller, AUTOMATIONS, { body: { name: 'every second', type: 'periodic', expression: '* * * * * *', timezone: 'UTC', target }, idempotencyKey: newKey('automation') });
+    assert.equal(res.status, 201, res.text);
+    const every = res.body;
+    try {
+      const fired = await until(async () => {
+        const list = await call(caller, `${AUTOMATIONS}/${every.id}/invocations?order=asc`);
+        return list.body.data.find((v: any) => v.source.type === 'automation' && v.status === 'completed');
+      }, { attempts: 150, intervalMs: 100 });
+      assert.ok(fired, 'a scheduled time fired');
+      assert.equal(typeof fired.scheduled_at, 'number');
+      const snapshot = fired.source.automation;
+      assert.equal(snapshot.id, every.id);
+      assert.equal(snapshot.object, 'agent.automation');
+      assert.equal(snapshot.expression, '* * * * * *');
+      assert.deepEqual(snapshot.target, every.target);
+      assert.equal(snapshot.yuxi.next_run_at, fired.scheduled_at, 'as it was when the time fired: that time was its next');
+    } finally {
+      assert.equal((await call(caller, `${AUTOMATIONS}/${every.id}/pause`, { method: 'POST' })).status, 200);
+    }
+    const moved = await until(async () => {
+      const now = await scrape(env.workerHealthUrl);
+      const counted = total(now, 'yuxi_automation_invocations_total', { source: 'automation', status: 'completed' }) > total(workerBefore, 'yuxi_automation_invocations_total', { source: 'automation', status: 'completed' });
+      const lag = total(now, 'yuxi_automation_fire_lag_seconds_count') > total(workerBefore, 'yuxi_automation_fire_lag_seconds_count');
+      return counted && lag ? true : undefined;
+    });
+    assert.ok(moved, 'the worker counted the fire and observed its lag');
   });
 });
