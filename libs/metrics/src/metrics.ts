@@ -177,6 +177,8 @@ export class Metrics {
     for (const reason of TAKEOVER_REASONS) this.takeovers.inc({ reason }, 0);
     for (const result of SANDBOX_RESULTS) this.sandboxCommands.inc({ result }, 0);
     for (const limit of SANDBOX_LIMITS) this.sandboxLimits.inc({ limit }, 0);
+    // The api fires run now, the worker the scheduled times.
+    this.automationInvocations.inc(role === 'api' ? { source: 'manual', status: 'completed', reason: 'manual' } : { source: 'automation', status: 'completed', reason: 'scheduled' }, 0);
   }
 
   /** The registered metrics in the Prometheus text format. */
