@@ -69,6 +69,8 @@ describe('automations: the resource in the public API', () => {
     assert.equal(everyTen.yuxi.catch_up, 'latest', 'the default catch-up');
     assert.equal(everyTen.yuxi.next_run_at % 10, 0, 'six fields: seconds first');
     assert.ok(everyTen.yuxi.next_run_at - everyTen.created_at <= 11);
+    // It would fire every ten seconds for the rest of the run: gone once read.
+    assert.equal((await call(owner, `${AUTOMATIONS}/${everyTen.id}`, { method: 'DELETE' })).status, 200);
 
     const runAt = Math.floor(Date.now() / 1000) + 3600;
     const once = await create(owner, { name: 'once', type: 'once', run_at: runAt, target: newSessionTarget() });
@@ -220,6 +222,38 @@ describe('automations: the resource in the public API', () => {
     const back = await call(owner, `${AUTOMATIONS}/${once.id}/resume`, { method: 'POST' });
     assert.equal(back.status, 200, back.text);
     assert.equal(back.body.yuxi.next_run_at, moved.body.run_at);
+  });
+
+  it('runs now: a manual invocation into a new session, replayed under the same key, listed and read; the schedule unchanged', async () => {
+    const a = await create(owner, periodic('0 9 * * *', 'UTC'));
+    const key = newKey('run');
+    const run = await call(owner, `${AUTOMATIONS}/${a.id}/invocations`, { method: 'POST', idempotencyKey: key });
+    assert.equal(run.status, 201, run.text);
+    const invocation = run.body;
+    assert.equal(invocation.object, 'agent.automation.invocation');
+    assert.equal(invocation.automation_id, a.id);
+    assert.deepEqual(invocation.source, { type: 'manual' });
+    assert.equal(invocation.scheduled_at, null);
+    assert.equal(invocation.status, 'completed');
+    assert.equal(invocation.yuxi.reason, 'manual');
+    assert.ok(invocation.session_id && invocation.yuxi.input_id, run.text);
+    assert.equal((await call(owner, `${API}/sessions/${invocation.session_id}`)).status, 200, 'the session is the owner\'s');
+
+    const replay = await call(owner, `${AUTOMATIONS}/${a.id}/invocations`, { method: 'POST', idempotencyKey: key });
+    assert.equal(replay.status, 201);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.equal(replay.body.id, invocation.id, 'the same key, the same invocation');
+    assertError(await call(owner, `${AUTOMATIONS}/${a.id}/invocations`, { method: 'POST' }), 422, 'idempotency_key_required');
+
+    const listed = await call(owner, `${AUTOMATIONS}/${a.id}/invocations`);
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(listed.body.data.map((v: any) => v.id), [invocation.id], 'one fire for one key');
+    const read = await call(owner, `${AUTOMATIONS}/${a.id}/invocations/${invocation.id}`);
+    assert.equal(read.status, 200, read.text);
+    assert.equal(read.body.id, invocation.id);
+    assertError(await call(owner, `${AUTOMATIONS}/${a.id}/invocations/${randomUUID()}`), 404, 'not_found');
+    assertError(await call(owner, `${AUTOMATIONS}/${randomUUID()}/invocations/${invocation.id}`), 404, 'not_found');
+    assert.equal((await call(owner, `${AUTOMATIONS}/${a.id}`)).body.yuxi.next_run_at, a.yuxi.next_run_at, 'run now leaves the schedule as it was');
   });
 
   it('deletes an automation and its invocations; the target session stays', async () => {

@@ -66,8 +66,15 @@ describe('automations through the official openai SDK', () => {
     const next = (resumed as unknown as { yuxi: { next_run_at: number } }).yuxi.next_run_at;
     assert.ok(next > Date.now() / 1000, 'resumed with a next time after now');
 
+    assert.deepEqual((await automations.invocations.list(created.id)).data, [], 'nothing fired yet');
+    const runKey = `sdk-run-${randomUUID()}`;
+    const invocation = await automations.invocations.create(created.id, keyed(runKey));
+    assert.equal(invocation.object, 'agent.automation.invocation');
+    assert.equal(invocation.source.type, 'manual');
+    assert.equal((await automations.invocations.create(created.id, keyed(runKey))).id, invocation.id, 'the same key replays the run');
     const invocations = await automations.invocations.list(created.id);
-    assert.deepEqual(invocations.data, [], 'nothing fired yet');
+    assert.deepEqual(invocations.data.map((v) => v.id), [invocation.id]);
+    assert.equal((await automations.invocations.retrieve(invocation.id, { automation_id: created.id })).id, invocation.id);
     await assert.rejects(automations.invocations.retrieve(randomUUID(), { automation_id: created.id }), (error: unknown) => error instanceof OpenAI.APIError && error.status === 404);
 
     const deleted = await automations.delete(once.id);

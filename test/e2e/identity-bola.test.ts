@@ -314,7 +314,9 @@ describe('identity: object-level authorization (BOLA) matrix', () => {
       const body = { name: 'owned', type: 'periodic', expression: '0 9 * * *', timezone: 'UTC', target: { type: 'existing_session', session_id: t.sessionId, instructions: 'check' } };
       const res = await call(owner, `${API}/automations`, { body, idempotencyKey: newKey('automation') });
       assert.equal(res.status, 201, res.text);
-      return res.body;
+      const run = await call(owner, `${API}/automations/${res.body.id}/invocations`, { method: 'POST', idempotencyKey: newKey('run') });
+      assert.equal(run.status, 201, run.text);
+      return { ...res.body, invocationId: run.body.id };
     };
     const owned = [
       { owner: a, automation: await automationOf(a, targetA), sessionId: targetA.sessionId },
@@ -322,9 +324,10 @@ describe('identity: object-level authorization (BOLA) matrix', () => {
     ];
     const failures: string[] = [];
     for (const { owner, automation, sessionId } of owned) {
-      const routes = automationRoutesOf(automation.id, randomUUID());
+      const { invocationId, ...resource } = automation;
+      const routes = automationRoutesOf(automation.id, invocationId);
       // The routes are real: the owner reads them.
-      for (const route of routes.filter((r) => r.method === 'GET' && !r.name.includes('{invocation}'))) {
+      for (const route of routes.filter((r) => r.method === 'GET')) {
         const res = await attempt(owner, route);
         if (res.status !== 200) failures.push(`the owner's ${route.name}: ${res.status}`);
       }
@@ -337,8 +340,9 @@ describe('identity: object-level authorization (BOLA) matrix', () => {
         if (listed.status !== 200 || listed.body.data.length !== 0) failures.push(`${caller.name} lists ${owner.name}'s automation: ${listed.status} ${listed.text.slice(0, 160)}`);
       }
       const after = await call(owner, `${API}/automations/${automation.id}`);
-      assert.deepEqual(after.body, automation, `nothing changed on ${owner.name}'s automation`);
-      assert.deepEqual((await call(owner, `${API}/automations/${automation.id}/invocations`)).body.data, [], 'no foreign run now fired it');
+      assert.deepEqual(after.body, resource, `nothing changed on ${owner.name}'s automation`);
+      const invocations = await call(owner, `${API}/automations/${automation.id}/invocations`);
+      assert.deepEqual(invocations.body.data.map((v: any) => v.id), [invocationId], 'no foreign run now fired it');
     }
     assert.deepEqual(failures, []);
   });
