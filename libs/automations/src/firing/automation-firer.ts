@@ -205,18 +205,18 @@ export class AutomationFirer {
       }
     }
     const invocation = await this.store.insert(manager, row);
-    if (pause) await this.store.pause(manager, automation.id, pause);
-    else if (fire.source === 'automation') await this.store.advance(manager, automation.id, fire.next);
-    const chains = invocation.status === 'failed' ? await this.announceFailure(manager, automation, invocation, pause) : [];
+    const paused = pause !== null && (await this.store.pause(manager, automation.id, pause));
+    if (!pause && fire.source === 'automation') await this.store.advance(manager, automation.id, fire.next);
+    const chains = invocation.status === 'failed' ? await this.announceFailure(manager, automation, invocation, pause, paused) : [];
     return { invocation, committed, chains };
   }
 
   /** The failure's webhooks, in the fire's transaction: the invocation failed, and (a gone target) the automation paused. */
-  private async announceFailure(manager: EntityManager, automation: AutomationRecord, invocation: InvocationRecord, pause: PauseReason | null): Promise<WebhookChain[]> {
+  private async announceFailure(manager: EntityManager, automation: AutomationRecord, invocation: InvocationRecord, pause: PauseReason | null, paused: boolean): Promise<WebhookChain[]> {
     const data = { automation_id: automation.id, invocation_id: invocation.id, error_code: invocation.error?.code ?? 'unknown', ...(pause ? { pause_reason: pause } : {}) };
     const createdAt = Math.floor(invocation.createdAt.getTime() / 1000);
     const chains = await this.webhooks.write(manager, automation.ownerId, { id: eventId(), type: 'agent.automation.invocation.failed', created_at: createdAt, data });
-    if (pause) chains.push(...(await this.webhooks.write(manager, automation.ownerId, { id: eventId(), type: 'yuxi.automation.paused', created_at: createdAt, data })));
+    if (paused) chains.push(...(await this.webhooks.write(manager, automation.ownerId, { id: eventId(), type: 'yuxi.automation.paused', created_at: createdAt, data })));
     return chains;
   }
 }
