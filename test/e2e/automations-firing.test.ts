@@ -143,6 +143,22 @@ describe('automations: firing (run now)', () => {
   });
 });
 
+describe('automations: an input refused', () => {
+  it('an archived target session refuses the message: the invocation fails (rejected), the automation stays active', async () => {
+    const caller = (await newProductUser('refused input owner')).caller;
+    const session = await createSessionAs(caller);
+    const automation = await createAutomation(caller, { type: 'existing_session', session_id: session.id, instructions: 'hello?' });
+    assert.equal((await call(caller, `${API}/sessions/${session.id}/archive`, { method: 'POST' })).status, 200);
+    const fired = await runNow(caller, automation.id);
+    assert.equal(fired.status, 'failed');
+    assert.equal(fired.error.code, 'state_conflict');
+    assert.equal(fired.yuxi.reason, 'rejected');
+    assert.equal(fired.yuxi.input_id, null);
+    const after = await call(caller, `${AUTOMATIONS}/${automation.id}`);
+    assert.deepEqual([after.body.status, after.body.pause_reason, after.body.yuxi.next_run_at], ['active', null, automation.yuxi.next_run_at]);
+  });
+});
+
 describe('automations: a gone target', () => {
   let receiver: WebhookReceiver;
   before(async () => {
