@@ -94,7 +94,7 @@ export class AutomationFirer {
   private async fire(seen: AutomationRecord, receipt: FireReceipt, fire: Fire): Promise<{ kind: 'stale' } | { kind: 'replayed'; response: IdempotentResponse } | { kind: 'recorded'; response: IdempotentResponse; invocation: InvocationRecord }> {
     const principal = principalOf(seen.principal);
     // cancel_previous: the previous turn asked to cancel first, in its own transaction (the fire's waits on no worker).
-    const cancel = turnToCancel(seen.overlap, await this.store.previous(this.dataSource.manager, seen.id));
+    const cancel = seen.overlap === 'cancel_previous' ? turnToCancel(seen.overlap, await this.store.previous(this.dataSource.manager, seen.id)) : null;
     if (cancel) await this.targets.cancelPrevious(principal, cancel.sessionId, cancel.turnId, `${receipt.scope}:${receipt.key}`);
     // The fire's reason says so even when the cancelled turn has ended by the time the fire locks the automation.
     const cancelled = cancel !== null;
