@@ -53,6 +53,7 @@ before(async () => {
       RECOVERY_SWEEP_MS: '600000',
       FILE_SWEEP_MS: '600000',
       WEBHOOK_SWEEP_MS: '600000',
+      AUTOMATION_SWEEP_MS: '600000',
     },
   });
   const { Client } = await load<{ Client: new (url: string, key: string) => object }>('bench/lib/client.mjs');

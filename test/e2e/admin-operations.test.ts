@@ -141,7 +141,7 @@ describe('operator API: timeline, inbox, queues, bulk cancel', () => {
     const res = await call(bootstrap, `${ADMIN}/queues`);
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.object, 'admin.queue_status');
-    assert.deepEqual(res.body.queues.map((q: any) => q.name).sort(), ['files', 'maintenance', 'session-dispatch', 'webhooks']);
+    assert.deepEqual(res.body.queues.map((q: any) => q.name).sort(), ['automations', 'files', 'maintenance', 'session-dispatch', 'webhooks']);
     for (const queue of res.body.queues) {
       for (const count of ['waiting', 'active', 'delayed', 'failed']) assert.ok(Number.isInteger(queue[count]) && queue[count] >= 0, `${queue.name}.${count}: ${res.text}`);
       assert.equal(typeof queue.paused, 'boolean');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type CronSchedule, latestTimes, nextTime, nextTimes, parseSchedule, type ScheduleProblem } from '#libs/automations';
+import { type CronSchedule, latestTimes, nextTime, nextTimes, parseSchedule, type ScheduleProblem, timesBetween } from '#libs/automations';
 
 const HOUR = 3_600_000;
 
@@ -54,6 +54,15 @@ describe('cron schedules: 5 and 6 fields', () => {
     const s = schedule('*/2 * * * * *');
     const fires = nextTimes(s, new Date('2026-05-01T10:00:59.500Z'), 5);
     assert.deepEqual(iso(fires), ['2026-05-01T10:01:00.000Z', '2026-05-01T10:01:02.000Z', '2026-05-01T10:01:04.000Z', '2026-05-01T10:01:06.000Z', '2026-05-01T10:01:08.000Z']);
+  });
+
+  it('timesBetween lists the fires in (after, upTo], at most max', () => {
+    const s = schedule('*/10 * * * * *');
+    const from = new Date('2026-05-01T10:00:00Z');
+    assert.deepEqual(iso(timesBetween(s, from, new Date('2026-05-01T10:00:30Z'), 10)), ['2026-05-01T10:00:10.000Z', '2026-05-01T10:00:20.000Z', '2026-05-01T10:00:30.000Z']);
+    assert.deepEqual(iso(timesBetween(s, from, new Date('2026-05-01T10:00:30Z'), 2)), ['2026-05-01T10:00:10.000Z', '2026-05-01T10:00:20.000Z']);
+    assert.deepEqual(timesBetween(s, from, new Date('2026-05-01T10:00:09.999Z'), 10), []);
+    assert.deepEqual(timesBetween(s, from, from, 10), []);
   });
 
   it('leap days: 0 0 29 2 * fires on February 29 of leap years only, also in a zone', () => {

@@ -1,5 +1,5 @@
 import type { CatchUpPolicy } from '../automation.types.js';
-import { type CronSchedule, latestTimes, nextTime, nextTimes } from './cron-schedule.js';
+import { type CronSchedule, latestTimes, nextTime, timesBetween } from './cron-schedule.js';
 
 /**
  * What is due for an automation whose `next_run_at` has passed: which scheduled times fire, which
@@ -61,9 +61,9 @@ export function planDue(input: DueInput): DuePlan {
 /** The due times (oldest first, at most maxEnumerated + 1) and how many older ones were jumped over. */
 function dueTimes(schedule: CronSchedule, nextRunAt: Date, now: Date, maxEnumerated: number): { due: Date[]; uncounted: number } {
   const limit = maxEnumerated + 1;
-  const forward = [nextRunAt, ...nextTimes(schedule, nextRunAt, limit)];
-  const within = forward.filter((at) => at.getTime() <= now.getTime());
-  if (within.length < forward.length || forward.length < limit + 1) return { due: within.slice(-limit), uncounted: Math.max(0, within.length - limit) };
+  // Walked forward from nextRunAt, stopping at now: an on-time fire costs a step or two.
+  const forward = [nextRunAt, ...timesBetween(schedule, nextRunAt, now, limit)];
+  if (forward.length <= limit) return { due: forward, uncounted: 0 };
   // More than `limit` are due: list the most recent ones, jump over the older ones.
   const last = forward[forward.length - 1]!;
   const recent = latestTimes(schedule, now, limit, last);

@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 
 export class QueueCountsDto {
-  @ApiProperty({ description: 'The BullMQ queue: `session-dispatch` (nudges to run a session), `maintenance` (sweeps), `files` (attachment preparation), `webhooks` (webhook delivery attempts).' }) name!: string;
+  @ApiProperty({ description: 'The BullMQ queue: `session-dispatch` (nudges to run a session), `maintenance` (sweeps), `files` (attachment preparation), `webhooks` (webhook delivery attempts), `automations` (automation timers: one delayed job per next scheduled time).' }) name!: string;
   @ApiProperty({ description: 'Whether the queue is paused (its jobs stay waiting).' }) paused!: boolean;
   @ApiProperty({ type: 'integer', minimum: 0, description: 'Jobs waiting for a worker (prioritized ones included).' }) waiting!: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) active!: number;

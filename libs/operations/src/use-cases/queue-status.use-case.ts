@@ -20,11 +20,12 @@ export class GetQueueStatus {
     @InjectQueue(QUEUES.maintenance) maintenance: Queue,
     @InjectQueue(QUEUES.files) files: Queue,
     @InjectQueue(QUEUES.webhooks) webhooks: Queue,
+    @InjectQueue(QUEUES.automations) automations: Queue,
     private readonly inputs: InputsRepository,
     private readonly runs: RunsRepository,
     private readonly presence: WorkerPresence,
   ) {
-    this.queues = [sessions, maintenance, files, webhooks];
+    this.queues = [sessions, maintenance, files, webhooks, automations];
   }
 
   async execute(): Promise<QueueStatusDto> {
