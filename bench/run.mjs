@@ -28,6 +28,7 @@ const { fanOutScenarios } = await import('./lib/fanout-scenarios.mjs');
 const { environmentScenarios } = await import('./lib/environment-scenarios.mjs');
 const { machineInfo, writeReport } = await import('./lib/report.mjs');
 const { consoleScenario } = await import('./lib/console.mjs');
+const { automationScenarios } = await import('./lib/automation-scenarios.mjs');
 const { measureTurnBudget } = await import('./lib/budget.mjs');
 const { ensureChromium } = await import('../scripts/lib/infra.mjs');
 // The shared fake OpenAI-compatible server of the tests (compiled by ensureBuilt); it scripts answers per model name.
@@ -60,6 +61,8 @@ const stack = await startStack({
     NEW_END_USERS_PER_MINUTE: '100000000',
     // The measured hot path is the default one, whatever the shell exports: no model-request audit.
     MODEL_REQUEST_AUDIT: 'off',
+    // The automations scenario keeps 1,000 active under the bench key's one owner.
+    AUTOMATION_MAX_PER_OWNER: '2000',
   },
 });
 const stopAll = [];
@@ -81,6 +84,7 @@ const { turnOverhead, toolTurn, longSession } = turnScenarios(bench);
 const { sustainedTurns, scaleOut } = loadScenarios(bench);
 const { fanOut, idleSubscribers } = fanOutScenarios(bench);
 const { shellTurn } = environmentScenarios({ ...bench, sandbox: await benchSandbox() });
+const { automations } = automationScenarios(bench);
 
 try {
   // First, on a quiet stack: counts per echo turn (statements, transactions, WAL, Redis commands, CPU).
@@ -101,6 +105,7 @@ try {
   if (wanted('fanout')) results.scenarios.sse_fanout = await fanOut();
   if (wanted('idle-subscribers')) results.scenarios.idle_subscribers = await idleSubscribers();
   if (wanted('peer')) results.scenarios.peer = await peerScenario(results.scenarios.turn_overhead);
+  if (wanted('automations')) results.scenarios.automations = await automations();
   // Last: it adds 100,000 sessions, which no other scenario should find.
   if (wanted('console')) results.scenarios.console = await consoleScenario({ stack, client, apiKey, pg, chromiumPath: ensureChromium((...a) => log(...a)), log });
   writeReport(results, { partial: only.length > 0, log });

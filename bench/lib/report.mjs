@@ -79,6 +79,10 @@ export function writeReport(report, { partial, log }) {
     const t = s.idle_subscribers;
     rows.push(`| idle SSE subscribers (${t.subscribers_open} of ${t.subscribers_target} open; fd limit ${t.api_fd_limit}) | — | opened ${t.opens_per_s}/s, ${t.subscribers_failed} failed; ${t.pings_received_per_connection} heartbeats per connection in ${t.idle_s} s, ${t.still_open_after_idle} still open | — | idle api ${t.api_idle_cpu_pct} % (${t.api_cpu_ms_per_heartbeat} ms per heartbeat of all, ${t.api_cpu_us_per_connection_heartbeat} µs per connection) | api RSS ${round(t.api_rss_kib.open / 1024)} MiB: ${t.api_rss_per_connection_kib} KiB/conn (heap ${t.api_heap_per_connection_kib} KiB/conn); Redis clients ${t.redis_connected_clients.before}→${t.redis_connected_clients.with_subscribers} | ${t.target} | ${ok(t)} |`);
   }
+  if (s.automations) {
+    const t = s.automations;
+    rows.push(`| automations (${t.automations} active, every ${t.period_s} s) | fire lag p50 ${t.fire_lag_ms.p50} / p95 ${t.fire_lag_ms.p95} / p99 ${t.fire_lag_ms.p99} | ${t.fires_per_s} fires/s: ${t.fires} fires, ${t.skips} skips, ${t.failed} failed; ${t.recorded_times}/${t.scheduled_times} scheduled times recorded | — | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
+  }
   if (s.peer) {
     const t = s.peer;
     rows.push(`| peer: ${t.peer.name} ${t.peer.version} | p50 ${t.peer.latency_ms.p50} / p95 ${t.peer.latency_ms.p95} / p99 ${t.peer.latency_ms.p99} | ${t.peer.throughput_per_s} turns/s | ours p50 ${t.our_turn_p50_ms} ms (×${t.ratio_ours_to_peer}) | — | — | ${t.target} | ${ok(t)} |`);

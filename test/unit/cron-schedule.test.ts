@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type CronSchedule, latestTimes, nextTime, nextTimes, parseSchedule, type ScheduleProblem } from '#libs/automations';
+import { type CronSchedule, latestTimes, nextTime, nextTimes, parseSchedule, type ScheduleProblem, timesBetween } from '#libs/automations';
 
 const HOUR = 3_600_000;
 
@@ -54,6 +54,15 @@ describe('cron schedules: 5 and 6 fields', () => {
     const s = schedule('*/2 * * * * *');
     const fires = nextTimes(s, new Date('2026-05-01T10:00:59.500Z'), 5);
     assert.deepEqual(iso(fires), ['2026-05-01T10:01:00.000Z', '2026-05-01T10:01:02.000Z', '2026-05-01T10:01:04.000Z', '2026-05-01T10:01:06.000Z', '2026-05-01T10:01:08.000Z']);
+  });
+
+  it('timesBetween lists the fires in (after, upTo], at most max', () => {
+    const s = schedule('*/10 * * * * *');
+    const from = new Date('2026-05-01T10:00:00Z');
+    assert.deepEqual(iso(timesBetween(s, from, new Date('2026-05-01T10:00:30Z'), 10)), ['2026-05-01T10:00:10.000Z', '2026-05-01T10:00:20.000Z', '2026-05-01T10:00:30.000Z']);
+    assert.deepEqual(iso(timesBetween(s, from, new Date('2026-05-01T10:00:30Z'), 2)), ['2026-05-01T10:00:10.000Z', '2026-05-01T10:00:20.000Z']);
+    assert.deepEqual(timesBetween(s, from, new Date('2026-05-01T10:00:09.999Z'), 10), []);
+    assert.deepEqual(timesBetween(s, from, from, 10), []);
   });
 
   it('leap days: 0 0 29 2 * fires on February 29 of leap years only, also in a zone', () => {
@@ -205,6 +214,12 @@ describe('cron schedules across daylight saving time', () => {
     assert.deepEqual(iso(latestTimes(daily, new Date('2026-10-26T12:00:00Z'), 3, new Date(0))), ['2026-10-24T00:30:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']);
     // Inclusive of upTo, strictly after notBefore.
     assert.deepEqual(iso(latestTimes(daily, new Date('2026-10-26T01:30:00Z'), 5, new Date('2026-10-24T00:30:00Z'))), ['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']);
+    // Every second of 02:xx: on spring-forward day those fire at 03:00-03:59 CEST, which the
+    // library's backward walk skips; the listed times are still the latest ones.
+    const seconds = latestTimes(schedule('* * 2 * * *', 'Europe/Berlin'), new Date('2026-03-29T12:00:00Z'), 1001, new Date(0));
+    assert.equal(seconds.length, 1001);
+    assert.equal(seconds[1000]!.toISOString(), '2026-03-29T01:59:59.000Z');
+    assertEvenGaps(seconds, 1000);
     const hourly = schedule('0 * * * *', 'Europe/Berlin');
     const recent = latestTimes(hourly, new Date('2026-10-25T03:30:00Z'), 6, new Date(0));
     assert.equal(recent.length, 6);

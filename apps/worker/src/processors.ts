@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
 import type { Job } from 'bullmq';
 import { metrics } from '#libs/metrics';
+import { AutomationScheduler, AutomationSweep } from '#libs/automations';
 import { FilesSweep } from '#libs/files';
 import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
 import { AttachmentPreparer, DrivePasses, RecoveryService } from '#libs/runtime';
@@ -42,12 +43,28 @@ export class SessionDispatchProcessor extends JobProcessor<typeof JOBS.dispatchS
 }
 
 @Processor(QUEUES.maintenance, { autorun: false })
-export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep | typeof JOBS.filesSweep | typeof JOBS.webhooksSweep> {
+export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep | typeof JOBS.filesSweep | typeof JOBS.webhooksSweep | typeof JOBS.automationsSweep> {
   readonly handlers;
 
-  constructor(recovery: RecoveryService, files: FilesSweep, webhooks: WebhookSweep) {
+  constructor(recovery: RecoveryService, files: FilesSweep, webhooks: WebhookSweep, automations: AutomationSweep) {
     super();
-    this.handlers = { [JOBS.recoverySweep]: () => recovery.sweep(), [JOBS.filesSweep]: () => files.run(), [JOBS.webhooksSweep]: () => webhooks.run() };
+    this.handlers = {
+      [JOBS.recoverySweep]: () => recovery.sweep(),
+      [JOBS.filesSweep]: () => files.run(),
+      [JOBS.webhooksSweep]: () => webhooks.run(),
+      [JOBS.automationsSweep]: () => automations.run(),
+    };
+  }
+}
+
+/** Automations' timers: a scheduled time has come; the scheduler decides in Postgres what fires. */
+@Processor(QUEUES.automations, { autorun: false })
+export class AutomationsProcessor extends JobProcessor<typeof JOBS.fireAutomation> {
+  readonly handlers;
+
+  constructor(scheduler: AutomationScheduler) {
+    super();
+    this.handlers = { [JOBS.fireAutomation]: ({ automationId }: JobPayloads['automation.fire']) => scheduler.runDue(automationId) };
   }
 }
 

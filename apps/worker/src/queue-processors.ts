@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { QUEUES } from '#libs/queue';
-import { FilesProcessor, type JobProcessor, MaintenanceProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
+import { AutomationsProcessor, FilesProcessor, type JobProcessor, MaintenanceProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
 
 /** The worker's consumers, one per queue: what WorkerBootstrap checks, starts and closes as one. */
 @Injectable()
@@ -10,6 +10,7 @@ export class QueueProcessors {
     readonly maintenance: MaintenanceProcessor,
     readonly files: FilesProcessor,
     readonly webhooks: WebhooksProcessor,
+    readonly automations: AutomationsProcessor,
   ) {}
 
   /** Each queue's processor, by queue name. */
@@ -19,6 +20,7 @@ export class QueueProcessors {
       [QUEUES.maintenance]: this.maintenance as JobProcessor<never>,
       [QUEUES.files]: this.files as JobProcessor<never>,
       [QUEUES.webhooks]: this.webhooks as JobProcessor<never>,
+      [QUEUES.automations]: this.automations as JobProcessor<never>,
     };
   }
 }

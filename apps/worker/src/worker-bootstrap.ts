@@ -8,6 +8,8 @@ import { SweepSchedule } from './sweep-schedule.js';
 import { ConsumerHealth } from './worker-health.js';
 
 const FILES_CONCURRENCY = 4;
+/** Automation timers wait on Postgres (a fire is one transaction), not on the CPU: several at once per worker. */
+const AUTOMATIONS_CONCURRENCY = 8;
 
 /**
  * Starts consuming only after the whole context is initialised, and refuses to start when a job
@@ -43,6 +45,7 @@ export class WorkerBootstrap implements OnApplicationBootstrap, BeforeApplicatio
     this.processors.files.worker.concurrency = FILES_CONCURRENCY;
     // Webhook attempts wait on receivers (up to WEBHOOK_TIMEOUT_MS each), not on the CPU.
     this.processors.webhooks.worker.concurrency = this.config.webhookConcurrency;
+    this.processors.automations.worker.concurrency = AUTOMATIONS_CONCURRENCY;
     this.relay.start();
     this.consumers.prepare();
     for (const processor of Object.values(processors)) {

@@ -6,7 +6,7 @@ import { dependencyChecks } from '#libs/health';
 import { QUEUES, WorkerPresence } from '#libs/queue';
 import { FencingStats, WORKER_ID } from '#libs/runtime';
 import type { OpsResponse } from './ops-http.js';
-import { FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
+import { AutomationsProcessor, FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
 
 /** Each readiness check fails (its indicator `down`) after this long; the checks run in parallel. */
 /** A Redis connection of a consumer that has not come up within this long counts as disconnected. */
@@ -34,10 +34,17 @@ export class ConsumerHealth {
     private readonly maintenance: MaintenanceProcessor,
     private readonly files: FilesProcessor,
     private readonly webhooks: WebhooksProcessor,
+    private readonly automations: AutomationsProcessor,
   ) {}
 
   private get consumers(): Record<string, Worker> {
-    return { [QUEUES.sessions]: this.sessions.worker, [QUEUES.maintenance]: this.maintenance.worker, [QUEUES.files]: this.files.worker, [QUEUES.webhooks]: this.webhooks.worker };
+    return {
+      [QUEUES.sessions]: this.sessions.worker,
+      [QUEUES.maintenance]: this.maintenance.worker,
+      [QUEUES.files]: this.files.worker,
+      [QUEUES.webhooks]: this.webhooks.worker,
+      [QUEUES.automations]: this.automations.worker,
+    };
   }
 
   /**

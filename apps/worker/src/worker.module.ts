@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { AutomationsModule } from '#libs/automations';
 import { ConfigModule, loggingModule } from '#libs/config';
 import { DatabaseModule } from '#libs/database';
 import { EnvironmentsModule } from '#libs/environments';
@@ -8,7 +9,7 @@ import { MetricsModule } from '#libs/metrics';
 import { QueueModule } from '#libs/queue';
 import { RuntimeModule } from '#libs/runtime';
 import { WebhookDeliveryModule } from '#libs/webhooks';
-import { FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
+import { AutomationsProcessor, FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
 import { QueueProcessors } from './queue-processors.js';
 import { SweepSchedule } from './sweep-schedule.js';
 import { WorkerBootstrap } from './worker-bootstrap.js';
@@ -16,7 +17,7 @@ import { ConsumerHealth, WorkerHealth } from './worker-health.js';
 
 /** The shared core minus the HTTP API: runtime, queues, database. */
 @Module({
-  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, EnvironmentsModule, RuntimeModule, WebhookDeliveryModule, TerminusModule.forRoot({ logger: false })],
-  providers: [SessionDispatchProcessor, MaintenanceProcessor, FilesProcessor, WebhooksProcessor, QueueProcessors, SweepSchedule, WorkerBootstrap, ConsumerHealth, WorkerHealth],
+  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, EnvironmentsModule, RuntimeModule, WebhookDeliveryModule, AutomationsModule, TerminusModule.forRoot({ logger: false })],
+  providers: [SessionDispatchProcessor, MaintenanceProcessor, FilesProcessor, WebhooksProcessor, AutomationsProcessor, QueueProcessors, SweepSchedule, WorkerBootstrap, ConsumerHealth, WorkerHealth],
 })
 export class WorkerModule {}

@@ -1,13 +1,17 @@
 import { Module } from '@nestjs/common';
 import { EngineModule } from '#libs/engine';
 import { ProtocolModule } from '#libs/protocol';
+import { QueueModule } from '#libs/queue';
 import { StandaloneWebhooksModule } from '#libs/webhooks';
 import { AutomationFirer } from './firing/automation-firer.js';
 import { InvocationStore } from './firing/invocation-store.js';
 import { TargetInput } from './firing/target-input.js';
 import { AutomationsRepository } from './tables/automations.repository.js';
 import { InvocationsRepository } from './tables/invocations.repository.js';
+import { AutomationScheduler } from './timers/automation-scheduler.js';
+import { AutomationSweep } from './timers/automation-sweep.js';
 import { AutomationTimers } from './timers/automation-timers.js';
+import { DueStore } from './timers/due-store.js';
 import { AUTOMATION_USE_CASES } from './use-cases/index.js';
 
 /**
@@ -15,7 +19,7 @@ import { AUTOMATION_USE_CASES } from './use-cases/index.js';
  * worker's timers), the timers and the sweep (the worker). Filled in by the parts of this feature.
  */
 @Module({
-  imports: [ProtocolModule, EngineModule, StandaloneWebhooksModule],
+  imports: [EngineModule, ProtocolModule, QueueModule, StandaloneWebhooksModule],
   providers: [
     AutomationsRepository,
     InvocationsRepository,
@@ -24,6 +28,9 @@ import { AUTOMATION_USE_CASES } from './use-cases/index.js';
     InvocationStore,
     TargetInput,
     AutomationFirer,
+    DueStore,
+    AutomationScheduler,
+    AutomationSweep,
   ],
   exports: [
     AutomationsRepository,
@@ -31,6 +38,8 @@ import { AUTOMATION_USE_CASES } from './use-cases/index.js';
     ...AUTOMATION_USE_CASES,
     AutomationTimers,
     AutomationFirer,
+    AutomationScheduler,
+    AutomationSweep,
   ],
 })
 export class AutomationsModule {}

@@ -149,6 +149,13 @@ export class Metrics {
     [],
     [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
   );
+  private readonly automationsActive = this.gauge(WORKER, 'yuxi_automations_active', 'Automations active (with a next scheduled time), as the last automations sweep of this worker counted them', []);
+  private readonly automationsDue = this.gauge(
+    WORKER,
+    'yuxi_automations_due',
+    'Active automations whose scheduled time has passed and is not fired yet (the automations sweep\'s backlog), as its last run of this worker counted them',
+    [],
+  );
   private readonly sandboxLimits = this.counter(WORKER, 'yuxi_sandbox_limit_hits_total', 'Sandboxed commands ended on a limit, by limit (timeout, cpu, memory, processes, file_size, output, disk)', ['limit']);
 
   /**
@@ -292,6 +299,11 @@ export class Metrics {
     this.sandboxCommands.inc({ result });
     this.sandboxDuration.observe(Math.max(0, seconds));
     if (limit !== null) this.sandboxLimits.inc({ limit });
+  }
+
+  automationsCounted(active: number, due: number): void {
+    this.automationsActive.set(active);
+    this.automationsDue.set(due);
   }
 
   // --- gauges read on scrape ---

@@ -4,6 +4,7 @@ export const QUEUES = {
   maintenance: 'maintenance',
   files: 'files',
   webhooks: 'webhooks',
+  automations: 'automations',
 } as const;
 
 export const JOBS = {
@@ -13,6 +14,8 @@ export const JOBS = {
   prepareAttachments: 'attachments.prepare',
   deliverWebhooks: 'webhooks.deliver',
   webhooksSweep: 'webhooks.sweep',
+  fireAutomation: 'automation.fire',
+  automationsSweep: 'automations.sweep',
 } as const;
 
 export type JobName = (typeof JOBS)[keyof typeof JOBS];
@@ -30,12 +33,17 @@ export interface JobPayloads {
   'webhooks.deliver': { endpointId: string; chain: string };
   /** Due deliveries no job announces (Redis lost them, a worker died mid-attempt), the backlog gauge, and the retention. */
   'webhooks.sweep': Record<string, never>;
+  /** An automation's timer: its scheduled time `at` (Unix ms) has come. Only a hint: Postgres decides whether it fires. */
+  'automation.fire': { automationId: string; at: number };
+  /** Automations whose time passed with no timer (Redis lost it, no worker was up), and the gauges. */
+  'automations.sweep': Record<string, never>;
 }
 
 /** Which jobs travel on which queue; a worker refuses to start when one of them has no handler. */
 export const QUEUE_JOBS = {
   [QUEUES.sessions]: [JOBS.dispatchSession],
-  [QUEUES.maintenance]: [JOBS.recoverySweep, JOBS.filesSweep, JOBS.webhooksSweep],
+  [QUEUES.maintenance]: [JOBS.recoverySweep, JOBS.filesSweep, JOBS.webhooksSweep, JOBS.automationsSweep],
   [QUEUES.files]: [JOBS.prepareAttachments],
   [QUEUES.webhooks]: [JOBS.deliverWebhooks],
+  [QUEUES.automations]: [JOBS.fireAutomation],
 } as const satisfies Record<string, readonly JobName[]>;

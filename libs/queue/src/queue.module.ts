@@ -28,7 +28,7 @@ BullModule.workerClass = QuietWorker;
     }),
     // Producers fail fast while Redis is down instead of queueing commands in memory: a nudge is
     // only a hint (the outbox relay and the sweep re-nudge), and a request must not hang on it.
-    ...[QUEUES.sessions, QUEUES.maintenance, QUEUES.files, QUEUES.webhooks].map((name) =>
+    ...[QUEUES.sessions, QUEUES.maintenance, QUEUES.files, QUEUES.webhooks, QUEUES.automations].map((name) =>
       BullModule.registerQueueAsync({
         name,
         inject: [AppConfig],

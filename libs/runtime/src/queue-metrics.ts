@@ -10,8 +10,14 @@ export const QUEUE_STATES = ['waiting', 'active', 'delayed'] as const;
 /** Reads the depth of the worker's queues from Redis when metrics are scraped. */
 @Injectable()
 export class QueueMetrics {
-  constructor(@InjectQueue(QUEUES.sessions) sessions: Queue, @InjectQueue(QUEUES.maintenance) maintenance: Queue, @InjectQueue(QUEUES.files) files: Queue, @InjectQueue(QUEUES.webhooks) webhooks: Queue) {
-    metrics.setQueueDepthSource(async () => (await Promise.all([sessions, maintenance, files, webhooks].map((queue) => countsOf(queue)))).flat());
+  constructor(
+    @InjectQueue(QUEUES.sessions) sessions: Queue,
+    @InjectQueue(QUEUES.maintenance) maintenance: Queue,
+    @InjectQueue(QUEUES.files) files: Queue,
+    @InjectQueue(QUEUES.webhooks) webhooks: Queue,
+    @InjectQueue(QUEUES.automations) automations: Queue,
+  ) {
+    metrics.setQueueDepthSource(async () => (await Promise.all([sessions, maintenance, files, webhooks, automations].map((queue) => countsOf(queue)))).flat());
   }
 }
 

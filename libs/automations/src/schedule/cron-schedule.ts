@@ -39,6 +39,8 @@ const FIELD_NAMES_6 = ['second', 'minute', 'hour', 'day of month', 'month', 'day
 const FIELD_NAMES_5 = FIELD_NAMES_6.slice(1);
 /** Where the shortest-interval and never-fires checks start: a fixed instant keeps parsing pure. */
 const CHECK_FROM = new Date(Date.UTC(2026, 0, 1));
+/** How far the shortest-interval check walks past the first fire. */
+const CHECK_SPAN_MS = 400 * 86_400_000;
 /** How far back a fall-back is looked for (no zone turns its clocks back by more). */
 const REPEAT_WINDOW_MS = 3 * 3_600_000;
 
@@ -55,7 +57,7 @@ export function parseSchedule(expression: string, timezone: string, minIntervalS
   if (exprProblem) problems.push({ field: 'expression', message: exprProblem });
   if (problems.length > 0) return { problems };
   const schedule = { expression: expression.trim(), timezone };
-  const upcoming = nextTimes(schedule, CHECK_FROM, INTERVAL_CHECK_FIRES);
+  const upcoming = checkedFires(schedule);
   if (upcoming.length === 0) return { problems: [{ field: 'expression', message: 'the expression never fires (no such date)' }] };
   let shortestMs = Infinity;
   for (let i = 1; i < upcoming.length; i += 1) shortestMs = Math.min(shortestMs, upcoming[i]!.getTime() - upcoming[i - 1]!.getTime());
@@ -65,6 +67,21 @@ export function parseSchedule(expression: string, timezone: string, minIntervalS
   return { schedule };
 }
 
+/**
+ * The fires the shortest-interval check looks at: the first INTERVAL_CHECK_FIRES, or fewer when they
+ * span more than a year (a year holds every pattern of a cron line but the leap day's, and the
+ * times of one day come one after another: a short gap shows in the first year it fires). The
+ * year's bound keeps a rare expression (`0 0 29 2 *`) from walking two centuries.
+ */
+function checkedFires(schedule: CronSchedule): Date[] {
+  const out: Date[] = [];
+  walk(schedule, CHECK_FROM, (at) => {
+    out.push(at);
+    return out.length < INTERVAL_CHECK_FIRES && at.getTime() - out[0]!.getTime() < CHECK_SPAN_MS;
+  });
+  return out;
+}
+
 /** The first `count` fire times strictly after `after`, ascending. */
 export function nextTimes(schedule: CronSchedule, after: Date, count: number): Date[] {
   const out: Date[] = [];
@@ -72,6 +89,18 @@ export function nextTimes(schedule: CronSchedule, after: Date, count: number): D
   walk(schedule, after, (at) => {
     out.push(at);
     return out.length < count;
+  });
+  return out;
+}
+
+/** The fire times in (after, upTo], ascending, at most `max` (the walk stops at upTo: linear in what it returns). */
+export function timesBetween(schedule: CronSchedule, after: Date, upTo: Date, max: number): Date[] {
+  const out: Date[] = [];
+  if (max <= 0 || after.getTime() >= upTo.getTime()) return out;
+  walk(schedule, after, (at) => {
+    if (at.getTime() > upTo.getTime()) return false;
+    out.push(at);
+    return out.length < max;
   });
   return out;
 }
@@ -114,8 +143,9 @@ export function latestTimes(schedule: CronSchedule, upTo: Date, count: number, n
 
 /** The last `count` fire times in (from, upTo], by the forward walk (bounded: see maxSteps). */
 function ringUpTo(schedule: CronSchedule, from: Date, upTo: Date, count: number): Date[] {
-  // Where a backward step skipped a shifted spring-forward time the ring sees a few more fires.
-  const maxSteps = 2 * count + 1_000;
+  // Where the backward steps skipped a spring-forward hour whose times the forward walk shifts past
+  // the jump, the forward walk sees those too: at most an hour of fires (one a second at most).
+  const maxSteps = 2 * count + 3_600 + 100;
   const seen: Date[] = [];
   walk(schedule, from, (at) => {
     if (at.getTime() > upTo.getTime()) return false;
@@ -164,7 +194,7 @@ function walk(schedule: CronSchedule, after: Date, visit: (at: Date) => boolean)
  * not walk an hour of fires for each next time).
  */
 function walkStart(schedule: CronSchedule, after: Date): Date {
-  const fields = schedule.expression.split(/\s+/);
+  const fields = schedule.expression.trim().split(/\s+/);
   const hour = fields[fields.length === 6 ? 2 : 1];
   if (hour === '*' || hour === '?') return after;
   const now = offsetMinutes(schedule.timezone, after);

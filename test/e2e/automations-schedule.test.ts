@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { API, newKey } from '../support/http.js';
+import { call, type Caller, newProductUser } from '../support/identity.js';
+
+// Automations on the real stack, by the clock: the worker's timers fire each scheduled time (the
+// suite's sweep runs every second behind them), each fire a new session whose turn completes. Every
+// wait is a bounded poll of a condition; no test sleeps for a guessed time.
+
+const AUTOMATIONS = `${API}/automations`;
+const TERMINAL_TURN = new Set(['completed', 'failed', 'cancelled']);
+
+/** Polls `probe` every `intervalMs` until it returns a value other than undefined; fails after `timeoutMs`. */
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000, intervalMs = 200): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 0; attempt <= timeoutMs / intervalMs + 10; attempt++) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() >= deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+function newSessionTarget(text: string): Record<string, unknown> {
+  return { type: 'new_session', agent_id: 'default-chatbot', input: [{ role: 'user', content: text }] };
+}
+
+describe('automations on the clock', () => {
+  /** Every automation a test made, deleted at the end so nothing keeps firing for the rest of the suite. */
+  const made: { caller: Caller; id: string }[] = [];
+  after(async () => {
+    for (const { caller, id } of made) await call(caller, `${AUTOMATIONS}/${id}`, { method: 'DELETE' });
+  });
+
+  async function create(caller: Caller, body: Record<string, unknown>): Promise<any> {
+    const res = await call(caller, AUTOMATIONS, { body, idempotencyKey: newKey('automation') });
+    assert.equal(res.status, 201, res.text);
+    made.push({ caller, id: res.body.id });
+    return res.body;
+  }
+
+  /** Every invocation of the automation, oldest first. */
+  async function invocations(caller: Caller, id: string): Promise<any[]> {
+    const all: any[] = [];
+    for (let after: string | null = null, page = 0; page < 20; page++) {
+      const res: { status: number; text: string; body: any } = await call(caller, `${AUTOMATIONS}/${id}/invocations?order=asc&limit=100${after ? `&after=${after}` : ''}`);
+      assert.equal(res.status, 200, res.text);
+      all.push(...res.body.data);
+      if (!res.body.has_more) return all;
+      after = res.body.last_id;
+    }
+    throw new Error('more than 20 pages of invocations');
+  }
+
+  async function turnEnds(caller: Caller, sessionId: string, turnId: string): Promise<any> {
+    return waitFor(`turn ${turnId} to end`, async () => {
+      const res = await call(caller, `${API}/sessions/${sessionId}/turns/${turnId}`);
+      return res.status === 200 && TERMINAL_TURN.has(res.body.status) ? res.body : undefined;
+    });
+  }
+
+  /** Scheduled times (Unix s) in order, each present once, every step between them the schedule's period: fired or skipped, none missing. */
+  function assertOnGrid(items: any[], periodS: number, what: string): void {
+    const times = items.map((v) => v.scheduled_at as number).sort((a, b) => a - b);
+    assert.equal(new Set(times).size, times.length, `${what}: no scheduled time twice: ${times.join(',')}`);
+    for (const t of times) assert.equal(t % periodS, 0, `${what}: ${t} is on the ${periodS}-second grid`);
+    for (let i = 1; i < times.length; i++) assert.equal(times[i]! - times[i - 1]!, periodS, `${what}: every time between ${times[0]} and ${times.at(-1)} recorded: ${times.join(',')}`);
+  }
+
+  it('a 6-field every-two-seconds automation fires new sessions whose turns complete, each invocation linked, each scheduled time once on the grid', { timeout: 90_000 }, async () => {
+    const { caller } = await newProductUser('automation clock');
+    const automation = await create(caller, { name: 'every two seconds', type: 'periodic', expression: '*/2 * * * * *', timezone: 'UTC', target: newSessionTarget('tick') });
+    assert.equal(automation.status, 'active');
+    assert.equal(automation.yuxi.next_run_at % 2, 0, 'the first time is on the grid');
+
+    const fired = await waitFor(
+      'three fired invocations',
+      async () => {
+        const all = await invocations(caller, automation.id);
+        const done = all.filter((v) => v.status === 'completed');
+        return done.length >= 3 ? all : undefined;
+      },
+      60_000,
+    );
+    const paused = await call(caller, `${AUTOMATIONS}/${automation.id}/pause`, { method: 'POST' });
+    assert.equal(paused.status, 200, paused.text);
+
+    const all = await invocations(caller, automation.id);
+    assertOnGrid(all, 2, 'every-two-seconds automation');
+    assert.ok(all.length >= fired.length);
+    const completed = all.filter((v) => v.status === 'completed');
+    const sessions = new Set<string>();
+    for (const v of completed) {
+      assert.equal(v.automation_id, automation.id);
+      assert.equal(v.source.type, 'automation', 'a scheduled fire says its source');
+      assert.ok(['scheduled', 'catch_up'].includes(v.yuxi.reason), `reason ${v.yuxi.reason}`);
+      assert.ok(v.session_id && v.yuxi.input_id && v.yuxi.turn_id, `linked to its session, input and turn: ${JSON.stringify(v)}`);
+      assert.ok(v.yuxi.fired_at >= v.scheduled_at, 'fired at or after its time');
+      sessions.add(v.session_id);
+      const turn = await turnEnds(caller, v.session_id, v.yuxi.turn_id);
+      assert.equal(turn.status, 'completed', `the fired turn completed: ${JSON.stringify(turn.error ?? null)}`);
+      const session = await call(caller, `${API}/sessions/${v.session_id}`);
+      assert.equal(session.status, 200, 'the new session is the owner\'s');
+    }
+    assert.equal(sessions.size, completed.length, 'each fire started a session of its own');
+    // A time not fired is recorded with why (the previous turn still active, or missed), never lost.
+    for (const v of all.filter((v) => v.status === 'skipped')) assert.ok(['pending_delivery', 'missed'].includes(v.skip_reason), JSON.stringify(v));
+  });
+
+  it('a once automation fires once at its time and ends completed', { timeout: 60_000 }, async () => {
+    const { caller } = await newProductUser('automation once');
+    const runAt = Math.floor(Date.now() / 1000) + 2;
+    const automation = await create(caller, { name: 'once', type: 'once', run_at: runAt, target: newSessionTarget('just once') });
+    assert.equal(automation.yuxi.next_run_at, runAt);
+
+    const done = await waitFor('the once automation to complete', async () => {
+      const res = await call(caller, `${AUTOMATIONS}/${automation.id}`);
+      assert.equal(res.status, 200, res.text);
+      return res.body.status === 'completed' ? res.body : undefined;
+    });
+    assert.equal(done.yuxi.next_run_at, null, 'a completed automation has no next time');
+    const all = await invocations(caller, automation.id);
+    assert.equal(all.length, 1, `one invocation: ${JSON.stringify(all)}`);
+    assert.equal(all[0].scheduled_at, runAt);
+    assert.equal(all[0].status, 'completed');
+    const turn = await turnEnds(caller, all[0].session_id, all[0].yuxi.turn_id);
+    assert.equal(turn.status, 'completed');
+  });
+
+  it('pause stops the fires (no scheduled time after the pause) and resume restarts them', { timeout: 90_000 }, async () => {
+    const { caller } = await newProductUser('automation pause');
+    const automation = await create(caller, { name: 'paused one', type: 'periodic', expression: '* * * * * *', timezone: 'UTC', target: newSessionTarget('paused?') });
+    await waitFor('a first fire', async () => ((await invocations(caller, automation.id)).some((v) => v.status === 'completed') ? true : undefined));
+
+    const paused = await call(caller, `${AUTOMATIONS}/${automation.id}/pause`, { method: 'POST' });
+    assert.equal(paused.status, 200, paused.text);
+    const pausedAtMs = Date.now();
+    assert.equal(paused.body.status, 'paused');
+    assert.equal(paused.body.yuxi.next_run_at, null);
+    const before = await invocations(caller, automation.id);
+
+    // Time passes on the clock the fires run by: a second automation, every second, fires at least
+    // three times after the pause; the paused one must have fired none of them.
+    const control = await create(caller, { name: 'control', type: 'periodic', expression: '* * * * * *', timezone: 'UTC', target: newSessionTarget('control') });
+    await waitFor('three control fires after the pause', async () => {
+      const fires = (await invocations(caller, control.id)).filter((v) => v.scheduled_at * 1000 > pausedAtMs);
+      return fires.length >= 3 ? true : undefined;
+    });
+    await call(caller, `${AUTOMATIONS}/${control.id}/pause`, { method: 'POST' });
+    const whilePaused = await invocations(caller, automation.id);
+    assert.deepEqual(
+      whilePaused.map((v) => v.id),
+      before.map((v) => v.id),
+      'nothing recorded while paused',
+    );
+    for (const v of whilePaused) assert.ok(v.scheduled_at * 1000 <= pausedAtMs, `no scheduled time after the pause: ${v.scheduled_at}`);
+
+    const resumed = await call(caller, `${AUTOMATIONS}/${automation.id}/resume`, { method: 'POST' });
+    assert.equal(resumed.status, 200, resumed.text);
+    const resumedAtMs = Date.now();
+    assert.equal(resumed.body.status, 'active');
+    assert.ok(resumed.body.yuxi.next_run_at * 1000 > pausedAtMs, 'the next time is after the pause');
+    const after = await waitFor('a fire after the resume', async () => {
+      const fires = (await invocations(caller, automation.id)).filter((v) => v.scheduled_at * 1000 >= resumedAtMs - 1000 && v.status === 'completed');
+      return fires.length >= 1 ? fires : undefined;
+    });
+    assert.ok(after[0].scheduled_at >= resumed.body.yuxi.next_run_at, 'it fires from its new next time on');
+    // The paused times were not caught up on resume: nothing between the pause and the resume.
+    const all = await invocations(caller, automation.id);
+    for (const v of all) assert.ok(v.scheduled_at * 1000 <= pausedAtMs || v.scheduled_at >= resumed.body.yuxi.next_run_at, `no time of the pause recorded: ${v.scheduled_at}`);
+  });
+});
