@@ -113,6 +113,15 @@ describe('webhooks: the x-webhooks of the OpenAPI document', () => {
     await createSessionAs(caller, '[[tool:create_subagent {"task":"hi","name":"m"}]] [[tool:wait_subagents {}]]', newKey('create'), 'coordinator');
     // The test send.
     assert.equal((await call(caller, `${HOOKS}/${endpointId}/test`, { method: 'POST' })).status, 202);
+    // An automation whose target session is gone: its run fails and pauses it.
+    const target = await createSessionAs(caller);
+    const automation = await call(caller, `${API}/automations`, {
+      body: { name: 'gone target', type: 'periodic', expression: '0 0 1 1 *', timezone: 'UTC', target: { type: 'existing_session', session_id: target.id, instructions: 'hi' } },
+      idempotencyKey: newKey('automation'),
+    });
+    assert.equal(automation.status, 201, automation.text);
+    assert.equal((await call(caller, `${API}/sessions/${target.id}`, { method: 'DELETE' })).status, 200);
+    assert.equal((await call(caller, `${API}/automations/${automation.body.id}/invocations`, { method: 'POST', idempotencyKey: newKey('run-now') })).status, 201);
 
     const types = Object.keys(WEBHOOK_EVENT_TYPES);
     await receiver.waitFor('every event type', () => types.every((type) => received().some((h) => h.json?.type === type)), 45_000);
@@ -135,6 +144,11 @@ describe('webhooks: the x-webhooks of the OpenAPI document', () => {
     assert.deepEqual([reached.scope, reached.limit, reached.limit_value, reached.spent, reached.on_exceeded], [{ kind: 'session', id: budgeted.body.id }, 'model_calls', 1, 1, 'fail']);
     assert.deepEqual(first('webhook.test').data, { endpoint_id: endpointId });
     assert.equal(first('webhook.test').yuxi, undefined);
+    for (const type of ['agent.automation.invocation.failed', 'yuxi.automation.paused']) {
+      assert.equal(first(type).data.automation_id, automation.body.id, type);
+      assert.equal(first(type).data.pause_reason, 'target_session_deleted', type);
+      assert.equal(first(type).yuxi, undefined, `${type} belongs to no session`);
+    }
 
     // Per session, in the order of the session's events.
     const bySession = new Map<string, number[]>();

@@ -57,7 +57,7 @@ function world(record: AutomationRecord, now: Date, options: { guardHolds?: bool
     read: async () => ({ automation: record, now }),
     recordMissed: async (_id: string, expected: Date, missed: Date[], after: AfterMissed) => {
       w.missed.push({ expected, missed, after });
-      return options.guardHolds ?? true;
+      return (options.guardHolds ?? true) ? missed.length : null;
     },
   } as unknown as DueStore;
   const firer = {

@@ -16,7 +16,7 @@ import { AUTOMATION_USE_CASES } from './use-cases/index.js';
 
 /**
  * Automations: the resource and its invocations (the api), the firing path (api run-now and the
- * worker's timers), the timers and the sweep (the worker). Filled in by the parts of this feature.
+ * worker's timers), the timers and the sweep (the worker).
  */
 @Module({
   imports: [EngineModule, ProtocolModule, QueueModule, StandaloneWebhooksModule],
@@ -24,10 +24,10 @@ import { AUTOMATION_USE_CASES } from './use-cases/index.js';
     AutomationsRepository,
     InvocationsRepository,
     ...AUTOMATION_USE_CASES,
-    AutomationTimers,
     InvocationStore,
     TargetInput,
     AutomationFirer,
+    AutomationTimers,
     DueStore,
     AutomationScheduler,
     AutomationSweep,
@@ -36,8 +36,8 @@ import { AUTOMATION_USE_CASES } from './use-cases/index.js';
     AutomationsRepository,
     InvocationsRepository,
     ...AUTOMATION_USE_CASES,
-    AutomationTimers,
     AutomationFirer,
+    AutomationTimers,
     AutomationScheduler,
     AutomationSweep,
   ],

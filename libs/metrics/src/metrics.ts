@@ -177,6 +177,8 @@ export class Metrics {
     for (const reason of TAKEOVER_REASONS) this.takeovers.inc({ reason }, 0);
     for (const result of SANDBOX_RESULTS) this.sandboxCommands.inc({ result }, 0);
     for (const limit of SANDBOX_LIMITS) this.sandboxLimits.inc({ limit }, 0);
+    // The api fires run now, the worker the scheduled times.
+    this.automationInvocations.inc(role === 'api' ? { source: 'manual', status: 'completed', reason: 'manual' } : { source: 'automation', status: 'completed', reason: 'scheduled' }, 0);
   }
 
   /** The registered metrics in the Prometheus text format. */
@@ -290,8 +292,9 @@ export class Metrics {
   }
 
   /** After the invocation's transaction committed; `lagSeconds` for a scheduled time that fired. */
-  automationInvocation(source: string, status: string, reason: string, lagSeconds: number | null = null): void {
-    this.automationInvocations.inc({ source, status, reason });
+  /** `count`: invocations recorded at once (the missed times of one catch-up). */
+  automationInvocation(source: string, status: string, reason: string, lagSeconds: number | null = null, count = 1): void {
+    this.automationInvocations.inc({ source, status, reason }, count);
     if (lagSeconds !== null) this.automationFireLag.observe(Math.max(0, lagSeconds));
   }
 

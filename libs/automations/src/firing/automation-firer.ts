@@ -9,7 +9,7 @@ import { metrics } from '#libs/metrics';
 import { Acceptance } from '#libs/protocol';
 import { StandaloneWebhooks, type WebhookChain } from '#libs/webhooks';
 import type { AutomationRecord, InvocationReason, InvocationRecord, PauseReason } from '../automation.types.js';
-import { automationView, invocationView } from './automation-view.js';
+import { toAutomationDto as automationView, toInvocationDto as invocationView } from '../views/automation-view.js';
 import { decideOverlap, goneReason, previousIsActive, principalOf, scheduledKey, turnToCancel } from './fire-decisions.js';
 import { type NewInvocation, InvocationStore } from './invocation-store.js';
 import { type PreparedInput, TargetInput } from './target-input.js';
@@ -96,6 +96,8 @@ export class AutomationFirer {
     // cancel_previous: the previous turn asked to cancel first, in its own transaction (the fire's waits on no worker).
     const cancel = turnToCancel(seen.overlap, await this.store.previous(this.dataSource.manager, seen.id));
     if (cancel) await this.targets.cancelPrevious(principal, cancel.sessionId, cancel.turnId, `${receipt.scope}:${receipt.key}`);
+    // The fire's reason says so even when the cancelled turn has ended by the time the fire locks the automation.
+    const cancelled = cancel !== null;
     const prepared = await this.prepare(seen, principal);
     const invocationId = newId();
     let invocation: InvocationRecord | null = null;
@@ -112,7 +114,7 @@ export class AutomationFirer {
           const locked = await this.store.lock(manager, seen.id);
           if (fire.source === 'automation' && (!locked || !isDue(locked.automation, fire.scheduledAt))) throw new StaleFire();
           if (!locked || (fire.source === 'manual' && locked.automation.ownerId !== fire.ownerId)) throw DomainError.notFound(`Automation ${seen.id}`);
-          const done = await this.record(manager, locked.automation, locked.ownerSuspended, prepared, invocationId, fire);
+          const done = await this.record(manager, locked.automation, locked.ownerSuspended, prepared, invocationId, fire, cancelled);
           invocation = done.invocation;
           committed = done.committed;
           chains = done.chains;
@@ -154,6 +156,7 @@ export class AutomationFirer {
     prepared: Prepared,
     invocationId: string,
     fire: Fire,
+    cancelledPrevious: boolean,
   ): Promise<{ invocation: InvocationRecord; committed: Committed | null; chains: WebhookChain[] }> {
     const now = new Date();
     const base: NewInvocation = {
@@ -191,7 +194,7 @@ export class AutomationFirer {
           await manager.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
           committed = inner.committed;
           const accepted = inner.result.receipt;
-          const reason: InvocationReason = decision.reason ?? base.reason;
+          const reason: InvocationReason = decision.reason ?? (cancelledPrevious ? 'overlap_cancelled_previous' : base.reason);
           row = { ...base, reason, sessionId: inner.result.sessionId, inputId: accepted?.input_id ?? null, turnId: accepted?.turn_id ?? null, firedAt: new Date() };
         } catch (error) {
           if (!(error instanceof DomainError)) throw error;
@@ -202,18 +205,18 @@ export class AutomationFirer {
       }
     }
     const invocation = await this.store.insert(manager, row);
-    if (pause) await this.store.pause(manager, automation.id, pause);
-    else if (fire.source === 'automation') await this.store.advance(manager, automation.id, fire.next);
-    const chains = invocation.status === 'failed' ? await this.announceFailure(manager, automation, invocation, pause) : [];
+    const paused = pause !== null && (await this.store.pause(manager, automation.id, pause));
+    if (!pause && fire.source === 'automation') await this.store.advance(manager, automation.id, fire.next);
+    const chains = invocation.status === 'failed' ? await this.announceFailure(manager, automation, invocation, pause, paused) : [];
     return { invocation, committed, chains };
   }
 
   /** The failure's webhooks, in the fire's transaction: the invocation failed, and (a gone target) the automation paused. */
-  private async announceFailure(manager: EntityManager, automation: AutomationRecord, invocation: InvocationRecord, pause: PauseReason | null): Promise<WebhookChain[]> {
+  private async announceFailure(manager: EntityManager, automation: AutomationRecord, invocation: InvocationRecord, pause: PauseReason | null, paused: boolean): Promise<WebhookChain[]> {
     const data = { automation_id: automation.id, invocation_id: invocation.id, error_code: invocation.error?.code ?? 'unknown', ...(pause ? { pause_reason: pause } : {}) };
     const createdAt = Math.floor(invocation.createdAt.getTime() / 1000);
     const chains = await this.webhooks.write(manager, automation.ownerId, { id: eventId(), type: 'agent.automation.invocation.failed', created_at: createdAt, data });
-    if (pause) chains.push(...(await this.webhooks.write(manager, automation.ownerId, { id: eventId(), type: 'yuxi.automation.paused', created_at: createdAt, data })));
+    if (paused) chains.push(...(await this.webhooks.write(manager, automation.ownerId, { id: eventId(), type: 'yuxi.automation.paused', created_at: createdAt, data })));
     return chains;
   }
 }

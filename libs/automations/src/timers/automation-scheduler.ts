@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
+import { metrics } from '#libs/metrics';
 import type { AutomationRecord } from '../automation.types.js';
 import { AutomationFirer } from '../firing/automation-firer.js';
 import { type DuePlan, planDue } from '../schedule/due-plan.js';
@@ -64,9 +65,12 @@ export class AutomationScheduler {
     const first = plan.fire[0]?.at ?? null;
     let skipped = 0;
     if (plan.skip.length > 0 || plan.uncounted > 0 || first?.getTime() !== expected.getTime()) {
-      if (!(await this.store.recordMissed(automationId, expected, plan.skip, afterMissed(automation, first ?? plan.next), toAutomationDto(automation)))) return { ...NOTHING, stale: true };
-      skipped = plan.skip.length;
-      if (skipped > 0) this.log.debug(`automation ${automationId}: ${skipped} missed times recorded as skipped`);
+      const recorded = await this.store.recordMissed(automationId, expected, plan.skip, afterMissed(automation, first ?? plan.next), toAutomationDto(automation));
+      if (recorded === null) return { ...NOTHING, stale: true };
+      skipped = recorded;
+      if (skipped > 0) metrics.automationInvocation('automation', 'skipped', 'missed', null, skipped);
+      if (plan.uncounted > 0) this.log.warn(`automation ${automationId}: ${plan.uncounted} missed times beyond ${MAX_ENUMERATED} jumped over unrecorded`);
+      else if (skipped > 0) this.log.debug(`automation ${automationId}: ${skipped} missed times recorded as skipped`);
     }
     let fired = 0;
     for (const [i, { at, reason }] of plan.fire.entries()) {

@@ -31,32 +31,35 @@ export class DueStore {
   /**
    * Records `missed` as skipped invocations (skip_reason and reason `missed`) and moves next_run_at
    * on, in one transaction guarded on next_run_at still being `expected` under the automation's row
-   * lock: false when another worker (or a pause, an update) got there first, and nothing was written.
+   * lock: null when another worker (or a pause, an update) got there first, and nothing was written;
+   * else how many missed times it recorded.
    * A time already recorded is left as it is (the unique key on automation and time). `snapshot`:
    * the automation's public view, which each invocation shows as its source.
    */
-  async recordMissed(automationId: string, expected: Date, missed: Date[], after: AfterMissed, snapshot: unknown): Promise<boolean> {
+  async recordMissed(automationId: string, expected: Date, missed: Date[], after: AfterMissed, snapshot: unknown): Promise<number | null> {
     return this.dataSource.transaction(async (manager) => {
       const locked: Record<string, unknown>[] = await manager.query(
         prepared(`SELECT a.owner_id FROM automations a WHERE a.id = $1 AND a.status = 'active' AND a.next_run_at = $2 FOR UPDATE`),
         [automationId, expected],
       );
       const ownerId = locked[0]?.owner_id as string | undefined;
-      if (!ownerId) return false;
+      if (!ownerId) return null;
+      let recorded = 0;
       if (missed.length > 0) {
-        await manager.query(
+        const rows: unknown[] = await manager.query(
           prepared(`INSERT INTO automation_invocations (id, automation_id, owner_id, source, scheduled_at, status, skip_reason, reason, automation_snapshot, created_at)
            SELECT t.id, $1, $2, 'automation', t.at, 'skipped', 'missed', 'missed', $5::jsonb, now() FROM unnest($3::uuid[], $4::timestamptz[]) AS t(id, at)
-           ON CONFLICT (automation_id, scheduled_at) DO NOTHING`),
+           ON CONFLICT (automation_id, scheduled_at) DO NOTHING RETURNING id`),
           [automationId, ownerId, missed.map(() => newId()), missed, JSON.stringify(snapshot)],
         );
+        recorded = rows.length;
       }
       if ('nextRunAt' in after) {
         await manager.query(prepared(`UPDATE automations SET next_run_at = $2, updated_at = now() WHERE id = $1`), [automationId, after.nextRunAt]);
       } else {
         await manager.query(prepared(`UPDATE automations SET status = $2, next_run_at = NULL, updated_at = now() WHERE id = $1`), [automationId, after.end]);
       }
-      return true;
+      return recorded;
     });
   }
 
