@@ -17,7 +17,7 @@ export function automationScenarios({ stack, client, pids, log }) {
    * (the API gives Unix seconds). Then the automations are paused and deleted (their invocations go
    * with them; the sessions they created stay).
    */
-  async function automations(count = 1000, periodS = 60, windowS = 60) {
+  async function automations(count = 1000, periodS = 30, windowS = 60) {
     log(`automations: creating ${count} (every ${periodS} s each)…`);
     const created = await inBatches(count, 25, async (i) => {
       const body = {

@@ -214,6 +214,12 @@ describe('cron schedules across daylight saving time', () => {
     assert.deepEqual(iso(latestTimes(daily, new Date('2026-10-26T12:00:00Z'), 3, new Date(0))), ['2026-10-24T00:30:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']);
     // Inclusive of upTo, strictly after notBefore.
     assert.deepEqual(iso(latestTimes(daily, new Date('2026-10-26T01:30:00Z'), 5, new Date('2026-10-24T00:30:00Z'))), ['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']);
+    // Every second of 02:xx: on spring-forward day those fire at 03:00-03:59 CEST, which the
+    // library's backward walk skips; the listed times are still the latest ones.
+    const seconds = latestTimes(schedule('* * 2 * * *', 'Europe/Berlin'), new Date('2026-03-29T12:00:00Z'), 1001, new Date(0));
+    assert.equal(seconds.length, 1001);
+    assert.equal(seconds[1000]!.toISOString(), '2026-03-29T01:59:59.000Z');
+    assertEvenGaps(seconds, 1000);
     const hourly = schedule('0 * * * *', 'Europe/Berlin');
     const recent = latestTimes(hourly, new Date('2026-10-25T03:30:00Z'), 6, new Date(0));
     assert.equal(recent.length, 6);

@@ -143,8 +143,9 @@ export function latestTimes(schedule: CronSchedule, upTo: Date, count: number, n
 
 /** The last `count` fire times in (from, upTo], by the forward walk (bounded: see maxSteps). */
 function ringUpTo(schedule: CronSchedule, from: Date, upTo: Date, count: number): Date[] {
-  // Where a backward step skipped a shifted spring-forward time the ring sees a few more fires.
-  const maxSteps = 2 * count + 1_000;
+  // Where the backward steps skipped a spring-forward hour whose times the forward walk shifts past
+  // the jump, the forward walk sees those too: at most an hour of fires (one a second at most).
+  const maxSteps = 2 * count + 3_600 + 100;
   const seen: Date[] = [];
   walk(schedule, from, (at) => {
     if (at.getTime() > upTo.getTime()) return false;

@@ -5,19 +5,24 @@ import { type CronSchedule, latestTimes, nextTime, timesBetween } from './cron-s
  * What is due for an automation whose `next_run_at` has passed: which scheduled times fire, which
  * are recorded as skipped (missed), and the next time after them. Pure.
  *
- * A scheduled time is on time while `now - time <= graceMs`; older ones are missed, and the
- * catch_up policy decides: `none` fires none of them, `latest` the most recent one, `all` each (at
- * most `maxCatchUp`, the oldest skipped). At most `maxEnumerated` missed times are listed one by
- * one; beyond that they are jumped over and counted in `uncounted`.
- *
- * STUB (contract): the schedule helper implements this.
+ * Due = every scheduled time in [nextRunAt, now]. Only the latest due time can be on time (`now -
+ * time <= graceMs`); the earlier ones are missed, and the catch_up policy decides:
+ * - `none`: fire the latest if it is on time; every other due time is skipped.
+ * - `latest`: fire the latest (reason `catch_up` when it is late or others were missed), skip the rest.
+ * - `all`: fire the most recent `maxCatchUp` (oldest first; `catch_up` but for an on-time latest),
+ *   skip the older ones.
+ * Linear and bounded: the walk goes forward from nextRunAt and stops at now (an on-time fire costs
+ * a step or two), listing at most `maxEnumerated + 1` due times (the latest and the missed before
+ * it). When more are due, the most recent ones are listed and the older ones jumped over: counted
+ * in `uncounted`, exactly when the walk saw them all, else estimated from the spacing of the times
+ * it saw (exact for an evenly spaced schedule).
  */
 export interface DuePlan {
   /** Times recorded as skipped with reason `missed`, oldest first. */
   skip: Date[];
   /** Times to fire, oldest first, each with its reason (`scheduled` on time, `catch_up` late). */
   fire: { at: Date; reason: 'scheduled' | 'catch_up' }[];
-  /** Missed times neither fired nor recorded (beyond `maxEnumerated`). */
+  /** Missed times neither fired nor recorded (beyond `maxEnumerated`; estimated when too many to walk). */
   uncounted: number;
   /** The next scheduled time after everything planned (null for a `once` schedule: it completes). */
   next: Date | null;
