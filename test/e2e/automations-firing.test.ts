@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
 import { API, http, newKey } from '../support/http.js';
-import { call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
+import { ADMIN, bootstrap, call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
+import { query } from '../support/db.js';
 import { scrape, total } from '../support/metrics.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -142,6 +143,22 @@ describe('automations: firing (run now)', () => {
   });
 });
 
+describe('automations: an input refused', () => {
+  it('an archived target session refuses the message: the invocation fails (rejected), the automation stays active', async () => {
+    const caller = (await newProductUser('refused input owner')).caller;
+    const session = await createSessionAs(caller);
+    const automation = await createAutomation(caller, { type: 'existing_session', session_id: session.id, instructions: 'hello?' });
+    assert.equal((await call(caller, `${API}/sessions/${session.id}/archive`, { method: 'POST' })).status, 200);
+    const fired = await runNow(caller, automation.id);
+    assert.equal(fired.status, 'failed');
+    assert.equal(fired.error.code, 'state_conflict');
+    assert.equal(fired.yuxi.reason, 'rejected');
+    assert.equal(fired.yuxi.input_id, null);
+    const after = await call(caller, `${AUTOMATIONS}/${automation.id}`);
+    assert.deepEqual([after.body.status, after.body.pause_reason, after.body.yuxi.next_run_at], ['active', null, automation.yuxi.next_run_at]);
+  });
+});
+
 describe('automations: a gone target', () => {
   let receiver: WebhookReceiver;
   before(async () => {
@@ -192,6 +209,38 @@ describe('automations: a gone target', () => {
     assert.deepEqual([paused.body.status, paused.body.pause_reason], ['paused', 'agent_deleted']);
     const sessions = await call(caller, `${API}/sessions?limit=10`);
     assert.deepEqual(sessions.body.data, [], 'nothing of the refused create was written');
+  });
+});
+
+describe('automations: an owner suspended', () => {
+  it('a scheduled time of a suspended owner fails and pauses the automation (owner_unavailable)', { timeout: 60_000 }, async () => {
+    const { userId, caller } = await newProductUser('suspended automation owner');
+    const session = await createSessionAs(caller);
+    const res = await call(caller, AUTOMATIONS, {
+      body: { name: 'every second', type: 'periodic', expression: '* * * * * *', timezone: 'UTC', target: { type: 'existing_session', session_id: session.id, instructions: 'tick' } },
+      idempotencyKey: newKey('automation'),
+    });
+    assert.equal(res.status, 201, res.text);
+    const suspended = await call(bootstrap, `${ADMIN}/users/${userId}/suspend`, { method: 'POST' });
+    assert.equal(suspended.status, 200, suspended.text);
+    let paused: { status: string; pause_reason: string } | undefined;
+    try {
+      // The owner's credentials are refused while suspended: the database says when the fire paused it.
+      paused = await until(async () => {
+        const [row] = await query<{ status: string; pause_reason: string }>(`SELECT status, pause_reason FROM automations WHERE id = $1`, [res.body.id]);
+        return row?.status === 'paused' ? row : undefined;
+      }, { attempts: 200, intervalMs: 100 });
+    } finally {
+      assert.equal((await call(bootstrap, `${ADMIN}/users/${userId}/reactivate`, { method: 'POST' })).status, 200);
+    }
+    assert.deepEqual(paused, { status: 'paused', pause_reason: 'owner_unavailable' });
+    const list = await call(caller, `${AUTOMATIONS}/${res.body.id}/invocations`);
+    const failed = list.body.data.filter((v: any) => v.status === 'failed');
+    assert.equal(failed.length, 1, `one failed time, then no more: ${list.text}`);
+    assert.equal(failed[0].error.code, 'user_suspended');
+    assert.equal(failed[0].yuxi.reason, 'target_unavailable');
+    assert.equal(failed[0].source.type, 'automation');
+    assert.ok(list.body.data.every((v: any) => v.status !== 'failed' || v.yuxi.input_id === null), 'the failed time accepted nothing');
   });
 });
 

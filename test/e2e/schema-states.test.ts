@@ -4,6 +4,7 @@ import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions, MIGRATIONS } from '#libs/database';
+import { AUTOMATION_MACHINE } from '#libs/automations';
 import { FILE_MACHINE } from '#libs/files';
 import { ATTACHMENT_MACHINE, COOPERATION_SIGNAL_MACHINE, INPUT_MACHINE, INPUT_MODE_MACHINE, ITEM_MACHINE, RUN_MACHINE, STEP_MACHINE, TURN_MACHINE, WAITPOINT_KINDS } from '#libs/engine';
 import { WEBHOOK_DELIVERY_MACHINE, WEBHOOK_DISABLED_REASON_MACHINE } from '#libs/webhooks';
@@ -13,7 +14,7 @@ import { env } from '../support/env.js';
 // column has a validated CHECK that allows exactly the machine's states, and the migration that
 // added the missing CHECKs converges when it runs again.
 
-const STORED = [TURN_MACHINE, RUN_MACHINE, STEP_MACHINE, ITEM_MACHINE, INPUT_MACHINE, INPUT_MODE_MACHINE, ATTACHMENT_MACHINE, FILE_MACHINE, WEBHOOK_DELIVERY_MACHINE, WEBHOOK_DISABLED_REASON_MACHINE, COOPERATION_SIGNAL_MACHINE];
+const STORED = [TURN_MACHINE, RUN_MACHINE, STEP_MACHINE, ITEM_MACHINE, INPUT_MACHINE, INPUT_MODE_MACHINE, ATTACHMENT_MACHINE, FILE_MACHINE, WEBHOOK_DELIVERY_MACHINE, WEBHOOK_DISABLED_REASON_MACHINE, COOPERATION_SIGNAL_MACHINE, AUTOMATION_MACHINE];
 
 async function withClient<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });

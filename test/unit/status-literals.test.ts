@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
+import { AUTOMATION_MACHINE } from '#libs/automations';
 import { FILE_MACHINE } from '#libs/files';
 import { ATTACHMENT_MACHINE, COOPERATION_SIGNAL_MACHINE, INPUT_MACHINE, INPUT_MODE_MACHINE, ITEM_MACHINE, RUN_MACHINE, STEP_MACHINE, TURN_MACHINE, WAITPOINT_KINDS } from '#libs/engine';
 import { WEBHOOK_DELIVERY_MACHINE, WEBHOOK_DISABLED_REASON_MACHINE } from '#libs/webhooks';
@@ -17,7 +18,7 @@ const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
 /** `table.column` → the states its machine declares. */
 const DECLARED = new Map<string, readonly string[]>(
-  [TURN_MACHINE, RUN_MACHINE, STEP_MACHINE, ITEM_MACHINE, INPUT_MACHINE, INPUT_MODE_MACHINE, ATTACHMENT_MACHINE, FILE_MACHINE, WEBHOOK_DELIVERY_MACHINE, WEBHOOK_DISABLED_REASON_MACHINE, COOPERATION_SIGNAL_MACHINE]
+  [TURN_MACHINE, RUN_MACHINE, STEP_MACHINE, ITEM_MACHINE, INPUT_MACHINE, INPUT_MODE_MACHINE, ATTACHMENT_MACHINE, FILE_MACHINE, WEBHOOK_DELIVERY_MACHINE, WEBHOOK_DISABLED_REASON_MACHINE, COOPERATION_SIGNAL_MACHINE, AUTOMATION_MACHINE]
     .map((machine): [string, readonly string[]] => [`${machine.table}.${machine.column}`, machine.states]),
 );
 DECLARED.set('turns.waitpoint.kind', WAITPOINT_KINDS);

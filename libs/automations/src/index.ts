@@ -1,6 +1,7 @@
 // Automations: agents started by a clock (periodic cron schedules with a time zone, or once at a
 // time), each scheduled time fired exactly once, and a record of what each invocation did.
 export * from './automation.types.js';
+export { AUTOMATION_MACHINE } from './automation-states.js';
 export { AUTOMATION_COLUMNS, automationFromRow, INVOCATION_COLUMNS, invocationFromRow } from './tables/automation-rows.js';
 export { type CronSchedule, latestTimes, MAX_EXPRESSION_LENGTH, nextTime, nextTimes, parseSchedule, type ScheduleProblem, timesBetween } from './schedule/cron-schedule.js';
 export { type DueInput, type DuePlan, planDue } from './schedule/due-plan.js';

@@ -94,7 +94,7 @@ export class AutomationFirer {
   private async fire(seen: AutomationRecord, receipt: FireReceipt, fire: Fire): Promise<{ kind: 'stale' } | { kind: 'replayed'; response: IdempotentResponse } | { kind: 'recorded'; response: IdempotentResponse; invocation: InvocationRecord }> {
     const principal = principalOf(seen.principal);
     // cancel_previous: the previous turn asked to cancel first, in its own transaction (the fire's waits on no worker).
-    const cancel = turnToCancel(seen.overlap, await this.store.previous(this.dataSource.manager, seen.id));
+    const cancel = seen.overlap === 'cancel_previous' ? turnToCancel(seen.overlap, await this.store.previous(this.dataSource.manager, seen.id)) : null;
     if (cancel) await this.targets.cancelPrevious(principal, cancel.sessionId, cancel.turnId, `${receipt.scope}:${receipt.key}`);
     // The fire's reason says so even when the cancelled turn has ended by the time the fire locks the automation.
     const cancelled = cancel !== null;
@@ -205,18 +205,18 @@ export class AutomationFirer {
       }
     }
     const invocation = await this.store.insert(manager, row);
-    if (pause) await this.store.pause(manager, automation.id, pause);
-    else if (fire.source === 'automation') await this.store.advance(manager, automation.id, fire.next);
-    const chains = invocation.status === 'failed' ? await this.announceFailure(manager, automation, invocation, pause) : [];
+    const paused = pause !== null && (await this.store.pause(manager, automation.id, pause));
+    if (!pause && fire.source === 'automation') await this.store.advance(manager, automation.id, fire.next);
+    const chains = invocation.status === 'failed' ? await this.announceFailure(manager, automation, invocation, pause, paused) : [];
     return { invocation, committed, chains };
   }
 
   /** The failure's webhooks, in the fire's transaction: the invocation failed, and (a gone target) the automation paused. */
-  private async announceFailure(manager: EntityManager, automation: AutomationRecord, invocation: InvocationRecord, pause: PauseReason | null): Promise<WebhookChain[]> {
+  private async announceFailure(manager: EntityManager, automation: AutomationRecord, invocation: InvocationRecord, pause: PauseReason | null, paused: boolean): Promise<WebhookChain[]> {
     const data = { automation_id: automation.id, invocation_id: invocation.id, error_code: invocation.error?.code ?? 'unknown', ...(pause ? { pause_reason: pause } : {}) };
     const createdAt = Math.floor(invocation.createdAt.getTime() / 1000);
     const chains = await this.webhooks.write(manager, automation.ownerId, { id: eventId(), type: 'agent.automation.invocation.failed', created_at: createdAt, data });
-    if (pause) chains.push(...(await this.webhooks.write(manager, automation.ownerId, { id: eventId(), type: 'yuxi.automation.paused', created_at: createdAt, data })));
+    if (paused) chains.push(...(await this.webhooks.write(manager, automation.ownerId, { id: eventId(), type: 'yuxi.automation.paused', created_at: createdAt, data })));
     return chains;
   }
 }

@@ -103,8 +103,9 @@ export class InvocationStore {
     );
   }
 
-  /** The service pauses the automation: its target is gone. */
-  async pause(manager: EntityManager, automationId: string, reason: PauseReason): Promise<void> {
-    await manager.query(prepared(`UPDATE automations SET status = 'paused', pause_reason = $2, next_run_at = NULL, updated_at = now() WHERE id = $1`), [automationId, reason]);
+  /** The service pauses the automation: its target is gone (a completed once automation, run now, stays completed). */
+  async pause(manager: EntityManager, automationId: string, reason: PauseReason): Promise<boolean> {
+    const [, count] = (await manager.query(prepared(`UPDATE automations SET status = 'paused', pause_reason = $2, next_run_at = NULL, updated_at = now() WHERE id = $1 AND status <> 'completed'`), [automationId, reason])) as [unknown, number];
+    return count === 1;
   }
 }
