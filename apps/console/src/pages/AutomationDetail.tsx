@@ -82,10 +82,26 @@ function Facts({ automation: a }: { automation: Automation }) {
   );
 }
 
-/** Why an invocation did what it did, in words. */
-function reasonText(invocation: Invocation): string {
-  const reason = statusText(invocation.yuxi.reason);
-  return invocation.skip_reason ? `${reason} (${statusText(invocation.skip_reason)})` : reason;
+const REASONS: Record<string, string> = {
+  scheduled: 'fired on time',
+  manual: 'run now',
+  catch_up: 'fired late, catching up',
+  overlap_queued: 'queued behind the previous run’s turn',
+  overlap_cancelled_previous: 'cancelled the previous run’s turn, then fired',
+  overlap_skipped: 'skipped: the previous run’s turn was still active',
+  missed: 'missed while nothing could fire it',
+  target_unavailable: 'its target is gone (the automation was paused)',
+  rejected: 'its input was refused',
+};
+
+/** Why an invocation did what it did, in words (the code beside it, as the API and webhooks spell it). */
+function Reason({ invocation }: { invocation: Invocation }) {
+  const code = invocation.yuxi.reason;
+  return (
+    <>
+      {REASONS[code] ?? statusText(code)} <code className="muted small">{code}</code>
+    </>
+  );
 }
 
 function Invocations({ automation }: { automation: Automation }) {
@@ -105,7 +121,7 @@ function Invocations({ automation }: { automation: Automation }) {
       {invocations.isError && <ErrorState what="the invocations" error={invocations.error} onRetry={() => void invocations.refetch()} />}
       {invocations.isSuccess && rows.length === 0 && <p className="empty">No invocations yet: the first shows here when a scheduled time comes, or after “Run now”.</p>}
       {rows.length > 0 && (
-        <TableWrap label="Invocations">
+        <TableWrap label="Invocation history">
           <table className="admin-table">
             <caption className="visually-hidden">Invocations, newest first</caption>
             <thead>
@@ -134,7 +150,7 @@ function Invocations({ automation }: { automation: Automation }) {
                     <span className={`badge badge-invocation-${invocation.status}`}>{invocation.status}</span>
                   </td>
                   <td className="wrap">
-                    {reasonText(invocation)}
+                    <Reason invocation={invocation} />
                     {invocation.error && (
                       <div className="error small">
                         <code>{invocation.error.code}</code>: {invocation.error.message}

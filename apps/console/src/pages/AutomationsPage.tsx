@@ -59,7 +59,7 @@ function AutomationList() {
       {list.isError && <ErrorState what="the automations" error={list.error} onRetry={() => void list.refetch()} />}
       {list.isSuccess && rows.length === 0 && <p className="empty">No automations yet. Create one with “New automation”.</p>}
       {rows.length > 0 && (
-        <TableWrap label="Automations">
+        <TableWrap label="Your automations">
           <table className="admin-table automations-table">
             <caption className="visually-hidden">Your automations, newest first</caption>
             <thead>
@@ -80,10 +80,10 @@ function AutomationList() {
                     <a {...link(`/automations/${encodeURIComponent(automation.id)}`)}>{automation.name}</a>
                     <div className="muted small">{automation.target.type === 'new_session' ? `new session of ${automation.target.agent_id}` : 'message to a session'}</div>
                   </th>
-                  <td>
+                  <td className="wrap">
                     <Schedule automation={automation} />
                   </td>
-                  <td>
+                  <td className="wrap">
                     <Status automation={automation} />
                   </td>
                   <td>

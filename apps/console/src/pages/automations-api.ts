@@ -131,7 +131,9 @@ export function browserTimeZone(): string {
 /** Unix seconds as a wall-clock time in `timeZone` (the schedule's zone), with the zone's short name. */
 export function inZone(unixSeconds: number, timeZone: string): string {
   try {
-    return new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium', timeZone, timeZoneName: 'short' }).format(new Date(unixSeconds * 1000));
+    return new Intl.DateTimeFormat(undefined, { weekday: 'short', year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit', timeZone, timeZoneName: 'short' }).format(
+      new Date(unixSeconds * 1000),
+    );
   } catch {
     return new Date(unixSeconds * 1000).toISOString();
   }
