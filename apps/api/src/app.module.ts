@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { AgentsFile } from '#libs/agents';
 import { AccessGuard, AuthModule } from '#libs/auth';
 import { AuditModule } from '#libs/audit';
+import { AutomationsModule } from '#libs/automations';
 import { ConfigModule, loggingModule } from '#libs/config';
 import { DatabaseModule } from '#libs/database';
 import { AllExceptionsFilter } from '#libs/errors';
@@ -29,6 +30,7 @@ import { AdminWaitpointsController } from './controllers/admin-waitpoints.contro
 import { MeController } from './controllers/me.controller.js';
 import { AgentFilesController } from './controllers/agent-files.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
+import { AutomationReadsController, AutomationsController } from './controllers/automations.controller.js';
 import { BudgetsController } from './controllers/budgets.controller.js';
 import { FilesController } from './controllers/files.controller.js';
 import { HealthController } from './controllers/health.controller.js';
@@ -46,8 +48,8 @@ import { HealthModule } from './health.module.js';
 import { HttpDrain } from './http-drain.js';
 
 @Module({
-  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule, SecretsModule, WebhooksModule],
-  // Sessions, files, projects, webhooks, budgets and usage before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
+  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule, SecretsModule, WebhooksModule, AutomationsModule],
+  // Sessions, files, projects, webhooks, budgets, automations and usage before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [
     HealthController,
     MetricsController,
@@ -61,6 +63,8 @@ import { HttpDrain } from './http-drain.js';
     WebhooksController,
     WebhookDeliveriesController,
     BudgetsController,
+    AutomationsController,
+    AutomationReadsController,
     UsageController,
     AgentsController,
     AdminAgentsController,

@@ -1,12 +1,31 @@
 import { Module } from '@nestjs/common';
+import { EngineModule } from '#libs/engine';
+import { ProtocolModule } from '#libs/protocol';
+import { AutomationFirer } from './firing/automation-firer.js';
+import { AutomationsRepository } from './tables/automations.repository.js';
+import { InvocationsRepository } from './tables/invocations.repository.js';
+import { AutomationTimers } from './timers/automation-timers.js';
+import { AUTOMATION_USE_CASES } from './use-cases/index.js';
 
 /**
  * Automations: the resource and its invocations (the api), the firing path (api run-now and the
  * worker's timers), the timers and the sweep (the worker). Filled in by the parts of this feature.
  */
 @Module({
-  imports: [],
-  providers: [],
-  exports: [],
+  imports: [EngineModule, ProtocolModule],
+  providers: [
+    AutomationsRepository,
+    InvocationsRepository,
+    ...AUTOMATION_USE_CASES,
+    AutomationFirer,
+    AutomationTimers,
+  ],
+  exports: [
+    AutomationsRepository,
+    InvocationsRepository,
+    ...AUTOMATION_USE_CASES,
+    AutomationFirer,
+    AutomationTimers,
+  ],
 })
 export class AutomationsModule {}

@@ -11,6 +11,11 @@ export const TAGS = {
     description:
       'Budgets: limits on what a session (or its tree), project, app, end user, agent or account spends per period, checked before every model and tool call; a turn that reaches one waits at a `budget` waitpoint or fails.',
   },
+  automations: {
+    name: 'automations',
+    description:
+      'Automations: agents started by a clock (a 5- or 6-field cron expression in an IANA time zone, or once at a time), each scheduled time fired at most once, into a new session or an existing one; pause, resume, run now, and the invocations that say what each time did.',
+  },
   events: {
     name: 'inputs-and-events',
     description: 'Submit inputs and control events (messages, steers, cancels, waitpoint answers, tool results), read the queue, inputs and receipts, and subscribe to the session event stream (SSE).',
