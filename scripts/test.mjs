@@ -141,6 +141,9 @@ const FAIR_SHARE_LIMITS = {
   AUTH_FAILURE_LIMIT_PER_MINUTE: '10',
   // Its clients' addresses come from X-Forwarded-For set by a proxy on loopback (the suite itself).
   TRUST_PROXY: 'loopback',
+  // Automations (test/e2e/automations-api.test.ts): three per owner, and no schedule firing more often than once a minute.
+  AUTOMATION_MAX_PER_OWNER: '3',
+  AUTOMATION_MIN_INTERVAL_S: '60',
 };
 const fileLimitsApiPort = await freePort();
 // It remembers idempotency keys for 7.2 s (IDEMPOTENCY_TTL_HOURS=0.002; test/e2e/idempotency-expiry.test.ts) and has no

@@ -5,7 +5,7 @@ import { query } from '../support/db.js';
 import { env } from '../support/env.js';
 import { API, newKey } from '../support/http.js';
 import { ADMIN, asEndUser, call, type Caller, createKey, createSessionAs, listSessionIds, newProductUser, openStreamAs, signToken } from '../support/identity.js';
-import { attempt, routesOf, seedTarget, snapshot, type Target } from '../support/bola-targets.js';
+import { attempt, automationRoutesOf, routesOf, seedTarget, snapshot, type Target } from '../support/bola-targets.js';
 
 describe('identity: object-level authorization (BOLA) matrix', () => {
   const APP_1 = `app-one-${randomUUID().slice(0, 8)}`;
@@ -307,6 +307,44 @@ describe('identity: object-level authorization (BOLA) matrix', () => {
     assert.deepEqual(failures, []);
     const after = await query(`SELECT id, queue_paused, pending_input_count, tree_stopped_at FROM sessions WHERE root_session_id = $1 ORDER BY id`, [root.id]);
     assert.deepEqual(after, before, 'no foreign control changed the tree');
+  });
+
+  it("answers 404 on every route of another principal's automation and its invocations, lists none of it, and changes nothing", async () => {
+    const automationOf = async (owner: Caller, t: Target): Promise<any> => {
+      const body = { name: 'owned', type: 'periodic', expression: '0 9 * * *', timezone: 'UTC', target: { type: 'existing_session', session_id: t.sessionId, instructions: 'check' } };
+      const res = await call(owner, `${API}/automations`, { body, idempotencyKey: newKey('automation') });
+      assert.equal(res.status, 201, res.text);
+      const run = await call(owner, `${API}/automations/${res.body.id}/invocations`, { method: 'POST', idempotencyKey: newKey('run') });
+      assert.equal(run.status, 201, run.text);
+      return { ...res.body, invocationId: run.body.id };
+    };
+    const owned = [
+      { owner: a, automation: await automationOf(a, targetA), sessionId: targetA.sessionId },
+      { owner: y, automation: await automationOf(y, targetY), sessionId: targetY.sessionId },
+    ];
+    const failures: string[] = [];
+    for (const { owner, automation, sessionId } of owned) {
+      const { invocationId, ...resource } = automation;
+      const routes = automationRoutesOf(automation.id, invocationId);
+      // The routes are real: the owner reads them.
+      for (const route of routes.filter((r) => r.method === 'GET')) {
+        const res = await attempt(owner, route);
+        if (res.status !== 200) failures.push(`the owner's ${route.name}: ${res.status}`);
+      }
+      for (const caller of [a, b, y, x, app1Default, app2y].filter((c) => c !== owner)) {
+        for (const route of routes) {
+          const res = await attempt(caller, route);
+          if (res.status !== 404 || res.code !== 'not_found') failures.push(`${caller.name} → ${route.name} of ${owner.name}'s automation: ${res.status} ${res.text.slice(0, 160)}`);
+        }
+        const listed = await call(caller, `${API}/automations?session_id=${sessionId}`);
+        if (listed.status !== 200 || listed.body.data.length !== 0) failures.push(`${caller.name} lists ${owner.name}'s automation: ${listed.status} ${listed.text.slice(0, 160)}`);
+      }
+      const after = await call(owner, `${API}/automations/${automation.id}`);
+      assert.deepEqual(after.body, resource, `nothing changed on ${owner.name}'s automation`);
+      const invocations = await call(owner, `${API}/automations/${automation.id}/invocations`);
+      assert.deepEqual(invocations.body.data.map((v: any) => v.id), [invocationId], 'no foreign run now fired it');
+    }
+    assert.deepEqual(failures, []);
   });
 
   it("never shows app end users their key owner's private agent; the owner sees it", async () => {

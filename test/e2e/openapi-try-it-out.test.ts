@@ -256,6 +256,20 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     assert.equal((await tryIt('setUsageClock', 200, { edit: () => ({ offset_s: 0 }) })).body.offset_s, 0);
   });
 
+  it('automations: one created from the default body, read, listed, updated, paused, resumed, run now, its invocations listed and read, a schedule previewed, deleted', async () => {
+    ids.automation_id = (await tryIt('createAutomation', 201)).body.id;
+    await tryIt('getAutomation', 200);
+    await tryIt('listAutomations', 200);
+    await tryIt('updateAutomation', 200);
+    await tryIt('pauseAutomation', 200);
+    await tryIt('resumeAutomation', 200);
+    ids.invocation_id = (await tryIt('createAutomationInvocation', 201)).body.id;
+    await tryIt('listAutomationInvocations', 200);
+    await tryIt('getAutomationInvocation', 200);
+    await tryIt('previewAutomationSchedule', 200);
+    await tryIt('deleteAutomation', 200);
+  });
+
   it('model prices: one put from the default body, listed, and deleted', async () => {
     await tryIt('putModelPrice', 201);
     await tryIt('listModelPrices', 200);

@@ -55,7 +55,7 @@ export async function seedTarget(name: string, owner: Caller): Promise<Target> {
 
 export interface Route {
   name: string;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   path: string;
   body?: unknown;
   idempotencyKey?: string;
@@ -127,4 +127,19 @@ export async function snapshot(t: Target) {
     status: session.body.status,
     ...counts,
   };
+}
+
+/** Every route of an automation (and one of its invocations), for the matrix of automations. */
+export function automationRoutesOf(automationId: string, invocationId: string): Route[] {
+  const a = `${API}/automations/${automationId}`;
+  return [
+    { name: 'GET automation', method: 'GET', path: a },
+    { name: 'GET invocations', method: 'GET', path: `${a}/invocations` },
+    { name: 'GET invocations/{invocation}', method: 'GET', path: `${a}/invocations/${invocationId}` },
+    { name: 'POST automation (update)', method: 'POST', path: a, body: { name: 'taken over', expression: '* * * * *' } },
+    { name: 'POST pause', method: 'POST', path: `${a}/pause` },
+    { name: 'POST resume', method: 'POST', path: `${a}/resume` },
+    { name: 'POST invocations (run now)', method: 'POST', path: `${a}/invocations`, idempotencyKey: newKey('bola-run') },
+    { name: 'DELETE automation', method: 'DELETE', path: a },
+  ];
 }

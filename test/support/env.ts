@@ -10,7 +10,7 @@ export const env = {
   apiKey: required('TEST_API_KEY'),
   /** A second api replica on the same database and Redis. */
   apiUrl2: required('TEST_API_URL_2'),
-  /** A third api replica with tight file limits: drafts expire after 2 s (FILE_DRAFT_TTL_S=2), 1 MiB per owner (FILE_QUOTA_BYTES); it refuses private webhook targets (WEBHOOK_ALLOW_PRIVATE_NETWORKS=false). It also holds tight fair-share limits (FAIR_SHARE_LIMITS in scripts/test.mjs): call it with fresh users only. Idempotency keys sent to it are remembered for 7.2 s only (IDEMPOTENCY_TTL_HOURS=0.002). It has no usage clock route (USAGE_CLOCK_ADJUSTABLE=false). */
+  /** A third api replica with tight file limits: drafts expire after 2 s (FILE_DRAFT_TTL_S=2), 1 MiB per owner (FILE_QUOTA_BYTES); it refuses private webhook targets (WEBHOOK_ALLOW_PRIVATE_NETWORKS=false). It also holds tight fair-share limits (FAIR_SHARE_LIMITS in scripts/test.mjs): call it with fresh users only. Idempotency keys sent to it are remembered for 7.2 s only (IDEMPOTENCY_TTL_HOURS=0.002). It has no usage clock route (USAGE_CLOCK_ADJUSTABLE=false). Each owner may have 3 automations firing at most once a minute (AUTOMATION_MAX_PER_OWNER, AUTOMATION_MIN_INTERVAL_S). */
   apiUrlFileLimits: required('TEST_API_URL_FILE_LIMITS'),
   /** A fourth api replica whose replay window is one stream node (EVENTS_REPLAY_MAXLEN=1) and 10 s (EVENTS_REPLAY_TTL_SECONDS=10): what it publishes trims a session's stream, and a stream it published last expires. */
   apiUrlShortWindow: required('TEST_API_URL_SHORT_WINDOW'),

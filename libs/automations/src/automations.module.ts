@@ -1,7 +1,10 @@
 import { Module } from '@nestjs/common';
 import { EngineModule } from '#libs/engine';
 import { ProtocolModule } from '#libs/protocol';
+import { StandaloneWebhooksModule } from '#libs/webhooks';
 import { AutomationFirer } from './firing/automation-firer.js';
+import { InvocationStore } from './firing/invocation-store.js';
+import { TargetInput } from './firing/target-input.js';
 import { AutomationsRepository } from './tables/automations.repository.js';
 import { InvocationsRepository } from './tables/invocations.repository.js';
 import { AutomationTimers } from './timers/automation-timers.js';
@@ -12,20 +15,22 @@ import { AUTOMATION_USE_CASES } from './use-cases/index.js';
  * worker's timers), the timers and the sweep (the worker). Filled in by the parts of this feature.
  */
 @Module({
-  imports: [EngineModule, ProtocolModule],
+  imports: [ProtocolModule, EngineModule, StandaloneWebhooksModule],
   providers: [
     AutomationsRepository,
     InvocationsRepository,
     ...AUTOMATION_USE_CASES,
-    AutomationFirer,
     AutomationTimers,
+    InvocationStore,
+    TargetInput,
+    AutomationFirer,
   ],
   exports: [
     AutomationsRepository,
     InvocationsRepository,
     ...AUTOMATION_USE_CASES,
-    AutomationFirer,
     AutomationTimers,
+    AutomationFirer,
   ],
 })
 export class AutomationsModule {}

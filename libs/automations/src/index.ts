@@ -2,7 +2,7 @@
 // time), each scheduled time fired exactly once, and a record of what each invocation did.
 export * from './automation.types.js';
 export { AUTOMATION_COLUMNS, automationFromRow, INVOCATION_COLUMNS, invocationFromRow } from './tables/automation-rows.js';
-export { type CronSchedule, nextTime, nextTimes, parseSchedule, type ScheduleProblem } from './schedule/cron-schedule.js';
+export { type CronSchedule, latestTimes, MAX_EXPRESSION_LENGTH, nextTime, nextTimes, parseSchedule, type ScheduleProblem } from './schedule/cron-schedule.js';
 export { type DueInput, type DuePlan, planDue } from './schedule/due-plan.js';
 export { AutomationsModule } from './automations.module.js';
 export { AutomationFirer, type FireOutcome, type ScheduledOccurrence } from './firing/automation-firer.js';

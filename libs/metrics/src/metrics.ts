@@ -82,6 +82,8 @@ export class Metrics {
   );
 
   // --- both ---
+  private readonly automationInvocations = this.counter(BOTH, 'yuxi_automation_invocations_total', 'Automation invocations recorded, by source (automation, manual), status and reason', ['source', 'status', 'reason']);
+  private readonly automationFireLag = this.histogram(BOTH, 'yuxi_automation_fire_lag_seconds', 'Lag from a scheduled time to the acceptance of its input', [], [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600]);
   private readonly turnsFinished = this.counter(BOTH, 'yuxi_turns_finished_total', 'Turns that ended, by outcome', ['outcome']);
   private readonly turnDuration = this.histogram(
     BOTH,
@@ -278,6 +280,12 @@ export class Metrics {
 
   webhookEndpointDisabled(reason: 'gone' | 'failing'): void {
     this.webhookDisabled.inc({ reason });
+  }
+
+  /** After the invocation's transaction committed; `lagSeconds` for a scheduled time that fired. */
+  automationInvocation(source: string, status: string, reason: string, lagSeconds: number | null = null): void {
+    this.automationInvocations.inc({ source, status, reason });
+    if (lagSeconds !== null) this.automationFireLag.observe(Math.max(0, lagSeconds));
   }
 
   sandboxCommand(result: SandboxCommandResultLabel, seconds: number, limit: string | null): void {

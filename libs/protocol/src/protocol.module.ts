@@ -13,6 +13,9 @@ import { OperatorSessionQueries } from './operator-session-queries.js';
 import { SessionQueriesService } from './session-queries.service.js';
 import { ARTIFACT_USE_CASES, ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, DeleteSession, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, UpdateSession, UploadDraft, USE_CASES } from './use-cases/index.js';
 import { IdempotentWrite } from './use-cases/idempotent-write.js';
+import { Acceptance } from './use-cases/acceptance.js';
+import { MessageAcceptance } from './use-cases/message-acceptance.js';
+import { CancelTurn } from './use-cases/queue-controls.use-case.js';
 import { BUDGET_USE_CASES } from './use-cases/budgets.use-case.js';
 import { SessionBudgetReads } from './session-budget-reads.js';
 import { ModelPrices } from './use-cases/model-prices.use-case.js';
@@ -22,6 +25,6 @@ import { UsageReports } from './use-cases/usage-reports.use-case.js';
 @Module({
   imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, UsageModule, UsageReportsModule],
   providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports],
-  exports: [IdempotentWrite, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports],
+  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports],
 })
 export class ProtocolModule {}

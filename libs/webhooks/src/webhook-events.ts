@@ -16,13 +16,20 @@ export const WEBHOOK_EVENT_TYPES = {
     'A budget in the session\'s scope has no room for the turn\'s next call (`data.budget_id`, `data.scope`, `data.limit`, `data.limit_value`, `data.spent`, `data.on_exceeded`): the turn waits at a `budget` waitpoint (`pause`) or fails with `budget_exceeded` (`fail`).',
   'agent.session.subagent.created': 'A coordinator created a member session (`data.subagent_id`).',
   'yuxi.session.turn.context_compression': 'The model context of a turn was compacted (`data.status` = completed) or could not be (failed, `data.error_code`).',
+  'agent.automation.invocation.failed':
+    'An automation\'s invocation failed (`data.automation_id`, `data.invocation_id`, `data.error_code`; `data.pause_reason` when its target is gone and the automation was paused).',
+  'yuxi.automation.paused':
+    'The service paused an automation: its target session or agent is gone, or its owner is unavailable (`data.automation_id`, `data.invocation_id`, `data.error_code`, `data.pause_reason`).',
   'webhook.test': 'A test send (`POST /api/v1/agents/webhooks/{id}/test`); `data.endpoint_id` names the endpoint.',
 } as const;
 
 export type WebhookEventType = keyof typeof WEBHOOK_EVENT_TYPES;
 
-/** The event types a session's outbox fans out (all but the test send, which no session makes). */
-export const SESSION_WEBHOOK_TYPES: ReadonlySet<string> = new Set(Object.keys(WEBHOOK_EVENT_TYPES).filter((type) => type !== 'webhook.test'));
+/** The event types no session's outbox makes: written as standalone deliveries (a test send, an automation's failure). */
+export const STANDALONE_WEBHOOK_TYPES: ReadonlySet<string> = new Set(['webhook.test', 'agent.automation.invocation.failed', 'yuxi.automation.paused']);
+
+/** The event types a session's outbox fans out. */
+export const SESSION_WEBHOOK_TYPES: ReadonlySet<string> = new Set(Object.keys(WEBHOOK_EVENT_TYPES).filter((type) => !STANDALONE_WEBHOOK_TYPES.has(type)));
 
 export function isWebhookEventType(type: string): type is WebhookEventType {
   return Object.hasOwn(WEBHOOK_EVENT_TYPES, type);
@@ -48,6 +55,10 @@ export interface WebhookPayload {
     limit_value?: number;
     spent?: number;
     on_exceeded?: string;
+    /** agent.automation.invocation.failed, yuxi.automation.paused: the automation, its invocation and why. */
+    automation_id?: string;
+    invocation_id?: string;
+    pause_reason?: string;
   };
   /** The event's `yuxi.seq` on the session stream: per session 1, 2, 3…, the order deliveries keep. */
   yuxi?: { seq: number | string };

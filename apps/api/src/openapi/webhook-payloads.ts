@@ -36,6 +36,17 @@ const terminal = (status: 'completed' | 'failed' | 'cancelled'): SchemaObject =>
 const EVENT_ID = 'evt_0193a5c27e597b3c8e1f2a4b6c8d0e10';
 const SUBAGENT_ID = '0193a5c2-8a01-7b22-9c3d-4e5f6a7b8c11';
 
+const AUTOMATION_ID = '0193a5c2-9b01-7c22-8d3e-4f5a6b7c8d21';
+const INVOCATION_ID = '0193a5c2-9b02-7c22-8d3e-4f5a6b7c8d22';
+const AUTOMATION_FIELD: SchemaObject = { type: 'string', description: 'The automation: read it with `GET /api/v1/agents/automations/{automation_id}`.' };
+const INVOCATION_FIELD: SchemaObject = { type: 'string', description: 'The invocation that failed: `GET /api/v1/agents/automations/{automation_id}/invocations/{invocation_id}` (its `error`).' };
+const AUTOMATION_ERROR_FIELD: SchemaObject = { type: 'string', description: 'The invocation\'s `error.code` (see PublicErrorDto).', example: 'not_found' };
+const PAUSE_REASON_FIELD: SchemaObject = {
+  type: 'string',
+  enum: ['target_session_failed', 'target_session_deleted', 'agent_deleted', 'owner_unavailable'],
+  description: 'Why the service paused the automation (its `pause_reason`); resume it once the cause is fixed.',
+};
+
 /** Every type of WEBHOOK_EVENT_TYPES has its spec (the compiler says when one is missing or stale). */
 const PAYLOAD_SPECS: { [K in WebhookEventType]: PayloadSpec & { example: { type: K } } } = {
   'agent.session.created': {
@@ -134,6 +145,31 @@ const PAYLOAD_SPECS: { [K in WebhookEventType]: PayloadSpec & { example: { type:
     },
     optional: ['error_code'],
     example: { id: EVENT_ID, type: 'yuxi.session.turn.context_compression', created_at: AT + 1, data: { session_id: SESSION_ID, turn_id: TURN_ID, status: 'completed' }, yuxi: { seq: 5 } },
+  },
+  'agent.automation.invocation.failed': {
+    name: 'WebhookAutomationInvocationFailedPayload',
+    summary: 'An automation\'s invocation failed',
+    session: false,
+    data: { automation_id: AUTOMATION_FIELD, invocation_id: INVOCATION_FIELD, error_code: AUTOMATION_ERROR_FIELD, pause_reason: PAUSE_REASON_FIELD },
+    optional: ['pause_reason'],
+    example: {
+      id: 'evt_0193a5b07a8b7c9d8e0f1a2b3c4d5e71',
+      type: 'agent.automation.invocation.failed',
+      created_at: AT,
+      data: { automation_id: AUTOMATION_ID, invocation_id: INVOCATION_ID, error_code: 'not_found', pause_reason: 'target_session_deleted' },
+    },
+  },
+  'yuxi.automation.paused': {
+    name: 'WebhookAutomationPausedPayload',
+    summary: 'The service paused an automation',
+    session: false,
+    data: { automation_id: AUTOMATION_FIELD, invocation_id: INVOCATION_FIELD, error_code: AUTOMATION_ERROR_FIELD, pause_reason: PAUSE_REASON_FIELD },
+    example: {
+      id: 'evt_0193a5b07a8b7c9d8e0f1a2b3c4d5e72',
+      type: 'yuxi.automation.paused',
+      created_at: AT,
+      data: { automation_id: AUTOMATION_ID, invocation_id: INVOCATION_ID, error_code: 'not_found', pause_reason: 'target_session_deleted' },
+    },
   },
   'webhook.test': {
     name: 'WebhookTestPayload',
@@ -278,7 +314,7 @@ export function webhookOperations(): Record<string, object> {
         post: {
           operationId: camel(spec.name),
           summary: spec.summary,
-          description: `${WEBHOOK_EVENT_TYPES[type]}\n\nSent by the API to each enabled endpoint of the session's owner whose \`event_types\` include \`${type}\` (or are null).${type === 'webhook.test' ? ' Test sends go to the one endpoint tested, enabled or not, attempted once and never retried.' : ''}\n\n${WEBHOOK_DELIVERY_RULES}`,
+          description: `${WEBHOOK_EVENT_TYPES[type]}\n\nSent by the API to each enabled endpoint of the owner (of the session, or of the automation) whose \`event_types\` include \`${type}\` (or are null).${type === 'webhook.test' ? ' Test sends go to the one endpoint tested, enabled or not, attempted once and never retried.' : ''}\n\n${WEBHOOK_DELIVERY_RULES}`,
           tags: [TAGS.webhooks.name],
           // No bearer credential: the receiver authenticates the API by the signature.
           security: [],

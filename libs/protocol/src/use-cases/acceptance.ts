@@ -76,25 +76,9 @@ export class Acceptance {
     try {
       result = await this.idempotentWrite.execute(
         Acceptance.scopeOf(principal, scope, key, intent),
-        async (manager) => {
-          const accepted = await work(manager);
-          const { sessionId, events, nudges, also } = accepted;
-          if (!sessionId) return accepted;
-          if (events.length === 0) {
-            committed = { batch: { sessionId, rows: [] }, nudges, also };
-            return accepted;
-          }
-          // The relay nudges the queue for a row that announced claimable work, should this request's nudge be lost.
-          const options = { nudge: nudges.some((n) => n.kind === 'queue') };
-          // The outbox rows are inserted by the receipt's statement (the session lock is held since the work took it).
-          const answering: AnsweringWrite = {
-            fragment: (first) => this.outbox.insertion(sessionId, events, options, first),
-            take: (rows) => {
-              committed = { batch: this.outbox.batchOf(sessionId, rows, options), nudges, also };
-            },
-          };
-          return { ...accepted, answering };
-        },
+        this.announced(work, (done) => {
+          committed = done;
+        }),
         staging &&
           (async () => {
             staged = true;
@@ -111,6 +95,51 @@ export class Acceptance {
     // Not waited for: the response never waits on Redis.
     if (!result.replayed && committed) void this.afterCommit.send(committed);
     return result;
+  }
+
+  /**
+   * The same acceptance inside a transaction the caller holds (one that composes it with writes of
+   * its own): its key must be new (a receipt already there fails that transaction). What it
+   * committed is the caller's to send once its transaction commits (`AfterCommit.send`).
+   */
+  async within(
+    manager: EntityManager,
+    principal: Principal,
+    scope: string,
+    key: string,
+    intent: unknown,
+    work: (manager: EntityManager) => Promise<Accepted>,
+  ): Promise<{ result: IdempotentResponse; committed: Committed | null }> {
+    let committed: Committed | null = null;
+    const result = await this.idempotentWrite.within(
+      manager,
+      Acceptance.scopeOf(principal, scope, key, intent),
+      this.announced(work, (done) => {
+        committed = done;
+      }),
+    );
+    return { result, committed };
+  }
+
+  /** The work with its outbox events written by the receipt's statement; `take` gets what to send after commit. */
+  private announced(work: (manager: EntityManager) => Promise<Accepted>, take: (committed: Committed) => void): (manager: EntityManager) => Promise<TransactionWork> {
+    return async (manager) => {
+      const accepted = await work(manager);
+      const { sessionId, events, nudges, also } = accepted;
+      if (!sessionId) return accepted;
+      if (events.length === 0) {
+        take({ batch: { sessionId, rows: [] }, nudges, also });
+        return accepted;
+      }
+      // The relay nudges the queue for a row that announced claimable work, should this request's nudge be lost.
+      const options = { nudge: nudges.some((n) => n.kind === 'queue') };
+      // The outbox rows are inserted by the receipt's statement (the session lock is held since the work took it).
+      const answering: AnsweringWrite = {
+        fragment: (first) => this.outbox.insertion(sessionId, events, options, first),
+        take: (rows) => take({ batch: this.outbox.batchOf(sessionId, rows, options), nudges, also }),
+      };
+      return { ...accepted, answering };
+    };
   }
 
   /** A control event of a session: under the session lock, announced with an accepted event (and any events of its own). */

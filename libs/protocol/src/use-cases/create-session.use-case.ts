@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { AgentsService, assertApprovalMode, assertModelOverride } from '#libs/agents';
 import { AppConfig } from '#libs/config';
 import { agentViewerOf, type Principal } from '#libs/auth';
@@ -12,7 +13,7 @@ import type { CreateSessionDto } from '../dto/create-session.dto.js';
 import { checkInputText, parseAgentInput } from '../input-parser.js';
 import { chosenMetadata } from '../session-metadata.js';
 import { titleFromInput } from '../session-title.js';
-import { Acceptance } from './acceptance.js';
+import { type Accepted, Acceptance, type Staging } from './acceptance.js';
 import { budgetViewerOf } from './budgets.use-case.js';
 import { FirstInput } from './first-input.js';
 import { SessionEnvironment } from './session-environment.js';
@@ -20,6 +21,9 @@ import { SessionEnvironment } from './session-environment.js';
 /** Creates a session from a saved agent, with or without a first input (which then queues as input 1). */
 @Injectable()
 export class CreateSession {
+  /** The idempotency scope of a create. */
+  static readonly SCOPE = 'sessions.create';
+
   constructor(
     private readonly acceptance: Acceptance,
     private readonly sessions: SessionsRepository,
@@ -33,6 +37,18 @@ export class CreateSession {
 
   async execute(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
     const key = IdempotencyService.requireKey(rawKey);
+    const create = await this.prepare(principal, dto);
+    const result = await this.acceptance.accept(principal, CreateSession.SCOPE, key, create.intent, create.work, create.staging);
+    if (create.hasInput && !result.replayed) metrics.inputAccepted('agent.session.input.message');
+    return result;
+  }
+
+  /**
+   * The create checked (agent, model, environment, input; inline images decoded, staged by the
+   * acceptance) and its transaction's work, for `execute` or a caller that accepts it inside a
+   * transaction of its own (an automation's invocation).
+   */
+  async prepare(principal: Principal, dto: CreateSessionDto): Promise<PreparedCreate> {
     const messages = dto.input === undefined ? null : parseAgentInput(dto.input).messages;
     if (messages) checkInputText(dto.input, messages, this.config.maxInputTextBytes, 'input');
     if (!messages && (dto.stream === true || dto.yuxi?.attachment_file_ids !== undefined)) {
@@ -58,7 +74,7 @@ export class CreateSession {
     delete body.metadata;
     const intentBody = metadata === undefined ? body : { ...body, yuxi: { ...body.yuxi, metadata } };
     const intent = { operation: 'sessions.create', body: { ...intentBody, input: images ? images.intentMessages() : null } };
-    const result = await this.acceptance.accept(principal, 'sessions.create', key, intent, async (manager) => {
+    const work = async (manager: EntityManager): Promise<Accepted> => {
       // A live project of the caller (else 404), share-locked until commit: a concurrent delete
       // lands before this session (which then fails) or after it (a session like the others).
       const project = dto.project_id === undefined ? null : await this.projects.getVisible(principal.userId, dto.project_id, manager);
@@ -92,10 +108,17 @@ export class CreateSession {
       const events: OutgoingEvent[] = [turnEvents.sessionCreated(body)];
       if (receipt) events.push(turnEvents.accepted(receipt));
       return { status: 201, body, sessionId: session.id, receipt, events, nudges: firstInputNudges(receipt, attachmentFileIds.length > 0) };
-    }, images?.staging);
-    if (messages && !result.replayed) metrics.inputAccepted('agent.session.input.message');
-    return result;
+    };
+    return { intent, work, staging: images?.staging, hasInput: messages !== null };
   }
+}
+
+/** A checked create: its idempotency intent, its transaction's work, the staging of its inline images. */
+export interface PreparedCreate {
+  intent: unknown;
+  work: (manager: EntityManager) => Promise<Accepted>;
+  staging: Staging | undefined;
+  hasInput: boolean;
 }
 
 /** A session created with a first input: the queue may claim it, once its attachments (if any) are prepared. */

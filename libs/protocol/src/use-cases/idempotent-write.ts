@@ -52,34 +52,7 @@ export class IdempotentWrite {
     if (earlier) return earlier;
     await prepare?.();
     try {
-      return await this.dataSource.transaction(async (manager) => {
-        const result = await work(manager);
-        // The work's riding writes are CTEs of the receipt's statement: Postgres runs each exactly
-        // once, whether or not the receipt is inserted, and a conflict rolls them back with the rest.
-        const riding = result.riding ?? [];
-        const ctes: string[] = [];
-        let next = 1;
-        for (const [i, write] of riding.entries()) {
-          ctes.push(`w${i} AS (${write.sql(next)})`);
-          next += write.values.length;
-        }
-        const answering = result.answering?.fragment(next);
-        if (answering) {
-          ctes.push(answering.ctes);
-          next += answering.values.length;
-        }
-        const insert = this.idempotency.receiptInsert(scope, result, next, { takeover: true });
-        const values = [...riding.flatMap((write) => write.values), ...(answering?.values ?? []), ...insert.values];
-        // With answering writes, one row per row of theirs (one of nulls for none) when the receipt was inserted, no row when not.
-        const sql = answering
-          ? `WITH ${ctes.join(', ')}, acc_receipt AS (${insert.sql})
-       SELECT e.seq, e.type, e.payload, e.epoch, e.fan_out FROM acc_receipt LEFT JOIN (${answering.select}) AS e ON true`
-          : `${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}${insert.sql}`;
-        const inserted = (await manager.query(preparedUpTo(answering?.rows ?? 1, sql), values)) as OutboxRow[];
-        if (inserted.length === 0) throw new DuplicateKey();
-        result.answering?.take(inserted.filter((row) => row.seq !== null));
-        return { status: result.status, body: insert.body, replayed: false, receipt: result.receipt, sessionId: result.sessionId };
-      });
+      return await this.dataSource.transaction((manager) => this.within(manager, scope, work));
     } catch (error) {
       // A retry that raced the first request (both found no receipt, the first committed while the
       // retry waited for the session lock) fails on the state the first one left (e.g. a waitpoint
@@ -89,5 +62,39 @@ export class IdempotentWrite {
       if (!first) throw error;
       return first;
     }
+  }
+
+  /**
+   * The work and its receipt in a transaction the caller holds (`execute`'s, or one that composes
+   * this write with its own, e.g. an automation's invocation): the receipt's key must be new (no
+   * lookup here); a receipt already there fails the whole transaction.
+   */
+  async within(manager: EntityManager, scope: IdempotencyScope, work: (manager: EntityManager) => Promise<TransactionWork>): Promise<IdempotentResponse> {
+    const result = await work(manager);
+    // The work's riding writes are CTEs of the receipt's statement: Postgres runs each exactly
+    // once, whether or not the receipt is inserted, and a conflict rolls them back with the rest.
+    const riding = result.riding ?? [];
+    const ctes: string[] = [];
+    let next = 1;
+    for (const [i, write] of riding.entries()) {
+      ctes.push(`w${i} AS (${write.sql(next)})`);
+      next += write.values.length;
+    }
+    const answering = result.answering?.fragment(next);
+    if (answering) {
+      ctes.push(answering.ctes);
+      next += answering.values.length;
+    }
+    const insert = this.idempotency.receiptInsert(scope, result, next, { takeover: true });
+    const values = [...riding.flatMap((write) => write.values), ...(answering?.values ?? []), ...insert.values];
+    // With answering writes, one row per row of theirs (one of nulls for none) when the receipt was inserted, no row when not.
+    const sql = answering
+      ? `WITH ${ctes.join(', ')}, acc_receipt AS (${insert.sql})
+       SELECT e.seq, e.type, e.payload, e.epoch, e.fan_out FROM acc_receipt LEFT JOIN (${answering.select}) AS e ON true`
+      : `${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}${insert.sql}`;
+    const inserted = (await manager.query(preparedUpTo(answering?.rows ?? 1, sql), values)) as OutboxRow[];
+    if (inserted.length === 0) throw new DuplicateKey();
+    result.answering?.take(inserted.filter((row) => row.seq !== null));
+    return { status: result.status, body: insert.body, replayed: false, receipt: result.receipt, sessionId: result.sessionId };
   }
 }

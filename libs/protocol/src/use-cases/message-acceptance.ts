@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { isUuid, prepared, preparedUpTo } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutboxRow } from '#libs/events';
 import { acceptanceSessionColumns, acceptedReceipt, acceptInputGuarded, AfterCommit, type IdempotencyScope, IdempotencyService, type IdempotentResponse, InputsRepository, mayHaveActiveTurn, type MessagePlan, type MessageSpec, type Nudge, planMessage, readForAcceptance, type ReadForAcceptance, receiptLookup, type ReceiptRow, SessionControls, turnEvents, visibleSessionRead } from '#libs/engine';
 import type { InlineImageBatch } from '../inline-images.js';
-import { Acceptance } from './acceptance.js';
+import { type Accepted, Acceptance } from './acceptance.js';
 
 /** What a message's acceptance answered, and whether it steers into the running turn (its worker is told). */
 export interface AcceptedMessage {
@@ -130,6 +130,29 @@ export class MessageAcceptance {
     return { status: 202, body: stored.body, replayed: false, receipt, sessionId: session.id };
   }
 
+  /**
+   * The locking path's work: the message accepted under the session lock, in the caller's
+   * transaction (`Acceptance.accept`'s, or one composing it with writes of its own, e.g. an
+   * automation's invocation; then under the session's event scope, `IdempotencyService.eventScope`).
+   * `images`: the message's inline images, bound to its input (none: null).
+   */
+  lockedWork(principal: Principal, sessionId: string, spec: MessageSpec, images: InlineImageBatch | null): { work: (manager: EntityManager) => Promise<Accepted>; steersRunningTurn: () => boolean } {
+    let steersRunningTurn = false;
+    const work = async (manager: EntityManager): Promise<Accepted> => {
+      // Inline images are bound to the input's row below: then it is inserted first.
+      const bound = images !== null && images.fileIds.length > 0;
+      const accepted = await this.controls.acceptMessage(manager, principal.userId, sessionId, { ...spec, insertWithReceipt: !bound });
+      if (images) await images.bind(manager, sessionId, accepted.input.id);
+      steersRunningTurn = accepted.steersRunningTurn;
+      const receipt = acceptedReceipt(sessionId, accepted.input.id);
+      const nudges: Nudge[] = accepted.input.attachmentStatus === 'preparing' ? [{ kind: 'prepare', inputId: accepted.input.id }, { kind: 'queue' }] : [{ kind: 'queue' }];
+      // A steer into the running turn: its worker hears it at the next boundary (the heartbeat, failing the signal).
+      if (accepted.steersRunningTurn) nudges.push({ kind: 'steer' });
+      return { status: 202, body: receipt, sessionId, receipt, events: [turnEvents.accepted(receipt)], nudges, riding: accepted.riding ? [accepted.riding] : [] };
+    };
+    return { work, steersRunningTurn: () => steersRunningTurn };
+  }
+
   /** The locking path: one transaction under the session lock, the key read again unless `looked`. */
   private async locked(
     principal: Principal,
@@ -140,26 +163,8 @@ export class MessageAcceptance {
     images: InlineImageBatch,
     looked: boolean,
   ): Promise<AcceptedMessage> {
-    let steersRunningTurn = false;
-    const result = await this.acceptance.accept(
-      principal,
-      scope.scope,
-      scope.key,
-      intent,
-      async (manager) => {
-        // Inline images are bound to the input's row below: then it is inserted first.
-        const accepted = await this.controls.acceptMessage(manager, principal.userId, sessionId, { ...spec, insertWithReceipt: images.fileIds.length === 0 });
-        await images.bind(manager, sessionId, accepted.input.id);
-        steersRunningTurn = accepted.steersRunningTurn;
-        const receipt = acceptedReceipt(sessionId, accepted.input.id);
-        const nudges: Nudge[] = accepted.input.attachmentStatus === 'preparing' ? [{ kind: 'prepare', inputId: accepted.input.id }, { kind: 'queue' }] : [{ kind: 'queue' }];
-        // A steer into the running turn: its worker hears it at the next boundary (the heartbeat, failing the signal).
-        if (accepted.steersRunningTurn) nudges.push({ kind: 'steer' });
-        return { status: 202, body: receipt, sessionId, receipt, events: [turnEvents.accepted(receipt)], nudges, riding: accepted.riding ? [accepted.riding] : [] };
-      },
-      images.staging,
-      looked,
-    );
-    return { result, steersRunningTurn: !result.replayed && steersRunningTurn };
+    const locked = this.lockedWork(principal, sessionId, spec, images);
+    const result = await this.acceptance.accept(principal, scope.scope, scope.key, intent, locked.work, images.staging, looked);
+    return { result, steersRunningTurn: !result.replayed && locked.steersRunningTurn() };
   }
 }
