@@ -126,7 +126,7 @@ function Invocations({ automation }: { automation: Automation }) {
             <caption className="visually-hidden">Invocations, newest first</caption>
             <thead>
               <tr>
-                <th scope="col">Scheduled for</th>
+                <th scope="col">Time</th>
                 <th scope="col">Source</th>
                 <th scope="col">Status</th>
                 <th scope="col">Why</th>
@@ -142,10 +142,12 @@ function Invocations({ automation }: { automation: Automation }) {
                         {automation.timezone ? inZone(invocation.scheduled_at, automation.timezone) : exact(invocation.scheduled_at)}
                       </time>
                     ) : (
-                      <span title={exact(invocation.created_at)}>run now, {when(invocation.created_at)}</span>
+                      <time dateTime={new Date(invocation.created_at * 1000).toISOString()} title={exact(invocation.created_at)}>
+                        {when(invocation.created_at)}
+                      </time>
                     )}
                   </th>
-                  <td>{invocation.source.type === 'manual' ? 'run now' : 'schedule'}</td>
+                  <td>{invocation.source.type === 'manual' ? 'run now' : 'the schedule'}</td>
                   <td>
                     <span className={`badge badge-invocation-${invocation.status}`}>{invocation.status}</span>
                   </td>
