@@ -71,6 +71,9 @@ export function AutomationForm({ onCreated, onCancel }: { onCreated: (automation
   const [formError, setFormError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
+  // Opened by "New automation": the keyboard starts at its first field.
+  useEffect(() => document.getElementById('automation-name')?.focus(), []);
+
   const agentList = agents.data?.data ?? [];
   const chosenAgent = agentId || agentList[0]?.id || '';
   const schedule = useDebounced({ expression: expression.trim(), timezone: timezone.trim() }, 400);
