@@ -153,7 +153,7 @@ describe('console: automations', () => {
     await phone.context().close();
   });
 
-  it('deletes an automation after a confirmation, in the dark theme', async () => {
+  it('deletes an automation after a confirmation (Cancel keeps it), in the dark theme', async () => {
     const suffix = randomUUID().slice(0, 8);
     const name = `Doomed ${suffix}`;
     const user = await newProductUser(`console automations delete ${suffix}`);
@@ -178,8 +178,12 @@ describe('console: automations', () => {
     // Cancel is the safe default: nothing is deleted.
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     assert.equal((await call(user.caller, `${API}/automations/${made.body.id}`)).status, 200);
-    await row.getByRole('button', { name: `Delete ${name}` }).click();
+    // Deleted from its own page: back at the list, which says so.
+    await row.getByRole('link', { name, exact: true }).click();
+    await page.getByRole('heading', { name, level: 1 }).waitFor();
+    await page.getByRole('button', { name: `Delete ${name}` }).click();
     await dialog.getByRole('button', { name: 'Delete automation' }).click();
+    await page.waitForURL('**/console/automations');
     await page.getByRole('status').filter({ hasText: `Deleted “${name}”` }).waitFor();
     await page.getByText('No automations yet').waitFor();
     assert.equal((await call(user.caller, `${API}/automations/${made.body.id}`)).status, 404);

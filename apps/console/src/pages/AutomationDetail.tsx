@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { ErrorState, MorePages, TableWrap } from '../admin-ui.js';
 import { exact, statusText, when } from '../format.js';
 import { navigate } from '../router.js';
-import { AutomationActions, link, NextRun, Schedule, SessionLink, Status } from './automation-actions.js';
+import { AutomationActions, leaveNotice, link, NextRun, Schedule, SessionLink, Status } from './automation-actions.js';
 import { type Automation, automations, type Invocation, inZone, targetText } from './automations-api.js';
 
 /** One automation: what it does, its actions, and its invocation history (newest first) with links to the sessions. */
@@ -22,7 +22,15 @@ export function AutomationDetail({ automationId }: { automationId: string }) {
       {a && (
         <>
           <Facts automation={a} />
-          <AutomationActions automation={a} onDone={setNotice} onDeleted={() => navigate('/automations')} />
+          <AutomationActions
+            automation={a}
+            onDone={setNotice}
+            onDeleted={(said) => {
+              // The list says it (its status line), where focus and the reader go next.
+              leaveNotice(said);
+              navigate('/automations');
+            }}
+          />
         </>
       )}
       <p role="status" className="ok">

@@ -1,8 +1,8 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { ErrorState, MorePages, TableWrap } from '../admin-ui.js';
 import { usePath } from '../router.js';
-import { AutomationActions, link, NextRun, Schedule, Status } from './automation-actions.js';
+import { AutomationActions, forgetNotice, leftNotice, link, NextRun, Schedule, Status } from './automation-actions.js';
 import { AutomationDetail } from './AutomationDetail.js';
 import { AutomationForm } from './AutomationForm.js';
 import { automations } from './automations-api.js';
@@ -19,7 +19,8 @@ export function AutomationsPage() {
 
 function AutomationList() {
   const [creating, setCreating] = useState(false);
-  const [notice, setNotice] = useState<{ said: string; ranId?: string }>({ said: '' });
+  const [notice, setNotice] = useState<{ said: string; ranId?: string }>(() => ({ said: leftNotice() }));
+  useEffect(forgetNotice, []);
   const list = useInfiniteQuery({
     queryKey: ['automations'],
     queryFn: ({ pageParam, signal }) => automations.list(pageParam, signal),

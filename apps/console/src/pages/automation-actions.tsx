@@ -70,11 +70,25 @@ export function SessionLink({ sessionId }: { sessionId: string }) {
 
 type Action = 'pause' | 'resume' | 'run';
 
+let notice = '';
+/** A notice for the next page to say (an automation deleted from its own page, said by the list). */
+export function leaveNotice(said: string): void {
+  notice = said;
+}
+/** The notice left for this page (read while rendering: pure). */
+export function leftNotice(): string {
+  return notice;
+}
+/** Said once: the next visit starts without it. */
+export function forgetNotice(): void {
+  notice = '';
+}
+
 /**
  * An automation's buttons: pause or resume, run now, delete (confirmed first). What happened is said
  * in `onDone` (the page's status line); a failure too.
  */
-export function AutomationActions({ automation, onDone, onDeleted }: { automation: Automation; onDone: (said: string, invocation?: Invocation) => void; onDeleted?: () => void }) {
+export function AutomationActions({ automation, onDone, onDeleted }: { automation: Automation; onDone: (said: string, invocation?: Invocation) => void; onDeleted?: (said: string) => void }) {
   const queries = useQueryClient();
   const [busy, setBusy] = useState<Action | null>(null);
   const [deleting, setDeleting] = useState(false);
@@ -109,10 +123,11 @@ export function AutomationActions({ automation, onDone, onDeleted }: { automatio
     try {
       await automations.remove(automation.id);
       setDeleting(false);
-      onDone(`Deleted “${automation.name}” and its history.`);
+      const said = `Deleted “${automation.name}” and its history.`;
       queries.removeQueries({ queryKey: ['automation', automation.id] });
       await queries.invalidateQueries({ queryKey: ['automations'] });
-      onDeleted?.();
+      if (onDeleted) onDeleted(said);
+      else onDone(said);
     } catch (error) {
       setDeleteError(`Not deleted. ${problem(error)}`);
     } finally {
