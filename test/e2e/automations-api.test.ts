@@ -69,6 +69,8 @@ describe('automations: the resource in the public API', () => {
     assert.equal(everyTen.yuxi.catch_up, 'latest', 'the default catch-up');
     assert.equal(everyTen.yuxi.next_run_at % 10, 0, 'six fields: seconds first');
     assert.ok(everyTen.yuxi.next_run_at - everyTen.created_at <= 11);
+    // It would fire every ten seconds for the rest of the run: gone once read.
+    assert.equal((await call(owner, `${AUTOMATIONS}/${everyTen.id}`, { method: 'DELETE' })).status, 200);
 
     const runAt = Math.floor(Date.now() / 1000) + 3600;
     const once = await create(owner, { name: 'once', type: 'once', run_at: runAt, target: newSessionTarget() });

@@ -34,7 +34,7 @@ export class AutomationDto {
   @ApiPropertyOptional({ description: 'periodic: the IANA time zone.' }) timezone?: string;
   @ApiPropertyOptional({ ...UNIX_S, description: 'once: the time to fire (Unix seconds).' }) run_at?: number;
   @ApiProperty({ enum: AUTOMATION_STATUSES, description: '`completed`: a once automation that fired (its schedule is done, not necessarily the agent\'s work).' }) status!: string;
-  @ApiProperty({ type: 'string', enum: PAUSE_REASONS, nullable: true, description: 'Why the service paused it (its target or agent gone, the owner unavailable); null otherwise.' }) pause_reason!: string | null;
+  @ApiProperty({ type: String, enum: [...PAUSE_REASONS, null], nullable: true, description: 'Why the service paused it (its target or agent gone, the owner unavailable); null otherwise.' }) pause_reason!: string | null;
   @ApiProperty({ type: AutomationTargetDto }) target!: AutomationTargetDto;
   @ApiProperty(UNIX_S) created_at!: number;
   @ApiProperty({ type: AutomationCreatedByDto }) created_by!: AutomationCreatedByDto;
@@ -81,7 +81,7 @@ export class InvocationDto {
   @ApiProperty({ ...UNIX_S, nullable: true, description: 'The scheduled time (Unix seconds); null for run now.' }) scheduled_at!: number | null;
   @ApiProperty({ type: 'string', format: 'uuid', nullable: true, description: 'The session it fed.' }) session_id!: string | null;
   @ApiProperty({ enum: INVOCATION_STATUSES, description: '`completed` once its input was accepted (follow the turn through `yuxi.turn_id`).' }) status!: string;
-  @ApiProperty({ type: 'string', enum: SKIP_REASONS, nullable: true }) skip_reason!: string | null;
+  @ApiProperty({ type: String, enum: [...SKIP_REASONS, null], nullable: true }) skip_reason!: string | null;
   @ApiProperty({ type: InvocationErrorDto, nullable: true }) error!: InvocationErrorDto | null;
   @ApiProperty({ type: InvocationSourceDto }) source!: InvocationSourceDto;
   @ApiProperty({ type: InvocationYuxiDto }) yuxi!: InvocationYuxiDto;

@@ -23,7 +23,7 @@ export class Automations1767100000000 implements MigrationInterface {
       target jsonb NOT NULL CHECK (jsonb_typeof(target) = 'object'),
       -- the existing session a target names (the list filter), the saved agent a new-session target starts
       target_session_id uuid,
-      agent_id uuid,
+      agent_id varchar(64),
       metadata jsonb NOT NULL DEFAULT '{}'::jsonb,
       overlap varchar(16) NOT NULL CHECK (overlap IN ('skip', 'queue', 'cancel_previous')),
       catch_up varchar(8) NOT NULL CHECK (catch_up IN ('none', 'latest', 'all')),
