@@ -5,6 +5,7 @@ import { ConsoleContext, may } from './caller.js';
 import { clientFor, forgetCredential, storedCredential, storeCredential } from './credentials.js';
 import { AgentsPage } from './pages/AgentsPage.js';
 import { AuditPage } from './pages/AuditPage.js';
+import { AutomationsPage } from './pages/AutomationsPage.js';
 import { InboxPage } from './pages/InboxPage.js';
 import { KeysPage } from './pages/KeysPage.js';
 import { QueuesPage } from './pages/QueuesPage.js';
@@ -26,6 +27,7 @@ const NAV: NavItem[] = [
   { path: '/', label: 'Sessions', shown: () => true },
   { path: '/inbox', label: 'Inbox', shown: may.readEverySession },
   { path: '/agents', label: 'Agents', shown: () => true },
+  { path: '/automations', label: 'Automations', shown: () => true },
   { path: '/usage', label: 'Usage', shown: () => true },
   { path: '/keys', label: 'API keys', shown: may.manageOwnKeys },
   { path: '/users', label: 'Users', shown: may.administer },
@@ -117,6 +119,7 @@ function page(client: AgentsClient, path: string) {
   const session = /^\/sessions\/([^/]+)$/.exec(path);
   if (session) return <SessionPage client={client} sessionId={decodeURIComponent(session[1]!)} />;
   if (path.startsWith('/agents')) return <AgentsPage client={client} />;
+  if (path.startsWith('/automations')) return <AutomationsPage />;
   if (path === '/inbox') return <InboxPage />;
   if (path === '/keys') return <KeysPage />;
   if (path === '/users') return <UsersPage />;
