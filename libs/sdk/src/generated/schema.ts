@@ -800,6 +800,156 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/automations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List automations
+         * @description The caller's automations in a stable (created_at, id) order, newest first by default; `session_id` keeps those targeting that existing session.
+         */
+        get: operations["listAutomations"];
+        put?: never;
+        /**
+         * Create an automation
+         * @description An active automation, not fired now: `periodic` with a cron `expression` (5 fields, or 6 with seconds first) read in the IANA `timezone`, or `once` at `run_at` (future Unix seconds). Each time creates a session of `target.agent_id` with `target.input` (`new_session`), or sends `target.instructions` to a root session of the caller (`existing_session`). The agent must be one the caller may use and the session the caller's (404); a cooperation member is 409 `state_conflict`. A bad expression or zone, or one firing more often than AUTOMATION_MIN_INTERVAL_S, is 422 naming the field; an inline `agent` or `vault_ids` is 422 `not_implemented`. At most AUTOMATION_MAX_PER_OWNER automations per owner (409 `automation_limit`). The automation fires as its creator.
+         */
+        post: operations["createAutomation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/automations/{automation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an automation */
+        get: operations["getAutomation"];
+        put?: never;
+        /**
+         * Update an automation
+         * @description Changes the fields given; `target` (same type) and `metadata` are replaced whole. `expression` and `timezone` are for periodic automations, `run_at` for once ones (422 otherwise). A schedule change counts the next time from now while the automation is active.
+         */
+        post: operations["updateAutomation"];
+        /**
+         * Delete an automation
+         * @description No time fires any more; its invocations go with it, the sessions it fed stay.
+         */
+        delete: operations["deleteAutomation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/automations/{automation_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause an automation
+         * @description No scheduled time fires until it is resumed (a running turn goes on); `yuxi.next_run_at` becomes null. A paused one answers as it is; a completed one is 409.
+         */
+        post: operations["pauseAutomation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/automations/{automation_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume an automation
+         * @description Active again from the next scheduled time after now (times passed while paused do not fire). An active one answers as it is; a once automation whose `run_at` has passed, or that completed, is 409 `state_conflict`: set a future `run_at` first.
+         */
+        post: operations["resumeAutomation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/automations/{automation_id}/invocations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an automation's invocations
+         * @description What each scheduled time and each run did, newest first by default: fired (with its session, input and turn), skipped (and why) or failed (and why).
+         */
+        get: operations["listAutomationInvocations"];
+        put?: never;
+        /**
+         * Run an automation now
+         * @description Fires the target once now through the path of scheduled times (its overlap policy applies), without changing the schedule. The same Idempotency-Key replays the same invocation and fires nothing more.
+         */
+        post: operations["createAutomationInvocation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/automations/{automation_id}/invocations/{invocation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an invocation */
+        get: operations["getAutomationInvocation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/automation-schedules/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Preview a schedule
+         * @description The next fire times of a cron expression in a time zone after now, as an automation with them would fire (422 naming the field for a bad one).
+         */
+        get: operations["previewAutomationSchedule"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/usage": {
         parameters: {
             query?: never;
@@ -1870,7 +2020,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "environment_unavailable" | "budget_exceeded" | "environment_loosened" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "environment_unavailable" | "budget_exceeded" | "environment_loosened" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "automation_limit" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -2767,7 +2917,7 @@ export interface components {
              */
             url: string;
             /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). */
-            event_types?: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            event_types?: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "agent.automation.invocation.failed" | "yuxi.automation.paused")[] | null;
             /** @description Omitted: empty. */
             description?: string;
             /**
@@ -2784,7 +2934,7 @@ export interface components {
             /** @description Where deliveries are POSTed. HTTPS, resolving to a public address: private, loopback, link-local and metadata addresses are refused (422 `webhook_url_not_allowed`), after DNS resolution, and again at every attempt (redirects are not followed), unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. */
             url: string;
             /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). */
-            event_types: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            event_types: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "agent.automation.invocation.failed" | "yuxi.automation.paused")[] | null;
             /** @description Empty when none was given. */
             description: string;
             enabled: boolean;
@@ -2817,7 +2967,7 @@ export interface components {
             /** @description Where deliveries are POSTed. HTTPS, resolving to a public address: private, loopback, link-local and metadata addresses are refused (422 `webhook_url_not_allowed`), after DNS resolution, and again at every attempt (redirects are not followed), unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. */
             url: string;
             /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). */
-            event_types: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            event_types: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "agent.automation.invocation.failed" | "yuxi.automation.paused")[] | null;
             /** @description Empty when none was given. */
             description: string;
             enabled: boolean;
@@ -2849,7 +2999,7 @@ export interface components {
             /** @description Where deliveries are POSTed. HTTPS, resolving to a public address: private, loopback, link-local and metadata addresses are refused (422 `webhook_url_not_allowed`), after DNS resolution, and again at every attempt (redirects are not followed), unless the deployment sets WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. */
             url?: string;
             /** @description The event types delivered; omitted or null: every type. `webhook.test` is always delivered (test sends only). null: back to every type. */
-            event_types?: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression")[] | null;
+            event_types?: ("agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "agent.automation.invocation.failed" | "yuxi.automation.paused")[] | null;
             description?: string;
             /** @description `false` disables the endpoint (`disabled_reason` manual); `true` enables it again, whatever disabled it: its failure clock restarts and deliveries still pending (written before it was disabled) go out. */
             enabled?: boolean;
@@ -2890,7 +3040,7 @@ export interface components {
             /** @description The payload's `id` and the `webhook-id` header: the session event's `event_id` (a redelivery repeats it: dedup on it). */
             event_id: string;
             /** @enum {string} */
-            event_type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "webhook.test";
+            event_type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "agent.automation.invocation.failed" | "yuxi.automation.paused" | "webhook.test";
             /** Format: uuid */
             session_id: string | null;
             /**
@@ -3028,6 +3178,301 @@ export interface components {
             object: "agent.budget";
             /** @enum {boolean} */
             deleted: true;
+        };
+        AutomationYuxiParamDto: {
+            /**
+             * @description While the previous invocation's turn is still active: `skip` records the time as skipped (default), `queue` accepts the input behind it, `cancel_previous` cancels that turn first.
+             * @enum {string}
+             */
+            overlap?: "skip" | "queue" | "cancel_previous";
+            /**
+             * @description Times missed while nothing could fire them (every worker down, timers lost): `none` fires none, `latest` the most recent one (default), `all` each of them (at most AUTOMATION_CATCH_UP_MAX); the others are recorded as skipped (`missed`).
+             * @enum {string}
+             */
+            catch_up?: "none" | "latest" | "all";
+        };
+        AutomationTargetParamDto: {
+            /**
+             * @description `new_session`: each invocation creates a session of `agent_id` with `input`; `existing_session`: each sends `instructions` to `session_id` as a user message.
+             * @enum {string}
+             */
+            type: "new_session" | "existing_session";
+            /**
+             * @description new_session: a saved agent the caller may use (404 otherwise).
+             * @example default-chatbot
+             */
+            agent_id?: string;
+            /** @description new_session: an inline agent is not available in this deployment (422 `not_implemented`): name a saved agent with `agent_id`. */
+            agent?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description new_session: the environment param of a session create (default `{"type": "none"}`), checked at create as a session create checks it.
+             * @example {
+             *       "type": "none"
+             *     }
+             */
+            environment?: {
+                [key: string]: unknown;
+            };
+            /** @description new_session: 1–20 user messages, the first input of each new session (the bounds of a session's input, MAX_INPUT_TEXT_BYTES included). */
+            input?: {
+                /** @enum {string} */
+                type?: "message";
+                /** @enum {string} */
+                role: "user";
+                content: string | {
+                    /** @enum {string} */
+                    type: "input_text" | "input_image";
+                    text?: string;
+                    image_url?: string;
+                }[];
+            }[];
+            /**
+             * @description new_session: metadata of each new session (at most 16 keys of 1–64 characters, values of at most 512).
+             * @example {
+             *       "team": "research"
+             *     }
+             */
+            metadata?: {
+                [key: string]: string;
+            };
+            /** @description new_session: vaults are not available in this deployment: a non-empty list is 422 `not_implemented`. */
+            vault_ids?: string[];
+            /**
+             * Format: uuid
+             * @description existing_session: a root session of the caller (another caller's is 404, a member of a cooperation tree 409).
+             */
+            session_id?: string;
+            /** @description existing_session: the text each invocation sends to the session as a user message (at most MAX_INPUT_TEXT_BYTES). */
+            instructions?: string;
+        };
+        CreateAutomationDto: {
+            /**
+             * @description periodic: a cron expression of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first).
+             * @example 0 9 * * 1-5
+             */
+            expression?: string;
+            /**
+             * @description periodic: the IANA time zone the expression is read in.
+             * @example Europe/Berlin
+             */
+            timezone?: string;
+            /** @description once: the time to fire, Unix seconds in the future. */
+            run_at?: number;
+            /**
+             * @description Your string labels (at most 16 keys of 1–64 characters, values of at most 512).
+             * @example {
+             *       "team": "research"
+             *     }
+             */
+            metadata?: {
+                [key: string]: string;
+            };
+            yuxi?: components["schemas"]["AutomationYuxiParamDto"];
+            /** @example Weekday digest */
+            name: string;
+            /**
+             * @description `periodic` (with `expression` and `timezone`) or `once` (with `run_at`).
+             * @enum {string}
+             */
+            type: "periodic" | "once";
+            target: components["schemas"]["AutomationTargetParamDto"];
+        };
+        AutomationTargetDto: {
+            /** @enum {string} */
+            type: "new_session" | "existing_session";
+            /** @description new_session: always null (a saved agent is named by `agent_id`). */
+            agent?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description new_session: the saved agent each session starts. */
+            agent_id?: string;
+            /** @description new_session: the environment param of each session. */
+            environment?: {
+                [key: string]: unknown;
+            };
+            /** @description new_session: the first input of each session (user messages). */
+            input?: {
+                [key: string]: unknown;
+            }[];
+            /** @description new_session: metadata of each session. */
+            metadata?: {
+                [key: string]: string;
+            };
+            /** @description new_session: always empty. */
+            vault_ids?: string[];
+            /**
+             * Format: uuid
+             * @description existing_session: the session receiving each invocation.
+             */
+            session_id?: string;
+            /** @description existing_session: the text sent to it each time. */
+            instructions?: string;
+        };
+        AutomationCreatedByDto: {
+            /** @enum {string} */
+            type: "developer";
+        };
+        AutomationYuxiDto: {
+            /** @enum {string} */
+            overlap: "skip" | "queue" | "cancel_previous";
+            /** @enum {string} */
+            catch_up: "none" | "latest" | "all";
+            /** @description The next scheduled time (Unix seconds) while active; null when paused or completed. */
+            next_run_at: number | null;
+        };
+        AutomationDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "agent.automation";
+            name: string;
+            /** @enum {string} */
+            type: "periodic" | "once";
+            /** @description periodic: the cron expression. */
+            expression?: string;
+            /** @description periodic: the IANA time zone. */
+            timezone?: string;
+            /** @description once: the time to fire (Unix seconds). */
+            run_at?: number;
+            /**
+             * @description `completed`: a once automation that fired (its schedule is done, not necessarily the agent's work).
+             * @enum {string}
+             */
+            status: "active" | "paused" | "completed";
+            /**
+             * @description Why the service paused it (its target or agent gone, the owner unavailable); null otherwise.
+             * @enum {string|null}
+             */
+            pause_reason: "target_session_failed" | "target_session_deleted" | "agent_deleted" | "owner_unavailable" | null;
+            target: components["schemas"]["AutomationTargetDto"];
+            /** @description Unix seconds. */
+            created_at: number;
+            created_by: components["schemas"]["AutomationCreatedByDto"];
+            metadata: {
+                [key: string]: string;
+            };
+            yuxi: components["schemas"]["AutomationYuxiDto"];
+        };
+        AutomationListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["AutomationDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        UpdateAutomationDto: {
+            /**
+             * @description periodic: a cron expression of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first).
+             * @example 0 9 * * 1-5
+             */
+            expression?: string;
+            /**
+             * @description periodic: the IANA time zone the expression is read in.
+             * @example Europe/Berlin
+             */
+            timezone?: string;
+            /** @description once: the time to fire, Unix seconds in the future. */
+            run_at?: number;
+            /**
+             * @description Your string labels (at most 16 keys of 1–64 characters, values of at most 512).
+             * @example {
+             *       "team": "research"
+             *     }
+             */
+            metadata?: {
+                [key: string]: string;
+            };
+            yuxi?: components["schemas"]["AutomationYuxiParamDto"];
+            /** @example Weekday digest */
+            name?: string;
+            /** @description Replaces the whole target; its type stays. */
+            target?: components["schemas"]["AutomationTargetParamDto"];
+        };
+        AutomationDeletedDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "agent.automation.deleted";
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        InvocationErrorDto: {
+            code: string;
+            message: string;
+        };
+        InvocationSourceDto: {
+            /**
+             * @description `automation`: a scheduled time; `manual`: run now.
+             * @enum {string}
+             */
+            type: "automation" | "manual";
+            /** @description automation: the automation as it was when the time fired. */
+            automation?: components["schemas"]["AutomationDto"];
+        };
+        InvocationYuxiDto: {
+            /**
+             * Format: uuid
+             * @description The input the invocation was accepted as.
+             */
+            input_id: string | null;
+            /**
+             * Format: uuid
+             * @description The turn that input became (once one claimed it).
+             */
+            turn_id: string | null;
+            /**
+             * @description What the invocation did and why.
+             * @enum {string}
+             */
+            reason: "scheduled" | "manual" | "catch_up" | "overlap_queued" | "overlap_cancelled_previous" | "overlap_skipped" | "missed" | "target_unavailable" | "rejected";
+            /** @description When its input was accepted (Unix seconds); null when none was. */
+            fired_at: number | null;
+        };
+        InvocationDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            object: "agent.automation.invocation";
+            /** Format: uuid */
+            automation_id: string;
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description The scheduled time (Unix seconds); null for run now. */
+            scheduled_at: number | null;
+            /**
+             * Format: uuid
+             * @description The session it fed.
+             */
+            session_id: string | null;
+            /**
+             * @description `completed` once its input was accepted (follow the turn through `yuxi.turn_id`).
+             * @enum {string}
+             */
+            status: "queued" | "completed" | "failed" | "skipped";
+            /** @enum {string|null} */
+            skip_reason: "pending_delivery" | "missed" | null;
+            error: components["schemas"]["InvocationErrorDto"] | (never | null);
+            source: components["schemas"]["InvocationSourceDto"];
+            yuxi: components["schemas"]["InvocationYuxiDto"];
+        };
+        InvocationListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["InvocationDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        SchedulePreviewDto: {
+            /** @enum {string} */
+            object: "agent.automation.schedule_preview";
+            expression: string;
+            timezone: string;
+            /** @description The next fire times after now, Unix seconds, ascending. */
+            next_run_times: number[];
         };
         UsageReportRowDto: {
             /** @description The group: a UTC day `YYYY-MM-DD`, or the id grouped by; null for usage without one (tool calls have no model, sessions outside a project no project). */
@@ -3991,7 +4436,7 @@ export interface components {
             has_more: boolean;
         };
         QueueCountsDto: {
-            /** @description The BullMQ queue: `session-dispatch` (nudges to run a session), `maintenance` (sweeps), `files` (attachment preparation), `webhooks` (webhook delivery attempts). */
+            /** @description The BullMQ queue: `session-dispatch` (nudges to run a session), `maintenance` (sweeps), `files` (attachment preparation), `webhooks` (webhook delivery attempts), `automations` (automation timers: one delayed job per next scheduled time). */
             name: string;
             /** @description Whether the queue is paused (its jobs stay waiting). */
             paused: boolean;
@@ -5455,7 +5900,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "webhook.test";
+            type: "agent.session.created" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "yuxi.session.turn.waiting" | "yuxi.session.budget.reached" | "agent.session.subagent.created" | "yuxi.session.turn.context_compression" | "agent.automation.invocation.failed" | "yuxi.automation.paused" | "webhook.test";
             /** @description When the event happened, Unix seconds. */
             created_at: number;
             /** @description The event's facts: which depend on `type`. */
@@ -5907,6 +6352,102 @@ export interface components {
              * @enum {string}
              */
             type: "yuxi.session.turn.context_compression";
+        };
+        /**
+         * @description An automation's invocation failed (`data.automation_id`, `data.invocation_id`, `data.error_code`; `data.pause_reason` when its target is gone and the automation was paused).
+         * @example {
+         *       "id": "evt_0193a5b07a8b7c9d8e0f1a2b3c4d5e71",
+         *       "type": "agent.automation.invocation.failed",
+         *       "created_at": 1733400000,
+         *       "data": {
+         *         "automation_id": "0193a5c2-9b01-7c22-8d3e-4f5a6b7c8d21",
+         *         "invocation_id": "0193a5c2-9b02-7c22-8d3e-4f5a6b7c8d22",
+         *         "error_code": "not_found",
+         *         "pause_reason": "target_session_deleted"
+         *       }
+         *     }
+         */
+        WebhookAutomationInvocationFailedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "agent.automation.invocation.failed";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The automation: read it with `GET /api/v1/agents/automations/{automation_id}`. */
+                automation_id: string;
+                /** @description The invocation that failed: `GET /api/v1/agents/automations/{automation_id}/invocations/{invocation_id}` (its `error`). */
+                invocation_id: string;
+                /**
+                 * @description The invocation's `error.code` (see PublicErrorDto).
+                 * @example not_found
+                 */
+                error_code: string;
+                /**
+                 * @description Why the service paused the automation (its `pause_reason`); resume it once the cause is fixed.
+                 * @enum {string}
+                 */
+                pause_reason?: "target_session_failed" | "target_session_deleted" | "agent_deleted" | "owner_unavailable";
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent.automation.invocation.failed";
+        };
+        /**
+         * @description The service paused an automation: its target session or agent is gone, or its owner is unavailable (`data.automation_id`, `data.invocation_id`, `data.error_code`, `data.pause_reason`).
+         * @example {
+         *       "id": "evt_0193a5b07a8b7c9d8e0f1a2b3c4d5e72",
+         *       "type": "yuxi.automation.paused",
+         *       "created_at": 1733400000,
+         *       "data": {
+         *         "automation_id": "0193a5c2-9b01-7c22-8d3e-4f5a6b7c8d21",
+         *         "invocation_id": "0193a5c2-9b02-7c22-8d3e-4f5a6b7c8d22",
+         *         "error_code": "not_found",
+         *         "pause_reason": "target_session_deleted"
+         *       }
+         *     }
+         */
+        WebhookAutomationPausedPayload: Omit<components["schemas"]["WebhookPayload"], "type"> & {
+            /**
+             * @description The event id, also sent as `webhook-id`: the same on every attempt and redelivery (deduplicate on it).
+             * @example evt_0193a5c27e597b3c8e1f2a4b6c8d0e10
+             */
+            id: string;
+            /** @enum {string} */
+            type: "yuxi.automation.paused";
+            /** @description When the event happened, Unix seconds. */
+            created_at: number;
+            /** @description What happened, and where: ids to read the rest with GET. */
+            data: {
+                /** @description The automation: read it with `GET /api/v1/agents/automations/{automation_id}`. */
+                automation_id: string;
+                /** @description The invocation that failed: `GET /api/v1/agents/automations/{automation_id}/invocations/{invocation_id}` (its `error`). */
+                invocation_id: string;
+                /**
+                 * @description The invocation's `error.code` (see PublicErrorDto).
+                 * @example not_found
+                 */
+                error_code: string;
+                /**
+                 * @description Why the service paused the automation (its `pause_reason`); resume it once the cause is fixed.
+                 * @enum {string}
+                 */
+                pause_reason: "target_session_failed" | "target_session_deleted" | "agent_deleted" | "owner_unavailable";
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yuxi.automation.paused";
         };
         /**
          * @description A test send (`POST /api/v1/agents/webhooks/{id}/test`); `data.endpoint_id` names the endpoint.
@@ -13733,6 +14274,1975 @@ export interface operations {
             };
             /** @description `not_found`: The resource does not exist or is not visible to this caller. */
             404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listAutomations: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 20). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+                /** @description Only the automations whose target is this existing session. */
+                session_id?: string;
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of automations. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *           "object": "agent.automation",
+                     *           "name": "Weekday digest",
+                     *           "type": "periodic",
+                     *           "expression": "0 9 * * 1-5",
+                     *           "timezone": "Europe/Berlin",
+                     *           "status": "active",
+                     *           "pause_reason": null,
+                     *           "target": {
+                     *             "type": "new_session",
+                     *             "agent_id": "default-chatbot",
+                     *             "environment": {
+                     *               "type": "none"
+                     *             },
+                     *             "input": [
+                     *               {
+                     *                 "type": "message",
+                     *                 "role": "user",
+                     *                 "content": [
+                     *                   {
+                     *                     "type": "input_text",
+                     *                     "text": "Summarise yesterday's tickets."
+                     *                   }
+                     *                 ]
+                     *               }
+                     *             ],
+                     *             "agent": null,
+                     *             "metadata": {},
+                     *             "vault_ids": []
+                     *           },
+                     *           "created_at": 1733396400,
+                     *           "created_by": {
+                     *             "type": "developer"
+                     *           },
+                     *           "metadata": {
+                     *             "team": "support"
+                     *           },
+                     *           "yuxi": {
+                     *             "overlap": "skip",
+                     *             "catch_up": "latest",
+                     *             "next_run_at": 1733428800
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *       "last_id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    createAutomation: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`. */
+                "Idempotency-Key": string;
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAutomationDto"];
+            };
+        };
+        responses: {
+            /** @description The automation; `yuxi.next_run_at` is its first time. */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *       "object": "agent.automation",
+                     *       "name": "Weekday digest",
+                     *       "type": "periodic",
+                     *       "expression": "0 9 * * 1-5",
+                     *       "timezone": "Europe/Berlin",
+                     *       "status": "active",
+                     *       "pause_reason": null,
+                     *       "target": {
+                     *         "type": "new_session",
+                     *         "agent_id": "default-chatbot",
+                     *         "environment": {
+                     *           "type": "none"
+                     *         },
+                     *         "input": [
+                     *           {
+                     *             "type": "message",
+                     *             "role": "user",
+                     *             "content": [
+                     *               {
+                     *                 "type": "input_text",
+                     *                 "text": "Summarise yesterday's tickets."
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "agent": null,
+                     *         "metadata": {},
+                     *         "vault_ids": []
+                     *       },
+                     *       "created_at": 1733396400,
+                     *       "created_by": {
+                     *         "type": "developer"
+                     *       },
+                     *       "metadata": {
+                     *         "team": "support"
+                     *       },
+                     *       "yuxi": {
+                     *         "overlap": "skip",
+                     *         "catch_up": "latest",
+                     *         "next_run_at": 1733428800
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`state_conflict`: The session or turn is in a state that does not allow this operation.<br>`automation_limit`: The caller already has the most automations allowed (`AUTOMATION_MAX_PER_OWNER`, `details.limit`): delete one first. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files.<br>`payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`not_implemented`: The field or event type is part of the protocol but not available in this deployment yet.<br>`environment_unavailable`: The session asks for an execution environment this deployment does not offer: a `self_hosted` one (it hosts environments itself: use `openai_hosted`), or any environment on a deployment without a sandbox runtime (SANDBOX_RUNTIME=none), including one its agent gives by default (send `{"type": "none"}`). */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getAutomation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description An automation of the caller (another caller's answers 404). */
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The automation. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *       "object": "agent.automation",
+                     *       "name": "Weekday digest",
+                     *       "type": "periodic",
+                     *       "expression": "0 9 * * 1-5",
+                     *       "timezone": "Europe/Berlin",
+                     *       "status": "active",
+                     *       "pause_reason": null,
+                     *       "target": {
+                     *         "type": "new_session",
+                     *         "agent_id": "default-chatbot",
+                     *         "environment": {
+                     *           "type": "none"
+                     *         },
+                     *         "input": [
+                     *           {
+                     *             "type": "message",
+                     *             "role": "user",
+                     *             "content": [
+                     *               {
+                     *                 "type": "input_text",
+                     *                 "text": "Summarise yesterday's tickets."
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "agent": null,
+                     *         "metadata": {},
+                     *         "vault_ids": []
+                     *       },
+                     *       "created_at": 1733396400,
+                     *       "created_by": {
+                     *         "type": "developer"
+                     *       },
+                     *       "metadata": {
+                     *         "team": "support"
+                     *       },
+                     *       "yuxi": {
+                     *         "overlap": "skip",
+                     *         "catch_up": "latest",
+                     *         "next_run_at": 1733428800
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    updateAutomation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description An automation of the caller (another caller's answers 404). */
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateAutomationDto"];
+            };
+        };
+        responses: {
+            /** @description The automation as updated. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *       "object": "agent.automation",
+                     *       "name": "Weekday digest",
+                     *       "type": "periodic",
+                     *       "expression": "0 9 * * 1-5",
+                     *       "timezone": "Europe/Berlin",
+                     *       "status": "active",
+                     *       "pause_reason": null,
+                     *       "target": {
+                     *         "type": "new_session",
+                     *         "agent_id": "default-chatbot",
+                     *         "environment": {
+                     *           "type": "none"
+                     *         },
+                     *         "input": [
+                     *           {
+                     *             "type": "message",
+                     *             "role": "user",
+                     *             "content": [
+                     *               {
+                     *                 "type": "input_text",
+                     *                 "text": "Summarise yesterday's tickets."
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "agent": null,
+                     *         "metadata": {},
+                     *         "vault_ids": []
+                     *       },
+                     *       "created_at": 1733396400,
+                     *       "created_by": {
+                     *         "type": "developer"
+                     *       },
+                     *       "metadata": {
+                     *         "team": "support"
+                     *       },
+                     *       "yuxi": {
+                     *         "overlap": "skip",
+                     *         "catch_up": "latest",
+                     *         "next_run_at": 1733428800
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `state_conflict`: The session or turn is in a state that does not allow this operation. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files.<br>`payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`not_implemented`: The field or event type is part of the protocol but not available in this deployment yet.<br>`environment_unavailable`: The session asks for an execution environment this deployment does not offer: a `self_hosted` one (it hosts environments itself: use `openai_hosted`), or any environment on a deployment without a sandbox runtime (SANDBOX_RUNTIME=none), including one its agent gives by default (send `{"type": "none"}`). */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteAutomation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description An automation of the caller (another caller's answers 404). */
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *       "object": "agent.automation.deleted",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationDeletedDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    pauseAutomation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description An automation of the caller (another caller's answers 404). */
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The automation, paused. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *       "object": "agent.automation",
+                     *       "name": "Weekday digest",
+                     *       "type": "periodic",
+                     *       "expression": "0 9 * * 1-5",
+                     *       "timezone": "Europe/Berlin",
+                     *       "status": "paused",
+                     *       "pause_reason": null,
+                     *       "target": {
+                     *         "type": "new_session",
+                     *         "agent_id": "default-chatbot",
+                     *         "environment": {
+                     *           "type": "none"
+                     *         },
+                     *         "input": [
+                     *           {
+                     *             "type": "message",
+                     *             "role": "user",
+                     *             "content": [
+                     *               {
+                     *                 "type": "input_text",
+                     *                 "text": "Summarise yesterday's tickets."
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "agent": null,
+                     *         "metadata": {},
+                     *         "vault_ids": []
+                     *       },
+                     *       "created_at": 1733396400,
+                     *       "created_by": {
+                     *         "type": "developer"
+                     *       },
+                     *       "metadata": {
+                     *         "team": "support"
+                     *       },
+                     *       "yuxi": {
+                     *         "overlap": "skip",
+                     *         "catch_up": "latest",
+                     *         "next_run_at": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `state_conflict`: The session or turn is in a state that does not allow this operation. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    resumeAutomation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description An automation of the caller (another caller's answers 404). */
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The automation, active. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *       "object": "agent.automation",
+                     *       "name": "Weekday digest",
+                     *       "type": "periodic",
+                     *       "expression": "0 9 * * 1-5",
+                     *       "timezone": "Europe/Berlin",
+                     *       "status": "active",
+                     *       "pause_reason": null,
+                     *       "target": {
+                     *         "type": "new_session",
+                     *         "agent_id": "default-chatbot",
+                     *         "environment": {
+                     *           "type": "none"
+                     *         },
+                     *         "input": [
+                     *           {
+                     *             "type": "message",
+                     *             "role": "user",
+                     *             "content": [
+                     *               {
+                     *                 "type": "input_text",
+                     *                 "text": "Summarise yesterday's tickets."
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "agent": null,
+                     *         "metadata": {},
+                     *         "vault_ids": []
+                     *       },
+                     *       "created_at": 1733396400,
+                     *       "created_by": {
+                     *         "type": "developer"
+                     *       },
+                     *       "metadata": {
+                     *         "team": "support"
+                     *       },
+                     *       "yuxi": {
+                     *         "overlap": "skip",
+                     *         "catch_up": "latest",
+                     *         "next_run_at": 1733428800
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `state_conflict`: The session or turn is in a state that does not allow this operation. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listAutomationInvocations: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 20). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description An automation of the caller (another caller's answers 404). */
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of invocations. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5d1-5c3d-7e4f-8a5b-6c7d8e9f0a21",
+                     *           "object": "agent.automation.invocation",
+                     *           "automation_id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *           "created_at": 1733400000,
+                     *           "scheduled_at": 1733400000,
+                     *           "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *           "status": "completed",
+                     *           "skip_reason": null,
+                     *           "error": null,
+                     *           "source": {
+                     *             "type": "automation",
+                     *             "automation": {
+                     *               "id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *               "object": "agent.automation",
+                     *               "name": "Weekday digest",
+                     *               "type": "periodic",
+                     *               "expression": "0 9 * * 1-5",
+                     *               "timezone": "Europe/Berlin",
+                     *               "status": "active",
+                     *               "pause_reason": null,
+                     *               "target": {
+                     *                 "type": "new_session",
+                     *                 "agent_id": "default-chatbot",
+                     *                 "environment": {
+                     *                   "type": "none"
+                     *                 },
+                     *                 "input": [
+                     *                   {
+                     *                     "type": "message",
+                     *                     "role": "user",
+                     *                     "content": [
+                     *                       {
+                     *                         "type": "input_text",
+                     *                         "text": "Summarise yesterday's tickets."
+                     *                       }
+                     *                     ]
+                     *                   }
+                     *                 ],
+                     *                 "agent": null,
+                     *                 "metadata": {},
+                     *                 "vault_ids": []
+                     *               },
+                     *               "created_at": 1733396400,
+                     *               "created_by": {
+                     *                 "type": "developer"
+                     *               },
+                     *               "metadata": {
+                     *                 "team": "support"
+                     *               },
+                     *               "yuxi": {
+                     *                 "overlap": "skip",
+                     *                 "catch_up": "latest",
+                     *                 "next_run_at": 1733428800
+                     *               }
+                     *             }
+                     *           },
+                     *           "yuxi": {
+                     *             "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
+                     *             "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *             "reason": "scheduled",
+                     *             "fired_at": 1733400000
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5d1-5c3d-7e4f-8a5b-6c7d8e9f0a21",
+                     *       "last_id": "0193a5d1-5c3d-7e4f-8a5b-6c7d8e9f0a21",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InvocationListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    createAutomationInvocation: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`. */
+                "Idempotency-Key": string;
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description An automation of the caller (another caller's answers 404). */
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invocation (`source.type` `manual`). */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5d1-5c3d-7e4f-8a5b-6c7d8e9f0a21",
+                     *       "object": "agent.automation.invocation",
+                     *       "automation_id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *       "created_at": 1733400000,
+                     *       "scheduled_at": null,
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "status": "completed",
+                     *       "skip_reason": null,
+                     *       "error": null,
+                     *       "source": {
+                     *         "type": "manual"
+                     *       },
+                     *       "yuxi": {
+                     *         "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
+                     *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *         "reason": "manual",
+                     *         "fired_at": 1733400000
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InvocationDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`state_conflict`: The session or turn is in a state that does not allow this operation. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent).<br>`validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getAutomationInvocation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description An automation of the caller (another caller's answers 404). */
+                automation_id: string;
+                /** @description An invocation of the automation. */
+                invocation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invocation. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0193a5d1-5c3d-7e4f-8a5b-6c7d8e9f0a21",
+                     *       "object": "agent.automation.invocation",
+                     *       "automation_id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *       "created_at": 1733400000,
+                     *       "scheduled_at": 1733400000,
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "status": "completed",
+                     *       "skip_reason": null,
+                     *       "error": null,
+                     *       "source": {
+                     *         "type": "automation",
+                     *         "automation": {
+                     *           "id": "0193a5d0-4b2c-7d3e-8f4a-5b6c7d8e9f10",
+                     *           "object": "agent.automation",
+                     *           "name": "Weekday digest",
+                     *           "type": "periodic",
+                     *           "expression": "0 9 * * 1-5",
+                     *           "timezone": "Europe/Berlin",
+                     *           "status": "active",
+                     *           "pause_reason": null,
+                     *           "target": {
+                     *             "type": "new_session",
+                     *             "agent_id": "default-chatbot",
+                     *             "environment": {
+                     *               "type": "none"
+                     *             },
+                     *             "input": [
+                     *               {
+                     *                 "type": "message",
+                     *                 "role": "user",
+                     *                 "content": [
+                     *                   {
+                     *                     "type": "input_text",
+                     *                     "text": "Summarise yesterday's tickets."
+                     *                   }
+                     *                 ]
+                     *               }
+                     *             ],
+                     *             "agent": null,
+                     *             "metadata": {},
+                     *             "vault_ids": []
+                     *           },
+                     *           "created_at": 1733396400,
+                     *           "created_by": {
+                     *             "type": "developer"
+                     *           },
+                     *           "metadata": {
+                     *             "team": "support"
+                     *           },
+                     *           "yuxi": {
+                     *             "overlap": "skip",
+                     *             "catch_up": "latest",
+                     *             "next_run_at": 1733428800
+                     *           }
+                     *         }
+                     *       },
+                     *       "yuxi": {
+                     *         "input_id": "0193a5c2-7e4c-70aa-b3e5-8d2f4a6c9e03",
+                     *         "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *         "reason": "scheduled",
+                     *         "fired_at": 1733400000
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InvocationDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    previewAutomationSchedule: {
+        parameters: {
+            query: {
+                /** @description A cron expression of 5 or 6 fields. */
+                expression: string;
+                /** @description An IANA time zone. */
+                timezone: string;
+                /** @description How many fire times (default 5). */
+                count?: number;
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The next fire times. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "agent.automation.schedule_preview",
+                     *       "expression": "0 9 * * 1-5",
+                     *       "timezone": "Europe/Berlin",
+                     *       "next_run_times": [
+                     *         1733385600,
+                     *         1733472000,
+                     *         1733731200,
+                     *         1733817600,
+                     *         1733904000
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SchedulePreviewDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
