@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import OpenAI from 'openai';
+import { AgentsApiError, AgentsClient } from '#libs/sdk';
 import { env } from '../support/env.js';
 import { API } from '../support/http.js';
 import { call, createKey, createSessionAs } from '../support/identity.js';
@@ -81,5 +82,29 @@ describe('automations through the official openai SDK', () => {
     assert.deepEqual(deleted, { id: once.id, object: 'agent.automation.deleted', deleted: true });
     await assert.rejects(automations.retrieve(once.id), (error: unknown) => error instanceof OpenAI.APIError && error.status === 404);
     assert.equal((await call({ name: 'sdk user', token }, `${API}/sessions/${session.id}`)).status, 200, 'the target session stays');
+  });
+
+  it('our SDK drives them too: create with a kept key, preview, run now once per key, invocations, pause, resume, delete', async () => {
+    const key = await createKey({ user_id: randomUUID(), access: 'full' });
+    const client = new AgentsClient({ baseUrl: env.apiUrl, apiKey: key.secret });
+    const preview = await client.automations.preview({ expression: '0 9 * * 1-5', timezone: 'Europe/Berlin', count: 3 });
+    assert.equal(preview.next_run_times.length, 3);
+    const params = { name: 'our sdk', type: 'periodic' as const, expression: '0 9 * * 1-5', timezone: 'Europe/Berlin', target: { type: 'new_session' as const, agent_id: 'default-chatbot', input: [{ role: 'user' as const, content: 'hello' }] } };
+    const createKeyValue = `our-sdk-${randomUUID()}`;
+    const created = await client.automations.create(params, { idempotencyKey: createKeyValue });
+    assert.equal((await client.automations.create(params, { idempotencyKey: createKeyValue })).id, created.id);
+    assert.equal(created.yuxi.next_run_at, preview.next_run_times[0], 'the first fire is the preview\'s first time');
+    const runKey = `our-run-${randomUUID()}`;
+    const run = await client.automations.runNow(created.id, { idempotencyKey: runKey });
+    assert.equal((await client.automations.runNow(created.id, { idempotencyKey: runKey })).id, run.id);
+    assert.deepEqual((await client.automations.invocations(created.id)).data.map((v) => v.id), [run.id]);
+    assert.equal((await client.automations.invocation(created.id, run.id)).source.type, 'manual');
+    assert.equal((await client.automations.pause(created.id)).status, 'paused');
+    assert.equal((await client.automations.resume(created.id)).status, 'active');
+    const listed: string[] = [];
+    for await (const automation of client.automations.listAll()) listed.push(automation.id);
+    assert.deepEqual(listed, [created.id]);
+    assert.equal((await client.automations.delete(created.id)).deleted, true);
+    await assert.rejects(client.automations.get(created.id), (error: unknown) => error instanceof AgentsApiError && error.status === 404 && error.code === 'not_found');
   });
 });

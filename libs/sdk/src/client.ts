@@ -1,4 +1,5 @@
 import { AdminResource } from './admin.js';
+import { AutomationsResource } from './automations.js';
 import { AgentsApiError } from './errors.js';
 import { paginate } from './paginate.js';
 import { SessionEventStream, type SessionEventsOptions, type SessionReader } from './session-events.js';
@@ -305,6 +306,8 @@ export class AgentsClient {
   readonly agents: AgentsResource;
   /** The caller's webhook endpoints and their delivery log. */
   readonly webhooks: WebhooksResource;
+  /** The caller's automations (agents started by a clock) and their invocations. */
+  readonly automations: AutomationsResource;
   /** The administration and operator API (`/api/v1/admin/…`); the caller's role decides what answers. */
   readonly admin: AdminResource;
   private readonly transport: Transport;
@@ -316,6 +319,7 @@ export class AgentsClient {
     this.projects = new ProjectsResource(transport);
     this.agents = new AgentsResource(transport);
     this.webhooks = new WebhooksResource(transport);
+    this.automations = new AutomationsResource(transport);
     this.admin = new AdminResource(transport);
   }
 

@@ -6,6 +6,8 @@
  * it runs wherever `fetch` does.
  */
 export { AdminResource, AdminSessionsResource } from './admin.js';
+export { AutomationsResource } from './automations.js';
+export type { Automation, AutomationDeleted, AutomationInvocation, AutomationInvocationList, AutomationList, CreateAutomationParams, ListAutomationInvocationsParams, ListAutomationsParams, SchedulePreview, SchedulePreviewParams, UpdateAutomationParams } from './automations.js';
 export { AgentsClient, AgentsResource, paginate, ProjectsResource, SessionsResource, WebhooksResource } from './client.js';
 export type { CancelTarget, ResumeParams, SendMessageOptions, ToolResultParams, UpdateOptions } from './client.js';
 export { AgentsApiError, AgentsConnectionError, AgentsProtocolError } from './errors.js';
