@@ -63,6 +63,8 @@ const stack = await startStack({
     MODEL_REQUEST_AUDIT: 'off',
     // The automations scenario keeps 1,000 active under the bench key's one owner.
     AUTOMATION_MAX_PER_OWNER: '2000',
+    // Its schedules fire every 30 s, more often than a deployment's default minimum interval allows.
+    AUTOMATION_MIN_INTERVAL_S: '1',
   },
 });
 const stopAll = [];

@@ -119,6 +119,8 @@ const stack = await startStack({
     // Budget day and month roll-overs are tested by moving the usage clock (the file-limits replica
     // below keeps the deployment's default: no such route).
     USAGE_CLOCK_ADJUSTABLE: 'true',
+    // The automations tests fire schedules every 1-2 s (the file-limits replica keeps a minute).
+    AUTOMATION_MIN_INTERVAL_S: '1',
   },
 });
 // A second api replica on the same database and Redis: what must hold across replicas (revocation, rate limits) is tested against both.

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { env } from '../support/env.js';
+import { uploadDraft } from '../support/files.js';
 import { API, type HttpResult, newKey } from '../support/http.js';
-import { call, type Caller, createSessionAs, newProductUser, openStreamAs, until } from '../support/identity.js';
+import { asEndUser, call, type Caller, createSessionAs, newProductUser, openStreamAs, until } from '../support/identity.js';
 
 // The automations resource through the public API: create (periodic with 5 and 6 fields, once),
 // what a create refuses and why, pages, updates that move the next time, pause and resume, delete.
@@ -120,6 +121,20 @@ describe('automations: the resource in the public API', () => {
     assert.deepEqual(onRoot.target, { type: 'existing_session', session_id: root.id, instructions: 'go on' });
   });
 
+  it('checks a new session target\'s environment files as a session create does: another caller\'s or an unknown one is 404 naming it, at create and update', async () => {
+    const withFile = (fileId: string) => newSessionTarget({ environment: { type: 'openai_hosted', files: [{ type: 'file_id', file_id: fileId, path: 'data/in.csv' }] } });
+    const theirs = await uploadDraft('theirs', 'theirs.txt', { token: (await newProductUser('file owner')).caller.token });
+    for (const fileId of [theirs.id, '0'.repeat(32)]) {
+      const res = await call(owner, AUTOMATIONS, { body: periodic('0 9 * * *', 'UTC', { target: withFile(fileId) }), idempotencyKey: newKey('file') });
+      assertError(res, 404, 'not_found', 'target.environment.files[0].file_id');
+      assert.equal(res.body.error.details.file_id, fileId, res.text);
+    }
+    const mine = await uploadDraft('a,b\n1,2\n', 'in.csv', { token: owner.token });
+    const a = await create(owner, periodic('0 9 * * *', 'UTC', { target: withFile(mine.id) }));
+    assertError(await call(owner, `${AUTOMATIONS}/${a.id}`, { body: { target: withFile(theirs.id) } }), 404, 'not_found', 'target.environment.files[0].file_id');
+    assert.deepEqual((await call(owner, `${AUTOMATIONS}/${a.id}`)).body.target, a.target, 'a refused update changes nothing');
+  });
+
   it('previews a schedule: the next times in order, 422 naming the field for a bad one', async () => {
     const times = await preview(owner, '30 2 * * *', 'Europe/Berlin', 3);
     assert.equal(times.length, 3);
@@ -224,6 +239,35 @@ describe('automations: the resource in the public API', () => {
     assert.equal(back.body.yuxi.next_run_at, moved.body.run_at);
   });
 
+  it('makes a completed once automation active again when given a future run_at, and fires it again then', async () => {
+    const firstAt = Math.floor(Date.now() / 1000) + 2;
+    const once = await create(owner, { name: 'twice', type: 'once', run_at: firstAt, target: newSessionTarget() });
+    const completedWith = (count: number) => until(async () => {
+      const read = await call(owner, `${AUTOMATIONS}/${once.id}`);
+      const invocations = await call(owner, `${AUTOMATIONS}/${once.id}/invocations`);
+      return read.body.status === 'completed' && invocations.body.data.length === count ? { read, invocations } : undefined;
+    }, { attempts: 150, intervalMs: 200 });
+    const first = await completedWith(1);
+    assert.ok(first, 'its one time fired and it completed');
+    assert.equal(first.read.body.yuxi.next_run_at, null);
+    const resume = await call(owner, `${AUTOMATIONS}/${once.id}/resume`, { method: 'POST' });
+    assertError(resume, 409, 'state_conflict');
+    assert.match(resume.body.error.message, /set a future run_at/);
+    assertError(await call(owner, `${AUTOMATIONS}/${once.id}`, { body: { run_at: Math.floor(Date.now() / 1000) - 1 } }), 422, 'validation_failed', 'run_at');
+    assert.equal((await call(owner, `${AUTOMATIONS}/${once.id}`)).body.status, 'completed', 'a refused update leaves it completed');
+
+    const againAt = Math.floor(Date.now() / 1000) + 2;
+    const restarted = await call(owner, `${AUTOMATIONS}/${once.id}`, { body: { run_at: againAt } });
+    assert.equal(restarted.status, 200, restarted.text);
+    assert.equal(restarted.body.status, 'active');
+    assert.equal(restarted.body.pause_reason, null);
+    assert.equal(restarted.body.run_at, againAt);
+    assert.equal(restarted.body.yuxi.next_run_at, againAt);
+    const second = await completedWith(2);
+    assert.ok(second, 'the new time fired too, and it completed again');
+    assert.deepEqual(second.invocations.body.data.map((v: any) => v.scheduled_at), [againAt, firstAt]);
+  });
+
   it('runs now: a manual invocation into a new session, replayed under the same key, listed and read; the schedule unchanged', async () => {
     const a = await create(owner, periodic('0 9 * * *', 'UTC'));
     const key = newKey('run');
@@ -297,5 +341,20 @@ describe('automations: the resource in the public API', () => {
     // Room again once one is deleted.
     assert.equal((await call(caller, `${AUTOMATIONS}/${listed.body.data[0].id}`, { method: 'DELETE', baseUrl: base })).status, 200);
     await create(caller, periodic('5 * * * *'), base);
+  });
+
+  it('counts an app\'s end users together against AUTOMATION_MAX_PER_OWNER: X-End-User-Id does not multiply it (a replica with 3)', async () => {
+    const { caller } = await newProductUser('automating app', { app_id: 'automator' });
+    const base = env.apiUrlFileLimits;
+    const [first, second, third] = ['e1', 'e2', 'e3'].map((id) => asEndUser(caller, id));
+    await create(first!, periodic('1 * * * *'), base);
+    await create(first!, periodic('2 * * * *'), base);
+    await create(second!, periodic('3 * * * *'), base);
+    const over = await call(third!, AUTOMATIONS, { body: periodic('4 * * * *'), idempotencyKey: newKey('over'), baseUrl: base });
+    assertError(over, 409, 'automation_limit');
+    assert.equal(over.body.error.details.limit, 3);
+    // Each end user still sees only their own.
+    assert.equal((await call(first!, AUTOMATIONS, { baseUrl: base })).body.data.length, 2);
+    assert.equal((await call(third!, AUTOMATIONS, { baseUrl: base })).body.data.length, 0);
   });
 });

@@ -35,6 +35,8 @@ export const FAULT_ENV = {
   // as in the e2e suite; the limits themselves are tested in test/e2e/fair-shares.test.ts.
   RATE_LIMIT_PER_MINUTE: '1000000',
   USER_RATE_LIMIT_PER_MINUTE: '1000000',
+  // The automations scenarios fire schedules every 1-2 s.
+  AUTOMATION_MIN_INTERVAL_S: '1',
 } as const;
 export const RUN_LEASE_MS = Number(FAULT_ENV.RUN_LEASE_MS);
 export const RECOVERY_SWEEP_MS = Number(FAULT_ENV.RECOVERY_SWEEP_MS);

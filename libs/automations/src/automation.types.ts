@@ -19,7 +19,7 @@ export const CATCH_UP_POLICIES = ['none', 'latest', 'all'] as const;
 export type CatchUpPolicy = (typeof CATCH_UP_POLICIES)[number];
 
 /** Why the service (not a caller) paused an automation. */
-export const PAUSE_REASONS = ['target_session_failed', 'target_session_deleted', 'agent_deleted', 'owner_unavailable'] as const;
+export const PAUSE_REASONS = ['target_session_deleted', 'agent_deleted', 'owner_unavailable'] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
 export const INVOCATION_STATUSES = ['queued', 'completed', 'failed', 'skipped'] as const;

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EngineModule } from '#libs/engine';
+import { FilesModule } from '#libs/files';
 import { ProtocolModule } from '#libs/protocol';
 import { QueueModule } from '#libs/queue';
 import { StandaloneWebhooksModule } from '#libs/webhooks';
@@ -12,6 +13,7 @@ import { AutomationScheduler } from './timers/automation-scheduler.js';
 import { AutomationSweep } from './timers/automation-sweep.js';
 import { AutomationTimers } from './timers/automation-timers.js';
 import { DueStore } from './timers/due-store.js';
+import { AutomationTargetChecks } from './use-cases/automation-checks.js';
 import { AUTOMATION_USE_CASES } from './use-cases/index.js';
 
 /**
@@ -19,10 +21,12 @@ import { AUTOMATION_USE_CASES } from './use-cases/index.js';
  * worker's timers), the timers and the sweep (the worker).
  */
 @Module({
-  imports: [EngineModule, ProtocolModule, QueueModule, StandaloneWebhooksModule],
+  imports: [EngineModule, FilesModule, ProtocolModule, QueueModule, StandaloneWebhooksModule],
   providers: [
     AutomationsRepository,
     InvocationsRepository,
+    // What create and update check a target with (not an operation of its own).
+    AutomationTargetChecks,
     ...AUTOMATION_USE_CASES,
     InvocationStore,
     TargetInput,

@@ -181,7 +181,7 @@ export class AppConfig {
   readonly automationMisfireGraceS: number;
   /** AUTOMATION_CATCH_UP_MAX: the most missed times `catch_up: all` fires at once (older ones are recorded as skipped). */
   readonly automationCatchUpMax: number;
-  /** AUTOMATION_MAX_PER_OWNER: the most automations (any status) one owner may have. */
+  /** AUTOMATION_MAX_PER_OWNER: the most automations (any status) one account may have (an app's end users together). */
   readonly automationMaxPerOwner: number;
   /** AUTOMATION_MIN_INTERVAL_S: the shortest time between two fires a periodic expression may have. */
   readonly automationMinIntervalS: number;
@@ -302,7 +302,7 @@ export class AppConfig {
     this.automationMisfireGraceS = Math.max(1, int(env, 'AUTOMATION_MISFIRE_GRACE_S', 60));
     this.automationCatchUpMax = Math.min(1000, Math.max(1, int(env, 'AUTOMATION_CATCH_UP_MAX', 10)));
     this.automationMaxPerOwner = Math.max(1, int(env, 'AUTOMATION_MAX_PER_OWNER', 100));
-    this.automationMinIntervalS = Math.max(1, int(env, 'AUTOMATION_MIN_INTERVAL_S', 1));
+    this.automationMinIntervalS = Math.max(1, int(env, 'AUTOMATION_MIN_INTERVAL_S', 60));
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }

@@ -291,8 +291,10 @@ export class Metrics {
     this.webhookDisabled.inc({ reason });
   }
 
-  /** After the invocation's transaction committed; `lagSeconds` for a scheduled time that fired. */
-  /** `count`: invocations recorded at once (the missed times of one catch-up). */
+  /**
+   * After the invocation's transaction committed; `lagSeconds` for a scheduled time that fired,
+   * `count` for invocations recorded at once (the missed times of one catch-up).
+   */
   automationInvocation(source: string, status: string, reason: string, lagSeconds: number | null = null, count = 1): void {
     this.automationInvocations.inc({ source, status, reason }, count);
     if (lagSeconds !== null) this.automationFireLag.observe(Math.max(0, lagSeconds));

@@ -72,7 +72,7 @@ export class AutomationsController {
     operationId: 'createAutomation',
     summary: 'Create an automation',
     description:
-      'An active automation, not fired now: `periodic` with a cron `expression` (5 fields, or 6 with seconds first) read in the IANA `timezone`, or `once` at `run_at` (future Unix seconds). Each time creates a session of `target.agent_id` with `target.input` (`new_session`), or sends `target.instructions` to a root session of the caller (`existing_session`). The agent must be one the caller may use and the session the caller\'s (404); a cooperation member is 409 `state_conflict`. A bad expression or zone, or one firing more often than AUTOMATION_MIN_INTERVAL_S, is 422 naming the field; an inline `agent` or `vault_ids` is 422 `not_implemented`. At most AUTOMATION_MAX_PER_OWNER automations per owner (409 `automation_limit`). The automation fires as its creator.',
+      'An active automation, not fired now: `periodic` with a cron `expression` (5 fields, or 6 with seconds first) read in the IANA `timezone`, or `once` at `run_at` (future Unix seconds). Each time creates a session of `target.agent_id` with `target.input` (`new_session`), or sends `target.instructions` to a root session of the caller (`existing_session`). The agent must be one the caller may use and the session the caller\'s (404); a cooperation member is 409 `state_conflict`. A bad expression or zone, or one firing more often than AUTOMATION_MIN_INTERVAL_S, is 422 naming the field; an inline `agent` or `vault_ids` is 422 `not_implemented`. A `new_session` target\'s `environment.files` must be the caller\'s (404). At most AUTOMATION_MAX_PER_OWNER automations per account, an app\'s end users together (409 `automation_limit`). The automation fires as its creator.',
   })
   @ApiIdempotencyKey('automation-0001')
   @ApiBody({ type: CreateAutomationDto, examples: { periodic: { value: CREATE_AUTOMATION_EXAMPLE }, once: { value: CREATE_ONCE_EXAMPLE } } })
@@ -105,7 +105,7 @@ export class AutomationsController {
     operationId: 'updateAutomation',
     summary: 'Update an automation',
     description:
-      'Changes the fields given; `target` (same type) and `metadata` are replaced whole. `expression` and `timezone` are for periodic automations, `run_at` for once ones (422 otherwise). A schedule change counts the next time from now while the automation is active.',
+      'Changes the fields given; `target` (same type) and `metadata` are replaced whole. `expression` and `timezone` are for periodic automations, `run_at` for once ones (422 otherwise). A schedule change counts the next time from now while the automation is active; a completed once automation given a future `run_at` is active again at that time.',
   })
   @ApiAutomationId()
   @ApiBody({ type: UpdateAutomationDto, examples: { rename: { value: { name: 'Morning digest' } }, reschedule: { value: { expression: '30 8 * * 1-5', timezone: 'Europe/Berlin' } } } })
@@ -139,7 +139,7 @@ export class AutomationsController {
   @ApiOperation({
     operationId: 'resumeAutomation',
     summary: 'Resume an automation',
-    description: 'Active again from the next scheduled time after now (times passed while paused do not fire). An active one answers as it is; a once automation whose `run_at` has passed, or that completed, is 409 `state_conflict`: set a future `run_at` first.',
+    description: 'Active again from the next scheduled time after now (times passed while paused do not fire). An active one answers as it is; a once automation whose `run_at` has passed, or that completed, is 409 `state_conflict`: set a future `run_at` first (on a completed one, that update alone makes it active again).',
   })
   @ApiAutomationId()
   @ApiOkResponse({ type: AutomationDto, description: 'The automation, active.', example: AUTOMATION_EXAMPLE })

@@ -1,4 +1,5 @@
 import type { SchemaObject } from '@nestjs/swagger';
+import { PAUSE_REASONS } from '#libs/automations';
 import { BUDGET_LIMIT_KEYS, BUDGET_ON_EXCEEDED, BUDGET_SCOPE_KINDS } from '#libs/budgets';
 import { SESSION_STATUSES } from '#libs/engine';
 import { DEFAULT_RETRY_SCHEDULE_MS, RETRY_AFTER_CAP_MS, signatureHeader, WEBHOOK_EVENT_TYPES, type WebhookEventType, type WebhookPayload } from '#libs/webhooks';
@@ -43,7 +44,7 @@ const INVOCATION_FIELD: SchemaObject = { type: 'string', description: 'The invoc
 const AUTOMATION_ERROR_FIELD: SchemaObject = { type: 'string', description: 'The invocation\'s `error.code` (see PublicErrorDto).', example: 'not_found' };
 const PAUSE_REASON_FIELD: SchemaObject = {
   type: 'string',
-  enum: ['target_session_failed', 'target_session_deleted', 'agent_deleted', 'owner_unavailable'],
+  enum: [...PAUSE_REASONS],
   description: 'Why the service paused the automation (its `pause_reason`); resume it once the cause is fixed.',
 };
 

@@ -17,6 +17,8 @@ export interface AutomationPatch {
   metadata?: Record<string, string>;
   overlap?: OverlapPolicy;
   catchUp?: CatchUpPolicy;
+  /** A completed once automation given a future run_at is active again (with `schedule.nextRunAt`). */
+  status?: 'active';
 }
 
 /**
@@ -34,23 +36,25 @@ export class AutomationsRepository {
   }
 
   /**
-   * Inserts the automation unless its owner has `limit` already (409 automation_limit). The owner's
-   * advisory lock, held to commit, serialises concurrent creates of one owner, so the count and the
-   * insert cannot race past the limit.
+   * Inserts the automation unless its account has `limit` already (409 automation_limit). The
+   * account is the owner, or for an app's end user the app's owner: end users are as many as an app
+   * names, so they share their app's limit. The account's advisory lock, held to commit, serialises
+   * concurrent creates of one account, so the count and the insert cannot race past the limit.
    */
-  async create(manager: EntityManager, automation: NewAutomation, limit: number): Promise<AutomationRecord> {
-    await manager.query(prepared(`SELECT pg_advisory_xact_lock(hashtextextended('automations:' || $1::text, 0))`), [automation.ownerId]);
-    const [counted] = (await manager.query(prepared('SELECT count(*)::int AS n FROM automations WHERE owner_id = $1'), [automation.ownerId])) as { n: number }[];
+  async create(manager: EntityManager, automation: NewAutomation, account: { accountId: string; limit: number }): Promise<AutomationRecord> {
+    const { accountId, limit } = account;
+    await manager.query(prepared(`SELECT pg_advisory_xact_lock(hashtextextended('automations:' || $1::text, 0))`), [accountId]);
+    const [counted] = (await manager.query(prepared('SELECT count(*)::int AS n FROM automations WHERE account_id = $1'), [accountId])) as { n: number }[];
     if ((counted?.n ?? 0) >= limit) {
-      throw new DomainError('automation_limit', `This account has ${limit} automations, the most allowed (AUTOMATION_MAX_PER_OWNER): delete one first`, { limit });
+      throw new DomainError('automation_limit', `This account has ${limit} automations (its app's end users together), the most allowed (AUTOMATION_MAX_PER_OWNER): delete one first`, { limit });
     }
     const a = automation;
     const [row] = (await manager.query(
-      prepared(`INSERT INTO automations AS a (id, owner_id, principal, name, type, expression, timezone, run_at, target, target_session_id, agent_id, metadata,
+      prepared(`INSERT INTO automations AS a (id, owner_id, account_id, principal, name, type, expression, timezone, run_at, target, target_session_id, agent_id, metadata,
          overlap, catch_up, status, pause_reason, next_run_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, now(), now()) RETURNING ${AUTOMATION_COLUMNS}`),
+       VALUES ($1, $2, $18, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, now(), now()) RETURNING ${AUTOMATION_COLUMNS}`),
       [a.id, a.ownerId, JSON.stringify(a.principal), a.name, a.type, a.expression, a.timezone, a.runAt, JSON.stringify(a.target), a.targetSessionId, a.agentId,
-        JSON.stringify(a.metadata), a.overlap, a.catchUp, a.status, a.pauseReason, a.nextRunAt],
+        JSON.stringify(a.metadata), a.overlap, a.catchUp, a.status, a.pauseReason, a.nextRunAt, accountId],
     )) as Record<string, unknown>[];
     return automationFromRow(row!);
   }
@@ -96,11 +100,11 @@ export class AutomationsRepository {
          run_at = CASE WHEN $3::boolean THEN $6::timestamptz ELSE a.run_at END, next_run_at = CASE WHEN $3::boolean THEN $7::timestamptz ELSE a.next_run_at END,
          target = coalesce($8::jsonb, a.target), target_session_id = CASE WHEN $8::jsonb IS NULL THEN a.target_session_id ELSE $9::uuid END,
          agent_id = CASE WHEN $8::jsonb IS NULL THEN a.agent_id ELSE $10 END, metadata = coalesce($11::jsonb, a.metadata),
-         overlap = coalesce($12, a.overlap), catch_up = coalesce($13, a.catch_up), updated_at = now()
+         overlap = coalesce($12, a.overlap), catch_up = coalesce($13, a.catch_up), status = coalesce($14, a.status), updated_at = now()
        WHERE a.id = $1 RETURNING ${AUTOMATION_COLUMNS}`),
       [id, patch.name ?? null, s !== undefined, s?.expression ?? null, s?.timezone ?? null, s?.runAt ?? null, s?.nextRunAt ?? null,
         t ? JSON.stringify(t.target) : null, t?.targetSessionId ?? null, t?.agentId ?? null, patch.metadata ? JSON.stringify(patch.metadata) : null,
-        patch.overlap ?? null, patch.catchUp ?? null],
+        patch.overlap ?? null, patch.catchUp ?? null, patch.status ?? null],
     );
     return automationFromRow(firstRow(result)!);
   }

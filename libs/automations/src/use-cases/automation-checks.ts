@@ -3,6 +3,7 @@ import { AgentsService, parseEnvironmentParam } from '#libs/agents';
 import { agentViewerOf, type Principal } from '#libs/auth';
 import { AppConfig } from '#libs/config';
 import { DomainError } from '#libs/errors';
+import { FilesRepository } from '#libs/files';
 import { SessionsRepository } from '#libs/engine';
 import { checkInputText, metadataErrors, parseAgentInput } from '#libs/protocol';
 import type { AutomationTarget, FiringPrincipal } from '../automation.types.js';
@@ -43,7 +44,7 @@ export function checkSchedule(expression: string, timezone: string, minIntervalS
 /**
  * What an automation's target may name, checked when it is saved as a session create or a message
  * would check it: the agent visible to the caller (404), the input within a session input's bounds,
- * the existing session the caller's (404) and a root (a cooperation member is 409). The firing path
+ * a new session's environment files the caller's (404 naming each, as a session create says), the existing session the caller's (404) and a root (a cooperation member is 409). The firing path
  * checks again when each time fires: a target gone since then fails that invocation.
  */
 @Injectable()
@@ -51,6 +52,7 @@ export class AutomationTargetChecks {
   constructor(
     private readonly agents: AgentsService,
     private readonly sessions: SessionsRepository,
+    private readonly files: FilesRepository,
     private readonly config: AppConfig,
   ) {}
 
@@ -73,9 +75,23 @@ export class AutomationTargetChecks {
     if (!env.param) throw DomainError.validation(env.errors);
     const metadata = dto.metadata === undefined || dto.metadata === null ? {} : checkMetadata(dto.metadata, 'target.metadata');
     const agent = await this.agents.getVisible(agentViewerOf(principal), dto.agent_id);
+    await this.checkFiles(principal.userId, 'files' in env.param ? env.param.files : []);
     // Stored in the shape the view shows and the session parser reads again when a time fires.
     const input = parsed.messages.map((message) => ({ type: 'message', role: 'user', content: message.content }));
     return { target: { type: 'new_session', agent_id: agent.id, environment, input, metadata }, targetSessionId: null, agentId: agent.id };
+  }
+
+  /**
+   * Each environment file one the caller may read now, as a session create checks them: a missing
+   * one is refused here rather than failing every time the automation fires. (A draft can still
+   * expire later: a fire then fails that invocation.)
+   */
+  private async checkFiles(ownerId: string, files: readonly { file_id: string }[]): Promise<void> {
+    for (const [index, file] of files.entries()) {
+      if (!(await this.files.findOwned(ownerId, file.file_id))) {
+        throw new DomainError('not_found', `File ${file.file_id} not found (or its draft expired)`, { file_id: file.file_id, field: `target.environment.files[${index}].file_id` });
+      }
+    }
   }
 
   private async existingSession(principal: Principal, dto: AutomationTargetParamDto): Promise<CheckedTarget> {

@@ -33,7 +33,8 @@ export class PauseAutomation {
 /**
  * `POST /automations/{id}/resume`: active again from the next time after the database's now
  * (times passed while paused are not fired). A once automation whose time passed, or that
- * completed, is 409: set a future `run_at` first. An active one answers as it is.
+ * completed, is 409: set a future `run_at` first (on a completed one, that update alone makes it
+ * active again). An active one answers as it is.
  */
 @Injectable()
 export class ResumeAutomation {
@@ -47,7 +48,7 @@ export class ResumeAutomation {
     const { automation, armed } = await this.dataSource.transaction(async (manager) => {
       const current = await this.automations.get(principal.userId, id, manager);
       if (current.status === 'active') return { automation: current, armed: false };
-      if (current.status === 'completed') throw new DomainError('state_conflict', `Automation ${id} has completed: its one time fired; set a future run_at to run it again`);
+      if (current.status === 'completed') throw new DomainError('state_conflict', `Automation ${id} has completed: its one time fired; set a future run_at (POST /automations/${id}) to make it active again at that time`);
       const now = await this.automations.now(manager);
       const next =
         current.type === 'periodic' ? nextTime({ expression: current.expression!, timezone: current.timezone! }, now) : current.runAt! > now ? current.runAt : null;

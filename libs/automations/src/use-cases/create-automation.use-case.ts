@@ -3,7 +3,7 @@ import type { Principal } from '#libs/auth';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import { IdempotencyService, type IdempotentResponse } from '#libs/engine';
-import { IdempotentWrite } from '#libs/protocol';
+import { budgetViewerOf, IdempotentWrite } from '#libs/protocol';
 import type { AutomationRecord } from '../automation.types.js';
 import type { CreateAutomationDto } from '../dto/automation-params.dto.js';
 import { nextTime } from '../schedule/cron-schedule.js';
@@ -66,7 +66,7 @@ export class CreateAutomation {
           pauseReason: null,
           nextRunAt,
         },
-        this.config.automationMaxPerOwner,
+        { accountId: budgetViewerOf(principal).accountId, limit: this.config.automationMaxPerOwner },
       );
       return { status: 201, body: toAutomationDto(created), sessionId: null, receipt: null };
     });

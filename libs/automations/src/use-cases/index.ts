@@ -8,7 +8,6 @@ export { AutomationTargetChecks, CreateAutomation, DeleteAutomation, GetAutomati
 
 /** The api's use cases of the resource (one class per operation). */
 export const AUTOMATION_USE_CASES = [
-  AutomationTargetChecks,
   CreateAutomation,
   GetAutomation,
   ListAutomations,

@@ -3,7 +3,6 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { AppConfig } from '#libs/config';
-import { DomainError } from '#libs/errors';
 import type { AutomationRecord } from '../automation.types.js';
 import type { UpdateAutomationDto } from '../dto/automation-params.dto.js';
 import type { AutomationDto } from '../dto/automation-view.dto.js';
@@ -16,7 +15,8 @@ import { AutomationTargetChecks, checkMetadata, checkSchedule, fieldError } from
 /**
  * `POST /automations/{id}`: changes the fields given (`target` and `metadata` replaced whole, the
  * target's type kept). A schedule change counts the next time from the database's now while the
- * automation is active (a paused one gets it when resumed) and arms its timer after commit.
+ * automation is active (a paused one gets it when resumed) and arms its timer after commit. A
+ * completed once automation given a future `run_at` is active again, at that time.
  */
 @Injectable()
 export class UpdateAutomation {
@@ -43,9 +43,10 @@ export class UpdateAutomation {
         const now = await this.automations.now(manager);
         let nextRunAt: Date | null = null;
         if (schedule.runAt) {
-          if (locked.status === 'completed') throw new DomainError('state_conflict', `Automation ${id} has completed: its one time fired`);
           if (schedule.runAt <= now) throw fieldError('run_at', 'must be in the future');
-          if (locked.status === 'active') nextRunAt = schedule.runAt;
+          // A completed once automation runs again at its new time (a paused one waits for its resume).
+          if (locked.status === 'completed') patch.status = 'active';
+          if (locked.status !== 'paused') nextRunAt = schedule.runAt;
         } else if (locked.status === 'active') {
           nextRunAt = nextTime(schedule.cron!, now);
           if (!nextRunAt) throw fieldError('expression', 'never fires after now');

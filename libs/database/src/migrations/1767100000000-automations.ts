@@ -13,6 +13,9 @@ export class Automations1767100000000 implements MigrationInterface {
     await q.query(`CREATE TABLE automations (
       id uuid PRIMARY KEY,
       owner_id uuid NOT NULL,
+      -- the account AUTOMATION_MAX_PER_OWNER counts against: the owner, or for an app's end user the app's owner
+      -- (so that end users named by X-End-User-Id cannot multiply the limit)
+      account_id uuid NOT NULL,
       -- who the automation acts as when it fires: the creator's identity (user, key, app, end user, role, access)
       principal jsonb NOT NULL CHECK (jsonb_typeof(principal) = 'object'),
       name varchar(256) NOT NULL,
@@ -39,6 +42,7 @@ export class Automations1767100000000 implements MigrationInterface {
       CONSTRAINT automations_pause_reason_shape CHECK (pause_reason IS NULL OR status = 'paused'),
       CONSTRAINT automations_periodic_never_completes CHECK (type = 'once' OR status <> 'completed'))`);
     await q.query(`CREATE INDEX automations_owner_page_idx ON automations (owner_id, created_at, id)`);
+    await q.query(`CREATE INDEX automations_account_idx ON automations (account_id)`);
     // What is due: timers miss nothing the sweep does not find through this.
     await q.query(`CREATE INDEX automations_due_idx ON automations (next_run_at) WHERE status = 'active'`);
     await q.query(`CREATE INDEX automations_target_session_idx ON automations (target_session_id) WHERE target_session_id IS NOT NULL`);
