@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
+import { uploadDraft } from '../support/files.js';
 import { API, http, newKey } from '../support/http.js';
 import { ADMIN, bootstrap, call, type Caller, createKey, createSessionAs, newProductUser, until } from '../support/identity.js';
 import { query } from '../support/db.js';
@@ -202,6 +203,25 @@ describe('automations: an input refused', () => {
     assert.equal(fired.yuxi.input_id, null);
     const after = await call(caller, `${AUTOMATIONS}/${automation.id}`);
     assert.deepEqual([after.body.status, after.body.pause_reason, after.body.yuxi.next_run_at], ['active', null, automation.yuxi.next_run_at]);
+  });
+});
+
+describe('automations: a missing environment file', () => {
+  it('fails a new_session run as a refusal of the input (rejected): the automation stays active, not paused as agent_deleted', async () => {
+    const { caller } = await newProductUser('environment file owner');
+    const draft = await uploadDraft('a,b\n1,2\n', 'input.csv', { token: caller.token });
+    const input = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'daily' }] }];
+    const environment = { type: 'openai_hosted', files: [{ type: 'file_id', file_id: draft.id, path: 'data/input.csv' }] };
+    const automation = await createAutomation(caller, { type: 'new_session', agent_id: 'default-chatbot', environment, input });
+    const deleted = await call(caller, `${API}/files/${draft.id}`, { method: 'DELETE' });
+    assert.equal(deleted.status, 200, deleted.text);
+
+    const fired = await runNow(caller, automation.id);
+    assert.equal(fired.status, 'failed');
+    assert.equal(fired.error.code, 'not_found');
+    assert.equal(fired.yuxi.reason, 'rejected');
+    const after = await call(caller, `${AUTOMATIONS}/${automation.id}`);
+    assert.deepEqual([after.body.status, after.body.pause_reason], ['active', null]);
   });
 });
 
