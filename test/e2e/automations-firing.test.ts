@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
+import { uploadDraft } from '../support/files.js';
 import { API, http, newKey } from '../support/http.js';
-import { ADMIN, bootstrap, call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
+import { ADMIN, bootstrap, call, type Caller, createKey, createSessionAs, newProductUser, until } from '../support/identity.js';
 import { query } from '../support/db.js';
 import { scrape, total } from '../support/metrics.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
@@ -141,6 +142,52 @@ describe('automations: firing (run now)', () => {
     assert.equal((await endedTurn(owner, automation.id, first.id)).status, 'cancelled', 'the previous turn was cancelled');
     assert.equal((await endedTurn(owner, automation.id, second.id)).status, 'completed', 'the new run ran after it');
   });
+
+  it('cancel_previous: a retried run now (the same key) replays the first run and never cancels its turn', async () => {
+    const session = await createSessionAs(owner);
+    const automation = await createAutomation(owner, { type: 'existing_session', session_id: session.id, instructions: SLOW }, { overlap: 'cancel_previous' });
+    const key = newKey('run-now');
+    const first = await runNow(owner, automation.id, key);
+    const running = await until(async () => {
+      const v = await invocation(owner, automation.id, first.id);
+      return v.yuxi.turn_id ? v : undefined;
+    }, { attempts: 200, intervalMs: 100 });
+    assert.ok(running, 'the first run became a turn');
+    const retried = await runNow(owner, automation.id, key);
+    assert.equal(retried.id, first.id, 'the same invocation');
+    assert.equal((await endedTurn(owner, automation.id, first.id)).status, 'completed', 'its turn was not cancelled by the retry');
+    const list = await call(owner, `${AUTOMATIONS}/${automation.id}/invocations`);
+    assert.deepEqual(list.body.data.map((v: any) => v.id), [first.id], 'one invocation');
+  });
+
+  it('a retried run now replays its invocation even after the automation was deleted', async () => {
+    const session = await createSessionAs(owner);
+    const automation = await createAutomation(owner, { type: 'existing_session', session_id: session.id, instructions: 'once' });
+    const key = newKey('run-now');
+    const first = await runNow(owner, automation.id, key);
+    assert.equal((await call(owner, `${AUTOMATIONS}/${automation.id}`, { method: 'DELETE' })).status, 200);
+    const retried = await runNow(owner, automation.id, key);
+    assert.equal(retried.id, first.id);
+  });
+});
+
+describe('automations: the creator as they are now', () => {
+  it('a revoked creating key fails the next run (another key of the same user runs it) and pauses the automation (owner_unavailable)', async () => {
+    const { userId, key, caller } = await newProductUser('revoked key owner');
+    const other: Caller = { name: 'second key', token: (await createKey({ user_id: userId, access: 'full' })).secret };
+    const session = await createSessionAs(caller);
+    const automation = await createAutomation(caller, { type: 'existing_session', session_id: session.id, instructions: 'hello?' });
+    const revoked = await call(bootstrap, `${ADMIN}/api-keys/${key.id}`, { method: 'DELETE' });
+    assert.equal(revoked.status, 200, revoked.text);
+
+    const fired = await runNow(other, automation.id);
+    assert.equal(fired.status, 'failed');
+    assert.equal(fired.error.code, 'unauthorized');
+    assert.equal(fired.yuxi.reason, 'target_unavailable');
+    assert.equal(fired.yuxi.input_id, null, 'nothing was accepted as the revoked key');
+    const paused = await call(other, `${AUTOMATIONS}/${automation.id}`);
+    assert.deepEqual([paused.body.status, paused.body.pause_reason], ['paused', 'owner_unavailable']);
+  });
 });
 
 describe('automations: an input refused', () => {
@@ -156,6 +203,25 @@ describe('automations: an input refused', () => {
     assert.equal(fired.yuxi.input_id, null);
     const after = await call(caller, `${AUTOMATIONS}/${automation.id}`);
     assert.deepEqual([after.body.status, after.body.pause_reason, after.body.yuxi.next_run_at], ['active', null, automation.yuxi.next_run_at]);
+  });
+});
+
+describe('automations: a missing environment file', () => {
+  it('fails a new_session run as a refusal of the input (rejected): the automation stays active, not paused as agent_deleted', async () => {
+    const { caller } = await newProductUser('environment file owner');
+    const draft = await uploadDraft('a,b\n1,2\n', 'input.csv', { token: caller.token });
+    const input = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'daily' }] }];
+    const environment = { type: 'openai_hosted', files: [{ type: 'file_id', file_id: draft.id, path: 'data/input.csv' }] };
+    const automation = await createAutomation(caller, { type: 'new_session', agent_id: 'default-chatbot', environment, input });
+    const deleted = await call(caller, `${API}/files/${draft.id}`, { method: 'DELETE' });
+    assert.equal(deleted.status, 200, deleted.text);
+
+    const fired = await runNow(caller, automation.id);
+    assert.equal(fired.status, 'failed');
+    assert.equal(fired.error.code, 'not_found');
+    assert.equal(fired.yuxi.reason, 'rejected');
+    const after = await call(caller, `${AUTOMATIONS}/${automation.id}`);
+    assert.deepEqual([after.body.status, after.body.pause_reason], ['active', null]);
   });
 });
 
@@ -272,7 +338,9 @@ describe('automations: firing metrics and the scheduled snapshot', () => {
       assert.equal(snapshot.id, every.id);
       assert.equal(snapshot.object, 'agent.automation');
       assert.equal(snapshot.expression, '* * * * * *');
-      assert.deepEqual(snapshot.target, every.target);
+      const withoutInput = { ...every.target };
+      delete withoutInput.input;
+      assert.deepEqual(snapshot.target, withoutInput, 'the target without its input (kept on every time, it would copy the input each time)');
       assert.equal(snapshot.yuxi.next_run_at, fired.scheduled_at, 'as it was when the time fired: that time was its next');
     } finally {
       assert.equal((await call(caller, `${AUTOMATIONS}/${every.id}/pause`, { method: 'POST' })).status, 200);

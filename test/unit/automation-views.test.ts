@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type AutomationRecord, type InvocationRecord, toAutomationDto, toInvocationDto } from '#libs/automations';
+import { type AutomationRecord, type InvocationRecord, snapshotOfView, toAutomationDto, toAutomationSnapshot, toInvocationDto } from '#libs/automations';
 
 // The public views of automations and invocations: the upstream shapes (periodic fields only on
 // periodic automations, run_at only on once ones, Unix seconds, agent null and no vaults on a
@@ -83,5 +83,16 @@ describe('automation views', () => {
     assert.deepEqual(scheduled.source, { type: 'automation', automation: snapshot });
     assert.equal(scheduled.scheduled_at, NEXT.getTime() / 1000);
     assert.equal(scheduled.skip_reason, 'pending_delivery');
+  });
+});
+
+describe('automation snapshot (an invocation\'s source.automation)', () => {
+  it('is the resource without the target\'s input or instructions (kept on every fire, skipped ones too)', () => {
+    const fresh = toAutomationSnapshot(record());
+    assert.deepEqual(fresh.target, { type: 'new_session', agent: null, agent_id: 'default-chatbot', environment: { type: 'none' }, metadata: {}, vault_ids: [] });
+    assert.equal(fresh.name, 'digest');
+    const existing = toAutomationSnapshot(record({ target: { type: 'existing_session', session_id: 's', instructions: 'x'.repeat(1000) } }));
+    assert.deepEqual(existing.target, { type: 'existing_session', session_id: 's' });
+    assert.deepEqual(snapshotOfView(toAutomationDto(record())), fresh, 'the same from the resource\'s view');
   });
 });

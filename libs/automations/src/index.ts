@@ -15,5 +15,5 @@ export { AutomationsRepository, type AutomationPatch, type NewAutomation } from 
 export { InvocationsRepository } from './tables/invocations.repository.js';
 export * from './dto/automation-params.dto.js';
 export * from './dto/automation-view.dto.js';
-export { targetView, toAutomationDto, toInvocationDto } from './views/automation-view.js';
+export { snapshotOfView, targetView, toAutomationDto, toAutomationSnapshot, toInvocationDto } from './views/automation-view.js';
 export * from './use-cases/index.js';

@@ -63,7 +63,7 @@ export class InvocationErrorDto {
 
 export class InvocationSourceDto {
   @ApiProperty({ enum: ['automation', 'manual'], description: '`automation`: a scheduled time; `manual`: run now.' }) type!: 'automation' | 'manual';
-  @ApiPropertyOptional({ type: AutomationDto, description: 'automation: the automation as it was when the time fired.' }) automation?: AutomationDto;
+  @ApiPropertyOptional({ type: AutomationDto, description: 'automation: the automation as it was when the time fired, its target without `input` or `instructions` (what the fire sent is the session\'s, through `session_id`).' }) automation?: AutomationDto;
 }
 
 export class InvocationYuxiDto {

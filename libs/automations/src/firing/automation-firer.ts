@@ -4,13 +4,13 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { isUuid, newId } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { AfterCommit, type Committed, type IdempotentResponse } from '#libs/engine';
+import { AfterCommit, type Committed, IdempotencyService, type IdempotentResponse } from '#libs/engine';
 import { metrics } from '#libs/metrics';
 import { Acceptance } from '#libs/protocol';
 import { StandaloneWebhooks, type WebhookChain } from '#libs/webhooks';
 import type { AutomationRecord, InvocationReason, InvocationRecord, PauseReason } from '../automation.types.js';
-import { toAutomationDto as automationView, toInvocationDto as invocationView } from '../views/automation-view.js';
-import { decideOverlap, goneReason, previousIsActive, principalOf, scheduledKey, turnToCancel } from './fire-decisions.js';
+import { toAutomationSnapshot, toInvocationDto as invocationView } from '../views/automation-view.js';
+import { deadPrincipal, decideOverlap, goneReason, previousIsActive, principalOf, scheduledKey, turnToCancel } from './fire-decisions.js';
 import { type NewInvocation, InvocationStore } from './invocation-store.js';
 import { type PreparedInput, TargetInput } from './target-input.js';
 
@@ -28,16 +28,25 @@ export type FireOutcome = { kind: 'stale' } | { kind: 'recorded'; invocation: In
 /** What kind of fire: a scheduled time (it moves next_run_at on) or run now. */
 type Fire = { source: 'automation'; scheduledAt: Date; reason: 'scheduled' | 'catch_up'; next: Date | null } | { source: 'manual'; ownerId: string };
 
-/** The fire's receipt: whose key, which scope, which request. */
+/** Run now's receipt: the caller's key and scope (`looked`: the key was read and answered nothing). */
 interface FireReceipt {
   principal: Principal;
   scope: string;
   key: string;
   intent: unknown;
+  looked: boolean;
 }
+
+/** The automation as the fire read it before its transaction. */
+type Seen = NonNullable<Awaited<ReturnType<InvocationStore['read']>>>;
+
+type Fired = { kind: 'stale' } | { kind: 'changed' } | { kind: 'replayed'; response: IdempotentResponse } | { kind: 'recorded'; response: IdempotentResponse | null; invocation: InvocationRecord };
 
 /** Thrown inside the fire's transaction when the scheduled time is no longer due: nothing is written. */
 class StaleFire extends Error {}
+
+/** Thrown inside the fire's transaction when the automation changed since its input was prepared (a new target): prepared again. */
+class ChangedFire extends Error {}
 
 /** The input's refusal before the transaction (a gone agent, an input the checks refuse). */
 type Prepared = { input: PreparedInput } | { refused: DomainError };
@@ -45,19 +54,25 @@ type Prepared = { input: PreparedInput } | { refused: DomainError };
 /** The inner acceptance's savepoint: a refusal inside it (a gone session) undoes its writes, not the invocation's. */
 const SAVEPOINT = 'automation_input';
 
+/** A fire whose automation changed between its preparation and its lock is prepared again, this many times in all. */
+const ATTEMPTS = 2;
+
 /**
  * Fires an automation: one transaction records the invocation of the time (or of the run now)
  * and accepts its input through the protocol's acceptance (a session create or a follow-up
- * message, each with its own receipt, outbox events and nudges), under the automation's row lock.
- * A scheduled time is receipted under `automations.fire` and `<automation>:<time ms>` and is
- * unique per automation in its table: however many workers fire it, it is recorded once. Events,
- * nudges, webhook nudges and metrics go out after commit.
+ * message, each with its own receipt, outbox events and nudges), under the automation's row lock,
+ * as its creator is now (their role; a suspended user or a revoked or expired key fails the fire
+ * and pauses the automation). A scheduled time is guarded by that lock, next_run_at and the
+ * invocation's uniqueness per automation and time: however many workers fire it, it is recorded
+ * once. Run now is receipted under the caller's Idempotency-Key, looked up before anything else.
+ * Events, nudges, webhook nudges and metrics go out after commit.
  */
 @Injectable()
 export class AutomationFirer {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly acceptance: Acceptance,
+    private readonly idempotency: IdempotencyService,
     private readonly targets: TargetInput,
     private readonly store: InvocationStore,
     private readonly webhooks: StandaloneWebhooks,
@@ -66,76 +81,102 @@ export class AutomationFirer {
 
   /**
    * Fires a scheduled time if it is still the automation's next one (status active, next_run_at =
-   * scheduledAt), else `stale` with nothing written. A time already recorded (a replayed key) is
-   * stale too: nothing more to do for it.
+   * scheduledAt), else `stale` with nothing written (a time another worker recorded is stale too).
    */
   async fireScheduled(occurrence: ScheduledOccurrence): Promise<FireOutcome> {
-    const automation = await this.store.read(this.dataSource.manager, occurrence.automationId);
-    if (!automation || !isDue(automation, occurrence.scheduledAt)) return { kind: 'stale' };
-    const principal = principalOf(automation.principal);
-    const key = scheduledKey(automation.id, occurrence.scheduledAt);
-    const receipt = { principal, scope: 'automations.fire', key, intent: { operation: 'automations.fire', automation_id: automation.id, scheduled_at: occurrence.scheduledAt.getTime() } };
-    const fired = await this.fire(automation, receipt, { source: 'automation', scheduledAt: occurrence.scheduledAt, reason: occurrence.reason, next: occurrence.next });
-    return fired.kind === 'recorded' ? { kind: 'recorded', invocation: fired.invocation } : { kind: 'stale' };
+    const fire: Fire = { source: 'automation', scheduledAt: occurrence.scheduledAt, reason: occurrence.reason, next: occurrence.next };
+    for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+      const seen = await this.store.read(this.dataSource.manager, occurrence.automationId);
+      if (!seen || !isDue(seen.automation, occurrence.scheduledAt)) return { kind: 'stale' };
+      const fired = await this.fire(seen, fire, null);
+      if (fired.kind === 'recorded') return { kind: 'recorded', invocation: fired.invocation };
+      if (fired.kind !== 'changed') return { kind: 'stale' };
+    }
+    // Changed again: the time stays due, for the sweep's next pass.
+    return { kind: 'stale' };
   }
 
   /** Run now (source manual, no scheduled time, next_run_at untouched) under the caller's Idempotency-Key; another owner's automation is 404. */
   async fireManual(principal: Principal, automationId: string, key: string): Promise<IdempotentResponse> {
     const notFound = DomainError.notFound(`Automation ${automationId}`);
     if (!isUuid(automationId)) throw notFound;
-    const automation = await this.store.read(this.dataSource.manager, automationId);
-    if (!automation || automation.ownerId !== principal.userId) throw notFound;
-    const receipt = { principal, scope: `automations.invoke:${automationId}`, key, intent: { operation: 'automations.invoke', automation_id: automationId } };
-    const fired = await this.fire(automation, receipt, { source: 'manual', ownerId: principal.userId });
-    if (fired.kind === 'stale') throw notFound;
-    return fired.response;
+    const scope = `automations.invoke:${automationId}`;
+    const intent = { operation: 'automations.invoke', automation_id: automationId };
+    // The key first: a retry answers what the first request did (even once the automation is deleted), and prepares, cancels and fires nothing.
+    const receiptScope = Acceptance.scopeOf(principal, scope, key, intent);
+    const row = await this.idempotency.lookup(receiptScope);
+    const replay = IdempotencyService.decide(row, receiptScope);
+    if (replay) return replay;
+    for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+      const seen = await this.store.read(this.dataSource.manager, automationId);
+      if (!seen || seen.automation.ownerId !== principal.userId) throw notFound;
+      const fired = await this.fire(seen, { source: 'manual', ownerId: principal.userId }, { principal, scope, key, intent, looked: row === null });
+      if (fired.kind === 'stale') throw notFound;
+      // Run now always answers through its receipt (a response, first or replayed).
+      if (fired.kind !== 'changed') return fired.response!;
+    }
+    throw new DomainError('state_conflict', 'The automation changed while it was being run; try again');
   }
 
-  private async fire(seen: AutomationRecord, receipt: FireReceipt, fire: Fire): Promise<{ kind: 'stale' } | { kind: 'replayed'; response: IdempotentResponse } | { kind: 'recorded'; response: IdempotentResponse; invocation: InvocationRecord }> {
-    const principal = principalOf(seen.principal);
+  private async fire(seen: Seen, fire: Fire, receipt: FireReceipt | null): Promise<Fired> {
+    const automation = seen.automation;
+    const dead = deadPrincipal(seen.live);
+    const principal = principalOf(automation.principal, seen.live);
     // cancel_previous: the previous turn asked to cancel first, in its own transaction (the fire's waits on no worker).
-    const cancel = seen.overlap === 'cancel_previous' ? turnToCancel(seen.overlap, await this.store.previous(this.dataSource.manager, seen.id)) : null;
-    if (cancel) await this.targets.cancelPrevious(principal, cancel.sessionId, cancel.turnId, `${receipt.scope}:${receipt.key}`);
+    // Only an invocation committed before this fire began counts: a duplicate fire of this time never cancels the winner's turn.
+    const fireKey = fire.source === 'automation' ? `automations.fire:${scheduledKey(automation.id, fire.scheduledAt)}` : `${receipt?.scope}:${receipt?.key}`;
+    const before = { at: seen.readAt, scheduledAt: fire.source === 'automation' ? fire.scheduledAt : null };
+    const cancel = !dead && automation.overlap === 'cancel_previous' ? turnToCancel(await this.store.previous(this.dataSource.manager, automation.id, before)) : null;
+    if (cancel) await this.targets.cancelPrevious(principal, cancel.sessionId, cancel.turnId, fireKey);
     // The fire's reason says so even when the cancelled turn has ended by the time the fire locks the automation.
     const cancelled = cancel !== null;
-    const prepared = await this.prepare(seen, principal);
+    const prepared: Prepared = dead ? { refused: new DomainError(dead.code, dead.message) } : await this.prepare(automation, principal);
+    const staging = 'input' in prepared ? prepared.input.staging : undefined;
     const invocationId = newId();
-    let invocation: InvocationRecord | null = null;
-    let committed: Committed | null = null;
-    let chains: WebhookChain[] = [];
-    let response: IdempotentResponse;
+    let done: Recorded | null = null;
+    const work = async (manager: EntityManager): Promise<Recorded> => {
+      const locked = await this.store.lock(manager, automation.id);
+      if (fire.source === 'automation' && (!locked || !isDue(locked.automation, fire.scheduledAt))) throw new StaleFire();
+      if (!locked || (fire.source === 'manual' && locked.automation.ownerId !== fire.ownerId)) throw DomainError.notFound(`Automation ${automation.id}`);
+      // A target updated since the input was prepared: that input is the old target's, so prepare again.
+      if (locked.automation.updatedAt.getTime() !== automation.updatedAt.getTime()) throw new ChangedFire();
+      done = await this.record(manager, locked, prepared, invocationId, fire, cancelled);
+      return done;
+    };
+    let response: IdempotentResponse | null = null;
     try {
-      response = await this.acceptance.accept(
-        receipt.principal,
-        receipt.scope,
-        receipt.key,
-        receipt.intent,
-        async (manager) => {
-          const locked = await this.store.lock(manager, seen.id);
-          if (fire.source === 'automation' && (!locked || !isDue(locked.automation, fire.scheduledAt))) throw new StaleFire();
-          if (!locked || (fire.source === 'manual' && locked.automation.ownerId !== fire.ownerId)) throw DomainError.notFound(`Automation ${seen.id}`);
-          const done = await this.record(manager, locked.automation, locked.ownerSuspended, prepared, invocationId, fire, cancelled);
-          invocation = done.invocation;
-          committed = done.committed;
-          chains = done.chains;
-          return { status: 201, body: invocationView(done.invocation), sessionId: null, receipt: null, events: [], nudges: [] };
-        },
-        'input' in prepared ? prepared.input.staging : undefined,
-      );
+      if (receipt) {
+        response = await this.acceptance.accept(
+          receipt.principal,
+          receipt.scope,
+          receipt.key,
+          receipt.intent,
+          async (manager) => ({ status: 201, body: invocationView((await work(manager)).invocation), sessionId: null, receipt: null, events: [], nudges: [] }),
+          staging,
+          receipt.looked,
+        );
+      } else {
+        // A scheduled time: a plain transaction (the lock, next_run_at and the time's uniqueness guard it; the input keeps its own receipt).
+        await staging?.stage();
+        await this.dataSource.transaction(work);
+      }
     } catch (error) {
+      if (!receipt) await staging?.discard();
       if (error instanceof StaleFire) return { kind: 'stale' };
+      if (error instanceof ChangedFire) return { kind: 'changed' };
       throw error;
     }
-    if (response.replayed || !invocation) return { kind: 'replayed', response };
-    const recorded: InvocationRecord = invocation;
+    const recorded = done as Recorded | null;
+    if (!recorded || response?.replayed) return { kind: 'replayed', response: response! };
     // Not waited for: the response never waits on Redis (the relay, the recovery and webhook sweeps redo what is lost).
-    if (committed) void this.afterCommit.send(committed);
-    else if ('input' in prepared) void prepared.input.staging?.discard();
-    void this.webhooks.nudge(chains);
-    if (recorded.inputId !== null) metrics.inputAccepted('agent.session.input.message');
-    const lag = recorded.scheduledAt && recorded.firedAt ? (recorded.firedAt.getTime() - recorded.scheduledAt.getTime()) / 1000 : null;
-    metrics.automationInvocation(recorded.source, recorded.status, recorded.reason, lag);
-    return { kind: 'recorded', response, invocation: recorded };
+    if (recorded.committed) void this.afterCommit.send(recorded.committed);
+    else void staging?.discard();
+    void this.webhooks.nudge(recorded.chains);
+    const invocation = recorded.invocation;
+    if (invocation.inputId !== null) metrics.inputAccepted('agent.session.input.message');
+    const lag = invocation.scheduledAt && invocation.firedAt ? (invocation.firedAt.getTime() - invocation.scheduledAt.getTime()) / 1000 : null;
+    metrics.automationInvocation(invocation.source, invocation.status, invocation.reason, lag);
+    return { kind: 'recorded', response, invocation };
   }
 
   /** The input checked as the automation's principal, before the transaction; a refusal is recorded by it. */
@@ -149,16 +190,8 @@ export class AutomationFirer {
   }
 
   /** Under the automation's lock: the overlap decided, the input accepted (or the failure recorded), the invocation inserted, the automation moved on or paused. */
-  private async record(
-    manager: EntityManager,
-    automation: AutomationRecord,
-    ownerSuspended: boolean,
-    prepared: Prepared,
-    invocationId: string,
-    fire: Fire,
-    cancelledPrevious: boolean,
-  ): Promise<{ invocation: InvocationRecord; committed: Committed | null; chains: WebhookChain[] }> {
-    const now = new Date();
+  private async record(manager: EntityManager, locked: Locked, prepared: Prepared, invocationId: string, fire: Fire, cancelledPrevious: boolean): Promise<Recorded> {
+    const automation = locked.automation;
     const base: NewInvocation = {
       id: invocationId,
       automation,
@@ -171,35 +204,36 @@ export class AutomationFirer {
       sessionId: null,
       inputId: null,
       turnId: null,
-      automationSnapshot: fire.source === 'automation' ? automationView(automation) : null,
-      firedAt: null,
-      createdAt: now,
+      automationSnapshot: fire.source === 'automation' ? toAutomationSnapshot(automation) : null,
+      fired: false,
     };
     let row: NewInvocation;
     let committed: Committed | null = null;
     let pause: PauseReason | null = null;
-    const refusal = ownerSuspended ? new DomainError('user_suspended', 'The automation\'s owner is suspended') : 'refused' in prepared ? prepared.refused : null;
+    // The creator as they are under the lock: a suspension or a revoked key since the preparation counts.
+    const dead = deadPrincipal(locked.live);
+    const refusal = dead ? new DomainError(dead.code, dead.message) : 'refused' in prepared ? prepared.refused : null;
     if (refusal) {
-      pause = goneReason(automation.target, refusal.code);
+      pause = goneReason(automation.target, refusal);
       row = failed(base, refusal, pause);
     } else {
       const input = (prepared as { input: PreparedInput }).input;
-      const decision = decideOverlap(automation.overlap, previousIsActive(await this.store.previous(manager, automation.id)));
+      const context = { targetType: automation.target.type, once: automation.type === 'once' };
+      const decision = decideOverlap(automation.overlap, previousIsActive(await this.store.previous(manager, automation.id)), context);
       if (!decision.fire) {
         row = { ...base, status: 'skipped', skipReason: decision.skipReason, reason: decision.reason };
       } else {
         await manager.query(`SAVEPOINT ${SAVEPOINT}`);
         try {
-          const inner = await this.acceptance.within(manager, principalOf(automation.principal), input.scope, `automation-invocation:${invocationId}`, input.intent, (m) => input.work(m, decision.queuesBehind));
+          const inner = await this.acceptance.within(manager, principalOf(automation.principal, locked.live), input.scope, `automation-invocation:${invocationId}`, input.intent, (m) => input.work(m, decision.queuesBehind));
           await manager.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
           committed = inner.committed;
           const accepted = inner.result.receipt;
-          const reason: InvocationReason = decision.reason ?? (cancelledPrevious ? 'overlap_cancelled_previous' : base.reason);
-          row = { ...base, reason, sessionId: inner.result.sessionId, inputId: accepted?.input_id ?? null, turnId: accepted?.turn_id ?? null, firedAt: new Date() };
+          row = { ...base, reason: firedReason(base.reason, decision.reason, cancelledPrevious), sessionId: inner.result.sessionId, inputId: accepted?.input_id ?? null, turnId: accepted?.turn_id ?? null, fired: true };
         } catch (error) {
           if (!(error instanceof DomainError)) throw error;
           await manager.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
-          pause = goneReason(automation.target, error.code);
+          pause = goneReason(automation.target, error);
           row = failed(base, error, pause);
         }
       }
@@ -220,6 +254,26 @@ export class AutomationFirer {
     return chains;
   }
 }
+
+type Locked = NonNullable<Awaited<ReturnType<InvocationStore['lock']>>>;
+
+/** What the fire's transaction recorded, and what goes out after it commits. */
+interface Recorded {
+  invocation: InvocationRecord;
+  committed: Committed | null;
+  chains: WebhookChain[];
+}
+
+/**
+ * A fired invocation's reason: a late time keeps saying it was late (catch_up) rather than that
+ * it queued; a cancelled previous turn is said (it acted on another turn), else the fire's own.
+ */
+function firedReason(own: InvocationReason, overlap: OverlapDecisionReason, cancelledPrevious: boolean): InvocationReason {
+  if (overlap === 'overlap_queued' && own === 'catch_up') return own;
+  return overlap ?? (cancelledPrevious ? 'overlap_cancelled_previous' : own);
+}
+
+type OverlapDecisionReason = 'overlap_queued' | 'overlap_cancelled_previous' | null;
 
 /** The scheduled time is still the automation's next one to fire. */
 function isDue(automation: AutomationRecord, scheduledAt: Date): boolean {

@@ -38,7 +38,8 @@ export class TargetInput {
       return { scope: CreateSession.SCOPE, intent: create.intent, work: (manager) => create.work(manager), staging: create.staging };
     }
     const sessionId = target.session_id;
-    const input = [{ role: 'user', content: [{ type: 'input_text', text: target.instructions }] }];
+    // The instructions as one user text message: the receipt's intent and the accepted input are the same message.
+    const input = [{ role: 'user' as const, content: [{ type: 'input_text' as const, text: target.instructions }] }];
     const event = { type: 'agent.session.input.message', input, yuxi: { mode: 'follow_up' } };
     return {
       scope: IdempotencyService.eventScope(sessionId),
@@ -52,7 +53,7 @@ export class TargetInput {
               // A follow-up: an automation's message never steers into a running turn.
               requestedMode: 'follow_up',
               hasOverride: false,
-              messages: [{ role: 'user', content: [{ type: 'input_text', text: target.instructions }] }],
+              messages: input,
               attachmentFileIds: [],
               config: (session) => frozenInputConfig(session),
               // Overlap queue / cancel_previous: behind the previous turn whatever it is doing (winding down after a cancel included).

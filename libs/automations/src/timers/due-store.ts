@@ -3,7 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { newId, prepared } from '#libs/database';
 import type { AutomationRecord } from '../automation.types.js';
+import type { AutomationDto } from '../dto/automation-view.dto.js';
 import { AUTOMATION_COLUMNS, automationFromRow } from '../tables/automation-rows.js';
+import { snapshotOfView } from '../views/automation-view.js';
 
 /** An automation as the scheduler reads it, with the database's clock at the read. */
 export interface DueRead {
@@ -50,7 +52,7 @@ export class DueStore {
           prepared(`INSERT INTO automation_invocations (id, automation_id, owner_id, source, scheduled_at, status, skip_reason, reason, automation_snapshot, created_at)
            SELECT t.id, $1, $2, 'automation', t.at, 'skipped', 'missed', 'missed', $5::jsonb, now() FROM unnest($3::uuid[], $4::timestamptz[]) AS t(id, at)
            ON CONFLICT (automation_id, scheduled_at) DO NOTHING RETURNING id`),
-          [automationId, ownerId, missed.map(() => newId()), missed, JSON.stringify(snapshot)],
+          [automationId, ownerId, missed.map(() => newId()), missed, JSON.stringify(snapshotOfView(snapshot as AutomationDto))],
         );
         recorded = rows.length;
       }

@@ -26,6 +26,23 @@ export function toAutomationDto(a: AutomationRecord): AutomationDto {
   };
 }
 
+/**
+ * The automation as a scheduled invocation keeps it (`source.automation`): the resource without
+ * the target's input or instructions (up to the input bound on every fire, skipped ones included);
+ * the target's input is the session's, through the invocation's session_id.
+ */
+export function toAutomationSnapshot(a: AutomationRecord): AutomationDto {
+  return snapshotOfView(toAutomationDto(a));
+}
+
+/** The same snapshot from the resource's view. */
+export function snapshotOfView(view: AutomationDto): AutomationDto {
+  const target = { ...view.target } as Record<string, unknown>;
+  delete target.input;
+  delete target.instructions;
+  return { ...view, target: target as unknown as AutomationTargetDto };
+}
+
 /** `agent.automation.invocation`. */
 export function toInvocationDto(v: InvocationRecord): InvocationDto {
   return {

@@ -71,6 +71,7 @@ export class Automations1767100000000 implements MigrationInterface {
     await q.query(`CREATE INDEX automation_invocations_page_idx ON automation_invocations (automation_id, created_at, id)`);
     // The previous invocation's session (overlap) and the invocations that fed a session.
     await q.query(`CREATE INDEX automation_invocations_session_idx ON automation_invocations (session_id) WHERE session_id IS NOT NULL`);
+    await q.query(`CREATE INDEX automation_invocations_previous_idx ON automation_invocations (automation_id, created_at DESC, id DESC) WHERE input_id IS NOT NULL`);
   }
 
   async down(q: QueryRunner): Promise<void> {
