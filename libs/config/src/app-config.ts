@@ -185,6 +185,8 @@ export class AppConfig {
   readonly automationMaxPerOwner: number;
   /** AUTOMATION_MIN_INTERVAL_S: the shortest time between two fires a periodic expression may have. */
   readonly automationMinIntervalS: number;
+  /** AUTOMATION_INVOCATIONS_KEPT: the most invocation records kept per automation; the automations sweep deletes older ones, a few at a time. */
+  readonly automationInvocationsKept: number;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
     this.port = int(env, 'PORT', 3000);
@@ -303,6 +305,7 @@ export class AppConfig {
     this.automationCatchUpMax = Math.min(1000, Math.max(1, int(env, 'AUTOMATION_CATCH_UP_MAX', 10)));
     this.automationMaxPerOwner = Math.max(1, int(env, 'AUTOMATION_MAX_PER_OWNER', 100));
     this.automationMinIntervalS = Math.max(1, int(env, 'AUTOMATION_MIN_INTERVAL_S', 1));
+    this.automationInvocationsKept = Math.max(1, int(env, 'AUTOMATION_INVOCATIONS_KEPT', 1000));
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }
