@@ -35,7 +35,7 @@ const FIRST_ID = '00000000-0000-0000-0000-000000000000';
 export class AutomationSweep {
   private readonly failures = new ThrottledLog(new Logger(AutomationSweep.name));
   private sweeps = 0;
-  /** id → its consecutive failures and the sweep it is retried at (insertion order: the oldest first). */
+  /** id → its consecutive failures and the first sweep that runs it again (insertion order: the oldest first). */
   private readonly backoff = new Map<string, { failures: number; until: number }>();
   private pruneAfter = FIRST_ID;
 
@@ -73,7 +73,8 @@ export class AutomationSweep {
     const failures = (this.backoff.get(id)?.failures ?? 0) + 1;
     this.backoff.delete(id);
     if (this.backoff.size >= MAX_BACKED_OFF) this.backoff.delete(this.backoff.keys().next().value!);
-    this.backoff.set(id, { failures, until: sweep + Math.min(MAX_BACKOFF_SWEEPS, 2 ** (failures - 1)) });
+    // Left out of the next 1, 2, 4 ... sweeps.
+    this.backoff.set(id, { failures, until: sweep + 1 + Math.min(MAX_BACKOFF_SWEEPS, 2 ** (failures - 1)) });
   }
 
   /** One round of invocation retention, the automations after the last round's (from the first again past the end). */
