@@ -84,15 +84,17 @@ export class DueStore {
 
   /**
    * Invocation retention: of the `automations` automations with the ids after `after` (in id
-   * order), deletes the invocations beyond the newest `kept` of each, at most `batch` rows in all
-   * (each of them the oldest of its automation). Returns the last automation id looked at (null
-   * when none was left after `after`: the next round starts over) and how many rows went.
+   * order), deletes the invocations older than the newest `kept` of each, at most `batch` rows in
+   * all, the oldest first. Returns the last automation id looked at (null when none was left after
+   * `after`: the next round starts over) and how many rows went.
    */
   async pruneInvocations(after: string, automations: number, kept: number, batch: number): Promise<{ last: string | null; deleted: number }> {
     const rows: { last: string | null; deleted: string }[] = await this.dataSource.query(
       prepared(`WITH picked AS (SELECT a.id FROM automations a WHERE a.id > $1 ORDER BY a.id LIMIT $2),
-         doomed AS (SELECT x.id FROM picked p CROSS JOIN LATERAL (SELECT i.id, i.created_at FROM automation_invocations i WHERE i.automation_id = p.id
-           ORDER BY i.created_at DESC, i.id DESC OFFSET $3 LIMIT $4) x ORDER BY x.created_at LIMIT $4),
+         kept AS (SELECT p.id AS automation_id, k.created_at, k.id FROM picked p CROSS JOIN LATERAL (SELECT i.created_at, i.id FROM automation_invocations i
+           WHERE i.automation_id = p.id ORDER BY i.created_at DESC, i.id DESC OFFSET ($3::int - 1) LIMIT 1) k),
+         doomed AS (SELECT x.id FROM kept e CROSS JOIN LATERAL (SELECT i.id, i.created_at FROM automation_invocations i
+           WHERE i.automation_id = e.automation_id AND (i.created_at, i.id) < (e.created_at, e.id) ORDER BY i.created_at, i.id LIMIT $4) x ORDER BY x.created_at LIMIT $4),
          gone AS (DELETE FROM automation_invocations g USING doomed WHERE g.id = doomed.id RETURNING 1)
        SELECT (SELECT max(p.id::text) FROM picked p) AS last, (SELECT count(*) FROM gone) AS deleted`),
       [after, automations, kept, batch],
