@@ -151,7 +151,11 @@ describe('automations on the clock', () => {
       return res.body.status === 'completed' ? res.body : undefined;
     });
     assert.equal(done.yuxi.next_run_at, null, 'a completed automation has no next time');
-    const all = await invocations(caller, automation.id);
+    // The invocation's turn is its input's, linked once a worker has started the input (on a loaded machine, after the fire).
+    const all = await waitFor('the fired input to have its turn', async () => {
+      const list = await invocations(caller, automation.id);
+      return list.length !== 1 || list[0].yuxi.turn_id ? list : undefined;
+    });
     assert.equal(all.length, 1, `one invocation: ${JSON.stringify(all)}`);
     assert.equal(all[0].scheduled_at, runAt);
     assert.equal(all[0].status, 'completed');
