@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { DataSource } from 'typeorm';
+import { DueStore } from '#libs/automations';
+import { dataSourceOptions } from '#libs/database';
+import { env } from '../support/env.js';
 import { API, newKey } from '../support/http.js';
 import { call, type Caller, newProductUser } from '../support/identity.js';
 
@@ -108,6 +112,33 @@ describe('automations on the clock', () => {
     for (const v of all.filter((v) => v.status === 'skipped')) assert.ok(['pending_delivery', 'missed'].includes(v.skip_reason), JSON.stringify(v));
   });
 
+  it('invocation retention deletes the oldest records beyond the kept number, a bounded batch at a time, and keeps the newest', { timeout: 60_000 }, async () => {
+    const { caller } = await newProductUser('automation retention');
+    const automation = await create(caller, { name: 'kept', type: 'once', run_at: Math.floor(Date.now() / 1000) + 86_400, target: newSessionTarget('run now') });
+    const runs: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await call(caller, `${AUTOMATIONS}/${automation.id}/invocations`, { method: 'POST', idempotencyKey: newKey('run-now') });
+      assert.equal(res.status, 201, res.text);
+      runs.push(res.body.id);
+    }
+    // The sweep's retention, run here on the suite's database as a worker with AUTOMATION_INVOCATIONS_KEPT=2
+    // would run it, over this automation alone: the round starts just before its id and takes one automation.
+    const dataSource = new DataSource(dataSourceOptions(env.databaseUrl, 1));
+    await dataSource.initialize();
+    try {
+      const store = new DueStore(dataSource);
+      const justBefore = uuidBefore(automation.id);
+      const first = await store.pruneInvocations(justBefore, 1, 2, 1);
+      assert.deepEqual(first, { last: automation.id, deleted: 1 }, 'a batch of one deletes one row');
+      assert.deepEqual((await invocations(caller, automation.id)).map((v) => v.id), runs.slice(1), 'the oldest went first');
+      assert.deepEqual(await store.pruneInvocations(justBefore, 1, 2, 500), { last: automation.id, deleted: 1 });
+      assert.deepEqual((await invocations(caller, automation.id)).map((v) => v.id), runs.slice(2), 'the two newest are kept');
+      assert.deepEqual(await store.pruneInvocations(justBefore, 1, 2, 500), { last: automation.id, deleted: 0 }, 'nothing beyond the kept number is left');
+    } finally {
+      await dataSource.destroy();
+    }
+  });
+
   it('a once automation fires once at its time and ends completed', { timeout: 60_000 }, async () => {
     const { caller } = await newProductUser('automation once');
     const runAt = Math.floor(Date.now() / 1000) + 2;
@@ -120,7 +151,11 @@ describe('automations on the clock', () => {
       return res.body.status === 'completed' ? res.body : undefined;
     });
     assert.equal(done.yuxi.next_run_at, null, 'a completed automation has no next time');
-    const all = await invocations(caller, automation.id);
+    // The invocation's turn is its input's, linked once a worker has started the input (on a loaded machine, after the fire).
+    const all = await waitFor('the fired input to have its turn', async () => {
+      const list = await invocations(caller, automation.id);
+      return list.length !== 1 || list[0].yuxi.turn_id ? list : undefined;
+    });
     assert.equal(all.length, 1, `one invocation: ${JSON.stringify(all)}`);
     assert.equal(all[0].scheduled_at, runAt);
     assert.equal(all[0].status, 'completed');
@@ -171,3 +206,9 @@ describe('automations on the clock', () => {
     for (const v of all) assert.ok(v.scheduled_at * 1000 <= pausedAtMs || v.scheduled_at >= resumed.body.yuxi.next_run_at, `no time of the pause recorded: ${v.scheduled_at}`);
   });
 });
+
+/** The UUID one below `id` (none lies between them): a retention round after it starts at `id`. */
+function uuidBefore(id: string): string {
+  const hex = (BigInt(`0x${id.replaceAll('-', '')}`) - 1n).toString(16).padStart(32, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}

@@ -87,8 +87,9 @@ describe('faults: automations', () => {
     const cluster = await Cluster.start(infra, 'k-automations-worker-kill9', { apis: 1, workers: 2, env: AUTOMATION_ENV });
     try {
       const api = cluster.api();
-      // overlap queue: every time's input is accepted whatever the previous turn is doing (a turn the
-      // killed worker held waits for its takeover), so the fires counted below depend on the timers only.
+      // overlap queue with new sessions: every time starts a session of its own whatever the previous
+      // turn is doing (a turn the killed worker held waits for its takeover; nothing queues behind it,
+      // the fires are plain `scheduled` ones), so the fires counted below depend on the timers only.
       const automation = await createAutomation(api, { name: 'every second', expression: '* * * * * *', yuxi: { overlap: 'queue' } });
       await waitUntil('three fires', async () => fired(await recorded(infra, automation.id)).length >= 3, { timeoutMs: 20_000, intervalMs: 200 });
 
@@ -145,7 +146,8 @@ describe('faults: automations', () => {
     try {
       const api = cluster.api();
       const latest = await createAutomation(api, { name: 'latest', expression: '*/2 * * * * *', yuxi: { catch_up: 'latest' } });
-      // overlap queue: the catch-up fires of `all` come one after another, each behind the previous turn.
+      // overlap queue with new sessions: each catch-up fire of `all` starts a session of its own (nothing
+      // queues behind the previous turn, so the fire keeps its catch-up reason).
       const all = await createAutomation(api, { name: 'all', expression: '*/2 * * * * *', yuxi: { catch_up: 'all', overlap: 'queue' } });
       // Redis goes down right after a fire whose turn has ended (so no turn of an automation waits
       // on a nudge Redis lost when the catch-up comes).
@@ -194,7 +196,7 @@ describe('faults: automations', () => {
       const caught = allOutage.slice(firstFired, firstFired + 2);
       assert.equal(caught[0]!.reason, 'catch_up', `all: the first caught-up time fires as a catch-up: ${describeRows(allOutage)}`);
       for (const row of caught) assert.equal(row.status, 'completed', 'all: each of the most recent missed times fires');
-      assert.ok(['catch_up', 'overlap_queued'].includes(caught[1]!.reason), `all: the second fires too, late (behind the first's turn under overlap queue): ${caught[1]!.reason}`);
+      assert.ok(['catch_up', 'scheduled'].includes(caught[1]!.reason), `all: the second fires too, as a catch-up (or on time, when it was the latest), never as queued behind another session's turn: ${caught[1]!.reason}`);
     } finally {
       await cluster.stop();
     }

@@ -181,6 +181,16 @@ describe('cron schedules across daylight saving time', () => {
     assert.equal(nextTime(berlin, new Date('2026-10-25T01:10:00Z'))?.toISOString(), '2026-10-26T01:30:00.000Z');
   });
 
+  it('fall back: an hour field covering every hour fires in both passes however it is written (`*`, `0-23`, a step of 1)', () => {
+    // 01:00 EDT is 05:00 UTC, 01:00 EST 06:00 UTC; the walks start before the hour and inside its second pass.
+    for (const expression of ['0 * * * *', '0 0-23 * * *', '0 0-23/1 * * *', '0 */1 * * *']) {
+      const s = schedule(expression, 'America/New_York');
+      assert.deepEqual(iso(nextTimes(s, new Date('2026-11-01T04:30:00Z'), 3)), ['2026-11-01T05:00:00.000Z', '2026-11-01T06:00:00.000Z', '2026-11-01T07:00:00.000Z'], expression);
+      assert.equal(nextTime(s, new Date('2026-11-01T05:30:00Z'))?.toISOString(), '2026-11-01T06:00:00.000Z', expression);
+      assert.equal(nextTime(s, new Date('2026-11-01T06:10:00Z'))?.toISOString(), '2026-11-01T07:00:00.000Z', expression);
+    }
+  });
+
   for (const [zone, spring, fall] of [
     ['Europe/Berlin', '2026-03-29T01:00:00Z', '2026-10-25T01:00:00Z'],
     ['America/New_York', '2026-03-08T07:00:00Z', '2026-11-01T06:00:00Z'],

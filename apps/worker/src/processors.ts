@@ -64,7 +64,7 @@ export class AutomationsProcessor extends JobProcessor<typeof JOBS.fireAutomatio
 
   constructor(scheduler: AutomationScheduler) {
     super();
-    this.handlers = { [JOBS.fireAutomation]: ({ automationId }: JobPayloads['automation.fire']) => scheduler.runDue(automationId) };
+    this.handlers = { [JOBS.fireAutomation]: ({ automationId, at }: JobPayloads['automation.fire']) => scheduler.runDue(automationId, at) };
   }
 }
 

@@ -15,10 +15,15 @@ export const AUTOMATION_MACHINE = defineMachine({
   edges: {
     create: { from: [null], to: ['active'] },
     pause: { from: ['active'], to: ['paused'], by: 'PauseAutomation.execute' },
-    /** The service pauses it: the target session or agent is gone, or the owner is unavailable (with a pause reason). */
-    targetGone: { from: ['active'], to: ['paused'], by: 'InvocationStore.pause' },
+    /**
+     * The service pauses it: the target session or agent is gone, or the owner is unavailable (with a
+     * pause reason; a run now of a caller-paused one that finds its target gone gives it the reason).
+     */
+    targetGone: { from: ['active', 'paused'], to: ['paused'], by: 'InvocationStore.pause' },
     resume: { from: ['paused'], to: ['active'], by: 'ResumeAutomation.execute' },
     /** A once automation's time fired. */
     complete: { from: ['active'], to: ['completed'], by: 'InvocationStore.advance' },
+    /** A once automation's only time was missed (recorded skipped, not fired): it is over all the same. */
+    missedOnce: { from: ['active'], to: ['completed'], by: 'DueStore.recordMissed' },
   },
 });

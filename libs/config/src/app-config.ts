@@ -177,6 +177,8 @@ export class AppConfig {
   readonly usageClockAdjustable: boolean;
   /** AUTOMATION_SWEEP_MS: how often a worker fires the automations whose time passed with no timer (Redis lost it, no worker was up). */
   readonly automationSweepMs: number;
+  /** AUTOMATION_INVOCATIONS_KEPT: the most invocation records kept per automation; the automations sweep deletes older ones, a few at a time. */
+  readonly automationInvocationsKept: number;
   /** AUTOMATION_MISFIRE_GRACE_S: a lone scheduled time fired later than this is a missed one (catch_up decides). */
   readonly automationMisfireGraceS: number;
   /** AUTOMATION_CATCH_UP_MAX: the most missed times `catch_up: all` fires at once (older ones are recorded as skipped). */
@@ -299,6 +301,7 @@ export class AppConfig {
     this.webhookRetentionS = Math.max(3600, int(env, 'WEBHOOK_RETENTION_S', 30 * 24 * 3600));
     this.usageClockAdjustable = bool(env, 'USAGE_CLOCK_ADJUSTABLE', false);
     this.automationSweepMs = Math.max(100, int(env, 'AUTOMATION_SWEEP_MS', 10_000));
+    this.automationInvocationsKept = Math.max(1, int(env, 'AUTOMATION_INVOCATIONS_KEPT', 1000));
     this.automationMisfireGraceS = Math.max(1, int(env, 'AUTOMATION_MISFIRE_GRACE_S', 60));
     this.automationCatchUpMax = Math.min(1000, Math.max(1, int(env, 'AUTOMATION_CATCH_UP_MAX', 10)));
     this.automationMaxPerOwner = Math.max(1, int(env, 'AUTOMATION_MAX_PER_OWNER', 100));

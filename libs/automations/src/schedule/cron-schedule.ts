@@ -11,8 +11,9 @@ import { CronExpressionParser } from 'cron-parser';
  *   reading RFC 5545 gives such a time), and when that instant is also a written time it fires once.
  *   No fire is placed at a wall time that does not exist.
  * - Fall back: a job at listed hours fires once, in the first pass of the repeated hour (01:30 in
- *   America/New_York fires at 01:30 EDT, not again at 01:30 EST); a job on every hour (`*` in the
- *   hour field) fires at each real instant of both passes, as its interval says.
+ *   America/New_York fires at 01:30 EDT, not again at 01:30 EST); a job on every hour fires at each
+ *   real instant of both passes, as its interval says, however its hour field is written (`*`,
+ *   `0-23`, a step of 1: the same fires; only `*` skips walkStart's moved start, a saving).
  * - Every fire time is a real instant, each at most once, ascending, and the same instants whatever
  *   instant the walk starts from (the library's walk remembers the transition it crossed, so a walk
  *   never starts inside a repeated hour: see `walkStart`).

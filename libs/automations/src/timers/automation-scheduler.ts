@@ -45,7 +45,8 @@ export class AutomationScheduler {
     private readonly config: AppConfig,
   ) {}
 
-  async runDue(automationId: string): Promise<RunDueResult> {
+  /** `timerAt`: the time (Unix ms) of the timer that woke this run; none from the sweep. */
+  async runDue(automationId: string, timerAt?: number): Promise<RunDueResult> {
     let read = await this.store.read(automationId);
     let early = read ? earlyBy(read.automation, read.now) : null;
     if (read && early !== null && early > 0 && early <= EARLY_WAIT_MS) {
@@ -58,14 +59,21 @@ export class AutomationScheduler {
     const expected = automation.nextRunAt!;
     if (early > 0) {
       // Woken for a time that moved later (an update of the schedule): the timer of the new time.
-      await this.timers.arm(automationId, expected);
+      // Woken too early for this very time (this host's clock ahead of the database's): a timer of
+      // its own, counted on the database's clock (the running job holds the plain id).
+      await this.timers.arm(automationId, expected, timerAt === expected.getTime() ? now : undefined);
       return NOTHING;
     }
     const plan = this.plan(automation, now);
+    if (automation.type === 'periodic' && !plan.next) {
+      // parseSchedule refuses an expression that never fires, and a cron line's times repeat, so a
+      // periodic schedule always has a next time. Thrown, not written: the sweep logs it and backs off.
+      throw new Error(`automation ${automationId}: its schedule gave no time after ${now.toISOString()}`);
+    }
     const first = plan.fire[0]?.at ?? null;
     let skipped = 0;
     if (plan.skip.length > 0 || plan.uncounted > 0 || first?.getTime() !== expected.getTime()) {
-      const recorded = await this.store.recordMissed(automationId, expected, plan.skip, afterMissed(automation, first ?? plan.next), toAutomationDto(automation));
+      const recorded = await this.store.recordMissed(automationId, expected, plan.skip, afterMissed(first ?? plan.next), toAutomationDto(automation));
       if (recorded === null) return { ...NOTHING, stale: true };
       skipped = recorded;
       if (skipped > 0) metrics.automationInvocation('automation', 'skipped', 'missed', null, skipped);
@@ -104,10 +112,8 @@ function earlyBy(automation: AutomationRecord, now: Date): number | null {
 
 /**
  * next_run_at after the missed times: the first time to fire, else the next one. With neither, a
- * once automation has had its only time and completes; a periodic one whose expression never fires
- * again (parseSchedule refuses those, so this is a guard) is paused rather than left active with no time.
+ * once automation has had its only time and completes (a periodic one always has a next time).
  */
-function afterMissed(automation: AutomationRecord, next: Date | null): AfterMissed {
-  if (next) return { nextRunAt: next };
-  return { end: automation.type === 'once' ? 'completed' : 'paused' };
+function afterMissed(next: Date | null): AfterMissed {
+  return next ? { nextRunAt: next } : { end: 'completed' };
 }

@@ -9,10 +9,14 @@ type FireJob = JobPayloads['automation.fire'];
 
 /**
  * The job id of an automation's timer for one scheduled time: arming the same time twice is one
- * job. (BullMQ refuses custom ids with one `:` in them, so `@` joins the two parts.)
+ * job. (BullMQ refuses custom ids with one `:` in them, so `@` joins the two parts.) A re-arm by a
+ * timer that woke early (`clock`: the database's time when it woke) has an id of its own: under the
+ * plain id BullMQ would ignore the add, the running job being that id, and the time would be left
+ * to the sweep.
  */
-export function timerJobId(automationId: string, at: Date): string {
-  return `${automationId}@${at.getTime()}`;
+export function timerJobId(automationId: string, at: Date, clock?: Date): string {
+  const id = `${automationId}@${at.getTime()}`;
+  return clock ? `${id}#${clock.getTime()}` : id;
 }
 
 /**
@@ -28,15 +32,20 @@ export class AutomationTimers {
 
   constructor(@InjectQueue(QUEUES.automations) private readonly queue: Queue<FireJob>) {}
 
-  async arm(automationId: string, at: Date): Promise<void> {
+  /**
+   * `clock`, from a timer that woke early: the database's time then. The delay is counted on it
+   * (this host's clock is what woke the timer early) and the job gets a distinct id.
+   */
+  async arm(automationId: string, at: Date, clock?: Date): Promise<void> {
     const ms = at.getTime();
+    const now = clock?.getTime() ?? Date.now();
     try {
       await this.queue.add(
         JOBS.fireAutomation,
         { automationId, at: ms },
         // A job left failed is kept a while for the operator; a completed one goes (a later arm of the
         // same time adds a new job, which finds the time taken and does nothing).
-        { jobId: timerJobId(automationId, at), delay: Math.max(0, ms - Date.now()), removeOnComplete: true, removeOnFail: 100 },
+        { jobId: timerJobId(automationId, at, clock), delay: Math.max(0, ms - now), removeOnComplete: true, removeOnFail: 100 },
       );
       this.log.debug(`armed automation ${automationId} for ${at.toISOString()}`);
     } catch (error) {

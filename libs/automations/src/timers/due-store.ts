@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { newId, prepared } from '#libs/database';
+import { AUTOMATION_MACHINE } from '../automation-states.js';
 import type { AutomationRecord } from '../automation.types.js';
 import type { AutomationDto } from '../dto/automation-view.dto.js';
 import { AUTOMATION_COLUMNS, automationFromRow } from '../tables/automation-rows.js';
@@ -13,8 +14,8 @@ export interface DueRead {
   now: Date;
 }
 
-/** What the missed times' transaction does to the automation once they are recorded. */
-export type AfterMissed = { nextRunAt: Date } | { end: 'completed' | 'paused' };
+/** What the missed times' transaction does to the automation once they are recorded (a once automation whose only time was missed completes). */
+export type AfterMissed = { nextRunAt: Date } | { end: 'completed' };
 
 /**
  * The timers' and the sweep's side of the automations tables, in SQL. The clock is always the
@@ -59,26 +60,47 @@ export class DueStore {
       if ('nextRunAt' in after) {
         await manager.query(prepared(`UPDATE automations SET next_run_at = $2, updated_at = now() WHERE id = $1`), [automationId, after.nextRunAt]);
       } else {
-        await manager.query(prepared(`UPDATE automations SET status = $2, next_run_at = NULL, updated_at = now() WHERE id = $1`), [automationId, after.end]);
+        await manager.query(prepared(`UPDATE automations SET status = 'completed', next_run_at = NULL, updated_at = now() WHERE id = $1 AND ${AUTOMATION_MACHINE.from('missedOnce')}`), [automationId]);
       }
       return recorded;
     });
   }
 
-  /** Active automations whose time has come, the oldest first (the partial index automations_due_idx). */
-  async dueIds(limit: number): Promise<string[]> {
-    const rows: { id: string }[] = await this.dataSource.query(
-      prepared(`SELECT a.id FROM automations a WHERE a.status = 'active' AND a.next_run_at <= now() ORDER BY a.next_run_at, a.id LIMIT $1`),
-      [limit],
+  /**
+   * One sweep's read, in one statement: how many automations are active and how many of them are
+   * due (the gauges), and the ids of at most `limit` due ones, the oldest first (the partial index
+   * automations_due_idx), overdue by `lagMs` at least (a time whose timer is firing right now is the
+   * timer's), leaving out `skip` (ids whose runs keep failing: the sweep backs off them).
+   */
+  async sweepRead(limit: number, lagMs: number, skip: readonly string[]): Promise<{ active: number; due: number; ids: string[] }> {
+    const rows: { active: string; due: string; ids: string[] }[] = await this.dataSource.query(
+      prepared(`SELECT count(*) AS active, count(*) FILTER (WHERE a.next_run_at <= now()) AS due,
+         ARRAY(SELECT d.id FROM automations d WHERE d.status = 'active' AND d.next_run_at <= now() - $2 * interval '1 millisecond'
+           AND d.id <> ALL($3::uuid[]) ORDER BY d.next_run_at, d.id LIMIT $1)::text[] AS ids
+       FROM automations a WHERE a.status = 'active'`),
+      [limit, lagMs, skip],
     );
-    return rows.map((row) => row.id);
+    const row = rows[0];
+    return { active: Number(row?.active ?? 0), due: Number(row?.due ?? 0), ids: row?.ids ?? [] };
   }
 
-  /** How many automations are active, and how many of them are due (their time passed, not fired yet). */
-  async counts(): Promise<{ active: number; due: number }> {
-    const rows: { active: string; due: string }[] = await this.dataSource.query(
-      prepared(`SELECT count(*) AS active, count(*) FILTER (WHERE a.next_run_at <= now()) AS due FROM automations a WHERE a.status = 'active'`),
+  /**
+   * Invocation retention: of the `automations` automations with the ids after `after` (in id
+   * order), deletes the invocations older than the newest `kept` of each, at most `batch` rows in
+   * all, the oldest first. Returns the last automation id looked at (null when none was left after
+   * `after`: the next round starts over) and how many rows went.
+   */
+  async pruneInvocations(after: string, automations: number, kept: number, batch: number): Promise<{ last: string | null; deleted: number }> {
+    const rows: { last: string | null; deleted: string }[] = await this.dataSource.query(
+      prepared(`WITH picked AS (SELECT a.id FROM automations a WHERE a.id > $1 ORDER BY a.id LIMIT $2),
+         kept AS (SELECT p.id AS automation_id, k.created_at, k.id FROM picked p CROSS JOIN LATERAL (SELECT i.created_at, i.id FROM automation_invocations i
+           WHERE i.automation_id = p.id ORDER BY i.created_at DESC, i.id DESC OFFSET ($3::int - 1) LIMIT 1) k),
+         doomed AS (SELECT x.id FROM kept e CROSS JOIN LATERAL (SELECT i.id, i.created_at FROM automation_invocations i
+           WHERE i.automation_id = e.automation_id AND (i.created_at, i.id) < (e.created_at, e.id) ORDER BY i.created_at, i.id LIMIT $4) x ORDER BY x.created_at LIMIT $4),
+         gone AS (DELETE FROM automation_invocations g USING doomed WHERE g.id = doomed.id RETURNING 1)
+       SELECT (SELECT max(p.id::text) FROM picked p) AS last, (SELECT count(*) FROM gone) AS deleted`),
+      [after, automations, kept, batch],
     );
-    return { active: Number(rows[0]?.active ?? 0), due: Number(rows[0]?.due ?? 0) };
+    return { last: rows[0]?.last ?? null, deleted: Number(rows[0]?.deleted ?? 0) };
   }
 }
