@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
+import { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
 import { DueStore } from '#libs/automations';
 import { dataSourceOptions } from '#libs/database';
 import { env } from '../support/env.js';
 import { API, newKey } from '../support/http.js';
 import { call, type Caller, newProductUser } from '../support/identity.js';
+import { scrape, total } from '../support/metrics.js';
 
 // Automations on the real stack, by the clock: the worker's timers fire each scheduled time (the
 // suite's sweep runs every second behind them), each fire a new session whose turn completes. Every
@@ -204,6 +207,36 @@ describe('automations on the clock', () => {
     // The paused times were not caught up on resume: nothing between the pause and the resume.
     const all = await invocations(caller, automation.id);
     for (const v of all) assert.ok(v.scheduled_at * 1000 <= pausedAtMs || v.scheduled_at >= resumed.body.yuxi.next_run_at, `no time of the pause recorded: ${v.scheduled_at}`);
+  });
+  it('the worker\'s gauges: the sweep counts the active automations, and a time whose timer was lost as due until it fires it', { timeout: 60_000 }, async () => {
+    const worker = (): ReturnType<typeof scrape> => scrape(env.workerHealthUrl);
+    const { caller } = await newProductUser('automation gauges');
+    const before = await worker();
+    const runAt = Math.floor(Date.now() / 1000) + 4;
+    const created = await call(caller, AUTOMATIONS, { body: { name: 'lost timer', type: 'once', run_at: runAt, target: newSessionTarget('a time whose timer was lost') }, idempotencyKey: randomUUID() });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.id as string;
+    made.push({ caller, id });
+    // The timer lost as Redis loses it (its delayed job removed): only the sweep can fire this time now.
+    const queue = new Queue('automations', { connection: { url: env.redisUrl } });
+    try {
+      const armed = await waitFor('the timer armed', async () => {
+        const jobs = (await queue.getDelayed()).filter((job) => job.id?.startsWith(`${id}@`));
+        return jobs.length > 0 ? jobs : undefined;
+      });
+      for (const job of armed) await queue.remove(job.id!);
+    } finally {
+      await queue.close();
+    }
+    await waitFor('the sweep counting the active automation', async () => (total(await worker(), 'yuxi_automations_active') > total(before, 'yuxi_automations_active') ? true : undefined));
+    // The sweep leaves a due time to its timer for a few seconds, counting it as due meanwhile.
+    await waitFor('the sweep counting the time as due', async () => (total(await worker(), 'yuxi_automations_due') > total(before, 'yuxi_automations_due') ? true : undefined), 20_000, 100);
+    const fired = await waitFor('the sweep firing it', async () => {
+      const page = await call(caller, `${AUTOMATIONS}/${id}/invocations`);
+      return page.body?.data?.length === 1 ? page.body.data[0] : undefined;
+    });
+    assert.equal(fired.scheduled_at, runAt);
+    assert.equal(fired.status, 'completed');
   });
 });
 

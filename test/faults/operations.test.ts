@@ -303,7 +303,7 @@ describe('faults: operations', () => {
 
       const healthy = await healthUntil('the worker ready', ready, isReady);
       assert.deepEqual(Object.keys(healthy.body.details).sort(), ['consumers', 'database', 'redis']);
-      assert.deepEqual(healthy.body.info.consumers, { status: 'up', 'session-dispatch': 'running', maintenance: 'running', files: 'running', webhooks: 'running' });
+      assert.deepEqual(healthy.body.info.consumers, { status: 'up', 'session-dispatch': 'running', maintenance: 'running', files: 'running', webhooks: 'running', automations: 'running' });
 
       // Its BullMQ connections broken while Redis is up: they cannot come back (a password is now
       // required), the worker's other (named) connections stay up. Only BullMQ's are unnamed.

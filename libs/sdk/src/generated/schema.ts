@@ -815,7 +815,7 @@ export interface paths {
         put?: never;
         /**
          * Create an automation
-         * @description An active automation, not fired now: `periodic` with a cron `expression` (5 fields, or 6 with seconds first) read in the IANA `timezone`, or `once` at `run_at` (future Unix seconds). Each time creates a session of `target.agent_id` with `target.input` (`new_session`), or sends `target.instructions` to a root session of the caller (`existing_session`). The agent must be one the caller may use and the session the caller's (404); a cooperation member is 409 `state_conflict`. A bad expression or zone, or one firing more often than AUTOMATION_MIN_INTERVAL_S, is 422 naming the field; an inline `agent` or `vault_ids` is 422 `not_implemented`. At most AUTOMATION_MAX_PER_OWNER automations per owner (409 `automation_limit`). The automation fires as its creator.
+         * @description An active automation, not fired now: `periodic` with a cron `expression` (5 fields, or 6 with seconds first) read in the IANA `timezone`, or `once` at `run_at` (future Unix seconds). Each time creates a session of `target.agent_id` with `target.input` (`new_session`), or sends `target.instructions` to a root session of the caller (`existing_session`). The agent must be one the caller may use and the session the caller's (404); a cooperation member is 409 `state_conflict`. A bad expression or zone, or one firing more often than AUTOMATION_MIN_INTERVAL_S, is 422 naming the field; an inline `agent` or `vault_ids` is 422 `not_implemented`. A `new_session` target's `environment.files` must be the caller's (404). At most AUTOMATION_MAX_PER_OWNER automations per account, an app's end users together (409 `automation_limit`). The automation fires as its creator.
          */
         post: operations["createAutomation"];
         delete?: never;
@@ -836,7 +836,7 @@ export interface paths {
         put?: never;
         /**
          * Update an automation
-         * @description Changes the fields given; `target` (same type) and `metadata` are replaced whole. `expression` and `timezone` are for periodic automations, `run_at` for once ones (422 otherwise). A schedule change counts the next time from now while the automation is active.
+         * @description Changes the fields given; `target` (same type) and `metadata` are replaced whole. `expression` and `timezone` are for periodic automations, `run_at` for once ones (422 otherwise). A schedule change counts the next time from now while the automation is active; a completed once automation given a future `run_at` is active again at that time.
          */
         post: operations["updateAutomation"];
         /**
@@ -880,7 +880,7 @@ export interface paths {
         put?: never;
         /**
          * Resume an automation
-         * @description Active again from the next scheduled time after now (times passed while paused do not fire). An active one answers as it is; a once automation whose `run_at` has passed, or that completed, is 409 `state_conflict`: set a future `run_at` first.
+         * @description Active again from the next scheduled time after now (times passed while paused do not fire). An active one answers as it is; a once automation whose `run_at` has passed, or that completed, is 409 `state_conflict`: set a future `run_at` first (on a completed one, that update alone makes it active again).
          */
         post: operations["resumeAutomation"];
         delete?: never;
@@ -3345,7 +3345,7 @@ export interface components {
              * @description Why the service paused it (its target or agent gone, the owner unavailable); null otherwise.
              * @enum {string|null}
              */
-            pause_reason: "target_session_failed" | "target_session_deleted" | "agent_deleted" | "owner_unavailable" | null;
+            pause_reason: "target_session_deleted" | "agent_deleted" | "owner_unavailable" | null;
             target: components["schemas"]["AutomationTargetDto"];
             /** @description Unix seconds. */
             created_at: number;
@@ -3409,7 +3409,7 @@ export interface components {
              * @enum {string}
              */
             type: "automation" | "manual";
-            /** @description automation: the automation as it was when the time fired. */
+            /** @description automation: the automation as it was when the time fired, its target without `input` or `instructions` (what the fire sent is the session's, through `session_id`). */
             automation?: components["schemas"]["AutomationDto"];
         };
         InvocationYuxiDto: {
@@ -6392,7 +6392,7 @@ export interface components {
                  * @description Why the service paused the automation (its `pause_reason`); resume it once the cause is fixed.
                  * @enum {string}
                  */
-                pause_reason?: "target_session_failed" | "target_session_deleted" | "agent_deleted" | "owner_unavailable";
+                pause_reason?: "target_session_deleted" | "agent_deleted" | "owner_unavailable";
             };
         } & {
             /**
@@ -6440,7 +6440,7 @@ export interface components {
                  * @description Why the service paused the automation (its `pause_reason`); resume it once the cause is fixed.
                  * @enum {string}
                  */
-                pause_reason: "target_session_failed" | "target_session_deleted" | "agent_deleted" | "owner_unavailable";
+                pause_reason: "target_session_deleted" | "agent_deleted" | "owner_unavailable";
             };
         } & {
             /**
