@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { type MouseEvent, useEffect, useState } from 'react';
 
 /** The console's path below /console (e.g. `/sessions/…`), kept in the address bar with pushState. */
 export function usePath(): string {
@@ -18,6 +18,18 @@ export function usePath(): string {
 export function navigate(to: string): void {
   window.history.pushState(null, '', `/console${to}`);
   window.dispatchEvent(new Event('console:navigate'));
+}
+
+/** Props of a link inside the console: a plain link for a new tab (modifier keys, middle click), the console's router otherwise. */
+export function link(to: string) {
+  return {
+    href: `/console${to}`,
+    onClick: (event: MouseEvent) => {
+      if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
+      event.preventDefault();
+      navigate(to);
+    },
+  };
 }
 
 function currentPath(): string {

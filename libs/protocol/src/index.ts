@@ -11,6 +11,7 @@ export {
   SessionListQueryDto,
   SessionYuxiDto,
 } from './dto/session.dto.js';
+export { INPUT_MESSAGE_SCHEMA } from './dto/input.schema.js';
 export { CompactEventDto, MessageEventDto, MessageEventYuxiDto, PROTOCOL_EVENT_TYPES, SubmitEventsDto } from './dto/submit-event.dto.js';
 export { type InlineImageBatch, InlineImages } from './inline-images.js';
 export { checkInputText, cutText, MAX_IMAGE_BYTES_TOTAL, messageText, parseAgentInput } from './input-parser.js';

@@ -1,4 +1,5 @@
 export { JOBS, type JobName, type JobPayloads, QUEUE_JOBS, QUEUES } from './queue-names.js';
+export { AllQueues } from './all-queues.js';
 export { QueueModule } from './queue.module.js';
 export { SessionDispatcher } from './session-dispatcher.js';
 export { lingerKey, SessionLinger } from './session-linger.js';

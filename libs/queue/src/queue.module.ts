@@ -4,6 +4,7 @@ import { AppConfig } from '#libs/config';
 import { queuePrefix, useClusterForBullMQ } from './bullmq-cluster.js';
 import { QUEUES } from './queue-names.js';
 import { QuietQueue, QuietWorker } from './quiet-bullmq.js';
+import { AllQueues } from './all-queues.js';
 import { RunSignals, signalsRedisProviders } from './run-signals.js';
 import { AttachmentJobs } from './attachment-jobs.js';
 import { WebhookJobs } from './webhook-jobs.js';
@@ -28,7 +29,7 @@ BullModule.workerClass = QuietWorker;
     }),
     // Producers fail fast while Redis is down instead of queueing commands in memory: a nudge is
     // only a hint (the outbox relay and the sweep re-nudge), and a request must not hang on it.
-    ...[QUEUES.sessions, QUEUES.maintenance, QUEUES.files, QUEUES.webhooks, QUEUES.automations].map((name) =>
+    ...Object.values(QUEUES).map((name) =>
       BullModule.registerQueueAsync({
         name,
         inject: [AppConfig],
@@ -36,7 +37,7 @@ BullModule.workerClass = QuietWorker;
       }),
     ),
   ],
-  providers: [SessionDispatcher, SessionLinger, AttachmentJobs, WebhookJobs, RunSignals, ...signalsRedisProviders, WorkerPresence, presenceRedisProvider],
-  exports: [SessionDispatcher, SessionLinger, AttachmentJobs, WebhookJobs, RunSignals, BullModule, WorkerPresence],
+  providers: [AllQueues, SessionDispatcher, SessionLinger, AttachmentJobs, WebhookJobs, RunSignals, ...signalsRedisProviders, WorkerPresence, presenceRedisProvider],
+  exports: [AllQueues, SessionDispatcher, SessionLinger, AttachmentJobs, WebhookJobs, RunSignals, BullModule, WorkerPresence],
 })
 export class QueueModule {}

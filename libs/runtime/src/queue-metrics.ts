@@ -1,8 +1,7 @@
-import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { metrics, type QueueCount } from '#libs/metrics';
-import { QUEUES } from '#libs/queue';
+import { AllQueues } from '#libs/queue';
 
 /** Job states whose counts `yuxi_queue_jobs` shows (a paused queue's jobs stay `waiting`). */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed'] as const;
@@ -10,14 +9,8 @@ export const QUEUE_STATES = ['waiting', 'active', 'delayed'] as const;
 /** Reads the depth of the worker's queues from Redis when metrics are scraped. */
 @Injectable()
 export class QueueMetrics {
-  constructor(
-    @InjectQueue(QUEUES.sessions) sessions: Queue,
-    @InjectQueue(QUEUES.maintenance) maintenance: Queue,
-    @InjectQueue(QUEUES.files) files: Queue,
-    @InjectQueue(QUEUES.webhooks) webhooks: Queue,
-    @InjectQueue(QUEUES.automations) automations: Queue,
-  ) {
-    metrics.setQueueDepthSource(async () => (await Promise.all([sessions, maintenance, files, webhooks, automations].map((queue) => countsOf(queue)))).flat());
+  constructor(queues: AllQueues) {
+    metrics.setQueueDepthSource(async () => (await Promise.all(queues.list.map((queue) => countsOf(queue)))).flat());
   }
 }
 

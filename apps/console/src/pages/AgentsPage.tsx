@@ -1,11 +1,11 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { type MouseEvent, useState } from 'react';
+import { useState } from 'react';
 import type { AdminAgent, Agent, AgentsClient } from '#libs/sdk';
 import { ErrorState, TableWrap } from '../admin-ui.js';
 import { AgentEditor, NEW_AGENT_TEMPLATE } from '../agent-editor.js';
 import { may, useConsole } from '../caller.js';
 import { exact, when } from '../format.js';
-import { navigate, usePath } from '../router.js';
+import { link, navigate, usePath } from '../router.js';
 import '../admin.css';
 import { AdminAgentTools } from './AgentAdminTools.js';
 
@@ -19,16 +19,6 @@ export function AgentsPage({ client }: { client: AgentsClient }) {
   return <AgentList client={client} />;
 }
 
-function link(to: string) {
-  return {
-    href: `/console${to}`,
-    onClick: (event: MouseEvent) => {
-      if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
-      event.preventDefault();
-      navigate(to);
-    },
-  };
-}
 
 /** Administrators read every agent with its definition; other callers the agents they may run. */
 function useAgents(client: AgentsClient, admin: boolean) {

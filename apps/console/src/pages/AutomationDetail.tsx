@@ -2,8 +2,8 @@ import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { ErrorState, MorePages, TableWrap } from '../admin-ui.js';
 import { exact, statusText, when } from '../format.js';
-import { navigate } from '../router.js';
-import { AutomationActions, leaveNotice, link, NextRun, Schedule, SessionLink, Status } from './automation-actions.js';
+import { link, navigate } from '../router.js';
+import { AutomationActions, leaveNotice, NextRun, Schedule, SessionLink, Status } from './automation-actions.js';
 import { type Automation, automations, type Invocation, inZone, targetText } from './automations-api.js';
 
 /** One automation: what it does, its actions, and its invocation history (newest first) with links to the sessions. */

@@ -1,8 +1,8 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { ErrorState, MorePages, TableWrap } from '../admin-ui.js';
-import { usePath } from '../router.js';
-import { AutomationActions, forgetNotice, leftNotice, link, NextRun, Schedule, Status } from './automation-actions.js';
+import { link, usePath } from '../router.js';
+import { AutomationActions, forgetNotice, leftNotice, NextRun, Schedule, Status } from './automation-actions.js';
 import { AutomationDetail } from './AutomationDetail.js';
 import { AutomationForm } from './AutomationForm.js';
 import { automations } from './automations-api.js';

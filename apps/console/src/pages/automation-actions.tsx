@@ -1,24 +1,13 @@
 import { useQueryClient } from '@tanstack/react-query';
-import { type MouseEvent, useState } from 'react';
+import { useState } from 'react';
 import { ConfirmDialog, problem } from '../admin-ui.js';
 import { exact, shortId, statusText } from '../format.js';
-import { navigate } from '../router.js';
+import { link } from '../router.js';
 import { type Automation, automations, type Invocation, inZone } from './automations-api.js';
 
 // What the list and an automation's page share: its schedule, status and next run in words, and its
 // actions (pause or resume, run now, delete after a confirmation).
 
-/** Props of a link inside the console (a plain link for a new tab, the console's router otherwise). */
-export function link(to: string) {
-  return {
-    href: `/console${to}`,
-    onClick: (event: MouseEvent) => {
-      if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
-      event.preventDefault();
-      navigate(to);
-    },
-  };
-}
 
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
 

@@ -1,7 +1,8 @@
-import { ApiProperty, ApiPropertyOptional, type SchemaObject } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsArray, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Max, Min, MinLength, ValidateNested } from 'class-validator';
 import { OptionalNotNull } from '#libs/errors';
+import { INPUT_MESSAGE_SCHEMA, ListQueryDto } from '#libs/protocol';
 import { AUTOMATION_TYPES, type AutomationType, CATCH_UP_POLICIES, type CatchUpPolicy, OVERLAP_POLICIES, type OverlapPolicy } from '../automation.types.js';
 
 /** The largest Unix time a `run_at` may name (year 9999): beyond it a timestamp cannot hold it. */
@@ -16,29 +17,6 @@ const METADATA_SCHEMA = {
   example: { team: 'research' },
 } as const;
 
-/** A message of `target.input`: the session input's shape. */
-const INPUT_MESSAGE_SCHEMA: SchemaObject = {
-  type: 'object',
-  required: ['role', 'content'],
-  properties: {
-    type: { type: 'string', enum: ['message'] },
-    role: { type: 'string', enum: ['user'] },
-    content: {
-      oneOf: [
-        { type: 'string', minLength: 1 },
-        {
-          type: 'array',
-          minItems: 1,
-          items: {
-            type: 'object',
-            required: ['type'],
-            properties: { type: { type: 'string', enum: ['input_text', 'input_image'] }, text: { type: 'string' }, image_url: { type: 'string' } },
-          },
-        },
-      ],
-    },
-  },
-};
 
 /** `target`: a new session of a saved agent per invocation, or a message to an existing session. */
 export class AutomationTargetParamDto {
@@ -179,26 +157,8 @@ export class UpdateAutomationDto extends AutomationFieldsDto {
   target?: AutomationTargetParamDto;
 }
 
-export class AutomationListQueryDto {
-  @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list).' })
-  @OptionalNotNull()
-  @IsString()
-  @Length(1, 64)
-  after?: string;
-
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, description: 'Page size (default 20).' })
-  @OptionalNotNull()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100)
-  limit?: number;
-
-  @ApiPropertyOptional({ enum: ['asc', 'desc'], default: 'desc', description: 'By creation: `desc` newest first, `asc` oldest first.' })
-  @OptionalNotNull()
-  @IsIn(['asc', 'desc'])
-  order?: 'asc' | 'desc';
-}
+/** Pages of automations and of their invocations: the lists' common query (default 20 a page). */
+export class AutomationListQueryDto extends ListQueryDto {}
 
 export class AutomationSessionQueryDto extends AutomationListQueryDto {
   @ApiPropertyOptional({ minLength: 1, maxLength: 64, description: 'Only the automations whose target is this existing session.' })

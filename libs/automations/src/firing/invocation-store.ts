@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { prepared } from '#libs/database';
-import type { AutomationRecord, InvocationRecord, InvocationReason, InvocationSource, InvocationStatus, PauseReason, SkipReason } from '../automation.types.js';
+import type { AutomationRecord, InvocationRecord, PauseReason } from '../automation.types.js';
 import { AUTOMATION_COLUMNS, automationFromRow } from '../tables/automation-rows.js';
 import type { LivePrincipal, PreviousInvocation } from './fire-decisions.js';
 
@@ -18,23 +18,12 @@ function liveOf(row: Record<string, unknown>): LivePrincipal {
   return { role: (row.live_role as string | null) ?? null, suspended: row.live_suspended === true, keyLive: row.key_live === true };
 }
 
-/** An invocation to record (the rest of its row is the fire's: ids, times). */
-export interface NewInvocation {
-  id: string;
+/** An invocation to record: the record less what its row is given (owner and times) and its automation's id, with the automation itself. */
+export type NewInvocation = Omit<InvocationRecord, 'automationId' | 'ownerId' | 'firedAt' | 'createdAt'> & {
   automation: AutomationRecord;
-  source: InvocationSource;
-  scheduledAt: Date | null;
-  status: InvocationStatus;
-  skipReason: SkipReason | null;
-  reason: InvocationReason;
-  error: { code: string; message: string } | null;
-  sessionId: string | null;
-  inputId: string | null;
-  turnId: string | null;
-  automationSnapshot: unknown;
   /** Its input was accepted: fired_at is stamped (by the database's clock, as created_at is). */
   fired: boolean;
-}
+};
 
 /** The firing path's statements on `automations` and `automation_invocations`, each in the fire's transaction. */
 @Injectable()

@@ -1,9 +1,8 @@
-import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { unixSeconds } from '#libs/database';
 import { InputsRepository, RunsRepository } from '#libs/engine';
-import { QUEUES, WorkerPresence } from '#libs/queue';
+import { AllQueues, WorkerPresence } from '#libs/queue';
 import type { QueueCountsDto, QueueStatusDto } from '../dto/queues.dto.js';
 
 /**
@@ -13,24 +12,16 @@ import type { QueueCountsDto, QueueStatusDto } from '../dto/queues.dto.js';
  */
 @Injectable()
 export class GetQueueStatus {
-  private readonly queues: Queue[];
-
   constructor(
-    @InjectQueue(QUEUES.sessions) sessions: Queue,
-    @InjectQueue(QUEUES.maintenance) maintenance: Queue,
-    @InjectQueue(QUEUES.files) files: Queue,
-    @InjectQueue(QUEUES.webhooks) webhooks: Queue,
-    @InjectQueue(QUEUES.automations) automations: Queue,
+    private readonly queues: AllQueues,
     private readonly inputs: InputsRepository,
     private readonly runs: RunsRepository,
     private readonly presence: WorkerPresence,
-  ) {
-    this.queues = [sessions, maintenance, files, webhooks, automations];
-  }
+  ) {}
 
   async execute(): Promise<QueueStatusDto> {
     const [queues, oldest, workers, runs] = await Promise.all([
-      Promise.all(this.queues.map((queue) => countsOf(queue))),
+      Promise.all(this.queues.list.map((queue) => countsOf(queue))),
       this.inputs.oldestPendingAgeSeconds(),
       this.presence.live(),
       this.runs.fleetCounts(),

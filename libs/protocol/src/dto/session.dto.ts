@@ -164,7 +164,7 @@ export class ListQueryDto {
   @Length(1, 64)
   after?: string;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, description: 'Page size (default 50 for sessions and the audit trail, 20 for turns and items).' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, description: 'Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations).' })
   @OptionalNotNull()
   @Type(() => Number)
   @IsInt()

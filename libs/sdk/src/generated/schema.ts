@@ -3221,12 +3221,15 @@ export interface components {
                 type?: "message";
                 /** @enum {string} */
                 role: "user";
-                content: string | {
+                content: string | ({
                     /** @enum {string} */
-                    type: "input_text" | "input_image";
-                    text?: string;
-                    image_url?: string;
-                }[];
+                    type: "input_text";
+                    text: string;
+                } | {
+                    /** @enum {string} */
+                    type: "input_image";
+                    image_url: string;
+                })[];
             }[];
             /**
              * @description new_session: metadata of each new session (at most 16 keys of 1–64 characters, values of at most 512).
@@ -6867,7 +6870,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -8626,7 +8629,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -9038,7 +9041,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -9251,7 +9254,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -9920,7 +9923,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -10365,7 +10368,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -11637,7 +11640,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -12192,7 +12195,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -13577,7 +13580,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -14358,7 +14361,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 20). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -15609,7 +15612,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 20). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -17322,7 +17325,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -18420,7 +18423,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -18581,7 +18584,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -19311,7 +19314,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -20017,7 +20020,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
@@ -20571,7 +20574,7 @@ export interface operations {
             query?: {
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
                 after?: string;
-                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns and items). */
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
                 limit?: number;
                 /** @description By creation: `desc` newest first, `asc` oldest first. */
                 order?: "asc" | "desc";
