@@ -4,7 +4,7 @@ import { type DataSource, IsNull, type Repository } from 'typeorm';
 // TypeORM's deep-partial type cannot express JSON with `unknown` values (tool schemas); jsonb columns take them as is.
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
 import { AppConfig } from '#libs/config';
-import { canonicalJson, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
+import { canonicalJson, listEnvelope, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { McpHeaderBox, type McpToolDeclaration, REDACTED_SECRET, type ToolDeclaration } from '#libs/tools';
 import { AuditLog } from '#libs/audit';
@@ -363,5 +363,5 @@ function sameDefinition(row: AgentEntity, fields: Partial<AgentEntity>): boolean
 }
 
 function listOf(data: AgentDto[]): AgentListDto {
-  return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: false };
+  return listEnvelope(data, false);
 }

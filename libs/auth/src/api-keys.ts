@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import { AppConfig } from '#libs/config';
-import { newId, unixSeconds } from '#libs/database';
+import { listEnvelope, newId, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { ApiKeyCreatedDto, ApiKeyDto, ApiKeyListDto, CreateApiKeyDto } from './api-key.dto.js';
 import { AuthService } from './auth.service.js';
@@ -131,7 +131,7 @@ export class ApiKeys {
       take: 1000,
     });
     const data = rows.map(toDto);
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length === 1000 };
+    return listEnvelope(data, rows.length === 1000);
   }
 
   async revoke(principal: Principal, keyId: string): Promise<void> {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { isUuid, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
+import { isUuid, listEnvelope, type PageQuery, prepared, toPage, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { Role } from './principal.js';
 import { type UserDto, type UserKind, type UserKindFilter, type UserListDto, USER_KINDS } from './user.dto.js';
@@ -45,7 +45,7 @@ export class Users {
       params,
     )) as UserRow[];
     const { rows: data, hasMore } = toPage(rows.map(toUserDto), page.limit);
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+    return listEnvelope(data, hasMore);
   }
 }
 

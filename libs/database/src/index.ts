@@ -2,7 +2,7 @@ export { DatabaseModule } from './database.module.js';
 export { dataSourceOptions, knownMigrationNames, MIGRATIONS } from './data-source-options.js';
 export { assertSchemaCurrent, SchemaVersionError, schemaVerdict, type SchemaVerdict } from './schema-guard.js';
 export { derivedId, idAt, isUuid, newId, unixSeconds } from './ids.js';
-export { type Page, type PageQuery, toPage } from './pagination.js';
+export { type ListEnvelope, listEnvelope, type Page, type PageQuery, toPage } from './pagination.js';
 export { prepared, preparedUpTo } from './prepared.js';
 export { composeFragments, shiftParams, type SqlFragment } from './sql-fragments.js';
 export { sqlList, statusGuard, type Transition } from './status-guards.js';

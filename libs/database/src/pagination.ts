@@ -14,3 +14,17 @@ export interface Page<T> {
 export function toPage<T>(rows: T[], limit: number): Page<T> {
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }
+
+/** The body of a public list page: its items, the ids that bound it, and whether more follow. */
+export interface ListEnvelope<T> {
+  object: 'list';
+  data: T[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}
+
+/** The list page of `data` (items with an `id`), as every public list answers it. */
+export function listEnvelope<T extends { id: string }>(data: T[], hasMore: boolean): ListEnvelope<T> {
+  return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+}

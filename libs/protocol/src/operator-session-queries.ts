@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { assertViewer, type Principal } from '#libs/auth';
-import type { PageQuery } from '#libs/database';
+import { listEnvelope, type PageQuery } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { type FoundSession, type SessionOwner, SessionSearch, type SessionSearchFilter, toSessionDto } from '#libs/engine';
 import type { AdminSessionDto, AdminSessionListDto, SessionOwnerDto } from './dto/admin-session.dto.js';
@@ -18,7 +18,7 @@ export class OperatorSessionQueries {
     assertViewer(principal);
     const { rows, hasMore } = await this.search.search(filter, page);
     const data = rows.map(toAdminSessionDto);
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+    return listEnvelope(data, hasMore);
   }
 
   async get(principal: Principal, sessionId: string): Promise<AdminSessionDto> {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
-import type { PageQuery } from '#libs/database';
+import { listEnvelope, type PageQuery } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { type AttachmentDto, type AttachmentListDto, FilesRepository, toAttachmentDto } from '#libs/files';
 import { type AcceptedReceipt, cooperationRules, IdempotencyService, type InputEntity, InputsRepository, type ItemDto, type ItemListDto, ItemsRepository, mayHaveActiveTurn, type RunDto, RunsRepository, type SessionEntity, type SessionFilter, SessionsRepository, sessionStatus, toActiveMessageDto, toInputDto, toItemDto, toRunDto, toRunSummary, toSessionDto, toTurnDetailDto, toTurnDto, TreeRepository, type TurnDetailDto, type TurnListDto, TurnsRepository } from '#libs/engine';
@@ -26,7 +26,7 @@ export class SessionQueriesService {
     await this.sessions.getVisible(principal.userId, sessionId);
     const { rows, hasMore } = await this.files.listInSession(sessionId, page);
     const data = rows.map(toAttachmentDto);
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+    return listEnvelope(data, hasMore);
   }
 
   /** The session resource, as its owner sees it. */
@@ -44,14 +44,14 @@ export class SessionQueriesService {
   async listSessions(principal: Principal, filter: SessionFilter, page: PageQuery): Promise<SessionListDto> {
     const { rows, hasMore } = await this.sessions.list(principal.userId, filter, page);
     const data = rows.map((row) => toSessionDto(row));
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+    return listEnvelope(data, hasMore);
   }
 
   async listTurns(principal: Principal, sessionId: string, page: PageQuery): Promise<TurnListDto> {
     await this.sessions.getVisible(principal.userId, sessionId);
     const { rows, hasMore } = await this.turns.listTurns(sessionId, page);
     const data = rows.map(toTurnDto);
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+    return listEnvelope(data, hasMore);
   }
 
   async getTurn(principal: Principal, sessionId: string, turnId: string): Promise<TurnDetailDto> {

@@ -1,17 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
 import { AppConfig } from '#libs/config';
-import { type PageQuery, unixSeconds } from '#libs/database';
+import { listEnvelope, type PageQuery, unixSeconds } from '#libs/database';
 import type { AutomationDto, AutomationListDto, InvocationDto, InvocationListDto, SchedulePreviewDto } from '../dto/automation-view.dto.js';
 import { nextTimes } from '../schedule/cron-schedule.js';
 import { AutomationsRepository } from '../tables/automations.repository.js';
 import { InvocationsRepository } from '../tables/invocations.repository.js';
 import { toAutomationDto, toInvocationDto } from '../views/automation-view.js';
 import { checkSchedule } from './automation-checks.js';
-
-function listOf<T extends { id: string }>(data: T[], hasMore: boolean): { object: 'list'; data: T[]; first_id: string | null; last_id: string | null; has_more: boolean } {
-  return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
-}
 
 /** `GET /automations/{id}`: the caller's automation (another owner's is 404). */
 @Injectable()
@@ -30,7 +26,7 @@ export class ListAutomations {
 
   async execute(principal: Principal, page: PageQuery, sessionId?: string): Promise<AutomationListDto> {
     const { rows, hasMore } = await this.automations.list(principal.userId, page, sessionId);
-    return listOf(rows.map(toAutomationDto), hasMore);
+    return listEnvelope(rows.map(toAutomationDto), hasMore);
   }
 }
 
@@ -45,7 +41,7 @@ export class ListInvocations {
   async execute(principal: Principal, automationId: string, page: PageQuery): Promise<InvocationListDto> {
     await this.automations.get(principal.userId, automationId);
     const { rows, hasMore } = await this.invocations.list(principal.userId, automationId, page);
-    return listOf(rows.map(toInvocationDto), hasMore);
+    return listEnvelope(rows.map(toInvocationDto), hasMore);
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
-import type { PageQuery } from '#libs/database';
+import { listEnvelope, type PageQuery } from '#libs/database';
 import { SessionsRepository } from '#libs/engine';
 import { type Artifact, type ArtifactDeletedDto, type ArtifactDto, type ArtifactListDto, ArtifactsRepository, toArtifactDto } from '#libs/environments';
 import { DomainError } from '#libs/errors';
@@ -22,7 +22,7 @@ export class ListArtifacts {
     await this.sessions.getVisible(principal.userId, sessionId);
     const { rows, hasMore } = await this.artifacts.list(sessionId, page, environmentId);
     const data = rows.map(toArtifactDto);
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+    return listEnvelope(data, hasMore);
   }
 }
 

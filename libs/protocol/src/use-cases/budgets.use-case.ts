@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AgentsService } from '#libs/agents';
 import { agentViewerOf, assertAdmin, type Principal } from '#libs/auth';
 import { type Budget, type BudgetScopeKind, BudgetsRepository, type BudgetUsage, type BudgetViewer, periodBounds, spentOf, UsageClock } from '#libs/budgets';
-import { newId, type PageQuery, unixSeconds } from '#libs/database';
+import { listEnvelope, newId, type PageQuery, unixSeconds } from '#libs/database';
 import { ProjectsRepository, SessionsRepository } from '#libs/engine';
 import { DomainError } from '#libs/errors';
 import type { BudgetDeletedDto, BudgetDto, BudgetListDto, BudgetScopeDto, BudgetScopeKey, CreateBudgetDto, SetUsageClockDto, UpdateBudgetDto, UsageClockDto } from '../dto/budget.dto.js';
@@ -122,7 +122,7 @@ export class ListBudgets {
     const { rows, hasMore } = await this.budgets.list(budgetViewerOf(principal), page);
     const usage = await this.budgets.spent(null, rows);
     const data = rows.map((budget) => toBudgetDto(budget, usage.get(budget.id)));
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+    return listEnvelope(data, hasMore);
   }
 }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '#libs/auth';
-import { type PageQuery, unixSeconds } from '#libs/database';
+import { listEnvelope, type PageQuery, unixSeconds } from '#libs/database';
 import { type ProjectEntity, ProjectsRepository } from '#libs/engine';
 import type { CreateProjectDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from '../dto/project.dto.js';
 
@@ -33,7 +33,7 @@ export class ListProjects {
   async execute(principal: Principal, page: PageQuery): Promise<ProjectListDto> {
     const { rows, hasMore } = await this.projects.list(principal.userId, page);
     const data = rows.map(toProjectDto);
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+    return listEnvelope(data, hasMore);
   }
 }
 
