@@ -175,6 +175,8 @@ export class AppConfig {
   readonly webhookRetentionS: number;
   /** USAGE_CLOCK_ADJUSTABLE=true: administrators may move the clock of usage periods (`PUT /api/v1/admin/usage-clock`, for tests of day and month roll-overs); else that route is not found. */
   readonly usageClockAdjustable: boolean;
+  /** FORK_MAX_DEPTH: the most ancestors a fork's history may reach through (every history read of a fork costs one index probe per ancestor). */
+  readonly forkMaxDepth: number;
   /** AUTOMATION_SWEEP_MS: how often a worker fires the automations whose time passed with no timer (Redis lost it, no worker was up). */
   readonly automationSweepMs: number;
   /** AUTOMATION_INVOCATIONS_KEPT: the most invocation records kept per automation; the automations sweep deletes older ones, a few at a time. */
@@ -300,6 +302,7 @@ export class AppConfig {
     this.webhookConcurrency = Math.max(1, int(env, 'WEBHOOK_CONCURRENCY', 16));
     this.webhookRetentionS = Math.max(3600, int(env, 'WEBHOOK_RETENTION_S', 30 * 24 * 3600));
     this.usageClockAdjustable = bool(env, 'USAGE_CLOCK_ADJUSTABLE', false);
+    this.forkMaxDepth = Math.min(32, Math.max(1, int(env, 'FORK_MAX_DEPTH', 8)));
     this.automationSweepMs = Math.max(100, int(env, 'AUTOMATION_SWEEP_MS', 10_000));
     this.automationInvocationsKept = Math.max(1, int(env, 'AUTOMATION_INVOCATIONS_KEPT', 1000));
     this.automationMisfireGraceS = Math.max(1, int(env, 'AUTOMATION_MISFIRE_GRACE_S', 60));

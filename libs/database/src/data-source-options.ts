@@ -33,6 +33,7 @@ import { SessionEnvironment1766900100000 } from './migrations/1766900100000-sess
 import { ArtifactPerTurnPath1766900200000 } from './migrations/1766900200000-artifact-per-turn-path.js';
 import { UsageAndBudgets1767000000000 } from './migrations/1767000000000-usage-and-budgets.js';
 import { Automations1767100000000 } from './migrations/1767100000000-automations.js';
+import { Fork1767200000000 } from './migrations/1767200000000-fork.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -69,6 +70,7 @@ export const MIGRATIONS = [
   ArtifactPerTurnPath1766900200000,
   UsageAndBudgets1767000000000,
   Automations1767100000000,
+  Fork1767200000000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

@@ -20,6 +20,8 @@ import { TreeRepository } from './cooperation/tree.repository.js';
 import { RunEndings } from './endings/run-endings.js';
 import { RunOutputWriter } from './endings/run-output.js';
 import { TurnSettlement } from './endings/turn-settlement.js';
+import { ForkPoints } from './forks/fork-points.js';
+import { ForkWrites } from './forks/fork-writes.js';
 import { RunRecovery } from './recovery/run-recovery.js';
 import { ModelCallSteps } from './steps/model-call-steps.js';
 import { RunSuspensions } from './steps/run-suspensions.js';
@@ -29,6 +31,7 @@ import { IdempotencyReceiptEntity } from './tables/receipt.entity.js';
 import { InputEntity } from './tables/input.entity.js';
 import { InputsRepository } from './tables/inputs.repository.js';
 import { ItemsRepository } from './tables/items.repository.js';
+import { LineageRepository } from './tables/lineage.repository.js';
 import { ModelRequestsRepository } from './tables/model-requests.repository.js';
 import { ProjectEntity } from './tables/project.entity.js';
 import { ProjectsRepository } from './tables/projects.repository.js';
@@ -43,15 +46,15 @@ import { SessionTransactions } from './transaction/session-transaction.js';
 import { SessionSearch } from './views/session-search.js';
 import { WaitpointControls } from './waitpoints/waitpoint-controls.js';
 
-/** One repository per table: sessions, projects, inputs, idempotency receipts, turns, runs, run steps, items, model requests. */
-const TABLES = [SessionsRepository, ProjectsRepository, TreeRepository, SessionSearch, InputsRepository, IdempotencyService, TurnsRepository, RunsRepository, StepsRepository, ItemsRepository, ModelRequestsRepository];
+/** One repository per table: sessions, projects, inputs, idempotency receipts, turns, runs, run steps, items, model requests, session lineage. */
+const TABLES = [SessionsRepository, ProjectsRepository, TreeRepository, SessionSearch, InputsRepository, IdempotencyService, TurnsRepository, RunsRepository, StepsRepository, ItemsRepository, ModelRequestsRepository, LineageRepository];
 
 /**
  * The session aggregate's systems: acceptance (inputs in), claims (a worker takes a turn), steps,
  * endings, waitpoints, cooperation (a coordinator and its members), recovery, and the clients'
  * and operators' controls. docs/architecture.md says what each owns.
  */
-const SYSTEMS = [AfterCommit, SessionTransactions, TurnTakeovers, TurnSettlement, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, ModelCallSteps, ToolCallSteps, RunSuspensions, ToolOutputItems, WaitpointControls, AttachmentTransitions, CooperationTransitions, MemberCreations, MemberControls, CooperationWaits, TreeControls, CapabilityLimits];
+const SYSTEMS = [AfterCommit, SessionTransactions, TurnTakeovers, TurnSettlement, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, ModelCallSteps, ToolCallSteps, RunSuspensions, ToolOutputItems, WaitpointControls, AttachmentTransitions, CooperationTransitions, MemberCreations, MemberControls, CooperationWaits, TreeControls, CapabilityLimits, ForkPoints, ForkWrites];
 
 /** Parts of a system that only other systems use: nothing outside the engine injects them. */
 const INTERNAL: unknown[] = [RunOutputWriter, TurnTakeovers, ToolOutputItems, MemberCreations, MemberControls];

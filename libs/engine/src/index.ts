@@ -72,3 +72,10 @@ export { MemberCreations } from './cooperation/member-creations.js';
 export { type Awaited, CooperationWaits } from './cooperation/cooperation-waits.js';
 export * as cooperationRules from './cooperation/cooperation-rules.js';
 export { gateTreeContinue, type LockedTree, TreeControls } from './cooperation/tree-controls.js';
+
+// forks: a session that shares its source's history up to a turn by reference
+export { type BasedSegment, type ForkAsk, type ForkedFrom, type ForkFields, type ForkPoint, type ForkPosition, FORK_POSITIONS, type LineageSegment } from './forks/lineage.types.js';
+export { composeLineage } from './forks/compose-lineage.js';
+export { ForkPoints } from './forks/fork-points.js';
+export { ForkWrites } from './forks/fork-writes.js';
+export { LineageRepository } from './tables/lineage.repository.js';

@@ -17,3 +17,4 @@ export { ArtifactDeletedDto, ArtifactDto, ArtifactListDto, toArtifactDto } from 
 export { type Artifact, ArtifactsRepository } from './artifacts/artifacts.repository.js';
 export { ArtifactsModule } from './artifacts/artifacts.module.js';
 export { WorkspaceSetup } from './workspace/workspace-setup.js';
+export { WorkspaceForks, WorkspaceForksModule } from './workspace/workspace-forks.js';

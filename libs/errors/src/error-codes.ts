@@ -205,6 +205,12 @@ export const ERROR_CODES = {
       'An MCP tool\'s `server_url` or OAuth `issuer` is a literal private, loopback, link-local, CGNAT, metadata or reserved address (in any spelling): refused at save unless the deployment sets MCP_ALLOW_PRIVATE_NETWORKS=true, or lists the host in MCP_ALLOWED_HOSTS and an administrator owns the agent. `details.fields` names each field (`tools[0].server_url`). Host names are checked when the server is called.',
   },
   automation_limit: { status: 409, type: 'invalid_state', retryable: false, description: 'The caller already has the most automations allowed (`AUTOMATION_MAX_PER_OWNER`, `details.limit`): delete one first.' },
+  fork_depth_exceeded: {
+    status: 409,
+    type: 'invalid_state',
+    retryable: false,
+    description: 'The fork would reach its history through more ancestors than the deployment allows (`FORK_MAX_DEPTH`, in `details.limit`): fork an earlier session of the lineage, or start a new session.',
+  },
   webhook_endpoint_limit: { status: 409, type: 'invalid_state', retryable: false, description: 'The caller already has the most webhook endpoints allowed (20): delete one first.' },
   api_key_limit: {
     status: 409,

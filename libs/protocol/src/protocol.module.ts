@@ -5,7 +5,7 @@ import { BudgetsModule } from '#libs/budgets';
 import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
 import { EngineModule } from '#libs/engine';
-import { ArtifactsModule } from '#libs/environments';
+import { ArtifactsModule, WorkspaceForksModule } from '#libs/environments';
 import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
 import { UsageModule, UsageReportsModule } from '#libs/usage';
@@ -23,7 +23,7 @@ import { UsageReports } from './use-cases/usage-reports.use-case.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
-  imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, UsageModule, UsageReportsModule],
+  imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, WorkspaceForksModule, UsageModule, UsageReportsModule],
   providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports],
   exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports],
 })

@@ -1,6 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import type { AgentSnapshot, CompactionMode } from '#libs/agents';
 import type { EnvironmentConfig } from '#libs/environments';
+import type { ForkPosition } from '../forks/lineage.types.js';
 
 /** The latest turn of the session as the session resource shows it (`yuxi.current_turn`). */
 export interface TurnSummary {
@@ -64,6 +65,13 @@ export class SessionEntity {
   @Column('smallint', { name: 'tree_max_concurrent', nullable: true }) treeMaxConcurrent!: number | null;
   /** On a root: when `yuxi.session.tree.stop` stopped the tree (null: not stopped, or continued). */
   @Column('timestamptz', { name: 'tree_stopped_at', nullable: true }) treeStoppedAt!: Date | null;
+  /** Fork: the session and turn it was forked from (as the caller named them), and where; null on a session that is not a fork. */
+  @Column('uuid', { name: 'forked_from_session_id', nullable: true }) forkedFromSessionId!: string | null;
+  @Column('uuid', { name: 'forked_from_turn_id', nullable: true }) forkedFromTurnId!: string | null;
+  @Column('varchar', { name: 'fork_position', nullable: true }) forkPosition!: ForkPosition | null;
+  /** Fork: the highest inherited item and turn seq; the fork's own seqs start above them (bigint as a string, like itemSeq). */
+  @Column('bigint', { name: 'fork_item_seq', nullable: true }) forkItemSeq!: string | null;
+  @Column('integer', { name: 'fork_turn_seq', nullable: true }) forkTurnSeq!: number | null;
   /** The caller's string labels (bounded by the API; filterable in lists). */
   @Column('jsonb') metadata!: Record<string, string>;
   /** Bumped by every update made through the session routes; `If-Match` compares it. */
@@ -82,7 +90,7 @@ export class SessionEntity {
 export const SESSION_COLUMNS =
   'id, owner_id, agent_id, model, tool_approval_mode, compaction_mode, instructions, agent_snapshot, trusted_tools, title, project_id, workdir_id, environment, is_pinned, archived, unread, queue_paused, ' +
   'input_seq, item_seq, turn_seq, pending_input_count, current_turn, parent_session_id, root_session_id, depth, spawned_turn_id, spawned_call_id, subagent, ' +
-  'tree_max_concurrent, tree_stopped_at, metadata, revision, deleted_at, created_at, last_active_at, updated_at';
+  'tree_max_concurrent, tree_stopped_at, forked_from_session_id, forked_from_turn_id, fork_position, fork_item_seq, fork_turn_seq, metadata, revision, deleted_at, created_at, last_active_at, updated_at';
 
 /** Maps a raw `sessions` row (RETURNING / SELECT of SESSION_COLUMNS) onto the entity. */
 export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
@@ -117,6 +125,11 @@ export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
     subagent: (row.subagent as SubagentInfo | null) ?? null,
     treeMaxConcurrent: row.tree_max_concurrent === null || row.tree_max_concurrent === undefined ? null : Number(row.tree_max_concurrent),
     treeStoppedAt: (row.tree_stopped_at as Date | null) ?? null,
+    forkedFromSessionId: (row.forked_from_session_id as string | null) ?? null,
+    forkedFromTurnId: (row.forked_from_turn_id as string | null) ?? null,
+    forkPosition: (row.fork_position as ForkPosition | null) ?? null,
+    forkItemSeq: row.fork_item_seq === null || row.fork_item_seq === undefined ? null : String(row.fork_item_seq),
+    forkTurnSeq: row.fork_turn_seq === null || row.fork_turn_seq === undefined ? null : Number(row.fork_turn_seq),
     metadata: (row.metadata as Record<string, string> | null) ?? {},
     revision: Number(row.revision ?? 1),
     deletedAt: (row.deleted_at as Date | null) ?? null,

@@ -4,42 +4,13 @@ import type { EntityManager, Repository } from 'typeorm';
 // TypeORM's deep-partial type cannot express JSON with `unknown` values (the agent snapshot's tool schemas).
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
 import { isUuid, newId, type Page, type PageQuery, prepared, sqlList, toPage } from '#libs/database';
-import type { AgentSnapshot, CompactionMode } from '#libs/agents';
 import { DomainError } from '#libs/errors';
 import { LEDGER_TOTALS_COLUMNS, totalsFromRow, type UsageTotals } from '#libs/usage';
 import { ACCOUNT_OF, ACCOUNT_RUNNING_TURNS } from '../claims/account-sql.js';
 import { SESSION_COLUMNS, SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
+import type { NewSession, SessionPatch } from './session-writes.types.js';
 
-export interface NewSession {
-  ownerId: string;
-  agentId: string;
-  model: string;
-  toolApprovalMode: string;
-  instructions: string;
-  agentSnapshot: AgentSnapshot;
-  title: string;
-  projectId: string | null;
-  /** A root whose agent enables multi_agent: its tree's cap on running members. */
-  treeMaxConcurrent?: number | null;
-  /** The workdir the session shares (its project's id); omitted: a workdir of its own (the session's id). */
-  workdirId?: string;
-  /** The caller's labels (validated by the API); omitted: none. */
-  metadata?: Record<string, string>;
-  environment?: SessionEntity['environment']; // normalised by the API; omitted: none
-}
-
-/** Presentation and default-configuration changes; each field optional. */
-export interface SessionPatch {
-  title?: string;
-  isPinned?: boolean;
-  unread?: boolean;
-  model?: string;
-  toolApprovalMode?: string;
-  compactionMode?: CompactionMode;
-  /** Replaces the whole map (as OpenAI's metadata updates do). */
-  metadata?: Record<string, string>;
-  /** An update though no column above changes (the session's budget, in its own table, did): the revision moves. */ touched?: boolean;
-}
+export type { NewSession, SessionPatch } from './session-writes.types.js';
 
 /** The active turn statuses a bulk cancel may select (a queued turn is never written). */
 const CANCELLABLE_TURN_STATUSES: readonly string[] = ['in_progress', 'requires_action'];

@@ -4,6 +4,7 @@ import type { UsageTotals } from '#libs/usage';
 import type { AcceptedReceipt } from '../tables/receipt.entity.js';
 import { SESSION_STATUS_MACHINE, type SessionStatus, sessionStatusOf } from '../machines/session-states.js';
 import { type SessionEntity as Session, type TurnSummary } from '../tables/session.entity.js';
+import type { ForkedFrom } from '../forks/lineage.types.js';
 import { type EnvironmentView, environmentView } from './environment-view.js';
 
 /** A session's work status (derived, never stored), declared once in libs/engine (SESSION_STATUS_MACHINE). */
@@ -48,6 +49,8 @@ export interface SessionView {
     depth: number;
     spawned_by: { turn_id: string; call_id: string } | null;
     subagent: { name: string; task: string } | null;
+    /** The session and turn this session was forked from; null: not a fork. */
+    forked_from: ForkedFrom | null;
     metadata: Record<string, string>;
     revision: number;
     receipt: AcceptedReceipt | null;
@@ -156,9 +159,15 @@ export function toSessionDto(session: Session, receipt: AcceptedReceipt | null =
       depth: session.depth,
       spawned_by: session.spawnedTurnId && session.spawnedCallId ? { turn_id: session.spawnedTurnId, call_id: session.spawnedCallId } : null,
       subagent: session.subagent,
+      forked_from: forkedFrom(session),
       metadata: session.metadata,
       revision: session.revision,
       receipt,
     },
   };
+}
+
+function forkedFrom(session: Session): ForkedFrom | null {
+  if (session.forkedFromSessionId === null || session.forkedFromTurnId === null || session.forkPosition === null) return null;
+  return { session_id: session.forkedFromSessionId, turn_id: session.forkedFromTurnId, position: session.forkPosition };
 }

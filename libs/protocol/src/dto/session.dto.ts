@@ -42,6 +42,12 @@ export class SpawnedByDto {
   @ApiProperty() call_id!: string;
 }
 
+export class ForkedFromDto {
+  @ApiProperty({ format: 'uuid', description: 'The session the fork was made of.' }) session_id!: string;
+  @ApiProperty({ format: 'uuid', description: 'The turn it was made at (a turn of that session or one it inherited).' }) turn_id!: string;
+  @ApiProperty({ enum: ['after', 'before'], description: '`after`: the history up to the end of that turn; `before`: up to its start (to edit and resend).' }) position!: 'after' | 'before';
+}
+
 export class SubagentInfoDto {
   @ApiProperty() name!: string;
   @ApiProperty() task!: string;
@@ -67,6 +73,8 @@ export class SessionYuxiDto {
   spawned_by!: SpawnedByDto | null;
   @ApiProperty({ type: SubagentInfoDto, nullable: true, description: 'Cooperation: the name and task the coordinator gave this member; null on a root.' })
   subagent!: SubagentInfoDto | null;
+  @ApiProperty({ type: ForkedFromDto, nullable: true, description: 'Fork: the session and turn this session was forked from; null: not a fork. A fork\'s history is its source\'s up to that point (shared, not copied), then its own.' })
+  forked_from!: ForkedFromDto | null;
   @ApiProperty(METADATA_SCHEMA)
   metadata!: Record<string, string>;
   @ApiProperty({
