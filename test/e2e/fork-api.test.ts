@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { createSessionWith } from '../support/agents.js';
 import { query } from '../support/db.js';
 import { uploadDraft } from '../support/files.js';
 import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
-import { call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
+import { bootstrap, call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
 import { SseStream } from '../support/sse.js';
+import { loadFromRoot, type StackModule } from '../support/stack-scripts.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 // POST /sessions/{id}/fork through the public API on the real stack (sessions without an
@@ -169,6 +171,13 @@ describe('fork: the route', () => {
     assert.equal(editResend.body.yuxi.forked_from.position, 'before');
   });
 
+  it('forks an archived source; the fork is not archived', async () => {
+    const own = await finished('archive me');
+    assert.equal((await http(`${API}/sessions/${own.id}/archive`, { method: 'POST' })).status, 200);
+    const f = await forked(own.id);
+    assert.equal(f.yuxi.archived, false);
+  });
+
   it('refuses a member of a cooperation tree with 409 naming the root', async () => {
     const coordinator = await createSessionWith('coordinator', '[[tool:create_subagent {"task":"alpha","name":"a"}]] [[tool:wait_subagents {}]]');
     await runTurns(coordinator.id, ['-'], true);
@@ -272,5 +281,40 @@ describe('fork: the new session', () => {
     assert.deepEqual(await lineageOf(f3.id), [{ depth: 1, ancestor_id: src.id, upto_item_seq: await lastItemSeq(src.turns[0]!), upto_turn_seq: 1 }]);
     const f4 = await forked(f1.id, { before_turn_id: f1Turn });
     assert.deepEqual(await lineageOf(f4.id), [{ depth: 1, ancestor_id: src.id, upto_item_seq: await lastItemSeq(src.turns[1]!), upto_turn_seq: 2 }], 'nothing of f1 before its own turn');
+  });
+});
+
+/** An api replica sharing the suite's database with FORK_MAX_DEPTH=1 (forks need no worker); waits, bounded, for /health. */
+async function replicaWithDepth(depth: number): Promise<{ url: string; child: ChildProcess }> {
+  const { SCRIPTS } = await loadFromRoot<StackModule>('scripts/lib/stack.mjs');
+  const { freePort } = await loadFromRoot<{ freePort(): Promise<number> }>('scripts/lib/infra.mjs');
+  const port = await freePort();
+  const child = spawn(process.execPath, [SCRIPTS.api], { env: { ...process.env, PORT: String(port), FORK_MAX_DEPTH: String(depth) }, stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  for (let poll = 0; poll < 300 && child.exitCode === null; poll += 1) {
+    if (await fetch(`${url}/health`, { signal: AbortSignal.timeout(1_000) }).then((res) => res.ok, () => false)) return { url, child };
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  child.kill('SIGTERM');
+  throw new Error('the replica did not start');
+}
+
+describe('fork: the depth limit', () => {
+  let replica: { url: string; child: ChildProcess } | undefined;
+  after(() => replica?.child.kill('SIGTERM'));
+
+  it('refuses a fork whose lineage would be deeper than FORK_MAX_DEPTH (409 fork_depth_exceeded, details.limit); an inherited turn stays within it', async () => {
+    replica = await replicaWithDepth(1);
+    const src = await finished('depth one');
+    const f1 = await forked(src.id);
+    const [own] = await runTurns(f1.id, ['depth two']);
+    const forkThere = (body: object) => call(bootstrap, `${API}/sessions/${f1.id}/fork`, { body, idempotencyKey: newKey('fork'), baseUrl: replica!.url });
+    const deep = await forkThere({ after_turn_id: own });
+    assert.equal(deep.status, 409, deep.text);
+    assert.equal(deep.body.error.code, 'fork_depth_exceeded');
+    assert.deepEqual(deep.body.error.details, { limit: 1 });
+    const inherited = await forkThere({ after_turn_id: src.turns[0] });
+    assert.equal(inherited.status, 201, inherited.text);
+    assert.deepEqual(await lineageOf(inherited.body.id), [{ depth: 1, ancestor_id: src.id, upto_item_seq: await lastItemSeq(src.turns[0]!), upto_turn_seq: 1 }]);
   });
 });
