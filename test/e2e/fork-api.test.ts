@@ -4,8 +4,9 @@ import { after, before, describe, it } from 'node:test';
 import { createSessionWith } from '../support/agents.js';
 import { query } from '../support/db.js';
 import { uploadDraft } from '../support/files.js';
-import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
+import { API, createSession, http, type HttpResult, newKey, sendMessage } from '../support/http.js';
 import { bootstrap, call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
+import { OpenApiSchemas } from '../support/openapi-schema.js';
 import { SseStream } from '../support/sse.js';
 import { loadFromRoot, type StackModule } from '../support/stack-scripts.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
@@ -17,7 +18,23 @@ import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 const TERMINAL = ['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled'];
 
-const fork = (sessionId: string, body: object = {}, idempotencyKey: string | null = newKey('fork')) => http(`${API}/sessions/${sessionId}/fork`, { method: 'POST', body, idempotencyKey });
+let documented: Promise<OpenApiSchemas> | undefined;
+
+/** Every answer of the route is one it declares, its body conforms to the declared schema, and error details name documented keys only. */
+async function conforms(res: HttpResult): Promise<HttpResult> {
+  const schemas = await (documented ??= OpenApiSchemas.live());
+  const response = schemas.document.paths[`${API}/sessions/{session_id}/fork`].post.responses[String(res.status)];
+  assert.ok(response, `the fork route answered ${res.status}, which it does not declare: ${res.text}`);
+  assert.deepEqual(schemas.problemsFor(response.content['application/json'].schema, res.body), [], res.text);
+  if (res.status >= 400) {
+    const keys = Object.keys(schemas.document.components.schemas.ErrorDetailsDto.properties);
+    assert.deepEqual(Object.keys(res.body.error.details).filter((key) => !keys.includes(key)), [], `documented details: ${res.text}`);
+  }
+  return res;
+}
+
+const fork = async (sessionId: string, body: object = {}, idempotencyKey: string | null = newKey('fork')) =>
+  conforms(await http(`${API}/sessions/${sessionId}/fork`, { method: 'POST', body, idempotencyKey }));
 
 async function forked(sessionId: string, body: object = {}): Promise<any> {
   const res = await fork(sessionId, body);
@@ -130,7 +147,7 @@ describe('fork: the route', () => {
 
   it('answers 404 for another owner\'s session, a deleted one, and a turn the source does not show', async () => {
     const stranger = await newProductUser('fork stranger');
-    const foreign = await call(stranger.caller, `${API}/sessions/${source.id}/fork`, { body: {}, idempotencyKey: newKey('fork') });
+    const foreign = await conforms(await call(stranger.caller, `${API}/sessions/${source.id}/fork`, { body: {}, idempotencyKey: newKey('fork') }));
     assert.equal(foreign.status, 404, foreign.text);
     assert.equal(foreign.body.error.code, 'not_found');
 
@@ -308,7 +325,7 @@ describe('fork: the depth limit', () => {
     const src = await finished('depth one');
     const f1 = await forked(src.id);
     const [own] = await runTurns(f1.id, ['depth two']);
-    const forkThere = (body: object) => call(bootstrap, `${API}/sessions/${f1.id}/fork`, { body, idempotencyKey: newKey('fork'), baseUrl: replica!.url });
+    const forkThere = async (body: object) => conforms(await call(bootstrap, `${API}/sessions/${f1.id}/fork`, { body, idempotencyKey: newKey('fork'), baseUrl: replica!.url }));
     const deep = await forkThere({ after_turn_id: own });
     assert.equal(deep.status, 409, deep.text);
     assert.equal(deep.body.error.code, 'fork_depth_exceeded');

@@ -65,12 +65,12 @@ export class ForkPoints {
     const [row] = (await manager.query(prepared(RESOLVE_SQL), [source.id, turnId, position === 'before' ? 1 : 0])) as ResolvedRow[];
     if (!row) {
       if (turnId !== null) throw DomainError.notFound(`Turn ${turnId}`);
-      throw new DomainError('state_conflict', `Session ${source.id} has no finished turn: nothing to fork yet (create a session instead)`, { session_id: source.id });
+      throw new DomainError('state_conflict', `Session ${source.id} has no finished turn: nothing to fork yet (create a session instead)`);
     }
     if (position === 'after' && !(TERMINAL_TURN_STATUSES as readonly string[]).includes(row.status)) {
       throw new DomainError('state_conflict', `Turn ${row.turn_id} has not finished (${row.status}); fork after a finished turn, or before this one`, {
         turn_id: row.turn_id,
-        status: row.status,
+        turn_status: row.status,
       });
     }
     const seq = Number(row.seq);
