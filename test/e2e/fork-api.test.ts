@@ -195,6 +195,21 @@ describe('fork: the route', () => {
     assert.equal(f.yuxi.archived, false);
   });
 
+  it('forks a project session into the project (sharing its workdir, without an environment); a deleted project takes no fork (404)', async () => {
+    const project = await http(`${API}/projects`, { body: { name: 'Forked project' } });
+    assert.equal(project.status, 201, project.text);
+    const created = await http(`${API}/sessions`, { idempotencyKey: newKey('create'), body: { agent_id: 'default-chatbot', project_id: project.body.id, input: 'in a project' } });
+    assert.equal(created.status, 201, created.text);
+    await runTurns(created.body.id, ['-'], true);
+    const f = await forked(created.body.id);
+    assert.equal(f.yuxi.project_id, project.body.id);
+    assert.deepEqual(await query(`SELECT workdir_id FROM sessions WHERE id = $1`, [f.id]), [{ workdir_id: project.body.id }]);
+    assert.equal((await http(`${API}/projects/${project.body.id}`, { method: 'DELETE' })).status, 200);
+    const refused = await fork(created.body.id);
+    assert.equal(refused.status, 404, refused.text);
+    assert.equal(refused.body.error.code, 'not_found');
+  });
+
   it('refuses a member of a cooperation tree with 409 naming the root', async () => {
     const coordinator = await createSessionWith('coordinator', '[[tool:create_subagent {"task":"alpha","name":"a"}]] [[tool:wait_subagents {}]]');
     await runTurns(coordinator.id, ['-'], true);
