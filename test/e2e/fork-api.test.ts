@@ -313,6 +313,10 @@ describe('fork: the new session', () => {
     assert.deepEqual(await lineageOf(f3.id), [{ depth: 1, ancestor_id: src.id, upto_item_seq: await lastItemSeq(src.turns[0]!), upto_turn_seq: 1 }]);
     const f4 = await forked(f1.id, { before_turn_id: f1Turn });
     assert.deepEqual(await lineageOf(f4.id), [{ depth: 1, ancestor_id: src.id, upto_item_seq: await lastItemSeq(src.turns[1]!), upto_turn_seq: 2 }], 'nothing of f1 before its own turn');
+    // A fork with no turn of its own forks, by default, at the last finished turn it inherited.
+    const f5 = await forked(f4.id);
+    assert.deepEqual(f5.yuxi.forked_from, { session_id: f4.id, turn_id: src.turns[1], position: 'after' });
+    assert.deepEqual(await lineageOf(f5.id), await lineageOf(f4.id));
   });
 });
 
