@@ -98,7 +98,7 @@ describe('fork: the workspace as of the fork point', () => {
     assert.deepEqual((await query<{ n: number }>('SELECT count(*)::int AS n FROM workspace_versions'))[0], versions, 'nor made a version (reading commits nothing)');
 
     // The fork writes; the source goes on writing; neither sees the other's.
-    await turn(afterT1, `${tool('write_file', { path: 'a.txt', content: 'the fork\n' })} ${tool('write_file', { path: 'c.txt', content: 'from the fork\n' })}`);
+    const forkWrote = await turn(afterT1, `${tool('write_file', { path: 'a.txt', content: 'the fork\n' })} ${tool('write_file', { path: 'c.txt', content: 'from the fork\n' })}`);
     const [sourceList, sourceA, sourceWrite] = await toolResults(source, await turn(source, `${tool('list_files', {})} ${tool('read_file', { path: 'a.txt' })} ${tool('write_file', { path: 'd.txt', content: 'later\n' })}`));
     assert.doesNotMatch(sourceList![1], /c\.txt/);
     assert.match(sourceList![1], /^"b\.txt" \(5 bytes\)$/m);
@@ -109,7 +109,8 @@ describe('fork: the workspace as of the fork point', () => {
     assert.doesNotMatch(forkList![1], /b\.txt|d\.txt/);
     assert.equal(forkA![1], 'the fork\n');
     // The other fork branched from the same version: it sees neither the first fork's writes nor the source's later ones.
-    const [otherList] = await toolResults(beforeT2, await turn(beforeT2, tool('list_files', {})));
+    const otherTurn = await turn(beforeT2, tool('list_files', {}));
+    const [otherList] = await toolResults(beforeT2, otherTurn);
     assert.doesNotMatch(otherList![1], /b\.txt|c\.txt|d\.txt/);
 
     // The fork's first version goes on from the base's seq, with the source's version as parent.
@@ -122,6 +123,18 @@ describe('fork: the workspace as of the fork point', () => {
     assert.deepEqual(await artifactPaths(afterT1), ['/workspace/a.txt', '/workspace/c.txt']);
     assert.deepEqual(await artifactPaths(beforeT2), []);
     assert.deepEqual(await artifactPaths(source), ['/workspace/a.txt', '/workspace/b.txt', '/workspace/d.txt']);
+
+    // Forks of forks: at a fork's own turn, the workspace as of its write; at a turn of a fork that
+    // never wrote, its starting version; at an inherited turn, the ancestor's version as of it.
+    const [forkVersion] = await query<{ id: string }>('SELECT id FROM workspace_versions WHERE turn_id = $1 ORDER BY seq DESC LIMIT 1', [forkWrote.data.turn_id]);
+    const ofOwnWrite = await fork(afterT1, { after_turn_id: forkWrote.data.turn_id });
+    assert.equal((await workspaceOf(ofOwnWrite.id))?.base_version_id, forkVersion!.id);
+    const [grandRead] = await toolResults(ofOwnWrite, await turn(ofOwnWrite, tool('read_file', { path: 'a.txt' })));
+    assert.equal(grandRead![1], 'the fork\n');
+    const ofReader = await fork(beforeT2, { after_turn_id: otherTurn.data.turn_id });
+    assert.equal((await workspaceOf(ofReader.id))?.base_version_id, asOfT1!.id);
+    const ofInherited = await fork(afterT1, { after_turn_id: t1.data.turn_id });
+    assert.equal((await workspaceOf(ofInherited.id))?.base_version_id, asOfT1!.id);
   });
 
   it('a fork from before the turn that made the workspace makes its own: the setup runs in the fork', async () => {
