@@ -128,6 +128,15 @@ describe('the model context of a fork', () => {
       [['user', 'after compaction'], ['assistant', 'Still here.'], ['user', 'in the fork']],
     );
 
+    // The fork's own compaction summarises the inherited summary and its own turns, and wins over the inherited one.
+    await talk.compact(afterwards);
+    const own = await talk.turn(afterwards, 'after the fork compacted', 'Compacted too.');
+    const [, ownSummary] = own.request.messages;
+    assert.notEqual(ownSummary.content, summary.content);
+    assert.match(ownSummary.content, /4711-XK/);
+    assert.match(ownSummary.content, /in the fork/);
+    assert.deepEqual(own.request.messages, [system, ownSummary, user('after the fork compacted')]);
+
     // After turn 2, which precedes the compaction: the whole history, no summary.
     const earlier = await fork(source.id, { after_turn_id: t2.turnId });
     const plain = await talk.turn(earlier, 'before it all', 'Plain.');
