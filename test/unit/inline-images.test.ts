@@ -22,8 +22,8 @@ function userItem(content: StoredContentPart[]): ItemEntity {
 function fakeImages(known: Record<string, string>): { images: ResolveSessionImages; asked: string[][] } {
   const asked: string[][] = [];
   const images = {
-    dataUrls: async (sessionId: string, ids: string[]) => {
-      assert.equal(sessionId, SESSION);
+    dataUrls: async (sessionIds: string[], ids: string[]) => {
+      assert.deepEqual(sessionIds, [SESSION]);
       asked.push(ids);
       return new Map(ids.filter((id) => known[id]).map((id) => [id, known[id]!]));
     },
@@ -62,7 +62,7 @@ describe('image references in the model context', () => {
   it('resolves a reference to the image bytes and keeps the order of text and images', async () => {
     const { images, asked } = fakeImages({ [FILE]: PNG_URL });
     const items = [userItem([{ type: 'input_text', text: 'look' }, { type: 'input_image', file_id: FILE, image_url: `/api/v1/agents/sessions/${SESSION}/files/${FILE}/content` }, { type: 'input_text', text: 'ok?' }])];
-    const messages = toModelMessages(await new ImageReferences(images).resolve(SESSION, items));
+    const messages = toModelMessages(await new ImageReferences(images).resolve(items));
     assert.deepEqual(asked, [[FILE]]);
     assert.deepEqual(messages, [
       {
@@ -80,7 +80,7 @@ describe('image references in the model context', () => {
   it('passes a data URL stored before images became files through, without a lookup', async () => {
     const { images, asked } = fakeImages({});
     const items = [userItem([{ type: 'input_text', text: 'old' }, { type: 'input_image', image_url: PNG_URL }])];
-    const messages = toModelMessages(await new ImageReferences(images).resolve(SESSION, items));
+    const messages = toModelMessages(await new ImageReferences(images).resolve(items));
     assert.deepEqual(asked, [], 'nothing to load');
     assert.deepEqual(messages, [{ role: 'user', text: 'old', parts: [{ type: 'text', text: 'old' }, { type: 'image', url: PNG_URL }] }]);
   });
@@ -88,8 +88,29 @@ describe('image references in the model context', () => {
   it('tells the model when an image can no longer be loaded', async () => {
     const { images } = fakeImages({});
     const items = [userItem([{ type: 'input_image', file_id: FILE, image_url: `/api/v1/agents/sessions/${SESSION}/files/${FILE}/content` }])];
-    const messages = toModelMessages(await new ImageReferences(images).resolve(SESSION, items));
+    const messages = toModelMessages(await new ImageReferences(images).resolve(items));
     assert.deepEqual(messages, [{ role: 'user', text: MISSING_IMAGE_TEXT }]);
+  });
+
+  it('looks images up in the sessions of the items that refer to them (a fork shows its ancestors\' items), and in no other', async () => {
+    const ancestor = '01a22bfa-8bdf-7435-8da3-a93fcf70dbb1';
+    const bystander = '01a22bfa-8bdf-7435-8da3-a93fcf70dbb2';
+    const other = 'fedcba9876543210fedcba9876543210';
+    const asked: [string[], string[]][] = [];
+    const images = {
+      dataUrls: async (sessionIds: string[], ids: string[]) => {
+        asked.push([sessionIds, ids]);
+        return new Map(ids.map((id) => [id, PNG_URL]));
+      },
+    } as unknown as ResolveSessionImages;
+    const reference = (sessionId: string, file: string): ItemEntity => ({
+      ...userItem([{ type: 'input_image', file_id: file, image_url: `/api/v1/agents/sessions/${sessionId}/files/${file}/content` }]),
+      sessionId,
+    });
+    const items = [reference(ancestor, FILE), { ...userItem([{ type: 'input_text', text: 'no image' }]), sessionId: bystander }, reference(SESSION, other)];
+    const messages = toModelMessages(await new ImageReferences(images).resolve(items));
+    assert.deepEqual(asked, [[[ancestor, SESSION], [FILE, other]]], 'one lookup, scoped to the two sessions whose items name images');
+    assert.equal(JSON.stringify(messages).split(PNG_URL).length - 1, 2, 'both images reach the model');
   });
 
   it('leaves text-only messages as plain text', () => {

@@ -155,7 +155,7 @@ function item(type: string, content: StoredContentPart[], role: 'user' | 'assist
 function fakeImages(known: Record<string, string>): { images: ResolveSessionImages; asked: string[][] } {
   const asked: string[][] = [];
   const images = {
-    dataUrls: async (_sessionId: string, ids: string[]) => {
+    dataUrls: async (_sessionIds: string[], ids: string[]) => {
       asked.push(ids);
       return new Map(ids.filter((id) => known[id]).map((id) => [id, known[id]!]));
     },
@@ -176,7 +176,7 @@ describe('tool images in the model context', () => {
 
   it('one user message after the step\'s tool messages carries the images, under a line naming the call; a gone file is said so', async () => {
     const { images, asked } = fakeImages({ [FILE_A]: DATA_A });
-    const messages = toModelMessages(await new ImageReferences(images).resolve(SESSION, step()));
+    const messages = toModelMessages(await new ImageReferences(images).resolve(step()));
     assert.deepEqual(asked, [[FILE_A, FILE_B]]);
     assert.deepEqual(
       messages.map((m) => m.role),
@@ -196,7 +196,7 @@ describe('tool images in the model context', () => {
 
   it('the images message closes the step even when the conversation ends with its outputs', async () => {
     const { images } = fakeImages({ [FILE_A]: DATA_A, [FILE_B]: DATA_A });
-    const messages = toModelMessages(await new ImageReferences(images).resolve(SESSION, step().slice(0, 5)));
+    const messages = toModelMessages(await new ImageReferences(images).resolve(step().slice(0, 5)));
     assert.deepEqual(
       messages.map((m) => m.role),
       ['user', 'assistant', 'tool', 'tool', 'user'],
@@ -206,7 +206,7 @@ describe('tool images in the model context', () => {
   it('a context without tool images asks for no image at all, and gets no extra message', async () => {
     const { images, asked } = fakeImages({});
     const plain = step().map((i) => ({ ...i, content: i.content.map((part) => ({ ...part, file_ids: undefined })) }));
-    const messages = toModelMessages(await new ImageReferences(images).resolve(SESSION, plain));
+    const messages = toModelMessages(await new ImageReferences(images).resolve(plain));
     assert.deepEqual(asked, []);
     assert.equal(messages.filter((m) => m.role === 'user').length, 1);
   });

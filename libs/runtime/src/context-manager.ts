@@ -159,7 +159,7 @@ export class ContextManager {
     const attachments = await this.attachmentsOf(shown);
     const messages: ModelMessage[] = [
       ...(summary ? [summaryMessage(summary)] : []),
-      ...(await this.modelImages.prepare(toModelMessages(await this.imageReferences.resolve(sessionId, shown), attachments))),
+      ...(await this.modelImages.prepare(toModelMessages(await this.imageReferences.resolve(shown), attachments))),
     ];
     const imageAdjustTokens = imageTokenAdjustment(messages);
     state.context.baseTokens ??=

@@ -12,16 +12,27 @@ export const MISSING_IMAGE_TEXT = '[image no longer available]';
  * bytes as a `data:` URL, as OpenAI-compatible providers take them; items stored with a data URL
  * (before images became files) pass through unchanged. The images a tool returned (`file_ids` of
  * its output) are resolved alike, into the part's `image_urls` (see model-context).
+ *
+ * An image belongs to the session whose item refers to it. A fork's context holds items of its
+ * ancestors (by reference, nothing copied), so the lookup is scoped to the sessions of the items
+ * that refer to images: the ones whose history the context shows, never any other.
  */
 @Injectable()
 export class ImageReferences {
   constructor(private readonly images: ResolveSessionImages) {}
 
-  async resolve(sessionId: string, items: readonly ItemEntity[]): Promise<ItemEntity[]> {
+  async resolve(items: readonly ItemEntity[]): Promise<ItemEntity[]> {
     // Both kinds in one lookup; a context without images asks nothing.
-    const wanted = items.flatMap((item) => item.content.flatMap((part) => (isReference(part) ? [part.file_id!] : toolImageIds(part))));
+    const wanted: string[] = [];
+    const sessionIds = new Set<string>();
+    for (const item of items) {
+      const ids = item.content.flatMap((part) => (isReference(part) ? [part.file_id!] : toolImageIds(part)));
+      if (ids.length === 0) continue;
+      wanted.push(...ids);
+      sessionIds.add(item.sessionId);
+    }
     if (wanted.length === 0) return [...items];
-    const urls = await this.images.dataUrls(sessionId, wanted);
+    const urls = await this.images.dataUrls([...sessionIds], wanted);
     return items.map((item) =>
       item.content.some((part) => isReference(part) || toolImageIds(part).length > 0)
         ? {

@@ -120,18 +120,49 @@ export class ItemsRepository {
    * first kept item, else what follows it; compaction items left out), and the latest user message
    * when the boundary passed it (it is always shown verbatim). Cost grows with the items since the
    * last compaction, not with the session.
+   *
+   * A fork's history is its own items and, for each `session_lineage` row, the ancestor's own items
+   * up to that row's bound; nothing is copied. Each part therefore has the own-session branch
+   * (unchanged) and an ancestor branch, `l CROSS JOIN LATERAL (...)`, bounded by `upto_item_seq`.
+   * Item seqs are disjoint and increasing along a lineage (a fork's own seqs are above everything it
+   * inherits), so one seq order serves every session: the latest compaction over all branches is the
+   * one in force (a source's compaction after the fork point lies beyond the bound and is not seen;
+   * a fork's own compaction wins by seq), and its boundary `b`, found by primary key in whichever
+   * session holds the first kept item, cuts every branch alike.
+   *
+   * A session that is not a fork has no lineage row: `l` is one probe of the lineage primary key
+   * that finds nothing, materialized once and scanned by the three ancestor branches, whose lateral
+   * index scans are then "never executed". EXPLAIN (ANALYZE) on a non-fork with 2,100 items since
+   * its compaction (5,000 lineage rows of others): Index Scan on session_lineage_pkey, rows=0, 2
+   * buffers; the own branches keep today's plans (items_compactions_idx, the first kept item by
+   * primary key, the (session_id, seq) range); 85 buffers against 83 for the statement without the
+   * ancestor branches, the same time (about 1.1 ms) and the same rows. The echo turn's statement
+   * count is unchanged (test/budget/turn-budget.test.ts).
    */
   async contextItems(manager: EntityManager, sessionId: string): Promise<ContextItems> {
     const rows = (await manager.query(
-      prepared(`WITH c AS (
-         SELECT id, seq, content FROM items WHERE session_id = $1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1
+      prepared(`WITH l AS MATERIALIZED (
+         SELECT ancestor_id, upto_item_seq FROM session_lineage WHERE session_id = $1
+       ), c AS (
+         SELECT id, seq, content FROM (
+           (SELECT id, seq, content FROM items WHERE session_id = $1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1)
+           UNION ALL SELECT a.id, a.seq, a.content FROM l CROSS JOIN LATERAL (
+             SELECT id, seq, content FROM items WHERE session_id = l.ancestor_id AND type = 'compaction' AND seq <= l.upto_item_seq ORDER BY seq DESC LIMIT 1) a
+         ) cs ORDER BY seq DESC LIMIT 1
        ), b AS (
          SELECT coalesce((SELECT k.seq FROM items k, c WHERE k.id = (c.content->0->'compaction'->>'first_kept_item_id')::uuid), (SELECT seq + 1 FROM c), 0) AS seq
+       ), u AS (
+         SELECT ${ITEM_COLUMNS} FROM (
+           (SELECT ${ITEM_COLUMNS} FROM items WHERE session_id = $1 AND role = 'user' ORDER BY seq DESC LIMIT 1)
+           UNION ALL SELECT ${ITEM_COLUMNS} FROM l CROSS JOIN LATERAL (
+             SELECT ${ITEM_COLUMNS} FROM items WHERE session_id = l.ancestor_id AND role = 'user' AND seq <= l.upto_item_seq ORDER BY seq DESC LIMIT 1) a
+         ) us ORDER BY seq DESC LIMIT 1
        )
        SELECT ${ITEM_COLUMNS}, 'window' AS part FROM items WHERE session_id = $1 AND seq >= (SELECT seq FROM b) AND type <> 'compaction'
+       UNION ALL SELECT ${ITEM_COLUMNS}, 'window' FROM l CROSS JOIN LATERAL (
+         SELECT ${ITEM_COLUMNS} FROM items WHERE session_id = l.ancestor_id AND seq >= (SELECT seq FROM b) AND seq <= l.upto_item_seq AND type <> 'compaction') w
        UNION ALL SELECT ${ITEM_COLUMNS}, 'compaction' FROM items WHERE id = (SELECT id FROM c)
-       UNION ALL SELECT ${ITEM_COLUMNS}, part FROM (SELECT ${ITEM_COLUMNS}, 'latest_user' AS part FROM items WHERE session_id = $1 AND role = 'user' ORDER BY seq DESC LIMIT 1) u
-                 WHERE u.seq < (SELECT seq FROM b)
+       UNION ALL SELECT ${ITEM_COLUMNS}, 'latest_user' FROM u WHERE u.seq < (SELECT seq FROM b)
        ORDER BY seq`),
       [sessionId],
     )) as (Record<string, unknown> & { part: 'window' | 'compaction' | 'latest_user' })[];

@@ -102,15 +102,16 @@ export class InlineImagesRepository {
   }
 
   /**
-   * The session's images among these ids: inline images of its messages, and images its tool
-   * results returned (the worker resolves the references of both with them, in one query).
+   * The images among these ids of these sessions: inline images of their messages, and images
+   * their tool results returned (the worker resolves the references of both with them, in one query).
    */
-  async imagesOf(sessionId: string, fileIds: string[]): Promise<FileEntity[]> {
+  async imagesOf(sessionIds: string[], fileIds: string[]): Promise<FileEntity[]> {
     const ids = fileIds.filter(isFileId);
-    if (ids.length === 0 || !isUuid(sessionId)) return [];
+    const sessions = sessionIds.filter(isUuid);
+    if (ids.length === 0 || sessions.length === 0) return [];
     const rows = (await this.dataSource.query(
-      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE session_id = $1 AND id = ANY($2::text[]) AND (status = 'inline' OR (origin = 'tool' AND status = 'ready'))`),
-      [sessionId, ids],
+      prepared(`SELECT ${FILE_COLUMNS} FROM files WHERE session_id = ANY($1::uuid[]) AND id = ANY($2::text[]) AND (status = 'inline' OR (origin = 'tool' AND status = 'ready'))`),
+      [sessions, ids],
     )) as Record<string, unknown>[];
     return rows.map(fileFromRow);
   }

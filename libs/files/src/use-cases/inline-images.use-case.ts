@@ -99,7 +99,8 @@ export class StoreInlineImages {
 }
 
 /**
- * The worker's side: the bytes of a session's inline images as data URLs, for the model request.
+ * The worker's side: the bytes of inline images as data URLs, for the model request. The caller
+ * names the sessions whose items refer to them (a fork's context shows its ancestors' items).
  * An image whose row or blob is gone is left out of the answer (the caller says so to the model);
  * a storage outage throws (the run stops and recovery continues it).
  */
@@ -110,9 +111,9 @@ export class ResolveSessionImages {
     @Inject(FILE_STORAGE) private readonly storage: FileStorage,
   ) {}
 
-  async dataUrls(sessionId: string, fileIds: string[]): Promise<Map<string, string>> {
+  async dataUrls(sessionIds: string[], fileIds: string[]): Promise<Map<string, string>> {
     const urls = new Map<string, string>();
-    for (const file of await this.images.imagesOf(sessionId, [...new Set(fileIds)])) {
+    for (const file of await this.images.imagesOf(sessionIds, [...new Set(fileIds)])) {
       if (!file.sessionKey) continue;
       try {
         const bytes = await this.storage.get(file.sessionKey);
