@@ -12,6 +12,7 @@
 // Rows deleted in the window are not counted (a fork deletes nothing). The histories are made
 // through the public API (20-message inputs answered by scripted:echo, as the console scenario does).
 import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { nextEvent, opened } from './client.mjs';
 import { round, summarize } from './measure.mjs';
@@ -94,14 +95,35 @@ async function rowsWrittenBetween(db, fromXid, toXid) {
   return byTable;
 }
 
+/**
+ * A probe that resolves once a new session's first event (its `agent.session.created`) is on its
+ * Redis stream: the api publishes it after commit, reading the outbox row back (two statements),
+ * and may answer the POST first; the count of a fork waits for it so that those statements are
+ * counted with their fork, not the next. Bounded: 200 reads 10 ms apart. `close()` when done.
+ */
+export function streamPublished(redisUrl) {
+  const redis = new Redis(redisUrl, { connectionName: 'yuxi-fork-cost', maxRetriesPerRequest: 1 });
+  const probe = async (sessionId) => {
+    for (let attempt = 0; attempt < 200; attempt += 1) {
+      // The stream key of one Redis server (libs/events stream-keys.ts); the bench and budget stacks run one.
+      if ((await redis.xlen(`yuxi:session-events:{${sessionId}}`)) > 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    throw new Error(`the created event of ${sessionId} was not published`);
+  };
+  probe.close = () => redis.disconnect();
+  return probe;
+}
+
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /**
  * `count` forks made one at a time by `forkOnce(i)` (it returns the POST's `{ status, body }`),
- * each counted on its own: latency, statements, rows written (table by table). Background work of
- * the stack (a key's last-used time, once a minute) may land in one sample: the median is the cost.
+ * each counted on its own, once `settled(forkId)` resolves (the work the api does after answering):
+ * latency, statements, rows written (table by table). Background work of the stack (a key's
+ * last-used time, once a minute) may land in one sample: the median is the cost.
  */
-export async function measureForks(db, forkOnce, count) {
+export async function measureForks(db, forkOnce, count, { settled = async () => undefined } = {}) {
   await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
   const samples = [];
   for (let i = 0; i < count; i += 1) {
@@ -110,6 +132,7 @@ export async function measureForks(db, forkOnce, count) {
     const fork = await forkOnce(i);
     const ms = performance.now() - started;
     if (fork.status !== 201) throw new Error(`fork: ${fork.status} ${JSON.stringify(fork.body)}`);
+    await settled(fork.body.id);
     const after = await countSnapshot(db);
     const statements = statementsBetween(before, after);
     const rowsByTable = await rowsWrittenBetween(db, before.nextXid, after.nextXid);
@@ -171,6 +194,7 @@ export function forkScenarios({ stack, client, log }) {
   async function fork({ sizes = [10, 1000, 10_000], forksPerSize = 50, pageSamples = 200 } = {}) {
     const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
     await db.connect();
+    const settled = streamPublished(stack.env.REDIS_URL);
     try {
       const bySize = [];
       for (const size of sizes) {
@@ -181,7 +205,7 @@ export function forkScenarios({ stack, client, log }) {
         // Warm-up: the first fork prepares statements and fills the api's caches.
         await forkSession(client, source.id);
         log(`fork: ${forksPerSize} forks of the ${size}-item session…`);
-        const cost = await measureForks(db, () => forkSession(client, source.id), forksPerSize);
+        const cost = await measureForks(db, () => forkSession(client, source.id), forksPerSize, { settled });
         const copied = await ownItems(db, cost.fork_ids[0]);
         bySize.push({ items: size, source_id: source.id, seed_s: seedS, items_copied: copied, ...cost, fork_ids: undefined });
       }
@@ -214,6 +238,7 @@ export function forkScenarios({ stack, client, log }) {
       printTable(report);
       return report;
     } finally {
+      settled.close();
       await db.end();
     }
   }

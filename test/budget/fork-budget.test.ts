@@ -31,7 +31,8 @@ interface ForkCost {
 interface ForkScenarios {
   seedSession(client: object, items: number): Promise<{ id: string }>;
   forkSession(client: object, sessionId: string, body?: object): Promise<{ status: number; body: { id: string } }>;
-  measureForks(db: pg.Client, forkOnce: (i: number) => Promise<{ status: number; body: { id: string } }>, count: number): Promise<ForkCost>;
+  measureForks(db: pg.Client, forkOnce: (i: number) => Promise<{ status: number; body: { id: string } }>, count: number, options: { settled: (id: string) => Promise<void> }): Promise<ForkCost>;
+  streamPublished(redisUrl: string): ((id: string) => Promise<void>) & { close(): void };
   ownItems(db: pg.Client, sessionId: string): Promise<number>;
 }
 type Limits = Record<'statements_per_fork' | 'rows_per_fork', number>;
@@ -76,8 +77,13 @@ before(async () => {
   const large = await forks.seedSession(client, 100);
   // Warm-up: the first fork prepares statements and fills the api's caches.
   for (const source of [small, large]) assert.equal((await forks.forkSession(client, source.id)).status, 201);
-  measured.small = await forks.measureForks(db, () => forks.forkSession(client, small.id), FORKS);
-  measured.large = await forks.measureForks(db, () => forks.forkSession(client, large.id), FORKS);
+  const settled = forks.streamPublished(stack.env.REDIS_URL);
+  try {
+    measured.small = await forks.measureForks(db, () => forks.forkSession(client, small.id), FORKS, { settled });
+    measured.large = await forks.measureForks(db, () => forks.forkSession(client, large.id), FORKS, { settled });
+  } finally {
+    settled.close();
+  }
 });
 
 after(async () => {

@@ -4,18 +4,18 @@ import { useConsole } from '../caller.js';
 import { navigate } from '../router.js';
 
 /**
- * The session whose timeline offers "Fork from here", and its turn still under way (never forked
- * after: the API answers 409 until it has finished), or null: a fork is its owner's own session, so
- * another owner's page (read through the admin routes) offers none.
+ * The session whose timeline offers "Fork from here", and its current turn (`yuxi.current_turn`:
+ * while under way, never forked after: the API answers 409 until it has finished), or null: a fork
+ * is its owner's own session, so another owner's page (read through the admin routes) offers none.
  */
-export const ForkSource = createContext<{ sessionId: string; activeTurnId: string | null } | null>(null);
+export const ForkSource = createContext<{ sessionId: string; current: { id: string; status: string } | null } | null>(null);
 
 const FINISHED = new Set(['completed', 'failed', 'cancelled']);
 
 /**
  * "Fork from here" on a finished turn: a new session that shares this one's history up to the end
  * of the turn (README "Fork"), then its page. `status`: the turn's, when the view knows it (the
- * turns view); the messages view knows only which turn is under way.
+ * turns view); the messages view knows the current turn's only (every earlier turn has finished).
  */
 export function ForkAction({ turnId, status, label }: { turnId: string | null | undefined; status?: string; label?: string }) {
   const source = useContext(ForkSource);
@@ -24,7 +24,7 @@ export function ForkAction({ turnId, status, label }: { turnId: string | null | 
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   if (!source || !turnId) return null;
-  const finished = status === undefined ? turnId !== source.activeTurnId : FINISHED.has(status);
+  const finished = FINISHED.has(status ?? (turnId === source.current?.id ? source.current.status : 'completed'));
   if (!finished) return null;
   const fork = () => {
     setBusy(true);

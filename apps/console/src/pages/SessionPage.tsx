@@ -170,7 +170,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
         ) : (
           <p className="muted">{'The files this session’s agent wrote are read by its owner (the artifacts routes).'}</p>
         ))}
-      <ForkSource.Provider value={owned ? { sessionId, activeTurnId: current?.id ?? null } : null}>
+      <ForkSource.Provider value={owned ? { sessionId, current: current ?? null } : null}>
         <section aria-labelledby="timeline-title" className="timeline">
           <h2 id="timeline-title">Timeline</h2>
           {!owned && (
