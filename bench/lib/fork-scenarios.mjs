@@ -161,6 +161,31 @@ export async function measureForks(db, forkOnce, count, { settled = async () => 
   };
 }
 
+/**
+ * SQL statements per echo turn on one session (a fork or its source): `turns` follow-ups one at a
+ * time after one warm-up, each waited for on the session's open stream. The lineage must not cost
+ * a fork's turn anything (the context stays one statement).
+ */
+export async function statementsPerTurn(db, client, sessionId, turns) {
+  const source = client.subscribe(sessionId);
+  await opened(source);
+  try {
+    const turn = async (text) => {
+      const completed = nextEvent(source, 'agent.session.turn.completed');
+      await client.send(sessionId, text);
+      await completed;
+    };
+    await turn('warm-up');
+    const before = await countSnapshot(db);
+    for (let i = 0; i < turns; i += 1) await turn(`turn ${i}`);
+    const after = await countSnapshot(db);
+    const statements = statementsBetween(before, after).map((s) => ({ per_turn: round(s.calls / turns, 3), query: s.query }));
+    return { per_turn: round(statements.reduce((total, s) => total + s.per_turn, 0), 2), statements };
+  } finally {
+    source.close();
+  }
+}
+
 export function forkScenarios({ stack, client, log }) {
   return { fork };
 

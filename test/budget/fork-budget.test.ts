@@ -34,6 +34,11 @@ interface ForkScenarios {
   measureForks(db: pg.Client, forkOnce: (i: number) => Promise<{ status: number; body: { id: string } }>, count: number, options: { settled: (id: string) => Promise<void> }): Promise<ForkCost>;
   streamPublished(redisUrl: string): ((id: string) => Promise<void>) & { close(): void };
   ownItems(db: pg.Client, sessionId: string): Promise<number>;
+  statementsPerTurn(db: pg.Client, client: object, sessionId: string, turns: number): Promise<TurnCost>;
+}
+interface TurnCost {
+  per_turn: number;
+  statements: { per_turn: number; query: string }[];
 }
 type Limits = Record<'statements_per_fork' | 'rows_per_fork', number>;
 
@@ -43,6 +48,8 @@ let stack: Stack;
 let db: pg.Client;
 let limits: Limits;
 const measured: Record<'small' | 'large', ForkCost> = {} as never;
+const turns: Record<'source' | 'fork', TurnCost> = {} as never;
+let turnLimit: number;
 let forks: ForkScenarios;
 
 before(async () => {
@@ -69,7 +76,9 @@ before(async () => {
   });
   const { Client } = await load<{ Client: new (url: string, key: string) => object }>('bench/lib/client.mjs');
   forks = await load<ForkScenarios>('bench/lib/fork-scenarios.mjs');
-  limits = JSON.parse(readFileSync(path.join(ROOT, 'bench', 'budget.json'), 'utf8')).per_fork;
+  const budget = JSON.parse(readFileSync(path.join(ROOT, 'bench', 'budget.json'), 'utf8'));
+  limits = budget.per_fork;
+  turnLimit = budget.per_echo_turn.statements_per_turn;
   const client = new Client(stack.url, apiKey);
   db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
   await db.connect();
@@ -84,6 +93,9 @@ before(async () => {
   } finally {
     settled.close();
   }
+  // Echo turns on the 100-item source and on one of its forks (which inherits those 100 items).
+  turns.source = await forks.statementsPerTurn(db, client, large.id, 10);
+  turns.fork = await forks.statementsPerTurn(db, client, measured.large.fork_ids[0], 10);
 });
 
 after(async () => {
@@ -121,4 +133,12 @@ test('a fork copies nothing of the history: no item, turn or run rows, and none 
     assert.equal(measured.large.rows_by_table[table], undefined, `${table} written by a fork\n${breakdown()}`);
   }
   for (const id of [...measured.small.fork_ids, ...measured.large.fork_ids]) assert.equal(await forks.ownItems(db, id), 0);
+});
+
+test('an echo turn on a fork takes the statements it takes on its source, within the turn budget', (t) => {
+  const list = (cost: TurnCost) => cost.statements.map((s) => `  ${s.per_turn.toFixed(2)}  ${s.query}`).join('\n');
+  t.diagnostic(`per echo turn: source ${turns.source.per_turn}, fork ${turns.fork.per_turn} statements`);
+  // Sequential echo turns cost a whole number of statements, give or take a timing-driven read (bench/budget.json).
+  assert.ok(Math.abs(turns.fork.per_turn - turns.source.per_turn) <= 0.5, `fork ${turns.fork.per_turn} vs source ${turns.source.per_turn}\nfork:\n${list(turns.fork)}\nsource:\n${list(turns.source)}`);
+  assert.ok(turns.fork.per_turn <= turnLimit, `${turns.fork.per_turn} statements per turn on a fork > budget ${turnLimit}\n${list(turns.fork)}`);
 });
