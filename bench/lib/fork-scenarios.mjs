@@ -162,27 +162,29 @@ export async function measureForks(db, forkOnce, count, { settled = async () => 
 }
 
 /**
- * SQL statements per echo turn on one session (a fork or its source): `turns` follow-ups one at a
- * time after one warm-up, each waited for on the session's open stream. The lineage must not cost
- * a fork's turn anything (the context stays one statement).
+ * SQL statements per echo turn on some sessions (forks, or sources): `turns` follow-ups one at a
+ * time, round robin over the sessions (as bench/lib/budget.mjs does: a follow-up sent the moment
+ * the previous turn of the same session is announced may find it not yet released, and queue),
+ * after one warm-up turn each, each waited for on the session's open stream. The lineage must not
+ * cost a fork's turn anything (the context stays one statement).
  */
-export async function statementsPerTurn(db, client, sessionId, turns) {
-  const source = client.subscribe(sessionId);
-  await opened(source);
+export async function statementsPerTurn(db, client, sessionIds, turns) {
+  const open = sessionIds.map((id) => ({ id, source: client.subscribe(id) }));
   try {
-    const turn = async (text) => {
+    await Promise.all(open.map((s) => opened(s.source)));
+    const turn = async ({ id, source }, text) => {
       const completed = nextEvent(source, 'agent.session.turn.completed');
-      await client.send(sessionId, text);
+      await client.send(id, text);
       await completed;
     };
-    await turn('warm-up');
+    for (const s of open) await turn(s, 'warm-up');
     const before = await countSnapshot(db);
-    for (let i = 0; i < turns; i += 1) await turn(`turn ${i}`);
+    for (let i = 0; i < turns; i += 1) await turn(open[i % open.length], `turn ${i}`);
     const after = await countSnapshot(db);
     const statements = statementsBetween(before, after).map((s) => ({ per_turn: round(s.calls / turns, 3), query: s.query }));
     return { per_turn: round(statements.reduce((total, s) => total + s.per_turn, 0), 2), statements };
   } finally {
-    source.close();
+    for (const s of open) s.source.close();
   }
 }
 

@@ -34,7 +34,7 @@ interface ForkScenarios {
   measureForks(db: pg.Client, forkOnce: (i: number) => Promise<{ status: number; body: { id: string } }>, count: number, options: { settled: (id: string) => Promise<void> }): Promise<ForkCost>;
   streamPublished(redisUrl: string): ((id: string) => Promise<void>) & { close(): void };
   ownItems(db: pg.Client, sessionId: string): Promise<number>;
-  statementsPerTurn(db: pg.Client, client: object, sessionId: string, turns: number): Promise<TurnCost>;
+  statementsPerTurn(db: pg.Client, client: object, sessionIds: string[], turns: number): Promise<TurnCost>;
 }
 interface TurnCost {
   per_turn: number;
@@ -93,9 +93,11 @@ before(async () => {
   } finally {
     settled.close();
   }
-  // Echo turns on the 100-item source and on one of its forks (which inherits those 100 items).
-  turns.source = await forks.statementsPerTurn(db, client, large.id, 10);
-  turns.fork = await forks.statementsPerTurn(db, client, measured.large.fork_ids[0], 10);
+  // Echo turns on two forks of the 100-item source (each inherits its 100 items), and on the two sources.
+  const forked = [];
+  for (let i = 0; i < 2; i += 1) forked.push((await forks.forkSession(client, large.id)).body.id);
+  turns.fork = await forks.statementsPerTurn(db, client, forked, 20);
+  turns.source = await forks.statementsPerTurn(db, client, [large.id, small.id], 20);
 });
 
 after(async () => {
@@ -135,7 +137,7 @@ test('a fork copies nothing of the history: no item, turn or run rows, and none 
   for (const id of [...measured.small.fork_ids, ...measured.large.fork_ids]) assert.equal(await forks.ownItems(db, id), 0);
 });
 
-test('an echo turn on a fork takes the statements it takes on its source, within the turn budget', (t) => {
+test('an echo turn on a fork takes the statements it takes on a session that is no fork, within the turn budget', (t) => {
   const list = (cost: TurnCost) => cost.statements.map((s) => `  ${s.per_turn.toFixed(2)}  ${s.query}`).join('\n');
   t.diagnostic(`per echo turn: source ${turns.source.per_turn}, fork ${turns.fork.per_turn} statements`);
   // Sequential echo turns cost a whole number of statements, give or take a timing-driven read (bench/budget.json).
