@@ -61,9 +61,11 @@ describe('console: fork a session from a finished turn, and its lineage', () => 
     await firstTurn.getByRole('button', { name: 'Fork from here' }).click();
     const forkId = await nextSessionPage(page, source.id);
     const lineage = lineageOf(page);
-    await lineage.getByText(/^Forked from session .* after turn /).waitFor();
-    const back = lineage.getByRole('link', { name: /^session / });
+    // The source by its title once read (its id until then).
+    const back = lineage.getByRole('link', { name: `Fork source ${nonce} (${source.id.slice(0, 8)}…${source.id.slice(-4)})` });
+    await back.waitFor();
     assert.equal(await back.getAttribute('href'), `/console/sessions/${source.id}`);
+    assert.match(await lineage.innerText(), /Forked from Fork source .* after turn /);
     // The page is the fork the API made: after turn 1 of the source, titled as the source.
     const fork = await call(bootstrap, `${API}/sessions/${forkId}`);
     assert.equal(fork.status, 200, fork.text);
@@ -115,7 +117,8 @@ describe('console: fork a session from a finished turn, and its lineage', () => 
     await page.getByRole('region', { name: 'Timeline' }).getByText(`Echo: only turn ${nonce}`).waitFor();
     await page.getByRole('button', { name: 'Fork from here' }).click();
     const forkId = await nextSessionPage(page, source.id);
-    await lineageOf(page).getByText(/^Forked from session .* after turn /).waitFor();
+    await lineageOf(page).locator(`a[href="/console/sessions/${source.id}"]`).waitFor();
+    assert.match(await lineageOf(page).innerText(), /Forked from .* after turn /);
     assert.ok((await pageWidth()) <= 390, `the fork's page does not scroll sideways at 390 px: ${await pageWidth()}`);
     await assertAccessible(page, 'fork-lineage-phone');
     await page.goBack();
@@ -124,6 +127,14 @@ describe('console: fork a session from a finished turn, and its lineage', () => 
     assert.equal(await lineageOf(page).getByRole('link').first().getAttribute('href'), `/console/sessions/${forkId}`);
     assert.ok((await pageWidth()) <= 390, `the source's page does not scroll sideways at 390 px: ${await pageWidth()}`);
     await assertAccessible(page, 'fork-source-lineage-phone');
+
+    // The source deleted: the fork's page says so, and keeps the history it shared.
+    const deleted = await call(user.caller, `${API}/sessions/${source.id}`, { method: 'DELETE' });
+    assert.equal(deleted.status, 200, deleted.text);
+    await page.goto(`${env.apiUrl}/console/sessions/${forkId}`);
+    await lineageOf(page).getByText(/^Forked from a deleted session \(.*\) after turn /).waitFor();
+    assert.equal(await lineageOf(page).getByRole('link').count(), 0, 'no link to a session that answers 404');
+    await assertAccessible(page, 'fork-lineage-source-deleted-phone');
     await page.context().close();
   });
 });
