@@ -82,6 +82,14 @@ describe('console: fork a session from a finished turn, and its lineage', () => 
     assert.match(await forks.innerText(), /after turn /);
     await assertAccessible(page, 'fork-source-lineage');
     await page.context().close();
+
+    // The dark theme: the region and the buttons keep their contrast.
+    const dark = await signIn(browser, { colorScheme: 'dark' });
+    await dark.goto(`${env.apiUrl}/console/sessions/${source.id}`);
+    await lineageOf(dark).getByRole('list', { name: 'Forks of this session' }).getByRole('link').first().waitFor();
+    await dark.locator(`#turn-${source.turnIds[0]}`).getByRole('button', { name: 'Fork from here' }).waitFor();
+    await assertAccessible(dark, 'fork-source-lineage-dark');
+    await dark.context().close();
   });
 
   it('offers no fork on a turn still under way, nor on another owner\u2019s session', async () => {
