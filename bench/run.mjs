@@ -29,6 +29,7 @@ const { environmentScenarios } = await import('./lib/environment-scenarios.mjs')
 const { machineInfo, writeReport } = await import('./lib/report.mjs');
 const { consoleScenario } = await import('./lib/console.mjs');
 const { automationScenarios } = await import('./lib/automation-scenarios.mjs');
+const { forkScenarios } = await import('./lib/fork-scenarios.mjs');
 const { measureTurnBudget } = await import('./lib/budget.mjs');
 const { ensureChromium } = await import('../scripts/lib/infra.mjs');
 // The shared fake OpenAI-compatible server of the tests (compiled by ensureBuilt); it scripts answers per model name.
@@ -87,6 +88,7 @@ const { sustainedTurns, scaleOut } = loadScenarios(bench);
 const { fanOut, idleSubscribers } = fanOutScenarios(bench);
 const { shellTurn } = environmentScenarios({ ...bench, sandbox: await benchSandbox() });
 const { automations } = automationScenarios(bench);
+const { fork: forkScenario } = forkScenarios(bench);
 
 try {
   // First, on a quiet stack: counts per echo turn (statements, transactions, WAL, Redis commands, CPU).
@@ -108,6 +110,7 @@ try {
   if (wanted('idle-subscribers')) results.scenarios.idle_subscribers = await idleSubscribers();
   if (wanted('peer')) results.scenarios.peer = await peerScenario(results.scenarios.turn_overhead);
   if (wanted('automations')) results.scenarios.automations = await automations();
+  if (wanted('fork')) results.scenarios.fork = await forkScenario();
   // Last: it adds 100,000 sessions, which no other scenario should find.
   if (wanted('console')) results.scenarios.console = await consoleScenario({ stack, client, apiKey, pg, chromiumPath: ensureChromium((...a) => log(...a)), log });
   writeReport(results, { partial: only.length > 0, log });

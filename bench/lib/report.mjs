@@ -83,6 +83,12 @@ export function writeReport(report, { partial, log }) {
     const t = s.automations;
     rows.push(`| automations (${t.automations} active, every ${t.period_s} s) | fire lag p50 ${t.fire_lag_ms.p50} / p95 ${t.fire_lag_ms.p95} / p99 ${t.fire_lag_ms.p99} | ${t.fires_per_s} fires/s: ${t.fires} fires, ${t.skips} skips, ${t.failed} failed; ${t.recorded_times}/${t.scheduled_times} scheduled times recorded | — | ${cpu(t)} | ${rss(t)} | ${t.target} | ${ok(t)} |`);
   }
+  if (s.fork) {
+    const t = s.fork;
+    const sizes = t.by_size.map((x) => `${x.items} items: ${x.statements_per_fork} statements, ${x.rows_per_fork} rows, p50 ${x.latency_ms.p50} / p99 ${x.latency_ms.p99} ms`).join('; ');
+    const page = t.pages[0];
+    rows.push(`| fork (${t.by_size.map((x) => x.items).join(' / ')}-item sources) | ${sizes} | ${t.by_size[0].forks} forks per size, ${t.by_size.map((x) => x.items_copied).join(' / ')} items copied | items ${page.page}: fork p50 ${page.fork.p50} / p99 ${page.fork.p99} vs source p50 ${page.source.p50} / p99 ${page.source.p99} (p50 ×${page.ratio_p50}) | — | — | ${t.target} | ${ok(t)} |`);
+  }
   if (s.peer) {
     const t = s.peer;
     rows.push(`| peer: ${t.peer.name} ${t.peer.version} | p50 ${t.peer.latency_ms.p50} / p95 ${t.peer.latency_ms.p95} / p99 ${t.peer.latency_ms.p99} | ${t.peer.throughput_per_s} turns/s | ours p50 ${t.our_turn_p50_ms} ms (×${t.ratio_ours_to_peer}) | — | — | ${t.target} | ${ok(t)} |`);

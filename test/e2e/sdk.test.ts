@@ -216,4 +216,32 @@ describe('sdk: the typed client against the real stack', () => {
     await assert.rejects(client.sessions.get(labelled.id), (error: unknown) => error instanceof AgentsApiError && error.status === 404);
   });
 
+  it('forks a session (a lost answer retried under the key it generated makes one fork), and lists its forks', async () => {
+    const client = through(proxy);
+    const source = await direct.sessions.create({ agent_id: 'default-chatbot', input: 'fork me', title: 'SDK fork source' });
+    await collect(direct.sessions.events(source.id, { untilInputId: source.yuxi.receipt!.input_id!, signal: AbortSignal.timeout(LIMIT_MS) }));
+    const [turn] = (await direct.sessions.turns(source.id)).data;
+    const forkedFrom = (session: { yuxi: object }) => (session.yuxi as { forked_from?: unknown }).forked_from;
+
+    // The first answer is lost after the api made the fork: the retry under the same generated key gets that fork back.
+    const isFork = (request: { method: string; path: string }) => request.method === 'POST' && request.path === `/api/v1/agents/sessions/${source.id}/fork`;
+    proxy.failNext(isFork, 'drop-response');
+    const fork = await client.sessions.fork(source.id, { after_turn_id: turn.id, title: 'SDK fork' });
+    const sent = proxy.requests.filter(isFork);
+    assert.equal(sent.length, 2, 'sent, answer lost, sent again');
+    assert.match(sent[0].headers['idempotency-key'] ?? '', /^sdk-/);
+    assert.equal(sent[1].headers['idempotency-key'], sent[0].headers['idempotency-key'], 'the retry sends the same key');
+    assert.equal(fork.yuxi.title, 'SDK fork');
+    assert.deepEqual(forkedFrom(fork), { session_id: source.id, turn_id: turn.id, position: 'after' });
+
+    // Neither turn id: after the latest finished turn.
+    const again = await direct.sessions.fork(source.id);
+    assert.deepEqual(forkedFrom(again), { session_id: source.id, turn_id: turn.id, position: 'after' });
+    assert.equal(again.yuxi.title, 'SDK fork source', 'the source\'s title when none is given');
+    assert.equal(forkedFrom(await direct.sessions.get(source.id)), null, 'the source is no fork');
+    const forks = await direct.sessions.list({ forked_from: source.id });
+    assert.deepEqual(forks.data.map((s) => s.id).sort(), [fork.id, again.id].sort(), 'one fork per call, the retried one included');
+    assert.deepEqual((await direct.sessions.list({ forked_from: fork.id })).data, []);
+  });
+
 });

@@ -6,7 +6,7 @@ import { SessionEventStream, type SessionEventsOptions, type SessionReader } fro
 import { type CallOptions, type ClientOptions, type Query, Transport, type WriteOptions } from './transport.js';
 import type { UsageReport, UsageReportParams } from './usage.js';
 import { WebhooksResource } from './webhook-endpoints.js';
-import type { Agent, AgentList, Caller, CreateProjectParams, CreateSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, Turn, TurnList, UpdateSessionParams } from './types.js';
+import type { Agent, AgentList, Caller, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, Turn, TurnList, UpdateSessionParams } from './types.js';
 
 const SESSIONS = '/api/v1/agents/sessions';
 const PROJECTS = '/api/v1/agents/projects';
@@ -43,6 +43,18 @@ export class SessionsResource {
    */
   create(params: Omit<CreateSessionParams, 'stream'>, options: WriteOptions = {}): Promise<Session> {
     return this.transport.request({ method: 'POST', path: SESSIONS, body: params, idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(), signal: options.signal });
+  }
+
+  /**
+   * Forks a session: a new session (a root of its own, same agent and configuration) whose history
+   * is the source's up to the point, shared rather than copied, then its own. `after_turn_id` names a
+   * finished turn, `before_turn_id` any started one (edit and resend); neither: after the latest
+   * finished turn. The response's `yuxi.forked_from` names the source and the point; the source's
+   * forks are `list({ forked_from: sessionId })`. A lost answer is retried with the same
+   * Idempotency-Key (generated when none is given), which returns the same fork.
+   */
+  fork(sessionId: string, params: ForkSessionParams = {}, options: WriteOptions = {}): Promise<Session> {
+    return this.transport.request({ method: 'POST', path: sessionPath(sessionId, 'fork'), body: params, idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(), signal: options.signal });
   }
 
   /** `metadata` filters on labels: sessions holding every given pair (sent as `metadata[key]=value`). */

@@ -30,9 +30,27 @@ type EventsPath = '/api/v1/agents/sessions/{session_id}/events';
 export type Session = ResponseBody<SessionPath, 'get', 200>;
 export type SessionList = ResponseBody<SessionsPath, 'get', 200>;
 export type CreateSessionParams = RequestBody<SessionsPath, 'post'>;
-export type ListSessionsParams = QueryParams<SessionsPath, 'get'>;
+/** `forked_from`: only the direct forks of that session (typed here until the generated document has the filter). */
+export type ListSessionsParams = QueryParams<SessionsPath, 'get'> & { forked_from?: string };
 export type UpdateSessionParams = RequestBody<SessionPath, 'post'>;
 export type SessionDeleted = ResponseBody<SessionPath, 'delete', 200>;
+/**
+ * What `POST …/sessions/{id}/fork` takes (typed by hand until the generated document has the route):
+ * the point, at most one of `after_turn_id` (a finished turn) and `before_turn_id` (edit and resend;
+ * neither: after the latest finished turn); `title` and `metadata` replace the source's.
+ */
+export interface ForkSessionParams {
+  after_turn_id?: string;
+  before_turn_id?: string;
+  title?: string;
+  metadata?: Record<string, string>;
+}
+/** A fork's `yuxi.forked_from`: the session and turn it was forked from, and on which side of the turn (null on other sessions). */
+export interface ForkedFrom {
+  session_id: string;
+  turn_id: string;
+  position: 'after' | 'before';
+}
 
 /** What `POST …/events` takes: exactly one of these per request. */
 export type InputEvent = RequestBody<EventsPath, 'post'>['events'][number];

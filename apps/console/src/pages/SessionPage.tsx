@@ -7,6 +7,8 @@ import { exact, isActive, ownerText, statusText, when } from '../format.js';
 import { navigate } from '../router.js';
 import { ArtifactsView, EnvironmentSummary } from './Artifacts.js';
 import { environmentOf } from './environment.js';
+import { ForkSource } from './ForkAction.js';
+import { Lineage } from './Lineage.js';
 import { useLiveText } from './live.js';
 import { MemberTree, type TreeNode, treeFromMembers, treeFromState } from './MemberTree.js';
 import { ItemsView, ModelRequestsOf, TurnsView } from './Timeline.js';
@@ -159,6 +161,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
       </header>
       {current && waitpoint && <WaitpointForm key={waitpoint.id} turnId={current.id} waitpoint={waitpoint} send={send} readOnly={readOnly} onSent={refresh} />}
       {tree && <MemberTree sessionId={sessionId} rootId={tree.rootId} parentId={data.yuxi.parent_session_id} nodes={tree.nodes} note={tree.note} />}
+      <Lineage session={data} owned={owned} />
       {environment && <EnvironmentSummary environment={environment} />}
       {/* The files are read through the owner's routes: another owner's session says so rather than show a 404. */}
       {environment &&
@@ -167,40 +170,42 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
         ) : (
           <p className="muted">{'The files this session’s agent wrote are read by its owner (the artifacts routes).'}</p>
         ))}
-      <section aria-labelledby="timeline-title" className="timeline">
-        <h2 id="timeline-title">Timeline</h2>
-        {!owned && (
-          <p className="muted">
-            {polling
-              ? `Not your session, so no live text: this view refreshes every ${pollMs / 1000} seconds while the session is active.`
-              : `Not your session: this view shows it as last read, and refreshes every ${POLL_MS / 1000} seconds while it runs.`}
-          </p>
-        )}
-        {operator && owned && (
-          <fieldset className="view-switch">
-            <legend>Show</legend>
-            <div className="field-check">
-              <input type="radio" id="view-turns" name="view" checked={shownView === 'turns'} onChange={() => setView('turns')} />
-              <label htmlFor="view-turns">Turns, runs and steps</label>
-            </div>
-            <div className="field-check">
-              <input type="radio" id="view-items" name="view" checked={shownView === 'items'} onChange={() => setView('items')} />
-              <label htmlFor="view-items">Messages</label>
-            </div>
-          </fieldset>
-        )}
-        {shownView === 'turns' ? (
-          <Loaded query={timeline} what="the timeline">
-            <ModelRequestsOf.Provider value={mayReadModelRequests ? sessionId : null}>
-              <TurnsView turns={turns} live={live} older={{ hasMore: timeline.hasNextPage, loading: timeline.isFetchingNextPage, load: () => void timeline.fetchNextPage() }} />
-            </ModelRequestsOf.Provider>
-          </Loaded>
-        ) : (
-          <Loaded query={items} what="the messages">
-            <ItemsView items={itemList} live={live} older={{ hasMore: items.hasNextPage, loading: items.isFetchingNextPage, load: () => void items.fetchNextPage() }} />
-          </Loaded>
-        )}
-      </section>
+      <ForkSource.Provider value={owned ? { sessionId, current: current ?? null } : null}>
+        <section aria-labelledby="timeline-title" className="timeline">
+          <h2 id="timeline-title">Timeline</h2>
+          {!owned && (
+            <p className="muted">
+              {polling
+                ? `Not your session, so no live text: this view refreshes every ${pollMs / 1000} seconds while the session is active.`
+                : `Not your session: this view shows it as last read, and refreshes every ${POLL_MS / 1000} seconds while it runs.`}
+            </p>
+          )}
+          {operator && owned && (
+            <fieldset className="view-switch">
+              <legend>Show</legend>
+              <div className="field-check">
+                <input type="radio" id="view-turns" name="view" checked={shownView === 'turns'} onChange={() => setView('turns')} />
+                <label htmlFor="view-turns">Turns, runs and steps</label>
+              </div>
+              <div className="field-check">
+                <input type="radio" id="view-items" name="view" checked={shownView === 'items'} onChange={() => setView('items')} />
+                <label htmlFor="view-items">Messages</label>
+              </div>
+            </fieldset>
+          )}
+          {shownView === 'turns' ? (
+            <Loaded query={timeline} what="the timeline">
+              <ModelRequestsOf.Provider value={mayReadModelRequests ? sessionId : null}>
+                <TurnsView turns={turns} live={live} older={{ hasMore: timeline.hasNextPage, loading: timeline.isFetchingNextPage, load: () => void timeline.fetchNextPage() }} />
+              </ModelRequestsOf.Provider>
+            </Loaded>
+          ) : (
+            <Loaded query={items} what="the messages">
+              <ItemsView items={itemList} live={live} older={{ hasMore: items.hasNextPage, loading: items.isFetchingNextPage, load: () => void items.fetchNextPage() }} />
+            </Loaded>
+          )}
+        </section>
+      </ForkSource.Provider>
     </article>
   );
 }

@@ -5,6 +5,7 @@ import { useConsole } from '../caller.js';
 import { article, count, duration, exact, runStatusText, statusText, tokens, when } from '../format.js';
 import { CommandBlock, LiveCommand, ShellStep, shellCommandOf } from './CommandBlock.js';
 import { asCommand } from './environment.js';
+import { ForkAction } from './ForkAction.js';
 import type { LiveText } from './live.js';
 
 /** A page-loading button ("Load older …") and what it says while it loads. */
@@ -139,6 +140,7 @@ function TurnView({ turn, live }: { turn: TimelineTurn; live: [string, LiveText]
         ))}
       </ol>
       {turn.status === 'in_progress' || turn.status === 'queued' ? <Streaming texts={live} /> : null}
+      <ForkAction turnId={turn.id} status={turn.status} label={`turn ${turn.seq}`} />
     </>
   );
 }
@@ -295,6 +297,7 @@ export function ItemsView({ items, older, live }: { items: Item[]; older: Older;
           // The first item of each turn is where a link to the turn (an artifact's) lands.
           <li key={item.id} id={listed[index - 1]?.yuxi.turn_id !== item.yuxi.turn_id ? `turn-${item.yuxi.turn_id}` : undefined} className={`item item-${item.type} role-${item.role ?? 'tool'}`}>
             <ItemView item={item} live={live[item.id]?.text} />
+            {listed[index + 1]?.yuxi.turn_id !== item.yuxi.turn_id && <ForkAction turnId={item.yuxi.turn_id} />}
           </li>
         ))}
       </ol>
