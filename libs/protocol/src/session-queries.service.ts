@@ -155,7 +155,7 @@ export class SessionQueriesService {
       queue_paused: session.queuePaused,
       queued_input_count: session.pendingInputCount,
       archived: session.archived,
-      context: await this.turns.latestContext(session.id),
+      context: await this.turns.latestContext(session),
       compaction_mode: session.compactionMode,
       agent_state: await this.agentState(principal, session),
     };

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { isUuid, type Page, type PageQuery, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
-import { ItemEntity, RunEntity, TurnEntity } from './turn.entities.js';
+import { ItemEntity, RunEntity, type TurnContext, TurnEntity } from './turn.entities.js';
 
 /**
  * The history reads of a fork. A fork copies no rows: its history is its own items, turns and runs,
@@ -111,4 +111,15 @@ export async function runInLineage(manager: EntityManager, sessionId: string, ru
       { sid: sessionId },
     )
     .getOne();
+}
+
+/** The context of the latest turn that called a model, the fork's own or else one it inherits (what `/state` shows before its first own call). */
+export async function latestContextInLineage(manager: EntityManager, sessionId: string): Promise<TurnContext | null> {
+  const rows = (await manager.query(
+    `WITH ${seg('$1')} SELECT c.context FROM seg CROSS JOIN LATERAL (
+       SELECT seq, context FROM turns WHERE session_id = seg.sid AND seq <= seg.thi AND context IS NOT NULL ORDER BY seq DESC LIMIT 1) c
+     ORDER BY c.seq DESC LIMIT 1`,
+    [sessionId],
+  )) as { context: TurnContext }[];
+  return rows[0]?.context ?? null;
 }

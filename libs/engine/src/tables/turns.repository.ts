@@ -7,7 +7,7 @@ import { addUsageSql, type LedgerEntry, ledgerDeltaSql, ledgerInsertSql, type Le
 import { type PublicError, RunEntity, type TurnContext, TurnEntity, type TurnStatus, type Usage, type Waitpoint } from './turn.entities.js';
 import { FAILURE_SIDE_EFFECTS_SQL, FAILURE_UNSAFE_EFFECTS_SQL } from '../endings/failure-side-effects.js';
 import { type Lease } from '../claims/lease.js';
-import { type HistoryScope, listTurnsInLineage, turnInLineage } from './lineage-reads.js';
+import { type HistoryScope, latestContextInLineage, listTurnsInLineage, turnInLineage } from './lineage-reads.js';
 import type { OpenWaitpointFilter, OpenWaitpointRow } from '../views/operator-reads.js';
 import { ACTIVE_TURN_STATUSES, RUN_TRANSITIONS, type SettledStatus, settledStatusSql, statusGuard, TURN_TRANSITIONS } from '../machines/turn-states.js';
 
@@ -281,7 +281,9 @@ export class TurnsRepository {
   }
 
   /** The context of the session's latest turn that called a model (what `/state` shows). */
-  async latestContext(sessionId: string): Promise<TurnContext | null> {
+  async latestContext(session: HistoryScope): Promise<TurnContext | null> {
+    if (session.forkItemSeq !== null) return latestContextInLineage(this.turns.manager, session.id);
+    const sessionId = session.id;
     const rows = (await this.turns.query(prepared(`SELECT context FROM turns WHERE session_id = $1 AND context IS NOT NULL ORDER BY seq DESC LIMIT 1`), [sessionId])) as {
       context: TurnContext;
     }[];
