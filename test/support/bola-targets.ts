@@ -87,6 +87,7 @@ export function routesOf(t: Target): Route[] {
     { name: 'GET items', method: 'GET', path: `${s}/items` },
     { name: 'GET runs/{run}', method: 'GET', path: `${s}/runs/${t.runId}` },
     { name: 'GET state', method: 'GET', path: `${s}/state` },
+    { name: 'POST fork', method: 'POST', path: `${s}/fork`, body: { after_turn_id: t.turnId }, idempotencyKey: newKey('bola') },
   ];
 }
 

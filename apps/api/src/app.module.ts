@@ -39,6 +39,7 @@ import { ProjectsController } from './controllers/projects.controller.js';
 import { SessionEventsController } from './controllers/session-events.controller.js';
 import { SessionFilesController } from './controllers/session-files.controller.js';
 import { SessionArtifactsController } from './controllers/session-artifacts.controller.js';
+import { SessionForksController } from './controllers/session-forks.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
 import { AdminUsageController, UsageController } from './controllers/usage.controller.js';
@@ -57,6 +58,7 @@ import { HttpDrain } from './http-drain.js';
     SessionEventsController,
     SessionFilesController,
     SessionArtifactsController,
+    SessionForksController,
     FilesController,
     AgentFilesController,
     ProjectsController,

@@ -11,7 +11,7 @@ import { QueueModule } from '#libs/queue';
 import { UsageModule, UsageReportsModule } from '#libs/usage';
 import { OperatorSessionQueries } from './operator-session-queries.js';
 import { SessionQueriesService } from './session-queries.service.js';
-import { ARTIFACT_USE_CASES, ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, DeleteSession, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, UpdateSession, UploadDraft, USE_CASES } from './use-cases/index.js';
+import { ARTIFACT_USE_CASES, ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteProject, DeleteSession, ForkSession, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, UpdateSession, UploadDraft, USE_CASES } from './use-cases/index.js';
 import { IdempotentWrite } from './use-cases/idempotent-write.js';
 import { Acceptance } from './use-cases/acceptance.js';
 import { MessageAcceptance } from './use-cases/message-acceptance.js';
@@ -26,6 +26,6 @@ import { ReadSessionFile } from './use-cases/session-file-content.use-case.js';
 @Module({
   imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, WorkspaceForksModule, UsageModule, UsageReportsModule],
   providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports, ReadSessionFile],
-  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile],
+  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile],
 })
 export class ProtocolModule {}

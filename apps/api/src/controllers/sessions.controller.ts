@@ -109,7 +109,7 @@ export class SessionsController {
     operationId: 'listSessions',
     summary: 'List sessions',
     description:
-      'The caller\'s root sessions (or, with `root_session_id`, one cooperation tree: its root and members) in a stable (created_at, id) order, newest first by default; pass the previous page\'s `last_id` as `after` for the next one.',
+      'The caller\'s root sessions (or, with `root_session_id`, one cooperation tree: its root and members; with `forked_from`, the forks of one session) in a stable (created_at, id) order, newest first by default; pass the previous page\'s `last_id` as `after` for the next one.',
   })
   @ApiQuery({
     name: 'metadata',
@@ -131,6 +131,7 @@ export class SessionsController {
         archived: query.archived === 'true',
         isPinned: query.is_pinned === undefined ? undefined : query.is_pinned === 'true',
         metadata: query.metadata,
+        forkedFrom: query.forked_from,
       },
       page(query, 50),
     );

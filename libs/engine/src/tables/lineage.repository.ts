@@ -1,21 +1,45 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { isUuid, prepared } from '#libs/database';
 import type { LineageSegment } from '../forks/lineage.types.js';
 
 /** The `session_lineage` table: a fork's ancestors and the bounds of what it inherits from each. */
 @Injectable()
 export class LineageRepository {
-  /** The session's ancestors, nearest first; [] for a session that is not a fork. */
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** The session's ancestors, nearest first; [] for a session that is not a fork (one probe of the primary key). */
   async segments(sessionId: string, manager?: EntityManager): Promise<LineageSegment[]> {
-    void sessionId;
-    void manager;
-    throw new Error('LineageRepository.segments: not implemented');
+    if (!isUuid(sessionId)) return [];
+    const rows = (await (manager ?? this.dataSource.manager).query(
+      prepared(`SELECT depth, ancestor_id, upto_item_seq, upto_turn_seq FROM session_lineage WHERE session_id = $1 ORDER BY depth`),
+      [sessionId],
+    )) as { depth: number; ancestor_id: string; upto_item_seq: string; upto_turn_seq: number }[];
+    return rows.map((row) => ({ depth: Number(row.depth), sessionId: row.ancestor_id, uptoItemSeq: String(row.upto_item_seq), uptoTurnSeq: Number(row.upto_turn_seq) }));
   }
 
-  /** Of these deleted sessions and their deleted ancestors, those no live session inherits from (their files may go). */
+  /**
+   * Of these deleted sessions and their deleted ancestors, those no live session inherits from:
+   * their files (attachments, inline images) may go. A fork's history stays readable after its
+   * source is deleted, so the source's files stay until the last live fork that references it is
+   * deleted too (its rows are never removed anyway). Call after the sessions are marked deleted,
+   * in the same transaction.
+   */
   async releasable(manager: EntityManager, deletedIds: string[]): Promise<string[]> {
-    void manager;
-    void deletedIds;
-    throw new Error('LineageRepository.releasable: not implemented');
+    if (deletedIds.length === 0) return [];
+    // The candidates: the deleted sessions, and the ancestors of theirs that are deleted too. A
+    // candidate is kept when a live session (a fork, at any depth) names it in its lineage.
+    const rows = (await manager.query(
+      prepared(`WITH c AS (
+         SELECT unnest($1::uuid[]) AS id
+         UNION
+         SELECT l.ancestor_id FROM session_lineage l JOIN sessions a ON a.id = l.ancestor_id AND a.deleted_at IS NOT NULL
+          WHERE l.session_id = ANY($1::uuid[]))
+       SELECT c.id FROM c WHERE NOT EXISTS (
+         SELECT 1 FROM session_lineage l JOIN sessions s ON s.id = l.session_id AND s.deleted_at IS NULL WHERE l.ancestor_id = c.id)`),
+      [deletedIds],
+    )) as { id: string }[];
+    return rows.map((row) => row.id);
   }
 }

@@ -33,6 +33,8 @@ export interface SessionFilter {
   isPinned?: boolean;
   /** Sessions whose metadata holds every one of these pairs. */
   metadata?: Record<string, string>;
+  /** The direct forks of this session (sessions_forks_idx). */
+  forkedFrom?: string;
 }
 
 /** A stale `If-Match`: 412 with the session's current revision, so the caller can re-read and retry. */
@@ -292,6 +294,7 @@ export class SessionsRepository {
     else qb.andWhere('s.depth = 0');
     if (filter.archived !== undefined) qb.andWhere('s.archived = :archived', { archived: filter.archived });
     if (filter.isPinned !== undefined) qb.andWhere('s.is_pinned = :isPinned', { isPinned: filter.isPinned });
+    if (filter.forkedFrom !== undefined) qb.andWhere('s.forked_from_session_id = :forkedFrom', { forkedFrom: filter.forkedFrom });
     // Containment, so the jsonb_path_ops GIN index answers it.
     if (filter.metadata !== undefined && Object.keys(filter.metadata).length > 0) qb.andWhere('s.metadata @> CAST(:metadata AS jsonb)', { metadata: JSON.stringify(filter.metadata) });
     if (page.after !== undefined) {

@@ -201,6 +201,10 @@ export class SessionListQueryDto extends ListQueryDto {
   @OptionalNotNull()
   @IsUUID()
   root_session_id?: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'Only the direct forks of this session (`yuxi.forked_from.session_id`). Forks are root sessions, so the default list shows them too.' })
+  @OptionalNotNull()
+  @IsUUID()
+  forked_from?: string;
   // Gathered from `metadata[key]=value` pairs (gatherMetadataFilter); documented on the route as a deepObject parameter.
   @ApiHideProperty()
   @OptionalNotNull()

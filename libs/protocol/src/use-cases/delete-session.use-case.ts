@@ -4,13 +4,14 @@ import type { DataSource } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { DomainError } from '#libs/errors';
 import { FilesRepository } from '#libs/files';
-import { SessionsRepository, TurnsRepository } from '#libs/engine';
+import { LineageRepository, SessionsRepository, TurnsRepository } from '#libs/engine';
 import type { SessionDeletedDto } from '../dto/session.dto.js';
 
 /**
  * `DELETE …/sessions/{id}`: a soft delete. The session and everything under it (turns, items,
  * inputs, files, its event stream) is not found afterwards; its files become tombstones in the
- * same transaction and the files sweep removes their bytes. A root takes its cooperation tree
+ * same transaction and the files sweep removes their bytes, unless a live fork still inherits
+ * them (then they go with the last such fork). A root takes its cooperation tree
  * with it; a member alone is refused (409): it is part of its coordinator's work. Refused (409
  * `state_conflict`) while any session of the tree has an active turn or pending inputs, as an
  * archive is, so no worker ever works for a deleted session. Idempotent: deleting a deleted
@@ -23,6 +24,7 @@ export class DeleteSession {
     private readonly sessions: SessionsRepository,
     private readonly turns: TurnsRepository,
     private readonly files: FilesRepository,
+    private readonly lineage: LineageRepository,
   ) {}
 
   async execute(principal: Principal, sessionId: string): Promise<SessionDeletedDto> {
@@ -51,7 +53,10 @@ export class DeleteSession {
         }
       }
       const deleted = await this.sessions.markTreeDeleted(manager, session.id);
-      await this.files.tombstoneSessionFiles(manager, deleted);
+      // A live fork still shows the deleted sessions' history it inherits, images and attachments
+      // included: only the files of sessions no live session inherits from go (deleting the last
+      // live fork releases its deleted ancestors' files too).
+      await this.files.tombstoneSessionFiles(manager, await this.lineage.releasable(manager, deleted));
     });
     return { id: sessionId, object: 'agent.session', deleted: true };
   }

@@ -5,6 +5,7 @@ export { CreateSession } from './create-session.use-case.js';
 export { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
 export { ArchiveSession, UpdateSession } from './session-settings.use-case.js';
 export { DeleteSession } from './delete-session.use-case.js';
+export { ForkSession } from './fork-session.use-case.js';
 export { UploadDraft } from './upload-file.use-case.js';
 export { SubmitEvent } from './submit-event.use-case.js';
 export { SubmitMessage } from './submit-message.use-case.js';
@@ -26,6 +27,7 @@ import { FirstInput } from './first-input.js';
 import { CancelInput, CancelTurn, ContinueQueue, PromoteInput } from './queue-controls.use-case.js';
 import { ArchiveSession, UpdateSession } from './session-settings.use-case.js';
 import { DeleteSession } from './delete-session.use-case.js';
+import { ForkSession } from './fork-session.use-case.js';
 import { UploadDraft } from './upload-file.use-case.js';
 import { SubmitEvent } from './submit-event.use-case.js';
 import { SubmitMessage } from './submit-message.use-case.js';
@@ -38,4 +40,4 @@ import { CreateProject, DeleteProject, GetProject, ListProjects } from './projec
 import { SessionEnvironment } from './session-environment.js';
 
 /** One class per operation (each accepts its work through Acceptance). */
-export const USE_CASES = [IdempotentWrite, SessionEnvironment, Acceptance, MessageAcceptance, InlineImages, DeleteAttachment, CreateSession, FirstInput, SubmitEvent, ControlEvents, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, DeleteSession, UploadDraft, CreateProject, ListProjects, GetProject, DeleteProject, SubmitOperatorEvent];
+export const USE_CASES = [IdempotentWrite, SessionEnvironment, Acceptance, MessageAcceptance, InlineImages, DeleteAttachment, CreateSession, FirstInput, SubmitEvent, ControlEvents, SubmitMessage, CancelInput, CancelTurn, PromoteInput, ContinueQueue, ResumeTurn, SubmitToolResult, CompactContext, StopTree, ContinueTree, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, CreateProject, ListProjects, GetProject, DeleteProject, SubmitOperatorEvent];
