@@ -4,6 +4,7 @@ import { createSessionWith, putAgent } from '../support/agents.js';
 import { env } from '../support/env.js';
 import { PNG } from '../support/files.js';
 import { API, http, newKey, postEvent, sendMessage } from '../support/http.js';
+import { ADMIN, bootstrap, call } from '../support/identity.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
 
 // A fork's history read through its lineage (README "Fork"): the inherited items and turns are the
@@ -163,6 +164,11 @@ describe('fork history', () => {
     assert.equal(await status(`${API}/sessions/${source.id}/inputs/${firstMessage.yuxi.input_id}`), 200);
     // The fork's own turns are not the source's.
     assert.equal(await status(`${API}/sessions/${source.id}/turns/${ownEnd.data.turn_id}`), 404);
+    // The operator timeline of the fork follows the same lineage, with the inherited turns' runs.
+    const timeline = await call(bootstrap, `${ADMIN}/sessions/${forked.id}/timeline?order=asc`);
+    assert.equal(timeline.status, 200, timeline.text);
+    assert.deepEqual(timeline.body.data.map((turn: any) => turn.id), ids(forkTurns));
+    assert.ok(timeline.body.data[0].runs.length >= 1, 'an inherited turn shows its runs');
   });
 
   it('a fork before a turn (edit and resend) inherits the turns before it only', async () => {
