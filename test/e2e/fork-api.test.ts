@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { createSessionWith } from '../support/agents.js';
 import { query } from '../support/db.js';
 import { uploadDraft } from '../support/files.js';
-import { API, createSession, http, newKey, sendMessage } from '../support/http.js';
-import { call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
+import { API, createSession, http, type HttpResult, newKey, sendMessage } from '../support/http.js';
+import { bootstrap, call, type Caller, createSessionAs, newProductUser, until } from '../support/identity.js';
+import { OpenApiSchemas } from '../support/openapi-schema.js';
 import { SseStream } from '../support/sse.js';
+import { loadFromRoot, type StackModule } from '../support/stack-scripts.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 // POST /sessions/{id}/fork through the public API on the real stack (sessions without an
@@ -15,7 +18,23 @@ import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 const TERMINAL = ['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled'];
 
-const fork = (sessionId: string, body: object = {}, idempotencyKey: string | null = newKey('fork')) => http(`${API}/sessions/${sessionId}/fork`, { method: 'POST', body, idempotencyKey });
+let documented: Promise<OpenApiSchemas> | undefined;
+
+/** Every answer of the route is one it declares, its body conforms to the declared schema, and error details name documented keys only. */
+async function conforms(res: HttpResult): Promise<HttpResult> {
+  const schemas = await (documented ??= OpenApiSchemas.live());
+  const response = schemas.document.paths[`${API}/sessions/{session_id}/fork`].post.responses[String(res.status)];
+  assert.ok(response, `the fork route answered ${res.status}, which it does not declare: ${res.text}`);
+  assert.deepEqual(schemas.problemsFor(response.content['application/json'].schema, res.body), [], res.text);
+  if (res.status >= 400) {
+    const keys = Object.keys(schemas.document.components.schemas.ErrorDetailsDto.properties);
+    assert.deepEqual(Object.keys(res.body.error.details).filter((key) => !keys.includes(key)), [], `documented details: ${res.text}`);
+  }
+  return res;
+}
+
+const fork = async (sessionId: string, body: object = {}, idempotencyKey: string | null = newKey('fork')) =>
+  conforms(await http(`${API}/sessions/${sessionId}/fork`, { method: 'POST', body, idempotencyKey }));
 
 async function forked(sessionId: string, body: object = {}): Promise<any> {
   const res = await fork(sessionId, body);
@@ -128,7 +147,7 @@ describe('fork: the route', () => {
 
   it('answers 404 for another owner\'s session, a deleted one, and a turn the source does not show', async () => {
     const stranger = await newProductUser('fork stranger');
-    const foreign = await call(stranger.caller, `${API}/sessions/${source.id}/fork`, { body: {}, idempotencyKey: newKey('fork') });
+    const foreign = await conforms(await call(stranger.caller, `${API}/sessions/${source.id}/fork`, { body: {}, idempotencyKey: newKey('fork') }));
     assert.equal(foreign.status, 404, foreign.text);
     assert.equal(foreign.body.error.code, 'not_found');
 
@@ -167,6 +186,28 @@ describe('fork: the route', () => {
     const editResend = await fork(asking.id, { before_turn_id: turnId });
     assert.equal(editResend.status, 201, editResend.text);
     assert.equal(editResend.body.yuxi.forked_from.position, 'before');
+  });
+
+  it('forks an archived source; the fork is not archived', async () => {
+    const own = await finished('archive me');
+    assert.equal((await http(`${API}/sessions/${own.id}/archive`, { method: 'POST' })).status, 200);
+    const f = await forked(own.id);
+    assert.equal(f.yuxi.archived, false);
+  });
+
+  it('forks a project session into the project (sharing its workdir, without an environment); a deleted project takes no fork (404)', async () => {
+    const project = await http(`${API}/projects`, { body: { name: 'Forked project' } });
+    assert.equal(project.status, 201, project.text);
+    const created = await http(`${API}/sessions`, { idempotencyKey: newKey('create'), body: { agent_id: 'default-chatbot', project_id: project.body.id, input: 'in a project' } });
+    assert.equal(created.status, 201, created.text);
+    await runTurns(created.body.id, ['-'], true);
+    const f = await forked(created.body.id);
+    assert.equal(f.yuxi.project_id, project.body.id);
+    assert.deepEqual(await query(`SELECT workdir_id FROM sessions WHERE id = $1`, [f.id]), [{ workdir_id: project.body.id }]);
+    assert.equal((await http(`${API}/projects/${project.body.id}`, { method: 'DELETE' })).status, 200);
+    const refused = await fork(created.body.id);
+    assert.equal(refused.status, 404, refused.text);
+    assert.equal(refused.body.error.code, 'not_found');
   });
 
   it('refuses a member of a cooperation tree with 409 naming the root', async () => {
@@ -272,5 +313,44 @@ describe('fork: the new session', () => {
     assert.deepEqual(await lineageOf(f3.id), [{ depth: 1, ancestor_id: src.id, upto_item_seq: await lastItemSeq(src.turns[0]!), upto_turn_seq: 1 }]);
     const f4 = await forked(f1.id, { before_turn_id: f1Turn });
     assert.deepEqual(await lineageOf(f4.id), [{ depth: 1, ancestor_id: src.id, upto_item_seq: await lastItemSeq(src.turns[1]!), upto_turn_seq: 2 }], 'nothing of f1 before its own turn');
+    // A fork with no turn of its own forks, by default, at the last finished turn it inherited.
+    const f5 = await forked(f4.id);
+    assert.deepEqual(f5.yuxi.forked_from, { session_id: f4.id, turn_id: src.turns[1], position: 'after' });
+    assert.deepEqual(await lineageOf(f5.id), await lineageOf(f4.id));
+  });
+});
+
+/** An api replica sharing the suite's database with FORK_MAX_DEPTH=1 (forks need no worker); waits, bounded, for /health. */
+async function replicaWithDepth(depth: number): Promise<{ url: string; child: ChildProcess }> {
+  const { SCRIPTS } = await loadFromRoot<StackModule>('scripts/lib/stack.mjs');
+  const { freePort } = await loadFromRoot<{ freePort(): Promise<number> }>('scripts/lib/infra.mjs');
+  const port = await freePort();
+  const child = spawn(process.execPath, [SCRIPTS.api], { env: { ...process.env, PORT: String(port), FORK_MAX_DEPTH: String(depth) }, stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  for (let poll = 0; poll < 300 && child.exitCode === null; poll += 1) {
+    if (await fetch(`${url}/health`, { signal: AbortSignal.timeout(1_000) }).then((res) => res.ok, () => false)) return { url, child };
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  child.kill('SIGTERM');
+  throw new Error('the replica did not start');
+}
+
+describe('fork: the depth limit', () => {
+  let replica: { url: string; child: ChildProcess } | undefined;
+  after(() => replica?.child.kill('SIGTERM'));
+
+  it('refuses a fork whose lineage would be deeper than FORK_MAX_DEPTH (409 fork_depth_exceeded, details.limit); an inherited turn stays within it', async () => {
+    replica = await replicaWithDepth(1);
+    const src = await finished('depth one');
+    const f1 = await forked(src.id);
+    const [own] = await runTurns(f1.id, ['depth two']);
+    const forkThere = async (body: object) => conforms(await call(bootstrap, `${API}/sessions/${f1.id}/fork`, { body, idempotencyKey: newKey('fork'), baseUrl: replica!.url }));
+    const deep = await forkThere({ after_turn_id: own });
+    assert.equal(deep.status, 409, deep.text);
+    assert.equal(deep.body.error.code, 'fork_depth_exceeded');
+    assert.deepEqual(deep.body.error.details, { limit: 1 });
+    const inherited = await forkThere({ after_turn_id: src.turns[0] });
+    assert.equal(inherited.status, 201, inherited.text);
+    assert.deepEqual(await lineageOf(inherited.body.id), [{ depth: 1, ancestor_id: src.id, upto_item_seq: await lastItemSeq(src.turns[0]!), upto_turn_seq: 1 }]);
   });
 });

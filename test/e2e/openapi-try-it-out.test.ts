@@ -107,6 +107,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await stream.waitForType('agent.session.created');
     stream.close();
     tried.add('streamSessionEvents');
+    await tryIt('forkSession', 201);
     await tryIt('archiveSession', 200);
     await tryIt('deleteSession', 200);
   });

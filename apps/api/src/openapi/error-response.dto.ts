@@ -39,10 +39,12 @@ export class ErrorDetailsDto {
   kind?: string;
   @ApiPropertyOptional({ type: String, nullable: true, description: '`waitpoint_stale`, `turn_requires_action`: the waitpoint the turn waits at (null: none).' })
   waitpoint_id?: string | null;
-  @ApiPropertyOptional({ description: '`turn_requires_action`, `turn_cancelling`: the active turn that refuses the message.' })
+  @ApiPropertyOptional({ description: '`turn_requires_action`, `turn_cancelling`: the active turn that refuses the message; `state_conflict` on a fork after a turn: that turn, not finished.' })
   turn_id?: string;
-  @ApiPropertyOptional({ enum: TURN_STATUSES, description: '`waitpoint_stale`: the status of the turn.' })
+  @ApiPropertyOptional({ enum: TURN_STATUSES, description: '`waitpoint_stale`, `state_conflict` on a fork after a turn: the status of the turn.' })
   turn_status?: string;
+  @ApiPropertyOptional({ format: 'uuid', description: '`state_conflict` on a member of a cooperation tree (delete, fork): the root session to act on instead.' })
+  root_session_id?: string;
   @ApiPropertyOptional({ type: [String], description: '`waitpoint_stale`: question or call ids that are not part of the waitpoint.' })
   unknown_ids?: string[];
   @ApiPropertyOptional({

@@ -59,6 +59,7 @@ function session(overrides: { status: string; receipt: object | null; title: str
       depth: 0,
       spawned_by: null,
       subagent: null,
+      forked_from: null,
       metadata: { channel: 'web' },
       revision: 1,
       receipt: overrides.receipt,

@@ -4,6 +4,13 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { isUuid, prepared } from '#libs/database';
 import type { LineageSegment } from '../forks/lineage.types.js';
 
+/**
+ * Prefix of the advisory lock key of "a session's history may be referenced": a fork holds it
+ * shared on the sessions it references until it commits, a delete exclusively on those whose files
+ * it may release, so neither misses the other's rows.
+ */
+export const LINEAGE_LOCK = 'yuxi:lineage:';
+
 /** The `session_lineage` table: a fork's ancestors and the bounds of what it inherits from each. */
 @Injectable()
 export class LineageRepository {
@@ -28,17 +35,21 @@ export class LineageRepository {
    */
   async releasable(manager: EntityManager, deletedIds: string[]): Promise<string[]> {
     if (deletedIds.length === 0) return [];
-    // The candidates: the deleted sessions, and the ancestors of theirs that are deleted too. A
-    // candidate is kept when a live session (a fork, at any depth) names it in its lineage.
-    const rows = (await manager.query(
-      prepared(`WITH c AS (
+    // The candidates: the deleted sessions, and the ancestors of theirs that are deleted too,
+    // locked (in id order, as forks take them) so a fork referencing one commits first or sees it deleted.
+    const candidates = (await manager.query(
+      prepared(`SELECT x.id, pg_advisory_xact_lock(hashtextextended('${LINEAGE_LOCK}' || x.id::text, 0)) FROM (
          SELECT unnest($1::uuid[]) AS id
          UNION
-         SELECT l.ancestor_id FROM session_lineage l JOIN sessions a ON a.id = l.ancestor_id AND a.deleted_at IS NOT NULL
-          WHERE l.session_id = ANY($1::uuid[]))
-       SELECT c.id FROM c WHERE NOT EXISTS (
-         SELECT 1 FROM session_lineage l JOIN sessions s ON s.id = l.session_id AND s.deleted_at IS NULL WHERE l.ancestor_id = c.id)`),
+         SELECT l.ancestor_id FROM session_lineage l JOIN sessions a ON a.id = l.ancestor_id AND a.deleted_at IS NOT NULL WHERE l.session_id = ANY($1::uuid[])
+         ORDER BY id) x`),
       [deletedIds],
+    )) as { id: string }[];
+    // A candidate is kept while a live session (a fork, at any depth) names it in its lineage.
+    const rows = (await manager.query(
+      prepared(`SELECT c.id FROM unnest($1::uuid[]) AS c(id) WHERE NOT EXISTS (
+         SELECT 1 FROM session_lineage l JOIN sessions s ON s.id = l.session_id AND s.deleted_at IS NULL WHERE l.ancestor_id = c.id)`),
+      [candidates.map((row) => row.id)],
     )) as { id: string }[];
     return rows.map((row) => row.id);
   }

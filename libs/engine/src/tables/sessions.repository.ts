@@ -69,6 +69,12 @@ export class SessionsRepository {
       subagent: null,
       treeMaxConcurrent: input.treeMaxConcurrent ?? null,
       treeStoppedAt: null,
+      // Not a fork (a fork is written by ForkWrites); null, not absent, so the view shows `forked_from: null`.
+      forkedFromSessionId: null,
+      forkedFromTurnId: null,
+      forkPosition: null,
+      forkItemSeq: null,
+      forkTurnSeq: null,
       workdirId: input.workdirId ?? id,
       environment: input.environment ?? null,
       metadata: input.metadata ?? {},

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import type { Principal } from '#libs/auth';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
-import { composeLineage, ForkPoints, ForkWrites, IdempotencyService, type IdempotentResponse, type SessionEntity, SessionsRepository, toSessionDto, turnEvents } from '#libs/engine';
+import { composeLineage, ForkPoints, ForkWrites, IdempotencyService, type IdempotentResponse, ProjectsRepository, type SessionEntity, SessionsRepository, toSessionDto, turnEvents } from '#libs/engine';
 import { WorkspaceForks } from '#libs/environments';
 import { DomainError } from '#libs/errors';
 import type { ForkSessionDto } from '../dto/fork-session.dto.js';
@@ -28,6 +28,7 @@ export class ForkSession {
     private readonly points: ForkPoints,
     private readonly writes: ForkWrites,
     private readonly workspaces: WorkspaceForks,
+    private readonly projects: ProjectsRepository,
     private readonly config: AppConfig,
   ) {}
 
@@ -46,6 +47,10 @@ export class ForkSession {
     if (source.depth > 0) {
       throw new DomainError('state_conflict', 'This session is a member of a cooperation tree; fork the tree\'s root session', { root_session_id: source.rootSessionId });
     }
+    // A fork is a new session of the source's project: a deleted project takes none (404, as a
+    // create in it), share-locked until commit as a create does. (A session whose project_id is a
+    // label from before projects existed has a workdir of its own: nothing to check.)
+    if (source.projectId !== null && source.workdirId === source.projectId) await this.projects.getVisible(principal.userId, source.projectId, manager);
     const { point, sourceLineage } = await this.points.resolve(manager, source, { afterTurnId: dto.after_turn_id, beforeTurnId: dto.before_turn_id });
     const lineage = composeLineage({ id: source.id, forkItemSeq: source.forkItemSeq, lineage: sourceLineage }, point, this.config.forkMaxDepth);
     const id = newId();
