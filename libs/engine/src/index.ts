@@ -79,3 +79,4 @@ export { composeLineage } from './forks/compose-lineage.js';
 export { ForkPoints } from './forks/fork-points.js';
 export { ForkWrites } from './forks/fork-writes.js';
 export { LineageRepository } from './tables/lineage.repository.js';
+export { type HistoryScope } from './tables/lineage-reads.js';

@@ -40,3 +40,5 @@ export { budgetViewerOf, BUDGET_USE_CASES, CreateBudget, DeleteBudget, GetBudget
 export { SessionBudgetReads } from './session-budget-reads.js';
 export { AdminUsageReportQueryDto, UsageReportDto, UsageReportQueryDto, UsageReportRowDto } from './dto/usage-report.dto.js';
 export { ownUsageScope, UsageReports } from './use-cases/usage-reports.use-case.js';
+export { ReadSessionFile } from './use-cases/session-file-content.use-case.js';
+export { inheritedItemDto } from './inherited-items.js';

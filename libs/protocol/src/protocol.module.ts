@@ -20,11 +20,12 @@ import { BUDGET_USE_CASES } from './use-cases/budgets.use-case.js';
 import { SessionBudgetReads } from './session-budget-reads.js';
 import { ModelPrices } from './use-cases/model-prices.use-case.js';
 import { UsageReports } from './use-cases/usage-reports.use-case.js';
+import { ReadSessionFile } from './use-cases/session-file-content.use-case.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
   imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, WorkspaceForksModule, UsageModule, UsageReportsModule],
-  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports],
-  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports],
+  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports, ReadSessionFile],
+  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile],
 })
 export class ProtocolModule {}

@@ -5,6 +5,7 @@ import { DomainError } from '#libs/errors';
 import { type AttachmentDto, type AttachmentListDto, FilesRepository, toAttachmentDto } from '#libs/files';
 import { type AcceptedReceipt, cooperationRules, IdempotencyService, type InputEntity, InputsRepository, type ItemDto, type ItemListDto, ItemsRepository, mayHaveActiveTurn, type RunDto, RunsRepository, type SessionEntity, type SessionFilter, SessionsRepository, sessionStatus, toActiveMessageDto, toInputDto, toItemDto, toRunDto, toRunSummary, toSessionDto, toTurnDetailDto, toTurnDto, TreeRepository, type TurnDetailDto, type TurnListDto, TurnsRepository } from '#libs/engine';
 import type { SessionDto, SessionListDto } from './dto/session.dto.js';
+import { inheritedItemDto } from './inherited-items.js';
 import type { AgentStateDto, InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';
 
 /** Read side of the protocol: every read is scoped to the caller before anything else is loaded. */
@@ -48,22 +49,22 @@ export class SessionQueriesService {
   }
 
   async listTurns(principal: Principal, sessionId: string, page: PageQuery): Promise<TurnListDto> {
-    await this.sessions.getVisible(principal.userId, sessionId);
-    const { rows, hasMore } = await this.turns.listTurns(sessionId, page);
+    const session = await this.sessions.getVisible(principal.userId, sessionId);
+    const { rows, hasMore } = await this.turns.listTurns(session, page);
     const data = rows.map(toTurnDto);
     return listEnvelope(data, hasMore);
   }
 
   async getTurn(principal: Principal, sessionId: string, turnId: string): Promise<TurnDetailDto> {
-    await this.sessions.getVisible(principal.userId, sessionId);
-    const turn = await this.turns.getTurn(sessionId, turnId);
+    const session = await this.sessions.getVisible(principal.userId, sessionId);
+    const turn = await this.turns.getTurn(session, turnId);
     const [runs, output] = await Promise.all([this.runs.runsOfTurn(turn.id), turn.resultRunId ? this.items.outputOfRun(turn.resultRunId) : []]);
     return toTurnDetailDto(turn, runs, output);
   }
 
   async getRun(principal: Principal, sessionId: string, runId: string): Promise<RunDto> {
-    await this.sessions.getVisible(principal.userId, sessionId);
-    return toRunDto(await this.runs.getRun(sessionId, runId));
+    const session = await this.sessions.getVisible(principal.userId, sessionId);
+    return toRunDto(await this.runs.getRun(session, runId));
   }
 
   /**
@@ -72,15 +73,17 @@ export class SessionQueriesService {
    */
   async listItems(principal: Principal, sessionId: string, turnId: string | null, page: PageQuery): Promise<ItemListDto> {
     const session = await this.sessions.getVisible(principal.userId, sessionId);
-    if (turnId !== null) await this.turns.getTurn(sessionId, turnId);
+    // A turn's items are listed in the session that ran it (a fork's inherited turn: an ancestor).
+    const scope = turnId === null ? session : { id: (await this.turns.getTurn(session, turnId)).sessionId, forkItemSeq: null };
     const active = await this.streamingMessage(session, turnId);
     // A cursor at the streaming message (the newest item) has nothing after it ascending, everything descending.
     const atActive = active !== null && page.after === active.id;
-    const listed = atActive ? (page.order === 'desc' ? await this.items.listItems(sessionId, turnId, { ...page, after: undefined }) : null) : await this.items.listItems(sessionId, turnId, page);
+    const listed = atActive ? (page.order === 'desc' ? await this.items.listItems(scope, turnId, { ...page, after: undefined }) : null) : await this.items.listItems(scope, turnId, page);
     const rows = listed?.rows ?? [];
     // When the page's messages were received: one read of their inputs, only when the page has any.
-    const receipts = await this.inputs.receivedAt(sessionId, [...new Set(rows.flatMap((row) => (row.type === 'message' && row.inputId !== null ? [row.inputId] : [])))]);
-    let data = rows.map((row) => toItemDto(row, receipts));
+    const sessionIds = [...new Set([session.id, ...rows.map((row) => row.sessionId)])];
+    const receipts = await this.inputs.receivedAt(sessionIds, [...new Set(rows.flatMap((row) => (row.type === 'message' && row.inputId !== null ? [row.inputId] : [])))]);
+    let data = rows.map((row) => (row.sessionId === session.id ? toItemDto(row, receipts) : inheritedItemDto(session.id, row, receipts)));
     let hasMore = listed?.hasMore ?? false;
     // Its item may have been written between the two reads: then the page has it already.
     if (active && !atActive && !data.some((item) => item.id === active.id)) {
@@ -152,7 +155,7 @@ export class SessionQueriesService {
       queue_paused: session.queuePaused,
       queued_input_count: session.pendingInputCount,
       archived: session.archived,
-      context: await this.turns.latestContext(session.id),
+      context: await this.turns.latestContext(session),
       compaction_mode: session.compactionMode,
       agent_state: await this.agentState(principal, session),
     };

@@ -3,8 +3,8 @@ import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@
 import type { Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
-import { AttachmentDeletedDto, AttachmentListDto, GetSessionFileContent } from '#libs/files';
-import { DeleteAttachment, ListQueryDto, SessionQueriesService } from '#libs/protocol';
+import { AttachmentDeletedDto, AttachmentListDto } from '#libs/files';
+import { DeleteAttachment, ListQueryDto, ReadSessionFile, SessionQueriesService } from '#libs/protocol';
 import { ApiErrors } from './api-errors.decorator.js';
 
 const FILE_ID_PARAM = { name: 'file_id', description: 'A file id of that session (32 hexadecimal characters).', schema: { type: 'string', pattern: '^[0-9a-f]{32}$' } } as const;
@@ -21,7 +21,7 @@ export class SessionFilesController {
   constructor(
     private readonly queries: SessionQueriesService,
     private readonly deleteAttachment: DeleteAttachment,
-    private readonly getContent: GetSessionFileContent,
+    private readonly getContent: ReadSessionFile,
   ) {}
 
   @Get('attachments')

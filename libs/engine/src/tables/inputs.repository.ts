@@ -43,10 +43,15 @@ export class InputsRepository {
     private readonly config: AppConfig,
   ) {}
 
-  /** When each of these inputs of the session was received (input id → received_at); no query for none. */
-  async receivedAt(sessionId: string, inputIds: string[]): Promise<Map<string, Date>> {
+  /**
+   * When each of these inputs was received (input id → received_at); no query for none. `sessionIds`:
+   * the sessions of the listed items (a fork's inherited messages came from its ancestors' inputs).
+   */
+  async receivedAt(sessionIds: string[], inputIds: string[]): Promise<Map<string, Date>> {
     if (inputIds.length === 0) return new Map();
-    const rows = (await this.inputs.query(prepared(`SELECT id, received_at FROM inputs WHERE session_id = $1 AND id = ANY($2::uuid[])`), [sessionId, inputIds])) as {
+    const [one, ...more] = sessionIds;
+    const sql = more.length === 0 ? `SELECT id, received_at FROM inputs WHERE session_id = $1 AND id = ANY($2::uuid[])` : `SELECT id, received_at FROM inputs WHERE session_id = ANY($1::uuid[]) AND id = ANY($2::uuid[])`;
+    const rows = (await this.inputs.query(prepared(sql), [more.length === 0 ? one : sessionIds, inputIds])) as {
       id: string;
       received_at: Date;
     }[];

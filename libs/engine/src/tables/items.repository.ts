@@ -5,6 +5,7 @@ import { isUuid, newId, type Page, type PageQuery, prepared, preparedUpTo, type 
 import { DomainError } from '#libs/errors';
 import { ItemEntity } from './turn.entities.js';
 import { itemTokensIfLoaded } from '../views/item-tokens.js';
+import { type HistoryScope, listItemsInLineage } from './lineage-reads.js';
 
 /** What a model context is built from (ItemsRepository.contextItems). */
 export interface ContextItems {
@@ -185,8 +186,11 @@ export class ItemsRepository {
     return rows.map(itemFromRow);
   }
 
-  /** Items of the session, or of one turn when turnId is given; the cursor must belong to that scope. */
-  async listItems(sessionId: string, turnId: string | null, page: PageQuery): Promise<Page<ItemEntity>> {
+  /** Items of the session, or of one turn when turnId is given (`session`: the turn's own); the cursor must belong to that scope. */
+  async listItems(session: HistoryScope, turnId: string | null, page: PageQuery): Promise<Page<ItemEntity>> {
+    // A fork's history runs through its lineage; a turn's items all lie on one side of a bound, so a turn's need none.
+    if (session.forkItemSeq !== null && turnId === null) return listItemsInLineage(this.items.manager, session.id, page);
+    const sessionId = session.id;
     const qb = this.items.createQueryBuilder('i').where('i.session_id = :sessionId', { sessionId });
     if (turnId !== null) qb.andWhere('i.turn_id = :turnId', { turnId });
     if (page.after !== undefined) {

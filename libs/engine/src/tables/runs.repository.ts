@@ -6,6 +6,7 @@ import { DomainError } from '#libs/errors';
 import { budgetedSql } from '#libs/budgets';
 import { RunEntity, type RunCheckpoint, type Usage, type Waitpoint } from './turn.entities.js';
 import { EXECUTING, HELD, type Lease } from '../claims/lease.js';
+import { type HistoryScope, runInLineage } from './lineage-reads.js';
 import type { RunFleetCounts, TimelineRunRow } from '../views/operator-reads.js';
 import { LEASABLE_RUN_STATUSES, RUN_TRANSITIONS, statusGuard, TURN_TRANSITIONS } from '../machines/turn-states.js';
 
@@ -258,8 +259,10 @@ export class RunsRepository {
     return row ? { run: { id: row.id, turnId: row.turn_id, startedAt: row.started_at, createdAt: row.created_at }, checkpoint: row.checkpoint } : null;
   }
 
-  async getRun(sessionId: string, runId: string): Promise<RunEntity> {
-    const run = isUuid(runId) ? await this.runs.findOneBy({ id: runId, sessionId }) : null;
+  /** A run the session shows (a fork: its own, or one of a turn it inherits). */
+  async getRun(session: HistoryScope, runId: string): Promise<RunEntity> {
+    const sessionId = session.id;
+    const run = session.forkItemSeq !== null ? await runInLineage(this.runs.manager, sessionId, runId) : isUuid(runId) ? await this.runs.findOneBy({ id: runId, sessionId }) : null;
     if (!run) throw DomainError.notFound(`Run ${runId}`);
     return run;
   }

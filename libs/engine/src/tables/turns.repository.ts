@@ -7,6 +7,7 @@ import { addUsageSql, type LedgerEntry, ledgerDeltaSql, ledgerInsertSql, type Le
 import { type PublicError, RunEntity, type TurnContext, TurnEntity, type TurnStatus, type Usage, type Waitpoint } from './turn.entities.js';
 import { FAILURE_SIDE_EFFECTS_SQL, FAILURE_UNSAFE_EFFECTS_SQL } from '../endings/failure-side-effects.js';
 import { type Lease } from '../claims/lease.js';
+import { type HistoryScope, latestContextInLineage, listTurnsInLineage, turnInLineage } from './lineage-reads.js';
 import type { OpenWaitpointFilter, OpenWaitpointRow } from '../views/operator-reads.js';
 import { ACTIVE_TURN_STATUSES, RUN_TRANSITIONS, type SettledStatus, settledStatusSql, statusGuard, TURN_TRANSITIONS } from '../machines/turn-states.js';
 
@@ -280,7 +281,9 @@ export class TurnsRepository {
   }
 
   /** The context of the session's latest turn that called a model (what `/state` shows). */
-  async latestContext(sessionId: string): Promise<TurnContext | null> {
+  async latestContext(session: HistoryScope): Promise<TurnContext | null> {
+    if (session.forkItemSeq !== null) return latestContextInLineage(this.turns.manager, session.id);
+    const sessionId = session.id;
     const rows = (await this.turns.query(prepared(`SELECT context FROM turns WHERE session_id = $1 AND context IS NOT NULL ORDER BY seq DESC LIMIT 1`), [sessionId])) as {
       context: TurnContext;
     }[];
@@ -292,13 +295,17 @@ export class TurnsRepository {
     return manager.getRepository(TurnEntity).findOneBy({ id: turnId });
   }
 
-  async getTurn(sessionId: string, turnId: string): Promise<TurnEntity> {
-    const turn = isUuid(turnId) ? await this.turns.findOneBy({ id: turnId, sessionId }) : null;
+  /** A turn the session shows (a fork: its own, or one it inherits). */
+  async getTurn(session: HistoryScope, turnId: string): Promise<TurnEntity> {
+    const sessionId = session.id;
+    const turn = session.forkItemSeq !== null ? await turnInLineage(this.turns.manager, sessionId, turnId) : isUuid(turnId) ? await this.turns.findOneBy({ id: turnId, sessionId }) : null;
     if (!turn) throw DomainError.notFound(`Turn ${turnId}`);
     return turn;
   }
 
-  async listTurns(sessionId: string, page: PageQuery): Promise<Page<TurnEntity>> {
+  async listTurns(session: HistoryScope, page: PageQuery): Promise<Page<TurnEntity>> {
+    if (session.forkItemSeq !== null) return listTurnsInLineage(this.turns.manager, session.id, page);
+    const sessionId = session.id;
     const qb = this.turns.createQueryBuilder('t').where('t.session_id = :sessionId', { sessionId });
     if (page.after !== undefined) {
       const anchor = isUuid(page.after) ? await this.turns.findOneBy({ id: page.after, sessionId }) : null;

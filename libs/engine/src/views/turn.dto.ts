@@ -30,7 +30,7 @@ export class ContentPartDto {
   @ApiPropertyOptional() text?: string;
   @ApiPropertyOptional({
     description:
-      'input_image: where the image\'s bytes are: the path of its session file on this API (`GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`, authorised like the session). Items stored before inline images became session files keep their `data:` URL.',
+      'input_image: where the image\'s bytes are: the path of its session file on this API (`GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`, authorised like the session). Items stored before inline images became session files keep their `data:` URL. An item a fork inherited shows the fork\'s path, which serves it even after the source is deleted.',
     example: '/api/v1/agents/sessions/01970c4e-7a3b-7cc1-9e1a-4f3b2a1c0d9e/files/0123456789abcdef0123456789abcdef/content',
   })
   image_url?: string;
@@ -52,7 +52,7 @@ export class ReasoningPartDto {
 export class ItemYuxiDto {
   @ApiProperty() turn_id!: string;
   @ApiProperty({ type: String, nullable: true }) run_id!: string | null;
-  @ApiProperty({ type: String, nullable: true, description: 'The input a user message was consumed from.' }) input_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'The input a user message was consumed from (of the session that ran the turn: an item a fork inherited names an input of its source, readable there only).' }) input_id!: string | null;
   @ApiProperty({ type: 'integer', description: 'Unix seconds when the item was projected into history.' }) created_at!: number;
   @ApiPropertyOptional({
     type: 'integer',
@@ -221,7 +221,7 @@ export class WaitpointDto {
 export class RunDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['yuxi.session.run'] }) object!: 'yuxi.session.run';
-  @ApiProperty() session_id!: string;
+  @ApiProperty({ description: 'The session that ran it (a run a fork inherited: the ancestor\'s id).' }) session_id!: string;
   @ApiProperty() turn_id!: string;
   @ApiProperty({
     enum: RUN_STATUSES,
@@ -281,7 +281,7 @@ export class TurnDetailYuxiDto extends TurnStateYuxiDto {
 export class TurnDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['agent.session.turn'] }) object!: 'agent.session.turn';
-  @ApiProperty() session_id!: string;
+  @ApiProperty({ description: 'The session that ran it (a turn a fork inherited: the ancestor\'s id).' }) session_id!: string;
   @ApiProperty({ type: TurnAgentDto }) agent!: TurnAgentDto;
   @ApiProperty({ enum: TURN_STATUSES }) status!: string;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;

@@ -90,13 +90,21 @@ export class InlineImagesRepository {
    * A file of the session whose bytes a client may ask for: an inline image, an attachment
    * (`bound` while the worker prepares it, `ready` once in the workdir), or an image a tool returned (`ready`). Visible as the session is: to its owner only (another caller, or another session's
    * file, finds nothing).
+   * `sessionIds`: the session read through, then the other sessions whose files it shows (a fork's
+   * ancestors: the caller names them). Those must have the same owner but may be deleted: only the
+   * first must be live.
    */
-  async readable(ownerId: string, sessionId: string, fileId: string): Promise<FileEntity | null> {
-    if (!isFileId(fileId) || !isUuid(sessionId)) return null;
+  async readable(ownerId: string, sessionIds: readonly string[], fileId: string): Promise<FileEntity | null> {
+    const [sessionId, ...others] = sessionIds;
+    if (!isFileId(fileId) || sessionId === undefined || !sessionIds.every(isUuid)) return null;
     const rows = (await this.dataSource.query(
-      prepared(`SELECT ${prefixed('f')} FROM files f JOIN sessions s ON s.id = f.session_id
-       WHERE f.id = $1 AND f.session_id = $2 AND s.owner_id = $3 AND s.deleted_at IS NULL AND ${SESSION_READABLE_F}`),
-      [fileId, sessionId, ownerId],
+      others.length === 0
+        ? prepared(`SELECT ${prefixed('f')} FROM files f JOIN sessions s ON s.id = f.session_id
+       WHERE f.id = $1 AND f.session_id = $2 AND s.owner_id = $3 AND s.deleted_at IS NULL AND ${SESSION_READABLE_F}`)
+        : prepared(`SELECT ${prefixed('f')} FROM files f JOIN sessions s ON s.id = f.session_id
+       WHERE f.id = $1 AND f.session_id = ANY($4::uuid[]) AND s.owner_id = $3 AND ${SESSION_READABLE_F}
+         AND EXISTS (SELECT 1 FROM sessions v WHERE v.id = $2 AND v.owner_id = $3 AND v.deleted_at IS NULL)`),
+      others.length === 0 ? [fileId, sessionId, ownerId] : [fileId, sessionId, ownerId, sessionIds],
     )) as Record<string, unknown>[];
     return rows[0] ? fileFromRow(rows[0]) : null;
   }

@@ -24,8 +24,9 @@ export class GetSessionFileContent {
     @Inject(FILE_STORAGE) private readonly storage: FileStorage,
   ) {}
 
-  async execute(principal: Principal, sessionId: string, fileId: string): Promise<SessionFileContent> {
-    const file = await this.images.readable(principal.userId, sessionId, fileId);
+  /** `sessionIds`: the session read through, then the sessions whose files it also shows (see InlineImagesRepository.readable). */
+  async execute(principal: Principal, sessionIds: readonly string[], fileId: string): Promise<SessionFileContent> {
+    const file = await this.images.readable(principal.userId, sessionIds, fileId);
     if (!file) throw DomainError.notFound(`File ${fileId}`);
     // An attachment is bound at acceptance and in the workdir once the worker prepared it.
     if (file.status !== 'ready' && file.status !== 'inline') throw new DomainError('file_not_ready', `File ${fileId} is still being prepared into the session workdir`, { file_id: fileId });

@@ -26,7 +26,7 @@ export class ListModelRequests {
 
   async execute(principal: Principal, sessionId: string, runId: string, page: PageQuery): Promise<ModelRequestListDto> {
     const session = await this.sessions.getAnyOwner(sessionId);
-    await this.runs.getRun(session.id, runId);
+    await this.runs.getRun(session, runId);
     const { rows, hasMore } = await this.requests.listForRun(runId, page);
     const data = rows.map(toModelRequestDto);
     await this.audit.record(this.dataSource.manager, {

@@ -27,7 +27,7 @@ export class GetSessionTimeline {
 
   async execute(sessionId: string, page: PageQuery): Promise<SessionTimelineDto> {
     const session = await this.sessions.getAnyOwner(sessionId);
-    const { rows: turns, hasMore } = await this.turns.listTurns(session.id, page);
+    const { rows: turns, hasMore } = await this.turns.listTurns(session, page);
     const ids = turns.map((turn) => turn.id);
     const [runs, steps, members] = await Promise.all([
       this.runs.timelineRuns(ids),
