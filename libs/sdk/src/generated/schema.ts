@@ -93,7 +93,7 @@ export interface paths {
         };
         /**
          * List sessions
-         * @description The caller's root sessions (or, with `root_session_id`, one cooperation tree: its root and members) in a stable (created_at, id) order, newest first by default; pass the previous page's `last_id` as `after` for the next one.
+         * @description The caller's root sessions (or, with `root_session_id`, one cooperation tree: its root and members; with `forked_from`, the forks of one session) in a stable (created_at, id) order, newest first by default; pass the previous page's `last_id` as `after` for the next one.
          */
         get: operations["listSessions"];
         put?: never;
@@ -478,6 +478,26 @@ export interface paths {
         get: operations["getArtifactContent"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/sessions/{session_id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fork a session at a turn
+         * @description A new root session of the same owner, agent snapshot, model, project and environment, whose history is the source's up to the end of `after_turn_id` (a finished turn; neither id: the last finished turn) or up to the start of `before_turn_id` (edit and resend), shared by reference: no item is copied, and the cost does not depend on the history's length. Its items list starts with the inherited items (same ids, same order, each keeping the `session_id` of the session that ran it) and goes on with its own; the model's context is the source's at that point, compaction included; with an environment its workspace starts as the source's was at that point. `title` and `metadata` default to the source's; approvals given for the rest of the source (`approve_session`), budgets and the queue are not carried over. The source is never changed or waited for (it may be running a turn). Forking a member of a cooperation tree is 409 `state_conflict` (fork its root, `details.root_session_id`); another owner's or a deleted session, or a turn the source does not show, is 404; `after_turn_id` naming a turn that has not finished, or a session with no finished turn yet, is 409 `state_conflict`; both ids is 422. The new session's stream starts with `agent.session.created`.
+         */
+        post: operations["forkSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1880,6 +1900,23 @@ export interface components {
             name: string;
             task: string;
         };
+        ForkedFromDto: {
+            /**
+             * Format: uuid
+             * @description The session the fork was made of.
+             */
+            session_id: string;
+            /**
+             * Format: uuid
+             * @description The turn it was made at (a turn of that session or one it inherited).
+             */
+            turn_id: string;
+            /**
+             * @description `after`: the history up to the end of that turn; `before`: up to its start (to edit and resend).
+             * @enum {string}
+             */
+            position: "after" | "before";
+        };
         ReceiptDto: {
             /** @enum {string} */
             object: "yuxi.session.event.accepted";
@@ -1965,6 +2002,8 @@ export interface components {
             spawned_by: components["schemas"]["SpawnedByDto"] | (never | null);
             /** @description Cooperation: the name and task the coordinator gave this member; null on a root. */
             subagent: components["schemas"]["SubagentInfoDto"] | (never | null);
+            /** @description Fork: the session and turn this session was forked from; null: not a fork. A fork's history is its source's up to that point (shared, not copied), then its own. */
+            forked_from: components["schemas"]["ForkedFromDto"] | (never | null);
             /**
              * @description Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.
              * @example {
@@ -2020,7 +2059,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "environment_unavailable" | "budget_exceeded" | "environment_loosened" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "automation_limit" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "environment_unavailable" | "budget_exceeded" | "environment_loosened" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "automation_limit" | "fork_depth_exceeded" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -2073,13 +2112,18 @@ export interface components {
             kind?: "question" | "approval" | "client_tool";
             /** @description `waitpoint_stale`, `turn_requires_action`: the waitpoint the turn waits at (null: none). */
             waitpoint_id?: string | null;
-            /** @description `turn_requires_action`, `turn_cancelling`: the active turn that refuses the message. */
+            /** @description `turn_requires_action`, `turn_cancelling`: the active turn that refuses the message; `state_conflict` on a fork after a turn: that turn, not finished. */
             turn_id?: string;
             /**
-             * @description `waitpoint_stale`: the status of the turn.
+             * @description `waitpoint_stale`, `state_conflict` on a fork after a turn: the status of the turn.
              * @enum {string}
              */
             turn_status?: "queued" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+            /**
+             * Format: uuid
+             * @description `state_conflict` on a member of a cooperation tree (delete, fork): the root session to act on instead.
+             */
+            root_session_id?: string;
             /** @description `waitpoint_stale`: question or call ids that are not part of the waitpoint. */
             unknown_ids?: string[];
             /** @description `file_already_bound`, `attachment_busy`, `file_not_ready`, and `not_found` on an attachment id of a submission: the file concerned. */
@@ -2298,7 +2342,7 @@ export interface components {
             type: "input_text" | "input_image" | "output_text";
             text?: string;
             /**
-             * @description input_image: where the image's bytes are: the path of its session file on this API (`GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`, authorised like the session). Items stored before inline images became session files keep their `data:` URL.
+             * @description input_image: where the image's bytes are: the path of its session file on this API (`GET /api/v1/agents/sessions/{session_id}/files/{file_id}/content`, authorised like the session). Items stored before inline images became session files keep their `data:` URL. An item a fork inherited shows the fork's path, which serves it even after the source is deleted.
              * @example /api/v1/agents/sessions/01970c4e-7a3b-7cc1-9e1a-4f3b2a1c0d9e/files/0123456789abcdef0123456789abcdef/content
              */
             image_url?: string;
@@ -2327,7 +2371,7 @@ export interface components {
         ItemYuxiDto: {
             turn_id: string;
             run_id: string | null;
-            /** @description The input a user message was consumed from. */
+            /** @description The input a user message was consumed from (of the session that ran the turn: an item a fork inherited names an input of its source, readable there only). */
             input_id: string | null;
             /** @description Unix seconds when the item was projected into history. */
             created_at: number;
@@ -2562,6 +2606,7 @@ export interface components {
             id: string;
             /** @enum {string} */
             object: "agent.session.turn";
+            /** @description The session that ran it (a turn a fork inherited: the ancestor's id). */
             session_id: string;
             agent: components["schemas"]["TurnAgentDto"];
             /** @enum {string} */
@@ -2592,6 +2637,7 @@ export interface components {
             id: string;
             /** @enum {string} */
             object: "yuxi.session.run";
+            /** @description The session that ran it (a run a fork inherited: the ancestor's id). */
             session_id: string;
             turn_id: string;
             /**
@@ -2632,6 +2678,7 @@ export interface components {
             id: string;
             /** @enum {string} */
             object: "agent.session.turn";
+            /** @description The session that ran it (a turn a fork inherited: the ancestor's id). */
             session_id: string;
             agent: components["schemas"]["TurnAgentDto"];
             /** @enum {string} */
@@ -2737,6 +2784,29 @@ export interface components {
             object: "agent.session.artifact.deleted";
             /** @enum {boolean} */
             deleted: true;
+        };
+        ForkSessionDto: {
+            /**
+             * Format: uuid
+             * @description The fork inherits the history up to the end of this finished turn (one the source shows, inherited ones included). Omitted with `before_turn_id`: the last finished turn.
+             */
+            after_turn_id?: string;
+            /**
+             * Format: uuid
+             * @description The fork inherits the history up to the start of this turn (edit and resend); any started turn the source shows. Not with `after_turn_id`.
+             */
+            before_turn_id?: string;
+            /** @description The fork's title; omitted: the source's. */
+            title?: string;
+            /**
+             * @description The fork's labels (replace the source's); omitted: the source's. Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.
+             * @example {
+             *       "channel": "web"
+             *     }
+             */
+            metadata?: {
+                [key: string]: string;
+            };
         };
         FileYuxiDto: {
             /**
@@ -4058,6 +4128,8 @@ export interface components {
             spawned_by: components["schemas"]["SpawnedByDto"] | (never | null);
             /** @description Cooperation: the name and task the coordinator gave this member; null on a root. */
             subagent: components["schemas"]["SubagentInfoDto"] | (never | null);
+            /** @description Fork: the session and turn this session was forked from; null: not a fork. A fork's history is its source's up to that point (shared, not copied), then its own. */
+            forked_from: components["schemas"]["ForkedFromDto"] | (never | null);
             /**
              * @description Your string labels for the session: at most 16 keys of 1–64 characters, values of at most 512 characters (else 422 naming the field). Never shown to the model; lists filter on them with `metadata[key]=value`.
              * @example {
@@ -4771,6 +4843,7 @@ export interface components {
             id: string;
             /** @enum {string} */
             object: "agent.session.turn";
+            /** @description The session that ran it (a turn a fork inherited: the ancestor's id). */
             session_id: string;
             agent: components["schemas"]["TurnAgentDto"];
             /** @enum {string} */
@@ -6882,6 +6955,8 @@ export interface operations {
                 is_pinned?: "true" | "false";
                 /** @description Cooperation: the sessions of this tree (its root and every member). Omitted: root sessions only (members are listed through their tree). */
                 root_session_id?: string;
+                /** @description Only the direct forks of this session (`yuxi.forked_from.session_id`). Forks are root sessions, so the default list shows them too. */
+                forked_from?: string;
                 /** @description Only sessions whose `yuxi.metadata` holds every given pair: `metadata[channel]=web&metadata[locale]=en` (at most 16 pairs, as metadata itself). */
                 metadata?: {
                     [key: string]: string;
@@ -6949,6 +7024,7 @@ export interface operations {
                      *             "depth": 0,
                      *             "spawned_by": null,
                      *             "subagent": null,
+                     *             "forked_from": null,
                      *             "metadata": {
                      *               "channel": "web"
                      *             },
@@ -7130,6 +7206,7 @@ export interface operations {
                      *         "depth": 0,
                      *         "spawned_by": null,
                      *         "subagent": null,
+                     *         "forked_from": null,
                      *         "metadata": {
                      *           "channel": "web"
                      *         },
@@ -7329,6 +7406,7 @@ export interface operations {
                      *         "depth": 0,
                      *         "spawned_by": null,
                      *         "subagent": null,
+                     *         "forked_from": null,
                      *         "metadata": {
                      *           "channel": "web"
                      *         },
@@ -7514,6 +7592,7 @@ export interface operations {
                      *         "depth": 0,
                      *         "spawned_by": null,
                      *         "subagent": null,
+                     *         "forked_from": null,
                      *         "metadata": {
                      *           "channel": "web"
                      *         },
@@ -7851,6 +7930,7 @@ export interface operations {
                      *         "depth": 0,
                      *         "spawned_by": null,
                      *         "subagent": null,
+                     *         "forked_from": null,
                      *         "metadata": {
                      *           "channel": "web"
                      *         },
@@ -10859,6 +10939,201 @@ export interface operations {
                 };
             };
             /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    forkSession: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1–128 characters, one per logical request. A retry with the same key and the same body returns the first response byte for byte; the same key with a different body is 409 `idempotency_conflict`. */
+                "Idempotency-Key": string;
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of the caller (another caller's answers 404). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForkSessionDto"];
+            };
+        };
+        responses: {
+            /** @description The fork; `yuxi.forked_from` names the source, the turn and the position. */
+            201: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "7d0c5a52-1f0e-4c49-9d0b-3f2d7c1e6a90",
+                     *       "object": "agent.session",
+                     *       "agent": {
+                     *         "id": "default-chatbot",
+                     *         "model": "scripted:echo"
+                     *       },
+                     *       "created_at": 1733400000,
+                     *       "last_active_at": 1733400001,
+                     *       "status": "idle",
+                     *       "environment": {
+                     *         "type": "none"
+                     *       },
+                     *       "metadata": {
+                     *         "channel": "web"
+                     *       },
+                     *       "usage": null,
+                     *       "required_actions": [],
+                     *       "error": null,
+                     *       "yuxi": {
+                     *         "title": "Quarterly report",
+                     *         "project_id": null,
+                     *         "is_pinned": false,
+                     *         "archived": false,
+                     *         "unread": false,
+                     *         "tool_approval_mode": "default",
+                     *         "compaction_mode": null,
+                     *         "queue_paused": false,
+                     *         "queued_input_count": 0,
+                     *         "current_turn": null,
+                     *         "parent_session_id": null,
+                     *         "root_session_id": "7d0c5a52-1f0e-4c49-9d0b-3f2d7c1e6a90",
+                     *         "depth": 0,
+                     *         "spawned_by": null,
+                     *         "subagent": null,
+                     *         "forked_from": {
+                     *           "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *           "turn_id": "0193a5c2-7e52-7f10-8b1c-2a9d4e6f8b01",
+                     *           "position": "after"
+                     *         },
+                     *         "metadata": {
+                     *           "channel": "web"
+                     *         },
+                     *         "revision": 1,
+                     *         "receipt": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `state_conflict`: The session or turn is in a state that does not allow this operation.<br>`idempotency_conflict`: The Idempotency-Key was already used with a different intent.<br>`fork_depth_exceeded`: The fork would reach its history through more ancestors than the deployment allows (`FORK_MAX_DEPTH`, in `details.limit`): fork an earlier session of the lineage, or start a new session. */
+            409: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent). */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -19401,6 +19676,7 @@ export interface operations {
                      *             "depth": 0,
                      *             "spawned_by": null,
                      *             "subagent": null,
+                     *             "forked_from": null,
                      *             "metadata": {
                      *               "channel": "web"
                      *             },
@@ -19592,6 +19868,7 @@ export interface operations {
                      *         "depth": 0,
                      *         "spawned_by": null,
                      *         "subagent": null,
+                     *         "forked_from": null,
                      *         "metadata": {
                      *           "channel": "web"
                      *         },
