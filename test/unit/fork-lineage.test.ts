@@ -26,14 +26,14 @@ function codeOf(fn: () => unknown): string | null {
 
 describe('composeLineage', () => {
   it('a fork of a session at its own turn: one segment, bounded by the point', () => {
-    assert.deepEqual(composeLineage({ id: 'S', forkItemSeq: null, lineage: [] }, point({ ownerSessionId: 'S', itemSeq: '7', turnSeq: 2 }), 8), [
+    assert.deepEqual(composeLineage({ id: 'S', forkItemSeq: null, forkTurnSeq: null, lineage: [] }, point({ ownerSessionId: 'S', itemSeq: '7', turnSeq: 2 }), 8), [
       { depth: 1, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2 },
     ]);
   });
 
   it('a fork of a fork at the fork\'s own turn: the fork, then its ancestors as they were (already within the bound)', () => {
-    const lineage: BasedSegment[] = [{ depth: 1, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2, base: '0' }];
-    assert.deepEqual(composeLineage({ id: 'F', forkItemSeq: '7', lineage }, point({ ownerSessionId: 'F', itemSeq: '12', turnSeq: 3 }), 8), [
+    const lineage: BasedSegment[] = [{ depth: 1, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2, base: '0', turnBase: 0 }];
+    assert.deepEqual(composeLineage({ id: 'F', forkItemSeq: '7', forkTurnSeq: 2, lineage }, point({ ownerSessionId: 'F', itemSeq: '12', turnSeq: 3 }), 8), [
       { depth: 1, sessionId: 'F', uptoItemSeq: '12', uptoTurnSeq: 3 },
       { depth: 2, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2 },
     ]);
@@ -41,32 +41,50 @@ describe('composeLineage', () => {
 
   it('an inherited point drops the nearer sessions and clamps the owner: the depth does not grow', () => {
     const lineage: BasedSegment[] = [
-      { depth: 1, sessionId: 'F', uptoItemSeq: '12', uptoTurnSeq: 3, base: '7' },
-      { depth: 2, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2, base: '0' },
+      { depth: 1, sessionId: 'F', uptoItemSeq: '12', uptoTurnSeq: 3, base: '7', turnBase: 2 },
+      { depth: 2, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2, base: '0', turnBase: 0 },
     ];
-    assert.deepEqual(composeLineage({ id: 'G', forkItemSeq: '12', lineage }, point({ ownerSessionId: 'S', itemSeq: '4', turnSeq: 1 }), 8), [
+    assert.deepEqual(composeLineage({ id: 'G', forkItemSeq: '12', forkTurnSeq: 3, lineage }, point({ ownerSessionId: 'S', itemSeq: '4', turnSeq: 1 }), 8), [
       { depth: 1, sessionId: 'S', uptoItemSeq: '4', uptoTurnSeq: 1 },
     ]);
-    assert.deepEqual(composeLineage({ id: 'G', forkItemSeq: '12', lineage }, point({ ownerSessionId: 'F', itemSeq: '9', turnSeq: 3 }), 8), [
+    assert.deepEqual(composeLineage({ id: 'G', forkItemSeq: '12', forkTurnSeq: 3, lineage }, point({ ownerSessionId: 'F', itemSeq: '9', turnSeq: 3 }), 8), [
       { depth: 1, sessionId: 'F', uptoItemSeq: '9', uptoTurnSeq: 3 },
       { depth: 2, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2 },
     ]);
   });
 
   it('leaves out a segment holding nothing up to the bound (a fork before the owner\'s first own turn)', () => {
-    const lineage: BasedSegment[] = [{ depth: 1, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2, base: '0' }];
-    assert.deepEqual(composeLineage({ id: 'F', forkItemSeq: '7', lineage }, point({ ownerSessionId: 'F', itemSeq: '7', turnSeq: 2, position: 'before' }), 8), [
+    const lineage: BasedSegment[] = [{ depth: 1, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2, base: '0', turnBase: 0 }];
+    assert.deepEqual(composeLineage({ id: 'F', forkItemSeq: '7', forkTurnSeq: 2, lineage }, point({ ownerSessionId: 'F', itemSeq: '7', turnSeq: 2, position: 'before' }), 8), [
       { depth: 1, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2 },
     ]);
-    assert.deepEqual(composeLineage({ id: 'S', forkItemSeq: null, lineage: [] }, point({ ownerSessionId: 'S', itemSeq: '0', turnSeq: 0, position: 'before' }), 8), []);
+    assert.deepEqual(composeLineage({ id: 'S', forkItemSeq: null, forkTurnSeq: null, lineage: [] }, point({ ownerSessionId: 'S', itemSeq: '0', turnSeq: 0, position: 'before' }), 8), []);
+  });
+
+  it('keeps a segment whose own turns up to the point hold no item (a failed manual compaction): its turns are the fork\'s history', () => {
+    // F (forked from S after item 7, turn 2) ran turn 3 without items; a fork of F after turn 3 keeps F for that turn.
+    const lineage: BasedSegment[] = [{ depth: 1, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2, base: '0', turnBase: 0 }];
+    assert.deepEqual(composeLineage({ id: 'F', forkItemSeq: '7', forkTurnSeq: 2, lineage }, point({ ownerSessionId: 'F', itemSeq: '7', turnSeq: 3 }), 8), [
+      { depth: 1, sessionId: 'F', uptoItemSeq: '7', uptoTurnSeq: 3 },
+      { depth: 2, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2 },
+    ]);
+    // The same of an ancestor: G (a fork of F at turn 4) forked at F's item-less turn 3.
+    const ofG: BasedSegment[] = [
+      { depth: 1, sessionId: 'F', uptoItemSeq: '9', uptoTurnSeq: 4, base: '7', turnBase: 2 },
+      { depth: 2, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2, base: '0', turnBase: 0 },
+    ];
+    assert.deepEqual(composeLineage({ id: 'G', forkItemSeq: '9', forkTurnSeq: 4, lineage: ofG }, point({ ownerSessionId: 'F', itemSeq: '7', turnSeq: 3 }), 8), [
+      { depth: 1, sessionId: 'F', uptoItemSeq: '7', uptoTurnSeq: 3 },
+      { depth: 2, sessionId: 'S', uptoItemSeq: '7', uptoTurnSeq: 2 },
+    ]);
   });
 
   it('refuses a lineage deeper than the limit with fork_depth_exceeded (details.limit), and accepts one at the limit', () => {
     const lineage: BasedSegment[] = [
-      { depth: 1, sessionId: 'B', uptoItemSeq: '20', uptoTurnSeq: 4, base: '10' },
-      { depth: 2, sessionId: 'A', uptoItemSeq: '10', uptoTurnSeq: 2, base: '0' },
+      { depth: 1, sessionId: 'B', uptoItemSeq: '20', uptoTurnSeq: 4, base: '10', turnBase: 2 },
+      { depth: 2, sessionId: 'A', uptoItemSeq: '10', uptoTurnSeq: 2, base: '0', turnBase: 0 },
     ];
-    const source = { id: 'C', forkItemSeq: '20', lineage };
+    const source = { id: 'C', forkItemSeq: '20', forkTurnSeq: 4, lineage };
     const at = point({ ownerSessionId: 'C', itemSeq: '25', turnSeq: 5 });
     assert.equal(composeLineage(source, at, 3).length, 3);
     assert.equal(codeOf(() => composeLineage(source, at, 2)), 'fork_depth_exceeded');
@@ -81,7 +99,7 @@ describe('composeLineage', () => {
 
   it('big seqs keep their precision (bigint as text)', () => {
     const big = '9007199254740993';
-    assert.deepEqual(composeLineage({ id: 'S', forkItemSeq: null, lineage: [] }, point({ ownerSessionId: 'S', itemSeq: big, turnSeq: 1 }), 8), [
+    assert.deepEqual(composeLineage({ id: 'S', forkItemSeq: null, forkTurnSeq: null, lineage: [] }, point({ ownerSessionId: 'S', itemSeq: big, turnSeq: 1 }), 8), [
       { depth: 1, sessionId: 'S', uptoItemSeq: big, uptoTurnSeq: 1 },
     ]);
   });
@@ -97,6 +115,7 @@ interface Turn {
 interface Sim {
   id: string;
   base: number;
+  turnBase: number;
   lineage: LineageSegment[];
   turns: Turn[];
   itemSeq: number;
@@ -143,7 +162,7 @@ describe('composeLineage: the model of random fork trees', () => {
       const pick = <T>(list: T[]): T => list[Math.floor(rand() * list.length)]!;
       const sims = new Map<string, Sim>();
       let nextId = 0;
-      const root: Sim = { id: 'R', base: 0, lineage: [], turns: [], itemSeq: 0, turnSeq: 0, naiveTurns: [], naiveItems: [] };
+      const root: Sim = { id: 'R', base: 0, turnBase: 0, lineage: [], turns: [], itemSeq: 0, turnSeq: 0, naiveTurns: [], naiveItems: [] };
       sims.set(root.id, root);
       const maxDepth = 1 + Math.floor(rand() * 4);
       for (let step = 0; step < 40; step += 1) {
@@ -164,10 +183,10 @@ describe('composeLineage: the model of random fork trees', () => {
         const owner = [...sims.values()].find((x) => x.turns.includes(turn))!;
         const position = rand() < 0.5 ? 'after' : 'before';
         const at = pointOf(sims, owner, turn, position);
-        const based = s.lineage.map((l) => ({ ...l, base: String(sims.get(l.sessionId)!.base) }));
+        const based = s.lineage.map((l) => ({ ...l, base: String(sims.get(l.sessionId)!.base), turnBase: sims.get(l.sessionId)!.turnBase }));
         let lineage;
         try {
-          lineage = composeLineage({ id: s.id, forkItemSeq: s === root ? null : String(s.base), lineage: based }, at, maxDepth);
+          lineage = composeLineage({ id: s.id, forkItemSeq: s === root ? null : String(s.base), forkTurnSeq: s === root ? null : s.turnBase, lineage: based }, at, maxDepth);
         } catch (error) {
           assert.equal((error as DomainError).code, 'fork_depth_exceeded');
           refused += 1;
@@ -180,6 +199,7 @@ describe('composeLineage: the model of random fork trees', () => {
         const f: Sim = {
           id: `F${nextId++}`,
           base: Number(at.itemSeq),
+          turnBase: at.turnSeq,
           lineage,
           turns: [],
           itemSeq: Number(at.itemSeq),
@@ -195,17 +215,18 @@ describe('composeLineage: the model of random fork trees', () => {
         const ids = seen.items.map((i) => i.id);
         assert.deepEqual(ids, s.naiveItems, `seed ${seed}: the items of ${s.id}`);
         assert.equal(new Set(ids).size, ids.length, `seed ${seed}: each item once in ${s.id}`);
-        // A turn without items at the very end of an ancestor that holds no item up to the bound is
-        // left out with its segment (it holds nothing to inherit); every other turn is there.
-        const turnsWithItems = (list: string[]) => list.filter((id) => [...sims.values()].some((x) => x.turns.some((t) => t.id === id && t.items.length > 0)));
-        assert.deepEqual(turnsWithItems(seen.turns.map((t) => t.id)), turnsWithItems(s.naiveTurns), `seed ${seed}: the turns of ${s.id}`);
+        assert.deepEqual(seen.turns.map((t) => t.id), s.naiveTurns, `seed ${seed}: the turns of ${s.id}, item-less ones included`);
         assert.ok(s.lineage.length <= maxDepth, `seed ${seed}: ${s.id} within the depth limit`);
-        // Disjoint, decreasing ranges: each segment's own range (base, upto] lies below the nearer one's.
+        // Disjoint, decreasing ranges: each segment's own range (base, upto] lies below the nearer
+        // one's, and a segment holds an item or a turn of its own.
         let above = s.base;
+        let aboveTurn = s.turnBase;
         for (const l of s.lineage) {
-          const base = sims.get(l.sessionId)!.base;
-          assert.ok(Number(l.uptoItemSeq) <= above && base < Number(l.uptoItemSeq), `seed ${seed}: ${s.id} depth ${l.depth} range`);
+          const { base, turnBase } = sims.get(l.sessionId)!;
+          assert.ok(Number(l.uptoItemSeq) <= above && base <= Number(l.uptoItemSeq), `seed ${seed}: ${s.id} depth ${l.depth} range`);
+          assert.ok(l.uptoTurnSeq <= aboveTurn && (base < Number(l.uptoItemSeq) || turnBase < l.uptoTurnSeq), `seed ${seed}: ${s.id} depth ${l.depth} holds something`);
           above = base;
+          aboveTurn = turnBase;
         }
       }
     }

@@ -16,7 +16,7 @@ const TERMINAL = sqlList(TERMINAL_TURN_STATUSES);
  * - the item bound: the last item of the owner's latest turn at or before the point that has
  *   items (turns of the owner backwards on UNIQUE (session_id, seq), each probing items_turn_idx:
  *   one turn read unless item-less turns come just before), else the owner's own base;
- * - the source's lineage with each ancestor's base, as JSON (bigints as text);
+ * - the source's lineage with each ancestor's item and turn bases, as JSON (bigints as text);
  * - `held`: a shared lock on the lineage of every session the fork may reference (in id order),
  *   held to commit, so a delete deciding whether their files may go waits for this fork (see
  *   LineageRepository.releasable); forks never wait for each other, nor for the source's turn.
@@ -37,7 +37,7 @@ const RESOLVE_SQL = `WITH seg AS (
     coalesce((SELECT i.seq FROM turns p CROSS JOIN LATERAL (SELECT seq FROM items WHERE turn_id = p.id ORDER BY seq DESC LIMIT 1) i
        WHERE p.session_id = t.session_id AND p.seq <= t.seq - $3::int ORDER BY p.seq DESC LIMIT 1), o.fork_item_seq, 0)::text AS item_seq,
     (SELECT coalesce(json_agg(json_build_object('depth', l.depth, 'session_id', l.ancestor_id, 'upto_item_seq', l.upto_item_seq::text,
-        'upto_turn_seq', l.upto_turn_seq, 'base', coalesce(a.fork_item_seq, 0)::text) ORDER BY l.depth), '[]'::json)
+        'upto_turn_seq', l.upto_turn_seq, 'base', coalesce(a.fork_item_seq, 0)::text, 'turn_base', coalesce(a.fork_turn_seq, 0)) ORDER BY l.depth), '[]'::json)
        FROM session_lineage l JOIN sessions a ON a.id = l.ancestor_id WHERE l.session_id = $1::uuid) AS lineage
   FROM t JOIN sessions o ON o.id = t.session_id CROSS JOIN held`;
 
@@ -48,7 +48,7 @@ interface ResolvedRow {
   seq: number;
   status: string;
   item_seq: string;
-  lineage: { depth: number; session_id: string; upto_item_seq: string; upto_turn_seq: number; base: string }[];
+  lineage: { depth: number; session_id: string; upto_item_seq: string; upto_turn_seq: number; base: string; turn_base: number }[];
 }
 
 /** Where a fork of a session starts. Reads immutable rows only: no lock on the source, so a fork never waits for its running turn. */
@@ -89,6 +89,7 @@ export class ForkPoints {
         uptoItemSeq: String(segment.upto_item_seq),
         uptoTurnSeq: Number(segment.upto_turn_seq),
         base: String(segment.base),
+        turnBase: Number(segment.turn_base),
       })),
     };
   }

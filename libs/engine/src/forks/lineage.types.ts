@@ -26,6 +26,8 @@ export interface LineageSegment {
 /** A segment of the source's lineage with the ancestor's own base (its fork_item_seq, '0' for a session that is not a fork). */
 export interface BasedSegment extends LineageSegment {
   base: string;
+  /** The ancestor's own turn base: its fork_turn_seq, 0 for a session that is not a fork (its own turns have seqs above it). */
+  turnBase: number;
 }
 
 /** Where a fork starts: the turn, the session that ran it, and the inclusive bounds of what is inherited. */

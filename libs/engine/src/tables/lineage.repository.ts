@@ -27,29 +27,47 @@ export class LineageRepository {
   }
 
   /**
+   * Whether an item of the ancestor up to `uptoItemSeq` (a fork's bound) refers to the file: its
+   * input's items (an inline image, an attachment), its message, or (a tool's image, which names no
+   * input) an item whose content names its id. A file sent to the ancestor after the fork: false.
+   */
+  async referencedWithin(ancestorId: string, uptoItemSeq: string, file: { id: string; inputId: string | null; messageId: string | null }): Promise<boolean> {
+    const rows = (await this.dataSource.query(
+      prepared(`SELECT 1 FROM items WHERE session_id = $1 AND seq <= $2::bigint
+         AND (input_id = $3::uuid OR id = $4::uuid OR ($3::uuid IS NULL AND $4::uuid IS NULL AND strpos(content::text, $5) > 0)) LIMIT 1`),
+      [ancestorId, uptoItemSeq, file.inputId, file.messageId, file.id.trim()],
+    )) as unknown[];
+    return rows.length > 0;
+  }
+
+  /**
    * Of these deleted sessions and their deleted ancestors, those no live session inherits from:
    * their files (attachments, inline images) may go. A fork's history stays readable after its
    * source is deleted, so the source's files stay until the last live fork that references it is
    * deleted too (its rows are never removed anyway). Call after the sessions are marked deleted,
-   * in the same transaction.
+   * in the same transaction (READ COMMITTED).
    */
   async releasable(manager: EntityManager, deletedIds: string[]): Promise<string[]> {
     if (deletedIds.length === 0) return [];
-    // The candidates: the deleted sessions, and the ancestors of theirs that are deleted too,
-    // locked (in id order, as forks take them) so a fork referencing one commits first or sees it deleted.
-    const candidates = (await manager.query(
+    // First lock the deleted sessions and ALL their ancestors, deleted or not yet (exclusively, in
+    // id order, as forks take them shared): an ancestor whose own delete is uncommitted now would
+    // otherwise be missed by both deletes (that one still sees this fork live, this one does not
+    // see it deleted). Whoever locks second waits for the other's commit.
+    const locked = (await manager.query(
       prepared(`SELECT x.id, pg_advisory_xact_lock(hashtextextended('${LINEAGE_LOCK}' || x.id::text, 0)) FROM (
          SELECT unnest($1::uuid[]) AS id
          UNION
-         SELECT l.ancestor_id FROM session_lineage l JOIN sessions a ON a.id = l.ancestor_id AND a.deleted_at IS NOT NULL WHERE l.session_id = ANY($1::uuid[])
+         SELECT l.ancestor_id FROM session_lineage l WHERE l.session_id = ANY($1::uuid[])
          ORDER BY id) x`),
       [deletedIds],
     )) as { id: string }[];
-    // A candidate is kept while a live session (a fork, at any depth) names it in its lineage.
+    // Then, in a new statement (a snapshot taken after the locks, so deletes and forks that held
+    // them are seen committed): the deleted ones of them no live session (a fork, at any depth)
+    // names in its lineage.
     const rows = (await manager.query(
-      prepared(`SELECT c.id FROM unnest($1::uuid[]) AS c(id) WHERE NOT EXISTS (
+      prepared(`SELECT c.id FROM sessions c WHERE c.id = ANY($1::uuid[]) AND c.deleted_at IS NOT NULL AND NOT EXISTS (
          SELECT 1 FROM session_lineage l JOIN sessions s ON s.id = l.session_id AND s.deleted_at IS NULL WHERE l.ancestor_id = c.id)`),
-      [candidates.map((row) => row.id)],
+      [locked.map((row) => row.id)],
     )) as { id: string }[];
     return rows.map((row) => row.id);
   }

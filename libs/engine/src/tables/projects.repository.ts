@@ -73,6 +73,17 @@ export class ProjectsRepository {
     if (count !== 1) throw DomainError.notFound(`Project ${projectId}`);
   }
 
+  /**
+   * A session's `project_id` still takes new sessions: a project of the owner that is live
+   * (share-locked until the transaction ends, as getVisible with a manager), or a free label from
+   * before projects existed (no project row: nothing to check). A deleted project: not found.
+   */
+  async requireLiveOrLabel(manager: EntityManager, ownerId: string, projectId: string): Promise<void> {
+    if (!isUuid(projectId)) return;
+    const rows = (await manager.query(prepared(`SELECT owner_id, deleted_at FROM projects WHERE id = $1 FOR SHARE`), [projectId])) as { owner_id: string; deleted_at: Date | null }[];
+    if (rows[0] && (rows[0].owner_id !== ownerId || rows[0].deleted_at !== null)) throw DomainError.notFound(`Project ${projectId}`);
+  }
+
   /** Whether the workdir is a deleted project's (a session's `workdir_id`; a workdir of a session's own is no project). */
   async isDeletedWorkdir(manager: EntityManager, workdirId: string): Promise<boolean> {
     const rows = (await manager.query(prepared(`SELECT 1 FROM projects WHERE id = $1 AND deleted_at IS NOT NULL`), [workdirId])) as unknown[];

@@ -99,11 +99,12 @@ export class SessionsRepository {
   }
 
   /** Another owner's session, and a deleted one, are indistinguishable from a missing one. */
-  async getVisible(ownerId: string, sessionId: string, withUsage = false): Promise<SessionEntity & { usage?: UsageTotals }> {
+  async getVisible(ownerId: string, sessionId: string, withUsage = false, manager?: EntityManager): Promise<SessionEntity & { usage?: UsageTotals }> {
     // With `withUsage`, what the session used too: the sums of its ledger rows, in the same statement.
     const usage = withUsage ? `, (SELECT to_jsonb(u) FROM (SELECT ${LEDGER_TOTALS_COLUMNS} FROM usage_ledger WHERE session_id = $1) u) AS usage_totals` : '';
     const sql = prepared(`SELECT ${SESSION_COLUMNS}${usage} FROM sessions WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`);
-    const rows = isUuid(sessionId) ? ((await this.sessions.query(sql, [sessionId, ownerId])) as Record<string, unknown>[]) : [];
+    // `manager` given: read on its transaction's connection (no lock), not a second one from the pool.
+    const rows = isUuid(sessionId) ? ((await (manager ?? this.sessions).query(sql, [sessionId, ownerId])) as Record<string, unknown>[]) : [];
     if (!rows[0]) throw DomainError.notFound(`Session ${sessionId}`);
     return withUsage ? { ...sessionFromRow(rows[0]), usage: totalsFromRow(rows[0].usage_totals as Record<string, unknown>) } : sessionFromRow(rows[0]);
   }

@@ -24,10 +24,13 @@ export class GetSessionFileContent {
     @Inject(FILE_STORAGE) private readonly storage: FileStorage,
   ) {}
 
-  /** `sessionIds`: the session read through, then the sessions whose files it also shows (see InlineImagesRepository.readable). */
-  async execute(principal: Principal, sessionIds: readonly string[], fileId: string): Promise<SessionFileContent> {
+  /**
+   * `sessionIds`: the session read through, then the sessions whose files it also shows (see
+   * InlineImagesRepository.readable); `admit`: the caller's further say on a file found (false: not found).
+   */
+  async execute(principal: Principal, sessionIds: readonly string[], fileId: string, admit?: (file: FileEntity) => Promise<boolean>): Promise<SessionFileContent> {
     const file = await this.images.readable(principal.userId, sessionIds, fileId);
-    if (!file) throw DomainError.notFound(`File ${fileId}`);
+    if (!file || (admit !== undefined && !(await admit(file)))) throw DomainError.notFound(`File ${fileId}`);
     // An attachment is bound at acceptance and in the workdir once the worker prepared it.
     if (file.status !== 'ready' && file.status !== 'inline') throw new DomainError('file_not_ready', `File ${fileId} is still being prepared into the session workdir`, { file_id: fileId });
     if (!file.sessionKey) throw DomainError.notFound(`File ${fileId}`);

@@ -42,17 +42,19 @@ export class ForkSession {
   }
 
   private async fork(manager: EntityManager, principal: Principal, sessionId: string, dto: ForkSessionDto): Promise<Accepted> {
-    // Another owner's session and a deleted one are not found; read without a lock (see above).
-    const source = await this.sessions.getVisible(principal.userId, sessionId);
+    // Another owner's session and a deleted one are not found; read without a lock (see above), on
+    // the transaction's connection (a second one from the pool while holding this one starves it).
+    const source = await this.sessions.getVisible(principal.userId, sessionId, false, manager);
     if (source.depth > 0) {
       throw new DomainError('state_conflict', 'This session is a member of a cooperation tree; fork the tree\'s root session', { root_session_id: source.rootSessionId });
     }
     // A fork is a new session of the source's project: a deleted project takes none (404, as a
-    // create in it), share-locked until commit as a create does. (A session whose project_id is a
-    // label from before projects existed has a workdir of its own: nothing to check.)
-    if (source.projectId !== null && source.workdirId === source.projectId) await this.projects.getVisible(principal.userId, source.projectId, manager);
+    // create in it), share-locked until commit as a create does. Checked on project_id, not the
+    // workdir: a fork with an environment has a workdir of its own, and so have its forks. (A
+    // project_id that is a label from before projects existed names no project: nothing to check.)
+    if (source.projectId !== null) await this.projects.requireLiveOrLabel(manager, principal.userId, source.projectId);
     const { point, sourceLineage } = await this.points.resolve(manager, source, { afterTurnId: dto.after_turn_id, beforeTurnId: dto.before_turn_id });
-    const lineage = composeLineage({ id: source.id, forkItemSeq: source.forkItemSeq, lineage: sourceLineage }, point, this.config.forkMaxDepth);
+    const lineage = composeLineage({ id: source.id, forkItemSeq: source.forkItemSeq, forkTurnSeq: source.forkTurnSeq, lineage: sourceLineage }, point, this.config.forkMaxDepth);
     const id = newId();
     const workdirId = forkWorkdir(source, id);
     // With an environment the fork's workspace starts at the source's version as of the point (no
