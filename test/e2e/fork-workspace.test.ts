@@ -11,7 +11,7 @@ import { type SseEvent, SseStream } from '../support/sse.js';
 // sandboxes, the scripted model): the fork's own turns see the workspace as it was at the fork
 // point (through the file tools' results the model gets), writes in either never show in the
 // other, the fork copies no blob, a fork from before the workspace existed sets it up itself, and a
-// project session's fork branches the project's workspace.
+// project session's fork branches the project's workspace as the project's sessions had left it.
 
 const TERMINAL = new Set(['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled']);
 const tool = (name: string, args: object): string => `[[tool:${name} ${JSON.stringify(args)}]]`;
@@ -73,10 +73,6 @@ describe('fork: the workspace as of the fork point', () => {
     const source = await hosted();
     const t1 = await turn(source, tool('write_file', { path: 'a.txt', content: 'alpha\n' }));
     const t2 = await turn(source, tool('write_file', { path: 'b.txt', content: 'beta\n' }));
-    // Each version records its author turn's seq (what the version as of a turn is found by).
-    const authors = await query<{ turn_seq: number; seq: number }>('SELECT v.turn_seq, t.seq FROM workspace_versions v JOIN turns t ON t.id = v.turn_id WHERE v.session_id = $1', [source.id]);
-    assert.ok(authors.length >= 2);
-    for (const author of authors) assert.equal(author.turn_seq, author.seq);
     const [asOfT1] = await query<{ id: string }>('SELECT id FROM workspace_versions WHERE turn_id = $1 ORDER BY seq DESC LIMIT 1', [t1.data.turn_id]);
 
     const blobs = await blobCount();
@@ -174,5 +170,22 @@ describe('fork: the workspace as of the fork point', () => {
     const plainFork = await fork(plain, { after_turn_id: said.data.turn_id });
     const [plainRow] = await query<{ workdir_id: string }>('SELECT workdir_id FROM sessions WHERE id = $1', [plainFork.id]);
     assert.equal(plainRow!.workdir_id, project.body.id, 'no environment: the project\'s workdir, as every session of the project');
+  });
+
+  it('a project session that never wrote: its fork sees what the project\'s other sessions wrote before the turn ended, not what they wrote after', async () => {
+    const project = await http(`${API}/projects`, { body: { name: 'fork shared workdir' } });
+    assert.equal(project.status, 201, project.text);
+    const source = await hosted({}, { project_id: project.body.id });
+    const writer = await hosted({}, { project_id: project.body.id });
+    await turn(writer, tool('write_file', { path: 'a.txt', content: 'before\n' }));
+    const written = await workspaceOf(project.body.id);
+    const point = await turn(source, 'the source only talks');
+    await turn(writer, tool('write_file', { path: 'late.txt', content: 'after the point\n' }));
+    const child = await fork(source, { after_turn_id: point.data.turn_id });
+    assert.equal((await workspaceOf(child.id))?.base_version_id, written!.head_version_id, 'the project\'s version as the turn ended');
+    const [listed, readA] = await toolResults(child, await turn(child, `${tool('list_files', {})} ${tool('read_file', { path: 'a.txt' })}`));
+    assert.match(listed![1], /^"a\.txt" \(7 bytes\)$/m);
+    assert.doesNotMatch(listed![1], /late\.txt/, 'written after the fork point\'s turn ended');
+    assert.equal(readA![1], 'before\n');
   });
 });

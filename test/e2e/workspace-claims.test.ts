@@ -35,7 +35,7 @@ describe('workspace setup claims and aborted calls', () => {
     // Meanwhile another session's write made a head: the setup must still run, merged onto it.
     const open = await rig.store.open(session.id, session.workdirId, null, bounds);
     await writeFile(path.join(open.checkout.dir, 'early.txt'), 'early\n');
-    const early = await rig.store.commit(open, { sessionId: session.id, turnId: null, turnSeq: null, callId: null }, bounds);
+    const early = await rig.store.commit(open, { sessionId: session.id, turnId: null, callId: null }, bounds);
     assert.equal(early.kind, 'committed');
 
     const next = await environments.execute(harnessCall(session, 'shell', { command: 'cat setup.log early.txt' }, environment));

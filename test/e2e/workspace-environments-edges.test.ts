@@ -91,7 +91,7 @@ describe('session environments: file system edges', () => {
     const big = Buffer.concat(Array.from({ length: 50 }, (_, index) => Buffer.concat([Buffer.from(`${index}`), chunk.subarray(8)])));
     await writeFile(path.join(open.checkout.dir, 'big.bin'), big);
     const streamed = rig.storage.streamed;
-    const committed = await rig.store.commit(open, { sessionId: session.id, turnId: null, turnSeq: null, callId: null }, bounds);
+    const committed = await rig.store.commit(open, { sessionId: session.id, turnId: null, callId: null }, bounds);
     assert.equal(committed.kind, 'committed');
     assert.equal(rig.storage.streamed - streamed, 1, 'the file went up as a stream');
     const head2 = (await rig.repository.state(session.workdirId))!.head!;

@@ -11,7 +11,7 @@ import { harnessCall, realSession, type StoreRig, storeRig } from '../support/wo
 // content-addressed blobs, sessions' checkouts, per-path merges of concurrent commits, bounds and
 // symlinks. Two rigs share one storage, as two workers do.
 const BOUNDS = { maxFiles: 100, maxBytes: 10 * 1024 * 1024 };
-const author = (sessionId: string) => ({ sessionId, turnId: null, turnSeq: null, callId: null });
+const author = (sessionId: string) => ({ sessionId, turnId: null, callId: null });
 const owner = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
 
 describe('workspace store', () => {

@@ -88,7 +88,6 @@ export function harnessCall(session: { id: string; ownerId: string; workdirId: s
   return {
     session,
     turnId: null as unknown as string,
-    turnSeq: null as unknown as number,
     callId: `call-${Math.random().toString(36).slice(2)}`,
     environment: { type: 'openai_hosted', network: { access: 'disabled' }, env: {}, files: [], setup_commands: [], limits: {}, ...environment },
     tool,

@@ -102,7 +102,6 @@ describe('command_execution items', () => {
     const [sent] = calls;
     assert.deepEqual(sent!.session, { id: 's1', ownerId: 'u1', workdirId: 'w1' });
     assert.deepEqual([sent!.turnId, sent!.callId, sent!.tool, sent!.args, sent!.environment], ['turn_1', 'call_1', 'shell', { command: 'ls' }, ENV.environment]);
-    assert.equal(sent!.turnSeq, 4, 'the turn\'s seq: recorded on the versions the call commits');
     assert.equal(sent!.signal, call.controller.signal, 'a cancel or a lost lease aborts it');
     assert.deepEqual(pushed, [
       { type: 'agent.output.command_execution_output.delta', turn_id: 'turn_1', item_id: commandItemId('turn_1', 'call_1'), output_index: 3, delta: 'a.txt\n', yuxi: { run_id: 'run_1' } },

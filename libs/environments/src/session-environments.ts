@@ -13,8 +13,6 @@ export interface HarnessCall {
     workdirId: string;
   };
   turnId: string;
-  /** The turn's seq in its session: recorded on the versions the call commits (a fork finds the workspace as of a turn by it). */
-  turnSeq: number;
   /** The model's call id: with the turn, the step this call is. */
   callId: string;
   environment: EnvironmentConfig;

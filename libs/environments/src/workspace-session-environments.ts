@@ -95,7 +95,7 @@ export class WorkspaceSessionEnvironments extends SessionEnvironments implements
   private async run(call: HarnessCall): Promise<HarnessOutcome> {
     const { id: sessionId, workdirId } = call.session;
     const bounds: WorkspaceBounds = { maxFiles: this.config.sandbox.workspaceMaxFiles, maxBytes: workspaceDiskMb(call.environment, this.config.sandbox) * 1024 * 1024 };
-    const author = { sessionId, turnId: call.turnId, turnSeq: call.turnSeq, callId: call.callId };
+    const author = { sessionId, turnId: call.turnId, callId: call.callId };
     let state = await this.repository.state(workdirId);
     let setupNotes: string[] = [];
     // Decided on the setup's state, not on a head: a call that committed while a setup was stalled
@@ -170,7 +170,7 @@ export class WorkspaceSessionEnvironments extends SessionEnvironments implements
       await this.repository.releaseSetup(call.session.workdirId);
       throw failure;
     }
-    const author = { sessionId: call.session.id, turnId: call.turnId, turnSeq: call.turnSeq, callId: null };
+    const author = { sessionId: call.session.id, turnId: call.turnId, callId: null };
     const committed = await this.store.commit(open, author, bounds, { setupOutput: notes.join('\n'), placedFileIds });
     if (committed.kind === 'refused') {
       notes.push(`error: the workspace's setup was not kept: ${committed.reason}`);

@@ -38,7 +38,6 @@ export class HarnessCalls {
         outcome = await this.environments.execute({
           session: { id: held.turn.sessionId, ownerId: scope.ownerId, workdirId: scope.workdirId },
           turnId: held.turn.id,
-          turnSeq: held.turn.seq,
           callId: call.call_id,
           environment,
           tool: tool.name as HarnessToolName,

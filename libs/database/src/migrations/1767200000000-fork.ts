@@ -52,10 +52,9 @@ export class Fork1767200000000 implements MigrationInterface {
     // "Does a live session still inherit from S" (delete keeps S's files then) and "the forks of S".
     await q.query(`CREATE INDEX session_lineage_ancestor_idx ON session_lineage (ancestor_id)`);
 
-    // The author turn's seq of each workspace version: the version as of a turn is two index probes.
-    await q.query(`ALTER TABLE workspace_versions ADD COLUMN turn_seq integer`);
-    await q.query(`UPDATE workspace_versions v SET turn_seq = t.seq FROM turns t WHERE t.id = v.turn_id AND v.turn_seq IS NULL`);
-    await q.query(`CREATE INDEX workspace_versions_author_idx ON workspace_versions (session_id, turn_seq, seq) WHERE turn_seq IS NOT NULL`);
+    // The workspace as of a fork point: the latest version of the workdir committed before the
+    // point's turn ended (or started), one index probe read backwards from that time.
+    await q.query(`CREATE INDEX workspace_versions_asof_idx ON workspace_versions (workdir_id, created_at, seq)`);
     // A fork's workspace starts at a version of its source's workdir; kept so that the version as of
     // a turn of a fork that had not written yet is that starting version.
     await q.query(`ALTER TABLE workspaces ADD COLUMN base_version_id uuid REFERENCES workspace_versions (id)`);
@@ -63,8 +62,7 @@ export class Fork1767200000000 implements MigrationInterface {
 
   async down(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE workspaces DROP COLUMN base_version_id`);
-    await q.query(`DROP INDEX workspace_versions_author_idx`);
-    await q.query(`ALTER TABLE workspace_versions DROP COLUMN turn_seq`);
+    await q.query(`DROP INDEX workspace_versions_asof_idx`);
     await q.query(`DROP TABLE session_lineage`);
     await q.query(`DROP INDEX sessions_forks_idx`);
     await q.query(`ALTER TABLE sessions DROP CONSTRAINT sessions_fork_shape`);

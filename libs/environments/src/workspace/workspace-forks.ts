@@ -10,20 +10,28 @@ import { prepared } from '#libs/database';
 @Injectable()
 export class WorkspaceForks {
   /**
-   * The version of the workspace after `sessionId`'s last write at or before its turn `turnSeq`;
-   * else its workspace's base (a fork that had not written yet: its inherited writes are its
-   * ancestors' versions); null: no workspace yet at that point (the fork sets up its own).
-   * Two index probes whatever the number of versions: `workspace_versions_author_idx` read
-   * backwards from the bound, then the workspace's primary key. In a workdir shared by a tree or a
-   * project the version also holds the others' writes committed before that write (an
-   * approximation: versions record their author's turn, not the moment each turn ended).
+   * The workspace of `workdirId` as of a fork point: its latest version committed before the
+   * point's turn ended (`after`) or started (`before`), whoever wrote it (the session, the members
+   * of its tree, the other sessions of its project share the workdir); else the workspace's base
+   * (a fork that had not written yet: its inherited writes are its ancestors' versions); null: no
+   * workspace yet at that point (the fork sets up its own). One statement of three index probes
+   * whatever the number of versions: the turn by its key, then `workspace_versions_asof_idx` read
+   * backwards from the turn's time, then the workspace by its key.
+   *
+   * A version's time is the database's clock once the workspace is locked (so by time is by seq);
+   * a turn's are the worker's that ran it: the hosts' clocks are assumed to agree to well within a
+   * model call, which always lies between a turn's last write and its end. The end is taken to the
+   * end of its millisecond (a turn's times are kept to the millisecond, a version's finer).
    */
-  async versionAsOf(manager: EntityManager, at: { sessionId: string; workdirId: string; turnSeq: number }): Promise<string | null> {
+  async versionAsOf(manager: EntityManager, at: { workdirId: string; turnId: string; position: 'after' | 'before' }): Promise<string | null> {
     const [row] = (await manager.query(
       prepared(`SELECT coalesce(
-           (SELECT id FROM workspace_versions WHERE session_id = $1 AND turn_seq IS NOT NULL AND turn_seq <= $2 ORDER BY turn_seq DESC, seq DESC LIMIT 1),
-           (SELECT base_version_id FROM workspaces WHERE workdir_id = $3)) AS version_id`),
-      [at.sessionId, at.turnSeq, at.workdirId],
+           (SELECT id FROM workspace_versions
+             WHERE workdir_id = $1
+               AND created_at < (SELECT CASE WHEN $3::text = 'after' THEN completed_at + interval '1 millisecond' ELSE started_at END FROM turns WHERE id = $2)
+             ORDER BY created_at DESC, seq DESC LIMIT 1),
+           (SELECT base_version_id FROM workspaces WHERE workdir_id = $1)) AS version_id`),
+      [at.workdirId, at.turnId, at.position],
     )) as { version_id: string | null }[];
     return row?.version_id ?? null;
   }

@@ -23,8 +23,6 @@ export interface WorkspaceState {
 export interface VersionAuthor {
   sessionId: string;
   turnId: string | null;
-  /** The author turn's seq in its session (null: no turn). */
-  turnSeq: number | null;
   callId: string | null;
 }
 
@@ -108,12 +106,15 @@ export class WorkspacesRepository {
       const totals = manifestTotals(manifest);
       const id = newId();
       const seq = (head?.seq ?? 0) + 1;
-      const { sessionId, turnId, turnSeq, callId } = request.author;
+      const { sessionId, turnId, callId } = request.author;
       // The head may be another workdir's version (a fork's base): the seq goes on from it, the parent is it.
+      // created_at is the clock once the lock is held, not the transaction's start: a workdir's
+      // versions are then in the same order by time as by seq (a fork finds the version as of a
+      // turn's end by time, see WorkspaceForks.versionAsOf).
       await manager.query(
-        prepared(`INSERT INTO workspace_versions (id, workdir_id, seq, parent_id, manifest, files, bytes, session_id, turn_id, turn_seq, call_id)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`),
-        [id, request.workdirId, seq, locked.head_version_id, JSON.stringify(manifest), totals.files, totals.bytes, sessionId, turnId, turnSeq, callId],
+        prepared(`INSERT INTO workspace_versions (id, workdir_id, seq, parent_id, manifest, files, bytes, session_id, turn_id, call_id, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, clock_timestamp())`),
+        [id, request.workdirId, seq, locked.head_version_id, JSON.stringify(manifest), totals.files, totals.bytes, sessionId, turnId, callId],
       );
       const setup = request.setupOutput !== undefined;
       await manager.query(

@@ -61,7 +61,7 @@ export class ForkSession {
     // blob copied); none yet: the fork sets its workspace up on its first call, as a new session does.
     const baseVersionId =
       source.environment !== null && workdirId === id
-        ? await this.workspaces.versionAsOf(manager, { sessionId: point.ownerSessionId, workdirId: point.ownerWorkdirId, turnSeq: point.turnSeq })
+        ? await this.workspaces.versionAsOf(manager, { workdirId: point.ownerWorkdirId, turnId: point.turnId, position: point.position })
         : null;
     const session = await this.writes.insertFork(manager, source, point, lineage, { id, title: dto.title ?? source.title, metadata: dto.metadata ?? source.metadata, workdirId });
     if (baseVersionId !== null) await this.workspaces.branch(manager, { workdirId: id, ownerId: session.ownerId, baseVersionId });
