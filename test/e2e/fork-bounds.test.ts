@@ -86,6 +86,10 @@ describe('fork: bounds of what a fork holds', () => {
       const res = await fork(id);
       assert.equal(res.status, 404, res.text);
       assert.equal(res.body.error.code, 'not_found');
+      // Nor does any of them take a new message, the fork with a workdir of its own included.
+      const message = await postEvent(id, { type: 'agent.session.input.message', input: 'after the project\'s delete' });
+      assert.equal(message.status, 409, message.text);
+      assert.match(message.body.error.message, /project .* is deleted/);
     }
   });
 });

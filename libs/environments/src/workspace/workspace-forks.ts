@@ -19,17 +19,24 @@ export class WorkspaceForks {
    * backwards from the turn's time, then the workspace by its key.
    *
    * A version's time is the database's clock once the workspace is locked (so by time is by seq);
-   * a turn's are the worker's that ran it: the hosts' clocks are assumed to agree to well within a
-   * model call, which always lies between a turn's last write and its end. The end is taken to the
-   * end of its millisecond (a turn's times are kept to the millisecond, a version's finer).
+   * a turn's are the worker's that ran it. The point's own turn is therefore matched by id, never by
+   * time: its versions are all in (`after`) or all out (`before`) whatever the clocks say. Others'
+   * writes go by time: the hosts' clocks are assumed to agree to well within a model call, which
+   * always lies between a turn's last write and its end. The end is taken to the end of its
+   * millisecond (a turn's times are kept to the millisecond, a version's finer). One more probe:
+   * the point's turn's latest version on `workspace_versions_turn_idx`.
    */
   async versionAsOf(manager: EntityManager, at: { workdirId: string; turnId: string; position: 'after' | 'before' }): Promise<string | null> {
     const [row] = (await manager.query(
       prepared(`SELECT coalesce(
-           (SELECT id FROM workspace_versions
-             WHERE workdir_id = $1
-               AND created_at < (SELECT CASE WHEN $3::text = 'after' THEN completed_at + interval '1 millisecond' ELSE started_at END FROM turns WHERE id = $2)
-             ORDER BY created_at DESC, seq DESC LIMIT 1),
+           (SELECT v.id FROM (
+              (SELECT id, seq FROM workspace_versions
+                WHERE workdir_id = $1 AND turn_id IS DISTINCT FROM $2
+                  AND created_at < (SELECT CASE WHEN $3::text = 'after' THEN completed_at + interval '1 millisecond' ELSE started_at END FROM turns WHERE id = $2)
+                ORDER BY created_at DESC, seq DESC LIMIT 1)
+              UNION ALL
+              (SELECT id, seq FROM workspace_versions WHERE $3::text = 'after' AND turn_id = $2 AND workdir_id = $1 ORDER BY seq DESC LIMIT 1)) v
+             ORDER BY v.seq DESC LIMIT 1),
            (SELECT base_version_id FROM workspaces WHERE workdir_id = $1)) AS version_id`),
       [at.workdirId, at.turnId, at.position],
     )) as { version_id: string | null }[];
