@@ -4,19 +4,13 @@
 // of its own, as the turn budget is: the counting is bench/lib/fork-scenarios.mjs, which the `fork`
 // bench scenario reports for 10, 1,000 and 10,000 items.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
+import { type BudgetStack, startBudgetStack } from '../support/budget-stack.js';
 import { loadFromRoot as load, ROOT } from '../support/stack-scripts.js';
 
-interface Stack {
-  url: string;
-  env: Record<string, string>;
-  stop(): Promise<void>;
-}
 interface ForkCost {
   forks: number;
   fork_ids: string[];
@@ -44,7 +38,7 @@ type Limits = Record<'statements_per_fork' | 'rows_per_fork', number>;
 
 const FORKS = 6;
 
-let stack: Stack;
+let stack: BudgetStack;
 let db: pg.Client;
 let limits: Limits;
 const measured: Record<'small' | 'large', ForkCost> = {} as never;
@@ -53,27 +47,8 @@ let turnLimit: number;
 let forks: ForkScenarios;
 
 before(async () => {
-  const { startStack } = await load<{ startStack(options: object): Promise<Stack> }>('scripts/lib/stack.mjs');
-  const apiKey = `yx_test_${randomBytes(24).toString('base64url')}`;
-  stack = await startStack({
-    dataDir: path.join(os.tmpdir(), `yuxi-fork-budget-${process.pid}`),
-    ephemeral: true,
-    // Its own Postgres and Redis: the suite's stack (in DATABASE_URL / REDIS_URL) has other traffic.
-    useEnvUrls: false,
-    logDir: path.join(ROOT, '.data', 'test-logs', 'fork-budget'),
-    env: {
-      BOOTSTRAP_API_KEY: apiKey,
-      WORKER_HEALTH_PORT: '0',
-      MODEL_REQUEST_AUDIT: 'off',
-      STORAGE_DIR: path.join(os.tmpdir(), `yuxi-fork-budget-${process.pid}`, 'files'),
-      // Periodic work runs at its own interval, not per fork: out of the window here.
-      OUTBOX_RELAY_MS: '600000',
-      RECOVERY_SWEEP_MS: '600000',
-      FILE_SWEEP_MS: '600000',
-      WEBHOOK_SWEEP_MS: '600000',
-      AUTOMATION_SWEEP_MS: '600000',
-    },
-  });
+  stack = await startBudgetStack('fork-budget');
+  const apiKey = stack.apiKey;
   const { Client } = await load<{ Client: new (url: string, key: string) => object }>('bench/lib/client.mjs');
   forks = await load<ForkScenarios>('bench/lib/fork-scenarios.mjs');
   const budget = JSON.parse(readFileSync(path.join(ROOT, 'bench', 'budget.json'), 'utf8'));

@@ -4,19 +4,12 @@
 // its share of a timed benchmark would be. The counting itself is bench/lib/budget.mjs, which the
 // `budget` bench scenario reports with CPU per process.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { type BudgetStack, startBudgetStack } from '../support/budget-stack.js';
 import { loadFromRoot as load, ROOT } from '../support/stack-scripts.js';
 
 
-interface Stack {
-  url: string;
-  env: Record<string, string>;
-  children: { name: string; pid: number }[];
-  stop(): Promise<void>;
-}
 interface Measured {
   turns: number;
   statements_per_turn: number;
@@ -28,34 +21,13 @@ interface Measured {
 }
 type Limits = Record<'statements_per_turn' | 'transactions_per_turn' | 'redis_commands_per_turn', number>;
 
-
-let stack: Stack;
+let stack: BudgetStack;
 let measured: Measured;
 let limits: Limits;
 
 before(async () => {
-  const { startStack } = await load<{ startStack(options: object): Promise<Stack> }>('scripts/lib/stack.mjs');
-  const apiKey = `yx_test_${randomBytes(24).toString('base64url')}`;
-  stack = await startStack({
-    dataDir: path.join(os.tmpdir(), `yuxi-budget-${process.pid}`),
-    ephemeral: true,
-    // Its own Postgres and Redis: the suite's stack (in DATABASE_URL / REDIS_URL) has other traffic.
-    useEnvUrls: false,
-    logDir: path.join(ROOT, '.data', 'test-logs', 'budget'),
-    env: {
-      BOOTSTRAP_API_KEY: apiKey,
-      WORKER_HEALTH_PORT: '0',
-      MODEL_REQUEST_AUDIT: 'off',
-      STORAGE_DIR: path.join(os.tmpdir(), `yuxi-budget-${process.pid}`, 'files'),
-      // Periodic work (the outbox relay's window, sweeps) runs at its own interval, not per turn:
-      // out of the window here, so the counts are the turns' own.
-      OUTBOX_RELAY_MS: '600000',
-      RECOVERY_SWEEP_MS: '600000',
-      FILE_SWEEP_MS: '600000',
-      WEBHOOK_SWEEP_MS: '600000',
-      AUTOMATION_SWEEP_MS: '600000',
-    },
-  });
+  stack = await startBudgetStack('budget');
+  const apiKey = stack.apiKey;
   const { Client } = await load<{ Client: new (url: string, key: string) => object }>('bench/lib/client.mjs');
   const budget = await load<{ measureTurnBudget(options: object): Promise<Measured>; readBudget(file: string): { per_echo_turn: Limits } }>('bench/lib/budget.mjs');
   limits = budget.readBudget(path.join(ROOT, 'bench', 'budget.json')).per_echo_turn;

@@ -6,13 +6,13 @@ import { env } from '../support/env.js';
 import { API, http, newKey, postEvent } from '../support/http.js';
 import { until } from '../support/identity.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
+import { completedFollowUp } from '../support/scenarios.js';
 
 // A session with an environment end to end, on the real stack (real bubblewrap sandboxes): a
 // scripted agent runs `shell`, writes and patches files, reads them back the next turn; its
 // command_execution items and their live output; the files as artifacts through the API and the
 // official SDK; a member of a tree reads what its root wrote.
 
-const TERMINAL = new Set(['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled']);
 const HOSTED = { type: 'openai_hosted' };
 const tool = (name: string, args: object): string => `[[tool:${name} ${JSON.stringify(args)}]]`;
 
@@ -29,15 +29,7 @@ describe('environments: the harness in a session\'s workspace', () => {
     return { id: res.body.id, stream };
   }
 
-  /** Sends a message and waits for its turn to end; the turn's end event. */
-  async function turn(session: { id: string; stream: SseStream }, text: string): Promise<SseEvent> {
-    const before = session.stream.events.length;
-    const res = await postEvent(session.id, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: text });
-    assert.equal(res.status, 202, res.text);
-    const end = await session.stream.waitFor((e) => TERMINAL.has(e.type) && session.stream.events.indexOf(e) >= before, 60_000);
-    assert.equal(end.type, 'agent.session.turn.completed', JSON.stringify(end.data.turn?.error));
-    return end;
-  }
+  const turn = completedFollowUp;
 
   const turnItems = async (sessionId: string, turnId: string): Promise<any[]> => (await http(`${API}/sessions/${sessionId}/turns/${turnId}/items?order=asc&limit=100`)).body.data;
   const outputOf = (items: any[], call: any): any => items.find((i) => i.type === 'function_call_output' && i.call_id === call.call_id);

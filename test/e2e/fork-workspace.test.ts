@@ -4,8 +4,9 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { query } from '../support/db.js';
 import { env } from '../support/env.js';
-import { API, http, newKey, postEvent } from '../support/http.js';
+import { API, http, newKey } from '../support/http.js';
 import { type SseEvent, SseStream } from '../support/sse.js';
+import { completedFollowUp } from '../support/scenarios.js';
 
 // A fork of a session with an environment, end to end on the real stack (real bubblewrap
 // sandboxes, the scripted model): the fork's own turns see the workspace as it was at the fork
@@ -13,7 +14,6 @@ import { type SseEvent, SseStream } from '../support/sse.js';
 // other, the fork copies no blob, a fork from before the workspace existed sets it up itself, and a
 // project session's fork branches the project's workspace as the project's sessions had left it.
 
-const TERMINAL = new Set(['agent.session.turn.completed', 'agent.session.turn.failed', 'agent.session.turn.cancelled']);
 const tool = (name: string, args: object): string => `[[tool:${name} ${JSON.stringify(args)}]]`;
 type Live = { id: string; stream: SseStream; body: any };
 
@@ -40,15 +40,7 @@ describe('fork: the workspace as of the fork point', () => {
     return live(res.body);
   }
 
-  /** Sends a message and waits for its turn to end (completed); the turn's end event. */
-  async function turn(session: Live, text: string): Promise<SseEvent> {
-    const before = session.stream.events.length;
-    const res = await postEvent(session.id, { type: 'agent.session.input.message', yuxi: { mode: 'follow_up' }, input: text });
-    assert.equal(res.status, 202, res.text);
-    const end = await session.stream.waitFor((e) => TERMINAL.has(e.type) && session.stream.events.indexOf(e) >= before, 60_000);
-    assert.equal(end.type, 'agent.session.turn.completed', JSON.stringify(end.data.turn?.error));
-    return end;
-  }
+  const turn = completedFollowUp;
 
   /** The turn's tool calls in order: [name, the output the model got, success]. */
   async function toolResults(session: Live, end: SseEvent): Promise<[string, string, boolean][]> {

@@ -2,23 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assertApprovalMode, assertModelOverride, atLeastPinned, managesAgent, mayTrustForSession } from '#libs/agents';
 import { AppConfig } from '#libs/config';
-import { DomainError } from '#libs/errors';
 import { modelAllowed, ModelRegistry, OpenAiProvider, ScriptedProvider } from '#libs/models';
+import { codeOf } from './support/aggregate-fixtures.js';
 
 const BASE = { DATABASE_URL: 'postgres://x', REDIS_URL: 'redis://x' };
 
 function registry(env: Record<string, string>): ModelRegistry {
   const config = new AppConfig({ ...BASE, ...env });
   return new ModelRegistry(new ScriptedProvider(config), new OpenAiProvider(config), config);
-}
-
-function codeOf(fn: () => unknown): string | null {
-  try {
-    fn();
-    return null;
-  } catch (error) {
-    return error instanceof DomainError ? error.code : `not a DomainError: ${String(error)}`;
-  }
 }
 
 describe('config: scripted models and the model allowlist', () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type BasedSegment, composeLineage, type ForkPoint, type LineageSegment } from '#libs/engine';
 import { DomainError } from '#libs/errors';
+import { codeOf } from './support/aggregate-fixtures.js';
 
 // composeLineage: the lineage of a new fork from its source's lineage and the fork point. Then a
 // model test of the invariants: random fork trees over simulated item and turn seqs, each session's
@@ -14,15 +15,6 @@ const point = (over: Partial<ForkPoint> & Pick<ForkPoint, 'ownerSessionId' | 'it
   position: 'after',
   ...over,
 });
-
-function codeOf(fn: () => unknown): string | null {
-  try {
-    fn();
-    return null;
-  } catch (error) {
-    return error instanceof DomainError ? error.code : `not a DomainError: ${String(error)}`;
-  }
-}
 
 describe('composeLineage', () => {
   it('a fork of a session at its own turn: one segment, bounded by the point', () => {

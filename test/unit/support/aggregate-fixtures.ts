@@ -132,3 +132,13 @@ export const domainError =
     for (const [key, value] of Object.entries(details ?? {})) if (JSON.stringify(error.details[key]) !== JSON.stringify(value)) return false;
     return true;
   };
+
+/** The DomainError code `fn` throws (null: it returns; anything else thrown is named as such). */
+export function codeOf(fn: () => unknown): string | null {
+  try {
+    fn();
+    return null;
+  } catch (error) {
+    return error instanceof DomainError ? error.code : `not a DomainError: ${String(error)}`;
+  }
+}
