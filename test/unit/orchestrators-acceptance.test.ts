@@ -66,7 +66,7 @@ describe('accepting a message under the session lock (SessionControls.acceptMess
     for (const [session, active, projectDeleted, code] of cases) {
       const { sut, turns, projects, inputs, sessions } = acceptance(session);
       turns.activeTurn.mock.mockImplementation(async () => active);
-      projects.isDeletedWorkdir.mock.mockImplementation(async () => projectDeleted);
+      projects.isDeletedProject.mock.mockImplementation(async () => projectDeleted);
       await assert.rejects(sut.acceptMessage(manager, 'owner-1', 's1', spec()), domainError(code), code);
       assert.equal(inputs.insert.mock.callCount() + inputs.insertion.mock.callCount() + sessions.setQueuePaused.mock.callCount(), 0);
     }

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { isUuid } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { type FileEntity, FilesRepository } from '#libs/files';
 import { ItemsRepository } from '../tables/items.repository.js';
@@ -76,9 +75,8 @@ export class SessionControls {
   ): Promise<{ input: InputEntity; steersRunningTurn: boolean; riding: RidingWrite | null }> {
     const receivedAt = new Date();
     const { session, receivedSeq } = await this.sessions.acceptInput(manager, sessionId, ownerId, receivedAt);
-    // A deleted project's sessions take no new work; what they had already accepted still runs. By
-    // the project, not the workdir: a project session's fork with an environment has its own.
-    const workdirDeleted = !session.archived && session.projectId !== null && isUuid(session.projectId) && (await this.projects.isDeletedWorkdir(manager, session.projectId));
+    // A deleted project's sessions take no new work; what they had already accepted still runs.
+    const workdirDeleted = !session.archived && session.projectId !== null && (await this.projects.isDeletedProject(manager, session.projectId));
     // The locked row's overview says whether a turn may be active: a follow-up to a settled
     // session (the common case) then needs no read of the turns table.
     const noTurnToGate = spec.queuesBehindBlockedTurn === true || !mayHaveActiveTurn(session.currentTurn);

@@ -84,9 +84,14 @@ export class ProjectsRepository {
     if (rows[0] && (rows[0].owner_id !== ownerId || rows[0].deleted_at !== null)) throw DomainError.notFound(`Project ${projectId}`);
   }
 
-  /** Whether the workdir is a deleted project's (a session's `workdir_id`; a workdir of a session's own is no project). */
-  async isDeletedWorkdir(manager: EntityManager, workdirId: string): Promise<boolean> {
-    const rows = (await manager.query(prepared(`SELECT 1 FROM projects WHERE id = $1 AND deleted_at IS NOT NULL`), [workdirId])) as unknown[];
+  /**
+   * Whether a session's `project_id` names a deleted project. By the project, not the workdir: a
+   * project session's fork with an environment has a workdir of its own. Older sessions may hold a
+   * free label there, which names no project.
+   */
+  async isDeletedProject(manager: EntityManager, projectId: string): Promise<boolean> {
+    if (!isUuid(projectId)) return false;
+    const rows = (await manager.query(prepared(`SELECT 1 FROM projects WHERE id = $1 AND deleted_at IS NOT NULL`), [projectId])) as unknown[];
     return rows.length > 0;
   }
 }
