@@ -4,6 +4,7 @@ import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, preparedUpTo, type SqlFragment, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { ItemEntity } from './turn.entities.js';
+import { ITEM_COLUMNS, itemFromRow } from './item-rows.js';
 import { itemTokensIfLoaded } from '../views/item-tokens.js';
 import { type HistoryScope, listItemsInLineage } from './lineage-reads.js';
 
@@ -15,26 +16,6 @@ export interface ContextItems {
   pinned: ItemEntity | null;
   /** Every item from the boundary on, in history order. */
   items: ItemEntity[];
-}
-
-const ITEM_COLUMNS = 'id, session_id, turn_id, run_id, input_id, seq, type, role, status, content, phase, tokens, created_at';
-
-function itemFromRow(row: Record<string, unknown>): ItemEntity {
-  return Object.assign(new ItemEntity(), {
-    id: row.id as string,
-    sessionId: row.session_id as string,
-    turnId: row.turn_id as string,
-    runId: (row.run_id as string | null) ?? null,
-    inputId: (row.input_id as string | null) ?? null,
-    seq: String(row.seq),
-    type: row.type as string,
-    role: (row.role as string | null) ?? null,
-    status: row.status as ItemEntity['status'],
-    content: row.content as ItemEntity['content'],
-    phase: (row.phase as string | null) ?? null,
-    tokens: (row.tokens as number | null) ?? null,
-    createdAt: row.created_at as Date,
-  });
 }
 
 /** `tokens`: counted before the writing transaction (a large tool output), else counted here when the tokenizer is loaded. */
