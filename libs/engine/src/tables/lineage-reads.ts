@@ -69,7 +69,7 @@ function pageIds(table: Table, page: PageQuery, hasAnchor: boolean): string {
  * the page size, so the planner reads the whole segment by bitmap and sorts it (EXPLAIN ANALYZE on a
  * fork of a 10,000-item source: Bitmap Heap Scan rows=10,005 then Sort, about 4 ms, growing with the
  * history); the generic plan a prepared statement settles on after its first calls knows no page
- * size and walks `items_session_id_seq_key` backward, stopping at the limit (0.07 ms, 6 buffers),
+ * size and walks `items_session_id_seq_key` backward, stopping at the limit (0.07 ms, 9 buffers),
  * like the source's own page. No `IN` over a page of ids either: one index probe less per row.
  */
 export async function listItemsInLineage(manager: EntityManager, sessionId: string, page: PageQuery): Promise<Page<ItemEntity>> {
