@@ -16,18 +16,17 @@ export function acceptanceSessionColumns(alias: string): string {
 /**
  * The session `$id` of the owner `$owner` (not deleted), with its row version (`xmin`, the
  * transaction that wrote this version of the row) and whether its project's workdir is deleted
- * (a deleted project's sessions take no new work). `$id` must be a UUID. A project session's fork
- * with an environment has a workdir of its own: its project is found by `project_id` (a uuid; older
- * sessions may hold a free label there, which names no project).
+ * (a deleted project's sessions take no new work). `$id` must be a UUID. By its workdir and by its
+ * `project_id`, in one probe: a project session's fork with an environment (and its tree's members)
+ * has a workdir of its own; older sessions may hold a free label in `project_id`, which names no project.
  */
 /** A uuid in text, for a CASE that casts only what is one (the cast of anything else fails the statement). */
 const UUID_SQL_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
 export function visibleSessionRead(id: string, owner: string): string {
   return `SELECT ${SESSION_COLUMNS}, xmin::text AS row_version,
-         (EXISTS (SELECT 1 FROM projects p WHERE p.id = sessions.workdir_id AND p.deleted_at IS NOT NULL)
-          OR (project_id IS NOT NULL AND workdir_id = id AND EXISTS (SELECT 1 FROM projects p WHERE p.deleted_at IS NOT NULL
-            AND p.id = CASE WHEN project_id ~* '${UUID_SQL_PATTERN}' THEN project_id::uuid END))) AS workdir_deleted
+         EXISTS (SELECT 1 FROM projects p WHERE p.deleted_at IS NOT NULL
+           AND p.id IN (sessions.workdir_id, CASE WHEN sessions.project_id ~* '${UUID_SQL_PATTERN}' THEN sessions.project_id::uuid END)) AS workdir_deleted
        FROM sessions WHERE id = ${id} AND owner_id = ${owner} AND deleted_at IS NULL`;
 }
 

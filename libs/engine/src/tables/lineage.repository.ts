@@ -27,15 +27,23 @@ export class LineageRepository {
   }
 
   /**
-   * Whether an item of the ancestor up to `uptoItemSeq` (a fork's bound) refers to the file: its
-   * input's items (an inline image, an attachment), its message, or (a tool's image, which names no
-   * input) an item whose content names its id. A file sent to the ancestor after the fork: false.
+   * Whether the ancestor's history up to a fork's bound refers to the file, by index probes only
+   * (never a scan of the history): an inline image or an attachment by its input, consumed by a
+   * turn within the bound; an attachment by its message, an item within the bound; a tool's image
+   * (which names neither) by when it was bound, no later than the end of the bound's last turn (the
+   * database's clock against the worker's that ended the turn: a model call lies between a tool's
+   * image and its turn's end, well beyond any skew). A file sent to the ancestor after the fork: false.
    */
-  async referencedWithin(ancestorId: string, uptoItemSeq: string, file: { id: string; inputId: string | null; messageId: string | null }): Promise<boolean> {
+  async referencedWithin(
+    segment: { sessionId: string; uptoItemSeq: string; uptoTurnSeq: number },
+    file: { inputId: string | null; messageId: string | null; boundAt: Date | null },
+  ): Promise<boolean> {
     const rows = (await this.dataSource.query(
-      prepared(`SELECT 1 FROM items WHERE session_id = $1 AND seq <= $2::bigint
-         AND (input_id = $3::uuid OR id = $4::uuid OR ($3::uuid IS NULL AND $4::uuid IS NULL AND strpos(content::text, $5) > 0)) LIMIT 1`),
-      [ancestorId, uptoItemSeq, file.inputId, file.messageId, file.id.trim()],
+      prepared(`SELECT 1 WHERE
+           ($3::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM inputs i JOIN turns t ON t.id = i.turn_id WHERE i.id = $3::uuid AND t.session_id = $1 AND t.seq <= $5::int))
+        OR ($4::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM items WHERE id = $4::uuid AND session_id = $1 AND seq <= $2::bigint))
+        OR ($3::uuid IS NULL AND $4::uuid IS NULL AND $6::timestamptz <= (SELECT completed_at FROM turns WHERE session_id = $1 AND seq = $5::int))`),
+      [segment.sessionId, segment.uptoItemSeq, file.inputId, file.messageId, segment.uptoTurnSeq, file.boundAt],
     )) as unknown[];
     return rows.length > 0;
   }

@@ -32,7 +32,7 @@ export class ReadSessionFile {
       const inherited = async (file: FileEntity): Promise<boolean> => {
         if (file.sessionId === session.id) return true;
         const segment = ancestors.find((candidate) => candidate.sessionId === file.sessionId);
-        return segment !== undefined && this.lineage.referencedWithin(segment.sessionId, segment.uptoItemSeq, file);
+        return segment !== undefined && this.lineage.referencedWithin(segment, file);
       };
       return this.content.execute(principal, [session.id, ...ancestors.map((segment) => segment.sessionId)], fileId, inherited);
     }
