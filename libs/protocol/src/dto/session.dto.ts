@@ -3,7 +3,7 @@ import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, IsUUID, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { ApiHideProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { SESSION_STATUSES, TURN_STATUSES, UsageDto, WaitpointDto } from '#libs/engine';
+import { FORK_POSITIONS, type ForkPosition, SESSION_STATUSES, TURN_STATUSES, UsageDto, WaitpointDto } from '#libs/engine';
 import { IsSessionMetadata, OptionalNotNull } from './validators.js';
 import { SessionEnvironmentViewDto } from './environment-view.dto.js';
 import { SessionBudgetDto } from './budget.dto.js';
@@ -45,7 +45,7 @@ export class SpawnedByDto {
 export class ForkedFromDto {
   @ApiProperty({ format: 'uuid', description: 'The session the fork was made of.' }) session_id!: string;
   @ApiProperty({ format: 'uuid', description: 'The turn it was made at (a turn of that session or one it inherited).' }) turn_id!: string;
-  @ApiProperty({ enum: ['after', 'before'], description: '`after`: the history up to the end of that turn; `before`: up to its start (to edit and resend).' }) position!: 'after' | 'before';
+  @ApiProperty({ enum: FORK_POSITIONS, description: '`after`: the history up to the end of that turn; `before`: up to its start (to edit and resend).' }) position!: ForkPosition;
 }
 
 export class SubagentInfoDto {
