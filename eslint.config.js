@@ -40,6 +40,7 @@ const LIBS = {
   outbound: ['foundation'],
   sandbox: ['foundation', 'outbound', 'metrics'],
   sdk: ['foundation'],
+  telemetry: ['foundation'],
   config: ['config'],
   database: ['database'],
   audit: ['platform'],

@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppConfig, closeOnSignals, PinoNestLogger, startupLogger, startupProblem } from '#libs/config';
 import { SchemaVersionError } from '#libs/database';
+import { startTracing } from '#libs/telemetry';
 import { AppModule } from './app.module.js';
 import { configureHttp } from './http-setup.js';
 import { mountOpenApi } from './openapi/openapi.js';
@@ -14,6 +15,8 @@ async function bootstrap(): Promise<void> {
     console.error(problem);
     process.exit(1);
   }
+  // Before the application exists, so every span it makes has the provider (off: the SDK is never loaded).
+  await startTracing('api');
   // forceCloseConnections: whatever the graceful drain (HttpDrain) left open is destroyed when the server closes.
   // abortOnError false: a start-up failure (a database schema this build does not know) reaches the
   // catch below and exits 1 with its message, instead of process.abort().

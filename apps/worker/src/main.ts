@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppConfig, closeOnSignals, PinoNestLogger, startupLogger, startupProblem } from '#libs/config';
 import { SchemaVersionError } from '#libs/database';
+import { startTracing } from '#libs/telemetry';
 import { metrics as processMetrics } from '#libs/metrics';
 import { loadTokenizer } from '#libs/models';
 import { type OpsRoutes, startOpsHttp } from './ops-http.js';
@@ -16,6 +17,8 @@ async function bootstrap(): Promise<void> {
     console.error(problem);
     process.exit(1);
   }
+  // Before the application exists, so every span it makes has the provider (off: the SDK is never loaded).
+  await startTracing('worker');
   // The health port is bound before the application starts consuming: a second worker on a host
   // whose port is taken stops here, having claimed nothing, and says which setting to change.
   const healthPort = new AppConfig().workerHealthPort;

@@ -177,6 +177,10 @@ export class AppConfig {
   readonly usageClockAdjustable: boolean;
   /** FORK_MAX_DEPTH: the most ancestors a fork's history may reach through (every history read of a fork costs one index probe per ancestor). */
   readonly forkMaxDepth: number;
+  /** TRACE_RETENTION_S: spans kept per session (GET /sessions/{id}/traces, while tracing is on) are deleted this long after they were written. */
+  readonly traceRetentionS: number;
+  /** TRACE_URL_TEMPLATE: a trace UI's address with `{trace_id}` in it (Jaeger, Tempo, Langfuse); the console links each turn's trace there. Empty: no link. */
+  readonly traceUrlTemplate: string;
   /** AUTOMATION_SWEEP_MS: how often a worker fires the automations whose time passed with no timer (Redis lost it, no worker was up). */
   readonly automationSweepMs: number;
   /** AUTOMATION_INVOCATIONS_KEPT: the most invocation records kept per automation; the automations sweep deletes older ones, a few at a time. */
@@ -303,6 +307,8 @@ export class AppConfig {
     this.webhookRetentionS = Math.max(3600, int(env, 'WEBHOOK_RETENTION_S', 30 * 24 * 3600));
     this.usageClockAdjustable = bool(env, 'USAGE_CLOCK_ADJUSTABLE', false);
     this.forkMaxDepth = Math.min(32, Math.max(1, int(env, 'FORK_MAX_DEPTH', 8)));
+    this.traceRetentionS = Math.max(60, int(env, 'TRACE_RETENTION_S', 7 * 24 * 3600));
+    this.traceUrlTemplate = (env.TRACE_URL_TEMPLATE ?? '').trim();
     this.automationSweepMs = Math.max(100, int(env, 'AUTOMATION_SWEEP_MS', 10_000));
     this.automationInvocationsKept = Math.max(1, int(env, 'AUTOMATION_INVOCATIONS_KEPT', 1000));
     this.automationMisfireGraceS = Math.max(1, int(env, 'AUTOMATION_MISFIRE_GRACE_S', 60));

@@ -1,5 +1,6 @@
 import { AppConfig } from './app-config.js';
 import { logSettings } from './logging.js';
+import { tracingSettings } from '#libs/telemetry';
 
 /**
  * What keeps a process from starting, as one short line that says what to do, or null. Checked
@@ -10,6 +11,7 @@ export function startupProblem(service: 'api' | 'worker', env: NodeJS.ProcessEnv
   let config: AppConfig;
   try {
     logSettings(env);
+    tracingSettings(env, service);
     config = new AppConfig(env);
   } catch (error) {
     return `${service} cannot start: ${(error as Error).message}`;

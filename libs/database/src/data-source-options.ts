@@ -34,6 +34,7 @@ import { ArtifactPerTurnPath1766900200000 } from './migrations/1766900200000-art
 import { UsageAndBudgets1767000000000 } from './migrations/1767000000000-usage-and-budgets.js';
 import { Automations1767100000000 } from './migrations/1767100000000-automations.js';
 import { Fork1767200000000 } from './migrations/1767200000000-fork.js';
+import { Traces1767300000000 } from './migrations/1767300000000-traces.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -71,6 +72,7 @@ export const MIGRATIONS = [
   UsageAndBudgets1767000000000,
   Automations1767100000000,
   Fork1767200000000,
+  Traces1767300000000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

@@ -69,6 +69,7 @@ export function aTurn(over: Partial<TurnEntity> = {}): TurnEntity {
     cancellationPending: false,
     error: null,
     usage: null,
+    traceId: null,
     context: null,
     createdAt: AT,
     startedAt: AT,

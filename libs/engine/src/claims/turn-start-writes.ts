@@ -1,4 +1,5 @@
 import { type SqlFragment } from '#libs/database';
+import { traceIdOf } from '#libs/telemetry';
 import { RunEntity, TurnEntity } from '../tables/turn.entities.js';
 import { RUN_TRANSITIONS, TURN_TRANSITIONS } from '../machines/turn-states.js';
 import type { NewTurn } from '../tables/turns.repository.js';
@@ -18,6 +19,7 @@ export function turnStartRows(spec: NewTurn): { turn: TurnEntity; run: RunEntity
     cancellationPending: false,
     error: null,
     usage: null,
+    traceId: traceIdOf(spec.config.trace),
     context: null,
     createdAt: spec.at,
     startedAt: spec.at,
@@ -53,9 +55,9 @@ export function turnStartRows(spec: NewTurn): { turn: TurnEntity; run: RunEntity
 export function turnStartWrites(spec: NewTurn): SqlFragment[] {
   return [
     {
-      sql: `INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at, account_id)
-       VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7, $8)`,
-      params: [spec.turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, spec.runId, spec.at, spec.accountId],
+      sql: `INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at, account_id, trace_id)
+       VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7, $8, $9)`,
+      params: [spec.turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, spec.runId, spec.at, spec.accountId, traceIdOf(spec.config.trace)],
     },
     {
       name: 'run',

@@ -1,3 +1,4 @@
+import type { StoredTraceContext } from '#libs/telemetry';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import type { AgentSnapshot, CompactionMode } from '#libs/agents';
 import type { EnvironmentConfig } from '#libs/environments';
@@ -35,6 +36,11 @@ export interface FrozenInputConfig {
   compact?: { instructions?: string };
   /** The session's environment (absent: none): its turns get the harness's tools and run them in its workspace. */
   environment?: EnvironmentConfig;
+  /**
+   * The W3C trace context of the request that accepted the input (only while tracing is on): the
+   * run that consumes it is a child of it on whichever worker runs it, a takeover included.
+   */
+  trace?: StoredTraceContext;
 }
 
 @Entity('inputs')

@@ -179,6 +179,8 @@ export class TurnEntity {
   @Column('boolean', { name: 'cancellation_pending' }) cancellationPending!: boolean;
   @Column('jsonb', { nullable: true }) error!: PublicError | null;
   @Column('jsonb', { nullable: true }) usage!: Usage | null;
+  /** The W3C trace id of the input that started the turn (tracing on), else null: `yuxi.trace_id`. */
+  @Column('varchar', { name: 'trace_id', nullable: true }) traceId!: string | null;
   @Column('jsonb', { nullable: true }) context!: TurnContext | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('timestamptz', { name: 'started_at', nullable: true }) startedAt!: Date | null;

@@ -1,3 +1,4 @@
+import type { StoredTraceContext } from '#libs/telemetry';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
@@ -22,7 +23,7 @@ export interface NewTurn {
   agentId: string;
   model: string;
   inputIds: string[];
-  config: object;
+  config: object & { trace?: StoredTraceContext };
   leaseOwner: string;
   leaseMs: number;
   at: Date;

@@ -1,0 +1,44 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * Traces (OpenTelemetry): the trace a turn belongs to, the trace context a webhook delivery carries
+ * to its receiver, and the spans kept per session for `GET /sessions/{id}/traces` (read with no
+ * collector). Everything is written only while tracing is on: off, the columns stay NULL and the
+ * span table empty.
+ *
+ * The nullable columns have no default: catalogue-only changes, no table rewrite. `session_spans`
+ * has no foreign keys: spans arrive in batches after the fact (a span store write must never wait
+ * on a session's row lock), and rows are removed by age (TRACE_RETENTION_S) in small batches.
+ */
+export class Traces1767300000000 implements MigrationInterface {
+  name = 'Traces1767300000000';
+
+  async up(q: QueryRunner): Promise<void> {
+    // 32 lowercase hex: the W3C trace id of the input that started the turn.
+    await q.query(`ALTER TABLE turns ADD COLUMN trace_id varchar(32) CONSTRAINT turns_trace_id_hex CHECK (trace_id ~ '^[0-9a-f]{32}$')`);
+    // {traceparent, tracestate?}: the context of the work that caused the event (its attempts are child spans).
+    await q.query(`ALTER TABLE webhook_deliveries ADD COLUMN trace jsonb`);
+    await q.query(`CREATE TABLE session_spans (
+      session_id uuid NOT NULL,
+      trace_id varchar(32) NOT NULL,
+      span_id varchar(16) NOT NULL,
+      -- the OTLP JSON span (ids hex, times as unix nanoseconds strings), as the OTLP/HTTP JSON encoding writes it
+      span jsonb NOT NULL,
+      -- the OTLP JSON resource of the process that made it (service.name, its role)
+      resource jsonb NOT NULL,
+      -- the instrumentation scope {name, version}
+      scope jsonb NOT NULL,
+      start_at timestamptz NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (session_id, trace_id, span_id)
+    )`);
+    // Retention deletes by age, oldest first, a batch at a time.
+    await q.query(`CREATE INDEX session_spans_created_idx ON session_spans (created_at)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE session_spans`);
+    await q.query(`ALTER TABLE webhook_deliveries DROP COLUMN trace`);
+    await q.query(`ALTER TABLE turns DROP COLUMN trace_id`);
+  }
+}
