@@ -16,6 +16,7 @@ export {
   MAX_TRACESTATE_LENGTH,
   recordError,
   runSpanId,
+  setSpanAttributes,
   type Span,
   SpanKind,
   type SpanOptions,

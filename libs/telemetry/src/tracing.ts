@@ -51,6 +51,8 @@ export interface SpanOptions {
   parent?: Context;
   /** A fixed span id (16 hex): `runSpanId`, so that a takeover can link to the span a dead worker never exported. */
   spanId?: string;
+  /** When the span began, if before now (a claim's span, started once its trace context was read). */
+  startTime?: Date;
 }
 
 let spanIdHint: string | undefined;
@@ -67,7 +69,7 @@ export function startSpan(name: string, options: SpanOptions = {}): Span | undef
   if (!state.on) return undefined;
   spanIdHint = options.spanId;
   try {
-    return trace.getTracer(TRACER_NAME).startSpan(name, { kind: options.kind, attributes: options.attributes, links: options.links }, options.parent ?? context.active());
+    return trace.getTracer(TRACER_NAME).startSpan(name, { kind: options.kind, attributes: options.attributes, links: options.links, startTime: options.startTime }, options.parent ?? context.active());
   } finally {
     spanIdHint = undefined;
   }
@@ -106,6 +108,12 @@ export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: S
     endSpan(span, error);
     throw error;
   }
+}
+
+/** Attributes on the active span (a request span learns its session once the use case knows it); nothing when there is none. */
+export function setSpanAttributes(attributes: Attributes): void {
+  if (!state.on) return;
+  trace.getSpan(context.active())?.setAttributes(attributes);
 }
 
 /** An event on the active span (a turn waits, resumes); nothing when there is none. */
