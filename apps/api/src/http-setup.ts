@@ -6,6 +6,7 @@ import { DomainError, createValidationPipe, requestIdMiddleware, requestIdOf, se
 import { httpMetricsMiddleware } from '#libs/metrics';
 import { gatherMetadataFilter } from '#libs/protocol';
 import { consoleStatic } from './console-static.js';
+import { requestSpans } from './request-span.js';
 import { securityHeaders } from './security-headers.js';
 
 /** Large bodies are accepted only where inline images travel: session create and event submission. */
@@ -38,6 +39,9 @@ function collapseDoubledAgentsPrefix(req: Request, _res: Response, next: NextFun
  */
 export function configureHttp(app: INestApplication, bodyLimit: string, maxConcurrentLargeBodies = 0): void {
   app.use(collapseDoubledAgentsPrefix);
+  // The request's span first (tracing on only), so that every later middleware and the handler run in it.
+  const spans = requestSpans();
+  if (spans) app.use(spans.start);
   app.use(requestIdMiddleware);
   app.use(securityHeaders);
   app.use('/console', consoleStatic());
@@ -82,6 +86,7 @@ export function configureHttp(app: INestApplication, bodyLimit: string, maxConcu
   });
   // Again after the body was read: the body parser resumes the chain from the socket's callbacks.
   app.use(bindRequestLogContext);
+  if (spans) app.use(spans.rebind);
   app.useGlobalPipes(createValidationPipe());
 }
 

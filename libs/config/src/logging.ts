@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { ConsoleLogger, type DynamicModule, Module } from '@nestjs/common';
 import type { Request, RequestHandler, Response } from 'express';
 import { type Logger as PinoRoot, type LoggerOptions, pino } from 'pino';
+import { currentSpanId, currentTraceId, tracingOn } from '#libs/telemetry';
 import { PinoNestLogger } from './nest-logger.js';
 
 /**
@@ -12,7 +13,8 @@ import { PinoNestLogger } from './nest-logger.js';
  *
  * Context fields: what runs inside `withLogContext({...}, fn)` carries those fields on every line
  * it logs (an AsyncLocalStorage read by pino's mixin): `request_id` for a request on the api,
- * `session_id`, `turn_id`, `run_id` for a run on the worker.
+ * `session_id`, `turn_id`, `run_id` for a run on the worker; `trace_id` and `span_id` of the active
+ * span while tracing is on.
  *
  * Never logged: request or response bodies and headers (the request serializer keeps the method
  * and path only), and whatever the redaction paths below name (credentials, message content),
@@ -85,6 +87,23 @@ export function startupLogger(settings: LogSettings = logSettings()): ConsoleLog
   return new ConsoleLogger({ colors: settings.color === true });
 }
 
+/**
+ * The fields every line carries: the log context's, and while tracing is on the active span's
+ * `trace_id` and `span_id` (a line logged while serving a request or running a turn names the
+ * trace to open). Off: one boolean test.
+ */
+export function logMixin(): LogFields {
+  const fields: LogFields = { ...context.getStore() };
+  if (tracingOn()) {
+    const traceId = currentTraceId();
+    if (traceId !== undefined) {
+      fields.trace_id = traceId;
+      fields.span_id = currentSpanId();
+    }
+  }
+  return fields;
+}
+
 export function pinoOptions(service: string, settings: LogSettings = logSettings()): LoggerOptions {
   const options: LoggerOptions = {
     level: settings.level,
@@ -92,7 +111,7 @@ export function pinoOptions(service: string, settings: LogSettings = logSettings
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' },
     // A copy: pino merges the call's own fields into what the mixin returns.
-    mixin: () => ({ ...context.getStore() }),
+    mixin: logMixin,
   };
   if (settings.pretty) {
     options.transport = {
@@ -149,6 +168,10 @@ export function httpLogger(service: string, requestIdOf: (res: Response) => stri
   return (req, res, next) => {
     if (QUIET_PATHS.test(req.url)) return next();
     const started = Date.now();
+    // The request's span (the request-span middleware runs first) is not active when the response
+    // closes: its ids are read now.
+    const traceId = tracingOn() ? currentTraceId() : undefined;
+    const spanId = traceId === undefined ? undefined : currentSpanId();
     res.once('close', () => {
       const status = res.statusCode;
       // The client left before the response was complete: not the status it was about to get. (An
@@ -160,6 +183,7 @@ export function httpLogger(service: string, requestIdOf: (res: Response) => stri
       const line: Record<string, unknown> = { request_id: requestIdOf(res), req: { method: req.method, url: path }, res: { status_code: status }, responseTime: Date.now() - started };
       if (status >= 500) line.err = new Error(`failed with status code ${status}`);
       if (aborted) line.aborted = true;
+      if (traceId !== undefined) Object.assign(line, { trace_id: traceId, span_id: spanId });
       logger[level](line, `${req.method} ${path} ${status}`);
     });
     next();

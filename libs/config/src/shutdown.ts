@@ -1,4 +1,5 @@
 import type { INestApplicationContext } from '@nestjs/common';
+import { stopTracing } from '#libs/telemetry';
 
 /**
  * Closes the application on SIGTERM/SIGINT and exits with code 0, so lifecycle hooks run, the exit
@@ -17,11 +18,13 @@ export function closeOnSignals(app: INestApplicationContext, onClose: () => void
       process.exit(1);
     }, deadlineMs).unref();
     onClose();
+    // Once the application closed (its last spans ended), the spans still buffered are exported
+    // before the exit: a no-op when tracing is off; bounded by the exporter's timeout and the deadline above.
     app.close().then(
-      () => process.exit(0),
+      () => stopTracing().then(() => process.exit(0)),
       (error: unknown) => {
         console.error(error);
-        process.exit(1);
+        return stopTracing().then(() => process.exit(1));
       },
     );
   };

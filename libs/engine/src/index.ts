@@ -64,6 +64,7 @@ export { ToolOutputItems } from './steps/tool-output-items.js';
 export { COMMAND_ITEM_TYPE, type CommandEnding, commandItemId, isCommandCall } from './steps/command-items.js';
 export { type Resumed, WaitpointControls } from './waitpoints/waitpoint-controls.js';
 export { acceptedReceipt, frozenInputConfig } from './acceptance/input-config.js';
+export { acceptingInput } from './acceptance/accept-input-span.js';
 export { approvalRequestId, parseApprovalRequestId, type RequiredAction, SESSION_STATUSES, sessionStatus, type SessionView, toSessionDto } from './views/session-view.js';
 export { type EnvironmentView, environmentView, type HostedEnvironmentView } from './views/environment-view.js';
 export { type Coordinated, CooperationTransitions } from './cooperation/cooperation-transitions.js';

@@ -25,7 +25,7 @@ export function httpMetricsMiddleware(target: Metrics = processMetrics): (req: R
 }
 
 /** The app's routes (path pattern and methods), in registration order (Express 5: `app.router.stack`). */
-function routePatterns(app: Application): RoutePattern[] {
+export function routePatterns(app: Application): RoutePattern[] {
   const stack = (app as unknown as { router?: { stack?: { route?: { path?: unknown; methods?: Record<string, boolean> } }[] } }).router?.stack ?? [];
   return stack.flatMap(({ route }) => {
     if (typeof route?.path !== 'string') return [];

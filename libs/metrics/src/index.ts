@@ -1,4 +1,4 @@
-export { CLIENT_CLOSED_STATUS, httpMetricsMiddleware } from './http-metrics.js';
+export { CLIENT_CLOSED_STATUS, httpMetricsMiddleware, routePatterns } from './http-metrics.js';
 export {
   type MetricDefinition,
   Metrics,

@@ -1,4 +1,5 @@
 export { flushTracing, startTracing, stopTracing } from './start-tracing.js';
+export { endRequestSpan, httpMethodAttribute, MAX_URL_PATH_LENGTH, type RequestOutcome, requestSpanName, sessionIdOfRoute, tracesRequestPath } from './request-span.js';
 export { currentSpanSink, type ReadableSpan, RUN_ATTRIBUTE, SESSION_ATTRIBUTE, setSpanSink, type SpanSink, TURN_ATTRIBUTE } from './span-sink.js';
 export {
   addSpanEvent,
@@ -6,6 +7,7 @@ export {
   captureMessageContent,
   type Context,
   contextOf,
+  currentSpanId,
   currentTraceId,
   endSpan,
   extractHttpContext,

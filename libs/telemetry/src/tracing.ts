@@ -160,6 +160,12 @@ export function currentTraceId(): string | undefined {
   return span?.spanContext().traceId;
 }
 
+/** The active span's id, or undefined (the log mixin's `span_id`). */
+export function currentSpanId(): string | undefined {
+  if (!state.on) return undefined;
+  return trace.getSpan(context.active())?.spanContext().spanId;
+}
+
 /** Adds `traceparent` (and `tracestate`) of the active span to an outgoing request's headers. */
 export function injectTraceHeaders(headers: Record<string, string>): void {
   if (state.on) propagation.inject(context.active(), headers);

@@ -1,13 +1,16 @@
 import type { EntityManager } from 'typeorm';
 import { newId } from '#libs/database';
-import { InputEntity } from '../tables/input.entity.js';
+import { type StoredTraceContext, tracingOn } from '#libs/telemetry';
+import { inputTraceContext } from './accept-input-span.js';
+import { type FrozenInputConfig, InputEntity } from '../tables/input.entity.js';
 import type { NewInput } from '../tables/inputs.repository.js';
 import { INPUT_TRANSITIONS } from '../machines/input-states.js';
 
 /** The new input's row, as its insert writes it. */
 export function newInputRow(manager: EntityManager, input: NewInput, receivedSeq: string): InputEntity {
+  const id = newId();
   return manager.create(InputEntity, {
-    id: newId(),
+    id,
     sessionId: input.sessionId,
     receivedSeq,
     mode: input.mode,
@@ -18,13 +21,19 @@ export function newInputRow(manager: EntityManager, input: NewInput, receivedSeq
     // Files attached to an input are copied into the workdir by a worker before it can run.
     attachmentStatus: input.attachmentFileIds.length > 0 ? 'preparing' : 'ready',
     attachmentError: null,
-    config: input.config,
+    // Tracing on: the acceptance's trace context travels with the input (through the queue, a
+    // restart, a takeover) to the run it starts. Off: the config as it always was.
+    config: tracingOn() ? withTrace(input.config, inputTraceContext(input.sessionId, id, input.mode)) : input.config,
     turnId: null,
     runId: null,
     receivedAt: input.receivedAt,
     consumedAt: null,
     cancelledAt: null,
   });
+}
+
+function withTrace(config: FrozenInputConfig, trace: StoredTraceContext | undefined): FrozenInputConfig {
+  return trace === undefined ? config : { ...config, trace };
 }
 
 /** The parameters of `insertSql`, in its order ($first … $first+9); the received sequence number is not one of them. */

@@ -6,9 +6,10 @@ import { agentViewerOf, type Principal } from '#libs/auth';
 import { sessionBudgetView, writeSessionBudget } from '#libs/budgets';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
-import { type AcceptedReceipt, IdempotencyService, type IdempotentResponse, type Nudge, ProjectsRepository, SessionsRepository, toSessionDto, turnEvents } from '#libs/engine';
+import { type AcceptedReceipt, acceptingInput, IdempotencyService, type IdempotentResponse, type Nudge, ProjectsRepository, SessionsRepository, toSessionDto, turnEvents } from '#libs/engine';
 import { metrics } from '#libs/metrics';
 import { ModelRegistry } from '#libs/models';
+import { SESSION_ATTRIBUTE, setSpanAttributes, tracingOn } from '#libs/telemetry';
 import type { CreateSessionDto } from '../dto/create-session.dto.js';
 import { checkInputText, parseAgentInput } from '../input-parser.js';
 import { chosenMetadata } from '../session-metadata.js';
@@ -38,7 +39,10 @@ export class CreateSession {
   async execute(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
     const key = IdempotencyService.requireKey(rawKey);
     const create = await this.prepare(principal, dto);
-    const result = await this.acceptance.accept(principal, CreateSession.SCOPE, key, create.intent, create.work, create.staging);
+    const accept = (): Promise<IdempotentResponse> => this.acceptance.accept(principal, CreateSession.SCOPE, key, create.intent, create.work, create.staging);
+    const result = create.hasInput ? await acceptingInput(null, accept) : await accept();
+    // The request's span (tracing on) names the session once it exists.
+    if (result.sessionId !== null && tracingOn()) setSpanAttributes({ [SESSION_ATTRIBUTE]: result.sessionId });
     if (create.hasInput && !result.replayed) metrics.inputAccepted('agent.session.input.message');
     return result;
   }
