@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import OpenAI from 'openai';
 import { AppConfig } from '#libs/config';
+import { injectTraceHeaders, tracingOn } from '#libs/telemetry';
 import { tokenCount } from '#libs/usage';
 import { ModelError, type ModelEvent, type ModelMessage, type ModelProvider, type ModelRequest, type ModelTool, type ModelToolCall, type ModelUsage } from './model.types.js';
 import { classifyProviderError } from './provider-errors.js';
@@ -11,6 +12,14 @@ export type ChatCompletionBody = OpenAI.Chat.ChatCompletionCreateParamsStreaming
 type ChatTool = OpenAI.Chat.ChatCompletionTool;
 type ChunkDelta = OpenAI.Chat.ChatCompletionChunk.Choice.Delta;
 type ToolCallFragment = OpenAI.Chat.ChatCompletionChunk.Choice.Delta.ToolCall;
+
+/** The active span's `traceparent` (the model call's `chat` span) for the provider's request; undefined when tracing is off. */
+function traceHeaders(): Record<string, string> | undefined {
+  if (!tracingOn()) return undefined;
+  const headers: Record<string, string> = {};
+  injectTraceHeaders(headers);
+  return headers;
+}
 
 /**
  * `openai:<model>`: any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, …),
@@ -48,7 +57,7 @@ export class OpenAiProvider implements ModelProvider {
     const stalled = new AbortController();
     const stallTimer = setTimeout(() => stalled.abort(), this.timeoutMs);
     try {
-      const stream = await this.client.chat.completions.create(chatCompletionBody(request), { signal: AbortSignal.any([request.signal, stalled.signal]) });
+      const stream = await this.client.chat.completions.create(chatCompletionBody(request), { signal: AbortSignal.any([request.signal, stalled.signal]), headers: traceHeaders() });
       for await (const chunk of stream) {
         stallTimer.refresh();
         if (chunk.usage) usage = toUsage(chunk.usage);

@@ -1,5 +1,6 @@
 import { Injectable, Module, type OnModuleInit } from '@nestjs/common';
 import { EventsModule, type OutboxAppend, type OutboxContribution, type OutboxSubscriber, OutboxSubscribers } from '#libs/events';
+import { type StoredTraceContext, storedTraceContext } from '#libs/telemetry';
 import { webhookPayloadOf } from './webhook-events.js';
 
 /** The name the outbox keeps this subscriber's result under (OutboxBatch.fanOut): the endpoints to nudge after commit. */
@@ -21,18 +22,29 @@ export function webhookFanOut(append: OutboxAppend): OutboxContribution | null {
   if (hooks.length === 0) return null;
   const session = append.sessionParam;
   const ins = append.rowsCte;
+  const trace = deliveryTrace(append.param, storedTraceContext());
   return {
     ctes: [
       // Key-share locked: an endpoint deleted meanwhile is skipped, never a foreign-key failure of the fact's transaction.
       `wh_endpoints AS (SELECT id, event_types FROM webhook_endpoints WHERE owner_id = (SELECT owner_id FROM sessions WHERE id = ${session}::uuid) AND enabled FOR KEY SHARE)`,
-      `wh_fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at)
-         SELECT gen_random_uuid(), wh_endpoints.id, ${session}::uuid::text, ${ins}.seq, ${ins}.event_id, ${ins}.type, ${session}::uuid, replace(h.body, ${append.seqTokenParam}, ${ins}.seq::text), 'pending', now(), now()
+      `wh_fan AS (INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, created_at${trace.column})
+         SELECT gen_random_uuid(), wh_endpoints.id, ${session}::uuid::text, ${ins}.seq, ${ins}.event_id, ${ins}.type, ${session}::uuid, replace(h.body, ${append.seqTokenParam}, ${ins}.seq::text), 'pending', now(), now()${trace.value}
          FROM ${ins} JOIN (VALUES ${hooks.join(', ')}) AS h(event_id, body) ON h.event_id = ${ins}.event_id
          JOIN wh_endpoints ON wh_endpoints.event_types IS NULL OR ${ins}.type = ANY (wh_endpoints.event_types)
          RETURNING endpoint_id)`,
     ],
     result: 'SELECT array_agg(DISTINCT endpoint_id::text) FROM wh_fan',
   };
+}
+
+/**
+ * The `trace` column of the deliveries a fan-out writes: the active span's context (the turn's or
+ * request's that caused the events), so each attempt's span joins that trace. Tracing off (or no
+ * active span): neither column nor parameter, the statement as it always was.
+ */
+export function deliveryTrace(param: (value: unknown) => string, stored: StoredTraceContext | undefined): { column: string; value: string } {
+  if (stored === undefined) return { column: '', value: '' };
+  return { column: ', trace', value: `, ${param(JSON.stringify(stored))}::jsonb` };
 }
 
 @Injectable()

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { isUuid, type Page, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
+import { type StoredTraceContext, storedTraceContext } from '#libs/telemetry';
 import type { WebhookAttemptOutcome, WebhookDisabledReason } from './webhook.dto.js';
 import { PENDING_DELIVERY, type WebhookDeliveryStatus } from './webhook-states.js';
 import type { WebhookEventType } from './webhook-events.js';
@@ -177,22 +178,30 @@ export class WebhooksRepository {
    * A delivery outside any session's order: a test send (`payload` new) or a redelivery (a copy of
    * one of the endpoint's deliveries, same event id). Its chain is its own id: it waits for no one.
    */
-  async insertStandalone(manager: EntityManager | null, delivery: { id: string; endpointId: string; eventId: string; eventType: WebhookEventType; sessionId: string | null; payload: string; redeliveryOf: string | null }): Promise<void> {
+  /**
+   * `trace`: the context the attempts' spans join — a redelivery's is its original's; otherwise (or
+   * when the original had none) the active span's (the request that asked for it), none when tracing is off.
+   */
+  async insertStandalone(
+    manager: EntityManager | null,
+    delivery: { id: string; endpointId: string; eventId: string; eventType: WebhookEventType; sessionId: string | null; payload: string; redeliveryOf: string | null; trace?: StoredTraceContext | null },
+  ): Promise<void> {
+    const trace = delivery.trace ?? storedTraceContext() ?? null;
     await (manager ?? this.dataSource.manager).query(
-      prepared(`INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, redelivery_of, created_at)
-       VALUES ($1, $2, $8, 0, $3, $4, $5, $6, 'pending', now(), $7, now())`),
-      [delivery.id, delivery.endpointId, delivery.eventId, delivery.eventType, delivery.sessionId, delivery.payload, delivery.redeliveryOf, delivery.id],
+      prepared(`INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, redelivery_of, created_at, trace)
+       VALUES ($1, $2, $8, 0, $3, $4, $5, $6, 'pending', now(), $7, now(), $9::jsonb)`),
+      [delivery.id, delivery.endpointId, delivery.eventId, delivery.eventType, delivery.sessionId, delivery.payload, delivery.redeliveryOf, delivery.id, trace === null ? null : JSON.stringify(trace)],
     );
   }
 
   /** One of the endpoint's deliveries with what a redelivery copies; null when it has none of that id. */
-  async deliveryPayload(endpointId: string, deliveryId: string): Promise<{ eventId: string; eventType: WebhookEventType; sessionId: string | null; payload: string } | null> {
+  async deliveryPayload(endpointId: string, deliveryId: string): Promise<{ eventId: string; eventType: WebhookEventType; sessionId: string | null; payload: string; trace: StoredTraceContext | null } | null> {
     if (!isUuid(deliveryId)) return null;
-    const [row] = (await this.dataSource.query(prepared(`SELECT event_id, event_type, session_id, payload FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2`), [
+    const [row] = (await this.dataSource.query(prepared(`SELECT event_id, event_type, session_id, payload, trace FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2`), [
       deliveryId,
       endpointId,
-    ])) as { event_id: string; event_type: WebhookEventType; session_id: string | null; payload: string }[];
-    return row ? { eventId: row.event_id, eventType: row.event_type, sessionId: row.session_id, payload: row.payload } : null;
+    ])) as { event_id: string; event_type: WebhookEventType; session_id: string | null; payload: string; trace: StoredTraceContext | null }[];
+    return row ? { eventId: row.event_id, eventType: row.event_type, sessionId: row.session_id, payload: row.payload, trace: row.trace } : null;
   }
 
   async delivery(endpointId: string, deliveryId: string): Promise<WebhookDeliveryRow | null> {

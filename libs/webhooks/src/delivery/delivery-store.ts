@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { prepared } from '#libs/database';
+import type { StoredTraceContext } from '#libs/telemetry';
 import type { WebhookAttemptRow } from '../webhooks.repository.js';
 import { PENDING_DELIVERY } from '../webhook-states.js';
 
@@ -22,6 +23,10 @@ export interface ClaimedDelivery {
   failingSince: Date | null;
   /** The database clock at the claim. */
   nowMs: number;
+  /** The session whose event this is (null: a test send or an event of no session). */
+  sessionId: string | null;
+  /** The trace context the fan-out stored (tracing was on then): each attempt's span joins it. */
+  trace: StoredTraceContext | null;
 }
 
 /** An attempt's log row (what the delivery log reads back), for its delivery. */
@@ -53,7 +58,7 @@ export class DeliveryStore {
        WHERE d.id = (SELECT h.id FROM webhook_deliveries h WHERE h.endpoint_id = $1 AND h.chain = $2 AND ${PENDING_DELIVERY('h.status')} ORDER BY h.seq LIMIT 1)
          AND w.id = d.endpoint_id AND (w.enabled OR d.event_type = 'webhook.test')
          AND ${PENDING_DELIVERY('d.status')} AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
-       RETURNING d.id, d.attempts, d.event_id, d.event_type, d.payload, w.url, w.owner_id, w.secret_sealed,
+       RETURNING d.id, d.attempts, d.event_id, d.event_type, d.payload, d.session_id, d.trace, w.url, w.owner_id, w.secret_sealed,
          CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END AS previous_secret_sealed, w.failing_since,
          (extract(epoch FROM now()) * 1000)::float8 AS now_ms`),
       [endpointId, chain, leaseMs],
@@ -73,6 +78,8 @@ export class DeliveryStore {
       previousSecretSealed: (row.previous_secret_sealed as Buffer | null) ?? null,
       failingSince: (row.failing_since as Date | null) ?? null,
       nowMs: Number(row.now_ms),
+      sessionId: (row.session_id as string | null) ?? null,
+      trace: (row.trace as StoredTraceContext | null) ?? null,
     };
   }
 

@@ -3,6 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import { AppConfig, ThrottledLog } from '#libs/config';
 import { metrics } from '#libs/metrics';
+import { contextOf, endSpan, injectTraceHeaders, SESSION_ATTRIBUTE, type Span, SpanKind, startSpan, tracingOn, withSpan } from '#libs/telemetry';
 import { WebhookJobs } from '#libs/queue';
 import { WebhookSecretBox } from '../webhook-secret-box.js';
 import { guardedLookup } from './address-policy.js';
@@ -15,6 +16,36 @@ import { type SendResult, WebhookSender } from './webhook-sender.js';
 const CHAIN_RUN_MAX = 50;
 /** A lease outlives its attempt by this much: the result is written well before another worker may claim. */
 const LEASE_MARGIN_MS = 15_000;
+
+/** One attempt's CLIENT span, a child of the context the fan-out stored (a new trace when none): HTTP client conventions, the URL without its query. */
+function deliverySpan(claimed: ClaimedDelivery): Span | undefined {
+  let url: string;
+  try {
+    const parsed = new URL(claimed.url);
+    url = `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    url = '';
+  }
+  return startSpan('webhook.deliver', {
+    kind: SpanKind.CLIENT,
+    parent: contextOf(claimed.trace),
+    attributes: {
+      'http.request.method': 'POST',
+      ...(url ? { 'url.full': url } : {}),
+      'yuxi.webhook.endpoint_id': claimed.endpointId,
+      'yuxi.webhook.event_type': claimed.eventType,
+      'yuxi.webhook.attempt': claimed.attempt,
+      ...(claimed.sessionId ? { [SESSION_ATTRIBUTE]: claimed.sessionId } : {}),
+    },
+  });
+}
+
+/** Ends an attempt's span: the status the endpoint answered; ERROR unless the attempt succeeded. */
+function endDeliverySpan(span: Span, result: SendResult): void {
+  const attributes = result.statusCode === null ? {} : { 'http.response.status_code': result.statusCode };
+  if (result.outcome === 'succeeded') endSpan(span, undefined, attributes);
+  else endSpan(span, Object.assign(new Error(result.error || result.outcome), { code: result.statusCode === null ? result.outcome : String(result.statusCode) }), attributes);
+}
 
 /**
  * The delivery engine (each worker): attempts the head of a chain, signs it afresh (Standard
@@ -70,7 +101,9 @@ export class WebhookDeliverer implements OnApplicationShutdown {
 
   private async attempt(claimed: ClaimedDelivery): Promise<DeliveryNext> {
     const startedAt = new Date();
-    const result = await this.send(claimed);
+    const span = tracingOn() ? deliverySpan(claimed) : undefined;
+    const result = await withSpan(span, () => this.send(claimed));
+    if (span) endDeliverySpan(span, result);
     metrics.webhookAttempt(result.outcome, result.durationMs / 1000);
     const test = claimed.eventType === 'webhook.test';
     const ok = result.outcome === 'succeeded';
@@ -117,12 +150,10 @@ export class WebhookDeliverer implements OnApplicationShutdown {
       return { outcome: 'failed', statusCode: null, durationMs: 0, responseExcerpt: '', error: `the signing secret cannot be opened: ${String(error)}`.slice(0, 500), retryAfter: null };
     }
     const timestamp = Math.floor(Date.now() / 1000);
-    return this.sender.send({
-      url: claimed.url,
-      body: claimed.payload,
-      timeoutMs: this.config.webhookTimeoutMs,
-      headers: { 'webhook-id': claimed.eventId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(secrets, claimed.eventId, timestamp, claimed.payload) },
-    });
+    const headers: Record<string, string> = { 'webhook-id': claimed.eventId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(secrets, claimed.eventId, timestamp, claimed.payload) };
+    // The attempt's span (tracing on): the receiver's spans join the trace that caused the event.
+    injectTraceHeaders(headers);
+    return this.sender.send({ url: claimed.url, body: claimed.payload, timeoutMs: this.config.webhookTimeoutMs, headers });
   }
 
   private async auditChange(manager: EntityManager, claimed: ClaimedDelivery, what: 'disabled' | 'recovered', reason: string | null, result: SendResult): Promise<void> {
