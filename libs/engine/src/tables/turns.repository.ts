@@ -1,9 +1,9 @@
-import type { StoredTraceContext } from '#libs/telemetry';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError, isTransientFailure } from '#libs/errors';
+import { type StoredTraceContext, traceIdOf } from '#libs/telemetry';
 import { addUsageSql, type LedgerEntry, ledgerDeltaSql, ledgerInsertSql, type LedgerRow } from '#libs/usage';
 import { type PublicError, RunEntity, type TurnContext, TurnEntity, type TurnStatus, type Usage, type Waitpoint } from './turn.entities.js';
 import { FAILURE_SIDE_EFFECTS_SQL, FAILURE_UNSAFE_EFFECTS_SQL } from '../endings/failure-side-effects.js';
@@ -95,6 +95,7 @@ export class TurnsRepository {
       cancellationPending: false,
       error: null,
       usage: null,
+      traceId: traceIdOf(spec.config.trace),
       context: null,
       createdAt: spec.at,
       startedAt: spec.at,
@@ -123,14 +124,14 @@ export class TurnsRepository {
     // One statement for both rows (and the run's fencing epoch): the turn start is on every turn's critical path.
     const rows = (await manager.query(
       prepared(`WITH t AS (
-         INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at, account_id)
-         VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7, $12)
+         INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at, account_id, trace_id)
+         VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7, $12, $13)
        )
        INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, epoch, created_at, started_at)
        VALUES ($6, $1, $2, 1, '${RUN_TRANSITIONS.start.to[0]}', $8, $5, $9, $10, now() + make_interval(secs => $11::double precision / 1000),
                (SELECT coalesce(max(epoch), 0) + 1 FROM runs WHERE session_id = $2), $7, $7)
        RETURNING epoch`),
-      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs, spec.accountId],
+      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs, spec.accountId, turn.traceId],
     )) as { epoch: string }[];
     run.epoch = Number(rows[0]?.epoch);
     return { turn, run };

@@ -1,5 +1,7 @@
 import { unixSeconds } from '#libs/database';
+import { traceIdOf } from '#libs/telemetry';
 import { usageTotals } from '#libs/usage';
+import type { FrozenInputConfig } from '../tables/input.entity.js';
 import { assistantContent, isCallItem, isReasoningPart, type ItemEntity, REASONING_PART, type RunCheckpoint, type RunEntity, type TurnEntity, type Waitpoint } from '../tables/turn.entities.js';
 import type { ItemDto, RunDto, RunSummaryDto, TurnDetailDto, TurnDto } from './turn.dto.js';
 
@@ -100,6 +102,7 @@ export function toRunDto(run: RunEntity): RunDto {
     completed_at: unixSeconds(run.completedAt),
     error: run.error,
     usage: usageTotals(run.usage),
+    yuxi: { trace_id: traceIdOf((run.config as FrozenInputConfig | undefined)?.trace) },
   };
 }
 
@@ -120,7 +123,7 @@ export function toTurnDto(turn: TurnEntity): TurnDto {
     completed_at: unixSeconds(turn.completedAt),
     error: turn.error,
     usage: null,
-    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint, usage: usageTotals(turn.usage), context: turn.context ?? null },
+    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint, usage: usageTotals(turn.usage), context: turn.context ?? null, trace_id: turn.traceId ?? null },
   };
 }
 

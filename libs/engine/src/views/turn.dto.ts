@@ -218,6 +218,11 @@ export class WaitpointDto {
   @ApiPropertyOptional({ type: 'integer', description: 'kind=budget: what was spent of that limit in the budget\'s period (committed plus held by calls in flight) when the turn stopped.' }) spent?: number;
 }
 
+export class RunYuxiDto {
+  @ApiProperty({ type: String, nullable: true, pattern: '^[0-9a-f]{32}$', description: 'The W3C trace id of the trace this run\'s spans belong to (its turn\'s first input\'s, accepted while tracing was on), else null.' })
+  trace_id!: string | null;
+}
+
 export class RunDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['yuxi.session.run'] }) object!: 'yuxi.session.run';
@@ -236,6 +241,7 @@ export class RunDto {
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) started_at!: number | null;
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) completed_at!: number | null;
   @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;
+  @ApiProperty({ type: RunYuxiDto }) yuxi!: RunYuxiDto;
 }
 
 export class RunSummaryDto {
@@ -267,6 +273,13 @@ export class TurnSummaryYuxiDto {
   @ApiProperty({ type: UsageDto, nullable: true, description: 'Tokens used by the turn so far (all its runs).' }) usage!: UsageDto | null;
   @ApiProperty({ type: TurnContextDto, nullable: true, description: 'The model context of the turn\'s last model call, once the turn has settled; null before, or for a turn that called no model.' })
   context!: TurnContextDto | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    pattern: '^[0-9a-f]{32}$',
+    description: 'The W3C trace id of the turn\'s trace (the input that started it was accepted while tracing was on), else null: its spans are read through `GET /sessions/{id}/traces` or in a trace UI.',
+  })
+  trace_id!: string | null;
 }
 
 export class TurnStateYuxiDto extends TurnSummaryYuxiDto {

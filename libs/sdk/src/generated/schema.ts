@@ -2601,6 +2601,8 @@ export interface components {
             usage: components["schemas"]["UsageDto"] | (never | null);
             /** @description The model context of the turn's last model call, once the turn has settled; null before, or for a turn that called no model. */
             context: components["schemas"]["TurnContextDto"] | (never | null);
+            /** @description The W3C trace id of the turn's trace (the input that started it was accepted while tracing was on), else null: its spans are read through `GET /sessions/{id}/traces` or in a trace UI. */
+            trace_id: string | null;
         };
         TurnDto: {
             id: string;
@@ -2633,6 +2635,10 @@ export interface components {
             last_id: string | null;
             has_more: boolean;
         };
+        RunYuxiDto: {
+            /** @description The W3C trace id of the trace this run's spans belong to (its turn's first input's, accepted while tracing was on), else null. */
+            trace_id: string | null;
+        };
         RunDto: {
             id: string;
             /** @enum {string} */
@@ -2658,6 +2664,7 @@ export interface components {
             /** @description Unix seconds. */
             completed_at: number | null;
             error: components["schemas"]["PublicErrorDto"] | (never | null);
+            yuxi: components["schemas"]["RunYuxiDto"];
         };
         TurnDetailYuxiDto: {
             current_run_id: string | null;
@@ -2668,6 +2675,8 @@ export interface components {
             usage: components["schemas"]["UsageDto"] | (never | null);
             /** @description The model context of the turn's last model call, once the turn has settled; null before, or for a turn that called no model. */
             context: components["schemas"]["TurnContextDto"] | (never | null);
+            /** @description The W3C trace id of the turn's trace (the input that started it was accepted while tracing was on), else null: its spans are read through `GET /sessions/{id}/traces` or in a trace UI. */
+            trace_id: string | null;
             /** @description A cancel was accepted and the turn is stopping; false again once it reached its terminal state. */
             cancellation_pending: boolean;
             runs: components["schemas"]["RunDto"][];
@@ -4836,6 +4845,8 @@ export interface components {
             usage: components["schemas"]["UsageDto"] | (never | null);
             /** @description The model context of the turn's last model call, once the turn has settled; null before, or for a turn that called no model. */
             context: components["schemas"]["TurnContextDto"] | (never | null);
+            /** @description The W3C trace id of the turn's trace (the input that started it was accepted while tracing was on), else null: its spans are read through `GET /sessions/{id}/traces` or in a trace UI. */
+            trace_id: string | null;
             /** @description A cancel was accepted and the turn is stopping; false again once it reached its terminal state. */
             cancellation_pending: boolean;
         };
