@@ -4,7 +4,7 @@ export { closeOnSignals } from './shutdown.js';
 export { PinoNestLogger } from './nest-logger.js';
 export { logErrorsQuietly, logRedisErrorsQuietly } from './redis-errors.js';
 export { REPEATED_CONDITION_LOG_MS, ThrottledLog } from './throttled-log.js';
-export { currentLogContext, httpLogger, LOG_REDACT_PATHS, type LogFields, loggingModule, logSettings, pinoOptions, rootLogger, setLogContext, startupLogger, withLogContext } from './logging.js';
+export { currentLogContext, httpLogger, LOG_REDACT_PATHS, type LogFields, loggingModule, logMixin, logSettings, pinoOptions, rootLogger, setLogContext, startupLogger, withLogContext } from './logging.js';
 export { MAX_STREAM_SHARDS, parseRedisNodes, type RedisClusterSettings, type RedisNode } from './app-config.js';
 export { clusterOptions, countExisting, createRedisClient, getEach, isCluster, newRedisClient, type RedisClient, type RedisClientOptions, type RedisSettings, urlCredentials } from './redis-client.js';
 export { CLUSTER_SLOTS, crc16, groupBySlot, hashTagOf, keySlot } from './redis-slots.js';

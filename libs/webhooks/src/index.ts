@@ -44,7 +44,7 @@ export {
 } from './webhook.dto.js';
 export { StandaloneWebhooks, StandaloneWebhooksModule, type WebhookChain } from './standalone-webhooks.js';
 export { isWebhookEventType, SESSION_WEBHOOK_TYPES, STANDALONE_WEBHOOK_TYPES, type StampedEvent, WEBHOOK_EVENT_TYPES, type WebhookEventType, type WebhookPayload, webhookPayloadOf } from './webhook-events.js';
-export { WEBHOOK_FAN_OUT, webhookFanOut, WebhookOutboxModule } from './webhook-outbox-subscriber.js';
+export { deliveryTrace, WEBHOOK_FAN_OUT, webhookFanOut, WebhookOutboxModule } from './webhook-outbox-subscriber.js';
 export { WebhookDeliveryModule, WebhooksModule } from './webhooks.module.js';
 export {
   PENDING_DELIVERY,
