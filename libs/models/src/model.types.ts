@@ -61,8 +61,11 @@ export type ModelEvent =
   | { type: 'reasoning_delta'; delta: string }
   | { type: 'tool_call'; call: ModelToolCall }
   | { type: 'usage'; usage: ModelUsage }
-  /** Why the model stopped, as the provider says it (`stop`, `length`, `tool_calls`, `content_filter`, …). */
-  | { type: 'finish'; reason: string };
+  /**
+   * Why the model stopped, as the provider says it (`stop`, `length`, `tool_calls`, `content_filter`, …);
+   * `id` and `model`: the response's id and the model that answered, where the provider names them (trace attributes).
+   */
+  | { type: 'finish'; reason: string; id?: string; model?: string };
 
 export interface ModelProvider {
   readonly provider: string;

@@ -53,6 +53,7 @@ export class OpenAiProvider implements ModelProvider {
     const calls = new ToolCallAssembler();
     let usage: ModelUsage | null = null;
     let finishReason: string | null = null;
+    let response: { id?: string; model?: string } = {};
     // The client's timeout ends once headers arrive; a stream that then stalls needs its own guard.
     const stalled = new AbortController();
     const stallTimer = setTimeout(() => stalled.abort(), this.timeoutMs);
@@ -61,6 +62,8 @@ export class OpenAiProvider implements ModelProvider {
       for await (const chunk of stream) {
         stallTimer.refresh();
         if (chunk.usage) usage = toUsage(chunk.usage);
+        // The response's id and model (the same on every chunk): read once, only for a traced call's chat span.
+        if (tracingOn() && response.id === undefined && chunk.id) response = { id: chunk.id, ...(chunk.model ? { model: chunk.model } : {}) };
         for (const choice of chunk.choices ?? []) {
           if (choice.finish_reason) finishReason = choice.finish_reason;
           const delta: ChunkDelta | undefined = choice.delta;
@@ -86,7 +89,7 @@ export class OpenAiProvider implements ModelProvider {
     }
     for (const call of calls.complete()) yield { type: 'tool_call', call };
     if (usage) yield { type: 'usage', usage };
-    if (finishReason) yield { type: 'finish', reason: finishReason };
+    if (finishReason) yield { type: 'finish', reason: finishReason, ...response };
   }
 }
 

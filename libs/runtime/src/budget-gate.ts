@@ -90,12 +90,13 @@ export class BudgetGate {
       await state.publish(batch);
       return;
     }
-    const batch = await this.writes.retrying(lease, () => this.suspensions.suspendForBudget(held, lease, reached), true);
+    const batch = await this.writes.commitStep(state, 'waitpoint', () => this.suspensions.suspendForBudget(held, lease, reached));
     if (batch === 'cancelled') throw new TurnCancelledError();
     if (!batch) {
       this.writes.fenced(lease, 'waitpoint');
       return;
     }
+    state.trace?.waiting('budget');
     state.keeper.pause();
     await state.publish(batch);
     this.logger.log(`turn ${held.turn.id} waits: budget ${reached.budgetId} reached its ${reached.limit} limit`);

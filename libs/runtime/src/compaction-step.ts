@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { newId } from '#libs/database';
 import { type CommittedStep, type CompactionCommit, type CompactionRecord, type CompactionTrigger, ModelCallSteps, turnEvents, type Usage } from '#libs/engine';
 import { defaultWindowTokens, ModelError } from '#libs/models';
+import { setSpanAttributes } from '#libs/telemetry';
 import { countSpend } from '#libs/usage';
 import type { BuiltContext } from './context-manager.js';
 import { compactionCut, contextTokens, type ContextPolicy } from './context-policy.js';
@@ -43,7 +44,14 @@ export class CompactionStep {
    * Compacts: the committed step, or null when the lease is gone. A summariser failure throws its
    * ModelError after announcing it live (the caller decides whether the turn goes on without it).
    */
-  async run(state: RunState, built: BuiltContext, policy: ContextPolicy, trigger: CompactionTrigger, control: RunControl, instructions?: string): Promise<CommittedStep | null> {
+  run(state: RunState, built: BuiltContext, policy: ContextPolicy, trigger: CompactionTrigger, control: RunControl, instructions?: string): Promise<CommittedStep | null> {
+    // Traced: a `compaction` span around the summariser's chat span and the step's commit.
+    const { trace } = state;
+    if (!trace) return this.compact(state, built, policy, trigger, control, instructions);
+    return trace.around('compaction', { 'yuxi.compaction.trigger': trigger, 'yuxi.compaction.model': policy.summarizerModel }, () => this.compact(state, built, policy, trigger, control, instructions));
+  }
+
+  private async compact(state: RunState, built: BuiltContext, policy: ContextPolicy, trigger: CompactionTrigger, control: RunControl, instructions?: string): Promise<CommittedStep | null> {
     const { held } = state;
     const cut = this.cut(built, policy, trigger);
     const summarised = built.items.slice(0, cut);
@@ -63,7 +71,7 @@ export class CompactionStep {
         tools: [],
         signal: control.abort.signal,
         purpose: 'compaction',
-      });
+      }, state.trace?.attributes);
       for await (const event of stream) {
         state.keeper.assertHeld();
         if (event.type === 'text_delta') summary += event.delta;
@@ -94,11 +102,12 @@ export class CompactionStep {
       model: policy.summarizerModel,
       usage,
     };
+    if (state.trace) setSpanAttributes({ 'yuxi.compaction.tokens_before': record.tokens_before, 'yuxi.compaction.tokens_after': record.tokens_after });
     return this.commit(state, policy, { itemId: newId(), trigger, summary, record, wallMs: performance.now() - started });
   }
 
   private async commit(state: RunState, policy: ContextPolicy, compaction: CompactionCommit): Promise<CommittedStep | null> {
-    const recorded = await this.writes.retrying(state.lease, () => this.modelSteps.recordCompaction(state.held, state.lease, state.outputIndex, compaction), true);
+    const recorded = await this.writes.commitStep(state, 'compaction', () => this.modelSteps.recordCompaction(state.held, state.lease, state.outputIndex, compaction));
     if (!recorded) {
       this.writes.fenced(state.lease, 'compaction');
       return null;

@@ -22,7 +22,7 @@ export class CooperationStep {
 
   /** The committed step, or null when the lease is gone. */
   async coordinate(state: RunState, plan: Extract<NextStep, { action: 'coordinate' }>): Promise<CommittedStep | null> {
-    const recorded = await this.writes.retrying(state.lease, () => this.transitions.perform(state.held, state.lease, state.outputIndex, plan.call, plan.args), true);
+    const recorded = await this.writes.commitStep(state, 'tool_call', () => this.transitions.perform(state.held, state.lease, state.outputIndex, plan.call, plan.args));
     if (recorded === 'cancelled') throw new TurnCancelledError();
     if (!recorded) {
       this.writes.fenced(state.lease, 'coordination');
@@ -37,13 +37,14 @@ export class CooperationStep {
 
   /** The wait's step when it resolved at once; null when the run stopped (waiting, or the lease gone). */
   async wait(state: RunState, plan: Extract<NextStep, { action: 'wait' }>): Promise<CommittedStep | null> {
-    const awaited = await this.writes.retrying(state.lease, () => this.waits.awaitMembers(state.held, state.lease, plan.calls), true);
+    const awaited = await this.writes.commitStep(state, 'waitpoint', () => this.waits.awaitMembers(state.held, state.lease, plan.calls));
     if (awaited === 'cancelled') throw new TurnCancelledError();
     if (!awaited) {
       this.writes.fenced(state.lease, 'cooperation wait');
       return null;
     }
     if ('resolved' in awaited) return awaited.resolved;
+    state.trace?.waiting('cooperation');
     state.keeper.pause();
     await state.publish(awaited.suspended, awaited.nudges);
     return null;

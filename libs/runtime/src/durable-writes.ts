@@ -4,6 +4,7 @@ import { AppConfig } from '#libs/config';
 import { isDependencyUnavailable } from '#libs/errors';
 import type { Lease } from '#libs/engine';
 import { FencingStats } from './fencing-stats.js';
+import type { RunTrace } from './run-spans.js';
 
 const RETRY_MAX_DELAY_MS = 2_000;
 
@@ -40,6 +41,15 @@ export class DurableWrites {
         await sleep(Math.min(100 * 2 ** attempt, RETRY_MAX_DELAY_MS));
       }
     }
+  }
+
+  /**
+   * A durable step's commit through the lease (`retrying`, a failure other than the database's
+   * rethrown unless `rethrow` is false), in a `commit_step` span (`yuxi.step.kind`) when the run is traced.
+   */
+  commitStep<T>(run: { lease: Lease; trace: RunTrace | undefined }, kind: string, write: () => Promise<T>, rethrow = true): Promise<T | undefined> {
+    if (!run.trace) return this.retrying(run.lease, write, rethrow);
+    return run.trace.commitStep(kind, () => this.retrying(run.lease, write, rethrow));
   }
 
   /** The lease is gone: this worker writes nothing more of the run. */

@@ -28,3 +28,21 @@ export { CallInFlight, ELICITATION_LOST, McpCallsInFlight, RemoteCall } from './
 export { McpSampling, toModelMessage as samplingMessage } from './mcp-sampling.js';
 export { PROGRESS_EVENTS_PER_SECOND, ProgressThrottle, type ThrottleClock } from './progress-throttle.js';
 export { OUTPUT_BATCH_BYTES, OUTPUT_BATCH_MS, OutputBatcher } from './output-batcher.js';
+export {
+  boundedContent,
+  boundedMessagesJson,
+  chatAttributes,
+  chatResponseAttributes,
+  executeToolAttributes,
+  inputMessagesJson,
+  invokeAgentAttributes,
+  MAX_CONTENT_CHARS,
+  newChatObservation,
+  observeModelEvent,
+  outputMessagesJson,
+  providerName,
+  runScopeAttributes,
+  runSpanPlan,
+  toolType,
+} from './gen-ai-attributes.js';
+export { ChatTrace, RunTrace } from './run-spans.js';

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ErrorCode, McpError, type CreateMessageRequestParams, type CreateMessageResult } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfig } from '#libs/config';
+import type { Attributes } from '#libs/telemetry';
 import type { ModelMessage, ModelUserPart } from '#libs/models';
 import type { Usage } from '#libs/engine';
 import { ModelStreams } from './model-streams.js';
@@ -16,6 +17,8 @@ export interface SamplingScope {
   approvalMode: string;
   /** The server's label, for the refusal's message. */
   serverLabel: string;
+  /** The run's ids for the call's `chat` span (RunTrace.attributes); undefined when tracing is off. */
+  trace?: Attributes;
 }
 
 /**
@@ -41,7 +44,7 @@ export class McpSampling {
     let usage: Usage | null = null;
     let stopReason: CreateMessageResult['stopReason'] = 'endTurn';
     const stopped = new AbortController();
-    const stream = this.streams.open(scope.model, { instructions: params.systemPrompt ?? '', messages, tools: [], signal: AbortSignal.any([signal, stopped.signal]) });
+    const stream = this.streams.open(scope.model, { instructions: params.systemPrompt ?? '', messages, tools: [], signal: AbortSignal.any([signal, stopped.signal]) }, scope.trace);
     try {
       for await (const event of stream) {
         if (event.type === 'text_delta') {

@@ -77,7 +77,7 @@ export class ModelCallStep {
     const cut = (): void => {
       state.output.cutCall = { model: held.run.model, usage: result.usage, wallMs: performance.now() - started };
     };
-    const stream = this.streams.open(held.run.model, request);
+    const stream = this.streams.open(held.run.model, request, state.trace?.attributes);
     try {
       for await (const event of stream) {
         answered = true;
@@ -132,8 +132,9 @@ export class ModelCallStep {
   /** Commits a model call that asked for tools: the step, its commentary and its function_call items. Null when the lease is gone. */
   async commit(state: RunState, result: ModelCallResult): Promise<CommittedStep | null> {
     const { held } = state;
-    const recorded = await this.writes.retrying(
-      state.lease,
+    const recorded = await this.writes.commitStep(
+      state,
+      'model_call',
       () => this.modelSteps.recordModelStep(held, state.lease, state.output, {
           text: result.text,
           toolCalls: result.toolCalls,
@@ -143,7 +144,6 @@ export class ModelCallStep {
           requestJson: result.requestJson,
           wallMs: result.wallMs,
         }),
-      true,
     );
     if (!recorded) {
       this.writes.fenced(state.lease, 'model step');

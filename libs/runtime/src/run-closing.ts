@@ -37,12 +37,17 @@ export class RunClosing {
   async settle(state: RunState, outcome: Outcome): Promise<PendingAfter> {
     const { held, lease } = state;
     // Its events are published and its nudges sent by the settle itself, once committed.
-    const settled = await this.writes.retrying(lease, () => this.settlement.settle(held, lease, state.output, { ...outcome, context: state.context.current }));
-    if (settled === undefined) return null;
+    const settled = await this.writes.commitStep(state, 'settle', () => this.settlement.settle(held, lease, state.output, { ...outcome, context: state.context.current }), false);
+    if (settled === undefined) {
+      state.trace?.ended('database_unreachable');
+      return null;
+    }
     if (!settled) {
+      state.trace?.ended('lease_lost');
       this.writes.fenced(lease, 'settle');
       return null;
     }
+    state.trace?.ended(settled.status, outcome.status === 'failed' ? outcome.error : undefined);
     this.logger.log(`turn ${settled.status}`);
     return settled.pendingInputs;
   }
@@ -53,14 +58,17 @@ export class RunClosing {
     state.output.lostDeltas = state.live.lost;
     switch (ending.kind) {
       case 'lease_lost':
+        state.trace?.ended('lease_lost');
         this.writes.fenced(state.lease, 'run');
         return null;
       case 'shutdown':
+        state.trace?.ended('released');
         await this.release(state);
         return null;
       case 'cancel':
         return this.settle(state, { status: 'cancelled' });
       case 'database_unreachable':
+        state.trace?.ended('database_unreachable');
         this.logger.warn(`run ${state.lease.runId} stopped: the database is unreachable; recovery will continue its turn`);
         return null;
       case 'failed':
@@ -90,8 +98,10 @@ export class RunClosing {
       return { joined: false, pending: null };
     }
     countSpend(next.spent);
+    const fromRunId = state.lease.runId;
     state.lease = next.lease;
     held.run = next.run;
+    state.trace?.yielded(fromRunId);
     setLogContext({ run_id: next.run.id });
     state.boundaryAt(next.outputIndex);
     state.keeper.switchTo(state.lease, sentAt);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { HeldTurn, CommittedStep } from '#libs/engine';
+import { tracingOn, withSpan } from '#libs/telemetry';
 import { BudgetGate } from './budget-gate.js';
 import { type BuiltContext, ContextManager } from './context-manager.js';
 import { CooperationStep } from './cooperation-step.js';
@@ -10,6 +11,7 @@ import { decide, decideInterrupted, type Interruption, interruptionOf, type RunC
 import { TurnCancelledError } from './run-errors.js';
 import { type ModelCallAllowance, type RunFact, spent, withFact } from './run-history.js';
 import { emptyOutput, RunScopes, type RunState } from './run-scope.js';
+import { RunTrace } from './run-spans.js';
 import { ToolCallStep, WAITING } from './tool-call-step.js';
 import { type TurnPlan, TurnPlanning } from './turn-planning.js';
 
@@ -54,7 +56,24 @@ export class RunExecutor {
    * released, fenced): then the driver looks for itself.
    */
   async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<PendingAfter> {
+    // Traced: the claim's span and the run's `invoke_agent` span (`leaseSentAt`: when the claim
+    // began), active while the run executes, so its children, its outgoing requests' `traceparent`
+    // and its log lines name it. Off: nothing is made, and the run goes on as it always did.
+    const trace = tracingOn() ? RunTrace.claimed(held, leaseSentAt) : undefined;
+    if (!trace) return this.executeHeld(held, control, leaseSentAt, undefined);
+    try {
+      return await withSpan(trace.span, () => this.executeHeld(held, control, leaseSentAt, trace));
+    } catch (error) {
+      trace.ended('failed', error);
+      throw error;
+    } finally {
+      trace.finish();
+    }
+  }
+
+  private async executeHeld(held: HeldTurn, control: RunControl, leaseSentAt: number, trace: RunTrace | undefined): Promise<PendingAfter> {
     const { state, close } = await this.scopes.open(held, control, leaseSentAt);
+    state.trace = trace;
     let stopTimer = (): void => undefined;
     let settled = false;
     try {
@@ -75,7 +94,8 @@ export class RunExecutor {
         ending = decideInterrupted(interruptionOf(control.abort.signal, error)).ending;
       }
       // Ended outside the catch: an ending that throws is not ended a second time.
-      const pending = await this.closing.end(state, ending);
+      // After a yield the run is the next one: its span is the active one (RunTrace.yielded).
+      const pending = await (trace ? withSpan(trace.span, () => this.closing.end(state, ending)) : this.closing.end(state, ending));
       settled = pending !== null;
       return pending;
     } finally {
@@ -111,7 +131,10 @@ export class RunExecutor {
       if (history.budgeted !== state.held.budgeted) history = { ...history, budgeted: state.held.budgeted };
       // A cancel, a shutdown or a lost lease heard while the last command ran ends the run at this boundary.
       const { signal } = control.abort;
-      const performed = await this.perform(decide(history, signal.aborted ? interruptionOf(signal, signal.reason) : null), performing);
+      const command = decide(history, signal.aborted ? interruptionOf(signal, signal.reason) : null);
+      // Traced: each command under the run's span of now (a yield to steers started the next run's).
+      const { trace } = state;
+      const performed = await (trace ? withSpan(trace.span, () => this.perform(command, performing)) : this.perform(command, performing));
       if (!('fact' in performed)) return performed;
       history = withFact(history, performed.fact);
     }

@@ -10,6 +10,7 @@ import { FencingStats } from './fencing-stats.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LiveEvents } from './live-events.js';
 import type { RunControl } from './run-control.js';
+import type { RunTrace } from './run-spans.js';
 import { TurnLimitError } from './run-errors.js';
 
 /** The state of one held run while the executor works through its steps (its lease and shown text change as it goes). */
@@ -22,6 +23,8 @@ export interface RunState {
   output: RunOutput;
   keeper: LeaseKeeper;
   live: LiveEvents;
+  /** The run's spans; undefined when tracing is off (every hook tests it first). */
+  trace: RunTrace | undefined;
   /** What the run knows of its model context between calls (ContextManager). */
   context: ContextTracking;
   /** A steer may be waiting: set by the steer signal and the heartbeat, cleared by steerWaiting. */
@@ -82,6 +85,7 @@ export class RunScopes {
       outputIndex: held.outputIndex,
       output: emptyOutput(held.outputIndex),
       steerAnnounced: false,
+      trace: undefined,
       context: { baseTokens: null, driftTokens: 0, current: null, summariserFailed: false },
     } as RunState;
     state.keeper = new LeaseKeeper(state.lease, leaseSentAt, {

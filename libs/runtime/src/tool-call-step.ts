@@ -6,6 +6,7 @@ import { countSpend } from '#libs/usage';
 import { elicitationQuestions, elicitationRequest, HARNESS_SOURCE, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
 import { type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { DurableWrites } from './durable-writes.js';
+import { executeToolStart, toolSpanEnd } from './run-spans.js';
 import { commandNotRun, HarnessCalls } from './harness-calls.js';
 import { CallInFlight, ELICITATION_LOST, type FollowedCall, McpCallsInFlight, RemoteCall } from './mcp-calls-in-flight.js';
 import { McpSampling, samplingTokens } from './mcp-sampling.js';
@@ -17,6 +18,9 @@ import type { ModelCallAllowance } from './run-history.js';
 import type { NextStep, PlannedOutcome } from './step-plan.js';
 
 type ToolStep = Extract<NextStep, { action: 'record' | 'execute' | 'resume_elicitation' }>;
+
+/** A call followed to its end, or to a question it asks the user. */
+type Followed = { outcome: PlannedOutcome } | { elicit: ElicitRequestParams; call: FollowedCall };
 
 /** A call of a model step that stopped for the user: the run is at a waitpoint and ends. */
 export const WAITING = 'waiting' as const;
@@ -56,19 +60,17 @@ export class ToolCallStep {
     const tool = tools.find((t) => t.name === plan.call.name);
     if (plan.action === 'execute' || plan.action === 'resume_elicitation') {
       if (!plan.started) {
-        const started = await this.writes.retrying(state.lease, () => this.toolSteps.recordToolStarted(held, state.lease, plan.call, tool ?? NOT_OFFERED), true);
+        const started = await this.writes.commitStep(state, 'tool_call', () => this.toolSteps.recordToolStarted(held, state.lease, plan.call, tool ?? NOT_OFFERED));
         if (started === 'cancelled') throw new TurnCancelledError();
         if (!started) return this.fenced(state, 'tool start');
       }
       // No side effect through a lease this worker may have lost while the start was committing.
       state.keeper.assertHeld();
-      const call =
-        plan.action === 'execute'
-          ? tool?.source === HARNESS_SOURCE
-            ? this.harness.start(state, tool, plan)
-            : this.start(state, tool, declarations, plan, allowance)
-          : await this.resumed(state, tool, declarations, plan, allowance);
-      const followed = call instanceof CallInFlight || call instanceof RemoteCall ? await this.follow(state, call, plan.call, tool, control) : { outcome: call };
+      // Traced: the call runs in its `execute_tool` span (an MCP server's request carries its traceparent).
+      const { trace } = state;
+      const followed = trace
+        ? await trace.around(`execute_tool ${plan.call.name}`, executeToolStart(plan.call.name, plan.call.call_id, tool?.source, plan.args), async (span) => toolSpanEnd(span, await this.execute(state, plan, tool, declarations, control, allowance)))
+        : await this.execute(state, plan, tool, declarations, control, allowance);
       if ('elicit' in followed) return this.stopForUser(state, followed.call, plan.call, tool, followed.elicit);
       outcome = followed.outcome;
     } else {
@@ -85,7 +87,7 @@ export class ToolCallStep {
     const lostLive = plan.action !== 'record' && state.live.lost;
     let recorded: Awaited<ReturnType<ToolCallSteps['recordToolResult']>> | undefined;
     try {
-      recorded = await this.writes.retrying(state.lease, () => this.toolSteps.recordToolResult(held, state.lease, state.outputIndex, plan.call, result, lostLive), true);
+      recorded = await this.writes.commitStep(state, 'tool_call', () => this.toolSteps.recordToolResult(held, state.lease, state.outputIndex, plan.call, result, lostLive));
     } finally {
       // Files bound with a committed result are no longer staged: this removes only what no result names.
       if (!recorded && result.fileIds?.length) await this.toolImages.discard(result.fileIds);
@@ -97,6 +99,24 @@ export class ToolCallStep {
     await state.publish(recorded.batch);
     if (lostLive) state.live.resetLoss();
     return recorded.step;
+  }
+
+  /** Runs the call (or hands the user's answer to it) and follows it to its end, or to its next question to the user. */
+  private async execute(
+    state: RunState,
+    plan: Extract<ToolStep, { action: 'execute' | 'resume_elicitation' }>,
+    tool: ResolvedTool | undefined,
+    declarations: ToolDeclaration[],
+    control: RunControl,
+    allowance?: ModelCallAllowance,
+  ): Promise<Followed> {
+    const call =
+      plan.action === 'execute'
+        ? tool?.source === HARNESS_SOURCE
+          ? this.harness.start(state, tool, plan)
+          : this.start(state, tool, declarations, plan, allowance)
+        : await this.resumed(state, tool, declarations, plan, allowance);
+    return call instanceof CallInFlight || call instanceof RemoteCall ? this.follow(state, call, plan.call, tool, control) : { outcome: call };
   }
 
   /**
@@ -112,13 +132,14 @@ export class ToolCallStep {
 
   /** Stops the run at a waitpoint: the turn waits for a person or the client. False when the lease is gone. */
   async wait(state: RunState, plan: Extract<NextStep, { action: 'wait' }>): Promise<boolean> {
-    const batch = await this.writes.retrying(state.lease, () => this.suspensions.suspend(state.held, state.lease, plan.kind, plan.calls), true);
+    const batch = await this.writes.commitStep(state, 'waitpoint', () => this.suspensions.suspend(state.held, state.lease, plan.kind, plan.calls));
     if (batch === 'cancelled') throw new TurnCancelledError();
     if (!batch) {
       this.writes.fenced(state.lease, 'waitpoint');
       return false;
     }
     if (plan.kind === 'client_tool') metrics.toolCall('client', 'delegated', plan.calls.length);
+    state.trace?.waiting(plan.kind);
     state.keeper.pause();
     await state.publish(batch);
     return true;
@@ -137,7 +158,7 @@ export class ToolCallStep {
       const started = performance.now();
       const sampling: SamplingCall[] = [];
       const sample = async (params: CreateMessageRequestParams, requestSignal: AbortSignal): Promise<CreateMessageResult> => {
-        const scope = { model: held.run.model, approvalMode: held.config.tool_approval_mode, serverLabel: tool.source.replace(/^mcp:/, '') };
+        const scope = { model: held.run.model, approvalMode: held.config.tool_approval_mode, serverLabel: tool.source.replace(/^mcp:/, ''), trace: state.trace?.attributes };
         // A completion for the server is one of the turn's model calls: refused where a budget of the
         // turn has no room (the turn stops at its next model call's check), or past the turn's limit.
         const reached = await allowance?.budgets(samplingTokens(params));
@@ -200,7 +221,7 @@ export class ToolCallStep {
     spec: ToolCallSpec,
     tool: ResolvedTool | undefined,
     control: RunControl,
-  ): Promise<{ outcome: PlannedOutcome } | { elicit: ElicitRequestParams; call: FollowedCall }> {
+  ): Promise<Followed> {
     const forward = (): void => {
       if (!(control.abort.signal.reason instanceof ShuttingDownError)) call.controller.abort(control.abort.signal.reason);
     };
@@ -239,7 +260,7 @@ export class ToolCallStep {
       call.controller.abort(new Error('the elicitation waitpoint could not be committed'));
     };
     const batch = await this.writes
-      .retrying(state.lease, () => this.suspensions.suspendForElicitation(state.held, state.lease, request, elicitationQuestions(request)), true)
+      .commitStep(state, 'waitpoint', () => this.suspensions.suspendForElicitation(state.held, state.lease, request, elicitationQuestions(request)))
       .catch((error: unknown) => {
         abandon();
         throw error;
@@ -253,6 +274,7 @@ export class ToolCallStep {
     // (its channel subscribed) before the waitpoint is published: an answer may follow at once.
     if (call instanceof RemoteCall) call.held(state.lease.runId);
     else if (call instanceof CallInFlight) await this.inFlight.hold(call, state.lease.runId);
+    state.trace?.waiting('question');
     state.keeper.pause();
     await state.publish(batch);
     return WAITING;

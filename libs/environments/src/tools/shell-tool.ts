@@ -1,6 +1,7 @@
 import type { SandboxSettings } from '#libs/config';
 import type { CommandRecord, HarnessCall, HarnessOutcome } from '../session-environments.js';
 import { type CommandRunner, commandLimits, commandNetwork } from '../command-limits.js';
+import { runCommand } from '../command-spans.js';
 import { WORKSPACE_PATH } from '../environment-config.js';
 
 const MAX_COMMAND_CHARS = 65_536;
@@ -14,7 +15,7 @@ export async function runShell(runner: CommandRunner, sandbox: SandboxSettings, 
   if (timeoutS !== undefined && (typeof timeoutS !== 'number' || !Number.isInteger(timeoutS) || timeoutS < 1)) {
     return { success: false, output: 'timeout_s must be an integer of at least 1 (seconds)' };
   }
-  const result = await runner.run({
+  const result = await runCommand(runner, {
     workspaceDir,
     command,
     env: call.environment.env ?? {},
@@ -22,7 +23,7 @@ export async function runShell(runner: CommandRunner, sandbox: SandboxSettings, 
     network: commandNetwork(call.environment),
     signal: call.signal,
     onOutput: call.onOutput,
-  });
+  }, call, 'shell');
   const record: CommandRecord = { command, cwd: WORKSPACE_PATH, exitCode: result.exitCode, output: result.output, durationMs: result.durationMs };
   return { success: result.exitCode === 0, output: result.output, command: record };
 }

@@ -3,6 +3,7 @@ import { AppConfig } from '#libs/config';
 import { FILE_STORAGE, type FileStorage, FilesRepository, StorageObjectMissing } from '#libs/files';
 import type { HarnessCall } from '../session-environments.js';
 import { CommandRunner, commandLimits, commandNetwork } from '../command-limits.js';
+import { runCommand } from '../command-spans.js';
 import { writeInside } from './safe-fs.js';
 import { checkWorkspacePath } from './workspace-paths.js';
 import type { OpenWorkspace } from './workspace-store.js';
@@ -64,14 +65,14 @@ export class WorkspaceSetup {
     }
     placed.push(...(await this.placeAttachments(call, dir, new Set(), paths)));
     for (const command of call.environment.setup_commands ?? []) {
-      const result = await this.runner.run({
+      const result = await runCommand(this.runner, {
         workspaceDir: dir,
         command,
         env: call.environment.env ?? {},
         limits: commandLimits(call.environment, this.config.sandbox),
         network: commandNetwork(call.environment),
         signal: call.signal,
-      });
+      }, call, 'setup');
       notes.push(`$ ${command}\n${result.output}${result.output.endsWith('\n') || result.output === '' ? '' : '\n'}[exit code ${result.exitCode ?? 'none'}]`);
       if (result.exitCode !== 0) {
         notes.push('error: a setup command failed; the commands after it were not run');
