@@ -121,6 +121,8 @@ const stack = await startStack({
     USAGE_CLOCK_ADJUSTABLE: 'true',
     // The automations tests fire schedules every 1-2 s (the file-limits replica keeps a minute).
     AUTOMATION_MIN_INTERVAL_S: '1',
+    // The console links a turn's trace to a trace UI (test/e2e/console-traces.test.ts reads the link; nothing serves it).
+    TRACE_URL_TEMPLATE: 'https://traces.example.test/trace/{trace_id}?from=console',
   },
 });
 // A second api replica on the same database and Redis: what must hold across replicas (revocation, rate limits) is tested against both.

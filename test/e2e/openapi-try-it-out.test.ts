@@ -135,6 +135,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     await tryIt('listAuditEntries', 200);
     await tryIt('listUsers', 200);
     await tryIt('getCaller', 200);
+    await tryIt('getConsoleSettings', 200);
   });
 
   it('the operator API: a role granted, every owner\'s sessions searched and read, a control event sent', async () => {

@@ -27,6 +27,7 @@ import { AdminSessionOperationsController } from './controllers/admin-session-op
 import { AdminUsersController } from './controllers/admin-users.controller.js';
 import { AdminSecretsController } from './controllers/admin-secrets.controller.js';
 import { AdminWaitpointsController } from './controllers/admin-waitpoints.controller.js';
+import { ConsoleSettingsController } from './controllers/console-settings.controller.js';
 import { MeController } from './controllers/me.controller.js';
 import { AgentFilesController } from './controllers/agent-files.controller.js';
 import { AgentsController } from './controllers/agents.controller.js';
@@ -75,6 +76,7 @@ import { HttpDrain } from './http-drain.js';
     AdminAuditController,
     AdminUsersController,
     MeController,
+    ConsoleSettingsController,
     AdminSessionsController,
     AdminSessionOperationsController,
     AdminWaitpointsController,

@@ -3,10 +3,11 @@ import { AutomationsResource } from './automations.js';
 import { AgentsApiError } from './errors.js';
 import { paginate } from './paginate.js';
 import { SessionEventStream, type SessionEventsOptions, type SessionReader } from './session-events.js';
+import type { SessionTraceList, SessionTracesParams } from './traces.js';
 import { type CallOptions, type ClientOptions, type Query, Transport, type WriteOptions } from './transport.js';
 import type { UsageReport, UsageReportParams } from './usage.js';
 import { WebhooksResource } from './webhook-endpoints.js';
-import type { Agent, AgentList, Caller, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, Turn, TurnList, UpdateSessionParams } from './types.js';
+import type { Agent, AgentList, Caller, ConsoleSettings, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, Turn, TurnList, UpdateSessionParams } from './types.js';
 
 const SESSIONS = '/api/v1/agents/sessions';
 const PROJECTS = '/api/v1/agents/projects';
@@ -223,6 +224,14 @@ export class SessionsResource {
     return paginate((after) => this.items(sessionId, { turnId: params.turnId, order: params.order ?? 'asc', limit: 100, after }, options));
   }
 
+  /**
+   * One page of the session's traces: one entry per turn whose spans the server kept (tracing on,
+   * within TRACE_RETENTION_S), each as OTLP JSON; a turn with none has no entry.
+   */
+  traces(sessionId: string, params: SessionTracesParams = {}, options: CallOptions = {}): Promise<SessionTraceList> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'traces'), query: params as Query, signal: options.signal });
+  }
+
   run(sessionId: string, runId: string, options: CallOptions = {}): Promise<Run> {
     return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'runs', runId), signal: options.signal });
   }
@@ -338,6 +347,11 @@ export class AgentsClient {
   /** Who the credential is: user, key, access level, app, role. */
   me(options: CallOptions = {}): Promise<Caller> {
     return this.transport.request({ method: 'GET', path: '/api/v1/me', signal: options.signal });
+  }
+
+  /** The deployment's settings for a console: where a trace opens (TRACE_URL_TEMPLATE). */
+  consoleSettings(options: CallOptions = {}): Promise<ConsoleSettings> {
+    return this.transport.request({ method: 'GET', path: '/api/v1/console/settings', signal: options.signal });
   }
 
   /** The caller's usage (tokens, calls, cost), grouped by day, agent, model, session, project, app or end user. */

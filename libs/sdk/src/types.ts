@@ -128,6 +128,8 @@ export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, {
 
 /** Who the credential is (`GET /api/v1/me`). */
 export type Caller = ResponseBody<'/api/v1/me', 'get', 200>;
+/** What the deployment tells a console (`GET /api/v1/console/settings`). */
+export type ConsoleSettings = ResponseBody<'/api/v1/console/settings', 'get', 200>;
 
 // The administration and operator API (`/api/v1/admin/…`): roles decide who may call what.
 type AdminSessionsPath = '/api/v1/admin/sessions';

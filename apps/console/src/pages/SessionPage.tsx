@@ -1,5 +1,5 @@
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
-import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react';
+import { type ReactNode, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { type AdminSession, AgentsApiError, type AgentsClient, type ControlEvent, type Session } from '#libs/sdk';
 import { ErrorState } from '../admin-ui.js';
 import { may, useConsole } from '../caller.js';
@@ -12,6 +12,7 @@ import { Lineage } from './Lineage.js';
 import { useLiveText } from './live.js';
 import { MemberTree, type TreeNode, treeFromMembers, treeFromState } from './MemberTree.js';
 import { ItemsView, ModelRequestsOf, TurnsView } from './Timeline.js';
+import { TraceSource } from './TracePanel.js';
 import { WaitpointForm } from './WaitpointForm.js';
 import './sessions.css';
 
@@ -86,9 +87,10 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
   const state = useQuery({ queryKey: ['state', sessionId], enabled: owned, queryFn: ({ signal }) => client.sessions.state(sessionId, { signal }) });
 
   const refresh = useCallback(() => {
-    for (const key of ['session', 'timeline', 'items', 'state', 'artifacts']) void queries.invalidateQueries({ queryKey: [key, sessionId] });
+    for (const key of ['session', 'timeline', 'items', 'state', 'artifacts', 'traces']) void queries.invalidateQueries({ queryKey: [key, sessionId] });
   }, [queries, sessionId]);
   const live = useLiveText(client, sessionId, owned, refresh);
+  const traceSource = useMemo(() => (owned ? { sessionId } : null), [owned, sessionId]);
   const [view, setView] = useState<'turns' | 'items' | null>(null);
 
   if (session.isError) {
@@ -171,6 +173,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
           <p className="muted">{'The files this session’s agent wrote are read by its owner (the artifacts routes).'}</p>
         ))}
       <ForkSource.Provider value={owned ? { sessionId, current: current ?? null } : null}>
+        <TraceSource.Provider value={traceSource}>
         <section aria-labelledby="timeline-title" className="timeline">
           <h2 id="timeline-title">Timeline</h2>
           {!owned && (
@@ -205,6 +208,7 @@ export function SessionPage({ client, sessionId }: { client: AgentsClient; sessi
             </Loaded>
           )}
         </section>
+        </TraceSource.Provider>
       </ForkSource.Provider>
     </article>
   );

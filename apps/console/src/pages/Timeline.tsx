@@ -7,6 +7,8 @@ import { CommandBlock, LiveCommand, ShellStep, shellCommandOf } from './CommandB
 import { asCommand } from './environment.js';
 import { ForkAction } from './ForkAction.js';
 import type { LiveText } from './live.js';
+import { TracePanel } from './TracePanel.js';
+import { turnTraceId } from './trace-layout.js';
 
 /** A page-loading button ("Load older …") and what it says while it loads. */
 export interface Older {
@@ -141,6 +143,7 @@ function TurnView({ turn, live }: { turn: TimelineTurn; live: [string, LiveText]
       </ol>
       {turn.status === 'in_progress' || turn.status === 'queued' ? <Streaming texts={live} /> : null}
       <ForkAction turnId={turn.id} status={turn.status} label={`turn ${turn.seq}`} />
+      {turn.status !== 'queued' && <TracePanel turnId={turn.id} traceId={turnTraceId(turn)} label={`turn ${turn.seq}`} />}
     </>
   );
 }
@@ -297,7 +300,12 @@ export function ItemsView({ items, older, live }: { items: Item[]; older: Older;
           // The first item of each turn is where a link to the turn (an artifact's) lands.
           <li key={item.id} id={listed[index - 1]?.yuxi.turn_id !== item.yuxi.turn_id ? `turn-${item.yuxi.turn_id}` : undefined} className={`item item-${item.type} role-${item.role ?? 'tool'}`}>
             <ItemView item={item} live={live[item.id]?.text} />
-            {listed[index + 1]?.yuxi.turn_id !== item.yuxi.turn_id && <ForkAction turnId={item.yuxi.turn_id} />}
+            {listed[index + 1]?.yuxi.turn_id !== item.yuxi.turn_id && (
+              <>
+                <ForkAction turnId={item.yuxi.turn_id} />
+                <TracePanel turnId={item.yuxi.turn_id} label="this turn" />
+              </>
+            )}
           </li>
         ))}
       </ol>

@@ -1302,6 +1302,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/console/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The console's settings
+         * @description Settings of the deployment the console reads once signed in: where a trace opens (TRACE_URL_TEMPLATE). Any valid credential: they are the same for every caller, and name no secret (an operator sets only what every user may see, a trace UI's public address).
+         */
+        get: operations["getConsoleSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/sessions": {
         parameters: {
             query?: never;
@@ -4085,6 +4105,15 @@ export interface components {
              * @enum {string|null}
              */
             role: "admin" | "operator" | "viewer" | null;
+        };
+        ConsoleSettingsDto: {
+            /** @enum {string} */
+            object: "console.settings";
+            /**
+             * @description TRACE_URL_TEMPLATE: a trace UI's address with `{trace_id}` in it (Jaeger, Grafana Tempo, Langfuse); the console links a turn's trace there, `{trace_id}` replaced by the turn's `yuxi.trace_id`. Null when not set.
+             * @example https://jaeger.example.com/trace/{trace_id}
+             */
+            trace_url_template: string | null;
         };
         SessionOwnerDto: {
             /**
@@ -19501,6 +19530,127 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["CallerDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getConsoleSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "console.settings",
+                     *       "trace_url_template": "https://jaeger.example.com/trace/{trace_id}"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleSettingsDto"];
                 };
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
