@@ -39,13 +39,13 @@ describe('request spans', () => {
   });
 
   it('ends a span with its route, status and session; a 5xx is an error, a 4xx is not', () => {
-    const ended = (status: number | null, route: string | null = '/api/v1/agents/sessions/:session_id') => {
+    const ended = (status: number | null, route: string | null = '/api/v1/agents/sessions/:session_id', method = 'POST') => {
       const span = recordingSpan();
-      endRequestSpan(span.span, 'GET', { route, path: `/api/v1/agents/sessions/${SESSION}`, status });
+      endRequestSpan(span.span, method, { route, path: `/api/v1/agents/sessions/${SESSION}`, status });
       return span;
     };
     const ok = ended(200);
-    assert.equal(ok.name, 'GET /api/v1/agents/sessions/:session_id');
+    assert.equal(ok.name, 'POST /api/v1/agents/sessions/:session_id');
     assert.deepEqual(ok.attributes, { 'http.route': '/api/v1/agents/sessions/:session_id', 'yuxi.session_id': SESSION, 'http.response.status_code': 200 });
     assert.equal(ok.status, undefined);
     assert.equal(ok.ends, 1);
@@ -54,8 +54,10 @@ describe('request spans', () => {
     assert.equal(failed.status, SpanStatusCode.ERROR);
     assert.equal(failed.attributes['error.type'], '503');
     const gone = ended(null, null);
-    assert.equal(gone.name, 'GET');
+    assert.equal(gone.name, 'POST');
     assert.deepEqual(gone.attributes, {});
+    // A read of a session names no session: the span store keeps only what changes one.
+    assert.deepEqual(ended(200, undefined, 'GET').attributes, { 'http.route': '/api/v1/agents/sessions/:session_id', 'http.response.status_code': 200 });
   });
 });
 

@@ -55,11 +55,16 @@ export interface RequestOutcome {
   status: number | null;
 }
 
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /** Names and ends a request's span once its response closed: route, status, session; ERROR for a 5xx. */
 export function endRequestSpan(span: Span, method: string, outcome: RequestOutcome): void {
   span.updateName(requestSpanName(method, outcome.route));
   if (outcome.route !== null) span.setAttribute('http.route', outcome.route);
-  const sessionId = sessionIdOfRoute(outcome.route, outcome.path);
+  // Only a request that changes a session joins its kept spans (the span store keeps spans naming a
+  // session): reads and streams of a session, polled all day, would fill the store with spans that
+  // no turn's trace lists.
+  const sessionId = READ_METHODS.has(method.toUpperCase()) ? null : sessionIdOfRoute(outcome.route, outcome.path);
   if (sessionId !== null) span.setAttribute(SESSION_ATTRIBUTE, sessionId);
   if (outcome.status !== null) {
     span.setAttribute('http.response.status_code', outcome.status);
