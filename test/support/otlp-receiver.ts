@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { gunzipSync } from 'node:zlib';
@@ -137,4 +137,13 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 /** Bytes as 32/16 lowercase hex, for ids a test makes up (a client's traceparent). */
 export function randomHex(bytes: number): string {
   return randomBytes(bytes).toString('hex');
+}
+
+/**
+ * The span id the contract gives a run's `invoke_agent` (a fresh claim's; a takeover links to it):
+ * the first 16 hex of sha256('invoke_agent:' + runId). Computed here on its own, not imported from
+ * libs/telemetry, so the tests hold the implementation to the contract.
+ */
+export function runSpanIdOf(runId: string): string {
+  return createHash('sha256').update(`invoke_agent:${runId}`).digest('hex').slice(0, 16);
 }
