@@ -6,6 +6,9 @@
 //   npm run bench                 all scenarios
 //   npm run bench -- turn submit  only scenarios whose name contains one of the words (written to
 //                                 bench/results/<date>.partial.json; the docs table is left alone)
+//   npm run bench -- budget --tracing   (or BENCH_TRACING=on) the stack traces (TRACING=on, spans
+//                                 kept per session, no exporter): what tracing costs, next to a run
+//                                 without the flag (tracing off, the default); never the docs table
 import { fork, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -15,7 +18,8 @@ import { ensureBuilt, ensureConsoleBuilt, ROOT } from '../scripts/lib/build.mjs'
 
 await ensureBuilt();
 // The console scenario opens /console: the api serves it only once built.
-if (process.argv.slice(2).length === 0 || process.argv.slice(2).some((w) => 'console'.includes(w))) await ensureConsoleBuilt();
+const words = process.argv.slice(2).filter((word) => !word.startsWith('--'));
+if (words.length === 0 || words.some((w) => 'console'.includes(w))) await ensureConsoleBuilt();
 const { startStack } = await import('../scripts/lib/stack.mjs');
 const { default: autocannon } = await import('autocannon');
 const { Queue } = await import('bullmq');
@@ -35,7 +39,10 @@ const { ensureChromium } = await import('../scripts/lib/infra.mjs');
 // The shared fake OpenAI-compatible server of the tests (compiled by ensureBuilt); it scripts answers per model name.
 const { startFakeOpenAi } = await import('../dist/test/support/fake-openai.js');
 
-const only = process.argv.slice(2);
+const argv = process.argv.slice(2);
+// Tracing on (store only) for this run's stack; off otherwise, whatever the shell exports.
+const tracing = argv.includes('--tracing') || process.env.BENCH_TRACING === 'on';
+const only = argv.filter((word) => !word.startsWith('--'));
 const wanted = (name) => only.length === 0 || only.some((word) => name.includes(word));
 const log = (...args) => console.log('[bench]', ...args);
 
@@ -66,6 +73,11 @@ const stack = await startStack({
     AUTOMATION_MAX_PER_OWNER: '2000',
     // Its schedules fire every 30 s, more often than a deployment's default minimum interval allows.
     AUTOMATION_MIN_INTERVAL_S: '1',
+    // Traces: off (the default a deployment has), or with --tracing on and kept per session only
+    // (no collector: an exporter's cost is the network's, not ours), with the SDK's default batching.
+    TRACING: tracing ? 'on' : 'off',
+    OTEL_EXPORTER_OTLP_ENDPOINT: '',
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '',
   },
 });
 const stopAll = [];
@@ -80,7 +92,7 @@ async function shutdown(code) {
 
 const pids = Object.fromEntries(stack.children.map((child) => [child.name, child.pid]));
 const client = new Client(stack.url, apiKey);
-const results = { date: new Date().toISOString(), machine: machineInfo(), scenarios: {} };
+const results = { date: new Date().toISOString(), machine: machineInfo(), tracing: tracing ? 'on' : 'off', scenarios: {} };
 // The scenarios of bench/lib, each group over this stack and client.
 const bench = { stack, client, pids, log, apiKey, fakeOpenAi };
 const { turnOverhead, toolTurn, longSession } = turnScenarios(bench);
@@ -113,7 +125,8 @@ try {
   if (wanted('fork')) results.scenarios.fork = await forkScenario();
   // Last: it adds 100,000 sessions, which no other scenario should find.
   if (wanted('console')) results.scenarios.console = await consoleScenario({ stack, client, apiKey, pg, chromiumPath: ensureChromium((...a) => log(...a)), log });
-  writeReport(results, { partial: only.length > 0, log });
+  // A run with tracing on is a comparison, never the docs table of the default configuration.
+  writeReport(results, { partial: only.length > 0 || tracing, log });
 } finally {
   for (const fn of stopAll.reverse()) await fn().catch(() => undefined);
   await stack.stop();
@@ -139,16 +152,21 @@ async function benchSandbox() {
 
 /** What one echo turn costs, counted (bench/lib/budget.mjs); the budget test holds the counts to bench/budget.json. */
 async function budgetScenario() {
-  log('budget…');
-  const measured = await measureTurnBudget({ client, databaseUrl: stack.env.DATABASE_URL, redisUrl: stack.env.REDIS_URL, pids, turns: 300, sessions: 10 });
+  log(`budget (tracing ${tracing ? 'on' : 'off'})…`);
+  // With tracing on, spans reach their store in batches (OTEL_BSP_SCHEDULE_DELAY, 5 s by default):
+  // the measurement waits that long (and a second more) before each snapshot, so that the window
+  // holds the store writes of exactly its own turns (and a few seconds of periodic work).
+  const settleMs = tracing ? Number(process.env.OTEL_BSP_SCHEDULE_DELAY || 5000) + 1000 : 0;
+  const common = { client, databaseUrl: stack.env.DATABASE_URL, redisUrl: stack.env.REDIS_URL, pids, turns: 300, sessions: 10, settleMs };
+  const measured = await measureTurnBudget(common);
   const budget = JSON.parse(readFileSync(path.join(ROOT, 'bench', 'budget.json'), 'utf8'));
   // Informational here: this stack's periodic work (the outbox relay every 500 ms, the sweeps) runs
   // during the measurement and adds a fraction of a statement per turn; the budget test holds the
   // counts on a stack with that work out of the window.
   // The same turns with a budget in each session's scope: the check before the model call, its
   // reservation and the release with the ledger row, against the unbudgeted turns just measured.
-  const budgeted = await measureTurnBudget({ client, databaseUrl: stack.env.DATABASE_URL, redisUrl: stack.env.REDIS_URL, pids, turns: 300, sessions: 10, budgeted: true });
-  return { ...measured, budget: budget.per_echo_turn, budgeted_turn: budgeted };
+  const budgeted = await measureTurnBudget({ ...common, budgeted: true });
+  return { tracing: tracing ? 'on (TRACING=on, per-session store only, no exporter)' : 'off', ...measured, budget: budget.per_echo_turn, budgeted_turn: budgeted };
 }
 
 /**

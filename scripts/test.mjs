@@ -41,6 +41,9 @@ const fakeOpenAiPort = await freePort();
 const fakeSearchPort = await freePort();
 // The worker's health port serves /metrics, which the metrics test scrapes.
 const workerHealthPort = await freePort();
+// Where the stack exports its spans (OTLP/HTTP): test/e2e/traces.test.ts starts an in-process
+// receiver on this port (test/support/otlp-receiver.ts); while none listens, exports fail quietly.
+const otlpPort = await freePort();
 const jwtSecret = randomBytes(32).toString('base64url');
 const apiKey = `yx_test_${randomBytes(24).toString('base64url')}`;
 const stack = await startStack({
@@ -123,12 +126,20 @@ const stack = await startStack({
     AUTOMATION_MIN_INTERVAL_S: '1',
     // The console links a turn's trace to a trace UI (test/e2e/console-traces.test.ts reads the link; nothing serves it).
     TRACE_URL_TEMPLATE: 'https://traces.example.test/trace/{trace_id}?from=console',
+    // Traces (test/e2e/traces.test.ts): on, kept per session and exported over OTLP/HTTP protobuf
+    // (the second replica below exports JSON, so both encodings are exercised), in batches sent
+    // every 200 ms so a test waits for spans briefly. The budget stack keeps tracing off.
+    TRACING: 'on',
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}`,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_BSP_SCHEDULE_DELAY: '200',
   },
 });
 // A second api replica on the same database and Redis: what must hold across replicas (revocation, rate limits) is tested against both.
 const { launch, waitForHealth, SCRIPTS } = await import('./lib/stack.mjs');
 const secondApiPort = await freePort();
-const secondApi = launch('api-2', SCRIPTS.api, { ...stack.env, PORT: String(secondApiPort) }, logDir);
+// It exports its spans as OTLP/JSON, under a service name of its own (test/e2e/traces.test.ts).
+const secondApi = launch('api-2', SCRIPTS.api, { ...stack.env, PORT: String(secondApiPort), OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'yuxi-api-2' }, logDir);
 stack.children.push(secondApi);
 await waitForHealth(`http://127.0.0.1:${secondApiPort}/health`, [secondApi], 60_000);
 // A third replica with tight file limits (and no web_search provider, as a deployment that configures none): its drafts expire after 2 s (expiry is observed for
@@ -190,6 +201,7 @@ const code = await new Promise((resolve) => {
       TEST_API_KEY: apiKey,
       TEST_FAKE_OPENAI_PORT: String(fakeOpenAiPort),
       TEST_FAKE_SEARCH_PORT: String(fakeSearchPort),
+      TEST_OTLP_PORT: String(otlpPort),
       TEST_WORKER_HEALTH_URL: `http://127.0.0.1:${workerHealthPort}`,
       TEST_JWT_SECRET: jwtSecret,
       TEST_LOG_DIR: logDir,

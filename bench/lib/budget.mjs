@@ -10,6 +10,7 @@
 // varies from run to run is timing-driven work: a blocking read that returns one event rather than
 // two, a queue poll that times out. The budget file leaves room for that, not for a new statement.
 import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { cpuSnapshot, round } from './measure.mjs';
@@ -38,8 +39,10 @@ export function readBudget(file) {
  * @param {number} [options.sessions]
  * @param {boolean} [options.budgeted] each session under a budget of its own (limits far from reached):
  *   what the check before each call, its reservation and release cost a turn
+ * @param {number} [options.settleMs] wait this long before each snapshot: work a process does in
+ *   batches after a turn (tracing's span store) lands inside the window of the turns that caused it
  */
-export async function measureTurnBudget({ client, databaseUrl, redisUrl, pids, turns = 200, sessions = 10, budgeted = false }) {
+export async function measureTurnBudget({ client, databaseUrl, redisUrl, pids, turns = 200, sessions = 10, budgeted = false, settleMs = 0 }) {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   const redis = new Redis(redisUrl, { connectionName: 'yuxi-budget', maxRetriesPerRequest: 1 });
@@ -61,10 +64,12 @@ export async function measureTurnBudget({ client, databaseUrl, redisUrl, pids, t
     };
     for (const s of open) await turn(s, 'warm-up');
 
+    if (settleMs > 0) await sleep(settleMs);
     const before = await snapshot(db, redis, pids);
     for (let i = 0; i < turns; i += 1) await turn(open[i % open.length], `budget ${i}`);
+    if (settleMs > 0) await sleep(settleMs);
     const after = await snapshot(db, redis, pids);
-    return perTurn(before, after, turns, sessions, budgeted);
+    return { ...perTurn(before, after, turns, sessions, budgeted), ...(settleMs > 0 ? { settle_ms_before_each_snapshot: settleMs } : {}) };
   } finally {
     for (const s of open) s.source.close();
     redis.disconnect();

@@ -24,6 +24,8 @@ export const env = {
   fakeOpenAiPort: Number(required('TEST_FAKE_OPENAI_PORT')),
   /** Where the worker expects its web_search provider (WEB_SEARCH_URL, a SearXNG): test/e2e/web-search.test.ts serves one there. */
   fakeSearchPort: Number(required('TEST_FAKE_SEARCH_PORT')),
+  /** Where the stack exports its spans (OTEL_EXPORTER_OTLP_ENDPOINT, OTLP/HTTP: protobuf, JSON from api-2): start test/support/otlp-receiver.ts there. */
+  otlpPort: Number(required('TEST_OTLP_PORT')),
   /** The worker's health port (WORKER_HEALTH_PORT), where it serves /health and /metrics. */
   workerHealthUrl: required('TEST_WORKER_HEALTH_URL'),
   /** Debian's chromium, which the console tests drive with playwright-core. */

@@ -17,6 +17,8 @@ export interface McpCall {
   metaKey: string | undefined;
   /** The `Idempotency-Key` HTTP header of the request. */
   headerKey: string | undefined;
+  /** The W3C `traceparent` header of the request: present only when the caller traces. */
+  traceparent?: string;
 }
 
 export interface TestMcpServer {
@@ -69,7 +71,9 @@ export async function startMcpServer(options: McpServerOptions = {}): Promise<Te
       const metaKey = typeof extra._meta?.idempotency_key === 'string' ? extra._meta.idempotency_key : undefined;
       const header = extra.requestInfo?.headers['idempotency-key'];
       const headerKey = Array.isArray(header) ? header[0] : header;
-      calls.push({ tool, args, metaKey, headerKey });
+      const traceHeader = extra.requestInfo?.headers.traceparent;
+      const traceparent = Array.isArray(traceHeader) ? traceHeader[0] : traceHeader;
+      calls.push({ tool, args, metaKey, headerKey, ...(traceparent ? { traceparent } : {}) });
       return metaKey ?? headerKey;
     };
     server.registerTool(
