@@ -6,7 +6,7 @@ import { SessionEventStream, type SessionEventsOptions, type SessionReader } fro
 import { type CallOptions, type ClientOptions, type Query, Transport, type WriteOptions } from './transport.js';
 import type { UsageReport, UsageReportParams } from './usage.js';
 import { WebhooksResource } from './webhook-endpoints.js';
-import type { Agent, AgentList, Caller, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, Turn, TurnList, UpdateSessionParams } from './types.js';
+import type { Agent, AgentList, Caller, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, SessionTrace, SessionTraceList, ListSessionTracesParams, Turn, TurnList, UpdateSessionParams } from './types.js';
 
 const SESSIONS = '/api/v1/agents/sessions';
 const PROJECTS = '/api/v1/agents/projects';
@@ -221,6 +221,21 @@ export class SessionsResource {
   /** Every item of the session (or of one turn), oldest first unless `order: 'desc'`. */
   allItems(sessionId: string, params: { turnId?: string; order?: PageParams['order'] } = {}, options: CallOptions = {}): AsyncGenerator<Item> {
     return paginate((after) => this.items(sessionId, { turnId: params.turnId, order: params.order ?? 'asc', limit: 100, after }, options));
+  }
+
+  /**
+   * One page of the session's traces: one entry per turn whose trace has stored spans (`id` is the
+   * turn's id, the cursor), its spans as OTLP JSON (`otlp.resourceSpans`), newest first by default.
+   * Empty while the server does not trace. A page is at most 16 MiB (`yuxi.truncated` marks a trace
+   * cut to fit).
+   */
+  traces(sessionId: string, page: ListSessionTracesParams = {}, options: CallOptions = {}): Promise<SessionTraceList> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'traces'), query: page as Query, signal: options.signal });
+  }
+
+  /** Every trace of the session, newest first unless `order: 'asc'`. */
+  allTraces(sessionId: string, params: { order?: ListSessionTracesParams['order'] } = {}, options: CallOptions = {}): AsyncGenerator<SessionTrace> {
+    return paginate((after) => this.traces(sessionId, { order: params.order, limit: 20, after }, options));
   }
 
   run(sessionId: string, runId: string, options: CallOptions = {}): Promise<Run> {
