@@ -52,6 +52,7 @@ const LIBS = {
   secrets: ['platform', 'audit'],
   webhooks: ['platform', 'audit', 'queue', 'secrets', 'events'],
   usage: ['platform'],
+  traces: ['platform'],
   files: ['data'],
   tools: ['data', 'files'],
   agents: ['data', 'tools', 'environments'],

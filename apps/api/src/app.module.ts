@@ -13,6 +13,7 @@ import { MetricsModule } from '#libs/metrics';
 import { ProtocolModule } from '#libs/protocol';
 import { OperationsModule } from '#libs/operations';
 import { SecretsModule } from '#libs/secrets';
+import { TracesModule } from '#libs/traces';
 import { ModelPricesFile } from '#libs/usage';
 import { WebhooksModule } from '#libs/webhooks';
 import { BootstrapKey } from './bootstrap-key.js';
@@ -41,6 +42,7 @@ import { SessionEventsController } from './controllers/session-events.controller
 import { SessionFilesController } from './controllers/session-files.controller.js';
 import { SessionArtifactsController } from './controllers/session-artifacts.controller.js';
 import { SessionForksController } from './controllers/session-forks.controller.js';
+import { SessionTracesController } from './controllers/session-traces.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
 import { AdminUsageController, UsageController } from './controllers/usage.controller.js';
@@ -50,7 +52,7 @@ import { HealthModule } from './health.module.js';
 import { HttpDrain } from './http-drain.js';
 
 @Module({
-  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule, SecretsModule, WebhooksModule, AutomationsModule],
+  imports: [loggingModule('api'), ConfigModule, MetricsModule.forRoot('api'), DatabaseModule, AuthModule, AuditModule, ProtocolModule, OperationsModule, EventStreamModule, FilesModule, HealthModule, SecretsModule, WebhooksModule, AutomationsModule, TracesModule],
   // Sessions, files, projects, webhooks, budgets, automations and usage before agents: `GET /agents/sessions` must not be taken for the agent named "sessions".
   controllers: [
     HealthController,
@@ -60,6 +62,7 @@ import { HttpDrain } from './http-drain.js';
     SessionFilesController,
     SessionArtifactsController,
     SessionForksController,
+    SessionTracesController,
     FilesController,
     AgentFilesController,
     ProjectsController,

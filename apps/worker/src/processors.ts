@@ -7,6 +7,7 @@ import { AutomationScheduler, AutomationSweep } from '#libs/automations';
 import { FilesSweep } from '#libs/files';
 import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
 import { AttachmentPreparer, DrivePasses, RecoveryService } from '#libs/runtime';
+import { SpanRetention } from '#libs/traces';
 import { WebhookDeliverer, WebhookSweep } from '#libs/webhooks';
 
 type Handlers<Names extends JobName> = { [N in Names]: (data: JobPayloads[N]) => Promise<unknown> };
@@ -46,10 +47,11 @@ export class SessionDispatchProcessor extends JobProcessor<typeof JOBS.dispatchS
 export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep | typeof JOBS.filesSweep | typeof JOBS.webhooksSweep | typeof JOBS.automationsSweep> {
   readonly handlers;
 
-  constructor(recovery: RecoveryService, files: FilesSweep, webhooks: WebhookSweep, automations: AutomationSweep) {
+  constructor(recovery: RecoveryService, files: FilesSweep, webhooks: WebhookSweep, automations: AutomationSweep, spans: SpanRetention) {
     super();
     this.handlers = {
-      [JOBS.recoverySweep]: () => recovery.sweep(),
+      // Span retention rides on the recovery sweep's tick: it paces itself (SpanRetention) and never fails the sweep.
+      [JOBS.recoverySweep]: async () => ({ ...(await recovery.sweep()), spansDeleted: await spans.run() }),
       [JOBS.filesSweep]: () => files.run(),
       [JOBS.webhooksSweep]: () => webhooks.run(),
       [JOBS.automationsSweep]: () => automations.run(),

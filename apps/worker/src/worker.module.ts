@@ -8,6 +8,7 @@ import { FilesModule } from '#libs/files';
 import { MetricsModule } from '#libs/metrics';
 import { QueueModule } from '#libs/queue';
 import { RuntimeModule } from '#libs/runtime';
+import { TracesModule } from '#libs/traces';
 import { WebhookDeliveryModule } from '#libs/webhooks';
 import { AutomationsProcessor, FilesProcessor, MaintenanceProcessor, SessionDispatchProcessor, WebhooksProcessor } from './processors.js';
 import { QueueProcessors } from './queue-processors.js';
@@ -17,7 +18,7 @@ import { ConsumerHealth, WorkerHealth } from './worker-health.js';
 
 /** The shared core minus the HTTP API: runtime, queues, database. */
 @Module({
-  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, EnvironmentsModule, RuntimeModule, WebhookDeliveryModule, AutomationsModule, TerminusModule.forRoot({ logger: false })],
+  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, EnvironmentsModule, RuntimeModule, WebhookDeliveryModule, AutomationsModule, TracesModule, TerminusModule.forRoot({ logger: false })],
   providers: [SessionDispatchProcessor, MaintenanceProcessor, FilesProcessor, WebhooksProcessor, AutomationsProcessor, QueueProcessors, SweepSchedule, WorkerBootstrap, ConsumerHealth, WorkerHealth],
 })
 export class WorkerModule {}

@@ -8,6 +8,7 @@ import { EngineModule } from '#libs/engine';
 import { ArtifactsModule, WorkspaceForksModule } from '#libs/environments';
 import { ModelsModule } from '#libs/models';
 import { QueueModule } from '#libs/queue';
+import { TracesModule } from '#libs/traces';
 import { UsageModule, UsageReportsModule } from '#libs/usage';
 import { OperatorSessionQueries } from './operator-session-queries.js';
 import { SessionQueriesService } from './session-queries.service.js';
@@ -21,11 +22,12 @@ import { SessionBudgetReads } from './session-budget-reads.js';
 import { ModelPrices } from './use-cases/model-prices.use-case.js';
 import { UsageReports } from './use-cases/usage-reports.use-case.js';
 import { ReadSessionFile } from './use-cases/session-file-content.use-case.js';
+import { ListSessionTraces } from './use-cases/traces.use-case.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
-  imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, WorkspaceForksModule, UsageModule, UsageReportsModule],
-  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports, ReadSessionFile],
-  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile],
+  imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, WorkspaceForksModule, UsageModule, UsageReportsModule, TracesModule],
+  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports, ReadSessionFile, ListSessionTraces],
+  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile, ListSessionTraces],
 })
 export class ProtocolModule {}

@@ -3,11 +3,10 @@ import { AutomationsResource } from './automations.js';
 import { AgentsApiError } from './errors.js';
 import { paginate } from './paginate.js';
 import { SessionEventStream, type SessionEventsOptions, type SessionReader } from './session-events.js';
-import type { SessionTraceList, SessionTracesParams } from './traces.js';
 import { type CallOptions, type ClientOptions, type Query, Transport, type WriteOptions } from './transport.js';
 import type { UsageReport, UsageReportParams } from './usage.js';
 import { WebhooksResource } from './webhook-endpoints.js';
-import type { Agent, AgentList, Caller, ConsoleSettings, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, Turn, TurnList, UpdateSessionParams } from './types.js';
+import type { Agent, AgentList, Caller, ConsoleSettings, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, SessionTrace, SessionTraceList, ListSessionTracesParams, Turn, TurnList, UpdateSessionParams } from './types.js';
 
 const SESSIONS = '/api/v1/agents/sessions';
 const PROJECTS = '/api/v1/agents/projects';
@@ -225,11 +224,18 @@ export class SessionsResource {
   }
 
   /**
-   * One page of the session's traces: one entry per turn whose spans the server kept (tracing on,
-   * within TRACE_RETENTION_S), each as OTLP JSON; a turn with none has no entry.
+   * One page of the session's traces: one entry per turn whose trace has stored spans (`id` is the
+   * turn's id, the cursor), its spans as OTLP JSON (`otlp.resourceSpans`), newest first by default.
+   * Empty while the server does not trace. A page is at most 16 MiB (`yuxi.truncated` marks a trace
+   * cut to fit).
    */
-  traces(sessionId: string, params: SessionTracesParams = {}, options: CallOptions = {}): Promise<SessionTraceList> {
-    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'traces'), query: params as Query, signal: options.signal });
+  traces(sessionId: string, page: ListSessionTracesParams = {}, options: CallOptions = {}): Promise<SessionTraceList> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'traces'), query: page as Query, signal: options.signal });
+  }
+
+  /** Every trace of the session, newest first unless `order: 'asc'`. */
+  allTraces(sessionId: string, params: { order?: ListSessionTracesParams['order'] } = {}, options: CallOptions = {}): AsyncGenerator<SessionTrace> {
+    return paginate((after) => this.traces(sessionId, { order: params.order, limit: 20, after }, options));
   }
 
   run(sessionId: string, runId: string, options: CallOptions = {}): Promise<Run> {

@@ -17,7 +17,7 @@ export { SessionEventStream } from './session-events.js';
 export type { ResyncSnapshot, SessionEventsOptions, StreamEnd } from './session-events.js';
 export { parseSse, SseLineParser } from './sse-parser.js';
 export type { SseMessage, SseRecord } from './sse-parser.js';
-export type { OtlpAnyValue, OtlpKeyValue, OtlpResourceSpans, OtlpScopeSpans, OtlpSpan, OtlpSpanEvent, OtlpSpanLink, OtlpTraceData, SessionTrace, SessionTraceList, SessionTracesParams } from './traces.js';
+export type { OtlpAnyValue, OtlpKeyValue, OtlpResourceSpans, OtlpScopeSpans, OtlpSpan, OtlpSpanEvent, OtlpSpanLink, OtlpTraceData } from './traces.js';
 export type { CallOptions, ClientOptions, WriteOptions } from './transport.js';
 export type * from './types.js';
 export type { AdminUsageReportParams, UsageGroupKey, UsageReport, UsageReportParams, UsageReportRow } from './usage.js';

@@ -65,27 +65,3 @@ export interface OtlpResourceSpans {
 export interface OtlpTraceData {
   resourceSpans: OtlpResourceSpans[];
 }
-
-/** The trace of one turn: `id` is the turn's id, `created_at` its unix seconds. */
-export interface SessionTrace {
-  id: string;
-  object: 'agent.session.trace';
-  session_id: string;
-  created_at: number;
-  otlp: OtlpTraceData;
-}
-
-export interface SessionTraceList {
-  object: 'list';
-  data: SessionTrace[];
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
-
-/** Turns' traces newest first unless `order: 'asc'`; `after`: the last `id` of the previous page. */
-export interface SessionTracesParams {
-  after?: string;
-  limit?: number;
-  order?: 'asc' | 'desc';
-}

@@ -73,6 +73,11 @@ export type TurnStatus = Turn['status'];
 export type ItemList = ResponseBody<'/api/v1/agents/sessions/{session_id}/items', 'get', 200>;
 export type Item = ItemList['data'][number];
 export type Run = ResponseBody<'/api/v1/agents/sessions/{session_id}/runs/{run_id}', 'get', 200>;
+type TracesPath = '/api/v1/agents/sessions/{session_id}/traces';
+/** One page of a session's traces: one entry per turn with stored spans, `otlp` an OTLP JSON ExportTraceServiceRequest. */
+export type SessionTraceList = ResponseBody<TracesPath, 'get', 200>;
+export type SessionTrace = SessionTraceList['data'][number];
+export type ListSessionTracesParams = QueryParams<TracesPath, 'get'>;
 type ProjectsPath = '/api/v1/agents/projects';
 type ProjectPath = '/api/v1/agents/projects/{project_id}';
 

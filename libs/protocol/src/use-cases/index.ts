@@ -16,6 +16,7 @@ export { OPERATOR_EVENT_TYPES, SubmitOperatorEvent } from './operator-events.use
 export { CreateProject, DeleteProject, GetProject, ListProjects } from './projects.use-case.js';
 export { ARTIFACT_USE_CASES, DeleteArtifact, GetArtifact, GetArtifactContent, ListArtifacts } from './artifacts.use-case.js';
 export { ModelPrices } from './model-prices.use-case.js';
+export { ListSessionTraces } from './traces.use-case.js';
 
 import { InlineImages } from '../inline-images.js';
 import { Acceptance } from './acceptance.js';

@@ -504,6 +504,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/sessions/{session_id}/traces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the traces of a session
+         * @description One entry per turn of the session (its own turns, not a fork's inherited ones) whose trace has stored spans, ordered by the turn's position, newest first by default; cursor pages like every list (`after` is a turn id). `otlp` is an OTLP JSON ExportTraceServiceRequest of the spans this server kept for the turn's trace: what was exported when the page was read (later spans are not awaited). Spans are kept only while tracing is on (`TRACING`, `OTEL_EXPORTER_OTLP_ENDPOINT`) and for `TRACE_RETENTION_S`; with tracing off the list is empty. A response is at most 16 MiB: a page stops before the trace that would pass it (`has_more` stays true), and a single trace larger than that is cut to its earliest spans that fit, with `yuxi.truncated: true`. Another caller's session is 404.
+         */
+        get: operations["listSessionTraces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/files": {
         parameters: {
             query?: never;
@@ -2836,6 +2856,74 @@ export interface components {
             metadata?: {
                 [key: string]: string;
             };
+        };
+        SessionTraceExtensionsDto: {
+            /**
+             * @description True when this trace alone is larger than the response bound (16 MiB): `otlp` then holds its spans that fit, earliest first, and the rest are left out (no later page has them). False otherwise.
+             * @example false
+             */
+            truncated: boolean;
+        };
+        SessionTraceDto: {
+            /**
+             * Format: uuid
+             * @description The turn the trace belongs to (the root turn id upstream); the pagination anchor.
+             * @example 0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b
+             */
+            id: string;
+            /** @enum {string} */
+            object: "agent.session.trace";
+            /**
+             * Format: uuid
+             * @description The session that owns the trace.
+             * @example 0190a1b2-c3d4-7e5f-8a9b-aaaaaaaaaaaa
+             */
+            session_id: string;
+            /**
+             * @description When the turn was created, Unix seconds.
+             * @example 1791504000
+             */
+            created_at: number;
+            /**
+             * @description An OTLP JSON ExportTraceServiceRequest (`{resourceSpans: [{resource, scopeSpans: [{scope, spans}]}]}`, the OTLP/HTTP JSON encoding: ids as lowercase hex, times as Unix nanoseconds in strings, attribute values as AnyValue objects) holding the spans of the turn's trace that this session stored: the api's request and `accept_input` spans, the worker's `claim`, `invoke_agent`, `chat`, `execute_tool`, `commit_step`, `compaction`, `sandbox.exec` spans, webhook deliveries. Only the spans exported so far (within a second or so of their end) are here; later ones are not awaited.
+             * @example {
+             *       "resourceSpans": [
+             *         {
+             *           "resource": {
+             *             "attributes": [
+             *               {
+             *                 "key": "service.name",
+             *                 "value": {
+             *                   "stringValue": "yuxi-worker"
+             *                 }
+             *               }
+             *             ]
+             *           },
+             *           "scopeSpans": [
+             *             {
+             *               "scope": {
+             *                 "name": "yuxi-agents-sessions"
+             *               },
+             *               "spans": []
+             *             }
+             *           ]
+             *         }
+             *       ]
+             *     }
+             */
+            otlp: {
+                [key: string]: unknown;
+            };
+            yuxi: components["schemas"]["SessionTraceExtensionsDto"];
+        };
+        SessionTraceListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["SessionTraceDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            /** @description More traces follow (after `last_id`): the page reached `limit` or the 16 MiB bound. */
+            has_more: boolean;
         };
         FileYuxiDto: {
             /**
@@ -11174,6 +11262,153 @@ export interface operations {
                 };
             };
             /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON.<br>`idempotency_key_required`: Creating a session or submitting an event requires an Idempotency-Key header of 1–128 characters (on an upload it is optional, but 1–128 characters when sent). */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listSessionTraces: {
+        parameters: {
+            query?: {
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is not an id of this list). */
+                after?: string;
+                /** @description Page size (default 50 for sessions and the audit trail, 20 for turns, items and automations). */
+                limit?: number;
+                /** @description By creation: `desc` newest first, `asc` oldest first. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of the caller (another caller's answers 404). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of traces. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionTraceListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
             422: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */

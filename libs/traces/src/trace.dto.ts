@@ -1,0 +1,38 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+const TRACE_ID_EXAMPLE = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+const SESSION_ID_EXAMPLE = '0190a1b2-c3d4-7e5f-8a9b-aaaaaaaaaaaa';
+
+export class SessionTraceExtensionsDto {
+  @ApiProperty({
+    description:
+      'True when this trace alone is larger than the response bound (16 MiB): `otlp` then holds its spans that fit, earliest first, and the rest are left out (no later page has them). False otherwise.',
+    example: false,
+  })
+  truncated!: boolean;
+}
+
+/** One turn's trace (the upstream `agent.session.trace`). */
+export class SessionTraceDto {
+  @ApiProperty({ format: 'uuid', description: 'The turn the trace belongs to (the root turn id upstream); the pagination anchor.', example: TRACE_ID_EXAMPLE }) id!: string;
+  @ApiProperty({ enum: ['agent.session.trace'] }) object!: 'agent.session.trace';
+  @ApiProperty({ format: 'uuid', description: 'The session that owns the trace.', example: SESSION_ID_EXAMPLE }) session_id!: string;
+  @ApiProperty({ description: 'When the turn was created, Unix seconds.', example: 1791504000 }) created_at!: number;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description:
+      'An OTLP JSON ExportTraceServiceRequest (`{resourceSpans: [{resource, scopeSpans: [{scope, spans}]}]}`, the OTLP/HTTP JSON encoding: ids as lowercase hex, times as Unix nanoseconds in strings, attribute values as AnyValue objects) holding the spans of the turn\'s trace that this session stored: the api\'s request and `accept_input` spans, the worker\'s `claim`, `invoke_agent`, `chat`, `execute_tool`, `commit_step`, `compaction`, `sandbox.exec` spans, webhook deliveries. Only the spans exported so far (within a second or so of their end) are here; later ones are not awaited.',
+    example: { resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'yuxi-worker' } }] }, scopeSpans: [{ scope: { name: 'yuxi-agents-sessions' }, spans: [] }] }] },
+  })
+  otlp!: Record<string, unknown>;
+  @ApiProperty({ type: SessionTraceExtensionsDto }) yuxi!: SessionTraceExtensionsDto;
+}
+
+export class SessionTraceListDto {
+  @ApiProperty({ enum: ['list'] }) object!: 'list';
+  @ApiProperty({ type: [SessionTraceDto] }) data!: SessionTraceDto[];
+  @ApiProperty({ type: String, nullable: true }) first_id!: string | null;
+  @ApiProperty({ type: String, nullable: true }) last_id!: string | null;
+  @ApiProperty({ description: 'More traces follow (after `last_id`): the page reached `limit` or the 16 MiB bound.' }) has_more!: boolean;
+}
