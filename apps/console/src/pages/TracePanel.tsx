@@ -1,6 +1,6 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { createContext, useContext, useEffect, useMemo, useState } from 'react';
-import type { OtlpKeyValue, OtlpTraceData, SessionTrace } from '#libs/sdk';
+import type { OtlpKeyValue, SessionTrace } from '#libs/sdk';
 import { useConsole } from '../caller.js';
 import { duration } from '../format.js';
 import { attribute, attributeText, kindText, layoutTrace, type SpanLinkRef, traceUrl, type Waterfall, type WaterfallRow } from './trace-layout.js';
@@ -57,8 +57,7 @@ function TraceOfTurn({ sessionId, turnId, traceId, label }: { sessionId: string;
   const [open, setOpen] = useState(false);
   const template = useConsoleSettings().data?.trace_url_template ?? null;
   const { traces, entry, searching, searchedAll } = useTraceOf(sessionId, turnId, open);
-  // `otlp` is free-form in the contract (the upstream shape): layoutTrace reads every field as optional.
-  const layout = useMemo(() => (entry ? layoutTrace(entry.otlp as OtlpTraceData) : null), [entry]);
+  const layout = useMemo(() => (entry ? layoutTrace(entry.otlp) : null), [entry]);
   const link = traceUrl(template, traceId ?? layout?.traceId);
   const bodyId = `trace-${turnId}`;
   let body = null;

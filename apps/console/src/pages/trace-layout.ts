@@ -107,7 +107,9 @@ interface Node {
 }
 
 /** Lays out one trace: spans as a tree (children under parents, by start), bars relative to the first span. */
-export function layoutTrace(otlp: OtlpTraceData | null | undefined, maxRows = MAX_WATERFALL_ROWS): Waterfall {
+export function layoutTrace(received: unknown, maxRows = MAX_WATERFALL_ROWS): Waterfall {
+  // `otlp` is free-form in the contract (the upstream shape) and any producer's: every field is read as optional.
+  const otlp = received as OtlpTraceData | null | undefined;
   const nodes: Node[] = [];
   const services: string[] = [];
   const serviceIndex = new Map<string, number>();
