@@ -7,6 +7,7 @@ import { DomainError } from '#libs/errors';
 import { AfterCommit, type Committed, IdempotencyService, type IdempotentResponse } from '#libs/engine';
 import { metrics } from '#libs/metrics';
 import { Acceptance } from '#libs/protocol';
+import { inSpan, SESSION_ATTRIBUTE, tracingOn } from '#libs/telemetry';
 import { StandaloneWebhooks, type WebhookChain } from '#libs/webhooks';
 import type { AutomationRecord, InvocationReason, InvocationRecord, PauseReason } from '../automation.types.js';
 import { toAutomationSnapshot, toInvocationDto as invocationView } from '../views/automation-view.js';
@@ -118,7 +119,27 @@ export class AutomationFirer {
     throw new DomainError('state_conflict', 'The automation changed while it was being run; try again');
   }
 
-  private async fire(seen: Seen, fire: Fire, receipt: FireReceipt | null): Promise<Fired> {
+  /**
+   * One fire, in an `automation.fire` span while tracing is on: a timer's fire starts a trace (run
+   * now joins its request's), and the input it accepts stores that span's context, so the turn the
+   * fire starts is in its trace.
+   */
+  private fire(seen: Seen, fire: Fire, receipt: FireReceipt | null): Promise<Fired> {
+    if (!tracingOn()) return this.fireOnce(seen, fire, receipt);
+    const attributes = { 'yuxi.automation.id': seen.automation.id, 'yuxi.automation.source': fire.source, ...(fire.source === 'automation' ? { 'yuxi.automation.scheduled_at': fire.scheduledAt.toISOString() } : {}) };
+    return inSpan('automation.fire', { attributes }, async (span) => {
+      const fired = await this.fireOnce(seen, fire, receipt);
+      span?.setAttribute('yuxi.automation.outcome', fired.kind);
+      if (fired.kind === 'recorded') {
+        span?.setAttributes({ 'yuxi.automation.invocation_id': fired.invocation.id, 'yuxi.automation.invocation_status': fired.invocation.status });
+        // Kept with the session's spans (the span store keeps spans naming a session).
+        if (fired.invocation.sessionId) span?.setAttribute(SESSION_ATTRIBUTE, fired.invocation.sessionId);
+      }
+      return fired;
+    });
+  }
+
+  private async fireOnce(seen: Seen, fire: Fire, receipt: FireReceipt | null): Promise<Fired> {
     const automation = seen.automation;
     const dead = deadPrincipal(seen.live);
     const principal = principalOf(automation.principal, seen.live);
