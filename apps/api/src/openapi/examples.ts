@@ -85,6 +85,9 @@ export const PROJECT_EXAMPLE = { id: PROJECT_ID, object: 'agent.project', ...CRE
 export const PROJECT_LIST_EXAMPLE = { object: 'list', data: [PROJECT_EXAMPLE], first_id: PROJECT_ID, last_id: PROJECT_ID, has_more: false };
 export const PROJECT_DELETED_EXAMPLE = { id: PROJECT_ID, object: 'agent.project', deleted: true };
 
+/** A W3C trace id (the turn's and its runs' `yuxi.trace_id` when tracing is on). */
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+
 const RUN = {
   id: RUN_ID,
   object: 'yuxi.session.run',
@@ -98,6 +101,7 @@ const RUN = {
   created_at: AT,
   started_at: AT,
   completed_at: AT + 1,
+  yuxi: { trace_id: TRACE_ID },
   error: null,
 };
 export const RUN_EXAMPLE = RUN;
@@ -133,7 +137,7 @@ const TURN = {
   completed_at: AT + 1,
   error: null,
   usage: null,
-  yuxi: { current_run_id: null, result_run_id: RUN_ID, waitpoint: null, usage, context: CONTEXT },
+  yuxi: { current_run_id: null, result_run_id: RUN_ID, waitpoint: null, usage, context: CONTEXT, trace_id: TRACE_ID },
 };
 export const TURN_LIST_EXAMPLE = { object: 'list', data: [TURN], first_id: TURN_ID, last_id: TURN_ID, has_more: false };
 export const TURN_DETAIL_EXAMPLE = { ...TURN, yuxi: { ...TURN.yuxi, cancellation_pending: false, runs: [RUN], output: [ASSISTANT_ITEM] } };
