@@ -48,7 +48,7 @@ export { CapabilityLimits } from './acceptance/capability-limits.js';
 export { gateCancelInput, gatePromoteInput, refuseWhileBlocked } from './acceptance/input-gates.js';
 export { type MessagePlan, type MessageSpec, mayHaveActiveTurn, planMessage, resolveMode, SessionControls } from './controls/session-controls.js';
 export { CAPABILITY_LIMIT_MESSAGES, EVENT_BUILDERS, turnEvents } from './steps/turn-events.js';
-export type { HeldTurn, Interrupted, Outcome, RunOutput, Seized, Settled, SettledTurn, Successor } from './claims/held-turn.js';
+export type { HeldTurn, InputTrace, Interrupted, Outcome, RunOutput, Seized, Settled, SettledTurn, Successor } from './claims/held-turn.js';
 export { RunEndings } from './endings/run-endings.js';
 export { TurnSettlement } from './endings/turn-settlement.js';
 export { assistantItem, runCheckpoint, turnSeconds } from './endings/run-output.js';

@@ -45,4 +45,5 @@ export {
   runSpanPlan,
   toolType,
 } from './gen-ai-attributes.js';
-export { ChatTrace, RunTrace } from './run-spans.js';
+export { boundedToolName, ChatTrace, executeToolSpanName, executeToolStart, MAX_TOOL_NAME_CHARS, RunTrace } from './run-spans.js';
+export { claimedContexts, type ConsumedContext, consumedInputs, consumedLinks } from './input-links.js';

@@ -101,7 +101,7 @@ export class RunClosing {
     const fromRunId = state.lease.runId;
     state.lease = next.lease;
     held.run = next.run;
-    state.trace?.yielded(fromRunId);
+    state.trace?.yielded(fromRunId, next.inputTraces);
     setLogContext({ run_id: next.run.id });
     state.boundaryAt(next.outputIndex);
     state.keeper.switchTo(state.lease, sentAt);

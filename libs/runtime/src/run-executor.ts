@@ -55,11 +55,16 @@ export class RunExecutor {
    * settled (what its driver has left to claim), or null when the run ended otherwise (waiting,
    * released, fenced): then the driver looks for itself.
    */
-  async execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<PendingAfter> {
-    // Traced: the claim's span and the run's `invoke_agent` span (`leaseSentAt`: when the claim
-    // began), active while the run executes, so its children, its outgoing requests' `traceparent`
-    // and its log lines name it. Off: nothing is made, and the run goes on as it always did.
-    const trace = tracingOn() ? RunTrace.claimed(held, leaseSentAt) : undefined;
+  execute(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<PendingAfter> {
+    // Off: a plain passthrough (no span, no closure, no promise of its own). Traced: the claim's
+    // span and the run's `invoke_agent` span (`leaseSentAt`: when the claim began), active while
+    // the run executes, so its children, its outgoing requests' `traceparent` and its log lines name it.
+    if (!tracingOn()) return this.executeHeld(held, control, leaseSentAt, undefined);
+    return this.executeTraced(held, control, leaseSentAt);
+  }
+
+  private async executeTraced(held: HeldTurn, control: RunControl, leaseSentAt: number): Promise<PendingAfter> {
+    const trace = RunTrace.claimed(held, leaseSentAt);
     if (!trace) return this.executeHeld(held, control, leaseSentAt, undefined);
     try {
       return await withSpan(trace.span, () => this.executeHeld(held, control, leaseSentAt, trace));

@@ -1,4 +1,4 @@
-import type { HeldTurn, PublicError, WaitpointKind } from '#libs/engine';
+import type { HeldTurn, InputTrace, PublicError, WaitpointKind } from '#libs/engine';
 import type { ModelEvent, ModelError } from '#libs/models';
 import {
   type Attributes,
@@ -26,6 +26,7 @@ import {
   runScopeAttributes,
   runSpanPlan,
 } from './gen-ai-attributes.js';
+import { claimedContexts, consumedInputs, consumedLinks } from './input-links.js';
 
 /**
  * The spans of one held run on this worker (tracing on only: a run has none otherwise, and every
@@ -54,10 +55,12 @@ export class RunTrace {
     const parent = contextOf(held.config.trace);
     const plan = runSpanPlan(held);
     const trace = new RunTrace(held);
-    const claim = startSpan('claim', { parent, startTime: new Date(performance.timeOrigin + claimStartedAt), attributes: { ...trace.scope, 'yuxi.claim.kind': plan.kind, 'yuxi.claim.takeover': plan.kind !== 'new' } });
+    const claim = startSpan('claim', { parent, startTime: new Date(performance.timeOrigin + claimStartedAt), attributes: { ...trace.scope, 'yuxi.claim.kind': plan.kind, 'yuxi.claim.takeover': plan.kind === 'takeover' } });
     if (!claim) return undefined;
     claim.end();
-    trace.span = startSpan(`invoke_agent ${held.config.agent_id}`, { parent, spanId: plan.spanId, links: plan.links, attributes: invokeAgentAttributes(held, plan.kind) });
+    // Linked too: what the run consumed from requests of their own (a batch's other inputs, a waitpoint's answer).
+    const links = [...plan.links, ...consumedLinks(held.config.trace, claimedContexts(held))];
+    trace.span = startSpan(`invoke_agent ${held.config.agent_id}`, { parent, spanId: plan.spanId, links, attributes: invokeAgentAttributes(held, plan.kind) });
     if (plan.resumedFrom) trace.span?.addEvent('yuxi.turn.resumed', { 'yuxi.waitpoint.kind': plan.resumedFrom });
     return trace;
   }
@@ -69,9 +72,10 @@ export class RunTrace {
 
   /**
    * The run yielded to steers and the next run of the turn (already `held.run`) goes on here: this
-   * span ends, the next run's starts (its own derived id, linked to the run it follows).
+   * span ends, the next run's starts (its own derived id, linked to the run it follows and to the
+   * steers it takes, each stored with its request's context).
    */
-  yielded(fromRunId: string): void {
+  yielded(fromRunId: string, steers?: readonly InputTrace[]): void {
     this.outcome = 'yielded';
     this.finish();
     this.scope = runScopeAttributes(this.held.turn.sessionId, this.held.turn.id, this.held.run.id);
@@ -81,7 +85,7 @@ export class RunTrace {
     this.span = startSpan(`invoke_agent ${this.held.config.agent_id}`, {
       parent: contextOf(this.held.config.trace),
       spanId: runSpanId(this.held.run.id),
-      links: traceId ? [linkTo(traceId, runSpanId(fromRunId), { 'yuxi.link.reason': 'yield' })] : [],
+      links: [...(traceId ? [linkTo(traceId, runSpanId(fromRunId), { 'yuxi.link.reason': 'yield' })] : []), ...consumedLinks(this.held.config.trace, consumedInputs(steers))],
       attributes: invokeAgentAttributes({ ...this.held, lease: { ...this.held.lease, epoch: this.held.run.epoch } }, 'new'),
     });
   }
@@ -201,9 +205,21 @@ function asError(error: unknown): unknown {
   return Object.assign(new Error(message), { code: typeof code === 'string' ? code : 'error' });
 }
 
+/** A tool's name as a span names it: the model chooses it, so it is bounded (the span name and `gen_ai.tool.name`). */
+export const MAX_TOOL_NAME_CHARS = 256;
+
+export function boundedToolName(name: string): string {
+  return name.length <= MAX_TOOL_NAME_CHARS ? name : name.slice(0, MAX_TOOL_NAME_CHARS);
+}
+
+/** The `execute_tool` span's name. */
+export function executeToolSpanName(name: string): string {
+  return `execute_tool ${boundedToolName(name)}`;
+}
+
 /** The `execute_tool` span's attributes at its start: the arguments only when content is captured. */
 export function executeToolStart(name: string, callId: string, source: string | undefined, args: Record<string, unknown>): Attributes {
-  const attributes = executeToolAttributes(name, callId, source);
+  const attributes = executeToolAttributes(boundedToolName(name), callId, source);
   if (captureMessageContent()) attributes['gen_ai.tool.call.arguments'] = boundedContent(args);
   return attributes;
 }

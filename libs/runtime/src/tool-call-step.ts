@@ -6,7 +6,7 @@ import { countSpend } from '#libs/usage';
 import { elicitationQuestions, elicitationRequest, HARNESS_SOURCE, type ResolvedTool, ToolCatalog, type ToolDeclaration, type ToolProgress, ToolSourceError } from '#libs/tools';
 import { type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { DurableWrites } from './durable-writes.js';
-import { executeToolStart, toolSpanEnd } from './run-spans.js';
+import { executeToolSpanName, executeToolStart, toolSpanEnd } from './run-spans.js';
 import { commandNotRun, HarnessCalls } from './harness-calls.js';
 import { CallInFlight, ELICITATION_LOST, type FollowedCall, McpCallsInFlight, RemoteCall } from './mcp-calls-in-flight.js';
 import { McpSampling, samplingTokens } from './mcp-sampling.js';
@@ -69,7 +69,7 @@ export class ToolCallStep {
       // Traced: the call runs in its `execute_tool` span (an MCP server's request carries its traceparent).
       const { trace } = state;
       const followed = trace
-        ? await trace.around(`execute_tool ${plan.call.name}`, executeToolStart(plan.call.name, plan.call.call_id, tool?.source, plan.args), async (span) => toolSpanEnd(span, await this.execute(state, plan, tool, declarations, control, allowance)))
+        ? await trace.around(executeToolSpanName(plan.call.name), executeToolStart(plan.call.name, plan.call.call_id, tool?.source, plan.args), async (span) => toolSpanEnd(span, await this.execute(state, plan, tool, declarations, control, allowance)))
         : await this.execute(state, plan, tool, declarations, control, allowance);
       if ('elicit' in followed) return this.stopForUser(state, followed.call, plan.call, tool, followed.elicit);
       outcome = followed.outcome;

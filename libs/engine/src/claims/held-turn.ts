@@ -1,7 +1,8 @@
 import type { OutboxBatch } from '#libs/events';
+import type { StoredTraceContext } from '#libs/telemetry';
 import type { LedgerRow } from '#libs/usage';
 import type { Committed } from '../transaction/after-commit.js';
-import type { FrozenInputConfig } from '../tables/input.entity.js';
+import type { FrozenInputConfig, InputEntity } from '../tables/input.entity.js';
 import type { CommittedStep, ItemEntity, PublicError, RunEntity, TurnContext, TurnEntity, Usage } from '../tables/turn.entities.js';
 import type { Lease } from './lease.js';
 
@@ -29,6 +30,23 @@ export interface HeldTurn {
    */
   budgeted: boolean;
   batch: OutboxBatch;
+  /**
+   * The inputs this claim consumed with the contexts stored with them (tracing on only, and only
+   * for a batch of several: the first one's is the run's own, `config.trace`): the run's span
+   * links to the others. Absent while tracing is off.
+   */
+  inputTraces?: InputTrace[];
+}
+
+/** An input a run consumed and the trace context stored with it (its request's `accept_input`). */
+export interface InputTrace {
+  inputId: string;
+  trace: StoredTraceContext | undefined;
+}
+
+/** The stored contexts of consumed inputs (bounded by the batch: a claim's or a yield's, MAX_STEER_BATCH at most). */
+export function inputTracesOf(inputs: readonly Pick<InputEntity, 'id' | 'config'>[]): InputTrace[] {
+  return inputs.map((input) => ({ inputId: input.id, trace: input.config.trace }));
 }
 
 /**
@@ -95,6 +113,8 @@ export interface Successor extends Committed {
   outputIndex: number;
   /** The ledger rows the yield wrote (a model call a steer cut): counted by the worker's metrics once it commits. */
   spent?: LedgerRow[];
+  /** A yield's steers with their stored contexts (tracing on only): the next run's span links to them. */
+  inputTraces?: InputTrace[];
 }
 
 /** A run whose lease expired, interrupted: the run that continues its turn (`awaiting`), or null when the turn ended. */

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import type { OutgoingEvent } from '#libs/events';
+import { tracingOn } from '#libs/telemetry';
 import { CLAIM_QUEUE, claimBatch, claimQueueInputs, consumedWrite } from './claim-queue.js';
 import { InputsRepository } from '../tables/inputs.repository.js';
 import { lockForClaim, turnStartedWrite } from './session-claims.js';
@@ -12,7 +13,7 @@ import { turnStartRows, turnStartWrites } from './turn-start-writes.js';
 import { TurnsRepository } from '../tables/turns.repository.js';
 import { attachmentBindings, AttachmentTransitions } from '../acceptance/attachment-transitions.js';
 import { mayHaveActiveTurn } from '../controls/session-controls.js';
-import type { HeldTurn } from './held-turn.js';
+import { type HeldTurn, inputTracesOf } from './held-turn.js';
 import { lastReceivedSeq, receiptsOf, userItemsOf } from '../endings/run-output.js';
 import { SessionTransactions, type SessionTx } from '../transaction/session-transaction.js';
 import { TurnTakeovers } from './turn-takeovers.js';
@@ -121,7 +122,7 @@ export class TurnClaims {
     const receipts = receiptsOf(batch);
     userItems.forEach((item, index) => events.push(turnEvents.item('added', item, index, receipts), turnEvents.item('done', item, index, receipts)));
     tx.emit(events, { epochSql: '(SELECT epoch FROM run)' });
-    return {
+    const held: HeldTurn = {
       turn,
       run,
       lease,
@@ -135,6 +136,9 @@ export class TurnClaims {
       budgeted: locked.budgeted,
       batch: { sessionId, rows: [] },
     };
+    // Traced: a batch of several inputs, each maybe from a request of its own; the run links to them.
+    if (batch.length > 1 && tracingOn()) held.inputTraces = inputTracesOf(batch);
+    return held;
   }
 }
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '#libs/config';
 import { newId } from '#libs/database';
 import type { OutgoingEvent } from '#libs/events';
+import { tracingOn } from '#libs/telemetry';
 import { modelCallEntry } from '#libs/usage';
 import { consumedWrite } from '../claims/claim-queue.js';
 import { InputsRepository } from '../tables/inputs.repository.js';
@@ -14,7 +15,8 @@ import { toCurrentTurn } from '../views/projections.js';
 import { RunsRepository } from '../tables/runs.repository.js';
 import { TurnsRepository } from '../tables/turns.repository.js';
 import { attachmentBindings, AttachmentTransitions } from '../acceptance/attachment-transitions.js';
-import type { HeldTurn, RunOutput, Successor } from '../claims/held-turn.js';
+import { type HeldTurn, inputTracesOf, type RunOutput, type Successor } from '../claims/held-turn.js';
+import type { Committed } from '../transaction/after-commit.js';
 import { SessionTransactions } from '../transaction/session-transaction.js';
 import { closingEvents, lastReceivedSeq, lostDeltasNotice, receiptsOf, RunOutputWriter, shownItemWrite, userItemsOf } from './run-output.js';
 import { turnEvents } from '../steps/turn-events.js';
@@ -93,7 +95,10 @@ export class RunEndings {
       }
       held.lastInputSeq = lastReceivedSeq(steers, held.lastInputSeq);
       tx.emit(events, { epoch });
-      return { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index, spent };
+      const successor: Omit<Successor, keyof Committed> = { run: next, lease: { runId: next.id, owner: lease.owner, epoch }, outputIndex: index, spent };
+      // Traced: the steers' requests are linked from the next run's span.
+      if (tracingOn()) successor.inputTraces = inputTracesOf(steers);
+      return successor;
     });
     // The caller publishes the batch: the next run's live events follow it.
     return value === null || value === 'cancelled' ? value : { ...value, ...committed };

@@ -117,7 +117,7 @@ export class StepsRepository {
     const rows = (await manager.query(
       prepared(`SELECT s.id, s.run_id, s.turn_id, s.seq, s.kind, s.status, s.ref, s.created_at, s.completed_at,
               (s.input - 'arguments') || ${cut('s.input', 'arguments')} AS input,
-              (s.output - 'text' - 'output') || ${cut('s.output', 'text')} || ${cut('s.output', 'output')} AS output,
+              (s.output - 'text' - 'output' - 'trace') || ${cut('s.output', 'text')} || ${cut('s.output', 'output')} AS output,
               (coalesce(length(s.input->>'arguments'), 0) > $2 OR coalesce(length(s.output->>'text'), 0) > $2 OR coalesce(length(s.output->>'output'), 0) > $2) AS truncated,
               coalesce(lag(coalesce(s.completed_at, s.created_at)) OVER (PARTITION BY s.run_id ORDER BY s.seq), r.started_at) AS previous_at,
               CASE WHEN s.kind = 'compaction' THEN (SELECT jsonb_build_object('tokens_before', i.content->0->'compaction'->'tokens_before', 'tokens_after', i.content->0->'compaction'->'tokens_after')

@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import type { FailureSideEffects } from '#libs/errors';
+import type { StoredTraceContext } from '#libs/telemetry';
 import type { WaitpointElicitation } from '#libs/tools';
 
 export type { WaitpointElicitation };
@@ -262,6 +263,11 @@ export interface StepOutput {
   output?: string;
   kind?: WaitpointKind;
   response?: WaitpointResponse;
+  /**
+   * waitpoint: the trace context of what resolved it (the answer's or last result's request, a
+   * member's run), tracing on only: the resumed run's span links to it. Not shown on the timeline.
+   */
+  trace?: StoredTraceContext;
   item_id?: string;
 }
 

@@ -2,10 +2,11 @@ import type { EntityManager } from 'typeorm';
 import { newId } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import type { OutgoingEvent } from '#libs/events';
+import { storedTraceContext, tracingOn } from '#libs/telemetry';
 import type { SessionsRepository } from '../tables/sessions.repository.js';
 import { type StepsRepository } from '../tables/steps.repository.js';
 import { toCurrentTurn } from '../views/projections.js';
-import { type TurnEntity, type Waitpoint, type WaitpointResponse } from '../tables/turn.entities.js';
+import { type StepOutput, type TurnEntity, type Waitpoint, type WaitpointResponse } from '../tables/turn.entities.js';
 import { type TurnsRepository } from '../tables/turns.repository.js';
 import { turnEvents } from '../steps/turn-events.js';
 
@@ -29,6 +30,9 @@ export async function resumeAtWaitpoint(
   response: WaitpointResponse,
 ): Promise<Resumed> {
   const at = new Date();
+  const output: StepOutput = { kind: waitpoint.kind, response };
+  // Traced: the context of what resolved the waitpoint, for the resumed run's span to link to.
+  if (tracingOn()) output.trace = storedTraceContext();
   const recorded = await repos.steps.recordStep(manager, null, {
     runId: waitpoint.run_id,
     turnId: turn.id,
@@ -37,7 +41,7 @@ export async function resumeAtWaitpoint(
     status: 'completed',
     ref: waitpoint.id,
     input: { kind: waitpoint.kind },
-    output: { kind: waitpoint.kind, response },
+    output,
     at,
   });
   if (!recorded) throw new DomainError('waitpoint_stale', `Waitpoint ${waitpoint.id} was already resolved`);
