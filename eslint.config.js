@@ -37,7 +37,7 @@ const LAYERS = [
 const LIBS = {
   errors: ['foundation'],
   metrics: ['foundation'],
-  outbound: ['foundation'],
+  outbound: ['foundation', 'telemetry'],
   sandbox: ['foundation', 'outbound', 'metrics'],
   sdk: ['foundation'],
   telemetry: ['foundation'],

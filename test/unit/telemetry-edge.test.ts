@@ -38,7 +38,7 @@ describe('request spans', () => {
     assert.equal(sessionIdOfRoute(null, `/api/v1/agents/sessions/${SESSION}`), null);
   });
 
-  it('ends a span with its route, status and session; a 5xx is an error, a 4xx is not', () => {
+  it('ends a span with its route, status and (2xx only) session; a 5xx is an error, a 4xx is not', () => {
     const ended = (status: number | null, route: string | null = '/api/v1/agents/sessions/:session_id', method = 'POST') => {
       const span = recordingSpan();
       endRequestSpan(span.span, method, { route, path: `/api/v1/agents/sessions/${SESSION}`, status });
@@ -50,6 +50,10 @@ describe('request spans', () => {
     assert.equal(ok.status, undefined);
     assert.equal(ok.ends, 1);
     assert.equal(ended(404).status, undefined);
+    // A refused request names no session: the id in its path is only the client's claim (another owner's session, no credentials).
+    for (const status of [401, 403, 404, 409, 503]) assert.equal(ended(status).attributes['yuxi.session_id'], undefined, String(status));
+    assert.equal(ended(null).attributes['yuxi.session_id'], undefined, 'a client that left before any response');
+    assert.equal(ended(202).attributes['yuxi.session_id'], SESSION);
     const failed = ended(503);
     assert.equal(failed.status, SpanStatusCode.ERROR);
     assert.equal(failed.attributes['error.type'], '503');

@@ -1,5 +1,5 @@
 import type { SandboxCommand, SandboxCommandResult } from '#libs/sandbox';
-import { captureMessageContent, inSpan, tracingOn } from '#libs/telemetry';
+import { captureMessageContent, inSpan, SESSION_ATTRIBUTE, tracingOn, TURN_ATTRIBUTE } from '#libs/telemetry';
 import type { CommandRunner } from './command-limits.js';
 import type { HarnessCall } from './session-environments.js';
 
@@ -15,8 +15,8 @@ const MAX_COMMAND_ATTRIBUTE_CHARS = 64 * 1024;
 export function runCommand(runner: CommandRunner, command: SandboxCommand, call: HarnessCall, purpose: 'shell' | 'setup'): Promise<SandboxCommandResult> {
   if (!tracingOn()) return runner.run(command);
   const attributes = {
-    'yuxi.session_id': call.session.id,
-    'yuxi.turn_id': call.turnId,
+    [SESSION_ATTRIBUTE]: call.session.id,
+    [TURN_ATTRIBUTE]: call.turnId,
     'gen_ai.tool.call.id': call.callId,
     'yuxi.sandbox.purpose': purpose,
     'yuxi.sandbox.network': command.network.access,

@@ -3,7 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
-import { context, propagation } from '@opentelemetry/api';
+import { injectTraceHeaders } from '#libs/telemetry';
 import { hostOf, isAllowedHost, isPublicAddress, NOT_PUBLIC } from './address-policy.js';
 import { guardedLookup, OUTBOUND_BLOCKED_CODE } from './guarded-lookup.js';
 
@@ -126,9 +126,8 @@ function request(url: URL, init: RequestInit | undefined, lookup: LookupFunction
     });
     if (body !== undefined) headers['content-length'] = String(body.length);
     // The active span's `traceparent` (and `tracestate`), so the server's spans join the trace
-    // (MCP servers, web search) — unless the caller sent its own. Without a registered
-    // propagator (tracing off) this writes nothing. (A foundation lib: the API, not the facade.)
-    if (headers.traceparent === undefined) propagation.inject(context.active(), headers);
+    // (MCP servers, web search) — unless the caller sent its own. Tracing off: nothing written.
+    if (headers.traceparent === undefined) injectTraceHeaders(headers);
     return new Promise<Response>((resolve, reject) => {
       const req = (url.protocol === 'https:' ? https : http).request(url, { method: normalised.method, headers, agent, lookup });
       const onAbort = () => req.destroy(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));

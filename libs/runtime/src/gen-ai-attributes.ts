@@ -1,7 +1,7 @@
 import type { CommittedStep, HeldTurn, WaitpointKind } from '#libs/engine';
 import type { ModelEvent, ModelMessage, ModelToolCall } from '#libs/models';
 import { toolSourceLabel } from '#libs/metrics';
-import { type Attributes, type Link, linkTo, runSpanId, traceIdOf } from '#libs/telemetry';
+import { type Attributes, type Link, linkTo, RUN_ATTRIBUTE, runSpanId, SESSION_ATTRIBUTE, traceIdOf, TURN_ATTRIBUTE } from '#libs/telemetry';
 
 /**
  * The attributes of the worker's spans, built from what a run already has (its held turn, the
@@ -16,7 +16,7 @@ export const MAX_CONTENT_CHARS = 64 * 1024;
 
 /** The ids every span of a run carries: `yuxi.session_id` is what the per-session span store keeps. */
 export function runScopeAttributes(sessionId: string, turnId: string, runId: string): Attributes {
-  return { 'yuxi.session_id': sessionId, 'yuxi.turn_id': turnId, 'yuxi.run_id': runId };
+  return { [SESSION_ATTRIBUTE]: sessionId, [TURN_ATTRIBUTE]: turnId, [RUN_ATTRIBUTE]: runId };
 }
 
 /** `gen_ai.provider.name`: the conventions' value where there is one, else the service's own (`yuxi.scripted`). */

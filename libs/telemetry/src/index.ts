@@ -2,7 +2,6 @@ export { flushTracing, startTracing, stopTracing } from './start-tracing.js';
 export { endRequestSpan, httpMethodAttribute, MAX_URL_PATH_LENGTH, type RequestOutcome, requestSpanName, sessionIdOfRoute, tracesRequestPath } from './request-span.js';
 export { currentSpanSink, type ReadableSpan, RUN_ATTRIBUTE, SESSION_ATTRIBUTE, setSpanSink, type SpanSink, TURN_ATTRIBUTE } from './span-sink.js';
 export {
-  addSpanEvent,
   type Attributes,
   captureMessageContent,
   type Context,

@@ -61,10 +61,13 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export function endRequestSpan(span: Span, method: string, outcome: RequestOutcome): void {
   span.updateName(requestSpanName(method, outcome.route));
   if (outcome.route !== null) span.setAttribute('http.route', outcome.route);
-  // Only a request that changes a session joins its kept spans (the span store keeps spans naming a
+  // Only a request that changed a session joins its kept spans (the span store keeps spans naming a
   // session): reads and streams of a session, polled all day, would fill the store with spans that
-  // no turn's trace lists.
-  const sessionId = READ_METHODS.has(method.toUpperCase()) ? null : sessionIdOfRoute(outcome.route, outcome.path);
+  // no turn's trace lists. And only once it succeeded (2xx): the id in the path is the client's
+  // claim, checked against the owner by the handler; a 401 or 404 (anyone, another owner's session)
+  // must not store a span under a session its caller cannot see.
+  const succeeded = outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
+  const sessionId = !succeeded || READ_METHODS.has(method.toUpperCase()) ? null : sessionIdOfRoute(outcome.route, outcome.path);
   if (sessionId !== null) span.setAttribute(SESSION_ATTRIBUTE, sessionId);
   if (outcome.status !== null) {
     span.setAttribute('http.response.status_code', outcome.status);

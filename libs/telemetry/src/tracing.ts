@@ -75,7 +75,7 @@ export function startSpan(name: string, options: SpanOptions = {}): Span | undef
   }
 }
 
-/** Ends a span, recording `error` (its type, message and an ERROR status) when given. */
+/** Ends a span, recording `error` (its type and an ERROR status) when given. */
 export function endSpan(span: Span | undefined, error?: unknown, attributes?: Attributes): void {
   if (!span) return;
   if (attributes) span.setAttributes(attributes);
@@ -83,12 +83,17 @@ export function endSpan(span: Span | undefined, error?: unknown, attributes?: At
   span.end();
 }
 
-/** Marks a span failed by `error` (`error.type` per the semantic conventions). */
+/**
+ * Marks a span failed by `error`: `error.type` (per the semantic conventions) and an ERROR status
+ * described by that type alone. Never the error's message: spans leave the server (a collector, the
+ * session's trace route), and a message may quote what it should not (a provider's error naming a
+ * key, a URL with a token, the content of a message).
+ */
 export function recordError(span: Span | undefined, error: unknown): void {
   if (!span) return;
-  const type = (error as { code?: unknown })?.code ?? (error as Error)?.name ?? 'error';
-  span.setAttribute('error.type', String(type));
-  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message.slice(0, 512) : String(error).slice(0, 512) });
+  const type = String((error as { code?: unknown } | null)?.code ?? (error as Error | null)?.name ?? 'error').slice(0, 256);
+  span.setAttribute('error.type', type);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: type });
 }
 
 /** Runs `fn` with `span` as the active span (what child spans and outgoing `traceparent` headers use). */
@@ -114,12 +119,6 @@ export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: S
 export function setSpanAttributes(attributes: Attributes): void {
   if (!state.on) return;
   trace.getSpan(context.active())?.setAttributes(attributes);
-}
-
-/** An event on the active span (a turn waits, resumes); nothing when there is none. */
-export function addSpanEvent(name: string, attributes?: Attributes): void {
-  if (!state.on) return;
-  trace.getSpan(context.active())?.addEvent(name, attributes);
 }
 
 /** A W3C trace context as stored with accepted work (an input's frozen config): survives queues, restarts and crashes. */

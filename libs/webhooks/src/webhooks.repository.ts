@@ -187,10 +187,13 @@ export class WebhooksRepository {
     delivery: { id: string; endpointId: string; eventId: string; eventType: WebhookEventType; sessionId: string | null; payload: string; redeliveryOf: string | null; trace?: StoredTraceContext | null },
   ): Promise<void> {
     const trace = delivery.trace ?? storedTraceContext() ?? null;
+    const params: unknown[] = [delivery.id, delivery.endpointId, delivery.eventId, delivery.eventType, delivery.sessionId, delivery.payload, delivery.redeliveryOf, delivery.id];
+    // A trace column and parameter only with a context to store (tracing off: the insert as it was).
+    if (trace !== null) params.push(JSON.stringify(trace));
     await (manager ?? this.dataSource.manager).query(
-      prepared(`INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, redelivery_of, created_at, trace)
-       VALUES ($1, $2, $8, 0, $3, $4, $5, $6, 'pending', now(), $7, now(), $9::jsonb)`),
-      [delivery.id, delivery.endpointId, delivery.eventId, delivery.eventType, delivery.sessionId, delivery.payload, delivery.redeliveryOf, delivery.id, trace === null ? null : JSON.stringify(trace)],
+      prepared(`INSERT INTO webhook_deliveries (id, endpoint_id, chain, seq, event_id, event_type, session_id, payload, status, next_attempt_at, redelivery_of, created_at${trace === null ? '' : ', trace'})
+       VALUES ($1, $2, $8, 0, $3, $4, $5, $6, 'pending', now(), $7, now()${trace === null ? '' : ', $9::jsonb'})`),
+      params,
     );
   }
 

@@ -53,12 +53,21 @@ export function turnStartRows(spec: NewTurn): { turn: TurnEntity; run: RunEntity
  * returning the run's fencing epoch, one above the session's highest).
  */
 export function turnStartWrites(spec: NewTurn): SqlFragment[] {
+  const traceId = traceIdOf(spec.config.trace);
   return [
-    {
-      sql: `INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at, account_id, trace_id)
+    // Without a trace (tracing off): the text without trace_id, so no parameter is bound for it. The
+    // claim's statement is prepared by its text, so each text is its own prepared statement.
+    traceId === null
+      ? {
+          sql: `INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at, account_id)
+       VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7, $8)`,
+          params: [spec.turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, spec.runId, spec.at, spec.accountId],
+        }
+      : {
+          sql: `INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at, account_id, trace_id)
        VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7, $8, $9)`,
-      params: [spec.turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, spec.runId, spec.at, spec.accountId, traceIdOf(spec.config.trace)],
-    },
+          params: [spec.turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, spec.runId, spec.at, spec.accountId, traceId],
+        },
     {
       name: 'run',
       sql: `INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, epoch, created_at, started_at)

@@ -122,16 +122,20 @@ export class TurnsRepository {
       usage: null,
     });
     // One statement for both rows (and the run's fencing epoch): the turn start is on every turn's critical path.
+    // Without a trace (tracing off) the turn's insert names no trace_id and binds no parameter for it.
+    const traced = turn.traceId !== null;
+    const params: unknown[] = [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs, spec.accountId];
+    if (traced) params.push(turn.traceId);
     const rows = (await manager.query(
       prepared(`WITH t AS (
-         INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at, account_id, trace_id)
-         VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7, $12, $13)
+         INSERT INTO turns (id, session_id, seq, status, agent_id, model, current_run_id, created_at, started_at, account_id${traced ? ', trace_id' : ''})
+         VALUES ($1, $2, $3, '${TURN_TRANSITIONS.start.to[0]}', $4, $5, $6, $7, $7, $12${traced ? ', $13' : ''})
        )
        INSERT INTO runs (id, turn_id, session_id, seq, status, input_ids, model, config, lease_owner, lease_expires_at, epoch, created_at, started_at)
        VALUES ($6, $1, $2, 1, '${RUN_TRANSITIONS.start.to[0]}', $8, $5, $9, $10, now() + make_interval(secs => $11::double precision / 1000),
                (SELECT coalesce(max(epoch), 0) + 1 FROM runs WHERE session_id = $2), $7, $7)
        RETURNING epoch`),
-      [turnId, spec.sessionId, spec.seq, spec.agentId, spec.model, runId, spec.at, spec.inputIds, JSON.stringify(spec.config), spec.leaseOwner, spec.leaseMs, spec.accountId, turn.traceId],
+      params,
     )) as { epoch: string }[];
     run.epoch = Number(rows[0]?.epoch);
     return { turn, run };

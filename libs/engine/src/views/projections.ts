@@ -88,7 +88,10 @@ function coordinationFields(json: string): Partial<Pick<ItemDto, (typeof COORDIN
 }
 
 export function toRunDto(run: RunEntity): RunDto {
-  return {
+  // `yuxi` only on a traced run: every run event (outbox row, Redis stream entry) carries this view,
+  // and a run accepted with tracing off pays no bytes for it.
+  const traceId = traceIdOf((run.config as FrozenInputConfig | undefined)?.trace);
+  const dto: RunDto = {
     id: run.id,
     object: 'yuxi.session.run',
     session_id: run.sessionId,
@@ -102,8 +105,9 @@ export function toRunDto(run: RunEntity): RunDto {
     completed_at: unixSeconds(run.completedAt),
     error: run.error,
     usage: usageTotals(run.usage),
-    yuxi: { trace_id: traceIdOf((run.config as FrozenInputConfig | undefined)?.trace) },
   };
+  if (traceId !== null) dto.yuxi = { trace_id: traceId };
+  return dto;
 }
 
 export function toRunSummary(run: RunEntity): RunSummaryDto {

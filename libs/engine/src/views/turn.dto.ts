@@ -219,8 +219,8 @@ export class WaitpointDto {
 }
 
 export class RunYuxiDto {
-  @ApiProperty({ type: String, nullable: true, pattern: '^[0-9a-f]{32}$', description: 'The W3C trace id of the trace this run\'s spans belong to (its turn\'s first input\'s, accepted while tracing was on), else null.' })
-  trace_id!: string | null;
+  @ApiProperty({ type: String, pattern: '^[0-9a-f]{32}$', description: 'The W3C trace id of the trace this run\'s spans belong to (its turn\'s first input\'s, accepted while tracing was on).' })
+  trace_id!: string;
 }
 
 export class RunDto {
@@ -241,7 +241,8 @@ export class RunDto {
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) started_at!: number | null;
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) completed_at!: number | null;
   @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;
-  @ApiProperty({ type: RunYuxiDto }) yuxi!: RunYuxiDto;
+  @ApiPropertyOptional({ type: RunYuxiDto, description: 'Present only on a traced run (its input was accepted while tracing was on): a run without a trace leaves it out, so the run events of an untraced session carry nothing for it.' })
+  yuxi?: RunYuxiDto;
 }
 
 export class RunSummaryDto {

@@ -39,11 +39,19 @@ export class CreateSession {
   async execute(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
     const key = IdempotencyService.requireKey(rawKey);
     const create = await this.prepare(principal, dto);
-    const accept = (): Promise<IdempotentResponse> => this.acceptance.accept(principal, CreateSession.SCOPE, key, create.intent, create.work, create.staging);
-    const result = create.hasInput ? await acceptingInput(null, accept) : await accept();
-    // The request's span (tracing on) names the session once it exists.
-    if (result.sessionId !== null && tracingOn()) setSpanAttributes({ [SESSION_ATTRIBUTE]: result.sessionId });
+    const result = tracingOn() ? await this.acceptTraced(principal, key, create) : await this.acceptance.accept(principal, CreateSession.SCOPE, key, create.intent, create.work, create.staging);
     if (create.hasInput && !result.replayed) metrics.inputAccepted('agent.session.input.message');
+    return result;
+  }
+
+  /**
+   * Tracing on: a first input is accepted inside an `accept_input` span (whose context it stores),
+   * and the request's span names the session once it exists (off: `execute` calls the acceptance straight).
+   */
+  private async acceptTraced(principal: Principal, key: string, create: PreparedCreate): Promise<IdempotentResponse> {
+    const accept = (): Promise<IdempotentResponse> => this.acceptance.accept(principal, CreateSession.SCOPE, key, create.intent, create.work, create.staging);
+    const result = create.hasInput ? await acceptingInput(accept) : await accept();
+    if (result.sessionId !== null) setSpanAttributes({ [SESSION_ATTRIBUTE]: result.sessionId });
     return result;
   }
 

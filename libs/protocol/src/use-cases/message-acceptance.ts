@@ -6,6 +6,7 @@ import { isUuid, prepared, preparedUpTo } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { EventOutbox, type OutboxRow } from '#libs/events';
 import { acceptanceSessionColumns, acceptedReceipt, acceptingInput, acceptInputGuarded, AfterCommit, type IdempotencyScope, IdempotencyService, type IdempotentResponse, InputsRepository, mayHaveActiveTurn, type MessagePlan, type MessageSpec, type Nudge, planMessage, readForAcceptance, type ReadForAcceptance, receiptLookup, type ReceiptRow, SessionControls, turnEvents, visibleSessionRead } from '#libs/engine';
+import { tracingOn } from '#libs/telemetry';
 import type { InlineImageBatch } from '../inline-images.js';
 import { type Accepted, Acceptance } from './acceptance.js';
 
@@ -51,11 +52,13 @@ export class MessageAcceptance {
   ) {}
 
   accept(principal: Principal, sessionId: string, key: string, intent: unknown, spec: MessageSpec, images: InlineImageBatch): Promise<AcceptedMessage> {
-    // Tracing on: inside an `accept_input` span, whose context the input stores (a span names a session only by a valid id).
-    return acceptingInput(isUuid(sessionId) ? sessionId : null, () => this.acceptUntraced(principal, sessionId, key, intent, spec, images));
+    // Tracing off (the default): straight on, no closure or extra promise per message.
+    if (!tracingOn()) return this.acceptMessage(principal, sessionId, key, intent, spec, images);
+    // On: inside an `accept_input` span, whose context the input stores.
+    return acceptingInput(() => this.acceptMessage(principal, sessionId, key, intent, spec, images));
   }
 
-  private async acceptUntraced(principal: Principal, sessionId: string, key: string, intent: unknown, spec: MessageSpec, images: InlineImageBatch): Promise<AcceptedMessage> {
+  private async acceptMessage(principal: Principal, sessionId: string, key: string, intent: unknown, spec: MessageSpec, images: InlineImageBatch): Promise<AcceptedMessage> {
     // An id that is not a UUID names no session (and must not reach Postgres as one).
     if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     const scope = Acceptance.scopeOf(principal, IdempotencyService.eventScope(sessionId), key, intent);

@@ -2676,8 +2676,8 @@ export interface components {
             has_more: boolean;
         };
         RunYuxiDto: {
-            /** @description The W3C trace id of the trace this run's spans belong to (its turn's first input's, accepted while tracing was on), else null. */
-            trace_id: string | null;
+            /** @description The W3C trace id of the trace this run's spans belong to (its turn's first input's, accepted while tracing was on). */
+            trace_id: string;
         };
         RunDto: {
             id: string;
@@ -2704,7 +2704,8 @@ export interface components {
             /** @description Unix seconds. */
             completed_at: number | null;
             error: components["schemas"]["PublicErrorDto"] | (never | null);
-            yuxi: components["schemas"]["RunYuxiDto"];
+            /** @description Present only on a traced run (its input was accepted while tracing was on): a run without a trace leaves it out, so the run events of an untraced session carry nothing for it. */
+            yuxi?: components["schemas"]["RunYuxiDto"];
         };
         TurnDetailYuxiDto: {
             current_run_id: string | null;

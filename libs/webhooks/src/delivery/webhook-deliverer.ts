@@ -17,12 +17,17 @@ const CHAIN_RUN_MAX = 50;
 /** A lease outlives its attempt by this much: the result is written well before another worker may claim. */
 const LEASE_MARGIN_MS = 15_000;
 
-/** One attempt's CLIENT span, a child of the context the fan-out stored (a new trace when none): HTTP client conventions, the URL without its query. */
+/**
+ * One attempt's CLIENT span, a child of the context the fan-out stored (a new trace when none):
+ * HTTP client conventions. `url.full` is the endpoint's origin only (scheme, host, port): chat
+ * webhooks (Slack, Discord) carry their secret token in the path, and a query may hold one too;
+ * spans leave the server (an OTLP collector, the session's trace route).
+ */
 function deliverySpan(claimed: ClaimedDelivery): Span | undefined {
   let url: string;
   try {
-    const parsed = new URL(claimed.url);
-    url = `${parsed.origin}${parsed.pathname}`;
+    const origin = new URL(claimed.url).origin;
+    url = origin === 'null' ? '' : origin;
   } catch {
     url = '';
   }
@@ -101,9 +106,7 @@ export class WebhookDeliverer implements OnApplicationShutdown {
 
   private async attempt(claimed: ClaimedDelivery): Promise<DeliveryNext> {
     const startedAt = new Date();
-    const span = tracingOn() ? deliverySpan(claimed) : undefined;
-    const result = await withSpan(span, () => this.send(claimed));
-    if (span) endDeliverySpan(span, result);
+    const result = tracingOn() ? await this.sendTraced(claimed) : await this.send(claimed);
     metrics.webhookAttempt(result.outcome, result.durationMs / 1000);
     const test = claimed.eventType === 'webhook.test';
     const ok = result.outcome === 'succeeded';
@@ -138,6 +141,21 @@ export class WebhookDeliverer implements OnApplicationShutdown {
     }
     if (recorded.recovered) this.logger.log(`webhook endpoint ${claimed.endpointId} recovered: a delivery succeeded after failures`);
     return next;
+  }
+
+  /** An attempt inside its span, which ends however the attempt ends (an error thrown recorded on it, and rethrown). */
+  private async sendTraced(claimed: ClaimedDelivery): Promise<SendResult> {
+    const span = deliverySpan(claimed);
+    if (!span) return this.send(claimed);
+    let result: SendResult;
+    try {
+      result = await withSpan(span, () => this.send(claimed));
+    } catch (error) {
+      endSpan(span, error);
+      throw error;
+    }
+    endDeliverySpan(span, result);
+    return result;
   }
 
   private async send(claimed: ClaimedDelivery): Promise<SendResult> {
