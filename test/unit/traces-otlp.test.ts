@@ -11,6 +11,7 @@ import { capSpan, groupSpans, MAX_SPAN_BYTES, type OtlpSpan, type OtlpTraceReque
 
 const SESSION = '01a22bfa-8bdf-7435-8da3-a93fcf70dbb0';
 const OTHER_SESSION = '01a22bfa-8bdf-7435-8da3-a93fcf70dbb1';
+const TURN = '01a22bfa-8bdf-7435-8da3-a93fcf70dbc2';
 
 function recordSpans(): ReturnType<InMemorySpanExporter['getFinishedSpans']> {
   const exporter = new InMemorySpanExporter();
@@ -19,11 +20,11 @@ function recordSpans(): ReturnType<InMemorySpanExporter['getFinishedSpans']> {
   const parent = tracer.startSpan('invoke_agent helper', { attributes: { 'yuxi.session_id': SESSION, 'gen_ai.operation.name': 'invoke_agent', 'yuxi.run.epoch': 2, 'yuxi.run.takeover': true }, startTime: new Date('2026-01-02T03:04:05.678Z') });
   parent.addEvent('yuxi.turn.waiting', { 'yuxi.waitpoint.kind': 'approval' });
   const linked = { traceId: parent.spanContext().traceId, spanId: 'abcdefabcdefabcd', traceFlags: 1 };
-  const chat = tracer.startSpan('chat gpt-5', { attributes: { 'yuxi.session_id': SESSION, 'gen_ai.response.finish_reasons': ['stop'] }, links: [{ context: linked, attributes: { 'yuxi.link.reason': 'takeover' } }] });
+  const chat = tracer.startSpan('chat gpt-5', { attributes: { 'yuxi.session_id': SESSION, 'yuxi.turn_id': TURN.toUpperCase(), 'gen_ai.response.finish_reasons': ['stop'] }, links: [{ context: linked, attributes: { 'yuxi.link.reason': 'takeover' } }] });
   chat.end();
   tracer.startSpan('GET /health').end();
   tracer.startSpan('accept_input', { attributes: { 'yuxi.session_id': 'not-a-session' } }).end();
-  tracer.startSpan('webhook.deliver', { attributes: { 'yuxi.session_id': OTHER_SESSION } }).end();
+  tracer.startSpan('webhook.deliver', { attributes: { 'yuxi.session_id': OTHER_SESSION, 'yuxi.turn_id': 'not-a-turn' } }).end();
   parent.end(new Date('2026-01-02T03:04:06.000Z'));
   return exporter.getFinishedSpans();
 }
@@ -35,11 +36,11 @@ function serialized(): OtlpTraceRequest {
 describe('span → OTLP JSON row (storedSpansOf over the JSON serializer)', () => {
   it('keeps the spans that name a session (a UUID), with hex ids, unix-nano string times and AnyValue attributes', () => {
     const rows = storedSpansOf(serialized());
-    assert.deepEqual(rows.map((row) => [row.sessionId, row.span.name]), [
-      [SESSION, 'chat gpt-5'],
-      [OTHER_SESSION, 'webhook.deliver'],
-      [SESSION, 'invoke_agent helper'],
-    ]);
+    assert.deepEqual(rows.map((row) => [row.sessionId, row.span.name, row.turnId]), [
+      [SESSION, 'chat gpt-5', TURN],
+      [OTHER_SESSION, 'webhook.deliver', null],
+      [SESSION, 'invoke_agent helper', null],
+    ], 'the turn of a span is its yuxi.turn_id when a UUID (lowercased), else none');
     const agent = rows[2]!;
     assert.match(agent.traceId, /^[0-9a-f]{32}$/);
     assert.match(agent.spanId, /^[0-9a-f]{16}$/);

@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DataSource } from 'typeorm';
+import type { DataSource, Repository } from 'typeorm';
 import type { AppConfig } from '#libs/config';
+import type { Page, PageQuery } from '#libs/database';
+import { type TurnEntity, TurnsRepository } from '#libs/engine';
 import { DomainError } from '#libs/errors';
+import { MAX_TRACED_TURNS_SCANNED, turnsWithSpans } from '#libs/protocol';
 import { cutTracePage, type OtlpSpan, SessionSpansRepository, SPAN_DELETE_BATCH, SPAN_DELETE_BATCHES_PER_TICK, SPAN_RETENTION_OFF_PAUSE_MS, SpanRetention, type SpanRowOfPage, type TracedTurn } from '#libs/traces';
 import { FakeDataSource, quietNestLogger } from './support/new-test-service.js';
 
 // The traces route's page (libs/traces/src/trace-page.ts): which traces a page holds under the
-// response bound, when a single trace is cut, what has_more says; the cursor of its turn read; the
-// pace of retention. No database: the statements are answered by a fake data source.
+// response bound, when a single trace is cut, what has_more says; the engine's page of traced turns
+// and its cursor; how the use case skips turns without spans; the span reads; the pace of retention. No database: the statements are answered by a fake data source.
 
 const SESSION = '01a22bfa-8bdf-7435-8da3-a93fcf70dbb0';
 const RESOURCE = { attributes: [{ key: 'service.name', value: { stringValue: 'yuxi-worker' } }] };
@@ -75,6 +78,14 @@ describe('a page of traces under the response bound (cutTracePage)', () => {
     assert.equal(alone.hasMore, true);
   });
 
+  it('serves a trace that retention removed in part with the spans that remain, not marked truncated', () => {
+    // The entry's count is of what is stored now: the root retention deleted is simply not there, its child stays.
+    const [root, child] = spansOf(0, [10, 10]);
+    child!.span.parentSpanId = root!.span.spanId;
+    const page = cutTracePage(SESSION, [turn(1)], [{ ...child!, total: 1 }], false);
+    assert.deepEqual(names(page), [[turn(1).id, ['s1'], false]]);
+  });
+
   it('skips a turn whose spans are gone (retention ran between the reads)', () => {
     const turns = [turn(1), turn(2), turn(3)];
     const page = cutTracePage(SESSION, turns, [...spansOf(0, [10]), ...spansOf(2, [10])], false);
@@ -83,13 +94,13 @@ describe('a page of traces under the response bound (cutTracePage)', () => {
   });
 });
 
-describe('the traces route\'s cursor (SessionSpansRepository.tracedTurns)', () => {
+describe('the traces route\'s cursor (TurnsRepository.tracedTurns, the engine\'s page of traced turns)', () => {
   const TURN = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
 
   function repository(answers: (sql: string, parameters: unknown[]) => unknown) {
     const dataSource = new FakeDataSource();
     dataSource.answer = (sql, parameters) => answers(String(sql), parameters ?? []);
-    return { repo: new SessionSpansRepository(dataSource as unknown as DataSource), dataSource };
+    return { repo: new TurnsRepository({ manager: { query: dataSource.query } } as unknown as Repository<TurnEntity>), dataSource };
   }
 
   it('rejects an `after` that is not a turn of the session (400 invalid_cursor), and one that is not even a UUID without a statement', async () => {
@@ -100,7 +111,7 @@ describe('the traces route\'s cursor (SessionSpansRepository.tracedTurns)', () =
     assert.deepEqual(dataSource.query.mock.calls[0]!.arguments[1], [TURN, SESSION]);
   });
 
-  it('pages after the anchor\'s position in the order asked, one row more than the limit to learn has_more', async () => {
+  it('pages the session\'s turns with a trace id after the anchor\'s position in the order asked, one row more than the limit to learn has_more; never reads the span store', async () => {
     const at = new Date();
     const rows = [1, 2, 3].map((n) => ({ id: `t${n}`, trace_id: String(n).repeat(32), created_at: at }));
     for (const order of ['desc', 'asc'] as const) {
@@ -108,12 +119,87 @@ describe('the traces route\'s cursor (SessionSpansRepository.tracedTurns)', () =
       const page = await repo.tracedTurns(SESSION, { after: TURN, limit: 2, order });
       assert.deepEqual(page, { rows: rows.slice(0, 2).map((row) => ({ id: row.id, traceId: row.trace_id, createdAt: at })), hasMore: true });
       const [sql, parameters] = dataSource.query.mock.calls[1]!.arguments as [unknown, unknown[]];
-      assert.match(String(sql), order === 'desc' ? /t\.seq < \$3[\s\S]*ORDER BY t\.seq DESC/ : /t\.seq > \$3[\s\S]*ORDER BY t\.seq ASC/);
+      assert.match(String(sql), order === 'desc' ? /trace_id IS NOT NULL AND seq < \$3 ORDER BY seq DESC/ : /trace_id IS NOT NULL AND seq > \$3 ORDER BY seq ASC/);
+      assert.doesNotMatch(String(sql), /session_spans/);
       assert.deepEqual(parameters, [SESSION, 3, 7]);
     }
     const { repo, dataSource } = repository(() => rows.slice(0, 1));
     assert.equal((await repo.tracedTurns(SESSION, { limit: 2, order: 'desc' })).hasMore, false);
     assert.deepEqual(dataSource.query.mock.calls[0]!.arguments[1], [SESSION, 3], 'no cursor: no anchor read');
+  });
+});
+
+describe('the turns a page of traces shows (turnsWithSpans: the engine\'s traced turns with libs/traces\' stored spans)', () => {
+  const ids = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => ({ id: `t${from + i}` }));
+
+  /** A session of `count` traced turns (t0 … in page order) of which `hasSpans` have stored spans; records each read's page. */
+  function session(count: number, hasSpans: (n: number) => boolean) {
+    const reads: PageQuery[] = [];
+    const checked: string[] = [];
+    const read = async (page: PageQuery): Promise<Page<{ id: string }>> => {
+      reads.push(page);
+      const from = page.after === undefined ? 0 : Number(page.after.slice(1)) + 1;
+      const rows = ids(from, Math.min(count, from + page.limit + 1));
+      return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
+    };
+    const withSpans = async (turns: { id: string }[]) => (checked.push(...turns.map((turn) => turn.id)), turns.filter((turn) => hasSpans(Number(turn.id.slice(1)))));
+    return { read, withSpans, reads, checked };
+  }
+
+  it('every turn with spans: one read of limit + 1 turns says has_more', async () => {
+    const { read, withSpans, reads } = session(10, () => true);
+    assert.deepEqual(await turnsWithSpans(read, withSpans, { limit: 3, order: 'desc' }), { turns: ids(0, 3), more: true });
+    assert.deepEqual(reads, [{ after: undefined, limit: 4, order: 'desc' }]);
+    const last = session(3, () => true);
+    assert.deepEqual(await turnsWithSpans(last.read, last.withSpans, { after: undefined, limit: 3, order: 'asc' }), { turns: ids(0, 3), more: false });
+  });
+
+  it('skips turns without spans and reads on (after the last turn read) until the page is full; each turn is checked once', async () => {
+    const { read, withSpans, reads, checked } = session(300, (n) => n % 50 === 0);
+    const page = await turnsWithSpans(read, withSpans, { after: undefined, limit: 3, order: 'desc' });
+    assert.deepEqual(page, { turns: [{ id: 't0' }, { id: 't50' }, { id: 't100' }], more: true });
+    assert.deepEqual(reads.map((r) => [r.after, r.limit]), [[undefined, 4], ['t3', 100], ['t103', 100]]);
+    assert.equal(new Set(checked).size, checked.length);
+    const end = session(120, (n) => n === 0 || n === 119);
+    assert.deepEqual(await turnsWithSpans(end.read, end.withSpans, { limit: 5, order: 'desc' }), { turns: [{ id: 't0' }, { id: 't119' }], more: false }, 'the session ends: no more');
+  });
+
+  it('looks at MAX_TRACED_TURNS_SCANNED turns at most: the page ends short (even empty) with more true', async () => {
+    const { read, withSpans, checked } = session(5000, (n) => n === 0);
+    assert.deepEqual(await turnsWithSpans(read, withSpans, { limit: 20, order: 'desc' }), { turns: [{ id: 't0' }], more: true });
+    assert.equal(checked.length, MAX_TRACED_TURNS_SCANNED);
+    const none = session(5000, () => false);
+    assert.deepEqual(await turnsWithSpans(none.read, none.withSpans, { after: 't10', limit: 20, order: 'asc' }), { turns: [], more: true });
+  });
+});
+
+describe('the span store\'s reads of a page (SessionSpansRepository)', () => {
+  function repository(rows: unknown[]) {
+    const dataSource = new FakeDataSource();
+    dataSource.answer = () => rows;
+    return { repo: new SessionSpansRepository(dataSource as unknown as DataSource), dataSource };
+  }
+  const turns = [turn(1), turn(2)];
+
+  it('reads a turn\'s entry as its own spans of the trace and the trace\'s spans of no turn, never the whole trace per turn', async () => {
+    const span = spansOf(0, [1])[0]!;
+    const { repo, dataSource } = repository([{ ord: '2', span: span.span, resource: RESOURCE, scope: SCOPE, bytes: '120', total: '1' }]);
+    assert.deepEqual(await repo.spansOfTurns(SESSION, turns, 5000), [{ ord: 1, span: span.span, resource: RESOURCE, scope: SCOPE, bytes: 120, total: 1 }]);
+    const [sql, parameters] = dataSource.query.mock.calls[0]!.arguments as [unknown, unknown[]];
+    assert.match(String(sql), /t\.trace_id = o\.trace_id AND t\.turn_id = o\.turn_id\s+UNION ALL[\s\S]*n\.trace_id = o\.trace_id AND n\.turn_id IS NULL/);
+    assert.deepEqual(parameters, [SESSION, turns.map((t) => t.id), turns.map((t) => t.traceId), 5000]);
+    assert.deepEqual(await repository([]).repo.spansOfTurns(SESSION, [], 5000), []);
+  });
+
+  it('says which turns have an entry, by position; no turns, no statement', async () => {
+    const { repo, dataSource } = repository([{ ord: '2' }]);
+    assert.deepEqual([...(await repo.withSpans(SESSION, turns))], [1]);
+    const [sql, parameters] = dataSource.query.mock.calls[0]!.arguments as [unknown, unknown[]];
+    assert.match(String(sql), /s\.turn_id = o\.turn_id\)\s+OR EXISTS[\s\S]*s\.turn_id IS NULL/);
+    assert.deepEqual(parameters, [SESSION, turns.map((t) => t.id), turns.map((t) => t.traceId)]);
+    const empty = repository([]);
+    assert.equal((await empty.repo.withSpans(SESSION, [])).size, 0);
+    assert.equal(empty.dataSource.query.mock.callCount(), 0);
   });
 });
 

@@ -1,4 +1,5 @@
-import { SESSION_ATTRIBUTE } from '#libs/telemetry';
+import { isUuid } from '#libs/database';
+import { SESSION_ATTRIBUTE, TURN_ATTRIBUTE } from '#libs/telemetry';
 
 // The OTLP/HTTP JSON encoding of spans (opentelemetry-proto's JSON mapping, as
 // `@opentelemetry/otlp-transformer`'s JsonTraceSerializer writes it): ids as lowercase hex, times as
@@ -64,6 +65,8 @@ export interface StoredSpan {
   sessionId: string;
   traceId: string;
   spanId: string;
+  /** The turn the span is of (its `yuxi.turn_id`); null for a span made before any turn (the api's request and `accept_input`). */
+  turnId: string | null;
   span: OtlpSpan;
   resource: OtlpObject;
   scope: OtlpObject;
@@ -79,7 +82,6 @@ export const MAX_SPAN_BYTES = 64 * 1024;
 /** Set (true) on a span whose events, attributes or links the store dropped to keep it under MAX_SPAN_BYTES. */
 export const TRUNCATED_ATTRIBUTE = 'yuxi.truncated';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const TRACE_ID = /^[0-9a-f]{32}$/;
 const SPAN_ID = /^[0-9a-f]{16}$/;
 const NANOS = /^\d{1,20}$/;
@@ -87,7 +89,8 @@ const NANOS = /^\d{1,20}$/;
 /**
  * The rows to store from one exported batch (the serializer's request): every span that names a
  * session (a UUID in `yuxi.session_id`) and has well-formed ids and start time; others are skipped.
- * Each span is capped at `maxSpanBytes` (capSpan).
+ * A span's `yuxi.turn_id`, when a UUID, says which turn's entry of the trace it belongs to (null:
+ * every turn's of the trace). Each span is capped at `maxSpanBytes` (capSpan).
  */
 export function storedSpansOf(request: OtlpTraceRequest, maxSpanBytes = MAX_SPAN_BYTES): StoredSpan[] {
   const rows: StoredSpan[] = [];
@@ -97,9 +100,19 @@ export function storedSpansOf(request: OtlpTraceRequest, maxSpanBytes = MAX_SPAN
       const scope = scopeSpans.scope ?? {};
       for (const span of scopeSpans.spans ?? []) {
         const sessionId = stringAttribute(span.attributes, SESSION_ATTRIBUTE)?.toLowerCase();
-        if (sessionId === undefined || !UUID.test(sessionId)) continue;
+        if (sessionId === undefined || !isUuid(sessionId)) continue;
         if (!TRACE_ID.test(span.traceId) || !SPAN_ID.test(span.spanId) || !NANOS.test(span.startTimeUnixNano)) continue;
-        rows.push({ sessionId, traceId: span.traceId, spanId: span.spanId, span: capSpan(span, maxSpanBytes), resource, scope, startAt: new Date(Number(BigInt(span.startTimeUnixNano) / 1_000_000n)) });
+        const turnId = stringAttribute(span.attributes, TURN_ATTRIBUTE)?.toLowerCase();
+        rows.push({
+          sessionId,
+          traceId: span.traceId,
+          spanId: span.spanId,
+          turnId: turnId !== undefined && isUuid(turnId) ? turnId : null,
+          span: capSpan(span, maxSpanBytes),
+          resource,
+          scope,
+          startAt: new Date(Number(BigInt(span.startTimeUnixNano) / 1_000_000n)),
+        });
       }
     }
   }
@@ -115,7 +128,7 @@ export function stringAttribute(attributes: OtlpKeyValue[] | undefined, key: str
 /**
  * The span, or a copy of it at most `maxBytes` long as JSON: its events go first (they are the
  * least part of what the waterfall draws), then its links, then its attributes, largest first,
- * keeping the span's identity (ids, name, times, status) and `yuxi.session_id`. The counts of what
+ * keeping the span's identity (ids, name, times, status), `yuxi.session_id` and `yuxi.turn_id`. The counts of what
  * was dropped add to the span's dropped* counts, and `yuxi.truncated` = true says it was cut.
  */
 export function capSpan(span: OtlpSpan, maxBytes = MAX_SPAN_BYTES): OtlpSpan {
@@ -133,9 +146,9 @@ export function capSpan(span: OtlpSpan, maxBytes = MAX_SPAN_BYTES): OtlpSpan {
   cut.droppedLinksCount = (span.droppedLinksCount ?? 0) + (span.links?.length ?? 0);
   let size = jsonBytes(cut);
   if (size <= maxBytes) return cut;
-  // Largest first: the fewest attributes go. The marker and the session's id stay.
+  // Largest first: the fewest attributes go. The marker and the session's and turn's ids stay.
   const bySize = attributes
-    .filter((attribute) => attribute !== marker && attribute.key !== SESSION_ATTRIBUTE)
+    .filter((attribute) => attribute !== marker && attribute.key !== SESSION_ATTRIBUTE && attribute.key !== TURN_ATTRIBUTE)
     .map((attribute) => ({ attribute, bytes: jsonBytes(attribute) + 1 }))
     .sort((a, b) => b.bytes - a.bytes);
   const dropped = new Set<OtlpKeyValue>();

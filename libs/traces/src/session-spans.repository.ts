@@ -1,19 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { isUuid, type Page, type PageQuery, prepared, toPage } from '#libs/database';
-import { DomainError } from '#libs/errors';
+import { prepared } from '#libs/database';
 import type { StoredSpan } from './otlp-json.js';
 import type { SpanRowOfPage, TracedTurn } from './trace-page.js';
 
 /** Retention deletes at most this many spans a statement (a short lock, a bounded WAL burst). */
 export const SPAN_DELETE_BATCH = 1000;
-
-interface TurnRow {
-  id: string;
-  trace_id: string;
-  created_at: Date;
-}
 
 interface SpanRow {
   ord: string | number;
@@ -26,7 +19,8 @@ interface SpanRow {
 
 /**
  * `session_spans`: the spans of sessions, one row a span in its OTLP JSON encoding, written by the
- * span store (SpanStoreWriter) in batches, read per trace by the traces route, deleted by age.
+ * span store (SpanStoreWriter) in batches, read per turn by the traces route (the turns themselves
+ * come from the engine, through the protocol's use case), deleted by age.
  * Raw SQL: every statement is one round trip whatever the batch.
  */
 @Injectable()
@@ -40,67 +34,60 @@ export class SessionSpansRepository {
    */
   async insert(spans: readonly StoredSpan[]): Promise<void> {
     if (spans.length === 0) return;
-    const rows = spans.map((span) => ({ session_id: span.sessionId, trace_id: span.traceId, span_id: span.spanId, span: span.span, resource: span.resource, scope: span.scope, start_at: span.startAt.toISOString() }));
+    const rows = spans.map((span) => ({ session_id: span.sessionId, trace_id: span.traceId, span_id: span.spanId, turn_id: span.turnId, span: span.span, resource: span.resource, scope: span.scope, start_at: span.startAt.toISOString() }));
     await this.dataSource.query(
-      prepared(`INSERT INTO session_spans (session_id, trace_id, span_id, span, resource, scope, start_at)
-       SELECT r.session_id, r.trace_id, r.span_id, r.span, r.resource, r.scope, r.start_at
-       FROM jsonb_to_recordset($1::jsonb) AS r(session_id uuid, trace_id varchar, span_id varchar, span jsonb, resource jsonb, scope jsonb, start_at timestamptz)
+      prepared(`INSERT INTO session_spans (session_id, trace_id, span_id, turn_id, span, resource, scope, start_at)
+       SELECT r.session_id, r.trace_id, r.span_id, r.turn_id, r.span, r.resource, r.scope, r.start_at
+       FROM jsonb_to_recordset($1::jsonb) AS r(session_id uuid, trace_id varchar, span_id varchar, turn_id uuid, span jsonb, resource jsonb, scope jsonb, start_at timestamptz)
        ON CONFLICT DO NOTHING`),
       [JSON.stringify(rows)],
     );
   }
 
   /**
-   * One page of the session's turns that have a trace with stored spans, in turn order (`seq`),
-   * `after` a turn of the session (else 400 `invalid_cursor`). The session's own turns only: a
-   * fork's inherited turns ran in its ancestor, whose traces they are.
-   *
-   * Reads `turns` (the engine's table) because its `trace_id` column is this feature's (migration
-   * Traces1767300000000), and paging over "turns with spans" is one indexed statement here, never a
-   * walk over turns that have none.
+   * Which of the turns have an entry: a stored span of the turn's trace that is the turn's or no
+   * turn's (the api's request and `accept_input`). Their positions in `turns`, one statement; each
+   * EXISTS is one probe of the (session, trace, turn) index.
    */
-  async tracedTurns(sessionId: string, page: PageQuery): Promise<Page<TracedTurn>> {
-    let anchorSeq: number | null = null;
-    if (page.after !== undefined) {
-      const [anchor] = isUuid(page.after) ? ((await this.dataSource.query(prepared(`SELECT seq FROM turns WHERE id = $1 AND session_id = $2`), [page.after, sessionId])) as { seq: number }[]) : [];
-      if (!anchor) throw new DomainError('invalid_cursor', 'The `after` cursor is not a turn of this session');
-      anchorSeq = anchor.seq;
-    }
-    const direction = page.order === 'desc' ? 'DESC' : 'ASC';
-    const from = anchorSeq === null ? '' : `AND t.seq ${page.order === 'desc' ? '<' : '>'} $3`;
+  async withSpans(sessionId: string, turns: readonly TracedTurn[]): Promise<Set<number>> {
+    if (turns.length === 0) return new Set();
     const rows = (await this.dataSource.query(
-      prepared(`SELECT t.id, t.trace_id, t.created_at FROM turns t
-       WHERE t.session_id = $1 AND t.trace_id IS NOT NULL ${from}
-         AND EXISTS (SELECT 1 FROM session_spans s WHERE s.session_id = $1 AND s.trace_id = t.trace_id)
-       ORDER BY t.seq ${direction} LIMIT $2`),
-      anchorSeq === null ? [sessionId, page.limit + 1] : [sessionId, page.limit + 1, anchorSeq],
-    )) as TurnRow[];
-    return toPage(
-      rows.map((row) => ({ id: row.id, traceId: row.trace_id, createdAt: row.created_at })),
-      page.limit,
-    );
+      prepared(`SELECT o.ord FROM unnest($2::uuid[], $3::varchar[]) WITH ORDINALITY AS o(turn_id, trace_id, ord)
+       WHERE EXISTS (SELECT 1 FROM session_spans s WHERE s.session_id = $1 AND s.trace_id = o.trace_id AND s.turn_id = o.turn_id)
+          OR EXISTS (SELECT 1 FROM session_spans s WHERE s.session_id = $1 AND s.trace_id = o.trace_id AND s.turn_id IS NULL)`),
+      [sessionId, turns.map((turn) => turn.id), turns.map((turn) => turn.traceId)],
+    )) as { ord: string | number }[];
+    return new Set(rows.map((row) => Number(row.ord) - 1));
   }
 
   /**
-   * The stored spans of the traces, the `ord`-th trace's (from 0) before the next one's, each in
-   * start order. Read up to `boundBytes`: a span is returned only while the spans before it (in
-   * that order) hold fewer bytes, so a page never holds more in memory than one response and one
-   * span. `total` is how many spans the trace has, read or not. The same trace twice (two turns
-   * of one client trace) is returned twice, once per position.
+   * The stored spans of the turns' entries, the `ord`-th turn's (from 0) before the next one's,
+   * each in start order. A turn's entry is the spans of its trace that are its own (`turn_id`) or
+   * no turn's (NULL: the api's request and `accept_input` spans): two index ranges, so turns that
+   * share a trace read only their own spans, never the whole trace each. Read up to `boundBytes`:
+   * a span is returned only while the spans before it (in that order) hold fewer bytes, so a page
+   * never holds more in memory than one response and one span. `total` is how many spans the
+   * entry has, read or not.
    */
-  async spansOfTraces(sessionId: string, traceIds: readonly string[], boundBytes: number): Promise<SpanRowOfPage[]> {
-    if (traceIds.length === 0) return [];
+  async spansOfTurns(sessionId: string, turns: readonly TracedTurn[], boundBytes: number): Promise<SpanRowOfPage[]> {
+    if (turns.length === 0) return [];
     const rows = (await this.dataSource.query(
       prepared(`SELECT x.ord, x.span, x.resource, x.scope, x.bytes, x.total FROM (
-         SELECT o.ord, s.span, s.resource, s.scope, s.start_at, s.span_id, octet_length(s.span::text) AS bytes,
+         SELECT o.ord, s.span, s.resource, s.scope, s.start_at, s.span_id, s.bytes,
            count(*) OVER (PARTITION BY o.ord) AS total,
-           sum(octet_length(s.span::text)) OVER (ORDER BY o.ord, s.start_at, s.span_id ROWS UNBOUNDED PRECEDING) AS running
-         FROM unnest($2::varchar[]) WITH ORDINALITY AS o(trace_id, ord)
-         JOIN session_spans s ON s.session_id = $1 AND s.trace_id = o.trace_id
+           sum(s.bytes) OVER (ORDER BY o.ord, s.start_at, s.span_id ROWS UNBOUNDED PRECEDING) AS running
+         FROM unnest($2::uuid[], $3::varchar[]) WITH ORDINALITY AS o(turn_id, trace_id, ord)
+         CROSS JOIN LATERAL (
+           SELECT t.span, t.resource, t.scope, t.start_at, t.span_id, octet_length(t.span::text) AS bytes FROM session_spans t
+           WHERE t.session_id = $1 AND t.trace_id = o.trace_id AND t.turn_id = o.turn_id
+           UNION ALL
+           SELECT n.span, n.resource, n.scope, n.start_at, n.span_id, octet_length(n.span::text) FROM session_spans n
+           WHERE n.session_id = $1 AND n.trace_id = o.trace_id AND n.turn_id IS NULL
+         ) s
        ) x
-       WHERE x.running - x.bytes < $3
+       WHERE x.running - x.bytes < $4
        ORDER BY x.ord, x.start_at, x.span_id`),
-      [sessionId, traceIds, boundBytes],
+      [sessionId, turns.map((turn) => turn.id), turns.map((turn) => turn.traceId), boundBytes],
     )) as SpanRow[];
     return rows.map((row) => ({ ord: Number(row.ord) - 1, span: row.span, resource: row.resource, scope: row.scope, bytes: Number(row.bytes), total: Number(row.total) }));
   }

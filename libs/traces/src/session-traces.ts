@@ -1,30 +1,30 @@
 import { Injectable } from '@nestjs/common';
-import { listEnvelope, type PageQuery } from '#libs/database';
-import { tracingOn } from '#libs/telemetry';
+import { listEnvelope } from '#libs/database';
 import { SessionSpansRepository } from './session-spans.repository.js';
-import { cutTracePage, MAX_TRACES_RESPONSE_BYTES } from './trace-page.js';
+import { cutTracePage, MAX_TRACES_RESPONSE_BYTES, type TracedTurn } from './trace-page.js';
 import type { SessionTraceListDto } from './trace.dto.js';
 
 /**
- * The traces of a session as the traces route lists them: one entry per turn that has a trace with
- * stored spans, its spans as OTLP JSON, under the 16 MiB response bound (trace-page.ts). The caller
- * has checked that the session is the principal's.
+ * The stored spans of a session's turns as the traces route lists them: one entry per turn, its
+ * spans as OTLP JSON, under the 16 MiB response bound (trace-page.ts). Which turns, in which order,
+ * is the engine's (the protocol's use case reads them and asks here); the caller has checked that
+ * the session is the principal's.
  */
 @Injectable()
 export class SessionTraces {
   constructor(private readonly spans: SessionSpansRepository) {}
 
-  async list(sessionId: string, page: PageQuery): Promise<SessionTraceListDto> {
-    // Off, no span is stored (and what an earlier run stored is not served): nothing is read.
-    if (!tracingOn()) return listEnvelope([], false);
-    const { rows: turns, hasMore } = await this.spans.tracedTurns(sessionId, page);
-    if (turns.length === 0) return listEnvelope([], false);
-    const rows = await this.spans.spansOfTraces(
-      sessionId,
-      turns.map((turn) => turn.traceId),
-      MAX_TRACES_RESPONSE_BYTES,
-    );
-    const { data, hasMore: more } = cutTracePage(sessionId, turns, rows, hasMore);
-    return listEnvelope(data, more);
+  /** The turns (of `turns`, in its order) that have stored spans: the others' traces are unpublished, or gone to retention. */
+  async withSpans(sessionId: string, turns: readonly TracedTurn[]): Promise<TracedTurn[]> {
+    const found = await this.spans.withSpans(sessionId, turns);
+    return turns.filter((_, ord) => found.has(ord));
+  }
+
+  /** The page of the turns' traces; `more`: whether turns with spans follow them. */
+  async page(sessionId: string, turns: readonly TracedTurn[], more: boolean): Promise<SessionTraceListDto> {
+    if (turns.length === 0) return listEnvelope([], more);
+    const rows = await this.spans.spansOfTurns(sessionId, turns, MAX_TRACES_RESPONSE_BYTES);
+    const { data, hasMore } = cutTracePage(sessionId, turns, rows, more);
+    return listEnvelope(data, hasMore);
   }
 }

@@ -4,7 +4,7 @@ import type { SessionTraceDto } from './trace.dto.js';
 /** A response of the traces route is at most this long (UTF-8 bytes), as upstream bounds it. */
 export const MAX_TRACES_RESPONSE_BYTES = 16 * 1024 * 1024;
 
-/** A turn of the page, with the trace it belongs to. */
+/** A turn of the page, with the trace it belongs to (the engine's `turns.trace_id`). */
 export interface TracedTurn {
   id: string;
   traceId: string;
@@ -14,8 +14,8 @@ export interface TracedTurn {
 /**
  * A stored span of the page's `ord`-th turn (from 0), in page order then start order. `bytes` is
  * at least the length of the span's JSON (the database measures its jsonb text, which is never
- * shorter than the compact JSON); `total` is how many spans the turn's trace has stored, all read
- * or not.
+ * shorter than the compact JSON); `total` is how many spans the turn's entry has stored (its own
+ * spans of the trace and the trace's spans of no turn), all read or not.
  */
 export interface SpanRowOfPage extends SpanOfTrace {
   ord: number;
@@ -59,7 +59,9 @@ class EntrySize {
  * page starts with it). A trace that is the first of its page and still does not fit is cut: it
  * keeps its spans that fit, earliest first, and says `yuxi.truncated: true` (the rest are never
  * served: the next page starts after it). A turn whose spans are all gone (retention deleted them
- * between the page's two reads) is skipped.
+ * between the page's reads) is skipped. A trace that retention removed in part is served with what
+ * remains, `yuxi.truncated` false: only the response bound cuts; the store keeps no count of a
+ * trace's spans to tell a partial trace from a whole one.
  *
  * `rows` may end early: the read stops once the spans' bytes reach `boundBytes` (the page cannot
  * hold more). A turn after the last row read is then not known, so the page ends before it.

@@ -22,6 +22,9 @@ export class Traces1767300000000 implements MigrationInterface {
       session_id uuid NOT NULL,
       trace_id varchar(32) NOT NULL,
       span_id varchar(16) NOT NULL,
+      -- the span's yuxi.turn_id (the worker's spans); NULL for the api's request and accept_input
+      -- spans, which are made before a turn exists and belong to every turn of their trace
+      turn_id uuid,
       -- the OTLP JSON span (ids hex, times as unix nanoseconds strings), as the OTLP/HTTP JSON encoding writes it
       span jsonb NOT NULL,
       -- the OTLP JSON resource of the process that made it (service.name, its role)
@@ -32,6 +35,10 @@ export class Traces1767300000000 implements MigrationInterface {
       created_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (session_id, trace_id, span_id)
     )`);
+    // The traces route reads a turn's entry as two index ranges: (session, trace, the turn) and
+    // (session, trace, NULL). Never every span of a trace per turn: turns sharing a client's trace
+    // would each read all of them (quadratic in the turns of the trace).
+    await q.query(`CREATE INDEX session_spans_turn_idx ON session_spans (session_id, trace_id, turn_id)`);
     // Retention deletes by age, oldest first, a batch at a time.
     await q.query(`CREATE INDEX session_spans_created_idx ON session_spans (created_at)`);
   }

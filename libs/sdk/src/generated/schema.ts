@@ -2860,7 +2860,7 @@ export interface components {
         };
         SessionTraceExtensionsDto: {
             /**
-             * @description True when this trace alone is larger than the response bound (16 MiB): `otlp` then holds its spans that fit, earliest first, and the rest are left out (no later page has them). False otherwise.
+             * @description True when this trace alone is larger than the response bound (16 MiB): `otlp` then holds its spans that fit, earliest first, and the rest are left out (no later page has them). False otherwise: a trace that retention (`TRACE_RETENTION_S`) removed in part is served with the spans that remain, `truncated` false.
              * @example false
              */
             truncated: boolean;
@@ -2886,7 +2886,7 @@ export interface components {
              */
             created_at: number;
             /**
-             * @description An OTLP JSON ExportTraceServiceRequest (`{resourceSpans: [{resource, scopeSpans: [{scope, spans}]}]}`, the OTLP/HTTP JSON encoding: ids as lowercase hex, times as Unix nanoseconds in strings, attribute values as AnyValue objects) holding the spans of the turn's trace that this session stored: the api's request and `accept_input` spans, the worker's `claim`, `invoke_agent`, `chat`, `execute_tool`, `commit_step`, `compaction`, `sandbox.exec` spans, webhook deliveries. Only the spans exported so far (within a second or so of their end) are here; later ones are not awaited.
+             * @description An OTLP JSON ExportTraceServiceRequest (`{resourceSpans: [{resource, scopeSpans: [{scope, spans}]}]}`, the OTLP/HTTP JSON encoding: ids as lowercase hex, times as Unix nanoseconds in strings, attribute values as AnyValue objects) holding the spans of the turn's trace that this session stored and that are the turn's (`yuxi.turn_id`: the worker's `claim`, `invoke_agent`, `chat`, `execute_tool`, `commit_step`, `compaction`, `sandbox.exec` spans) or no turn's (the api's request and `accept_input` spans, webhook deliveries: every turn of the trace shows them). Only the spans exported so far (within a second or so of their end) are here; later ones are not awaited. Spans that retention (`TRACE_RETENTION_S`) deleted are not: a trace is served with what remains.
              * @example {
              *       "resourceSpans": [
              *         {
@@ -2923,7 +2923,7 @@ export interface components {
             data: components["schemas"]["SessionTraceDto"][];
             first_id: string | null;
             last_id: string | null;
-            /** @description More traces follow (after `last_id`): the page reached `limit` or the 16 MiB bound. */
+            /** @description More traces may follow (after `last_id`): the page reached `limit` or the 16 MiB bound, or it looked at 1,000 traced turns without finding `limit` with stored spans (turns whose spans are gone are skipped), so a page may hold fewer than `limit` entries, or none, while this is true. */
             has_more: boolean;
         };
         FileYuxiDto: {
