@@ -8899,7 +8899,8 @@ export interface operations {
                      *               "tokens": 42,
                      *               "window_tokens": 32768,
                      *               "compaction_item_id": null
-                     *             }
+                     *             },
+                     *             "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"
                      *           }
                      *         }
                      *       ],
@@ -9084,6 +9085,7 @@ export interface operations {
                      *           "window_tokens": 32768,
                      *           "compaction_item_id": null
                      *         },
+                     *         "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                      *         "cancellation_pending": false,
                      *         "runs": [
                      *           {
@@ -9110,6 +9112,9 @@ export interface operations {
                      *             "created_at": 1733400000,
                      *             "started_at": 1733400000,
                      *             "completed_at": 1733400001,
+                     *             "yuxi": {
+                     *               "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"
+                     *             },
                      *             "error": null
                      *           }
                      *         ],
@@ -9719,6 +9724,9 @@ export interface operations {
                      *       "created_at": 1733400000,
                      *       "started_at": 1733400000,
                      *       "completed_at": 1733400001,
+                     *       "yuxi": {
+                     *         "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"
+                     *       },
                      *       "error": null
                      *     }
                      */
