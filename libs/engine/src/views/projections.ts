@@ -116,7 +116,7 @@ export function toRunSummary(run: RunEntity): RunSummaryDto {
 
 /** The turn projection shared by the turn endpoints, the session's current_turn and SSE turn events. */
 export function toTurnDto(turn: TurnEntity): TurnDto {
-  return {
+  const dto: TurnDto = {
     id: turn.id,
     object: 'agent.session.turn',
     session_id: turn.sessionId,
@@ -127,8 +127,12 @@ export function toTurnDto(turn: TurnEntity): TurnDto {
     completed_at: unixSeconds(turn.completedAt),
     error: turn.error,
     usage: null,
-    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint, usage: usageTotals(turn.usage), context: turn.context ?? null, trace_id: turn.traceId ?? null },
+    yuxi: { current_run_id: turn.currentRunId, result_run_id: turn.resultRunId, waitpoint: turn.waitpoint, usage: usageTotals(turn.usage), context: turn.context ?? null },
   };
+  // `trace_id` only on a traced turn (as the run's `yuxi`): a turn accepted with tracing off has
+  // views and events byte for byte as before tracing existed.
+  if (turn.traceId) dto.yuxi.trace_id = turn.traceId;
+  return dto;
 }
 
 export function toTurnDetailDto(turn: TurnEntity, runs: RunEntity[], output: ItemEntity[]): TurnDetailDto {

@@ -241,7 +241,7 @@ export class RunDto {
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) started_at!: number | null;
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds.' }) completed_at!: number | null;
   @ApiProperty({ type: PublicErrorDto, nullable: true }) error!: PublicErrorDto | null;
-  @ApiPropertyOptional({ type: RunYuxiDto, description: 'Present only on a traced run (its input was accepted while tracing was on): a run without a trace leaves it out, so the run events of an untraced session carry nothing for it.' })
+  @ApiPropertyOptional({ type: RunYuxiDto, description: 'Present only on a traced run (its input was accepted while tracing was on); absent when the turn was accepted with tracing off, so the run events of an untraced session carry nothing for it.' })
   yuxi?: RunYuxiDto;
 }
 
@@ -274,13 +274,12 @@ export class TurnSummaryYuxiDto {
   @ApiProperty({ type: UsageDto, nullable: true, description: 'Tokens used by the turn so far (all its runs).' }) usage!: UsageDto | null;
   @ApiProperty({ type: TurnContextDto, nullable: true, description: 'The model context of the turn\'s last model call, once the turn has settled; null before, or for a turn that called no model.' })
   context!: TurnContextDto | null;
-  @ApiProperty({
+  @ApiPropertyOptional({
     type: String,
-    nullable: true,
     pattern: '^[0-9a-f]{32}$',
-    description: 'The W3C trace id of the turn\'s trace (the input that started it was accepted while tracing was on), else null: its spans are read through `GET /sessions/{id}/traces` or in a trace UI.',
+    description: 'The W3C trace id of the turn\'s trace (the input that started it was accepted while tracing was on): its spans are read through `GET /sessions/{id}/traces` or in a trace UI. Absent when the turn was accepted with tracing off.',
   })
-  trace_id!: string | null;
+  trace_id?: string;
 }
 
 export class TurnStateYuxiDto extends TurnSummaryYuxiDto {

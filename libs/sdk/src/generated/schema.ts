@@ -2641,8 +2641,8 @@ export interface components {
             usage: components["schemas"]["UsageDto"] | (never | null);
             /** @description The model context of the turn's last model call, once the turn has settled; null before, or for a turn that called no model. */
             context: components["schemas"]["TurnContextDto"] | (never | null);
-            /** @description The W3C trace id of the turn's trace (the input that started it was accepted while tracing was on), else null: its spans are read through `GET /sessions/{id}/traces` or in a trace UI. */
-            trace_id: string | null;
+            /** @description The W3C trace id of the turn's trace (the input that started it was accepted while tracing was on): its spans are read through `GET /sessions/{id}/traces` or in a trace UI. Absent when the turn was accepted with tracing off. */
+            trace_id?: string;
         };
         TurnDto: {
             id: string;
@@ -2704,7 +2704,7 @@ export interface components {
             /** @description Unix seconds. */
             completed_at: number | null;
             error: components["schemas"]["PublicErrorDto"] | (never | null);
-            /** @description Present only on a traced run (its input was accepted while tracing was on): a run without a trace leaves it out, so the run events of an untraced session carry nothing for it. */
+            /** @description Present only on a traced run (its input was accepted while tracing was on); absent when the turn was accepted with tracing off, so the run events of an untraced session carry nothing for it. */
             yuxi?: components["schemas"]["RunYuxiDto"];
         };
         TurnDetailYuxiDto: {
@@ -2716,8 +2716,8 @@ export interface components {
             usage: components["schemas"]["UsageDto"] | (never | null);
             /** @description The model context of the turn's last model call, once the turn has settled; null before, or for a turn that called no model. */
             context: components["schemas"]["TurnContextDto"] | (never | null);
-            /** @description The W3C trace id of the turn's trace (the input that started it was accepted while tracing was on), else null: its spans are read through `GET /sessions/{id}/traces` or in a trace UI. */
-            trace_id: string | null;
+            /** @description The W3C trace id of the turn's trace (the input that started it was accepted while tracing was on): its spans are read through `GET /sessions/{id}/traces` or in a trace UI. Absent when the turn was accepted with tracing off. */
+            trace_id?: string;
             /** @description A cancel was accepted and the turn is stopping; false again once it reached its terminal state. */
             cancellation_pending: boolean;
             runs: components["schemas"]["RunDto"][];
@@ -2886,7 +2886,7 @@ export interface components {
              */
             created_at: number;
             /**
-             * @description An OTLP JSON ExportTraceServiceRequest (`{resourceSpans: [{resource, scopeSpans: [{scope, spans}]}]}`, the OTLP/HTTP JSON encoding: ids as lowercase hex, times as Unix nanoseconds in strings, attribute values as AnyValue objects) holding the spans of the turn's trace that this session stored and that are the turn's (`yuxi.turn_id`: the worker's `claim`, `invoke_agent`, `chat`, `execute_tool`, `commit_step`, `compaction`, `sandbox.exec` spans) or no turn's (the api's request and `accept_input` spans, webhook deliveries: every turn of the trace shows them). Only the spans exported so far (within a second or so of their end) are here; later ones are not awaited. Spans that retention (`TRACE_RETENTION_S`) deleted are not: a trace is served with what remains.
+             * @description An OTLP JSON ExportTraceServiceRequest (`{resourceSpans: [{resource, scopeSpans: [{scope, spans}]}]}`, the OTLP/HTTP JSON encoding: ids as lowercase hex, times as Unix nanoseconds in strings, attribute values as AnyValue objects) holding the spans of the turn's trace that this session stored and that are the turn's (`yuxi.turn_id`: the worker's `claim`, `invoke_agent`, `chat`, `execute_tool`, `commit_step`, `compaction`, `sandbox.exec` spans, the `webhook.deliver` attempts of the turn's events), the `accept_input` spans of the inputs its runs consumed, and their parents (the api's request that sent the input, an `automation.fire`): turns sharing a trace each show their own. Only the spans exported so far (within a second or so of their end) are here; later ones are not awaited. Spans that retention (`TRACE_RETENTION_S`) deleted are not: a trace is served with what remains.
              * @example {
              *       "resourceSpans": [
              *         {
@@ -2922,8 +2922,9 @@ export interface components {
             object: "list";
             data: components["schemas"]["SessionTraceDto"][];
             first_id: string | null;
+            /** @description The last entry's id, the `after` of the next page (of an empty page with `has_more` true: the last turn it looked at). */
             last_id: string | null;
-            /** @description More traces may follow (after `last_id`): the page reached `limit` or the 16 MiB bound, or it looked at 1,000 traced turns without finding `limit` with stored spans (turns whose spans are gone are skipped), so a page may hold fewer than `limit` entries, or none, while this is true. */
+            /** @description More traces may follow (after `last_id`): the page reached `limit` or the 16 MiB bound, or it looked at 1,000 traced turns without finding `limit` with stored spans (turns whose spans are gone are skipped), so a page may hold fewer than `limit` entries while this is true. A page is empty while this is true only after 10,000 turns without spans; `last_id` is then the last turn looked at, the cursor to go on from. */
             has_more: boolean;
         };
         FileYuxiDto: {
@@ -4963,8 +4964,8 @@ export interface components {
             usage: components["schemas"]["UsageDto"] | (never | null);
             /** @description The model context of the turn's last model call, once the turn has settled; null before, or for a turn that called no model. */
             context: components["schemas"]["TurnContextDto"] | (never | null);
-            /** @description The W3C trace id of the turn's trace (the input that started it was accepted while tracing was on), else null: its spans are read through `GET /sessions/{id}/traces` or in a trace UI. */
-            trace_id: string | null;
+            /** @description The W3C trace id of the turn's trace (the input that started it was accepted while tracing was on): its spans are read through `GET /sessions/{id}/traces` or in a trace UI. Absent when the turn was accepted with tracing off. */
+            trace_id?: string;
             /** @description A cancel was accepted and the turn is stopping; false again once it reached its terminal state. */
             cancellation_pending: boolean;
         };
