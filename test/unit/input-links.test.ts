@@ -59,4 +59,10 @@ describe('the execute_tool span of a model-chosen tool name', () => {
     assert.equal(executeToolStart(long, 'call_1', 'mcp', {})['gen_ai.tool.name'], 't'.repeat(MAX_TOOL_NAME_CHARS));
     assert.equal(executeToolSpanName('get_weather'), 'execute_tool get_weather');
   });
+
+  it('strips control characters (U+0000 would fail the span store\'s jsonb) and never cuts a surrogate pair in half', () => {
+    assert.equal(boundedToolName('get\u0000_wea\nther\u007f\u0085'), 'get_weather');
+    const emoji = `${'t'.repeat(MAX_TOOL_NAME_CHARS - 1)}\u{1F600}`;
+    assert.equal(boundedToolName(emoji), 't'.repeat(MAX_TOOL_NAME_CHARS - 1));
+  });
 });

@@ -208,8 +208,15 @@ function asError(error: unknown): unknown {
 /** A tool's name as a span names it: the model chooses it, so it is bounded (the span name and `gen_ai.tool.name`). */
 export const MAX_TOOL_NAME_CHARS = 256;
 
+// Control characters (U+0000 above all: Postgres' jsonb refuses it, and the span store would drop
+// the whole batch, other sessions' spans too) and a surrogate half a cut would leave.
+const CONTROL_CHARS = /\p{Cc}/gu;
+const CUT_SURROGATE = /[\ud800-\udbff]$/;
+
+/** The model's tool name without control characters, at most MAX_TOOL_NAME_CHARS (never half a surrogate pair). */
 export function boundedToolName(name: string): string {
-  return name.length <= MAX_TOOL_NAME_CHARS ? name : name.slice(0, MAX_TOOL_NAME_CHARS);
+  const clean = name.replace(CONTROL_CHARS, '');
+  return clean.length <= MAX_TOOL_NAME_CHARS ? clean : clean.slice(0, MAX_TOOL_NAME_CHARS).replace(CUT_SURROGATE, '');
 }
 
 /** The `execute_tool` span's name. */
