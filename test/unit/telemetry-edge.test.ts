@@ -3,7 +3,9 @@ import { describe, it } from 'node:test';
 import { ROOT_CONTEXT, type Span, SpanStatusCode } from '@opentelemetry/api';
 import { logMixin } from '#libs/config';
 import { contextOf, endRequestSpan, httpMethodAttribute, requestSpanName, sessionIdOfRoute, traceIdOf, tracesRequestPath, TracingSettingError, tracingSettings } from '#libs/telemetry';
-import { deliveryTrace } from '#libs/webhooks';
+import { toRunDto, toTurnDto } from '#libs/engine';
+import { deliveryTrace, deliveryTurnAttribute } from '#libs/webhooks';
+import { aRun, aTurn } from './support/aggregate-fixtures.js';
 
 // The edges of tracing without a stack (tracing stays off in this process: the unit tests share
 // processes, and nothing here registers a provider): which requests get a span and how it is
@@ -78,6 +80,14 @@ describe('webhook fan-out trace column', () => {
     assert.deepEqual(trace, { column: ', trace', value: ', $1::jsonb' });
     assert.deepEqual(params, [JSON.stringify({ traceparent: PARENT, tracestate: 'k=v' })]);
   });
+
+  it('names the turn of a delivery whose event is a turn\'s (its webhook.deliver span is then in that turn\'s trace entry), nothing otherwise', () => {
+    assert.deepEqual(deliveryTurnAttribute(JSON.stringify({ id: 'e', data: { session_id: SESSION, turn_id: SESSION } })), { 'yuxi.turn_id': SESSION });
+    assert.deepEqual(deliveryTurnAttribute(JSON.stringify({ id: 'e', data: { session_id: SESSION } })), {});
+    assert.deepEqual(deliveryTurnAttribute(JSON.stringify({ data: { turn_id: 'not-a-turn' } })), {});
+    assert.deepEqual(deliveryTurnAttribute('not json'), {});
+    assert.deepEqual(deliveryTurnAttribute('null'), {});
+  });
 });
 
 describe('tracing settings', () => {
@@ -138,6 +148,16 @@ describe('stored trace contexts', () => {
     const fields = logMixin();
     assert.equal('trace_id' in fields, false);
     assert.equal('span_id' in fields, false);
+  });
+});
+
+describe('trace ids on the turn and run views', () => {
+  it('a traced turn and its run say their trace id; an untraced turn and run have no trace_id key at all (their events as before tracing)', () => {
+    assert.equal(toTurnDto(aTurn({ traceId: TRACE })).yuxi.trace_id, TRACE);
+    assert.equal(toRunDto(aRun({ config: { trace: { traceparent: PARENT } } })).yuxi?.trace_id, TRACE);
+    const turn = toTurnDto(aTurn({ traceId: null }));
+    assert.deepEqual(Object.keys(turn.yuxi), ['current_run_id', 'result_run_id', 'waitpoint', 'usage', 'context']);
+    assert.equal('yuxi' in toRunDto(aRun({ config: {} })), false);
   });
 });
 

@@ -14,7 +14,7 @@ export {
 } from './delivery/retry-schedule.js';
 export type { EndpointVerdict } from './delivery/retry-schedule.js';
 export { generateWebhookSecret, secretBytes, signatureHeader, WEBHOOK_SECRET_PREFIX } from './delivery/signature.js';
-export { WebhookDeliverer } from './delivery/webhook-deliverer.js';
+export { deliveryTurnAttribute, WebhookDeliverer } from './delivery/webhook-deliverer.js';
 export { type SendResult, WebhookSender } from './delivery/webhook-sender.js';
 export { WebhookSweep } from './delivery/webhook-sweep.js';
 export {

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { AuditLog } from '#libs/audit';
 import { AppConfig, ThrottledLog } from '#libs/config';
 import { metrics } from '#libs/metrics';
-import { contextOf, endSpan, injectTraceHeaders, SESSION_ATTRIBUTE, type Span, SpanKind, startSpan, tracingOn, withSpan } from '#libs/telemetry';
+import { contextOf, endSpan, injectTraceHeaders, SESSION_ATTRIBUTE, type Span, SpanKind, startSpan, tracingOn, TURN_ATTRIBUTE, withSpan } from '#libs/telemetry';
 import { WebhookJobs } from '#libs/queue';
 import { WebhookSecretBox } from '../webhook-secret-box.js';
 import { guardedLookup } from './address-policy.js';
@@ -41,8 +41,25 @@ function deliverySpan(claimed: ClaimedDelivery): Span | undefined {
       'yuxi.webhook.event_type': claimed.eventType,
       'yuxi.webhook.attempt': claimed.attempt,
       ...(claimed.sessionId ? { [SESSION_ATTRIBUTE]: claimed.sessionId } : {}),
+      ...deliveryTurnAttribute(claimed.payload),
     },
   });
+}
+
+const TURN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * `yuxi.turn_id` of an attempt whose event is a turn's (`data.turn_id` of the payload the fan-out
+ * wrote): the span is then that turn's in the session's store, shown in its trace entry only (a
+ * span of no turn would be in none). Tracing on only: the payload is parsed for the span alone.
+ */
+export function deliveryTurnAttribute(payload: string): Record<string, string> {
+  try {
+    const turnId = (JSON.parse(payload) as { data?: { turn_id?: unknown } } | null)?.data?.turn_id;
+    return typeof turnId === 'string' && TURN_ID.test(turnId) ? { [TURN_ATTRIBUTE]: turnId } : {};
+  } catch {
+    return {};
+  }
 }
 
 /** Ends an attempt's span: the status the endpoint answered; ERROR unless the attempt succeeded. */
