@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { capSpan, groupSpans, MAX_SPAN_BYTES, type OtlpSpan, type OtlpTraceRequest, storedSpansOf } from '#libs/traces';
+import { capSpan, groupSpans, MAX_SPAN_BYTES, type OtlpSpan, type OtlpTraceRequest, storable, storedSpansOf } from '#libs/traces';
 
 // The span store's encoding (libs/traces/src/otlp-json.ts), no database: SDK spans through the
 // OTLP/HTTP JSON serializer into rows (hex ids, unix-nano strings, AnyValue attributes), the cap on
@@ -68,6 +68,28 @@ describe('span → OTLP JSON row (storedSpansOf over the JSON serializer)', () =
     spans.find((span) => span.name === 'chat gpt-5')!.spanId = 'XYZ';
     spans.find((span) => span.name === 'webhook.deliver')!.startTimeUnixNano = '-1';
     assert.deepEqual(storedSpansOf(request).map((row) => row.span.name), ['invoke_agent helper']);
+  });
+});
+
+describe('what a row says of its span beyond its turn (storedSpansOf)', () => {
+  const INPUT = '01a22bfa-8bdf-7435-8da3-a93fcf70dbd3';
+  const span = (name: string, attributes: OtlpSpan['attributes'], parentSpanId?: string): OtlpSpan => ({ traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), name, startTimeUnixNano: '1', attributes: [{ key: 'yuxi.session_id', value: { stringValue: SESSION } }, ...(attributes ?? [])], ...(parentSpanId === undefined ? {} : { parentSpanId }) });
+  const rows = (...spans: OtlpSpan[]) => storedSpansOf({ resourceSpans: [{ resource: {}, scopeSpans: [{ scope: {}, spans }] }] });
+
+  it('keeps the parent span id and an accept_input span\'s yuxi.input_id (a UUID), for the entries of the turns that consumed the input', () => {
+    const [accept] = rows(span('accept_input', [{ key: 'yuxi.input_id', value: { stringValue: INPUT.toUpperCase() } }], 'c'.repeat(16)));
+    assert.deepEqual([accept!.parentSpanId, accept!.inputId, accept!.turnId], ['c'.repeat(16), INPUT, null]);
+    const [root] = rows(span('POST /x', [{ key: 'yuxi.input_id', value: { stringValue: 'nope' } }], ''));
+    assert.deepEqual([root!.parentSpanId, root!.inputId], [null, null]);
+  });
+
+  it('drops U+0000 and replaces a surrogate half (Postgres\' jsonb refuses both, and would drop the whole batch); a clean span is kept as it is', () => {
+    const [row] = rows(span('execute_tool a\u0000b', [{ key: 'gen_ai.tool.name', value: { stringValue: 'a\u0000b\ud800' } }, { key: 'ok', value: { stringValue: 'x\ud83d\ude00' } }]));
+    assert.equal(row!.span.name, 'execute_tool ab');
+    assert.deepEqual(row!.span.attributes!.slice(1).map((a) => a.value?.stringValue), ['ab\ufffd', 'x\ud83d\ude00']);
+    assert.ok(!JSON.stringify(row!.span).includes('\\u0000'));
+    const clean = span('chat', []);
+    assert.equal(storable(clean), clean);
   });
 });
 

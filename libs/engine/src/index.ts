@@ -36,7 +36,7 @@ export { RunsRepository, type SuccessorSpec } from './tables/runs.repository.js'
 export { type NewStep, StepsRepository } from './tables/steps.repository.js';
 export { type ModelRequestRow, ModelRequestsRepository } from './tables/model-requests.repository.js';
 export { type NewTurn, type SettleSpec, TurnsRepository } from './tables/turns.repository.js';
-export type { TracedTurnRow } from './views/traced-turns.js';
+export { MAX_TRACED_TURN_INPUTS, TRACED_TURN_RETENTION_MARGIN_S, type TracedTurnRow, type TracedTurnsQuery } from './views/traced-turns.js';
 export { type OpenWaitpointFilter, type OpenWaitpointRow, type RunFleetCounts, TIMELINE_TEXT_MAX, type TimelineRunRow, type TimelineStepRow } from './views/operator-reads.js';
 export { leaseStateOf, leaseStateSql, RUN_LEASE_MACHINE, type RunLeaseState } from './machines/lease-machine.js';
 export { BUDGET_CALL_ID, type BudgetReached, budgetReachedOf, type BudgetWaitpoint, type CallsWaitpoint, parseWaitpoint, type QuestionWaitpoint, type TaggedWaitpoint, WAITPOINT_KINDS, waitpointProblem } from './waitpoints/waitpoints.js';

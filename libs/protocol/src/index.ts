@@ -28,7 +28,7 @@ export type { PreparedCreate } from './use-cases/create-session.use-case.js';
 export { CancelTurn } from './use-cases/queue-controls.use-case.js';
 export { DeleteArtifact, GetArtifact, GetArtifactContent, ListArtifacts } from './use-cases/artifacts.use-case.js';
 export { ModelPrices } from './use-cases/model-prices.use-case.js';
-export { ListSessionTraces, MAX_TRACED_TURNS_SCANNED, turnsWithSpans } from './use-cases/traces.use-case.js';
+export { ListSessionTraces, MAX_TRACED_TURNS_SCANNED, MAX_TRACED_TURNS_SCANNED_EMPTY, type ScanChunk, turnsWithSpans } from './use-cases/traces.use-case.js';
 export { ArchiveSession, CreateProject, CreateSession, DeleteAttachment, DeleteSession, ForkSession, UploadDraft, DeleteProject, GetProject, ListProjects, SubmitEvent, SubmitOperatorEvent, OPERATOR_EVENT_TYPES, UpdateSession } from './use-cases/index.js';
 export { CreateProjectDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from './dto/project.dto.js';
 export { InputDetailDto, QueueDto, SessionStateDto } from './dto/queue.dto.js';

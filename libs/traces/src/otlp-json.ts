@@ -67,6 +67,10 @@ export interface StoredSpan {
   spanId: string;
   /** The turn the span is of (its `yuxi.turn_id`); null for a span made before any turn (the api's request and `accept_input`). */
   turnId: string | null;
+  /** The span's parent (hex), null for a root: a turn's entry takes the parents of its inputs' `accept_input` spans (the request, the automation's fire). */
+  parentSpanId: string | null;
+  /** The input an `accept_input` span accepted (its `yuxi.input_id`), else null: a turn's entry takes the acceptance spans of its inputs. */
+  inputId: string | null;
   span: OtlpSpan;
   resource: OtlpObject;
   scope: OtlpObject;
@@ -82,6 +86,9 @@ export const MAX_SPAN_BYTES = 64 * 1024;
 /** Set (true) on a span whose events, attributes or links the store dropped to keep it under MAX_SPAN_BYTES. */
 export const TRUNCATED_ATTRIBUTE = 'yuxi.truncated';
 
+/** The input an `accept_input` span accepted. */
+export const INPUT_ATTRIBUTE = 'yuxi.input_id';
+
 const TRACE_ID = /^[0-9a-f]{32}$/;
 const SPAN_ID = /^[0-9a-f]{16}$/;
 const NANOS = /^\d{1,20}$/;
@@ -89,8 +96,10 @@ const NANOS = /^\d{1,20}$/;
 /**
  * The rows to store from one exported batch (the serializer's request): every span that names a
  * session (a UUID in `yuxi.session_id`) and has well-formed ids and start time; others are skipped.
- * A span's `yuxi.turn_id`, when a UUID, says which turn's entry of the trace it belongs to (null:
- * every turn's of the trace). Each span is capped at `maxSpanBytes` (capSpan).
+ * A span's `yuxi.turn_id`, when a UUID, says which turn's entry of the trace it belongs to; a span
+ * of no turn is in the entries of the turns whose inputs it accepted (`yuxi.input_id`) or whose
+ * acceptance it is the parent of (`parentSpanId`). Each span is made storable (no U+0000, no half
+ * surrogate) and capped at `maxSpanBytes` (capSpan).
  */
 export function storedSpansOf(request: OtlpTraceRequest, maxSpanBytes = MAX_SPAN_BYTES): StoredSpan[] {
   const rows: StoredSpan[] = [];
@@ -103,20 +112,46 @@ export function storedSpansOf(request: OtlpTraceRequest, maxSpanBytes = MAX_SPAN
         if (sessionId === undefined || !isUuid(sessionId)) continue;
         if (!TRACE_ID.test(span.traceId) || !SPAN_ID.test(span.spanId) || !NANOS.test(span.startTimeUnixNano)) continue;
         const turnId = stringAttribute(span.attributes, TURN_ATTRIBUTE)?.toLowerCase();
+        const inputId = stringAttribute(span.attributes, INPUT_ATTRIBUTE)?.toLowerCase();
         rows.push({
           sessionId,
           traceId: span.traceId,
           spanId: span.spanId,
           turnId: turnId !== undefined && isUuid(turnId) ? turnId : null,
-          span: capSpan(span, maxSpanBytes),
-          resource,
-          scope,
+          parentSpanId: typeof span.parentSpanId === 'string' && SPAN_ID.test(span.parentSpanId) ? span.parentSpanId : null,
+          inputId: inputId !== undefined && isUuid(inputId) ? inputId : null,
+          span: capSpan(storable(span), maxSpanBytes),
+          resource: storable(resource),
+          scope: storable(scope),
           startAt: new Date(Number(BigInt(span.startTimeUnixNano) / 1_000_000n)),
         });
       }
     }
   }
   return rows;
+}
+
+// In the JSON text: U+0000, or a surrogate half (JSON.stringify escapes only unpaired ones). An
+// escaped backslash before `u0000` matches too, at the cost of one needless walk.
+const UNSTORABLE_JSON = /\\u0000|\\ud[89a-f]/i;
+// eslint-disable-next-line no-control-regex -- U+0000 is what is dropped
+const UNSTORABLE_CHARS = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * The value as Postgres' jsonb takes it: without U+0000 and with U+FFFD for an unpaired surrogate
+ * (jsonb refuses both, and the whole batch, other sessions' spans too, would be dropped). A model's
+ * tool name or captured content may hold either. The value itself when it holds neither.
+ */
+export function storable<T>(value: T): T {
+  if (!UNSTORABLE_JSON.test(JSON.stringify(value))) return value;
+  return cleaned(value) as T;
+}
+
+function cleaned(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(UNSTORABLE_CHARS, (char) => (char === '\u0000' ? '' : '\ufffd'));
+  if (Array.isArray(value)) return value.map(cleaned);
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [cleaned(key) as string, cleaned(item)]));
+  return value;
 }
 
 /** The string value of an attribute, if the span has it as a string. */

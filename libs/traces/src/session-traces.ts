@@ -15,7 +15,7 @@ export class SessionTraces {
   constructor(private readonly spans: SessionSpansRepository) {}
 
   /** The turns (of `turns`, in its order) that have stored spans: the others' traces are unpublished, or gone to retention. */
-  async withSpans(sessionId: string, turns: readonly TracedTurn[]): Promise<TracedTurn[]> {
+  async withSpans<T extends TracedTurn>(sessionId: string, turns: readonly T[]): Promise<T[]> {
     const found = await this.spans.withSpans(sessionId, turns);
     return turns.filter((_, ord) => found.has(ord));
   }

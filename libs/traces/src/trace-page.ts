@@ -4,18 +4,20 @@ import type { SessionTraceDto } from './trace.dto.js';
 /** A response of the traces route is at most this long (UTF-8 bytes), as upstream bounds it. */
 export const MAX_TRACES_RESPONSE_BYTES = 16 * 1024 * 1024;
 
-/** A turn of the page, with the trace it belongs to (the engine's `turns.trace_id`). */
+/** A turn of the page, with the trace it belongs to (the engine's `turns.trace_id`) and the inputs it consumed. */
 export interface TracedTurn {
   id: string;
   traceId: string;
   createdAt: Date;
+  /** Its inputs (bounded by the engine): their `accept_input` spans and those spans' parents are in its entry. */
+  inputIds: readonly string[];
 }
 
 /**
  * A stored span of the page's `ord`-th turn (from 0), in page order then start order. `bytes` is
  * at least the length of the span's JSON (the database measures its jsonb text, which is never
  * shorter than the compact JSON); `total` is how many spans the turn's entry has stored (its own
- * spans of the trace and the trace's spans of no turn), all read or not.
+ * spans of the trace, its inputs' `accept_input` spans and their parents), all read or not.
  */
 export interface SpanRowOfPage extends SpanOfTrace {
   ord: number;

@@ -22,7 +22,7 @@ export class SessionTraceDto {
     type: 'object',
     additionalProperties: true,
     description:
-      'An OTLP JSON ExportTraceServiceRequest (`{resourceSpans: [{resource, scopeSpans: [{scope, spans}]}]}`, the OTLP/HTTP JSON encoding: ids as lowercase hex, times as Unix nanoseconds in strings, attribute values as AnyValue objects) holding the spans of the turn\'s trace that this session stored and that are the turn\'s (`yuxi.turn_id`: the worker\'s `claim`, `invoke_agent`, `chat`, `execute_tool`, `commit_step`, `compaction`, `sandbox.exec` spans) or no turn\'s (the api\'s request and `accept_input` spans, webhook deliveries: every turn of the trace shows them). Only the spans exported so far (within a second or so of their end) are here; later ones are not awaited. Spans that retention (`TRACE_RETENTION_S`) deleted are not: a trace is served with what remains.',
+      'An OTLP JSON ExportTraceServiceRequest (`{resourceSpans: [{resource, scopeSpans: [{scope, spans}]}]}`, the OTLP/HTTP JSON encoding: ids as lowercase hex, times as Unix nanoseconds in strings, attribute values as AnyValue objects) holding the spans of the turn\'s trace that this session stored and that are the turn\'s (`yuxi.turn_id`: the worker\'s `claim`, `invoke_agent`, `chat`, `execute_tool`, `commit_step`, `compaction`, `sandbox.exec` spans, the `webhook.deliver` attempts of the turn\'s events), the `accept_input` spans of the inputs its runs consumed, and their parents (the api\'s request that sent the input, an `automation.fire`): turns sharing a trace each show their own. Only the spans exported so far (within a second or so of their end) are here; later ones are not awaited. Spans that retention (`TRACE_RETENTION_S`) deleted are not: a trace is served with what remains.',
     example: { resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'yuxi-worker' } }] }, scopeSpans: [{ scope: { name: 'yuxi-agents-sessions' }, spans: [] }] }] },
   })
   otlp!: Record<string, unknown>;
@@ -33,6 +33,6 @@ export class SessionTraceListDto {
   @ApiProperty({ enum: ['list'] }) object!: 'list';
   @ApiProperty({ type: [SessionTraceDto] }) data!: SessionTraceDto[];
   @ApiProperty({ type: String, nullable: true }) first_id!: string | null;
-  @ApiProperty({ type: String, nullable: true }) last_id!: string | null;
-  @ApiProperty({ description: 'More traces may follow (after `last_id`): the page reached `limit` or the 16 MiB bound, or it looked at 1,000 traced turns without finding `limit` with stored spans (turns whose spans are gone are skipped), so a page may hold fewer than `limit` entries, or none, while this is true.' }) has_more!: boolean;
+  @ApiProperty({ type: String, nullable: true, description: 'The last entry\'s id, the `after` of the next page (of an empty page with `has_more` true: the last turn it looked at).' }) last_id!: string | null;
+  @ApiProperty({ description: 'More traces may follow (after `last_id`): the page reached `limit` or the 16 MiB bound, or it looked at 1,000 traced turns without finding `limit` with stored spans (turns whose spans are gone are skipped), so a page may hold fewer than `limit` entries while this is true. A page is empty while this is true only after 10,000 turns without spans; `last_id` is then the last turn looked at, the cursor to go on from.' }) has_more!: boolean;
 }

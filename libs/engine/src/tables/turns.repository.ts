@@ -10,7 +10,7 @@ import { FAILURE_SIDE_EFFECTS_SQL, FAILURE_UNSAFE_EFFECTS_SQL } from '../endings
 import { type Lease } from '../claims/lease.js';
 import { type HistoryScope, latestContextInLineage, listTurnsInLineage, turnInLineage } from './lineage-reads.js';
 import type { OpenWaitpointFilter, OpenWaitpointRow } from '../views/operator-reads.js';
-import { type TracedTurnRow, tracedTurnsPage } from '../views/traced-turns.js';
+import { type TracedTurnRow, type TracedTurnsQuery, tracedTurnsPage } from '../views/traced-turns.js';
 import { ACTIVE_TURN_STATUSES, RUN_TRANSITIONS, type SettledStatus, settledStatusSql, statusGuard, TURN_TRANSITIONS } from '../machines/turn-states.js';
 
 /** The ledger rows a settle wrote (its last model call), for the counters after commit. */
@@ -390,8 +390,8 @@ export class TurnsRepository {
     );
   }
 
-  /** The session's own turns with a trace id, a page in `seq` order (the traces route's; views/traced-turns.ts). */
-  async tracedTurns(sessionId: string, page: PageQuery): Promise<Page<TracedTurnRow>> {
-    return tracedTurnsPage(this.turns.manager, sessionId, page);
+  /** A chunk of the session's own turns with a trace id and maybe spans, in `seq` order, after a cursor or a seq (the traces route's; views/traced-turns.ts). */
+  async tracedTurns(sessionId: string, query: TracedTurnsQuery): Promise<Page<TracedTurnRow>> {
+    return tracedTurnsPage(this.turns.manager, sessionId, query);
   }
 }
