@@ -226,6 +226,7 @@ describe('traces: one OpenTelemetry trace from the request through the worker, m
     assert.equal(deliver!.attributes['yuxi.webhook.endpoint_id'], t.endpointId);
     assert.equal(deliver!.attributes['yuxi.webhook.attempt'], 1);
     assert.equal(deliver!.attributes['yuxi.session_id'], t.sessionId);
+    assert.equal(deliver!.attributes['yuxi.turn_id'], t.turnId, 'a turn\'s event: the attempt is the turn\'s span (in its trace entry)');
     assert.equal(deliver!.attributes['http.request.method'], 'POST');
     assert.equal(deliver!.attributes['http.response.status_code'], 200);
     // The endpoint's origin only: a path (Slack, Discord) or a query may hold a secret.
@@ -258,8 +259,9 @@ describe('traces: one OpenTelemetry trace from the request through the worker, m
       assert.equal(res.body.object, 'list');
       assert.equal(typeof res.body.has_more, 'boolean');
       const found = res.body.data.find((e: any) => e.id === t.turnId);
-      // Spans are stored in batches: poll until those of the worker's run are there.
-      if (found && decodeJsonRequest(found.otlp).some((s) => s.name.startsWith('chat') && s.traceId === t.traceId)) entry = found;
+      // Spans are stored in batches: poll until those of the worker's run and the api's request are there.
+      const spans = found ? decodeJsonRequest(found.otlp) : [];
+      if (spans.some((s) => s.name.startsWith('chat') && s.traceId === t.traceId) && spans.some((s) => s.kind === OTLP_KIND.SERVER)) entry = found;
       else await new Promise((resolve) => setTimeout(resolve, 200));
     }
     assert.ok(entry, 'the turn’s trace is listed with its spans');
@@ -272,6 +274,11 @@ describe('traces: one OpenTelemetry trace from the request through the worker, m
     assert.ok(storedInvoke, 'the exported invoke_agent is stored, same span id');
     assert.equal(storedInvoke.serviceName, 'yuxi-worker');
     for (const name of ['accept_input', 'invoke_agent', 'chat', 'execute_tool']) assert.ok(stored.some((s) => s.name === name || s.name.startsWith(`${name} `)), `${name} is stored`);
+    // The spans of no turn in the entry are the input's acceptance and the request that sent it (its parent).
+    const storedAccept = stored.find((s) => s.name === 'accept_input');
+    assert.equal(storedAccept?.attributes['yuxi.input_id'], t.inputId, 'the acceptance of the turn\'s input');
+    const requests = stored.filter((s) => s.kind === OTLP_KIND.SERVER);
+    assert.deepEqual(requests.map((s) => s.spanId), [storedAccept!.parentSpanId], 'the request span is the one that sent the input');
 
     const client = new OpenAI({ apiKey: t.caller.token, baseURL: `${env.apiUrl}/api/v1`, maxRetries: 0 });
     const page = await client.beta.agents.sessions.traces.list(t.sessionId);
