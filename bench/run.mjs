@@ -34,6 +34,7 @@ const { machineInfo, writeReport } = await import('./lib/report.mjs');
 const { consoleScenario } = await import('./lib/console.mjs');
 const { automationScenarios } = await import('./lib/automation-scenarios.mjs');
 const { forkScenarios } = await import('./lib/fork-scenarios.mjs');
+const { storageScenarios } = await import('./lib/storage-scenarios.mjs');
 const { measureTurnBudget } = await import('./lib/budget.mjs');
 const { ensureChromium } = await import('../scripts/lib/infra.mjs');
 // The shared fake OpenAI-compatible server of the tests (compiled by ensureBuilt); it scripts answers per model name.
@@ -101,6 +102,7 @@ const { fanOut, idleSubscribers } = fanOutScenarios(bench);
 const { shellTurn } = environmentScenarios({ ...bench, sandbox: await benchSandbox() });
 const { automations } = automationScenarios(bench);
 const { fork: forkScenario } = forkScenarios(bench);
+const { storage } = storageScenarios(bench);
 
 try {
   // First, on a quiet stack: counts per echo turn (statements, transactions, WAL, Redis commands, CPU).
@@ -123,6 +125,8 @@ try {
   if (wanted('peer')) results.scenarios.peer = await peerScenario(results.scenarios.turn_overhead);
   if (wanted('automations')) results.scenarios.automations = await automations();
   if (wanted('fork')) results.scenarios.fork = await forkScenario();
+  // What turns leave in Postgres and Redis, and what is left once their sessions are deleted (issue 43).
+  if (wanted('storage')) results.scenarios.storage = await storage();
   // Last: it adds 100,000 sessions, which no other scenario should find.
   if (wanted('console')) results.scenarios.console = await consoleScenario({ stack, client, apiKey, pg, chromiumPath: ensureChromium((...a) => log(...a)), log });
   // A run with tracing on is a comparison, never the docs table of the default configuration.

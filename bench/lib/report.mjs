@@ -89,6 +89,12 @@ export function writeReport(report, { partial, log }) {
     const page = t.pages[0];
     rows.push(`| fork (${t.by_size.map((x) => x.items).join(' / ')}-item sources) | ${sizes} | ${t.by_size[0].forks} forks per size, ${t.by_size.map((x) => x.items_copied).join(' / ')} items copied | items ${page.page}: fork p50 ${page.fork.p50} / p99 ${page.fork.p99} vs source p50 ${page.source.p50} / p99 ${page.source.p99} (p50 ×${page.ratio_p50}) | — | — | ${t.target} | ${ok(t)} |`);
   }
+  if (s.storage) {
+    const t = s.storage;
+    const kb = (bytes) => `${round(bytes / 1024, 2)} KB`;
+    const top = t.echo.postgres_relations.by_table.slice(0, 3).map((x) => `${x.table} ${kb(x.total_per_turn)}`).join(', ');
+    rows.push(`| storage (${t.config.echo_turns} echo turns, ${t.config.echo_sessions} sessions) | — | ${kb(t.echo.postgres_relations.per_turn)} Postgres per echo turn (rows ${kb(t.echo.postgres_rows.per_turn)}; items ${round(100 * t.echo.postgres_relations.conversation_share, 1)} %; ${top}), Redis ${kb(t.echo.redis.used_memory_per_turn)}; tool turn ${kb(t.tool.postgres_relations.per_turn)} | after deleting the sessions${t.purges.length ? ', purges' : ''} and VACUUM: ${kb(t.left.postgres_relations.total_bytes)} left (${round(100 * t.left.share_of_growth_left, 1)} % of the growth) | — | — | ${t.target} | ${ok(t)} |`);
+  }
   if (s.peer) {
     const t = s.peer;
     rows.push(`| peer: ${t.peer.name} ${t.peer.version} | p50 ${t.peer.latency_ms.p50} / p95 ${t.peer.latency_ms.p95} / p99 ${t.peer.latency_ms.p99} | ${t.peer.throughput_per_s} turns/s | ours p50 ${t.our_turn_p50_ms} ms (×${t.ratio_ours_to_peer}) | — | — | ${t.target} | ${ok(t)} |`);
