@@ -250,6 +250,9 @@ export function storageScenarios({ stack, client, log, fakeOpenAi }) {
       for (let i = 0; i < echoTurns; i += 1) await turn(echo[i % echo.length], (id) => client.send(id, message(i)));
       close(echo);
       const afterEcho = await snapshot();
+      // Each window's rows are read at its end: a later window rewrites some of them (a deletion
+      // updates its session), and a row's xmin is that of its latest version.
+      const echoWindow = await measureWindow(baseline, afterEcho, echoTurns);
 
       log(`storage: ${toolTurns} tool turns over ${toolSessions} sessions…`);
       const answer = { text: ['2+2 = ', '4'] };
@@ -261,6 +264,7 @@ export function storageScenarios({ stack, client, log, fakeOpenAi }) {
       for (let i = 0; i < toolTurns; i += 1) await turn(tool[i % tool.length], (id) => client.send(id, message(i)));
       close(tool);
       const afterTool = await snapshot();
+      const toolWindow = await measureWindow(afterEcho, afterTool, toolTurns);
 
       log(`storage: ${compactions} sessions of ${turnsBeforeCompact} echo turns, then a compaction each…`);
       const compacted = open(await createSessions(compactions, 'default-chatbot'));
@@ -271,6 +275,9 @@ export function storageScenarios({ stack, client, log, fakeOpenAi }) {
       for (const lane of compacted) await turn(lane, (id) => submit(id, { type: 'yuxi.session.input.compact' }));
       close(compacted);
       const afterCompact = await snapshot();
+      const allTurns = echoTurns + toolTurns + compactions * (turnsBeforeCompact + 1);
+      const compactionWindow = await measureWindow(compactBefore, afterCompact, compactions);
+      const allWritten = await measureWindow(baseline, afterCompact, allTurns);
       const compactionItems = (await db.query(`SELECT count(*)::int AS n FROM items WHERE session_id = ANY($1) AND type = 'compaction'`, [compacted.map((lane) => lane.id)])).rows[0].n;
 
       log(`storage: deleting ${all.length} sessions through the API…`);
@@ -278,6 +285,7 @@ export function storageScenarios({ stack, client, log, fakeOpenAi }) {
       // The outbox relay (every 500 ms) publishes the deletions' events; let it, then measure.
       await sleep(2_000);
       const afterDelete = await snapshot();
+      const deletionWindow = { ...(await measureWindow(afterCompact, afterDelete, all.length)), per: 'deleted session' };
       const purgeResults = [];
       for (const purge of purges) {
         log(`storage: purge ${purge.name}…`);
@@ -285,15 +293,14 @@ export function storageScenarios({ stack, client, log, fakeOpenAi }) {
       }
       const afterPurge = purges.length > 0 ? await snapshot() : afterDelete;
 
-      const allTurns = echoTurns + toolTurns + compactions * (turnsBeforeCompact + 1);
       const report = {
         description: `baseline; ${echoTurns} echo turns over ${echoSessions} sessions (${messageBytes}-byte messages, scripted:echo); ${toolTurns} tool turns over ${toolSessions} sessions (openai: model on the fake server, builtin calculator: two model calls); ${compactions} sessions of ${turnsBeforeCompact} echo turns then one yuxi.session.input.compact each; every turn one at a time, awaited on its SSE stream. Each window: relation sizes after VACUUM (ANALYZE) (page-granular), pg_column_size(t.*) of the rows a transaction of the window wrote (exact), Redis used_memory, DBSIZE and keys by pattern. Then the ${all.length} sessions deleted through the API, the purges run (${purges.length === 0 ? 'none exist yet' : purges.map((p) => p.name).join(', ')}), VACUUM, and what is left against the baseline`,
         config: { echo_turns: echoTurns, echo_sessions: echoSessions, message_bytes: messageBytes, tool_turns: toolTurns, tool_sessions: toolSessions, compacted_sessions: compactions, turns_before_compact: turnsBeforeCompact, model_request_audit: stack.env.MODEL_REQUEST_AUDIT ?? 'default' },
-        echo: await measureWindow(baseline, afterEcho, echoTurns),
-        tool: await measureWindow(afterEcho, afterTool, toolTurns),
-        compaction: { ...(await measureWindow(compactBefore, afterCompact, compactions)), compaction_items: compactionItems },
-        all_written: await measureWindow(baseline, afterCompact, allTurns),
-        deletion: await measureWindow(afterCompact, afterDelete, all.length),
+        echo: echoWindow,
+        tool: toolWindow,
+        compaction: { ...compactionWindow, compaction_items: compactionItems },
+        all_written: allWritten,
+        deletion: deletionWindow,
         purges: purgeResults,
         // What the run left, against the baseline: relations (after a plain VACUUM) and the rows
         // written since the baseline that are still there. With no purge, nearly everything.
@@ -360,6 +367,8 @@ export function storageScenarios({ stack, client, log, fakeOpenAi }) {
         const x = rowsByTable.get(table);
         lines.push(`| ${table} | ${r ? `${r.total_per_turn} (${r.table_per_turn} / ${r.index_per_turn})` : 0} | ${x?.bytes_per_turn ?? 0} | ${x?.rows_per_turn ?? 0} |`);
       }
+      lines.push(`largest indexes: ${rel.by_index.slice(0, 5).map((i) => `${i.index} ${i.per_turn}`).join(', ')}`);
+      lines.push(`Redis by key pattern (bytes/turn): ${w.redis.by_pattern.slice(0, 4).map((p) => `${p.pattern} ${p.bytes_per_turn}`).join(', ')}`);
       lines.push('');
     }
     const left = report.left;
