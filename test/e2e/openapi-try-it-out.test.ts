@@ -93,7 +93,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     ids.input_id = created.body.yuxi.receipt.input_id;
     ids.turn_id = await turnCompleted(ids.session_id, 1);
     ids.run_id = (await http(`/api/v1/agents/sessions/${ids.session_id}/turns/${ids.turn_id}`)).body.yuxi.result_run_id;
-    for (const id of ['getSession', 'listSessions', 'updateSession', 'getState', 'getQueue', 'getInput', 'listTurns', 'getTurn', 'listTurnItems', 'listSessionItems', 'getRun', 'listSessionTraces']) {
+    for (const id of ['getSession', 'listSessions', 'updateSession', 'getState', 'getQueue', 'getInput', 'listTurns', 'getTurn', 'listTurnItems', 'listSessionItems', 'getRun', 'listSessionTraces', 'getSessionStorage']) {
       await tryIt(id, 200);
     }
     await tryIt('submitEvent', 202);

@@ -43,6 +43,7 @@ import { SessionFilesController } from './controllers/session-files.controller.j
 import { SessionArtifactsController } from './controllers/session-artifacts.controller.js';
 import { SessionForksController } from './controllers/session-forks.controller.js';
 import { SessionTracesController } from './controllers/session-traces.controller.js';
+import { SessionStorageController } from './controllers/session-storage.controller.js';
 import { SessionsController } from './controllers/sessions.controller.js';
 import { SseResponder } from './controllers/sse-responder.js';
 import { AdminUsageController, UsageController } from './controllers/usage.controller.js';
@@ -63,6 +64,7 @@ import { HttpDrain } from './http-drain.js';
     SessionArtifactsController,
     SessionForksController,
     SessionTracesController,
+    SessionStorageController,
     FilesController,
     AgentFilesController,
     ProjectsController,

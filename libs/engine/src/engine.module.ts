@@ -44,10 +44,11 @@ import { TurnsRepository } from './tables/turns.repository.js';
 import { AfterCommit } from './transaction/after-commit.js';
 import { SessionTransactions } from './transaction/session-transaction.js';
 import { SessionSearch } from './views/session-search.js';
+import { SessionStorageReads } from './views/session-storage.js';
 import { WaitpointControls } from './waitpoints/waitpoint-controls.js';
 
-/** One repository per table: sessions, projects, inputs, idempotency receipts, turns, runs, run steps, items, model requests, session lineage. */
-const TABLES = [SessionsRepository, ProjectsRepository, TreeRepository, SessionSearch, InputsRepository, IdempotencyService, TurnsRepository, RunsRepository, StepsRepository, ItemsRepository, ModelRequestsRepository, LineageRepository];
+/** One repository per table: sessions, projects, inputs, idempotency receipts, turns, runs, run steps, items, model requests, session lineage (and reads across them: search, storage). */
+const TABLES = [SessionsRepository, ProjectsRepository, TreeRepository, SessionSearch, SessionStorageReads, InputsRepository, IdempotencyService, TurnsRepository, RunsRepository, StepsRepository, ItemsRepository, ModelRequestsRepository, LineageRepository];
 
 /**
  * The session aggregate's systems: acceptance (inputs in), claims (a worker takes a turn), steps,

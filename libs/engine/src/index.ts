@@ -8,6 +8,7 @@ export type { SessionEntity, SubagentInfo, TurnSummary } from './tables/session.
 export { SESSION_COLUMNS, sessionFromRow } from './tables/session.entity.js';
 export { type CancellableFilter, type NewSession, type SessionFilter, type SessionPatch, SessionsRepository } from './tables/sessions.repository.js';
 export { type MemberSignal, type MemberState, type NewMember, TreeRepository } from './cooperation/tree.repository.js';
+export { type SessionRowStorage, SessionStorageReads } from './views/session-storage.js';
 export { type FoundSession, idPrefixRange, type SearchStatus, type SessionOwner, sessionOwnerOf, SessionSearch, type SessionSearchFilter } from './views/session-search.js';
 export { COOPERATION_SIGNAL_MACHINE, type CooperationSignalStatus, SESSION_STATUS_MACHINE, type SessionStatus, type SessionStatusSource, sessionStatusOf, sessionStatusSql } from './machines/session-states.js';
 export { acceptanceSessionColumns, acceptInputGuarded, type ReadForAcceptance, readForAcceptance, visibleSessionRead } from './acceptance/session-acceptance.js';

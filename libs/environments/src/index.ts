@@ -12,7 +12,7 @@ export { FileTools, LIST_MAX_ENTRIES, READ_MAX_CHARS, WRITE_MAX_BYTES } from './
 export { Checkout, type ScanResult, type WorkspaceBounds } from './workspace/checkout.js';
 export { WorkspaceBlobs } from './workspace/workspace-blobs.js';
 export { type CommitResult, type OpenWorkspace, WorkspaceStore } from './workspace/workspace-store.js';
-export { type CommitRequest, type VersionAuthor, type WorkspaceHead, WorkspacesRepository, type WorkspaceState } from './workspace/workspaces.repository.js';
+export { type CommitRequest, type VersionAuthor, type WorkspaceHead, WorkspacesRepository, type WorkspaceState, type WorkspaceStorage } from './workspace/workspaces.repository.js';
 export { ArtifactDeletedDto, ArtifactDto, ArtifactListDto, toArtifactDto } from './artifacts/artifact.dto.js';
 export { type Artifact, ArtifactsRepository } from './artifacts/artifacts.repository.js';
 export { ArtifactsModule } from './artifacts/artifacts.module.js';

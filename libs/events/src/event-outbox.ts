@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { prepared, preparedUpTo } from '#libs/database';
+import { prepared, preparedUpTo, type RowStorage, rowStorageOf, rowStorageSql } from '#libs/database';
 import { Injectable, Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -166,6 +166,12 @@ export class EventOutbox {
       const contribution = subscriber.contribute(append);
       return contribution ? [{ ...contribution, name: subscriber.name }] : [];
     });
+  }
+
+  /** The session's outbox rows (its durable events, what the stream replays) and their bytes, by the (session_id, seq) key. */
+  async storage(sessionId: string): Promise<RowStorage> {
+    const [row] = (await this.dataSource.query(`SELECT ${rowStorageSql('FROM session_events t WHERE t.session_id = $1')} AS events`, [sessionId])) as { events: unknown }[];
+    return rowStorageOf(row?.events);
   }
 
   /** Whether a write failed because another writer appended to the session's outbox after the write's snapshot (its `insertion` numbered from a stale maximum). */

@@ -4,7 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { FILE_COLUMNS, type FileEntity, fileFromRow } from './file.entity.js';
-import { ATTACHED } from './file-states.js';
+import { ATTACHED, FILE_MACHINE } from './file-states.js';
 import { isFileId, storageKeys } from './file-ids.js';
 
 export interface NewUpload {
@@ -33,6 +33,8 @@ export interface Blobs {
   keys: string[];
 }
 
+/** Files a session holds: attachments (bound, ready), inline images and tools' images (`inline`, `ready`). */
+const HELD = FILE_MACHINE.guard('status', 'bound', 'ready', 'inline');
 /** An upload in progress longer than this is abandoned (its process died between row and blob). */
 const ABANDONED_UPLOAD_S = 15 * 60;
 
@@ -269,6 +271,19 @@ export class FilesRepository {
       values,
     )) as Record<string, unknown>[];
     return toPage(rows.map(fileFromRow), page.limit);
+  }
+
+  /**
+   * The files the session holds (attachments bound or in its workdir, its inputs' inline images,
+   * its tools' images: not tombstones) and their bytes as recorded at upload, by files_session_idx;
+   * no blob is listed. An attachment of a project's workdir counts in the session that bound it.
+   */
+  async storage(sessionId: string): Promise<{ count: number; bytes: number }> {
+    const [row] = (await this.dataSource.query(
+      prepared(`SELECT count(*)::int AS count, coalesce(sum(bytes), 0)::float8 AS bytes FROM files WHERE session_id = $1 AND ${HELD}`),
+      [sessionId],
+    )) as { count: number; bytes: number }[];
+    return { count: row?.count ?? 0, bytes: row?.bytes ?? 0 };
   }
 
   /** Tombstones an attachment, prepared or not (call under the session lock, after its rules were checked); never a tool's image. */

@@ -41,5 +41,7 @@ export { budgetViewerOf, BUDGET_USE_CASES, CreateBudget, DeleteBudget, GetBudget
 export { SessionBudgetReads } from './session-budget-reads.js';
 export { AdminUsageReportQueryDto, UsageReportDto, UsageReportQueryDto, UsageReportRowDto } from './dto/usage-report.dto.js';
 export { ownUsageScope, UsageReports } from './use-cases/usage-reports.use-case.js';
+export { GetSessionStorage } from './use-cases/session-storage.use-case.js';
+export { FileStorageDto, RowStorageDto, SessionStorageDto, WorkspaceStorageDto } from './dto/session-storage.dto.js';
 export { ReadSessionFile } from './use-cases/session-file-content.use-case.js';
 export { inheritedItemDto } from './inherited-items.js';

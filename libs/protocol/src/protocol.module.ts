@@ -23,11 +23,12 @@ import { ModelPrices } from './use-cases/model-prices.use-case.js';
 import { UsageReports } from './use-cases/usage-reports.use-case.js';
 import { ReadSessionFile } from './use-cases/session-file-content.use-case.js';
 import { ListSessionTraces } from './use-cases/traces.use-case.js';
+import { GetSessionStorage } from './use-cases/session-storage.use-case.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
   imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, WorkspaceForksModule, UsageModule, UsageReportsModule, TracesModule],
-  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports, ReadSessionFile, ListSessionTraces],
-  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile, ListSessionTraces],
+  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports, ReadSessionFile, ListSessionTraces, GetSessionStorage],
+  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile, ListSessionTraces, GetSessionStorage],
 })
 export class ProtocolModule {}

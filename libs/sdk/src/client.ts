@@ -6,7 +6,7 @@ import { SessionEventStream, type SessionEventsOptions, type SessionReader } fro
 import { type CallOptions, type ClientOptions, type Query, Transport, type WriteOptions } from './transport.js';
 import type { UsageReport, UsageReportParams } from './usage.js';
 import { WebhooksResource } from './webhook-endpoints.js';
-import type { Agent, AgentList, Caller, ConsoleSettings, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, SessionTrace, SessionTraceList, ListSessionTracesParams, Turn, TurnList, UpdateSessionParams } from './types.js';
+import type { Agent, AgentList, Caller, ConsoleSettings, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, SessionStorage, SessionTrace, SessionTraceList, ListSessionTracesParams, Turn, TurnList, UpdateSessionParams } from './types.js';
 
 const SESSIONS = '/api/v1/agents/sessions';
 const PROJECTS = '/api/v1/agents/projects';
@@ -236,6 +236,14 @@ export class SessionsResource {
   /** Every trace of the session, newest first unless `order: 'asc'`. */
   allTraces(sessionId: string, params: { order?: ListSessionTracesParams['order'] } = {}, options: CallOptions = {}): AsyncGenerator<SessionTrace> {
     return paginate((after) => this.traces(sessionId, { order: params.order, limit: 20, after }, options));
+  }
+
+  /**
+   * What the session stores: its own rows per table (items, events, inputs, turns, runs, steps,
+   * model requests) with their bytes, its files and its workspace, and `total_bytes`.
+   */
+  storage(sessionId: string, options: CallOptions = {}): Promise<SessionStorage> {
+    return this.transport.request({ method: 'GET', path: sessionPath(sessionId, 'storage'), signal: options.signal });
   }
 
   run(sessionId: string, runId: string, options: CallOptions = {}): Promise<Run> {

@@ -78,6 +78,8 @@ type TracesPath = '/api/v1/agents/sessions/{session_id}/traces';
 export type SessionTraceList = ResponseBody<TracesPath, 'get', 200>;
 export type SessionTrace = SessionTraceList['data'][number];
 export type ListSessionTracesParams = QueryParams<TracesPath, 'get'>;
+/** What a session stores: its own rows per table with their bytes, its files and its workspace (`GET …/storage`). */
+export type SessionStorage = ResponseBody<'/api/v1/agents/sessions/{session_id}/storage', 'get', 200>;
 type ProjectsPath = '/api/v1/agents/projects';
 type ProjectPath = '/api/v1/agents/projects/{project_id}';
 

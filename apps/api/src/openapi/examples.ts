@@ -85,6 +85,22 @@ export const PROJECT_EXAMPLE = { id: PROJECT_ID, object: 'agent.project', ...CRE
 export const PROJECT_LIST_EXAMPLE = { object: 'list', data: [PROJECT_EXAMPLE], first_id: PROJECT_ID, last_id: PROJECT_ID, has_more: false };
 export const PROJECT_DELETED_EXAMPLE = { id: PROJECT_ID, object: 'agent.project', deleted: true };
 
+export const SESSION_STORAGE_EXAMPLE = {
+  object: 'yuxi.session.storage',
+  session_id: SESSION_ID,
+  items: { rows: 8, bytes: 3912 },
+  events: { rows: 37, bytes: 41_236 },
+  inputs: { rows: 4, bytes: 5120 },
+  turns: { rows: 4, bytes: 2860 },
+  runs: { rows: 4, bytes: 4210 },
+  steps: { rows: 4, bytes: 2954 },
+  model_requests: { rows: 0, bytes: 0 },
+  files: { count: 1, bytes: 18_432 },
+  workspace: { bytes: 20_480, files: 3, versions: { rows: 2, bytes: 1184 }, shared: false },
+  total_bytes: 100_388,
+  measured_at: AT + 60,
+};
+
 /** A W3C trace id (the turn's and its runs' `yuxi.trace_id` when tracing is on). */
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 

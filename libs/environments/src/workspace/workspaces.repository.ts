@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { newId, prepared } from '#libs/database';
+import { newId, prepared, type RowStorage, rowStorageOf, rowStorageSql } from '#libs/database';
 import { absoluteWorkspacePath } from './workspace-paths.js';
 import { type Manifest, type ManifestChanges, manifestTotals, mergeOntoHead, SYMLINK_MODE } from './manifest.js';
 
@@ -17,6 +17,15 @@ export interface WorkspaceState {
   head: WorkspaceHead | null;
   /** The workdir's attachments already copied into the workspace. */
   placedFileIds: string[];
+}
+
+/** What a workspace holds (WorkspacesRepository.storage). */
+export interface WorkspaceStorage {
+  /** The head version's files and their recorded bytes. */
+  bytes: number;
+  files: number;
+  /** The workdir's own version rows. */
+  versions: RowStorage;
 }
 
 /** Who made a version: the call (or the setup) whose writes it holds. */
@@ -60,6 +69,22 @@ export class WorkspacesRepository {
       head: row.version_id ? { versionId: row.version_id, seq: row.seq!, manifest: row.manifest! } : null,
       placedFileIds: row.placed_file_ids,
     };
+  }
+
+  /**
+   * What the workdir's workspace holds: its head version's files and their bytes as recorded at
+   * commit (the manifest's sizes; blobs are stored once per content, so a version, a fork or
+   * another workspace holding the same file shares its blob, and no blob is listed), and the
+   * workdir's own version rows (manifests) with their bytes, by (workdir_id, seq). Null: the
+   * workdir has no workspace (no environment was used).
+   */
+  async storage(workdirId: string): Promise<WorkspaceStorage | null> {
+    const [row] = (await this.dataSource.query(
+      `SELECT coalesce(v.bytes, 0)::float8 AS bytes, coalesce(v.files, 0) AS files, ${rowStorageSql('FROM workspace_versions t WHERE t.workdir_id = $1')} AS versions
+         FROM workspaces w LEFT JOIN workspace_versions v ON v.id = w.head_version_id WHERE w.workdir_id = $1`,
+      [workdirId],
+    )) as { bytes: number; files: number; versions: unknown }[];
+    return row ? { bytes: row.bytes, files: row.files, versions: rowStorageOf(row.versions) } : null;
   }
 
   /**

@@ -17,6 +17,7 @@ export { CreateProject, DeleteProject, GetProject, ListProjects } from './projec
 export { ARTIFACT_USE_CASES, DeleteArtifact, GetArtifact, GetArtifactContent, ListArtifacts } from './artifacts.use-case.js';
 export { ModelPrices } from './model-prices.use-case.js';
 export { ListSessionTraces } from './traces.use-case.js';
+export { GetSessionStorage } from './session-storage.use-case.js';
 
 import { InlineImages } from '../inline-images.js';
 import { Acceptance } from './acceptance.js';

@@ -524,6 +524,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/sessions/{session_id}/storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get what a session stores
+         * @description The session's own rows in each table (items, durable events, inputs, turns, runs, steps, kept model requests) with the bytes they take as stored, the files it holds with their recorded sizes, and its workspace (the files its latest version holds, and the versions' rows). A fork counts its own rows only: its inherited history is its source's, counted there. A workspace the session shares (its project's, its tree root's) is shown with `shared: true` and left out of `total_bytes`. Read when asked, each table through an index on the session: the figures are the database's at `measured_at`. Another caller's session is 404.
+         */
+        get: operations["getSessionStorage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/files": {
         parameters: {
             query?: never;
@@ -2926,6 +2946,55 @@ export interface components {
             last_id: string | null;
             /** @description More traces may follow (after `last_id`): the page reached `limit` or the 16 MiB bound, or it looked at 1,000 traced turns without finding `limit` with stored spans (turns whose spans are gone are skipped), so a page may hold fewer than `limit` entries while this is true. A page is empty while this is true only after 10,000 turns without spans; `last_id` is then the last turn looked at, the cursor to go on from. */
             has_more: boolean;
+        };
+        RowStorageDto: {
+            /** @description The session's own rows in the table. */
+            rows: number;
+            /** @description The bytes those rows take as stored (each row's tuple with its values as kept, compressed ones compressed; not the table's indexes, dead row versions or free space). */
+            bytes: number;
+        };
+        FileStorageDto: {
+            /** @description Files the session holds: attachments (bound or in its workdir), its inputs' inline images and its tools' images. */
+            count: number;
+            /** @description Their bytes as recorded when they were stored. */
+            bytes: number;
+        };
+        WorkspaceStorageDto: {
+            /** @description The bytes of the files the workspace holds now (its latest version's recorded sizes). Blobs are stored once per content: a file several versions, forks or workspaces hold is one blob. */
+            bytes: number;
+            /** @description How many files the workspace holds now. */
+            files: number;
+            /** @description The workdir's own versions (one per commit: a manifest of paths, hashes and sizes) as stored rows. */
+            versions: components["schemas"]["RowStorageDto"];
+            /** @description The workspace is the session's project's or its tree root's (shared with their other sessions): shown, but not in `total_bytes` (a tree's counts on its root). */
+            shared: boolean;
+        };
+        SessionStorageDto: {
+            /** @enum {string} */
+            object: "yuxi.session.storage";
+            /** Format: uuid */
+            session_id: string;
+            /** @description The session history (`GET …/items`): messages, tool calls and outputs, compactions. */
+            items: components["schemas"]["RowStorageDto"];
+            /** @description The durable events of the event stream (the outbox the stream is replayed and relayed from). */
+            events: components["schemas"]["RowStorageDto"];
+            /** @description The inputs received: messages and control events. */
+            inputs: components["schemas"]["RowStorageDto"];
+            /** @description The turns. */
+            turns: components["schemas"]["RowStorageDto"];
+            /** @description The runs (execution segments of the turns). */
+            runs: components["schemas"]["RowStorageDto"];
+            /** @description The recorded steps of the runs: model calls, tool calls, waitpoints. */
+            steps: components["schemas"]["RowStorageDto"];
+            /** @description The exact model requests kept for audit (`MODEL_REQUEST_AUDIT`). */
+            model_requests: components["schemas"]["RowStorageDto"];
+            files: components["schemas"]["FileStorageDto"];
+            /** @description Null: the session's workdir has no workspace (no environment was used). */
+            workspace: components["schemas"]["WorkspaceStorageDto"] | (never | null);
+            /** @description The sum of the bytes above (a shared workspace excluded). */
+            total_bytes: number;
+            /** @description Unix seconds: when the figures were read. */
+            measured_at: number;
         };
         FileYuxiDto: {
             /**
@@ -11361,6 +11430,184 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getSessionStorage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A session of the caller (another caller's answers 404). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session's storage. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "yuxi.session.storage",
+                     *       "session_id": "0193a5c2-7e4b-7d21-9c3a-5b8e2f1d4a60",
+                     *       "items": {
+                     *         "rows": 8,
+                     *         "bytes": 3912
+                     *       },
+                     *       "events": {
+                     *         "rows": 37,
+                     *         "bytes": 41236
+                     *       },
+                     *       "inputs": {
+                     *         "rows": 4,
+                     *         "bytes": 5120
+                     *       },
+                     *       "turns": {
+                     *         "rows": 4,
+                     *         "bytes": 2860
+                     *       },
+                     *       "runs": {
+                     *         "rows": 4,
+                     *         "bytes": 4210
+                     *       },
+                     *       "steps": {
+                     *         "rows": 4,
+                     *         "bytes": 2954
+                     *       },
+                     *       "model_requests": {
+                     *         "rows": 0,
+                     *         "bytes": 0
+                     *       },
+                     *       "files": {
+                     *         "count": 1,
+                     *         "bytes": 18432
+                     *       },
+                     *       "workspace": {
+                     *         "bytes": 20480,
+                     *         "files": 3,
+                     *         "versions": {
+                     *           "rows": 2,
+                     *           "bytes": 1184
+                     *         },
+                     *         "shared": false
+                     *       },
+                     *       "total_bytes": 100388,
+                     *       "measured_at": 1733400060
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionStorageDto"];
                 };
             };
             /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
