@@ -4,15 +4,58 @@ export interface RowStorage {
   bytes: number;
 }
 
+/** What the storage reads run on: the DataSource, or a transaction's EntityManager (one snapshot, one connection). */
+export interface StorageQueryable {
+  query(sql: string, parameters?: unknown[]): Promise<unknown>;
+}
+
+/**
+ * A row's tuple header (23 bytes and the null bitmap, aligned): added per row, since the per-column
+ * sum below leaves it out. Padding between columns is left out too (a few bytes a row at most).
+ */
+export const TUPLE_HEADER_BYTES = 24;
+
+/** Per table: the sum of its columns' stored sizes, built once per process from the catalog (the schema is migrated before start). */
+const columnSums = new Map<string, Promise<string>>();
+
+/**
+ * `coalesce(pg_column_size(t.a), 0) + …` over every column of `table`. Per column, not
+ * `pg_column_size(t.*)`: the whole-row form builds the row as a composite, which fetches and
+ * decompresses every TOASTed value (prompts, image data URLs, big tool outputs), so it reports
+ * their full size, not what is stored, and reads all of it on every call. On a column,
+ * pg_column_size of an out-of-line value is its stored (compressed) size, read from the TOAST
+ * pointer without fetching it.
+ */
+function columnSum(db: StorageQueryable, table: string): Promise<string> {
+  let sum = columnSums.get(table);
+  if (!sum) {
+    sum = (async () => {
+      const [row] = (await db.query(
+        `SELECT string_agg(format('coalesce(pg_column_size(t.%I), 0)', attname), ' + ' ORDER BY attnum) AS sum
+           FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`,
+        [table],
+      )) as { sum: string | null }[];
+      if (!row?.sum) throw new Error(`row storage: table ${table} has no columns`);
+      return row.sum;
+    })();
+    // A failed catalog read (Postgres down) is not kept: the next call reads it again.
+    sum.catch(() => columnSums.delete(table));
+    columnSums.set(table, sum);
+  }
+  return sum;
+}
+
 /**
  * A scalar subquery answering `{rows, bytes}` (json) for the rows `from` selects: a `FROM … WHERE …`
- * whose counted table is aliased `t`. Bytes are `pg_column_size(t.*)`, each row as a tuple with its
- * values as kept (compressed ones compressed, TOASTed ones at their stored size, a tuple header);
+ * whose counted table, `table`, is aliased `t`. Bytes are each row's columns as kept (compressed
+ * ones compressed, TOASTed ones at their stored size, without reading them) plus a tuple header;
  * not its indexes, dead versions or page slack, which the table's own size reports. The WHERE must
- * go through an index on the owner's key: the route runs it on every read, never a scan of the table.
+ * go through an index on the owner's key: the route runs it on every read, never a scan of the
+ * table; its cost grows with the owner's rows (one heap fetch each).
  */
-export function rowStorageSql(from: string): string {
-  return `(SELECT json_build_object('rows', count(*), 'bytes', coalesce(sum(pg_column_size(t.*)), 0)) ${from})`;
+export async function rowStorageSql(db: StorageQueryable, table: string, from: string): Promise<string> {
+  const sum = await columnSum(db, table);
+  return `(SELECT json_build_object('rows', count(*), 'bytes', coalesce(sum(${TUPLE_HEADER_BYTES} + ${sum}), 0)) ${from})`;
 }
 
 /** The value of a `rowStorageSql` column (json, parsed by the driver). */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { prepared, preparedUpTo, type RowStorage, rowStorageOf, rowStorageSql } from '#libs/database';
+import { prepared, preparedUpTo, type RowStorage, rowStorageOf, rowStorageSql, type StorageQueryable } from '#libs/database';
 import { Injectable, Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -169,8 +169,9 @@ export class EventOutbox {
   }
 
   /** The session's outbox rows (its durable events, what the stream replays) and their bytes, by the (session_id, seq) key. */
-  async storage(sessionId: string): Promise<RowStorage> {
-    const [row] = (await this.dataSource.query(`SELECT ${rowStorageSql('FROM session_events t WHERE t.session_id = $1')} AS events`, [sessionId])) as { events: unknown }[];
+  async storage(sessionId: string, db: StorageQueryable = this.dataSource): Promise<RowStorage> {
+    const events = await rowStorageSql(db, 'session_events', 'FROM session_events t WHERE t.session_id = $1');
+    const [row] = (await db.query(`SELECT ${events} AS events`, [sessionId])) as { events: unknown }[];
     return rowStorageOf(row?.events);
   }
 

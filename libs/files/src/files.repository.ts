@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { type Page, type PageQuery, prepared, toPage } from '#libs/database';
+import { type Page, type PageQuery, prepared, type StorageQueryable, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { FILE_COLUMNS, type FileEntity, fileFromRow } from './file.entity.js';
 import { ATTACHED, FILE_MACHINE } from './file-states.js';
@@ -278,8 +278,8 @@ export class FilesRepository {
    * its tools' images: not tombstones) and their bytes as recorded at upload, by files_session_idx;
    * no blob is listed. An attachment of a project's workdir counts in the session that bound it.
    */
-  async storage(sessionId: string): Promise<{ count: number; bytes: number }> {
-    const [row] = (await this.dataSource.query(
+  async storage(sessionId: string, db: StorageQueryable = this.dataSource): Promise<{ count: number; bytes: number }> {
+    const [row] = (await db.query(
       prepared(`SELECT count(*)::int AS count, coalesce(sum(bytes), 0)::float8 AS bytes FROM files WHERE session_id = $1 AND ${HELD}`),
       [sessionId],
     )) as { count: number; bytes: number }[];

@@ -19,7 +19,7 @@ export class SessionStorageController {
     operationId: 'getSessionStorage',
     summary: 'Get what a session stores',
     description:
-      'The session\'s own rows in each table (items, durable events, inputs, turns, runs, steps, kept model requests) with the bytes they take as stored, the files it holds with their recorded sizes, and its workspace (the files its latest version holds, and the versions\' rows). A fork counts its own rows only: its inherited history is its source\'s, counted there. A workspace the session shares (its project\'s, its tree root\'s) is shown with `shared: true` and left out of `total_bytes`. Read when asked, each table through an index on the session: the figures are the database\'s at `measured_at`. Another caller\'s session is 404.',
+      'The session\'s own rows in each table (items, durable events, inputs, turns, runs, steps, kept model requests) with the bytes they take as stored, the files it holds with their recorded sizes, and its workspace (the files its latest version holds, and the versions\' rows). A fork counts its own rows only: its inherited history is its source\'s, counted there. A workspace the session shares (its project\'s, its tree root\'s) is shown with `shared: true`, and a fork\'s workspace that is still its source\'s version with `inherited: true`; both are left out of `total_bytes`. Read when asked, each table through an index on the session, in one snapshot under a time limit: the figures are the database\'s at `measured_at`. Another caller\'s session is 404.',
   })
   @ApiSessionId()
   @ApiOkResponse({ type: SessionStorageDto, description: 'The session\'s storage.', example: SESSION_STORAGE_EXAMPLE })

@@ -96,7 +96,7 @@ export const SESSION_STORAGE_EXAMPLE = {
   steps: { rows: 4, bytes: 2954 },
   model_requests: { rows: 0, bytes: 0 },
   files: { count: 1, bytes: 18_432 },
-  workspace: { bytes: 20_480, files: 3, versions: { rows: 2, bytes: 1184 }, shared: false },
+  workspace: { bytes: 20_480, files: 3, versions: { rows: 2, bytes: 1184 }, shared: false, inherited: false },
   total_bytes: 100_388,
   measured_at: AT + 60,
 };

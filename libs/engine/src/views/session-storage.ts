@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { type RowStorage, rowStorageOf, rowStorageSql } from '#libs/database';
+import { type RowStorage, rowStorageOf, rowStorageSql, type StorageQueryable } from '#libs/database';
 
 /** The session's own rows in each table of the aggregate (SessionStorageReads.rows). */
 export interface SessionRowStorage {
@@ -28,14 +28,17 @@ export class SessionStorageReads {
    * the session's turns (run_steps (turn_id, seq)): an index for this read alone would cost every
    * step's write.
    */
-  async rows(sessionId: string): Promise<SessionRowStorage> {
-    const [row] = (await this.dataSource.query(
-      `SELECT ${rowStorageSql('FROM items t WHERE t.session_id = $1')} AS items,
-         ${rowStorageSql('FROM inputs t WHERE t.session_id = $1')} AS inputs,
-         ${rowStorageSql('FROM turns t WHERE t.session_id = $1')} AS turns,
-         ${rowStorageSql('FROM runs t WHERE t.session_id = $1')} AS runs,
-         ${rowStorageSql('FROM turns u JOIN run_steps t ON t.turn_id = u.id WHERE u.session_id = $1')} AS steps,
-         ${rowStorageSql('FROM model_requests t WHERE t.session_id = $1')} AS model_requests`,
+  async rows(sessionId: string, db: StorageQueryable = this.dataSource): Promise<SessionRowStorage> {
+    const [items, inputs, turns, runs, steps, modelRequests] = await Promise.all([
+      rowStorageSql(db, 'items', 'FROM items t WHERE t.session_id = $1'),
+      rowStorageSql(db, 'inputs', 'FROM inputs t WHERE t.session_id = $1'),
+      rowStorageSql(db, 'turns', 'FROM turns t WHERE t.session_id = $1'),
+      rowStorageSql(db, 'runs', 'FROM runs t WHERE t.session_id = $1'),
+      rowStorageSql(db, 'run_steps', 'FROM turns u JOIN run_steps t ON t.turn_id = u.id WHERE u.session_id = $1'),
+      rowStorageSql(db, 'model_requests', 'FROM model_requests t WHERE t.session_id = $1'),
+    ]);
+    const [row] = (await db.query(
+      `SELECT ${items} AS items, ${inputs} AS inputs, ${turns} AS turns, ${runs} AS runs, ${steps} AS steps, ${modelRequests} AS model_requests`,
       [sessionId],
     )) as Record<keyof SessionRowStorage, unknown>[];
     return {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { newId, prepared, type RowStorage, rowStorageOf, rowStorageSql } from '#libs/database';
+import { newId, prepared, type RowStorage, rowStorageOf, rowStorageSql, type StorageQueryable } from '#libs/database';
 import { absoluteWorkspacePath } from './workspace-paths.js';
 import { type Manifest, type ManifestChanges, manifestTotals, mergeOntoHead, SYMLINK_MODE } from './manifest.js';
 
@@ -26,6 +26,8 @@ export interface WorkspaceStorage {
   files: number;
   /** The workdir's own version rows. */
   versions: RowStorage;
+  /** The head is the version a fork branched from: the source's files, counted there. */
+  inherited: boolean;
 }
 
 /** Who made a version: the call (or the setup) whose writes it holds. */
@@ -75,16 +77,19 @@ export class WorkspacesRepository {
    * What the workdir's workspace holds: its head version's files and their bytes as recorded at
    * commit (the manifest's sizes; blobs are stored once per content, so a version, a fork or
    * another workspace holding the same file shares its blob, and no blob is listed), and the
-   * workdir's own version rows (manifests) with their bytes, by (workdir_id, seq). Null: the
+   * workdir's own version rows (manifests) with their bytes, by (workdir_id, seq). `inherited`: the
+   * head is still the version a fork branched from (its source's files, counted there). Null: the
    * workdir has no workspace (no environment was used).
    */
-  async storage(workdirId: string): Promise<WorkspaceStorage | null> {
-    const [row] = (await this.dataSource.query(
-      `SELECT coalesce(v.bytes, 0)::float8 AS bytes, coalesce(v.files, 0) AS files, ${rowStorageSql('FROM workspace_versions t WHERE t.workdir_id = $1')} AS versions
+  async storage(workdirId: string, db: StorageQueryable = this.dataSource): Promise<WorkspaceStorage | null> {
+    const versions = await rowStorageSql(db, 'workspace_versions', 'FROM workspace_versions t WHERE t.workdir_id = $1');
+    const [row] = (await db.query(
+      `SELECT coalesce(v.bytes, 0)::float8 AS bytes, coalesce(v.files, 0) AS files, ${versions} AS versions,
+         coalesce(w.head_version_id = w.base_version_id, false) AS inherited
          FROM workspaces w LEFT JOIN workspace_versions v ON v.id = w.head_version_id WHERE w.workdir_id = $1`,
       [workdirId],
-    )) as { bytes: number; files: number; versions: unknown }[];
-    return row ? { bytes: row.bytes, files: row.files, versions: rowStorageOf(row.versions) } : null;
+    )) as { bytes: number; files: number; versions: unknown; inherited: boolean }[];
+    return row ? { bytes: row.bytes, files: row.files, versions: rowStorageOf(row.versions), inherited: row.inherited } : null;
   }
 
   /**

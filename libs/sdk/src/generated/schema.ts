@@ -533,7 +533,7 @@ export interface paths {
         };
         /**
          * Get what a session stores
-         * @description The session's own rows in each table (items, durable events, inputs, turns, runs, steps, kept model requests) with the bytes they take as stored, the files it holds with their recorded sizes, and its workspace (the files its latest version holds, and the versions' rows). A fork counts its own rows only: its inherited history is its source's, counted there. A workspace the session shares (its project's, its tree root's) is shown with `shared: true` and left out of `total_bytes`. Read when asked, each table through an index on the session: the figures are the database's at `measured_at`. Another caller's session is 404.
+         * @description The session's own rows in each table (items, durable events, inputs, turns, runs, steps, kept model requests) with the bytes they take as stored, the files it holds with their recorded sizes, and its workspace (the files its latest version holds, and the versions' rows). A fork counts its own rows only: its inherited history is its source's, counted there. A workspace the session shares (its project's, its tree root's) is shown with `shared: true`, and a fork's workspace that is still its source's version with `inherited: true`; both are left out of `total_bytes`. Read when asked, each table through an index on the session, in one snapshot under a time limit: the figures are the database's at `measured_at`. Another caller's session is 404.
          */
         get: operations["getSessionStorage"];
         put?: never;
@@ -2950,11 +2950,11 @@ export interface components {
         RowStorageDto: {
             /** @description The session's own rows in the table. */
             rows: number;
-            /** @description The bytes those rows take as stored (each row's tuple with its values as kept, compressed ones compressed; not the table's indexes, dead row versions or free space). */
+            /** @description The bytes those rows take as stored: each column's value as kept (compressed ones compressed, values moved out of line at their stored size) plus a 24-byte tuple header per row; not the table's indexes, dead row versions or free space. */
             bytes: number;
         };
         FileStorageDto: {
-            /** @description Files the session holds: attachments (bound or in its workdir), its inputs' inline images and its tools' images. */
+            /** @description Files the session holds: attachments (bound or in its workdir), its inputs' inline images and its tools' images. An attachment copied into the workspace (`attachments/`) is stored twice, as the file and in the workspace, and counted in both. */
             count: number;
             /** @description Their bytes as recorded when they were stored. */
             bytes: number;
@@ -2968,13 +2968,15 @@ export interface components {
             versions: components["schemas"]["RowStorageDto"];
             /** @description The workspace is the session's project's or its tree root's (shared with their other sessions): shown, but not in `total_bytes` (a tree's counts on its root). */
             shared: boolean;
+            /** @description The session is a fork whose workspace has not committed a version of its own yet: its files are its source's (counted there), shown, but not in `total_bytes`. */
+            inherited: boolean;
         };
         SessionStorageDto: {
             /** @enum {string} */
             object: "yuxi.session.storage";
             /** Format: uuid */
             session_id: string;
-            /** @description The session history (`GET …/items`): messages, tool calls and outputs, compactions. */
+            /** @description The session's own history: messages, tool calls and outputs, compactions. A fork's inherited history (listed by `GET …/items`) is its source's rows, counted there. */
             items: components["schemas"]["RowStorageDto"];
             /** @description The durable events of the event stream (the outbox the stream is replayed and relayed from). */
             events: components["schemas"]["RowStorageDto"];
@@ -2991,7 +2993,7 @@ export interface components {
             files: components["schemas"]["FileStorageDto"];
             /** @description Null: the session's workdir has no workspace (no environment was used). */
             workspace: components["schemas"]["WorkspaceStorageDto"] | (never | null);
-            /** @description The sum of the bytes above (a shared workspace excluded). */
+            /** @description The sum of the bytes above (a shared or inherited workspace excluded). Read in one snapshot, under a time limit: the read costs one row fetch per row the session owns. */
             total_bytes: number;
             /** @description Unix seconds: when the figures were read. */
             measured_at: number;
@@ -11601,7 +11603,8 @@ export interface operations {
                      *           "rows": 2,
                      *           "bytes": 1184
                      *         },
-                     *         "shared": false
+                     *         "shared": false,
+                     *         "inherited": false
                      *       },
                      *       "total_bytes": 100388,
                      *       "measured_at": 1733400060
