@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { uploadDraft } from '../support/files.js';
 import { API, http, newKey, sendMessage } from '../support/http.js';
-import { signToken, until } from '../support/identity.js';
+import { asEndUser, call, createKey, createSessionAs, newProductUser, signToken, until } from '../support/identity.js';
+import { completedFollowUp } from '../support/scenarios.js';
 import { direct } from '../support/sdk.js';
 import { SseStream } from '../support/sse.js';
 
@@ -83,7 +84,9 @@ describe('session storage: GET /sessions/{id}/storage', () => {
       stream.close();
     }
 
-    assert.equal((await sendMessage(sessionId, 'fourth')).status, 202);
+    // A known write: a message of 2,000 incompressible-ish characters, echoed back (two items holding it).
+    const fourth = Array.from({ length: 2000 }, (_, i) => String.fromCharCode(33 + ((i * 7919) % 90))).join('');
+    assert.equal((await sendMessage(sessionId, fourth)).status, 202);
     await turnsCompleted(sessionId, 4);
     const after = await direct.sessions.storage(sessionId);
     assert.equal(after.items.rows, before.items.rows + 2);
@@ -92,6 +95,8 @@ describe('session storage: GET /sessions/{id}/storage', () => {
     assert.equal(after.inputs.rows, 4);
     assert.ok(after.events.rows > before.events.rows);
     for (const table of ['items', 'events', 'inputs', 'turns', 'runs'] as const) assert.ok(after[table].bytes > before[table].bytes, `${table} bytes grew`);
+    assert.ok(after.items.bytes - before.items.bytes >= fourth.length, 'items grew by at least the message they hold');
+    assert.ok(after.inputs.bytes - before.inputs.bytes >= fourth.length, 'inputs grew by at least the message received');
     assert.ok(after.total_bytes > before.total_bytes);
     assert.deepEqual(after.files, before.files);
 
@@ -115,6 +120,70 @@ describe('session storage: GET /sessions/{id}/storage', () => {
       const res = await http(`${API}/sessions/${id}/storage`, { key });
       assert.equal(res.status, 404, res.text);
       assert.equal(res.body.error.code, 'not_found');
+    }
+  });
+
+  it('is 404 for another end user of the same app, and for a deleted session from the moment of deletion', async () => {
+    const { userId } = await newProductUser('storage app owner');
+    const appKey = await createKey({ user_id: userId, app_id: `app-storage-${randomUUID().slice(0, 8)}` });
+    const app = { name: 'storage app key', token: appKey.secret };
+    const y = asEndUser(app, `end-user-y-${randomUUID()}`);
+    const x = asEndUser(app, `end-user-x-${randomUUID()}`);
+    const session = await createSessionAs(y);
+    assert.equal((await call(y, `${API}/sessions/${session.id}/storage`)).status, 200, 'its end user reads it');
+    for (const other of [x, asEndUser(app, undefined)]) {
+      const res = await call(other, `${API}/sessions/${session.id}/storage`);
+      assert.equal(res.status, 404, `${other.name}: ${res.text}`);
+      assert.equal(res.body.error.code, 'not_found');
+    }
+
+    const own: string = (await http(`${API}/sessions`, { idempotencyKey: newKey('create'), body: { agent_id: 'default-chatbot', input: 'to delete' } })).body.id;
+    await turnsCompleted(own, 1);
+    await storage(own);
+    assert.equal((await http(`${API}/sessions/${own}`, { method: 'DELETE' })).status, 200);
+    const gone = await http(`${API}/sessions/${own}/storage`);
+    assert.equal(gone.status, 404, gone.text);
+    assert.equal(gone.body.error.code, 'not_found');
+  });
+
+  it('counts a workspace it owns, and a fork\'s workspace as inherited until the fork commits its own version', async () => {
+    const created = await http(`${API}/sessions`, { idempotencyKey: newKey('env'), body: { agent_id: 'default-chatbot', environment: { type: 'openai_hosted' } } });
+    assert.equal(created.status, 201, created.text);
+    const tool = (name: string, args: object): string => `[[tool:${name} ${JSON.stringify(args)}]]`;
+    const source = { id: created.body.id as string, stream: await SseStream.open(created.body.id) };
+    const streams = [source.stream];
+    try {
+      const content = 'workspace bytes\n'.repeat(64);
+      await completedFollowUp(source, tool('write_file', { path: 'a.txt', content }));
+      const own = await storage(source.id);
+      assert.ok(own.workspace, 'an environment made a workspace');
+      assert.equal(own.workspace.shared, false);
+      assert.equal(own.workspace.inherited, false);
+      assert.ok(own.workspace.bytes >= Buffer.byteLength(content), 'the written file is in the head version');
+      assert.ok(own.workspace.versions.rows >= 1);
+      const rowBytes = TABLES.reduce((sum, table) => sum + own[table].bytes, 0);
+      assert.equal(own.total_bytes, rowBytes + own.files.bytes + own.workspace.bytes + own.workspace.versions.bytes, 'its own workspace is in the total');
+
+      const forked = await http(`${API}/sessions/${source.id}/fork`, { idempotencyKey: newKey('fork'), body: {} });
+      assert.equal(forked.status, 201, forked.text);
+      const fork = { id: forked.body.id as string, stream: await SseStream.open(forked.body.id) };
+      streams.push(fork.stream);
+      const branched = await storage(fork.id);
+      assert.ok(branched.workspace, 'the fork branched the workspace');
+      assert.deepEqual([branched.workspace.inherited, branched.workspace.shared], [true, false]);
+      assert.equal(branched.workspace.bytes, own.workspace.bytes, 'shown: the source\'s head');
+      assert.deepEqual(branched.workspace.versions, { rows: 0, bytes: 0 });
+      const forkRows = TABLES.reduce((sum, table) => sum + branched[table].bytes, 0);
+      assert.equal(branched.total_bytes, forkRows + branched.files.bytes, 'the inherited workspace is left out of the total');
+
+      await completedFollowUp(fork, tool('write_file', { path: 'b.txt', content: 'the fork\n' }));
+      const committed = await storage(fork.id);
+      assert.equal(committed.workspace.inherited, false, 'its own version now');
+      assert.ok(committed.workspace.versions.rows >= 1);
+      const committedRows = TABLES.reduce((sum, table) => sum + committed[table].bytes, 0);
+      assert.equal(committed.total_bytes, committedRows + committed.files.bytes + committed.workspace.bytes + committed.workspace.versions.bytes);
+    } finally {
+      streams.forEach((stream) => stream.close());
     }
   });
 });
