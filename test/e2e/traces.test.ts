@@ -291,6 +291,16 @@ describe('traces: one OpenTelemetry trace from the request through the worker, m
     const refused = await call(stranger, `${API}/sessions/${t.sessionId}/traces`);
     assert.equal(refused.status, 404, refused.text);
     assert.equal((await call(t.caller, `${API}/sessions/${randomUUID()}/traces`)).status, 404);
+    // Bad paging input is a clear 4xx with its code, never a 500: a cursor that is no turn of this session, limits and orders out of range.
+    const foreign = await call(t.caller, `${API}/sessions/${t.sessionId}/traces?after=${randomUUID()}`);
+    assert.equal(foreign.status, 400, foreign.text);
+    assert.equal(foreign.body.error.code, 'invalid_cursor');
+    assert.equal((await call(t.caller, `${API}/sessions/${t.sessionId}/traces?after=not-a-turn`)).body.error.code, 'invalid_cursor');
+    for (const query of ['limit=0', 'limit=101', 'order=sideways']) {
+      const bad = await call(t.caller, `${API}/sessions/${t.sessionId}/traces?${query}`);
+      assert.equal(bad.status, 422, `${query}: ${bad.text}`);
+      assert.equal(bad.body.error.code, 'validation_failed', query);
+    }
   });
 
   it('starts a new root trace for a message without traceparent, and for an invalid one (never a 4xx); bounds a long tracestate', { timeout: 120_000 }, async () => {
