@@ -63,6 +63,7 @@ const LIBS = {
   runtime: ['application'],
   operations: ['application', 'protocol'],
   automations: ['application', 'protocol'],
+  retention: ['application', 'protocol'],
 };
 
 /** The boundaries/dependencies policies that LAYERS and LIBS stand for. */

@@ -122,6 +122,10 @@ const stack = await startStack({
     // Budget day and month roll-overs are tested by moving the usage clock (the file-limits replica
     // below keeps the deployment's default: no such route).
     USAGE_CLOCK_ADJUSTABLE: 'true',
+    // Session TTLs and retention are tested by moving the lifecycle clock; the retention sweep runs
+    // every second so a test waits for a purge briefly.
+    LIFECYCLE_CLOCK_ADJUSTABLE: 'true',
+    RETENTION_SWEEP_MS: '1000',
     // The automations tests fire schedules every 1-2 s (the file-limits replica keeps a minute).
     AUTOMATION_MIN_INTERVAL_S: '1',
     // The console links a turn's trace to a trace UI (test/e2e/console-traces.test.ts reads the link; nothing serves it).
@@ -163,7 +167,7 @@ const FAIR_SHARE_LIMITS = {
 const fileLimitsApiPort = await freePort();
 // It remembers idempotency keys for 7.2 s (IDEMPOTENCY_TTL_HOURS=0.002; test/e2e/idempotency-expiry.test.ts) and has no
 // web search provider (test/e2e/web-search.test.ts), no sandbox runtime (test/e2e/session-environments.test.ts) and no usage clock route (test/e2e/budgets.test.ts).
-const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', IDEMPOTENCY_TTL_HOURS: '0.002', WEB_SEARCH_PROVIDER: '', SANDBOX_RUNTIME: 'none', USAGE_CLOCK_ADJUSTABLE: 'false', ...FAIR_SHARE_LIMITS }, logDir);
+const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', IDEMPOTENCY_TTL_HOURS: '0.002', WEB_SEARCH_PROVIDER: '', SANDBOX_RUNTIME: 'none', USAGE_CLOCK_ADJUSTABLE: 'false', LIFECYCLE_CLOCK_ADJUSTABLE: 'false', ...FAIR_SHARE_LIMITS }, logDir);
 stack.children.push(fileLimitsApi);
 await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
 // A fourth replica whose replay window is one stream node (EVENTS_REPLAY_MAXLEN=1) and 10 s

@@ -245,7 +245,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     for (const id of ['getUsage', 'getAdminUsage']) await tryIt(id, 200);
   });
 
-  it('budgets: one created for a project (its id pasted in), read, listed, raised and deleted; the usage clock moved and put back', async () => {
+  it('budgets: one created for a project (its id pasted in), read, listed, raised and deleted; the usage and lifecycle clocks moved and put back', async () => {
     const project = await http('/api/v1/agents/projects', { body: { name: 'try budgets' } });
     assert.equal(project.status, 201, project.text);
     ids.budget_id = (await tryIt('createBudget', 201, { edit: (example) => ({ ...example, scope: { project_id: project.body.id } }) })).body.id;
@@ -256,6 +256,8 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     // The test stack lets the clock move (USAGE_CLOCK_ADJUSTABLE): the default moves it a day, the next call puts it back.
     assert.equal((await tryIt('setUsageClock', 200)).body.offset_s, 86400);
     assert.equal((await tryIt('setUsageClock', 200, { edit: () => ({ offset_s: 0 }) })).body.offset_s, 0);
+    assert.equal((await tryIt('setLifecycleClock', 200)).body.offset_s, 3600);
+    assert.equal((await tryIt('setLifecycleClock', 200, { edit: () => ({ offset_s: 0 }) })).body.offset_s, 0);
   });
 
   it('automations: one created from the default body, read, listed, updated, paused, resumed, run now, its invocations listed and read, a schedule previewed, deleted', async () => {

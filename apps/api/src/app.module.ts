@@ -24,6 +24,7 @@ import { AdminModelPricesController } from './controllers/admin-model-prices.con
 import { AdminSessionsController } from './controllers/admin-sessions.controller.js';
 import { AdminQueuesController } from './controllers/admin-queues.controller.js';
 import { AdminUsageClockController } from './controllers/admin-usage-clock.controller.js';
+import { AdminLifecycleClockController } from './controllers/admin-lifecycle-clock.controller.js';
 import { AdminSessionOperationsController } from './controllers/admin-session-operations.controller.js';
 import { AdminUsersController } from './controllers/admin-users.controller.js';
 import { AdminSecretsController } from './controllers/admin-secrets.controller.js';
@@ -87,6 +88,7 @@ import { HttpDrain } from './http-drain.js';
     AdminWaitpointsController,
     AdminQueuesController,
     AdminUsageClockController,
+    AdminLifecycleClockController,
     AdminUsageController,
     AdminModelPricesController,
   ],

@@ -6,6 +6,7 @@ import { metrics } from '#libs/metrics';
 import { AutomationScheduler, AutomationSweep } from '#libs/automations';
 import { FilesSweep } from '#libs/files';
 import { JOBS, type JobName, type JobPayloads, QUEUES } from '#libs/queue';
+import { RetentionSweep } from '#libs/retention';
 import { AttachmentPreparer, DrivePasses, RecoveryService } from '#libs/runtime';
 import { SpanRetention } from '#libs/traces';
 import { WebhookDeliverer, WebhookSweep } from '#libs/webhooks';
@@ -44,10 +45,10 @@ export class SessionDispatchProcessor extends JobProcessor<typeof JOBS.dispatchS
 }
 
 @Processor(QUEUES.maintenance, { autorun: false })
-export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep | typeof JOBS.filesSweep | typeof JOBS.webhooksSweep | typeof JOBS.automationsSweep> {
+export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep | typeof JOBS.filesSweep | typeof JOBS.webhooksSweep | typeof JOBS.automationsSweep | typeof JOBS.retentionSweep> {
   readonly handlers;
 
-  constructor(recovery: RecoveryService, files: FilesSweep, webhooks: WebhookSweep, automations: AutomationSweep, spans: SpanRetention) {
+  constructor(recovery: RecoveryService, files: FilesSweep, webhooks: WebhookSweep, automations: AutomationSweep, spans: SpanRetention, retention: RetentionSweep) {
     super();
     this.handlers = {
       // Span retention rides on the recovery sweep's tick: it paces itself (SpanRetention) and never fails the sweep.
@@ -55,6 +56,7 @@ export class MaintenanceProcessor extends JobProcessor<typeof JOBS.recoverySweep
       [JOBS.filesSweep]: () => files.run(),
       [JOBS.webhooksSweep]: () => webhooks.run(),
       [JOBS.automationsSweep]: () => automations.run(),
+      [JOBS.retentionSweep]: () => retention.run(),
     };
   }
 }

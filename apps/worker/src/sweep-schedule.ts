@@ -5,7 +5,7 @@ import { AppConfig } from '#libs/config';
 import { JOBS, QUEUES } from '#libs/queue';
 
 /**
- * The maintenance sweeps' schedules (recovery, files, webhooks, automations): BullMQ job schedulers on the
+ * The maintenance sweeps' schedules (recovery, files, webhooks, automations, retention): BullMQ job schedulers on the
  * maintenance queue, kept in place while the worker runs. WorkerBootstrap starts and stops them.
  */
 @Injectable()
@@ -20,7 +20,7 @@ export class SweepSchedule {
   /** Puts the schedules in place, then again every so often: they live in Redis, and if Redis loses its data the next call puts them back. */
   async start(): Promise<void> {
     await this.schedule();
-    this.timer = setInterval(() => void this.schedule().catch(() => undefined), Math.max(Math.min(this.config.recoverySweepMs, this.config.fileSweepMs, this.config.webhookSweepMs, this.config.automationSweepMs), 5_000));
+    this.timer = setInterval(() => void this.schedule().catch(() => undefined), Math.max(Math.min(this.config.recoverySweepMs, this.config.fileSweepMs, this.config.webhookSweepMs, this.config.automationSweepMs, this.config.retentionSweepMs), 5_000));
   }
 
   stop(): void {
@@ -48,6 +48,11 @@ export class SweepSchedule {
       'automations-sweep',
       { every: this.config.automationSweepMs },
       { name: JOBS.automationsSweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
+    );
+    await this.maintenanceQueue.upsertJobScheduler(
+      'retention-sweep',
+      { every: this.config.retentionSweepMs },
+      { name: JOBS.retentionSweep, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
     );
   }
 }

@@ -7,6 +7,7 @@ import { EnvironmentsModule } from '#libs/environments';
 import { FilesModule } from '#libs/files';
 import { MetricsModule } from '#libs/metrics';
 import { QueueModule } from '#libs/queue';
+import { RetentionModule } from '#libs/retention';
 import { RuntimeModule } from '#libs/runtime';
 import { TracesModule } from '#libs/traces';
 import { WebhookDeliveryModule } from '#libs/webhooks';
@@ -18,7 +19,7 @@ import { ConsumerHealth, WorkerHealth } from './worker-health.js';
 
 /** The shared core minus the HTTP API: runtime, queues, database. */
 @Module({
-  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, EnvironmentsModule, RuntimeModule, WebhookDeliveryModule, AutomationsModule, TracesModule, TerminusModule.forRoot({ logger: false })],
+  imports: [loggingModule('worker'), ConfigModule, MetricsModule.forRoot('worker'), DatabaseModule, QueueModule, FilesModule, EnvironmentsModule, RuntimeModule, WebhookDeliveryModule, AutomationsModule, TracesModule, RetentionModule, TerminusModule.forRoot({ logger: false })],
   providers: [SessionDispatchProcessor, MaintenanceProcessor, FilesProcessor, WebhooksProcessor, AutomationsProcessor, QueueProcessors, SweepSchedule, WorkerBootstrap, ConsumerHealth, WorkerHealth],
 })
 export class WorkerModule {}

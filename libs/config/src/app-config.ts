@@ -193,6 +193,22 @@ export class AppConfig {
   readonly automationMaxPerOwner: number;
   /** AUTOMATION_MIN_INTERVAL_S: the shortest time between two fires a periodic expression may have. */
   readonly automationMinIntervalS: number;
+  /** RETENTION_SWEEP_MS: how often a worker runs the retention tasks (purges of deleted sessions, model requests, cooperation signals, audit; session TTLs). */
+  readonly retentionSweepMs: number;
+  /** RETENTION_BATCH_ROWS: the most rows one purge statement removes (short transactions, no long locks, vacuum keeps up). */
+  readonly retentionBatchRows: number;
+  /** SESSION_PURGE_AFTER_S: a deleted session's rows and blobs are purged this long after its deletion (the grace period; the lifecycle clock). */
+  readonly sessionPurgeAfterS: number;
+  /** MODEL_REQUEST_RETENTION_S: recorded model requests (MODEL_REQUEST_AUDIT) are deleted this long after they were written. */
+  readonly modelRequestRetentionS: number;
+  /** COOPERATION_SIGNAL_RETENTION_S: the signals of a cooperation tree with nothing active are deleted this long after they were consumed. */
+  readonly cooperationSignalRetentionS: number;
+  /** AUDIT_RETENTION_S: audit entries are deleted this long after they were written (long by default). */
+  readonly auditRetentionS: number;
+  /** LIFECYCLE_CLOCK_ADJUSTABLE=true: administrators may move the lifecycle clock (`PUT /api/v1/admin/lifecycle-clock`) that session TTLs and retention go by, for tests; else that route is not found. */
+  readonly lifecycleClockAdjustable: boolean;
+  /** STORAGE_QUOTA_BYTES: the most bytes one account's sessions may store (0: no quota); an input past it is refused at acceptance. */
+  readonly storageQuotaBytes: number;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
     this.port = int(env, 'PORT', 3000);
@@ -315,6 +331,14 @@ export class AppConfig {
     this.automationCatchUpMax = Math.min(1000, Math.max(1, int(env, 'AUTOMATION_CATCH_UP_MAX', 10)));
     this.automationMaxPerOwner = Math.max(1, int(env, 'AUTOMATION_MAX_PER_OWNER', 100));
     this.automationMinIntervalS = Math.max(1, int(env, 'AUTOMATION_MIN_INTERVAL_S', 60));
+    this.retentionSweepMs = Math.max(100, int(env, 'RETENTION_SWEEP_MS', 60_000));
+    this.retentionBatchRows = Math.min(10_000, Math.max(1, int(env, 'RETENTION_BATCH_ROWS', 500)));
+    this.sessionPurgeAfterS = Math.max(0, int(env, 'SESSION_PURGE_AFTER_S', 7 * 24 * 3600));
+    this.modelRequestRetentionS = Math.max(60, int(env, 'MODEL_REQUEST_RETENTION_S', 30 * 24 * 3600));
+    this.cooperationSignalRetentionS = Math.max(60, int(env, 'COOPERATION_SIGNAL_RETENTION_S', 7 * 24 * 3600));
+    this.auditRetentionS = Math.max(24 * 3600, int(env, 'AUDIT_RETENTION_S', 400 * 24 * 3600));
+    this.lifecycleClockAdjustable = bool(env, 'LIFECYCLE_CLOCK_ADJUSTABLE', false);
+    this.storageQuotaBytes = Math.max(0, int(env, 'STORAGE_QUOTA_BYTES', 0));
     if (this.runHeartbeatMs >= this.runLeaseMs) {
       throw new Error('RUN_HEARTBEAT_MS must be shorter than RUN_LEASE_MS');
     }

@@ -35,6 +35,7 @@ import { UsageAndBudgets1767000000000 } from './migrations/1767000000000-usage-a
 import { Automations1767100000000 } from './migrations/1767100000000-automations.js';
 import { Fork1767200000000 } from './migrations/1767200000000-fork.js';
 import { Traces1767300000000 } from './migrations/1767300000000-traces.js';
+import { DataLifecycle1767400000000 } from './migrations/1767400000000-data-lifecycle.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -73,6 +74,7 @@ export const MIGRATIONS = [
   Automations1767100000000,
   Fork1767200000000,
   Traces1767300000000,
+  DataLifecycle1767400000000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

@@ -10,3 +10,4 @@ export { sqlList, statusGuard, type Transition } from './status-guards.js';
 export { defineMachine, type Edge, type Machine, machineProblems, type MachineSpec, type StateOf } from './machine.js';
 export { canonicalJson } from './canonical-json.js';
 export { QueryLogger } from './query-logger.js';
+export { LIFECYCLE_CLOCK_MAX_OFFSET_S, RETENTION_KINDS, type RetentionBatch, type RetentionKind, type RetentionTask, setLifecycleClock } from './retention.js';

@@ -141,6 +141,10 @@ export class Metrics {
   );
   private readonly webhookBacklog = this.gauge(WORKER, 'yuxi_webhook_backlog', 'Webhook deliveries pending (due or waiting for a retry), as the last sweep of this worker counted them', []);
   private readonly webhookDisabled = this.counter(WORKER, 'yuxi_webhook_endpoints_disabled_total', 'Webhook endpoints disabled by delivery results, by reason (gone: a 410; failing: failing for WEBHOOK_DISABLE_AFTER_S)', ['reason']);
+  private readonly retentionRows = this.counter(WORKER, 'yuxi_retention_rows_removed_total', 'Rows the retention tasks removed, by kind (deleted_sessions, model_requests, cooperation_signals, audit; session_ttl: sessions archived or deleted)', ['kind']);
+  private readonly retentionBytes = this.counter(WORKER, 'yuxi_retention_bytes_removed_total', 'Stored bytes of the rows the retention tasks removed, by kind', ['kind']);
+  private readonly retentionLag = this.gauge(WORKER, 'yuxi_retention_lag_seconds', 'How long the oldest row due for removal has been due, by kind, as this worker\'s last retention sweep saw it (0: nothing due)', ['kind']);
+  private readonly retentionFailures = this.counter(WORKER, 'yuxi_retention_failures_total', 'Retention batches that failed (retried at the next sweep), by kind', ['kind']);
   private readonly sandboxCommands = this.counter(WORKER, 'yuxi_sandbox_commands_total', 'Commands run in a sandbox, by result (ok, exit_nonzero, limit)', ['result']);
   private readonly sandboxDuration = this.histogram(
     WORKER,
@@ -285,6 +289,20 @@ export class Metrics {
 
   webhookPending(count: number): void {
     this.webhookBacklog.set(count);
+  }
+
+  /** After a retention batch committed. */
+  retentionRemoved(kind: string, rows: number, bytes: number): void {
+    if (rows > 0) this.retentionRows.inc({ kind }, rows);
+    if (bytes > 0) this.retentionBytes.inc({ kind }, bytes);
+  }
+
+  retentionLagSeen(kind: string, seconds: number): void {
+    this.retentionLag.set({ kind }, Math.max(0, seconds));
+  }
+
+  retentionFailed(kind: string): void {
+    this.retentionFailures.inc({ kind });
   }
 
   webhookEndpointDisabled(reason: 'gone' | 'failing'): void {

@@ -45,3 +45,5 @@ export { GetSessionStorage } from './use-cases/session-storage.use-case.js';
 export { FileStorageDto, RowStorageDto, SessionStorageDto, WorkspaceStorageDto } from './dto/session-storage.dto.js';
 export { ReadSessionFile } from './use-cases/session-file-content.use-case.js';
 export { inheritedItemDto } from './inherited-items.js';
+export { LifecycleClockDto, SetLifecycleClockDto } from './dto/lifecycle-clock.dto.js';
+export { SetLifecycleClock } from './use-cases/lifecycle-clock.use-case.js';

@@ -18,6 +18,7 @@ import { Acceptance } from './use-cases/acceptance.js';
 import { MessageAcceptance } from './use-cases/message-acceptance.js';
 import { CancelTurn } from './use-cases/queue-controls.use-case.js';
 import { BUDGET_USE_CASES } from './use-cases/budgets.use-case.js';
+import { SetLifecycleClock } from './use-cases/lifecycle-clock.use-case.js';
 import { SessionBudgetReads } from './session-budget-reads.js';
 import { ModelPrices } from './use-cases/model-prices.use-case.js';
 import { UsageReports } from './use-cases/usage-reports.use-case.js';
@@ -28,7 +29,7 @@ import { GetSessionStorage } from './use-cases/session-storage.use-case.js';
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
   imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, WorkspaceForksModule, UsageModule, UsageReportsModule, TracesModule],
-  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports, ReadSessionFile, ListSessionTraces, GetSessionStorage],
-  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile, ListSessionTraces, GetSessionStorage],
+  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports, ReadSessionFile, ListSessionTraces, GetSessionStorage, SetLifecycleClock],
+  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile, ListSessionTraces, GetSessionStorage, SetLifecycleClock],
 })
 export class ProtocolModule {}

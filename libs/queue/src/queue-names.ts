@@ -16,6 +16,7 @@ export const JOBS = {
   webhooksSweep: 'webhooks.sweep',
   fireAutomation: 'automation.fire',
   automationsSweep: 'automations.sweep',
+  retentionSweep: 'retention.sweep',
 } as const;
 
 export type JobName = (typeof JOBS)[keyof typeof JOBS];
@@ -37,12 +38,14 @@ export interface JobPayloads {
   'automation.fire': { automationId: string; at: number };
   /** Automations whose time passed with no timer (Redis lost it, no worker was up), and the gauges. */
   'automations.sweep': Record<string, never>;
+  /** The retention tasks (libs/retention RetentionSweep): purges of deleted sessions and aged rows, session TTLs. */
+  'retention.sweep': Record<string, never>;
 }
 
 /** Which jobs travel on which queue; a worker refuses to start when one of them has no handler. */
 export const QUEUE_JOBS = {
   [QUEUES.sessions]: [JOBS.dispatchSession],
-  [QUEUES.maintenance]: [JOBS.recoverySweep, JOBS.filesSweep, JOBS.webhooksSweep, JOBS.automationsSweep],
+  [QUEUES.maintenance]: [JOBS.recoverySweep, JOBS.filesSweep, JOBS.webhooksSweep, JOBS.automationsSweep, JOBS.retentionSweep],
   [QUEUES.files]: [JOBS.prepareAttachments],
   [QUEUES.webhooks]: [JOBS.deliverWebhooks],
   [QUEUES.automations]: [JOBS.fireAutomation],

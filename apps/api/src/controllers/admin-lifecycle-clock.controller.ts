@@ -1,0 +1,48 @@
+import { Body, type CanActivate, Controller, type ExecutionContext, Injectable, Put, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { assertAdmin, CurrentPrincipal, type Principal } from '#libs/auth';
+import { AppConfig } from '#libs/config';
+import { DomainError } from '#libs/errors';
+import { LifecycleClockDto, SetLifecycleClock, SetLifecycleClockDto } from '#libs/protocol';
+import { TAGS } from '../openapi/tags.js';
+import { ApiErrors } from './api-errors.decorator.js';
+
+/**
+ * The route exists only where the deployment lets the lifecycle clock move (LIFECYCLE_CLOCK_ADJUSTABLE=true):
+ * elsewhere it is not found. Where it exists it is for administrators, refused (403) before its
+ * body is read, as every admin route is.
+ */
+@Injectable()
+export class LifecycleClockAdjustable implements CanActivate {
+  constructor(private readonly config: AppConfig) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    if (!this.config.lifecycleClockAdjustable) throw new DomainError('route_not_found', 'No route for PUT /api/v1/admin/lifecycle-clock');
+    const principal = context.switchToHttp().getRequest<{ principal?: Principal }>().principal;
+    if (!principal) throw new DomainError('unauthorized', 'Missing credentials');
+    assertAdmin(principal);
+    return true;
+  }
+}
+
+@ApiTags(TAGS.admin.name)
+@ApiBearerAuth()
+@Controller('api/v1/admin/lifecycle-clock')
+export class AdminLifecycleClockController {
+  constructor(private readonly setClock: SetLifecycleClock) {}
+
+  @Put()
+  @UseGuards(LifecycleClockAdjustable)
+  @ApiOperation({
+    operationId: 'setLifecycleClock',
+    summary: 'Move the lifecycle clock',
+    description:
+      'Sets how far the clock that session TTLs and retention (SESSION_PURGE_AFTER_S, MODEL_REQUEST_RETENTION_S, COOPERATION_SIGNAL_RETENTION_S, AUDIT_RETENTION_S) go by runs from the database\'s (`offset_s`, at most two years either way), for tests. Leases, idempotency receipts, the event outbox and every other time keep the real clock. Administrators only (403); a deployment without `LIFECYCLE_CLOCK_ADJUSTABLE=true` has no such route (404 `route_not_found`).',
+  })
+  @ApiBody({ type: SetLifecycleClockDto, examples: { an_hour_ahead: { value: { offset_s: 3600 } }, reset: { value: { offset_s: 0 } } } })
+  @ApiOkResponse({ type: LifecycleClockDto, description: 'The offset now in force and the lifecycle clock\'s reading.', example: { object: 'lifecycle_clock', offset_s: 3600, now: 1733486400 } })
+  @ApiErrors('forbidden', 'route_not_found', 'validation_failed', 'invalid_json')
+  set(@CurrentPrincipal() principal: Principal, @Body() body: SetLifecycleClockDto): Promise<LifecycleClockDto> {
+    return this.setClock.execute(principal, body);
+  }
+}
