@@ -2,8 +2,8 @@
 // turn leaves behind in Postgres and Redis, table by table and index by index, and what is still
 // there once its sessions are deleted. Measurement only: the scenario drives the stack through the
 // public API (echo turns, tool turns through the fake OpenAI server, manual compactions), then
-// deletes the sessions, runs the purges it is given (none exist yet: retention is a later change,
-// which passes its purges here) and a plain VACUUM, and reports what is left against the baseline.
+// deletes the sessions, runs the purges it is given (bench/run.mjs passes the deleted_sessions
+// retention: deletedSessionsPurge) and a plain VACUUM, and reports what is left against the baseline.
 //
 // Two measures of Postgres, both reported, because each misses something the other sees:
 // - relation sizes (pg_table_size, pg_indexes_size, per index pg_relation_size) after
@@ -216,7 +216,7 @@ async function redisSnapshot(redis, { maxKeys = 100_000, probesPerPattern = 2_00
 // ---------------------------------------------------------------- the scenario
 
 export function storageScenarios({ stack, client, log, fakeOpenAi }) {
-  return { storage };
+  return { storage, deletedSessionsPurge };
 
   /**
    * Baseline; `echoTurns` echo turns over `echoSessions` sessions (a `messageBytes`-byte message
@@ -298,7 +298,7 @@ export function storageScenarios({ stack, client, log, fakeOpenAi }) {
       const purgeResults = [];
       for (const purge of purges) {
         log(`storage: purge ${purge.name}…`);
-        purgeResults.push({ name: purge.name, result: (await purge.run({ db, redis, stack })) ?? null });
+        purgeResults.push({ name: purge.name, result: (await purge.run({ db, redis, stack, sessionIds: all })) ?? null });
       }
       const afterPurge = purges.length > 0 ? await snapshot() : afterDelete;
 
@@ -329,6 +329,39 @@ export function storageScenarios({ stack, client, log, fakeOpenAi }) {
       redis.disconnect();
       await db.end();
     }
+  }
+
+  /**
+   * The `deleted_sessions` retention task (issue 43), as a purge of the scenario: the lifecycle clock
+   * is moved past SESSION_PURGE_AFTER_S (the bench stack lets it move), the worker's retention sweep
+   * (every RETENTION_SWEEP_MS, the deployment's default) purges the deleted sessions, and this polls
+   * (every second, at most `maxWaitS`) until none of their rows is left; the clock is put back.
+   */
+  function deletedSessionsPurge({ purgeAfterS = 7 * 24 * 3600, maxWaitS = 600 } = {}) {
+    return {
+      name: 'deleted_sessions (the lifecycle clock moved past SESSION_PURGE_AFTER_S)',
+      run: async ({ db, sessionIds }) => {
+        const started = performance.now();
+        await setLifecycleClock(purgeAfterS + 3600);
+        try {
+          let left = sessionIds.length;
+          for (let waited = 0; waited < maxWaitS && left > 0; waited += 1) {
+            left = (await db.query(`SELECT count(*)::int AS n FROM sessions WHERE id = ANY($1::uuid[])`, [sessionIds])).rows[0].n;
+            if (left > 0) await sleep(1_000);
+          }
+          if (left > 0) throw new Error(`purge: ${left} of ${sessionIds.length} deleted sessions still there after ${maxWaitS} s`);
+          return { sessions_purged: sessionIds.length, wall_s: round((performance.now() - started) / 1000, 1) };
+        } finally {
+          await setLifecycleClock(0);
+        }
+      },
+    };
+  }
+
+  async function setLifecycleClock(offsetS) {
+    const res = await fetch(`${client.baseUrl}/api/v1/admin/lifecycle-clock`, { method: 'PUT', headers: client.headers(), body: JSON.stringify({ offset_s: offsetS }) });
+    if (res.status !== 200) throw new Error(`lifecycle clock: ${res.status} ${await res.text()}`);
+    await res.body?.cancel();
   }
 
   async function createSessions(n, agentId) {
