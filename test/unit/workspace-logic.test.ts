@@ -72,20 +72,17 @@ describe('applyUnifiedDiff', () => {
     assert.deepEqual(result.files[0]!.content!.split('\n').flatMap((line, i) => (line === 'MARK' ? [i] : [])), [2000]);
   });
 
-  it('applies or refuses a 10k-line context hunk on a 5M-line file in bounded time (< 2 s each)', () => {
+  // What bounds the time is the patch tool's work budget (the refusal names it), not a clock: no timed assertion here.
+  it('refuses a 10k-line context hunk that matches nowhere on a 5M-line file by its work budget, and applies it where its header says', () => {
     const lines = new Array<string>(5_000_000).fill('x');
     const text = lines.join('\n') + '\n';
     const context = new Array<string>(10_000).fill(' x');
     // Nowhere matches: every place agrees on 9,999 lines before the last differs; the work budget refuses it.
-    let started = Date.now();
     const hostile = applyUnifiedDiff(['--- a/big', '+++ b/big', '@@ -1,10001 +1,10001 @@', ...context, '-y', '+z', ''].join('\n'), files({ big: text }));
-    assert.ok(Date.now() - started < 2_000, `refused in ${Date.now() - started} ms`);
     assert.equal(hostile.ok, false);
     assert.match(!hostile.ok ? hostile.error : '', /costs more than this tool allows.*nothing was changed/);
     // The same hunk where its header says (near line 4M), with a line that is there: applied.
-    started = Date.now();
     const good = applyUnifiedDiff(['--- a/big', '+++ b/big', '@@ -4000000,10001 +4000000,10001 @@', ...context, '-x', '+z', ''].join('\n'), files({ big: text }));
-    assert.ok(Date.now() - started < 2_000, `applied in ${Date.now() - started} ms`);
     assert.ok(good.ok);
     const content = good.files[0]!.content!;
     assert.equal(content.length, text.length);
