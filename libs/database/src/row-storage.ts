@@ -63,3 +63,12 @@ export function rowStorageOf(value: unknown): RowStorage {
   const { rows, bytes } = (value ?? {}) as { rows?: number | string; bytes?: number | string };
   return { rows: Number(rows ?? 0), bytes: Number(bytes ?? 0) };
 }
+
+/**
+ * One row's stored bytes as a SQL expression over `table` aliased `t` (a tuple header plus each
+ * column as kept, TOASTed ones at their stored size without reading them): what a retention task
+ * sums in its `DELETE … RETURNING` to report the bytes it removed.
+ */
+export async function rowBytesSql(db: StorageQueryable, table: string): Promise<string> {
+  return `(${TUPLE_HEADER_BYTES} + ${await columnSum(db, table)})`;
+}

@@ -23,6 +23,8 @@ import { TurnSettlement } from './endings/turn-settlement.js';
 import { ForkPoints } from './forks/fork-points.js';
 import { ForkWrites } from './forks/fork-writes.js';
 import { RunRecovery } from './recovery/run-recovery.js';
+import { CooperationSignalsRetention } from './retention/cooperation-signals-retention.js';
+import { ModelRequestsRetention } from './retention/model-requests-retention.js';
 import { ModelCallSteps } from './steps/model-call-steps.js';
 import { RunSuspensions } from './steps/run-suspensions.js';
 import { ToolCallSteps } from './steps/tool-call-steps.js';
@@ -57,12 +59,15 @@ const TABLES = [SessionsRepository, ProjectsRepository, TreeRepository, SessionS
  */
 const SYSTEMS = [AfterCommit, SessionTransactions, TurnTakeovers, TurnSettlement, SessionControls, TurnClaims, RunEndings, RunRecovery, RunOutputWriter, ModelCallSteps, ToolCallSteps, RunSuspensions, ToolOutputItems, WaitpointControls, AttachmentTransitions, CooperationTransitions, MemberCreations, MemberControls, CooperationWaits, TreeControls, CapabilityLimits, ForkPoints, ForkWrites];
 
+/** The engine's retention tasks (RetentionTask): the worker's retention sweep (libs/retention) runs them. */
+const RETENTION = [ModelRequestsRetention, CooperationSignalsRetention];
+
 /** Parts of a system that only other systems use: nothing outside the engine injects them. */
 const INTERNAL: unknown[] = [RunOutputWriter, TurnTakeovers, ToolOutputItems, MemberCreations, MemberControls];
 
 @Module({
   imports: [TypeOrmModule.forFeature([SessionEntity, ProjectEntity, InputEntity, IdempotencyReceiptEntity, TurnEntity, RunEntity, ItemEntity]), EventsModule, FilesModule, QueueModule, AgentsModule, BudgetsModule],
-  providers: [...TABLES, ...SYSTEMS],
-  exports: [...TABLES, ...SYSTEMS.filter((system) => !INTERNAL.includes(system))],
+  providers: [...TABLES, ...SYSTEMS, ...RETENTION],
+  exports: [...TABLES, ...SYSTEMS.filter((system) => !INTERNAL.includes(system)), ...RETENTION],
 })
 export class EngineModule {}

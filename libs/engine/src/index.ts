@@ -36,6 +36,8 @@ export type { Lease } from './claims/lease.js';
 export { RunsRepository, type SuccessorSpec } from './tables/runs.repository.js';
 export { type NewStep, StepsRepository } from './tables/steps.repository.js';
 export { type ModelRequestRow, ModelRequestsRepository } from './tables/model-requests.repository.js';
+export { ModelRequestsRetention } from './retention/model-requests-retention.js';
+export { CooperationSignalsRetention } from './retention/cooperation-signals-retention.js';
 export { type NewTurn, type SettleSpec, TurnsRepository } from './tables/turns.repository.js';
 export { MAX_TRACED_TURN_INPUTS, TRACED_TURN_RETENTION_MARGIN_S, type TracedTurnRow, type TracedTurnsQuery } from './views/traced-turns.js';
 export { type OpenWaitpointFilter, type OpenWaitpointRow, type RunFleetCounts, TIMELINE_TEXT_MAX, type TimelineRunRow, type TimelineStepRow } from './views/operator-reads.js';

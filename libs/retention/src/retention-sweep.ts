@@ -20,7 +20,8 @@ export interface RetentionTickReport {
 /**
  * Runs every retention task once per RETENTION_SWEEP_MS (the maintenance queue's `retention.sweep`
  * job, one worker at a time per tick): each task in batches of RETENTION_BATCH_ROWS until nothing
- * more is due or RETENTION_BATCHES_PER_TICK ran, then its lag is read for the gauge. A failing task
+ * more is due or RETENTION_BATCHES_PER_TICK ran; the lag gauge reads 0 when it drained, else the
+ * task's lag (the backlog the next tick continues). A failing task
  * is logged (throttled) and counted; the others still run, and the next tick retries it.
  */
 @Injectable()
@@ -41,15 +42,18 @@ export class RetentionSweep {
   private async runTask(task: RetentionTask): Promise<RetentionTickReport> {
     const report: RetentionTickReport = { kind: task.kind, rows: 0, bytes: 0, batches: 0, failed: false };
     try {
-      for (let batch = 0; batch < RETENTION_BATCHES_PER_TICK; batch += 1) {
+      let more = true;
+      while (more && report.batches < RETENTION_BATCHES_PER_TICK) {
         const done = await task.runBatch(this.config.retentionBatchRows);
         report.batches += 1;
         report.rows += done.rows;
         report.bytes += done.bytes;
         metrics.retentionRemoved(task.kind, done.rows, done.bytes);
-        if (!done.more) break;
+        more = done.more;
       }
-      metrics.retentionLagSeen(task.kind, await task.lagSeconds());
+      // Drained: nothing is due now, so the lag is 0 without a read (an idle tick costs each task
+      // its one probe). A backlog left for the next tick is measured.
+      metrics.retentionLagSeen(task.kind, more ? await task.lagSeconds() : 0);
     } catch (error) {
       report.failed = true;
       metrics.retentionFailed(task.kind);

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
+import { AuditModule, AuditRetention } from '#libs/audit';
 import type { RetentionTask } from '#libs/database';
+import { CooperationSignalsRetention, EngineModule, ModelRequestsRetention } from '#libs/engine';
 import { RETENTION_TASKS, RetentionSweep } from './retention-sweep.js';
 
 /**
@@ -8,11 +10,12 @@ import { RETENTION_TASKS, RetentionSweep } from './retention-sweep.js';
  * name in RETENTION_KINDS (libs/database).
  */
 @Module({
+  imports: [EngineModule, AuditModule],
   providers: [
     {
       provide: RETENTION_TASKS,
       useFactory: (...tasks: RetentionTask[]): RetentionTask[] => tasks,
-      inject: [],
+      inject: [ModelRequestsRetention, CooperationSignalsRetention, AuditRetention],
     },
     RetentionSweep,
   ],
