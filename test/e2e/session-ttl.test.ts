@@ -47,7 +47,8 @@ describe('session TTL', () => {
   });
 
   it('archives a session idle past archive_after, deletes it past delete_after (404, off lists and search); an active turn postpones; a session\'s own shorter TTL wins', async () => {
-    const agent = await putAgent({ model: 'scripted:echo', ttl: { archive_after_idle_s: ARCHIVE_S, delete_after_idle_s: DELETE_S } });
+    // ask_user: the held session's turn waits at a question (an active turn) until it is cancelled.
+    const agent = await putAgent({ model: 'scripted:echo', tools: [{ type: 'builtin', name: 'ask_user' }], ttl: { archive_after_idle_s: ARCHIVE_S, delete_after_idle_s: DELETE_S } });
     assert.deepEqual(agent.agent.yuxi.ttl, { archive_after_idle_s: ARCHIVE_S, delete_after_idle_s: DELETE_S });
 
     const idle = await created({ agent_id: agent.id, input: 'hello, then idle' });
