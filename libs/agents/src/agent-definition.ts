@@ -3,6 +3,7 @@ import type { EnvironmentConfig } from '#libs/environments';
 import type { FieldError } from '#libs/errors';
 import { parseToolDeclarations, type ToolDeclaration } from '#libs/tools';
 import { parseAgentEnvironment, UNBOUNDED } from './agent-environment.js';
+import { parseTtl, type SessionTtl } from './session-ttl.js';
 import { AGENT_VISIBILITIES, type AgentContext, DEFAULT_MULTI_AGENT, type MultiAgentPolicy, type AgentLimits, COMPACTION_MODES, type CompactionMode, type AgentVisibility, TOOL_APPROVAL_MODES, type ToolApprovalMode } from './agent.entity.js';
 
 /** A saved agent as an administrator writes it (PUT body, or one entry of AGENTS_FILE). */
@@ -25,12 +26,14 @@ export interface AgentDefinition {
   visibility: AgentVisibility;
   /** The environment its sessions get by default (they may ask for none, or tighten it); null: none. */
   environment: EnvironmentConfig | null;
+  /** How long its sessions may stay idle before they are archived, and deleted (README "Session TTL"); null: no TTL. */
+  ttl: SessionTtl | null;
 }
 
 export const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** Slugs that are routes under /api/v1/agents: an agent with one of these ids could not be read at /api/v1/agents/{id}. */
 export const RESERVED_AGENT_IDS: readonly string[] = ['sessions', 'files', 'projects'];
-const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'allowed_models', 'tool_approval_pinned', 'limits', 'context', 'multi_agent', 'visibility', 'environment']);
+const FIELDS = new Set(['id', 'name', 'description', 'instructions', 'model', 'tools', 'tool_approval_mode', 'allowed_models', 'tool_approval_pinned', 'limits', 'context', 'multi_agent', 'visibility', 'environment', 'ttl']);
 const LIMIT_RANGES: Record<keyof AgentLimits, [number, number]> = {
   max_model_calls: [1, 1000],
   max_tool_calls: [0, 1000],
@@ -95,6 +98,8 @@ export function parseAgentDefinition(raw: unknown, ceilings: SandboxLimitValues 
   const context = parseContext(body.context, fail);
   const multiAgent = parseMultiAgent(body.multi_agent, fail);
   const environment = parseAgentEnvironment(body.environment, ceilings, errors);
+  const ttl = parseTtl(body.ttl, 'ttl');
+  errors.push(...ttl.errors);
   const parsedTools = parseToolDeclarations(body.tools ?? []);
   for (const error of parsedTools.errors) {
     const match = /^(tools(?:\[\d+\])?(?:\.[\w]+)?)[: ]\s*(.*)$/.exec(error);
@@ -116,6 +121,7 @@ export function parseAgentDefinition(raw: unknown, ceilings: SandboxLimitValues 
       multi_agent: multiAgent,
       visibility: visibility as AgentVisibility,
       environment,
+      ttl: ttl.ttl,
     },
     errors,
   };

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import { TTL_MAX_S, TTL_MIN_S } from './session-ttl.js';
 import { COMPACTION_MODES } from './agent.entity.js';
 import { AgentEnvironmentDto, ENVIRONMENT_DEFAULT_RULE, EnvironmentParamDto } from './environment.dto.js';
 
@@ -133,6 +134,17 @@ export const MODEL_OVERRIDE_RULE =
 export const APPROVAL_PIN_RULE =
   'With `tool_approval_pinned`, callers who do not manage the agent (its owner; administrators for every agent) may raise the approval mode above the agent\'s `tool_approval_mode` (`always_trust` < `default` < `always_ask`) at session create, on a session update or per message, never lower it (422 `tool_approval_pinned`), and their `approve_session` decisions approve the one call only. Not pinned: every caller sets the modes as before.';
 
+/** The session TTL rule, said once for every place a `ttl` shows (agent, project, session create and update). */
+export const TTL_RULE =
+  'Idle time counts from the session\'s `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project\'s and its agent\'s set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root.';
+
+export class SessionTtlDto {
+  @ApiPropertyOptional({ type: 'integer', minimum: TTL_MIN_S, maximum: TTL_MAX_S, description: 'Seconds idle before the session is archived.', example: 86_400 })
+  archive_after_idle_s?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: TTL_MIN_S, maximum: TTL_MAX_S, description: 'Seconds idle before the session is deleted; at least `archive_after_idle_s` when both are set.', example: 2_592_000 })
+  delete_after_idle_s?: number;
+}
+
 export class AgentYuxiDto {
   @ApiProperty({ enum: ['default', 'always_ask', 'always_trust'] }) tool_approval_mode!: string;
   @ApiProperty({ description: `true: the approval mode is pinned. ${APPROVAL_PIN_RULE}` }) tool_approval_pinned!: boolean;
@@ -150,6 +162,7 @@ export class AgentYuxiDto {
   @ApiProperty({ type: AgentContextDto, description: 'Context management as defined (defaults not filled in).' }) context!: AgentContextDto;
   @ApiProperty({ type: MultiAgentDto, nullable: true, description: 'Cooperation (defaults filled in); null: the agent does not coordinate.' }) multi_agent!: MultiAgentDto | null;
   @ApiProperty({ type: AgentEnvironmentDto, nullable: true, description: `The environment its sessions get by default; null: none. ${ENVIRONMENT_DEFAULT_RULE}` }) environment!: AgentEnvironmentDto | null;
+  @ApiProperty({ type: SessionTtlDto, nullable: true, description: `Its sessions' TTL; null: none. ${TTL_RULE}` }) ttl!: SessionTtlDto | null;
   @ApiPropertyOptional({ description: 'System prompt; shown to administrators only.' }) instructions?: string;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) updated_at!: number;
 }
@@ -191,6 +204,8 @@ export class PutAgentDto {
   @ApiPropertyOptional({ enum: ['public', 'private'], default: 'public', description: 'private: visible to its creator only.' }) visibility?: string;
   @ApiPropertyOptional({ type: EnvironmentParamDto, nullable: true, description: `The environment its sessions get by default (without \`files\`: they belong to a caller); omitted, null or \`{"type": "none"}\`: none. ${ENVIRONMENT_DEFAULT_RULE}` })
   environment?: EnvironmentParamDto | null;
+  @ApiPropertyOptional({ type: SessionTtlDto, nullable: true, description: `How long its sessions may stay idle before they are archived, and deleted; omitted, null or \`{}\`: no TTL. Each value an integer ${TTL_MIN_S}–${TTL_MAX_S} seconds (else 422 naming the field). ${TTL_RULE}` })
+  ttl?: SessionTtlDto | null;
 }
 
 export class AgentDeletedDto {
@@ -214,6 +229,7 @@ export class AgentDefinitionDto {
   @ApiProperty({ type: MultiAgentDto, nullable: true }) multi_agent!: MultiAgentDto | null;
   @ApiProperty({ enum: ['public', 'private'] }) visibility!: string;
   @ApiProperty({ type: EnvironmentParamDto, nullable: true, description: 'The default environment as normalised (env values shown as "***"); null: none.' }) environment!: EnvironmentParamDto | null;
+  @ApiProperty({ type: SessionTtlDto, nullable: true, description: 'Its sessions\' TTL; null: none.' }) ttl!: SessionTtlDto | null;
 }
 
 /** One version of a saved agent: what a create or replace wrote. */

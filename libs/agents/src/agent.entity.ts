@@ -1,6 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import type { EnvironmentConfig } from '#libs/environments';
 import type { ToolDeclaration } from '#libs/tools';
+import type { SessionTtl } from './session-ttl.js';
 
 /**
  * `default`: ask before a server tool that declares `requires_approval`; `always_ask`: before every
@@ -70,6 +71,8 @@ export interface AgentSnapshot {
   multi_agent?: MultiAgentPolicy;
   /** Who may override what on the session (absent on sessions from before overrides had a policy: only the deployment's allowlist applies). */
   policy?: AgentPolicySnapshot;
+  /** The agent's session TTL when it sets one: the bound a session's own `yuxi.ttl` may not pass on a later update. */
+  ttl?: SessionTtl;
 }
 
 /**
@@ -111,6 +114,8 @@ export class AgentEntity {
   @Column('varchar') visibility!: AgentVisibility;
   /** The environment its sessions get unless they ask for none or tighten it; null: none. Its limits: only those it sets. */
   @Column('jsonb', { nullable: true }) environment!: EnvironmentConfig | null;
+  /** How long its sessions may stay idle before they are archived, and deleted; null: no TTL. */
+  @Column('jsonb', { nullable: true }) ttl!: SessionTtl | null;
   @Column('integer') version!: number;
   @Column('timestamptz', { name: 'deleted_at', nullable: true }) deletedAt!: Date | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;

@@ -112,6 +112,7 @@ export class AgentsService {
     });
     const snapshot: AgentSnapshot = { version: agent.version, tools, limits: effectiveLimits(agent.limits), context: agent.context };
     if (agent.multiAgent?.enabled) snapshot.multi_agent = agent.multiAgent;
+    if (agent.ttl) snapshot.ttl = agent.ttl;
     snapshot.policy = {
       owner_id: agent.ownerId,
       model: this.effectiveModel(agent),
@@ -181,6 +182,7 @@ export class AgentsService {
         multiAgent: definition.multi_agent,
         visibility: definition.visibility,
         environment: definition.environment,
+        ttl: definition.ttl,
       };
       const now = new Date();
       if (!existing) {
@@ -262,6 +264,7 @@ export class AgentsService {
         context: row.context,
         multi_agent: row.multiAgent,
         environment: agentEnvironmentView(row.environment, admin),
+        ttl: row.ttl ?? null,
         updated_at: unixSeconds(row.updatedAt),
       },
     };
@@ -349,6 +352,7 @@ function definitionOf(definition: AgentDefinition): AgentDefinition {
     multi_agent: definition.multi_agent,
     visibility: definition.visibility,
     environment: definition.environment ?? null,
+    ttl: definition.ttl ?? null,
   };
 }
 

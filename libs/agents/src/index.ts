@@ -1,4 +1,5 @@
-export { APPROVAL_PIN_RULE, MODEL_OVERRIDE_RULE } from './agent.dto.js';
+export { APPROVAL_PIN_RULE, MODEL_OVERRIDE_RULE, SessionTtlDto, TTL_RULE } from './agent.dto.js';
+export { type EffectiveTtl, NO_TTL, parseTtl, resolveSessionTtl, type SessionTtl, TTL_FIELDS, TTL_MAX_S, TTL_MIN_S, ttlExpiresAt, ttlView } from './session-ttl.js';
 export { AgentDefinitionDto, AgentDeletedDto, AgentDto, AgentListDto, AgentVersionDto, AgentVersionListDto, BuiltinToolDto, FunctionToolDto, McpBearerAuthDto, McpClientCredentialsAuthDto, McpToolDto, PutAgentDto } from './agent.dto.js';
 export {
   type AgentContext,

@@ -37,6 +37,7 @@ import { Fork1767200000000 } from './migrations/1767200000000-fork.js';
 import { Traces1767300000000 } from './migrations/1767300000000-traces.js';
 import { DataLifecycle1767400000000 } from './migrations/1767400000000-data-lifecycle.js';
 import { RetentionKinds1767400200000 } from './migrations/1767400200000-retention-kinds.js';
+import { SessionTtl1767400300000 } from './migrations/1767400300000-session-ttl.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -77,6 +78,7 @@ export const MIGRATIONS = [
   Traces1767300000000,
   DataLifecycle1767400000000,
   RetentionKinds1767400200000,
+  SessionTtl1767400300000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

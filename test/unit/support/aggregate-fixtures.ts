@@ -46,6 +46,8 @@ export function aSession(over: Partial<SessionEntity> = {}): SessionEntity {
     forkItemSeq: null,
     forkTurnSeq: null,
     metadata: {},
+    ttlArchiveAfterS: null,
+    ttlDeleteAfterS: null,
     revision: 1,
     deletedAt: null,
     createdAt: AT,

@@ -24,6 +24,7 @@ export const AGENT_EXAMPLE = {
     context: {},
     multi_agent: null,
     environment: null,
+    ttl: null,
     updated_at: AT,
   },
 };
@@ -58,6 +59,7 @@ export const PUT_AGENT_RESPONSE_EXAMPLE = {
     context: PUT_AGENT_EXAMPLE.context,
     multi_agent: null,
     environment: null,
+    ttl: null,
     instructions: PUT_AGENT_EXAMPLE.instructions,
     updated_at: AT,
   },
@@ -77,6 +79,7 @@ const AGENT_VERSION_DEFINITION = {
   multi_agent: null,
   visibility: 'public',
   environment: null,
+  ttl: null,
 };
 export const AGENT_VERSION_LIST_EXAMPLE = {
   object: 'list',

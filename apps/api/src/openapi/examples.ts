@@ -63,6 +63,8 @@ function session(overrides: { status: string; receipt: object | null; title: str
       metadata: { channel: 'web' },
       revision: 1,
       receipt: overrides.receipt,
+      ttl: null,
+      expires_at: null,
     },
   };
 }
@@ -81,7 +83,7 @@ export const ADMIN_SESSION_LIST_EXAMPLE = { object: 'list', data: [ADMIN_SESSION
 
 const PROJECT_ID = '0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10';
 export const CREATE_PROJECT_EXAMPLE = { name: 'Quarterly reporting', description: 'Sessions about the Q3 report share its files.' };
-export const PROJECT_EXAMPLE = { id: PROJECT_ID, object: 'agent.project', ...CREATE_PROJECT_EXAMPLE, created_at: AT - 60, updated_at: AT - 60 };
+export const PROJECT_EXAMPLE = { id: PROJECT_ID, object: 'agent.project', ...CREATE_PROJECT_EXAMPLE, created_at: AT - 60, updated_at: AT - 60, yuxi: { ttl: null } };
 export const PROJECT_LIST_EXAMPLE = { object: 'list', data: [PROJECT_EXAMPLE], first_id: PROJECT_ID, last_id: PROJECT_ID, has_more: false };
 export const PROJECT_DELETED_EXAMPLE = { id: PROJECT_ID, object: 'agent.project', deleted: true };
 

@@ -3,12 +3,15 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { isUuid, newId, type Page, type PageQuery, prepared, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
+import type { SessionTtl } from '#libs/agents';
 import { PROJECT_COLUMNS, type ProjectEntity, projectFromRow } from './project.entity.js';
 
 export interface NewProject {
   ownerId: string;
   name: string;
   description: string;
+  /** The TTL of its sessions (checked by the caller); null: none. */
+  ttl?: SessionTtl | null;
 }
 
 /**
@@ -23,8 +26,8 @@ export class ProjectsRepository {
 
   async create(project: NewProject): Promise<ProjectEntity> {
     const [row] = (await this.dataSource.query(
-      prepared(`INSERT INTO projects (id, owner_id, name, description) VALUES ($1, $2, $3, $4) RETURNING ${PROJECT_COLUMNS}`),
-      [newId(), project.ownerId, project.name, project.description],
+      prepared(`INSERT INTO projects (id, owner_id, name, description, ttl) VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING ${PROJECT_COLUMNS}`),
+      [newId(), project.ownerId, project.name, project.description, project.ttl ? JSON.stringify(project.ttl) : null],
     )) as Record<string, unknown>[];
     return projectFromRow(row!);
   }
@@ -82,6 +85,13 @@ export class ProjectsRepository {
     if (!isUuid(projectId)) return;
     const rows = (await manager.query(prepared(`SELECT owner_id, deleted_at FROM projects WHERE id = $1 FOR SHARE`), [projectId])) as { owner_id: string; deleted_at: Date | null }[];
     if (rows[0] && (rows[0].owner_id !== ownerId || rows[0].deleted_at !== null)) throw DomainError.notFound(`Project ${projectId}`);
+  }
+
+  /** The session TTL of a project (deleted or not: its sessions keep the bounds it gave them); null: none, or no such project (a free label). */
+  async ttlOf(manager: EntityManager, projectId: string): Promise<SessionTtl | null> {
+    if (!isUuid(projectId)) return null;
+    const rows = (await manager.query(prepared(`SELECT ttl FROM projects WHERE id = $1`), [projectId])) as { ttl: SessionTtl | null }[];
+    return rows[0]?.ttl ?? null;
   }
 
   /**

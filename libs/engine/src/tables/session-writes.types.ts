@@ -1,4 +1,4 @@
-import type { AgentSnapshot, CompactionMode } from '#libs/agents';
+import type { AgentSnapshot, CompactionMode, EffectiveTtl } from '#libs/agents';
 import type { SessionEntity } from './session.entity.js';
 
 /** What SessionsRepository.create and update take. */
@@ -18,6 +18,8 @@ export interface NewSession {
   /** The caller's labels (validated by the API); omitted: none. */
   metadata?: Record<string, string>;
   environment?: SessionEntity['environment']; // normalised by the API; omitted: none
+  /** The effective session TTL (resolveSessionTtl); omitted: none. */
+  ttl?: EffectiveTtl;
 }
 
 /** Presentation and default-configuration changes; each field optional. */
@@ -30,5 +32,7 @@ export interface SessionPatch {
   compactionMode?: CompactionMode;
   /** Replaces the whole map (as OpenAI's metadata updates do). */
   metadata?: Record<string, string>;
+  /** The session's TTL, resolved again from its new own `yuxi.ttl` (or none) and its project's and agent's. */
+  ttl?: EffectiveTtl;
   /** An update though no column above changes (the session's budget, in its own table, did): the revision moves. */ touched?: boolean;
 }

@@ -74,6 +74,13 @@ export class SessionEntity {
   @Column('integer', { name: 'fork_turn_seq', nullable: true }) forkTurnSeq!: number | null;
   /** The caller's string labels (bounded by the API; filterable in lists). */
   @Column('jsonb') metadata!: Record<string, string>;
+  /**
+   * Session TTL: the idle seconds after which the retention sweep archives, and deletes, the
+   * session (its own, its project's and its agent's, resolved when it was created or updated:
+   * libs/agents resolveSessionTtl); null: never, for idleness. Set on roots only: members follow their root.
+   */
+  @Column('integer', { name: 'ttl_archive_after_s', nullable: true }) ttlArchiveAfterS!: number | null;
+  @Column('integer', { name: 'ttl_delete_after_s', nullable: true }) ttlDeleteAfterS!: number | null;
   /** Bumped by every update made through the session routes; `If-Match` compares it. */
   @Column('integer') revision!: number;
   /** Soft delete: a deleted session is not found by any owner-scoped lookup. */
@@ -90,7 +97,8 @@ export class SessionEntity {
 export const SESSION_COLUMNS =
   'id, owner_id, agent_id, model, tool_approval_mode, compaction_mode, instructions, agent_snapshot, trusted_tools, title, project_id, workdir_id, environment, is_pinned, archived, unread, queue_paused, ' +
   'input_seq, item_seq, turn_seq, pending_input_count, current_turn, parent_session_id, root_session_id, depth, spawned_turn_id, spawned_call_id, subagent, ' +
-  'tree_max_concurrent, tree_stopped_at, forked_from_session_id, forked_from_turn_id, fork_position, fork_item_seq, fork_turn_seq, metadata, revision, deleted_at, created_at, last_active_at, updated_at';
+  'tree_max_concurrent, tree_stopped_at, forked_from_session_id, forked_from_turn_id, fork_position, fork_item_seq, fork_turn_seq, metadata, revision, deleted_at, created_at, last_active_at, updated_at, ' +
+  'ttl_archive_after_s, ttl_delete_after_s';
 
 /** Maps a raw `sessions` row (RETURNING / SELECT of SESSION_COLUMNS) onto the entity. */
 export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
@@ -132,6 +140,8 @@ export function sessionFromRow(row: Record<string, unknown>): SessionEntity {
     forkTurnSeq: row.fork_turn_seq === null || row.fork_turn_seq === undefined ? null : Number(row.fork_turn_seq),
     metadata: (row.metadata as Record<string, string> | null) ?? {},
     revision: Number(row.revision ?? 1),
+    ttlArchiveAfterS: row.ttl_archive_after_s === null || row.ttl_archive_after_s === undefined ? null : Number(row.ttl_archive_after_s),
+    ttlDeleteAfterS: row.ttl_delete_after_s === null || row.ttl_delete_after_s === undefined ? null : Number(row.ttl_delete_after_s),
     deletedAt: (row.deleted_at as Date | null) ?? null,
     createdAt: row.created_at as Date,
     lastActiveAt: row.last_active_at as Date,

@@ -58,8 +58,9 @@ export class SessionsRepository {
   async create(manager: EntityManager, input: NewSession, withFirstInput: boolean): Promise<SessionEntity> {
     const now = new Date();
     const id = newId();
+    const { ttl, ...fields } = input;
     const row = manager.create(SessionEntity, {
-      ...input,
+      ...fields,
       id,
       parentSessionId: null,
       rootSessionId: id,
@@ -78,6 +79,8 @@ export class SessionsRepository {
       workdirId: input.workdirId ?? id,
       environment: input.environment ?? null,
       metadata: input.metadata ?? {},
+      ttlArchiveAfterS: ttl?.archiveAfterS ?? null,
+      ttlDeleteAfterS: ttl?.deleteAfterS ?? null,
       revision: 1,
       deletedAt: null,
       trustedTools: [],
@@ -216,6 +219,10 @@ export class SessionsRepository {
     if (patch.toolApprovalMode !== undefined) set('tool_approval_mode', patch.toolApprovalMode);
     if (patch.compactionMode !== undefined) set('compaction_mode', patch.compactionMode);
     if (patch.metadata !== undefined) set('metadata', JSON.stringify(patch.metadata));
+    if (patch.ttl !== undefined) {
+      set('ttl_archive_after_s', patch.ttl.archiveAfterS);
+      set('ttl_delete_after_s', patch.ttl.deleteAfterS);
+    }
     if (sets.length === 0 && patch.touched !== true) {
       const current = await this.getVisible(ownerId, sessionId);
       if (ifMatch !== undefined && current.revision !== ifMatch) throw revisionMismatch(sessionId, ifMatch, current.revision);

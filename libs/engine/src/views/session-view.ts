@@ -1,6 +1,7 @@
 import { unixSeconds } from '#libs/database';
 import type { SessionBudgetView } from '#libs/budgets';
 import type { UsageTotals } from '#libs/usage';
+import { type SessionTtl, ttlExpiresAt, ttlView } from '#libs/agents';
 import type { AcceptedReceipt } from '../tables/receipt.entity.js';
 import { SESSION_STATUS_MACHINE, type SessionStatus, sessionStatusOf } from '../machines/session-states.js';
 import { type SessionEntity as Session, type TurnSummary } from '../tables/session.entity.js';
@@ -54,6 +55,10 @@ export interface SessionView {
     metadata: Record<string, string>;
     revision: number;
     receipt: AcceptedReceipt | null;
+    /** The TTL the session goes by (its own, its project's, its agent's: the shortest); null: none. */
+    ttl: SessionTtl | null;
+    /** Unix seconds: when the TTL deletes the session if it stays idle (else archives it, with an archive TTL only); null: never. */
+    expires_at: number | null;
     /** The session's own budget: set where the answer read or wrote it (create, update, get, list); null: none. */
     budget?: SessionBudgetView | null;
     /** The GET of one session only: the sums of its usage ledger. */
@@ -163,8 +168,14 @@ export function toSessionDto(session: Session, receipt: AcceptedReceipt | null =
       metadata: session.metadata,
       revision: session.revision,
       receipt,
+      ttl: ttlView(effectiveTtlOf(session)),
+      expires_at: ttlExpiresAt(effectiveTtlOf(session), session.lastActiveAt, session.archived),
     },
   };
+}
+
+function effectiveTtlOf(session: Session): { archiveAfterS: number | null; deleteAfterS: number | null } {
+  return { archiveAfterS: session.ttlArchiveAfterS ?? null, deleteAfterS: session.ttlDeleteAfterS ?? null };
 }
 
 function forkedFrom(session: Session): ForkedFrom | null {

@@ -1,9 +1,25 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsString, Length, MaxLength } from 'class-validator';
+import { Type } from 'class-transformer';
+import { IsObject, IsString, Length, MaxLength, ValidateNested } from 'class-validator';
+import { SessionTtlDto, TTL_RULE } from '#libs/agents';
+import { SessionTtlParamDto } from './create-session.dto.js';
 import { OptionalNotNull } from './validators.js';
 
 export const PROJECT_NAME_MAX = 200;
 export const PROJECT_DESCRIPTION_MAX = 2000;
+
+export class CreateProjectYuxiDto {
+  @ApiPropertyOptional({ type: SessionTtlParamDto, description: `The TTL of the project's sessions (a session may shorten it, never lengthen it). ${TTL_RULE}` })
+  @OptionalNotNull()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => SessionTtlParamDto)
+  ttl?: SessionTtlParamDto;
+}
+
+export class ProjectYuxiDto {
+  @ApiProperty({ type: SessionTtlDto, nullable: true, description: 'The TTL of the project\'s sessions; null: none.' }) ttl!: SessionTtlDto | null;
+}
 
 export class CreateProjectDto {
   @ApiProperty({ minLength: 1, maxLength: PROJECT_NAME_MAX, example: 'Quarterly reporting' })
@@ -16,6 +32,13 @@ export class CreateProjectDto {
   @IsString()
   @MaxLength(PROJECT_DESCRIPTION_MAX)
   description?: string;
+
+  @ApiPropertyOptional({ type: CreateProjectYuxiDto })
+  @OptionalNotNull()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => CreateProjectYuxiDto)
+  yuxi?: CreateProjectYuxiDto;
 }
 
 export class ProjectDto {
@@ -25,6 +48,7 @@ export class ProjectDto {
   @ApiProperty({ description: 'Empty when none was given.' }) description!: string;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) created_at!: number;
   @ApiProperty({ type: 'integer', description: 'Unix seconds.' }) updated_at!: number;
+  @ApiProperty({ type: ProjectYuxiDto }) yuxi!: ProjectYuxiDto;
 }
 
 export class ProjectListDto {

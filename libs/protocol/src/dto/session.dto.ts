@@ -1,4 +1,4 @@
-import { COMPACTION_MODES } from '#libs/agents';
+import { COMPACTION_MODES, SessionTtlDto, TTL_RULE } from '#libs/agents';
 import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, IsUUID, Length, Max, Min } from 'class-validator';
 import { Type } from 'class-transformer';
@@ -86,6 +86,19 @@ export class SessionYuxiDto {
   revision!: number;
   @ApiProperty({ type: ReceiptDto, nullable: true, description: 'Only on the create response that accepted an input; null on reads.' })
   receipt!: ReceiptDto | null;
+  @ApiProperty({
+    type: SessionTtlDto,
+    nullable: true,
+    description: `The TTL the session goes by, resolved when it was created (or its \`yuxi.ttl\` updated): per field the shortest of its own, its project's and its agent's; null: none. Cooperation members show null: they go with their root. ${TTL_RULE}`,
+  })
+  ttl!: SessionTtlDto | null;
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    description:
+      'Unix seconds: when the TTL deletes the session if it stays idle from now on (with an archive TTL only: when it archives it, null once archived); null without a TTL. A later input or turn moves it; an active turn or a pending input postpones the deletion (or archive) until it has settled. By the lifecycle clock (the database\'s).',
+  })
+  expires_at!: number | null;
   @ApiPropertyOptional({
     type: SessionBudgetDto,
     nullable: true,

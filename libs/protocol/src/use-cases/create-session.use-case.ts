@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { AgentsService, assertApprovalMode, assertModelOverride } from '#libs/agents';
+import { AgentsService, assertApprovalMode, assertModelOverride, parseTtl, resolveSessionTtl } from '#libs/agents';
 import { AppConfig } from '#libs/config';
 import { agentViewerOf, type Principal } from '#libs/auth';
 import { sessionBudgetView, writeSessionBudget } from '#libs/budgets';
@@ -74,6 +74,8 @@ export class CreateSession {
     const toolApprovalMode = dto.tool_approval_mode ?? agent.toolApprovalMode;
     if (dto.tool_approval_mode !== undefined) assertApprovalMode(principal, agentSnapshot.policy, dto.tool_approval_mode, 'tool_approval_mode');
     const environment = await this.environments.resolve(agent, dto.environment);
+    const ownTtl = parseTtl(dto.yuxi?.ttl, 'yuxi.ttl');
+    if (ownTtl.errors.length > 0) throw DomainError.validation(ownTtl.errors);
     // Inline images become session files; the intent holds each one's SHA-256, so a replay hashes the same.
     const images = messages ? await this.firstInput.decode(principal.userId, messages) : null;
 
@@ -91,6 +93,9 @@ export class CreateSession {
       // lands before this session (which then fails) or after it (a session like the others).
       const project = dto.project_id === undefined ? null : await this.projects.getVisible(principal.userId, dto.project_id, manager);
       await this.environments.checkFiles(manager, principal.userId, environment);
+      // The TTL it goes by: its own within its project's and agent's (the strictest of each field).
+      const ttl = resolveSessionTtl({ own: ownTtl.ttl, project: project?.ttl, agent: agent.ttl }, 'yuxi.ttl');
+      if (ttl.errors.length > 0) throw DomainError.validation(ttl.errors);
       const session = await this.sessions.create(
         manager,
         {
@@ -108,6 +113,7 @@ export class CreateSession {
           treeMaxConcurrent: agent.multiAgent?.enabled ? agent.multiAgent.max_concurrent_subagents : null,
           metadata: metadata ?? {},
           environment,
+          ttl: ttl.ttl,
         },
         messages !== null,
       );

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
+import { parseTtl } from '#libs/agents';
 import type { Principal } from '#libs/auth';
+import { DomainError } from '#libs/errors';
 import { listEnvelope, type PageQuery, unixSeconds } from '#libs/database';
 import { type ProjectEntity, ProjectsRepository } from '#libs/engine';
 import type { CreateProjectDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from '../dto/project.dto.js';
@@ -12,6 +14,7 @@ export function toProjectDto(project: ProjectEntity): ProjectDto {
     description: project.description,
     created_at: unixSeconds(project.createdAt),
     updated_at: unixSeconds(project.updatedAt),
+    yuxi: { ttl: project.ttl },
   };
 }
 
@@ -21,7 +24,9 @@ export class CreateProject {
   constructor(private readonly projects: ProjectsRepository) {}
 
   async execute(principal: Principal, dto: CreateProjectDto): Promise<ProjectDto> {
-    return toProjectDto(await this.projects.create({ ownerId: principal.userId, name: dto.name, description: dto.description ?? '' }));
+    const ttl = parseTtl(dto.yuxi?.ttl, 'yuxi.ttl');
+    if (ttl.errors.length > 0) throw DomainError.validation(ttl.errors);
+    return toProjectDto(await this.projects.create({ ownerId: principal.userId, name: dto.name, description: dto.description ?? '', ttl: ttl.ttl }));
   }
 }
 

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { assertApprovalMode, assertModelOverride } from '#libs/agents';
+import { assertApprovalMode, assertModelOverride, type EffectiveTtl, parseTtl, resolveSessionTtl } from '#libs/agents';
 import type { Principal } from '#libs/auth';
 import { readSessionBudgets, sessionBudgetView, writeSessionBudget } from '#libs/budgets';
-import { SessionControls, SessionsRepository, toSessionDto } from '#libs/engine';
+import { ProjectsRepository, SessionControls, SessionsRepository, toSessionDto } from '#libs/engine';
+import { DomainError } from '#libs/errors';
 import { ModelRegistry } from '#libs/models';
 import type { SessionDto } from '../dto/session.dto.js';
 import type { UpdateSessionDto } from '../dto/update-session.dto.js';
@@ -18,6 +19,7 @@ export class UpdateSession {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly sessions: SessionsRepository,
     private readonly models: ModelRegistry,
+    private readonly projects: ProjectsRepository,
   ) {}
 
   /** `ifMatch`: the revision the caller last read (parsed from `If-Match`); a stale one is 412. */
@@ -30,6 +32,7 @@ export class UpdateSession {
       if (model !== undefined) assertModelOverride(principal, current.agentSnapshot?.policy, current.model, model, 'agent.model');
       if (mode !== undefined) assertApprovalMode(principal, current.agentSnapshot?.policy, mode, 'yuxi.tool_approval_mode');
     }
+    const ttl = dto.yuxi?.ttl === undefined ? undefined : await this.resolveTtl(principal, sessionId, dto.yuxi.ttl);
     const budgetParam = dto.yuxi?.budget;
     const patch = {
       title: dto.yuxi?.title,
@@ -39,6 +42,7 @@ export class UpdateSession {
       compactionMode: dto.yuxi?.compaction_mode,
       metadata: chosenMetadata(dto.metadata, dto.yuxi?.metadata),
       model,
+      ttl,
       // yuxi.budget is part of the session resource: changing it alone is an update like any other.
       touched: budgetParam !== undefined,
     };
@@ -52,6 +56,22 @@ export class UpdateSession {
     const view = toSessionDto(session);
     view.yuxi.budget = budget ? sessionBudgetView(budget) : null;
     return view;
+  }
+
+  /**
+   * The TTL a session goes by once its own is `own` (null: none of its own): resolved again within
+   * the bounds it was created under, its agent's as its snapshot keeps it (editing the agent later
+   * changes no session) and its project's. A member's is refused: members follow their root.
+   */
+  private async resolveTtl(principal: Principal, sessionId: string, own: unknown): Promise<EffectiveTtl> {
+    const parsed = parseTtl(own, 'yuxi.ttl');
+    if (parsed.errors.length > 0) throw DomainError.validation(parsed.errors);
+    const current = await this.sessions.getVisible(principal.userId, sessionId);
+    if (current.depth > 0) throw DomainError.validation([{ field: 'yuxi.ttl', errors: ['a cooperation member follows its root session: set the TTL there'] }]);
+    const project = current.projectId === null ? null : await this.projects.ttlOf(this.dataSource.manager, current.projectId);
+    const resolved = resolveSessionTtl({ own: parsed.ttl, project, agent: current.agentSnapshot?.ttl }, 'yuxi.ttl');
+    if (resolved.errors.length > 0) throw DomainError.validation(resolved.errors);
+    return resolved.ttl;
   }
 }
 

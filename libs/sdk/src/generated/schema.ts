@@ -1660,6 +1660,12 @@ export interface components {
              */
             on_exceeded?: "pause" | "fail";
         };
+        SessionTtlParamDto: {
+            /** @description Seconds idle before the session is archived. */
+            archive_after_idle_s?: number;
+            /** @description Seconds idle before the session is deleted; at least `archive_after_idle_s` when both are set (else 422 naming it). */
+            delete_after_idle_s?: number;
+        };
         CreateSessionYuxiDto: {
             /**
              * @description Draft file ids (POST /files) attached to this submission's input, at most 20, in order (the order is part of the idempotency intent). Each must be a live draft of the caller: unknown or expired → 404 and nothing is stored; attached already → 409 `file_already_bound`. The input is accepted at once with `attachment_status: preparing` and runs once a worker has put the files in the session's workdir. Requires a non-empty input.
@@ -1679,6 +1685,8 @@ export interface components {
             };
             /** @description A lifetime budget on the session (and its tree): see `/agents/budgets`. */
             budget?: components["schemas"]["SessionBudgetParamDto"];
+            /** @description The session's own TTL: each field at most what its project's and its agent's `ttl` set (longer: 422 naming the field). Idle time counts from the session's `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project's and its agent's set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root. */
+            ttl?: components["schemas"]["SessionTtlParamDto"];
         };
         EnvironmentNetworkParamDto: {
             /**
@@ -2011,6 +2019,18 @@ export interface components {
             /** @enum {string} */
             status: "accepted";
         };
+        SessionTtlDto: {
+            /**
+             * @description Seconds idle before the session is archived.
+             * @example 86400
+             */
+            archive_after_idle_s?: number;
+            /**
+             * @description Seconds idle before the session is deleted; at least `archive_after_idle_s` when both are set.
+             * @example 2592000
+             */
+            delete_after_idle_s?: number;
+        };
         BudgetSpentDto: {
             cost_microusd: number;
             tokens: number;
@@ -2097,6 +2117,10 @@ export interface components {
             revision: number;
             /** @description Only on the create response that accepted an input; null on reads. */
             receipt: components["schemas"]["ReceiptDto"] | (never | null);
+            /** @description The TTL the session goes by, resolved when it was created (or its `yuxi.ttl` updated): per field the shortest of its own, its project's and its agent's; null: none. Cooperation members show null: they go with their root. Idle time counts from the session's `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project's and its agent's set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root. */
+            ttl: components["schemas"]["SessionTtlDto"] | (never | null);
+            /** @description Unix seconds: when the TTL deletes the session if it stays idle from now on (with an archive TTL only: when it archives it, null once archived); null without a TTL. A later input or turn moves it; an active turn or a pending input postpones the deletion (or archive) until it has settled. By the lifecycle clock (the database's). */
+            expires_at: number | null;
             /** @description The session's own budget (`yuxi.budget` of create and update; a lifetime budget on the session and its tree); null: none. Shown by create, update, get and list; events leave it out. */
             budget?: components["schemas"]["SessionBudgetDto"] | (never | null);
             /** @description On the GET of the session only: what it used, summed over its usage ledger (every model call, compaction and MCP sampling request, tool call and sandbox command of its turns), with its cost at the prices in force at each call. */
@@ -2291,6 +2315,8 @@ export interface components {
             };
             /** @description Sets or replaces the session's own budget (a lifetime budget on the session and its tree); null removes it. */
             budget?: components["schemas"]["SessionBudgetParamDto"] | (never | null);
+            /** @description Replaces the session's own TTL (null or `{}` removes it: its project's and agent's apply); the TTL is resolved again. The session's own TTL: each field at most what its project's and its agent's `ttl` set (longer: 422 naming the field). Idle time counts from the session's `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project's and its agent's set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root. */
+            ttl?: components["schemas"]["SessionTtlParamDto"] | (never | null);
         };
         UpdateSessionDto: {
             /** @description `agent.model` applies to inputs received after this update. Who may switch the model: the deployment allows only the models of its MODEL_ALLOWLIST (empty: every model of a known provider). Within it, the agent's managers (its owner; administrators for every agent, public ones included) may switch to any model; other callers only to a model of the agent's `allowed_models` (none when it is null), or keep the agent's own. Anything else is 422 `model_not_allowed`. */
@@ -3149,6 +3175,10 @@ export interface components {
              */
             data_url: string;
         };
+        CreateProjectYuxiDto: {
+            /** @description The TTL of the project's sessions (a session may shorten it, never lengthen it). Idle time counts from the session's `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project's and its agent's set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root. */
+            ttl?: components["schemas"]["SessionTtlParamDto"];
+        };
         CreateProjectDto: {
             /** @example Quarterly reporting */
             name: string;
@@ -3157,6 +3187,11 @@ export interface components {
              * @example Sessions about the Q3 report share its files.
              */
             description?: string;
+            yuxi?: components["schemas"]["CreateProjectYuxiDto"];
+        };
+        ProjectYuxiDto: {
+            /** @description The TTL of the project's sessions; null: none. */
+            ttl: components["schemas"]["SessionTtlDto"] | (never | null);
         };
         ProjectDto: {
             /**
@@ -3173,6 +3208,7 @@ export interface components {
             created_at: number;
             /** @description Unix seconds. */
             updated_at: number;
+            yuxi: components["schemas"]["ProjectYuxiDto"];
         };
         ProjectListDto: {
             /** @enum {string} */
@@ -3889,6 +3925,8 @@ export interface components {
             multi_agent: components["schemas"]["MultiAgentDto"] | (never | null);
             /** @description The environment its sessions get by default; null: none. With a saved agent that has a default `environment`: omitted, the session gets the agent's; `{"type": "none"}`, none (the tightest there is); `openai_hosted`, the agent's tightened by the session's: network access only lower (disabled < restricted < enabled; restricted to restricted only with allowed domains within the agent's and every domain it blocks still blocked), each limit at most the agent's, `env` the agent's with the session's added (the session's value where both name a variable), `setup_commands` the agent's then the session's, `files` the session's. Asking for more than the agent allows is 422 `environment_loosened` naming each field. */
             environment: components["schemas"]["AgentEnvironmentDto"] | (never | null);
+            /** @description Its sessions' TTL; null: none. Idle time counts from the session's `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project's and its agent's set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root. */
+            ttl: components["schemas"]["SessionTtlDto"] | (never | null);
             /** @description System prompt; shown to administrators only. */
             instructions?: string;
             /** @description Unix seconds. */
@@ -3970,6 +4008,8 @@ export interface components {
             visibility: "public" | "private";
             /** @description The environment its sessions get by default (without `files`: they belong to a caller); omitted, null or `{"type": "none"}`: none. With a saved agent that has a default `environment`: omitted, the session gets the agent's; `{"type": "none"}`, none (the tightest there is); `openai_hosted`, the agent's tightened by the session's: network access only lower (disabled < restricted < enabled; restricted to restricted only with allowed domains within the agent's and every domain it blocks still blocked), each limit at most the agent's, `env` the agent's with the session's added (the session's value where both name a variable), `setup_commands` the agent's then the session's, `files` the session's. Asking for more than the agent allows is 422 `environment_loosened` naming each field. */
             environment?: components["schemas"]["EnvironmentParamDto"] | (never | null);
+            /** @description How long its sessions may stay idle before they are archived, and deleted; omitted, null or `{}`: no TTL. Each value an integer 60–316224000 seconds (else 422 naming the field). Idle time counts from the session's `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project's and its agent's set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root. */
+            ttl?: components["schemas"]["SessionTtlDto"] | (never | null);
         };
         AgentDefinitionDto: {
             name: string;
@@ -3997,6 +4037,8 @@ export interface components {
             visibility: "public" | "private";
             /** @description The default environment as normalised (env values shown as "***"); null: none. */
             environment: components["schemas"]["EnvironmentParamDto"] | (never | null);
+            /** @description Its sessions' TTL; null: none. */
+            ttl: components["schemas"]["SessionTtlDto"] | (never | null);
         };
         AgentVersionDto: {
             /** @enum {string} */
@@ -4362,6 +4404,10 @@ export interface components {
             revision: number;
             /** @description Only on the create response that accepted an input; null on reads. */
             receipt: components["schemas"]["ReceiptDto"] | (never | null);
+            /** @description The TTL the session goes by, resolved when it was created (or its `yuxi.ttl` updated): per field the shortest of its own, its project's and its agent's; null: none. Cooperation members show null: they go with their root. Idle time counts from the session's `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project's and its agent's set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root. */
+            ttl: components["schemas"]["SessionTtlDto"] | (never | null);
+            /** @description Unix seconds: when the TTL deletes the session if it stays idle from now on (with an archive TTL only: when it archives it, null once archived); null without a TTL. A later input or turn moves it; an active turn or a pending input postpones the deletion (or archive) until it has settled. By the lifecycle clock (the database's). */
+            expires_at: number | null;
             /** @description The session's own budget (`yuxi.budget` of create and update; a lifetime budget on the session and its tree); null: none. Shown by create, update, get and list; events leave it out. */
             budget?: components["schemas"]["SessionBudgetDto"] | (never | null);
             /** @description On the GET of the session only: what it used, summed over its usage ledger (every model call, compaction and MCP sampling request, tool call and sandbox command of its turns), with its cost at the prices in force at each call. */
@@ -7261,7 +7307,9 @@ export interface operations {
                      *               "channel": "web"
                      *             },
                      *             "revision": 1,
-                     *             "receipt": null
+                     *             "receipt": null,
+                     *             "ttl": null,
+                     *             "expires_at": null
                      *           }
                      *         }
                      *       ],
@@ -7451,7 +7499,9 @@ export interface operations {
                      *           "turn_id": null,
                      *           "run_id": null,
                      *           "status": "accepted"
-                     *         }
+                     *         },
+                     *         "ttl": null,
+                     *         "expires_at": null
                      *       }
                      *     }
                      */
@@ -7643,7 +7693,9 @@ export interface operations {
                      *           "channel": "web"
                      *         },
                      *         "revision": 1,
-                     *         "receipt": null
+                     *         "receipt": null,
+                     *         "ttl": null,
+                     *         "expires_at": null
                      *       }
                      *     }
                      */
@@ -7829,7 +7881,9 @@ export interface operations {
                      *           "channel": "web"
                      *         },
                      *         "revision": 2,
-                     *         "receipt": null
+                     *         "receipt": null,
+                     *         "ttl": null,
+                     *         "expires_at": null
                      *       }
                      *     }
                      */
@@ -8167,7 +8221,9 @@ export interface operations {
                      *           "channel": "web"
                      *         },
                      *         "revision": 1,
-                     *         "receipt": null
+                     *         "receipt": null,
+                     *         "ttl": null,
+                     *         "expires_at": null
                      *       }
                      *     }
                      */
@@ -11300,7 +11356,9 @@ export interface operations {
                      *           "channel": "web"
                      *         },
                      *         "revision": 1,
-                     *         "receipt": null
+                     *         "receipt": null,
+                     *         "ttl": null,
+                     *         "expires_at": null
                      *       }
                      *     }
                      */
@@ -12513,7 +12571,10 @@ export interface operations {
                      *           "name": "Quarterly reporting",
                      *           "description": "Sessions about the Q3 report share its files.",
                      *           "created_at": 1733399940,
-                     *           "updated_at": 1733399940
+                     *           "updated_at": 1733399940,
+                     *           "yuxi": {
+                     *             "ttl": null
+                     *           }
                      *         }
                      *       ],
                      *       "first_id": "0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10",
@@ -12658,7 +12719,10 @@ export interface operations {
                      *       "name": "Quarterly reporting",
                      *       "description": "Sessions about the Q3 report share its files.",
                      *       "created_at": 1733399940,
-                     *       "updated_at": 1733399940
+                     *       "updated_at": 1733399940,
+                     *       "yuxi": {
+                     *         "ttl": null
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["ProjectDto"];
@@ -12786,7 +12850,10 @@ export interface operations {
                      *       "name": "Quarterly reporting",
                      *       "description": "Sessions about the Q3 report share its files.",
                      *       "created_at": 1733399940,
-                     *       "updated_at": 1733399940
+                     *       "updated_at": 1733399940,
+                     *       "yuxi": {
+                     *         "ttl": null
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["ProjectDto"];
@@ -17350,6 +17417,7 @@ export interface operations {
                      *             "context": {},
                      *             "multi_agent": null,
                      *             "environment": null,
+                     *             "ttl": null,
                      *             "updated_at": 1733400000
                      *           }
                      *         }
@@ -17514,6 +17582,7 @@ export interface operations {
                      *         "context": {},
                      *         "multi_agent": null,
                      *         "environment": null,
+                     *         "ttl": null,
                      *         "updated_at": 1733400000
                      *       }
                      *     }
@@ -17684,6 +17753,7 @@ export interface operations {
                      *             "context": {},
                      *             "multi_agent": null,
                      *             "environment": null,
+                     *             "ttl": null,
                      *             "updated_at": 1733400000
                      *           }
                      *         }
@@ -17851,6 +17921,7 @@ export interface operations {
                      *         },
                      *         "multi_agent": null,
                      *         "environment": null,
+                     *         "ttl": null,
                      *         "instructions": "Be brief and friendly.",
                      *         "updated_at": 1733400000
                      *       }
@@ -17903,6 +17974,7 @@ export interface operations {
                      *         },
                      *         "multi_agent": null,
                      *         "environment": null,
+                     *         "ttl": null,
                      *         "instructions": "Be brief and friendly.",
                      *         "updated_at": 1733400000
                      *       }
@@ -18226,7 +18298,8 @@ export interface operations {
                      *             },
                      *             "multi_agent": null,
                      *             "visibility": "public",
-                     *             "environment": null
+                     *             "environment": null,
+                     *             "ttl": null
                      *           },
                      *           "created_at": 1733403600,
                      *           "actor_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09"
@@ -18262,7 +18335,8 @@ export interface operations {
                      *             },
                      *             "multi_agent": null,
                      *             "visibility": "public",
-                     *             "environment": null
+                     *             "environment": null,
+                     *             "ttl": null
                      *           },
                      *           "created_at": 1733400000,
                      *           "actor_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09"
@@ -20369,6 +20443,8 @@ export interface operations {
                      *             },
                      *             "revision": 1,
                      *             "receipt": null,
+                     *             "ttl": null,
+                     *             "expires_at": null,
                      *             "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
                      *             "owner": {
                      *               "kind": "user",
@@ -20561,6 +20637,8 @@ export interface operations {
                      *         },
                      *         "revision": 1,
                      *         "receipt": null,
+                     *         "ttl": null,
+                     *         "expires_at": null,
                      *         "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
                      *         "owner": {
                      *           "kind": "user",
@@ -22034,7 +22112,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "object": "lifecycle_clock",
-                     *       "offset_s": 604800,
+                     *       "offset_s": 3600,
                      *       "now": 1733486400
                      *     }
                      */
