@@ -15,9 +15,10 @@
 //
 // Process logs: .data/fault-logs/<scenario>/{api-N,worker-N}.log
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ensureBuilt, ROOT } from './lib/build.mjs';
 import { checkTally, filterFiles, reporterArgs } from './lib/test-tally.mjs';
 
@@ -32,7 +33,27 @@ const candidates = existsSync(testDir)
       .filter((file) => existsSync(path.join(ROOT, 'test', 'faults', file.replace(/\.js$/, '.ts'))))
   : [];
 // Each word must name a file: a misspelt one is an error, not a run of the rest (or of nothing).
-const files = filterFiles(candidates, filter, 'test:faults').map((file) => path.join(testDir, file));
+const selected = filterFiles(candidates, filter, 'test:faults');
+// The longest files start first, so that no long file starts late and runs alone at the end: in
+// name order workers.test.js (70 s) started last, and the suite took 274 s of wall time for 489 s
+// of scenarios. By the seconds of that CI run on 2 cores (outages 71, workers 70, launcher 42,
+// agent-runtime 41, races 39, automations 38, operations 34, cooperation 29, webhooks 28, usage
+// 26); a file not listed (each under 20 s) goes after these, in name order. node's runner sorts
+// the files it is given by path, so each runs through an entry module whose name carries its
+// place ("03-launcher.test.mjs" imports dist/test/faults/launcher.test.js): still one process per
+// file, as before.
+const LONGEST_FIRST = ['outages', 'workers', 'launcher', 'agent-runtime', 'races', 'automations', 'operations', 'cooperation', 'webhooks', 'usage'];
+const rank = (file) => {
+  const i = LONGEST_FIRST.indexOf(file.replace(/\.test\.js$/, ''));
+  return i === -1 ? LONGEST_FIRST.length : i;
+};
+const ordered = [...selected].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+const entryDir = mkdtempSync(path.join(os.tmpdir(), 'yuxi-test-faults-'));
+const files = ordered.map((file, i) => {
+  const entry = path.join(entryDir, `${String(i + 1).padStart(2, '0')}-${file.replace(/\.js$/, '.mjs')}`);
+  writeFileSync(entry, `import ${JSON.stringify(pathToFileURL(path.join(testDir, file)).href)};\n`);
+  return entry;
+});
 // Skipped and todo tests fail the run, and so does a full run with another number of tests than the last known (test/test-counts.json).
 const tallyFile = path.join(os.tmpdir(), `yuxi-test-faults-tally-${process.pid}.json`);
 rmSync(tallyFile, { force: true });
@@ -54,6 +75,7 @@ if (code !== 0) console.error('\ntest:faults failed; process logs are in .data/f
 // Only a run of every file and every scenario is held to the count.
 const { problems, notes } = checkTally(tallyFile, { suite: 'test:faults', full: filter.length === 0 && !namePattern, namePattern });
 rmSync(tallyFile, { force: true });
+rmSync(entryDir, { recursive: true, force: true });
 for (const line of notes) console.log(`[test:faults] ${line}`);
 for (const line of problems) console.error(`[test:faults] ${line}`);
 process.exit(code !== 0 ? code : problems.length > 0 ? 1 : 0);

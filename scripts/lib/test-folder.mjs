@@ -62,9 +62,9 @@ export async function runTestFolder({ suite, folder, filter, shareProcesses = fa
  * seconds of CPU loading the libs before its first test, which dominated a suite of fifty small
  * files. Only for files that share no state: no stack, no server, no change to the environment;
  * a file's own before/after hooks still run around its tests. Static imports register every
- * test before the first one runs, in the files' order.
+ * test before the first one runs, in the files' order. `npm test` batches its unit files too.
  */
-function batchFiles(files, count, dir) {
+export function batchFiles(files, count, dir) {
   const batches = Array.from({ length: Math.min(count, files.length) }, () => []);
   files.forEach((file, i) => batches[i % batches.length].push(file));
   return batches.map((batch, i) => {
