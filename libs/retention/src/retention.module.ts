@@ -1,6 +1,12 @@
 import { Module } from '@nestjs/common';
 import type { RetentionTask } from '#libs/database';
+import { EngineModule } from '#libs/engine';
+import { EnvironmentsModule } from '#libs/environments';
+import { EventsModule } from '#libs/events';
+import { FilesModule } from '#libs/files';
+import { TracesModule } from '#libs/traces';
 import { RETENTION_TASKS, RetentionSweep } from './retention-sweep.js';
+import { SessionPurge } from './session-purge.js';
 
 /**
  * The worker's retention (issue 43): RetentionSweep runs the tasks listed here, each owned by the
@@ -8,11 +14,13 @@ import { RETENTION_TASKS, RetentionSweep } from './retention-sweep.js';
  * name in RETENTION_KINDS (libs/database).
  */
 @Module({
+  imports: [EngineModule, EnvironmentsModule, EventsModule, FilesModule, TracesModule],
   providers: [
+    SessionPurge,
     {
       provide: RETENTION_TASKS,
       useFactory: (...tasks: RetentionTask[]): RetentionTask[] => tasks,
-      inject: [],
+      inject: [SessionPurge],
     },
     RetentionSweep,
   ],

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { prepared } from '#libs/database';
+import { deleteRowsBatch, prepared, type RowStorage } from '#libs/database';
 import type { StoredSpan } from './otlp-json.js';
 import type { SpanRowOfPage, TracedTurn } from './trace-page.js';
 
@@ -124,6 +124,11 @@ export class SessionSpansRepository {
       [...turnParameters(sessionId, turns), boundBytes],
     )) as SpanRow[];
     return rows.map((row) => ({ ord: Number(row.ord) - 1, span: row.span, resource: row.resource, scope: row.scope, bytes: Number(row.bytes), total: Number(row.total) }));
+  }
+
+  /** The purge of deleted sessions: up to `limit` of their spans (the primary key's prefix), whatever their age. */
+  purgeSessions(sessionIds: string[], limit: number): Promise<RowStorage> {
+    return deleteRowsBatch(this.dataSource, 'session_spans', 't.session_id = ANY($1::uuid[])', [sessionIds], limit);
   }
 
   /**
