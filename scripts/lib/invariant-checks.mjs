@@ -338,6 +338,35 @@ export const INVARIANTS = [
         AND NOT EXISTS (SELECT 1 FROM cooperation_signals c WHERE c.member_session_id = t.session_id AND c.turn_id = t.id)`,
   },
   {
+    name: 'session_rows_belong_to_sessions',
+    description:
+      "no row of a session-owned table names a session that no longer exists (the purge of deleted sessions removes a session's rows before its own, and a fork's source only after the fork): inputs, turns, runs, steps, items, model requests, events, spans, receipts, signals, lineage (either end), artifacts, workspace versions, files, members",
+    sql: `
+      SELECT o.tbl, o.session_id, count(*)::int AS rows
+      FROM (
+        SELECT 'inputs' AS tbl, session_id FROM inputs
+        UNION ALL SELECT 'turns', session_id FROM turns
+        UNION ALL SELECT 'runs', session_id FROM runs
+        UNION ALL SELECT 'run_steps', session_id FROM run_steps
+        UNION ALL SELECT 'items', session_id FROM items
+        UNION ALL SELECT 'model_requests', session_id FROM model_requests
+        UNION ALL SELECT 'session_events', session_id FROM session_events
+        UNION ALL SELECT 'session_spans', session_id FROM session_spans
+        UNION ALL SELECT 'idempotency_receipts', session_id FROM idempotency_receipts WHERE session_id IS NOT NULL
+        UNION ALL SELECT 'cooperation_signals.member', member_session_id FROM cooperation_signals
+        UNION ALL SELECT 'cooperation_signals.parent', parent_session_id FROM cooperation_signals
+        UNION ALL SELECT 'session_lineage', session_id FROM session_lineage
+        UNION ALL SELECT 'session_lineage.ancestor', ancestor_id FROM session_lineage
+        UNION ALL SELECT 'session_artifacts', session_id FROM session_artifacts
+        UNION ALL SELECT 'workspace_versions', session_id FROM workspace_versions WHERE session_id IS NOT NULL
+        UNION ALL SELECT 'files', session_id FROM files WHERE session_id IS NOT NULL
+        UNION ALL SELECT 'sessions.root', root_session_id FROM sessions
+        UNION ALL SELECT 'sessions.forked_from', forked_from_session_id FROM sessions WHERE forked_from_session_id IS NOT NULL
+      ) o
+      WHERE {{S:o.session_id}} AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = o.session_id)
+      GROUP BY o.tbl, o.session_id`,
+  },
+  {
     name: 'deleted_session_is_idle',
     description:
       'a deleted session has no active turn, no pending input and no file of its own clients could still read (tombstones or gone; attachments in a project workdir stay with the project): deletion waits for its work and takes its files',

@@ -36,6 +36,7 @@ import { Automations1767100000000 } from './migrations/1767100000000-automations
 import { Fork1767200000000 } from './migrations/1767200000000-fork.js';
 import { Traces1767300000000 } from './migrations/1767300000000-traces.js';
 import { DataLifecycle1767400000000 } from './migrations/1767400000000-data-lifecycle.js';
+import { SessionPurge1767400100000 } from './migrations/1767400100000-session-purge.js';
 import { RetentionKinds1767400200000 } from './migrations/1767400200000-retention-kinds.js';
 import { SessionTtl1767400300000 } from './migrations/1767400300000-session-ttl.js';
 
@@ -77,6 +78,7 @@ export const MIGRATIONS = [
   Fork1767200000000,
   Traces1767300000000,
   DataLifecycle1767400000000,
+  SessionPurge1767400100000,
   RetentionKinds1767400200000,
   SessionTtl1767400300000,
 ];

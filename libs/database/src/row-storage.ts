@@ -1,3 +1,5 @@
+import { prepared } from './prepared.js';
+
 /** Rows of one table that belong to something (a session), and the bytes they take as stored. */
 export interface RowStorage {
   rows: number;
@@ -71,4 +73,32 @@ export function rowStorageOf(value: unknown): RowStorage {
  */
 export async function rowBytesSql(db: StorageQueryable, table: string): Promise<string> {
   return `(${TUPLE_HEADER_BYTES} + ${await columnSum(db, table)})`;
+}
+
+/**
+ * Deletes at most `limit` rows of `table` that `where` selects (a condition on the table aliased
+ * `t`, parameters numbered from $1), in one statement, and answers what they took as stored (the
+ * per-column sum of rowStorageSql, computed on the deleted rows in RETURNING, without reading a
+ * TOASTed value). The rows are picked and locked first (`FOR UPDATE SKIP LOCKED`: two purges never
+ * wait on each other, nor on a writer) and deleted by ctid (a TID scan: no second index lookup).
+ * `order` (e.g. `t.seq DESC`) picks which rows go first. Retention tasks purge with it: every
+ * statement is short and bounded, however many rows the owner has.
+ */
+export async function deleteRowsBatch(
+  db: StorageQueryable,
+  table: string,
+  where: string,
+  parameters: unknown[],
+  limit: number,
+  order?: string,
+): Promise<RowStorage> {
+  const sum = await columnSum(db, table);
+  const limitParam = `$${parameters.length + 1}`;
+  const [row] = (await db.query(
+    prepared(`WITH picked AS (SELECT t.ctid AS tid FROM ${table} t WHERE ${where}${order ? ` ORDER BY ${order}` : ''} LIMIT ${limitParam} FOR UPDATE OF t SKIP LOCKED),
+       gone AS (DELETE FROM ${table} t WHERE t.ctid = ANY(ARRAY(SELECT tid FROM picked)) RETURNING ${TUPLE_HEADER_BYTES} + ${sum} AS bytes)
+     SELECT count(*)::int AS rows, coalesce(sum(bytes), 0)::bigint AS bytes FROM gone`),
+    [...parameters, limit],
+  )) as { rows: number; bytes: string }[];
+  return { rows: Number(row?.rows ?? 0), bytes: Number(row?.bytes ?? 0) };
 }

@@ -33,6 +33,7 @@ import { IdempotencyReceiptEntity } from './tables/receipt.entity.js';
 import { InputEntity } from './tables/input.entity.js';
 import { InputsRepository } from './tables/inputs.repository.js';
 import { ItemsRepository } from './tables/items.repository.js';
+import { SessionPurgeRepository } from './tables/session-purge.repository.js';
 import { LineageRepository } from './tables/lineage.repository.js';
 import { ModelRequestsRepository } from './tables/model-requests.repository.js';
 import { ProjectEntity } from './tables/project.entity.js';
@@ -49,8 +50,8 @@ import { SessionSearch } from './views/session-search.js';
 import { SessionStorageReads } from './views/session-storage.js';
 import { WaitpointControls } from './waitpoints/waitpoint-controls.js';
 
-/** One repository per table: sessions, projects, inputs, idempotency receipts, turns, runs, run steps, items, model requests, session lineage (and reads across them: search, storage). */
-const TABLES = [SessionsRepository, ProjectsRepository, TreeRepository, SessionSearch, SessionStorageReads, InputsRepository, IdempotencyService, TurnsRepository, RunsRepository, StepsRepository, ItemsRepository, ModelRequestsRepository, LineageRepository];
+/** One repository per table: sessions, projects, inputs, idempotency receipts, turns, runs, run steps, items, model requests, session lineage, the purge of deleted sessions (and reads across them: search, storage). */
+const TABLES = [SessionsRepository, ProjectsRepository, TreeRepository, SessionSearch, SessionStorageReads, InputsRepository, IdempotencyService, TurnsRepository, RunsRepository, StepsRepository, ItemsRepository, ModelRequestsRepository, LineageRepository, SessionPurgeRepository];
 
 /**
  * The session aggregate's systems: acceptance (inputs in), claims (a worker takes a turn), steps,

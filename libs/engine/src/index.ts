@@ -84,4 +84,5 @@ export { composeLineage } from './forks/compose-lineage.js';
 export { ForkPoints } from './forks/fork-points.js';
 export { ForkWrites } from './forks/fork-writes.js';
 export { LineageRepository } from './tables/lineage.repository.js';
+export { SessionPurgeRepository } from './tables/session-purge.repository.js';
 export { type HistoryScope } from './tables/lineage-reads.js';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { prepared, preparedUpTo, type RowStorage, rowStorageOf, rowStorageSql, type StorageQueryable } from '#libs/database';
+import { deleteRowsBatch, prepared, preparedUpTo, type RowStorage, rowStorageOf, rowStorageSql, type StorageQueryable } from '#libs/database';
 import { Injectable, Logger } from '@nestjs/common';
 import { ThrottledLog } from '#libs/config';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -173,6 +173,15 @@ export class EventOutbox {
     const events = await rowStorageSql(db, 'session_events', 'FROM session_events t WHERE t.session_id = $1');
     const [row] = (await db.query(`SELECT ${events} AS events`, [sessionId])) as { events: unknown }[];
     return rowStorageOf(row?.events);
+  }
+
+  /**
+   * The purge of deleted sessions (libs/retention SessionPurge): up to `limit` of their outbox rows,
+   * newest first, so what is left of a session's stream stays contiguous from seq 1 (a purge killed
+   * midway leaves a shorter stream, never a gap). One statement on the primary key.
+   */
+  purgeSessions(sessionIds: string[], limit: number): Promise<RowStorage> {
+    return deleteRowsBatch(this.dataSource, 'session_events', 't.session_id = ANY($1::uuid[])', [sessionIds], limit, 't.session_id, t.seq DESC');
   }
 
   /** Whether a write failed because another writer appended to the session's outbox after the write's snapshot (its `insertion` numbered from a stale maximum). */

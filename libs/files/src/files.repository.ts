@@ -311,6 +311,27 @@ export class FilesRepository {
     return count;
   }
 
+  /**
+   * The purge of deleted sessions (libs/retention SessionPurge): their files that are still not
+   * tombstones become tombstones, up to `limit`, now including the attachments of a cooperation
+   * tree's shared workdir (the whole tree is purged; a live tree keeps them at delete only while a
+   * member could still read them); an attachment of a project's workdir still stays with the
+   * project, and keeps the session's row (and the input that bound it) until it goes. The files
+   * sweep then removes the bytes and the rows, in its batches: the session's row goes once no files
+   * row names it. Rows: how many became tombstones (bytes 0: the sweep removes them and their blobs).
+   */
+  async purgeSessions(sessionIds: string[], limit: number): Promise<{ rows: number; bytes: number }> {
+    const [, count] = (await this.dataSource.query(
+      prepared(`UPDATE files SET status = 'deleting' WHERE id IN (
+         SELECT f.id FROM files f WHERE f.session_id = ANY($1::uuid[]) AND ${FILE_MACHINE.from('remove', 'f.status')}
+           AND (${FILE_MACHINE.guard('f.status', 'inline', 'uploading')} OR (${FILE_MACHINE.guard('f.status', 'bound', 'ready')} AND (f.workdir_id IS NULL OR f.workdir_id = f.session_id
+             OR f.workdir_id IN (SELECT s.root_session_id FROM sessions s WHERE s.id = f.session_id))))
+         LIMIT $2 FOR UPDATE SKIP LOCKED)`),
+      [sessionIds, limit],
+    )) as [unknown[], number];
+    return { rows: count, bytes: 0 };
+  }
+
   // ---------------------------------------------------------------- the sweep's queries
 
   /** Expired drafts become tombstones, oldest first; concurrent sweeps skip each other's rows. */

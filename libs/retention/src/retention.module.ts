@@ -2,8 +2,13 @@ import { Module } from '@nestjs/common';
 import { AuditModule, AuditRetention } from '#libs/audit';
 import type { RetentionTask } from '#libs/database';
 import { CooperationSignalsRetention, EngineModule, ModelRequestsRetention } from '#libs/engine';
+import { EnvironmentsModule } from '#libs/environments';
+import { EventsModule } from '#libs/events';
+import { FilesModule } from '#libs/files';
 import { ProtocolModule } from '#libs/protocol';
+import { TracesModule } from '#libs/traces';
 import { RETENTION_TASKS, RetentionSweep } from './retention-sweep.js';
+import { SessionPurge } from './session-purge.js';
 import { SessionTtlSweep } from './session-ttl-sweep.js';
 
 /**
@@ -13,13 +18,15 @@ import { SessionTtlSweep } from './session-ttl-sweep.js';
  * libs/engine: it archives and deletes through the protocol's own transitions (DeleteSession).
  */
 @Module({
-  imports: [EngineModule, AuditModule, ProtocolModule],
+  imports: [EngineModule, AuditModule, ProtocolModule, EnvironmentsModule, EventsModule, FilesModule, TracesModule],
   providers: [
     SessionTtlSweep,
+    SessionPurge,
     {
       provide: RETENTION_TASKS,
       useFactory: (...tasks: RetentionTask[]): RetentionTask[] => tasks,
-      inject: [SessionTtlSweep, ModelRequestsRetention, CooperationSignalsRetention, AuditRetention],
+      // A TTL's deletions first, then the purge of sessions deleted long enough ago, then the aged rows.
+      inject: [SessionTtlSweep, SessionPurge, ModelRequestsRetention, CooperationSignalsRetention, AuditRetention],
     },
     RetentionSweep,
   ],

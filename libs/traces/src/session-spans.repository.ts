@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { prepared } from '#libs/database';
+import { deleteRowsBatch, prepared, type RowStorage } from '#libs/database';
 import type { StoredSpan } from './otlp-json.js';
 import type { SpanRowOfPage, TracedTurn } from './trace-page.js';
 
@@ -59,6 +59,8 @@ export class SessionSpansRepository {
       prepared(`INSERT INTO session_spans (session_id, trace_id, span_id, turn_id, parent_span_id, input_id, span, resource, scope, start_at)
        SELECT r.session_id, r.trace_id, r.span_id, r.turn_id, r.parent_span_id, r.input_id, r.span, r.resource, r.scope, r.start_at
        FROM jsonb_to_recordset($1::jsonb) AS r(session_id uuid, trace_id varchar, span_id varchar, turn_id uuid, parent_span_id varchar, input_id uuid, span jsonb, resource jsonb, scope jsonb, start_at timestamptz)
+       -- A span exported after its session was purged (a late batch) names no session any more: dropped, never an orphan row.
+       WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id)
        ON CONFLICT DO NOTHING`),
       [JSON.stringify(rows)],
     );
@@ -124,6 +126,11 @@ export class SessionSpansRepository {
       [...turnParameters(sessionId, turns), boundBytes],
     )) as SpanRow[];
     return rows.map((row) => ({ ord: Number(row.ord) - 1, span: row.span, resource: row.resource, scope: row.scope, bytes: Number(row.bytes), total: Number(row.total) }));
+  }
+
+  /** The purge of deleted sessions: up to `limit` of their spans (the primary key's prefix), whatever their age. */
+  purgeSessions(sessionIds: string[], limit: number): Promise<RowStorage> {
+    return deleteRowsBatch(this.dataSource, 'session_spans', 't.session_id = ANY($1::uuid[])', [sessionIds], limit);
   }
 
   /**

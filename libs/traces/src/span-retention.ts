@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import type { RowStorage } from '#libs/database';
 import { AppConfig, ThrottledLog } from '#libs/config';
 import { tracingOn } from '#libs/telemetry';
 import { SessionSpansRepository, SPAN_DELETE_BATCH } from './session-spans.repository.js';
@@ -26,6 +27,11 @@ export class SpanRetention {
     private readonly spans: SessionSpansRepository,
     private readonly config: AppConfig,
   ) {}
+
+  /** The purge of deleted sessions (libs/retention SessionPurge): up to `limit` of their spans, whatever TRACE_RETENTION_S says. */
+  purgeSessions(sessionIds: string[], limit: number): Promise<RowStorage> {
+    return this.spans.purgeSessions(sessionIds, limit);
+  }
 
   /** How many spans were deleted (0 when not due). A failure is logged and retried at the next due tick; it never fails the sweep. */
   async run(now = Date.now()): Promise<number> {

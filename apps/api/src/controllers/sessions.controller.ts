@@ -181,7 +181,7 @@ export class SessionsController {
     operationId: 'deleteSession',
     summary: 'Delete a session',
     description:
-      'A soft delete: the session and everything under it (inputs, turns, items, runs, attachments, its event stream) answer 404 from then on, and it leaves the lists; its stored files are removed by the files sweep. Deleting a cooperation root deletes its whole tree; a member alone is 409 `state_conflict`. Refused (409 `state_conflict`) while a session of the tree has an active turn or pending inputs: cancel them first. Idempotent: deleting a deleted session of yours answers the same 200 again.',
+      'A soft delete: the session and everything under it (inputs, turns, items, runs, attachments, its event stream) answer 404 from then on, and it leaves the lists; its stored files are removed by the files sweep. Deleting a cooperation root deletes its whole tree; a member alone is 409 `state_conflict`. Refused (409 `state_conflict`) while a session of the tree has an active turn or pending inputs: cancel them first. Idempotent while its rows are kept: deleting a deleted session of yours answers the same 200 again. SESSION_PURGE_AFTER_S after the delete (7 days by default) the worker purges every row the session owns (a session a fork inherits from only after that fork is purged); deleting a purged session answers 404 `not_found`.',
   })
   @ApiSessionId()
   @ApiOkResponse({ type: SessionDeletedDto, description: 'The session is deleted.', example: { id: SESSION_EXAMPLE.id, object: 'agent.session', deleted: true } })

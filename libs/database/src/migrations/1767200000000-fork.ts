@@ -10,8 +10,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *
  * No foreign keys from `session_lineage` or `sessions.forked_from_session_id` to `sessions`: a key
  * check would take `FOR KEY SHARE` on the source's row, which waits on the `FOR UPDATE` lock a
- * running turn holds on it, and a fork must never wait for its source's turn. Sessions are never
- * hard-deleted (delete is a soft delete that keeps every row), so no lineage row can dangle.
+ * running turn holds on it, and a fork must never wait for its source's turn. No lineage row
+ * dangles: a deleted session is purged (1767400100000-session-purge) only once no lineage row names
+ * it as ancestor, and a fork's own lineage rows go with the fork's purge.
  *
  * The nullable columns have no default: catalogue-only changes, no table rewrite. The shape check
  * is added NOT VALID and validated separately (no long exclusive lock on a large table).

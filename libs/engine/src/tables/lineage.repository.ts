@@ -52,8 +52,9 @@ export class LineageRepository {
    * Of these deleted sessions and their deleted ancestors, those no live session inherits from:
    * their files (attachments, inline images) may go. A fork's history stays readable after its
    * source is deleted, so the source's files stay until the last live fork that references it is
-   * deleted too (its rows are never removed anyway). Call after the sessions are marked deleted,
-   * in the same transaction (READ COMMITTED).
+   * deleted too (its rows stay as long as any fork, deleted or not, names it: the purge of
+   * deleted sessions takes a source only after its last fork). Call after the sessions are
+   * marked deleted, in the same transaction (READ COMMITTED).
    */
   async releasable(manager: EntityManager, deletedIds: string[]): Promise<string[]> {
     if (deletedIds.length === 0) return [];

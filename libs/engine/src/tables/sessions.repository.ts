@@ -262,10 +262,15 @@ export class SessionsRepository {
     return rows.map(sessionFromRow);
   }
 
-  /** Soft-deletes the live sessions of a tree (call under the tree's locks); returns their ids. */
+  /**
+   * Soft-deletes the live sessions of a tree (call under the tree's locks); returns their ids.
+   * `deleted_at` is stamped by the lifecycle clock, which the purge's grace (SESSION_PURGE_AFTER_S)
+   * is measured on: both ends of the grace on one clock (the same as now() unless an administrator
+   * moved it, in tests).
+   */
   async markTreeDeleted(manager: EntityManager, rootId: string): Promise<string[]> {
     const [rows] = (await manager.query(
-      prepared(`UPDATE sessions SET deleted_at = now(), revision = revision + 1, updated_at = now() WHERE root_session_id = $1 AND deleted_at IS NULL RETURNING id`),
+      prepared(`UPDATE sessions SET deleted_at = lifecycle_now(), revision = revision + 1, updated_at = now() WHERE root_session_id = $1 AND deleted_at IS NULL RETURNING id`),
       [rootId],
     )) as [{ id: string }[], number];
     return rows.map((row) => row.id);

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { newId, prepared, type RowStorage, rowStorageOf, rowStorageSql, type StorageQueryable } from '#libs/database';
+import { deleteRowsBatch, newId, prepared, type RowStorage, rowStorageOf, rowStorageSql, type StorageQueryable } from '#libs/database';
 import { absoluteWorkspacePath } from './workspace-paths.js';
 import { type Manifest, type ManifestChanges, manifestTotals, mergeOntoHead, SYMLINK_MODE } from './manifest.js';
 
@@ -90,6 +90,27 @@ export class WorkspacesRepository {
       [workdirId],
     )) as { bytes: number; files: number; versions: unknown; inherited: boolean }[];
     return row ? { bytes: row.bytes, files: row.files, versions: rowStorageOf(row.versions), inherited: row.inherited } : null;
+  }
+
+  /**
+   * The purge of deleted sessions (libs/retention SessionPurge), before the engine deletes their
+   * turns: up to `limit` of their artifacts; the versions they committed to a workdir not their own
+   * (a project's, or their tree's root's when the root is not in this purge) lose their author
+   * (session and turn: the version stays the workdir's history); and the workspaces of their own
+   * workdirs go with their versions (ON DELETE CASCADE: one statement per workspace, the versions'
+   * bytes not counted). The blobs are content-addressed and shared with every other version holding
+   * the same content: they stay. A fork's workspace goes with the fork, before its source can be
+   * due (the source's versions are the fork's base until then).
+   */
+  async purgeSessions(sessionIds: string[], limit: number): Promise<RowStorage> {
+    const artifacts = await deleteRowsBatch(this.dataSource, 'session_artifacts', 't.session_id = ANY($1::uuid[])', [sessionIds], limit);
+    await this.dataSource.query(
+      prepared(`UPDATE workspace_versions SET session_id = NULL, turn_id = NULL WHERE id IN (
+         SELECT v.id FROM workspace_versions v WHERE v.session_id = ANY($1::uuid[]) AND v.workdir_id <> ALL($1::uuid[]) LIMIT $2 FOR UPDATE SKIP LOCKED)`),
+      [sessionIds, limit],
+    );
+    const workspaces = await deleteRowsBatch(this.dataSource, 'workspaces', 't.workdir_id = ANY($1::uuid[])', [sessionIds], limit);
+    return { rows: artifacts.rows + workspaces.rows, bytes: artifacts.bytes + workspaces.bytes };
   }
 
   /**

@@ -15,7 +15,9 @@ import type { SessionDeletedDto } from '../dto/session.dto.js';
  * with it; a member alone is refused (409): it is part of its coordinator's work. Refused (409
  * `state_conflict`) while any session of the tree has an active turn or pending inputs, as an
  * archive is, so no worker ever works for a deleted session. Idempotent: deleting a deleted
- * session of the caller answers the same 200; another owner's is 404.
+ * session of the caller answers the same 200 until the retention task `deleted_sessions`
+ * (libs/retention SessionPurge) purged its rows, SESSION_PURGE_AFTER_S later; then 404, as another
+ * owner's is.
  */
 @Injectable()
 export class DeleteSession {
