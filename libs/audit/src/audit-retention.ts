@@ -7,7 +7,6 @@ import { deleteDueBatch, type DueRows, dueLagSeconds, type RetentionBatch, type 
 /** Entries older than AUDIT_RETENTION_S, oldest first through `audit_log_page_idx (created_at, id)`. */
 const DUE: DueRows = {
   table: 'audit_log',
-  key: 'id',
   due: 'created_at < lifecycle_now() - make_interval(secs => $1)',
   order: 'created_at, id',
 };

@@ -4,7 +4,7 @@ export { assertSchemaCurrent, SchemaVersionError, schemaVerdict, type SchemaVerd
 export { derivedId, idAt, isUuid, newId, unixSeconds } from './ids.js';
 export { type ListEnvelope, listEnvelope, type Page, type PageQuery, toPage } from './pagination.js';
 export { prepared, preparedUpTo } from './prepared.js';
-export { deleteRowsBatch, rowBytesSql, type RowStorage, rowStorageOf, rowStorageSql, type StorageQueryable, TUPLE_HEADER_BYTES } from './row-storage.js';
+export { deleteRowsBatch, type RowStorage, rowStorageOf, rowStorageSql, type StorageQueryable, TUPLE_HEADER_BYTES } from './row-storage.js';
 export { deleteDueBatch, type DueRows, dueLagSeconds } from './retention-batch.js';
 export { composeFragments, shiftParams, type SqlFragment } from './sql-fragments.js';
 export { sqlList, statusGuard, type Transition } from './status-guards.js';

@@ -1,6 +1,6 @@
 import { prepared } from './prepared.js';
 import type { RetentionBatch } from './retention.js';
-import { rowBytesSql, type StorageQueryable } from './row-storage.js';
+import { deleteRowsBatch, type StorageQueryable } from './row-storage.js';
 
 /**
  * The rows of one table a retention task removes: `due` is a condition on the table's own columns
@@ -10,26 +10,19 @@ import { rowBytesSql, type StorageQueryable } from './row-storage.js';
  */
 export interface DueRows {
   table: string;
-  /** The primary key (one column): how a picked row is deleted. */
-  key: string;
   due: string;
   order: string;
 }
 
 /**
- * Deletes at most `limit` due rows, oldest first, in one statement, and reports their stored bytes
- * (rowBytesSql, summed in the RETURNING: TOASTed values are never fetched). Rows another worker
- * holds are skipped (SKIP LOCKED): two sweeps at once remove each row once and never wait on each
- * other. `more` when the batch was full: the sweep runs another.
+ * Deletes at most `limit` due rows, oldest first, in one statement (deleteRowsBatch: picked with
+ * SKIP LOCKED, so two sweeps at once remove each row once and never wait on each other; stored
+ * bytes summed in the RETURNING, TOASTed values never fetched). `more` when the batch was full: the
+ * sweep runs another.
  */
 export async function deleteDueBatch(db: StorageQueryable, rows: DueRows, retentionS: number, limit: number): Promise<RetentionBatch> {
-  const { table, key, due, order } = rows;
-  const sql = `WITH picked AS (SELECT ${key} FROM ${table} WHERE ${due} ORDER BY ${order} LIMIT $2 FOR UPDATE SKIP LOCKED),
-      gone AS (DELETE FROM ${table} t USING picked WHERE t.${key} = picked.${key} RETURNING ${await rowBytesSql(db, table)} AS bytes)
-    SELECT count(*)::int AS rows, coalesce(sum(bytes), 0)::bigint AS bytes FROM gone`;
-  const [row] = (await db.query(prepared(sql), [retentionS, limit])) as { rows: number; bytes: string }[];
-  const removed = row?.rows ?? 0;
-  return { rows: removed, bytes: Number(row?.bytes ?? 0), more: removed >= limit };
+  const removed = await deleteRowsBatch(db, rows.table, rows.due, [retentionS], limit, rows.order);
+  return { rows: removed.rows, bytes: removed.bytes, more: removed.rows >= limit };
 }
 
 /**

@@ -67,15 +67,6 @@ export function rowStorageOf(value: unknown): RowStorage {
 }
 
 /**
- * One row's stored bytes as a SQL expression over `table` aliased `t` (a tuple header plus each
- * column as kept, TOASTed ones at their stored size without reading them): what a retention task
- * sums in its `DELETE … RETURNING` to report the bytes it removed.
- */
-export async function rowBytesSql(db: StorageQueryable, table: string): Promise<string> {
-  return `(${TUPLE_HEADER_BYTES} + ${await columnSum(db, table)})`;
-}
-
-/**
  * Deletes at most `limit` rows of `table` that `where` selects (a condition on the table aliased
  * `t`, parameters numbered from $1), in one statement, and answers what they took as stored (the
  * per-column sum of rowStorageSql, computed on the deleted rows in RETURNING, without reading a

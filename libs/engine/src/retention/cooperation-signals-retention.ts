@@ -8,7 +8,6 @@ import { deleteDueBatch, type DueRows, dueLagSeconds, type RetentionBatch, type 
 const DELIVERED = 'delivered_at IS NOT NULL';
 const DUE: DueRows = {
   table: 'cooperation_signals',
-  key: 'id',
   due: `${DELIVERED} AND delivered_at < lifecycle_now() - make_interval(secs => $1)`,
   order: 'delivered_at',
 };

@@ -7,7 +7,6 @@ import { deleteDueBatch, type DueRows, dueLagSeconds, type RetentionBatch, type 
 /** Recorded requests older than MODEL_REQUEST_RETENTION_S, oldest first through `model_requests_created_idx`. */
 const DUE: DueRows = {
   table: 'model_requests',
-  key: 'step_id',
   due: 'created_at < lifecycle_now() - make_interval(secs => $1)',
   order: 'created_at',
 };
