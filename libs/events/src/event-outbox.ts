@@ -314,6 +314,8 @@ export class EventOutbox {
   /**
    * Deletes outbox rows older than the replay window (no cursor can ask for them any more) that the
    * relay has confirmed, oldest first, keeping each session's newest row so its numbering goes on.
+   * The window goes by the lifecycle clock, as every retention does (tests and the storage bench move
+   * it to see what a session keeps once its events aged out); what the relay confirmed is real time.
    * Returns how many rows were deleted.
    */
   async prune(retentionSeconds: number, limit: number): Promise<number> {
@@ -321,7 +323,7 @@ export class EventOutbox {
       prepared(`DELETE FROM session_events
        WHERE (session_id, seq) IN (
          SELECT s.session_id, s.seq FROM session_events s
-         WHERE s.created_at < least((SELECT relayed_until FROM outbox_relay_state WHERE id = 1), now() - make_interval(secs => $1::double precision))
+         WHERE s.created_at < least((SELECT relayed_until FROM outbox_relay_state WHERE id = 1), lifecycle_now() - make_interval(secs => $1::double precision))
            AND EXISTS (SELECT 1 FROM session_events n WHERE n.session_id = s.session_id AND n.seq > s.seq)
          ORDER BY s.created_at LIMIT $2)`),
       [retentionSeconds, limit],
