@@ -36,6 +36,7 @@ import { Automations1767100000000 } from './migrations/1767100000000-automations
 import { Fork1767200000000 } from './migrations/1767200000000-fork.js';
 import { Traces1767300000000 } from './migrations/1767300000000-traces.js';
 import { DataLifecycle1767400000000 } from './migrations/1767400000000-data-lifecycle.js';
+import { StorageUsage1767400400000 } from './migrations/1767400400000-storage-usage.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -75,6 +76,7 @@ export const MIGRATIONS = [
   Fork1767200000000,
   Traces1767300000000,
   DataLifecycle1767400000000,
+  StorageUsage1767400400000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

@@ -121,7 +121,7 @@ export class CreateSession {
       if (receipt) events.push(turnEvents.accepted(receipt));
       return { status: 201, body, sessionId: session.id, receipt, events, nudges: firstInputNudges(receipt, attachmentFileIds.length > 0) };
     };
-    return { intent, work, staging: images?.staging, hasInput: messages !== null };
+    return { intent, work, staging: images ? this.firstInput.staging(principal.userId, images) : undefined, hasInput: messages !== null };
   }
 }
 
