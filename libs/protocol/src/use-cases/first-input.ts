@@ -22,11 +22,11 @@ export class FirstInput {
 
   /**
    * What the acceptance stages before its transaction: the images, behind the storage quota when
-   * one is set (a first input is new work; checked once no receipt answers the key, before
-   * anything is stored). Off: the images' staging as it is.
+   * one is set (checked once no receipt answers the key, before anything is stored). Off: the
+   * staging as it is.
    */
-  staging(ownerId: string, images: InlineImageBatch): Staging | undefined {
-    return this.quota.on ? this.quota.gate(ownerId, images.staging) : images.staging;
+  gated(ownerId: string, staging: Staging | undefined): Staging | undefined {
+    return this.quota.on ? this.quota.gate(ownerId, staging) : staging;
   }
 
   /** The input's inline images, decoded and staged for a session not created yet (errors under `input`). */
