@@ -177,7 +177,8 @@ const FAIR_SHARE_LIMITS = {
 const fileLimitsApiPort = await freePort();
 // It remembers idempotency keys for 7.2 s (IDEMPOTENCY_TTL_HOURS=0.002; test/e2e/idempotency-expiry.test.ts) and has no
 // web search provider (test/e2e/web-search.test.ts), no sandbox runtime (test/e2e/session-environments.test.ts) and no usage clock route (test/e2e/budgets.test.ts).
-const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', IDEMPOTENCY_TTL_HOURS: '0.002', WEB_SEARCH_PROVIDER: '', SANDBOX_RUNTIME: 'none', USAGE_CLOCK_ADJUSTABLE: 'false', LIFECYCLE_CLOCK_ADJUSTABLE: 'false', ...FAIR_SHARE_LIMITS }, logDir);
+// It holds each owner to 4 MiB of stored sessions (STORAGE_QUOTA_BYTES=4194304; test/e2e/storage-totals.test.ts): above what the other suites on it store (files there are held to 1 MiB an account), so only that suite meets it.
+const fileLimitsApi = launch('api-file-limits', SCRIPTS.api, { ...stack.env, PORT: String(fileLimitsApiPort), FILE_DRAFT_TTL_S: '2', FILE_QUOTA_BYTES: '1048576', SESSION_IMAGE_BYTES: '524288', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', IDEMPOTENCY_TTL_HOURS: '0.002', WEB_SEARCH_PROVIDER: '', SANDBOX_RUNTIME: 'none', USAGE_CLOCK_ADJUSTABLE: 'false', LIFECYCLE_CLOCK_ADJUSTABLE: 'false', STORAGE_QUOTA_BYTES: '4194304', ...FAIR_SHARE_LIMITS }, logDir);
 stack.children.push(fileLimitsApi);
 await waitForHealth(`http://127.0.0.1:${fileLimitsApiPort}/health`, [fileLimitsApi], 60_000);
 // A fourth replica whose replay window is one stream node (EVENTS_REPLAY_MAXLEN=1) and 10 s

@@ -115,6 +115,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
   it('a project created from the default body, read, listed and deleted', async () => {
     ids.project_id = (await tryIt('createProject', 201)).body.id;
     await tryIt('getProject', 200);
+    assert.equal((await tryIt('getProjectStorage', 200)).body.object, 'yuxi.project.storage');
     await tryIt('listProjects', 200);
     await tryIt('deleteProject', 200);
   });
@@ -151,6 +152,7 @@ describe('Swagger "Try it out" succeeds with the defaults of the document', () =
     ids.session_id = created.body.id;
     await turnCompleted(ids.session_id, 1);
     await tryIt('listAdminSessions', 200);
+    await tryIt('listStorageTotals', 200);
     await tryIt('getAdminSession', 200);
     await tryIt('submitAdminSessionEvent', 202);
   });

@@ -35,8 +35,10 @@ let statements: string[];
 let answers: (unknown[] | Error)[];
 let lookups: number;
 let sent: Committed[];
-let locked: { looked: boolean }[];
+let locked: { looked: boolean; staging?: unknown }[];
 let orchestrator: MessageAcceptance;
+/** The storage quota, faked: off unless a test turns it on; `admitted` counts its checks. */
+let quota: { on: boolean; admitted: number; full: boolean; admit: () => Promise<void>; gate: (owner: string, staging: unknown) => unknown };
 
 beforeEach(() => {
   statements = [];
@@ -44,6 +46,16 @@ beforeEach(() => {
   lookups = 0;
   sent = [];
   locked = [];
+  quota = {
+    on: false,
+    admitted: 0,
+    full: false,
+    admit: async () => {
+      quota.admitted += 1;
+      if (quota.full) throw new DomainError('storage_quota_exceeded', 'full', { used_bytes: 10, quota_bytes: 10 });
+    },
+    gate: (_owner, staging) => ({ gated: staging }),
+  };
   const dataSource = {
     manager: { create: (_cls: unknown, row: object) => ({ ...row }) },
     query: async (sql: unknown) => {
@@ -60,9 +72,9 @@ beforeEach(() => {
   const outbox = new EventOutbox(dataSource, publisher, new OutboxSubscribers());
   const afterCommit = { send: async (committed: Committed) => (sent.push(committed), { complete: true }) } as unknown as AfterCommit;
   const acceptance = {
-    accept: async (...args: unknown[]) => (locked.push({ looked: args[6] === true }), { status: 202, body: '{"locked":true}', replayed: false, receipt: null, sessionId: SESSION }),
+    accept: async (...args: unknown[]) => (locked.push({ looked: args[6] === true, ...(quota.on ? { staging: args[5] } : {}) }), { status: 202, body: '{"locked":true}', replayed: false, receipt: null, sessionId: SESSION }),
   } as unknown as Acceptance;
-  orchestrator = new MessageAcceptance(dataSource, idempotency, inputs, outbox, afterCommit, acceptance, {} as SessionControls);
+  orchestrator = new MessageAcceptance(dataSource, idempotency, inputs, outbox, afterCommit, acceptance, {} as SessionControls, quota as never);
 });
 
 const written = (rows = 1) => Array.from({ length: rows }, (_, i) => ({ seq: String(10 + i), type: 'yuxi.session.event.accepted', payload: '{}' }));
@@ -144,5 +156,30 @@ describe('message acceptance', () => {
     answers = [[sessionRow(receiptRow('old', { expired: true }))]];
     await orchestrator.accept(principal, SESSION, 'k1', intent, spec, noImages);
     assert.deepEqual(locked, [{ looked: false }]);
+  });
+
+  it('with a storage quota: a replay replays without checking it; a new message past it is refused after the read, nothing written', async () => {
+    quota.on = true;
+    quota.full = true;
+    answers = [[sessionRow(receiptRow(IdempotencyService.hashIntent(intent)))]];
+    const { result } = await orchestrator.accept(principal, SESSION, 'k1', intent, spec, noImages);
+    assert.deepEqual([result.replayed, quota.admitted], [true, 0]);
+    answers = [[sessionRow()]];
+    await assert.rejects(orchestrator.accept(principal, SESSION, 'k2', intent, spec, noImages), (error: unknown) => error instanceof DomainError && error.code === 'storage_quota_exceeded');
+    assert.deepEqual([quota.admitted, statements.length, locked.length, sent.length], [1, 2, 0, 0]);
+  });
+
+  it('with a storage quota: files to bind go to the locking path with the quota gating their staging (checked once no receipt answers)', async () => {
+    quota.on = true;
+    await orchestrator.accept(principal, SESSION, 'k1', intent, { ...spec, attachmentFileIds: ['f1'] }, noImages);
+    assert.deepEqual(locked, [{ looked: false, staging: { gated: undefined } }]);
+    assert.equal(quota.admitted, 0);
+  });
+
+  it('without a storage quota: no check and the staging as it is', async () => {
+    answers = [[sessionRow()], written()];
+    await orchestrator.accept(principal, SESSION, 'k1', intent, spec, noImages);
+    await orchestrator.accept(principal, SESSION, 'k2', intent, { ...spec, attachmentFileIds: ['f1'] }, noImages);
+    assert.deepEqual([quota.admitted, statements.length, locked], [0, 2, [{ looked: false }]]);
   });
 });

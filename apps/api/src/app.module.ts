@@ -25,6 +25,7 @@ import { AdminSessionsController } from './controllers/admin-sessions.controller
 import { AdminQueuesController } from './controllers/admin-queues.controller.js';
 import { AdminUsageClockController } from './controllers/admin-usage-clock.controller.js';
 import { AdminLifecycleClockController } from './controllers/admin-lifecycle-clock.controller.js';
+import { AdminStorageController } from './controllers/admin-storage.controller.js';
 import { AdminSessionOperationsController } from './controllers/admin-session-operations.controller.js';
 import { AdminUsersController } from './controllers/admin-users.controller.js';
 import { AdminSecretsController } from './controllers/admin-secrets.controller.js';
@@ -89,6 +90,7 @@ import { HttpDrain } from './http-drain.js';
     AdminQueuesController,
     AdminUsageClockController,
     AdminLifecycleClockController,
+    AdminStorageController,
     AdminUsageController,
     AdminModelPricesController,
   ],

@@ -9,6 +9,7 @@ import { AutomationsPage } from './pages/AutomationsPage.js';
 import { InboxPage } from './pages/InboxPage.js';
 import { KeysPage } from './pages/KeysPage.js';
 import { QueuesPage } from './pages/QueuesPage.js';
+import { StoragePage } from './pages/StoragePage.js';
 import { SessionPage } from './pages/SessionPage.js';
 import { SessionsPage } from './pages/SessionsPage.js';
 import { SignInPage } from './pages/SignInPage.js';
@@ -33,6 +34,7 @@ const NAV: NavItem[] = [
   { path: '/users', label: 'Users', shown: may.administer },
   { path: '/audit', label: 'Audit', shown: may.administer },
   { path: '/queues', label: 'Queues', shown: may.readEverySession },
+  { path: '/storage', label: 'Storage', shown: may.readEverySession },
 ];
 
 export function App() {
@@ -125,6 +127,7 @@ function page(client: AgentsClient, path: string) {
   if (path === '/users') return <UsersPage />;
   if (path === '/audit') return <AuditPage />;
   if (path === '/queues') return <QueuesPage />;
+  if (path === '/storage') return <StoragePage />;
   if (path === '/usage') return <UsagePage />;
   return <SessionsPage client={client} />;
 }

@@ -39,6 +39,7 @@ import { DataLifecycle1767400000000 } from './migrations/1767400000000-data-life
 import { SessionPurge1767400100000 } from './migrations/1767400100000-session-purge.js';
 import { RetentionKinds1767400200000 } from './migrations/1767400200000-retention-kinds.js';
 import { SessionTtl1767400300000 } from './migrations/1767400300000-session-ttl.js';
+import { StorageUsage1767400400000 } from './migrations/1767400400000-storage-usage.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -81,6 +82,7 @@ export const MIGRATIONS = [
   SessionPurge1767400100000,
   RetentionKinds1767400200000,
   SessionTtl1767400300000,
+  StorageUsage1767400400000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

@@ -3,9 +3,11 @@ import { prepared } from './prepared.js';
 
 /**
  * The kinds of data a retention task removes: the `kind` label of the retention metrics (a closed
- * set). Each kind is one task, owned by the lib that owns its tables.
+ * set). Each kind is one task, owned by the lib that owns its tables. `storage_accounting` removes
+ * nothing (0 rows, 0 bytes): it measures active sessions' storage on the same schedule, and its lag
+ * is how far behind that measurement is.
  */
-export const RETENTION_KINDS = ['deleted_sessions', 'model_requests', 'cooperation_signals', 'audit', 'session_ttl'] as const;
+export const RETENTION_KINDS = ['deleted_sessions', 'model_requests', 'cooperation_signals', 'audit', 'session_ttl', 'storage_accounting'] as const;
 export type RetentionKind = (typeof RETENTION_KINDS)[number];
 
 /** What one batch of a retention task did. */

@@ -102,6 +102,13 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'The inline images of this submission would take the session\'s stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.',
   },
+  storage_quota_exceeded: {
+    status: 413,
+    type: 'invalid_request',
+    retryable: false,
+    description:
+      'The caller\'s owner already stores at least STORAGE_QUOTA_BYTES (`details.used_bytes`: its measured total, which lags by the storage accounting interval; `details.quota_bytes`): new inputs are refused at acceptance, nothing of them written. Delete sessions (their storage is freed once they are purged) or ask an operator to raise the quota.',
+  },
   unsupported_media_type: { status: 415, type: 'invalid_request', retryable: false, description: 'The request body must be application/json (multipart/form-data for a file upload).' },
   file_type_not_allowed: {
     status: 415,

@@ -299,6 +299,30 @@ export class EventOutbox {
   }
 
   /**
+   * The sessions with outbox rows inserted in (after, upto], in insert order, at most `limit` rows
+   * read: upto is now, never later than the start of the oldest transaction still open (as
+   * `relayWindow`: a row's created_at is never earlier than its transaction's start, so none can
+   * commit into a window already passed), or the last row read when the window had more (rows of
+   * one statement, one session's, may share that instant). For storage accounting (which sessions
+   * stored something since it last looked); through the created_at index, one statement.
+   */
+  async sessionsWithEvents(after: Date, limit: number, db: StorageQueryable = this.dataSource): Promise<{ sessionIds: string[]; upto: Date; full: boolean }> {
+    const rows = (await db.query(
+      prepared(`WITH bound AS (
+         SELECT least(now(), coalesce((SELECT min(xact_start) FROM pg_stat_activity
+                  WHERE datname = current_database() AND usename = current_user AND xact_start IS NOT NULL AND pid <> pg_backend_pid()), 'infinity')) AS upto)
+       SELECT e.session_id, e.created_at, bound.upto FROM bound
+       LEFT JOIN LATERAL (SELECT session_id, created_at FROM session_events
+         WHERE created_at > $1 AND created_at <= bound.upto
+         ORDER BY created_at LIMIT $2) AS e ON true`),
+      [after, limit],
+    )) as { session_id: string | null; created_at: Date | null; upto: Date }[];
+    const read = rows.filter((row) => row.session_id !== null);
+    const upto = read.length === limit ? read[read.length - 1]!.created_at! : rows[0]!.upto;
+    return { sessionIds: [...new Set(read.map((row) => row.session_id!))], upto: upto < after ? after : upto, full: read.length === limit };
+  }
+
+  /**
    * The relay lag: how long ago the relay watermark is (every row committed before it is confirmed
    * in its stream). About one to two relay intervals while the relay keeps up; it grows while
    * events cannot be published (Redis down, no worker relaying) or a long transaction holds the

@@ -5,7 +5,7 @@ import { CooperationSignalsRetention, EngineModule, ModelRequestsRetention } fro
 import { EnvironmentsModule } from '#libs/environments';
 import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
-import { ProtocolModule } from '#libs/protocol';
+import { ProtocolModule, StorageAccounting } from '#libs/protocol';
 import { TracesModule } from '#libs/traces';
 import { RETENTION_TASKS, RetentionSweep } from './retention-sweep.js';
 import { SessionPurge } from './session-purge.js';
@@ -16,6 +16,7 @@ import { SessionTtlSweep } from './session-ttl-sweep.js';
  * lib whose tables it purges. Adding a kind: its task class here (imports and inject) and its
  * name in RETENTION_KINDS (libs/database). The session TTL's task lives here rather than in
  * libs/engine: it archives and deletes through the protocol's own transitions (DeleteSession).
+ * Storage accounting runs last: it measures what the purges before it left.
  */
 @Module({
   imports: [EngineModule, AuditModule, ProtocolModule, EnvironmentsModule, EventsModule, FilesModule, TracesModule],
@@ -25,8 +26,8 @@ import { SessionTtlSweep } from './session-ttl-sweep.js';
     {
       provide: RETENTION_TASKS,
       useFactory: (...tasks: RetentionTask[]): RetentionTask[] => tasks,
-      // A TTL's deletions first, then the purge of sessions deleted long enough ago, then the aged rows.
-      inject: [SessionTtlSweep, SessionPurge, ModelRequestsRetention, CooperationSignalsRetention, AuditRetention],
+      // A TTL's deletions first, then the purge of sessions deleted long enough ago, then the aged rows; storage accounting last.
+      inject: [SessionTtlSweep, SessionPurge, ModelRequestsRetention, CooperationSignalsRetention, AuditRetention, StorageAccounting],
     },
     RetentionSweep,
   ],

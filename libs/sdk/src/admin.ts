@@ -28,6 +28,8 @@ import type {
   SecretDeleted,
   SecretList,
   SecretScope,
+  StorageTotalList,
+  StorageTotalsParams,
   SessionTimeline,
   TimelineParams,
   User,
@@ -129,6 +131,11 @@ export class AdminResource {
   /** Every owner's usage, grouped (operators and administrators). */
   usage(params: AdminUsageReportParams = {}, options: CallOptions = {}): Promise<UsageReport> {
     return this.transport.request({ method: 'GET', path: adminPath('usage'), query: params as Query, signal: options.signal });
+  }
+
+  /** What each owner (`by: 'owner'`) or owner's project (`by: 'project'`) stores, largest first, as last measured (viewers, operators and administrators). */
+  storage(params: StorageTotalsParams = {}, options: CallOptions = {}): Promise<StorageTotalList> {
+    return this.transport.request({ method: 'GET', path: adminPath('storage'), query: params as Query, signal: options.signal });
   }
 
   listAgents(options: CallOptions = {}): Promise<AdminAgentList> {

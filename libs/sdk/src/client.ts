@@ -6,7 +6,7 @@ import { SessionEventStream, type SessionEventsOptions, type SessionReader } fro
 import { type CallOptions, type ClientOptions, type Query, Transport, type WriteOptions } from './transport.js';
 import type { UsageReport, UsageReportParams } from './usage.js';
 import { WebhooksResource } from './webhook-endpoints.js';
-import type { Agent, AgentList, Caller, ConsoleSettings, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, SessionStorage, SessionTrace, SessionTraceList, ListSessionTracesParams, Turn, TurnList, UpdateSessionParams } from './types.js';
+import type { Agent, AgentList, Caller, ConsoleSettings, CreateProjectParams, CreateSessionParams, ForkSessionParams, InputDetail, InputEvent, InputEventOf, Item, ItemList, ListProjectsParams, ListSessionsParams, MessageInput, MessageOptions, PageParams, Project, ProjectDeleted, ProjectList, ProjectStorage, Queue, Receipt, Run, Session, SessionDeleted, SessionList, SessionState, SessionStorage, SessionTrace, SessionTraceList, ListSessionTracesParams, Turn, TurnList, UpdateSessionParams } from './types.js';
 
 const SESSIONS = '/api/v1/agents/sessions';
 const PROJECTS = '/api/v1/agents/projects';
@@ -305,6 +305,11 @@ export class ProjectsResource {
 
   get(projectId: string, options: CallOptions = {}): Promise<Project> {
     return this.transport.request({ method: 'GET', path: `${PROJECTS}/${encodeURIComponent(projectId)}`, signal: options.signal });
+  }
+
+  /** What the project's sessions store, as the storage accounting last measured them (lags by its interval). */
+  storage(projectId: string, options: CallOptions = {}): Promise<ProjectStorage> {
+    return this.transport.request({ method: 'GET', path: `${PROJECTS}/${encodeURIComponent(projectId)}/storage`, signal: options.signal });
   }
 
   /**

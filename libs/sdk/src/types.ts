@@ -88,6 +88,8 @@ export type ProjectList = ResponseBody<ProjectsPath, 'get', 200>;
 export type ProjectDeleted = ResponseBody<ProjectPath, 'delete', 200>;
 export type CreateProjectParams = RequestBody<ProjectsPath, 'post'>;
 export type ListProjectsParams = QueryParams<ProjectsPath, 'get'>;
+/** What a project's sessions store, as the storage accounting last measured them (`GET …/projects/{id}/storage`). */
+export type ProjectStorage = ResponseBody<'/api/v1/agents/projects/{project_id}/storage', 'get', 200>;
 /** The product's private file routes (user tokens only): a draft's pre-parse (OCR) and an image thumbnail. */
 export type ParsedFile = ResponseBody<'/api/agent/files/{file_id}/parse', 'post', 200>;
 export type ParsedPage = ParsedFile['pages'][number];
@@ -155,6 +157,10 @@ export type ModelRequestRecord = ModelRequestList['data'][number];
 export type ModelRequestsParams = QueryParams<ModelRequestsPath, 'get'>;
 export type BulkCancelParams = RequestBody<'/api/v1/admin/sessions/bulk-cancel', 'post'>;
 export type BulkCancelResult = ResponseBody<'/api/v1/admin/sessions/bulk-cancel', 'post', 200>;
+/** What each owner (or owner's project) stores, largest first (`GET /api/v1/admin/storage`). */
+export type StorageTotalList = ResponseBody<'/api/v1/admin/storage', 'get', 200>;
+export type StorageTotal = StorageTotalList['data'][number];
+export type StorageTotalsParams = QueryParams<'/api/v1/admin/storage', 'get'>;
 export type WaitpointInbox = ResponseBody<'/api/v1/admin/waitpoints', 'get', 200>;
 export type InboxWaitpoint = WaitpointInbox['data'][number];
 export type WaitpointInboxParams = QueryParams<'/api/v1/admin/waitpoints', 'get'>;

@@ -1,8 +1,8 @@
 import { Body, Controller, Delete, Get, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, type Principal } from '#libs/auth';
-import { CreateProject, CreateProjectDto, DeleteProject, GetProject, ListProjects, ListQueryDto, ProjectDeletedDto, ProjectDto, ProjectListDto } from '#libs/protocol';
-import { CREATE_PROJECT_EXAMPLE, PROJECT_DELETED_EXAMPLE, PROJECT_EXAMPLE, PROJECT_LIST_EXAMPLE } from '../openapi/examples.js';
+import { CreateProject, CreateProjectDto, DeleteProject, GetProject, ListProjects, ListQueryDto, ProjectDeletedDto, ProjectDto, ProjectListDto, ProjectStorageDto, StorageTotals } from '#libs/protocol';
+import { CREATE_PROJECT_EXAMPLE, PROJECT_DELETED_EXAMPLE, PROJECT_EXAMPLE, PROJECT_LIST_EXAMPLE, PROJECT_STORAGE_EXAMPLE } from '../openapi/examples.js';
 import { TAGS } from '../openapi/tags.js';
 import { ApiErrors } from './api-errors.decorator.js';
 
@@ -19,6 +19,7 @@ export class ProjectsController {
     private readonly listProjects: ListProjects,
     private readonly getProject: GetProject,
     private readonly deleteProject: DeleteProject,
+    private readonly storageTotals: StorageTotals,
   ) {}
 
   @Post()
@@ -45,6 +46,20 @@ export class ProjectsController {
   @ApiErrors('validation_failed', 'invalid_cursor')
   list(@CurrentPrincipal() principal: Principal, @Query() query: ListQueryDto): Promise<ProjectListDto> {
     return this.listProjects.execute(principal, { after: query.after, limit: query.limit ?? 50, order: query.order ?? 'desc' });
+  }
+
+  @Get(':project_id/storage')
+  @ApiOperation({
+    operationId: 'getProjectStorage',
+    summary: 'Get what a project\'s sessions store',
+    description:
+      'The bytes and rows the project\'s sessions store (deleted ones until they are purged), summed from each session\'s storage as the worker last measured it: a session is measured again after its activity, so the figures lag by up to the storage accounting interval (RETENTION_SWEEP_MS); `measured_at` says how recent they are. Zeros before the first measurement. Another caller\'s project, or a deleted one, is 404.',
+  })
+  @ApiProjectId()
+  @ApiOkResponse({ type: ProjectStorageDto, description: 'The project\'s storage.', example: PROJECT_STORAGE_EXAMPLE })
+  @ApiErrors('not_found')
+  storage(@CurrentPrincipal() principal: Principal, @Param('project_id') projectId: string): Promise<ProjectStorageDto> {
+    return this.storageTotals.project(principal, projectId);
   }
 
   @Get(':project_id')

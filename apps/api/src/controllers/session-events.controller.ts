@@ -52,6 +52,7 @@ export class SessionEventsController {
     'too_many_large_bodies',
     'file_quota_exceeded',
     'session_image_quota_exceeded',
+    'storage_quota_exceeded',
     'input_text_too_large',
   )
   async submit(

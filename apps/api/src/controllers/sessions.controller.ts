@@ -81,7 +81,7 @@ export class SessionsController {
       'The session; `yuxi.receipt` holds the acceptance of the initial input. With `stream: true` the answer is the session event stream (text/event-stream), starting with `agent.session.created` whose `session` is this resource.',
   })
   @ApiProduces('application/json', 'text/event-stream')
-  @ApiErrors('validation_failed', 'invalid_json', 'idempotency_key_required', 'invalid_model', 'model_not_allowed', 'tool_approval_pinned', 'environment_unavailable', 'environment_loosened', 'not_found', 'idempotency_conflict', 'file_already_bound', 'payload_too_large', 'too_many_large_bodies', 'file_quota_exceeded', 'session_image_quota_exceeded', 'input_text_too_large')
+  @ApiErrors('validation_failed', 'invalid_json', 'idempotency_key_required', 'invalid_model', 'model_not_allowed', 'tool_approval_pinned', 'environment_unavailable', 'environment_loosened', 'not_found', 'idempotency_conflict', 'file_already_bound', 'payload_too_large', 'too_many_large_bodies', 'file_quota_exceeded', 'session_image_quota_exceeded', 'storage_quota_exceeded', 'input_text_too_large')
   async create(
     @CurrentPrincipal() principal: Principal,
     @Body() body: CreateSessionDto,

@@ -69,10 +69,10 @@ export class ErrorDetailsDto {
     type: 'integer',
     minimum: 0,
     description:
-      '`file_quota_exceeded`: the bytes the caller\'s account stores now (uploads, inline and tool images, not counting this request\'s); `session_image_quota_exceeded`: the bytes of the session\'s images now.',
+      '`file_quota_exceeded`: the bytes the caller\'s account stores now (uploads, inline and tool images, not counting this request\'s); `session_image_quota_exceeded`: the bytes of the session\'s images now; `storage_quota_exceeded`: the bytes the owner\'s sessions store, as last measured.',
   })
   used_bytes?: number;
-  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: the account\'s storage quota in bytes (FILE_QUOTA_BYTES); `session_image_quota_exceeded`: SESSION_IMAGE_BYTES.' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`file_quota_exceeded`: the account\'s storage quota in bytes (FILE_QUOTA_BYTES); `session_image_quota_exceeded`: SESSION_IMAGE_BYTES; `storage_quota_exceeded`: STORAGE_QUOTA_BYTES.' })
   quota_bytes?: number;
   @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`too_many_large_bodies`: how many request bodies over 1 MiB a user may have in flight at once (MAX_CONCURRENT_LARGE_BODIES).' })
   max_in_flight?: number;

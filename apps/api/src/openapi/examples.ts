@@ -355,3 +355,20 @@ export const THUMBNAIL_EXAMPLE = {
   bytes: 44,
   data_url: 'data:image/webp;base64,UklGRiQAAABXRUJQVlA4IBgAAAAwAQCdASoBAAEAAwA0JaQAA3AA/vuUAAA=',
 };
+
+export const PROJECT_STORAGE_EXAMPLE = { object: 'yuxi.project.storage', project_id: PROJECT_ID, bytes: 1_482_113, rows: 2210, sessions: 12, measured_at: AT };
+const OWNER_STORAGE_TOTAL = {
+  id: USER_ID,
+  object: 'yuxi.storage.total',
+  owner_id: USER_ID,
+  owner: { kind: 'user', subject: 'alice', app_id: null, name: null },
+  project_id: null,
+  project_name: null,
+  bytes: 25_301_884,
+  rows: 41_230,
+  sessions: 164,
+  measured_at: AT,
+  summed_at: AT + 2,
+  quota_bytes: 1_073_741_824,
+};
+export const STORAGE_TOTAL_LIST_EXAMPLE = { object: 'list', data: [OWNER_STORAGE_TOTAL], first_id: USER_ID, last_id: USER_ID, has_more: false };

@@ -39,6 +39,8 @@ export class CreateSession {
   async execute(principal: Principal, dto: CreateSessionDto, rawKey: string | undefined): Promise<IdempotentResponse> {
     const key = IdempotencyService.requireKey(rawKey);
     const create = await this.prepare(principal, dto);
+    // A first input is new work: held to the storage quota (when one is set). Here, not in `prepare`: an automation's fire records its own refusals.
+    if (create.hasInput) create.staging = this.firstInput.gated(principal.userId, create.staging);
     const result = tracingOn() ? await this.acceptTraced(principal, key, create) : await this.acceptance.accept(principal, CreateSession.SCOPE, key, create.intent, create.work, create.staging);
     if (create.hasInput && !result.replayed) metrics.inputAccepted('agent.session.input.message');
     return result;

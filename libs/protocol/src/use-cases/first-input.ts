@@ -3,7 +3,8 @@ import type { EntityManager } from 'typeorm';
 import { type AcceptedReceipt, frozenInputConfig, type InputMessage, InputsRepository, type SessionEntity } from '#libs/engine';
 import { FilesRepository } from '#libs/files';
 import { type InlineImageBatch, InlineImages } from '../inline-images.js';
-import { acceptedReceipt } from './acceptance.js';
+import { StorageQuota } from '../storage/storage-totals.js';
+import { acceptedReceipt, type Staging } from './acceptance.js';
 
 /**
  * The first input of a session created with one (CreateSession): its inline images staged as
@@ -16,7 +17,17 @@ export class FirstInput {
     private readonly inputs: InputsRepository,
     private readonly files: FilesRepository,
     private readonly inlineImages: InlineImages,
+    private readonly quota: StorageQuota,
   ) {}
+
+  /**
+   * What the acceptance stages before its transaction: the images, behind the storage quota when
+   * one is set (checked once no receipt answers the key, before anything is stored). Off: the
+   * staging as it is.
+   */
+  gated(ownerId: string, staging: Staging | undefined): Staging | undefined {
+    return this.quota.on ? this.quota.gate(ownerId, staging) : staging;
+  }
 
   /** The input's inline images, decoded and staged for a session not created yet (errors under `input`). */
   decode(ownerId: string, messages: InputMessage[]): Promise<InlineImageBatch> {

@@ -8,6 +8,7 @@ import { EventOutbox, type OutboxRow } from '#libs/events';
 import { acceptanceSessionColumns, acceptedReceipt, acceptingInput, acceptInputGuarded, AfterCommit, type IdempotencyScope, IdempotencyService, type IdempotentResponse, InputsRepository, mayHaveActiveTurn, type MessagePlan, type MessageSpec, type Nudge, planMessage, readForAcceptance, type ReadForAcceptance, receiptLookup, type ReceiptRow, SessionControls, turnEvents, visibleSessionRead } from '#libs/engine';
 import { tracingOn } from '#libs/telemetry';
 import type { InlineImageBatch } from '../inline-images.js';
+import { StorageQuota } from '../storage/storage-totals.js';
 import { type Accepted, Acceptance } from './acceptance.js';
 
 /** What a message's acceptance answered, and whether it steers into the running turn (its worker is told). */
@@ -49,6 +50,7 @@ export class MessageAcceptance {
     private readonly afterCommit: AfterCommit,
     private readonly acceptance: Acceptance,
     private readonly controls: SessionControls,
+    private readonly quota: StorageQuota,
   ) {}
 
   accept(principal: Principal, sessionId: string, key: string, intent: unknown, spec: MessageSpec, images: InlineImageBatch): Promise<AcceptedMessage> {
@@ -63,11 +65,13 @@ export class MessageAcceptance {
     if (!isUuid(sessionId)) throw DomainError.notFound(`Session ${sessionId}`);
     const scope = Acceptance.scopeOf(principal, IdempotencyService.eventScope(sessionId), key, intent);
     // Files to bind need the input's row before they are bound: the locking path.
-    if (images.fileIds.length > 0 || spec.attachmentFileIds.length > 0) return this.locked(principal, sessionId, scope, intent, spec, images, false);
+    if (images.fileIds.length > 0 || spec.attachmentFileIds.length > 0) return this.locked(principal, sessionId, scope, intent, spec, images, false, this.quota.on);
     const { session, receipt } = await this.read(principal.userId, sessionId, scope);
     const earlier = IdempotencyService.decide(receipt, scope);
     if (earlier) return { result: earlier, steersRunningTurn: false };
     if (!session) throw DomainError.notFound(`Session ${sessionId}`);
+    // The storage quota (when set: off, no statement): after the key's receipt (a replay replays), before anything is written.
+    if (this.quota.on) await this.quota.admit(principal.userId);
     // The session's overview rules an active turn out: nothing to gate on, nothing to steer into.
     if (receipt === null && !mayHaveActiveTurn(session.session.currentTurn)) {
       const plan = planMessage(session.session, session.workdirDeleted, null, spec);
@@ -170,9 +174,12 @@ export class MessageAcceptance {
     spec: MessageSpec,
     images: InlineImageBatch,
     looked: boolean,
+    admit = false,
   ): Promise<AcceptedMessage> {
     const locked = this.lockedWork(principal, sessionId, spec, images);
-    const result = await this.acceptance.accept(principal, scope.scope, scope.key, intent, locked.work, images.staging, looked);
+    // `admit`: the storage quota is still to check, once no receipt answers the key (before the images are staged).
+    const staging = admit ? this.quota.gate(principal.userId, images.staging) : images.staging;
+    const result = await this.acceptance.accept(principal, scope.scope, scope.key, intent, locked.work, staging, looked);
     return { result, steersRunningTurn: !result.replayed && locked.steersRunningTurn() };
   }
 }

@@ -38,22 +38,26 @@ export class GetSessionStorage {
 
   async execute(principal: Principal, sessionId: string): Promise<SessionStorageDto> {
     const session = await this.sessions.getVisible(principal.userId, sessionId);
+    const { figures } = await this.measure(session.id, session.workdirId);
+    return { object: 'yuxi.session.storage', session_id: session.id, ...figures, measured_at: Math.floor(Date.now() / 1000) };
+  }
+
+  /** The figures of one session (any owner's, deleted ones too), and the rows they count: the route's read, and the storage accounting's measurement. */
+  async measure(sessionId: string, workdirId: string): Promise<{ figures: SessionStorageFigures; rows: number }> {
     const { rows, events, files, workspace } = await this.dataSource.transaction('REPEATABLE READ', async (manager) => {
       await manager.query(`SET LOCAL statement_timeout = ${STORAGE_READ_TIMEOUT_MS}`);
       return {
-        rows: await this.aggregate.rows(session.id, manager),
-        events: await this.outbox.storage(session.id, manager),
-        files: await this.files.storage(session.id, manager),
-        workspace: await this.workspaces.storage(session.workdirId, manager),
+        rows: await this.aggregate.rows(sessionId, manager),
+        events: await this.outbox.storage(sessionId, manager),
+        files: await this.files.storage(sessionId, manager),
+        workspace: await this.workspaces.storage(workdirId, manager),
       };
     });
     // A project's workdir, or a tree member's (its root's): counted once, where it is the session's own.
-    const shared = session.workdirId !== session.id;
+    const shared = workdirId !== sessionId;
     const tables = [rows.items, events, rows.inputs, rows.turns, rows.runs, rows.steps, rows.model_requests];
     const own = workspace && !shared ? (workspace.inherited ? 0 : workspace.bytes) + workspace.versions.bytes : 0;
-    return {
-      object: 'yuxi.session.storage',
-      session_id: session.id,
+    const figures: SessionStorageFigures = {
       items: rows.items,
       events,
       inputs: rows.inputs,
@@ -64,7 +68,10 @@ export class GetSessionStorage {
       files,
       workspace: workspace ? { bytes: workspace.bytes, files: workspace.files, versions: workspace.versions, shared, inherited: workspace.inherited } : null,
       total_bytes: tables.reduce((sum, table) => sum + table.bytes, 0) + files.bytes + own,
-      measured_at: Math.floor(Date.now() / 1000),
     };
+    return { figures, rows: tables.reduce((sum, table) => sum + table.rows, 0) + (workspace && !shared ? workspace.versions.rows : 0) };
   }
 }
+
+/** What `measure` reads: the route's figures. */
+export type SessionStorageFigures = Omit<SessionStorageDto, 'object' | 'session_id' | 'measured_at'>;

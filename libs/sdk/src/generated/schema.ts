@@ -652,6 +652,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/projects/{project_id}/storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get what a project's sessions store
+         * @description The bytes and rows the project's sessions store (deleted ones until they are purged), summed from each session's storage as the worker last measured it: a session is measured again after its activity, so the figures lag by up to the storage accounting interval (RETENTION_SWEEP_MS); `measured_at` says how recent they are. Zeros before the first measurement. Another caller's project, or a deleted one, is 404.
+         */
+        get: operations["getProjectStorage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/projects/{project_id}": {
         parameters: {
             query?: never;
@@ -1562,6 +1582,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List what each owner stores
+         * @description One total per owner (`by=owner`, the default) or per owner's project (`by=project`), largest first, in cursor pages (pass the previous page's `last_id` as `after`). Each is the sum of its sessions' storage (as `GET …/sessions/{id}/storage` counts `total_bytes`; deleted sessions until they are purged) as the worker last measured it: a session is measured again after its activity, within the storage accounting interval (RETENTION_SWEEP_MS), so a total lags by about that; `measured_at` and `summed_at` show how recent it is. Read from the totals alone, never the sessions' rows. For viewers, operators and administrators (403 `forbidden` otherwise).
+         */
+        get: operations["listStorageTotals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/usage": {
         parameters: {
             query?: never;
@@ -2163,7 +2203,7 @@ export interface components {
          * @description Stable error codes; see the API description for each.
          * @enum {string}
          */
-        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "environment_unavailable" | "budget_exceeded" | "environment_loosened" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "automation_limit" | "fork_depth_exceeded" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "invalid_cursor" | "unauthorized" | "user_suspended" | "forbidden" | "user_token_required" | "not_found" | "route_not_found" | "method_not_allowed" | "idempotency_conflict" | "state_conflict" | "turn_requires_action" | "turn_cancelling" | "waitpoint_stale" | "file_already_bound" | "attachment_busy" | "file_not_ready" | "revision_mismatch" | "payload_too_large" | "input_text_too_large" | "file_too_large" | "file_quota_exceeded" | "session_image_quota_exceeded" | "storage_quota_exceeded" | "unsupported_media_type" | "file_type_not_allowed" | "file_type_mismatch" | "image_too_large" | "file_unreadable" | "validation_failed" | "invalid_json" | "idempotency_key_required" | "model_not_allowed" | "tool_approval_pinned" | "invalid_model" | "invalid_agent" | "environment_unavailable" | "budget_exceeded" | "environment_loosened" | "waitpoint_incomplete" | "invalid_last_event_id" | "last_event_id_retired" | "unknown_event_type" | "control_event_required" | "webhook_url_not_allowed" | "mcp_url_not_allowed" | "automation_limit" | "fork_depth_exceeded" | "webhook_endpoint_limit" | "api_key_limit" | "not_implemented" | "rate_limited" | "authentication_throttled" | "too_many_large_bodies" | "file_work_limited" | "internal_error" | "service_unavailable";
         /**
          * @description The class of an error: what kind of problem, whatever the code.
          * @enum {string}
@@ -2242,9 +2282,9 @@ export interface components {
             limit_value?: number;
             /** @description `budget_exceeded`: what was spent of it in the budget's period (committed plus held by calls in flight). */
             spent?: number;
-            /** @description `file_quota_exceeded`: the bytes the caller's account stores now (uploads, inline and tool images, not counting this request's); `session_image_quota_exceeded`: the bytes of the session's images now. */
+            /** @description `file_quota_exceeded`: the bytes the caller's account stores now (uploads, inline and tool images, not counting this request's); `session_image_quota_exceeded`: the bytes of the session's images now; `storage_quota_exceeded`: the bytes the owner's sessions store, as last measured. */
             used_bytes?: number;
-            /** @description `file_quota_exceeded`: the account's storage quota in bytes (FILE_QUOTA_BYTES); `session_image_quota_exceeded`: SESSION_IMAGE_BYTES. */
+            /** @description `file_quota_exceeded`: the account's storage quota in bytes (FILE_QUOTA_BYTES); `session_image_quota_exceeded`: SESSION_IMAGE_BYTES; `storage_quota_exceeded`: STORAGE_QUOTA_BYTES. */
             quota_bytes?: number;
             /** @description `too_many_large_bodies`: how many request bodies over 1 MiB a user may have in flight at once (MAX_CONCURRENT_LARGE_BODIES). */
             max_in_flight?: number;
@@ -3217,6 +3257,20 @@ export interface components {
             first_id: string | null;
             last_id: string | null;
             has_more: boolean;
+        };
+        ProjectStorageDto: {
+            /** @enum {string} */
+            object: "yuxi.project.storage";
+            /** Format: uuid */
+            project_id: string;
+            /** @description The bytes the project's sessions store (each as `GET …/sessions/{id}/storage` counts its `total_bytes`; the project's shared workspace is counted on none of them), as last measured. */
+            bytes: number;
+            /** @description The rows those bytes are in. */
+            rows: number;
+            /** @description Sessions counted, deleted ones not yet purged included. */
+            sessions: number;
+            /** @description Unix seconds: the latest measurement of one of its sessions (null: none yet). Sessions are measured after their activity by the worker, so the figures lag by up to the storage accounting interval. */
+            measured_at: number | null;
         };
         ProjectDeletedDto: {
             /** Format: uuid */
@@ -4839,6 +4893,39 @@ export interface components {
             offset_s: number;
             /** @description The lifecycle clock now (Unix seconds): what session TTLs and retention go by. */
             now: number;
+        };
+        StorageTotalDto: {
+            /** @description The total's id in this list (pass it as `after`): the owner id, or `{owner_id}/{project_id}` for a project's. */
+            id: string;
+            /** @enum {string} */
+            object: "yuxi.storage.total";
+            /** Format: uuid */
+            owner_id: string;
+            owner: components["schemas"]["SessionOwnerDto"];
+            /** @description Null: the owner's total over all its sessions. */
+            project_id: string | null;
+            /** @description The project's name (null for an owner's total, a deleted project, or a label from before projects). */
+            project_name: string | null;
+            /** @description The sessions' stored bytes (each as `GET …/sessions/{id}/storage` counts its `total_bytes`), as last measured. */
+            bytes: number;
+            /** @description The rows those bytes are in (the sessions' rows in each table, and their workspace versions). */
+            rows: number;
+            /** @description Sessions counted, deleted ones not yet purged included (their rows are still stored). */
+            sessions: number;
+            /** @description Unix seconds: the latest measurement of one of its sessions (null: none measured yet). A session is measured again after its next activity, within the storage accounting interval (RETENTION_SWEEP_MS). */
+            measured_at: number | null;
+            /** @description Unix seconds: when this total was last summed from its sessions' measurements. */
+            summed_at: number;
+            /** @description The deployment's per-owner quota (STORAGE_QUOTA_BYTES) an owner's total is held to; null: none. */
+            quota_bytes: number | null;
+        };
+        StorageTotalListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["StorageTotalDto"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
         };
         ModelPriceDto: {
             /** @enum {string} */
@@ -7553,7 +7640,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`session_image_quota_exceeded`: The inline images of this submission would take the session's stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`session_image_quota_exceeded`: The inline images of this submission would take the session's stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.<br>`storage_quota_exceeded`: The caller's owner already stores at least STORAGE_QUOTA_BYTES (`details.used_bytes`: its measured total, which lags by the storage accounting interval; `details.quota_bytes`): new inputs are refused at acceptance, nothing of them written. Delete sessions (their storage is freed once they are purged) or ask an operator to raise the quota.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
             413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10224,7 +10311,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`session_image_quota_exceeded`: The inline images of this submission would take the session's stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`session_image_quota_exceeded`: The inline images of this submission would take the session's stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.<br>`storage_quota_exceeded`: The caller's owner already stores at least STORAGE_QUOTA_BYTES (`details.used_bytes`: its measured total, which lags by the storage accounting interval; `details.quota_bytes`): new inputs are refused at acceptance, nothing of them written. Delete sessions (their storage is freed once they are purged) or ask an operator to raise the quota.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
             413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -12741,6 +12828,145 @@ export interface operations {
             };
             /** @description `forbidden`: The API key lacks the permission for this operation. */
             403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getProjectStorage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path: {
+                /** @description A project of the caller (another caller's, and a deleted one, answer 404). */
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's storage. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "yuxi.project.storage",
+                     *       "project_id": "0193a5c1-2b3c-7d4e-8f5a-6b7c8d9e0f10",
+                     *       "bytes": 1482113,
+                     *       "rows": 2210,
+                     *       "sessions": 12,
+                     *       "measured_at": 1733400000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectStorageDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `not_found`: The resource does not exist or is not visible to this caller. */
+            404: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
@@ -22143,6 +22369,172 @@ export interface operations {
             };
             /** @description `route_not_found`: No endpoint matches this method and path. */
             404: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds the configured limit. */
+            413: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json (multipart/form-data for a file upload). */
+            415: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `validation_failed`: The request has invalid, unknown or explicitly null fields; `details.fields` lists each one.<br>`invalid_json`: The request body is not valid JSON. */
+            422: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `rate_limited`: Too many requests for this key, its user (all their keys together), its app or end user; too many new end users for the app; or too many open event streams for the key or its user; retry after `Retry-After` seconds.<br>`authentication_throttled`: Too many failed authentications from this client address: further bad credentials from it are answered this instead of 401 until `Retry-After` seconds have passed, while valid credentials keep working. */
+            429: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `internal_error`: An unexpected server error; the request id identifies it in the logs. */
+            500: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `service_unavailable`: A dependency (Postgres, Redis or file storage) is unavailable, or a file reader (PDF, OCR) is busy past its queue wait; retry (with the same Idempotency-Key where there is one). */
+            503: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listStorageTotals: {
+        parameters: {
+            query?: {
+                /** @description `owner`: one total per owner (all its sessions); `project`: one per project of an owner (its sessions in that project). */
+                by?: "owner" | "project";
+                /** @description Totals of this owner only (a user id of the users list). */
+                owner_id?: string;
+                /** @description The total of this project only (with `by=project`). */
+                project_id?: string;
+                /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is no total of this list). */
+                after?: string;
+                /** @description Page size (default 50). */
+                limit?: number;
+            };
+            header?: {
+                /** @description Only with an API key bound to an app (`app_id`): the end user of the app the call acts for (without it, the app's default end user), 1–128 characters without leading or trailing whitespace (else 422 `validation_failed`). Any other credential sending it is 403 `forbidden`. */
+                "X-End-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of totals. */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *           "object": "yuxi.storage.total",
+                     *           "owner_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *           "owner": {
+                     *             "kind": "user",
+                     *             "subject": "alice",
+                     *             "app_id": null,
+                     *             "name": null
+                     *           },
+                     *           "project_id": null,
+                     *           "project_name": null,
+                     *           "bytes": 25301884,
+                     *           "rows": 41230,
+                     *           "sessions": 164,
+                     *           "measured_at": 1733400000,
+                     *           "summed_at": 1733400002,
+                     *           "quota_bytes": 1073741824
+                     *         }
+                     *       ],
+                     *       "first_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *       "last_id": "0193a5b0-0a1b-7c2d-8e3f-4a5b6c7d8e09",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StorageTotalListDto"];
+                };
+            };
+            /** @description `invalid_cursor`: The `after` cursor does not belong to this list scope. */
+            400: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `unauthorized`: Missing, malformed or unknown API key.<br>`user_suspended`: The user behind this API key or user token is suspended by an administrator: every key and token of theirs is refused until they are reactivated. */
+            401: {
+                headers: {
+                    /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description `forbidden`: The API key lacks the permission for this operation. */
+            403: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
                     "X-Request-Id"?: string;
