@@ -35,6 +35,7 @@ export async function startBudgetStack(name: string): Promise<BudgetStack> {
       FILE_SWEEP_MS: '600000',
       WEBHOOK_SWEEP_MS: '600000',
       AUTOMATION_SWEEP_MS: '600000',
+      RETENTION_SWEEP_MS: '600000',
       // The counts are those of tracing off (the default), whatever the suite's stack, whose
       // environment this process inherits, has on (scripts/test.mjs): no span, store or export.
       TRACING: 'off',
