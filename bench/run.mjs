@@ -35,7 +35,7 @@ const { consoleScenario } = await import('./lib/console.mjs');
 const { automationScenarios } = await import('./lib/automation-scenarios.mjs');
 const { forkScenarios } = await import('./lib/fork-scenarios.mjs');
 const { storageScenarios } = await import('./lib/storage-scenarios.mjs');
-const { deletedSessionsPurge } = await import('./lib/storage-purges.mjs');
+const { deletedSessionsPurge, outboxAgeOut } = await import('./lib/storage-purges.mjs');
 const { measureTurnBudget } = await import('./lib/budget.mjs');
 const { ensureChromium } = await import('../scripts/lib/infra.mjs');
 // The shared fake OpenAI-compatible server of the tests (compiled by ensureBuilt); it scripts answers per model name.
@@ -132,7 +132,7 @@ try {
   // What turns leave in Postgres and Redis, and what is left once their sessions are deleted (issue 43).
   if (wanted('storage')) {
     const earlier = Object.keys(results.scenarios);
-    results.scenarios.storage = await storage({ purges: [deletedSessionsPurge(client)] });
+    results.scenarios.storage = await storage({ ageOut: outboxAgeOut(client), purges: [deletedSessionsPurge(client)] });
     // Relation sizes per turn hold on a fresh database only: after other scenarios, the free space
     // their vacuumed rows left absorbs new rows, so the relations grow less than the turns wrote
     // (the row bytes are exact either way). Run `npm run bench -- storage` alone for those figures.

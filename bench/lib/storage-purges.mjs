@@ -37,3 +37,32 @@ async function setLifecycleClock(client, offsetS) {
   await res.body?.cancel();
 }
 
+
+/**
+ * Before the deletions: what the live sessions keep once what only resume needs has aged out (the
+ * issue's target). The lifecycle clock is moved past EVENTS_REPLAY_TTL_SECONDS (the outbox prune of
+ * the worker's recovery sweep goes by it), and this polls (every second, at most `maxWaitS`) until
+ * each session keeps only its newest outbox row; the clock is put back. Idempotency receipts expire
+ * by real time (their expiry is the idempotency promise), so they are still there: the report shows
+ * the figures without them too.
+ */
+export function outboxAgeOut(client, { replayTtlS = 7 * 24 * 3600, maxWaitS = 120 } = {}) {
+  return {
+    name: 'outbox past the replay window (the lifecycle clock moved past EVENTS_REPLAY_TTL_SECONDS)',
+    run: async ({ db, sessionIds }) => {
+      const started = performance.now();
+      await setLifecycleClock(client, replayTtlS + 3600);
+      try {
+        let rows = Infinity;
+        for (let waited = 0; waited < maxWaitS && rows > sessionIds.length; waited += 1) {
+          rows = (await db.query(`SELECT count(*)::int AS n FROM session_events WHERE session_id = ANY($1::uuid[])`, [sessionIds])).rows[0].n;
+          if (rows > sessionIds.length) await sleep(1_000);
+        }
+        if (rows > sessionIds.length) throw new Error(`age-out: ${rows} outbox rows of ${sessionIds.length} sessions still there after ${maxWaitS} s`);
+        return { outbox_rows_left: rows, wall_s: round((performance.now() - started) / 1000, 1) };
+      } finally {
+        await setLifecycleClock(client, 0);
+      }
+    },
+  };
+}
