@@ -180,6 +180,7 @@ describe('saved agents: the version history', () => {
       multi_agent: null,
       visibility: 'public',
       environment: null,
+      ttl: null,
     });
     assert.equal(first.definition.instructions, 'one');
     assert.deepEqual(first.definition.tools[0].headers, { authorization: '***' }, 'MCP credentials are never shown back');
