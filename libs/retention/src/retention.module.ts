@@ -7,6 +7,7 @@ import { EventsModule } from '#libs/events';
 import { FilesModule } from '#libs/files';
 import { ProtocolModule, StorageAccounting } from '#libs/protocol';
 import { TracesModule } from '#libs/traces';
+import { LifecycleClockGuard } from './lifecycle-clock-guard.js';
 import { RETENTION_TASKS, RetentionSweep } from './retention-sweep.js';
 import { SessionPurge } from './session-purge.js';
 import { SessionTtlSweep } from './session-ttl-sweep.js';
@@ -30,6 +31,7 @@ import { SessionTtlSweep } from './session-ttl-sweep.js';
       inject: [SessionTtlSweep, SessionPurge, ModelRequestsRetention, CooperationSignalsRetention, AuditRetention, StorageAccounting],
     },
     RetentionSweep,
+    LifecycleClockGuard,
   ],
   exports: [RetentionSweep],
 })

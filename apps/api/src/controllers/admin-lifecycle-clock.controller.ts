@@ -37,7 +37,7 @@ export class AdminLifecycleClockController {
     operationId: 'setLifecycleClock',
     summary: 'Move the lifecycle clock',
     description:
-      'Sets how far the clock that session TTLs and retention (SESSION_PURGE_AFTER_S, MODEL_REQUEST_RETENTION_S, COOPERATION_SIGNAL_RETENTION_S, AUDIT_RETENTION_S) go by runs from the database\'s (`offset_s`, at most two years either way), for tests. Leases, idempotency receipts, the event outbox and every other time keep the real clock. Administrators only (403); a deployment without `LIFECYCLE_CLOCK_ADJUSTABLE=true` has no such route (404 `route_not_found`).',
+      'Sets how far the clock that session TTLs and retention (SESSION_PURGE_AFTER_S, MODEL_REQUEST_RETENTION_S, COOPERATION_SIGNAL_RETENTION_S, AUDIT_RETENTION_S, and the event outbox\'s replay window EVENTS_REPLAY_TTL_SECONDS) go by runs from the database\'s (`offset_s`, at most two years either way), for tests. Leases, idempotency receipts and every other time keep the real clock. Administrators only (403); a deployment without `LIFECYCLE_CLOCK_ADJUSTABLE=true` has no such route (404 `route_not_found`).',
   })
   @ApiBody({ type: SetLifecycleClockDto, examples: { an_hour_ahead: { value: { offset_s: 3600 } }, reset: { value: { offset_s: 0 } } } })
   @ApiOkResponse({ type: LifecycleClockDto, description: 'The offset now in force and the lifecycle clock\'s reading.', example: { object: 'lifecycle_clock', offset_s: 3600, now: 1733486400 } })

@@ -4,7 +4,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * Data lifecycle (issue 43): the clock that retention and session TTLs go by. `lifecycle_now()` is
  * the database's clock plus `lifecycle_clock.offset_s`, which only an administrator of a deployment
  * with LIFECYCLE_CLOCK_ADJUSTABLE=true may move (tests cross a grace period or a TTL without
- * waiting it out). Leases, receipts, the outbox and every other time keep the database's own clock.
+ * waiting it out); the outbox's replay window goes by it too. Leases, idempotency receipts and every
+ * other time keep the database's own clock.
  */
 export class DataLifecycle1767400000000 implements MigrationInterface {
   name = 'DataLifecycle1767400000000';
