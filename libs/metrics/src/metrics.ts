@@ -291,6 +291,14 @@ export class Metrics {
     this.webhookBacklog.set(count);
   }
 
+  /** A retention task's series exist from the start (0 until it removes something): a dashboard sees every kind. */
+  retentionKind(kind: string): void {
+    this.retentionRows.inc({ kind }, 0);
+    this.retentionBytes.inc({ kind }, 0);
+    this.retentionFailures.inc({ kind }, 0);
+    this.retentionLag.set({ kind }, 0);
+  }
+
   /** After a retention batch committed. */
   retentionRemoved(kind: string, rows: number, bytes: number): void {
     if (rows > 0) this.retentionRows.inc({ kind }, rows);

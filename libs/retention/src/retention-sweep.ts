@@ -31,7 +31,9 @@ export class RetentionSweep {
   constructor(
     @Inject(RETENTION_TASKS) private readonly tasks: RetentionTask[],
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    for (const task of tasks) metrics.retentionKind(task.kind);
+  }
 
   async run(): Promise<RetentionTickReport[]> {
     const reports: RetentionTickReport[] = [];
