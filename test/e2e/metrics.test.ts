@@ -301,19 +301,7 @@ describe('metrics', () => {
    * (e2e/automations-schedule), retention (e2e/retention and e2e/session-purge move the lifecycle clock; here each kind's
    * series only has to exist).
    */
-  const MOVED_ELSEWHERE = new Set([
-    'yuxi_sandbox_commands_total',
-    'yuxi_sandbox_command_duration_seconds',
-    'yuxi_sandbox_limit_hits_total',
-    'yuxi_automation_invocations_total',
-    'yuxi_automation_fire_lag_seconds',
-    'yuxi_automations_active',
-    'yuxi_automations_due',
-    'yuxi_retention_rows_removed_total',
-    'yuxi_retention_bytes_removed_total',
-    'yuxi_retention_lag_seconds',
-    'yuxi_retention_failures_total',
-  ]);
+  const MOVED_ELSEWHERE = new Set([...['yuxi_sandbox_commands_total', 'yuxi_sandbox_command_duration_seconds', 'yuxi_sandbox_limit_hits_total'], ...['yuxi_automation_invocations_total', 'yuxi_automation_fire_lag_seconds', 'yuxi_automations_active', 'yuxi_automations_due'], ...['yuxi_retention_rows_removed_total', 'yuxi_retention_bytes_removed_total', 'yuxi_retention_lag_seconds', 'yuxi_retention_failures_total']]);
 
   async function assertMovedOn(process: Process): Promise<void> {
     const now = await scrapeOf(process);
