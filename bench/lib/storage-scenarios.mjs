@@ -180,7 +180,7 @@ async function rowsWrittenBetween(db, fromXid, toXid) {
  * MEMORY USAGE is asked of at most `probesPerPattern` keys of each pattern, the rest estimated at
  * the probed keys' mean (the stack's few thousand keys are all probed).
  */
-export async function redisSnapshot(redis, { maxKeys = 100_000, probesPerPattern = 2_000 } = {}) {
+async function redisSnapshot(redis, { maxKeys = 100_000, probesPerPattern = 2_000 } = {}) {
   const memory = /used_memory:(\d+)/.exec(await redis.info('memory'));
   const dbsize = await redis.dbsize();
   const patterns = {};
