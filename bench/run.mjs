@@ -9,6 +9,9 @@
 //   npm run bench -- budget --tracing   (or BENCH_TRACING=on) the stack traces (TRACING=on, spans
 //                                 kept per session, no exporter): what tracing costs, next to a run
 //                                 without the flag (tracing off, the default); never the docs table
+//   npm run bench -- soak         the soak (issue 43): never in the no-argument run, only when named
+//                                 (BENCH_SOAK_TURNS, BENCH_SOAK_SESSIONS, BENCH_SOAK_CONCURRENCY size it);
+//                                 named alone, its stack sweeps retention every second (BENCH_SOAK_SWEEP_MS)
 import { fork, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -36,6 +39,7 @@ const { automationScenarios } = await import('./lib/automation-scenarios.mjs');
 const { forkScenarios } = await import('./lib/fork-scenarios.mjs');
 const { storageScenarios } = await import('./lib/storage-scenarios.mjs');
 const { deletedSessionsPurge, outboxAgeOut } = await import('./lib/storage-purges.mjs');
+const { soakOptions, soakScenarios } = await import('./lib/soak-scenario.mjs');
 const { measureTurnBudget } = await import('./lib/budget.mjs');
 const { ensureChromium } = await import('../scripts/lib/infra.mjs');
 // The shared fake OpenAI-compatible server of the tests (compiled by ensureBuilt); it scripts answers per model name.
@@ -46,6 +50,13 @@ const argv = process.argv.slice(2);
 const tracing = argv.includes('--tracing') || process.env.BENCH_TRACING === 'on';
 const only = argv.filter((word) => !word.startsWith('--'));
 const wanted = (name) => only.length === 0 || only.some((word) => name.includes(word));
+// The soak takes the machine for long (20,000 turns by default): only when a word names it, never
+// in the no-argument run (`wanted` is true for every scenario there).
+const named = (name) => only.some((word) => name.includes(word));
+// Its purge waits for the worker's retention sweep (every 60 s by default: dozens of ticks for 2,000
+// deleted sessions). Swept faster only when the soak runs alone, so that no other scenario (the
+// budget's per-turn counts above all) ever runs on a stack that sweeps more often than a deployment.
+const soakAlone = only.length > 0 && only.every((word) => word === 'soak');
 const log = (...args) => console.log('[bench]', ...args);
 
 const apiKey = `yx_bench_${randomBytes(24).toString('base64url')}`;
@@ -83,6 +94,7 @@ const stack = await startStack({
     // The storage scenario moves the lifecycle clock past SESSION_PURGE_AFTER_S to run the purge of
     // deleted sessions now (retention keeps its deployment defaults: the sweep every 60 s).
     LIFECYCLE_CLOCK_ADJUSTABLE: 'true',
+    ...(soakAlone ? { RETENTION_SWEEP_MS: process.env.BENCH_SOAK_SWEEP_MS || '1000' } : {}),
   },
 });
 const stopAll = [];
@@ -107,6 +119,7 @@ const { shellTurn } = environmentScenarios({ ...bench, sandbox: await benchSandb
 const { automations } = automationScenarios(bench);
 const { fork: forkScenario } = forkScenarios(bench);
 const { storage } = storageScenarios(bench);
+const { soak } = soakScenarios(bench);
 
 try {
   // First, on a quiet stack: counts per echo turn (statements, transactions, WAL, Redis commands, CPU).
@@ -138,6 +151,8 @@ try {
     // (the row bytes are exact either way). Run `npm run bench -- storage` alone for those figures.
     results.scenarios.storage.relations_partial = earlier.length > 0 ? `ran after ${earlier.join(', ')}: relation sizes are partial (free space reused)` : false;
   }
+  // Turns, deletions and the purge at scale (issue 43's soak); the purge's wait scales with the sweep.
+  if (named('soak')) results.scenarios.soak = await soak({ ...soakOptions(), purge: deletedSessionsPurge(client, { maxWaitS: soakAlone ? 1800 : 7200 }) });
   // Last: it adds 100,000 sessions, which no other scenario should find.
   if (wanted('console')) results.scenarios.console = await consoleScenario({ stack, client, apiKey, pg, chromiumPath: ensureChromium((...a) => log(...a)), log });
   // A run with tracing on is a comparison, never the docs table of the default configuration.

@@ -55,6 +55,20 @@ export class Client {
     return res.json();
   }
 
+  /**
+   * DELETE …/sessions/{id}. A turn announced completed may still be releasing its run for a moment
+   * (a delete is refused with 409 while a turn is active): retried, bounded (50 × 100 ms).
+   */
+  async deleteSession(id) {
+    for (let attempt = 0; ; attempt += 1) {
+      const res = await fetch(`${this.api}/sessions/${id}`, { method: 'DELETE', headers: this.headers() });
+      if (res.status === 200) return;
+      if (res.status !== 409 || attempt >= 50) throw new Error(`delete session: ${res.status} ${await res.text()}`);
+      await res.body?.cancel();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
   /** An EventSource (the `eventsource` package) on the session stream, with the API key attached. */
   subscribe(sessionId) {
     const apiKey = this.apiKey;

@@ -133,7 +133,7 @@ export function redisGrowth(before, after, turns) {
 // ---------------------------------------------------------------- snapshots
 
 /** `VACUUM (ANALYZE)`, then the size of every table and index of the schema, and the next transaction id. */
-async function pgSizes(db) {
+export async function pgSizes(db) {
   // Plain VACUUM: dead versions become free space (reused, not returned to the disk unless at a
   // table's end) and the sizes below are what a table holds, not what it churned through.
   await db.query('VACUUM (ANALYZE)');
@@ -302,7 +302,7 @@ export function storageScenarios({ stack, client, log, fakeOpenAi }) {
         aged = { name: ageOut.name, result, all_turns: await measureWindow(baseline, await snapshot(), allTurns), echo_rows: echoRows, echo_rows_per_turn_without_receipts: round(echoRows.per_turn - receipts, 1) };
       }
       log(`storage: deleting ${all.length} sessions through the API…`);
-      for (const id of all) await deleteSession(id);
+      for (const id of all) await client.deleteSession(id);
       // The outbox relay (every 500 ms) publishes the deletions' events; let it, then measure.
       await sleep(2_000);
       const afterDelete = await snapshot();
@@ -355,20 +355,6 @@ export function storageScenarios({ stack, client, log, fakeOpenAi }) {
     const ids = [];
     for (let i = 0; i < n; i += 1) ids.push((await client.createSession(undefined, agentId)).id);
     return ids;
-  }
-
-  /**
-   * DELETE …/sessions/{id}. A turn announced completed may still be releasing its run for a moment
-   * (a delete is refused with 409 while a turn is active): retried, bounded (50 × 100 ms).
-   */
-  async function deleteSession(id) {
-    for (let attempt = 0; ; attempt += 1) {
-      const res = await fetch(`${client.api}/sessions/${id}`, { method: 'DELETE', headers: client.headers() });
-      if (res.status === 200) return;
-      if (res.status !== 409 || attempt >= 50) throw new Error(`delete session: ${res.status} ${await res.text()}`);
-      await res.body?.cancel();
-      await sleep(100);
-    }
   }
 
   async function submit(sessionId, event) {

@@ -293,14 +293,9 @@ describe('metrics', () => {
    * Counters only a dead or stalled worker moves (a takeover needs a run whose lease expired, and
    * this suite's one worker must live through it): present here, moved in the fault suite.
    */
-  const IN_FAULT_SUITE: Record<string, string> = {
-    yuxi_run_takeovers_total: 'test/faults/workers.test.ts, scenario a (a worker killed mid-turn, the survivor takes over)',
-  };
-  /**
-   * Checked elsewhere: a shell command (components/bwrap-limits), firing (e2e/automations-firing), the sweep's gauges
-   * (e2e/automations-schedule), retention (e2e/retention and e2e/session-purge move the lifecycle clock; here each kind's
-   * series only has to exist).
-   */
+  const IN_FAULT_SUITE: Record<string, string> = { yuxi_run_takeovers_total: 'test/faults/workers.test.ts, scenario a (a worker killed mid-turn, the survivor takes over)' };
+  // Checked elsewhere: a shell command (components/bwrap-limits), firing (e2e/automations-firing), the sweep's gauges
+  // (e2e/automations-schedule), retention (e2e/retention, e2e/session-purge: they move the lifecycle clock).
   const MOVED_ELSEWHERE = new Set([...['yuxi_sandbox_commands_total', 'yuxi_sandbox_command_duration_seconds', 'yuxi_sandbox_limit_hits_total'], ...['yuxi_automation_invocations_total', 'yuxi_automation_fire_lag_seconds', 'yuxi_automations_active', 'yuxi_automations_due'], ...['yuxi_retention_rows_removed_total', 'yuxi_retention_bytes_removed_total', 'yuxi_retention_lag_seconds', 'yuxi_retention_failures_total']]);
 
   async function assertMovedOn(process: Process): Promise<void> {
