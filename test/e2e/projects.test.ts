@@ -62,7 +62,8 @@ describe('projects', () => {
     assert.equal(first.description, 'The first one.');
     assert.equal(typeof first.created_at, 'number');
     assert.equal(first.updated_at, first.created_at);
-    assert.deepEqual(Object.keys(first).sort(), ['created_at', 'description', 'id', 'name', 'object', 'updated_at']);
+    assert.deepEqual(Object.keys(first).sort(), ['created_at', 'description', 'id', 'name', 'object', 'updated_at', 'yuxi']);
+    assert.deepEqual(first.yuxi, { ttl: null }, 'no TTL unless the project sets one');
     const second = await createProject(caller, { name: 'Beta' });
     assert.equal(second.description, '', 'description defaults to empty');
     const third = await createProject(caller, { name: 'Gamma' });
