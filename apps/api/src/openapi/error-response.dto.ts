@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ERROR_CODES } from '#libs/errors';
-import { INPUT_STATUSES, TURN_STATUSES } from '#libs/engine';
+import { INPUT_STATUSES, TURN_STATUSES, WAITPOINT_KINDS } from '#libs/engine';
 
 const ERROR_TYPES = [...new Set(Object.values(ERROR_CODES).map((spec) => spec.type))];
 
@@ -33,7 +33,7 @@ export class ErrorDetailsDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`state_conflict` on archive: the pending inputs.' })
   queued_input_count?: number;
   @ApiPropertyOptional({
-    enum: ['question', 'approval', 'client_tool'],
+    enum: [...WAITPOINT_KINDS],
     description: '`waitpoint_incomplete`: the kind of waitpoint the response must resolve; `turn_requires_action`: the kind of waitpoint the turn waits at.',
   })
   kind?: string;
