@@ -51,8 +51,13 @@ describe('session TTL', () => {
     const agent = await putAgent({ model: 'scripted:echo', tools: [{ type: 'builtin', name: 'ask_user' }], ttl: { archive_after_idle_s: ARCHIVE_S, delete_after_idle_s: DELETE_S } });
     assert.deepEqual(agent.agent.yuxi.ttl, { archive_after_idle_s: ARCHIVE_S, delete_after_idle_s: DELETE_S });
 
-    const idle = await created({ agent_id: agent.id, input: 'hello, then idle' });
+    // `held` first, and `idle` only once held's turn waits: every look of the sweep goes through the
+    // due sessions earliest check first (create + the shortest TTL here), so by the time it has
+    // archived `idle`, due at the same clock move, it has tried `held` — what held still is then is
+    // what the postponement left, not a session the sweep has not reached yet.
     const held = await created({ agent_id: agent.id, input: '[[ask:Keep me?]]' });
+    await waitSession(held.id, (res) => res.body.status === 'requires_action', 'the held turn waits for an answer');
+    const idle = await created({ agent_id: agent.id, input: 'hello, then idle' });
     const own = await created({ agent_id: agent.id, input: 'short-lived', yuxi: { ttl: { delete_after_idle_s: ARCHIVE_S } } });
     assert.deepEqual(own.yuxi.ttl, { delete_after_idle_s: ARCHIVE_S }, 'its own delete wins; the agent\'s archive would come at the delete, so it is dropped');
 
@@ -61,7 +66,6 @@ describe('session TTL', () => {
     assert.equal(settled.body.yuxi.expires_at, settled.body.last_active_at + DELETE_S, 'expires_at: when it will be deleted');
     const row = ((await http(`${API}/sessions?limit=100`)).body.data as any[]).find((s) => s.id === idle.id);
     assert.equal(row?.yuxi.expires_at, settled.body.yuxi.expires_at, 'lists show it too');
-    await waitSession(held.id, (res) => res.body.status === 'requires_action', 'the held turn waits for an answer');
     await waitSession(own.id, (res) => res.body.status === 'completed', 'the own-TTL session completed');
 
     try {
@@ -69,7 +73,7 @@ describe('session TTL', () => {
       await waitSession(idle.id, (res) => res.status === 200 && res.body.yuxi.archived === true, 'archived once idle past archive_after_idle_s');
       await waitSession(own.id, (res) => res.status === 404, 'the session\'s own shorter delete TTL deleted it');
       assert.equal(await listed(own.id, '&archived=true'), false);
-      // The sweep that archived `idle` saw `held` too: its active turn kept it as it was.
+      // Archiving `idle` means the sweep has tried `held` (earlier check, same move): its active turn kept it as it was.
       const kept = await http(`${API}/sessions/${held.id}`);
       assert.equal(kept.status, 200);
       assert.equal(kept.body.yuxi.archived, false, 'an active turn postpones the archive');
@@ -77,6 +81,7 @@ describe('session TTL', () => {
       assert.equal(await listed(idle.id, '&archived=true'), true, 'and is in the archive');
 
       await setClock(DELETE_S + 100);
+      // The same order: held's postponed check (a sweep interval after the first move) comes before idle's delete deadline.
       await waitSession(idle.id, (res) => res.status === 404, 'deleted once idle past delete_after_idle_s');
       assert.equal(await listed(idle.id, '&archived=true'), false, 'gone from the lists');
       assert.equal(await searched(idle.id), false, 'gone from the operators\' search');

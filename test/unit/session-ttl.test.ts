@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAgentDefinition, parseTtl, resolveSessionTtl, TTL_MAX_S, TTL_MIN_S, ttlExpiresAt, ttlView } from '#libs/agents';
-import { toSessionDto } from '#libs/engine';
+import { toSessionDto, ttlFirstCheck } from '#libs/engine';
 import { aSession } from './support/aggregate-fixtures.js';
 
 // Session TTL (issue 43): the bounds of a `ttl`, the effective TTL a session goes by (its own,
@@ -86,5 +86,16 @@ describe('yuxi.expires_at', () => {
     assert.equal(none.yuxi.ttl, null);
     assert.equal(none.yuxi.expires_at, null);
     assert.deepEqual(ttlView({ archiveAfterS: null, deleteAfterS: 60 }), { delete_after_idle_s: 60 });
+  });
+});
+
+describe('the TTL sweep\'s first look (ttl_check_at)', () => {
+  const lastActive = new Date('2026-03-01T00:00:00Z');
+
+  it('the shortest TTL after last_active_at (never later than either can act); null without a TTL', () => {
+    assert.equal(ttlFirstCheck(lastActive, { archiveAfterS: 3600, deleteAfterS: 7200 })?.toISOString(), '2026-03-01T01:00:00.000Z');
+    assert.equal(ttlFirstCheck(lastActive, { archiveAfterS: null, deleteAfterS: 120 })?.toISOString(), '2026-03-01T00:02:00.000Z');
+    assert.equal(ttlFirstCheck(lastActive, { archiveAfterS: null, deleteAfterS: null }), null);
+    assert.equal(ttlFirstCheck(lastActive, undefined), null);
   });
 });

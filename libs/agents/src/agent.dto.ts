@@ -1,4 +1,7 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import { IsInt, Max, Min } from 'class-validator';
+import { OptionalNotNull } from '#libs/errors';
 import { TTL_MAX_S, TTL_MIN_S } from './session-ttl.js';
 import { COMPACTION_MODES } from './agent.entity.js';
 import { AgentEnvironmentDto, ENVIRONMENT_DEFAULT_RULE, EnvironmentParamDto } from './environment.dto.js';
@@ -138,11 +141,17 @@ export const APPROVAL_PIN_RULE =
 export const TTL_RULE =
   'Idle time counts from the session\'s `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project\'s and its agent\'s set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root.';
 
+const TTL_SECONDS = (description: string, example: number) =>
+  applyDecorators(ApiPropertyOptional({ type: 'integer', minimum: TTL_MIN_S, maximum: TTL_MAX_S, description, example }), OptionalNotNull(), IsInt(), Min(TTL_MIN_S), Max(TTL_MAX_S));
+
+/**
+ * A `ttl` wherever it shows: what an agent, a project and a session show, and what a session
+ * (create, update) and a project (create) send (the validators apply to those bodies; an agent's
+ * definition is read by parseTtl).
+ */
 export class SessionTtlDto {
-  @ApiPropertyOptional({ type: 'integer', minimum: TTL_MIN_S, maximum: TTL_MAX_S, description: 'Seconds idle before the session is archived.', example: 86_400 })
-  archive_after_idle_s?: number;
-  @ApiPropertyOptional({ type: 'integer', minimum: TTL_MIN_S, maximum: TTL_MAX_S, description: 'Seconds idle before the session is deleted; at least `archive_after_idle_s` when both are set.', example: 2_592_000 })
-  delete_after_idle_s?: number;
+  @TTL_SECONDS('Seconds idle before the session is archived.', 86_400) archive_after_idle_s?: number;
+  @TTL_SECONDS('Seconds idle before the session is deleted; at least `archive_after_idle_s` when both are set (else 422 naming it).', 2_592_000) delete_after_idle_s?: number;
 }
 
 export class AgentYuxiDto {

@@ -6,6 +6,7 @@ export type { ProjectEntity } from './tables/project.entity.js';
 export { type NewProject, ProjectsRepository } from './tables/projects.repository.js';
 export type { SessionEntity, SubagentInfo, TurnSummary } from './tables/session.entity.js';
 export { SESSION_COLUMNS, sessionFromRow } from './tables/session.entity.js';
+export { ttlFirstCheck, ttlNextCheckSql } from './tables/session-ttl-check.js';
 export { type CancellableFilter, type NewSession, type SessionFilter, type SessionPatch, SessionsRepository } from './tables/sessions.repository.js';
 export { type MemberSignal, type MemberState, type NewMember, TreeRepository } from './cooperation/tree.repository.js';
 export { type SessionRowStorage, SessionStorageReads } from './views/session-storage.js';

@@ -6,9 +6,13 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * agent's: the shortest). Nullable columns without a default: catalogue-only changes, no table
  * rewrite; a session without a TTL keeps nulls and costs nothing.
  *
- * The sweep's index is partial: only live roots with something left to do (a delete TTL, or an
- * archive TTL while not archived), by `last_active_at`, so the sweep walks the TTL sessions oldest
- * first and the turn path's updates of every other session never maintain it.
+ * `ttl_check_at`: when the sweep next looks at the session, no later than the TTL can act on it
+ * (last_active_at + the shortest TTL left to act, when that was written). Written only where a TTL
+ * is set or changed (create, update, fork) and by the sweep itself, which re-reads last_active_at
+ * under the session lock and either acts or pushes the check forward. The index is on this column,
+ * never on last_active_at: every input, claim and turn update moves last_active_at, and an index on
+ * a column an UPDATE changes makes that update non-HOT (a new entry in every index of the table),
+ * partial index or not. Activity never writes ttl_check_at, so those updates stay HOT.
  */
 export class SessionTtl1767400300000 implements MigrationInterface {
   name = 'SessionTtl1767400300000';
@@ -16,14 +20,13 @@ export class SessionTtl1767400300000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE agents ADD COLUMN ttl jsonb`);
     await q.query(`ALTER TABLE projects ADD COLUMN ttl jsonb`);
-    await q.query(`ALTER TABLE sessions ADD COLUMN ttl_archive_after_s integer, ADD COLUMN ttl_delete_after_s integer`);
-    await q.query(`CREATE INDEX sessions_ttl_idle_idx ON sessions (last_active_at)
-      WHERE deleted_at IS NULL AND depth = 0 AND (ttl_delete_after_s IS NOT NULL OR (ttl_archive_after_s IS NOT NULL AND NOT archived))`);
+    await q.query(`ALTER TABLE sessions ADD COLUMN ttl_archive_after_s integer, ADD COLUMN ttl_delete_after_s integer, ADD COLUMN ttl_check_at timestamptz`);
+    await q.query(`CREATE INDEX sessions_ttl_check_idx ON sessions (ttl_check_at) WHERE ttl_check_at IS NOT NULL`);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX IF EXISTS sessions_ttl_idle_idx`);
-    await q.query(`ALTER TABLE sessions DROP COLUMN IF EXISTS ttl_archive_after_s, DROP COLUMN IF EXISTS ttl_delete_after_s`);
+    await q.query(`DROP INDEX IF EXISTS sessions_ttl_check_idx`);
+    await q.query(`ALTER TABLE sessions DROP COLUMN IF EXISTS ttl_archive_after_s, DROP COLUMN IF EXISTS ttl_delete_after_s, DROP COLUMN IF EXISTS ttl_check_at`);
     await q.query(`ALTER TABLE projects DROP COLUMN IF EXISTS ttl`);
     await q.query(`ALTER TABLE agents DROP COLUMN IF EXISTS ttl`);
   }

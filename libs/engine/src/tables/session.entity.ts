@@ -81,6 +81,11 @@ export class SessionEntity {
    */
   @Column('integer', { name: 'ttl_archive_after_s', nullable: true }) ttlArchiveAfterS!: number | null;
   @Column('integer', { name: 'ttl_delete_after_s', nullable: true }) ttlDeleteAfterS!: number | null;
+  /**
+   * When the TTL sweep next looks at the session (session-ttl-check.ts); written at create, TTL
+   * update and fork and by the sweep, never read into the entity (not in SESSION_COLUMNS, not selected).
+   */
+  @Column('timestamptz', { name: 'ttl_check_at', nullable: true, select: false }) ttlCheckAt?: Date | null;
   /** Bumped by every update made through the session routes; `If-Match` compares it. */
   @Column('integer') revision!: number;
   /** Soft delete: a deleted session is not found by any owner-scoped lookup. */

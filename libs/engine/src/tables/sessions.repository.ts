@@ -8,6 +8,7 @@ import { DomainError } from '#libs/errors';
 import { LEDGER_TOTALS_COLUMNS, totalsFromRow, type UsageTotals } from '#libs/usage';
 import { ACCOUNT_OF, ACCOUNT_RUNNING_TURNS } from '../claims/account-sql.js';
 import { SESSION_COLUMNS, SessionEntity, sessionFromRow, type TurnSummary } from './session.entity.js';
+import { ttlFirstCheck, ttlNextCheckSql } from './session-ttl-check.js';
 import type { NewSession, SessionPatch } from './session-writes.types.js';
 
 export type { NewSession, SessionPatch } from './session-writes.types.js';
@@ -81,6 +82,7 @@ export class SessionsRepository {
       metadata: input.metadata ?? {},
       ttlArchiveAfterS: ttl?.archiveAfterS ?? null,
       ttlDeleteAfterS: ttl?.deleteAfterS ?? null,
+      ttlCheckAt: ttlFirstCheck(now, ttl),
       revision: 1,
       deletedAt: null,
       trustedTools: [],
@@ -222,6 +224,8 @@ export class SessionsRepository {
     if (patch.ttl !== undefined) {
       set('ttl_archive_after_s', patch.ttl.archiveAfterS);
       set('ttl_delete_after_s', patch.ttl.deleteAfterS);
+      // The sweep's next look, from the new values (SET sees the old row): sooner when the TTL was shortened.
+      sets.push(`ttl_check_at = ${ttlNextCheckSql(`$${values.length - 1}::int`, `$${values.length}::int`)}`);
     }
     if (sets.length === 0 && patch.touched !== true) {
       const current = await this.getVisible(ownerId, sessionId);
@@ -270,7 +274,7 @@ export class SessionsRepository {
    */
   async markTreeDeleted(manager: EntityManager, rootId: string): Promise<string[]> {
     const [rows] = (await manager.query(
-      prepared(`UPDATE sessions SET deleted_at = lifecycle_now(), revision = revision + 1, updated_at = now() WHERE root_session_id = $1 AND deleted_at IS NULL RETURNING id`),
+      prepared(`UPDATE sessions SET deleted_at = lifecycle_now(), ttl_check_at = NULL, revision = revision + 1, updated_at = now() WHERE root_session_id = $1 AND deleted_at IS NULL RETURNING id`),
       [rootId],
     )) as [{ id: string }[], number];
     return rows.map((row) => row.id);

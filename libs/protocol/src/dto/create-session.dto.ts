@@ -1,8 +1,7 @@
-import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsInt, IsObject, IsString, Length, Matches, Max, Min, ValidateNested } from 'class-validator';
-import { APPROVAL_PIN_RULE, ENVIRONMENT_DEFAULT_RULE, EnvironmentParamDto, MODEL_OVERRIDE_RULE, TTL_MAX_S, TTL_MIN_S, TTL_RULE } from '#libs/agents';
+import { ArrayMaxSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsObject, IsString, Length, Matches, ValidateNested } from 'class-validator';
+import { APPROVAL_PIN_RULE, ENVIRONMENT_DEFAULT_RULE, EnvironmentParamDto, MODEL_OVERRIDE_RULE, SessionTtlDto, TTL_RULE } from '#libs/agents';
 import { AGENT_INPUT_SCHEMA } from './input.schema.js';
 import { SessionBudgetParamDto } from './budget.dto.js';
 import { METADATA_SCHEMA } from './session.dto.js';
@@ -30,15 +29,6 @@ export class SessionAgentOverrideDto {
   model?: string;
 }
 
-const TTL_SECONDS = (description: string) =>
-  applyDecorators(ApiPropertyOptional({ type: 'integer', minimum: TTL_MIN_S, maximum: TTL_MAX_S, description }), OptionalNotNull(), IsInt(), Min(TTL_MIN_S), Max(TTL_MAX_S));
-
-/** A `ttl` as a session (create, update) or a project (create) sends it. */
-export class SessionTtlParamDto {
-  @TTL_SECONDS('Seconds idle before the session is archived.') archive_after_idle_s?: number;
-  @TTL_SECONDS('Seconds idle before the session is deleted; at least `archive_after_idle_s` when both are set (else 422 naming it).') delete_after_idle_s?: number;
-}
-
 /** The description of a session's own `yuxi.ttl` (create and update). */
 export const SESSION_TTL_DESCRIPTION = `The session's own TTL: each field at most what its project's and its agent's \`ttl\` set (longer: 422 naming the field). ${TTL_RULE}`;
 
@@ -63,12 +53,12 @@ export class CreateSessionYuxiDto {
   @Type(() => SessionBudgetParamDto)
   budget?: SessionBudgetParamDto;
 
-  @ApiPropertyOptional({ type: SessionTtlParamDto, description: SESSION_TTL_DESCRIPTION })
+  @ApiPropertyOptional({ type: SessionTtlDto, description: SESSION_TTL_DESCRIPTION })
   @OptionalNotNull()
   @IsObject()
   @ValidateNested()
-  @Type(() => SessionTtlParamDto)
-  ttl?: SessionTtlParamDto;
+  @Type(() => SessionTtlDto)
+  ttl?: SessionTtlDto;
 }
 
 export class CreateSessionDto {

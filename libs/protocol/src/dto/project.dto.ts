@@ -2,19 +2,18 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsObject, IsString, Length, MaxLength, ValidateNested } from 'class-validator';
 import { SessionTtlDto, TTL_RULE } from '#libs/agents';
-import { SessionTtlParamDto } from './create-session.dto.js';
 import { OptionalNotNull } from './validators.js';
 
 export const PROJECT_NAME_MAX = 200;
 export const PROJECT_DESCRIPTION_MAX = 2000;
 
 export class CreateProjectYuxiDto {
-  @ApiPropertyOptional({ type: SessionTtlParamDto, description: `The TTL of the project's sessions (a session may shorten it, never lengthen it). ${TTL_RULE}` })
+  @ApiPropertyOptional({ type: SessionTtlDto, description: `The TTL of the project's sessions (a session may shorten it, never lengthen it). ${TTL_RULE}` })
   @OptionalNotNull()
   @IsObject()
   @ValidateNested()
-  @Type(() => SessionTtlParamDto)
-  ttl?: SessionTtlParamDto;
+  @Type(() => SessionTtlDto)
+  ttl?: SessionTtlDto;
 }
 
 export class ProjectYuxiDto {

@@ -1,9 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { Equals, IsBoolean, IsIn, IsObject, IsString, Length, ValidateIf, ValidateNested } from 'class-validator';
-import { APPROVAL_PIN_RULE, COMPACTION_MODES, type CompactionMode, MODEL_OVERRIDE_RULE } from '#libs/agents';
+import { APPROVAL_PIN_RULE, COMPACTION_MODES, type CompactionMode, MODEL_OVERRIDE_RULE, SessionTtlDto } from '#libs/agents';
 import { SessionBudgetParamDto } from './budget.dto.js';
-import { SESSION_TTL_DESCRIPTION, SessionAgentOverrideDto, SessionTtlParamDto } from './create-session.dto.js';
+import { SESSION_TTL_DESCRIPTION, SessionAgentOverrideDto } from './create-session.dto.js';
 import { METADATA_SCHEMA } from './session.dto.js';
 import { IsSessionMetadata, OptionalNotNull } from './validators.js';
 
@@ -38,13 +38,13 @@ export class UpdateSessionYuxiDto {
   @Type(() => SessionBudgetParamDto)
   budget?: SessionBudgetParamDto | null;
 
-  @ApiPropertyOptional({ type: SessionTtlParamDto, nullable: true, description: `Replaces the session's own TTL (null or \`{}\` removes it: its project's and agent's apply); the TTL is resolved again. ${SESSION_TTL_DESCRIPTION}` })
+  @ApiPropertyOptional({ type: SessionTtlDto, nullable: true, description: `Replaces the session's own TTL (null or \`{}\` removes it: its project's and agent's apply); the TTL is resolved again. ${SESSION_TTL_DESCRIPTION}` })
   // null has a meaning here: no TTL of its own.
   @ValidateIf((_object: object, value: unknown) => value !== undefined && value !== null)
   @IsObject()
   @ValidateNested()
-  @Type(() => SessionTtlParamDto)
-  ttl?: SessionTtlParamDto | null;
+  @Type(() => SessionTtlDto)
+  ttl?: SessionTtlDto | null;
 }
 
 /** Every field may be omitted; an explicit null is 422 (null has no reset meaning). */

@@ -1700,10 +1700,16 @@ export interface components {
              */
             on_exceeded?: "pause" | "fail";
         };
-        SessionTtlParamDto: {
-            /** @description Seconds idle before the session is archived. */
+        SessionTtlDto: {
+            /**
+             * @description Seconds idle before the session is archived.
+             * @example 86400
+             */
             archive_after_idle_s?: number;
-            /** @description Seconds idle before the session is deleted; at least `archive_after_idle_s` when both are set (else 422 naming it). */
+            /**
+             * @description Seconds idle before the session is deleted; at least `archive_after_idle_s` when both are set (else 422 naming it).
+             * @example 2592000
+             */
             delete_after_idle_s?: number;
         };
         CreateSessionYuxiDto: {
@@ -1726,7 +1732,7 @@ export interface components {
             /** @description A lifetime budget on the session (and its tree): see `/agents/budgets`. */
             budget?: components["schemas"]["SessionBudgetParamDto"];
             /** @description The session's own TTL: each field at most what its project's and its agent's `ttl` set (longer: 422 naming the field). Idle time counts from the session's `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project's and its agent's set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root. */
-            ttl?: components["schemas"]["SessionTtlParamDto"];
+            ttl?: components["schemas"]["SessionTtlDto"];
         };
         EnvironmentNetworkParamDto: {
             /**
@@ -2059,18 +2065,6 @@ export interface components {
             /** @enum {string} */
             status: "accepted";
         };
-        SessionTtlDto: {
-            /**
-             * @description Seconds idle before the session is archived.
-             * @example 86400
-             */
-            archive_after_idle_s?: number;
-            /**
-             * @description Seconds idle before the session is deleted; at least `archive_after_idle_s` when both are set.
-             * @example 2592000
-             */
-            delete_after_idle_s?: number;
-        };
         BudgetSpentDto: {
             cost_microusd: number;
             tokens: number;
@@ -2356,7 +2350,7 @@ export interface components {
             /** @description Sets or replaces the session's own budget (a lifetime budget on the session and its tree); null removes it. */
             budget?: components["schemas"]["SessionBudgetParamDto"] | (never | null);
             /** @description Replaces the session's own TTL (null or `{}` removes it: its project's and agent's apply); the TTL is resolved again. The session's own TTL: each field at most what its project's and its agent's `ttl` set (longer: 422 naming the field). Idle time counts from the session's `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project's and its agent's set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root. */
-            ttl?: components["schemas"]["SessionTtlParamDto"] | (never | null);
+            ttl?: components["schemas"]["SessionTtlDto"] | (never | null);
         };
         UpdateSessionDto: {
             /** @description `agent.model` applies to inputs received after this update. Who may switch the model: the deployment allows only the models of its MODEL_ALLOWLIST (empty: every model of a known provider). Within it, the agent's managers (its owner; administrators for every agent, public ones included) may switch to any model; other callers only to a model of the agent's `allowed_models` (none when it is null), or keep the agent's own. Anything else is 422 `model_not_allowed`. */
@@ -3217,7 +3211,7 @@ export interface components {
         };
         CreateProjectYuxiDto: {
             /** @description The TTL of the project's sessions (a session may shorten it, never lengthen it). Idle time counts from the session's `last_active_at` (its latest input or turn activity), by the lifecycle clock. The worker archives a session idle longer than `archive_after_idle_s` and deletes it (a soft delete, as `DELETE`) when idle longer than `delete_after_idle_s`; an active turn or a pending input postpones either. A session goes by the shortest value its own `yuxi.ttl`, its project's and its agent's set, field by field; its own may shorten theirs, never lengthen them (422 naming the field). Cooperation members follow their root. */
-            ttl?: components["schemas"]["SessionTtlParamDto"];
+            ttl?: components["schemas"]["SessionTtlDto"];
         };
         CreateProjectDto: {
             /** @example Quarterly reporting */
