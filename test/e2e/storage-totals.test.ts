@@ -88,13 +88,22 @@ describe('storage accounting: owner and project totals, and the storage quota', 
       assert.ok(next.body.data.every((t: any) => t.bytes <= first.body.data.at(-1).bytes && !first.body.data.some((f: any) => f.id === t.id)));
     }
     assert.ok(first.body.data.every((t: any, i: number) => i === 0 || t.bytes <= first.body.data[i - 1].bytes));
-    const badCursor = await call(bootstrap, `${ADMIN}/storage?after=${randomUUID()}`);
-    assert.deepEqual([badCursor.status, badCursor.body.error.code], [400, 'invalid_cursor']);
+    // No total, or no uuid at all (36 hyphens, 36 hex digits, another list's id): 400, never a failed cast.
+    for (const after of [randomUUID(), '-'.repeat(36), 'a'.repeat(36), `${userId}/${project.body.id}`]) {
+      const badCursor = await call(bootstrap, `${ADMIN}/storage?after=${encodeURIComponent(after)}`);
+      assert.deepEqual([badCursor.status, badCursor.body.error?.code], [400, 'invalid_cursor'], `${after}: ${badCursor.text}`);
+    }
+    const badProjectCursor = await call(bootstrap, `${ADMIN}/storage?by=project&after=${'f'.repeat(36)}/x`);
+    assert.deepEqual([badProjectCursor.status, badProjectCursor.body.error?.code], [400, 'invalid_cursor'], badProjectCursor.text);
+    // A project filter on the owners' list would only ever answer nothing: 422 naming it.
+    const ownersOfProject = await call(bootstrap, `${ADMIN}/storage?project_id=${project.body.id}`);
+    assert.deepEqual([ownersOfProject.status, ownersOfProject.body.error?.code], [422, 'validation_failed'], ownersOfProject.text);
+    assert.deepEqual(ownersOfProject.body.error.details.fields.map((f: any) => f.field), ['project_id']);
     const badBy = await call(bootstrap, `${ADMIN}/storage?by=tenant`);
     assert.deepEqual([badBy.status, badBy.body.error.code], [422, 'validation_failed']);
   });
 
-  it('refuses an owner past STORAGE_QUOTA_BYTES at acceptance with 413 and the figures, writing nothing; a replay still replays; another owner goes on', async () => {
+  it('refuses an owner past STORAGE_QUOTA_BYTES at acceptance with 413 and the figures, writing nothing; a replay still replays; deleting the session frees it; another owner goes on', async () => {
     const { userId, caller } = await newProductUser('storage quota');
     // Written through the first replica (no quota there): a file past the quota, attached to the session's first input (a session's files count at their size).
     const draft = await uploadDraft(randomBytes(QUOTA / 2 + 50_000).toString('hex'), 'large.txt', { token: caller.token, contentType: 'text/plain' });
@@ -130,6 +139,22 @@ describe('storage accounting: owner and project totals, and the storage quota', 
     assert.equal(replay.status, 202, replay.text);
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.equal(replay.body.input_id, accepted.body.input_id);
+
+    // Deleting the session frees the quota at the accounting's next pass (its rows are stored until the purge, days later).
+    await turnsCompleted(caller, sessionId, 2);
+    const deleted = await call(caller, `${API}/sessions/${sessionId}`, { method: 'DELETE' });
+    assert.equal(deleted.status, 200, deleted.text);
+    const freed = await until(
+      async () => {
+        const res = await call(bootstrap, `${ADMIN}/storage?owner_id=${userId}`);
+        assert.equal(res.status, 200, res.text);
+        return res.body.data.length === 0 ? true : undefined;
+      },
+      { attempts: 300, intervalMs: 200 },
+    );
+    assert.ok(freed, 'the deleted session left its owner\'s total');
+    const again = await call(caller, `${API}/sessions`, { baseUrl: env.apiUrlFileLimits, body: { agent_id: 'default-chatbot', input: 'after the delete' }, idempotencyKey: randomUUID() });
+    assert.equal(again.status, 201, again.text);
 
     // Another owner, far below the quota, is unaffected on the same replica.
     const other = await newProductUser('storage quota neighbour');

@@ -5,6 +5,7 @@ import type { SessionPurgeRepository } from '#libs/engine';
 import type { WorkspacesRepository } from '#libs/environments';
 import type { EventOutbox } from '#libs/events';
 import type { FilesRepository } from '#libs/files';
+import type { StorageUsageRepository } from '#libs/protocol';
 import { isPurgeDue, PURGE_SESSIONS_PER_BATCH, purgeBatchOutcome, SESSION_PURGE_STEPS, SessionPurge } from '#libs/retention';
 import type { SpanRetention } from '#libs/traces';
 
@@ -94,6 +95,7 @@ function standIns(due: string[], removed: Record<string, number>, gone: string[]
     { purgeSessions: purge('spans') } as unknown as SpanRetention,
     { purgeSessions: purge('environment') } as unknown as WorkspacesRepository,
     { purgeSessions: purge('files') } as unknown as FilesRepository,
+    { removeSessions: async (ids: string[]) => void calls.push(`storageUsage(${ids.length})`) } as unknown as StorageUsageRepository,
   );
   return { task, calls };
 }
@@ -115,6 +117,7 @@ describe('SessionPurge over stand-ins', () => {
       'environment(2,50)',
       'files(2,50)',
       'aggregate(2,50)',
+      'storageUsage(2)',
       'removeSessions(2)',
     ]);
   });

@@ -17,11 +17,12 @@ function quotaOf(quotaBytes: number, totals: Record<string, number>): { quota: S
       return bytes === undefined ? [] : [{ bytes: String(bytes) }];
     },
   } as unknown as DataSource;
-  return { quota: new StorageQuota(dataSource, { storageQuotaBytes: quotaBytes } as AppConfig), reads };
+  return { quota: new StorageQuota(dataSource, { storageQuotaBytes: quotaBytes, retentionSweepMs: 60_000 } as AppConfig), reads };
 }
 
 const refused = (used: number, quota: number) => (error: unknown) =>
-  error instanceof DomainError && error.code === 'storage_quota_exceeded' && error.details.used_bytes === used && error.details.quota_bytes === quota;
+  error instanceof DomainError && error.code === 'storage_quota_exceeded' && error.details.used_bytes === used && error.details.quota_bytes === quota &&
+  error.details.accounting_interval_s === 60 && /delete sessions/.test(error.message) && /next pass \(every 60 s\)/.test(error.message);
 
 describe('storage quota', () => {
   it('off (0): no statement, nothing refused', async () => {

@@ -40,6 +40,7 @@ import { SessionPurge1767400100000 } from './migrations/1767400100000-session-pu
 import { RetentionKinds1767400200000 } from './migrations/1767400200000-retention-kinds.js';
 import { SessionTtl1767400300000 } from './migrations/1767400300000-session-ttl.js';
 import { StorageUsage1767400400000 } from './migrations/1767400400000-storage-usage.js';
+import { StorageTotalsDeltas1767400410000 } from './migrations/1767400410000-storage-totals-deltas.js';
 
 /** Migrations in apply order; the schema is owned by migrations only, never `synchronize`. */
 export const MIGRATIONS = [
@@ -83,6 +84,7 @@ export const MIGRATIONS = [
   RetentionKinds1767400200000,
   SessionTtl1767400300000,
   StorageUsage1767400400000,
+  StorageTotalsDeltas1767400410000,
 ];
 
 /** The names TypeORM records for MIGRATIONS in the migrations table, in apply order. */

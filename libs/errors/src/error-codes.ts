@@ -107,7 +107,7 @@ export const ERROR_CODES = {
     type: 'invalid_request',
     retryable: false,
     description:
-      'The caller\'s owner already stores at least STORAGE_QUOTA_BYTES (`details.used_bytes`: its measured total, which lags by the storage accounting interval; `details.quota_bytes`): new inputs are refused at acceptance, nothing of them written. Delete sessions (their storage is freed once they are purged) or ask an operator to raise the quota.',
+      'The caller\'s owner already stores at least STORAGE_QUOTA_BYTES (`details.used_bytes`: its live sessions\' measured total, which lags by the storage accounting interval; `details.quota_bytes`; `details.accounting_interval_s`): new inputs are refused at acceptance, nothing of them written. Delete sessions: a deleted session stops counting at the storage accounting\'s next pass (within `details.accounting_interval_s`, RETENTION_SWEEP_MS), long before its purge; or ask an operator to raise the quota.',
   },
   unsupported_media_type: { status: 415, type: 'invalid_request', retryable: false, description: 'The request body must be application/json (multipart/form-data for a file upload).' },
   file_type_not_allowed: {

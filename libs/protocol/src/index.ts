@@ -47,6 +47,7 @@ export { ReadSessionFile } from './use-cases/session-file-content.use-case.js';
 export { inheritedItemDto } from './inherited-items.js';
 export { LifecycleClockDto, SetLifecycleClockDto } from './dto/lifecycle-clock.dto.js';
 export { SetLifecycleClock } from './use-cases/lifecycle-clock.use-case.js';
-export { STORAGE_SESSIONS_PER_BATCH, StorageAccounting } from './storage/storage-accounting.js';
+export { type StaleUsage, StorageUsageRepository } from './storage/storage-usage.repository.js';
+export { type TotalDelta, totalDeltas, type UsageContribution } from './storage/storage-deltas.js';
 export { StorageQuota, StorageTotals } from './storage/storage-totals.js';
 export { ProjectStorageDto, StorageTotalDto, StorageTotalListDto, StorageTotalsQueryDto } from './dto/storage-totals.dto.js';

@@ -25,13 +25,13 @@ import { UsageReports } from './use-cases/usage-reports.use-case.js';
 import { ReadSessionFile } from './use-cases/session-file-content.use-case.js';
 import { ListSessionTraces } from './use-cases/traces.use-case.js';
 import { GetSessionStorage } from './use-cases/session-storage.use-case.js';
-import { StorageAccounting } from './storage/storage-accounting.js';
+import { StorageUsageRepository } from './storage/storage-usage.repository.js';
 import { StorageQuota, StorageTotals } from './storage/storage-totals.js';
 
 /** The public protocol's use cases, composed from the data libs; the api's controllers call only this. */
 @Module({
   imports: [AuditModule, BudgetsModule, AgentsModule, FilesModule, EngineModule, ModelsModule, QueueModule, EventsModule, ArtifactsModule, WorkspaceForksModule, UsageModule, UsageReportsModule, TracesModule],
-  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports, ReadSessionFile, ListSessionTraces, GetSessionStorage, SetLifecycleClock, StorageAccounting, StorageTotals, StorageQuota],
-  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile, ListSessionTraces, GetSessionStorage, SetLifecycleClock, StorageAccounting, StorageTotals],
+  providers: [...USE_CASES, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, SessionQueriesService, OperatorSessionQueries, ModelPrices, UsageReports, ReadSessionFile, ListSessionTraces, GetSessionStorage, SetLifecycleClock, StorageUsageRepository, StorageTotals, StorageQuota],
+  exports: [IdempotentWrite, Acceptance, MessageAcceptance, CancelTurn, CreateSession, SubmitEvent, CreateProject, ListProjects, GetProject, DeleteProject, UpdateSession, ArchiveSession, DeleteSession, ForkSession, UploadDraft, DeleteAttachment, SessionQueriesService, OperatorSessionQueries, SubmitOperatorEvent, AgentsModule, ...ARTIFACT_USE_CASES, ...BUDGET_USE_CASES, SessionBudgetReads, ModelPrices, UsageModule, UsageReports, ReadSessionFile, ListSessionTraces, GetSessionStorage, SetLifecycleClock, StorageUsageRepository, StorageTotals],
 })
 export class ProtocolModule {}

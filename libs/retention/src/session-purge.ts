@@ -5,6 +5,7 @@ import { SessionPurgeRepository } from '#libs/engine';
 import { WorkspacesRepository } from '#libs/environments';
 import { EventOutbox } from '#libs/events';
 import { FilesRepository } from '#libs/files';
+import { StorageUsageRepository } from '#libs/protocol';
 import { SpanRetention } from '#libs/traces';
 import { PURGE_SESSIONS_PER_BATCH, purgeBatchOutcome, SESSION_PURGE_STEPS, type SessionPurgeStep } from './session-purge-plan.js';
 
@@ -34,6 +35,7 @@ export class SessionPurge implements RetentionTask {
     private readonly spans: SpanRetention,
     private readonly workspaces: WorkspacesRepository,
     private readonly files: FilesRepository,
+    private readonly storageUsage: StorageUsageRepository,
   ) {}
 
   async runBatch(limit: number): Promise<RetentionBatch> {
@@ -57,6 +59,8 @@ export class SessionPurge implements RetentionTask {
       bytes += removed.bytes;
       moved += removed.moved ?? removed.rows;
     }
+    // Their storage_usage rows, and what those still count in the owners' totals (a purge that came before the accounting's pass), go first, in one transaction.
+    await this.storageUsage.removeSessions(ids);
     const gone = await this.sessions.removeSessions(ids, graceS);
     const outcome = purgeBatchOutcome(ids.length, moved, gone.ids.length);
     if (outcome.hold) await this.sessions.hold(ids);

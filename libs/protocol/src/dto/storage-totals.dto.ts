@@ -11,7 +11,7 @@ export class StorageTotalsQueryDto {
   @IsIn(['owner', 'project'])
   by?: 'owner' | 'project';
   @ApiPropertyOptional({ format: 'uuid', description: 'Totals of this owner only (a user id of the users list).' }) @OptionalNotNull() @IsUUID() owner_id?: string;
-  @ApiPropertyOptional({ minLength: 1, maxLength: 128, description: 'The total of this project only (with `by=project`).' }) @OptionalNotNull() @IsString() @Length(1, 128) project_id?: string;
+  @ApiPropertyOptional({ minLength: 1, maxLength: 128, description: 'The total of this project only (only with `by=project`: 422 `validation_failed` with `by=owner`).' }) @OptionalNotNull() @IsString() @Length(1, 128) project_id?: string;
   @ApiPropertyOptional({ minLength: 1, maxLength: 200, description: 'The `last_id` of the previous page (400 `invalid_cursor` when it is no total of this list).' })
   @OptionalNotNull()
   @IsString()
@@ -27,12 +27,12 @@ export class StorageTotalDto {
   @ApiProperty({ type: SessionOwnerDto }) owner!: SessionOwnerDto;
   @ApiProperty({ type: String, nullable: true, description: 'Null: the owner\'s total over all its sessions.' }) project_id!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The project\'s name (null for an owner\'s total, a deleted project, or a label from before projects).' }) project_name!: string | null;
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'The sessions\' stored bytes (each as `GET …/sessions/{id}/storage` counts its `total_bytes`), as last measured.' }) bytes!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'The live sessions\' stored bytes (each as `GET …/sessions/{id}/storage` counts its `total_bytes`), as last measured; a deleted session leaves it at the accounting\'s next pass.' }) bytes!: number;
   @ApiProperty({ type: 'integer', minimum: 0, description: 'The rows those bytes are in (the sessions\' rows in each table, and their workspace versions).' }) rows!: number;
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'Sessions counted, deleted ones not yet purged included (their rows are still stored).' }) sessions!: number;
-  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds: the latest measurement of one of its sessions (null: none measured yet). A session is measured again after its next activity, within the storage accounting interval (RETENTION_SWEEP_MS).' })
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Sessions counted: the live ones measured at least once (a deleted session is not counted from the accounting\'s next pass, though its rows are stored until it is purged).' }) sessions!: number;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds: when a measurement (or a delete, or a purge) of one of its sessions last changed it (null: none measured yet). A session is measured again after its next activity, within the storage accounting interval (RETENTION_SWEEP_MS).' })
   measured_at!: number | null;
-  @ApiProperty({ type: 'integer', description: 'Unix seconds: when this total was last summed from its sessions\' measurements.' }) summed_at!: number;
+  @ApiProperty({ type: 'integer', description: 'Unix seconds: when this total last changed (each measurement adds what changed in its session; an hourly re-sum from the sessions\' measurements corrects it).' }) summed_at!: number;
   @ApiProperty({ type: 'integer', nullable: true, description: 'The deployment\'s per-owner quota (STORAGE_QUOTA_BYTES) an owner\'s total is held to; null: none.' }) quota_bytes!: number | null;
 }
 
@@ -47,9 +47,9 @@ export class StorageTotalListDto {
 export class ProjectStorageDto {
   @ApiProperty({ enum: ['yuxi.project.storage'] }) object!: 'yuxi.project.storage';
   @ApiProperty({ format: 'uuid' }) project_id!: string;
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'The bytes the project\'s sessions store (each as `GET …/sessions/{id}/storage` counts its `total_bytes`; the project\'s shared workspace is counted on none of them), as last measured.' }) bytes!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'The bytes the project\'s live sessions store (each as `GET …/sessions/{id}/storage` counts its `total_bytes`; the project\'s shared workspace is counted on none of them), as last measured.' }) bytes!: number;
   @ApiProperty({ type: 'integer', minimum: 0, description: 'The rows those bytes are in.' }) rows!: number;
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'Sessions counted, deleted ones not yet purged included.' }) sessions!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Live sessions counted (a deleted one not from the accounting\'s next pass).' }) sessions!: number;
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds: the latest measurement of one of its sessions (null: none yet). Sessions are measured after their activity by the worker, so the figures lag by up to the storage accounting interval.' })
   measured_at!: number | null;
 }

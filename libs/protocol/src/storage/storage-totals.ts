@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { AppConfig } from '#libs/config';
 import { assertViewer, type Principal } from '#libs/auth';
-import { listEnvelope, prepared, toPage } from '#libs/database';
+import { isUuid, listEnvelope, prepared, toPage, unixSeconds } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { ProjectsRepository, sessionOwnerOf } from '#libs/engine';
 import type { Staging } from '../use-cases/acceptance.js';
@@ -16,10 +16,8 @@ export interface StorageTotalsFilter {
   projectId?: string;
 }
 
-const unix = (at: Date | null): number | null => (at === null ? null : Math.floor(at.getTime() / 1000));
-
 /**
- * The reads over `storage_totals` (kept by StorageAccounting in the worker): operators' lists of
+ * The reads over `storage_totals` (kept by the worker's StorageAccounting, libs/retention, through StorageUsageRepository): operators' lists of
  * owners and projects, largest first, and an owner's own project total. Each reads the totals'
  * rows only (an index walk of the page), never the sessions or their rows.
  */
@@ -33,37 +31,56 @@ export class StorageTotals {
 
   async list(principal: Principal, filter: StorageTotalsFilter, page: { after?: string; limit: number }): Promise<StorageTotalListDto> {
     assertViewer(principal);
+    // An owner's total spans all its projects: a project filter there would only ever answer nothing.
+    if (filter.by === 'owner' && filter.projectId !== undefined) {
+      throw DomainError.validation([{ field: 'project_id', errors: ['project_id filters only with by=project'] }]);
+    }
     const params: unknown[] = [];
     const param = (value: unknown): string => {
       params.push(value);
       return `$${params.length}`;
     };
+    // The keyset: every key descending, as the list's partial index (storage_totals_owners_idx / _projects_idx) holds it: a page is an index walk, no sort.
+    const keys = filter.by === 'owner' ? ['t.bytes', 't.owner_id'] : ['t.bytes', 't.owner_id', 't.project_id'];
     const where = [filter.by === 'owner' ? `t.project_id = ''` : `t.project_id <> ''`];
     if (filter.ownerId !== undefined) where.push(`t.owner_id = ${param(filter.ownerId)}::uuid`);
     if (filter.projectId !== undefined) where.push(`t.project_id = ${param(filter.projectId)}`);
     if (page.after !== undefined) {
-      const [ownerId, projectId] = filter.by === 'owner' ? [page.after, ''] : splitId(page.after);
-      if (!/^[0-9a-f-]{36}$/i.test(ownerId) || (filter.by === 'project' && projectId === '')) throw new DomainError('invalid_cursor', `after ${page.after} is no total of this list`);
-      const anchor = `(SELECT bytes, owner_id, project_id FROM storage_totals WHERE owner_id = ${param(ownerId)}::uuid AND project_id = ${param(projectId)})`;
-      const [found] = (await this.dataSource.query(`SELECT 1 AS found FROM ${anchor} a`, params)) as unknown[];
-      if (!found) throw new DomainError('invalid_cursor', `after ${page.after} is no total of this list`);
-      // Largest first: the anchor's bytes (as summed now) and key; a total summed again between pages may move across the boundary.
-      where.push(`(t.bytes, t.owner_id, t.project_id) < (SELECT bytes, owner_id, project_id FROM ${anchor} a)`);
+      const anchor = await this.anchor(filter.by, page.after);
+      // Largest first, after the anchor's bytes (as they are now) and key; a total that changed between pages may move across the boundary.
+      const values = [`${param(anchor.bytes)}::bigint`, `${param(anchor.ownerId)}::uuid`, `${param(anchor.projectId)}::varchar`].slice(0, keys.length);
+      where.push(`(${keys.join(', ')}) < (${values.join(', ')})`);
     }
-    const limit = param(page.limit + 1);
+    const order = keys.map((key) => `${key} DESC`).join(', ');
     const rows = (await this.dataSource.query(
       `SELECT t.owner_id, t.project_id, t.bytes, t.rows, t.sessions, t.measured_at, t.summed_at,
-              u.kind, u.name, u.subject, u.external_id, u.app_id, p.name AS project_name
-       FROM (SELECT * FROM storage_totals t WHERE ${where.join(' AND ')} ORDER BY t.bytes DESC, t.owner_id DESC, t.project_id DESC LIMIT ${limit}) t
+              u.kind, u.name, u.subject, u.external_id, u.app_id
+       FROM (SELECT * FROM storage_totals t WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${param(page.limit + 1)}) t
        JOIN users u ON u.id = t.owner_id
-       LEFT JOIN LATERAL (SELECT name FROM projects WHERE t.project_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-                            AND id = CASE WHEN t.project_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN t.project_id::uuid END
-                            AND deleted_at IS NULL) p ON true
-       ORDER BY t.bytes DESC, t.owner_id DESC, t.project_id DESC`,
+       ORDER BY ${order}`,
       params,
     )) as TotalRow[];
     const { rows: pageRows, hasMore } = toPage(rows, page.limit);
-    return listEnvelope(pageRows.map((row) => this.toDto(row)), hasMore);
+    const names = await this.projectNames(pageRows.map((row) => row.project_id));
+    return listEnvelope(pageRows.map((row) => this.toDto(row, names.get(row.project_id) ?? null)), hasMore);
+  }
+
+  /** The cursor's total (`after`: an owner id, or `{owner_id}/{project_id}`); 400 `invalid_cursor` when it is none of this list. */
+  private async anchor(by: StorageTotalsFilter['by'], after: string): Promise<{ bytes: string; ownerId: string; projectId: string }> {
+    const [ownerId, projectId] = by === 'owner' ? [after, ''] : splitId(after);
+    const invalid = new DomainError('invalid_cursor', `after ${after} is no total of this list`);
+    if (!isUuid(ownerId) || (by === 'project' && projectId === '')) throw invalid;
+    const [row] = (await this.dataSource.query(prepared(`SELECT bytes FROM storage_totals WHERE owner_id = $1 AND project_id = $2`), [ownerId, projectId])) as { bytes: string }[];
+    if (!row) throw invalid;
+    return { bytes: row.bytes, ownerId, projectId };
+  }
+
+  /** The live projects' names of a page (a label from before projects is no project id: no name). */
+  private async projectNames(projectIds: string[]): Promise<Map<string, string>> {
+    const ids = [...new Set(projectIds.filter((id) => isUuid(id)))];
+    if (ids.length === 0) return new Map();
+    const rows = (await this.dataSource.query(prepared(`SELECT id, name FROM projects WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL`), [ids])) as { id: string; name: string }[];
+    return new Map(rows.map((row) => [row.id, row.name]));
   }
 
   /** The caller's project's total (another owner's project, or a deleted one: 404); zeros before its first measurement. */
@@ -73,10 +90,10 @@ export class StorageTotals {
       prepared(`SELECT bytes, rows, sessions, measured_at FROM storage_totals WHERE owner_id = $1 AND project_id = $2`),
       [principal.userId, project.id],
     )) as { bytes: string; rows: string; sessions: number; measured_at: Date | null }[];
-    return { object: 'yuxi.project.storage', project_id: project.id, bytes: Number(row?.bytes ?? 0), rows: Number(row?.rows ?? 0), sessions: row?.sessions ?? 0, measured_at: unix(row?.measured_at ?? null) };
+    return { object: 'yuxi.project.storage', project_id: project.id, bytes: Number(row?.bytes ?? 0), rows: Number(row?.rows ?? 0), sessions: row?.sessions ?? 0, measured_at: unixSeconds(row?.measured_at ?? null) };
   }
 
-  private toDto(row: TotalRow): StorageTotalDto {
+  private toDto(row: TotalRow, projectName: string | null): StorageTotalDto {
     const owner = sessionOwnerOf({ id: row.owner_id, kind: row.kind, name: row.name, subject: row.subject, externalId: row.external_id, appId: row.app_id });
     const project = row.project_id === '' ? null : row.project_id;
     return {
@@ -85,12 +102,12 @@ export class StorageTotals {
       owner_id: row.owner_id,
       owner: ownerDto(owner),
       project_id: project,
-      project_name: row.project_name,
+      project_name: projectName,
       bytes: Number(row.bytes),
       rows: Number(row.rows),
       sessions: row.sessions,
-      measured_at: unix(row.measured_at),
-      summed_at: unix(row.summed_at)!,
+      measured_at: unixSeconds(row.measured_at),
+      summed_at: unixSeconds(row.summed_at),
       quota_bytes: this.config.storageQuotaBytes > 0 ? this.config.storageQuotaBytes : null,
     };
   }
@@ -109,7 +126,6 @@ interface TotalRow {
   subject: string | null;
   external_id: string | null;
   app_id: string | null;
-  project_name: string | null;
 }
 
 function splitId(id: string): [string, string] {
@@ -118,8 +134,9 @@ function splitId(id: string): [string, string] {
 }
 
 /**
- * STORAGE_QUOTA_BYTES, deployment-wide per owner: an owner whose measured total (storage_totals,
- * which lags by the accounting interval) is at or past it has new inputs refused at acceptance
+ * STORAGE_QUOTA_BYTES, deployment-wide per owner: an owner whose measured total (storage_totals:
+ * its live sessions; it lags by the accounting interval, and a deleted session leaves it at the next
+ * pass) is at or past it has new inputs refused at acceptance
  * (413 `storage_quota_exceeded`), after the idempotency key's receipt is read (a replay still
  * replays) and before anything is staged or written. Off (0): `on` is false and callers skip it, no
  * statement.
@@ -142,7 +159,13 @@ export class StorageQuota {
     const used = Number(row?.bytes ?? 0);
     const quota = this.config.storageQuotaBytes;
     if (used >= quota) {
-      throw new DomainError('storage_quota_exceeded', `This account stores ${used} bytes, at or past the storage quota of ${quota} bytes; delete sessions first`, { used_bytes: used, quota_bytes: quota });
+      // What frees it, and when: deleted sessions leave the total at the accounting's next pass (not at their purge).
+      const accountingIntervalS = Math.ceil(this.config.retentionSweepMs / 1000);
+      throw new DomainError(
+        'storage_quota_exceeded',
+        `This account's sessions store ${used} bytes as last measured, at or past the storage quota of ${quota} bytes; delete sessions to free it: a deleted session stops counting at the storage accounting's next pass (every ${accountingIntervalS} s)`,
+        { used_bytes: used, quota_bytes: quota, accounting_interval_s: accountingIntervalS },
+      );
     }
   }
 

@@ -6,6 +6,7 @@ import { DomainError } from '#libs/errors';
 import { FilesRepository } from '#libs/files';
 import { LineageRepository, type SessionEntity, SessionsRepository, TurnsRepository } from '#libs/engine';
 import type { SessionDeletedDto } from '../dto/session.dto.js';
+import { StorageUsageRepository } from '../storage/storage-usage.repository.js';
 
 /**
  * `DELETE …/sessions/{id}`: a soft delete. The session and everything under it (turns, items,
@@ -27,6 +28,7 @@ export class DeleteSession {
     private readonly turns: TurnsRepository,
     private readonly files: FilesRepository,
     private readonly lineage: LineageRepository,
+    private readonly storageUsage: StorageUsageRepository,
   ) {}
 
   async execute(principal: Principal, sessionId: string): Promise<SessionDeletedDto> {
@@ -71,6 +73,8 @@ export class DeleteSession {
     // included: only the files of sessions no live session inherits from go (deleting the last
     // live fork releases its deleted ancestors' files too).
     await this.files.tombstoneSessionFiles(manager, await this.lineage.releasable(manager, deleted));
+    // The storage accounting's next pass takes them out of the owner's totals (and so the quota's).
+    await this.storageUsage.markDeleted(manager, deleted);
     return deleted;
   }
 }

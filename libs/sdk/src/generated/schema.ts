@@ -1591,7 +1591,7 @@ export interface paths {
         };
         /**
          * List what each owner stores
-         * @description One total per owner (`by=owner`, the default) or per owner's project (`by=project`), largest first, in cursor pages (pass the previous page's `last_id` as `after`). Each is the sum of its sessions' storage (as `GET …/sessions/{id}/storage` counts `total_bytes`; deleted sessions until they are purged) as the worker last measured it: a session is measured again after its activity, within the storage accounting interval (RETENTION_SWEEP_MS), so a total lags by about that; `measured_at` and `summed_at` show how recent it is. Read from the totals alone, never the sessions' rows. For viewers, operators and administrators (403 `forbidden` otherwise).
+         * @description One total per owner (`by=owner`, the default) or per owner's project (`by=project`), largest first, in cursor pages (pass the previous page's `last_id` as `after`). Each is the sum of its live sessions' storage (as `GET …/sessions/{id}/storage` counts `total_bytes`; a deleted session leaves it at the accounting's next pass, though its rows are stored until it is purged) as the worker last measured it: a session is measured again after its activity, within the storage accounting interval (RETENTION_SWEEP_MS), so a total lags by about that; `measured_at` and `summed_at` show how recent it is. `project_id` filters only with `by=project` (422 `validation_failed` with `by=owner`). Read from the totals alone, never the sessions' rows. For viewers, operators and administrators (403 `forbidden` otherwise).
          */
         get: operations["listStorageTotals"];
         put?: never;
@@ -3257,11 +3257,11 @@ export interface components {
             object: "yuxi.project.storage";
             /** Format: uuid */
             project_id: string;
-            /** @description The bytes the project's sessions store (each as `GET …/sessions/{id}/storage` counts its `total_bytes`; the project's shared workspace is counted on none of them), as last measured. */
+            /** @description The bytes the project's live sessions store (each as `GET …/sessions/{id}/storage` counts its `total_bytes`; the project's shared workspace is counted on none of them), as last measured. */
             bytes: number;
             /** @description The rows those bytes are in. */
             rows: number;
-            /** @description Sessions counted, deleted ones not yet purged included. */
+            /** @description Live sessions counted (a deleted one not from the accounting's next pass). */
             sessions: number;
             /** @description Unix seconds: the latest measurement of one of its sessions (null: none yet). Sessions are measured after their activity by the worker, so the figures lag by up to the storage accounting interval. */
             measured_at: number | null;
@@ -4900,15 +4900,15 @@ export interface components {
             project_id: string | null;
             /** @description The project's name (null for an owner's total, a deleted project, or a label from before projects). */
             project_name: string | null;
-            /** @description The sessions' stored bytes (each as `GET …/sessions/{id}/storage` counts its `total_bytes`), as last measured. */
+            /** @description The live sessions' stored bytes (each as `GET …/sessions/{id}/storage` counts its `total_bytes`), as last measured; a deleted session leaves it at the accounting's next pass. */
             bytes: number;
             /** @description The rows those bytes are in (the sessions' rows in each table, and their workspace versions). */
             rows: number;
-            /** @description Sessions counted, deleted ones not yet purged included (their rows are still stored). */
+            /** @description Sessions counted: the live ones measured at least once (a deleted session is not counted from the accounting's next pass, though its rows are stored until it is purged). */
             sessions: number;
-            /** @description Unix seconds: the latest measurement of one of its sessions (null: none measured yet). A session is measured again after its next activity, within the storage accounting interval (RETENTION_SWEEP_MS). */
+            /** @description Unix seconds: when a measurement (or a delete, or a purge) of one of its sessions last changed it (null: none measured yet). A session is measured again after its next activity, within the storage accounting interval (RETENTION_SWEEP_MS). */
             measured_at: number | null;
-            /** @description Unix seconds: when this total was last summed from its sessions' measurements. */
+            /** @description Unix seconds: when this total last changed (each measurement adds what changed in its session; an hourly re-sum from the sessions' measurements corrects it). */
             summed_at: number;
             /** @description The deployment's per-owner quota (STORAGE_QUOTA_BYTES) an owner's total is held to; null: none. */
             quota_bytes: number | null;
@@ -7634,7 +7634,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`session_image_quota_exceeded`: The inline images of this submission would take the session's stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.<br>`storage_quota_exceeded`: The caller's owner already stores at least STORAGE_QUOTA_BYTES (`details.used_bytes`: its measured total, which lags by the storage accounting interval; `details.quota_bytes`): new inputs are refused at acceptance, nothing of them written. Delete sessions (their storage is freed once they are purged) or ask an operator to raise the quota.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`session_image_quota_exceeded`: The inline images of this submission would take the session's stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.<br>`storage_quota_exceeded`: The caller's owner already stores at least STORAGE_QUOTA_BYTES (`details.used_bytes`: its live sessions' measured total, which lags by the storage accounting interval; `details.quota_bytes`; `details.accounting_interval_s`): new inputs are refused at acceptance, nothing of them written. Delete sessions: a deleted session stops counting at the storage accounting's next pass (within `details.accounting_interval_s`, RETENTION_SWEEP_MS), long before its purge; or ask an operator to raise the quota.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
             413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -10305,7 +10305,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`session_image_quota_exceeded`: The inline images of this submission would take the session's stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.<br>`storage_quota_exceeded`: The caller's owner already stores at least STORAGE_QUOTA_BYTES (`details.used_bytes`: its measured total, which lags by the storage accounting interval; `details.quota_bytes`): new inputs are refused at acceptance, nothing of them written. Delete sessions (their storage is freed once they are purged) or ask an operator to raise the quota.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
+            /** @description `payload_too_large`: The request body exceeds the configured limit.<br>`file_quota_exceeded`: The stored files of the caller's account (a product user and its apps' end users: uploads, inline images of messages and images tools returned) would exceed FILE_QUOTA_BYTES, or the caller's drafts FILE_QUOTA_DRAFTS (`details`); delete drafts, attachments or sessions first.<br>`session_image_quota_exceeded`: The inline images of this submission would take the session's stored images (inline and from tools) past SESSION_IMAGE_BYTES (`details.used_bytes`, `details.quota_bytes`); start a new session.<br>`storage_quota_exceeded`: The caller's owner already stores at least STORAGE_QUOTA_BYTES (`details.used_bytes`: its live sessions' measured total, which lags by the storage accounting interval; `details.quota_bytes`; `details.accounting_interval_s`): new inputs are refused at acceptance, nothing of them written. Delete sessions: a deleted session stops counting at the storage accounting's next pass (within `details.accounting_interval_s`, RETENTION_SWEEP_MS), long before its purge; or ask an operator to raise the quota.<br>`input_text_too_large`: The text of the submission (its messages' text parts together, or a waitpoint response's answers together) exceeds MAX_INPUT_TEXT_BYTES (`details.limit_bytes`, UTF-8 bytes; 256 KiB by default); `details.field` names the part where it was passed. Send long documents as files. */
             413: {
                 headers: {
                     /** @description The request id (echoes a caller-sent X-Request-Id); errors carry it as `error.request_id`. */
@@ -22449,7 +22449,7 @@ export interface operations {
                 by?: "owner" | "project";
                 /** @description Totals of this owner only (a user id of the users list). */
                 owner_id?: string;
-                /** @description The total of this project only (with `by=project`). */
+                /** @description The total of this project only (only with `by=project`: 422 `validation_failed` with `by=owner`). */
                 project_id?: string;
                 /** @description The `last_id` of the previous page (400 `invalid_cursor` when it is no total of this list). */
                 after?: string;
