@@ -145,6 +145,7 @@ export class Metrics {
   private readonly retentionBytes = this.counter(WORKER, 'yuxi_retention_bytes_removed_total', 'Stored bytes of the rows the retention tasks removed, by kind', ['kind']);
   private readonly retentionLag = this.gauge(WORKER, 'yuxi_retention_lag_seconds', 'How long the oldest row due for removal has been due, by kind, as this worker\'s last retention sweep saw it (0: nothing due)', ['kind']);
   private readonly retentionFailures = this.counter(WORKER, 'yuxi_retention_failures_total', 'Retention batches that failed (retried at the next sweep), by kind', ['kind']);
+  private readonly sessionPurgeQuarantined = this.counter(WORKER, 'yuxi_session_purge_quarantined_total', 'Deleted sessions whose purge failed when retried alone: held, retried an hour later by the lifecycle clock, while the rest of the queue goes on', []);
   private readonly sandboxCommands = this.counter(WORKER, 'yuxi_sandbox_commands_total', 'Commands run in a sandbox, by result (ok, exit_nonzero, limit)', ['result']);
   private readonly sandboxDuration = this.histogram(
     WORKER,
@@ -303,6 +304,10 @@ export class Metrics {
 
   retentionFailed(kind: string): void {
     this.retentionFailures.inc({ kind });
+  }
+
+  sessionPurgeFailed(): void {
+    this.sessionPurgeQuarantined.inc();
   }
 
   webhookEndpointDisabled(reason: 'gone' | 'failing'): void {

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuditModule, AuditRetention } from '#libs/audit';
+import { BudgetsModule } from '#libs/budgets';
 import type { RetentionTask } from '#libs/database';
 import { CooperationSignalsRetention, EngineModule, ModelRequestsRetention } from '#libs/engine';
 import { EnvironmentsModule } from '#libs/environments';
@@ -19,7 +20,7 @@ import { SessionTtlSweep } from './session-ttl-sweep.js';
  * Storage accounting runs last: it measures what the purges before it left.
  */
 @Module({
-  imports: [EngineModule, AuditModule, ProtocolModule, EnvironmentsModule, EventsModule, FilesModule, TracesModule],
+  imports: [EngineModule, AuditModule, BudgetsModule, ProtocolModule, EnvironmentsModule, EventsModule, FilesModule, TracesModule],
   providers: [
     SessionTtlSweep,
     SessionPurge,
