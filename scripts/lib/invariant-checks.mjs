@@ -329,18 +329,22 @@ export const INVARIANTS = [
   },
   {
     name: 'member_turn_end_signalled',
-    description: "every ended turn of a member left its signal for the parent (the coordinator's wake-up is durable)",
+    description:
+      "every ended turn of a member left its signal for the parent (the coordinator's wake-up is durable), unless it ended longer than COOPERATION_SIGNAL_RETENTION_S ago by the lifecycle clock (retention removes delivered signals then)",
+    // A signal is delivered after its turn ended and removed only once delivered longer than the
+    // retention ago (lifecycle_now()): a missing signal is a violation unless its turn ended before that.
     sql: `
-      SELECT t.id AS turn_id, t.session_id, t.status
+      SELECT t.id AS turn_id, t.session_id, t.status, t.completed_at
       FROM turns t
       JOIN sessions m ON m.id = t.session_id AND m.depth > 0
       WHERE t.status IN (${TERMINAL_TURN}) AND {{S:t.session_id}}
+        AND NOT (t.completed_at IS NOT NULL AND t.completed_at < lifecycle_now() - make_interval(secs => {{SIGNAL_RETENTION_SECONDS}}))
         AND NOT EXISTS (SELECT 1 FROM cooperation_signals c WHERE c.member_session_id = t.session_id AND c.turn_id = t.id)`,
   },
   {
     name: 'session_rows_belong_to_sessions',
     description:
-      "no row of a session-owned table names a session that no longer exists (the purge of deleted sessions removes a session's rows before its own, and a fork's source only after the fork): inputs, turns, runs, steps, items, model requests, events, spans, receipts, signals, lineage (either end), artifacts, workspace versions, files, members",
+      "no row of a session-owned table names a session that no longer exists (the purge of deleted sessions removes a session's rows before its own, and a fork's source only after the fork): inputs, turns, runs, steps, items, model requests, events, spans, receipts, signals, lineage (either end), artifacts, workspace versions, files, members, session budgets",
     sql: `
       SELECT o.tbl, o.session_id, count(*)::int AS rows
       FROM (
@@ -362,6 +366,8 @@ export const INVARIANTS = [
         UNION ALL SELECT 'files', session_id FROM files WHERE session_id IS NOT NULL
         UNION ALL SELECT 'sessions.root', root_session_id FROM sessions
         UNION ALL SELECT 'sessions.forked_from', forked_from_session_id FROM sessions WHERE forked_from_session_id IS NOT NULL
+        -- scope_id is text (other kinds name other things): the CASE casts only a session's, whatever order the quals run in.
+        UNION ALL SELECT 'budgets.session', CASE WHEN scope_kind = 'session' THEN scope_id::uuid END FROM budgets WHERE scope_kind = 'session'
       ) o
       WHERE {{S:o.session_id}} AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = o.session_id)
       GROUP BY o.tbl, o.session_id`,
