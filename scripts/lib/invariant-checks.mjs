@@ -111,7 +111,7 @@ export const INVARIANTS = [
   },
   {
     name: 'outbox_seq_contiguous',
-    description: 'per session, session_events.seq is contiguous up to max (no gaps, no duplicates) and starts at 1 (a session older than the replay window, EVENTS_REPLAY_TTL_SECONDS, may have its oldest rows pruned)',
+    description: 'per session, session_events.seq is contiguous up to max (no gaps, no duplicates) and starts at 1 (a session older than the replay window, EVENTS_REPLAY_TTL_SECONDS, by the lifecycle clock the prune goes by, may have its oldest rows pruned)',
     sql: `
       SELECT s.id AS session_id, coalesce(e.n, 0) AS events, coalesce(e.distinct_seqs, 0) AS distinct_seqs, e.min_seq, e.max_seq
       FROM sessions s
@@ -124,7 +124,7 @@ export const INVARIANTS = [
       WHERE {{S:s.id}}
         AND (coalesce(e.n, 0) <> coalesce(e.distinct_seqs, 0)
           OR (e.n > 0 AND e.max_seq - e.min_seq + 1 <> e.n)
-          OR (e.n > 0 AND e.min_seq <> 1 AND s.created_at > now() - make_interval(secs => {{RETENTION_SECONDS}})))`,
+          OR (e.n > 0 AND e.min_seq <> 1 AND s.created_at > lifecycle_now() - make_interval(secs => {{RETENTION_SECONDS}})))`,
   },
   {
     name: 'outbox_payload_seq_matches',
