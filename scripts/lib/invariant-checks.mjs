@@ -111,7 +111,7 @@ export const INVARIANTS = [
   },
   {
     name: 'outbox_seq_contiguous',
-    description: 'per session, session_events.seq is contiguous up to max (no gaps, no duplicates) and starts at 1 (a session older than the replay window, EVENTS_REPLAY_TTL_SECONDS, may have its oldest rows pruned)',
+    description: 'per session, session_events.seq is contiguous up to max (no gaps, no duplicates) and starts at 1 (a session older than the replay window, EVENTS_REPLAY_TTL_SECONDS, by the lifecycle clock the prune goes by, may have its oldest rows pruned)',
     sql: `
       SELECT s.id AS session_id, coalesce(e.n, 0) AS events, coalesce(e.distinct_seqs, 0) AS distinct_seqs, e.min_seq, e.max_seq
       FROM sessions s
@@ -124,7 +124,7 @@ export const INVARIANTS = [
       WHERE {{S:s.id}}
         AND (coalesce(e.n, 0) <> coalesce(e.distinct_seqs, 0)
           OR (e.n > 0 AND e.max_seq - e.min_seq + 1 <> e.n)
-          OR (e.n > 0 AND e.min_seq <> 1 AND s.created_at > now() - make_interval(secs => {{RETENTION_SECONDS}})))`,
+          OR (e.n > 0 AND e.min_seq <> 1 AND s.created_at > lifecycle_now() - make_interval(secs => {{RETENTION_SECONDS}})))`,
   },
   {
     name: 'outbox_payload_seq_matches',
@@ -329,18 +329,22 @@ export const INVARIANTS = [
   },
   {
     name: 'member_turn_end_signalled',
-    description: "every ended turn of a member left its signal for the parent (the coordinator's wake-up is durable)",
+    description:
+      "every ended turn of a member left its signal for the parent (the coordinator's wake-up is durable), unless it ended longer than COOPERATION_SIGNAL_RETENTION_S ago by the lifecycle clock (retention removes delivered signals then)",
+    // A signal is delivered after its turn ended and removed only once delivered longer than the
+    // retention ago (lifecycle_now()): a missing signal is a violation unless its turn ended before that.
     sql: `
-      SELECT t.id AS turn_id, t.session_id, t.status
+      SELECT t.id AS turn_id, t.session_id, t.status, t.completed_at
       FROM turns t
       JOIN sessions m ON m.id = t.session_id AND m.depth > 0
       WHERE t.status IN (${TERMINAL_TURN}) AND {{S:t.session_id}}
+        AND NOT (t.completed_at IS NOT NULL AND t.completed_at < lifecycle_now() - make_interval(secs => {{SIGNAL_RETENTION_SECONDS}}))
         AND NOT EXISTS (SELECT 1 FROM cooperation_signals c WHERE c.member_session_id = t.session_id AND c.turn_id = t.id)`,
   },
   {
     name: 'session_rows_belong_to_sessions',
     description:
-      "no row of a session-owned table names a session that no longer exists (the purge of deleted sessions removes a session's rows before its own, and a fork's source only after the fork): inputs, turns, runs, steps, items, model requests, events, spans, receipts, signals, lineage (either end), artifacts, workspace versions, files, members",
+      "no row of a session-owned table names a session that no longer exists (the purge of deleted sessions removes a session's rows before its own, and a fork's source only after the fork): inputs, turns, runs, steps, items, model requests, events, spans, receipts, signals, lineage (either end), artifacts, workspace versions, files, members, session budgets",
     sql: `
       SELECT o.tbl, o.session_id, count(*)::int AS rows
       FROM (
@@ -362,6 +366,8 @@ export const INVARIANTS = [
         UNION ALL SELECT 'files', session_id FROM files WHERE session_id IS NOT NULL
         UNION ALL SELECT 'sessions.root', root_session_id FROM sessions
         UNION ALL SELECT 'sessions.forked_from', forked_from_session_id FROM sessions WHERE forked_from_session_id IS NOT NULL
+        -- scope_id is text (other kinds name other things): the CASE casts only a session's, whatever order the quals run in.
+        UNION ALL SELECT 'budgets.session', CASE WHEN scope_kind = 'session' THEN scope_id::uuid END FROM budgets WHERE scope_kind = 'session'
       ) o
       WHERE {{S:o.session_id}} AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = o.session_id)
       GROUP BY o.tbl, o.session_id`,

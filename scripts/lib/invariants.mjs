@@ -73,10 +73,13 @@ export async function checkInvariants(databaseUrl, { sessionIds, strict = false,
 
 /** The outbox retention (the replay window): only a session older than it may have pruned rows. */
 const RETENTION_SECONDS = Number(process.env.EVENTS_REPLAY_TTL_SECONDS || 7 * 24 * 3600);
+/** COOPERATION_SIGNAL_RETENTION_S as the app reads it (at least 60 s): a delivered signal older than it may be gone. */
+const SIGNAL_RETENTION_SECONDS = Math.max(60, Number(process.env.COOPERATION_SIGNAL_RETENTION_S || 7 * 24 * 3600));
 
 function render(sql, { canValidateJson }) {
   return sql
     .replace(/\{\{RETENTION_SECONDS\}\}/g, String(Math.floor(RETENTION_SECONDS)))
+    .replace(/\{\{SIGNAL_RETENTION_SECONDS\}\}/g, String(Math.floor(SIGNAL_RETENTION_SECONDS)))
     .replace(/\{\{S:([^}]+)\}\}/g, (_, expr) => `($1::uuid[] IS NULL OR ${expr} = ANY($1::uuid[]))`)
     .replace(/\{\{JSON_OK:([^}]+)\}\}/g, (_, expr) => (canValidateJson ? `pg_input_is_valid(${expr}, 'jsonb')` : 'true'));
 }

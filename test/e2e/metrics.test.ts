@@ -296,7 +296,7 @@ describe('metrics', () => {
   const IN_FAULT_SUITE: Record<string, string> = { yuxi_run_takeovers_total: 'test/faults/workers.test.ts, scenario a (a worker killed mid-turn, the survivor takes over)' };
   // Checked elsewhere: a shell command (components/bwrap-limits), firing (e2e/automations-firing), the sweep's gauges
   // (e2e/automations-schedule), retention (e2e/retention, e2e/session-purge: they move the lifecycle clock).
-  const MOVED_ELSEWHERE = new Set([...['yuxi_sandbox_commands_total', 'yuxi_sandbox_command_duration_seconds', 'yuxi_sandbox_limit_hits_total'], ...['yuxi_automation_invocations_total', 'yuxi_automation_fire_lag_seconds', 'yuxi_automations_active', 'yuxi_automations_due'], ...['yuxi_retention_rows_removed_total', 'yuxi_retention_bytes_removed_total', 'yuxi_retention_lag_seconds', 'yuxi_retention_failures_total']]);
+  const MOVED_ELSEWHERE = new Set([...['yuxi_sandbox_commands_total', 'yuxi_sandbox_command_duration_seconds', 'yuxi_sandbox_limit_hits_total'], ...['yuxi_automation_invocations_total', 'yuxi_automation_fire_lag_seconds', 'yuxi_automations_active', 'yuxi_automations_due'], ...['yuxi_retention_rows_removed_total', 'yuxi_retention_bytes_removed_total', 'yuxi_retention_lag_seconds', 'yuxi_retention_failures_total', 'yuxi_session_purge_quarantined_total']]);
 
   async function assertMovedOn(process: Process): Promise<void> {
     const now = await scrapeOf(process);

@@ -70,6 +70,12 @@ async function purged(sessionId: string): Promise<void> {
   assert.ok(gone, `session ${sessionId} purged; left: ${JSON.stringify(await rowsOf(sessionId))}`);
 }
 
+/** The worker's failed deleted_sessions batches and the sessions it set aside: neither may rise while a test purges. */
+async function purgeFailures(): Promise<number> {
+  const metrics = await scrape(env.workerHealthUrl);
+  return total(metrics, 'yuxi_retention_failures_total', { kind: 'deleted_sessions' }) + total(metrics, 'yuxi_session_purge_quarantined_total');
+}
+
 async function deleted(sessionId: string): Promise<void> {
   const res = await http(`${API}/sessions/${sessionId}`, { method: 'DELETE' });
   assert.equal(res.status, 200, res.text);
@@ -115,6 +121,7 @@ describe('retention deleted_sessions: the purge of deleted sessions', () => {
     }
     const liveBefore = await rowsOf(live.id);
     const metricsBefore = total(await scrape(env.workerHealthUrl), 'yuxi_retention_rows_removed_total', { kind: 'deleted_sessions' });
+    const failuresBefore = await purgeFailures();
 
     await deleted(doomed.id);
     try {
@@ -135,6 +142,7 @@ describe('retention deleted_sessions: the purge of deleted sessions', () => {
       assert.equal((await http(`${API}/sessions/${recent.id}`, { method: 'DELETE' })).status, 200, 'deleted, not purged: still the idempotent 200');
       const metricsAfter = total(await scrape(env.workerHealthUrl), 'yuxi_retention_rows_removed_total', { kind: 'deleted_sessions' });
       assert.ok(metricsAfter - metricsBefore >= before.items + before.turns + before.inputs, `the counter rose by the rows removed (${metricsBefore} → ${metricsAfter})`);
+      assert.equal(await purgeFailures(), failuresBefore, 'no purge batch failed, no session was set aside');
     } finally {
       await setClock(0);
     }
@@ -157,6 +165,7 @@ describe('retention deleted_sessions: the purge of deleted sessions', () => {
     await deleted(source.id);
     await deleted(witness);
     const sourceBefore = await rowsOf(source.id);
+    const failuresBefore = await purgeFailures();
     try {
       await setClock(GRACE_S + 1800);
       await purged(witness);
@@ -172,6 +181,7 @@ describe('retention deleted_sessions: the purge of deleted sessions', () => {
       await setClock(2 * GRACE_S + 3600);
       await purged(fork.id);
       await purged(source.id);
+      assert.equal(await purgeFailures(), failuresBefore, 'no purge batch failed, no session was set aside');
     } finally {
       await setClock(0);
     }
@@ -187,11 +197,13 @@ describe('retention deleted_sessions: the purge of deleted sessions', () => {
     const memberBefore = await rowsOf(member);
     assert.ok(memberBefore.turns > 0 && memberBefore.signals > 0, `the member ran and signalled (${JSON.stringify(memberBefore)})`);
 
+    const failuresBefore = await purgeFailures();
     await deleted(root.id);
     try {
       await setClock(GRACE_S + 1800);
       await purged(member);
       await purged(root.id);
+      assert.equal(await purgeFailures(), failuresBefore, 'no purge batch failed, no session was set aside');
     } finally {
       await setClock(0);
     }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { isUuid, type Page, type PageQuery, prepared, toPage } from '#libs/database';
+import { deleteRowsBatch, isUuid, type Page, type PageQuery, prepared, type RowStorage, toPage } from '#libs/database';
 import { DomainError } from '#libs/errors';
 import { type Budget, BUDGET_LIMIT_KEYS, type BudgetLimits, type BudgetOnExceeded, type BudgetPeriod, type BudgetScopeKind, type BudgetSpent } from './budget.types.js';
 import { type BudgetUsage, type CallEstimate, firstBudgetWithoutRoom, type LimitReached, NO_SPENDING } from './budget-room.js';
@@ -41,6 +41,15 @@ function viewerParams(viewer: BudgetViewer): [string, string, string | null] {
 @Injectable()
 export class BudgetsRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /**
+   * The purge of deleted sessions (libs/retention SessionPurge): their own budgets (`scope_kind
+   * 'session'`, at most one each), by budgets_scope_idx. What the sessions spent stays in
+   * usage_ledger (accounting); a reservation naming the budget was released when its run ended.
+   */
+  purgeSessions(sessionIds: string[], limit: number): Promise<RowStorage> {
+    return deleteRowsBatch(this.dataSource, 'budgets', `t.scope_kind = 'session' AND t.scope_id = ANY($1::text[])`, [sessionIds], limit);
+  }
 
   async create(manager: EntityManager | null, budget: NewBudget): Promise<Budget> {
     const [row] = (await (manager ?? this.dataSource.manager).query(

@@ -333,7 +333,8 @@ export class AppConfig {
     this.automationMinIntervalS = Math.max(1, int(env, 'AUTOMATION_MIN_INTERVAL_S', 60));
     this.retentionSweepMs = Math.max(100, int(env, 'RETENTION_SWEEP_MS', 60_000));
     this.retentionBatchRows = Math.min(10_000, Math.max(1, int(env, 'RETENTION_BATCH_ROWS', 500)));
-    this.sessionPurgeAfterS = Math.max(0, int(env, 'SESSION_PURGE_AFTER_S', 7 * 24 * 3600));
+    // At least a minute: the relay and the webhooks may still be working on the delete's own events.
+    this.sessionPurgeAfterS = Math.max(60, int(env, 'SESSION_PURGE_AFTER_S', 7 * 24 * 3600));
     this.modelRequestRetentionS = Math.max(60, int(env, 'MODEL_REQUEST_RETENTION_S', 30 * 24 * 3600));
     this.cooperationSignalRetentionS = Math.max(60, int(env, 'COOPERATION_SIGNAL_RETENTION_S', 7 * 24 * 3600));
     this.auditRetentionS = Math.max(24 * 3600, int(env, 'AUDIT_RETENTION_S', 400 * 24 * 3600));

@@ -184,6 +184,11 @@ export class EventOutbox {
     return deleteRowsBatch(this.dataSource, 'session_events', 't.session_id = ANY($1::uuid[])', [sessionIds], limit, 't.session_id, t.seq DESC');
   }
 
+  /** After the purge removed their sessions rows: their Redis streams go too (EventPublisher.dropStreams). */
+  dropStreams(sessionIds: string[]): Promise<void> {
+    return this.publisher.dropStreams(sessionIds);
+  }
+
   /** Whether a write failed because another writer appended to the session's outbox after the write's snapshot (its `insertion` numbered from a stale maximum). */
   static isSeqRace(error: unknown): boolean {
     const driverError = (error as { driverError?: { code?: string; constraint?: string } } | null)?.driverError;

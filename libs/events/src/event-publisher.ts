@@ -179,6 +179,24 @@ export class EventPublisher implements OnModuleInit, OnApplicationShutdown {
     return Number(await (this.redis as PublishingRedis).yuxiPublishDurable(...this.keys(sessionId), ...args));
   }
 
+  /**
+   * Drops purged sessions' streams (and their fences) now instead of at their TTL: a deleted
+   * session's stream would otherwise hold its events in Redis for EVENTS_REPLAY_TTL_SECONDS after
+   * the purge. One DEL per session (its two keys share its slot), pipelined per slot on a cluster.
+   */
+  async dropStreams(sessionIds: string[]): Promise<void> {
+    if (sessionIds.length === 0) return;
+    const keys = sessionIds.map((id) => this.streamKeys.stream(id));
+    const groups = isCluster(this.redis) ? groupBySlot(keys) : [keys.map((_, i) => i)];
+    await Promise.all(
+      groups.map(async (group) => {
+        const pipeline = this.redis.pipeline();
+        for (const i of group) pipeline.del(...this.keys(sessionIds[i]!));
+        for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
+      }),
+    );
+  }
+
   /** The last durable sequence number in each session's stream; null where the stream has none (new, expired or lost). */
   async lastSeqs(sessionIds: string[]): Promise<(number | null)[]> {
     // The newest entry of each stream, pipelined: sessions' keys live in different cluster slots,

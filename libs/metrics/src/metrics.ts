@@ -145,6 +145,7 @@ export class Metrics {
   private readonly retentionBytes = this.counter(WORKER, 'yuxi_retention_bytes_removed_total', 'Stored bytes of the rows the retention tasks removed, by kind', ['kind']);
   private readonly retentionLag = this.gauge(WORKER, 'yuxi_retention_lag_seconds', 'How long the oldest row due for removal has been due, by kind, as this worker\'s last retention sweep saw it (0: nothing due)', ['kind']);
   private readonly retentionFailures = this.counter(WORKER, 'yuxi_retention_failures_total', 'Retention batches that failed (retried at the next sweep), by kind', ['kind']);
+  private readonly sessionPurgeQuarantined = this.counter(WORKER, 'yuxi_session_purge_quarantined_total', 'Deleted sessions whose purge failed when retried alone: held, retried an hour later by the lifecycle clock, while the rest of the queue goes on', []);
   private readonly sandboxCommands = this.counter(WORKER, 'yuxi_sandbox_commands_total', 'Commands run in a sandbox, by result (ok, exit_nonzero, limit)', ['result']);
   private readonly sandboxDuration = this.histogram(
     WORKER,
@@ -291,26 +292,22 @@ export class Metrics {
     this.webhookBacklog.set(count);
   }
 
-  /** A retention task's series exist from the start (0 until it removes something): a dashboard sees every kind. */
-  retentionKind(kind: string): void {
-    this.retentionRows.inc({ kind }, 0);
-    this.retentionBytes.inc({ kind }, 0);
-    this.retentionFailures.inc({ kind }, 0);
-    this.retentionLag.set({ kind }, 0);
-  }
-
-  /** After a retention batch committed. */
-  retentionRemoved(kind: string, rows: number, bytes: number): void {
-    if (rows > 0) this.retentionRows.inc({ kind }, rows);
-    if (bytes > 0) this.retentionBytes.inc({ kind }, bytes);
+  /** After a retention batch committed; with nothing removed, at the worker's start: each kind's series exists from then on. */
+  retentionRemoved(kind: string, rows = 0, bytes = 0): void {
+    this.retentionRows.inc({ kind }, rows);
+    this.retentionBytes.inc({ kind }, bytes);
   }
 
   retentionLagSeen(kind: string, seconds: number): void {
     this.retentionLag.set({ kind }, Math.max(0, seconds));
   }
 
-  retentionFailed(kind: string): void {
-    this.retentionFailures.inc({ kind });
+  retentionFailed(kind: string, count = 1): void {
+    this.retentionFailures.inc({ kind }, count);
+  }
+
+  sessionPurgeFailed(): void {
+    this.sessionPurgeQuarantined.inc();
   }
 
   webhookEndpointDisabled(reason: 'gone' | 'failing'): void {

@@ -32,7 +32,12 @@ export class RetentionSweep {
     @Inject(RETENTION_TASKS) private readonly tasks: RetentionTask[],
     private readonly config: AppConfig,
   ) {
-    for (const task of tasks) metrics.retentionKind(task.kind);
+    // Every kind's series from the start (0 until it removes something or fails): a dashboard sees each one.
+    for (const task of tasks) {
+      metrics.retentionRemoved(task.kind);
+      metrics.retentionFailed(task.kind, 0);
+      metrics.retentionLagSeen(task.kind, 0);
+    }
   }
 
   async run(): Promise<RetentionTickReport[]> {

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuditModule, AuditRetention } from '#libs/audit';
+import { BudgetsModule } from '#libs/budgets';
 import type { RetentionTask } from '#libs/database';
 import { CooperationSignalsRetention, EngineModule, ModelRequestsRetention } from '#libs/engine';
 import { EnvironmentsModule } from '#libs/environments';
@@ -23,7 +24,7 @@ import { StorageAccounting } from './storage-accounting.js';
  * Storage accounting runs last: it measures what the purges before it left.
  */
 @Module({
-  imports: [EngineModule, AuditModule, ProtocolModule, EnvironmentsModule, EventsModule, FilesModule, TracesModule],
+  imports: [EngineModule, AuditModule, BudgetsModule, ProtocolModule, EnvironmentsModule, EventsModule, FilesModule, TracesModule],
   providers: [
     SessionTtlSweep,
     SessionPurge,

@@ -7,10 +7,22 @@
 export const PURGE_SESSIONS_PER_BATCH = 20;
 
 /**
+ * How long a deleted session whose purge failed on its own (retried alone after its batch failed)
+ * is held before it is tried again, by the lifecycle clock: the queue behind it goes on meanwhile.
+ */
+export const PURGE_FAILED_RETRY_S = 3600;
+
+/**
+ * How long a due source that a fork's lineage still names is held (pinned) before it is looked at
+ * again: purging the fork's lineage unpins it at once; this bounds the wait if that ever misses it.
+ */
+export const PURGE_PIN_RECHECK_S = 24 * 3600;
+
+/**
  * The steps of one batch, in order, each the lib that owns the tables. What a row references is
  * deleted after it: events, spans and the environment's rows first (they name turns, and the
  * workspace versions a turn committed are detached from it), then the files (tombstoned for the
- * files sweep; an input a file names waits for it), then the aggregate's tables children first
+ * files sweep; an input a file names waits for it), the session's own budget, then the aggregate's tables children first
  * (the engine's own order: receipts, items, steps, runs, inputs, turns, signals, lineage), and
  * then the `sessions` rows (SessionPurgeRepository.removeSessions), only where nothing references them any more.
  */
@@ -19,6 +31,7 @@ export const SESSION_PURGE_STEPS = [
   { step: 'spans', tables: ['session_spans'] },
   { step: 'environment', tables: ['session_artifacts', 'workspace_versions', 'workspaces'] },
   { step: 'files', tables: ['files'] },
+  { step: 'budgets', tables: ['budgets'] },
   {
     step: 'aggregate',
     tables: ['idempotency_receipts', 'items', 'model_requests', 'run_steps', 'runs', 'inputs', 'turns', 'cooperation_signals', 'session_lineage'],

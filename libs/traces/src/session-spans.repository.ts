@@ -55,11 +55,18 @@ export class SessionSpansRepository {
       scope: span.scope,
       start_at: span.startAt.toISOString(),
     }));
+    // The session check below leaves a race open: a purge committing the sessions row's delete while
+    // this statement runs (its snapshot still sees the row) leaves these spans orphans, which
+    // TRACE_RETENTION_S removes and the invariant session_rows_belong_to_sessions would report.
+    // Closing it takes FOR KEY SHARE on each sessions row (what a foreign key costs): a tuple lock
+    // written per batch and session, a multixact beside the turn path's own updates of the row, and
+    // a span write that may wait, which this table was built never to do. The window is one
+    // statement, after a session's purge grace (7 days by default), so it stays open.
     await this.dataSource.query(
       prepared(`INSERT INTO session_spans (session_id, trace_id, span_id, turn_id, parent_span_id, input_id, span, resource, scope, start_at)
        SELECT r.session_id, r.trace_id, r.span_id, r.turn_id, r.parent_span_id, r.input_id, r.span, r.resource, r.scope, r.start_at
        FROM jsonb_to_recordset($1::jsonb) AS r(session_id uuid, trace_id varchar, span_id varchar, turn_id uuid, parent_span_id varchar, input_id uuid, span jsonb, resource jsonb, scope jsonb, start_at timestamptz)
-       -- A span exported after its session was purged (a late batch) names no session any more: dropped, never an orphan row.
+       -- A span exported after its session was purged (a late batch) names no session any more: dropped.
        WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id)
        ON CONFLICT DO NOTHING`),
       [JSON.stringify(rows)],
