@@ -1572,7 +1572,7 @@ export interface paths {
         get?: never;
         /**
          * Move the lifecycle clock
-         * @description Sets how far the clock that session TTLs and retention (SESSION_PURGE_AFTER_S, MODEL_REQUEST_RETENTION_S, COOPERATION_SIGNAL_RETENTION_S, AUDIT_RETENTION_S) go by runs from the database's (`offset_s`, at most two years either way), for tests. Leases, idempotency receipts, the event outbox and every other time keep the real clock. Administrators only (403); a deployment without `LIFECYCLE_CLOCK_ADJUSTABLE=true` has no such route (404 `route_not_found`).
+         * @description Sets how far the clock that session TTLs and retention (SESSION_PURGE_AFTER_S, MODEL_REQUEST_RETENTION_S, COOPERATION_SIGNAL_RETENTION_S, AUDIT_RETENTION_S, and the event outbox's replay window EVENTS_REPLAY_TTL_SECONDS) go by runs from the database's (`offset_s`, at most two years either way), for tests. Leases, idempotency receipts and every other time keep the real clock. Administrators only (403); a deployment without `LIFECYCLE_CLOCK_ADJUSTABLE=true` has no such route (404 `route_not_found`).
          */
         put: operations["setLifecycleClock"];
         post?: never;
@@ -2247,7 +2247,7 @@ export interface components {
              * @description `waitpoint_incomplete`: the kind of waitpoint the response must resolve; `turn_requires_action`: the kind of waitpoint the turn waits at.
              * @enum {string}
              */
-            kind?: "question" | "approval" | "client_tool";
+            kind?: "question" | "approval" | "client_tool" | "cooperation" | "budget";
             /** @description `waitpoint_stale`, `turn_requires_action`: the waitpoint the turn waits at (null: none). */
             waitpoint_id?: string | null;
             /** @description `turn_requires_action`, `turn_cancelling`: the active turn that refuses the message; `state_conflict` on a fork after a turn: that turn, not finished. */
