@@ -57,11 +57,16 @@ const nothing = (rows: Record<string, number>): boolean => Object.values(rows).e
  * The session kept every row it had: the same counts, but spans, which arrive after the request
  * that made them (the DELETE's own span is exported in a later batch): at least as many.
  */
+/**
+ * Every row stays but the outbox's: its replay window goes by the lifecycle clock too, so a move past
+ * EVENTS_REPLAY_TTL_SECONDS prunes it to the session's newest row, purge or not.
+ */
 async function keptEvery(sessionId: string, before: Record<string, number>, what: string): Promise<void> {
-  const { spans, ...now } = await rowsOf(sessionId);
-  const { spans: spansBefore, ...rest } = before;
+  const { spans, events, ...now } = await rowsOf(sessionId);
+  const { spans: spansBefore, events: eventsBefore, ...rest } = before;
   assert.deepEqual(now, rest, what);
   assert.ok(spans! >= spansBefore!, `${what}: spans`);
+  assert.ok(events! >= 1 && events! <= eventsBefore!, `${what}: the outbox keeps at least its newest row`);
 }
 
 /** Waits (bounded) until no row of the session is left; fails naming what is. */

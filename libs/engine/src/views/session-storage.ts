@@ -29,14 +29,14 @@ export class SessionStorageReads {
    * step's write.
    */
   async rows(sessionId: string, db: StorageQueryable = this.dataSource): Promise<SessionRowStorage> {
-    const [items, inputs, turns, runs, steps, modelRequests] = await Promise.all([
-      rowStorageSql(db, 'items', 'FROM items t WHERE t.session_id = $1'),
-      rowStorageSql(db, 'inputs', 'FROM inputs t WHERE t.session_id = $1'),
-      rowStorageSql(db, 'turns', 'FROM turns t WHERE t.session_id = $1'),
-      rowStorageSql(db, 'runs', 'FROM runs t WHERE t.session_id = $1'),
-      rowStorageSql(db, 'run_steps', 'FROM turns u JOIN run_steps t ON t.turn_id = u.id WHERE u.session_id = $1'),
-      rowStorageSql(db, 'model_requests', 'FROM model_requests t WHERE t.session_id = $1'),
-    ]);
+    // One after another: `db` may be a transaction's one connection, which runs one query at a time
+    // (the column lists are read from the catalog once per process, then cached).
+    const items = await rowStorageSql(db, 'items', 'FROM items t WHERE t.session_id = $1');
+    const inputs = await rowStorageSql(db, 'inputs', 'FROM inputs t WHERE t.session_id = $1');
+    const turns = await rowStorageSql(db, 'turns', 'FROM turns t WHERE t.session_id = $1');
+    const runs = await rowStorageSql(db, 'runs', 'FROM runs t WHERE t.session_id = $1');
+    const steps = await rowStorageSql(db, 'run_steps', 'FROM turns u JOIN run_steps t ON t.turn_id = u.id WHERE u.session_id = $1');
+    const modelRequests = await rowStorageSql(db, 'model_requests', 'FROM model_requests t WHERE t.session_id = $1');
     const [row] = (await db.query(
       `SELECT ${items} AS items, ${inputs} AS inputs, ${turns} AS turns, ${runs} AS runs, ${steps} AS steps, ${modelRequests} AS model_requests`,
       [sessionId],

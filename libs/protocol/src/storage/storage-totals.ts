@@ -48,7 +48,9 @@ export class StorageTotals {
     if (page.after !== undefined) {
       const anchor = await this.anchor(filter.by, page.after);
       // Largest first, after the anchor's bytes (as they are now) and key; a total that changed between pages may move across the boundary.
-      const values = [`${param(anchor.bytes)}::bigint`, `${param(anchor.ownerId)}::uuid`, `${param(anchor.projectId)}::varchar`].slice(0, keys.length);
+      // Only the keys this list has become parameters (an unused one would be a parameter Postgres cannot type).
+      const values = [`${param(anchor.bytes)}::bigint`, `${param(anchor.ownerId)}::uuid`];
+      if (keys.length > 2) values.push(`${param(anchor.projectId)}::varchar`);
       where.push(`(${keys.join(', ')}) < (${values.join(', ')})`);
     }
     const order = keys.map((key) => `${key} DESC`).join(', ');
