@@ -120,7 +120,7 @@ export class SessionPurge implements RetentionTask {
     await this.storageUsage.removeSessions(ids);
     const gone = await this.sessions.removeSessions(ids, this.config.sessionPurgeAfterS);
     // Their Redis streams go with them (else they stay until EVENTS_REPLAY_TTL_SECONDS); a failure leaves them to that TTL.
-    await this.outbox.dropStreams(gone.ids).catch(() => undefined);
+    await this.outbox.dropStreams(gone.ids).catch((error: unknown) => this.failures.warn(`session purge: dropping ${gone.ids.length} Redis streams failed (${messageOf(error)}); they expire at their TTL`, 'streams'));
     pass.rows += gone.ids.length;
     pass.bytes += gone.bytes;
     pass.gone = gone.ids.length;

@@ -26,9 +26,11 @@ const DUE_NOW_SQL = `SELECT ${DELETE_DUE} AS delete_due, ${ARCHIVE_DUE} AS archi
 const RECHECK_SQL = `UPDATE sessions SET ttl_check_at = ${ttlNextCheckSql()} WHERE id = $1`;
 /**
  * A session postponed by work in its tree: looked at again after `$2` seconds (one sweep interval),
- * not in this tick's later batches, so the busy never fill every batch ahead of the idle.
+ * not in this tick's later batches, so the busy never fill every batch ahead of the idle. From the
+ * earlier of the two clocks: a postponement made while a test had the lifecycle clock moved ahead
+ * must not outlast the clock's return by the whole offset.
  */
-const POSTPONE_SQL = `UPDATE sessions SET ttl_check_at = lifecycle_now() + make_interval(secs => $2) WHERE id = $1 AND ttl_check_at IS NOT NULL`;
+const POSTPONE_SQL = `UPDATE sessions SET ttl_check_at = LEAST(now(), lifecycle_now()) + make_interval(secs => $2) WHERE id = $1 AND ttl_check_at IS NOT NULL`;
 /** How long the earliest due check has waited: the index's first entry. */
 const LAG_SQL = `SELECT COALESCE(EXTRACT(EPOCH FROM lifecycle_now() - min(ttl_check_at)), 0)::float8 AS lag FROM sessions WHERE ttl_check_at <= lifecycle_now()`;
 

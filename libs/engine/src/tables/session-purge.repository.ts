@@ -97,7 +97,7 @@ export class SessionPurgeRepository {
            SELECT s.id, ${PINNED} AS pinned, s.purge_held_at FROM sessions s
            WHERE s.purge_held_at IS NOT NULL AND s.purge_held_at <= lifecycle_now() AND ${DUE_BY_TIME} ORDER BY s.purge_held_at, s.id LIMIT $2),
          pin AS (
-           UPDATE sessions s SET purge_held_at = lifecycle_now() + make_interval(secs => $3::int)
+           UPDATE sessions s SET purge_held_at = LEAST(now(), lifecycle_now()) + make_interval(secs => $3::int)
            WHERE s.id IN (SELECT id FROM fresh WHERE pinned UNION ALL SELECT id FROM held WHERE pinned) RETURNING 1)
        SELECT p.pinned, c.id FROM (SELECT count(*)::int AS pinned FROM pin) p
        LEFT JOIN LATERAL (
@@ -208,7 +208,7 @@ export class SessionPurgeRepository {
   async hold(sessionIds: string[], afterS = 0): Promise<void> {
     if (sessionIds.length === 0) return;
     await this.dataSource.query(
-      prepared(`UPDATE sessions SET purge_held_at = lifecycle_now() + make_interval(secs => $2::int) WHERE id = ANY($1::uuid[]) AND deleted_at IS NOT NULL`),
+      prepared(`UPDATE sessions SET purge_held_at = LEAST(now(), lifecycle_now()) + make_interval(secs => $2::int) WHERE id = ANY($1::uuid[]) AND deleted_at IS NOT NULL`),
       [sessionIds, afterS],
     );
   }

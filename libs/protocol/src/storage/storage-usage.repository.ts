@@ -51,7 +51,7 @@ export class StorageUsageRepository {
       if (sessionIds.length > 0) {
         await manager.query(
           prepared(`INSERT INTO storage_usage (session_id, owner_id, project_id, stale_since, marked_at)
-           SELECT id, owner_id, project_id, now(), now() FROM sessions WHERE id = ANY($1::uuid[])
+           SELECT id, owner_id, project_id, now(), now() FROM sessions WHERE id = ANY($1::uuid[]) ORDER BY id
            ON CONFLICT (session_id) DO UPDATE SET stale_since = coalesce(storage_usage.stale_since, EXCLUDED.stale_since), marked_at = EXCLUDED.marked_at`),
           [sessionIds],
         );
@@ -69,7 +69,12 @@ export class StorageUsageRepository {
    */
   async markDeleted(manager: EntityManager, sessionIds: string[]): Promise<void> {
     if (sessionIds.length === 0) return;
-    await manager.query(prepared(`UPDATE storage_usage SET stale_since = coalesce(stale_since, now()), marked_at = now() WHERE session_id = ANY($1::uuid[])`), [sessionIds]);
+    // The rows locked in session id order, as the accounting's marks take them (ORDER BY id): two marks of one tree never deadlock.
+    await manager.query(
+      prepared(`UPDATE storage_usage u SET stale_since = coalesce(u.stale_since, now()), marked_at = now()
+       FROM (SELECT session_id FROM storage_usage WHERE session_id = ANY($1::uuid[]) ORDER BY session_id FOR UPDATE) o WHERE u.session_id = o.session_id`),
+      [sessionIds],
+    );
   }
 
   /** Up to `count` queued sessions, oldest mark first (deleted ones too: they are taken out of the totals). */
@@ -95,13 +100,24 @@ export class StorageUsageRepository {
    */
   async record(usage: StaleUsage, measured: { bytes: number; rows: number } | null): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
-      const [row] = (await manager.query(
-        prepared(`SELECT u.owner_id, u.project_id, u.bytes, u.rows, u.counted, s.owner_id AS session_owner_id, s.project_id AS session_project_id,
-                s.deleted_at IS NOT NULL AS deleted
-         FROM storage_usage u JOIN sessions s ON s.id = u.session_id WHERE u.session_id = $1 FOR UPDATE OF u`),
-        [usage.sessionId],
-      )) as { owner_id: string; project_id: string | null; bytes: string; rows: string; counted: boolean; session_owner_id: string; session_project_id: string | null; deleted: boolean }[];
-      if (!row) return;
+      // The usage row's lock first, then the session read in a statement of its own: a delete that
+      // held the lock (markDeleted) has committed by then, and a new statement's snapshot sees it (a
+      // join locked in one statement would re-check only the locked row and keep the old session).
+      const [usageRow] = (await manager.query(prepared(`SELECT owner_id, project_id, bytes, rows, counted FROM storage_usage WHERE session_id = $1 FOR UPDATE`), [usage.sessionId])) as {
+        owner_id: string;
+        project_id: string | null;
+        bytes: string;
+        rows: string;
+        counted: boolean;
+      }[];
+      if (!usageRow) return;
+      const [session] = (await manager.query(prepared(`SELECT owner_id, project_id, deleted_at IS NOT NULL AS deleted FROM sessions WHERE id = $1`), [usage.sessionId])) as {
+        owner_id: string;
+        project_id: string | null;
+        deleted: boolean;
+      }[];
+      if (!session) return;
+      const row = { ...usageRow, session_owner_id: session.owner_id, session_project_id: session.project_id, deleted: session.deleted };
       const bytes = measured?.bytes ?? Number(row.bytes);
       const rows = measured?.rows ?? Number(row.rows);
       const before: UsageContribution | null = row.counted ? { ownerId: row.owner_id, projectId: row.project_id, bytes: Number(row.bytes), rows: Number(row.rows) } : null;
