@@ -11,7 +11,9 @@ import { SseStream } from '../support/sse.js';
 // (RETENTION_SWEEP_MS=1000) with the default retentions (scripts/test.mjs sets none of them), and
 // the stack records model requests (MODEL_REQUEST_AUDIT=on). The lifecycle clock is moved just past
 // one kind's retention at a time, shortest first, and put back at the end: the stack is shared.
-// Rows are read straight from Postgres (read only).
+// Rows are read straight from Postgres (read only). While the clock is 400 days ahead, every retention
+// acts on the whole shared stack: earlier files' deleted sessions are purged, every delivered signal and
+// audit entry goes, every outbox is pruned to its newest row. Later files must not count on any of those.
 
 const DAY = 24 * 3600;
 /** The defaults of COOPERATION_SIGNAL_RETENTION_S, MODEL_REQUEST_RETENTION_S and AUDIT_RETENTION_S. */

@@ -142,7 +142,7 @@ describe('SessionPurge over stand-ins', () => {
   it('due sessions that nothing moved are held and the tick stops', async () => {
     const { task, calls } = standIns(['a', 'b', 'c'], {});
     assert.deepEqual(await task.runBatch(50), { rows: 0, bytes: 0, more: false });
-    assert.equal(calls.at(-1), 'hold(a,b,c)');
+    assert.equal(calls.at(-1), 'hold(a,b,c,60)', 'held for one files sweep interval (FILE_SWEEP_MS; 60 s by default)');
     assert.equal(await task.lagSeconds(), 42);
   });
 

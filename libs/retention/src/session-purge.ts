@@ -70,8 +70,17 @@ export class SessionPurge implements RetentionTask {
       return this.oneByOne(ids, limit, pinned);
     }
     const outcome = purgeBatchOutcome(ids.length, pass.moved, pass.gone);
-    if (outcome.hold) await this.sessions.hold(ids);
+    if (outcome.hold) await this.sessions.hold(ids, this.stuckRetryS());
     return { rows: pass.rows, bytes: pass.bytes, more: outcome.more || pinned > 0 };
+  }
+
+  /**
+   * Sessions a pass moved nothing of wait for the files sweep (their files are tombstones it
+   * removes), or for a project to drop an attachment they hold: looked at again after one files
+   * sweep interval, not every tick (a full pass of the steps each time, on every worker).
+   */
+  private stuckRetryS(): number {
+    return Math.max(1, Math.ceil((this.config.fileSweepMs ?? 60_000) / 1000));
   }
 
   /** Each session of a failed batch alone: one that fails again is held for PURGE_FAILED_RETRY_S and counted; the others go on. */
@@ -85,7 +94,7 @@ export class SessionPurge implements RetentionTask {
         rows += pass.rows;
         bytes += pass.bytes;
         const outcome = purgeBatchOutcome(1, pass.moved, pass.gone);
-        if (outcome.hold) await this.sessions.hold([id]);
+        if (outcome.hold) await this.sessions.hold([id], this.stuckRetryS());
         more ||= outcome.more;
       } catch (error) {
         metrics.sessionPurgeFailed();

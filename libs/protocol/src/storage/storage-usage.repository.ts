@@ -103,14 +103,12 @@ export class StorageUsageRepository {
       // The usage row's lock first, then the session read in a statement of its own: a delete that
       // held the lock (markDeleted) has committed by then, and a new statement's snapshot sees it (a
       // join locked in one statement would re-check only the locked row and keep the old session).
-      const [usageRow] = (await manager.query(prepared(`SELECT owner_id, project_id, bytes, rows, counted FROM storage_usage WHERE session_id = $1 FOR UPDATE`), [usage.sessionId])) as {
-        owner_id: string;
-        project_id: string | null;
-        bytes: string;
-        rows: string;
-        counted: boolean;
-      }[];
-      if (!usageRow) return;
+      const [usageRow] = (await manager.query(
+        prepared(`SELECT owner_id, project_id, bytes, rows, counted, measured_at > $2 AS newer FROM storage_usage WHERE session_id = $1 FOR UPDATE`),
+        [usage.sessionId, usage.seen],
+      )) as { owner_id: string; project_id: string | null; bytes: string; rows: string; counted: boolean; newer: boolean | null }[];
+      // Gone, or another worker's measurement, begun after this one, already recorded: this older one must not overwrite it.
+      if (!usageRow || usageRow.newer === true) return;
       const [session] = (await manager.query(prepared(`SELECT owner_id, project_id, deleted_at IS NOT NULL AS deleted FROM sessions WHERE id = $1`), [usage.sessionId])) as {
         owner_id: string;
         project_id: string | null;
