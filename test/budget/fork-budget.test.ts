@@ -68,11 +68,15 @@ before(async () => {
   } finally {
     settled.close();
   }
-  // Echo turns on two forks of the 100-item source (each inherits its 100 items), and on the two sources.
+  // Echo turns on four forks of the 100-item source (each inherits its 100 items), and on four sessions
+  // that are no fork (the two sources and two of 10 items), round robin: three other turns run before
+  // a session gets its next message, so it has released its turn (a message to a session still
+  // holding it takes the queue's statements, which a 2-session rotation met once under load).
   const forked = [];
-  for (let i = 0; i < 2; i += 1) forked.push((await forks.forkSession(client, large.id)).body.id);
+  for (let i = 0; i < 4; i += 1) forked.push((await forks.forkSession(client, large.id)).body.id);
+  const plain = [large.id, small.id, (await forks.seedSession(client, 10)).id, (await forks.seedSession(client, 10)).id];
   turns.fork = await forks.statementsPerTurn(db, client, forked, 20);
-  turns.source = await forks.statementsPerTurn(db, client, [large.id, small.id], 20);
+  turns.source = await forks.statementsPerTurn(db, client, plain, 20);
 });
 
 after(async () => {
