@@ -1,29 +1,10 @@
-import { Body, type CanActivate, Controller, type ExecutionContext, Injectable, Put, UseGuards } from '@nestjs/common';
+import { Body, Controller, Put, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { assertAdmin, CurrentPrincipal, type Principal } from '#libs/auth';
-import { AppConfig } from '#libs/config';
-import { DomainError } from '#libs/errors';
+import { CurrentPrincipal, type Principal } from '#libs/auth';
 import { SetUsageClock, SetUsageClockDto, UsageClockDto } from '#libs/protocol';
 import { TAGS } from '../openapi/tags.js';
+import { AdjustableClockGuard } from './adjustable-clock.guard.js';
 import { ApiErrors } from './api-errors.decorator.js';
-
-/**
- * The route exists only where the deployment lets the usage clock move (USAGE_CLOCK_ADJUSTABLE=true):
- * elsewhere it is not found. Where it exists it is for administrators, refused (403) before its
- * body is read, as every admin route is.
- */
-@Injectable()
-export class UsageClockAdjustable implements CanActivate {
-  constructor(private readonly config: AppConfig) {}
-
-  canActivate(context: ExecutionContext): boolean {
-    if (!this.config.usageClockAdjustable) throw new DomainError('route_not_found', 'No route for PUT /api/v1/admin/usage-clock');
-    const principal = context.switchToHttp().getRequest<{ principal?: Principal }>().principal;
-    if (!principal) throw new DomainError('unauthorized', 'Missing credentials');
-    assertAdmin(principal);
-    return true;
-  }
-}
 
 @ApiTags(TAGS.admin.name)
 @ApiBearerAuth()
@@ -32,7 +13,7 @@ export class AdminUsageClockController {
   constructor(private readonly setClock: SetUsageClock) {}
 
   @Put()
-  @UseGuards(UsageClockAdjustable)
+  @UseGuards(AdjustableClockGuard('/api/v1/admin/usage-clock', (config) => config.usageClockAdjustable))
   @ApiOperation({
     operationId: 'setUsageClock',
     summary: 'Move the usage clock',
